@@ -1,0 +1,40 @@
+"""Shared fixtures: the tiny stand-in bundle (built once per session) and the real assets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+#: The read-only real Supertonic-3 assets, beside the project root (absent on most machines).
+SHARED_ASSETS = ROOT.parent / "shared" / "supertonic3-assets"
+
+
+@pytest.fixture(scope="session")
+def shared_assets() -> Path:
+    """The real `tts.json`, indexer and voice styles; skips the test when absent."""
+    if not (SHARED_ASSETS / "onnx" / "tts.json").is_file():
+        pytest.skip("../shared/supertonic3-assets is absent")
+    return SHARED_ASSETS
+
+
+@pytest.fixture(scope="session")
+def tiny_bundle_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A freshly built tiny stand-in bundle, shared by the whole test session."""
+    from tts_kit.standin import build_standin
+
+    out = tmp_path_factory.mktemp("standin") / "tiny"
+    build_standin(out, scale="tiny", seed=0)
+    return out
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """Keep tests away from the user's caches and model environment variables."""
+    cache = tmp_path_factory.getbasetemp() / "tts_kit_cache"
+    monkeypatch.setenv("TTS_KIT_CACHE_DIR", str(cache))
+    monkeypatch.delenv("TTS_KIT_MODEL_DIR", raising=False)
+    # An empty official cache, so discovery never picks up a real model a developer has.
+    monkeypatch.setenv("SUPERTONIC_CACHE_DIR", str(cache / "no-official-model"))
+    yield

@@ -1,0 +1,369 @@
+"""The four-stage Supertonic pipeline on ONNX Runtime: `Engine` and `SynthesisResult`.
+
+Text -> normalise (`tts_kit.text`) -> chunk -> ids and masks (`tts_kit.textproc`) ->
+duration predictor -> text encoder -> N flow steps of the vector estimator ->
+vocoder -> trim to the predicted duration -> chunks joined by 0.3 s of silence.
+
+Session options and providers come in as a `SessionPreset` (one for all stages, with
+per-stage overrides), and the load policy (`resident`, `paged`, `budget:MB`) as a
+string, so tuning code plugs in without touching the engine.
+
+Example:
+    >>> from tts_kit import Engine
+    >>> engine = Engine()                    # the discovered bundle (stand-in by default)
+    >>> result = engine.synthesize("Hello there.", lang="en", voice="M1", seed=0)
+    >>> result.sample_rate, round(result.duration_s, 2) > 0
+    (44100, True)
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+from . import contract
+from .bundle import Bundle
+from .paged import StageLoader
+from .sessions import SessionPreset
+from .textproc import encode, unsupported_characters
+
+#: Hard cap on one request, as in the official package (no silent truncation anywhere).
+MAX_TEXT_CHARS = 100_000
+
+
+@dataclass
+class SynthesisResult:
+    """One synthesised utterance."""
+
+    wav: np.ndarray
+    """Mono waveform, float32, in [-1, 1]."""
+    sample_rate: int
+    """Samples per second (44100)."""
+    text: str
+    """The text the model read, after normalisation."""
+    chunks: list[str] = field(default_factory=list)
+    """The chunks the text was split into."""
+    timings: dict[str, float] = field(default_factory=dict)
+    """Wall seconds per stage (``duration_predictor`` ... ``vocoder``, ``text``, ``total``)."""
+    voice: str = ""
+    """Voice style name."""
+    seed: int | None = None
+    """Noise seed used (None: random)."""
+
+    @property
+    def duration_s(self) -> float:
+        """Audio length in seconds."""
+        return len(self.wav) / self.sample_rate
+
+    @property
+    def rtf(self) -> float:
+        """Real-time factor: synthesis wall time / audio duration (lower is faster)."""
+        return self.timings.get("total", 0.0) / max(self.duration_s, 1e-9)
+
+    def wav_bytes(self, subtype: str = "PCM_16") -> bytes:
+        """The audio as a WAV file in memory (no temporary file), via soundfile."""
+        import soundfile as sf
+
+        buf = io.BytesIO()
+        sf.write(buf, self.wav, self.sample_rate, format="WAV", subtype=subtype)
+        return buf.getvalue()
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write a 16-bit mono WAV file."""
+        Path(path).write_bytes(self.wav_bytes())
+
+
+def _check_number(name: str, value: float, lo: float, hi: float, integer: bool = False) -> None:
+    ok = isinstance(value, (int, np.integer)) if integer else isinstance(value, (int, float))
+    if isinstance(value, bool) or not ok or not (lo <= value <= hi):
+        kind = "an integer" if integer else "a number"
+        raise ValueError(f"{name} must be {kind} in {lo:g}..{hi:g}, got {value!r}")
+
+
+class Engine:
+    """Runs a `Bundle` end to end.
+
+    Args:
+        bundle: a `Bundle`, a bundle directory, or None to discover one
+            (see `tts_kit.bundle.resolve_model_dir`).
+        preset: session options and providers for every stage (default: the official
+            package's settings, ``supertonic-default``).
+        stage_presets: per-stage overrides, e.g. ``{"vocoder": other_preset}``.
+        loading: ``resident`` (default), ``paged`` or ``budget:MB``.
+        normalize: spell out numbers, dates, acronyms ... before synthesis (ko, en).
+        stage_costs_mb: measured memory cost per stage for the ``budget`` policy.
+
+    Example:
+        >>> engine = Engine("standin-dir", loading="paged")  # doctest: +SKIP
+        >>> engine.synthesize("안녕하세요.", lang="ko").duration_s  # doctest: +SKIP
+        0.71
+    """
+
+    def __init__(
+        self,
+        bundle: Bundle | str | os.PathLike[str] | None = None,
+        preset: SessionPreset | None = None,
+        stage_presets: dict[str, SessionPreset] | None = None,
+        loading: str = "resident",
+        normalize: bool = True,
+        stage_costs_mb: dict[str, float] | None = None,
+    ):
+        self.bundle = bundle if isinstance(bundle, Bundle) else Bundle.discover(bundle)
+        self.preset = preset or _default_preset()
+        self.stage_presets = dict(stage_presets or {})
+        unknown = sorted(set(self.stage_presets) - set(contract.STAGES))
+        if unknown:
+            raise ValueError(f"unknown stage(s) {unknown}; stages are {list(contract.STAGES)}")
+        self.normalize = normalize
+        self._input_types: dict[str, dict[str, np.dtype]] = {}
+        costs = stage_costs_mb or {
+            # Without a measurement, a stage costs about its weights plus working memory.
+            s: 1.5 * info.size_bytes / 2**20 + 10 for s, info in self.bundle.stages.items()
+        }
+        self._loader = StageLoader(self._make_session, loading, costs)
+
+    # -- sessions ---------------------------------------------------------------------
+
+    def preset_for(self, stage: str) -> SessionPreset:
+        """The preset a stage's session is built with."""
+        return self.stage_presets.get(stage, self.preset)
+
+    def _make_session(self, stage: str) -> ort.InferenceSession:
+        preset = self.preset_for(stage)
+        sess = ort.InferenceSession(
+            str(self.bundle.stage_path(stage)),
+            sess_options=preset.session_options(),
+            providers=preset.provider_list(),
+        )
+        types = {"tensor(float16)": np.float16, "tensor(float)": np.float32}
+        self._input_types[stage] = {
+            i.name: np.dtype(types[i.type]) for i in sess.get_inputs() if i.type in types
+        }
+        return sess
+
+    def _run(self, stage: str, feeds: dict[str, np.ndarray], timings: dict[str, float]):
+        with self._loader.session(stage) as sess:
+            t0 = time.perf_counter()
+            cast = self._input_types.get(stage, {})
+            feeds = {k: v.astype(cast[k]) if k in cast else v for k, v in feeds.items()}
+            out = sess.run(None, feeds)[0].astype(np.float32, copy=False)
+            timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - t0
+        return out
+
+    @property
+    def loading(self) -> str:
+        """The load policy, as given (``resident``, ``paged``, ``budget:300``)."""
+        return self._loader.spec
+
+    @property
+    def load_s(self) -> dict[str, float]:
+        """Seconds each stage's most recent session creation took."""
+        return dict(self._loader.load_s)
+
+    @property
+    def loaded_stages(self) -> list[str]:
+        """Stages whose sessions are alive now."""
+        return self._loader.loaded
+
+    def close(self) -> None:
+        """Release every session (the engine loads them again when used)."""
+        self._loader.close()
+
+    # -- validation -------------------------------------------------------------------
+
+    def _prepare(self, text: str, lang: str, max_chars: int | None) -> tuple[str, list[str]]:
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError("text is empty; give at least one word to synthesise")
+        if len(text) > MAX_TEXT_CHARS:
+            raise ValueError(
+                f"text has {len(text):,} characters, more than the {MAX_TEXT_CHARS:,} allowed "
+                "in one request; split it into several requests"
+            )
+        if self.normalize and lang in ("ko", "en"):
+            from .text import normalize as normalize_text
+
+            text = normalize_text(text, lang)
+        bad = unsupported_characters(text, self.bundle.indexer)
+        if bad:
+            shown = " ".join(repr(c) for c in bad[:20]) + (" ..." if len(bad) > 20 else "")
+            raise ValueError(
+                f"text has {len(bad)} character(s) this model cannot read: {shown}; "
+                "remove or replace them"
+            )
+        from .text import chunk
+
+        return text, chunk(text, lang, max_chars)
+
+    def _validate(self, lang: str, steps: int, speed: float, voices: list[str]) -> None:
+        if lang not in contract.LANGUAGES:
+            raise ValueError(
+                f"unknown language '{lang}'; use one of: {', '.join(contract.LANGUAGES)}"
+            )
+        _check_number("steps", steps, contract.MIN_STEPS, contract.MAX_STEPS, integer=True)
+        _check_number("speed", speed, contract.MIN_SPEED, contract.MAX_SPEED)
+        for v in voices:
+            self.bundle.voice(v)  # raises ValueError listing the voices
+
+    # -- synthesis --------------------------------------------------------------------
+
+    def synthesize(
+        self,
+        text: str,
+        lang: str = "en",
+        voice: str = "M1",
+        steps: int = contract.DEFAULT_STEPS,
+        speed: float = contract.DEFAULT_SPEED,
+        seed: int | None = None,
+        max_chunk_chars: int | None = None,
+    ) -> SynthesisResult:
+        """Synthesise one text; see `synthesize_batch` for the arguments."""
+        return self.synthesize_batch([text], lang, [voice], steps, speed, seed, max_chunk_chars)[0]
+
+    def synthesize_batch(
+        self,
+        texts: list[str],
+        lang: str = "en",
+        voices: str | list[str] = "M1",
+        steps: int = contract.DEFAULT_STEPS,
+        speed: float = contract.DEFAULT_SPEED,
+        seed: int | list[int | None] | None = None,
+        max_chunk_chars: int | None = None,
+    ) -> list[SynthesisResult]:
+        """Synthesise several texts in one batch, one voice per text.
+
+        Args:
+            texts: the texts (each may be long: it is chunked).
+            lang: language code (``en``, ``ko``, ... or ``na``).
+            voices: one voice name for all, or one per text.
+            steps: flow-matching steps, 1..100 (more: slower, cleaner).
+            speed: 0.7..2.0; durations are divided by it.
+            seed: noise seed; an int gives text ``i`` the seed ``seed + i``, so a batch
+                equals the single calls with those seeds. None: fresh noise.
+            max_chunk_chars: chunk limit (default 300, 120 for Korean).
+
+        Returns:
+            One `SynthesisResult` per text, in order. Stage timings are those of the
+            whole batch.
+        """
+        if isinstance(texts, str):
+            raise ValueError("texts must be a list of strings; use synthesize() for one text")
+        if not texts:
+            raise ValueError("texts is empty; give at least one text")
+        voice_list = [voices] * len(texts) if isinstance(voices, str) else list(voices)
+        if len(voice_list) != len(texts):
+            raise ValueError(f"{len(texts)} texts but {len(voice_list)} voices; give one per text")
+        self._validate(lang, steps, speed, voice_list)
+        if seed is None or isinstance(seed, (int, np.integer)):
+            seeds = [None if seed is None else int(seed) + i for i in range(len(texts))]
+        else:
+            seeds = list(seed)
+            if len(seeds) != len(texts):
+                raise ValueError(f"{len(texts)} texts but {len(seeds)} seeds; give one per text")
+
+        t_start = time.perf_counter()
+        timings: dict[str, float] = {}
+        prepared = [self._prepare(t, lang, max_chunk_chars) for t in texts]
+        timings["text"] = time.perf_counter() - t_start
+        rngs = [np.random.default_rng(s) for s in seeds]
+        styles = [self.bundle.voice(v) for v in voice_list]
+        pieces: list[list[np.ndarray]] = [[] for _ in texts]
+        # Round k synthesises the k-th chunk of every text that has one, as one batch.
+        for k in range(max(len(chunks) for _, chunks in prepared)):
+            items = [i for i, (_, chunks) in enumerate(prepared) if k < len(chunks)]
+            wavs = self._synthesize_chunks(
+                [prepared[i][1][k] for i in items],
+                lang,
+                [styles[i] for i in items],
+                steps,
+                speed,
+                [rngs[i] for i in items],
+                timings,
+            )
+            for i, wav in zip(items, wavs):
+                pieces[i].append(wav)
+        timings["total"] = time.perf_counter() - t_start
+        silence = np.zeros(int(contract.CHUNK_SILENCE_S * self.bundle.sample_rate), np.float32)
+        results = []
+        for i, parts in enumerate(pieces):
+            joined = [p for part in parts for p in (part, silence)][:-1]
+            results.append(
+                SynthesisResult(
+                    wav=np.concatenate(joined),
+                    sample_rate=self.bundle.sample_rate,
+                    text=prepared[i][0],
+                    chunks=prepared[i][1],
+                    timings=dict(timings),
+                    voice=voice_list[i],
+                    seed=seeds[i],
+                )
+            )
+        return results
+
+    def _synthesize_chunks(self, chunks, lang, styles, steps, speed, rngs, timings):
+        t0 = time.perf_counter()
+        ids, text_mask = encode(chunks, lang, self.bundle.indexer)
+        style_dp = np.concatenate([s.dp for s in styles])
+        style_ttl = np.concatenate([s.ttl for s in styles])
+        timings["text"] = timings.get("text", 0.0) + time.perf_counter() - t0
+
+        duration = self._run(
+            "duration_predictor",
+            {"text_ids": ids, "style_dp": style_dp, "text_mask": text_mask},
+            timings,
+        ).reshape(-1) / np.float32(speed)
+        text_emb = self._run(
+            "text_encoder",
+            {"text_ids": ids, "style_ttl": style_ttl, "text_mask": text_mask},
+            timings,
+        )
+        sr = self.bundle.sample_rate
+        n_samples = [max(1, int(d * sr)) for d in duration]
+        frames = [math.ceil(n / contract.FRAME_SAMPLES) for n in n_samples]
+        length = max(frames)
+        batch = len(chunks)
+        # Each item draws its own noise, so a batch equals the single calls.
+        xt = np.zeros((batch, contract.LATENT_CHANNELS, length), np.float32)
+        latent_mask = np.zeros((batch, 1, length), np.float32)
+        for b, (rng, n) in enumerate(zip(rngs, frames)):
+            xt[b, :, :n] = rng.standard_normal((contract.LATENT_CHANNELS, n), np.float32)
+            latent_mask[b, :, :n] = 1.0
+        total = np.full(batch, steps, np.float32)
+        with self._loader.session("vector_estimator"):  # one load for all steps
+            for step in range(steps):
+                xt = self._run(
+                    "vector_estimator",
+                    {
+                        "noisy_latent": xt,
+                        "text_emb": text_emb,
+                        "style_ttl": style_ttl,
+                        "latent_mask": latent_mask,
+                        "text_mask": text_mask,
+                        "current_step": np.full(batch, step, np.float32),
+                        "total_step": total,
+                    },
+                    timings,
+                )
+        # The vocoder has no mask: run each item unpadded so padding cannot leak into it.
+        wavs = []
+        for b in range(batch):
+            wav = self._run("vocoder", {"latent": xt[b : b + 1, :, : frames[b]]}, timings)
+            wavs.append(wav[0, : n_samples[b]])
+        return wavs
+
+
+def _default_preset() -> SessionPreset:
+    try:
+        from .sessions import get_preset
+
+        return get_preset("supertonic-default")
+    except (ImportError, ValueError):
+        return SessionPreset(
+            name="supertonic-default", graph_optimization_level="all", execution_mode="sequential"
+        )
