@@ -1,0 +1,135 @@
+"""Bundle: validation of every file against the contract, and what it reports."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from tts_kit import Bundle, BundleError, contract, resolve_model_dir
+
+
+@pytest.fixture()
+def bundle_copy(tiny_bundle_dir: Path, tmp_path: Path) -> Path:
+    dst = tmp_path / "bundle"
+    shutil.copytree(tiny_bundle_dir, dst)
+    return dst
+
+
+def test_opens_and_describes(tiny_bundle_dir: Path):
+    b = Bundle(tiny_bundle_dir)
+    assert b.is_standin and b.standin_info["scale"] == "tiny"
+    assert {"M1", "F1"} <= set(b.voices)
+    assert b.sample_rate == 44100
+    info = b.describe()
+    for stage in contract.STAGES:
+        s = info["stages"][stage]
+        path = tiny_bundle_dir / contract.GRAPHS[stage].path
+        assert s["size_bytes"] == path.stat().st_size
+        assert s["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+        # the scan's parameter count equals onnx's own count of initializer elements
+        model = onnx.load(str(path))
+        expected = sum(int(np.prod(t.dims)) for t in model.graph.initializer)
+        assert s["params"] == expected > 0
+        assert s["precision"] == "float32"
+    assert b.voice("M1").ttl.shape == (1, 50, 256)
+    assert b.voice("M1").dp.shape == (1, 8, 16)
+
+
+def test_unknown_voice_lists_available(tiny_bundle_dir: Path):
+    with pytest.raises(ValueError, match="available voices: F1, M1"):
+        Bundle(tiny_bundle_dir).voice("Z9")
+
+
+def _expect(path: Path, pattern: str):
+    with pytest.raises(BundleError, match=pattern) as info:
+        Bundle(path)
+    assert "\n" not in str(info.value)
+
+
+def test_missing_file(bundle_copy: Path):
+    (bundle_copy / "onnx/vocoder.onnx").unlink()
+    _expect(bundle_copy, r"onnx/vocoder.onnx: missing")
+
+
+def test_missing_directory(tmp_path: Path):
+    _expect(tmp_path / "nope", "not a directory")
+
+
+def test_truncated_onnx(bundle_copy: Path):
+    p = bundle_copy / "onnx/text_encoder.onnx"
+    p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])
+    _expect(bundle_copy, r"onnx/text_encoder.onnx: not a readable ONNX model")
+
+
+def test_garbage_onnx(bundle_copy: Path):
+    (bundle_copy / "onnx/vocoder.onnx").write_bytes(b"\xff" * 100)
+    _expect(bundle_copy, r"onnx/vocoder.onnx: not a readable ONNX model")
+
+
+def test_wrong_input_name(bundle_copy: Path):
+    p = bundle_copy / "onnx/duration_predictor.onnx"
+    model = onnx.load(str(p))
+    old = model.graph.input[0].name
+    model.graph.input[0].name = "token_ids"
+    for node in model.graph.node:
+        node.input[:] = ["token_ids" if i == old else i for i in node.input]
+    onnx.save(model, str(p))
+    _expect(bundle_copy, r"predictor.onnx: inputs are \['token_ids'.*expected \['text_ids'")
+
+
+def test_wrong_fixed_dim(bundle_copy: Path):
+    p = bundle_copy / "onnx/vocoder.onnx"
+    model = onnx.load(str(p))
+    model.graph.input[0].type.tensor_type.shape.dim[1].dim_value = 100
+    onnx.save(model, str(p))
+    _expect(bundle_copy, r"vocoder.onnx: input 'latent' has size 100 on axis 1, expected 144")
+
+
+def test_wrong_rank(bundle_copy: Path):
+    p = bundle_copy / "onnx/vocoder.onnx"
+    model = onnx.load(str(p))
+    del model.graph.output[0].type.tensor_type.shape.dim[0]
+    onnx.save(model, str(p))
+    _expect(bundle_copy, r"vocoder.onnx: output 'wav_tts' has rank 1 .*expected rank 2")
+
+
+def test_voice_with_wrong_dims(bundle_copy: Path):
+    p = bundle_copy / "voice_styles/F1.json"
+    data = json.loads(p.read_text())
+    data["style_dp"]["dims"] = [1, 16, 8]
+    p.write_text(json.dumps(data))
+    _expect(bundle_copy, r"F1.json: style_dp dims are \[1, 16, 8\], expected \[1, 8, 16\]")
+
+
+def test_malformed_json(bundle_copy: Path):
+    (bundle_copy / "onnx/tts.json").write_text('{"ae": {"sample_rate": 44100,')
+    _expect(bundle_copy, r"onnx/tts.json: malformed JSON")
+
+
+def test_wrong_runtime_key(bundle_copy: Path):
+    p = bundle_copy / "onnx/tts.json"
+    cfg = json.loads(p.read_text())
+    cfg["ae"]["sample_rate"] = 22050
+    p.write_text(json.dumps(cfg))
+    _expect(bundle_copy, r"ae.sample_rate is 22050, expected 44100")
+
+
+def test_discovery_order(tiny_bundle_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    assert resolve_model_dir(tiny_bundle_dir) == (tiny_bundle_dir, "explicit path")
+    monkeypatch.setenv("TTS_KIT_MODEL_DIR", str(tiny_bundle_dir))
+    assert resolve_model_dir()[1] == "$TTS_KIT_MODEL_DIR"
+    monkeypatch.delenv("TTS_KIT_MODEL_DIR")
+    official = tmp_path / "official"
+    shutil.copytree(tiny_bundle_dir, official)
+    monkeypatch.setenv("SUPERTONIC_CACHE_DIR", str(official))
+    assert resolve_model_dir() == (official, "official supertonic cache")
+    monkeypatch.setenv("SUPERTONIC_CACHE_DIR", str(tmp_path / "empty"))
+    path, source = resolve_model_dir()
+    assert source == "stand-in (tiny)" and Bundle(path).is_standin
+    assert resolve_model_dir()[0] == path  # built once, then reused
