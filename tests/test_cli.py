@@ -1,0 +1,102 @@
+"""The tts-kit command: real subprocesses, exit codes and one-line errors, no tracebacks."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import soundfile as sf
+
+
+def run(*args: str, env_model: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "tts_kit.cli", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def assert_user_error(proc: subprocess.CompletedProcess, pattern: str):
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if not ln.startswith("note:")]
+    assert len(lines) == 1, proc.stderr
+    assert pattern in lines[0], lines[0]
+
+
+def test_synth_writes_wav_and_prints_times(tiny_bundle_dir: Path, tmp_path: Path):
+    out = tmp_path / "hello.wav"
+    proc = run("synth", "Hello there.", "-o", str(out), "--model", str(tiny_bundle_dir),
+               "--steps", "2", "--seed", "1")
+    assert proc.returncode == 0, proc.stderr
+    info = sf.info(str(out))
+    assert info.samplerate == 44100 and info.channels == 1 and info.frames > 0
+    assert "RTF" in proc.stdout and "vector_estimator" in proc.stdout
+    assert "stand-in" in proc.stderr  # labelled as synthetic
+
+
+def test_info_json(tiny_bundle_dir: Path):
+    proc = run("info", "--model", str(tiny_bundle_dir), "--json")
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    assert info["standin"]["scale"] == "tiny" and len(info["stages"]) == 4
+
+
+@pytest.mark.parametrize(
+    ("extra", "pattern"),
+    [
+        (["--lang", "xx"], "unknown language 'xx'"),
+        (["--steps", "0"], "steps must be an integer in 1..100"),
+        (["--speed", "3"], "speed must be a number in 0.7..2"),
+        (["--voice", "Q7"], "unknown voice 'Q7'; available voices: F1, M1"),
+    ],
+)
+def test_synth_user_errors(tiny_bundle_dir: Path, tmp_path: Path, extra, pattern):
+    proc = run("synth", "Hello.", "-o", str(tmp_path / "x.wav"), "--model",
+               str(tiny_bundle_dir), *extra)
+    assert_user_error(proc, pattern)
+
+
+@pytest.mark.parametrize(("text", "pattern"), [("", "text is empty"), ("  ", "text is empty"),
+                                               ("Hi \u0e01", "cannot read: '\u0e01'")])
+def test_synth_bad_text(tiny_bundle_dir: Path, tmp_path: Path, text, pattern):
+    proc = run("synth", text, "-o", str(tmp_path / "x.wav"), "--model", str(tiny_bundle_dir),
+               "--lang", "na")
+    assert_user_error(proc, pattern)
+
+
+def test_broken_model(tiny_bundle_dir: Path, tmp_path: Path):
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny_bundle_dir, broken)
+    (broken / "onnx/vocoder.onnx").write_bytes(b"not onnx")
+    assert_user_error(run("info", "--model", str(broken)), "vocoder.onnx: not a readable ONNX")
+    assert_user_error(run("info", "--model", str(tmp_path / "none")), "not a directory")
+
+
+def test_output_directory_missing(tiny_bundle_dir: Path, tmp_path: Path):
+    proc = run("synth", "Hello.", "-o", str(tmp_path / "no" / "x.wav"), "--model",
+               str(tiny_bundle_dir))
+    assert_user_error(proc, "directory does not exist")
+
+
+def test_standin_refuses_non_empty_dir(tmp_path: Path):
+    (tmp_path / "keep.txt").write_text("user data")
+    assert_user_error(run("standin", str(tmp_path), "--scale", "tiny"), str(tmp_path))
+    assert (tmp_path / "keep.txt").read_text() == "user data"
+
+
+def test_fetch_offline_fails_fast(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    proc = run("fetch", "--dir", str(tmp_path / "model"))
+    assert_user_error(proc, "not reachable")
+    assert "stand-in" in proc.stderr
+    assert not (tmp_path / "model").exists()
+
+
+def test_normalize_cli():
+    proc = run("normalize", "API 3개", "--lang", "ko", "--trace")
+    assert proc.returncode == 0, proc.stderr
+    first = proc.stdout.splitlines()[0]
+    assert "세 개" in first and "3" not in first

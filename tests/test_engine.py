@@ -1,0 +1,120 @@
+"""Engine: the pipeline of the contract on the tiny stand-in, with real ONNX Runtime."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+import soundfile as sf
+
+from tts_kit import Engine, contract
+from tts_kit.textproc import encode
+
+
+@pytest.fixture(scope="module")
+def engine(tiny_bundle_dir) -> Engine:
+    return Engine(tiny_bundle_dir)
+
+
+def test_length_equals_trimmed_duration(engine: Engine):
+    text = "The quick brown fox jumps over the lazy dog."
+    r = engine.synthesize(text, lang="en", voice="M1", steps=2, speed=1.0, seed=1)
+    # The predicted duration, computed straight from the graph, sets the length.
+    ids, mask = encode([r.text], "en", engine.bundle.indexer)
+    dp = ort.InferenceSession(str(engine.bundle.stage_path("duration_predictor")))
+    dur = dp.run(None, {"text_ids": ids, "style_dp": engine.bundle.voice("M1").dp,
+                        "text_mask": mask})[0]
+    assert len(r.wav) == int(dur[0] * 44100)
+    assert r.wav.dtype == np.float32 and np.isfinite(r.wav).all()
+    assert np.abs(r.wav).max() <= 1.0
+    assert r.sample_rate == 44100
+    assert set(contract.STAGES) <= set(r.timings) and r.timings["total"] > 0
+
+
+def test_speed_shortens(engine: Engine):
+    slow = engine.synthesize("Speed changes the length.", speed=0.8, steps=1, seed=0)
+    fast = engine.synthesize("Speed changes the length.", speed=1.6, steps=1, seed=0)
+    assert len(fast.wav) == pytest.approx(len(slow.wav) / 2, rel=0.01)
+
+
+def test_same_seed_same_samples(engine: Engine):
+    a = engine.synthesize("Same seed, same noise.", steps=2, seed=7)
+    b = engine.synthesize("Same seed, same noise.", steps=2, seed=7)
+    c = engine.synthesize("Same seed, same noise.", steps=2, seed=8)
+    np.testing.assert_array_equal(a.wav, b.wav)
+    assert a.wav.shape == c.wav.shape and not np.array_equal(a.wav, c.wav)
+
+
+def test_batch_equals_single_calls(engine: Engine):
+    texts = ["A short one.", "A noticeably longer sentence for the second voice."]
+    batch = engine.synthesize_batch(texts, voices=["M1", "F1"], steps=2, seed=3)
+    one = engine.synthesize(texts[0], voice="M1", steps=2, seed=3)
+    two = engine.synthesize(texts[1], voice="F1", steps=2, seed=4)
+    for got, want in zip(batch, (one, two)):
+        assert got.wav.shape == want.wav.shape
+        np.testing.assert_allclose(got.wav, want.wav, atol=1e-4)
+    assert [r.voice for r in batch] == ["M1", "F1"]
+
+
+def test_long_text_is_chunked_with_silence(engine: Engine):
+    sentence = "This sentence is here to make the text long enough to need chunks. "
+    r = engine.synthesize(sentence * 8, steps=1, seed=0)
+    assert len(r.chunks) > 1 and all(len(c) <= 300 for c in r.chunks)
+    parts = [engine.synthesize(c, steps=1, seed=0, ).wav for c in r.chunks]
+    gap = int(0.3 * 44100)
+    assert len(r.wav) == sum(len(p) for p in parts) + gap * (len(parts) - 1)
+    assert not r.wav[len(parts[0]) : len(parts[0]) + gap].any()
+
+
+def test_korean_default_chunk_is_120(engine: Engine):
+    r = engine.synthesize("안녕하세요. 오늘은 날씨가 정말 좋네요. " * 8, lang="ko", steps=1, seed=0)
+    assert len(r.chunks) > 1 and all(len(c) <= 120 for c in r.chunks)
+
+
+def test_wav_bytes_in_memory(engine: Engine):
+    r = engine.synthesize("Bytes, not files.", steps=1, seed=0)
+    data, sr = sf.read(io.BytesIO(r.wav_bytes()), dtype="float32")
+    assert sr == 44100 and len(data) == len(r.wav)
+    np.testing.assert_allclose(data, r.wav, atol=1 / 32767 + 1e-6)
+
+
+def test_normalize_switch(tiny_bundle_dir):
+    on = Engine(tiny_bundle_dir).synthesize("I have 3 apples.", steps=1, seed=0)
+    off = Engine(tiny_bundle_dir, normalize=False).synthesize("I have 3 apples.", steps=1, seed=0)
+    assert "three" in on.text and "3" in off.text
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "pattern"),
+    [
+        ({"text": ""}, "text is empty"),
+        ({"text": "   \n\t "}, "text is empty"),
+        ({"text": "x" * 100_001}, "more than the 100,000 allowed"),
+        ({"lang": "xx"}, "unknown language 'xx'; use one of: en, ko"),
+        ({"text": "Hello \u0e01\u0e02 world", "lang": "na"}, r"cannot read: '\u0e01' '\u0e02'"),
+        ({"steps": 0}, r"steps must be an integer in 1..100, got 0"),
+        ({"steps": 101}, r"steps must be an integer in 1..100"),
+        ({"steps": 2.5}, r"steps must be an integer"),
+        ({"speed": 0.5}, r"speed must be a number in 0.7..2, got 0.5"),
+        ({"speed": 2.5}, r"speed must be a number in 0.7..2"),
+        ({"voice": "Q7"}, r"unknown voice 'Q7'; available voices: F1, M1"),
+    ],
+)
+def test_errors_are_one_line(engine: Engine, kwargs, pattern):
+    args = {"text": "Hello.", **kwargs}
+    with pytest.raises(ValueError, match=pattern) as info:
+        engine.synthesize(args.pop("text"), **args)
+    assert "\n" not in str(info.value)
+
+
+def test_per_stage_preset_override(tiny_bundle_dir):
+    from tts_kit.sessions import SessionPreset
+
+    one = SessionPreset(name="one-thread", intra_op_num_threads=1)
+    engine = Engine(tiny_bundle_dir, stage_presets={"vocoder": one})
+    assert engine.preset_for("vocoder") is one
+    assert engine.preset_for("text_encoder") is engine.preset
+    with pytest.raises(ValueError, match="unknown stage"):
+        Engine(tiny_bundle_dir, stage_presets={"decoder": one})
