@@ -137,7 +137,11 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from .precision import convert
 
     stages = [s.strip() for s in args.stages.split(",")] if args.stages else None
-    report = convert(args.src, args.dst, to=args.to, stages=stages)
+    measure = False if args.no_measure else ("fidelity" if args.fidelity_only else True)
+    try:
+        report = convert(args.src, args.dst, to=args.to, stages=stages, measure=measure)
+    except RuntimeError as exc:  # the source changed while converting: nothing written
+        raise UserError(str(exc)) from None
     print(report.table())
     if args.report:
         report.save(args.report)
@@ -219,6 +223,10 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--to", required=True, choices=["fp16", "int8"])
     sp.add_argument("--stages", default=None, help="comma-separated stages (default: all)")
     sp.add_argument("--report", default=None, help="write the conversion report JSON here")
+    sp.add_argument("--no-measure", action="store_true",
+                    help="only convert (skip memory, latency and fidelity measurements)")
+    sp.add_argument("--fidelity-only", action="store_true",
+                    help="measure fidelity against the source, not memory or latency")
 
     sp = add("report", cmd_report, "run the tuning-report notebook and write a standalone report")
     sp.add_argument("--out", default=None, help="output directory")
