@@ -1,0 +1,43 @@
+"""Text normalisation for Korean and English, chunking, and the indexer check.
+
+Supertonic reads characters, not phonemes, so digits, symbols and acronyms must be
+spelled out before synthesis, or they come out blurred or robotic. `normalize` does
+that with a lexicon of terms (``data/lexicons/<lang>.tsv``, extensible), number words
+from num2words (and native Korean counters written here), and rules for dates, times,
+money, units, phone numbers and more; markup tags such as ``<break time="300ms"/>``
+pass through untouched. `Normalizer.trace` lists what each rule changed. `chunk`
+splits long text for the model without losing a word, and `unsupported_characters`
+lists what a bundle's indexer cannot read.
+
+Modules: `common` (limits, rule runner, trace, tags), `charset` (output alphabet,
+indexer check), `numbers` (number words), `tables` (units, currencies, counters),
+`lexicon`, `ko`, `en` (the rules), `normalizer`, `chunking`.
+
+Example:
+    >>> from tts_kit.text import normalize, chunk
+    >>> normalize("회의는 10:30에 시작하고 5000 원입니다", "ko")
+    '회의는 열 시 삼십 분에 시작하고 오천 원입니다'
+    >>> normalize("The API costs $12.50 (50% off).", "en")
+    'The A P I costs twelve dollars and fifty cents (fifty percent off).'
+    >>> chunk("One. Two.", "en", max_chars=5)
+    ['One.', 'Two.']
+"""
+
+from __future__ import annotations
+
+from .charset import unsupported_characters
+from .chunking import chunk
+from .common import LANGS, MAX_CHARS, TraceStep
+from .lexicon import read_lexicon
+from .normalizer import Normalizer, normalize
+
+__all__ = [
+    "LANGS",
+    "MAX_CHARS",
+    "Normalizer",
+    "TraceStep",
+    "chunk",
+    "normalize",
+    "read_lexicon",
+    "unsupported_characters",
+]

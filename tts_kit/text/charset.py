@@ -1,0 +1,170 @@
+"""Which characters a normalised text may keep, and which a bundle can read.
+
+The normaliser's output alphabet is deliberately small: the target script (Hangul for
+Korean), Latin letters (with the accents Supertonic's indexer covers), and basic
+punctuation. Everything else (emoji, symbols, other scripts, control characters) is
+removed at the end, after the rules had their chance to spell it out.
+
+`unsupported_characters` answers the other question, for a concrete bundle: which
+characters of a text its indexer has no token for, after the NFKD the model's own
+preprocessing applies (so a Hangul syllable is fine when its Jamo are).
+
+Example:
+    >>> from tts_kit.text.charset import unsupported_characters
+    >>> unsupported_characters("가a☃", set("가a"))
+    ['☃']
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+
+from .common import Steps, TraceStep
+
+#: Punctuation the output may keep (the model reads these as prosody).
+BASIC_PUNCT = " .,!?'\"-:;()"
+#: Korean keeps the wave dash too: "안녕~" is an intonation, not a symbol.
+PUNCT = {"ko": BASIC_PUNCT + "~", "en": BASIC_PUNCT}
+
+#: Combining marks Supertonic's indexer has tokens for; a precomposed Latin letter is kept
+#: only when NFKD splits it into ASCII letters and these.
+_MARKS = frozenset(
+    chr(c) for c in [*range(0x300, 0x305), *range(0x306, 0x30D), 0x313, 0x314, 0x31B, 0x323,
+                     0x326, 0x327, 0x328, 0x342]
+)
+_LATIN_SPECIAL = "ßæÆøØœŒðÐþÞđĐłŁħĦıŋ"
+
+
+def _latin_letters() -> str:
+    ascii_letters = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+    out = sorted(ascii_letters | set(_LATIN_SPECIAL))
+    for cp in [*range(0xC0, 0x250), *range(0x1E00, 0x1F00)]:
+        ch = chr(cp)
+        if not unicodedata.category(ch).startswith("L"):
+            continue
+        parts = unicodedata.normalize("NFKD", ch)
+        if all(p in ascii_letters or p in _MARKS for p in parts):
+            out.append(ch)
+    return "".join(sorted(set(out)))
+
+
+#: Latin letters the output may keep.
+LATIN = _latin_letters()
+#: Modern Hangul: syllables, compatibility Jamo (less two the indexer lacks after NFKD),
+#: and conjoining Jamo (NFKC turns compatibility Jamo into these).
+HANGUL_RANGES = (
+    "\uac00-\ud7a3\u3131-\u313f\u3141-\u3143\u3145-\u3163"
+    "\u1100-\u1112\u1161-\u1175\u11a8-\u11c2"
+)
+
+
+def _class(chars: str) -> str:
+    return "".join("\\" + c if c in "\\]^-[" else c for c in chars)
+
+
+def allowed_class(lang: str) -> str:
+    """The regex character class body of what ``lang`` output may contain.
+
+    Example:
+        >>> import re
+        >>> bool(re.fullmatch(f"[{allowed_class('ko')}]+", "가 A, b!"))
+        True
+    """
+    script = HANGUL_RANGES if lang == "ko" else ""
+    return script + _class(LATIN) + _class(PUNCT[lang])
+
+
+#: Characters that vanish without leaving a space: combining marks NFKC could not
+#: compose, zero-width and format characters, variation selectors, emoji tag characters.
+_SILENT = re.compile(
+    "[\u0300-\u036f\u0483-\u0489\u0591-\u05bd\u064b-\u065f\u1ab0-\u1aff\u1dc0-\u1dff"
+    "\u20d0-\u20ff\ufe20-\ufe2f\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff"
+    "\ufe00-\ufe0f\U000e0000-\U000e007f\U000e0100-\U000e01ef\u180b-\u180e\u034f"
+    "\u3099\u309a]+"
+)
+
+
+@lru_cache(maxsize=4)
+def _disallowed(lang: str) -> re.Pattern[str]:
+    return re.compile(f"[^{allowed_class(lang)}]+")
+
+
+# After the split/join there are only single spaces; a literal first character lets the
+# regex engine search for it at C speed.
+_SPACE_BEFORE_PUNCT = re.compile(r" (?=[.,!?;:)])")
+_SPACE_AFTER_OPEN = re.compile(r"\( ")
+_REPEATED_COMMA = re.compile(r",(?: ?,)+")
+
+
+def _drop(m: re.Match[str]) -> str:
+    run = m.group(0)
+    # A run of only marks or format characters sits inside a word: leave no gap there.
+    return "" if _SILENT.fullmatch(run) else " "
+
+
+def make_cleanup(lang: str):
+    """The last step: remove what ``lang`` output may not contain, then tidy spaces.
+
+    Example:
+        >>> make_cleanup("ko")("좋아요👍최고 ,  정말", None)
+        '좋아요 최고, 정말'
+    """
+    disallowed = _disallowed(lang)
+
+    def cleanup(text: str, steps: Steps) -> str:
+        if steps is None:
+            text = disallowed.sub(_drop, text)
+        else:
+            def repl(m: re.Match[str]) -> str:
+                out = _drop(m)
+                steps.append(TraceStep("remove", m.group(0), out))
+                return out
+
+            text = disallowed.sub(repl, text)
+        text = " ".join(text.split())
+        if "," in text:
+            text = _REPEATED_COMMA.sub(",", text)
+        if " " in text:
+            text = _SPACE_BEFORE_PUNCT.sub("", text)
+            if "(" in text:
+                text = _SPACE_AFTER_OPEN.sub("(", text)
+        return text
+
+    return cleanup
+
+
+def unsupported_characters(text: str, supported: Iterable[str] | Sequence[int]) -> list[str]:
+    """The characters of ``text`` a bundle cannot read, sorted, each once.
+
+    ``supported`` is either a set of characters, or a bundle's indexer: a sequence of
+    65,536 token ids indexed by code point, -1 where there is no token (a list or a
+    numpy array). Each character is checked after NFKD, as the model's preprocessing
+    applies it, and the original character is reported.
+
+    Example:
+        >>> ix = [-1] * 65536
+        >>> for c in "한 a": ix[ord(c)] = 1
+        >>> unsupported_characters("한 a 漢", ix)
+        ['漢']
+    """
+    if isinstance(supported, (set, frozenset, str, dict)):
+        ok = supported.__contains__
+
+        def readable(ch: str) -> bool:
+            # A set names characters, so the character itself counts as well as its parts.
+            return ok(ch) or all(ok(c) for c in unicodedata.normalize("NFKD", ch))
+    else:
+        ix = supported
+        size = len(ix)
+
+        def readable(ch: str) -> bool:
+            for c in unicodedata.normalize("NFKD", ch):
+                cp = ord(c)
+                if cp >= size or ix[cp] < 0:
+                    return False
+            return True
+
+    return sorted(ch for ch in set(text) if not readable(ch))

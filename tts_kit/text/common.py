@@ -1,0 +1,262 @@
+"""The machinery every language shares: limits, the rule runner and its trace, tags.
+
+A language is a list of *steps*; a step takes the text (one stretch between markup
+tags) and an optional list to record what it changed in, and returns the new text.
+Most steps are a `Rule`: one precompiled regular expression and a function that
+writes the replacement for a match. The recording wrapper is only built when a trace
+is asked for, so `normalize` pays nothing for `trace`.
+
+Example:
+    >>> import re
+    >>> from tts_kit.text.common import Rule, run_steps
+    >>> rule = Rule("shout", re.compile("hi"), lambda m: "HI")
+    >>> steps = []
+    >>> run_steps([rule], "hi there", steps), steps[0].rule
+    ('HI there', 'shout')
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+#: Languages `normalize` knows the rules of.
+LANGS: tuple[str, ...] = ("ko", "en")
+#: Longest text one call accepts; longer input is refused, never cut.
+MAX_CHARS = 100_000
+
+
+@dataclass(frozen=True)
+class TraceStep:
+    """One change a rule made: which rule, the span it matched, what it wrote.
+
+    Example:
+        >>> TraceStep("counter", "3개", "세 개")
+        TraceStep(rule='counter', before='3개', after='세 개')
+    """
+
+    rule: str
+    """Name of the rule (``lexicon``, ``time``, ``counter``, ``remove`` ...)."""
+    before: str
+    """The span of text the rule matched."""
+    after: str
+    """What the rule replaced it with."""
+
+
+Steps = list[TraceStep] | None
+Step = Callable[[str, Steps], str]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One regular expression and the function that writes each replacement.
+
+    Example:
+        >>> import re
+        >>> Rule("x", re.compile("a"), lambda m: "b")("banana", None)
+        'bbnbnb'
+    """
+
+    name: str
+    """Rule name shown in traces (with ``by_group``, the default for unnamed groups)."""
+    pattern: re.Pattern[str]
+    """The compiled pattern; keep it cheap to scan (see `ko` for the lookahead trick)."""
+    repl: Callable[[re.Match[str]], str]
+    """Writes the replacement for one match; returning the match leaves it alone."""
+    by_group: bool = False
+    """Name each trace step after the alternative that matched (``m.lastgroup``)."""
+    aliases: dict[str, str] = field(default_factory=dict)
+    """Trace names for groups whose name is not the rule's (``qn`` -> ``number``)."""
+
+    def __call__(self, text: str, steps: Steps) -> str:
+        if steps is None:
+            return self.pattern.sub(self.repl, text)
+        return self.pattern.sub(self._recording(steps), text)
+
+    def _recording(self, steps: list[TraceStep]) -> Callable[[re.Match[str]], str]:
+        def repl(m: re.Match[str]) -> str:
+            out = self.repl(m)
+            if out != m.group(0):
+                name = self.name
+                if self.by_group and m.lastgroup:
+                    name = self.aliases.get(m.lastgroup, m.lastgroup)
+                steps.append(TraceStep(name, m.group(0), out))
+            return out
+
+        return repl
+
+
+def run_steps(pipeline: Sequence[Step], text: str, steps: Steps = None) -> str:
+    """Run the steps of ``pipeline`` in order on ``text``, recording changes in ``steps``.
+
+    Example:
+        >>> run_steps([], "unchanged")
+        'unchanged'
+    """
+    for step in pipeline:
+        text = step(text, steps)
+    return text
+
+
+def record_diff(rule: str, before: str, after: str, steps: Steps) -> None:
+    """Record a whole-text change as the span that differs (common ends trimmed).
+
+    Example:
+        >>> s = []; record_diff("unicode", "a①b", "a1b", s); s[0].before, s[0].after
+        ('①', '1')
+    """
+    if steps is None or before == after:
+        return
+    i = 0
+    n = min(len(before), len(after))
+    while i < n and before[i] == after[i]:
+        i += 1
+    j = 0
+    while j < n - i and before[-1 - j] == after[-1 - j]:
+        j += 1
+    steps.append(TraceStep(rule, before[i : len(before) - j], after[i : len(after) - j]))
+
+
+def trie_alt(words: Iterable[str]) -> str:
+    """A regex alternation of ``words`` shaped like a trie, longest match first.
+
+    ``a(?:pi|ws)`` instead of ``api|aws``: the regex engine tests each first letter once
+    instead of trying every word in turn, which matters for the 150 Korean counters.
+
+    Example:
+        >>> trie_alt(["개", "개월", "명"])
+        '(?:개(?:월)?|명)'
+    """
+    trie: dict = {}
+    for w in words:
+        node = trie
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict) -> str:
+        alts = [re.escape(ch) + emit(node[ch]) for ch in sorted(k for k in node if k)]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        if "" in node:
+            return "(?:" + body + ")?"
+        return body
+
+    out = emit(trie)
+    return out if len([k for k in trie if k]) > 1 else "(?:" + out + ")"
+
+
+# -- validation -------------------------------------------------------------------------
+
+
+def check_lang(lang: str) -> str:
+    """Return ``lang`` if normalisation rules exist for it, else raise ValueError.
+
+    Example:
+        >>> check_lang("ko")
+        'ko'
+    """
+    if lang not in LANGS:
+        raise ValueError(
+            f"no normalisation rules for language {lang!r}; use one of: {', '.join(LANGS)}"
+        )
+    return lang
+
+
+def check_text(text: str) -> str:
+    """Refuse what cannot be normalised: not a str, empty, or over `MAX_CHARS`.
+
+    Example:
+        >>> check_text("안녕")
+        '안녕'
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, not {type(text).__name__}")
+    if len(text) > MAX_CHARS:
+        raise ValueError(
+            f"text has {len(text):,} characters, more than the {MAX_CHARS:,} one call "
+            "accepts; split it (tts_kit.text.chunk) and normalise the pieces"
+        )
+    if not text.strip():
+        raise ValueError("text is empty (or only whitespace); give at least one word")
+    return text
+
+
+# -- markup tags ------------------------------------------------------------------------
+
+#: A markup tag such as ``<break time="300ms"/>`` or ``</en>``: a letter right after the
+#: ``<`` (so "3 < 5 > 2" is not one), no nested brackets, bounded length (no runaway scan).
+TAG = re.compile(r"</?[A-Za-z][^<>]{0,200}>")
+
+
+def split_tags(text: str) -> list[tuple[bool, str]]:
+    """Split into ``(is_tag, piece)`` pairs; joining the pieces gives ``text`` back.
+
+    Example:
+        >>> split_tags('a <break time="1s"/> b')
+        [(False, 'a '), (True, '<break time="1s"/>'), (False, ' b')]
+    """
+    if "<" not in text:
+        return [(False, text)]
+    out: list[tuple[bool, str]] = []
+    pos = 0
+    for m in TAG.finditer(text):
+        if m.start() > pos:
+            out.append((False, text[pos : m.start()]))
+        out.append((True, m.group(0)))
+        pos = m.end()
+    if pos < len(text):
+        out.append((False, text[pos:]))
+    return out
+
+
+# -- Unicode preparation ------------------------------------------------------------------
+
+#: Decimal digits of other scripts (after NFKC, which already maps full-width and
+#: superscript digits): read as the ASCII digits they are.
+_OTHER_DIGIT = re.compile(r"(?![0-9])\d")
+#: Typographic punctuation with a plain equivalent the rules and the model know.
+_PUNCT_MAP = {
+    "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u00ab": '"', "\u00bb": '"',
+    "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'", "\u00b4": "'",
+    "`": "'", "\u2212": "-", "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2043": "-",
+    "\u301c": "~", "\u223c": "~", "\u00b7": " ", "\u30fb": " ", "\u2022": " ",
+    "\u300c": '"', "\u300d": '"', "\u300e": '"', "\u300f": '"', "\u2044": "/",
+}
+_PUNCT = re.compile("[" + "".join(_PUNCT_MAP) + "]")
+_WHITESPACE = re.compile(r"\s+")
+
+
+def prepare(text: str, steps: Steps) -> str:
+    """NFKC, other scripts' digits as ASCII, typographic punctuation as plain, one space.
+
+    NFKC (not NFKD) so that full-width forms, circled numbers and ``㎏`` become plain
+    characters the rules can read, while Hangul stays composed for the Korean rules.
+
+    Example:
+        >>> prepare("３㎏ “ok”  ①", None)
+        '3kg "ok" 1'
+    """
+    if not text.isascii():
+        before = text
+        if not unicodedata.is_normalized("NFKC", text):
+            text = unicodedata.normalize("NFKC", text)
+            record_diff("unicode", before, text, steps)
+        if _OTHER_DIGIT.search(text):
+            b2 = text
+            text = _OTHER_DIGIT.sub(lambda m: str(unicodedata.digit(m.group(0), 0)), text)
+            record_diff("digits", b2, text, steps)
+        if _PUNCT.search(text):
+            b3 = text
+            text = _PUNCT.sub(lambda m: _PUNCT_MAP[m.group(0)], text)
+            record_diff("punctuation", b3, text, steps)
+    tidy = " ".join(text.split())
+    if steps is not None and tidy != text:
+        inner = text.strip()
+        for m in _WHITESPACE.finditer(inner):
+            if m.group(0) != " ":
+                steps.append(TraceStep("whitespace", m.group(0), " "))
+    return tidy

@@ -1,0 +1,588 @@
+"""English rules: abbreviations, dates, times, money, units, years, acronyms, symbols.
+
+As in `ko`, every rule that reads digits is one alternative of a single regular
+expression (`NUMERIC`), most specific first, behind a lookahead that lets the scanner
+skip text without digits at C speed. Two passes run before it because their matches
+start with letters: abbreviations (Dr., e.g., etc.) and dates written with a month
+name (December 2, 2026; 2 December 2026; June 2026).
+
+Readings (num2words for the words):
+
+- Cardinals, decimals (three point one four), negatives, ordinals (21st ->
+  twenty-first), years where the context says year (in 1999 -> in nineteen
+  ninety-nine; 2026-08-24; the 1990s -> the nineteen nineties).
+- Dates: December 2, 2026; 12/25/2026 (US month/day; day/month when the first part is
+  over 12); ISO 2026-08-24. Times: 10:30 -> ten thirty, 3:05 pm -> three oh five P M,
+  10:00 -> ten o'clock.
+- Money with cents ($12.50 -> twelve dollars and fifty cents), $5M, ISO codes;
+  percent; units with plurals; phone numbers digit by digit; ranges (10-20 -> ten to
+  twenty); fractions (1/2 -> one half); versions (v1.2.3).
+- Capitals not in the lexicon, letter by letter: API -> A P I.
+
+Example:
+    >>> from tts_kit.text import normalize
+    >>> normalize("Dr. Kim paid $12.50 at 3:05 pm", "en")
+    'Doctor Kim paid twelve dollars and fifty cents at three oh five P M'
+    >>> normalize("on Dec. 2, 2026", "en")
+    'on December second, twenty twenty-six'
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+
+from . import numbers as nw
+from .charset import make_cleanup
+from .common import Rule, Step, Steps, TraceStep, trie_alt
+from .lexicon import Lexicon
+from .tables import (
+    CURRENCIES,
+    CURRENCY_CODES,
+    EN_ABBREVIATIONS,
+    EN_YEAR_CONTEXT,
+    MAGNITUDES,
+    UNITS,
+    Currency,
+)
+
+_ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+# A number: thousands groups, or at most 16 digits (longer runs are codes, read digit by
+# digit by the ``digits`` alternative; this also keeps int() away from huge strings).
+_NUM = r"\d{1,3}(?:,\d{3}){1,6}(?!,?\d)(?:\.\d+)?|\d{1,16}(?!\d)(?:\.\d+)?"
+_UNITS_ALL = trie_alt(UNITS)
+_UNITS_SPACED = trie_alt(k for k, u in UNITS.items() if u.spaced)
+_MAGS = trie_alt(MAGNITUDES)
+_CODES = trie_alt(CURRENCY_CODES)
+_SYMS = "".join(CURRENCIES)
+_AMPM = r"[AaPp]\.?[Mm](?:\.(?=\S))?(?![A-Za-z])"
+_TIME = r"\d{1,2}:\d{2}(?::\d{2})?"
+_MONTH_NAMES = {
+    **{name: name for name in nw.EN_MONTHS[1:]},
+    **{name[:3]: name for name in nw.EN_MONTHS[1:]},
+    "Sept": "September",
+}
+_MONTH = trie_alt(_MONTH_NAMES)
+
+
+def _unit(p: str) -> str:
+    return rf"(?:(?P<{p}u1>{_UNITS_ALL})|\s(?P<{p}u2>{_UNITS_SPACED}))(?![A-Za-z0-9])"
+
+
+# Structured forms first, then one number followed by what it measures; as in `ko`,
+# the tail that matched is `m.lastgroup` (a bare number: ``qn``).
+NUMERIC = re.compile(
+    r"(?=[-+]?\d|[" + _SYMS + r"]|[vV]\d|[#~']\d|\(\d)(?:"
+    r"(?P<digits>\d{17,})"
+    r"|(?P<date_iso>(?P<iy>\d{4})-(?P<im>\d{1,2})-(?P<id>\d{1,2})(?!\d))"
+    r"|(?P<date_us>(?P<ua>\d{1,2})(?P<us>[/.-])(?P<ub>\d{1,2})(?P=us)(?P<uy>\d{4})(?!\d))"
+    rf"|(?P<trange>(?P<ta>{_TIME})\s?[~\-–]\s?(?P<tb>{_TIME})(?![\d:]))"
+    rf"|(?P<time>(?P<th>\d{{1,2}}):(?P<tm>\d{{2}})(?::(?P<ts>\d{{2}}))?(?![\d:])"
+    rf"(?:\s?(?P<tap>{_AMPM}))?)"
+    r"|(?P<phone>(?:\+\d{1,3}[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.])\d{3}[-.]\d{4}(?!\d)"
+    r"|1-\d{3}-\d{3}-\d{4}(?!\d)|\+\d{1,3}(?:[-\s]\d{1,4}){2,3}(?!\d)"
+    r"|0\d{1,2}-\d{3,4}-\d{4}(?!\d))"
+    rf"|(?P<currency>(?P<csym>[{_SYMS}])\s?(?P<cn>{_NUM})"
+    rf"(?:\s?(?P<cmag>{_MAGS})(?![A-Za-z]))?"
+    rf"(?:\s?[~\-–]\s?(?P=csym)?(?P<cn2>{_NUM})(?:\s?(?P<cmag2>{_MAGS})(?![A-Za-z]))?)?)"
+    r"|(?P<decade>'(?P<dd2>\d0)s|(?P<dd4>\d{3}0)s)(?![A-Za-z])"
+    rf"|(?P<number_sign>\#(?P<hn>{_NUM}))"
+    rf"|(?P<approx>~(?P<tn>{_NUM}))"
+    r"|(?P<version>(?P<vv>[vV])?(?P<vn>\d+(?:\.\d+){2,})|(?P<vv2>[vV])(?P<vn2>\d+(?:\.\d+)?))"
+    rf"|(?P<qsg>[-+])?(?P<qn>{_NUM})(?:"
+    rf"(?P<currency_code>\s?(?P<ccode>{_CODES})(?![A-Za-z]))"
+    rf"|(?P<currency_post>\s?(?P<csym2>[{_SYMS}¢]))"
+    rf"|(?P<range>\s?(?P<rsep>[~\-–])\s?(?P<rb>{_NUM})(?:(?P<rpct>\s?%)|{_unit('r')})?)"
+    r"|(?P<magnitude>(?P<mg>[KkMB]|bn|mn)(?![A-Za-z0-9]))"
+    r"|(?P<percent>\s?%)"
+    rf"|(?P<unit>{_unit('u')})"
+    r"|(?P<ordinal>(?:st|nd|rd|th)(?![A-Za-z]))"
+    rf"|(?P<ampm>\s?(?P<aap>{_AMPM}))"
+    rf"|(?P<times>\s?[x×](?:\s?(?P<xb>{_NUM}))?(?![A-Za-z0-9]))"
+    r"|(?P<ratio>:(?P<qb>\d{1,16})(?!\d))"
+    r"|(?P<fraction>/(?P<fb>\d{1,16})(?!\d))"
+    r")?)"
+)
+_PLAIN = re.compile(rf"(?P<digits>\d{{17,}})|(?P<qsg>[-+])?(?P<qn>{_NUM})")
+_YEAR_BEFORE = re.compile(
+    r"(?:(?:(?<![A-Za-z])" + trie_alt(EN_YEAR_CONTEXT) + r"|" + _MONTH + r"\.?,?|Q[1-4])\s|FY)$"
+)
+#: "the 2024 Olympics": a year before a name; "the 2000 items" stays a number.
+_THE_BEFORE = re.compile(r"(?<![A-Za-z])[Tt]he\s$")
+_NAME_AFTER = re.compile(r"\s[A-Z][a-z]")
+_YEAR_AFTER = re.compile(r"\s?(?:AD|BC|BCE|CE)\b")
+
+
+# -- readings ---------------------------------------------------------------------------
+
+
+def _int(s: str) -> int:
+    return int(s.replace(",", ""))
+
+
+def _is_int(s: str) -> bool:
+    return "." not in s
+
+
+def _plural(num: str, singular: str, plural: str) -> str:
+    return singular if num in ("1", "-1", "+1") else plural
+
+
+def _lead(m: re.Match[str]) -> tuple[str, str | None]:
+    """(text kept before the reading, the sign's meaning): see `ko._lead`."""
+    sign = m["qsg"]
+    if sign and m.start() > 0 and m.string[m.start() - 1].isalnum():
+        return sign, None
+    return "", sign
+
+
+def _sign_word(sign: str | None) -> str:
+    return {"-": "minus ", "+": "plus "}.get(sign or "", "")
+
+
+def _is_year(n: int) -> bool:
+    return 1000 <= n <= 2099
+
+
+def _with_unit(num: str, unit: str, sign: str | None = None) -> str:
+    u = UNITS[unit]
+    words = nw.en_number(num)
+    if sign == "-":
+        words = "minus " + words
+    elif sign == "+":
+        words = "plus " + words
+    return f"{words} {_plural(num, u.en, u.en_plural)}"
+
+
+_MAGNITUDE_WORDS = {"K": "thousand", "k": "thousand", "M": "million", "mn": "million",
+                    "B": "billion", "bn": "billion"}
+
+
+def _money(amount: str, cur: Currency, mag: str | None) -> str:
+    if mag:
+        word = _MAGNITUDE_WORDS.get(mag, mag)
+        return f"{nw.en_number(amount)} {word} {cur.en_plural}"
+    whole, _, frac = amount.replace(",", "").partition(".")
+    if frac and cur.en_minor and len(frac) <= 2:
+        cents = int(frac.ljust(2, "0"))
+        major = int(whole or 0)
+        parts = []
+        if major:
+            parts.append(f"{nw.en_cardinal(major)} {cur.en if major == 1 else cur.en_plural}")
+        if cents:
+            minor = cur.en_minor if cents == 1 else cur.en_minor_plural
+            parts.append(f"{nw.en_cardinal(cents)} {minor}")
+        return " and ".join(parts) or f"zero {cur.en_plural}"
+    value = Decimal(amount.replace(",", ""))
+    return f"{nw.en_number(amount)} {cur.en if value == 1 else cur.en_plural}"
+
+
+def _clock(h: int, mi: int, s: int | None, ap: str | None) -> str:
+    words = nw.en_cardinal(h)
+    if mi:
+        words += " " + (f"oh {nw.en_cardinal(mi)}" if mi < 10 else nw.en_cardinal(mi))
+    elif not ap:
+        words += " o'clock"
+    if s:
+        words += f" and {nw.en_cardinal(s)} {'second' if s == 1 else 'seconds'}"
+    if ap:
+        words += " A M" if ap[0] in "Aa" else " P M"
+    return words
+
+
+def _parse_time(t: str) -> tuple[int, int, int | None] | None:
+    parts = [int(x) for x in t.split(":")]
+    h, mi = parts[0], parts[1]
+    s = parts[2] if len(parts) > 2 else None
+    if h > 24 or mi > 59 or (s is not None and s > 59):
+        return None
+    return h, mi, s
+
+
+def _date_words(y: int | None, mo: int, d: int) -> str:
+    words = f"{nw.EN_MONTHS[mo]} {nw.en_ordinal(d)}"
+    return f"{words}, {nw.en_year(y)}" if y is not None else words
+
+
+def _fraction_words(a: int, b: int) -> str:
+    if b == 2:
+        den = "half" if a == 1 else "halves"
+    elif b == 4:
+        den = "quarter" if a == 1 else "quarters"
+    else:
+        den = nw.en_ordinal(b) + ("" if a == 1 else "s")
+    return f"{nw.en_cardinal(a)} {den}"
+
+
+def _plain(text: str) -> str:
+    return _PLAIN.sub(_plain_number, text)
+
+
+def _plain_number(m: re.Match[str]) -> str:
+    return _digits(m) if m.lastgroup == "digits" else _number(m)
+
+
+def _digits(m: re.Match[str]) -> str:
+    return nw.en_digits(m.group(0))
+
+
+# -- handlers -----------------------------------------------------------------------------
+
+
+def _date_iso(m: re.Match[str]) -> str:
+    y, mo, d = int(m["iy"]), int(m["im"]), int(m["id"])
+    if not (1 <= mo <= 12 and 1 <= d <= 31):
+        return _plain(m.group(0)).replace("-", " ")
+    return _date_words(y, mo, d)
+
+
+def _date_us(m: re.Match[str]) -> str:
+    a, b, y = int(m["ua"]), int(m["ub"]), int(m["uy"])
+    if 1 <= a <= 12 and 1 <= b <= 31:
+        return _date_words(y, a, b)
+    if 1 <= b <= 12 and 1 <= a <= 31:
+        return _date_words(y, b, a)  # 25/12/2026: day first
+    return _plain(m.group(0)).replace(m["us"], " ")
+
+
+def _trange(m: re.Match[str]) -> str:
+    a, b = _parse_time(m["ta"]), _parse_time(m["tb"])
+    if a is None or b is None:
+        return _plain(m.group(0))
+    return f"{_clock(*a, None)} to {_clock(*b, None)}"
+
+
+def _time(m: re.Match[str]) -> str:
+    t = _parse_time(m["th"] + ":" + m["tm"] + (":" + m["ts"] if m["ts"] else ""))
+    if t is None:
+        return _plain(m.group(0)).replace(":", " to ")
+    return _clock(*t, m["tap"])
+
+
+def _phone(m: re.Match[str]) -> str:
+    s = m.group(0)
+    if sum(c.isdigit() for c in s) < 7:
+        return _plain(s)
+    head = "plus " if s.startswith("+") else ""
+    groups = [g for g in re.split(r"[-.\s()]+", s.lstrip("+")) if g]
+    return head + ", ".join(nw.en_digits(g) for g in groups)
+
+
+def _currency(m: re.Match[str]) -> str:
+    cur = CURRENCIES[m["csym"]]
+    words = _money(m["cn"], cur, m["cmag"])
+    if m["cn2"]:
+        words += " to " + _money(m["cn2"], cur, m["cmag2"])  # $5-$10
+    return words
+
+
+def _currency_code(m: re.Match[str]) -> str:
+    kept, sign = _lead(m)
+    return kept + _sign_word(sign) + _money(m["qn"], CURRENCY_CODES[m["ccode"]], None)
+
+
+def _currency_post(m: re.Match[str]) -> str:
+    kept, sign = _lead(m)
+    if m["csym2"] == "¢":
+        n = m["qn"]
+        return kept + _sign_word(sign) + nw.en_number(n) + (" cent" if n == "1" else " cents")
+    return kept + _sign_word(sign) + _money(m["qn"], CURRENCIES[m["csym2"]], None)
+
+
+def _decade(m: re.Match[str]) -> str:
+    return nw.en_decade(int(m["dd2"] or m["dd4"]))
+
+
+def _number_sign(m: re.Match[str]) -> str:
+    return "number " + nw.en_number(m["hn"])
+
+
+def _approx(m: re.Match[str]) -> str:
+    return "about " + nw.en_number(m["tn"])
+
+
+def _version(m: re.Match[str]) -> str:
+    v = m["vv"] or m["vv2"]
+    words = " point ".join(nw.en_number(p) for p in (m["vn"] or m["vn2"]).split("."))
+    if v:
+        if m.start() > 0 and m.string[m.start() - 1].isalpha():
+            return v + " " + words
+        return "version " + words
+    return words
+
+
+def _range(m: re.Match[str]) -> str:
+    kept, sign = _lead(m)
+    a, b = m["qn"], m["rb"]
+    tail = m["rpct"] or m["ru1"] or m["ru2"]
+    if (m["rsep"] == "-" and not sign and not tail and m.group(0) == f"{a}-{b}"
+            and len(a) == 3 and len(b) == 4 and (a + b).isdigit() and int(b) % 100):
+        # 555-0123 is a local phone number; 100-1000 and 300-5000 read as ranges.
+        return f"{nw.en_digits(a)}, {nw.en_digits(b)}"
+    if not sign and not tail and all(len(x) == 4 and x.isdigit() for x in (a, b)):
+        if _is_year(int(a)) and _is_year(int(b)):
+            return f"{kept}{nw.en_year(int(a))} to {nw.en_year(int(b))}"
+    first = kept + _sign_word(sign) + nw.en_number(a)
+    if a == b and m["rsep"] == "-" and not tail:
+        return f"{first}-{nw.en_number(b)}"  # fifty-fifty
+    if m["rpct"] is not None:
+        return f"{first} to {nw.en_number(b)} percent"
+    unit = m["ru1"] or m["ru2"]
+    if unit:
+        return f"{first} to {_with_unit(b, unit)}"
+    return f"{first} to {nw.en_number(b)}"
+
+
+def _magnitude(m: re.Match[str]) -> str:
+    kept, sign = _lead(m)
+    return kept + _sign_word(sign) + nw.en_number(m["qn"]) + " " + _MAGNITUDE_WORDS[m["mg"]]
+
+
+def _percent(m: re.Match[str]) -> str:
+    kept, sign = _lead(m)
+    return kept + _sign_word(sign) + nw.en_number(m["qn"]) + " percent"
+
+
+def _unit_h(m: re.Match[str]) -> str:
+    kept, sign = _lead(m)
+    num, unit = m["qn"], m["uu1"] or m["uu2"]
+    if unit == "s" and not sign and num in ("20", "30", "40", "50", "60", "70", "80", "90"):
+        if m.string[max(0, m.start() - 4) : m.start()].lower() == "the ":
+            return nw.en_decade(int(num))  # the 80s
+    return kept + _with_unit(num, unit, sign)
+
+
+def _ordinal(m: re.Match[str]) -> str:
+    kept, sign = _lead(m)
+    n = m["qn"]
+    if not (n.isdigit() and len(n) <= nw.EN_MAX_DIGITS):
+        return kept + _sign_word(sign) + nw.en_number(n) + " " + m.group(0)[-2:]
+    return kept + _sign_word(sign) + nw.en_ordinal(int(n))
+
+
+def _ampm(m: re.Match[str]) -> str:
+    kept, sign = _lead(m)
+    n = m["qn"]
+    if sign or not n.isdigit() or int(n) > 24:
+        return kept + _sign_word(sign) + nw.en_number(n) + " " + m["aap"]
+    return kept + _clock(int(n), 0, None, m["aap"])
+
+
+def _times(m: re.Match[str]) -> str:
+    kept, sign = _lead(m)
+    a = kept + _sign_word(sign) + nw.en_number(m["qn"])
+    if m["xb"]:
+        return f"{a} by {nw.en_number(m['xb'])}"
+    return a + (" time" if m["qn"] == "1" else " times")
+
+
+def _ratio(m: re.Match[str]) -> str:
+    kept, sign = _lead(m)
+    return f"{kept}{_sign_word(sign)}{nw.en_number(m['qn'])} to {nw.en_number(m['qb'])}"
+
+
+def _fraction(m: re.Match[str]) -> str:
+    kept, sign = _lead(m)
+    kept += _sign_word(sign)
+    num, den = m["qn"], m["fb"]
+    if not _is_int(num) or int(den) == 0:
+        return f"{kept}{nw.en_number(num)} over {nw.en_number(den)}"
+    a, b = _int(num), int(den)
+    if 1 <= a < b <= 10:
+        return kept + _fraction_words(a, b)
+    if not sign and 1 <= a <= 12 and 1 <= b <= 31:
+        return kept + _date_words(None, a, b)
+    return f"{kept}{nw.en_number(num)} over {nw.en_number(den)}"
+
+
+def _number(m: re.Match[str]) -> str:
+    kept, sign = _lead(m)
+    num = m["qn"]
+    if not sign and len(num) == 4 and num.isdigit() and _is_year(int(num)):
+        s, a, b = m.string, m.start(), m.end()
+        if (_YEAR_BEFORE.search(s, max(0, a - 20), a) or _YEAR_AFTER.match(s, b)
+                or (_THE_BEFORE.search(s, max(0, a - 5), a) and _NAME_AFTER.match(s, b))):
+            return nw.en_year(int(num))
+    return kept + _sign_word(sign) + nw.en_number(num)
+
+
+_HANDLERS = {
+    "digits": _digits,
+    "date_iso": _date_iso, "date_us": _date_us, "trange": _trange, "time": _time,
+    "phone": _phone, "currency": _currency, "decade": _decade, "number_sign": _number_sign,
+    "approx": _approx, "version": _version, "currency_code": _currency_code,
+    "currency_post": _currency_post,
+    "range": _range, "magnitude": _magnitude, "percent": _percent, "unit": _unit_h,
+    "ordinal": _ordinal, "ampm": _ampm, "times": _times, "ratio": _ratio,
+    "fraction": _fraction, "qn": _number,
+}
+_NAMES = {"qn": "number"}
+
+
+#: Tails that make no sense after a number glued to letters: the "s" of "MP3s" is not
+#: seconds, the "x" of "Win10x" is not times.
+_NOT_AFTER_LETTERS = frozenset({"unit", "magnitude", "ampm", "times"})
+
+
+def _numeric(m: re.Match[str]) -> str:
+    s, a, b = m.string, m.start(), m.end()
+    group = m.lastgroup
+    if group in _NOT_AFTER_LETTERS and a and s[a - 1] in _ASCII_LETTERS:
+        tail = s[m.end("qn") : b]
+        return " " + _plain(s[a : m.end("qn")]) + " " + tail.strip()
+    out = _HANDLERS[group](m)
+    if a and s[a - 1] in _ASCII_LETTERS:
+        out = " " + out
+    if b < len(s) and s[b] in _ASCII_LETTERS:
+        out += " "
+    return out
+
+
+# -- abbreviations and month-name dates ---------------------------------------------------
+
+_ABBR = {written: (spoken, ends) for written, spoken, ends in EN_ABBREVIATIONS}
+_ABBR.update({f"{short}.": (full, False) for short, full in _MONTH_NAMES.items()
+              if short != full})
+ABBREVIATION = re.compile(
+    "(?=[" + "".join(sorted({w[0] for w in _ABBR} | set("DSNnw"))) + "])"
+    r"(?<![A-Za-z.])(?:(?P<ab>" + trie_alt(_ABBR) + r")|(?P<dr>Dr\.|St\.)"
+    r"|(?P<no>No\.|no\.)(?=\s?\d)|(?P<wo>w/o)(?![A-Za-z])|(?P<w>w/)(?=\s))"
+)
+_SENTENCE_NEXT = re.compile(r"\s*(?:$|[A-Z\"'(])")
+_NAME_NEXT = re.compile(r" [A-Z]")
+
+
+def _abbreviation(m: re.Match[str]) -> str:
+    s, b = m.string, m.end()
+    if m["ab"]:
+        spoken, ends = _ABBR[m["ab"]]
+    elif m["dr"]:
+        before_name = bool(_NAME_NEXT.match(s, b))
+        if m["dr"] == "Dr.":
+            spoken, ends = ("Doctor", False) if before_name else ("Drive", True)
+        else:
+            spoken, ends = ("Saint", False) if before_name else ("Street", True)
+    elif m["no"]:
+        return "number"
+    elif m["wo"]:
+        return "without"
+    else:
+        return "with"
+    # "etc. Then": the period was also the sentence's end; keep it.
+    if ends and _SENTENCE_NEXT.match(s, b):
+        return spoken + "."
+    return spoken
+
+
+MONTH_DATE = re.compile(
+    r"(?=[JFMASOND]|\d)(?:"
+    rf"(?P<md>(?<![A-Za-z])(?P<mon>{_MONTH})\.?\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?![\d:])"
+    r"(?:,?\s(?P<yr>\d{4})(?!\d))?)"
+    rf"|(?P<dm>(?<!\d)(?P<day2>\d{{1,2}})(?:st|nd|rd|th)?\s(?:of\s)?(?P<mon2>{_MONTH})\b\.?"
+    r"(?:,?\s(?P<yr2>\d{4})(?!\d))?)"
+    rf"|(?P<my>(?<![A-Za-z])(?P<mon3>{_MONTH})\.?,?\s(?P<yr3>\d{{4}})(?!\d))"
+    r")"
+)
+
+
+def _month_date(m: re.Match[str]) -> str:
+    if m["md"]:
+        mon, day, yr = m["mon"], int(m["day"]), m["yr"]
+        if not 1 <= day <= 31:
+            return m.group(0)
+        words = f"{_MONTH_NAMES[mon]} {nw.en_ordinal(day)}"
+        return f"{words}, {nw.en_year(int(yr))}" if yr else words
+    if m["dm"]:
+        mon, day, yr = m["mon2"], int(m["day2"]), m["yr2"]
+        if not 1 <= day <= 31:
+            return m.group(0)
+        before = m.string[max(0, m.start() - 4) : m.start()].lower()
+        the = "" if before == "the " else "the "
+        words = f"{the}{nw.en_ordinal(day)} of {_MONTH_NAMES[mon]}"
+        return f"{words}, {nw.en_year(int(yr))}" if yr else words
+    return f"{_MONTH_NAMES[m['mon3']]} {nw.en_year(int(m['yr3']))}"
+
+
+# -- acronyms and symbols -----------------------------------------------------------------
+
+ACRONYM = re.compile(
+    r"(?=[A-Z])(?<![A-Za-z'])(?:(?P<a>[A-Z]{2,})(?P<s>'?s)?(?![A-Za-z])|(?P<dot>(?:[A-Z]\.){2,}))"
+)
+_ROMAN = re.compile(r"X{0,3}(?:IX|IV|V?I{0,3})")
+_CAPITALISED_BEFORE = re.compile(r"[A-Z][a-z]+ $")
+_CAPITAL = re.compile("[A-Z]")
+_CAPS_WORD = re.compile(r"\b[A-Z]{2,}\b")
+_WORD = re.compile(r"\b[A-Za-z]{2,}\b")
+_VOWELS = frozenset("AEIOUY")
+_ROMAN_VALUES = {"I": 1, "V": 5, "X": 10}
+
+
+def _roman_value(s: str) -> int:
+    total = 0
+    for a, b in zip(s, s[1:] + " "):
+        v = _ROMAN_VALUES[a]
+        total += -v if b != " " and _ROMAN_VALUES[b] > v else v
+    return total
+
+
+def _spell(m: re.Match[str], shouting: bool) -> str:
+    if m["dot"]:
+        letters = " ".join(m["dot"].replace(".", ""))
+        return letters + "." if _SENTENCE_NEXT.match(m.string, m.end()) else letters
+    run, suffix = m["a"], m["s"] or ""
+    if (_ROMAN.fullmatch(run)
+            and _CAPITALISED_BEFORE.search(m.string, max(0, m.start() - 20), m.start())):
+        return nw.en_cardinal(_roman_value(run)) + suffix  # World War II, Rocky IV
+    if shouting or (len(run) >= 6 and _VOWELS.intersection(run)):
+        return run.lower() + suffix  # a word in capitals, not an acronym
+    return " ".join(run) + suffix
+
+
+def acronyms(text: str, steps: Steps) -> str:
+    """Spell capitals letter by letter (API -> A P I), unless the whole text shouts.
+
+    Example:
+        >>> acronyms("The API of AWS", None), acronyms("WE ARE OPEN TODAY", None)
+        ('The A P I of A W S', 'we are open today')
+    """
+    if not _CAPITAL.search(text):
+        return text
+    caps = len(_CAPS_WORD.findall(text))
+    shouting = caps >= 3 and caps * 2 > len(_WORD.findall(text))
+
+    def repl(m: re.Match[str]) -> str:
+        out = _spell(m, shouting)
+        if steps is not None and out != m.group(0):
+            steps.append(TraceStep("acronym", m.group(0), out))
+        return out
+
+    return ACRONYM.sub(repl, text)
+
+
+_SYMBOL = re.compile(r"[&+=@%×÷±°–—~#]")
+_SYMBOL_WORDS = {
+    "&": " and ", "+": " plus ", "=": " equals ", "@": " at ", "%": " percent ",
+    "×": " times ", "÷": " divided by ", "±": " plus or minus ", "°": " degrees ",
+    "–": ", ", "—": ", ", "~": " ", "#": " ",
+}
+
+
+def rules(lexicon: Lexicon) -> list[Step]:
+    """The English steps after Unicode preparation, in order.
+
+    Example:
+        >>> from tts_kit.text.lexicon import load
+        >>> len(rules(load("en"))) >= 6
+        True
+    """
+    return [
+        lexicon.apply,
+        Rule("abbreviation", ABBREVIATION, _abbreviation),
+        Rule("date", MONTH_DATE, _month_date),
+        Rule("number", NUMERIC, _numeric, by_group=True, aliases=_NAMES),
+        acronyms,
+        Rule("symbol", _SYMBOL, lambda m: _SYMBOL_WORDS[m.group(0)]),
+        make_cleanup("en"),
+    ]

@@ -1,0 +1,225 @@
+"""Pronunciation lexicons: ``term<TAB>pronunciation`` files, compiled into one regex.
+
+Matching is whole-word, case-insensitive, longest term first. "Whole word" means the
+term is not glued to more Latin letters or digits; a Korean particle right after it
+is fine ("API를" is API plus 를), and so is Hangul right before it. All terms go into a
+single trie-shaped regular expression (``a(?:pi|ws)`` rather than ``api|aws``), behind
+a lookahead on the terms' first letters, so one scan finds every term whatever the
+size of the lexicon.
+
+The built-in lexicons are ``data/lexicons/<lang>.tsv`` in a source checkout, or
+``tts_kit/_data/lexicons/<lang>.tsv`` when the package is installed from a wheel.
+
+Example:
+    >>> from tts_kit.text.lexicon import Lexicon
+    >>> lex = Lexicon({"FastAPI": "패스트 에이피아이", "API": "에이피아이"})
+    >>> lex.apply("FastAPI와 api를 씁니다", None)
+    '패스트 에이피아이와 에이피아이를 씁니다'
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from .common import Steps, TraceStep
+
+LexiconSource = str | os.PathLike | Mapping[str, str]
+
+_HANGUL = "\uac00-\ud7a3"
+#: What a term must not be glued to: Latin letters (accented too) and digits.
+_WORDCHAR = "A-Za-z0-9\u00c0-\u024f"
+_LETTER = "A-Za-z\u00c0-\u024f"
+
+
+def builtin_dir() -> Path:
+    """The folder of the built-in lexicons (source checkout first, then the package).
+
+    Example:
+        >>> (builtin_dir() / "ko.tsv").is_file()
+        True
+    """
+    root = Path(__file__).resolve().parents[2]
+    repo = root / "data" / "lexicons"
+    # Only a source checkout: installed, parents[2] is site-packages.
+    if (root / "pyproject.toml").is_file() and repo.is_dir():
+        return repo
+    packaged = resources.files("tts_kit") / "_data" / "lexicons"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    raise FileNotFoundError(
+        f"built-in lexicons not found in {repo} nor in the installed package "
+        "(tts_kit/_data/lexicons); reinstall tts_kit"
+    )
+
+
+def read_lexicon(path: str | os.PathLike) -> dict[str, str]:
+    """Read one ``term<TAB>pronunciation`` file (``#`` starts a comment line).
+
+    Later lines override earlier ones. Raises ValueError naming the file and line of
+    a malformed entry.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "x.tsv"
+        >>> _ = p.write_text("# mine\\nSupertonic\\t슈퍼토닉\\n", encoding="utf-8")
+        >>> read_lexicon(p)
+        {'Supertonic': '슈퍼토닉'}
+    """
+    out: dict[str, str] = {}
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: lexicon file not found") from None
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        term, sep, spoken = raw.partition("\t")
+        term, spoken = " ".join(term.split()), " ".join(spoken.split())
+        if not sep or not term or not spoken:
+            raise ValueError(
+                f"{path}:{lineno}: expected 'term<TAB>pronunciation', got {raw!r}"
+            )
+        out[term] = spoken
+    return out
+
+
+@lru_cache(maxsize=4)
+def builtin(lang: str) -> dict[str, str]:
+    """The built-in lexicon of ``lang`` (read once per process).
+
+    Example:
+        >>> builtin("ko")["ONNX"]
+        '온닉스'
+    """
+    return read_lexicon(builtin_dir() / f"{lang}.tsv")
+
+
+def _trie_regex(terms: Iterable[str]) -> str:
+    """One alternation shaped like a trie, longest match first, boundary at each end."""
+    trie: dict = {}
+    for term in terms:
+        node = trie
+        for ch in term:
+            node = node.setdefault(ch, {})
+        node[""] = term
+
+    def emit(node: dict) -> str:
+        alts = []
+        for ch in sorted(k for k in node if k):
+            alts.append(re.escape(ch) + emit(node[ch]))
+        if "" in node:
+            last = node[""][-1]
+            # A term ending in Hangul may take a particle (API를 is fine for a Hangul term
+            # too); one ending in a letter may take digits (Python3, GPT4); others must end
+            # the word.
+            if "\uac00" <= last <= "\ud7a3":
+                alts.append("")
+            elif last.isalpha():
+                alts.append(f"(?![{_LETTER}])")
+            else:
+                alts.append(f"(?![{_WORDCHAR}])")
+        if len(alts) == 1:
+            return alts[0]
+        return "(?:" + "|".join(alts) + ")"
+
+    return emit(trie)
+
+
+@lru_cache(maxsize=32)
+def _compile(keys: tuple[str, ...]) -> re.Pattern[str] | None:
+    if not keys:
+        return None
+    hangul = [k for k in keys if "\uac00" <= k[0] <= "\ud7a3"]
+    other = [k for k in keys if not "\uac00" <= k[0] <= "\ud7a3"]
+    parts = []
+    for group, before in ((other, _WORDCHAR), (hangul, _HANGUL)):
+        if not group:
+            continue
+        firsts = sorted({c for k in group for c in (k[0], k[0].upper(), k[0].lower())})
+        # A cheap look at the next and previous character first: the scanner then tries
+        # the trie only where a term can start, at C speed everywhere else.
+        head = "(?=[" + "".join("\\" + c if c in "\\]^-[" else c for c in firsts) + "])"
+        parts.append(f"{head}(?<![{before}])" + _trie_regex(group))
+    return re.compile("|".join(parts), re.IGNORECASE)
+
+
+class Lexicon:
+    """Terms and pronunciations, matched whole-word and case-insensitively.
+
+    Example:
+        >>> Lexicon({"SaaS": "새스"}).apply("saas 서비스", None)
+        '새스 서비스'
+    """
+
+    def __init__(self, entries: Mapping[str, str]) -> None:
+        """``entries`` maps terms (any case) to what to say instead."""
+        self.entries: dict[str, str] = {}
+        for term, spoken in entries.items():
+            term = " ".join(term.split())
+            if term:
+                self.entries[term.lower()] = spoken
+        self._folded = {k.casefold(): v for k, v in self.entries.items()}
+        self.pattern = _compile(tuple(sorted(self.entries)))
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def _repl(self, m: re.Match[str]) -> str:
+        found = m.group(0)
+        spoken = self.entries.get(found.lower())
+        if spoken is None:
+            # IGNORECASE also matches a few special case pairs (Kelvin sign, long s).
+            spoken = self._folded.get(found.casefold(), found)
+        return spoken
+
+    def apply(self, text: str, steps: Steps) -> str:
+        """Replace every term in ``text``; record each replacement in ``steps``.
+
+        Example:
+            >>> Lexicon({"TTS": "티티에스"}).apply("TTS와 TTSX", None)
+            '티티에스와 TTSX'
+        """
+        if self.pattern is None:
+            return text
+        if steps is None:
+            return self.pattern.sub(self._repl, text)
+
+        def repl(m: re.Match[str]) -> str:
+            out = self._repl(m)
+            steps.append(TraceStep("lexicon", m.group(0), out))
+            return out
+
+        return self.pattern.sub(repl, text)
+
+    __call__ = apply
+
+
+def load(lang: str, extra: Iterable[LexiconSource] | LexiconSource | None = None) -> Lexicon:
+    """The built-in lexicon of ``lang`` overridden by ``extra`` files or mappings, in order.
+
+    Example:
+        >>> lex = load("ko", [{"ONNX": "오엔엔엑스"}])
+        >>> lex.apply("ONNX 모델", None)
+        '오엔엔엑스 모델'
+    """
+    merged = dict(builtin(lang))
+    if extra is None:
+        sources: list[LexiconSource] = []
+    elif isinstance(extra, (str, os.PathLike, Mapping)):
+        sources = [extra]
+    else:
+        sources = list(extra)
+    for src in sources:
+        entries = dict(src) if isinstance(src, Mapping) else read_lexicon(src)
+        # A user's entry replaces a built-in one whatever the case it was written in.
+        lowered = {k.lower() for k in entries}
+        merged = {k: v for k, v in merged.items() if k.lower() not in lowered}
+        merged.update(entries)
+    return Lexicon(merged)

@@ -1,0 +1,234 @@
+"""Number words for Korean and English.
+
+`num2words` supplies what it gets right: Sino-Korean cardinals (with the 만/억/조
+grouping and spacing), English cardinals, ordinals and years. Written here by hand is
+only what it lacks or gets wrong for speech: native Korean numerals before counters
+(한, 두, 세, 스무 ...; num2words has them only inside its ordinals, with wrong spacing
+above 100), digit-by-digit readings (decimals, phone numbers, codes), and English
+cardinals without the commas num2words puts between groups (a comma makes the model
+pause in the middle of a number).
+
+Every function is cached: `normalize` runs on every synthesis request, num2words costs
+40-100 µs a call, and the numbers people write repeat (years, small counts, prices).
+
+Example:
+    >>> from tts_kit.text import numbers
+    >>> numbers.ko_sino(15000), numbers.ko_native(20), numbers.en_cardinal(1234)
+    ('만 오천', '스무', 'one thousand two hundred and thirty-four')
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from num2words import num2words
+
+#: Longest integer read as a number; longer digit runs are read digit by digit
+#: (account numbers, serials; 0 as 공 in Korean), which is also how people say them.
+KO_MAX_DIGITS = 16
+EN_MAX_DIGITS = 16
+
+KO_DIGITS = "영일이삼사오육칠팔구"
+#: Phone numbers, codes and numbers with leading zeros say 0 as 공.
+KO_DIGITS_PHONE = "공일이삼사오육칠팔구"
+EN_DIGITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+
+_KO_NATIVE_ONES = ("", "한", "두", "세", "네", "다섯", "여섯", "일곱", "여덟", "아홉")
+_KO_NATIVE_TENS = ("", "열", "스물", "서른", "마흔", "쉰", "예순", "일흔", "여든", "아흔")
+#: The nominal forms used before 째 (첫째, 둘째, 셋째, 넷째).
+_KO_NATIVE_ONES_NOMINAL = ("", "첫", "둘", "셋", "넷", "다섯", "여섯", "일곱", "여덟", "아홉")
+_KO_MONTHS = (
+    "", "일월", "이월", "삼월", "사월", "오월", "유월", "칠월", "팔월", "구월", "시월",
+    "십일월", "십이월",
+)
+EN_MONTHS = (
+    "", "January", "February", "March", "April", "May", "June", "July", "August",
+    "September", "October", "November", "December",
+)
+
+
+# -- Korean -----------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=16384)
+def ko_sino(n: int) -> str:
+    """Sino-Korean reading of a non-negative integer (num2words, digits past 10^16).
+
+    Example:
+        >>> ko_sino(10000), ko_sino(123456), ko_sino(100000000)
+        ('만', '십이만 삼천사백오십육', '일억')
+    """
+    if n < 0:
+        return "마이너스 " + ko_sino(-n)
+    if len(str(n)) > KO_MAX_DIGITS:
+        return ko_digits(str(n), phone=True)
+    return num2words(n, lang="ko")
+
+
+def ko_digits(digits: str, phone: bool = False) -> str:
+    """Digit-by-digit Korean reading; ``phone`` says 0 as 공 (phone numbers, codes).
+
+    Example:
+        >>> ko_digits("3014"), ko_digits("010", phone=True)
+        ('삼영일사', '공일공')
+    """
+    table = KO_DIGITS_PHONE if phone else KO_DIGITS
+    return "".join(table[ord(c) - 48] for c in digits if "0" <= c <= "9")
+
+
+def ko_native(n: int) -> str | None:
+    """Native Korean numeral in its attributive form (before a counter), 1-99; else None.
+
+    Example:
+        >>> ko_native(3), ko_native(20), ko_native(21), ko_native(100)
+        ('세', '스무', '스물한', None)
+    """
+    if not 1 <= n <= 99:
+        return None
+    if n == 20:
+        return "스무"
+    return _KO_NATIVE_TENS[n // 10] + _KO_NATIVE_ONES[n % 10]
+
+
+def ko_native_ordinal(n: int) -> str | None:
+    """The numeral before 번째: 첫, 두, 세 ... 스무, 스물한; None outside 1-99.
+
+    Example:
+        >>> ko_native_ordinal(1), ko_native_ordinal(2), ko_native_ordinal(21)
+        ('첫', '두', '스물한')
+    """
+    return "첫" if n == 1 else ko_native(n)
+
+
+def ko_native_nominal_ordinal(n: int) -> str | None:
+    """The word before 째 (첫째, 둘째, 셋째 ... 열두째, 스무째); None outside 1-99.
+
+    Example:
+        >>> ko_native_nominal_ordinal(3) + "째", ko_native_nominal_ordinal(12) + "째"
+        ('셋째', '열두째')
+    """
+    if not 1 <= n <= 99:
+        return None
+    if n == 20:
+        return "스무"
+    if n < 10:
+        return _KO_NATIVE_ONES_NOMINAL[n]
+    return _KO_NATIVE_TENS[n // 10] + _KO_NATIVE_ONES[n % 10]
+
+
+def ko_month(n: int) -> str:
+    """Month name: 6 -> 유월, 10 -> 시월 (the two irregular ones); others Sino + 월.
+
+    Example:
+        >>> ko_month(6), ko_month(10), ko_month(8)
+        ('유월', '시월', '팔월')
+    """
+    return _KO_MONTHS[n] if 1 <= n <= 12 else ko_sino(n) + " 월"
+
+
+def ko_number(text: str) -> str:
+    """Read a written number (``1,234``, ``3.14``, ``007``) in Sino-Korean.
+
+    Decimals are read digit by digit after 점; integers with a leading zero are
+    codes, read digit by digit with 0 as 공.
+
+    Example:
+        >>> ko_number("1,234"), ko_number("3.14"), ko_number("007")
+        ('천이백삼십사', '삼 점 일사', '공공칠')
+    """
+    text = text.replace(",", "")
+    whole, _, frac = text.partition(".")
+    if (len(whole) > 1 and whole[0] == "0") or len(whole) > KO_MAX_DIGITS:
+        head = ko_digits(whole, phone=True)
+    else:
+        head = ko_sino(int(whole)) if whole else "영"
+    return f"{head} 점 {ko_digits(frac)}" if frac else head
+
+
+# -- English ----------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=16384)
+def en_cardinal(n: int) -> str:
+    """English cardinal without the commas num2words puts between groups.
+
+    Example:
+        >>> en_cardinal(2026), en_cardinal(-5)
+        ('two thousand and twenty-six', 'minus five')
+    """
+    if len(str(abs(n))) > EN_MAX_DIGITS:
+        return ("minus " if n < 0 else "") + en_digits(str(abs(n)))
+    return num2words(n, lang="en").replace(",", "")
+
+
+@lru_cache(maxsize=4096)
+def en_ordinal(n: int) -> str:
+    """English ordinal: 1 -> first, 21 -> twenty-first.
+
+    Example:
+        >>> en_ordinal(1), en_ordinal(21), en_ordinal(112)
+        ('first', 'twenty-first', 'one hundred and twelfth')
+    """
+    if len(str(n)) > EN_MAX_DIGITS:
+        return en_digits(str(n))
+    return num2words(n, lang="en", to="ordinal").replace(",", "")
+
+
+@lru_cache(maxsize=4096)
+def en_year(n: int) -> str:
+    """A year as people say it: 1999 -> nineteen ninety-nine, 2026 -> twenty twenty-six.
+
+    Example:
+        >>> en_year(1999), en_year(2026), en_year(2005)
+        ('nineteen ninety-nine', 'twenty twenty-six', 'two thousand and five')
+    """
+    return num2words(n, lang="en", to="year").replace(",", "")
+
+
+def en_decade(n: int) -> str:
+    """The plural of a year, for decades: 1990 -> nineteen nineties.
+
+    Example:
+        >>> en_decade(1990), en_decade(2010), en_decade(80)
+        ('nineteen nineties', 'twenty tens', 'eighties')
+    """
+    words = en_year(n) if n >= 1000 else en_cardinal(n)
+    head, _, last = words.rpartition(" ")
+    last = last[:-1] + "ies" if last.endswith("y") else last + "s"
+    return f"{head} {last}" if head else last
+
+
+def en_digits(digits: str) -> str:
+    """Digit-by-digit English reading: ``"4090"`` -> four zero nine zero.
+
+    Example:
+        >>> en_digits("305")
+        'three zero five'
+    """
+    return " ".join(EN_DIGITS[ord(c) - 48] for c in digits if "0" <= c <= "9")
+
+
+def en_number(text: str) -> str:
+    """Read a written number (``1,234``, ``3.14``, ``007``) in English.
+
+    Example:
+        >>> en_number("1,234.5"), en_number("007")
+        ('one thousand two hundred and thirty-four point five', 'zero zero seven')
+    """
+    text = text.replace(",", "")
+    whole, _, frac = text.partition(".")
+    if (len(whole) > 1 and whole[0] == "0") or len(whole) > EN_MAX_DIGITS:
+        head = en_digits(whole)
+    else:
+        head = en_cardinal(int(whole)) if whole else "zero"
+    return f"{head} point {en_digits(frac)}" if frac else head
+
+
+def clear_caches() -> None:
+    """Forget every cached reading (the benchmark measures a cold start with it).
+
+    Example:
+        >>> clear_caches()
+    """
+    for fn in (ko_sino, en_cardinal, en_ordinal, en_year):
+        fn.cache_clear()

@@ -1,0 +1,239 @@
+"""Word tables the rules read: units, currencies, Korean counters, letter names.
+
+Data only; the rules that use it are in `ko` and `en`.
+
+Example:
+    >>> from tts_kit.text.tables import UNITS, KO_COUNTERS
+    >>> UNITS["kg"].ko, UNITS["kg"].en_plural, KO_COUNTERS["개"]
+    ('킬로그램', 'kilograms', 'native')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Unit:
+    """How to say a unit after a number, in both languages.
+
+    Example:
+        >>> UNITS["°C"].ko_prefix, UNITS["°C"].en_plural
+        ('섭씨', 'degrees Celsius')
+    """
+
+    ko: str
+    """Korean word after the number (킬로그램); empty when ``ko_prefix`` says it all."""
+    en: str
+    """English singular (kilogram)."""
+    en_plural: str
+    """English plural (kilograms)."""
+    ko_prefix: str = ""
+    """Korean word before the number (섭씨 25 도, 시속 60 킬로미터)."""
+    ko_native: bool = False
+    """Korean reads the number natively (2h -> 두 시간)."""
+    spaced: bool = True
+    """May be written with a space after the number; single letters (m, s, g) may not,
+    or every "5 m..." would become meters."""
+
+
+def _u(ko: str, en: str, plural: str | None = None, **kw) -> Unit:
+    return Unit(ko, en, plural if plural is not None else en + "s", **kw)
+
+
+UNITS: dict[str, Unit] = {
+    # mass
+    "mg": _u("밀리그램", "milligram"),
+    "g": _u("그램", "gram", spaced=False),
+    "kg": _u("킬로그램", "kilogram"),
+    "lb": _u("파운드", "pound"),
+    "lbs": _u("파운드", "pound"),
+    "oz": _u("온스", "ounce"),
+    # length, area, volume
+    "nm": _u("나노미터", "nanometer"),
+    "μm": _u("마이크로미터", "micrometer"),
+    "mm": _u("밀리미터", "millimeter"),
+    "cm": _u("센티미터", "centimeter"),
+    "m": _u("미터", "meter", spaced=False),
+    "km": _u("킬로미터", "kilometer"),
+    "ft": _u("피트", "foot", "feet"),
+    "cm2": _u("제곱센티미터", "square centimeter"),
+    "m2": _u("제곱미터", "square meter"),
+    "km2": _u("제곱킬로미터", "square kilometer"),
+    "m3": _u("세제곱미터", "cubic meter"),
+    "ml": _u("밀리리터", "milliliter"),
+    "mL": _u("밀리리터", "milliliter"),
+    "L": _u("리터", "liter", spaced=False),
+    # data
+    "KB": _u("킬로바이트", "kilobyte"),
+    "kB": _u("킬로바이트", "kilobyte"),
+    "MB": _u("메가바이트", "megabyte"),
+    "GB": _u("기가바이트", "gigabyte"),
+    "TB": _u("테라바이트", "terabyte"),
+    "PB": _u("페타바이트", "petabyte"),
+    "KiB": _u("키비바이트", "kibibyte"),
+    "MiB": _u("메비바이트", "mebibyte"),
+    "GiB": _u("기비바이트", "gibibyte"),
+    "kb": _u("킬로바이트", "kilobyte"),
+    "mb": _u("메가바이트", "megabyte"),
+    "gb": _u("기가바이트", "gigabyte"),
+    "tb": _u("테라바이트", "terabyte"),
+    "bps": _u("비피에스", "bit per second", "bits per second"),
+    "kbps": _u("킬로비피에스", "kilobit per second", "kilobits per second"),
+    "Kbps": _u("킬로비피에스", "kilobit per second", "kilobits per second"),
+    "Mbps": _u("메가비피에스", "megabit per second", "megabits per second"),
+    "Gbps": _u("기가비피에스", "gigabit per second", "gigabits per second"),
+    "MB/s": _u("메가바이트", "megabyte per second", "megabytes per second", ko_prefix="초당"),
+    "GB/s": _u("기가바이트", "gigabyte per second", "gigabytes per second", ko_prefix="초당"),
+    # time
+    "ns": _u("나노초", "nanosecond"),
+    "μs": _u("마이크로초", "microsecond"),
+    "ms": _u("밀리초", "millisecond"),
+    "s": _u("초", "second", spaced=False),
+    "sec": _u("초", "second"),
+    "secs": _u("초", "second"),
+    "min": _u("분", "minute"),
+    "mins": _u("분", "minute"),
+    "h": _u("시간", "hour", ko_native=True, spaced=False),
+    "hr": _u("시간", "hour", ko_native=True),
+    "hrs": _u("시간", "hour", ko_native=True),
+    # frequency, power
+    "Hz": _u("헤르츠", "hertz", "hertz"),
+    "kHz": _u("킬로헤르츠", "kilohertz", "kilohertz"),
+    "MHz": _u("메가헤르츠", "megahertz", "megahertz"),
+    "GHz": _u("기가헤르츠", "gigahertz", "gigahertz"),
+    "W": _u("와트", "watt", spaced=False),
+    "kW": _u("킬로와트", "kilowatt"),
+    "kWh": _u("킬로와트시", "kilowatt hour"),
+    "V": _u("볼트", "volt", spaced=False),
+    "mA": _u("밀리암페어", "milliamp"),
+    "mAh": _u("밀리암페어시", "milliamp hour"),
+    "kcal": _u("킬로칼로리", "kilocalorie"),
+    "dB": _u("데시벨", "decibel"),
+    "px": _u("픽셀", "pixel"),
+    "fps": _u("프레임", "frame per second", "frames per second", ko_prefix="초당"),
+    "ppm": _u("피피엠", "part per million", "parts per million"),
+    # temperature and speed: Korean puts a word before the number
+    "°C": _u("도", "degree Celsius", "degrees Celsius", ko_prefix="섭씨"),
+    "°F": _u("도", "degree Fahrenheit", "degrees Fahrenheit", ko_prefix="화씨"),
+    "°": _u("도", "degree"),
+    "km/h": _u("킬로미터", "kilometer per hour", "kilometers per hour", ko_prefix="시속"),
+    "kph": _u("킬로미터", "kilometer per hour", "kilometers per hour", ko_prefix="시속"),
+    "mph": _u("마일", "mile per hour", "miles per hour", ko_prefix="시속"),
+    "m/s": _u("미터", "meter per second", "meters per second", ko_prefix="초속"),
+}
+
+
+@dataclass(frozen=True)
+class Currency:
+    """A currency's words, major and minor unit.
+
+    Example:
+        >>> CURRENCIES["$"].ko, CURRENCIES["£"].en_minor_plural
+        ('달러', 'pence')
+    """
+
+    ko: str
+    """Korean word (달러)."""
+    ko_minor: str
+    """Korean minor unit (센트), empty when amounts have no minor unit."""
+    en: str
+    """English singular (dollar)."""
+    en_plural: str
+    """English plural (dollars)."""
+    en_minor: str = ""
+    """English minor singular (cent); empty when there is none."""
+    en_minor_plural: str = ""
+    """English minor plural (cents)."""
+
+
+CURRENCIES: dict[str, Currency] = {
+    "$": Currency("달러", "센트", "dollar", "dollars", "cent", "cents"),
+    "€": Currency("유로", "센트", "euro", "euros", "cent", "cents"),
+    "£": Currency("파운드", "펜스", "pound", "pounds", "penny", "pence"),
+    "¥": Currency("엔", "", "yen", "yen"),
+    "₩": Currency("원", "", "won", "won"),
+    "₹": Currency("루피", "", "rupee", "rupees"),
+}
+#: ISO codes written after (or before) an amount.
+CURRENCY_CODES: dict[str, Currency] = {
+    "USD": Currency("달러", "센트", "US dollar", "US dollars", "cent", "cents"),
+    "EUR": CURRENCIES["€"],
+    "GBP": CURRENCIES["£"],
+    "JPY": CURRENCIES["¥"],
+    "KRW": CURRENCIES["₩"],
+    "CNY": Currency("위안", "", "yuan", "yuan"),
+}
+#: Magnitude suffixes after an amount ($5M, $1.5 billion) and what they multiply by.
+MAGNITUDES: dict[str, int] = {
+    "K": 10**3, "k": 10**3, "thousand": 10**3,
+    "M": 10**6, "million": 10**6, "mn": 10**6,
+    "B": 10**9, "bn": 10**9, "billion": 10**9,
+    "trillion": 10**12,
+}
+
+#: Korean counters and the numerals before them: ``native`` (한, 두, 세 ... up to 99,
+#: Sino-Korean from 100), ``sino`` (일, 이, 삼), ``month`` (유월, 시월), ``ordinal``
+#: (첫 번째), ``nominal`` (첫째, 둘째). Longest match wins, so 개월 is not 개 + 월.
+KO_COUNTERS: dict[str, str] = {
+    **dict.fromkeys(
+        "시 시간 개 명 살 마리 번 배 잔 권 대 그루 송이 장 벌 켤레 채 척 통 병 봉지 그릇 "
+        "접시 군데 곳 가지 사람 자루 쌍 줄 판 바퀴 걸음 모금 방울 달 알 발 포기 다발 개비 "
+        "조각 칸 끼 차례 골 편".split(),
+        "native",
+    ),
+    **dict.fromkeys(
+        "분 초 원 년 일 층 위 도 박 회 차 등 호 번지 번길 개월 개국 개년 개소 개사 주 주년 "
+        "주일 주차 세 세대 인 인분 인용 점 쪽 페이지 학년 교시 기 분기 퍼센트 프로 달러 "
+        "유로 엔 위안 파운드 센트 킬로 킬로그램 그램 미터 킬로미터 센티미터 센티 밀리 리터 "
+        "바이트 메가 기가 메가바이트 기가바이트 헤르츠 와트 볼트 배속 시즌 시리즈 단계 부 "
+        "화 절 년대 년생 일째 일간 년간 종 건 평 톤 칼로리 표 석 승 패 무 가구 "
+        "연승 연패 시간대".split(),
+        "sino",
+    ),
+    "월": "month",
+    "번째": "ordinal",
+    "째": "nominal",
+}
+#: Particles and words that may follow a counter written after a space ("3 개를"):
+#: anything else Hangul after "3 개" means it was a word (3 개발), not a counter.
+KO_PARTICLES: tuple[str, ...] = tuple(
+    "으로 에서 까지 부터 마다 이나 이상 이하 미만 초과 정도 가량 동안 "
+    "이 가 은 는 을 를 의 에 도 만 과 와 로 씩 째 간 당 나 쯤 전 후".split()
+)
+#: Big Korean units written after digits (5만, 3억, 2천만).
+KO_BIG_UNITS: tuple[str, ...] = (
+    "천만", "백만", "십만", "천억", "백억", "십억", "천조", "백조", "십조",
+    "만", "억", "조", "경", "천", "백",
+)
+
+KO_LETTERS: dict[str, str] = dict(zip(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    "에이 비 씨 디 이 에프 지 에이치 아이 제이 케이 엘 엠 엔 오 피 큐 알 에스 티 유 브이 "
+    "더블유 엑스 와이 제트".split(),
+))
+
+#: English abbreviations: (written form, spoken form, may end a sentence).
+EN_ABBREVIATIONS: tuple[tuple[str, str, bool], ...] = (
+    ("Mr.", "Mister", False), ("Mrs.", "Missus", False), ("Ms.", "Miz", False),
+    ("Prof.", "Professor", False), ("Jr.", "Junior", True), ("Sr.", "Senior", True),
+    ("vs.", "versus", False), ("etc.", "et cetera", True), ("e.g.", "for example", False),
+    ("i.e.", "that is", False), ("approx.", "approximately", False),
+    ("a.k.a.", "also known as", False), ("Inc.", "Incorporated", True),
+    ("Ltd.", "Limited", True), ("Corp.", "Corporation", True), ("Co.", "Company", True),
+    ("Mt.", "Mount", False), ("Ave.", "Avenue", True), ("Blvd.", "Boulevard", True),
+    ("Rd.", "Road", True), ("Dept.", "Department", True), ("Gov.", "Governor", False),
+    ("Sen.", "Senator", False), ("Gen.", "General", False), ("Capt.", "Captain", False),
+    ("Sgt.", "Sergeant", False), ("Lt.", "Lieutenant", False), ("Fig.", "Figure", False),
+    ("fig.", "figure", False), ("vol.", "volume", False), ("Vol.", "Volume", False),
+    ("ch.", "chapter", False), ("pp.", "pages", False), ("est.", "estimated", False),
+    ("avg.", "average", False), ("max.", "maximum", False), ("min.", "minimum", False),
+    ("a.m.", "A M", True), ("p.m.", "P M", True), ("U.S.", "U S", True),
+    ("U.K.", "U K", True), ("Ph.D.", "P H D", True),
+)
+#: Words after which a 4-digit number is a year ("in 1999", "since 2020").
+EN_YEAR_CONTEXT: tuple[str, ...] = tuple(
+    "in In since Since by By from From of until Until till before Before after After "
+    "during During around circa year Year early late mid through to and between Between "
+    "spring summer fall autumn winter Spring Summer Fall Autumn Winter".split()
+)
