@@ -12,10 +12,30 @@ Example:
     0.52
 """
 
-from .bundle import Bundle, BundleError, VoiceStyle, resolve_model_dir
-from .engine import Engine, SynthesisResult
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# Imported on first use, so `tts_kit.text` (and `tts-kit normalize`) start without
+# loading onnx and onnxruntime.
+_LAZY = {
+    "Bundle": "bundle", "BundleError": "bundle", "VoiceStyle": "bundle",
+    "resolve_model_dir": "bundle", "Engine": "engine", "SynthesisResult": "engine",
+}
+
+if TYPE_CHECKING:
+    from .bundle import Bundle, BundleError, VoiceStyle, resolve_model_dir
+    from .engine import Engine, SynthesisResult
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module 'tts_kit' has no attribute {name!r}")
 
 __all__ = [
     "Bundle",
