@@ -1,0 +1,168 @@
+"""The measurement harness: accuracy, budget, timeout, errors, crashes, events, pinning."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+from tts_kit import events
+from tts_kit.measure import Measurement, available_cpus, current_cpus, run_isolated
+
+MB = 1024 * 1024
+
+
+# Child functions live at module level: a spawned process imports them by name.
+def allocate(mb: int) -> int:
+    """Allocate and touch ``mb`` MiB, hold it briefly so the sampler sees it."""
+    a = np.ones(mb * MB // 8)
+    time.sleep(0.05)
+    return int(a.nbytes // MB)
+
+
+def sleep_for(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+def fail(message: str) -> None:
+    raise ValueError(message)
+
+
+def segfault() -> None:
+    os.kill(os.getpid(), signal.SIGSEGV)
+    time.sleep(5)
+
+
+def exit_hard() -> None:
+    os._exit(3)
+
+
+def marked_phases() -> str:
+    events.mark("first")
+    time.sleep(0.02)
+    events.mark("second")
+    time.sleep(0.02)
+    events.mark("third")
+    return "marked"
+
+
+def affinity_and_cpus() -> tuple[int, int | None, str | None]:
+    return len(os.sched_getaffinity(0)), current_cpus(), os.environ.get("OMP_NUM_THREADS")
+
+
+def spin(seconds: float) -> int:
+    end = time.time() + seconds
+    n = 0
+    while time.time() < end:
+        n += 1
+    return n
+
+
+def test_peak_minus_baseline_matches_a_300_mb_allocation():
+    m = run_isolated(allocate, 300)
+    assert m.status == "ok", m.error
+    assert m.result == 300
+    assert m.work_rss_mb == pytest.approx(300, rel=0.10)
+    assert m.baseline_rss_mb > 0
+    assert m.timeline, "the parent took no RSS samples"
+    assert max(rss for _, rss in m.timeline) <= m.peak_rss_mb + 1
+
+
+def test_ru_maxrss_of_a_big_parent_does_not_leak_into_the_child():
+    # A spawned child of a parent holding 400 MB: its ru_maxrss would say >= 400 MB.
+    ballast = np.ones(400 * MB // 8)
+    m = run_isolated(sum, [1, 2])
+    del ballast
+    assert m.result == 3
+    assert m.peak_rss_mb < 300
+
+
+def test_budget_kills_the_child_and_reports_oom():
+    m = run_isolated(allocate, 300, mem_budget_mb=200)
+    assert m.status == "oom"
+    assert m.oom_rss_mb is not None and m.oom_rss_mb > 200
+    assert m.peak_rss_mb >= m.oom_rss_mb
+    assert "200" in m.error
+    assert m.result is None
+
+
+def test_sleeping_past_the_timeout_reports_timeout():
+    m = run_isolated(sleep_for, 30, timeout_s=1.0)
+    assert m.status == "timeout"
+    assert 1.0 <= m.wall_s < 10
+
+
+def test_an_exception_comes_back_as_error_with_its_message():
+    m = run_isolated(fail, "bad input 42")
+    assert m.status == "error"
+    assert m.error == "ValueError: bad input 42"
+
+
+def test_a_segfault_is_reported_not_raised():
+    m = run_isolated(segfault, timeout_s=20)
+    assert m.status == "error"
+    assert "SIGSEGV" in m.error and "11" in m.error
+    assert m.exitcode == -signal.SIGSEGV
+
+
+def test_an_exit_without_result_is_reported():
+    m = run_isolated(exit_hard, timeout_s=20)
+    assert m.status == "error"
+    assert "code 3" in m.error
+
+
+def test_events_arrive_in_order_inside_the_run():
+    m = run_isolated(marked_phases)
+    assert m.result == "marked"
+    assert [name for _, name in m.events] == ["first", "second", "third"]
+    times = [t for t, _ in m.events]
+    assert times == sorted(times)
+    assert all(0 <= t <= m.wall_s for t in times)
+    assert times[0] >= m.work_start_s
+
+
+def test_cpus_pins_the_child_and_sets_its_thread_hints():
+    m = run_isolated(affinity_and_cpus, cpus=1)
+    assert m.result == (1, 1, "1")
+    assert m.cpus == 1
+    unpinned = run_isolated(affinity_and_cpus)
+    assert unpinned.result[0] == len(available_cpus())
+    assert unpinned.result[1] is None
+
+
+def test_cpu_percent_of_a_busy_loop_is_about_one_core():
+    m = run_isolated(spin, 0.3, cpus=1)
+    assert m.status == "ok"
+    assert 50 < m.cpu_percent <= 110
+
+
+def test_too_many_cpus_is_refused_before_spawning():
+    with pytest.raises(ValueError, match="cpus="):
+        run_isolated(sum, [1], cpus=len(available_cpus()) + 1)
+
+
+def test_lambdas_and_closures_are_refused_with_a_type_error():
+    with pytest.raises(TypeError, match="module level"):
+        run_isolated(lambda: 1)
+
+    def local() -> int:
+        return 1
+
+    with pytest.raises(TypeError, match="module level"):
+        run_isolated(local)
+
+
+def test_measurement_round_trips_through_json():
+    m = run_isolated(marked_phases)
+    data = json.loads(json.dumps(m.to_dict(), allow_nan=False))
+    back = Measurement.from_dict(data)
+    assert back.status == m.status and back.result == m.result
+    assert back.events == m.events
+    assert back.timeline == m.timeline
+    assert back.peak_rss_mb == m.peak_rss_mb
+    with pytest.raises(ValueError, match="unknown Measurement field"):
+        Measurement.from_dict({"nope": 1})

@@ -1,0 +1,216 @@
+"""Session presets: JSON round-trips, what each really sets, explain(), CUDA options."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import onnxruntime as ort
+import pytest
+
+from tts_kit.measure import CPUS_ENV, run_isolated
+from tts_kit.sessions import (
+    OPTION_DOCS,
+    PRESETS,
+    SessionPreset,
+    cores_in_force,
+    get_preset,
+    list_presets,
+)
+
+DEFAULT = ort.SessionOptions()
+MODES = {"sequential": ort.ExecutionMode.ORT_SEQUENTIAL, "parallel": ort.ExecutionMode.ORT_PARALLEL}
+LEVELS = {
+    "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+    "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+    "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+    "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+}
+
+
+def config_entry(so: ort.SessionOptions, key: str) -> str | None:
+    try:
+        return so.get_session_config_entry(key)
+    except RuntimeError:  # ORT raises for keys never set
+        return None
+
+
+@pytest.fixture(autouse=True)
+def _no_trial_cpus(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv(CPUS_ENV, raising=False)
+
+
+def test_the_shipped_presets_are_listed_and_sourced():
+    assert list_presets() == [
+        "ort-default",
+        "supertonic-default",
+        "seed-2vcpu",
+        "low-memory",
+        "lean",
+    ]
+    for preset in PRESETS.values():
+        assert preset.source, f"{preset.name} names no source"
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_every_preset_round_trips_through_json(name: str, tmp_path):
+    preset = get_preset(name)
+    again = SessionPreset.from_dict(json.loads(json.dumps(preset.to_dict())))
+    assert again == preset
+    preset.save(tmp_path / "p.json")
+    assert SessionPreset.load(tmp_path / "p.json") == preset
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_every_preset_really_sets_what_it_claims(name: str):
+    preset = get_preset(name)
+    so = preset.session_options()
+    expected_threads = (
+        cores_in_force() if preset.intra_op_num_threads == "cores" else preset.intra_op_num_threads
+    )
+    assert so.intra_op_num_threads == (expected_threads or DEFAULT.intra_op_num_threads)
+    assert so.inter_op_num_threads == (
+        preset.inter_op_num_threads or DEFAULT.inter_op_num_threads
+    )
+    mode = MODES[preset.execution_mode] if preset.execution_mode else DEFAULT.execution_mode
+    assert so.execution_mode == mode
+    level = (
+        LEVELS[preset.graph_optimization_level]
+        if preset.graph_optimization_level
+        else DEFAULT.graph_optimization_level
+    )
+    assert so.graph_optimization_level == level
+    for attr in ("enable_cpu_mem_arena", "enable_mem_pattern"):
+        want = getattr(preset, attr)
+        assert getattr(so, attr) == (getattr(DEFAULT, attr) if want is None else want)
+    for key, value in preset.config_entries.items():
+        assert config_entry(so, key) == value
+    # And the options build a working session.
+    assert preset.provider_list()[0] in ("CPUExecutionProvider", ("CPUExecutionProvider", {}))
+
+
+def test_the_article_presets_carry_the_articles_options():
+    seed = get_preset("seed-2vcpu").session_options()
+    assert seed.intra_op_num_threads == cores_in_force()
+    assert seed.inter_op_num_threads == 1
+    assert seed.execution_mode == ort.ExecutionMode.ORT_SEQUENTIAL
+    assert seed.graph_optimization_level == ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    assert seed.enable_cpu_mem_arena is True
+    assert config_entry(seed, "session.dynamic_block_base") == "4"
+    assert config_entry(seed, "session.intra_op.allow_spinning") == "0"
+    low = get_preset("low-memory").session_options()
+    assert low.enable_mem_pattern is False and low.enable_cpu_mem_arena is False
+    official = get_preset("supertonic-default").session_options()
+    assert official.execution_mode == ort.ExecutionMode.ORT_SEQUENTIAL
+    assert official.graph_optimization_level == ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    assert official.intra_op_num_threads == 0  # threads left to ORT, as the package does
+    nothing = get_preset("ort-default")
+    assert nothing.set_options() == {}
+
+
+def preset_threads(preset: dict) -> tuple[int, int]:
+    """Child side: the threads two presets resolve to inside an isolated trial."""
+    p = SessionPreset.from_dict(preset)
+    return p.session_options().intra_op_num_threads, SessionPreset().threads()
+
+
+def test_cores_and_unset_threads_follow_the_trial_cpus():
+    m = run_isolated(preset_threads, get_preset("seed-2vcpu").to_dict(), cpus=1)
+    assert m.status == "ok", m.error
+    assert m.result == (1, 1)
+    pinned = SessionPreset(intra_op_num_threads=3)
+    m = run_isolated(preset_threads, pinned.to_dict(), cpus=1)
+    assert m.result == (3, 1)  # a preset's own number wins over the trial's
+
+
+def test_unknown_preset_name_lists_the_choices():
+    with pytest.raises(ValueError, match="unknown session preset 'fast'.*lean"):
+        get_preset("fast")
+
+
+def test_get_preset_returns_a_copy():
+    p = get_preset("seed-2vcpu")
+    p.config_entries["session.dynamic_block_base"] = "8"
+    assert get_preset("seed-2vcpu").config_entries["session.dynamic_block_base"] == "4"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"execution_mode": "serial"},
+        {"graph_optimization_level": "max"},
+        {"intra_op_num_threads": "many"},
+        {"intra_op_num_threads": -1},
+    ],
+)
+def test_bad_values_fail_with_one_clear_line(bad: dict):
+    with pytest.raises(ValueError, match="preset 'x'"):
+        SessionPreset(name="x", **bad)
+
+
+def test_config_values_become_the_strings_ort_wants():
+    p = SessionPreset(config_entries={"session.disable_prepacking": True, "a.b": 4})
+    assert p.config_entries == {"session.disable_prepacking": "1", "a.b": "4"}
+    assert config_entry(p.session_options(), "session.disable_prepacking") == "1"
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_explain_covers_every_option_set(name: str):
+    preset = get_preset(name)
+    lines = preset.explain()
+    options = preset.set_options()
+    if not options:
+        assert len(lines) == 1 and "nothing set" in lines[0]
+        return
+    assert len(lines) == len(options)
+    for line, key in zip(lines, options):
+        assert line.startswith(f"{key} = ")
+        assert OPTION_DOCS[key] in line
+        assert "Why: " in line and not line.endswith("Why: not stated")
+
+
+def test_every_memory_option_is_documented():
+    for key in (
+        "session.disable_prepacking",
+        "session.intra_op.allow_spinning",
+        "session.inter_op.allow_spinning",
+        "graph_optimization_level",
+        "session.use_ort_model_bytes_directly",
+    ):
+        assert key in OPTION_DOCS
+
+
+def test_cuda_puts_the_provider_first_with_its_options():
+    p = get_preset("low-memory").cuda(
+        gpu_mem_limit_mb=512, arena_extend_strategy="kSameAsRequested",
+        cudnn_conv_algo_search="HEURISTIC",
+    )
+    assert p.providers == ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    assert p.provider_options["CUDAExecutionProvider"] == {
+        "gpu_mem_limit": str(512 * 1024 * 1024),
+        "arena_extend_strategy": "kSameAsRequested",
+        "cudnn_conv_algo_search": "HEURISTIC",
+    }
+    assert SessionPreset.from_dict(json.loads(json.dumps(p.to_dict()))) == p
+    explained = "\n".join(p.explain())
+    assert "kSameAsRequested" in explained and "gpu_mem_limit" in explained
+    chosen = p.provider_list()
+    if "CUDAExecutionProvider" in ort.get_available_providers():
+        assert chosen[0][0] == "CUDAExecutionProvider"
+    else:
+        assert chosen == ["CPUExecutionProvider"]
+    with pytest.raises(ValueError, match="arena_extend_strategy"):
+        p.cuda(arena_extend_strategy="kDouble")
+    with pytest.raises(ValueError, match="cudnn_conv_algo_search"):
+        p.cuda(cudnn_conv_algo_search="FAST")
+
+
+def test_sessions_build_from_every_preset(tiny_bundle_dir):
+    path = str(next(tiny_bundle_dir.glob("onnx/vocoder.onnx")))
+    for name in PRESETS:
+        preset = get_preset(name)
+        sess = ort.InferenceSession(
+            path, sess_options=preset.session_options(), providers=preset.provider_list()
+        )
+        assert sess.get_inputs()
+    assert os.environ.get(CPUS_ENV) is None
