@@ -30,7 +30,7 @@ import onnxruntime as ort
 
 from . import contract
 from .bundle import Bundle
-from .paged import StageLoader
+from .paged import LoadPolicy, StageCosts, StageLoader, create_session, resident_costs_mb
 from .sessions import SessionPreset
 from .textproc import encode, unsupported_characters
 
@@ -96,9 +96,12 @@ class Engine:
         preset: session options and providers for every stage (default: the official
             package's settings, ``supertonic-default``).
         stage_presets: per-stage overrides, e.g. ``{"vocoder": other_preset}``.
-        loading: ``resident`` (default), ``paged`` or ``budget:MB``.
+        loading: ``resident`` (default), ``paged`` or ``budget:MB``, with options
+            (``paged+notrim``, ``resident+ext``; see `tts_kit.paged`), or a `LoadPolicy`.
         normalize: spell out numbers, dates, acronyms ... before synthesis (ko, en).
-        stage_costs_mb: measured memory cost per stage for the ``budget`` policy.
+        stage_costs_mb: measured resident MB per stage for the ``budget`` policy: a
+            `tts_kit.paged.StageCosts` or ``{stage: MB}``; stages left out are estimated
+            from their file sizes. A budget below the cheapest stage raises ValueError here.
 
     Example:
         >>> engine = Engine("standin-dir", loading="paged")  # doctest: +SKIP
@@ -111,9 +114,9 @@ class Engine:
         bundle: Bundle | str | os.PathLike[str] | None = None,
         preset: SessionPreset | None = None,
         stage_presets: dict[str, SessionPreset] | None = None,
-        loading: str = "resident",
+        loading: str | LoadPolicy = "resident",
         normalize: bool = True,
-        stage_costs_mb: dict[str, float] | None = None,
+        stage_costs_mb: dict[str, float] | StageCosts | None = None,
     ):
         self.bundle = bundle if isinstance(bundle, Bundle) else Bundle.discover(bundle)
         self.preset = preset or _default_preset()
@@ -123,10 +126,8 @@ class Engine:
             raise ValueError(f"unknown stage(s) {unknown}; stages are {list(contract.STAGES)}")
         self.normalize = normalize
         self._input_types: dict[str, dict[str, np.dtype]] = {}
-        costs = stage_costs_mb or {
-            # Without a measurement, a stage costs about its weights plus working memory.
-            s: 1.5 * info.size_bytes / 2**20 + 10 for s, info in self.bundle.stages.items()
-        }
+        self._policy = LoadPolicy.parse(loading)
+        costs = resident_costs_mb(stage_costs_mb, self.bundle)
         self._loader = StageLoader(self._make_session, loading, costs)
 
     # -- sessions ---------------------------------------------------------------------
@@ -137,10 +138,11 @@ class Engine:
 
     def _make_session(self, stage: str) -> ort.InferenceSession:
         preset = self.preset_for(stage)
-        sess = ort.InferenceSession(
-            str(self.bundle.stage_path(stage)),
+        sess = create_session(
+            self.bundle.stage_path(stage),
             sess_options=preset.session_options(),
             providers=preset.provider_list(),
+            policy=self._policy,
         )
         types = {"tensor(float16)": np.float16, "tensor(float)": np.float32}
         self._input_types[stage] = {
@@ -352,9 +354,10 @@ class Engine:
                 )
         # The vocoder has no mask: run each item unpadded so padding cannot leak into it.
         wavs = []
-        for b in range(batch):
-            wav = self._run("vocoder", {"latent": xt[b : b + 1, :, : frames[b]]}, timings)
-            wavs.append(wav[0, : n_samples[b]])
+        with self._loader.session("vocoder"):  # one load for all items
+            for b in range(batch):
+                wav = self._run("vocoder", {"latent": xt[b : b + 1, :, : frames[b]]}, timings)
+                wavs.append(wav[0, : n_samples[b]])
         return wavs
 
 

@@ -1,18 +1,56 @@
-"""Load policies: when each stage's ONNX Runtime session is created and released.
+"""Load policies: when each stage's ONNX Runtime session is created, and how its memory goes back.
+
+Policies (``Engine(bundle, loading=...)``):
 
 - ``resident``: all four sessions are created once, up front, and kept.
 - ``paged``: a stage's session is created just before it runs and released right after.
-- ``budget:MB``: sessions stay resident while their measured (or estimated) cost fits
-  the budget; the least recently used stage is released first.
+- ``budget:MB``: sessions stay resident while their costs fit the budget; the least
+  recently used one is released first to make room. A stage that alone costs more than
+  the budget is run paged, beside the stages kept (the budget bounds what is kept between
+  runs, not the stage running). Costs are the measured ones (`stage_costs`,
+  ``Engine(stage_costs_mb=...)``) or an estimate from the file sizes (`estimate_costs_mb`).
+  A budget smaller than the cheapest stage is refused when the engine is built, before
+  any work.
 
-Releasing must really hand memory back to the OS: dropping the session and calling
-``gc.collect()`` is not enough, because glibc keeps freed pages in its heaps. After a
-release we also call ``malloc_trim(0)`` (glibc only; a no-op elsewhere).
+Options follow the policy after ``+`` (``paged+notrim``, ``resident+ext``):
+
+- ``trim`` (default) / ``notrim``: after every load and every release, ``gc.collect()``
+  and glibc's ``malloc_trim(0)``. Dropping a session and collecting is not enough:
+  glibc keeps the freed pages. Measured on the full stand-in's vector estimator
+  (256 MB file, fresh process at 54 MB): 266 MB stay after ``del`` + ``gc.collect()``,
+  12 MB after ``malloc_trim`` (ONNX Runtime's one-time globals). After loading, the
+  session creation's freed temporaries keep 219 MB that trimming returns.
+- ``ext`` / ``noext``: load from a copy of the graph whose weights are in an external
+  data file (`external_copy`, in the cache directory; the bundle is never modified).
+  ONNX Runtime then maps the weights instead of parsing them out of one big protobuf,
+  so the load peak of the vector estimator drops from 2.0x to 1.0x its weights
+  (+477 MB -> +257 MB). Default on for ``paged`` and ``budget``, off for ``resident``
+  (which loads the user's files as the official package does).
+- ``mmap``: ``ext`` with ONNX Runtime's weight pre-packing off, so the weights stay
+  memory-mapped, clean, file-backed pages the kernel can drop under pressure: loading
+  costs nearly nothing and RSS during the run is mostly file pages (vector estimator:
+  35 MB anonymous, 283 MB file-backed). RSS peaks are the same; runs are slower.
+
+Tried and not kept (same measurement; see the report of issue 6): sessions created from
+bytes (+ 709 MB loaded: the bytes and the parsed model both live through the load),
+``session.use_ort_model_bytes_directly`` (the same; it only helps ORT-format models),
+run option ``memory.enable_memory_arena_shrinkage`` and a disabled CPU arena (no
+measurable change: the run's working memory is 4-30 MB beside 256 MB of weights, and a
+paged session's arena goes with the session anyway).
+
+Timeline events (`tts_kit.events`), in this order for each stage under ``paged``:
+``load <stage>`` (session creation starts), ``run <stage>`` (the stage's work starts; once
+for all flow steps of the vector estimator and once for all vocoder items), ``release
+<stage>`` (the release starts; the memory is back when the next event is marked). A span
+lasts until the next event, which is how `tts_kit.plots.event_spans` draws them, so no
+end markers are needed.
 
 Example:
-    >>> from tts_kit.paged import parse_loading
+    >>> from tts_kit.paged import LoadPolicy, parse_loading
     >>> parse_loading("budget:300")
     ('budget', 300.0)
+    >>> LoadPolicy.parse("paged").external_data, LoadPolicy.parse("resident").external_data
+    (True, False)
 """
 
 from __future__ import annotations
@@ -20,22 +58,52 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
+import hashlib
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import onnxruntime as ort
 
 from . import contract, events
 
 LOADINGS = ("resident", "paged", "budget")
+_OPTIONS = ("trim", "notrim", "ext", "noext", "mmap")
 
+#: The memory article's *estimated* split of Supertonic's memory (seed article 004), in
+#: percent. Claimed by the article, not measured; `StageCosts.split` gives the measured one.
+ARTICLE_SPLIT_CLAIMED: dict[str, float] = {
+    "weights": 40.0,
+    "inference cache": 30.0,
+    "batch buffers": 15.0,
+    "preprocessing": 10.0,
+    "runtime": 5.0,
+}
+
+_MIB = 2.0**20
 _libc: ctypes.CDLL | None | bool = None
 
 
+# -- returning memory ---------------------------------------------------------------------
+
+
 def malloc_trim() -> bool:
-    """Ask glibc to return free heap pages to the OS; returns False where unsupported."""
+    """Ask glibc to return free heap pages to the OS; False where there is no glibc.
+
+    Example:
+        >>> malloc_trim() in (True, False)
+        True
+    """
     global _libc
     if _libc is None:
         name = ctypes.util.find_library("c")
@@ -49,30 +117,350 @@ def malloc_trim() -> bool:
     return bool(_libc.malloc_trim(0))  # type: ignore[union-attr]
 
 
-def release_memory() -> None:
-    """Collect garbage and trim the C heap, so freed sessions really leave RSS."""
+def release_memory(trim: bool = True) -> None:
+    """Collect garbage and (``trim``) trim the C heap, so freed sessions really leave RSS.
+
+    Example:
+        >>> release_memory()
+    """
     gc.collect()
-    malloc_trim()
+    if trim:
+        malloc_trim()
+
+
+def rss_mb() -> float:
+    """This process's resident set size now, in MiB.
+
+    Example:
+        >>> rss_mb() > 0
+        True
+    """
+    import psutil
+
+    return psutil.Process().memory_info().rss / _MIB
+
+
+def _status_mb(*keys: str) -> dict[str, float]:
+    """Fields of ``/proc/self/status`` (``VmHWM``, ``RssAnon`` ...) in MiB; {} off Linux."""
+    out: dict[str, float] = {}
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                name, _, rest = line.partition(":")
+                if name in keys:
+                    out[name] = int(rest.split()[0]) / 1024.0
+    except OSError:
+        pass
+    return out
+
+
+def _reset_peak() -> bool:
+    """Reset the kernel's RSS high-water mark (VmHWM) of this process (Linux >= 4.0)."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _peak_mb() -> float:
+    """VmHWM since the last `_reset_peak` (NaN where the kernel does not say)."""
+    return _status_mb("VmHWM").get("VmHWM", math.nan)
+
+
+# -- policies -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoadPolicy:
+    """A load policy and how its sessions are created and released.
+
+    Example:
+        >>> p = LoadPolicy.parse("budget:300+notrim")
+        >>> p.policy, p.budget_mb, p.trim, p.external_data
+        ('budget', 300.0, False, True)
+        >>> p.spec
+        'budget:300+notrim'
+    """
+
+    policy: str = "resident"
+    """``resident``, ``paged`` or ``budget``."""
+    budget_mb: float | None = None
+    """The budget of ``budget`` in MB (None for the others)."""
+    trim: bool = True
+    """``gc.collect()`` and ``malloc_trim(0)`` after every load and release."""
+    external_data: bool | None = None
+    """Load from an external-data copy of each graph (None: on for paged and budget)."""
+    prepack: bool = True
+    """Let ONNX Runtime pre-pack weights (off with ``mmap``: the weights stay mapped)."""
+
+    def __post_init__(self) -> None:
+        if self.policy not in LOADINGS:
+            raise ValueError(f"unknown loading '{self.policy}'; use resident, paged or budget:MB")
+        if self.policy == "budget":
+            ok = isinstance(self.budget_mb, (int, float)) and self.budget_mb > 0
+            if not ok or not math.isfinite(float(self.budget_mb)):  # type: ignore[arg-type]
+                raise ValueError(
+                    f"loading budget: give the budget in MB > 0, e.g. budget:300 "
+                    f"(got {self.budget_mb!r})"
+                )
+        elif self.budget_mb is not None:
+            raise ValueError(f"loading '{self.policy}' takes no budget; use budget:MB")
+        if self.external_data is None:
+            object.__setattr__(self, "external_data", self.policy != "resident")
+        if not self.prepack and not self.external_data:
+            raise ValueError("loading option mmap needs external data; drop noext")
+
+    @classmethod
+    def parse(cls, spec: str | LoadPolicy) -> LoadPolicy:
+        """Parse ``resident``, ``paged`` or ``budget:MB``, optionally ``+notrim``, ``+ext``,
+        ``+noext``, ``+mmap`` (see the module docstring).
+
+        Example:
+            >>> LoadPolicy.parse("paged+mmap").prepack
+            False
+        """
+        if isinstance(spec, LoadPolicy):
+            return spec
+        if not isinstance(spec, str):
+            raise ValueError(f"loading must be a string like 'paged' or 'budget:300', got {spec!r}")
+        head, *opts = [p.strip() for p in spec.strip().lower().split("+")]
+        name, sep, mb = head.partition(":")
+        name = name.strip()
+        if name not in LOADINGS:
+            raise ValueError(f"unknown loading '{spec}'; use resident, paged or budget:MB")
+        budget: float | None = None
+        if name == "budget":
+            try:
+                budget = float(mb)
+            except ValueError:
+                budget = -1.0
+            if not budget > 0 or not math.isfinite(budget):
+                raise ValueError(f"loading '{spec}': write budget:MB with MB > 0, e.g. budget:300")
+        elif sep:
+            raise ValueError(f"loading '{spec}': only budget takes a number (budget:MB)")
+        bad = [o for o in opts if o not in _OPTIONS]
+        if bad:
+            raise ValueError(
+                f"loading '{spec}': unknown option(s) {bad}; options are {', '.join(_OPTIONS)}"
+            )
+        ext: bool | None = None
+        if "ext" in opts or "mmap" in opts:
+            ext = True
+        if "noext" in opts:
+            if ext:
+                raise ValueError(f"loading '{spec}': noext contradicts ext/mmap; keep one")
+            ext = False
+        return cls(name, budget, trim="notrim" not in opts, external_data=ext,
+                   prepack="mmap" not in opts)
+
+    @property
+    def spec(self) -> str:
+        """The canonical spec string (``budget:300+notrim``); parses back to this policy."""
+        head = self.policy
+        if self.policy == "budget":
+            head += f":{self.budget_mb:g}"
+        opts = []
+        if not self.trim:
+            opts.append("notrim")
+        if not self.prepack:
+            opts.append("mmap")
+        elif self.external_data != (self.policy != "resident"):
+            opts.append("ext" if self.external_data else "noext")
+        return "+".join([head, *opts])
 
 
 def parse_loading(spec: str) -> tuple[str, float | None]:
-    """Parse ``resident``, ``paged`` or ``budget:MB`` into (policy, budget_mb)."""
-    text = str(spec).strip().lower()
-    if text in ("resident", "paged"):
-        return text, None
-    if text.startswith("budget"):
-        _, _, mb = text.partition(":")
-        try:
-            budget = float(mb)
-        except ValueError:
-            budget = -1.0
-        if budget <= 0:
-            raise ValueError(f"loading '{spec}': write budget:MB with MB > 0, e.g. budget:300")
-        return "budget", budget
-    raise ValueError(f"unknown loading '{spec}'; use resident, paged or budget:MB")
+    """Parse a loading spec into (policy, budget_mb); see `LoadPolicy.parse` for options.
 
+    Example:
+        >>> parse_loading("paged")
+        ('paged', None)
+    """
+    p = LoadPolicy.parse(spec)
+    return p.policy, p.budget_mb
+
+
+# -- session creation ---------------------------------------------------------------------
+
+# Large graphs are converted in a child so their parse (2-3x the file) never lands in the
+# heap of the process being kept small; small ones in-process, where a child's start-up
+# (about a second) would cost more than the parse. Only onnx is needed in the child.
+_EXTERNALIZE = """
+import sys, onnx
+model = onnx.load(sys.argv[1])
+onnx.save_model(model, sys.argv[2], save_as_external_data=True, all_tensors_to_one_file=True,
+                location=sys.argv[3], size_threshold=1024)
+"""
+#: Graphs up to this size are converted to external data in-process.
+INPROCESS_CONVERT_BYTES = 16 * 2**20
+
+
+def external_cache_dir() -> Path:
+    """Where external-data copies live: ``$TTS_KIT_CACHE_DIR/external`` (~/.cache/tts_kit).
+
+    Example:
+        >>> external_cache_dir().name
+        'external'
+    """
+    root = os.environ.get("TTS_KIT_CACHE_DIR")
+    base = Path(root).expanduser() if root else Path.home() / ".cache" / "tts_kit"
+    return base / "external"
+
+
+def external_copy(path: str | os.PathLike[str], cache_dir: str | os.PathLike[str] | None = None
+                  ) -> Path:
+    """A copy of the graph at ``path`` with its weights in one external data file.
+
+    Made once per file version (keyed by its absolute path, size and mtime), in a child
+    process for graphs over `INPROCESS_CONVERT_BYTES`, written atomically and reused
+    after; ``path`` is only read.
+
+    Example:
+        >>> external_copy("bundle/onnx/vocoder.onnx")  # doctest: +SKIP
+        PosixPath('~/.cache/tts_kit/external/3f2a.../vocoder.onnx')
+    """
+    src = Path(path).resolve()
+    st = src.stat()
+    key = hashlib.sha256(f"{src}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:20]
+    root = Path(cache_dir) if cache_dir is not None else external_cache_dir()
+    target = root / key
+    out = target / src.name
+    if out.is_file():
+        return out
+    root.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=root))
+    args = [str(src), str(work / src.name), f"{src.name}.data"]
+    try:
+        if st.st_size <= INPROCESS_CONVERT_BYTES:
+            import onnx
+
+            onnx.save_model(onnx.load(args[0]), args[1], save_as_external_data=True,
+                            all_tensors_to_one_file=True, location=args[2], size_threshold=1024)
+        else:
+            proc = subprocess.run([sys.executable, "-c", _EXTERNALIZE, *args],
+                                  capture_output=True, text=True)
+            if proc.returncode != 0:
+                last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+                raise RuntimeError(f"{src}: could not write an external-data copy ({last})")
+        try:
+            os.replace(work, target)
+        except OSError:
+            if not out.is_file():  # another process won the race only if its copy is there
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def create_session(
+    path: str | os.PathLike[str],
+    sess_options: ort.SessionOptions | None = None,
+    providers: list[Any] | None = None,
+    policy: LoadPolicy | str = "resident",
+) -> ort.InferenceSession:
+    """Create one stage's session the way ``policy`` loads it (external data, pre-packing).
+
+    Example:
+        >>> sess = create_session("bundle/onnx/vocoder.onnx", policy="paged")  # doctest: +SKIP
+    """
+    policy = LoadPolicy.parse(policy)
+    so = sess_options if sess_options is not None else ort.SessionOptions()
+    model = external_copy(path) if policy.external_data else Path(path)
+    if not policy.prepack:
+        so.add_session_config_entry("session.disable_prepacking", "1")
+    return ort.InferenceSession(str(model), sess_options=so, providers=providers)
+
+
+# -- stage costs --------------------------------------------------------------------------
+
+
+def estimate_costs_mb(sizes_bytes: Mapping[str, int] | Any) -> dict[str, float]:
+    """Estimated resident cost per stage in MB, from file sizes (a `Bundle` or a dict).
+
+    Measured on the stand-ins with trimming: a loaded session holds 1.0-1.1x its
+    weights (pre-packed copies replace the originals) plus a few MB of kernels and plans.
+
+    Example:
+        >>> estimate_costs_mb({"vocoder": 100 * 2**20})
+        {'vocoder': 112.0}
+    """
+    stages = getattr(sizes_bytes, "stages", None)
+    if stages is not None:
+        sizes = {s: info.size_bytes for s, info in stages.items()}
+    else:
+        sizes = dict(sizes_bytes)
+    return {s: round(1.1 * b / _MIB + 2.0, 1) for s, b in sizes.items()}
+
+
+def resident_costs_mb(costs: Mapping[str, Any] | StageCosts | None, bundle: Any
+                      ) -> dict[str, float]:
+    """Resident MB per stage for the budget: measured where given, estimated for the rest.
+
+    ``costs`` may be a `StageCosts`, ``{stage: MB}`` or ``{stage: {"load_mb": ...,
+    "run_mb": ...}}`` (a kept session holds both).
+
+    Example:
+        >>> resident_costs_mb({"vocoder": 50}, {"vocoder": 1, "text_encoder": 2**20})
+        {'vocoder': 50.0, 'text_encoder': 3.1}
+    """
+    out = estimate_costs_mb(bundle)
+    if isinstance(costs, StageCosts):
+        costs = costs.costs_mb()
+    for stage, cost in (costs or {}).items():
+        if stage not in contract.STAGES and stage not in out:
+            raise ValueError(
+                f"stage_costs_mb names unknown stage '{stage}'; stages are {list(contract.STAGES)}"
+            )
+        if isinstance(cost, Mapping) or hasattr(cost, "load_mb"):
+            parts = cost if isinstance(cost, Mapping) else vars(cost)
+            run = float(parts.get("run_mb", 0.0) or 0.0)
+            cost = float(parts.get("load_mb", math.nan)) + max(run, 0.0)
+        value = float(cost)
+        if not value >= 0 or not math.isfinite(value):
+            raise ValueError(f"stage_costs_mb['{stage}'] must be MB >= 0, got {cost!r}")
+        out[stage] = value
+    return out
+
+
+# -- the loader ---------------------------------------------------------------------------
 
 SessionFactory = Callable[[str], ort.InferenceSession]
+
+
+class SessionLease:
+    """What `StageLoader.session` hands out: the stage's session until it is released.
+
+    Calls go through to the ONNX Runtime session (``lease.run(...)``,
+    ``lease.get_inputs()``). The loader holds the only reference to the session itself,
+    so a caller that keeps the lease past its block (``with ... as sess`` leaves ``sess``
+    bound) cannot keep a released session, and its memory, alive.
+
+    Example:
+        >>> lease = SessionLease("vocoder", [1, 2])
+        >>> lease.count(2), lease.stage
+        (1, 'vocoder')
+    """
+
+    __slots__ = ("_session", "stage")
+
+    def __init__(self, stage: str, session: Any):
+        self.stage = stage
+        self._session = session
+
+    @property
+    def session(self) -> Any:
+        """The ONNX Runtime session (RuntimeError once the loader released it)."""
+        if self._session is None:
+            raise RuntimeError(f"the {self.stage} session was released; ask the loader again")
+        return self._session
+
+    def _drop(self) -> None:
+        self._session = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.session, name)
 
 
 class StageLoader:
@@ -80,93 +468,430 @@ class StageLoader:
 
     Args:
         factory: creates the session of a stage (the engine's, with its presets).
-        loading: ``resident``, ``paged`` or ``budget:MB``.
-        costs_mb: memory each stage costs while resident (for ``budget``); defaults to an
-            estimate from the file sizes when not measured.
+        loading: ``resident``, ``paged``, ``budget:MB`` (with options) or a `LoadPolicy`.
+        costs_mb: resident MB of each stage, for ``budget`` (every stage needs one).
+
+    Raises:
+        ValueError: a bad spec, missing costs, or a budget below the cheapest stage;
+            raised before any session is created.
+
+    Example:
+        >>> loader = StageLoader(lambda s: object(), "budget:25",
+        ...                      {s: 10.0 for s in contract.STAGES})
+        >>> for s in contract.STAGES:
+        ...     with loader.session(s):
+        ...         pass
+        >>> loader.loaded
+        ['vector_estimator', 'vocoder']
     """
 
     def __init__(
         self,
         factory: SessionFactory,
-        loading: str = "resident",
-        costs_mb: dict[str, float] | None = None,
+        loading: str | LoadPolicy = "resident",
+        costs_mb: Mapping[str, float] | None = None,
     ):
-        self.policy, self.budget_mb = parse_loading(loading)
-        self.spec = loading
+        self.policy = LoadPolicy.parse(loading)
+        self.spec = loading if isinstance(loading, str) else self.policy.spec
+        self.budget_mb = self.policy.budget_mb
         self._factory = factory
-        self._live: OrderedDict[str, ort.InferenceSession] = OrderedDict()
-        self.costs_mb = dict(costs_mb or {})
+        self._live: OrderedDict[str, Any] = OrderedDict()
+        self._leases: dict[str, SessionLease] = {}
+        self.costs_mb = {s: float(c) for s, c in (costs_mb or {}).items()}
         self.load_s: dict[str, float] = {}
         self._pins: dict[str, int] = {}
-        if self.policy == "budget":
-            smallest = min(self.costs_mb[s] for s in contract.STAGES)
-            if self.budget_mb is not None and self.budget_mb < smallest:
+        if self.policy.policy == "budget":
+            missing = [s for s in contract.STAGES if s not in self.costs_mb]
+            if missing:
+                raise ValueError(f"loading '{self.spec}': no cost for stage(s) {missing}; "
+                                 "pass costs_mb for every stage")
+            cheapest = min(contract.STAGES, key=lambda s: self.costs_mb[s])
+            if self.budget_mb is not None and self.budget_mb < self.costs_mb[cheapest]:
                 raise ValueError(
-                    f"loading '{loading}': the budget of {self.budget_mb:.0f} MB is smaller "
-                    f"than the smallest stage ({smallest:.0f} MB); raise it or use paged"
+                    f"loading '{self.spec}': the budget of {self.budget_mb:g} MB is smaller "
+                    f"than the cheapest stage ({cheapest}, {self.costs_mb[cheapest]:.1f} MB); "
+                    "raise the budget or use paged"
                 )
-        if self.policy == "resident":
+        if self.policy.policy == "resident":
             for stage in contract.STAGES:
                 self._load(stage)
 
-    def _load(self, stage: str) -> ort.InferenceSession:
+    def _load(self, stage: str) -> None:
         events.mark(f"load {stage}")
         t0 = time.perf_counter()
         sess = self._factory(stage)
-        self.load_s[stage] = time.perf_counter() - t0
         self._live[stage] = sess
-        return sess
+        self._leases[stage] = SessionLease(stage, sess)
+        del sess
+        # Session creation frees its temporaries (parsed model, unpacked weights) into the
+        # heap; without a trim they stay in RSS as long as the process lives.
+        release_memory(self.policy.trim)
+        self.load_s[stage] = time.perf_counter() - t0
 
     def _release(self, stage: str) -> None:
         events.mark(f"release {stage}")
         del self._live[stage]
-        release_memory()
+        self._leases.pop(stage)._drop()
+        release_memory(self.policy.trim)
 
     def _resident_mb(self) -> float:
         return sum(self.costs_mb.get(s, 0.0) for s in self._live)
 
     @contextmanager
-    def session(self, stage: str) -> Iterator[ort.InferenceSession]:
+    def session(self, stage: str) -> Iterator[SessionLease]:
         """The session of ``stage`` for one run; loads and releases it as the policy says.
 
-        Re-entrant: the engine holds the vector estimator across all flow steps, and
-        only the outermost block loads, marks ``run`` and releases.
+        Re-entrant: the engine holds the vector estimator across all flow steps (and the
+        vocoder across items), and only the outermost block loads, marks ``run`` and
+        releases.
         """
         if self._pins.get(stage):
             self._pins[stage] += 1
             try:
-                yield self._live[stage]
+                yield self._leases[stage]
             finally:
                 self._pins[stage] -= 1
             return
-        sess = self._live.get(stage)
-        if sess is None:
-            if self.policy == "budget":
-                need = self.costs_mb.get(stage, 0.0)
-                while self._resident_mb() + need > (self.budget_mb or 0):
+        if stage not in self._live:
+            need = self.costs_mb.get(stage, 0.0)
+            budget = self.budget_mb or 0.0
+            # A stage that cannot fit even alone is run paged beside the ones kept:
+            # evicting them would not bring it under the budget, only reload them later.
+            if self.policy.policy == "budget" and need <= budget:
+                while self._live and self._resident_mb() + need > budget:
                     idle = [s for s in self._live if not self._pins.get(s)]
                     if not idle:
                         break
                     self._release(idle[0])  # least recently used first
-            sess = self._load(stage)
+            self._load(stage)
         else:
             self._live.move_to_end(stage)
         events.mark(f"run {stage}")
         self._pins[stage] = 1
         try:
-            yield sess
+            yield self._leases[stage]
         finally:
             self._pins[stage] = 0
-            del sess
-            if self.policy == "paged":
+            if self.policy.policy == "paged" or (
+                self.policy.policy == "budget"
+                and self.costs_mb.get(stage, 0.0) > (self.budget_mb or 0.0)
+            ):
                 self._release(stage)
 
     @property
     def loaded(self) -> list[str]:
-        """Stages whose sessions are alive now."""
+        """Stages whose sessions are alive now, least recently used first."""
         return list(self._live)
 
     def close(self) -> None:
         """Release every session."""
         for stage in list(self._live):
             self._release(stage)
+
+
+# -- measuring stage costs ----------------------------------------------------------------
+
+
+@dataclass
+class StageCost:
+    """What one stage cost in a fresh process (MB are MiB of RSS)."""
+
+    stage: str
+    """Stage name."""
+    file_mb: float
+    """Size of the graph (and its external data) on disk."""
+    load_mb: float
+    """RSS the loaded session adds and keeps (after the loader's trim): its resident cost."""
+    load_peak_mb: float
+    """Highest RSS during session creation, above the RSS before it (transient)."""
+    run_mb: float
+    """Highest RSS during the run, above the loaded RSS: the working memory."""
+    left_mb: float
+    """RSS after the release, above the RSS before the load (what did not go back)."""
+    load_s: float
+    """Seconds to create the session."""
+    run_s: float
+    """Seconds of the run (all flow steps for the vector estimator)."""
+
+    @property
+    def peak_mb(self) -> float:
+        """The most this stage adds at once: ``max(load peak, load + run)``."""
+        return max(self.load_peak_mb, self.load_mb + self.run_mb)
+
+
+@dataclass
+class StageCosts:
+    """Per-stage memory costs measured by `stage_costs`, ready for a table or a chart.
+
+    Example:
+        >>> c = StageCosts({"vocoder": StageCost("vocoder", 100, 105, 120, 12, 1, 0.2, 0.3)},
+        ...                runtime_mb=60)
+        >>> c.costs_mb()
+        {'vocoder': 117.0}
+        >>> round(c.split()["weights and sessions (load)"])
+        59
+    """
+
+    stages: dict[str, StageCost] = field(default_factory=dict)
+    """One entry per stage, in pipeline order."""
+    runtime_mb: float = math.nan
+    """RSS of the process before any session: interpreter, numpy, ONNX Runtime, its globals."""
+    imports_mb: float = math.nan
+    """RSS after the imports only (``runtime_mb`` minus ORT's first-session globals)."""
+    peak_rss_mb: float = math.nan
+    """The measuring process's high-water mark."""
+    loading: str = "paged"
+    """How the sessions were created (the policy's ``ext``/``mmap`` options matter)."""
+    preset: str = ""
+    """Session preset name."""
+    text: str = ""
+    """The text synthesised."""
+    steps: int = contract.DEFAULT_STEPS
+    """Flow steps of the vector estimator."""
+    method: str = ("one fresh process; ORT warmed up with a one-node graph, then each stage "
+                   "loaded, run on the real inputs of this text and released (gc + "
+                   "malloc_trim) in pipeline order")
+    """How the numbers were taken."""
+    claimed_split: dict[str, float] = field(default_factory=lambda: dict(ARTICLE_SPLIT_CLAIMED))
+    """The article's estimated split (percent), claimed, not measured."""
+
+    def costs_mb(self) -> dict[str, float]:
+        """Resident MB per stage, for ``Engine(stage_costs_mb=...)`` and the budget policy:
+        ``load_mb + run_mb``, since a kept session's arena holds on to its run's memory."""
+        return {s: round(float(c.load_mb + max(c.run_mb, 0.0)), 1)
+                for s, c in self.stages.items()}
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One plain dict per stage (MB and seconds), plus the runtime row."""
+        rows: list[dict[str, Any]] = []
+        for c in self.stages.values():
+            row = {k: getattr(c, k) for k in StageCost.__dataclass_fields__}
+            row["peak_mb"] = c.peak_mb
+            rows.append(row)
+        rows.append({"stage": "runtime (before any session)", "load_mb": self.runtime_mb})
+        return rows
+
+    def dataframe(self) -> Any:
+        """`rows` as a pandas DataFrame (pandas is imported only here)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows()).set_index("stage")
+
+    def split(self) -> dict[str, float]:
+        """The measured split in percent, in the article's terms as far as they map:
+        weights and sessions = sum of ``load_mb``, working memory = sum of ``run_mb``,
+        runtime = RSS before any session."""
+        parts = {
+            "weights and sessions (load)": sum(c.load_mb for c in self.stages.values()),
+            "working memory (run)": sum(c.run_mb for c in self.stages.values()),
+            "runtime": self.runtime_mb if math.isfinite(self.runtime_mb) else 0.0,
+        }
+        total = sum(parts.values()) or 1.0
+        return {k: 100.0 * v / total for k, v in parts.items()}
+
+    def table(self) -> str:
+        """Aligned text table of the costs (MB)."""
+        head = f"{'stage':<20}{'file':>8}{'load':>8}{'peak':>8}{'run':>8}{'left':>7}{'load s':>8}"
+        lines = [head]
+        for c in self.stages.values():
+            lines.append(f"{c.stage:<20}{c.file_mb:>8.1f}{c.load_mb:>8.1f}{c.load_peak_mb:>8.1f}"
+                         f"{c.run_mb:>8.1f}{c.left_mb:>7.1f}{c.load_s:>8.2f}")
+        lines.append(f"{'runtime':<20}{'':>8}{self.runtime_mb:>8.1f}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "stages"}
+        d["stages"] = {s: dict(c.__dict__) for s, c in self.stages.items()}
+        return d
+
+
+def _warm_up_ort() -> None:
+    """Create and drop a one-node session, so ORT's process-wide globals (environment,
+    allocators, kernel registry) are not charged to the first stage measured."""
+    import numpy as np
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "warm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    sess = ort.InferenceSession(model.SerializeToString())
+    sess.run(None, {"x": np.ones(1, np.float32)})
+    del sess
+
+
+def _stage_costs_child(bundle_path: str, preset: dict[str, Any] | None, text: str, lang: str,
+                       voice: str | None, steps: int, loading: str, seed: int
+                       ) -> dict[str, Any]:
+    """Inside a fresh process: load, run and release each stage in pipeline order."""
+    from .bundle import Bundle
+    from .engine import Engine
+    from .sessions import SessionPreset
+
+    release_memory()
+    imports = rss_mb()
+    _warm_up_ort()
+    release_memory()
+    runtime = rss_mb()
+    bundle = Bundle(bundle_path)
+    policy = LoadPolicy.parse(loading)
+    if policy.policy != "paged":
+        policy = LoadPolicy("paged", trim=policy.trim, external_data=policy.external_data,
+                            prepack=policy.prepack)
+    preset_obj = SessionPreset.from_dict(preset) if preset else None
+    engine = Engine(bundle, preset=preset_obj, loading=policy)
+    if voice is None or voice not in bundle.voices:
+        voice = "M1" if "M1" in bundle.voices else bundle.voices[0]
+    # Event marks arrive in order load -> run -> release for each stage; sample RSS at each.
+    marks: list[tuple[str, str, float, float, float]] = []
+
+    def on_event(_t: float, name: str) -> None:
+        verb, _, stage = name.partition(" ")
+        if verb in ("load", "run", "release"):
+            now = rss_mb()
+            peak = _peak_mb()  # NaN off Linux: the RSS at the event is the best there is
+            marks.append((verb, stage, time.perf_counter(), now,
+                          max(peak, now) if math.isfinite(peak) else now))
+            _reset_peak()
+
+    events.add_listener(on_event)
+    try:
+        release_memory()
+        _reset_peak()
+        engine.synthesize(text, lang=lang, voice=voice, steps=steps, seed=seed)
+        now = rss_mb()
+        peak = _peak_mb()
+        marks.append(("end", "", time.perf_counter(), now,
+                      max(peak, now) if math.isfinite(peak) else now))
+    finally:
+        events.remove_listener(on_event)
+    out: dict[str, Any] = {}
+    for i, (verb, stage, _t, rss, _) in enumerate(marks[:-1]):
+        if verb != "load" or stage in out:
+            continue  # multi-chunk texts: the first chunk's pass is the measurement
+        run, rel, nxt = marks[i + 1], marks[i + 2], marks[i + 3]
+        out[stage] = {
+            "stage": stage,
+            "file_mb": bundle.stages[stage].size_bytes / _MIB,
+            "load_mb": run[3] - rss,
+            "load_peak_mb": run[4] - rss,
+            "run_mb": rel[4] - run[3],
+            "left_mb": nxt[3] - rss,
+            "load_s": engine.load_s.get(stage, math.nan),
+            "run_s": rel[2] - run[2],
+        }
+    # The high-water mark was reset at every event; the process's peak is the largest.
+    peak = max((m[4] for m in marks if math.isfinite(m[4])), default=math.nan)
+    return {"stages": out, "runtime_mb": runtime, "imports_mb": imports, "peak_rss_mb": peak}
+
+
+def stage_costs(
+    bundle: Any,
+    preset: Any = None,
+    text: str = "The meeting starts at half past ten, in room four. Please bring the slides.",
+    steps: int = contract.DEFAULT_STEPS,
+    lang: str = "en",
+    voice: str | None = None,
+    loading: str = "paged",
+    seed: int = 0,
+    cpus: int | None = None,
+    timeout_s: float | None = 600,
+) -> StageCosts:
+    """Measure the RSS each stage adds by loading and by running, in a fresh process.
+
+    One spawned process (`tts_kit.measure.run_isolated`) warms ONNX Runtime up with a
+    one-node graph (so its globals count as runtime, not as the first stage), then runs
+    ``text`` through the engine under ``paged``: each stage is loaded, run on its real
+    inputs and released (gc + malloc_trim) before the next, and RSS and the kernel's
+    high-water mark (reset at each step) are read at every load/run/release event.
+
+    Args:
+        bundle: a `Bundle` or a bundle directory.
+        preset: a `SessionPreset`, a preset name, or None for the engine's default.
+        loading: how sessions are created (``paged``, ``paged+noext``, ``paged+mmap``).
+
+    Example:
+        >>> costs = stage_costs("bundle-dir", "supertonic-default")  # doctest: +SKIP
+        >>> costs.dataframe()  # doctest: +SKIP
+    """
+    from .measure import run_isolated
+    from .sessions import get_preset
+
+    path = str(getattr(bundle, "path", bundle))
+    pdict = get_preset(preset).to_dict() if preset is not None else None
+    LoadPolicy.parse(loading)  # a bad spec fails here, not in the child
+    m = run_isolated(_stage_costs_child, path, pdict, text, lang, voice, steps, loading, seed,
+                     cpus=cpus, timeout_s=timeout_s)
+    if not m.ok:
+        raise RuntimeError(f"stage_costs: the measuring process ended with {m.status}: {m.error}")
+    res = m.result
+    stages = {s: StageCost(**res["stages"][s]) for s in contract.STAGES if s in res["stages"]}
+    return StageCosts(stages=stages, runtime_mb=res["runtime_mb"], imports_mb=res["imports_mb"],
+                      peak_rss_mb=res["peak_rss_mb"], loading=loading,
+                      preset=(pdict or {}).get("name", "engine default"), text=text, steps=steps)
+
+
+# -- measuring a policy over requests -----------------------------------------------------
+
+
+def probe_policy(
+    bundle_path: str,
+    loading: str,
+    preset: dict[str, Any] | None = None,
+    texts: list[str] | None = None,
+    requests: int = 3,
+    steps: int = contract.DEFAULT_STEPS,
+    seed: int = 0,
+    lang: str = "en",
+    stage_costs_mb: dict[str, float] | None = None,
+) -> dict[str, Any]:
+    """Serve ``requests`` syntheses under ``loading`` and read RSS around them.
+
+    Meant to run in a fresh process (`tts_kit.measure.run_isolated`), whose peak RSS is
+    the policy's peak. Returns ``before_mb`` (RSS after imports and the bundle, before the
+    engine loads anything), ``idle_mb`` (RSS after each request, between requests),
+    ``latency_s`` per request, ``anon_peak_mb`` (the most anonymous memory seen at a stage
+    event) and ``loaded`` (stages resident after each request).
+
+    Example:
+        >>> from tts_kit.measure import run_isolated
+        >>> m = run_isolated(probe_policy, "bundle-dir", "paged")  # doctest: +SKIP
+        >>> m.result["idle_mb"][-1] - m.result["before_mb"] < 50  # doctest: +SKIP
+        True
+    """
+    from .bundle import Bundle
+    from .engine import Engine
+    from .sessions import SessionPreset
+
+    texts = texts or ["The meeting starts at half past ten, in room four. Please bring the slides."]
+    bundle = Bundle(bundle_path)
+    voice = "M1" if "M1" in bundle.voices else bundle.voices[0]
+    anon: list[float] = []
+
+    def on_event(_t: float, name: str) -> None:
+        if name.startswith(("release ", "run ")):
+            anon.append(_status_mb("RssAnon").get("RssAnon", math.nan))
+
+    release_memory()
+    before = rss_mb()
+    events.add_listener(on_event)
+    try:
+        engine = Engine(bundle, preset=SessionPreset.from_dict(preset) if preset else None,
+                        loading=loading, stage_costs_mb=stage_costs_mb)
+        idle, latency, loaded = [], [], []
+        for i in range(requests):
+            t0 = time.perf_counter()
+            engine.synthesize(texts[i % len(texts)], lang=lang, voice=voice, steps=steps,
+                              seed=seed + i)
+            latency.append(time.perf_counter() - t0)
+            idle.append(rss_mb())
+            loaded.append(engine.loaded_stages)
+            events.mark(f"request {i + 1} done")
+    finally:
+        events.remove_listener(on_event)
+    return {"before_mb": before, "idle_mb": idle, "latency_s": latency, "loaded": loaded,
+            "anon_peak_mb": max(anon) if anon else math.nan, "loading": engine.loading,
+            "load_s": engine.load_s}

@@ -1,0 +1,179 @@
+"""Load policies side by side: peak RSS, idle RSS between requests, p50 latency, as ratios.
+
+On the ``full`` stand-in by default. Every policy is measured in this one run, each in
+its own fresh process (`tts_kit.measure.run_isolated` running `tts_kit.paged.probe_policy`)
+on the same bundle, cores, text and number of requests. Before that, the external-data
+copies are made (so no policy pays for them inside its timings) and the stage costs are
+measured (`tts_kit.paged.stage_costs`); the two budgets come from them:
+
+- ``budget`` A: every stage but the vector estimator fits (it is run paged beside them);
+- ``budget`` B: duration predictor + text encoder + vector estimator fit, not the vocoder
+  too, so the least-recently-used rule churns on the pipeline's cyclic order.
+
+Rows besides the three policies show what the release step contributes: ``notrim``
+(no ``malloc_trim``), ``noext`` (sessions parsed from the one-file graph) and both off,
+which is the article's plain "delete it, gc.collect()". ``mmap`` keeps weights as
+file-backed pages (its anonymous peak is printed too).
+
+Targets: ``paged`` peak RSS <= 0.75 x ``resident``; idle RSS between ``paged`` requests
+within 50 MB of the process's RSS before the first load.
+
+    python bench/paged.py [--model DIR] [--scale full] [--requests 4] [--steps 5]
+                          [--cpus N] [--trials 1] [--preset supertonic-default]
+                          [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REFERENCE = "resident"
+PEAK_TARGET = 0.75
+IDLE_TARGET_MB = 50.0
+
+
+def ratio(value: float, ref: float) -> str:
+    if not ref or math.isnan(value) or math.isnan(ref):
+        return "-"
+    return f"{value / ref:.2f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from tts_kit import contract
+    from tts_kit.bundle import Bundle
+    from tts_kit.measure import run_isolated
+    from tts_kit.paged import ARTICLE_SPLIT_CLAIMED, external_copy, probe_policy, stage_costs
+    from tts_kit.sessions import get_preset
+    from tts_kit.standin import ensure_standin
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", help="bundle directory (default: the stand-in of --scale)")
+    ap.add_argument("--scale", default="full", help="stand-in scale when no --model")
+    ap.add_argument("--preset", default="supertonic-default")
+    ap.add_argument("--requests", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS)
+    ap.add_argument("--cpus", type=int, default=None, help="pin every process to N cores")
+    ap.add_argument("--trials", type=int, default=1,
+                    help="fresh processes per policy (peaks vary between processes)")
+    ap.add_argument("--json", help="also write the numbers here")
+    args = ap.parse_args(argv)
+
+    model = Path(args.model) if args.model else ensure_standin(args.scale)
+    bundle = Bundle(model)
+    t0 = time.perf_counter()
+    for stage in contract.STAGES:
+        external_copy(bundle.stage_path(stage))
+    print(f"bundle: {model}\npreset: {args.preset}  cpus: {args.cpus or 'all'}  "
+          f"steps: {args.steps}  requests per policy: {args.requests}")
+    print(f"external-data copies ready in {time.perf_counter() - t0:.1f} s (made once, cached)\n")
+
+    costs = stage_costs(model, args.preset, steps=args.steps, cpus=args.cpus)
+    print("stage costs (MB; one fresh process, each stage loaded, run, released in order)")
+    print(costs.table())
+    print("split, measured:", ", ".join(f"{k} {v:.0f}%" for k, v in costs.split().items()))
+    print("split, claimed by the article:",
+          ", ".join(f"{k} {v:.0f}%" for k, v in ARTICLE_SPLIT_CLAIMED.items()))
+    c = costs.costs_mb()
+    ve = "vector_estimator"
+    budget_a = math.ceil(1.1 * sum(v for s, v in c.items() if s != ve))
+    budget_b = math.ceil(1.05 * (c["duration_predictor"] + c["text_encoder"] + c[ve]))
+    print(f"budgets: A = {budget_a} MB (all but {ve}), B = {budget_b} MB (all but vocoder)\n")
+
+    loadings = ["resident", "resident+ext", "paged", "paged+notrim", "paged+noext",
+                "paged+noext+notrim", "paged+mmap", f"budget:{budget_a}", f"budget:{budget_b}"]
+    pdict = get_preset(args.preset).to_dict()
+    rows: dict[str, dict] = {}
+    for loading in loadings:
+        runs = [run_isolated(probe_policy, str(model), loading, pdict, None, args.requests,
+                             args.steps, stage_costs_mb=c, cpus=args.cpus, timeout_s=600)
+                for _ in range(max(1, args.trials))]
+        bad = [m for m in runs if not m.ok]
+        if bad:
+            print(f"{loading}: {bad[0].status} {bad[0].error}")
+            rows[loading] = {"status": bad[0].status, "error": bad[0].error}
+            continue
+        res = [m.result for m in runs]
+        peaks = [m.peak_rss_mb for m in runs]
+        rows[loading] = {
+            "status": "ok",
+            "peak_mb": statistics.median(peaks),
+            "peaks_mb": peaks,
+            "before_mb": statistics.median(r["before_mb"] for r in res),
+            "idle_mb": statistics.median(x for r in res for x in r["idle_mb"]),
+            # The worst idle of a process against that process's own RSS before loading.
+            "idle_over_mb": max(max(r["idle_mb"]) - r["before_mb"] for r in res),
+            "p50_s": statistics.median(x for r in res for x in r["latency_s"]),
+            "latency_s": [r["latency_s"] for r in res],
+            "anon_peak_mb": max(r["anon_peak_mb"] for r in res),
+            "kept": res[-1]["loaded"][-1],
+        }
+        print(f"  measured {loading}: peaks {', '.join(f'{p:.0f}' for p in peaks)} MB",
+              flush=True)
+
+    ref = rows.get(REFERENCE, {})
+    if ref.get("status") != "ok":
+        print("resident failed; no ratios")
+        return 1
+    print(f"\n{'loading':<22}{'peak':>7}{'idle':>7}{'idle-before':>12}{'p50 s':>7}"
+          f"{'anon':>7}{'x peak':>8}{'x idle':>8}{'x p50':>7}  kept after a request")
+    for loading, r in rows.items():
+        if r.get("status") != "ok":
+            print(f"{loading:<22}{r['status']}")
+            continue
+        kept = ",".join({"duration_predictor": "DP", "text_encoder": "TE", ve: "VE",
+                         "vocoder": "voc"}[s] for s in r["kept"]) or "-"
+        print(f"{loading:<22}{r['peak_mb']:>7.0f}{r['idle_mb']:>7.0f}"
+              f"{r['idle_over_mb']:>12.0f}{r['p50_s']:>7.2f}"
+              f"{r['anon_peak_mb']:>7.0f}{ratio(r['peak_mb'], ref['peak_mb']):>8}"
+              f"{ratio(r['idle_mb'], ref['idle_mb']):>8}{ratio(r['p50_s'], ref['p50_s']):>7}"
+              f"  {kept}")
+    print("(MB of RSS; peak = median over the trials' processes; idle = median RSS after each "
+          "request; idle-before = the worst idle minus the RSS before the first load; anon = "
+          "most anonymous RSS seen at a stage event)")
+
+    paged = rows.get("paged", {})
+    if paged.get("status") == "ok":
+        peak_ratio = paged["peak_mb"] / ref["peak_mb"]
+        idle_over = paged["idle_over_mb"]
+        print(f"\ntarget paged peak <= {PEAK_TARGET} x resident: {peak_ratio:.2f} "
+              f"({'met' if peak_ratio <= PEAK_TARGET else 'MISSED'})")
+        print(f"target idle within {IDLE_TARGET_MB:.0f} MB of before the first load: "
+              f"+{idle_over:.0f} MB ({'met' if idle_over <= IDLE_TARGET_MB else 'MISSED'})")
+        if rows.get("resident+ext", {}).get("status") == "ok":
+            print(f"paged peak / resident+ext peak (both loading external data): "
+                  f"{paged['peak_mb'] / rows['resident+ext']['peak_mb']:.2f}")
+        print("\nwhat the release step contributes (idle RSS between paged requests, peak):")
+        for name in ("paged", "paged+notrim", "paged+noext", "paged+noext+notrim"):
+            r = rows.get(name, {})
+            if r.get("status") == "ok":
+                print(f"  {name:<22} idle +{r['idle_over_mb']:>5.0f} MB over "
+                      f"before, peak {r['peak_mb']:>5.0f} MB")
+        big = max(costs.stages.values(), key=lambda s: s.peak_mb)
+        floor = costs.runtime_mb + big.peak_mb
+        print(f"\nfloor of stage-level paging: runtime {costs.runtime_mb:.0f} MB + the largest "
+              f"stage ({big.stage}: load {big.load_mb:.0f} + run {big.run_mb:.0f}, load peak "
+              f"{big.load_peak_mb:.0f}) = {floor:.0f} MB; paged peak measured "
+              f"{paged['peak_mb']:.0f} MB")
+        mm = rows.get("paged+mmap", {})
+        if mm.get("status") == "ok":
+            print(f"paged+mmap: the same RSS peak ({mm['peak_mb']:.0f} MB) but at most "
+                  f"{mm['anon_peak_mb']:.0f} MB anonymous; the rest are clean file pages the "
+                  f"kernel may drop under pressure; p50 x{mm['p50_s'] / paged['p50_s']:.2f} "
+                  "of paged")
+    if args.json:
+        out = {"bundle": str(model), "preset": args.preset, "cpus": args.cpus,
+               "steps": args.steps, "requests": args.requests, "costs": costs.to_dict(),
+               "budgets": [budget_a, budget_b], "rows": rows}
+        Path(args.json).write_text(json.dumps(out, indent=2, default=str) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,222 @@
+"""Load policies: same audio under every policy, event order, budgets, and memory that goes back."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tts_kit import Engine, contract, events
+from tts_kit.measure import run_isolated
+from tts_kit.paged import (
+    LoadPolicy,
+    SessionLease,
+    StageCosts,
+    StageLoader,
+    estimate_costs_mb,
+    external_copy,
+    parse_loading,
+    probe_policy,
+    resident_costs_mb,
+    stage_costs,
+)
+
+TEXT = "Paged loading gives the same audio."
+
+
+@pytest.fixture(scope="module")
+def reference(tiny_bundle_dir):
+    return Engine(tiny_bundle_dir).synthesize(TEXT, steps=3, seed=5)
+
+
+# -- specs ----------------------------------------------------------------------------------
+
+
+def test_parse_and_spec_round_trip():
+    assert parse_loading("resident") == ("resident", None)
+    assert parse_loading(" Budget:300 ") == ("budget", 300.0)
+    for spec in ("resident", "paged", "budget:300", "paged+notrim", "resident+ext",
+                 "paged+noext", "paged+mmap", "budget:12.5+notrim+mmap"):
+        p = LoadPolicy.parse(spec)
+        assert LoadPolicy.parse(p.spec) == p
+    assert LoadPolicy.parse("paged").external_data and LoadPolicy.parse("paged").trim
+    assert not LoadPolicy.parse("resident").external_data
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("swap", "unknown loading"), ("budget", "budget:MB"), ("budget:-3", "MB > 0"),
+    ("budget:nan", "MB > 0"), ("paged:300", "only budget"), ("paged+fast", "unknown option"),
+    ("paged+mmap+noext", "contradicts"),
+])
+def test_bad_specs_name_the_fix(spec, words):
+    with pytest.raises(ValueError, match=words):
+        LoadPolicy.parse(spec)
+
+
+# -- engine behaviour on the tiny stand-in --------------------------------------------------
+
+
+@pytest.mark.parametrize("loading", ["paged", "paged+noext", "paged+notrim", "budget:3",
+                                     "resident+ext"])
+def test_policies_give_identical_audio(tiny_bundle_dir, reference, loading):
+    got = Engine(tiny_bundle_dir, loading=loading).synthesize(TEXT, steps=3, seed=5)
+    np.testing.assert_array_equal(got.wav, reference.wav)
+
+
+def test_mmap_matches_closely(tiny_bundle_dir, reference):
+    # Without pre-packing the GEMMs take another path: equal up to float rounding.
+    got = Engine(tiny_bundle_dir, loading="paged+mmap").synthesize(TEXT, steps=3, seed=5)
+    np.testing.assert_allclose(got.wav, reference.wav, atol=1e-5)
+
+
+def test_paged_event_order(tiny_bundle_dir):
+    engine = Engine(tiny_bundle_dir, loading="paged")
+    assert engine.loaded_stages == []
+    with events.recording() as log:
+        engine.synthesize(TEXT, steps=4, seed=0)
+    names = [n for _, n in log]
+    want = [f"{verb} {s}" for s in contract.STAGES for verb in ("load", "run", "release")]
+    assert names == want  # one load/run/release even for 4 flow steps
+    assert engine.loaded_stages == []
+
+
+def test_resident_loads_once(tiny_bundle_dir):
+    with events.recording() as log:
+        engine = Engine(tiny_bundle_dir, loading="resident")
+        engine.synthesize_batch(["One.", "Two texts."], steps=2, seed=0)
+    names = [n for _, n in log]
+    assert names == [f"load {s}" for s in contract.STAGES] + [f"run {s}" for s in contract.STAGES]
+    assert engine.loaded_stages == list(contract.STAGES)
+    engine.close()
+    assert engine.loaded_stages == []
+
+
+def test_budget_too_small_fails_before_any_work(tiny_bundle_dir):
+    with events.recording() as log, pytest.raises(ValueError, match="smaller than the cheapest"):
+        Engine(tiny_bundle_dir, loading="budget:0.5")
+    with pytest.raises(ValueError, match="raise the budget or use paged"):
+        Engine(tiny_bundle_dir, loading="budget:9",
+               stage_costs_mb={s: 10.0 for s in contract.STAGES})
+    assert log == []  # no session was created
+
+
+def test_budget_keeps_at_most_its_budget_lru(tiny_bundle_dir, reference):
+    costs = {s: 10.0 for s in contract.STAGES}
+    engine = Engine(tiny_bundle_dir, loading="budget:25", stage_costs_mb=costs)
+    seen: list[list[str]] = []
+
+    def check(_t: float, _name: str) -> None:
+        seen.append(engine.loaded_stages)
+
+    events.add_listener(check)
+    try:
+        got = engine.synthesize(TEXT, steps=3, seed=5)
+    finally:
+        events.remove_listener(check)
+    np.testing.assert_array_equal(got.wav, reference.wav)
+    assert seen and all(sum(costs[s] for s in live) <= 25 for live in seen)
+    # Two fit; the least recently used went first.
+    assert engine.loaded_stages == ["vector_estimator", "vocoder"]
+    with events.recording() as log:
+        engine.synthesize(TEXT, steps=3, seed=5)
+    assert "release vector_estimator" in [n for _, n in log]
+    assert engine.loaded_stages == ["vector_estimator", "vocoder"]
+
+
+def test_budget_runs_an_oversized_stage_paged(tiny_bundle_dir):
+    costs = {"duration_predictor": 1.0, "text_encoder": 1.0, "vector_estimator": 50.0,
+             "vocoder": 1.0}
+    engine = Engine(tiny_bundle_dir, loading="budget:10", stage_costs_mb=costs)
+    engine.synthesize(TEXT, steps=2, seed=0)
+    assert engine.loaded_stages == ["duration_predictor", "text_encoder", "vocoder"]
+
+
+def test_estimated_costs_fill_the_gaps(tiny_bundle_dir):
+    engine = Engine(tiny_bundle_dir)
+    est = estimate_costs_mb(engine.bundle)
+    assert set(est) == set(contract.STAGES) and all(v > 0 for v in est.values())
+    merged = resident_costs_mb({"vocoder": {"load_mb": 7}}, engine.bundle)
+    assert merged["vocoder"] == 7.0 and merged["text_encoder"] == est["text_encoder"]
+    with pytest.raises(ValueError, match="unknown stage"):
+        resident_costs_mb({"decoder": 1}, engine.bundle)
+    with pytest.raises(ValueError, match="MB >= 0"):
+        resident_costs_mb({"vocoder": -1}, engine.bundle)
+
+
+def test_lease_does_not_keep_a_released_session():
+    loader = StageLoader(lambda stage: object(), "paged")
+    with loader.session("vocoder") as lease:
+        assert isinstance(lease, SessionLease) and lease.session is not None
+    assert loader.loaded == []
+    with pytest.raises(RuntimeError, match="was released"):
+        lease.session  # noqa: B018
+
+
+def test_loader_is_reentrant():
+    made: list[str] = []
+    loader = StageLoader(lambda stage: made.append(stage) or object(), "paged")
+    with events.recording() as log:
+        with loader.session("vector_estimator") as outer:
+            for _ in range(3):
+                with loader.session("vector_estimator") as inner:
+                    assert inner is outer
+            assert loader.loaded == ["vector_estimator"]
+    assert made == ["vector_estimator"]
+    assert [n for _, n in log] == ["load vector_estimator", "run vector_estimator",
+                                   "release vector_estimator"]
+
+
+def test_external_copy_leaves_the_bundle_alone(tiny_bundle_dir, tmp_path):
+    src = tiny_bundle_dir / "onnx" / "vocoder.onnx"
+    before = src.read_bytes()
+    out = external_copy(src, cache_dir=tmp_path)
+    assert out.parent.parent == tmp_path and (out.parent / "vocoder.onnx.data").is_file()
+    assert out.stat().st_size < len(before) // 4  # the weights moved to the data file
+    assert external_copy(src, cache_dir=tmp_path) == out  # made once
+    assert src.read_bytes() == before
+    assert sorted(p.name for p in (tiny_bundle_dir / "onnx").iterdir()) == sorted(
+        [f"{s}.onnx" for s in contract.STAGES] + ["tts.json", "unicode_indexer.json"])
+
+
+def test_stage_costs_on_tiny(tiny_bundle_dir):
+    costs = stage_costs(tiny_bundle_dir, "supertonic-default", steps=2)
+    assert isinstance(costs, StageCosts) and list(costs.stages) == list(contract.STAGES)
+    for c in costs.stages.values():
+        assert c.file_mb > 0 and math.isfinite(c.load_mb) and c.run_s > 0
+    assert costs.runtime_mb > costs.imports_mb * 0.9 > 0
+    assert set(costs.costs_mb()) == set(contract.STAGES)
+    assert abs(sum(costs.split().values()) - 100) < 1e-6
+    assert costs.claimed_split["weights"] == 40.0
+    assert costs.rows()[-1]["stage"].startswith("runtime")
+    assert "vector_estimator" in costs.table()
+    # Measured costs plug straight into the budget policy.
+    Engine(tiny_bundle_dir, loading="budget:100", stage_costs_mb=costs)
+
+
+# -- memory that goes back (medium stand-in, isolated processes) ----------------------------
+
+
+@pytest.fixture(scope="module")
+def medium_bundle(tmp_path_factory):
+    from tts_kit.standin import build_standin
+
+    out = tmp_path_factory.mktemp("standin-medium") / "medium"
+    build_standin(out, scale="medium", seed=0)
+    return str(out)
+
+
+def test_paged_memory_goes_back_and_peaks_lower(medium_bundle):
+    paged = run_isolated(probe_policy, medium_bundle, "paged", None, None, 2, 2, cpus=1,
+                         timeout_s=120)
+    resident = run_isolated(probe_policy, medium_bundle, "resident", None, None, 1, 2, cpus=1,
+                            timeout_s=120)
+    assert paged.ok, paged.error
+    assert resident.ok, resident.error
+    before = paged.result["before_mb"]
+    for idle in paged.result["idle_mb"]:
+        assert idle - before < 50, (before, paged.result["idle_mb"])
+    assert paged.result["loaded"] == [[], []]
+    assert paged.peak_rss_mb < resident.peak_rss_mb
+    names = [n for _, n in paged.events]
+    assert names.count("release vector_estimator") == 2
