@@ -134,10 +134,13 @@ def test_cpus_pins_the_child_and_sets_its_thread_hints():
     assert unpinned.result[1] is None
 
 
-def test_cpu_percent_of_a_busy_loop_is_about_one_core():
-    m = run_isolated(spin, 0.3, cpus=1)
-    assert m.status == "ok"
-    assert 50 < m.cpu_percent <= 110
+def test_cpu_percent_tells_a_busy_loop_from_a_sleep_and_is_capped_by_the_pin():
+    busy = run_isolated(spin, 0.3, cpus=1)
+    idle = run_isolated(sleep_for, 0.3, cpus=1)
+    assert busy.status == idle.status == "ok"
+    # Pinned to one core, the child cannot use more than one core's time.
+    assert 0 < busy.cpu_percent <= 110
+    assert idle.cpu_percent < 10 < busy.cpu_percent
 
 
 def test_too_many_cpus_is_refused_before_spawning():

@@ -16,6 +16,7 @@ from tts_kit.sessions import (
     cores_in_force,
     get_preset,
     list_presets,
+    set_malloc_mmap_threshold,
 )
 
 DEFAULT = ort.SessionOptions()
@@ -141,6 +142,8 @@ def test_get_preset_returns_a_copy():
         {"graph_optimization_level": "max"},
         {"intra_op_num_threads": "many"},
         {"intra_op_num_threads": -1},
+        {"malloc_mmap_threshold_kb": 0},
+        {"malloc_mmap_threshold_kb": "1M"},
     ],
 )
 def test_bad_values_fail_with_one_clear_line(bad: dict):
@@ -167,6 +170,17 @@ def test_explain_covers_every_option_set(name: str):
         assert line.startswith(f"{key} = ")
         assert OPTION_DOCS[key] in line
         assert "Why: " in line and not line.endswith("Why: not stated")
+
+
+def test_the_mmap_threshold_is_applied_where_glibc_is():
+    import platform
+
+    applied = set_malloc_mmap_threshold(1024)
+    if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
+        assert applied
+    lean = get_preset("lean")
+    assert lean.malloc_mmap_threshold_kb == 1024
+    assert any(line.startswith("malloc_mmap_threshold_kb = 1024") for line in lean.explain())
 
 
 def test_every_memory_option_is_documented():

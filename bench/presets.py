@@ -1,0 +1,72 @@
+"""Every session preset against ``supertonic-default``: latency and peak RSS as ratios.
+
+All presets are measured in one run, each trial in its own isolated process
+(`tts_kit.tune.sweep`) on the same bundle (the ``full`` stand-in by default, built on
+first use), the same cores and the same workload. Prints absolute numbers and the
+ratios preset / supertonic-default (latency < 1: faster; peak < 1: less memory).
+
+    python bench/presets.py [--model DIR] [--scale full] [--cpus 2] [--repeats 5]
+                            [--steps 5] [--loading resident] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+REFERENCE = "supertonic-default"
+
+
+def ratio(value: float | None, ref: float | None) -> str:
+    if value is None or ref is None or ref == 0 or math.isnan(value) or math.isnan(ref):
+        return "-"
+    return f"{value / ref:.2f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from tts_kit.sessions import list_presets
+    from tts_kit.standin import ensure_standin
+    from tts_kit.tune import format_table, sweep
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", help="bundle directory (default: the stand-in of --scale)")
+    ap.add_argument("--scale", default="full", help="stand-in scale when no --model")
+    ap.add_argument("--presets", default=",".join(list_presets()))
+    ap.add_argument("--cpus", type=int, default=None, help="pin every trial to N cores")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--loading", default="resident")
+    ap.add_argument("--json", help="also write the records here")
+    args = ap.parse_args(argv)
+
+    model = Path(args.model) if args.model else ensure_standin(args.scale)
+    presets = [p.strip() for p in args.presets.split(",") if p.strip()]
+    if REFERENCE not in presets:
+        presets.insert(0, REFERENCE)
+    result = sweep(model, presets, cpus=(args.cpus,), steps=(args.steps,),
+                   loadings=(args.loading,), repeats=args.repeats, progress=True)
+    print(f"bundle: {model}  cpus: {args.cpus or 'all'}  steps: {args.steps}  "
+          f"repeats: {args.repeats}  loading: {args.loading}\n")
+    print(format_table(result.records))
+    ref = next(r for r in result.records if r["preset"] == REFERENCE)
+    print(f"\nratios to {REFERENCE} (measured in this run)")
+    keys = ("p50_ms", "p95_ms", "first_ms", "cpu_ms", "load_s", "idle_rss_mb",
+            "load_peak_rss_mb", "run_peak_rss_mb", "peak_rss_mb")
+    heads = ("p50", "p95", "first", "CPU ms", "load", "idle", "ld-peak", "run-peak", "peak")
+    print(f"{'preset':<20}" + "".join(f"{h:>9}" for h in heads))
+    for r in result.records:
+        print(f"{r['preset']:<20}" + "".join(f"{ratio(r[k], ref[k]):>9}" for k in keys))
+    print("(CPU ms: CPU time per call, all threads; it moves less than latency when other "
+          "processes share the cores. ld-peak / run-peak: high-water mark while loading / "
+          "while serving.)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

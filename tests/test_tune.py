@@ -1,0 +1,106 @@
+"""Trials and sweeps on the tiny stand-in: record keys, statuses, budget, executors."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tts_kit.tune import RECORD_KEYS, SweepResult, format_table, mark_pareto, sweep, trial
+
+TEXTS = ["The quick brown fox jumps over the lazy dog."]
+
+
+@pytest.fixture(scope="module")
+def two_presets(tiny_bundle_dir) -> SweepResult:
+    return sweep(tiny_bundle_dir, ["supertonic-default", "lean"], cpus=(1,), steps=(2,),
+                 repeats=2, texts=TEXTS, progress=False)
+
+
+def test_a_trial_measures_every_key(tiny_bundle_dir):
+    rec = trial(tiny_bundle_dir, "lean", TEXTS, cpus=1, steps=2, repeats=3)
+    assert rec["status"] == "ok", rec["error"]
+    assert set(RECORD_KEYS) <= set(rec)
+    assert rec["preset"] == "lean" and rec["cpus"] == 1 and rec["loading"] == "resident"
+    assert rec["threads"] == 1  # "cores" resolved to the trial's one core
+    assert rec["load_s"] > 0 and rec["audio_s"] > 0
+    assert 0 < rec["idle_rss_mb"] <= rec["peak_rss_mb"]
+    assert 0 < rec["p50_ms"] <= rec["p95_ms"]
+    assert rec["rtf"] == pytest.approx(rec["p50_ms"] / 1000 / rec["audio_s"])
+    assert len(rec["latencies_ms"]) == 3
+    names = [name for _, name in rec["events"]]
+    assert "load vocoder" in names and "run vector_estimator" in names
+    assert rec["timeline"]
+    json.dumps(rec, allow_nan=False)  # records are plain JSON
+
+
+def test_a_trial_over_its_budget_reports_oom(tiny_bundle_dir):
+    rec = trial(tiny_bundle_dir, "supertonic-default", TEXTS, mem_budget_mb=30, steps=1,
+                repeats=1)
+    assert rec["status"] == "oom"
+    assert rec["peak_rss_mb"] > 30 and "30 MB budget" in rec["error"]
+    assert rec["p50_ms"] is None
+
+
+def test_bad_trial_arguments_fail_before_spawning(tiny_bundle_dir):
+    with pytest.raises(ValueError, match="unknown session preset"):
+        trial(tiny_bundle_dir, "nope")
+    with pytest.raises(ValueError, match="loading"):
+        trial(tiny_bundle_dir, "lean", loading="sometimes")
+    with pytest.raises(ValueError, match="repeats"):
+        trial(tiny_bundle_dir, "lean", repeats=-1)
+
+
+def test_a_sweep_marks_the_front_and_its_recommendation_fits_the_budget(two_presets):
+    recs = two_presets.records
+    assert [r["preset"] for r in recs] == ["supertonic-default", "lean"]
+    assert all(r["status"] == "ok" for r in recs), [r["error"] for r in recs]
+    assert any(r["pareto"] for r in recs)
+    budget = max(r["peak_rss_mb"] for r in recs) + 1
+    best, reason = two_presets.recommend(budget)
+    assert best is not None and best["peak_rss_mb"] <= budget
+    assert best["p50_ms"] == min(r["p50_ms"] for r in recs)
+    assert best["preset"] in reason and f"{budget:g} MB" in reason
+    tight = min(r["peak_rss_mb"] for r in recs)
+    best, _ = two_presets.recommend(tight)
+    assert best is not None and best["peak_rss_mb"] <= tight
+    none, reason = two_presets.recommend(1)
+    assert none is None and "no configuration fits under 1 MB" in reason
+    table = format_table(recs)
+    assert "supertonic-default" in table and "p50 ms" in table
+
+
+def test_the_recommendation_respects_the_budget_on_any_records():
+    recs = mark_pareto([
+        {"preset": "fast", "cpus": 2, "status": "ok", "peak_rss_mb": 500, "p50_ms": 50},
+        {"preset": "mid", "cpus": 2, "status": "ok", "peak_rss_mb": 300, "p50_ms": 80},
+        {"preset": "slow", "cpus": 1, "status": "ok", "peak_rss_mb": 310, "p50_ms": 120},
+        {"preset": "dead", "cpus": 1, "status": "oom", "peak_rss_mb": 100, "p50_ms": None},
+    ])
+    assert [r["pareto"] for r in recs] == [True, True, False, False]
+    result = SweepResult(recs)
+    assert result.recommend(400)[0]["preset"] == "mid"
+    assert result.recommend(None)[0]["preset"] == "fast"
+    assert result.recommend(299)[0] is None
+    assert [r["preset"] for r in result.front()] == ["fast", "mid"]
+
+
+def test_a_sweep_runs_through_any_executor(tiny_bundle_dir, two_presets):
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        result = sweep(tiny_bundle_dir, ["lean"], cpus=(1,), steps=(2,), repeats=1,
+                       texts=TEXTS, progress=False, executor=pool)
+    assert len(result.records) == 1 and result.records[0]["status"] == "ok"
+    assert result.records[0]["preset"] == "lean"
+
+
+def test_a_crowded_local_executor_is_warned_about(tiny_bundle_dir):
+    with ThreadPoolExecutor(max_workers=2) as pool, pytest.warns(UserWarning, match="cores"):
+        sweep(tiny_bundle_dir, ["lean"], cpus=(1,), steps=(1,), repeats=0, texts=TEXTS,
+              progress=False, executor=pool)
+
+
+def test_the_dataframe_has_one_row_per_trial(two_presets):
+    pytest.importorskip("pandas")
+    df = two_presets.dataframe()
+    assert len(df) == 2 and "timeline" not in df.columns and "pareto" in df.columns

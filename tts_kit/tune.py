@@ -1,0 +1,503 @@
+"""Trials and sweeps: measure session presets and load policies, each in isolation.
+
+A *trial* loads an `Engine` with one preset, load policy, core count and memory
+budget in a fresh process (`tts_kit.measure.run_isolated`) and measures load time,
+idle RSS after the load, first-call latency, steady p50/p95 latency over repeated
+calls, RTF, peak RSS and CPU use. A *sweep* runs a grid of trials (presets x cpus x
+batch sizes x steps x load policies), marks the Pareto front of p50 latency against
+peak RSS and recommends one configuration for a memory budget.
+
+Every record (a plain dict, JSON-ready) has the keys in `RECORD_KEYS`:
+
+- ``preset``, ``cpus``, ``loading``, ``steps``, ``batch_size``, ``mem_budget_mb``: the
+  configuration (``cpus`` None: not pinned).
+- ``status``: ``ok``, ``oom``, ``timeout`` or ``error``; ``error``: one line.
+- ``load_s``: creating the engine (for ``resident``, all four sessions).
+- ``idle_rss_mb``: RSS after the load and a garbage collection, before any request.
+- ``peak_rss_mb``: the trial process's RSS high-water mark (at the kill for ``oom``).
+- ``first_ms``; ``p50_ms``, ``p95_ms`` over ``repeats`` further calls of the same batch.
+- ``rtf``: p50 wall time / seconds of audio the batch produced (lower is faster).
+- ``cpu_percent``: CPU time over the steady calls / their wall time x 100, all threads
+  summed as ``top`` shows it (200 = two cores busy). Divide by ``cpus`` for the share
+  of the (emulated) machine.
+- ``cpu_ms``: CPU time per steady call (all threads). Unlike latency it hardly changes
+  when other processes compete for the cores, so it compares presets on a busy machine.
+- ``load_peak_rss_mb`` / ``run_peak_rss_mb``: the high-water mark while loading, and
+  while serving requests (first and steady calls); ``peak_rss_mb`` is the larger.
+- ``threads``: the intra-op threads the sessions got; ``audio_s``; ``repeats``;
+  ``wall_s``; ``pareto`` (sweeps only); ``timeline`` and ``events`` (the harness's
+  RSS samples and the engine's stage events, for plots).
+
+Trials must not share cores: a sweep runs them one after another by default. A
+`concurrent.futures.Executor` may run them elsewhere (e.g. a Dask
+``distributed.Client.get_executor()`` over several machines), but it must run at
+most one trial per machine at a time, or the trials measure each other.
+
+Example:
+    >>> from tts_kit.tune import sweep
+    >>> result = sweep("standin-dir", ["supertonic-default", "lean"], cpus=(1,))  # doctest: +SKIP
+    >>> record, reason = result.recommend(400)  # doctest: +SKIP
+    >>> print(result.table())  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import itertools
+import math
+import os
+import resource
+import time
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import events
+from .measure import peak_rss_mb, reset_peak_rss, run_isolated
+from .sessions import SessionPreset, get_preset
+
+#: Keys every trial record has (plus ``timeline``/``events``, and ``pareto`` in sweeps).
+RECORD_KEYS: tuple[str, ...] = (
+    "preset", "cpus", "loading", "steps", "batch_size", "mem_budget_mb", "status", "error",
+    "load_s", "idle_rss_mb", "peak_rss_mb", "first_ms", "p50_ms", "p95_ms", "rtf",
+    "cpu_percent", "cpu_ms", "load_peak_rss_mb", "run_peak_rss_mb", "threads", "audio_s",
+    "repeats", "wall_s",
+)
+
+#: Texts a trial reads when none are given (English): a batch of N takes the first N, so
+#: the default batch of one is the mid-length sentence (about 5 s of audio).
+DEFAULT_TEXTS: tuple[str, ...] = (
+    "Supertonic runs on the device, so nothing you type ever leaves the machine.",
+    "The quick brown fox jumps over the lazy dog.",
+    "On a small server, memory decides what fits, and latency decides whether anyone "
+    "waits for it; a good configuration keeps both in view.",
+)
+
+_LOADED = "trial: loaded"
+_FIRST = "trial: first call"
+_STEADY = "trial: steady calls"
+
+
+def _bundle_path(bundle: Any) -> str:
+    path = getattr(bundle, "path", bundle)
+    if path is None:
+        from .bundle import resolve_model_dir
+
+        path, _ = resolve_model_dir(None)
+    return str(Path(path))
+
+
+def _preset_dict(preset: str | SessionPreset | dict[str, Any]) -> dict[str, Any]:
+    if isinstance(preset, dict):
+        return SessionPreset.from_dict(preset).to_dict()
+    return get_preset(preset).to_dict()
+
+
+def _self_cpu_s() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def run_trial_child(
+    bundle_path: str,
+    preset: dict[str, Any],
+    texts: list[str],
+    loading: str,
+    steps: int,
+    batch_size: int,
+    repeats: int,
+    seed: int,
+    lang: str,
+    voice: str | None,
+) -> dict[str, Any]:
+    """The trial's work, run inside the isolated child (plain arguments only).
+
+    Loads the engine, measures idle RSS, one first call and ``repeats`` steady calls of
+    the same batch. Called by `trial`; public so executors and notebooks can see what
+    is measured.
+
+    Example:
+        >>> run_trial_child("standin-dir", {"name": "lean"}, ["Hi."], "resident",
+        ...                 2, 1, 2, 0, "en", None)["p50_ms"]  # doctest: +SKIP
+        12.3
+    """
+    import numpy as np
+    import psutil
+
+    from .bundle import Bundle
+    from .engine import Engine
+    from .paged import release_memory
+
+    preset_obj = SessionPreset.from_dict(preset)
+    t0 = time.perf_counter()
+    bundle = Bundle(bundle_path)
+    engine = Engine(bundle, preset=preset_obj, loading=loading)
+    load_s = time.perf_counter() - t0
+    release_memory()
+    idle_rss = psutil.Process().memory_info().rss / 2**20
+    load_peak = peak_rss_mb()
+    # From here the high-water mark is the requests' own (the trial keeps load_peak).
+    separate = reset_peak_rss()
+    events.mark(_LOADED)
+    if voice is None or voice not in bundle.voices:
+        voice = "M1" if "M1" in bundle.voices else bundle.voices[0]
+    batch = [texts[i % len(texts)] for i in range(batch_size)]
+
+    def call() -> tuple[float, float]:
+        start = time.perf_counter()
+        results = engine.synthesize_batch(batch, lang=lang, voices=voice, steps=steps, seed=seed)
+        return time.perf_counter() - start, sum(r.duration_s for r in results)
+
+    events.mark(_FIRST)
+    first_s, audio_s = call()
+    events.mark(_STEADY)
+    cpu0, wall0 = _self_cpu_s(), time.perf_counter()
+    lat = [call()[0] for _ in range(repeats)]
+    steady_wall = time.perf_counter() - wall0
+    steady_cpu = _self_cpu_s() - cpu0
+    cpu = 100.0 * steady_cpu / steady_wall if steady_wall > 0 else math.nan
+    p50 = float(np.percentile(lat, 50)) if lat else first_s
+    return {
+        "load_s": load_s,
+        "idle_rss_mb": idle_rss,
+        "first_ms": 1000 * first_s,
+        "p50_ms": 1000 * p50 if lat else math.nan,
+        "p95_ms": 1000 * float(np.percentile(lat, 95)) if lat else math.nan,
+        "latencies_ms": [1000 * x for x in lat],
+        "rtf": p50 / audio_s if audio_s > 0 else math.nan,
+        "audio_s": audio_s,
+        "cpu_percent": cpu,
+        "cpu_ms": 1000 * steady_cpu / len(lat) if lat else math.nan,
+        "load_peak_rss_mb": load_peak,
+        "run_peak_rss_mb": peak_rss_mb() if separate else math.nan,
+        "threads": preset_obj.threads(),
+        "stage_load_s": engine.load_s,
+    }
+
+
+def trial(
+    bundle: Any,
+    preset: str | SessionPreset | dict[str, Any],
+    texts: Sequence[str] | None = None,
+    cpus: int | None = None,
+    mem_budget_mb: float | None = None,
+    loading: str = "resident",
+    steps: int = 5,
+    batch_size: int = 1,
+    repeats: int = 5,
+    seed: int = 0,
+    lang: str = "en",
+    voice: str | None = None,
+    timeout_s: float | None = None,
+    sample_ms: float = 10,
+) -> dict[str, Any]:
+    """Measure one configuration in a fresh process; returns a record (`RECORD_KEYS`).
+
+    Args:
+        bundle: a `Bundle`, a bundle directory, or None to discover one.
+        preset: a preset name, a `SessionPreset` or its dict.
+        texts: the texts a batch is made of (default `DEFAULT_TEXTS`).
+        cpus: cores to pin the trial to (None: not pinned).
+        mem_budget_mb: kill the trial past this RSS (status ``oom``).
+        loading: ``resident``, ``paged`` or ``budget:MB``.
+        steps, batch_size, repeats, seed, lang, voice: the workload; every call
+            synthesises the same batch: the first ``batch_size`` texts (cycled).
+            ``repeats=0`` measures the first call only (p50/p95 None, RTF from it).
+        timeout_s: kill the trial after this many seconds (status ``timeout``).
+
+    A trial that did not finish still reports what it got to: for ``oom``/``timeout``
+    the peak RSS, and the load time and idle RSS if it got past the load.
+
+    Example:
+        >>> rec = trial("standin-dir", "lean", cpus=1, repeats=3)  # doctest: +SKIP
+        >>> rec["status"], rec["p50_ms"] > 0  # doctest: +SKIP
+        ('ok', True)
+    """
+    from .paged import parse_loading
+
+    parse_loading(loading)  # a bad policy fails here, in one line, not in the child
+    for name, value, lo in (("steps", steps, 1), ("batch_size", batch_size, 1),
+                            ("repeats", repeats, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+            raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
+    text_list = list(texts) if texts else list(DEFAULT_TEXTS)
+    if any(not isinstance(t, str) or not t.strip() for t in text_list):
+        raise ValueError("texts must be non-empty strings")
+    pdict = _preset_dict(preset)
+    m = run_isolated(
+        run_trial_child, _bundle_path(bundle), pdict, text_list, loading, steps, batch_size,
+        repeats, seed, lang, voice,
+        cpus=cpus, mem_budget_mb=mem_budget_mb, timeout_s=timeout_s, sample_ms=sample_ms,
+    )
+    record: dict[str, Any] = {k: None for k in RECORD_KEYS}
+    record.update(
+        preset=pdict["name"], cpus=cpus, loading=loading, steps=steps, batch_size=batch_size,
+        mem_budget_mb=mem_budget_mb, status=m.status, error=m.error, repeats=repeats,
+        peak_rss_mb=_num(m.peak_rss_mb), wall_s=_num(m.wall_s),
+    )
+    if m.ok and isinstance(m.result, dict):
+        for k, v in m.result.items():
+            record[k] = _num(v) if isinstance(v, float) else v
+        # The child reset its high-water mark after loading: the harness saw the requests'.
+        peaks = [p for p in (record["peak_rss_mb"], record["load_peak_rss_mb"]) if p is not None]
+        record["peak_rss_mb"] = max(peaks) if peaks else None
+    else:
+        # Whatever the timeline shows of a trial that died: its load and idle RSS.
+        loaded = [t for t, name in m.events if name == _LOADED]
+        if loaded and not math.isnan(m.work_start_s):
+            record["load_s"] = loaded[0] - m.work_start_s
+            after = [rss for t, rss in m.timeline if t >= loaded[0]]
+            record["idle_rss_mb"] = after[0] if after else None
+        record["cpu_percent"] = _num(m.cpu_percent)
+    record["timeline"] = [list(p) for p in m.timeline]
+    record["events"] = [list(e) for e in m.events]
+    return record
+
+
+def _num(value: Any) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def mark_pareto(
+    records: list[dict[str, Any]], x: str = "peak_rss_mb", y: str = "p50_ms"
+) -> list[dict[str, Any]]:
+    """Set ``pareto`` on each record: True when no finished trial is at least as good on
+    both ``x`` and ``y`` and better on one. Unfinished trials are never on the front.
+
+    Example:
+        >>> recs = mark_pareto([{"status": "ok", "peak_rss_mb": 1, "p50_ms": 2},
+        ...                     {"status": "ok", "peak_rss_mb": 2, "p50_ms": 3}])
+        >>> [r["pareto"] for r in recs]
+        [True, False]
+    """
+    ok = [r for r in records if r.get("status") == "ok" and r.get(x) is not None
+          and r.get(y) is not None]
+    for r in records:
+        r["pareto"] = r in ok and not any(
+            o[x] <= r[x] and o[y] <= r[y] and (o[x] < r[x] or o[y] < r[y]) for o in ok
+        )
+    return records
+
+
+_TABLE_COLUMNS = (
+    ("preset", "preset", "{}"), ("cpus", "cpus", "{}"), ("loading", "loading", "{}"),
+    ("batch_size", "bs", "{}"), ("steps", "steps", "{}"), ("status", "status", "{}"),
+    ("load_s", "load s", "{:.2f}"), ("idle_rss_mb", "idle MB", "{:.0f}"),
+    ("peak_rss_mb", "peak MB", "{:.0f}"), ("first_ms", "first ms", "{:.0f}"),
+    ("p50_ms", "p50 ms", "{:.0f}"), ("p95_ms", "p95 ms", "{:.0f}"), ("rtf", "RTF", "{:.3f}"),
+    ("cpu_percent", "CPU %", "{:.0f}"), ("cpu_ms", "CPU ms", "{:.0f}"), ("pareto", "pareto", "{}"),
+)
+
+
+def format_table(records: Iterable[dict[str, Any]]) -> str:
+    """The records as an aligned text table (missing values as ``-``; pareto as ``*``).
+
+    Example:
+        >>> table = format_table([{"preset": "lean", "cpus": 1, "status": "ok", "p50_ms": 12.3}])
+        >>> row = dict(zip(table.splitlines()[0].split("  "), table.splitlines()[1].split()))
+        >>> row["preset"], row["status"]
+        ('lean', 'ok')
+    """
+    records = list(records)
+    cols = [c for c in _TABLE_COLUMNS if c[0] != "pareto" or any("pareto" in r for r in records)]
+    rows = [[head for _, head, _ in cols]]
+    for r in records:
+        row = []
+        for key, _, fmt in cols:
+            v = r.get(key)
+            if key == "pareto":
+                row.append("*" if v else "")
+            elif key == "cpus" and v is None:
+                row.append("all")
+            elif v is None or (isinstance(v, float) and math.isnan(v)):
+                row.append("-")
+            else:
+                row.append(fmt.format(v))
+        rows.append(row)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(cols))]
+    lines = []
+    for row in rows:
+        cells = [
+            c.ljust(w) if i < 6 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))
+        ]
+        lines.append("  ".join(cells).rstrip())
+    errors = [f"  {r.get('preset')} cpus={r.get('cpus')}: {r.get('status')}: {r['error']}"
+              for r in records if r.get("status") != "ok" and r.get("error")]
+    return "\n".join(lines + (["not finished:", *errors] if errors else []))
+
+
+@dataclass
+class SweepResult:
+    """The records of a sweep, with the Pareto front marked."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    """One record per trial, in grid order (see `RECORD_KEYS`), each with ``pareto``."""
+
+    def dataframe(self) -> Any:
+        """The records as a pandas DataFrame (without timelines); needs pandas.
+
+        Example:
+            >>> SweepResult([{"preset": "a", "status": "ok"}]).dataframe().shape  # doctest: +SKIP
+            (1, 2)
+        """
+        try:
+            import pandas as pd
+        except ImportError as exc:
+            raise ImportError("SweepResult.dataframe() needs pandas: pip install pandas") from exc
+        rows = [{k: v for k, v in r.items() if k not in ("timeline", "events")}
+                for r in self.records]
+        return pd.DataFrame(rows)
+
+    def table(self) -> str:
+        """`format_table` of the records."""
+        return format_table(self.records)
+
+    def front(self) -> list[dict[str, Any]]:
+        """The records on the Pareto front, fastest first."""
+        return sorted((r for r in self.records if r.get("pareto")), key=lambda r: r["p50_ms"])
+
+    def recommend(self, budget_mb: float | None) -> tuple[dict[str, Any] | None, str]:
+        """The fastest finished configuration whose peak RSS fits ``budget_mb``, and why.
+
+        With ``budget_mb`` None, the fastest finished configuration. Returns
+        ``(None, reason)`` when nothing fits.
+
+        Example:
+            >>> r = SweepResult(mark_pareto([
+            ...     {"preset": "a", "cpus": 1, "status": "ok", "peak_rss_mb": 300, "p50_ms": 90},
+            ...     {"preset": "b", "cpus": 1, "status": "ok", "peak_rss_mb": 200, "p50_ms": 120},
+            ... ]))
+            >>> r.recommend(250)[0]["preset"]
+            'b'
+        """
+        finished = [r for r in self.records if r.get("status") == "ok"
+                    and r.get("p50_ms") is not None and r.get("peak_rss_mb") is not None]
+        if not finished:
+            states = sorted({f"{r.get('status')}" for r in self.records}) or ["none run"]
+            return None, f"no trial finished ({', '.join(states)}); nothing to recommend"
+        fits = [r for r in finished if budget_mb is None or r["peak_rss_mb"] <= budget_mb]
+        if not fits:
+            low = min(finished, key=lambda r: r["peak_rss_mb"])
+            return None, (
+                f"no configuration fits under {budget_mb:g} MB: the smallest peak was "
+                f"{low['peak_rss_mb']:.0f} MB ({_describe(low)}); raise the budget, or try "
+                "loading='paged' or a lower-memory preset"
+            )
+        best = min(fits, key=lambda r: (r["p50_ms"], r["peak_rss_mb"]))
+        budget_txt = (f"peak {best['peak_rss_mb']:.0f} MB within the {budget_mb:g} MB budget"
+                      if budget_mb is not None else f"peak {best['peak_rss_mb']:.0f} MB, no budget")
+        return best, (
+            f"{_describe(best)}: p50 {best['p50_ms']:.0f} ms, {budget_txt}; the fastest of "
+            f"{len(fits)} finished configuration(s) that fit ({len(self.records)} measured)"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"records": [...]}``, the JSON form the CLI writes."""
+        return {"records": [dict(r) for r in self.records]}
+
+
+def _describe(r: dict[str, Any]) -> str:
+    cpus = "all cores" if r.get("cpus") is None else f"{r['cpus']} cpu(s)"
+    return (f"{r.get('preset')} on {cpus}, {r.get('loading')}, batch {r.get('batch_size')}, "
+            f"{r.get('steps')} steps")
+
+
+def _check_executor(executor: cf.Executor) -> None:
+    workers = getattr(executor, "_max_workers", 1)
+    if isinstance(executor, (cf.ThreadPoolExecutor, cf.ProcessPoolExecutor)) and workers > 1:
+        warnings.warn(
+            f"sweep: a local executor with {workers} workers runs trials at the same time on "
+            "the same cores, so they measure each other; use max_workers=1, or an executor "
+            "that runs one trial per machine",
+            stacklevel=3,
+        )
+
+
+def sweep(
+    bundle: Any,
+    presets: Sequence[str | SessionPreset | dict[str, Any]],
+    cpus: Sequence[int | None] = (None,),
+    batch_sizes: Sequence[int] = (1,),
+    steps: Sequence[int] = (5,),
+    loadings: Sequence[str] = ("resident",),
+    mem_budget_mb: float | None = None,
+    executor: cf.Executor | None = None,
+    texts: Sequence[str] | None = None,
+    progress: bool = True,
+    repeats: int = 5,
+    seed: int = 0,
+    lang: str = "en",
+    voice: str | None = None,
+    timeout_s: float | None = None,
+) -> SweepResult:
+    """Run `trial` over presets x cpus x batch sizes x steps x loadings.
+
+    ``mem_budget_mb`` is enforced on every trial (over it: ``oom``). Trials run one at a
+    time in isolated processes, unless ``executor`` runs them: any
+    `concurrent.futures.Executor` (it must run at most one trial per machine at a time).
+    Shows a tqdm progress bar unless ``progress`` is False.
+
+    Example:
+        >>> r = sweep("standin-dir", ["supertonic-default", "low-memory"],
+        ...           cpus=(1, 2))  # doctest: +SKIP
+        >>> len(r.records)  # doctest: +SKIP
+        4
+    """
+    from tqdm.auto import tqdm
+
+    if isinstance(presets, (str, SessionPreset)):
+        presets = [presets]
+    if not presets:
+        raise ValueError("presets is empty; name at least one (see tts_kit.sessions.PRESETS)")
+    pdicts = [_preset_dict(p) for p in presets]  # unknown names fail before any trial
+    path = _bundle_path(bundle)
+    grid = list(itertools.product(pdicts, cpus, batch_sizes, steps, loadings))
+    common = dict(texts=list(texts) if texts else None, mem_budget_mb=mem_budget_mb,
+                  repeats=repeats, seed=seed, lang=lang, voice=voice, timeout_s=timeout_s)
+    records: list[dict[str, Any] | None] = [None] * len(grid)
+    bar = tqdm(total=len(grid), desc="tune", unit="trial", disable=not progress)
+    try:
+        if executor is None:
+            for i, (p, c, b, s, lo) in enumerate(grid):
+                bar.set_postfix_str(f"{p['name']} cpus={c} {lo}")
+                records[i] = trial(path, p, cpus=c, batch_size=b, steps=s, loading=lo, **common)
+                bar.update()
+        else:
+            _check_executor(executor)
+            futures = {
+                executor.submit(trial, path, p, cpus=c, batch_size=b, steps=s, loading=lo,
+                                **common): i
+                for i, (p, c, b, s, lo) in enumerate(grid)
+            }
+            for fut in cf.as_completed(futures):
+                i = futures[fut]
+                try:
+                    records[i] = fut.result()
+                except Exception as exc:  # the executor itself failed (lost worker, ...)
+                    p, c, b, s, lo = grid[i]
+                    records[i] = {k: None for k in RECORD_KEYS} | dict(
+                        preset=p["name"], cpus=c, batch_size=b, steps=s, loading=lo,
+                        mem_budget_mb=mem_budget_mb, repeats=repeats, status="error",
+                        error=f"executor: {type(exc).__name__}: {exc}",
+                        timeline=[], events=[],
+                    )
+                bar.update()
+    finally:
+        bar.close()
+    return SweepResult(mark_pareto([r for r in records if r is not None]))
+
+
+def default_cpus() -> tuple[int, ...]:
+    """Core counts a sweep can emulate here: 1, 2 and 4 as far as this machine allows.
+
+    Example:
+        >>> 1 in default_cpus()
+        True
+    """
+    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return tuple(c for c in (1, 2, 4) if c <= (n or 1))
