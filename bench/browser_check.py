@@ -1,0 +1,289 @@
+"""Browser check: JupyterLab renders 00_quickstart's player widget and memory graph.
+
+Starts JupyterLab on 127.0.0.1 (random port, random token, throw-away settings and
+runtime directories) serving a temporary copy of ``notebooks/00_quickstart.ipynb``
+(JupyterLab autosaves outputs; the committed notebook stays clean), opens it in headless
+Chromium, runs all cells through JupyterLab's command registry
+(``notebook:run-all-cells``), waits until the kernel is idle, and then checks the
+page: no "Error displaying widget", no error output, a player (``.tts-kit-player`` with
+an ``<audio>`` element holding WAV data) and a memory graph (``.tts-kit-memory-graph``
+with a decoded PNG). It saves screenshots of the window, the player and the graph, and
+prints a JSON summary. Exit status 0 when every check passed.
+
+Requirements (installed by the script when missing, or do it by hand):
+
+* Chromium: ``apt-get update && apt-get install -y chromium`` (Debian's package; the
+  script runs it with ``--headless --no-sandbox --disable-gpu ...`` and a new, empty
+  ``--user-data-dir``).
+* Node.js and npm, for ``playwright-core`` (the driver only; no browser download):
+  the script runs ``npm install playwright-core@1`` into ``~/.cache/tts_kit/browser_check``
+  (or ``$TTS_KIT_CACHE_DIR/browser_check``) on first use.
+* This project's Python environment with JupyterLab and ipywidgets (the ``notebooks``
+  extra); the kernel finds tts_kit through ``PYTHONPATH``.
+
+Usage::
+
+    python bench/browser_check.py --out out/browser-check   # screenshots land there
+
+The notebook runs with its defaults (the model is discovered: the stand-in unless
+``TTS_KIT_MODEL_DIR`` names another).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+
+# The driver: plain playwright-core against the system Chromium (no browser download).
+DRIVER_JS = r"""
+const { chromium } = require('playwright-core');
+const [url, outDir, userDataDir, exe, flagsJson, timeoutS] = process.argv.slice(2);
+const flags = JSON.parse(flagsJson);
+(async () => {
+  const result = { checks: {}, notes: [] };
+  const ctx = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: exe, headless: true, args: flags,
+    viewport: { width: 1400, height: 2200 },
+  });
+  const page = ctx.pages()[0] || await ctx.newPage();
+  page.on('pageerror', e => result.notes.push('pageerror: ' + String(e).slice(0, 200)));
+  const deadline = Date.now() + Number(timeoutS) * 1000;
+  try {
+    await page.goto(url, { waitUntil: 'domcontentloaded', timeout: 120000 });
+    await page.waitForSelector('.jp-Notebook .jp-Cell', { timeout: 120000 });
+    // JupyterLab runs with expose_app_in_browser: drive it through its command registry
+    // (menus move between versions; commands do not).
+    const kernelIdle = () => {
+      const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+      const k = w && w.sessionContext && w.sessionContext.session &&
+        w.sessionContext.session.kernel;
+      return !!k && k.status === 'idle';
+    };
+    await page.waitForFunction(kernelIdle, null, { timeout: 180000 });
+    await page.click('.jp-Notebook .jp-Cell');  // focus the notebook, not the file browser
+    await page.evaluate(() => window.jupyterapp.commands.execute('notebook:run-all-cells'));
+    result.notes.push('ran notebook:run-all-cells');
+    // Done when the kernel is idle again and every code cell has an execution count.
+    await page.waitForTimeout(3000);
+    while (Date.now() < deadline) {
+      const state = await page.evaluate((idleSrc) => {
+        const idle = eval(idleSrc)();
+        const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
+          .map(p => p.textContent.trim());
+        return { idle, prompts,
+                 done: prompts.length > 0 && prompts.every(p => /\[\d+\]/.test(p)) };
+      }, '(' + kernelIdle.toString() + ')');
+      if (state.done && state.idle) { result.prompts = state.prompts; break; }
+      result.last_prompts = state.prompts;
+      await page.waitForTimeout(1000);
+    }
+    await page.waitForTimeout(2000);  // let the last widget views render
+    const info = await page.evaluate(() => {
+      const text = document.body.innerText;
+      const player = document.querySelector('.tts-kit-player');
+      const audio = player && player.querySelector('audio');
+      const graph = document.querySelector('.tts-kit-memory-graph');
+      const img = graph && graph.querySelector('img');
+      return {
+        widget_errors: (text.match(/Error displaying widget/g) || []).length,
+        error_outputs: document.querySelectorAll(
+          '.jp-RenderedText[data-mime-type="application/vnd.jupyter.error"]').length,
+        player: !!player,
+        player_buttons: player ? player.querySelectorAll('button').length : 0,
+        audio: !!audio,
+        audio_src: audio ? (audio.src || '').slice(0, 16) : '',
+        audio_duration: audio ? audio.duration : null,
+        graph: !!graph,
+        graph_img_width: img ? img.naturalWidth : 0,
+        graph_status: graph ? graph.innerText.slice(0, 200) : '',
+        banner: text.includes('synthetic weights: the audio is noise; the costs are realistic'),
+      };
+    });
+    Object.assign(result, info);
+    result.checks = {
+      all_cells_ran: !!result.prompts,
+      no_widget_error: info.widget_errors === 0,
+      no_error_output: info.error_outputs === 0,
+      player_rendered: info.player && info.audio && info.audio_src.length > 0,
+      memory_graph_rendered: info.graph && info.graph_img_width > 0,
+    };
+    const player = await page.$('.tts-kit-player');
+    if (player) { await player.scrollIntoViewIfNeeded();
+      await player.screenshot({ path: outDir + '/player.png' }); }
+    const graph = await page.$('.tts-kit-memory-graph');
+    if (graph) { await graph.scrollIntoViewIfNeeded();
+      await graph.screenshot({ path: outDir + '/memory_graph.png' }); }
+    // A window shot from the model banner down: the player and the graph fit below it.
+    const top = await page.$('.tts-kit-banner') || player;
+    if (top) await top.evaluate(e => e.scrollIntoView({ block: 'start' }));
+    await page.waitForTimeout(500);
+    await page.screenshot({ path: outDir + '/jupyterlab.png' });
+  } catch (e) {
+    result.error = String(e).slice(0, 500);
+    try { await page.screenshot({ path: outDir + '/jupyterlab.png' }); } catch (_) {}
+  }
+  await ctx.close();
+  console.log(JSON.stringify(result));
+})();
+"""
+
+LAB_SETTINGS = {
+    # Render every cell (no virtual windowing), so off-screen outputs exist in the DOM.
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    # No news and update pop-ups over the screenshot (and no network for them).
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false", "checkForUpdates": False,
+    },
+}
+
+
+def _cache() -> Path:
+    base = os.environ.get("TTS_KIT_CACHE_DIR")
+    return (Path(base).expanduser() if base else Path.home() / ".cache" / "tts_kit") / \
+        "browser_check"
+
+
+def ensure_chromium() -> str:
+    """The Chromium binary; installs Debian's package when it is missing (needs root)."""
+    if Path(CHROMIUM).is_file():
+        return CHROMIUM
+    if shutil.which("apt-get") is None:
+        sys.exit(f"browser_check: {CHROMIUM} is missing; install Chromium and set $CHROMIUM")
+    print("browser_check: installing chromium (apt-get)", file=sys.stderr)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(["apt-get", "update"], check=True, env=env)
+    subprocess.run(["apt-get", "install", "-y", "chromium"], check=True, env=env)
+    return CHROMIUM
+
+
+def ensure_driver() -> Path:
+    """A directory with ``node_modules/playwright-core`` (npm install on first use)."""
+    d = _cache()
+    if not (d / "node_modules" / "playwright-core").is_dir():
+        if shutil.which("npm") is None:
+            sys.exit("browser_check: npm is missing; install Node.js 18+ and npm")
+        d.mkdir(parents=True, exist_ok=True)
+        print(f"browser_check: npm install playwright-core into {d}", file=sys.stderr)
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(d),
+                        "playwright-core@1"], check=True)
+    return d
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_http(url: str, timeout_s: float, proc: subprocess.Popen) -> None:
+    end = time.time() + timeout_s
+    while time.time() < end:
+        if proc.poll() is not None:
+            raise RuntimeError(f"JupyterLab exited with code {proc.returncode}; see jupyterlab.log")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError(f"JupyterLab did not answer at {url} within {timeout_s:.0f} s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the check; returns 0 when the player and the memory graph rendered."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=None, help="directory for screenshots (default: temp)")
+    ap.add_argument("--notebook", default="notebooks/00_quickstart.ipynb",
+                    help="notebook to open, relative to the repository root (a copy is served)")
+    ap.add_argument("--timeout", type=float, default=420, help="seconds for running all cells")
+    args = ap.parse_args(argv)
+    out = Path(args.out or tempfile.mkdtemp(prefix="tts-kit-browser-")).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    exe = ensure_chromium()
+    driver_dir = ensure_driver()
+    (driver_dir / "driver.js").write_text(DRIVER_JS, encoding="utf-8")
+
+    with tempfile.TemporaryDirectory(prefix="tts-kit-lab-") as tmp:
+        tmp_p = Path(tmp)
+        # Serve a copy: JupyterLab autosaves outputs into the notebook it has open, and
+        # the committed notebooks stay without outputs.
+        serve = tmp_p / "serve"
+        serve.mkdir()
+        nb_copy = serve / Path(args.notebook).name
+        shutil.copyfile(ROOT / args.notebook, nb_copy)
+        settings = tmp_p / "settings"
+        for name, value in LAB_SETTINGS.items():
+            f = settings / name
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_text(json.dumps(value), encoding="utf-8")
+        port, token = _free_port(), secrets.token_hex(16)
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+            "JUPYTERLAB_SETTINGS_DIR": str(settings),
+            "JUPYTERLAB_WORKSPACES_DIR": str(tmp_p / "workspaces"),
+            "JUPYTER_RUNTIME_DIR": str(tmp_p / "runtime"),
+        }
+        lab_log = open(out / "jupyterlab.log", "w", encoding="utf-8")  # noqa: SIM115
+        lab = subprocess.Popen(
+            [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1",
+             f"--port={port}", f"--IdentityProvider.token={token}",
+             f"--ServerApp.root_dir={serve}", "--ServerApp.open_browser=False",
+             "--LabApp.news_url=", "--LabApp.expose_app_in_browser=True",
+             # Containers often run as root; Jupyter refuses that unless told.
+             *(["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else [])],
+            cwd=serve, env=env, stdout=lab_log, stderr=subprocess.STDOUT,
+        )
+        try:
+            base = f"http://127.0.0.1:{port}"
+            _wait_http(f"{base}/api/status?token={token}", 120, lab)
+            url = f"{base}/lab/tree/{nb_copy.name}?token={token}&reset"
+            user_data = tmp_p / "chromium-profile"
+            user_data.mkdir()
+            t0 = time.time()
+            proc = subprocess.run(
+                ["node", str(driver_dir / "driver.js"), url, str(out), str(user_data), exe,
+                 json.dumps(CHROMIUM_FLAGS), str(args.timeout)],
+                cwd=driver_dir, capture_output=True, text=True, timeout=args.timeout + 300,
+            )
+            lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+            if not lines:
+                print(proc.stdout[-2000:], proc.stderr[-2000:], file=sys.stderr)
+                return 1
+            result = json.loads(lines[-1])
+            result["seconds"] = round(time.time() - t0, 1)
+            result["screenshots"] = sorted(str(p) for p in out.glob("*.png"))
+        finally:
+            # Shut the server (and with it the kernel) down; it is our own child.
+            lab.terminate()
+            try:
+                lab.wait(30)
+            except subprocess.TimeoutExpired:
+                lab.kill()
+            lab_log.close()
+    print(json.dumps(result, indent=2))
+    ok = bool(result.get("checks")) and all(result["checks"].values()) and "error" not in result
+    print("browser_check:", "PASS" if ok else "FAIL", file=sys.stderr)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""tts_kit.plots: every figure builds without widgets or pyplot and renders to PNG."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tts_kit import plots
+from tts_kit.measure import Measurement
+
+PNG = b"\x89PNG"
+
+
+def _labels(ax) -> list[str]:
+    return [t.get_text() for t in ax.texts]
+
+
+def test_memory_timeline_spans_events_and_budget():
+    m = Measurement(
+        status="ok",
+        timeline=[(0.0, 50.0), (1.2, 80.0), (1.4, 140.0), (1.6, 90.0), (1.8, 60.0)],
+        events=[(1.1, "load vocoder"), (1.3, "run vocoder"), (1.5, "release vocoder"),
+                (1.7, "custom phase")],
+        baseline_rss_mb=50.0,
+        peak_rss_mb=150.0,
+        mem_budget_mb=200.0,
+    )
+    fig = plots.memory_timeline(m)
+    ax = fig.axes[0]
+    assert "custom phase" in _labels(ax)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "budget 200 MB" in legend and "vocoder" in legend and "peak (HWM) 150 MB" in legend
+    # The y range leaves room for the budget line above every sample.
+    assert ax.get_ylim()[1] >= 200
+    # Shaded spans: load (hatched) and run of the vocoder, a dotted line at its release.
+    spans = [p for p in ax.patches if p.get_hatch() or p.get_alpha()]
+    assert len(spans) >= 2 and any(p.get_hatch() for p in spans)
+    # The time axis starts just before the first event, not at the spawn.
+    assert 0.9 < ax.get_xlim()[0] < 1.1
+    assert plots.memory_timeline(m, zoom=False).axes[0].get_xlim()[0] == 0.0
+    # A budget far above the data is named, not drawn (the curve keeps its shape).
+    far = plots.memory_timeline(m, budget_mb=4000).axes[0]
+    assert far.get_ylim()[1] < 400
+    assert "budget 4000 MB (off the scale)" in [t.get_text() for t in far.get_legend().get_texts()]
+    assert fig._repr_png_()[:4] == PNG
+
+
+def test_event_spans_run_to_the_next_mark():
+    spans = plots.event_spans(
+        [(1.0, "run text_encoder"), (0.0, "load text_encoder"), (2.0, "other")], 3.0
+    )
+    assert spans == [(0.0, 1.0, "load", "text_encoder"), (1.0, 2.0, "run", "text_encoder")]
+
+
+def test_stage_times_single_and_grouped():
+    t = {"text": 0.001, "duration_predictor": 0.002, "vector_estimator": 0.05, "total": 0.06}
+    fig = plots.stage_times(t)
+    ax = fig.axes[0]
+    assert [x.get_text() for x in ax.get_yticklabels()] == [
+        "text", "duration_predictor", "vector_estimator"
+    ]
+    assert "total 60 ms" in ax.get_title()
+    widths = sorted(round(p.get_width(), 3) for p in ax.patches)
+    assert widths == [1.0, 2.0, 50.0]
+    grouped = plots.stage_times({"fp32": t, "fp16": {**t, "vector_estimator": 0.04}})
+    assert len(grouped.axes[0].patches) == 6
+    assert plots.figure_png(grouped)[:4] == PNG
+
+
+def test_pareto_front_and_recommendation():
+    recs = [
+        {"preset": "a", "cpus": 1, "status": "ok", "peak_rss_mb": 100, "p50_ms": 10},
+        {"preset": "b", "cpus": 1, "status": "ok", "peak_rss_mb": 120, "p50_ms": 12},
+        {"preset": "c", "cpus": 2, "status": "ok", "peak_rss_mb": 150, "p50_ms": 5},
+        {"preset": "d", "cpus": 1, "status": "oom", "peak_rss_mb": None, "p50_ms": None},
+    ]
+    assert plots.pareto_front(recs) == [0, 2]
+    fig = plots.pareto(recs, recommended=recs[0], budget_mb=130)
+    ax = fig.axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert {"a", "b", "c", "Pareto front", "recommended", "budget 130 MB", "2 vCPU"} <= set(legend)
+    assert "d@1 (oom)" in ax.get_title()
+    assert "a @ 1 vCPU" in _labels(ax)
+
+
+def test_pareto_uses_the_records_flags_when_given():
+    recs = [
+        {"preset": "a", "cpus": 1, "status": "ok", "peak_rss_mb": 100, "p50_ms": 10,
+         "pareto": False},
+        {"preset": "b", "cpus": 1, "status": "ok", "peak_rss_mb": 120, "p50_ms": 12,
+         "pareto": True},
+    ]
+    ax = plots.pareto(recs).axes[0]
+    (line,) = [ln for ln in ax.lines if ln.get_label() == "Pareto front"]
+    assert list(line.get_xdata()) == [120]
+
+
+def test_stage_costs_shows_measured_split_beside_the_article():
+    costs = {
+        "duration_predictor": {"load_mb": 5.0, "run_mb": 1.0},
+        "vector_estimator": {"load_mb": 60.0, "run_mb": 30.0},
+        "vocoder": 20.0,
+    }
+    fig = plots.stage_costs(costs, runtime_mb=40.0)
+    ax, ax2 = fig.axes
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "duration_predictor", "vector_estimator", "vocoder"
+    ]
+    assert [t.get_text() for t in ax2.get_yticklabels()] == ["measured", "article (claimed)"]
+    texts = _labels(ax2)
+    # 65+31+20 = 116 MB of sessions, 40 MB runtime: 85 MB load of 156 -> 54 %.
+    assert any(t.endswith("54%") and t.startswith("weights") for t in texts)
+    assert "weights\n40%" in texts
+    no_article = plots.stage_costs(costs, article_split=None)
+    assert len(no_article.axes[1].get_yticklabels()) == 1
+
+
+def test_stage_costs_takes_what_paged_measures():
+    from tts_kit.paged import StageCost, StageCosts
+
+    measured = StageCosts(
+        {"vocoder": StageCost("vocoder", 10.0, 12.0, 14.0, 6.0, 0.5, 0.1, 0.2)}, runtime_mb=42.0
+    )
+    fig = plots.stage_costs(measured)
+    texts = _labels(fig.axes[1])
+    # 12 load + 6 run + 42 runtime = 60: the runtime share is 70 %.
+    assert "runtime (imports)\n70%" in texts
+    assert "weights\n40%" in texts  # the claimed split recorded by tts_kit.paged
+
+
+def test_ab_compare_two_columns():
+    sr = 44100
+    a = np.sin(np.linspace(0, 3000, sr)).astype(np.float32)
+    fig = plots.ab_compare((a, sr), (0.5 * a[: sr // 2], sr), labels=("FP32", "FP16"),
+                           title="A/B")
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles[:2] == ["FP32: 1.00 s", "FP16: 0.50 s"]
+    assert fig._repr_png_()[:4] == PNG
+
+
+@pytest.mark.parametrize("fn", [plots.memory_timeline, plots.stage_times])
+def test_redraw_into_an_existing_figure(fn):
+    arg = [(0, 1.0), (1, 2.0)] if fn is plots.memory_timeline else {"vocoder": 0.01}
+    fig = fn(arg)
+    again = fn(arg, fig=fig)
+    assert again is fig and len(fig.axes) == 1

@@ -1,0 +1,205 @@
+"""tts_kit.report: sweep specs, the schema, noise and reruns; `tts-kit report` end to end."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import re
+
+import pytest
+
+from tts_kit import report
+from tts_kit.report import (
+    Noise,
+    ReportError,
+    SweepSpec,
+    TuningReport,
+    compare_reports,
+    validate_report,
+)
+
+SHA = {s: "0" * 64 for s in ("duration_predictor", "text_encoder", "vector_estimator", "vocoder")}
+
+
+def _rec(preset: str, p50: float, peak: float, cpus: int = 1, status: str = "ok", **kw) -> dict:
+    rec = {"preset": preset, "cpus": cpus, "loading": "resident", "steps": 2, "status": status,
+           "load_s": 0.2, "idle_rss_mb": peak - 20, "peak_rss_mb": peak, "first_ms": p50 * 2,
+           "p50_ms": p50, "p95_ms": p50 * 1.05, "rtf": p50 / 1000, "cpu_percent": 100.0}
+    rec.update(kw)
+    return rec
+
+
+def _report(records: list[dict], recommended: dict | None, budget: float = 500) -> TuningReport:
+    return TuningReport(
+        spec=SweepSpec(presets=sorted({r["preset"] for r in records}), cpus=[1],
+                       loadings=["resident"], steps=[2], repeats=2, mem_budget_mb=budget),
+        records=records,
+        recommended=recommended,
+        reason="lowest p50 within the budget" if recommended else "nothing fits",
+        environment=report.environment(),
+        model={"path": "/nowhere", "standin": {"scale": "tiny"}, "params": 1, "sha256": SHA},
+        presets={r["preset"]: {"name": r["preset"]} for r in records},
+        created="2026-01-01T00:00:00+00:00",
+    )
+
+
+def test_sweep_spec_round_trip_and_errors(tmp_path):
+    spec = SweepSpec.quick()
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec.to_dict()))
+    assert SweepSpec.load(path) == spec
+    assert SweepSpec.load(None).presets == SweepSpec().presets
+    with pytest.raises(ValueError, match="unknown key.*preset\\b"):
+        SweepSpec.from_dict({"preset": ["lean"]})
+    with pytest.raises(ValueError, match="'cpus' must be a non-empty list"):
+        SweepSpec.from_dict({"cpus": []})
+    with pytest.raises(ValueError, match="no such file"):
+        SweepSpec.load(tmp_path / "missing.json")
+    assert max(SweepSpec(cpus=[1, 4096]).effective().cpus) < 4096
+
+
+def test_environment_fingerprint_fields():
+    env = report.environment()
+    assert env["cpu_count"] >= 1 and env["cpus_available"] >= 1
+    assert "CPUExecutionProvider" in env["providers"]
+    assert re.match(r"\d+\.\d+", env["onnxruntime"]) and re.match(r"\d+\.\d+", env["numpy"])
+
+
+def test_schema_accepts_a_report_and_rejects_damage():
+    rep = _report([_rec("a", 10, 100)], None)
+    data = rep.to_dict()
+    validate_report(data)
+    assert TuningReport.from_dict(data).records == rep.records
+    bad = copy.deepcopy(data)
+    del bad["environment"]["cpu_model"]
+    with pytest.raises(ReportError, match="environment: 'cpu_model' is a required property"):
+        validate_report(bad)
+    bad = copy.deepcopy(data)
+    bad["records"][0]["status"] = "fine"
+    with pytest.raises(ReportError, match="records/0/status"):
+        validate_report(bad)
+    bad = copy.deepcopy(data)
+    bad["model"]["sha256"]["vocoder"] = "xyz"
+    with pytest.raises(ReportError, match="model/sha256/vocoder"):
+        validate_report(bad)
+
+
+def test_nan_becomes_null_and_timelines_stay_out_of_records():
+    rec = _rec("a", 10, 100, first_ms=float("nan"), timeline=[[0, 1]])
+    data = _report([rec], None).to_dict()
+    assert data["records"][0]["first_ms"] is None and "timeline" not in data["records"][0]
+    json.dumps(data, allow_nan=False)
+
+
+def test_noise_thresholds():
+    n = Noise()
+    old = _rec("a", 100, 400)
+    assert n.threshold("peak_rss_mb", old, old) == pytest.approx(40)
+    assert n.threshold("idle_rss_mb", _rec("a", 1, 30), {}) == pytest.approx(8)
+    assert n.threshold("p50_ms", old, old) == pytest.approx(25)
+    # A trial whose repeats spread widely has a wider noise band.
+    wide = _rec("a", 100, 400, p95_ms=180)
+    assert n.threshold("p50_ms", old, wide) == pytest.approx(80)
+    assert n.threshold("p50_ms", _rec("a", 1.0, 50), {}) == pytest.approx(2.0)
+    # A trial that got a third of a core could have run three times faster alone.
+    starved = _rec("a", 100, 400, cpu_percent=100 / 3)
+    assert n.starvation(starved) == pytest.approx(2.0)
+    assert n.threshold("p50_ms", old, starved) == pytest.approx(100 * (0.05 + 2.0))
+    assert n.threshold("peak_rss_mb", old, starved) == pytest.approx(40)  # memory: no
+
+
+def test_contention_is_noted_and_widens_what_counts_as_a_move():
+    old = _report([_rec("a", 10.0, 100), _rec("b", 12.0, 100)], _rec("a", 10.0, 100))
+    busy = _report([_rec("a", 30.0, 100, cpu_percent=30), _rec("b", 20.0, 100, cpu_percent=30)],
+                   _rec("b", 20.0, 100, cpu_percent=30))
+    v = compare_reports(old, busy)
+    assert not any(m.metric == "p50_ms" for m in v.moved)
+    assert v.holds and "within noise" in v.verdict
+    assert any("got only 30-30 % of a core" in c for c in v.contention)
+    assert "note: in this run" in v.summary()
+
+
+def test_compare_flags_moves_beyond_noise_only():
+    old = _report([_rec("a", 10, 100), _rec("b", 20, 90)], _rec("a", 10, 100))
+    new = _report([_rec("a", 11, 104), _rec("b", 40, 140)], _rec("a", 11, 104))
+    v = compare_reports(old, new)
+    moved = {(m.key[0], m.metric) for m in v.moved}
+    assert ("b", "p50_ms") in moved and ("b", "peak_rss_mb") in moved
+    assert not any(k == "a" for k, _ in moved)
+    assert v.holds and "same configuration" in v.verdict
+    assert "recommendation holds" in v.summary()
+
+
+def test_recommendation_holds_within_noise_and_fails_beyond():
+    old = _report([_rec("a", 10.0, 100), _rec("b", 10.5, 100)], _rec("a", 10.0, 100))
+    near = _report([_rec("a", 10.4, 100), _rec("b", 10.1, 100)], _rec("b", 10.1, 100))
+    v = compare_reports(old, near)
+    assert v.holds and "within noise" in v.verdict
+    far = _report([_rec("a", 30.0, 100), _rec("b", 10.1, 100)], _rec("b", 10.1, 100))
+    v = compare_reports(old, far)
+    assert not v.holds and "slower" in v.verdict
+    assert "recommendation does NOT hold" in v.summary()
+    oom = _report([_rec("a", 10.0, 100, status="oom"), _rec("b", 10.1, 100)],
+                  _rec("b", 10.1, 100))
+    v = compare_reports(old, oom)
+    assert not v.holds and any(m.metric == "status" for m in v.moved)
+
+
+# -- end to end: the CLI on the tiny stand-in ----------------------------------------
+
+
+def _b64_payloads(html: str, mime: str) -> list[bytes]:
+    return [base64.b64decode(m) for m in re.findall(rf"data:{mime};base64,([A-Za-z0-9+/=]+)", html)]
+
+
+@pytest.mark.notebook
+def test_cli_report_and_rerun_on_the_tiny_standin(tiny_bundle_dir, tmp_path, capsys,
+                                                  monkeypatch):
+    pytest.importorskip("papermill")
+    from tts_kit.cli import main
+
+    spec = tmp_path / "quick.json"
+    spec.write_text(json.dumps(SweepSpec.quick().to_dict()))
+    out = tmp_path / "report"
+    rc = main(["report", "--model", str(tiny_bundle_dir), "--sweep", str(spec), "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert rc == 0, printed
+    for name in ("report.html", "report.json", "report.ipynb"):
+        assert (out / name).is_file() and f"wrote {out / name}" in printed
+    html = (out / "report.html").read_text()
+    pngs = _b64_payloads(html, "image/png")
+    wavs = _b64_payloads(html, "audio/wav")
+    assert pngs and all(p[:4] == b"\x89PNG" for p in pngs)
+    assert wavs and wavs[0][:4] == b"RIFF"
+    assert "synthetic weights: the audio is noise; the costs are realistic" in html
+    assert "Error displaying widget" not in html and "Traceback" not in html
+    assert not re.search(r"<script[^>]+src=\"https?://", html), "the page must stand alone"
+
+    data = json.loads((out / "report.json").read_text())
+    validate_report(data)
+    assert data["model"]["sha256"]["vocoder"] == report.Bundle(tiny_bundle_dir).sha256("vocoder")
+    assert {r["preset"] for r in data["records"]} == {"supertonic-default", "low-memory"}
+    assert all(r["status"] == "ok" for r in data["records"])
+    assert data["recommendation"]["record"] is not None
+    assert data["extras"]["recommended_trial"]["status"] == "ok"
+
+    rc = main(["report", "--rerun", str(out / "report.json")])
+    printed = capsys.readouterr().out
+    assert rc == 0
+    assert "recommendation holds" in printed, printed
+    assert "figures compared" in printed
+
+
+def test_bad_inputs_fail_in_one_line_before_any_kernel(tmp_path):
+    from tts_kit import BundleError
+
+    with pytest.raises(BundleError, match="not a directory"):
+        report.make_report(tmp_path / "out", model=tmp_path / "no-model")
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ReportError, match="no such report"):
+        TuningReport.load(tmp_path / "missing.json")
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(ReportError, match="not valid JSON"):
+        report.rerun_report(tmp_path / "bad.json")
+    assert report.report_notebook().name == "05_tuning_report.ipynb"

@@ -1,0 +1,118 @@
+"""tts_kit.widgets: players, playground, live memory graph and tuner on the tiny stand-in."""
+
+from __future__ import annotations
+
+import base64
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ipywidgets")
+
+from tts_kit import Bundle, Engine, widgets  # noqa: E402
+from tts_kit.measure import Measurement, run_isolated  # noqa: E402
+
+MB = 1024 * 1024
+
+
+def hold_memory(mb: int, seconds: float) -> int:
+    """Child function (module level: a spawned process imports it by name)."""
+    a = np.ones(mb * MB // 8)
+    time.sleep(seconds)
+    return int(a.nbytes // MB)
+
+
+@pytest.fixture(scope="module")
+def engine(tiny_bundle_dir):
+    return Engine(Bundle(tiny_bundle_dir))
+
+
+def test_banner_names_the_standin(tiny_bundle_dir):
+    html = widgets.banner(Bundle(tiny_bundle_dir), "stand-in (tiny)").data
+    assert widgets.STANDIN_BANNER in html and "stand-in (tiny)" in html
+
+
+def test_player_synthesises_into_an_in_memory_wav(engine):
+    p = widgets.Player(engine, text="Hello there.", steps=2, seed=0)
+    assert p.result is not None and p.result.duration_s > 0
+    assert p.audio.value[:4] == b"RIFF" and p.audio.value[8:12] == b"WAVE"
+    assert "RTF" in p.info.value and "vector_estimator" in p.info.value
+    first = p.audio.value
+    p.steps.value = 3
+    p.speed.value = 1.5
+    faster = p.synthesize()
+    assert faster.duration_s < p.result.duration_s * 1.01 and p.audio.value != first
+
+
+def test_player_shows_bad_input_instead_of_raising(engine):
+    p = widgets.Player(engine, text="   ", run=True)
+    assert p.result is None and "empty" in p.info.value and not p.button.disabled
+
+
+def test_ab_player_has_two_players_and_a_figure(engine):
+    a = engine.synthesize("One two.", steps=2, seed=0)
+    b = engine.synthesize("One two.", steps=2, seed=1)
+    ab = widgets.ABPlayer(a, b, labels=("seed 0", "seed 1"))
+    top = ab.children[0].children
+    assert len(top) == 2 and all(panel.children[1].value[:4] == b"RIFF" for panel in top)
+    assert ab.image.value[:4] == b"\x89PNG"
+
+
+def test_normalization_playground_updates_live(tiny_bundle_dir):
+    pytest.importorskip("tts_kit.text", reason="tts_kit.text not built yet")
+    pg = widgets.NormalizationPlayground("사과 3개", lang="ko", bundle=Bundle(tiny_bundle_dir))
+    assert "3" not in pg.normalized and pg.steps
+    pg.input.value = "It costs $5 at 10:30."
+    pg.lang.value = "en"
+    assert not any(ch.isdigit() for ch in pg.normalized)
+    assert "after" in pg.output.value and pg.chunks and pg.unsupported == []
+    pg.input.value = ""
+    assert "type some text" in pg.output.value
+
+
+def test_live_memory_graph_samples_the_child_while_it_runs():
+    graph = widgets.LiveMemoryGraph(budget_mb=2000, title="alloc", interval_s=0.1)
+    m = graph.watch(run_isolated, hold_memory, 120, 1.0, sample_ms=20)
+    assert isinstance(m, Measurement) and m.status == "ok" and m.result == 120
+    # Live samples came from the child, and saw its allocation before it ended.
+    assert len(graph.live_samples) >= 5
+    assert max(r for _, r in graph.live_samples) > min(r for _, r in graph.live_samples) + 80
+    assert graph.image.value[:4] == b"\x89PNG" and "status <b>ok</b>" in graph.status.value
+    # The final drawing is the harness's timeline (with its budget line), not the live one.
+    legend = [t.get_text() for t in graph.figure().axes[0].get_legend().get_texts()]
+    assert any(t.startswith("budget 2000 MB") for t in legend)
+
+
+def test_live_memory_graph_reraises_the_callers_error():
+    graph = widgets.LiveMemoryGraph()
+    with pytest.raises(TypeError, match="lambdas"):
+        graph.watch(run_isolated, lambda: 1)
+    assert "TypeError" in graph.status.value
+
+
+def test_session_tuner_runs_one_isolated_trial(tiny_bundle_dir):
+    pytest.importorskip("tts_kit.tune", reason="tts_kit.tune not built yet")
+    tuner = widgets.SessionTuner(Bundle(tiny_bundle_dir), steps=2, repeats=2)
+    tuner.preset.value = "low-memory"
+    tuner.cpus.value = 1
+    tuner.threads.value = 1
+    assert "enable_cpu_mem_arena" in tuner.explain.value
+    rec = tuner.run()
+    assert rec["status"] == "ok" and rec["cpus"] == 1
+    assert rec["preset"].startswith("low-memory")
+    assert rec["peak_rss_mb"] > 0 and rec["p50_ms"] > 0
+    assert "low-memory" in tuner.table.value and tuner.graph.live_samples
+
+
+def test_widgets_carry_a_static_fallback_for_pages_without_widgets(engine):
+    p = widgets.Player(engine, text="Hello.", steps=2, seed=0)
+    bundle = p._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert "data:audio/wav;base64," in bundle["text/html"] and "RTF" in bundle["text/html"]
+    r = p.result
+    # A (wav, sample_rate) pair works as well as a result.
+    ab = widgets.ABPlayer(r, (r.wav * 0.5, r.sample_rate))._repr_mimebundle_()
+    assert base64.b64decode(ab["image/png"])[:4] == b"\x89PNG"
+    assert ab["text/html"].count("data:audio/wav;base64,") == 2
+    assert "data:image/png;base64," in ab["text/html"]

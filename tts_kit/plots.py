@@ -1,0 +1,526 @@
+"""Plain matplotlib figures for measurements: memory timelines, stage times, Pareto, A/B.
+
+Every function returns a `matplotlib.figure.Figure` built without ``pyplot`` (no global
+state, safe from threads, no duplicate display in notebooks). The figures carry a PNG
+representation, so a notebook cell that ends with one shows it, a report embeds it
+as ``data:image/png;base64`` and a script can call ``fig.savefig(path)``. Widgets
+(`tts_kit.widgets`) draw with these same functions.
+
+Example:
+    >>> from tts_kit import plots
+    >>> fig = plots.memory_timeline([(0.0, 100.0), (0.5, 180.0), (1.0, 120.0)],
+    ...                             events=[(0.1, "load vocoder"), (0.4, "run vocoder")],
+    ...                             budget_mb=200)
+    >>> len(fig.axes)
+    1
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from . import contract
+
+#: One colour per pipeline stage (and for text processing), reused by every figure.
+STAGE_COLORS: dict[str, str] = {
+    "text": "#9e9e9e",
+    "duration_predictor": "#1f77b4",
+    "text_encoder": "#2ca02c",
+    "vector_estimator": "#d62728",
+    "vocoder": "#9467bd",
+}
+_SHORT = {
+    "duration_predictor": "DP",
+    "text_encoder": "TE",
+    "vector_estimator": "VE",
+    "vocoder": "voc",
+    "text": "text",
+}
+_VERBS = ("load", "run", "release")
+
+
+class ReportFigure(Figure):
+    """A `Figure` that shows itself as PNG in Jupyter even without the inline backend."""
+
+    def _repr_png_(self) -> bytes:
+        return figure_png(self)
+
+
+def figure_png(fig: Figure, dpi: int = 100) -> bytes:
+    """Render a figure to PNG bytes (Agg, no display needed).
+
+    Example:
+        >>> figure_png(memory_timeline([(0, 1), (1, 2)]))[:4]
+        b'\\x89PNG'
+    """
+    if not isinstance(fig.canvas, FigureCanvasAgg):
+        FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def _figure(width: float = 8.0, height: float = 3.5, **kw: Any) -> ReportFigure:
+    fig = ReportFigure(figsize=(width, height), layout="constrained", **kw)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _stage_of(event: str) -> tuple[str | None, str]:
+    verb, _, rest = event.partition(" ")
+    return (verb, rest) if verb in _VERBS and rest else (None, event)
+
+
+def event_spans(
+    events: Iterable[tuple[float, str]], end_s: float
+) -> list[tuple[float, float, str, str]]:
+    """Turn ``(t, "load vocoder")`` marks into ``(start, end, verb, stage)`` spans.
+
+    A span lasts until the next event (or ``end_s``): the engine marks where each load,
+    run and release starts, and the next mark is where the work moved on.
+
+    Example:
+        >>> event_spans([(0.0, "load vocoder"), (1.0, "run vocoder")], 1.5)
+        [(0.0, 1.0, 'load', 'vocoder'), (1.0, 1.5, 'run', 'vocoder')]
+    """
+    evs = sorted((float(t), str(n)) for t, n in events)
+    spans = []
+    for i, (t, name) in enumerate(evs):
+        verb, stage = _stage_of(name)
+        if verb is None:
+            continue
+        nxt = evs[i + 1][0] if i + 1 < len(evs) else max(end_s, t)
+        spans.append((t, nxt, verb, stage))
+    return spans
+
+
+def memory_timeline(
+    timeline: Any,
+    events: Iterable[tuple[float, str]] | None = None,
+    budget_mb: float | None = None,
+    baseline_mb: float | None = None,
+    peak_mb: float | None = None,
+    title: str | None = None,
+    fig: Figure | None = None,
+    zoom: bool = True,
+) -> Figure:
+    """RSS over time with the stage events shaded and annotated, and the budget line.
+
+    Args:
+        timeline: ``[(t_s, rss_mb), ...]``, or a `tts_kit.measure.Measurement` (or its
+            dict) whose ``timeline``, ``events``, ``baseline_rss_mb``, ``peak_rss_mb``
+            and ``mem_budget_mb`` are used unless given here.
+        events: ``[(t_s, name), ...]``; ``load X`` / ``run X`` / ``release X`` become
+            shaded spans coloured by stage, any other name a labelled vertical line.
+        budget_mb: draws a red dashed budget line.
+        baseline_mb: draws the RSS after imports (what the work started from).
+        peak_mb: the kernel's high-water mark (can exceed every sample of a short spike).
+        title: figure title.
+        fig: draw into this figure (cleared first) instead of a new one.
+        zoom: start the time axis just before the first event (the spawn and imports
+            before it are a flat line); False: from the process start.
+
+    Example:
+        >>> fig = memory_timeline([(0, 50), (1, 60)], budget_mb=100, title="demo")
+        >>> fig.axes[0].get_ylabel()
+        'RSS (MB)'
+    """
+    if not isinstance(timeline, (list, tuple, np.ndarray)):
+        m = timeline
+        timeline = _get(m, "timeline", []) or []
+        events = _get(m, "events", []) if events is None else events
+        budget_mb = _get(m, "mem_budget_mb") if budget_mb is None else budget_mb
+        baseline_mb = _get(m, "baseline_rss_mb") if baseline_mb is None else baseline_mb
+        peak_mb = _get(m, "peak_rss_mb") if peak_mb is None else peak_mb
+        if title is None and _get(m, "status") not in (None, "ok"):
+            title = f"status: {_get(m, 'status')} {_get(m, 'error', '')}".strip()
+    events = list(events or [])
+    if fig is None:
+        fig = _figure(9, 3.6)
+    else:
+        fig.clear()
+    ax = fig.add_subplot()
+    ts = np.asarray([p[0] for p in timeline], float)
+    rss = np.asarray([p[1] for p in timeline], float)
+    end = float(ts.max()) if ts.size else max((t for t, _ in events), default=1.0)
+    # Start where the work starts: spawning and imports are the flat line before it,
+    # and they would squeeze the stages into a sliver at the right.
+    t_first = min((t for t, _ in events), default=0.0)
+    x0 = max(0.0, t_first - 0.15 * max(end - t_first, 1e-3)) if zoom and events else 0.0
+    for start, stop, verb, stage in event_spans(events, end):
+        color = STAGE_COLORS.get(stage, "#ff7f0e")
+        if verb == "release":
+            ax.axvline(start, color=color, ls=":", lw=1.2)
+            continue
+        ax.axvspan(start, stop, facecolor=color, alpha=0.15 if verb == "load" else 0.32, lw=0,
+                   hatch="///" if verb == "load" else None, edgecolor=color)
+    others = [(t, n) for t, n in events if _stage_of(n)[0] is None]
+    for i, (t, name) in enumerate(others):
+        ax.axvline(t, color="#555", ls="--", lw=0.8)
+        # Stagger the labels over three heights so neighbours do not overprint; near the
+        # right edge they grow leftwards, so they stay inside the axes.
+        right = (t - x0) > 0.7 * max(end - x0, 1e-9)
+        ax.annotate(name, (t, 0.97 - 0.1 * (i % 3)), xycoords=("data", "axes fraction"),
+                    va="top", ha="right" if right else "left", fontsize=7, color="#333",
+                    xytext=(-2 if right else 2, 0), textcoords="offset points")
+    if ts.size:
+        ax.plot(ts, rss, color="black", lw=1.4, label="RSS (sampled)")
+    if baseline_mb is not None and not _nan(baseline_mb):
+        ax.axhline(baseline_mb, color="#777", ls="-.", lw=1,
+                   label=f"after imports {baseline_mb:.0f} MB")
+    if peak_mb is not None and not _nan(peak_mb):
+        ax.axhline(peak_mb, color="black", ls=":", lw=1, label=f"peak (HWM) {peak_mb:.0f} MB")
+    data_top = max([v for v in (*rss.tolist(), peak_mb, baseline_mb)
+                    if v is not None and not _nan(v)], default=1.0)
+    top = data_top * 1.15
+    if budget_mb:
+        if budget_mb <= data_top * 2.5:
+            ax.axhline(budget_mb, color="red", ls="--", lw=1.5,
+                       label=f"budget {budget_mb:.0f} MB")
+            top = max(top, budget_mb * 1.08)
+        else:
+            # Far above the data: name it instead of flattening the curve to the floor.
+            ax.plot([], [], color="red", ls="--", lw=1.5,
+                    label=f"budget {budget_mb:.0f} MB (off the scale)")
+    # One legend entry per stage that appears, and what the shading means.
+    stages = [s for s in STAGE_COLORS if any(_stage_of(n)[1] == s for _, n in events)]
+    for s in stages:
+        ax.fill_between([], [], color=STAGE_COLORS[s], alpha=0.4, label=s)
+    if stages:
+        ax.fill_between([], [], facecolor="white", edgecolor="#555", hatch="///",
+                        label="hatched: load; solid: run; dotted: release")
+    ax.set_xlabel("time since the process started (s)")
+    ax.set_ylabel("RSS (MB)")
+    ax.set_ylim(0, top)
+    ax.set_xlim(x0, end if end > x0 else x0 + 1)
+    ax.grid(alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+    if title:
+        ax.set_title(title, fontsize=10)
+    return fig
+
+
+def _nan(v: Any) -> bool:
+    return isinstance(v, float) and math.isnan(v)
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _timings_of(obj: Any) -> dict[str, float]:
+    t = _get(obj, "timings", obj)
+    return {k: float(v) for k, v in dict(t).items()}
+
+
+def stage_times(
+    results: Any, title: str | None = "time per stage", fig: Figure | None = None
+) -> Figure:
+    """Per-stage wall time as horizontal bars (ms); several results side by side.
+
+    Args:
+        results: a `SynthesisResult`, a ``timings`` dict (seconds per stage), or a
+            mapping ``label -> result or timings`` for grouped bars.
+
+    Example:
+        >>> fig = stage_times({"text": 0.001, "vocoder": 0.02, "total": 0.03})
+        >>> fig.axes[0].get_xlabel()
+        'milliseconds'
+    """
+    if isinstance(results, Mapping) and results and all(
+        not isinstance(v, (int, float)) for v in results.values()
+    ):
+        groups = {str(k): _timings_of(v) for k, v in results.items()}
+    else:
+        groups = {"": _timings_of(results)}
+    order = ["text", *contract.STAGES]
+    stages = [s for s in order if any(s in g for g in groups.values())]
+    if fig is None:
+        fig = _figure(7, 0.5 + 0.45 * len(stages) * max(1, len(groups)) ** 0.5)
+    else:
+        fig.clear()
+    ax = fig.add_subplot()
+    n = len(groups)
+    height = 0.8 / n
+    for gi, (label, timings) in enumerate(groups.items()):
+        ys = np.arange(len(stages)) + gi * height - 0.4 + height / 2
+        ms = [timings.get(s, 0.0) * 1000 for s in stages]
+        colors = [STAGE_COLORS.get(s, "#777") for s in stages]
+        bars = ax.barh(ys, ms, height=height * 0.9, color=colors,
+                       alpha=1.0 - 0.5 * gi / max(n, 1), label=label or None)
+        for bar, v in zip(bars, ms):
+            ax.annotate(f"{v:.1f}", (bar.get_width(), bar.get_y() + bar.get_height() / 2),
+                        xytext=(3, 0), textcoords="offset points", va="center", fontsize=7)
+        if label:
+            for y in ys:
+                ax.annotate(label, (0, y), xytext=(-2, 0), textcoords="offset points",
+                            ha="right", va="center", fontsize=6, color="#555")
+    ax.set_yticks(np.arange(len(stages)), stages)
+    ax.invert_yaxis()
+    ax.set_xlabel("milliseconds")
+    total = [g.get("total") for g in groups.values() if g.get("total")]
+    if title:
+        suffix = "" if not total else "  (total " + ", ".join(f"{t * 1000:.0f}" for t in total)
+        ax.set_title(title + (suffix + " ms)" if suffix else ""), fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def _key(rec: Mapping[str, Any]) -> tuple:
+    return tuple(rec.get(k) for k in ("preset", "cpus", "loading", "steps", "batch"))
+
+
+def pareto_front(
+    records: Sequence[Mapping[str, Any]], x: str = "peak_rss_mb", y: str = "p50_ms"
+) -> list[int]:
+    """Indices of the records no other record beats on both ``x`` and ``y`` (lower is better).
+
+    Example:
+        >>> pareto_front([{"peak_rss_mb": 1, "p50_ms": 5}, {"peak_rss_mb": 2, "p50_ms": 6},
+        ...               {"peak_rss_mb": 3, "p50_ms": 1}])
+        [0, 2]
+    """
+    pts = [(i, r[x], r[y]) for i, r in enumerate(records)
+           if r.get("status", "ok") == "ok" and r.get(x) is not None and r.get(y) is not None]
+    front = []
+    for i, xi, yi in pts:
+        dominated = any((xj <= xi and yj <= yi) and (xj < xi or yj < yi) for _, xj, yj in pts)
+        if not dominated:
+            front.append(i)
+    return front
+
+
+def pareto(
+    records: Sequence[Mapping[str, Any]],
+    recommended: Mapping[str, Any] | None = None,
+    budget_mb: float | None = None,
+    x: str = "peak_rss_mb",
+    y: str = "p50_ms",
+    title: str | None = "latency against peak memory",
+    fig: Figure | None = None,
+) -> Figure:
+    """Latency vs peak RSS for every trial, the Pareto front, the budget and the pick.
+
+    Records use the keys of `tts_kit.tune.trial` (``preset``, ``cpus``, ``status``,
+    ``peak_rss_mb``, ``p50_ms`` ...). A record's ``pareto`` flag is used when present,
+    else the front is computed here. Trials that did not finish are listed in the title.
+
+    Example:
+        >>> recs = [{"preset": "a", "cpus": 1, "status": "ok", "peak_rss_mb": 100, "p50_ms": 9},
+        ...         {"preset": "b", "cpus": 1, "status": "ok", "peak_rss_mb": 90, "p50_ms": 12}]
+        >>> len(pareto(recs, recommended=recs[0], budget_mb=120).axes)
+        1
+    """
+    records = list(records)
+    if fig is None:
+        fig = _figure(8, 4.2)
+    else:
+        fig.clear()
+    ax = fig.add_subplot()
+    ok = [r for r in records if r.get("status", "ok") == "ok" and r.get(x) is not None]
+    if any("pareto" in r for r in records):
+        front_idx = [i for i, r in enumerate(records) if r.get("pareto") and r in ok]
+    else:
+        front_idx = pareto_front(records, x, y)
+    presets = sorted({str(r.get("preset")) for r in ok})
+    cmap = {p: f"C{i % 10}" for i, p in enumerate(presets)}
+    cpu_markers = {1: "o", 2: "s", 4: "^", 8: "D"}
+    for r in ok:
+        ax.scatter(r[x], r[y], color=cmap[str(r.get("preset"))],
+                   marker=cpu_markers.get(r.get("cpus"), "P"), s=40, alpha=0.85, zorder=3)
+    for p in presets:
+        ax.scatter([], [], color=cmap[p], marker="o", label=p)
+    for c in sorted({r.get("cpus") for r in ok if r.get("cpus") is not None}):
+        ax.scatter([], [], color="#777", marker=cpu_markers.get(c, "P"), label=f"{c} vCPU")
+    front = sorted((records[i] for i in front_idx), key=lambda r: r[x])
+    if front:
+        ax.step([r[x] for r in front], [r[y] for r in front], where="post", color="black",
+                lw=1, ls="-", alpha=0.7, label="Pareto front", zorder=2)
+    if budget_mb:
+        xmax = max((r[x] for r in ok), default=budget_mb)
+        if budget_mb <= 2.5 * xmax:
+            ax.axvline(budget_mb, color="red", ls="--", lw=1.3,
+                       label=f"budget {budget_mb:.0f} MB")
+        else:  # far to the right: name it rather than squeeze every point to the left
+            ax.plot([], [], color="red", ls="--", lw=1.3,
+                    label=f"budget {budget_mb:.0f} MB (off the scale)")
+    if recommended is not None and recommended.get(x) is not None:
+        ax.scatter(recommended[x], recommended[y], marker="*", s=320, facecolor="gold",
+                   edgecolor="black", zorder=4, label="recommended")
+        rx = recommended.get("loading")
+        rx = "" if rx in (None, "resident") else f", {rx}"
+        ax.annotate(f"{recommended.get('preset')} @ {recommended.get('cpus')} vCPU{rx}",
+                    (recommended[x], recommended[y]), xytext=(8, 8),
+                    textcoords="offset points", fontsize=8)
+    failed = [r for r in records if r.get("status", "ok") != "ok"]
+    ax.set_xlabel("peak RSS (MB)" if x == "peak_rss_mb" else x)
+    ax.set_ylabel("p50 latency (ms)" if y == "p50_ms" else y)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    if title:
+        extra = ""
+        if failed:
+            extra = "\nnot finished: " + ", ".join(
+                f"{r.get('preset')}@{r.get('cpus')} ({r.get('status')})" for r in failed[:6]
+            )
+        ax.set_title(title + extra, fontsize=10)
+    return fig
+
+
+def _cost_parts(cost: Any) -> tuple[float, float]:
+    """(load MB, run MB) from one stage's cost, whatever shape `stage_costs` gives it."""
+    if isinstance(cost, (int, float)):
+        return float(cost), 0.0
+    load = _get(cost, "load_mb", _get(cost, "load", 0.0)) or 0.0
+    run = _get(cost, "run_mb", _get(cost, "run", 0.0)) or 0.0
+    return float(load), float(run)
+
+
+def stage_costs(
+    costs: Any,
+    runtime_mb: float | None = None,
+    article_split: Mapping[str, float] | None | str = "claimed",
+    title: str | None = "memory per stage",
+    fig: Figure | None = None,
+) -> Figure:
+    """Measured memory per stage (load and run) next to the article's estimated split.
+
+    Args:
+        costs: a `tts_kit.paged.StageCosts` (what `tts_kit.paged.stage_costs` measured),
+            or a mapping ``stage -> cost`` where a cost has ``load_mb`` and ``run_mb``
+            (or is a plain number of MB).
+        runtime_mb: RSS of the process before any session (interpreter + ONNX Runtime),
+            the measured counterpart of the article's "runtime" share; taken from a
+            `StageCosts` when not given.
+        article_split: the percentages to show beside the measurement: ``"claimed"``
+            (default) for the memory article's estimate as `tts_kit.paged` records it
+            (``StageCosts.claimed_split``), a mapping of your own, or None to leave it out.
+
+    Example:
+        >>> fig = stage_costs({"vocoder": {"load_mb": 30, "run_mb": 12}}, runtime_mb=60)
+        >>> len(fig.axes)
+        2
+    """
+    if hasattr(costs, "stages") and not isinstance(costs, Mapping):
+        if runtime_mb is None and _finite(getattr(costs, "runtime_mb", None)):
+            runtime_mb = costs.runtime_mb
+        if article_split == "claimed":
+            article_split = getattr(costs, "claimed_split", None) or "claimed"
+        costs = costs.stages
+    if article_split == "claimed":
+        from .paged import ARTICLE_SPLIT_CLAIMED
+
+        article_split = ARTICLE_SPLIT_CLAIMED
+    stages = [s for s in contract.STAGES if s in costs] + [
+        s for s in costs if s not in contract.STAGES
+    ]
+    parts = {s: _cost_parts(costs[s]) for s in stages}
+    if fig is None:
+        fig = _figure(10, 3.8)
+    else:
+        fig.clear()
+    ax, ax2 = fig.subplots(1, 2, width_ratios=[3, 2])
+    ys = np.arange(len(stages))
+    load = np.array([parts[s][0] for s in stages])
+    run = np.array([parts[s][1] for s in stages])
+    ax.barh(ys, load, color=[STAGE_COLORS.get(s, "#777") for s in stages], label="load")
+    ax.barh(ys, run, left=load, color=[STAGE_COLORS.get(s, "#777") for s in stages],
+            alpha=0.45, hatch="//", label="run")
+    for y, a, b in zip(ys, load, run):
+        fmt = ".1f" if max(a, b) < 10 else ".0f"
+        ax.annotate(f"{a:{fmt}} + {b:{fmt}} MB", (a + b, y), xytext=(3, 0),
+                    textcoords="offset points", va="center", fontsize=7)
+    ax.set_yticks(ys, stages)
+    ax.invert_yaxis()
+    ax.set_xlabel("RSS added (MB)")
+    ax.set_xlim(0, max(float((load + run).max(initial=0)), 1e-3) * 1.3)  # room for the labels
+    ax.legend(fontsize=7, loc="upper right")
+    ax.grid(axis="x", alpha=0.3)
+    if title:
+        ax.set_title(title, fontsize=10)
+    # Right: the measured split in the article's vocabulary, as far as it maps.
+    measured = {"weights + sessions (load)": float(load.sum()),
+                "working memory (run)": float(run.sum())}
+    if runtime_mb:
+        measured["runtime (imports)"] = float(runtime_mb)
+    total = sum(measured.values()) or 1.0
+    bars = [("measured", {k: 100 * v / total for k, v in measured.items()})]
+    if article_split:
+        bars.append(("article (claimed)", dict(article_split)))
+    palette = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860"]
+    for i, (label, split) in enumerate(bars):
+        left = 0.0
+        for j, (name, pct) in enumerate(split.items()):
+            color = palette[j % len(palette)] if label == "measured" else f"C{(j + 5) % 10}"
+            # Every segment is named in the legend; wide ones also inside the bar.
+            ax2.barh(i, pct, left=left, color=color, edgecolor="white",
+                     label=f"{label.split()[0]}: {name} {pct:.0f}%")
+            if pct >= 18:
+                ax2.annotate(f"{name}\n{pct:.0f}%", (left + pct / 2, i), ha="center",
+                             va="center", fontsize=6, color="white")
+            left += pct
+    ax2.set_yticks(range(len(bars)), [b[0] for b in bars])
+    ax2.set_xlim(0, 100)
+    ax2.invert_yaxis()
+    ax2.set_xlabel("% of total")
+    ax2.set_title("split", fontsize=10)
+    ax2.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2,
+               frameon=False)
+    return fig
+
+
+def _wave_of(obj: Any) -> tuple[np.ndarray, int]:
+    if isinstance(obj, tuple):
+        return np.asarray(obj[0], np.float32), int(obj[1])
+    return np.asarray(_get(obj, "wav"), np.float32), int(_get(obj, "sample_rate"))
+
+
+def ab_compare(
+    a: Any, b: Any, labels: Sequence[str] = ("A", "B"), title: str | None = None,
+    fig: Figure | None = None,
+) -> Figure:
+    """Two waveforms and their spectrograms, one column each, on shared scales.
+
+    ``a`` and ``b`` are `SynthesisResult` objects or ``(wav, sample_rate)`` pairs.
+
+    Example:
+        >>> import numpy as np
+        >>> x = np.sin(np.linspace(0, 2000, 44100)).astype("float32")
+        >>> len(ab_compare((x, 44100), (x * 0.5, 44100)).axes)
+        4
+    """
+    (wa, sra), (wb, srb) = _wave_of(a), _wave_of(b)
+    if fig is None:
+        fig = _figure(10, 4.5)
+    else:
+        fig.clear()
+    axes = fig.subplots(2, 2, sharey="row")
+    lim = max(float(np.abs(wa).max(initial=0)), float(np.abs(wb).max(initial=0)), 1e-3)
+    for col, (w, sr, label) in enumerate(((wa, sra, labels[0]), (wb, srb, labels[1]))):
+        t = np.arange(len(w)) / sr
+        axes[0, col].plot(t, w, lw=0.4, color=f"C{col}")
+        axes[0, col].set_ylim(-lim * 1.05, lim * 1.05)
+        axes[0, col].set_title(f"{label}: {len(w) / sr:.2f} s", fontsize=9)
+        if len(w) >= 256:
+            axes[1, col].specgram(w, NFFT=1024 if len(w) >= 1024 else 256, Fs=sr,
+                                  noverlap=512 if len(w) >= 1024 else 128, cmap="magma")
+        axes[1, col].set_xlabel("seconds")
+    axes[0, 0].set_ylabel("amplitude")
+    axes[1, 0].set_ylabel("Hz")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
