@@ -154,7 +154,7 @@ class Engine:
         with self._loader.session(stage) as sess:
             t0 = time.perf_counter()
             cast = self._input_types.get(stage, {})
-            feeds = {k: v.astype(cast[k]) if k in cast else v for k, v in feeds.items()}
+            feeds = {k: v.astype(cast[k], copy=False) if k in cast else v for k, v in feeds.items()}
             out = sess.run(None, feeds)[0].astype(np.float32, copy=False)
             timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - t0
         return out
