@@ -155,13 +155,10 @@ def _status_mb(*keys: str) -> dict[str, float]:
 
 
 def _reset_peak() -> bool:
-    """Reset the kernel's RSS high-water mark (VmHWM) of this process (Linux >= 4.0)."""
-    try:
-        with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
-            fh.write("5")
-        return True
-    except OSError:
-        return False
+    """Reset the kernel's RSS high-water mark (VmHWM); the harness owns the mechanism."""
+    from .measure import reset_peak_rss
+
+    return reset_peak_rss()
 
 
 def _peak_mb() -> float:

@@ -260,3 +260,42 @@ def prepare(text: str, steps: Steps) -> str:
             if m.group(0) != " ":
                 steps.append(TraceStep("whitespace", m.group(0), " "))
     return tidy
+
+
+ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+#: Tails that make no sense after a number glued to letters: the "s" of "MP3s" is not
+#: seconds, the "x" of "Win10x" is not times.
+NOT_AFTER_LETTERS = frozenset({"unit", "magnitude", "ampm", "times"})
+
+
+def make_numeric(
+    handlers: dict[str, Callable[[re.Match[str]], str]], plain: Callable[[str], str]
+) -> Callable[[re.Match[str]], str]:
+    """The replacement function of a language's numeric alternation.
+
+    ``handlers`` maps each named alternative to its verbaliser; ``plain`` reads a bare
+    number. Both languages dispatch the same way, so the logic lives here once.
+
+    Example:
+        >>> import re
+        >>> f = make_numeric({"qn": lambda m: "n"}, lambda t: "n")
+        >>> re.sub(r"(?P<qn>\\d+)", f, "a 1 b")
+        'a n b'
+    """
+
+    def numeric(m: re.Match[str]) -> str:
+        s, a, b = m.string, m.start(), m.end()
+        group = m.lastgroup
+        if group in NOT_AFTER_LETTERS and a and s[a - 1] in ASCII_LETTERS:
+            tail = s[m.end("qn") : b]
+            return " " + plain(s[a : m.end("qn")]) + " " + tail.strip()
+        out = handlers[group](m)
+        # Keep words apart from Latin letters they were glued to (RTX4090, 4K).
+        if a and s[a - 1] in ASCII_LETTERS:
+            out = " " + out
+        if b < len(s) and s[b] in ASCII_LETTERS:
+            out += " "
+        return out
+
+    return numeric

@@ -33,7 +33,7 @@ from decimal import Decimal
 
 from . import numbers as nw
 from .charset import make_cleanup
-from .common import Rule, Step, trie_alt
+from .common import Rule, Step, make_numeric, trie_alt
 from .lexicon import Lexicon
 from .tables import (
     CURRENCIES,
@@ -448,24 +448,7 @@ _HANDLERS = {
 _NAMES = {"qn": "number"}
 
 
-#: Tails that make no sense after a number glued to letters: the "s" of "MP3s" is not
-#: seconds, the "x" of "Win10x" is not times.
-_NOT_AFTER_LETTERS = frozenset({"unit", "magnitude", "ampm", "times"})
-
-
-def _numeric(m: re.Match[str]) -> str:
-    s, a, b = m.string, m.start(), m.end()
-    group = m.lastgroup
-    if group in _NOT_AFTER_LETTERS and a and s[a - 1] in _ASCII_LETTERS:
-        tail = s[m.end("qn") : b]
-        return " " + _plain(s[a : m.end("qn")]) + " " + tail.strip()
-    out = _HANDLERS[group](m)
-    # Keep words apart from Latin letters they were glued to (RTX4090, 4K).
-    if a and s[a - 1] in _ASCII_LETTERS:
-        out = " " + out
-    if b < len(s) and s[b] in _ASCII_LETTERS:
-        out += " "
-    return out
+_numeric = make_numeric(_HANDLERS, _plain)
 
 
 # -- letters and symbols ----------------------------------------------------------------
