@@ -184,11 +184,16 @@ def test_cli_report_and_rerun_on_the_tiny_standin(tiny_bundle_dir, tmp_path, cap
     assert data["recommendation"]["record"] is not None
     assert data["extras"]["recommended_trial"]["status"] == "ok"
 
+    # Whether the recommendation holds depends on this machine's timing noise, which a
+    # unit test must not assert (the verdict logic is tested on fixed records above); what
+    # is asserted is that the rerun measured every trial again and that the exit code
+    # says what the printed verdict says.
     rc = main(["report", "--rerun", str(out / "report.json")])
     printed = capsys.readouterr().out
-    assert rc == 0
-    assert "recommendation holds" in printed, printed
-    assert "figures compared" in printed
+    assert f"{len(data['records'])} trials, " in printed and "figures compared" in printed
+    holds = "\nrecommendation holds: " in printed
+    assert holds != ("\nrecommendation does NOT hold: " in printed), printed
+    assert rc == (0 if holds else 1), printed
 
 
 def test_bad_inputs_fail_in_one_line_before_any_kernel(tmp_path):

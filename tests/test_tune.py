@@ -7,7 +7,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tts_kit.tune import RECORD_KEYS, SweepResult, format_table, mark_pareto, sweep, trial
+from tts_kit.tune import (
+    RECORD_KEYS,
+    TIE_REL,
+    SweepResult,
+    format_table,
+    mark_pareto,
+    sweep,
+    trial,
+)
 
 TEXTS = ["The quick brown fox jumps over the lazy dog."]
 
@@ -60,7 +68,9 @@ def test_a_sweep_marks_the_front_and_its_recommendation_fits_the_budget(two_pres
     budget = max(r["peak_rss_mb"] for r in recs) + 1
     best, reason = two_presets.recommend(budget)
     assert best is not None and best["peak_rss_mb"] <= budget
-    assert best["p50_ms"] == min(r["p50_ms"] for r in recs)
+    fastest = min(r["p50_ms"] for r in recs)
+    tied = [r for r in recs if r["p50_ms"] <= fastest * (1 + TIE_REL)]
+    assert best is min(tied, key=lambda r: (r["peak_rss_mb"], r["p50_ms"]))
     assert best["preset"] in reason and f"{budget:g} MB" in reason
     tight = min(r["peak_rss_mb"] for r in recs)
     best, _ = two_presets.recommend(tight)
@@ -84,6 +94,20 @@ def test_the_recommendation_respects_the_budget_on_any_records():
     assert result.recommend(None)[0]["preset"] == "fast"
     assert result.recommend(299)[0] is None
     assert [r["preset"] for r in result.front()] == ["fast", "mid"]
+
+
+def test_equally_fast_configurations_are_settled_by_peak_rss():
+    result = SweepResult(mark_pareto([
+        {"preset": "fast", "cpus": 1, "status": "ok", "peak_rss_mb": 400, "p50_ms": 100},
+        {"preset": "lean", "cpus": 1, "status": "ok", "peak_rss_mb": 250, "p50_ms": 108},
+        {"preset": "slow", "cpus": 1, "status": "ok", "peak_rss_mb": 200, "p50_ms": 150},
+    ]))
+    best, reason = result.recommend(None)
+    assert best["preset"] == "lean"
+    assert "within 10% of the fastest p50 (100 ms, fast" in reason
+    assert result.recommend(None, tie_rel=0.0)[0]["preset"] == "fast"
+    best, reason = result.recommend(None, tie_rel=0.05)
+    assert best["preset"] == "fast" and "the fastest of 3" in reason
 
 
 def test_a_sweep_runs_through_any_executor(tiny_bundle_dir, two_presets):

@@ -155,7 +155,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.rerun:
         verdict = rerun_report(args.rerun, model=args.model, out=args.out)
         print(verdict.summary())
-        return 0
+        # Like `diff`: 0 the recommendation holds, 1 it does not (scripts can gate on it),
+        # 2 bad input (UserError).
+        return 0 if verdict.holds else 1
     if not args.out:
         raise UserError("give --out DIR for the report (or --rerun report.json)")
     paths = make_report(out=args.out, model=args.model, sweep=args.sweep)
@@ -231,7 +233,9 @@ def _parser() -> argparse.ArgumentParser:
     sp = add("report", cmd_report, "run the tuning-report notebook and write a standalone report")
     sp.add_argument("--out", default=None, help="output directory")
     sp.add_argument("--sweep", default=None, help="sweep spec JSON")
-    sp.add_argument("--rerun", default=None, help="repeat the sweep of an earlier report.json")
+    sp.add_argument("--rerun", default=None,
+                    help="repeat the sweep of an earlier report.json here; exit 0 when its "
+                    "recommendation holds, 1 when it does not")
     return p
 
 

@@ -75,6 +75,11 @@ DEFAULT_TEXTS: tuple[str, ...] = (
     "waits for it; a good configuration keeps both in view.",
 )
 
+#: Relative p50 difference below which `SweepResult.recommend` calls two configurations
+#: equally fast and picks the lower peak RSS (repeat runs on a shared machine differ by
+#: more than this; see the noise model in `tts_kit.report`).
+TIE_REL = 0.10
+
 _LOADED = "trial: loaded"
 _FIRST = "trial: first call"
 _STEADY = "trial: steady calls"
@@ -361,11 +366,15 @@ class SweepResult:
         """The records on the Pareto front, fastest first."""
         return sorted((r for r in self.records if r.get("pareto")), key=lambda r: r["p50_ms"])
 
-    def recommend(self, budget_mb: float | None) -> tuple[dict[str, Any] | None, str]:
+    def recommend(self, budget_mb: float | None,
+                  tie_rel: float = TIE_REL) -> tuple[dict[str, Any] | None, str]:
         """The fastest finished configuration whose peak RSS fits ``budget_mb``, and why.
 
-        With ``budget_mb`` None, the fastest finished configuration. Returns
-        ``(None, reason)`` when nothing fits.
+        With ``budget_mb`` None, the fastest finished configuration. Configurations whose
+        p50 is within ``tie_rel`` (10 %) of the fastest count as equally fast, and of those
+        the one with the lowest peak RSS is chosen: peak RSS repeats from run to run to a
+        few MB, a latency lead of a few percent often does not, so this keeps a rerun's
+        recommendation where it was. Returns ``(None, reason)`` when nothing fits.
 
         Example:
             >>> r = SweepResult(mark_pareto([
@@ -388,12 +397,18 @@ class SweepResult:
                 f"{low['peak_rss_mb']:.0f} MB ({_describe(low)}); raise the budget, or try "
                 "loading='paged' or a lower-memory preset"
             )
-        best = min(fits, key=lambda r: (r["p50_ms"], r["peak_rss_mb"]))
+        fastest = min(fits, key=lambda r: (r["p50_ms"], r["peak_rss_mb"]))
+        tied = [r for r in fits if r["p50_ms"] <= fastest["p50_ms"] * (1 + tie_rel)]
+        best = min(tied, key=lambda r: (r["peak_rss_mb"], r["p50_ms"]))
+        why = (f"the fastest of {len(fits)} finished configuration(s) that fit"
+               if best is fastest else
+               f"the lowest peak of the {len(tied)} within {tie_rel:.0%} of the fastest p50 "
+               f"({fastest['p50_ms']:.0f} ms, {_describe(fastest)}) among {len(fits)} that fit")
         budget_txt = (f"peak {best['peak_rss_mb']:.0f} MB within the {budget_mb:g} MB budget"
                       if budget_mb is not None else f"peak {best['peak_rss_mb']:.0f} MB, no budget")
         return best, (
-            f"{_describe(best)}: p50 {best['p50_ms']:.0f} ms, {budget_txt}; the fastest of "
-            f"{len(fits)} finished configuration(s) that fit ({len(self.records)} measured)"
+            f"{_describe(best)}: p50 {best['p50_ms']:.0f} ms, {budget_txt}; {why} "
+            f"({len(self.records)} measured)"
         )
 
     def to_dict(self) -> dict[str, Any]:
