@@ -32,7 +32,7 @@ from . import contract
 from .bundle import Bundle
 from .paged import LoadPolicy, StageCosts, StageLoader, create_session, resident_costs_mb
 from .sessions import SessionPreset
-from .textproc import encode, unsupported_characters
+from .textproc import encode
 
 #: Hard cap on one request, as in the official package (no silent truncation anywhere).
 MAX_TEXT_CHARS = 100_000
@@ -192,7 +192,9 @@ class Engine:
             from .text import normalize as normalize_text
 
             text = normalize_text(text, lang)
-        bad = unsupported_characters(text, self.bundle.indexer)
+        from .text.charset import unsupported_characters  # lazy: tts_kit.text loads num2words
+
+        bad = unsupported_characters(text, self.bundle.indexer, model_cleanup=True)
         if bad:
             shown = " ".join(repr(c) for c in bad[:20]) + (" ..." if len(bad) > 20 else "")
             raise ValueError(

@@ -39,11 +39,16 @@ _WS = re.compile(r"\s+")
 _ENDS_WITH_PUNCT = re.compile(r"[.!?;:,'\"')\]}…。」』】〉》›»]$")
 
 
-def preprocess(text: str, lang: str | None) -> str:
-    """Clean ``text`` the way the model was trained to read it, and wrap it in language tags.
+def clean(text: str) -> str:
+    """The official clean-up alone: NFKD, emoji and symbols out, spaces tidied.
 
-    ``lang=None`` leaves the tags off (Supertonic v1). Validation of ``lang`` is the
-    engine's job.
+    `preprocess` adds the final period and the language tags;
+    ``tts_kit.text.unsupported_characters`` uses this to ask what the model would still
+    have to read.
+
+    Example:
+        >>> clean("“Hi” — there 😀")
+        '"Hi" - there'
     """
     text = unicodedata.normalize("NFKD", text)
     text = _EMOJI.sub("", text)
@@ -53,29 +58,19 @@ def preprocess(text: str, lang: str | None) -> str:
         text = text.replace(old, new)
     text = _SPACE_BEFORE_PUNCT.sub(r"\1", text)
     text = _DUP_QUOTES.sub(r"\1", text)
-    text = _WS.sub(" ", text).strip()
+    return _WS.sub(" ", text).strip()
+
+
+def preprocess(text: str, lang: str | None) -> str:
+    """Clean ``text`` the way the model was trained to read it, and wrap it in language tags.
+
+    ``lang=None`` leaves the tags off (Supertonic v1). Validation of ``lang`` is the
+    engine's job.
+    """
+    text = clean(text)
     if not _ENDS_WITH_PUNCT.search(text):
         text += "."
     return f"<{lang}>{text}</{lang}>" if lang is not None else text
-
-
-def unsupported_characters(text: str, indexer: np.ndarray) -> list[str]:
-    """Characters of ``text`` the indexer cannot encode after preprocessing, sorted.
-
-    Example:
-        >>> import numpy as np
-        >>> ix = np.full(65536, -1); ix[[ord(c) for c in "ab ."]] = 1
-        >>> unsupported_characters("abc", ix)
-        ['c']
-    """
-    bad = []
-    for ch in set(text):
-        for c in preprocess(ch, None):
-            cp = ord(c)
-            if cp >= len(indexer) or indexer[cp] < 0:
-                bad.append(ch)
-                break
-    return sorted(bad)
 
 
 def encode(
@@ -83,8 +78,9 @@ def encode(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``text_ids`` int64 [B, T] and ``text_mask`` float32 [B, 1, T] for a batch of texts.
 
-    Raises ``ValueError`` when a character has no token (call `unsupported_characters`
-    first to tell the user which).
+    Raises ``ValueError`` when a character has no token (call
+    ``tts_kit.text.unsupported_characters(..., model_cleanup=True)`` first to tell the
+    user which).
     """
     processed = [preprocess(t, lang) for t in texts]
     lengths = np.array([len(p) for p in processed], dtype=np.int64)

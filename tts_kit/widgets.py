@@ -309,9 +309,10 @@ class NormalizationPlayground(_StaticFallback, W.VBox):
             self.output.value = f"<span style='color:#b00'>{html.escape(str(exc))}</span>"
             return
         if self.bundle is not None:
-            from .textproc import unsupported_characters
+            from .text import unsupported_characters
 
-            self.unsupported = unsupported_characters(self.normalized, self.bundle.indexer)
+            self.unsupported = unsupported_characters(self.normalized, self.bundle.indexer,
+                                                      model_cleanup=True)
         rows = "".join(
             f"<tr><td><code>{html.escape(str(s.rule))}</code></td>"
             f"<td style='color:#a33'>{html.escape(str(s.before))}</td>"

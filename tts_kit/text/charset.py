@@ -136,7 +136,8 @@ def make_cleanup(lang: str):
     return cleanup
 
 
-def unsupported_characters(text: str, supported: Iterable[str] | Sequence[int]) -> list[str]:
+def unsupported_characters(text: str, supported: Iterable[str] | Sequence[int], *,
+                           model_cleanup: bool = False) -> list[str]:
     """The characters of ``text`` a bundle cannot read, sorted, each once.
 
     ``supported`` is either a set of characters, or a bundle's indexer: a sequence of
@@ -144,24 +145,39 @@ def unsupported_characters(text: str, supported: Iterable[str] | Sequence[int]) 
     numpy array). Each character is checked after NFKD, as the model's preprocessing
     applies it, and the original character is reported.
 
+    With ``model_cleanup=True`` each character first goes through the model's own
+    clean-up (`tts_kit.textproc.clean`), so what that removes (emoji, some symbols)
+    counts as readable: exactly what the official package's ``validate_text`` reports,
+    and what the engine refuses. The default lists everything the listener would not
+    hear, emoji included.
+
     Example:
+        >>> import unicodedata
         >>> ix = [-1] * 65536
-        >>> for c in "한 a": ix[ord(c)] = 1
-        >>> unsupported_characters("한 a 漢", ix)
+        >>> for c in unicodedata.normalize("NFKD", "한 a"): ix[ord(c)] = 1  # 한 as its Jamo
+        >>> unsupported_characters("한 a 漢 😀", ix)
+        ['漢', '😀']
+        >>> unsupported_characters("한 a 漢 😀", ix, model_cleanup=True)
         ['漢']
     """
+    if model_cleanup:
+        from ..textproc import clean as parts  # the model-facing step; imports nothing of ours
+    else:
+        def parts(ch: str) -> str:
+            return unicodedata.normalize("NFKD", ch)
+
     if isinstance(supported, (set, frozenset, str, dict)):
         ok = supported.__contains__
 
         def readable(ch: str) -> bool:
             # A set names characters, so the character itself counts as well as its parts.
-            return ok(ch) or all(ok(c) for c in unicodedata.normalize("NFKD", ch))
+            return ok(ch) or all(ok(c) for c in parts(ch))
     else:
         ix = supported
         size = len(ix)
 
         def readable(ch: str) -> bool:
-            for c in unicodedata.normalize("NFKD", ch):
+            for c in parts(ch):
                 cp = ord(c)
                 if cp >= size or ix[cp] < 0:
                     return False
