@@ -264,14 +264,12 @@ rows for more vCPUs than this machine has are skipped. The article's figures are
 the real model; with the stand-in, compare the shape (how the rows relate), not the MB.
 """),
     code("""
-from pathlib import Path
+from tts_kit.instances import format_instance_table, instance_table
 
-import tts_kit
-
-bench = Path(tts_kit.__file__).resolve().parents[1] / "bench" / "instance_table.py"
-presets = "supertonic-default" if quick else "supertonic-default,seed-2vcpu,low-memory,lean"
-repeats = 1 if quick else 3
-%run {bench} --model {bundle.path} --presets {presets} --steps {steps} --repeats {repeats}
+presets = ["supertonic-default"] if quick else ["supertonic-default", "seed-2vcpu",
+                                                "low-memory", "lean"]
+rows = instance_table(bundle, presets, steps=steps, repeats=1 if quick else 3)
+print(format_instance_table(rows))
 """),
 ]
 
