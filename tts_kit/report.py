@@ -569,16 +569,28 @@ def run_tuning(
 
 
 def report_notebook() -> Path:
-    """The report notebook: ``$TTS_KIT_REPORT_NOTEBOOK`` or the repository's ``notebooks/``."""
+    """The report notebook: ``$TTS_KIT_REPORT_NOTEBOOK``, else the checkout's
+    ``notebooks/``, else the copy installed with the package (``tts_kit/_data/notebooks``).
+
+    Example:
+        >>> report_notebook().name
+        '05_tuning_report.ipynb'
+    """
+    from importlib import resources
+
     env = os.environ.get(NOTEBOOK_ENV)
-    candidates = [Path(env)] if env else []
-    candidates.append(Path(__file__).resolve().parent.parent / "notebooks" / NOTEBOOK_NAME)
+    if env:
+        if Path(env).is_file():
+            return Path(env)
+        raise ReportError(f"${NOTEBOOK_ENV} names {env}, which is not a file; fix or unset it")
+    candidates = [Path(__file__).resolve().parent.parent / "notebooks" / NOTEBOOK_NAME,
+                  Path(str(resources.files("tts_kit") / "_data" / "notebooks" / NOTEBOOK_NAME))]
     for c in candidates:
         if c.is_file():
             return c
     raise ReportError(
-        f"{NOTEBOOK_NAME} not found (looked at {', '.join(map(str, candidates))}); run from a "
-        f"checkout of the repository (pip install -e .) or set {NOTEBOOK_ENV}"
+        f"{NOTEBOOK_NAME} not found (looked at {', '.join(map(str, candidates))}); "
+        f"reinstall tts_kit or set ${NOTEBOOK_ENV} to the notebook"
     )
 
 
