@@ -128,3 +128,44 @@ def test_the_dataframe_has_one_row_per_trial(two_presets):
     pytest.importorskip("pandas")
     df = two_presets.dataframe()
     assert len(df) == 2 and "timeline" not in df.columns and "pareto" in df.columns
+
+
+def test_budget_trials_get_measured_stage_costs(tiny_bundle_dir):
+    from tts_kit.paged import stage_costs
+
+    result = sweep(tiny_bundle_dir, ["lean"], cpus=(1,), steps=(1,), repeats=0, texts=TEXTS,
+                   loadings=("resident", "budget:500"), progress=False)
+    resident, budget = result.records
+    assert resident["stage_costs_mb"] is None  # only budget policies use them
+    costs = budget["stage_costs_mb"]
+    assert budget["status"] == "ok" and set(costs) == {"duration_predictor", "text_encoder",
+                                                        "vector_estimator", "vocoder"}
+    # Measured, not the file-size estimate: the same order as a fresh measurement.
+    again = stage_costs(tiny_bundle_dir, "lean", steps=1).costs_mb()
+    assert max(costs, key=costs.get) == max(again, key=again.get)
+    given = {"vocoder": 7.0}
+    result = sweep(tiny_bundle_dir, ["lean"], cpus=(1,), steps=(1,), repeats=0, texts=TEXTS,
+                   loadings=("budget:500",), progress=False, stage_costs_mb=given)
+    assert result.records[0]["stage_costs_mb"]["vocoder"] == 7.0
+    with pytest.raises(ValueError, match="unknown stage 'decoder'"):
+        sweep(tiny_bundle_dir, ["lean"], loadings=("budget:500",), progress=False,
+              stage_costs_mb={"decoder": 1.0})
+
+
+def test_cli_tune_writes_lean_json_and_always_recommends(tiny_bundle_dir, tmp_path, capsys):
+    from tts_kit.cli import main
+
+    out = tmp_path / "tune.json"
+    rc = main(["tune", "--model", str(tiny_bundle_dir), "--presets", "lean", "--cpus", "1",
+               "--steps", "1", "--repeats", "1", "--quiet", "--json", str(out)])
+    printed = capsys.readouterr().out
+    assert rc == 0 and "recommendation: lean" in printed
+    (rec,) = json.loads(out.read_text())["records"]
+    assert rec["status"] == "ok" and "timeline" not in rec and "events" not in rec
+    assert main(["tune", "--model", str(tiny_bundle_dir), "--cpus", "one"]) == 2
+    assert "--cpus takes core counts" in capsys.readouterr().err
+    bad = tmp_path / "costs.json"
+    bad.write_text("{not json")
+    assert main(["tune", "--model", str(tiny_bundle_dir), "--loading", "budget:300",
+                 "--stage-costs", str(bad)]) == 2
+    assert "--stage-costs" in capsys.readouterr().err

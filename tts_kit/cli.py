@@ -17,6 +17,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from . import contract
 
@@ -117,18 +118,31 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     bundle = _bundle(args)
     presets = [p.strip() for p in args.presets.split(",") if p.strip()]
-    cpus = tuple(int(c) for c in args.cpus.split(","))
+    try:
+        cpus = tuple(int(c) for c in args.cpus.split(","))
+    except ValueError:
+        raise UserError(f"--cpus takes core counts like 1,2; got {args.cpus!r}") from None
     loadings = tuple(x.strip() for x in args.loading.split(",") if x.strip())
+    costs: Any = None if args.stage_costs == "estimate" else args.stage_costs
+    if costs not in (None, "measure"):
+        try:
+            costs = json.loads(Path(costs).read_text())
+        except (OSError, ValueError) as exc:
+            raise UserError(f"--stage-costs {args.stage_costs}: cannot read it as JSON "
+                            f"({exc}); give measure, estimate or a JSON file "
+                            '{"stage": MB, ...}') from None
     result = sweep(
         bundle, presets, cpus=cpus, loadings=loadings, mem_budget_mb=args.mem_budget,
         steps=(args.steps,), repeats=args.repeats, progress=not args.quiet,
+        stage_costs_mb=costs,
     )
     print(format_table(result.records))
-    if args.mem_budget:
-        rec, reason = result.recommend(args.mem_budget)
-        print(f"recommendation: {reason}")
+    rec, reason = result.recommend(args.mem_budget)
+    print(f"recommendation: {reason}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"records": result.records}, indent=2) + "\n")
+        drop = () if args.timelines else ("timeline", "events")
+        records = [{k: v for k, v in r.items() if k not in drop} for r in result.records]
+        Path(args.json).write_text(json.dumps({"records": records}, indent=2) + "\n")
         print(f"wrote {args.json}")
     return 0
 
@@ -215,7 +229,12 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--mem-budget", type=float, default=None, help="memory budget in MB")
     sp.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS)
     sp.add_argument("--repeats", type=int, default=5)
+    sp.add_argument("--stage-costs", default="measure",
+                    help="per-stage MB for budget:MB loadings: measure (default; one "
+                    "isolated run per preset), estimate (from file sizes) or a JSON file")
     sp.add_argument("--json", default=None, help="write the records as JSON here")
+    sp.add_argument("--timelines", action="store_true",
+                    help="keep each trial's RSS timeline and stage events in --json")
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
 
     sp = add("convert", cmd_convert, "convert a bundle or .onnx file to FP16 or INT8",

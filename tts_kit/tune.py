@@ -24,6 +24,8 @@ Every record (a plain dict, JSON-ready) has the keys in `RECORD_KEYS`:
   when other processes compete for the cores, so it compares presets on a busy machine.
 - ``load_peak_rss_mb`` / ``run_peak_rss_mb``: the high-water mark while loading, and
   while serving requests (first and steady calls); ``peak_rss_mb`` is the larger.
+- ``stage_costs_mb``: the per-stage resident costs a ``budget`` policy was given (None:
+  estimated from the file sizes).
 - ``threads``: the intra-op threads the sessions got; ``audio_s``; ``repeats``;
   ``wall_s``; ``pareto`` (sweeps only); ``timeline`` and ``events`` (the harness's
   RSS samples and the engine's stage events, for plots).
@@ -49,7 +51,7 @@ import os
 import resource
 import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,7 +65,7 @@ RECORD_KEYS: tuple[str, ...] = (
     "preset", "cpus", "loading", "steps", "batch_size", "mem_budget_mb", "status", "error",
     "load_s", "idle_rss_mb", "peak_rss_mb", "first_ms", "p50_ms", "p95_ms", "rtf",
     "cpu_percent", "cpu_ms", "load_peak_rss_mb", "run_peak_rss_mb", "threads", "audio_s",
-    "repeats", "wall_s",
+    "repeats", "wall_s", "stage_costs_mb",
 )
 
 #: Texts a trial reads when none are given (English): a batch of N takes the first N, so
@@ -116,6 +118,7 @@ def run_trial_child(
     seed: int,
     lang: str,
     voice: str | None,
+    stage_costs_mb: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """The trial's work, run inside the isolated child (plain arguments only).
 
@@ -138,7 +141,7 @@ def run_trial_child(
     preset_obj = SessionPreset.from_dict(preset)
     t0 = time.perf_counter()
     bundle = Bundle(bundle_path)
-    engine = Engine(bundle, preset=preset_obj, loading=loading)
+    engine = Engine(bundle, preset=preset_obj, loading=loading, stage_costs_mb=stage_costs_mb)
     load_s = time.perf_counter() - t0
     release_memory()
     idle_rss = psutil.Process().memory_info().rss / 2**20
@@ -197,6 +200,7 @@ def trial(
     voice: str | None = None,
     timeout_s: float | None = None,
     sample_ms: float = 10,
+    stage_costs_mb: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """Measure one configuration in a fresh process; returns a record (`RECORD_KEYS`).
 
@@ -211,6 +215,9 @@ def trial(
             synthesises the same batch: the first ``batch_size`` texts (cycled).
             ``repeats=0`` measures the first call only (p50/p95 None, RTF from it).
         timeout_s: kill the trial after this many seconds (status ``timeout``).
+        stage_costs_mb: resident MB per stage for a ``budget:MB`` policy, e.g.
+            ``tts_kit.paged.stage_costs(...).costs_mb()`` (None: estimated from the file
+            sizes; `sweep` measures them). Recorded as ``stage_costs_mb``.
 
     A trial that did not finish still reports what it got to: for ``oom``/``timeout``
     the peak RSS, and the load time and idle RSS if it got past the load.
@@ -233,7 +240,7 @@ def trial(
     pdict = _preset_dict(preset)
     m = run_isolated(
         run_trial_child, _bundle_path(bundle), pdict, text_list, loading, steps, batch_size,
-        repeats, seed, lang, voice,
+        repeats, seed, lang, voice, dict(stage_costs_mb) if stage_costs_mb else None,
         cpus=cpus, mem_budget_mb=mem_budget_mb, timeout_s=timeout_s, sample_ms=sample_ms,
     )
     record: dict[str, Any] = {k: None for k in RECORD_KEYS}
@@ -241,6 +248,7 @@ def trial(
         preset=pdict["name"], cpus=cpus, loading=loading, steps=steps, batch_size=batch_size,
         mem_budget_mb=mem_budget_mb, status=m.status, error=m.error, repeats=repeats,
         peak_rss_mb=_num(m.peak_rss_mb), wall_s=_num(m.wall_s),
+        stage_costs_mb=dict(stage_costs_mb) if stage_costs_mb else None,
     )
     if m.ok and isinstance(m.result, dict):
         for k, v in m.result.items():
@@ -449,10 +457,15 @@ def sweep(
     lang: str = "en",
     voice: str | None = None,
     timeout_s: float | None = None,
+    stage_costs_mb: Mapping[str, float] | str | None = "measure",
 ) -> SweepResult:
     """Run `trial` over presets x cpus x batch sizes x steps x loadings.
 
-    ``mem_budget_mb`` is enforced on every trial (over it: ``oom``). Trials run one at a
+    ``mem_budget_mb`` is enforced on every trial (over it: ``oom``). For ``budget:MB``
+    loadings the policy needs each stage's resident cost: ``stage_costs_mb="measure"``
+    (the default) measures it once per preset with `tts_kit.paged.stage_costs` before
+    the trials (falling back to the file-size estimate, with a warning, if that fails);
+    a mapping gives it; None uses the estimate. Trials run one at a
     time in isolated processes, unless ``executor`` runs them: any
     `concurrent.futures.Executor` (it must run at most one trial per machine at a time).
     Shows a tqdm progress bar unless ``progress`` is False.
@@ -472,6 +485,7 @@ def sweep(
     pdicts = [_preset_dict(p) for p in presets]  # unknown names fail before any trial
     path = _bundle_path(bundle)
     grid = list(itertools.product(pdicts, cpus, batch_sizes, steps, loadings))
+    costs = _sweep_stage_costs(path, pdicts, loadings, stage_costs_mb, max(steps), lang, voice)
     common = dict(texts=list(texts) if texts else None, mem_budget_mb=mem_budget_mb,
                   repeats=repeats, seed=seed, lang=lang, voice=voice, timeout_s=timeout_s)
     records: list[dict[str, Any] | None] = [None] * len(grid)
@@ -480,13 +494,14 @@ def sweep(
         if executor is None:
             for i, (p, c, b, s, lo) in enumerate(grid):
                 bar.set_postfix_str(f"{p['name']} cpus={c} {lo}")
-                records[i] = trial(path, p, cpus=c, batch_size=b, steps=s, loading=lo, **common)
+                records[i] = trial(path, p, cpus=c, batch_size=b, steps=s, loading=lo,
+                                   stage_costs_mb=costs.get((p["name"], lo)), **common)
                 bar.update()
         else:
             _check_executor(executor)
             futures = {
                 executor.submit(trial, path, p, cpus=c, batch_size=b, steps=s, loading=lo,
-                                **common): i
+                                stage_costs_mb=costs.get((p["name"], lo)), **common): i
                 for i, (p, c, b, s, lo) in enumerate(grid)
             }
             for fut in cf.as_completed(futures):
@@ -505,6 +520,40 @@ def sweep(
     finally:
         bar.close()
     return SweepResult(mark_pareto([r for r in records if r is not None]))
+
+
+def _sweep_stage_costs(
+    path: str, pdicts: list[dict[str, Any]], loadings: Sequence[str],
+    given: Mapping[str, float] | str | None, steps: int, lang: str, voice: str | None,
+) -> dict[tuple[str, str], dict[str, float]]:
+    """(preset name, loading) -> stage costs, for the sweep's ``budget`` loadings only."""
+    from .paged import parse_loading
+
+    budgets = [lo for lo in loadings if parse_loading(lo)[0] == "budget"]
+    if not budgets or given is None:
+        return {}
+    if isinstance(given, str):
+        if given != "measure":
+            raise ValueError(f"stage_costs_mb must be 'measure', a mapping or None, got {given!r}")
+        from .paged import stage_costs
+
+        out: dict[tuple[str, str], dict[str, float]] = {}
+        for p in pdicts:
+            try:
+                measured = stage_costs(path, SessionPreset.from_dict(p), steps=steps, lang=lang,
+                                       voice=voice).costs_mb()
+            except RuntimeError as exc:
+                warnings.warn(f"sweep: stage costs for {p['name']} could not be measured "
+                              f"({exc}); its budget trials use the file-size estimate",
+                              stacklevel=3)
+                continue
+            out.update({(p["name"], lo): measured for lo in budgets})
+        return out
+    from .bundle import Bundle
+    from .paged import resident_costs_mb
+
+    checked = resident_costs_mb(given, Bundle(path))  # unknown stage or bad MB: fails here
+    return {(p["name"], lo): checked for p in pdicts for lo in budgets}
 
 
 def default_cpus() -> tuple[int, ...]:
