@@ -17,22 +17,22 @@ import json
 import sys
 from pathlib import Path
 
+from _common import add_model_args, model_dir
+
 
 def main(argv: list[str] | None = None) -> int:
     from tts_kit.instances import format_instance_table, instance_table
     from tts_kit.measure import available_cpus
-    from tts_kit.standin import ensure_standin
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", help="bundle directory (default: the stand-in of --scale)")
-    ap.add_argument("--scale", default="full", help="stand-in scale when no --model")
+    add_model_args(ap)
     ap.add_argument("--presets", default="supertonic-default,seed-2vcpu,low-memory,lean")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--json", help="also write the rows here")
     args = ap.parse_args(argv)
 
-    model = Path(args.model) if args.model else ensure_standin(args.scale)
+    model = model_dir(args)
     presets = [p.strip() for p in args.presets.split(",") if p.strip()]
     print(f"bundle: {model}  steps: {args.steps}  repeats: {args.repeats}  "
           f"machine: {len(available_cpus())} core(s)\n")

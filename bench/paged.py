@@ -33,15 +33,11 @@ import sys
 import time
 from pathlib import Path
 
+from _common import add_model_args, model_dir, ratio
+
 REFERENCE = "resident"
 PEAK_TARGET = 0.75
 IDLE_TARGET_MB = 50.0
-
-
-def ratio(value: float, ref: float) -> str:
-    if not ref or math.isnan(value) or math.isnan(ref):
-        return "-"
-    return f"{value / ref:.2f}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,11 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     from tts_kit.measure import run_isolated
     from tts_kit.paged import ARTICLE_SPLIT_CLAIMED, external_copy, probe_policy, stage_costs
     from tts_kit.sessions import get_preset
-    from tts_kit.standin import ensure_standin
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", help="bundle directory (default: the stand-in of --scale)")
-    ap.add_argument("--scale", default="full", help="stand-in scale when no --model")
+    add_model_args(ap)
     ap.add_argument("--preset", default="supertonic-default")
     ap.add_argument("--requests", type=int, default=4)
     ap.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS)
@@ -64,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="also write the numbers here")
     args = ap.parse_args(argv)
 
-    model = Path(args.model) if args.model else ensure_standin(args.scale)
+    model = model_dir(args)
     bundle = Bundle(model)
     t0 = time.perf_counter()
     for stage in contract.STAGES:

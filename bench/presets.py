@@ -13,27 +13,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
+
+from _common import add_model_args, model_dir, ratio
 
 REFERENCE = "supertonic-default"
 
 
-def ratio(value: float | None, ref: float | None) -> str:
-    if value is None or ref is None or ref == 0 or math.isnan(value) or math.isnan(ref):
-        return "-"
-    return f"{value / ref:.2f}"
-
-
 def main(argv: list[str] | None = None) -> int:
     from tts_kit.sessions import list_presets
-    from tts_kit.standin import ensure_standin
     from tts_kit.tune import format_table, sweep
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", help="bundle directory (default: the stand-in of --scale)")
-    ap.add_argument("--scale", default="full", help="stand-in scale when no --model")
+    add_model_args(ap)
     ap.add_argument("--presets", default=",".join(list_presets()))
     ap.add_argument("--cpus", type=int, default=None, help="pin every trial to N cores")
     ap.add_argument("--repeats", type=int, default=5)
@@ -42,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="also write the records here")
     args = ap.parse_args(argv)
 
-    model = Path(args.model) if args.model else ensure_standin(args.scale)
+    model = model_dir(args)
     presets = [p.strip() for p in args.presets.split(",") if p.strip()]
     if REFERENCE not in presets:
         presets.insert(0, REFERENCE)
