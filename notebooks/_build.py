@@ -408,8 +408,8 @@ for loading in loadings:
     code("""
 import pandas as pd
 
-cols = ["loading", "status", "load_s", "idle_rss_mb", "peak_rss_mb", "first_ms", "p50_ms",
-        "rtf"]
+cols = ["loading", "status", "load_s", "idle_rss_mb", "after_rss_mb", "peak_rss_mb",
+        "first_ms", "p50_ms", "rtf"]
 pd.DataFrame([{c: r.get(c) for c in cols} for r in records.values()])
 """),
     md("""

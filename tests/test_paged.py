@@ -220,3 +220,15 @@ def test_paged_memory_goes_back_and_peaks_lower(medium_bundle):
     assert paged.peak_rss_mb < resident.peak_rss_mb
     names = [n for _, n in paged.events]
     assert names.count("release vector_estimator") == 2
+
+
+def test_a_paged_trial_holds_less_between_requests(medium_bundle):
+    from tts_kit.tune import trial
+
+    recs = {lo: trial(medium_bundle, "supertonic-default", cpus=1, steps=2, repeats=1,
+                      loading=lo) for lo in ("resident", "paged")}
+    assert all(r["status"] == "ok" for r in recs.values()), recs
+    paged, resident = recs["paged"], recs["resident"]
+    # Paged: the sessions are gone again after the requests; resident keeps them.
+    assert paged["after_rss_mb"] - paged["idle_rss_mb"] < 50
+    assert paged["after_rss_mb"] < resident["after_rss_mb"]

@@ -146,6 +146,25 @@ def test_recommendation_holds_within_noise_and_fails_beyond():
     assert not v.holds and any(m.metric == "status" for m in v.moved)
 
 
+def test_a_contested_verdict_is_settled_head_to_head():
+    old = _report([_rec("a", 10.0, 100), _rec("b", 10.5, 100)], _rec("a", 10.0, 100))
+    far = _report([_rec("a", 30.0, 100), _rec("b", 10.1, 100)], _rec("b", 10.1, 100))
+    v = compare_reports(old, far)
+    ka, kb = report.record_key(_rec("a", 0, 0)), report.record_key(_rec("b", 0, 0))
+    assert not v.holds and v.contested == (ka, kb) and v.head_to_head is None
+    # Alternating rounds that show the two alike: the single trials' gap was noise.
+    v = compare_reports(old, far, head_to_head={ka: [10.2, 10.0, 10.4], kb: [10.1, 9.9, 10.3]})
+    assert v.holds and "head to head over 3 alternating round(s)" in v.verdict
+    assert v.head_to_head[ka] == [10.2, 10.0, 10.4]
+    # Rounds that confirm the gap: it does not hold, and says why.
+    v = compare_reports(old, far, head_to_head={ka: [30.0, 29.0, 31.0], kb: [10.0, 10.2, 9.8]})
+    assert not v.holds and "in rounds that alternate" in v.verdict
+    # A pick that no longer fits is not a latency question: nothing to settle.
+    oom = _report([_rec("a", 10.0, 100, status="oom"), _rec("b", 10.1, 100)],
+                  _rec("b", 10.1, 100))
+    assert compare_reports(old, oom).contested is None
+
+
 # -- end to end: the CLI on the tiny stand-in ----------------------------------------
 
 
@@ -184,16 +203,12 @@ def test_cli_report_and_rerun_on_the_tiny_standin(tiny_bundle_dir, tmp_path, cap
     assert data["recommendation"]["record"] is not None
     assert data["extras"]["recommended_trial"]["status"] == "ok"
 
-    # Whether the recommendation holds depends on this machine's timing noise, which a
-    # unit test must not assert (the verdict logic is tested on fixed records above); what
-    # is asserted is that the rerun measured every trial again and that the exit code
-    # says what the printed verdict says.
+    # On the same machine the rerun confirms the pick: ties within 10 % go to the lower
+    # peak, and a gap beyond the noise is re-measured head to head before it counts.
     rc = main(["report", "--rerun", str(out / "report.json")])
     printed = capsys.readouterr().out
     assert f"{len(data['records'])} trials, " in printed and "figures compared" in printed
-    holds = "\nrecommendation holds: " in printed
-    assert holds != ("\nrecommendation does NOT hold: " in printed), printed
-    assert rc == (0 if holds else 1), printed
+    assert rc == 0 and "\nrecommendation holds: " in printed, printed
 
 
 def test_bad_inputs_fail_in_one_line_before_any_kernel(tmp_path):

@@ -34,6 +34,7 @@ def test_a_trial_measures_every_key(tiny_bundle_dir):
     assert rec["threads"] == 1  # "cores" resolved to the trial's one core
     assert rec["load_s"] > 0 and rec["audio_s"] > 0
     assert 0 < rec["idle_rss_mb"] <= rec["peak_rss_mb"]
+    assert 0 < rec["after_rss_mb"] <= rec["peak_rss_mb"]
     assert 0 < rec["p50_ms"] <= rec["p95_ms"]
     assert rec["rtf"] == pytest.approx(rec["p50_ms"] / 1000 / rec["audio_s"])
     assert len(rec["latencies_ms"]) == 3

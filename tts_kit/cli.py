@@ -167,7 +167,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from .report import make_report, rerun_report
 
     if args.rerun:
-        verdict = rerun_report(args.rerun, model=args.model, out=args.out)
+        verdict = rerun_report(args.rerun, model=args.model, out=args.out,
+                               confirm_rounds=args.confirm_rounds)
         print(verdict.summary())
         # Like `diff`: 0 the recommendation holds, 1 it does not (scripts can gate on it),
         # 2 bad input (UserError).
@@ -255,6 +256,9 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--rerun", default=None,
                     help="repeat the sweep of an earlier report.json here; exit 0 when its "
                     "recommendation holds, 1 when it does not")
+    sp.add_argument("--confirm-rounds", type=int, default=3,
+                    help="with --rerun: when the two picks differ by more than the noise, "
+                    "measure them in this many alternating rounds before deciding (0: off)")
     return p
 
 

@@ -22,15 +22,19 @@ configuration differ by more than
   ``100 / cpu_percent - 1`` (`Noise.starvation`: a trial that got a third of a core ran
   up to three times slower than alone), the larger of either run. Short runs on shared
   cores jitter by tens of percent; below that nothing can be claimed.
-* memory (``idle_rss_mb``, ``peak_rss_mb``): ``memory_rel`` (10 %) of the old value or
-  ``memory_abs_mb`` (8 MB), whichever is larger (RSS repeats to a few MB; allocator and
-  page-cache effects make the rest).
+* memory (``idle_rss_mb``, ``after_rss_mb``, ``peak_rss_mb``): ``memory_rel`` (10 %) of
+  the old value or ``memory_abs_mb`` (8 MB), whichever is larger (RSS repeats to a few
+  MB; allocator and page-cache effects make the rest).
 * ``cpu_percent``: ``cpu_abs`` (15) points.
 * ``status``: any change (ok -> oom) is a move.
 
 The recommendation *holds* when the rerun recommends the same configuration, or when
 the old pick still finishes within the budget and is not slower than the new pick by
 more than the latency noise (two configurations within noise are the same choice).
+When the rerun finds the old pick slower by more than that, one trial each is not
+enough to say so on a shared machine: `rerun_report` then measures the two head to head
+(`head_to_head`: alternating trials, A B A B ..., so that the machine's drift hits both
+alike) and decides on the medians of those rounds.
 
 Example:
     >>> from tts_kit.report import make_report, rerun_report
@@ -251,7 +255,7 @@ class Noise:
 
 
 _LATENCY = ("load_s", "first_ms", "p50_ms", "p95_ms", "rtf")
-_MEMORY = ("idle_rss_mb", "peak_rss_mb")
+_MEMORY = ("idle_rss_mb", "after_rss_mb", "peak_rss_mb")
 METRICS: tuple[str, ...] = (*_LATENCY, *_MEMORY, "cpu_percent")
 
 
@@ -779,6 +783,11 @@ class RerunVerdict:
     contention: list[str] = field(default_factory=list)
     """Runs whose trials got much less than one core (other load on the machine): their
     latency moves may be the neighbours', not the configuration's."""
+    contested: tuple[tuple[Any, ...], tuple[Any, ...]] | None = None
+    """(the report's pick, this run's pick) when the verdict rests on their latency gap
+    alone: what `head_to_head` should settle."""
+    head_to_head: dict[tuple[Any, ...], list[float]] | None = None
+    """p50 (ms) of each contested configuration in the alternating rounds, when run."""
 
     def summary(self) -> str:
         """The text `tts-kit report --rerun` prints."""
@@ -801,8 +810,9 @@ class RerunVerdict:
         return "\n".join(lines)
 
 
-def compare_reports(old: TuningReport, new: TuningReport,
-                    noise: Noise | None = None) -> RerunVerdict:
+def compare_reports(old: TuningReport, new: TuningReport, noise: Noise | None = None,
+                    head_to_head: Mapping[tuple[Any, ...], Sequence[float]] | None = None,
+                    ) -> RerunVerdict:
     """Compare two reports of the same sweep figure by figure (see the module docstring).
 
     Example:
@@ -810,6 +820,9 @@ def compare_reports(old: TuningReport, new: TuningReport,
         ...                     TuningReport.load("b/report.json"))  # doctest: +SKIP
         >>> v.holds  # doctest: +SKIP
         True
+
+    ``head_to_head`` (configuration key -> p50s of alternating rounds, from
+    `head_to_head`) settles a verdict that rests on the latency gap of the two picks.
     """
     noise = noise or old.noise
     old_by = {record_key(r): r for r in old.records}
@@ -833,7 +846,9 @@ def compare_reports(old: TuningReport, new: TuningReport,
             if abs(vb - va) > limit:
                 moved.append(Move(key, metric, float(va), float(vb), limit))
     missing = sorted(set(old_by) ^ set(new_by), key=str)
-    holds, verdict = _recommendation_holds(old, new, noise)
+    holds, verdict, contested = _recommendation_holds(old, new, noise)
+    if contested is not None and head_to_head:
+        holds, verdict = _settle(contested, head_to_head, noise)
     env_changes = {
         k: (old.environment.get(k), new.environment.get(k))
         for k in sorted(set(old.environment) | set(new.environment))
@@ -845,6 +860,8 @@ def compare_reports(old: TuningReport, new: TuningReport,
         model_changed=old.model.get("sha256") != new.model.get("sha256"),
         contention=[c for c in (_contention("the report", old), _contention("this run", new))
                     if c],
+        contested=contested,
+        head_to_head={k: list(v) for k, v in head_to_head.items()} if head_to_head else None,
     )
 
 
@@ -865,34 +882,104 @@ def _contention(label: str, rep: TuningReport) -> str:
             " as the configuration's")
 
 
-def _recommendation_holds(old: TuningReport, new: TuningReport,
-                          noise: Noise) -> tuple[bool, str]:
+def _recommendation_holds(
+    old: TuningReport, new: TuningReport, noise: Noise,
+) -> tuple[bool, str, tuple[tuple[Any, ...], tuple[Any, ...]] | None]:
     a, b = old.recommended, new.recommended
     if a is None and b is None:
-        return True, "nothing fits the budget, then and now"
+        return True, "nothing fits the budget, then and now", None
     if a is None or b is None:
         then = "nothing" if a is None else key_text(record_key(a))
         now = "nothing" if b is None else key_text(record_key(b))
-        return False, f"the report recommended {then}, this machine recommends {now}"
+        return False, f"the report recommended {then}, this machine recommends {now}", None
     ka, kb = record_key(a), record_key(b)
     if ka == kb:
-        return True, f"the same configuration is recommended: {key_text(ka)}"
+        return True, f"the same configuration is recommended: {key_text(ka)}", None
     again = next((r for r in new.records if record_key(r) == ka), None)
     if again is None or again.get("status") != "ok":
         return False, (f"the report's pick {key_text(ka)} did not finish now; "
-                       f"this machine recommends {key_text(kb)}")
+                       f"this machine recommends {key_text(kb)}"), None
     budget = new.spec.mem_budget_mb
     if budget is not None and _finite(again.get("peak_rss_mb")) and again["peak_rss_mb"] > budget:
         return False, (f"the report's pick {key_text(ka)} now peaks at "
-                       f"{again['peak_rss_mb']:.0f} MB, over the {budget:.0f} MB budget")
+                       f"{again['peak_rss_mb']:.0f} MB, over the {budget:.0f} MB budget"), None
     limit = noise.threshold("p50_ms", b, again)
     gap = float(again.get("p50_ms") or 0) - float(b.get("p50_ms") or 0)
     if gap <= limit:
         return True, (f"this machine prefers {key_text(kb)}, but the report's pick "
                       f"{key_text(ka)} is within noise of it (p50 {gap:+.1f} ms, noise "
-                      f"{limit:.1f} ms) and fits the budget")
+                      f"{limit:.1f} ms) and fits the budget"), None
     return False, (f"this machine recommends {key_text(kb)}; the report's pick {key_text(ka)} "
-                   f"is {gap:.1f} ms slower at p50, more than the {limit:.1f} ms noise")
+                   f"is {gap:.1f} ms slower at p50, more than the {limit:.1f} ms noise"), (ka, kb)
+
+
+def _settle(contested: tuple[tuple[Any, ...], tuple[Any, ...]],
+            rounds: Mapping[tuple[Any, ...], Sequence[float]], noise: Noise) -> tuple[bool, str]:
+    """The verdict on the medians of alternating rounds (see `head_to_head`)."""
+    import statistics
+
+    ka, kb = contested
+    pa = [x for x in rounds.get(ka, ()) if _finite(x)]
+    pb = [x for x in rounds.get(kb, ()) if _finite(x)]
+    if not pa or not pb:
+        return False, (f"this machine recommends {key_text(kb)}; the head-to-head rounds of the "
+                       f"report's pick {key_text(ka)} did not finish")
+    ma, mb = statistics.median(pa), statistics.median(pb)
+    limit = max(noise.latency_rel * mb, noise.latency_abs_ms)
+    gap = ma - mb
+    how = (f"head to head over {min(len(pa), len(pb))} alternating round(s): the report's pick "
+           f"{key_text(ka)} p50 {ma:.1f} ms, {key_text(kb)} {mb:.1f} ms")
+    if gap <= limit:
+        return True, (f"{how}; within noise ({gap:+.1f} ms, noise {limit:.1f} ms): the single "
+                      "trials' gap was the machine's, not the configurations'")
+    return False, (f"{how}; the report's pick is {gap:.1f} ms slower, more than the "
+                   f"{limit:.1f} ms noise, in rounds that alternate: this machine recommends "
+                   f"{key_text(kb)}")
+
+
+def head_to_head(
+    bundle: Bundle | str | os.PathLike[str],
+    spec: SweepSpec,
+    keys: Sequence[tuple[Any, ...]],
+    rounds: int = 3,
+    progress: bool = False,
+) -> dict[tuple[Any, ...], list[float]]:
+    """Measure configurations in alternating isolated trials: A B A B ... ``rounds`` times.
+
+    Each trial is `tts_kit.tune.trial` with the spec's workload; slow drift of a shared
+    machine (other load, clocks, caches) then falls on every configuration alike, which
+    one trial each, minutes apart, cannot promise. Returns key -> the p50 (ms) of each
+    round (NaN for a round that did not finish).
+
+    Example:
+        >>> p = head_to_head("standin-dir", SweepSpec.quick(),
+        ...                  [("lean", 1, "resident", 2, 1)])  # doctest: +SKIP
+        >>> len(p[("lean", 1, "resident", 2, 1)])  # doctest: +SKIP
+        3
+    """
+    from tqdm.auto import tqdm
+
+    from .tune import trial
+
+    if rounds < 1:
+        raise ValueError(f"rounds must be >= 1, got {rounds}")
+    voice = spec.voice
+    out: dict[tuple[Any, ...], list[float]] = {tuple(k): [] for k in keys}
+    bar = tqdm(total=rounds * len(out), desc="head to head", disable=not progress, leave=False)
+    try:
+        for _ in range(rounds):
+            for key in out:
+                preset, cpus, loading, steps, batch = (list(key) + [None] * 5)[:5]
+                rec = trial(bundle, preset, texts=list(spec.texts), cpus=cpus,
+                            mem_budget_mb=spec.mem_budget_mb, loading=loading or "resident",
+                            steps=steps or contract.DEFAULT_STEPS, batch_size=batch or 1,
+                            repeats=spec.repeats, seed=spec.seed, lang=spec.lang, voice=voice)
+                ok = rec["status"] == "ok" and _finite(rec.get("p50_ms"))
+                out[key].append(float(rec["p50_ms"]) if ok else math.nan)
+                bar.update()
+    finally:
+        bar.close()
+    return out
 
 
 def rerun_report(
@@ -900,6 +987,7 @@ def rerun_report(
     model: str | os.PathLike[str] | None = None,
     out: str | os.PathLike[str] | None = None,
     progress: bool = True,
+    confirm_rounds: int = 3,
 ) -> RerunVerdict:
     """Repeat the sweep of an earlier ``report.json`` here and compare figure by figure.
 
@@ -910,6 +998,9 @@ def rerun_report(
         out: also write a full new report (html, json, notebook) there; without it the
             sweep runs in this process (isolated trials all the same) and nothing is written.
         progress: show a progress bar.
+        confirm_rounds: when the verdict rests on the two picks' latency gap alone,
+            measure them in this many alternating rounds (`head_to_head`) and decide on
+            those; 0: decide on the sweep's single trials.
 
     Example:
         >>> print(rerun_report("reports/standin/report.json").summary())  # doctest: +SKIP
@@ -924,4 +1015,9 @@ def rerun_report(
         new = TuningReport.load(paths[1])
     else:
         new = run_tuning(bundle, old.spec, progress=progress)
-    return compare_reports(old, new)
+    verdict = compare_reports(old, new)
+    if verdict.contested is None or confirm_rounds < 1:
+        return verdict
+    rounds = head_to_head(bundle, new.spec, list(verdict.contested), rounds=confirm_rounds,
+                          progress=progress)
+    return compare_reports(old, new, head_to_head=rounds)

@@ -14,6 +14,9 @@ Every record (a plain dict, JSON-ready) has the keys in `RECORD_KEYS`:
 - ``status``: ``ok``, ``oom``, ``timeout`` or ``error``; ``error``: one line.
 - ``load_s``: creating the engine (for ``resident``, all four sessions).
 - ``idle_rss_mb``: RSS after the load and a garbage collection, before any request.
+- ``after_rss_mb``: RSS after the last request and a garbage collection: what the process
+  holds between requests (under ``paged`` the sessions are gone again; under
+  ``resident`` the arenas keep what the requests grew).
 - ``peak_rss_mb``: the trial process's RSS high-water mark (at the kill for ``oom``).
 - ``first_ms``; ``p50_ms``, ``p95_ms`` over ``repeats`` further calls of the same batch.
 - ``rtf``: p50 wall time / seconds of audio the batch produced (lower is faster).
@@ -45,6 +48,7 @@ Example:
 from __future__ import annotations
 
 import concurrent.futures as cf
+import gc
 import itertools
 import math
 import os
@@ -63,7 +67,7 @@ from .sessions import SessionPreset, get_preset
 #: Keys every trial record has (plus ``timeline``/``events``, and ``pareto`` in sweeps).
 RECORD_KEYS: tuple[str, ...] = (
     "preset", "cpus", "loading", "steps", "batch_size", "mem_budget_mb", "status", "error",
-    "load_s", "idle_rss_mb", "peak_rss_mb", "first_ms", "p50_ms", "p95_ms", "rtf",
+    "load_s", "idle_rss_mb", "after_rss_mb", "peak_rss_mb", "first_ms", "p50_ms", "p95_ms", "rtf",
     "cpu_percent", "cpu_ms", "load_peak_rss_mb", "run_peak_rss_mb", "threads", "audio_s",
     "repeats", "wall_s", "stage_costs_mb",
 )
@@ -165,11 +169,14 @@ def run_trial_child(
     lat = [call()[0] for _ in range(repeats)]
     steady_wall = time.perf_counter() - wall0
     steady_cpu = _self_cpu_s() - cpu0
+    gc.collect()  # no extra malloc_trim: a serving process does not call one between requests
+    after_rss = psutil.Process().memory_info().rss / 2**20
     cpu = 100.0 * steady_cpu / steady_wall if steady_wall > 0 else math.nan
     p50 = float(np.percentile(lat, 50)) if lat else first_s
     return {
         "load_s": load_s,
         "idle_rss_mb": idle_rss,
+        "after_rss_mb": after_rss,
         "first_ms": 1000 * first_s,
         "p50_ms": 1000 * p50 if lat else math.nan,
         "p95_ms": 1000 * float(np.percentile(lat, 95)) if lat else math.nan,
@@ -301,6 +308,7 @@ _TABLE_COLUMNS = (
     ("preset", "preset", "{}"), ("cpus", "cpus", "{}"), ("loading", "loading", "{}"),
     ("batch_size", "bs", "{}"), ("steps", "steps", "{}"), ("status", "status", "{}"),
     ("load_s", "load s", "{:.2f}"), ("idle_rss_mb", "idle MB", "{:.0f}"),
+    ("after_rss_mb", "after MB", "{:.0f}"),
     ("peak_rss_mb", "peak MB", "{:.0f}"), ("first_ms", "first ms", "{:.0f}"),
     ("p50_ms", "p50 ms", "{:.0f}"), ("p95_ms", "p95 ms", "{:.0f}"), ("rtf", "RTF", "{:.3f}"),
     ("cpu_percent", "CPU %", "{:.0f}"), ("cpu_ms", "CPU ms", "{:.0f}"), ("pareto", "pareto", "{}"),
