@@ -118,3 +118,13 @@ def test_per_stage_preset_override(tiny_bundle_dir):
     assert engine.preset_for("text_encoder") is engine.preset
     with pytest.raises(ValueError, match="unknown stage"):
         Engine(tiny_bundle_dir, stage_presets={"decoder": one})
+
+
+def test_the_normalisers_are_built_with_the_engine_not_on_the_first_request(tiny_bundle_dir):
+    from tts_kit.text import normalizer
+
+    normalizer._default.cache_clear()
+    Engine(tiny_bundle_dir, normalize=False)
+    assert normalizer._default.cache_info().currsize == 0
+    Engine(tiny_bundle_dir)
+    assert normalizer._default.cache_info().currsize == 2  # en and ko, ready for request one

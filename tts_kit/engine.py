@@ -125,6 +125,15 @@ class Engine:
         if unknown:
             raise ValueError(f"unknown stage(s) {unknown}; stages are {list(contract.STAGES)}")
         self.normalize = normalize
+        if normalize:
+            # Build the normalisers now (imports, num2words, lexicon regexes: 150-250 ms
+            # once per process), so the first request's latency is the model's own, not
+            # a one-off set-up (the player showed "text 223 ms" on its first synthesis).
+            from .text import normalize as normalize_text
+            from .text.charset import unsupported_characters  # noqa: F401
+
+            for lang in ("en", "ko"):
+                normalize_text("1", lang)
         self._input_types: dict[str, dict[str, np.dtype]] = {}
         self._policy = LoadPolicy.parse(loading)
         costs = resident_costs_mb(stage_costs_mb, self.bundle)
