@@ -35,6 +35,14 @@ def test_synth_writes_wav_and_prints_times(tiny_bundle_dir: Path, tmp_path: Path
     assert info.samplerate == 44100 and info.channels == 1 and info.frames > 0
     assert "RTF" in proc.stdout and "vector_estimator" in proc.stdout
     assert "stand-in" in proc.stderr  # labelled as synthetic
+    assert "read:" not in proc.stdout  # nothing to spell out
+
+
+def test_synth_says_what_normalisation_made_of_the_text(tiny_bundle_dir: Path, tmp_path: Path):
+    proc = run("synth", "Room 4 at 10:30 漢", "-o", str(tmp_path / "a.wav"), "--model",
+               str(tiny_bundle_dir), "--steps", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "read: Room four at ten thirty\n" in proc.stdout  # the unsayable character dropped
 
 
 def test_info_json(tiny_bundle_dir: Path):

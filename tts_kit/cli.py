@@ -57,6 +57,8 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
     sf.write(str(out), result.wav, result.sample_rate, subtype="PCM_16")
     print(f"wrote {out} ({result.duration_s:.2f} s of audio at {result.sample_rate} Hz)")
+    if result.text != " ".join(args.text.split()):
+        print(f"read: {result.text}")  # what normalisation made of it (dropped characters too)
     print(f"RTF {result.rtf:.3f}  (synthesis {result.timings['total'] * 1000:.0f} ms)")
     for stage in ("text", *contract.STAGES):
         print(f"  {stage:<20} {result.timings.get(stage, 0.0) * 1000:8.1f} ms")
