@@ -29,3 +29,21 @@ def ratio(value: float | None, ref: float | None) -> str:
     if value is None or ref is None or not ref or math.isnan(value) or math.isnan(ref):
         return "-"
     return f"{value / ref:.2f}"
+
+
+#: The figures the ratio tables compare, and their column heads.
+RATIO_KEYS = ("p50_ms", "p95_ms", "first_ms", "cpu_ms", "load_s", "idle_rss_mb",
+              "load_peak_rss_mb", "run_peak_rss_mb", "peak_rss_mb")
+RATIO_HEADS = ("p50", "p95", "first", "CPU ms", "load", "idle", "ld-peak", "run-peak", "peak")
+
+
+def print_ratio_table(records: list[dict], reference: str, label: str = "preset") -> None:
+    """One row per record: each of `RATIO_KEYS` over the ``reference`` preset's record."""
+    ref = next(r for r in records if r["preset"] == reference)
+    print(f"\nratios to {reference} (measured in this run)")
+    print(f"{label:<28}" + "".join(f"{h:>9}" for h in RATIO_HEADS))
+    for r in records:
+        print(f"{r['preset']:<28}" + "".join(f"{ratio(r[k], ref[k]):>9}" for k in RATIO_KEYS))
+    print("(CPU ms: CPU time per call, all threads; it moves less than latency when other "
+          "processes share the cores. ld-peak / run-peak: high-water mark while loading / "
+          "while serving.)")

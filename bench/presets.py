@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from _common import add_model_args, model_dir, ratio
+from _common import add_model_args, model_dir, print_ratio_table
 
 REFERENCE = "supertonic-default"
 
@@ -44,17 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"bundle: {model}  cpus: {args.cpus or 'all'}  steps: {args.steps}  "
           f"repeats: {args.repeats}  loading: {args.loading}\n")
     print(format_table(result.records))
-    ref = next(r for r in result.records if r["preset"] == REFERENCE)
-    print(f"\nratios to {REFERENCE} (measured in this run)")
-    keys = ("p50_ms", "p95_ms", "first_ms", "cpu_ms", "load_s", "idle_rss_mb",
-            "load_peak_rss_mb", "run_peak_rss_mb", "peak_rss_mb")
-    heads = ("p50", "p95", "first", "CPU ms", "load", "idle", "ld-peak", "run-peak", "peak")
-    print(f"{'preset':<20}" + "".join(f"{h:>9}" for h in heads))
-    for r in result.records:
-        print(f"{r['preset']:<20}" + "".join(f"{ratio(r[k], ref[k]):>9}" for k in keys))
-    print("(CPU ms: CPU time per call, all threads; it moves less than latency when other "
-          "processes share the cores. ld-peak / run-peak: high-water mark while loading / "
-          "while serving.)")
+    print_ratio_table(result.records, REFERENCE)
     if args.json:
         Path(args.json).write_text(json.dumps(result.to_dict(), indent=2) + "\n")
         print(f"wrote {args.json}")

@@ -30,6 +30,16 @@ def test_presets_bench_prints_ratios_to_the_reference(tiny_bundle_dir, tmp_path)
     assert "ratios to supertonic-default" in text
 
 
+def test_options_bench_changes_one_option_at_a_time(tiny_bundle_dir, tmp_path):
+    text, data = _run("options.py", "--model", str(tiny_bundle_dir), "--repeats", "1",
+                      "--steps", "1", "--cpus", "1", tmp_path=tmp_path)
+    names = [r["preset"] for r in data["records"]]
+    assert names[0] == "supertonic-default" and "+prepacking off" in names
+    assert "+model bytes directly" in names and "+spinning off" in names
+    assert all(r["status"] == "ok" for r in data["records"]), data["records"]
+    assert "ratios to supertonic-default" in text
+
+
 def test_instance_table_bench(tiny_bundle_dir, tmp_path):
     text, data = _run("instance_table.py", "--model", str(tiny_bundle_dir), "--presets", "lean",
                       "--repeats", "1", "--steps", "1", tmp_path=tmp_path)

@@ -513,9 +513,9 @@ _PRESET_LIST = [
         },
         malloc_mmap_threshold_kb=1024,
         source=(
-            "tts_kit: measured with tts_kit.tune on the full stand-in, 2 cores, batch 2 "
-            "(short + long text): peak 536 MB vs 647-650 MB for supertonic-default "
-            "(idle 472 MB for both), CPU per call -12 %"
+            "tts_kit: chosen by measurement with tts_kit.tune on the full stand-in (2 cores): "
+            "the lowest peak RSS of the presets at no latency cost; measure it on your "
+            "machine with bench/presets.py (presets) and bench/options.py (one option each)"
         ),
         notes={
             "intra_op_num_threads": "one per core in force, as seed-2vcpu",
@@ -523,17 +523,18 @@ _PRESET_LIST = [
             "execution_mode": "the graphs are chains; parallel mode buys nothing",
             "graph_optimization_level": "fusion removes intermediates (less memory, faster)",
             "enable_cpu_mem_arena": (
-                "measured: the arena keeps the requests' working set (run peak 582 vs 536 MB)"
+                "off: the arena keeps the requests' largest working set resident; without it "
+                "the run peak is lower (bench/options.py: +arena off)"
             ),
             "enable_mem_pattern": (
-                "measured: with the arena off, one planned block per run instead of many "
-                "allocations: the same peak as off, about 30 % less CPU per call"
+                "on: with the arena off, one planned block per run instead of many "
+                "allocations: the same peak as off, less CPU per call"
             ),
             "session.intra_op.allow_spinning": f"{_SPIN_OFF} request's",
             "session.inter_op.allow_spinning": "same, for the inter-op pool",
             "malloc_mmap_threshold_kb": (
-                "measured: loading peak 485 MB instead of 536-780 MB (glibc kept the load's "
-                "transient copies); with the arena off, freed tensors leave RSS at once"
+                "1 MB: a lower loading peak, since glibc otherwise keeps the load's transient "
+                "copies in the heap; with the arena off, freed tensors leave RSS at once"
             ),
         },
     ),

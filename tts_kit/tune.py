@@ -466,6 +466,7 @@ def sweep(
     voice: str | None = None,
     timeout_s: float | None = None,
     stage_costs_mb: Mapping[str, float] | str | None = "measure",
+    warmup: bool = True,
 ) -> SweepResult:
     """Run `trial` over presets x cpus x batch sizes x steps x loadings.
 
@@ -473,8 +474,10 @@ def sweep(
     loadings the policy needs each stage's resident cost: ``stage_costs_mb="measure"``
     (the default) measures it once per preset with `tts_kit.paged.stage_costs` before
     the trials (falling back to the file-size estimate, with a warning, if that fails);
-    a mapping gives it; None uses the estimate. Trials run one at a
-    time in isolated processes, unless ``executor`` runs them: any
+    a mapping gives it; None uses the estimate. ``warmup`` runs one throw-away trial
+    first (the first preset, first call only): without it the first trial of a sweep
+    pays for a cold machine (file cache, imports, clocks) and reads as the slowest.
+    Trials run one at a time in isolated processes, unless ``executor`` runs them: any
     `concurrent.futures.Executor` (it must run at most one trial per machine at a time).
     Shows a tqdm progress bar unless ``progress`` is False.
 
@@ -494,6 +497,9 @@ def sweep(
     path = _bundle_path(bundle)
     grid = list(itertools.product(pdicts, cpus, batch_sizes, steps, loadings))
     costs = _sweep_stage_costs(path, pdicts, loadings, stage_costs_mb, max(steps), lang, voice)
+    if warmup and executor is None:  # an executor's workers are other machines: theirs
+        trial(path, pdicts[0], texts=list(texts) if texts else None, cpus=cpus[0],
+              steps=min(steps), repeats=0, lang=lang, voice=voice, timeout_s=timeout_s)
     common = dict(texts=list(texts) if texts else None, mem_budget_mb=mem_budget_mb,
                   repeats=repeats, seed=seed, lang=lang, voice=voice, timeout_s=timeout_s)
     records: list[dict[str, Any] | None] = [None] * len(grid)
