@@ -92,7 +92,8 @@ OPTION_DOCS: dict[str, str] = {
     ),
     "session.intra_op.allow_spinning": (
         "1 (default): idle intra-op threads busy-wait for the next piece of work; 0: they "
-        "sleep, saving CPU between operators at a small latency cost"
+        "sleep, saving CPU between operators; the latency effect depends on the machine "
+        "(bench/options.py measures it)"
     ),
     "session.inter_op.allow_spinning": (
         "as intra_op.allow_spinning, for the inter-op pool (parallel mode only)"
@@ -514,8 +515,9 @@ _PRESET_LIST = [
         malloc_mmap_threshold_kb=1024,
         source=(
             "tts_kit: chosen by measurement with tts_kit.tune on the full stand-in (2 cores): "
-            "the lowest peak RSS of the presets at no latency cost; measure it on your "
-            "machine with bench/presets.py (presets) and bench/options.py (one option each)"
+            "memory first, the lowest peak RSS of the presets, paid for with some latency "
+            "(the mmap threshold makes large tensors fresh pages on every run); measure it "
+            "on your machine with bench/presets.py and bench/options.py (one option each)"
         ),
         notes={
             "intra_op_num_threads": "one per core in force, as seed-2vcpu",
@@ -523,8 +525,9 @@ _PRESET_LIST = [
             "execution_mode": "the graphs are chains; parallel mode buys nothing",
             "graph_optimization_level": "fusion removes intermediates (less memory, faster)",
             "enable_cpu_mem_arena": (
-                "off: the arena keeps the requests' largest working set resident; without it "
-                "the run peak is lower (bench/options.py: +arena off)"
+                "off: the arena keeps the requests' largest working set resident; alone, turning "
+                "it off changes little, but with the mmap threshold below freed tensors leave "
+                "RSS at once"
             ),
             "enable_mem_pattern": (
                 "on: with the arena off, one planned block per run instead of many "
@@ -534,7 +537,8 @@ _PRESET_LIST = [
             "session.inter_op.allow_spinning": "same, for the inter-op pool",
             "malloc_mmap_threshold_kb": (
                 "1 MB: a lower loading peak, since glibc otherwise keeps the load's transient "
-                "copies in the heap; with the arena off, freed tensors leave RSS at once"
+                "copies in the heap; the price is slower runs (fresh pages for every large "
+                "tensor)"
             ),
         },
     ),
