@@ -47,3 +47,23 @@ def print_ratio_table(records: list[dict], reference: str, label: str = "preset"
     print("(CPU ms: CPU time per call, all threads; it moves less than latency when other "
           "processes share the cores. ld-peak / run-peak: high-water mark while loading / "
           "while serving.)")
+
+
+def sweep_against(model: Path, presets: list, args: argparse.Namespace, reference: str,
+                  label: str = "preset", loading: str = "resident") -> int:
+    """Sweep ``presets`` (one isolated trial each, same cores and workload), print the
+    table and the ratios to ``reference``, write ``--json``; the presets/options benches."""
+    import json
+
+    from tts_kit.tune import format_table, sweep
+
+    result = sweep(model, presets, cpus=(args.cpus,), steps=(args.steps,),
+                   loadings=(loading,), repeats=args.repeats, progress=True)
+    print(f"bundle: {model}  cpus: {args.cpus or 'all'}  steps: {args.steps}  "
+          f"repeats: {args.repeats}  loading: {loading}\n")
+    print(format_table(result.records))
+    print_ratio_table(result.records, reference, label=label)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0

@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
-from pathlib import Path
 
-from _common import add_model_args, model_dir, print_ratio_table
+from _common import add_model_args, model_dir, sweep_against
 
 REFERENCE = "supertonic-default"
 
@@ -54,7 +52,6 @@ def variants() -> list:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tts_kit.tune import format_table, sweep
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_model_args(ap)
@@ -64,17 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="also write the records here")
     args = ap.parse_args(argv)
 
-    model = model_dir(args)
-    result = sweep(model, variants(), cpus=(args.cpus,), steps=(args.steps,),
-                   repeats=args.repeats, progress=True)
-    print(f"bundle: {model}  cpus: {args.cpus or 'all'}  steps: {args.steps}  "
-          f"repeats: {args.repeats}\n")
-    print(format_table(result.records))
-    print_ratio_table(result.records, REFERENCE, label="option (one change)")
-    if args.json:
-        Path(args.json).write_text(json.dumps(result.to_dict(), indent=2) + "\n")
-        print(f"wrote {args.json}")
-    return 0
+    return sweep_against(model_dir(args), variants(), args, REFERENCE,
+                         label="option (one change)")
 
 
 if __name__ == "__main__":

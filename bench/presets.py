@@ -12,18 +12,15 @@ ratios preset / supertonic-default (latency < 1: faster; peak < 1: less memory).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 
-from _common import add_model_args, model_dir, print_ratio_table
+from _common import add_model_args, model_dir, sweep_against
 
 REFERENCE = "supertonic-default"
 
 
 def main(argv: list[str] | None = None) -> int:
     from tts_kit.sessions import list_presets
-    from tts_kit.tune import format_table, sweep
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_model_args(ap)
@@ -39,16 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     presets = [p.strip() for p in args.presets.split(",") if p.strip()]
     if REFERENCE not in presets:
         presets.insert(0, REFERENCE)
-    result = sweep(model, presets, cpus=(args.cpus,), steps=(args.steps,),
-                   loadings=(args.loading,), repeats=args.repeats, progress=True)
-    print(f"bundle: {model}  cpus: {args.cpus or 'all'}  steps: {args.steps}  "
-          f"repeats: {args.repeats}  loading: {args.loading}\n")
-    print(format_table(result.records))
-    print_ratio_table(result.records, REFERENCE)
-    if args.json:
-        Path(args.json).write_text(json.dumps(result.to_dict(), indent=2) + "\n")
-        print(f"wrote {args.json}")
-    return 0
+    return sweep_against(model, presets, args, REFERENCE, loading=args.loading)
 
 
 if __name__ == "__main__":
