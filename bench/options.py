@@ -52,7 +52,6 @@ def variants() -> list:
 
 
 def main(argv: list[str] | None = None) -> int:
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_model_args(ap)
     ap.add_argument("--cpus", type=int, default=None, help="pin every trial to N cores")
