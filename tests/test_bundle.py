@@ -133,3 +133,45 @@ def test_discovery_order(tiny_bundle_dir: Path, tmp_path: Path, monkeypatch: pyt
     path, source = resolve_model_dir()
     assert source == "stand-in (tiny)" and Bundle(path).is_standin
     assert resolve_model_dir()[0] == path  # built once, then reused
+
+
+def _onnx_dims(vi) -> list:
+    return [d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+            for d in vi.type.tensor_type.shape.dim]
+
+
+def test_the_scan_reads_inputs_and_outputs_as_onnx_does(tiny_bundle_dir: Path, tmp_path: Path):
+    from tts_kit._protoscan import scan_onnx
+
+    for stage in contract.STAGES:
+        path = tiny_bundle_dir / contract.GRAPHS[stage].path
+        model, scan = onnx.load(str(path)), scan_onnx(path)
+        inits = {i.name for i in model.graph.initializer}
+        want_in = [i for i in model.graph.input if i.name not in inits]
+        for mine, theirs in [*zip(scan.inputs, want_in), *zip(scan.outputs, model.graph.output)]:
+            assert mine.name == theirs.name
+            assert mine.elem_type == theirs.type.tensor_type.elem_type
+            assert mine.dims == _onnx_dims(theirs), (stage, mine)
+        assert len(scan.inputs) == len(want_in) and len(scan.outputs) == len(model.graph.output)
+        assert scan.params == sum(int(np.prod(t.dims)) for t in model.graph.initializer)
+    # An unknown dimension (neither value nor name) and a non-tensor output.
+    x = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT16, [None, 3, "T"])
+    seq = onnx.helper.make_tensor_sequence_value_info("s", onnx.TensorProto.FLOAT, None)
+    graph = onnx.helper.make_graph([onnx.helper.make_node("SequenceConstruct", ["x"], ["s"])],
+                                   "g", [x], [seq])
+    onnx.save(onnx.helper.make_model(graph), tmp_path / "g.onnx")
+    scan = scan_onnx(tmp_path / "g.onnx")
+    assert (scan.inputs[0].elem_type, scan.inputs[0].dims) == (onnx.TensorProto.FLOAT16,
+                                                               [None, 3, "T"])
+    assert scan.outputs[0].name == "s" and scan.outputs[0].elem_type == 0
+
+
+def test_opening_a_bundle_and_engine_does_not_import_onnx(tiny_bundle_dir: Path):
+    import subprocess
+    import sys
+
+    code = ("import sys; from tts_kit import Bundle, Engine; "
+            f"Engine(Bundle({str(tiny_bundle_dir)!r})); print('onnx' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.strip()
+    assert out == "False"  # onnx costs 0.7 s and 15 MB per process; the engine needs none

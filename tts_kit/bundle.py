@@ -24,18 +24,26 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import onnx
 
 from . import contract
-from ._protoscan import ScanError, scan_onnx
+from ._protoscan import (
+    ELEM_NAMES,
+    FLOAT,
+    FLOAT16,
+    INT8,
+    INT64,
+    UINT8,
+    ScanError,
+    ValueInfo,
+    scan_onnx,
+)
 
 
 def default_standin_scale() -> str:
     """Scale of the stand-in that discovery builds when no real model is found."""
     return os.environ.get("TTS_KIT_STANDIN_SCALE", "tiny")
 
-_NP_TO_ONNX = {"float32": onnx.TensorProto.FLOAT, "int64": onnx.TensorProto.INT64}
-_ONNX_NAMES = {v: k.lower() for k, v in onnx.TensorProto.DataType.items()}
+_NP_TO_ONNX = {"float32": FLOAT, "int64": INT64}
 
 
 class BundleError(ValueError):
@@ -86,22 +94,17 @@ def _read_json(path: Path, root: Path) -> Any:
         raise BundleError(f"{_rel(path, root)}: malformed JSON ({exc})") from None
 
 
-def _dims(vi: onnx.ValueInfoProto) -> list[str | int | None]:
-    shape = vi.type.tensor_type.shape
-    return [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in shape.dim]
-
-
-def _check_tensor(rel: str, kind: str, found: onnx.ValueInfoProto, spec: contract.TensorSpec):
-    elem = found.type.tensor_type.elem_type
+def _check_tensor(rel: str, kind: str, found: ValueInfo, spec: contract.TensorSpec):
+    elem = found.elem_type
     want = _NP_TO_ONNX[spec.dtype]
     # FP16 conversions without keep_io_types carry float16 I/O; the engine casts for them.
-    ok_types = {want, onnx.TensorProto.FLOAT16} if want == onnx.TensorProto.FLOAT else {want}
+    ok_types = {want, FLOAT16} if want == FLOAT else {want}
     if elem not in ok_types:
         raise BundleError(
-            f"{rel}: {kind} '{spec.name}' has element type {_ONNX_NAMES.get(elem, elem)}, "
+            f"{rel}: {kind} '{spec.name}' has element type {ELEM_NAMES.get(elem, elem)}, "
             f"expected {spec.dtype}"
         )
-    dims = _dims(found)
+    dims = found.dims
     if len(dims) != spec.rank:
         raise BundleError(
             f"{rel}: {kind} '{spec.name}' has rank {len(dims)} {dims}, "
@@ -117,15 +120,10 @@ def _check_tensor(rel: str, kind: str, found: onnx.ValueInfoProto, spec: contrac
 
 def _precision(types: dict[int, int]) -> str:
     total = sum(types.values()) or 1
-    names = {
-        onnx.TensorProto.FLOAT: "float32",
-        onnx.TensorProto.FLOAT16: "float16",
-        onnx.TensorProto.INT8: "int8",
-        onnx.TensorProto.UINT8: "int8",
-    }
+    names = {FLOAT: "float32", FLOAT16: "float16", INT8: "int8", UINT8: "int8"}
     for t, n in sorted(types.items(), key=lambda kv: -kv[1]):
         if n / total >= 0.9:
-            return names.get(t, _ONNX_NAMES.get(t, str(t)))
+            return names.get(t, ELEM_NAMES.get(t, str(t)))
     return "mixed"
 
 
