@@ -166,12 +166,20 @@ def test_the_scan_reads_inputs_and_outputs_as_onnx_does(tiny_bundle_dir: Path, t
     assert scan.outputs[0].name == "s" and scan.outputs[0].elem_type == 0
 
 
-def test_opening_a_bundle_and_engine_does_not_import_onnx(tiny_bundle_dir: Path):
+@pytest.mark.parametrize("loading", ["resident", "paged"])
+def test_opening_a_bundle_and_engine_does_not_import_onnx(tiny_bundle_dir: Path, tmp_path: Path,
+                                                          loading: str):
+    import os
     import subprocess
     import sys
 
+    # paged with an empty cache: the external-data copies are made on the first request.
     code = ("import sys; from tts_kit import Bundle, Engine; "
-            f"Engine(Bundle({str(tiny_bundle_dir)!r})); print('onnx' in sys.modules)")
+            f"e = Engine(Bundle({str(tiny_bundle_dir)!r}), loading={loading!r}); "
+            "e.synthesize('Hi.', lang='en', steps=1); print('onnx' in sys.modules)")
+    env = {**os.environ, "TTS_KIT_CACHE_DIR": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=120).stdout.strip()
+                         check=True, timeout=120, env=env).stdout.strip()
     assert out == "False"  # onnx costs 0.7 s and 15 MB per process; the engine needs none
+    if loading == "paged":
+        assert len(list((tmp_path / "external").glob("*/*.onnx.data"))) == 4

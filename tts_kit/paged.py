@@ -283,7 +283,8 @@ def parse_loading(spec: str) -> tuple[str, float | None]:
 
 # Large graphs are converted in a child so their parse (2-3x the file) never lands in the
 # heap of the process being kept small; small ones in-process, where a child's start-up
-# (about a second) would cost more than the parse. Only onnx is needed in the child.
+# (about a second) would cost more than the parse, but only when onnx is already imported:
+# importing it costs as much as the child and leaves 15 MB in the serving process.
 _EXTERNALIZE = """
 import sys, onnx
 model = onnx.load(sys.argv[1])
@@ -311,8 +312,8 @@ def external_copy(path: str | os.PathLike[str], cache_dir: str | os.PathLike[str
     """A copy of the graph at ``path`` with its weights in one external data file.
 
     Made once per file version (keyed by its absolute path, size and mtime), in a child
-    process for graphs over `INPROCESS_CONVERT_BYTES`, written atomically and reused
-    after; ``path`` is only read.
+    process (in-process for graphs up to `INPROCESS_CONVERT_BYTES` when onnx is already
+    imported), written atomically and reused after; ``path`` is only read.
 
     Example:
         >>> external_copy("bundle/onnx/vocoder.onnx")  # doctest: +SKIP
@@ -330,7 +331,7 @@ def external_copy(path: str | os.PathLike[str], cache_dir: str | os.PathLike[str
     work = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=root))
     args = [str(src), str(work / src.name), f"{src.name}.data"]
     try:
-        if st.st_size <= INPROCESS_CONVERT_BYTES:
+        if st.st_size <= INPROCESS_CONVERT_BYTES and "onnx" in sys.modules:
             import onnx
 
             onnx.save_model(onnx.load(args[0]), args[1], save_as_external_data=True,
@@ -703,10 +704,9 @@ class StageCosts:
         return d
 
 
-def _warm_up_ort() -> None:
-    """Create and drop a one-node session, so ORT's process-wide globals (environment,
-    allocators, kernel registry) are not charged to the first stage measured."""
-    import numpy as np
+def _warm_up_model() -> bytes:
+    """A serialised one-node graph (Relu), built in the parent: the measuring child must
+    not import onnx (0.7 s, 15 MB that a serving process does not have)."""
     from onnx import TensorProto, helper
 
     graph = helper.make_graph(
@@ -714,15 +714,22 @@ def _warm_up_ort() -> None:
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    sess = ort.InferenceSession(model.SerializeToString())
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+def _warm_up_ort(model: bytes) -> None:
+    """Create and drop a one-node session, so ORT's process-wide globals (environment,
+    allocators, kernel registry) are not charged to the first stage measured."""
+    import numpy as np
+
+    sess = ort.InferenceSession(model)
     sess.run(None, {"x": np.ones(1, np.float32)})
     del sess
 
 
 def _stage_costs_child(bundle_path: str, preset: dict[str, Any] | None, text: str, lang: str,
-                       voice: str | None, steps: int, loading: str, seed: int
-                       ) -> dict[str, Any]:
+                       voice: str | None, steps: int, loading: str, seed: int,
+                       warm_model: bytes) -> dict[str, Any]:
     """Inside a fresh process: load, run and release each stage in pipeline order."""
     from .bundle import Bundle
     from .engine import Engine
@@ -730,7 +737,7 @@ def _stage_costs_child(bundle_path: str, preset: dict[str, Any] | None, text: st
 
     release_memory()
     imports = rss_mb()
-    _warm_up_ort()
+    _warm_up_ort(warm_model)
     release_memory()
     runtime = rss_mb()
     bundle = Bundle(bundle_path)
@@ -821,6 +828,7 @@ def stage_costs(
     pdict = get_preset(preset).to_dict() if preset is not None else None
     LoadPolicy.parse(loading)  # a bad spec fails here, not in the child
     m = run_isolated(_stage_costs_child, path, pdict, text, lang, voice, steps, loading, seed,
+                     _warm_up_model(),
                      cpus=cpus, timeout_s=timeout_s)
     if not m.ok:
         raise RuntimeError(f"stage_costs: the measuring process ended with {m.status}: {m.error}")
