@@ -515,9 +515,10 @@ _PRESET_LIST = [
         malloc_mmap_threshold_kb=1024,
         source=(
             "tts_kit: chosen by measurement with tts_kit.tune on the full stand-in (2 cores): "
-            "memory first, the lowest peak RSS of the presets, paid for with some latency "
-            "(the mmap threshold makes large tensors fresh pages on every run); measure it "
-            "on your machine with bench/presets.py and bench/options.py (one option each)"
+            "memory first: the lowest peak RSS of the presets in every run; its latency "
+            "ranged from faster to slower than supertonic-default between runs (the mmap "
+            "threshold makes large tensors fresh pages on every call); measure it on your "
+            "machine with bench/presets.py and bench/options.py (one option each)"
         ),
         notes={
             "intra_op_num_threads": "one per core in force, as seed-2vcpu",
