@@ -170,3 +170,9 @@ def test_cli_tune_writes_lean_json_and_always_recommends(tiny_bundle_dir, tmp_pa
     assert main(["tune", "--model", str(tiny_bundle_dir), "--loading", "budget:300",
                  "--stage-costs", str(bad)]) == 2
     assert "--stage-costs" in capsys.readouterr().err
+    for content, words in (("[1, 2]", "must map stage names to MB"),
+                           ('{"vocoder": "x"}', "stage_costs_mb['vocoder'] must be MB >= 0")):
+        bad.write_text(content)
+        assert main(["tune", "--model", str(tiny_bundle_dir), "--loading", "budget:300",
+                     "--stage-costs", str(bad)]) == 2
+        assert words in capsys.readouterr().err

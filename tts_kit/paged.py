@@ -406,16 +406,22 @@ def resident_costs_mb(costs: Mapping[str, Any] | StageCosts | None, bundle: Any
     out = estimate_costs_mb(bundle)
     if isinstance(costs, StageCosts):
         costs = costs.costs_mb()
+    if costs is not None and not isinstance(costs, Mapping):
+        raise ValueError(f"stage_costs_mb must map stage names to MB, like "
+                         f'{{"vocoder": 120}}; got a {type(costs).__name__}')
     for stage, cost in (costs or {}).items():
         if stage not in contract.STAGES and stage not in out:
             raise ValueError(
                 f"stage_costs_mb names unknown stage '{stage}'; stages are {list(contract.STAGES)}"
             )
-        if isinstance(cost, Mapping) or hasattr(cost, "load_mb"):
-            parts = cost if isinstance(cost, Mapping) else vars(cost)
-            run = float(parts.get("run_mb", 0.0) or 0.0)
-            cost = float(parts.get("load_mb", math.nan)) + max(run, 0.0)
-        value = float(cost)
+        try:
+            if isinstance(cost, Mapping) or hasattr(cost, "load_mb"):
+                parts = cost if isinstance(cost, Mapping) else vars(cost)
+                run = float(parts.get("run_mb", 0.0) or 0.0)
+                cost = float(parts.get("load_mb", math.nan)) + max(run, 0.0)
+            value = float(cost)
+        except (TypeError, ValueError):
+            value = math.nan
         if not value >= 0 or not math.isfinite(value):
             raise ValueError(f"stage_costs_mb['{stage}'] must be MB >= 0, got {cost!r}")
         out[stage] = value
