@@ -83,7 +83,7 @@ def instance_table(
     """
     from tqdm.auto import tqdm
 
-    from .tune import trial
+    from .tune import _preset_dict, trial
 
     cores = len(available_cpus())
     pairs = [(inst, p) for inst in instances for p in presets]
@@ -98,7 +98,7 @@ def instance_table(
             row.update({k: None for k in _ROW_KEYS})
             row["cpu_share_percent"] = None
             if not row["measured"]:
-                row["preset"] = _preset_name(preset)
+                row["preset"] = _preset_dict(preset)["name"]
                 row["status"] = "not measured"
                 row["error"] = f"needs {inst.cpus} cores, this machine has {cores}"
                 rows.append(row)
@@ -113,12 +113,6 @@ def instance_table(
     finally:
         bar.close()
     return rows
-
-
-def _preset_name(preset: str | SessionPreset | dict[str, Any]) -> str | None:
-    if isinstance(preset, str):
-        return preset
-    return preset.get("name") if isinstance(preset, dict) else preset.name
 
 
 def _fmt(value: Any, spec: str) -> str:

@@ -963,7 +963,6 @@ def head_to_head(
 
     if rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
-    voice = spec.voice
     out: dict[tuple[Any, ...], list[float]] = {tuple(k): [] for k in keys}
     bar = tqdm(total=rounds * len(out), desc="head to head", disable=not progress, leave=False)
     try:
@@ -973,7 +972,8 @@ def head_to_head(
                 rec = trial(bundle, preset, texts=list(spec.texts), cpus=cpus,
                             mem_budget_mb=spec.mem_budget_mb, loading=loading or "resident",
                             steps=steps or contract.DEFAULT_STEPS, batch_size=batch or 1,
-                            repeats=spec.repeats, seed=spec.seed, lang=spec.lang, voice=voice)
+                            repeats=spec.repeats, seed=spec.seed, lang=spec.lang,
+                            voice=spec.voice)
                 ok = rec["status"] == "ok" and _finite(rec.get("p50_ms"))
                 out[key].append(float(rec["p50_ms"]) if ok else math.nan)
                 bar.update()
