@@ -1,4 +1,5 @@
-"""tts_kit.report: sweep specs, the schema, noise and reruns; `tts-kit report` end to end."""
+"""tts_kit.report: sweep specs, the schema, noise and reruns; the library-written report.json;
+`tts-kit report` end to end."""
 
 from __future__ import annotations
 
@@ -163,6 +164,29 @@ def test_a_contested_verdict_is_settled_head_to_head():
     oom = _report([_rec("a", 10.0, 100, status="oom"), _rec("b", 10.1, 100)],
                   _rec("b", 10.1, 100))
     assert compare_reports(old, oom).contested is None
+
+
+# -- the library writes the document ------------------------------------------------
+
+
+def test_the_library_writes_a_complete_report_without_the_notebook(tiny_bundle_dir, tmp_path):
+    """Every field of report.json, the recommended trial's timeline included, comes from
+    the library: no kernel, no notebook, no HTML."""
+    spec = SweepSpec(presets=["low-memory"], cpus=[1], loadings=["resident"], steps=[2],
+                     repeats=1)
+    out = tmp_path / "report"
+    paths = report.make_report(out, model=tiny_bundle_dir, sweep=spec, progress=False,
+                               render=False)
+    assert paths == [out / "report.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["report.json"]
+    data = json.loads(paths[0].read_text())
+    validate_report(data)
+    assert data["model"]["sha256"]["vocoder"] == Bundle(tiny_bundle_dir).sha256("vocoder")
+    assert [r["status"] for r in data["records"]] == ["ok"]
+    assert data["recommendation"]["record"]["preset"] == "low-memory"
+    again = data["extras"]["recommended_trial"]
+    assert again["status"] == "ok" and again["timeline"] and again["events"]
+    assert TuningReport.load(paths[0]).recommended_preset().name == "low-memory"
 
 
 # -- end to end: the CLI on the tiny stand-in ----------------------------------------

@@ -1,14 +1,15 @@
-"""Reproducible tuning reports: run a sweep, write report.html / report.json / the notebook.
+"""Reproducible tuning reports: the library measures and writes report.json; a notebook renders it.
 
-`make_report` executes ``notebooks/05_tuning_report.ipynb`` headless with papermill in
-a fresh kernel, then exports the executed notebook to a standalone ``report.html`` that
-opens offline. The notebook calls `run_tuning` and `TuningReport.save`, so
-``report.json`` holds every measured record, the recommendation and the environment
+`make_report` runs the sweep of a `SweepSpec` in isolated trials (`run_tuning`), measures
+the recommended configuration again with its memory timeline and saves ``report.json``
+(`write_report`): every measured record, the recommendation and the environment
 fingerprint (CPU model and count, OS, Python, onnxruntime and numpy versions, providers,
-model SHA-256s, presets), following ``report_schema.json`` (`validate_report`).
-`rerun_report` repeats the sweep of an earlier report.json on this machine and says which
-figures moved by more than the noise (`Noise`) and whether the recommendation holds
-(`RerunVerdict`).
+model SHA-256s, presets), following ``report_schema.json`` (`validate_report`). Only then
+does it render: papermill executes ``notebooks/05_tuning_report.ipynb`` headless on that
+file (`render_report`), and the executed notebook is exported to a standalone
+``report.html`` that opens offline. `rerun_report` repeats the sweep of an earlier
+report.json on this machine and says which figures moved by more than the noise (`Noise`)
+and whether the recommendation holds (`RerunVerdict`).
 
 The modules, each one concern, bottom to top:
 
@@ -16,7 +17,7 @@ The modules, each one concern, bottom to top:
 - `tts_kit.report.document`: `TuningReport` (report.json), the schema, `Noise`,
   `record_key`, the environment and model fingerprints;
 - `tts_kit.report.render`: papermill execution of the report notebook, HTML export;
-- `tts_kit.report.make`: `run_tuning` (the sweep) and `make_report`;
+- `tts_kit.report.make`: run the sweep, write report.json, then render (`make_report`);
 - `tts_kit.report.rerun`: `compare_reports`, `head_to_head`, `rerun_report`.
 
 Example:
@@ -38,12 +39,13 @@ from .document import (
     record_key,
     validate_report,
 )
-from .make import make_report, run_tuning
+from .make import make_report, measure_recommended, run_tuning, write_report
 from .render import (
     NOTEBOOK_ENV,
     NOTEBOOK_NAME,
     execute_notebook,
     export_html,
+    render_report,
     report_notebook,
 )
 from .rerun import (
@@ -75,10 +77,13 @@ __all__ = [
     "head_to_head",
     "key_text",
     "make_report",
+    "measure_recommended",
     "model_fingerprint",
     "record_key",
+    "render_report",
     "report_notebook",
     "rerun_report",
     "run_tuning",
     "validate_report",
+    "write_report",
 ]

@@ -278,7 +278,9 @@ class TuningReport:
     noise: Noise = field(default_factory=Noise)
     """The noise model a rerun compares with."""
     extras: dict[str, Any] = field(default_factory=dict)
-    """Anything else the notebook measured (e.g. the recommended trial's timeline)."""
+    """Anything else measured with the sweep: ``recommended_trial`` (the recommended
+    configuration measured again, with its RSS timeline and stage events; written by
+    `tts_kit.report.write_report`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The report.json document (JSON-safe: NaN becomes null)."""

@@ -1,14 +1,18 @@
-"""Making a report: run the sweep into a `TuningReport`; run the report notebook on it.
+"""Making a report: the library runs the sweep and writes report.json, then renders it.
 
 One concern: the order of work behind ``tts-kit report``. `run_tuning` runs the spec's
 sweep (isolated trials, `tts_kit.tune.sweep`) and assembles the `TuningReport`;
-`make_report` executes the report notebook, which calls `run_tuning` and saves
-report.json, and exports it to HTML.
+`write_report` adds the recommended configuration measured again with its RSS timeline
+(``extras["recommended_trial"]``) and saves a schema-valid report.json, so every field of
+the document exists without a notebook. `make_report` does that, then hands the file to
+`tts_kit.report.render_report`, which only loads and draws it. The report notebook,
+opened on its own in JupyterLab, calls `write_report` itself (one call) and renders the
+same document.
 
 Example:
     >>> from tts_kit.report import make_report
-    >>> [p.name for p in make_report("reports/standin")]  # doctest: +SKIP
-    ['report.html', 'report.json', 'report.ipynb']
+    >>> [p.name for p in make_report("reports/standin", render=False)]  # doctest: +SKIP
+    ['report.json']
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ from typing import Any
 
 from ..bundle import Bundle, resolve_model_dir
 from .document import TuningReport, environment, model_fingerprint
-from .render import execute_notebook, export_html, report_notebook
-from .spec import ReportError, SweepSpec
+from .render import render_report
+from .spec import SweepSpec
 
 SweepLike = str | os.PathLike[str] | Mapping[str, Any] | SweepSpec | None
 """What a sweep argument may be: a `SweepSpec`, its dict, a JSON file of it, or None."""
@@ -67,6 +71,59 @@ def run_tuning(
     )
 
 
+def measure_recommended(bundle: Bundle, tuning: TuningReport) -> dict[str, Any]:
+    """The recommended record's configuration (else the first record's), measured again.
+
+    One isolated `tts_kit.tune.trial` with the sweep's workload; the record keeps its RSS
+    timeline and stage events, which the sweep's records leave out (they are large).
+
+    Example:
+        >>> again = measure_recommended(bundle, tuning)  # doctest: +SKIP
+        >>> again["status"], len(again["timeline"]) > 0  # doctest: +SKIP
+        ('ok', True)
+    """
+    from .. import tune
+
+    spec = tuning.spec
+    pick = tuning.recommended or tuning.records[0]
+    return tune.trial(bundle, tuning.preset_of(pick), spec.texts, cpus=pick["cpus"],
+                      loading=pick["loading"], steps=pick["steps"],
+                      batch_size=pick["batch_size"], repeats=spec.repeats, lang=spec.lang,
+                      voice=spec.voice, seed=spec.seed, mem_budget_mb=spec.mem_budget_mb)
+
+
+def write_report(
+    out: str | os.PathLike[str],
+    model: Bundle | str | os.PathLike[str] | None = None,
+    sweep: SweepLike = None,
+    quick: bool = False,
+    progress: bool = False,
+) -> Path:
+    """Run the sweep, measure the pick again with its timeline, save ``out/report.json``.
+
+    Args:
+        out: output directory (created).
+        model: a `Bundle` or bundle directory (default: discovered).
+        sweep: a `SweepSpec`, its dict, a JSON file of it, or None for the default.
+        quick: with ``sweep=None``, the smallest sweep (`SweepSpec.quick`).
+        progress: a progress bar over the sweep's trials.
+
+    Returns:
+        The path of the schema-valid report.json.
+
+    Example:
+        >>> write_report("reports/standin", quick=True).name  # doctest: +SKIP
+        'report.json'
+    """
+    spec = SweepSpec.load(sweep, quick=quick)
+    bundle = model if isinstance(model, Bundle) else Bundle(resolve_model_dir(model)[0])
+    tuning = run_tuning(bundle, spec, progress=progress)
+    tuning.extras["recommended_trial"] = measure_recommended(bundle, tuning)
+    out_dir = Path(out).expanduser()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return tuning.save(out_dir / "report.json")
+
+
 def make_report(
     out: str | os.PathLike[str],
     model: str | os.PathLike[str] | None = None,
@@ -74,19 +131,22 @@ def make_report(
     quick: bool = False,
     timeout_s: float | None = None,
     progress: bool = True,
+    render: bool = True,
 ) -> list[Path]:
-    """Run the report notebook on ``model`` with ``sweep`` and write the three files.
+    """Measure ``sweep`` on ``model``, write report.json, then render it (notebook + HTML).
 
     Args:
         out: output directory (created; existing report files in it are replaced).
         model: bundle directory (default: discovered; the stand-in on a fresh machine).
         sweep: a `SweepSpec`, its dict, a JSON file of it, or None for the default.
         quick: with ``sweep=None``, the smallest sweep (`SweepSpec.quick`).
-        timeout_s: per-cell time limit (None: none).
-        progress: papermill's cell progress bar on stderr.
+        timeout_s: per-cell time limit of the rendering notebook (None: none).
+        progress: progress bars on stderr (the sweep's trials, papermill's cells).
+        render: False: only report.json (no kernel, no notebook, no HTML).
 
     Returns:
-        ``[report.html, report.json, report.ipynb]`` inside ``out``.
+        ``[report.html, report.json, report.ipynb]`` inside ``out`` (``[report.json]``
+        without ``render``).
 
     Example:
         >>> [p.name for p in make_report("reports/standin")]  # doctest: +SKIP
@@ -94,22 +154,15 @@ def make_report(
     """
     spec = SweepSpec.load(sweep, quick=quick)
     where, source = resolve_model_dir(model)
-    bundle = Bundle(where)  # fails early, in one line, before a kernel starts
+    bundle = Bundle(where)  # fails early, in one line, before any trial runs
     out_dir = Path(out).expanduser().resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
-    json_path = out_dir / "report.json"
-    ipynb = out_dir / "report.ipynb"
-    html_path = out_dir / "report.html"
-    for p in (json_path, ipynb, html_path):
-        p.unlink(missing_ok=True)
-    execute_notebook(
-        report_notebook(), ipynb,
-        parameters={"model_dir": str(bundle.path), "model_source": source,
-                    "sweep": spec.to_dict(), "out_dir": str(out_dir), "quick": quick},
-        cwd=out_dir, timeout_s=timeout_s, progress=progress,
-    )
-    if not json_path.is_file():
-        raise ReportError(f"{ipynb}: the notebook ran but wrote no report.json")
-    TuningReport.load(json_path)  # validates
-    export_html(ipynb, html_path)
+    for name in ("report.json", "report.ipynb", "report.html"):
+        (out_dir / name).unlink(missing_ok=True)
+    json_path = write_report(out_dir, bundle, spec, progress=progress)
+    if not render:
+        return [json_path]
+    html_path, ipynb = render_report(json_path, out_dir, model_dir=bundle.path,
+                                     model_source=source, timeout_s=timeout_s,
+                                     progress=progress)
     return [html_path, json_path, ipynb]

@@ -1,18 +1,25 @@
-"""Rendering a report: papermill runs ``05_tuning_report`` headless; HTML export.
+"""Rendering a report: papermill runs ``05_tuning_report`` on a report.json; HTML export.
 
-One concern: the notebook side of a report. `execute_notebook` runs the report notebook
-in a fresh kernel; `export_html` writes a standalone ``report.html`` (plots as
-``data:image/png;base64``, audio as ``data:audio/wav;base64``: it opens offline).
-`report_notebook` finds the notebook in a checkout or an install.
+One concern: turning a finished report.json into a notebook and a standalone page. The
+document is written before this runs (`tts_kit.report.write_report`); the notebook gets
+its path as the ``report_json`` parameter and only loads and draws it (tables, plots, the
+recommendation, a sample of the recommended settings). `render_report` executes it
+headless in a fresh kernel (`execute_notebook`) and exports a standalone ``report.html``
+(`export_html`; plots as ``data:image/png;base64``, audio as ``data:audio/wav;base64``:
+it opens offline). `report_notebook` finds the notebook in a checkout or an install.
 
 Example:
     >>> from tts_kit.report import report_notebook
     >>> report_notebook().name
     '05_tuning_report.ipynb'
+    >>> from tts_kit.report import render_report
+    >>> [p.name for p in render_report("reports/standin/report.json")]  # doctest: +SKIP
+    ['report.html', 'report.ipynb']
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping
@@ -138,3 +145,47 @@ def _strip_remote(body: str) -> str:
     # and a page that stands alone must not wait on the network.
     return re.sub(r"<script[^>]+src=\"https?://[^\"]+\"[^>]*>\s*</script>", "", body)
 
+
+def render_report(
+    report_json: str | os.PathLike[str],
+    out: str | os.PathLike[str] | None = None,
+    model_dir: str | os.PathLike[str] | None = None,
+    model_source: str | None = None,
+    timeout_s: float | None = None,
+    progress: bool = False,
+) -> list[Path]:
+    """Run the report notebook on a written ``report.json``; write report.ipynb and .html.
+
+    Args:
+        report_json: the document to render (`tts_kit.report.write_report`).
+        out: output directory (default: the one holding ``report_json``).
+        model_dir: bundle the notebook plays a sample with (default: the report's model).
+        model_source: where the model came from, for the notebook's banner.
+        timeout_s: per-cell time limit (None: none).
+        progress: papermill's cell progress bar on stderr.
+
+    Returns:
+        ``[report.html, report.ipynb]`` inside ``out``.
+
+    Example:
+        >>> [p.name for p in render_report("reports/standin/report.json")]  # doctest: +SKIP
+        ['report.html', 'report.ipynb']
+    """
+    src = Path(report_json).expanduser().resolve()
+    if model_dir is None:
+        try:
+            model_dir = json.loads(src.read_text(encoding="utf-8"))["model"]["path"]
+        except (OSError, ValueError, KeyError, TypeError):
+            raise ReportError(f"{src}: not a readable report.json; write one with "
+                              "`tts-kit report --out DIR`") from None
+    out_dir = Path(out).expanduser().resolve() if out is not None else src.parent
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ipynb, html_path = out_dir / "report.ipynb", out_dir / "report.html"
+    execute_notebook(
+        report_notebook(), ipynb,
+        parameters={"model_dir": str(model_dir), "model_source": model_source,
+                    "report_json": str(src)},
+        cwd=out_dir, timeout_s=timeout_s, progress=progress,
+    )
+    export_html(ipynb, html_path)
+    return [html_path, ipynb]
