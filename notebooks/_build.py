@@ -430,36 +430,36 @@ live = graph.watch(tune.trial, bundle, "supertonic-default", say, cpus=1, steps=
 
 REPORT_PARAMS = PARAMS + """
 model_source = None  # where the model came from (set by `tts-kit report`)
-sweep = None  # a SweepSpec dict or JSON path; None: the default (or the quick one)
-out_dir = "."  # where report.json is written"""
+report_json = None  # the report.json to render (set by `tts-kit report`); None: measure here
+sweep = None  # without report_json: a SweepSpec dict or JSON path; None: the default (or quick)
+out_dir = "."  # without report_json: where the library writes report.json"""
 
 REPORT = [
     *head(
         "Tuning report",
         """
 A reproducible sweep: every record measured in an isolated process, the recommendation
-for the memory budget, and the fingerprint of the machine and model. `tts-kit report`
-runs this notebook headless and exports it; `tts-kit report --rerun report.json` repeats
-the sweep and says what moved.
+for the memory budget, and the fingerprint of the machine and model. The library measures
+and writes `report.json`; this notebook loads and draws it. `tts-kit report` writes the
+file, then runs this notebook headless on it and exports it; opened on its own, the
+notebook asks the library for the file first. `tts-kit report --rerun report.json`
+repeats the sweep and says what moved.
 """,
         params=REPORT_PARAMS,
     ),
     code("""
-from pathlib import Path
-
 from tts_kit import report
 
-spec = report.SweepSpec.load(sweep, quick=quick).effective()
+if report_json is None:  # opened on its own: the same library call as `tts-kit report`
+    report_json = report.write_report(out_dir, bundle, sweep=sweep, quick=quick)
+tuning = report.TuningReport.load(report_json)
+spec = tuning.spec
 spec.to_dict()
 """),
     md("## The machine"),
-    code("report.environment()"),
+    code("tuning.environment"),
     md("## The sweep"),
-    code("""
-# progress=False: papermill shows its own progress; a widget bar would not survive export.
-tuning = report.run_tuning(bundle, spec, progress=False)
-tuning.dataframe()
-"""),
+    code("tuning.dataframe()"),
     md("## Recommendation"),
     code("""
 from IPython.display import Markdown
@@ -469,14 +469,10 @@ Markdown(f"**Budget {spec.mem_budget_mb} MB.** {tuning.reason}")
     code("tuning.pareto_figure()"),
     md("## The recommended configuration, measured again with its memory timeline"),
     code("""
-from tts_kit import plots, tune
+from tts_kit import plots
 
 pick = tuning.recommended or tuning.records[0]
-again = tune.trial(bundle, tuning.preset_of(pick), spec.texts, cpus=pick["cpus"],
-                   loading=pick["loading"], steps=pick["steps"], batch_size=pick["batch_size"],
-                   repeats=spec.repeats, lang=spec.lang, voice=spec.voice, seed=spec.seed,
-                   mem_budget_mb=spec.mem_budget_mb)
-tuning.extras["recommended_trial"] = again  # with its timeline and stage events
+again = tuning.extras["recommended_trial"]  # with its timeline and stage events
 plots.memory_timeline(again, title=f"{pick['preset']} @ {pick['cpus']} vCPU, {pick['loading']}")
 """),
     md("## Listen and see the stage times (this kernel, the recommended settings)"),
@@ -490,11 +486,6 @@ sample = engine.synthesize(spec.texts[0], lang=spec.lang, voice=spec.voice,
                            steps=pick["steps"], seed=spec.seed)
 display(Audio(data=sample.wav_bytes()))
 plots.stage_times(sample, title=f"{sample.duration_s:.2f} s of audio, RTF {sample.rtf:.3f}")
-"""),
-    md("## Write report.json"),
-    code("""
-path = tuning.save(Path(out_dir) / "report.json")
-print(f"wrote {path} ({len(tuning.records)} records)")
 """),
 ]
 

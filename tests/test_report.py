@@ -1,4 +1,5 @@
-"""tts_kit.report: sweep specs, the schema, noise and reruns; `tts-kit report` end to end."""
+"""tts_kit.report: sweep specs, the schema, noise and reruns; the library-written report.json;
+`tts-kit report` end to end."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import re
 
 import pytest
 
-from tts_kit import report
+from tts_kit import Bundle, report
 from tts_kit.report import (
     Noise,
     ReportError,
@@ -165,6 +166,29 @@ def test_a_contested_verdict_is_settled_head_to_head():
     assert compare_reports(old, oom).contested is None
 
 
+# -- the library writes the document ------------------------------------------------
+
+
+def test_the_library_writes_a_complete_report_without_the_notebook(tiny_bundle_dir, tmp_path):
+    """Every field of report.json, the recommended trial's timeline included, comes from
+    the library: no kernel, no notebook, no HTML."""
+    spec = SweepSpec(presets=["low-memory"], cpus=[1], loadings=["resident"], steps=[2],
+                     repeats=1)
+    out = tmp_path / "report"
+    paths = report.make_report(out, model=tiny_bundle_dir, sweep=spec, progress=False,
+                               render=False)
+    assert paths == [out / "report.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["report.json"]
+    data = json.loads(paths[0].read_text())
+    validate_report(data)
+    assert data["model"]["sha256"]["vocoder"] == Bundle(tiny_bundle_dir).sha256("vocoder")
+    assert [r["status"] for r in data["records"]] == ["ok"]
+    assert data["recommendation"]["record"]["preset"] == "low-memory"
+    again = data["extras"]["recommended_trial"]
+    assert again["status"] == "ok" and again["timeline"] and again["events"]
+    assert TuningReport.load(paths[0]).recommended_preset().name == "low-memory"
+
+
 # -- end to end: the CLI on the tiny stand-in ----------------------------------------
 
 
@@ -197,7 +221,7 @@ def test_cli_report_and_rerun_on_the_tiny_standin(tiny_bundle_dir, tmp_path, cap
 
     data = json.loads((out / "report.json").read_text())
     validate_report(data)
-    assert data["model"]["sha256"]["vocoder"] == report.Bundle(tiny_bundle_dir).sha256("vocoder")
+    assert data["model"]["sha256"]["vocoder"] == Bundle(tiny_bundle_dir).sha256("vocoder")
     assert {r["preset"] for r in data["records"]} == {"supertonic-default", "low-memory"}
     assert all(r["status"] == "ok" for r in data["records"])
     assert data["recommendation"]["record"] is not None

@@ -1,0 +1,405 @@
+"""The report document: `TuningReport` (report.json), its schema, the noise model, the fingerprints.
+
+One concern: what a finished sweep *is* on disk and how two of them are judged figure by
+figure. `TuningReport` holds every measured record, the recommendation and the
+environment fingerprint (`environment`: CPU model and count, OS, Python, onnxruntime and
+numpy versions, providers, memory; `model_fingerprint`: the graphs' SHA-256s, parameters,
+precision). ``to_dict``/``save`` write report.json following ``report_schema.json``
+(shipped beside this module; `validate_report`), ``load`` reads and validates it. Records
+are identified across runs by `record_key`.
+
+What counts as noise (`Noise`): a figure "moved" when the old and new values of the same
+configuration differ by more than
+
+* latency (``first_ms``, ``p50_ms``, ``p95_ms``, ``load_s``, ``rtf``): the largest of
+  ``latency_rel`` (25 %) of the old value, ``latency_abs_ms`` (2 ms; for ``load_s``
+  the same in seconds / 1000) and the trial's own uncertainty as a fraction of the old
+  value: its repeat spread ``(p95 - p50) / p50`` plus its CPU starvation
+  ``100 / cpu_percent - 1`` (`Noise.starvation`: a trial that got a third of a core ran
+  up to three times slower than alone), the larger of either run. Short runs on shared
+  cores jitter by tens of percent; below that nothing can be claimed.
+* memory (``idle_rss_mb``, ``after_rss_mb``, ``peak_rss_mb``): ``memory_rel`` (10 %) of
+  the old value or ``memory_abs_mb`` (8 MB), whichever is larger (RSS repeats to a few
+  MB; allocator and page-cache effects make the rest).
+* ``cpu_percent``: ``cpu_abs`` (15) points.
+* ``status``: any change (ok -> oom) is a move.
+
+Example:
+    >>> from tts_kit.report import Noise, record_key
+    >>> Noise().threshold("p50_ms", {"p50_ms": 100.0}, {})
+    25.0
+    >>> record_key({"preset": "lean", "cpus": 1, "loading": "resident", "steps": 2})
+    ('lean', 1, 'resident', 2, None)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import platform
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import __version__, procfacts
+from .spec import ReportError, SweepSpec
+
+if TYPE_CHECKING:
+    from ..bundle import Bundle
+
+SCHEMA_ID = "tts_kit.report/1"
+
+
+@dataclass
+class Noise:
+    """Thresholds below which a rerun's change is noise (see the module docstring).
+
+    Example:
+        >>> Noise(memory_abs_mb=4).threshold("idle_rss_mb", {"idle_rss_mb": 20.0}, {})
+        4
+    """
+
+    latency_rel: float = 0.25
+    """Relative change of a latency figure that is always noise."""
+    latency_abs_ms: float = 2.0
+    """Absolute latency change that is always noise (ms)."""
+    memory_rel: float = 0.10
+    """Relative change of an RSS figure that is noise."""
+    memory_abs_mb: float = 8.0
+    """Absolute RSS change that is noise (MB)."""
+    cpu_abs: float = 15.0
+    """Change of ``cpu_percent`` that is noise (percentage points)."""
+    max_starvation: float = 10.0
+    """Cap on the CPU-starvation widening of latency noise (see `starvation`)."""
+
+    def threshold(self, metric: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> float:
+        """The largest change of ``metric`` between ``old`` and ``new`` that is noise.
+
+        Example:
+            >>> Noise().threshold("peak_rss_mb", {"peak_rss_mb": 200.0}, {})
+            20.0
+        """
+        base = abs(float(old.get(metric) or 0.0))
+        if metric in _MEMORY:
+            return max(self.memory_rel * base, self.memory_abs_mb)
+        if metric == "cpu_percent":
+            return self.cpu_abs
+        spread = max(_spread(old), _spread(new))
+        spread += max(self.starvation(old), self.starvation(new))
+        floor = self.latency_abs_ms / 1000 if metric == "load_s" else self.latency_abs_ms
+        if metric == "rtf":
+            p50 = float(old.get("p50_ms") or 0.0)
+            floor = base * self.latency_abs_ms / p50 if p50 > 0 else 0.0
+        return max(self.latency_rel * base, spread * base, floor)
+
+    def starvation(self, rec: Mapping[str, Any]) -> float:
+        """How much slower than alone a trial ran because it waited for the CPU.
+
+        A synthesis keeps at least one core busy, so a trial at ``cpu_percent`` p < 100
+        spent only p % of its wall time computing: its latency is up to 100/p times what
+        it would be alone, and that much (``100/p - 1``, relative) is uncertainty, not
+        configuration. Zero for trials that had their core (100 or more).
+
+        Example:
+            >>> Noise().starvation({"cpu_percent": 50.0}), Noise().starvation({"cpu_percent": 100})
+            (1.0, 0.0)
+        """
+        cpu = rec.get("cpu_percent")
+        if not _finite(cpu) or cpu <= 0:
+            return 0.0
+        return min(self.max_starvation, max(0.0, 100.0 / float(cpu) - 1.0))
+
+    def to_dict(self) -> dict[str, float]:
+        """Plain-JSON form."""
+        return dataclasses.asdict(self)
+
+
+_LATENCY = ("load_s", "first_ms", "p50_ms", "p95_ms", "rtf")
+_MEMORY = ("idle_rss_mb", "after_rss_mb", "peak_rss_mb")
+METRICS: tuple[str, ...] = (*_LATENCY, *_MEMORY, "cpu_percent")
+
+
+def _spread(rec: Mapping[str, Any]) -> float:
+    p50, p95 = rec.get("p50_ms"), rec.get("p95_ms")
+    if not p50 or p95 is None or not _finite(p50) or not _finite(p95):
+        return 0.0
+    return max(0.0, (float(p95) - float(p50)) / float(p50))
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+# -- environment ------------------------------------------------------------------------
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.lower().startswith(("model name", "hardware", "cpu model")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    if sys.platform == "darwin":
+        import subprocess
+
+        try:
+            out = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"],
+                                 capture_output=True, text=True, timeout=5, check=False)
+            if out.stdout.strip():
+                return out.stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def environment() -> dict[str, Any]:
+    """The fingerprint of this machine and software stack, as the report records it.
+
+    Example:
+        >>> sorted(environment())[:3]
+        ['cpu_count', 'cpu_model', 'cpus_available']
+    """
+    import numpy
+    import onnxruntime
+    import psutil
+
+    return {
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count() or 1,
+        "cpus_available": len(procfacts.allowed_cpus()),
+        "os": platform.platform(),
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "onnxruntime": onnxruntime.__version__,
+        "numpy": numpy.__version__,
+        "providers": list(onnxruntime.get_available_providers()),
+        "memory_total_mb": round(psutil.virtual_memory().total / 2**20, 1),
+    }
+
+
+def model_fingerprint(bundle: Bundle) -> dict[str, Any]:
+    """Path, stand-in marker, parameters and SHA-256 of every graph.
+
+    Example:
+        >>> model_fingerprint(Bundle.discover())["sha256"].keys()  # doctest: +SKIP
+        dict_keys(['duration_predictor', 'text_encoder', 'vector_estimator', 'vocoder'])
+    """
+    return {
+        "path": str(bundle.path),
+        "standin": bundle.standin_info,
+        "params": int(bundle.params),
+        "sha256": bundle.fingerprint(),
+        "precision": {s: i.precision for s, i in bundle.stages.items()},
+    }
+
+
+# -- the report -------------------------------------------------------------------------
+
+
+def _jsonable(value: Any) -> Any:
+    """NaN/inf -> None, numpy scalars -> Python, tuples -> lists (JSON has no NaN)."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "item") and callable(value.item) and not isinstance(value, (str, bytes)):
+        try:
+            value = value.item()
+        except (TypeError, ValueError):
+            return repr(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return repr(value)
+
+
+def record_key(rec: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What identifies a configuration in a sweep (preset, cpus, loading, steps, batch).
+
+    Example:
+        >>> record_key({"preset": "lean", "cpus": 1, "loading": "paged", "p50_ms": 3})
+        ('lean', 1, 'paged', None, None)
+    """
+    batch = rec.get("batch_size", rec.get("batch"))
+    return (rec.get("preset"), rec.get("cpus"), rec.get("loading"), rec.get("steps"), batch)
+
+
+def key_text(key: Sequence[Any]) -> str:
+    """``lean @ 1 vCPU, paged, 5 steps`` for a `record_key`.
+
+    Example:
+        >>> key_text(("lean", 1, "paged", 5, 1))
+        'lean @ 1 vCPU, paged, 5 steps'
+    """
+    preset, cpus, loading, steps, batch = (list(key) + [None] * 5)[:5]
+    parts = [f"{preset} @ {cpus} vCPU", str(loading)]
+    if steps is not None:
+        parts.append(f"{steps} steps")
+    if batch not in (None, 1):
+        parts.append(f"batch {batch}")
+    return ", ".join(parts)
+
+
+@dataclass
+class TuningReport:
+    """A finished sweep with everything needed to reproduce and judge it (report.json).
+
+    Built by `tts_kit.report.run_tuning`; written by `save`, read by `load`.
+
+    Example:
+        >>> rep = TuningReport.load("reports/standin/report.json")  # doctest: +SKIP
+        >>> rep.recommended["preset"], rep.reason  # doctest: +SKIP
+        ('low-memory', 'lowest p50 within the budget ...')
+    """
+
+    spec: SweepSpec
+    """The sweep that was run (``cpus`` as effective on this machine)."""
+    records: list[dict[str, Any]]
+    """One record per trial (`tts_kit.tune.trial` keys, plus ``pareto``)."""
+    recommended: dict[str, Any] | None
+    """The recommended record for ``spec.mem_budget_mb`` (None: nothing fits)."""
+    reason: str
+    """Why it was recommended (or why nothing was)."""
+    environment: dict[str, Any]
+    """`environment` of the machine that ran it."""
+    model: dict[str, Any]
+    """`model_fingerprint` of the bundle."""
+    presets: dict[str, dict[str, Any]]
+    """Every preset of the sweep, in full (`SessionPreset.to_dict`)."""
+    created: str = ""
+    """ISO 8601 time the sweep finished."""
+    noise: Noise = field(default_factory=Noise)
+    """The noise model a rerun compares with."""
+    extras: dict[str, Any] = field(default_factory=dict)
+    """Anything else measured with the sweep: ``recommended_trial`` (the recommended
+    configuration measured again, with its RSS timeline and stage events; written by
+    `tts_kit.report.write_report`)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report.json document (JSON-safe: NaN becomes null)."""
+        return _jsonable({
+            "schema": SCHEMA_ID,
+            "created": self.created,
+            "tts_kit_version": __version__,
+            "environment": self.environment,
+            "model": self.model,
+            "presets": self.presets,
+            "sweep": self.spec.to_dict(),
+            "records": [_clean_record(r) for r in self.records],
+            "recommendation": {
+                "budget_mb": self.spec.mem_budget_mb,
+                "record": None if self.recommended is None else _clean_record(self.recommended),
+                "reason": self.reason,
+            },
+            "noise": self.noise.to_dict(),
+            "extras": self.extras,
+        })
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Validate against the schema and write ``path`` (a directory gets report.json)."""
+        out = Path(path)
+        if out.is_dir():
+            out = out / "report.json"
+        data = self.to_dict()
+        validate_report(data)
+        out.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TuningReport:
+        """Read a report.json document (validated first)."""
+        validate_report(data)
+        rec = data["recommendation"]
+        return cls(
+            spec=SweepSpec.from_dict(data["sweep"]),
+            records=[dict(r) for r in data["records"]],
+            recommended=None if rec["record"] is None else dict(rec["record"]),
+            reason=rec["reason"],
+            environment=dict(data["environment"]),
+            model=dict(data["model"]),
+            presets={k: dict(v) for k, v in data["presets"].items()},
+            created=data["created"],
+            noise=Noise(**data["noise"]),
+            extras=dict(data.get("extras") or {}),
+        )
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> TuningReport:
+        """Read and validate a report.json file."""
+        p = Path(path)
+        if not p.is_file():
+            raise ReportError(f"{p}: no such report; write one with `tts-kit report --out DIR`")
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ReportError(f"{p}: not valid JSON ({exc})") from None
+        return cls.from_dict(data)
+
+    def dataframe(self) -> Any:
+        """The records as a pandas DataFrame (pandas is part of the notebooks extra)."""
+        import pandas as pd
+
+        cols = ["preset", "cpus", "loading", "steps", "status", "load_s", "idle_rss_mb",
+                "peak_rss_mb", "first_ms", "p50_ms", "p95_ms", "rtf", "cpu_percent", "pareto"]
+        df = pd.DataFrame(self.records)
+        df = df[[c for c in cols if c in df.columns]]
+        # Shown to a reader: the precision the measurement has, not float noise.
+        digits = {"load_s": 3, "idle_rss_mb": 1, "peak_rss_mb": 1, "first_ms": 1,
+                  "p50_ms": 1, "p95_ms": 1, "rtf": 4, "cpu_percent": 0}
+        return df.round({k: v for k, v in digits.items() if k in df.columns})
+
+    def pareto_figure(self) -> Any:
+        """`tts_kit.plots.pareto` of the records, the budget and the recommendation."""
+        from .. import plots
+
+        return plots.pareto(self.records, recommended=self.recommended,
+                            budget_mb=self.spec.mem_budget_mb)
+
+    def preset_of(self, record: Mapping[str, Any]) -> Any:
+        """The full `SessionPreset` a record was measured with (as the report saved it)."""
+        from ..sessions import SessionPreset
+
+        return SessionPreset.from_dict(self.presets[record["preset"]])
+
+    def recommended_preset(self) -> Any:
+        """The `SessionPreset` of the recommendation (None when nothing fits)."""
+        return None if self.recommended is None else self.preset_of(self.recommended)
+
+
+def _clean_record(rec: Mapping[str, Any]) -> dict[str, Any]:
+    # Timelines belong in extras (they are large); a record stays one row of the table.
+    return {k: v for k, v in rec.items() if k not in ("timeline", "events", "measurement")}
+
+
+def _schema() -> dict[str, Any]:
+    from importlib import resources
+
+    text = resources.files(__package__).joinpath("report_schema.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def validate_report(data: Mapping[str, Any]) -> None:
+    """Raise `ReportError` (one line: where and what) unless ``data`` follows the schema.
+
+    Example:
+        >>> validate_report({"schema": "tts_kit.report/1"})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        tts_kit.report.spec.ReportError: report.json does not follow the schema at (root): ...
+    """
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(_schema())
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        err = errors[0]
+        where = "/".join(str(p) for p in err.absolute_path) or "(root)"
+        raise ReportError(f"report.json does not follow the schema at {where}: {err.message}")
+

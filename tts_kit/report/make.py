@@ -1,0 +1,168 @@
+"""Making a report: the library runs the sweep and writes report.json, then renders it.
+
+One concern: the order of work behind ``tts-kit report``. `run_tuning` runs the spec's
+sweep (isolated trials, `tts_kit.tune.sweep`) and assembles the `TuningReport`;
+`write_report` adds the recommended configuration measured again with its RSS timeline
+(``extras["recommended_trial"]``) and saves a schema-valid report.json, so every field of
+the document exists without a notebook. `make_report` does that, then hands the file to
+`tts_kit.report.render_report`, which only loads and draws it. The report notebook,
+opened on its own in JupyterLab, calls `write_report` itself (one call) and renders the
+same document.
+
+Example:
+    >>> from tts_kit.report import make_report
+    >>> [p.name for p in make_report("reports/standin", render=False)]  # doctest: +SKIP
+    ['report.json']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..bundle import Bundle, resolve_model_dir
+from .document import TuningReport, environment, model_fingerprint
+from .render import render_report
+from .spec import SweepSpec
+
+SweepLike = str | os.PathLike[str] | Mapping[str, Any] | SweepSpec | None
+"""What a sweep argument may be: a `SweepSpec`, its dict, a JSON file of it, or None."""
+
+
+def run_tuning(
+    bundle: Bundle,
+    spec: SweepLike = None,
+    progress: bool = False,
+    executor: Any = None,
+) -> TuningReport:
+    """Run the spec's sweep (isolated trials, `tts_kit.tune.sweep`) and assemble the report.
+
+    Example:
+        >>> rep = run_tuning(Bundle.discover(), SweepSpec.quick())  # doctest: +SKIP
+        >>> rep.recommended["preset"]  # doctest: +SKIP
+        'low-memory'
+    """
+    from .. import tune
+    from ..sessions import get_preset
+
+    spec = SweepSpec.load(spec).effective()
+    voice = spec.voice if spec.voice in bundle.voices else bundle.voices[0]
+    spec = dataclasses.replace(spec, voice=voice)
+    result = tune.sweep(
+        bundle, spec.presets, cpus=tuple(spec.cpus), loadings=tuple(spec.loadings),
+        mem_budget_mb=spec.mem_budget_mb, steps=tuple(spec.steps),
+        batch_sizes=tuple(spec.batch_sizes), repeats=spec.repeats, texts=list(spec.texts),
+        lang=spec.lang, voice=spec.voice, seed=spec.seed, progress=progress, executor=executor,
+    )
+    recommended, reason = result.recommend(spec.mem_budget_mb)
+    return TuningReport(
+        spec=spec,
+        records=[dict(r) for r in result.records],
+        recommended=None if recommended is None else dict(recommended),
+        reason=str(reason),
+        environment=environment(),
+        model=model_fingerprint(bundle),
+        presets={n: get_preset(n).to_dict() for n in spec.presets},
+        created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    )
+
+
+def measure_recommended(bundle: Bundle, tuning: TuningReport) -> dict[str, Any]:
+    """The recommended record's configuration (else the first record's), measured again.
+
+    One isolated `tts_kit.tune.trial` with the sweep's workload; the record keeps its RSS
+    timeline and stage events, which the sweep's records leave out (they are large).
+
+    Example:
+        >>> again = measure_recommended(bundle, tuning)  # doctest: +SKIP
+        >>> again["status"], len(again["timeline"]) > 0  # doctest: +SKIP
+        ('ok', True)
+    """
+    from .. import tune
+
+    spec = tuning.spec
+    pick = tuning.recommended or tuning.records[0]
+    return tune.trial(bundle, tuning.preset_of(pick), spec.texts, cpus=pick["cpus"],
+                      loading=pick["loading"], steps=pick["steps"],
+                      batch_size=pick["batch_size"], repeats=spec.repeats, lang=spec.lang,
+                      voice=spec.voice, seed=spec.seed, mem_budget_mb=spec.mem_budget_mb)
+
+
+def write_report(
+    out: str | os.PathLike[str],
+    model: Bundle | str | os.PathLike[str] | None = None,
+    sweep: SweepLike = None,
+    quick: bool = False,
+    progress: bool = False,
+) -> Path:
+    """Run the sweep, measure the pick again with its timeline, save ``out/report.json``.
+
+    Args:
+        out: output directory (created).
+        model: a `Bundle` or bundle directory (default: discovered).
+        sweep: a `SweepSpec`, its dict, a JSON file of it, or None for the default.
+        quick: with ``sweep=None``, the smallest sweep (`SweepSpec.quick`).
+        progress: a progress bar over the sweep's trials.
+
+    Returns:
+        The path of the schema-valid report.json.
+
+    Example:
+        >>> write_report("reports/standin", quick=True).name  # doctest: +SKIP
+        'report.json'
+    """
+    spec = SweepSpec.load(sweep, quick=quick)
+    bundle = model if isinstance(model, Bundle) else Bundle(resolve_model_dir(model)[0])
+    tuning = run_tuning(bundle, spec, progress=progress)
+    tuning.extras["recommended_trial"] = measure_recommended(bundle, tuning)
+    out_dir = Path(out).expanduser()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return tuning.save(out_dir / "report.json")
+
+
+def make_report(
+    out: str | os.PathLike[str],
+    model: str | os.PathLike[str] | None = None,
+    sweep: SweepLike = None,
+    quick: bool = False,
+    timeout_s: float | None = None,
+    progress: bool = True,
+    render: bool = True,
+) -> list[Path]:
+    """Measure ``sweep`` on ``model``, write report.json, then render it (notebook + HTML).
+
+    Args:
+        out: output directory (created; existing report files in it are replaced).
+        model: bundle directory (default: discovered; the stand-in on a fresh machine).
+        sweep: a `SweepSpec`, its dict, a JSON file of it, or None for the default.
+        quick: with ``sweep=None``, the smallest sweep (`SweepSpec.quick`).
+        timeout_s: per-cell time limit of the rendering notebook (None: none).
+        progress: progress bars on stderr (the sweep's trials, papermill's cells).
+        render: False: only report.json (no kernel, no notebook, no HTML).
+
+    Returns:
+        ``[report.html, report.json, report.ipynb]`` inside ``out`` (``[report.json]``
+        without ``render``).
+
+    Example:
+        >>> [p.name for p in make_report("reports/standin")]  # doctest: +SKIP
+        ['report.html', 'report.json', 'report.ipynb']
+    """
+    spec = SweepSpec.load(sweep, quick=quick)
+    where, source = resolve_model_dir(model)
+    bundle = Bundle(where)  # fails early, in one line, before any trial runs
+    out_dir = Path(out).expanduser().resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name in ("report.json", "report.ipynb", "report.html"):
+        (out_dir / name).unlink(missing_ok=True)
+    json_path = write_report(out_dir, bundle, spec, progress=progress)
+    if not render:
+        return [json_path]
+    html_path, ipynb = render_report(json_path, out_dir, model_dir=bundle.path,
+                                     model_source=source, timeout_s=timeout_s,
+                                     progress=progress)
+    return [html_path, json_path, ipynb]

@@ -1,0 +1,191 @@
+"""Rendering a report: papermill runs ``05_tuning_report`` on a report.json; HTML export.
+
+One concern: turning a finished report.json into a notebook and a standalone page. The
+document is written before this runs (`tts_kit.report.write_report`); the notebook gets
+its path as the ``report_json`` parameter and only loads and draws it (tables, plots, the
+recommendation, a sample of the recommended settings). `render_report` executes it
+headless in a fresh kernel (`execute_notebook`) and exports a standalone ``report.html``
+(`export_html`; plots as ``data:image/png;base64``, audio as ``data:audio/wav;base64``:
+it opens offline). `report_notebook` finds the notebook in a checkout or an install.
+
+Example:
+    >>> from tts_kit.report import report_notebook
+    >>> report_notebook().name
+    '05_tuning_report.ipynb'
+    >>> from tts_kit.report import render_report
+    >>> [p.name for p in render_report("reports/standin/report.json")]  # doctest: +SKIP
+    ['report.html', 'report.ipynb']
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .spec import ReportError
+
+NOTEBOOK_NAME = "05_tuning_report.ipynb"
+#: Environment variable naming another report notebook (for installs without the repo).
+NOTEBOOK_ENV = "TTS_KIT_REPORT_NOTEBOOK"
+#: The checkout's root (the directory holding ``tts_kit/`` and, in a checkout, ``notebooks/``).
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def report_notebook() -> Path:
+    """The report notebook: ``$TTS_KIT_REPORT_NOTEBOOK``, else the checkout's
+    ``notebooks/``, else the copy installed with the package (``tts_kit/_data/notebooks``).
+
+    Example:
+        >>> report_notebook().name
+        '05_tuning_report.ipynb'
+    """
+    from importlib import resources
+
+    env = os.environ.get(NOTEBOOK_ENV)
+    if env:
+        if Path(env).is_file():
+            return Path(env)
+        raise ReportError(f"${NOTEBOOK_ENV} names {env}, which is not a file; fix or unset it")
+    candidates = [_ROOT / "notebooks" / NOTEBOOK_NAME,
+                  Path(str(resources.files("tts_kit") / "_data" / "notebooks" / NOTEBOOK_NAME))]
+    for c in candidates:
+        if c.is_file():
+            return c
+    raise ReportError(
+        f"{NOTEBOOK_NAME} not found (looked at {', '.join(map(str, candidates))}); "
+        f"reinstall tts_kit or set ${NOTEBOOK_ENV} to the notebook"
+    )
+
+
+def _kernel_env() -> dict[str, str]:
+    """Make this tts_kit importable in the kernel, also when it is not installed."""
+    root = str(_ROOT)
+    parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return {"PYTHONPATH": os.pathsep.join([root, *[p for p in parts if p != root]])}
+
+
+def execute_notebook(
+    notebook: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    parameters: Mapping[str, Any] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    timeout_s: float | None = None,
+    progress: bool = False,
+) -> Path:
+    """Run a notebook headless with papermill in a fresh kernel of this Python.
+
+    Raises `ReportError` naming the failing cell's error and the saved partial notebook.
+
+    Example:
+        >>> execute_notebook("notebooks/00_quickstart.ipynb", "out/quickstart.ipynb",
+        ...                  {"quick": True})  # doctest: +SKIP
+    """
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "MPLBACKEND")}
+    os.environ.update(_kernel_env())
+    os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    try:
+        papermill.execute_notebook(
+            str(notebook), str(output), parameters=dict(parameters or {}),
+            kernel_name=_kernel_name(), cwd=str(cwd) if cwd else None,
+            execution_timeout=timeout_s, progress_bar=progress, log_output=False,
+            request_save_on_cell_execute=False,
+        )
+    except PapermillExecutionError as exc:
+        msg = " ".join(f"{exc.ename}: {exc.evalue}".split())
+        raise ReportError(
+            f"{Path(notebook).name} failed in cell {exc.exec_count}: {msg} "
+            f"(partial notebook: {output})"
+        ) from None
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return Path(output)
+
+
+def _kernel_name() -> str:
+    """``python3``, which jupyter_client maps to this interpreter unless a user kernelspec
+    of that name points elsewhere (then we still get a kernel that can import tts_kit
+    through PYTHONPATH, if it has the dependencies)."""
+    return "python3"
+
+
+def export_html(notebook: str | os.PathLike[str], output: str | os.PathLike[str],
+                exclude_input: bool = True) -> Path:
+    """Write a standalone HTML page of an executed notebook (images and audio inline).
+
+    Example:
+        >>> export_html("out/report.ipynb", "out/report.html")  # doctest: +SKIP
+    """
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    nb = nbformat.read(str(notebook), as_version=4)
+    # Widget views need the live kernel (or a CDN); a standalone page shows the figures.
+    nb.metadata.pop("widgets", None)
+    exporter = HTMLExporter(template_name="lab", exclude_input=exclude_input,
+                            exclude_input_prompt=True, exclude_output_prompt=True)
+    body, _ = exporter.from_notebook_node(nb)
+    body = _strip_remote(body)
+    Path(output).write_text(body, encoding="utf-8")
+    return Path(output)
+
+
+def _strip_remote(body: str) -> str:
+    # The lab template links require.js and MathJax from a CDN; the report needs neither,
+    # and a page that stands alone must not wait on the network.
+    return re.sub(r"<script[^>]+src=\"https?://[^\"]+\"[^>]*>\s*</script>", "", body)
+
+
+def render_report(
+    report_json: str | os.PathLike[str],
+    out: str | os.PathLike[str] | None = None,
+    model_dir: str | os.PathLike[str] | None = None,
+    model_source: str | None = None,
+    timeout_s: float | None = None,
+    progress: bool = False,
+) -> list[Path]:
+    """Run the report notebook on a written ``report.json``; write report.ipynb and .html.
+
+    Args:
+        report_json: the document to render (`tts_kit.report.write_report`).
+        out: output directory (default: the one holding ``report_json``).
+        model_dir: bundle the notebook plays a sample with (default: the report's model).
+        model_source: where the model came from, for the notebook's banner.
+        timeout_s: per-cell time limit (None: none).
+        progress: papermill's cell progress bar on stderr.
+
+    Returns:
+        ``[report.html, report.ipynb]`` inside ``out``.
+
+    Example:
+        >>> [p.name for p in render_report("reports/standin/report.json")]  # doctest: +SKIP
+        ['report.html', 'report.ipynb']
+    """
+    src = Path(report_json).expanduser().resolve()
+    if model_dir is None:
+        try:
+            model_dir = json.loads(src.read_text(encoding="utf-8"))["model"]["path"]
+        except (OSError, ValueError, KeyError, TypeError):
+            raise ReportError(f"{src}: not a readable report.json; write one with "
+                              "`tts-kit report --out DIR`") from None
+    out_dir = Path(out).expanduser().resolve() if out is not None else src.parent
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ipynb, html_path = out_dir / "report.ipynb", out_dir / "report.html"
+    execute_notebook(
+        report_notebook(), ipynb,
+        parameters={"model_dir": str(model_dir), "model_source": model_source,
+                    "report_json": str(src)},
+        cwd=out_dir, timeout_s=timeout_s, progress=progress,
+    )
+    export_html(ipynb, html_path)
+    return [html_path, ipynb]

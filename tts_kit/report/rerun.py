@@ -1,0 +1,333 @@
+"""Reruns: repeat a report's sweep here, compare figure by figure, judge the recommendation.
+
+One concern: whether an earlier report.json still holds on this machine. `rerun_report`
+repeats its sweep; `compare_reports` lists the figures that moved by more than the noise
+(`tts_kit.report.Noise`) and gives a `RerunVerdict`.
+
+The recommendation *holds* when the rerun recommends the same configuration, or when
+the old pick still finishes within the budget and is not slower than the new pick by
+more than the latency noise (two configurations within noise are the same choice).
+When the rerun finds the old pick slower by more than that, one trial each is not
+enough to say so on a shared machine: `rerun_report` then measures the two head to head
+(`head_to_head`: alternating trials, A B A B ..., so that the machine's drift hits both
+alike) and decides on the medians of those rounds.
+
+Example:
+    >>> from tts_kit.report import rerun_report
+    >>> print(rerun_report("reports/standin/report.json").summary())  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import contract
+from ..bundle import Bundle, resolve_model_dir
+from .document import METRICS, Noise, TuningReport, _finite, key_text, record_key
+from .make import make_report, run_tuning
+from .spec import SweepSpec
+
+
+@dataclass
+class Move:
+    """One figure that changed by more than the noise.
+
+    Example:
+        >>> Move(("lean", 1, "resident", 2, 1), "p50_ms", 12.0, 18.5, 3.0).text()
+        'lean @ 1 vCPU, resident, 2 steps: p50_ms 12 -> 18.5 (+54%, noise 3)'
+    """
+
+    key: tuple[Any, ...]
+    """The configuration (`record_key`)."""
+    metric: str
+    """Which figure (``p50_ms``, ``peak_rss_mb``, ``status`` ...)."""
+    old: Any
+    """Value in the earlier report."""
+    new: Any
+    """Value now."""
+    noise: float | None
+    """The threshold it passed (None for status changes)."""
+
+    def text(self) -> str:
+        """One line, e.g. ``lean @ 1 vCPU, resident: p50_ms 12.0 -> 18.5 (+54%, noise 3.0)``."""
+        if self.noise is None:
+            return f"{key_text(self.key)}: {self.metric} {self.old} -> {self.new}"
+        rel = (self.new - self.old) / self.old * 100 if self.old else math.inf
+        return (f"{key_text(self.key)}: {self.metric} {self.old:.4g} -> {self.new:.4g} "
+                f"({rel:+.0f}%, noise {self.noise:.3g})")
+
+
+@dataclass
+class RerunVerdict:
+    """What a rerun found: the figures that moved, and whether the recommendation holds.
+
+    Example:
+        >>> verdict = rerun_report("reports/standin/report.json")  # doctest: +SKIP
+        >>> verdict.holds, verdict.verdict  # doctest: +SKIP
+        (True, 'the same configuration is recommended: low-memory @ 1 vCPU, resident, 2 steps')
+    """
+
+    old: TuningReport
+    """The earlier report."""
+    new: TuningReport
+    """The rerun."""
+    moved: list[Move]
+    """Figures that moved by more than the noise."""
+    compared: int
+    """How many (configuration, figure) pairs were compared."""
+    holds: bool
+    """True when the recommendation holds (see the module docstring)."""
+    verdict: str
+    """Why it holds or not, one sentence."""
+    missing: list[tuple[Any, ...]] = field(default_factory=list)
+    """Configurations in only one of the two runs."""
+    environment_changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    """Fingerprint fields that differ (another machine, another onnxruntime ...)."""
+    model_changed: bool = False
+    """True when the graphs' SHA-256s differ from the report's."""
+    contention: list[str] = field(default_factory=list)
+    """Runs whose trials got much less than one core (other load on the machine): their
+    latency moves may be the neighbours', not the configuration's."""
+    contested: tuple[tuple[Any, ...], tuple[Any, ...]] | None = None
+    """(the report's pick, this run's pick) when the verdict rests on their latency gap
+    alone: what `head_to_head` should settle."""
+    head_to_head: dict[tuple[Any, ...], list[float]] | None = None
+    """p50 (ms) of each contested configuration in the alternating rounds, when run."""
+
+    def summary(self) -> str:
+        """The text `tts-kit report --rerun` prints."""
+        lines = [f"rerun of the report of {self.old.created} on this machine: "
+                 f"{len(self.new.records)} trials, {self.compared} figures compared"]
+        if self.model_changed:
+            lines.append("warning: the model's SHA-256s differ from the report's")
+        for k, (a, b) in self.environment_changes.items():
+            lines.append(f"environment: {k} was {a!r}, now {b!r}")
+        if self.moved:
+            lines.append(f"{len(self.moved)} figure(s) moved by more than the noise:")
+            lines += [f"  {m.text()}" for m in self.moved]
+        else:
+            lines.append("no figure moved by more than the noise")
+        for key in self.missing:
+            lines.append(f"  only in one run: {key_text(key)}")
+        lines += [f"note: {c}" for c in self.contention]
+        lines.append(("recommendation holds: " if self.holds else
+                      "recommendation does NOT hold: ") + self.verdict)
+        return "\n".join(lines)
+
+
+def compare_reports(old: TuningReport, new: TuningReport, noise: Noise | None = None,
+                    head_to_head: Mapping[tuple[Any, ...], Sequence[float]] | None = None,
+                    ) -> RerunVerdict:
+    """Compare two reports of the same sweep figure by figure (see the module docstring).
+
+    Example:
+        >>> v = compare_reports(TuningReport.load("a/report.json"),
+        ...                     TuningReport.load("b/report.json"))  # doctest: +SKIP
+        >>> v.holds  # doctest: +SKIP
+        True
+
+    ``head_to_head`` (configuration key -> p50s of alternating rounds, from
+    `head_to_head`) settles a verdict that rests on the latency gap of the two picks.
+    """
+    noise = noise or old.noise
+    old_by = {record_key(r): r for r in old.records}
+    new_by = {record_key(r): r for r in new.records}
+    moved: list[Move] = []
+    compared = 0
+    for key in (k for k in old_by if k in new_by):
+        a, b = old_by[key], new_by[key]
+        compared += 1
+        if a.get("status") != b.get("status"):
+            moved.append(Move(key, "status", a.get("status"), b.get("status"), None))
+            continue
+        if a.get("status") != "ok":
+            continue
+        for metric in METRICS:
+            va, vb = a.get(metric), b.get(metric)
+            if not (_finite(va) and _finite(vb)):
+                continue
+            compared += 1
+            limit = noise.threshold(metric, a, b)
+            if abs(vb - va) > limit:
+                moved.append(Move(key, metric, float(va), float(vb), limit))
+    missing = sorted(set(old_by) ^ set(new_by), key=str)
+    holds, verdict, contested = _recommendation_holds(old, new, noise)
+    if contested is not None and head_to_head:
+        holds, verdict = _settle(contested, head_to_head, noise)
+    env_changes = {
+        k: (old.environment.get(k), new.environment.get(k))
+        for k in sorted(set(old.environment) | set(new.environment))
+        if old.environment.get(k) != new.environment.get(k)
+    }
+    return RerunVerdict(
+        old=old, new=new, moved=moved, compared=compared, holds=holds, verdict=verdict,
+        missing=missing, environment_changes=env_changes,
+        model_changed=old.model.get("sha256") != new.model.get("sha256"),
+        contention=[c for c in (_contention("the report", old), _contention("this run", new))
+                    if c],
+        contested=contested,
+        head_to_head={k: list(v) for k, v in head_to_head.items()} if head_to_head else None,
+    )
+
+
+#: A synthesis keeps at least one core busy; a trial that got less than this share of
+#: one core (``cpu_percent``) was waiting for the CPU, not computing.
+CONTENTION_CPU_PERCENT = 60.0
+
+
+def _contention(label: str, rep: TuningReport) -> str:
+    starved = [r for r in rep.records if r.get("status") == "ok"
+               and _finite(r.get("cpu_percent")) and r["cpu_percent"] < CONTENTION_CPU_PERCENT]
+    if not starved:
+        return ""
+    lo = min(r["cpu_percent"] for r in starved)
+    hi = max(r["cpu_percent"] for r in starved)
+    return (f"in {label}, {len(starved)} of {len(rep.records)} trials got only {lo:.0f}-{hi:.0f} %"
+            " of a core (other load on the machine?); their latency is the neighbours' as much"
+            " as the configuration's")
+
+
+def _recommendation_holds(
+    old: TuningReport, new: TuningReport, noise: Noise,
+) -> tuple[bool, str, tuple[tuple[Any, ...], tuple[Any, ...]] | None]:
+    a, b = old.recommended, new.recommended
+    if a is None and b is None:
+        return True, "nothing fits the budget, then and now", None
+    if a is None or b is None:
+        then = "nothing" if a is None else key_text(record_key(a))
+        now = "nothing" if b is None else key_text(record_key(b))
+        return False, f"the report recommended {then}, this machine recommends {now}", None
+    ka, kb = record_key(a), record_key(b)
+    if ka == kb:
+        return True, f"the same configuration is recommended: {key_text(ka)}", None
+    again = next((r for r in new.records if record_key(r) == ka), None)
+    if again is None or again.get("status") != "ok":
+        return False, (f"the report's pick {key_text(ka)} did not finish now; "
+                       f"this machine recommends {key_text(kb)}"), None
+    budget = new.spec.mem_budget_mb
+    if budget is not None and _finite(again.get("peak_rss_mb")) and again["peak_rss_mb"] > budget:
+        return False, (f"the report's pick {key_text(ka)} now peaks at "
+                       f"{again['peak_rss_mb']:.0f} MB, over the {budget:.0f} MB budget"), None
+    limit = noise.threshold("p50_ms", b, again)
+    gap = float(again.get("p50_ms") or 0) - float(b.get("p50_ms") or 0)
+    if gap <= limit:
+        return True, (f"this machine prefers {key_text(kb)}, but the report's pick "
+                      f"{key_text(ka)} is within noise of it (p50 {gap:+.1f} ms, noise "
+                      f"{limit:.1f} ms) and fits the budget"), None
+    return False, (f"this machine recommends {key_text(kb)}; the report's pick {key_text(ka)} "
+                   f"is {gap:.1f} ms slower at p50, more than the {limit:.1f} ms noise"), (ka, kb)
+
+
+def _settle(contested: tuple[tuple[Any, ...], tuple[Any, ...]],
+            rounds: Mapping[tuple[Any, ...], Sequence[float]], noise: Noise) -> tuple[bool, str]:
+    """The verdict on the medians of alternating rounds (see `head_to_head`)."""
+    import statistics
+
+    ka, kb = contested
+    pa = [x for x in rounds.get(ka, ()) if _finite(x)]
+    pb = [x for x in rounds.get(kb, ()) if _finite(x)]
+    if not pa or not pb:
+        return False, (f"this machine recommends {key_text(kb)}; the head-to-head rounds of the "
+                       f"report's pick {key_text(ka)} did not finish")
+    ma, mb = statistics.median(pa), statistics.median(pb)
+    limit = max(noise.latency_rel * mb, noise.latency_abs_ms)
+    gap = ma - mb
+    how = (f"head to head over {min(len(pa), len(pb))} alternating round(s): the report's pick "
+           f"{key_text(ka)} p50 {ma:.1f} ms, {key_text(kb)} {mb:.1f} ms")
+    if gap <= limit:
+        return True, (f"{how}; within noise ({gap:+.1f} ms, noise {limit:.1f} ms): the single "
+                      "trials' gap was the machine's, not the configurations'")
+    return False, (f"{how}; the report's pick is {gap:.1f} ms slower, more than the "
+                   f"{limit:.1f} ms noise, in rounds that alternate: this machine recommends "
+                   f"{key_text(kb)}")
+
+
+def head_to_head(
+    bundle: Bundle | str | os.PathLike[str],
+    spec: SweepSpec,
+    keys: Sequence[tuple[Any, ...]],
+    rounds: int = 3,
+    progress: bool = False,
+) -> dict[tuple[Any, ...], list[float]]:
+    """Measure configurations in alternating isolated trials: A B A B ... ``rounds`` times.
+
+    Each trial is `tts_kit.tune.trial` with the spec's workload; slow drift of a shared
+    machine (other load, clocks, caches) then falls on every configuration alike, which
+    one trial each, minutes apart, cannot promise. Returns key -> the p50 (ms) of each
+    round (NaN for a round that did not finish).
+
+    Example:
+        >>> p = head_to_head("standin-dir", SweepSpec.quick(),
+        ...                  [("lean", 1, "resident", 2, 1)])  # doctest: +SKIP
+        >>> len(p[("lean", 1, "resident", 2, 1)])  # doctest: +SKIP
+        3
+    """
+    from tqdm.auto import tqdm
+
+    from ..tune import trial
+
+    if rounds < 1:
+        raise ValueError(f"rounds must be >= 1, got {rounds}")
+    out: dict[tuple[Any, ...], list[float]] = {tuple(k): [] for k in keys}
+    bar = tqdm(total=rounds * len(out), desc="head to head", disable=not progress, leave=False)
+    try:
+        for _ in range(rounds):
+            for key in out:
+                preset, cpus, loading, steps, batch = (list(key) + [None] * 5)[:5]
+                rec = trial(bundle, preset, texts=list(spec.texts), cpus=cpus,
+                            mem_budget_mb=spec.mem_budget_mb, loading=loading or "resident",
+                            steps=steps or contract.DEFAULT_STEPS, batch_size=batch or 1,
+                            repeats=spec.repeats, seed=spec.seed, lang=spec.lang,
+                            voice=spec.voice)
+                ok = rec["status"] == "ok" and _finite(rec.get("p50_ms"))
+                out[key].append(float(rec["p50_ms"]) if ok else math.nan)
+                bar.update()
+    finally:
+        bar.close()
+    return out
+
+
+def rerun_report(
+    report: str | os.PathLike[str],
+    model: str | os.PathLike[str] | None = None,
+    out: str | os.PathLike[str] | None = None,
+    progress: bool = True,
+    confirm_rounds: int = 3,
+) -> RerunVerdict:
+    """Repeat the sweep of an earlier ``report.json`` here and compare figure by figure.
+
+    Args:
+        report: the earlier report.json.
+        model: bundle to use (default: the report's model path when it still exists and
+            has the same SHA-256s, else discovery).
+        out: also write a full new report (html, json, notebook) there; without it the
+            sweep runs in this process (isolated trials all the same) and nothing is written.
+        progress: show a progress bar.
+        confirm_rounds: when the verdict rests on the two picks' latency gap alone,
+            measure them in this many alternating rounds (`head_to_head`) and decide on
+            those; 0: decide on the sweep's single trials.
+
+    Example:
+        >>> print(rerun_report("reports/standin/report.json").summary())  # doctest: +SKIP
+    """
+    old = TuningReport.load(report)
+    if model is None and Path(old.model["path"]).is_dir():
+        model = old.model["path"]
+    where, _ = resolve_model_dir(model)
+    bundle = Bundle(where)
+    if out is not None:
+        paths = make_report(out, model=bundle.path, sweep=old.spec, progress=progress)
+        new = TuningReport.load(next(p for p in paths if p.name == "report.json"))
+    else:
+        new = run_tuning(bundle, old.spec, progress=progress)
+    verdict = compare_reports(old, new)
+    if verdict.contested is None or confirm_rounds < 1:
+        return verdict
+    rounds = head_to_head(bundle, new.spec, list(verdict.contested), rounds=confirm_rounds,
+                          progress=progress)
+    return compare_reports(old, new, head_to_head=rounds)
