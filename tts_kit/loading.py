@@ -5,7 +5,8 @@ the `StageLoader` that hands out sessions under a policy, session creation
 (`create_session`, external-data copies) and the per-stage cost data a ``budget`` policy
 goes by (`StageCost`, `StageCosts`, `estimate_costs_mb`, `resident_costs_mb`). It never
 imports the engine: `tts_kit.engine` imports it. The experiments that drive the engine to
-measure those costs live in `tts_kit.stage_costs`.
+measure those costs live in `tts_kit.stage_costs`. (A little over 600 lines, kept whole:
+the policy, the loader and the cost data it budgets with change together.)
 
 Policies (``Engine(bundle, loading=...)``):
 
