@@ -26,7 +26,7 @@ TEXT = (
 
 def child(which: str, model: str, threads: int, steps: int, calls: int) -> dict:
     # VmHWM, not ru_maxrss: a child's ru_maxrss can inherit its parent's high-water mark.
-    from tts_kit.measure import peak_rss_mb
+    from tts_kit.procfacts import peak_rss_mb
 
     t0 = time.perf_counter()
     if which == "tts_kit":

@@ -237,10 +237,9 @@ configurations that no other beats on both latency and peak memory.
 """),
     code("""
 from tts_kit import tune
-from tts_kit.measure import available_cpus
 
 presets = ["supertonic-default", "low-memory"] if quick else list(PRESETS)
-cpus = (1,) if quick else tuple(c for c in (1, 2, 4) if c <= len(available_cpus()))
+cpus = (1,) if quick else tune.default_cpus()  # 1, 2, 4 as far as this machine's cores allow
 budget_mb = 1024
 result = tune.sweep(bundle, presets, cpus=cpus, steps=(steps,), repeats=2 if quick else 5,
                     mem_budget_mb=budget_mb)
@@ -371,10 +370,11 @@ RSS added by loading and by running each stage, measured in one fresh process, n
 the memory article's estimated split (a claim, not a measurement).
 """),
     code("""
-from tts_kit import paged, plots
+from tts_kit import plots
+from tts_kit.stage_costs import stage_costs
 
 steps = 2 if quick else 5
-costs = paged.stage_costs(bundle, "supertonic-default", steps=steps)
+costs = stage_costs(bundle, "supertonic-default", steps=steps)
 print(costs.table())
 costs.dataframe()
 """),
@@ -386,15 +386,16 @@ plots.stage_costs(costs)
 ## Resident, paged and budget, each in a fresh process
 
 The budget leaves room for the largest stage and a bit more, well under all four, in
-the per-stage costs the trial's engine goes by (`paged.resident_costs_mb`: estimated from
+the per-stage costs the trial's engine goes by (`resident_costs_mb`: estimated from
 the file sizes unless measured costs are handed to `Engine(stage_costs_mb=...)`). In the
 timelines, hatched spans are loads, solid spans runs, dotted lines releases.
 """),
     code("""
 from tts_kit import tune
+from tts_kit.loading import resident_costs_mb
 
 say = ["The meeting starts at 10:30, in room 4. Please bring the slides."]
-resident_mb = paged.resident_costs_mb(None, bundle)
+resident_mb = resident_costs_mb(None, bundle)
 budget = f"budget:{max(max(resident_mb.values()) * 1.2, 0.6 * sum(resident_mb.values())):.0f}"
 print("costs the budget policy uses (MB):", resident_mb, "->", budget)
 loadings = ["resident", "paged", budget] + ([] if quick else ["paged+notrim"])

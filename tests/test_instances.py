@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from tts_kit.instances import ARTICLE_INSTANCES, Instance, format_instance_table, instance_table
-from tts_kit.measure import available_cpus
+from tts_kit.procfacts import allowed_cpus
 
 
 def test_each_instance_is_measured_pinned_and_within_its_memory(tiny_bundle_dir):
-    cores = len(available_cpus())
+    cores = len(allowed_cpus())
     small = Instance("1 vCPU / 1 GB", 1, 1024, {"peak_rss_mb": 890})
     starved = Instance("1 vCPU / 40 MB", 1, 40, {})
     huge = Instance("64 vCPU", 64, 65536, {"rtf": 0.01})

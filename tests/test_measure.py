@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from tts_kit import events
-from tts_kit.measure import Measurement, available_cpus, current_cpus, run_isolated
+from tts_kit.measure import Measurement, run_isolated
+from tts_kit.procfacts import allowed_cpus, current_cpus
 
 MB = 1024 * 1024
 
@@ -130,7 +131,7 @@ def test_cpus_pins_the_child_and_sets_its_thread_hints():
     assert m.result == (1, 1, "1")
     assert m.cpus == 1
     unpinned = run_isolated(affinity_and_cpus)
-    assert unpinned.result[0] == len(available_cpus())
+    assert unpinned.result[0] == len(allowed_cpus())
     assert unpinned.result[1] is None
 
 
@@ -145,7 +146,7 @@ def test_cpu_percent_tells_a_busy_loop_from_a_sleep_and_is_capped_by_the_pin():
 
 def test_too_many_cpus_is_refused_before_spawning():
     with pytest.raises(ValueError, match="cpus="):
-        run_isolated(sum, [1], cpus=len(available_cpus()) + 1)
+        run_isolated(sum, [1], cpus=len(allowed_cpus()) + 1)
 
 
 def test_lambdas_and_closures_are_refused_with_a_type_error():

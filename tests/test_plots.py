@@ -116,7 +116,7 @@ def test_stage_costs_shows_measured_split_beside_the_article():
 
 
 def test_stage_costs_takes_what_paged_measures():
-    from tts_kit.paged import StageCost, StageCosts
+    from tts_kit.loading import StageCost, StageCosts
 
     measured = StageCosts(
         {"vocoder": StageCost("vocoder", 10.0, 12.0, 14.0, 6.0, 0.5, 0.1, 0.2)}, runtime_mb=42.0
@@ -125,7 +125,7 @@ def test_stage_costs_takes_what_paged_measures():
     texts = _labels(fig.axes[1])
     # 12 load + 6 run + 42 runtime = 60: the runtime share is 70 %.
     assert "runtime (imports)\n70%" in texts
-    assert "weights\n40%" in texts  # the claimed split recorded by tts_kit.paged
+    assert "weights\n40%" in texts  # the claimed split recorded by tts_kit.loading
 
 
 def test_ab_compare_two_columns():

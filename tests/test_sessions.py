@@ -8,7 +8,8 @@ import os
 import onnxruntime as ort
 import pytest
 
-from tts_kit.measure import CPUS_ENV, run_isolated
+from tts_kit.measure import run_isolated
+from tts_kit.procfacts import CPUS_ENV
 from tts_kit.sessions import (
     OPTION_DOCS,
     PRESETS,

@@ -132,7 +132,7 @@ def test_the_dataframe_has_one_row_per_trial(two_presets):
 
 
 def test_budget_trials_get_measured_stage_costs(tiny_bundle_dir):
-    from tts_kit.paged import stage_costs
+    from tts_kit.stage_costs import stage_costs
 
     result = sweep(tiny_bundle_dir, ["lean"], cpus=(1,), steps=(1,), repeats=0, texts=TEXTS,
                    loadings=("resident", "budget:500"), progress=False)

@@ -30,7 +30,7 @@ import onnxruntime as ort
 
 from . import contract
 from .bundle import Bundle
-from .paged import LoadPolicy, StageCosts, StageLoader, create_session, resident_costs_mb
+from .loading import LoadPolicy, StageCosts, StageLoader, create_session, resident_costs_mb
 from .sessions import SessionPreset
 from .textproc import encode
 
@@ -97,10 +97,10 @@ class Engine:
             package's settings, ``supertonic-default``).
         stage_presets: per-stage overrides, e.g. ``{"vocoder": other_preset}``.
         loading: ``resident`` (default), ``paged`` or ``budget:MB``, with options
-            (``paged+notrim``, ``resident+ext``; see `tts_kit.paged`), or a `LoadPolicy`.
+            (``paged+notrim``, ``resident+ext``; see `tts_kit.loading`), or a `LoadPolicy`.
         normalize: spell out numbers, dates, acronyms ... before synthesis (ko, en).
         stage_costs_mb: measured resident MB per stage for the ``budget`` policy: a
-            `tts_kit.paged.StageCosts` or ``{stage: MB}``; stages left out are estimated
+            `tts_kit.loading.StageCosts` or ``{stage: MB}``; stages left out are estimated
             from their file sizes. A budget below the cheapest stage raises ValueError here.
 
     Example:
@@ -135,9 +135,11 @@ class Engine:
             for lang in ("en", "ko"):
                 normalize_text("1", lang)
         self._input_types: dict[str, dict[str, np.dtype]] = {}
+        # Parsed once, here; the loader and every session creation get the object.
         self._policy = LoadPolicy.parse(loading)
+        self._spec = loading if isinstance(loading, str) else self._policy.spec
         costs = resident_costs_mb(stage_costs_mb, self.bundle)
-        self._loader = StageLoader(self._make_session, loading, costs)
+        self._loader = StageLoader(self._make_session, self._policy, costs)
 
     # -- sessions ---------------------------------------------------------------------
 
@@ -171,7 +173,7 @@ class Engine:
     @property
     def loading(self) -> str:
         """The load policy, as given (``resident``, ``paged``, ``budget:300``)."""
-        return self._loader.spec
+        return self._spec
 
     @property
     def load_s(self) -> dict[str, float]:

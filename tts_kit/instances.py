@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .measure import available_cpus
+from . import procfacts
 from .sessions import SessionPreset
 
 #: The figures of an `Instance.claimed` row, in table order.
@@ -85,7 +85,7 @@ def instance_table(
 
     from .tune import _preset_dict, trial
 
-    cores = len(available_cpus())
+    cores = len(procfacts.allowed_cpus())  # run_isolated pins to cores of the affinity
     pairs = [(inst, p) for inst in instances for p in presets]
     rows: list[dict[str, Any]] = []
     bar = tqdm(total=sum(inst.cpus <= cores for inst, _ in pairs), desc="instances",

@@ -12,10 +12,13 @@ How the numbers are taken:
   ``memory_profiler.memory_usage(proc=pid, timestamps=True)``. Without a ``timeout``
   that call takes exactly one sample of a foreign pid, which is what a watchdog needs
   (its multi-sample mode blocks until its own timeout and cannot stop on a budget).
-* ``peak_rss_mb``: the child's own high-water mark at its end. On Linux that is
-  ``VmHWM`` from ``/proc/self/status``, because ``ru_maxrss`` of a spawned child
-  still carries the high-water mark of the parent's pre-``exec`` fork (a child of a
-  1 GB parent reports ~1 GB there); elsewhere ``resource.getrusage(RUSAGE_SELF).ru_maxrss``.
+* ``peak_rss_mb``: the child's own high-water mark at its end
+  (`tts_kit.procfacts.peak_rss_mb`). On Linux that is ``VmHWM`` from
+  ``/proc/self/status``, because ``ru_maxrss`` of a spawned child still carries the
+  high-water mark of the parent's pre-``exec`` fork (a child of a 1 GB parent reports
+  ~1 GB there); elsewhere ``resource.getrusage(RUSAGE_SELF).ru_maxrss``. A function that
+  calls `tts_kit.procfacts.reset_peak_rss` (to measure phases apart) makes it cover
+  only the time since, so it must keep the earlier peaks itself.
   When the child is killed, the best the parent has: its ``VmHWM`` read just before
   the kill, or the largest sample.
 * ``baseline_rss_mb``: the child's RSS after its imports (unpickling ``fn`` imports its
@@ -38,15 +41,18 @@ How the numbers are taken:
   x 100, so 200 means two cores busy.
 
 ``cpus=N`` pins the child to the first N cores the parent may use
-(``os.sched_setaffinity``), sets ``OMP_NUM_THREADS=N`` and makes `current_cpus` return
-N inside the child, which `tts_kit.sessions` reads to size ONNX Runtime's intra-op
-pool ("cores") unless a preset pins a number.
+(``os.sched_setaffinity``), sets ``OMP_NUM_THREADS=N`` and makes
+`tts_kit.procfacts.current_cpus` return N inside the child, which `tts_kit.sessions`
+reads to size ONNX Runtime's intra-op pool ("cores") unless a preset pins a number.
 
 The memory budget is enforced by the sampling watchdog (SIGKILL past the budget), not
 by ``RLIMIT_AS``: ONNX Runtime reserves large virtual ranges it never touches, so an
 address-space limit fails sessions long before RSS is anywhere near the budget. A
 spike shorter than ``sample_ms`` can slip past the watchdog; ``peak_rss_mb`` (the
 kernel's high-water mark) still shows it.
+
+Process facts (RSS, peak, CPU time, cores) are read through `tts_kit.procfacts`; only
+the timeline's sampling goes through memory_profiler, as the harness's own measurement.
 
 Example:
     >>> from tts_kit.measure import run_isolated
@@ -63,7 +69,6 @@ import math
 import multiprocessing as mp
 import os
 import pickle
-import resource
 import signal
 import sys
 import threading
@@ -77,10 +82,9 @@ from typing import Any
 import psutil
 from memory_profiler import memory_usage
 
-#: Environment variable that carries ``cpus`` into the child (and its own children).
-CPUS_ENV = "TTS_KIT_CPUS"
+from . import procfacts
+from .procfacts import CPUS_ENV
 
-_MIB = 1024.0 * 1024.0
 # Guards os.environ while a child is spawned with the trial's thread settings.
 _SPAWN_LOCK = threading.Lock()
 # How long the parent waits for a child that said "done" to exit before killing it.
@@ -184,67 +188,6 @@ class Measurement:
         return cls(**kwargs)
 
 
-def current_cpus() -> int | None:
-    """Cores this process was given by `run_isolated` (``cpus=N``), else None.
-
-    Session presets whose thread count is ``"cores"`` resolve to this (falling back to
-    the process's CPU affinity when it is None).
-
-    Example:
-        >>> current_cpus() is None or current_cpus() >= 1
-        True
-    """
-    raw = os.environ.get(CPUS_ENV, "").strip()
-    return int(raw) if raw.isdigit() and int(raw) > 0 else None
-
-
-def available_cpus() -> list[int]:
-    """The core ids this process may run on (sorted).
-
-    Example:
-        >>> len(available_cpus()) >= 1
-        True
-    """
-    if hasattr(os, "sched_getaffinity"):
-        return sorted(os.sched_getaffinity(0))
-    return list(range(os.cpu_count() or 1))
-
-
-def peak_rss_mb() -> float:
-    """This process's RSS high-water mark in MiB (``VmHWM``; ``ru_maxrss`` off Linux).
-
-    Example:
-        >>> peak_rss_mb() > 0
-        True
-    """
-    hwm = _hwm_mb()
-    if hwm is None:
-        # macOS reports bytes, Linux KiB.
-        scale = 1.0 if sys.platform == "darwin" else 1024.0
-        hwm = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / _MIB
-    return hwm
-
-
-def reset_peak_rss() -> bool:
-    """Reset this process's RSS high-water mark to its current RSS (Linux >= 4.0).
-
-    Lets one process measure the peak of each phase separately (load, then requests).
-    Inside `run_isolated` the child's reported ``peak_rss_mb`` then covers only the time
-    since the last reset, so a caller that resets must keep the earlier peaks itself.
-    Returns False where unsupported.
-
-    Example:
-        >>> reset_peak_rss() in (True, False)
-        True
-    """
-    try:
-        with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
-            fh.write("5")
-        return True
-    except OSError:
-        return False
-
-
 def run_isolated(
     fn: Callable[..., Any],
     *args: Any,
@@ -267,7 +210,7 @@ def run_isolated(
     """
     _check_importable(fn)
     if cpus is not None:
-        cores = available_cpus()
+        cores = procfacts.allowed_cpus()
         if isinstance(cpus, bool) or not isinstance(cpus, int) or cpus < 1:
             raise ValueError(f"cpus must be a positive integer, got {cpus!r}")
         if cpus > len(cores):
@@ -355,7 +298,7 @@ def _check_importable(fn: Callable[..., Any]) -> None:
             )
 
 
-def _rss_mb(pid: int) -> float | None:
+def _sample_rss_mb(pid: int) -> float | None:
     """One RSS sample of ``pid`` through memory_profiler (None once it is gone)."""
     try:
         sample = memory_usage(proc=pid, interval=0, timestamps=True)
@@ -364,26 +307,6 @@ def _rss_mb(pid: int) -> float | None:
     if not sample or sample[0] is None:
         return None
     return float(sample[0][0])
-
-
-def _hwm_mb(pid: int | str = "self") -> float | None:
-    """``VmHWM`` (the kernel's RSS high-water mark) in MiB, or None where unavailable."""
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024.0
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-def _cpu_s(pid: int) -> float | None:
-    try:
-        t = psutil.Process(pid).cpu_times()
-        return t.user + t.system
-    except (psutil.Error, OSError):
-        return None
 
 
 def _signal_name(num: int) -> str:
@@ -434,21 +357,21 @@ def _watch(
                 done = msg[1]
 
     while True:
-        rss = _rss_mb(pid)
+        rss = _sample_rss_mb(pid)
         now = time.time()
         if rss is not None:
             m.timeline.append((now - t0, rss))
             peak_seen = rss if math.isnan(peak_seen) else max(peak_seen, rss)
-            last_cpu = _cpu_s(pid) or last_cpu
+            last_cpu = procfacts.cpu_seconds(pid) or last_cpu
             if budget is not None and rss > budget:
-                kill_hwm = _hwm_mb(pid)
+                kill_hwm = procfacts.peak_rss_mb(pid)
                 proc.kill()
                 killed_for = "oom"
                 m.oom_rss_mb = rss
                 m.error = f"RSS {rss:.1f} MB passed the {budget:g} MB budget"
                 break
         if timeout_s is not None and now - t0 > timeout_s:
-            kill_hwm = _hwm_mb(pid)
+            kill_hwm = procfacts.peak_rss_mb(pid)
             proc.kill()
             killed_for = "timeout"
             m.error = f"still running after {timeout_s:g} s"
@@ -531,8 +454,8 @@ def _child_main(conn: Any, payload: bytes, pinned: list[int] | None) -> None:
         conn.close()
         return
     events.add_listener(forward)
-    baseline = psutil.Process().memory_info().rss / _MIB
-    cpu0 = _self_cpu_s()
+    baseline = procfacts.rss_mb()
+    cpu0 = procfacts.cpu_seconds()
     start = time.time()
     send(("baseline", baseline, start))
     try:
@@ -551,18 +474,13 @@ def _child_main(conn: Any, payload: bytes, pinned: list[int] | None) -> None:
     conn.close()
 
 
-def _self_cpu_s() -> float:
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
-
-
 def _end_stats(start: float, cpu0: float) -> dict[str, float]:
     end = time.time()
     return {
         "t_end": end,
         "work_s": end - start if start else 0.0,
-        "cpu_s": _self_cpu_s() - cpu0,
-        "peak_rss_mb": peak_rss_mb(),
+        "cpu_s": procfacts.cpu_seconds() - cpu0,
+        "peak_rss_mb": procfacts.peak_rss_mb(),
     }
 
 

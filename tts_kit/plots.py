@@ -400,14 +400,14 @@ def stage_costs(
     """Measured memory per stage (load and run) next to the article's estimated split.
 
     Args:
-        costs: a `tts_kit.paged.StageCosts` (what `tts_kit.paged.stage_costs` measured),
+        costs: a `tts_kit.loading.StageCosts` (what `tts_kit.stage_costs.stage_costs` measured),
             or a mapping ``stage -> cost`` where a cost has ``load_mb`` and ``run_mb``
             (or is a plain number of MB).
         runtime_mb: RSS of the process before any session (interpreter + ONNX Runtime),
             the measured counterpart of the article's "runtime" share; taken from a
             `StageCosts` when not given.
         article_split: the percentages to show beside the measurement: ``"claimed"``
-            (default) for the memory article's estimate as `tts_kit.paged` records it
+            (default) for the memory article's estimate as `tts_kit.loading` records it
             (``StageCosts.claimed_split``), a mapping of your own, or None to leave it out.
 
     Example:
@@ -422,7 +422,7 @@ def stage_costs(
             article_split = getattr(costs, "claimed_split", None) or "claimed"
         costs = costs.stages
     if article_split == "claimed":
-        from .paged import ARTICLE_SPLIT_CLAIMED
+        from .loading import ARTICLE_SPLIT_CLAIMED
 
         article_split = ARTICLE_SPLIT_CLAIMED
     stages = [s for s in contract.STAGES if s in costs] + [

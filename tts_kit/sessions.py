@@ -17,8 +17,9 @@ Shipped presets (`PRESETS`, `get_preset`, `list_presets`), each with its source:
   stand-in (see its ``notes`` and ``source``).
 
 Threads: ``intra_op_num_threads`` may be ``"cores"``, resolved when the options are
-built to the cores in force: `tts_kit.measure.current_cpus` inside an isolated trial
-(``run_isolated(cpus=N)``), else the process's CPU affinity. A preset that leaves it
+built to the cores in force: `tts_kit.procfacts.current_cpus` inside an isolated trial
+(``run_isolated(cpus=N)``), else `tts_kit.procfacts.usable_cores` (the process's CPU
+affinity, capped by a container's CPU quota). A preset that leaves it
 ``None`` also gets N inside a ``cpus=N`` trial, because ORT sizes its default pool
 from the machine's physical cores, not from the affinity mask, and the trial is
 emulating an N-core machine; outside a trial ``None`` really leaves ORT's default.
@@ -36,12 +37,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import onnxruntime as ort
+
+from . import procfacts
 
 _EXECUTION_MODES = {
     "sequential": ort.ExecutionMode.ORT_SEQUENTIAL,
@@ -135,7 +137,6 @@ OPTION_DOCS: dict[str, str] = {
 # glibc's mallopt parameter number and the largest threshold it accepts (HEAP_MAX / 2).
 _M_MMAP_THRESHOLD = -3
 _MMAP_MAX_KB = 32 * 1024
-_mallopt: Any = None
 
 
 def set_malloc_mmap_threshold(kb: int) -> bool:
@@ -151,45 +152,22 @@ def set_malloc_mmap_threshold(kb: int) -> bool:
         >>> set_malloc_mmap_threshold(1024) in (True, False)
         True
     """
-    global _mallopt
-    if _mallopt is None:
-        import ctypes
-        import ctypes.util
-
-        try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-            _mallopt = getattr(libc, "mallopt", False)
-        except OSError:
-            _mallopt = False
-    if not _mallopt:
-        return False
-    return bool(_mallopt(_M_MMAP_THRESHOLD, int(kb) * 1024))
+    return procfacts.mallopt(_M_MMAP_THRESHOLD, int(kb) * 1024)
 
 
 def cores_in_force() -> int:
     """Cores a ``"cores"`` thread count resolves to here and now.
 
-    Inside ``run_isolated(cpus=N)`` that is N; otherwise the number of cores in this
-    process's CPU affinity.
+    Inside ``run_isolated(cpus=N)`` that is N; otherwise the cores this process can
+    really use (`tts_kit.procfacts.usable_cores`: its CPU affinity, capped by a
+    container's CPU quota, so ORT does not start threads the quota then throttles).
 
     Example:
         >>> cores_in_force() >= 1
         True
     """
-    from .measure import current_cpus
-
-    n = current_cpus()
-    if n is not None:
-        return n
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
-def _trial_cpus() -> int | None:
-    from .measure import current_cpus
-
-    return current_cpus()
+    n = procfacts.current_cpus()
+    return n if n is not None else procfacts.usable_cores()
 
 
 @dataclass
@@ -281,7 +259,7 @@ class SessionPreset:
         if value == CORES:
             return cores_in_force()
         if value is None:
-            return _trial_cpus()
+            return procfacts.current_cpus()
         return int(value)
 
     def session_options(self) -> ort.SessionOptions:

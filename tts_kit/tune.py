@@ -51,8 +51,6 @@ import concurrent.futures as cf
 import gc
 import itertools
 import math
-import os
-import resource
 import time
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -60,8 +58,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import events
-from .measure import peak_rss_mb, reset_peak_rss, run_isolated
+from . import events, procfacts
+from .loading import LoadPolicy
+from .measure import run_isolated
 from .sessions import SessionPreset, get_preset
 
 #: Keys every trial record has (plus ``timeline``/``events``, and ``pareto`` in sweeps).
@@ -106,16 +105,11 @@ def _preset_dict(preset: str | SessionPreset | dict[str, Any]) -> dict[str, Any]
     return get_preset(preset).to_dict()
 
 
-def _self_cpu_s() -> float:
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
-
-
 def run_trial_child(
     bundle_path: str,
     preset: dict[str, Any],
     texts: list[str],
-    loading: str,
+    loading: str | LoadPolicy,
     steps: int,
     batch_size: int,
     repeats: int,
@@ -127,8 +121,8 @@ def run_trial_child(
     """The trial's work, run inside the isolated child (plain arguments only).
 
     Loads the engine, measures idle RSS, one first call and ``repeats`` steady calls of
-    the same batch. Called by `trial`; public so executors and notebooks can see what
-    is measured.
+    the same batch. Called by `trial` (with the `LoadPolicy` it parsed); public so
+    executors and notebooks can see what is measured.
 
     Example:
         >>> run_trial_child("standin-dir", {"name": "lean"}, ["Hi."], "resident",
@@ -136,22 +130,20 @@ def run_trial_child(
         12.3
     """
     import numpy as np
-    import psutil
 
     from .bundle import Bundle
     from .engine import Engine
-    from .paged import release_memory
 
     preset_obj = SessionPreset.from_dict(preset)
     t0 = time.perf_counter()
     bundle = Bundle(bundle_path)
     engine = Engine(bundle, preset=preset_obj, loading=loading, stage_costs_mb=stage_costs_mb)
     load_s = time.perf_counter() - t0
-    release_memory()
-    idle_rss = psutil.Process().memory_info().rss / 2**20
-    load_peak = peak_rss_mb()
+    procfacts.release_memory()
+    idle_rss = procfacts.rss_mb()
+    load_peak = procfacts.peak_rss_mb()
     # From here the high-water mark is the requests' own (the trial keeps load_peak).
-    separate = reset_peak_rss()
+    separate = procfacts.reset_peak_rss()
     events.mark(_LOADED)
     if voice is None or voice not in bundle.voices:
         voice = "M1" if "M1" in bundle.voices else bundle.voices[0]
@@ -165,12 +157,12 @@ def run_trial_child(
     events.mark(_FIRST)
     first_s, audio_s = call()
     events.mark(_STEADY)
-    cpu0, wall0 = _self_cpu_s(), time.perf_counter()
+    cpu0, wall0 = procfacts.cpu_seconds(), time.perf_counter()
     lat = [call()[0] for _ in range(repeats)]
     steady_wall = time.perf_counter() - wall0
-    steady_cpu = _self_cpu_s() - cpu0
+    steady_cpu = procfacts.cpu_seconds() - cpu0
     gc.collect()  # no extra malloc_trim: a serving process does not call one between requests
-    after_rss = psutil.Process().memory_info().rss / 2**20
+    after_rss = procfacts.rss_mb()
     cpu = 100.0 * steady_cpu / steady_wall if steady_wall > 0 else math.nan
     p50 = float(np.percentile(lat, 50)) if lat else first_s
     return {
@@ -186,7 +178,7 @@ def run_trial_child(
         "cpu_percent": cpu,
         "cpu_ms": 1000 * steady_cpu / len(lat) if lat else math.nan,
         "load_peak_rss_mb": load_peak,
-        "run_peak_rss_mb": peak_rss_mb() if separate else math.nan,
+        "run_peak_rss_mb": procfacts.peak_rss_mb() if separate else math.nan,
         "threads": preset_obj.threads(),
         "stage_load_s": engine.load_s,
     }
@@ -198,7 +190,7 @@ def trial(
     texts: Sequence[str] | None = None,
     cpus: int | None = None,
     mem_budget_mb: float | None = None,
-    loading: str = "resident",
+    loading: str | LoadPolicy = "resident",
     steps: int = 5,
     batch_size: int = 1,
     repeats: int = 5,
@@ -217,13 +209,14 @@ def trial(
         texts: the texts a batch is made of (default `DEFAULT_TEXTS`).
         cpus: cores to pin the trial to (None: not pinned).
         mem_budget_mb: kill the trial past this RSS (status ``oom``).
-        loading: ``resident``, ``paged`` or ``budget:MB``.
+        loading: ``resident``, ``paged`` or ``budget:MB`` (recorded as given), or a
+            `LoadPolicy` (recorded as its spec).
         steps, batch_size, repeats, seed, lang, voice: the workload; every call
             synthesises the same batch: the first ``batch_size`` texts (cycled).
             ``repeats=0`` measures the first call only (p50/p95 None, RTF from it).
         timeout_s: kill the trial after this many seconds (status ``timeout``).
         stage_costs_mb: resident MB per stage for a ``budget:MB`` policy, e.g.
-            ``tts_kit.paged.stage_costs(...).costs_mb()`` (None: estimated from the file
+            ``tts_kit.stage_costs.stage_costs(...).costs_mb()`` (None: estimated from the file
             sizes; `sweep` measures them). Recorded as ``stage_costs_mb``.
 
     A trial that did not finish still reports what it got to: for ``oom``/``timeout``
@@ -234,9 +227,9 @@ def trial(
         >>> rec["status"], rec["p50_ms"] > 0  # doctest: +SKIP
         ('ok', True)
     """
-    from .paged import parse_loading
-
-    parse_loading(loading)  # a bad policy fails here, in one line, not in the child
+    # Parsed once: a bad policy fails here, in one line, and the child gets the object.
+    policy = LoadPolicy.parse(loading)
+    label = loading if isinstance(loading, str) else policy.spec
     for name, value, lo in (("steps", steps, 1), ("batch_size", batch_size, 1),
                             ("repeats", repeats, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < lo:
@@ -246,13 +239,13 @@ def trial(
         raise ValueError("texts must be non-empty strings")
     pdict = _preset_dict(preset)
     m = run_isolated(
-        run_trial_child, _bundle_path(bundle), pdict, text_list, loading, steps, batch_size,
+        run_trial_child, _bundle_path(bundle), pdict, text_list, policy, steps, batch_size,
         repeats, seed, lang, voice, dict(stage_costs_mb) if stage_costs_mb else None,
         cpus=cpus, mem_budget_mb=mem_budget_mb, timeout_s=timeout_s, sample_ms=sample_ms,
     )
     record: dict[str, Any] = {k: None for k in RECORD_KEYS}
     record.update(
-        preset=pdict["name"], cpus=cpus, loading=loading, steps=steps, batch_size=batch_size,
+        preset=pdict["name"], cpus=cpus, loading=label, steps=steps, batch_size=batch_size,
         mem_budget_mb=mem_budget_mb, status=m.status, error=m.error, repeats=repeats,
         peak_rss_mb=_num(m.peak_rss_mb), wall_s=_num(m.wall_s),
         stage_costs_mb=dict(stage_costs_mb) if stage_costs_mb else None,
@@ -472,7 +465,7 @@ def sweep(
 
     ``mem_budget_mb`` is enforced on every trial (over it: ``oom``). For ``budget:MB``
     loadings the policy needs each stage's resident cost: ``stage_costs_mb="measure"``
-    (the default) measures it once per preset with `tts_kit.paged.stage_costs` before
+    (the default) measures it once per preset with `tts_kit.stage_costs.stage_costs` before
     the trials (falling back to the file-size estimate, with a warning, if that fails);
     a mapping gives it; None uses the estimate. ``warmup`` runs one throw-away trial
     first (the first preset, first call only): without it the first trial of a sweep
@@ -494,9 +487,11 @@ def sweep(
     if not presets:
         raise ValueError("presets is empty; name at least one (see tts_kit.sessions.PRESETS)")
     pdicts = [_preset_dict(p) for p in presets]  # unknown names fail before any trial
+    # Each spec parsed once, before any measurement; records keep the specs as given.
+    policies = {lo: LoadPolicy.parse(lo) for lo in loadings}
     path = _bundle_path(bundle)
     grid = list(itertools.product(pdicts, cpus, batch_sizes, steps, loadings))
-    costs = _sweep_stage_costs(path, pdicts, loadings, stage_costs_mb, max(steps), lang, voice)
+    costs = _sweep_stage_costs(path, pdicts, policies, stage_costs_mb, max(steps), lang, voice)
     if warmup and executor is None:  # an executor's workers are other machines: theirs
         trial(path, pdicts[0], texts=list(texts) if texts else None, cpus=cpus[0],
               steps=min(steps), repeats=0, lang=lang, voice=voice, timeout_s=timeout_s)
@@ -537,19 +532,20 @@ def sweep(
 
 
 def _sweep_stage_costs(
-    path: str, pdicts: list[dict[str, Any]], loadings: Sequence[str],
+    path: str, pdicts: list[dict[str, Any]], policies: Mapping[str, LoadPolicy],
     given: Mapping[str, float] | str | None, steps: int, lang: str, voice: str | None,
 ) -> dict[tuple[str, str], dict[str, float]]:
-    """(preset name, loading) -> stage costs, for the sweep's ``budget`` loadings only."""
-    from .paged import parse_loading
+    """(preset name, loading) -> stage costs, for the sweep's ``budget`` loadings only.
 
-    budgets = [lo for lo in loadings if parse_loading(lo)[0] == "budget"]
+    ``policies``: each loading spec as given -> its parsed `LoadPolicy`.
+    """
+    budgets = [lo for lo, policy in policies.items() if policy.policy == "budget"]
     if not budgets or given is None:
         return {}
     if isinstance(given, str):
         if given != "measure":
             raise ValueError(f"stage_costs_mb must be 'measure', a mapping or None, got {given!r}")
-        from .paged import stage_costs
+        from .stage_costs import stage_costs
 
         out: dict[tuple[str, str], dict[str, float]] = {}
         for p in pdicts:
@@ -564,7 +560,7 @@ def _sweep_stage_costs(
             out.update({(p["name"], lo): measured for lo in budgets})
         return out
     from .bundle import Bundle
-    from .paged import resident_costs_mb
+    from .loading import resident_costs_mb
 
     checked = resident_costs_mb(given, Bundle(path))  # unknown stage or bad MB: fails here
     return {(p["name"], lo): checked for p in pdicts for lo in budgets}
@@ -573,9 +569,12 @@ def _sweep_stage_costs(
 def default_cpus() -> tuple[int, ...]:
     """Core counts a sweep can emulate here: 1, 2 and 4 as far as this machine allows.
 
+    "Allows" is `tts_kit.procfacts.usable_cores`: the affinity, capped by a container's
+    CPU quota, so a 1.5-CPU container on a 16-core host does not emulate 4 cores.
+
     Example:
         >>> 1 in default_cpus()
         True
     """
-    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return tuple(c for c in (1, 2, 4) if c <= (n or 1))
+    n = procfacts.usable_cores()
+    return tuple(c for c in (1, 2, 4) if c <= n)

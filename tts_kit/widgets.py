@@ -27,7 +27,7 @@ import ipywidgets as W
 import psutil
 from IPython.display import HTML
 
-from . import contract, plots
+from . import contract, plots, procfacts
 from .bundle import Bundle
 
 #: The banner every notebook shows when the model is a stand-in.
@@ -355,7 +355,7 @@ class LiveMemoryGraph(W.VBox):
 
     `watch` calls a function that measures in a child process (`tts_kit.tune.trial`,
     `tts_kit.measure.run_isolated`, ...) on a worker thread. Meanwhile the calling
-    thread samples the RSS of each new child process with psutil and redraws the
+    thread samples the RSS of each new child process (`tts_kit.procfacts.rss_mb`) and redraws the
     graph every ``interval_s``. When the function returns, the graph is redrawn from
     the harness's own timeline and events (a `Measurement` or a record carrying
     ``timeline``/``events``), which are exact; the live samples are kept in
@@ -426,11 +426,11 @@ class LiveMemoryGraph(W.VBox):
                         before.add(pid)
                         break
             if current is not None:
-                try:
-                    rss = current.memory_info().rss / 2**20
-                    self.live_samples.append((time.time() - t0, rss))
-                except psutil.Error:
+                rss = procfacts.rss_mb(current.pid)
+                if rss is None:  # the child is gone
                     current = None
+                else:
+                    self.live_samples.append((time.time() - t0, rss))
             now = time.time()
             if now - last_draw >= self.interval_s and self.live_samples:
                 last_draw = now
@@ -492,7 +492,6 @@ class SessionTuner(W.VBox):
     def __init__(self, bundle: Bundle, texts: Sequence[str] | None = None,
                  presets: Sequence[str] | None = None, steps: int = contract.DEFAULT_STEPS,
                  repeats: int = 3, lang: str = "en"):
-        from .measure import available_cpus
         from .sessions import PRESETS
 
         self.bundle = bundle
@@ -501,10 +500,12 @@ class SessionTuner(W.VBox):
         names = list(presets or PRESETS)
         self.preset = W.Dropdown(options=names, value=names[0], description="preset")
         self.explain = W.HTML()
-        self.threads = W.IntSlider(value=0, min=0, max=max(8, len(available_cpus())),
+        # run_isolated pins to cores of the affinity mask, so that is what can be offered.
+        cores = len(procfacts.allowed_cpus())
+        self.threads = W.IntSlider(value=0, min=0, max=max(8, cores),
                                    description="threads", tooltip="0: as the preset says")
-        self.cpus = W.Dropdown(options=list(range(1, len(available_cpus()) + 1)),
-                               value=len(available_cpus()), description="vCPUs")
+        self.cpus = W.Dropdown(options=list(range(1, cores + 1)),
+                               value=cores, description="vCPUs")
         self.budget = W.BoundedFloatText(value=0, min=0, max=1e6, step=64,
                                          description="budget MB (0: none)",
                                          style={"description_width": "initial"})

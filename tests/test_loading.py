@@ -1,25 +1,19 @@
-"""Load policies: same audio under every policy, event order, budgets, and memory that goes back."""
+"""`tts_kit.loading`: specs, same audio under every policy, event order, budgets, the loader."""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import pytest
 
 from tts_kit import Engine, contract, events
-from tts_kit.measure import run_isolated
-from tts_kit.paged import (
+from tts_kit.loading import (
     LoadPolicy,
     SessionLease,
-    StageCosts,
     StageLoader,
+    create_session,
     estimate_costs_mb,
     external_copy,
-    parse_loading,
-    probe_policy,
     resident_costs_mb,
-    stage_costs,
 )
 
 TEXT = "Paged loading gives the same audio."
@@ -34,8 +28,9 @@ def reference(tiny_bundle_dir):
 
 
 def test_parse_and_spec_round_trip():
-    assert parse_loading("resident") == ("resident", None)
-    assert parse_loading(" Budget:300 ") == ("budget", 300.0)
+    assert LoadPolicy.parse("resident") == LoadPolicy("resident")
+    p = LoadPolicy.parse(" Budget:300 ")
+    assert (p.policy, p.budget_mb) == ("budget", 300.0)
     for spec in ("resident", "paged", "budget:300", "paged+notrim", "resident+ext",
                  "paged+noext", "paged+mmap", "budget:12.5+notrim+mmap"):
         p = LoadPolicy.parse(spec)
@@ -179,56 +174,23 @@ def test_external_copy_leaves_the_bundle_alone(tiny_bundle_dir, tmp_path):
         [f"{s}.onnx" for s in contract.STAGES] + ["tts.json", "unicode_indexer.json"])
 
 
-def test_stage_costs_on_tiny(tiny_bundle_dir):
-    costs = stage_costs(tiny_bundle_dir, "supertonic-default", steps=2)
-    assert isinstance(costs, StageCosts) and list(costs.stages) == list(contract.STAGES)
-    for c in costs.stages.values():
-        assert c.file_mb > 0 and math.isfinite(c.load_mb) and c.run_s > 0
-    assert costs.runtime_mb > costs.imports_mb * 0.9 > 0
-    assert set(costs.costs_mb()) == set(contract.STAGES)
-    assert abs(sum(costs.split().values()) - 100) < 1e-6
-    assert costs.claimed_split["weights"] == 40.0
-    assert costs.rows()[-1]["stage"].startswith("runtime")
-    assert "vector_estimator" in costs.table()
-    # Measured costs plug straight into the budget policy.
-    Engine(tiny_bundle_dir, loading="budget:100", stage_costs_mb=costs)
+def test_engine_parses_its_spec_once_and_keeps_it_as_given(tiny_bundle_dir, monkeypatch):
+    calls: list[object] = []
+    real = LoadPolicy.parse.__func__
+
+    def counting(cls, spec):
+        calls.append(spec)
+        return real(cls, spec)
+
+    monkeypatch.setattr(LoadPolicy, "parse", classmethod(counting))
+    engine = Engine(tiny_bundle_dir, loading=" Paged+notrim ")
+    engine.synthesize(TEXT, steps=2, seed=0)
+    assert calls == [" Paged+notrim "]  # the loader and every session creation got the object
+    assert engine.loading == " Paged+notrim "
+    assert Engine(tiny_bundle_dir, loading=LoadPolicy("paged")).loading == "paged"
 
 
-# -- memory that goes back (medium stand-in, isolated processes) ----------------------------
-
-
-@pytest.fixture(scope="module")
-def medium_bundle(tmp_path_factory):
-    from tts_kit.standin import build_standin
-
-    out = tmp_path_factory.mktemp("standin-medium") / "medium"
-    build_standin(out, scale="medium", seed=0)
-    return str(out)
-
-
-def test_paged_memory_goes_back_and_peaks_lower(medium_bundle):
-    paged = run_isolated(probe_policy, medium_bundle, "paged", None, None, 2, 2, cpus=1,
-                         timeout_s=120)
-    resident = run_isolated(probe_policy, medium_bundle, "resident", None, None, 1, 2, cpus=1,
-                            timeout_s=120)
-    assert paged.ok, paged.error
-    assert resident.ok, resident.error
-    before = paged.result["before_mb"]
-    for idle in paged.result["idle_mb"]:
-        assert idle - before < 50, (before, paged.result["idle_mb"])
-    assert paged.result["loaded"] == [[], []]
-    assert paged.peak_rss_mb < resident.peak_rss_mb
-    names = [n for _, n in paged.events]
-    assert names.count("release vector_estimator") == 2
-
-
-def test_a_paged_trial_holds_less_between_requests(medium_bundle):
-    from tts_kit.tune import trial
-
-    recs = {lo: trial(medium_bundle, "supertonic-default", cpus=1, steps=2, repeats=1,
-                      loading=lo) for lo in ("resident", "paged")}
-    assert all(r["status"] == "ok" for r in recs.values()), recs
-    paged, resident = recs["paged"], recs["resident"]
-    # Paged: the sessions are gone again after the requests; resident keeps them.
-    assert paged["after_rss_mb"] - paged["idle_rss_mb"] < 50
-    assert paged["after_rss_mb"] < resident["after_rss_mb"]
+def test_create_session_takes_a_spec_or_a_policy(tiny_bundle_dir):
+    path = tiny_bundle_dir / "onnx" / "duration_predictor.onnx"
+    for policy in ("resident", LoadPolicy.parse("paged+mmap")):
+        assert create_session(path, policy=policy).get_inputs()

@@ -1,4 +1,12 @@
-"""Load policies: when each stage's ONNX Runtime session is created, and how its memory goes back.
+"""Loading machinery: when each stage's session is created, and how its memory goes back.
+
+This module's one concern is the layer below the engine: load policies (`LoadPolicy`),
+the `StageLoader` that hands out sessions under a policy, session creation
+(`create_session`, external-data copies) and the per-stage cost data a ``budget`` policy
+goes by (`StageCost`, `StageCosts`, `estimate_costs_mb`, `resident_costs_mb`). It never
+imports the engine: `tts_kit.engine` imports it. The experiments that drive the engine to
+measure those costs live in `tts_kit.stage_costs`. (A little over 600 lines, kept whole:
+the policy, the loader and the cost data it budgets with change together.)
 
 Policies (``Engine(bundle, loading=...)``):
 
@@ -7,8 +15,9 @@ Policies (``Engine(bundle, loading=...)``):
 - ``budget:MB``: sessions stay resident while their costs fit the budget; the least
   recently used one is released first to make room. A stage that alone costs more than
   the budget is run paged, beside the stages kept (the budget bounds what is kept between
-  runs, not the stage running). Costs are the measured ones (`stage_costs`,
-  ``Engine(stage_costs_mb=...)``) or an estimate from the file sizes (`estimate_costs_mb`).
+  runs, not the stage running). Costs are the measured ones
+  (`tts_kit.stage_costs.stage_costs`, ``Engine(stage_costs_mb=...)``) or an estimate
+  from the file sizes (`estimate_costs_mb`).
   A budget smaller than the cheapest stage is refused when the engine is built, before
   any work.
 
@@ -46,8 +55,9 @@ lasts until the next event, which is how `tts_kit.plots.event_spans` draws them,
 end markers are needed.
 
 Example:
-    >>> from tts_kit.paged import LoadPolicy, parse_loading
-    >>> parse_loading("budget:300")
+    >>> from tts_kit.loading import LoadPolicy
+    >>> p = LoadPolicy.parse("budget:300")
+    >>> p.policy, p.budget_mb
     ('budget', 300.0)
     >>> LoadPolicy.parse("paged").external_data, LoadPolicy.parse("resident").external_data
     (True, False)
@@ -55,9 +65,6 @@ Example:
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import gc
 import hashlib
 import math
 import os
@@ -76,6 +83,7 @@ from typing import Any
 import onnxruntime as ort
 
 from . import contract, events
+from .procfacts import MIB, release_memory
 
 LOADINGS = ("resident", "paged", "budget")
 _OPTIONS = ("trim", "notrim", "ext", "noext", "mmap")
@@ -90,80 +98,6 @@ ARTICLE_SPLIT_CLAIMED: dict[str, float] = {
     "runtime": 5.0,
 }
 
-_MIB = 2.0**20
-_libc: ctypes.CDLL | None | bool = None
-
-
-# -- returning memory ---------------------------------------------------------------------
-
-
-def malloc_trim() -> bool:
-    """Ask glibc to return free heap pages to the OS; False where there is no glibc.
-
-    Example:
-        >>> malloc_trim() in (True, False)
-        True
-    """
-    global _libc
-    if _libc is None:
-        name = ctypes.util.find_library("c")
-        try:
-            lib = ctypes.CDLL(name) if name else None
-            _libc = lib if lib is not None and hasattr(lib, "malloc_trim") else False
-        except OSError:
-            _libc = False
-    if not _libc:
-        return False
-    return bool(_libc.malloc_trim(0))  # type: ignore[union-attr]
-
-
-def release_memory(trim: bool = True) -> None:
-    """Collect garbage and (``trim``) trim the C heap, so freed sessions really leave RSS.
-
-    Example:
-        >>> release_memory()
-    """
-    gc.collect()
-    if trim:
-        malloc_trim()
-
-
-def rss_mb() -> float:
-    """This process's resident set size now, in MiB.
-
-    Example:
-        >>> rss_mb() > 0
-        True
-    """
-    import psutil
-
-    return psutil.Process().memory_info().rss / _MIB
-
-
-def _status_mb(*keys: str) -> dict[str, float]:
-    """Fields of ``/proc/self/status`` (``VmHWM``, ``RssAnon`` ...) in MiB; {} off Linux."""
-    out: dict[str, float] = {}
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                name, _, rest = line.partition(":")
-                if name in keys:
-                    out[name] = int(rest.split()[0]) / 1024.0
-    except OSError:
-        pass
-    return out
-
-
-def _reset_peak() -> bool:
-    """Reset the kernel's RSS high-water mark (VmHWM); the harness owns the mechanism."""
-    from .measure import reset_peak_rss
-
-    return reset_peak_rss()
-
-
-def _peak_mb() -> float:
-    """VmHWM since the last `_reset_peak` (NaN where the kernel does not say)."""
-    return _status_mb("VmHWM").get("VmHWM", math.nan)
 
 
 # -- policies -----------------------------------------------------------------------------
@@ -268,17 +202,6 @@ class LoadPolicy:
         return "+".join([head, *opts])
 
 
-def parse_loading(spec: str) -> tuple[str, float | None]:
-    """Parse a loading spec into (policy, budget_mb); see `LoadPolicy.parse` for options.
-
-    Example:
-        >>> parse_loading("paged")
-        ('paged', None)
-    """
-    p = LoadPolicy.parse(spec)
-    return p.policy, p.budget_mb
-
-
 # -- session creation ---------------------------------------------------------------------
 
 # Large graphs are converted in a child so their parse (2-3x the file) never lands in the
@@ -360,10 +283,13 @@ def create_session(
 ) -> ort.InferenceSession:
     """Create one stage's session the way ``policy`` loads it (external data, pre-packing).
 
+    ``policy`` is a `LoadPolicy` (the engine's, parsed once) or a spec string, parsed here.
+
     Example:
         >>> sess = create_session("bundle/onnx/vocoder.onnx", policy="paged")  # doctest: +SKIP
     """
-    policy = LoadPolicy.parse(policy)
+    if not isinstance(policy, LoadPolicy):
+        policy = LoadPolicy.parse(policy)
     so = sess_options if sess_options is not None else ort.SessionOptions()
     model = external_copy(path) if policy.external_data else Path(path)
     if not policy.prepack:
@@ -371,7 +297,125 @@ def create_session(
     return ort.InferenceSession(str(model), sess_options=so, providers=providers)
 
 
-# -- stage costs --------------------------------------------------------------------------
+
+# -- cost data ----------------------------------------------------------------------------
+
+
+@dataclass
+class StageCost:
+    """What one stage cost in a fresh process (MB are MiB of RSS)."""
+
+    stage: str
+    """Stage name."""
+    file_mb: float
+    """Size of the graph (and its external data) on disk."""
+    load_mb: float
+    """RSS the loaded session adds and keeps (after the loader's trim): its resident cost."""
+    load_peak_mb: float
+    """Highest RSS during session creation, above the RSS before it (transient)."""
+    run_mb: float
+    """Highest RSS during the run, above the loaded RSS: the working memory."""
+    left_mb: float
+    """RSS after the release, above the RSS before the load (what did not go back)."""
+    load_s: float
+    """Seconds to create the session."""
+    run_s: float
+    """Seconds of the run (all flow steps for the vector estimator)."""
+
+    @property
+    def peak_mb(self) -> float:
+        """The most this stage adds at once: ``max(load peak, load + run)``."""
+        return max(self.load_peak_mb, self.load_mb + self.run_mb)
+
+
+@dataclass
+class StageCosts:
+    """Per-stage memory costs, ready for a table or a chart.
+
+    Measured by `tts_kit.stage_costs.stage_costs`; plain data, so the loader and the
+    engine use it without importing the experiment.
+
+    Example:
+        >>> c = StageCosts({"vocoder": StageCost("vocoder", 100, 105, 120, 12, 1, 0.2, 0.3)},
+        ...                runtime_mb=60)
+        >>> c.costs_mb()
+        {'vocoder': 117.0}
+        >>> round(c.split()["weights and sessions (load)"])
+        59
+    """
+
+    stages: dict[str, StageCost] = field(default_factory=dict)
+    """One entry per stage, in pipeline order."""
+    runtime_mb: float = math.nan
+    """RSS of the process before any session: interpreter, numpy, ONNX Runtime, its globals."""
+    imports_mb: float = math.nan
+    """RSS after the imports only (``runtime_mb`` minus ORT's first-session globals)."""
+    peak_rss_mb: float = math.nan
+    """The measuring process's high-water mark."""
+    loading: str = "paged"
+    """How the sessions were created (the policy's ``ext``/``mmap`` options matter)."""
+    preset: str = ""
+    """Session preset name."""
+    text: str = ""
+    """The text synthesised."""
+    steps: int = contract.DEFAULT_STEPS
+    """Flow steps of the vector estimator."""
+    method: str = ("one fresh process; ORT warmed up with a one-node graph, then each stage "
+                   "loaded, run on the real inputs of this text and released (gc + "
+                   "malloc_trim) in pipeline order")
+    """How the numbers were taken."""
+    claimed_split: dict[str, float] = field(default_factory=lambda: dict(ARTICLE_SPLIT_CLAIMED))
+    """The article's estimated split (percent), claimed, not measured."""
+
+    def costs_mb(self) -> dict[str, float]:
+        """Resident MB per stage, for ``Engine(stage_costs_mb=...)`` and the budget policy:
+        ``load_mb + run_mb``, since a kept session's arena holds on to its run's memory."""
+        return {s: round(float(c.load_mb + max(c.run_mb, 0.0)), 1)
+                for s, c in self.stages.items()}
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One plain dict per stage (MB and seconds), plus the runtime row."""
+        rows: list[dict[str, Any]] = []
+        for c in self.stages.values():
+            row = {k: getattr(c, k) for k in StageCost.__dataclass_fields__}
+            row["peak_mb"] = c.peak_mb
+            rows.append(row)
+        rows.append({"stage": "runtime (before any session)", "load_mb": self.runtime_mb})
+        return rows
+
+    def dataframe(self) -> Any:
+        """`rows` as a pandas DataFrame (pandas is imported only here)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows()).set_index("stage")
+
+    def split(self) -> dict[str, float]:
+        """The measured split in percent, in the article's terms as far as they map:
+        weights and sessions = sum of ``load_mb``, working memory = sum of ``run_mb``,
+        runtime = RSS before any session."""
+        parts = {
+            "weights and sessions (load)": sum(c.load_mb for c in self.stages.values()),
+            "working memory (run)": sum(c.run_mb for c in self.stages.values()),
+            "runtime": self.runtime_mb if math.isfinite(self.runtime_mb) else 0.0,
+        }
+        total = sum(parts.values()) or 1.0
+        return {k: 100.0 * v / total for k, v in parts.items()}
+
+    def table(self) -> str:
+        """Aligned text table of the costs (MB)."""
+        head = f"{'stage':<20}{'file':>8}{'load':>8}{'peak':>8}{'run':>8}{'left':>7}{'load s':>8}"
+        lines = [head]
+        for c in self.stages.values():
+            lines.append(f"{c.stage:<20}{c.file_mb:>8.1f}{c.load_mb:>8.1f}{c.load_peak_mb:>8.1f}"
+                         f"{c.run_mb:>8.1f}{c.left_mb:>7.1f}{c.load_s:>8.2f}")
+        lines.append(f"{'runtime':<20}{'':>8}{self.runtime_mb:>8.1f}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "stages"}
+        d["stages"] = {s: dict(c.__dict__) for s, c in self.stages.items()}
+        return d
 
 
 def estimate_costs_mb(sizes_bytes: Mapping[str, int] | Any) -> dict[str, float]:
@@ -389,7 +433,7 @@ def estimate_costs_mb(sizes_bytes: Mapping[str, int] | Any) -> dict[str, float]:
         sizes = {s: info.size_bytes for s, info in stages.items()}
     else:
         sizes = dict(sizes_bytes)
-    return {s: round(1.1 * b / _MIB + 2.0, 1) for s, b in sizes.items()}
+    return {s: round(1.1 * b / MIB + 2.0, 1) for s, b in sizes.items()}
 
 
 def resident_costs_mb(costs: Mapping[str, Any] | StageCosts | None, bundle: Any
@@ -495,7 +539,8 @@ class StageLoader:
         loading: str | LoadPolicy = "resident",
         costs_mb: Mapping[str, float] | None = None,
     ):
-        self.policy = LoadPolicy.parse(loading)
+        # A string is parsed here, at the public edge; the engine passes its parsed policy.
+        self.policy = loading if isinstance(loading, LoadPolicy) else LoadPolicy.parse(loading)
         self.spec = loading if isinstance(loading, str) else self.policy.spec
         self.budget_mb = self.policy.budget_mb
         self._factory = factory
@@ -592,317 +637,3 @@ class StageLoader:
         for stage in list(self._live):
             self._release(stage)
 
-
-# -- measuring stage costs ----------------------------------------------------------------
-
-
-@dataclass
-class StageCost:
-    """What one stage cost in a fresh process (MB are MiB of RSS)."""
-
-    stage: str
-    """Stage name."""
-    file_mb: float
-    """Size of the graph (and its external data) on disk."""
-    load_mb: float
-    """RSS the loaded session adds and keeps (after the loader's trim): its resident cost."""
-    load_peak_mb: float
-    """Highest RSS during session creation, above the RSS before it (transient)."""
-    run_mb: float
-    """Highest RSS during the run, above the loaded RSS: the working memory."""
-    left_mb: float
-    """RSS after the release, above the RSS before the load (what did not go back)."""
-    load_s: float
-    """Seconds to create the session."""
-    run_s: float
-    """Seconds of the run (all flow steps for the vector estimator)."""
-
-    @property
-    def peak_mb(self) -> float:
-        """The most this stage adds at once: ``max(load peak, load + run)``."""
-        return max(self.load_peak_mb, self.load_mb + self.run_mb)
-
-
-@dataclass
-class StageCosts:
-    """Per-stage memory costs measured by `stage_costs`, ready for a table or a chart.
-
-    Example:
-        >>> c = StageCosts({"vocoder": StageCost("vocoder", 100, 105, 120, 12, 1, 0.2, 0.3)},
-        ...                runtime_mb=60)
-        >>> c.costs_mb()
-        {'vocoder': 117.0}
-        >>> round(c.split()["weights and sessions (load)"])
-        59
-    """
-
-    stages: dict[str, StageCost] = field(default_factory=dict)
-    """One entry per stage, in pipeline order."""
-    runtime_mb: float = math.nan
-    """RSS of the process before any session: interpreter, numpy, ONNX Runtime, its globals."""
-    imports_mb: float = math.nan
-    """RSS after the imports only (``runtime_mb`` minus ORT's first-session globals)."""
-    peak_rss_mb: float = math.nan
-    """The measuring process's high-water mark."""
-    loading: str = "paged"
-    """How the sessions were created (the policy's ``ext``/``mmap`` options matter)."""
-    preset: str = ""
-    """Session preset name."""
-    text: str = ""
-    """The text synthesised."""
-    steps: int = contract.DEFAULT_STEPS
-    """Flow steps of the vector estimator."""
-    method: str = ("one fresh process; ORT warmed up with a one-node graph, then each stage "
-                   "loaded, run on the real inputs of this text and released (gc + "
-                   "malloc_trim) in pipeline order")
-    """How the numbers were taken."""
-    claimed_split: dict[str, float] = field(default_factory=lambda: dict(ARTICLE_SPLIT_CLAIMED))
-    """The article's estimated split (percent), claimed, not measured."""
-
-    def costs_mb(self) -> dict[str, float]:
-        """Resident MB per stage, for ``Engine(stage_costs_mb=...)`` and the budget policy:
-        ``load_mb + run_mb``, since a kept session's arena holds on to its run's memory."""
-        return {s: round(float(c.load_mb + max(c.run_mb, 0.0)), 1)
-                for s, c in self.stages.items()}
-
-    def rows(self) -> list[dict[str, Any]]:
-        """One plain dict per stage (MB and seconds), plus the runtime row."""
-        rows: list[dict[str, Any]] = []
-        for c in self.stages.values():
-            row = {k: getattr(c, k) for k in StageCost.__dataclass_fields__}
-            row["peak_mb"] = c.peak_mb
-            rows.append(row)
-        rows.append({"stage": "runtime (before any session)", "load_mb": self.runtime_mb})
-        return rows
-
-    def dataframe(self) -> Any:
-        """`rows` as a pandas DataFrame (pandas is imported only here)."""
-        import pandas as pd
-
-        return pd.DataFrame(self.rows()).set_index("stage")
-
-    def split(self) -> dict[str, float]:
-        """The measured split in percent, in the article's terms as far as they map:
-        weights and sessions = sum of ``load_mb``, working memory = sum of ``run_mb``,
-        runtime = RSS before any session."""
-        parts = {
-            "weights and sessions (load)": sum(c.load_mb for c in self.stages.values()),
-            "working memory (run)": sum(c.run_mb for c in self.stages.values()),
-            "runtime": self.runtime_mb if math.isfinite(self.runtime_mb) else 0.0,
-        }
-        total = sum(parts.values()) or 1.0
-        return {k: 100.0 * v / total for k, v in parts.items()}
-
-    def table(self) -> str:
-        """Aligned text table of the costs (MB)."""
-        head = f"{'stage':<20}{'file':>8}{'load':>8}{'peak':>8}{'run':>8}{'left':>7}{'load s':>8}"
-        lines = [head]
-        for c in self.stages.values():
-            lines.append(f"{c.stage:<20}{c.file_mb:>8.1f}{c.load_mb:>8.1f}{c.load_peak_mb:>8.1f}"
-                         f"{c.run_mb:>8.1f}{c.left_mb:>7.1f}{c.load_s:>8.2f}")
-        lines.append(f"{'runtime':<20}{'':>8}{self.runtime_mb:>8.1f}")
-        return "\n".join(lines)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "stages"}
-        d["stages"] = {s: dict(c.__dict__) for s, c in self.stages.items()}
-        return d
-
-
-def _warm_up_model() -> bytes:
-    """A serialised one-node graph (Relu), built in the parent: the measuring child must
-    not import onnx (0.7 s, 15 MB that a serving process does not have)."""
-    from onnx import TensorProto, helper
-
-    graph = helper.make_graph(
-        [helper.make_node("Relu", ["x"], ["y"])], "warm",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
-
-
-def _warm_up_ort(model: bytes) -> None:
-    """Create and drop a one-node session, so ORT's process-wide globals (environment,
-    allocators, kernel registry) are not charged to the first stage measured."""
-    import numpy as np
-
-    sess = ort.InferenceSession(model)
-    sess.run(None, {"x": np.ones(1, np.float32)})
-    del sess
-
-
-def _stage_costs_child(bundle_path: str, preset: dict[str, Any] | None, text: str, lang: str,
-                       voice: str | None, steps: int, loading: str, seed: int,
-                       warm_model: bytes) -> dict[str, Any]:
-    """Inside a fresh process: load, run and release each stage in pipeline order."""
-    from .bundle import Bundle
-    from .engine import Engine
-    from .sessions import SessionPreset
-
-    release_memory()
-    imports = rss_mb()
-    _warm_up_ort(warm_model)
-    release_memory()
-    runtime = rss_mb()
-    bundle = Bundle(bundle_path)
-    policy = LoadPolicy.parse(loading)
-    if policy.policy != "paged":
-        policy = LoadPolicy("paged", trim=policy.trim, external_data=policy.external_data,
-                            prepack=policy.prepack)
-    preset_obj = SessionPreset.from_dict(preset) if preset else None
-    engine = Engine(bundle, preset=preset_obj, loading=policy)
-    if voice is None or voice not in bundle.voices:
-        voice = "M1" if "M1" in bundle.voices else bundle.voices[0]
-    # Event marks arrive in order load -> run -> release for each stage; sample RSS at each.
-    marks: list[tuple[str, str, float, float, float]] = []
-
-    def on_event(_t: float, name: str) -> None:
-        verb, _, stage = name.partition(" ")
-        if verb in ("load", "run", "release"):
-            now = rss_mb()
-            peak = _peak_mb()  # NaN off Linux: the RSS at the event is the best there is
-            marks.append((verb, stage, time.perf_counter(), now,
-                          max(peak, now) if math.isfinite(peak) else now))
-            _reset_peak()
-
-    events.add_listener(on_event)
-    try:
-        release_memory()
-        _reset_peak()
-        engine.synthesize(text, lang=lang, voice=voice, steps=steps, seed=seed)
-        now = rss_mb()
-        peak = _peak_mb()
-        marks.append(("end", "", time.perf_counter(), now,
-                      max(peak, now) if math.isfinite(peak) else now))
-    finally:
-        events.remove_listener(on_event)
-    out: dict[str, Any] = {}
-    for i, (verb, stage, _t, rss, _) in enumerate(marks[:-1]):
-        if verb != "load" or stage in out:
-            continue  # multi-chunk texts: the first chunk's pass is the measurement
-        run, rel, nxt = marks[i + 1], marks[i + 2], marks[i + 3]
-        out[stage] = {
-            "stage": stage,
-            "file_mb": bundle.stages[stage].size_bytes / _MIB,
-            "load_mb": run[3] - rss,
-            "load_peak_mb": run[4] - rss,
-            "run_mb": rel[4] - run[3],
-            "left_mb": nxt[3] - rss,
-            "load_s": engine.load_s.get(stage, math.nan),
-            "run_s": rel[2] - run[2],
-        }
-    # The high-water mark was reset at every event; the process's peak is the largest.
-    peak = max((m[4] for m in marks if math.isfinite(m[4])), default=math.nan)
-    return {"stages": out, "runtime_mb": runtime, "imports_mb": imports, "peak_rss_mb": peak}
-
-
-def stage_costs(
-    bundle: Any,
-    preset: Any = None,
-    text: str = "The meeting starts at half past ten, in room four. Please bring the slides.",
-    steps: int = contract.DEFAULT_STEPS,
-    lang: str = "en",
-    voice: str | None = None,
-    loading: str = "paged",
-    seed: int = 0,
-    cpus: int | None = None,
-    timeout_s: float | None = 600,
-) -> StageCosts:
-    """Measure the RSS each stage adds by loading and by running, in a fresh process.
-
-    One spawned process (`tts_kit.measure.run_isolated`) warms ONNX Runtime up with a
-    one-node graph (so its globals count as runtime, not as the first stage), then runs
-    ``text`` through the engine under ``paged``: each stage is loaded, run on its real
-    inputs and released (gc + malloc_trim) before the next, and RSS and the kernel's
-    high-water mark (reset at each step) are read at every load/run/release event.
-
-    Args:
-        bundle: a `Bundle` or a bundle directory.
-        preset: a `SessionPreset`, a preset name, or None for the engine's default.
-        loading: how sessions are created (``paged``, ``paged+noext``, ``paged+mmap``).
-
-    Example:
-        >>> costs = stage_costs("bundle-dir", "supertonic-default")  # doctest: +SKIP
-        >>> costs.dataframe()  # doctest: +SKIP
-    """
-    from .measure import run_isolated
-    from .sessions import get_preset
-
-    path = str(getattr(bundle, "path", bundle))
-    pdict = get_preset(preset).to_dict() if preset is not None else None
-    LoadPolicy.parse(loading)  # a bad spec fails here, not in the child
-    m = run_isolated(_stage_costs_child, path, pdict, text, lang, voice, steps, loading, seed,
-                     _warm_up_model(),
-                     cpus=cpus, timeout_s=timeout_s)
-    if not m.ok:
-        raise RuntimeError(f"stage_costs: the measuring process ended with {m.status}: {m.error}")
-    res = m.result
-    stages = {s: StageCost(**res["stages"][s]) for s in contract.STAGES if s in res["stages"]}
-    return StageCosts(stages=stages, runtime_mb=res["runtime_mb"], imports_mb=res["imports_mb"],
-                      peak_rss_mb=res["peak_rss_mb"], loading=loading,
-                      preset=(pdict or {}).get("name", "engine default"), text=text, steps=steps)
-
-
-# -- measuring a policy over requests -----------------------------------------------------
-
-
-def probe_policy(
-    bundle_path: str,
-    loading: str,
-    preset: dict[str, Any] | None = None,
-    texts: list[str] | None = None,
-    requests: int = 3,
-    steps: int = contract.DEFAULT_STEPS,
-    seed: int = 0,
-    lang: str = "en",
-    stage_costs_mb: dict[str, float] | None = None,
-) -> dict[str, Any]:
-    """Serve ``requests`` syntheses under ``loading`` and read RSS around them.
-
-    Meant to run in a fresh process (`tts_kit.measure.run_isolated`), whose peak RSS is
-    the policy's peak. Returns ``before_mb`` (RSS after imports and the bundle, before the
-    engine loads anything), ``idle_mb`` (RSS after each request, between requests),
-    ``latency_s`` per request, ``anon_peak_mb`` (the most anonymous memory seen at a stage
-    event) and ``loaded`` (stages resident after each request).
-
-    Example:
-        >>> from tts_kit.measure import run_isolated
-        >>> m = run_isolated(probe_policy, "bundle-dir", "paged")  # doctest: +SKIP
-        >>> m.result["idle_mb"][-1] - m.result["before_mb"] < 50  # doctest: +SKIP
-        True
-    """
-    from .bundle import Bundle
-    from .engine import Engine
-    from .sessions import SessionPreset
-
-    texts = texts or ["The meeting starts at half past ten, in room four. Please bring the slides."]
-    bundle = Bundle(bundle_path)
-    voice = "M1" if "M1" in bundle.voices else bundle.voices[0]
-    anon: list[float] = []
-
-    def on_event(_t: float, name: str) -> None:
-        if name.startswith(("release ", "run ")):
-            anon.append(_status_mb("RssAnon").get("RssAnon", math.nan))
-
-    release_memory()
-    before = rss_mb()
-    events.add_listener(on_event)
-    try:
-        engine = Engine(bundle, preset=SessionPreset.from_dict(preset) if preset else None,
-                        loading=loading, stage_costs_mb=stage_costs_mb)
-        idle, latency, loaded = [], [], []
-        for i in range(requests):
-            t0 = time.perf_counter()
-            engine.synthesize(texts[i % len(texts)], lang=lang, voice=voice, steps=steps,
-                              seed=seed + i)
-            latency.append(time.perf_counter() - t0)
-            idle.append(rss_mb())
-            loaded.append(engine.loaded_stages)
-            events.mark(f"request {i + 1} done")
-    finally:
-        events.remove_listener(on_event)
-    return {"before_mb": before, "idle_mb": idle, "latency_s": latency, "loaded": loaded,
-            "anon_peak_mb": max(anon) if anon else math.nan, "loading": engine.loading,
-            "load_s": engine.load_s}

@@ -1,0 +1,148 @@
+"""The package's layering: tts_kit modules form no import cycle, and loading stays below the engine.
+
+Read statically from the source (every ``import``/``from ... import`` of a tts_kit module,
+function-level ones included, ``if TYPE_CHECKING:`` blocks left out), so a cycle hidden in
+a function body that only bites at call time is found too.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parent.parent / "tts_kit"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PKG.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in PKG.rglob("*.py")}
+
+
+def _resolve(name: str) -> str | None:
+    """The tts_kit module or package ``name`` denotes (``tts_kit.text.normalize`` may be a
+    function of ``tts_kit.text``)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return skip
+
+
+def imports_of(module: str) -> set[str]:
+    """The tts_kit modules ``module`` imports anywhere in its source."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = _type_checking_nodes(tree)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        targets: list[str] = []
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            # ``from . import events`` imports the submodule; ``from .x import f`` module x.
+            targets = [f"{source}.{a.name}" if f"{source}.{a.name}" in MODULES else source
+                       for a in node.names]
+        elif isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        for target in targets:
+            if target.split(".")[0] == "tts_kit":
+                resolved = _resolve(target)
+                if resolved and resolved != module:
+                    out.add(resolved)
+    return out
+
+
+GRAPH = {m: imports_of(m) for m in MODULES}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp: list[str] = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _reachable(start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for w in GRAPH[todo.pop()]:
+            if w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
+
+
+def test_the_checker_sees_function_level_imports_and_finds_cycles():
+    assert "tts_kit.engine" in GRAPH["tts_kit.stage_costs"]  # imported inside a function
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_tts_kit_modules_form_no_import_cycle():
+    assert _cycles(GRAPH) == []
+
+
+def test_loading_stays_below_the_engine_and_the_experiments():
+    # The engine and everything that drives it (experiments, faces), packages included.
+    above = ("engine", "stage_costs", "tune", "instances", "precision", "report", "plots",
+             "widgets", "cli")
+    reached = {m for m in _reachable("tts_kit.loading") if m.split(".")[1] in above}
+    assert not reached, (reached, GRAPH["tts_kit.loading"])
+    assert "tts_kit.loading" in GRAPH["tts_kit.engine"]
+
+
+def test_procfacts_imports_no_tts_kit_module():
+    assert GRAPH["tts_kit.procfacts"] == set()
+
+
+def test_importing_loading_does_not_load_the_engine():
+    code = ("import sys, tts_kit.loading; "
+            "print(sorted(m for m in sys.modules if m.startswith('tts_kit')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert "tts_kit.engine" not in out and "tts_kit.stage_costs" not in out, out

@@ -1,0 +1,72 @@
+"""`tts_kit.stage_costs`: per-stage costs and load policies measured in fresh processes."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tts_kit import Engine, contract
+from tts_kit.loading import StageCosts
+from tts_kit.measure import run_isolated
+from tts_kit.stage_costs import probe_policy, stage_costs
+
+
+def test_stage_costs_on_tiny(tiny_bundle_dir):
+    costs = stage_costs(tiny_bundle_dir, "supertonic-default", steps=2)
+    assert isinstance(costs, StageCosts) and list(costs.stages) == list(contract.STAGES)
+    for c in costs.stages.values():
+        assert c.file_mb > 0 and math.isfinite(c.load_mb) and c.run_s > 0
+    assert costs.runtime_mb > costs.imports_mb * 0.9 > 0
+    assert set(costs.costs_mb()) == set(contract.STAGES)
+    assert abs(sum(costs.split().values()) - 100) < 1e-6
+    assert costs.claimed_split["weights"] == 40.0
+    assert costs.rows()[-1]["stage"].startswith("runtime")
+    assert "vector_estimator" in costs.table()
+    # Measured costs plug straight into the budget policy.
+    Engine(tiny_bundle_dir, loading="budget:100", stage_costs_mb=costs)
+
+
+def test_stage_costs_refuses_a_bad_spec_before_any_process():
+    with pytest.raises(ValueError, match="unknown loading"):
+        stage_costs("no-such-bundle", loading="swap")
+
+
+# -- memory that goes back (medium stand-in, isolated processes) ----------------------------
+
+
+@pytest.fixture(scope="module")
+def medium_bundle(tmp_path_factory):
+    from tts_kit.standin import build_standin
+
+    out = tmp_path_factory.mktemp("standin-medium") / "medium"
+    build_standin(out, scale="medium", seed=0)
+    return str(out)
+
+
+def test_paged_memory_goes_back_and_peaks_lower(medium_bundle):
+    paged = run_isolated(probe_policy, medium_bundle, "paged", None, None, 2, 2, cpus=1,
+                         timeout_s=120)
+    resident = run_isolated(probe_policy, medium_bundle, "resident", None, None, 1, 2, cpus=1,
+                            timeout_s=120)
+    assert paged.ok, paged.error
+    assert resident.ok, resident.error
+    before = paged.result["before_mb"]
+    for idle in paged.result["idle_mb"]:
+        assert idle - before < 50, (before, paged.result["idle_mb"])
+    assert paged.result["loaded"] == [[], []]
+    assert paged.peak_rss_mb < resident.peak_rss_mb
+    names = [n for _, n in paged.events]
+    assert names.count("release vector_estimator") == 2
+
+
+def test_a_paged_trial_holds_less_between_requests(medium_bundle):
+    from tts_kit.tune import trial
+
+    recs = {lo: trial(medium_bundle, "supertonic-default", cpus=1, steps=2, repeats=1,
+                      loading=lo) for lo in ("resident", "paged")}
+    assert all(r["status"] == "ok" for r in recs.values()), recs
+    paged, resident = recs["paged"], recs["resident"]
+    # Paged: the sessions are gone again after the requests; resident keeps them.
+    assert paged["after_rss_mb"] - paged["idle_rss_mb"] < 50
+    assert paged["after_rss_mb"] < resident["after_rss_mb"]
