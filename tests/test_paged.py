@@ -179,7 +179,7 @@ def test_external_copy_leaves_the_bundle_alone(tiny_bundle_dir, tmp_path):
         [f"{s}.onnx" for s in contract.STAGES] + ["tts.json", "unicode_indexer.json"])
 
 
-def test_stage_costs_on_tiny(tiny_bundle_dir):
+def test_stage_costs_on_tiny(tiny_bundle_dir, reference):
     costs = stage_costs(tiny_bundle_dir, "supertonic-default", steps=2)
     assert isinstance(costs, StageCosts) and list(costs.stages) == list(contract.STAGES)
     for c in costs.stages.values():
@@ -190,8 +190,14 @@ def test_stage_costs_on_tiny(tiny_bundle_dir):
     assert costs.claimed_split["weights"] == 40.0
     assert costs.rows()[-1]["stage"].startswith("runtime")
     assert "vector_estimator" in costs.table()
-    # Measured costs plug straight into the budget policy.
-    Engine(tiny_bundle_dir, loading="budget:100", stage_costs_mb=costs)
+    # Measured costs plug straight into the budget policy: they replace every estimate,
+    # the live sessions stay within the budget by them, and the audio does not change.
+    measured = costs.costs_mb()
+    engine = Engine(tiny_bundle_dir, loading="budget:100", stage_costs_mb=costs)
+    assert resident_costs_mb(costs, engine.bundle) == measured
+    got = engine.synthesize(TEXT, steps=3, seed=5)
+    np.testing.assert_array_equal(got.wav, reference.wav)
+    assert engine.loaded_stages and sum(measured[s] for s in engine.loaded_stages) <= 100
 
 
 # -- memory that goes back (medium stand-in, isolated processes) ----------------------------
