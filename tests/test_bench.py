@@ -11,7 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[1] / "bench"
+pytestmark = pytest.mark.bench  # each runs a whole script: out of the quick loop
 
 
 def _run(script: str, *args: str, tmp_path: Path) -> tuple[str, dict]:

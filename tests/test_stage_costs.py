@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from tts_kit import Engine, contract
-from tts_kit.loading import StageCosts
+from tts_kit.loading import StageCosts, resident_costs_mb
 from tts_kit.measure import run_isolated
 from tts_kit.stage_costs import probe_policy, stage_costs
 
@@ -23,8 +24,16 @@ def test_stage_costs_on_tiny(tiny_bundle_dir):
     assert costs.claimed_split["weights"] == 40.0
     assert costs.rows()[-1]["stage"].startswith("runtime")
     assert "vector_estimator" in costs.table()
-    # Measured costs plug straight into the budget policy.
-    Engine(tiny_bundle_dir, loading="budget:100", stage_costs_mb=costs)
+    # Measured costs plug straight into the budget policy: they replace every estimate,
+    # the live sessions stay within the budget by them, and the audio does not change.
+    measured = costs.costs_mb()
+    engine = Engine(tiny_bundle_dir, loading="budget:100", stage_costs_mb=costs)
+    assert resident_costs_mb(costs, engine.bundle) == measured
+    text = "The meeting starts at 10:30."
+    got = engine.synthesize(text, steps=3, seed=5)
+    ref = Engine(tiny_bundle_dir).synthesize(text, steps=3, seed=5)
+    np.testing.assert_array_equal(got.wav, ref.wav)
+    assert engine.loaded_stages and sum(measured[s] for s in engine.loaded_stages) <= 100
 
 
 def test_stage_costs_refuses_a_bad_spec_before_any_process():
