@@ -10,8 +10,9 @@ speed. INT8 of the duration predictor moved one chunk's length across a latent f
 boundary, which changes the noise and so the whole waveform (the fidelity check flags it);
 with the duration predictor kept FP32 (3 MB), INT8 kept 31 dB SNR.
 
-- `measure_bundle`: one bundle on one provider in a fresh process (`tts_kit.measure.run_isolated`):
-  load RSS, peak RSS, p50 latency and, on CUDA, GPU memory.
+- `measure_bundle`: one bundle on one provider in a fresh process
+  (`tts_kit.measure.run_isolated`): load RSS, peak RSS, p50 latency and, on CUDA, GPU
+  memory (`tts_kit.devices.gpu_memory_mb`).
 - `fidelity`: a converted bundle against FP32 in this process. A stage hook
   (`tts_kit.engine.Engine.add_stage_hook`) records the FP32 inputs and output of every
   stage run, and each converted stage replays them (`tts_kit.engine.Engine.run_stage`),
@@ -41,6 +42,7 @@ import numpy as np
 from .. import contract
 from ..audio_metrics import snr_from_energies, waveform_fidelity
 from ..devices import (
+    CPU,
     CUDA,
     MEASURED_PROVIDERS,
     available_providers,
@@ -188,8 +190,8 @@ def fidelity(
 ) -> Fidelity:
     """Compare a converted bundle with its FP32 source, in this process.
 
-    1. The reference synthesises every text (text ``i`` with noise seed ``seed + i``),
-       recording each stage call's inputs and output.
+    1. The reference synthesises every text (text ``i`` with noise seed ``seed + i``);
+       a stage hook records each stage run's inputs and output.
     2. Each candidate stage gets exactly those FP32 inputs (cast to its input types):
        its SNR is its own error, not inherited from the stages before it.
     3. The candidate synthesises the same texts with the same seeds end to end; its
@@ -208,8 +210,7 @@ def fidelity(
     from ..sessions import SessionPreset
 
     check_target(to)
-    p = preset if isinstance(preset, SessionPreset) else _preset_for(preset,
-                                                                      "CPUExecutionProvider")
+    p = preset if isinstance(preset, SessionPreset) else _preset_for(preset, CPU)
     texts = list(texts or DEFAULT_TEXTS)
     f = Fidelity(
         p.providers[0],
