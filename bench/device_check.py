@@ -12,7 +12,7 @@ It builds (or reuses from the cache) the stand-in, converts it to FP16 (all stag
 with the duration predictor kept FP32), and prints, each measured in a fresh process with
 the same texts, seeds and noise:
 
-1. FP32 vs FP16 on CUDA: GPU memory (nvidia-smi, see `tts_kit.precision.gpu_memory_mb`),
+1. FP32 vs FP16 on CUDA: GPU memory (nvidia-smi, see `tts_kit.devices.gpu_memory_mb`),
    host RSS, p50 latency, waveform SNR and per-stage SNR against FP32 on CUDA.
 2. CUDA options on the FP16 bundle: ``arena_extend_strategy`` kNextPowerOfTwo (ORT's
    default) vs kSameAsRequested, a ``gpu_mem_limit``, and ``cudnn_conv_algo_search``
@@ -32,7 +32,6 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,8 +43,6 @@ sys.path.insert(0, str(ROOT))
 NEEDED = ["numpy", "onnx", "onnxruntime", "psutil", "memory_profiler", "soundfile", "num2words"]
 TEXTS = ["The quick brown fox jumps over the lazy dog.",
          "On a small server, memory decides how many voices can speak at once."]
-CUDA = "CUDAExecutionProvider"
-CPU = "CPUExecutionProvider"
 
 
 def _missing() -> list[str]:
@@ -81,11 +78,10 @@ def main() -> int:
 
     import onnxruntime as ort
 
-    from tts_kit.measure import run_isolated
+    from tts_kit.devices import CPU, CUDA, gpu_list, probe_cuda
     from tts_kit.precision import (
         Fidelity,
         convert,
-        cuda_usable,
         fidelity_isolated,
         format_runs,
         measure_bundle,
@@ -101,18 +97,13 @@ def main() -> int:
                     "available_providers": ort.get_available_providers()}
     _say(f"python {result['python']}, onnxruntime {ort.__version__}, "
          f"providers {ort.get_available_providers()}")
-    smi = shutil.which("nvidia-smi")
-    if smi:
-        gpus = subprocess.run([smi, "-L"], capture_output=True, text=True).stdout.strip()
+    gpus = gpu_list()
+    if gpus is not None:
         result["gpus"] = gpus
         _say(gpus or "nvidia-smi lists no GPU")
     else:
         _say("nvidia-smi not found (GPU memory cannot be read)")
-    if CUDA in ort.get_available_providers():
-        probe = run_isolated(cuda_usable, timeout_s=180)  # no CUDA context in this process
-        usable, why = probe.result if probe.ok else (False, probe.error)
-    else:
-        usable, why = cuda_usable()
+    usable, why = probe_cuda(timeout_s=180)  # in a child: no CUDA context in this process
     result["cuda_usable"], result["cuda_reason"] = usable, why
     provider = CUDA if usable else CPU
     if not usable:

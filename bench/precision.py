@@ -28,8 +28,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tts_kit import contract  # noqa: E402
+from tts_kit.devices import available_providers  # noqa: E402
 from tts_kit.precision import (  # noqa: E402
-    available_providers,
     convert,
     fidelity_isolated,
     format_runs,

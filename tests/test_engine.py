@@ -128,3 +128,61 @@ def test_the_normalisers_are_built_with_the_engine_not_on_the_first_request(tiny
     assert normalizer._default.cache_info().currsize == 0
     Engine(tiny_bundle_dir)
     assert normalizer._default.cache_info().currsize == 2  # en and ko, ready for request one
+
+
+def test_stage_hook_sees_every_run_in_pipeline_order(engine: Engine):
+    seen = []
+
+    def hook(stage, feeds, out):
+        seen.append((stage, sorted(feeds), out.shape, out.dtype))
+        return np.zeros(1)  # ignored: a hook observes, it cannot change the audio
+
+    plain = engine.synthesize_batch(["One.", "A second text."], steps=3, seed=5)
+    remove = engine.add_stage_hook(hook)
+    try:
+        hooked = engine.synthesize_batch(["One.", "A second text."], steps=3, seed=5)
+    finally:
+        remove()
+    stages = [s for s, *_ in seen]
+    # One batch round: each stage once, the vector estimator once per flow step, the
+    # vocoder once per item (it runs unpadded).
+    assert stages == ["duration_predictor", "text_encoder", *["vector_estimator"] * 3,
+                      "vocoder", "vocoder"]
+    assert seen[0][1] == ["style_dp", "text_ids", "text_mask"]
+    assert seen[-1][1] == ["latent"] and all(dt == np.float32 for *_, dt in seen)
+    for got, want in zip(hooked, plain):
+        np.testing.assert_array_equal(got.wav, want.wav)
+    remove()  # twice is harmless
+    engine.synthesize("After removal.", steps=1, seed=0)
+    assert len(seen) == len(stages)
+
+
+def test_stage_hook_gets_read_only_arrays_and_removal_is_per_registration(engine: Engine):
+    calls = []
+
+    def hook(stage, feeds, out):
+        calls.append(stage)
+        with pytest.raises(ValueError, match="read-only"):
+            out[...] = 0
+        with pytest.raises(ValueError, match="read-only"):
+            next(iter(feeds.values()))[...] = 0
+
+    first = engine.add_stage_hook(hook)
+    engine.add_stage_hook(hook)()  # the same function twice: two registrations
+    engine.synthesize("Read only.", steps=1, seed=0)
+    first()
+    assert calls == ["duration_predictor", "text_encoder", "vector_estimator", "vocoder"]
+    with pytest.raises(TypeError, match="callable"):
+        engine.add_stage_hook("not a function")
+
+
+def test_run_stage_replays_recorded_inputs(engine: Engine):
+    recorded = []
+    remove = engine.add_stage_hook(
+        lambda stage, feeds, out: recorded.append((stage, dict(feeds), np.array(out))))
+    engine.synthesize("Replay me.", steps=1, seed=2)
+    remove()
+    for stage, feeds, out in recorded:
+        np.testing.assert_array_equal(engine.run_stage(stage, feeds), out)
+    with pytest.raises(ValueError, match="unknown stage 'decoder'"):
+        engine.run_stage("decoder", {})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 
@@ -12,7 +13,11 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from tts_kit import Bundle, Engine, contract, precision
+from tts_kit.audio_metrics import snr_db
 from tts_kit.precision import ConversionReport, convert, sha256_tree
+
+# The module, not the function `tts_kit.precision.convert` that the package re-exports.
+converter = importlib.import_module("tts_kit.precision.convert")
 
 CPU = "CPUExecutionProvider"
 NO_DP = ["text_encoder", "vector_estimator", "vocoder"]
@@ -98,7 +103,7 @@ def test_non_empty_dst_refused_and_untouched(tiny_bundle_dir, tmp_path):
 
 
 def test_interrupted_conversion_leaves_nothing(tiny_bundle_dir, tmp_path, monkeypatch):
-    real = precision._convert_graph
+    real = converter._convert_graph
     calls = []
 
     def failing(src, dst, *args, **kwargs):
@@ -107,7 +112,7 @@ def test_interrupted_conversion_leaves_nothing(tiny_bundle_dir, tmp_path, monkey
             raise RuntimeError("simulated crash on the third stage")
         return real(src, dst, *args, **kwargs)
 
-    monkeypatch.setattr(precision, "_convert_graph", failing)
+    monkeypatch.setattr(converter, "_convert_graph", failing)
     before = sha256_tree(tiny_bundle_dir)
     with pytest.raises(RuntimeError, match="third stage"):
         convert(tiny_bundle_dir, tmp_path / "out", to="fp16", measure=False)
@@ -159,7 +164,7 @@ def test_single_onnx_file(tmp_path, to, min_snr):
     want = ort.InferenceSession(str(src)).run(None, {"x": x})[0]
     got = ort.InferenceSession(str(out)).run(None, {"x": x})[0]
     assert got.shape == want.shape and got.dtype == np.float32
-    assert precision.snr_db(want, got) > min_snr
+    assert snr_db(want, got) > min_snr
     assert min_snr < r.output_snr_db["y"] < math.inf  # computed by convert, not identical
     if to == "int8":  # the conv and fc1 have >= 1024 weights; fc2 (512) stays float
         assert r.stages["model"].ops == {"Conv": 1, "MatMul": 1}
@@ -196,7 +201,7 @@ def test_fp16_fidelity_is_measured(fp16, tmp_path):
 
 
 def test_broken_conversion_is_flagged(tiny_bundle_dir, tmp_path, monkeypatch):
-    real = precision._convert_graph
+    real = converter._convert_graph
 
     def zeroing(src, dst, *args, **kwargs):
         ops = real(src, dst, *args, **kwargs)
@@ -210,7 +215,7 @@ def test_broken_conversion_is_flagged(tiny_bundle_dir, tmp_path, monkeypatch):
             onnx.save(model, str(dst))
         return ops
 
-    monkeypatch.setattr(precision, "_convert_graph", zeroing)
+    monkeypatch.setattr(converter, "_convert_graph", zeroing)
     r = convert(tiny_bundle_dir, tmp_path / "broken", to="fp16", measure="fidelity",
                 providers=[CPU])
     f = r.fidelity[CPU]

@@ -22,6 +22,7 @@ import io
 import math
 import os
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -162,13 +163,78 @@ class Engine:
         return sess
 
     def _run(self, stage: str, feeds: dict[str, np.ndarray], timings: dict[str, float]):
+        given = feeds  # what stage hooks see: the pipeline's inputs, before the casts
         with self._loader.session(stage) as sess:
             t0 = time.perf_counter()
             cast = self._input_types.get(stage, {})
             feeds = {k: v.astype(cast[k], copy=False) if k in cast else v for k, v in feeds.items()}
             out = sess.run(None, feeds)[0].astype(np.float32, copy=False)
             timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - t0
+        if self._stage_hooks:
+            self._call_stage_hooks(stage, given, out)
         return out
+
+    # -- per-stage hook ---------------------------------------------------------------
+
+    # A tuple, replaced (never mutated) on add and remove, so a hook that removes itself
+    # while being called does not disturb the loop over the others.
+    _stage_hooks: tuple[StageHook, ...] = ()
+
+    def add_stage_hook(self, fn: StageHook) -> Callable[[], None]:
+        """Call ``fn(stage, feeds, output)`` after every stage run; returns its remover.
+
+        ``stage`` is the stage name, ``feeds`` its inputs as the pipeline computed them
+        (before any cast to an FP16 graph's input types) and ``output`` its first output
+        as float32; both are read-only views, so copy what you keep. Hooks run in
+        the order added, after the stage's time was taken (they do not count in
+        ``timings``), once per run: every flow step of the vector estimator and every
+        item of the vocoder is a run. The return value is ignored: a hook observes, it
+        cannot change the audio; an exception in a hook propagates out of the synthesis
+        call. Calling the remover twice is harmless.
+
+        Example:
+            >>> engine = Engine()
+            >>> seen = []
+            >>> remove = engine.add_stage_hook(lambda stage, feeds, out: seen.append(stage))
+            >>> _ = engine.synthesize("Hi.", steps=2, seed=0)
+            >>> remove()
+            >>> print(*seen)
+            duration_predictor text_encoder vector_estimator vector_estimator vocoder
+        """
+        if not callable(fn):
+            raise TypeError(f"a stage hook must be callable, got {type(fn).__name__}")
+        token = _HookEntry(fn)
+        self._stage_hooks = (*self._stage_hooks, token)
+
+        def remove() -> None:
+            self._stage_hooks = tuple(h for h in self._stage_hooks if h is not token)
+
+        return remove
+
+    def run_stage(self, stage: str, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        """Run one stage on given inputs, as the pipeline does; returns its first output.
+
+        The session comes from the engine's load policy (loaded for this call under
+        ``paged``), inputs are cast to the graph's float types, the output is float32,
+        and stage hooks see the run. Lets callers replay recorded inputs on another
+        bundle (`tts_kit.precision.fidelity` judges each converted stage this way).
+
+        Example:
+            >>> latent = np.zeros((1, contract.LATENT_CHANNELS, 2), np.float32)  # 2 frames
+            >>> Engine().run_stage("vocoder", {"latent": latent}).shape
+            (1, 6144)
+        """
+        if stage not in contract.STAGES:
+            raise ValueError(f"unknown stage '{stage}'; stages are {list(contract.STAGES)}")
+        return self._run(stage, feeds, {})
+
+    def _call_stage_hooks(
+        self, stage: str, feeds: dict[str, np.ndarray], out: np.ndarray
+    ) -> None:
+        view_feeds = {k: _read_only(v) for k, v in feeds.items()}
+        view_out = _read_only(out)
+        for hook in self._stage_hooks:
+            hook(stage, view_feeds, view_out)
 
     @property
     def loading(self) -> str:
@@ -372,6 +438,29 @@ class Engine:
                 wav = self._run("vocoder", {"latent": xt[b : b + 1, :, : frames[b]]}, timings)
                 wavs.append(wav[0, : n_samples[b]])
         return wavs
+
+
+#: ``fn(stage, feeds, output)``, called after every stage run (`Engine.add_stage_hook`).
+StageHook = Callable[[str, Mapping[str, np.ndarray], np.ndarray], object]
+
+
+class _HookEntry:
+    """One registration: identity, not equality, decides what a remover removes (the same
+    function added twice is two registrations)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: StageHook):
+        self.fn = fn
+
+    def __call__(self, stage: str, feeds: Mapping[str, np.ndarray], out: np.ndarray) -> None:
+        self.fn(stage, feeds, out)
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    view = np.asarray(a).view()
+    view.flags.writeable = False
+    return view
 
 
 def _default_preset() -> SessionPreset:

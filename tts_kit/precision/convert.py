@@ -1,0 +1,558 @@
+"""FP16 and INT8 conversion of a bundle (or any ``.onnx`` file): atomic output, checked.
+
+Tools:
+
+* FP16: ``onnxruntime.transformers.float16.convert_float_to_float16``. It is the
+  ``onnxconverter_common`` algorithm (the file says so) maintained inside ONNX Runtime,
+  with fixes for Resize/GroupNorm mixed inputs and opset-aware blocking, and it ships with
+  the ``onnxruntime`` wheel we already depend on, so no extra dependency. ``keep_io_types``
+  keeps float32 graph inputs and outputs (Casts inside the graph), so callers need not
+  change; the engine casts for graphs converted without it.
+* INT8: ``onnxruntime.quantization.quantize_dynamic`` with signed 8-bit weights
+  (``QInt8``, per output channel) for ``MatMul`` with a constant weight (the ConvNeXt
+  pointwise layers and every linear layer), ``Conv`` (depthwise and ordinary convs, as
+  ``ConvInteger``) and ``Gather`` (the character embeddings). Activations are quantised
+  at run time (``DynamicQuantizeLinear``, uint8), which is what the CPU provider's
+  ``MatMulInteger``/``ConvInteger`` kernels take. Weights under
+  `INT8_MIN_WEIGHT_ELEMENTS` elements stay float: each quantised op adds four to five
+  nodes plus a scale and zero point, more bytes and more time than a small weight saves.
+
+Safety: the destination must not exist (or be an empty directory); the output is built in
+a temporary directory beside it, checked (it opens as a `tts_kit.Bundle`, every converted
+graph opens in ONNX Runtime), and renamed into place only when complete. The source is
+hashed (SHA-256, every file) before and after; a change is an error. Voice styles and JSON
+files are copied; ``tts.json`` gains a ``tts_kit_precision`` record of the conversion.
+
+What `convert` measures afterwards is `tts_kit.precision.measure`'s; a single ``.onnx``
+file is instead compared with its source on random inputs here (`random_feeds`).
+
+Note: ``tts_kit.precision.convert`` is the function `convert` (the package re-exports
+it); reach this module itself with ``importlib.import_module("tts_kit.precision.convert")``.
+
+Example:
+    >>> from tts_kit.precision import convert
+    >>> r = convert("supertonic-3", "supertonic-3-int8", to="int8", measure=False)  # doctest: +SKIP
+    >>> r.stages["vocoder"].ratio  # doctest: +SKIP
+    0.27
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+from .. import contract
+from ..audio_metrics import snr_db
+from .measure import measure_conversion
+from .records import ConversionReport, StageReport, check_target
+
+#: Op types `quantize_dynamic` is asked to quantise (see the module docstring).
+INT8_OP_TYPES: tuple[str, ...] = ("MatMul", "Conv", "Gather")
+#: Weights with fewer elements than this stay float in INT8 conversions.
+INT8_MIN_WEIGHT_ELEMENTS = 1024
+#: Key of the conversion record in a converted bundle's ``tts.json``.
+PRECISION_KEY = "tts_kit_precision"
+
+
+def _tool(to: str) -> str:
+    if to == "fp16":
+        return (
+            "onnxruntime.transformers.float16.convert_float_to_float16 "
+            f"(onnxruntime {ort.__version__})"
+        )
+    return (
+        f"onnxruntime.quantization.quantize_dynamic (onnxruntime {ort.__version__}; "
+        f"QInt8 per-channel weights, ops {', '.join(INT8_OP_TYPES)})"
+    )
+
+
+# -- hashing and file safety ------------------------------------------------------------
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    """SHA-256 of one file, read in 1 MiB blocks.
+
+    Example:
+        >>> sha256_file(__file__) == sha256_file(__file__)
+        True
+    """
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def sha256_tree(path: str | os.PathLike[str]) -> dict[str, str]:
+    """SHA-256 of every file under ``path`` (relative POSIX path -> hex); a file maps to itself.
+
+    Example:
+        >>> list(sha256_tree(__file__))
+        ['convert.py']
+    """
+    root = Path(path)
+    if root.is_file():
+        return {root.name: sha256_file(root)}
+    return {
+        p.relative_to(root).as_posix(): sha256_file(p)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _check_dst_free(dst: Path, kind: str) -> None:
+    if kind == "onnx":
+        if dst.exists() or dst.is_symlink():
+            raise ValueError(f"{dst}: already exists; give a new output file path")
+        return
+    if dst.exists() and (not dst.is_dir() or any(dst.iterdir())):
+        raise ValueError(
+            f"{dst}: already exists and is not an empty directory; choose a new path or remove it"
+        )
+
+
+def _graph_bytes(path: Path) -> int:
+    return path.stat().st_size + sum(
+        p.stat().st_size for p in path.parent.glob(f"{path.name}.data*")
+    )
+
+
+# -- the converters ---------------------------------------------------------------------
+
+
+def _strip_added_value_info(model: onnx.ModelProto, keep: set[str]) -> None:
+    """Drop shape-inference annotations the converters add (ORT infers them again on load).
+
+    They are metadata, not weights: a few KB that make small graphs look larger.
+    """
+    kept = [vi for vi in model.graph.value_info if vi.name in keep]
+    del model.graph.value_info[:]
+    model.graph.value_info.extend(kept)
+
+
+def _save_model(model: onnx.ModelProto, path: Path) -> None:
+    # Protobuf cannot serialise 2 GB; larger graphs go to an external data file.
+    big = model.ByteSize() > 1_800_000_000
+    onnx.save_model(model, str(path), save_as_external_data=big,
+                    location=f"{path.name}.data" if big else None)
+
+
+def _weights_of(model: onnx.ModelProto) -> dict[str, int]:
+    return {i.name: int(np.prod(i.dims)) for i in model.graph.initializer}
+
+
+def _convert_graph(
+    src: Path, dst: Path, to: str, keep_io_types: bool, op_block_list: Sequence[str] | None
+) -> tuple[dict[str, int], int]:
+    """Convert one ONNX file to ``dst``; returns (ops report, number of ops kept float)."""
+    source = onnx.load(str(src))
+    keep_vi = {vi.name for vi in source.graph.value_info}
+    if to == "fp16":
+        from onnxruntime.transformers.float16 import (
+            DEFAULT_OP_BLOCK_LIST,
+            convert_float_to_float16,
+        )
+
+        casts_before = sum(n.op_type == "Cast" for n in source.graph.node)
+        blocked = sorted(set(DEFAULT_OP_BLOCK_LIST) | set(op_block_list or ()))
+        model = convert_float_to_float16(source, keep_io_types=keep_io_types,
+                                         op_block_list=blocked)
+        del source
+        _strip_added_value_info(model, keep_vi)
+        casts = sum(n.op_type == "Cast" for n in model.graph.node) - casts_before
+        _save_model(model, dst)
+        return {"Cast": casts}, 0
+
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    weights = _weights_of(source)
+    blocked_ops = set(op_block_list or ())
+    op_types = [t for t in INT8_OP_TYPES if t not in blocked_ops]
+    unnamed = False
+    for k, n in enumerate(source.graph.node):
+        if not n.name:  # nodes_to_exclude works by name; this is our private copy
+            n.name = f"tts_kit_node_{k}"
+            unnamed = True
+    # Only ops with a weight are candidates (activation x activation MatMuls never are).
+    candidates = [
+        n for n in source.graph.node
+        if n.op_type in INT8_OP_TYPES and any(i in weights for i in n.input)
+    ]
+    exclude = [
+        n.name for n in candidates
+        if n.op_type in blocked_ops
+        or not any(weights.get(i, 0) >= INT8_MIN_WEIGHT_ELEMENTS for i in n.input)
+    ]
+    consumer = {}
+    for n in candidates:
+        for i in n.input:
+            if i in weights:
+                consumer.setdefault(i, n.op_type)
+    model_in: onnx.ModelProto | str = source
+    if not unnamed:
+        # The quantiser loads its own copy; not holding ours too saves a model's worth
+        # of RAM (about 250 MB for the vector estimator).
+        model_in = str(src)
+        del source
+    with tempfile.TemporaryDirectory(prefix=".tts_kit-int8-", dir=dst.parent) as tmp, \
+            _without_preprocess_advice():
+        quantize_dynamic(
+            model_in,
+            Path(tmp) / "q.onnx",
+            op_types_to_quantize=op_types,
+            per_channel=True,
+            weight_type=QuantType.QInt8,
+            nodes_to_exclude=exclude,
+            extra_options={"MatMulConstBOnly": True},
+        )
+        del model_in
+        model = onnx.load(str(Path(tmp) / "q.onnx"))
+    _strip_added_value_info(model, keep_vi)
+    out_names = {i.name for i in model.graph.initializer}
+    ops = Counter(
+        op for name, op in consumer.items() if f"{name}_quantized" in out_names
+    )
+    _save_model(model, dst)
+    return dict(sorted(ops.items())), len(exclude)
+
+
+class _DropPreprocessAdvice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Please consider to run pre-processing")
+
+
+@contextlib.contextmanager
+def _without_preprocess_advice() -> Iterator[None]:
+    """Silence quantize_dynamic's per-call root-logger advice to run quant_pre_process.
+
+    tts_kit does not run that step: it rewrites the graph with ORT's optimiser, so the
+    saved stage would no longer be the source graph plus quantisation; the INT8 result
+    is judged by its measured fidelity instead. The advice, repeated for every stage,
+    buried the conversion's own output in notebooks.
+    """
+    drop = _DropPreprocessAdvice()
+    root = logging.getLogger()
+    root.addFilter(drop)
+    try:
+        yield
+    finally:
+        root.removeFilter(drop)
+
+
+def _precision_of(path: Path) -> str:
+    from .._protoscan import scan_onnx
+    from ..bundle import _precision
+
+    return _precision(scan_onnx(path).initializer_types)
+
+
+def _open_check(path: Path) -> ort.InferenceSession:
+    """Open a graph in ONNX Runtime on the CPU (what every machine has)."""
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    return ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
+
+
+def _check_float32(found: str, name: str) -> None:
+    # Converting twice compounds the error, and FP16 over INT8 breaks the quantisation
+    # scales; always start from the FP32 original.
+    if found != "float32":
+        raise ValueError(
+            f"{name}: weights are already {found}; convert from the FP32 original instead"
+        )
+
+
+def convert(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    to: str = "fp16",
+    stages: Iterable[str] | None = None,
+    keep_io_types: bool = True,
+    op_block_list: Sequence[str] | None = None,
+    measure: bool | str = True,
+    texts: Sequence[str] | None = None,
+    providers: Sequence[str] | None = None,
+    *,
+    seed: int = 0,
+    steps: int = contract.DEFAULT_STEPS,
+    repeats: int = 3,
+    lang: str = "en",
+    preset: Any = None,
+) -> ConversionReport:
+    """Convert a bundle or one ``.onnx`` file to FP16 or INT8 and report what it changed.
+
+    Args:
+        src: a bundle directory, or a single ``.onnx`` file (any model).
+        dst: the new bundle directory (must not exist, or be empty), or for a file the
+            output file path (must not exist).
+        to: ``"fp16"`` or ``"int8"``.
+        stages: bundle stages to convert (default: all four); the others are copied.
+            The public FP16 bundle keeps the duration predictor FP32:
+            ``stages=["text_encoder", "vector_estimator", "vocoder"]``.
+        keep_io_types: FP16 only: keep float32 graph inputs and outputs.
+        op_block_list: op types to leave in FP32 (FP16: added to ONNX Runtime's default
+            block list; INT8: op types not to quantise, e.g. ``["Gather"]``).
+        measure: measure afterwards (default). For a bundle: memory and latency of
+            source and result (each in a fresh process) and their fidelity
+            (`tts_kit.precision.fidelity`, in a third); seconds for the tiny stand-in, a
+            minute or two at full size.
+            ``"fidelity"``: only the fidelity check. For a single file: compare its
+            outputs with the source's on random inputs (cheap, in this process).
+        texts: texts the measurements synthesise (default `tts_kit.precision.DEFAULT_TEXTS`).
+        providers: execution providers to measure on (default: CPU, and CUDA when
+            this ONNX Runtime has it).
+        seed, steps, repeats, lang: noise seed, flow steps, timed repeats per text and
+            language of the measurements.
+        preset: session preset name or `SessionPreset` for the measurements (default
+            ``supertonic-default``); its providers are replaced per measured provider.
+
+    Returns:
+        The `ConversionReport` (also describes measurements that failed, in ``status``).
+
+    Raises:
+        ValueError: bad target, unknown stage, ``dst`` not free, ``src`` not a bundle
+            or ``.onnx`` file (`tts_kit.BundleError` is a ValueError).
+        RuntimeError: the source changed during conversion (nothing is written).
+
+    Example:
+        >>> r = convert("supertonic-3", "supertonic-3-int8", to="int8")  # doctest: +SKIP
+        >>> r.stages["vocoder"].ops  # doctest: +SKIP
+        {'Conv': 13, 'MatMul': 20}
+    """
+    check_target(to)
+    if measure not in (True, False, "fidelity"):
+        raise ValueError(f"measure must be True, False or 'fidelity', got {measure!r}")
+    src_p = Path(src).expanduser()
+    dst_p = Path(dst).expanduser()
+    if src_p.is_dir():
+        kind = "bundle"
+    elif src_p.is_file() and src_p.suffix == ".onnx":
+        kind = "onnx"
+    elif src_p.exists():
+        raise ValueError(f"{src}: not a bundle directory or an .onnx file")
+    else:
+        raise FileNotFoundError(f"{src}: no such bundle directory or .onnx file")
+    if src_p.resolve() == dst_p.resolve() or dst_p.resolve().is_relative_to(src_p.resolve()):
+        raise ValueError(f"{dst}: the output must be outside the source {src}")
+    if kind == "bundle":
+        from ..bundle import Bundle
+
+        bundle = Bundle(src_p)  # validates; raises BundleError naming the file
+        chosen = list(contract.STAGES) if stages is None else list(stages)
+        unknown = [s for s in chosen if s not in contract.STAGES]
+        if unknown or not chosen:
+            raise ValueError(
+                f"unknown stage(s) {unknown or chosen}; stages are {', '.join(contract.STAGES)}"
+            )
+        chosen = [s for s in contract.STAGES if s in chosen]  # pipeline order, no repeats
+        for s in chosen:
+            _check_float32(bundle.stages[s].precision, contract.GRAPHS[s].path)
+    else:
+        if stages is not None:
+            raise ValueError("stages only apply to bundles; a single .onnx file is one graph")
+        chosen = ["model"]
+        _check_float32(_precision_of(src_p), src_p.name)
+    _check_dst_free(dst_p, kind)
+
+    t0 = time.perf_counter()
+    before = sha256_tree(src_p)
+    report = ConversionReport(
+        kind=kind, src=str(src_p), dst=str(dst_p), to=to, converted=chosen, tool=_tool(to),
+        options={
+            "keep_io_types": keep_io_types,
+            "op_block_list": list(op_block_list or []),
+            **({"int8": {"weight_type": "QInt8", "per_channel": True,
+                         "op_types": list(INT8_OP_TYPES),
+                         "min_weight_elements": INT8_MIN_WEIGHT_ELEMENTS,
+                         "activations": "uint8, dynamic"}} if to == "int8" else {}),
+        },
+        source_sha256=before,
+    )
+    dst_p.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "bundle":
+        _convert_bundle(bundle, src_p, dst_p, to, chosen, keep_io_types, op_block_list, report)
+    else:
+        _convert_file(src_p, dst_p, to, keep_io_types, op_block_list, report)
+    report.convert_s = time.perf_counter() - t0
+
+    if measure and kind == "bundle":
+        report.measured = True
+        measure_conversion(report, texts, providers, seed, steps, repeats, lang, preset,
+                           runs=measure is True)
+    elif measure:
+        report.measured = True
+        _compare_outputs(report, src_p, dst_p)
+    return report
+
+
+def _convert_bundle(
+    bundle: Any, src_p: Path, dst_p: Path, to: str, chosen: list[str], keep_io_types: bool,
+    op_block_list: Sequence[str] | None, report: ConversionReport,
+) -> None:
+    from ..bundle import Bundle
+
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dst_p.name}.tmp-", dir=dst_p.parent))
+    try:
+        graph_files = {contract.GRAPHS[s].path for s in chosen}
+        for rel in report.source_sha256:
+            if rel in graph_files or any(rel.startswith(g + ".data") for g in graph_files):
+                continue
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src_p / rel, tmp / rel)
+        for stage in contract.STAGES:
+            info = bundle.stages[stage]
+            out = tmp / contract.GRAPHS[stage].path
+            if stage in chosen:
+                ops, kept = _convert_graph(info.path, out, to, keep_io_types, op_block_list)
+                sess = _open_check(out)  # fails here, not in the user's engine
+                del sess
+            else:
+                ops, kept = {}, 0
+            report.stages[stage] = StageReport(
+                stage, stage in chosen, info.size_bytes, _graph_bytes(out), info.precision,
+                _precision_of(out), ops, kept,
+            )
+        cfg_path = tmp / contract.CONFIG_FILE
+        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+        record = {
+            "to": to,
+            "stages": chosen,
+            "source_sha256": {
+                s: report.source_sha256.get(contract.GRAPHS[s].path, "") for s in contract.STAGES
+            },
+            "tool": report.tool,
+            "options": report.options,
+        }
+        if PRECISION_KEY in cfg:
+            record["previous"] = cfg[PRECISION_KEY]
+        cfg[PRECISION_KEY] = record
+        cfg_path.write_text(json.dumps(cfg, ensure_ascii=False, indent=1) + "\n",
+                            encoding="utf-8")
+        Bundle(tmp)  # the result must open like any bundle
+        _finish(report, src_p, tmp, dst_p)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _umask_mode(mode: int) -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mode & ~mask
+
+
+def _finish(report: ConversionReport, src_p: Path, tmp: Path, dst_p: Path) -> None:
+    after = sha256_tree(src_p)
+    if after != report.source_sha256:
+        changed = sorted(k for k in set(after) | set(report.source_sha256)
+                         if after.get(k) != report.source_sha256.get(k))
+        report.source_unchanged = False
+        raise RuntimeError(
+            f"{src_p}: source changed during conversion ({', '.join(changed[:5])}); "
+            "nothing was written; make sure nothing else writes to it and retry"
+        )
+    _check_dst_free(dst_p, report.kind)  # someone may have created it meanwhile
+    # mkdtemp/mkstemp create private (0700/0600) entries; the output gets the usual mode.
+    os.chmod(tmp, _umask_mode(0o777 if tmp.is_dir() else 0o666))
+    os.replace(tmp, dst_p)
+
+
+def _convert_file(
+    src_p: Path, dst_p: Path, to: str, keep_io_types: bool, op_block_list: Sequence[str] | None,
+    report: ConversionReport,
+) -> None:
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{dst_p.name}.tmp-", suffix=".onnx",
+                                    dir=dst_p.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        ops, kept = _convert_graph(src_p, tmp, to, keep_io_types, op_block_list)
+        del ops  # reported below
+        sess = _open_check(tmp)
+        del sess
+        report.stages["model"] = StageReport(
+            "model", True, _graph_bytes(src_p), _graph_bytes(tmp), _precision_of(src_p),
+            _precision_of(tmp), _ops_again(src_p, tmp, to), kept,
+        )
+        _finish(report, src_p, tmp, dst_p)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _ops_again(src_p: Path, out: Path, to: str) -> dict[str, int]:
+    """The ops report for a single file (recomputed from both graphs)."""
+    a, b = onnx.load(str(src_p), load_external_data=False), onnx.load(
+        str(out), load_external_data=False)
+    if to == "fp16":
+        return {"Cast": sum(n.op_type == "Cast" for n in b.graph.node)
+                - sum(n.op_type == "Cast" for n in a.graph.node)}
+    weights = {i.name for i in a.graph.initializer}
+    outs = {i.name for i in b.graph.initializer}
+    ops: Counter[str] = Counter()
+    for n in a.graph.node:
+        if n.op_type in INT8_OP_TYPES and any(
+            i in weights and f"{i}_quantized" in outs for i in n.input
+        ):
+            ops[n.op_type] += 1
+    return dict(sorted(ops.items()))
+
+
+# -- single-file output check -----------------------------------------------------------
+
+
+_ORT_NP = {
+    "tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64,
+    "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(bool)": np.bool_,
+}
+
+
+def random_feeds(sess: ort.InferenceSession, seed: int = 0, dynamic: int = 4) -> dict:
+    """Inputs for any session: normal floats, zero integers, dynamic axes of size ``dynamic``.
+
+    Example:
+        >>> feeds = random_feeds(ort.InferenceSession("model.onnx"))  # doctest: +SKIP
+    """
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for i in sess.get_inputs():
+        if i.type not in _ORT_NP:
+            raise ValueError(f"input '{i.name}' has type {i.type}; no random input for it")
+        shape = [d if isinstance(d, int) and d > 0 else dynamic for d in i.shape]
+        dt = _ORT_NP[i.type]
+        if np.issubdtype(dt, np.floating):
+            feeds[i.name] = rng.standard_normal(shape).astype(dt)
+        else:
+            feeds[i.name] = np.zeros(shape, dt)
+    return feeds
+
+
+def _compare_outputs(report: ConversionReport, src_p: Path, dst_p: Path) -> None:
+    try:
+        ref = _open_check(src_p)
+        cand = _open_check(dst_p)
+        feeds = random_feeds(ref)
+        types = {i.name: _ORT_NP.get(i.type) for i in cand.get_inputs()}
+        cfeeds = {k: v.astype(types[k]) if types.get(k) is not None else v
+                  for k, v in feeds.items()}
+        names = [o.name for o in ref.get_outputs()]
+        for name, a, b in zip(names, ref.run(None, feeds), cand.run(None, cfeeds)):
+            if np.issubdtype(np.asarray(a).dtype, np.floating):
+                report.output_snr_db[name] = snr_db(a, np.asarray(b, np.float32))
+    except Exception as exc:  # any model: inputs we cannot invent are a note, not a failure
+        report.notes.append(f"output comparison skipped: {type(exc).__name__}: {exc}")
+

@@ -1,0 +1,488 @@
+"""The vocabulary of precision results: targets, fidelity thresholds, and the report records.
+
+`StageReport` (one graph before and after), `RunRecord` (one precision measured on one
+provider), `Fidelity` (a converted bundle against FP32, with its verdict) and
+`ConversionReport` (all of it, with `ConversionReport.table` and JSON `save`/`load`);
+`format_runs` prints measurements with ratios to FP32. Data only: nothing here converts
+or measures (`tts_kit.precision.convert`, `tts_kit.precision.measure` do).
+
+Example:
+    >>> f = Fidelity("CPUExecutionProvider", waveform_snr_db=12.0, log_mel_distance_db=0.5,
+    ...              min_snr_db=MIN_SNR_DB["fp16"]).evaluate()
+    >>> f.passed, f.reasons
+    (False, ['waveform SNR 12.0 dB < 20 dB'])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import contract
+
+#: Conversion targets.
+TARGETS: tuple[str, ...] = ("fp16", "int8")
+#: Fidelity thresholds per target: the converted waveform passes when its SNR against
+#: FP32 is at least this many dB ... On the full stand-in FP16 measures about 48 dB and
+#: INT8 (duration predictor kept FP32) about 31 dB, while a layer with zeroed weights gives
+#: about 0 dB: the thresholds sit well below healthy values and far above broken ones.
+MIN_SNR_DB: dict[str, float] = {"fp16": 20.0, "int8": 15.0}
+#: ... and its log-mel distance (dB, see `tts_kit.audio_metrics.log_mel_distance`) is at
+#: most this.
+MAX_LOG_MEL_DB: dict[str, float] = {"fp16": 2.0, "int8": 3.0}
+#: Largest relative change of the total audio length that still passes. The duration
+#: predictor's output sets the length; FP16 moves it by a few samples (harmless). A change
+#: that crosses a latent frame boundary is flagged on its own (`Fidelity.frames_changed`).
+MAX_LENGTH_CHANGE = 0.01
+
+
+def check_target(to: str) -> None:
+    """Raise a one-line ValueError unless ``to`` is one of `TARGETS`.
+
+    Example:
+        >>> check_target("fp8")
+        Traceback (most recent call last):
+        ...
+        ValueError: unknown target 'fp8'; use one of: fp16, int8
+    """
+    if to not in TARGETS:
+        raise ValueError(f"unknown target '{to}'; use one of: {', '.join(TARGETS)}")
+
+
+# -- records ----------------------------------------------------------------------------
+
+
+@dataclass
+class StageReport:
+    """One graph before and after conversion.
+
+    Example:
+        >>> StageReport("vocoder", True, 4_000_000, 2_010_000).ratio
+        0.5025
+    """
+
+    stage: str
+    """Stage name (``model`` for a single ``.onnx`` file)."""
+    converted: bool
+    """False for graphs copied unchanged (e.g. a duration predictor kept FP32)."""
+    size_before: int
+    """Bytes of the source graph."""
+    size_after: int
+    """Bytes of the written graph."""
+    precision_before: str = ""
+    """Dominant weight type before (``float32``, ``float16``, ``int8``, ``mixed``)."""
+    precision_after: str = ""
+    """Dominant weight type after."""
+    ops: dict[str, int] = field(default_factory=dict)
+    """INT8: source op types whose weights were quantised, with counts (``{"MatMul": 40}``);
+    FP16: ``{"Cast": n}``, the Casts the converter added."""
+    kept_float: int = 0
+    """INT8: candidate ops left float (weights under `INT8_MIN_WEIGHT_ELEMENTS`, or blocked)."""
+
+    @property
+    def ratio(self) -> float:
+        """``size_after / size_before``."""
+        return self.size_after / self.size_before if self.size_before else math.nan
+
+
+@dataclass
+class RunRecord:
+    """One precision measured on one provider in a fresh process (memory in MiB).
+
+    Example:
+        >>> RunRecord("fp32", "CPUExecutionProvider", status="ok", p50_s=0.5).ok
+        True
+    """
+
+    precision: str
+    """Label of the bundle measured (``fp32``, ``fp16``, ``int8``, ...)."""
+    provider: str
+    """Execution provider the sessions asked for."""
+    status: str = "ok"
+    """`tts_kit.measure.Measurement.status`, or ``"error"`` when the provider was unusable."""
+    error: str = ""
+    """One line when not ok."""
+    size_mb: float = math.nan
+    """Bytes of the four graphs / 2**20."""
+    baseline_rss_mb: float = math.nan
+    """RSS after imports, before the engine (Python + ONNX Runtime)."""
+    load_rss_mb: float = math.nan
+    """RSS once every session is created (resident loading)."""
+    peak_rss_mb: float = math.nan
+    """The process's RSS high-water mark over load and synthesis."""
+    load_s: float = math.nan
+    """Seconds to create the four sessions."""
+    p50_s: float = math.nan
+    """Median wall seconds of one synthesis (after one warm-up call)."""
+    rtf: float = math.nan
+    """p50 / audio seconds."""
+    gpu_mem_mb: float | None = None
+    """CUDA only: GPU memory the process held after the runs
+    (`tts_kit.devices.gpu_memory_mb`)."""
+    gpu_mem_source: str = ""
+    """How ``gpu_mem_mb`` was read."""
+    preset: str = ""
+    """Session preset name."""
+
+    @property
+    def ok(self) -> bool:
+        """True when the run completed."""
+        return self.status == "ok"
+
+    @property
+    def load_delta_mb(self) -> float:
+        """What loading the sessions added to RSS."""
+        return self.load_rss_mb - self.baseline_rss_mb
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (NaN becomes None)."""
+        return {f.name: _json_num(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunRecord:
+        """Inverse of `to_dict`."""
+        known = {f.name: f for f in dataclasses.fields(cls)}
+        kw = {}
+        for k, v in data.items():
+            if k not in known:
+                continue
+            kw[k] = math.nan if v is None and known[k].default is math.nan else v
+        return cls(**kw)
+
+
+@dataclass
+class Fidelity:
+    """A converted bundle against FP32 on one provider.
+
+    ``passed`` is computed, never assumed: the waveform SNR must reach
+    ``min_snr_db`` and the log-mel distance stay under ``max_log_mel_db`` (defaults per
+    target in `MIN_SNR_DB` / `MAX_LOG_MEL_DB`), every stage must give finite output, no
+    chunk may change its latent length and the total length may change by at most
+    `MAX_LENGTH_CHANGE`.
+
+    Example:
+        >>> f = Fidelity("CPUExecutionProvider", waveform_snr_db=35.0, log_mel_distance_db=0.3,
+        ...              min_snr_db=20.0, max_log_mel_db=2.0)
+        >>> f.evaluate().passed
+        True
+    """
+
+    provider: str
+    """Provider both bundles ran on."""
+    waveform_snr_db: float = math.nan
+    """10 log10(signal / error) of the final waveform, over the texts (inf: identical)."""
+    log_mel_distance_db: float = math.nan
+    """Mean over frames of the RMS difference of log-mel spectra in dB."""
+    stage_snr_db: dict[str, float] = field(default_factory=dict)
+    """SNR of each stage's output when both get the same FP32 inputs."""
+    length_ref: int = 0
+    """Samples of the FP32 waveforms (all texts)."""
+    length_candidate: int = 0
+    """Samples of the converted waveforms; a difference means the durations moved."""
+    frames_changed: int = 0
+    """Chunks whose latent length (frames of 3072 samples) differs from FP32. Each one draws
+    differently shaped noise, so its waveform cannot match sample by sample: the duration
+    predictor's error crossed a frame boundary."""
+    min_snr_db: float = 20.0
+    """Threshold used for ``passed``."""
+    max_log_mel_db: float = 2.0
+    """Threshold used for ``passed``."""
+    passed: bool = False
+    """True when every check below held."""
+    reasons: list[str] = field(default_factory=list)
+    """Why it failed (empty when it passed)."""
+    error: str = ""
+    """Set when the comparison itself could not run."""
+
+    @property
+    def length_change(self) -> float:
+        """``length_candidate / length_ref - 1`` (0 when nothing was compared)."""
+        return self.length_candidate / self.length_ref - 1 if self.length_ref else 0.0
+
+    def evaluate(self) -> Fidelity:
+        """Fill ``passed`` and ``reasons`` from the numbers; returns self."""
+        reasons = []
+        if self.error:
+            reasons.append(f"comparison failed: {self.error}")
+        if self.frames_changed:
+            reasons.append(
+                f"latent length changed in {self.frames_changed} chunk(s): the duration "
+                "predictor's output crossed a frame boundary, so the noise and the waveform "
+                "differ; keep the duration predictor in FP32"
+            )
+        if abs(self.length_change) > MAX_LENGTH_CHANGE:
+            reasons.append(
+                f"length changed by {100 * self.length_change:+.1f} %: {self.length_candidate} "
+                f"samples vs {self.length_ref} in FP32 (the duration predictor's output moved; "
+                "keep it FP32)"
+            )
+        if not self.waveform_snr_db >= self.min_snr_db:  # NaN fails too
+            reasons.append(
+                f"waveform SNR {self.waveform_snr_db:.1f} dB < {self.min_snr_db:g} dB"
+            )
+        if not self.log_mel_distance_db <= self.max_log_mel_db:
+            reasons.append(
+                f"log-mel distance {self.log_mel_distance_db:.2f} dB > {self.max_log_mel_db:g} dB"
+            )
+        bad = [s for s, v in self.stage_snr_db.items() if math.isnan(v)]
+        if bad:
+            reasons.append(f"non-finite output from {', '.join(bad)}")
+        self.reasons = reasons
+        self.passed = not reasons
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (inf and NaN become None; ``identical`` says which was inf)."""
+        d = {f.name: _json_num(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        d["stage_snr_db"] = {k: _json_num(v) for k, v in self.stage_snr_db.items()}
+        d["identical"] = math.isinf(self.waveform_snr_db)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Fidelity:
+        """Inverse of `to_dict`."""
+        d = dict(data)
+        identical = d.pop("identical", False)
+        snr = d.get("waveform_snr_db")
+        d["waveform_snr_db"] = math.inf if identical else (math.nan if snr is None else snr)
+        if d.get("log_mel_distance_db") is None:
+            d["log_mel_distance_db"] = math.nan
+        d["stage_snr_db"] = {
+            k: (math.inf if v is None and identical else math.nan if v is None else v)
+            for k, v in d.get("stage_snr_db", {}).items()
+        }
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+@dataclass
+class ConversionReport:
+    """What `tts_kit.precision.convert` did and measured. Save with `save`, read back with `load`.
+
+    Example:
+        >>> r = ConversionReport(kind="onnx", src="a.onnx", dst="b.onnx", to="fp16")
+        >>> ConversionReport.from_dict(r.to_dict()).to
+        'fp16'
+    """
+
+    kind: str
+    """``bundle`` or ``onnx`` (a single file)."""
+    src: str
+    """Source path."""
+    dst: str
+    """Destination path."""
+    to: str
+    """``fp16`` or ``int8``."""
+    stages: dict[str, StageReport] = field(default_factory=dict)
+    """Every graph of the output, converted or copied."""
+    converted: list[str] = field(default_factory=list)
+    """The stages converted."""
+    tool: str = ""
+    """The converter and its version."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """keep_io_types, op_block_list, INT8 settings."""
+    source_sha256: dict[str, str] = field(default_factory=dict)
+    """SHA-256 of every source file (relative path -> hex) before conversion."""
+    source_unchanged: bool = True
+    """The same hashes after conversion (a difference is raised as an error)."""
+    convert_s: float = 0.0
+    """Wall seconds of the conversion (not the measurements)."""
+    measured: bool = False
+    """Whether measurements ran."""
+    texts: list[str] = field(default_factory=list)
+    """Texts the measurements synthesised."""
+    seed: int = 0
+    """Noise seed of the measurements."""
+    steps: int = contract.DEFAULT_STEPS
+    """Flow steps of the measurements."""
+    runs: list[RunRecord] = field(default_factory=list)
+    """Memory and latency per precision and provider."""
+    fidelity: dict[str, Fidelity] = field(default_factory=dict)
+    """Converted vs FP32 per provider."""
+    output_snr_db: dict[str, float] = field(default_factory=dict)
+    """Single files: output name -> SNR against the source model on random inputs."""
+    notes: list[str] = field(default_factory=list)
+    """Anything skipped, and why."""
+
+    @property
+    def size_before(self) -> int:
+        """Bytes of the converted stages before."""
+        return sum(s.size_before for s in self.stages.values() if s.converted)
+
+    @property
+    def size_after(self) -> int:
+        """Bytes of the converted stages after."""
+        return sum(s.size_after for s in self.stages.values() if s.converted)
+
+    @property
+    def total_before(self) -> int:
+        """Bytes of every graph of the source (converted or not)."""
+        return sum(s.size_before for s in self.stages.values())
+
+    @property
+    def total_after(self) -> int:
+        """Bytes of every graph of the output."""
+        return sum(s.size_after for s in self.stages.values())
+
+    @property
+    def passed(self) -> bool | None:
+        """All fidelity checks passed (None when nothing was compared)."""
+        if not self.fidelity:
+            return None
+        return all(f.passed for f in self.fidelity.values())
+
+    def run(self, precision: str, provider: str = "CPUExecutionProvider") -> RunRecord | None:
+        """The measurement of one precision on one provider, if any."""
+        for r in self.runs:
+            if r.precision == precision and r.provider == provider:
+                return r
+        return None
+
+    def table(self) -> str:
+        """Human-readable summary: sizes, memory, latency, fidelity."""
+        lines = [
+            f"{self.kind} {self.src} -> {self.dst}  ({self.to}; converted: "
+            f"{', '.join(self.converted) or '-'})",
+            f"{'stage':<20}{'before MB':>10}{'after MB':>10}{'ratio':>7}  {'weights':<17}ops",
+        ]
+        for s in self.stages.values():
+            ops = ", ".join(f"{k} {v}" for k, v in s.ops.items()) if s.converted else "copied"
+            if s.kept_float:
+                ops += f" (kept float: {s.kept_float})"
+            prec = f"{s.precision_before}->{s.precision_after}"
+            lines.append(
+                f"{s.stage:<20}{s.size_before / 2**20:>10.2f}{s.size_after / 2**20:>10.2f}"
+                f"{s.ratio:>7.2f}  {prec:<17}{ops}"
+            )
+        if self.stages:
+            lines.append(
+                f"{'converted total':<20}{self.size_before / 2**20:>10.2f}"
+                f"{self.size_after / 2**20:>10.2f}"
+                f"{(self.size_after / self.size_before if self.size_before else math.nan):>7.2f}"
+            )
+        lines.append(
+            f"source unchanged: {'yes' if self.source_unchanged else 'NO'} "
+            f"(SHA-256 of {len(self.source_sha256)} files checked before and after)"
+        )
+        if self.runs:
+            lines.append(format_runs(self.runs))
+        for prov, f in self.fidelity.items():
+            stages = ", ".join(f"{k} {_fmt_db(v)}" for k, v in f.stage_snr_db.items())
+            verdict = "PASSED" if f.passed else "FAILED: " + "; ".join(f.reasons)
+            lines.append(
+                f"fidelity vs fp32 on {_short(prov)}: waveform SNR {_fmt_db(f.waveform_snr_db)}, "
+                f"log-mel distance {f.log_mel_distance_db:.2f} dB; stage SNR: {stages or '-'}"
+            )
+            lines.append(
+                f"  {verdict} (needs SNR >= {f.min_snr_db:g} dB, log-mel <= "
+                f"{f.max_log_mel_db:g} dB, length within {100 * MAX_LENGTH_CHANGE:g} %; "
+                f"length {100 * f.length_change:+.3f} %)"
+            )
+        if self.output_snr_db:
+            lines.append(
+                "outputs vs source on random inputs: "
+                + ", ".join(f"{k} {_fmt_db(v)}" for k, v in self.output_snr_db.items())
+            )
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (the `save` format)."""
+        d: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if f.name == "stages":
+                v = {k: dataclasses.asdict(s) for k, s in v.items()}
+            elif f.name == "runs":
+                v = [r.to_dict() for r in v]
+            elif f.name == "fidelity":
+                v = {k: fi.to_dict() for k, fi in v.items()}
+            elif f.name == "output_snr_db":
+                v = {k: _json_num(x) for k, x in v.items()}
+            d[f.name] = v
+        d["passed"] = self.passed
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ConversionReport:
+        """Inverse of `to_dict`."""
+        d = {k: v for k, v in data.items() if k != "passed"}
+        d["stages"] = {k: StageReport(**s) for k, s in d.get("stages", {}).items()}
+        d["runs"] = [RunRecord.from_dict(r) for r in d.get("runs", [])]
+        d["fidelity"] = {k: Fidelity.from_dict(f) for k, f in d.get("fidelity", {}).items()}
+        d["output_snr_db"] = {
+            k: math.nan if v is None else v for k, v in d.get("output_snr_db", {}).items()
+        }
+        return cls(**d)
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the report as JSON (strict JSON: no NaN or Infinity)."""
+        text = json.dumps(self.to_dict(), indent=2, allow_nan=False)
+        Path(path).write_text(text + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> ConversionReport:
+        """Read a report written by `save`."""
+        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def _json_num(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def _fmt_db(v: float) -> str:
+    if math.isinf(v):
+        return "identical"
+    return "n/a" if math.isnan(v) else f"{v:.1f} dB"
+
+
+def _short(provider: str) -> str:
+    return provider.replace("ExecutionProvider", "")
+
+
+def format_runs(runs: Sequence[RunRecord], reference: str = "fp32") -> str:
+    """Table of measurements with ratios to ``reference`` on the same provider.
+
+    Example:
+        >>> table = format_runs([RunRecord("fp32", "CPUExecutionProvider", size_mb=4.0,
+        ...                                p50_s=1.0)])
+        >>> table.splitlines()[1].split()
+        ['CPU', 'fp32', '4.00', '1.00', 'n/a', 'n/a', 'n/a', 'n/a', '1.000', '1.00', '-', 'ok']
+    """
+    head = (
+        f"{'provider':<9}{'precision':<10}{'size MB':>8}{'x':>5}{'load MB':>9}{'x':>5}"
+        f"{'peak MB':>9}{'x':>5}{'p50 s':>8}{'x':>5}{'GPU MB':>8} status"
+    )
+    lines = [head]
+    refs = {r.provider: r for r in runs if r.precision == reference and r.ok}
+
+    def cell(v: float | None, ref: float | None, width: int, fmt: str) -> str:
+        num = "n/a" if v is None or not math.isfinite(v) else format(v, fmt)
+        if ref is None or v is None or not (math.isfinite(v) and math.isfinite(ref)) or not ref:
+            ratio = "n/a"
+        else:
+            ratio = f"{v / ref:.2f}"
+        return f"{num:>{width}}{ratio:>5}"
+
+    for r in runs:
+        ref = refs.get(r.provider)
+        gpu = "-" if r.gpu_mem_mb is None else f"{r.gpu_mem_mb:.0f}"
+        lines.append(
+            f"{_short(r.provider):<9}{r.precision:<10}"
+            + cell(r.size_mb, ref.size_mb if ref else None, 8, ".2f")
+            + cell(r.load_delta_mb, ref.load_delta_mb if ref else None, 9, ".1f")
+            + cell(r.peak_rss_mb, ref.peak_rss_mb if ref else None, 9, ".1f")
+            + cell(r.p50_s, ref.p50_s if ref else None, 8, ".3f")
+            + f"{gpu:>8} {r.status}{(': ' + r.error) if r.error else ''}"
+        )
+    lines.append("(load MB: RSS added by creating the sessions; peak MB: RSS high-water mark)")
+    return "\n".join(lines)
+
