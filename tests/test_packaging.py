@@ -35,7 +35,7 @@ def test_the_wheel_holds_the_data_files(wheel):
     for want in ("tts_kit/_data/lexicons/ko.tsv", "tts_kit/_data/lexicons/en.tsv",
                  "tts_kit/_data/notebooks/05_tuning_report.ipynb",
                  "tts_kit/report/report_schema.json", "tts_kit/py.typed",
-                 "tts_kit/precision/convert.py"):
+                 "tts_kit/precision/conversion.py"):
         assert want in names, want
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 
@@ -15,9 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 from tts_kit import Bundle, Engine, contract, precision
 from tts_kit.audio_metrics import snr_db
 from tts_kit.precision import ConversionReport, convert, sha256_tree
-
-# The module, not the function `tts_kit.precision.convert` that the package re-exports.
-converter = importlib.import_module("tts_kit.precision.convert")
+from tts_kit.precision import conversion as converter
 
 CPU = "CPUExecutionProvider"
 NO_DP = ["text_encoder", "vector_estimator", "vocoder"]

@@ -9,7 +9,7 @@ waveform, and the SNR of every stage's output when both bundles get the same FP3
 
 The package, one concern per module:
 
-- `tts_kit.precision.convert`: the converters (ONNX Runtime's FP16 converter and dynamic
+- `tts_kit.precision.conversion`: the converters (ONNX Runtime's FP16 converter and dynamic
   INT8 quantiser), atomic output, source hashing, the single-file output check;
 - `tts_kit.precision.records`: targets, fidelity thresholds and the records
   (`StageReport`, `RunRecord`, `Fidelity`, `ConversionReport`, `format_runs`);
@@ -30,7 +30,7 @@ Example:
 
 from __future__ import annotations
 
-from .convert import (
+from .conversion import (
     INT8_MIN_WEIGHT_ELEMENTS,
     INT8_OP_TYPES,
     PRECISION_KEY,

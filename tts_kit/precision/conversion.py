@@ -26,9 +26,6 @@ files are copied; ``tts.json`` gains a ``tts_kit_precision`` record of the conve
 What `convert` measures afterwards is `tts_kit.precision.measure`'s; a single ``.onnx``
 file is instead compared with its source on random inputs here (`random_feeds`).
 
-Note: ``tts_kit.precision.convert`` is the function `convert` (the package re-exports
-it); reach this module itself with ``importlib.import_module("tts_kit.precision.convert")``.
-
 Example:
     >>> from tts_kit.precision import convert
     >>> r = convert("supertonic-3", "supertonic-3-int8", to="int8", measure=False)  # doctest: +SKIP
@@ -102,7 +99,7 @@ def sha256_tree(path: str | os.PathLike[str]) -> dict[str, str]:
 
     Example:
         >>> list(sha256_tree(__file__))
-        ['convert.py']
+        ['conversion.py']
     """
     root = Path(path)
     if root.is_file():
