@@ -6,7 +6,6 @@ Each script is run as ``python bench/NAME.py`` (this folder is then first on sys
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
 
@@ -26,25 +25,25 @@ def model_dir(args: argparse.Namespace) -> Path:
 
 def ratio(value: float | None, ref: float | None) -> str:
     """``value / ref`` to two decimals, or ``-`` when either is missing or the ref is 0."""
-    if value is None or ref is None or not ref or math.isnan(value) or math.isnan(ref):
+    from tts_kit.records import to_number
+
+    value, ref = to_number(value), to_number(ref)
+    if value is None or not ref:
         return "-"
     return f"{value / ref:.2f}"
 
 
-#: The figures the ratio tables compare, and their column heads.
-RATIO_KEYS = ("p50_ms", "p95_ms", "first_ms", "cpu_ms", "load_s", "idle_rss_mb",
-              "load_peak_rss_mb", "run_peak_rss_mb", "peak_rss_mb")
-RATIO_HEADS = ("p50", "p95", "first", "CPU ms", "load", "idle", "ld-peak", "run-peak", "peak")
-
-
 def print_ratio_table(records: list[dict], reference: str, label: str = "preset") -> None:
-    """One row per record: each of `RATIO_KEYS` over the ``reference`` preset's record."""
+    """One row per record: each cost (`tts_kit.records.COST_KEYS`) over the ``reference``
+    preset's record, headed by the costs' short names."""
+    from tts_kit.records import COLUMNS, COST_KEYS
+
     ref = next(r for r in records if r["preset"] == reference)
     print(f"\nratios to {reference} (measured in this run)")
-    print(f"{label:<28}" + "".join(f"{h:>9}" for h in RATIO_HEADS))
+    print(f"{label:<28}" + "".join(f"{COLUMNS[k].short:>9}" for k in COST_KEYS))
     for r in records:
-        print(f"{r['preset']:<28}" + "".join(f"{ratio(r[k], ref[k]):>9}" for k in RATIO_KEYS))
-    print("(CPU ms: CPU time per call, all threads; it moves less than latency when other "
+        print(f"{r['preset']:<28}" + "".join(f"{ratio(r[k], ref[k]):>9}" for k in COST_KEYS))
+    print("(CPU: CPU time per call, all threads; it moves less than latency when other "
           "processes share the cores. ld-peak / run-peak: high-water mark while loading / "
           "while serving.)")
 

@@ -114,7 +114,7 @@ const flags = JSON.parse(flagsJson);
         graph: !!graph,
         graph_img_width: img ? img.naturalWidth : 0,
         graph_status: graph ? graph.innerText.slice(0, 200) : '',
-        banner: text.includes('synthetic weights: the audio is noise; the costs are realistic'),
+        banner: text.includes(__STANDIN_NOTE__),
       };
     });
     Object.assign(result, info);
@@ -219,7 +219,10 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     exe = ensure_chromium()
     driver_dir = ensure_driver()
-    (driver_dir / "driver.js").write_text(DRIVER_JS, encoding="utf-8")
+    from tts_kit.standin import NOTE  # the banner's words, as the library spells them
+
+    driver = DRIVER_JS.replace("__STANDIN_NOTE__", json.dumps(NOTE))
+    (driver_dir / "driver.js").write_text(driver, encoding="utf-8")
 
     with tempfile.TemporaryDirectory(prefix="tts-kit-lab-") as tmp:
         tmp_p = Path(tmp)

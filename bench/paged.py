@@ -122,8 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         if r.get("status") != "ok":
             print(f"{loading:<22}{r['status']}")
             continue
-        kept = ",".join({"duration_predictor": "DP", "text_encoder": "TE", ve: "VE",
-                         "vocoder": "voc"}[s] for s in r["kept"]) or "-"
+        kept = ",".join(contract.STAGE_SHORT[s] for s in r["kept"]) or "-"
         print(f"{loading:<22}{r['peak_mb']:>7.0f}{r['idle_mb']:>7.0f}"
               f"{r['idle_over_mb']:>12.0f}{r['p50_s']:>7.2f}"
               f"{r['anon_peak_mb']:>7.0f}{ratio(r['peak_mb'], ref['peak_mb']):>8}"

@@ -85,12 +85,10 @@ def main() -> int:
     print()
     print(format_runs(runs))
     print()
-    short = {"duration_predictor": "DP", "text_encoder": "TE", "vector_estimator": "VE",
-             "vocoder": "voc"}
     print(f"{'provider':<9}{'variant':<11}{'SNR dB':>8}{'logmel dB':>10}  stage SNR dB"
           f"{'':<24}verdict")
     for name, f in fids:
-        stages = " ".join(f"{short[k]} {v:5.1f}" for k, v in f.stage_snr_db.items())
+        stages = " ".join(f"{contract.STAGE_SHORT[k]} {v:5.1f}" for k, v in f.stage_snr_db.items())
         verdict = "pass" if f.passed else "FAIL: " + "; ".join(f.reasons)
         print(f"{f.provider.replace('ExecutionProvider', ''):<9}{name:<11}"
               f"{f.waveform_snr_db:>8.1f}{f.log_mel_distance_db:>10.2f}  {stages:<36}{verdict}")

@@ -98,9 +98,9 @@ record = graph.watch(
 )
 """),
     code("""
-fields = ["status", "load_s", "idle_rss_mb", "peak_rss_mb", "first_ms", "p50_ms", "p95_ms",
-          "rtf", "cpu_percent"]
-{k: record.get(k) for k in fields}
+from tts_kit.records import select
+
+select([record])[0]  # the figures at a glance; tts_kit.records.COLUMNS says what each means
 """),
     code("graph.figure()"),
 ]
@@ -409,9 +409,9 @@ for loading in loadings:
     code("""
 import pandas as pd
 
-cols = ["loading", "status", "load_s", "idle_rss_mb", "after_rss_mb", "peak_rss_mb",
-        "first_ms", "p50_ms", "rtf"]
-pd.DataFrame([{c: r.get(c) for c in cols} for r in records.values()])
+from tts_kit.records import select
+
+pd.DataFrame(select(records.values()))
 """),
     md("""
 ## Live: a paged trial

@@ -19,6 +19,7 @@ from tts_kit.report import (
     compare_reports,
     validate_report,
 )
+from tts_kit.standin import NOTE
 
 SHA = {s: "0" * 64 for s in ("duration_predictor", "text_encoder", "vector_estimator", "vocoder")}
 
@@ -215,7 +216,7 @@ def test_cli_report_and_rerun_on_the_tiny_standin(tiny_bundle_dir, tmp_path, cap
     wavs = _b64_payloads(html, "audio/wav")
     assert pngs and all(p[:4] == b"\x89PNG" for p in pngs)
     assert wavs and wavs[0][:4] == b"RIFF"
-    assert "synthetic weights: the audio is noise; the costs are realistic" in html
+    assert NOTE in html
     assert "Error displaying widget" not in html and "Traceback" not in html
     assert not re.search(r"<script[^>]+src=\"https?://", html), "the page must stand alone"
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+#: The one version string: pyproject.toml reads it (`[tool.setuptools.dynamic]`), the CLI
+#: prints it, report.json records it.
 __version__ = "0.1.0"
 
 # Imported on first use, so `tts_kit.text` (and `tts-kit normalize`) start without

@@ -268,7 +268,7 @@ class Bundle:
 
     @property
     def is_standin(self) -> bool:
-        """True for a tts_kit stand-in (synthetic weights: its audio is noise)."""
+        """True for a tts_kit stand-in (`tts_kit.standin.NOTE` says what that means)."""
         return contract.STANDIN_KEY in self.config
 
     @property

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import contract
+from . import __version__, contract
 
 EXIT_USER_ERROR = 2
 
@@ -34,16 +34,15 @@ def _bundle(args: argparse.Namespace):
     path, source = resolve_model_dir(args.model)
     bundle = Bundle(path)
     if bundle.is_standin:
-        print(
-            f"note: using a stand-in model ({source}): synthetic weights, the audio is noise; "
-            "the costs are realistic",
-            file=sys.stderr,
-        )
+        from .standin import NOTE
+
+        print(f"note: using a stand-in model ({source}): {NOTE}", file=sys.stderr)
     return bundle
 
 
 def cmd_synth(args: argparse.Namespace) -> int:
     from .engine import Engine
+    from .records import format_timings
 
     engine = Engine(_bundle(args), normalize=not args.no_normalize, loading=args.loading)
     result = engine.synthesize(
@@ -60,8 +59,8 @@ def cmd_synth(args: argparse.Namespace) -> int:
     if result.text != " ".join(args.text.split()):
         print(f"read: {result.text}")  # what normalisation made of it (dropped characters too)
     print(f"RTF {result.rtf:.3f}  (synthesis {result.timings['total'] * 1000:.0f} ms)")
-    for stage in ("text", *contract.STAGES):
-        print(f"  {stage:<20} {result.timings.get(stage, 0.0) * 1000:8.1f} ms")
+    for stage, ms in format_timings(result.timings):
+        print(f"  {stage:<20} {ms:8.1f} ms")
     return 0
 
 
@@ -85,11 +84,11 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_standin(args: argparse.Namespace) -> int:
-    from .standin import build_standin
+    from .standin import NOTE, build_standin
 
     summary = build_standin(args.dir, scale=args.scale, seed=args.seed)
     print(summary.table())
-    print(f"built {args.dir} in {summary.build_s:.1f} s (synthetic weights: the audio is noise)")
+    print(f"built {args.dir} in {summary.build_s:.1f} s ({NOTE})")
     return 0
 
 
@@ -185,7 +184,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tts-kit", description=__doc__.split("\n")[0])
-    p.add_argument("--version", action="version", version="tts_kit 0.1.0")
+    p.add_argument("--version", action="version", version=f"tts_kit {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, fn: Callable[[argparse.Namespace], int], help: str, model: bool = True):

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 
 #: The four graphs, in pipeline order.
 STAGES: tuple[str, ...] = ("duration_predictor", "text_encoder", "vector_estimator", "vocoder")
+#: Short stage names for narrow tables and labels.
+STAGE_SHORT: dict[str, str] = {"duration_predictor": "DP", "text_encoder": "TE",
+                               "vector_estimator": "VE", "vocoder": "voc"}
 
 ONNX_DIR = "onnx"
 VOICE_DIR = "voice_styles"

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import procfacts
+from .records import format_value, heading
 from .sessions import SessionPreset
 
 #: The figures of an `Instance.claimed` row, in table order.
@@ -130,8 +131,10 @@ def format_instance_table(rows: Sequence[dict[str, Any]]) -> str:
         >>> print(format_instance_table([row]).splitlines()[2][:75])
         1 vCPU / 1 GB  lean                ok             60       90     97  0.010
     """
-    head = (f"{'instance':<15}{'preset':<20}{'status':<8}{'idle MB':>9}{'peak MB':>9}"
-            f"{'CPU %':>7}{'RTF':>7}   | claimed by the article: idle  peak  CPU %  RTF")
+    idle, peak, cpu, rtf = (heading(k) for k in ("idle_rss_mb", "peak_rss_mb", "cpu_percent",
+                                                 "rtf"))
+    head = (f"{'instance':<15}{'preset':<20}{'status':<8}{idle:>9}{peak:>9}{cpu:>7}{rtf:>7}"
+            "   | claimed by the article: idle  peak  CPU %  RTF")
     lines = [head, "-" * len(head)]
     for r in rows:
         c = r.get("claimed") or {}
@@ -144,8 +147,10 @@ def format_instance_table(rows: Sequence[dict[str, Any]]) -> str:
             continue
         lines.append(
             f"{r['instance']:<15}{str(r.get('preset')):<20}{str(r.get('status')):<8}"
-            f"{_fmt(r.get('idle_rss_mb'), '9.0f')}{_fmt(r.get('peak_rss_mb'), '9.0f')}"
-            f"{_fmt(r.get('cpu_share_percent'), '7.0f')}{_fmt(r.get('rtf'), '7.3f')}   |"
+            f"{format_value('idle_rss_mb', r.get('idle_rss_mb')):>9}"
+            f"{format_value('peak_rss_mb', r.get('peak_rss_mb')):>9}"
+            f"{format_value('cpu_percent', r.get('cpu_share_percent')):>7}"
+            f"{format_value('rtf', r.get('rtf')):>7}   |"
             f"{claimed}"
         )
     outcomes = [(i, i.claimed["outcome"]) for i in ARTICLE_INSTANCES if "outcome" in i.claimed]

@@ -390,16 +390,8 @@ class StageCosts:
         return pd.DataFrame(self.rows()).set_index("stage")
 
     def split(self) -> dict[str, float]:
-        """The measured split in percent, in the article's terms as far as they map:
-        weights and sessions = sum of ``load_mb``, working memory = sum of ``run_mb``,
-        runtime = RSS before any session."""
-        parts = {
-            "weights and sessions (load)": sum(c.load_mb for c in self.stages.values()),
-            "working memory (run)": sum(c.run_mb for c in self.stages.values()),
-            "runtime": self.runtime_mb if math.isfinite(self.runtime_mb) else 0.0,
-        }
-        total = sum(parts.values()) or 1.0
-        return {k: 100.0 * v / total for k, v in parts.items()}
+        """`memory_split` of these costs: the measured split in percent."""
+        return memory_split(self.stages, self.runtime_mb)
 
     def table(self) -> str:
         """Aligned text table of the costs (MB)."""
@@ -436,6 +428,43 @@ def estimate_costs_mb(sizes_bytes: Mapping[str, int] | Any) -> dict[str, float]:
     return {s: round(1.1 * b / MIB + 2.0, 1) for s, b in sizes.items()}
 
 
+def cost_parts(cost: Any) -> tuple[float, float]:
+    """(load MB, run MB) of one stage's cost: a `StageCost`, a mapping with ``load_mb``
+    (and ``run_mb``, default 0), or a plain number of MB (all load).
+
+    The one reading of a stage cost: the budget policy, the split and the plots use it.
+
+    Example:
+        >>> cost_parts({"load_mb": 30, "run_mb": 12}), cost_parts(50)
+        ((30.0, 12.0), (50.0, 0.0))
+    """
+    if isinstance(cost, Mapping) or hasattr(cost, "load_mb"):
+        parts = cost if isinstance(cost, Mapping) else vars(cost)
+        if "load_mb" not in parts:
+            raise ValueError(f"a stage cost needs load_mb (and run_mb), got {cost!r}")
+        return float(parts["load_mb"]), float(parts.get("run_mb", 0.0) or 0.0)
+    return float(cost), 0.0
+
+
+def memory_split(costs: Mapping[str, Any], runtime_mb: float | None = None
+                 ) -> dict[str, float]:
+    """The measured memory split in percent, in the article's terms as far as they map:
+    weights and sessions = the stages' load MB, working memory = their run MB, runtime =
+    RSS before any session (left out when unknown). ``costs``: stage -> cost (`cost_parts`).
+
+    Example:
+        >>> memory_split({"vocoder": {"load_mb": 30, "run_mb": 10}}, runtime_mb=60)
+        {'weights and sessions (load)': 30.0, 'working memory (run)': 10.0, 'runtime': 60.0}
+    """
+    parts = [cost_parts(c) for c in costs.values()]
+    mb = {"weights and sessions (load)": sum(p[0] for p in parts),
+          "working memory (run)": sum(p[1] for p in parts)}
+    if runtime_mb is not None and math.isfinite(runtime_mb) and runtime_mb > 0:
+        mb["runtime"] = float(runtime_mb)
+    total = sum(mb.values()) or 1.0
+    return {k: 100.0 * v / total for k, v in mb.items()}
+
+
 def resident_costs_mb(costs: Mapping[str, Any] | StageCosts | None, bundle: Any
                       ) -> dict[str, float]:
     """Resident MB per stage for the budget: measured where given, estimated for the rest.
@@ -459,11 +488,8 @@ def resident_costs_mb(costs: Mapping[str, Any] | StageCosts | None, bundle: Any
                 f"stage_costs_mb names unknown stage '{stage}'; stages are {list(contract.STAGES)}"
             )
         try:
-            if isinstance(cost, Mapping) or hasattr(cost, "load_mb"):
-                parts = cost if isinstance(cost, Mapping) else vars(cost)
-                run = float(parts.get("run_mb", 0.0) or 0.0)
-                cost = float(parts.get("load_mb", math.nan)) + max(run, 0.0)
-            value = float(cost)
+            load, run = cost_parts(cost)
+            value = load + max(run, 0.0)  # a kept session's arena holds its run's memory
         except (TypeError, ValueError):
             value = math.nan
         if not value >= 0 or not math.isfinite(value):

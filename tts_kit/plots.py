@@ -18,7 +18,6 @@ Example:
 from __future__ import annotations
 
 import io
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -27,6 +26,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from . import contract
+from .records import PARETO_X, PARETO_Y, pareto_front, to_number
+from .records import label as axis_label
 
 #: One colour per pipeline stage (and for text processing), reused by every figure.
 STAGE_COLORS: dict[str, str] = {
@@ -35,13 +36,6 @@ STAGE_COLORS: dict[str, str] = {
     "text_encoder": "#2ca02c",
     "vector_estimator": "#d62728",
     "vocoder": "#9467bd",
-}
-_SHORT = {
-    "duration_predictor": "DP",
-    "text_encoder": "TE",
-    "vector_estimator": "VE",
-    "vocoder": "voc",
-    "text": "text",
 }
 _VERBS = ("load", "run", "release")
 
@@ -178,13 +172,13 @@ def memory_timeline(
                     xytext=(-2 if right else 2, 0), textcoords="offset points")
     if ts.size:
         ax.plot(ts, rss, color="black", lw=1.4, label="RSS (sampled)")
-    if baseline_mb is not None and not _nan(baseline_mb):
+    if to_number(baseline_mb) is not None:
         ax.axhline(baseline_mb, color="#777", ls="-.", lw=1,
                    label=f"after imports {baseline_mb:.0f} MB")
-    if peak_mb is not None and not _nan(peak_mb):
+    if to_number(peak_mb) is not None:
         ax.axhline(peak_mb, color="black", ls=":", lw=1, label=f"peak (HWM) {peak_mb:.0f} MB")
     data_top = max([v for v in (*rss.tolist(), peak_mb, baseline_mb)
-                    if v is not None and not _nan(v)], default=1.0)
+                    if to_number(v) is not None], default=1.0)
     top = data_top * 1.15
     if budget_mb:
         if budget_mb <= data_top * 2.5:
@@ -212,14 +206,6 @@ def memory_timeline(
     if title:
         ax.set_title(title, fontsize=10)
     return fig
-
-
-def _nan(v: Any) -> bool:
-    return isinstance(v, float) and math.isnan(v)
-
-
-def _finite(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _timings_of(obj: Any) -> dict[str, float]:
@@ -280,44 +266,21 @@ def stage_times(
     return fig
 
 
-def _key(rec: Mapping[str, Any]) -> tuple:
-    return tuple(rec.get(k) for k in ("preset", "cpus", "loading", "steps", "batch"))
-
-
-def pareto_front(
-    records: Sequence[Mapping[str, Any]], x: str = "peak_rss_mb", y: str = "p50_ms"
-) -> list[int]:
-    """Indices of the records no other record beats on both ``x`` and ``y`` (lower is better).
-
-    Example:
-        >>> pareto_front([{"peak_rss_mb": 1, "p50_ms": 5}, {"peak_rss_mb": 2, "p50_ms": 6},
-        ...               {"peak_rss_mb": 3, "p50_ms": 1}])
-        [0, 2]
-    """
-    pts = [(i, r[x], r[y]) for i, r in enumerate(records)
-           if r.get("status", "ok") == "ok" and r.get(x) is not None and r.get(y) is not None]
-    front = []
-    for i, xi, yi in pts:
-        dominated = any((xj <= xi and yj <= yi) and (xj < xi or yj < yi) for _, xj, yj in pts)
-        if not dominated:
-            front.append(i)
-    return front
-
-
 def pareto(
     records: Sequence[Mapping[str, Any]],
     recommended: Mapping[str, Any] | None = None,
     budget_mb: float | None = None,
-    x: str = "peak_rss_mb",
-    y: str = "p50_ms",
+    x: str = PARETO_X,
+    y: str = PARETO_Y,
     title: str | None = "latency against peak memory",
     fig: Figure | None = None,
 ) -> Figure:
     """Latency vs peak RSS for every trial, the Pareto front, the budget and the pick.
 
-    Records use the keys of `tts_kit.tune.trial` (``preset``, ``cpus``, ``status``,
-    ``peak_rss_mb``, ``p50_ms`` ...). A record's ``pareto`` flag is used when present,
-    else the front is computed here. Trials that did not finish are listed in the title.
+    Records use the keys of `tts_kit.records` (``preset``, ``cpus``, ``status``, ``x``,
+    ``y`` ...); the axes are labelled with `tts_kit.records.label`. A record's ``pareto``
+    flag is used when present, else `tts_kit.records.pareto_front` gives the front.
+    Trials that did not finish are listed in the title.
 
     Example:
         >>> recs = [{"preset": "a", "cpus": 1, "status": "ok", "peak_rss_mb": 100, "p50_ms": 9},
@@ -367,8 +330,8 @@ def pareto(
                     (recommended[x], recommended[y]), xytext=(8, 8),
                     textcoords="offset points", fontsize=8)
     failed = [r for r in records if r.get("status", "ok") != "ok"]
-    ax.set_xlabel("peak RSS (MB)" if x == "peak_rss_mb" else x)
-    ax.set_ylabel("p50 latency (ms)" if y == "p50_ms" else y)
+    ax.set_xlabel(axis_label(x))
+    ax.set_ylabel(axis_label(y))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="best")
     if title:
@@ -379,15 +342,6 @@ def pareto(
             )
         ax.set_title(title + extra, fontsize=10)
     return fig
-
-
-def _cost_parts(cost: Any) -> tuple[float, float]:
-    """(load MB, run MB) from one stage's cost, whatever shape `stage_costs` gives it."""
-    if isinstance(cost, (int, float)):
-        return float(cost), 0.0
-    load = _get(cost, "load_mb", _get(cost, "load", 0.0)) or 0.0
-    run = _get(cost, "run_mb", _get(cost, "run", 0.0)) or 0.0
-    return float(load), float(run)
 
 
 def stage_costs(
@@ -416,19 +370,19 @@ def stage_costs(
         2
     """
     if hasattr(costs, "stages") and not isinstance(costs, Mapping):
-        if runtime_mb is None and _finite(getattr(costs, "runtime_mb", None)):
+        if runtime_mb is None and to_number(getattr(costs, "runtime_mb", None)) is not None:
             runtime_mb = costs.runtime_mb
         if article_split == "claimed":
             article_split = getattr(costs, "claimed_split", None) or "claimed"
         costs = costs.stages
-    if article_split == "claimed":
-        from .loading import ARTICLE_SPLIT_CLAIMED
+    from .loading import ARTICLE_SPLIT_CLAIMED, cost_parts, memory_split
 
+    if article_split == "claimed":
         article_split = ARTICLE_SPLIT_CLAIMED
     stages = [s for s in contract.STAGES if s in costs] + [
         s for s in costs if s not in contract.STAGES
     ]
-    parts = {s: _cost_parts(costs[s]) for s in stages}
+    parts = {s: cost_parts(costs[s]) for s in stages}
     if fig is None:
         fig = _figure(10, 3.8)
     else:
@@ -453,12 +407,7 @@ def stage_costs(
     if title:
         ax.set_title(title, fontsize=10)
     # Right: the measured split in the article's vocabulary, as far as it maps.
-    measured = {"weights + sessions (load)": float(load.sum()),
-                "working memory (run)": float(run.sum())}
-    if runtime_mb:
-        measured["runtime (imports)"] = float(runtime_mb)
-    total = sum(measured.values()) or 1.0
-    bars = [("measured", {k: 100 * v / total for k, v in measured.items()})]
+    bars = [("measured", memory_split(costs, runtime_mb))]
     if article_split:
         bars.append(("article (claimed)", dict(article_split)))
     palette = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860"]

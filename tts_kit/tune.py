@@ -7,31 +7,8 @@ calls, RTF, peak RSS and CPU use. A *sweep* runs a grid of trials (presets x cpu
 batch sizes x steps x load policies), marks the Pareto front of p50 latency against
 peak RSS and recommends one configuration for a memory budget.
 
-Every record (a plain dict, JSON-ready) has the keys in `RECORD_KEYS`:
-
-- ``preset``, ``cpus``, ``loading``, ``steps``, ``batch_size``, ``mem_budget_mb``: the
-  configuration (``cpus`` None: not pinned).
-- ``status``: ``ok``, ``oom``, ``timeout`` or ``error``; ``error``: one line.
-- ``load_s``: creating the engine (for ``resident``, all four sessions).
-- ``idle_rss_mb``: RSS after the load and a garbage collection, before any request.
-- ``after_rss_mb``: RSS after the last request and a garbage collection: what the process
-  holds between requests (under ``paged`` the sessions are gone again; under
-  ``resident`` the arenas keep what the requests grew).
-- ``peak_rss_mb``: the trial process's RSS high-water mark (at the kill for ``oom``).
-- ``first_ms``; ``p50_ms``, ``p95_ms`` over ``repeats`` further calls of the same batch.
-- ``rtf``: p50 wall time / seconds of audio the batch produced (lower is faster).
-- ``cpu_percent``: CPU time over the steady calls / their wall time x 100, all threads
-  summed as ``top`` shows it (200 = two cores busy). Divide by ``cpus`` for the share
-  of the (emulated) machine.
-- ``cpu_ms``: CPU time per steady call (all threads). Unlike latency it hardly changes
-  when other processes compete for the cores, so it compares presets on a busy machine.
-- ``load_peak_rss_mb`` / ``run_peak_rss_mb``: the high-water mark while loading, and
-  while serving requests (first and steady calls); ``peak_rss_mb`` is the larger.
-- ``stage_costs_mb``: the per-stage resident costs a ``budget`` policy was given (None:
-  estimated from the file sizes).
-- ``threads``: the intra-op threads the sessions got; ``audio_s``; ``repeats``;
-  ``wall_s``; ``pareto`` (sweeps only); ``timeline`` and ``events`` (the harness's
-  RSS samples and the engine's stage events, for plots).
+Every record is a plain, JSON-ready dict with the keys in `RECORD_KEYS`; what each
+means, its unit and label are in `tts_kit.records` (`TrialRecord`, `COLUMNS`).
 
 Trials must not share cores: a sweep runs them one after another by default. A
 `concurrent.futures.Executor` may run them elsewhere (e.g. a Dask
@@ -61,15 +38,9 @@ from typing import Any
 from . import events, procfacts
 from .loading import LoadPolicy
 from .measure import run_isolated
+from .records import PARETO_X, PARETO_Y, RECORD_KEYS, TABLE_KEYS, pareto_front, to_number
+from .records import table as records_table
 from .sessions import SessionPreset, get_preset
-
-#: Keys every trial record has (plus ``timeline``/``events``, and ``pareto`` in sweeps).
-RECORD_KEYS: tuple[str, ...] = (
-    "preset", "cpus", "loading", "steps", "batch_size", "mem_budget_mb", "status", "error",
-    "load_s", "idle_rss_mb", "after_rss_mb", "peak_rss_mb", "first_ms", "p50_ms", "p95_ms", "rtf",
-    "cpu_percent", "cpu_ms", "load_peak_rss_mb", "run_peak_rss_mb", "threads", "audio_s",
-    "repeats", "wall_s", "stage_costs_mb",
-)
 
 #: Texts a trial reads when none are given (English): a batch of N takes the first N, so
 #: the default batch of one is the mid-length sentence (about 5 s of audio).
@@ -247,12 +218,12 @@ def trial(
     record.update(
         preset=pdict["name"], cpus=cpus, loading=label, steps=steps, batch_size=batch_size,
         mem_budget_mb=mem_budget_mb, status=m.status, error=m.error, repeats=repeats,
-        peak_rss_mb=_num(m.peak_rss_mb), wall_s=_num(m.wall_s),
+        peak_rss_mb=to_number(m.peak_rss_mb), wall_s=to_number(m.wall_s),
         stage_costs_mb=dict(stage_costs_mb) if stage_costs_mb else None,
     )
     if m.ok and isinstance(m.result, dict):
         for k, v in m.result.items():
-            record[k] = _num(v) if isinstance(v, float) else v
+            record[k] = to_number(v) if isinstance(v, float) else v
         # The child reset its high-water mark after loading: the harness saw the requests'.
         peaks = [p for p in (record["peak_rss_mb"], record["load_peak_rss_mb"]) if p is not None]
         record["peak_rss_mb"] = max(peaks) if peaks else None
@@ -263,21 +234,14 @@ def trial(
             record["load_s"] = loaded[0] - m.work_start_s
             after = [rss for t, rss in m.timeline if t >= loaded[0]]
             record["idle_rss_mb"] = after[0] if after else None
-        record["cpu_percent"] = _num(m.cpu_percent)
+        record["cpu_percent"] = to_number(m.cpu_percent)
     record["timeline"] = [list(p) for p in m.timeline]
     record["events"] = [list(e) for e in m.events]
     return record
 
 
-def _num(value: Any) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return None if math.isnan(value) else value
-
-
 def mark_pareto(
-    records: list[dict[str, Any]], x: str = "peak_rss_mb", y: str = "p50_ms"
+    records: list[dict[str, Any]], x: str = PARETO_X, y: str = PARETO_Y
 ) -> list[dict[str, Any]]:
     """Set ``pareto`` on each record: True when no finished trial is at least as good on
     both ``x`` and ``y`` and better on one. Unfinished trials are never on the front.
@@ -288,24 +252,10 @@ def mark_pareto(
         >>> [r["pareto"] for r in recs]
         [True, False]
     """
-    ok = [r for r in records if r.get("status") == "ok" and r.get(x) is not None
-          and r.get(y) is not None]
-    for r in records:
-        r["pareto"] = r in ok and not any(
-            o[x] <= r[x] and o[y] <= r[y] and (o[x] < r[x] or o[y] < r[y]) for o in ok
-        )
+    front = set(pareto_front(records, x, y))
+    for i, r in enumerate(records):
+        r["pareto"] = i in front
     return records
-
-
-_TABLE_COLUMNS = (
-    ("preset", "preset", "{}"), ("cpus", "cpus", "{}"), ("loading", "loading", "{}"),
-    ("batch_size", "bs", "{}"), ("steps", "steps", "{}"), ("status", "status", "{}"),
-    ("load_s", "load s", "{:.2f}"), ("idle_rss_mb", "idle MB", "{:.0f}"),
-    ("after_rss_mb", "after MB", "{:.0f}"),
-    ("peak_rss_mb", "peak MB", "{:.0f}"), ("first_ms", "first ms", "{:.0f}"),
-    ("p50_ms", "p50 ms", "{:.0f}"), ("p95_ms", "p95 ms", "{:.0f}"), ("rtf", "RTF", "{:.3f}"),
-    ("cpu_percent", "CPU %", "{:.0f}"), ("cpu_ms", "CPU ms", "{:.0f}"), ("pareto", "pareto", "{}"),
-)
 
 
 def format_table(records: Iterable[dict[str, Any]]) -> str:
@@ -318,28 +268,8 @@ def format_table(records: Iterable[dict[str, Any]]) -> str:
         ('lean', 'ok')
     """
     records = list(records)
-    cols = [c for c in _TABLE_COLUMNS if c[0] != "pareto" or any("pareto" in r for r in records)]
-    rows = [[head for _, head, _ in cols]]
-    for r in records:
-        row = []
-        for key, _, fmt in cols:
-            v = r.get(key)
-            if key == "pareto":
-                row.append("*" if v else "")
-            elif key == "cpus" and v is None:
-                row.append("all")
-            elif v is None or (isinstance(v, float) and math.isnan(v)):
-                row.append("-")
-            else:
-                row.append(fmt.format(v))
-        rows.append(row)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(cols))]
-    lines = []
-    for row in rows:
-        cells = [
-            c.ljust(w) if i < 6 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))
-        ]
-        lines.append("  ".join(cells).rstrip())
+    keys = [k for k in TABLE_KEYS if k != "pareto" or any("pareto" in r for r in records)]
+    lines = [records_table(records, keys)]
     errors = [f"  {r.get('preset')} cpus={r.get('cpus')}: {r.get('status')}: {r['error']}"
               for r in records if r.get("status") != "ok" and r.get("error")]
     return "\n".join(lines + (["not finished:", *errors] if errors else []))

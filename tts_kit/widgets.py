@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import html
-import math
 import os
 import threading
 import time
@@ -29,9 +28,7 @@ from IPython.display import HTML
 
 from . import contract, plots, procfacts
 from .bundle import Bundle
-
-#: The banner every notebook shows when the model is a stand-in.
-STANDIN_BANNER = "synthetic weights: the audio is noise; the costs are realistic"
+from .records import SUMMARY_KEYS, format_timings, format_value, heading, select, to_number
 
 
 def banner(bundle: Bundle, source: str | None = None) -> HTML:
@@ -43,6 +40,8 @@ def banner(bundle: Bundle, source: str | None = None) -> HTML:
         >>> banner(Bundle.discover()).data.count("synthetic weights")  # doctest: +SKIP
         1
     """
+    from .standin import NOTE
+
     where = html.escape(str(bundle.path))
     src = f" ({html.escape(source)})" if source else ""
     if bundle.is_standin:
@@ -51,7 +50,7 @@ def banner(bundle: Bundle, source: str | None = None) -> HTML:
         body = (
             f"<b>Stand-in model</b> (scale <code>{scale}</code>, "
             f"{bundle.params / 1e6:.1f} M parameters) at <code>{where}</code>{src}: "
-            f"<b>{STANDIN_BANNER}</b>. Set <code>TTS_KIT_MODEL_DIR</code> or the "
+            f"<b>{NOTE}</b>. Set <code>TTS_KIT_MODEL_DIR</code> or the "
             "<code>model_dir</code> parameter to use the real model."
         )
         style = "background:#fff3cd;border:2px solid #d39e00;color:#5c4400"
@@ -95,11 +94,8 @@ class _StaticFallback:
 def _timings_html(timings: dict[str, float], duration_s: float | None = None) -> str:
     rows = []
     total = timings.get("total", 0.0)
-    for stage in ("text", *contract.STAGES):
-        if stage not in timings:
-            continue
-        ms = timings[stage] * 1000
-        pct = 100 * timings[stage] / total if total else 0
+    for stage, ms in format_timings(timings):
+        pct = 100 * ms / (1000 * total) if total else 0
         color = plots.STAGE_COLORS.get(stage, "#777")
         rows.append(
             f"<tr><td>{stage}</td><td style='text-align:right'>{ms:.1f} ms</td>"
@@ -456,23 +452,16 @@ class LiveMemoryGraph(W.VBox):
             self.show(self.live_samples)
         status = plots._get(result, "status", "ok") if result is not None else "ok"
         peak = plots._get(result, "peak_rss_mb") if result is not None else None
-        peak_txt = "" if peak is None or (isinstance(peak, float) and math.isnan(peak)) else (
-            f", peak RSS {peak:.0f} MB")
+        peak_txt = "" if to_number(peak) is None else f", peak RSS {peak:.0f} MB"
         self.status.value = f"done in {wall_s:.1f} s: status <b>{status}</b>{peak_txt}"
 
 
 def _records_html(records: Sequence[dict[str, Any]]) -> str:
-    cols = ["preset", "cpus", "loading", "status", "load_s", "idle_rss_mb", "peak_rss_mb",
-            "first_ms", "p50_ms", "p95_ms", "rtf", "cpu_percent"]
-
-    def cell(v: Any) -> str:
-        if isinstance(v, float):
-            return "" if math.isnan(v) else f"{v:.3g}" if abs(v) < 10 else f"{v:.0f}"
-        return html.escape("" if v is None else str(v))
-
-    head = "".join(f"<th>{c}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(f"<td>{cell(r.get(c))}</td>" for c in cols) + "</tr>"
-                   for r in records)
+    rows = select(records, SUMMARY_KEYS)
+    cols = list(rows[0]) if rows else []
+    head = "".join(f"<th>{html.escape(heading(c))}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(format_value(c, r[c]))}</td>"
+                                    for c in cols) + "</tr>" for r in rows)
     return f"<table style='font-size:11px'><tr>{head}</tr>{body}</table>"
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import contract
+from ..records import to_number
 
 #: Conversion targets.
 TARGETS: tuple[str, ...] = ("fp16", "int8")
@@ -433,9 +434,8 @@ class ConversionReport:
 
 
 def _json_num(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v
+    # Strings, ints and None pass; a float goes through the one NaN rule.
+    return to_number(v) if isinstance(v, float) else v
 
 
 def _fmt_db(v: float) -> str:

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__, procfacts
+from ..records import COLUMNS, LATENCY_KEYS, MEMORY_KEYS, SUMMARY_KEYS, select, to_number
 from .spec import ReportError, SweepSpec
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ class Noise:
             20.0
         """
         base = abs(float(old.get(metric) or 0.0))
-        if metric in _MEMORY:
+        if metric in MEMORY_KEYS:
             return max(self.memory_rel * base, self.memory_abs_mb)
         if metric == "cpu_percent":
             return self.cpu_abs
@@ -109,7 +110,7 @@ class Noise:
             (1.0, 0.0)
         """
         cpu = rec.get("cpu_percent")
-        if not _finite(cpu) or cpu <= 0:
+        if to_number(cpu) is None or cpu <= 0:
             return 0.0
         return min(self.max_starvation, max(0.0, 100.0 / float(cpu) - 1.0))
 
@@ -118,20 +119,15 @@ class Noise:
         return dataclasses.asdict(self)
 
 
-_LATENCY = ("load_s", "first_ms", "p50_ms", "p95_ms", "rtf")
-_MEMORY = ("idle_rss_mb", "after_rss_mb", "peak_rss_mb")
-METRICS: tuple[str, ...] = (*_LATENCY, *_MEMORY, "cpu_percent")
+#: The figures a rerun compares: latency, memory (RSS) and CPU use.
+METRICS: tuple[str, ...] = (*LATENCY_KEYS, *MEMORY_KEYS, "cpu_percent")
 
 
 def _spread(rec: Mapping[str, Any]) -> float:
     p50, p95 = rec.get("p50_ms"), rec.get("p95_ms")
-    if not p50 or p95 is None or not _finite(p50) or not _finite(p95):
+    if not p50 or to_number(p50) is None or to_number(p95) is None:
         return 0.0
     return max(0.0, (float(p95) - float(p50)) / float(p50))
-
-
-def _finite(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 # -- environment ------------------------------------------------------------------------
@@ -346,14 +342,10 @@ class TuningReport:
         """The records as a pandas DataFrame (pandas is part of the notebooks extra)."""
         import pandas as pd
 
-        cols = ["preset", "cpus", "loading", "steps", "status", "load_s", "idle_rss_mb",
-                "peak_rss_mb", "first_ms", "p50_ms", "p95_ms", "rtf", "cpu_percent", "pareto"]
-        df = pd.DataFrame(self.records)
-        df = df[[c for c in cols if c in df.columns]]
+        df = pd.DataFrame(select(self.records, SUMMARY_KEYS))
         # Shown to a reader: the precision the measurement has, not float noise.
-        digits = {"load_s": 3, "idle_rss_mb": 1, "peak_rss_mb": 1, "first_ms": 1,
-                  "p50_ms": 1, "p95_ms": 1, "rtf": 4, "cpu_percent": 0}
-        return df.round({k: v for k, v in digits.items() if k in df.columns})
+        return df.round({k: COLUMNS[k].digits for k in df.columns
+                         if COLUMNS[k].digits is not None})
 
     def pareto_figure(self) -> Any:
         """`tts_kit.plots.pareto` of the records, the budget and the recommendation."""

@@ -28,7 +28,8 @@ from typing import Any
 
 from .. import contract
 from ..bundle import Bundle, resolve_model_dir
-from .document import METRICS, Noise, TuningReport, _finite, key_text, record_key
+from ..records import to_number
+from .document import METRICS, Noise, TuningReport, key_text, record_key
 from .make import make_report, run_tuning
 from .spec import SweepSpec
 
@@ -149,7 +150,7 @@ def compare_reports(old: TuningReport, new: TuningReport, noise: Noise | None = 
             continue
         for metric in METRICS:
             va, vb = a.get(metric), b.get(metric)
-            if not (_finite(va) and _finite(vb)):
+            if to_number(va) is None or to_number(vb) is None:
                 continue
             compared += 1
             limit = noise.threshold(metric, a, b)
@@ -182,7 +183,8 @@ CONTENTION_CPU_PERCENT = 60.0
 
 def _contention(label: str, rep: TuningReport) -> str:
     starved = [r for r in rep.records if r.get("status") == "ok"
-               and _finite(r.get("cpu_percent")) and r["cpu_percent"] < CONTENTION_CPU_PERCENT]
+               and to_number(r.get("cpu_percent")) is not None
+               and r["cpu_percent"] < CONTENTION_CPU_PERCENT]
     if not starved:
         return ""
     lo = min(r["cpu_percent"] for r in starved)
@@ -210,7 +212,8 @@ def _recommendation_holds(
         return False, (f"the report's pick {key_text(ka)} did not finish now; "
                        f"this machine recommends {key_text(kb)}"), None
     budget = new.spec.mem_budget_mb
-    if budget is not None and _finite(again.get("peak_rss_mb")) and again["peak_rss_mb"] > budget:
+    peak = to_number(again.get("peak_rss_mb"))
+    if budget is not None and peak is not None and peak > budget:
         return False, (f"the report's pick {key_text(ka)} now peaks at "
                        f"{again['peak_rss_mb']:.0f} MB, over the {budget:.0f} MB budget"), None
     limit = noise.threshold("p50_ms", b, again)
@@ -229,8 +232,8 @@ def _settle(contested: tuple[tuple[Any, ...], tuple[Any, ...]],
     import statistics
 
     ka, kb = contested
-    pa = [x for x in rounds.get(ka, ()) if _finite(x)]
-    pb = [x for x in rounds.get(kb, ()) if _finite(x)]
+    pa = [x for x in rounds.get(ka, ()) if to_number(x) is not None]
+    pb = [x for x in rounds.get(kb, ()) if to_number(x) is not None]
     if not pa or not pb:
         return False, (f"this machine recommends {key_text(kb)}; the head-to-head rounds of the "
                        f"report's pick {key_text(ka)} did not finish")
@@ -284,7 +287,7 @@ def head_to_head(
                             steps=steps or contract.DEFAULT_STEPS, batch_size=batch or 1,
                             repeats=spec.repeats, seed=spec.seed, lang=spec.lang,
                             voice=spec.voice)
-                ok = rec["status"] == "ok" and _finite(rec.get("p50_ms"))
+                ok = rec["status"] == "ok" and to_number(rec.get("p50_ms")) is not None
                 out[key].append(float(rec["p50_ms"]) if ok else math.nan)
                 bar.update()
     finally:
