@@ -55,9 +55,10 @@ def sweep_against(model: Path, presets: list, args: argparse.Namespace, referenc
     import json
 
     from tts_kit.tune import format_table, sweep
+    from tts_kit.workload import Workload
 
-    result = sweep(model, presets, cpus=(args.cpus,), steps=(args.steps,),
-                   loadings=(loading,), repeats=args.repeats, progress=True)
+    result = sweep(model, presets, Workload(steps=args.steps, repeats=args.repeats),
+                   cpus=(args.cpus,), loadings=(loading,), progress=True)
     print(f"bundle: {model}  cpus: {args.cpus or 'all'}  steps: {args.steps}  "
           f"repeats: {args.repeats}  loading: {loading}\n")
     print(format_table(result.records))

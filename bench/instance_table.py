@@ -23,6 +23,7 @@ from _common import add_model_args, model_dir
 def main(argv: list[str] | None = None) -> int:
     from tts_kit import procfacts
     from tts_kit.instances import format_instance_table, instance_table
+    from tts_kit.workload import Workload
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_model_args(ap)
@@ -36,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     presets = [p.strip() for p in args.presets.split(",") if p.strip()]
     print(f"bundle: {model}  steps: {args.steps}  repeats: {args.repeats}  "
           f"machine: {len(procfacts.allowed_cpus())} core(s)\n")
-    rows = instance_table(model, presets, steps=args.steps, repeats=args.repeats)
+    rows = instance_table(model, presets, Workload(steps=args.steps, repeats=args.repeats))
     print(format_instance_table(rows))
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows}, indent=2) + "\n")

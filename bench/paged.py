@@ -48,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     from tts_kit.measure import run_isolated
     from tts_kit.sessions import get_preset
     from tts_kit.stage_costs import probe_policy, stage_costs
+    from tts_kit.workload import Workload
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_model_args(ap)
@@ -69,7 +70,9 @@ def main(argv: list[str] | None = None) -> int:
           f"steps: {args.steps}  requests per policy: {args.requests}")
     print(f"external-data copies ready in {time.perf_counter() - t0:.1f} s (made once, cached)\n")
 
-    costs = stage_costs(model, args.preset, steps=args.steps, cpus=args.cpus)
+    workload = Workload(steps=args.steps)  # one workload for the costs and every policy
+    preset = get_preset(args.preset)
+    costs = stage_costs(model, preset, workload, cpus=args.cpus)
     print("stage costs (MB; one fresh process, each stage loaded, run, released in order)")
     print(costs.table())
     print("split, measured:", ", ".join(f"{k} {v:.0f}%" for k, v in costs.split().items()))
@@ -83,11 +86,10 @@ def main(argv: list[str] | None = None) -> int:
 
     loadings = ["resident", "resident+ext", "paged", "paged+notrim", "paged+noext",
                 "paged+noext+notrim", "paged+mmap", f"budget:{budget_a}", f"budget:{budget_b}"]
-    pdict = get_preset(args.preset).to_dict()
     rows: dict[str, dict] = {}
     for loading in loadings:
-        runs = [run_isolated(probe_policy, str(model), loading, pdict, None, args.requests,
-                             args.steps, stage_costs_mb=c, cpus=args.cpus, timeout_s=600)
+        runs = [run_isolated(probe_policy, str(model), loading, preset, workload, args.requests,
+                             stage_costs_mb=c, cpus=args.cpus, timeout_s=600)
                 for _ in range(max(1, args.trials))]
         bad = [m for m in runs if not m.ok]
         if bad:

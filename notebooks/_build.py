@@ -70,6 +70,7 @@ from tts_kit.widgets import Player
 
 steps = 2 if quick else 5
 engine = Engine(bundle)
+# A time and a room number: the player shows what normalisation reads out loud.
 player = Player(engine, text="The meeting starts at 10:30, in room 4.", lang="en", steps=steps)
 player
 """),
@@ -83,7 +84,8 @@ plots.stage_times(player.result, title=f"one synthesis, {steps} steps")
 ## Memory, measured in a fresh process
 
 `tune.trial` loads the model and synthesises in a new process pinned to one vCPU, so the
-numbers are the model's own and not this notebook's. The graph updates while it runs;
+numbers are the model's own and not this notebook's. What it synthesises is a `Workload`:
+here the player's sentence and settings (`player.workload()`). The graph updates while it runs;
 at the end it shows the harness's timeline with the stage events (load, run, release).
 """),
     code("""
@@ -93,8 +95,8 @@ from tts_kit.widgets import LiveMemoryGraph
 graph = LiveMemoryGraph(title="one trial in a fresh process (1 vCPU)")
 display(graph)
 record = graph.watch(
-    tune.trial, bundle, "supertonic-default", [player.text.value],
-    cpus=1, steps=steps, repeats=2 if quick else 5,
+    tune.trial, bundle, "supertonic-default", player.workload(repeats=2 if quick else 5),
+    cpus=1,
 )
 """),
     code("""
@@ -221,9 +223,11 @@ then **Run**: one isolated trial, graphed live, added to the table.
 """),
     code("""
 from tts_kit.widgets import SessionTuner
+from tts_kit.workload import Workload
 
-steps = 2 if quick else 5
-tuner = SessionTuner(bundle, steps=steps, repeats=2 if quick else 5)
+# What every trial below synthesises: the default measurement texts, language and voice.
+workload = Workload(steps=2 if quick else 5, repeats=2 if quick else 5)
+tuner = SessionTuner(bundle, workload)
 tuner
 """),
     code("""
@@ -241,8 +245,7 @@ from tts_kit import tune
 presets = ["supertonic-default", "low-memory"] if quick else list(PRESETS)
 cpus = (1,) if quick else tune.default_cpus()  # 1, 2, 4 as far as this machine's cores allow
 budget_mb = 1024
-result = tune.sweep(bundle, presets, cpus=cpus, steps=(steps,), repeats=2 if quick else 5,
-                    mem_budget_mb=budget_mb)
+result = tune.sweep(bundle, presets, workload, cpus=cpus, mem_budget_mb=budget_mb)
 result.dataframe()
 """),
     code("""
@@ -267,7 +270,7 @@ from tts_kit.instances import format_instance_table, instance_table
 
 presets = ["supertonic-default"] if quick else ["supertonic-default", "seed-2vcpu",
                                                 "low-memory", "lean"]
-rows = instance_table(bundle, presets, steps=steps, repeats=1 if quick else 3)
+rows = instance_table(bundle, presets, workload.replace(repeats=1 if quick else 3))
 print(format_instance_table(rows))
 """),
 ]
@@ -290,8 +293,7 @@ from pathlib import Path
 from tts_kit import precision
 
 work = Path(tempfile.mkdtemp(prefix="tts-kit-precision-"))
-say = ["The meeting starts at 10:30, in room 4."]
-kw = dict(texts=say, steps=2 if quick else 5, repeats=1 if quick else 3)
+kw = dict(steps=2 if quick else 5, repeats=1 if quick else 3)  # texts: precision's default
 fp16 = precision.convert(bundle.path, work / "fp16", to="fp16", **kw)
 print(fp16.table())
 """),
@@ -372,9 +374,11 @@ the memory article's estimated split (a claim, not a measurement).
     code("""
 from tts_kit import plots
 from tts_kit.stage_costs import stage_costs
+from tts_kit.workload import Workload
 
-steps = 2 if quick else 5
-costs = stage_costs(bundle, "supertonic-default", steps=steps)
+# What every measurement below synthesises (the default measurement texts and voice).
+workload = Workload(steps=2 if quick else 5, repeats=2 if quick else 3)
+costs = stage_costs(bundle, "supertonic-default", workload)
 print(costs.table())
 costs.dataframe()
 """),
@@ -394,15 +398,13 @@ timelines, hatched spans are loads, solid spans runs, dotted lines releases.
 from tts_kit import tune
 from tts_kit.loading import resident_costs_mb
 
-say = ["The meeting starts at 10:30, in room 4. Please bring the slides."]
 resident_mb = resident_costs_mb(None, bundle)
 budget = f"budget:{max(max(resident_mb.values()) * 1.2, 0.6 * sum(resident_mb.values())):.0f}"
 print("costs the budget policy uses (MB):", resident_mb, "->", budget)
 loadings = ["resident", "paged", budget] + ([] if quick else ["paged+notrim"])
 records = {}
 for loading in loadings:
-    rec = tune.trial(bundle, "supertonic-default", say, cpus=1, steps=steps,
-                     repeats=2 if quick else 3, loading=loading)
+    rec = tune.trial(bundle, "supertonic-default", workload, cpus=1, loading=loading)
     records[loading] = rec
     display(plots.memory_timeline(rec, title=f"{loading}: peak {rec['peak_rss_mb']:.0f} MB"))
 """),
@@ -424,8 +426,8 @@ from tts_kit.widgets import LiveMemoryGraph
 
 graph = LiveMemoryGraph(title="paged, live")
 display(graph)
-live = graph.watch(tune.trial, bundle, "supertonic-default", say, cpus=1, steps=steps,
-                   repeats=2 if quick else 3, loading="paged")
+live = graph.watch(tune.trial, bundle, "supertonic-default", workload, cpus=1,
+                   loading="paged")
 """),
 ]
 
@@ -483,8 +485,9 @@ from IPython.display import Audio, display
 from tts_kit import Engine
 
 engine = Engine(bundle, preset=tuning.preset_of(pick), loading=pick["loading"])
-sample = engine.synthesize(spec.texts[0], lang=spec.lang, voice=spec.voice,
-                           steps=pick["steps"], seed=spec.seed)
+work = spec.workload.replace(steps=pick["steps"])  # what the sweep synthesised
+sample = engine.synthesize(work.texts[0], lang=work.lang, voice=work.voice_for(bundle),
+                           steps=work.steps, speed=work.speed, seed=work.seed)
 display(Audio(data=sample.wav_bytes()))
 plots.stage_times(sample, title=f"{sample.duration_s:.2f} s of audio, RTF {sample.rtf:.3f}")
 """),

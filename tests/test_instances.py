@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tts_kit.instances import ARTICLE_INSTANCES, Instance, format_instance_table, instance_table
 from tts_kit.procfacts import allowed_cpus
+from tts_kit.workload import Workload
 
 
 def test_each_instance_is_measured_pinned_and_within_its_memory(tiny_bundle_dir):
@@ -11,8 +12,8 @@ def test_each_instance_is_measured_pinned_and_within_its_memory(tiny_bundle_dir)
     small = Instance("1 vCPU / 1 GB", 1, 1024, {"peak_rss_mb": 890})
     starved = Instance("1 vCPU / 40 MB", 1, 40, {})
     huge = Instance("64 vCPU", 64, 65536, {"rtf": 0.01})
-    rows = instance_table(tiny_bundle_dir, ["lean"], instances=[small, starved, huge],
-                          steps=1, repeats=1, progress=False)
+    rows = instance_table(tiny_bundle_dir, ["lean"], Workload(steps=1, repeats=1),
+                          instances=[small, starved, huge], progress=False)
     assert [r["instance"] for r in rows] == ["1 vCPU / 1 GB", "1 vCPU / 40 MB", "64 vCPU"]
     ok, oom, skipped = rows
     assert ok["status"] == "ok" and ok["threads"] == 1

@@ -146,3 +146,8 @@ def test_importing_loading_does_not_load_the_engine():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert "tts_kit.engine" not in out and "tts_kit.stage_costs" not in out, out
+
+
+def test_workload_sits_on_the_contract_only():
+    # What is synthesised is data: it must not pull in the engine, sessions or ONNX Runtime.
+    assert GRAPH["tts_kit.workload"] <= {"tts_kit.contract"}, GRAPH["tts_kit.workload"]

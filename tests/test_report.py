@@ -20,6 +20,7 @@ from tts_kit.report import (
     validate_report,
 )
 from tts_kit.standin import NOTE
+from tts_kit.workload import Workload
 
 SHA = {s: "0" * 64 for s in ("duration_predictor", "text_encoder", "vector_estimator", "vocoder")}
 
@@ -35,7 +36,8 @@ def _rec(preset: str, p50: float, peak: float, cpus: int = 1, status: str = "ok"
 def _report(records: list[dict], recommended: dict | None, budget: float = 500) -> TuningReport:
     return TuningReport(
         spec=SweepSpec(presets=sorted({r["preset"] for r in records}), cpus=[1],
-                       loadings=["resident"], steps=[2], repeats=2, mem_budget_mb=budget),
+                       loadings=["resident"], workload=Workload(steps=2, repeats=2),
+                       mem_budget_mb=budget),
         records=records,
         recommended=recommended,
         reason="lowest p50 within the budget" if recommended else "nothing fits",
@@ -56,9 +58,29 @@ def test_sweep_spec_round_trip_and_errors(tmp_path):
         SweepSpec.from_dict({"preset": ["lean"]})
     with pytest.raises(ValueError, match="'cpus' must be a non-empty list"):
         SweepSpec.from_dict({"cpus": []})
+    with pytest.raises(ValueError, match="^sweep spec: texts must be non-empty strings$"):
+        SweepSpec.from_dict({"texts": []})
+    with pytest.raises(ValueError, match="^sweep spec: repeats must be >= 1, got 0$"):
+        SweepSpec.from_dict({"repeats": 0})
+    with pytest.raises(ValueError, match="^sweep spec: steps must be an integer >= 1, got 0$"):
+        SweepSpec.from_dict({"steps": [2, 0]})
     with pytest.raises(ValueError, match="no such file"):
         SweepSpec.load(tmp_path / "missing.json")
     assert max(SweepSpec(cpus=[1, 4096]).effective().cpus) < 4096
+
+
+def test_a_spec_holds_a_workload_and_reads_the_flat_form_of_old_reports():
+    old = {"presets": ["lean"], "cpus": [1], "loadings": ["resident"], "steps": [2, 3],
+           "batch_sizes": [1], "repeats": 2, "mem_budget_mb": 512.0,
+           "texts": ["An old report's text."], "lang": "en", "voice": "M1", "seed": 4}
+    spec = SweepSpec.from_dict(old)
+    assert spec.workload == Workload(texts=["An old report's text."], voice="M1", seed=4,
+                                     repeats=2, steps=2)  # the workload keeps the first steps
+    assert {k: v for k, v in spec.to_dict().items() if k != "speed"} == old
+    assert SweepSpec.from_dict(spec.to_dict()) == spec
+    # The grid defaults to the workload's own steps and batch size.
+    assert SweepSpec(workload=Workload(steps=3, batch_size=2)).to_dict()["batch_sizes"] == [2]
+    assert SweepSpec().workload.repeats == 3 and SweepSpec().workload.voice is None
 
 
 def test_environment_fingerprint_fields():
@@ -173,8 +195,8 @@ def test_a_contested_verdict_is_settled_head_to_head():
 def test_the_library_writes_a_complete_report_without_the_notebook(tiny_bundle_dir, tmp_path):
     """Every field of report.json, the recommended trial's timeline included, comes from
     the library: no kernel, no notebook, no HTML."""
-    spec = SweepSpec(presets=["low-memory"], cpus=[1], loadings=["resident"], steps=[2],
-                     repeats=1)
+    spec = SweepSpec(presets=["low-memory"], cpus=[1], loadings=["resident"],
+                     workload=Workload(steps=2, repeats=1))
     out = tmp_path / "report"
     paths = report.make_report(out, model=tiny_bundle_dir, sweep=spec, progress=False,
                                render=False)

@@ -11,11 +11,13 @@ from tts_kit import Engine, contract
 from tts_kit.loading import StageCosts, resident_costs_mb
 from tts_kit.measure import run_isolated
 from tts_kit.stage_costs import probe_policy, stage_costs
+from tts_kit.workload import DEFAULT_TEXTS, Workload
 
 
 def test_stage_costs_on_tiny(tiny_bundle_dir):
-    costs = stage_costs(tiny_bundle_dir, "supertonic-default", steps=2)
+    costs = stage_costs(tiny_bundle_dir, "supertonic-default", Workload(steps=2))
     assert isinstance(costs, StageCosts) and list(costs.stages) == list(contract.STAGES)
+    assert (costs.text, costs.steps) == (DEFAULT_TEXTS[0], 2)  # the workload's first text
     for c in costs.stages.values():
         assert c.file_mb > 0 and math.isfinite(c.load_mb) and c.run_s > 0
     assert costs.runtime_mb > costs.imports_mb * 0.9 > 0
@@ -54,9 +56,10 @@ def medium_bundle(tmp_path_factory):
 
 
 def test_paged_memory_goes_back_and_peaks_lower(medium_bundle):
-    paged = run_isolated(probe_policy, medium_bundle, "paged", None, None, 2, 2, cpus=1,
+    two_steps = Workload(steps=2)
+    paged = run_isolated(probe_policy, medium_bundle, "paged", None, two_steps, 2, cpus=1,
                          timeout_s=120)
-    resident = run_isolated(probe_policy, medium_bundle, "resident", None, None, 1, 2, cpus=1,
+    resident = run_isolated(probe_policy, medium_bundle, "resident", None, two_steps, 1, cpus=1,
                             timeout_s=120)
     assert paged.ok, paged.error
     assert resident.ok, resident.error
@@ -72,8 +75,8 @@ def test_paged_memory_goes_back_and_peaks_lower(medium_bundle):
 def test_a_paged_trial_holds_less_between_requests(medium_bundle):
     from tts_kit.tune import trial
 
-    recs = {lo: trial(medium_bundle, "supertonic-default", cpus=1, steps=2, repeats=1,
-                      loading=lo) for lo in ("resident", "paged")}
+    recs = {lo: trial(medium_bundle, "supertonic-default", Workload(steps=2, repeats=1),
+                      cpus=1, loading=lo) for lo in ("resident", "paged")}
     assert all(r["status"] == "ok" for r in recs.values()), recs
     paged, resident = recs["paged"], recs["resident"]
     # Paged: the sessions are gone again after the requests; resident keeps them.

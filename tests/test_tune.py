@@ -15,18 +15,19 @@ from tts_kit.tune import (
     sweep,
     trial,
 )
+from tts_kit.workload import Workload
 
 TEXTS = ["The quick brown fox jumps over the lazy dog."]
 
 
 @pytest.fixture(scope="module")
 def two_presets(tiny_bundle_dir) -> SweepResult:
-    return sweep(tiny_bundle_dir, ["supertonic-default", "lean"], cpus=(1,), steps=(2,),
-                 repeats=2, texts=TEXTS, progress=False)
+    return sweep(tiny_bundle_dir, ["supertonic-default", "lean"],
+                 Workload(TEXTS, steps=2, repeats=2), cpus=(1,), progress=False)
 
 
 def test_a_trial_measures_every_key(tiny_bundle_dir):
-    rec = trial(tiny_bundle_dir, "lean", TEXTS, cpus=1, steps=2, repeats=3)
+    rec = trial(tiny_bundle_dir, "lean", Workload(TEXTS, steps=2, repeats=3), cpus=1)
     assert rec["status"] == "ok", rec["error"]
     assert set(RECORD_KEYS) <= set(rec)
     assert rec["preset"] == "lean" and rec["cpus"] == 1 and rec["loading"] == "resident"
@@ -44,8 +45,8 @@ def test_a_trial_measures_every_key(tiny_bundle_dir):
 
 
 def test_a_trial_over_its_budget_reports_oom(tiny_bundle_dir):
-    rec = trial(tiny_bundle_dir, "supertonic-default", TEXTS, mem_budget_mb=30, steps=1,
-                repeats=1)
+    rec = trial(tiny_bundle_dir, "supertonic-default", Workload(TEXTS, steps=1, repeats=1),
+                mem_budget_mb=30)
     assert rec["status"] == "oom"
     assert rec["peak_rss_mb"] > 30 and "30 MB budget" in rec["error"]
     assert rec["p50_ms"] is None
@@ -56,8 +57,8 @@ def test_bad_trial_arguments_fail_before_spawning(tiny_bundle_dir):
         trial(tiny_bundle_dir, "nope")
     with pytest.raises(ValueError, match="loading"):
         trial(tiny_bundle_dir, "lean", loading="sometimes")
-    with pytest.raises(ValueError, match="repeats"):
-        trial(tiny_bundle_dir, "lean", repeats=-1)
+    with pytest.raises(TypeError, match="workload must be a tts_kit.workload.Workload"):
+        trial(tiny_bundle_dir, "lean", TEXTS)  # texts alone are not a workload
 
 
 def test_a_sweep_marks_the_front_and_its_recommendation_fits_the_budget(two_presets):
@@ -65,6 +66,7 @@ def test_a_sweep_marks_the_front_and_its_recommendation_fits_the_budget(two_pres
     assert [r["preset"] for r in recs] == ["supertonic-default", "lean"]
     assert all(r["status"] == "ok" for r in recs), [r["error"] for r in recs]
     assert any(r["pareto"] for r in recs)
+    assert all(r["steps"] == 2 and r["repeats"] == 2 and r["batch_size"] == 1 for r in recs)
     budget = max(r["peak_rss_mb"] for r in recs) + 1
     best, reason = two_presets.recommend(budget)
     assert best in recs and best["peak_rss_mb"] <= budget
@@ -173,15 +175,15 @@ def test_nothing_finished_recommends_nothing(records, states):
 
 def test_a_sweep_runs_through_any_executor(tiny_bundle_dir, two_presets):
     with ThreadPoolExecutor(max_workers=1) as pool:
-        result = sweep(tiny_bundle_dir, ["lean"], cpus=(1,), steps=(2,), repeats=1,
-                       texts=TEXTS, progress=False, executor=pool)
+        result = sweep(tiny_bundle_dir, ["lean"], Workload(TEXTS, steps=2, repeats=1),
+                       cpus=(1,), progress=False, executor=pool)
     assert len(result.records) == 1 and result.records[0]["status"] == "ok"
     assert result.records[0]["preset"] == "lean"
 
 
 def test_a_crowded_local_executor_is_warned_about(tiny_bundle_dir):
     with ThreadPoolExecutor(max_workers=2) as pool, pytest.warns(UserWarning, match="cores"):
-        sweep(tiny_bundle_dir, ["lean"], cpus=(1,), steps=(1,), repeats=0, texts=TEXTS,
+        sweep(tiny_bundle_dir, ["lean"], Workload(TEXTS, steps=1, repeats=0), cpus=(1,),
               progress=False, executor=pool)
 
 
@@ -194,7 +196,8 @@ def test_the_dataframe_has_one_row_per_trial(two_presets):
 def test_budget_trials_get_measured_stage_costs(tiny_bundle_dir):
     from tts_kit.stage_costs import stage_costs
 
-    result = sweep(tiny_bundle_dir, ["lean"], cpus=(1,), steps=(1,), repeats=0, texts=TEXTS,
+    once = Workload(TEXTS, steps=1, repeats=0)
+    result = sweep(tiny_bundle_dir, ["lean"], once, cpus=(1,),
                    loadings=("resident", "budget:500"), progress=False)
     resident, budget = result.records
     assert resident["stage_costs_mb"] is None  # only budget policies use them
@@ -202,10 +205,10 @@ def test_budget_trials_get_measured_stage_costs(tiny_bundle_dir):
     assert budget["status"] == "ok" and set(costs) == {"duration_predictor", "text_encoder",
                                                         "vector_estimator", "vocoder"}
     # Measured, not the file-size estimate: the same order as a fresh measurement.
-    again = stage_costs(tiny_bundle_dir, "lean", steps=1).costs_mb()
+    again = stage_costs(tiny_bundle_dir, "lean", once).costs_mb()
     assert max(costs, key=costs.get) == max(again, key=again.get)
     given = {"vocoder": 7.0}
-    result = sweep(tiny_bundle_dir, ["lean"], cpus=(1,), steps=(1,), repeats=0, texts=TEXTS,
+    result = sweep(tiny_bundle_dir, ["lean"], once, cpus=(1,),
                    loadings=("budget:500",), progress=False, stage_costs_mb=given)
     assert result.records[0]["stage_costs_mb"]["vocoder"] == 7.0
     with pytest.raises(ValueError, match="unknown stage 'decoder'"):

@@ -38,6 +38,9 @@ def test_banner_names_the_standin(tiny_bundle_dir):
 def test_player_synthesises_into_an_in_memory_wav(engine):
     p = widgets.Player(engine, text="Hello there.", steps=2, seed=0)
     assert p.result is not None and p.result.duration_s > 0
+    assert p.voice.value == engine.bundle.default_voice
+    w = p.workload(repeats=1)
+    assert (w.texts, w.steps, w.seed, w.repeats, w.voice) == (("Hello there.",), 2, 0, 1, "M1")
     assert p.audio.value[:4] == b"RIFF" and p.audio.value[8:12] == b"WAVE"
     assert "RTF" in p.info.value and "vector_estimator" in p.info.value
     first = p.audio.value
@@ -93,7 +96,9 @@ def test_live_memory_graph_reraises_the_callers_error():
 
 
 def test_session_tuner_runs_one_isolated_trial(tiny_bundle_dir):
-    tuner = widgets.SessionTuner(Bundle(tiny_bundle_dir), steps=2, repeats=2)
+    from tts_kit.workload import Workload
+
+    tuner = widgets.SessionTuner(Bundle(tiny_bundle_dir), Workload(steps=2, repeats=2))
     tuner.preset.value = "low-memory"
     tuner.cpus.value = 1
     tuner.threads.value = 1
@@ -103,6 +108,7 @@ def test_session_tuner_runs_one_isolated_trial(tiny_bundle_dir):
     assert rec["preset"].startswith("low-memory")
     assert rec["peak_rss_mb"] > 0 and rec["p50_ms"] > 0
     assert "low-memory" in tuner.table.value and tuner.graph.live_samples
+    assert (rec["steps"], rec["repeats"]) == (2, 2)
 
 
 def test_widgets_carry_a_static_fallback_for_pages_without_widgets(engine):

@@ -3,7 +3,8 @@
 The entry points are `Bundle` (a validated model directory) and `Engine` (the
 four-stage pipeline). Everything else builds on them: `tts_kit.text` (normalisation),
 `tts_kit.sessions` (ONNX Runtime presets), `tts_kit.measure` (isolated measurements),
-`tts_kit.loading` (load policies), `tts_kit.stage_costs`, `tts_kit.tune`, `tts_kit.precision`,
+`tts_kit.loading` (load policies), `tts_kit.workload` (what a measurement synthesises),
+`tts_kit.stage_costs`, `tts_kit.tune`, `tts_kit.precision`,
 `tts_kit.procfacts` (process facts), `tts_kit.plots`, `tts_kit.widgets`.
 
 Example:

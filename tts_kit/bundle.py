@@ -249,6 +249,19 @@ class Bundle:
         """Voice style names, sorted (``['F1', 'M1', ...]``)."""
         return list(self._voices)
 
+    @property
+    def default_voice(self) -> str:
+        """The voice used when none is named: ``M1`` when the bundle has it, else the first.
+
+        ``M1`` is the official package's default; a bundle without it (a stand-in built
+        with other voices, a fine-tune) still has a default, so nothing has to guess.
+
+        Example:
+            >>> Bundle.discover().default_voice  # doctest: +SKIP
+            'M1'
+        """
+        return "M1" if "M1" in self._voices else self.voices[0]
+
     def voice(self, name: str) -> VoiceStyle:
         """Load (once) and return a voice style; unknown names raise ``ValueError``."""
         if name not in self._voices:

@@ -46,8 +46,8 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
     engine = Engine(_bundle(args), normalize=not args.no_normalize, loading=args.loading)
     result = engine.synthesize(
-        args.text, lang=args.lang, voice=args.voice, steps=args.steps, speed=args.speed,
-        seed=args.seed,
+        args.text, lang=args.lang, voice=args.voice or engine.bundle.default_voice,
+        steps=args.steps, speed=args.speed, seed=args.seed,
     )
     out = Path(args.output)
     if out.parent and not out.parent.exists():
@@ -116,6 +116,7 @@ def cmd_normalize(args: argparse.Namespace) -> int:
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from .tune import format_table, sweep
+    from .workload import Workload
 
     bundle = _bundle(args)
     presets = [p.strip() for p in args.presets.split(",") if p.strip()]
@@ -132,10 +133,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
             raise UserError(f"--stage-costs {args.stage_costs}: cannot read it as JSON "
                             f"({exc}); give measure, estimate or a JSON file "
                             '{"stage": MB, ...}') from None
+    workload = Workload(steps=args.steps, repeats=args.repeats)
     result = sweep(
-        bundle, presets, cpus=cpus, loadings=loadings, mem_budget_mb=args.mem_budget,
-        steps=(args.steps,), repeats=args.repeats, progress=not args.quiet,
-        stage_costs_mb=costs,
+        bundle, presets, workload, cpus=cpus, loadings=loadings, mem_budget_mb=args.mem_budget,
+        progress=not args.quiet, stage_costs_mb=costs,
     )
     print(format_table(result.records))
     rec, reason = result.recommend(args.mem_budget)
@@ -198,7 +199,8 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("text")
     sp.add_argument("-o", "--output", required=True, help="output .wav path")
     sp.add_argument("--lang", default="en", help="language code (en, ko, ... or na)")
-    sp.add_argument("--voice", default="M1")
+    sp.add_argument("--voice", default=None, help="voice style (default: M1, else the "
+                    "bundle's first voice)")
     sp.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS)
     sp.add_argument("--speed", type=float, default=contract.DEFAULT_SPEED)
     sp.add_argument("--seed", type=int, default=None)

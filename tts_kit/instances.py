@@ -12,7 +12,8 @@ Example:
     >>> from tts_kit.instances import ARTICLE_INSTANCES, instance_table, format_instance_table
     >>> [i.name for i in ARTICLE_INSTANCES]
     ['1 vCPU / 1 GB', '2 vCPU / 2 GB', '4 vCPU / 4 GB']
-    >>> rows = instance_table("standin-dir", ["lean"], repeats=1)  # doctest: +SKIP
+    >>> from tts_kit.workload import Workload
+    >>> rows = instance_table("standin-dir", ["lean"], Workload(repeats=1))  # doctest: +SKIP
     >>> print(format_instance_table(rows))  # doctest: +SKIP
 """
 
@@ -24,7 +25,8 @@ from typing import Any
 
 from . import procfacts
 from .records import format_value, heading
-from .sessions import SessionPreset
+from .sessions import SessionPreset, get_preset
+from .workload import Workload
 
 #: The figures of an `Instance.claimed` row, in table order.
 CLAIMED_KEYS: tuple[str, ...] = ("idle_rss_mb", "peak_rss_mb", "cpu_percent", "rtf")
@@ -62,14 +64,14 @@ _ROW_KEYS = ("preset", "status", "error", "load_s", "idle_rss_mb", "peak_rss_mb"
 
 def instance_table(
     bundle: Any,
-    presets: Sequence[str | SessionPreset | dict[str, Any]] = ("supertonic-default",),
+    presets: Sequence[str | SessionPreset] = ("supertonic-default",),
+    workload: Workload | None = None,
     instances: Sequence[Instance] = ARTICLE_INSTANCES,
-    steps: int = 5,
-    repeats: int = 3,
-    texts: Sequence[str] | None = None,
     progress: bool = True,
 ) -> list[dict[str, Any]]:
     """Measure each preset on each emulated instance; one row (a dict) per pair.
+
+    Every row's trial synthesises ``workload`` (default: `Workload` with 3 repeats).
 
     A row has ``instance``, ``instance_cpus``, ``instance_mem_mb``, ``measured`` (False
     for instances with more cores than this machine: nothing else is filled in), the
@@ -78,14 +80,17 @@ def instance_table(
     reports CPU use as a share of the whole instance) and ``claimed`` (the article's row).
 
     Example:
-        >>> rows = instance_table("standin-dir", ["lean"], repeats=1)  # doctest: +SKIP
+        >>> rows = instance_table("standin-dir", ["lean"], Workload(repeats=1))  # doctest: +SKIP
         >>> rows[0]["instance"], rows[0]["status"]  # doctest: +SKIP
         ('1 vCPU / 1 GB', 'ok')
     """
     from tqdm.auto import tqdm
 
-    from .tune import _preset_dict, trial
+    from .tune import trial
 
+    # 3 repeats keep the article's three rows to a few minutes on the full stand-in.
+    workload = Workload(repeats=3) if workload is None else workload
+    presets = [get_preset(p) for p in presets]  # unknown names fail before any trial
     cores = len(procfacts.allowed_cpus())  # run_isolated pins to cores of the affinity
     pairs = [(inst, p) for inst in instances for p in presets]
     rows: list[dict[str, Any]] = []
@@ -99,13 +104,12 @@ def instance_table(
             row.update({k: None for k in _ROW_KEYS})
             row["cpu_share_percent"] = None
             if not row["measured"]:
-                row["preset"] = _preset_dict(preset)["name"]
+                row["preset"] = preset.name
                 row["status"] = "not measured"
                 row["error"] = f"needs {inst.cpus} cores, this machine has {cores}"
                 rows.append(row)
                 continue
-            rec = trial(bundle, preset, texts=texts, cpus=inst.cpus, mem_budget_mb=inst.mem_mb,
-                        steps=steps, repeats=repeats)
+            rec = trial(bundle, preset, workload, cpus=inst.cpus, mem_budget_mb=inst.mem_mb)
             row.update({k: rec.get(k) for k in _ROW_KEYS})
             if rec.get("cpu_percent") is not None:
                 row["cpu_share_percent"] = rec["cpu_percent"] / inst.cpus

@@ -9,7 +9,7 @@ any load policy and reads RSS around them. Both sit above the engine (they build
 
 Example:
     >>> from tts_kit.stage_costs import stage_costs
-    >>> costs = stage_costs("bundle-dir", "supertonic-default")  # doctest: +SKIP
+    >>> costs = stage_costs("bundle-dir", "supertonic-default", Workload(steps=2))  # doctest: +SKIP
     >>> costs.costs_mb()  # doctest: +SKIP
     {'duration_predictor': 3.1, 'text_encoder': 12.0, 'vector_estimator': 270.4, ...}
 """
@@ -18,13 +18,17 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import onnxruntime as ort
 
 from . import contract, events
 from .loading import LoadPolicy, StageCost, StageCosts
 from .procfacts import MIB, release_memory, reset_peak_rss, rss_mb, status_mb
+from .workload import Workload
+
+if TYPE_CHECKING:
+    from .sessions import SessionPreset
 
 
 def _peak_mb() -> float:
@@ -56,16 +60,14 @@ def _warm_up_ort(model: bytes) -> None:
     del sess
 
 
-def _stage_costs_child(bundle_path: str, preset: dict[str, Any] | None, text: str, lang: str,
-                       voice: str | None, steps: int, policy: LoadPolicy, seed: int,
-                       warm_model: bytes) -> dict[str, Any]:
+def _stage_costs_child(bundle_path: str, preset: SessionPreset | None, workload: Workload,
+                       policy: LoadPolicy, warm_model: bytes) -> dict[str, Any]:
     """Inside a fresh process: load, run and release each stage in pipeline order.
 
-    ``policy`` arrives parsed (and made ``paged``) by `stage_costs`: a `LoadPolicy`
-    pickles, so the child does not parse the spec a second time."""
+    ``preset``, ``workload`` and ``policy`` (parsed, and made ``paged``, by `stage_costs`)
+    arrive as objects: they pickle, so the child rebuilds and re-parses nothing."""
     from .bundle import Bundle
     from .engine import Engine
-    from .sessions import SessionPreset
 
     release_memory()
     imports = rss_mb()
@@ -73,10 +75,7 @@ def _stage_costs_child(bundle_path: str, preset: dict[str, Any] | None, text: st
     release_memory()
     runtime = rss_mb()
     bundle = Bundle(bundle_path)
-    preset_obj = SessionPreset.from_dict(preset) if preset else None
-    engine = Engine(bundle, preset=preset_obj, loading=policy)
-    if voice is None or voice not in bundle.voices:
-        voice = "M1" if "M1" in bundle.voices else bundle.voices[0]
+    engine = Engine(bundle, preset=preset, loading=policy)
     # Event marks arrive in order load -> run -> release for each stage; sample RSS at each.
     marks: list[tuple[str, str, float, float, float]] = []
 
@@ -93,7 +92,9 @@ def _stage_costs_child(bundle_path: str, preset: dict[str, Any] | None, text: st
     try:
         release_memory()
         reset_peak_rss()
-        engine.synthesize(text, lang=lang, voice=voice, steps=steps, seed=seed)
+        engine.synthesize(workload.texts[0], lang=workload.lang,
+                          voice=workload.voice_for(bundle), steps=workload.steps,
+                          speed=workload.speed, seed=workload.seed)
         now = rss_mb()
         peak = _peak_mb()
         marks.append(("end", "", time.perf_counter(), now,
@@ -122,13 +123,9 @@ def _stage_costs_child(bundle_path: str, preset: dict[str, Any] | None, text: st
 
 def stage_costs(
     bundle: Any,
-    preset: Any = None,
-    text: str = "The meeting starts at half past ten, in room four. Please bring the slides.",
-    steps: int = contract.DEFAULT_STEPS,
-    lang: str = "en",
-    voice: str | None = None,
+    preset: str | SessionPreset | None = None,
+    workload: Workload | None = None,
     loading: str | LoadPolicy = "paged",
-    seed: int = 0,
     cpus: int | None = None,
     timeout_s: float | None = 600,
 ) -> StageCosts:
@@ -136,7 +133,8 @@ def stage_costs(
 
     One spawned process (`tts_kit.measure.run_isolated`) warms ONNX Runtime up with a
     one-node graph (so its globals count as runtime, not as the first stage), then runs
-    ``text`` through the engine under ``paged``: each stage is loaded, run on its real
+    the workload's first text (default `Workload()`; its lang, voice, steps, speed and
+    seed) through the engine under ``paged``: each stage is loaded, run on its real
     inputs and released (gc + malloc_trim) before the next, and RSS and the kernel's
     high-water mark (reset at each step) are read at every load/run/release event.
 
@@ -146,22 +144,23 @@ def stage_costs(
         loading: how sessions are created (``paged``, ``paged+noext``, ``paged+mmap``).
 
     Example:
-        >>> costs = stage_costs("bundle-dir", "supertonic-default")  # doctest: +SKIP
+        >>> costs = stage_costs("bundle-dir", "supertonic-default",
+        ...                     Workload(steps=2))  # doctest: +SKIP
         >>> costs.dataframe()  # doctest: +SKIP
     """
     from .measure import run_isolated
     from .sessions import get_preset
 
     path = str(getattr(bundle, "path", bundle))
-    pdict = get_preset(preset).to_dict() if preset is not None else None
+    preset_obj = get_preset(preset) if preset is not None else None
+    workload = Workload() if workload is None else workload
     policy = LoadPolicy.parse(loading)  # a bad spec fails here, not in the child
     if policy.policy != "paged":
         # Each stage is measured alone: loaded, run, released. The spec's options
         # (trim, ext, mmap) still decide how it is loaded.
         policy = LoadPolicy("paged", trim=policy.trim, external_data=policy.external_data,
                             prepack=policy.prepack)
-    m = run_isolated(_stage_costs_child, path, pdict, text, lang, voice, steps, policy, seed,
-                     _warm_up_model(),
+    m = run_isolated(_stage_costs_child, path, preset_obj, workload, policy, _warm_up_model(),
                      cpus=cpus, timeout_s=timeout_s)
     if not m.ok:
         raise RuntimeError(f"stage_costs: the measuring process ended with {m.status}: {m.error}")
@@ -170,7 +169,8 @@ def stage_costs(
     return StageCosts(stages=stages, runtime_mb=res["runtime_mb"], imports_mb=res["imports_mb"],
                       peak_rss_mb=res["peak_rss_mb"],
                       loading=loading if isinstance(loading, str) else loading.spec,
-                      preset=(pdict or {}).get("name", "engine default"), text=text, steps=steps)
+                      preset=preset_obj.name if preset_obj else "engine default",
+                      text=workload.texts[0], steps=workload.steps)
 
 
 # -- measuring a policy over requests -----------------------------------------------------
@@ -179,15 +179,15 @@ def stage_costs(
 def probe_policy(
     bundle_path: str,
     loading: str,
-    preset: dict[str, Any] | None = None,
-    texts: list[str] | None = None,
+    preset: SessionPreset | None = None,
+    workload: Workload | None = None,
     requests: int = 3,
-    steps: int = contract.DEFAULT_STEPS,
-    seed: int = 0,
-    lang: str = "en",
     stage_costs_mb: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """Serve ``requests`` syntheses under ``loading`` and read RSS around them.
+
+    Request ``i`` reads text ``i`` of ``workload`` (default `Workload()`; cycled) with
+    noise seed ``seed + i``, one text per request whatever its ``batch_size``.
 
     Meant to run in a fresh process (`tts_kit.measure.run_isolated`), whose peak RSS is
     the policy's peak. Returns ``before_mb`` (RSS after imports and the bundle, before the
@@ -203,11 +203,10 @@ def probe_policy(
     """
     from .bundle import Bundle
     from .engine import Engine
-    from .sessions import SessionPreset
 
-    texts = texts or ["The meeting starts at half past ten, in room four. Please bring the slides."]
+    workload = Workload() if workload is None else workload
     bundle = Bundle(bundle_path)
-    voice = "M1" if "M1" in bundle.voices else bundle.voices[0]
+    voice = workload.voice_for(bundle)
     anon: list[float] = []
 
     def on_event(_t: float, name: str) -> None:
@@ -218,13 +217,13 @@ def probe_policy(
     before = rss_mb()
     events.add_listener(on_event)
     try:
-        engine = Engine(bundle, preset=SessionPreset.from_dict(preset) if preset else None,
-                        loading=loading, stage_costs_mb=stage_costs_mb)
+        engine = Engine(bundle, preset=preset, loading=loading, stage_costs_mb=stage_costs_mb)
         idle, latency, loaded = [], [], []
         for i in range(requests):
             t0 = time.perf_counter()
-            engine.synthesize(texts[i % len(texts)], lang=lang, voice=voice, steps=steps,
-                              seed=seed + i)
+            engine.synthesize(workload.texts[i % len(workload.texts)], lang=workload.lang,
+                              voice=voice, steps=workload.steps, speed=workload.speed,
+                              seed=workload.seed + i)
             latency.append(time.perf_counter() - t0)
             idle.append(rss_mb())
             loaded.append(engine.loaded_stages)

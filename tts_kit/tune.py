@@ -1,7 +1,8 @@
 """Trials and sweeps: measure session presets and load policies, each in isolation.
 
 A *trial* loads an `Engine` with one preset, load policy, core count and memory
-budget in a fresh process (`tts_kit.measure.run_isolated`) and measures load time,
+budget in a fresh process (`tts_kit.measure.run_isolated`), synthesises one
+`tts_kit.workload.Workload` (what is read, how often) and measures load time,
 idle RSS after the load, first-call latency, steady p50/p95 latency over repeated
 calls, RTF, peak RSS and CPU use. A *sweep* runs a grid of trials (presets x cpus x
 batch sizes x steps x load policies), marks the Pareto front of p50 latency against
@@ -41,15 +42,7 @@ from .measure import run_isolated
 from .records import PARETO_X, PARETO_Y, RECORD_KEYS, TABLE_KEYS, pareto_front, to_number
 from .records import table as records_table
 from .sessions import SessionPreset, get_preset
-
-#: Texts a trial reads when none are given (English): a batch of N takes the first N, so
-#: the default batch of one is the mid-length sentence (about 5 s of audio).
-DEFAULT_TEXTS: tuple[str, ...] = (
-    "Supertonic runs on the device, so nothing you type ever leaves the machine.",
-    "The quick brown fox jumps over the lazy dog.",
-    "On a small server, memory decides what fits, and latency decides whether anyone "
-    "waits for it; a good configuration keeps both in view.",
-)
+from .workload import Workload
 
 #: Relative p50 difference below which `SweepResult.recommend` calls two configurations
 #: equally fast and picks the lower peak RSS (repeat runs on a shared machine differ by
@@ -70,34 +63,23 @@ def _bundle_path(bundle: Any) -> str:
     return str(Path(path))
 
 
-def _preset_dict(preset: str | SessionPreset | dict[str, Any]) -> dict[str, Any]:
-    if isinstance(preset, dict):
-        return SessionPreset.from_dict(preset).to_dict()
-    return get_preset(preset).to_dict()
-
-
 def run_trial_child(
     bundle_path: str,
-    preset: dict[str, Any],
-    texts: list[str],
+    preset: SessionPreset,
+    workload: Workload,
     loading: str | LoadPolicy,
-    steps: int,
-    batch_size: int,
-    repeats: int,
-    seed: int,
-    lang: str,
-    voice: str | None,
     stage_costs_mb: dict[str, float] | None = None,
 ) -> dict[str, Any]:
-    """The trial's work, run inside the isolated child (plain arguments only).
+    """The trial's work, run inside the isolated child (its arguments pickle as they are).
 
-    Loads the engine, measures idle RSS, one first call and ``repeats`` steady calls of
-    the same batch. Called by `trial` (with the `LoadPolicy` it parsed); public so
-    executors and notebooks can see what is measured.
+    Loads the engine, measures idle RSS, one first call and ``workload.repeats`` steady
+    calls of the same batch (`Workload.batch`). Called by `trial` (with the `LoadPolicy`
+    it parsed); public so executors and notebooks can see what is measured.
 
     Example:
-        >>> run_trial_child("standin-dir", {"name": "lean"}, ["Hi."], "resident",
-        ...                 2, 1, 2, 0, "en", None)["p50_ms"]  # doctest: +SKIP
+        >>> from tts_kit.sessions import get_preset
+        >>> run_trial_child("standin-dir", get_preset("lean"), Workload("Hi.", steps=2),
+        ...                 "resident")["p50_ms"]  # doctest: +SKIP
         12.3
     """
     import numpy as np
@@ -105,10 +87,9 @@ def run_trial_child(
     from .bundle import Bundle
     from .engine import Engine
 
-    preset_obj = SessionPreset.from_dict(preset)
     t0 = time.perf_counter()
     bundle = Bundle(bundle_path)
-    engine = Engine(bundle, preset=preset_obj, loading=loading, stage_costs_mb=stage_costs_mb)
+    engine = Engine(bundle, preset=preset, loading=loading, stage_costs_mb=stage_costs_mb)
     load_s = time.perf_counter() - t0
     procfacts.release_memory()
     idle_rss = procfacts.rss_mb()
@@ -116,20 +97,21 @@ def run_trial_child(
     # From here the high-water mark is the requests' own (the trial keeps load_peak).
     separate = procfacts.reset_peak_rss()
     events.mark(_LOADED)
-    if voice is None or voice not in bundle.voices:
-        voice = "M1" if "M1" in bundle.voices else bundle.voices[0]
-    batch = [texts[i % len(texts)] for i in range(batch_size)]
+    voice = workload.voice_for(bundle)
+    batch = workload.batch()
 
     def call() -> tuple[float, float]:
         start = time.perf_counter()
-        results = engine.synthesize_batch(batch, lang=lang, voices=voice, steps=steps, seed=seed)
+        results = engine.synthesize_batch(batch, lang=workload.lang, voices=voice,
+                                          steps=workload.steps, speed=workload.speed,
+                                          seed=workload.seed)
         return time.perf_counter() - start, sum(r.duration_s for r in results)
 
     events.mark(_FIRST)
     first_s, audio_s = call()
     events.mark(_STEADY)
     cpu0, wall0 = procfacts.cpu_seconds(), time.perf_counter()
-    lat = [call()[0] for _ in range(repeats)]
+    lat = [call()[0] for _ in range(workload.repeats)]
     steady_wall = time.perf_counter() - wall0
     steady_cpu = procfacts.cpu_seconds() - cpu0
     gc.collect()  # no extra malloc_trim: a serving process does not call one between requests
@@ -150,24 +132,18 @@ def run_trial_child(
         "cpu_ms": 1000 * steady_cpu / len(lat) if lat else math.nan,
         "load_peak_rss_mb": load_peak,
         "run_peak_rss_mb": procfacts.peak_rss_mb() if separate else math.nan,
-        "threads": preset_obj.threads(),
+        "threads": preset.threads(),
         "stage_load_s": engine.load_s,
     }
 
 
 def trial(
     bundle: Any,
-    preset: str | SessionPreset | dict[str, Any],
-    texts: Sequence[str] | None = None,
+    preset: str | SessionPreset,
+    workload: Workload | None = None,
     cpus: int | None = None,
     mem_budget_mb: float | None = None,
     loading: str | LoadPolicy = "resident",
-    steps: int = 5,
-    batch_size: int = 1,
-    repeats: int = 5,
-    seed: int = 0,
-    lang: str = "en",
-    voice: str | None = None,
     timeout_s: float | None = None,
     sample_ms: float = 10,
     stage_costs_mb: dict[str, float] | None = None,
@@ -176,15 +152,14 @@ def trial(
 
     Args:
         bundle: a `Bundle`, a bundle directory, or None to discover one.
-        preset: a preset name, a `SessionPreset` or its dict.
-        texts: the texts a batch is made of (default `DEFAULT_TEXTS`).
+        preset: a preset name or a `SessionPreset`.
+        workload: what every call synthesises (default `Workload()`): the same batch
+            (`Workload.batch`) once, then ``repeats`` more times; ``repeats=0`` measures
+            the first call only (p50/p95 None, RTF from it).
         cpus: cores to pin the trial to (None: not pinned).
         mem_budget_mb: kill the trial past this RSS (status ``oom``).
         loading: ``resident``, ``paged`` or ``budget:MB`` (recorded as given), or a
             `LoadPolicy` (recorded as its spec).
-        steps, batch_size, repeats, seed, lang, voice: the workload; every call
-            synthesises the same batch: the first ``batch_size`` texts (cycled).
-            ``repeats=0`` measures the first call only (p50/p95 None, RTF from it).
         timeout_s: kill the trial after this many seconds (status ``timeout``).
         stage_costs_mb: resident MB per stage for a ``budget:MB`` policy, e.g.
             ``tts_kit.stage_costs.stage_costs(...).costs_mb()`` (None: estimated from the file
@@ -194,32 +169,29 @@ def trial(
     the peak RSS, and the load time and idle RSS if it got past the load.
 
     Example:
-        >>> rec = trial("standin-dir", "lean", cpus=1, repeats=3)  # doctest: +SKIP
+        >>> rec = trial("standin-dir", "lean", Workload(repeats=3), cpus=1)  # doctest: +SKIP
         >>> rec["status"], rec["p50_ms"] > 0  # doctest: +SKIP
         ('ok', True)
     """
     # Parsed once: a bad policy fails here, in one line, and the child gets the object.
     policy = LoadPolicy.parse(loading)
     label = loading if isinstance(loading, str) else policy.spec
-    for name, value, lo in (("steps", steps, 1), ("batch_size", batch_size, 1),
-                            ("repeats", repeats, 0)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < lo:
-            raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
-    text_list = list(texts) if texts else list(DEFAULT_TEXTS)
-    if any(not isinstance(t, str) or not t.strip() for t in text_list):
-        raise ValueError("texts must be non-empty strings")
-    pdict = _preset_dict(preset)
+    workload = Workload() if workload is None else workload
+    if not isinstance(workload, Workload):
+        raise TypeError(f"workload must be a tts_kit.workload.Workload, got "
+                        f"{type(workload).__name__}")
+    preset = get_preset(preset)  # an unknown name fails here, before any process starts
     m = run_isolated(
-        run_trial_child, _bundle_path(bundle), pdict, text_list, policy, steps, batch_size,
-        repeats, seed, lang, voice, dict(stage_costs_mb) if stage_costs_mb else None,
+        run_trial_child, _bundle_path(bundle), preset, workload, policy,
+        dict(stage_costs_mb) if stage_costs_mb else None,
         cpus=cpus, mem_budget_mb=mem_budget_mb, timeout_s=timeout_s, sample_ms=sample_ms,
     )
     record: dict[str, Any] = {k: None for k in RECORD_KEYS}
     record.update(
-        preset=pdict["name"], cpus=cpus, loading=label, steps=steps, batch_size=batch_size,
-        mem_budget_mb=mem_budget_mb, status=m.status, error=m.error, repeats=repeats,
-        peak_rss_mb=to_number(m.peak_rss_mb), wall_s=to_number(m.wall_s),
-        stage_costs_mb=dict(stage_costs_mb) if stage_costs_mb else None,
+        preset=preset.name, cpus=cpus, loading=label, steps=workload.steps,
+        batch_size=workload.batch_size, mem_budget_mb=mem_budget_mb, status=m.status,
+        error=m.error, repeats=workload.repeats, peak_rss_mb=to_number(m.peak_rss_mb),
+        wall_s=to_number(m.wall_s), stage_costs_mb=dict(stage_costs_mb) if stage_costs_mb else None,
     )
     if m.ok and isinstance(m.result, dict):
         for k, v in m.result.items():
@@ -374,38 +346,39 @@ def _check_executor(executor: cf.Executor) -> None:
 
 def sweep(
     bundle: Any,
-    presets: Sequence[str | SessionPreset | dict[str, Any]],
+    presets: Sequence[str | SessionPreset],
+    workload: Workload | None = None,
     cpus: Sequence[int | None] = (None,),
-    batch_sizes: Sequence[int] = (1,),
-    steps: Sequence[int] = (5,),
+    batch_sizes: Sequence[int] | None = None,
+    steps: Sequence[int] | None = None,
     loadings: Sequence[str] = ("resident",),
     mem_budget_mb: float | None = None,
     executor: cf.Executor | None = None,
-    texts: Sequence[str] | None = None,
     progress: bool = True,
-    repeats: int = 5,
-    seed: int = 0,
-    lang: str = "en",
-    voice: str | None = None,
     timeout_s: float | None = None,
     stage_costs_mb: Mapping[str, float] | str | None = "measure",
     warmup: bool = True,
 ) -> SweepResult:
-    """Run `trial` over presets x cpus x batch sizes x steps x loadings.
+    """Run `trial` over presets x cpus x batch sizes x steps x loadings, on one workload.
+
+    Every trial synthesises ``workload`` (default `Workload()`), with its ``batch_size``
+    and ``steps`` set from the grid: ``batch_sizes`` and ``steps`` (None: the workload's
+    own, one value each).
 
     ``mem_budget_mb`` is enforced on every trial (over it: ``oom``). For ``budget:MB``
     loadings the policy needs each stage's resident cost: ``stage_costs_mb="measure"``
-    (the default) measures it once per preset with `tts_kit.stage_costs.stage_costs` before
-    the trials (falling back to the file-size estimate, with a warning, if that fails);
-    a mapping gives it; None uses the estimate. ``warmup`` runs one throw-away trial
-    first (the first preset, first call only): without it the first trial of a sweep
-    pays for a cold machine (file cache, imports, clocks) and reads as the slowest.
-    Trials run one at a time in isolated processes, unless ``executor`` runs them: any
-    `concurrent.futures.Executor` (it must run at most one trial per machine at a time).
-    Shows a tqdm progress bar unless ``progress`` is False.
+    (the default) measures it once per preset with `tts_kit.stage_costs.stage_costs` on
+    the workload (at the grid's most steps) before the trials (falling back to the
+    file-size estimate, with a warning, if that fails); a mapping gives it; None uses the
+    estimate. ``warmup`` runs one throw-away trial first (the first preset, first call
+    only): without it the first trial of a sweep pays for a cold machine (file cache,
+    imports, clocks) and reads as the slowest. Trials run one at a time in isolated
+    processes, unless ``executor`` runs them: any `concurrent.futures.Executor` (it must
+    run at most one trial per machine at a time). Shows a tqdm progress bar unless
+    ``progress`` is False.
 
     Example:
-        >>> r = sweep("standin-dir", ["supertonic-default", "low-memory"],
+        >>> r = sweep("standin-dir", ["supertonic-default", "low-memory"], Workload(steps=2),
         ...           cpus=(1, 2))  # doctest: +SKIP
         >>> len(r.records)  # doctest: +SKIP
         4
@@ -416,31 +389,37 @@ def sweep(
         presets = [presets]
     if not presets:
         raise ValueError("presets is empty; name at least one (see tts_kit.sessions.PRESETS)")
-    pdicts = [_preset_dict(p) for p in presets]  # unknown names fail before any trial
+    objs = [get_preset(p) for p in presets]  # unknown names fail before any trial
+    workload = Workload() if workload is None else workload
+    steps = (workload.steps,) if steps is None else tuple(steps)
+    batch_sizes = (workload.batch_size,) if batch_sizes is None else tuple(batch_sizes)
+    # Each cell's workload, built (and so checked) before any measurement.
+    cells = {(b, s): workload.replace(batch_size=b, steps=s)
+             for b, s in itertools.product(batch_sizes, steps)}
     # Each spec parsed once, before any measurement; records keep the specs as given.
     policies = {lo: LoadPolicy.parse(lo) for lo in loadings}
     path = _bundle_path(bundle)
-    grid = list(itertools.product(pdicts, cpus, batch_sizes, steps, loadings))
-    costs = _sweep_stage_costs(path, pdicts, policies, stage_costs_mb, max(steps), lang, voice)
+    grid = list(itertools.product(objs, cpus, batch_sizes, steps, loadings))
+    costs = _sweep_stage_costs(path, objs, policies, stage_costs_mb,
+                               workload.replace(steps=max(steps)))
     if warmup and executor is None:  # an executor's workers are other machines: theirs
-        trial(path, pdicts[0], texts=list(texts) if texts else None, cpus=cpus[0],
-              steps=min(steps), repeats=0, lang=lang, voice=voice, timeout_s=timeout_s)
-    common = dict(texts=list(texts) if texts else None, mem_budget_mb=mem_budget_mb,
-                  repeats=repeats, seed=seed, lang=lang, voice=voice, timeout_s=timeout_s)
+        trial(path, objs[0], workload.replace(steps=min(steps), repeats=0, batch_size=1),
+              cpus=cpus[0], timeout_s=timeout_s)
+    common = dict(mem_budget_mb=mem_budget_mb, timeout_s=timeout_s)
     records: list[dict[str, Any] | None] = [None] * len(grid)
     bar = tqdm(total=len(grid), desc="tune", unit="trial", disable=not progress)
     try:
         if executor is None:
             for i, (p, c, b, s, lo) in enumerate(grid):
-                bar.set_postfix_str(f"{p['name']} cpus={c} {lo}")
-                records[i] = trial(path, p, cpus=c, batch_size=b, steps=s, loading=lo,
-                                   stage_costs_mb=costs.get((p["name"], lo)), **common)
+                bar.set_postfix_str(f"{p.name} cpus={c} {lo}")
+                records[i] = trial(path, p, cells[b, s], cpus=c, loading=lo,
+                                   stage_costs_mb=costs.get((p.name, lo)), **common)
                 bar.update()
         else:
             _check_executor(executor)
             futures = {
-                executor.submit(trial, path, p, cpus=c, batch_size=b, steps=s, loading=lo,
-                                stage_costs_mb=costs.get((p["name"], lo)), **common): i
+                executor.submit(trial, path, p, cells[b, s], cpus=c, loading=lo,
+                                stage_costs_mb=costs.get((p.name, lo)), **common): i
                 for i, (p, c, b, s, lo) in enumerate(grid)
             }
             for fut in cf.as_completed(futures):
@@ -450,8 +429,8 @@ def sweep(
                 except Exception as exc:  # the executor itself failed (lost worker, ...)
                     p, c, b, s, lo = grid[i]
                     records[i] = {k: None for k in RECORD_KEYS} | dict(
-                        preset=p["name"], cpus=c, batch_size=b, steps=s, loading=lo,
-                        mem_budget_mb=mem_budget_mb, repeats=repeats, status="error",
+                        preset=p.name, cpus=c, batch_size=b, steps=s, loading=lo,
+                        mem_budget_mb=mem_budget_mb, repeats=workload.repeats, status="error",
                         error=f"executor: {type(exc).__name__}: {exc}",
                         timeline=[], events=[],
                     )
@@ -462,8 +441,8 @@ def sweep(
 
 
 def _sweep_stage_costs(
-    path: str, pdicts: list[dict[str, Any]], policies: Mapping[str, LoadPolicy],
-    given: Mapping[str, float] | str | None, steps: int, lang: str, voice: str | None,
+    path: str, presets: list[SessionPreset], policies: Mapping[str, LoadPolicy],
+    given: Mapping[str, float] | str | None, workload: Workload,
 ) -> dict[tuple[str, str], dict[str, float]]:
     """(preset name, loading) -> stage costs, for the sweep's ``budget`` loadings only.
 
@@ -478,22 +457,21 @@ def _sweep_stage_costs(
         from .stage_costs import stage_costs
 
         out: dict[tuple[str, str], dict[str, float]] = {}
-        for p in pdicts:
+        for p in presets:
             try:
-                measured = stage_costs(path, SessionPreset.from_dict(p), steps=steps, lang=lang,
-                                       voice=voice).costs_mb()
+                measured = stage_costs(path, p, workload).costs_mb()
             except RuntimeError as exc:
-                warnings.warn(f"sweep: stage costs for {p['name']} could not be measured "
+                warnings.warn(f"sweep: stage costs for {p.name} could not be measured "
                               f"({exc}); its budget trials use the file-size estimate",
                               stacklevel=3)
                 continue
-            out.update({(p["name"], lo): measured for lo in budgets})
+            out.update({(p.name, lo): measured for lo in budgets})
         return out
     from .bundle import Bundle
     from .loading import resident_costs_mb
 
     checked = resident_costs_mb(given, Bundle(path))  # unknown stage or bad MB: fails here
-    return {(p["name"], lo): checked for p in pdicts for lo in budgets}
+    return {(p.name, lo): checked for p in presets for lo in budgets}
 
 
 def default_cpus() -> tuple[int, ...]:

@@ -29,6 +29,7 @@ from IPython.display import HTML
 from . import contract, plots, procfacts
 from .bundle import Bundle
 from .records import SUMMARY_KEYS, format_timings, format_value, heading, select, to_number
+from .workload import Workload
 
 
 def banner(bundle: Bundle, source: str | None = None) -> HTML:
@@ -131,6 +132,8 @@ class Player(_StaticFallback, W.VBox):
     def __init__(
         self,
         engine: Any = None,
+        # Not the measurement texts (tts_kit.workload.DEFAULT_TEXTS): a time and a room
+        # number show what normalisation reads out loud ("read: ..." below the audio).
         text: str = "The meeting starts at 10:30, in room 4.",
         lang: str = "en",
         voice: str | None = None,
@@ -148,9 +151,8 @@ class Player(_StaticFallback, W.VBox):
         self.text = W.Textarea(value=text, layout=W.Layout(width="100%", height="60px"))
         self.lang = W.Dropdown(options=list(contract.LANGUAGES), value=lang, description="lang",
                                layout=W.Layout(width="150px"))
-        default_voice = "M1" if "M1" in voices else voices[0]  # the CLI's default too
-        self.voice = W.Dropdown(options=voices, value=voice or default_voice, description="voice",
-                                layout=W.Layout(width="160px"))
+        self.voice = W.Dropdown(options=voices, value=voice or engine.bundle.default_voice,
+                                description="voice", layout=W.Layout(width="160px"))
         self.steps = W.IntSlider(value=steps, min=contract.MIN_STEPS, max=32, description="steps")
         self.speed = W.FloatSlider(value=speed, min=contract.MIN_SPEED, max=contract.MAX_SPEED,
                                    step=0.05, description="speed")
@@ -177,6 +179,20 @@ class Player(_StaticFallback, W.VBox):
         head = f"<pre>{html.escape(self.text.value)}</pre>"
         audio = _audio_html(self.audio.value) if self.audio.value else ""
         return {"text/html": head + audio + self.info.value}
+
+    def workload(self, **changes: Any) -> Workload:
+        """The current controls as a `Workload` (one text), plus ``changes``: measure what
+        was just heard in an isolated trial. A new-noise seed (-1) becomes 0, since a
+        measurement repeats the same noise.
+
+        Example:
+            >>> p = Player(text="Hello.", run=False)  # doctest: +SKIP
+            >>> p.workload(repeats=2).texts, p.workload().voice  # doctest: +SKIP
+            (('Hello.',), 'M1')
+        """
+        return Workload(texts=(self.text.value,), lang=self.lang.value, voice=self.voice.value,
+                        steps=int(self.steps.value), speed=float(self.speed.value),
+                        seed=max(0, int(self.seed.value))).replace(**changes)
 
     def synthesize(self) -> Any:
         """Synthesise with the current controls, load the audio, show times; returns the result."""
@@ -468,24 +484,25 @@ def _records_html(records: Sequence[dict[str, Any]]) -> str:
 class SessionTuner(W.VBox):
     """Pick a preset, threads, vCPUs, memory budget and load policy; Run measures in isolation.
 
-    Each Run is one `tts_kit.tune.trial` in a fresh process pinned to the chosen vCPUs
-    and killed past the budget, graphed live by a `LiveMemoryGraph`; the records of
-    all runs so far are tabulated below (and kept in `records`).
+    Each Run is one `tts_kit.tune.trial` of ``workload`` (default: `Workload` with 3
+    repeats; the steps and repeats sliders start from it and override it) in a fresh
+    process pinned to the chosen vCPUs and killed past the budget, graphed live by a
+    `LiveMemoryGraph`; the records of all runs so far are tabulated below (and kept in
+    `records`).
 
     Example:
-        >>> tuner = SessionTuner(Bundle.discover())  # doctest: +SKIP
+        >>> tuner = SessionTuner(Bundle.discover(), Workload(steps=2))  # doctest: +SKIP
         >>> tuner.run()["status"]  # doctest: +SKIP
         'ok'
     """
 
-    def __init__(self, bundle: Bundle, texts: Sequence[str] | None = None,
-                 presets: Sequence[str] | None = None, steps: int = contract.DEFAULT_STEPS,
-                 repeats: int = 3, lang: str = "en"):
+    def __init__(self, bundle: Bundle, workload: Workload | None = None,
+                 presets: Sequence[str] | None = None):
         from .sessions import PRESETS
 
         self.bundle = bundle
-        self.texts = list(texts or ["The meeting starts at 10:30, in room 4."])
-        self.lang = lang
+        # 3 repeats: a Run is a click in a notebook, it should answer in seconds.
+        self.workload = Workload(repeats=3) if workload is None else workload
         names = list(presets or PRESETS)
         self.preset = W.Dropdown(options=names, value=names[0], description="preset")
         self.explain = W.HTML()
@@ -500,8 +517,9 @@ class SessionTuner(W.VBox):
                                          style={"description_width": "initial"})
         self.loading = W.Text(value="resident", description="loading",
                               tooltip="resident, paged or budget:MB")
-        self.steps = W.IntSlider(value=steps, min=1, max=32, description="steps")
-        self.repeats = W.IntSlider(value=repeats, min=1, max=20, description="repeats")
+        self.steps = W.IntSlider(value=self.workload.steps, min=1, max=32, description="steps")
+        self.repeats = W.IntSlider(value=self.workload.repeats, min=1, max=20,
+                                   description="repeats")
         self.button = W.Button(description="Run", button_style="primary", icon="play")
         self.graph = LiveMemoryGraph(title="isolated trial")
         self.table = W.HTML()
@@ -544,11 +562,12 @@ class SessionTuner(W.VBox):
         self.graph.budget_mb = budget
         self.button.disabled = True
         try:
+            workload = self.workload.replace(steps=int(self.steps.value),
+                                             repeats=int(self.repeats.value))
             record = self.graph.watch(
-                tune.trial, self.bundle, self.current_preset(), self.texts,
+                tune.trial, self.bundle, self.current_preset(), workload,
                 cpus=int(self.cpus.value), mem_budget_mb=budget,
                 loading=self.loading.value.strip() or "resident",
-                steps=int(self.steps.value), repeats=int(self.repeats.value), lang=self.lang,
             )
         finally:
             self.button.disabled = False

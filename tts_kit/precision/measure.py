@@ -35,7 +35,7 @@ import os
 import statistics
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -51,6 +51,7 @@ from ..devices import (
     probe_cuda,
 )
 from ..procfacts import rss_mb
+from ..workload import DEFAULT_TEXTS as WORKLOAD_TEXTS
 from .records import (
     MAX_LOG_MEL_DB,
     MIN_SNR_DB,
@@ -60,8 +61,14 @@ from .records import (
     check_target,
 )
 
-#: Texts synthesised by the measurements unless the caller gives others.
-DEFAULT_TEXTS: tuple[str, ...] = ("The quick brown fox jumps over the lazy dog.",)
+if TYPE_CHECKING:
+    from ..sessions import SessionPreset
+
+#: Texts synthesised by the measurements unless the caller gives others: the shortest of
+#: the measurement texts (`tts_kit.workload.DEFAULT_TEXTS`), alone. Fidelity keeps every
+#: stage's FP32 inputs and outputs in memory and each bundle synthesises every text
+#: (warm-up + repeats) on every provider, so one short text keeps a conversion's checks cheap.
+DEFAULT_TEXTS: tuple[str, ...] = (WORKLOAD_TEXTS[1],)
 
 
 def _preset_for(preset: Any, provider: str) -> Any:
@@ -80,13 +87,11 @@ def _preset_for(preset: Any, provider: str) -> Any:
 
 def _measure_job(
     bundle_dir: str, texts: list[str], seed: int, steps: int, repeats: int, lang: str,
-    preset: dict[str, Any],
+    p: SessionPreset,
 ) -> dict[str, Any]:
-    """Child side of `measure_bundle` (runs in a fresh process)."""
+    """Child side of `measure_bundle` (runs in a fresh process; the preset pickles)."""
     from ..engine import Engine
-    from ..sessions import SessionPreset
 
-    p = SessionPreset.from_dict(preset)
     out: dict[str, Any] = {}
     cuda = CUDA in p.providers
     if cuda:
@@ -151,7 +156,7 @@ def measure_bundle(
     b = Bundle(path)
     size = sum(s.size_bytes for s in b.stages.values()) / 2**20
     p = _preset_for(preset, provider)
-    m = run_isolated(_measure_job, str(b.path), texts, seed, steps, repeats, lang, p.to_dict(),
+    m = run_isolated(_measure_job, str(b.path), texts, seed, steps, repeats, lang, p,
                      timeout_s=timeout_s, cpus=cpus)
     rec = RunRecord(label, provider, status=m.status, error=m.error, size_mb=size,
                     peak_rss_mb=m.peak_rss_mb, preset=p.name)
@@ -167,13 +172,10 @@ def measure_bundle(
 
 def _fidelity_job(
     ref_dir: str, cand_dir: str, to: str, texts: list[str], seed: int, steps: int, lang: str,
-    preset: dict[str, Any],
+    preset: SessionPreset,
 ) -> Fidelity:
-    """Child side of `fidelity_isolated`."""
-    from ..sessions import SessionPreset
-
-    return fidelity(ref_dir, cand_dir, to, texts, seed, steps, lang,
-                    SessionPreset.from_dict(preset))
+    """Child side of `fidelity_isolated` (the preset pickles)."""
+    return fidelity(ref_dir, cand_dir, to, texts, seed, steps, lang, preset)
 
 
 def fidelity(
@@ -281,7 +283,7 @@ def fidelity_isolated(
 
     p = _preset_for(preset, provider)
     m = run_isolated(_fidelity_job, str(reference), str(candidate), to,
-                     list(texts or DEFAULT_TEXTS), seed, steps, lang, p.to_dict(),
+                     list(texts or DEFAULT_TEXTS), seed, steps, lang, p,
                      timeout_s=timeout_s)
     if m.ok and isinstance(m.result, Fidelity):
         return m.result

@@ -50,13 +50,14 @@ def run_tuning(
     from ..sessions import get_preset
 
     spec = SweepSpec.load(spec).effective()
-    voice = spec.voice if spec.voice in bundle.voices else bundle.voices[0]
-    spec = dataclasses.replace(spec, voice=voice)
+    # The report names the voice it measured, not "the default": a rerun elsewhere reads it.
+    workload = spec.workload.replace(voice=spec.workload.voice_for(bundle))
+    spec = dataclasses.replace(spec, workload=workload)
     result = tune.sweep(
-        bundle, spec.presets, cpus=tuple(spec.cpus), loadings=tuple(spec.loadings),
-        mem_budget_mb=spec.mem_budget_mb, steps=tuple(spec.steps),
-        batch_sizes=tuple(spec.batch_sizes), repeats=spec.repeats, texts=list(spec.texts),
-        lang=spec.lang, voice=spec.voice, seed=spec.seed, progress=progress, executor=executor,
+        bundle, spec.presets, spec.workload, cpus=tuple(spec.cpus),
+        loadings=tuple(spec.loadings), mem_budget_mb=spec.mem_budget_mb,
+        steps=tuple(spec.steps), batch_sizes=tuple(spec.batch_sizes), progress=progress,
+        executor=executor,
     )
     recommended, reason = result.recommend(spec.mem_budget_mb)
     return TuningReport(
@@ -86,10 +87,9 @@ def measure_recommended(bundle: Bundle, tuning: TuningReport) -> dict[str, Any]:
 
     spec = tuning.spec
     pick = tuning.recommended or tuning.records[0]
-    return tune.trial(bundle, tuning.preset_of(pick), spec.texts, cpus=pick["cpus"],
-                      loading=pick["loading"], steps=pick["steps"],
-                      batch_size=pick["batch_size"], repeats=spec.repeats, lang=spec.lang,
-                      voice=spec.voice, seed=spec.seed, mem_budget_mb=spec.mem_budget_mb)
+    workload = spec.workload.replace(steps=pick["steps"], batch_size=pick["batch_size"])
+    return tune.trial(bundle, tuning.preset_of(pick), workload, cpus=pick["cpus"],
+                      loading=pick["loading"], mem_budget_mb=spec.mem_budget_mb)
 
 
 def write_report(

@@ -282,11 +282,10 @@ def head_to_head(
         for _ in range(rounds):
             for key in out:
                 preset, cpus, loading, steps, batch = (list(key) + [None] * 5)[:5]
-                rec = trial(bundle, preset, texts=list(spec.texts), cpus=cpus,
-                            mem_budget_mb=spec.mem_budget_mb, loading=loading or "resident",
-                            steps=steps or contract.DEFAULT_STEPS, batch_size=batch or 1,
-                            repeats=spec.repeats, seed=spec.seed, lang=spec.lang,
-                            voice=spec.voice)
+                workload = spec.workload.replace(steps=steps or contract.DEFAULT_STEPS,
+                                                 batch_size=batch or 1)
+                rec = trial(bundle, preset, workload, cpus=cpus,
+                            mem_budget_mb=spec.mem_budget_mb, loading=loading or "resident")
                 ok = rec["status"] == "ok" and to_number(rec.get("p50_ms")) is not None
                 out[key].append(float(rec["p50_ms"]) if ok else math.nan)
                 bar.update()

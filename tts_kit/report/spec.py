@@ -1,8 +1,10 @@
 """What a tuning report measures: the sweep spec (`SweepSpec`) and the report's error type.
 
 The one concern here is the input of a report: the grid (presets x cpus x loadings x steps
-x batch sizes), the workload and the memory budget, read from JSON, a dict or defaults,
-checked once where it enters, and limited to the cores this machine has (`effective`).
+x batch sizes), the workload (`tts_kit.workload.Workload`) and the memory budget, read
+from JSON, a dict or defaults, checked once where it enters, and limited to the cores this
+machine has (`effective`). The JSON form is flat (the workload's fields beside the grid's),
+so every report.json written before the workload was an object still reads.
 
 Example:
     >>> from tts_kit.report import SweepSpec
@@ -20,11 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import contract, procfacts
+from .. import procfacts
+from ..workload import Workload
 
-_DEFAULT_TEXTS = [
-    "The meeting starts at 10:30 in room 4, and the slides are already online.",
-]
+#: The flat keys of a spec's JSON form that are its workload's (the grid holds its steps
+#: and batch sizes): report.json keeps them at the top of ``sweep``, as it always has.
+WORKLOAD_KEYS: tuple[str, ...] = ("repeats", "texts", "lang", "voice", "seed", "speed")
+
+#: A report's timed calls per trial: keeps the default sweep to minutes (see `SweepSpec`).
+REPORT_REPEATS = 3
 
 
 class ReportError(ValueError):
@@ -40,9 +46,15 @@ class ReportError(ValueError):
 class SweepSpec:
     """What a report measures: the grid, the workload, the budget. JSON in and out.
 
+    Checked when built (one-line ``ValueError``). The grid's ``steps`` and
+    ``batch_sizes`` vary the workload's own (None: the workload's, one value each), and
+    the workload keeps the first of each, so a spec reads the same either way.
+
     Example:
         >>> SweepSpec(presets=["lean"], cpus=[1]).mem_budget_mb
         1024.0
+        >>> SweepSpec(workload=Workload(steps=2)).steps
+        [2]
     """
 
     presets: list[str] = field(
@@ -54,25 +66,27 @@ class SweepSpec:
     """vCPU counts to emulate (capped at the cores this machine has; see `effective`)."""
     loadings: list[str] = field(default_factory=lambda: ["resident", "paged"])
     """Load policies: ``resident``, ``paged``, ``budget:MB``."""
-    steps: list[int] = field(default_factory=lambda: [contract.DEFAULT_STEPS])
-    """Flow-matching steps."""
-    batch_sizes: list[int] = field(default_factory=lambda: [1])
-    """Texts per request."""
-    repeats: int = 3
-    """Timed calls per trial after the first (p50/p95 come from these). The default
-    keeps the default sweep (20 trials) to a few minutes on the tiny stand-in and under
-    ten on the full one; raise it for tighter percentiles."""
+    steps: list[int] | None = None
+    """Flow-matching steps (None: the workload's)."""
+    batch_sizes: list[int] | None = None
+    """Texts per request (None: the workload's)."""
     mem_budget_mb: float | None = 1024.0
     """The budget the recommendation must fit (1024: the article's 1 vCPU / 1 GB box);
     trials are also killed past it. None: no budget."""
-    texts: list[str] = field(default_factory=lambda: list(_DEFAULT_TEXTS))
-    """The workload (normalised before synthesis)."""
-    lang: str = "en"
-    """Language of ``texts``."""
-    voice: str = "M1"
-    """Voice style (falls back to the bundle's first voice when it has no such voice)."""
-    seed: int = 0
-    """Noise seed, so every trial synthesises the same audio."""
+    workload: Workload = field(default_factory=lambda: Workload(repeats=REPORT_REPEATS))
+    """What every trial synthesises (`tts_kit.workload.Workload`; its voice, when the
+    bundle lacks it, falls back to the bundle's default). The default 3 repeats keep the
+    default sweep (20 trials) to a few minutes on the tiny stand-in and under ten on the
+    full one; raise them for tighter percentiles."""
+
+    def __post_init__(self) -> None:
+        if self.steps is None:
+            self.steps = [self.workload.steps]
+        if self.batch_sizes is None:
+            self.batch_sizes = [self.workload.batch_size]
+        self.check()
+        self.workload = self.workload.replace(steps=int(self.steps[0]),
+                                              batch_size=int(self.batch_sizes[0]))
 
     @classmethod
     def quick(cls) -> SweepSpec:
@@ -83,26 +97,31 @@ class SweepSpec:
             [1]
         """
         return cls(presets=["supertonic-default", "low-memory"], cpus=[1],
-                   loadings=["resident"], steps=[2], repeats=2)
+                   loadings=["resident"], workload=Workload(steps=2, repeats=2))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SweepSpec:
-        """Build from a dict; unknown keys raise ``ValueError`` naming them.
+        """Build from `to_dict`'s flat form; unknown keys raise ``ValueError`` naming them.
 
         Example:
-            >>> SweepSpec.from_dict({"presets": ["lean"], "cpus": [1]}).presets
+            >>> SweepSpec.from_dict({"presets": ["lean"], "cpus": [1], "repeats": 2}).presets
             ['lean']
         """
-        known = {f.name for f in dataclasses.fields(cls)}
+        grid = {f.name for f in dataclasses.fields(cls)} - {"workload"}
+        known = grid | set(WORKLOAD_KEYS)
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(
                 f"sweep spec: unknown key(s) {', '.join(unknown)}; "
                 f"known: {', '.join(sorted(known))}"
             )
-        spec = cls(**dict(data))
-        spec.check()
-        return spec
+        base = {k: v for k, v in data.items() if k in WORKLOAD_KEYS}
+        base.setdefault("repeats", REPORT_REPEATS)
+        try:
+            workload = Workload.from_dict(base)
+        except ValueError as exc:
+            raise ValueError(f"sweep spec: {exc}") from None
+        return cls(**{k: v for k, v in data.items() if k in grid}, workload=workload)
 
     @classmethod
     def load(cls, source: str | os.PathLike[str] | Mapping[str, Any] | SweepSpec | None,
@@ -110,7 +129,7 @@ class SweepSpec:
         """A spec from a JSON file, a dict, a spec, or None (the default, or `quick`).
 
         Example:
-            >>> SweepSpec.load(None, quick=True).repeats
+            >>> SweepSpec.load(None, quick=True).workload.repeats
             2
         """
         if isinstance(source, SweepSpec):
@@ -131,25 +150,35 @@ class SweepSpec:
         return cls.from_dict(data)
 
     def check(self) -> None:
-        """Raise ``ValueError`` for an empty grid or impossible values.
+        """Raise ``ValueError`` for an empty grid or impossible values (run when built).
 
         Example:
-            >>> SweepSpec(repeats=0).check()
+            >>> SweepSpec(workload=Workload(repeats=0))
             Traceback (most recent call last):
             ...
             ValueError: sweep spec: repeats must be >= 1, got 0
         """
-        for name in ("presets", "cpus", "loadings", "steps", "batch_sizes", "texts"):
+        for name in ("presets", "cpus", "loadings", "steps", "batch_sizes"):
             value = getattr(self, name)
             if isinstance(value, (str, bytes)) or not list(value):
                 raise ValueError(f"sweep spec: '{name}' must be a non-empty list")
             setattr(self, name, list(value))
         if any(int(c) < 1 for c in self.cpus):
             raise ValueError(f"sweep spec: cpus must be >= 1, got {self.cpus}")
-        if int(self.repeats) < 1:
-            raise ValueError(f"sweep spec: repeats must be >= 1, got {self.repeats}")
+        if not isinstance(self.workload, Workload):
+            raise ValueError(f"sweep spec: workload must be a tts_kit.workload.Workload, got "
+                             f"{type(self.workload).__name__}")
+        # A report needs a p50 for every trial: at least one timed call after the first.
+        if self.workload.repeats < 1:
+            raise ValueError(f"sweep spec: repeats must be >= 1, got {self.workload.repeats}")
         if self.mem_budget_mb is not None and not self.mem_budget_mb > 0:
             raise ValueError(f"sweep spec: mem_budget_mb must be > 0, got {self.mem_budget_mb}")
+        try:  # every cell of the grid is a workload: check them all here, once
+            for s in self.steps:
+                for b in self.batch_sizes:
+                    self.workload.replace(steps=s, batch_size=b)
+        except ValueError as exc:
+            raise ValueError(f"sweep spec: {exc}") from None
 
     def effective(self) -> SweepSpec:
         """This spec with ``cpus`` limited to the cores this process may use.
@@ -164,11 +193,19 @@ class SweepSpec:
         return dataclasses.replace(self, cpus=cpus)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON form.
+        """Plain-JSON form: the grid and the workload's fields side by side (flat).
 
         Example:
-            >>> SweepSpec.quick().to_dict()["steps"]
-            [2]
+            >>> d = SweepSpec.quick().to_dict()
+            >>> d["steps"], d["repeats"], "workload" in d
+            ([2], 2, False)
         """
-        return dataclasses.asdict(self)
-
+        work = self.workload.to_dict()
+        out: dict[str, Any] = {
+            "presets": list(self.presets), "cpus": list(self.cpus),
+            "loadings": list(self.loadings), "steps": list(self.steps or []),
+            "batch_sizes": list(self.batch_sizes or []), "repeats": work["repeats"],
+            "mem_budget_mb": self.mem_budget_mb,
+        }
+        out.update({k: work[k] for k in WORKLOAD_KEYS if k != "repeats"})
+        return out
