@@ -270,3 +270,16 @@ def test_bad_inputs_fail_in_one_line_before_any_kernel(tmp_path):
     with pytest.raises(ReportError, match="not valid JSON"):
         report.rerun_report(tmp_path / "bad.json")
     assert report.report_notebook().name == "05_tuning_report.ipynb"
+
+
+def test_a_budget_pick_is_measured_again_with_the_sweeps_stage_costs(tiny_bundle_dir, tmp_path):
+    """The re-measured pick is the same configuration: a budget:MB pick gets the stage costs
+    the sweep measured for it, not the file-size estimate."""
+    spec = SweepSpec(presets=["low-memory"], cpus=[1], loadings=["budget:100"],
+                     workload=Workload(steps=2, repeats=1))
+    paths = report.make_report(tmp_path / "r", model=tiny_bundle_dir, sweep=spec,
+                               progress=False, render=False)
+    data = json.loads(paths[0].read_text())
+    pick = data["recommendation"]["record"]
+    assert pick["loading"] == "budget:100" and pick["stage_costs_mb"]
+    assert data["extras"]["recommended_trial"]["stage_costs_mb"] == pick["stage_costs_mb"]

@@ -88,8 +88,11 @@ def measure_recommended(bundle: Bundle, tuning: TuningReport) -> dict[str, Any]:
     spec = tuning.spec
     pick = tuning.recommended or tuning.records[0]
     workload = spec.workload.replace(steps=pick["steps"], batch_size=pick["batch_size"])
+    # A budget pick is measured again with the stage costs the sweep measured for it (the
+    # record keeps them), not the file-size estimate: otherwise it is another configuration.
     return tune.trial(bundle, tuning.preset_of(pick), workload, cpus=pick["cpus"],
-                      loading=pick["loading"], mem_budget_mb=spec.mem_budget_mb)
+                      loading=pick["loading"], mem_budget_mb=spec.mem_budget_mb,
+                      stage_costs_mb=pick.get("stage_costs_mb"))
 
 
 def write_report(
