@@ -253,7 +253,8 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--fidelity-only", action="store_true",
                     help="measure fidelity against the source, not memory or latency")
 
-    sp = add("report", cmd_report, "run the tuning-report notebook and write a standalone report")
+    sp = add("report", cmd_report,
+             "run a tuning sweep, write report.json, and render it as HTML and a notebook")
     sp.add_argument("--out", default=None, help="output directory")
     sp.add_argument("--sweep", default=None, help="sweep spec JSON")
     sp.add_argument("--rerun", default=None,
