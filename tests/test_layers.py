@@ -151,3 +151,39 @@ def test_importing_loading_does_not_load_the_engine():
 def test_workload_sits_on_the_contract_only():
     # What is synthesised is data: it must not pull in the engine, sessions or ONNX Runtime.
     assert GRAPH["tts_kit.workload"] <= {"tts_kit.contract"}, GRAPH["tts_kit.workload"]
+
+
+#: The layers of README.md's package table, bottom to top. A module may import its own
+#: layer and the ones below it, never one above (``tts_kit`` itself re-exports lazily).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("contract", "events", "textproc", "_protoscan", "procfacts"),
+    ("text",),
+    ("bundle", "standin", "_onnx_builder", "fetch", "sessions", "measure", "loading", "engine",
+     "devices", "audio_metrics"),
+    ("workload", "records", "stage_costs", "tune", "instances", "precision"),
+    ("report", "plots", "widgets", "cli"),
+)
+
+
+def _layer(module: str) -> int:
+    top = module.split(".")[1] if "." in module else ""
+    for i, names in enumerate(LAYERS):
+        if top in names:
+            return i
+    raise AssertionError(f"{module} is in no layer: add it to LAYERS and the README table")
+
+
+def test_every_module_imports_only_its_layer_or_below():
+    upward = sorted(
+        f"{m} -> {t}" for m, targets in GRAPH.items() if m != "tts_kit"
+        for t in targets if t != "tts_kit" and _layer(t) > _layer(m)
+    )
+    assert upward == []
+
+
+def test_the_readme_table_names_every_module():
+    readme = (PKG.parent / "README.md").read_text(encoding="utf-8")
+    for names in LAYERS:
+        for name in names:
+            path = f"tts_kit/{name}/" if (PKG / name).is_dir() else f"tts_kit/{name}.py"
+            assert f"`{path}`" in readme, path

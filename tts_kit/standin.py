@@ -12,6 +12,10 @@ Scales: ``full`` is the published size (about 99M parameters), ``medium`` about 
 quarter of it for memory tests, ``tiny`` a few MB for unit tests. The I/O contract
 (`tts_kit.contract.GRAPHS`) is identical at every scale.
 
+One concern, kept in one module past 600 lines: the four graph builders, the bundle's
+config, indexer and voices, and writing it out all describe the same synthetic bundle,
+and each part reads the architecture table (`_ARCH`) next to it.
+
 Example:
     >>> from tts_kit.standin import build_standin
     >>> summary = build_standin("/tmp/standin-tiny", scale="tiny")  # doctest: +SKIP
