@@ -6,6 +6,7 @@ files, the external-data cache). Every output is built in a temporary sibling na
 writer's pid in the name lets a later run tell a dead writer's leftovers from a live
 one's) and moved into place only when complete:
 
+- `check_destination`: can a file be written there (before the work, not after);
 - `atomic_file`: a file, renamed over the destination (or, with ``replace=False``, linked
   into place only if the destination does not exist);
 - `atomic_dir`: a directory, renamed into place (onto a missing or empty destination);
@@ -153,6 +154,40 @@ def _fsync_dir(path: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def check_destination(dst: str | os.PathLike[str]) -> Path:
+    """Check, before any work, that a file can be written at ``dst``; one-line ValueError.
+
+    Not a directory; its parent exists, is a directory and takes a new file there (tried
+    with a temporary that is removed at once: permissions, read-only mounts and ``/proc``
+    all answer that truthfully, root or not); an existing ``dst`` is writable.
+
+    Example:
+        >>> check_destination(tempfile.gettempdir())  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: ...: is a directory; give a file path (such as .../out.wav)
+    """
+    dst = Path(dst).expanduser()
+    parent = dst.parent
+    if dst.is_dir():
+        raise ValueError(f"{dst}: is a directory; give a file path (such as "
+                         f"{dst / ('out' + (dst.suffix or '.wav'))})")
+    if not parent.exists():
+        raise ValueError(f"{parent}: directory does not exist; create it or choose another path")
+    if not parent.is_dir():
+        raise ValueError(f"{parent}: not a directory; choose another path")
+    if dst.exists() and not os.access(dst, os.W_OK):
+        raise ValueError(f"{dst}: exists and is not writable; choose another path")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=temp_prefix(dst), dir=parent)
+    except OSError as exc:
+        raise ValueError(f"{parent}: cannot create a file there ({exc.strerror or exc}); "
+                         "choose another path") from None
+    os.close(fd)
+    os.unlink(probe)
+    return dst
 
 
 @contextlib.contextmanager
