@@ -108,3 +108,68 @@ def test_normalize_cli():
     assert proc.returncode == 0, proc.stderr
     first = proc.stdout.splitlines()[0]
     assert "세 개" in first and "3" not in first
+
+
+# -- synth -o: checked before synthesis, written atomically (issue 11: 3) ---------------
+
+
+def _no_synthesis(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tts_kit.engine import Engine
+
+    def refuse(*a, **k):
+        raise AssertionError("synthesised before -o was checked")
+
+    monkeypatch.setattr(Engine, "synthesize", refuse)
+    monkeypatch.setattr(Engine, "__init__", refuse)
+
+
+@pytest.mark.parametrize(("where", "pattern"), [
+    ("dir", "is a directory"),
+    ("noext", "unknown audio file type (no extension)"),
+    ("badext", "unknown audio file type (.mp5)"),
+    ("missing", "directory does not exist"),
+    ("parent-is-file", "not a directory"),
+    ("proc", "cannot create a file there"),
+])
+def test_synth_checks_the_output_before_synthesising(tiny_bundle_dir: Path, tmp_path: Path,
+                                                     monkeypatch, capsys, where, pattern):
+    from tts_kit.cli import main
+
+    (tmp_path / "afile").write_text("x")
+    out = {"dir": tmp_path, "noext": tmp_path / "hello", "badext": tmp_path / "hello.mp5",
+           "missing": tmp_path / "no" / "x.wav", "parent-is-file": tmp_path / "afile" / "x.wav",
+           "proc": Path("/proc/tts_kit_test.wav")}[where]
+    _no_synthesis(monkeypatch)
+    rc = main(["synth", "Hello.", "-o", str(out), "--model", str(tiny_bundle_dir)])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    lines = [ln for ln in err.splitlines() if not ln.startswith("note:")]
+    assert len(lines) == 1 and pattern in lines[0], err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
+def test_synth_keeps_an_existing_wav_when_the_write_fails(tiny_bundle_dir: Path,
+                                                          tmp_path: Path, monkeypatch, capsys):
+    import errno
+
+    import soundfile
+
+    from tts_kit.cli import main
+
+    out = tmp_path / "hello.wav"
+    assert main(["synth", "Hello.", "-o", str(out), "--model", str(tiny_bundle_dir),
+                 "--steps", "1"]) == 0
+    before = out.read_bytes()
+    capsys.readouterr()
+
+    def disk_full(path, *a, **k):  # a few bytes land, then the disk is full
+        Path(path).write_bytes(b"RIFF\0\0")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(soundfile, "write", disk_full)
+    rc = main(["synth", "Something else.", "-o", str(out), "--model", str(tiny_bundle_dir),
+               "--steps", "1"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "No space left on device" in err and "Traceback" not in err, err
+    assert out.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hello.wav"]  # no temporary

@@ -194,3 +194,28 @@ def test_create_session_takes_a_spec_or_a_policy(tiny_bundle_dir):
     path = tiny_bundle_dir / "onnx" / "duration_predictor.onnx"
     for policy in ("resident", LoadPolicy.parse("paged+mmap")):
         assert create_session(path, policy=policy).get_inputs()
+
+
+def test_external_copy_sweeps_partial_copies_of_dead_writers(tiny_bundle_dir, tmp_path):
+    """An interrupt or an OOM kill during a first paged load left ``.<key>.*`` directories
+    in the cache forever; the next copy removes those whose writer is gone."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    dead_pid = int(dead.stdout)
+    stale = tmp_path / f".0123456789abcdef0123.tmp-{dead_pid}-k9x2"
+    legacy = tmp_path / ".0123456789abcdef0123.ab_cd123"  # before writers named their pid
+    live = tmp_path / f".0123456789abcdef0123.tmp-{os.getpid()}-live"  # still being written
+    for d in (stale, legacy, live):
+        d.mkdir()
+        (d / "vocoder.onnx.data").write_bytes(b"\0" * 4096)
+    old = time.time() - 2 * 3600
+    os.utime(legacy, (old, old))
+    external_copy(tiny_bundle_dir / "onnx" / "vocoder.onnx", cache_dir=tmp_path)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert stale.name not in names and legacy.name not in names
+    assert live.name in names and len(names) == 2  # the live one and the new copy

@@ -262,3 +262,135 @@ def test_int8_conversion_does_not_repeat_the_quantisers_advice(tiny_bundle_dir, 
         logging.warning("Please consider to run pre-processing, said someone else")
     # Ours is filtered only while quantize_dynamic runs; the same text afterwards is not.
     assert caplog.text.count("Please consider to run pre-processing") == 1
+
+
+# -- the source is only read; nothing is left behind (issue 11: 1, 4, 5) ---------------
+
+
+def _snapshot(root):
+    """Names and SHA-256 of everything under ``root`` (links as their target text)."""
+    import hashlib
+    import os
+
+    root = str(root)
+    if os.path.isfile(root):
+        return {".": hashlib.sha256(open(root, "rb").read()).hexdigest()}
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = os.path.join(dirpath, name)
+            rel = os.path.relpath(p, root)
+            if os.path.islink(p):
+                out[rel] = "-> " + os.readlink(p)
+            elif os.path.isfile(p):
+                out[rel] = hashlib.sha256(open(p, "rb").read()).hexdigest()
+            else:
+                out[rel] = "dir"
+    return out
+
+
+def test_int8_never_writes_into_the_source_bundle(tiny_bundle_dir, tmp_path):
+    import shutil
+
+    src = tmp_path / "src"
+    shutil.copytree(tiny_bundle_dir, src)
+    # ORT's shape inference used to write (and then unlink) this name beside the graph.
+    (src / "onnx" / "vocoder-inferred.onnx").write_text("user notes")
+    before = _snapshot(src)
+    convert(src, tmp_path / "int8", to="int8", measure=False)
+    assert (src / "onnx" / "vocoder-inferred.onnx").read_text() == "user notes"
+    assert _snapshot(src) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["int8", "src"]  # no scratch left
+
+
+def test_int8_never_writes_beside_a_single_source_file(tmp_path):
+    d = tmp_path / "models"
+    d.mkdir()
+    src = d / "small.onnx"
+    _small_model(src)
+    (d / "small-inferred.onnx").write_text("user notes")
+    before = _snapshot(d)
+    convert(src, tmp_path / "small-int8.onnx", to="int8", measure=False)
+    assert _snapshot(d) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["models", "small-int8.onnx"]
+
+
+def test_symbolic_links_in_the_source_are_not_followed(tiny_bundle_dir, tmp_path):
+    import shutil
+
+    secret = tmp_path / "secret"
+    secret.write_text("PRIVATE KEY")
+    (tmp_path / "secret_dir").mkdir()
+    (tmp_path / "secret_dir" / "id").write_text("PRIVATE KEY")
+    src = tmp_path / "src"
+    shutil.copytree(tiny_bundle_dir, src)
+    (src / "README").symlink_to(secret)
+    (src / "extras").symlink_to(tmp_path / "secret_dir")
+    with pytest.warns(UserWarning) as caught:
+        r = convert(src, tmp_path / "out", to="fp16", measure=False)
+    assert sorted(str(w.message).split(":")[0] for w in caught) == ["skipped README",
+                                                                    "skipped extras"]
+    out = _snapshot(tmp_path / "out")
+    assert "README" not in out and not any(k.startswith("extras") for k in out)
+    assert not any("PRIVATE KEY" in p.read_text(errors="ignore")
+                   for p in (tmp_path / "out").rglob("*") if p.is_file())
+    assert "README" not in r.source_sha256 and any("README" in n for n in r.notes)
+    # A link in place of a file the bundle needs is refused, before anything is written.
+    (src / "onnx" / "tts.json").rename(tmp_path / "tts.json")
+    (src / "onnx" / "tts.json").symlink_to(tmp_path / "tts.json")
+    with pytest.raises(ValueError, match=r"onnx/tts.json is a symbolic link.*cp -rL"):
+        convert(src, tmp_path / "out2", to="fp16", measure=False)
+    assert not (tmp_path / "out2").exists()
+
+
+_PAUSED_CONVERT = """
+import sys, time
+from pathlib import Path
+from tts_kit.precision import conversion
+
+real = conversion._convert_graph
+calls = []
+
+def paused(src, dst, *a, **k):
+    calls.append(src)
+    out = real(src, dst, *a, **k)
+    if len(calls) == 2:  # two stages written into the temporary: a partial output exists
+        Path(sys.argv[3]).write_text("paused")
+        time.sleep(60)
+    return out
+
+conversion._convert_graph = paused
+conversion.convert(sys.argv[1], sys.argv[2], to=sys.argv[4], measure=False)
+"""
+
+
+@pytest.mark.parametrize("sig, to", [("SIGTERM", "int8"), ("SIGHUP", "fp16"),
+                                     ("SIGINT", "fp16")])
+def test_a_terminated_conversion_leaves_no_temporaries(tiny_bundle_dir, tmp_path, sig, to):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    work = tmp_path / "work"
+    work.mkdir()
+    marker = tmp_path / "paused"
+    before = _snapshot(tiny_bundle_dir)
+    proc = subprocess.Popen([sys.executable, "-c", _PAUSED_CONVERT, str(tiny_bundle_dir),
+                             str(work / "out"), str(marker), to],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert any(p.name.startswith(".out.tmp-") for p in work.iterdir())  # really partial
+        proc.send_signal(getattr(signal, sig))
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    # The process still ends by the signal (Python re-raises SIGINT too), after the clean-up.
+    assert proc.returncode == -getattr(signal, sig), err
+    assert list(work.iterdir()) == []  # no destination, no temporary
+    assert _snapshot(tiny_bundle_dir) == before

@@ -283,3 +283,97 @@ def test_a_budget_pick_is_measured_again_with_the_sweeps_stage_costs(tiny_bundle
     pick = data["recommendation"]["record"]
     assert pick["loading"] == "budget:100" and pick["stage_costs_mb"]
     assert data["extras"]["recommended_trial"]["stage_costs_mb"] == pick["stage_costs_mb"]
+
+
+# -- a previous report survives a run that fails or is interrupted (issue 11: 2) ---------
+
+
+def _previous_report(out):
+    out.mkdir()
+    old = {name: f"previous {name}" for name in ("report.json", "report.ipynb", "report.html")}
+    for name, text in old.items():
+        (out / name).write_text(text)
+    (out / "notes.txt").write_text("the user's own file")
+    return {**old, "notes.txt": "the user's own file"}
+
+
+def _contents(d):
+    return {p.name: p.read_text() for p in d.iterdir()}
+
+
+def test_a_failing_report_run_leaves_the_previous_report(tiny_bundle_dir, tmp_path):
+    from tts_kit.cli import main
+
+    out = tmp_path / "report"
+    before = _previous_report(out)
+    spec = tmp_path / "typo.json"
+    spec.write_text(json.dumps({**SweepSpec.quick().to_dict(), "presets": ["lean", "leen"]}))
+    rc = main(["report", "--model", str(tiny_bundle_dir), "--sweep", str(spec),
+               "--out", str(out)])
+    assert rc == 2
+    assert _contents(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report", "typo.json"]
+
+
+def test_a_report_replaces_only_its_own_files(tiny_bundle_dir, tmp_path):
+    out = tmp_path / "report"
+    before = _previous_report(out)
+    spec = SweepSpec(presets=["low-memory"], cpus=[1], loadings=["resident"],
+                     workload=Workload(steps=2, repeats=1))
+    report.make_report(out, model=tiny_bundle_dir, sweep=spec, progress=False, render=False)
+    after = _contents(out)
+    assert sorted(after) == ["notes.txt", "report.json"]  # stale renders of the old json go
+    assert after["notes.txt"] == before["notes.txt"]
+    assert json.loads(after["report.json"])["records"][0]["preset"] == "low-memory"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]
+
+
+_PAUSED_REPORT = """
+import sys, time
+from pathlib import Path
+from tts_kit.report import SweepSpec, make
+from tts_kit.workload import Workload
+
+real = make.write_report
+
+def paused(out, *a, **k):
+    path = real(out, *a, **k)  # the new report.json exists, in the temporary directory
+    Path(sys.argv[3]).write_text(str(path))
+    time.sleep(60)
+    return path
+
+make.write_report = paused
+spec = SweepSpec(presets=["low-memory"], cpus=[1], loadings=["resident"],
+                 workload=Workload(steps=1, repeats=1))
+make.make_report(sys.argv[2], model=sys.argv[1], sweep=spec, progress=False, render=False)
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT", "SIGHUP"])
+def test_an_interrupted_report_leaves_the_previous_report(tiny_bundle_dir, tmp_path, sig):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    work = tmp_path / "work"
+    work.mkdir()
+    out = work / "report"
+    before = _previous_report(out)
+    marker = tmp_path / "paused"
+    proc = subprocess.Popen([sys.executable, "-c", _PAUSED_REPORT, str(tiny_bundle_dir),
+                             str(out), str(marker)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not marker.exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        proc.send_signal(getattr(signal, sig))
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == -getattr(signal, sig), err
+    assert _contents(out) == before
+    assert sorted(p.name for p in work.iterdir()) == ["report"]  # no temporary left

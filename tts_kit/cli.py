@@ -40,21 +40,46 @@ def _bundle(args: argparse.Namespace):
     return bundle
 
 
+def _audio_output(path: str) -> tuple[Path, str]:
+    """Check ``-o`` before any synthesis: (path, soundfile format) or a one-line UserError."""
+    import soundfile as sf
+
+    from .atomic import check_destination
+
+    out = Path(path).expanduser()
+    fmt = out.suffix[1:].upper()
+    if not out.is_dir() and (fmt not in sf.available_formats()
+                             or not sf.check_format(fmt, "PCM_16")):
+        raise UserError(f"-o {path}: unknown audio file type "
+                        f"({out.suffix or 'no extension'}); end it with .wav (or .flac, .aiff)")
+    try:
+        return check_destination(out), fmt
+    except ValueError as exc:
+        raise UserError(f"-o {exc}".replace("choose another path", "choose another -o")) from None
+
+
 def cmd_synth(args: argparse.Namespace) -> int:
+    import soundfile as sf
+
+    from .atomic import atomic_file
     from .engine import Engine
     from .records import format_timings
 
+    out, fmt = _audio_output(args.output)  # before the model loads: a bad -o costs nothing
     engine = Engine(_bundle(args), normalize=not args.no_normalize, loading=args.loading)
     result = engine.synthesize(
         args.text, lang=args.lang, voice=args.voice or engine.bundle.default_voice,
         steps=args.steps, speed=args.speed, seed=args.seed,
     )
-    out = Path(args.output)
-    if out.parent and not out.parent.exists():
-        raise UserError(f"{out.parent}: directory does not exist; create it or choose another -o")
-    import soundfile as sf
-
-    sf.write(str(out), result.wav, result.sample_rate, subtype="PCM_16")
+    # Written beside and renamed into place: a full disk or a kill leaves an existing file
+    # as it was and no partial one.
+    try:
+        with atomic_file(out) as tmp:
+            sf.write(str(tmp), result.wav, result.sample_rate, subtype="PCM_16", format=fmt)
+    except (OSError, sf.SoundFileError) as exc:
+        why = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
+        raise UserError(f"{out}: could not write the audio ({why}); nothing was changed; "
+                        "free some space or choose another -o") from None
     print(f"wrote {out} ({result.duration_s:.2f} s of audio at {result.sample_rate} Hz)")
     if result.text != " ".join(args.text.split()):
         print(f"read: {result.text}")  # what normalisation made of it (dropped characters too)

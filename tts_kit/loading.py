@@ -65,13 +65,14 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
@@ -82,7 +83,7 @@ from typing import Any
 
 import onnxruntime as ort
 
-from . import contract, events
+from . import atomic, contract, events
 from .procfacts import MIB, release_memory
 
 LOADINGS = ("resident", "paged", "budget")
@@ -236,7 +237,10 @@ def external_copy(path: str | os.PathLike[str], cache_dir: str | os.PathLike[str
 
     Made once per file version (keyed by its absolute path, size and mtime), in a child
     process (in-process for graphs up to `INPROCESS_CONVERT_BYTES` when onnx is already
-    imported), written atomically and reused after; ``path`` is only read.
+    imported), written atomically and reused after; ``path`` is only read. The copy is
+    built in ``.<key>.tmp-<pid>-*`` (removed on failure, Ctrl-C, SIGTERM or SIGHUP); what
+    a writer killed outright left (SIGKILL, the OOM killer, often during a first paged
+    load) is swept on the next call (`sweep_external_cache`).
 
     Example:
         >>> external_copy("bundle/onnx/vocoder.onnx")  # doctest: +SKIP
@@ -251,9 +255,9 @@ def external_copy(path: str | os.PathLike[str], cache_dir: str | os.PathLike[str
     if out.is_file():
         return out
     root.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=root))
-    args = [str(src), str(work / src.name), f"{src.name}.data"]
-    try:
+    sweep_external_cache(root)
+    with atomic.scratch_dir(target) as work:
+        args = [str(src), str(work / src.name), f"{src.name}.data"]
         if st.st_size <= INPROCESS_CONVERT_BYTES and "onnx" in sys.modules:
             import onnx
 
@@ -270,9 +274,34 @@ def external_copy(path: str | os.PathLike[str], cache_dir: str | os.PathLike[str
         except OSError:
             if not out.is_file():  # another process won the race only if its copy is there
                 raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     return out
+
+
+#: Work directories of earlier versions, named ``.<key>.<random>`` (no writer pid).
+_LEGACY_WORK = re.compile(r"^\.[0-9a-f]{20}\.[A-Za-z0-9_]{8}$")
+
+
+def sweep_external_cache(root: str | os.PathLike[str] | None = None,
+                         legacy_after_s: float = 3600.0) -> list[Path]:
+    """Remove partial copies of dead writers from the external-data cache; returns them.
+
+    Temporaries name their writer's pid (`tts_kit.atomic.sweep_stale`); the older
+    ``.<key>.<random>`` ones, which do not, go once they are ``legacy_after_s`` old.
+
+    Example:
+        >>> sweep_external_cache("/nonexistent")
+        []
+    """
+    root = Path(root) if root is not None else external_cache_dir()
+    removed = atomic.sweep_stale(root)
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(root):
+            if (_LEGACY_WORK.match(entry.name) and entry.is_dir(follow_symlinks=False)
+                    and time.time() - entry.stat(follow_symlinks=False).st_mtime
+                    > legacy_after_s):
+                shutil.rmtree(entry.path, ignore_errors=True)
+                removed.append(Path(entry.path))
+    return removed
 
 
 def create_session(

@@ -18,9 +18,15 @@ Tools:
   nodes plus a scale and zero point, more bytes and more time than a small weight saves.
 
 Safety: the destination must not exist (or be an empty directory); the output is built in
-a temporary directory beside it, checked (it opens as a `tts_kit.Bundle`, every converted
-graph opens in ONNX Runtime), and renamed into place only when complete. The source is
-hashed (SHA-256, every file) before and after; a change is an error. Voice styles and JSON
+a temporary directory beside it (`tts_kit.atomic`: removed on any failure, Ctrl-C, SIGTERM
+or SIGHUP), checked (it opens as a `tts_kit.Bundle`, every converted graph opens in ONNX
+Runtime), and renamed into place only when complete. The source is only ever read: the
+INT8 quantiser, whose shape inference writes ``<graph>-inferred.onnx`` beside the graph it
+is given, gets a private copy in a scratch directory. The source is hashed (SHA-256,
+every regular file) before and after; a change is an error. Only regular files are
+copied: a symbolic link among the other files (``README -> ~/.ssh/...``) is skipped with a
+note, and a link in place of a file the layout needs is refused, so a crafted bundle
+cannot pull a file from outside into an output a user may pass on. Voice styles and JSON
 files are copied; ``tts.json`` gains a ``tts_kit_precision`` record of the conversion.
 
 What `convert` measures afterwards is `tts_kit.precision.measure`'s; a single ``.onnx``
@@ -41,8 +47,8 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 import time
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -52,7 +58,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from .. import contract
+from .. import atomic, contract
 from ..audio_metrics import snr_db
 from .measure import measure_conversion
 from .records import ConversionReport, StageReport, check_target
@@ -94,8 +100,29 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
     return h.hexdigest()
 
 
+def _walk_files(root: Path) -> tuple[list[str], list[str]]:
+    """(regular files, symbolic links) under ``root`` as sorted relative POSIX paths.
+
+    Links are listed, never followed (a linked directory is not entered).
+    """
+    files, links = [], []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        here = Path(dirpath)
+        for name in [*dirnames, *filenames]:
+            p = here / name
+            rel = p.relative_to(root).as_posix()
+            if p.is_symlink():
+                links.append(rel)
+            elif name in filenames and p.is_file():
+                files.append(rel)
+    return sorted(files), sorted(links)
+
+
 def sha256_tree(path: str | os.PathLike[str]) -> dict[str, str]:
-    """SHA-256 of every file under ``path`` (relative POSIX path -> hex); a file maps to itself.
+    """SHA-256 of every regular file under ``path`` (relative POSIX path -> hex).
+
+    A file maps to itself. Symbolic links inside a directory are not followed: what they
+    point at is not part of the tree (and may be anybody's file).
 
     Example:
         >>> list(sha256_tree(__file__))
@@ -104,11 +131,29 @@ def sha256_tree(path: str | os.PathLike[str]) -> dict[str, str]:
     root = Path(path)
     if root.is_file():
         return {root.name: sha256_file(root)}
-    return {
-        p.relative_to(root).as_posix(): sha256_file(p)
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-    }
+    return {rel: sha256_file(root / rel) for rel in _walk_files(root)[0]}
+
+
+def _layout_files(bundle: Any) -> set[str]:
+    """The files a bundle cannot do without (relative POSIX paths)."""
+    need = {contract.CONFIG_FILE, contract.INDEXER_FILE}
+    need |= {contract.GRAPHS[s].path for s in contract.STAGES}
+    need |= {f"{contract.VOICE_DIR}/{name}.json" for name in bundle.voices}
+    return need
+
+
+def _check_links(src_p: Path, bundle: Any) -> list[str]:
+    """Refuse links the layout needs; return the other links (skipped, with a note)."""
+    _, links = _walk_files(src_p)
+    need = _layout_files(bundle)
+    needed = sorted(rel for rel in links
+                    if rel in need or any(n.startswith(rel + "/") for n in need))
+    if needed:
+        raise ValueError(
+            f"{src_p}: {needed[0]} is a symbolic link; convert reads only regular files "
+            f"of a bundle: copy it with `cp -rL {src_p} COPY` and convert the copy"
+        )
+    return links
 
 
 def _check_dst_free(dst: Path, kind: str) -> None:
@@ -199,14 +244,18 @@ def _convert_graph(
         for i in n.input:
             if i in weights:
                 consumer.setdefault(i, n.op_type)
-    model_in: onnx.ModelProto | str = source
-    if not unnamed:
+    # The quantiser's shape inference writes "<graph>-inferred.onnx" beside the graph it is
+    # handed (truncating a user's file of that name) and unlinks it, so it never sees the
+    # source: only a private copy in a scratch directory that goes with any failure.
+    with atomic.scratch_dir(dst) as tmp, _without_preprocess_advice():
+        model_in = Path(tmp) / src.name
+        if unnamed:
+            _save_model(source, model_in)
+        else:
+            _copy_graph(src, model_in)
         # The quantiser loads its own copy; not holding ours too saves a model's worth
         # of RAM (about 250 MB for the vector estimator).
-        model_in = str(src)
         del source
-    with tempfile.TemporaryDirectory(prefix=".tts_kit-int8-", dir=dst.parent) as tmp, \
-            _without_preprocess_advice():
         quantize_dynamic(
             model_in,
             Path(tmp) / "q.onnx",
@@ -216,7 +265,6 @@ def _convert_graph(
             nodes_to_exclude=exclude,
             extra_options={"MatMulConstBOnly": True},
         )
-        del model_in
         model = onnx.load(str(Path(tmp) / "q.onnx"))
     _strip_added_value_info(model, keep_vi)
     out_names = {i.name for i in model.graph.initializer}
@@ -225,6 +273,15 @@ def _convert_graph(
     )
     _save_model(model, dst)
     return dict(sorted(ops.items())), len(exclude)
+
+
+def _copy_graph(src: Path, dst: Path) -> None:
+    """Copy a graph and its external data files (``<name>.data*``, as `_save_model` names
+    them) into ``dst``'s directory, contents only."""
+    shutil.copyfile(src, dst)
+    for data in src.parent.glob(f"{src.name}.data*"):
+        if data.is_file() and not data.is_symlink():
+            shutil.copyfile(data, dst.parent / data.name.replace(src.name, dst.name, 1))
 
 
 class _DropPreprocessAdvice(logging.Filter):
@@ -358,6 +415,7 @@ def convert(
         chosen = [s for s in contract.STAGES if s in chosen]  # pipeline order, no repeats
         for s in chosen:
             _check_float32(bundle.stages[s].precision, contract.GRAPHS[s].path)
+        skipped_links = _check_links(src_p, bundle)
     else:
         if stages is not None:
             raise ValueError("stages only apply to bundles; a single .onnx file is one graph")
@@ -379,6 +437,12 @@ def convert(
         },
         source_sha256=before,
     )
+    if kind == "bundle":
+        for rel in skipped_links:
+            note = (f"skipped {rel}: a symbolic link (only the bundle's regular files are "
+                    "copied)")
+            report.notes.append(note)
+            warnings.warn(note, stacklevel=2)
     dst_p.parent.mkdir(parents=True, exist_ok=True)
     if kind == "bundle":
         _convert_bundle(bundle, src_p, dst_p, to, chosen, keep_io_types, op_block_list, report)
@@ -402,14 +466,13 @@ def _convert_bundle(
 ) -> None:
     from ..bundle import Bundle
 
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dst_p.name}.tmp-", dir=dst_p.parent))
-    try:
+    with atomic.atomic_dir(dst_p) as tmp:
         graph_files = {contract.GRAPHS[s].path for s in chosen}
         for rel in report.source_sha256:
             if rel in graph_files or any(rel.startswith(g + ".data") for g in graph_files):
                 continue
             (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src_p / rel, tmp / rel)
+            _copy_regular(src_p / rel, tmp / rel)
         for stage in contract.STAGES:
             info = bundle.stages[stage]
             out = tmp / contract.GRAPHS[stage].path
@@ -440,19 +503,20 @@ def _convert_bundle(
         cfg_path.write_text(json.dumps(cfg, ensure_ascii=False, indent=1) + "\n",
                             encoding="utf-8")
         Bundle(tmp)  # the result must open like any bundle
-        _finish(report, src_p, tmp, dst_p)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        _check_finished(report, src_p, dst_p)
 
 
-def _umask_mode(mode: int) -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mode & ~mask
+def _copy_regular(src: Path, dst: Path) -> None:
+    """Copy a regular file's bytes and times; never through a link (one may have been put
+    in its place since the tree was listed)."""
+    fd = os.open(src, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as fin, open(dst, "wb") as fout:
+        shutil.copyfileobj(fin, fout, 1 << 20)
+    shutil.copystat(src, dst, follow_symlinks=False)
 
 
-def _finish(report: ConversionReport, src_p: Path, tmp: Path, dst_p: Path) -> None:
+def _check_finished(report: ConversionReport, src_p: Path, dst_p: Path) -> None:
+    """Last checks before the output is moved into place (`tts_kit.atomic` moves it)."""
     after = sha256_tree(src_p)
     if after != report.source_sha256:
         changed = sorted(k for k in set(after) | set(report.source_sha256)
@@ -463,20 +527,14 @@ def _finish(report: ConversionReport, src_p: Path, tmp: Path, dst_p: Path) -> No
             "nothing was written; make sure nothing else writes to it and retry"
         )
     _check_dst_free(dst_p, report.kind)  # someone may have created it meanwhile
-    # mkdtemp/mkstemp create private (0700/0600) entries; the output gets the usual mode.
-    os.chmod(tmp, _umask_mode(0o777 if tmp.is_dir() else 0o666))
-    os.replace(tmp, dst_p)
 
 
 def _convert_file(
     src_p: Path, dst_p: Path, to: str, keep_io_types: bool, op_block_list: Sequence[str] | None,
     report: ConversionReport,
 ) -> None:
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{dst_p.name}.tmp-", suffix=".onnx",
-                                    dir=dst_p.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
+    # replace=False: a file that appears at dst meanwhile is never overwritten.
+    with atomic.atomic_file(dst_p, replace=False, suffix=".onnx") as tmp:
         ops, kept = _convert_graph(src_p, tmp, to, keep_io_types, op_block_list)
         del ops  # reported below
         sess = _open_check(tmp)
@@ -485,10 +543,7 @@ def _convert_file(
             "model", True, _graph_bytes(src_p), _graph_bytes(tmp), _precision_of(src_p),
             _precision_of(tmp), _ops_again(src_p, tmp, to), kept,
         )
-        _finish(report, src_p, tmp, dst_p)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        _check_finished(report, src_p, dst_p)
 
 
 def _ops_again(src_p: Path, out: Path, to: str) -> dict[str, int]:

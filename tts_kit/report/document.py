@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import __version__, procfacts
+from .. import __version__, atomic, procfacts
 from ..records import COLUMNS, LATENCY_KEYS, MEMORY_KEYS, SUMMARY_KEYS, select, to_number
 from .spec import ReportError, SweepSpec
 
@@ -305,7 +305,9 @@ class TuningReport:
             out = out / "report.json"
         data = self.to_dict()
         validate_report(data)
-        out.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        text = json.dumps(data, indent=2, allow_nan=False) + "\n"
+        with atomic.atomic_file(out) as tmp:  # the previous file stays until this one is whole
+            tmp.write_text(text, encoding="utf-8")
         return out
 
     @classmethod

@@ -9,6 +9,11 @@ the document exists without a notebook. `make_report` does that, then hands the 
 opened on its own in JupyterLab, calls `write_report` itself (one call) and renders the
 same document.
 
+Nothing of a previous report is removed before the new one is complete: `make_report`
+builds every file in a temporary sibling of ``out`` (`tts_kit.atomic`; removed on any
+failure, Ctrl-C, SIGTERM or SIGHUP) and only then moves them into ``out``, one rename
+each; other files in ``out`` are left alone.
+
 Example:
     >>> from tts_kit.report import make_report
     >>> [p.name for p in make_report("reports/standin", render=False)]  # doctest: +SKIP
@@ -24,10 +29,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .. import atomic
 from ..bundle import Bundle, resolve_model_dir
 from .document import TuningReport, environment, model_fingerprint
 from .render import render_report
-from .spec import SweepSpec
+from .spec import ReportError, SweepSpec
+
+#: What `make_report` writes into its output directory.
+REPORT_FILES = ("report.html", "report.json", "report.ipynb")
 
 SweepLike = str | os.PathLike[str] | Mapping[str, Any] | SweepSpec | None
 """What a sweep argument may be: a `SweepSpec`, its dict, a JSON file of it, or None."""
@@ -139,7 +148,8 @@ def make_report(
     """Measure ``sweep`` on ``model``, write report.json, then render it (notebook + HTML).
 
     Args:
-        out: output directory (created; existing report files in it are replaced).
+        out: output directory (created; existing report files in it are replaced once
+            the new report is complete, and stay as they were when it fails).
         model: bundle directory (default: discovered; the stand-in on a fresh machine).
         sweep: a `SweepSpec`, its dict, a JSON file of it, or None for the default.
         quick: with ``sweep=None``, the smallest sweep (`SweepSpec.quick`).
@@ -159,13 +169,20 @@ def make_report(
     where, source = resolve_model_dir(model)
     bundle = Bundle(where)  # fails early, in one line, before any trial runs
     out_dir = Path(out).expanduser().resolve()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for name in ("report.json", "report.ipynb", "report.html"):
-        (out_dir / name).unlink(missing_ok=True)
-    json_path = write_report(out_dir, bundle, spec, progress=progress)
-    if not render:
-        return [json_path]
-    html_path, ipynb = render_report(json_path, out_dir, model_dir=bundle.path,
-                                     model_source=source, timeout_s=timeout_s,
-                                     progress=progress)
-    return [html_path, json_path, ipynb]
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ReportError(f"{out}: exists and is not a directory; give a directory for --out")
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    with atomic.scratch_dir(out_dir) as tmp:
+        names = ["report.json"]
+        write_report(tmp, bundle, spec, progress=progress)
+        if render:
+            render_report(tmp / "report.json", tmp, model_dir=bundle.path,
+                          model_source=source, timeout_s=timeout_s, progress=progress)
+            names += ["report.ipynb", "report.html"]
+        out_dir.mkdir(exist_ok=True)
+        atomic.install_files(tmp, out_dir, names)
+    if not render:  # renders of the previous report.json would no longer match it
+        for name in ("report.ipynb", "report.html"):
+            (out_dir / name).unlink(missing_ok=True)
+        return [out_dir / "report.json"]
+    return [out_dir / name for name in REPORT_FILES]

@@ -181,10 +181,13 @@ def render_report(
     out_dir = Path(out).expanduser().resolve() if out is not None else src.parent
     out_dir.mkdir(parents=True, exist_ok=True)
     ipynb, html_path = out_dir / "report.ipynb", out_dir / "report.html"
+    # Beside the notebook, name it relative to it (the notebook's cwd): the directory may
+    # be a temporary one renamed into place afterwards (`tts_kit.report.make_report`).
+    report_param = src.name if src.parent == out_dir else str(src)
     execute_notebook(
         report_notebook(), ipynb,
         parameters={"model_dir": str(model_dir), "model_source": model_source,
-                    "report_json": str(src)},
+                    "report_json": report_param},
         cwd=out_dir, timeout_s=timeout_s, progress=progress,
     )
     export_html(ipynb, html_path)

@@ -1,0 +1,381 @@
+"""Outputs that appear whole or not at all, and temporaries that never outlive their writer.
+
+One concern: how tts_kit writes anything a user keeps (converted bundles, reports, WAV
+files, the external-data cache). Every output is built in a temporary sibling named
+``.<name>.tmp-<pid>-<random>`` (same file system, so the final rename is atomic; the
+writer's pid in the name lets a later run tell a dead writer's leftovers from a live
+one's) and moved into place only when complete:
+
+- `check_destination`: can a file be written there (before the work, not after);
+- `atomic_file`: a file, renamed over the destination (or, with ``replace=False``, linked
+  into place only if the destination does not exist);
+- `atomic_dir`: a directory, renamed into place (onto a missing or empty destination);
+- `scratch_dir`: a private working directory beside an output, always removed;
+- `signals_as_exceptions`: while any of these is active, SIGTERM and SIGHUP (what
+  ``timeout``, docker and systemd send, and what a closed terminal sends) raise
+  `Terminated`, so the same clean-up as for Ctrl-C runs; the signal is delivered again
+  afterwards, so the process still ends the way it would have;
+- `sweep_stale`: removes the temporaries of writers that died without cleaning up
+  (SIGKILL, the OOM killer), for directories tts_kit owns (the cache).
+
+Only the standard library: every layer may use it.
+
+Example:
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> d = Path(tempfile.mkdtemp())
+    >>> with atomic_file(d / "out.txt") as tmp:
+    ...     _ = tmp.write_text("complete")
+    >>> (d / "out.txt").read_text(), sorted(p.name for p in d.iterdir())
+    ('complete', ['out.txt'])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+#: Signals turned into `Terminated` while an output is being built (SIGINT already raises
+#: KeyboardInterrupt).
+GUARDED_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGHUP)
+#: A temporary's name: ``.<name>.tmp-<pid>-<random><suffix>``.
+TEMP_NAME = re.compile(r"^\..*\.tmp-(?P<pid>\d+)-[^/]*$")
+#: Temporaries older than this are stale even when their pid is alive again (pid reuse).
+STALE_AFTER_S = 24 * 3600.0
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP arrived while an output was being built.
+
+    A KeyboardInterrupt, so code that already cleans up after Ctrl-C cleans up the same way.
+    """
+
+    def __init__(self, signum: int):
+        super().__init__(f"terminated by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+_guard_lock = threading.Lock()
+_guard_depth = 0
+_guard_saved: dict[int, object] = {}
+_guard_caught: list[int] = []
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    if _guard_caught:  # already unwinding: let the clean-up finish
+        return
+    _guard_caught.append(signum)
+    raise Terminated(signum)
+
+
+@contextlib.contextmanager
+def signals_as_exceptions() -> Iterator[None]:
+    """While active, SIGTERM/SIGHUP raise `Terminated` instead of ending the process at once.
+
+    Only signals whose handler is the default (end the process) are taken over: an ignored
+    SIGHUP (``nohup``) stays ignored, and a handler someone installed stays theirs. Nested
+    uses share one installation. On leaving the outermost one the previous handlers come
+    back and a signal that was caught is sent again, so the process ends as it would have,
+    only after the clean-up. Outside the main thread (where Python cannot set handlers)
+    it does nothing.
+
+    Example:
+        >>> with signals_as_exceptions():
+        ...     pass
+    """
+    global _guard_depth
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    with _guard_lock:
+        if _guard_depth == 0:
+            _guard_caught.clear()
+            for sig in GUARDED_SIGNALS:
+                if signal.getsignal(sig) is signal.SIG_DFL:
+                    _guard_saved[sig] = signal.signal(sig, _raise_terminated)
+        _guard_depth += 1
+    try:
+        yield
+    finally:
+        with _guard_lock:
+            _guard_depth -= 1
+            outermost = _guard_depth == 0
+            if outermost:
+                for sig, old in _guard_saved.items():
+                    signal.signal(sig, old)  # type: ignore[arg-type]
+                _guard_saved.clear()
+        if outermost and _guard_caught:
+            os.kill(os.getpid(), _guard_caught.pop())
+
+
+@contextlib.contextmanager
+def _signals_blocked() -> Iterator[None]:
+    """Hold interrupting signals for the few system calls that put an output in place."""
+    sigs = {signal.SIGINT, *GUARDED_SIGNALS}
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def temp_prefix(dst: str | os.PathLike[str]) -> str:
+    """The name prefix of ``dst``'s temporaries: ``.<name>.tmp-<pid>-``.
+
+    Example:
+        >>> temp_prefix("out/a.wav").startswith(".a.wav.tmp-")
+        True
+    """
+    return f".{Path(dst).name}.tmp-{os.getpid()}-"
+
+
+def _umask_mode(mode: int) -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mode & ~mask
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def check_destination(dst: str | os.PathLike[str]) -> Path:
+    """Check, before any work, that a file can be written at ``dst``; one-line ValueError.
+
+    Not a directory; its parent exists, is a directory and takes a new file there (tried
+    with a temporary that is removed at once: permissions, read-only mounts and ``/proc``
+    all answer that truthfully, root or not); an existing ``dst`` is writable.
+
+    Example:
+        >>> check_destination(tempfile.gettempdir())  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: ...: is a directory; give a file path (such as .../out.wav)
+    """
+    dst = Path(dst).expanduser()
+    parent = dst.parent
+    if dst.is_dir():
+        raise ValueError(f"{dst}: is a directory; give a file path (such as "
+                         f"{dst / ('out' + (dst.suffix or '.wav'))})")
+    if not parent.exists():
+        raise ValueError(f"{parent}: directory does not exist; create it or choose another path")
+    if not parent.is_dir():
+        raise ValueError(f"{parent}: not a directory; choose another path")
+    if dst.exists() and not os.access(dst, os.W_OK):
+        raise ValueError(f"{dst}: exists and is not writable; choose another path")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=temp_prefix(dst), dir=parent)
+    except OSError as exc:
+        raise ValueError(f"{parent}: cannot create a file there ({exc.strerror or exc}); "
+                         "choose another path") from None
+    os.close(fd)
+    os.unlink(probe)
+    return dst
+
+
+@contextlib.contextmanager
+def atomic_file(dst: str | os.PathLike[str], *, replace: bool = True,
+                suffix: str | None = None) -> Iterator[Path]:
+    """Yield a temporary path beside ``dst``; on success it becomes ``dst`` in one step.
+
+    The temporary is removed on any failure (SIGTERM/SIGHUP included), and an existing
+    ``dst`` is untouched until the new file is complete. ``replace=False``: fail with
+    ``FileExistsError`` rather than overwrite a ``dst`` that appeared meanwhile.
+    ``suffix`` (default: ``dst``'s) keeps tools that look at the extension happy.
+
+    Example:
+        >>> import tempfile
+        >>> d = Path(tempfile.mkdtemp())
+        >>> with atomic_file(d / "x.json") as tmp:
+        ...     _ = tmp.write_text("{}")
+        >>> (d / "x.json").read_text()
+        '{}'
+    """
+    dst = Path(dst)
+    with signals_as_exceptions():
+        fd, name = tempfile.mkstemp(prefix=temp_prefix(dst),
+                                    suffix=dst.suffix if suffix is None else suffix,
+                                    dir=dst.parent)
+        os.close(fd)
+        tmp = Path(name)
+        try:
+            yield tmp
+            os.chmod(tmp, _umask_mode(0o666))  # mkstemp makes 0600; outputs get the usual
+            with _signals_blocked():
+                if replace:
+                    os.replace(tmp, dst)
+                else:
+                    _link_into_place(tmp, dst)
+            _fsync_dir(dst.parent)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+
+
+def _link_into_place(tmp: Path, dst: Path) -> None:
+    try:
+        os.link(tmp, dst)  # atomic, and never overwrites
+    except OSError as exc:
+        if exc.errno == errno.EEXIST:
+            raise
+        # A file system without hard links: check, then rename (a small window, no more).
+        if os.path.lexists(dst):
+            raise FileExistsError(errno.EEXIST, "already exists", str(dst)) from None
+        os.replace(tmp, dst)
+        return
+    tmp.unlink()
+
+
+@contextlib.contextmanager
+def atomic_dir(dst: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary directory beside ``dst``; on success it is renamed to ``dst``.
+
+    ``dst`` must be missing or an empty directory (anything else: ``OSError``, nothing
+    replaced); the temporary is removed on any failure, SIGTERM/SIGHUP included.
+
+    Example:
+        >>> import tempfile
+        >>> d = Path(tempfile.mkdtemp())
+        >>> with atomic_dir(d / "out") as tmp:
+        ...     _ = (tmp / "a.txt").write_text("a")
+        >>> sorted(p.name for p in (d / "out").iterdir()), sorted(p.name for p in d.iterdir())
+        (['a.txt'], ['out'])
+    """
+    dst = Path(dst)
+    with signals_as_exceptions():
+        tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(dst), dir=dst.parent))
+        try:
+            yield tmp
+            os.chmod(tmp, _umask_mode(0o777))  # mkdtemp makes 0700
+            with _signals_blocked():
+                os.replace(tmp, dst)
+            _fsync_dir(dst.parent)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+
+@contextlib.contextmanager
+def scratch_dir(beside: str | os.PathLike[str]) -> Iterator[Path]:
+    """A private working directory next to ``beside`` (same file system), always removed.
+
+    Example:
+        >>> import tempfile
+        >>> d = Path(tempfile.mkdtemp())
+        >>> with scratch_dir(d / "out") as s:
+        ...     s.name.startswith(".out.tmp-")
+        True
+        >>> list(d.iterdir())
+        []
+    """
+    beside = Path(beside)
+    with signals_as_exceptions():
+        tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(beside), dir=beside.parent))
+        try:
+            yield tmp
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def install_files(src_dir: str | os.PathLike[str], dst_dir: str | os.PathLike[str],
+                  names: list[str]) -> list[Path]:
+    """Move ``names`` from a finished temporary directory into ``dst_dir``, each by rename.
+
+    Other files in ``dst_dir`` stay; each named file is replaced in one step, with
+    signals held so the set is not left half-moved.
+
+    Example:
+        >>> import tempfile
+        >>> a, b = Path(tempfile.mkdtemp()), Path(tempfile.mkdtemp())
+        >>> _ = (a / "r.json").write_text("new")
+        >>> [p.name for p in install_files(a, b, ["r.json"])]
+        ['r.json']
+    """
+    src, dst = Path(src_dir), Path(dst_dir)
+    with _signals_blocked():
+        for name in names:
+            os.chmod(src / name, _umask_mode(0o666))
+            os.replace(src / name, dst / name)
+    _fsync_dir(dst)
+    return [dst / name for name in names]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def is_stale(path: str | os.PathLike[str], max_age_s: float = STALE_AFTER_S) -> bool:
+    """True when ``path`` is a tts_kit temporary whose writer is gone (or that is very old).
+
+    Example:
+        >>> is_stale("/nonexistent/.x.tmp-999999999-abc")
+        True
+        >>> is_stale(f"/nonexistent/.x.tmp-{os.getpid()}-abc")
+        False
+    """
+    m = TEMP_NAME.match(Path(path).name)
+    if not m:
+        return False
+    if not _pid_alive(int(m["pid"])):
+        return True
+    try:
+        return time.time() - os.lstat(path).st_mtime > max_age_s
+    except OSError:
+        return False
+
+
+def sweep_stale(directory: str | os.PathLike[str], max_age_s: float = STALE_AFTER_S
+                ) -> list[Path]:
+    """Remove the temporaries in ``directory`` left by writers that died (killed, OOM).
+
+    Only for directories tts_kit owns (the cache): a user's directory is never swept.
+    Returns what was removed.
+
+    Example:
+        >>> import tempfile
+        >>> d = Path(tempfile.mkdtemp())
+        >>> (d / ".k.tmp-999999999-x").mkdir()
+        >>> [p.name for p in sweep_stale(d)]
+        ['.k.tmp-999999999-x']
+    """
+    removed = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not is_stale(entry.path, max_age_s):
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+        except OSError as exc:
+            if exc.errno != errno.ENOENT:  # another sweeper got there first: fine
+                continue
+        removed.append(Path(entry.path))
+    return removed
