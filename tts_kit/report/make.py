@@ -27,7 +27,7 @@ from typing import Any
 from ..bundle import Bundle, resolve_model_dir
 from .document import TuningReport, environment, model_fingerprint
 from .render import render_report
-from .spec import SweepSpec
+from .spec import ReportError, SweepSpec
 
 SweepLike = str | os.PathLike[str] | Mapping[str, Any] | SweepSpec | None
 """What a sweep argument may be: a `SweepSpec`, its dict, a JSON file of it, or None."""
@@ -127,6 +127,15 @@ def write_report(
     return tuning.save(out_dir / "report.json")
 
 
+def _check_out_dir(out: str | os.PathLike[str]) -> None:
+    """Refuse, before any trial runs, an ``out`` that cannot become the report directory."""
+    p = Path(out).expanduser()
+    # A file, or a link that leads nowhere (dangling, a loop): mkdir would fail at the end.
+    if (p.exists() or p.is_symlink()) and not p.is_dir():
+        raise ReportError(f"{out}: exists and is not a directory; give a new directory, or "
+                          "one that holds a previous report")
+
+
 def make_report(
     out: str | os.PathLike[str],
     model: str | os.PathLike[str] | None = None,
@@ -155,6 +164,7 @@ def make_report(
         >>> [p.name for p in make_report("reports/standin")]  # doctest: +SKIP
         ['report.html', 'report.json', 'report.ipynb']
     """
+    _check_out_dir(out)
     spec = SweepSpec.load(sweep, quick=quick)
     where, source = resolve_model_dir(model)
     bundle = Bundle(where)  # fails early, in one line, before any trial runs
