@@ -1,8 +1,10 @@
 """``tts-kit``: a thin command line over the library.
 
 Every subcommand parses its arguments, calls one library function and prints the
-result. User errors (bad text, a broken model, a missing file) exit with status 2
-and one line on stderr, never a traceback.
+result. User errors (bad text, a broken model, a missing file, a full disk) exit with
+status 2 and one line on stderr naming the problem and the fix; an error no check
+anticipated exits 1 with one line and the path of a log holding the traceback. Never a
+traceback on the terminal; strings are printed with control characters escaped.
 
 Example:
     $ tts-kit synth "Hello there." -o hello.wav
