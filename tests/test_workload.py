@@ -29,7 +29,14 @@ def test_the_defaults_are_the_measurement_defaults():
     ({"texts": ["ok", "  "]}, "texts must be non-empty strings"),
     ({"texts": [3]}, "texts must be non-empty strings"),
     ({"speed": 5}, "speed must be a number in 0.7..2, got 5"),
-    ({"seed": None}, "seed must be an integer, got None"),
+    ({"seed": None}, "seed must be an integer >= 0, got None"),
+    # Bounds a crafted report.json could pass (issue 11, item 16): each measured every trial
+    # as an error (or for ever) and read as "does NOT hold" instead of bad input.
+    ({"seed": -1}, "seed must be an integer >= 0, got -1"),
+    ({"steps": 101}, "steps must be an integer <= 100, got 101"),
+    ({"repeats": 10**12}, "repeats must be an integer <= 1000, got 1000000000000"),
+    ({"batch_size": 100_000}, "batch_size must be an integer <= 256, got 100000"),
+    ({"lang": "xx"}, "lang must be a language code such as 'en'"),
     ({"lang": ""}, "lang must be a language code"),
     ({"voice": ""}, "voice must be a voice name or None"),
 ])

@@ -92,6 +92,9 @@ def _read_json(path: Path, root: Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BundleError(f"{_rel(path, root)}: malformed JSON ({exc})") from None
+    except RecursionError:  # json's decoder recurses per level: 200k '[' exhaust the stack
+        raise BundleError(f"{_rel(path, root)}: JSON nested too deeply to be a bundle file; "
+                          "re-download or rebuild it") from None
 
 
 def _check_tensor(rel: str, kind: str, found: ValueInfo, spec: contract.TensorSpec):
@@ -144,21 +147,43 @@ class Bundle:
     """
 
     def __init__(self, path: str | os.PathLike[str]):
-        root = Path(path).expanduser().resolve()
+        try:
+            root = Path(path).expanduser().resolve()
+            is_dir = root.is_dir()
+        except (OSError, RuntimeError) as exc:
+            # A symlink loop is RuntimeError before Python 3.13 and OSError (ELOOP) after;
+            # a name too long is OSError. Either way no bundle can be there.
+            raise BundleError(f"{path}: cannot be opened as a directory ({exc}); point it at "
+                              "the bundle directory itself") from None
         self.path: Path = root
-        if not root.is_dir():
+        if not is_dir:
             raise BundleError(
                 f"{path}: not a directory (expected a Supertonic bundle with onnx/ and "
                 f"voice_styles/; build one with `tts-kit standin DIR`)"
             )
+        try:
+            self._open()
+        except BundleError as exc:
+            # The messages name files inside the bundle; the root says which bundle
+            # (`TTS_KIT_MODEL_DIR=/etc` read only "onnx/tts.json: missing").
+            raise BundleError(f"bundle {root}: {exc}") from None
+        except OSError as exc:  # unreadable files, a directory where a file belongs, ...
+            raise BundleError(f"bundle {root}: {exc.filename or ''}: {exc.strerror or exc}; "
+                              "check the bundle's files and their permissions") from None
+
+    def _open(self) -> None:
+        root = self.path
         self.config: dict[str, Any] = _read_json(root / contract.CONFIG_FILE, root)
         self._check_config()
         indexer = _read_json(root / contract.INDEXER_FILE, root)
+        # Every entry, not a sample: one 2**70 anywhere made the int64 conversion below
+        # fail with OverflowError. Token ids are int32 in any vocabulary; -1 = unsupported.
         if not isinstance(indexer, list) or not indexer or not all(
-            isinstance(v, int) for v in indexer[:256]
+            type(v) is int and -1 <= v < 2**31 for v in indexer
         ):
             raise BundleError(
-                f"{contract.INDEXER_FILE}: expected a JSON list of ints (code point -> token id)"
+                f"{contract.INDEXER_FILE}: expected a JSON list of token ids, ints from -1 "
+                f"to 2**31-1 (code point -> token id); re-download or rebuild the bundle"
             )
         #: code point -> token id (-1 = unsupported), as an int64 array for vector lookup.
         self.indexer: np.ndarray = np.asarray(indexer, dtype=np.int64)
@@ -172,6 +197,9 @@ class Bundle:
 
     def _check_config(self) -> None:
         cfg = self.config
+        if not isinstance(cfg, dict):
+            raise BundleError(f"{contract.CONFIG_FILE}: expected a JSON object, found "
+                              f"{type(cfg).__name__}; re-download or rebuild the bundle")
         want = {
             ("ae", "sample_rate"): contract.SAMPLE_RATE,
             ("ae", "base_chunk_size"): contract.BASE_CHUNK_SIZE,
@@ -231,11 +259,11 @@ class Bundle:
             entry = data.get(key) if isinstance(data, dict) else None
             if not isinstance(entry, dict) or "dims" not in entry or "data" not in entry:
                 raise BundleError(f"{rel}: missing '{key}' with 'dims' and 'data'")
-            if list(entry["dims"]) != list(dims):
+            if not isinstance(entry["dims"], list) or entry["dims"] != list(dims):
                 raise BundleError(f"{rel}: {key} dims are {entry['dims']}, expected {list(dims)}")
             try:
                 arr = np.asarray(entry["data"], dtype=np.float32).reshape(dims)
-            except (ValueError, TypeError):
+            except (ValueError, TypeError, OverflowError):
                 raise BundleError(
                     f"{rel}: {key} data does not fill dims {list(dims)}"
                 ) from None

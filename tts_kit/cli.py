@@ -1,8 +1,10 @@
 """``tts-kit``: a thin command line over the library.
 
 Every subcommand parses its arguments, calls one library function and prints the
-result. User errors (bad text, a broken model, a missing file) exit with status 2
-and one line on stderr, never a traceback.
+result. User errors (bad text, a broken model, a missing file, a full disk) exit with
+status 2 and one line on stderr naming the problem and the fix; an error no check
+anticipated exits 1 with one line and the path of a log holding the traceback. Never a
+traceback on the terminal; strings are printed with control characters escaped.
 
 Example:
     $ tts-kit synth "Hello there." -o hello.wav
@@ -13,7 +15,9 @@ Example:
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -22,6 +26,8 @@ from typing import Any
 from . import __version__, contract
 
 EXIT_USER_ERROR = 2
+#: An error tts-kit did not anticipate (a defect): one line and a log, not a traceback.
+EXIT_INTERNAL_ERROR = 1
 
 
 class UserError(Exception):
@@ -90,7 +96,14 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    info = _bundle(args).describe()
+    from .loading import check_loads
+
+    bundle = _bundle(args)
+    info = bundle.describe()
+    # The file checks cannot see an operator ORT lacks: unless told not to, load each
+    # graph, so "info" passing means "synth" can load the bundle too.
+    loads = None if args.no_load else check_loads(bundle) == list(contract.STAGES)
+    info["runtime"] = {"onnxruntime": _ort_version(), "graphs_load": loads}
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
@@ -99,6 +112,10 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"kind     {kind}")
     print(f"voices   {', '.join(info['voices'])}")
     print(f"params   {info['params'] / 1e6:.2f} M")
+    if loads:
+        print(f"runtime  onnxruntime {_ort_version()} loads all four graphs (CPU)")
+    else:
+        print("runtime  not checked (--no-load): whether onnxruntime can load the graphs")
     print(f"{'stage':<20} {'params':>12} {'MB':>9} {'precision':>9}  sha256")
     for stage, s in info["stages"].items():
         print(
@@ -106,6 +123,12 @@ def cmd_info(args: argparse.Namespace) -> int:
             f"{s['precision']:>9}  {s['sha256'][:16]}"
         )
     return 0
+
+
+def _ort_version() -> str:
+    import onnxruntime
+
+    return str(onnxruntime.__version__)
 
 
 def cmd_standin(args: argparse.Namespace) -> int:
@@ -154,11 +177,19 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if costs not in (None, "measure"):
         try:
             costs = json.loads(Path(costs).read_text())
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             raise UserError(f"--stage-costs {args.stage_costs}: cannot read it as JSON "
                             f"({exc}); give measure, estimate or a JSON file "
                             '{"stage": MB, ...}') from None
+    if not loadings:
+        raise UserError(f"--loading {args.loading!r} names no load policy; give e.g. "
+                        "resident,paged,budget:300")
+    if args.repeats < 1:  # tune compares the p50 of timed calls: it needs at least one
+        raise UserError(f"--repeats must be >= 1 (timed calls after the first), got "
+                        f"{args.repeats}")
     workload = Workload(steps=args.steps, repeats=args.repeats)
+    if args.json:
+        _check_output_file(args.json, "--json")  # now, not after minutes of measuring
     result = sweep(
         bundle, presets, workload, cpus=cpus, loadings=loadings, mem_budget_mb=args.mem_budget,
         progress=not args.quiet, stage_costs_mb=costs,
@@ -171,7 +202,33 @@ def cmd_tune(args: argparse.Namespace) -> int:
         records = [{k: v for k, v in r.items() if k not in drop} for r in result.records]
         Path(args.json).write_text(json.dumps({"records": records}, indent=2) + "\n")
         print(f"wrote {args.json}")
+    if not any(r.get("status") == "ok" for r in result.records):
+        # Nothing measured is a failure a script must see, not a result; the table's
+        # "not finished" lines above say why each trial stopped.
+        print("tts-kit tune: no trial finished; see the reasons above", file=sys.stderr)
+        return 1
     return 0
+
+
+def _check_output_file(path: str, flag: str) -> Path:
+    """Fail now, in one line, when ``path`` cannot be written as a file (checked before work).
+
+    Example:
+        >>> _check_output_file("/", "--json")
+        Traceback (most recent call last):
+        ...
+        tts_kit.cli.UserError: --json /: is a directory; give a file path such as /out.json
+    """
+    p = Path(path).expanduser()
+    if p.is_dir():
+        raise UserError(f"{flag} {path}: is a directory; give a file path such as "
+                        f"{p / 'out.json'}")
+    if not p.parent.is_dir():
+        raise UserError(f"{flag} {path}: directory {p.parent} does not exist; create it or "
+                        "choose another path")
+    if not os.access(p.parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise UserError(f"{flag} {path}: not writable; choose another path")
+    return p
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
@@ -179,10 +236,20 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
     stages = [s.strip() for s in args.stages.split(",")] if args.stages else None
     measure = False if args.no_measure else ("fidelity" if args.fidelity_only else True)
+    if args.report:
+        _check_output_file(args.report, "--report")
     try:
         report = convert(args.src, args.dst, to=args.to, stages=stages, measure=measure)
     except RuntimeError as exc:  # the source changed while converting: nothing written
         raise UserError(str(exc)) from None
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            raise
+        # The writes fail deep in onnx's serialiser, which names no file: say which output
+        # it was, and that the conversion left nothing behind (it builds aside).
+        raise UserError(f"{args.dst}: {exc.strerror or exc} while converting; nothing was "
+                        "written; free some space (or raise ulimit -f) or choose another "
+                        "place, and retry") from None
     print(report.table())
     if args.report:
         report.save(args.report)
@@ -234,6 +301,9 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = add("info", cmd_info, "show what the bundle contains (stages, sizes, SHA-256)")
     sp.add_argument("--json", action="store_true")
+    sp.add_argument("--no-load", action="store_true",
+                    help="skip loading each graph in onnxruntime (then only the files "
+                    "are checked, not that ORT knows every operator)")
 
     sp = add("standin", cmd_standin, "build a synthetic stand-in bundle in DIR", model=False)
     sp.add_argument("dir")
@@ -291,20 +361,110 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+#: OSErrors that are the user's environment, not a defect: errno -> what to do about it.
+_OS_HINTS: dict[int, str] = {
+    errno.ENOENT: "check the path",
+    errno.EACCES: "check the permissions, or choose another place",
+    errno.EPERM: "check the permissions, or choose another place",
+    errno.EROFS: "the file system is read-only; choose another place",
+    errno.ENOSPC: "free some space there, or choose another place",
+    errno.EDQUOT: "free some space there, or choose another place",
+    errno.EFBIG: "free some space, raise the file-size limit (ulimit -f), or choose another place",
+    errno.EISDIR: "give a file path, not a directory",
+    errno.ENOTDIR: "a part of the path is a file, not a directory; check the path",
+    errno.EEXIST: "choose a new path, or remove what is there",
+    errno.ENOTEMPTY: "choose a new path, or remove what is there",
+    errno.ELOOP: "the path is a symlink loop; check the path",
+    errno.ENAMETOOLONG: "choose a shorter path",
+}
+
+
+def _printable(text: str) -> str:
+    r"""``text`` with control characters escaped, on one line (safe to print to a terminal).
+
+    Example:
+        >>> _printable("bad\x1b[2Jname\nnext")
+        'bad\\x1b[2Jname\\nnext'
+    """
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+#: The same, for OSErrors raised by hand without an errno (``PermissionError("...")``).
+_OS_CLASSES: dict[type[OSError], int] = {
+    FileNotFoundError: errno.ENOENT, PermissionError: errno.EACCES,
+    IsADirectoryError: errno.EISDIR, NotADirectoryError: errno.ENOTDIR,
+    FileExistsError: errno.EEXIST,
+}
+
+
+def _os_error_text(exc: OSError) -> str | None:
+    """One line for an OSError of the user's environment; None for any other."""
+    code = exc.errno if exc.errno is not None else next(
+        (e for cls, e in _OS_CLASSES.items() if isinstance(exc, cls)), None)
+    if code not in _OS_HINTS:
+        return None
+    if exc.errno is None:  # raised by hand: its message is the whole story
+        return f"{exc}; {_OS_HINTS[code]}"
+    where = str(exc.filename) if exc.filename is not None else ""
+    if exc.filename2 is not None:
+        where = f"{where} -> {exc.filename2}"
+    what = exc.strerror or type(exc).__name__
+    return f"{where}: {what}; {_OS_HINTS[code]}" if where else f"{what}; {_OS_HINTS[code]}"
+
+
+def _last_resort(command: str, exc: BaseException) -> int:
+    """An error no check anticipated: one line, the full traceback in a log file, exit 1."""
+    import tempfile
+    import traceback
+
+    log = ""
+    try:
+        fd, name = tempfile.mkstemp(prefix="tts-kit-error-", suffix=".log")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(f"tts-kit {__version__} {command}\n")
+            fh.write("".join(traceback.format_exception(exc)))
+        log = f" (full log: {name})"
+    except OSError:  # the disk may be what failed; the one line still goes out
+        pass
+    msg = str(exc).splitlines()[0] if str(exc).strip() else ""
+    print(_printable(f"tts-kit {command}: internal error: {type(exc).__name__}: {msg}"[:2000])
+          + f"{log}; please report it", file=sys.stderr)
+    return EXIT_INTERNAL_ERROR
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``tts-kit`` console script."""
+    """Entry point of the ``tts-kit`` console script.
+
+    Returns 0 on success, 2 for an error the user can fix (one line on stderr), 1 for an
+    unexpected one (one line, and the path of a log with the traceback), 130 when
+    interrupted. ``tts-kit report --rerun`` and ``tts-kit tune`` also return 1 for a
+    verdict (see there).
+
+    Example:
+        >>> main(["normalize", "3개", "--lang", "ko"])
+        세 개
+        0
+    """
     args = _parser().parse_args(argv)
     from .bundle import BundleError
 
     try:
         return args.func(args)
-    except (UserError, BundleError, ValueError, FileNotFoundError, PermissionError) as exc:
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"tts-kit {args.command}: error: {msg}", file=sys.stderr)
+    except (UserError, BundleError, ValueError) as exc:
+        msg = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(_printable(f"tts-kit {args.command}: error: {msg}"), file=sys.stderr)
+        return EXIT_USER_ERROR
+    except OSError as exc:
+        text = _os_error_text(exc)
+        if text is None:
+            return _last_resort(args.command, exc)
+        print(_printable(f"tts-kit {args.command}: error: {text}"), file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print(f"tts-kit {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # last resort: never a traceback on the terminal
+        return _last_resort(args.command, exc)
 
 
 if __name__ == "__main__":

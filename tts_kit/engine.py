@@ -39,6 +39,12 @@ from .textproc import encode
 MAX_TEXT_CHARS = 100_000
 
 
+def _is_seed(value: object) -> bool:
+    """A noise seed: an integer >= 0 (numpy's too), not a bool."""
+    return (isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+            and value >= 0)
+
+
 @dataclass
 class SynthesisResult:
     """One synthesised utterance."""
@@ -258,7 +264,9 @@ class Engine:
     # -- validation -------------------------------------------------------------------
 
     def _prepare(self, text: str, lang: str, max_chars: int | None) -> tuple[str, list[str]]:
-        if not isinstance(text, str) or not text.strip():
+        if not isinstance(text, str):  # None is not "empty": it is not text at all
+            raise ValueError(f"text must be a string, got {type(text).__name__}")
+        if not text.strip():
             raise ValueError("text is empty; give at least one word to synthesise")
         if len(text) > MAX_TEXT_CHARS:
             raise ValueError(
@@ -341,12 +349,21 @@ class Engine:
         if len(voice_list) != len(texts):
             raise ValueError(f"{len(texts)} texts but {len(voice_list)} voices; give one per text")
         self._validate(lang, steps, speed, voice_list)
-        if seed is None or isinstance(seed, (int, np.integer)):
+        if seed is None or _is_seed(seed):
             seeds = [None if seed is None else int(seed) + i for i in range(len(texts))]
-        else:
+        elif isinstance(seed, (list, tuple, np.ndarray)):
             seeds = list(seed)
             if len(seeds) != len(texts):
                 raise ValueError(f"{len(texts)} texts but {len(seeds)} seeds; give one per text")
+        else:
+            seeds = [seed]  # checked below, in the same words as a bad list item
+        # numpy's own words were "expected non-negative integer" for -1 and "'float' object
+        # is not iterable" for 1.5: say what a seed is instead.
+        for s in seeds:
+            if s is not None and not _is_seed(s):
+                raise ValueError(f"seed must be an integer >= 0 or None (one per text in a "
+                                 f"list), got {s!r}")
+        seeds = [None if s is None else int(s) for s in seeds]  # plain ints in results
 
         t_start = time.perf_counter()
         timings: dict[str, float] = {}

@@ -20,6 +20,8 @@ import tempfile
 from pathlib import Path
 from urllib.parse import urlparse
 
+from . import procfacts
+
 #: model name -> (hub repository, pinned commit)
 MODELS: dict[str, tuple[str, str]] = {
     "supertonic-3": ("Supertone/supertonic-3", "724fb5abbf5502583fb520898d45929e62f02c0b"),
@@ -80,6 +82,8 @@ def fetch_model(model: str = "supertonic-3", dest: str | os.PathLike[str] | None
         Bundle(tmp)  # refuse to install something that is not a valid bundle
         if target.exists():
             target.rmdir()  # empty, checked above
+        # mkdtemp made it 0700 (private while downloading); the model gets the umask's mode.
+        os.chmod(tmp, procfacts.umask_mode(0o777))
         os.replace(tmp, target)
     except Exception as exc:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -82,8 +82,10 @@ from pathlib import Path
 from typing import Any
 
 import onnxruntime as ort
+from onnxruntime.capi import onnxruntime_pybind11_state as _ort_state
 
 from . import atomic, contract, events
+from .bundle import BundleError
 from .procfacts import MIB, release_memory
 
 LOADINGS = ("resident", "paged", "budget")
@@ -323,7 +325,52 @@ def create_session(
     model = external_copy(path) if policy.external_data else Path(path)
     if not policy.prepack:
         so.add_session_config_entry("session.disable_prepacking", "1")
-    return ort.InferenceSession(str(model), sess_options=so, providers=providers)
+    try:
+        return ort.InferenceSession(str(model), sess_options=so, providers=providers)
+    except _GRAPH_ERRORS as exc:
+        # The graph itself (an op this ORT does not know, a broken protobuf): a bundle
+        # problem, said in one line naming the file, not ORT's multi-line traceback.
+        raise BundleError(f"{path}: {_graph_error_text(exc)}") from None
+
+
+#: What ORT raises when a graph cannot be loaded (as opposed to a provider failing).
+_GRAPH_ERRORS = (_ort_state.InvalidGraph, _ort_state.InvalidProtobuf,
+                 _ort_state.NotImplemented, _ort_state.Fail)
+
+
+def _graph_error_text(exc: BaseException) -> str:
+    msg = " ".join(str(exc).split())
+    # "[ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from /x.onnx failed:Why" -> "Why"
+    msg = msg.split(" failed:", 1)[-1].strip() if "Load model from" in msg else msg
+    return (f"ONNX Runtime {ort.__version__} cannot load this graph ({msg[:300]}); "
+            "re-download or rebuild the bundle, or use an onnxruntime that supports it")
+
+
+def check_loads(bundle: Any) -> list[str]:
+    """Create every stage's session once (CPU, graph optimisation off), then drop it.
+
+    What a bundle's file checks cannot see (an operator this ONNX Runtime does not
+    know, a type it has no kernel for) fails here, as a `BundleError` naming the graph,
+    instead of at the first synthesis. One session at a time, so the peak is the
+    largest graph's, not the bundle's.
+
+    Returns:
+        The stages checked, in pipeline order.
+
+    Example:
+        >>> from tts_kit import Bundle
+        >>> check_loads(Bundle.discover())
+        ['duration_predictor', 'text_encoder', 'vector_estimator', 'vocoder']
+    """
+    for stage in contract.STAGES:
+        so = ort.SessionOptions()
+        # Loading resolves every node against ORT's kernel registry; optimising would
+        # only add time and memory to a check.
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        so.log_severity_level = 3
+        sess = create_session(bundle.stage_path(stage), so, ["CPUExecutionProvider"])
+        del sess
+    return list(contract.STAGES)
 
 
 

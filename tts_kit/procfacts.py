@@ -278,6 +278,43 @@ def current_cpus() -> int | None:
     return int(raw) if raw.isdigit() and int(raw) > 0 else None
 
 
+# -- files --------------------------------------------------------------------------------
+
+
+def umask() -> int:
+    """This process's file-mode creation mask (``0o022`` typically).
+
+    Read from ``/proc/self/status`` where the kernel reports it, since setting the mask to
+    read it (the only portable way) changes it for every thread for a moment.
+
+    Example:
+        >>> 0 <= umask() <= 0o777
+        True
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
+def umask_mode(mode: int) -> int:
+    """``mode`` as the umask lets a new file or directory have it (what ``mkdir`` gives).
+
+    For outputs built in a private ``mkdtemp`` directory (0700) and moved into place.
+
+    Example:
+        >>> umask_mode(0o777) == 0o777 & ~umask()
+        True
+    """
+    return mode & ~umask()
+
+
 # -- glibc --------------------------------------------------------------------------------
 
 

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from . import contract
+from . import contract, procfacts
 from ._onnx_builder import GraphBuilder
 
 #: Bumped whenever the graphs or files change, so cached stand-ins are rebuilt.
@@ -686,6 +686,9 @@ def build_standin(
         _write_json(tmp / contract.INDEXER_FILE, _indexer())
         for v in voices:
             _write_json(tmp / contract.VOICE_DIR / f"{v}.json", _voice(v, seed))
+        # mkdtemp made it 0700 (private while half-built); the bundle gets the mode any
+        # new directory gets under the user's umask, as mkdir would have given it.
+        os.chmod(tmp, procfacts.umask_mode(0o777))
         os.replace(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -390,6 +390,10 @@ def sweep(
     if not presets:
         raise ValueError("presets is empty; name at least one (see tts_kit.sessions.PRESETS)")
     objs = [get_preset(p) for p in presets]  # unknown names fail before any trial
+    for name, values in (("cpus", cpus), ("loadings", loadings)):
+        if not tuple(values):  # an empty grid "succeeded" with no trial at all
+            raise ValueError(f"{name} is empty; give at least one (e.g. cpus=(1,), "
+                             "loadings=('resident',))")
     workload = Workload() if workload is None else workload
     steps = (workload.steps,) if steps is None else tuple(steps)
     batch_sizes = (workload.batch_size,) if batch_sizes is None else tuple(batch_sizes)

@@ -39,6 +39,14 @@ DEFAULT_TEXTS: tuple[str, ...] = (
 )
 
 
+#: Most timed calls a workload may ask for: 1000 calls of the default text take minutes;
+#: a report.json saying 10**12 would otherwise measure for ever.
+MAX_REPEATS = 1000
+#: Most texts per call: a larger batch is another deployment, and a crafted report asking
+#: for 100000 only failed trial by trial.
+MAX_BATCH_SIZE = 256
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -86,12 +94,18 @@ class Workload:
         if not texts or any(not isinstance(t, str) or not t.strip() for t in texts):
             raise ValueError("texts must be non-empty strings")
         object.__setattr__(self, "texts", texts)
-        for name, lo in (("steps", 1), ("batch_size", 1), ("repeats", 0)):
+        for name, lo, hi in (("steps", contract.MIN_STEPS, contract.MAX_STEPS),
+                             ("batch_size", 1, MAX_BATCH_SIZE), ("repeats", 0, MAX_REPEATS)):
             value = getattr(self, name)
             if not _is_int(value) or value < lo:
                 raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
-        if not isinstance(self.lang, str) or not self.lang:
-            raise ValueError(f"lang must be a language code such as 'en', got {self.lang!r}")
+            if value > hi:
+                raise ValueError(f"{name} must be an integer <= {hi}, got {value!r}")
+        # The engine's language check, here too, so a trial fails before it spawns (a
+        # report with lang 'xx' measured every trial as an error, then "does NOT hold").
+        if not isinstance(self.lang, str) or self.lang not in contract.LANGUAGES:
+            raise ValueError(f"lang must be a language code such as 'en' (one of "
+                             f"{', '.join(contract.LANGUAGES)}), got {self.lang!r}")
         if self.voice is not None and (not isinstance(self.voice, str) or not self.voice):
             raise ValueError(f"voice must be a voice name or None, got {self.voice!r}")
         speed = self.speed
@@ -101,8 +115,8 @@ class Workload:
             # The engine's own range, checked here so a trial fails before it spawns.
             raise ValueError(f"speed must be a number in {contract.MIN_SPEED:g}.."
                              f"{contract.MAX_SPEED:g}, got {speed!r}")
-        if not _is_int(self.seed):
-            raise ValueError(f"seed must be an integer, got {self.seed!r}")
+        if not _is_int(self.seed) or self.seed < 0:
+            raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
 
     def batch(self) -> list[str]:
         """The texts of one call: the first ``batch_size`` texts, cycled.

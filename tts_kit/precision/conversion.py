@@ -157,6 +157,9 @@ def _check_links(src_p: Path, bundle: Any) -> list[str]:
 
 
 def _check_dst_free(dst: Path, kind: str) -> None:
+    if dst.is_symlink():  # dangling or not: os.replace cannot put the output there
+        raise ValueError(f"{dst}: is a symbolic link (to {os.readlink(dst)}); give a new path "
+                         "that is not a link")
     if kind == "onnx":
         if dst.exists() or dst.is_symlink():
             raise ValueError(f"{dst}: already exists; give a new output file path")

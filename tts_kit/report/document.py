@@ -336,8 +336,11 @@ class TuningReport:
             raise ReportError(f"{p}: no such report; write one with `tts-kit report --out DIR`")
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ReportError(f"{p}: not valid JSON ({exc})") from None
+        except RecursionError:  # json recurses per level; so would the schema check
+            raise ReportError(f"{p}: JSON nested too deeply to be a report.json; write one "
+                              "with `tts-kit report --out DIR`") from None
         return cls.from_dict(data)
 
     def dataframe(self) -> Any:

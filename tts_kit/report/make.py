@@ -136,6 +136,15 @@ def write_report(
     return tuning.save(out_dir / "report.json")
 
 
+def _check_out_dir(out: str | os.PathLike[str]) -> None:
+    """Refuse, before any trial runs, an ``out`` that cannot become the report directory."""
+    p = Path(out).expanduser()
+    # A file, or a link that leads nowhere (dangling, a loop): mkdir would fail at the end.
+    if (p.exists() or p.is_symlink()) and not p.is_dir():
+        raise ReportError(f"{out}: exists and is not a directory; give a new directory, or "
+                          "one that holds a previous report")
+
+
 def make_report(
     out: str | os.PathLike[str],
     model: str | os.PathLike[str] | None = None,
@@ -165,12 +174,11 @@ def make_report(
         >>> [p.name for p in make_report("reports/standin")]  # doctest: +SKIP
         ['report.html', 'report.json', 'report.ipynb']
     """
+    _check_out_dir(out)
     spec = SweepSpec.load(sweep, quick=quick)
     where, source = resolve_model_dir(model)
     bundle = Bundle(where)  # fails early, in one line, before any trial runs
     out_dir = Path(out).expanduser().resolve()
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ReportError(f"{out}: exists and is not a directory; give a directory for --out")
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     with atomic.scratch_dir(out_dir) as tmp:
         names = ["report.json"]

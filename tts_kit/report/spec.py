@@ -143,8 +143,11 @@ class SweepSpec:
             raise ValueError(f"sweep spec {path}: no such file; give a JSON file of SweepSpec keys")
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"sweep spec {path}: not valid JSON ({exc})") from None
+        except RecursionError:  # json recurses per level
+            raise ValueError(f"sweep spec {path}: JSON nested too deeply; give a JSON object "
+                             "of SweepSpec keys") from None
         if not isinstance(data, dict):
             raise ValueError(f"sweep spec {path}: expected a JSON object of SweepSpec keys")
         return cls.from_dict(data)

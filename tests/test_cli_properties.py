@@ -1,0 +1,236 @@
+"""Property: whatever values a user passes to any ``tts-kit`` subcommand, no traceback.
+
+Hypothesis draws argument values for every subcommand: random strings (control characters,
+unicode, empty, NUL), numbers out of range, and paths of every kind (missing, a directory,
+a file, a dangling link, a link loop, a name too long). ``cli.main`` runs in-process (fast);
+every run must end with exit 0, 1 or 2 and no "Traceback", and none may be an "internal
+error" (exit 1 from the last-resort handler means a check is missing somewhere).
+
+Work that would take long is reached only with tiny workloads on the tiny stand-in
+(``synth``, ``convert --no-measure``, ``tune`` whose valid grid is one preset, one core,
+one step, one repeat) or with arguments that fail validation first (``report``: every
+``--out`` run gets a sweep spec that cannot be valid).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import zlib
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tts_kit import cli
+
+SETTINGS = settings(max_examples=25, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                           HealthCheck.too_slow])
+
+#: Any text a user (or a script gone wrong) may pass: control characters, NUL, unicode.
+TEXT = st.text(max_size=24)
+NUMBER = st.one_of(
+    st.integers(min_value=-(10**30), max_value=10**30).map(str),
+    st.sampled_from(["0", "-1", "1", "2", "101", "1e308", "nan", "inf", "-inf", "0.5", "", "x"]),
+)
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory: pytest.TempPathFactory, tiny_bundle_dir: Path) -> dict[str, Path]:
+    """Paths of every kind, and a private copy of the tiny stand-in (convert reads it)."""
+    root = tmp_path_factory.mktemp("cli-props")
+    bundle = root / "bundle"
+    shutil.copytree(tiny_bundle_dir, bundle)
+    (root / "file.txt").write_text("a user's file\n")
+    (root / "empty-dir").mkdir()
+    (root / "full-dir").mkdir()
+    (root / "full-dir" / "keep.txt").write_text("keep\n")
+    (root / "dangling").symlink_to(root / "nowhere" / "x")
+    (root / "loop").symlink_to(root / "loop")
+    (root / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (root / "list.json").write_text("[1, 2]")
+    (root / "bad.json").write_text("{")
+    return {"root": root, "bundle": bundle}
+
+
+def path_values(sandbox: dict[str, Path]) -> st.SearchStrategy[str]:
+    root = sandbox["root"]
+    fixed = [root / n for n in ("file.txt", "empty-dir", "full-dir", "dangling", "loop",
+                                "deep.json", "list.json", "bad.json", "missing",
+                                "missing/nested/x.json")]
+    return st.one_of(
+        st.sampled_from([str(p) for p in fixed] + ["", str(root / ("n" * 300))]),
+        # A new name in the sandbox: random characters, '/' and NUL made harmless or kept.
+        TEXT.map(lambda t: str(root / "new" / t.replace("/", "_"))),
+    )
+
+
+def new_file(sandbox: dict[str, Path], suffix: str) -> st.SearchStrategy[str]:
+    """A new, writable file path in the sandbox (so valid runs are drawn often too)."""
+    return TEXT.map(lambda t: str(sandbox["root"] / f"out-{zlib.crc32(t.encode()):08x}{suffix}"))
+
+
+def opt(flag: str, values: st.SearchStrategy[str]) -> st.SearchStrategy[list[str]]:
+    """``[flag, value]`` or nothing; ``--flag=value`` so a value starting with '-' is a value."""
+    return st.one_of(st.just([]), values.map(lambda v: [f"{flag}={v}"]))
+
+
+def run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    capsys.readouterr()
+    try:
+        rc = cli.main(argv)
+    except SystemExit as exc:  # argparse's own errors (usage + one line), and --help
+        rc = exc.code
+    out, err = capsys.readouterr()
+    assert rc in (0, 1, 2), (argv, rc, err)
+    assert "Traceback" not in err and "Traceback" not in out, (argv, err)
+    if "internal error" in err:
+        pytest.fail(f"a check is missing: {argv!r} -> {err}")
+
+
+@pytest.fixture(autouse=True)
+def _offline_and_private(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # fetch must fail fast, never download
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # last-resort logs land here
+
+
+def test_synth(sandbox, capsys):
+    model = st.one_of(st.just(str(sandbox["bundle"])), path_values(sandbox))
+
+    @SETTINGS
+    @given(st.tuples(st.one_of(st.sampled_from(["Hello there.", "Room 4 at 10:30."]), TEXT),
+                     st.one_of(new_file(sandbox, ".wav"), path_values(sandbox)),
+                     opt("--model", model),
+                     opt("--lang", st.one_of(TEXT, st.sampled_from(["en", "ko", "na"]))),
+                     opt("--voice", st.one_of(TEXT, st.sampled_from(["M1", "F1"]))),
+                     opt("--steps", st.sampled_from(["1", "2", "0", "101", "-3", "x", "1e9"])),
+                     opt("--speed", NUMBER), opt("--seed", NUMBER),
+                     opt("--loading", st.one_of(TEXT, st.sampled_from(["paged", "budget:1"]))),
+                     st.sampled_from([[], ["--no-normalize"]])))
+    def prop(a):
+        text, out, model_arg, *rest = a
+        steps_arg = rest[2]
+        # A tiny workload: the stand-in unless --model names another path, 1 step unless
+        # --steps is drawn (then at most 2, or invalid).
+        argv = ["synth", f"--output={out}", *(model_arg or [f"--model={sandbox['bundle']}"]),
+                *(steps_arg or ["--steps=1"]), *sum(rest, []), "--", text]
+        run(capsys, argv)
+
+    prop()
+
+
+def test_info(sandbox, capsys):
+    @SETTINGS
+    @given(st.one_of(st.just(str(sandbox["bundle"])), path_values(sandbox)),
+           st.sampled_from([[], ["--json"], ["--no-load"], ["--json", "--no-load"]]))
+    def prop(model, flags):
+        run(capsys, ["info", f"--model={model}", *flags])
+
+    prop()
+
+
+def test_standin(sandbox, capsys):
+    # Only tiny builds: a full-scale stand-in is 400 MB.
+    scale = st.one_of(TEXT.filter(lambda s: s not in ("full", "medium")), st.just("tiny"))
+
+    @SETTINGS
+    @given(st.one_of(new_file(sandbox, ""), path_values(sandbox)), opt("--scale", scale),
+           opt("--seed", NUMBER))
+    def prop(out, scale_arg, seed):
+        run(capsys, ["standin", *(scale_arg or ["--scale=tiny"]), *seed, "--", out])
+
+    prop()
+
+
+def test_fetch(sandbox, capsys):
+    @SETTINGS
+    @given(opt("--model", st.one_of(TEXT, st.sampled_from(["supertonic-3", "supertonic-2"]))),
+           opt("--dir", path_values(sandbox)))
+    def prop(model, where):
+        run(capsys, ["fetch", *model, *where])
+
+    prop()
+
+
+def test_normalize(capsys):
+    @SETTINGS
+    @given(TEXT, opt("--lang", st.one_of(TEXT, st.sampled_from(["ko", "en"]))),
+           st.sampled_from([[], ["--trace"]]))
+    def prop(text, lang, trace):
+        run(capsys, ["normalize", *lang, *trace, "--", text])
+
+    prop()
+
+
+def test_tune(sandbox, capsys):
+    """Each value is valid (a one-trial grid) or not; a run of all-valid values is rare."""
+    @SETTINGS
+    @given(st.one_of(st.just("lean"), TEXT),
+           st.one_of(st.just("1"), TEXT, NUMBER),
+           st.one_of(st.just("resident"), TEXT),
+           st.one_of(st.just("1"), NUMBER),
+           st.one_of(st.just("1"), NUMBER),
+           opt("--mem-budget", NUMBER),
+           st.one_of(st.just("estimate"), path_values(sandbox)),
+           opt("--json", path_values(sandbox)),
+           st.sampled_from([[], ["--timelines"]]))
+    def prop(presets, cpus, loading, steps, repeats, budget, costs, json_out, timelines):
+        run(capsys, ["tune", f"--model={sandbox['bundle']}", f"--presets={presets}",
+                     f"--cpus={cpus}", f"--loading={loading}", f"--steps={steps}",
+                     f"--repeats={repeats}", f"--stage-costs={costs}", "--quiet", *budget,
+                     *json_out, *timelines])
+
+    prop()
+
+
+def test_convert(sandbox, capsys):
+    src = st.sampled_from([str(sandbox["bundle"]), str(sandbox["bundle"]),
+                           str(sandbox["bundle"] / "onnx" / "duration_predictor.onnx")]
+                          ) | path_values(sandbox)
+
+    @SETTINGS
+    @given(src, st.one_of(new_file(sandbox, ""), path_values(sandbox)),
+           st.sampled_from(["fp16", "fp16", "int8", "int8", "fp32", ""]),
+           opt("--stages", st.one_of(TEXT, st.sampled_from(["vocoder", "vocoder,text_encoder"]))),
+           opt("--report", path_values(sandbox)))
+    def prop(source, dst, to, stages, report):
+        # --no-measure: the measurements are isolated syntheses (seconds each).
+        run(capsys, ["convert", f"--to={to}", "--no-measure", *stages, *report, "--", source,
+                     dst])
+
+    prop()
+
+
+def _invalid_spec(data: object) -> object:
+    """A sweep spec that cannot be valid, so no sweep runs: a dict gets an unknown key."""
+    return {**data, "not a sweep key": 1} if isinstance(data, dict) else data
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | TEXT,
+                    lambda kids: st.lists(kids, max_size=3)
+                    | st.dictionaries(TEXT, kids, max_size=3), max_leaves=8)
+
+
+def test_report(sandbox, capsys):
+    root = sandbox["root"]
+
+    @SETTINGS
+    @given(st.integers(0, 2), path_values(sandbox), JSON.map(_invalid_spec),
+           st.one_of(st.just(None), path_values(sandbox)),
+           opt("--confirm-rounds", NUMBER), opt("--model", path_values(sandbox)))
+    def prop(mode, out, spec, spec_path, rounds, model):
+        written = root / "spec.json"
+        written.write_text(json.dumps(spec))
+        sweep = str(written) if spec_path is None else spec_path
+        if mode == 0:  # no --out: one line asking for it
+            argv = ["report", *rounds, *model]
+        elif mode == 1:  # --out with a spec that fails validation (or an unusable --out)
+            argv = ["report", f"--out={out}", f"--sweep={sweep}", *rounds, *model]
+        else:  # --rerun of something that is not a report.json
+            argv = ["report", f"--rerun={sweep}", *rounds, *model]
+        run(capsys, argv)
+
+    prop()
