@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 import pytest
 
@@ -194,3 +197,109 @@ def test_create_session_takes_a_spec_or_a_policy(tiny_bundle_dir):
     path = tiny_bundle_dir / "onnx" / "duration_predictor.onnx"
     for policy in ("resident", LoadPolicy.parse("paged+mmap")):
         assert create_session(path, policy=policy).get_inputs()
+
+
+# -- concurrent callers (issue 11) ----------------------------------------------------------
+
+
+class _Session:
+    """A stand-in session whose run yields the GIL, so threads interleave inside runs."""
+
+    def run(self) -> None:
+        time.sleep(0.0005)
+
+
+@pytest.fixture
+def no_gc_per_load(monkeypatch):
+    """Skip the gc.collect() + malloc_trim after each load and release: 20-50 ms each in a
+    test process, most of a tiny paged call's time, and beside the bookkeeping under test."""
+    monkeypatch.setattr("tts_kit.loading.release_memory", lambda trim=True: None)
+
+
+@pytest.mark.parametrize("loading", ["paged", "budget:25"])
+def test_loader_serves_4_threads_x_25_calls(loading, no_gc_per_load):
+    # Before the loader took a lock, nearly every call failed with KeyError or ran a
+    # released session: one thread released what another was about to run.
+    loader = StageLoader(lambda stage: _Session(), loading, {s: 10.0 for s in contract.STAGES})
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def work() -> None:
+        start.wait()
+        for _ in range(25):
+            try:
+                for stage in contract.STAGES:
+                    with loader.session(stage) as outer:
+                        for _ in range(3):  # re-entered, as the engine does for flow steps
+                            with loader.session(stage) as inner:
+                                assert inner is outer
+                                inner.run()
+            except BaseException as exc:  # noqa: BLE001 - counted, reported below
+                errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [], errors[:3]
+    assert not any(loader._pins.values())
+    if loading == "paged":
+        assert loader.loaded == []  # every session went back once its runs ended
+    else:
+        assert 10.0 * len(loader.loaded) <= 25  # back under the budget
+
+
+# 4 x 6 calls (the loader test above does 4 x 25): every paged synthesis creates four
+# sessions, one at a time under the loader's lock.
+@pytest.mark.parametrize("loading", ["paged", "budget:3"])
+def test_concurrent_syntheses_equal_the_single_thread_audio(tiny_bundle_dir, reference, loading,
+                                                            no_gc_per_load):
+    engine = Engine(tiny_bundle_dir, loading=loading)
+    results: list[np.ndarray] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def work() -> None:
+        start.wait()
+        for _ in range(6):
+            try:
+                results.append(engine.synthesize(TEXT, steps=3, seed=5).wav)
+            except BaseException as exc:  # noqa: BLE001 - counted, reported below
+                errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(results) == 24, errors[:3]
+    for wav in results:
+        np.testing.assert_array_equal(wav, reference.wav)
+    if loading.startswith("paged"):
+        assert engine.loaded_stages == []
+    else:
+        assert sum(engine._loader.costs_mb[s] for s in engine.loaded_stages) <= 3
+
+
+def test_loader_never_releases_a_session_another_thread_runs():
+    loader = StageLoader(lambda stage: object(), "paged")
+    inside, leave = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with loader.session("vocoder"):
+            inside.set()
+            leave.wait(10)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    inside.wait(10)
+    with loader.session("vocoder") as lease:  # a second caller shares the loaded session
+        with loader.session("vocoder"):
+            pass
+    assert lease.session is not None and loader.loaded == ["vocoder"]  # t still runs it
+    loader.close()  # closed while t runs it: released when t's run ends
+    assert loader.loaded == ["vocoder"]
+    leave.set()
+    t.join()
+    assert loader.loaded == []

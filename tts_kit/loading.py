@@ -72,6 +72,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
@@ -540,6 +541,12 @@ class SessionLease:
 class StageLoader:
     """Hands out one session per stage under a load policy; marks load/run/release events.
 
+    Safe for concurrent callers (an `Engine` shared by threads): loads, releases and the
+    budget's bookkeeping happen under one lock, every caller pins the session it runs, and
+    a session is released only once no caller runs it. Pins are counted per thread, so a
+    thread may re-enter the stage it holds (the engine holds the vector estimator across
+    all flow steps) without counting twice or waiting on itself.
+
     Args:
         factory: creates the session of a stage (the engine's, with its presets).
         loading: ``resident``, ``paged``, ``budget:MB`` (with options) or a `LoadPolicy`.
@@ -574,7 +581,15 @@ class StageLoader:
         self._leases: dict[str, SessionLease] = {}
         self.costs_mb = {s: float(c) for s, c in (costs_mb or {}).items()}
         self.load_s: dict[str, float] = {}
+        # Callers running each stage now, over all threads (a session with pins is never
+        # released); and, per thread, how deep it is in each stage's blocks.
         self._pins: dict[str, int] = {}
+        self._held = threading.local()
+        self._closing: set[str] = set()  # closed while running: released when the run ends
+        # Loads are serialised on purpose: two threads loading one graph at once would
+        # double its load peak (what paged loading exists to bound), and the budget must
+        # see each load before deciding the next. Runs happen outside the lock.
+        self._lock = threading.RLock()
         if self.policy.policy == "budget":
             missing = [s for s in contract.STAGES if s not in self.costs_mb]
             if missing:
@@ -612,54 +627,93 @@ class StageLoader:
     def _resident_mb(self) -> float:
         return sum(self.costs_mb.get(s, 0.0) for s in self._live)
 
+    def _runs_paged(self, stage: str) -> bool:
+        """Whether ``stage`` is released once nobody runs it (paged, or over the budget)."""
+        if self.policy.policy == "paged":
+            return True
+        return (self.policy.policy == "budget"
+                and self.costs_mb.get(stage, 0.0) > (self.budget_mb or 0.0))
+
+    def _fit_budget(self, need: float) -> None:
+        """Release idle sessions, least recently used first, until ``need`` more MB fit.
+
+        Sessions other threads are running stay: with concurrent callers the budget may
+        be exceeded while they run, and is restored when they finish (`_unpin`).
+        """
+        budget = self.budget_mb or 0.0
+        while self._live and self._resident_mb() + need > budget:
+            idle = [s for s in self._live if not self._pins.get(s)]
+            if not idle:
+                break
+            self._release(idle[0])
+
+    def _pin(self, stage: str) -> SessionLease:
+        with self._lock:
+            if stage not in self._live:
+                need = self.costs_mb.get(stage, 0.0)
+                # A stage that cannot fit even alone is run paged beside the ones kept:
+                # evicting them would not bring it under the budget, only reload them later.
+                if self.policy.policy == "budget" and need <= (self.budget_mb or 0.0):
+                    self._fit_budget(need)
+                self._load(stage)
+            else:
+                self._live.move_to_end(stage)
+            self._closing.discard(stage)  # used again after close(): kept as the policy says
+            self._pins[stage] = self._pins.get(stage, 0) + 1
+            return self._leases[stage]
+
+    def _unpin(self, stage: str) -> None:
+        with self._lock:
+            self._pins[stage] -= 1
+            if self._pins[stage]:
+                return  # another thread still runs it
+            closing = stage in self._closing
+            self._closing.discard(stage)
+            if stage in self._live and (closing or self._runs_paged(stage)):
+                self._release(stage)
+            elif self.policy.policy == "budget":
+                self._fit_budget(0.0)  # back under the budget once concurrent runs end
+
     @contextmanager
     def session(self, stage: str) -> Iterator[SessionLease]:
         """The session of ``stage`` for one run; loads and releases it as the policy says.
 
-        Re-entrant: the engine holds the vector estimator across all flow steps (and the
-        vocoder across items), and only the outermost block loads, marks ``run`` and
-        releases.
+        Re-entrant per thread: the engine holds the vector estimator across all flow steps
+        (and the vocoder across items), and only the thread's outermost block loads (when
+        the session is not loaded yet), marks ``run`` and releases (when no other thread
+        runs the session).
         """
-        if self._pins.get(stage):
-            self._pins[stage] += 1
+        depth: dict[str, int] | None = getattr(self._held, "depth", None)
+        if depth is None:
+            depth = self._held.depth = {}
+        if depth.get(stage):
+            depth[stage] += 1
             try:
-                yield self._leases[stage]
+                yield self._leases[stage]  # pinned by this thread's outer block
             finally:
-                self._pins[stage] -= 1
+                depth[stage] -= 1
             return
-        if stage not in self._live:
-            need = self.costs_mb.get(stage, 0.0)
-            budget = self.budget_mb or 0.0
-            # A stage that cannot fit even alone is run paged beside the ones kept:
-            # evicting them would not bring it under the budget, only reload them later.
-            if self.policy.policy == "budget" and need <= budget:
-                while self._live and self._resident_mb() + need > budget:
-                    idle = [s for s in self._live if not self._pins.get(s)]
-                    if not idle:
-                        break
-                    self._release(idle[0])  # least recently used first
-            self._load(stage)
-        else:
-            self._live.move_to_end(stage)
-        events.mark(f"run {stage}")
-        self._pins[stage] = 1
+        lease = self._pin(stage)
+        depth[stage] = 1
         try:
-            yield self._leases[stage]
+            events.mark(f"run {stage}")
+            yield lease
         finally:
-            self._pins[stage] = 0
-            if self.policy.policy == "paged" or (
-                self.policy.policy == "budget"
-                and self.costs_mb.get(stage, 0.0) > (self.budget_mb or 0.0)
-            ):
-                self._release(stage)
+            depth[stage] = 0
+            self._unpin(stage)
 
     @property
     def loaded(self) -> list[str]:
         """Stages whose sessions are alive now, least recently used first."""
-        return list(self._live)
+        with self._lock:
+            return list(self._live)
 
     def close(self) -> None:
-        """Release every session."""
-        for stage in list(self._live):
-            self._release(stage)
+        """Release every session; one a thread is running goes when its run ends."""
+        with self._lock:
+            for stage in list(self._live):
+                if self._pins.get(stage):
+                    self._closing.add(stage)
+                else:
+                    self._release(stage)
 
