@@ -303,3 +303,75 @@ def test_loader_never_releases_a_session_another_thread_runs():
     leave.set()
     t.join()
     assert loader.loaded == []
+
+
+# -- the external-data cache (issue 12) -----------------------------------------------------
+
+
+def test_a_graph_replaced_with_its_size_and_mtime_kept_is_not_served_stale(tiny_bundle_dir,
+                                                                           tmp_path):
+    # cp -p / rsync -a / tar keep size and mtime: the cache was keyed by them, so paged
+    # loading kept running the old vocoder while resident ran the new one.
+    import os
+    import shutil
+
+    from tts_kit.standin import build_standin
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(tiny_bundle_dir, bundle)
+    other = tmp_path / "other"
+    build_standin(other, scale="tiny", seed=1)
+    latent = np.random.default_rng(0).standard_normal((1, contract.LATENT_CHANNELS, 4),
+                                                      np.float32)
+    old = Engine(bundle, loading="paged").run_stage("vocoder", {"latent": latent})
+
+    graph = bundle / "onnx" / "vocoder.onnx"
+    new_graph = other / "onnx" / "vocoder.onnx"
+    st = graph.stat()
+    assert new_graph.stat().st_size == st.st_size
+    shutil.copyfile(new_graph, graph)  # in place: same inode, as cp -p does
+    os.utime(graph, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (graph.stat().st_size, graph.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+
+    want = Engine(bundle).run_stage("vocoder", {"latent": latent})  # resident: the file itself
+    got = Engine(bundle, loading="paged").run_stage("vocoder", {"latent": latent})
+    assert not np.array_equal(want, old)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_external_cache_stays_under_its_bound_least_recently_used_first(tiny_bundle_dir,
+                                                                        tmp_path, monkeypatch):
+    import os
+
+    from tts_kit.loading import prune_external_cache
+
+    def mb(path) -> float:
+        return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
+
+    onnx = tiny_bundle_dir / "onnx"
+    copies = {}
+    for i, stage in enumerate(("vocoder", "duration_predictor", "text_encoder")):
+        copies[stage] = external_copy(onnx / f"{stage}.onnx", cache_dir=tmp_path).parent
+        os.utime(copies[stage], (1000 + i, 1000 + i))  # a clear order of last use
+    external_copy(onnx / "duration_predictor.onnx", cache_dir=tmp_path)  # used again: newest
+    assert copies["duration_predictor"].stat().st_mtime > 2000
+
+    # Room for the duration predictor and the vector estimator only: the vocoder and the
+    # text encoder, used longest ago, go when the vector estimator's copy is made.
+    ve_mb = 1.1 * (onnx / "vector_estimator.onnx").stat().st_size / 2**20  # copies run larger
+    limit = mb(copies["duration_predictor"]) + ve_mb
+    monkeypatch.setenv("TTS_KIT_EXTERNAL_CACHE_MB", f"{limit:.3f}")
+    newest = external_copy(onnx / "vector_estimator.onnx", cache_dir=tmp_path).parent
+    assert mb(tmp_path) <= limit
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [copies["duration_predictor"].name, newest.name])
+    # The copy in use stays even when it alone is over the bound.
+    assert prune_external_cache(tmp_path, 0.1, keep=newest) == [copies["duration_predictor"]]
+    assert [p.name for p in tmp_path.iterdir()] == [newest.name]
+
+
+def test_external_cache_bound_is_checked(monkeypatch, tiny_bundle_dir, tmp_path):
+    monkeypatch.setenv("TTS_KIT_EXTERNAL_CACHE_MB", "lots")
+    with pytest.raises(ValueError, match="TTS_KIT_EXTERNAL_CACHE_MB is 'lots'; set it to MB"):
+        external_copy(tiny_bundle_dir / "onnx" / "vocoder.onnx", cache_dir=tmp_path)
+    assert list(tmp_path.iterdir()) == []

@@ -30,7 +30,11 @@ Options follow the policy after ``+`` (``paged+notrim``, ``resident+ext``):
   12 MB after ``malloc_trim`` (ONNX Runtime's one-time globals). After loading, the
   session creation's freed temporaries keep 219 MB that trimming returns.
 - ``ext`` / ``noext``: load from a copy of the graph whose weights are in an external
-  data file (`external_copy`, in the cache directory; the bundle is never modified).
+  data file (`external_copy`; the bundle is never modified). The copies live in
+  ``$TTS_KIT_CACHE_DIR/external`` (default ``~/.cache/tts_kit/external``), one directory
+  per graph *content* (SHA-256 of the graph and its data files, so a graph replaced by a
+  same-size file with its mtime kept gets a new copy), and the least recently used go
+  when the cache outgrows ``$TTS_KIT_EXTERNAL_CACHE_MB`` (default 2048 MB).
   ONNX Runtime then maps the weights instead of parsing them out of one big protobuf,
   so the load peak of the vector estimator drops from 2.0x to 1.0x its weights
   (+477 MB -> +257 MB). Default on for ``paged`` and ``budget``, off for ``resident``
@@ -219,6 +223,10 @@ onnx.save_model(model, sys.argv[2], save_as_external_data=True, all_tensors_to_o
 INPROCESS_CONVERT_BYTES = 16 * 2**20
 
 
+#: Default bound of the external-data cache, in MB (``$TTS_KIT_EXTERNAL_CACHE_MB``).
+EXTERNAL_CACHE_MB = 2048.0
+
+
 def external_cache_dir() -> Path:
     """Where external-data copies live: ``$TTS_KIT_CACHE_DIR/external`` (~/.cache/tts_kit).
 
@@ -231,25 +239,121 @@ def external_cache_dir() -> Path:
     return base / "external"
 
 
+def external_cache_limit_mb() -> float:
+    """The external-data cache's bound in MB: ``$TTS_KIT_EXTERNAL_CACHE_MB``, default 2048.
+
+    Example:
+        >>> external_cache_limit_mb() > 0
+        True
+    """
+    raw = os.environ.get("TTS_KIT_EXTERNAL_CACHE_MB", "").strip()
+    if not raw:
+        return EXTERNAL_CACHE_MB
+    try:
+        mb = float(raw)
+    except ValueError:
+        mb = math.nan
+    if not (mb >= 0 and math.isfinite(mb)):
+        raise ValueError(f"TTS_KIT_EXTERNAL_CACHE_MB is {raw!r}; set it to MB >= 0, e.g. 2048, "
+                         "or unset it")
+    return mb
+
+
+def _content_key(src: Path) -> str:
+    """The cache key of a graph: its name and the SHA-256 of its content (data files too).
+
+    By content, not by path, size and mtime: a graph replaced by a same-size one with its
+    mtime kept (``cp -p``, ``rsync -a``, ``tar``) must not be served the old weights.
+    """
+    from .bundle import file_sha256  # digests shared with Bundle.sha256: read once
+
+    parts = [src.name, file_sha256(src)]
+    for data in sorted(src.parent.glob(f"{src.name}.data*")):  # the bundle's own external data
+        parts += [data.name, file_sha256(data)]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+
+
+def _tree_bytes(path: Path) -> int:
+    total = 0
+    for f in path.rglob("*"):
+        try:
+            total += f.lstat().st_size
+        except OSError:
+            pass  # removed meanwhile by another process's eviction
+    return total
+
+
+def prune_external_cache(root: str | os.PathLike[str] | None = None,
+                         limit_mb: float | None = None, keep: Path | None = None) -> list[Path]:
+    """Remove the least recently used copies until the cache holds at most ``limit_mb``.
+
+    Each copy is a directory; its mtime is its last use (`external_copy` touches it, since
+    atime is often off). ``keep`` (the copy just made or used) is never removed, even when
+    it alone exceeds the bound. Hidden ``.<key>.*`` directories are copies being written
+    and are left alone. Returns the directories removed.
+
+    Example:
+        >>> prune_external_cache("/nonexistent", 0)
+        []
+    """
+    root = Path(root) if root is not None else external_cache_dir()
+    limit = (external_cache_limit_mb() if limit_mb is None else limit_mb) * MIB
+    try:
+        entries = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    except OSError:
+        return []
+    sized = []
+    for p in entries:
+        try:
+            sized.append((p.stat().st_mtime_ns, p, _tree_bytes(p)))
+        except OSError:
+            continue
+    total = sum(size for _, _, size in sized)
+    removed = []
+    for _, p, size in sorted(sized, key=lambda e: e[0]):
+        if total <= limit:
+            break
+        if keep is not None and p == keep:
+            continue
+        # Renamed first, so no reader sees a copy whose data file is half deleted.
+        doomed = root / f".evict-{p.name}-{os.getpid()}"
+        try:
+            os.replace(p, doomed)
+        except OSError:
+            continue  # evicted by another process meanwhile
+        shutil.rmtree(doomed, ignore_errors=True)
+        total -= size
+        removed.append(p)
+    return removed
+
+
 def external_copy(path: str | os.PathLike[str], cache_dir: str | os.PathLike[str] | None = None
                   ) -> Path:
     """A copy of the graph at ``path`` with its weights in one external data file.
 
-    Made once per file version (keyed by its absolute path, size and mtime), in a child
-    process (in-process for graphs up to `INPROCESS_CONVERT_BYTES` when onnx is already
-    imported), written atomically and reused after; ``path`` is only read.
+    Made once per content (keyed by the SHA-256 of the graph and its data files, which
+    `tts_kit.bundle.file_sha256` reads once per version of a file in a process), in a
+    child process (in-process for graphs up to `INPROCESS_CONVERT_BYTES` when onnx is
+    already imported), written atomically and reused after; ``path`` is only read.
+    The cache (`external_cache_dir`) is bounded by `external_cache_limit_mb`: after a new
+    copy, the least recently used ones go (`prune_external_cache`).
 
     Example:
         >>> external_copy("bundle/onnx/vocoder.onnx")  # doctest: +SKIP
         PosixPath('~/.cache/tts_kit/external/3f2a.../vocoder.onnx')
     """
+    limit_mb = external_cache_limit_mb()  # a bad setting fails before any work
     src = Path(path).resolve()
     st = src.stat()
-    key = hashlib.sha256(f"{src}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:20]
+    key = _content_key(src)
     root = Path(cache_dir) if cache_dir is not None else external_cache_dir()
     target = root / key
     out = target / src.name
     if out.is_file():
+        try:
+            os.utime(target)  # its last use, for the LRU bound
+        except OSError:
+            pass  # a read-only cache still serves
         return out
     root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=root))
@@ -273,6 +377,7 @@ def external_copy(path: str | os.PathLike[str], cache_dir: str | os.PathLike[str
                 raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    prune_external_cache(root, limit_mb, keep=target)
     return out
 
 
