@@ -278,6 +278,13 @@ class Bundle:
                 raise BundleError(
                     f"{rel}: {key} data does not fill dims {list(dims)}"
                 ) from None
+            bad = int(arr.size - np.count_nonzero(np.isfinite(arr)))
+            if bad:
+                # NaN or inf here gives an all-NaN waveform, written as full-scale DC.
+                raise BundleError(
+                    f"{rel}: {key} has {bad} value(s) that are NaN or infinite; the voice "
+                    "file is damaged: re-download it or remove it from voice_styles/"
+                )
             arrays[key] = arr
         return VoiceStyle(name, arrays["style_ttl"], arrays["style_dp"])
 
