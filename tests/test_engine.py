@@ -261,3 +261,61 @@ def test_nan_samples_fail_instead_of_playing_as_dc(tiny_bundle_dir, monkeypatch)
     with pytest.raises(ValueError, match="^the model produced NaN or infinite samples; its "
                                          "graphs are damaged"):
         engine.synthesize("Hello there.", seed=0)
+
+
+# -- silent text loss (issue 15) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, pattern", [
+    ("你好，", r"^text has nothing to speak after normalisation: 'en' dropped '你' '好' and "
+              r"only ',' is left"),  # was synthesised as ","
+    # was synthesised as "Hello":
+    ("Hello 你好 مرحبا", r"^normalisation for 'en' dropped 7 of 12 letters \('你' '好' "),
+    ("." * 1000, r"^text has nothing to speak after normalisation: only '...' is left"),  # 78 s
+    ("!?!? ... ,,,", r"^text has nothing to speak after normalisation"),
+    ("<ko>안녕하세요</ko> Hello.", r"^text has a <ko> tag but lang is 'en'; the model reads one "
+                               r"language per call: synthesise that part separately with "
+                               r"lang='ko'"),
+    ("<en></en>", r"^text is empty"),  # its own language tags alone
+])
+def test_text_that_would_lose_most_of_its_words_is_refused(engine: Engine, text, pattern):
+    with pytest.raises(ValueError, match=pattern) as info:
+        engine.synthesize(text, lang="en", seed=0)
+    assert "\n" not in str(info.value)
+
+
+def test_dropped_characters_are_named_in_a_warning(engine: Engine):
+    with pytest.warns(UserWarning, match=r"^normalisation for 'en' dropped 2 character\(s\) the "
+                                         r"model cannot say: '你' '好'; pass the text's own "
+                                         r"lang="):
+        result = engine.synthesize("Hello there, my friend 你好", lang="en", seed=0)
+    assert result.text == "Hello there, my friend"
+
+
+def test_nothing_is_warned_when_nothing_is_dropped(engine: Engine):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        engine.synthesize("Hello there, it is 10:30.", lang="en", seed=0, steps=1)
+        engine.synthesize("안녕하세요, 3개 주세요.", lang="ko", seed=0, steps=1)
+
+
+def test_punctuation_runs_are_collapsed(engine: Engine):
+    long = engine.synthesize("Hello" + "." * 1000, lang="en", seed=0, steps=1)
+    short = engine.synthesize("Hello...", lang="en", seed=0, steps=1)
+    assert long.text == "Hello..." and long.duration_s == short.duration_s < 3
+
+
+def test_language_tags_of_the_call_language_are_not_nested(engine: Engine):
+    tagged = engine.synthesize("<en>Hello</en> there.", lang="en", seed=0, steps=1)
+    plain = engine.synthesize("Hello there.", lang="en", seed=0, steps=1)
+    assert tagged.text == "Hello there." and np.array_equal(tagged.wav, plain.wav)
+
+
+def test_unnormalised_text_with_nothing_speakable_is_refused(tiny_bundle_dir):
+    engine = Engine(tiny_bundle_dir, normalize=False)
+    with pytest.raises(ValueError, match=r"^text has nothing to speak: only '....' is left"):
+        engine.synthesize("....", lang="en")
+    with pytest.raises(ValueError, match=r"^text has a <ko> tag but lang is 'ja'"):
+        engine.synthesize("<ko>안녕</ko>", lang="ja")

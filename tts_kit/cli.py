@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,12 @@ EXIT_USER_ERROR = 2
 
 class UserError(Exception):
     """An error the user can fix; printed as one line."""
+
+
+def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
+    # A library warning (what normalisation dropped) is for the user, like errors: one
+    # line, without the library's file and source line.
+    print(f"tts-kit: warning: {message}", file=sys.stderr)
 
 
 def _bundle(args: argparse.Namespace):
@@ -270,6 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tts-kit`` console script."""
     args = _parser().parse_args(argv)
     from .bundle import BundleError
+
+    warnings.showwarning = _warning_line
 
     try:
         return args.func(args)

@@ -270,10 +270,15 @@ class Engine:
                 f"text has {len(text):,} characters, more than the {MAX_TEXT_CHARS:,} allowed "
                 "in one request; split it into several requests"
             )
-        if self.normalize and lang in ("ko", "en"):
-            from .text import normalize as normalize_text
+        from .text import check_speakable, language_tags, normalize_for_speech
 
-            text = normalize_text(text, lang)
+        text = language_tags(text, lang)  # another language's tags: refused, not misread
+        if self.normalize and lang in ("ko", "en"):
+            # Warns about what was dropped; refuses text with nothing (or mostly nothing)
+            # left to say, which was synthesised as "," or as the one word left.
+            text = normalize_for_speech(text, lang)
+        else:
+            check_speakable(text, text, lang, normalised=False)
         from .text.charset import unsupported_characters  # lazy: tts_kit.text loads num2words
 
         bad = unsupported_characters(text, self.bundle.indexer, model_cleanup=True)
