@@ -183,3 +183,15 @@ def test_opening_a_bundle_and_engine_does_not_import_onnx(tiny_bundle_dir: Path,
     assert out == "False"  # onnx costs 0.7 s and 15 MB per process; the engine needs none
     if loading == "paged":
         assert len(list((tmp_path / "external").glob("*/*.onnx.data"))) == 4
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e999"])
+def test_voice_with_non_finite_values(bundle_copy: Path, value: str):
+    # A NaN style gave an all-NaN waveform, written as full-scale DC.
+    p = bundle_copy / "voice_styles/F1.json"
+    text = p.read_text()
+    data = json.loads(text)
+    first = json.dumps(data["style_ttl"]["data"][0][0][0])
+    p.write_text(text.replace(first, value, 1))
+    _expect(bundle_copy, r"voice_styles/F1.json: style_ttl has 1 value\(s\) that are NaN or "
+                         r"infinite; the voice file is damaged: re-download it")

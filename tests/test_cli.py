@@ -43,6 +43,13 @@ def test_synth_says_what_normalisation_made_of_the_text(tiny_bundle_dir: Path, t
                str(tiny_bundle_dir), "--steps", "1")
     assert proc.returncode == 0, proc.stderr
     assert "read: Room four at ten thirty\n" in proc.stdout  # the unsayable character dropped
+    # ... and said so, in one line (issue 15); mostly unsayable text is refused.
+    assert "tts-kit: warning: normalisation for 'en' dropped 1 character(s) the model cannot " \
+           "say: '漢'" in proc.stderr and "Traceback" not in proc.stderr
+    assert "UserWarning" not in proc.stderr
+    assert_user_error(run("synth", "Hello 你好 مرحبا", "-o", str(tmp_path / "b.wav"), "--model",
+                          str(tiny_bundle_dir)), "normalisation for 'en' dropped 7 of 12 letters")
+    assert not (tmp_path / "b.wav").exists()
 
 
 def test_info_json(tiny_bundle_dir: Path):

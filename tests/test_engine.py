@@ -186,3 +186,136 @@ def test_run_stage_replays_recorded_inputs(engine: Engine):
         np.testing.assert_array_equal(engine.run_stage(stage, feeds), out)
     with pytest.raises(ValueError, match="unknown stage 'decoder'"):
         engine.run_stage("decoder", {})
+
+
+def _constant_duration_predictor(path, value: float) -> None:
+    """A duration predictor with the contract's inputs and output that predicts ``value``
+    seconds for every item, whatever the text."""
+    from onnx import TensorProto, helper
+
+    inputs = [helper.make_tensor_value_info(t.name, TensorProto.INT64 if t.dtype == "int64"
+                                            else TensorProto.FLOAT, list(t.shape))
+              for t in contract.GRAPHS["duration_predictor"].inputs]
+    out = helper.make_tensor_value_info("duration", TensorProto.FLOAT, ["B"])
+    nodes = [
+        helper.make_node("ReduceMax", ["text_mask"], ["m"], axes=[1, 2], keepdims=0),
+        helper.make_node("Mul", ["m", "zero"], ["z"]),
+        helper.make_node("Add", ["z", "value"], ["duration"]),
+    ]
+    consts = [helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0]),
+              helper.make_tensor("value", TensorProto.FLOAT, [], [value])]
+    graph = helper.make_graph(nodes, "constant_duration", inputs, [out], consts)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path.write_bytes(model.SerializeToString())
+
+
+@pytest.mark.parametrize("value, said", [
+    (float("nan"), "predicted nan s"), (float("inf"), "predicted inf s"),
+    (1e7, "predicted 1e[+]07 s"), (600.0, "predicted 600 s"), (-1.0, "predicted -1 s"),
+    (0.0, "predicted 0 s"),
+])
+def test_absurd_predicted_durations_are_refused(tiny_bundle_dir, tmp_path, value, said):
+    # NaN crashed, inf and 1e7 asked for a 73 GiB waveform, 600 gave 571 s of audio for
+    # "Hello there.", a negative duration gave one sample.
+    import shutil
+    import tracemalloc
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(tiny_bundle_dir, bundle)
+    _constant_duration_predictor(bundle / "onnx" / "duration_predictor.onnx", value)
+    engine = Engine(bundle)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=f"^duration_predictor {said} for a 12-character "
+                                             r"chunk \('Hello there.'\); a duration must be "
+                                             r"finite, above 0 and at most 1 s per character "
+                                             r"\+ 2 s \(14 s here\)") as info:
+            engine.synthesize("Hello there.", seed=0, speed=1.0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "\n" not in str(info.value) and "rebuild the bundle" in str(info.value)
+    assert peak < 20 * 2**20  # refused before anything was allocated for that duration
+
+
+def test_a_sane_constant_duration_still_synthesises(tiny_bundle_dir, tmp_path):
+    import shutil
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(tiny_bundle_dir, bundle)
+    _constant_duration_predictor(bundle / "onnx" / "duration_predictor.onnx", 1.05)
+    result = Engine(bundle).synthesize("Hello there.", seed=0, speed=1.05)
+    assert result.duration_s == pytest.approx(1.0, abs=1e-4)
+
+
+def test_nan_samples_fail_instead_of_playing_as_dc(tiny_bundle_dir, monkeypatch):
+    # The last line of defence behind the bundle's checks: a NaN reaching the vocoder
+    # (here a style let in past validation) must not be written as full-scale DC.
+    from tts_kit.bundle import VoiceStyle
+
+    engine = Engine(tiny_bundle_dir)
+    good = engine.bundle.voice("M1")
+    bad = VoiceStyle("M1", np.full_like(good.ttl, np.nan), good.dp)
+    monkeypatch.setattr(engine.bundle, "voice", lambda name: bad)
+    with pytest.raises(ValueError, match="^the model produced NaN or infinite samples; its "
+                                         "graphs are damaged"):
+        engine.synthesize("Hello there.", seed=0)
+
+
+# -- silent text loss (issue 15) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, pattern", [
+    ("你好，", r"^text has nothing to speak after normalisation: 'en' dropped '你' '好' and "
+              r"only ',' is left"),  # was synthesised as ","
+    # was synthesised as "Hello":
+    ("Hello 你好 مرحبا", r"^normalisation for 'en' dropped 7 of 12 letters \('你' '好' "),
+    ("." * 1000, r"^text has nothing to speak after normalisation: only '...' is left"),  # 78 s
+    ("!?!? ... ,,,", r"^text has nothing to speak after normalisation"),
+    ("<ko>안녕하세요</ko> Hello.", r"^text has a <ko> tag but lang is 'en'; the model reads one "
+                               r"language per call: synthesise that part separately with "
+                               r"lang='ko'"),
+    ("<en></en>", r"^text is empty"),  # its own language tags alone
+])
+def test_text_that_would_lose_most_of_its_words_is_refused(engine: Engine, text, pattern):
+    with pytest.raises(ValueError, match=pattern) as info:
+        engine.synthesize(text, lang="en", seed=0)
+    assert "\n" not in str(info.value)
+
+
+def test_dropped_characters_are_named_in_a_warning(engine: Engine):
+    with pytest.warns(UserWarning, match=r"^normalisation for 'en' dropped 2 character\(s\) the "
+                                         r"model cannot say: '你' '好'; pass the text's own "
+                                         r"lang="):
+        result = engine.synthesize("Hello there, my friend 你好", lang="en", seed=0)
+    assert result.text == "Hello there, my friend"
+
+
+def test_nothing_is_warned_when_nothing_is_dropped(engine: Engine):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        engine.synthesize("Hello there, it is 10:30.", lang="en", seed=0, steps=1)
+        engine.synthesize("안녕하세요, 3개 주세요.", lang="ko", seed=0, steps=1)
+
+
+def test_punctuation_runs_are_collapsed(engine: Engine):
+    long = engine.synthesize("Hello" + "." * 1000, lang="en", seed=0, steps=1)
+    short = engine.synthesize("Hello...", lang="en", seed=0, steps=1)
+    assert long.text == "Hello..." and long.duration_s == short.duration_s < 3
+
+
+def test_language_tags_of_the_call_language_are_not_nested(engine: Engine):
+    tagged = engine.synthesize("<en>Hello</en> there.", lang="en", seed=0, steps=1)
+    plain = engine.synthesize("Hello there.", lang="en", seed=0, steps=1)
+    assert tagged.text == "Hello there." and np.array_equal(tagged.wav, plain.wav)
+
+
+def test_unnormalised_text_with_nothing_speakable_is_refused(tiny_bundle_dir):
+    engine = Engine(tiny_bundle_dir, normalize=False)
+    with pytest.raises(ValueError, match=r"^text has nothing to speak: only '....' is left"):
+        engine.synthesize("....", lang="en")
+    with pytest.raises(ValueError, match=r"^text has a <ko> tag but lang is 'ja'"):
+        engine.synthesize("<ko>안녕</ko>", lang="ja")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 import pytest
 
@@ -219,3 +222,181 @@ def test_external_copy_sweeps_partial_copies_of_dead_writers(tiny_bundle_dir, tm
     names = sorted(p.name for p in tmp_path.iterdir())
     assert stale.name not in names and legacy.name not in names
     assert live.name in names and len(names) == 2  # the live one and the new copy
+
+
+# -- concurrent callers (issue 11) ----------------------------------------------------------
+
+
+class _Session:
+    """A stand-in session whose run yields the GIL, so threads interleave inside runs."""
+
+    def run(self) -> None:
+        time.sleep(0.0005)
+
+
+@pytest.fixture
+def no_gc_per_load(monkeypatch):
+    """Skip the gc.collect() + malloc_trim after each load and release: 20-50 ms each in a
+    test process, most of a tiny paged call's time, and beside the bookkeeping under test."""
+    monkeypatch.setattr("tts_kit.loading.release_memory", lambda trim=True: None)
+
+
+@pytest.mark.parametrize("loading", ["paged", "budget:25"])
+def test_loader_serves_4_threads_x_25_calls(loading, no_gc_per_load):
+    # Before the loader took a lock, nearly every call failed with KeyError or ran a
+    # released session: one thread released what another was about to run.
+    loader = StageLoader(lambda stage: _Session(), loading, {s: 10.0 for s in contract.STAGES})
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def work() -> None:
+        start.wait()
+        for _ in range(25):
+            try:
+                for stage in contract.STAGES:
+                    with loader.session(stage) as outer:
+                        for _ in range(3):  # re-entered, as the engine does for flow steps
+                            with loader.session(stage) as inner:
+                                assert inner is outer
+                                inner.run()
+            except BaseException as exc:  # noqa: BLE001 - counted, reported below
+                errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [], errors[:3]
+    assert not any(loader._pins.values())
+    if loading == "paged":
+        assert loader.loaded == []  # every session went back once its runs ended
+    else:
+        assert 10.0 * len(loader.loaded) <= 25  # back under the budget
+
+
+# 4 x 6 calls (the loader test above does 4 x 25): every paged synthesis creates four
+# sessions, one at a time under the loader's lock.
+@pytest.mark.parametrize("loading", ["paged", "budget:3"])
+def test_concurrent_syntheses_equal_the_single_thread_audio(tiny_bundle_dir, reference, loading,
+                                                            no_gc_per_load):
+    engine = Engine(tiny_bundle_dir, loading=loading)
+    results: list[np.ndarray] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def work() -> None:
+        start.wait()
+        for _ in range(6):
+            try:
+                results.append(engine.synthesize(TEXT, steps=3, seed=5).wav)
+            except BaseException as exc:  # noqa: BLE001 - counted, reported below
+                errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(results) == 24, errors[:3]
+    for wav in results:
+        np.testing.assert_array_equal(wav, reference.wav)
+    if loading.startswith("paged"):
+        assert engine.loaded_stages == []
+    else:
+        assert sum(engine._loader.costs_mb[s] for s in engine.loaded_stages) <= 3
+
+
+def test_loader_never_releases_a_session_another_thread_runs():
+    loader = StageLoader(lambda stage: object(), "paged")
+    inside, leave = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with loader.session("vocoder"):
+            inside.set()
+            leave.wait(10)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    inside.wait(10)
+    with loader.session("vocoder") as lease:  # a second caller shares the loaded session
+        with loader.session("vocoder"):
+            pass
+    assert lease.session is not None and loader.loaded == ["vocoder"]  # t still runs it
+    loader.close()  # closed while t runs it: released when t's run ends
+    assert loader.loaded == ["vocoder"]
+    leave.set()
+    t.join()
+    assert loader.loaded == []
+
+
+# -- the external-data cache (issue 12) -----------------------------------------------------
+
+
+def test_a_graph_replaced_with_its_size_and_mtime_kept_is_not_served_stale(tiny_bundle_dir,
+                                                                           tmp_path):
+    # cp -p / rsync -a / tar keep size and mtime: the cache was keyed by them, so paged
+    # loading kept running the old vocoder while resident ran the new one.
+    import os
+    import shutil
+
+    from tts_kit.standin import build_standin
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(tiny_bundle_dir, bundle)
+    other = tmp_path / "other"
+    build_standin(other, scale="tiny", seed=1)
+    latent = np.random.default_rng(0).standard_normal((1, contract.LATENT_CHANNELS, 4),
+                                                      np.float32)
+    old = Engine(bundle, loading="paged").run_stage("vocoder", {"latent": latent})
+
+    graph = bundle / "onnx" / "vocoder.onnx"
+    new_graph = other / "onnx" / "vocoder.onnx"
+    st = graph.stat()
+    assert new_graph.stat().st_size == st.st_size
+    shutil.copyfile(new_graph, graph)  # in place: same inode, as cp -p does
+    os.utime(graph, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (graph.stat().st_size, graph.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+
+    want = Engine(bundle).run_stage("vocoder", {"latent": latent})  # resident: the file itself
+    got = Engine(bundle, loading="paged").run_stage("vocoder", {"latent": latent})
+    assert not np.array_equal(want, old)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_external_cache_stays_under_its_bound_least_recently_used_first(tiny_bundle_dir,
+                                                                        tmp_path, monkeypatch):
+    import os
+
+    from tts_kit.loading import prune_external_cache
+
+    def mb(path) -> float:
+        return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
+
+    onnx = tiny_bundle_dir / "onnx"
+    copies = {}
+    for i, stage in enumerate(("vocoder", "duration_predictor", "text_encoder")):
+        copies[stage] = external_copy(onnx / f"{stage}.onnx", cache_dir=tmp_path).parent
+        os.utime(copies[stage], (1000 + i, 1000 + i))  # a clear order of last use
+    external_copy(onnx / "duration_predictor.onnx", cache_dir=tmp_path)  # used again: newest
+    assert copies["duration_predictor"].stat().st_mtime > 2000
+
+    # Room for the duration predictor and the vector estimator only: the vocoder and the
+    # text encoder, used longest ago, go when the vector estimator's copy is made.
+    ve_mb = 1.1 * (onnx / "vector_estimator.onnx").stat().st_size / 2**20  # copies run larger
+    limit = mb(copies["duration_predictor"]) + ve_mb
+    monkeypatch.setenv("TTS_KIT_EXTERNAL_CACHE_MB", f"{limit:.3f}")
+    newest = external_copy(onnx / "vector_estimator.onnx", cache_dir=tmp_path).parent
+    assert mb(tmp_path) <= limit
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [copies["duration_predictor"].name, newest.name])
+    # The copy in use stays even when it alone is over the bound.
+    assert prune_external_cache(tmp_path, 0.1, keep=newest) == [copies["duration_predictor"]]
+    assert [p.name for p in tmp_path.iterdir()] == [newest.name]
+
+
+def test_external_cache_bound_is_checked(monkeypatch, tiny_bundle_dir, tmp_path):
+    monkeypatch.setenv("TTS_KIT_EXTERNAL_CACHE_MB", "lots")
+    with pytest.raises(ValueError, match="TTS_KIT_EXTERNAL_CACHE_MB is 'lots'; set it to MB"):
+        external_copy(tiny_bundle_dir / "onnx" / "vocoder.onnx", cache_dir=tmp_path)
+    assert list(tmp_path.iterdir()) == []

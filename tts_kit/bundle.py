@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -44,6 +45,45 @@ def default_standin_scale() -> str:
     return os.environ.get("TTS_KIT_STANDIN_SCALE", "tiny")
 
 _NP_TO_ONNX = {"float32": FLOAT, "int64": INT64}
+
+
+#: SHA-256 of files already read, by the file's identity and version (`file_sha256`).
+_SHA_MEMO: dict[tuple[str, int, int, int, int, int], str] = {}
+_SHA_LOCK = threading.Lock()
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """SHA-256 of a file's content, read once per version of the file in this process.
+
+    Remembered by (path, device, inode, size, mtime, ctime): a file replaced in place by
+    one of the same size with its mtime restored (``cp -p``, ``rsync -a``, ``tar``) still
+    has a new ctime, which nobody can set back, so it is read again. The bundle's
+    fingerprint and the external-data cache (`tts_kit.loading.external_copy`) share
+    these digests, so a large graph is not read twice for them.
+
+    Example:
+        >>> import tempfile
+        >>> with tempfile.NamedTemporaryFile() as f:
+        ...     _ = f.write(b"abc"); f.flush()
+        ...     file_sha256(f.name)[:12]
+        'ba7816bf8f01'
+    """
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    key = (real, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    digest = _SHA_MEMO.get(key)
+    if digest is None:
+        h = hashlib.sha256()
+        with open(real, "rb") as fh:  # hashlib.file_digest is 3.11+; we support 3.10
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        digest = h.hexdigest()
+        with _SHA_LOCK:
+            # One entry per path: an older version's digest is of no further use.
+            for old in [k for k in _SHA_MEMO if k[0] == real]:
+                del _SHA_MEMO[old]
+            _SHA_MEMO[key] = digest
+    return digest
 
 
 class BundleError(ValueError):
@@ -191,7 +231,6 @@ class Bundle:
         self._voices = self._check_voices()
         self._voice_cache: dict[str, VoiceStyle] = {}
         self.validate_voices()
-        self._sha: dict[str, str] = {}
 
     # -- validation -------------------------------------------------------------------
 
@@ -267,6 +306,13 @@ class Bundle:
                 raise BundleError(
                     f"{rel}: {key} data does not fill dims {list(dims)}"
                 ) from None
+            bad = int(arr.size - np.count_nonzero(np.isfinite(arr)))
+            if bad:
+                # NaN or inf here gives an all-NaN waveform, written as full-scale DC.
+                raise BundleError(
+                    f"{rel}: {key} has {bad} value(s) that are NaN or infinite; the voice "
+                    "file is damaged: re-download it or remove it from voice_styles/"
+                )
             arrays[key] = arr
         return VoiceStyle(name, arrays["style_ttl"], arrays["style_dp"])
 
@@ -332,14 +378,8 @@ class Bundle:
         return self.stages[stage].path
 
     def sha256(self, stage: str) -> str:
-        """SHA-256 of one graph file (computed once, on demand: it reads the whole file)."""
-        if stage not in self._sha:
-            h = hashlib.sha256()
-            with open(self.stages[stage].path, "rb") as fh:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(block)
-            self._sha[stage] = h.hexdigest()
-        return self._sha[stage]
+        """SHA-256 of one graph file (`file_sha256`: read once per version of the file)."""
+        return file_sha256(self.stages[stage].path)
 
     def fingerprint(self) -> dict[str, str]:
         """SHA-256 of every graph, for reports (``{'vocoder': 'ab12...', ...}``)."""

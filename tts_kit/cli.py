@@ -19,6 +19,7 @@ import errno
 import json
 import os
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,12 @@ EXIT_INTERNAL_ERROR = 1
 
 class UserError(Exception):
     """An error the user can fix; printed as one line."""
+
+
+def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
+    # A library warning (what normalisation dropped) is for the user, like errors: one
+    # line, without the library's file and source line.
+    print(f"tts-kit: warning: {message}", file=sys.stderr)
 
 
 def _bundle(args: argparse.Namespace):
@@ -447,6 +454,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = _parser().parse_args(argv)
     from .bundle import BundleError
+
+    warnings.showwarning = _warning_line
 
     try:
         return args.func(args)

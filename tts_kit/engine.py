@@ -37,6 +37,11 @@ from .textproc import encode
 
 #: Hard cap on one request, as in the official package (no silent truncation anywhere).
 MAX_TEXT_CHARS = 100_000
+#: Ceiling on a predicted duration: seconds per character of the chunk, plus a margin.
+#: Speech runs at 0.05-0.1 s per character (the slowest speed, 0.7, stays far below 1 s);
+#: a duration above this comes from a broken graph, and would allocate noise for it.
+MAX_SECONDS_PER_CHAR = 1.0
+MAX_SECONDS_MARGIN = 2.0
 
 
 def _is_seed(value: object) -> bool:
@@ -273,10 +278,15 @@ class Engine:
                 f"text has {len(text):,} characters, more than the {MAX_TEXT_CHARS:,} allowed "
                 "in one request; split it into several requests"
             )
-        if self.normalize and lang in ("ko", "en"):
-            from .text import normalize as normalize_text
+        from .text import check_speakable, language_tags, normalize_for_speech
 
-            text = normalize_text(text, lang)
+        text = language_tags(text, lang)  # another language's tags: refused, not misread
+        if self.normalize and lang in ("ko", "en"):
+            # Warns about what was dropped; refuses text with nothing (or mostly nothing)
+            # left to say, which was synthesised as "," or as the one word left.
+            text = normalize_for_speech(text, lang)
+        else:
+            check_speakable(text, text, lang, normalised=False)
         from .text.charset import unsupported_characters  # lazy: tts_kit.text loads num2words
 
         bad = unsupported_characters(text, self.bundle.indexer, model_cleanup=True)
@@ -416,6 +426,7 @@ class Engine:
             {"text_ids": ids, "style_dp": style_dp, "text_mask": text_mask},
             timings,
         ).reshape(-1) / np.float32(speed)
+        _check_durations(duration, chunks)
         text_emb = self._run(
             "text_encoder",
             {"text_ids": ids, "style_ttl": style_ttl, "text_mask": text_mask},
@@ -454,7 +465,40 @@ class Engine:
             for b in range(batch):
                 wav = self._run("vocoder", {"latent": xt[b : b + 1, :, : frames[b]]}, timings)
                 wavs.append(wav[0, : n_samples[b]])
+        # NaN samples are written as full-scale DC: a damaged graph must fail, not play.
+        if not all(np.isfinite(w).all() for w in wavs):
+            raise ValueError("the model produced NaN or infinite samples; its graphs are "
+                             "damaged: re-download or rebuild the bundle")
         return wavs
+
+
+def _check_durations(duration: np.ndarray, chunks: list[str]) -> None:
+    """Refuse predicted durations no speech has, before anything is allocated for them.
+
+    Example:
+        >>> _check_durations(np.array([0.8], np.float32), ["Hello there."])
+        >>> _check_durations(np.array([np.nan], np.float32), ["Hello there."])
+        Traceback (most recent call last):
+        ...
+        ValueError: duration_predictor predicted nan s for a 12-character chunk ...
+    """
+    if duration.shape != (len(chunks),):
+        raise ValueError(
+            f"duration_predictor gave {duration.size} duration(s) for {len(chunks)} chunk(s); "
+            "the graph is damaged or not a Supertonic duration predictor; re-download or "
+            "rebuild the bundle"
+        )
+    for d, text in zip(duration.tolist(), chunks):
+        limit = MAX_SECONDS_PER_CHAR * len(text) + MAX_SECONDS_MARGIN
+        if not (0.0 < d <= limit):  # False for NaN too
+            shown = text if len(text) <= 30 else text[:27] + "..."
+            raise ValueError(
+                f"duration_predictor predicted {d:g} s for a {len(text)}-character chunk "
+                f"({shown!r}); a duration must be finite, above 0 and at most "
+                f"{MAX_SECONDS_PER_CHAR:g} s per character + {MAX_SECONDS_MARGIN:g} s "
+                f"({limit:g} s here): the graph is damaged or not a Supertonic duration "
+                "predictor; re-download or rebuild the bundle"
+            )
 
 
 #: ``fn(stage, feeds, output)``, called after every stage run (`Engine.add_stage_hook`).

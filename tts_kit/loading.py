@@ -30,7 +30,11 @@ Options follow the policy after ``+`` (``paged+notrim``, ``resident+ext``):
   12 MB after ``malloc_trim`` (ONNX Runtime's one-time globals). After loading, the
   session creation's freed temporaries keep 219 MB that trimming returns.
 - ``ext`` / ``noext``: load from a copy of the graph whose weights are in an external
-  data file (`external_copy`, in the cache directory; the bundle is never modified).
+  data file (`external_copy`; the bundle is never modified). The copies live in
+  ``$TTS_KIT_CACHE_DIR/external`` (default ``~/.cache/tts_kit/external``), one directory
+  per graph *content* (SHA-256 of the graph and its data files, so a graph replaced by a
+  same-size file with its mtime kept gets a new copy), and the least recently used go
+  when the cache outgrows ``$TTS_KIT_EXTERNAL_CACHE_MB`` (default 2048 MB).
   ONNX Runtime then maps the weights instead of parsing them out of one big protobuf,
   so the load peak of the vector estimator drops from 2.0x to 1.0x its weights
   (+477 MB -> +257 MB). Default on for ``paged`` and ``budget``, off for ``resident``
@@ -73,6 +77,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
@@ -221,6 +226,10 @@ onnx.save_model(model, sys.argv[2], save_as_external_data=True, all_tensors_to_o
 INPROCESS_CONVERT_BYTES = 16 * 2**20
 
 
+#: Default bound of the external-data cache, in MB (``$TTS_KIT_EXTERNAL_CACHE_MB``).
+EXTERNAL_CACHE_MB = 2048.0
+
+
 def external_cache_dir() -> Path:
     """Where external-data copies live: ``$TTS_KIT_CACHE_DIR/external`` (~/.cache/tts_kit).
 
@@ -233,28 +242,125 @@ def external_cache_dir() -> Path:
     return base / "external"
 
 
+def external_cache_limit_mb() -> float:
+    """The external-data cache's bound in MB: ``$TTS_KIT_EXTERNAL_CACHE_MB``, default 2048.
+
+    Example:
+        >>> external_cache_limit_mb() > 0
+        True
+    """
+    raw = os.environ.get("TTS_KIT_EXTERNAL_CACHE_MB", "").strip()
+    if not raw:
+        return EXTERNAL_CACHE_MB
+    try:
+        mb = float(raw)
+    except ValueError:
+        mb = math.nan
+    if not (mb >= 0 and math.isfinite(mb)):
+        raise ValueError(f"TTS_KIT_EXTERNAL_CACHE_MB is {raw!r}; set it to MB >= 0, e.g. 2048, "
+                         "or unset it")
+    return mb
+
+
+def _content_key(src: Path) -> str:
+    """The cache key of a graph: its name and the SHA-256 of its content (data files too).
+
+    By content, not by path, size and mtime: a graph replaced by a same-size one with its
+    mtime kept (``cp -p``, ``rsync -a``, ``tar``) must not be served the old weights.
+    """
+    from .bundle import file_sha256  # digests shared with Bundle.sha256: read once
+
+    parts = [src.name, file_sha256(src)]
+    for data in sorted(src.parent.glob(f"{src.name}.data*")):  # the bundle's own external data
+        parts += [data.name, file_sha256(data)]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+
+
+def _tree_bytes(path: Path) -> int:
+    total = 0
+    for f in path.rglob("*"):
+        try:
+            total += f.lstat().st_size
+        except OSError:
+            pass  # removed meanwhile by another process's eviction
+    return total
+
+
+def prune_external_cache(root: str | os.PathLike[str] | None = None,
+                         limit_mb: float | None = None, keep: Path | None = None) -> list[Path]:
+    """Remove the least recently used copies until the cache holds at most ``limit_mb``.
+
+    Each copy is a directory; its mtime is its last use (`external_copy` touches it, since
+    atime is often off). ``keep`` (the copy just made or used) is never removed, even when
+    it alone exceeds the bound. Hidden ``.<key>.*`` directories are copies being written
+    and are left alone. Returns the directories removed.
+
+    Example:
+        >>> prune_external_cache("/nonexistent", 0)
+        []
+    """
+    root = Path(root) if root is not None else external_cache_dir()
+    limit = (external_cache_limit_mb() if limit_mb is None else limit_mb) * MIB
+    try:
+        entries = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    except OSError:
+        return []
+    sized = []
+    for p in entries:
+        try:
+            sized.append((p.stat().st_mtime_ns, p, _tree_bytes(p)))
+        except OSError:
+            continue
+    total = sum(size for _, _, size in sized)
+    removed = []
+    for _, p, size in sorted(sized, key=lambda e: e[0]):
+        if total <= limit:
+            break
+        if keep is not None and p == keep:
+            continue
+        # Renamed first, so no reader sees a copy whose data file is half deleted; named as
+        # a temporary of this pid, so an interrupted eviction is swept like any other.
+        doomed = root / f".{p.name}.tmp-{os.getpid()}-evict"
+        try:
+            os.replace(p, doomed)
+        except OSError:
+            continue  # evicted by another process meanwhile
+        shutil.rmtree(doomed, ignore_errors=True)
+        total -= size
+        removed.append(p)
+    return removed
+
+
 def external_copy(path: str | os.PathLike[str], cache_dir: str | os.PathLike[str] | None = None
                   ) -> Path:
     """A copy of the graph at ``path`` with its weights in one external data file.
 
-    Made once per file version (keyed by its absolute path, size and mtime), in a child
-    process (in-process for graphs up to `INPROCESS_CONVERT_BYTES` when onnx is already
-    imported), written atomically and reused after; ``path`` is only read. The copy is
-    built in ``.<key>.tmp-<pid>-*`` (removed on failure, Ctrl-C, SIGTERM or SIGHUP); what
-    a writer killed outright left (SIGKILL, the OOM killer, often during a first paged
-    load) is swept on the next call (`sweep_external_cache`).
+    Made once per content (keyed by the SHA-256 of the graph and its data files, which
+    `tts_kit.bundle.file_sha256` reads once per version of a file in a process), in a
+    child process (in-process for graphs up to `INPROCESS_CONVERT_BYTES` when onnx is
+    already imported), written atomically and reused after; ``path`` is only read.
+    The cache (`external_cache_dir`) is bounded by `external_cache_limit_mb`: after a new
+    copy, the least recently used ones go (`prune_external_cache`). The copy is built
+    in ``.<key>.tmp-<pid>-*`` (removed on failure, Ctrl-C, SIGTERM or SIGHUP); what a writer
+    killed outright left (SIGKILL, the OOM killer, often during a first paged load) is swept
+    on the next call (`sweep_external_cache`).
 
     Example:
         >>> external_copy("bundle/onnx/vocoder.onnx")  # doctest: +SKIP
         PosixPath('~/.cache/tts_kit/external/3f2a.../vocoder.onnx')
     """
+    limit_mb = external_cache_limit_mb()  # a bad setting fails before any work
     src = Path(path).resolve()
     st = src.stat()
-    key = hashlib.sha256(f"{src}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:20]
+    key = _content_key(src)
     root = Path(cache_dir) if cache_dir is not None else external_cache_dir()
     target = root / key
     out = target / src.name
     if out.is_file():
+        try:
+            os.utime(target)  # its last use, for the LRU bound
+        except OSError:
+            pass  # a read-only cache still serves
         return out
     root.mkdir(parents=True, exist_ok=True)
     sweep_external_cache(root)
@@ -276,6 +382,7 @@ def external_copy(path: str | os.PathLike[str], cache_dir: str | os.PathLike[str
         except OSError:
             if not out.is_file():  # another process won the race only if its copy is there
                 raise
+    prune_external_cache(root, limit_mb, keep=target)
     return out
 
 
@@ -616,6 +723,12 @@ class SessionLease:
 class StageLoader:
     """Hands out one session per stage under a load policy; marks load/run/release events.
 
+    Safe for concurrent callers (an `Engine` shared by threads): loads, releases and the
+    budget's bookkeeping happen under one lock, every caller pins the session it runs, and
+    a session is released only once no caller runs it. Pins are counted per thread, so a
+    thread may re-enter the stage it holds (the engine holds the vector estimator across
+    all flow steps) without counting twice or waiting on itself.
+
     Args:
         factory: creates the session of a stage (the engine's, with its presets).
         loading: ``resident``, ``paged``, ``budget:MB`` (with options) or a `LoadPolicy`.
@@ -650,7 +763,15 @@ class StageLoader:
         self._leases: dict[str, SessionLease] = {}
         self.costs_mb = {s: float(c) for s, c in (costs_mb or {}).items()}
         self.load_s: dict[str, float] = {}
+        # Callers running each stage now, over all threads (a session with pins is never
+        # released); and, per thread, how deep it is in each stage's blocks.
         self._pins: dict[str, int] = {}
+        self._held = threading.local()
+        self._closing: set[str] = set()  # closed while running: released when the run ends
+        # Loads are serialised on purpose: two threads loading one graph at once would
+        # double its load peak (what paged loading exists to bound), and the budget must
+        # see each load before deciding the next. Runs happen outside the lock.
+        self._lock = threading.RLock()
         if self.policy.policy == "budget":
             missing = [s for s in contract.STAGES if s not in self.costs_mb]
             if missing:
@@ -688,54 +809,93 @@ class StageLoader:
     def _resident_mb(self) -> float:
         return sum(self.costs_mb.get(s, 0.0) for s in self._live)
 
+    def _runs_paged(self, stage: str) -> bool:
+        """Whether ``stage`` is released once nobody runs it (paged, or over the budget)."""
+        if self.policy.policy == "paged":
+            return True
+        return (self.policy.policy == "budget"
+                and self.costs_mb.get(stage, 0.0) > (self.budget_mb or 0.0))
+
+    def _fit_budget(self, need: float) -> None:
+        """Release idle sessions, least recently used first, until ``need`` more MB fit.
+
+        Sessions other threads are running stay: with concurrent callers the budget may
+        be exceeded while they run, and is restored when they finish (`_unpin`).
+        """
+        budget = self.budget_mb or 0.0
+        while self._live and self._resident_mb() + need > budget:
+            idle = [s for s in self._live if not self._pins.get(s)]
+            if not idle:
+                break
+            self._release(idle[0])
+
+    def _pin(self, stage: str) -> SessionLease:
+        with self._lock:
+            if stage not in self._live:
+                need = self.costs_mb.get(stage, 0.0)
+                # A stage that cannot fit even alone is run paged beside the ones kept:
+                # evicting them would not bring it under the budget, only reload them later.
+                if self.policy.policy == "budget" and need <= (self.budget_mb or 0.0):
+                    self._fit_budget(need)
+                self._load(stage)
+            else:
+                self._live.move_to_end(stage)
+            self._closing.discard(stage)  # used again after close(): kept as the policy says
+            self._pins[stage] = self._pins.get(stage, 0) + 1
+            return self._leases[stage]
+
+    def _unpin(self, stage: str) -> None:
+        with self._lock:
+            self._pins[stage] -= 1
+            if self._pins[stage]:
+                return  # another thread still runs it
+            closing = stage in self._closing
+            self._closing.discard(stage)
+            if stage in self._live and (closing or self._runs_paged(stage)):
+                self._release(stage)
+            elif self.policy.policy == "budget":
+                self._fit_budget(0.0)  # back under the budget once concurrent runs end
+
     @contextmanager
     def session(self, stage: str) -> Iterator[SessionLease]:
         """The session of ``stage`` for one run; loads and releases it as the policy says.
 
-        Re-entrant: the engine holds the vector estimator across all flow steps (and the
-        vocoder across items), and only the outermost block loads, marks ``run`` and
-        releases.
+        Re-entrant per thread: the engine holds the vector estimator across all flow steps
+        (and the vocoder across items), and only the thread's outermost block loads (when
+        the session is not loaded yet), marks ``run`` and releases (when no other thread
+        runs the session).
         """
-        if self._pins.get(stage):
-            self._pins[stage] += 1
+        depth: dict[str, int] | None = getattr(self._held, "depth", None)
+        if depth is None:
+            depth = self._held.depth = {}
+        if depth.get(stage):
+            depth[stage] += 1
             try:
-                yield self._leases[stage]
+                yield self._leases[stage]  # pinned by this thread's outer block
             finally:
-                self._pins[stage] -= 1
+                depth[stage] -= 1
             return
-        if stage not in self._live:
-            need = self.costs_mb.get(stage, 0.0)
-            budget = self.budget_mb or 0.0
-            # A stage that cannot fit even alone is run paged beside the ones kept:
-            # evicting them would not bring it under the budget, only reload them later.
-            if self.policy.policy == "budget" and need <= budget:
-                while self._live and self._resident_mb() + need > budget:
-                    idle = [s for s in self._live if not self._pins.get(s)]
-                    if not idle:
-                        break
-                    self._release(idle[0])  # least recently used first
-            self._load(stage)
-        else:
-            self._live.move_to_end(stage)
-        events.mark(f"run {stage}")
-        self._pins[stage] = 1
+        lease = self._pin(stage)
+        depth[stage] = 1
         try:
-            yield self._leases[stage]
+            events.mark(f"run {stage}")
+            yield lease
         finally:
-            self._pins[stage] = 0
-            if self.policy.policy == "paged" or (
-                self.policy.policy == "budget"
-                and self.costs_mb.get(stage, 0.0) > (self.budget_mb or 0.0)
-            ):
-                self._release(stage)
+            depth[stage] = 0
+            self._unpin(stage)
 
     @property
     def loaded(self) -> list[str]:
         """Stages whose sessions are alive now, least recently used first."""
-        return list(self._live)
+        with self._lock:
+            return list(self._live)
 
     def close(self) -> None:
-        """Release every session."""
-        for stage in list(self._live):
-            self._release(stage)
+        """Release every session; one a thread is running goes when its run ends."""
+        with self._lock:
+            for stage in list(self._live):
+                if self._pins.get(stage):
+                    self._closing.add(stage)
+                else:
+                    self._release(stage)
 

@@ -27,17 +27,20 @@ from __future__ import annotations
 
 from .charset import unsupported_characters
 from .chunking import chunk
-from .common import LANGS, MAX_CHARS, TraceStep
+from .common import LANGS, MAX_CHARS, TraceStep, language_tags
 from .lexicon import read_lexicon
-from .normalizer import Normalizer, normalize
+from .normalizer import Normalizer, check_speakable, normalize, normalize_for_speech
 
 __all__ = [
     "LANGS",
     "MAX_CHARS",
     "Normalizer",
     "TraceStep",
+    "check_speakable",
     "chunk",
+    "language_tags",
     "normalize",
+    "normalize_for_speech",
     "read_lexicon",
     "unsupported_characters",
 ]

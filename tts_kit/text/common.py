@@ -213,6 +213,45 @@ def split_tags(text: str) -> list[tuple[bool, str]]:
     return out
 
 
+#: A language tag such as ``<ko>`` or ``</en>``: the model-facing step wraps every text in
+#: the tags of its language (`tts_kit.textproc.preprocess`), one language per call.
+LANGUAGE_TAG = re.compile(r"</?([a-z]{2})>", re.IGNORECASE)
+
+
+def language_tags(text: str, lang: str) -> str:
+    """Drop language tags naming ``lang``; refuse a tag naming another language.
+
+    The model reads one language per call, inside ``<lang>...</lang>`` that the
+    model-facing step adds: a tag of the same language would nest, and a tag of another
+    would reach the model while the words inside it are normalised (or removed) as
+    ``lang``. Tags that name no language (``<break time="1s"/>``) are left alone.
+
+    Example:
+        >>> language_tags("<en>Hello</en> there", "en")
+        'Hello there'
+        >>> language_tags("<ko>안녕</ko> there", "en")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: text has a <ko> tag but lang is 'en'; the model reads one language ...
+    """
+    if "<" not in text:
+        return text
+    from ..contract import LANGUAGES
+
+    def tag(m: re.Match[str]) -> str:
+        code = m.group(1).lower()
+        if code not in LANGUAGES:
+            return m.group(0)
+        if code != lang:
+            raise ValueError(
+                f"text has a <{code}> tag but lang is '{lang}'; the model reads one language "
+                f"per call: synthesise that part separately with lang='{code}'"
+            )
+        return ""
+
+    return LANGUAGE_TAG.sub(tag, text)
+
+
 # -- Unicode preparation ------------------------------------------------------------------
 
 #: Decimal digits of other scripts (after NFKC, which already maps full-width and

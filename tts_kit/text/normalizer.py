@@ -3,7 +3,9 @@
 The text is split at markup tags, which pass through untouched; each stretch between
 them is prepared (NFKC, plain punctuation, one space) and run through the language's
 steps (`ko.rules`, `en.rules`), the last of which removes every character the output
-alphabet lacks (`charset`).
+alphabet lacks (`charset`). `normalize_for_speech`, what the engine uses, also says
+what that removed (a `UserWarning`) and refuses text with nothing, or mostly nothing,
+left to say.
 
 Example:
     >>> from tts_kit.text import Normalizer
@@ -16,6 +18,8 @@ Example:
 
 from __future__ import annotations
 
+import unicodedata
+import warnings
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -78,7 +82,30 @@ class Normalizer:
         self._run(text, steps)
         return steps
 
-    def _run(self, text: str, steps: list[TraceStep] | None) -> str:
+    def normalize_for_speech(self, text: str) -> str:
+        """`normalize`, then say what was lost: what the engine synthesises.
+
+        Characters the language's output alphabet lacks (another script, symbols no rule
+        spells out) are removed by normalisation. Here a `UserWarning` names them; a
+        ValueError is raised when more than half of the letters were removed (the text is
+        mostly in another language) or when nothing speakable (a letter or a digit) is
+        left.
+
+        Example:
+            >>> Normalizer("en").normalize_for_speech("Hello there!!!!!!")
+            'Hello there!!!'
+            >>> Normalizer("en").normalize_for_speech("Hello 你好 مرحبا")  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            ValueError: normalisation for 'en' dropped 7 of 12 letters ('你' '好' ...
+        """
+        dropped: list[str] = []
+        out = self._run(text, None, dropped)
+        check_speakable(text, out, self.lang, dropped)
+        return out
+
+    def _run(self, text: str, steps: list[TraceStep] | None,
+             dropped: list[str] | None = None) -> str:
         check_text(text)
         parts: list[str] = []
         for is_tag, piece in split_tags(text):
@@ -86,15 +113,24 @@ class Normalizer:
                 parts.append(piece)
                 continue
             core = prepare(piece, steps)
-            if core:
+            if core and dropped is None:
                 core = run_steps(self._pipeline, core, steps)
+            elif core:
+                # The last step removes what the output alphabet lacks; its trace steps
+                # ("remove") are what was dropped.
+                *rules, cleanup = self._pipeline
+                core = run_steps(rules, core, steps)
+                log: list[TraceStep] = steps if steps is not None else []
+                start = len(log)
+                core = cleanup(core, log)
+                dropped.extend(s.before for s in log[start:] if s.rule == "remove")
             lead, trail = piece[:1].isspace(), piece[-1:].isspace()
             if not core:
                 parts.append(" " if (lead or trail) and parts else "")
                 continue
             parts.append((" " if lead else "") + core + (" " if trail else ""))
         out = "".join(parts).strip()
-        if not out:
+        if not out and dropped is None:
             raise ValueError(
                 "text has nothing the model can say once normalised (only emoji, symbols "
                 "or characters of another script); give it some words"
@@ -102,9 +138,79 @@ class Normalizer:
         return out
 
 
+def check_speakable(original: str, text: str, lang: str, dropped: Iterable[str] = (),
+                    normalised: bool = True) -> None:
+    """Warn about, or refuse, text that lost words on its way to the model.
+
+    ``original`` is what the caller gave, ``text`` what the model would read, ``dropped``
+    the runs normalisation removed (`Normalizer.normalize_for_speech` collects them);
+    ``normalised=False`` for text that was not normalised. Markup tags do not count as
+    speech.
+
+    Raises:
+        ValueError: nothing speakable (no letter or digit) is left, or more than half of
+            the letters were dropped.
+
+    Example:
+        >>> check_speakable("....", "...", "en")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: text has nothing to speak after normalisation: only '...' is left; ...
+    """
+    lost = [c for run in dropped for c in run if not c.isspace() and not _silent(c)]
+    shown = _show(lost)
+    spoken = "".join(piece for is_tag, piece in split_tags(text) if not is_tag)
+    if not any(c.isalnum() for c in spoken):
+        left = " ".join(spoken.split())
+        what = f"only {left[:20]!r} is left" if left else "nothing is left"
+        if lost:
+            what = f"'{lang}' dropped {shown} and {what}"
+        where = " after normalisation" if normalised else ""
+        raise ValueError(f"text has nothing to speak{where}: {what}; "
+                         "give it some words" + (" or pass the text's own lang=" if lost else ""))
+    if not lost:
+        return
+    letters = sum(c.isalpha() for is_tag, piece in split_tags(original) if not is_tag
+                  for c in piece)
+    dropped_letters = sum(c.isalpha() for c in lost)
+    if letters and 2 * dropped_letters > letters:
+        raise ValueError(
+            f"normalisation for '{lang}' dropped {dropped_letters} of {letters} letters "
+            f"({shown}): the text is mostly in a script '{lang}' does not read; pass its own "
+            "lang= or transliterate it"
+        )
+    warnings.warn(
+        f"normalisation for '{lang}' dropped {len(lost)} character(s) the model cannot say: "
+        f"{shown}; pass the text's own lang= or spell them out to keep them",
+        UserWarning, stacklevel=3,
+    )
+
+
+def _silent(ch: str) -> bool:
+    # Marks and format characters (zero-width joiners, variation selectors) carry no sound.
+    return unicodedata.category(ch) in ("Mn", "Me", "Cf")
+
+
+def _show(chars: list[str], limit: int = 8) -> str:
+    unique = list(dict.fromkeys(chars))
+    return " ".join(repr(c) for c in unique[:limit]) + (" ..." if len(unique) > limit else "")
+
+
 @lru_cache(maxsize=8)
 def _default(lang: str) -> Normalizer:
     return Normalizer(lang)
+
+
+def normalize_for_speech(text: str, lang: str = "ko") -> str:
+    """`normalize`, warning about dropped characters and refusing text with nothing (or
+    mostly nothing) left to say (`Normalizer.normalize_for_speech`).
+
+    Example:
+        >>> normalize_for_speech("Hello there.", "en")
+        'Hello there.'
+    """
+    check_lang(lang)
+    return _default(lang).normalize_for_speech(text)
 
 
 def normalize(text: str, lang: str = "ko") -> str:
