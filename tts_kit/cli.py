@@ -20,8 +20,19 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, contract
+from .textsafe import term_safe
 
 EXIT_USER_ERROR = 2
+
+
+def _say(text: object = "", file: Any = None) -> None:
+    """Print ``text`` with its control characters shown as escapes (`term_safe`).
+
+    Every line the CLI prints goes through here: voice names, report fields, normalised
+    text and error messages come from files and users, and a raw ESC in them would drive
+    the terminal (clear it, retitle it). Newlines and tabs of the block itself are kept.
+    """
+    print(term_safe(text, keep="\n\t"), file=file if file is not None else sys.stdout)
 
 
 class UserError(Exception):
@@ -36,7 +47,7 @@ def _bundle(args: argparse.Namespace):
     if bundle.is_standin:
         from .standin import NOTE
 
-        print(f"note: using a stand-in model ({source}): {NOTE}", file=sys.stderr)
+        _say(f"note: using a stand-in model ({source}): {NOTE}", file=sys.stderr)
     return bundle
 
 
@@ -55,28 +66,29 @@ def cmd_synth(args: argparse.Namespace) -> int:
     import soundfile as sf
 
     sf.write(str(out), result.wav, result.sample_rate, subtype="PCM_16")
-    print(f"wrote {out} ({result.duration_s:.2f} s of audio at {result.sample_rate} Hz)")
+    _say(f"wrote {out} ({result.duration_s:.2f} s of audio at {result.sample_rate} Hz)")
     if result.text != " ".join(args.text.split()):
-        print(f"read: {result.text}")  # what normalisation made of it (dropped characters too)
-    print(f"RTF {result.rtf:.3f}  (synthesis {result.timings['total'] * 1000:.0f} ms)")
+        # What normalisation made of it (dropped characters too), on one line.
+        _say(f"read: {term_safe(result.text)}")
+    _say(f"RTF {result.rtf:.3f}  (synthesis {result.timings['total'] * 1000:.0f} ms)")
     for stage, ms in format_timings(result.timings):
-        print(f"  {stage:<20} {ms:8.1f} ms")
+        _say(f"  {stage:<20} {ms:8.1f} ms")
     return 0
 
 
 def cmd_info(args: argparse.Namespace) -> int:
     info = _bundle(args).describe()
     if args.json:
-        print(json.dumps(info, indent=2))
+        _say(json.dumps(info, indent=2))
         return 0
-    print(f"bundle   {info['path']}")
+    _say(f"bundle   {info['path']}")
     kind = f"stand-in {info['standin']}" if info["standin"] else "real model"
-    print(f"kind     {kind}")
-    print(f"voices   {', '.join(info['voices'])}")
-    print(f"params   {info['params'] / 1e6:.2f} M")
-    print(f"{'stage':<20} {'params':>12} {'MB':>9} {'precision':>9}  sha256")
+    _say(f"kind     {kind}")
+    _say(f"voices   {', '.join(term_safe(v) for v in info['voices'])}")
+    _say(f"params   {info['params'] / 1e6:.2f} M")
+    _say(f"{'stage':<20} {'params':>12} {'MB':>9} {'precision':>9}  sha256")
     for stage, s in info["stages"].items():
-        print(
+        _say(
             f"{stage:<20} {s['params']:>12,} {s['size_bytes'] / 2**20:>9.2f} "
             f"{s['precision']:>9}  {s['sha256'][:16]}"
         )
@@ -87,8 +99,8 @@ def cmd_standin(args: argparse.Namespace) -> int:
     from .standin import NOTE, build_standin
 
     summary = build_standin(args.dir, scale=args.scale, seed=args.seed)
-    print(summary.table())
-    print(f"built {args.dir} in {summary.build_s:.1f} s ({NOTE})")
+    _say(summary.table())
+    _say(f"built {args.dir} in {summary.build_s:.1f} s ({NOTE})")
     return 0
 
 
@@ -99,7 +111,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
         path = fetch_model(args.model_name, args.dir)
     except FetchError as exc:
         raise UserError(str(exc)) from None
-    print(f"downloaded {args.model_name} to {path}")
+    _say(f"downloaded {args.model_name} to {path}")
     return 0
 
 
@@ -107,10 +119,10 @@ def cmd_normalize(args: argparse.Namespace) -> int:
     from .text import Normalizer
 
     norm = Normalizer(args.lang)
-    print(norm.normalize(args.text))
+    _say(norm.normalize(args.text))
     if args.trace:
         for step in norm.trace(args.text):
-            print(f"  {step.rule:<18} {step.before!r} -> {step.after!r}")
+            _say(f"  {step.rule:<18} {step.before!r} -> {step.after!r}")
     return 0
 
 
@@ -138,14 +150,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
         bundle, presets, workload, cpus=cpus, loadings=loadings, mem_budget_mb=args.mem_budget,
         progress=not args.quiet, stage_costs_mb=costs,
     )
-    print(format_table(result.records))
+    _say(format_table(result.records))
     rec, reason = result.recommend(args.mem_budget)
-    print(f"recommendation: {reason}")
+    _say(f"recommendation: {reason}")
     if args.json:
         drop = () if args.timelines else ("timeline", "events")
         records = [{k: v for k, v in r.items() if k not in drop} for r in result.records]
         Path(args.json).write_text(json.dumps({"records": records}, indent=2) + "\n")
-        print(f"wrote {args.json}")
+        _say(f"wrote {args.json}")
     return 0
 
 
@@ -158,10 +170,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
         report = convert(args.src, args.dst, to=args.to, stages=stages, measure=measure)
     except RuntimeError as exc:  # the source changed while converting: nothing written
         raise UserError(str(exc)) from None
-    print(report.table())
+    _say(report.table())
     if args.report:
         report.save(args.report)
-        print(f"wrote {args.report}")
+        _say(f"wrote {args.report}")
     return 0
 
 
@@ -170,16 +182,17 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     if args.rerun:
         verdict = rerun_report(args.rerun, model=args.model, out=args.out,
-                               confirm_rounds=args.confirm_rounds)
-        print(verdict.summary())
+                               confirm_rounds=args.confirm_rounds, full_paths=args.full_paths)
+        _say(verdict.summary())
         # Like `diff`: 0 the recommendation holds, 1 it does not (scripts can gate on it),
         # 2 bad input (UserError).
         return 0 if verdict.holds else 1
     if not args.out:
         raise UserError("give --out DIR for the report (or --rerun report.json)")
-    paths = make_report(out=args.out, model=args.model, sweep=args.sweep)
+    paths = make_report(out=args.out, model=args.model, sweep=args.sweep,
+                        full_paths=args.full_paths)
     for p in paths:
-        print(f"wrote {p}")
+        _say(f"wrote {p}")
     return 0
 
 
@@ -263,6 +276,9 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--confirm-rounds", type=int, default=3,
                     help="with --rerun: when the two picks differ by more than the noise, "
                     "measure them in this many alternating rounds before deciding (0: off)")
+    sp.add_argument("--full-paths", action="store_true",
+                    help="write absolute paths into the report (default: ~/... under your "
+                    "home directory, so a shared report does not name you)")
     return p
 
 
@@ -275,10 +291,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except (UserError, BundleError, ValueError, FileNotFoundError, PermissionError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"tts-kit {args.command}: error: {msg}", file=sys.stderr)
+        _say(f"tts-kit {args.command}: error: {term_safe(msg)}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
-        print(f"tts-kit {args.command}: interrupted", file=sys.stderr)
+        _say(f"tts-kit {args.command}: interrupted", file=sys.stderr)
         return 130
 
 
