@@ -265,8 +265,8 @@ def preset_changes(saved: Mapping[str, Mapping[str, Any]]) -> dict[str, list[str
         >>> lean = get_preset("lean").to_dict()
         >>> preset_changes({"lean": lean})
         {}
-        >>> preset_changes({"lean": {**lean, "intra_op_num_threads": 99}})
-        {'lean': ['intra_op_num_threads 99 -> ' + repr(lean["intra_op_num_threads"])]}
+        >>> preset_changes({"lean": {**lean, "enable_cpu_mem_arena": True}})
+        {'lean': ['enable_cpu_mem_arena True -> False']}
     """
     from ..sessions import PRESETS
 
