@@ -465,9 +465,9 @@ spec.to_dict()
     code("tuning.dataframe()"),
     md("## Recommendation"),
     code("""
-from IPython.display import Markdown
+from IPython.display import HTML
 
-Markdown(f"**Budget {spec.mem_budget_mb} MB.** {tuning.reason}")
+HTML(tuning.recommendation_html())  # escaped: the reason quotes the report's names
 """),
     code("tuning.pareto_figure()"),
     md("## The recommended configuration, measured again with its memory timeline"),

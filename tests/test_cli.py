@@ -180,3 +180,43 @@ def test_synth_keeps_an_existing_wav_when_the_write_fails(tiny_bundle_dir: Path,
     assert rc == 2 and "No space left on device" in err and "Traceback" not in err, err
     assert out.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hello.wav"]  # no temporary
+
+
+# -- strings from bundles and reports reach the terminal escaped --------------------------
+
+ESC_NAME = "X\x1b[2J\x1b]0;owned\x07"  # clear the screen, set the terminal's title
+
+
+def test_voice_names_print_without_raw_escape_sequences(tiny_bundle_dir: Path, tmp_path: Path):
+    bundle = tmp_path / "b"
+    shutil.copytree(tiny_bundle_dir, bundle)
+    shutil.copy(bundle / "voice_styles" / "M1.json", bundle / "voice_styles" / f"{ESC_NAME}.json")
+    proc = run("info", "--model", str(bundle))
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout
+    assert "X\\x1b[2J\\x1b]0;owned\\x07" in proc.stdout
+    # An error that quotes them (an unknown voice lists the bundle's voices).
+    proc = run("synth", "Hi.", "-o", str(tmp_path / "a.wav"), "--model", str(bundle),
+               "--voice", "Q\x1b[31m")
+    assert proc.returncode == 2 and "unknown voice" in proc.stderr
+    assert "\x1b" not in proc.stderr and "Q\\x1b[31m" in proc.stderr
+
+
+def test_a_rerun_prints_a_crafted_report_without_raw_escape_sequences(tiny_bundle_dir: Path,
+                                                                       tmp_path: Path):
+    from tts_kit.report import SweepSpec, write_report
+    from tts_kit.workload import Workload
+
+    spec = SweepSpec(presets=["lean"], cpus=[1], loadings=["resident"],
+                     workload=Workload(steps=1, repeats=1))
+    path = write_report(tmp_path / "r", tiny_bundle_dir, spec)
+    # Rename the preset everywhere the report names it: a report.json is a file anyone
+    # can hand over, and the rerun prints its preset names.
+    text = path.read_text().replace('"lean"', json.dumps(ESC_NAME))
+    path.write_text(text)
+    assert json.loads(text)["sweep"]["presets"] == [ESC_NAME]
+    proc = run("report", "--rerun", str(path), "--model", str(tiny_bundle_dir),
+               "--confirm-rounds", "0")
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "\x1b" not in proc.stdout + proc.stderr and "\x07" not in proc.stdout + proc.stderr
+    assert "X\\x1b[2J" in proc.stdout

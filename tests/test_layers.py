@@ -156,7 +156,7 @@ def test_workload_sits_on_the_contract_only():
 #: The layers of README.md's package table, bottom to top. A module may import its own
 #: layer and the ones below it, never one above (``tts_kit`` itself re-exports lazily).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("contract", "events", "textproc", "_protoscan", "procfacts", "atomic"),
+    ("contract", "events", "textproc", "_protoscan", "procfacts", "atomic", "textsafe"),
     ("text",),
     ("bundle", "standin", "_onnx_builder", "fetch", "sessions", "measure", "loading", "engine",
      "devices", "audio_metrics"),

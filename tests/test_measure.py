@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import numpy as np
+import psutil
 import pytest
 
 from tts_kit import events
@@ -61,6 +64,143 @@ def spin(seconds: float) -> int:
     while time.time() < end:
         n += 1
     return n
+
+
+# A grandchild: allocate and touch MB MiB, say so, then hold it until killed or told.
+_HOLD = ("import sys, time; b = b'x' * ({mb} * 2**20); print('ready', flush=True); "
+         "time.sleep({hold})")
+
+
+def _start_holders(n: int, mb: int, hold: float, pidfile: str | None = None,
+                   ) -> list[subprocess.Popen]:
+    procs = [subprocess.Popen([sys.executable, "-c", _HOLD.format(mb=mb, hold=hold)],
+                              stdout=subprocess.PIPE, text=True) for _ in range(n)]
+    if pidfile:  # before they allocate: a budget kill may come at any moment from here
+        with open(pidfile, "a") as fh:
+            fh.write("".join(f"{p.pid}\n" for p in procs))
+    for p in procs:
+        assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+    return procs
+
+
+def grandchildren_allocate(n: int, mb: int) -> int:
+    """Start ``n`` processes holding ``mb`` MiB each, keep them a while, end them."""
+    procs = _start_holders(n, mb, hold=60)
+    time.sleep(0.5)  # many sampling intervals with all of them resident
+    for p in procs:
+        p.kill()
+        p.wait()
+    return n
+
+
+def _forked_sleeper(pidfile: str) -> None:
+    """A plain fork of the child that sleeps (no exec: it shares the child's pages)."""
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    with open(pidfile, "a") as fh:
+        fh.write(f"{pid}\n")
+
+
+def _double_forked_daemon(pidfile: str) -> None:
+    """A grandchild that detaches (fork, setsid, fork): an orphan in a session of its own."""
+    if os.fork() == 0:
+        os.setsid()
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(60)
+            os._exit(0)
+        with open(pidfile, "a") as fh:
+            fh.write(f"{pid}\n")
+        os._exit(0)
+
+
+def fork_and_hang(pidfile: str, mb: int = 0) -> None:
+    """Start descendants of every kind, write their pids to ``pidfile``, then hang."""
+    _start_holders(2, mb, hold=60, pidfile=pidfile)
+    _forked_sleeper(pidfile)
+    _double_forked_daemon(pidfile)
+    time.sleep(60)
+
+
+def leave_a_child_running() -> int:
+    """Return at once, leaving a subprocess that sleeps 30 s."""
+    return _start_holders(1, 0, hold=30)[0].pid
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _leftovers(pidfile) -> list[int]:
+    """The descendants that wrote their pids and are still alive (after a short grace)."""
+    pids = [int(x) for x in pidfile.read_text().split()] if pidfile.exists() else []
+    assert pids, "the workload should have written its descendants' pids"
+    deadline = time.time() + 3
+    while time.time() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.05)
+    return [p for p in pids if _alive(p)]
+
+
+def _kill_all(pids: list[int], since: float = 0.0) -> None:
+    """Kill what this test started and left alive (so a failing test leaves no sleeper);
+    only processes started since ``since`` and running this file's code, never a recycled
+    pid of someone else's."""
+    for pid in pids:
+        try:
+            p = psutil.Process(pid)
+            cmd = " ".join(p.cmdline())
+            if p.create_time() >= since - 1 and ("time.sleep" in cmd or "spawn_main" in cmd):
+                p.kill()
+        except psutil.Error:
+            pass
+
+
+@pytest.fixture
+def pidfile(tmp_path):
+    """Where a forking workload writes its descendants' pids; any left alive at the end
+    (a failing test) are killed, so no sleeper outlives the test."""
+    path, since = tmp_path / "pids", time.time()
+    yield path
+    if path.exists():
+        _kill_all([int(x) for x in path.read_text().split()], since)
+
+
+def test_the_peak_counts_the_grandchildren_of_a_forking_workload():
+    """3 x 100 MB in subprocesses: the tree's peak, not the child's 20-odd MB."""
+    m = run_isolated(grandchildren_allocate, 3, 100)
+    assert m.status == "ok", m.error
+    assert m.peak_rss_mb >= 300, (m.peak_rss_mb, m.max_processes)
+    assert max(rss for _, rss in m.timeline) >= 300
+    assert m.max_processes == 4
+    assert m.peak_pss_mb >= 290 or np.isnan(m.peak_pss_mb)
+
+
+def test_a_timeout_kills_every_descendant(pidfile):
+    m = run_isolated(fork_and_hang, str(pidfile), timeout_s=3)
+    assert m.status == "timeout", m.error
+    assert _leftovers(pidfile) == [], "descendants survived the timeout"
+
+
+def test_the_budget_applies_to_the_tree_and_an_oom_kill_kills_it_all(pidfile):
+    m = run_isolated(fork_and_hang, str(pidfile), 150, mem_budget_mb=250, timeout_s=30)
+    assert m.status == "oom", (m.status, m.error, m.peak_rss_mb)
+    assert "process tree" in m.error and m.oom_rss_mb > 250
+    assert _leftovers(pidfile) == []
+
+
+def test_what_a_returning_workload_left_running_is_killed_without_waiting():
+    t0 = time.time()
+    m = run_isolated(leave_a_child_running)
+    took = time.time() - t0
+    assert m.status == "ok", m.error
+    left = [m.result] if _alive(m.result) else []
+    _kill_all(left, t0)
+    assert left == [] and took < 8, took
 
 
 def test_peak_minus_baseline_matches_a_300_mb_allocation():

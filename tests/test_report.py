@@ -377,3 +377,89 @@ def test_an_interrupted_report_leaves_the_previous_report(tiny_bundle_dir, tmp_p
     assert proc.returncode == -getattr(signal, sig), err
     assert _contents(out) == before
     assert sorted(p.name for p in work.iterdir()) == ["report"]  # no temporary left
+
+
+# -- what a report shows and records ---------------------------------------------------
+
+
+def test_the_recommendation_html_escapes_the_reports_strings():
+    evil = "<img src=x onerror=alert(1)>"
+    rep = _report([_rec(evil, 10, 100)], _rec(evil, 10, 100))
+    rep.reason = f"lowest p50 within the budget: {evil} @ 1 vCPU"
+    page = rep.recommendation_html()
+    assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+
+
+def _small_spec(preset: str = "lean") -> SweepSpec:
+    return SweepSpec(presets=[preset], cpus=[1], loadings=["resident"],
+                     workload=Workload(steps=1, repeats=1))
+
+
+def test_a_rerun_measures_the_presets_the_report_saved(tiny_bundle_dir, tmp_path, monkeypatch):
+    """Editing a shipped preset after the report must not change what its rerun measures;
+    the rerun says which preset changed and how."""
+    from tts_kit import sessions
+
+    path = report.write_report(tmp_path / "r", tiny_bundle_dir, _small_spec())
+    saved = json.loads(path.read_text())
+    monkeypatch.setitem(sessions.PRESETS, "lean",
+                        sessions.PRESETS["lean"].replace(intra_op_num_threads=3,
+                                                         enable_cpu_mem_arena=True))
+    verdict = report.rerun_report(path, model=tiny_bundle_dir, progress=False,
+                                  confirm_rounds=0)
+    assert verdict.new.presets["lean"] == saved["presets"]["lean"]
+    assert [r["threads"] for r in verdict.new.records] == [r["threads"] for r in saved["records"]]
+    assert list(verdict.preset_changes) == ["lean"]
+    changed = " ".join(verdict.preset_changes["lean"])
+    assert "intra_op_num_threads" in changed and "enable_cpu_mem_arena False -> True" in changed
+    assert "preset 'lean' changed since the report" in verdict.summary()
+
+
+def test_report_json_writes_home_paths_as_tilde_unless_asked(tiny_bundle_dir, tmp_path,
+                                                            monkeypatch):
+    import shutil
+
+    home = tmp_path / "home"
+    model = home / "models" / "tiny"
+    shutil.copytree(tiny_bundle_dir, model)
+    monkeypatch.setenv("HOME", str(home))
+    short = report.make_report(home / "out", model=model, sweep=_small_spec(), progress=False,
+                               render=False)[0]
+    text = short.read_text()
+    assert str(home) not in text and json.loads(text)["model"]["path"] == "~/models/tiny"
+    full = report.make_report(home / "full", model=model, sweep=_small_spec(), progress=False,
+                              render=False, full_paths=True)[0]
+    assert json.loads(full.read_text())["model"]["path"] == str(model)
+    # A report that says "~/..." still finds its model for a rerun.
+    verdict = report.rerun_report(short, progress=False, confirm_rounds=0)
+    assert verdict.new.model["path"] == "~/models/tiny" and not verdict.model_changed
+
+
+@pytest.mark.notebook
+def test_no_report_file_names_the_home_directory_unless_asked(tiny_bundle_dir, tmp_path,
+                                                              monkeypatch, capsys):
+    """report.json, report.ipynb (its parameters and papermill's metadata) and report.html
+    of a model and output under the home directory: ``~/...`` unless --full-paths (which
+    keeps the recorded paths; the page's banner is a display and always shows ``~``)."""
+    pytest.importorskip("papermill")
+    import shutil
+
+    from tts_kit.cli import main
+
+    home = tmp_path / "home"
+    model = home / "models" / "tiny"
+    shutil.copytree(tiny_bundle_dir, model)
+    monkeypatch.setenv("HOME", str(home))
+    spec = tmp_path / "quick.json"
+    spec.write_text(json.dumps(_small_spec("low-memory").to_dict()))
+    for flag, out in (([], home / "short"), (["--full-paths"], home / "full")):
+        rc = main(["report", "--model", str(model), "--sweep", str(spec), "--out", str(out),
+                   *flag])
+        assert rc == 0, capsys.readouterr()
+        for name in ("report.json", "report.ipynb", "report.html"):
+            text = (out / name).read_text()
+            if flag:
+                assert name == "report.html" or str(model) in text, name
+            else:
+                assert str(home) not in text, name
+                assert "~/models/tiny" in text, name

@@ -122,3 +122,30 @@ def test_widgets_carry_a_static_fallback_for_pages_without_widgets(engine):
     assert base64.b64decode(ab["image/png"])[:4] == b"\x89PNG"
     assert ab["text/html"].count("data:audio/wav;base64,") == 2
     assert "data:image/png;base64," in ab["text/html"]
+
+
+def test_the_banner_escapes_voice_names_and_hides_the_home_directory(tiny_bundle_dir, tmp_path,
+                                                                      monkeypatch):
+    """A voice file is named by whoever made the bundle: its name is text, never markup."""
+    import json
+    import shutil
+
+    from tts_kit import contract
+
+    home = tmp_path / "home"
+    bundle_dir = home / "models" / "real"
+    shutil.copytree(tiny_bundle_dir, bundle_dir)
+    cfg = bundle_dir / "onnx" / "tts.json"
+    data = json.loads(cfg.read_text())
+    data.pop(contract.STANDIN_KEY)  # a "real" model: its banner lists the voices
+    cfg.write_text(json.dumps(data))
+    evil = "<img src=x onerror=alert(1)>"
+    voices = bundle_dir / "voice_styles"
+    shutil.copy(voices / "M1.json", voices / f"{evil}.json")
+    monkeypatch.setenv("HOME", str(home))
+    bundle = Bundle(bundle_dir)
+    assert evil in bundle.voices
+    html = widgets.banner(bundle, "explicit path").data
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "<img" not in html
+    assert str(home) not in html and "~/models/real" in html

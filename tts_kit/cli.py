@@ -25,10 +25,21 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, contract
+from .textsafe import term_safe
 
 EXIT_USER_ERROR = 2
 #: An error tts-kit did not anticipate (a defect): one line and a log, not a traceback.
 EXIT_INTERNAL_ERROR = 1
+
+
+def _say(text: object = "", file: Any = None) -> None:
+    """Print ``text`` with its control characters shown as escapes (`term_safe`).
+
+    Every line the CLI prints goes through here: voice names, report fields, normalised
+    text and error messages come from files and users, and a raw ESC in them would drive
+    the terminal (clear it, retitle it). Newlines and tabs of the block itself are kept.
+    """
+    print(term_safe(text, keep="\n\t"), file=file if file is not None else sys.stdout)
 
 
 class UserError(Exception):
@@ -38,7 +49,7 @@ class UserError(Exception):
 def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
     # A library warning (what normalisation dropped) is for the user, like errors: one
     # line, without the library's file and source line.
-    print(f"tts-kit: warning: {message}", file=sys.stderr)
+    _say(f"tts-kit: warning: {term_safe(message)}", file=sys.stderr)
 
 
 def _bundle(args: argparse.Namespace):
@@ -49,7 +60,7 @@ def _bundle(args: argparse.Namespace):
     if bundle.is_standin:
         from .standin import NOTE
 
-        print(f"note: using a stand-in model ({source}): {NOTE}", file=sys.stderr)
+        _say(f"note: using a stand-in model ({source}): {NOTE}", file=sys.stderr)
     return bundle
 
 
@@ -93,12 +104,13 @@ def cmd_synth(args: argparse.Namespace) -> int:
         why = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
         raise UserError(f"{out}: could not write the audio ({why}); nothing was changed; "
                         "free some space or choose another -o") from None
-    print(f"wrote {out} ({result.duration_s:.2f} s of audio at {result.sample_rate} Hz)")
+    _say(f"wrote {out} ({result.duration_s:.2f} s of audio at {result.sample_rate} Hz)")
     if result.text != " ".join(args.text.split()):
-        print(f"read: {result.text}")  # what normalisation made of it (dropped characters too)
-    print(f"RTF {result.rtf:.3f}  (synthesis {result.timings['total'] * 1000:.0f} ms)")
+        # What normalisation made of it (dropped characters too), on one line.
+        _say(f"read: {term_safe(result.text)}")
+    _say(f"RTF {result.rtf:.3f}  (synthesis {result.timings['total'] * 1000:.0f} ms)")
     for stage, ms in format_timings(result.timings):
-        print(f"  {stage:<20} {ms:8.1f} ms")
+        _say(f"  {stage:<20} {ms:8.1f} ms")
     return 0
 
 
@@ -112,20 +124,20 @@ def cmd_info(args: argparse.Namespace) -> int:
     loads = None if args.no_load else check_loads(bundle) == list(contract.STAGES)
     info["runtime"] = {"onnxruntime": _ort_version(), "graphs_load": loads}
     if args.json:
-        print(json.dumps(info, indent=2))
+        _say(json.dumps(info, indent=2))
         return 0
-    print(f"bundle   {info['path']}")
+    _say(f"bundle   {info['path']}")
     kind = f"stand-in {info['standin']}" if info["standin"] else "real model"
-    print(f"kind     {kind}")
-    print(f"voices   {', '.join(info['voices'])}")
-    print(f"params   {info['params'] / 1e6:.2f} M")
+    _say(f"kind     {kind}")
+    _say(f"voices   {', '.join(term_safe(v) for v in info['voices'])}")
+    _say(f"params   {info['params'] / 1e6:.2f} M")
     if loads:
-        print(f"runtime  onnxruntime {_ort_version()} loads all four graphs (CPU)")
+        _say(f"runtime  onnxruntime {_ort_version()} loads all four graphs (CPU)")
     else:
-        print("runtime  not checked (--no-load): whether onnxruntime can load the graphs")
-    print(f"{'stage':<20} {'params':>12} {'MB':>9} {'precision':>9}  sha256")
+        _say("runtime  not checked (--no-load): whether onnxruntime can load the graphs")
+    _say(f"{'stage':<20} {'params':>12} {'MB':>9} {'precision':>9}  sha256")
     for stage, s in info["stages"].items():
-        print(
+        _say(
             f"{stage:<20} {s['params']:>12,} {s['size_bytes'] / 2**20:>9.2f} "
             f"{s['precision']:>9}  {s['sha256'][:16]}"
         )
@@ -142,8 +154,8 @@ def cmd_standin(args: argparse.Namespace) -> int:
     from .standin import NOTE, build_standin
 
     summary = build_standin(args.dir, scale=args.scale, seed=args.seed)
-    print(summary.table())
-    print(f"built {args.dir} in {summary.build_s:.1f} s ({NOTE})")
+    _say(summary.table())
+    _say(f"built {args.dir} in {summary.build_s:.1f} s ({NOTE})")
     return 0
 
 
@@ -154,7 +166,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
         path = fetch_model(args.model_name, args.dir)
     except FetchError as exc:
         raise UserError(str(exc)) from None
-    print(f"downloaded {args.model_name} to {path}")
+    _say(f"downloaded {args.model_name} to {path}")
     return 0
 
 
@@ -162,10 +174,10 @@ def cmd_normalize(args: argparse.Namespace) -> int:
     from .text import Normalizer
 
     norm = Normalizer(args.lang)
-    print(norm.normalize(args.text))
+    _say(norm.normalize(args.text))
     if args.trace:
         for step in norm.trace(args.text):
-            print(f"  {step.rule:<18} {step.before!r} -> {step.after!r}")
+            _say(f"  {step.rule:<18} {step.before!r} -> {step.after!r}")
     return 0
 
 
@@ -201,18 +213,18 @@ def cmd_tune(args: argparse.Namespace) -> int:
         bundle, presets, workload, cpus=cpus, loadings=loadings, mem_budget_mb=args.mem_budget,
         progress=not args.quiet, stage_costs_mb=costs,
     )
-    print(format_table(result.records))
+    _say(format_table(result.records))
     rec, reason = result.recommend(args.mem_budget)
-    print(f"recommendation: {reason}")
+    _say(f"recommendation: {reason}")
     if args.json:
         drop = () if args.timelines else ("timeline", "events")
         records = [{k: v for k, v in r.items() if k not in drop} for r in result.records]
         Path(args.json).write_text(json.dumps({"records": records}, indent=2) + "\n")
-        print(f"wrote {args.json}")
+        _say(f"wrote {args.json}")
     if not any(r.get("status") == "ok" for r in result.records):
         # Nothing measured is a failure a script must see, not a result; the table's
         # "not finished" lines above say why each trial stopped.
-        print("tts-kit tune: no trial finished; see the reasons above", file=sys.stderr)
+        _say("tts-kit tune: no trial finished; see the reasons above", file=sys.stderr)
         return 1
     return 0
 
@@ -257,10 +269,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
         raise UserError(f"{args.dst}: {exc.strerror or exc} while converting; nothing was "
                         "written; free some space (or raise ulimit -f) or choose another "
                         "place, and retry") from None
-    print(report.table())
+    _say(report.table())
     if args.report:
         report.save(args.report)
-        print(f"wrote {args.report}")
+        _say(f"wrote {args.report}")
     return 0
 
 
@@ -269,16 +281,17 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     if args.rerun:
         verdict = rerun_report(args.rerun, model=args.model, out=args.out,
-                               confirm_rounds=args.confirm_rounds)
-        print(verdict.summary())
+                               confirm_rounds=args.confirm_rounds, full_paths=args.full_paths)
+        _say(verdict.summary())
         # Like `diff`: 0 the recommendation holds, 1 it does not (scripts can gate on it),
         # 2 bad input (UserError).
         return 0 if verdict.holds else 1
     if not args.out:
         raise UserError("give --out DIR for the report (or --rerun report.json)")
-    paths = make_report(out=args.out, model=args.model, sweep=args.sweep)
+    paths = make_report(out=args.out, model=args.model, sweep=args.sweep,
+                        full_paths=args.full_paths)
     for p in paths:
-        print(f"wrote {p}")
+        _say(f"wrote {p}")
     return 0
 
 
@@ -365,6 +378,9 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--confirm-rounds", type=int, default=3,
                     help="with --rerun: when the two picks differ by more than the noise, "
                     "measure them in this many alternating rounds before deciding (0: off)")
+    sp.add_argument("--full-paths", action="store_true",
+                    help="write absolute paths into the report (default: ~/... under your "
+                    "home directory, so a shared report does not name you)")
     return p
 
 
@@ -384,16 +400,6 @@ _OS_HINTS: dict[int, str] = {
     errno.ELOOP: "the path is a symlink loop; check the path",
     errno.ENAMETOOLONG: "choose a shorter path",
 }
-
-
-def _printable(text: str) -> str:
-    r"""``text`` with control characters escaped, on one line (safe to print to a terminal).
-
-    Example:
-        >>> _printable("bad\x1b[2Jname\nnext")
-        'bad\\x1b[2Jname\\nnext'
-    """
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 #: The same, for OSErrors raised by hand without an errno (``PermissionError("...")``).
@@ -434,7 +440,7 @@ def _last_resort(command: str, exc: BaseException) -> int:
     except OSError:  # the disk may be what failed; the one line still goes out
         pass
     msg = str(exc).splitlines()[0] if str(exc).strip() else ""
-    print(_printable(f"tts-kit {command}: internal error: {type(exc).__name__}: {msg}"[:2000])
+    print(term_safe(f"tts-kit {command}: internal error: {type(exc).__name__}: {msg}"[:2000])
           + f"{log}; please report it", file=sys.stderr)
     return EXIT_INTERNAL_ERROR
 
@@ -461,16 +467,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except (UserError, BundleError, ValueError) as exc:
         msg = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(_printable(f"tts-kit {args.command}: error: {msg}"), file=sys.stderr)
+        _say(term_safe(f"tts-kit {args.command}: error: {msg}"), file=sys.stderr)
         return EXIT_USER_ERROR
     except OSError as exc:
         text = _os_error_text(exc)
         if text is None:
             return _last_resort(args.command, exc)
-        print(_printable(f"tts-kit {args.command}: error: {text}"), file=sys.stderr)
+        _say(term_safe(f"tts-kit {args.command}: error: {text}"), file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
-        print(f"tts-kit {args.command}: interrupted", file=sys.stderr)
+        _say(f"tts-kit {args.command}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # last resort: never a traceback on the terminal
         return _last_resort(args.command, exc)

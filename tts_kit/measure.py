@@ -1,4 +1,4 @@
-"""Measure one function in a fresh process: peak RSS, RSS timeline, events, CPU, status.
+"""Measure one function in a fresh process tree: peak RSS, RSS timeline, events, CPU, status.
 
 `run_isolated` starts a *spawned* child (nothing inherited from the caller's heap),
 optionally pins it to ``cpus`` cores and enforces a memory budget, runs
@@ -6,21 +6,37 @@ optionally pins it to ``cpus`` cores and enforces a memory budget, runs
 and never raises because of the child: a budget overrun, a timeout, an exception, a
 segfault or a kill all come back as a status.
 
+The measured unit is the child's *process tree*: the child and every process it starts
+(a workload that forks, a `subprocess`, ONNX Runtime's helpers, the paged loader's
+external-data copy). The child puts itself in its own process group and, on Linux,
+makes itself the subreaper of its descendants, so that an orphaned grandchild stays in
+the tree instead of escaping to init. When the run ends (returned, timed out, over the
+budget, crashed, or the caller interrupted), every process of the tree still alive is
+killed, descendants first: nothing the workload started outlives its measurement, and
+the parent does not wait on them.
+
 How the numbers are taken:
 
-* ``timeline``: the parent samples the child's RSS every ``sample_ms`` with
-  ``memory_profiler.memory_usage(proc=pid, timestamps=True)``. Without a ``timeout``
-  that call takes exactly one sample of a foreign pid, which is what a watchdog needs
-  (its multi-sample mode blocks until its own timeout and cannot stop on a budget).
-* ``peak_rss_mb``: the child's own high-water mark at its end
-  (`tts_kit.procfacts.peak_rss_mb`). On Linux that is ``VmHWM`` from
-  ``/proc/self/status``, because ``ru_maxrss`` of a spawned child still carries the
-  high-water mark of the parent's pre-``exec`` fork (a child of a 1 GB parent reports
-  ~1 GB there); elsewhere ``resource.getrusage(RUSAGE_SELF).ru_maxrss``. A function that
-  calls `tts_kit.procfacts.reset_peak_rss` (to measure phases apart) makes it cover
-  only the time since, so it must keep the earlier peaks itself.
-  When the child is killed, the best the parent has: its ``VmHWM`` read just before
-  the kill, or the largest sample.
+* ``timeline``: every ``sample_ms`` the parent sums the RSS of the tree (the child and
+  its descendants, `tts_kit.procfacts.rss_mb` each) and appends ``(t, total)``. The
+  memory budget applies to that sum. Summed **RSS** counts a page shared by several
+  processes once per process (the copy-on-write pages of a fork, a weight file two
+  processes map), so for a tree it is an upper bound: a budget on it is conservative.
+* ``peak_pss_mb``: the largest summed **PSS** of the tree (`tts_kit.procfacts.pss_mb`:
+  shared pages divided among the processes that map them, so the sum is what the tree
+  really holds), read about every 100 ms (``smaps_rollup`` is slower to read than RSS):
+  it can miss a spike shorter than that. NaN where the kernel does not report PSS.
+* ``peak_rss_mb``: an RSS peak, the larger of the child's own high-water mark at its
+  end (`tts_kit.procfacts.peak_rss_mb`) and the largest summed sample of the tree
+  while ``fn`` ran (what a forking workload's children added). On Linux the former is
+  ``VmHWM`` from ``/proc/self/status``, because ``ru_maxrss`` of a spawned child still
+  carries the high-water mark of the parent's pre-``exec`` fork (a child of a 1 GB
+  parent reports ~1 GB there); elsewhere ``resource.getrusage(RUSAGE_SELF).ru_maxrss``.
+  A function that calls `tts_kit.procfacts.reset_peak_rss` (to measure phases apart)
+  makes the high-water mark cover only the time since, so it must keep the earlier
+  peaks itself (the samples still cover the whole run). When the child is killed, the
+  best the parent has: its ``VmHWM`` read just before the kill, or the largest sample.
+* ``max_processes``: the most processes the tree had in one sample.
 * ``baseline_rss_mb``: the child's RSS after its imports (unpickling ``fn`` imports its
   module), just before ``fn`` runs; ``peak_rss_mb - baseline_rss_mb`` is what the
   work itself cost. The child does not re-run the caller's ``__main__`` script (as
@@ -45,14 +61,14 @@ How the numbers are taken:
 `tts_kit.procfacts.current_cpus` return N inside the child, which `tts_kit.sessions`
 reads to size ONNX Runtime's intra-op pool ("cores") unless a preset pins a number.
 
-The memory budget is enforced by the sampling watchdog (SIGKILL past the budget), not
-by ``RLIMIT_AS``: ONNX Runtime reserves large virtual ranges it never touches, so an
-address-space limit fails sessions long before RSS is anywhere near the budget. A
-spike shorter than ``sample_ms`` can slip past the watchdog; ``peak_rss_mb`` (the
-kernel's high-water mark) still shows it.
+The memory budget is enforced by the sampling watchdog (SIGKILL of the tree past the
+budget), not by ``RLIMIT_AS``: ONNX Runtime reserves large virtual ranges it never
+touches, so an address-space limit fails sessions long before RSS is anywhere near the
+budget. A spike shorter than ``sample_ms`` can slip past the watchdog; ``peak_rss_mb``
+(the kernel's high-water mark) still shows it for the child itself.
 
-Process facts (RSS, peak, CPU time, cores) are read through `tts_kit.procfacts`; only
-the timeline's sampling goes through memory_profiler, as the harness's own measurement.
+Process facts (RSS, PSS, peak, CPU time, cores) are read through `tts_kit.procfacts`; the
+process tree through ``psutil``.
 
 Example:
     >>> from tts_kit.measure import run_isolated
@@ -80,7 +96,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psutil
-from memory_profiler import memory_usage
 
 from . import procfacts
 from .procfacts import CPUS_ENV
@@ -89,6 +104,10 @@ from .procfacts import CPUS_ENV
 _SPAWN_LOCK = threading.Lock()
 # How long the parent waits for a child that said "done" to exit before killing it.
 _EXIT_GRACE_S = 10.0
+# How often the tree's PSS is read (smaps_rollup walks page tables: slower than RSS).
+_PSS_EVERY_S = 0.1
+# prctl(2) option: orphaned descendants are reparented to this process, not to init.
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 @dataclass
@@ -104,11 +123,17 @@ class Measurement:
     result: Any = None
     """``fn``'s return value (only when ``status == "ok"``)."""
     peak_rss_mb: float = math.nan
-    """The child's RSS high-water mark (see the module docstring for how it is read)."""
+    """The RSS peak of the child's process tree: the child's own high-water mark or the
+    largest summed sample, whichever is larger (see the module docstring)."""
+    peak_pss_mb: float = math.nan
+    """The largest summed PSS of the tree, read about every 100 ms (NaN: not known)."""
+    max_processes: int = 0
+    """The most processes the tree had in one sample (1: the child alone)."""
     baseline_rss_mb: float = math.nan
     """The child's RSS after imports, just before ``fn`` started."""
     timeline: list[tuple[float, float]] = field(default_factory=list)
-    """``(t, rss_mb)`` samples taken by the parent every ``sample_ms``."""
+    """``(t, rss_mb)`` samples taken by the parent every ``sample_ms``: the summed RSS of
+    the child and its descendants."""
     events: list[tuple[float, str]] = field(default_factory=list)
     """``(t, name)`` for every `tts_kit.events.mark` in the child, in order."""
     wall_s: float = math.nan
@@ -125,7 +150,7 @@ class Measurement:
     mem_budget_mb: float | None = None
     """The RSS budget enforced (None: none)."""
     oom_rss_mb: float | None = None
-    """RSS when the watchdog killed the child for the budget (None otherwise)."""
+    """The tree's summed RSS when the watchdog killed it for the budget (None otherwise)."""
     exitcode: int | None = None
     """The child's exit code (negative: the signal that ended it)."""
     traceback: str = ""
@@ -267,11 +292,14 @@ def run_isolated(
                 else:
                     os.environ[k] = v
     send_conn.close()  # so a dead child reads as EOF instead of a silent pipe
+    tree = _Tree(proc)
     try:
-        return _watch(proc, recv_conn, t0, cpus, mem_budget_mb, sample_ms / 1000.0, timeout_s)
+        return _watch(proc, recv_conn, t0, cpus, mem_budget_mb, sample_ms / 1000.0, timeout_s,
+                      tree)
     finally:
+        # Whatever happened (the caller's Ctrl-C included), nothing of the tree survives.
+        tree.kill(root=True)
         if proc.is_alive():
-            proc.kill()
             proc.join(5)
         recv_conn.close()
         if proc.exitcode is not None:
@@ -298,15 +326,93 @@ def _check_importable(fn: Callable[..., Any]) -> None:
             )
 
 
-def _sample_rss_mb(pid: int) -> float | None:
-    """One RSS sample of ``pid`` through memory_profiler (None once it is gone)."""
+class _Tree:
+    """The child and every process it started: sampled together, killed together.
+
+    Processes are kept as ``psutil.Process`` objects once seen, so a descendant that
+    left the tree (reparented after its parent died) is still killed at the end, and a
+    recycled pid is never signalled (psutil checks the process's start time).
+    """
+
+    def __init__(self, proc: Any):
+        self.proc = proc
+        self.pid: int = proc.pid
+        self.seen: dict[int, psutil.Process] = {}
+        self.start_time: float | None = None
+
+    def members(self) -> list[psutil.Process]:
+        """The child (first) and its live descendants now; [] once the child is gone."""
+        try:
+            root = self.seen.get(self.pid) or psutil.Process(self.pid)
+            self.start_time = self.start_time or root.create_time()
+            procs = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            return []
+        for p in procs:
+            self.seen.setdefault(p.pid, p)
+        return procs
+
+    def sample(self, pss: bool) -> tuple[float | None, float | None, int]:
+        """(summed RSS, summed PSS or None, processes) of the tree; RSS None once gone."""
+        procs = self.members()
+        rss_total, pss_total, n = 0.0, 0.0 if pss else None, 0
+        for i, p in enumerate(procs):
+            rss = procfacts.rss_mb(p.pid)
+            if rss is None:  # exited (or a zombie) between the listing and the read
+                if i == 0:
+                    return None, None, 0
+                continue
+            rss_total += rss
+            n += 1
+            if pss_total is not None:
+                value = procfacts.pss_mb(p.pid)
+                pss_total = None if value is None else pss_total + value
+        return (rss_total if n else None), pss_total, n
+
+    def _group(self) -> list[psutil.Process]:
+        """Processes in the child's own process group (an orphan that escaped the tree)."""
+        out = []
+        for p in psutil.process_iter():
+            try:
+                if (p.pid != os.getpid() and os.getpgid(p.pid) == self.pid
+                        and (self.start_time is None or p.create_time() >= self.start_time)):
+                    out.append(p)
+            except (psutil.Error, OSError):
+                continue
+        return out
+
+    def kill(self, root: bool) -> None:
+        """SIGKILL every descendant (then the child itself when ``root``); wait briefly."""
+        alive = self.proc.exitcode is None and self.proc.is_alive()
+        if alive:
+            self.members()
+        victims: dict[int, psutil.Process] = {p.pid: p for p in self.seen.values()
+                                              if p.pid != self.pid}
+        if hasattr(os, "getpgid"):
+            for p in self._group():
+                if p.pid != self.pid:
+                    victims.setdefault(p.pid, p)
+        # Descendants first: a parent killed first would orphan them to init mid-listing.
+        for p in victims.values():
+            try:
+                p.kill()  # psutil refuses a recycled pid (start time differs)
+            except psutil.Error:
+                pass
+        if root and self.proc.is_alive():
+            self.proc.kill()
+        # Until each is dead or a zombie (its memory is freed; a zombie waits for its parent
+        # to reap it, which psutil.wait_procs would wait on in vain while the child lives).
+        deadline = time.time() + 2.0
+        while any(not _dead(p) for p in victims.values()) and time.time() < deadline:
+            time.sleep(0.01)
+        self.seen = {self.pid: self.seen[self.pid]} if self.pid in self.seen else {}
+
+
+def _dead(proc: psutil.Process) -> bool:
     try:
-        sample = memory_usage(proc=pid, interval=0, timestamps=True)
-    except (psutil.Error, OSError):
-        return None
-    if not sample or sample[0] is None:
-        return None
-    return float(sample[0][0])
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return True
 
 
 def _signal_name(num: int) -> str:
@@ -324,8 +430,12 @@ def _watch(
     budget: float | None,
     interval: float,
     timeout_s: float | None,
+    tree: _Tree | None = None,
 ) -> Measurement:
-    """Parent side: sample, enforce budget and timeout, collect the child's messages."""
+    """Parent side: sample the tree, enforce budget and timeout, collect the child's messages."""
+    tree = tree or _Tree(proc)
+    pss_every = max(1, round(_PSS_EVERY_S / interval))
+    peak_work = math.nan  # largest summed sample while fn ran (after the child's baseline)
     m = Measurement(cpus=cpus, mem_budget_mb=budget)
     pid = proc.pid
     done: dict[str, Any] | None = None
@@ -356,23 +466,31 @@ def _watch(
             elif kind == "done":
                 done = msg[1]
 
+    n_samples = 0
     while True:
-        rss = _sample_rss_mb(pid)
+        rss, pss, n_procs = tree.sample(pss=n_samples % pss_every == 0)
+        n_samples += 1
         now = time.time()
         if rss is not None:
             m.timeline.append((now - t0, rss))
+            m.max_processes = max(m.max_processes, n_procs)
             peak_seen = rss if math.isnan(peak_seen) else max(peak_seen, rss)
+            if not math.isnan(m.work_start_s):
+                peak_work = rss if math.isnan(peak_work) else max(peak_work, rss)
+            if pss is not None:
+                m.peak_pss_mb = pss if math.isnan(m.peak_pss_mb) else max(m.peak_pss_mb, pss)
             last_cpu = procfacts.cpu_seconds(pid) or last_cpu
             if budget is not None and rss > budget:
                 kill_hwm = procfacts.peak_rss_mb(pid)
-                proc.kill()
+                tree.kill(root=True)
                 killed_for = "oom"
                 m.oom_rss_mb = rss
-                m.error = f"RSS {rss:.1f} MB passed the {budget:g} MB budget"
+                what = "RSS" if n_procs <= 1 else f"RSS of the process tree ({n_procs} processes)"
+                m.error = f"{what} {rss:.1f} MB passed the {budget:g} MB budget"
                 break
         if timeout_s is not None and now - t0 > timeout_s:
             kill_hwm = procfacts.peak_rss_mb(pid)
-            proc.kill()
+            tree.kill(root=True)
             killed_for = "timeout"
             m.error = f"still running after {timeout_s:g} s"
             break
@@ -385,14 +503,19 @@ def _watch(
     drain(0)  # events sent just before the end
     if done is None and killed_for is None:
         # Pipe closed or process gone without a result: give a dying child a moment.
+        tree.kill(root=False)  # its descendants do not get that moment
         proc.join(2.0)
         drain(0)
     if done is not None and killed_for is None:
         m.wall_s = done["t_end"] - t0
+        # fn returned: what it started and left running is killed now, so the child's
+        # exit does not wait on it (multiprocessing joins its children at exit).
+        tree.kill(root=False)
         proc.join(_EXIT_GRACE_S)
         if proc.is_alive():
             proc.kill()
     proc.join(5.0)
+    tree.kill(root=False)  # orphans of a child that died or was killed
     m.exitcode = proc.exitcode
 
     if done is not None and killed_for is None:
@@ -400,7 +523,10 @@ def _watch(
         m.error = done.get("error", "")
         m.traceback = done.get("traceback", "")
         m.result = done.get("result")
-        m.peak_rss_mb = done["peak_rss_mb"]
+        # The child's own high-water mark, or the tree's summed peak when its
+        # descendants made the total larger.
+        peaks = [v for v in (done["peak_rss_mb"], peak_work) if not math.isnan(v)]
+        m.peak_rss_mb = max(peaks) if peaks else math.nan
         m.work_s = done["work_s"]
         if done["work_s"] > 0:
             m.cpu_percent = 100.0 * done["cpu_s"] / done["work_s"]
@@ -435,6 +561,7 @@ def _child_main(conn: Any, payload: bytes, pinned: list[int] | None) -> None:
     """Child side: pin, import, mark the baseline, run, report. Never raises."""
     from tts_kit import events
 
+    _contain_descendants()
     if pinned is not None and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, pinned)
     lock = threading.Lock()
@@ -472,6 +599,24 @@ def _child_main(conn: Any, payload: bytes, pinned: list[int] | None) -> None:
         report.update(status="error", error=f"result could not be sent: {_one_line(exc)}")
         send(("done", report))
     conn.close()
+
+
+def _contain_descendants() -> None:
+    """Child side, first thing: keep whatever ``fn`` starts findable by the parent.
+
+    Its own process group (so the parent can find, and kill, descendants that left the
+    tree; it also keeps a terminal's Ctrl-C, meant for the parent, from reaching the
+    work: the parent ends the tree itself), and on Linux the subreaper role, so that an
+    orphaned grandchild is reparented here instead of to init and is still counted.
+    """
+    try:
+        os.setpgid(0, 0)
+    except (AttributeError, OSError):
+        pass
+    if sys.platform.startswith("linux"):
+        lib = procfacts.libc()
+        if lib is not None and hasattr(lib, "prctl"):
+            lib.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
 def _end_stats(start: float, cpu0: float) -> dict[str, float]:

@@ -42,6 +42,7 @@ from .measure import run_isolated
 from .records import PARETO_X, PARETO_Y, RECORD_KEYS, TABLE_KEYS, pareto_front, to_number
 from .records import table as records_table
 from .sessions import SessionPreset, get_preset
+from .textsafe import term_safe
 from .workload import Workload
 
 #: Relative p50 difference below which `SweepResult.recommend` calls two configurations
@@ -415,7 +416,8 @@ def sweep(
     try:
         if executor is None:
             for i, (p, c, b, s, lo) in enumerate(grid):
-                bar.set_postfix_str(f"{p.name} cpus={c} {lo}")
+                # Names may come from a report.json: no raw control characters on stderr.
+                bar.set_postfix_str(term_safe(f"{p.name} cpus={c} {lo}"))
                 records[i] = trial(path, p, cells[b, s], cpus=c, loading=lo,
                                    stage_costs_mb=costs.get((p.name, lo)), **common)
                 bar.update()

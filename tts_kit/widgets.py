@@ -29,6 +29,7 @@ from IPython.display import HTML
 from . import contract, plots, procfacts
 from .bundle import Bundle
 from .records import SUMMARY_KEYS, format_timings, format_value, heading, select, to_number
+from .textsafe import display_path
 from .workload import Workload
 
 
@@ -43,7 +44,9 @@ def banner(bundle: Bundle, source: str | None = None) -> HTML:
     """
     from .standin import NOTE
 
-    where = html.escape(str(bundle.path))
+    # The banner ends up in shared pages (report.html): no home directory, no raw markup
+    # from the bundle (its voice names are file names anyone could have chosen).
+    where = html.escape(display_path(bundle.path))
     src = f" ({html.escape(source)})" if source else ""
     if bundle.is_standin:
         info = bundle.standin_info or {}
@@ -58,7 +61,7 @@ def banner(bundle: Bundle, source: str | None = None) -> HTML:
     else:
         body = (
             f"<b>Model</b> at <code>{where}</code>{src}: {bundle.params / 1e6:.1f} M "
-            f"parameters, voices {', '.join(bundle.voices)}."
+            f"parameters, voices {html.escape(', '.join(bundle.voices))}."
         )
         style = "background:#e8f4ea;border:1px solid #5a9;color:#1d4d2b"
     return HTML(f'<div class="tts-kit-banner" style="{style};padding:8px 12px;'
@@ -99,7 +102,7 @@ def _timings_html(timings: dict[str, float], duration_s: float | None = None) ->
         pct = 100 * ms / (1000 * total) if total else 0
         color = plots.STAGE_COLORS.get(stage, "#777")
         rows.append(
-            f"<tr><td>{stage}</td><td style='text-align:right'>{ms:.1f} ms</td>"
+            f"<tr><td>{html.escape(str(stage))}</td><td style='text-align:right'>{ms:.1f} ms</td>"
             f"<td><div style='background:{color};height:10px;width:{pct * 2:.0f}px'></div>"
             "</td></tr>"
         )
@@ -469,7 +472,8 @@ class LiveMemoryGraph(W.VBox):
         status = plots._get(result, "status", "ok") if result is not None else "ok"
         peak = plots._get(result, "peak_rss_mb") if result is not None else None
         peak_txt = "" if to_number(peak) is None else f", peak RSS {peak:.0f} MB"
-        self.status.value = f"done in {wall_s:.1f} s: status <b>{status}</b>{peak_txt}"
+        self.status.value = (f"done in {wall_s:.1f} s: status <b>{html.escape(str(status))}</b>"
+                             f"{peak_txt}")
 
 
 def _records_html(records: Sequence[dict[str, Any]]) -> str:

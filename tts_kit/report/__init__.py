@@ -54,6 +54,7 @@ from .rerun import (
     RerunVerdict,
     compare_reports,
     head_to_head,
+    preset_changes,
     rerun_report,
 )
 from .spec import ReportError, SweepSpec
@@ -79,6 +80,7 @@ __all__ = [
     "make_report",
     "measure_recommended",
     "model_fingerprint",
+    "preset_changes",
     "record_key",
     "render_report",
     "report_notebook",

@@ -35,6 +35,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import html
 import json
 import math
 import os
@@ -47,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__, atomic, procfacts
 from ..records import COLUMNS, LATENCY_KEYS, MEMORY_KEYS, SUMMARY_KEYS, select, to_number
+from ..textsafe import display_path
 from .spec import ReportError, SweepSpec
 
 if TYPE_CHECKING:
@@ -179,15 +181,18 @@ def environment() -> dict[str, Any]:
     }
 
 
-def model_fingerprint(bundle: Bundle) -> dict[str, Any]:
+def model_fingerprint(bundle: Bundle, full_paths: bool = False) -> dict[str, Any]:
     """Path, stand-in marker, parameters and SHA-256 of every graph.
+
+    The path is written ``~/...`` when it lies under the home directory (a shared report
+    must not name the user), unless ``full_paths``; ``Path(p).expanduser()`` reads it back.
 
     Example:
         >>> model_fingerprint(Bundle.discover())["sha256"].keys()  # doctest: +SKIP
         dict_keys(['duration_predictor', 'text_encoder', 'vector_estimator', 'vocoder'])
     """
     return {
-        "path": str(bundle.path),
+        "path": display_path(bundle.path, full=full_paths),
         "standin": bundle.standin_info,
         "params": int(bundle.params),
         "sha256": bundle.fingerprint(),
@@ -331,7 +336,7 @@ class TuningReport:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> TuningReport:
         """Read and validate a report.json file."""
-        p = Path(path)
+        p = Path(path).expanduser()
         if not p.is_file():
             raise ReportError(f"{p}: no such report; write one with `tts-kit report --out DIR`")
         try:
@@ -351,6 +356,22 @@ class TuningReport:
         # Shown to a reader: the precision the measurement has, not float noise.
         return df.round({k: COLUMNS[k].digits for k in df.columns
                          if COLUMNS[k].digits is not None})
+
+    def recommendation_html(self) -> str:
+        """The budget and the reason for the recommendation, as an HTML paragraph.
+
+        Escaped: the reason quotes preset names and loadings from the report, which is a
+        file anyone could have written (a notebook shows this, and report.html keeps it).
+
+        Example:
+            >>> rep = TuningReport(SweepSpec(presets=["lean"], cpus=[1]), [], None,
+            ...                    "nothing fits <b>", {}, {}, {})
+            >>> rep.recommendation_html()
+            '<p><b>Budget 1024 MB.</b> nothing fits &lt;b&gt;</p>'
+        """
+        budget = self.spec.mem_budget_mb
+        head = "No budget." if budget is None else f"Budget {budget:g} MB."
+        return f"<p><b>{head}</b> {html.escape(str(self.reason))}</p>"
 
     def pareto_figure(self) -> Any:
         """`tts_kit.plots.pareto` of the records, the budget and the recommendation."""

@@ -31,6 +31,7 @@ from typing import Any
 
 from .. import atomic
 from ..bundle import Bundle, resolve_model_dir
+from ..textsafe import hide_home
 from .document import TuningReport, environment, model_fingerprint
 from .render import render_report
 from .spec import ReportError, SweepSpec
@@ -42,13 +43,40 @@ SweepLike = str | os.PathLike[str] | Mapping[str, Any] | SweepSpec | None
 """What a sweep argument may be: a `SweepSpec`, its dict, a JSON file of it, or None."""
 
 
+PresetsLike = Mapping[str, Any] | None
+"""Preset definitions by name (`SessionPreset` objects or their dicts, as report.json keeps
+them) to measure instead of today's shipped presets of those names."""
+
+
+def _preset_objects(names: list[str], presets: PresetsLike) -> list[Any]:
+    from ..sessions import SessionPreset, get_preset
+
+    out = []
+    for name in names:
+        given = (presets or {}).get(name)
+        if given is None:
+            out.append(get_preset(name))  # an unknown name fails here, before any trial
+        elif isinstance(given, SessionPreset):
+            out.append(given)
+        else:
+            out.append(SessionPreset.from_dict(dict(given)))
+    return out
+
+
 def run_tuning(
     bundle: Bundle,
     spec: SweepLike = None,
     progress: bool = False,
     executor: Any = None,
+    presets: PresetsLike = None,
+    full_paths: bool = False,
 ) -> TuningReport:
     """Run the spec's sweep (isolated trials, `tts_kit.tune.sweep`) and assemble the report.
+
+    ``presets``: definitions to measure by name (a rerun passes the ones its report saved,
+    so that editing a shipped preset does not change what a rerun measures); names it
+    lacks are today's shipped presets. ``full_paths``: keep absolute paths in the report
+    (default: ``~/...`` under the home directory, see `tts_kit.textsafe.display_path`).
 
     Example:
         >>> rep = run_tuning(Bundle.discover(), SweepSpec.quick())  # doctest: +SKIP
@@ -56,27 +84,33 @@ def run_tuning(
         'low-memory'
     """
     from .. import tune
-    from ..sessions import get_preset
 
     spec = SweepSpec.load(spec).effective()
+    objs = _preset_objects(list(spec.presets), presets)
     # The report names the voice it measured, not "the default": a rerun elsewhere reads it.
     workload = spec.workload.replace(voice=spec.workload.voice_for(bundle))
     spec = dataclasses.replace(spec, workload=workload)
     result = tune.sweep(
-        bundle, spec.presets, spec.workload, cpus=tuple(spec.cpus),
+        bundle, objs, spec.workload, cpus=tuple(spec.cpus),
         loadings=tuple(spec.loadings), mem_budget_mb=spec.mem_budget_mb,
         steps=tuple(spec.steps), batch_sizes=tuple(spec.batch_sizes), progress=progress,
         executor=executor,
     )
     recommended, reason = result.recommend(spec.mem_budget_mb)
+    records = [dict(r) for r in result.records]
+    if not full_paths:
+        # A trial's error quotes whatever the child raised, paths under the home included.
+        for r in records:
+            if isinstance(r.get("error"), str):
+                r["error"] = hide_home(r["error"])
     return TuningReport(
         spec=spec,
-        records=[dict(r) for r in result.records],
+        records=records,
         recommended=None if recommended is None else dict(recommended),
         reason=str(reason),
         environment=environment(),
-        model=model_fingerprint(bundle),
-        presets={n: get_preset(n).to_dict() for n in spec.presets},
+        model=model_fingerprint(bundle, full_paths=full_paths),
+        presets={p.name: p.to_dict() for p in objs},
         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     )
 
@@ -110,6 +144,8 @@ def write_report(
     sweep: SweepLike = None,
     quick: bool = False,
     progress: bool = False,
+    presets: PresetsLike = None,
+    full_paths: bool = False,
 ) -> Path:
     """Run the sweep, measure the pick again with its timeline, save ``out/report.json``.
 
@@ -119,6 +155,8 @@ def write_report(
         sweep: a `SweepSpec`, its dict, a JSON file of it, or None for the default.
         quick: with ``sweep=None``, the smallest sweep (`SweepSpec.quick`).
         progress: a progress bar over the sweep's trials.
+        presets: preset definitions to measure by name (see `run_tuning`).
+        full_paths: keep absolute paths (default: ``~/...`` under the home directory).
 
     Returns:
         The path of the schema-valid report.json.
@@ -129,8 +167,11 @@ def write_report(
     """
     spec = SweepSpec.load(sweep, quick=quick)
     bundle = model if isinstance(model, Bundle) else Bundle(resolve_model_dir(model)[0])
-    tuning = run_tuning(bundle, spec, progress=progress)
-    tuning.extras["recommended_trial"] = measure_recommended(bundle, tuning)
+    tuning = run_tuning(bundle, spec, progress=progress, presets=presets, full_paths=full_paths)
+    again = measure_recommended(bundle, tuning)
+    if not full_paths and isinstance(again.get("error"), str):
+        again["error"] = hide_home(again["error"])
+    tuning.extras["recommended_trial"] = again
     out_dir = Path(out).expanduser()
     out_dir.mkdir(parents=True, exist_ok=True)
     return tuning.save(out_dir / "report.json")
@@ -153,6 +194,8 @@ def make_report(
     timeout_s: float | None = None,
     progress: bool = True,
     render: bool = True,
+    presets: PresetsLike = None,
+    full_paths: bool = False,
 ) -> list[Path]:
     """Measure ``sweep`` on ``model``, write report.json, then render it (notebook + HTML).
 
@@ -165,6 +208,10 @@ def make_report(
         timeout_s: per-cell time limit of the rendering notebook (None: none).
         progress: progress bars on stderr (the sweep's trials, papermill's cells).
         render: False: only report.json (no kernel, no notebook, no HTML).
+        presets: preset definitions to measure by name (see `run_tuning`).
+        full_paths: record absolute model, notebook and output paths; by default paths
+            under the home directory are written ``~/...`` in every file, which would
+            otherwise name the user (`tts_kit.textsafe.display_path`).
 
     Returns:
         ``[report.html, report.json, report.ipynb]`` inside ``out`` (``[report.json]``
@@ -182,10 +229,12 @@ def make_report(
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     with atomic.scratch_dir(out_dir) as tmp:
         names = ["report.json"]
-        write_report(tmp, bundle, spec, progress=progress)
+        write_report(tmp, bundle, spec, progress=progress, presets=presets,
+                     full_paths=full_paths)
         if render:
             render_report(tmp / "report.json", tmp, model_dir=bundle.path,
-                          model_source=source, timeout_s=timeout_s, progress=progress)
+                          model_source=source, timeout_s=timeout_s, progress=progress,
+                          full_paths=full_paths)
             names += ["report.ipynb", "report.html"]
         out_dir.mkdir(exist_ok=True)
         atomic.install_files(tmp, out_dir, names)

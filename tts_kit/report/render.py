@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..textsafe import display_path, hide_home
 from .spec import ReportError
 
 NOTEBOOK_NAME = "05_tuning_report.ipynb"
@@ -153,8 +154,13 @@ def render_report(
     model_source: str | None = None,
     timeout_s: float | None = None,
     progress: bool = False,
+    full_paths: bool = False,
 ) -> list[Path]:
     """Run the report notebook on a written ``report.json``; write report.ipynb and .html.
+
+    Paths under the home directory (the model, the report, the notebook papermill ran,
+    the output) are written ``~/...`` in both files, in the notebook's parameters and
+    metadata and in what its cells printed, unless ``full_paths``.
 
     Args:
         report_json: the document to render (`tts_kit.report.write_report`).
@@ -163,6 +169,7 @@ def render_report(
         model_source: where the model came from, for the notebook's banner.
         timeout_s: per-cell time limit (None: none).
         progress: papermill's cell progress bar on stderr.
+        full_paths: keep absolute paths.
 
     Returns:
         ``[report.html, report.ipynb]`` inside ``out``.
@@ -175,20 +182,57 @@ def render_report(
     if model_dir is None:
         try:
             model_dir = json.loads(src.read_text(encoding="utf-8"))["model"]["path"]
+            model_dir = Path(str(model_dir)).expanduser()
         except (OSError, ValueError, KeyError, TypeError):
             raise ReportError(f"{src}: not a readable report.json; write one with "
                               "`tts-kit report --out DIR`") from None
     out_dir = Path(out).expanduser().resolve() if out is not None else src.parent
     out_dir.mkdir(parents=True, exist_ok=True)
     ipynb, html_path = out_dir / "report.ipynb", out_dir / "report.html"
-    # Beside the notebook, name it relative to it (the notebook's cwd): the directory may
-    # be a temporary one renamed into place afterwards (`tts_kit.report.make_report`).
-    report_param = src.name if src.parent == out_dir else str(src)
+    # The parameters are stored in the notebook: the kernel runs in out_dir, so a report
+    # beside it is just its name, and the notebook expands "~/..." itself.
+    report_param = src.name if src.parent == out_dir else display_path(src, full=full_paths)
+    notebook = report_notebook()
     execute_notebook(
-        report_notebook(), ipynb,
-        parameters={"model_dir": str(model_dir), "model_source": model_source,
-                    "report_json": report_param},
+        notebook, ipynb,
+        parameters={"model_dir": display_path(Path(model_dir).expanduser(), full=full_paths),
+                    "model_source": model_source, "report_json": report_param},
         cwd=out_dir, timeout_s=timeout_s, progress=progress,
     )
+    if not full_paths:
+        _hide_home_in_notebook(ipynb)
     export_html(ipynb, html_path)
     return [html_path, ipynb]
+
+
+def _hide_home_in_notebook(path: Path) -> None:
+    """Write paths under the home directory as ``~`` in an executed notebook.
+
+    Papermill records the input and output notebooks' absolute paths in the metadata, and
+    a cell's output may quote a path the library does not control (a warning naming a
+    file in a virtual environment under the home directory). Text only: images are
+    base64 and stay as they are.
+    """
+    import nbformat
+
+    nb = nbformat.read(str(path), as_version=4)
+    meta = nb.metadata.get("papermill", {})
+    for key in ("input_path", "output_path"):
+        if isinstance(meta.get(key), str):
+            meta[key] = display_path(meta[key])
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if isinstance(out.get("text"), str):
+                out["text"] = hide_home(out["text"])
+            if "traceback" in out:
+                out["traceback"] = [hide_home(t) for t in out["traceback"]]
+            if "evalue" in out:
+                out["evalue"] = hide_home(out["evalue"])
+            for mime, value in (out.get("data") or {}).items():
+                if mime.startswith("text/") or mime.endswith("json"):
+                    if isinstance(value, str):
+                        out["data"][mime] = hide_home(value)
+                    elif isinstance(value, list):
+                        out["data"][mime] = [hide_home(v) if isinstance(v, str) else v
+                                             for v in value]
+    nbformat.write(nb, str(path))

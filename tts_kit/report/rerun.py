@@ -31,7 +31,7 @@ from ..bundle import Bundle, resolve_model_dir
 from ..records import to_number
 from .document import METRICS, Noise, TuningReport, key_text, record_key
 from .make import make_report, run_tuning
-from .spec import SweepSpec
+from .spec import ReportError, SweepSpec
 
 
 @dataclass
@@ -99,6 +99,10 @@ class RerunVerdict:
     alone: what `head_to_head` should settle."""
     head_to_head: dict[tuple[Any, ...], list[float]] | None = None
     """p50 (ms) of each contested configuration in the alternating rounds, when run."""
+    preset_changes: dict[str, list[str]] = field(default_factory=dict)
+    """Presets whose definition in this tts_kit differs from the one the report saved, by
+    name: the fields that differ (``intra_op_num_threads 1 -> 2``), or that it is no longer
+    shipped. A rerun measures the saved definitions; this says where today's code differs."""
 
     def summary(self) -> str:
         """The text `tts-kit report --rerun` prints."""
@@ -115,6 +119,9 @@ class RerunVerdict:
             lines.append("no figure moved by more than the noise")
         for key in self.missing:
             lines.append(f"  only in one run: {key_text(key)}")
+        for name, fields in self.preset_changes.items():
+            lines.append(f"preset {name!r} changed since the report ({'; '.join(fields)}); "
+                         "this rerun measured the report's saved definition")
         lines += [f"note: {c}" for c in self.contention]
         lines.append(("recommendation holds: " if self.holds else
                       "recommendation does NOT hold: ") + self.verdict)
@@ -250,19 +257,58 @@ def _settle(contested: tuple[tuple[Any, ...], tuple[Any, ...]],
                    f"{key_text(kb)}")
 
 
+def preset_changes(saved: Mapping[str, Mapping[str, Any]]) -> dict[str, list[str]]:
+    """How today's shipped presets differ from ``saved`` (a report's ``presets``), by name.
+
+    Example:
+        >>> from tts_kit.sessions import get_preset
+        >>> lean = get_preset("lean").to_dict()
+        >>> preset_changes({"lean": lean})
+        {}
+        >>> preset_changes({"lean": {**lean, "enable_cpu_mem_arena": True}})
+        {'lean': ['enable_cpu_mem_arena True -> False']}
+    """
+    from ..sessions import PRESETS
+
+    out: dict[str, list[str]] = {}
+    for name, old in saved.items():
+        if name not in PRESETS:
+            out[name] = ["no longer shipped"]
+            continue
+        now = PRESETS[name].to_dict()
+        diffs = [f"{k} {old.get(k)!r} -> {now.get(k)!r}"
+                 for k in sorted(set(old) | set(now)) if old.get(k) != now.get(k)]
+        if diffs:
+            out[name] = diffs
+    return out
+
+
+def _saved_presets(old: TuningReport) -> dict[str, Any]:
+    """The report's own preset definitions, as `SessionPreset` objects."""
+    from ..sessions import SessionPreset
+
+    try:
+        return {n: SessionPreset.from_dict(dict(d)) for n, d in old.presets.items()}
+    except (TypeError, ValueError) as exc:
+        raise ReportError(f"report.json: a saved preset cannot be read ({exc}); "
+                          "make the report again with `tts-kit report --out DIR`") from None
+
+
 def head_to_head(
     bundle: Bundle | str | os.PathLike[str],
     spec: SweepSpec,
     keys: Sequence[tuple[Any, ...]],
     rounds: int = 3,
     progress: bool = False,
+    presets: Mapping[str, Any] | None = None,
 ) -> dict[tuple[Any, ...], list[float]]:
     """Measure configurations in alternating isolated trials: A B A B ... ``rounds`` times.
 
     Each trial is `tts_kit.tune.trial` with the spec's workload; slow drift of a shared
     machine (other load, clocks, caches) then falls on every configuration alike, which
     one trial each, minutes apart, cannot promise. Returns key -> the p50 (ms) of each
-    round (NaN for a round that did not finish).
+    round (NaN for a round that did not finish). ``presets``: definitions by name (a
+    rerun's saved ones) to use instead of today's shipped presets.
 
     Example:
         >>> p = head_to_head("standin-dir", SweepSpec.quick(),
@@ -284,7 +330,7 @@ def head_to_head(
                 preset, cpus, loading, steps, batch = (list(key) + [None] * 5)[:5]
                 workload = spec.workload.replace(steps=steps or contract.DEFAULT_STEPS,
                                                  batch_size=batch or 1)
-                rec = trial(bundle, preset, workload, cpus=cpus,
+                rec = trial(bundle, (presets or {}).get(preset, preset), workload, cpus=cpus,
                             mem_budget_mb=spec.mem_budget_mb, loading=loading or "resident")
                 ok = rec["status"] == "ok" and to_number(rec.get("p50_ms")) is not None
                 out[key].append(float(rec["p50_ms"]) if ok else math.nan)
@@ -300,6 +346,7 @@ def rerun_report(
     out: str | os.PathLike[str] | None = None,
     progress: bool = True,
     confirm_rounds: int = 3,
+    full_paths: bool = False,
 ) -> RerunVerdict:
     """Repeat the sweep of an earlier ``report.json`` here and compare figure by figure.
 
@@ -313,23 +360,32 @@ def rerun_report(
         confirm_rounds: when the verdict rests on the two picks' latency gap alone,
             measure them in this many alternating rounds (`head_to_head`) and decide on
             those; 0: decide on the sweep's single trials.
+        full_paths: with ``out``, keep absolute paths in the new report.
+
+    The sweep measures the presets as the report saved them, not today's presets of the
+    same names; `RerunVerdict.preset_changes` says which of those changed since.
 
     Example:
         >>> print(rerun_report("reports/standin/report.json").summary())  # doctest: +SKIP
     """
     old = TuningReport.load(report)
-    if model is None and Path(old.model["path"]).is_dir():
-        model = old.model["path"]
+    saved_path = Path(str(old.model.get("path", ""))).expanduser()  # "~/..." as written
+    if model is None and str(saved_path) and saved_path.is_dir():
+        model = saved_path
     where, _ = resolve_model_dir(model)
     bundle = Bundle(where)
+    saved = _saved_presets(old)
     if out is not None:
-        paths = make_report(out, model=bundle.path, sweep=old.spec, progress=progress)
+        paths = make_report(out, model=bundle.path, sweep=old.spec, progress=progress,
+                            presets=saved, full_paths=full_paths)
         new = TuningReport.load(next(p for p in paths if p.name == "report.json"))
     else:
-        new = run_tuning(bundle, old.spec, progress=progress)
+        new = run_tuning(bundle, old.spec, progress=progress, presets=saved)
+    changes = preset_changes(old.presets)
     verdict = compare_reports(old, new)
-    if verdict.contested is None or confirm_rounds < 1:
-        return verdict
-    rounds = head_to_head(bundle, new.spec, list(verdict.contested), rounds=confirm_rounds,
-                          progress=progress)
-    return compare_reports(old, new, head_to_head=rounds)
+    if verdict.contested is not None and confirm_rounds >= 1:
+        rounds = head_to_head(bundle, new.spec, list(verdict.contested), rounds=confirm_rounds,
+                              progress=progress, presets=saved)
+        verdict = compare_reports(old, new, head_to_head=rounds)
+    verdict.preset_changes = changes
+    return verdict
