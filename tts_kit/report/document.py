@@ -38,14 +38,13 @@ import dataclasses
 import json
 import math
 import os
-import platform
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import __version__, atomic, procfacts
+from .. import __version__, atomic
+from ..devices import environment as environment  # the fingerprint, defined below the experiments
 from ..records import COLUMNS, LATENCY_KEYS, MEMORY_KEYS, SUMMARY_KEYS, select, to_number
 from .spec import ReportError, SweepSpec
 
@@ -131,52 +130,6 @@ def _spread(rec: Mapping[str, Any]) -> float:
 
 
 # -- environment ------------------------------------------------------------------------
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.lower().startswith(("model name", "hardware", "cpu model")):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    if sys.platform == "darwin":
-        import subprocess
-
-        try:
-            out = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"],
-                                 capture_output=True, text=True, timeout=5, check=False)
-            if out.stdout.strip():
-                return out.stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            pass
-    return platform.processor() or platform.machine() or "unknown"
-
-
-def environment() -> dict[str, Any]:
-    """The fingerprint of this machine and software stack, as the report records it.
-
-    Example:
-        >>> sorted(environment())[:3]
-        ['cpu_count', 'cpu_model', 'cpus_available']
-    """
-    import numpy
-    import onnxruntime
-    import psutil
-
-    return {
-        "cpu_model": _cpu_model(),
-        "cpu_count": os.cpu_count() or 1,
-        "cpus_available": len(procfacts.allowed_cpus()),
-        "os": platform.platform(),
-        "machine": platform.machine(),
-        "python": platform.python_version(),
-        "onnxruntime": onnxruntime.__version__,
-        "numpy": numpy.__version__,
-        "providers": list(onnxruntime.get_available_providers()),
-        "memory_total_mb": round(psutil.virtual_memory().total / 2**20, 1),
-    }
 
 
 def model_fingerprint(bundle: Bundle) -> dict[str, Any]:
