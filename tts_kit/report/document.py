@@ -312,6 +312,53 @@ class TuningReport:
         return plots.pareto(self.records, recommended=self.recommended,
                             budget_mb=self.spec.mem_budget_mb)
 
+    def machines(self) -> dict[str, TuningReport]:
+        """One report per machine the trials ran on (a sweep on a cluster); {} for one machine.
+
+        Each part holds that machine's records, its own Pareto front and recommendation
+        for the same budget, and its `tts_kit.devices.environment` as ``environment``;
+        ``dataframe()`` and ``pareto_figure()`` draw it like a whole report. Keyed by
+        `tts_kit.records.machine_label`.
+
+        Example:
+            >>> rep = TuningReport.load("reports/cluster/report.json")  # doctest: +SKIP
+            >>> {m: part.reason for m, part in rep.machines().items()}  # doctest: +SKIP
+        """
+        from ..tune import SweepResult
+
+        out: dict[str, TuningReport] = {}
+        for label, part in SweepResult(self.records).by_machine().items():
+            rec, why = part.recommend(self.spec.mem_budget_mb)
+            env = next((dict(r["machine"]) for r in part.records
+                        if isinstance(r.get("machine"), Mapping)), {})
+            out[label] = dataclasses.replace(
+                self, records=part.records, recommended=rec, reason=why, environment=env,
+                extras={})
+        return out
+
+    def machines_dataframe(self) -> Any:
+        """The machines side by side: one row each, with its pick and that pick's figures.
+
+        Empty for a sweep on one machine.
+
+        Example:
+            >>> rep = TuningReport.load("reports/cluster/report.json")  # doctest: +SKIP
+            >>> rep.machines_dataframe()[["machine", "preset", "p50_ms"]]  # doctest: +SKIP
+        """
+        import pandas as pd
+
+        rows = []
+        for label, part in self.machines().items():
+            pick = part.recommended or {}
+            row: dict[str, Any] = {"machine": label, "trials": len(part.records),
+                                   "ok": sum(r.get("status") == "ok" for r in part.records)}
+            for k in ("preset", "cpus", "loading", "p50_ms", "peak_rss_mb", "rtf"):
+                row[k] = pick.get(k)
+            rows.append(row)
+        df = pd.DataFrame(rows)
+        return df.round({k: COLUMNS[k].digits for k in df.columns
+                         if k in COLUMNS and COLUMNS[k].digits is not None})
+
     def preset_of(self, record: Mapping[str, Any]) -> Any:
         """The full `SessionPreset` a record was measured with (as the report saved it)."""
         from ..sessions import SessionPreset
