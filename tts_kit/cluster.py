@@ -336,8 +336,9 @@ class TrialExecutor(cf.Executor):
 
     def __init__(self, client: Client, resources: Mapping[str, float] | None = None) -> None:
         self.client = client
-        self._resources = dict(resources or {RESOURCE: 1})
-        self._inner = client.get_executor(resources=self._resources, pure=False)
+        # {}: no restriction (trials may share a worker's threads; for comparisons only).
+        self._resources = dict({RESOURCE: 1} if resources is None else resources)
+        self._inner = client.get_executor(resources=self._resources or None, pure=False)
         self._refs: dict[str, ModelRef] = {}
 
     def ref(self, bundle: Any) -> ModelRef:
