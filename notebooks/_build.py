@@ -273,6 +273,43 @@ presets = ["supertonic-default"] if quick else ["supertonic-default", "seed-2vcp
 rows = instance_table(bundle, presets, workload.replace(repeats=1 if quick else 3))
 print(format_instance_table(rows))
 """),
+    md("""
+## A sweep across machines (Dask)
+
+To tune for the boxes you deploy on, run the trials there: start `dask scheduler` on one
+host and on each machine `dask worker tcp://SCHEDULER:8786 --nworkers 1 --nthreads 1
+--resources trial=1` (`pip install 'tts_kit[dask]'`). `cluster.TrialExecutor` sends each
+trial to a worker, one at a time per worker; each worker rebuilds the stand-in (or finds
+the real model by its SHA-256) and stamps its records with its machine. Here a local
+cluster on this machine stands in for the fleet: its workers share these cores, so it
+shows the mechanics, not a comparison.
+"""),
+    code("""
+from tts_kit import cluster
+
+# On real machines: client = cluster.connect("tcp://SCHEDULER:8786")
+client = cluster.local_cluster(1 if quick else 2)  # processes on 127.0.0.1, no dashboard
+try:
+    fleet = tune.sweep(bundle, ["supertonic-default", "low-memory"], workload, cpus=(1,),
+                       mem_budget_mb=budget_mb, executor=cluster.TrialExecutor(client))
+finally:
+    client.close()
+[(r["preset"], r["status"], r["worker"]["address"], round(r["p50_ms"] or 0, 1))
+ for r in fleet.records]
+"""),
+    md("""
+Each machine (grouped by its fingerprint: CPU model, usable cores, memory, ONNX Runtime)
+gets its own Pareto front and recommendation. `tts-kit tune --scheduler ADDRESS` and
+`tts-kit report --scheduler ADDRESS` do the same from the command line.
+"""),
+    code("""
+from IPython.display import display
+
+for machine, part in fleet.by_machine().items():
+    pick, why = part.recommend(budget_mb)
+    print(f"{machine}:\\n  {why}")
+    display(plots.pareto(part.records, recommended=pick, budget_mb=budget_mb, title=machine))
+"""),
 ]
 
 FP16 = [
@@ -470,6 +507,20 @@ from IPython.display import HTML
 HTML(tuning.recommendation_html())  # escaped: the reason quotes the report's names
 """),
     code("tuning.pareto_figure()"),
+    code("""
+import html
+
+from IPython.display import display
+
+# A sweep on a cluster (`--scheduler`): each machine's table, front and pick side by side.
+# Machine labels come from the workers: escaped like every string of the report.
+machines = tuning.machines()  # {} for a sweep on one machine: nothing is shown
+if machines:
+    display(HTML("<h2>Per machine</h2>"), tuning.machines_dataframe())
+for machine, part in machines.items():
+    display(HTML(f"<h3>{html.escape(machine)}</h3>{part.recommendation_html()}"),
+            part.dataframe(), part.pareto_figure())
+"""),
     md("## The recommended configuration, measured again with its memory timeline"),
     code("""
 from tts_kit import plots

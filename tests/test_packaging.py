@@ -64,6 +64,13 @@ def test_an_installed_copy_finds_its_lexicons_and_report_notebook(wheel, tmp_pat
 _CONDA_ONLY = {"python", "pip"}
 
 
+#: A PyPI requirement (name, extras) -> the conda-forge packages that install it: the
+#: PyPI name with an extra is split into packages on conda-forge.
+_CONDA_NAMES: dict[tuple[str, frozenset[str]], tuple[str, ...]] = {
+    ("dask", frozenset({"distributed"})): ("dask-core", "distributed"),
+}
+
+
 def _name(name: str) -> str:
     """PEP 503 form: case and ``_``/``-``/``.`` do not matter (memory_profiler, memory-profiler)."""
     return re.sub(r"[-_.]+", "-", name).lower()
@@ -95,7 +102,10 @@ def pyproject_all(path: Path) -> dict[str, str]:
                     seen.add(extra)
                     add(extras[extra])
                 continue
-            out[_name(req.name)] = _lower_bound(str(req.specifier), f"{path.name}: {text}")
+            bound = _lower_bound(str(req.specifier), f"{path.name}: {text}")
+            extras_of = frozenset(_name(e) for e in req.extras)
+            for name in _CONDA_NAMES.get((_name(req.name), extras_of), (req.name,)):
+                out[_name(name)] = bound
 
     add(project.get("dependencies", []))
     seen.add("all")
@@ -159,3 +169,13 @@ def test_the_step_check_sees_a_missing_package_and_a_changed_bound(tmp_path):
     ]
     # The self-referencing extra is followed: a test requirement counts as one of .[all].
     assert pyproject_all(ROOT / "pyproject.toml")["hypothesis"] == "6.90"
+
+
+def test_a_pypi_extra_maps_to_its_conda_forge_packages(tmp_path):
+    # dask[distributed] is dask-core + distributed on conda-forge: both must be listed.
+    env = (ROOT / "environment.yml").read_text(encoding="utf-8")
+    (tmp_path / "environment.yml").write_text(env.replace("  - distributed>=2024.1\n", ""),
+                                              encoding="utf-8")
+    assert drift(ROOT / "pyproject.toml", tmp_path / "environment.yml") == [
+        "distributed: in pyproject (2024.1), not in environment.yml"]
+    assert pyproject_all(ROOT / "pyproject.toml")["dask-core"] == "2024.1"

@@ -10,17 +10,19 @@ Example:
     $ tts-kit synth "Hello there." -o hello.wav
     $ tts-kit info
     $ tts-kit normalize "2026년 8월 24일 10:30" --lang ko --trace
+    $ tts-kit tune --scheduler tcp://10.0.0.5:8786   # trials on Dask workers (tts_kit.cluster)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import os
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -209,13 +211,21 @@ def cmd_tune(args: argparse.Namespace) -> int:
     workload = Workload(steps=args.steps, repeats=args.repeats)
     if args.json:
         _check_output_file(args.json, "--json")  # now, not after minutes of measuring
-    result = sweep(
-        bundle, presets, workload, cpus=cpus, loadings=loadings, mem_budget_mb=args.mem_budget,
-        progress=not args.quiet, stage_costs_mb=costs,
-    )
+    with _cluster(args.scheduler) as executor:
+        result = sweep(
+            bundle, presets, workload, cpus=cpus, loadings=loadings,
+            mem_budget_mb=args.mem_budget, progress=not args.quiet, stage_costs_mb=costs,
+            executor=executor,
+        )
     _say(format_table(result.records))
     rec, reason = result.recommend(args.mem_budget)
     _say(f"recommendation: {reason}")
+    machines = result.by_machine()
+    if len(machines) > 1:  # one recommendation per instance type, each on its own front
+        for label, part in machines.items():
+            _say(f"\non {label}:")
+            _say(format_table(part.records))
+            _say(f"recommendation: {part.recommend(args.mem_budget)[1]}")
     if args.json:
         drop = () if args.timelines else ("timeline", "events")
         records = [{k: v for k, v in r.items() if k not in drop} for r in result.records]
@@ -227,6 +237,25 @@ def cmd_tune(args: argparse.Namespace) -> int:
         _say("tts-kit tune: no trial finished; see the reasons above", file=sys.stderr)
         return 1
     return 0
+
+
+@contextlib.contextmanager
+def _cluster(address: str | None) -> Iterator[Any]:
+    """A `tts_kit.cluster.TrialExecutor` on the scheduler at ``address`` (None: no executor).
+
+    Connects before any trial runs, so an unreachable scheduler or a missing Dask fails
+    in one line (exit 2); closes the client afterwards.
+    """
+    if not address:
+        yield None
+        return
+    from .cluster import TrialExecutor, connect
+
+    client = connect(address)
+    try:
+        yield TrialExecutor(client)
+    finally:
+        client.close()
 
 
 def _check_output_file(path: str, flag: str) -> Path:
@@ -280,6 +309,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     from .report import make_report, rerun_report
 
     if args.rerun:
+        if args.scheduler:
+            raise UserError("--scheduler with --rerun: a rerun repeats the sweep on this "
+                            "machine; run `tts-kit report --scheduler ADDRESS --out DIR` for "
+                            "a new report on the cluster")
         verdict = rerun_report(args.rerun, model=args.model, out=args.out,
                                confirm_rounds=args.confirm_rounds, full_paths=args.full_paths)
         _say(verdict.summary())
@@ -288,11 +321,17 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 0 if verdict.holds else 1
     if not args.out:
         raise UserError("give --out DIR for the report (or --rerun report.json)")
-    paths = make_report(out=args.out, model=args.model, sweep=args.sweep,
-                        full_paths=args.full_paths)
+    with _cluster(args.scheduler) as executor:
+        paths = make_report(out=args.out, model=args.model, sweep=args.sweep, executor=executor,
+                            full_paths=args.full_paths)
     for p in paths:
         _say(f"wrote {p}")
     return 0
+
+
+SCHEDULER_HELP = ("run the trials on the Dask workers of this scheduler (tcp://HOST:PORT), "
+                  "one per worker at a time; workers need --resources trial=1 and "
+                  "pip install 'tts_kit[dask]'")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -355,6 +394,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--timelines", action="store_true",
                     help="keep each trial's RSS timeline and stage events in --json")
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
+    sp.add_argument("--scheduler", default=None, metavar="ADDRESS", help=SCHEDULER_HELP)
 
     sp = add("convert", cmd_convert, "convert a bundle or .onnx file to FP16 or INT8",
              model=False)
@@ -381,6 +421,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--full-paths", action="store_true",
                     help="write absolute paths into the report (default: ~/... under your "
                     "home directory, so a shared report does not name you)")
+    sp.add_argument("--scheduler", default=None, metavar="ADDRESS", help=SCHEDULER_HELP)
     return p
 
 

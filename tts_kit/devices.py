@@ -7,7 +7,10 @@ and ``bench/device_check.py`` both need:
 - `cuda_usable`: whether a session really runs on CUDA here (listed is not enough);
 - `probe_cuda`: the same answer without creating a CUDA context in this process;
 - `gpu_memory_mb`: GPU memory a process holds, through ``nvidia-smi``;
-- `gpu_list`: the GPUs ``nvidia-smi -L`` names.
+- `gpu_list`: the GPUs ``nvidia-smi -L`` names;
+- `environment`: the fingerprint of this machine and software stack (CPU model, cores,
+  cgroup limits, memory, ONNX Runtime): what a report records, and what each record of a
+  sweep on several machines carries (`tts_kit.cluster`).
 
 Example:
     >>> "CPUExecutionProvider" in available_providers()
@@ -17,10 +20,15 @@ Example:
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import subprocess
+import sys
+from typing import Any
 
 import onnxruntime as ort
+
+from . import procfacts
 
 CPU = "CPUExecutionProvider"
 CUDA = "CUDAExecutionProvider"
@@ -148,3 +156,54 @@ def probe_cuda(timeout_s: float = 300) -> tuple[bool, str]:
 
     probe = run_isolated(cuda_usable, timeout_s=timeout_s)
     return probe.result if probe.ok else (False, probe.error)
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.lower().startswith(("model name", "hardware", "cpu model")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    if sys.platform == "darwin":
+        try:
+            out = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"],
+                                 capture_output=True, text=True, timeout=5, check=False)
+            if out.stdout.strip():
+                return out.stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def environment() -> dict[str, Any]:
+    """The fingerprint of this machine and software stack, as reports and records keep it.
+
+    CPU model and counts (``cpus_available``: the affinity mask), the container's cgroup
+    limits (`tts_kit.procfacts`; None: unlimited), memory, OS, Python, ONNX Runtime and
+    numpy versions, providers. Lives here, below the experiments, because a sweep's worker
+    on another machine stamps its records with it (`tts_kit.cluster`).
+
+    Example:
+        >>> sorted(environment())[:4]
+        ['cgroup_cpu_quota', 'cgroup_memory_limit_mb', 'cpu_count', 'cpu_model']
+    """
+    import numpy
+    import psutil
+
+    limit = procfacts.cgroup_memory_limit_mb()
+    return {
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count() or 1,
+        "cpus_available": len(procfacts.allowed_cpus()),
+        "cgroup_cpu_quota": procfacts.cgroup_cpu_quota(),
+        "cgroup_memory_limit_mb": None if limit is None else round(limit, 1),
+        "os": platform.platform(),
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "onnxruntime": ort.__version__,
+        "numpy": numpy.__version__,
+        "providers": list(ort.get_available_providers()),
+        "memory_total_mb": round(psutil.virtual_memory().total / 2**20, 1),
+    }

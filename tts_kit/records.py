@@ -36,7 +36,11 @@ The keys of a record (`RECORD_KEYS` are always present; None where not measured)
 
 Besides: ``pareto`` (sweeps only); ``timeline`` and ``events`` (the harness's RSS samples
 and the engine's stage events, for plots); ``latencies_ms`` and ``stage_load_s`` (a
-finished trial's steady-call latencies and per-stage load seconds).
+finished trial's steady-call latencies and per-stage load seconds); in a sweep on
+several machines (`tts_kit.cluster`), ``machine`` (the `tts_kit.devices.environment`
+fingerprint of the machine the trial ran on: CPU model, cores, cgroup limits, memory,
+ONNX Runtime) and ``worker`` (the Dask worker: ``address``, ``host``, ``start`` and
+``end`` epoch seconds). `machine_label` names a machine; `by_machine` groups records.
 
 Example:
     >>> from tts_kit import records
@@ -96,6 +100,8 @@ class TrialRecord(TypedDict, total=False):
     events: list[list[Any]]
     latencies_ms: list[float]
     stage_load_s: dict[str, float]
+    machine: dict[str, Any]
+    worker: dict[str, Any]
 
 
 #: Keys every trial record has (plus ``timeline``/``events``, and ``pareto`` in sweeps).
@@ -108,7 +114,7 @@ RECORD_KEYS: tuple[str, ...] = (
 
 #: Record keys that are not table columns: free text and nested data.
 NON_COLUMN_KEYS: tuple[str, ...] = ("error", "stage_costs_mb", "timeline", "events",
-                                    "latencies_ms", "stage_load_s")
+                                    "latencies_ms", "stage_load_s", "machine", "worker")
 
 
 @dataclass(frozen=True)
@@ -337,3 +343,64 @@ def format_timings(timings: Mapping[str, float]) -> list[tuple[str, float]]:
         [('text', 1.0), ('vocoder', 20.0)]
     """
     return [(s, 1000 * float(timings[s])) for s in ("text", *contract.STAGES) if s in timings]
+
+
+#: `by_machine`'s group for records without ``machine``: trials whose worker was lost
+#: before it could say where it ran.
+UNKNOWN_MACHINE = "unknown machine (worker lost)"
+
+
+def machine_label(env: Mapping[str, Any]) -> str:
+    """One line naming a machine by what decides its figures: CPU, usable cores, memory.
+
+    Two instances of one type read the same, so their records group together. Cores are
+    the affinity capped by the cgroup CPU quota; memory the cgroup limit when there is one.
+
+    Example:
+        >>> machine_label({"cpu_model": "Xeon E5", "cpus_available": 4, "cpu_count": 4,
+        ...                "cgroup_cpu_quota": 2.0, "memory_total_mb": 7812.5,
+        ...                "cgroup_memory_limit_mb": 2048.0, "onnxruntime": "1.20.1"})
+        'Xeon E5, 2 of 4 cores (quota 2), 2048 MB (cgroup limit), ORT 1.20.1'
+    """
+    cores = int(env.get("cpus_available") or env.get("cpu_count") or 0)
+    quota = to_number(env.get("cgroup_cpu_quota"))
+    usable = min(cores, max(1, int(quota))) if quota is not None else cores
+    parts = [str(env.get("cpu_model") or "unknown CPU")]
+    total = env.get("cpu_count")
+    noun = "core" if usable == 1 else "cores"
+    cpu_txt = f"{usable} of {total} {noun}" if total and total != usable else f"{usable} {noun}"
+    parts.append(cpu_txt + (f" (quota {quota:g})" if quota is not None else ""))
+    limit = to_number(env.get("cgroup_memory_limit_mb"))
+    total_mb = to_number(env.get("memory_total_mb"))
+    if limit is not None and (total_mb is None or limit < total_mb):
+        parts.append(f"{limit:.0f} MB (cgroup limit)")
+    elif total_mb is not None:
+        parts.append(f"{total_mb:.0f} MB")
+    if env.get("onnxruntime"):
+        parts.append(f"ORT {env['onnxruntime']}")
+    return ", ".join(parts)
+
+
+def by_machine(records: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The records grouped by `machine_label` of their ``machine``, in order of appearance.
+
+    {} when no record has a ``machine`` (a sweep on one machine: nothing to group).
+    Records without one (their worker was lost) go under `UNKNOWN_MACHINE`.
+
+    Example:
+        >>> env = {"cpu_model": "A", "cpus_available": 1, "memory_total_mb": 1024}
+        >>> groups = by_machine([{"preset": "a", "machine": env}, {"preset": "b"}])
+        >>> {k: [r["preset"] for r in v] for k, v in groups.items()}
+        {'A, 1 core, 1024 MB': ['a'], 'unknown machine (worker lost)': ['b']}
+        >>> by_machine([{"preset": "a"}])
+        {}
+    """
+    records = [dict(r) for r in records]
+    if not any(isinstance(r.get("machine"), Mapping) for r in records):
+        return {}
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        env = r.get("machine")
+        key = machine_label(env) if isinstance(env, Mapping) else UNKNOWN_MACHINE
+        out.setdefault(key, []).append(r)
+    return out

@@ -12,8 +12,8 @@ Every record is a plain, JSON-ready dict with the keys in `RECORD_KEYS`; what ea
 means, its unit and label are in `tts_kit.records` (`TrialRecord`, `COLUMNS`).
 
 Trials must not share cores: a sweep runs them one after another by default. A
-`concurrent.futures.Executor` may run them elsewhere (e.g. a Dask
-``distributed.Client.get_executor()`` over several machines), but it must run at
+`concurrent.futures.Executor` may run them elsewhere (`tts_kit.cluster.TrialExecutor`: Dask
+workers on several machines, one trial per worker at a time), but it must run at
 most one trial per machine at a time, or the trials measure each other.
 
 Example:
@@ -39,7 +39,15 @@ from typing import Any
 from . import events, procfacts
 from .loading import LoadPolicy
 from .measure import run_isolated
-from .records import PARETO_X, PARETO_Y, RECORD_KEYS, TABLE_KEYS, pareto_front, to_number
+from .records import (
+    PARETO_X,
+    PARETO_Y,
+    RECORD_KEYS,
+    TABLE_KEYS,
+    by_machine,
+    pareto_front,
+    to_number,
+)
 from .records import table as records_table
 from .sessions import SessionPreset, get_preset
 from .textsafe import term_safe
@@ -323,6 +331,24 @@ class SweepResult:
             f"({len(self.records)} measured)"
         )
 
+    def by_machine(self) -> dict[str, SweepResult]:
+        """The sweep split by the machine each trial ran on (`tts_kit.records.by_machine`).
+
+        Each part has its own Pareto front (a front across different machines compares
+        the machines, not the configurations), so ``part.recommend(budget)`` is that
+        machine's recommendation. {} for a sweep on one machine (records without
+        ``machine``).
+
+        Example:
+            >>> env = {"cpu_model": "A", "cpus_available": 1, "memory_total_mb": 1024}
+            >>> r = SweepResult([{"preset": "a", "status": "ok", "peak_rss_mb": 9,
+            ...                   "p50_ms": 5, "machine": env}])
+            >>> list(r.by_machine())
+            ['A, 1 core, 1024 MB']
+        """
+        return {label: SweepResult(mark_pareto(recs))
+                for label, recs in by_machine(self.records).items()}
+
     def to_dict(self) -> dict[str, Any]:
         """``{"records": [...]}``, the JSON form the CLI writes."""
         return {"records": [dict(r) for r in self.records]}
@@ -434,10 +460,12 @@ def sweep(
                     records[i] = fut.result()
                 except Exception as exc:  # the executor itself failed (lost worker, ...)
                     p, c, b, s, lo = grid[i]
+                    # Dask's KilledWorker and friends span lines; a record's error is one.
+                    why = " ".join(str(exc).split()) or "no message"
                     records[i] = {k: None for k in RECORD_KEYS} | dict(
                         preset=p.name, cpus=c, batch_size=b, steps=s, loading=lo,
                         mem_budget_mb=mem_budget_mb, repeats=workload.repeats, status="error",
-                        error=f"executor: {type(exc).__name__}: {exc}",
+                        error=f"executor: {type(exc).__name__}: {why}",
                         timeline=[], events=[],
                     )
                 bar.update()

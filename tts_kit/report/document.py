@@ -39,14 +39,13 @@ import html
 import json
 import math
 import os
-import platform
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import __version__, atomic, procfacts
+from .. import __version__, atomic
+from ..devices import environment as environment  # the fingerprint, defined below the experiments
 from ..records import COLUMNS, LATENCY_KEYS, MEMORY_KEYS, SUMMARY_KEYS, select, to_number
 from ..textsafe import display_path
 from .spec import ReportError, SweepSpec
@@ -133,52 +132,6 @@ def _spread(rec: Mapping[str, Any]) -> float:
 
 
 # -- environment ------------------------------------------------------------------------
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.lower().startswith(("model name", "hardware", "cpu model")):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    if sys.platform == "darwin":
-        import subprocess
-
-        try:
-            out = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"],
-                                 capture_output=True, text=True, timeout=5, check=False)
-            if out.stdout.strip():
-                return out.stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            pass
-    return platform.processor() or platform.machine() or "unknown"
-
-
-def environment() -> dict[str, Any]:
-    """The fingerprint of this machine and software stack, as the report records it.
-
-    Example:
-        >>> sorted(environment())[:3]
-        ['cpu_count', 'cpu_model', 'cpus_available']
-    """
-    import numpy
-    import onnxruntime
-    import psutil
-
-    return {
-        "cpu_model": _cpu_model(),
-        "cpu_count": os.cpu_count() or 1,
-        "cpus_available": len(procfacts.allowed_cpus()),
-        "os": platform.platform(),
-        "machine": platform.machine(),
-        "python": platform.python_version(),
-        "onnxruntime": onnxruntime.__version__,
-        "numpy": numpy.__version__,
-        "providers": list(onnxruntime.get_available_providers()),
-        "memory_total_mb": round(psutil.virtual_memory().total / 2**20, 1),
-    }
 
 
 def model_fingerprint(bundle: Bundle, full_paths: bool = False) -> dict[str, Any]:
@@ -379,6 +332,53 @@ class TuningReport:
 
         return plots.pareto(self.records, recommended=self.recommended,
                             budget_mb=self.spec.mem_budget_mb)
+
+    def machines(self) -> dict[str, TuningReport]:
+        """One report per machine the trials ran on (a sweep on a cluster); {} for one machine.
+
+        Each part holds that machine's records, its own Pareto front and recommendation
+        for the same budget, and its `tts_kit.devices.environment` as ``environment``;
+        ``dataframe()`` and ``pareto_figure()`` draw it like a whole report. Keyed by
+        `tts_kit.records.machine_label`.
+
+        Example:
+            >>> rep = TuningReport.load("reports/cluster/report.json")  # doctest: +SKIP
+            >>> {m: part.reason for m, part in rep.machines().items()}  # doctest: +SKIP
+        """
+        from ..tune import SweepResult
+
+        out: dict[str, TuningReport] = {}
+        for label, part in SweepResult(self.records).by_machine().items():
+            rec, why = part.recommend(self.spec.mem_budget_mb)
+            env = next((dict(r["machine"]) for r in part.records
+                        if isinstance(r.get("machine"), Mapping)), {})
+            out[label] = dataclasses.replace(
+                self, records=part.records, recommended=rec, reason=why, environment=env,
+                extras={})
+        return out
+
+    def machines_dataframe(self) -> Any:
+        """The machines side by side: one row each, with its pick and that pick's figures.
+
+        Empty for a sweep on one machine.
+
+        Example:
+            >>> rep = TuningReport.load("reports/cluster/report.json")  # doctest: +SKIP
+            >>> rep.machines_dataframe()[["machine", "preset", "p50_ms"]]  # doctest: +SKIP
+        """
+        import pandas as pd
+
+        rows = []
+        for label, part in self.machines().items():
+            pick = part.recommended or {}
+            row: dict[str, Any] = {"machine": label, "trials": len(part.records),
+                                   "ok": sum(r.get("status") == "ok" for r in part.records)}
+            for k in ("preset", "cpus", "loading", "p50_ms", "peak_rss_mb", "rtf"):
+                row[k] = pick.get(k)
+            rows.append(row)
+        df = pd.DataFrame(rows)
+        return df.round({k: COLUMNS[k].digits for k in df.columns
+                         if k in COLUMNS and COLUMNS[k].digits is not None})
 
     def preset_of(self, record: Mapping[str, Any]) -> Any:
         """The full `SessionPreset` a record was measured with (as the report saved it)."""

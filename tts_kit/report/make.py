@@ -103,6 +103,11 @@ def run_tuning(
         for r in records:
             if isinstance(r.get("error"), str):
                 r["error"] = hide_home(r["error"])
+    extras: dict[str, Any] = {}
+    machines = result.by_machine()
+    if machines:  # trials ran on a cluster: each machine gets its own recommendation
+        extras["machines"] = [machine_entry(label, part, spec.mem_budget_mb)
+                              for label, part in machines.items()]
     return TuningReport(
         spec=spec,
         records=records,
@@ -112,14 +117,41 @@ def run_tuning(
         model=model_fingerprint(bundle, full_paths=full_paths),
         presets={p.name: p.to_dict() for p in objs},
         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        extras=extras,
     )
 
 
-def measure_recommended(bundle: Bundle, tuning: TuningReport) -> dict[str, Any]:
+def machine_entry(label: str, part: Any, budget_mb: float | None) -> dict[str, Any]:
+    """``extras["machines"]``' entry for one machine: its label, fingerprint and pick.
+
+    ``part`` is that machine's `tts_kit.tune.SweepResult` (`SweepResult.by_machine`).
+
+    Example:
+        >>> from tts_kit.tune import SweepResult
+        >>> env = {"cpu_model": "A", "cpus_available": 1, "memory_total_mb": 512.0}
+        >>> part = SweepResult([{"preset": "lean", "cpus": 1, "status": "ok",
+        ...                      "peak_rss_mb": 90.0, "p50_ms": 12.0, "machine": env}])
+        >>> e = machine_entry("A, 1 core, 512 MB", part, 1024)
+        >>> e["recommendation"]["record"]["preset"], e["trials"]
+        ('lean', 1)
+    """
+    from .document import _clean_record
+
+    rec, why = part.recommend(budget_mb)
+    env = next((r["machine"] for r in part.records if isinstance(r.get("machine"), Mapping)),
+               None)
+    return {"label": label, "environment": env, "trials": len(part.records),
+            "recommendation": {"record": None if rec is None else _clean_record(rec),
+                               "reason": why}}
+
+
+def measure_recommended(bundle: Bundle, tuning: TuningReport,
+                        executor: Any = None) -> dict[str, Any]:
     """The recommended record's configuration (else the first record's), measured again.
 
     One isolated `tts_kit.tune.trial` with the sweep's workload; the record keeps its RSS
-    timeline and stage events, which the sweep's records leave out (they are large).
+    timeline and stage events, which the sweep's records leave out (they are large). With
+    an ``executor`` (the sweep's, e.g. `tts_kit.cluster.TrialExecutor`) it runs there.
 
     Example:
         >>> again = measure_recommended(bundle, tuning)  # doctest: +SKIP
@@ -133,9 +165,12 @@ def measure_recommended(bundle: Bundle, tuning: TuningReport) -> dict[str, Any]:
     workload = spec.workload.replace(steps=pick["steps"], batch_size=pick["batch_size"])
     # A budget pick is measured again with the stage costs the sweep measured for it (the
     # record keeps them), not the file-size estimate: otherwise it is another configuration.
-    return tune.trial(bundle, tuning.preset_of(pick), workload, cpus=pick["cpus"],
-                      loading=pick["loading"], mem_budget_mb=spec.mem_budget_mb,
-                      stage_costs_mb=pick.get("stage_costs_mb"))
+    args = (bundle.path, tuning.preset_of(pick), workload)
+    kwargs = dict(cpus=pick["cpus"], loading=pick["loading"], mem_budget_mb=spec.mem_budget_mb,
+                  stage_costs_mb=pick.get("stage_costs_mb"))
+    if executor is not None:
+        return executor.submit(tune.trial, *args, **kwargs).result()
+    return tune.trial(*args, **kwargs)
 
 
 def write_report(
@@ -146,6 +181,7 @@ def write_report(
     progress: bool = False,
     presets: PresetsLike = None,
     full_paths: bool = False,
+    executor: Any = None,
 ) -> Path:
     """Run the sweep, measure the pick again with its timeline, save ``out/report.json``.
 
@@ -157,6 +193,8 @@ def write_report(
         progress: a progress bar over the sweep's trials.
         presets: preset definitions to measure by name (see `run_tuning`).
         full_paths: keep absolute paths (default: ``~/...`` under the home directory).
+        executor: runs the trials elsewhere (`tts_kit.cluster.TrialExecutor`: Dask
+            workers; the report then compares the machines, ``extras["machines"]``).
 
     Returns:
         The path of the schema-valid report.json.
@@ -172,6 +210,8 @@ def write_report(
     if not full_paths and isinstance(again.get("error"), str):
         again["error"] = hide_home(again["error"])
     tuning.extras["recommended_trial"] = again
+    tuning = run_tuning(bundle, spec, progress=progress, executor=executor)
+    tuning.extras["recommended_trial"] = measure_recommended(bundle, tuning, executor)
     out_dir = Path(out).expanduser()
     out_dir.mkdir(parents=True, exist_ok=True)
     return tuning.save(out_dir / "report.json")
@@ -196,6 +236,7 @@ def make_report(
     render: bool = True,
     presets: PresetsLike = None,
     full_paths: bool = False,
+    executor: Any = None,
 ) -> list[Path]:
     """Measure ``sweep`` on ``model``, write report.json, then render it (notebook + HTML).
 
@@ -212,6 +253,7 @@ def make_report(
         full_paths: record absolute model, notebook and output paths; by default paths
             under the home directory are written ``~/...`` in every file, which would
             otherwise name the user (`tts_kit.textsafe.display_path`).
+        executor: runs the trials elsewhere (`tts_kit.cluster.TrialExecutor`).
 
     Returns:
         ``[report.html, report.json, report.ipynb]`` inside ``out`` (``[report.json]``
@@ -231,6 +273,7 @@ def make_report(
         names = ["report.json"]
         write_report(tmp, bundle, spec, progress=progress, presets=presets,
                      full_paths=full_paths)
+        write_report(tmp, bundle, spec, progress=progress, executor=executor)
         if render:
             render_report(tmp / "report.json", tmp, model_dir=bundle.path,
                           model_source=source, timeout_s=timeout_s, progress=progress,
