@@ -160,8 +160,8 @@ def environment() -> dict[str, Any]:
     """The fingerprint of this machine and software stack, as the report records it.
 
     Example:
-        >>> sorted(environment())[:3]
-        ['cpu_count', 'cpu_model', 'cpus_available']
+        >>> sorted(environment())[:4]
+        ['cgroup_cpu_quota', 'cpu_count', 'cpu_model', 'cpus_available']
     """
     import numpy
     import onnxruntime
@@ -171,6 +171,10 @@ def environment() -> dict[str, Any]:
         "cpu_model": _cpu_model(),
         "cpu_count": os.cpu_count() or 1,
         "cpus_available": len(procfacts.allowed_cpus()),
+        # What trials and "cores" presets plan for: the affinity capped by a CPU quota,
+        # which os.cpu_count() and the affinity both ignore.
+        "cpus_usable": procfacts.usable_cores(),
+        "cgroup_cpu_quota": procfacts.cgroup_cpu_quota(),
         "os": platform.platform(),
         "machine": platform.machine(),
         "python": platform.python_version(),
