@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from tts_kit.instances import ARTICLE_INSTANCES, Instance, format_instance_table, instance_table
-from tts_kit.procfacts import allowed_cpus
+from tts_kit.procfacts import usable_cores
 from tts_kit.workload import Workload
 
 
 def test_each_instance_is_measured_pinned_and_within_its_memory(tiny_bundle_dir):
-    cores = len(allowed_cpus())
+    cores = usable_cores()  # the affinity capped by a CPU quota
     small = Instance("1 vCPU / 1 GB", 1, 1024, {"peak_rss_mb": 890})
     starved = Instance("1 vCPU / 40 MB", 1, 40, {})
     huge = Instance("64 vCPU", 64, 65536, {"rtf": 0.01})
@@ -22,7 +22,7 @@ def test_each_instance_is_measured_pinned_and_within_its_memory(tiny_bundle_dir)
     assert ok["claimed"] == {"peak_rss_mb": 890}  # quoted, and kept apart from the figures
     assert oom["status"] == "oom"  # the budget really applies
     assert cores < 64 and skipped["measured"] is False and skipped["status"] == "not measured"
-    assert skipped["peak_rss_mb"] is None and f"has {cores}" in skipped["error"]
+    assert skipped["peak_rss_mb"] is None and f"can use {cores}" in skipped["error"]
     table = format_instance_table(rows)
     assert "not measured" not in table.splitlines()[0]
     assert "needs 64 cores" in table and " oom " in table

@@ -11,6 +11,7 @@ Example:
     $ tts-kit info
     $ tts-kit normalize "2026년 8월 24일 10:30" --lang ko --trace
     $ tts-kit tune --scheduler tcp://10.0.0.5:8786   # trials on Dask workers (tts_kit.cluster)
+    $ tts-kit doctor
 """
 
 from __future__ import annotations
@@ -184,13 +185,15 @@ def cmd_normalize(args: argparse.Namespace) -> int:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from .tune import format_table, sweep
+    from .tune import default_cpus, format_table, sweep
     from .workload import Workload
 
     bundle = _bundle(args)
     presets = [p.strip() for p in args.presets.split(",") if p.strip()]
     try:
-        cpus = tuple(int(c) for c in args.cpus.split(","))
+        # The default follows the cores this process can use (a CPU quota included).
+        cpus = default_cpus((1, 2)) if args.cpus is None else tuple(
+            int(c) for c in args.cpus.split(","))
     except ValueError:
         raise UserError(f"--cpus takes core counts like 1,2; got {args.cpus!r}") from None
     loadings = tuple(x.strip() for x in args.loading.split(",") if x.strip())
@@ -332,6 +335,17 @@ def cmd_report(args: argparse.Namespace) -> int:
 SCHEDULER_HELP = ("run the trials on the Dask workers of this scheduler (tcp://HOST:PORT), "
                   "one per worker at a time; workers need --resources trial=1 and "
                   "pip install 'tts_kit[dask]'")
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from .doctor import failed, format_checks, run_checks
+
+    checks = run_checks(model=args.model, load=not args.no_load)
+    if args.json:
+        _say(json.dumps({"ok": not failed(checks), "checks": [c.to_dict() for c in checks]},
+                        indent=2))
+    else:
+        _say(format_checks(checks))
+    # Like a test run: 1 when something breaks a deployment, so scripts and CI can gate.
+    return 1 if failed(checks) else 0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -382,7 +396,9 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = add("tune", cmd_tune, "measure session presets and load policies in isolation")
     sp.add_argument("--presets", default="supertonic-default,seed-2vcpu,low-memory,lean")
-    sp.add_argument("--cpus", default="1,2")
+    sp.add_argument("--cpus", default=None,
+                    help="core counts to emulate, e.g. 1,2 (default: 1,2 as far as the "
+                    "cores this process can use allow: affinity and cgroup CPU quota)")
     sp.add_argument("--loading", default="resident", help="e.g. resident,paged,budget:300")
     sp.add_argument("--mem-budget", type=float, default=None, help="memory budget in MB")
     sp.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS)
@@ -422,6 +438,14 @@ def _parser() -> argparse.ArgumentParser:
                     help="write absolute paths into the report (default: ~/... under your "
                     "home directory, so a shared report does not name you)")
     sp.add_argument("--scheduler", default=None, metavar="ADDRESS", help=SCHEDULER_HELP)
+
+    sp = add("doctor", cmd_doctor,
+             "check what breaks deployments here (onnxruntime, libgomp, CPU features, cgroup "
+             "CPU quota and memory limit, providers, the model), each with the fix; exit 1 "
+             "when a check fails")
+    sp.add_argument("--json", action="store_true", help="print the checks as JSON")
+    sp.add_argument("--no-load", action="store_true",
+                    help="do not load the model's graphs in onnxruntime (faster)")
     return p
 
 
@@ -491,8 +515,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Returns 0 on success, 2 for an error the user can fix (one line on stderr), 1 for an
     unexpected one (one line, and the path of a log with the traceback), 130 when
-    interrupted. ``tts-kit report --rerun`` and ``tts-kit tune`` also return 1 for a
-    verdict (see there).
+    interrupted. ``tts-kit report --rerun``, ``tts-kit tune`` and ``tts-kit doctor`` also
+    return 1 for a verdict (see there).
 
     Example:
         >>> main(["normalize", "3개", "--lang", "ko"])

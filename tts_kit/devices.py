@@ -197,6 +197,9 @@ def environment() -> dict[str, Any]:
         "cpu_model": _cpu_model(),
         "cpu_count": os.cpu_count() or 1,
         "cpus_available": len(procfacts.allowed_cpus()),
+        # What trials and "cores" presets plan for: the affinity capped by a CPU quota,
+        # which os.cpu_count() and the affinity both ignore.
+        "cpus_usable": procfacts.usable_cores(),
         "cgroup_cpu_quota": procfacts.cgroup_cpu_quota(),
         "cgroup_memory_limit_mb": None if limit is None else round(limit, 1),
         "os": platform.platform(),

@@ -91,7 +91,9 @@ def instance_table(
     # 3 repeats keep the article's three rows to a few minutes on the full stand-in.
     workload = Workload(repeats=3) if workload is None else workload
     presets = [get_preset(p) for p in presets]  # unknown names fail before any trial
-    cores = len(procfacts.allowed_cpus())  # run_isolated pins to cores of the affinity
+    # The affinity capped by the CPU quota: a 2-vCPU instance emulated in a 1.5-CPU
+    # container would measure the quota's throttling, not the instance.
+    cores = procfacts.usable_cores()
     pairs = [(inst, p) for inst in instances for p in presets]
     rows: list[dict[str, Any]] = []
     bar = tqdm(total=sum(inst.cpus <= cores for inst, _ in pairs), desc="instances",
@@ -106,7 +108,7 @@ def instance_table(
             if not row["measured"]:
                 row["preset"] = preset.name
                 row["status"] = "not measured"
-                row["error"] = f"needs {inst.cpus} cores, this machine has {cores}"
+                row["error"] = f"needs {inst.cpus} cores, this process can use {cores}"
                 rows.append(row)
                 continue
             rec = trial(bundle, preset, workload, cpus=inst.cpus, mem_budget_mb=inst.mem_mb)

@@ -8,9 +8,11 @@ read each fact:
   `peak_rss_mb` (the kernel's high-water mark, ``VmHWM``) and `reset_peak_rss`,
   `status_mb` for any other ``/proc/PID/status`` field (``RssAnon``, ``RssFile`` ...);
 - CPU time: `cpu_seconds` (user + system, all threads);
-- cores: `allowed_cpus` (the affinity mask), `cgroup_cpu_quota` and
-  `cgroup_memory_limit_mb` (a container's limits), `usable_cores` (the smaller of the
-  affinity and the CPU quota), `current_cpus` (cores given by `tts_kit.measure.run_isolated`);
+- cores: `allowed_cpus` (the affinity mask: core ids to pin to), `cgroup_cpu_quota` and
+  `cgroup_memory_limit_mb` (a container's limits; ``$TTS_KIT_CGROUP_ROOT`` names another
+  cgroup directory to read), `usable_cores` (the smaller of the affinity and the CPU
+  quota: how many cores to plan threads and trials for), `current_cpus` (cores given by
+  `tts_kit.measure.run_isolated`);
 - glibc: `malloc_trim`, `release_memory`, `mallopt`, loaded once.
 
 All sizes are MiB. Functions that ask about another process return None once it is gone.
@@ -38,6 +40,9 @@ MIB = 2.0**20
 #: Environment variable that carries ``run_isolated(cpus=N)`` into the child (and its own
 #: children): the cores this process was given.
 CPUS_ENV = "TTS_KIT_CPUS"
+#: Environment variable naming a cgroup directory to read limits from instead of this
+#: process's own (tests emulate a container with it; users inspect another container's).
+CGROUP_ROOT_ENV = "TTS_KIT_CGROUP_ROOT"
 
 _libc: ctypes.CDLL | None | bool = None
 
@@ -173,6 +178,30 @@ def allowed_cpus() -> list[int]:
     return list(range(os.cpu_count() or 1))
 
 
+def _cgroup_base(root: str | os.PathLike[str] | None) -> tuple[Path | None, bool]:
+    """The cgroup directory to read and whether it was given (``root`` or the env var).
+
+    A given directory is read alone: the host's cgroup v1 files must not fill in what an
+    emulated or inspected cgroup leaves out.
+    """
+    if root is None:
+        root = os.environ.get(CGROUP_ROOT_ENV) or None
+    if root is not None:
+        return Path(root).expanduser(), True
+    return _cgroup_dir(), False
+
+
+def cgroup_root_override() -> str | None:
+    """The cgroup directory ``$TTS_KIT_CGROUP_ROOT`` names, read instead of this process's.
+
+    Example:
+        >>> import os
+        >>> cgroup_root_override() == (os.environ.get("TTS_KIT_CGROUP_ROOT") or None)
+        True
+    """
+    return os.environ.get(CGROUP_ROOT_ENV) or None
+
+
 def _cgroup_dir() -> Path | None:
     """This process's cgroup v2 directory, or None (cgroup v1 or not Linux)."""
     try:
@@ -197,15 +226,15 @@ def cgroup_cpu_quota(root: str | os.PathLike[str] | None = None) -> float | None
     """The container's CPU quota in cores (``cpu.max`` 150000/100000 -> 1.5); None: none.
 
     ``root``: a cgroup directory to read instead of this process's (for tests and for
-    inspecting another container). Reads cgroup v2 ``cpu.max``, else v1
-    ``cpu.cfs_quota_us``/``cpu.cfs_period_us``.
+    inspecting another container; default ``$TTS_KIT_CGROUP_ROOT``, else this process's
+    cgroup). Reads cgroup v2 ``cpu.max``, else v1 ``cpu.cfs_quota_us``/``cpu.cfs_period_us``.
 
     Example:
         >>> q = cgroup_cpu_quota()
         >>> q is None or q > 0
         True
     """
-    base = Path(root) if root is not None else _cgroup_dir()
+    base, given = _cgroup_base(root)
     if base is not None:
         raw = _read(base / "cpu.max")
         if raw:
@@ -216,7 +245,7 @@ def cgroup_cpu_quota(root: str | os.PathLike[str] | None = None) -> float | None
                 except ValueError:
                     return None
             return None
-    if root is None:
+    if not given:
         v1 = Path("/sys/fs/cgroup/cpu")
         quota, period = _read(v1 / "cpu.cfs_quota_us"), _read(v1 / "cpu.cfs_period_us")
         try:
@@ -230,14 +259,17 @@ def cgroup_cpu_quota(root: str | os.PathLike[str] | None = None) -> float | None
 def cgroup_memory_limit_mb(root: str | os.PathLike[str] | None = None) -> float | None:
     """The container's memory limit in MiB (``memory.max``); None when unlimited.
 
+    ``root``: as for `cgroup_cpu_quota` (default ``$TTS_KIT_CGROUP_ROOT``). Reads cgroup v2
+    ``memory.max``, else v1 ``memory.limit_in_bytes``.
+
     Example:
         >>> m = cgroup_memory_limit_mb()
         >>> m is None or m > 0
         True
     """
-    base = Path(root) if root is not None else _cgroup_dir()
+    base, given = _cgroup_base(root)
     raw = _read(base / "memory.max") if base is not None else None
-    if raw is None and root is None:
+    if raw is None and not given:
         raw = _read(Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
     if not raw or raw == "max":
         return None

@@ -508,15 +508,16 @@ def _sweep_stage_costs(
     return {(p.name, lo): checked for p in presets for lo in budgets}
 
 
-def default_cpus() -> tuple[int, ...]:
-    """Core counts a sweep can emulate here: 1, 2 and 4 as far as this machine allows.
+def default_cpus(candidates: Sequence[int] = (1, 2, 4)) -> tuple[int, ...]:
+    """Core counts a sweep can emulate here: ``candidates`` as far as this machine allows.
 
     "Allows" is `tts_kit.procfacts.usable_cores`: the affinity, capped by a container's
-    CPU quota, so a 1.5-CPU container on a 16-core host does not emulate 4 cores.
+    CPU quota, so a 1.5-CPU container on a 16-core host does not emulate 2 or 4 cores
+    (such a trial would measure the quota's throttling). Never empty: 1 is always there.
 
     Example:
-        >>> 1 in default_cpus()
-        True
+        >>> 1 in default_cpus(), default_cpus((1,))
+        (True, (1,))
     """
     n = procfacts.usable_cores()
-    return tuple(c for c in (1, 2, 4) if c <= n)
+    return tuple(c for c in candidates if c <= n) or (1,)

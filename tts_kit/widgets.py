@@ -510,8 +510,8 @@ class SessionTuner(W.VBox):
         names = list(presets or PRESETS)
         self.preset = W.Dropdown(options=names, value=names[0], description="preset")
         self.explain = W.HTML()
-        # run_isolated pins to cores of the affinity mask, so that is what can be offered.
-        cores = len(procfacts.allowed_cpus())
+        # The affinity capped by a container's CPU quota: more would measure throttling.
+        cores = procfacts.usable_cores()
         self.threads = W.IntSlider(value=0, min=0, max=max(8, cores),
                                    description="threads", tooltip="0: as the preset says")
         self.cpus = W.Dropdown(options=list(range(1, cores + 1)),

@@ -63,7 +63,7 @@ class SweepSpec:
     )
     """Session presets (names from `tts_kit.sessions.PRESETS`)."""
     cpus: list[int] = field(default_factory=lambda: [1, 2])
-    """vCPU counts to emulate (capped at the cores this machine has; see `effective`)."""
+    """vCPU counts to emulate (capped at the cores this process can use; see `effective`)."""
     loadings: list[str] = field(default_factory=lambda: ["resident", "paged"])
     """Load policies: ``resident``, ``paged``, ``budget:MB``."""
     steps: list[int] | None = None
@@ -184,14 +184,16 @@ class SweepSpec:
             raise ValueError(f"sweep spec: {exc}") from None
 
     def effective(self) -> SweepSpec:
-        """This spec with ``cpus`` limited to the cores this process may use.
+        """This spec with ``cpus`` limited to the cores this process can use.
+
+        That is `tts_kit.procfacts.usable_cores`: the affinity, capped by a container's
+        CPU quota (a 2-core trial in a 1.5-CPU container would measure the throttling).
 
         Example:
-            >>> max(SweepSpec(cpus=[1, 2, 512]).effective().cpus) <= os.cpu_count()
+            >>> max(SweepSpec(cpus=[1, 2, 512]).effective().cpus) <= procfacts.usable_cores()
             True
         """
-        # The affinity mask: a trial pins itself to that many of these cores.
-        n = len(procfacts.allowed_cpus())
+        n = procfacts.usable_cores()
         cpus = sorted({min(int(c), n) for c in self.cpus})
         return dataclasses.replace(self, cpus=cpus)
 

@@ -1,0 +1,634 @@
+"""``tts-kit doctor``: what breaks on-device deployments, checked on this machine, with fixes.
+
+`run_checks` returns one `Check` per concern, each with what it found and, when it is not
+ok, the fix; `format_checks` renders them for a terminal. The checks, in order:
+
+- ``onnxruntime``: it imports (version, providers); one ONNX Runtime package installed;
+- ``libgomp``: whether this ONNX Runtime build links libgomp (read from the ``DT_NEEDED``
+  entries of its shared libraries, so it works when the import itself failed) and, if so,
+  that it loads: slim images (``python:3.x-slim``) lack ``libgomp1``;
+- ``cpu features``: AVX2 and VNNI (AVX512-VNNI, AVX-VNNI) on x86, dot-product on Arm,
+  from ``/proc/cpuinfo``: what INT8 kernels need to be worth it;
+- ``cpu quota``: the cgroup CPU quota and the affinity against ONNX Runtime's default
+  intra-op thread count (one per physical core of the *host*: it does not see a quota),
+  and what a preset with ``"cores"`` threads gets here;
+- ``execution providers``: those listed; CUDA, when listed, asked whether it really runs
+  (in a child process, only then: the probe takes seconds);
+- ``model``: the bundle discovery finds (`tts_kit.bundle.resolve_model_dir`), whether it
+  is a stand-in, whether its graphs load (`tts_kit.loading.check_loads`);
+- ``memory``: the cgroup memory limit and available memory against the model's size.
+
+Statuses: ``ok``, ``warn`` (works, but costs speed or memory), ``fail`` (breaks),
+``skip`` (not checked here, e.g. ``/proc/cpuinfo`` off Linux). Each ``*_status`` function
+decides a status from facts passed in, so the logic is tested without the machine.
+
+Example:
+    >>> from tts_kit.doctor import cpu_quota_status
+    >>> c = cpu_quota_status(quota=1.5, affinity=16, physical=8, usable=1, cores_preset=1)
+    >>> c.status, "1.5 CPUs" in c.found, "intra_op_num_threads" in c.fix
+    ('warn', True, True)
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import struct
+import sys
+import textwrap
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from . import procfacts
+from .textsafe import display_path
+
+Status = Literal["ok", "warn", "fail", "skip"]
+STATUSES: tuple[str, ...] = ("ok", "warn", "fail", "skip")
+
+#: Packages that each install the ``onnxruntime`` module; two of them overwrite each other.
+ORT_DISTRIBUTIONS: tuple[str, ...] = (
+    "onnxruntime", "onnxruntime-gpu", "onnxruntime-openvino", "onnxruntime-directml",
+    "onnxruntime-qnn", "onnxruntime-training", "ort-nightly", "ort-nightly-gpu",
+)
+GOMP_FIX = ("install the GNU OpenMP runtime: apt-get install libgomp1 (Debian, Ubuntu, "
+            "python:*-slim), apk add libgomp (Alpine), dnf install libgomp (Fedora, RHEL)")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check's outcome: what was looked at, what was found, and the fix when not ok.
+
+    Example:
+        >>> Check("libgomp", "ok", "not linked by this build").to_dict()["status"]
+        'ok'
+    """
+
+    name: str
+    """What was checked (``cpu quota``)."""
+    status: Status
+    """``ok``, ``warn``, ``fail`` or ``skip`` (not checked here)."""
+    found: str
+    """What the check found, in a sentence or two."""
+    fix: str = ""
+    """What to do about it ("" when ok)."""
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"Check {self.name!r}: status must be one of {STATUSES}, got "
+                             f"{self.status!r}")
+
+    def to_dict(self) -> dict[str, str]:
+        """Plain JSON form (``tts-kit doctor --json``)."""
+        return asdict(self)
+
+
+# -- onnxruntime --------------------------------------------------------------------------
+
+
+def ort_status(version: str | None, providers: Sequence[str], error: str | None,
+               distributions: Sequence[str]) -> Check:
+    """The ``onnxruntime`` check from what importing it gave.
+
+    ``error``: the import's error message (None: it imported); ``distributions``: the
+    installed packages of `ORT_DISTRIBUTIONS` ("onnxruntime-gpu 1.22.0").
+
+    Example:
+        >>> ort_status(None, [], "No module named 'onnxruntime'", []).fix
+        'pip install onnxruntime (or onnxruntime-gpu for CUDA)'
+        >>> ort_status("1.22.0", ["CPUExecutionProvider"], None,
+        ...            ["onnxruntime 1.22.0", "onnxruntime-gpu 1.22.0"]).status
+        'warn'
+    """
+    if error is not None:
+        if "libgomp" in error:
+            return Check("onnxruntime", "fail", f"import failed: {error}", GOMP_FIX)
+        return Check("onnxruntime", "fail", f"import failed: {error}",
+                     "pip install onnxruntime (or onnxruntime-gpu for CUDA)")
+    package = f" (package {distributions[0]})" if len(distributions) == 1 else ""
+    found = f"{version}{package}; providers: {', '.join(providers) or 'none'}"
+    if len(distributions) > 1:
+        # Both write the same onnxruntime/ directory: whichever was installed last wins,
+        # and uninstalling one leaves a broken mix behind.
+        return Check("onnxruntime", "warn",
+                     f"{found}; {len(distributions)} packages install it: "
+                     f"{', '.join(distributions)}",
+                     f"keep one: pip uninstall -y {' '.join(d.split()[0] for d in distributions)}"
+                     " and pip install the one you need (onnxruntime-gpu for CUDA)")
+    return Check("onnxruntime", "ok", found)
+
+
+def _ort_distributions() -> list[str]:
+    out = []
+    for name in ORT_DISTRIBUTIONS:
+        try:
+            out.append(f"{name} {importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def check_onnxruntime() -> tuple[Check, Any]:
+    """The ``onnxruntime`` check, and the module (None when it does not import)."""
+    try:
+        import onnxruntime as ort
+    except Exception as exc:  # ImportError, or an OSError from a missing shared library
+        return ort_status(None, [], f"{type(exc).__name__}: {exc}", _ort_distributions()), None
+    return ort_status(str(ort.__version__), list(ort.get_available_providers()), None,
+                      _ort_distributions()), ort
+
+
+# -- libgomp ------------------------------------------------------------------------------
+
+
+def elf_needed(path: str | os.PathLike[str]) -> list[str] | None:
+    """The ``DT_NEEDED`` entries (shared libraries) of an ELF file; None if not readable.
+
+    What ``readelf -d`` lists as NEEDED, read here so that no binutils (or ``ldd``, absent
+    from some minimal images) is needed.
+
+    Example:
+        >>> import sys
+        >>> needed = elf_needed(sys.executable)
+        >>> needed is None or all(isinstance(n, str) for n in needed)
+        True
+    """
+    try:
+        with open(path, "rb") as fh:
+            ident = fh.read(16)
+            if ident[:4] != b"\x7fELF" or ident[4] not in (1, 2) or ident[5] not in (1, 2):
+                return None
+            is64, end = ident[4] == 2, "<" if ident[5] == 1 else ">"
+            fh.seek(0x28 if is64 else 0x20)
+            shoff = struct.unpack(end + ("Q" if is64 else "I"), fh.read(8 if is64 else 4))[0]
+            fh.seek(0x3A if is64 else 0x2E)
+            shentsize, shnum = struct.unpack(end + "HH", fh.read(4))
+            shfmt = end + ("IIQQQQIIQQ" if is64 else "IIIIIIIIII")
+            sections = []
+            for i in range(shnum):
+                fh.seek(shoff + i * shentsize)
+                sections.append(struct.unpack(shfmt, fh.read(struct.calcsize(shfmt))))
+            dynfmt = end + ("qQ" if is64 else "iI")
+            for sec in sections:
+                if sec[1] != 6:  # SHT_DYNAMIC
+                    continue
+                strtab = sections[sec[6]]
+                fh.seek(strtab[4])
+                strings = fh.read(strtab[5])
+                fh.seek(sec[4])
+                raw = fh.read(sec[5])
+                out = []
+                for tag, val in struct.iter_unpack(dynfmt, raw[: len(raw) - len(raw)
+                                                                % struct.calcsize(dynfmt)]):
+                    if tag == 0:  # DT_NULL
+                        break
+                    if tag == 1:  # DT_NEEDED
+                        out.append(strings[val: strings.index(b"\0", val)].decode("ascii",
+                                                                                  "replace"))
+                return out
+    except (OSError, struct.error, IndexError, ValueError):
+        return None
+    return None
+
+
+def ort_libraries() -> list[Path]:
+    """The shared libraries of the installed ``onnxruntime`` package (found without
+    importing it, so that a failing import can still be diagnosed).
+
+    Example:
+        >>> all(p.name.startswith(("lib", "onnxruntime")) for p in ort_libraries())
+        True
+    """
+    spec = importlib.util.find_spec("onnxruntime")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    capi = Path(list(spec.submodule_search_locations)[0]) / "capi"
+    return sorted(p for p in capi.glob("*.so*") if p.is_file())
+
+
+def loaded_library(fragment: str) -> str | None:
+    """Path of a shared library loaded into this process whose name contains ``fragment``.
+
+    Example:
+        >>> loaded_library("no-such-library-xyz") is None
+        True
+    """
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                path = line.split(maxsplit=5)[-1].strip()
+                if fragment in os.path.basename(path):
+                    return path
+    except OSError:
+        pass
+    return None
+
+
+def libgomp_status(needed: dict[str, list[str] | None], import_error: str | None,
+                   loaded: str | None, installed: str | None) -> Check:
+    """The ``libgomp`` check from the NEEDED entries of ONNX Runtime's libraries.
+
+    ``needed``: library file name -> its NEEDED entries (None: unreadable), {} when no
+    library was found; ``import_error``: why ``import onnxruntime`` failed (None: it did);
+    ``loaded``: where libgomp is mapped in this process; ``installed``: what
+    ``ctypes.util.find_library("gomp")`` found (None: nothing).
+
+    Example:
+        >>> libgomp_status({"libonnxruntime.so": ["libstdc++.so.6"]}, None, None, None).status
+        'ok'
+        >>> libgomp_status({"libonnxruntime.so": ["libgomp.so.1"]},
+        ...                "libgomp.so.1: cannot open shared object file", None, None).status
+        'fail'
+    """
+    readable = {name: libs for name, libs in needed.items() if libs is not None}
+    linking = sorted(name for name, libs in readable.items()
+                     if any(lib.startswith("libgomp") for lib in libs))
+    if import_error is not None and "libgomp" in import_error:
+        return Check("libgomp", "fail", f"import onnxruntime failed: {import_error}", GOMP_FIX)
+    if not readable:
+        what = ("no onnxruntime shared library found" if not needed else
+                f"could not read the ELF headers of {', '.join(sorted(needed))}")
+        return Check("libgomp", "skip", f"not checked: {what}")
+    if not linking:
+        return Check("libgomp", "ok",
+                     f"not linked by this onnxruntime build: none of its {len(readable)} shared "
+                     f"libraries ({', '.join(sorted(readable))}) lists it as NEEDED; a slim "
+                     "image needs nothing for it")
+    where = loaded or installed
+    if where:
+        return Check("libgomp", "ok", f"linked by {', '.join(linking)}; found: {where}")
+    return Check("libgomp", "fail", f"linked by {', '.join(linking)}; not found", GOMP_FIX)
+
+
+def check_libgomp(import_error: str | None) -> Check:
+    """The ``libgomp`` check on this machine (Linux; elsewhere ``skip``)."""
+    if not sys.platform.startswith("linux"):
+        return Check("libgomp", "skip", f"not checked on {sys.platform} (a Linux image concern)")
+    needed = {p.name: elf_needed(p) for p in ort_libraries()}
+    linked = any(libs and any(lib.startswith("libgomp") for lib in libs)
+                 for libs in needed.values())
+    installed = None
+    if linked:  # find_library runs ldconfig: only worth it when the answer matters
+        import ctypes.util
+
+        installed = ctypes.util.find_library("gomp")
+    return libgomp_status(needed, import_error, loaded_library("libgomp"), installed)
+
+
+# -- CPU features -------------------------------------------------------------------------
+
+
+def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> set[str] | None:
+    """The CPU's feature flags (``flags`` on x86, ``Features`` on Arm); None off Linux.
+
+    Example:
+        >>> flags = cpu_flags()
+        >>> flags is None or isinstance(flags, set)
+        True
+    """
+    try:
+        with open(cpuinfo, encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                if key.strip() in ("flags", "Features"):
+                    return set(value.split())
+    except OSError:
+        return None
+    return set()
+
+
+def cpu_features_status(flags: set[str] | None, machine: str) -> Check:
+    """The ``cpu features`` check: what ONNX Runtime's INT8 kernels can use here.
+
+    Example:
+        >>> cpu_features_status({"avx2", "avx512_vnni"}, "x86_64").status
+        'ok'
+        >>> cpu_features_status({"sse4_2"}, "x86_64").status
+        'warn'
+        >>> cpu_features_status(None, "arm64").status
+        'skip'
+    """
+    name = "cpu features"
+    if flags is None:
+        return Check(name, "skip", "not checked (no /proc/cpuinfo on this system)")
+    measure = ("measure before shipping INT8: tts-kit convert MODEL OUT --to int8 reports its "
+               "latency and fidelity against FP32 here; keep FP32 (or FP16) if it is not faster")
+    if machine.lower() in ("x86_64", "amd64", "i386", "i686", "x86"):
+        vnni = sorted(f for f in flags if f in ("avx512_vnni", "avx_vnni", "amx_int8"))
+        have = [f for f in ("avx2", "avx512f") if f in flags] + vnni
+        found = f"x86: {', '.join(have) or 'no AVX2'}"
+        if vnni:
+            return Check(name, "ok", f"{found}: INT8 runs on VNNI kernels")
+        if "avx2" in flags:
+            return Check(name, "warn", f"{found}; no VNNI: INT8 matrix products run on AVX2, "
+                         "often little faster than FP32 (and u8s8 weights may saturate)",
+                         measure)
+        return Check(name, "warn", f"{found}: INT8 and FP32 run on SSE kernels, slowly",
+                     "deploy on a CPU with AVX2, better AVX512-VNNI or AVX-VNNI "
+                     f"(Cascade Lake, Ice Lake, Zen 4, Alder Lake or newer); {measure}")
+    if machine.lower() in ("aarch64", "arm64"):
+        dot = sorted(f for f in flags if f in ("asimddp", "i8mm"))
+        if dot:
+            return Check(name, "ok", f"Arm: {', '.join(dot)}: INT8 uses dot-product kernels")
+        return Check(name, "warn", "Arm: no asimddp (dot product): INT8 gains are small",
+                     measure)
+    return Check(name, "skip", f"not checked on {machine}")
+
+
+def check_cpu_features() -> Check:
+    """The ``cpu features`` check on this machine."""
+    import platform
+
+    flags = cpu_flags() if sys.platform.startswith("linux") else None
+    return cpu_features_status(flags, platform.machine())
+
+
+# -- CPU quota ----------------------------------------------------------------------------
+
+
+def cpu_quota_status(quota: float | None, affinity: int, physical: int | None, usable: int,
+                     cores_preset: int, source: str = "") -> Check:
+    """The ``cpu quota`` check: ONNX Runtime's default thread count against what it may use.
+
+    ``quota``: the cgroup CPU quota in CPUs (None: none); ``affinity``: cores in the
+    affinity mask; ``physical``: the host's physical cores, which ONNX Runtime's default
+    ``intra_op_num_threads=0`` starts one thread for (None: unknown); ``usable``:
+    `tts_kit.procfacts.usable_cores`; ``cores_preset``: what ``"cores"`` resolves to
+    (`tts_kit.sessions.cores_in_force`); ``source``: where the limits were read.
+
+    Example:
+        >>> cpu_quota_status(None, 4, 4, 4, 4).status
+        'ok'
+        >>> c = cpu_quota_status(1.5, 2, 2, 1, 1)
+        >>> c.status, c.found.split("; ")[:2]
+        ('warn', ['cgroup CPU quota 1.5 CPUs -> 1 usable core', 'affinity 2 cores'])
+    """
+    name = "cpu quota"
+    limit = (f"cgroup CPU quota {quota:g} CPUs -> {usable} usable core{'s' * (usable != 1)}"
+             if quota is not None else "no cgroup CPU quota")
+    ort_default = physical if physical is not None else affinity
+    found = (f"{limit}{source}; affinity {affinity} core{'s' * (affinity != 1)}; ONNX "
+             f"Runtime's default starts {ort_default} intra-op thread"
+             f"{'s' * (ort_default != 1)} (one per physical core of the host); a preset with "
+             f'"cores" threads gets {cores_preset} here')
+    if ort_default <= usable:
+        return Check(name, "ok", found)
+    why = "the quota" if quota is not None and int(quota) < affinity else "the affinity"
+    return Check(name, "warn", found + f"; {why} throttles the extra threads",
+                 f"set SessionOptions.intra_op_num_threads = {usable} (tts_kit presets with "
+                 f'"cores" do this), or tune with tts-kit tune --cpus '
+                 f"{','.join(str(c) for c in (1, 2, 4) if c <= usable)}; do not leave it at "
+                 "0 (ONNX Runtime's default) in this container")
+
+
+def check_cpu_quota(ort_ok: bool) -> Check:
+    """The ``cpu quota`` check on this machine."""
+    import psutil
+
+    override = procfacts.cgroup_root_override()
+    source = f" (read from $TTS_KIT_CGROUP_ROOT={display_path(override)})" if override else ""
+    usable = procfacts.usable_cores()
+    if ort_ok:
+        from .sessions import cores_in_force
+
+        cores_preset = cores_in_force()
+    else:
+        cores_preset = procfacts.current_cpus() or usable
+    return cpu_quota_status(procfacts.cgroup_cpu_quota(), len(procfacts.allowed_cpus()),
+                            psutil.cpu_count(logical=False), usable, cores_preset, source)
+
+
+# -- execution providers ------------------------------------------------------------------
+
+
+def providers_status(providers: Sequence[str], cuda: tuple[bool, str] | None,
+                     gpus: str | None) -> Check:
+    """The ``execution providers`` check.
+
+    ``cuda``: `tts_kit.devices.probe_cuda`'s answer when CUDA is listed (else None);
+    ``gpus``: what ``nvidia-smi -L`` lists (None: no ``nvidia-smi``).
+
+    Example:
+        >>> providers_status(["CPUExecutionProvider"], None, None).status
+        'ok'
+        >>> providers_status(["CPUExecutionProvider"], None, "GPU 0: NVIDIA L4").status
+        'warn'
+        >>> providers_status(["CUDAExecutionProvider", "CPUExecutionProvider"],
+        ...                  (False, "libcudnn.so.9: not found"), "GPU 0: NVIDIA L4").status
+        'warn'
+    """
+    name = "execution providers"
+    listed = ", ".join(providers) or "none"
+    if cuda is not None:
+        ok, why = cuda
+        if ok:
+            return Check(name, "ok", f"{listed}; CUDA runs a session here")
+        return Check(name, "warn", f"{listed}; CUDA is listed but does not run: {why}",
+                     "install the CUDA and cuDNN libraries this onnxruntime-gpu was built for "
+                     "(pip install onnxruntime-gpu[cuda,cudnn] brings them), or pip install "
+                     "onnxruntime for CPU only; sessions fall back to CPU meanwhile")
+    first_gpu = gpus.splitlines()[0] if gpus else ""
+    if first_gpu:
+        return Check(name, "warn", f"{listed}; a GPU is present ({first_gpu}) but this "
+                     "onnxruntime has no CUDAExecutionProvider",
+                     "for the GPU: pip uninstall -y onnxruntime && pip install "
+                     "onnxruntime-gpu; on CPU only, nothing to do")
+    return Check(name, "ok", f"{listed} (CPU only; no GPU found)")
+
+
+def check_providers(ort: Any) -> Check:
+    """The ``execution providers`` check; probes CUDA (seconds, in a child) only if listed."""
+    from . import devices
+
+    providers = list(ort.get_available_providers())
+    cuda = devices.probe_cuda(timeout_s=120) if devices.CUDA in providers else None
+    gpus = devices.gpu_list() if cuda is None else None
+    return providers_status(providers, cuda, gpus)
+
+
+# -- model --------------------------------------------------------------------------------
+
+
+def model_status(path: str | None, source: str, standin: dict[str, Any] | None,
+                 size_mb: float | None, error: str | None, loads: bool | None) -> Check:
+    """The ``model`` check from discovery's answer.
+
+    ``path``: the bundle (shown ``~/...``) or None when discovery failed; ``error``: why
+    the bundle could not be opened or loaded; ``loads``: whether every graph loads in
+    ONNX Runtime (None: not checked).
+
+    Example:
+        >>> model_status("/m", "explicit path", None, 380.0, None, True).status
+        'ok'
+        >>> model_status("/m", "stand-in (tiny)", {"scale": "tiny"}, 3.0, None, True).status
+        'warn'
+    """
+    name = "model"
+    if path is None or error is not None:
+        where = f"{path} ({source})" if path else source
+        fix = ("tts-kit info --model DIR says what is wrong with a bundle; point --model or "
+               "$TTS_KIT_MODEL_DIR at a complete one, tts-kit fetch downloads the real model")
+        if loads is False:
+            fix = ("upgrade onnxruntime (pip install -U onnxruntime) or use a bundle exported "
+                   "for this version")
+        return Check(name, "fail", f"{where}: {error}", fix)
+    size = f", {size_mb:.0f} MB" if size_mb is not None else ""
+    load = {True: "all four graphs load", False: "graphs do not load",
+            None: "loading not checked (--no-load)"}[loads]
+    found = f"{path} ({source}{size}); {load}"
+    if standin is not None:
+        scale = standin.get("scale")
+        sizes = ("the real model's layer sizes" if scale == "full" else
+                 "far smaller than the real model, so its costs are not the real ones")
+        return Check(name, "warn", f"{found}; a stand-in ({scale}): synthetic weights, "
+                     f"noise for audio, {sizes}",
+                     "for real speech: tts-kit fetch (or --model DIR, $TTS_KIT_MODEL_DIR)")
+    return Check(name, "ok", found)
+
+
+def check_model(model: str | os.PathLike[str] | None, load: bool,
+                ort_ok: bool) -> tuple[Check, float | None]:
+    """The ``model`` check on this machine, and the model's size in MB (None: unknown)."""
+    if not ort_ok:
+        return Check("model", "skip", "not checked: onnxruntime does not import"), None
+    from .bundle import Bundle, resolve_model_dir
+
+    path: Path | None = None
+    source = "discovery"
+    try:
+        path, source = resolve_model_dir(model)
+        bundle = Bundle(path)
+    except Exception as exc:  # a broken bundle, or a stand-in that could not be built
+        shown = display_path(path) if path is not None else None
+        return model_status(shown, source, None, None, str(exc).splitlines()[0], None), None
+    size_mb = sum(info.size_bytes for info in bundle.stages.values()) / 2**20
+    loads: bool | None = None
+    error = None
+    if load:
+        from .loading import check_loads
+
+        try:
+            check_loads(bundle)
+            loads = True
+        except Exception as exc:
+            loads, error = False, str(exc).splitlines()[0]
+    return model_status(display_path(bundle.path), source, bundle.standin_info, size_mb,
+                        error, loads), size_mb
+
+
+# -- memory -------------------------------------------------------------------------------
+
+
+def memory_status(limit_mb: float | None, available_mb: float, model_mb: float | None,
+                  source: str = "") -> Check:
+    """The ``memory`` check: room for the model under the container's limit.
+
+    A resident session holds about the graphs' size, and creating it briefly needs more
+    (graph optimisation copies initialisers): below 1x the model's size it cannot load,
+    below 2x it is tight. The limit counts everything in the container, so the room is
+    at most the limit, whatever the host has free.
+
+    Example:
+        >>> memory_status(None, 8000.0, 400.0).status
+        'ok'
+        >>> memory_status(512.0, 8000.0, 400.0).status
+        'warn'
+        >>> memory_status(256.0, 8000.0, 400.0).status
+        'fail'
+    """
+    name = "memory"
+    room = min(available_mb, limit_mb) if limit_mb is not None else available_mb
+    limit = (f"cgroup memory limit {limit_mb:.0f} MB{source}" if limit_mb is not None
+             else "no cgroup memory limit")
+    found = f"{limit}; {available_mb:.0f} MB available"
+    if model_mb is None:
+        return Check(name, "ok" if room > 0 else "warn", f"{found}; model size unknown")
+    found += f"; the model's graphs are {model_mb:.0f} MB"
+    need = 2 * model_mb
+    fix = (f"give it at least {need:.0f} MB (docker run --memory {need:.0f}m, a Kubernetes "
+           "memory limit), or load less at once: loading='paged' or 'budget:MB' (tts-kit tune "
+           "--loading resident,paged shows each one's peak), or tts-kit convert --to fp16 "
+           "(half the weights)")
+    if room < model_mb:
+        return Check(name, "fail", f"{found}: the model does not fit", fix)
+    if room < need:
+        return Check(name, "warn", f"{found}: tight (under 2x the model while sessions are "
+                     "created)", fix)
+    return Check(name, "ok", found)
+
+
+def check_memory(model_mb: float | None) -> Check:
+    """The ``memory`` check on this machine."""
+    import psutil
+
+    override = procfacts.cgroup_root_override()
+    source = f" (read from $TTS_KIT_CGROUP_ROOT={display_path(override)})" if override else ""
+    return memory_status(procfacts.cgroup_memory_limit_mb(),
+                         psutil.virtual_memory().available / 2**20, model_mb, source)
+
+
+# -- all ----------------------------------------------------------------------------------
+
+
+def run_checks(model: str | os.PathLike[str] | None = None, load: bool = True) -> list[Check]:
+    """Every check, in the order of the module docstring.
+
+    ``model``: a bundle directory (default: discovery, as every command); ``load``: load
+    each graph in ONNX Runtime (seconds for a full-size model).
+
+    Example:
+        >>> checks = run_checks(load=False)  # doctest: +SKIP
+        >>> [c.name for c in checks]  # doctest: +SKIP
+        ['onnxruntime', 'libgomp', 'cpu features', 'cpu quota', 'execution providers', \
+'model', 'memory']
+    """
+    ort_check, ort = check_onnxruntime()
+    ort_ok = ort is not None
+    import_error = None if ort_ok else ort_check.found
+    checks = [ort_check, check_libgomp(import_error), check_cpu_features(),
+              check_cpu_quota(ort_ok)]
+    checks.append(check_providers(ort) if ort_ok else
+                  Check("execution providers", "skip", "not checked: onnxruntime does not "
+                        "import"))
+    model_check, model_mb = check_model(model, load, ort_ok)
+    checks += [model_check, check_memory(model_mb)]
+    return checks
+
+
+def failed(checks: Iterable[Check]) -> bool:
+    """Whether any check failed (``tts-kit doctor`` then exits 1).
+
+    Example:
+        >>> failed([Check("a", "ok", ""), Check("b", "warn", "", "x")])
+        False
+    """
+    return any(c.status == "fail" for c in checks)
+
+
+def format_checks(checks: Sequence[Check], width: int = 100) -> str:
+    """The checks as terminal text: a status column, the finding, the fix under it.
+
+    Example:
+        >>> print(format_checks([Check("libgomp", "ok", "not linked"),
+        ...                      Check("cpu quota", "warn", "1.5 CPUs", "set threads")]))
+        ok    libgomp              not linked
+        warn  cpu quota            1.5 CPUs
+                                   fix: set threads
+        2 checks: 1 ok, 1 warning, 0 failed
+    """
+    indent = " " * 27
+    lines = []
+    for c in checks:
+        lines += textwrap.wrap(c.found, width, initial_indent=f"{c.status:<6}{c.name:<21}",
+                               subsequent_indent=indent, break_on_hyphens=False) or [c.name]
+        if c.fix:
+            lines += textwrap.wrap(f"fix: {c.fix}", width, initial_indent=indent,
+                                   subsequent_indent=indent + "     ",
+                                   break_on_hyphens=False)
+    counts = {s: sum(c.status == s for c in checks) for s in STATUSES}
+    tail = f", {counts['skip']} not checked" if counts["skip"] else ""
+    lines.append(f"{len(checks)} checks: {counts['ok']} ok, {counts['warn']} warning"
+                 f"{'s' * (counts['warn'] != 1)}, {counts['fail']} failed{tail}")
+    return "\n".join(lines)
