@@ -205,13 +205,12 @@ def write_report(
     """
     spec = SweepSpec.load(sweep, quick=quick)
     bundle = model if isinstance(model, Bundle) else Bundle(resolve_model_dir(model)[0])
-    tuning = run_tuning(bundle, spec, progress=progress, presets=presets, full_paths=full_paths)
-    again = measure_recommended(bundle, tuning)
+    tuning = run_tuning(bundle, spec, progress=progress, presets=presets, full_paths=full_paths,
+                        executor=executor)
+    again = measure_recommended(bundle, tuning, executor)
     if not full_paths and isinstance(again.get("error"), str):
         again["error"] = hide_home(again["error"])
     tuning.extras["recommended_trial"] = again
-    tuning = run_tuning(bundle, spec, progress=progress, executor=executor)
-    tuning.extras["recommended_trial"] = measure_recommended(bundle, tuning, executor)
     out_dir = Path(out).expanduser()
     out_dir.mkdir(parents=True, exist_ok=True)
     return tuning.save(out_dir / "report.json")
@@ -272,8 +271,7 @@ def make_report(
     with atomic.scratch_dir(out_dir) as tmp:
         names = ["report.json"]
         write_report(tmp, bundle, spec, progress=progress, presets=presets,
-                     full_paths=full_paths)
-        write_report(tmp, bundle, spec, progress=progress, executor=executor)
+                     full_paths=full_paths, executor=executor)
         if render:
             render_report(tmp / "report.json", tmp, model_dir=bundle.path,
                           model_source=source, timeout_s=timeout_s, progress=progress,
