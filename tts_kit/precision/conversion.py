@@ -61,7 +61,14 @@ import onnxruntime as ort
 from .. import atomic, contract
 from ..audio_metrics import snr_db
 from .measure import measure_conversion
-from .records import ConversionReport, StageReport, check_target
+from .records import (
+    MAX_LOG_MEL_DB,
+    MIN_SNR_DB,
+    ConversionReport,
+    Fidelity,
+    StageReport,
+    check_target,
+)
 
 #: Op types `quantize_dynamic` is asked to quantise (see the module docstring).
 INT8_OP_TYPES: tuple[str, ...] = ("MatMul", "Conv", "Gather")
@@ -393,6 +400,13 @@ def convert(
     check_target(to)
     if measure not in (True, False, "fidelity"):
         raise ValueError(f"measure must be True, False or 'fidelity', got {measure!r}")
+    from ..family import is_piper
+
+    if is_piper(src):
+        if stages is not None and list(stages) != ["voice"]:
+            raise ValueError("a Piper voice has one stage, 'voice'; drop stages")
+        return convert_piper(src, dst, to, keep_io_types, op_block_list, measure=bool(measure),
+                             texts=texts, seed=seed)
     src_p = Path(src).expanduser()
     dst_p = Path(dst).expanduser()
     if src_p.is_dir():
@@ -611,3 +625,131 @@ def _compare_outputs(report: ConversionReport, src_p: Path, dst_p: Path) -> None
     except Exception as exc:  # any model: inputs we cannot invent are a note, not a failure
         report.notes.append(f"output comparison skipped: {type(exc).__name__}: {exc}")
 
+
+
+# -- Piper voices --------------------------------------------------------------------------
+
+
+def convert_piper(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    to: str = "fp16",
+    keep_io_types: bool = True,
+    op_block_list: Sequence[str] | None = None,
+    measure: bool = True,
+    texts: Sequence[str] | None = None,
+    seed: int = 0,
+) -> ConversionReport:
+    """Convert a Piper voice (`tts_kit.piper_voice`) into a new voice directory.
+
+    ``src``: ``piper:NAME``, a voice directory or its ``.onnx`` file; it is only read
+    (hashed before and after). ``dst``: a new directory (must not exist, or be empty),
+    built aside and moved into place whole: the converted graph, its ``.onnx.json`` with
+    a ``tts_kit_precision`` record, and the voice's other regular files (model card).
+    With ``measure``, both voices read ``texts`` (default: the precision texts) with the
+    same seed, so the same noise, and the waveforms are compared (SNR, log-mel distance,
+    length), on the CPU, in this process. Memory and latency: ``tts-kit tune --model DST``.
+
+    Example:
+        >>> r = convert_piper("piper:joe-us", "joe-fp16", "fp16")  # doctest: +SKIP
+        >>> r.fidelity["CPUExecutionProvider"].passed  # doctest: +SKIP
+        True
+    """
+    from ..piper_voice import STAGE, PiperBundle
+
+    check_target(to)
+    bundle = PiperBundle(src)
+    src_dir = bundle.path
+    dst_p = Path(dst).expanduser()
+    if dst_p.resolve() == src_dir or dst_p.resolve().is_relative_to(src_dir):
+        raise ValueError(f"{dst}: the output must be outside the voice's directory {src_dir}")
+    _check_float32(bundle.stages[STAGE].precision, bundle.model_file.name)
+    _check_dst_free(dst_p, "bundle")
+    files = [bundle.model_file, bundle.config_file]
+    extra = [f for f in sorted(src_dir.iterdir()) if f.is_file() and not f.is_symlink()
+             and f not in files and f.suffix not in (".onnx", ".json", ".py", ".pyc")]
+    t0 = time.perf_counter()
+    before = {f.name: sha256_file(f) for f in files + extra}
+    report = ConversionReport(
+        kind="piper", src=str(bundle.name if bundle.name.startswith("piper:")
+                              else bundle.model_file),
+        dst=str(dst_p), to=to, converted=[STAGE], tool=_tool(to),
+        options={"keep_io_types": keep_io_types, "op_block_list": list(op_block_list or [])},
+        source_sha256=before,
+    )
+    dst_p.parent.mkdir(parents=True, exist_ok=True)
+    with atomic.atomic_dir(dst_p) as tmp:
+        out = tmp / bundle.model_file.name
+        ops, kept = _convert_graph(bundle.model_file, out, to, keep_io_types, op_block_list)
+        sess = _open_check(out)
+        del sess
+        for f in extra:
+            _copy_regular(f, tmp / f.name)
+        cfg = dict(bundle.config)
+        record = {"to": to, "stages": [STAGE],
+                  "source_sha256": {STAGE: before[bundle.model_file.name]},
+                  "tool": report.tool, "options": report.options}
+        if PRECISION_KEY in cfg:
+            record["previous"] = cfg[PRECISION_KEY]
+        cfg[PRECISION_KEY] = record
+        (tmp / bundle.config_file.name).write_text(
+            json.dumps(cfg, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        converted = PiperBundle(out)  # the result must open like any voice
+        report.stages[STAGE] = StageReport(
+            STAGE, True, bundle.stages[STAGE].size_bytes, _graph_bytes(out),
+            bundle.stages[STAGE].precision, converted.stages[STAGE].precision, ops, kept)
+        after = {f.name: sha256_file(f) for f in files + extra}
+        if after != before:
+            report.source_unchanged = False
+            raise RuntimeError(f"{src_dir}: the voice changed during conversion; nothing was "
+                               "written; make sure nothing else writes to it and retry")
+    report.convert_s = time.perf_counter() - t0
+    if measure:
+        report.measured = True
+        report.fidelity["CPUExecutionProvider"] = piper_fidelity(
+            bundle, dst_p, to, texts=texts, seed=seed)
+        report.texts = list(texts or _piper_texts())
+        report.seed = seed
+        report.steps = 1
+    return report
+
+
+def _piper_texts() -> list[str]:
+    from .measure import DEFAULT_TEXTS
+
+    return list(DEFAULT_TEXTS)
+
+
+def piper_fidelity(reference: Any, candidate: Any, to: str = "fp16",
+                   texts: Sequence[str] | None = None, seed: int = 0) -> Fidelity:
+    """A converted Piper voice against its source: same texts, same seed, same noise.
+
+    Both engines run on the CPU in this process; the waveforms are compared with
+    `tts_kit.audio_metrics.waveform_fidelity` and judged by `Fidelity.evaluate` with the
+    target's thresholds (``stage_snr_db`` holds the one stage, ``voice``).
+
+    Example:
+        >>> piper_fidelity("piper:joe-us", "joe-fp16", "fp16").passed  # doctest: +SKIP
+        True
+    """
+    from ..audio_metrics import waveform_fidelity
+    from ..piper_voice import STAGE, PiperEngine
+
+    texts = list(texts or _piper_texts())
+    ref_e = PiperEngine(reference)
+    cand_e = PiperEngine(candidate)
+    f = Fidelity("CPUExecutionProvider", min_snr_db=MIN_SNR_DB[to],
+                 max_log_mel_db=MAX_LOG_MEL_DB[to])
+    try:
+        ref = [r.wav for r in ref_e.synthesize_batch(texts, seed=seed)]
+        cand = [r.wav for r in cand_e.synthesize_batch(texts, seed=seed)]
+        snr, lmd, n_ref, n_cand = waveform_fidelity(ref, cand, ref_e.bundle.sample_rate)
+        f.waveform_snr_db, f.log_mel_distance_db = snr, lmd
+        f.length_ref, f.length_candidate = n_ref, n_cand
+        f.stage_snr_db = {STAGE: snr}
+    except ValueError as exc:
+        f.error = str(exc)
+    finally:
+        ref_e.close()
+        cand_e.close()
+    return f.evaluate()
