@@ -57,7 +57,10 @@ def _warning_line(message, category, filename, lineno, file=None, line=None) -> 
 
 def _bundle(args: argparse.Namespace):
     from .bundle import Bundle, resolve_model_dir
+    from .family import is_piper, open_model
 
+    if is_piper(args.model):  # piper:NAME, a Piper voice directory or .onnx file
+        return open_model(args.model)
     path, source = resolve_model_dir(args.model)
     bundle = Bundle(path)
     if bundle.is_standin:
@@ -89,14 +92,21 @@ def cmd_synth(args: argparse.Namespace) -> int:
     import soundfile as sf
 
     from .atomic import atomic_file
-    from .engine import Engine
+    from .family import make_engine, model_label
     from .records import format_timings
 
     out, fmt = _audio_output(args.output)  # before the model loads: a bad -o costs nothing
-    engine = Engine(_bundle(args), normalize=not args.no_normalize, loading=args.loading)
+    bundle = _bundle(args)
+    piper = bundle.family == "piper"
+    if not piper and (args.noise_scale is not None or args.noise_w is not None):
+        raise UserError("--noise-scale and --noise-w apply to Piper voices only (--model "
+                        "piper:joe-us); a Supertonic bundle's noise is its --seed")
+    extra = {"noise_scale": args.noise_scale, "noise_w": args.noise_w} if piper else {}
+    engine = make_engine(bundle, normalize=not args.no_normalize, loading=args.loading, **extra)
+    speed = args.speed if args.speed is not None else (1.0 if piper else contract.DEFAULT_SPEED)
     result = engine.synthesize(
         args.text, lang=args.lang, voice=args.voice or engine.bundle.default_voice,
-        steps=args.steps, speed=args.speed, seed=args.seed,
+        steps=args.steps, speed=speed, seed=args.seed,
     )
     # Written beside and renamed into place: a full disk or a kill leaves an existing file
     # as it was and no partial one.
@@ -107,7 +117,8 @@ def cmd_synth(args: argparse.Namespace) -> int:
         why = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
         raise UserError(f"{out}: could not write the audio ({why}); nothing was changed; "
                         "free some space or choose another -o") from None
-    _say(f"wrote {out} ({result.duration_s:.2f} s of audio at {result.sample_rate} Hz)")
+    _say(f"wrote {out} ({result.duration_s:.2f} s of audio at {result.sample_rate} Hz; "
+         f"spoken by {term_safe(model_label(bundle))})")
     if result.text != " ".join(args.text.split()):
         # What normalisation made of it (dropped characters too), on one line.
         _say(f"read: {term_safe(result.text)}")
@@ -124,18 +135,25 @@ def cmd_info(args: argparse.Namespace) -> int:
     info = bundle.describe()
     # The file checks cannot see an operator ORT lacks: unless told not to, load each
     # graph, so "info" passing means "synth" can load the bundle too.
-    loads = None if args.no_load else check_loads(bundle) == list(contract.STAGES)
+    from .family import model_label
+
+    loads = None if args.no_load else check_loads(bundle) == list(bundle.stages)
     info["runtime"] = {"onnxruntime": _ort_version(), "graphs_load": loads}
+    info.setdefault("family", bundle.family)
+    info.setdefault("model", model_label(bundle))
     if args.json:
         _say(json.dumps(info, indent=2))
         return 0
+    _say(f"model    {term_safe(info['model'])}")
     _say(f"bundle   {info['path']}")
     kind = f"stand-in {info['standin']}" if info["standin"] else "real model"
     _say(f"kind     {kind}")
     _say(f"voices   {', '.join(term_safe(v) for v in info['voices'])}")
     _say(f"params   {info['params'] / 1e6:.2f} M")
     if loads:
-        _say(f"runtime  onnxruntime {_ort_version()} loads all four graphs (CPU)")
+        n = len(info["stages"])
+        what = "the graph" if n == 1 else f"all {'four' if n == 4 else n} graphs"
+        _say(f"runtime  onnxruntime {_ort_version()} loads {what} (CPU)")
     else:
         _say("runtime  not checked (--no-load): whether onnxruntime can load the graphs")
     _say(f"{'stage':<20} {'params':>12} {'MB':>9} {'precision':>9}  sha256")
@@ -212,6 +230,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
         raise UserError(f"--repeats must be >= 1 (timed calls after the first), got "
                         f"{args.repeats}")
     workload = Workload(steps=args.steps, repeats=args.repeats)
+    from .family import model_label
+
+    _say(f"model: {term_safe(model_label(bundle))}", file=sys.stderr)
     if args.json:
         _check_output_file(args.json, "--json")  # now, not after minutes of measuring
     with _cluster(args.scheduler) as executor:
@@ -357,18 +378,25 @@ def _parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help, description=help)
         sp.set_defaults(func=fn)
         if model:
-            sp.add_argument("--model", help="bundle directory (default: discovered; see README)")
+            sp.add_argument("--model", help="bundle directory, a Piper voice (its directory or "
+                            ".onnx file) or piper:joe-us (default: discovered; see README)")
         return sp
 
-    sp = add("synth", cmd_synth, "synthesise TEXT into a 44.1 kHz mono WAV file")
+    sp = add("synth", cmd_synth, "synthesise TEXT into a mono WAV file (44.1 kHz for "
+             "Supertonic, the voice's rate for Piper)")
     sp.add_argument("text")
     sp.add_argument("-o", "--output", required=True, help="output .wav path")
     sp.add_argument("--lang", default="en", help="language code (en, ko, ... or na)")
     sp.add_argument("--voice", default=None, help="voice style (default: M1, else the "
                     "bundle's first voice)")
     sp.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS)
-    sp.add_argument("--speed", type=float, default=contract.DEFAULT_SPEED)
+    sp.add_argument("--speed", type=float, default=None,
+                    help=f"speech rate (default {contract.DEFAULT_SPEED:g}; 1 for Piper)")
     sp.add_argument("--seed", type=int, default=None)
+    sp.add_argument("--noise-scale", type=float, default=None,
+                    help="Piper only: the prior's noise (default: the voice's; 0: none)")
+    sp.add_argument("--noise-w", type=float, default=None,
+                    help="Piper only: the duration noise (default: the voice's; 0: none)")
     sp.add_argument("--loading", default="resident", help="resident, paged or budget:MB")
     sp.add_argument("--no-normalize", action="store_true", help="skip text normalisation")
 
@@ -412,8 +440,8 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
     sp.add_argument("--scheduler", default=None, metavar="ADDRESS", help=SCHEDULER_HELP)
 
-    sp = add("convert", cmd_convert, "convert a bundle or .onnx file to FP16 or INT8",
-             model=False)
+    sp = add("convert", cmd_convert, "convert a bundle, a Piper voice (piper:joe-us or its "
+             "directory) or an .onnx file to FP16 or INT8", model=False)
     sp.add_argument("src")
     sp.add_argument("dst")
     sp.add_argument("--to", required=True, choices=["fp16", "int8"])
