@@ -308,6 +308,29 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    from .verify import OFFICIAL, verify
+
+    if args.json:
+        _check_output_file(args.json, "--json")
+    bundle = _bundle(args)
+    against = args.against
+    if against != OFFICIAL and not Path(against).expanduser().is_dir():
+        raise UserError(f"--against {against}: not a directory; give 'official' or a bundle "
+                        "directory (an FP16/INT8 copy)")
+    report = verify(bundle, against, threads=args.threads, min_snr_db=args.min_snr,
+                    max_abs_diff=args.max_abs_diff)
+    _say(report.table())
+    if args.json:
+        from .atomic import atomic_file
+
+        with atomic_file(args.json) as tmp:
+            Path(tmp).write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+        _say(f"wrote {args.json}")
+    # Like `diff`: 0 within the tolerance, 1 outside it, 2 bad input.
+    return 0 if report.passed else 1
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from .report import make_report, rerun_report
 
@@ -423,6 +446,21 @@ def _parser() -> argparse.ArgumentParser:
                     help="only convert (skip memory, latency and fidelity measurements)")
     sp.add_argument("--fidelity-only", action="store_true",
                     help="measure fidelity against the source, not memory or latency")
+
+    sp = add("verify", cmd_verify,
+             "synthesise the same texts (en, ko), voices, steps, speeds and noise through "
+             "tts_kit and the official package (or a second bundle) and compare every stage "
+             "and the audio; exit 0 within the tolerance, 1 outside it")
+    sp.add_argument("--against", default="official",
+                    help="'official' (the supertonic package on the same bundle, default) or "
+                    "a bundle directory to compare with (e.g. an FP16 or INT8 copy)")
+    sp.add_argument("--threads", type=int, default=1,
+                    help="intra-op threads on both sides (default 1: reproducible)")
+    sp.add_argument("--min-snr", type=float, default=60.0,
+                    help="tolerance: lowest SNR of any stage or waveform, dB (default 60)")
+    sp.add_argument("--max-abs-diff", type=float, default=1e-3,
+                    help="tolerance: largest absolute difference of any output (default 1e-3)")
+    sp.add_argument("--json", default=None, help="write the report as JSON here")
 
     sp = add("report", cmd_report,
              "run a tuning sweep, write report.json, and render it as HTML and a notebook")
