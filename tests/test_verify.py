@@ -184,3 +184,46 @@ def test_the_official_package_writes_nothing(tiny_bundle_dir: Path, tmp_path: Pa
     assert not any(p.name.startswith("supertonic") for p in home.rglob("*")), \
         list(home.rglob("*"))
     assert "PASS" in capsys.readouterr().out
+
+
+# -- the noise floor and verdicts ------------------------------------------------------------
+
+
+def _scrambled_copy(src: Path, dst: Path, stage: str = "vector_estimator") -> Path:
+    """A copy whose stage has random weights of the same scale: a broken conversion."""
+    shutil.copytree(src, dst)
+    path = dst / contract.GRAPHS[stage].path
+    m = onnx.load(str(path))
+    rng = np.random.default_rng(0)
+    for init in m.graph.initializer:
+        a = numpy_helper.to_array(init)
+        if a.dtype == np.float32 and a.size > 1000:
+            b = (rng.standard_normal(a.shape) * a.std()).astype(np.float32)
+            init.CopyFrom(numpy_helper.from_array(b, init.name))
+    onnx.save(m, str(path))
+    return dst
+
+
+def test_verdicts_are_relative_to_the_measured_floor(tiny_bundle_dir: Path, tmp_path: Path,
+                                                     capsys):
+    cases = [Case(("Hello there, how are you today?",), "en", ("M1",), steps=2),
+             Case(("안녕하세요, 반갑습니다.",), "ko", ("F1",), steps=2, seed=1)]
+    same = tmp_path / "same"
+    shutil.copytree(tiny_bundle_dir, same)
+    nudged = _altered_copy(tiny_bundle_dir, tmp_path / "nudged")
+    broken = _scrambled_copy(tiny_bundle_dir, tmp_path / "broken")
+    verdicts = {}
+    for name, cand in (("same", same), ("nudged", nudged), ("broken", broken)):
+        r = verify(tiny_bundle_dir, cand, cases, floor=True)
+        verdicts[name] = r.verdict[0]
+        floor = r.floor
+    assert verdicts == {"same": "within the floor", "nudged": "audible risk",
+                        "broken": "broken"}
+    # The floor is measured, not typed: its runs differ (fusions, padding) but barely, and
+    # another noise draw is far.
+    assert set(floor.runs) == {"threads 1 vs 2", "graph fusions all vs basic", "batch padding"}
+    assert floor.floor.snr_db > 80 and floor.take.snr_db < 10
+    assert floor.take.mcd_db > 100 * max(floor.floor.mcd_db, 1e-6)
+    assert main(["verify", "--model", str(tiny_bundle_dir), "--against", str(same),
+                 "--floor"]) == 0
+    assert "verdict: within the floor" in capsys.readouterr().out

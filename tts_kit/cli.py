@@ -319,7 +319,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         raise UserError(f"--against {against}: not a directory; give 'official' or a bundle "
                         "directory (an FP16/INT8 copy)")
     report = verify(bundle, against, threads=args.threads, min_snr_db=args.min_snr,
-                    max_abs_diff=args.max_abs_diff)
+                    max_abs_diff=args.max_abs_diff, floor=args.floor)
     _say(report.table())
     if args.json:
         from .atomic import atomic_file
@@ -327,7 +327,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
         with atomic_file(args.json) as tmp:
             Path(tmp).write_text(json.dumps(report.to_dict(), indent=2) + "\n")
         _say(f"wrote {args.json}")
-    # Like `diff`: 0 within the tolerance, 1 outside it, 2 bad input.
+    # Like `diff`: 0 within the tolerance (with --floor: within the floor), 1 outside it,
+    # 2 bad input.
+    if args.floor:
+        return 0 if report.verdict and report.verdict[0] == "within the floor" else 1
     return 0 if report.passed else 1
 
 
@@ -460,6 +463,10 @@ def _parser() -> argparse.ArgumentParser:
                     help="tolerance: lowest SNR of any stage or waveform, dB (default 60)")
     sp.add_argument("--max-abs-diff", type=float, default=1e-3,
                     help="tolerance: largest absolute difference of any output (default 1e-3)")
+    sp.add_argument("--floor", action="store_true",
+                    help="also measure the model's noise floor (threads, graph fusions, batch "
+                    "padding; another noise draw) and judge against it: within the floor, "
+                    "audible risk or broken; exit 0 only within the floor")
     sp.add_argument("--json", default=None, help="write the report as JSON here")
 
     sp = add("report", cmd_report,

@@ -216,6 +216,18 @@ class VerifyReport:
     max_abs_diff: float = MAX_ABS_DIFF
     max_length_diff: int = MAX_LENGTH_DIFF_SAMPLES
     notes: list[str] = field(default_factory=list)
+    floor: Floor | None = None
+    """With ``floor=True``: the reference model's noise floor (`noise_floor`)."""
+
+    @property
+    def distances(self) -> Distances:
+        """The candidate's audio against the reference's, pooled over the cases."""
+        return Distances.of_results(self.results)
+
+    @property
+    def verdict(self) -> tuple[str, list[str]] | None:
+        """Against the floor (when measured): within the floor, audible risk, or broken."""
+        return self.floor.verdict(self.distances) if self.floor and self.results else None
 
     def failures(self) -> list[str]:
         """One line per comparison outside the tolerance."""
@@ -267,6 +279,14 @@ class VerifyReport:
                              f"single-call output by up to {r.official_batch_leak:.3g}: "
                              "padding leaks through its vocoder; not counted)")
         lines += ["", *self.notes] if self.notes else []
+        if self.floor is not None and self.results:
+            verdict, why = self.verdict or ("", [])
+            lines += ["", "noise floor of the reference (what legitimately varies):",
+                      self.floor.table(), "", f"candidate (pooled over the cases): "
+                      f"SNR {_db(self.distances.snr_db)} dB, log-mel "
+                      f"{self.distances.log_mel_db:.4f} dB, MCD {self.distances.mcd_db:.4f} dB, "
+                      f"length change {self.distances.duration_change_s * 1000:.1f} ms",
+                      f"verdict: {verdict}", *[f"  {w}" for w in why]]
         bad = self.failures()
         lines.append("")
         lines.append("PASS: within tolerance" if self.passed else
@@ -278,6 +298,8 @@ class VerifyReport:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["passed"] = self.passed
+        out["distances"] = asdict(self.distances) if self.results else None
+        out["verdict"] = self.verdict[0] if self.verdict else None
         return _json_safe(out)
 
 
@@ -298,11 +320,12 @@ def _db(v: float) -> str:
 # -- the two pipelines ----------------------------------------------------------------
 
 
-def _engine(model: str | os.PathLike[str], threads: int | None) -> Any:
+def _engine(model: str | os.PathLike[str], threads: int | None, optimization: str = "all"
+            ) -> Any:
     from .engine import Engine
     from .sessions import get_preset
 
-    preset = get_preset("supertonic-default")
+    preset = get_preset("supertonic-default").replace(graph_optimization_level=optimization)
     if threads is not None:
         preset = preset.replace(intra_op_num_threads=threads, inter_op_num_threads=1)
     return Engine(model, preset=preset, normalize=False)
@@ -438,6 +461,7 @@ def verify(
     min_snr_db: float = MIN_SNR_DB,
     max_abs_diff: float = MAX_ABS_DIFF,
     max_length_diff: int = MAX_LENGTH_DIFF_SAMPLES,
+    floor: bool = False,
 ) -> VerifyReport:
     """Run the cases through tts_kit on ``model`` and through the reference; compare.
 
@@ -450,6 +474,8 @@ def verify(
         cases: what to synthesise (default `default_cases` with the bundle's voices).
         threads: intra-op threads on both sides (1: reproducible; None: ORT's default).
         min_snr_db, max_abs_diff, max_length_diff: the tolerance.
+        floor: also measure the reference model's noise floor (`noise_floor`) and give
+            the candidate a verdict against it (``report.verdict``).
 
     Example:
         >>> verify("standin-tiny").passed  # doctest: +SKIP
@@ -477,6 +503,8 @@ def verify(
         theirs.close()
         report.notes.append(f"reference: tts_kit on {bundle.path}; candidate: tts_kit on "
                             f"{other.path}")
+    if floor:
+        report.floor = noise_floor(bundle, cases)
     return report
 
 
@@ -484,3 +512,183 @@ def _voices(bundle: Any) -> list[str]:
     """The default voice first, then another (two voices exercise the batch's styles)."""
     first = bundle.default_voice
     return [first, *[v for v in bundle.voices if v != first]][:2]
+
+
+# -- the noise floor and verdicts -------------------------------------------------------------
+
+#: A companion text longer than every case text: batched with it, each case item is padded.
+PADDING_COMPANION = {
+    "en": "While the others were talking, the old clockmaker quietly repaired the tower clock, "
+          "one small brass wheel after another, until it struck noon again.",
+    "ko": "다른 사람들이 이야기하는 동안 늙은 시계공은 탑시계의 작은 톱니바퀴를 하나씩 고쳐서 "
+          "마침내 정오를 다시 알리게 했습니다.",
+}
+
+#: A distance within this factor of the floor's is "within the floor" (an SNR within
+#: 10 log10(4) = 6 dB of it: at most four times the error energy of the legitimate variation).
+FLOOR_FACTOR = 2.0
+
+#: A log-mel distance or MCD at least this fraction of another noise draw's is "broken":
+#: the candidate is nearer to an unrelated take than to the rendition it should reproduce.
+BROKEN_FRACTION = 0.5
+
+VERDICTS = ("within the floor", "audible risk", "broken")
+
+
+@dataclass
+class Distances:
+    """How far one set of waveforms is from the reference's, pooled over the cases.
+
+    Example:
+        >>> Distances(40.0, 0.1, 0.2, 0.0).worse_than(Distances(60.0, 0.05, 0.05, 0.0), 2.0)
+        ['waveform SNR 40.0 dB < 54.0 dB', 'MCD 0.2 dB > 0.1 dB']
+    """
+
+    snr_db: float
+    log_mel_db: float
+    mcd_db: float
+    duration_change_s: float
+
+    @staticmethod
+    def of(ref: Sequence[np.ndarray], cand: Sequence[np.ndarray],
+           sample_rate: int = contract.SAMPLE_RATE) -> Distances:
+        wave = Comparison.of(ref, cand)
+        lmd = [log_mel_distance(r, c, sample_rate) for r, c in zip(ref, cand)]
+        mcd = [mel_cepstral_distortion(r, c, sample_rate) for r, c in zip(ref, cand)]
+        dur = max(abs(len(r) - len(c)) for r, c in zip(ref, cand)) / sample_rate
+        return Distances(wave.snr_db, float(np.mean(lmd)), float(np.mean(mcd)), dur)
+
+    @staticmethod
+    def of_results(results: Sequence[CaseResult]) -> Distances:
+        """Pooled over verify's case results (worst SNR, mean distances, worst length)."""
+        return Distances(
+            min((r.waveform.snr_db for r in results), default=math.nan),
+            float(np.mean([r.log_mel_db for r in results])),
+            float(np.mean([r.mcd_db for r in results])),
+            max(r.duration_change_s for r in results),
+        )
+
+    def finite(self) -> bool:
+        return not any(math.isnan(v) for v in (self.snr_db, self.log_mel_db, self.mcd_db))
+
+    def worse_than(self, limit: Distances, factor: float = 1.0) -> list[str]:
+        """What is further than ``factor`` x ``limit``'s distances (each line says so)."""
+        out = []
+        snr_limit = limit.snr_db - 20 * math.log10(factor)
+        if not (self.snr_db >= snr_limit):
+            out.append(f"waveform SNR {self.snr_db:.1f} dB < {snr_limit:.1f} dB")
+        for name, mine, lim in (("log-mel distance", self.log_mel_db, limit.log_mel_db),
+                                ("MCD", self.mcd_db, limit.mcd_db)):
+            if not (mine <= factor * lim):
+                out.append(f"{name} {mine:.3g} dB > {factor * lim:.3g} dB")
+        if self.duration_change_s > limit.duration_change_s:
+            out.append(f"length change {self.duration_change_s * 1000:.1f} ms > "
+                       f"{limit.duration_change_s * 1000:.1f} ms")
+        return out
+
+
+@dataclass
+class Floor:
+    """What legitimately varies, measured: the scale a conversion is judged on.
+
+    ``runs`` holds the distances between two runs of the unconverted model that differ
+    only in what may legitimately differ (intra-op thread count; ONNX Runtime's graph
+    fusions, ``all`` against ``basic``: the same arithmetic in another order; batch
+    padding: each text alone, then batched beside a longer text), ``floor``
+    their worst; ``take`` the distance to another noise draw (another take of the same
+    text by the same model: a conversion that moves the audio this far has lost the
+    rendition it was meant to reproduce). Verdicts: ``broken`` when the log-mel distance
+    or MCD reaches `BROKEN_FRACTION` of another take's; ``within the floor`` when every
+    distance is within `FLOOR_FACTOR` of the floor's and the length change within the
+    floor's; ``audible risk`` between.
+
+    Example:
+        >>> f = Floor({}, Distances(90.0, 0.01, 0.01, 0.0), Distances(0.5, 8.0, 9.0, 0.0))
+        >>> f.verdict(Distances(88.0, 0.015, 0.012, 0.0))[0]
+        'within the floor'
+        >>> f.verdict(Distances(30.0, 1.0, 1.5, 0.0))[0]
+        'audible risk'
+        >>> f.verdict(Distances(0.1, 9.0, 9.5, 0.2))[0]
+        'broken'
+    """
+
+    runs: dict[str, Distances]
+    floor: Distances
+    take: Distances
+    factor: float = FLOOR_FACTOR
+
+    def verdict(self, d: Distances) -> tuple[str, list[str]]:
+        """``(verdict, reasons)``: within the floor, audible risk, or broken."""
+        if not d.finite():
+            return "broken", ["non-finite audio"]
+        half = BROKEN_FRACTION
+        past_take = [r for r in d.worse_than(self.take, half) if r.startswith(("log-mel", "MCD"))]
+        if past_take:
+            return "broken", [f"{r} ({half:g}x another noise draw's)" for r in past_take]
+        beyond = d.worse_than(self.floor, self.factor)
+        if beyond:
+            return "audible risk", [f"{r} ({self.factor:g}x the floor)" for r in beyond]
+        return "within the floor", []
+
+    def table(self) -> str:
+        lines = [f"{'':<22}{'SNR dB':>9}{'log-mel dB':>12}{'MCD dB':>9}{'length ms':>11}"]
+        for name, d in {**self.runs, "floor (worst)": self.floor,
+                        "another noise draw": self.take}.items():
+            lines.append(f"{name:<22}{_db(d.snr_db):>9}{d.log_mel_db:>12.4f}{d.mcd_db:>9.4f}"
+                         f"{d.duration_change_s * 1000:>11.1f}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _json_safe(asdict(self))
+
+
+def _seeded_wavs(engine: Any, case: Case, seed_offset: int = 0,
+                 companion: bool = False) -> list[np.ndarray]:
+    """The case's waveforms with per-item seeds (`Engine` default noise: independent of
+    the batch), optionally each batched beside a longer companion text."""
+    seeds = [case.seed * 100 + i + seed_offset for i in range(case.batch)]
+    if not companion:
+        res = engine.synthesize_batch(list(case.texts), case.lang, list(case.voices),
+                                      case.steps, case.speed, seed=seeds)
+        return [r.wav for r in res]
+    wavs = []
+    for text, voice, s in zip(case.texts, case.voices, seeds):
+        res = engine.synthesize_batch([text, PADDING_COMPANION[case.lang]], case.lang,
+                                      [voice, voice], case.steps, case.speed, seed=[s, 10**6])
+        wavs.append(res[0].wav)
+    return wavs
+
+
+def noise_floor(
+    model: Any = None, cases: Sequence[Case] | None = None, threads: tuple[int, int] = (1, 2),
+) -> Floor:
+    """Measure the floor: the same cases through the unconverted model, varied only in
+    what legitimately varies (thread count; graph fusions; batch padding), and against
+    another noise draw.
+
+    Example:
+        >>> floor = noise_floor("standin-tiny")  # doctest: +SKIP
+        >>> print(floor.table())  # doctest: +SKIP
+    """
+    from .bundle import Bundle
+
+    bundle = model if isinstance(model, Bundle) else Bundle.discover(model)
+    cases = list(cases) if cases is not None else default_cases(_voices(bundle))
+    a, b = _engine(bundle.path, threads[0]), _engine(bundle.path, threads[1])
+    c = _engine(bundle.path, threads[0], optimization="basic")
+    ref, other_threads, basic, padded, other_take = [], [], [], [], []
+    for case in cases:
+        ref += _seeded_wavs(a, case)
+        other_threads += _seeded_wavs(b, case)
+        basic += _seeded_wavs(c, case)
+        padded += _seeded_wavs(a, case, companion=True)
+        other_take += _seeded_wavs(a, case, seed_offset=50)
+    runs = {
+        f"threads {threads[0]} vs {threads[1]}": Distances.of(ref, other_threads),
+        "graph fusions all vs basic": Distances.of(ref, basic),
+        "batch padding": Distances.of(ref, padded),
+    }
+    worst = Distances(
+        min(d.snr_db for d in runs.values()), max(d.log_mel_db for d in runs.values()),
+        max(d.mcd_db for d in runs.values()), max(d.duration_change_s for d in runs.values()))
+    return Floor(runs, worst, Distances.of(ref, other_take))
