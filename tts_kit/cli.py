@@ -287,10 +287,15 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
     stages = [s.strip() for s in args.stages.split(",")] if args.stages else None
     measure = False if args.no_measure else ("fidelity" if args.fidelity_only else True)
+    if (args.to is None) == (args.recipe is None):
+        raise UserError("give --to fp16|int8 or --recipe NAME (one of them)")
+    if args.recipe and stages:
+        raise UserError("--recipe says what each stage becomes; leave out --stages")
     if args.report:
         _check_output_file(args.report, "--report")
     try:
-        report = convert(args.src, args.dst, to=args.to, stages=stages, measure=measure)
+        report = convert(args.src, args.dst, to=args.to or "fp16", stages=stages,
+                         measure=measure, recipe=args.recipe)
     except RuntimeError as exc:  # the source changed while converting: nothing written
         raise UserError(str(exc)) from None
     except OSError as exc:
@@ -442,7 +447,12 @@ def _parser() -> argparse.ArgumentParser:
              model=False)
     sp.add_argument("src")
     sp.add_argument("dst")
-    sp.add_argument("--to", required=True, choices=["fp16", "int8"])
+    from .precision.recipes import DESCRIPTIONS, RECIPES
+
+    sp.add_argument("--to", default=None, choices=["fp16", "int8"])
+    sp.add_argument("--recipe", default=None, choices=sorted(RECIPES),
+                    help="a per-stage recipe instead of --to: "
+                    + "; ".join(f"{k}: {v}" for k, v in sorted(DESCRIPTIONS.items())))
     sp.add_argument("--stages", default=None, help="comma-separated stages (default: all)")
     sp.add_argument("--report", default=None, help="write the conversion report JSON here")
     sp.add_argument("--no-measure", action="store_true",

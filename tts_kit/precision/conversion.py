@@ -289,7 +289,9 @@ def _copy_graph(src: Path, dst: Path) -> None:
 
 class _DropPreprocessAdvice(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("Please consider to run pre-processing")
+        # quantize_dynamic says "Please consider to run ...", quantize_static "Please
+        # consider pre-processing ...".
+        return not str(record.msg).startswith("Please consider")
 
 
 @contextlib.contextmanager
@@ -349,6 +351,7 @@ def convert(
     repeats: int = 3,
     lang: str = "en",
     preset: Any = None,
+    recipe: str | None = None,
 ) -> ConversionReport:
     """Convert a bundle or one ``.onnx`` file to FP16 or INT8 and report what it changed.
 
@@ -376,6 +379,10 @@ def convert(
             language of the measurements.
         preset: session preset name or `SessionPreset` for the measurements (default
             ``supertonic-default``); its providers are replaced per measured provider.
+        recipe: a per-stage recipe instead of ``to``/``stages`` (bundles only; see
+            `tts_kit.precision.recipes.RECIPES`: ``fp16``, ``int8``, ``int8-dp32``,
+            ``sherpa-int8``). Every INT8 stage written gets a `kernel_report` (does
+            ONNX Runtime really run integer kernels?).
 
     Returns:
         The `ConversionReport` (also describes measurements that failed, in ``status``).
@@ -390,6 +397,16 @@ def convert(
         >>> r.stages["vocoder"].ops  # doctest: +SKIP
         {'Conv': 13, 'MatMul': 20}
     """
+    plan: dict[str, str] | None = None
+    if recipe is not None:
+        from .recipes import check_recipe, recipe_target
+
+        plan = check_recipe(recipe)
+        if stages is not None:
+            raise ValueError("give a recipe or stages, not both: the recipe says what each "
+                             "stage becomes")
+        to = recipe_target(recipe)
+        stages = [s for s, m in plan.items() if m != "copy"]
     check_target(to)
     if measure not in (True, False, "fidelity"):
         raise ValueError(f"measure must be True, False or 'fidelity', got {measure!r}")
@@ -439,7 +456,12 @@ def convert(
                          "activations": "uint8, dynamic"}} if to == "int8" else {}),
         },
         source_sha256=before,
+        recipe=recipe or "",
     )
+    if plan is not None:
+        if kind != "bundle":
+            raise ValueError("recipes apply to bundles; a single .onnx file takes --to")
+        report.options["recipe"] = {s: plan[s] for s in contract.STAGES}
     if kind == "bundle":
         for rel in skipped_links:
             note = (f"skipped {rel}: a symbolic link (only the bundle's regular files are "
@@ -448,7 +470,8 @@ def convert(
             warnings.warn(note, stacklevel=2)
     dst_p.parent.mkdir(parents=True, exist_ok=True)
     if kind == "bundle":
-        _convert_bundle(bundle, src_p, dst_p, to, chosen, keep_io_types, op_block_list, report)
+        _convert_bundle(bundle, src_p, dst_p, to, chosen, keep_io_types, op_block_list, report,
+                        plan)
     else:
         _convert_file(src_p, dst_p, to, keep_io_types, op_block_list, report)
     report.convert_s = time.perf_counter() - t0
@@ -466,8 +489,10 @@ def convert(
 def _convert_bundle(
     bundle: Any, src_p: Path, dst_p: Path, to: str, chosen: list[str], keep_io_types: bool,
     op_block_list: Sequence[str] | None, report: ConversionReport,
+    plan: dict[str, str] | None = None,
 ) -> None:
     from ..bundle import Bundle
+    from .recipes import kernel_report
 
     with atomic.atomic_dir(dst_p) as tmp:
         graph_files = {contract.GRAPHS[s].path for s in chosen}
@@ -479,20 +504,27 @@ def _convert_bundle(
         for stage in contract.STAGES:
             info = bundle.stages[stage]
             out = tmp / contract.GRAPHS[stage].path
+            method = (plan or {}).get(stage, to) if stage in chosen else "copy"
+            kernels = None
             if stage in chosen:
-                ops, kept = _convert_graph(info.path, out, to, keep_io_types, op_block_list)
+                ops, kept = _convert_stage(method, info.path, out, to, keep_io_types,
+                                           op_block_list, src_p, tmp)
                 sess = _open_check(out)  # fails here, not in the user's engine
                 del sess
+                if method != "fp16":  # does it run integer kernels, or float after all?
+                    kernels = kernel_report(out).to_dict()
             else:
                 ops, kept = {}, 0
             report.stages[stage] = StageReport(
                 stage, stage in chosen, info.size_bytes, _graph_bytes(out), info.precision,
-                _precision_of(out), ops, kept,
+                _precision_of(out), ops, kept, method if plan else "", kernels,
             )
         cfg_path = tmp / contract.CONFIG_FILE
         cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
         record = {
             "to": to,
+            **({"recipe": report.recipe, "methods": report.options["recipe"]}
+               if report.recipe else {}),
             "stages": chosen,
             "source_sha256": {
                 s: report.source_sha256.get(contract.GRAPHS[s].path, "") for s in contract.STAGES
@@ -507,6 +539,32 @@ def _convert_bundle(
                             encoding="utf-8")
         Bundle(tmp)  # the result must open like any bundle
         _check_finished(report, src_p, dst_p)
+
+
+def _convert_stage(
+    method: str, src: Path, out: Path, to: str, keep_io_types: bool,
+    op_block_list: Sequence[str] | None, src_bundle: Path, tmp: Path,
+) -> tuple[dict[str, int], int]:
+    """Convert one stage's graph by a recipe method (`tts_kit.precision.recipes.METHODS`).
+
+    ``tmp`` is the output bundle being built: stages are converted in pipeline order, so
+    the static vocoder's calibration runs the vector estimator already written there.
+    """
+    from . import recipes
+
+    if method in ("fp16", "int8"):
+        return _convert_graph(src, out, method, keep_io_types, op_block_list)
+    with atomic.scratch_dir(out) as scratch, _without_preprocess_advice():
+        if method == "int8-matmul+w8conv":
+            info = recipes.convert_sherpa_vector_estimator(src, out, scratch, _save_model)
+        elif method == "int8-static":
+            ve = tmp / contract.GRAPHS["vector_estimator"].path
+            latents = recipes.calibration_latents(src_bundle, ve, recipes.CALIBRATION_TEXTS)
+            info = recipes.convert_sherpa_vocoder(src, out, scratch, latents, _save_model)
+        else:
+            raise ValueError(f"unknown conversion method '{method}'; use one of "
+                             f"{', '.join(recipes.METHODS)}")
+    return {k: int(v) for k, v in info.items()}, int(info.get("Conv kept float", 0))
 
 
 def _copy_regular(src: Path, dst: Path) -> None:
