@@ -61,3 +61,8 @@ def test_precision_bench(tmp_path):
     text, data = _run("precision.py", "--scale", "tiny", "--repeats", "1", "--steps", "1",
                       tmp_path=tmp_path)
     assert data["fidelity"] and data["runs"] and "SNR dB" in text
+    assert {f["recipe"] for f in data["fidelity"]} == {"fp16", "int8", "int8-dp32",
+                                                       "sherpa-int8"}
+    assert all(f["verdict"] in ("within the floor", "audible risk", "broken")
+               for f in data["fidelity"])
+    assert set(data["floor"]["runs"]) >= {"batch padding"} and "target" in text
