@@ -160,7 +160,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("text",),
     ("bundle", "standin", "_onnx_builder", "fetch", "sessions", "measure", "loading", "engine",
      "piper_voice", "family", "devices", "audio_metrics"),
-    ("workload", "records", "stage_costs", "tune", "instances", "precision", "cluster"),
+    ("workload", "records", "stage_costs", "tune", "instances", "precision", "cluster",
+     "verify"),
     ("report", "plots", "widgets", "doctor", "cli"),
 )
 

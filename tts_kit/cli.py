@@ -308,10 +308,15 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
     stages = [s.strip() for s in args.stages.split(",")] if args.stages else None
     measure = False if args.no_measure else ("fidelity" if args.fidelity_only else True)
+    if (args.to is None) == (args.recipe is None):
+        raise UserError("give --to fp16|int8 or --recipe NAME (one of them)")
+    if args.recipe and stages:
+        raise UserError("--recipe says what each stage becomes; leave out --stages")
     if args.report:
         _check_output_file(args.report, "--report")
     try:
-        report = convert(args.src, args.dst, to=args.to, stages=stages, measure=measure)
+        report = convert(args.src, args.dst, to=args.to or "fp16", stages=stages,
+                         measure=measure, recipe=args.recipe)
     except RuntimeError as exc:  # the source changed while converting: nothing written
         raise UserError(str(exc)) from None
     except OSError as exc:
@@ -327,6 +332,32 @@ def cmd_convert(args: argparse.Namespace) -> int:
         report.save(args.report)
         _say(f"wrote {args.report}")
     return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from .verify import OFFICIAL, verify
+
+    if args.json:
+        _check_output_file(args.json, "--json")
+    bundle = _bundle(args)
+    against = args.against
+    if against != OFFICIAL and not Path(against).expanduser().is_dir():
+        raise UserError(f"--against {against}: not a directory; give 'official' or a bundle "
+                        "directory (an FP16/INT8 copy)")
+    report = verify(bundle, against, threads=args.threads, min_snr_db=args.min_snr,
+                    max_abs_diff=args.max_abs_diff, floor=args.floor)
+    _say(report.table())
+    if args.json:
+        from .atomic import atomic_file
+
+        with atomic_file(args.json) as tmp:
+            Path(tmp).write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+        _say(f"wrote {args.json}")
+    # Like `diff`: 0 within the tolerance (with --floor: within the floor), 1 outside it,
+    # 2 bad input.
+    if args.floor:
+        return 0 if report.verdict and report.verdict[0] == "within the floor" else 1
+    return 0 if report.passed else 1
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -444,13 +475,37 @@ def _parser() -> argparse.ArgumentParser:
              "directory) or an .onnx file to FP16 or INT8", model=False)
     sp.add_argument("src")
     sp.add_argument("dst")
-    sp.add_argument("--to", required=True, choices=["fp16", "int8"])
+    from .precision.recipes import DESCRIPTIONS, RECIPES
+
+    sp.add_argument("--to", default=None, choices=["fp16", "int8"])
+    sp.add_argument("--recipe", default=None, choices=sorted(RECIPES),
+                    help="a per-stage recipe instead of --to: "
+                    + "; ".join(f"{k}: {v}" for k, v in sorted(DESCRIPTIONS.items())))
     sp.add_argument("--stages", default=None, help="comma-separated stages (default: all)")
     sp.add_argument("--report", default=None, help="write the conversion report JSON here")
     sp.add_argument("--no-measure", action="store_true",
                     help="only convert (skip memory, latency and fidelity measurements)")
     sp.add_argument("--fidelity-only", action="store_true",
                     help="measure fidelity against the source, not memory or latency")
+
+    sp = add("verify", cmd_verify,
+             "synthesise the same texts (en, ko), voices, steps, speeds and noise through "
+             "tts_kit and the official package (or a second bundle) and compare every stage "
+             "and the audio; exit 0 within the tolerance, 1 outside it")
+    sp.add_argument("--against", default="official",
+                    help="'official' (the supertonic package on the same bundle, default) or "
+                    "a bundle directory to compare with (e.g. an FP16 or INT8 copy)")
+    sp.add_argument("--threads", type=int, default=1,
+                    help="intra-op threads on both sides (default 1: reproducible)")
+    sp.add_argument("--min-snr", type=float, default=60.0,
+                    help="tolerance: lowest SNR of any stage or waveform, dB (default 60)")
+    sp.add_argument("--max-abs-diff", type=float, default=1e-3,
+                    help="tolerance: largest absolute difference of any output (default 1e-3)")
+    sp.add_argument("--floor", action="store_true",
+                    help="also measure the model's noise floor (threads, graph fusions, batch "
+                    "padding; another noise draw) and judge against it: within the floor, "
+                    "audible risk or broken; exit 0 only within the floor")
+    sp.add_argument("--json", default=None, help="write the report as JSON here")
 
     sp = add("report", cmd_report,
              "run a tuning sweep, write report.json, and render it as HTML and a notebook")
