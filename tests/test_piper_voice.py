@@ -160,6 +160,26 @@ def test_a_noise_draw_too_short_is_drawn_again_with_the_same_start(engine, monke
     assert np.array_equal(engine.synthesize(SENTENCE, seed=3).wav, want)
 
 
+def test_stream_gives_the_sentences_and_their_sum_is_synthesize(engine):
+    text = "Hello there. The meeting is at 10:30. Bye."
+    with engine.stream(text, seed=4) as s:
+        assert "ten thirty" in s.text and len(s.chunks) == 3  # known before any audio
+        parts = list(s)
+    assert [(p.index, p.last) for p in parts] == [(0, False), (1, False), (2, True)]
+    assert all(p.sample_rate == 22050 and "voice" in p.timings for p in parts)
+    whole = engine.synthesize(text, seed=4)
+    assert np.array_equal(np.concatenate([p.samples for p in parts]), whole.wav)
+    assert len(parts[0].pcm16()) == 2 * len(parts[0].samples)
+    with pytest.raises(ValueError, match="speaks 'en'"):  # checked at the call
+        engine.stream("Hi.", lang="ko")
+    paged = make_engine(NAME, loading="paged")
+    s = paged.stream("One. Two.", seed=0)
+    next(s)
+    assert paged.loaded_stages == ["voice"]
+    s.close()  # stops the work and releases the session it held
+    assert paged.loaded_stages == []
+
+
 def test_bad_requests_are_one_line_errors(engine):
     with pytest.raises(ValueError, match="speaks 'en', not 'ko'"):
         engine.synthesize("안녕하세요.", lang="ko")

@@ -39,7 +39,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -579,36 +580,13 @@ class PiperEngine:
             raise ValueError("texts must be a list of strings; use synthesize() for one text")
         if not texts:
             raise ValueError("texts is empty; give at least one text")
-        if lang != self.bundle.language:
-            raise ValueError(f"{self.bundle.label} speaks '{self.bundle.language}', not "
-                             f"'{lang}'; use lang='{self.bundle.language}'")
-        voices = self.bundle.default_voice if voices is None else voices
-        voice_list = [voices] * len(texts) if isinstance(voices, str) else list(voices)
-        if len(voice_list) != len(texts):
-            raise ValueError(f"{len(texts)} texts but {len(voice_list)} voices; give one per text")
-        sids = [self.bundle.speaker_id(v) for v in voice_list]
-        _check_number("steps", steps, 1, 100, integer=True)
-        _check_number("speed", speed, MIN_SPEED, MAX_SPEED)
-        if seed is None or _is_seed(seed):
-            seeds = [None if seed is None else int(seed) + i for i in range(len(texts))]
-        elif isinstance(seed, (list, tuple, np.ndarray)):
-            seeds = list(seed)
-            if len(seeds) != len(texts):
-                raise ValueError(f"{len(texts)} texts but {len(seeds)} seeds; give one per text")
-        else:
-            seeds = [seed]
-        for s in seeds:
-            if s is not None and not _is_seed(s):
-                raise ValueError(f"seed must be an integer >= 0 or None (one per text in a "
-                                 f"list), got {s!r}")
-        seeds = [None if s is None else int(s) for s in seeds]
+        voice_list, sids, seeds = self._check_call(len(texts), lang, voices, steps, speed, seed)
 
         t_start = time.perf_counter()
         timings: dict[str, float] = {}
         prepared = [self._prepare(t, lang) for t in texts]
         timings["text"] = time.perf_counter() - t_start
-        length_scale = self.bundle.inference["length_scale"] / float(speed)
-        scales = np.array([self.noise_scale, length_scale, self.noise_w], np.float32)
+        scales = self._scales(speed)
         results_wav = []
         with self._loader.session(STAGE):  # one load for the whole call under paged
             for (_, sentences), sid, s in zip(prepared, sids, seeds):
@@ -627,6 +605,96 @@ class PiperEngine:
                             voice=v, seed=s)
             for wav, (text, sentences), v, s in zip(results_wav, prepared, voice_list, seeds)
         ]
+
+    def _check_call(self, n: int, lang: str, voices: str | list[str] | None, steps: int,
+                    speed: float, seed: Any) -> tuple[list[str], list[int | None],
+                                                    list[int | None]]:
+        """The request's checks, before any work: (voices, speaker ids, seeds), one per text."""
+        if lang != self.bundle.language:
+            raise ValueError(f"{self.bundle.label} speaks '{self.bundle.language}', not "
+                             f"'{lang}'; use lang='{self.bundle.language}'")
+        voices = self.bundle.default_voice if voices is None else voices
+        voice_list = [voices] * n if isinstance(voices, str) else list(voices)
+        if len(voice_list) != n:
+            raise ValueError(f"{n} texts but {len(voice_list)} voices; give one per text")
+        sids = [self.bundle.speaker_id(v) for v in voice_list]
+        _check_number("steps", steps, 1, 100, integer=True)
+        _check_number("speed", speed, MIN_SPEED, MAX_SPEED)
+        if seed is None or _is_seed(seed):
+            seeds = [None if seed is None else int(seed) + i for i in range(n)]
+        elif isinstance(seed, (list, tuple, np.ndarray)):
+            seeds = list(seed)
+            if len(seeds) != n:
+                raise ValueError(f"{n} texts but {len(seeds)} seeds; give one per text")
+        else:
+            seeds = [seed]
+        for s in seeds:
+            if s is not None and not _is_seed(s):
+                raise ValueError(f"seed must be an integer >= 0 or None (one per text in a "
+                                 f"list), got {s!r}")
+        return voice_list, sids, [None if s is None else int(s) for s in seeds]
+
+    # -- streaming --------------------------------------------------------------------
+
+    def stream(
+        self,
+        text: str,
+        lang: str = "en",
+        voice: str | None = None,
+        steps: int = 1,
+        speed: float = 1.0,
+        seed: int | None = None,
+        max_chunk_chars: int | None = None,
+        first_chunk_chars: int | None = None,
+        order: str = "chunk",
+    ) -> VoiceStream:
+        """Synthesise ``text`` one sentence at a time: an iterator of `VoiceChunk`.
+
+        The request is checked, normalised and phonemised here, at the call (a bad one
+        raises ValueError before any audio); each sentence's audio comes as the stream is
+        consumed. The chunks' ``samples`` concatenated equal `synthesize`'s waveform with
+        the same seed, sample for sample (piper joins sentences without a pause).
+        ``max_chunk_chars``, ``first_chunk_chars`` and ``order`` are accepted for
+        `Engine.stream`'s API: the phonemiser's sentences are the chunks, and with one stage
+        both orders are the same.
+
+        Example:
+            >>> e = PiperEngine("piper:joe-us")  # doctest: +SKIP
+            >>> with e.stream("Hello. Bye.", seed=0) as s:  # doctest: +SKIP
+            ...     [(c.index, c.last) for c in s]
+            [(0, False), (1, True)]
+        """
+        if order not in ("chunk", "stage"):
+            raise ValueError(f"order must be 'chunk' or 'stage', got {order!r}")
+        if first_chunk_chars is not None:
+            _check_number("first_chunk_chars", first_chunk_chars, 1, MAX_TEXT_CHARS,
+                          integer=True)
+        _, sids, seeds = self._check_call(1, lang, voice, steps, speed, seed)
+        t0 = time.perf_counter()
+        normalized, sentences = self._prepare(text, lang)
+        prep_s = time.perf_counter() - t0
+        base = int(np.random.SeedSequence().entropy % 2**63) if seeds[0] is None else seeds[0]
+        chunks = ["".join(p) for p in sentences]
+        return VoiceStream(normalized, chunks,
+                           self._stream(sentences, chunks, speed, sids[0], base, prep_s))
+
+    def _scales(self, speed: float) -> np.ndarray:
+        length_scale = self.bundle.inference["length_scale"] / float(speed)
+        return np.array([self.noise_scale, length_scale, self.noise_w], np.float32)
+
+    def _stream(self, sentences: list[list[str]], chunks: list[str], speed: float,
+                sid: int | None, base: int, prep_s: float) -> Iterator[VoiceChunk]:
+        scales = self._scales(speed)
+        with self._loader.session(STAGE):  # one load for the whole request under paged
+            for k, phonemes in enumerate(sentences):
+                t0 = time.perf_counter()
+                timings: dict[str, float] = {"text": prep_s} if k == 0 else {"text": 0.0}
+                ids = self._to_ids(phonemes, self.bundle.config["phoneme_id_map"])
+                timings["text"] += time.perf_counter() - t0
+                wav = self._sentence(ids, scales, sid, (base, k), timings)
+                timings["total"] = time.perf_counter() - t0 + (prep_s if k == 0 else 0.0)
+                yield VoiceChunk(wav, self.bundle.sample_rate, chunks[k], k, timings,
+                                 last=k == len(sentences) - 1)
 
     def _sentence(self, ids: list[int], scales: np.ndarray, sid: int | None,
                   key: tuple[int, int], timings: dict[str, float]) -> np.ndarray:
@@ -661,6 +729,74 @@ class PiperEngine:
             raise ValueError("the voice produced NaN or infinite samples; its graph is "
                              "damaged: re-install it")
         return np.clip(wav, -1.0, 1.0)
+
+
+@dataclass
+class VoiceChunk:
+    """One sentence of streamed audio (`PiperEngine.stream`); the fields of
+    `Engine.stream`'s chunks, so a consumer of either reads both.
+
+    Example:
+        >>> c = VoiceChunk(np.zeros(2205, np.float32), 22050, "hˈaɪ.", 0, {}, True)
+        >>> round(c.duration_s, 2), c.pcm16()[:2]
+        (0.1, b'\\x00\\x00')
+    """
+
+    samples: np.ndarray
+    """Mono float32 in [-1, 1]."""
+    sample_rate: int
+    """Samples per second (the voice's)."""
+    text: str
+    """The sentence's phonemes."""
+    index: int
+    """0 for the first sentence."""
+    timings: dict[str, float]
+    """Wall seconds: ``text`` (on the first: the whole text's checks, normalisation and
+    phonemes), ``voice`` and ``total``."""
+    last: bool = False
+    """True on the request's final sentence."""
+
+    @property
+    def duration_s(self) -> float:
+        return len(self.samples) / self.sample_rate
+
+    def pcm16(self) -> bytes:
+        """16-bit little-endian PCM bytes, as soundfile writes PCM_16."""
+        return (np.clip(self.samples, -1.0, 1.0) * 32767.0).round().astype("<i2").tobytes()
+
+
+class VoiceStream:
+    """The sentences of one request, synthesised as they are iterated; ``text`` (normalised)
+    and ``chunks`` (phonemes per sentence) are known before any audio. `close` (or leaving
+    a ``with`` block) stops the work and releases the session it holds.
+
+    Example:
+        >>> s = VoiceStream("Hi.", ["hˈaɪ."], iter([]))
+        >>> s.chunks, list(s)
+        (['hˈaɪ.'], [])
+    """
+
+    def __init__(self, text: str, chunks: list[str], parts: Iterator[VoiceChunk]):
+        self.text = text
+        self.chunks = chunks
+        self._parts = parts
+
+    def __iter__(self) -> VoiceStream:
+        return self
+
+    def __next__(self) -> VoiceChunk:
+        return next(self._parts)
+
+    def close(self) -> None:
+        close = getattr(self._parts, "close", None)
+        if close is not None:
+            close()
+
+    def __enter__(self) -> VoiceStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 _PHONEMIZE_LOCK = threading.Lock()
