@@ -148,6 +148,10 @@ def test_an_altered_graph_is_caught(tiny_bundle_dir: Path, tmp_path: Path, capsy
     assert not report.passed
     assert any("vocoder" in f for f in report.failures())
     assert report.results[0].stages["duration_predictor"].snr_db == float("inf")
+    # each stage alone on the reference's inputs: only the altered one differs
+    alone = report.results[0].stages_alone
+    assert set(alone) == set(contract.STAGES)
+    assert alone["vector_estimator"].snr_db == float("inf") > 60 > alone["vocoder"].snr_db
     # the CLI: 1 outside the tolerance, 0 within, 2 bad input
     assert main(["verify", "--model", str(tiny_bundle_dir), "--against", str(altered)]) == 1
     out = capsys.readouterr().out
