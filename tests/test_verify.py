@@ -85,6 +85,10 @@ def test_a_fixed_noise_array_decides_the_audio(tiny_bundle_dir: Path):
         FixedNoise(np.zeros((2, 3)))
     with pytest.raises(ValueError, match="noise must be"):
         engine.synthesize(text, noise="official", steps=2)
+    with pytest.raises(ValueError, match="seed or noise, not both"):
+        engine.synthesize(text, seed=1, noise=OfficialNoise(1), steps=2)
+    with pytest.raises(ValueError, match="one chunk each"):
+        Case((" ".join(["A long sentence for the test."] * 20),), "en", ("M1",))
 
 
 @pytest.mark.parametrize("text, lang", [

@@ -97,6 +97,12 @@ class Case:
         if len(self.texts) != len(self.voices) or not self.texts:
             raise ValueError(f"a case needs one voice per text, got {len(self.texts)} texts "
                              f"and {len(self.voices)} voices")
+        from .text import chunk
+
+        for t in self.texts:  # the official batch call reads each text as one chunk
+            if len(chunk(t, self.lang)) != 1:
+                raise ValueError(f"verify compares texts of one chunk each; {t[:30]!r}... "
+                                 "is split in several: give shorter texts")
 
     @property
     def batch(self) -> int:
