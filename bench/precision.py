@@ -135,7 +135,8 @@ def main() -> int:
     print()
     head = (f"{'recipe':<12}{'size':>6}{'peakRSS':>8}{'p50':>6}{'SNR dB':>8}{'logmel':>8}"
             f"{'MCD':>7}{'len ms':>7}  {'stage SNR dB (DP TE VE Voc)':<28}verdict")
-    print("ratios to fp32 on CPU; fidelity pooled over the cases; verdict against the floor")
+    print("ratios to fp32 on CPU; fidelity pooled over the cases (stage SNR: each stage "
+          "alone on FP32's inputs); verdict against the floor")
     print(head)
     met = []
     for name, rep in fids.items():
@@ -145,8 +146,10 @@ def main() -> int:
         peak = _ratio(cpu.peak_rss_mb, ref.peak_rss_mb) if cpu and ref else math.nan
         p50 = _ratio(cpu.p50_s, ref.p50_s) if cpu and ref else math.nan
         d = rep.distances
+        # each stage alone, on FP32's inputs (its own error, not inherited)
         stage = " ".join(
-            f"{min(r.stages[s].snr_db for r in rep.results):5.1f}" for s in contract.STAGES)
+            f"{min(r.stages_alone[s].snr_db for r in rep.results):5.1f}"
+            for s in contract.STAGES)
         verdict, why = rep.verdict or ("", [])
         print(f"{name:<12}{size:>6.2f}{peak:>8.2f}{p50:>6.2f}{d.snr_db:>8.1f}"
               f"{d.log_mel_db:>8.3f}{d.mcd_db:>7.3f}{d.duration_change_s * 1000:>7.1f}  "

@@ -85,6 +85,10 @@ def test_a_fixed_noise_array_decides_the_audio(tiny_bundle_dir: Path):
         FixedNoise(np.zeros((2, 3)))
     with pytest.raises(ValueError, match="noise must be"):
         engine.synthesize(text, noise="official", steps=2)
+    with pytest.raises(ValueError, match="seed or noise, not both"):
+        engine.synthesize(text, seed=1, noise=OfficialNoise(1), steps=2)
+    with pytest.raises(ValueError, match="one chunk each"):
+        Case((" ".join(["A long sentence for the test."] * 20),), "en", ("M1",))
 
 
 @pytest.mark.parametrize("text, lang", [
@@ -148,6 +152,10 @@ def test_an_altered_graph_is_caught(tiny_bundle_dir: Path, tmp_path: Path, capsy
     assert not report.passed
     assert any("vocoder" in f for f in report.failures())
     assert report.results[0].stages["duration_predictor"].snr_db == float("inf")
+    # each stage alone on the reference's inputs: only the altered one differs
+    alone = report.results[0].stages_alone
+    assert set(alone) == set(contract.STAGES)
+    assert alone["vector_estimator"].snr_db == float("inf") > 100 > alone["vocoder"].snr_db
     # the CLI: 1 outside the tolerance, 0 within, 2 bad input
     assert main(["verify", "--model", str(tiny_bundle_dir), "--against", str(altered)]) == 1
     out = capsys.readouterr().out

@@ -462,6 +462,10 @@ class Engine:
         seeds = [None if s is None else int(s) for s in seeds]  # plain ints in results
         source = _noise_source(noise)
         if source is not None:
+            if any(x is not None for x in seeds):
+                raise ValueError("give seed or noise, not both: the noise is the initial "
+                                 "latent a seed would draw (OfficialNoise(seed) draws it "
+                                 "as the official package does)")
             seeds = [getattr(source, "seed", None)] * len(texts)
 
         t_start = time.perf_counter()

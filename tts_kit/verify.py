@@ -97,6 +97,12 @@ class Case:
         if len(self.texts) != len(self.voices) or not self.texts:
             raise ValueError(f"a case needs one voice per text, got {len(self.texts)} texts "
                              f"and {len(self.voices)} voices")
+        from .text import chunk
+
+        for t in self.texts:  # the official batch call reads each text as one chunk
+            if len(chunk(t, self.lang)) != 1:
+                raise ValueError(f"verify compares texts of one chunk each; {t[:30]!r}... "
+                                 "is split in several: give shorter texts")
 
     @property
     def batch(self) -> int:
@@ -145,6 +151,8 @@ class Trace:
     stages: dict[str, list[np.ndarray]] = field(default_factory=dict)
     wavs: list[np.ndarray] = field(default_factory=list)
     leak: float = 0.0  # official only: batch output vs single-item vocoding, max |diff|
+    calls: list[tuple[str, dict[str, np.ndarray], np.ndarray]] = field(default_factory=list)
+    """tts_kit with ``keep_calls``: every stage run's inputs and output, to replay."""
 
 
 @dataclass
@@ -191,6 +199,8 @@ class CaseResult:
     log_mel_db: float
     mcd_db: float
     official_batch_leak: float = 0.0
+    stages_alone: dict[str, Comparison] = field(default_factory=dict)
+    """Against a bundle: each candidate stage on the reference's inputs (`replay`)."""
 
     @property
     def duration_change_s(self) -> float:
@@ -267,8 +277,11 @@ class VerifyReport:
         for r in self.results:
             lines.append(r.case.label())
             for name, c in {**r.stages, "waveform": r.waveform}.items():
+                alone = r.stages_alone.get(name)
+                extra = (f"   (alone, on the reference's inputs: SNR {_db(alone.snr_db)} dB)"
+                         if alone else "")
                 lines.append(f"  {name:<19} max|diff| {c.max_abs_diff:10.3g}   "
-                             f"SNR {_db(c.snr_db):>8} dB")
+                             f"SNR {_db(c.snr_db):>8} dB{extra}")
             dur = ", ".join(f"{b - a:+d}" for a, b in zip(r.samples_ref, r.samples_candidate))
             lines.append(f"  {'length change':<19} {dur} samples "
                          f"({r.duration_change_s * 1000:.1f} ms at most)")
@@ -331,8 +344,11 @@ def _engine(model: str | os.PathLike[str], threads: int | None, optimization: st
     return Engine(model, preset=preset, normalize=False)
 
 
-def run_tts_kit(engine: Any, case: Case) -> Trace:
+def run_tts_kit(engine: Any, case: Case, keep_calls: bool = False) -> Trace:
     """One case through tts_kit's engine, with `OfficialNoise` seeded by ``case.seed``.
+
+    ``keep_calls``: also keep every stage run's inputs and output (``trace.calls``), so a
+    candidate can replay them (`replay`).
 
     Example:
         >>> case = Case(("Hi.",), "en", ("M1",))
@@ -345,6 +361,9 @@ def run_tts_kit(engine: Any, case: Case) -> Trace:
     def hook(stage: str, feeds: Any, out: np.ndarray) -> None:
         # The official package's duration output is before the division by speed.
         trace.stages[stage].append(np.array(out))
+        if keep_calls:
+            trace.calls.append((stage, {k: np.array(v) for k, v in feeds.items()},
+                                np.array(out)))
 
     remove = engine.add_stage_hook(hook)
     try:
@@ -441,6 +460,18 @@ def run_official(tts: Any, case: Case) -> Trace:
     return trace
 
 
+def replay(engine: Any, ref: Trace) -> dict[str, Comparison]:
+    """Each stage of ``engine`` on the reference's own inputs (`Engine.run_stage`): its
+    error alone, not inherited from the stages before it (a duration that moves a frame
+    boundary otherwise changes every later shape)."""
+    got: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {
+        s: ([], []) for s in contract.STAGES}
+    for stage, feeds, out in ref.calls:
+        got[stage][0].append(out)
+        got[stage][1].append(engine.run_stage(stage, feeds))
+    return {s: Comparison.of(a, b) for s, (a, b) in got.items() if a}
+
+
 def compare(case: Case, ref: Trace, cand: Trace, sample_rate: int = contract.SAMPLE_RATE
             ) -> CaseResult:
     """Compare a candidate trace with the reference's, stage by stage and as audio."""
@@ -495,11 +526,14 @@ def verify(
         report.notes.append("reference: the official supertonic package on the same bundle")
     else:
         other = Bundle(Path(against).expanduser())
-        refs = [run_tts_kit(mine, case) for case in cases]
+        refs = [run_tts_kit(mine, case, keep_calls=True) for case in cases]
         mine.close()
         theirs = _engine(other.path, threads)
         for case, ref in zip(cases, refs):
-            report.results.append(compare(case, ref, run_tts_kit(theirs, case)))
+            result = compare(case, ref, run_tts_kit(theirs, case))
+            result.stages_alone = replay(theirs, ref)
+            ref.calls.clear()
+            report.results.append(result)
         theirs.close()
         report.notes.append(f"reference: tts_kit on {bundle.path}; candidate: tts_kit on "
                             f"{other.path}")
