@@ -300,3 +300,19 @@ def test_a_report_measures_the_voice_and_names_it(tmp_path):
     assert rep.model["family"] == "piper" and rep.model["label"] == "Piper en_US-joe-medium"
     assert list(rep.model["sha256"]) == ["voice"]
     assert rep.recommended is not None and rep.recommended["status"] == "ok"
+
+
+def test_the_int8_recipe_that_keeps_the_durations_keeps_the_length(tmp_path):
+    from tts_kit.precision import convert
+    from tts_kit.precision.measure import piper_distances
+
+    report = convert(NAME, tmp_path / "joe-int8-dp32", recipe="int8-dp32", measure=False)
+    stage = report.stages["voice"]
+    assert report.recipe == "int8-dp32" and "integer kernels" in stage.kernels["verdict"]
+    # The text encoder and duration predictor stay float: the same seed, the same length.
+    d = piper_distances(NAME, report.dst, texts=(SENTENCE,))
+    assert d.duration_change_s == 0.0
+    with pytest.raises(ValueError, match="sherpa-int8 is Supertonic's"):
+        convert(NAME, tmp_path / "x", recipe="sherpa-int8", measure=False)
+    with pytest.raises(ValueError, match="one stage, 'voice'"):
+        convert(NAME, tmp_path / "y", stages=["vocoder"], measure=False)

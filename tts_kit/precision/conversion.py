@@ -789,9 +789,15 @@ def convert_piper(
         (tmp / bundle.config_file.name).write_text(
             json.dumps(cfg, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
         converted = PiperBundle(out)  # the result must open like any voice
+        kernels = None
+        if to == "int8":  # does it run integer kernels, or float after all?
+            from .recipes import kernel_report
+
+            kernels = kernel_report(out).to_dict()
         report.stages[STAGE] = StageReport(
             STAGE, True, bundle.stages[STAGE].size_bytes, _graph_bytes(out),
-            bundle.stages[STAGE].precision, converted.stages[STAGE].precision, ops, kept)
+            bundle.stages[STAGE].precision, converted.stages[STAGE].precision, ops, kept,
+            recipe or to, kernels)
         after = {f.name: sha256_file(f) for f in files + extra}
         if after != before:
             report.source_unchanged = False
