@@ -230,9 +230,6 @@ def cmd_tune(args: argparse.Namespace) -> int:
         raise UserError(f"--repeats must be >= 1 (timed calls after the first), got "
                         f"{args.repeats}")
     workload = Workload(steps=args.steps, repeats=args.repeats)
-    from .family import model_label
-
-    _say(f"model: {term_safe(model_label(bundle))}", file=sys.stderr)
     if args.json:
         _check_output_file(args.json, "--json")  # now, not after minutes of measuring
     with _cluster(args.scheduler) as executor:
@@ -241,6 +238,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
             mem_budget_mb=args.mem_budget, progress=not args.quiet, stage_costs_mb=costs,
             executor=executor,
         )
+    from .family import model_label
+
+    _say(f"model: {term_safe(model_label(bundle))}")  # which model the figures are of
     _say(format_table(result.records))
     rec, reason = result.recommend(args.mem_budget)
     _say(f"recommendation: {reason}")
