@@ -35,75 +35,60 @@ from decimal import Decimal
 from . import numbers as nw
 from .charset import make_cleanup
 from .common import Rule, Step, Steps, TraceStep, make_numeric, trie_alt
+from .common import grammar as g
 from .lexicon import Lexicon
 from .tables import (
     CURRENCIES,
-    CURRENCY_CODES,
     EN_ABBREVIATIONS,
     EN_YEAR_CONTEXT,
-    MAGNITUDES,
     UNITS,
     Currency,
 )
 
-_ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-
-
-# A number: thousands groups, or at most 16 digits (longer runs are codes, read digit by
-# digit by the ``digits`` alternative; this also keeps int() away from huge strings).
-_NUM = r"\d{1,3}(?:,\d{3}){1,6}(?!,?\d)(?:\.\d+)?|\d{1,16}(?!\d)(?:\.\d+)?"
-_UNITS_ALL = trie_alt(UNITS)
-_UNITS_SPACED = trie_alt(k for k, u in UNITS.items() if u.spaced)
-_MAGS = trie_alt(MAGNITUDES)
-_CODES = trie_alt(CURRENCY_CODES)
-_SYMS = "".join(CURRENCIES)
-_AMPM = r"[AaPp]\.?[Mm](?:\.(?=\S))?(?![A-Za-z])"
-_TIME = r"\d{1,2}:\d{2}(?::\d{2})?"
 _MONTH_NAMES = {
     **{name: name for name in nw.EN_MONTHS[1:]},
     **{name[:3]: name for name in nw.EN_MONTHS[1:]},
     "Sept": "September",
 }
 _MONTH = trie_alt(_MONTH_NAMES)
-
-
-def _unit(p: str) -> str:
-    return rf"(?:(?P<{p}u1>{_UNITS_ALL})|\s(?P<{p}u2>{_UNITS_SPACED}))(?![A-Za-z0-9])"
+_NUM = g.NUM
+_unit = g.unit
 
 
 # Structured forms first, then one number followed by what it measures; as in `ko`,
-# the tail that matched is `m.lastgroup` (a bare number: ``qn``).
-NUMERIC = re.compile(
-    r"(?=[-+]?\d|[" + _SYMS + r"]|[vV]\d|[#~']\d|\(\d)(?:"
-    r"(?P<digits>\d{17,})"
-    r"|(?P<date_iso>(?P<iy>\d{4})-(?P<im>\d{1,2})-(?P<id>\d{1,2})(?!\d))"
-    r"|(?P<date_us>(?P<ua>\d{1,2})(?P<us>[/.-])(?P<ub>\d{1,2})(?P=us)(?P<uy>\d{4})(?!\d))"
-    rf"|(?P<trange>(?P<ta>{_TIME})\s?[~\-–]\s?(?P<tb>{_TIME})(?![\d:]))"
-    rf"|(?P<time>(?P<th>\d{{1,2}}):(?P<tm>\d{{2}})(?::(?P<ts>\d{{2}}))?(?![\d:])"
-    rf"(?:\s?(?P<tap>{_AMPM}))?)"
-    r"|(?P<phone>(?:\+\d{1,3}[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.])\d{3}[-.]\d{4}(?!\d)"
-    r"|1-\d{3}-\d{3}-\d{4}(?!\d)|\+\d{1,3}(?:[-\s]\d{1,4}){2,3}(?!\d)"
-    r"|0\d{1,2}-\d{3,4}-\d{4}(?!\d))"
-    rf"|(?P<currency>(?P<csym>[{_SYMS}])\s?(?P<cn>{_NUM})"
-    rf"(?:\s?(?P<cmag>{_MAGS})(?![A-Za-z]))?"
-    rf"(?:\s?[~\-–]\s?(?P=csym)?(?P<cn2>{_NUM})(?:\s?(?P<cmag2>{_MAGS})(?![A-Za-z]))?)?)"
-    r"|(?P<decade>'(?P<dd2>\d0)s|(?P<dd4>\d{3}0)s)(?![A-Za-z])"
-    rf"|(?P<number_sign>\#(?P<hn>{_NUM}))"
-    rf"|(?P<approx>~(?P<tn>{_NUM}))"
-    r"|(?P<version>(?P<vv>[vV])?(?P<vn>\d+(?:\.\d+){2,})|(?P<vv2>[vV])(?P<vn2>\d+(?:\.\d+)?))"
-    rf"|(?P<qsg>[-+])?(?P<qn>{_NUM})(?:"
-    rf"(?P<currency_code>\s?(?P<ccode>{_CODES})(?![A-Za-z]))"
-    rf"|(?P<currency_post>\s?(?P<csym2>[{_SYMS}¢]))"
-    rf"|(?P<range>\s?(?P<rsep>[~\-–])\s?(?P<rb>{_NUM})(?:(?P<rpct>\s?%)|{_unit('r')})?)"
-    r"|(?P<magnitude>(?P<mg>[KkMB]|bn|mn)(?![A-Za-z0-9]))"
-    r"|(?P<percent>\s?%)"
-    rf"|(?P<unit>{_unit('u')})"
-    r"|(?P<ordinal>(?:st|nd|rd|th)(?![A-Za-z]))"
-    rf"|(?P<ampm>\s?(?P<aap>{_AMPM}))"
-    rf"|(?P<times>\s?[x×](?:\s?(?P<xb>{_NUM}))?(?![A-Za-z0-9]))"
-    r"|(?P<ratio>:(?P<qb>\d{1,16})(?!\d))"
-    r"|(?P<fraction>/(?P<fb>\d{1,16})(?!\d))"
-    r")?)"
+# the tail that matched is `m.lastgroup` (a bare number: ``qn``). The shapes both
+# languages share come from `common.grammar`.
+NUMERIC = g.numeric(
+    r"[-+]?\d|-?[" + g.SYMS + r"]|[vV]\d|[#~']\d|\(\d",
+    [
+        g.DIGITS,
+        r"(?P<date_iso>(?P<iy>\d{4})-(?P<im>\d{1,2})-(?P<id>\d{1,2})(?!\d))",
+        r"(?P<date_us>(?P<ua>\d{1,2})(?P<us>[/.-])(?P<ub>\d{1,2})(?P=us)(?P<uy>\d{4})(?!\d))",
+        g.TRANGE,
+        g.TIME_ALT,
+        r"(?P<phone>(?:\+\d{1,3}[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.])\d{3}[-.]\d{4}(?!\d)"
+        r"|1-\d{3}-\d{3}-\d{4}(?!\d)|\+\d{1,3}(?:[-\s]\d{1,4}){2,3}(?!\d)"
+        r"|0\d{1,2}-\d{3,4}-\d{4}(?!\d))",
+        g.CURRENCY,
+        r"(?P<decade>'(?P<dd2>\d0)s|(?P<dd4>\d{3}0)s)(?![A-Za-z])",
+        rf"(?P<number_sign>\#(?P<hn>{_NUM}))",
+        rf"(?P<approx>~(?P<tn>{_NUM}))",
+        g.VERSION,
+    ],
+    [
+        g.CURRENCY_CODE,
+        g.currency_post("¢"),
+        rf"(?P<range>\s?(?P<rsep>{g.RANGE_SIGN})\s?(?P<rb>{_NUM})"
+        rf"(?:(?P<rpct>\s?%)|{_unit('r')})?)",
+        g.MAGNITUDE,
+        r"(?P<percent>\s?%)",
+        rf"(?P<unit>{_unit('u')})",
+        g.ORDINAL,
+        g.AMPM_TAIL,
+        g.TIMES,
+        g.RATIO,
+        g.FRACTION,
+    ],
 )
 _PLAIN = re.compile(rf"(?P<digits>\d{{17,}})|(?P<qsg>[-+])?(?P<qn>{_NUM})")
 _YEAR_BEFORE = re.compile(
@@ -118,28 +103,15 @@ _YEAR_AFTER = re.compile(r"\s?(?:AD|BC|BCE|CE)\b")
 # -- readings ---------------------------------------------------------------------------
 
 
-def _int(s: str) -> int:
-    return int(s.replace(",", ""))
-
-
-def _is_int(s: str) -> bool:
-    return "." not in s
-
-
 def _plural(num: str, singular: str, plural: str) -> str:
     return singular if num in ("1", "-1", "+1") else plural
 
 
-def _lead(m: re.Match[str]) -> tuple[str, str | None]:
-    """(text kept before the reading, the sign's meaning): see `ko._lead`."""
-    sign = m["qsg"]
-    if sign and m.start() > 0 and m.string[m.start() - 1].isalnum():
-        return sign, None
-    return "", sign
+_SIGNS = {"-": "minus ", "+": "plus "}
 
 
 def _sign_word(sign: str | None) -> str:
-    return {"-": "minus ", "+": "plus "}.get(sign or "", "")
+    return _SIGNS.get(sign or "", "")
 
 
 def _is_year(n: int) -> bool:
@@ -192,15 +164,6 @@ def _clock(h: int, mi: int, s: int | None, ap: str | None) -> str:
     return words
 
 
-def _parse_time(t: str) -> tuple[int, int, int | None] | None:
-    parts = [int(x) for x in t.split(":")]
-    h, mi = parts[0], parts[1]
-    s = parts[2] if len(parts) > 2 else None
-    if h > 24 or mi > 59 or (s is not None and s > 59):
-        return None
-    return h, mi, s
-
-
 def _date_words(y: int | None, mo: int, d: int) -> str:
     words = f"{nw.EN_MONTHS[mo]} {nw.en_ordinal(d)}"
     return f"{words}, {nw.en_year(y)}" if y is not None else words
@@ -247,44 +210,16 @@ def _date_us(m: re.Match[str]) -> str:
     return _plain(m.group(0)).replace(m["us"], " ")
 
 
-def _trange(m: re.Match[str]) -> str:
-    a, b = _parse_time(m["ta"]), _parse_time(m["tb"])
-    if a is None or b is None:
-        return _plain(m.group(0))
-    return f"{_clock(*a, None)} to {_clock(*b, None)}"
-
-
-def _time(m: re.Match[str]) -> str:
-    t = _parse_time(m["th"] + ":" + m["tm"] + (":" + m["ts"] if m["ts"] else ""))
-    if t is None:
-        return _plain(m.group(0)).replace(":", " to ")
-    return _clock(*t, m["tap"])
-
-
 def _phone(m: re.Match[str]) -> str:
     s = m.group(0)
     if sum(c.isdigit() for c in s) < 7:
         return _plain(s)
     head = "plus " if s.startswith("+") else ""
-    groups = [g for g in re.split(r"[-.\s()]+", s.lstrip("+")) if g]
-    return head + ", ".join(nw.en_digits(g) for g in groups)
-
-
-def _currency(m: re.Match[str]) -> str:
-    cur = CURRENCIES[m["csym"]]
-    words = _money(m["cn"], cur, m["cmag"])
-    if m["cn2"]:
-        words += " to " + _money(m["cn2"], cur, m["cmag2"])  # $5-$10
-    return words
-
-
-def _currency_code(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
-    return kept + _sign_word(sign) + _money(m["qn"], CURRENCY_CODES[m["ccode"]], None)
+    return head + ", ".join(nw.en_digits(p) for p in g.phone_groups(s))
 
 
 def _currency_post(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     if m["csym2"] == "¢":
         n = m["qn"]
         return kept + _sign_word(sign) + nw.en_number(n) + (" cent" if n == "1" else " cents")
@@ -314,12 +249,10 @@ def _version(m: re.Match[str]) -> str:
 
 
 def _range(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     a, b = m["qn"], m["rb"]
     tail = m["rpct"] or m["ru1"] or m["ru2"]
-    if (m["rsep"] == "-" and not sign and not tail and m.group(0) == f"{a}-{b}"
-            and len(a) == 3 and len(b) == 4 and (a + b).isdigit() and int(b) % 100):
-        # 555-0123 is a local phone number; 100-1000 and 300-5000 read as ranges.
+    if g.local_phone(m):
         return f"{nw.en_digits(a)}, {nw.en_digits(b)}"
     if not sign and not tail and all(len(x) == 4 and x.isdigit() for x in (a, b)):
         if _is_year(int(a)) and _is_year(int(b)):
@@ -336,17 +269,17 @@ def _range(m: re.Match[str]) -> str:
 
 
 def _magnitude(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     return kept + _sign_word(sign) + nw.en_number(m["qn"]) + " " + _MAGNITUDE_WORDS[m["mg"]]
 
 
 def _percent(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     return kept + _sign_word(sign) + nw.en_number(m["qn"]) + " percent"
 
 
 def _unit_h(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     num, unit = m["qn"], m["uu1"] or m["uu2"]
     if unit == "s" and not sign and num in ("20", "30", "40", "50", "60", "70", "80", "90"):
         if m.string[max(0, m.start() - 4) : m.start()].lower() == "the ":
@@ -355,7 +288,7 @@ def _unit_h(m: re.Match[str]) -> str:
 
 
 def _ordinal(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     n = m["qn"]
     if not (n.isdigit() and len(n) <= nw.EN_MAX_DIGITS):
         return kept + _sign_word(sign) + nw.en_number(n) + " " + m.group(0)[-2:]
@@ -363,7 +296,7 @@ def _ordinal(m: re.Match[str]) -> str:
 
 
 def _ampm(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     n = m["qn"]
     if sign or not n.isdigit() or int(n) > 24:
         return kept + _sign_word(sign) + nw.en_number(n) + " " + m["aap"]
@@ -371,7 +304,7 @@ def _ampm(m: re.Match[str]) -> str:
 
 
 def _times(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     a = kept + _sign_word(sign) + nw.en_number(m["qn"])
     if m["xb"]:
         return f"{a} by {nw.en_number(m['xb'])}"
@@ -379,17 +312,17 @@ def _times(m: re.Match[str]) -> str:
 
 
 def _ratio(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     return f"{kept}{_sign_word(sign)}{nw.en_number(m['qn'])} to {nw.en_number(m['qb'])}"
 
 
 def _fraction(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     kept += _sign_word(sign)
     num, den = m["qn"], m["fb"]
-    if not _is_int(num) or int(den) == 0:
+    if not g.is_int(num) or int(den) == 0:
         return f"{kept}{nw.en_number(num)} over {nw.en_number(den)}"
-    a, b = _int(num), int(den)
+    a, b = g.to_int(num), int(den)
     if 1 <= a < b <= 10:
         return kept + _fraction_words(a, b)
     if not sign and 1 <= a <= 12 and 1 <= b <= 31:
@@ -398,7 +331,7 @@ def _fraction(m: re.Match[str]) -> str:
 
 
 def _number(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     num = m["qn"]
     if not sign and len(num) == 4 and num.isdigit() and _is_year(int(num)):
         s, a, b = m.string, m.start(), m.end()
@@ -409,10 +342,11 @@ def _number(m: re.Match[str]) -> str:
 
 
 _HANDLERS = {
+    **g.handlers(g.Words(_plain, _clock, _money, _SIGNS, " to ", " to ")),
     "digits": _digits,
-    "date_iso": _date_iso, "date_us": _date_us, "trange": _trange, "time": _time,
-    "phone": _phone, "currency": _currency, "decade": _decade, "number_sign": _number_sign,
-    "approx": _approx, "version": _version, "currency_code": _currency_code,
+    "date_iso": _date_iso, "date_us": _date_us,
+    "phone": _phone, "decade": _decade, "number_sign": _number_sign,
+    "approx": _approx, "version": _version,
     "currency_post": _currency_post,
     "range": _range, "magnitude": _magnitude, "percent": _percent, "unit": _unit_h,
     "ordinal": _ordinal, "ampm": _ampm, "times": _times, "ratio": _ratio,

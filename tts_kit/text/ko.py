@@ -34,10 +34,10 @@ from decimal import Decimal
 from . import numbers as nw
 from .charset import make_cleanup
 from .common import Rule, Step, make_numeric, trie_alt
+from .common import grammar as g
 from .lexicon import Lexicon
 from .tables import (
     CURRENCIES,
-    CURRENCY_CODES,
     KO_BIG_UNITS,
     KO_COUNTERS,
     KO_LETTERS,
@@ -47,26 +47,11 @@ from .tables import (
     Currency,
 )
 
-_ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-
-
-# A number: thousands groups, or at most 16 digits (longer runs are codes, read digit by
-# digit by the ``digits`` alternative; this also keeps int() away from huge strings).
-_NUM = r"\d{1,3}(?:,\d{3}){1,6}(?!,?\d)(?:\.\d+)?|\d{1,16}(?!\d)(?:\.\d+)?"
+_NUM = g.NUM
 _COUNTERS = trie_alt(KO_COUNTERS)
 _PARTICLES = trie_alt(KO_PARTICLES)
-_UNITS_ALL = trie_alt(UNITS)
-_UNITS_SPACED = trie_alt(k for k, u in UNITS.items() if u.spaced)
-_MAGS = trie_alt(MAGNITUDES)
-_CODES = trie_alt(CURRENCY_CODES)
 _BIG = trie_alt(KO_BIG_UNITS)
-_SYMS = "".join(CURRENCIES)
-_AMPM = r"[AaPp]\.?[Mm](?:\.(?=\S))?(?![A-Za-z])"
-_TIME = r"\d{1,2}:\d{2}(?::\d{2})?"
-
-
-def _unit(p: str) -> str:
-    return rf"(?:(?P<{p}u1>{_UNITS_ALL})|\s(?P<{p}u2>{_UNITS_SPACED}))(?![A-Za-z0-9])"
+_unit = g.unit
 
 
 def _counter(p: str) -> str:
@@ -80,38 +65,40 @@ def _counter(p: str) -> str:
 
 # Structured forms first (each fails fast on its fixed shape), then one number followed
 # by whatever says what it counts. The tail alternatives are named after their rule;
-# being the last group to close, the name is `m.lastgroup` (a bare number: ``qn``).
-NUMERIC = re.compile(
-    r"(?=[-+]?\d|[" + _SYMS + r"]|제\s?\d|[vV]\d)(?:"
-    r"(?P<digits>\d{17,})"
-    r"|(?P<date>(?P<dy>\d{4})(?P<ds>[-/.]|\.\s)(?P<dm>\d{1,2})(?P=ds)(?P<dd>\d{1,2})(?!\d|\.\d))"
-    rf"|(?P<trange>(?P<ta>{_TIME})\s?[~\-–]\s?(?P<tb>{_TIME})(?![\d:]))"
-    rf"|(?P<time>(?P<th>\d{{1,2}}):(?P<tm>\d{{2}})(?::(?P<ts>\d{{2}}))?(?![\d:])"
-    rf"(?:\s?(?P<tap>{_AMPM}))?)"
-    r"|(?P<phone>\+\d{1,3}(?:[-\s]\d{1,4}){2,3}(?!\d)"
-    r"|0\d{1,2}(?P<ps>[-.])\d{3,4}(?P=ps)\d{4}(?!\d)|1[5-9]\d{2}-\d{4}(?!\d))"
-    rf"|(?P<currency>(?P<csym>[{_SYMS}])\s?(?P<cn>{_NUM})"
-    rf"(?:\s?(?P<cmag>{_MAGS})(?![A-Za-z]))?"
-    rf"(?:\s?[~\-–]\s?(?P=csym)?(?P<cn2>{_NUM})(?:\s?(?P<cmag2>{_MAGS})(?![A-Za-z]))?)?)"
-    r"|(?P<version>(?P<vv>[vV])?(?P<vn>\d+(?:\.\d+){2,})|(?P<vv2>[vV])(?P<vn2>\d+(?:\.\d+)?))"
-    rf"|(?P<kje>제\s?)?(?P<qsg>[-+])?(?P<qn>{_NUM})(?:"
-    # Counters first: the commonest tail, and no other tail starts with Hangul.
-    rf"(?P<counter>{_counter('k')}"
-    rf"(?:\s?[~\-–]\s?(?P<kn2>{_NUM})(?P<kc3>{_COUNTERS}))?)"
-    rf"|(?P<currency_code>\s?(?P<ccode>{_CODES})(?![A-Za-z]))"
-    rf"|(?P<currency_post>\s?(?P<csym2>[{_SYMS}]))"
-    rf"|(?P<range>\s?(?P<rsep>[~\-–])\s?(?P<rb>{_NUM})"
-    rf"(?:(?P<rpct>\s?%p?)|{_unit('r')}|{_counter('r')})?)"
-    rf"|(?P<big>(?P<bu>{_BIG})(?:\s?(?P<bc>{_COUNTERS}))?)"
-    r"|(?P<magnitude>(?P<mg>[KkMB]|bn|mn)(?![A-Za-z0-9]))"
-    r"|(?P<percent>\s?(?P<pp>%p?))"
-    rf"|(?P<unit>{_unit('u')})"
-    r"|(?P<ordinal>(?:st|nd|rd|th)(?![A-Za-z]))"
-    rf"|(?P<ampm>\s?(?P<aap>{_AMPM}))"
-    rf"|(?P<times>\s?[x×](?:\s?(?P<xb>{_NUM}))?(?![A-Za-z0-9]))"
-    r"|(?P<ratio>:(?P<qb>\d{1,16})(?!\d))"
-    r"|(?P<fraction>/(?P<fb>\d{1,16})(?!\d))"
-    r")?)"
+# being the last group to close, the name is `m.lastgroup` (a bare number: ``qn``). The
+# shapes both languages share come from `common.grammar`.
+NUMERIC = g.numeric(
+    r"[-+]?\d|-?[" + g.SYMS + r"]|제\s?\d|[vV]\d",
+    [
+        g.DIGITS,
+        r"(?P<date>(?P<dy>\d{4})(?P<ds>[-/.]|\.\s)(?P<dm>\d{1,2})(?P=ds)(?P<dd>\d{1,2})"
+        r"(?!\d|\.\d))",
+        g.TRANGE,
+        g.TIME_ALT,
+        r"(?P<phone>\+\d{1,3}(?:[-\s]\d{1,4}){2,3}(?!\d)"
+        r"|0\d{1,2}(?P<ps>[-.])\d{3,4}(?P=ps)\d{4}(?!\d)|1[5-9]\d{2}-\d{4}(?!\d))",
+        g.CURRENCY,
+        g.VERSION,
+    ],
+    [
+        # Counters first: the commonest tail, and no other tail starts with Hangul.
+        rf"(?P<counter>{_counter('k')}"
+        rf"(?:\s?{g.RANGE_SIGN}\s?(?P<kn2>{_NUM})(?P<kc3>{_COUNTERS}))?)",
+        g.CURRENCY_CODE,
+        g.currency_post(),
+        rf"(?P<range>\s?(?P<rsep>{g.RANGE_SIGN})\s?(?P<rb>{_NUM})"
+        rf"(?:(?P<rpct>\s?%p?)|{_unit('r')}|{_counter('r')})?)",
+        rf"(?P<big>(?P<bu>{_BIG})(?:\s?(?P<bc>{_COUNTERS}))?)",
+        g.MAGNITUDE,
+        r"(?P<percent>\s?(?P<pp>%p?))",
+        rf"(?P<unit>{_unit('u')})",
+        g.ORDINAL,
+        g.AMPM_TAIL,
+        g.TIMES,
+        g.RATIO,
+        g.FRACTION,
+    ],
+    prefix=r"(?P<kje>제\s?)?",
 )
 # The same groups as the number alternative (kje never matches), for `_number`.
 _PLAIN = re.compile(rf"(?P<digits>\d{{17,}})|(?P<kje>(?!))?(?P<qsg>[-+])?(?P<qn>{_NUM})")
@@ -120,26 +107,18 @@ _PLAIN = re.compile(rf"(?P<digits>\d{{17,}})|(?P<kje>(?!))?(?P<qsg>[-+])?(?P<qn>
 # -- readings ---------------------------------------------------------------------------
 
 
-def _int(s: str) -> int:
-    return int(s.replace(",", ""))
-
-
-def _is_int(s: str) -> bool:
-    return "." not in s
-
-
 def _sino(s: str) -> str:
     """A number used as a quantity: its value, so 05분 is 오 분 (not 공오 분)."""
-    if _is_int(s):
-        return nw.ko_sino(_int(s))
+    if g.is_int(s):
+        return nw.ko_sino(g.to_int(s))
     whole, _, frac = s.replace(",", "").partition(".")
     return f"{nw.ko_sino(int(whole))} 점 {nw.ko_digits(frac)}"
 
 
 def _with_counter(num: str, counter: str, sign: str | None = None) -> str:
     kind = KO_COUNTERS[counter]
-    integer = _is_int(num) and not sign
-    v = _int(num) if integer else -1
+    integer = g.is_int(num) and not sign
+    v = g.to_int(num) if integer else -1
     if kind == "month" and integer:
         return nw.ko_month(v)
     if kind in ("ordinal", "nominal") and integer and v >= 1:
@@ -163,8 +142,8 @@ def _with_counter(num: str, counter: str, sign: str | None = None) -> str:
 
 def _with_unit(num: str, unit: str, sign: str | None = None) -> str:
     u = UNITS[unit]
-    if u.ko_native and _is_int(num) and 1 <= _int(num) <= 99 and not sign:
-        words = nw.ko_native(_int(num))
+    if u.ko_native and g.is_int(num) and 1 <= g.to_int(num) <= 99 and not sign:
+        words = nw.ko_native(g.to_int(num))
     else:
         words = _sino(num)
     if sign == "-":
@@ -208,15 +187,6 @@ def _clock(h: int, mi: int, s: int | None, ap: str | None) -> str:
     return words
 
 
-def _parse_time(t: str) -> tuple[int, int, int | None] | None:
-    parts = [int(x) for x in t.split(":")]
-    h, mi = parts[0], parts[1]
-    s = parts[2] if len(parts) > 2 else None
-    if h > 24 or mi > 59 or (s is not None and s > 59):
-        return None
-    return h, mi, s
-
-
 def _plain(text: str) -> str:
     return _PLAIN.sub(_plain_number, text)
 
@@ -229,23 +199,11 @@ def _digits(m: re.Match[str]) -> str:
     return nw.ko_digits(m.group(0), phone=True)
 
 
-def _lead(m: re.Match[str]) -> tuple[str, str | None]:
-    """(text kept before the reading, the sign's meaning) for the number alternative.
-
-    A ``-`` or ``+`` glued to a word or digit before it is a hyphen or an operator
-    ("A-5", "3+4"), kept as written; otherwise it is the number's sign.
-    """
-    kept = m["kje"] or ""
-    sign = m["qsg"]
-    if sign:
-        i = m.start("qsg")
-        if i > 0 and m.string[i - 1].isalnum():
-            return kept + sign, None
-    return kept, sign
+_SIGNS = {"-": "마이너스 ", "+": "플러스 "}
 
 
 def _sign_word(sign: str | None) -> str:
-    return {"-": "마이너스 ", "+": "플러스 "}.get(sign or "", "")
+    return _SIGNS.get(sign or "", "")
 
 
 # -- handlers, one per alternative of NUMERIC ---------------------------------------------
@@ -258,35 +216,12 @@ def _date(m: re.Match[str]) -> str:
     return f"{nw.ko_sino(y)} 년 {nw.ko_month(mo)} {nw.ko_sino(d)} 일"
 
 
-def _trange(m: re.Match[str]) -> str:
-    a, b = _parse_time(m["ta"]), _parse_time(m["tb"])
-    if a is None or b is None:
-        return _plain(m.group(0))
-    return f"{_clock(*a, None)}에서 {_clock(*b, None)}"
-
-
-def _time(m: re.Match[str]) -> str:
-    t = _parse_time(m["th"] + ":" + m["tm"] + (":" + m["ts"] if m["ts"] else ""))
-    if t is None:
-        return _plain(m.group(0)).replace(":", " 대 ")
-    return _clock(*t, m["tap"])
-
-
 def _phone(m: re.Match[str]) -> str:
     s = m.group(0)
     if sum(c.isdigit() for c in s) < 7:
         return _plain(s)
     head = "플러스 " if s.startswith("+") else ""
-    groups = re.split(r"[-.\s]+", s.lstrip("+"))
-    return head + " ".join(nw.ko_digits(g, phone=True) for g in groups)
-
-
-def _currency(m: re.Match[str]) -> str:
-    cur = CURRENCIES[m["csym"]]
-    words = _money(m["cn"], cur, m["cmag"])
-    if m["cn2"]:
-        words += "에서 " + _money(m["cn2"], cur, m["cmag2"])  # $5~$10
-    return words
+    return head + " ".join(nw.ko_digits(p, phone=True) for p in g.phone_groups(s))
 
 
 def _version_like(s: str) -> str:
@@ -303,27 +238,15 @@ def _version(m: re.Match[str]) -> str:
     return words
 
 
-def _currency_code(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
-    return kept + _sign_word(sign) + _money(m["qn"], CURRENCY_CODES[m["ccode"]], None)
-
-
 def _currency_post(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     return kept + _sign_word(sign) + _money(m["qn"], CURRENCIES[m["csym2"]], None)
 
 
-def _local_phone(m: re.Match[str]) -> bool:
-    """123-4567 is a local phone number; 100-1000 and 300-5000 read as ranges."""
-    a, b = m["qn"], m["rb"]
-    return (m["rsep"] == "-" and not m["qsg"] and m.group(0) == f"{a}-{b}" and len(a) == 3
-            and len(b) == 4 and (a + b).isdigit() and int(b) % 100 != 0)
-
-
 def _range(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     a, b = m["qn"], m["rb"]
-    if _local_phone(m):
+    if g.local_phone(m):
         return f"{nw.ko_digits(a, phone=True)} {nw.ko_digits(b, phone=True)}"
     first = _sign_word(sign) + _sino(a)
     if m["rpct"] is not None:
@@ -339,7 +262,7 @@ def _range(m: re.Match[str]) -> str:
 
 
 def _big(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     n, unit = m["qn"], m["bu"]
     # 1만 and 1천 are said 만, 천; 1억 and 1조 keep their 일.
     head = "" if n == "1" and unit[0] in "십백천만" else _sino(n)
@@ -350,7 +273,7 @@ def _big(m: re.Match[str]) -> str:
 
 
 def _magnitude(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     value = Decimal(m["qn"].replace(",", "")) * MAGNITUDES[m["mg"]]
     if value == value.to_integral_value():
         words = nw.ko_sino(int(value))
@@ -360,25 +283,25 @@ def _magnitude(m: re.Match[str]) -> str:
 
 
 def _percent_h(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     return kept + _sign_word(sign) + _percent(m["qn"], m["pp"])
 
 
 def _unit_h(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     return kept + _with_unit(m["qn"], m["uu1"] or m["uu2"], sign)
 
 
 def _ordinal(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     n = m["qn"]
-    if sign or not _is_int(n) or _int(n) == 0:
+    if sign or not g.is_int(n) or g.to_int(n) == 0:
         return kept + _sign_word(sign) + _sino(n) + " 번째"
     return kept + _with_counter(n, "번째")
 
 
 def _ampm(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     n = m["qn"]
     if sign or not n.isdigit() or int(n) > 24:
         return kept + _sign_word(sign) + nw.ko_number(n) + " " + m["aap"]
@@ -386,7 +309,7 @@ def _ampm(m: re.Match[str]) -> str:
 
 
 def _times(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     if m["xb"]:
         return f"{kept}{_sign_word(sign)}{_sino(m['qn'])} 곱하기 {_sino(m['xb'])}"
     return kept + _with_counter(m["qn"], "배", sign)
@@ -396,7 +319,7 @@ _SCORE_NEXT = re.compile(r"\s?\d")
 
 
 def _counter_h(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     num, counter, je = m["qn"], m["kc1"] or m["kc2"], m["kje"]
     if je and not (m.start() > 0 and "가" <= m.string[m.start() - 1] <= "힣"):
         words = f"제{_sino(num)} {counter}"
@@ -412,17 +335,17 @@ def _counter_h(m: re.Match[str]) -> str:
 
 
 def _ratio(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     return f"{kept}{_sign_word(sign)}{nw.ko_number(m['qn'])} 대 {nw.ko_number(m['qb'])}"
 
 
 def _fraction(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     kept += _sign_word(sign)
     num = m["qn"]
-    if not _is_int(num):
+    if not g.is_int(num):
         return f"{kept}{nw.ko_number(num)} 나누기 {nw.ko_number(m['fb'])}"
-    a, b = _int(num), int(m["fb"])
+    a, b = g.to_int(num), int(m["fb"])
     if b == 0:
         return f"{kept}{nw.ko_number(num)} 나누기 영"
     if not sign and not (a < b <= 10) and 1 <= a <= 12 and 1 <= b <= 31:
@@ -431,14 +354,15 @@ def _fraction(m: re.Match[str]) -> str:
 
 
 def _number(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     return kept + _sign_word(sign) + nw.ko_number(m["qn"])
 
 
 _HANDLERS = {
+    **g.handlers(g.Words(_plain, _clock, _money, _SIGNS, "에서 ", " 대 ")),
     "digits": _digits,
-    "date": _date, "trange": _trange, "time": _time, "phone": _phone,
-    "currency": _currency, "version": _version, "currency_code": _currency_code,
+    "date": _date, "phone": _phone,
+    "version": _version,
     "currency_post": _currency_post,
     "range": _range, "big": _big, "magnitude": _magnitude, "percent": _percent_h,
     "unit": _unit_h, "ordinal": _ordinal, "ampm": _ampm, "times": _times, "counter": _counter_h,

@@ -236,7 +236,7 @@ def language_tags(text: str, lang: str) -> str:
     """
     if "<" not in text:
         return text
-    from ..contract import LANGUAGES
+    from ...contract import LANGUAGES
 
     def tag(m: re.Match[str]) -> str:
         code = m.group(1).lower()

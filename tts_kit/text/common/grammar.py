@@ -1,0 +1,210 @@
+"""The numeric grammar English and Korean share: shapes of numbers, times, ranges,
+phone numbers and money, built once; each language adds its words.
+
+A language's `NUMERIC` is one regular expression made by `numeric` from named
+alternatives: structured forms first (times, money, versions ...), then one number
+followed by an optional tail saying what it measures. The alternatives below are the
+ones both languages use, with the same group names, so that the shared handlers of
+`handlers` can read them; a language passes its own words in a `Words`.
+
+Example:
+    >>> from tts_kit.text.common import grammar
+    >>> grammar.parse_time("10:30"), grammar.parse_time("25:00")
+    ((10, 30, None), None)
+    >>> grammar.to_int("15,000"), grammar.is_int("3.5")
+    (15000, False)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..tables import CURRENCIES, CURRENCY_CODES, MAGNITUDES, UNITS, Currency
+from . import trie_alt
+
+#: A number: thousands groups, or at most 16 digits (longer runs are codes, read digit by
+#: digit by the ``digits`` alternative; this also keeps int() away from huge strings). A
+#: number may start with its decimal point (.5, $.01) when no digit or word is before it.
+NUM = r"\d{1,3}(?:,\d{3}){1,6}(?!,?\d)(?:\.\d+)?|\d{1,16}(?!\d)(?:\.\d+)?"
+AMPM = r"[AaPp]\.?[Mm](?:\.(?=\S))?(?![A-Za-z])"
+TIME = r"\d{1,2}:\d{2}(?::\d{2})?"
+#: Range signs: hyphen, en dash, tilde (Korean writes 9시~18시).
+RANGE_SIGN = r"[~\-–]"
+UNITS_ALL = trie_alt(UNITS)
+UNITS_SPACED = trie_alt(k for k, u in UNITS.items() if u.spaced)
+MAGS = trie_alt(MAGNITUDES)
+CODES = trie_alt(CURRENCY_CODES)
+SYMS = "".join(CURRENCIES)
+
+
+def unit(p: str) -> str:
+    """A unit after a number, glued (``5kg``) or spaced (``5 kg``), groups ``<p>u1``/``<p>u2``.
+
+    Example:
+        >>> bool(re.fullmatch(unit("x"), " kg"))
+        True
+    """
+    return rf"(?:(?P<{p}u1>{UNITS_ALL})|\s(?P<{p}u2>{UNITS_SPACED}))(?![A-Za-z0-9])"
+
+
+# -- alternatives both languages use (same group names, so the same handlers) -----------
+
+DIGITS = r"(?P<digits>\d{17,})"
+TRANGE = rf"(?P<trange>(?P<ta>{TIME})\s?{RANGE_SIGN}\s?(?P<tb>{TIME})(?![\d:]))"
+TIME_ALT = (rf"(?P<time>(?P<th>\d{{1,2}}):(?P<tm>\d{{2}})(?::(?P<ts>\d{{2}}))?(?![\d:])"
+            rf"(?:\s?(?P<tap>{AMPM}))?)")
+CURRENCY = (
+    rf"(?P<currency>(?:(?<![\w-])(?P<csg>-))?(?P<csym>[{SYMS}])\s?(?P<cn>{NUM})"
+    rf"(?:\s?(?P<cmag>{MAGS})(?![A-Za-z]))?"
+    rf"(?:\s?{RANGE_SIGN}\s?(?P=csym)?(?P<cn2>{NUM})(?:\s?(?P<cmag2>{MAGS})(?![A-Za-z]))?)?)"
+)
+VERSION = (r"(?P<version>(?P<vv>[vV])?(?P<vn>\d+(?:\.\d+){2,})"
+           r"|(?P<vv2>[vV])(?P<vn2>\d+(?:\.\d+)?))")
+
+# Tails after the number (group ``qn``).
+CURRENCY_CODE = rf"(?P<currency_code>\s?(?P<ccode>{CODES})(?![A-Za-z]))"
+MAGNITUDE = r"(?P<magnitude>(?P<mg>[KkMB]|bn|mn)(?![A-Za-z0-9]))"
+ORDINAL = r"(?P<ordinal>(?:st|nd|rd|th)(?![A-Za-z]))"
+AMPM_TAIL = rf"(?P<ampm>\s?(?P<aap>{AMPM}))"
+TIMES = rf"(?P<times>\s?[x×*](?:\s?(?P<xb>{NUM}))?(?![A-Za-z0-9]))"
+RATIO = r"(?P<ratio>:(?P<qb>\d{1,16})(?!\d))"
+FRACTION = r"(?P<fraction>/(?P<fb>\d{1,16})(?!\d))"
+
+
+def currency_post(extra: str = "") -> str:
+    """A currency sign after the amount (``5$``, ``50¢`` with ``extra="¢"``)."""
+    return rf"(?P<currency_post>\s?(?P<csym2>[{SYMS}{extra}]))"
+
+
+def numeric(starts: str, heads: Sequence[str], tails: Sequence[str],
+            prefix: str = "") -> re.Pattern[str]:
+    """Assemble a language's numeric pattern.
+
+    ``starts`` is the lookahead on what a match can start with (the scanner skips
+    everything else at C speed), ``heads`` the structured alternatives in order, ``tails``
+    what may follow a plain number (group ``qn``, optional sign ``qsg``), ``prefix`` a
+    pattern allowed before the number (Korean 제).
+
+    Example:
+        >>> p = numeric(r"\\d", [DIGITS], [ORDINAL])
+        >>> p.match("21st").lastgroup
+        'ordinal'
+    """
+    number = rf"{prefix}(?P<qsg>[-+])?(?P<qn>{NUM})(?:" + "|".join(tails) + ")?"
+    return re.compile(rf"(?={starts})(?:" + "|".join([*heads, number]) + ")")
+
+
+# -- readings both languages share --------------------------------------------------------
+
+
+def to_int(s: str) -> int:
+    """The integer of a numeral with thousands commas."""
+    return int(s.replace(",", ""))
+
+
+def is_int(s: str) -> bool:
+    """Whether a numeral has no decimal part."""
+    return "." not in s
+
+
+def parse_time(t: str) -> tuple[int, int, int | None] | None:
+    """(hours, minutes, seconds or None) of ``h:mm[:ss]``, None when it is no clock time."""
+    parts = [int(x) for x in t.split(":")]
+    h, mi = parts[0], parts[1]
+    s = parts[2] if len(parts) > 2 else None
+    if h > 24 or mi > 59 or (s is not None and s > 59):
+        return None
+    return h, mi, s
+
+
+def lead(m: re.Match[str]) -> tuple[str, str | None]:
+    """(text kept before the reading, the sign's meaning) for the number alternative.
+
+    A ``-`` or ``+`` glued to a word or digit before it is a hyphen or an operator
+    ("A-5", "3+4"), kept as written; otherwise it is the number's sign. A prefix group
+    (``kje``, Korean 제) is kept as written.
+    """
+    kept = (m["kje"] or "") if "kje" in m.re.groupindex else ""
+    sign = m["qsg"]
+    if sign:
+        i = m.start("qsg")
+        if i > 0 and m.string[i - 1].isalnum():
+            return kept + sign, None
+    return kept, sign
+
+
+def local_phone(m: re.Match[str]) -> bool:
+    """123-4567 is a local phone number; 100-1000 and 300-5000 read as ranges."""
+    a, b = m["qn"], m["rb"]
+    return (m["rsep"] == "-" and not m["qsg"] and m.group(0) == f"{a}-{b}" and len(a) == 3
+            and len(b) == 4 and (a + b).isdigit() and int(b) % 100 != 0)
+
+
+def phone_groups(s: str) -> list[str]:
+    """The digit groups of a phone number, separators and brackets dropped."""
+    return [g for g in re.split(r"[-.\s()]+", s.lstrip("+")) if g]
+
+
+@dataclass(frozen=True)
+class Words:
+    """What a language says where the shared grammar needs a word.
+
+    Example:
+        >>> Words(str, lambda *a: "", lambda *a: "", {"-": "minus "}, " to ", " to ").sign("-")
+        'minus '
+    """
+
+    plain: Callable[[str], str]
+    """Reads every number in a string plainly (the fallback of a malformed form)."""
+    clock: Callable[[int, int, int | None, str | None], str]
+    """Reads a clock time (hours, minutes, seconds, am/pm)."""
+    money: Callable[[str, Currency, str | None], str]
+    """Reads an amount in a currency, with an optional magnitude (M, bn)."""
+    signs: dict[str, str]
+    """Words for ``-`` and ``+`` before a number, trailing space included."""
+    to: str
+    """Joins the two ends of a range (" to ", "에서 ")."""
+    ratio: str
+    """Joins the two sides of a ratio (" to ", " 대 ")."""
+
+    def sign(self, s: str | None) -> str:
+        return self.signs.get(s or "", "")
+
+
+def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
+    """The handlers of the shared alternatives (times, money), in ``w``'s words.
+
+    Example:
+        >>> hs = handlers(Words(str, lambda h, mi, s, ap: f"{h}h{mi}", lambda *a: "",
+        ...                     {}, " to ", " to "))
+        >>> hs["trange"](re.match(TRANGE, "9:00-17:30"))
+        '9h0 to 17h30'
+    """
+
+    def trange(m: re.Match[str]) -> str:
+        a, b = parse_time(m["ta"]), parse_time(m["tb"])
+        if a is None or b is None:
+            return w.plain(m.group(0))
+        return f"{w.clock(*a, None)}{w.to}{w.clock(*b, None)}"
+
+    def time(m: re.Match[str]) -> str:
+        t = parse_time(m["th"] + ":" + m["tm"] + (":" + m["ts"] if m["ts"] else ""))
+        if t is None:
+            return w.plain(m.group(0)).replace(":", w.ratio)
+        return w.clock(*t, m["tap"])
+
+    def currency(m: re.Match[str]) -> str:
+        cur = CURRENCIES[m["csym"]]
+        words = w.sign(m["csg"]) + w.money(m["cn"], cur, m["cmag"])
+        if m["cn2"]:
+            words += w.to + w.money(m["cn2"], cur, m["cmag2"])  # $5-$10
+        return words
+
+    def currency_code(m: re.Match[str]) -> str:
+        kept, sign = lead(m)
+        return kept + w.sign(sign) + w.money(m["qn"], CURRENCY_CODES[m["ccode"]], None)
+
+    return {"trange": trange, "time": time, "currency": currency,
+            "currency_code": currency_code}
