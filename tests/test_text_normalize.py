@@ -197,11 +197,12 @@ def test_native_korean_numerals_are_complete_for_1_to_99():
 
 
 def test_num2words_korean_ordinals_are_wrong_at_20_and_above_100_ours_are_not():
-    # Before a counter 스물 becomes 스무, and 101번째 is one word 백한.
+    # Before a counter 스물 becomes 스무; from 100 on the ordinal is Sino-Korean, one word
+    # (백일 번째, as NeMo's Korean grammar reads it), never num2words' "백 한 번째".
     assert num2words(20, lang="ko", to="ordinal") == "스물 번째"
     assert normalize("20번째", "ko") == "스무 번째"
     assert num2words(101, lang="ko", to="ordinal") == "백 한 번째"
-    assert normalize("101번째", "ko") == "백한 번째"
+    assert normalize("101번째", "ko") == "백일 번째"
 
 
 # -- the source article's normaliser, side by side ------------------------------------------

@@ -33,16 +33,18 @@ from decimal import Decimal
 
 from . import numbers as nw
 from .charset import make_cleanup
-from .common import Rule, Step, make_numeric, trie_alt
+from .common import Rule, Step, Steps, TraceStep, make_numeric, trie_alt
 from .common import grammar as g
 from .lexicon import Lexicon
 from .tables import (
     CURRENCIES,
+    CURRENCY_CODES,
     KO_BIG_UNITS,
     KO_COUNTERS,
     KO_LETTERS,
     KO_PARTICLES,
     MAGNITUDES,
+    PER,
     UNITS,
     Currency,
 )
@@ -52,6 +54,7 @@ _COUNTERS = trie_alt(KO_COUNTERS)
 _PARTICLES = trie_alt(KO_PARTICLES)
 _BIG = trie_alt(KO_BIG_UNITS)
 _unit = g.unit
+_BIG_SET = frozenset(KO_BIG_UNITS)
 
 
 def _counter(p: str) -> str:
@@ -68,22 +71,32 @@ def _counter(p: str) -> str:
 # being the last group to close, the name is `m.lastgroup` (a bare number: ``qn``). The
 # shapes both languages share come from `common.grammar`.
 NUMERIC = g.numeric(
-    r"[-+]?\d|-?[" + g.SYMS + r"]|제\s?\d|[vV]\d",
+    g.NUM_START + r"|-?[" + g.SYMS + r"]|제\s?\d|[vV]\d|\(0\d|[AB]\d|" + g.CODE_START,
     [
         g.DIGITS,
         r"(?P<date>(?P<dy>\d{4})(?P<ds>[-/.]|\.\s)(?P<dm>\d{1,2})(?P=ds)(?P<dd>\d{1,2})"
         r"(?!\d|\.\d))",
+        r"(?P<date_dmy>(?P<ea>\d{1,2})/(?P<eb>\d{1,2})/(?P<ey>\d{4})(?!\d))",
         g.TRANGE,
         g.TIME_ALT,
         r"(?P<phone>\+\d{1,3}(?:[-\s]\d{1,4}){2,3}(?!\d)"
-        r"|0\d{1,2}(?P<ps>[-.])\d{3,4}(?P=ps)\d{4}(?!\d)|1[5-9]\d{2}-\d{4}(?!\d))",
-        g.CURRENCY,
+        r"|\(0\d{1,2}\)\s?\d{3,4}-\d{4}(?!\d)"
+        r"|0\d{1,2}(?P<ps>[-.\s])\d{3,4}(?P=ps)\d{4}(?!\d)|1[5-9]\d{2}-\d{4}(?!\d)"
+        r"|[1-9]\d{2}(?P<ps3>[-.])\d{3}(?P=ps3)\d{4}(?!\d)"
+        r"|\d{4}(?P<ps4>[-\s])\d{4}(?P=ps4)\d{4}(?P=ps4)\d{4}(?!\d))",
+        g.currency(_BIG),
+        g.code_first(_BIG),
+        g.MIDDOT,
+        r"(?P<paper>(?<![A-Za-z])(?P<pl>[AB])(?P<pn>\d)(?![A-Za-z0-9]))",
         g.VERSION,
     ],
     [
         # Counters first: the commonest tail, and no other tail starts with Hangul.
         rf"(?P<counter>{_counter('k')}"
-        rf"(?:\s?{g.RANGE_SIGN}\s?(?P<kn2>{_NUM})(?P<kc3>{_COUNTERS}))?)",
+        r"(?:\s?\((?P<kwd>[월화수목금토일])\))?"
+        rf"(?:\s?{g.RANGE_SIGN}\s?(?:(?P<kap>오전|오후)\s?)?(?P<kn2>{_NUM})(?P<kc3>{_COUNTERS})"
+        r"(?:\s?\((?P<kwd2>[월화수목금토일])\))?)?"
+        rf"{g.per('k')}?)",
         g.CURRENCY_CODE,
         g.currency_post(),
         rf"(?P<range>\s?(?P<rsep>{g.RANGE_SIGN})\s?(?P<rb>{_NUM})"
@@ -91,12 +104,13 @@ NUMERIC = g.numeric(
         rf"(?P<big>(?P<bu>{_BIG})(?:\s?(?P<bc>{_COUNTERS}))?)",
         g.MAGNITUDE,
         r"(?P<percent>\s?(?P<pp>%p?))",
-        rf"(?P<unit>{_unit('u')})",
+        rf"(?P<unit>{_unit('u')}{g.per('u')}?)",
         g.ORDINAL,
         g.AMPM_TAIL,
         g.TIMES,
         g.RATIO,
-        g.FRACTION,
+        r"(?P<quarter>/4\s?분기)",
+        rf"(?P<fraction>/(?P<fb>\d{{1,16}})(?!\d)(?:{_unit('f')})?)",
     ],
     prefix=r"(?P<kje>제\s?)?",
 )
@@ -112,7 +126,7 @@ def _sino(s: str) -> str:
     if g.is_int(s):
         return nw.ko_sino(g.to_int(s))
     whole, _, frac = s.replace(",", "").partition(".")
-    return f"{nw.ko_sino(int(whole))} 점 {nw.ko_digits(frac)}"
+    return f"{nw.ko_sino(int(whole or 0))} 점 {nw.ko_digits(frac)}"
 
 
 def _with_counter(num: str, counter: str, sign: str | None = None) -> str:
@@ -121,6 +135,8 @@ def _with_counter(num: str, counter: str, sign: str | None = None) -> str:
     v = g.to_int(num) if integer else -1
     if kind == "month" and integer:
         return nw.ko_month(v)
+    if kind == "ordinal" and integer and v >= 100:
+        return f"{nw.ko_sino(v)} {counter}"  # 189번째: 백팔십구 번째
     if kind in ("ordinal", "nominal") and integer and v >= 1:
         low = v % 100
         head = nw.ko_sino(v - low) if v >= 100 else ""
@@ -159,6 +175,10 @@ def _percent(num: str, p: str) -> str:
 
 
 def _money(amount: str, cur: Currency, mag: str | None) -> str:
+    if mag and mag in _BIG_SET:
+        # ₩30억, $1.5만: the amount as written before its unit.
+        head = "" if amount == "1" and mag[0] in "십백천만" else _sino(amount)
+        return f"{head}{mag} {cur.ko}"
     value = Decimal(amount.replace(",", ""))
     if mag:
         value *= MAGNITUDES[mag]
@@ -289,7 +309,8 @@ def _percent_h(m: re.Match[str]) -> str:
 
 def _unit_h(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
-    return kept + _with_unit(m["qn"], m["uu1"] or m["uu2"], sign)
+    words = kept + _with_unit(m["qn"], m["uu1"] or m["uu2"], sign)
+    return _per(words, m["uper"]) if m["uper"] else words
 
 
 def _ordinal(m: re.Match[str]) -> str:
@@ -318,6 +339,21 @@ def _times(m: re.Match[str]) -> str:
 _SCORE_NEXT = re.compile(r"\s?\d")
 
 
+#: Nouns a number + 번 names (3번 출구: the exit numbered three, 삼 번), where 번 is a
+#: label, read in Sino-Korean; elsewhere 번 counts times (세 번 했다), read natively
+#: (National Institute of Korean Language: 번 as 번호 vs as 횟수).
+_LABEL_NOUNS = (
+    "출구 입구 버스 문제 문항 선수 타자 게이트 홀 트랙 채널 방 칸 국도 도로 고속도로 선 "
+    "라인 승강장 플랫폼 좌석 자리 테이블 창구 항목 사진 파일 슬라이드 카드 번호 마을버스 "
+    "환자 손님 고객 테이블 주차장 열람실 강의실 교실 부스 레인 코스 핀 포트 슬롯 사물함 "
+    "케이블 노선 정류장 출입문 타석 트랙 곡 그림 예시 보기 답 후보 참가자 팀 조"
+).split()
+_LABEL_NEXT = re.compile(
+    r"\s(?:" + trie_alt(_LABEL_NOUNS) + r")(?:" + _PARTICLES + r")?(?![가-힣])")
+_WEEKDAYS = {"월": "월요일", "화": "화요일", "수": "수요일", "목": "목요일", "금": "금요일",
+             "토": "토요일", "일": "일요일"}
+
+
 def _counter_h(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
     num, counter, je = m["qn"], m["kc1"] or m["kc2"], m["kje"]
@@ -325,13 +361,54 @@ def _counter_h(m: re.Match[str]) -> str:
         words = f"제{_sino(num)} {counter}"
     elif counter == "대" and not m["kn2"] and _SCORE_NEXT.match(m.string, m.end()):
         words = f"{kept}{_sign_word(sign)}{_sino(num)} 대"  # a score: 3 대 1
+    elif counter == "번" and not m["kn2"] and _LABEL_NEXT.match(m.string, m.end()):
+        words = f"{kept}{_sign_word(sign)}{_sino(num)} 번"  # a label: 3번 출구
     else:
         # A 제 that ends a word (문제3개) is not the ordinal prefix: kept as written.
         words = kept + _with_counter(num, counter, sign)
+    if m["kwd"]:
+        words += " " + _WEEKDAYS[m["kwd"]]  # 1일(월): the weekday, without brackets
     if m["kn2"]:
-        # 9시~18시, 1개~2개: a range written with the counter on both ends.
-        words += f"에서 {_with_counter(m['kn2'], m['kc3'])}"
-    return words
+        # 9시~18시, 1개~2개, 오전 9시~오후 6시: a range with the counter on both ends.
+        ap = f"{m['kap']} " if m["kap"] else ""
+        words += f"에서 {ap}{_with_counter(m['kn2'], m['kc3'])}"
+        if m["kwd2"]:
+            words += " " + _WEEKDAYS[m["kwd2"]]
+    return _per(words, m["kper"]) if m["kper"] else words
+
+
+def _per(words: str, key: str) -> str:
+    """5000원/개 -> 개당 오천 원, $20/mo -> 월 이십 달러."""
+    return f"{PER[key][1]} {words}"
+
+
+def _quarter(m: re.Match[str]) -> str:
+    kept, sign = g.lead(m)
+    return f"{kept}{_sign_word(sign)}{nw.ko_number(m['qn'])} 사분기"  # 1/4분기: 일 사분기
+
+
+def _date_dmy(m: re.Match[str]) -> str:
+    a, b, y = int(m["ea"]), int(m["eb"]), int(m["ey"])
+    if 1 <= a <= 12 and 1 <= b <= 31:
+        mo, d = a, b
+    elif 1 <= b <= 12 and 1 <= a <= 31:
+        mo, d = b, a  # 25/12/2026: day first
+    else:
+        return _plain(m.group(0)).replace("/", " ")
+    return f"{nw.ko_sino(y)} 년 {nw.ko_month(mo)} {nw.ko_sino(d)} 일"
+
+
+def _middot(m: re.Match[str]) -> str:
+    """6·25, 5·18, 3·1절: digit by digit, as these dates are named."""
+    return nw.ko_digits(m["mda"] + m["mdb"])
+
+
+#: English digit names in Hangul, for paper sizes (A4: 에이포).
+_EN_DIGITS_KO = ("제로", "원", "투", "쓰리", "포", "파이브", "식스", "세븐", "에이트", "나인")
+
+
+def _paper(m: re.Match[str]) -> str:
+    return KO_LETTERS[m["pl"]] + _EN_DIGITS_KO[int(m["pn"])]
 
 
 def _ratio(m: re.Match[str]) -> str:
@@ -346,22 +423,31 @@ def _fraction(m: re.Match[str]) -> str:
     if not g.is_int(num):
         return f"{kept}{nw.ko_number(num)} 나누기 {nw.ko_number(m['fb'])}"
     a, b = g.to_int(num), int(m["fb"])
+    unit = m["fu1"] or m["fu2"]
     if b == 0:
         return f"{kept}{nw.ko_number(num)} 나누기 영"
-    if not sign and not (a < b <= 10) and 1 <= a <= 12 and 1 <= b <= 31:
+    if not unit and not sign and not (a < b <= 10) and 1 <= a <= 12 and 1 <= b <= 31:
         return f"{kept}{nw.ko_month(a)} {nw.ko_sino(b)} 일"  # 8/24: a date
-    return f"{kept}{nw.ko_sino(b)}분의 {nw.ko_sino(a)}"
+    words = f"{kept}{nw.ko_sino(b)}분의 {nw.ko_sino(a)}"
+    return f"{words} {UNITS[unit].ko}" if unit else words
+
+
+#: Emergency and service numbers, said digit by digit (일일구) when they stand alone.
+_SERVICE_NUMBERS = frozenset({"112", "119", "114", "120", "1330"})
 
 
 def _number(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
+    if m["qn"] in _SERVICE_NUMBERS and not sign:
+        return kept + nw.ko_digits(m["qn"], phone=True)
     return kept + _sign_word(sign) + nw.ko_number(m["qn"])
 
 
 _HANDLERS = {
-    **g.handlers(g.Words(_plain, _clock, _money, _SIGNS, "에서 ", " 대 ")),
+    **g.handlers(g.Words(_plain, _clock, _money, _SIGNS, "에서 ", " 대 ", _per)),
     "digits": _digits,
-    "date": _date, "phone": _phone,
+    "date": _date, "phone": _phone, "date_dmy": _date_dmy, "middot": _middot,
+    "paper": _paper, "quarter": _quarter,
     "version": _version,
     "currency_post": _currency_post,
     "range": _range, "big": _big, "magnitude": _magnitude, "percent": _percent_h,
@@ -374,6 +460,59 @@ _NAMES = {"qn": "number"}
 
 _numeric = make_numeric(_HANDLERS, _plain)
 
+#: Particles whose form follows the last syllable (받침 or not): written for the digits,
+#: they are chosen again from the reading (4/7이 -> 칠분의 사가).
+_PARTICLE_PAIRS = {"이": ("이", "가"), "가": ("이", "가"), "을": ("을", "를"),
+                   "를": ("을", "를"), "은": ("은", "는"), "는": ("은", "는"),
+                   "과": ("과", "와"), "와": ("과", "와"), "으로": ("으로", "로"),
+                   "로": ("으로", "로"), "이나": ("이나", "나"), "이랑": ("이랑", "랑")}
+_PARTICLE_AFTER = re.compile(r"(?:으로|이나|이랑|[이가을를은는과와로])(?![가-힣])")
+
+
+def _particle(reading: str, written: str) -> str:
+    """The form of ``written`` that follows ``reading`` (사 + 이 -> 사가)."""
+    last = reading[-1:]
+    if not ("가" <= last <= "힣"):
+        return written
+    final = (ord(last) - 0xAC00) % 28
+    with_final, without = _PARTICLE_PAIRS[written]
+    if with_final in ("으로",):
+        return without if final in (0, 8) else with_final  # ㄹ takes 로: 일로, 칠로
+    return with_final if final else without
+
+
+def numbers(text: str, steps: Steps) -> str:
+    """Read every number (`NUMERIC`), then match a particle written right after it to
+    the reading (trace ``particle``).
+
+    Example:
+        >>> numbers("4/7이 3/5를", None)
+        '칠분의 사가 오분의 삼을'
+    """
+    out: list[str] = []
+    pos = 0
+    for m in NUMERIC.finditer(text):
+        rep = _numeric(m)
+        if steps is not None and rep != m.group(0):
+            steps.append(TraceStep(_NAMES.get(m.lastgroup or "", m.lastgroup or "number"),
+                                   m.group(0), rep))
+        out.append(text[pos : m.start()])
+        out.append(rep)
+        pos = m.end()
+        if rep != m.group(0):
+            pm = _PARTICLE_AFTER.match(text, pos)
+            if pm:
+                fixed = _particle(rep, pm.group(0))
+                if fixed != pm.group(0):
+                    if steps is not None:
+                        steps.append(TraceStep("particle", pm.group(0), fixed))
+                    out.append(fixed)
+                    pos = pm.end()
+    if not out:
+        return text
+    out.append(text[pos:])
+    return "".join(out)
+
 
 # -- letters and symbols ----------------------------------------------------------------
 
@@ -381,8 +520,24 @@ _ACRONYM = re.compile(r"(?=[A-Z])(?<![A-Za-z])(?P<a>[A-Z]+)s?(?![a-z])")
 _VOWELS = frozenset("AEIOU")
 
 
+_WEB_WORDS = g.WebWords(
+    {"://": " 콜론 슬래시 슬래시 ", "/": " 슬래시 ", ".": " 닷 ", "@": " 앳 ", "-": " 하이픈 ",
+     "_": " 언더바 ", ":": " 콜론 ", "?": " 물음표 ", "=": " 이퀄 ", "&": " 앤 ", "#": " 샵 ",
+     "%": " 퍼센트 ", "~": " 물결 ", "+": " 플러스 "},
+    lambda t: "".join(KO_LETTERS[c] for c in t.upper()),
+    nw.ko_digits,
+    {"com": "컴", "net": "넷"},
+    ip_dot=" 점 ",
+    ip_number=nw.ko_number,
+)
+#: A weekday in brackets after a date the counter tail did not take (1/1(월), 25일 (금)).
+_WEEKDAY_AFTER = re.compile(r"(?<=\d)\s?\((?P<wd>[월화수목금토일])\)")
+
+
 def _acronym(m: re.Match[str]) -> str:
     run = m["a"]
+    if run in CURRENCY_CODES and not m.group(0).endswith("s"):
+        return CURRENCY_CODES[run].ko  # KRW, USD: the currency, not its letters
     if len(run) >= 6 and _VOWELS.intersection(run):
         return m.group(0)  # a shouted word, not an acronym: leave it to the model
     return "".join(KO_LETTERS[c] for c in run)
@@ -417,8 +572,11 @@ def rules(lexicon: Lexicon) -> list[Step]:
         True
     """
     return [
+        Rule("web", g.WEB, g.web_repl(_WEB_WORDS, lambda t: t.lower() in lexicon.entries),
+             by_group=True),
         lexicon.apply,
-        Rule("number", NUMERIC, _numeric, by_group=True, aliases=_NAMES),
+        Rule("weekday", _WEEKDAY_AFTER, lambda m: " " + _WEEKDAYS[m["wd"]]),
+        numbers,
         Rule("acronym", _ACRONYM, _acronym),
         Rule("symbol", _SYMBOL, _symbol),
         make_cleanup("ko"),

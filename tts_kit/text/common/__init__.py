@@ -269,6 +269,16 @@ _PUNCT = re.compile("[" + "".join(_PUNCT_MAP) + "]")
 _WHITESPACE = re.compile(r"\s+")
 
 
+def _punct(m: re.Match[str]) -> str:
+    ch = m.group(0)
+    if ch in "\u00b7\u30fb":
+        # 6·25, 3·1절: a middle dot between digits names a date; the rules read it.
+        s, i = m.string, m.start()
+        if 0 < i < len(s) - 1 and s[i - 1].isdigit() and s[i + 1].isdigit():
+            return "\u00b7"
+    return _PUNCT_MAP[ch]
+
+
 def prepare(text: str, steps: Steps) -> str:
     """NFKC, other scripts' digits as ASCII, typographic punctuation as plain, one space.
 
@@ -290,7 +300,7 @@ def prepare(text: str, steps: Steps) -> str:
             record_diff("digits", b2, text, steps)
         if _PUNCT.search(text):
             b3 = text
-            text = _PUNCT.sub(lambda m: _PUNCT_MAP[m.group(0)], text)
+            text = _PUNCT.sub(_punct, text)
             record_diff("punctuation", b3, text, steps)
     tidy = " ".join(text.split())
     if steps is not None and tidy != text:

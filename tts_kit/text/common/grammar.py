@@ -21,13 +21,17 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..tables import CURRENCIES, CURRENCY_CODES, MAGNITUDES, UNITS, Currency
+from ..tables import CURRENCIES, CURRENCY_CODES, MAGNITUDES, PER, UNITS, Currency
 from . import trie_alt
 
 #: A number: thousands groups, or at most 16 digits (longer runs are codes, read digit by
 #: digit by the ``digits`` alternative; this also keeps int() away from huge strings). A
 #: number may start with its decimal point (.5, $.01) when no digit or word is before it.
-NUM = r"\d{1,3}(?:,\d{3}){1,6}(?!,?\d)(?:\.\d+)?|\d{1,16}(?!\d)(?:\.\d+)?"
+NUM = (r"\d{1,3}(?:,\d{3}){1,6}(?!,?\d)(?:\.\d+)?|\d{1,16}(?!\d)(?:\.\d+)?"
+       r"|(?<![\w.,])\.\d{1,16}(?![\d.])")
+#: What a number may start with (the lookahead of `numeric`): a digit, a sign, or the
+#: point of ".5" with no word or digit before it.
+NUM_START = r"(?<![A-Za-z])[-+]?\d|\d|(?<![\w.,])[-+]?\.\d"
 AMPM = r"[AaPp]\.?[Mm](?:\.(?=\S))?(?![A-Za-z])"
 TIME = r"\d{1,2}:\d{2}(?::\d{2})?"
 #: Range signs: hyphen, en dash, tilde (Korean writes 9시~18시).
@@ -37,6 +41,12 @@ UNITS_SPACED = trie_alt(k for k, u in UNITS.items() if u.spaced)
 MAGS = trie_alt(MAGNITUDES)
 CODES = trie_alt(CURRENCY_CODES)
 SYMS = "".join(CURRENCIES)
+PERS = trie_alt(PER)
+
+
+def per(p: str) -> str:
+    """``/word`` after an amount or a unit, group ``<p>per`` (``$20/mo``, ``5 kg/day``)."""
+    return rf"(?:/(?P<{p}per>{PERS})(?![A-Za-z0-9가-힣]))"
 
 
 def unit(p: str) -> str:
@@ -55,11 +65,32 @@ DIGITS = r"(?P<digits>\d{17,})"
 TRANGE = rf"(?P<trange>(?P<ta>{TIME})\s?{RANGE_SIGN}\s?(?P<tb>{TIME})(?![\d:]))"
 TIME_ALT = (rf"(?P<time>(?P<th>\d{{1,2}}):(?P<tm>\d{{2}})(?::(?P<ts>\d{{2}}))?(?![\d:])"
             rf"(?:\s?(?P<tap>{AMPM}))?)")
-CURRENCY = (
-    rf"(?P<currency>(?:(?<![\w-])(?P<csg>-))?(?P<csym>[{SYMS}])\s?(?P<cn>{NUM})"
-    rf"(?:\s?(?P<cmag>{MAGS})(?![A-Za-z]))?"
-    rf"(?:\s?{RANGE_SIGN}\s?(?P=csym)?(?P<cn2>{NUM})(?:\s?(?P<cmag2>{MAGS})(?![A-Za-z]))?)?)"
-)
+
+
+def currency(big: str = "") -> str:
+    """A currency sign before the amount: ``$5``, ``-$5.00``, ``$1.5M``, ``$5-$10``,
+    ``$20/mo``; ``big`` adds magnitudes a language writes after digits (Korean 억)."""
+    mags = f"(?:{MAGS})(?![A-Za-z])" + (f"|{big}" if big else "")
+    return (
+        rf"(?P<currency>(?:(?<![\w-])(?P<csg>-))?(?P<csym>[{SYMS}])\s?(?P<cn>{NUM})"
+        rf"(?:\s?(?P<cmag>{mags}))?"
+        rf"(?:\s?{RANGE_SIGN}\s?(?P=csym)?(?P<cn2>{NUM})(?:\s?(?P<cmag2>{mags}))?)?"
+        rf"{per('c')}?)"
+    )
+
+
+def code_first(big: str = "") -> str:
+    """An ISO code before the amount: ``USD 100``, ``KRW 5,000``, ``EUR 2.5M``."""
+    mags = f"(?:{MAGS})(?![A-Za-z])" + (f"|{big}" if big else "")
+    return (rf"(?P<code_first>(?<![A-Za-z])(?P<fcode>{CODES})\s?(?P<fn>{NUM})"
+            rf"(?:\s?(?P<fmag>{mags}))?)")
+
+
+#: What `code_first` can start with, for the lookahead.
+CODE_START = "(?:" + "|".join(sorted(CURRENCY_CODES)) + r")\s?\d"
+#: 6·25, 5·18, 3·1절: dates of events written with a middle dot (kept by `prepare`
+#: between digits).
+MIDDOT = r"(?P<middot>(?P<mda>\d{1,2})·(?P<mdb>\d{1,2})(?!\d))"
 VERSION = (r"(?P<version>(?P<vv>[vV])?(?P<vn>\d+(?:\.\d+){2,})"
            r"|(?P<vv2>[vV])(?P<vn2>\d+(?:\.\d+)?))")
 
@@ -68,7 +99,7 @@ CURRENCY_CODE = rf"(?P<currency_code>\s?(?P<ccode>{CODES})(?![A-Za-z]))"
 MAGNITUDE = r"(?P<magnitude>(?P<mg>[KkMB]|bn|mn)(?![A-Za-z0-9]))"
 ORDINAL = r"(?P<ordinal>(?:st|nd|rd|th)(?![A-Za-z]))"
 AMPM_TAIL = rf"(?P<ampm>\s?(?P<aap>{AMPM}))"
-TIMES = rf"(?P<times>\s?[x×*](?:\s?(?P<xb>{NUM}))?(?![A-Za-z0-9]))"
+TIMES = rf"(?P<times>\s?(?P<xo>[x×*])(?:\s?(?P<xb>{NUM}))?(?![A-Za-z0-9]))"
 RATIO = r"(?P<ratio>:(?P<qb>\d{1,16})(?!\d))"
 FRACTION = r"(?P<fraction>/(?P<fb>\d{1,16})(?!\d))"
 
@@ -152,7 +183,8 @@ class Words:
     """What a language says where the shared grammar needs a word.
 
     Example:
-        >>> Words(str, lambda *a: "", lambda *a: "", {"-": "minus "}, " to ", " to ").sign("-")
+        >>> Words(str, lambda *a: "", lambda *a: "", {"-": "minus "}, " to ", " to ",
+        ...       lambda r, p: r).sign("-")
         'minus '
     """
 
@@ -168,6 +200,8 @@ class Words:
     """Joins the two ends of a range (" to ", "에서 ")."""
     ratio: str
     """Joins the two sides of a ratio (" to ", " 대 ")."""
+    per: Callable[[str, str], str]
+    """Says a reading "per" a unit: (reading, key of `tables.PER`) -> words."""
 
     def sign(self, s: str | None) -> str:
         return self.signs.get(s or "", "")
@@ -178,7 +212,7 @@ def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
 
     Example:
         >>> hs = handlers(Words(str, lambda h, mi, s, ap: f"{h}h{mi}", lambda *a: "",
-        ...                     {}, " to ", " to "))
+        ...                     {}, " to ", " to ", lambda r, p: r))
         >>> hs["trange"](re.match(TRANGE, "9:00-17:30"))
         '9h0 to 17h30'
     """
@@ -200,11 +234,92 @@ def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
         words = w.sign(m["csg"]) + w.money(m["cn"], cur, m["cmag"])
         if m["cn2"]:
             words += w.to + w.money(m["cn2"], cur, m["cmag2"])  # $5-$10
-        return words
+        return w.per(words, m["cper"]) if m["cper"] else words
 
     def currency_code(m: re.Match[str]) -> str:
         kept, sign = lead(m)
         return kept + w.sign(sign) + w.money(m["qn"], CURRENCY_CODES[m["ccode"]], None)
 
+    def code_first(m: re.Match[str]) -> str:
+        return w.money(m["fn"], CURRENCY_CODES[m["fcode"]], m["fmag"])
+
     return {"trange": trange, "time": time, "currency": currency,
-            "currency_code": currency_code}
+            "currency_code": currency_code, "code_first": code_first}
+
+
+# -- addresses: URLs, e-mail, IP addresses, domains, file names ----------------------------
+
+_EXTS = ("pdf txt csv tsv json py js ts exe zip gz tar mp3 mp4 wav flac jpg jpeg png gif svg "
+         "html htm md docx doc xlsx xls pptx ppt onnx yaml yml xml log ini cfg toml ipynb sh "
+         "bat dll so bin iso apk dmg hwp").split()
+_TLDS = "com org net edu gov io ai dev app kr jp uk de fr cn co info me tv us ca au".split()
+_END = r"[^\s<>\"'.,;:!?)\]]"
+WEB = re.compile(
+    r"(?<![\w.@/+%-])(?=[\w%+-]*(?:[.@][A-Za-z0-9]|://))(?:"
+    rf"(?P<url>(?:(?:https?|ftp)://|www\.)[^\s<>\"']*{_END})"
+    r"|(?P<email>[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)"
+    r"|(?P<ip>(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d))"
+    rf"|(?P<domain>[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.{trie_alt(_TLDS)}"
+    rf"(?:/[^\s<>\"']*{_END})?(?![\w-]))"
+    rf"|(?P<file>[\w-]+(?:\.[\w-]+)*\.{trie_alt(_EXTS + [e.upper() for e in _EXTS])}(?![\w-]))"
+    r")"
+)
+_WEB_TOKEN = re.compile(r"://|[A-Za-z]+|\d+|.")
+_SPELLED = frozenset({"http", "https", "ftp", "www", "exe", "api", "edu"})
+_VOWEL = re.compile("[aeiouAEIOU]")
+
+
+@dataclass(frozen=True)
+class WebWords:
+    """How a language says the parts of an address.
+
+    Example:
+        >>> WebWords({".": " dot "}, lambda t: " ".join(t.upper()), str, {}).say("ab.io", "domain")
+        'A B dot I O'
+    """
+
+    seps: dict[str, str]
+    """Words for separators (``.``, ``/``, ``@``, ``://`` ...)."""
+    spell: Callable[[str], str]
+    """Letter by letter (protocols, ``www``, labels of two letters or without a vowel:
+    ``io``, ``pdf``); other labels are said as the words they are."""
+    digits: Callable[[str], str]
+    """Digit by digit."""
+    readable: dict[str, str]
+    """Short labels said as words (``com``), and how."""
+    ip_dot: str = ""
+    """The word for the dots of an IP address, when not the ``.`` of ``seps``."""
+    ip_number: Callable[[str], str] | None = None
+    """How the numbers of an IP address are read, when not digit by digit."""
+
+    def say(self, text: str, kind: str) -> str:
+        out = []
+        seps = dict(self.seps, **({".": self.ip_dot} if kind == "ip" and self.ip_dot else {}))
+        for tok in _WEB_TOKEN.findall(text):
+            if tok.isdigit():
+                read = self.ip_number if kind == "ip" and self.ip_number else self.digits
+                out.append(read(tok))
+            elif tok.isascii() and tok.isalpha():
+                low = tok.lower()
+                if low in self.readable:
+                    out.append(self.readable[low])
+                elif low in _SPELLED or len(tok) <= 2 or not _VOWEL.search(tok):
+                    out.append(self.spell(tok))
+                else:
+                    out.append(tok)
+            else:
+                out.append(seps.get(tok, " "))
+        return " ".join("".join(f" {o} " for o in out).split())
+
+
+def web_repl(words: WebWords, known: Callable[[str], bool] = lambda t: False
+             ) -> Callable[[re.Match[str]], str]:
+    """The replacement function of `WEB` in ``words``; an address ``known`` says is a
+    term (a lexicon entry such as Node.js) is left for the lexicon."""
+
+    def repl(m: re.Match[str]) -> str:
+        if known(m.group(0)):
+            return m.group(0)
+        return words.say(m.group(0), m.lastgroup or "url")
+
+    return repl
