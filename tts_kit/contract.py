@@ -46,6 +46,10 @@ LANGUAGES: tuple[str, ...] = (
     "tr", "uk", "vi", "na",
 )
 
+#: The language a text is read in when none is given: the CLI's synth and normalize and
+#: the measurement workload share it.
+DEFAULT_LANG = "en"
+
 MIN_STEPS, MAX_STEPS = 1, 100
 MIN_SPEED, MAX_SPEED = 0.7, 2.0
 DEFAULT_STEPS = 5

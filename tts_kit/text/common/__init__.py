@@ -252,6 +252,36 @@ def language_tags(text: str, lang: str) -> str:
     return LANGUAGE_TAG.sub(tag, text)
 
 
+# -- which language a text is in -----------------------------------------------------------
+
+_HANGUL = re.compile("[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]")
+_LATIN = re.compile("[A-Za-z]")
+
+
+def other_language(text: str, lang: str) -> str | None:
+    """The language ``text`` is clearly written in when that is not ``lang``, else None.
+
+    Clearly: read as English, more Hangul than Latin letters (at least two); read as
+    Korean, no Hangul at all and at least three Latin letters. Mixed text (Korean with
+    English terms) is never flagged.
+
+    Example:
+        >>> other_language("회의는 10시에 시작합니다", "en"), other_language("Hello there", "ko")
+        ('ko', 'en')
+        >>> other_language("FastAPI 서버", "ko") is None, other_language("OK 3개", "en") is None
+        (True, True)
+    """
+    if lang not in ("en", "ko"):
+        return None
+    hangul = len(_HANGUL.findall(text))
+    latin = len(_LATIN.findall(text))
+    if lang == "en" and hangul >= 2 and hangul > latin:
+        return "ko"
+    if lang == "ko" and hangul == 0 and latin >= 3:
+        return "en"
+    return None
+
+
 # -- Unicode preparation ------------------------------------------------------------------
 
 #: Decimal digits of other scripts (after NFKC, which already maps full-width and
