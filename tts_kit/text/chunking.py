@@ -15,7 +15,7 @@ characters is about 125 syllables. ``measure="chars"`` counts code points instea
 
 Example:
     >>> from tts_kit.text import chunk
-    >>> chunk("One. Two, three four.", "en", max_chars=10)
+    >>> chunk("One. Two, three four.", "en", max_chars=11)
     ['One.', 'Two,', 'three four.']
 """
 

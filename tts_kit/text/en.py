@@ -70,6 +70,7 @@ _SCALE_WORDS = "thousand|million|billion|trillion"
 # languages share come from `common.grammar`.
 NUMERIC = g.numeric(
     g.NUM_START + r"|-?[" + g.SYMS + r"]|[vV]\d|[#~']\d|\(\d|" + g.CODE_START,
+    g.NUM_FIRST + "vV#~'(" + g.CODE_FIRST,
     [
         g.DIGITS,
         r"(?P<date_iso>(?P<iy>\d{4})(?P<is>[-/.])(?P<im>\d{1,2})(?P=is)(?P<id>\d{1,2})(?!\d))",
@@ -505,7 +506,7 @@ def _abbreviation(m: re.Match[str]) -> str:
 
 
 MONTH_DATE = re.compile(
-    r"(?=[JFMASONDjfmasond]|\d)(?:"
+    r"(?:(?=[JFMASONDjfmasond])(?<![A-Za-z])|(?=\d))(?:"
     rf"(?P<md>(?<![A-Za-z])(?P<mon>{_MONTH})\.?\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?![\d:])"
     r"(?:,?\s(?P<yr>\d{4})(?!\d))?)"
     rf"|(?P<dm>(?<!\d)(?P<day2>\d{{1,2}})(?:st|nd|rd|th)?\s(?:of\s)?(?P<mon2>{_MONTH})\b\.?"
@@ -587,7 +588,7 @@ _REGNAL = ("Louis Henry Elizabeth George Edward Charles William James John Richa
 _ROMAN_ANY = r"(?=[MDCLXVI])M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})"
 _ROMAN_VALUES_ALL = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
 ROMAN = re.compile(
-    r"(?=[A-Za-z])(?<![A-Za-z'])(?:"
+    r"(?=[A-Z])(?<![A-Za-z'])(?:"
     rf"(?P<head>{trie_alt(_HEADINGS + [h.upper() for h in _HEADINGS])})\.?\s(?P<hr>{_ROMAN_ANY})"
     rf"|(?P<reg>{trie_alt(_REGNAL)})\s(?P<rr>{_ROMAN_ANY})"
     rf"|(?P<cr>{_ROMAN_ANY})(?=\s(?:[Cc]entur(?:y|ies)|CENTURY)\b)"

@@ -72,6 +72,7 @@ def _counter(p: str) -> str:
 # shapes both languages share come from `common.grammar`.
 NUMERIC = g.numeric(
     g.NUM_START + r"|-?[" + g.SYMS + r"]|제\s?\d|[vV]\d|\(0\d|[AB]\d|" + g.CODE_START,
+    g.NUM_FIRST + "제vV(AB" + g.CODE_FIRST,
     [
         g.DIGITS,
         r"(?P<date>(?P<dy>\d{4})(?P<ds>[-/.]|\.\s)(?P<dm>\d{1,2})(?P=ds)(?P<dd>\d{1,2})"

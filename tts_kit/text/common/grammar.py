@@ -86,8 +86,11 @@ def code_first(big: str = "") -> str:
             rf"(?:\s?(?P<fmag>{mags}))?)")
 
 
-#: What `code_first` can start with, for the lookahead.
+#: What `code_first` can start with, for the lookahead, and its first letters.
 CODE_START = "(?:" + "|".join(sorted(CURRENCY_CODES)) + r")\s?\d"
+CODE_FIRST = "".join(sorted({c[0] for c in CURRENCY_CODES}))
+#: First characters of a number (`NUM_START`) or an amount with its currency sign.
+NUM_FIRST = r"0-9+\-." + SYMS
 #: 6·25, 5·18, 3·1절: dates of events written with a middle dot (kept by `prepare`
 #: between digits).
 MIDDOT = r"(?P<middot>(?P<mda>\d{1,2})·(?P<mdb>\d{1,2})(?!\d))"
@@ -109,22 +112,25 @@ def currency_post(extra: str = "") -> str:
     return rf"(?P<currency_post>\s?(?P<csym2>[{SYMS}{extra}]))"
 
 
-def numeric(starts: str, heads: Sequence[str], tails: Sequence[str],
+def numeric(starts: str, first: str, heads: Sequence[str], tails: Sequence[str],
             prefix: str = "") -> re.Pattern[str]:
     """Assemble a language's numeric pattern.
 
-    ``starts`` is the lookahead on what a match can start with (the scanner skips
-    everything else at C speed), ``heads`` the structured alternatives in order, ``tails``
+    ``starts`` is the lookahead on what a match can start with and ``first`` the body of
+    a character class of its first characters (the scanner skips everything else at C
+    speed), ``heads`` the structured alternatives in order, ``tails``
     what may follow a plain number (group ``qn``, optional sign ``qsg``), ``prefix`` a
     pattern allowed before the number (Korean 제).
 
     Example:
-        >>> p = numeric(r"\\d", [DIGITS], [ORDINAL])
+        >>> p = numeric(r"\\d", "0-9", [DIGITS], [ORDINAL])
         >>> p.match("21st").lastgroup
         'ordinal'
     """
     number = rf"{prefix}(?P<qsg>[-+])?(?P<qn>{NUM})(?:" + "|".join(tails) + ")?"
-    return re.compile(rf"(?={starts})(?:" + "|".join([*heads, number]) + ")")
+    # One character class first (``first``): most positions fail it at C speed, before
+    # the finer lookahead, with its lookbehinds and alternatives, is tried.
+    return re.compile(rf"(?=[{first}])(?={starts})(?:" + "|".join([*heads, number]) + ")")
 
 
 # -- readings both languages share --------------------------------------------------------
