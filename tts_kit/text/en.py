@@ -282,11 +282,14 @@ def _plan(m: re.Match[str]) -> str:
 
 
 def _mixed(m: re.Match[str]) -> str:
-    """2 1/2 -> two and one half; 3 5/2 -> three and five halves (never a date)."""
+    """2 1/2 -> two and a half; 3 5/2 -> three and five halves (never a date)."""
     a, b = int(m["mn"]), int(m["md"])
     if a == 0 or b < 2:
         return _plain(m.group(0)).replace("/", " over ")
-    return f"{nw.en_cardinal(int(m['mw']))} and {_fraction_words(a, b)}"
+    whole = nw.en_cardinal(int(m["mw"]))
+    if a == 1 and b in (2, 4):
+        return f"{whole} and a {'half' if b == 2 else 'quarter'}"  # as NeMo says it
+    return f"{whole} and {_fraction_words(a, b)}"
 
 
 def _middot(m: re.Match[str]) -> str:
