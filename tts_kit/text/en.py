@@ -548,17 +548,6 @@ _CAPITAL = re.compile("[A-Z]")
 _CAPS_WORD = re.compile(r"\b[A-Z]{2,}\b")
 _WORD = re.compile(r"\b[A-Za-z]{2,}\b")
 _VOWELS = frozenset("AEIOUY")
-_ROMAN_VALUES = {"I": 1, "V": 5, "X": 10}
-
-
-def _roman_value(s: str) -> int:
-    total = 0
-    for a, b in zip(s, s[1:] + " "):
-        v = _ROMAN_VALUES[a]
-        total += -v if b != " " and _ROMAN_VALUES[b] > v else v
-    return total
-
-
 #: Words written in capitals that are words, not acronyms (PART ONE, NO ENTRY): read as
 #: words. Acronyms that are also words (US, IT, AM, PM, OR, ID) are not here.
 _CAPS_WORDS = frozenset("""
@@ -589,7 +578,7 @@ _REGNAL = ("Louis Henry Elizabeth George Edward Charles William James John Richa
            "Seleucus Mithridates Rama Mehmed Murad Selim Suleiman Abdul Pope King Queen Tsar "
            "Czar Emperor Kaiser Sultan Shah Pharaoh").split()
 _ROMAN_ANY = r"(?=[MDCLXVI])M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})"
-_ROMAN_VALUES_ALL = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
+_ROMAN_VALUES = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
 ROMAN = re.compile(
     r"(?=[A-Z])(?<![A-Za-z'])(?:"
     rf"(?P<head>{trie_alt(_HEADINGS + [h.upper() for h in _HEADINGS])})\.?\s(?P<hr>{_ROMAN_ANY})"
@@ -599,11 +588,11 @@ ROMAN = re.compile(
 )
 
 
-def _roman_all(s: str) -> int:
+def _roman_value(s: str) -> int:
     total = 0
     for a, b in zip(s, s[1:] + " "):
-        v = _ROMAN_VALUES_ALL[a]
-        total += -v if b != " " and _ROMAN_VALUES_ALL[b] > v else v
+        v = _ROMAN_VALUES[a]
+        total += -v if b != " " and _ROMAN_VALUES[b] > v else v
     return total
 
 
@@ -615,10 +604,10 @@ def _roman(m: re.Match[str]) -> str:
             return m.group(0)  # Appendix C, Part D: a letter
         head = m["head"].lower() if m["head"].isupper() and len(m["head"]) > 1 else m["head"]
         sep = m.group(0)[len(m["head"]) : m.start("hr") - m.start()]
-        return head + sep.replace(".", "") + nw.en_cardinal(_roman_all(m["hr"]))
+        return head + sep.replace(".", "") + nw.en_cardinal(_roman_value(m["hr"]))
     if m["reg"]:
-        return f"{m['reg']} the {nw.en_ordinal(_roman_all(m['rr']))}"
-    return nw.en_ordinal(_roman_all(m["cr"]))
+        return f"{m['reg']} the {nw.en_ordinal(_roman_value(m['rr']))}"
+    return nw.en_ordinal(_roman_value(m["cr"]))
 
 
 def _spell(m: re.Match[str], shouting: bool) -> str:
