@@ -500,7 +500,7 @@ def numbers(text: str, steps: Steps) -> str:
         out.append(text[pos : m.start()])
         out.append(rep)
         pos = m.end()
-        if rep != m.group(0):
+        if rep != m.group(0) and not m["kje"]:  # 제2과: a lesson, not "2 and"
             pm = _PARTICLE_AFTER.match(text, pos)
             if pm:
                 fixed = _particle(rep, pm.group(0))
