@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -695,21 +695,35 @@ def _seeded_wavs(engine: Any, case: Case, seed_offset: int = 0,
 
 def noise_floor(
     model: Any = None, cases: Sequence[Case] | None = None, threads: tuple[int, int] = (1, 2),
+    make_engine: Callable[[Path, int | None, str], Any] | None = None,
 ) -> Floor:
     """Measure the floor: the same cases through the unconverted model, varied only in
     what legitimately varies (thread count; graph fusions; batch padding), and against
     another noise draw.
 
+    ``make_engine(path, threads, optimization)`` builds the engine (default: tts_kit's
+    Supertonic `Engine`, ONNX Runtime fusions ``all`` or ``basic``); another model family
+    passes its own, whose ``synthesize_batch(texts, lang, voices, steps, speed,
+    seed=[...])`` draws each item's noise from its seed alone. ``cases`` are then required.
+
     Example:
         >>> floor = noise_floor("standin-tiny")  # doctest: +SKIP
         >>> print(floor.table())  # doctest: +SKIP
     """
-    from .bundle import Bundle
+    if make_engine is None:
+        from .bundle import Bundle
 
-    bundle = model if isinstance(model, Bundle) else Bundle.discover(model)
-    cases = list(cases) if cases is not None else default_cases(_voices(bundle))
-    a, b = _engine(bundle.path, threads[0]), _engine(bundle.path, threads[1])
-    c = _engine(bundle.path, threads[0], optimization="basic")
+        bundle = model if isinstance(model, Bundle) else Bundle.discover(model)
+        path = bundle.path
+        cases = list(cases) if cases is not None else default_cases(_voices(bundle))
+        make_engine = _engine
+    else:
+        if cases is None:
+            raise ValueError("give the cases when you give make_engine (the default cases "
+                             "use a Supertonic bundle's voices)")
+        path, cases = Path(model), list(cases)
+    a, b = make_engine(path, threads[0], "all"), make_engine(path, threads[1], "all")
+    c = make_engine(path, threads[0], "basic")
     ref, other_threads, basic, padded, other_take = [], [], [], [], []
     for case in cases:
         ref += _seeded_wavs(a, case)
