@@ -427,7 +427,7 @@ class Engine:
             speed: 0.7..2.0; durations are divided by it.
             seed: noise seed; an int gives text ``i`` the seed ``seed + i``, so a batch
                 equals the single calls with those seeds. None: fresh noise.
-            max_chunk_chars: chunk limit (default 300, 120 for Korean).
+            max_chunk_chars: chunk limit in model (NFKD) characters (default 300).
             noise: the initial latent noise instead of ``seed``'s: an array
                 ``[B, 144, L]`` (texts of one chunk each), or a source called with each
                 batch's latent lengths, e.g. `OfficialNoise` (the official package's draw,
