@@ -22,7 +22,7 @@ from tts_kit import contract
 from tts_kit.cli import main
 from tts_kit.engine import Engine, FixedNoise, OfficialNoise
 from tts_kit.precision import sha256_tree
-from tts_kit.verify import Case, default_cases, verify
+from tts_kit.verify import Case, default_cases, noise_floor, verify
 
 supertonic = pytest.importorskip("supertonic")
 
@@ -235,3 +235,20 @@ def test_verdicts_are_relative_to_the_measured_floor(tiny_bundle_dir: Path, tmp_
     assert main(["verify", "--model", str(tiny_bundle_dir), "--against", str(same),
                  "--floor"]) == 0
     assert "verdict: within the floor" in capsys.readouterr().out
+
+
+def test_noise_floor_takes_another_engine_factory(tiny_bundle_dir: Path):
+    """What another model family passes: its own engine per (path, threads, fusions)."""
+    made = []
+
+    def make(path, threads, optimization):
+        made.append((Path(path), threads, optimization))
+        return Engine(path, normalize=False)
+
+    case = [Case(("Hello there.",), "en", ("M1",), steps=1)]
+    with pytest.raises(ValueError, match="give the cases"):
+        noise_floor(tiny_bundle_dir, None, make_engine=make)
+    floor = noise_floor(tiny_bundle_dir, case, make_engine=make)
+    assert made == [(tiny_bundle_dir, 1, "all"), (tiny_bundle_dir, 2, "all"),
+                    (tiny_bundle_dir, 1, "basic")]
+    assert floor.take.mcd_db > floor.floor.mcd_db

@@ -355,6 +355,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     if args.json:
         _check_output_file(args.json, "--json")
+    if not 1 <= args.threads <= 1024:
+        raise UserError(f"--threads {args.threads}: give a number of threads from 1 to 1024")
+    for flag, v in (("--min-snr", args.min_snr), ("--max-abs-diff", args.max_abs_diff)):
+        if v != v or v in (float("inf"), float("-inf")):
+            raise UserError(f"{flag} {v}: give a finite number")
     bundle = _bundle(args)
     against = args.against
     if against != OFFICIAL and not Path(against).expanduser().is_dir():

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -146,7 +146,12 @@ def default_cases(voices: Sequence[str]) -> list[Case]:
 
 @dataclass
 class Trace:
-    """What one pipeline produced for one case: every stage's outputs and the waveforms."""
+    """What one pipeline produced for one case: every stage's outputs and the waveforms.
+
+    Example:
+        >>> Trace({"vocoder": [np.zeros(4)]}, [np.zeros(4)]).leak
+        0.0
+    """
 
     stages: dict[str, list[np.ndarray]] = field(default_factory=dict)
     wavs: list[np.ndarray] = field(default_factory=list)
@@ -157,7 +162,13 @@ class Trace:
 
 @dataclass
 class Comparison:
-    """One output compared with its reference."""
+    """One output compared with its reference.
+
+    Example:
+        >>> c = Comparison.of([np.ones(4)], [np.ones(4) * 1.1])
+        >>> round(c.snr_db, 1), round(c.max_abs_diff, 2), c.length_diff
+        (20.0, 0.1, 0)
+    """
 
     max_abs_diff: float
     snr_db: float
@@ -189,7 +200,13 @@ class Comparison:
 
 @dataclass
 class CaseResult:
-    """A case's comparisons: per stage, the waveform, and what the ear would notice."""
+    """A case's comparisons: per stage, the waveform, and what the ear would notice.
+
+    Example:
+        >>> r = verify("standin-tiny").results[0]  # doctest: +SKIP
+        >>> r.waveform.snr_db, r.mcd_db, r.duration_change_s  # doctest: +SKIP
+        (inf, 0.0, 0.0)
+    """
 
     case: Case
     stages: dict[str, Comparison]
@@ -407,6 +424,9 @@ def _seeded_global_numpy(seed: int) -> Iterator[None]:
 def official_tts(model: str | os.PathLike[str], threads: int | None) -> Any:
     """The official package's ``TTS`` on ``model``: no download, reads only.
 
+    Example:
+        >>> tts = official_tts("standin-tiny", threads=1)  # doctest: +SKIP
+
     Raises:
         ValueError: the package is not installed (with the fix).
     """
@@ -421,7 +441,14 @@ def official_tts(model: str | os.PathLike[str], threads: int | None) -> Any:
 
 
 def run_official(tts: Any, case: Case) -> Trace:
-    """One case through the official engine (``TTS.model``, its batch call)."""
+    """One case through the official engine (``TTS.model``, its batch call), its four
+    sessions wrapped by recorders (put back afterwards) and numpy's global generator seeded
+    with ``case.seed`` (restored afterwards).
+
+    Example:
+        >>> trace = run_official(official_tts("standin-tiny", 1),
+        ...                      Case(("Hi.",), "en", ("M1",)))  # doctest: +SKIP
+    """
     from supertonic.core import Style
 
     model = tts.model
@@ -463,7 +490,13 @@ def run_official(tts: Any, case: Case) -> Trace:
 def replay(engine: Any, ref: Trace) -> dict[str, Comparison]:
     """Each stage of ``engine`` on the reference's own inputs (`Engine.run_stage`): its
     error alone, not inherited from the stages before it (a duration that moves a frame
-    boundary otherwise changes every later shape)."""
+    boundary otherwise changes every later shape).
+
+    Example:
+        >>> ref = run_tts_kit(_engine("fp32-dir", 1), case, keep_calls=True)  # doctest: +SKIP
+        >>> replay(_engine("int8-dir", 1), ref)["vocoder"].snr_db  # doctest: +SKIP
+        31.6
+    """
     got: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {
         s: ([], []) for s in contract.STAGES}
     for stage, feeds, out in ref.calls:
@@ -474,7 +507,13 @@ def replay(engine: Any, ref: Trace) -> dict[str, Comparison]:
 
 def compare(case: Case, ref: Trace, cand: Trace, sample_rate: int = contract.SAMPLE_RATE
             ) -> CaseResult:
-    """Compare a candidate trace with the reference's, stage by stage and as audio."""
+    """Compare a candidate trace with the reference's, stage by stage and as audio.
+
+    Example:
+        >>> t = Trace({s: [np.ones(8)] for s in contract.STAGES}, [np.ones(8)])
+        >>> compare(Case(("Hi.",), "en", ("M1",)), t, t).waveform.snr_db
+        inf
+    """
     stages = {s: Comparison.of(ref.stages[s], cand.stages[s]) for s in contract.STAGES}
     wave = Comparison.of(ref.wavs, cand.wavs)
     lmd = [log_mel_distance(r, c, sample_rate) for r, c in zip(ref.wavs, cand.wavs)]
@@ -695,21 +734,35 @@ def _seeded_wavs(engine: Any, case: Case, seed_offset: int = 0,
 
 def noise_floor(
     model: Any = None, cases: Sequence[Case] | None = None, threads: tuple[int, int] = (1, 2),
+    make_engine: Callable[[Path, int | None, str], Any] | None = None,
 ) -> Floor:
     """Measure the floor: the same cases through the unconverted model, varied only in
     what legitimately varies (thread count; graph fusions; batch padding), and against
     another noise draw.
 
+    ``make_engine(path, threads, optimization)`` builds the engine (default: tts_kit's
+    Supertonic `Engine`, ONNX Runtime fusions ``all`` or ``basic``); another model family
+    passes its own, whose ``synthesize_batch(texts, lang, voices, steps, speed,
+    seed=[...])`` draws each item's noise from its seed alone. ``cases`` are then required.
+
     Example:
         >>> floor = noise_floor("standin-tiny")  # doctest: +SKIP
         >>> print(floor.table())  # doctest: +SKIP
     """
-    from .bundle import Bundle
+    if make_engine is None:
+        from .bundle import Bundle
 
-    bundle = model if isinstance(model, Bundle) else Bundle.discover(model)
-    cases = list(cases) if cases is not None else default_cases(_voices(bundle))
-    a, b = _engine(bundle.path, threads[0]), _engine(bundle.path, threads[1])
-    c = _engine(bundle.path, threads[0], optimization="basic")
+        bundle = model if isinstance(model, Bundle) else Bundle.discover(model)
+        path = bundle.path
+        cases = list(cases) if cases is not None else default_cases(_voices(bundle))
+        make_engine = _engine
+    else:
+        if cases is None:
+            raise ValueError("give the cases when you give make_engine (the default cases "
+                             "use a Supertonic bundle's voices)")
+        path, cases = Path(model), list(cases)
+    a, b = make_engine(path, threads[0], "all"), make_engine(path, threads[1], "all")
+    c = make_engine(path, threads[0], "basic")
     ref, other_threads, basic, padded, other_take = [], [], [], [], []
     for case in cases:
         ref += _seeded_wavs(a, case)

@@ -178,7 +178,12 @@ def _named(model: onnx.ModelProto) -> None:
 
 def convert_sherpa_vector_estimator(src: Path, dst: Path, scratch: Path,
                                     save: Callable[[onnx.ModelProto, Path], None]) -> dict:
-    """sherpa-onnx's vector estimator: dynamic INT8 MatMul/Gemm, then INT8 conv weights."""
+    """sherpa-onnx's vector estimator: dynamic INT8 MatMul/Gemm, then INT8 conv weights.
+
+    Example:
+        >>> convert_sherpa_vector_estimator(src, dst, scratch, onnx.save)  # doctest: +SKIP
+        {'MatMul/Gemm dynamic INT8': 83, 'Conv weights INT8 (weight-only)': 23, ...}
+    """
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -213,6 +218,12 @@ def calibration_latents(src_bundle: Path, vector_estimator: Path,
     inputs of every flow step, and the given (converted) vector estimator is run on
     them; its outputs of the last step, padded or cropped to the
     `CALIBRATION_PERCENTILE` length as sherpa-onnx does, are the vocoder's calibration set.
+
+    Example:
+        >>> lat = calibration_latents(Path("fp32"), Path("int8/onnx/vector_estimator.onnx"),
+        ...                           CALIBRATION_TEXTS)  # doctest: +SKIP
+        >>> len(lat), lat[0].shape[1]  # doctest: +SKIP
+        (8, 144)
     """
     import onnxruntime as ort
 
@@ -254,7 +265,12 @@ CALIBRATION_TEXTS: tuple[tuple[str, str], ...] = (
 def convert_sherpa_vocoder(src: Path, dst: Path, scratch: Path, latents: Sequence[np.ndarray],
                            save: Callable[[onnx.ModelProto, Path], None]) -> dict:
     """sherpa-onnx's vocoder: static QDQ INT8 on its convolutions, calibrated on ``latents``,
-    the last `SHERPA_VOCODER_FLOAT_CONVS` left out (then given INT8 weight-only storage)."""
+    the last `SHERPA_VOCODER_FLOAT_CONVS` left out (then given INT8 weight-only storage).
+
+    Example:
+        >>> convert_sherpa_vocoder(src, dst, scratch, lat, onnx.save)  # doctest: +SKIP
+        {'Conv static QDQ': 5, 'Conv kept float': 8, ...}
+    """
     import onnx
     from onnxruntime.quantization import (
         CalibrationDataReader,
