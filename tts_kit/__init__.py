@@ -1,8 +1,10 @@
 """tts_kit: measure, tune and explain on-device Supertonic text-to-speech.
 
 The entry points are `Bundle` (a validated model directory) and `Engine` (the
-four-stage pipeline). Everything else builds on them: `tts_kit.text` (normalisation),
-`tts_kit.sessions` (ONNX Runtime presets), `tts_kit.measure` (isolated measurements),
+four-stage pipeline); `open_model`/`make_engine` (`tts_kit.family`) also open a Piper
+voice (``piper:joe-us``), the second family. Everything else builds on them:
+`tts_kit.text` (normalisation), `tts_kit.sessions` (ONNX Runtime presets),
+`tts_kit.measure` (isolated measurements),
 `tts_kit.loading` (load policies), `tts_kit.workload` (what a measurement synthesises),
 `tts_kit.stage_costs`, `tts_kit.tune`, `tts_kit.precision`,
 `tts_kit.procfacts` (process facts), `tts_kit.plots`, `tts_kit.widgets`.
@@ -27,11 +29,14 @@ __version__ = "0.1.0"
 _LAZY = {
     "Bundle": "bundle", "BundleError": "bundle", "VoiceStyle": "bundle",
     "resolve_model_dir": "bundle", "Engine": "engine", "SynthesisResult": "engine",
+    "open_model": "family", "resolve_model": "family", "make_engine": "family",
+    "model_label": "family",
 }
 
 if TYPE_CHECKING:
     from .bundle import Bundle, BundleError, VoiceStyle, resolve_model_dir
     from .engine import Engine, SynthesisResult
+    from .family import make_engine, model_label, open_model, resolve_model
 
 
 def __getattr__(name: str) -> Any:
@@ -47,6 +52,10 @@ __all__ = [
     "Engine",
     "SynthesisResult",
     "VoiceStyle",
+    "make_engine",
+    "model_label",
+    "open_model",
+    "resolve_model",
     "resolve_model_dir",
     "__version__",
 ]

@@ -186,6 +186,9 @@ class Bundle:
         24961025
     """
 
+    #: The model family (`tts_kit.family`): a Piper voice is ``piper``.
+    family = "supertonic"
+
     def __init__(self, path: str | os.PathLike[str]):
         try:
             root = Path(path).expanduser().resolve()

@@ -57,7 +57,10 @@ def _warning_line(message, category, filename, lineno, file=None, line=None) -> 
 
 def _bundle(args: argparse.Namespace):
     from .bundle import Bundle, resolve_model_dir
+    from .family import is_piper, open_model
 
+    if is_piper(args.model):  # piper:NAME, a Piper voice directory or .onnx file
+        return open_model(args.model)
     path, source = resolve_model_dir(args.model)
     bundle = Bundle(path)
     if bundle.is_standin:
@@ -89,15 +92,22 @@ def cmd_synth(args: argparse.Namespace) -> int:
     import soundfile as sf
 
     from .atomic import atomic_file
-    from .engine import Engine
+    from .family import make_engine, model_label
     from .records import format_timings
 
     out, fmt = _audio_output(args.output)  # before the model loads: a bad -o costs nothing
     _check_language(args.text, args.lang)
-    engine = Engine(_bundle(args), normalize=not args.no_normalize, loading=args.loading)
+    bundle = _bundle(args)
+    piper = bundle.family == "piper"
+    if not piper and (args.noise_scale is not None or args.noise_w is not None):
+        raise UserError("--noise-scale and --noise-w apply to Piper voices only (--model "
+                        "piper:joe-us); a Supertonic bundle's noise is its --seed")
+    extra = {"noise_scale": args.noise_scale, "noise_w": args.noise_w} if piper else {}
+    engine = make_engine(bundle, normalize=not args.no_normalize, loading=args.loading, **extra)
+    speed = args.speed if args.speed is not None else (1.0 if piper else contract.DEFAULT_SPEED)
     result = engine.synthesize(
         args.text, lang=args.lang, voice=args.voice or engine.bundle.default_voice,
-        steps=args.steps, speed=args.speed, seed=args.seed,
+        steps=args.steps, speed=speed, seed=args.seed,
     )
     # Written beside and renamed into place: a full disk or a kill leaves an existing file
     # as it was and no partial one.
@@ -108,7 +118,8 @@ def cmd_synth(args: argparse.Namespace) -> int:
         why = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
         raise UserError(f"{out}: could not write the audio ({why}); nothing was changed; "
                         "free some space or choose another -o") from None
-    _say(f"wrote {out} ({result.duration_s:.2f} s of audio at {result.sample_rate} Hz)")
+    _say(f"wrote {out} ({result.duration_s:.2f} s of audio at {result.sample_rate} Hz; "
+         f"spoken by {term_safe(model_label(bundle))})")
     if result.text != " ".join(args.text.split()):
         # What normalisation made of it (dropped characters too), on one line.
         _say(f"read: {term_safe(result.text)}")
@@ -125,18 +136,25 @@ def cmd_info(args: argparse.Namespace) -> int:
     info = bundle.describe()
     # The file checks cannot see an operator ORT lacks: unless told not to, load each
     # graph, so "info" passing means "synth" can load the bundle too.
-    loads = None if args.no_load else check_loads(bundle) == list(contract.STAGES)
+    from .family import model_label
+
+    loads = None if args.no_load else check_loads(bundle) == list(bundle.stages)
     info["runtime"] = {"onnxruntime": _ort_version(), "graphs_load": loads}
+    info.setdefault("family", bundle.family)
+    info.setdefault("model", model_label(bundle))
     if args.json:
         _say(json.dumps(info, indent=2))
         return 0
+    _say(f"model    {term_safe(info['model'])}")
     _say(f"bundle   {info['path']}")
     kind = f"stand-in {info['standin']}" if info["standin"] else "real model"
     _say(f"kind     {kind}")
     _say(f"voices   {', '.join(term_safe(v) for v in info['voices'])}")
     _say(f"params   {info['params'] / 1e6:.2f} M")
     if loads:
-        _say(f"runtime  onnxruntime {_ort_version()} loads all four graphs (CPU)")
+        n = len(info["stages"])
+        what = "the graph" if n == 1 else f"all {'four' if n == 4 else n} graphs"
+        _say(f"runtime  onnxruntime {_ort_version()} loads {what} (CPU)")
     else:
         _say("runtime  not checked (--no-load): whether onnxruntime can load the graphs")
     _say(f"{'stage':<20} {'params':>12} {'MB':>9} {'precision':>9}  sha256")
@@ -236,6 +254,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
             mem_budget_mb=args.mem_budget, progress=not args.quiet, stage_costs_mb=costs,
             executor=executor,
         )
+    from .family import model_label
+
+    _say(f"model: {term_safe(model_label(bundle))}")  # which model the figures are of
     _say(format_table(result.records))
     rec, reason = result.recommend(args.mem_budget)
     _say(f"recommendation: {reason}")
@@ -303,10 +324,15 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
     stages = [s.strip() for s in args.stages.split(",")] if args.stages else None
     measure = False if args.no_measure else ("fidelity" if args.fidelity_only else True)
+    if (args.to is None) == (args.recipe is None):
+        raise UserError("give --to fp16|int8 or --recipe NAME (one of them)")
+    if args.recipe and stages:
+        raise UserError("--recipe says what each stage becomes; leave out --stages")
     if args.report:
         _check_output_file(args.report, "--report")
     try:
-        report = convert(args.src, args.dst, to=args.to, stages=stages, measure=measure)
+        report = convert(args.src, args.dst, to=args.to or "fp16", stages=stages,
+                         measure=measure, recipe=args.recipe)
     except RuntimeError as exc:  # the source changed while converting: nothing written
         raise UserError(str(exc)) from None
     except OSError as exc:
@@ -322,6 +348,37 @@ def cmd_convert(args: argparse.Namespace) -> int:
         report.save(args.report)
         _say(f"wrote {args.report}")
     return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from .verify import OFFICIAL, verify
+
+    if args.json:
+        _check_output_file(args.json, "--json")
+    if not 1 <= args.threads <= 1024:
+        raise UserError(f"--threads {args.threads}: give a number of threads from 1 to 1024")
+    for flag, v in (("--min-snr", args.min_snr), ("--max-abs-diff", args.max_abs_diff)):
+        if v != v or v in (float("inf"), float("-inf")):
+            raise UserError(f"{flag} {v}: give a finite number")
+    bundle = _bundle(args)
+    against = args.against
+    if against != OFFICIAL and not Path(against).expanduser().is_dir():
+        raise UserError(f"--against {against}: not a directory; give 'official' or a bundle "
+                        "directory (an FP16/INT8 copy)")
+    report = verify(bundle, against, threads=args.threads, min_snr_db=args.min_snr,
+                    max_abs_diff=args.max_abs_diff, floor=args.floor)
+    _say(report.table())
+    if args.json:
+        from .atomic import atomic_file
+
+        with atomic_file(args.json) as tmp:
+            Path(tmp).write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+        _say(f"wrote {args.json}")
+    # Like `diff`: 0 within the tolerance (with --floor: within the floor), 1 outside it,
+    # 2 bad input.
+    if args.floor:
+        return 0 if report.verdict and report.verdict[0] == "within the floor" else 1
+    return 0 if report.passed else 1
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -373,10 +430,12 @@ def _parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help, description=help)
         sp.set_defaults(func=fn)
         if model:
-            sp.add_argument("--model", help="bundle directory (default: discovered; see README)")
+            sp.add_argument("--model", help="bundle directory, a Piper voice (its directory or "
+                            ".onnx file) or piper:joe-us (default: discovered; see README)")
         return sp
 
-    sp = add("synth", cmd_synth, "synthesise TEXT into a 44.1 kHz mono WAV file")
+    sp = add("synth", cmd_synth, "synthesise TEXT into a mono WAV file (44.1 kHz for "
+             "Supertonic, the voice's rate for Piper)")
     sp.add_argument("text")
     sp.add_argument("-o", "--output", required=True, help="output .wav path")
     sp.add_argument("--lang", default=contract.DEFAULT_LANG,
@@ -384,8 +443,13 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--voice", default=None, help="voice style (default: M1, else the "
                     "bundle's first voice)")
     sp.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS)
-    sp.add_argument("--speed", type=float, default=contract.DEFAULT_SPEED)
+    sp.add_argument("--speed", type=float, default=None,
+                    help=f"speech rate (default {contract.DEFAULT_SPEED:g}; 1 for Piper)")
     sp.add_argument("--seed", type=int, default=None)
+    sp.add_argument("--noise-scale", type=float, default=None,
+                    help="Piper only: the prior's noise (default: the voice's; 0: none)")
+    sp.add_argument("--noise-w", type=float, default=None,
+                    help="Piper only: the duration noise (default: the voice's; 0: none)")
     sp.add_argument("--loading", default="resident", help="resident, paged or budget:MB")
     sp.add_argument("--no-normalize", action="store_true", help="skip text normalisation")
 
@@ -430,17 +494,41 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
     sp.add_argument("--scheduler", default=None, metavar="ADDRESS", help=SCHEDULER_HELP)
 
-    sp = add("convert", cmd_convert, "convert a bundle or .onnx file to FP16 or INT8",
-             model=False)
+    sp = add("convert", cmd_convert, "convert a bundle, a Piper voice (piper:joe-us or its "
+             "directory) or an .onnx file to FP16 or INT8", model=False)
     sp.add_argument("src")
     sp.add_argument("dst")
-    sp.add_argument("--to", required=True, choices=["fp16", "int8"])
+    from .precision.recipes import DESCRIPTIONS, RECIPES
+
+    sp.add_argument("--to", default=None, choices=["fp16", "int8"])
+    sp.add_argument("--recipe", default=None, choices=sorted(RECIPES),
+                    help="a per-stage recipe instead of --to: "
+                    + "; ".join(f"{k}: {v}" for k, v in sorted(DESCRIPTIONS.items())))
     sp.add_argument("--stages", default=None, help="comma-separated stages (default: all)")
     sp.add_argument("--report", default=None, help="write the conversion report JSON here")
     sp.add_argument("--no-measure", action="store_true",
                     help="only convert (skip memory, latency and fidelity measurements)")
     sp.add_argument("--fidelity-only", action="store_true",
                     help="measure fidelity against the source, not memory or latency")
+
+    sp = add("verify", cmd_verify,
+             "synthesise the same texts (en, ko), voices, steps, speeds and noise through "
+             "tts_kit and the official package (or a second bundle) and compare every stage "
+             "and the audio; exit 0 within the tolerance, 1 outside it")
+    sp.add_argument("--against", default="official",
+                    help="'official' (the supertonic package on the same bundle, default) or "
+                    "a bundle directory to compare with (e.g. an FP16 or INT8 copy)")
+    sp.add_argument("--threads", type=int, default=1,
+                    help="intra-op threads on both sides (default 1: reproducible)")
+    sp.add_argument("--min-snr", type=float, default=60.0,
+                    help="tolerance: lowest SNR of any stage or waveform, dB (default 60)")
+    sp.add_argument("--max-abs-diff", type=float, default=1e-3,
+                    help="tolerance: largest absolute difference of any output (default 1e-3)")
+    sp.add_argument("--floor", action="store_true",
+                    help="also measure the model's noise floor (threads, graph fusions, batch "
+                    "padding; another noise draw) and judge against it: within the floor, "
+                    "audible risk or broken; exit 0 only within the floor")
+    sp.add_argument("--json", default=None, help="write the report as JSON here")
 
     sp = add("report", cmd_report,
              "run a tuning sweep, write report.json, and render it as HTML and a notebook")

@@ -172,8 +172,14 @@ class ModelRef:
     @classmethod
     def of(cls, bundle: Bundle | str | os.PathLike[str]) -> ModelRef:
         """The reference of a `Bundle` or bundle directory (hashes every graph once)."""
-        from .bundle import Bundle
+        from .bundle import Bundle, BundleError
+        from .family import is_piper
 
+        if getattr(bundle, "family", None) == "piper" or (
+                not isinstance(bundle, Bundle) and is_piper(bundle)):
+            raise BundleError("a Piper voice cannot be swept across machines yet (workers find "
+                              "a model by its four Supertonic graphs); tune it here, without "
+                              "--scheduler")
         b = bundle if isinstance(bundle, Bundle) else Bundle(bundle)
         info = b.standin_info
         return cls(str(b.path), dict(b.fingerprint()), dict(info) if info else None)

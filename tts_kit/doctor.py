@@ -494,12 +494,16 @@ def check_model(model: str | os.PathLike[str] | None, load: bool,
     if not ort_ok:
         return Check("model", "skip", "not checked: onnxruntime does not import"), None
     from .bundle import Bundle, resolve_model_dir
+    from .family import is_piper, resolve_model
 
     path: Path | None = None
     source = "discovery"
     try:
-        path, source = resolve_model_dir(model)
-        bundle = Bundle(path)
+        if is_piper(model):  # a Piper voice (`tts_kit.family`): piper:NAME or its files
+            bundle, source = resolve_model(model)
+        else:
+            path, source = resolve_model_dir(model)
+            bundle = Bundle(path)
     except Exception as exc:  # a broken bundle, or a stand-in that could not be built
         shown = display_path(path) if path is not None else None
         return model_status(shown, source, None, None, str(exc).splitlines()[0], None), None

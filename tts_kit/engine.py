@@ -50,6 +50,85 @@ def _is_seed(value: object) -> bool:
             and value >= 0)
 
 
+#: ``noise(frames) -> array [B, LATENT_CHANNELS, max(frames)]``: the initial latent of one
+#: batch of chunks, where ``frames[b]`` is item ``b``'s latent length. The engine zeroes
+#: what lies past each item's length (the latent mask), as the official package does.
+NoiseSource = Callable[[list[int]], np.ndarray]
+
+
+class OfficialNoise:
+    """Draws the initial latent as the official ``supertonic`` package does.
+
+    The official engine calls ``np.random.randn(B, 144, L)`` on numpy's global legacy
+    generator for each batch of chunks (``L``: the longest item's frames) and multiplies
+    it by the latent mask. This source draws the same numbers from its own
+    ``np.random.RandomState(seed)``, so ``np.random.seed(seed)`` before an official call
+    and ``noise=OfficialNoise(seed)`` here feed both pipelines the same noise, batch by
+    batch and chunk by chunk, without touching numpy's global state.
+
+    Example:
+        >>> a = OfficialNoise(0)([2, 3])
+        >>> np.random.seed(0); b = np.random.randn(2, contract.LATENT_CHANNELS, 3)
+        >>> a.shape, bool(np.array_equal(a, b.astype(np.float32)))
+        ((2, 144, 3), True)
+    """
+
+    def __init__(self, seed: int):
+        if not _is_seed(seed):
+            raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+        self.seed = int(seed)
+        self._rs = np.random.RandomState(self.seed)
+
+    def __call__(self, frames: list[int]) -> np.ndarray:
+        shape = (len(frames), contract.LATENT_CHANNELS, max(frames))
+        return self._rs.randn(*shape).astype(np.float32)
+
+
+class FixedNoise:
+    """A caller's initial latent, ``[B, 144, L]`` (or ``[144, L]`` for one item).
+
+    Used for one batch of chunks (one round: texts that fit one chunk each); ``L`` must
+    cover the longest item; a longer array is cut to the batch's length.
+
+    Example:
+        >>> FixedNoise(np.ones((144, 5), np.float32))([3]).shape
+        (1, 144, 3)
+    """
+
+    def __init__(self, latent: np.ndarray):
+        a = np.asarray(latent, np.float32)
+        if a.ndim == 2:
+            a = a[None]
+        if a.ndim != 3 or a.shape[1] != contract.LATENT_CHANNELS:
+            raise ValueError(
+                f"noise must have shape [batch, {contract.LATENT_CHANNELS}, frames], got "
+                f"{list(np.shape(latent))}"
+            )
+        self.latent = a
+        self._used = False
+
+    def __call__(self, frames: list[int]) -> np.ndarray:
+        if self._used:
+            raise ValueError("a noise array covers one batch of chunks, but the text was "
+                             "split into several; give shorter texts or a noise source "
+                             "(e.g. OfficialNoise(seed))")
+        self._used = True
+        want = (len(frames), contract.LATENT_CHANNELS, max(frames))
+        if self.latent.shape[0] != want[0] or self.latent.shape[2] < want[2]:
+            raise ValueError(f"noise has shape {list(self.latent.shape)}, the batch needs "
+                             f"{list(want)} (or more frames)")
+        return self.latent[:, :, : want[2]]
+
+
+def _noise_source(noise: np.ndarray | NoiseSource | None) -> NoiseSource | None:
+    if noise is None or callable(noise):
+        return noise
+    if isinstance(noise, (np.ndarray, list, tuple)):
+        return FixedNoise(np.asarray(noise))
+    raise ValueError(f"noise must be an array, a noise source (OfficialNoise(seed)) or None, "
+                     f"got {type(noise).__name__}")
+
+
 @dataclass
 class SynthesisResult:
     """One synthesised utterance."""
@@ -321,9 +400,11 @@ class Engine:
         speed: float = contract.DEFAULT_SPEED,
         seed: int | None = None,
         max_chunk_chars: int | None = None,
+        noise: np.ndarray | NoiseSource | None = None,
     ) -> SynthesisResult:
         """Synthesise one text; see `synthesize_batch` for the arguments."""
-        return self.synthesize_batch([text], lang, [voice], steps, speed, seed, max_chunk_chars)[0]
+        return self.synthesize_batch([text], lang, [voice], steps, speed, seed, max_chunk_chars,
+                                     noise)[0]
 
     def synthesize_batch(
         self,
@@ -334,6 +415,7 @@ class Engine:
         speed: float = contract.DEFAULT_SPEED,
         seed: int | list[int | None] | None = None,
         max_chunk_chars: int | None = None,
+        noise: np.ndarray | NoiseSource | None = None,
     ) -> list[SynthesisResult]:
         """Synthesise several texts in one batch, one voice per text.
 
@@ -346,6 +428,10 @@ class Engine:
             seed: noise seed; an int gives text ``i`` the seed ``seed + i``, so a batch
                 equals the single calls with those seeds. None: fresh noise.
             max_chunk_chars: chunk limit in model (NFKD) characters (default 300).
+            noise: the initial latent noise instead of ``seed``'s: an array
+                ``[B, 144, L]`` (texts of one chunk each), or a source called with each
+                batch's latent lengths, e.g. `OfficialNoise` (the official package's draw,
+                so both pipelines can be fed the same noise; `tts_kit.verify` does).
 
         Returns:
             One `SynthesisResult` per text, in order. Stage timings are those of the
@@ -374,6 +460,13 @@ class Engine:
                 raise ValueError(f"seed must be an integer >= 0 or None (one per text in a "
                                  f"list), got {s!r}")
         seeds = [None if s is None else int(s) for s in seeds]  # plain ints in results
+        source = _noise_source(noise)
+        if source is not None:
+            if any(x is not None for x in seeds):
+                raise ValueError("give seed or noise, not both: the noise is the initial "
+                                 "latent a seed would draw (OfficialNoise(seed) draws it "
+                                 "as the official package does)")
+            seeds = [getattr(source, "seed", None)] * len(texts)
 
         t_start = time.perf_counter()
         timings: dict[str, float] = {}
@@ -393,6 +486,7 @@ class Engine:
                 speed,
                 [rngs[i] for i in items],
                 timings,
+                source,
             )
             for i, wav in zip(items, wavs):
                 pieces[i].append(wav)
@@ -414,7 +508,7 @@ class Engine:
             )
         return results
 
-    def _synthesize_chunks(self, chunks, lang, styles, steps, speed, rngs, timings):
+    def _synthesize_chunks(self, chunks, lang, styles, steps, speed, rngs, timings, source=None):
         t0 = time.perf_counter()
         ids, text_mask = encode(chunks, lang, self.bundle.indexer)
         style_dp = np.concatenate([s.dp for s in styles])
@@ -437,12 +531,20 @@ class Engine:
         frames = [math.ceil(n / contract.FRAME_SAMPLES) for n in n_samples]
         length = max(frames)
         batch = len(chunks)
-        # Each item draws its own noise, so a batch equals the single calls.
-        xt = np.zeros((batch, contract.LATENT_CHANNELS, length), np.float32)
         latent_mask = np.zeros((batch, 1, length), np.float32)
-        for b, (rng, n) in enumerate(zip(rngs, frames)):
-            xt[b, :, :n] = rng.standard_normal((contract.LATENT_CHANNELS, n), np.float32)
+        for b, n in enumerate(frames):
             latent_mask[b, :, :n] = 1.0
+        if source is not None:  # the caller's noise, masked as the official package does
+            drawn = np.asarray(source(list(frames)), np.float32)
+            if drawn.shape != (batch, contract.LATENT_CHANNELS, length):
+                raise ValueError(f"the noise source gave shape {list(drawn.shape)}; the batch "
+                                 f"needs {[batch, contract.LATENT_CHANNELS, length]}")
+            xt = drawn * latent_mask
+        else:
+            # Each item draws its own noise, so a batch equals the single calls.
+            xt = np.zeros((batch, contract.LATENT_CHANNELS, length), np.float32)
+            for b, (rng, n) in enumerate(zip(rngs, frames)):
+                xt[b, :, :n] = rng.standard_normal((contract.LATENT_CHANNELS, n), np.float32)
         total = np.full(batch, steps, np.float32)
         with self._loader.session("vector_estimator"):  # one load for all steps
             for step in range(steps):

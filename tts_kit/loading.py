@@ -80,7 +80,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -469,7 +469,8 @@ def check_loads(bundle: Any) -> list[str]:
         >>> check_loads(Bundle.discover())
         ['duration_predictor', 'text_encoder', 'vector_estimator', 'vocoder']
     """
-    for stage in contract.STAGES:
+    stages = list(getattr(bundle, "stages", None) or contract.STAGES)  # a Piper voice: one
+    for stage in stages:
         so = ort.SessionOptions()
         # Loading resolves every node against ORT's kernel registry; optimising would
         # only add time and memory to a check.
@@ -477,7 +478,7 @@ def check_loads(bundle: Any) -> list[str]:
         so.log_severity_level = 3
         sess = create_session(bundle.stage_path(stage), so, ["CPUExecutionProvider"])
         del sess
-    return list(contract.STAGES)
+    return stages
 
 
 
@@ -733,6 +734,8 @@ class StageLoader:
         factory: creates the session of a stage (the engine's, with its presets).
         loading: ``resident``, ``paged``, ``budget:MB`` (with options) or a `LoadPolicy`.
         costs_mb: resident MB of each stage, for ``budget`` (every stage needs one).
+        stages: the model's stages, in pipeline order (Supertonic's four by default; a
+            Piper voice has one, ``voice``).
 
     Raises:
         ValueError: a bad spec, missing costs, or a budget below the cheapest stage;
@@ -753,12 +756,14 @@ class StageLoader:
         factory: SessionFactory,
         loading: str | LoadPolicy = "resident",
         costs_mb: Mapping[str, float] | None = None,
+        stages: Sequence[str] = contract.STAGES,
     ):
         # A string is parsed here, at the public edge; the engine passes its parsed policy.
         self.policy = loading if isinstance(loading, LoadPolicy) else LoadPolicy.parse(loading)
         self.spec = loading if isinstance(loading, str) else self.policy.spec
         self.budget_mb = self.policy.budget_mb
         self._factory = factory
+        self.stages = tuple(stages)
         self._live: OrderedDict[str, Any] = OrderedDict()
         self._leases: dict[str, SessionLease] = {}
         self.costs_mb = {s: float(c) for s, c in (costs_mb or {}).items()}
@@ -773,11 +778,11 @@ class StageLoader:
         # see each load before deciding the next. Runs happen outside the lock.
         self._lock = threading.RLock()
         if self.policy.policy == "budget":
-            missing = [s for s in contract.STAGES if s not in self.costs_mb]
+            missing = [s for s in self.stages if s not in self.costs_mb]
             if missing:
                 raise ValueError(f"loading '{self.spec}': no cost for stage(s) {missing}; "
                                  "pass costs_mb for every stage")
-            cheapest = min(contract.STAGES, key=lambda s: self.costs_mb[s])
+            cheapest = min(self.stages, key=lambda s: self.costs_mb[s])
             if self.budget_mb is not None and self.budget_mb < self.costs_mb[cheapest]:
                 raise ValueError(
                     f"loading '{self.spec}': the budget of {self.budget_mb:g} MB is smaller "
@@ -785,7 +790,7 @@ class StageLoader:
                     "raise the budget or use paged"
                 )
         if self.policy.policy == "resident":
-            for stage in contract.STAGES:
+            for stage in self.stages:
                 self._load(stage)
 
     def _load(self, stage: str) -> None:

@@ -341,8 +341,13 @@ def format_timings(timings: Mapping[str, float]) -> list[tuple[str, float]]:
     Example:
         >>> format_timings({"vocoder": 0.02, "text": 0.001, "total": 0.03})
         [('text', 1.0), ('vocoder', 20.0)]
+        >>> format_timings({"voice": 0.05, "text": 0.001, "total": 0.06})  # a Piper voice
+        [('text', 1.0), ('voice', 50.0)]
     """
-    return [(s, 1000 * float(timings[s])) for s in ("text", *contract.STAGES) if s in timings]
+    known = ("text", *contract.STAGES)
+    # Stages of another family (a Piper voice's one, `voice`) follow, in the order timed.
+    order = [*known, *(s for s in timings if s not in known and s != "total")]
+    return [(s, 1000 * float(timings[s])) for s in order if s in timings]
 
 
 #: `by_machine`'s group for records without ``machine``: trials whose worker was lost

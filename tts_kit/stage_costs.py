@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import onnxruntime as ort
 
-from . import contract, events
+from . import events
 from .loading import LoadPolicy, StageCost, StageCosts
 from .procfacts import MIB, release_memory, reset_peak_rss, rss_mb, status_mb
 from .workload import Workload
@@ -66,16 +66,15 @@ def _stage_costs_child(bundle_path: str, preset: SessionPreset | None, workload:
 
     ``preset``, ``workload`` and ``policy`` (parsed, and made ``paged``, by `stage_costs`)
     arrive as objects: they pickle, so the child rebuilds and re-parses nothing."""
-    from .bundle import Bundle
-    from .engine import Engine
+    from .family import make_engine, open_model
 
     release_memory()
     imports = rss_mb()
     _warm_up_ort(warm_model)
     release_memory()
     runtime = rss_mb()
-    bundle = Bundle(bundle_path)
-    engine = Engine(bundle, preset=preset, loading=policy)
+    bundle = open_model(bundle_path)  # either family (`tts_kit.family`)
+    engine = make_engine(bundle, preset=preset, loading=policy)
     # Event marks arrive in order load -> run -> release for each stage; sample RSS at each.
     marks: list[tuple[str, str, float, float, float]] = []
 
@@ -148,10 +147,11 @@ def stage_costs(
         ...                     Workload(steps=2))  # doctest: +SKIP
         >>> costs.dataframe()  # doctest: +SKIP
     """
+    from .family import model_ref
     from .measure import run_isolated
     from .sessions import get_preset
 
-    path = str(getattr(bundle, "path", bundle))
+    path = model_ref(bundle) if hasattr(bundle, "family") else str(bundle)
     preset_obj = get_preset(preset) if preset is not None else None
     workload = Workload() if workload is None else workload
     policy = LoadPolicy.parse(loading)  # a bad spec fails here, not in the child
@@ -165,7 +165,8 @@ def stage_costs(
     if not m.ok:
         raise RuntimeError(f"stage_costs: the measuring process ended with {m.status}: {m.error}")
     res = m.result
-    stages = {s: StageCost(**res["stages"][s]) for s in contract.STAGES if s in res["stages"]}
+    # Pipeline order: the measuring child met the stages in it (one, `voice`, for Piper).
+    stages = {s: StageCost(**c) for s, c in res["stages"].items()}
     return StageCosts(stages=stages, runtime_mb=res["runtime_mb"], imports_mb=res["imports_mb"],
                       peak_rss_mb=res["peak_rss_mb"],
                       loading=loading if isinstance(loading, str) else loading.spec,
@@ -201,11 +202,10 @@ def probe_policy(
         >>> m.result["idle_mb"][-1] - m.result["before_mb"] < 50  # doctest: +SKIP
         True
     """
-    from .bundle import Bundle
-    from .engine import Engine
+    from .family import make_engine, open_model
 
     workload = Workload() if workload is None else workload
-    bundle = Bundle(bundle_path)
+    bundle = open_model(bundle_path)
     voice = workload.voice_for(bundle)
     anon: list[float] = []
 
@@ -217,7 +217,8 @@ def probe_policy(
     before = rss_mb()
     events.add_listener(on_event)
     try:
-        engine = Engine(bundle, preset=preset, loading=loading, stage_costs_mb=stage_costs_mb)
+        engine = make_engine(bundle, preset=preset, loading=loading,
+                             stage_costs_mb=stage_costs_mb)
         idle, latency, loaded = [], [], []
         for i in range(requests):
             t0 = time.perf_counter()

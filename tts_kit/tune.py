@@ -64,12 +64,16 @@ _STEADY = "trial: steady calls"
 
 
 def _bundle_path(bundle: Any) -> str:
-    path = getattr(bundle, "path", bundle)
-    if path is None:
+    """What reopens the model in a trial's child: a path, or ``piper:NAME``."""
+    from .family import is_piper, model_ref, open_model
+
+    if hasattr(bundle, "family") or is_piper(bundle):
+        return model_ref(open_model(bundle))
+    if bundle is None:
         from .bundle import resolve_model_dir
 
-        path, _ = resolve_model_dir(None)
-    return str(Path(path))
+        bundle, _ = resolve_model_dir(None)
+    return str(Path(bundle))
 
 
 def run_trial_child(
@@ -93,12 +97,11 @@ def run_trial_child(
     """
     import numpy as np
 
-    from .bundle import Bundle
-    from .engine import Engine
+    from .family import make_engine, open_model
 
     t0 = time.perf_counter()
-    bundle = Bundle(bundle_path)
-    engine = Engine(bundle, preset=preset, loading=loading, stage_costs_mb=stage_costs_mb)
+    bundle = open_model(bundle_path)  # either family (`tts_kit.family`)
+    engine = make_engine(bundle, preset=preset, loading=loading, stage_costs_mb=stage_costs_mb)
     load_s = time.perf_counter() - t0
     procfacts.release_memory()
     idle_rss = procfacts.rss_mb()
@@ -501,10 +504,10 @@ def _sweep_stage_costs(
                 continue
             out.update({(p.name, lo): measured for lo in budgets})
         return out
-    from .bundle import Bundle
+    from .family import open_model
     from .loading import resident_costs_mb
 
-    checked = resident_costs_mb(given, Bundle(path))  # unknown stage or bad MB: fails here
+    checked = resident_costs_mb(given, open_model(path))  # unknown stage or bad MB: fails here
     return {(p.name, lo): checked for p in presets for lo in budgets}
 
 

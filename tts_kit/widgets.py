@@ -48,11 +48,20 @@ def banner(bundle: Bundle, source: str | None = None) -> HTML:
     # from the bundle (its voice names are file names anyone could have chosen).
     where = html.escape(display_path(bundle.path))
     src = f" ({html.escape(source)})" if source else ""
-    if bundle.is_standin:
+    if getattr(bundle, "family", "supertonic") == "piper":
+        # A real voice from another family (`tts_kit.family`): say which one speaks.
+        body = (
+            f"<b>{html.escape(bundle.label)}</b> (Piper voice, real weights, "
+            f"{bundle.params / 1e6:.1f} M parameters, {bundle.sample_rate} Hz) at "
+            f"<code>{where}</code>{src}: voices "
+            f"{html.escape(', '.join(bundle.voices))}."
+        )
+        style = "background:#e8f0fa;border:1px solid #58a;color:#1d3350"
+    elif bundle.is_standin:
         info = bundle.standin_info or {}
         scale = html.escape(str(info.get("scale", "?")))
         body = (
-            f"<b>Stand-in model</b> (scale <code>{scale}</code>, "
+            f"<b>Supertonic stand-in model</b> (scale <code>{scale}</code>, "
             f"{bundle.params / 1e6:.1f} M parameters) at <code>{where}</code>{src}: "
             f"<b>{NOTE}</b>. Set <code>TTS_KIT_MODEL_DIR</code> or the "
             "<code>model_dir</code> parameter to use the real model."
@@ -60,7 +69,7 @@ def banner(bundle: Bundle, source: str | None = None) -> HTML:
         style = "background:#fff3cd;border:2px solid #d39e00;color:#5c4400"
     else:
         body = (
-            f"<b>Model</b> at <code>{where}</code>{src}: {bundle.params / 1e6:.1f} M "
+            f"<b>Supertonic model</b> at <code>{where}</code>{src}: {bundle.params / 1e6:.1f} M "
             f"parameters, voices {html.escape(', '.join(bundle.voices))}."
         )
         style = "background:#e8f4ea;border:1px solid #5a9;color:#1d4d2b"
@@ -323,7 +332,8 @@ class NormalizationPlayground(_StaticFallback, W.VBox):
         except ValueError as exc:
             self.output.value = f"<span style='color:#b00'>{html.escape(str(exc))}</span>"
             return
-        if self.bundle is not None:
+        # A Piper voice reads phonemes (espeak-ng), not an indexer's characters.
+        if self.bundle is not None and hasattr(self.bundle, "indexer"):
             from .text import unsupported_characters
 
             self.unsupported = unsupported_characters(self.normalized, self.bundle.indexer,

@@ -11,6 +11,9 @@ The package, one concern per module:
 
 - `tts_kit.precision.conversion`: the converters (ONNX Runtime's FP16 converter and dynamic
   INT8 quantiser), atomic output, source hashing, the single-file output check;
+- `tts_kit.precision.recipes`: per-stage recipes (``fp16``, ``int8``, ``int8-dp32``,
+  ``sherpa-int8``; ``convert(..., recipe=NAME)``) and `kernel_report`, which checks that
+  an INT8 graph really runs integer kernels once ONNX Runtime has optimised it;
 - `tts_kit.precision.records`: targets, fidelity thresholds and the records
   (`StageReport`, `RunRecord`, `Fidelity`, `ConversionReport`, `format_runs`);
 - `tts_kit.precision.measure`: memory and latency in isolated processes, and fidelity

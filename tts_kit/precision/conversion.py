@@ -61,7 +61,14 @@ import onnxruntime as ort
 from .. import atomic, contract
 from ..audio_metrics import snr_db
 from .measure import measure_conversion
-from .records import ConversionReport, StageReport, check_target
+from .records import (
+    MAX_LOG_MEL_DB,
+    MIN_SNR_DB,
+    ConversionReport,
+    Fidelity,
+    StageReport,
+    check_target,
+)
 
 #: Op types `quantize_dynamic` is asked to quantise (see the module docstring).
 INT8_OP_TYPES: tuple[str, ...] = ("MatMul", "Conv", "Gather")
@@ -201,10 +208,16 @@ def _weights_of(model: onnx.ModelProto) -> dict[str, int]:
 
 
 def _convert_graph(
-    src: Path, dst: Path, to: str, keep_io_types: bool, op_block_list: Sequence[str] | None
+    src: Path, dst: Path, to: str, keep_io_types: bool, op_block_list: Sequence[str] | None,
+    keep_float_prefixes: Sequence[str] = (),
 ) -> tuple[dict[str, int], int]:
-    """Convert one ONNX file to ``dst``; returns (ops report, number of ops kept float)."""
+    """Convert one ONNX file to ``dst``; returns (ops report, number of ops kept float).
+
+    ``keep_float_prefixes``: nodes whose names start with one of these stay float (a
+    Piper voice's duration predictor is ``/dp/...``: `PIPER_RECIPES`).
+    """
     source = onnx.load(str(src))
+    prefixes = tuple(keep_float_prefixes)
     keep_vi = {vi.name for vi in source.graph.value_info}
     if to == "fp16":
         from onnxruntime.transformers.float16 import (
@@ -214,8 +227,9 @@ def _convert_graph(
 
         casts_before = sum(n.op_type == "Cast" for n in source.graph.node)
         blocked = sorted(set(DEFAULT_OP_BLOCK_LIST) | set(op_block_list or ()))
+        keep = [n.name for n in source.graph.node if prefixes and n.name.startswith(prefixes)]
         model = convert_float_to_float16(source, keep_io_types=keep_io_types,
-                                         op_block_list=blocked)
+                                         op_block_list=blocked, node_block_list=keep or None)
         del source
         _strip_added_value_info(model, keep_vi)
         casts = sum(n.op_type == "Cast" for n in model.graph.node) - casts_before
@@ -241,6 +255,7 @@ def _convert_graph(
         n.name for n in candidates
         if n.op_type in blocked_ops
         or not any(weights.get(i, 0) >= INT8_MIN_WEIGHT_ELEMENTS for i in n.input)
+        or (prefixes and n.name.startswith(prefixes))
     ]
     consumer = {}
     for n in candidates:
@@ -289,7 +304,9 @@ def _copy_graph(src: Path, dst: Path) -> None:
 
 class _DropPreprocessAdvice(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("Please consider to run pre-processing")
+        # quantize_dynamic says "Please consider to run ...", quantize_static "Please
+        # consider pre-processing ...".
+        return not str(record.msg).startswith("Please consider")
 
 
 @contextlib.contextmanager
@@ -349,6 +366,7 @@ def convert(
     repeats: int = 3,
     lang: str = "en",
     preset: Any = None,
+    recipe: str | None = None,
 ) -> ConversionReport:
     """Convert a bundle or one ``.onnx`` file to FP16 or INT8 and report what it changed.
 
@@ -376,6 +394,10 @@ def convert(
             language of the measurements.
         preset: session preset name or `SessionPreset` for the measurements (default
             ``supertonic-default``); its providers are replaced per measured provider.
+        recipe: a per-stage recipe instead of ``to``/``stages`` (bundles only; see
+            `tts_kit.precision.recipes.RECIPES`: ``fp16``, ``int8``, ``int8-dp32``,
+            ``sherpa-int8``). Every INT8 stage written gets a `kernel_report` (does
+            ONNX Runtime really run integer kernels?).
 
     Returns:
         The `ConversionReport` (also describes measurements that failed, in ``status``).
@@ -390,6 +412,25 @@ def convert(
         >>> r.stages["vocoder"].ops  # doctest: +SKIP
         {'Conv': 13, 'MatMul': 20}
     """
+    from ..family import is_piper
+
+    if is_piper(src):  # one graph: `convert_piper`, with the recipes that mean something there
+        if stages is not None and list(stages) != ["voice"]:
+            raise ValueError("a Piper voice has one stage, 'voice'; drop stages")
+        if measure not in (True, False, "fidelity"):
+            raise ValueError(f"measure must be True, False or 'fidelity', got {measure!r}")
+        return convert_piper(src, dst, to, keep_io_types, op_block_list, measure=bool(measure),
+                             texts=texts, seed=seed, recipe=recipe)
+    plan: dict[str, str] | None = None
+    if recipe is not None:
+        from .recipes import check_recipe, recipe_target
+
+        plan = check_recipe(recipe)
+        if stages is not None:
+            raise ValueError("give a recipe or stages, not both: the recipe says what each "
+                             "stage becomes")
+        to = recipe_target(recipe)
+        stages = [s for s, m in plan.items() if m != "copy"]
     check_target(to)
     if measure not in (True, False, "fidelity"):
         raise ValueError(f"measure must be True, False or 'fidelity', got {measure!r}")
@@ -439,7 +480,12 @@ def convert(
                          "activations": "uint8, dynamic"}} if to == "int8" else {}),
         },
         source_sha256=before,
+        recipe=recipe or "",
     )
+    if plan is not None:
+        if kind != "bundle":
+            raise ValueError("recipes apply to bundles; a single .onnx file takes --to")
+        report.options["recipe"] = {s: plan[s] for s in contract.STAGES}
     if kind == "bundle":
         for rel in skipped_links:
             note = (f"skipped {rel}: a symbolic link (only the bundle's regular files are "
@@ -448,7 +494,8 @@ def convert(
             warnings.warn(note, stacklevel=2)
     dst_p.parent.mkdir(parents=True, exist_ok=True)
     if kind == "bundle":
-        _convert_bundle(bundle, src_p, dst_p, to, chosen, keep_io_types, op_block_list, report)
+        _convert_bundle(bundle, src_p, dst_p, to, chosen, keep_io_types, op_block_list, report,
+                        plan)
     else:
         _convert_file(src_p, dst_p, to, keep_io_types, op_block_list, report)
     report.convert_s = time.perf_counter() - t0
@@ -466,8 +513,10 @@ def convert(
 def _convert_bundle(
     bundle: Any, src_p: Path, dst_p: Path, to: str, chosen: list[str], keep_io_types: bool,
     op_block_list: Sequence[str] | None, report: ConversionReport,
+    plan: dict[str, str] | None = None,
 ) -> None:
     from ..bundle import Bundle
+    from .recipes import kernel_report
 
     with atomic.atomic_dir(dst_p) as tmp:
         graph_files = {contract.GRAPHS[s].path for s in chosen}
@@ -479,20 +528,27 @@ def _convert_bundle(
         for stage in contract.STAGES:
             info = bundle.stages[stage]
             out = tmp / contract.GRAPHS[stage].path
+            method = (plan or {}).get(stage, to) if stage in chosen else "copy"
+            kernels = None
             if stage in chosen:
-                ops, kept = _convert_graph(info.path, out, to, keep_io_types, op_block_list)
+                ops, kept = _convert_stage(method, info.path, out, to, keep_io_types,
+                                           op_block_list, src_p, tmp)
                 sess = _open_check(out)  # fails here, not in the user's engine
                 del sess
+                if method != "fp16":  # does it run integer kernels, or float after all?
+                    kernels = kernel_report(out).to_dict()
             else:
                 ops, kept = {}, 0
             report.stages[stage] = StageReport(
                 stage, stage in chosen, info.size_bytes, _graph_bytes(out), info.precision,
-                _precision_of(out), ops, kept,
+                _precision_of(out), ops, kept, method if plan else "", kernels,
             )
         cfg_path = tmp / contract.CONFIG_FILE
         cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
         record = {
             "to": to,
+            **({"recipe": report.recipe, "methods": report.options["recipe"]}
+               if report.recipe else {}),
             "stages": chosen,
             "source_sha256": {
                 s: report.source_sha256.get(contract.GRAPHS[s].path, "") for s in contract.STAGES
@@ -507,6 +563,32 @@ def _convert_bundle(
                             encoding="utf-8")
         Bundle(tmp)  # the result must open like any bundle
         _check_finished(report, src_p, dst_p)
+
+
+def _convert_stage(
+    method: str, src: Path, out: Path, to: str, keep_io_types: bool,
+    op_block_list: Sequence[str] | None, src_bundle: Path, tmp: Path,
+) -> tuple[dict[str, int], int]:
+    """Convert one stage's graph by a recipe method (`tts_kit.precision.recipes.METHODS`).
+
+    ``tmp`` is the output bundle being built: stages are converted in pipeline order, so
+    the static vocoder's calibration runs the vector estimator already written there.
+    """
+    from . import recipes
+
+    if method in ("fp16", "int8"):
+        return _convert_graph(src, out, method, keep_io_types, op_block_list)
+    with atomic.scratch_dir(out) as scratch, _without_preprocess_advice():
+        if method == "int8-matmul+w8conv":
+            info = recipes.convert_sherpa_vector_estimator(src, out, scratch, _save_model)
+        elif method == "int8-static":
+            ve = tmp / contract.GRAPHS["vector_estimator"].path
+            latents = recipes.calibration_latents(src_bundle, ve, recipes.CALIBRATION_TEXTS)
+            info = recipes.convert_sherpa_vocoder(src, out, scratch, latents, _save_model)
+        else:
+            raise ValueError(f"unknown conversion method '{method}'; use one of "
+                             f"{', '.join(recipes.METHODS)}")
+    return {k: int(v) for k, v in info.items()}, int(info.get("Conv kept float", 0))
 
 
 def _copy_regular(src: Path, dst: Path) -> None:
@@ -611,3 +693,163 @@ def _compare_outputs(report: ConversionReport, src_p: Path, dst_p: Path) -> None
     except Exception as exc:  # any model: inputs we cannot invent are a note, not a failure
         report.notes.append(f"output comparison skipped: {type(exc).__name__}: {exc}")
 
+
+
+# -- Piper voices --------------------------------------------------------------------------
+
+
+#: Recipes for a Piper voice (one graph): recipe -> (target, node-name prefixes kept float).
+#: ``int8-dp32`` keeps what sets the durations float, as the recipe of that name keeps
+#: Supertonic's duration predictor FP32: durations that move change the length, and with
+#: it every sample after. In a VITS voice the duration predictor (``/dp/``) reads the text
+#: encoder's output (``/enc_p/``), so both stay float (measured on en_US-joe-medium: with
+#: ``/dp/`` alone float, INT8 still moved the length by 70 ms). The flow and the decoder
+#: are quantised. sherpa-onnx's recipe is Supertonic's only.
+PIPER_RECIPES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "fp16": ("fp16", ()),
+    "int8": ("int8", ()),
+    "int8-dp32": ("int8", ("/enc_p/", "/dp/")),
+}
+
+
+def convert_piper(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    to: str = "fp16",
+    keep_io_types: bool = True,
+    op_block_list: Sequence[str] | None = None,
+    measure: bool = True,
+    texts: Sequence[str] | None = None,
+    seed: int = 0,
+    recipe: str | None = None,
+) -> ConversionReport:
+    """Convert a Piper voice (`tts_kit.piper_voice`) into a new voice directory.
+
+    ``src``: ``piper:NAME``, a voice directory or its ``.onnx`` file; it is only read
+    (hashed before and after). ``dst``: a new directory (must not exist, or be empty),
+    built aside and moved into place whole: the converted graph, its ``.onnx.json`` with
+    a ``tts_kit_precision`` record, and the voice's other regular files (model card).
+    With ``measure``, both voices read ``texts`` (default: the precision texts) with the
+    same seed, so the same noise, and the waveforms are compared (SNR, log-mel distance,
+    length), on the CPU, in this process. Memory and latency: ``tts-kit tune --model DST``.
+
+    ``recipe``: one of `PIPER_RECIPES` instead of ``to`` (``int8-dp32``: INT8 with the
+    duration predictor kept float).
+
+    Example:
+        >>> r = convert_piper("piper:joe-us", "joe-fp16", "fp16")  # doctest: +SKIP
+        >>> r.fidelity["CPUExecutionProvider"].passed  # doctest: +SKIP
+        True
+    """
+    from ..piper_voice import STAGE, PiperBundle
+
+    keep_float: tuple[str, ...] = ()
+    if recipe is not None:
+        if recipe not in PIPER_RECIPES:
+            raise ValueError(f"recipe '{recipe}' is not one for a Piper voice; use one of "
+                             f"{', '.join(PIPER_RECIPES)} (sherpa-int8 is Supertonic's)")
+        to, keep_float = PIPER_RECIPES[recipe]
+    check_target(to)
+    bundle = PiperBundle(src)
+    src_dir = bundle.path
+    dst_p = Path(dst).expanduser()
+    if dst_p.resolve() == src_dir or dst_p.resolve().is_relative_to(src_dir):
+        raise ValueError(f"{dst}: the output must be outside the voice's directory {src_dir}")
+    _check_float32(bundle.stages[STAGE].precision, bundle.model_file.name)
+    _check_dst_free(dst_p, "bundle")
+    files = [bundle.model_file, bundle.config_file]
+    extra = [f for f in sorted(src_dir.iterdir()) if f.is_file() and not f.is_symlink()
+             and f not in files and f.suffix not in (".onnx", ".json", ".py", ".pyc")]
+    t0 = time.perf_counter()
+    before = {f.name: sha256_file(f) for f in files + extra}
+    report = ConversionReport(
+        kind="piper", src=str(bundle.name if bundle.name.startswith("piper:")
+                              else bundle.model_file),
+        dst=str(dst_p), to=to, converted=[STAGE], tool=_tool(to),
+        options={"keep_io_types": keep_io_types, "op_block_list": list(op_block_list or []),
+                 **({"keep_float_prefixes": list(keep_float)} if keep_float else {})},
+        source_sha256=before, recipe=recipe or "",
+    )
+    dst_p.parent.mkdir(parents=True, exist_ok=True)
+    with atomic.atomic_dir(dst_p) as tmp:
+        out = tmp / bundle.model_file.name
+        ops, kept = _convert_graph(bundle.model_file, out, to, keep_io_types, op_block_list,
+                                   keep_float)
+        sess = _open_check(out)
+        del sess
+        for f in extra:
+            _copy_regular(f, tmp / f.name)
+        cfg = dict(bundle.config)
+        record = {"to": to, "stages": [STAGE],
+                  "source_sha256": {STAGE: before[bundle.model_file.name]},
+                  "tool": report.tool, "options": report.options}
+        if PRECISION_KEY in cfg:
+            record["previous"] = cfg[PRECISION_KEY]
+        cfg[PRECISION_KEY] = record
+        (tmp / bundle.config_file.name).write_text(
+            json.dumps(cfg, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        converted = PiperBundle(out)  # the result must open like any voice
+        kernels = None
+        if to == "int8":  # does it run integer kernels, or float after all?
+            from .recipes import kernel_report
+
+            kernels = kernel_report(out).to_dict()
+        report.stages[STAGE] = StageReport(
+            STAGE, True, bundle.stages[STAGE].size_bytes, _graph_bytes(out),
+            bundle.stages[STAGE].precision, converted.stages[STAGE].precision, ops, kept,
+            recipe or to, kernels)
+        after = {f.name: sha256_file(f) for f in files + extra}
+        if after != before:
+            report.source_unchanged = False
+            raise RuntimeError(f"{src_dir}: the voice changed during conversion; nothing was "
+                               "written; make sure nothing else writes to it and retry")
+    report.convert_s = time.perf_counter() - t0
+    if measure:
+        report.measured = True
+        report.fidelity["CPUExecutionProvider"] = piper_fidelity(
+            bundle, dst_p, to, texts=texts, seed=seed)
+        report.texts = list(texts or _piper_texts())
+        report.seed = seed
+        report.steps = 1
+    return report
+
+
+def _piper_texts() -> list[str]:
+    from .measure import DEFAULT_TEXTS
+
+    return list(DEFAULT_TEXTS)
+
+
+def piper_fidelity(reference: Any, candidate: Any, to: str = "fp16",
+                   texts: Sequence[str] | None = None, seed: int = 0) -> Fidelity:
+    """A converted Piper voice against its source: same texts, same seed, same noise.
+
+    Both engines run on the CPU in this process; the waveforms are compared with
+    `tts_kit.audio_metrics.waveform_fidelity` and judged by `Fidelity.evaluate` with the
+    target's thresholds (``stage_snr_db`` holds the one stage, ``voice``).
+
+    Example:
+        >>> piper_fidelity("piper:joe-us", "joe-fp16", "fp16").passed  # doctest: +SKIP
+        True
+    """
+    from ..audio_metrics import waveform_fidelity
+    from ..piper_voice import STAGE, PiperEngine
+
+    texts = list(texts or _piper_texts())
+    ref_e = PiperEngine(reference)
+    cand_e = PiperEngine(candidate)
+    f = Fidelity("CPUExecutionProvider", min_snr_db=MIN_SNR_DB[to],
+                 max_log_mel_db=MAX_LOG_MEL_DB[to])
+    try:
+        ref = [r.wav for r in ref_e.synthesize_batch(texts, seed=seed)]
+        cand = [r.wav for r in cand_e.synthesize_batch(texts, seed=seed)]
+        snr, lmd, n_ref, n_cand = waveform_fidelity(ref, cand, ref_e.bundle.sample_rate)
+        f.waveform_snr_db, f.log_mel_distance_db = snr, lmd
+        f.length_ref, f.length_candidate = n_ref, n_cand
+        f.stage_snr_db = {STAGE: snr}
+    except ValueError as exc:
+        f.error = str(exc)
+    finally:
+        ref_e.close()
+        cand_e.close()
+    return f.evaluate()

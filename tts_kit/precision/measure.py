@@ -328,3 +328,68 @@ def measure_conversion(
                             measure_bundle(report.dst, report.to, prov, **kw)]
         report.fidelity[prov] = fidelity_isolated(report.src, report.dst, report.to, prov,
                                                   texts, seed, steps, lang, preset)
+
+
+# -- Piper voices: distances and the noise floor on the real voice ---------------------------
+
+#: Texts the Piper floor and distances read (English: the voice's language).
+PIPER_TEXTS = ("The quick brown fox jumps over the lazy dog.",
+               "On a small server, memory decides how many voices can speak at once.")
+
+
+def _piper_engine(model: Any, threads: int | None = None, optimization: str = "all") -> Any:
+    from ..piper_voice import PiperEngine
+    from ..sessions import get_preset
+
+    preset = get_preset("supertonic-default").replace(graph_optimization_level=optimization)
+    if threads is not None:
+        preset = preset.replace(intra_op_num_threads=threads, inter_op_num_threads=1)
+    return PiperEngine(model, preset=preset)
+
+
+def _piper_wavs(engine: Any, texts: Sequence[str], seed: int) -> list[np.ndarray]:
+    return [r.wav for r in engine.synthesize_batch(list(texts), seed=seed)]
+
+
+def piper_distances(reference: Any, candidate: Any, texts: Sequence[str] = PIPER_TEXTS,
+                    seed: int = 0) -> Any:
+    """`tts_kit.verify.Distances` of a Piper voice (a converted copy) from its reference:
+    the same texts, the same seed, so the same noise (`tts_kit.piper_voice`).
+
+    Example:
+        >>> piper_distances("piper:joe-us", "joe-fp16").snr_db > 30  # doctest: +SKIP
+        True
+    """
+    from ..verify import Distances
+
+    ref = _piper_wavs(_piper_engine(reference), texts, seed)
+    cand = _piper_wavs(_piper_engine(candidate), texts, seed)
+    return Distances.of(ref, cand, _piper_engine(reference).bundle.sample_rate)
+
+
+def piper_floor(model: Any, texts: Sequence[str] = PIPER_TEXTS, seed: int = 0,
+                threads: tuple[int, int] = (1, 2)) -> Any:
+    """The noise floor of a Piper voice (`tts_kit.verify.Floor`): the unconverted voice
+    against itself, varied only in what legitimately varies (intra-op threads; graph
+    fusions ``all`` against ``basic``), and against another noise draw (another seed).
+    Batch padding does not apply: each sentence runs alone, unpadded.
+
+    Example:
+        >>> print(piper_floor("piper:joe-us").table())  # doctest: +SKIP
+    """
+    from ..verify import Distances, Floor
+
+    a = _piper_engine(model, threads[0])
+    b = _piper_engine(model, threads[1])
+    c = _piper_engine(model, threads[0], optimization="basic")
+    sr = a.bundle.sample_rate
+    ref = _piper_wavs(a, texts, seed)
+    runs = {
+        f"threads {threads[0]} vs {threads[1]}": Distances.of(ref, _piper_wavs(b, texts, seed),
+                                                              sr),
+        "graph fusions all vs basic": Distances.of(ref, _piper_wavs(c, texts, seed), sr),
+    }
+    worst = Distances(
+        min(d.snr_db for d in runs.values()), max(d.log_mel_db for d in runs.values()),
+        max(d.mcd_db for d in runs.values()), max(d.duration_change_s for d in runs.values()))
+    return Floor(runs, worst, Distances.of(ref, _piper_wavs(a, texts, seed + 50), sr))

@@ -85,6 +85,11 @@ class StageReport:
     FP16: ``{"Cast": n}``, the Casts the converter added."""
     kept_float: int = 0
     """INT8: candidate ops left float (weights under `INT8_MIN_WEIGHT_ELEMENTS`, or blocked)."""
+    method: str = ""
+    """How the stage was converted (`tts_kit.precision.recipes.METHODS`; empty: ``to``)."""
+    kernels: dict[str, Any] | None = None
+    """INT8: what ONNX Runtime runs after optimising the written graph
+    (`tts_kit.precision.recipes.kernel_report`: integer ops, float ops, verdict)."""
 
     @property
     def ratio(self) -> float:
@@ -310,6 +315,8 @@ class ConversionReport:
     """Single files: output name -> SNR against the source model on random inputs."""
     notes: list[str] = field(default_factory=list)
     """Anything skipped, and why."""
+    recipe: str = ""
+    """The per-stage recipe (`tts_kit.precision.recipes.RECIPES`), when one was used."""
 
     @property
     def size_before(self) -> int:
@@ -348,7 +355,7 @@ class ConversionReport:
     def table(self) -> str:
         """Human-readable summary: sizes, memory, latency, fidelity."""
         lines = [
-            f"{self.kind} {self.src} -> {self.dst}  ({self.to}; converted: "
+            f"{self.kind} {self.src} -> {self.dst}  ({self.recipe or self.to}; converted: "
             f"{', '.join(self.converted) or '-'})",
             f"{'stage':<20}{'before MB':>10}{'after MB':>10}{'ratio':>7}  {'weights':<17}ops",
         ]
@@ -356,11 +363,15 @@ class ConversionReport:
             ops = ", ".join(f"{k} {v}" for k, v in s.ops.items()) if s.converted else "copied"
             if s.kept_float:
                 ops += f" (kept float: {s.kept_float})"
+            if s.method and s.converted:
+                ops = f"[{s.method}] {ops}"
             prec = f"{s.precision_before}->{s.precision_after}"
             lines.append(
                 f"{s.stage:<20}{s.size_before / 2**20:>10.2f}{s.size_after / 2**20:>10.2f}"
                 f"{s.ratio:>7.2f}  {prec:<17}{ops}"
             )
+            if s.kernels:
+                lines.append(f"{'':<20}runs: {s.kernels.get('verdict', '')}")
         if self.stages:
             lines.append(
                 f"{'converted total':<20}{self.size_before / 2**20:>10.2f}"

@@ -144,8 +144,12 @@ def model_fingerprint(bundle: Bundle, full_paths: bool = False) -> dict[str, Any
         >>> model_fingerprint(Bundle.discover())["sha256"].keys()  # doctest: +SKIP
         dict_keys(['duration_predictor', 'text_encoder', 'vector_estimator', 'vocoder'])
     """
+    from ..family import model_label
+
     return {
         "path": display_path(bundle.path, full=full_paths),
+        "family": bundle.family,
+        "label": model_label(bundle),
         "standin": bundle.standin_info,
         "params": int(bundle.params),
         "sha256": bundle.fingerprint(),

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import atomic
-from ..bundle import Bundle, resolve_model_dir
+from ..bundle import Bundle
+from ..family import resolve_model
 from ..textsafe import hide_home
 from .document import TuningReport, environment, model_fingerprint
 from .render import render_report
@@ -204,7 +205,7 @@ def write_report(
         'report.json'
     """
     spec = SweepSpec.load(sweep, quick=quick)
-    bundle = model if isinstance(model, Bundle) else Bundle(resolve_model_dir(model)[0])
+    bundle = resolve_model(model)[0]  # either family (`tts_kit.family`)
     tuning = run_tuning(bundle, spec, progress=progress, presets=presets, full_paths=full_paths,
                         executor=executor)
     again = measure_recommended(bundle, tuning, executor)
@@ -264,8 +265,7 @@ def make_report(
     """
     _check_out_dir(out)
     spec = SweepSpec.load(sweep, quick=quick)
-    where, source = resolve_model_dir(model)
-    bundle = Bundle(where)  # fails early, in one line, before any trial runs
+    bundle, source = resolve_model(model)  # fails early, in one line, before any trial runs
     out_dir = Path(out).expanduser().resolve()
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     with atomic.scratch_dir(out_dir) as tmp:

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import contract
-from ..bundle import Bundle, resolve_model_dir
+from ..bundle import Bundle
+from ..family import resolve_model
 from ..records import to_number
 from .document import METRICS, Noise, TuningReport, key_text, record_key
 from .make import make_report, run_tuning
@@ -372,8 +373,7 @@ def rerun_report(
     saved_path = Path(str(old.model.get("path", ""))).expanduser()  # "~/..." as written
     if model is None and str(saved_path) and saved_path.is_dir():
         model = saved_path
-    where, _ = resolve_model_dir(model)
-    bundle = Bundle(where)
+    bundle = resolve_model(model)[0]  # either family (`tts_kit.family`)
     saved = _saved_presets(old)
     if out is not None:
         paths = make_report(out, model=bundle.path, sweep=old.spec, progress=progress,
