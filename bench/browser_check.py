@@ -222,9 +222,11 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     exe = ensure_chromium()
     driver_dir = ensure_driver()
-    from tts_kit.standin import NOTE  # the banner's words, as the library spells them
+    from tts_kit.bundle import default_standin_scale
+    from tts_kit.standin import scale_note  # the banner's words, as the library spells them
 
-    driver = DRIVER_JS.replace("__STANDIN_NOTE__", json.dumps(NOTE))
+    note = scale_note(default_standin_scale())  # the notebooks discover their model
+    driver = DRIVER_JS.replace("__STANDIN_NOTE__", json.dumps(note))
     (driver_dir / "driver.js").write_text(driver, encoding="utf-8")
 
     with tempfile.TemporaryDirectory(prefix="tts-kit-lab-") as tmp:

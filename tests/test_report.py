@@ -19,7 +19,7 @@ from tts_kit.report import (
     compare_reports,
     validate_report,
 )
-from tts_kit.standin import NOTE
+from tts_kit.standin import scale_note
 from tts_kit.workload import Workload
 
 SHA = {s: "0" * 64 for s in ("duration_predictor", "text_encoder", "vector_estimator", "vocoder")}
@@ -153,6 +153,10 @@ def test_compare_flags_moves_beyond_noise_only():
     assert not any(k == "a" for k, _ in moved)
     assert v.holds and "same configuration" in v.verdict
     assert "recommendation holds" in v.summary()
+    # The verdict comes first, in one line, then what noise means, then the list.
+    first, noise = v.summary().splitlines()[:2]
+    assert first == f"holds: same pick; {len(v.moved)} of {v.compared} figures moved beyond noise"
+    assert noise.startswith("noise: a latency moves when it changes by more than 25%")
 
 
 def test_recommendation_holds_within_noise_and_fails_beyond():
@@ -164,6 +168,8 @@ def test_recommendation_holds_within_noise_and_fails_beyond():
     v = compare_reports(old, far)
     assert not v.holds and "slower" in v.verdict
     assert "recommendation does NOT hold" in v.summary()
+    assert v.summary().startswith("does NOT hold: pick was a @ 1 vCPU, resident, 2 steps, now "
+                                  "b @ 1 vCPU, resident, 2 steps; ")
     oom = _report([_rec("a", 10.0, 100, status="oom"), _rec("b", 10.1, 100)],
                   _rec("b", 10.1, 100))
     v = compare_reports(old, oom)
@@ -238,7 +244,7 @@ def test_cli_report_and_rerun_on_the_tiny_standin(tiny_bundle_dir, tmp_path, cap
     wavs = _b64_payloads(html, "audio/wav")
     assert pngs and all(p[:4] == b"\x89PNG" for p in pngs)
     assert wavs and wavs[0][:4] == b"RIFF"
-    assert NOTE in html
+    assert scale_note("tiny") in html
     assert "Error displaying widget" not in html and "Traceback" not in html
     assert not re.search(r"<script[^>]+src=\"https?://", html), "the page must stand alone"
 

@@ -13,7 +13,7 @@ pytest.importorskip("ipywidgets")
 
 from tts_kit import Bundle, Engine, widgets  # noqa: E402
 from tts_kit.measure import Measurement, run_isolated  # noqa: E402
-from tts_kit.standin import NOTE  # noqa: E402
+from tts_kit.standin import scale_note  # noqa: E402
 
 MB = 1024 * 1024
 
@@ -32,7 +32,7 @@ def engine(tiny_bundle_dir):
 
 def test_banner_names_the_standin(tiny_bundle_dir):
     html = widgets.banner(Bundle(tiny_bundle_dir), "stand-in (tiny)").data
-    assert NOTE in html and "stand-in (tiny)" in html
+    assert scale_note("tiny") in html and "stand-in (tiny)" in html
 
 
 def test_player_synthesises_into_an_in_memory_wav(engine):

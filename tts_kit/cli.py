@@ -60,11 +60,18 @@ def _bundle(args: argparse.Namespace):
 
     path, source = resolve_model_dir(args.model)
     bundle = Bundle(path)
-    if bundle.is_standin:
-        from .standin import NOTE
-
-        _say(f"note: using a stand-in model ({source}): {NOTE}", file=sys.stderr)
+    _standin_note(bundle, source)
     return bundle
+
+
+def _standin_note(bundle: Any, source: str) -> None:
+    """Say on stderr that a stand-in runs, its scale, and whether its costs are realistic."""
+    if bundle.is_standin:
+        from .standin import scale_note
+
+        scale = str((bundle.standin_info or {}).get("scale", "?"))
+        _say(f"note: using a stand-in model ({source}, {bundle.params / 1e6:.0f} M "
+             f"parameters): {scale_note(scale)}", file=sys.stderr)
 
 
 def _audio_output(path: str) -> tuple[Path, str]:
@@ -154,11 +161,11 @@ def _ort_version() -> str:
 
 
 def cmd_standin(args: argparse.Namespace) -> int:
-    from .standin import NOTE, build_standin
+    from .standin import build_standin, scale_note
 
     summary = build_standin(args.dir, scale=args.scale, seed=args.seed)
     _say(summary.table())
-    _say(f"built {args.dir} in {summary.build_s:.1f} s ({NOTE})")
+    _say(f"built {args.dir} in {summary.build_s:.1f} s ({scale_note(args.scale)})")
     return 0
 
 
@@ -324,6 +331,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 0 if verdict.holds else 1
     if not args.out:
         raise UserError("give --out DIR for the report (or --rerun report.json)")
+    from .bundle import Bundle, resolve_model_dir
+
+    # Say what it runs on before minutes of trials (discovery builds the stand-in once).
+    where, source = resolve_model_dir(args.model)
+    _standin_note(Bundle(where), source)
     with _cluster(args.scheduler) as executor:
         paths = make_report(out=args.out, model=args.model, sweep=args.sweep, executor=executor,
                             full_paths=args.full_paths)
@@ -380,7 +392,10 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = add("standin", cmd_standin, "build a synthetic stand-in bundle in DIR", model=False)
     sp.add_argument("dir")
-    sp.add_argument("--scale", default="tiny", help="tiny, medium or full")
+    sp.add_argument("--scale", default=contract.DEFAULT_STANDIN_SCALE,
+                    choices=contract.STANDIN_SCALES,
+                    help="full: the published size, realistic costs (~400 MB); medium: a "
+                    "quarter; tiny: a few MB, for tests (default: %(default)s)")
     sp.add_argument("--seed", type=int, default=0)
 
     sp = add("fetch", cmd_fetch, "download the real model (needs the model hub)", model=False)

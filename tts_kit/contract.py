@@ -27,6 +27,10 @@ INDEXER_FILE = "onnx/unicode_indexer.json"
 
 #: Marker key written into the stand-in's ``tts.json``.
 STANDIN_KEY = "tts_kit_standin"
+#: Stand-in scales (`tts_kit.standin`), smallest first.
+STANDIN_SCALES: tuple[str, ...] = ("tiny", "medium", "full")
+#: The scale users get when no model is found: the published size (realistic costs).
+DEFAULT_STANDIN_SCALE = "full"
 
 SAMPLE_RATE = 44100
 BASE_CHUNK_SIZE = 512

@@ -42,7 +42,7 @@ def banner(bundle: Bundle, source: str | None = None) -> HTML:
         >>> banner(Bundle.discover()).data.count("synthetic weights")  # doctest: +SKIP
         1
     """
-    from .standin import NOTE
+    from .standin import scale_note
 
     # The banner ends up in shared pages (report.html): no home directory, no raw markup
     # from the bundle (its voice names are file names anyone could have chosen).
@@ -51,11 +51,13 @@ def banner(bundle: Bundle, source: str | None = None) -> HTML:
     if bundle.is_standin:
         info = bundle.standin_info or {}
         scale = html.escape(str(info.get("scale", "?")))
+        # The scale decides whether the figures below mean anything for the real model.
         body = (
             f"<b>Stand-in model</b> (scale <code>{scale}</code>, "
             f"{bundle.params / 1e6:.1f} M parameters) at <code>{where}</code>{src}: "
-            f"<b>{NOTE}</b>. Set <code>TTS_KIT_MODEL_DIR</code> or the "
-            "<code>model_dir</code> parameter to use the real model."
+            f"<b>{html.escape(scale_note(str(info.get('scale', '?'))))}</b>. Set "
+            "<code>TTS_KIT_MODEL_DIR</code> or the <code>model_dir</code> parameter to use "
+            "the real model."
         )
         style = "background:#fff3cd;border:2px solid #d39e00;color:#5c4400"
     else:
