@@ -525,6 +525,10 @@ _PRESET_LIST = [
 
 #: The shipped presets by name. Use `get_preset` for a copy you may change.
 PRESETS: dict[str, SessionPreset] = {p.name: p for p in _PRESET_LIST}
+#: What a sweep measures unless told otherwise: `tts-kit tune`, `tts-kit report` and
+#: `tts_kit.report.SweepSpec` share it (ONNX Runtime's defaults first, as the baseline).
+SWEEP_PRESETS: tuple[str, ...] = ("ort-default", "supertonic-default", "seed-2vcpu",
+                                  "low-memory", "lean")
 
 
 def list_presets() -> list[str]:
