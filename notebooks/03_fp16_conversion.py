@@ -69,7 +69,9 @@ for label, rep in {"fp16": fp16, "fp16 (DP fp32)": fp16_dp32, "int8": int8}.item
                         fidelity="passed" if fid.passed else "FAILED")
 cols = ["conversion", "precision", "provider", "status", "size_mb", "load_rss_mb",
         "peak_rss_mb", "load_s", "p50_s", "rtf", "snr_db", "log_mel_db", "fidelity"]
-pd.DataFrame(rows).reindex(columns=cols)
+table = pd.DataFrame(rows).reindex(columns=cols)
+table.round({"size_mb": 1, "load_rss_mb": 0, "peak_rss_mb": 0, "load_s": 2, "p50_s": 3,
+             "rtf": 3, "snr_db": 1, "log_mel_db": 2})
 
 # %% [markdown]
 # ## Listen: FP32 against FP16 and INT8
@@ -98,3 +100,18 @@ ABPlayer(ref, quant, labels=("FP32", "INT8"),
 import shutil
 
 shutil.rmtree(work, ignore_errors=True)  # converted bundles can be large; keep nothing
+
+# %% [markdown]
+# ## What we measured, what to conclude
+
+# %%
+for label, rep in {"FP16": fp16, "INT8": int8}.items():
+    fid = rep.fidelity.get("CPUExecutionProvider")
+    runs = {r.to_dict()["precision"]: r.to_dict() for r in rep.runs}
+    sizes = {k: v.get("size_mb") for k, v in runs.items() if v.get("size_mb")}
+    size = (f"{min(sizes.values()) / max(sizes.values()):.0%} of the size"
+            if len(sizes) > 1 else "size not measured")
+    verdict = ("not measured" if fid is None else
+               f"SNR {fid.waveform_snr_db:.1f} dB, log-mel {fid.log_mel_distance_db:.2f} dB: "
+               + ("passed" if fid.passed else "FAILED") + " the fidelity check")
+    print(f"{label}: {size}; fidelity {verdict}.")

@@ -176,3 +176,13 @@ def test_redraw_into_an_existing_figure(fn):
     fig = fn(arg)
     again = fn(arg, fig=fig)
     assert again is fig and len(fig.axes) == 1
+
+
+def test_ab_spectrograms_share_one_colour_scale():
+    """A quieter B must look quieter: both panels map the same dB to the same colour."""
+    x = np.sin(np.linspace(0, 4000, 44100)).astype("float32")
+    fig = plots.ab_compare((x, 44100), (x * 0.01, 44100))
+    images = [im for ax in fig.axes[:4] for im in ax.get_images()]
+    assert len(images) == 2
+    assert images[0].get_clim() == images[1].get_clim()
+    assert fig.axes[4].get_ylabel() == "dB"  # one colour bar for both

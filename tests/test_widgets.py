@@ -109,6 +109,9 @@ def test_session_tuner_runs_one_isolated_trial(tiny_bundle_dir):
     assert rec["peak_rss_mb"] > 0 and rec["p50_ms"] > 0
     assert "low-memory" in tuner.table.value and tuner.graph.live_samples
     assert (rec["steps"], rec["repeats"]) == (2, 2)
+    # Shown compactly (a notebook cell ending in tuner.run() printed ~180 lines).
+    assert repr(rec).startswith("Record(low-memory") and "\n" not in repr(rec)
+    assert rec._repr_html_().count("</tr>") == 2  # a heading and one row
 
 
 def test_widgets_carry_a_static_fallback_for_pages_without_widgets(engine):

@@ -578,6 +578,34 @@ def _wave_of(obj: Any) -> tuple[np.ndarray, int]:
     return np.asarray(_get(obj, "wav"), np.float32), int(_get(obj, "sample_rate"))
 
 
+def _spec_kw(n: int) -> dict[str, int]:
+    return {"NFFT": 1024 if n >= 1024 else 256, "noverlap": 512 if n >= 1024 else 128}
+
+
+def spectrogram_range(waves: Sequence[tuple[np.ndarray, int]],
+                      floor_db: float = 80.0) -> tuple[float, float]:
+    """The dB range one colour scale should span for these waveforms' spectrograms: up to
+    the loudest bin of any of them, ``floor_db`` below it.
+
+    Example:
+        >>> x = np.sin(np.linspace(0, 2000, 4410)).astype("float32")
+        >>> lo, hi = spectrogram_range([(x, 44100), (x * 0.1, 44100)])
+        >>> round(hi - lo)
+        80
+    """
+    from matplotlib import mlab
+
+    top = -np.inf
+    for w, sr in waves:
+        if len(w) < 256:
+            continue
+        spec, _, _ = mlab.specgram(np.asarray(w, float), Fs=sr, **_spec_kw(len(w)))
+        top = max(top, float(10 * np.log10(spec.max() + 1e-20)))
+    if not np.isfinite(top):
+        return (-floor_db, 0.0)
+    return (top - floor_db, top)
+
+
 def ab_compare(
     a: Any, b: Any, labels: Sequence[str] = ("A", "B"), title: str | None = None,
     fig: Figure | None = None,
@@ -589,8 +617,8 @@ def ab_compare(
     Example:
         >>> import numpy as np
         >>> x = np.sin(np.linspace(0, 2000, 44100)).astype("float32")
-        >>> len(ab_compare((x, 44100), (x * 0.5, 44100)).axes)
-        4
+        >>> len(ab_compare((x, 44100), (x * 0.5, 44100)).axes)  # 4 panels and the dB bar
+        5
     """
     (wa, sra), (wb, srb) = _wave_of(a), _wave_of(b)
     if fig is None:
@@ -599,15 +627,20 @@ def ab_compare(
         fig.clear()
     axes = fig.subplots(2, 2, sharey="row")
     lim = max(float(np.abs(wa).max(initial=0)), float(np.abs(wb).max(initial=0)), 1e-3)
+    vmin, vmax = spectrogram_range([(wa, sra), (wb, srb)])
+    image = None
     for col, (w, sr, label) in enumerate(((wa, sra, labels[0]), (wb, srb, labels[1]))):
         t = np.arange(len(w)) / sr
         axes[0, col].plot(t, w, lw=0.4, color=f"C{col}")
         axes[0, col].set_ylim(-lim * 1.05, lim * 1.05)
         axes[0, col].set_title(f"{label}: {len(w) / sr:.2f} s", fontsize=9)
         if len(w) >= 256:
-            axes[1, col].specgram(w, NFFT=1024 if len(w) >= 1024 else 256, Fs=sr,
-                                  noverlap=512 if len(w) >= 1024 else 128, cmap="magma")
+            # One colour scale for both panels: the same colour is the same dB in each.
+            *_, image = axes[1, col].specgram(w, **_spec_kw(len(w)), Fs=sr, cmap="magma",
+                                              vmin=vmin, vmax=vmax)
         axes[1, col].set_xlabel("seconds")
+    if image is not None:
+        fig.colorbar(image, ax=axes[1, :], label="dB", fraction=0.04, pad=0.01)
     axes[0, 0].set_ylabel("amplitude")
     axes[1, 0].set_ylabel("Hz")
     if title:

@@ -28,7 +28,15 @@ from IPython.display import HTML
 
 from . import contract, plots, procfacts
 from .bundle import Bundle
-from .records import SUMMARY_KEYS, format_timings, format_value, heading, select, to_number
+from .records import (
+    SUMMARY_KEYS,
+    Record,
+    format_timings,
+    format_value,
+    heading,
+    select,
+    to_number,
+)
 from .textsafe import display_path
 from .workload import Workload
 
@@ -561,7 +569,8 @@ class SessionTuner(W.VBox):
         return preset
 
     def run(self) -> dict[str, Any]:
-        """Measure the current settings in isolation; returns the record (also tabulated)."""
+        """Measure the current settings in isolation; returns the record (also tabulated),
+        a `tts_kit.records.Record`: a dict that shows itself as one row, not every field."""
         from . import tune
 
         budget = float(self.budget.value) or None
@@ -577,7 +586,7 @@ class SessionTuner(W.VBox):
             )
         finally:
             self.button.disabled = False
-        record = dict(record)
+        record = Record(record)
         self.records.append(record)
         self.table.value = _records_html(self.records)
         return record

@@ -413,36 +413,15 @@ TABLE_KEYS: tuple[str, ...] = ("preset", "cpus", "loading", "status", "load_s", 
 
 
 def sweep_table(records: Any, keys: tuple[str, ...] = TABLE_KEYS) -> Any:
-    """Records as a compact pandas table: the chosen columns, headed with their units,
-    rounded to the precision they are shown with (whole ms and MB), the front marked ``*``.
+    """Records as a compact pandas table (`tts_kit.records.frame` of `TABLE_KEYS`).
 
     Example:
-        >>> df = sweep_table([{"preset": "lean", "cpus": 1, "p50_ms": 1210.4, "pareto": True}],
-        ...                  ("preset", "cpus", "p50_ms", "pareto"))
-        >>> list(df.columns), int(df.iloc[0]["p50 ms"]), df.iloc[0]["pareto"]
-        (['preset', 'cpus', 'p50 ms', 'pareto'], 1210, '*')
+        >>> list(sweep_table([{"preset": "lean", "p50_ms": 12.3}]).columns)[:2]
+        ['preset', 'cpus']
     """
-    import pandas as pd
+    from ..records import frame
 
-    from ..records import heading
-
-    data: dict[str, Any] = {}
-    for key in keys:
-        values = [r.get(key) for r in records]
-        col = COLUMNS.get(key)
-        fmt = col.fmt if col else ""
-        if key == "pareto":
-            data[heading(key)] = ["*" if v else "" for v in values]
-        elif fmt.endswith("f") and fmt != ".0f":
-            digits = int(fmt[1:-1])
-            data[heading(key)] = pd.array([None if v is None else round(float(v), digits)
-                                           for v in values], dtype="Float64")
-        elif fmt == ".0f":
-            data[heading(key)] = pd.array([None if v is None else round(float(v))
-                                           for v in values], dtype="Int64")
-        else:
-            data[heading(key)] = values
-    return pd.DataFrame(data)
+    return frame(records, keys)
 
 
 def rows_html(rows: list[tuple[str, str]], head: tuple[str, str] = ("", "")) -> str:
