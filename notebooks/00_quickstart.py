@@ -98,4 +98,5 @@ print(f"In a fresh process pinned to 1 vCPU: load {record['load_s']:.1f} s, firs
       f"{record['first_ms']:,.0f} ms, steady p50 {record['p50_ms']:,.0f} ms, peak RSS "
       f"{record['peak_rss_mb']:,.0f} MB.")
 scale = (bundle.standin_info or {}).get("scale")
-print(f"Model: {bundle!r}: " + (scale_note(str(scale)) if bundle.is_standin else "the real one."))
+print(f"Model: {bundle.params / 1e6:.1f} M parameters, "
+      + (f"a stand-in: {scale_note(str(scale))}." if bundle.is_standin else "the real one."))

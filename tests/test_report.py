@@ -227,7 +227,7 @@ def _b64_payloads(html: str, mime: str) -> list[bytes]:
 
 
 @pytest.mark.notebook
-def test_cli_report_and_rerun_on_the_tiny_standin(tiny_bundle_dir, tmp_path, capsys,
+def test_cli_report_and_rerun_on_the_tiny_standin(tiny_bundle_dir, tmp_path, capfd,
                                                   monkeypatch):
     pytest.importorskip("papermill")
     from tts_kit.cli import main
@@ -236,7 +236,9 @@ def test_cli_report_and_rerun_on_the_tiny_standin(tiny_bundle_dir, tmp_path, cap
     spec.write_text(json.dumps(SweepSpec.quick().to_dict()))
     out = tmp_path / "report"
     rc = main(["report", "--model", str(tiny_bundle_dir), "--sweep", str(spec), "--out", str(out)])
-    printed = capsys.readouterr().out
+    captured = capfd.readouterr()  # file descriptors: the kernel's stderr included
+    printed = captured.out
+    assert "[IPKernelApp]" not in captured.err, captured.err  # no kernel log noise
     assert rc == 0, printed
     for name in ("report.html", "report.json", "report.ipynb"):
         assert (out / name).is_file() and f"wrote {out / name}" in printed
@@ -273,7 +275,7 @@ def test_cli_report_and_rerun_on_the_tiny_standin(tiny_bundle_dir, tmp_path, cap
     # On the same machine the rerun confirms the pick: ties within 10 % go to the lower
     # peak, and a gap beyond the noise is re-measured head to head before it counts.
     rc = main(["report", "--rerun", str(out / "report.json")])
-    printed = capsys.readouterr().out
+    printed = capfd.readouterr().out
     assert f"{len(data['records'])} trials, " in printed and "figures compared" in printed
     assert rc == 0 and "\nrecommendation holds: " in printed, printed
     assert printed.startswith("holds: same pick; "), printed
