@@ -114,4 +114,10 @@ for label, rep in {"FP16": fp16, "INT8": int8}.items():
     verdict = ("not measured" if fid is None else
                f"SNR {fid.waveform_snr_db:.1f} dB, log-mel {fid.log_mel_distance_db:.2f} dB: "
                + ("passed" if fid.passed else "FAILED") + " the fidelity check")
-    print(f"{label}: {size}; fidelity {verdict}.")
+    base, conv = runs.get("fp32", {}), runs.get(label.lower(), {})
+    cost = "; ".join(
+        f"{name} {conv[key] / base[key]:.2f}x fp32's" for key, name in
+        (("peak_rss_mb", "peak RSS"), ("p50_s", "p50")) if conv.get(key) and base.get(key))
+    print(f"{label}: {size}; {cost or 'memory and latency not measured'}; fidelity {verdict}.")
+print("On the CPU provider a smaller file is not smaller memory unless the graph runs in the "
+      "smaller type: compare the peak RSS ratios above with the size ratios.")

@@ -41,8 +41,7 @@ from tts_kit.workload import Workload
 # What every measurement below synthesises (the default measurement texts and voice).
 workload = Workload(steps=2 if quick else 5, repeats=2 if quick else 3)
 costs = stage_costs(bundle, "supertonic-default", workload)
-print(costs.table())
-costs.dataframe()
+costs.dataframe().round(1)  # MB and seconds; costs.table() is the same as text
 
 # %%
 print({k: round(v, 1) for k, v in costs.split().items()}, "(percent, measured)")
@@ -102,6 +101,8 @@ print(f"Resident: peak {res['peak_rss_mb']:,.0f} MB, idle {res['idle_rss_mb']:,.
       f"{paged['idle_rss_mb']:,.0f} MB, p50 {paged['p50_ms']:,.0f} ms "
       f"({paged['p50_ms'] / res['p50_ms']:.1f}x): memory bought with load time per call.")
 b = records[budget]
-print(f"{budget}: peak {b['peak_rss_mb']:,.0f} MB, p50 {b['p50_ms']:,.0f} ms, between the two.")
+print(f"{budget}: peak {b['peak_rss_mb']:,.0f} MB ({b['peak_rss_mb'] / res['peak_rss_mb']:.0%} "
+      f"of resident), p50 {b['p50_ms']:,.0f} ms ({b['p50_ms'] / res['p50_ms']:.1f}x resident, "
+      f"{b['p50_ms'] / paged['p50_ms']:.1f}x paged).")
 split = costs.split()
 print("Of the resident memory, measured: " + ", ".join(f"{k} {v:.0f} %" for k, v in split.items()))

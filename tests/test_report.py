@@ -267,7 +267,7 @@ def test_cli_report_and_rerun_on_the_tiny_standin(tiny_bundle_dir, tmp_path, cap
     data = json.loads((out / "report.json").read_text())
     validate_report(data)
     assert data["model"]["sha256"]["vocoder"] == Bundle(tiny_bundle_dir).sha256("vocoder")
-    assert {r["preset"] for r in data["records"]} == {"supertonic-default", "low-memory"}
+    assert {r["preset"] for r in data["records"]} == {"ort-default", "low-memory"}
     assert all(r["status"] == "ok" for r in data["records"])
     assert data["recommendation"]["record"] is not None
     assert data["extras"]["recommended_trial"]["status"] == "ok"
