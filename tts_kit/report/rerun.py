@@ -116,9 +116,15 @@ class RerunVerdict:
         old = (self.old.recommended if self.old is not None else None) or {}
         new = (self.new.recommended if self.new is not None else None) or {}
         same = record_key(old) == record_key(new) if old and new else not (old or new)
-        pick = "same pick" if same else (
-            f"pick was {key_text(record_key(old))}, now "
-            f"{key_text(record_key(new)) if new else 'none'}" if old else "a pick now")
+        if same:
+            pick = "same pick"
+        elif self.holds and old and new:
+            pick = f"the report's pick is within noise of this run's ({key_text(record_key(new))})"
+        elif old:
+            pick = f"pick was {key_text(record_key(old))}, now " + (
+                key_text(record_key(new)) if new else "none")
+        else:
+            pick = "a pick now"
         return (f"{'holds' if self.holds else 'does NOT hold'}: {pick}; {len(self.moved)} of "
                 f"{self.compared} figures moved beyond noise")
 
