@@ -12,7 +12,8 @@ prints a JSON summary. Exit status 0 when every check passed.
 
 Requirements (installed by the script when missing, or do it by hand):
 
-* Chromium: ``apt-get update && apt-get install -y chromium`` (Debian's package; the
+* Chromium: ``apt-get update && apt-get install -y chromium fonts-noto-cjk`` (Debian's
+  package, and a CJK font: without it notebook 01's Korean shows as empty boxes; the
   script runs it with ``--headless --no-sandbox --disable-gpu ...`` and a new, empty
   ``--user-data-dir``).
 * Node.js and npm, for ``playwright-core`` (the driver only; no browser download):
@@ -184,7 +185,8 @@ def ensure_chromium() -> str:
     print("browser_check: installing chromium (apt-get)", file=sys.stderr)
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     subprocess.run(["apt-get", "update"], check=True, env=env)
-    subprocess.run(["apt-get", "install", "-y", "chromium"], check=True, env=env)
+    subprocess.run(["apt-get", "install", "-y", "chromium", "fonts-noto-cjk"], check=True,
+                   env=env)
     return CHROMIUM
 
 
