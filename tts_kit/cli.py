@@ -100,6 +100,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
     from .records import format_timings
 
     out, fmt = _audio_output(args.output)  # before the model loads: a bad -o costs nothing
+    _check_language(args.text, args.lang)
     engine = Engine(_bundle(args), normalize=not args.no_normalize, loading=args.loading)
     result = engine.synthesize(
         args.text, lang=args.lang, voice=args.voice or engine.bundle.default_voice,
@@ -193,9 +194,24 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     return 0
 
 
+_LANGUAGE_NAMES = {"en": "English", "ko": "Korean"}
+
+
+def _check_language(text: str, lang: str) -> None:
+    """One line on stderr when the text is clearly in the other language than ``lang``."""
+    from .text import other_language
+
+    other = other_language(text, lang)
+    if other:
+        _say(f"tts-kit: warning: the text looks {_LANGUAGE_NAMES[other]} but --lang is "
+             f"{lang}; pass --lang {other} to read it as {_LANGUAGE_NAMES[other]}",
+             file=sys.stderr)
+
+
 def cmd_normalize(args: argparse.Namespace) -> int:
     from .text import Normalizer
 
+    _check_language(args.text, args.lang)
     norm = Normalizer(args.lang)
     _say(norm.normalize(args.text))
     if args.trace:
@@ -409,7 +425,7 @@ class _HelpFormatter(argparse.HelpFormatter):
 
 def _parser() -> argparse.ArgumentParser:
     from .sessions import PRESETS, SWEEP_PRESETS
-    from .text.common import LANGS
+    from .text import LANGS
 
     p = argparse.ArgumentParser(prog="tts-kit", description=DESCRIPTION,
                                 formatter_class=_HelpFormatter)
@@ -429,7 +445,7 @@ def _parser() -> argparse.ArgumentParser:
     sp = add("synth", cmd_synth, "synthesise TEXT into a 44.1 kHz mono WAV file")
     sp.add_argument("text", help="the text to speak")
     sp.add_argument("-o", "--output", required=True, help="output .wav (or .flac, .aiff) path")
-    sp.add_argument("--lang", default="en", metavar="LANG",
+    sp.add_argument("--lang", default=contract.DEFAULT_LANG, metavar="LANG",
                     help=f"language code, one of {', '.join(contract.LANGUAGES)}")
     sp.add_argument("--voice", default=None, help="voice style (default: M1, else the "
                     "bundle's first voice; `tts-kit info` lists them)")
@@ -466,7 +482,8 @@ def _parser() -> argparse.ArgumentParser:
     sp = add("normalize", cmd_normalize, "spell out numbers, dates, acronyms in TEXT",
              model=False)
     sp.add_argument("text", help="the text to normalise")
-    sp.add_argument("--lang", default="ko", choices=LANGS, help="language")
+    sp.add_argument("--lang", default=contract.DEFAULT_LANG, metavar="LANG",
+                    help=f"language, {' or '.join(LANGS)} (as for synth)")
     sp.add_argument("--trace", action="store_true", help="list the rules that changed the text")
 
     sp = add("tune", cmd_tune, "measure session presets and load policies in isolation")
