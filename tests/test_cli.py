@@ -265,6 +265,11 @@ def test_every_option_has_help_with_its_default_and_choices():
     assert "{tiny,medium,full}" in subs.choices["standin"].format_help()
     # `tune` and `report` measure the same presets by default.
     assert parser.parse_args(["tune"]).presets.split(",") == SweepSpec().presets
+    # The help's preset names are the shipped ones (named in contract, defined in sessions).
+    from tts_kit import contract
+
+    assert contract.PRESET_NAMES == tuple(PRESETS)
+    assert set(contract.SWEEP_PRESETS) <= set(PRESETS)
 
 
 def test_info_prints_tables_that_agree_with_standin(tmp_path: Path):

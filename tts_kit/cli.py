@@ -424,14 +424,14 @@ class _HelpFormatter(argparse.HelpFormatter):
 
 
 def _parser() -> argparse.ArgumentParser:
-    from .sessions import PRESETS, SWEEP_PRESETS
+    from .contract import PRESET_NAMES, SWEEP_PRESETS  # not sessions: no onnxruntime here
     from .text import LANGS
 
     p = argparse.ArgumentParser(prog="tts-kit", description=DESCRIPTION,
                                 formatter_class=_HelpFormatter)
     p.add_argument("--version", action="version", version=f"tts_kit {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    preset_names = ", ".join(PRESETS)
+    preset_names = ", ".join(PRESET_NAMES)
 
     def add(name: str, fn: Callable[[argparse.Namespace], int], help: str, model: bool = True):
         sp = sub.add_parser(name, help=help, description=help, formatter_class=_HelpFormatter)

@@ -50,6 +50,15 @@ LANGUAGES: tuple[str, ...] = (
     "tr", "uk", "vi", "na",
 )
 
+#: The shipped session presets' names, in `tts_kit.sessions.PRESETS`' order (defined
+#: there; named here so the CLI's help lists them without importing onnxruntime).
+PRESET_NAMES: tuple[str, ...] = ("ort-default", "supertonic-default", "seed-2vcpu",
+                                 "low-memory", "lean")
+#: What a sweep measures unless told otherwise: `tts-kit tune`, `tts-kit report` and
+#: `tts_kit.report.SweepSpec` share it (ONNX Runtime's defaults first, as the baseline).
+SWEEP_PRESETS: tuple[str, ...] = ("ort-default", "supertonic-default", "seed-2vcpu",
+                                  "low-memory", "lean")
+
 #: The language a text is read in when none is given: the CLI's synth and normalize and
 #: the measurement workload share it.
 DEFAULT_LANG = "en"

@@ -34,7 +34,7 @@ REPORT_REPEATS = 3
 
 
 def _sweep_presets() -> tuple[str, ...]:
-    from ..sessions import SWEEP_PRESETS  # onnxruntime loads only when a spec is made
+    from ..contract import SWEEP_PRESETS
 
     return SWEEP_PRESETS
 
