@@ -12,7 +12,8 @@ prints a JSON summary. Exit status 0 when every check passed.
 
 Requirements (installed by the script when missing, or do it by hand):
 
-* Chromium: ``apt-get update && apt-get install -y chromium`` (Debian's package; the
+* Chromium: ``apt-get update && apt-get install -y chromium fonts-noto-cjk`` (Debian's
+  package, and a CJK font: without it notebook 01's Korean shows as empty boxes; the
   script runs it with ``--headless --no-sandbox --disable-gpu ...`` and a new, empty
   ``--user-data-dir``).
 * Node.js and npm, for ``playwright-core`` (the driver only; no browser download):
@@ -57,7 +58,8 @@ CHROMIUM_FLAGS = [
 # The driver: plain playwright-core against the system Chromium (no browser download).
 DRIVER_JS = r"""
 const { chromium } = require('playwright-core');
-const [url, outDir, userDataDir, exe, flagsJson, timeoutS] = process.argv.slice(2);
+const [url, outDir, userDataDir, exe, flagsJson, timeoutS, expectJson] = process.argv.slice(2);
+const expect = JSON.parse(expectJson || '[]');
 const flags = JSON.parse(flagsJson);
 (async () => {
   const result = { checks: {}, notes: [] };
@@ -124,9 +126,12 @@ const flags = JSON.parse(flagsJson);
       all_cells_ran: !!result.prompts,
       no_widget_error: info.widget_errors === 0,
       no_error_output: info.error_outputs === 0,
-      player_rendered: info.player && info.audio && info.audio_src.length > 0,
-      memory_graph_rendered: info.graph && info.graph_img_width > 0,
+      banner: info.banner,
     };
+    if (expect.includes('player'))
+      result.checks.player_rendered = info.player && info.audio && info.audio_src.length > 0;
+    if (expect.includes('graph'))
+      result.checks.memory_graph_rendered = info.graph && info.graph_img_width > 0;
     const player = await page.$('.tts-kit-player');
     if (player) { await player.scrollIntoViewIfNeeded();
       await player.screenshot({ path: outDir + '/player.png' }); }
@@ -138,6 +143,14 @@ const flags = JSON.parse(flagsJson);
     if (top) await top.evaluate(e => e.scrollIntoView({ block: 'start' }));
     await page.waitForTimeout(500);
     await page.screenshot({ path: outDir + '/jupyterlab.png' });
+    // And the end of the notebook: its last cells ("what we measured, what to conclude").
+    const cells = await page.$$('.jp-Notebook .jp-Cell');
+    if (cells.length) {
+      const last = cells[Math.max(0, cells.length - 3)];
+      await last.evaluate(e => e.scrollIntoView({ block: 'start' }));
+      await page.waitForTimeout(500);
+      await page.screenshot({ path: outDir + '/end.png' });
+    }
   } catch (e) {
     result.error = String(e).slice(0, 500);
     try { await page.screenshot({ path: outDir + '/jupyterlab.png' }); } catch (_) {}
@@ -172,7 +185,8 @@ def ensure_chromium() -> str:
     print("browser_check: installing chromium (apt-get)", file=sys.stderr)
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     subprocess.run(["apt-get", "update"], check=True, env=env)
-    subprocess.run(["apt-get", "install", "-y", "chromium"], check=True, env=env)
+    subprocess.run(["apt-get", "install", "-y", "chromium", "fonts-noto-cjk"], check=True,
+                   env=env)
     return CHROMIUM
 
 
@@ -213,18 +227,41 @@ def main(argv: list[str] | None = None) -> int:
     """Run the check; returns 0 when the player and the memory graph rendered."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=None, help="directory for screenshots (default: temp)")
-    ap.add_argument("--notebook", default="notebooks/00_quickstart.py",
-                    help="notebook source (.py, jupytext percent format) or .ipynb to open, "
-                         "relative to the repository root (an .ipynb copy is served)")
-    ap.add_argument("--timeout", type=float, default=420, help="seconds for running all cells")
+    ap.add_argument("--notebook", default=["notebooks/00_quickstart.py"], nargs="+",
+                    help="notebook sources (.py, jupytext percent format) or .ipynb to open, "
+                         "relative to the repository root (an .ipynb copy of each is served)")
+    ap.add_argument("--all", action="store_true", help="every notebooks/NN_*.py in turn")
+    ap.add_argument("--quick", action="store_true",
+                    help="set the notebooks' quick parameter (less work, the same model)")
+    ap.add_argument("--timeout", type=float, default=420,
+                    help="seconds for running all cells of one notebook")
     args = ap.parse_args(argv)
     out = Path(args.out or tempfile.mkdtemp(prefix="tts-kit-browser-")).resolve()
     out.mkdir(parents=True, exist_ok=True)
+    sources = (ROOT / "notebooks").glob("[0-9][0-9]_*.py")
+    notebooks = (sorted(str(p.relative_to(ROOT)) for p in sources) if args.all
+                 else list(args.notebook))
+    results = {}
+    for nb in notebooks:
+        sub_out = out / Path(nb).stem if len(notebooks) > 1 else out
+        sub_out.mkdir(parents=True, exist_ok=True)
+        results[Path(nb).stem] = check_notebook(nb, sub_out, args.timeout, args.quick)
+    ok = all(r.get("checks") and all(r["checks"].values()) and "error" not in r
+             for r in results.values())
+    print(json.dumps(results if len(results) > 1 else next(iter(results.values())), indent=2))
+    print("browser_check:", "PASS" if ok else "FAIL", file=sys.stderr)
+    return 0 if ok else 1
+
+
+def check_notebook(notebook: str, out: Path, timeout: float, quick: bool) -> dict:
+    """Open one notebook in JupyterLab in headless Chromium, run it, check and screenshot."""
     exe = ensure_chromium()
     driver_dir = ensure_driver()
-    from tts_kit.standin import NOTE  # the banner's words, as the library spells them
+    from tts_kit.bundle import default_standin_scale
+    from tts_kit.standin import scale_note  # the banner's words, as the library spells them
 
-    driver = DRIVER_JS.replace("__STANDIN_NOTE__", json.dumps(NOTE))
+    note = scale_note(default_standin_scale())  # the notebooks discover their model
+    driver = DRIVER_JS.replace("__STANDIN_NOTE__", json.dumps(note))
     (driver_dir / "driver.js").write_text(driver, encoding="utf-8")
 
     with tempfile.TemporaryDirectory(prefix="tts-kit-lab-") as tmp:
@@ -235,8 +272,13 @@ def main(argv: list[str] | None = None) -> int:
         serve.mkdir()
         from tts_kit.report import load_notebook
 
-        nb_copy = serve / (Path(args.notebook).stem + ".ipynb")
-        nbformat.write(load_notebook(ROOT / args.notebook), str(nb_copy))
+        nb_copy = serve / (Path(notebook).stem + ".ipynb")
+        nb = load_notebook(ROOT / notebook)
+        if quick:  # as papermill would: the parameters cell's value, changed in place
+            for cell in nb.cells:
+                if "parameters" in cell.metadata.get("tags", []):
+                    cell.source = cell.source.replace("quick = False", "quick = True", 1)
+        nbformat.write(nb, str(nb_copy))
         settings = tmp_p / "settings"
         for name, value in LAB_SETTINGS.items():
             f = settings / name
@@ -267,15 +309,15 @@ def main(argv: list[str] | None = None) -> int:
             user_data = tmp_p / "chromium-profile"
             user_data.mkdir()
             t0 = time.time()
+            expect = {"00_quickstart": ["player", "graph"]}.get(Path(notebook).stem, [])
             proc = subprocess.run(
                 ["node", str(driver_dir / "driver.js"), url, str(out), str(user_data), exe,
-                 json.dumps(CHROMIUM_FLAGS), str(args.timeout)],
-                cwd=driver_dir, capture_output=True, text=True, timeout=args.timeout + 300,
+                 json.dumps(CHROMIUM_FLAGS), str(timeout), json.dumps(expect)],
+                cwd=driver_dir, capture_output=True, text=True, timeout=timeout + 300,
             )
             lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
             if not lines:
-                print(proc.stdout[-2000:], proc.stderr[-2000:], file=sys.stderr)
-                return 1
+                return {"error": f"driver: {proc.stdout[-1000:]} {proc.stderr[-1000:]}"}
             result = json.loads(lines[-1])
             result["seconds"] = round(time.time() - t0, 1)
             result["screenshots"] = sorted(str(p) for p in out.glob("*.png"))
@@ -287,10 +329,7 @@ def main(argv: list[str] | None = None) -> int:
             except subprocess.TimeoutExpired:
                 lab.kill()
             lab_log.close()
-    print(json.dumps(result, indent=2))
-    ok = bool(result.get("checks")) and all(result["checks"].values()) and "error" not in result
-    print("browser_check:", "PASS" if ok else "FAIL", file=sys.stderr)
-    return 0 if ok else 1
+    return result
 
 
 if __name__ == "__main__":

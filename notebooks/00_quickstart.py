@@ -86,9 +86,28 @@ record = graph.watch(
 )
 
 # %%
-from tts_kit.records import select
+from tts_kit.records import frame
 
-select([record])[0]  # the figures at a glance; tts_kit.records.COLUMNS says what each means
+frame([record])  # the figures at a glance; tts_kit.records.COLUMNS says what each means
 
 # %%
 graph.figure()
+
+# %% [markdown]
+# ## What we measured, what to conclude
+
+# %%
+from tts_kit.records import format_timings
+from tts_kit.standin import scale_note
+
+stages = {k: v for k, v in format_timings(player.result.timings) if k != "total"}  # ms
+top = max(stages, key=stages.get)
+print(f"One synthesis of {player.result.duration_s:.1f} s of audio took "
+      f"{sum(stages.values()):,.0f} ms in this kernel (RTF {player.result.rtf:.2f}); "
+      f"{top} took {stages[top] / sum(stages.values()):.0%} of it.")
+print(f"In a fresh process pinned to 1 vCPU: load {record['load_s']:.1f} s, first call "
+      f"{record['first_ms']:,.0f} ms, steady p50 {record['p50_ms']:,.0f} ms, peak RSS "
+      f"{record['peak_rss_mb']:,.0f} MB.")
+scale = (bundle.standin_info or {}).get("scale")
+print(f"Model: {bundle.params / 1e6:.1f} M parameters, "
+      + (f"a stand-in: {scale_note(str(scale))}." if bundle.is_standin else "the real one."))

@@ -66,12 +66,13 @@ tuner.run()  # the same as pressing Run once
 
 # %%
 from tts_kit import tune
+from tts_kit.records import FRAME_KEYS, frame
 
 presets = ["supertonic-default", "low-memory"] if quick else list(PRESETS)
 cpus = (1,) if quick else tune.default_cpus()  # 1, 2, 4 as far as this machine's cores allow
 budget_mb = 1024
 result = tune.sweep(bundle, presets, workload, cpus=cpus, mem_budget_mb=budget_mb)
-result.dataframe()
+frame(result.records, [*FRAME_KEYS, "pareto"])  # every field: result.dataframe()
 
 # %%
 recommended, reason = result.recommend(budget_mb)
@@ -134,3 +135,16 @@ for machine, part in fleet.by_machine().items():
     pick, why = part.recommend(budget_mb)
     print(f"{machine}:\n  {why}")
     display(plots.pareto(part.records, recommended=pick, budget_mb=budget_mb, title=machine))
+
+# %% [markdown]
+# ## What we measured, what to conclude
+
+# %%
+ok = [r for r in result.records if r["status"] == "ok"]
+fast = min(ok, key=lambda r: r["p50_ms"])
+small = min(ok, key=lambda r: r["peak_rss_mb"])
+print(f"{len(result.records)} configurations, each in its own fresh process; {len(ok)} finished.")
+print(f"Fastest: {fast['preset']} @ {fast['cpus']} vCPU, p50 {fast['p50_ms']:,.0f} ms "
+      f"(peak {fast['peak_rss_mb']:,.0f} MB). Smallest: {small['preset']} @ {small['cpus']} "
+      f"vCPU, peak {small['peak_rss_mb']:,.0f} MB (p50 {small['p50_ms']:,.0f} ms).")
+print(f"For a {budget_mb} MB budget: {reason}")

@@ -207,3 +207,19 @@ voice_players.get("int8-dp32", "no real voice installed")
 import shutil
 
 shutil.rmtree(work, ignore_errors=True)  # converted bundles can be large; keep nothing
+
+# %% [markdown]
+# ## What we measured, what to conclude
+
+# %%
+rows = table.set_index("recipe")
+for name, v in fidelity.items():
+    r = rows.loc[name]
+    print(f"{name}: {r['size x']:.2f}x FP32's size, {r['peak x']:.2f}x its peak RSS, "
+          f"{r['p50 x']:.2f}x its p50; {v.verdict[0]} (SNR {v.distances.snr_db:.1f} dB).")
+for row in voice_rows[1:]:
+    print(f"{speaker.label}, {row['recipe']}: {row['peak x'] or float('nan'):.2f}x FP32's peak "
+          f"RSS; {row['verdict']}.")
+print("On the CPU a smaller file is not smaller memory unless the graph computes in the "
+      "smaller type: compare the peak ratios with the size ratios. A verdict is relative to "
+      "the floor measured above, not to a fixed threshold.")

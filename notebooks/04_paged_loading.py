@@ -41,8 +41,7 @@ from tts_kit.workload import Workload
 # What every measurement below synthesises (the default measurement texts and voice).
 workload = Workload(steps=2 if quick else 5, repeats=2 if quick else 3)
 costs = stage_costs(bundle, "supertonic-default", workload)
-print(costs.table())
-costs.dataframe()
+costs.dataframe().round(1)  # MB and seconds; costs.table() is the same as text
 
 # %%
 print({k: round(v, 1) for k, v in costs.split().items()}, "(percent, measured)")
@@ -60,10 +59,10 @@ plots.stage_costs(costs)
 from IPython.display import display
 
 from tts_kit import tune
-from tts_kit.loading import resident_costs_mb
+from tts_kit.loading import resident_costs_mb, suggest_budget
 
 resident_mb = resident_costs_mb(None, bundle)
-budget = f"budget:{max(max(resident_mb.values()) * 1.2, 0.6 * sum(resident_mb.values())):.0f}"
+budget = suggest_budget(resident_mb)  # room for the largest stage, under all four
 print("costs the budget policy uses (MB):", resident_mb, "->", budget)
 loadings = ["resident", "paged", budget] + ([] if quick else ["paged+notrim"])
 records = {}
@@ -73,11 +72,9 @@ for loading in loadings:
     display(plots.memory_timeline(rec, title=f"{loading}: peak {rec['peak_rss_mb']:.0f} MB"))
 
 # %%
-import pandas as pd
+from tts_kit.records import frame
 
-from tts_kit.records import select
-
-pd.DataFrame(select(records.values()))
+frame(records.values())
 
 # %% [markdown]
 # ## Live: a paged trial
@@ -92,3 +89,20 @@ graph = LiveMemoryGraph(title="paged, live")
 display(graph)
 live = graph.watch(tune.trial, bundle, "supertonic-default", workload, cpus=1,
                    loading="paged")
+
+# %% [markdown]
+# ## What we measured, what to conclude
+
+# %%
+res, paged = records["resident"], records["paged"]
+print(f"Resident: peak {res['peak_rss_mb']:,.0f} MB, idle {res['idle_rss_mb']:,.0f} MB, "
+      f"p50 {res['p50_ms']:,.0f} ms. Paged: peak {paged['peak_rss_mb']:,.0f} MB "
+      f"({paged['peak_rss_mb'] / res['peak_rss_mb']:.0%} of resident), idle "
+      f"{paged['idle_rss_mb']:,.0f} MB, p50 {paged['p50_ms']:,.0f} ms "
+      f"({paged['p50_ms'] / res['p50_ms']:.1f}x): memory bought with load time per call.")
+b = records[budget]
+print(f"{budget}: peak {b['peak_rss_mb']:,.0f} MB ({b['peak_rss_mb'] / res['peak_rss_mb']:.0%} "
+      f"of resident), p50 {b['p50_ms']:,.0f} ms ({b['p50_ms'] / res['p50_ms']:.1f}x resident, "
+      f"{b['p50_ms'] / paged['p50_ms']:.1f}x paged).")
+split = costs.split()
+print("Of the resident memory, measured: " + ", ".join(f"{k} {v:.0f} %" for k, v in split.items()))

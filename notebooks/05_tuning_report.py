@@ -23,7 +23,7 @@ quick = False  # True: the smallest settings (CI runs every notebook this way)
 model_source = None  # where the model came from (set by `tts-kit report`)
 report_json = None  # the report.json to render (set by `tts-kit report`); None: measure here
 sweep = None  # without report_json: a SweepSpec dict or JSON path; None: the default (or quick)
-out_dir = "."  # without report_json: where the library writes report.json
+out_dir = "reports/notebook"  # without report_json: where report.json goes (git-ignored)
 
 # %%
 from tts_kit import resolve_model
@@ -33,41 +33,43 @@ bundle, source = resolve_model(model_dir)  # the one place the model is chosen (
 banner(bundle, source)
 
 # %%
+from IPython.display import HTML
+
 from tts_kit import report
+from tts_kit.report import answer
 
 if report_json is None:  # opened on its own: the same library call as `tts-kit report`
     report_json = report.write_report(out_dir, bundle, sweep=sweep, quick=quick)
 tuning = report.TuningReport.load(report_json)
-spec = tuning.spec
-spec.to_dict()
+# The answer first: the pick, why, against the default, and how to apply it.
+HTML(answer.answer_html(tuning))  # escaped: the reason quotes the report's names
 
 # %% [markdown]
-# ## The machine
+# ## What was measured, and where
 
 # %%
-tuning.environment
+from IPython.display import display
+
+display(HTML("<h3>The sweep</h3>" + answer.rows_html(answer.spec_rows(tuning))))
+HTML("<h3>The machine and the model</h3>" + answer.rows_html(answer.machine_rows(tuning)))
 
 # %% [markdown]
-# ## The sweep
+# ## Every configuration
+#
+# The figures that decide, rounded; every field of every trial is in `report.json`.
+# `*`: on the Pareto front (no other configuration is both faster and smaller).
 
 # %%
-tuning.dataframe()
-
-# %% [markdown]
-# ## Recommendation
+answer.sweep_table(tuning.records)
 
 # %%
-from IPython.display import HTML
+from tts_kit import plots
 
-HTML(tuning.recommendation_html())  # escaped: the reason quotes the report's names
-
-# %%
-tuning.pareto_figure()
+plots.pareto(tuning.records, recommended=tuning.recommended, budget_mb=tuning.spec.mem_budget_mb,
+             default=answer.default_record(tuning))
 
 # %%
 import html
-
-from IPython.display import display
 
 # A sweep on a cluster (`--scheduler`): each machine's table, front and pick side by side.
 # Machine labels come from the workers: escaped like every string of the report.
@@ -76,29 +78,40 @@ if machines:
     display(HTML("<h2>Per machine</h2>"), tuning.machines_dataframe())
 for machine, part in machines.items():
     display(HTML(f"<h3>{html.escape(machine)}</h3>{part.recommendation_html()}"),
-            part.dataframe(), part.pareto_figure())
+            answer.sweep_table(part.records), part.pareto_figure())
+
+# %% [markdown]
+# ## Latency: one configuration, three processes
+#
+# The recommended configuration's session creation, first call and steady p50, from the
+# sweep's trial, from a second fresh process that measured it again (below, with its
+# memory timeline), and from this notebook's kernel (not isolated, not pinned to the
+# pick's vCPUs). They are different processes, so the figures differ by that much.
+
+# %%
+sample, kernel = answer.replay(tuning, bundle)  # the pick's settings, in this kernel
+plots.latency_story(answer.latency_rows(tuning, kernel))
 
 # %% [markdown]
 # ## The recommended configuration, measured again with its memory timeline
 
 # %%
-from tts_kit import plots
-
 pick = tuning.recommended or tuning.records[0]
 again = tuning.extras["recommended_trial"]  # with its timeline and stage events
 plots.memory_timeline(again, title=f"{pick['preset']} @ {pick['cpus']} vCPU, {pick['loading']}")
 
 # %% [markdown]
-# ## Listen and see the stage times (this kernel, the recommended settings)
+# ## Listen, and where the time went (this kernel)
 
 # %%
-from IPython.display import Audio, display
+from IPython.display import Audio
 
-from tts_kit import make_engine
-
-engine = make_engine(bundle, preset=tuning.preset_of(pick), loading=pick["loading"])
-work = spec.workload.replace(steps=pick["steps"])  # what the sweep synthesised
-sample = engine.synthesize(work.texts[0], lang=work.lang, voice=work.voice_for(bundle),
-                           steps=work.steps, speed=work.speed, seed=work.seed)
 display(Audio(data=sample.wav_bytes()))
-plots.stage_times(sample, title=f"{sample.duration_s:.2f} s of audio, RTF {sample.rtf:.3f}")
+plots.stage_times(sample, title=f"{sample.duration_s:.2f} s of audio, this kernel's call")
+
+# %% [markdown]
+# ## What we measured, what to conclude
+
+# %%
+HTML("<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in answer.conclusions(tuning))
+     + "</ul>")

@@ -222,6 +222,93 @@ def test_a_rerun_prints_a_crafted_report_without_raw_escape_sequences(tiny_bundl
     assert "X\\x1b[2J" in proc.stdout
 
 
+# -- issue 13, section 4: help, tables, pipes, shared defaults ----------------------------
+
+
+def test_a_closed_pipe_ends_quietly(tiny_bundle_dir: Path):
+    """`tts-kit ... | head` used to end with "internal error: BrokenPipeError" or Python's
+    "Exception ignored ... BrokenPipeError": now nothing on stderr, status 141 (SIGPIPE)."""
+    for args in (["normalize", "3개", "--lang", "ko"], ["--help"],
+                 ["info", "--no-load", "--model", str(tiny_bundle_dir)]):
+        proc = subprocess.Popen([sys.executable, "-m", "tts_kit.cli", *args],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc.stdout.close()  # the reader is gone before the first line
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=120) in (0, 141), (args, err)  # 141: SIGPIPE's status
+        assert "BrokenPipe" not in err and "internal error" not in err, (args, err)
+
+
+def test_every_option_has_help_with_its_default_and_choices():
+    import argparse
+
+    from tts_kit.cli import DESCRIPTION, _parser
+    from tts_kit.report import SweepSpec
+    from tts_kit.sessions import PRESETS
+
+    parser = _parser()
+    assert "`" not in DESCRIPTION and DESCRIPTION in " ".join(parser.format_help().split())
+    subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, sp in subs.choices.items():
+        formatter = sp._get_formatter()
+        for action in sp._actions:
+            if not action.option_strings or action.dest == "help":
+                continue
+            assert action.help, f"{name} {action.option_strings[0]} has no help"
+            shown = action.default not in (None, False)
+            assert not shown or "(default: %(default)s)" in formatter._get_help_string(
+                action), (name, action.option_strings[0])
+    tune = " ".join(subs.choices["tune"].format_help().split())
+    assert all(p in tune for p in PRESETS)  # the preset names are listed
+    synth = " ".join(subs.choices["synth"].format_help().split())
+    assert "resident" in synth and "paged" in synth and "budget:MB" in synth
+    assert "ko, en" in synth or "en, ko" in synth or ("ko" in synth and "en" in synth)
+    assert "{tiny,medium,full}" in subs.choices["standin"].format_help()
+    # `tune` and `report` measure the same presets by default.
+    assert parser.parse_args(["tune"]).presets.split(",") == SweepSpec().presets
+    # The help's preset names are the shipped ones (named in contract, defined in sessions).
+    from tts_kit import contract
+
+    assert contract.PRESET_NAMES == tuple(PRESETS)
+    assert set(contract.SWEEP_PRESETS) <= set(PRESETS)
+    # The --recipe choices are the precision package's recipes (named in contract too).
+    from tts_kit.precision.recipes import RECIPES
+
+    assert set(contract.RECIPE_DESCRIPTIONS) == set(RECIPES)
+
+
+def test_info_prints_tables_that_agree_with_standin(tmp_path: Path):
+    built = run("standin", str(tmp_path / "b"), "--scale", "tiny")
+    info = run("info", "--no-load", "--model", str(tmp_path / "b"))
+    assert built.returncode == 0 and info.returncode == 0, info.stderr
+    assert "{" not in info.stdout and "kind     stand-in, tiny scale, seed 0" in info.stdout
+    rows = {line.split()[0]: line.split()[1:3] for line in built.stdout.splitlines()[1:6]}
+    for line in info.stdout.splitlines():
+        if line.split() and line.split()[0] in rows:
+            assert line.split()[1:3] == rows[line.split()[0]], line  # params, MB
+
+
+def test_cpus_above_the_cpu_quota_warn(tiny_bundle_dir: Path, tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch):
+    """A container with 1.5 CPUs of quota on 2 cores: --cpus 2 pins two cores the quota
+    then throttles, so the figures are not 2-core ones: it runs, and says so."""
+    import os
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs 2 cores in this process's affinity")
+    cg = tmp_path / "cg"
+    cg.mkdir()
+    (cg / "cpu.max").write_text("150000 100000\n")  # 1.5 CPUs: 1 usable core
+    monkeypatch.setenv("TTS_KIT_CGROUP_ROOT", str(cg))
+    proc = run("tune", "--model", str(tiny_bundle_dir), "--cpus", "2", "--presets", "lean",
+               "--steps", "2", "--repeats", "1", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert ("tts-kit tune: warning: --cpus 2: this process can use only 1 core(s) (its "
+            "cgroup CPU quota)" in proc.stderr), proc.stderr
+    ok = run("tune", "--model", str(tiny_bundle_dir), "--cpus", "1", "--presets", "lean",
+             "--steps", "2", "--repeats", "1", "--quiet")
+    assert "warning: --cpus" not in ok.stderr
+
+
 # -- one default language; a warning for text in the other (issue 14) --------------------
 
 

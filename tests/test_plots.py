@@ -81,7 +81,38 @@ def test_pareto_front_and_recommendation():
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert {"a", "b", "c", "Pareto front", "recommended", "budget 130 MB", "2 vCPU"} <= set(legend)
     assert "d@1 (oom)" in ax.get_title()
-    assert "a @ 1 vCPU" in _labels(ax)
+    assert "pick: a @ 1 vCPU" in _labels(ax)
+    # Both axes from zero: a few MB between neighbours stay a few MB, not a cliff.
+    assert ax.get_xlim()[0] == 0 and ax.get_ylim()[0] == 0
+
+
+def test_pareto_marks_paged_points_hollow_and_labels_the_default_on_a_given_ax():
+    from matplotlib.figure import Figure
+
+    recs = [
+        {"preset": "ort-default", "cpus": 1, "loading": "resident", "status": "ok",
+         "peak_rss_mb": 480, "p50_ms": 1200},
+        {"preset": "lean", "cpus": 1, "loading": "paged", "status": "ok",
+         "peak_rss_mb": 330, "p50_ms": 1900},
+    ]
+    fig = Figure()
+    fig.add_subplot(1, 2, 1)
+    ax = fig.add_subplot(1, 2, 2)
+    assert plots.pareto(recs, recommended=recs[1], default=recs[0], ax=ax) is fig
+    assert len(fig.axes) == 2  # drew on the given ax, left the other alone
+    faces = [tuple(c.get_facecolor()[0]) for c in ax.collections if len(c.get_offsets())]
+    assert (1.0, 1.0, 1.0, 0.9) in faces  # the paged point is hollow (white face)
+    assert {"pick: lean @ 1 vCPU, paged", "default: ort-default @ 1 vCPU"} <= set(_labels(ax))
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert {"resident", "paged / budget"} <= set(legend)
+
+
+def test_timeline_labels_never_overprint():
+    # Two events a millisecond apart (loaded, first call) used to print over each other.
+    rows = plots.label_rows([0.30, 0.3001, 0.31, 0.9], ["trial: loaded", "trial: first call",
+                                                        "trial: steady calls", "end"], 9 * 0.72)
+    assert rows[:3] == [0, 1, 2] and rows[3] == 0
+    assert plots.label_rows([0.5] * 6, ["x"] * 6, 6.0, rows=4)[4:] == [None, None]
 
 
 def test_pareto_uses_the_records_flags_when_given():
@@ -145,3 +176,13 @@ def test_redraw_into_an_existing_figure(fn):
     fig = fn(arg)
     again = fn(arg, fig=fig)
     assert again is fig and len(fig.axes) == 1
+
+
+def test_ab_spectrograms_share_one_colour_scale():
+    """A quieter B must look quieter: both panels map the same dB to the same colour."""
+    x = np.sin(np.linspace(0, 4000, 44100)).astype("float32")
+    fig = plots.ab_compare((x, 44100), (x * 0.01, 44100))
+    images = [im for ax in fig.axes[:4] for im in ax.get_images()]
+    assert len(images) == 2
+    assert images[0].get_clim() == images[1].get_clim()
+    assert fig.axes[4].get_ylabel() == "dB"  # one colour bar for both

@@ -337,6 +337,48 @@ def test_default_cache_dir(monkeypatch: pytest.MonkeyPatch):
     assert st.standin_cache_dir() == Path.home() / ".cache" / "tts_kit"
 
 
+# -- the users' default: the full scale -------------------------------------------------
+
+
+def test_users_get_the_full_scale_standin_by_default(monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path):
+    """No model anywhere and no $TTS_KIT_STANDIN_SCALE: discovery (the CLI, the notebooks'
+    model cell, the report) builds the full stand-in, whose costs are the real model's.
+    Tests get the tiny one only because conftest.py sets the scale explicitly."""
+    from tts_kit.bundle import BundleError, default_standin_scale, resolve_model_dir
+    from tts_kit.cli import _parser
+
+    monkeypatch.delenv("TTS_KIT_STANDIN_SCALE")
+    built = []
+    monkeypatch.setattr(st, "ensure_standin",
+                        lambda scale, seed=0: built.append(scale) or tmp_path / scale)
+    assert default_standin_scale() == "full" == st.DEFAULT_SCALE
+    assert resolve_model_dir() == (tmp_path / "full", "stand-in (full)")
+    assert built == ["full"]
+    assert _parser().parse_args(["standin", "d"]).scale == "full"
+    # quick=True in a notebook shrinks the work, never the model: no notebook picks a scale.
+    for nb in sorted((Path(__file__).parents[1] / "notebooks").glob("[0-9][0-9]_*.py")):
+        text = nb.read_text(encoding="utf-8")
+        assert not any(w in text for w in ("TTS_KIT_STANDIN_SCALE", "ensure_standin(",
+                                           "build_standin(")), nb.name
+    monkeypatch.setenv("TTS_KIT_STANDIN_SCALE", "huge")
+    with pytest.raises(BundleError, match="not a stand-in scale; set it to one of tiny, "
+                                          "medium, full or unset it"):
+        resolve_model_dir()
+
+
+def test_the_note_says_whether_the_costs_are_realistic(tiny_bundle_dir: Path):
+    assert "the costs are realistic (full scale" in st.scale_note("full")
+    for scale in ("tiny", "medium"):
+        assert "the costs are NOT realistic" in st.scale_note(scale)
+    # A tiny bundle never claims realistic costs on its banner or in the CLI's note.
+    from tts_kit import Bundle
+    from tts_kit.widgets import banner
+
+    html = banner(Bundle(tiny_bundle_dir), "stand-in (tiny)").data
+    assert st.scale_note("tiny") in html and "costs are realistic" not in html
+
+
 # -- full scale -------------------------------------------------------------------------
 
 

@@ -13,7 +13,7 @@ pytest.importorskip("ipywidgets")
 
 from tts_kit import Bundle, Engine, widgets  # noqa: E402
 from tts_kit.measure import Measurement, run_isolated  # noqa: E402
-from tts_kit.standin import NOTE  # noqa: E402
+from tts_kit.standin import scale_note  # noqa: E402
 
 MB = 1024 * 1024
 
@@ -32,7 +32,7 @@ def engine(tiny_bundle_dir):
 
 def test_banner_names_the_standin(tiny_bundle_dir):
     html = widgets.banner(Bundle(tiny_bundle_dir), "stand-in (tiny)").data
-    assert NOTE in html and "stand-in (tiny)" in html
+    assert scale_note("tiny") in html and "stand-in (tiny)" in html
 
 
 def test_player_synthesises_into_an_in_memory_wav(engine):
@@ -109,6 +109,9 @@ def test_session_tuner_runs_one_isolated_trial(tiny_bundle_dir):
     assert rec["peak_rss_mb"] > 0 and rec["p50_ms"] > 0
     assert "low-memory" in tuner.table.value and tuner.graph.live_samples
     assert (rec["steps"], rec["repeats"]) == (2, 2)
+    # Shown compactly (a notebook cell ending in tuner.run() printed ~180 lines).
+    assert repr(rec).startswith("Record(low-memory") and "\n" not in repr(rec)
+    assert rec._repr_html_().count("</tr>") == 2  # a heading and one row
 
 
 def test_widgets_carry_a_static_fallback_for_pages_without_widgets(engine):

@@ -41,8 +41,22 @@ from ._protoscan import (
 
 
 def default_standin_scale() -> str:
-    """Scale of the stand-in that discovery builds when no real model is found."""
-    return os.environ.get("TTS_KIT_STANDIN_SCALE", "tiny")
+    """Scale of the stand-in that discovery builds when no real model is found.
+
+    ``$TTS_KIT_STANDIN_SCALE``, else ``full`` (`tts_kit.standin.DEFAULT_SCALE`: the
+    published size, realistic costs). Tests and CI set ``tiny``. An unknown value is a
+    one-line ``BundleError`` naming the choices.
+
+    Example:
+        >>> default_standin_scale() in ("tiny", "medium", "full")
+        True
+    """
+    default, scales = contract.DEFAULT_STANDIN_SCALE, contract.STANDIN_SCALES
+    scale = os.environ.get("TTS_KIT_STANDIN_SCALE", "").strip() or default
+    if scale not in scales:
+        raise BundleError(f"$TTS_KIT_STANDIN_SCALE={scale!r} is not a stand-in scale; set it "
+                          f"to one of {', '.join(scales)} or unset it (default: {default})")
+    return scale
 
 _NP_TO_ONNX = {"float32": FLOAT, "int64": INT64}
 
@@ -436,13 +450,14 @@ def resolve_model_dir(path: str | os.PathLike[str] | None = None) -> tuple[Path,
 
     Order: the explicit ``path``; else ``$TTS_KIT_MODEL_DIR``; else the official
     package's cache (``$SUPERTONIC_CACHE_DIR`` or ``~/.cache/supertonic3``) when it holds
-    all four graphs; else the built-in stand-in (``$TTS_KIT_STANDIN_SCALE``, default
-    ``tiny``), built on first use into ``$TTS_KIT_CACHE_DIR`` (``~/.cache/tts_kit``).
+    all four graphs; else the built-in stand-in (`default_standin_scale`:
+    ``$TTS_KIT_STANDIN_SCALE``, default ``full``), built on first use into
+    ``$TTS_KIT_CACHE_DIR`` (``~/.cache/tts_kit``).
 
     Example:
         >>> where, source = resolve_model_dir()  # doctest: +SKIP
         >>> source  # doctest: +SKIP
-        'stand-in (tiny)'
+        'stand-in (full)'
     """
     if path is not None:
         return Path(path).expanduser(), "explicit path"

@@ -63,11 +63,18 @@ def _bundle(args: argparse.Namespace):
         return open_model(args.model)
     path, source = resolve_model_dir(args.model)
     bundle = Bundle(path)
-    if bundle.is_standin:
-        from .standin import NOTE
-
-        _say(f"note: using a stand-in model ({source}): {NOTE}", file=sys.stderr)
+    _standin_note(bundle, source)
     return bundle
+
+
+def _standin_note(bundle: Any, source: str) -> None:
+    """Say on stderr that a stand-in runs, its scale, and whether its costs are realistic."""
+    if bundle.is_standin:
+        from .standin import scale_note
+
+        scale = str((bundle.standin_info or {}).get("scale", "?"))
+        _say(f"note: using a stand-in model ({source}, {bundle.params / 1e6:.0f} M "
+             f"parameters): {scale_note(scale)}", file=sys.stderr)
 
 
 def _audio_output(path: str) -> tuple[Path, str]:
@@ -145,24 +152,36 @@ def cmd_info(args: argparse.Namespace) -> int:
     if args.json:
         _say(json.dumps(info, indent=2))
         return 0
-    _say(f"model    {term_safe(info['model'])}")
-    _say(f"bundle   {info['path']}")
-    kind = f"stand-in {info['standin']}" if info["standin"] else "real model"
-    _say(f"kind     {kind}")
-    _say(f"voices   {', '.join(term_safe(v) for v in info['voices'])}")
-    _say(f"params   {info['params'] / 1e6:.2f} M")
-    if loads:
-        n = len(info["stages"])
-        what = "the graph" if n == 1 else f"all {'four' if n == 4 else n} graphs"
-        _say(f"runtime  onnxruntime {_ort_version()} loads {what} (CPU)")
+    standin = info["standin"]
+    if isinstance(standin, dict):
+        from .standin import scale_note
+
+        scale = str(standin.get("scale", "?"))
+        kind = f"stand-in, {scale} scale, seed {standin.get('seed', '?')} ({scale_note(scale)})"
     else:
-        _say("runtime  not checked (--no-load): whether onnxruntime can load the graphs")
-    _say(f"{'stage':<20} {'params':>12} {'MB':>9} {'precision':>9}  sha256")
-    for stage, s in info["stages"].items():
-        _say(
-            f"{stage:<20} {s['params']:>12,} {s['size_bytes'] / 2**20:>9.2f} "
-            f"{s['precision']:>9}  {s['sha256'][:16]}"
-        )
+        kind = "real model"
+    n = len(info["stages"])
+    if loads:
+        what = "the graph" if n == 1 else f"all {'four' if n == 4 else n} graphs"
+        runtime = f"onnxruntime {_ort_version()} loads {what} (CPU)"
+    elif loads is None:
+        runtime = "not checked (--no-load): whether onnxruntime can load the graphs"
+    else:
+        runtime = f"onnxruntime {_ort_version()} could NOT load every graph"
+    rows = [("model", term_safe(info["model"])), ("bundle", str(info["path"])), ("kind", kind),
+            ("voices", ", ".join(term_safe(v) for v in info["voices"])),
+            ("params", f"{info['params'] / 1e6:.2f} M"), ("runtime", runtime)]
+    _say("\n".join(f"{k:<9}{v}" for k, v in rows))
+    _say("")
+    # The same columns and units as `tts-kit standin` prints (MB = 10^6 bytes).
+    _say(f"{'stage':<20}{'params':>10}{'MB':>9}  {'precision':<9}  sha256")
+    total_p = total_b = 0
+    for stage, st in info["stages"].items():
+        total_p += st["params"]
+        total_b += st["size_bytes"]
+        _say(f"{stage:<20}{st['params'] / 1e6:>9.2f}M{st['size_bytes'] / 1e6:>9.1f}  "
+             f"{st['precision']:<9}  {st['sha256'][:16]}")
+    _say(f"{'total':<20}{total_p / 1e6:>9.2f}M{total_b / 1e6:>9.1f}")
     return 0
 
 
@@ -173,11 +192,11 @@ def _ort_version() -> str:
 
 
 def cmd_standin(args: argparse.Namespace) -> int:
-    from .standin import NOTE, build_standin
+    from .standin import build_standin, scale_note
 
     summary = build_standin(args.dir, scale=args.scale, seed=args.seed)
     _say(summary.table())
-    _say(f"built {args.dir} in {summary.build_s:.1f} s ({NOTE})")
+    _say(f"built {args.dir} in {summary.build_s:.1f} s ({scale_note(args.scale)})")
     return 0
 
 
@@ -230,6 +249,18 @@ def cmd_tune(args: argparse.Namespace) -> int:
             int(c) for c in args.cpus.split(","))
     except ValueError:
         raise UserError(f"--cpus takes core counts like 1,2; got {args.cpus!r}") from None
+    from .procfacts import usable_cores
+
+    usable = usable_cores()
+    pinnable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else usable
+    # Above the affinity the trial refuses (one-line error); between the quota and the
+    # affinity it runs, pinned to cores the quota throttles: say what its figures mean.
+    over = sorted({c for c in cpus if usable < c <= pinnable})
+    if over:
+        _say(f"tts-kit tune: warning: --cpus {','.join(map(str, over))}: this process can use "
+             f"only {usable} core(s) (its cgroup CPU quota), so those trials are throttled "
+             f"to {usable} and their figures are not {over[0]}-core figures; give --cpus up "
+             f"to {usable}", file=sys.stderr)
     loadings = tuple(x.strip() for x in args.loading.split(",") if x.strip())
     costs: Any = None if args.stage_costs == "estimate" else args.stage_costs
     if costs not in (None, "measure"):
@@ -397,6 +428,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 0 if verdict.holds else 1
     if not args.out:
         raise UserError("give --out DIR for the report (or --rerun report.json)")
+    from .bundle import Bundle, resolve_model_dir
+
+    # Say what it runs on before minutes of trials (discovery builds the stand-in once).
+    where, source = resolve_model_dir(args.model)
+    _standin_note(Bundle(where), source)
     with _cluster(args.scheduler) as executor:
         paths = make_report(out=args.out, model=args.model, sweep=args.sweep, executor=executor,
                             full_paths=args.full_paths)
@@ -421,74 +457,117 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 1 if failed(checks) else 0
 
 
+#: The top-level ``--help`` text (plain: argparse prints it as is).
+DESCRIPTION = ("tts-kit: measure, tune and explain on-device Supertonic text-to-speech "
+               "(synthesis, normalisation, session tuning in isolated processes, FP16/INT8, "
+               "reports). Without --model every command discovers the model: "
+               "$TTS_KIT_MODEL_DIR, the official cache, else the full-scale stand-in.")
+LOADING_HELP = ("load policy: resident (all four graphs stay loaded), paged (each loads "
+                "before its stage and is released after) or budget:MB (keep what fits in "
+                "MB, least recently used out)")
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Every option's help ends with its default (when it has a meaningful one)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if ("%(default)" in text or not action.option_strings or default is None
+                or isinstance(default, bool) or default is argparse.SUPPRESS):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tts-kit", description=__doc__.split("\n")[0])
+    from .contract import PRESET_NAMES, SWEEP_PRESETS  # not sessions: no onnxruntime here
+    from .text import LANGS
+
+    p = argparse.ArgumentParser(prog="tts-kit", description=DESCRIPTION,
+                                formatter_class=_HelpFormatter)
     p.add_argument("--version", action="version", version=f"tts_kit {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    preset_names = ", ".join(PRESET_NAMES)
 
     def add(name: str, fn: Callable[[argparse.Namespace], int], help: str, model: bool = True):
-        sp = sub.add_parser(name, help=help, description=help)
+        sp = sub.add_parser(name, help=help, description=help, formatter_class=_HelpFormatter)
         sp.set_defaults(func=fn)
         if model:
-            sp.add_argument("--model", help="bundle directory, a Piper voice (its directory or "
-                            ".onnx file) or piper:joe-us (default: discovered; see README)")
+            sp.add_argument("--model", metavar="DIR",
+                            help="bundle directory, a Piper voice (its directory or .onnx "
+                            "file) or piper:joe-us (default: discovered: $TTS_KIT_MODEL_DIR, "
+                            "the official cache, else the full-scale stand-in)")
         return sp
 
     sp = add("synth", cmd_synth, "synthesise TEXT into a mono WAV file (44.1 kHz for "
              "Supertonic, the voice's rate for Piper)")
-    sp.add_argument("text")
-    sp.add_argument("-o", "--output", required=True, help="output .wav path")
-    sp.add_argument("--lang", default=contract.DEFAULT_LANG,
-                    help=f"language code (en, ko, ... or na; default {contract.DEFAULT_LANG})")
+    sp.add_argument("text", help="the text to speak")
+    sp.add_argument("-o", "--output", required=True, help="output .wav (or .flac, .aiff) path")
+    sp.add_argument("--lang", default=contract.DEFAULT_LANG, metavar="LANG",
+                    help=f"language code, one of {', '.join(contract.LANGUAGES)}")
     sp.add_argument("--voice", default=None, help="voice style (default: M1, else the "
-                    "bundle's first voice)")
-    sp.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS)
+                    "bundle's first voice; `tts-kit info` lists them)")
+    sp.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS,
+                    help="flow-matching steps (more: slower, smoother)")
     sp.add_argument("--speed", type=float, default=None,
-                    help=f"speech rate (default {contract.DEFAULT_SPEED:g}; 1 for Piper)")
-    sp.add_argument("--seed", type=int, default=None)
+                    help=f"speaking rate (default {contract.DEFAULT_SPEED:g}; 1 for Piper)")
+    sp.add_argument("--seed", type=int, default=None,
+                    help="noise seed, for the same audio every run (default: random)")
     sp.add_argument("--noise-scale", type=float, default=None,
                     help="Piper only: the prior's noise (default: the voice's; 0: none)")
     sp.add_argument("--noise-w", type=float, default=None,
                     help="Piper only: the duration noise (default: the voice's; 0: none)")
-    sp.add_argument("--loading", default="resident", help="resident, paged or budget:MB")
-    sp.add_argument("--no-normalize", action="store_true", help="skip text normalisation")
+    sp.add_argument("--loading", default="resident", metavar="POLICY", help=LOADING_HELP)
+    sp.add_argument("--no-normalize", action="store_true",
+                    help="skip text normalisation (numbers, dates, acronyms stay as typed)")
 
     sp = add("info", cmd_info, "show what the bundle contains (stages, sizes, SHA-256)")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--json", action="store_true", help="print it as JSON")
     sp.add_argument("--no-load", action="store_true",
                     help="skip loading each graph in onnxruntime (then only the files "
                     "are checked, not that ORT knows every operator)")
 
     sp = add("standin", cmd_standin, "build a synthetic stand-in bundle in DIR", model=False)
-    sp.add_argument("dir")
-    sp.add_argument("--scale", default="tiny", help="tiny, medium or full")
-    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("dir", help="where to build it (a new or empty directory)")
+    sp.add_argument("--scale", default=contract.DEFAULT_STANDIN_SCALE,
+                    choices=contract.STANDIN_SCALES,
+                    help="full: the published size, realistic costs (~400 MB); medium: a "
+                    "quarter; tiny: a few MB, for tests")
+    sp.add_argument("--seed", type=int, default=0, help="weight seed")
 
     sp = add("fetch", cmd_fetch, "download the real model (needs the model hub)", model=False)
     sp.add_argument("--model", dest="model_name", default="supertonic-3",
-                    help="supertonic-3 or supertonic-2")
-    sp.add_argument("--dir", default=None, help="target directory (default: official cache)")
+                    choices=["supertonic-3", "supertonic-2"], help="which model")
+    sp.add_argument("--dir", default=None,
+                    help="target directory (default: the official cache)")
 
     sp = add("normalize", cmd_normalize, "spell out numbers, dates, acronyms in TEXT",
              model=False)
-    sp.add_argument("text")
-    sp.add_argument("--lang", default=contract.DEFAULT_LANG,
-                    help=f"en or ko (default {contract.DEFAULT_LANG}, as for synth)")
+    sp.add_argument("text", help="the text to normalise")
+    sp.add_argument("--lang", default=contract.DEFAULT_LANG, metavar="LANG",
+                    help=f"language, {' or '.join(LANGS)} (as for synth)")
     sp.add_argument("--trace", action="store_true", help="list the rules that changed the text")
 
     sp = add("tune", cmd_tune, "measure session presets and load policies in isolation")
-    sp.add_argument("--presets", default="supertonic-default,seed-2vcpu,low-memory,lean")
+    sp.add_argument("--presets", default=",".join(SWEEP_PRESETS), metavar="NAMES",
+                    help=f"comma-separated presets, of: {preset_names}")
     sp.add_argument("--cpus", default=None,
                     help="core counts to emulate, e.g. 1,2 (default: 1,2 as far as the "
                     "cores this process can use allow: affinity and cgroup CPU quota)")
-    sp.add_argument("--loading", default="resident", help="e.g. resident,paged,budget:300")
-    sp.add_argument("--mem-budget", type=float, default=None, help="memory budget in MB")
-    sp.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS)
-    sp.add_argument("--repeats", type=int, default=5)
+    sp.add_argument("--loading", default="resident", metavar="POLICIES",
+                    help="comma-separated, e.g. resident,paged,budget:300; " + LOADING_HELP)
+    sp.add_argument("--mem-budget", type=float, default=None, metavar="MB",
+                    help="memory budget in MB: trials past it are killed, and the "
+                    "recommendation must fit (default: none)")
+    sp.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS,
+                    help="flow-matching steps per call")
+    sp.add_argument("--repeats", type=int, default=5,
+                    help="timed calls per trial, after one untimed first call")
     sp.add_argument("--stage-costs", default="measure",
-                    help="per-stage MB for budget:MB loadings: measure (default; one "
-                    "isolated run per preset), estimate (from file sizes) or a JSON file")
-    sp.add_argument("--json", default=None, help="write the records as JSON here")
+                    help="per-stage MB for budget:MB loadings: measure (one isolated run "
+                    "per preset), estimate (from file sizes) or a JSON file")
+    sp.add_argument("--json", default=None, metavar="FILE",
+                    help="write the records as JSON here")
     sp.add_argument("--timelines", action="store_true",
                     help="keep each trial's RSS timeline and stage events in --json")
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -496,16 +575,18 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = add("convert", cmd_convert, "convert a bundle, a Piper voice (piper:joe-us or its "
              "directory) or an .onnx file to FP16 or INT8", model=False)
-    sp.add_argument("src")
-    sp.add_argument("dst")
-    from .precision.recipes import DESCRIPTIONS, RECIPES
-
-    sp.add_argument("--to", default=None, choices=["fp16", "int8"])
-    sp.add_argument("--recipe", default=None, choices=sorted(RECIPES),
-                    help="a per-stage recipe instead of --to: "
-                    + "; ".join(f"{k}: {v}" for k, v in sorted(DESCRIPTIONS.items())))
-    sp.add_argument("--stages", default=None, help="comma-separated stages (default: all)")
-    sp.add_argument("--report", default=None, help="write the conversion report JSON here")
+    sp.add_argument("src", help="bundle directory, Piper voice or .onnx file (never modified)")
+    sp.add_argument("dst", help="where to write the converted copy")
+    sp.add_argument("--to", default=None, choices=["fp16", "int8"],
+                    help="target precision (or give --recipe)")
+    sp.add_argument("--recipe", default=None, choices=sorted(contract.RECIPE_DESCRIPTIONS),
+                    help="a per-stage recipe instead of --to: " + "; ".join(
+                        f"{k}: {v}" for k, v in sorted(contract.RECIPE_DESCRIPTIONS.items())))
+    sp.add_argument("--stages", default=None,
+                    help=f"comma-separated stages, of: {', '.join(contract.STAGES)} "
+                    "(default: all)")
+    sp.add_argument("--report", default=None, metavar="FILE",
+                    help="write the conversion report JSON here")
     sp.add_argument("--no-measure", action="store_true",
                     help="only convert (skip memory, latency and fidelity measurements)")
     sp.add_argument("--fidelity-only", action="store_true",
@@ -532,9 +613,11 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = add("report", cmd_report,
              "run a tuning sweep, write report.json, and render it as HTML and a notebook")
-    sp.add_argument("--out", default=None, help="output directory")
-    sp.add_argument("--sweep", default=None, help="sweep spec JSON")
-    sp.add_argument("--rerun", default=None,
+    sp.add_argument("--out", default=None, metavar="DIR", help="output directory")
+    sp.add_argument("--sweep", default=None, metavar="FILE",
+                    help="sweep spec JSON (SweepSpec keys; default: presets "
+                    f"{', '.join(SWEEP_PRESETS)} x 1,2 vCPUs x resident,paged, 3 timed calls)")
+    sp.add_argument("--rerun", default=None, metavar="REPORT_JSON",
                     help="repeat the sweep of an earlier report.json here; exit 0 when its "
                     "recommendation holds, 1 when it does not")
     sp.add_argument("--confirm-rounds", type=int, default=3,
@@ -616,6 +699,11 @@ def _last_resort(command: str, exc: BaseException) -> int:
     return EXIT_INTERNAL_ERROR
 
 
+#: Exit status when the reader of our output went away (``tts-kit ... | head``): what a
+#: shell reports for a process ended by SIGPIPE (128 + 13).
+EXIT_BROKEN_PIPE = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tts-kit`` console script.
 
@@ -629,6 +717,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         세 개
         0
     """
+    try:
+        try:
+            return _run(argv)
+        finally:
+            sys.stdout.flush()  # here, where a closed pipe can still be caught
+    except BrokenPipeError:
+        # The reader stopped reading (`| head`): nothing is wrong and there is nobody to
+        # tell. Point stdout at /dev/null so the interpreter's own flush at exit is quiet.
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _run(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     from .bundle import BundleError
 
@@ -640,6 +743,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         msg = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
         _say(term_safe(f"tts-kit {args.command}: error: {msg}"), file=sys.stderr)
         return EXIT_USER_ERROR
+    except BrokenPipeError:
+        raise  # not an error: `main` ends quietly
     except OSError as exc:
         text = _os_error_text(exc)
         if text is None:

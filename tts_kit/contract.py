@@ -27,6 +27,10 @@ INDEXER_FILE = "onnx/unicode_indexer.json"
 
 #: Marker key written into the stand-in's ``tts.json``.
 STANDIN_KEY = "tts_kit_standin"
+#: Stand-in scales (`tts_kit.standin`), smallest first.
+STANDIN_SCALES: tuple[str, ...] = ("tiny", "medium", "full")
+#: The scale users get when no model is found: the published size (realistic costs).
+DEFAULT_STANDIN_SCALE = "full"
 
 SAMPLE_RATE = 44100
 BASE_CHUNK_SIZE = 512
@@ -45,6 +49,15 @@ LANGUAGES: tuple[str, ...] = (
     "hr", "hu", "id", "it", "lt", "lv", "nl", "pl", "pt", "ro", "ru", "sk", "sl", "sv",
     "tr", "uk", "vi", "na",
 )
+
+#: The shipped session presets' names, in `tts_kit.sessions.PRESETS`' order (defined
+#: there; named here so the CLI's help lists them without importing onnxruntime).
+PRESET_NAMES: tuple[str, ...] = ("ort-default", "supertonic-default", "seed-2vcpu",
+                                 "low-memory", "lean")
+#: What a sweep measures unless told otherwise: `tts-kit tune`, `tts-kit report` and
+#: `tts_kit.report.SweepSpec` share it (ONNX Runtime's defaults first, as the baseline).
+SWEEP_PRESETS: tuple[str, ...] = ("ort-default", "supertonic-default", "seed-2vcpu",
+                                  "low-memory", "lean")
 
 #: The language a text is read in when none is given: the CLI's synth and normalize and
 #: the measurement workload share it.
@@ -127,4 +140,17 @@ GRAPHS: dict[str, GraphSpec] = {
         (TensorSpec("latent", _f, ("B", 144, "L")),),
         (TensorSpec("wav_tts", _f, ("B", "3072*L")),),
     ),
+}
+
+
+#: The precision recipes (`tts_kit.precision.recipes.RECIPES`), each in a line: data only, so
+#: the CLI lists them without importing onnxruntime (a test keeps both in step).
+RECIPE_DESCRIPTIONS: dict[str, str] = {
+    "fp16": "all stages FP16",
+    "int8": "all stages dynamic INT8 (MatMul, Conv, Gather weights)",
+    "int8-dp32": "dynamic INT8, duration predictor kept FP32",
+    "sherpa-int8": "sherpa-onnx's Supertonic recipe: DP and text encoder FP32; vector "
+                   "estimator dynamic INT8 MatMul + INT8 conv weights (last 6 float); vocoder "
+                   "static INT8 calibrated on the INT8 vector estimator's outputs (last 8 "
+                   "convs float)",
 }

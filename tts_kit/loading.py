@@ -682,6 +682,25 @@ def resident_costs_mb(costs: Mapping[str, Any] | StageCosts | None, bundle: Any
     return out
 
 
+def suggest_budget(costs_mb: Mapping[str, float], headroom: float = 1.2,
+                   share: float = 0.6) -> str:
+    """A ``budget:MB`` load policy that shows what a budget does: room for the largest
+    stage with ``headroom`` (it must fit alone), and at least ``share`` of all four (so
+    some stay loaded), yet under all of them (so some are paged).
+
+    ``costs_mb`` are the per-stage MB the policy goes by (`resident_costs_mb`).
+
+    Example:
+        >>> suggest_budget({"duration_predictor": 5, "text_encoder": 30,
+        ...                 "vector_estimator": 250, "vocoder": 100})
+        'budget:300'
+    """
+    values = [float(v) for v in costs_mb.values()]
+    if not values:
+        raise ValueError("suggest_budget needs the stages' costs in MB; got none")
+    return f"budget:{max(max(values) * headroom, share * sum(values)):.0f}"
+
+
 # -- the loader ---------------------------------------------------------------------------
 
 SessionFactory = Callable[[str], ort.InferenceSession]

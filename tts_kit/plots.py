@@ -101,6 +101,32 @@ def event_spans(
     return spans
 
 
+def label_rows(xs: Sequence[float], names: Sequence[str], width_in: float,
+               rows: int = 4, fontsize: float = 7.0) -> list[int | None]:
+    """A row (0 = top) for each label at axes fraction ``xs`` so that none overprints
+    another; None where all ``rows`` are taken (the label is left out).
+
+    Widths are estimated from the text (0.6 em per character), which is what a plot
+    needs: labels that may touch but never cover each other.
+
+    Example:
+        >>> label_rows([0.1, 0.1, 0.5], ["trial: loaded", "trial: first call", "x"], 8.0)
+        [0, 1, 0]
+    """
+    char_frac = 0.6 * fontsize / 72 / max(width_in, 1e-3)
+    ends = [-1.0] * rows  # where the last label of each row ends (axes fraction)
+    out: list[int | None] = []
+    for x, name in zip(xs, names):
+        w = (len(name) + 1) * char_frac
+        right = x > 0.7
+        lo, hi = (x - w, x) if right else (x, x + w)
+        row = next((r for r in range(rows) if lo > ends[r]), None)
+        if row is not None:
+            ends[row] = hi
+        out.append(row)
+    return out
+
+
 def memory_timeline(
     timeline: Any,
     events: Iterable[tuple[float, str]] | None = None,
@@ -161,15 +187,20 @@ def memory_timeline(
             continue
         ax.axvspan(start, stop, facecolor=color, alpha=0.15 if verb == "load" else 0.32, lw=0,
                    hatch="///" if verb == "load" else None, edgecolor=color)
-    others = [(t, n) for t, n in events if _stage_of(n)[0] is None]
-    for i, (t, name) in enumerate(others):
+    others = sorted((float(t), str(n)) for t, n in events if _stage_of(n)[0] is None)
+    span = max(end - x0, 1e-9)
+    width_in = fig.get_figwidth() * 0.72  # the axes' share of the figure (legend right)
+    for (t, name), row in zip(others, label_rows([(t - x0) / span for t, _ in others],
+                                                 [n for _, n in others], width_in)):
         ax.axvline(t, color="#555", ls="--", lw=0.8)
-        # Stagger the labels over three heights so neighbours do not overprint; near the
-        # right edge they grow leftwards, so they stay inside the axes.
-        right = (t - x0) > 0.7 * max(end - x0, 1e-9)
-        ax.annotate(name, (t, 0.97 - 0.1 * (i % 3)), xycoords=("data", "axes fraction"),
+        if row is None:  # no free row: the line stays, the legend's note says so
+            continue
+        right = (t - x0) > 0.7 * span  # near the right edge a label grows leftwards
+        ax.annotate(name, (t, 0.97 - 0.085 * row), xycoords=("data", "axes fraction"),
                     va="top", ha="right" if right else "left", fontsize=7, color="#333",
-                    xytext=(-2 if right else 2, 0), textcoords="offset points")
+                    xytext=(-2 if right else 2, 0), textcoords="offset points",
+                    bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none",
+                          "alpha": 0.8})
     if ts.size:
         ax.plot(ts, rss, color="black", lw=1.4, label="RSS (sampled)")
     if to_number(baseline_mb) is not None:
@@ -274,8 +305,16 @@ def pareto(
     y: str = PARETO_Y,
     title: str | None = "latency against peak memory",
     fig: Figure | None = None,
+    ax: Any = None,
+    default: Mapping[str, Any] | None = None,
 ) -> Figure:
     """Latency vs peak RSS for every trial, the Pareto front, the budget and the pick.
+
+    Filled markers are resident loading, hollow ones paged (or a budget): the policy that
+    moves memory most. The pick, the ``default`` record (an untuned deployment) and the
+    front's points are labelled; both axes start at zero, so a few MB or ms between
+    neighbours look as small as they are. Draws on ``ax`` when given (its figure is
+    returned), else on ``fig`` (cleared) or a new figure.
 
     Records use the keys of `tts_kit.records` (``preset``, ``cpus``, ``status``, ``x``,
     ``y`` ...); the axes are labelled with `tts_kit.records.label`. A record's ``pareto``
@@ -289,11 +328,14 @@ def pareto(
         1
     """
     records = list(records)
-    if fig is None:
-        fig = _figure(8, 4.2)
+    if ax is not None:
+        fig = ax.figure
+    elif fig is None:
+        fig = _figure(8, 4.6)
+        ax = fig.add_subplot()
     else:
         fig.clear()
-    ax = fig.add_subplot()
+        ax = fig.add_subplot()
     ok = [r for r in records if r.get("status", "ok") == "ok" and r.get(x) is not None]
     if any("pareto" in r for r in records):
         front_idx = [i for i, r in enumerate(records) if r.get("pareto") and r in ok]
@@ -302,13 +344,22 @@ def pareto(
     presets = sorted({str(r.get("preset")) for r in ok})
     cmap = {p: f"C{i % 10}" for i, p in enumerate(presets)}
     cpu_markers = {1: "o", 2: "s", 4: "^", 8: "D"}
+    def resident(r: Mapping[str, Any]) -> bool:
+        return str(r.get("loading", "resident")) == "resident"
+
     for r in ok:
-        ax.scatter(r[x], r[y], color=cmap[str(r.get("preset"))],
-                   marker=cpu_markers.get(r.get("cpus"), "P"), s=40, alpha=0.85, zorder=3)
+        color = cmap[str(r.get("preset"))]
+        ax.scatter(r[x], r[y], marker=cpu_markers.get(r.get("cpus"), "P"), s=46, alpha=0.9,
+                   zorder=3, facecolor=color if resident(r) else "white", edgecolor=color,
+                   linewidths=1.6)
     for p in presets:
         ax.scatter([], [], color=cmap[p], marker="o", label=p)
     for c in sorted({r.get("cpus") for r in ok if r.get("cpus") is not None}):
         ax.scatter([], [], color="#777", marker=cpu_markers.get(c, "P"), label=f"{c} vCPU")
+    if any(not resident(r) for r in ok):
+        ax.scatter([], [], facecolor="#777", edgecolor="#777", marker="o", label="resident")
+        ax.scatter([], [], facecolor="white", edgecolor="#777", marker="o", linewidths=1.6,
+                   label="paged / budget")
     front = sorted((records[i] for i in front_idx), key=lambda r: r[x])
     if front:
         ax.step([r[x] for r in front], [r[y] for r in front], where="post", color="black",
@@ -324,16 +375,41 @@ def pareto(
     if recommended is not None and recommended.get(x) is not None:
         ax.scatter(recommended[x], recommended[y], marker="*", s=320, facecolor="gold",
                    edgecolor="black", zorder=4, label="recommended")
-        rx = recommended.get("loading")
-        rx = "" if rx in (None, "resident") else f", {rx}"
-        ax.annotate(f"{recommended.get('preset')} @ {recommended.get('cpus')} vCPU{rx}",
-                    (recommended[x], recommended[y]), xytext=(8, 8),
-                    textcoords="offset points", fontsize=8)
+    # Labels for the points that matter: the pick, the default, the front (no repeats).
+    def short(r: Mapping[str, Any]) -> str:
+        ld = r.get("loading")
+        return f"{r.get('preset')} @ {r.get('cpus')} vCPU" + (
+            "" if ld in (None, "resident") else f", {ld}")
+
+    labelled: list[tuple[Mapping[str, Any], str]] = []
+    if recommended is not None and recommended.get(x) is not None:
+        labelled.append((recommended, "pick: " + short(recommended)))
+    if default is not None and default.get(x) is not None:
+        labelled.append((default, "default: " + short(default)))
+    labelled += [(r, short(r)) for r in front]
+    seen: set[tuple[Any, Any]] = set()
+    for i, (r, text) in enumerate(labelled):
+        at = (r[x], r[y])
+        if at in seen:
+            continue
+        seen.add(at)
+        bold = text.startswith(("pick", "default"))
+        ax.annotate(text, at, xytext=(8, 6 - 11 * (i % 2)), textcoords="offset points",
+                    fontsize=8 if bold else 7, fontweight="bold" if bold else "normal",
+                    bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none",
+                          "alpha": 0.75}, zorder=5)
+    if ok:
+        # From zero: a 5 MB gap between 480 and 485 MB is 1 %, and should look it.
+        xmax = max(r[x] for r in ok)
+        if budget_mb and budget_mb <= 2.5 * xmax:  # the budget line is drawn: keep it in
+            xmax = max(xmax, budget_mb)
+        ax.set_xlim(0, xmax * 1.12)
+        ax.set_ylim(0, max(r[y] for r in ok) * 1.15)
     failed = [r for r in records if r.get("status", "ok") != "ok"]
     ax.set_xlabel(axis_label(x))
     ax.set_ylabel(axis_label(y))
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     if title:
         extra = ""
         if failed:
@@ -341,6 +417,70 @@ def pareto(
                 f"{r.get('preset')}@{r.get('cpus')} ({r.get('status')})" for r in failed[:6]
             )
         ax.set_title(title + extra, fontsize=10)
+    return fig
+
+
+#: The bars of `latency_story`, in the order a request meets them.
+LATENCY_PARTS: tuple[tuple[str, str], ...] = (
+    ("session_s", "session creation (load)"),
+    ("first_ms", "first call"),
+    ("p50_ms", "steady call (p50)"),
+)
+
+
+def latency_story(
+    rows: Sequence[Mapping[str, Any]],
+    title: str | None = "one configuration, measured in three places",
+    ax: Any = None,
+) -> Figure:
+    """Session creation, first call and steady p50 of one configuration, side by side
+    for each place it was measured (the sweep's trial, the re-measured trial, this
+    kernel), each bar labelled with its value; missing figures are left out.
+
+    Each row: ``label`` and any of ``session_s`` (seconds), ``first_ms``, ``p50_ms``
+    (`tts_kit.report.answer.latency_rows` builds them). Seconds are drawn in ms.
+
+    Example:
+        >>> fig = latency_story([{"label": "sweep", "session_s": 1.5, "first_ms": 900,
+        ...                        "p50_ms": 700}, {"label": "kernel", "first_ms": 950}])
+        >>> fig.axes[0].get_xlabel()
+        'milliseconds'
+    """
+    rows = list(rows)
+    if ax is None:
+        fig = _figure(8, 0.9 + 0.75 * max(1, len(rows)))
+        ax = fig.add_subplot()
+    else:
+        fig = ax.figure
+    colors = {"session_s": "#8c6d31", "first_ms": "#e6550d", "p50_ms": "#3182bd"}
+    n = len(LATENCY_PARTS)
+    height = 0.8 / n
+    top = 0.0
+    for ri, row in enumerate(rows):
+        for pi, (key, name) in enumerate(LATENCY_PARTS):
+            value = to_number(row.get(key))
+            if value is None:
+                continue
+            ms = value * 1000 if key.endswith("_s") else value
+            top = max(top, ms)
+            y = ri + pi * height - 0.4 + height / 2
+            ax.barh(y, ms, height=height * 0.9, color=colors[key],
+                    label=name if ri == 0 or not ax.get_legend_handles_labels()[1].count(name)
+                    else None)
+            ax.annotate(f"{ms:,.0f} ms", (ms, y), xytext=(3, 0), textcoords="offset points",
+                        va="center", fontsize=7)
+    ax.set_yticks(range(len(rows)), [str(r.get("label", "")) for r in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(top, 1.0) * 1.18)
+    ax.set_xlabel("milliseconds")
+    ax.grid(axis="x", alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        uniq = dict(zip(labels, handles))
+        ax.legend(uniq.values(), uniq.keys(), fontsize=7, loc="upper left",
+                  bbox_to_anchor=(1.01, 1.0), frameon=False)
+    if title:
+        ax.set_title(title, fontsize=10)
     return fig
 
 
@@ -438,6 +578,34 @@ def _wave_of(obj: Any) -> tuple[np.ndarray, int]:
     return np.asarray(_get(obj, "wav"), np.float32), int(_get(obj, "sample_rate"))
 
 
+def _spec_kw(n: int) -> dict[str, int]:
+    return {"NFFT": 1024 if n >= 1024 else 256, "noverlap": 512 if n >= 1024 else 128}
+
+
+def spectrogram_range(waves: Sequence[tuple[np.ndarray, int]],
+                      floor_db: float = 80.0) -> tuple[float, float]:
+    """The dB range one colour scale should span for these waveforms' spectrograms: up to
+    the loudest bin of any of them, ``floor_db`` below it.
+
+    Example:
+        >>> x = np.sin(np.linspace(0, 2000, 4410)).astype("float32")
+        >>> lo, hi = spectrogram_range([(x, 44100), (x * 0.1, 44100)])
+        >>> round(hi - lo)
+        80
+    """
+    from matplotlib import mlab
+
+    top = -np.inf
+    for w, sr in waves:
+        if len(w) < 256:
+            continue
+        spec, _, _ = mlab.specgram(np.asarray(w, float), Fs=sr, **_spec_kw(len(w)))
+        top = max(top, float(10 * np.log10(spec.max() + 1e-20)))
+    if not np.isfinite(top):
+        return (-floor_db, 0.0)
+    return (top - floor_db, top)
+
+
 def ab_compare(
     a: Any, b: Any, labels: Sequence[str] = ("A", "B"), title: str | None = None,
     fig: Figure | None = None,
@@ -449,8 +617,8 @@ def ab_compare(
     Example:
         >>> import numpy as np
         >>> x = np.sin(np.linspace(0, 2000, 44100)).astype("float32")
-        >>> len(ab_compare((x, 44100), (x * 0.5, 44100)).axes)
-        4
+        >>> len(ab_compare((x, 44100), (x * 0.5, 44100)).axes)  # 4 panels and the dB bar
+        5
     """
     (wa, sra), (wb, srb) = _wave_of(a), _wave_of(b)
     if fig is None:
@@ -459,15 +627,20 @@ def ab_compare(
         fig.clear()
     axes = fig.subplots(2, 2, sharey="row")
     lim = max(float(np.abs(wa).max(initial=0)), float(np.abs(wb).max(initial=0)), 1e-3)
+    vmin, vmax = spectrogram_range([(wa, sra), (wb, srb)])
+    image = None
     for col, (w, sr, label) in enumerate(((wa, sra, labels[0]), (wb, srb, labels[1]))):
         t = np.arange(len(w)) / sr
         axes[0, col].plot(t, w, lw=0.4, color=f"C{col}")
         axes[0, col].set_ylim(-lim * 1.05, lim * 1.05)
         axes[0, col].set_title(f"{label}: {len(w) / sr:.2f} s", fontsize=9)
         if len(w) >= 256:
-            axes[1, col].specgram(w, NFFT=1024 if len(w) >= 1024 else 256, Fs=sr,
-                                  noverlap=512 if len(w) >= 1024 else 128, cmap="magma")
+            # One colour scale for both panels: the same colour is the same dB in each.
+            *_, image = axes[1, col].specgram(w, **_spec_kw(len(w)), Fs=sr, cmap="magma",
+                                              vmin=vmin, vmax=vmax)
         axes[1, col].set_xlabel("seconds")
+    if image is not None:
+        fig.colorbar(image, ax=axes[1, :], label="dB", fraction=0.04, pad=0.01)
     axes[0, 0].set_ylabel("amplitude")
     axes[1, 0].set_ylabel("Hz")
     if title:

@@ -302,6 +302,74 @@ def table(records: Iterable[Mapping[str, Any]], keys: Sequence[str] = TABLE_KEYS
     )
 
 
+#: A compact table's columns (`frame`): the configuration and the figures that decide.
+FRAME_KEYS: tuple[str, ...] = ("preset", "cpus", "loading", "status", "load_s", "first_ms",
+                               "p50_ms", "peak_rss_mb", "idle_rss_mb", "rtf")
+
+
+def frame(records: Iterable[Mapping[str, Any]], keys: Sequence[str] = FRAME_KEYS) -> Any:
+    """Records as a compact pandas table: the chosen columns, headed with their units
+    (`heading`), rounded as they are shown (whole ms and MB), the front marked ``*``.
+
+    Example:
+        >>> df = frame([{"preset": "lean", "cpus": 1, "p50_ms": 1210.4, "pareto": True}],
+        ...            ("preset", "cpus", "p50_ms", "pareto"))
+        >>> list(df.columns), int(df.iloc[0]["p50 ms"]), df.iloc[0]["pareto"]
+        (['preset', 'cpus', 'p50 ms', 'pareto'], 1210, '*')
+    """
+    import pandas as pd
+
+    records = list(records)
+    data: dict[str, Any] = {}
+    for key in keys:
+        values = [r.get(key) for r in records]
+        fmt = COLUMNS[key].fmt if key in COLUMNS else ""
+        if key == "pareto":
+            data[heading(key)] = ["*" if v else "" for v in values]
+        elif fmt == ".0f":
+            data[heading(key)] = pd.array([None if to_number(v) is None else round(float(v))
+                                           for v in values], dtype="Int64")
+        elif fmt.endswith("f"):
+            digits = int(fmt[1:-1])
+            data[heading(key)] = pd.array([None if to_number(v) is None
+                                           else round(float(v), digits) for v in values],
+                                          dtype="Float64")
+        else:
+            data[heading(key)] = values
+    return pd.DataFrame(data)
+
+
+class Record(dict):
+    """One trial's record (a plain dict: indexing, JSON) that shows itself compactly:
+    one line as text, one table row in a notebook, instead of every field and timeline.
+
+    Example:
+        >>> Record({"preset": "lean", "cpus": 1, "loading": "paged", "status": "ok",
+        ...         "p50_ms": 1210.4, "peak_rss_mb": 331.2, "timeline": [(0, 1)] * 500})
+        Record(lean @ 1 vCPU, paged: ok, p50 1210 ms, peak 331 MB; 7 fields)
+    """
+
+    def summary(self) -> str:
+        """The one-line form: configuration, status, p50 and peak RSS."""
+        head = f"{self.get('preset')} @ {format_value('cpus', self.get('cpus'))} vCPU"
+        if self.get("loading") not in (None, "resident"):
+            head += f", {self.get('loading')}"
+        figures = [str(self.get("status", "?"))]
+        for key, name in (("p50_ms", "p50"), ("peak_rss_mb", "peak")):
+            if to_number(self.get(key)) is not None:
+                figures.append(f"{name} {format_value(key, self[key])} {COLUMNS[key].unit}")
+        return f"{head}: {', '.join(figures)}; {len(self)} fields"
+
+    def __repr__(self) -> str:
+        return f"Record({self.summary()})"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
+
+    def _repr_html_(self) -> str:
+        return frame([self]).to_html(index=False)
+
+
 def select(records: Iterable[Mapping[str, Any]],
            keys: Sequence[str] = SUMMARY_KEYS) -> list[dict[str, Any]]:
     """Rows of ``keys`` (those some record has, in order), e.g. for a pandas DataFrame.

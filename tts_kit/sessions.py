@@ -43,7 +43,7 @@ from typing import Any
 
 import onnxruntime as ort
 
-from . import procfacts
+from . import contract, procfacts
 
 _EXECUTION_MODES = {
     "sequential": ort.ExecutionMode.ORT_SEQUENTIAL,
@@ -525,6 +525,8 @@ _PRESET_LIST = [
 
 #: The shipped presets by name. Use `get_preset` for a copy you may change.
 PRESETS: dict[str, SessionPreset] = {p.name: p for p in _PRESET_LIST}
+#: What a sweep measures unless told otherwise (`tts_kit.contract.SWEEP_PRESETS`).
+SWEEP_PRESETS: tuple[str, ...] = contract.SWEEP_PRESETS
 
 
 def list_presets() -> list[str]:

@@ -46,7 +46,15 @@ from ._onnx_builder import GraphBuilder
 
 #: Bumped whenever the graphs or files change, so cached stand-ins are rebuilt.
 STANDIN_VERSION = 1
-SCALES: tuple[str, ...] = ("tiny", "medium", "full")
+SCALES: tuple[str, ...] = contract.STANDIN_SCALES
+#: The scale users get when no model is found (`tts_kit.bundle.resolve_model_dir`): the
+#: published size, so every latency and memory figure is the real model's order of
+#: magnitude. Tests and CI choose ``tiny`` explicitly (``$TTS_KIT_STANDIN_SCALE``).
+DEFAULT_SCALE = contract.DEFAULT_STANDIN_SCALE
+#: Scales whose costs (latency, memory, the stage mix) are those of the real model.
+REALISTIC_SCALES: tuple[str, ...] = ("full",)
+#: What every stand-in is: written into its graphs and ``tts.json`` (the architecture's
+#: costs are the real model's at ``full``; `scale_note` says it for a given scale).
 NOTE = "synthetic weights: the audio is noise; the costs are realistic"
 
 #: Rows of every character-embedding table: the real Supertonic-3 vocabulary size, so the
@@ -59,6 +67,24 @@ DURATION_SPREAD = 0.15
 #: Latent normaliser of the real model (``ttl.normalizer.scale``): the vocoder divides by it.
 LATENT_SCALE = 0.25
 FRAMES = contract.CHUNK_COMPRESS_FACTOR  # latent sub-frames per latent frame (6)
+
+
+def scale_note(scale: str) -> str:
+    """What a stand-in of ``scale`` is good for, in one line (banners, CLI, reports).
+
+    Example:
+        >>> scale_note("full").split("; ")[1]
+        'the costs are realistic (full scale, the published size)'
+        >>> scale_note("tiny").split(";")[1]
+        ' the costs are NOT realistic (tiny scale, a few MB for tests)'
+    """
+    if scale in REALISTIC_SCALES:
+        return f"{NOTE} ({scale} scale, the published size)"
+    size = {"tiny": "a few MB for tests", "medium": "a quarter of the real model"}.get(
+        scale, "not the published size")
+    return (f"synthetic weights: the audio is noise; the costs are NOT realistic ({scale} "
+            f"scale, {size}); for realistic figures unset TTS_KIT_STANDIN_SCALE (full) or "
+            "give the real model")
 
 
 # -- architecture per scale -------------------------------------------------------------
@@ -641,7 +667,7 @@ def _write_json(path: Path, obj: Any) -> None:
 
 def build_standin(
     path: str | os.PathLike[str],
-    scale: str = "tiny",
+    scale: str = DEFAULT_SCALE,
     seed: int = 0,
     voices: Iterable[str] = ("M1", "F1"),
 ) -> StandinSummary:
@@ -713,7 +739,7 @@ def _complete(path: Path) -> bool:
     return all((path / f).is_file() for f in files)
 
 
-def ensure_standin(scale: str = "tiny", seed: int = 0) -> Path:
+def ensure_standin(scale: str = DEFAULT_SCALE, seed: int = 0) -> Path:
     """The cached stand-in of this scale and seed, built on first use.
 
     Safe when several processes race: each builds privately and renames into place; a

@@ -28,7 +28,15 @@ from IPython.display import HTML
 
 from . import contract, plots, procfacts
 from .bundle import Bundle
-from .records import SUMMARY_KEYS, format_timings, format_value, heading, select, to_number
+from .records import (
+    SUMMARY_KEYS,
+    Record,
+    format_timings,
+    format_value,
+    heading,
+    select,
+    to_number,
+)
 from .textsafe import display_path
 from .workload import Workload
 
@@ -42,7 +50,7 @@ def banner(bundle: Bundle, source: str | None = None) -> HTML:
         >>> banner(Bundle.discover()).data.count("synthetic weights")  # doctest: +SKIP
         1
     """
-    from .standin import NOTE
+    from .standin import scale_note
 
     # The banner ends up in shared pages (report.html): no home directory, no raw markup
     # from the bundle (its voice names are file names anyone could have chosen).
@@ -60,11 +68,13 @@ def banner(bundle: Bundle, source: str | None = None) -> HTML:
     elif bundle.is_standin:
         info = bundle.standin_info or {}
         scale = html.escape(str(info.get("scale", "?")))
+        # The scale decides whether the figures below mean anything for the real model.
         body = (
             f"<b>Supertonic stand-in model</b> (scale <code>{scale}</code>, "
             f"{bundle.params / 1e6:.1f} M parameters) at <code>{where}</code>{src}: "
-            f"<b>{NOTE}</b>. Set <code>TTS_KIT_MODEL_DIR</code> or the "
-            "<code>model_dir</code> parameter to use the real model."
+            f"<b>{html.escape(scale_note(str(info.get('scale', '?'))))}</b>. Set "
+            "<code>TTS_KIT_MODEL_DIR</code> or the <code>model_dir</code> parameter to use "
+            "the real model."
         )
         style = "background:#fff3cd;border:2px solid #d39e00;color:#5c4400"
     else:
@@ -569,7 +579,8 @@ class SessionTuner(W.VBox):
         return preset
 
     def run(self) -> dict[str, Any]:
-        """Measure the current settings in isolation; returns the record (also tabulated)."""
+        """Measure the current settings in isolation; returns the record (also tabulated),
+        a `tts_kit.records.Record`: a dict that shows itself as one row, not every field."""
         from . import tune
 
         budget = float(self.budget.value) or None
@@ -585,7 +596,7 @@ class SessionTuner(W.VBox):
             )
         finally:
             self.button.disabled = False
-        record = dict(record)
+        record = Record(record)
         self.records.append(record)
         self.table.value = _records_html(self.records)
         return record

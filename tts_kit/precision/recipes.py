@@ -76,16 +76,9 @@ RECIPES: dict[str, dict[str, str]] = {
     },
 }
 
-#: What each recipe is, in a line (CLI help, reports).
-DESCRIPTIONS = {
-    "fp16": "all stages FP16",
-    "int8": "all stages dynamic INT8 (MatMul, Conv, Gather weights)",
-    "int8-dp32": "dynamic INT8, duration predictor kept FP32",
-    "sherpa-int8": "sherpa-onnx's Supertonic recipe: DP and text encoder FP32; vector "
-                   "estimator dynamic INT8 MatMul + INT8 conv weights (last 6 float); vocoder "
-                   "static INT8 calibrated on the INT8 vector estimator's outputs (last 8 "
-                   "convs float)",
-}
+#: What each recipe is, in a line (CLI help, reports); kept in contract so the CLI's
+#: --help needs no onnxruntime import.
+DESCRIPTIONS = contract.RECIPE_DESCRIPTIONS
 
 
 def check_recipe(name: str) -> dict[str, str]:

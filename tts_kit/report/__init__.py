@@ -16,6 +16,8 @@ The modules, each one concern, bottom to top:
 - `tts_kit.report.spec`: `SweepSpec` (what is measured) and `ReportError`;
 - `tts_kit.report.document`: `TuningReport` (report.json), the schema, `Noise`,
   `record_key`, the environment and model fingerprints;
+- `tts_kit.report.answer`: what the report starts with: the pick against the default
+  (ratios), the ``SessionOptions`` snippet, the preset JSON, the spec and machine tables;
 - `tts_kit.report.render`: papermill execution of the report notebook, HTML export;
 - `tts_kit.report.make`: run the sweep, write report.json, then render (`make_report`);
 - `tts_kit.report.rerun`: `compare_reports`, `head_to_head`, `rerun_report`.
@@ -28,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+from . import answer
 from .document import (
     METRICS,
     SCHEMA_ID,
@@ -61,6 +64,7 @@ from .rerun import (
 from .spec import ReportError, SweepSpec
 
 __all__ = [
+    "answer",
     "CONTENTION_CPU_PERCENT",
     "METRICS",
     "NOTEBOOK_ENV",

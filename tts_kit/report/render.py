@@ -37,6 +37,9 @@ NOTEBOOK_NAME = "05_tuning_report.py"
 #: Environment variable naming another report notebook, ``.py`` (percent format) or
 #: ``.ipynb`` (for installs without the repo).
 NOTEBOOK_ENV = "TTS_KIT_REPORT_NOTEBOOK"
+#: What the headless kernel may log to the terminal (its warnings and shutdown noise are
+#: not the user's; a failing cell is reported from the notebook's outputs).
+KERNEL_LOG_LEVEL = "CRITICAL"
 #: The checkout's root (the directory holding ``tts_kit/`` and, in a checkout, ``notebooks/``).
 _ROOT = Path(__file__).resolve().parents[2]
 
@@ -134,6 +137,10 @@ def execute_notebook(
             kernel_name=_kernel_name(), cwd=str(cwd) if cwd else None,
             execution_timeout=timeout_s, progress_bar=progress, log_output=False,
             request_save_on_cell_execute=False,
+            # The kernel logs to our stderr: "running over TCP without encryption" on
+            # start and "KeyboardInterrupt caught in kernel" on shutdown are its own
+            # business, not the user's. Cell errors still come back as outputs.
+            extra_arguments=[f"--IPKernelApp.log_level={KERNEL_LOG_LEVEL}"],
         )
     except PapermillExecutionError as exc:
         msg = " ".join(f"{exc.ename}: {exc.evalue}".split())

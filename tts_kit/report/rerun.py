@@ -105,9 +105,42 @@ class RerunVerdict:
     name: the fields that differ (``intra_op_num_threads 1 -> 2``), or that it is no longer
     shipped. A rerun measures the saved definitions; this says where today's code differs."""
 
+    def headline(self) -> str:
+        """The verdict in one line, e.g. ``holds: same pick; 3 of 200 figures moved beyond
+        noise``.
+
+        Example:
+            >>> v = RerunVerdict(None, None, [], 200, True, "the same configuration")
+            >>> v.headline()
+            'holds: same pick; 0 of 200 figures moved beyond noise'
+        """
+        old = (self.old.recommended if self.old is not None else None) or {}
+        new = (self.new.recommended if self.new is not None else None) or {}
+        same = record_key(old) == record_key(new) if old and new else not (old or new)
+        if same:
+            pick = "same pick"
+        elif self.holds and old and new:
+            pick = f"the report's pick is within noise of this run's ({key_text(record_key(new))})"
+        elif old:
+            pick = f"pick was {key_text(record_key(old))}, now " + (
+                key_text(record_key(new)) if new else "none")
+        else:
+            pick = "a pick now"
+        return (f"{'holds' if self.holds else 'does NOT hold'}: {pick}; {len(self.moved)} of "
+                f"{self.compared} figures moved beyond noise")
+
+    def noise_line(self) -> str:
+        """What counts as noise, in one line."""
+        n = (self.new.noise if self.new is not None else None) or Noise()
+        return (f"noise: a latency moves when it changes by more than {n.latency_rel:.0%} "
+                f"(or its own p50-p95 spread, wider when the CPU was contended), memory by "
+                f"more than {n.memory_rel:.0%} or {n.memory_abs_mb:g} MB, CPU use by "
+                f"{n.cpu_abs:g} points")
+
     def summary(self) -> str:
-        """The text `tts-kit report --rerun` prints."""
-        lines = [f"rerun of the report of {self.old.created} on this machine: "
+        """The text `tts-kit report --rerun` prints: the verdict first, then the details."""
+        lines = [self.headline(), self.noise_line(),
+                 f"rerun of the report of {self.old.created} on this machine: "
                  f"{len(self.new.records)} trials, {self.compared} figures compared"]
         if self.model_changed:
             lines.append("warning: the model's SHA-256s differ from the report's")

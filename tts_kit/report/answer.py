@@ -1,0 +1,470 @@
+"""The answer a report starts with: the pick, why, against the default, and how to apply it.
+
+One concern: turning a finished `TuningReport` into what a reader acts on. `default_record`
+finds what an untuned deployment gets (ONNX Runtime's defaults, resident, on the pick's
+vCPUs); `comparison` puts the pick's figures next to it as ratios; `session_snippet` writes
+copy-paste Python that builds the recommended ``onnxruntime.SessionOptions`` (a test
+executes it); `preset_json` is the preset as `tts_kit.sessions.SessionPreset.from_dict`
+reads it; `answer_html` is the report's first section; `spec_rows` and `machine_rows`
+are the small tables of what was measured and where. The notebook only displays these.
+
+Example:
+    >>> from tts_kit.report import TuningReport, answer
+    >>> rep = TuningReport.load("reports/standin/report.json")  # doctest: +SKIP
+    >>> print(answer.session_snippet(rep))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..records import COLUMNS, format_value
+from .document import key_text, record_key
+
+if TYPE_CHECKING:
+    from .document import TuningReport
+
+#: The preset an untuned deployment runs with: ONNX Runtime's own defaults.
+DEFAULT_PRESET = "ort-default"
+#: The figures of the answer's comparison, lower is better for each.
+ANSWER_KEYS: tuple[str, ...] = ("p50_ms", "p95_ms", "first_ms", "load_s", "peak_rss_mb",
+                                "idle_rss_mb", "rtf")
+
+# ORT's enum names for the preset's words (`tts_kit.sessions`' own mapping, as text).
+_EXECUTION_MODE = {"sequential": "ORT_SEQUENTIAL", "parallel": "ORT_PARALLEL"}
+_OPT_LEVEL = {"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC",
+              "extended": "ORT_ENABLE_EXTENDED", "all": "ORT_ENABLE_ALL"}
+
+
+def _ok(rec: Mapping[str, Any] | None) -> bool:
+    return bool(rec) and rec.get("status", "ok") == "ok"
+
+
+def default_record(rep: TuningReport) -> dict[str, Any] | None:
+    """The record of an untuned deployment on the pick's box: ``ort-default``, resident,
+    at the pick's vCPUs, steps and batch (None when the sweep did not measure it).
+
+    Example:
+        >>> from tts_kit.report import SweepSpec, TuningReport
+        >>> recs = [{"preset": "ort-default", "cpus": 1, "loading": "resident", "steps": 5,
+        ...          "batch_size": 1, "status": "ok", "p50_ms": 20.0},
+        ...         {"preset": "lean", "cpus": 1, "loading": "paged", "steps": 5,
+        ...          "batch_size": 1, "status": "ok", "p50_ms": 10.0}]
+        >>> rep = TuningReport(SweepSpec(), recs, recs[1], "fastest", {}, {}, {})
+        >>> default_record(rep)["p50_ms"]
+        20.0
+    """
+    pick = rep.recommended
+    if not pick:
+        return None
+    want = (DEFAULT_PRESET, pick.get("cpus"), "resident", pick.get("steps"),
+            pick.get("batch_size", 1))
+    for rec in rep.records:
+        if record_key(rec)[:3] == want[:3] and record_key(rec)[3:] in (want[3:],
+                                                                       (want[3], None)):
+            return dict(rec)
+    return None
+
+
+def comparison(rep: TuningReport) -> list[dict[str, Any]]:
+    """The pick's figures next to the default's: one row per figure, with the ratio.
+
+    ``ratio`` is pick / default (below 1: the pick costs less); None where a figure is
+    missing. Empty when there is no pick or no default record.
+
+    Example:
+        >>> from tts_kit.report import SweepSpec, TuningReport
+        >>> d = {"preset": "ort-default", "cpus": 1, "loading": "resident", "steps": 5,
+        ...      "status": "ok", "p50_ms": 20.0, "peak_rss_mb": 500.0}
+        >>> p = dict(d, preset="lean", p50_ms=10.0, peak_rss_mb=400.0)
+        >>> rep = TuningReport(SweepSpec(), [d, p], p, "fastest", {}, {}, {})
+        >>> [(r["key"], r["ratio"]) for r in comparison(rep)][:1]
+        [('p50_ms', 0.5)]
+    """
+    pick, base = rep.recommended, default_record(rep)
+    if not _ok(pick) or not _ok(base):
+        return []
+    rows = []
+    for key in ANSWER_KEYS:
+        a, b = pick.get(key), base.get(key)
+        if a is None or b is None:
+            continue
+        ratio = float(a) / float(b) if float(b) else None
+        rows.append({"key": key, "figure": COLUMNS[key].label, "unit": COLUMNS[key].unit,
+                     "recommended": a, "default": b, "ratio": ratio})
+    return rows
+
+
+def _threads(rep: TuningReport, pick: Mapping[str, Any]) -> int | None:
+    """The intra-op threads the pick's sessions got (what the snippet sets)."""
+    if isinstance(pick.get("threads"), int):
+        return int(pick["threads"])
+    preset = rep.presets.get(str(pick.get("preset")), {})
+    value = preset.get("intra_op_num_threads")
+    if isinstance(value, int):
+        return value
+    return pick.get("cpus") if isinstance(pick.get("cpus"), int) else None
+
+
+def session_snippet(rep: TuningReport) -> str:
+    """Python that builds the recommended ``onnxruntime.SessionOptions`` (``so``) and
+    ``providers``: paste it where the sessions are created. Empty when nothing fits.
+
+    Thread counts are the ones the measured sessions got on the pick's vCPUs; the load
+    policy (paged, budget) is not a session option, so it is a comment naming the
+    `tts_kit.Engine` call that applies it.
+
+    Example:
+        >>> from tts_kit.report import SweepSpec, TuningReport
+        >>> p = {"preset": "x", "cpus": 1, "loading": "resident", "threads": 1, "status": "ok"}
+        >>> rep = TuningReport(SweepSpec(), [p], p, "", {}, {},
+        ...                    {"x": {"name": "x", "execution_mode": "sequential"}})
+        >>> ns = {}
+        >>> exec(session_snippet(rep), ns)
+        >>> ns["so"].intra_op_num_threads, ns["so"].execution_mode.name
+        (1, 'ORT_SEQUENTIAL')
+    """
+    pick = rep.recommended
+    if not pick:
+        return ""
+    preset = dict(rep.presets.get(str(pick.get("preset")), {}))
+    lines = [
+        f"# {key_text(record_key(pick))}: the recommendation of the tts_kit report of "
+        f"{rep.created or 'this sweep'}",
+        "import onnxruntime as ort",
+        "",
+    ]
+    mmap_kb = preset.get("malloc_mmap_threshold_kb")
+    if mmap_kb:
+        lines += [
+            "# Before any session exists: allocations above this size get their own mapping",
+            "# and go back to the OS when freed (glibc's mallopt M_MMAP_THRESHOLD).",
+            "import ctypes",
+            "import ctypes.util",
+            "",
+            "_libc = ctypes.util.find_library(\"c\")",
+            "if _libc:",
+            f"    ctypes.CDLL(_libc).mallopt(-3, {int(mmap_kb)} * 1024)",
+            "",
+        ]
+    lines.append("so = ort.SessionOptions()")
+    threads = _threads(rep, pick)
+    if threads is not None:
+        lines.append(f"so.intra_op_num_threads = {threads}  # one per vCPU the pick ran on")
+    if preset.get("inter_op_num_threads") is not None:
+        lines.append(f"so.inter_op_num_threads = {int(preset['inter_op_num_threads'])}")
+    if preset.get("execution_mode") in _EXECUTION_MODE:
+        lines.append("so.execution_mode = ort.ExecutionMode."
+                     f"{_EXECUTION_MODE[preset['execution_mode']]}")
+    if preset.get("graph_optimization_level") in _OPT_LEVEL:
+        lines.append("so.graph_optimization_level = ort.GraphOptimizationLevel."
+                     f"{_OPT_LEVEL[preset['graph_optimization_level']]}")
+    for name in ("enable_cpu_mem_arena", "enable_mem_pattern"):
+        if preset.get(name) is not None:
+            lines.append(f"so.{name} = {bool(preset[name])}")
+    for key, value in sorted((preset.get("config_entries") or {}).items()):
+        lines.append(f"so.add_session_config_entry({json.dumps(str(key))}, "
+                     f"{json.dumps(str(value))})")
+    providers = list(preset.get("providers") or ["CPUExecutionProvider"])
+    options = preset.get("provider_options") or {}
+    plist = [(p, dict(options[p])) if options.get(p) else p for p in providers]
+    lines.append(f"providers = {plist!r}")
+    lines.append("# one session per graph, e.g.:")
+    lines.append("# ort.InferenceSession(\"onnx/vocoder.onnx\", so, providers=providers)")
+    loading = str(pick.get("loading", "resident"))
+    if loading != "resident":
+        lines.append(f"# Load policy {loading!r} (not a session option): with tts_kit,")
+        lines.append(f"# Engine(bundle, preset=SessionPreset.from_dict(PRESET), "
+                     f"loading={loading!r})")
+    return "\n".join(lines) + "\n"
+
+
+def preset_json(rep: TuningReport) -> str:
+    """The recommended preset as JSON (`tts_kit.sessions.SessionPreset.from_dict`), or "".
+
+    Example:
+        >>> from tts_kit.report import SweepSpec, TuningReport
+        >>> p = {"preset": "x", "cpus": 1, "loading": "resident", "status": "ok"}
+        >>> rep = TuningReport(SweepSpec(), [p], p, "", {}, {}, {"x": {"name": "x"}})
+        >>> json.loads(preset_json(rep))["name"]
+        'x'
+    """
+    pick = rep.recommended
+    if not pick:
+        return ""
+    preset = {k: v for k, v in rep.presets.get(str(pick.get("preset")), {}).items()
+              if k not in ("notes", "source")}
+    return json.dumps(preset, indent=2)
+
+
+def _figure(key: str, value: Any) -> str:
+    unit = COLUMNS[key].unit
+    return f"{format_value(key, value)} {unit}".strip()
+
+
+def answer_html(rep: TuningReport) -> str:
+    """The report's first section: the pick, why, its figures next to the default's
+    (ratios), the SessionOptions snippet and the preset JSON. Every string is escaped.
+
+    Example:
+        >>> from tts_kit.report import SweepSpec, TuningReport
+        >>> rep = TuningReport(SweepSpec(), [], None, "nothing fits <b>", {}, {}, {})
+        >>> answer_html(rep)
+        '<div class="tts-kit-answer"><h2>The answer</h2><p><b>Nothing to recommend</b> within the budget of 1024 MB: nothing fits &lt;b&gt;</p></div>'
+    """  # noqa: E501
+    budget = rep.spec.mem_budget_mb
+    within = f" within the budget of {budget:g} MB" if budget else ""
+    pick = rep.recommended
+    parts = ['<div class="tts-kit-answer"><h2>The answer</h2>']
+    if not pick:
+        parts.append(f"<p><b>Nothing to recommend</b>{within}: {html.escape(rep.reason)}</p>")
+        return "".join(parts) + "</div>"
+    parts.append(f"<p><b>Use {html.escape(key_text(record_key(pick)))}</b>{within}. "
+                 f"Why: {html.escape(rep.reason)}.</p>")
+    rows = comparison(rep)
+    base = default_record(rep)
+    if base is not None and record_key(base) == record_key(pick):
+        parts.append("<p>That is the default (ONNX Runtime's own options, every graph "
+                     "resident): on this machine no preset or load policy of the sweep beat "
+                     "it within the budget. The settings below pin the thread count it ran "
+                     "with.</p>")
+    elif rows and base is not None:
+        head = html.escape(key_text(record_key(base)))
+        parts.append(f"<p>Against the default (ONNX Runtime's options, resident: {head}), "
+                     "both measured in the sweep, each in its own fresh process:</p>")
+        parts.append('<table class="tts-kit-compare"><tr><th>figure</th><th>recommended</th>'
+                     "<th>default</th><th>ratio</th></tr>")
+        for r in rows:
+            ratio = "" if r["ratio"] is None else f"{r['ratio']:.2f}&times;"
+            parts.append(f"<tr><td>{html.escape(r['figure'])}</td>"
+                         f"<td>{html.escape(_figure(r['key'], r['recommended']))}</td>"
+                         f"<td>{html.escape(_figure(r['key'], r['default']))}</td>"
+                         f"<td>{ratio}</td></tr>")
+        parts.append("</table>")
+    elif pick.get("preset") != DEFAULT_PRESET:
+        parts.append("<p>The sweep did not measure the default (ort-default, resident) on "
+                     "these vCPUs, so there is no ratio to show.</p>")
+    parts.append("<h3>Apply it</h3><p>ONNX Runtime session options (Python; paste where the "
+                 "sessions are created):</p>")
+    parts.append(f'<pre class="tts-kit-snippet">{html.escape(session_snippet(rep))}</pre>')
+    parts.append("<p>The preset as JSON (<code>SessionPreset.from_dict</code>; "
+                 "<code>tts-kit tune</code> and <code>tts-kit report</code> measure it by "
+                 "name):</p>")
+    parts.append(f'<pre class="tts-kit-preset">{html.escape(preset_json(rep))}</pre>')
+    return "".join(parts) + "</div>"
+
+
+def spec_rows(rep: TuningReport) -> list[tuple[str, str]]:
+    """What the sweep measured, as (setting, value) rows for a small table.
+
+    Example:
+        >>> from tts_kit.report import SweepSpec, TuningReport
+        >>> rep = TuningReport(SweepSpec(presets=["lean"], cpus=[1]), [], None, "", {}, {}, {})
+        >>> dict(spec_rows(rep))["vCPUs"]
+        '1'
+    """
+    s, w = rep.spec, rep.spec.workload
+    budget = "none" if s.mem_budget_mb is None else f"{s.mem_budget_mb:g} MB"
+    texts = list(w.texts)
+    return [
+        ("presets", ", ".join(s.presets)),
+        ("vCPUs", ", ".join(str(c) for c in s.cpus)),
+        ("load policies", ", ".join(s.loadings)),
+        ("flow steps", ", ".join(str(x) for x in s.steps or [])),
+        ("texts per call", ", ".join(str(x) for x in s.batch_sizes or [])),
+        ("trials", str(len(rep.records))),
+        ("timed calls per trial", f"{w.repeats} (after one untimed first call)"),
+        ("texts", f"{len(texts)} ({w.lang}), e.g. {texts[0][:60]!r}" if texts else "none"),
+        ("voice", str(w.voice or "the bundle's default")),
+        ("memory budget", budget),
+    ]
+
+
+def machine_rows(rep: TuningReport) -> list[tuple[str, str]]:
+    """Where it was measured, as (what, value) rows: CPU, cores, memory, software, model.
+
+    Example:
+        >>> from tts_kit.report import SweepSpec, TuningReport
+        >>> rep = TuningReport(SweepSpec(), [], None, "", {"cpu_model": "X", "cpus_usable": 2},
+        ...                    {}, {})
+        >>> dict(machine_rows(rep))["CPU"]
+        'X, 2 usable core(s)'
+    """
+    e, m = rep.environment, rep.model
+    mem = e.get("cgroup_memory_limit_mb") or e.get("memory_total_mb")
+    quota = e.get("cgroup_cpu_quota")
+    rows = [
+        ("CPU", f"{e.get('cpu_model', '?')}, {e.get('cpus_usable', e.get('cpu_count', '?'))} "
+                "usable core(s)" + (f" (CPU quota {quota})" if quota else "")),
+        ("memory", "?" if mem is None else f"{float(mem):,.0f} MB"
+         + (" (cgroup limit)" if e.get("cgroup_memory_limit_mb") else "")),
+        ("OS", str(e.get("os", "?"))),
+        ("software", f"Python {e.get('python', '?')}, onnxruntime {e.get('onnxruntime', '?')}, "
+                     f"numpy {e.get('numpy', '?')}"),
+        ("providers", ", ".join(e.get("providers") or []) or "?"),
+    ]
+    if m:
+        standin = m.get("standin")
+        kind = (f"stand-in ({standin.get('scale')})" if isinstance(standin, Mapping)
+                else "model")
+        params = m.get("params")
+        size = f", {params / 1e6:.1f} M parameters" if isinstance(params, (int, float)) else ""
+        rows.append(("model", f"{kind}{size} at {m.get('path', '?')}"))
+    return rows
+
+
+def latency_rows(rep: TuningReport, kernel: Mapping[str, Any] | None = None
+                 ) -> list[dict[str, Any]]:
+    """The pick's latency as measured in each place, for `tts_kit.plots.latency_story`.
+
+    The sweep's trial and the re-measured trial (``extras["recommended_trial"]``) are
+    two fresh processes pinned to the pick's vCPUs; ``kernel`` (``session_s``,
+    ``first_ms``, optionally ``p50_ms``) is a third: the notebook's own process, neither
+    fresh nor pinned. Same configuration, different processes: their figures differ by
+    that much, not by the configuration.
+
+    Example:
+        >>> from tts_kit.report import SweepSpec, TuningReport
+        >>> p = {"preset": "x", "cpus": 1, "load_s": 1.5, "first_ms": 900.0, "p50_ms": 700.0}
+        >>> rep = TuningReport(SweepSpec(), [p], p, "", {}, {}, {})
+        >>> [(r["label"], r["session_s"]) for r in latency_rows(rep, {"session_s": 2.0})]
+        [('sweep trial (fresh process, 1 vCPU)', 1.5), ('this kernel (not pinned)', 2.0)]
+    """
+    pick = rep.recommended or (rep.records[0] if rep.records else None)
+    rows: list[dict[str, Any]] = []
+    if not pick:
+        return rows
+    cpus = pick.get("cpus")
+    for label, rec in ((f"sweep trial (fresh process, {cpus} vCPU)", pick),
+                       (f"measured again (another fresh process, {cpus} vCPU)",
+                        rep.extras.get("recommended_trial"))):
+        if isinstance(rec, Mapping) and rec.get("status", "ok") == "ok":
+            rows.append({"label": label, "session_s": rec.get("load_s"),
+                         "first_ms": rec.get("first_ms"), "p50_ms": rec.get("p50_ms")})
+    if kernel:
+        rows.append({"label": "this kernel (not pinned)", **dict(kernel)})
+    return rows
+
+
+def conclusions(rep: TuningReport) -> list[str]:
+    """"What we measured, what to conclude", computed from the report: one sentence each.
+
+    Example:
+        >>> from tts_kit.report import SweepSpec, TuningReport
+        >>> rep = TuningReport(SweepSpec(), [], None, "nothing fits", {}, {}, {})
+        >>> conclusions(rep)[-1]
+        'Nothing fitted the budget of 1024 MB: nothing fits.'
+    """
+    out: list[str] = []
+    ok = [r for r in rep.records if r.get("status", "ok") == "ok"]
+    failed = len(rep.records) - len(ok)
+    out.append(f"Measured {len(rep.records)} configuration(s), each in its own fresh process "
+               f"({len(ok)} finished" + (f", {failed} did not" if failed else "") + ").")
+    if ok:
+        p50 = sorted(float(r["p50_ms"]) for r in ok if r.get("p50_ms") is not None)
+        peak = sorted(float(r["peak_rss_mb"]) for r in ok if r.get("peak_rss_mb") is not None)
+        if p50 and peak:
+            out.append(f"Steady latency (p50) ranged {p50[0]:,.0f}-{p50[-1]:,.0f} ms "
+                       f"({p50[-1] / p50[0]:.1f}x) and peak RSS {peak[0]:,.0f}-{peak[-1]:,.0f}"
+                       f" MB ({peak[-1] / peak[0]:.1f}x): the configuration matters.")
+        paged = [r for r in ok if str(r.get("loading")) != "resident"]
+        res = [r for r in ok if str(r.get("loading")) == "resident"]
+        if paged and res:
+            pk = min(float(r["peak_rss_mb"]) for r in paged)
+            rk = min(float(r["peak_rss_mb"]) for r in res)
+            lp = min(float(r["p50_ms"]) for r in paged)
+            lr = min(float(r["p50_ms"]) for r in res)
+            out.append(f"Paged loading's lowest peak was {pk:,.0f} MB against {rk:,.0f} MB "
+                       f"resident, at a best p50 of {lp:,.0f} ms against {lr:,.0f} ms.")
+    pick, base = rep.recommended, default_record(rep)
+    budget = rep.spec.mem_budget_mb
+    if pick is None:
+        within = f" the budget of {budget:g} MB" if budget else " any budget"
+        out.append(f"Nothing fitted{within}: {rep.reason}.")
+        return out
+    out.append(f"Recommended: {key_text(record_key(pick))} ({rep.reason}).")
+    if base is not None and record_key(base) != record_key(pick):
+        ratios = {r["key"]: r["ratio"] for r in comparison(rep) if r["ratio"] is not None}
+        if "p50_ms" in ratios and "peak_rss_mb" in ratios:
+            out.append(f"Against the untuned default on the same vCPUs it takes "
+                       f"{ratios['p50_ms']:.2f}x the latency and {ratios['peak_rss_mb']:.2f}x "
+                       "the peak memory.")
+    elif base is not None:
+        out.append("It is the untuned default: keep ONNX Runtime's options on this machine.")
+    standin = rep.model.get("standin") if isinstance(rep.model, Mapping) else None
+    if isinstance(standin, Mapping):
+        from ..standin import REALISTIC_SCALES
+
+        scale = standin.get("scale")
+        out.append("Measured on the stand-in " + (
+            f"({scale}: the real model's sizes, so these costs carry over; the audio is noise)."
+            if scale in REALISTIC_SCALES else
+            f"({scale}: far smaller than the real model, so these figures do NOT carry over)."))
+    return out
+
+
+#: The sweep table's columns: the configuration and the figures that decide (the rest
+#: stay in report.json).
+TABLE_KEYS: tuple[str, ...] = ("preset", "cpus", "loading", "status", "load_s", "first_ms",
+                               "p50_ms", "peak_rss_mb", "idle_rss_mb", "rtf", "pareto")
+
+
+def sweep_table(records: Any, keys: tuple[str, ...] = TABLE_KEYS) -> Any:
+    """Records as a compact pandas table (`tts_kit.records.frame` of `TABLE_KEYS`).
+
+    Example:
+        >>> list(sweep_table([{"preset": "lean", "p50_ms": 12.3}]).columns)[:2]
+        ['preset', 'cpus']
+    """
+    from ..records import frame
+
+    return frame(records, keys)
+
+
+def rows_html(rows: list[tuple[str, str]], head: tuple[str, str] = ("", "")) -> str:
+    """(name, value) rows as a small two-column HTML table, escaped.
+
+    Example:
+        >>> rows_html([("CPU", "<x>")])
+        '<table class="tts-kit-facts"><tr><th style="text-align:left">CPU</th><td style="text-align:left">&lt;x&gt;</td></tr></table>'
+    """  # noqa: E501
+    out = ['<table class="tts-kit-facts">']
+    if any(head):
+        out.append(f"<tr><th>{html.escape(head[0])}</th><th>{html.escape(head[1])}</th></tr>")
+    for name, value in rows:
+        out.append(f'<tr><th style="text-align:left">{html.escape(str(name))}</th>'
+                   f'<td style="text-align:left">{html.escape(str(value))}</td></tr>')
+    return "".join(out) + "</table>"
+
+
+def replay(rep: TuningReport, bundle: Any) -> tuple[Any, dict[str, float]]:
+    """Synthesise the sweep's first text with the pick's settings here, in this process.
+
+    Returns the `tts_kit.engine.SynthesisResult` and this process's latency figures for
+    `latency_rows` (``session_s``: creating the engine, the resident sessions included;
+    ``first_ms``: the first call). Not isolated and not pinned: a way to listen and to
+    see the stage split, not a measurement to compare with the sweep's.
+
+    Example:
+        >>> result, figures = replay(TuningReport.load("report.json"), bundle)  # doctest: +SKIP
+        >>> sorted(figures)  # doctest: +SKIP
+        ['first_ms', 'session_s']
+    """
+    import time
+
+    from ..family import make_engine  # either family: a Piper voice's report replays too
+
+    pick = rep.recommended or rep.records[0]
+    t0 = time.perf_counter()
+    engine = make_engine(bundle, preset=rep.preset_of(pick), loading=pick["loading"],
+                    stage_costs_mb=pick.get("stage_costs_mb"))
+    session_s = time.perf_counter() - t0
+    work = rep.spec.workload.replace(steps=pick["steps"])  # what the sweep synthesised
+    t0 = time.perf_counter()
+    result = engine.synthesize(work.texts[0], lang=work.lang, voice=work.voice_for(bundle),
+                               steps=work.steps, speed=work.speed, seed=work.seed)
+    first_ms = (time.perf_counter() - t0) * 1000
+    return result, {"session_s": session_s, "first_ms": first_ms}
