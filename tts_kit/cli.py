@@ -22,6 +22,7 @@ import errno
 import json
 import os
 import sys
+import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -94,25 +95,39 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
     out, fmt = _audio_output(args.output)  # before the model loads: a bad -o costs nothing
     engine = Engine(_bundle(args), normalize=not args.no_normalize, loading=args.loading)
-    result = engine.synthesize(
+    t0 = time.perf_counter()
+    # Checked (text, voice, ranges) here, before the output file is touched.
+    parts = engine.stream(
         args.text, lang=args.lang, voice=args.voice or engine.bundle.default_voice,
-        steps=args.steps, speed=args.speed, seed=args.seed,
+        steps=args.steps, speed=args.speed, seed=args.seed, order=args.order,
     )
-    # Written beside and renamed into place: a full disk or a kill leaves an existing file
-    # as it was and no partial one.
+    timings: dict[str, float] = {}
+    frames = 0
+    # Written chunk by chunk (memory holds one chunk, not the text's audio) into a file
+    # beside the output, renamed into place at the end: a full disk, an error or a kill
+    # leaves an existing file as it was and no partial one.
     try:
-        with atomic_file(out) as tmp:
-            sf.write(str(tmp), result.wav, result.sample_rate, subtype="PCM_16", format=fmt)
+        with parts, atomic_file(out) as tmp, sf.SoundFile(
+                str(tmp), "w", engine.bundle.sample_rate, 1, subtype="PCM_16",
+                format=fmt) as fh:
+            for part in parts:
+                fh.write(part.samples)
+                frames += len(part.samples)
+                for k, v in part.timings.items():
+                    timings[k] = timings.get(k, 0.0) + v
     except (OSError, sf.SoundFileError) as exc:
         why = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
         raise UserError(f"{out}: could not write the audio ({why}); nothing was changed; "
                         "free some space or choose another -o") from None
-    _say(f"wrote {out} ({result.duration_s:.2f} s of audio at {result.sample_rate} Hz)")
-    if result.text != " ".join(args.text.split()):
+    timings["total"] = time.perf_counter() - t0
+    sr = engine.bundle.sample_rate
+    _say(f"wrote {out} ({frames / sr:.2f} s of audio at {sr} Hz)")
+    if parts.text != " ".join(args.text.split()):
         # What normalisation made of it (dropped characters too), on one line.
-        _say(f"read: {term_safe(result.text)}")
-    _say(f"RTF {result.rtf:.3f}  (synthesis {result.timings['total'] * 1000:.0f} ms)")
-    for stage, ms in format_timings(result.timings):
+        _say(f"read: {term_safe(parts.text)}")
+    rtf = timings["total"] / max(frames / sr, 1e-9)
+    _say(f"RTF {rtf:.3f}  (synthesis {timings['total'] * 1000:.0f} ms)")
+    for stage, ms in format_timings(timings):
         _say(f"  {stage:<20} {ms:8.1f} ms")
     return 0
 
@@ -370,6 +385,9 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--speed", type=float, default=contract.DEFAULT_SPEED)
     sp.add_argument("--seed", type=int, default=None)
     sp.add_argument("--loading", default="resident", help="resident, paged or budget:MB")
+    sp.add_argument("--order", default="chunk", choices=["chunk", "stage"],
+                    help="chunk: each chunk through all stages (default); stage: each stage "
+                    "over all chunks, so paged loading loads each graph once")
     sp.add_argument("--no-normalize", action="store_true", help="skip text normalisation")
 
     sp = add("info", cmd_info, "show what the bundle contains (stages, sizes, SHA-256)")
