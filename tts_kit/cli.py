@@ -363,6 +363,24 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 1 if failed(checks) else 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .serve.app import ServeConfig, run_server
+
+    cfg = ServeConfig(
+        model=args.model, preset=args.preset, loading=args.loading, threads=args.threads,
+        workers=args.workers, architecture=args.architecture, max_queue=args.max_queue,
+        timeout_s=args.timeout, fallback_wav=args.fallback_wav, max_requests=args.max_requests,
+        max_rss_mb=args.max_rss_mb, api_key=args.api_key, host=args.host, port=args.port,
+        max_chars=args.max_chars, first_chunk_chars=args.first_chunk_chars or None,
+        order=args.order,
+    )
+    cfg.check()  # one line, exit 2, before anything starts
+    if args.model:
+        _bundle(args)  # a bad --model fails here, in one line
+    run_server(cfg)
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tts-kit", description=__doc__.split("\n")[0])
     p.add_argument("--version", action="version", version=f"tts_kit {__version__}")
@@ -456,6 +474,40 @@ def _parser() -> argparse.ArgumentParser:
                     help="write absolute paths into the report (default: ~/... under your "
                     "home directory, so a shared report does not name you)")
     sp.add_argument("--scheduler", default=None, metavar="ADDRESS", help=SCHEDULER_HELP)
+
+    sp = add("serve", cmd_serve, "serve speech over HTTP (OpenAI-compatible POST "
+             "/v1/audio/speech, /health, /voices, /metrics) from warmed-up worker processes")
+    sp.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    sp.add_argument("--threads", type=int, default=None,
+                    help="intra-op threads per worker (default: the preset's)")
+    sp.add_argument("--preset", default="supertonic-default", help="session preset")
+    sp.add_argument("--loading", default="resident",
+                    help="resident, paged, budget:MB, with options (resident+mmap shares "
+                    "the weights' pages between workers)")
+    sp.add_argument("--architecture", default="workers",
+                    choices=["workers", "threads", "blocking", "article"],
+                    help="workers (default); threads, blocking and article exist to be "
+                    "measured against it")
+    sp.add_argument("--max-queue", type=int, default=8,
+                    help="requests that may wait for a worker; more get 429 (default 8)")
+    sp.add_argument("--timeout", type=float, default=None,
+                    help="seconds per request; a late worker is killed and replaced")
+    sp.add_argument("--fallback-wav", default=None,
+                    help="WAV sent when a request times out (default: 503 with a reason)")
+    sp.add_argument("--max-requests", type=int, default=None,
+                    help="recycle a worker after this many requests")
+    sp.add_argument("--max-rss-mb", type=float, default=None,
+                    help="recycle a worker whose RSS passes this")
+    sp.add_argument("--api-key", default=None,
+                    help="require Authorization: Bearer KEY (default: $TTS_KIT_API_KEY)")
+    sp.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    sp.add_argument("--port", type=int, default=8000)
+    sp.add_argument("--max-chars", type=int, default=4096, help="longest input accepted")
+    sp.add_argument("--first-chunk-chars", type=int, default=80,
+                    help="cut the first chunk at a clause to this length, for earlier first "
+                    "audio (0: no cut)")
+    sp.add_argument("--order", default="chunk", choices=["chunk", "stage"],
+                    help="chunk-major (default) or stage-major synthesis")
 
     sp = add("doctor", cmd_doctor,
              "check what breaks deployments here (onnxruntime, libgomp, CPU features, cgroup "
