@@ -161,7 +161,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("bundle", "standin", "_onnx_builder", "fetch", "sessions", "measure", "loading", "engine",
      "devices", "audio_metrics"),
     ("workload", "records", "stage_costs", "tune", "instances", "precision", "cluster"),
-    ("report", "plots", "widgets", "doctor", "cli"),
+    ("report", "plots", "widgets", "doctor", "serve", "cli"),
 )
 
 
