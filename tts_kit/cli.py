@@ -381,6 +381,94 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _int_list(text: str, flag: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UserError(f"{flag} takes whole numbers like 1,2,4; got {text!r}") from None
+    if not values or min(values) < 1:
+        raise UserError(f"{flag} takes whole numbers >= 1 like 1,2,4; got {text!r}")
+    return values
+
+
+def _texts(path: str | None) -> list[str]:
+    from .serve.loadtest import DEFAULT_TEXT
+
+    if not path:
+        return [DEFAULT_TEXT]
+    lines = [ln.strip() for ln in Path(path).read_text(encoding="utf-8").splitlines()]
+    lines = [ln for ln in lines if ln]
+    if not lines:
+        raise UserError(f"--texts {path}: no text in it; give one request text per line")
+    return lines
+
+
+def _load_body(args: argparse.Namespace) -> dict[str, Any]:
+    body: dict[str, Any] = {"steps": args.steps, "lang": args.lang}
+    if args.voice:
+        body["voice"] = args.voice
+    if args.seed is not None:
+        body["seed"] = args.seed
+    return body
+
+
+def cmd_loadtest(args: argparse.Namespace) -> int:
+    from .serve.loadtest import run_load
+
+    if not args.url.startswith(("http://", "https://")):
+        raise UserError(f"URL {args.url!r}: give the server's address, such as "
+                        "http://127.0.0.1:8000")
+    conc = _int_list(args.concurrency, "--concurrency") if args.concurrency else []
+    try:
+        rates = [float(x) for x in args.rate.split(",") if x.strip()] if args.rate else []
+    except ValueError:
+        raise UserError(f"--rate takes arrivals per second like 0.5,1,2; got {args.rate!r}"
+                        ) from None
+    if args.json:
+        _check_output_file(args.json, "--json")
+    import httpx
+
+    try:
+        httpx.get(f"{args.url.rstrip('/')}/health", timeout=5.0)
+    except httpx.HTTPError as exc:
+        raise UserError(f"{args.url}: no server answers ({exc}); start one with "
+                        "`tts-kit serve`") from None
+    res = run_load(args.url, concurrency=conc, requests=args.requests,
+                   duration_s=args.duration, rates=rates, texts=_texts(args.texts),
+                   body=_load_body(args), timeout_s=args.timeout,
+                   api_key=args.api_key or os.environ.get("TTS_KIT_API_KEY"),
+                   progress=not args.quiet)
+    _say(res.table())
+    if args.json:
+        Path(args.json).write_text(json.dumps(res.to_dict(), indent=2) + "\n")
+        _say(f"wrote {args.json}")
+    return 0
+
+
+def cmd_serve_sweep(args: argparse.Namespace) -> int:
+    from .serve.sweep import serving_sweep
+
+    if args.json:
+        _check_output_file(args.json, "--json")
+    threads = [None] if not args.threads else _int_list(args.threads, "--threads")
+    res = serving_sweep(
+        args.model, architectures=[a.strip() for a in args.architectures.split(",")],
+        workers=_int_list(args.workers, "--workers"), threads=threads,
+        presets=[p.strip() for p in args.presets.split(",") if p.strip()],
+        loadings=[x.strip() for x in args.loading.split(",") if x.strip()],
+        concurrency=_int_list(args.concurrency, "--concurrency"), requests=args.requests,
+        duration_s=args.duration, texts=_texts(args.texts), body=_load_body(args),
+        timeout_s=args.timeout, p95_target_ms=args.p95_target_ms,
+        mem_budget_mb=args.mem_budget, progress=not args.quiet,
+    )
+    _say(res.table())
+    _say(f"recommendation: {res.recommend(args.p95_target_ms, args.mem_budget)[1]}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(res.to_dict(), indent=2) + "\n")
+        _say(f"wrote {args.json}")
+    return 0 if any(r.get("status") == "ok" for r in res.records) else 1
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tts-kit", description=__doc__.split("\n")[0])
     p.add_argument("--version", action="version", version=f"tts_kit {__version__}")
@@ -503,11 +591,49 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     sp.add_argument("--port", type=int, default=8000)
     sp.add_argument("--max-chars", type=int, default=4096, help="longest input accepted")
-    sp.add_argument("--first-chunk-chars", type=int, default=80,
+    sp.add_argument("--first-chunk-chars", type=int, default=50,
                     help="cut the first chunk at a clause to this length, for earlier first "
                     "audio (0: no cut)")
     sp.add_argument("--order", default="chunk", choices=["chunk", "stage"],
                     help="chunk-major (default) or stage-major synthesis")
+
+    def load_args(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--requests", type=int, default=20, help="most requests per level")
+        sp.add_argument("--duration", type=float, default=None,
+                        help="most seconds per level (default: until --requests)")
+        sp.add_argument("--texts", default=None, help="file with one request text per line")
+        sp.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS)
+        sp.add_argument("--lang", default="en")
+        sp.add_argument("--voice", default=None)
+        sp.add_argument("--seed", type=int, default=None)
+        sp.add_argument("--timeout", type=float, default=120.0,
+                        help="client deadline per request, seconds")
+        sp.add_argument("--json", default=None, help="write the records as JSON here")
+        sp.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    sp = add("loadtest", cmd_loadtest, "load a speech server: time to first audio and "
+             "latency percentiles, throughput, errors, server CPU and memory", model=False)
+    sp.add_argument("url", help="the server, e.g. http://127.0.0.1:8000")
+    sp.add_argument("--concurrency", default="1,2,4",
+                    help="closed-loop levels: clients at once (default 1,2,4; '' for none)")
+    sp.add_argument("--rate", default=None,
+                    help="open-loop levels: arrivals per second, e.g. 0.5,1,2")
+    sp.add_argument("--api-key", default=None, help="default: $TTS_KIT_API_KEY")
+    load_args(sp)
+
+    sp = add("serve-sweep", cmd_serve_sweep,
+             "start a fresh server per configuration, load each, and recommend the one "
+             "that meets a p95 target inside a memory budget")
+    sp.add_argument("--architectures", default="workers,threads,article",
+                    help="workers, threads, blocking, article")
+    sp.add_argument("--workers", default="1,2")
+    sp.add_argument("--threads", default=None, help="intra-op threads, e.g. 1,2")
+    sp.add_argument("--presets", default="supertonic-default")
+    sp.add_argument("--loading", default="resident")
+    sp.add_argument("--concurrency", default="1,2,4")
+    sp.add_argument("--p95-target-ms", type=float, default=None)
+    sp.add_argument("--mem-budget", type=float, default=None, help="pool PSS budget in MB")
+    load_args(sp)
 
     sp = add("doctor", cmd_doctor,
              "check what breaks deployments here (onnxruntime, libgomp, CPU features, cgroup "

@@ -73,7 +73,7 @@ class ServeConfig:
     port: int = 8000
     max_chars: int = 4096
     max_body_bytes: int = 65536
-    first_chunk_chars: int | None = 80
+    first_chunk_chars: int | None = 50
     order: str = "chunk"
     lang: str = "en"
 

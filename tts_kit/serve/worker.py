@@ -54,7 +54,7 @@ class WorkerConfig:
     """Intra-op threads per session (None: the preset's)."""
     order: str = "chunk"
     """`tts_kit.engine.Engine.stream` order."""
-    first_chunk_chars: int | None = 80
+    first_chunk_chars: int | None = 50
     """First chunk cut at a clause to this length (None: no cut)."""
     warmup_steps: int = 2
     """Flow steps of the warm-up synthesis."""
