@@ -259,3 +259,63 @@ def test_sigterm_drains_and_leaves_no_child(tiny_bundle_dir, tmp_path):
         time.sleep(0.5)
         alive = [c.pid for c in children if c.is_running() and c.status() != "zombie"]
         assert alive == []
+
+
+# -- the load test and the serving sweep ---------------------------------------------------
+
+
+def test_loadtest_closed_and_open_loop_record_what_was_sent(server, tmp_path, capsys):
+    import json
+
+    from tts_kit.cli import main
+
+    out = tmp_path / "load.json"
+    rc = main(["loadtest", server.url, "--concurrency", "1,2", "--rate", "4", "--requests",
+               "4", "--steps", "1", "--json", str(out), "--quiet"])
+    text = capsys.readouterr().out
+    assert rc == 0 and "ttfa95 ms" in text and "PSS MB" in text, text
+    recs = json.loads(out.read_text())["records"]
+    assert [(r["mode"], r["concurrency"], r["rate"]) for r in recs] == [
+        ("closed", 1, None), ("closed", 2, None), ("open", None, 4.0)]
+    for r in recs:
+        assert r["requests"] == r["ok"] == 4 and r["errors"] == r["timeouts"] == 0
+        assert 0 < r["ttfa_p50_ms"] <= r["p50_ms"] <= r["p95_ms"] <= r["p99_ms"]
+        assert r["rps"] > 0 and r["audio_rate"] > 0 and len(r["latencies_ms"]) == 4
+        assert r["pool_pss_mb"] > 0 and r["pool_rss_mb"] >= r["pool_pss_mb"]
+        assert r["cpu_percent"] is not None and r["cpu_percent"] > 0
+
+
+def test_loadtest_bounds_a_level_in_time(server):
+    from tts_kit.serve.loadtest import run_load
+
+    t0 = time.monotonic()
+    res = run_load(server.url, concurrency=[1], requests=1000, duration_s=1.0,
+                   body={"steps": 1}, progress=False)
+    assert time.monotonic() - t0 < 10
+    assert 1 <= res.records[0]["requests"] < 1000
+
+
+def test_loadtest_says_when_no_server_answers(capsys):
+    from tts_kit.cli import main
+    from tts_kit.serve.launch import free_port
+
+    assert main(["loadtest", f"http://127.0.0.1:{free_port()}", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "no server answers" in err and err.count("\n") == 1
+
+
+@pytest.mark.slow
+def test_serving_sweep_starts_a_server_per_configuration_and_recommends(tiny_bundle_dir,
+                                                                         tmp_path):
+    from tts_kit.serve.sweep import serving_sweep
+
+    res = serving_sweep(str(tiny_bundle_dir), architectures=["workers", "article"],
+                        workers=[1], concurrency=[1], requests=3, body={"steps": 1},
+                        progress=False, log_dir=str(tmp_path))
+    assert [r["architecture"] for r in res.records] == ["workers", "article"]
+    assert all(r["status"] == "ok" and r["ok"] == 3 for r in res.records)
+    best, why = res.recommend(p95_target_ms=None, mem_budget_mb=None)
+    assert best is not None and best["architecture"] in why and "req/s" in why
+    none, why = res.recommend(p95_target_ms=0.001, mem_budget_mb=None)
+    assert none is None and "no configuration meets p95 <= 0 ms" in why
+    assert "meets" in res.table()
