@@ -61,3 +61,13 @@ def test_precision_bench(tmp_path):
     text, data = _run("precision.py", "--scale", "tiny", "--repeats", "1", "--steps", "1",
                       tmp_path=tmp_path)
     assert data["fidelity"] and data["runs"] and "SNR dB" in text
+
+
+def test_serving_bench(tiny_bundle_dir, tmp_path):
+    text, data = _run("serving.py", "--model", str(tiny_bundle_dir), "--requests", "2",
+                      "--concurrency", "1,2", "--steps", "1", tmp_path=tmp_path)
+    archs = {r["architecture"] for r in data["records"]}
+    assert archs == {"article", "workers", "threads", "blocking"}
+    assert all(r["status"] == "ok" and r["ok"] == 2 for r in data["records"]), data["records"]
+    assert [t["name"].split()[0] for t in data["targets"]] == ["workers", "workers", "PSS"]
+    assert "ratios to the article pattern" in text and "the article's claim" in text
