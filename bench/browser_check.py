@@ -1,7 +1,7 @@
 """Browser check: JupyterLab renders 00_quickstart's player widget and memory graph.
 
 Starts JupyterLab on 127.0.0.1 (random port, random token, throw-away settings and
-runtime directories) serving a temporary copy of ``notebooks/00_quickstart.ipynb``
+runtime directories) serving a temporary ``.ipynb`` of ``notebooks/00_quickstart.py``
 (JupyterLab autosaves outputs; the committed notebook stays clean), opens it in headless
 Chromium, runs all cells through JupyterLab's command registry
 (``notebook:run-all-cells``), waits until the kernel is idle, and then checks the
@@ -43,6 +43,8 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+
+import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -211,8 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the check; returns 0 when the player and the memory graph rendered."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=None, help="directory for screenshots (default: temp)")
-    ap.add_argument("--notebook", default="notebooks/00_quickstart.ipynb",
-                    help="notebook to open, relative to the repository root (a copy is served)")
+    ap.add_argument("--notebook", default="notebooks/00_quickstart.py",
+                    help="notebook source (.py, jupytext percent format) or .ipynb to open, "
+                         "relative to the repository root (an .ipynb copy is served)")
     ap.add_argument("--timeout", type=float, default=420, help="seconds for running all cells")
     args = ap.parse_args(argv)
     out = Path(args.out or tempfile.mkdtemp(prefix="tts-kit-browser-")).resolve()
@@ -230,8 +233,10 @@ def main(argv: list[str] | None = None) -> int:
         # the committed notebooks stay without outputs.
         serve = tmp_p / "serve"
         serve.mkdir()
-        nb_copy = serve / Path(args.notebook).name
-        shutil.copyfile(ROOT / args.notebook, nb_copy)
+        from tts_kit.report import load_notebook
+
+        nb_copy = serve / (Path(args.notebook).stem + ".ipynb")
+        nbformat.write(load_notebook(ROOT / args.notebook), str(nb_copy))
         settings = tmp_p / "settings"
         for name, value in LAB_SETTINGS.items():
             f = settings / name

@@ -1,14 +1,18 @@
-"""Every notebook runs top to bottom against the tiny stand-in, each in a fresh kernel.
+"""The notebooks: their jupytext sources, and each one run top to bottom in a fresh kernel.
 
-The notebooks take their model from the ``model_dir`` parameter (injected here as
-papermill would) and ``quick=True`` keeps each one to seconds of work. A cell that
-raises, or any error output, fails the test with the cell's source and traceback.
+The sources are ``notebooks/NN_name.py`` in jupytext's percent format (committed, linted
+by ruff); the paired ``.ipynb`` is generated (JupyterLab with jupytext saves both) and
+git-ignored, so outputs are never committed. Each notebook is executed from its source
+(jupytext reads it, papermill injects the parameters, nbclient runs it) against the tiny
+stand-in, with ``quick=True``. A cell that raises, or any error output, fails the test
+with the cell's source and traceback.
 """
 
 from __future__ import annotations
 
-import json
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,42 +22,69 @@ from tts_kit.standin import NOTE
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 papermill = pytest.importorskip("papermill")
+jupytext = pytest.importorskip("jupytext")
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOK_DIR = ROOT / "notebooks"
+SOURCES = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.py"))
 EXPECTED = [
     "00_quickstart", "01_text_normalization", "02_session_tuning", "03_fp16_conversion",
     "04_paged_loading", "05_tuning_report",
 ]
 
 
-def test_all_notebooks_exist_and_are_committed_without_outputs():
-    assert [p.stem for p in NOTEBOOKS] == EXPECTED
-    for path in NOTEBOOKS:
-        nb = nbformat.read(str(path), as_version=4)
+def _config():
+    from jupytext.config import load_jupytext_config
+
+    return load_jupytext_config(str(NOTEBOOK_DIR))
+
+
+def test_every_notebook_has_a_percent_format_source():
+    assert [p.stem for p in SOURCES] == EXPECTED
+    for path in SOURCES:
+        nb = jupytext.read(path)
         nbformat.validate(nb)
         code = [c for c in nb.cells if c.cell_type == "code"]
-        assert all(c.outputs == [] and c.execution_count is None for c in code), path.name
         params = [c for c in code if "parameters" in c.metadata.get("tags", [])]
-        assert len(params) == 1, f"{path.name}: needs exactly one 'parameters' cell"
+        assert len(params) == 1, f"{path.name}: needs exactly one '# %% tags=[\"parameters\"]' cell"
         assert "model_dir = None" in params[0].source and "quick = False" in params[0].source
         # The model is picked in one cell near the top, and the stand-in is announced.
         first = "\n".join(c.source for c in code[:3])
         assert "resolve_model_dir(model_dir)" in first and "banner(" in first, path.name
 
 
-def test_notebooks_are_up_to_date_with_the_generator():
-    """notebooks/_build.py writes the notebooks; the committed files must match it."""
-    import importlib.util
+def test_the_sources_are_paired_with_generated_ipynb_that_git_ignores():
+    """JupyterLab (with jupytext) opens a .py as a notebook and saves both files; the
+    .ipynb, outputs and all, must never reach a commit."""
+    assert _config().formats == ["ipynb,py:percent"]
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    ipynb = [f"notebooks/{name}.ipynb" for name in EXPECTED]
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", *ipynb], cwd=ROOT,
+                             capture_output=True, text=True).stdout.split()
+    assert ignored == ipynb
+    tracked = subprocess.run(["git", "ls-files", "notebooks"], cwd=ROOT, capture_output=True,
+                             text=True, check=True).stdout.split()
+    assert not [t for t in tracked if t.endswith(".ipynb")], tracked
 
-    spec = importlib.util.spec_from_file_location("nb_build", ROOT / "notebooks" / "_build.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    for name, nb in mod.notebooks().items():
-        committed = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())
-        assert json.loads(nbformat.writes(nb)) == committed, (
-            f"{name}.ipynb is stale: run `python notebooks/_build.py`"
-        )
+
+def test_saving_a_run_notebook_leaves_its_source_unchanged():
+    """What JupyterLab's autosave writes back to the .py after a run (outputs, execution
+    counts and timings, widget state) is the committed source, byte for byte: running a
+    notebook never makes the source dirty (the old generated .ipynb went "stale")."""
+    config = _config()
+    for path in SOURCES:
+        nb = jupytext.read(path)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs = [nbformat.v4.new_output("stream", text="ran\n")]
+                cell.execution_count = 1
+                cell.metadata["execution"] = {"iopub.status.idle": "2026-01-01T00:00:00Z"}
+        nb.metadata["language_info"] = {"name": "python", "version": "3.11.2"}
+        nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {}}
+        saved = jupytext.writes(nb, fmt="py:percent", config=config)
+        assert saved == path.read_text(encoding="utf-8"), (
+            f"{path.name}: not in the form jupytext saves; run `jupytext --sync {path}`")
 
 
 def _errors(nb) -> list[str]:
@@ -69,12 +100,17 @@ def _errors(nb) -> list[str]:
 
 
 @pytest.mark.notebook
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+@pytest.mark.parametrize("path", SOURCES, ids=[p.stem for p in SOURCES])
 def test_notebook_runs_on_the_tiny_standin(path, tiny_bundle_dir, tmp_path, monkeypatch):
     from papermill.iorw import load_notebook_node
     from papermill.parameterize import parameterize_notebook
 
-    nb = load_notebook_node(str(path))  # as papermill reads it (every cell gets tags)
+    from tts_kit.report import load_notebook
+
+    # The .py source, read by jupytext, then as papermill reads a notebook.
+    generated = tmp_path / f"{path.stem}.ipynb"
+    nbformat.write(load_notebook(path), str(generated))
+    nb = load_notebook_node(str(generated))
     params = {"model_dir": str(tiny_bundle_dir), "quick": True}
     if path.stem == "05_tuning_report":
         params["out_dir"] = str(tmp_path)

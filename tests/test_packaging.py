@@ -37,7 +37,7 @@ def wheel(tmp_path_factory) -> Path:
 def test_the_wheel_holds_the_data_files(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for want in ("tts_kit/_data/lexicons/ko.tsv", "tts_kit/_data/lexicons/en.tsv",
-                 "tts_kit/_data/notebooks/05_tuning_report.ipynb",
+                 "tts_kit/_data/notebooks/05_tuning_report.py",
                  "tts_kit/report/report_schema.json", "tts_kit/py.typed",
                  "tts_kit/precision/conversion.py"):
         assert want in names, want

@@ -269,7 +269,7 @@ def test_bad_inputs_fail_in_one_line_before_any_kernel(tmp_path):
     (tmp_path / "bad.json").write_text("{")
     with pytest.raises(ReportError, match="not valid JSON"):
         report.rerun_report(tmp_path / "bad.json")
-    assert report.report_notebook().name == "05_tuning_report.ipynb"
+    assert report.report_notebook().name == "05_tuning_report.py"
 
 
 def test_a_budget_pick_is_measured_again_with_the_sweeps_stage_costs(tiny_bundle_dir, tmp_path):

@@ -6,12 +6,14 @@ its path as the ``report_json`` parameter and only loads and draws it (tables, p
 recommendation, a sample of the recommended settings). `render_report` executes it
 headless in a fresh kernel (`execute_notebook`) and exports a standalone ``report.html``
 (`export_html`; plots as ``data:image/png;base64``, audio as ``data:audio/wav;base64``:
-it opens offline). `report_notebook` finds the notebook in a checkout or an install.
+it opens offline). `report_notebook` finds the notebook's source (the jupytext
+percent-format ``05_tuning_report.py``) in a checkout or an install; `load_notebook` reads
+it (or an ``.ipynb``) into a notebook without outputs.
 
 Example:
     >>> from tts_kit.report import report_notebook
     >>> report_notebook().name
-    '05_tuning_report.ipynb'
+    '05_tuning_report.py'
     >>> from tts_kit.report import render_report
     >>> [p.name for p in render_report("reports/standin/report.json")]  # doctest: +SKIP
     ['report.html', 'report.ipynb']
@@ -22,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -29,8 +32,10 @@ from typing import Any
 from ..textsafe import display_path, hide_home
 from .spec import ReportError
 
-NOTEBOOK_NAME = "05_tuning_report.ipynb"
-#: Environment variable naming another report notebook (for installs without the repo).
+#: The report notebook's source: jupytext percent format (the .ipynb is generated from it).
+NOTEBOOK_NAME = "05_tuning_report.py"
+#: Environment variable naming another report notebook, ``.py`` (percent format) or
+#: ``.ipynb`` (for installs without the repo).
 NOTEBOOK_ENV = "TTS_KIT_REPORT_NOTEBOOK"
 #: The checkout's root (the directory holding ``tts_kit/`` and, in a checkout, ``notebooks/``).
 _ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +47,7 @@ def report_notebook() -> Path:
 
     Example:
         >>> report_notebook().name
-        '05_tuning_report.ipynb'
+        '05_tuning_report.py'
     """
     from importlib import resources
 
@@ -62,6 +67,26 @@ def report_notebook() -> Path:
     )
 
 
+def load_notebook(path: str | os.PathLike[str]) -> Any:
+    """A notebook (``nbformat.NotebookNode``) from its source: a jupytext percent-format
+    ``.py`` or an ``.ipynb``, read by jupytext (its format follows the file's extension).
+
+    Example:
+        >>> nb = load_notebook(report_notebook())
+        >>> [c.metadata["tags"] for c in nb.cells if c.metadata.get("tags")]
+        [['parameters']]
+    """
+    import jupytext
+
+    try:
+        nb = jupytext.read(Path(path))
+    except OSError as exc:
+        raise ReportError(f"cannot read the notebook {path}: {exc.strerror or exc}") from None
+    # An executed copy is a plain notebook: not paired with a .py wherever it is written.
+    nb.metadata.pop("jupytext", None)
+    return nb
+
+
 def _kernel_env() -> dict[str, str]:
     """Make this tts_kit importable in the kernel, also when it is not installed."""
     root = str(_ROOT)
@@ -79,21 +104,33 @@ def execute_notebook(
 ) -> Path:
     """Run a notebook headless with papermill in a fresh kernel of this Python.
 
-    Raises `ReportError` naming the failing cell's error and the saved partial notebook.
+    ``notebook`` is a source (``.py``, jupytext percent format) or an ``.ipynb``; the
+    executed notebook is written to ``output`` (an ``.ipynb``). Raises `ReportError`
+    naming the failing cell's error and the saved partial notebook.
 
     Example:
-        >>> execute_notebook("notebooks/00_quickstart.ipynb", "out/quickstart.ipynb",
+        >>> execute_notebook("notebooks/00_quickstart.py", "out/quickstart.ipynb",
         ...                  {"quick": True})  # doctest: +SKIP
     """
+    import nbformat
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
+    # Papermill reads a path (and records it in the output's metadata): the source becomes
+    # an .ipynb in a scratch directory first, and the metadata names the source afterwards.
+    scratch = tempfile.TemporaryDirectory(prefix="tts-kit-nb-")
+    source = Path(scratch.name) / (Path(notebook).stem + ".ipynb")
+    try:
+        nbformat.write(load_notebook(notebook), str(source))
+    except BaseException:
+        scratch.cleanup()
+        raise
     saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "MPLBACKEND")}
     os.environ.update(_kernel_env())
     os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     try:
         papermill.execute_notebook(
-            str(notebook), str(output), parameters=dict(parameters or {}),
+            str(source), str(output), parameters=dict(parameters or {}),
             kernel_name=_kernel_name(), cwd=str(cwd) if cwd else None,
             execution_timeout=timeout_s, progress_bar=progress, log_output=False,
             request_save_on_cell_execute=False,
@@ -110,7 +147,20 @@ def execute_notebook(
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+        scratch.cleanup()
+        _record_source(Path(output), Path(notebook))
     return Path(output)
+
+
+def _record_source(output: Path, notebook: Path) -> None:
+    """Name the notebook's source (not the scratch copy papermill read) in the output."""
+    import nbformat
+
+    if not output.is_file():
+        return
+    nb = nbformat.read(str(output), as_version=4)
+    nb.metadata.setdefault("papermill", {})["input_path"] = str(notebook)
+    nbformat.write(nb, str(output))
 
 
 def _kernel_name() -> str:

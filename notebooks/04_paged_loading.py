@@ -1,0 +1,94 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Paged loading: memory that really goes back
+#
+# On a box with little RAM the four graphs need not all stay loaded. `resident` keeps them;
+# `paged` loads each stage just before it runs and releases it after (collect, then
+# `malloc_trim`, so the pages really leave the process: `del session; gc.collect()` alone
+# leaves them with the C allocator); `budget:MB` keeps what fits, least recently used out.
+
+# %% tags=["parameters"]
+# Parameters: papermill, CI and `tts-kit report` override these.
+model_dir = None  # a bundle directory; None: $TTS_KIT_MODEL_DIR, official cache, stand-in
+quick = False  # True: the smallest settings (CI runs every notebook this way)
+
+# %%
+from tts_kit import Bundle, resolve_model_dir
+from tts_kit.widgets import banner
+
+where, source = resolve_model_dir(model_dir)  # the one place the model is chosen
+bundle = Bundle(where)
+banner(bundle, source)
+
+# %% [markdown]
+# ## What each stage costs
+#
+# RSS added by loading and by running each stage, measured in one fresh process, next to
+# the memory article's estimated split (a claim, not a measurement).
+
+# %%
+from tts_kit import plots
+from tts_kit.stage_costs import stage_costs
+from tts_kit.workload import Workload
+
+# What every measurement below synthesises (the default measurement texts and voice).
+workload = Workload(steps=2 if quick else 5, repeats=2 if quick else 3)
+costs = stage_costs(bundle, "supertonic-default", workload)
+print(costs.table())
+costs.dataframe()
+
+# %%
+print({k: round(v, 1) for k, v in costs.split().items()}, "(percent, measured)")
+plots.stage_costs(costs)
+
+# %% [markdown]
+# ## Resident, paged and budget, each in a fresh process
+#
+# The budget leaves room for the largest stage and a bit more, well under all four, in
+# the per-stage costs the trial's engine goes by (`resident_costs_mb`: estimated from
+# the file sizes unless measured costs are handed to `Engine(stage_costs_mb=...)`). In the
+# timelines, hatched spans are loads, solid spans runs, dotted lines releases.
+
+# %%
+from IPython.display import display
+
+from tts_kit import tune
+from tts_kit.loading import resident_costs_mb
+
+resident_mb = resident_costs_mb(None, bundle)
+budget = f"budget:{max(max(resident_mb.values()) * 1.2, 0.6 * sum(resident_mb.values())):.0f}"
+print("costs the budget policy uses (MB):", resident_mb, "->", budget)
+loadings = ["resident", "paged", budget] + ([] if quick else ["paged+notrim"])
+records = {}
+for loading in loadings:
+    rec = tune.trial(bundle, "supertonic-default", workload, cpus=1, loading=loading)
+    records[loading] = rec
+    display(plots.memory_timeline(rec, title=f"{loading}: peak {rec['peak_rss_mb']:.0f} MB"))
+
+# %%
+import pandas as pd
+
+from tts_kit.records import select
+
+pd.DataFrame(select(records.values()))
+
+# %% [markdown]
+# ## Live: a paged trial
+#
+# The same measurement with the live graph: RSS rises for each stage and falls after its
+# release.
+
+# %%
+from tts_kit.widgets import LiveMemoryGraph
+
+graph = LiveMemoryGraph(title="paged, live")
+display(graph)
+live = graph.watch(tune.trial, bundle, "supertonic-default", workload, cpus=1,
+                   loading="paged")
