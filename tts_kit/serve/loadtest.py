@@ -25,7 +25,7 @@ import asyncio
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,7 +74,7 @@ class Outcome:
     audio_s: float = 0.0
 
 
-def _read_metrics(text: str) -> dict[str, float]:
+def _read_metrics(text: str, labelled: bool = False) -> dict[str, float]:
     from prometheus_client.parser import text_string_to_metric_families
 
     out: dict[str, float] = {}
@@ -82,7 +82,69 @@ def _read_metrics(text: str) -> dict[str, float]:
         for s in fam.samples:
             if not s.labels:
                 out[s.name] = s.value
+            elif labelled:
+                labels = ",".join(f'{k}="{v}"' for k, v in sorted(s.labels.items()))
+                out[f"{s.name}{{{labels}}}"] = s.value
     return out
+
+
+@dataclass
+class Spoken:
+    """One request's answer: status, body, headers, time to first audio and in total."""
+
+    status: int
+    content: bytes
+    headers: dict[str, str]
+    ttfa_s: float | None
+    total_s: float
+
+    def json(self) -> Any:
+        import json
+
+        return json.loads(self.content)
+
+
+def speak(url: str, text: str, api_key: str | None = None, timeout_s: float = 120.0,
+          **body: Any) -> Spoken:
+    """Send one ``POST /v1/audio/speech`` and time it as it streams in.
+
+    Example:
+        >>> r = speak("http://127.0.0.1:8000", "Hello there.", steps=2)  # doctest: +SKIP
+        >>> r.status, r.ttfa_s < r.total_s  # doctest: +SKIP
+        (200, True)
+    """
+    import httpx
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    skip = WAV_HEADER_BYTES if body.get("response_format", "wav") == "wav" else 0
+    t0 = time.monotonic()
+    ttfa = None
+    parts = []
+    with httpx.stream("POST", f"{url.rstrip('/')}/v1/audio/speech", json={"input": text, **body},
+                      headers=headers, timeout=timeout_s) as r:
+        size = 0
+        for part in r.iter_raw():
+            parts.append(part)
+            size += len(part)
+            if ttfa is None and r.status_code == 200 and size > skip:
+                ttfa = time.monotonic() - t0
+        return Spoken(r.status_code, b"".join(parts), dict(r.headers), ttfa,
+                      time.monotonic() - t0)
+
+
+def read_metrics(url: str, api_key: str | None = None) -> dict[str, float]:
+    """A server's ``/metrics`` as ``{name or name{labels}: value}``.
+
+    Example:
+        >>> read_metrics("http://127.0.0.1:8000")["tts_kit_pool_pss_bytes"]  # doctest: +SKIP
+        412090368.0
+    """
+    import httpx
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    r = httpx.get(f"{url.rstrip('/')}/metrics", headers=headers, timeout=10.0)
+    r.raise_for_status()
+    return _read_metrics(r.text, labelled=True)
 
 
 @dataclass
@@ -281,6 +343,7 @@ def run_load(
     sample_s: float = 0.5,
     progress: bool = True,
     seed: int = 0,
+    on_level: Callable[[LoadResult], None] | None = None,
 ) -> LoadResult:
     """Load ``url`` level by level: each concurrency (closed loop), then each rate (open).
 
@@ -296,6 +359,7 @@ def run_load(
         api_key: sent as ``Authorization: Bearer``.
         sample_s: how often ``/metrics`` is read during a level.
         progress: a tqdm bar per level.
+        on_level: called with the result so far after each level (a live graph).
 
     Returns:
         A `LoadResult` whose records carry `LOAD_KEYS` plus ``latencies_ms``,
@@ -327,7 +391,11 @@ def run_load(
             if bar is not None:
                 bar.close()
         result.records.append(rec)
+        if on_level is not None:
+            on_level(result)
     return result
 
 
-__all__ = ["LOAD_KEYS", "DEFAULT_TEXT", "LoadResult", "Outcome", "percentile", "run_load"]
+__all__ = ["LOAD_KEYS", "DEFAULT_TEXT", "LoadResult", "Outcome", "percentile", "read_metrics",
+           "speak", "Spoken",
+           "run_load"]
