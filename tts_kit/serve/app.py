@@ -321,6 +321,7 @@ class WorkersBackend(Backend):
 
         self.pool = WorkerPool(self.cfg.worker_config(), self.cfg.workers, self.cfg.max_queue,
                                self.cfg.max_requests, self.cfg.max_rss_mb, restarted)
+        self.metrics.queue.set_function(lambda: self.pool.queue_depth)
         await self.pool.start()
         self.ready = True
 
@@ -545,7 +546,6 @@ def create_app(cfg: ServeConfig) -> Any:
                                   t0: float, deadline: float | None) -> Any:
         pool = backend.pool
         try:
-            metrics.queue.set(pool.queue_depth + 1)
             w = await pool.acquire(None if deadline is None else deadline - time.monotonic())
         except Overloaded as exc:
             done(429)
@@ -555,8 +555,6 @@ def create_app(cfg: ServeConfig) -> Any:
         except RuntimeError as exc:
             done(503)
             return _error(503, str(exc))
-        finally:
-            metrics.queue.set(pool.queue_depth)
         w.send(("synth", params))
         try:
             first = await pool.next_message(w, deadline)
@@ -578,6 +576,7 @@ def create_app(cfg: ServeConfig) -> Any:
         async def body() -> AsyncIterator[bytes]:
             nonlocal msg
             finished = False
+            ended = False  # the worker sent its last message (done or error): free again
             try:
                 if fmt == "wav":
                     yield wav_header(sample_rate)
@@ -590,9 +589,10 @@ def create_app(cfg: ServeConfig) -> Any:
                             metrics.ttfa.observe(time.monotonic() - t0)
                             first_audio = False
                     elif msg[0] == "done":
-                        finished = True
+                        finished = ended = True
                         break
                     else:  # an error after the first chunk: the response is cut short
+                        ended = True
                         raise RuntimeError(str(msg[-1]))
                     msg = await pool.next_message(w, deadline)
             except DeadlineExceeded:
@@ -608,6 +608,8 @@ def create_app(cfg: ServeConfig) -> Any:
                     metrics.latency.observe(latency)
                     done(200)
                     pool.release(w, latency)
+                elif ended:
+                    pool.release(w)
                 elif w.state == "busy":  # the client went away: drain, then reuse it
                     asyncio.get_running_loop().create_task(_drain(pool, w, deadline))
 
@@ -623,6 +625,7 @@ def create_app(cfg: ServeConfig) -> Any:
             return _error(429, "server busy: the queue is full; retry after 1 s",
                           {"Retry-After": "1"})
         state["busy"] = busy + 1
+        metrics.queue.set(max(0, state["busy"] - cfg.workers))
         try:
             loop = asyncio.get_running_loop()
             if cfg.architecture == "blocking":
@@ -646,6 +649,7 @@ def create_app(cfg: ServeConfig) -> Any:
             return _error(500, f"synthesis failed: {why}")
         finally:
             state["busy"] -= 1
+            metrics.queue.set(max(0, state["busy"] - cfg.workers))
         if fmt == "pcm":
             wav = wav[44:]
         latency = time.monotonic() - t0
