@@ -161,10 +161,10 @@ pd.DataFrame(select(over.records, ["workers", "threads", "threads x workers", "c
 # %% [markdown]
 # ## A real deadline: the late worker is killed and replaced
 #
-# One worker, a 1 s timeout, and a request far too long for it (2,000 characters at 100
-# steps). The client gets a 503 with a one-line reason at the deadline; the worker running
-# it is SIGKILLed (its computation stops, unlike `asyncio.wait_for` around
-# `run_in_executor`), a new one warms up, and the next request is served.
+# One worker, a 2 s timeout, and a request far too long for it (2,000 characters read as
+# one chunk, at 100 steps). The client gets a 503 with a one-line reason at the deadline;
+# the worker running it is SIGKILLed (its computation stops, unlike `asyncio.wait_for`
+# around `run_in_executor`), a new one warms up, and the next request is served.
 
 # %%
 import time
@@ -172,7 +172,8 @@ import time
 import httpx
 
 strict = stack.enter_context(start_server(
-    ["--model", str(where), "--workers", "1", "--timeout", "1", "--first-chunk-chars", "0"]))
+    ["--model", str(where), "--workers", "1", "--timeout", "2", "--first-chunk-chars", "0",
+     "--max-chunk-chars", "2500"]))
 before = httpx.get(f"{strict.url}/health").json()["workers"]
 late = speak(strict.url, "The meeting moved to the large room, and everyone came early. " * 32,
              steps=100, seed=0)
@@ -183,7 +184,7 @@ for _ in range(600):  # the replacement warms up
         break
     time.sleep(0.5)
 print("worker pid before:", before[0]["pid"], "after:", after[0]["pid"])
-nxt = speak(strict.url, "Back to normal.", steps=steps)
+nxt = speak(strict.url, "Back to normal.", steps=1)
 print(f"next request: {nxt.status} after {nxt.total_s:.2f} s")
 m = read_metrics(strict.url)
 print("timeouts:", m["tts_kit_timeouts_total"], " restarts for timeouts:",

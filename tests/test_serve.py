@@ -203,14 +203,14 @@ def test_a_sigkilled_worker_is_replaced_and_only_its_request_fails(server):
 def test_a_timeout_kills_the_worker_and_the_next_request_succeeds(tiny_bundle_dir, tmp_path):
     fallback = tmp_path / "sorry.wav"
     sf.write(fallback, np.zeros(4410, np.float32), 44100)
-    # No clause cut: the first chunk (~300 characters at 100 steps, ~1 s) is late too.
-    with start_server(_args(tiny_bundle_dir, "--workers", "1", "--timeout", "0.5",
-                            "--first-chunk-chars", "0", "--fallback-wav", str(fallback)),
-                      log_dir=tmp_path) as srv:
+    # One chunk of ~2,000 characters at 100 steps (~9 s): no audio before the deadline.
+    with start_server(_args(tiny_bundle_dir, "--workers", "1", "--timeout", "2",
+                            "--first-chunk-chars", "0", "--max-chunk-chars", "2500",
+                            "--fallback-wav", str(fallback)), log_dir=tmp_path) as srv:
         pid = _workers(srv.url)[0]["pid"]
         t0 = time.monotonic()
         r = _speech(srv.url, input=LONG, steps=100, seed=0)
-        assert time.monotonic() - t0 < 3.0  # the deadline, not the 9 s of work
+        assert time.monotonic() - t0 < 5.0  # the deadline, not the 9 s of work
         assert r.status_code == 200 and r.headers["x-tts-fallback"] == "timeout"
         assert r.content == fallback.read_bytes()
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"

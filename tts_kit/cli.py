@@ -372,6 +372,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         timeout_s=args.timeout, fallback_wav=args.fallback_wav, max_requests=args.max_requests,
         max_rss_mb=args.max_rss_mb, api_key=args.api_key, host=args.host, port=args.port,
         max_chars=args.max_chars, first_chunk_chars=args.first_chunk_chars or None,
+        max_chunk_chars=args.max_chunk_chars,
         order=args.order,
     )
     cfg.check()  # one line, exit 2, before anything starts
@@ -594,6 +595,9 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--first-chunk-chars", type=int, default=50,
                     help="cut the first chunk at a clause to this length, for earlier first "
                     "audio (0: no cut)")
+    sp.add_argument("--max-chunk-chars", type=int, default=None,
+                    help="chunk limit (default: the model's, 300; 120 for Korean): longer "
+                    "chunks, fewer runs, later first audio")
     sp.add_argument("--order", default="chunk", choices=["chunk", "stage"],
                     help="chunk-major (default) or stage-major synthesis")
 

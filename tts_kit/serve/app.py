@@ -74,6 +74,7 @@ class ServeConfig:
     max_chars: int = 4096
     max_body_bytes: int = 65536
     first_chunk_chars: int | None = 50
+    max_chunk_chars: int | None = None
     order: str = "chunk"
     lang: str = "en"
 
@@ -82,6 +83,8 @@ class ServeConfig:
         if self.architecture not in ARCHITECTURES:
             raise ValueError(f"unknown architecture '{self.architecture}'; use one of: "
                              f"{', '.join(ARCHITECTURES)}")
+        if self.max_chunk_chars is not None and self.max_chunk_chars < 1:
+            raise ValueError("--max-chunk-chars must be >= 1")
         for name in ("workers", "max_chars", "max_body_bytes"):
             if getattr(self, name) < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
@@ -103,7 +106,8 @@ class ServeConfig:
     def worker_config(self) -> WorkerConfig:
         return WorkerConfig(model=self.model, preset=self.preset, loading=self.loading,
                             threads=self.threads, order=self.order,
-                            first_chunk_chars=self.first_chunk_chars)
+                            first_chunk_chars=self.first_chunk_chars,
+                            max_chunk_chars=self.max_chunk_chars)
 
 
 def wav_header(sample_rate: int, frames: int | None = None) -> bytes:
@@ -361,7 +365,7 @@ class InProcessBackend(Backend):
             self.executor.shutdown(wait=True, cancel_futures=True)
 
     def synth_wav(self, params: dict[str, Any]) -> tuple[bytes, float]:
-        res = self.engine.synthesize(first_chunk_chars=None, **params)
+        res = self.engine.synthesize(max_chunk_chars=self.cfg.max_chunk_chars, **params)
         return res.wav_bytes(), res.duration_s
 
 

@@ -58,6 +58,8 @@ class WorkerConfig:
     """First chunk cut at a clause to this length (None: no cut)."""
     warmup_steps: int = 2
     """Flow steps of the warm-up synthesis."""
+    max_chunk_chars: int | None = None
+    """Chunk limit (None: the model's, 300 or 120 for Korean)."""
 
     def preset_obj(self) -> Any:
         """The `SessionPreset`, with ``threads`` applied."""
@@ -125,7 +127,7 @@ def worker_main(conn: Any, cfg: WorkerConfig) -> None:
         params = msg[1]
         try:
             parts = engine.stream(first_chunk_chars=cfg.first_chunk_chars, order=cfg.order,
-                                  **params)
+                                  max_chunk_chars=cfg.max_chunk_chars, **params)
         except ValueError as exc:  # the request's fault: 400
             conn.send(("error", 400, _one_line(exc)))
             continue
