@@ -330,6 +330,19 @@ async def _level(url: str, mode: str, level: float, requests: int, duration_s: f
     return rec
 
 
+def _run(coro: Any) -> Any:
+    """``asyncio.run(coro)``, in a thread of its own where this one already runs a loop
+    (a Jupyter kernel)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    import concurrent.futures as cf
+
+    with cf.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 def run_load(
     url: str,
     concurrency: Sequence[int] = (1, 2, 4),
@@ -385,8 +398,8 @@ def run_load(
             name = f"c={int(level)}" if mode == "closed" else f"{level:g}/s"
             bar = tqdm(total=requests, desc=f"loadtest {name}", unit="req", leave=False)
         try:
-            rec = asyncio.run(_level(result.url, mode, level, requests, duration_s, bodies,
-                                     timeout_s, headers, sample_s, bar, seed + i))
+            rec = _run(_level(result.url, mode, level, requests, duration_s, bodies,
+                              timeout_s, headers, sample_s, bar, seed + i))
         finally:
             if bar is not None:
                 bar.close()
