@@ -10,8 +10,15 @@ Korean rules, which is what it was written for.
 The first tts_kit round starts with empty number-word caches (``cold``); later rounds
 reuse them, as a long-running server does (``warm``). Target: 200,000 chars/s.
 
+Then chars/s per class group: the inputs of each class group of the golden sets
+(``tests/golden/text_<lang>.tsv``: years and dates, Roman numerals, web addresses, units,
+phone numbers, Korean counters and particles ...), repeated to ``--group-chars``
+characters, cold (caches cleared) and warm. These texts are dense with the hard cases, so
+they are slower than ordinary text; they say which rules cost what.
+
 Usage:
     python bench/normalize_speed.py [--rounds 3] [--min-chars 1000000] [--seed 0] [--profile]
+                                    [--group-chars 100000] [--no-groups]
 """
 
 from __future__ import annotations
@@ -114,6 +121,39 @@ def build_corpus(min_chars: int = 1_000_000, seed: int = 0) -> list[tuple[str, s
     return docs
 
 
+def group_corpora(min_chars: int = 100_000) -> dict[tuple[str, str], list[str]]:
+    """``(lang, group) -> texts``: each class group's golden inputs, repeated to
+    ``min_chars`` characters (the rows after the ``issue 14 class groups`` line)."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for lang in ("en", "ko"):
+        rows: dict[str, list[str]] = {}
+        started = False
+        path = ROOT / "tests" / "golden" / f"text_{lang}.tsv"
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if "issue 14 class groups" in line:
+                started = True
+            if not started or not line.strip() or line.startswith("#"):
+                continue
+            group, text, _ = line.split("\t")
+            rows.setdefault(group, []).append(text.replace("\\n", "\n"))
+        for group, texts in rows.items():
+            size = sum(len(t) for t in texts)
+            out[(lang, group)] = texts * max(1, -(-min_chars // size))
+    return out
+
+
+def group_speeds(min_chars: int = 100_000) -> list[tuple[str, str, int, float, float]]:
+    """``(lang, group, chars, cold chars/s, warm chars/s)`` for every class group."""
+    rows = []
+    for (lang, group), texts in group_corpora(min_chars).items():
+        chars = sum(len(t) for t in texts)
+        number_words.clear_caches()
+        cold = _time(normalize, [(lang, t) for t in texts])
+        warm = _time(normalize, [(lang, t) for t in texts])
+        rows.append((lang, group, chars, chars / cold, chars / warm))
+    return rows
+
+
 def _time(fn, docs) -> float:
     t0 = time.perf_counter()
     for lang, doc in docs:
@@ -127,6 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-chars", type=int, default=1_000_000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--profile", action="store_true", help="print the top of a cProfile run")
+    ap.add_argument("--group-chars", type=int, default=100_000,
+                    help="characters per class group (golden inputs repeated)")
+    ap.add_argument("--no-groups", action="store_true", help="skip the per-class-group table")
     args = ap.parse_args(argv)
 
     docs = build_corpus(args.min_chars, args.seed)
@@ -162,6 +205,12 @@ def main(argv: list[str] | None = None) -> int:
           f"{paired:.2f}x (median of paired rounds), cold round {art_times[0] / kit_times[0]:.2f}x")
     verdict = "meets" if cold >= TARGET_CPS else "MISSES"
     print(f"target {TARGET_CPS:,} chars/s: tts_kit {verdict} it even with cold caches")
+
+    if not args.no_groups:
+        print(f"\nper class group (golden inputs repeated to {args.group_chars:,} chars):")
+        print(f"{'lang':<5}{'group':<20}{'chars':>9}{'cold chars/s':>15}{'warm chars/s':>15}")
+        for lang, group, n, cold_g, warm_g in group_speeds(args.group_chars):
+            print(f"{lang:<5}{group:<20}{n:>9,}{cold_g:>15,.0f}{warm_g:>15,.0f}")
 
     if args.profile:
         prof = cProfile.Profile()

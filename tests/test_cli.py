@@ -220,3 +220,34 @@ def test_a_rerun_prints_a_crafted_report_without_raw_escape_sequences(tiny_bundl
     assert proc.returncode in (0, 1), proc.stderr
     assert "\x1b" not in proc.stdout + proc.stderr and "\x07" not in proc.stdout + proc.stderr
     assert "X\\x1b[2J" in proc.stdout
+
+
+# -- one default language; a warning for text in the other (issue 14) --------------------
+
+
+def test_synth_and_normalize_share_one_default_language():
+    from tts_kit import contract
+    from tts_kit.cli import _parser
+
+    parser = _parser()
+    synth = parser.parse_args(["synth", "x", "-o", "x.wav"])
+    norm = parser.parse_args(["normalize", "x"])
+    assert synth.lang == norm.lang == contract.DEFAULT_LANG == "en"
+
+
+def test_text_clearly_in_the_other_language_gets_a_one_line_warning(tiny_bundle_dir: Path,
+                                                                       tmp_path: Path):
+    proc = run("normalize", "회의는 10:30에 시작합니다")
+    assert proc.returncode == 0, proc.stderr
+    warn = [ln for ln in proc.stderr.splitlines() if "warning" in ln]
+    assert len(warn) == 1 and "looks Korean" in warn[0] and "--lang ko" in warn[0], proc.stderr
+    proc = run("normalize", "Call me at 10:30", "--lang", "ko")
+    assert "looks English" in proc.stderr and "--lang en" in proc.stderr
+    # Mixed text (Korean with English terms) and text in its own language: no warning.
+    for args in (("API 3개", "--lang", "ko"), ("It costs $5",), ("OK, 3개 주세요", "--lang", "ko")):
+        proc = run("normalize", *args)
+        assert proc.returncode == 0 and "warning" not in proc.stderr, (args, proc.stderr)
+    out = tmp_path / "ko.wav"
+    proc = run("synth", "안녕하세요 반갑습니다", "-o", str(out), "--model", str(tiny_bundle_dir),
+               "--steps", "1")
+    assert "looks Korean" in proc.stderr and "--lang ko" in proc.stderr, proc.stderr

@@ -68,9 +68,14 @@ def test_long_text_is_chunked_with_silence(engine: Engine):
     assert not r.wav[len(parts[0]) : len(parts[0]) + gap].any()
 
 
-def test_korean_default_chunk_is_120(engine: Engine):
+def test_korean_default_chunk_is_300_model_characters(engine: Engine):
+    # Sized by what the model reads (NFKD: a Hangul syllable is 2-3 jamo), about the
+    # upstream 120 syllables.
+    from tts_kit.text.chunking import model_length
+
     r = engine.synthesize("안녕하세요. 오늘은 날씨가 정말 좋네요. " * 8, lang="ko", steps=1, seed=0)
-    assert len(r.chunks) > 1 and all(len(c) <= 120 for c in r.chunks)
+    assert len(r.chunks) > 1 and all(model_length(c) <= 300 for c in r.chunks)
+    assert max(len(c) for c in r.chunks) <= 150
 
 
 def test_wav_bytes_in_memory(engine: Engine):

@@ -197,11 +197,12 @@ def test_native_korean_numerals_are_complete_for_1_to_99():
 
 
 def test_num2words_korean_ordinals_are_wrong_at_20_and_above_100_ours_are_not():
-    # Before a counter 스물 becomes 스무, and 101번째 is one word 백한.
+    # Before a counter 스물 becomes 스무; from 100 on the ordinal is Sino-Korean, one word
+    # (백일 번째, as NeMo's Korean grammar reads it), never num2words' "백 한 번째".
     assert num2words(20, lang="ko", to="ordinal") == "스물 번째"
     assert normalize("20번째", "ko") == "스무 번째"
     assert num2words(101, lang="ko", to="ordinal") == "백 한 번째"
-    assert normalize("101번째", "ko") == "백한 번째"
+    assert normalize("101번째", "ko") == "백일 번째"
 
 
 # -- the source article's normaliser, side by side ------------------------------------------
@@ -262,3 +263,38 @@ def test_huge_numbers_are_read_digit_by_digit(lang):
                  "v" + big + ".1.1", big + "~" + big + "%"):
         out = normalize(text, lang)
         assert out and not any(c.isdigit() for c in out)
+
+
+# -- issue 14: every new class is a rule the trace names ----------------------------------
+
+TRACED = [
+    ("en", "He was born (1986).", "paren_year"),
+    ("en", "01/07/98", "date_us"),
+    ("en", "Louis XIV ruled", "roman"),
+    ("en", "2pm-5pm", "arange"),
+    ("en", "see https://example.com", "url"),
+    ("en", "mail a.b@example.com", "email"),
+    ("en", "open report.pdf", "file"),
+    ("en", "ping 8.8.8.8", "ip"),
+    ("en", "100 million kg", "scale"),
+    ("en", "2 1/2 cups", "mixed"),
+    ("en", "my 401(k)", "plan"),
+    ("en", "serial SN-4471-XK2", "serial"),
+    ("en", "-$5.00", "currency"),
+    ("en", "USD 100", "code_first"),
+    ("ko", "1/1(월)", "weekday"),
+    ("ko", "4/7이", "particle"),
+    ("ko", "25/12/2026", "date_dmy"),
+    ("ko", "6·25", "middot"),
+    ("ko", "A4 용지", "paper"),
+    ("ko", "1/4분기", "quarter"),
+    ("ko", "KRW 5000", "code_first"),
+    ("ko", "test@example.com", "email"),
+]
+
+
+@pytest.mark.parametrize(("lang", "text", "rule"), TRACED)
+def test_each_new_class_is_named_in_the_trace(lang, text, rule):
+    from tts_kit.text import Normalizer
+
+    assert rule in [s.rule for s in Normalizer(lang).trace(text)]

@@ -94,6 +94,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
     from .records import format_timings
 
     out, fmt = _audio_output(args.output)  # before the model loads: a bad -o costs nothing
+    _check_language(args.text, args.lang)
     engine = Engine(_bundle(args), normalize=not args.no_normalize, loading=args.loading)
     t0 = time.perf_counter()
     # Checked (text, voice, ranges) here, before the output file is touched.
@@ -188,9 +189,24 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     return 0
 
 
+_LANGUAGE_NAMES = {"en": "English", "ko": "Korean"}
+
+
+def _check_language(text: str, lang: str) -> None:
+    """One line on stderr when the text is clearly in the other language than ``lang``."""
+    from .text import other_language
+
+    other = other_language(text, lang)
+    if other:
+        _say(f"tts-kit: warning: the text looks {_LANGUAGE_NAMES[other]} but --lang is "
+             f"{lang}; pass --lang {other} to read it as {_LANGUAGE_NAMES[other]}",
+             file=sys.stderr)
+
+
 def cmd_normalize(args: argparse.Namespace) -> int:
     from .text import Normalizer
 
+    _check_language(args.text, args.lang)
     norm = Normalizer(args.lang)
     _say(norm.normalize(args.text))
     if args.trace:
@@ -485,7 +501,8 @@ def _parser() -> argparse.ArgumentParser:
     sp = add("synth", cmd_synth, "synthesise TEXT into a 44.1 kHz mono WAV file")
     sp.add_argument("text")
     sp.add_argument("-o", "--output", required=True, help="output .wav path")
-    sp.add_argument("--lang", default="en", help="language code (en, ko, ... or na)")
+    sp.add_argument("--lang", default=contract.DEFAULT_LANG,
+                    help=f"language code (en, ko, ... or na; default {contract.DEFAULT_LANG})")
     sp.add_argument("--voice", default=None, help="voice style (default: M1, else the "
                     "bundle's first voice)")
     sp.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS)
@@ -516,7 +533,8 @@ def _parser() -> argparse.ArgumentParser:
     sp = add("normalize", cmd_normalize, "spell out numbers, dates, acronyms in TEXT",
              model=False)
     sp.add_argument("text")
-    sp.add_argument("--lang", default="ko", help="ko or en")
+    sp.add_argument("--lang", default=contract.DEFAULT_LANG,
+                    help=f"en or ko (default {contract.DEFAULT_LANG}, as for synth)")
     sp.add_argument("--trace", action="store_true", help="list the rules that changed the text")
 
     sp = add("tune", cmd_tune, "measure session presets and load policies in isolation")

@@ -46,12 +46,16 @@ LANGUAGES: tuple[str, ...] = (
     "tr", "uk", "vi", "na",
 )
 
+#: The language a text is read in when none is given: the CLI's synth and normalize and
+#: the measurement workload share it.
+DEFAULT_LANG = "en"
+
 MIN_STEPS, MAX_STEPS = 1, 100
 MIN_SPEED, MAX_SPEED = 0.7, 2.0
 DEFAULT_STEPS = 5
 DEFAULT_SPEED = 1.05
 CHUNK_CHARS = 300
-CHUNK_CHARS_KO = 120
+CHUNK_CHARS_KO = 120  # upstream, in code points; tts_kit.text.chunk counts NFKD (300)
 CHUNK_SILENCE_S = 0.3
 
 

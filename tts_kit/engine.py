@@ -366,7 +366,7 @@ class Engine:
             speed: 0.7..2.0; durations are divided by it.
             seed: noise seed; an int gives text ``i`` the seed ``seed + i``, so a batch
                 equals the single calls with those seeds. None: fresh noise.
-            max_chunk_chars: chunk limit (default 300, 120 for Korean).
+            max_chunk_chars: chunk limit in model (NFKD) characters (default 300).
 
         Returns:
             One `SynthesisResult` per text, in order. Stage timings are those of the

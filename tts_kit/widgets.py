@@ -277,7 +277,7 @@ class NormalizationPlayground(_StaticFallback, W.VBox):
         text: initial text.
         lang: ``ko`` or ``en``.
         bundle: when given, characters its indexer cannot read are listed.
-        max_chars: chunk limit (default: the normaliser's, 300 or 120 for Korean).
+        max_chars: chunk limit in model (NFKD) characters (default: the chunker's, 300).
 
     Example:
         >>> pg = NormalizationPlayground("오후 3시 15,000원", lang="ko")  # doctest: +SKIP

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from .charset import unsupported_characters
 from .chunking import chunk
-from .common import LANGS, MAX_CHARS, TraceStep, language_tags
+from .common import LANGS, MAX_CHARS, TraceStep, language_tags, other_language
 from .lexicon import read_lexicon
 from .normalizer import Normalizer, check_speakable, normalize, normalize_for_speech
 
@@ -41,6 +41,7 @@ __all__ = [
     "language_tags",
     "normalize",
     "normalize_for_speech",
+    "other_language",
     "read_lexicon",
     "unsupported_characters",
 ]

@@ -2,22 +2,32 @@
 
 Chunks are packed greedily up to ``max_chars`` at the best boundary available:
 sentence ends first, then clause punctuation, then spaces, and inside a word only when
-a single word is longer than the limit. A markup tag is never split. Joining the
-chunks gives the text back, up to whitespace at the cuts.
+a single word is longer than the limit. A markup tag is never split; neither is a
+number with what it counts or measures (``5 kg``, ``twenty-five percent``, ``만 오천
+원``), nor an abbreviation from the word it belongs to (``Dr. Kim``), unless a span of
+them is itself longer than the limit. The last chunk of a stretch cut at spaces is never
+a single stranded word when a word can join it. Joining the chunks gives the text back,
+up to whitespace at the cuts.
+
+Lengths are what the model reads (``measure="model"``, the default): the NFKD form,
+in which a Hangul syllable is two or three jamo, so a Korean chunk of 300 model
+characters is about 125 syllables. ``measure="chars"`` counts code points instead.
 
 Example:
     >>> from tts_kit.text import chunk
-    >>> chunk("One. Two, three four.", "en", max_chars=10)
-    ['One.', 'Two,', 'three', 'four.']
+    >>> chunk("One. Two, three four.", "en", max_chars=11)
+    ['One.', 'Two,', 'three four.']
 """
 
 from __future__ import annotations
 
 import bisect
 import re
+import unicodedata
 
 from .. import contract
 from .common import TAG
+from .tables import KO_COUNTERS, UNITS
 
 #: Boundaries by preference. A break is the position right after the match.
 _LEVELS = (
@@ -28,44 +38,118 @@ _LEVELS = (
     # spaces
     re.compile(r"\s+"),
 )
+_SPACE_LEVEL = 2
+
+_EN_NUMBER_WORDS = (
+    "zero oh one two three four five six seven eight nine ten eleven twelve thirteen "
+    "fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty "
+    "seventy eighty ninety hundred thousand million billion trillion point first second "
+    "third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth twentieth "
+    "thirtieth hundredth thousandth millionth half halves quarter quarters"
+).split()
+_EN_UNIT_WORDS = sorted(
+    {w for u in UNITS.values() for w in (u.en, u.en_plural)}
+    | set("percent dollars dollar cents cent euros euro pounds pence yen won degrees "
+          "P M A M o'clock times".split()),
+    key=len, reverse=True,
+)
+_EN_NUM = r"(?:" + "|".join(_EN_NUMBER_WORDS) + r")(?:-[a-z]+)?"
+_KO_NUM = (r"[영공일이삼사오육칠팔구십백천만억조경]+|한|두|세|네|다섯|여섯|일곱|여덟|아홉|열"
+           r"|스무|스물|서른|마흔|쉰|예순|일흔|여든|아흔")
+_KO_AFTER = "|".join(sorted({*KO_COUNTERS, *(u.ko for u in UNITS.values() if u.ko), "점",
+                             "퍼센트", "원", "달러"}, key=len, reverse=True))
+#: What must stay in one chunk: a number written in digits with what follows it (a unit,
+#: a counter, another group of digits), a number said in words with the words of the same
+#: number and what it counts, and an abbreviation with the word after it.
+_PROTECTED = re.compile(
+    r"(?:[$€£¥₩]\s?)?\d[\d.,:/]*(?:\s+(?:\d[\d.,:/]*|[%A-Za-z가-힣]+))?"
+    rf"|\b{_EN_NUM}(?:\s+(?:and\s+)?{_EN_NUM})*"
+    rf"(?:\s+(?:{'|'.join(re.escape(w) for w in _EN_UNIT_WORDS)})\b)?"
+    rf"|(?<![가-힣])(?:{_KO_NUM})(?:\s(?:{_KO_NUM}))*(?:\s?(?:{_KO_AFTER}))?"
+    r"|\b(?:Mr|Mrs|Ms|Dr|St|Prof|Mt|No|Fig|Vol|vs|cf|Gen|Gov|Sen|Capt|Sgt|Lt|[A-Z])\.\s+\S"
+    r"|\b(?:e\.g|i\.e|a\.k\.a)\.,?\s+\S"
+)
 
 
-def default_max_chars(lang: str) -> int:
-    """The upstream chunk size: 120 characters for Korean, 300 otherwise.
+def default_max_chars(lang: str, measure: str = "model") -> int:
+    """The default chunk size: 300 model characters in every language
+    (``measure="model"``), or the upstream sizes in code points (120 for Korean, 300
+    otherwise) with ``measure="chars"``. 300 NFKD characters of Korean are about 125
+    syllables, close to upstream's 120.
 
     Example:
-        >>> default_max_chars("ko"), default_max_chars("en")
-        (120, 300)
+        >>> default_max_chars("ko"), default_max_chars("ko", "chars"), default_max_chars("en")
+        (300, 120, 300)
     """
-    return contract.CHUNK_CHARS_KO if lang == "ko" else contract.CHUNK_CHARS
+    if measure == "chars" and lang == "ko":
+        return contract.CHUNK_CHARS_KO
+    return contract.CHUNK_CHARS
 
 
-def chunk(text: str, lang: str = "ko", max_chars: int | None = None) -> list[str]:
+def model_length(text: str) -> int:
+    """How many characters the model reads for ``text``: its NFKD length.
+
+    Example:
+        >>> model_length("한국어"), model_length("abc")
+        (8, 3)
+    """
+    return len(text) if text.isascii() else len(unicodedata.normalize("NFKD", text))
+
+
+def chunk(text: str, lang: str = "ko", max_chars: int | None = None, *,
+          measure: str = "model") -> list[str]:
     """Split ``text`` into chunks of at most ``max_chars`` characters (see module doc).
 
-    A chunk is longer than ``max_chars`` only when it is a single markup tag that is.
-    Whitespace-only text gives no chunks.
+    ``measure`` says what a character is: ``"model"`` (the NFKD form the model reads;
+    Hangul syllables count two or three) or ``"chars"`` (code points). A chunk is longer
+    than ``max_chars`` only when it is a single markup tag that is. Whitespace-only text
+    gives no chunks.
 
     Example:
-        >>> chunk("첫 문장입니다. 둘째 문장입니다.", "ko", max_chars=10)
+        >>> chunk("첫 문장입니다. 둘째 문장입니다.", "ko", max_chars=20)
         ['첫 문장입니다.', '둘째 문장입니다.']
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")
+    if measure not in ("model", "chars"):
+        raise ValueError(f"measure must be 'model' or 'chars', got {measure!r}")
     if max_chars is None:
-        max_chars = default_max_chars(lang)
+        max_chars = default_max_chars(lang, measure)
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
         raise ValueError(f"max_chars must be a positive integer, got {max_chars!r}")
     tags = [(m.start(), m.end()) for m in TAG.finditer(text)] if "<" in text else []
     out: list[str] = []
-    _Packer(text, max_chars, tags, out).pack(0, len(text), 0)
+    packer = _Packer(text, max_chars, tags, out, measure == "model")
+    packer.pack(0, len(text), 0)
     return out
 
 
 class _Packer:
-    def __init__(self, text: str, limit: int, tags: list[tuple[int, int]], out: list[str]):
+    def __init__(self, text: str, limit: int, tags: list[tuple[int, int]], out: list[str],
+                 model: bool = True):
         self.text, self.limit, self.tags, self.out = text, limit, tags, out
         self.tag_starts = [a for a, _ in tags]
+        spans = [(m.start(), m.end()) for m in _PROTECTED.finditer(text)
+                 if m.end() - m.start() > 1 and any(c.isspace() for c in m.group(0))]
+        self.spans, self.span_starts = spans, [a for a, _ in spans]
+        # Prefix sums of each character's model length (NFKD), for O(1) lengths.
+        self.prefix: list[int] | None = None
+        if model and not text.isascii():
+            pre = [0]
+            total = 0
+            for ch in text:
+                total += 1 if ch < "\u00c0" else len(unicodedata.normalize("NFKD", ch))
+                pre.append(total)
+            self.prefix = pre
+
+    def _len(self, a: int, b: int) -> int:
+        """The measured length of ``text[a:b]`` with its outer whitespace stripped."""
+        text = self.text
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        return b - a if self.prefix is None else self.prefix[b] - self.prefix[a]
 
     def _tag_at(self, pos: int) -> tuple[int, int] | None:
         """The tag strictly containing ``pos`` (a cut there would split it), if any."""
@@ -74,39 +158,73 @@ class _Packer:
             return self.tags[i]
         return None
 
+    def _protected(self, pos: int) -> bool:
+        """Whether a cut at ``pos`` would part a number from its unit or words, or an
+        abbreviation from its word (the spans do not overlap)."""
+        i = bisect.bisect_left(self.span_starts, pos) - 1
+        return i >= 0 and pos < self.spans[i][1]
+
     def _emit(self, a: int, b: int) -> None:
         piece = self.text[a:b].strip()
         if piece:
             self.out.append(piece)
 
-    def pack(self, a: int, b: int, level: int) -> None:
+    def pack(self, a: int, b: int, level: int, guard: bool = True) -> None:
         text, limit = self.text, self.limit
-        if len(text[a:b].strip()) <= limit:
+        if self._len(a, b) <= limit:
             self._emit(a, b)
             return
         if level == len(_LEVELS):
-            self._hard(a, b)
+            if guard:
+                # Protected spans longer than the limit: cut at their spaces after all,
+                # rather than inside a word.
+                self.pack(a, b, _SPACE_LEVEL, guard=False)
+            else:
+                self._hard(a, b)
             return
         cuts = [m.end() for m in _LEVELS[level].finditer(text, a, b)]
-        cuts = [c for c in cuts if a < c < b and self._tag_at(c) is None]
+        cuts = [c for c in cuts if a < c < b and self._tag_at(c) is None
+                and not (guard and self._protected(c))]
         if not cuts:
-            self.pack(a, b, level + 1)
+            self.pack(a, b, level + 1, guard)
             return
         bounds = [a, *cuts, b]
+        groups: list[tuple[int, int]] = []
         cur_a = cur_b = a
         for s, e in zip(bounds, bounds[1:]):
-            if len(text[cur_a:e].strip()) <= limit:
+            if self._len(cur_a, e) <= limit:
                 cur_b = e
                 continue
             if cur_b > cur_a:
-                self._emit(cur_a, cur_b)
-            if len(text[s:e].strip()) > limit:
-                self.pack(s, e, level + 1)
+                groups.append((cur_a, cur_b))
+            if self._len(s, e) > limit:
+                groups.append((s, -e))  # too long on its own: the next level cuts it
                 cur_a = cur_b = e
             else:
                 cur_a, cur_b = s, e
         if cur_b > cur_a:
-            self._emit(cur_a, cur_b)
+            groups.append((cur_a, cur_b))
+        if level == _SPACE_LEVEL:
+            groups = self._no_widow(groups, bounds)
+        for s, e in groups:
+            if e < 0:
+                self.pack(s, -e, level + 1, guard)
+            else:
+                self._emit(s, e)
+
+    def _no_widow(self, groups: list[tuple[int, int]], bounds: list[int]
+                  ) -> list[tuple[int, int]]:
+        """Move words from the second-last group into a last group of one word, while
+        both keep a word and the last stays within the limit."""
+        if len(groups) < 2 or groups[-1][1] < 0 or groups[-2][1] < 0:
+            return groups
+        (pa, pb), (la, lb) = groups[-2], groups[-1]
+        while len(self.text[la:lb].split()) == 1:
+            inner = [c for c in bounds if pa < c < pb]  # cuts inside the previous group
+            if not inner or self._len(inner[-1], lb) > self.limit:
+                break
+            pb = la = inner[-1]
+        return [*groups[:-2], (pa, pb), (la, lb)]
 
     def _hard(self, a: int, b: int) -> None:
         """Cut a word longer than the limit every ``limit`` characters, around tags."""
@@ -114,7 +232,9 @@ class _Packer:
         while a < b and text[a].isspace():
             a += 1
         while a < b:
-            cut = min(a + self.limit, b)
+            cut = a + 1
+            while cut < b and self._len(a, cut + 1) <= self.limit:
+                cut += 1
             tag = self._tag_at(cut) if cut < b else None
             if tag is not None:
                 cut = tag[0] if tag[0] > a else tag[1]

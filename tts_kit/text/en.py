@@ -35,75 +35,81 @@ from decimal import Decimal
 from . import numbers as nw
 from .charset import make_cleanup
 from .common import Rule, Step, Steps, TraceStep, make_numeric, trie_alt
+from .common import grammar as g
 from .lexicon import Lexicon
 from .tables import (
     CURRENCIES,
-    CURRENCY_CODES,
     EN_ABBREVIATIONS,
     EN_YEAR_CONTEXT,
-    MAGNITUDES,
+    PER,
     UNITS,
     Currency,
 )
 
-_ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-
-
-# A number: thousands groups, or at most 16 digits (longer runs are codes, read digit by
-# digit by the ``digits`` alternative; this also keeps int() away from huge strings).
-_NUM = r"\d{1,3}(?:,\d{3}){1,6}(?!,?\d)(?:\.\d+)?|\d{1,16}(?!\d)(?:\.\d+)?"
-_UNITS_ALL = trie_alt(UNITS)
-_UNITS_SPACED = trie_alt(k for k, u in UNITS.items() if u.spaced)
-_MAGS = trie_alt(MAGNITUDES)
-_CODES = trie_alt(CURRENCY_CODES)
-_SYMS = "".join(CURRENCIES)
-_AMPM = r"[AaPp]\.?[Mm](?:\.(?=\S))?(?![A-Za-z])"
-_TIME = r"\d{1,2}:\d{2}(?::\d{2})?"
 _MONTH_NAMES = {
     **{name: name for name in nw.EN_MONTHS[1:]},
     **{name[:3]: name for name in nw.EN_MONTHS[1:]},
     "Sept": "September",
 }
-_MONTH = trie_alt(_MONTH_NAMES)
-
-
-def _unit(p: str) -> str:
-    return rf"(?:(?P<{p}u1>{_UNITS_ALL})|\s(?P<{p}u2>{_UNITS_SPACED}))(?![A-Za-z0-9])"
+#: Month names as dates are also written: lower case (july 25 2012; not "may" and
+#: "march", which are words first) and capitals (JULY, JAN 15 2020).
+_MONTHS_ANY = {
+    **_MONTH_NAMES,
+    **{k.upper(): v for k, v in _MONTH_NAMES.items()},
+    **{k.lower(): v for k, v in _MONTH_NAMES.items()
+       if len(k) > 3 and k not in ("May", "March", "Sept")},
+}
+_MONTH = trie_alt(_MONTHS_ANY)
+_NUM = g.NUM
+_unit = g.unit
+_SCALE_WORDS = "thousand|million|billion|trillion"
 
 
 # Structured forms first, then one number followed by what it measures; as in `ko`,
-# the tail that matched is `m.lastgroup` (a bare number: ``qn``).
-NUMERIC = re.compile(
-    r"(?=[-+]?\d|[" + _SYMS + r"]|[vV]\d|[#~']\d|\(\d)(?:"
-    r"(?P<digits>\d{17,})"
-    r"|(?P<date_iso>(?P<iy>\d{4})-(?P<im>\d{1,2})-(?P<id>\d{1,2})(?!\d))"
-    r"|(?P<date_us>(?P<ua>\d{1,2})(?P<us>[/.-])(?P<ub>\d{1,2})(?P=us)(?P<uy>\d{4})(?!\d))"
-    rf"|(?P<trange>(?P<ta>{_TIME})\s?[~\-–]\s?(?P<tb>{_TIME})(?![\d:]))"
-    rf"|(?P<time>(?P<th>\d{{1,2}}):(?P<tm>\d{{2}})(?::(?P<ts>\d{{2}}))?(?![\d:])"
-    rf"(?:\s?(?P<tap>{_AMPM}))?)"
-    r"|(?P<phone>(?:\+\d{1,3}[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.])\d{3}[-.]\d{4}(?!\d)"
-    r"|1-\d{3}-\d{3}-\d{4}(?!\d)|\+\d{1,3}(?:[-\s]\d{1,4}){2,3}(?!\d)"
-    r"|0\d{1,2}-\d{3,4}-\d{4}(?!\d))"
-    rf"|(?P<currency>(?P<csym>[{_SYMS}])\s?(?P<cn>{_NUM})"
-    rf"(?:\s?(?P<cmag>{_MAGS})(?![A-Za-z]))?"
-    rf"(?:\s?[~\-–]\s?(?P=csym)?(?P<cn2>{_NUM})(?:\s?(?P<cmag2>{_MAGS})(?![A-Za-z]))?)?)"
-    r"|(?P<decade>'(?P<dd2>\d0)s|(?P<dd4>\d{3}0)s)(?![A-Za-z])"
-    rf"|(?P<number_sign>\#(?P<hn>{_NUM}))"
-    rf"|(?P<approx>~(?P<tn>{_NUM}))"
-    r"|(?P<version>(?P<vv>[vV])?(?P<vn>\d+(?:\.\d+){2,})|(?P<vv2>[vV])(?P<vn2>\d+(?:\.\d+)?))"
-    rf"|(?P<qsg>[-+])?(?P<qn>{_NUM})(?:"
-    rf"(?P<currency_code>\s?(?P<ccode>{_CODES})(?![A-Za-z]))"
-    rf"|(?P<currency_post>\s?(?P<csym2>[{_SYMS}¢]))"
-    rf"|(?P<range>\s?(?P<rsep>[~\-–])\s?(?P<rb>{_NUM})(?:(?P<rpct>\s?%)|{_unit('r')})?)"
-    r"|(?P<magnitude>(?P<mg>[KkMB]|bn|mn)(?![A-Za-z0-9]))"
-    r"|(?P<percent>\s?%)"
-    rf"|(?P<unit>{_unit('u')})"
-    r"|(?P<ordinal>(?:st|nd|rd|th)(?![A-Za-z]))"
-    rf"|(?P<ampm>\s?(?P<aap>{_AMPM}))"
-    rf"|(?P<times>\s?[x×](?:\s?(?P<xb>{_NUM}))?(?![A-Za-z0-9]))"
-    r"|(?P<ratio>:(?P<qb>\d{1,16})(?!\d))"
-    r"|(?P<fraction>/(?P<fb>\d{1,16})(?!\d))"
-    r")?)"
+# the tail that matched is `m.lastgroup` (a bare number: ``qn``). The shapes both
+# languages share come from `common.grammar`.
+NUMERIC = g.numeric(
+    g.NUM_START + r"|-?[" + g.SYMS + r"]|[vV]\d|[#~']\d|\(\d|" + g.CODE_START,
+    g.NUM_FIRST + "vV#~'(" + g.CODE_FIRST,
+    [
+        g.DIGITS,
+        r"(?P<date_iso>(?P<iy>\d{4})(?P<is>[-/.])(?P<im>\d{1,2})(?P=is)(?P<id>\d{1,2})(?!\d))",
+        r"(?P<date_us>(?P<ua>\d{1,2})(?P<us>[/.-])(?P<ub>\d{1,2})(?P=us)"
+        r"(?P<uy>\d{4}|(?<=/)\d{2})(?![\d/]))",
+        rf"(?P<arange>(?P<ah>\d{{1,2}}(?::\d{{2}})?)(?:\s?(?P<aa>{g.AMPM}))?\s?[-–~]\s?"
+        rf"(?P<bh>\d{{1,2}}(?::\d{{2}})?)\s?(?P<ab>{g.AMPM}))",
+        g.TRANGE,
+        g.TIME_ALT,
+        r"(?P<phone>(?:\+\d{1,3}[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.])\d{3}[-.]\d{4}(?!\d)"
+        r"|1-\d{3}-\d{3}-\d{4}(?!\d)|\+\d{1,3}(?:[-.\s]\d{1,4}){2,5}(?!\d)"
+        r"|0\d{1,2}-\d{3,4}-\d{4}(?!\d))",
+        g.currency(),
+        g.code_first(),
+        r"(?P<decade>'(?P<dd2>\d0)s|(?P<dd4>\d{3}0)s)(?![A-Za-z])",
+        r"(?P<paren_year>\((?P<py>1[1-9]\d\d|20\d\d)\))",
+        r"(?P<plan>(?P<pd>\d{3})\((?P<pl>[a-z])\)(?:\((?P<pn>\d{1,2})\))?)",
+        r"(?P<mixed>(?<![\d.,/])(?P<mw>\d{1,3})\s(?P<mn>\d{1,2})/(?P<md>\d{1,2})(?![\d/]))",
+        rf"(?P<number_sign>\#(?P<hn>{_NUM}))",
+        rf"(?P<approx>~(?P<tn>{_NUM}))",
+        g.MIDDOT,
+        g.VERSION,
+    ],
+    [
+        g.CURRENCY_CODE,
+        g.currency_post("¢"),
+        rf"(?P<range>(?P<rpa>\s?%)?\s?(?P<rsep>{g.RANGE_SIGN})\s?(?P<rb>{_NUM})"
+        rf"(?:(?P<rpct>\s?%)|{_unit('r')})?)",
+        g.MAGNITUDE,
+        r"(?P<percent>\s?%)",
+        rf"(?P<scale>\s(?P<sw>{_SCALE_WORDS})\s(?P<su>{g.UNITS_SPACED})(?![A-Za-z0-9])"
+        rf"{g.per('s')}?)",
+        rf"(?P<unit>{_unit('u')}{g.per('u')}?)",
+        g.ORDINAL,
+        g.AMPM_TAIL,
+        g.TIMES,
+        g.RATIO,
+        g.FRACTION,
+    ],
 )
 _PLAIN = re.compile(rf"(?P<digits>\d{{17,}})|(?P<qsg>[-+])?(?P<qn>{_NUM})")
 _YEAR_BEFORE = re.compile(
@@ -118,28 +124,15 @@ _YEAR_AFTER = re.compile(r"\s?(?:AD|BC|BCE|CE)\b")
 # -- readings ---------------------------------------------------------------------------
 
 
-def _int(s: str) -> int:
-    return int(s.replace(",", ""))
-
-
-def _is_int(s: str) -> bool:
-    return "." not in s
-
-
 def _plural(num: str, singular: str, plural: str) -> str:
     return singular if num in ("1", "-1", "+1") else plural
 
 
-def _lead(m: re.Match[str]) -> tuple[str, str | None]:
-    """(text kept before the reading, the sign's meaning): see `ko._lead`."""
-    sign = m["qsg"]
-    if sign and m.start() > 0 and m.string[m.start() - 1].isalnum():
-        return sign, None
-    return "", sign
+_SIGNS = {"-": "minus ", "+": "plus "}
 
 
 def _sign_word(sign: str | None) -> str:
-    return {"-": "minus ", "+": "plus "}.get(sign or "", "")
+    return _SIGNS.get(sign or "", "")
 
 
 def _is_year(n: int) -> bool:
@@ -180,6 +173,8 @@ def _money(amount: str, cur: Currency, mag: str | None) -> str:
 
 
 def _clock(h: int, mi: int, s: int | None, ap: str | None) -> str:
+    if s is not None and not ap:
+        return _duration(h, mi, s)
     words = nw.en_cardinal(h)
     if mi:
         words += " " + (f"oh {nw.en_cardinal(mi)}" if mi < 10 else nw.en_cardinal(mi))
@@ -192,13 +187,17 @@ def _clock(h: int, mi: int, s: int | None, ap: str | None) -> str:
     return words
 
 
-def _parse_time(t: str) -> tuple[int, int, int | None] | None:
-    parts = [int(x) for x in t.split(":")]
-    h, mi = parts[0], parts[1]
-    s = parts[2] if len(parts) > 2 else None
-    if h > 24 or mi > 59 or (s is not None and s > 59):
-        return None
-    return h, mi, s
+def _duration(h: int, mi: int, s: int) -> str:
+    """1:01:01 -> one hour one minute and one second (zero parts left out)."""
+    parts = [f"{nw.en_cardinal(v)} {name if v == 1 else name + 's'}"
+             for v, name in ((h, "hour"), (mi, "minute"), (s, "second")) if v]
+    if not parts:
+        return "zero seconds"
+    return parts[0] if len(parts) == 1 else " ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _per(words: str, key: str) -> str:
+    return f"{words} per {PER[key][0]}"
 
 
 def _date_words(y: int | None, mo: int, d: int) -> str:
@@ -234,31 +233,67 @@ def _digits(m: re.Match[str]) -> str:
 def _date_iso(m: re.Match[str]) -> str:
     y, mo, d = int(m["iy"]), int(m["im"]), int(m["id"])
     if not (1 <= mo <= 12 and 1 <= d <= 31):
-        return _plain(m.group(0)).replace("-", " ")
+        if m["is"] == ".":
+            return " point ".join(nw.en_number(p) for p in m.group(0).split("."))
+        return _plain(m.group(0)).replace(m["is"], " ")
     return _date_words(y, mo, d)
 
 
+def _short_year(yy: str) -> str:
+    """'98 -> ninety-eight, '05 -> oh five: a two-digit year as written."""
+    return nw.en_cardinal(int(yy)) if yy[0] != "0" else "oh " + nw.en_cardinal(int(yy))
+
+
 def _date_us(m: re.Match[str]) -> str:
-    a, b, y = int(m["ua"]), int(m["ub"]), int(m["uy"])
+    a, b, yy = int(m["ua"]), int(m["ub"]), m["uy"]
+    year = nw.en_year(int(yy)) if len(yy) == 4 else _short_year(yy)
     if 1 <= a <= 12 and 1 <= b <= 31:
-        return _date_words(y, a, b)
+        return f"{nw.EN_MONTHS[a]} {nw.en_ordinal(b)}, {year}"
     if 1 <= b <= 12 and 1 <= a <= 31:
-        return _date_words(y, b, a)  # 25/12/2026: day first
+        return f"{nw.EN_MONTHS[b]} {nw.en_ordinal(a)}, {year}"  # 25/12/2026: day first
     return _plain(m.group(0)).replace(m["us"], " ")
 
 
-def _trange(m: re.Match[str]) -> str:
-    a, b = _parse_time(m["ta"]), _parse_time(m["tb"])
-    if a is None or b is None:
-        return _plain(m.group(0))
-    return f"{_clock(*a, None)} to {_clock(*b, None)}"
+def _arange(m: re.Match[str]) -> str:
+    """2pm-5pm, 9-11 am, 10:30am-2pm: a range of clock times."""
+    ends = []
+    for hm, ap in ((m["ah"], m["aa"]), (m["bh"], m["ab"])):
+        h, _, mi = hm.partition(":")
+        if int(h) > 12 or (mi and int(mi) > 59):
+            return _plain(m.group(0))
+        mins = int(mi or 0)
+        ends.append(_clock(int(h), mins, None, ap) if ap or mins else nw.en_cardinal(int(h)))
+    return " to ".join(ends)
 
 
-def _time(m: re.Match[str]) -> str:
-    t = _parse_time(m["th"] + ":" + m["tm"] + (":" + m["ts"] if m["ts"] else ""))
-    if t is None:
-        return _plain(m.group(0)).replace(":", " to ")
-    return _clock(*t, m["tap"])
+def _paren_year(m: re.Match[str]) -> str:
+    return f"({nw.en_year(int(m['py']))})"
+
+
+def _code_digits(d: str) -> str:
+    """401 -> four oh one: a three-digit name said digit by digit, zero as oh."""
+    return " ".join("oh" if c == "0" else nw.EN_DIGITS[int(c)] for c in d)
+
+
+def _plan(m: re.Match[str]) -> str:
+    """401(k), 501(c)(3): sections of a code, named by their numbers."""
+    words = f"{_code_digits(m['pd'])} {m['pl']}"
+    return words + (f" {nw.en_cardinal(int(m['pn']))}" if m["pn"] else "")
+
+
+def _mixed(m: re.Match[str]) -> str:
+    """2 1/2 -> two and a half; 3 5/2 -> three and five halves (never a date)."""
+    a, b = int(m["mn"]), int(m["md"])
+    if a == 0 or b < 2:
+        return _plain(m.group(0)).replace("/", " over ")
+    whole = nw.en_cardinal(int(m["mw"]))
+    if a == 1 and b in (2, 4):
+        return f"{whole} and a {'half' if b == 2 else 'quarter'}"  # as NeMo says it
+    return f"{whole} and {_fraction_words(a, b)}"
+
+
+def _middot(m: re.Match[str]) -> str:
+    return f"{nw.en_number(m['mda'])} {nw.en_number(m['mdb'])}"
 
 
 def _phone(m: re.Match[str]) -> str:
@@ -266,25 +301,11 @@ def _phone(m: re.Match[str]) -> str:
     if sum(c.isdigit() for c in s) < 7:
         return _plain(s)
     head = "plus " if s.startswith("+") else ""
-    groups = [g for g in re.split(r"[-.\s()]+", s.lstrip("+")) if g]
-    return head + ", ".join(nw.en_digits(g) for g in groups)
-
-
-def _currency(m: re.Match[str]) -> str:
-    cur = CURRENCIES[m["csym"]]
-    words = _money(m["cn"], cur, m["cmag"])
-    if m["cn2"]:
-        words += " to " + _money(m["cn2"], cur, m["cmag2"])  # $5-$10
-    return words
-
-
-def _currency_code(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
-    return kept + _sign_word(sign) + _money(m["qn"], CURRENCY_CODES[m["ccode"]], None)
+    return head + ", ".join(nw.en_digits(p) for p in g.phone_groups(s))
 
 
 def _currency_post(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     if m["csym2"] == "¢":
         n = m["qn"]
         return kept + _sign_word(sign) + nw.en_number(n) + (" cent" if n == "1" else " cents")
@@ -314,17 +335,20 @@ def _version(m: re.Match[str]) -> str:
 
 
 def _range(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     a, b = m["qn"], m["rb"]
     tail = m["rpct"] or m["ru1"] or m["ru2"]
-    if (m["rsep"] == "-" and not sign and not tail and m.group(0) == f"{a}-{b}"
-            and len(a) == 3 and len(b) == 4 and (a + b).isdigit() and int(b) % 100):
-        # 555-0123 is a local phone number; 100-1000 and 300-5000 read as ranges.
+    if g.local_phone(m):
         return f"{nw.en_digits(a)}, {nw.en_digits(b)}"
     if not sign and not tail and all(len(x) == 4 and x.isdigit() for x in (a, b)):
         if _is_year(int(a)) and _is_year(int(b)):
             return f"{kept}{nw.en_year(int(a))} to {nw.en_year(int(b))}"
     first = kept + _sign_word(sign) + nw.en_number(a)
+    if m["rpa"]:
+        first += " percent"  # 2%-10%
+    elif (m["rsep"] == "-" and not tail and " - " in m.group(0)
+            and "=" in m.string[m.end() : m.end() + 24]):
+        return f"{first} minus {nw.en_number(b)}"  # 5 - 3 = 2
     if a == b and m["rsep"] == "-" and not tail:
         return f"{first}-{nw.en_number(b)}"  # fifty-fifty
     if m["rpct"] is not None:
@@ -336,26 +360,35 @@ def _range(m: re.Match[str]) -> str:
 
 
 def _magnitude(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     return kept + _sign_word(sign) + nw.en_number(m["qn"]) + " " + _MAGNITUDE_WORDS[m["mg"]]
 
 
 def _percent(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     return kept + _sign_word(sign) + nw.en_number(m["qn"]) + " percent"
 
 
 def _unit_h(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     num, unit = m["qn"], m["uu1"] or m["uu2"]
     if unit == "s" and not sign and num in ("20", "30", "40", "50", "60", "70", "80", "90"):
         if m.string[max(0, m.start() - 4) : m.start()].lower() == "the ":
             return nw.en_decade(int(num))  # the 80s
-    return kept + _with_unit(num, unit, sign)
+    words = kept + _with_unit(num, unit, sign)
+    return _per(words, m["uper"]) if m["uper"] else words
+
+
+def _scale(m: re.Match[str]) -> str:
+    """100 million kg -> one hundred million kilograms."""
+    kept, sign = g.lead(m)
+    u = UNITS[m["su"]]
+    words = f"{kept}{_sign_word(sign)}{nw.en_number(m['qn'])} {m['sw']} {u.en_plural}"
+    return _per(words, m["sper"]) if m["sper"] else words
 
 
 def _ordinal(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     n = m["qn"]
     if not (n.isdigit() and len(n) <= nw.EN_MAX_DIGITS):
         return kept + _sign_word(sign) + nw.en_number(n) + " " + m.group(0)[-2:]
@@ -363,7 +396,7 @@ def _ordinal(m: re.Match[str]) -> str:
 
 
 def _ampm(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     n = m["qn"]
     if sign or not n.isdigit() or int(n) > 24:
         return kept + _sign_word(sign) + nw.en_number(n) + " " + m["aap"]
@@ -371,25 +404,26 @@ def _ampm(m: re.Match[str]) -> str:
 
 
 def _times(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     a = kept + _sign_word(sign) + nw.en_number(m["qn"])
     if m["xb"]:
-        return f"{a} by {nw.en_number(m['xb'])}"
+        op = "times" if m["xo"] == "*" else "by"
+        return f"{a} {op} {nw.en_number(m['xb'])}"
     return a + (" time" if m["qn"] == "1" else " times")
 
 
 def _ratio(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     return f"{kept}{_sign_word(sign)}{nw.en_number(m['qn'])} to {nw.en_number(m['qb'])}"
 
 
 def _fraction(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     kept += _sign_word(sign)
     num, den = m["qn"], m["fb"]
-    if not _is_int(num) or int(den) == 0:
+    if not g.is_int(num) or int(den) == 0:
         return f"{kept}{nw.en_number(num)} over {nw.en_number(den)}"
-    a, b = _int(num), int(den)
+    a, b = g.to_int(num), int(den)
     if 1 <= a < b <= 10:
         return kept + _fraction_words(a, b)
     if not sign and 1 <= a <= 12 and 1 <= b <= 31:
@@ -398,21 +432,26 @@ def _fraction(m: re.Match[str]) -> str:
 
 
 def _number(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     num = m["qn"]
     if not sign and len(num) == 4 and num.isdigit() and _is_year(int(num)):
         s, a, b = m.string, m.start(), m.end()
         if (_YEAR_BEFORE.search(s, max(0, a - 20), a) or _YEAR_AFTER.match(s, b)
                 or (_THE_BEFORE.search(s, max(0, a - 5), a) and _NAME_AFTER.match(s, b))):
             return nw.en_year(int(num))
+    if num == "911" and not sign:
+        return "nine one one"  # the emergency number, said digit by digit
     return kept + _sign_word(sign) + nw.en_number(num)
 
 
 _HANDLERS = {
+    **g.handlers(g.Words(_plain, _clock, _money, _SIGNS, " to ", " to ", _per)),
     "digits": _digits,
-    "date_iso": _date_iso, "date_us": _date_us, "trange": _trange, "time": _time,
-    "phone": _phone, "currency": _currency, "decade": _decade, "number_sign": _number_sign,
-    "approx": _approx, "version": _version, "currency_code": _currency_code,
+    "date_iso": _date_iso, "date_us": _date_us, "arange": _arange,
+    "paren_year": _paren_year, "plan": _plan, "mixed": _mixed, "middot": _middot,
+    "scale": _scale,
+    "phone": _phone, "decade": _decade, "number_sign": _number_sign,
+    "approx": _approx, "version": _version,
     "currency_post": _currency_post,
     "range": _range, "magnitude": _magnitude, "percent": _percent, "unit": _unit_h,
     "ordinal": _ordinal, "ampm": _ampm, "times": _times, "ratio": _ratio,
@@ -435,7 +474,13 @@ ABBREVIATION = re.compile(
     r"|(?P<no>No\.|no\.)(?=\s?\d)|(?P<wo>w/o)(?![A-Za-z])|(?P<w>w/)(?=\s))"
 )
 _SENTENCE_NEXT = re.compile(r"\s*(?:$|[A-Z\"'(])")
-_NAME_NEXT = re.compile(r" [A-Z]")
+_NAME_NEXT = re.compile(r" ([A-Z][A-Za-z']*)")
+#: Capitalised words that start sentences rather than name people.
+_SENTENCE_STARTERS = frozenset(
+    "It The He She We They I This That There Then A An In On At But And So Our My His Her "
+    "Its You Your Their These Those When While After Before If As Now Later Next What Why "
+    "How Where Who".split()
+)
 
 
 def _abbreviation(m: re.Match[str]) -> str:
@@ -443,7 +488,10 @@ def _abbreviation(m: re.Match[str]) -> str:
     if m["ab"]:
         spoken, ends = _ABBR[m["ab"]]
     elif m["dr"]:
-        before_name = bool(_NAME_NEXT.match(s, b))
+        # Before a name (St. John, Dr. Kim) the saint or the doctor; before a word that
+        # starts a sentence (Elm St. It was), or nothing, the street or the drive.
+        nxt = _NAME_NEXT.match(s, b)
+        before_name = bool(nxt) and nxt.group(1) not in _SENTENCE_STARTERS
         if m["dr"] == "Dr.":
             spoken, ends = ("Doctor", False) if before_name else ("Drive", True)
         else:
@@ -461,7 +509,7 @@ def _abbreviation(m: re.Match[str]) -> str:
 
 
 MONTH_DATE = re.compile(
-    r"(?=[JFMASOND]|\d)(?:"
+    r"(?:(?=[JFMASONDjfmasond])(?<![A-Za-z])|(?=\d))(?:"
     rf"(?P<md>(?<![A-Za-z])(?P<mon>{_MONTH})\.?\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?![\d:])"
     r"(?:,?\s(?P<yr>\d{4})(?!\d))?)"
     rf"|(?P<dm>(?<!\d)(?P<day2>\d{{1,2}})(?:st|nd|rd|th)?\s(?:of\s)?(?P<mon2>{_MONTH})\b\.?"
@@ -476,7 +524,7 @@ def _month_date(m: re.Match[str]) -> str:
         mon, day, yr = m["mon"], int(m["day"]), m["yr"]
         if not 1 <= day <= 31:
             return m.group(0)
-        words = f"{_MONTH_NAMES[mon]} {nw.en_ordinal(day)}"
+        words = f"{_MONTHS_ANY[mon]} {nw.en_ordinal(day)}"
         return f"{words}, {nw.en_year(int(yr))}" if yr else words
     if m["dm"]:
         mon, day, yr = m["mon2"], int(m["day2"]), m["yr2"]
@@ -484,9 +532,9 @@ def _month_date(m: re.Match[str]) -> str:
             return m.group(0)
         before = m.string[max(0, m.start() - 4) : m.start()].lower()
         the = "" if before == "the " else "the "
-        words = f"{the}{nw.en_ordinal(day)} of {_MONTH_NAMES[mon]}"
+        words = f"{the}{nw.en_ordinal(day)} of {_MONTHS_ANY[mon]}"
         return f"{words}, {nw.en_year(int(yr))}" if yr else words
-    return f"{_MONTH_NAMES[m['mon3']]} {nw.en_year(int(m['yr3']))}"
+    return f"{_MONTHS_ANY[m['mon3']]} {nw.en_year(int(m['yr3']))}"
 
 
 # -- acronyms and symbols -----------------------------------------------------------------
@@ -500,7 +548,44 @@ _CAPITAL = re.compile("[A-Z]")
 _CAPS_WORD = re.compile(r"\b[A-Z]{2,}\b")
 _WORD = re.compile(r"\b[A-Za-z]{2,}\b")
 _VOWELS = frozenset("AEIOUY")
-_ROMAN_VALUES = {"I": 1, "V": 5, "X": 10}
+#: Words written in capitals that are words, not acronyms (PART ONE, NO ENTRY): read as
+#: words. Acronyms that are also words (US, IT, AM, PM, OR, ID, WHO) are not here.
+_CAPS_WORDS = frozenset("""
+A AN THE AND BUT FOR NOR YET SO TO OF IN ON AT BY UP OUT OFF INTO ONTO OVER FROM WITH
+NO NOT YES ALL ANY SOME ONE TWO THREE FOUR FIVE SIX SEVEN EIGHT NINE TEN PART BOOK
+CHAPTER ACT SCENE STEP PHASE LEVEL ROOM DOOR EXIT ENTRY STOP GO OPEN SHUT CLOSED SALE
+NEW NOW HOT COLD FREE BIG TOP END WAY DAY YEAR TIME LIFE LOVE HOME WORK NEWS LIVE HELP
+WARNING NOTE ONLY JUST MORE MOST LESS BEST GOOD BAD FULL DONE READ HOW WHY WHAT
+WHEN WHERE THIS THAT THESE THOSE HIS HER OUR YOUR THEIR MY WE YOU THEY HE SHE ME HIM
+IS ARE WAS WERE BE BEEN HAS HAVE HAD DO DOES DID CAN WILL MAY MUST SHALL SHOULD WOULD
+COULD GET GOT MAKE TAKE KEEP LET SEE LOOK CALL ASK TELL SAY SAID BACK DOWN HERE THERE
+AGAIN VERY REAL TRUE FALSE OFF ON FIRE WATER AIR LAND SEA SUN MOON STAR KING QUEEN
+BOYS GIRLS MEN WOMEN MAN BOY GIRL OLD YOUNG LAST NEXT FIRST HALF ZERO MIX
+""".split())
+#: Words before a Roman numeral that numbers a part: read as a cardinal (Chapter IV).
+_HEADINGS = ("Chapter Part Book Volume Act Scene Section Article Phase Title Appendix "
+             "Schedule Canto Psalm Stage Level Round Episode Season Vol Ch Pt Step World War "
+             "Super Bowl Apollo Type Class Grade Mark Mk Series Rule").split()
+#: Given names of rulers and popes: a Roman numeral after them is a regnal ordinal
+#: (Louis XIV -> Louis the fourteenth).
+_REGNAL = ("Louis Henry Elizabeth George Edward Charles William James John Richard Benedict "
+           "Pius Leo Gregory Innocent Clement Paul Alexander Peter Frederick Philip Ferdinand "
+           "Napoleon Ramesses Ramses Constantine Catherine Mary Victoria Anne Nicholas Ivan "
+           "Gustav Christian Alfonso Carlos Felipe Otto Wilhelm Friedrich Francis Urban Boniface "
+           "Sixtus Adrian Hadrian Eugene Julius Stephen Malcolm David Robert Harold Edmund "
+           "Ludwig Karl Rudolf Sancho Juan Pedro Manuel Joao Haakon Olaf Harald Magnus Eric "
+           "Erik Sigismund Casimir Amenhotep Thutmose Darius Xerxes Cyrus Antiochus Ptolemy "
+           "Seleucus Mithridates Rama Mehmed Murad Selim Suleiman Abdul Pope King Queen Tsar "
+           "Czar Emperor Kaiser Sultan Shah Pharaoh").split()
+_ROMAN_ANY = r"(?=[MDCLXVI])M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})"
+_ROMAN_VALUES = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
+ROMAN = re.compile(
+    r"(?=[A-Z])(?<![A-Za-z'])(?:"
+    rf"(?P<head>{trie_alt(_HEADINGS + [h.upper() for h in _HEADINGS])})\.?\s(?P<hr>{_ROMAN_ANY})"
+    rf"|(?P<reg>{trie_alt(_REGNAL)})\s(?P<rr>{_ROMAN_ANY})"
+    rf"|(?P<cr>{_ROMAN_ANY})(?=\s(?:[Cc]entur(?:y|ies)|CENTURY)\b)"
+    r")(?![A-Za-z0-9'])"
+)
 
 
 def _roman_value(s: str) -> int:
@@ -511,6 +596,20 @@ def _roman_value(s: str) -> int:
     return total
 
 
+def _roman(m: re.Match[str]) -> str:
+    """Chapter IV -> Chapter four; Louis XIV -> Louis the fourteenth; XIX century ->
+    nineteenth century. "I" and "MIX" elsewhere are words, not numerals."""
+    if m["head"]:
+        if len(m["hr"]) == 1 and m["hr"] in "LCDM":
+            return m.group(0)  # Appendix C, Part D: a letter
+        head = m["head"].lower() if m["head"].isupper() and len(m["head"]) > 1 else m["head"]
+        sep = m.group(0)[len(m["head"]) : m.start("hr") - m.start()]
+        return head + sep.replace(".", "") + nw.en_cardinal(_roman_value(m["hr"]))
+    if m["reg"]:
+        return f"{m['reg']} the {nw.en_ordinal(_roman_value(m['rr']))}"
+    return nw.en_ordinal(_roman_value(m["cr"]))
+
+
 def _spell(m: re.Match[str], shouting: bool) -> str:
     if m["dot"]:
         letters = " ".join(m["dot"].replace(".", ""))
@@ -519,7 +618,7 @@ def _spell(m: re.Match[str], shouting: bool) -> str:
     if (_ROMAN.fullmatch(run)
             and _CAPITALISED_BEFORE.search(m.string, max(0, m.start() - 20), m.start())):
         return nw.en_cardinal(_roman_value(run)) + suffix  # World War II, Rocky IV
-    if shouting or (len(run) >= 6 and _VOWELS.intersection(run)):
+    if shouting or run in _CAPS_WORDS or (len(run) >= 6 and _VOWELS.intersection(run)):
         return run.lower() + suffix  # a word in capitals, not an acronym
     return " ".join(run) + suffix
 
@@ -553,6 +652,32 @@ _SYMBOL_WORDS = {
 }
 
 
+#: Serial and part numbers: capitals and digits in groups joined by hyphens, with both
+#: letters and digits and at least six of them (SN-4471-XK2, AB12-C34): every character
+#: said, hyphens as "dash".
+SERIAL = re.compile(
+    r"(?=[A-Z0-9])(?<![\w-])(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)"
+    r"(?=(?:-?[A-Z0-9]){6})[A-Z0-9]+(?:-[A-Z0-9]+)+(?![\w-])"
+)
+
+
+def _serial(m: re.Match[str]) -> str:
+    out = []
+    for part in m.group(0).split("-"):
+        out.append(" ".join(nw.EN_DIGITS[int(c)] if c.isdigit() else c for c in part))
+    return " dash ".join(out)
+
+
+_WEB_WORDS = g.WebWords(
+    {"://": " colon slash slash ", "/": " slash ", ".": " dot ", "@": " at ", "-": " dash ",
+     "_": " underscore ", ":": " colon ", "?": " question mark ", "=": " equals ",
+     "&": " and ", "#": " hash ", "%": " percent ", "~": " tilde ", "+": " plus "},
+    lambda t: " ".join(t.upper()),
+    nw.en_digits,
+    {k: k for k in ("com", "org", "net", "gov", "info", "app", "dev")},
+)
+
+
 def rules(lexicon: Lexicon) -> list[Step]:
     """The English steps after Unicode preparation, in order.
 
@@ -562,10 +687,14 @@ def rules(lexicon: Lexicon) -> list[Step]:
         True
     """
     return [
+        Rule("web", g.WEB, g.web_repl(_WEB_WORDS, lambda t: t.lower() in lexicon.entries),
+             by_group=True),
         lexicon.apply,
+        Rule("serial", SERIAL, _serial),
         Rule("abbreviation", ABBREVIATION, _abbreviation),
         Rule("date", MONTH_DATE, _month_date),
         Rule("number", NUMERIC, _numeric, by_group=True, aliases=_NAMES),
+        Rule("roman", ROMAN, _roman),
         acronyms,
         Rule("symbol", _SYMBOL, lambda m: _SYMBOL_WORDS[m.group(0)]),
         make_cleanup("en"),

@@ -33,7 +33,8 @@ from decimal import Decimal
 
 from . import numbers as nw
 from .charset import make_cleanup
-from .common import Rule, Step, make_numeric, trie_alt
+from .common import Rule, Step, Steps, TraceStep, make_numeric, trie_alt
+from .common import grammar as g
 from .lexicon import Lexicon
 from .tables import (
     CURRENCIES,
@@ -43,30 +44,17 @@ from .tables import (
     KO_LETTERS,
     KO_PARTICLES,
     MAGNITUDES,
+    PER,
     UNITS,
     Currency,
 )
 
-_ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-
-
-# A number: thousands groups, or at most 16 digits (longer runs are codes, read digit by
-# digit by the ``digits`` alternative; this also keeps int() away from huge strings).
-_NUM = r"\d{1,3}(?:,\d{3}){1,6}(?!,?\d)(?:\.\d+)?|\d{1,16}(?!\d)(?:\.\d+)?"
+_NUM = g.NUM
 _COUNTERS = trie_alt(KO_COUNTERS)
 _PARTICLES = trie_alt(KO_PARTICLES)
-_UNITS_ALL = trie_alt(UNITS)
-_UNITS_SPACED = trie_alt(k for k, u in UNITS.items() if u.spaced)
-_MAGS = trie_alt(MAGNITUDES)
-_CODES = trie_alt(CURRENCY_CODES)
 _BIG = trie_alt(KO_BIG_UNITS)
-_SYMS = "".join(CURRENCIES)
-_AMPM = r"[AaPp]\.?[Mm](?:\.(?=\S))?(?![A-Za-z])"
-_TIME = r"\d{1,2}:\d{2}(?::\d{2})?"
-
-
-def _unit(p: str) -> str:
-    return rf"(?:(?P<{p}u1>{_UNITS_ALL})|\s(?P<{p}u2>{_UNITS_SPACED}))(?![A-Za-z0-9])"
+_unit = g.unit
+_BIG_SET = frozenset(KO_BIG_UNITS)
 
 
 def _counter(p: str) -> str:
@@ -80,38 +68,52 @@ def _counter(p: str) -> str:
 
 # Structured forms first (each fails fast on its fixed shape), then one number followed
 # by whatever says what it counts. The tail alternatives are named after their rule;
-# being the last group to close, the name is `m.lastgroup` (a bare number: ``qn``).
-NUMERIC = re.compile(
-    r"(?=[-+]?\d|[" + _SYMS + r"]|제\s?\d|[vV]\d)(?:"
-    r"(?P<digits>\d{17,})"
-    r"|(?P<date>(?P<dy>\d{4})(?P<ds>[-/.]|\.\s)(?P<dm>\d{1,2})(?P=ds)(?P<dd>\d{1,2})(?!\d|\.\d))"
-    rf"|(?P<trange>(?P<ta>{_TIME})\s?[~\-–]\s?(?P<tb>{_TIME})(?![\d:]))"
-    rf"|(?P<time>(?P<th>\d{{1,2}}):(?P<tm>\d{{2}})(?::(?P<ts>\d{{2}}))?(?![\d:])"
-    rf"(?:\s?(?P<tap>{_AMPM}))?)"
-    r"|(?P<phone>\+\d{1,3}(?:[-\s]\d{1,4}){2,3}(?!\d)"
-    r"|0\d{1,2}(?P<ps>[-.])\d{3,4}(?P=ps)\d{4}(?!\d)|1[5-9]\d{2}-\d{4}(?!\d))"
-    rf"|(?P<currency>(?P<csym>[{_SYMS}])\s?(?P<cn>{_NUM})"
-    rf"(?:\s?(?P<cmag>{_MAGS})(?![A-Za-z]))?"
-    rf"(?:\s?[~\-–]\s?(?P=csym)?(?P<cn2>{_NUM})(?:\s?(?P<cmag2>{_MAGS})(?![A-Za-z]))?)?)"
-    r"|(?P<version>(?P<vv>[vV])?(?P<vn>\d+(?:\.\d+){2,})|(?P<vv2>[vV])(?P<vn2>\d+(?:\.\d+)?))"
-    rf"|(?P<kje>제\s?)?(?P<qsg>[-+])?(?P<qn>{_NUM})(?:"
-    # Counters first: the commonest tail, and no other tail starts with Hangul.
-    rf"(?P<counter>{_counter('k')}"
-    rf"(?:\s?[~\-–]\s?(?P<kn2>{_NUM})(?P<kc3>{_COUNTERS}))?)"
-    rf"|(?P<currency_code>\s?(?P<ccode>{_CODES})(?![A-Za-z]))"
-    rf"|(?P<currency_post>\s?(?P<csym2>[{_SYMS}]))"
-    rf"|(?P<range>\s?(?P<rsep>[~\-–])\s?(?P<rb>{_NUM})"
-    rf"(?:(?P<rpct>\s?%p?)|{_unit('r')}|{_counter('r')})?)"
-    rf"|(?P<big>(?P<bu>{_BIG})(?:\s?(?P<bc>{_COUNTERS}))?)"
-    r"|(?P<magnitude>(?P<mg>[KkMB]|bn|mn)(?![A-Za-z0-9]))"
-    r"|(?P<percent>\s?(?P<pp>%p?))"
-    rf"|(?P<unit>{_unit('u')})"
-    r"|(?P<ordinal>(?:st|nd|rd|th)(?![A-Za-z]))"
-    rf"|(?P<ampm>\s?(?P<aap>{_AMPM}))"
-    rf"|(?P<times>\s?[x×](?:\s?(?P<xb>{_NUM}))?(?![A-Za-z0-9]))"
-    r"|(?P<ratio>:(?P<qb>\d{1,16})(?!\d))"
-    r"|(?P<fraction>/(?P<fb>\d{1,16})(?!\d))"
-    r")?)"
+# being the last group to close, the name is `m.lastgroup` (a bare number: ``qn``). The
+# shapes both languages share come from `common.grammar`.
+NUMERIC = g.numeric(
+    g.NUM_START + r"|-?[" + g.SYMS + r"]|제\s?\d|[vV]\d|\(0\d|[AB]\d|" + g.CODE_START,
+    g.NUM_FIRST + "제vV(AB" + g.CODE_FIRST,
+    [
+        g.DIGITS,
+        r"(?P<date>(?P<dy>\d{4})(?P<ds>[-/.]|\.\s)(?P<dm>\d{1,2})(?P=ds)(?P<dd>\d{1,2})"
+        r"(?!\d|\.\d))",
+        r"(?P<date_dmy>(?P<ea>\d{1,2})/(?P<eb>\d{1,2})/(?P<ey>\d{4})(?!\d))",
+        g.TRANGE,
+        g.TIME_ALT,
+        r"(?P<phone>\+\d{1,3}(?:[-\s]\d{1,4}){2,3}(?!\d)"
+        r"|\(0\d{1,2}\)\s?\d{3,4}-\d{4}(?!\d)"
+        r"|0\d{1,2}(?P<ps>[-.\s])\d{3,4}(?P=ps)\d{4}(?!\d)|1[5-9]\d{2}-\d{4}(?!\d)"
+        r"|[1-9]\d{2}(?P<ps3>[-.])\d{3}(?P=ps3)\d{4}(?!\d)"
+        r"|\d{4}(?P<ps4>[-\s])\d{4}(?P=ps4)\d{4}(?P=ps4)\d{4}(?!\d))",
+        g.currency(_BIG),
+        g.code_first(_BIG),
+        g.MIDDOT,
+        r"(?P<paper>(?<![A-Za-z])(?P<pl>[AB])(?P<pn>\d)(?![A-Za-z0-9]))",
+        g.VERSION,
+    ],
+    [
+        # Counters first: the commonest tail, and no other tail starts with Hangul.
+        rf"(?P<counter>{_counter('k')}"
+        r"(?:\s?\((?P<kwd>[월화수목금토일])\))?"
+        rf"(?:\s?{g.RANGE_SIGN}\s?(?:(?P<kap>오전|오후)\s?)?(?P<kn2>{_NUM})(?P<kc3>{_COUNTERS})"
+        r"(?:\s?\((?P<kwd2>[월화수목금토일])\))?)?"
+        rf"{g.per('k')}?)",
+        g.CURRENCY_CODE,
+        g.currency_post(),
+        rf"(?P<range>\s?(?P<rsep>{g.RANGE_SIGN})\s?(?P<rb>{_NUM})"
+        rf"(?:(?P<rpct>\s?%p?)|{_unit('r')}|{_counter('r')})?)",
+        rf"(?P<big>(?P<bu>{_BIG})(?:\s?(?P<bc>{_COUNTERS}))?)",
+        g.MAGNITUDE,
+        r"(?P<percent>\s?(?P<pp>%p?))",
+        rf"(?P<unit>{_unit('u')}{g.per('u')}?)",
+        g.ORDINAL,
+        g.AMPM_TAIL,
+        g.TIMES,
+        g.RATIO,
+        r"(?P<quarter>/4\s?분기)",
+        rf"(?P<fraction>/(?P<fb>\d{{1,16}})(?!\d)(?:{_unit('f')})?)",
+    ],
+    prefix=r"(?P<kje>제\s?)?",
 )
 # The same groups as the number alternative (kje never matches), for `_number`.
 _PLAIN = re.compile(rf"(?P<digits>\d{{17,}})|(?P<kje>(?!))?(?P<qsg>[-+])?(?P<qn>{_NUM})")
@@ -120,28 +122,22 @@ _PLAIN = re.compile(rf"(?P<digits>\d{{17,}})|(?P<kje>(?!))?(?P<qsg>[-+])?(?P<qn>
 # -- readings ---------------------------------------------------------------------------
 
 
-def _int(s: str) -> int:
-    return int(s.replace(",", ""))
-
-
-def _is_int(s: str) -> bool:
-    return "." not in s
-
-
 def _sino(s: str) -> str:
     """A number used as a quantity: its value, so 05분 is 오 분 (not 공오 분)."""
-    if _is_int(s):
-        return nw.ko_sino(_int(s))
+    if g.is_int(s):
+        return nw.ko_sino(g.to_int(s))
     whole, _, frac = s.replace(",", "").partition(".")
-    return f"{nw.ko_sino(int(whole))} 점 {nw.ko_digits(frac)}"
+    return f"{nw.ko_sino(int(whole or 0))} 점 {nw.ko_digits(frac)}"
 
 
 def _with_counter(num: str, counter: str, sign: str | None = None) -> str:
     kind = KO_COUNTERS[counter]
-    integer = _is_int(num) and not sign
-    v = _int(num) if integer else -1
+    integer = g.is_int(num) and not sign
+    v = g.to_int(num) if integer else -1
     if kind == "month" and integer:
         return nw.ko_month(v)
+    if kind == "ordinal" and integer and v >= 100:
+        return f"{nw.ko_sino(v)} {counter}"  # 189번째: 백팔십구 번째
     if kind in ("ordinal", "nominal") and integer and v >= 1:
         low = v % 100
         head = nw.ko_sino(v - low) if v >= 100 else ""
@@ -163,8 +159,8 @@ def _with_counter(num: str, counter: str, sign: str | None = None) -> str:
 
 def _with_unit(num: str, unit: str, sign: str | None = None) -> str:
     u = UNITS[unit]
-    if u.ko_native and _is_int(num) and 1 <= _int(num) <= 99 and not sign:
-        words = nw.ko_native(_int(num))
+    if u.ko_native and g.is_int(num) and 1 <= g.to_int(num) <= 99 and not sign:
+        words = nw.ko_native(g.to_int(num))
     else:
         words = _sino(num)
     if sign == "-":
@@ -180,6 +176,10 @@ def _percent(num: str, p: str) -> str:
 
 
 def _money(amount: str, cur: Currency, mag: str | None) -> str:
+    if mag and mag in _BIG_SET:
+        # ₩30억, $1.5만: the amount as written before its unit.
+        head = "" if amount == "1" and mag[0] in "십백천만" else _sino(amount)
+        return f"{head}{mag} {cur.ko}"
     value = Decimal(amount.replace(",", ""))
     if mag:
         value *= MAGNITUDES[mag]
@@ -208,15 +208,6 @@ def _clock(h: int, mi: int, s: int | None, ap: str | None) -> str:
     return words
 
 
-def _parse_time(t: str) -> tuple[int, int, int | None] | None:
-    parts = [int(x) for x in t.split(":")]
-    h, mi = parts[0], parts[1]
-    s = parts[2] if len(parts) > 2 else None
-    if h > 24 or mi > 59 or (s is not None and s > 59):
-        return None
-    return h, mi, s
-
-
 def _plain(text: str) -> str:
     return _PLAIN.sub(_plain_number, text)
 
@@ -229,23 +220,11 @@ def _digits(m: re.Match[str]) -> str:
     return nw.ko_digits(m.group(0), phone=True)
 
 
-def _lead(m: re.Match[str]) -> tuple[str, str | None]:
-    """(text kept before the reading, the sign's meaning) for the number alternative.
-
-    A ``-`` or ``+`` glued to a word or digit before it is a hyphen or an operator
-    ("A-5", "3+4"), kept as written; otherwise it is the number's sign.
-    """
-    kept = m["kje"] or ""
-    sign = m["qsg"]
-    if sign:
-        i = m.start("qsg")
-        if i > 0 and m.string[i - 1].isalnum():
-            return kept + sign, None
-    return kept, sign
+_SIGNS = {"-": "마이너스 ", "+": "플러스 "}
 
 
 def _sign_word(sign: str | None) -> str:
-    return {"-": "마이너스 ", "+": "플러스 "}.get(sign or "", "")
+    return _SIGNS.get(sign or "", "")
 
 
 # -- handlers, one per alternative of NUMERIC ---------------------------------------------
@@ -258,35 +237,12 @@ def _date(m: re.Match[str]) -> str:
     return f"{nw.ko_sino(y)} 년 {nw.ko_month(mo)} {nw.ko_sino(d)} 일"
 
 
-def _trange(m: re.Match[str]) -> str:
-    a, b = _parse_time(m["ta"]), _parse_time(m["tb"])
-    if a is None or b is None:
-        return _plain(m.group(0))
-    return f"{_clock(*a, None)}에서 {_clock(*b, None)}"
-
-
-def _time(m: re.Match[str]) -> str:
-    t = _parse_time(m["th"] + ":" + m["tm"] + (":" + m["ts"] if m["ts"] else ""))
-    if t is None:
-        return _plain(m.group(0)).replace(":", " 대 ")
-    return _clock(*t, m["tap"])
-
-
 def _phone(m: re.Match[str]) -> str:
     s = m.group(0)
     if sum(c.isdigit() for c in s) < 7:
         return _plain(s)
     head = "플러스 " if s.startswith("+") else ""
-    groups = re.split(r"[-.\s]+", s.lstrip("+"))
-    return head + " ".join(nw.ko_digits(g, phone=True) for g in groups)
-
-
-def _currency(m: re.Match[str]) -> str:
-    cur = CURRENCIES[m["csym"]]
-    words = _money(m["cn"], cur, m["cmag"])
-    if m["cn2"]:
-        words += "에서 " + _money(m["cn2"], cur, m["cmag2"])  # $5~$10
-    return words
+    return head + " ".join(nw.ko_digits(p, phone=True) for p in g.phone_groups(s))
 
 
 def _version_like(s: str) -> str:
@@ -303,27 +259,15 @@ def _version(m: re.Match[str]) -> str:
     return words
 
 
-def _currency_code(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
-    return kept + _sign_word(sign) + _money(m["qn"], CURRENCY_CODES[m["ccode"]], None)
-
-
 def _currency_post(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     return kept + _sign_word(sign) + _money(m["qn"], CURRENCIES[m["csym2"]], None)
 
 
-def _local_phone(m: re.Match[str]) -> bool:
-    """123-4567 is a local phone number; 100-1000 and 300-5000 read as ranges."""
-    a, b = m["qn"], m["rb"]
-    return (m["rsep"] == "-" and not m["qsg"] and m.group(0) == f"{a}-{b}" and len(a) == 3
-            and len(b) == 4 and (a + b).isdigit() and int(b) % 100 != 0)
-
-
 def _range(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     a, b = m["qn"], m["rb"]
-    if _local_phone(m):
+    if g.local_phone(m):
         return f"{nw.ko_digits(a, phone=True)} {nw.ko_digits(b, phone=True)}"
     first = _sign_word(sign) + _sino(a)
     if m["rpct"] is not None:
@@ -339,7 +283,7 @@ def _range(m: re.Match[str]) -> str:
 
 
 def _big(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     n, unit = m["qn"], m["bu"]
     # 1만 and 1천 are said 만, 천; 1억 and 1조 keep their 일.
     head = "" if n == "1" and unit[0] in "십백천만" else _sino(n)
@@ -350,7 +294,7 @@ def _big(m: re.Match[str]) -> str:
 
 
 def _magnitude(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     value = Decimal(m["qn"].replace(",", "")) * MAGNITUDES[m["mg"]]
     if value == value.to_integral_value():
         words = nw.ko_sino(int(value))
@@ -360,25 +304,26 @@ def _magnitude(m: re.Match[str]) -> str:
 
 
 def _percent_h(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     return kept + _sign_word(sign) + _percent(m["qn"], m["pp"])
 
 
 def _unit_h(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
-    return kept + _with_unit(m["qn"], m["uu1"] or m["uu2"], sign)
+    kept, sign = g.lead(m)
+    words = kept + _with_unit(m["qn"], m["uu1"] or m["uu2"], sign)
+    return _per(words, m["uper"]) if m["uper"] else words
 
 
 def _ordinal(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     n = m["qn"]
-    if sign or not _is_int(n) or _int(n) == 0:
+    if sign or not g.is_int(n) or g.to_int(n) == 0:
         return kept + _sign_word(sign) + _sino(n) + " 번째"
     return kept + _with_counter(n, "번째")
 
 
 def _ampm(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     n = m["qn"]
     if sign or not n.isdigit() or int(n) > 24:
         return kept + _sign_word(sign) + nw.ko_number(n) + " " + m["aap"]
@@ -386,7 +331,7 @@ def _ampm(m: re.Match[str]) -> str:
 
 
 def _times(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     if m["xb"]:
         return f"{kept}{_sign_word(sign)}{_sino(m['qn'])} 곱하기 {_sino(m['xb'])}"
     return kept + _with_counter(m["qn"], "배", sign)
@@ -395,50 +340,116 @@ def _times(m: re.Match[str]) -> str:
 _SCORE_NEXT = re.compile(r"\s?\d")
 
 
+#: Nouns a number + 번 names (3번 출구: the exit numbered three, 삼 번), where 번 is a
+#: label, read in Sino-Korean; elsewhere 번 counts times (세 번 했다), read natively
+#: (National Institute of Korean Language: 번 as 번호 vs as 횟수).
+_LABEL_NOUNS = (
+    "출구 입구 버스 문제 문항 선수 타자 게이트 홀 트랙 채널 방 칸 국도 도로 고속도로 선 "
+    "라인 승강장 플랫폼 좌석 자리 테이블 창구 항목 사진 파일 슬라이드 카드 번호 마을버스 "
+    "환자 손님 고객 테이블 주차장 열람실 강의실 교실 부스 레인 코스 핀 포트 슬롯 사물함 "
+    "케이블 노선 정류장 출입문 타석 트랙 곡 그림 예시 보기 답 후보 참가자 팀 조"
+).split()
+_LABEL_NEXT = re.compile(
+    r"\s(?:" + trie_alt(_LABEL_NOUNS) + r")(?:" + _PARTICLES + r")?(?![가-힣])")
+_WEEKDAYS = {"월": "월요일", "화": "화요일", "수": "수요일", "목": "목요일", "금": "금요일",
+             "토": "토요일", "일": "일요일"}
+
+
 def _counter_h(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     num, counter, je = m["qn"], m["kc1"] or m["kc2"], m["kje"]
     if je and not (m.start() > 0 and "가" <= m.string[m.start() - 1] <= "힣"):
         words = f"제{_sino(num)} {counter}"
     elif counter == "대" and not m["kn2"] and _SCORE_NEXT.match(m.string, m.end()):
         words = f"{kept}{_sign_word(sign)}{_sino(num)} 대"  # a score: 3 대 1
+    elif counter == "번" and not m["kn2"] and _LABEL_NEXT.match(m.string, m.end()):
+        words = f"{kept}{_sign_word(sign)}{_sino(num)} 번"  # a label: 3번 출구
     else:
         # A 제 that ends a word (문제3개) is not the ordinal prefix: kept as written.
         words = kept + _with_counter(num, counter, sign)
+    if m["kwd"]:
+        words += " " + _WEEKDAYS[m["kwd"]]  # 1일(월): the weekday, without brackets
     if m["kn2"]:
-        # 9시~18시, 1개~2개: a range written with the counter on both ends.
-        words += f"에서 {_with_counter(m['kn2'], m['kc3'])}"
-    return words
+        # 9시~18시, 1개~2개, 오전 9시~오후 6시: a range with the counter on both ends.
+        ap = f"{m['kap']} " if m["kap"] else ""
+        words += f"에서 {ap}{_with_counter(m['kn2'], m['kc3'])}"
+        if m["kwd2"]:
+            words += " " + _WEEKDAYS[m["kwd2"]]
+    return _per(words, m["kper"]) if m["kper"] else words
+
+
+def _per(words: str, key: str) -> str:
+    """5000원/개 -> 개당 오천 원, $20/mo -> 월 이십 달러."""
+    return f"{PER[key][1]} {words}"
+
+
+def _quarter(m: re.Match[str]) -> str:
+    kept, sign = g.lead(m)
+    return f"{kept}{_sign_word(sign)}{nw.ko_number(m['qn'])} 사분기"  # 1/4분기: 일 사분기
+
+
+def _date_dmy(m: re.Match[str]) -> str:
+    a, b, y = int(m["ea"]), int(m["eb"]), int(m["ey"])
+    if 1 <= a <= 12 and 1 <= b <= 31:
+        mo, d = a, b
+    elif 1 <= b <= 12 and 1 <= a <= 31:
+        mo, d = b, a  # 25/12/2026: day first
+    else:
+        return _plain(m.group(0)).replace("/", " ")
+    return f"{nw.ko_sino(y)} 년 {nw.ko_month(mo)} {nw.ko_sino(d)} 일"
+
+
+def _middot(m: re.Match[str]) -> str:
+    """6·25, 5·18, 3·1절: digit by digit, as these dates are named."""
+    return nw.ko_digits(m["mda"] + m["mdb"])
+
+
+#: English digit names in Hangul, for paper sizes (A4: 에이포).
+_EN_DIGITS_KO = ("제로", "원", "투", "쓰리", "포", "파이브", "식스", "세븐", "에이트", "나인")
+
+
+def _paper(m: re.Match[str]) -> str:
+    return KO_LETTERS[m["pl"]] + _EN_DIGITS_KO[int(m["pn"])]
 
 
 def _ratio(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     return f"{kept}{_sign_word(sign)}{nw.ko_number(m['qn'])} 대 {nw.ko_number(m['qb'])}"
 
 
 def _fraction(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
     kept += _sign_word(sign)
     num = m["qn"]
-    if not _is_int(num):
+    if not g.is_int(num):
         return f"{kept}{nw.ko_number(num)} 나누기 {nw.ko_number(m['fb'])}"
-    a, b = _int(num), int(m["fb"])
+    a, b = g.to_int(num), int(m["fb"])
+    unit = m["fu1"] or m["fu2"]
     if b == 0:
         return f"{kept}{nw.ko_number(num)} 나누기 영"
-    if not sign and not (a < b <= 10) and 1 <= a <= 12 and 1 <= b <= 31:
+    if not unit and not sign and not (a < b <= 10) and 1 <= a <= 12 and 1 <= b <= 31:
         return f"{kept}{nw.ko_month(a)} {nw.ko_sino(b)} 일"  # 8/24: a date
-    return f"{kept}{nw.ko_sino(b)}분의 {nw.ko_sino(a)}"
+    words = f"{kept}{nw.ko_sino(b)}분의 {nw.ko_sino(a)}"
+    return f"{words} {UNITS[unit].ko}" if unit else words
+
+
+#: Emergency and service numbers, said digit by digit (일일구) when they stand alone.
+_SERVICE_NUMBERS = frozenset({"112", "119", "114", "120", "1330"})
 
 
 def _number(m: re.Match[str]) -> str:
-    kept, sign = _lead(m)
+    kept, sign = g.lead(m)
+    if m["qn"] in _SERVICE_NUMBERS and not sign:
+        return kept + nw.ko_digits(m["qn"], phone=True)
     return kept + _sign_word(sign) + nw.ko_number(m["qn"])
 
 
 _HANDLERS = {
+    **g.handlers(g.Words(_plain, _clock, _money, _SIGNS, "에서 ", " 대 ", _per)),
     "digits": _digits,
-    "date": _date, "trange": _trange, "time": _time, "phone": _phone,
-    "currency": _currency, "version": _version, "currency_code": _currency_code,
+    "date": _date, "phone": _phone, "date_dmy": _date_dmy, "middot": _middot,
+    "paper": _paper, "quarter": _quarter,
+    "version": _version,
     "currency_post": _currency_post,
     "range": _range, "big": _big, "magnitude": _magnitude, "percent": _percent_h,
     "unit": _unit_h, "ordinal": _ordinal, "ampm": _ampm, "times": _times, "counter": _counter_h,
@@ -450,6 +461,59 @@ _NAMES = {"qn": "number"}
 
 _numeric = make_numeric(_HANDLERS, _plain)
 
+#: Particles whose form follows the last syllable (받침 or not): written for the digits,
+#: they are chosen again from the reading (4/7이 -> 칠분의 사가).
+_PARTICLE_PAIRS = {"이": ("이", "가"), "가": ("이", "가"), "을": ("을", "를"),
+                   "를": ("을", "를"), "은": ("은", "는"), "는": ("은", "는"),
+                   "과": ("과", "와"), "와": ("과", "와"), "으로": ("으로", "로"),
+                   "로": ("으로", "로"), "이나": ("이나", "나"), "이랑": ("이랑", "랑")}
+_PARTICLE_AFTER = re.compile(r"(?:으로|이나|이랑|[이가을를은는과와로])(?![가-힣])")
+
+
+def _particle(reading: str, written: str) -> str:
+    """The form of ``written`` that follows ``reading`` (사 + 이 -> 사가)."""
+    last = reading[-1:]
+    if not ("가" <= last <= "힣"):
+        return written
+    final = (ord(last) - 0xAC00) % 28
+    with_final, without = _PARTICLE_PAIRS[written]
+    if with_final in ("으로",):
+        return without if final in (0, 8) else with_final  # ㄹ takes 로: 일로, 칠로
+    return with_final if final else without
+
+
+def numbers(text: str, steps: Steps) -> str:
+    """Read every number (`NUMERIC`), then match a particle written right after it to
+    the reading (trace ``particle``).
+
+    Example:
+        >>> numbers("4/7이 3/5를", None)
+        '칠분의 사가 오분의 삼을'
+    """
+    out: list[str] = []
+    pos = 0
+    for m in NUMERIC.finditer(text):
+        rep = _numeric(m)
+        if steps is not None and rep != m.group(0):
+            steps.append(TraceStep(_NAMES.get(m.lastgroup or "", m.lastgroup or "number"),
+                                   m.group(0), rep))
+        out.append(text[pos : m.start()])
+        out.append(rep)
+        pos = m.end()
+        if rep != m.group(0) and not m["kje"]:  # 제2과: a lesson, not "2 and"
+            pm = _PARTICLE_AFTER.match(text, pos)
+            if pm:
+                fixed = _particle(rep, pm.group(0))
+                if fixed != pm.group(0):
+                    if steps is not None:
+                        steps.append(TraceStep("particle", pm.group(0), fixed))
+                    out.append(fixed)
+                    pos = pm.end()
+    if not out:
+        return text
+    out.append(text[pos:])
+    return "".join(out)
+
 
 # -- letters and symbols ----------------------------------------------------------------
 
@@ -457,8 +521,24 @@ _ACRONYM = re.compile(r"(?=[A-Z])(?<![A-Za-z])(?P<a>[A-Z]+)s?(?![a-z])")
 _VOWELS = frozenset("AEIOU")
 
 
+_WEB_WORDS = g.WebWords(
+    {"://": " 콜론 슬래시 슬래시 ", "/": " 슬래시 ", ".": " 닷 ", "@": " 앳 ", "-": " 하이픈 ",
+     "_": " 언더바 ", ":": " 콜론 ", "?": " 물음표 ", "=": " 이퀄 ", "&": " 앤 ", "#": " 샵 ",
+     "%": " 퍼센트 ", "~": " 물결 ", "+": " 플러스 "},
+    lambda t: "".join(KO_LETTERS[c] for c in t.upper()),
+    nw.ko_digits,
+    {"com": "컴", "net": "넷"},
+    ip_dot=" 점 ",
+    ip_number=nw.ko_number,
+)
+#: A weekday in brackets after a date the counter tail did not take (1/1(월), 25일 (금)).
+_WEEKDAY_AFTER = re.compile(r"(?<=\d)\s?\((?P<wd>[월화수목금토일])\)")
+
+
 def _acronym(m: re.Match[str]) -> str:
     run = m["a"]
+    if run in CURRENCY_CODES and not m.group(0).endswith("s"):
+        return CURRENCY_CODES[run].ko  # KRW, USD: the currency, not its letters
     if len(run) >= 6 and _VOWELS.intersection(run):
         return m.group(0)  # a shouted word, not an acronym: leave it to the model
     return "".join(KO_LETTERS[c] for c in run)
@@ -493,8 +573,11 @@ def rules(lexicon: Lexicon) -> list[Step]:
         True
     """
     return [
+        Rule("web", g.WEB, g.web_repl(_WEB_WORDS, lambda t: t.lower() in lexicon.entries),
+             by_group=True),
         lexicon.apply,
-        Rule("number", NUMERIC, _numeric, by_group=True, aliases=_NAMES),
+        Rule("weekday", _WEEKDAY_AFTER, lambda m: " " + _WEEKDAYS[m["wd"]]),
+        numbers,
         Rule("acronym", _ACRONYM, _acronym),
         Rule("symbol", _SYMBOL, _symbol),
         make_cleanup("ko"),

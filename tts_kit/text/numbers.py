@@ -220,8 +220,10 @@ def en_number(text: str) -> str:
     if (len(whole) > 1 and whole[0] == "0") or len(whole) > EN_MAX_DIGITS:
         head = en_digits(whole)
     else:
-        head = en_cardinal(int(whole)) if whole else "zero"
-    return f"{head} point {en_digits(frac)}" if frac else head
+        head = en_cardinal(int(whole)) if whole else ""
+    if not whole and frac:
+        return f"point {en_digits(frac)}"  # .5: said as written
+    return f"{head} point {en_digits(frac)}" if frac else head or "zero"
 
 
 def clear_caches() -> None:

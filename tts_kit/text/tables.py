@@ -64,6 +64,20 @@ UNITS: dict[str, Unit] = {
     "ml": _u("밀리리터", "milliliter"),
     "mL": _u("밀리리터", "milliliter"),
     "L": _u("리터", "liter", spaced=False),
+    "l": _u("리터", "liter", spaced=False),
+    "cm3": _u("세제곱센티미터", "cubic centimeter"),
+    "mm2": _u("제곱밀리미터", "square millimeter"),
+    "km3": _u("세제곱킬로미터", "cubic kilometer"),
+    "ft2": _u("제곱피트", "square foot", "square feet"),
+    "m/s2": _u("미터 매 제곱초", "meter per second squared", "meters per second squared"),
+    # capitals as written in shouted specs and labels (12KG, 5KM)
+    "KG": _u("킬로그램", "kilogram"),
+    "KM": _u("킬로미터", "kilometer"),
+    "CM": _u("센티미터", "centimeter"),
+    "MM": _u("밀리미터", "millimeter"),
+    "MG": _u("밀리그램", "milligram"),
+    "ML": _u("밀리리터", "milliliter"),
+    "LBS": _u("파운드", "pound"),
     # data
     "KB": _u("킬로바이트", "kilobyte"),
     "kB": _u("킬로바이트", "kilobyte"),
@@ -106,6 +120,8 @@ UNITS: dict[str, Unit] = {
     "kW": _u("킬로와트", "kilowatt"),
     "kWh": _u("킬로와트시", "kilowatt hour"),
     "V": _u("볼트", "volt", spaced=False),
+    "N": _u("뉴턴", "newton", spaced=False),
+    "kN": _u("킬로뉴턴", "kilonewton"),
     "mA": _u("밀리암페어", "milliamp"),
     "mAh": _u("밀리암페어시", "milliamp hour"),
     "kcal": _u("킬로칼로리", "kilocalorie"),
@@ -163,6 +179,37 @@ CURRENCY_CODES: dict[str, Currency] = {
     "JPY": CURRENCIES["¥"],
     "KRW": CURRENCIES["₩"],
     "CNY": Currency("위안", "", "yuan", "yuan"),
+    "AUD": Currency("호주 달러", "센트", "Australian dollar", "Australian dollars", "cent",
+                    "cents"),
+    "CAD": Currency("캐나다 달러", "센트", "Canadian dollar", "Canadian dollars", "cent",
+                    "cents"),
+    "CHF": Currency("스위스 프랑", "", "Swiss franc", "Swiss francs"),
+    "HKD": Currency("홍콩 달러", "센트", "Hong Kong dollar", "Hong Kong dollars", "cent",
+                    "cents"),
+    "INR": CURRENCIES["₹"],
+}
+#: What "/" before a word means after an amount or a unit ($20/mo, 5 kg/day): the
+#: English word after "per", and the Korean phrase put before the amount (월 이십 달러,
+#: 시간당 십 달러).
+PER: dict[str, tuple[str, str]] = {
+    **dict.fromkeys(("mo", "month", "mth"), ("month", "월")),
+    **dict.fromkeys(("yr", "year"), ("year", "연")),
+    **dict.fromkeys(("wk", "week"), ("week", "주당")),
+    "day": ("day", "하루"),
+    **dict.fromkeys(("h", "hr", "hour"), ("hour", "시간당")),
+    **dict.fromkeys(("min", "minute"), ("minute", "분당")),
+    **dict.fromkeys(("s", "sec", "second"), ("second", "초당")),
+    "kg": ("kilogram", "킬로그램당"),
+    **dict.fromkeys(("lb", "pound"), ("pound", "파운드당")),
+    "GB": ("gigabyte", "기가바이트당"),
+    **dict.fromkeys(("person", "人", "명", "인"), ("person", "일 인당")),
+    "night": ("night", "일 박에"),
+    "unit": ("unit", "개당"),
+    "개": ("item", "개당"),
+    "월": ("month", "월"),
+    "일": ("day", "하루"),
+    "시간": ("hour", "시간당"),
+    "년": ("year", "연"),
 }
 #: Magnitude suffixes after an amount ($5M, $1.5 billion) and what they multiply by.
 MAGNITUDES: dict[str, int] = {
@@ -179,7 +226,7 @@ KO_COUNTERS: dict[str, str] = {
     **dict.fromkeys(
         "시 시간 개 명 살 마리 번 배 잔 권 대 그루 송이 장 벌 켤레 채 척 통 병 봉지 그릇 "
         "접시 군데 곳 가지 사람 자루 쌍 줄 판 바퀴 걸음 모금 방울 달 알 발 포기 다발 개비 "
-        "조각 칸 끼 차례 골 편".split(),
+        "조각 칸 끼 차례 골 편 자리 마디 곡".split(),
         "native",
     ),
     **dict.fromkeys(

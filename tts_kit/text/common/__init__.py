@@ -236,7 +236,7 @@ def language_tags(text: str, lang: str) -> str:
     """
     if "<" not in text:
         return text
-    from ..contract import LANGUAGES
+    from ...contract import LANGUAGES
 
     def tag(m: re.Match[str]) -> str:
         code = m.group(1).lower()
@@ -250,6 +250,36 @@ def language_tags(text: str, lang: str) -> str:
         return ""
 
     return LANGUAGE_TAG.sub(tag, text)
+
+
+# -- which language a text is in -----------------------------------------------------------
+
+_HANGUL = re.compile("[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]")
+_LATIN = re.compile("[A-Za-z]")
+
+
+def other_language(text: str, lang: str) -> str | None:
+    """The language ``text`` is clearly written in when that is not ``lang``, else None.
+
+    Clearly: read as English, more Hangul than Latin letters (at least two); read as
+    Korean, no Hangul at all and at least three Latin letters. Mixed text (Korean with
+    English terms) is never flagged.
+
+    Example:
+        >>> other_language("회의는 10시에 시작합니다", "en"), other_language("Hello there", "ko")
+        ('ko', 'en')
+        >>> other_language("FastAPI 서버", "ko") is None, other_language("OK 3개", "en") is None
+        (True, True)
+    """
+    if lang not in ("en", "ko"):
+        return None
+    hangul = len(_HANGUL.findall(text))
+    latin = len(_LATIN.findall(text))
+    if lang == "en" and hangul >= 2 and hangul > latin:
+        return "ko"
+    if lang == "ko" and hangul == 0 and latin >= 3:
+        return "en"
+    return None
 
 
 # -- Unicode preparation ------------------------------------------------------------------
@@ -267,6 +297,16 @@ _PUNCT_MAP = {
 }
 _PUNCT = re.compile("[" + "".join(_PUNCT_MAP) + "]")
 _WHITESPACE = re.compile(r"\s+")
+
+
+def _punct(m: re.Match[str]) -> str:
+    ch = m.group(0)
+    if ch in "\u00b7\u30fb":
+        # 6·25, 3·1절: a middle dot between digits names a date; the rules read it.
+        s, i = m.string, m.start()
+        if 0 < i < len(s) - 1 and s[i - 1].isdigit() and s[i + 1].isdigit():
+            return "\u00b7"
+    return _PUNCT_MAP[ch]
 
 
 def prepare(text: str, steps: Steps) -> str:
@@ -290,7 +330,7 @@ def prepare(text: str, steps: Steps) -> str:
             record_diff("digits", b2, text, steps)
         if _PUNCT.search(text):
             b3 = text
-            text = _PUNCT.sub(lambda m: _PUNCT_MAP[m.group(0)], text)
+            text = _PUNCT.sub(_punct, text)
             record_diff("punctuation", b3, text, steps)
     tidy = " ".join(text.split())
     if steps is not None and tidy != text:

@@ -1,0 +1,331 @@
+"""The numeric grammar English and Korean share: shapes of numbers, times, ranges,
+phone numbers and money, built once; each language adds its words.
+
+A language's `NUMERIC` is one regular expression made by `numeric` from named
+alternatives: structured forms first (times, money, versions ...), then one number
+followed by an optional tail saying what it measures. The alternatives below are the
+ones both languages use, with the same group names, so that the shared handlers of
+`handlers` can read them; a language passes its own words in a `Words`.
+
+Example:
+    >>> from tts_kit.text.common import grammar
+    >>> grammar.parse_time("10:30"), grammar.parse_time("25:00")
+    ((10, 30, None), None)
+    >>> grammar.to_int("15,000"), grammar.is_int("3.5")
+    (15000, False)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..tables import CURRENCIES, CURRENCY_CODES, MAGNITUDES, PER, UNITS, Currency
+from . import trie_alt
+
+#: A number: thousands groups, or at most 16 digits (longer runs are codes, read digit by
+#: digit by the ``digits`` alternative; this also keeps int() away from huge strings). A
+#: number may start with its decimal point (.5, $.01) when no digit or word is before it.
+NUM = (r"\d{1,3}(?:,\d{3}){1,6}(?!,?\d)(?:\.\d+)?|\d{1,16}(?!\d)(?:\.\d+)?"
+       r"|(?<![\w.,])\.\d{1,16}(?![\d.])")
+#: What a number may start with (the lookahead of `numeric`): a digit, a sign, or the
+#: point of ".5" with no word or digit before it.
+NUM_START = r"(?<![A-Za-z])[-+]?\d|\d|(?<![\w.,])[-+]?\.\d"
+AMPM = r"[AaPp]\.?[Mm](?:\.(?=\S))?(?![A-Za-z])"
+TIME = r"\d{1,2}:\d{2}(?::\d{2})?"
+#: Range signs: hyphen, en dash, tilde (Korean writes 9시~18시).
+RANGE_SIGN = r"[~\-–]"
+UNITS_ALL = trie_alt(UNITS)
+UNITS_SPACED = trie_alt(k for k, u in UNITS.items() if u.spaced)
+MAGS = trie_alt(MAGNITUDES)
+CODES = trie_alt(CURRENCY_CODES)
+SYMS = "".join(CURRENCIES)
+PERS = trie_alt(PER)
+
+
+def per(p: str) -> str:
+    """``/word`` after an amount or a unit, group ``<p>per`` (``$20/mo``, ``5 kg/day``)."""
+    return rf"(?:/(?P<{p}per>{PERS})(?![A-Za-z0-9가-힣]))"
+
+
+def unit(p: str) -> str:
+    """A unit after a number, glued (``5kg``) or spaced (``5 kg``), groups ``<p>u1``/``<p>u2``.
+
+    Example:
+        >>> bool(re.fullmatch(unit("x"), " kg"))
+        True
+    """
+    return rf"(?:(?P<{p}u1>{UNITS_ALL})|\s(?P<{p}u2>{UNITS_SPACED}))(?![A-Za-z0-9])"
+
+
+# -- alternatives both languages use (same group names, so the same handlers) -----------
+
+DIGITS = r"(?P<digits>\d{17,})"
+TRANGE = rf"(?P<trange>(?P<ta>{TIME})\s?{RANGE_SIGN}\s?(?P<tb>{TIME})(?![\d:]))"
+TIME_ALT = (rf"(?P<time>(?P<th>\d{{1,2}}):(?P<tm>\d{{2}})(?::(?P<ts>\d{{2}}))?(?![\d:])"
+            rf"(?:\s?(?P<tap>{AMPM}))?)")
+
+
+def currency(big: str = "") -> str:
+    """A currency sign before the amount: ``$5``, ``-$5.00``, ``$1.5M``, ``$5-$10``,
+    ``$20/mo``; ``big`` adds magnitudes a language writes after digits (Korean 억)."""
+    mags = f"(?:{MAGS})(?![A-Za-z])" + (f"|{big}" if big else "")
+    return (
+        rf"(?P<currency>(?:(?<![\w-])(?P<csg>-))?(?P<csym>[{SYMS}])\s?(?P<cn>{NUM})"
+        rf"(?:\s?(?P<cmag>{mags}))?"
+        rf"(?:\s?{RANGE_SIGN}\s?(?P=csym)?(?P<cn2>{NUM})(?:\s?(?P<cmag2>{mags}))?)?"
+        rf"{per('c')}?)"
+    )
+
+
+def code_first(big: str = "") -> str:
+    """An ISO code before the amount: ``USD 100``, ``KRW 5,000``, ``EUR 2.5M``."""
+    mags = f"(?:{MAGS})(?![A-Za-z])" + (f"|{big}" if big else "")
+    return (rf"(?P<code_first>(?<![A-Za-z])(?P<fcode>{CODES})\s?(?P<fn>{NUM})"
+            rf"(?:\s?(?P<fmag>{mags}))?)")
+
+
+#: What `code_first` can start with, for the lookahead, and its first letters.
+CODE_START = "(?:" + "|".join(sorted(CURRENCY_CODES)) + r")\s?\d"
+CODE_FIRST = "".join(sorted({c[0] for c in CURRENCY_CODES}))
+#: First characters of a number (`NUM_START`) or an amount with its currency sign.
+NUM_FIRST = r"0-9+\-." + SYMS
+#: 6·25, 5·18, 3·1절: dates of events written with a middle dot (kept by `prepare`
+#: between digits).
+MIDDOT = r"(?P<middot>(?P<mda>\d{1,2})·(?P<mdb>\d{1,2})(?!\d))"
+VERSION = (r"(?P<version>(?P<vv>[vV])?(?P<vn>\d+(?:\.\d+){2,})"
+           r"|(?P<vv2>[vV])(?P<vn2>\d+(?:\.\d+)?))")
+
+# Tails after the number (group ``qn``).
+CURRENCY_CODE = rf"(?P<currency_code>\s?(?P<ccode>{CODES})(?![A-Za-z]))"
+MAGNITUDE = r"(?P<magnitude>(?P<mg>[KkMB]|bn|mn)(?![A-Za-z0-9]))"
+ORDINAL = r"(?P<ordinal>(?:st|nd|rd|th)(?![A-Za-z]))"
+AMPM_TAIL = rf"(?P<ampm>\s?(?P<aap>{AMPM}))"
+TIMES = rf"(?P<times>\s?(?P<xo>[x×*])(?:\s?(?P<xb>{NUM}))?(?![A-Za-z0-9]))"
+RATIO = r"(?P<ratio>:(?P<qb>\d{1,16})(?!\d))"
+FRACTION = r"(?P<fraction>/(?P<fb>\d{1,16})(?!\d))"
+
+
+def currency_post(extra: str = "") -> str:
+    """A currency sign after the amount (``5$``, ``50¢`` with ``extra="¢"``)."""
+    return rf"(?P<currency_post>\s?(?P<csym2>[{SYMS}{extra}]))"
+
+
+def numeric(starts: str, first: str, heads: Sequence[str], tails: Sequence[str],
+            prefix: str = "") -> re.Pattern[str]:
+    """Assemble a language's numeric pattern.
+
+    ``starts`` is the lookahead on what a match can start with and ``first`` the body of
+    a character class of its first characters (the scanner skips everything else at C
+    speed), ``heads`` the structured alternatives in order, ``tails``
+    what may follow a plain number (group ``qn``, optional sign ``qsg``), ``prefix`` a
+    pattern allowed before the number (Korean 제).
+
+    Example:
+        >>> p = numeric(r"\\d", "0-9", [DIGITS], [ORDINAL])
+        >>> p.match("21st").lastgroup
+        'ordinal'
+    """
+    number = rf"{prefix}(?P<qsg>[-+])?(?P<qn>{NUM})(?:" + "|".join(tails) + ")?"
+    # One character class first (``first``): most positions fail it at C speed, before
+    # the finer lookahead, with its lookbehinds and alternatives, is tried.
+    return re.compile(rf"(?=[{first}])(?={starts})(?:" + "|".join([*heads, number]) + ")")
+
+
+# -- readings both languages share --------------------------------------------------------
+
+
+def to_int(s: str) -> int:
+    """The integer of a numeral with thousands commas."""
+    return int(s.replace(",", ""))
+
+
+def is_int(s: str) -> bool:
+    """Whether a numeral has no decimal part."""
+    return "." not in s
+
+
+def parse_time(t: str) -> tuple[int, int, int | None] | None:
+    """(hours, minutes, seconds or None) of ``h:mm[:ss]``, None when it is no clock time."""
+    parts = [int(x) for x in t.split(":")]
+    h, mi = parts[0], parts[1]
+    s = parts[2] if len(parts) > 2 else None
+    if h > 24 or mi > 59 or (s is not None and s > 59):
+        return None
+    return h, mi, s
+
+
+def lead(m: re.Match[str]) -> tuple[str, str | None]:
+    """(text kept before the reading, the sign's meaning) for the number alternative.
+
+    A ``-`` or ``+`` glued to a word or digit before it is a hyphen or an operator
+    ("A-5", "3+4"), kept as written; otherwise it is the number's sign. A prefix group
+    (``kje``, Korean 제) is kept as written.
+    """
+    kept = (m["kje"] or "") if "kje" in m.re.groupindex else ""
+    sign = m["qsg"]
+    if sign:
+        i = m.start("qsg")
+        if i > 0 and m.string[i - 1].isalnum():
+            return kept + sign, None
+    return kept, sign
+
+
+def local_phone(m: re.Match[str]) -> bool:
+    """123-4567 is a local phone number; 100-1000 and 300-5000 read as ranges."""
+    a, b = m["qn"], m["rb"]
+    return (m["rsep"] == "-" and not m["qsg"] and m.group(0) == f"{a}-{b}" and len(a) == 3
+            and len(b) == 4 and (a + b).isdigit() and int(b) % 100 != 0)
+
+
+def phone_groups(s: str) -> list[str]:
+    """The digit groups of a phone number, separators and brackets dropped."""
+    return [g for g in re.split(r"[-.\s()]+", s.lstrip("+")) if g]
+
+
+@dataclass(frozen=True)
+class Words:
+    """What a language says where the shared grammar needs a word.
+
+    Example:
+        >>> Words(str, lambda *a: "", lambda *a: "", {"-": "minus "}, " to ", " to ",
+        ...       lambda r, p: r).sign("-")
+        'minus '
+    """
+
+    plain: Callable[[str], str]
+    """Reads every number in a string plainly (the fallback of a malformed form)."""
+    clock: Callable[[int, int, int | None, str | None], str]
+    """Reads a clock time (hours, minutes, seconds, am/pm)."""
+    money: Callable[[str, Currency, str | None], str]
+    """Reads an amount in a currency, with an optional magnitude (M, bn)."""
+    signs: dict[str, str]
+    """Words for ``-`` and ``+`` before a number, trailing space included."""
+    to: str
+    """Joins the two ends of a range (" to ", "에서 ")."""
+    ratio: str
+    """Joins the two sides of a ratio (" to ", " 대 ")."""
+    per: Callable[[str, str], str]
+    """Says a reading "per" a unit: (reading, key of `tables.PER`) -> words."""
+
+    def sign(self, s: str | None) -> str:
+        return self.signs.get(s or "", "")
+
+
+def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
+    """The handlers of the shared alternatives (times, money), in ``w``'s words.
+
+    Example:
+        >>> hs = handlers(Words(str, lambda h, mi, s, ap: f"{h}h{mi}", lambda *a: "",
+        ...                     {}, " to ", " to ", lambda r, p: r))
+        >>> hs["trange"](re.match(TRANGE, "9:00-17:30"))
+        '9h0 to 17h30'
+    """
+
+    def trange(m: re.Match[str]) -> str:
+        a, b = parse_time(m["ta"]), parse_time(m["tb"])
+        if a is None or b is None:
+            return w.plain(m.group(0))
+        return f"{w.clock(*a, None)}{w.to}{w.clock(*b, None)}"
+
+    def time(m: re.Match[str]) -> str:
+        t = parse_time(m["th"] + ":" + m["tm"] + (":" + m["ts"] if m["ts"] else ""))
+        if t is None:
+            return w.plain(m.group(0)).replace(":", w.ratio)
+        return w.clock(*t, m["tap"])
+
+    def currency(m: re.Match[str]) -> str:
+        cur = CURRENCIES[m["csym"]]
+        words = w.sign(m["csg"]) + w.money(m["cn"], cur, m["cmag"])
+        if m["cn2"]:
+            words += w.to + w.money(m["cn2"], cur, m["cmag2"])  # $5-$10
+        return w.per(words, m["cper"]) if m["cper"] else words
+
+    def currency_code(m: re.Match[str]) -> str:
+        kept, sign = lead(m)
+        return kept + w.sign(sign) + w.money(m["qn"], CURRENCY_CODES[m["ccode"]], None)
+
+    def code_first(m: re.Match[str]) -> str:
+        return w.money(m["fn"], CURRENCY_CODES[m["fcode"]], m["fmag"])
+
+    return {"trange": trange, "time": time, "currency": currency,
+            "currency_code": currency_code, "code_first": code_first}
+
+
+# -- addresses: URLs, e-mail, IP addresses, domains, file names ----------------------------
+
+_EXTS = ("pdf txt csv tsv json py js ts exe zip gz tar mp3 mp4 wav flac jpg jpeg png gif svg "
+         "html htm md docx doc xlsx xls pptx ppt onnx yaml yml xml log ini cfg toml ipynb sh "
+         "bat dll so bin iso apk dmg hwp").split()
+_TLDS = "com org net edu gov io ai dev app kr jp uk de fr cn co info me tv us ca au".split()
+_END = r"[^\s<>\"'.,;:!?)\]]"
+WEB = re.compile(
+    r"(?<![\w.@/+%-])(?=[\w%+-]*(?:[.@][A-Za-z0-9]|://))(?:"
+    rf"(?P<url>(?:(?:https?|ftp)://|www\.)[^\s<>\"']*{_END})"
+    r"|(?P<email>[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)"
+    r"|(?P<ip>(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d))"
+    rf"|(?P<domain>[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.{trie_alt(_TLDS)}"
+    rf"(?:/[^\s<>\"']*{_END})?(?![\w-]))"
+    rf"|(?P<file>[\w-]+(?:\.[\w-]+)*\.{trie_alt(_EXTS + [e.upper() for e in _EXTS])}(?![\w-]))"
+    r")"
+)
+_WEB_TOKEN = re.compile(r"://|[A-Za-z]+|\d+|.")
+_SPELLED = frozenset({"http", "https", "ftp", "www", "exe", "api", "edu"})
+_VOWEL = re.compile("[aeiouAEIOU]")
+
+
+@dataclass(frozen=True)
+class WebWords:
+    """How a language says the parts of an address.
+
+    Example:
+        >>> WebWords({".": " dot "}, lambda t: " ".join(t.upper()), str, {}).say("ab.io", "domain")
+        'A B dot I O'
+    """
+
+    seps: dict[str, str]
+    """Words for separators (``.``, ``/``, ``@``, ``://`` ...)."""
+    spell: Callable[[str], str]
+    """Letter by letter (protocols, ``www``, labels of two letters or without a vowel:
+    ``io``, ``pdf``); other labels are said as the words they are."""
+    digits: Callable[[str], str]
+    """Digit by digit."""
+    readable: dict[str, str]
+    """Short labels said as words (``com``), and how."""
+    ip_dot: str = ""
+    """The word for the dots of an IP address, when not the ``.`` of ``seps``."""
+    ip_number: Callable[[str], str] | None = None
+    """How the numbers of an IP address are read, when not digit by digit."""
+
+    def say(self, text: str, kind: str) -> str:
+        out = []
+        seps = dict(self.seps, **({".": self.ip_dot} if kind == "ip" and self.ip_dot else {}))
+        for tok in _WEB_TOKEN.findall(text):
+            if tok.isdigit():
+                read = self.ip_number if kind == "ip" and self.ip_number else self.digits
+                out.append(read(tok))
+            elif tok.isascii() and tok.isalpha():
+                low = tok.lower()
+                if low in self.readable:
+                    out.append(self.readable[low])
+                elif low in _SPELLED or len(tok) <= 2 or not _VOWEL.search(tok):
+                    out.append(self.spell(tok))
+                else:
+                    out.append(tok)
+            else:
+                out.append(seps.get(tok, " "))
+        return " ".join("".join(f" {o} " for o in out).split())
+
+
+def web_repl(words: WebWords, known: Callable[[str], bool] = lambda t: False
+             ) -> Callable[[re.Match[str]], str]:
+    """The replacement function of `WEB` in ``words``; an address ``known`` says is a
+    term (a lexicon entry such as Node.js) is left for the lexicon."""
+
+    def repl(m: re.Match[str]) -> str:
+        if known(m.group(0)):
+            return m.group(0)
+        return words.say(m.group(0), m.lastgroup or "url")
+
+    return repl
