@@ -549,7 +549,7 @@ class Engine:
             >>> parts = list(engine.stream("One sentence. And another one.", steps=1,
             ...                            seed=0, max_chunk_chars=15))
             >>> [(p.index, p.text, p.last) for p in parts]
-            [(0, 'One sentence.', False), (1, 'And another', False), (2, 'one.', True)]
+            [(0, 'One sentence.', False), (1, 'And', False), (2, 'another one.', True)]
             >>> whole = engine.synthesize("One sentence. And another one.", steps=1,
             ...                           seed=0, max_chunk_chars=15)
             >>> bool(np.array_equal(np.concatenate([p.samples for p in parts]), whole.wav))
