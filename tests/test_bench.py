@@ -76,3 +76,23 @@ def test_precision_bench(tmp_path):
         assert all(r["verdict"] in ("within the floor", "audible risk", "broken")
                    and r["size_ratio"] < 1 for r in voice["rows"])
         assert "target on the real voice" in text
+
+
+def test_serving_bench(tiny_bundle_dir, tmp_path):
+    text, data = _run("serving.py", "--model", str(tiny_bundle_dir), "--requests", "2",
+                      "--concurrency", "1,2", "--steps", "1", tmp_path=tmp_path)
+    archs = {r["architecture"] for r in data["records"]}
+    assert archs == {"article", "workers", "threads", "blocking"}
+    assert all(r["status"] == "ok" and r["ok"] == 2 for r in data["records"]), data["records"]
+    assert [t["name"].split()[0] for t in data["targets"]] == ["workers", "workers", "PSS"]
+    assert "ratios to the article pattern" in text and "the article's claim" in text
+
+
+def test_streaming_bench(tiny_bundle_dir, tmp_path):
+    text, data = _run("streaming.py", "--model", str(tiny_bundle_dir), "--chars", "600",
+                      "--steps", "1", "--memory-chars", "1000,4000", tmp_path=tmp_path)
+    assert [(r["mode"], r["chars"]) for r in data["memory"]] == [
+        ("whole", 1000), ("chunk", 1000), ("whole", 4000), ("chunk", 4000)]
+    loads = {(r["loading"], r["mode"]): r["loads"] for r in data["order"]}
+    assert loads[("paged", "stage")] == 4 and loads[("paged", "chunk")] > 4
+    assert "targets" in text

@@ -162,7 +162,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "piper_voice", "family", "devices", "audio_metrics"),
     ("workload", "records", "stage_costs", "tune", "instances", "precision", "cluster",
      "verify"),
-    ("report", "plots", "widgets", "doctor", "cli"),
+    ("report", "plots", "widgets", "doctor", "serve", "cli"),
 )
 
 

@@ -29,7 +29,7 @@ NOTEBOOK_DIR = ROOT / "notebooks"
 SOURCES = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.py"))
 EXPECTED = [
     "00_quickstart", "01_text_normalization", "02_session_tuning", "03_fp16_conversion",
-    "04_paged_loading", "05_tuning_report",
+    "04_paged_loading", "05_tuning_report", "06_serving_under_load",
 ]
 
 

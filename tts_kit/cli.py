@@ -22,6 +22,7 @@ import errno
 import json
 import os
 import sys
+import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -112,26 +113,40 @@ def cmd_synth(args: argparse.Namespace) -> int:
     extra = {"noise_scale": args.noise_scale, "noise_w": args.noise_w} if piper else {}
     engine = make_engine(bundle, normalize=not args.no_normalize, loading=args.loading, **extra)
     speed = args.speed if args.speed is not None else (1.0 if piper else contract.DEFAULT_SPEED)
-    result = engine.synthesize(
+    t0 = time.perf_counter()
+    # Checked (text, voice, ranges) here, before the output file is touched.
+    parts = engine.stream(
         args.text, lang=args.lang, voice=args.voice or engine.bundle.default_voice,
-        steps=args.steps, speed=speed, seed=args.seed,
+        steps=args.steps, speed=speed, seed=args.seed, order=args.order,
     )
-    # Written beside and renamed into place: a full disk or a kill leaves an existing file
-    # as it was and no partial one.
+    timings: dict[str, float] = {}
+    frames = 0
+    # Written chunk by chunk (memory holds one chunk, not the text's audio) into a file
+    # beside the output, renamed into place at the end: a full disk, an error or a kill
+    # leaves an existing file as it was and no partial one.
     try:
-        with atomic_file(out) as tmp:
-            sf.write(str(tmp), result.wav, result.sample_rate, subtype="PCM_16", format=fmt)
+        with parts, atomic_file(out) as tmp, sf.SoundFile(
+                str(tmp), "w", engine.bundle.sample_rate, 1, subtype="PCM_16",
+                format=fmt) as fh:
+            for part in parts:
+                fh.write(part.samples)
+                frames += len(part.samples)
+                for k, v in part.timings.items():
+                    timings[k] = timings.get(k, 0.0) + v
     except (OSError, sf.SoundFileError) as exc:
         why = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
         raise UserError(f"{out}: could not write the audio ({why}); nothing was changed; "
                         "free some space or choose another -o") from None
-    _say(f"wrote {out} ({result.duration_s:.2f} s of audio at {result.sample_rate} Hz; "
+    timings["total"] = time.perf_counter() - t0
+    sr = engine.bundle.sample_rate
+    _say(f"wrote {out} ({frames / sr:.2f} s of audio at {sr} Hz; "
          f"spoken by {term_safe(model_label(bundle))})")
-    if result.text != " ".join(args.text.split()):
+    if parts.text != " ".join(args.text.split()):
         # What normalisation made of it (dropped characters too), on one line.
-        _say(f"read: {term_safe(result.text)}")
-    _say(f"RTF {result.rtf:.3f}  (synthesis {result.timings['total'] * 1000:.0f} ms)")
-    for stage, ms in format_timings(result.timings):
+        _say(f"read: {term_safe(parts.text)}")
+    rtf = timings["total"] / max(frames / sr, 1e-9)
+    _say(f"RTF {rtf:.3f}  (synthesis {timings['total'] * 1000:.0f} ms)")
+    for stage, ms in format_timings(timings):
         _say(f"  {stage:<20} {ms:8.1f} ms")
     return 0
 
@@ -457,6 +472,113 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 1 if failed(checks) else 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .serve.app import ServeConfig, run_server
+
+    cfg = ServeConfig(
+        model=args.model, preset=args.preset, loading=args.loading, threads=args.threads,
+        workers=args.workers, architecture=args.architecture, max_queue=args.max_queue,
+        timeout_s=args.timeout, fallback_wav=args.fallback_wav, max_requests=args.max_requests,
+        max_rss_mb=args.max_rss_mb, api_key=args.api_key, host=args.host, port=args.port,
+        max_chars=args.max_chars, first_chunk_chars=args.first_chunk_chars or None,
+        max_chunk_chars=args.max_chunk_chars,
+        order=args.order,
+    )
+    cfg.check()  # one line, exit 2, before anything starts
+    if args.model:
+        _bundle(args)  # a bad --model fails here, in one line
+    run_server(cfg)
+    return 0
+
+
+def _int_list(text: str, flag: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UserError(f"{flag} takes whole numbers like 1,2,4; got {text!r}") from None
+    if not values or min(values) < 1:
+        raise UserError(f"{flag} takes whole numbers >= 1 like 1,2,4; got {text!r}")
+    return values
+
+
+def _texts(path: str | None) -> list[str]:
+    from .serve.loadtest import DEFAULT_TEXT
+
+    if not path:
+        return [DEFAULT_TEXT]
+    lines = [ln.strip() for ln in Path(path).read_text(encoding="utf-8").splitlines()]
+    lines = [ln for ln in lines if ln]
+    if not lines:
+        raise UserError(f"--texts {path}: no text in it; give one request text per line")
+    return lines
+
+
+def _load_body(args: argparse.Namespace) -> dict[str, Any]:
+    body: dict[str, Any] = {"steps": args.steps, "lang": args.lang}
+    if args.voice:
+        body["voice"] = args.voice
+    if args.seed is not None:
+        body["seed"] = args.seed
+    return body
+
+
+def cmd_loadtest(args: argparse.Namespace) -> int:
+    from .serve.loadtest import run_load
+
+    if not args.url.startswith(("http://", "https://")):
+        raise UserError(f"URL {args.url!r}: give the server's address, such as "
+                        "http://127.0.0.1:8000")
+    conc = _int_list(args.concurrency, "--concurrency") if args.concurrency else []
+    try:
+        rates = [float(x) for x in args.rate.split(",") if x.strip()] if args.rate else []
+    except ValueError:
+        raise UserError(f"--rate takes arrivals per second like 0.5,1,2; got {args.rate!r}"
+                        ) from None
+    if args.json:
+        _check_output_file(args.json, "--json")
+    import httpx
+
+    try:
+        httpx.get(f"{args.url.rstrip('/')}/health", timeout=5.0)
+    except httpx.HTTPError as exc:
+        raise UserError(f"{args.url}: no server answers ({exc}); start one with "
+                        "`tts-kit serve`") from None
+    res = run_load(args.url, concurrency=conc, requests=args.requests,
+                   duration_s=args.duration, rates=rates, texts=_texts(args.texts),
+                   body=_load_body(args), timeout_s=args.timeout,
+                   api_key=args.api_key or os.environ.get("TTS_KIT_API_KEY"),
+                   progress=not args.quiet)
+    _say(res.table())
+    if args.json:
+        Path(args.json).write_text(json.dumps(res.to_dict(), indent=2) + "\n")
+        _say(f"wrote {args.json}")
+    return 0
+
+
+def cmd_serve_sweep(args: argparse.Namespace) -> int:
+    from .serve.sweep import serving_sweep
+
+    if args.json:
+        _check_output_file(args.json, "--json")
+    threads = [None] if not args.threads else _int_list(args.threads, "--threads")
+    res = serving_sweep(
+        args.model, architectures=[a.strip() for a in args.architectures.split(",")],
+        workers=_int_list(args.workers, "--workers"), threads=threads,
+        presets=[p.strip() for p in args.presets.split(",") if p.strip()],
+        loadings=[x.strip() for x in args.loading.split(",") if x.strip()],
+        concurrency=_int_list(args.concurrency, "--concurrency"), requests=args.requests,
+        duration_s=args.duration, texts=_texts(args.texts), body=_load_body(args),
+        timeout_s=args.timeout, p95_target_ms=args.p95_target_ms,
+        mem_budget_mb=args.mem_budget, progress=not args.quiet,
+    )
+    _say(res.table())
+    _say(f"recommendation: {res.recommend(args.p95_target_ms, args.mem_budget)[1]}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(res.to_dict(), indent=2) + "\n")
+        _say(f"wrote {args.json}")
+    return 0 if any(r.get("status") == "ok" for r in res.records) else 1
+
+
 #: The top-level ``--help`` text (plain: argparse prints it as is).
 DESCRIPTION = ("tts-kit: measure, tune and explain on-device Supertonic text-to-speech "
                "(synthesis, normalisation, session tuning in isolated processes, FP16/INT8, "
@@ -518,6 +640,9 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--noise-w", type=float, default=None,
                     help="Piper only: the duration noise (default: the voice's; 0: none)")
     sp.add_argument("--loading", default="resident", metavar="POLICY", help=LOADING_HELP)
+    sp.add_argument("--order", default="chunk", choices=["chunk", "stage"],
+                    help="chunk: each chunk through all stages, first audio soonest; stage: "
+                    "each stage over all chunks, so paged loading loads each graph once")
     sp.add_argument("--no-normalize", action="store_true",
                     help="skip text normalisation (numbers, dates, acronyms stay as typed)")
 
@@ -627,6 +752,81 @@ def _parser() -> argparse.ArgumentParser:
                     help="write absolute paths into the report (default: ~/... under your "
                     "home directory, so a shared report does not name you)")
     sp.add_argument("--scheduler", default=None, metavar="ADDRESS", help=SCHEDULER_HELP)
+
+    sp = add("serve", cmd_serve, "serve speech over HTTP (OpenAI-compatible POST "
+             "/v1/audio/speech, /health, /voices, /metrics) from warmed-up worker processes")
+    sp.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    sp.add_argument("--threads", type=int, default=None,
+                    help="intra-op threads per worker (default: the preset's)")
+    sp.add_argument("--preset", default="supertonic-default", help="session preset")
+    sp.add_argument("--loading", default="resident",
+                    help="resident, paged, budget:MB, with options (resident+mmap shares "
+                    "the weights' pages between workers)")
+    sp.add_argument("--architecture", default="workers",
+                    choices=["workers", "threads", "blocking", "article"],
+                    help="workers (default); threads, blocking and article exist to be "
+                    "measured against it")
+    sp.add_argument("--max-queue", type=int, default=8,
+                    help="requests that may wait for a worker; more get 429 (default 8)")
+    sp.add_argument("--timeout", type=float, default=None,
+                    help="seconds per request; a late worker is killed and replaced")
+    sp.add_argument("--fallback-wav", default=None,
+                    help="WAV sent when a request times out (default: 503 with a reason)")
+    sp.add_argument("--max-requests", type=int, default=None,
+                    help="recycle a worker after this many requests")
+    sp.add_argument("--max-rss-mb", type=float, default=None,
+                    help="recycle a worker whose RSS passes this")
+    sp.add_argument("--api-key", default=None,
+                    help="require Authorization: Bearer KEY (default: $TTS_KIT_API_KEY)")
+    sp.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    sp.add_argument("--port", type=int, default=8000)
+    sp.add_argument("--max-chars", type=int, default=4096, help="longest input accepted")
+    sp.add_argument("--first-chunk-chars", type=int, default=50,
+                    help="cut the first chunk at a clause to this length, for earlier first "
+                    "audio (0: no cut)")
+    sp.add_argument("--max-chunk-chars", type=int, default=None,
+                    help="chunk limit (default: the model's, 300; 120 for Korean): longer "
+                    "chunks, fewer runs, later first audio")
+    sp.add_argument("--order", default="chunk", choices=["chunk", "stage"],
+                    help="chunk-major (default) or stage-major synthesis")
+
+    def load_args(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--requests", type=int, default=20, help="most requests per level")
+        sp.add_argument("--duration", type=float, default=None,
+                        help="most seconds per level (default: until --requests)")
+        sp.add_argument("--texts", default=None, help="file with one request text per line")
+        sp.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS)
+        sp.add_argument("--lang", default="en")
+        sp.add_argument("--voice", default=None)
+        sp.add_argument("--seed", type=int, default=None)
+        sp.add_argument("--timeout", type=float, default=120.0,
+                        help="client deadline per request, seconds")
+        sp.add_argument("--json", default=None, help="write the records as JSON here")
+        sp.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    sp = add("loadtest", cmd_loadtest, "load a speech server: time to first audio and "
+             "latency percentiles, throughput, errors, server CPU and memory", model=False)
+    sp.add_argument("url", help="the server, e.g. http://127.0.0.1:8000")
+    sp.add_argument("--concurrency", default="1,2,4",
+                    help="closed-loop levels: clients at once (default 1,2,4; '' for none)")
+    sp.add_argument("--rate", default=None,
+                    help="open-loop levels: arrivals per second, e.g. 0.5,1,2")
+    sp.add_argument("--api-key", default=None, help="default: $TTS_KIT_API_KEY")
+    load_args(sp)
+
+    sp = add("serve-sweep", cmd_serve_sweep,
+             "start a fresh server per configuration, load each, and recommend the one "
+             "that meets a p95 target inside a memory budget")
+    sp.add_argument("--architectures", default="workers,threads,article",
+                    help="workers, threads, blocking, article")
+    sp.add_argument("--workers", default="1,2")
+    sp.add_argument("--threads", default=None, help="intra-op threads, e.g. 1,2")
+    sp.add_argument("--presets", default="supertonic-default")
+    sp.add_argument("--loading", default="resident")
+    sp.add_argument("--concurrency", default="1,2,4")
+    sp.add_argument("--p95-target-ms", type=float, default=None)
+    sp.add_argument("--mem-budget", type=float, default=None, help="pool PSS budget in MB")
+    load_args(sp)
 
     sp = add("doctor", cmd_doctor,
              "check what breaks deployments here (onnxruntime, libgomp, CPU features, cgroup "

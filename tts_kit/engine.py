@@ -22,7 +22,7 @@ import io
 import math
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -400,11 +400,30 @@ class Engine:
         speed: float = contract.DEFAULT_SPEED,
         seed: int | None = None,
         max_chunk_chars: int | None = None,
+        first_chunk_chars: int | None = None,
+        order: str = "chunk",
         noise: np.ndarray | NoiseSource | None = None,
     ) -> SynthesisResult:
-        """Synthesise one text; see `synthesize_batch` for the arguments."""
-        return self.synthesize_batch([text], lang, [voice], steps, speed, seed, max_chunk_chars,
-                                     noise)[0]
+        """Synthesise one text: `stream`'s chunks joined (see `synthesize_batch` for the
+        arguments, `stream` for ``first_chunk_chars`` and ``order``).
+
+        Stage timings are summed over the chunks; ``total`` is the call's wall time.
+        """
+        t0 = time.perf_counter()
+        parts = self._stream(text, lang, voice, steps, speed, seed, max_chunk_chars,
+                             first_chunk_chars, order, noise)
+        timings: dict[str, float] = {}
+        pieces = []
+        for part in parts:
+            pieces.append(part.samples)
+            for k, v in part.timings.items():
+                if k != "total":
+                    timings[k] = timings.get(k, 0.0) + v
+        timings["total"] = time.perf_counter() - t0
+        return SynthesisResult(
+            wav=np.concatenate(pieces), sample_rate=self.bundle.sample_rate, text=parts.text,
+            chunks=parts.chunks, timings=timings, voice=voice, seed=parts.seed,
+        )
 
     def synthesize_batch(
         self,
@@ -509,28 +528,46 @@ class Engine:
         return results
 
     def _synthesize_chunks(self, chunks, lang, styles, steps, speed, rngs, timings, source=None):
+        front = self._front(chunks, lang, styles, speed, timings)
+        front = self._encode_text(front, timings)
+        with self._loader.session("vector_estimator"):  # one load for all steps
+            latent = self._flow(front, steps, rngs, timings, source)
+        with self._loader.session("vocoder"):  # one load for all items
+            return self._vocode(front, latent, timings)
+
+    # The pipeline's phases, each on a batch of chunks; composed per chunk (`stream`,
+    # chunk-major) or per stage over all chunks (stage-major), or for a whole batch.
+
+    def _front(self, chunks, lang, styles, speed, timings) -> _Front:
+        """Ids, masks and styles of a batch of chunks, and their predicted durations."""
         t0 = time.perf_counter()
         ids, text_mask = encode(chunks, lang, self.bundle.indexer)
         style_dp = np.concatenate([s.dp for s in styles])
         style_ttl = np.concatenate([s.ttl for s in styles])
         timings["text"] = timings.get("text", 0.0) + time.perf_counter() - t0
-
         duration = self._run(
             "duration_predictor",
             {"text_ids": ids, "style_dp": style_dp, "text_mask": text_mask},
             timings,
         ).reshape(-1) / np.float32(speed)
         _check_durations(duration, chunks)
-        text_emb = self._run(
-            "text_encoder",
-            {"text_ids": ids, "style_ttl": style_ttl, "text_mask": text_mask},
-            timings,
-        )
         sr = self.bundle.sample_rate
         n_samples = [max(1, int(d * sr)) for d in duration]
         frames = [math.ceil(n / contract.FRAME_SAMPLES) for n in n_samples]
+        return _Front(ids, text_mask, style_ttl, n_samples, frames)
+
+    def _encode_text(self, front: _Front, timings: dict[str, float]) -> _Front:
+        front.text_emb = self._run(
+            "text_encoder",
+            {"text_ids": front.ids, "style_ttl": front.style_ttl, "text_mask": front.text_mask},
+            timings,
+        )
+        return front
+
+    def _flow(self, front: _Front, steps: int, rngs, timings, source=None) -> np.ndarray:
+        frames = front.frames
         length = max(frames)
-        batch = len(chunks)
+        batch = len(frames)
         latent_mask = np.zeros((batch, 1, length), np.float32)
         for b, n in enumerate(frames):
             latent_mask[b, :, :n] = 1.0
@@ -546,32 +583,280 @@ class Engine:
             for b, (rng, n) in enumerate(zip(rngs, frames)):
                 xt[b, :, :n] = rng.standard_normal((contract.LATENT_CHANNELS, n), np.float32)
         total = np.full(batch, steps, np.float32)
-        with self._loader.session("vector_estimator"):  # one load for all steps
-            for step in range(steps):
-                xt = self._run(
-                    "vector_estimator",
-                    {
-                        "noisy_latent": xt,
-                        "text_emb": text_emb,
-                        "style_ttl": style_ttl,
-                        "latent_mask": latent_mask,
-                        "text_mask": text_mask,
-                        "current_step": np.full(batch, step, np.float32),
-                        "total_step": total,
-                    },
-                    timings,
-                )
+        for step in range(steps):
+            xt = self._run(
+                "vector_estimator",
+                {
+                    "noisy_latent": xt,
+                    "text_emb": front.text_emb,
+                    "style_ttl": front.style_ttl,
+                    "latent_mask": latent_mask,
+                    "text_mask": front.text_mask,
+                    "current_step": np.full(batch, step, np.float32),
+                    "total_step": total,
+                },
+                timings,
+            )
+        return xt
+
+    def _vocode(self, front: _Front, xt: np.ndarray, timings) -> list[np.ndarray]:
         # The vocoder has no mask: run each item unpadded so padding cannot leak into it.
         wavs = []
-        with self._loader.session("vocoder"):  # one load for all items
-            for b in range(batch):
-                wav = self._run("vocoder", {"latent": xt[b : b + 1, :, : frames[b]]}, timings)
-                wavs.append(wav[0, : n_samples[b]])
+        for b, (n, f) in enumerate(zip(front.n_samples, front.frames)):
+            wav = self._run("vocoder", {"latent": xt[b : b + 1, :, :f]}, timings)
+            wavs.append(wav[0, :n])
         # NaN samples are written as full-scale DC: a damaged graph must fail, not play.
         if not all(np.isfinite(w).all() for w in wavs):
             raise ValueError("the model produced NaN or infinite samples; its graphs are "
                              "damaged: re-download or rebuild the bundle")
         return wavs
+
+    # -- streaming --------------------------------------------------------------------
+
+    def stream(
+        self,
+        text: str,
+        lang: str = "en",
+        voice: str = "M1",
+        steps: int = contract.DEFAULT_STEPS,
+        speed: float = contract.DEFAULT_SPEED,
+        seed: int | None = None,
+        max_chunk_chars: int | None = None,
+        first_chunk_chars: int | None = None,
+        order: str = "chunk",
+        noise: np.ndarray | NoiseSource | None = None,
+    ) -> SynthesisStream:
+        """Synthesise ``text`` one chunk at a time: an iterator of `AudioChunk`
+        (a `SynthesisStream`, which also tells the normalised text and its chunks).
+
+        The text is checked, normalised and chunked here, at the call (a bad request
+        raises ValueError before anything is synthesised); the audio comes as the
+        iterator is consumed, so memory holds one chunk's audio, not the text's.
+        Concatenating the chunks' ``samples`` gives `synthesize`'s waveform exactly:
+        every chunk after the first starts with the 0.3 s pause that separates chunks.
+
+        Args:
+            text, lang, voice, steps, speed, seed, max_chunk_chars, noise: as
+                `synthesize_batch` (a noise source is called once per chunk, in order).
+            first_chunk_chars: make the first chunk at most this long, cut at a clause
+                (`first_chunk`), so the first audio is ready sooner (None: no cut).
+            order: ``chunk`` (chunk-major: each chunk runs all four stages, then the
+                next; first audio soonest) or ``stage`` (stage-major: each stage runs on
+                every chunk before the next stage, so under ``paged`` loading each graph
+                is loaded once per request, not once per chunk; the audio still comes
+                chunk by chunk from the vocoder, and memory holds every chunk's latent,
+                about 1/20 of its audio).
+
+        Example:
+            >>> engine = Engine()
+            >>> parts = list(engine.stream("One sentence. And another one.", steps=1,
+            ...                            seed=0, max_chunk_chars=15))
+            >>> [(p.index, p.text, p.last) for p in parts]
+            [(0, 'One sentence.', False), (1, 'And', False), (2, 'another one.', True)]
+            >>> whole = engine.synthesize("One sentence. And another one.", steps=1,
+            ...                           seed=0, max_chunk_chars=15)
+            >>> bool(np.array_equal(np.concatenate([p.samples for p in parts]), whole.wav))
+            True
+        """
+        return self._stream(text, lang, voice, steps, speed, seed, max_chunk_chars,
+                            first_chunk_chars, order, noise)
+
+    def _stream(self, text, lang, voice, steps, speed, seed, max_chunk_chars,
+                first_chunk_chars, order, noise=None) -> SynthesisStream:
+        if order not in ("chunk", "stage"):
+            raise ValueError(f"order must be 'chunk' or 'stage', got {order!r}")
+        if first_chunk_chars is not None:
+            _check_number("first_chunk_chars", first_chunk_chars, 1, MAX_TEXT_CHARS,
+                          integer=True)
+        self._validate(lang, steps, speed, [voice])
+        if seed is not None and not _is_seed(seed):
+            raise ValueError(f"seed must be an integer >= 0 or None (one per text in a "
+                             f"list), got {seed!r}")
+        source = _noise_source(noise)
+        if source is not None and seed is not None:
+            raise ValueError("give seed or noise, not both: the noise is the initial "
+                             "latent a seed would draw (OfficialNoise(seed) draws it "
+                             "as the official package does)")
+        t0 = time.perf_counter()
+        normalized, chunks = self._prepare(text, lang, max_chunk_chars)
+        if first_chunk_chars is not None:
+            chunks = first_chunk(chunks, lang, first_chunk_chars)
+        prep_s = time.perf_counter() - t0
+        style = self.bundle.voice(voice)
+        rng = np.random.default_rng(None if seed is None else int(seed))
+        run = self._stream_chunks if order == "chunk" else self._stream_stages
+        used = getattr(source, "seed", None) if source is not None else seed
+        return SynthesisStream(normalized, chunks,
+                               run(chunks, lang, style, steps, speed, rng, prep_s, source),
+                               seed=None if used is None else int(used))
+
+    def _pause(self) -> np.ndarray:
+        return np.zeros(int(contract.CHUNK_SILENCE_S * self.bundle.sample_rate), np.float32)
+
+    def _chunk(self, k: int, chunks: list[str], wav: np.ndarray,
+               timings: dict[str, float]) -> AudioChunk:
+        samples = wav if k == 0 else np.concatenate([self._pause(), wav])
+        return AudioChunk(samples=samples, sample_rate=self.bundle.sample_rate, text=chunks[k],
+                          index=k, timings=timings, last=k == len(chunks) - 1)
+
+    def _stream_chunks(self, chunks, lang, style, steps, speed, rng, prep_s, source=None):
+        for k, piece in enumerate(chunks):
+            t0 = time.perf_counter()
+            timings: dict[str, float] = {"text": prep_s} if k == 0 else {}
+            (wav,) = self._synthesize_chunks([piece], lang, [style], steps, speed, [rng],
+                                             timings, source)
+            timings["total"] = time.perf_counter() - t0 + (prep_s if k == 0 else 0.0)
+            yield self._chunk(k, chunks, wav, timings)
+
+    def _stream_stages(self, chunks, lang, style, steps, speed, rng, prep_s, source=None):
+        per = [{"text": prep_s} if k == 0 else {} for k in range(len(chunks))]
+        elapsed = [prep_s] + [0.0] * (len(chunks) - 1)
+
+        def timed(k: int, fn, *args):
+            t0 = time.perf_counter()
+            out = fn(*args)
+            elapsed[k] += time.perf_counter() - t0
+            return out
+
+        with self._loader.session("duration_predictor"):
+            fronts = [timed(k, self._front, [c], lang, [style], speed, per[k])
+                      for k, c in enumerate(chunks)]
+        with self._loader.session("text_encoder"):
+            for k, f in enumerate(fronts):
+                timed(k, self._encode_text, f, per[k])
+        with self._loader.session("vector_estimator"):
+            latents = []
+            for k, f in enumerate(fronts):
+                latents.append(timed(k, self._flow, f, steps, [rng], per[k], source))
+                f.text_emb = None  # done with it: only the latent goes on
+        with self._loader.session("vocoder"):
+            for k, f in enumerate(fronts):
+                (wav,) = timed(k, self._vocode, f, latents[k], per[k])
+                latents[k] = None
+                per[k]["total"] = elapsed[k]
+                yield self._chunk(k, chunks, wav, per[k])
+
+
+class SynthesisStream:
+    """The chunks of one request, synthesised as they are iterated (`Engine.stream`).
+
+    ``text`` is the normalised text and ``chunks`` its pieces, known before any audio;
+    `close` (or leaving a ``with`` block) stops the work and releases what it holds.
+
+    Example:
+        >>> with Engine().stream("Hello. Bye.", steps=1, seed=0) as s:
+        ...     s.chunks, [c.index for c in s]
+        (['Hello. Bye.'], [0])
+    """
+
+    def __init__(self, text: str, chunks: list[str], parts: Iterator[AudioChunk],
+                 seed: int | None = None):
+        self.text = text
+        self.chunks = chunks
+        self.seed = seed  # the noise seed (None: fresh noise, or noise without a seed)
+        self._parts = parts
+
+    def __iter__(self) -> SynthesisStream:
+        return self
+
+    def __next__(self) -> AudioChunk:
+        return next(self._parts)
+
+    def close(self) -> None:
+        """Stop synthesising (sessions pinned by the current stage are released)."""
+        close = getattr(self._parts, "close", None)
+        if close is not None:
+            close()
+
+    def __enter__(self) -> SynthesisStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class _Front:
+    """A batch of chunks between the phases of the pipeline."""
+
+    ids: np.ndarray
+    text_mask: np.ndarray
+    style_ttl: np.ndarray
+    n_samples: list[int]
+    frames: list[int]
+    text_emb: np.ndarray | None = None
+
+
+@dataclass
+class AudioChunk:
+    """One chunk of streamed audio (`Engine.stream`).
+
+    Example:
+        >>> c = AudioChunk(np.zeros(441, np.float32), 44100, "Hi.", 0, {"total": 0.01}, True)
+        >>> round(c.duration_s, 3), c.last
+        (0.01, True)
+    """
+
+    samples: np.ndarray
+    """Mono float32 in [-1, 1]; from the second chunk on, led by the 0.3 s pause."""
+    sample_rate: int
+    """Samples per second (44100)."""
+    text: str
+    """The chunk's text, as the model read it."""
+    index: int
+    """0 for the first chunk."""
+    timings: dict[str, float]
+    """Wall seconds of this chunk's stages (``text`` on the first: the whole text's
+    checks, normalisation and chunking), and ``total``."""
+    last: bool = False
+    """True on the request's final chunk."""
+
+    @property
+    def duration_s(self) -> float:
+        """Audio length in seconds (the leading pause included)."""
+        return len(self.samples) / self.sample_rate
+
+    def pcm16(self) -> bytes:
+        """The samples as 16-bit little-endian PCM bytes (what a WAV's data chunk holds).
+
+        Example:
+            >>> AudioChunk(np.array([0.0, 1.0, -1.0], np.float32), 44100, "", 0, {}).pcm16()
+            b'\\x00\\x00\\xff\\x7f\\x01\\x80'
+        """
+        return pcm16(self.samples)
+
+
+def pcm16(samples: np.ndarray) -> bytes:
+    """Float samples in [-1, 1] as 16-bit little-endian PCM, as soundfile writes PCM_16.
+
+    Example:
+        >>> pcm16(np.array([0.5], np.float32))
+        b'\\x00@'
+    """
+    clipped = np.clip(np.asarray(samples, np.float32), -1.0, 1.0)
+    return (clipped * 32767.0).round().astype("<i2").tobytes()
+
+
+def first_chunk(chunks: list[str], lang: str, max_chars: int) -> list[str]:
+    """Cut the first chunk down to at most ``max_chars`` at the chunker's best boundary
+    (a clause, else a space), the rest of it becoming the second chunk.
+
+    The cut comes from `tts_kit.text.chunk`, so it never falls where the chunker would not
+    cut. A short enough first chunk is left as it is.
+
+    Example:
+        >>> first_chunk(["Well, that went better than expected."], "en", 10)
+        ['Well,', 'that went better than expected.']
+    """
+    if not chunks or len(chunks[0]) <= max_chars:
+        return list(chunks)
+    from .text import chunk
+
+    head = chunk(chunks[0], lang, max_chars)[0]
+    rest = chunks[0][len(head):].strip() if chunks[0].startswith(head) else ""
+    if not rest:  # the chunker changed the text (it should not): keep the chunk whole
+        return list(chunks)
+    return [head, rest, *chunks[1:]]
 
 
 def _check_durations(duration: np.ndarray, chunks: list[str]) -> None:

@@ -34,6 +34,17 @@ The keys of a record (`RECORD_KEYS` are always present; None where not measured)
 - ``threads``: the intra-op threads the sessions got; ``audio_s``; ``repeats``;
   ``wall_s``.
 
+Serving records (`tts_kit.serve.loadtest`, `tts_kit.serve.sweep`), one per load level:
+``architecture`` (``workers``, ``threads``, ``blocking``, ``article``), ``workers``
+(processes or threads serving), ``mode`` (``closed``: ``concurrency`` clients; ``open``:
+``rate`` arrivals per second), ``requests`` sent, ``ok``, ``errors``, ``timeouts``,
+``rejected`` (429); ``rps`` and ``audio_rate`` (seconds of audio per second);
+``ttfa_p50_ms``, ``ttfa_p95_ms``, ``ttfa_p99_ms`` (time to first audio) beside
+``p50_ms``, ``p95_ms``, ``p99_ms`` (whole response); ``cpu_percent`` (server and
+workers); ``pool_rss_mb`` and ``pool_pss_mb`` (peaks of the summed RSS and PSS of the
+server and its workers: PSS counts shared pages once); ``ttfa_ms`` (the samples) and
+``meets`` (within the sweep's p95 target and memory budget).
+
 Besides: ``pareto`` (sweeps only); ``timeline`` and ``events`` (the harness's RSS samples
 and the engine's stage events, for plots); ``latencies_ms`` and ``stage_load_s`` (a
 finished trial's steady-call latencies and per-stage load seconds); in a sweep on
@@ -102,6 +113,26 @@ class TrialRecord(TypedDict, total=False):
     stage_load_s: dict[str, float]
     machine: dict[str, Any]
     worker: dict[str, Any]
+    architecture: str
+    workers: int
+    mode: str
+    concurrency: int | None
+    rate: float | None
+    requests: int
+    ok: int
+    errors: int
+    timeouts: int
+    rejected: int
+    rps: float | None
+    audio_rate: float | None
+    ttfa_p50_ms: float | None
+    ttfa_p95_ms: float | None
+    ttfa_p99_ms: float | None
+    p99_ms: float | None
+    pool_rss_mb: float | None
+    pool_pss_mb: float | None
+    ttfa_ms: list[float]
+    meets: bool
 
 
 #: Keys every trial record has (plus ``timeline``/``events``, and ``pareto`` in sweeps).
@@ -114,7 +145,8 @@ RECORD_KEYS: tuple[str, ...] = (
 
 #: Record keys that are not table columns: free text and nested data.
 NON_COLUMN_KEYS: tuple[str, ...] = ("error", "stage_costs_mb", "timeline", "events",
-                                    "latencies_ms", "stage_load_s", "machine", "worker")
+                                    "latencies_ms", "stage_load_s", "machine", "worker",
+                                    "ttfa_ms")
 
 
 @dataclass(frozen=True)
@@ -194,6 +226,42 @@ COLUMNS: dict[str, Column] = {c.key: c for c in (
     _c("pareto", "Pareto front", "", "", "on the front of p50 against peak RSS (*)",
        short="pareto",
        missing=""),
+    # serving (tts_kit.serve)
+    _c("architecture", "architecture", "", "", "how the server runs synthesis", short="arch",
+       align="<"),
+    _c("workers", "workers", "", "", "worker processes (or threads) serving", short="wk",
+       align="<"),
+    _c("mode", "load mode", "", "", "closed (fixed clients) or open (fixed arrival rate)",
+       short="mode", align="<"),
+    _c("concurrency", "concurrency", "", "", "clients of a closed-loop level", short="conc",
+       align="<"),
+    _c("rate", "arrival rate", "/s", ".1f", "arrivals per second of an open-loop level",
+       short="rate", align="<"),
+    _c("requests", "requests", "", "", "requests sent", short="sent"),
+    _c("ok", "successful requests", "", "", "answered 200 with audio", short="ok"),
+    _c("errors", "errors", "", "", "failed requests (500, broken connections)", short="err"),
+    _c("timeouts", "timeouts", "", "", "past the deadline (client, 503 or fallback)",
+       short="tmo"),
+    _c("rejected", "rejected", "", "", "refused with 429 (queue full)", short="429"),
+    _c("rps", "throughput", "req/s", ".2f", "successful requests per second", short="rps",
+       digits=3),
+    _c("audio_rate", "audio throughput", "s/s", ".1f",
+       "seconds of audio served per second", short="audio", digits=2),
+    _c("ttfa_p50_ms", "p50 time to first audio", "ms", ".0f",
+       "median arrival-to-first-audio-bytes", short="ttfa50", digits=1),
+    _c("ttfa_p95_ms", "p95 time to first audio", "ms", ".0f",
+       "95th percentile of time to first audio", short="ttfa95", digits=1),
+    _c("ttfa_p99_ms", "p99 time to first audio", "ms", ".0f",
+       "99th percentile of time to first audio", short="ttfa99", digits=1),
+    _c("p99_ms", "p99 latency", "ms", ".0f", "99th percentile of the whole response",
+       short="p99", digits=1),
+    _c("pool_rss_mb", "pool RSS", "MB", ".0f",
+       "peak summed RSS of the server and its workers", short="RSS", digits=1),
+    _c("pool_pss_mb", "pool PSS", "MB", ".0f",
+       "peak summed PSS of the server and its workers (shared pages counted once)",
+       short="PSS", digits=1),
+    _c("meets", "meets the target", "", "", "p95 within the target and PSS within the budget",
+       short="meets", missing=""),
 )}
 
 #: The configuration a record was measured with (left-aligned in tables).

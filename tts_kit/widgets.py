@@ -600,3 +600,27 @@ class SessionTuner(W.VBox):
         self.records.append(record)
         self.table.value = _records_html(self.records)
         return record
+
+
+def live_loadtest(url: str, title: str = "load test", **load: Any) -> Any:
+    """Run `tts_kit.serve.loadtest.run_load` on ``url``, redrawing `plots.load_levels`
+    (percentiles and pool memory over time) after each level; returns the `LoadResult`.
+
+    Example:
+        >>> res = live_loadtest("http://127.0.0.1:8000", concurrency=[1, 2, 4],
+        ...                     requests=8)  # doctest: +SKIP
+    """
+    from IPython.display import display
+
+    from .serve.loadtest import run_load
+
+    handle = display(HTML(f"<i>{html.escape(title)}: running the first level ...</i>"),
+                     display_id=True)
+
+    def redraw(result: Any) -> None:
+        fig = plots.load_levels(result.records, title=title)
+        if handle is not None:
+            handle.update(fig)
+
+    load.setdefault("progress", False)
+    return run_load(url, on_level=redraw, **load)

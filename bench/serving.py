@@ -1,0 +1,164 @@
+"""Serving architectures under load, as ratios to the deployment article's pattern.
+
+On the ``full`` stand-in by default. Each architecture gets a fresh ``tts-kit serve``
+(`tts_kit.serve.sweep.serving_sweep`) on the same bundle, preset, text and requests,
+loaded in a closed loop at each concurrency; all of them are measured in this one run:
+
+- ``article``: the article's pattern, the reference: a process pool of ``--workers``
+  whose function builds a new model (loads every graph) for each request;
+- ``workers``: tts_kit's worker processes (``--workers``, each one warmed-up engine,
+  ``--threads`` intra-op threads), audio streamed chunk by chunk;
+- ``threads``: one engine in the server, ``--workers`` executor threads;
+- ``blocking``: one engine, synthesis inside the async handler (``--workers`` x
+  ``--threads`` intra-op threads, since it is the only one running).
+
+Then ``workers`` x1 and x2 on memory-mapped weights (``resident+mmap``), at
+concurrency 1, for what a second worker adds to the pool's PSS.
+
+Targets: ``workers`` throughput >= 3x the article pattern's at concurrency 4; for the
+three-sentence text, ``workers`` time to first audio p95 at concurrency 1 <= 0.35x its
+whole-response p95; two ``resident+mmap`` workers' PSS <= 1.35x one's.
+
+    python bench/serving.py [--model DIR] [--scale full] [--concurrency 1,2,4]
+                            [--requests 8] [--steps 5] [--workers 2] [--threads 1]
+                            [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from _common import add_model_args, model_dir, ratio
+
+REFERENCE = "article"
+THROUGHPUT_TARGET = 3.0
+TTFA_TARGET = 0.35
+PSS_TARGET = 1.35
+#: The article's claim (seed 000): p95 about 200 ms on 2 vCPU under concurrent requests.
+CLAIMED_P95_MS = 200.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from tts_kit.records import table
+    from tts_kit.serve.loadtest import DEFAULT_TEXT
+    from tts_kit.serve.sweep import SWEEP_KEYS, serving_sweep
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_model_args(ap)
+    ap.add_argument("--concurrency", default="1,2,4")
+    ap.add_argument("--requests", type=int, default=8, help="requests per level")
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1, help="intra-op threads per worker")
+    ap.add_argument("--preset", default="supertonic-default")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args(argv)
+    conc = [int(c) for c in args.concurrency.split(",")]
+    model = str(model_dir(args))
+    body = {"steps": args.steps, "seed": 0}
+    common = dict(presets=[args.preset], concurrency=conc, requests=args.requests,
+                  texts=[DEFAULT_TEXT], body=body, progress=True, timeout_s=600.0)
+    t0 = time.time()
+    records = []
+    plan = [("article", args.workers, args.threads), ("workers", args.workers, args.threads),
+            ("threads", args.workers, args.threads),
+            ("blocking", 1, args.workers * args.threads)]
+    for arch, n, th in plan:
+        res = serving_sweep(model, architectures=[arch], workers=[n], threads=[th],
+                            loadings=["resident"], **common)
+        records += res.records
+    mmap = []
+    for n in (1, 2):
+        res = serving_sweep(model, architectures=["workers"], workers=[n],
+                            threads=[args.threads], loadings=["resident+mmap"],
+                            **{**common, "concurrency": [1]})
+        mmap += res.records
+    wall = time.time() - t0
+
+    print(f"\nbundle: {model}  text: three sentences ({len(DEFAULT_TEXT)} characters)  "
+          f"steps: {args.steps}  requests per level: {args.requests}  "
+          f"cpus: {os.cpu_count()}  wall: {wall:.0f} s\n")
+    print(table(records + mmap, SWEEP_KEYS[:-1]))
+
+    def at(arch: str, c: int, loading: str = "resident") -> dict:
+        return next((r for r in records + mmap if r["architecture"] == arch
+                     and r.get("concurrency") == c and r["loading"] == loading), {})
+
+    keys = [("rps", "rps"), ("ttfa_p95_ms", "ttfa95"), ("p95_ms", "p95"),
+            ("pool_pss_mb", "PSS")]
+    print(f"\nratios to the article pattern ({REFERENCE}) at each concurrency "
+          "(measured in this run; rps: higher is better, the others lower)")
+    print(f"{'architecture':<14}{'conc':>5}" + "".join(f"{h:>9}" for _, h in keys))
+    ratios = []
+    for arch, _, _ in plan:
+        for c in conc:
+            r, ref = at(arch, c), at(REFERENCE, c)
+            row = {"architecture": arch, "concurrency": c,
+                   **{k: ratio(r.get(k), ref.get(k)) for k, _ in keys}}
+            ratios.append(row)
+            print(f"{arch:<14}{c:>5}" + "".join(f"{row[k]:>9}" for k, _ in keys))
+
+    top = max(conc)
+    w_top, a_top = at("workers", top), at(REFERENCE, top)
+    w1 = at("workers", 1)
+    m2 = next((r for r in mmap if r["workers"] == 2), {})
+    m1 = next((r for r in mmap if r["workers"] == 1), {})
+
+    def check(name: str, value: str, target: str, ok: bool | None) -> dict:
+        verdict = "-" if ok is None else ("met" if ok else "MISSED")
+        print(f"  {name:<58} {value:>7}  target {target:<7} {verdict}")
+        return {"name": name, "value": value, "target": target, "met": ok}
+
+    def num(v: str) -> float | None:
+        return None if v == "-" else float(v)
+
+    print("\ntargets")
+    thr = ratio(w_top.get("rps"), a_top.get("rps"))
+    ttfa = ratio(w1.get("ttfa_p95_ms"), w1.get("p95_ms"))
+    pss = ratio(m2.get("pool_pss_mb"), m1.get("pool_pss_mb"))
+    targets = [
+        check(f"workers / article throughput at concurrency {top}", thr,
+              f">= {THROUGHPUT_TARGET:g}", None if num(thr) is None
+              else num(thr) >= THROUGHPUT_TARGET),
+        check("workers TTFA p95 / whole-response p95 at concurrency 1", ttfa,
+              f"<= {TTFA_TARGET:g}", None if num(ttfa) is None else num(ttfa) <= TTFA_TARGET),
+        check("PSS of 2 resident+mmap workers / PSS of 1", pss, f"<= {PSS_TARGET:g}",
+              None if num(pss) is None else num(pss) <= PSS_TARGET),
+    ]
+    if m1 and m2:
+        print(f"  (summed RSS of the same pools: {m1.get('pool_rss_mb') or 0:.0f} and "
+              f"{m2.get('pool_rss_mb') or 0:.0f} MB; PSS {m1.get('pool_pss_mb') or 0:.0f} and "
+              f"{m2.get('pool_pss_mb') or 0:.0f} MB: RSS counts the mapped weights once per "
+              "process)")
+
+    print(f"\nthe article's claim: p95 about {CLAIMED_P95_MS:.0f} ms on 2 vCPU under "
+          "concurrent requests. Measured here (p95 of the whole response):")
+    claim = []
+    for arch, _, _ in plan:
+        cells = []
+        for c in conc:
+            p95 = at(arch, c).get("p95_ms")
+            cells.append(f"c={c}: {p95:.0f} ms ({p95 / CLAIMED_P95_MS:.1f}x)" if p95 else
+                         f"c={c}: -")
+            claim.append({"architecture": arch, "concurrency": c, "p95_ms": p95})
+        print(f"  {arch:<10} " + ", ".join(cells))
+    audio = w1.get("audio_rate") and w1.get("rps") and w1["audio_rate"] / w1["rps"]
+    if audio:
+        print(f"  (one response is {audio:.1f} s of audio; at concurrency 1 a p95 of "
+              f"{CLAIMED_P95_MS:.0f} ms would need {audio / (CLAIMED_P95_MS / 1000):.0f}x "
+              "real time per request)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(
+            {"records": records + mmap, "ratios": ratios, "targets": targets,
+             "claim": claim, "wall_s": wall}, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

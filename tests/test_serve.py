@@ -1,0 +1,335 @@
+"""`tts-kit serve`: a real server on 127.0.0.1 in a subprocess, a real HTTP client (httpx),
+the tiny stand-in. Each server start spawns and warms its workers (a few seconds), so
+the tests share one server where they can."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import psutil
+import pytest
+import soundfile as sf
+
+from tts_kit.serve.launch import start_server
+
+pytest.importorskip("fastapi")
+
+#: ~2,000 characters: nine chunks; at 100 steps about 9 s on the tiny stand-in.
+LONG = "The meeting moved to the large room, and everyone came early. " * 32
+SHORT = "Hello there. This is a short test."
+
+
+def _args(bundle: Path, *extra: str) -> list[str]:
+    return ["--model", str(bundle), *extra]
+
+
+@pytest.fixture(scope="module")
+def server(tiny_bundle_dir: Path, tmp_path_factory):
+    with start_server(_args(tiny_bundle_dir, "--workers", "2", "--max-queue", "1",
+                            "--max-chars", "5000"),
+                      log_dir=tmp_path_factory.mktemp("serve")) as handle:
+        yield handle
+
+
+def _speech(url: str, timeout: float = 60.0, headers: dict | None = None,
+            **body) -> httpx.Response:
+    body.setdefault("input", SHORT)
+    return httpx.post(f"{url}/v1/audio/speech", json=body, timeout=timeout, headers=headers)
+
+
+def _metrics(url: str, headers: dict | None = None) -> dict[str, float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = httpx.get(f"{url}/metrics", timeout=10, headers=headers).text
+    out = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            key = s.name + ("{" + ",".join(f"{k}={v}" for k, v in sorted(s.labels.items()))
+                            + "}" if s.labels else "")
+            out[key] = s.value
+    return out
+
+
+def _workers(url: str) -> list[dict]:
+    return httpx.get(f"{url}/health", timeout=10).json()["workers"]
+
+
+def _gone(pid: int, within_s: float) -> bool:
+    """The process exited (or is a zombie) within ``within_s`` (SIGKILL is not instant
+    on a busy machine: the process must be scheduled to die)."""
+    end = time.monotonic() + within_s
+    while time.monotonic() < end:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _wait_workers(url: str, n: int, timeout_s: float = 60.0) -> list[dict]:
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        ws = _workers(url)
+        if len([w for w in ws if w["state"] == "idle"]) == n:
+            return ws
+        time.sleep(0.2)
+    raise AssertionError(f"workers not back to {n} idle: {_workers(url)}")
+
+
+def test_openai_request_returns_a_valid_wav(server):
+    r = _speech(server.url, model="tts-1", voice="F1", response_format="wav", speed=1.1,
+                lang="en", steps=2, seed=3)
+    assert r.status_code == 200, r.text
+    assert r.headers["content-type"] == "audio/wav"
+    assert r.headers.get("transfer-encoding") == "chunked"
+    wav, sr = sf.read(io.BytesIO(r.content), dtype="float32")
+    assert sr == 44100 and wav.ndim == 1 and 1.0 < len(wav) / sr < 10.0
+    pcm = _speech(server.url, voice="F1", response_format="pcm", speed=1.1, steps=2, seed=3)
+    assert pcm.status_code == 200 and pcm.headers["x-sample-rate"] == "44100"
+    assert pcm.content == r.content[44:]  # same seed: the same samples, without the header
+
+
+def test_voices_and_health(server):
+    v = httpx.get(f"{server.url}/voices").json()
+    assert "M1" in v["voices"] and "en" in v["languages"] and v["sample_rate"] == 44100
+    h = httpx.get(f"{server.url}/health").json()
+    assert h["status"] == "ready" and len(h["workers"]) == 2
+
+
+def test_first_bytes_arrive_before_the_last_chunk_is_synthesised(server):
+    body = {"input": LONG, "steps": 20, "seed": 0}
+    t0 = time.monotonic()
+    first = None
+    size = 0
+    with httpx.stream("POST", f"{server.url}/v1/audio/speech", json=body, timeout=60) as r:
+        assert r.status_code == 200
+        for part in r.iter_raw():
+            if first is None and size + len(part) > 44:  # audio, not only the header
+                first = time.monotonic() - t0
+            size += len(part)
+    total = time.monotonic() - t0
+    # Nine chunks at 20 steps: the first (cut at a clause) is a small part of the work.
+    assert first is not None and first < 0.4 * total, (first, total)
+    assert size > 44 + 2 * 44100 * 60  # over a minute of audio came
+
+
+@pytest.mark.parametrize(("body", "status", "words"), [
+    ({"input": ""}, 400, "input is empty"),
+    ({"input": "x" * 5001}, 400, "more than this server's 5,000"),
+    ({"input": "Hi.", "voice": "Nobody"}, 400, "unknown voice"),
+    ({"input": "Hi.", "lang": "xx"}, 400, "unknown lang"),
+    ({"input": "Hi.", "steps": 0}, 400, "steps must be an integer in 1..100"),
+    ({"input": "Hi.", "speed": 9}, 400, "speed must be a number in 0.7..2"),
+    ({"input": "Hi.", "seed": -1}, 400, "seed must be an integer >= 0"),
+    ({"input": "Hi.", "response_format": "mp3"}, 400, "use wav or pcm"),
+    ({"input": "Hi.", "colour": "blue"}, 400, "unknown field(s) ['colour']"),
+    ({"input": "⍼⍼⍼ ⍼⍼"}, 400, ""),  # nothing speakable: the engine's own words
+    ({"input": "x" * 70000}, 413, "larger than"),
+])
+def test_bad_requests_get_one_line_json_4xx(server, body, status, words):
+    r = _speech(server.url, **body)
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"] == "application/json"
+    assert r.text.count("\n") == 1 and "Traceback" not in r.text
+    assert words in r.json()["error"]
+
+
+def test_non_json_body_and_unknown_path(server):
+    r = httpx.post(f"{server.url}/v1/audio/speech", content=b"{not json", timeout=10)
+    assert r.status_code == 400 and "not JSON" in r.json()["error"]
+    r = httpx.get(f"{server.url}/v2/nothing", timeout=10)
+    assert r.status_code == 404 and r.text.count("\n") == 1
+
+
+def test_overload_gets_429_with_retry_after(server):
+    # Two workers busy, one request queued: the next ones are refused at once.
+    results: list[httpx.Response] = []
+
+    def send():
+        results.append(_speech(server.url, input=LONG, steps=12, seed=0, timeout=120))
+
+    threads = [threading.Thread(target=send) for _ in range(3)]
+    for t in threads:
+        t.start()
+        time.sleep(0.2)
+    t0 = time.monotonic()
+    r = _speech(server.url, timeout=10)
+    assert r.status_code == 429, r.text
+    assert time.monotonic() - t0 < 1.0  # refused, not queued
+    assert int(r.headers["retry-after"]) >= 1 and "queue is full" in r.json()["error"]
+    for t in threads:
+        t.join()
+    assert [x.status_code for x in results] == [200, 200, 200]
+
+
+def test_metrics_parse_and_count_what_was_sent(server):
+    before = _metrics(server.url)
+    for _ in range(2):
+        assert _speech(server.url, steps=1).status_code == 200
+    assert _speech(server.url, input="").status_code == 400
+    after = _metrics(server.url)
+
+    def delta(key):
+        return after.get(key, 0.0) - before.get(key, 0.0)
+
+    assert delta("tts_kit_requests_total{status=200}") == 2
+    assert delta("tts_kit_requests_total{status=400}") == 1
+    assert delta("tts_kit_request_seconds_count") == 2
+    assert delta("tts_kit_time_to_first_audio_seconds_count") == 2
+    assert delta("tts_kit_audio_seconds_total") > 1.0
+    workers = [k for k in after if k.startswith("tts_kit_process_pss_bytes") and "worker" in k]
+    assert len(workers) == 2
+    assert after["tts_kit_pool_pss_bytes"] <= after["tts_kit_pool_rss_bytes"]
+    assert after["tts_kit_pool_cpu_seconds_total"] > 0
+
+
+def test_a_sigkilled_worker_is_replaced_and_only_its_request_fails(server):
+    before = _metrics(server.url)["tts_kit_worker_restarts_total{reason=crash}"]
+    result: list[httpx.Response] = []
+    t = threading.Thread(target=lambda: result.append(
+        _speech(server.url, input=LONG, steps=100, seed=0, timeout=60)))
+    t.start()
+    deadline = time.monotonic() + 10
+    busy = []
+    while not busy and time.monotonic() < deadline:
+        busy = [w for w in _workers(server.url) if w["state"] == "busy"]
+        time.sleep(0.05)
+    assert busy, _workers(server.url)
+    os.kill(busy[0]["pid"], signal.SIGKILL)
+    t.join()
+    assert result[0].status_code == 500 and "exited" in result[0].json()["error"]
+    workers = _wait_workers(server.url, 2)
+    assert busy[0]["pid"] not in [w["pid"] for w in workers]
+    assert _speech(server.url, steps=1).status_code == 200
+    after = _metrics(server.url)["tts_kit_worker_restarts_total{reason=crash}"]
+    assert after == before + 1
+
+
+def test_a_timeout_kills_the_worker_and_the_next_request_succeeds(tiny_bundle_dir, tmp_path):
+    fallback = tmp_path / "sorry.wav"
+    sf.write(fallback, np.zeros(4410, np.float32), 44100)
+    # One chunk of ~2,000 characters at 100 steps (~9 s): no audio before the deadline.
+    with start_server(_args(tiny_bundle_dir, "--workers", "1", "--timeout", "2",
+                            "--first-chunk-chars", "0", "--max-chunk-chars", "2500",
+                            "--fallback-wav", str(fallback)), log_dir=tmp_path) as srv:
+        pid = _workers(srv.url)[0]["pid"]
+        t0 = time.monotonic()
+        r = _speech(srv.url, input=LONG, steps=100, seed=0)
+        assert time.monotonic() - t0 < 5.0  # the deadline, not the 9 s of work
+        assert r.status_code == 200 and r.headers["x-tts-fallback"] == "timeout"
+        assert r.content == fallback.read_bytes()
+        assert _gone(pid, 5.0), f"worker {pid} still runs after its deadline"
+        new = _wait_workers(srv.url, 1)  # the replacement, warmed up
+        assert new[0]["pid"] != pid
+        ok = _speech(srv.url, input="Hi.", steps=1)
+        assert ok.status_code == 200 and "x-tts-fallback" not in ok.headers
+        m = _metrics(srv.url)
+        assert m["tts_kit_timeouts_total"] == 1
+        assert m["tts_kit_worker_restarts_total{reason=timeout}"] == 1
+
+
+def test_recycling_after_n_requests_and_the_api_key(tiny_bundle_dir, tmp_path):
+    key = {"Authorization": "Bearer s3cret"}
+    with start_server(_args(tiny_bundle_dir, "--workers", "1", "--max-requests", "2",
+                            "--api-key", "s3cret"), log_dir=tmp_path) as srv:
+        assert _speech(srv.url).status_code == 401
+        bad = _speech(srv.url, headers={"Authorization": "Bearer s3creT"})
+        assert bad.status_code == 401 and bad.text.count("\n") == 1
+        assert httpx.get(f"{srv.url}/metrics").status_code == 401
+        assert httpx.get(f"{srv.url}/health").status_code == 200  # probes need no key
+        first = _workers(srv.url)[0]["pid"]
+        for _ in range(2):
+            assert _speech(srv.url, headers=key, steps=1).status_code == 200
+        workers = _wait_workers(srv.url, 1)
+        assert workers[0]["pid"] != first and workers[0]["requests"] == 0
+        assert _speech(srv.url, headers=key, steps=1).status_code == 200
+        m = _metrics(srv.url, headers=key)
+        assert m["tts_kit_worker_restarts_total{reason=max_requests}"] == 1
+
+
+def test_sigterm_drains_and_leaves_no_child(tiny_bundle_dir, tmp_path):
+    with start_server(_args(tiny_bundle_dir, "--workers", "2"), log_dir=tmp_path) as srv:
+        children = psutil.Process(srv.pid).children(recursive=True)
+        assert len(children) >= 2
+        result: list[httpx.Response] = []
+        t = threading.Thread(target=lambda: result.append(
+            _speech(srv.url, input=LONG, steps=4, seed=0, timeout=60)))
+        t.start()
+        time.sleep(0.5)  # in flight
+        # uvicorn drains, stops the workers, then re-raises the signal it caught: the
+        # exit status says "ended by SIGTERM", as for any process that honours it.
+        assert srv.stop() in (0, -signal.SIGTERM)
+        t.join()
+        assert result[0].status_code == 200 and len(result[0].content) > 44 + 2 * 44100 * 60
+        time.sleep(0.5)
+        alive = [c.pid for c in children if c.is_running() and c.status() != "zombie"]
+        assert alive == []
+
+
+# -- the load test and the serving sweep ---------------------------------------------------
+
+
+def test_loadtest_closed_and_open_loop_record_what_was_sent(server, tmp_path, capsys):
+    import json
+
+    from tts_kit.cli import main
+
+    out = tmp_path / "load.json"
+    rc = main(["loadtest", server.url, "--concurrency", "1,2", "--rate", "4", "--requests",
+               "4", "--steps", "1", "--json", str(out), "--quiet"])
+    text = capsys.readouterr().out
+    assert rc == 0 and "ttfa95 ms" in text and "PSS MB" in text, text
+    recs = json.loads(out.read_text())["records"]
+    assert [(r["mode"], r["concurrency"], r["rate"]) for r in recs] == [
+        ("closed", 1, None), ("closed", 2, None), ("open", None, 4.0)]
+    for r in recs:
+        assert r["requests"] == r["ok"] == 4 and r["errors"] == r["timeouts"] == 0
+        assert 0 < r["ttfa_p50_ms"] <= r["p50_ms"] <= r["p95_ms"] <= r["p99_ms"]
+        assert r["rps"] > 0 and r["audio_rate"] > 0 and len(r["latencies_ms"]) == 4
+        assert r["pool_pss_mb"] > 0 and r["pool_rss_mb"] >= r["pool_pss_mb"]
+        assert r["cpu_percent"] is not None and r["cpu_percent"] > 0
+
+
+def test_loadtest_bounds_a_level_in_time(server):
+    from tts_kit.serve.loadtest import run_load
+
+    t0 = time.monotonic()
+    res = run_load(server.url, concurrency=[1], requests=1000, duration_s=1.0,
+                   body={"steps": 1}, progress=False)
+    assert time.monotonic() - t0 < 10
+    assert 1 <= res.records[0]["requests"] < 1000
+
+
+def test_loadtest_says_when_no_server_answers(capsys):
+    from tts_kit.cli import main
+    from tts_kit.serve.launch import free_port
+
+    assert main(["loadtest", f"http://127.0.0.1:{free_port()}", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "no server answers" in err and err.count("\n") == 1
+
+
+@pytest.mark.slow
+def test_serving_sweep_starts_a_server_per_configuration_and_recommends(tiny_bundle_dir,
+                                                                         tmp_path):
+    from tts_kit.serve.sweep import serving_sweep
+
+    res = serving_sweep(str(tiny_bundle_dir), architectures=["workers", "article"],
+                        workers=[1], concurrency=[1], requests=3, body={"steps": 1},
+                        progress=False, log_dir=str(tmp_path))
+    assert [r["architecture"] for r in res.records] == ["workers", "article"]
+    assert all(r["status"] == "ok" and r["ok"] == 3 for r in res.records)
+    best, why = res.recommend(p95_target_ms=None, mem_budget_mb=None)
+    assert best is not None and best["architecture"] in why and "req/s" in why
+    none, why = res.recommend(p95_target_ms=0.001, mem_budget_mb=None)
+    assert none is None and "no configuration meets p95 <= 0 ms" in why
+    assert "meets" in res.table()

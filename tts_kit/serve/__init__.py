@@ -1,0 +1,26 @@
+"""Serving Supertonic under load: the HTTP server, its worker processes, the load test
+and the serving sweep.
+
+- `app`: ``tts-kit serve``: FastAPI on uvicorn, ``POST /v1/audio/speech`` (OpenAI body,
+  chunked streaming), ``/health``, ``/voices``, ``/metrics``; four architectures to
+  compare (``workers``, ``threads``, ``blocking``, ``article``).
+- `worker`: worker processes each owning a warmed-up `tts_kit.engine.Engine`; the pool
+  with its bounded queue (429), real deadlines (the late worker is killed and replaced),
+  crash replacement and recycling.
+- `launch`: a server in a subprocess on a free port, for tests, sweeps and notebooks.
+- `loadtest`: ``tts-kit loadtest``: closed and open loop with httpx; TTFA and latency
+  percentiles, throughput, errors, server CPU and memory from ``/metrics``.
+- `sweep`: a fresh server per configuration, the load test on each, a recommendation
+  in `tts_kit.records`' vocabulary.
+
+Example:
+    >>> from tts_kit.serve import ServeConfig
+    >>> ServeConfig(workers=2).workers
+    2
+"""
+
+from __future__ import annotations
+
+from .app import ARCHITECTURES, ServeConfig, create_app, run_server
+
+__all__ = ["ARCHITECTURES", "ServeConfig", "create_app", "run_server"]

@@ -1,0 +1,414 @@
+"""``tts-kit loadtest``: load a speech server and measure what its users and its box feel.
+
+Closed loop (a fixed number of clients, each sending its next request when the last one
+ended) or open loop (arrivals at a fixed rate, Poisson, whatever the server's pace: the
+way a queue builds up). Each level is bounded in requests and in time. Per level: time
+to first audio (the first audio bytes, after the WAV header) and total latency p50, p95,
+p99; requests and seconds of audio per second; errors, timeouts (client deadline, 503 or
+a fallback WAV) and 429s; the server's CPU and memory read from its ``/metrics``
+(`tts_kit.serve.app`'s pool gauges, sampled every ``sample_s`` while the level runs).
+
+The client is httpx's async client (HTTP/1.1 keep-alive, one connection per client,
+streamed bodies): a well-kept library, so what is measured is the server, not a
+hand-rolled socket loop. Records use `tts_kit.records`' keys (``p95_ms``,
+``ttfa_p95_ms``, ``rps``, ``pool_pss_mb`` ...), so `tts_kit.records.table` shows them.
+
+Example:
+    >>> res = run_load("http://127.0.0.1:8000", concurrency=[1, 2],
+    ...                requests=8)  # doctest: +SKIP
+    >>> print(res.table())  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..records import table as records_table
+
+#: The table of a load test (`tts_kit.records` keys).
+LOAD_KEYS: tuple[str, ...] = (
+    "mode", "concurrency", "rate", "requests", "ok", "errors", "timeouts", "rejected",
+    "rps", "audio_rate", "ttfa_p50_ms", "ttfa_p95_ms", "ttfa_p99_ms", "p50_ms", "p95_ms",
+    "p99_ms", "cpu_percent", "pool_rss_mb", "pool_pss_mb",
+)
+#: The default request: three sentences (each a chunk), as in the benchmark's target.
+DEFAULT_TEXT = ("Supertonic runs on the device, so nothing you type ever leaves the machine. "
+                "The quick brown fox jumps over the lazy dog. "
+                "On a small server, memory decides what fits, and latency decides whether "
+                "anyone waits for it.")
+WAV_HEADER_BYTES = 44
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The ``q``-th percentile (0..100, linear interpolation); None for no values.
+
+    Example:
+        >>> percentile([1, 2, 3, 4], 50), percentile([], 95)
+        (2.5, None)
+    """
+    if not values:
+        return None
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+@dataclass
+class Outcome:
+    """One request as the client saw it."""
+
+    status: int
+    """HTTP status (0: no answer: connection error or client timeout)."""
+    kind: str
+    """``ok``, ``error``, ``timeout`` or ``rejected``."""
+    start: float
+    ttfa_s: float | None = None
+    latency_s: float | None = None
+    audio_s: float = 0.0
+
+
+def _read_metrics(text: str, labelled: bool = False) -> dict[str, float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out: dict[str, float] = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            if not s.labels:
+                out[s.name] = s.value
+            elif labelled:
+                labels = ",".join(f'{k}="{v}"' for k, v in sorted(s.labels.items()))
+                out[f"{s.name}{{{labels}}}"] = s.value
+    return out
+
+
+@dataclass
+class Spoken:
+    """One request's answer: status, body, headers, time to first audio and in total."""
+
+    status: int
+    content: bytes
+    headers: dict[str, str]
+    ttfa_s: float | None
+    total_s: float
+
+    def json(self) -> Any:
+        import json
+
+        return json.loads(self.content)
+
+
+def speak(url: str, text: str, api_key: str | None = None, timeout_s: float = 120.0,
+          **body: Any) -> Spoken:
+    """Send one ``POST /v1/audio/speech`` and time it as it streams in.
+
+    Example:
+        >>> r = speak("http://127.0.0.1:8000", "Hello there.", steps=2)  # doctest: +SKIP
+        >>> r.status, r.ttfa_s < r.total_s  # doctest: +SKIP
+        (200, True)
+    """
+    import httpx
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    skip = WAV_HEADER_BYTES if body.get("response_format", "wav") == "wav" else 0
+    t0 = time.monotonic()
+    ttfa = None
+    parts = []
+    with httpx.stream("POST", f"{url.rstrip('/')}/v1/audio/speech", json={"input": text, **body},
+                      headers=headers, timeout=timeout_s) as r:
+        size = 0
+        for part in r.iter_raw():
+            parts.append(part)
+            size += len(part)
+            if ttfa is None and r.status_code == 200 and size > skip:
+                ttfa = time.monotonic() - t0
+        return Spoken(r.status_code, b"".join(parts), dict(r.headers), ttfa,
+                      time.monotonic() - t0)
+
+
+def read_metrics(url: str, api_key: str | None = None) -> dict[str, float]:
+    """A server's ``/metrics`` as ``{name or name{labels}: value}``.
+
+    Example:
+        >>> read_metrics("http://127.0.0.1:8000")["tts_kit_pool_pss_bytes"]  # doctest: +SKIP
+        412090368.0
+    """
+    import httpx
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    r = httpx.get(f"{url.rstrip('/')}/metrics", headers=headers, timeout=10.0)
+    r.raise_for_status()
+    return _read_metrics(r.text, labelled=True)
+
+
+@dataclass
+class LoadResult:
+    """The records of a load test, one per level, and the server samples."""
+
+    url: str
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    def table(self, keys: Sequence[str] = LOAD_KEYS) -> str:
+        """The levels as a text table."""
+        return records_table(self.records, [k for k in keys
+                                            if any(k in r for r in self.records)])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"url": self.url, "records": self.records}
+
+
+class _Sampler:
+    """Reads the server's pool gauges every ``every_s`` while a level runs."""
+
+    def __init__(self, client: Any, url: str, every_s: float):
+        self.client, self.url, self.every_s = client, url, every_s
+        self.samples: list[dict[str, float]] = []
+
+    async def scrape(self) -> dict[str, float] | None:
+        try:
+            r = await self.client.get(f"{self.url}/metrics", timeout=5.0)
+            if r.status_code != 200:
+                return None
+            m = _read_metrics(r.text)
+        except Exception:  # a busy (blocking) server may not answer: a gap, not a failure
+            return None
+        m["t"] = time.monotonic()
+        self.samples.append(m)
+        return m
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            await self.scrape()
+            with_timeout = asyncio.wait_for(stop.wait(), self.every_s)
+            try:
+                await with_timeout
+            except asyncio.TimeoutError:
+                pass
+
+
+async def _one(client: Any, url: str, body: dict[str, Any], timeout_s: float,
+               headers: dict[str, str]) -> Outcome:
+    import httpx
+
+    t0 = time.monotonic()
+    ttfa = None
+    size = 0
+    skip = WAV_HEADER_BYTES if body.get("response_format", "wav") == "wav" else 0
+    try:
+        async with asyncio.timeout(timeout_s) if hasattr(asyncio, "timeout") else \
+                _deadline(timeout_s):
+            async with client.stream("POST", f"{url}/v1/audio/speech", json=body,
+                                     headers=headers) as r:
+                if r.status_code != 200:
+                    await r.aread()
+                    kind = ("rejected" if r.status_code == 429 else
+                            "timeout" if r.status_code == 503 else "error")
+                    return Outcome(r.status_code, kind, t0, latency_s=time.monotonic() - t0)
+                fallback = "x-tts-fallback" in r.headers
+                async for part in r.aiter_raw():
+                    size += len(part)
+                    if ttfa is None and size > skip:
+                        ttfa = time.monotonic() - t0
+    except (asyncio.TimeoutError, httpx.TimeoutException):
+        return Outcome(0, "timeout", t0, latency_s=time.monotonic() - t0)
+    except httpx.HTTPError:
+        return Outcome(0, "error", t0, latency_s=time.monotonic() - t0)
+    latency = time.monotonic() - t0
+    if fallback:
+        return Outcome(200, "timeout", t0, ttfa, latency)
+    audio = max(0, size - skip) / 2 / 44100.0
+    return Outcome(200, "ok", t0, ttfa, latency, audio)
+
+
+class _deadline:
+    """``asyncio.timeout`` for Python 3.10."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+
+    async def __aenter__(self) -> None:
+        self.task = asyncio.current_task()
+        self.handle = asyncio.get_running_loop().call_later(self.seconds, self.task.cancel)
+
+    async def __aexit__(self, et: Any, exc: Any, tb: Any) -> bool:
+        self.handle.cancel()
+        if et is asyncio.CancelledError:
+            raise asyncio.TimeoutError from None
+        return False
+
+
+def _summary(outcomes: list[Outcome], wall_s: float, samples: list[dict[str, float]],
+             cpu0: dict[str, float] | None, cpu1: dict[str, float] | None) -> dict[str, Any]:
+    ok = [o for o in outcomes if o.kind == "ok"]
+    lat = [o.latency_s * 1000 for o in ok if o.latency_s is not None]
+    ttfa = [o.ttfa_s * 1000 for o in ok if o.ttfa_s is not None]
+    rec: dict[str, Any] = {
+        "requests": len(outcomes), "ok": len(ok),
+        "errors": sum(o.kind == "error" for o in outcomes),
+        "timeouts": sum(o.kind == "timeout" for o in outcomes),
+        "rejected": sum(o.kind == "rejected" for o in outcomes),
+        "rps": len(ok) / wall_s if wall_s > 0 else None,
+        "audio_rate": sum(o.audio_s for o in ok) / wall_s if wall_s > 0 else None,
+        "wall_s": wall_s,
+        "latencies_ms": lat, "ttfa_ms": ttfa,
+    }
+    for q in (50, 95, 99):
+        rec[f"p{q}_ms"] = percentile(lat, q)
+        rec[f"ttfa_p{q}_ms"] = percentile(ttfa, q)
+    cpu_key = "tts_kit_pool_cpu_seconds_total"
+    if cpu0 and cpu1 and cpu_key in cpu0 and cpu_key in cpu1:
+        span = cpu1["t"] - cpu0["t"]
+        rec["cpu_percent"] = 100 * (cpu1[cpu_key] - cpu0[cpu_key]) / span if span > 0 else None
+    else:
+        rec["cpu_percent"] = None
+    pss = [s["tts_kit_pool_pss_bytes"] / 2**20 for s in samples if "tts_kit_pool_pss_bytes" in s]
+    rss = [s["tts_kit_pool_rss_bytes"] / 2**20 for s in samples if "tts_kit_pool_rss_bytes" in s]
+    rec["pool_pss_mb"] = max(pss) if pss else None
+    rec["pool_rss_mb"] = max(rss) if rss else None
+    t0 = samples[0]["t"] if samples else 0.0
+    rec["timeline"] = [[round(s["t"] - t0, 3), s.get("tts_kit_pool_rss_bytes", 0) / 2**20,
+                        s.get("tts_kit_pool_pss_bytes", 0) / 2**20] for s in samples]
+    return rec
+
+
+async def _level(url: str, mode: str, level: float, requests: int, duration_s: float | None,
+                 bodies: list[dict[str, Any]], timeout_s: float, headers: dict[str, str],
+                 sample_s: float, bar: Any, seed: int) -> dict[str, Any]:
+    import httpx
+
+    limits = httpx.Limits(max_connections=max(4, int(level) * 2 + 4))
+    async with httpx.AsyncClient(timeout=timeout_s, limits=limits) as client, \
+            httpx.AsyncClient(timeout=5.0, headers=headers) as probe:
+        sampler = _Sampler(probe, url, sample_s)
+        cpu0 = await sampler.scrape()
+        stop = asyncio.Event()
+        sampling = asyncio.create_task(sampler.run(stop))
+        outcomes: list[Outcome] = []
+        t0 = time.monotonic()
+        end = None if duration_s is None else t0 + duration_s
+        sent = 0
+
+        def take() -> dict[str, Any] | None:
+            nonlocal sent
+            if sent >= requests or (end is not None and time.monotonic() >= end):
+                return None
+            body = bodies[sent % len(bodies)]
+            sent += 1
+            return body
+
+        async def record(body: dict[str, Any]) -> None:
+            outcomes.append(await _one(client, url, body, timeout_s, headers))
+            if bar is not None:
+                bar.update(1)
+
+        if mode == "closed":
+            async def client_loop() -> None:
+                while (body := take()) is not None:
+                    await record(body)
+
+            await asyncio.gather(*(client_loop() for _ in range(int(level))))
+        else:
+            rng = random.Random(seed)
+            tasks = []
+            while (body := take()) is not None:
+                tasks.append(asyncio.create_task(record(body)))
+                await asyncio.sleep(rng.expovariate(level))
+            await asyncio.gather(*tasks)
+        wall = time.monotonic() - t0
+        stop.set()
+        await sampling
+        cpu1 = await sampler.scrape()
+    rec = _summary(outcomes, wall, sampler.samples, cpu0, cpu1)
+    rec.update(mode=mode, concurrency=int(level) if mode == "closed" else None,
+               rate=float(level) if mode == "open" else None)
+    return rec
+
+
+def _run(coro: Any) -> Any:
+    """``asyncio.run(coro)``, in a thread of its own where this one already runs a loop
+    (a Jupyter kernel)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    import concurrent.futures as cf
+
+    with cf.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def run_load(
+    url: str,
+    concurrency: Sequence[int] = (1, 2, 4),
+    requests: int = 20,
+    duration_s: float | None = None,
+    rates: Sequence[float] = (),
+    texts: Sequence[str] = (DEFAULT_TEXT,),
+    body: dict[str, Any] | None = None,
+    timeout_s: float = 60.0,
+    api_key: str | None = None,
+    sample_s: float = 0.5,
+    progress: bool = True,
+    seed: int = 0,
+    on_level: Callable[[LoadResult], None] | None = None,
+) -> LoadResult:
+    """Load ``url`` level by level: each concurrency (closed loop), then each rate (open).
+
+    Args:
+        url: the server, e.g. ``http://127.0.0.1:8000``.
+        concurrency: clients per closed-loop level.
+        requests: most requests per level.
+        duration_s: most seconds per level (None: until ``requests``).
+        rates: arrivals per second of the open-loop levels.
+        texts: request inputs, taken in turn.
+        body: more request fields (``steps``, ``voice``, ``lang``, ``seed`` ...).
+        timeout_s: the client's deadline per request (counted as a timeout).
+        api_key: sent as ``Authorization: Bearer``.
+        sample_s: how often ``/metrics`` is read during a level.
+        progress: a tqdm bar per level.
+        on_level: called with the result so far after each level (a live graph).
+
+    Returns:
+        A `LoadResult` whose records carry `LOAD_KEYS` plus ``latencies_ms``,
+        ``ttfa_ms`` and ``timeline`` (``[t, pool RSS MB, pool PSS MB]``).
+    """
+    if requests < 1:
+        raise ValueError(f"requests must be >= 1, got {requests}")
+    if any(int(c) < 1 for c in concurrency) or any(r <= 0 for r in rates):
+        raise ValueError("concurrency levels must be >= 1 and rates above 0")
+    if not concurrency and not rates:
+        raise ValueError("give at least one concurrency level or rate")
+    if not texts or not all(isinstance(t, str) and t.strip() for t in texts):
+        raise ValueError("texts must be non-empty strings")
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    bodies = [{"input": t, **(body or {})} for t in texts]
+    result = LoadResult(url.rstrip("/"))
+    levels = [("closed", float(c)) for c in concurrency] + [("open", float(r)) for r in rates]
+    for i, (mode, level) in enumerate(levels):
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            name = f"c={int(level)}" if mode == "closed" else f"{level:g}/s"
+            bar = tqdm(total=requests, desc=f"loadtest {name}", unit="req", leave=False)
+        try:
+            rec = _run(_level(result.url, mode, level, requests, duration_s, bodies,
+                              timeout_s, headers, sample_s, bar, seed + i))
+        finally:
+            if bar is not None:
+                bar.close()
+        result.records.append(rec)
+        if on_level is not None:
+            on_level(result)
+    return result
+
+
+__all__ = ["LOAD_KEYS", "DEFAULT_TEXT", "LoadResult", "Outcome", "percentile", "read_metrics",
+           "speak", "Spoken",
+           "run_load"]

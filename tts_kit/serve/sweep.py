@@ -1,0 +1,176 @@
+"""The serving sweep: a fresh server per configuration, the load test on each, and the
+configuration that meets a p95 target inside a memory budget, with the reason.
+
+Configurations are architecture x workers x threads x preset x loading
+(`tts_kit.serve.app.ARCHITECTURES`). Each is served by a new ``tts-kit serve`` process
+(`tts_kit.serve.launch.start_server`), so no configuration inherits another's warm
+caches or leaked memory, and loaded at each concurrency level (closed loop,
+`tts_kit.serve.loadtest.run_load`). Records carry the configuration and the load
+figures in `tts_kit.records`' vocabulary (``p95_ms``, ``ttfa_p95_ms``, ``rps``,
+``pool_pss_mb``, ``status`` ...), like `tts_kit.tune` trials.
+
+The recommendation, at the sweep's highest concurrency: among the configurations with
+no error and no timeout whose p95 latency meets the target and whose pool PSS fits the
+budget, the highest throughput; within `tts_kit.tune.TIE_REL` of it, the smallest PSS.
+
+Example:
+    >>> res = serving_sweep("models/full", architectures=["workers", "article"],
+    ...                     workers=[1, 2], p95_target_ms=2000)  # doctest: +SKIP
+    >>> res.recommend(2000, 1024)[1]  # doctest: +SKIP
+    'workers x2, 1 thread(s), supertonic-default, resident: 1.9 req/s at concurrency 4 ...'
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..records import table as records_table
+from ..tune import TIE_REL
+from .loadtest import DEFAULT_TEXT, run_load
+
+#: The sweep's table (`tts_kit.records` keys).
+SWEEP_KEYS: tuple[str, ...] = (
+    "architecture", "workers", "threads", "preset", "loading", "concurrency", "status",
+    "ok", "errors", "timeouts", "rejected", "rps", "audio_rate", "ttfa_p95_ms", "p50_ms",
+    "p95_ms", "cpu_percent", "pool_rss_mb", "pool_pss_mb", "meets",
+)
+
+
+def describe(r: dict[str, Any]) -> str:
+    """A configuration in words.
+
+    Example:
+        >>> describe({"architecture": "workers", "workers": 2, "threads": 1,
+        ...           "preset": "lean", "loading": "resident"})
+        'workers x2, 1 thread(s), lean, resident'
+    """
+    threads = r.get("threads")
+    return (f"{r['architecture']} x{r['workers']}, "
+            f"{threads if threads else 'default'} thread(s), {r['preset']}, {r['loading']}")
+
+
+@dataclass
+class ServingSweepResult:
+    """The records of a serving sweep (one per configuration and concurrency level)."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    def table(self, keys: Sequence[str] = SWEEP_KEYS) -> str:
+        """The records as a text table."""
+        return records_table(self.records, [k for k in keys
+                                            if any(k in r for r in self.records)])
+
+    def recommend(self, p95_target_ms: float | None, mem_budget_mb: float | None,
+                  concurrency: int | None = None) -> tuple[dict[str, Any] | None, str]:
+        """The configuration to deploy at ``concurrency`` (default: the highest), and why.
+
+        Marks each record's ``meets``.
+        """
+        levels = [r["concurrency"] for r in self.records if r.get("concurrency")]
+        if not levels:
+            return None, "nothing was measured"
+        level = concurrency or max(levels)
+        pool = [r for r in self.records if r.get("concurrency") == level]
+
+        def meets(r: dict[str, Any]) -> bool:
+            return (r.get("status") == "ok" and not r.get("errors") and not r.get("timeouts")
+                    and r.get("p95_ms") is not None and r.get("rps")
+                    and (p95_target_ms is None or r["p95_ms"] <= p95_target_ms)
+                    and (mem_budget_mb is None or (r.get("pool_pss_mb") or 0) <= mem_budget_mb))
+
+        for r in self.records:
+            r["meets"] = bool(meets(r)) if r.get("concurrency") == level else None
+        target = (f"p95 <= {p95_target_ms:.0f} ms" if p95_target_ms is not None
+                  else "any p95")
+        budget = f"PSS <= {mem_budget_mb:.0f} MB" if mem_budget_mb is not None else "any memory"
+        good = [r for r in pool if r["meets"]]
+        if not good:
+            ok = [r for r in pool if r.get("status") == "ok" and r.get("p95_ms") is not None]
+            if not ok:
+                return None, f"no configuration finished at concurrency {level}"
+            near = min(ok, key=lambda r: r["p95_ms"])
+            return None, (f"no configuration meets {target} with {budget} at concurrency "
+                          f"{level}; the lowest p95 was {describe(near)}: "
+                          f"{near['p95_ms']:.0f} ms, PSS {near.get('pool_pss_mb') or 0:.0f} MB"
+                          f", {near.get('errors', 0)} error(s), {near.get('timeouts', 0)} "
+                          "timeout(s)")
+        fastest = max(r["rps"] for r in good)
+        tied = [r for r in good if r["rps"] >= fastest * (1 - TIE_REL)]
+        best = min(tied, key=lambda r: r.get("pool_pss_mb") or 0.0)
+        why = ("the highest throughput" if len(tied) == 1 else
+               f"the smallest PSS of {len(tied)} within {TIE_REL:.0%} of the highest throughput")
+        return best, (f"{describe(best)}: {best['rps']:.2f} req/s at concurrency {level}, "
+                      f"p95 {best['p95_ms']:.0f} ms, time to first audio p95 "
+                      f"{best.get('ttfa_p95_ms') or 0:.0f} ms, PSS "
+                      f"{best.get('pool_pss_mb') or 0:.0f} MB; {why} of the {len(good)} of "
+                      f"{len(pool)} configurations that meet {target} with {budget}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"records": self.records}
+
+
+def serving_sweep(
+    model: str | None,
+    architectures: Sequence[str] = ("workers",),
+    workers: Sequence[int] = (1,),
+    threads: Sequence[int | None] = (None,),
+    presets: Sequence[str] = ("supertonic-default",),
+    loadings: Sequence[str] = ("resident",),
+    concurrency: Sequence[int] = (1, 2, 4),
+    requests: int = 12,
+    duration_s: float | None = None,
+    texts: Sequence[str] = (DEFAULT_TEXT,),
+    body: dict[str, Any] | None = None,
+    timeout_s: float = 120.0,
+    server_args: Sequence[str] = (),
+    p95_target_ms: float | None = None,
+    mem_budget_mb: float | None = None,
+    progress: bool = True,
+    log_dir: str | None = None,
+) -> ServingSweepResult:
+    """Serve and load every configuration in turn; see the module doc.
+
+    ``blocking`` runs one configuration per thread count (its ``workers`` is 1: the event
+    loop is the only worker). A configuration whose server does not start gets one record
+    with ``status`` ``error`` and the reason.
+    """
+    from .app import ARCHITECTURES
+    from .launch import start_server
+
+    unknown = [a for a in architectures if a not in ARCHITECTURES]
+    if unknown:
+        raise ValueError(f"unknown architecture(s) {unknown}; use {', '.join(ARCHITECTURES)}")
+    result = ServingSweepResult()
+    seen = set()
+    for arch, n, th, preset, loading in itertools.product(architectures, workers, threads,
+                                                          presets, loadings):
+        n = 1 if arch == "blocking" else int(n)
+        key = (arch, n, th, preset, loading)
+        if key in seen:
+            continue
+        seen.add(key)
+        config = {"architecture": arch, "workers": n, "threads": th, "preset": preset,
+                  "loading": loading}
+        args = ["--architecture", arch, "--workers", str(n), "--preset", preset,
+                "--loading", loading, "--max-queue", str(max(concurrency) * 2),
+                *([] if th is None else ["--threads", str(th)]),
+                *([] if model is None else ["--model", str(model)]), *server_args]
+        try:
+            with start_server(args, log_dir=log_dir) as srv:
+                load = run_load(srv.url, concurrency=concurrency, requests=requests,
+                                duration_s=duration_s, texts=texts, body=body,
+                                timeout_s=timeout_s, progress=progress)
+        except RuntimeError as exc:
+            result.records.append({**config, "status": "error",
+                                   "error": str(exc).splitlines()[0][:300]})
+            continue
+        for rec in load.records:
+            result.records.append({**config, "status": "ok", **rec})
+    result.recommend(p95_target_ms, mem_budget_mb)
+    return result
+
+
+__all__ = ["SWEEP_KEYS", "ServingSweepResult", "describe", "serving_sweep"]

@@ -1,0 +1,417 @@
+"""Worker processes, each owning one warmed-up `Engine`, and the pool that supervises them.
+
+A worker is a spawned process that builds its engine, synthesises a warm-up text, says
+``ready``, then serves one request at a time over a pipe: the request's parameters go
+in, ``start`` (or a one-line ``error``), the chunks (16-bit PCM) and ``done`` come out.
+A reader thread per worker hands its messages to the event loop, so the server never
+blocks on a worker.
+
+The pool (`WorkerPool`) gives a request an idle worker, or a place in a bounded queue,
+or `Overloaded` (the server's 429). A deadline is real: the worker of a late request is
+killed (SIGKILL) and replaced, so the computation stops with it; a worker that dies on
+its own (a crash, the OOM killer) is replaced and only its request fails; a worker is
+recycled after ``max_requests`` requests or once its RSS passes ``max_rss_mb``.
+
+Example:
+    >>> cfg = WorkerConfig(model=None, preset="lean", loading="resident", threads=1)
+    >>> cfg.preset_obj().intra_op_num_threads
+    1
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import ctypes
+import gc
+import math
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+#: The text every worker synthesises once before it says ready.
+WARMUP_TEXT = "Warming up the model, once."
+#: Worker restart reasons, as counted in ``tts_kit_worker_restarts_total``.
+RESTART_REASONS = ("timeout", "crash", "max_requests", "max_rss")
+
+
+@dataclass
+class WorkerConfig:
+    """What every worker's engine is built from (sent to the worker: plain data only)."""
+
+    model: str | None
+    """Bundle directory (None: discovered)."""
+    preset: str = "supertonic-default"
+    """Session preset name."""
+    loading: str = "resident"
+    """Load policy (``resident``, ``paged``, ``resident+mmap`` ...)."""
+    threads: int | None = None
+    """Intra-op threads per session (None: the preset's)."""
+    order: str = "chunk"
+    """`tts_kit.engine.Engine.stream` order."""
+    first_chunk_chars: int | None = 50
+    """First chunk cut at a clause to this length (None: no cut)."""
+    warmup_steps: int = 2
+    """Flow steps of the warm-up synthesis."""
+    max_chunk_chars: int | None = None
+    """Chunk limit (None: the model's, 300 or 120 for Korean)."""
+
+    def preset_obj(self) -> Any:
+        """The `SessionPreset`, with ``threads`` applied."""
+        from ..sessions import get_preset
+
+        preset = get_preset(self.preset)
+        return preset.replace(intra_op_num_threads=self.threads) if self.threads else preset
+
+    def build_engine(self) -> Any:
+        """A new `Engine` from this configuration (nothing warmed up)."""
+        from ..engine import Engine
+
+        return Engine(self.model, preset=self.preset_obj(), loading=self.loading)
+
+
+class Overloaded(Exception):
+    """The queue is full; ``retry_after_s`` estimates when a place frees up."""
+
+    def __init__(self, retry_after_s: int):
+        super().__init__(f"server busy: the queue is full; retry after {retry_after_s} s")
+        self.retry_after_s = retry_after_s
+
+
+class WorkerDied(Exception):
+    """The worker running the request exited (crash, OOM kill, SIGKILL)."""
+
+
+class DeadlineExceeded(Exception):
+    """The request's deadline passed (its worker, if it had one, was killed)."""
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this process when its parent dies (a SIGKILLed server leaves no worker)."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def worker_main(conn: Any, cfg: WorkerConfig) -> None:
+    """A worker process's body (the target of the spawned process)."""
+    _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's to handle
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        engine = cfg.build_engine()
+        engine.synthesize(WARMUP_TEXT, steps=cfg.warmup_steps, seed=0)
+    except Exception as exc:  # a bad model or preset: the server reports it and stops
+        conn.send(("fatal", _one_line(exc)))
+        return
+    from ..procfacts import release_memory
+
+    conn.send(("ready", os.getpid(), engine.bundle.sample_rate))
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if msg[0] == "stop":
+            return
+        params = msg[1]
+        try:
+            parts = engine.stream(first_chunk_chars=cfg.first_chunk_chars, order=cfg.order,
+                                  max_chunk_chars=cfg.max_chunk_chars, **params)
+        except ValueError as exc:  # the request's fault: 400
+            conn.send(("error", 400, _one_line(exc)))
+            continue
+        except Exception as exc:
+            conn.send(("error", 500, _one_line(exc)))
+            continue
+        conn.send(("start", len(parts.chunks)))
+        try:
+            with parts:
+                for part in parts:
+                    conn.send(("chunk", part.pcm16(), part.duration_s, part.timings))
+            conn.send(("done",))
+        except Exception as exc:
+            conn.send(("error", 500, _one_line(exc)))
+        del parts
+        gc.collect()
+        release_memory()
+
+
+class Worker:
+    """One worker process, its pipe, and the thread that reads the pipe into the loop."""
+
+    def __init__(self, wid: int, cfg: WorkerConfig, loop: asyncio.AbstractEventLoop,
+                 on_message: Callable[[Worker, tuple], None]):
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")
+        self.id = wid
+        self.loop = loop
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=worker_main, args=(child, cfg), daemon=True,
+                                name=f"tts-kit-worker-{wid}")
+        self.proc.start()
+        child.close()
+        self.pid: int = self.proc.pid or 0
+        self.requests = 0
+        self.state = "starting"  # starting, idle, busy, retiring, dead
+        self.started = time.time()
+        self.inbox: asyncio.Queue[tuple] = asyncio.Queue()
+        self._on_message = on_message
+        self._reader = threading.Thread(target=self._read, daemon=True,
+                                        name=f"tts-kit-worker-{wid}-reader")
+        self._reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                msg = self.conn.recv()
+            except (EOFError, OSError):
+                msg = ("exit",)
+            with contextlib.suppress(RuntimeError):  # the loop is closed: shutting down
+                self.loop.call_soon_threadsafe(self._on_message, self, msg)
+            if msg[0] == "exit":
+                return
+
+    def send(self, msg: tuple) -> None:
+        self.conn.send(msg)
+
+    def kill(self) -> None:
+        """SIGKILL now: the computation stops with the process."""
+        with contextlib.suppress(OSError, ValueError):
+            self.proc.kill()
+
+    def stop(self, wait_s: float = 5.0) -> None:
+        """Ask it to exit, then kill it if it has not; reap it either way."""
+        with contextlib.suppress(OSError, ValueError, BrokenPipeError):
+            self.conn.send(("stop",))
+        self.proc.join(wait_s)
+        if self.proc.is_alive():
+            self.kill()
+            self.proc.join(5.0)
+        with contextlib.suppress(OSError):
+            self.conn.close()
+
+
+class WorkerPool:
+    """N workers, an idle list, a bounded queue of waiting requests, and replacement.
+
+    Args:
+        cfg: what each worker's engine is built from.
+        workers: how many worker processes.
+        max_queue: requests that may wait for a worker; one more gets `Overloaded`.
+        max_requests: recycle a worker after this many requests (None: never).
+        max_rss_mb: recycle a worker whose RSS passes this after a request (None: never).
+        on_restart: called with the reason (`RESTART_REASONS`) of each replacement.
+    """
+
+    def __init__(self, cfg: WorkerConfig, workers: int = 1, max_queue: int = 8,
+                 max_requests: int | None = None, max_rss_mb: float | None = None,
+                 on_restart: Callable[[str], None] | None = None):
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        if max_queue < 0:
+            raise ValueError(f"max_queue must be >= 0, got {max_queue}")
+        self.cfg = cfg
+        self.size = workers
+        self.max_queue = max_queue
+        self.max_requests = max_requests
+        self.max_rss_mb = max_rss_mb
+        self.on_restart = on_restart or (lambda reason: None)
+        self.workers: dict[int, Worker] = {}
+        self._idle: collections.deque[Worker] = collections.deque()
+        self._waiters: collections.deque[asyncio.Future[Worker]] = collections.deque()
+        self._next_id = 0
+        self._ready = asyncio.Event()
+        self.fatal: str | None = None
+        self.closing = False
+        self.mean_latency_s = 1.0  # for Retry-After; updated as requests finish
+        self.restarts: collections.Counter[str] = collections.Counter()
+
+    # -- life cycle -------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Spawn the workers; returns once all are warmed up (raises if one cannot be)."""
+        for _ in range(self.size):
+            self._spawn()
+        await self._ready.wait()
+        if self.fatal:
+            raise RuntimeError(f"a worker could not start: {self.fatal}")
+
+    @property
+    def ready(self) -> bool:
+        """True once every first worker has warmed up."""
+        return self._ready.is_set() and not self.fatal
+
+    def _spawn(self) -> Worker:
+        w = Worker(self._next_id, self.cfg, asyncio.get_running_loop(), self._message)
+        self._next_id += 1
+        self.workers[w.id] = w
+        return w
+
+    def _message(self, w: Worker, msg: tuple) -> None:
+        kind = msg[0]
+        if kind == "ready":
+            w.pid = msg[1]
+            w.state = "idle"
+            if not self._ready.is_set() and all(x.state != "starting"
+                                                for x in self.workers.values()):
+                self._ready.set()
+            self._hand_out(w)
+        elif kind == "fatal":
+            self.fatal = msg[1]
+            self._ready.set()
+        elif kind == "exit":
+            was = w.state
+            w.state = "dead"
+            self.workers.pop(w.id, None)
+            with contextlib.suppress(ValueError):
+                self._idle.remove(w)
+            w.inbox.put_nowait(msg)
+            if was != "retiring":  # a retiring worker is reaped by its stop()
+                asyncio.get_running_loop().run_in_executor(None, w.proc.join, 5.0)
+            if was in ("idle", "busy", "starting") and not self.closing and not self.fatal:
+                self._replace("crash")
+        else:
+            w.inbox.put_nowait(msg)
+
+    def _replace(self, reason: str) -> None:
+        self.restarts[reason] += 1
+        self.on_restart(reason)
+        self._spawn()
+
+    async def stop(self) -> None:
+        """Stop every worker (each finishes nothing more; all are reaped)."""
+        self.closing = True
+        for fut in self._waiters:
+            if not fut.done():
+                fut.set_exception(RuntimeError("server shutting down"))
+        workers = list(self.workers.values())
+        await asyncio.gather(*(asyncio.to_thread(w.stop) for w in workers))
+
+    # -- requests ---------------------------------------------------------------------
+
+    @property
+    def queue_depth(self) -> int:
+        """Requests waiting for a worker now."""
+        return sum(1 for f in self._waiters if not f.done())
+
+    async def acquire(self, timeout_s: float | None) -> Worker:
+        """An idle worker, waiting in the queue at most ``timeout_s``.
+
+        Raises `Overloaded` when the queue is full, `DeadlineExceeded` when the wait
+        passes ``timeout_s``.
+        """
+        if self.closing:
+            raise RuntimeError("server shutting down")
+        while self._idle:
+            w = self._idle.popleft()
+            if w.state == "idle":
+                w.state = "busy"
+                return w
+        if self.queue_depth >= self.max_queue:
+            ahead = self.queue_depth + 1
+            raise Overloaded(max(1, math.ceil(self.mean_latency_s * ahead / self.size)))
+        fut: asyncio.Future[Worker] = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        try:
+            return await asyncio.wait_for(asyncio.shield(fut), timeout_s)
+        except asyncio.TimeoutError:
+            if fut.done() and not fut.exception():  # handed a worker at the last moment
+                self.release(fut.result())
+            fut.cancel()
+            raise DeadlineExceeded("waited in the queue past the deadline") from None
+        finally:
+            with contextlib.suppress(ValueError):
+                self._waiters.remove(fut)
+
+    def _hand_out(self, w: Worker) -> None:
+        while self._waiters:
+            fut = self._waiters.popleft()
+            if not fut.done():
+                w.state = "busy"
+                fut.set_result(w)
+                return
+        w.state = "idle"
+        self._idle.append(w)
+
+    def release(self, w: Worker, latency_s: float | None = None) -> None:
+        """A worker finished a request: recycle it if due, else give it the next one."""
+        if latency_s is not None:
+            self.mean_latency_s = 0.8 * self.mean_latency_s + 0.2 * latency_s
+        if w.state == "dead":
+            return
+        w.requests += 1
+        reason = None
+        if self.max_requests and w.requests >= self.max_requests:
+            reason = "max_requests"
+        elif self.max_rss_mb:
+            from ..procfacts import rss_mb
+
+            rss = rss_mb(w.pid)
+            if rss is not None and rss > self.max_rss_mb:
+                reason = "max_rss"
+        if reason and not self.closing:
+            self.retire(w, reason)
+            return
+        self._hand_out(w)
+
+    def retire(self, w: Worker, reason: str) -> None:
+        """Replace ``w``: a new worker starts, ``w`` is stopped (killed for a timeout)."""
+        w.state = "retiring"
+        self.workers.pop(w.id, None)
+        with contextlib.suppress(ValueError):
+            self._idle.remove(w)
+        if reason == "timeout":
+            w.kill()
+        self._replace(reason)
+        asyncio.get_running_loop().run_in_executor(None, w.stop, 2.0)
+
+    async def next_message(self, w: Worker, deadline: float | None) -> tuple:
+        """The worker's next message before ``deadline`` (``time.monotonic()``).
+
+        Raises `DeadlineExceeded` (the worker is then killed and replaced) or
+        `WorkerDied`.
+        """
+        left = None if deadline is None else deadline - time.monotonic()
+        try:
+            if left is not None and left <= 0:
+                raise asyncio.TimeoutError
+            msg = await asyncio.wait_for(w.inbox.get(), left)
+        except asyncio.TimeoutError:
+            self.retire(w, "timeout")
+            raise DeadlineExceeded("the request ran past its deadline") from None
+        if msg[0] == "exit":
+            raise WorkerDied(f"worker {w.id} (pid {w.pid}) exited while synthesising")
+        return msg
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Each worker: id, pid, state, requests served."""
+        return [{"id": w.id, "pid": w.pid, "state": w.state, "requests": w.requests}
+                for w in self.workers.values()]
+
+
+def request_params(body: dict[str, Any]) -> dict[str, Any]:
+    """The `Engine.stream` arguments of a checked request body.
+
+    Example:
+        >>> request_params({"input": "Hi.", "voice": "F1", "speed": 1.1, "lang": "en",
+        ...                 "steps": 3, "seed": 2})["voice"]
+        'F1'
+    """
+    return {"text": body["input"], "lang": body["lang"], "voice": body["voice"],
+            "steps": body["steps"], "speed": body["speed"], "seed": body["seed"]}
+
+
+__all__ = ["WorkerConfig", "WorkerPool", "Worker", "Overloaded", "WorkerDied",
+           "DeadlineExceeded", "RESTART_REASONS", "request_params", "worker_main"]
