@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import html
 import json
 import re
 
@@ -569,6 +570,24 @@ def test_the_snippet_builds_the_recommended_session_options(name):
     back = SessionPreset.from_dict(json.loads(answer.preset_json(rep)))
     assert back.session_options().enable_cpu_mem_arena == want.enable_cpu_mem_arena
     assert back.name == name
+
+
+@pytest.mark.parametrize(("name", "loading"), [("lean", "paged"), ("low-memory", "resident")])
+def test_the_serve_line_is_a_tts_kit_serve_command_with_the_pick(name, loading):
+    """The report's serve line parses with the real CLI and serves the pick's preset, load
+    policy and thread count; the HTML shows it."""
+    import shlex
+
+    from tts_kit.cli import _parser, cmd_serve
+
+    rep = _answer_report(name, loading=loading)
+    line = answer.serve_command(rep)
+    argv = shlex.split(line)
+    assert argv[:2] == ["tts-kit", "serve"]
+    args = _parser().parse_args(argv[1:])
+    assert args.func is cmd_serve
+    assert (args.preset, args.loading, args.threads, args.workers) == (name, loading, 1, 1)
+    assert html.escape(line) in answer.answer_html(rep)
 
 
 def test_the_answer_puts_the_pick_next_to_the_default_as_ratios():

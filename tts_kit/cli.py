@@ -755,19 +755,20 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = add("serve", cmd_serve, "serve speech over HTTP (OpenAI-compatible POST "
              "/v1/audio/speech, /health, /voices, /metrics) from warmed-up worker processes")
-    sp.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    sp.add_argument("--workers", type=int, default=1, help="worker processes")
     sp.add_argument("--threads", type=int, default=None,
                     help="intra-op threads per worker (default: the preset's)")
-    sp.add_argument("--preset", default="supertonic-default", help="session preset")
-    sp.add_argument("--loading", default="resident",
-                    help="resident, paged, budget:MB, with options (resident+mmap shares "
-                    "the weights' pages between workers)")
+    sp.add_argument("--preset", default="supertonic-default", metavar="PRESET",
+                    help=f"session preset, one of {preset_names}")
+    sp.add_argument("--loading", default="resident", metavar="POLICY",
+                    help=LOADING_HELP + "; +mmap maps the weights so workers share their "
+                    "pages (e.g. resident+mmap)")
     sp.add_argument("--architecture", default="workers",
                     choices=["workers", "threads", "blocking", "article"],
-                    help="workers (default); threads, blocking and article exist to be "
-                    "measured against it")
+                    help="workers: tts_kit's worker processes; threads, blocking and "
+                    "article exist to be measured against it")
     sp.add_argument("--max-queue", type=int, default=8,
-                    help="requests that may wait for a worker; more get 429 (default 8)")
+                    help="requests that may wait for a worker; more get 429")
     sp.add_argument("--timeout", type=float, default=None,
                     help="seconds per request; a late worker is killed and replaced")
     sp.add_argument("--fallback-wav", default=None,
@@ -778,8 +779,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="recycle a worker whose RSS passes this")
     sp.add_argument("--api-key", default=None,
                     help="require Authorization: Bearer KEY (default: $TTS_KIT_API_KEY)")
-    sp.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    sp.add_argument("--port", type=int, default=8000)
+    sp.add_argument("--host", default="127.0.0.1",
+                    help="address to bind (127.0.0.1: this machine only)")
+    sp.add_argument("--port", type=int, default=8000, help="TCP port")
     sp.add_argument("--max-chars", type=int, default=4096, help="longest input accepted")
     sp.add_argument("--first-chunk-chars", type=int, default=50,
                     help="cut the first chunk at a clause to this length, for earlier first "
@@ -788,17 +790,20 @@ def _parser() -> argparse.ArgumentParser:
                     help="chunk limit (default: the model's, 300; 120 for Korean): longer "
                     "chunks, fewer runs, later first audio")
     sp.add_argument("--order", default="chunk", choices=["chunk", "stage"],
-                    help="chunk-major (default) or stage-major synthesis")
+                    help="chunk-major (first audio soonest) or stage-major synthesis")
 
     def load_args(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--requests", type=int, default=20, help="most requests per level")
         sp.add_argument("--duration", type=float, default=None,
                         help="most seconds per level (default: until --requests)")
         sp.add_argument("--texts", default=None, help="file with one request text per line")
-        sp.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS)
-        sp.add_argument("--lang", default="en")
-        sp.add_argument("--voice", default=None)
-        sp.add_argument("--seed", type=int, default=None)
+        sp.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS,
+                        help="flow-matching steps per request")
+        sp.add_argument("--lang", default=contract.DEFAULT_LANG, metavar="LANG",
+                        help=f"language code, one of {', '.join(contract.LANGUAGES)}")
+        sp.add_argument("--voice", default=None, help="voice (default: the server's)")
+        sp.add_argument("--seed", type=int, default=None,
+                        help="noise seed per request (default: random)")
         sp.add_argument("--timeout", type=float, default=120.0,
                         help="client deadline per request, seconds")
         sp.add_argument("--json", default=None, help="write the records as JSON here")
@@ -808,7 +813,7 @@ def _parser() -> argparse.ArgumentParser:
              "latency percentiles, throughput, errors, server CPU and memory", model=False)
     sp.add_argument("url", help="the server, e.g. http://127.0.0.1:8000")
     sp.add_argument("--concurrency", default="1,2,4",
-                    help="closed-loop levels: clients at once (default 1,2,4; '' for none)")
+                    help="closed-loop levels: clients at once ('' for none)")
     sp.add_argument("--rate", default=None,
                     help="open-loop levels: arrivals per second, e.g. 0.5,1,2")
     sp.add_argument("--api-key", default=None, help="default: $TTS_KIT_API_KEY")
@@ -818,13 +823,16 @@ def _parser() -> argparse.ArgumentParser:
              "start a fresh server per configuration, load each, and recommend the one "
              "that meets a p95 target inside a memory budget")
     sp.add_argument("--architectures", default="workers,threads,article",
-                    help="workers, threads, blocking, article")
-    sp.add_argument("--workers", default="1,2")
+                    help="comma-separated, of: workers, threads, blocking, article")
+    sp.add_argument("--workers", default="1,2", help="worker counts to try")
     sp.add_argument("--threads", default=None, help="intra-op threads, e.g. 1,2")
-    sp.add_argument("--presets", default="supertonic-default")
-    sp.add_argument("--loading", default="resident")
-    sp.add_argument("--concurrency", default="1,2,4")
-    sp.add_argument("--p95-target-ms", type=float, default=None)
+    sp.add_argument("--presets", default="supertonic-default",
+                    help=f"comma-separated, of: {preset_names}")
+    sp.add_argument("--loading", default="resident", metavar="POLICIES",
+                    help="comma-separated load policies (resident, paged, budget:MB, +mmap)")
+    sp.add_argument("--concurrency", default="1,2,4", help="closed-loop levels to load each with")
+    sp.add_argument("--p95-target-ms", type=float, default=None,
+                    help="the total-latency p95 to meet (default: none; the fastest wins)")
     sp.add_argument("--mem-budget", type=float, default=None, help="pool PSS budget in MB")
     load_args(sp)
 

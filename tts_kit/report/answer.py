@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import html
 import json
+import shlex
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -182,6 +183,31 @@ def session_snippet(rep: TuningReport) -> str:
     return "\n".join(lines) + "\n"
 
 
+def serve_command(rep: TuningReport) -> str:
+    """The `tts-kit serve` command line that serves with the recommended configuration
+    (one worker process using the pick's vCPUs as intra-op threads), or "".
+
+    How many workers a box holds is a question for ``tts-kit serve-sweep`` (under load);
+    this line is where it starts.
+
+    Example:
+        >>> from tts_kit.report import SweepSpec, TuningReport
+        >>> p = {"preset": "lean", "cpus": 2, "loading": "paged", "status": "ok"}
+        >>> rep = TuningReport(SweepSpec(), [p], p, "", {}, {}, {"lean": {"name": "lean"}})
+        >>> serve_command(rep)
+        'tts-kit serve --preset lean --loading paged --threads 2 --workers 1'
+    """
+    pick = rep.recommended
+    if not pick:
+        return ""
+    parts = ["tts-kit", "serve", "--preset", shlex.quote(str(pick.get("preset"))),
+             "--loading", shlex.quote(str(pick.get("loading", "resident")))]
+    threads = _threads(rep, pick)
+    if threads is not None:
+        parts += ["--threads", str(threads)]
+    return " ".join([*parts, "--workers", "1"])
+
+
 def preset_json(rep: TuningReport) -> str:
     """The recommended preset as JSON (`tts_kit.sessions.SessionPreset.from_dict`), or "".
 
@@ -250,6 +276,9 @@ def answer_html(rep: TuningReport) -> str:
     parts.append("<h3>Apply it</h3><p>ONNX Runtime session options (Python; paste where the "
                  "sessions are created):</p>")
     parts.append(f'<pre class="tts-kit-snippet">{html.escape(session_snippet(rep))}</pre>')
+    parts.append("<p>Serve with it (<code>tts-kit serve-sweep</code> then measures how many "
+                 "workers the box holds under load):</p>")
+    parts.append(f'<pre class="tts-kit-serve">{html.escape(serve_command(rep))}</pre>')
     parts.append("<p>The preset as JSON (<code>SessionPreset.from_dict</code>; "
                  "<code>tts-kit tune</code> and <code>tts-kit report</code> measure it by "
                  "name):</p>")
