@@ -192,7 +192,18 @@ def test_metrics_parse_and_count_what_was_sent(server):
     assert after["tts_kit_pool_cpu_seconds_total"] > 0
 
 
-def test_a_sigkilled_worker_is_replaced_and_only_its_request_fails(server):
+def test_a_sigkilled_worker_is_replaced_and_only_its_request_fails(tiny_bundle_dir, tmp_path):
+    # One chunk of ~2,000 characters at 100 steps (seconds of work): the worker dies before
+    # any audio left, so the request can still get its 500 (once the first chunk is sent the
+    # 200 is on the wire, and a crash can only cut the stream short). With the default
+    # short first chunk, a quiet machine sent it before the kill landed.
+    with start_server(_args(tiny_bundle_dir, "--workers", "2", "--max-chars", "5000",
+                            "--first-chunk-chars", "0", "--max-chunk-chars", "2500"),
+                      log_dir=tmp_path) as server:
+        _sigkill_a_busy_worker(server)
+
+
+def _sigkill_a_busy_worker(server) -> None:
     before = _metrics(server.url)["tts_kit_worker_restarts_total{reason=crash}"]
     result: list[httpx.Response] = []
     t = threading.Thread(target=lambda: result.append(
