@@ -787,8 +787,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="cut the first chunk at a clause to this length, for earlier first "
                     "audio (0: no cut)")
     sp.add_argument("--max-chunk-chars", type=int, default=None,
-                    help="chunk limit (default: the model's, 300; 120 for Korean): longer "
-                    "chunks, fewer runs, later first audio")
+                    help="chunk limit in model (NFKD) characters (default 300, every "
+                    "language): longer chunks, fewer runs, later first audio")
     sp.add_argument("--order", default="chunk", choices=["chunk", "stage"],
                     help="chunk-major (first audio soonest) or stage-major synthesis")
 

@@ -59,7 +59,7 @@ class WorkerConfig:
     warmup_steps: int = 2
     """Flow steps of the warm-up synthesis."""
     max_chunk_chars: int | None = None
-    """Chunk limit (None: the model's, 300 or 120 for Korean)."""
+    """Chunk limit (None: 300 model (NFKD) characters, every language)."""
 
     def preset_obj(self) -> Any:
         """The `SessionPreset`, with ``threads`` applied."""
