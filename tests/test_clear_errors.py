@@ -394,3 +394,37 @@ def test_fetch_output_has_the_umasks_mode(tiny_bundle_dir: Path, tmp_path: Path,
     finally:
         os.umask(old)
     assert path.stat().st_mode & 0o777 == 0o755
+
+
+# -- JSON outputs: checked before the work, written whole or not at all ---------------------
+
+
+def test_loadtest_checks_its_json_path_before_loading(tmp_path: Path, capsys):
+    """A --json into a missing directory is said before any request (no server needed)."""
+    missing = tmp_path / "nope" / "load.json"
+    assert_user_error(capsys, ["loadtest", "http://127.0.0.1:9", "--json", str(missing)],
+                      "--json", "does not exist")
+
+
+def test_a_failed_json_write_leaves_the_old_file(tmp_path: Path, monkeypatch):
+    """_write_json builds the file beside and renames it: a failure mid-write keeps the old."""
+    from tts_kit import cli
+
+    out = tmp_path / "records.json"
+    out.write_text('{"old": true}\n')
+
+    def boom(*_a, **_k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", boom)
+    with pytest.raises(OSError):
+        cli._write_json(str(out), {"new": True})
+    monkeypatch.undo()
+    assert out.read_text() == '{"old": true}\n'
+    assert [p.name for p in tmp_path.iterdir()] == ["records.json"]  # no temporary left
+
+
+def test_serve_refuses_an_unknown_preset_before_starting(capsys):
+    """One line and exit 2, not a server that starts and then loses its workers."""
+    assert_user_error(capsys, ["serve", "--preset", "bogus", "--port", "1"],
+                      "--preset 'bogus'", "supertonic-default")

@@ -315,8 +315,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.json:
         drop = () if args.timelines else ("timeline", "events")
         records = [{k: v for k, v in r.items() if k not in drop} for r in result.records]
-        Path(args.json).write_text(json.dumps({"records": records}, indent=2) + "\n")
-        _say(f"wrote {args.json}")
+        _write_json(args.json, {"records": records})
     if not any(r.get("status") == "ok" for r in result.records):
         # Nothing measured is a failure a script must see, not a result; the table's
         # "not finished" lines above say why each trial stopped.
@@ -363,6 +362,16 @@ def _check_output_file(path: str, flag: str) -> Path:
     if not os.access(p.parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
         raise UserError(f"{flag} {path}: not writable; choose another path")
     return p
+
+
+def _write_json(path: str, data: Any) -> None:
+    """Write ``data`` as JSON to ``path``, whole or not at all (built beside, renamed into
+    place: an interrupted or failed write leaves an existing file as it was)."""
+    from .atomic import atomic_file
+
+    with atomic_file(path) as tmp:
+        Path(tmp).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    _say(f"wrote {path}")
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
@@ -415,11 +424,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
                     max_abs_diff=args.max_abs_diff, floor=args.floor)
     _say(report.table())
     if args.json:
-        from .atomic import atomic_file
-
-        with atomic_file(args.json) as tmp:
-            Path(tmp).write_text(json.dumps(report.to_dict(), indent=2) + "\n")
-        _say(f"wrote {args.json}")
+        _write_json(args.json, report.to_dict())
     # Like `diff`: 0 within the tolerance (with --floor: within the floor), 1 outside it,
     # 2 bad input.
     if args.floor:
@@ -475,6 +480,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from .serve.app import ServeConfig, run_server
 
+    # Here, in one line, not as a worker that fails to start after the server is up.
+    if args.preset not in contract.PRESET_NAMES:
+        raise UserError(f"--preset {args.preset!r}: unknown session preset; choose one of: "
+                        f"{', '.join(contract.PRESET_NAMES)}")
     cfg = ServeConfig(
         model=args.model, preset=args.preset, loading=args.loading, threads=args.threads,
         workers=args.workers, architecture=args.architecture, max_queue=args.max_queue,
@@ -528,6 +537,8 @@ def cmd_loadtest(args: argparse.Namespace) -> int:
     if not args.url.startswith(("http://", "https://")):
         raise UserError(f"URL {args.url!r}: give the server's address, such as "
                         "http://127.0.0.1:8000")
+    if args.json:
+        _check_output_file(args.json, "--json")  # now, not after the load test
     conc = _int_list(args.concurrency, "--concurrency") if args.concurrency else []
     try:
         rates = [float(x) for x in args.rate.split(",") if x.strip()] if args.rate else []
@@ -550,8 +561,7 @@ def cmd_loadtest(args: argparse.Namespace) -> int:
                    progress=not args.quiet)
     _say(res.table())
     if args.json:
-        Path(args.json).write_text(json.dumps(res.to_dict(), indent=2) + "\n")
-        _say(f"wrote {args.json}")
+        _write_json(args.json, res.to_dict())
     return 0
 
 
@@ -574,8 +584,7 @@ def cmd_serve_sweep(args: argparse.Namespace) -> int:
     _say(res.table())
     _say(f"recommendation: {res.recommend(args.p95_target_ms, args.mem_budget)[1]}")
     if args.json:
-        Path(args.json).write_text(json.dumps(res.to_dict(), indent=2) + "\n")
-        _say(f"wrote {args.json}")
+        _write_json(args.json, res.to_dict())
     return 0 if any(r.get("status") == "ok" for r in res.records) else 1
 
 

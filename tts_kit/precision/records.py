@@ -435,8 +435,11 @@ class ConversionReport:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the report as JSON (strict JSON: no NaN or Infinity)."""
+        from ..atomic import atomic_file
+
         text = json.dumps(self.to_dict(), indent=2, allow_nan=False)
-        Path(path).write_text(text + "\n", encoding="utf-8")
+        with atomic_file(path) as tmp:  # whole or not at all
+            Path(tmp).write_text(text + "\n", encoding="utf-8")
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ConversionReport:
