@@ -21,7 +21,7 @@ whole-response p95; two ``resident+mmap`` workers' PSS <= 1.35x one's.
 
     python bench/serving.py [--model DIR] [--scale full] [--concurrency 1,2,4]
                             [--requests 8] [--steps 5] [--workers 2] [--threads 1]
-                            [--json OUT]
+                            [--text TEXT] [--json OUT]
 """
 
 from __future__ import annotations
@@ -56,13 +56,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1, help="intra-op threads per worker")
     ap.add_argument("--preset", default="supertonic-default")
+    ap.add_argument("--text", default=None,
+                    help="the request text (default: three sentences, DEFAULT_TEXT); a short "
+                    "one shows the per-request model load of the article pattern at its worst")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     conc = [int(c) for c in args.concurrency.split(",")]
     model = str(model_dir(args))
     body = {"steps": args.steps, "seed": 0}
     common = dict(presets=[args.preset], concurrency=conc, requests=args.requests,
-                  texts=[DEFAULT_TEXT], body=body, progress=True, timeout_s=600.0)
+                  texts=[args.text or DEFAULT_TEXT], body=body, progress=True, timeout_s=600.0)
     t0 = time.time()
     records = []
     plan = [("article", args.workers, args.threads), ("workers", args.workers, args.threads),
@@ -80,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
         mmap += res.records
     wall = time.time() - t0
 
-    print(f"\nbundle: {model}  text: three sentences ({len(DEFAULT_TEXT)} characters)  "
+    text = args.text or DEFAULT_TEXT
+    print(f"\nbundle: {model}  text: {text[:40]!r}... ({len(text)} characters)  "
           f"steps: {args.steps}  requests per level: {args.requests}  "
           f"cpus: {os.cpu_count()}  wall: {wall:.0f} s\n")
     print(table(records + mmap, SWEEP_KEYS[:-1]))
