@@ -255,8 +255,12 @@ def test_every_option_has_help_with_its_default_and_choices():
                 continue
             assert action.help, f"{name} {action.option_strings[0]} has no help"
             shown = action.default not in (None, False)
-            assert not shown or "(default: %(default)s)" in formatter._get_help_string(
-                action), (name, action.option_strings[0])
+            text = formatter._get_help_string(action)
+            # The default is named once: appended, or already in the help's own words.
+            assert not shown or "(default: %(default)s)" in text or "(default" in action.help, (
+                name, action.option_strings[0])
+            shown_text = formatter._expand_help(action)
+            assert shown_text.count("(default") <= 1, (name, action.option_strings[0], shown_text)
     tune = " ".join(subs.choices["tune"].format_help().split())
     assert all(p in tune for p in PRESETS)  # the preset names are listed
     synth = " ".join(subs.choices["synth"].format_help().split())

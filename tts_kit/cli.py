@@ -604,7 +604,8 @@ class _HelpFormatter(argparse.HelpFormatter):
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
         default = action.default
-        if ("%(default)" in text or not action.option_strings or default is None
+        if ("%(default)" in text or "(default" in text or not action.option_strings
+                or default is None
                 or isinstance(default, bool) or default is argparse.SUPPRESS):
             return text
         return f"{text} (default: %(default)s)"
@@ -731,7 +732,7 @@ def _parser() -> argparse.ArgumentParser:
              "tts_kit and the official package (or a second bundle) and compare every stage "
              "and the audio; exit 0 within the tolerance, 1 outside it")
     sp.add_argument("--against", default="official",
-                    help="'official' (the supertonic package on the same bundle, default) or "
+                    help="'official' (the supertonic package on the same bundle) or "
                     "a bundle directory to compare with (e.g. an FP16 or INT8 copy)")
     sp.add_argument("--threads", type=int, default=1,
                     help="intra-op threads on both sides (default 1: reproducible)")
