@@ -344,3 +344,28 @@ def test_serving_sweep_starts_a_server_per_configuration_and_recommends(tiny_bun
     none, why = res.recommend(p95_target_ms=0.001, mem_budget_mb=None)
     assert none is None and "no configuration meets p95 <= 0 ms" in why
     assert "meets" in res.table()
+
+
+def test_the_article_pattern_runs_the_official_package_per_request(tiny_bundle_dir):
+    """The reference architecture is the article's code: a new official ``TTS`` per call,
+    on the text tts_kit normalised, seeded the way the package draws its noise."""
+    supertonic = pytest.importorskip("supertonic")
+    from tts_kit.serve.app import article_synthesize
+    from tts_kit.serve.worker import WorkerConfig, request_params
+    from tts_kit.text import normalize
+
+    body = {"input": "It costs $5 at 10:30.", "lang": "en", "voice": "F1", "steps": 2,
+            "speed": 1.1, "seed": 7}
+    wav, seconds = article_synthesize(WorkerConfig(model=str(tiny_bundle_dir)),
+                                      request_params(body))
+    got, sr = sf.read(io.BytesIO(wav), dtype="float32")
+
+    tts = supertonic.TTS(model_dir=str(tiny_bundle_dir), auto_download=False)
+    np.random.seed(7)
+    want, dur = tts.synthesize(normalize(body["input"], lang="en"),
+                               voice_style=tts.get_voice_style("F1"), total_steps=2,
+                               speed=1.1, lang="en")
+    want = np.asarray(want, dtype=np.float32).reshape(-1)
+    assert sr == tts.sample_rate and got.shape == want.shape
+    assert np.max(np.abs(got - np.clip(want, -1, 1))) <= 1.5 / 32768  # 16-bit rounding
+    assert seconds == pytest.approx(float(np.sum(dur)))

@@ -12,8 +12,11 @@ Architectures (`ARCHITECTURES`), so their costs can be measured side by side:
   whole WAV at the end; a deadline answers the client but the thread runs on.
 - ``blocking``: one engine in the server process, synthesis inside the async handler:
   the event loop (health checks, other clients) waits for every synthesis.
-- ``article``: the deployment article's pattern: a process pool whose function builds
-  a new engine (loading every graph) for each request, ``asyncio.wait_for`` around it
+- ``article``: the deployment article's pattern as written: a process pool of
+  ``--workers`` processes whose function builds a new model for each request (the
+  official ``supertonic`` package's ``TTS(auto_download=False)``, every graph loaded,
+  ORT's default threads unless ``--threads`` is given; tts_kit's engine when the package
+  is missing or the model is not a Supertonic bundle), ``asyncio.wait_for`` around it
   (the client gets the fallback, the computation goes on), the WAV from memory.
 
 Example:
@@ -395,10 +398,53 @@ def _article_warm(wc: WorkerConfig) -> int:
 
 
 def article_synthesize(wc: WorkerConfig, params: dict[str, Any]) -> tuple[bytes, float]:
-    """The article's pool function: a new model for each request, the WAV in memory."""
-    engine = wc.build_engine()
-    res = engine.synthesize(**params)
-    return res.wav_bytes(), res.duration_s
+    """The article's pool function: a new model for each request, the WAV in memory.
+
+    As the article writes it: ``TTS(auto_download=False)`` of the official ``supertonic``
+    package (every graph loaded, its own session options: ORT's default threads unless
+    the configuration sets ``threads``), the voice style read, then ``synthesize`` on the
+    text tts_kit normalised (the article normalises in the handler). Without the package,
+    or for another model family, tts_kit's engine is built per request instead.
+    """
+    tts = _official_tts(wc)
+    if tts is None:
+        engine = wc.build_engine()
+        res = engine.synthesize(**params)
+        return res.wav_bytes(), res.duration_s
+    import io
+
+    import numpy as np
+    import soundfile as sf
+
+    from ..text import normalize
+
+    style = tts.get_voice_style(params["voice"])
+    text = normalize(params["text"], lang=params["lang"])
+    if params.get("seed") is not None:  # the package draws its noise from numpy's global
+        np.random.seed(params["seed"] % 2**32)
+    wav, dur = tts.synthesize(text, voice_style=style, total_steps=params["steps"],
+                              speed=params["speed"], lang=params["lang"])
+    buf = io.BytesIO()
+    sf.write(buf, np.asarray(wav, dtype=np.float32).reshape(-1), tts.sample_rate,
+             format="WAV", subtype="PCM_16")
+    return buf.getvalue(), float(np.sum(dur))
+
+
+def _official_tts(wc: WorkerConfig) -> Any:
+    """The official package's new ``TTS`` on the configuration's bundle, or None."""
+    from ..bundle import resolve_model_dir
+    from ..family import is_piper
+
+    if is_piper(wc.model):
+        return None
+    try:
+        import supertonic
+    except ImportError:
+        return None
+    root, _ = resolve_model_dir(wc.model)
+    return supertonic.TTS(model_dir=str(root), auto_download=False,
+                          intra_op_num_threads=wc.threads,
+                          inter_op_num_threads=None if wc.threads is None else 1)
 
 
 BACKENDS = {"workers": WorkersBackend, "threads": InProcessBackend,
