@@ -108,7 +108,9 @@ pd.DataFrame(rows).round(1)
 # - `workers`: tts_kit's worker processes (above);
 # - `threads`: one engine in the server process, a thread executor;
 # - `blocking`: one engine, synthesis inside the async handler (the event loop waits);
-# - `article`: the article's pattern: a process pool building a new model per request.
+# - `article`: the article's pattern: a process pool building a new model per request
+#   (the official `supertonic` package's `TTS()`, as the article's code does; here with
+#   the same one thread as the others, `bench/serving.py` leaves it ORT's default).
 #
 # Same bundle, text, steps and requests for all; the sweep recommends what meets a p95
 # target (here: the `workers` p95 measured above at the highest level, doubled) inside a
