@@ -240,6 +240,11 @@ def test_fp16_conversion_runs_and_keeps_the_voice(tmp_path, voice_dir):
     f = report.fidelity["CPUExecutionProvider"]
     assert f.passed, f.reasons  # same seed, same noise: the waveforms compare
     assert f.length_ref == f.length_candidate
+    # Judged against the voice's own measured floor (threads, graph fusions, another seed).
+    j = report.judgement
+    assert j["verdict"] in ("within the floor", "audible risk"), j
+    assert any(k.startswith("threads") for k in j["runs"])
+    assert j["distances"]["log_mel_db"] < j["take"]["log_mel_db"]
     cfg = json.loads((out / "en_US-joe-medium.onnx.json").read_text())
     assert cfg["tts_kit_precision"]["to"] == "fp16"
     assert (out / "MODEL_CARD").is_file()

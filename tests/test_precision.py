@@ -195,6 +195,12 @@ def test_fp16_fidelity_is_measured(fp16, tmp_path):
     assert back.fidelity[CPU].waveform_snr_db == pytest.approx(f.waveform_snr_db)
     assert back.passed and back.stages["vocoder"].ratio == report.stages["vocoder"].ratio
     assert "fidelity vs fp32 on CPU" in report.table() and "PASSED" in report.table()
+    # Judged against the source's measured floor too (float rounding of the same model):
+    # FP16 is not broken, and the floor it is judged on is far finer than another take.
+    j = report.judgement
+    assert j["verdict"] in ("within the floor", "audible risk"), j
+    assert j["floor"]["log_mel_db"] < j["distances"]["log_mel_db"] < j["take"]["log_mel_db"]
+    assert back.judgement == j and "against the source's measured noise floor" in report.table()
 
 
 def test_broken_conversion_is_flagged(tiny_bundle_dir, tmp_path, monkeypatch):
@@ -221,6 +227,7 @@ def test_broken_conversion_is_flagged(tiny_bundle_dir, tmp_path, monkeypatch):
     assert f.waveform_snr_db < 5.0 and any("waveform SNR" in why for why in f.reasons)
     assert f.stage_snr_db["vocoder"] < 5.0 < f.stage_snr_db["text_encoder"]
     assert "FAILED" in r.table()
+    assert r.judgement["verdict"] == "broken" and "BROKEN" in r.table()
 
 
 def test_converting_twice_is_refused(int8, tmp_path):

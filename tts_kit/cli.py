@@ -387,7 +387,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         _check_output_file(args.report, "--report")
     try:
         report = convert(args.src, args.dst, to=args.to or "fp16", stages=stages,
-                         measure=measure, recipe=args.recipe)
+                         measure=measure, recipe=args.recipe,
+                         floor=False if args.no_floor else None)
     except RuntimeError as exc:  # the source changed while converting: nothing written
         raise UserError(str(exc)) from None
     except OSError as exc:
@@ -726,6 +727,10 @@ def _parser() -> argparse.ArgumentParser:
                     help="only convert (skip memory, latency and fidelity measurements)")
     sp.add_argument("--fidelity-only", action="store_true",
                     help="measure fidelity against the source, not memory or latency")
+    sp.add_argument("--no-floor", action="store_true",
+                    help="skip judging the result against the source's measured noise floor "
+                    "(threads, graph fusions, batch padding, another noise draw: within the "
+                    "floor, audible risk or broken; about a minute at full size)")
 
     sp = add("verify", cmd_verify,
              "synthesise the same texts (en, ko), voices, steps, speeds and noise through "

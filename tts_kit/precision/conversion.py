@@ -60,7 +60,7 @@ import onnxruntime as ort
 
 from .. import atomic, contract
 from ..audio_metrics import snr_db
-from .measure import measure_conversion
+from .measure import judge_against_floor, measure_conversion
 from .records import (
     MAX_LOG_MEL_DB,
     MIN_SNR_DB,
@@ -367,6 +367,7 @@ def convert(
     lang: str = "en",
     preset: Any = None,
     recipe: str | None = None,
+    floor: bool | None = None,
 ) -> ConversionReport:
     """Convert a bundle or one ``.onnx`` file to FP16 or INT8 and report what it changed.
 
@@ -398,6 +399,10 @@ def convert(
             `tts_kit.precision.recipes.RECIPES`: ``fp16``, ``int8``, ``int8-dp32``,
             ``sherpa-int8``). Every INT8 stage written gets a `kernel_report` (does
             ONNX Runtime really run integer kernels?).
+        floor: also judge the result against the source's measured noise floor
+            (`tts_kit.precision.measure.judge_against_floor`: ``report.judgement``,
+            within the floor, audible risk or broken). Default: whenever ``measure`` is
+            set, for a bundle or a voice (about a minute more at full size).
 
     Returns:
         The `ConversionReport` (also describes measurements that failed, in ``status``).
@@ -419,8 +424,11 @@ def convert(
             raise ValueError("a Piper voice has one stage, 'voice'; drop stages")
         if measure not in (True, False, "fidelity"):
             raise ValueError(f"measure must be True, False or 'fidelity', got {measure!r}")
-        return convert_piper(src, dst, to, keep_io_types, op_block_list, measure=bool(measure),
-                             texts=texts, seed=seed, recipe=recipe)
+        report = convert_piper(src, dst, to, keep_io_types, op_block_list,
+                               measure=bool(measure), texts=texts, seed=seed, recipe=recipe)
+        if floor if floor is not None else bool(measure):
+            report.judgement = judge_against_floor(src, report.dst)
+        return report
     plan: dict[str, str] | None = None
     if recipe is not None:
         from .recipes import check_recipe, recipe_target
@@ -504,6 +512,8 @@ def convert(
         report.measured = True
         measure_conversion(report, texts, providers, seed, steps, repeats, lang, preset,
                            runs=measure is True)
+    if kind == "bundle" and (floor if floor is not None else bool(measure)):
+        report.judgement = judge_against_floor(src_p, dst_p)
     elif measure:
         report.measured = True
         _compare_outputs(report, src_p, dst_p)

@@ -393,3 +393,35 @@ def piper_floor(model: Any, texts: Sequence[str] = PIPER_TEXTS, seed: int = 0,
         min(d.snr_db for d in runs.values()), max(d.log_mel_db for d in runs.values()),
         max(d.mcd_db for d in runs.values()), max(d.duration_change_s for d in runs.values()))
     return Floor(runs, worst, Distances.of(ref, _piper_wavs(a, texts, seed + 50), sr))
+
+
+# -- a conversion judged against the source's measured noise floor ---------------------------
+
+
+def judge_against_floor(src: Any, dst: Any) -> dict[str, Any]:
+    """``dst`` (a converted copy) against ``src``'s measured noise floor: the verdict
+    (``within the floor``, ``audible risk`` or ``broken``, `tts_kit.verify.Floor`), its
+    reasons, the distances and the floor, as plain JSON-ready data.
+
+    A Supertonic bundle goes through `tts_kit.verify.verify` (``floor=True``: threads,
+    graph fusions, batch padding, another noise draw); a Piper voice through `piper_floor`
+    and `piper_distances`. Both sides read the same texts with the same noise.
+
+    Example:
+        >>> judge_against_floor("standin-tiny", "standin-tiny-fp16")["verdict"]  # doctest: +SKIP
+        'audible risk'
+    """
+    from dataclasses import asdict
+
+    from ..family import is_piper
+    from ..verify import _json_safe, verify
+
+    if is_piper(src):
+        floor, d = piper_floor(src), piper_distances(src, dst)
+    else:
+        rep = verify(src, dst, floor=True)
+        floor, d = rep.floor, rep.distances
+    verdict, why = floor.verdict(d)
+    return _json_safe({"verdict": verdict, "reasons": why, "distances": asdict(d),
+                       "floor": asdict(floor.floor), "take": asdict(floor.take),
+                       "runs": {k: asdict(v) for k, v in floor.runs.items()}})

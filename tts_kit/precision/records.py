@@ -317,6 +317,10 @@ class ConversionReport:
     """Anything skipped, and why."""
     recipe: str = ""
     """The per-stage recipe (`tts_kit.precision.recipes.RECIPES`), when one was used."""
+    judgement: dict[str, Any] = field(default_factory=dict)
+    """The result against the source's measured noise floor (``verdict``, ``reasons``,
+    ``distances``, ``floor``, ``take``, ``runs``; `tts_kit.precision.measure.judge_against_floor`);
+    empty when not measured."""
 
     @property
     def size_before(self) -> int:
@@ -386,7 +390,10 @@ class ConversionReport:
             lines.append(format_runs(self.runs))
         for prov, f in self.fidelity.items():
             stages = ", ".join(f"{k} {_fmt_db(v)}" for k, v in f.stage_snr_db.items())
-            verdict = "PASSED" if f.passed else "FAILED: " + "; ".join(f.reasons)
+            # Sanity thresholds chosen by hand (catch a broken conversion cheaply); the
+            # judgement that means something is against the measured floor, below.
+            verdict = ("PASSED the sanity thresholds" if f.passed
+                       else "FAILED the sanity thresholds: " + "; ".join(f.reasons))
             lines.append(
                 f"fidelity vs fp32 on {_short(prov)}: waveform SNR {_fmt_db(f.waveform_snr_db)}, "
                 f"log-mel distance {f.log_mel_distance_db:.2f} dB; stage SNR: {stages or '-'}"
@@ -396,6 +403,17 @@ class ConversionReport:
                 f"{f.max_log_mel_db:g} dB, length within {100 * MAX_LENGTH_CHANGE:g} %; "
                 f"length {100 * f.length_change:+.3f} %)"
             )
+        if self.judgement:
+            j = self.judgement
+            d, fl, take = j["distances"], j["floor"], j["take"]
+            lines.append(
+                f"against the source's measured noise floor: {j['verdict'].upper()} "
+                f"(distances: SNR {_fmt_db(_num(d['snr_db']))}, log-mel "
+                f"{d['log_mel_db']:.3g} dB, MCD {d['mcd_db']:.3g} dB; floor: SNR "
+                f"{_fmt_db(_num(fl['snr_db']))}, log-mel {fl['log_mel_db']:.3g} dB, MCD "
+                f"{fl['mcd_db']:.3g} dB; another take: log-mel {take['log_mel_db']:.3g} dB, "
+                f"MCD {take['mcd_db']:.3g} dB)")
+            lines += [f"  {r}" for r in j.get("reasons", [])]
         if self.output_snr_db:
             lines.append(
                 "outputs vs source on random inputs: "
@@ -445,6 +463,11 @@ class ConversionReport:
     def load(cls, path: str | os.PathLike[str]) -> ConversionReport:
         """Read a report written by `save`."""
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def _num(v: Any) -> float:
+    # JSON-safe distances: None is NaN, "inf" is infinity (`tts_kit.verify._json_safe`).
+    return math.nan if v is None else float(v)
 
 
 def _json_num(v: Any) -> Any:
