@@ -321,3 +321,35 @@ def test_the_int8_recipe_that_keeps_the_durations_keeps_the_length(tmp_path):
         convert(NAME, tmp_path / "x", recipe="sherpa-int8", measure=False)
     with pytest.raises(ValueError, match="one stage, 'voice'"):
         convert(NAME, tmp_path / "y", stages=["vocoder"], measure=False)
+
+
+def test_tts_kit_serve_speaks_with_the_voice(tmp_path, voice_dir):
+    """`tts-kit serve --model piper:joe-us`: the voice's speakers, language and sample rate
+    reach the API; the load test counts audio seconds at the voice's rate."""
+    pytest.importorskip("fastapi")
+    import io
+
+    import httpx
+    import soundfile as sf
+
+    from tts_kit.serve.launch import start_server
+    from tts_kit.serve.loadtest import run_load
+
+    before = _snapshot(voice_dir)
+    with start_server(["--model", NAME, "--workers", "1"], log_dir=tmp_path) as srv:
+        info = httpx.get(f"{srv.url}/voices", timeout=10).json()
+        assert info == {"voices": ["joe"], "languages": ["en"], "sample_rate": 22050}
+        r = httpx.post(f"{srv.url}/v1/audio/speech", timeout=120,
+                       json={"input": f"{SENTENCE} It is 10:30.", "seed": 1})
+        assert r.status_code == 200 and r.headers["x-sample-rate"] == "22050"
+        wav, sr = sf.read(io.BytesIO(r.content), dtype="float32")
+        assert sr == 22050 and 2.0 < len(wav) / sr < 8.0 and np.abs(wav).max() > 0.05
+        bad = httpx.post(f"{srv.url}/v1/audio/speech", timeout=30,
+                         json={"input": "Hi.", "lang": "ko"})
+        assert bad.status_code == 400 and "this model speaks: en" in bad.json()["error"]
+        load = run_load(srv.url, concurrency=[1], requests=2, texts=[f"{SENTENCE} It is 10:30."],
+                        body={"seed": 1}, progress=False)
+    rec = load.records[0]
+    assert rec["ok"] == 2
+    assert rec["audio_rate"] / rec["rps"] == pytest.approx(len(wav) / sr, rel=0.02)
+    assert _snapshot(voice_dir) == before

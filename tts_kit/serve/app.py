@@ -34,7 +34,7 @@ import json
 import os
 import struct
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -135,8 +135,15 @@ class RequestError(Exception):
         self.status = status
 
 
-def check_body(raw: bytes, cfg: ServeConfig, voices: list[str]) -> dict[str, Any]:
+def check_body(raw: bytes, cfg: ServeConfig, voices: list[str],
+               languages: Sequence[str] = contract.LANGUAGES,
+               sample_rate: int = contract.SAMPLE_RATE) -> dict[str, Any]:
     """The request body, checked; `RequestError` (400) naming the problem and the fix.
+
+    ``voices`` and ``languages`` are the model's (a Piper voice speaks one language with its
+    own speakers); without ``voice`` a request gets ``M1`` when the model has it, else the
+    first voice; without ``lang`` the server's ``--lang`` when the model speaks it, else
+    the model's first language.
 
     Example:
         >>> cfg = ServeConfig()
@@ -167,18 +174,18 @@ def check_body(raw: bytes, cfg: ServeConfig, voices: list[str]) -> dict[str, Any
     if len(text) > cfg.max_chars:
         raise RequestError(400, f"input has {len(text):,} characters, more than this server's "
                            f"{cfg.max_chars:,}; split it into several requests")
-    voice = body.get("voice", "M1")
+    voice = body.get("voice", "M1" if "M1" in voices else voices[0])
     if voice not in voices:
         raise RequestError(400, f"unknown voice {str(voice)[:40]!r}; GET /voices lists them: "
                            f"{', '.join(voices)}")
     fmt = body.get("response_format", "wav")
     if fmt not in ("wav", "pcm"):
         raise RequestError(400, f"response_format {str(fmt)[:20]!r} is not supported; use wav "
-                           "or pcm (16-bit mono, 44.1 kHz)")
-    lang = body.get("lang", cfg.lang)
-    if lang not in contract.LANGUAGES:
-        raise RequestError(400, f"unknown lang {str(lang)[:20]!r}; use one of: "
-                           f"{', '.join(contract.LANGUAGES)}")
+                           f"or pcm (16-bit mono, {sample_rate / 1000:g} kHz)")
+    lang = body.get("lang", cfg.lang if cfg.lang in languages else languages[0])
+    if lang not in languages:
+        raise RequestError(400, f"unknown lang {str(lang)[:20]!r}; this model speaks: "
+                           f"{', '.join(languages)}")
     steps = body.get("steps", contract.DEFAULT_STEPS)
     if isinstance(steps, bool) or not isinstance(steps, int) or not (
             contract.MIN_STEPS <= steps <= contract.MAX_STEPS):
@@ -470,11 +477,12 @@ def create_app(cfg: ServeConfig) -> Any:
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-    from ..bundle import Bundle
+    from ..family import open_model
 
     cfg.check()
-    bundle = Bundle.discover(cfg.model)
-    voices = bundle.voices
+    bundle = open_model(cfg.model)  # a Supertonic bundle or a Piper voice
+    voices = list(bundle.voices)
+    languages = [bundle.language] if bundle.family == "piper" else list(contract.LANGUAGES)
     sample_rate = bundle.sample_rate
     fallback = open(cfg.fallback_wav, "rb").read() if cfg.fallback_wav else None
     api_key = (cfg.api_key or os.environ.get(API_KEY_ENV) or "").encode()
@@ -534,7 +542,7 @@ def create_app(cfg: ServeConfig) -> Any:
 
     @app.get("/voices")
     async def list_voices() -> Any:
-        return {"voices": voices, "languages": list(contract.LANGUAGES),
+        return {"voices": voices, "languages": languages,
                 "sample_rate": sample_rate}
 
     @app.get("/metrics")
@@ -578,7 +586,7 @@ def create_app(cfg: ServeConfig) -> Any:
             return _error(503, "the server is warming up; retry when GET /health says ready",
                           {"Retry-After": "1"})
         try:
-            body = check_body(await read_body(request), cfg, voices)
+            body = check_body(await read_body(request), cfg, voices, languages, sample_rate)
         except RequestError as exc:
             done(exc.status)
             return _error(exc.status, str(exc))

@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import contract
 from ..records import table as records_table
 
 #: The table of a load test (`tts_kit.records` keys).
@@ -211,6 +212,7 @@ async def _one(client: Any, url: str, body: dict[str, Any], timeout_s: float,
                             "timeout" if r.status_code == 503 else "error")
                     return Outcome(r.status_code, kind, t0, latency_s=time.monotonic() - t0)
                 fallback = "x-tts-fallback" in r.headers
+                rate = int(r.headers.get("x-sample-rate") or contract.SAMPLE_RATE)
                 async for part in r.aiter_raw():
                     size += len(part)
                     if ttfa is None and size > skip:
@@ -222,7 +224,7 @@ async def _one(client: Any, url: str, body: dict[str, Any], timeout_s: float,
     latency = time.monotonic() - t0
     if fallback:
         return Outcome(200, "timeout", t0, ttfa, latency)
-    audio = max(0, size - skip) / 2 / 44100.0
+    audio = max(0, size - skip) / 2 / rate  # 16-bit mono at the model's rate
     return Outcome(200, "ok", t0, ttfa, latency, audio)
 
 

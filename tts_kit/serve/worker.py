@@ -45,7 +45,7 @@ class WorkerConfig:
     """What every worker's engine is built from (sent to the worker: plain data only)."""
 
     model: str | None
-    """Bundle directory (None: discovered)."""
+    """Bundle directory or Piper voice (``piper:NAME``; None: discovered)."""
     preset: str = "supertonic-default"
     """Session preset name."""
     loading: str = "resident"
@@ -69,10 +69,11 @@ class WorkerConfig:
         return preset.replace(intra_op_num_threads=self.threads) if self.threads else preset
 
     def build_engine(self) -> Any:
-        """A new `Engine` from this configuration (nothing warmed up)."""
-        from ..engine import Engine
+        """A new engine from this configuration (nothing warmed up): tts_kit's `Engine`
+        for a Supertonic bundle, `tts_kit.piper_voice.PiperEngine` for a Piper voice."""
+        from ..family import make_engine
 
-        return Engine(self.model, preset=self.preset_obj(), loading=self.loading)
+        return make_engine(self.model, preset=self.preset_obj(), loading=self.loading)
 
 
 class Overloaded(Exception):
