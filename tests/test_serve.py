@@ -329,16 +329,29 @@ def test_loadtest_says_when_no_server_answers(capsys):
     assert "no server answers" in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("rate", ["0", "fast", "inf"])
+def test_a_bad_rate_is_one_line_before_anything_starts(rate, capsys):
+    from tts_kit.cli import main
+    from tts_kit.serve.launch import free_port
+
+    for cmd in (["loadtest", f"http://127.0.0.1:{free_port()}"], ["serve-sweep"]):
+        assert main([*cmd, "--rate", rate, "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert "--rate" in err and err.count("\n") == 1, err
+
+
 @pytest.mark.slow
 def test_serving_sweep_starts_a_server_per_configuration_and_recommends(tiny_bundle_dir,
                                                                          tmp_path):
     from tts_kit.serve.sweep import serving_sweep
 
     res = serving_sweep(str(tiny_bundle_dir), architectures=["workers", "article"],
-                        workers=[1], concurrency=[1], requests=3, body={"steps": 1},
-                        progress=False, log_dir=str(tmp_path))
-    assert [r["architecture"] for r in res.records] == ["workers", "article"]
+                        workers=[1], concurrency=[1], rates=[4.0], requests=3,
+                        body={"steps": 1}, progress=False, log_dir=str(tmp_path))
+    assert [(r["architecture"], r["mode"]) for r in res.records] == [
+        ("workers", "closed"), ("workers", "open"), ("article", "closed"), ("article", "open")]
     assert all(r["status"] == "ok" and r["ok"] == 3 for r in res.records)
+    assert [r["rate"] for r in res.records if r["mode"] == "open"] == [4.0, 4.0]
     best, why = res.recommend(p95_target_ms=None, mem_budget_mb=None)
     assert best is not None and best["architecture"] in why and "req/s" in why
     none, why = res.recommend(p95_target_ms=0.001, mem_budget_mb=None)

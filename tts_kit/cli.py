@@ -541,13 +541,7 @@ def cmd_loadtest(args: argparse.Namespace) -> int:
     if args.json:
         _check_output_file(args.json, "--json")  # now, not after the load test
     conc = _int_list(args.concurrency, "--concurrency") if args.concurrency else []
-    try:
-        rates = [float(x) for x in args.rate.split(",") if x.strip()] if args.rate else []
-    except ValueError:
-        raise UserError(f"--rate takes arrivals per second like 0.5,1,2; got {args.rate!r}"
-                        ) from None
-    if args.json:
-        _check_output_file(args.json, "--json")
+    rates = _rates(args.rate)
     import httpx
 
     try:
@@ -566,6 +560,19 @@ def cmd_loadtest(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rates(text: str | None) -> list[float]:
+    """``--rate``'s arrivals per second (``0.5,1,2``), each above 0."""
+    try:
+        rates = [float(x) for x in text.split(",") if x.strip()] if text else []
+    except ValueError:
+        raise UserError(f"--rate takes arrivals per second like 0.5,1,2; got {text!r}"
+                        ) from None
+    if any(not (r > 0 and r < float("inf")) for r in rates):
+        raise UserError(f"--rate {text}: every rate must be a number of arrivals per second "
+                        "above 0")
+    return rates
+
+
 def cmd_serve_sweep(args: argparse.Namespace) -> int:
     from .serve.sweep import serving_sweep
 
@@ -577,7 +584,8 @@ def cmd_serve_sweep(args: argparse.Namespace) -> int:
         workers=_int_list(args.workers, "--workers"), threads=threads,
         presets=[p.strip() for p in args.presets.split(",") if p.strip()],
         loadings=[x.strip() for x in args.loading.split(",") if x.strip()],
-        concurrency=_int_list(args.concurrency, "--concurrency"), requests=args.requests,
+        concurrency=_int_list(args.concurrency, "--concurrency") if args.concurrency else [],
+        rates=_rates(args.rate), requests=args.requests,
         duration_s=args.duration, texts=_texts(args.texts), body=_load_body(args),
         timeout_s=args.timeout, p95_target_ms=args.p95_target_ms,
         mem_budget_mb=args.mem_budget, progress=not args.quiet,
@@ -845,7 +853,12 @@ def _parser() -> argparse.ArgumentParser:
                     help=f"comma-separated, of: {preset_names}")
     sp.add_argument("--loading", default="resident", metavar="POLICIES",
                     help="comma-separated load policies (resident, paged, budget:MB, +mmap)")
-    sp.add_argument("--concurrency", default="1,2,4", help="closed-loop levels to load each with")
+    sp.add_argument("--concurrency", default="1,2,4",
+                    help="closed-loop levels to load each with ('' for none); the "
+                    "recommendation is made at the highest")
+    sp.add_argument("--rate", default=None,
+                    help="open-loop levels too: arrivals per second, e.g. 0.5,1,2 (measured "
+                    "and tabled; the recommendation reads the closed-loop levels)")
     sp.add_argument("--p95-target-ms", type=float, default=None,
                     help="the total-latency p95 to meet (default: none; the fastest wins)")
     sp.add_argument("--mem-budget", type=float, default=None, help="pool PSS budget in MB")

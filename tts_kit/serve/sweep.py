@@ -71,7 +71,8 @@ class ServingSweepResult:
         """
         levels = [r["concurrency"] for r in self.records if r.get("concurrency")]
         if not levels:
-            return None, "nothing was measured"
+            return None, ("no closed-loop level was measured (the recommendation reads the "
+                          "concurrency levels, not the open-loop rates)")
         level = concurrency or max(levels)
         pool = [r for r in self.records if r.get("concurrency") == level]
 
@@ -120,6 +121,7 @@ def serving_sweep(
     presets: Sequence[str] = ("supertonic-default",),
     loadings: Sequence[str] = ("resident",),
     concurrency: Sequence[int] = (1, 2, 4),
+    rates: Sequence[float] = (),
     requests: int = 12,
     duration_s: float | None = None,
     texts: Sequence[str] = (DEFAULT_TEXT,),
@@ -134,7 +136,9 @@ def serving_sweep(
     """Serve and load every configuration in turn; see the module doc.
 
     ``blocking`` runs one configuration per thread count (its ``workers`` is 1: the event
-    loop is the only worker). A configuration whose server does not start gets one record
+    loop is the only worker). ``rates`` adds open-loop levels (arrivals per second, after
+    the closed-loop ``concurrency`` levels); the recommendation reads the closed-loop ones.
+    A configuration whose server does not start gets one record
     with ``status`` ``error`` and the reason.
     """
     from .app import ARCHITECTURES
@@ -154,13 +158,15 @@ def serving_sweep(
         seen.add(key)
         config = {"architecture": arch, "workers": n, "threads": th, "preset": preset,
                   "loading": loading}
+        queue = max([*concurrency, 4]) * 2  # open loop: arrivals may pile up; 429 past it
         args = ["--architecture", arch, "--workers", str(n), "--preset", preset,
-                "--loading", loading, "--max-queue", str(max(concurrency) * 2),
+                "--loading", loading, "--max-queue", str(queue),
                 *([] if th is None else ["--threads", str(th)]),
                 *([] if model is None else ["--model", str(model)]), *server_args]
         try:
             with start_server(args, log_dir=log_dir) as srv:
-                load = run_load(srv.url, concurrency=concurrency, requests=requests,
+                load = run_load(srv.url, concurrency=concurrency, rates=rates,
+                                requests=requests,
                                 duration_s=duration_s, texts=texts, body=body,
                                 timeout_s=timeout_s, progress=progress)
         except RuntimeError as exc:
