@@ -349,6 +349,8 @@ def test_tts_kit_serve_speaks_with_the_voice(tmp_path, voice_dir):
         assert bad.status_code == 400 and "this model speaks: en" in bad.json()["error"]
         load = run_load(srv.url, concurrency=[1], requests=2, texts=[f"{SENTENCE} It is 10:30."],
                         body={"seed": 1}, progress=False)
+    log = "".join(p.read_text() for p in tmp_path.glob("serve-*.log"))
+    assert "tts-kit serve: Piper en_US-joe-medium, workers x1" in log  # who speaks
     rec = load.records[0]
     assert rec["ok"] == 2
     assert rec["audio_rate"] / rec["rps"] == pytest.approx(len(wav) / sr, rel=0.02)

@@ -477,7 +477,7 @@ def create_app(cfg: ServeConfig) -> Any:
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-    from ..family import open_model
+    from ..family import model_label, open_model
 
     cfg.check()
     bundle = open_model(cfg.model)  # a Supertonic bundle or a Piper voice
@@ -511,6 +511,7 @@ def create_app(cfg: ServeConfig) -> Any:
                   openapi_url=None)
     app.state.backend = backend
     app.state.metrics = metrics
+    app.state.model_label = model_label(bundle)
 
     @app.middleware("http")
     async def auth(request: Request, call_next: Any) -> Any:
@@ -739,8 +740,8 @@ def run_server(cfg: ServeConfig) -> None:
     config = uvicorn.Config(app, host=cfg.host, port=cfg.port, log_level="warning",
                             access_log=False, timeout_graceful_shutdown=30,
                             lifespan="on")
-    print(f"tts-kit serve: {cfg.architecture} x{cfg.workers} on http://{cfg.host}:{cfg.port} "
-          f"(warming up; GET /health says when ready)", flush=True)
+    print(f"tts-kit serve: {app.state.model_label}, {cfg.architecture} x{cfg.workers} on "
+          f"http://{cfg.host}:{cfg.port} (warming up; GET /health says when ready)", flush=True)
     uvicorn.Server(config).run()
 
 
