@@ -289,6 +289,25 @@ def test_the_cli_says_which_model_speaks(tmp_path):
     assert "Traceback" not in p.stderr
 
 
+def test_verify_compares_a_converted_copy_of_the_voice(tmp_path):
+    """`tts-kit verify` on a Piper voice: against the official package is refused in one
+    line (it runs Supertonic only); against a converted copy it reports the distances on
+    the same noise, fails the 60 dB tolerance, and with --floor gives the verdict."""
+    from tts_kit.precision import convert
+
+    p = _cli("verify", "--model", NAME)
+    assert p.returncode == 2 and "Supertonic bundles only" in p.stderr
+    assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
+    copy = convert(NAME, tmp_path / "joe-fp16", to="fp16", measure=False).dst
+    p = _cli("verify", "--model", NAME, "--against", str(copy), "--floor", "--json",
+             str(tmp_path / "v.json"))
+    assert p.returncode == 1, p.stderr
+    assert "same noise" in p.stdout and "FAIL: waveform SNR" in p.stdout
+    data = json.loads((tmp_path / "v.json").read_text())
+    assert data["judgement"]["verdict"] == "audible risk"
+    assert 15 < data["distances"]["snr_db"] < 60
+
+
 def test_the_banner_names_the_voice():
     pytest.importorskip("ipywidgets")
     from tts_kit.widgets import banner

@@ -421,6 +421,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if against != OFFICIAL and not Path(against).expanduser().is_dir():
         raise UserError(f"--against {against}: not a directory; give 'official' or a bundle "
                         "directory (an FP16/INT8 copy)")
+    if bundle.family == "piper":
+        return _verify_piper(args, bundle)
     report = verify(bundle, against, threads=args.threads, min_snr_db=args.min_snr,
                     max_abs_diff=args.max_abs_diff, floor=args.floor)
     _say(report.table())
@@ -431,6 +433,45 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.floor:
         return 0 if report.verdict and report.verdict[0] == "within the floor" else 1
     return 0 if report.passed else 1
+
+
+def _verify_piper(args: argparse.Namespace, bundle: Any) -> int:
+    """`verify` for a Piper voice: a converted copy against it (the official package runs
+    Supertonic bundles only), on the same texts and noise; with --floor, the verdict."""
+    from dataclasses import asdict
+
+    from .family import model_label
+    from .precision.measure import judge_against_floor, piper_distances
+    from .verify import _json_safe
+
+    if args.against == "official":
+        raise UserError(f"{model_label(bundle)}: the official supertonic package runs "
+                        "Supertonic bundles only; give --against DIR (a converted copy of "
+                        "this voice) to compare the two")
+    d = piper_distances(str(bundle.path), args.against)
+    problems = []
+    if not d.snr_db >= args.min_snr:
+        problems.append(f"waveform SNR {d.snr_db:.1f} dB < {args.min_snr:g} dB")
+    if d.duration_change_s > 0:
+        problems.append(f"length changed by {d.duration_change_s * 1000:.1f} ms")
+    _say(f"{model_label(bundle)} against {args.against} (same texts, same noise): "
+         f"SNR {d.snr_db:.1f} dB, log-mel {d.log_mel_db:.3g} dB, MCD {d.mcd_db:.3g} dB, "
+         f"length change {d.duration_change_s * 1000:.1f} ms")
+    out: dict[str, Any] = {"model": model_label(bundle), "against": args.against,
+                           "distances": asdict(d), "problems": problems}
+    if args.floor:
+        j = judge_against_floor(str(bundle.path), args.against)
+        out["judgement"] = j
+        _say(f"verdict against the voice's measured floor: {j['verdict']}")
+        for reason in j["reasons"]:
+            _say(f"  {reason}")
+    _say("PASS: within the tolerance" if not problems else
+         "FAIL: " + "; ".join(problems))
+    if args.json:
+        _write_json(args.json, _json_safe(out))
+    if args.floor:
+        return 0 if out["judgement"]["verdict"] == "within the floor" else 1
+    return 0 if not problems else 1
 
 
 def cmd_report(args: argparse.Namespace) -> int:
