@@ -371,6 +371,16 @@ conversion.convert(sys.argv[1], sys.argv[2], to=sys.argv[4], measure=False)
 """
 
 
+def _default_signal_handlers() -> None:
+    """In the child: the signals' default dispositions. A suite started under ``nohup``
+    (or in a background job) hands its children an ignored SIGHUP (or SIGINT), which
+    tts_kit rightly leaves ignored; the test is about the default case."""
+    import signal
+
+    for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig, to", [("SIGTERM", "int8"), ("SIGHUP", "fp16"),
                                      ("SIGINT", "fp16")])
 def test_a_terminated_conversion_leaves_no_temporaries(tiny_bundle_dir, tmp_path, sig, to):
@@ -385,7 +395,8 @@ def test_a_terminated_conversion_leaves_no_temporaries(tiny_bundle_dir, tmp_path
     before = _snapshot(tiny_bundle_dir)
     proc = subprocess.Popen([sys.executable, "-c", _PAUSED_CONVERT, str(tiny_bundle_dir),
                              str(work / "out"), str(marker), to],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_signal_handlers)
     try:
         deadline = time.monotonic() + 120
         while not marker.exists():

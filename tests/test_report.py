@@ -375,6 +375,16 @@ make.make_report(sys.argv[2], model=sys.argv[1], sweep=spec, progress=False, ren
 """
 
 
+def _default_signal_handlers() -> None:
+    """In the child: the signals' default dispositions. A suite started under ``nohup``
+    (or in a background job) hands its children an ignored SIGHUP (or SIGINT), which
+    tts_kit rightly leaves ignored; the test is about the default case."""
+    import signal
+
+    for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT", "SIGHUP"])
 def test_an_interrupted_report_leaves_the_previous_report(tiny_bundle_dir, tmp_path, sig):
     import signal
@@ -389,7 +399,8 @@ def test_an_interrupted_report_leaves_the_previous_report(tiny_bundle_dir, tmp_p
     marker = tmp_path / "paused"
     proc = subprocess.Popen([sys.executable, "-c", _PAUSED_REPORT, str(tiny_bundle_dir),
                              str(out), str(marker)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_signal_handlers)
     try:
         deadline = time.monotonic() + 240
         while not marker.exists():
