@@ -545,6 +545,10 @@ def test_the_main_job_runs_on_the_full_standin_within_its_budget(tmp_path, monke
     assert "trial/s" in run.stderr or "s/trial" in run.stderr
     data = json.loads((tmp_path / "reports" / "standin" / "report.json").read_text())
     assert data["model"]["standin"]["scale"] == "full" and len(data["records"]) == trials
+    # The answer on the terminal too: the conclusions and the serve line for the pick.
+    assert "the answer (report.html starts with it):" in run.stdout
+    assert f"Measured {trials} configuration(s)" in run.stdout
+    assert "serve it: tts-kit serve --preset" in run.stdout or "Nothing fitted" in run.stdout
     assert cpu < MAIN_JOB_BUDGET_S, f"{cpu:.0f} s of CPU for the main job"
 
 
@@ -616,3 +620,12 @@ def test_the_answer_puts_the_pick_next_to_the_default_as_ratios():
     assert "That is the default" in answer.answer_html(same)
     assert "&times;" not in answer.answer_html(same)
     assert dict(answer.spec_rows(rep))["memory budget"] == "500 MB"
+
+
+def test_the_conclusions_say_whether_the_configuration_matters_from_the_spread():
+    from tts_kit.report.answer import conclusions
+
+    close = [_rec("lean", 100, 300), _rec("low-memory", 105, 310)]
+    far = [_rec("lean", 100, 300), _rec("low-memory", 180, 310)]
+    assert "hardly matters" in conclusions(_report(close, close[0]))[1]
+    assert "the configuration matters" in conclusions(_report(far, far[0]))[1]

@@ -500,7 +500,26 @@ def cmd_report(args: argparse.Namespace) -> int:
                             full_paths=args.full_paths)
     for p in paths:
         _say(f"wrote {p}")
+    _say_answer(paths)
     return 0
+
+
+def _say_answer(paths: list[Path]) -> None:
+    """The report's answer on the terminal too: its computed conclusions and the
+    `tts-kit serve` line for the pick (the HTML starts with the same)."""
+    from .report import TuningReport
+    from .report.answer import conclusions, serve_command
+
+    js = next((p for p in paths if p.name == "report.json"), None)
+    if js is None:
+        return
+    rep = TuningReport.load(js)
+    _say("\nthe answer (report.html starts with it):")
+    for line in conclusions(rep):
+        _say(f"  {line}")
+    command = serve_command(rep)
+    if command:
+        _say(f"  serve it: {command}")
 
 
 SCHEDULER_HELP = ("run the trials on the Dask workers of this scheduler (tcp://HOST:PORT), "
