@@ -401,8 +401,9 @@ def convert(
             ONNX Runtime really run integer kernels?).
         floor: also judge the result against the source's measured noise floor
             (`tts_kit.precision.measure.judge_against_floor`: ``report.judgement``,
-            within the floor, audible risk or broken). Default: whenever ``measure`` is
-            set, for a bundle or a voice (about a minute more at full size).
+            within the floor, audible risk or broken; on the CPU). Default: whenever
+            ``measure`` is set and the CPU is among ``providers``, for a bundle or a voice
+            (about a minute more at full size).
 
     Returns:
         The `ConversionReport` (also describes measurements that failed, in ``status``).
@@ -512,7 +513,9 @@ def convert(
         report.measured = True
         measure_conversion(report, texts, providers, seed, steps, repeats, lang, preset,
                            runs=measure is True)
-    if kind == "bundle" and (floor if floor is not None else bool(measure)):
+    # The floor is measured on the CPU: by default only when the CPU is among the providers.
+    cpu = providers is None or "CPUExecutionProvider" in providers
+    if kind == "bundle" and (floor if floor is not None else bool(measure) and cpu):
         report.judgement = judge_against_floor(src_p, dst_p)
     elif measure:
         report.measured = True
