@@ -428,7 +428,7 @@ def convert(
         report = convert_piper(src, dst, to, keep_io_types, op_block_list,
                                measure=bool(measure), texts=texts, seed=seed, recipe=recipe)
         if floor if floor is not None else bool(measure):
-            report.judgement = judge_against_floor(src, report.dst)
+            report.judgement = judge_against_floor(src, report.dst, report.texts or None)
         return report
     plan: dict[str, str] | None = None
     if recipe is not None:

@@ -398,14 +398,16 @@ def piper_floor(model: Any, texts: Sequence[str] = PIPER_TEXTS, seed: int = 0,
 # -- a conversion judged against the source's measured noise floor ---------------------------
 
 
-def judge_against_floor(src: Any, dst: Any) -> dict[str, Any]:
+def judge_against_floor(src: Any, dst: Any, texts: Sequence[str] | None = None
+                        ) -> dict[str, Any]:
     """``dst`` (a converted copy) against ``src``'s measured noise floor: the verdict
     (``within the floor``, ``audible risk`` or ``broken``, `tts_kit.verify.Floor`), its
     reasons, the distances and the floor, as plain JSON-ready data.
 
     A Supertonic bundle goes through `tts_kit.verify.verify` (``floor=True``: threads,
     graph fusions, batch padding, another noise draw); a Piper voice through `piper_floor`
-    and `piper_distances`. Both sides read the same texts with the same noise.
+    and `piper_distances` on ``texts`` (default `PIPER_TEXTS`). Both sides read the same
+    texts with the same noise; ``read`` says what was read.
 
     Example:
         >>> judge_against_floor("standin-tiny", "standin-tiny-fp16")["verdict"]  # doctest: +SKIP
@@ -417,11 +419,15 @@ def judge_against_floor(src: Any, dst: Any) -> dict[str, Any]:
     from ..verify import _json_safe, verify
 
     if is_piper(src):
-        floor, d = piper_floor(src), piper_distances(src, dst)
+        texts = tuple(texts or PIPER_TEXTS)
+        floor, d = piper_floor(src, texts), piper_distances(src, dst, texts)
+        read = f"{len(texts)} text(s), the same as the fidelity check's" if texts else ""
     else:
         rep = verify(src, dst, floor=True)
         floor, d = rep.floor, rep.distances
+        read = f"verify's {len(rep.results)} cases (English and Korean, batches of 1-3)"
     verdict, why = floor.verdict(d)
-    return _json_safe({"verdict": verdict, "reasons": why, "distances": asdict(d),
+    return _json_safe({"verdict": verdict, "reasons": why, "read": read,
+                       "distances": asdict(d),
                        "floor": asdict(floor.floor), "take": asdict(floor.take),
                        "runs": {k: asdict(v) for k, v in floor.runs.items()}})

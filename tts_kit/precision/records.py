@@ -406,8 +406,9 @@ class ConversionReport:
         if self.judgement:
             j = self.judgement
             d, fl, take = j["distances"], j["floor"], j["take"]
+            read = f" on {j['read']}" if j.get("read") else ""
             lines.append(
-                f"against the source's measured noise floor: {j['verdict'].upper()} "
+                f"against the source's measured noise floor{read}: {j['verdict'].upper()} "
                 f"(distances: SNR {_fmt_db(_num(d['snr_db']))}, log-mel "
                 f"{d['log_mel_db']:.3g} dB, MCD {d['mcd_db']:.3g} dB; floor: SNR "
                 f"{_fmt_db(_num(fl['snr_db']))}, log-mel {fl['log_mel_db']:.3g} dB, MCD "
