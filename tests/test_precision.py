@@ -242,6 +242,8 @@ def test_missing_cuda_is_a_note_not_a_crash(tiny_bundle_dir, tmp_path):
     r = convert(tiny_bundle_dir, tmp_path / "out", to="int8",
                 providers=["CUDAExecutionProvider"], repeats=1)
     assert r.runs == [] and r.fidelity == {} and r.judgement == {}  # nothing ran on the CPU
+    # A bundle is never compared as a single .onnx file would be (no note about it either).
+    assert r.output_snr_db == {} and not any("output comparison" in n for n in r.notes)
     assert any("CUDA not measured" in n and "onnxruntime-gpu" in n for n in r.notes)
 
 

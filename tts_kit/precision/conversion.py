@@ -509,17 +509,19 @@ def convert(
         _convert_file(src_p, dst_p, to, keep_io_types, op_block_list, report)
     report.convert_s = time.perf_counter() - t0
 
-    if measure and kind == "bundle":
+    if kind == "onnx":
+        if measure:
+            report.measured = True
+            _compare_outputs(report, src_p, dst_p)
+        return report
+    if measure:
         report.measured = True
         measure_conversion(report, texts, providers, seed, steps, repeats, lang, preset,
                            runs=measure is True)
     # The floor is measured on the CPU: by default only when the CPU is among the providers.
     cpu = providers is None or "CPUExecutionProvider" in providers
-    if kind == "bundle" and (floor if floor is not None else bool(measure) and cpu):
+    if floor if floor is not None else bool(measure) and cpu:
         report.judgement = judge_against_floor(src_p, dst_p)
-    elif measure:
-        report.measured = True
-        _compare_outputs(report, src_p, dst_p)
     return report
 
 
