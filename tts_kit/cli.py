@@ -441,7 +441,7 @@ def _verify_piper(args: argparse.Namespace, bundle: Any) -> int:
     from dataclasses import asdict
 
     from .family import model_label
-    from .precision.measure import judge_against_floor, piper_distances
+    from .precision.measure import PIPER_TEXTS, judgement, piper_distances, piper_floor
     from .verify import _json_safe
 
     if args.against == "official":
@@ -460,7 +460,9 @@ def _verify_piper(args: argparse.Namespace, bundle: Any) -> int:
     out: dict[str, Any] = {"model": model_label(bundle), "against": args.against,
                            "distances": asdict(d), "problems": problems}
     if args.floor:
-        j = judge_against_floor(str(bundle.path), args.against)
+        # The same distances, judged on the voice's floor (measured on the same texts).
+        j = judgement(piper_floor(str(bundle.path), PIPER_TEXTS), d,
+                      f"{len(PIPER_TEXTS)} text(s)")
         out["judgement"] = j
         _say(f"verdict against the voice's measured floor: {j['verdict']}")
         for reason in j["reasons"]:

@@ -413,21 +413,35 @@ def judge_against_floor(src: Any, dst: Any, texts: Sequence[str] | None = None
         >>> judge_against_floor("standin-tiny", "standin-tiny-fp16")["verdict"]  # doctest: +SKIP
         'audible risk'
     """
-    from dataclasses import asdict
-
     from ..family import is_piper
-    from ..verify import _json_safe, verify
+    from ..verify import verify
 
     if is_piper(src):
+        read = (f"{len(texts)} text(s), the same as the fidelity check's" if texts
+                else f"{len(PIPER_TEXTS)} text(s)")
         texts = tuple(texts or PIPER_TEXTS)
-        floor, d = piper_floor(src, texts), piper_distances(src, dst, texts)
-        read = f"{len(texts)} text(s), the same as the fidelity check's" if texts else ""
-    else:
-        rep = verify(src, dst, floor=True)
-        floor, d = rep.floor, rep.distances
-        read = f"verify's {len(rep.results)} cases (English and Korean, batches of 1-3)"
-    verdict, why = floor.verdict(d)
+        return judgement(piper_floor(src, texts), piper_distances(src, dst, texts), read)
+    rep = verify(src, dst, floor=True)
+    return judgement(rep.floor, rep.distances,
+                     f"verify's {len(rep.results)} cases (English and Korean, batches of 1-3)")
+
+
+def judgement(floor: Any, distances: Any, read: str = "") -> dict[str, Any]:
+    """A candidate's `tts_kit.verify.Distances` judged on a measured `tts_kit.verify.Floor`,
+    as the JSON-ready dict `judge_against_floor` returns (``read``: what both sides read).
+
+    Example:
+        >>> from tts_kit.verify import Distances, Floor
+        >>> f = Floor({}, Distances(90.0, 0.01, 0.01, 0.0), Distances(0.5, 8.0, 9.0, 0.0))
+        >>> judgement(f, Distances(30.0, 1.0, 1.5, 0.0))["verdict"]
+        'audible risk'
+    """
+    from dataclasses import asdict
+
+    from ..verify import _json_safe
+
+    verdict, why = floor.verdict(distances)
     return _json_safe({"verdict": verdict, "reasons": why, "read": read,
-                       "distances": asdict(d),
+                       "distances": asdict(distances),
                        "floor": asdict(floor.floor), "take": asdict(floor.take),
                        "runs": {k: asdict(v) for k, v in floor.runs.items()}})
