@@ -329,6 +329,21 @@ def test_loadtest_says_when_no_server_answers(capsys):
     assert "no server answers" in err and err.count("\n") == 1
 
 
+def test_no_load_level_is_one_line_before_any_server(capsys, monkeypatch):
+    import tts_kit.serve.launch as launch
+    from tts_kit.cli import main
+    from tts_kit.serve.launch import free_port
+
+    def no_server(*a, **k):
+        raise AssertionError("a server was started")
+
+    monkeypatch.setattr(launch, "start_server", no_server)
+    for cmd in (["loadtest", f"http://127.0.0.1:{free_port()}"], ["serve-sweep"]):
+        assert main([*cmd, "--concurrency", "", "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert "at least one" in err and err.count("\n") == 1, err
+
+
 @pytest.mark.parametrize("rate", ["0", "fast", "inf"])
 def test_a_bad_rate_is_one_line_before_anything_starts(rate, capsys):
     from tts_kit.cli import main

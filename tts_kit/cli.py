@@ -604,6 +604,8 @@ def cmd_loadtest(args: argparse.Namespace) -> int:
         _check_output_file(args.json, "--json")  # now, not after the load test
     conc = _int_list(args.concurrency, "--concurrency") if args.concurrency else []
     rates = _rates(args.rate)
+    if not conc and not rates:
+        raise UserError("give at least one --concurrency level or --rate")
     import httpx
 
     try:

@@ -144,6 +144,8 @@ def serving_sweep(
     from .app import ARCHITECTURES
     from .launch import start_server
 
+    if not concurrency and not rates:  # before any server starts
+        raise ValueError("give at least one concurrency level or rate")
     unknown = [a for a in architectures if a not in ARCHITECTURES]
     if unknown:
         raise ValueError(f"unknown architecture(s) {unknown}; use {', '.join(ARCHITECTURES)}")
