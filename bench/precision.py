@@ -221,6 +221,7 @@ def voice_rows(voice: str, repeats: int, cpus: int | None) -> dict:
                 "p50_ratio": _ratio(rec["p50_ms"] or math.nan, ref["p50_ms"] or math.nan),
                 "snr_db": d.snr_db, "log_mel_db": d.log_mel_db, "mcd_db": d.mcd_db,
                 "duration_change_s": d.duration_change_s, "verdict": verdict, "reasons": why,
+                **{k: rec.get(k) for k in MEMORY_KEYS},
             }
             out["rows"].append(row)
             print(f"{name:<12}{row['size_ratio']:>6.2f}{row['peak_rss_ratio']:>8.2f}"
@@ -228,10 +229,25 @@ def voice_rows(voice: str, repeats: int, cpus: int | None) -> dict:
                   f"{d.mcd_db:>7.3f}{d.duration_change_s * 1000:>7.1f}  {verdict}")
             if verdict == "within the floor" and row["peak_rss_ratio"] <= PEAK_TARGET:
                 met.append(name)
+    # Where the peak goes: what a recipe can shrink (the loaded weights, in idle RSS) and
+    # what it cannot (imports, and the run's activations on top of idle).
+    print("memory of each isolated trial, MB: idle (imports + loaded voice), peak while "
+          "loading, peak while synthesising")
+    for row in [{"recipe": "fp32", **{k: ref.get(k) for k in MEMORY_KEYS}}, *out["rows"]]:
+        print(f"  {row['recipe']:<12}" + "".join(
+            f"{k.replace('_rss_mb', '')} {_mb(row.get(k))}  " for k in MEMORY_KEYS))
     print(f"target on the real voice: {', '.join(met) if met else 'no recipe meets it'} "
           f"({time.perf_counter() - t0:.0f} s)")
     out["target_met_by"] = met
     return _json_safe(out)
+
+
+#: The trial's memory figures the voice rows keep (`tts_kit.records`).
+MEMORY_KEYS = ("idle_rss_mb", "load_peak_rss_mb", "run_peak_rss_mb", "peak_rss_mb")
+
+
+def _mb(v) -> str:
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.0f}"
 
 
 def _json_safe(v):

@@ -76,6 +76,9 @@ def test_precision_bench(tmp_path):
         assert all(r["verdict"] in ("within the floor", "audible risk", "broken")
                    and r["size_ratio"] < 1 for r in voice["rows"])
         assert "target on the real voice" in text
+        # Where the peak goes: idle (imports + loaded voice) below the run's peak.
+        assert all(0 < r["idle_rss_mb"] <= r["peak_rss_mb"] for r in voice["rows"])
+        assert "peak while synthesising" in text
 
 
 def test_serving_bench(tiny_bundle_dir, tmp_path):
