@@ -165,13 +165,18 @@ def main(argv: list[str] | None = None) -> int:
               None if num(pss) is None else num(pss) <= PSS_TARGET),
     ]
     load_s = _article_load_s(model)
-    synth_s = w1.get("p50_ms") and w1["p50_ms"] / 1000
-    if load_s and synth_s:
-        print(f"  (the article pattern builds a model per request: {load_s:.2f} s a load, "
-              f"measured in a fresh process; workers' p50 at concurrency 1 is {synth_s:.2f} s "
-              f"with {args.threads} thread(s): so at full load each article request costs "
-              f"about {1 + load_s / synth_s:.1f}x a worker's, less the time its extra "
-              "threads save)")
+
+    def cpu_s(r: dict) -> float | None:
+        # CPU-seconds per request: the pool's CPU (server + workers) over its throughput.
+        return (r["cpu_percent"] / 100 / r["rps"]) if r.get("cpu_percent") and r.get("rps") \
+            else None
+
+    cw, ca = cpu_s(w_top), cpu_s(a_top)
+    if load_s and cw and ca:
+        print(f"  (CPU-seconds per request at concurrency {top}: article {ca:.2f}, workers "
+              f"{cw:.2f}, a ratio of {ca / cw:.2f}; the article's extra {ca - cw:.2f} s per "
+              f"request holds its model build, {load_s:.2f} s wall on ORT's default threads "
+              "measured alone in a fresh process)")
     if m1 and m2:
         print(f"  (summed RSS of the same pools: {m1.get('pool_rss_mb') or 0:.0f} and "
               f"{m2.get('pool_rss_mb') or 0:.0f} MB; PSS {m1.get('pool_pss_mb') or 0:.0f} and "
@@ -197,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(
             {"records": records + mmap, "ratios": ratios, "targets": targets,
-             "claim": claim, "article_load_s": load_s, "wall_s": wall}, indent=2) + "\n")
+             "claim": claim, "article_load_s": load_s,
+             "cpu_s_per_request": {"article": ca, "workers": cw}, "wall_s": wall}, indent=2) + "\n")
         print(f"wrote {args.json}")
     return 0
 

@@ -89,7 +89,8 @@ def test_serving_bench(tiny_bundle_dir, tmp_path):
     assert all(r["status"] == "ok" and r["ok"] == 2 for r in data["records"]), data["records"]
     assert [t["name"].split()[0] for t in data["targets"]] == ["workers", "workers", "PSS"]
     assert "ratios to the article pattern" in text and "the article's claim" in text
-    assert data["article_load_s"] > 0 and "builds a model per request" in text
+    assert data["article_load_s"] > 0 and "CPU-seconds per request" in text
+    assert all(v > 0 for v in data["cpu_s_per_request"].values())
 
 
 def test_streaming_bench(tiny_bundle_dir, tmp_path):
