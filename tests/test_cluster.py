@@ -223,3 +223,35 @@ def test_a_worker_killed_mid_trial_is_an_error_record_and_the_sweep_goes_on(
     assert "machine" not in lost  # the worker never said where it ran
     groups = result.by_machine()
     assert len(groups) == 2 and "unknown machine (worker lost)" in groups
+
+
+def test_submit_never_holds_its_lock_while_asking_the_scheduler():
+    """`Client.scheduler_info` is answered by Dask's IO loop, which also runs the done
+    callbacks (`_release`, which takes the lock): asking it under the lock deadlocked a
+    sweep (seen once in CI: the main thread waiting for the loop, the loop for the lock)."""
+    import concurrent.futures as cf
+    import threading
+
+    blocked = []
+
+    class Inner:
+        def submit(self, fn, *args, **kwargs):
+            return cf.Future()
+
+    class LoopClient:
+        def get_executor(self, **kwargs):
+            return Inner()
+
+        def scheduler_info(self):
+            # Meanwhile the IO loop releases a trial that finished.
+            t = threading.Thread(target=ex._release, args=(None,), daemon=True)
+            t.start()
+            t.join(timeout=3)
+            blocked.append(t.is_alive())
+            return {"workers": {"w1": {"resources": {cluster.RESOURCE: 1}}}}
+
+    ex = cluster.TrialExecutor(LoopClient())
+    ex._busy = 1  # one trial in flight, the only slot taken
+    ex.submit(print, "x")
+    assert blocked and not any(blocked)
+    assert ex._busy == 1  # the finished trial's slot went to the new one

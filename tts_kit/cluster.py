@@ -378,10 +378,15 @@ class TrialExecutor(cf.Executor):
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future:
         """Submit one task; waits while every trial slot of the cluster is taken."""
-        with self._slot_freed:
-            while self._busy >= self._slots():
-                self._slot_freed.wait(1.0)  # re-reads the slots: a lost worker may be back
-            self._busy += 1
+        while True:
+            # Ask the scheduler outside the lock: the answer comes through Dask's IO loop,
+            # which may be running `_release` (it needs the lock) right now: a deadlock.
+            slots = self._slots()
+            with self._slot_freed:
+                if self._busy < slots:
+                    self._busy += 1
+                    break
+                self._slot_freed.wait(1.0)  # then re-read the slots: a lost worker may be back
         try:
             if fn is tune.trial:
                 bundle, *rest = args
