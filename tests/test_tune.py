@@ -204,9 +204,15 @@ def test_budget_trials_get_measured_stage_costs(tiny_bundle_dir):
     costs = budget["stage_costs_mb"]
     assert budget["status"] == "ok" and set(costs) == {"duration_predictor", "text_encoder",
                                                         "vector_estimator", "vocoder"}
-    # Measured, not the file-size estimate: the same order as a fresh measurement.
+    # Measured, not the file-size estimate, and of the size a fresh measurement gives. (Not
+    # the same largest stage: on the tiny stand-in the top two differ by about 1 MB, within
+    # the measurement's noise; CI once saw the vocoder first, once the vector estimator.)
+    from tts_kit.bundle import Bundle
+
+    sizes = {s: i.size_bytes / 2**20 for s, i in Bundle(tiny_bundle_dir).stages.items()}
+    assert all(v > 0 for v in costs.values()) and costs != pytest.approx(sizes)
     again = stage_costs(tiny_bundle_dir, "lean", once).costs_mb()
-    assert max(costs, key=costs.get) == max(again, key=again.get)
+    assert 0.5 < sum(costs.values()) / sum(again.values()) < 2.0
     given = {"vocoder": 7.0}
     result = sweep(tiny_bundle_dir, ["lean"], once, cpus=(1,),
                    loadings=("budget:500",), progress=False, stage_costs_mb=given)
