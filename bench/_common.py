@@ -18,14 +18,14 @@ def add_model_args(ap: argparse.ArgumentParser, default_scale: str = "full") -> 
 
 def model_dir(args: argparse.Namespace) -> Path:
     """The bundle the arguments name: --model, else the cached stand-in of --scale."""
-    from tts_kit.standin import ensure_standin
+    from tts_kit.models.supertonic.standin import ensure_standin
 
     return Path(args.model) if args.model else ensure_standin(args.scale)
 
 
 def ratio(value: float | None, ref: float | None) -> str:
     """``value / ref`` to two decimals, or ``-`` when either is missing or the ref is 0."""
-    from tts_kit.records import to_number
+    from tts_kit.experiments.records import to_number
 
     value, ref = to_number(value), to_number(ref)
     if value is None or not ref:
@@ -34,9 +34,10 @@ def ratio(value: float | None, ref: float | None) -> str:
 
 
 def print_ratio_table(records: list[dict], reference: str, label: str = "preset") -> None:
-    """One row per record: each cost (`tts_kit.records.COST_KEYS`) over the ``reference``
+    """One row per record: each cost (`tts_kit.experiments.records.COST_KEYS`) over the
+    ``reference``
     preset's record, headed by the costs' short names."""
-    from tts_kit.records import COLUMNS, COST_KEYS
+    from tts_kit.experiments.records import COLUMNS, COST_KEYS
 
     ref = next(r for r in records if r["preset"] == reference)
     print(f"\nratios to {reference} (measured in this run)")
@@ -54,8 +55,8 @@ def sweep_against(model: Path, presets: list, args: argparse.Namespace, referenc
     table and the ratios to ``reference``, write ``--json``; the presets/options benches."""
     import json
 
-    from tts_kit.tune import format_table, sweep
-    from tts_kit.workload import Workload
+    from tts_kit.experiments.tune import format_table, sweep
+    from tts_kit.experiments.workload import Workload
 
     result = sweep(model, presets, Workload(steps=args.steps, repeats=args.repeats),
                    cpus=(args.cpus,), loadings=(loading,), progress=True)

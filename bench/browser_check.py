@@ -257,8 +257,10 @@ def check_notebook(notebook: str, out: Path, timeout: float, quick: bool) -> dic
     """Open one notebook in JupyterLab in headless Chromium, run it, check and screenshot."""
     exe = ensure_chromium()
     driver_dir = ensure_driver()
-    from tts_kit.bundle import default_standin_scale
-    from tts_kit.standin import scale_note  # the banner's words, as the library spells them
+    from tts_kit.models.supertonic.bundle import default_standin_scale
+    from tts_kit.models.supertonic.standin import (
+        scale_note,  # the banner's words, as the library spells them
+    )
 
     note = scale_note(default_standin_scale())  # the notebooks discover their model
     driver = DRIVER_JS.replace("__STANDIN_NOTE__", json.dumps(note))

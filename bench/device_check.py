@@ -12,7 +12,7 @@ It builds (or reuses from the cache) the stand-in, converts it to FP16 (all stag
 with the duration predictor kept FP32), and prints, each measured in a fresh process with
 the same texts, seeds and noise:
 
-1. FP32 vs FP16 on CUDA: GPU memory (nvidia-smi, see `tts_kit.devices.gpu_memory_mb`),
+1. FP32 vs FP16 on CUDA: GPU memory (nvidia-smi, see `tts_kit.runtime.devices.gpu_memory_mb`),
    host RSS, p50 latency, waveform SNR and per-stage SNR against FP32 on CUDA.
 2. CUDA options on the FP16 bundle: ``arena_extend_strategy`` kNextPowerOfTwo (ORT's
    default) vs kSameAsRequested, a ``gpu_mem_limit``, and ``cudnn_conv_algo_search``
@@ -78,7 +78,7 @@ def main() -> int:
 
     import onnxruntime as ort
 
-    from tts_kit.devices import CPU, CUDA, gpu_list, probe_cuda
+    from tts_kit.models.supertonic.standin import ensure_standin
     from tts_kit.precision import (
         Fidelity,
         convert,
@@ -86,8 +86,8 @@ def main() -> int:
         format_runs,
         measure_bundle,
     )
-    from tts_kit.sessions import get_preset
-    from tts_kit.standin import ensure_standin
+    from tts_kit.runtime.devices import CPU, CUDA, gpu_list, probe_cuda
+    from tts_kit.runtime.sessions import get_preset
 
     def left() -> float:
         return args.budget_s - (time.perf_counter() - t0)

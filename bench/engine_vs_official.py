@@ -26,12 +26,12 @@ TEXT = (
 
 def child(which: str, model: str, threads: int, steps: int, calls: int) -> dict:
     # VmHWM, not ru_maxrss: a child's ru_maxrss can inherit its parent's high-water mark.
-    from tts_kit.procfacts import peak_rss_mb
+    from tts_kit.core.procfacts import peak_rss_mb
 
     t0 = time.perf_counter()
     if which == "tts_kit":
         from tts_kit import Engine
-        from tts_kit.sessions import get_preset
+        from tts_kit.runtime.sessions import get_preset
 
         preset = get_preset("supertonic-default").replace(
             intra_op_num_threads=threads, inter_op_num_threads=1
@@ -73,7 +73,7 @@ def main() -> None:
         print(json.dumps(child(args.child, args.model, args.threads, args.steps, args.calls)))
         return
     if args.model is None:
-        from tts_kit.standin import ensure_standin
+        from tts_kit.models.supertonic.standin import ensure_standin
 
         args.model = str(ensure_standin("full"))
     runs: dict[str, list[dict]] = {"tts_kit": [], "official": []}

@@ -1,10 +1,11 @@
 """Load policies side by side: peak RSS, idle RSS between requests, p50 latency, as ratios.
 
 On the ``full`` stand-in by default. Every policy is measured in this one run, each in
-its own fresh process (`tts_kit.measure.run_isolated` running
-`tts_kit.stage_costs.probe_policy`) on the same bundle, cores, text and number of
+its own fresh process (`tts_kit.runtime.measure.run_isolated` running
+`tts_kit.experiments.stage_costs.probe_policy`) on the same bundle, cores, text and number of
 requests. Before that, the external-data copies are made (so no policy pays for them
-inside its timings) and the stage costs are measured (`tts_kit.stage_costs.stage_costs`);
+inside its timings) and the stage costs are measured
+(`tts_kit.experiments.stage_costs.stage_costs`);
 the two budgets come from them:
 
 - ``budget`` A: every stage but the vector estimator fits (it is run paged beside them);
@@ -42,13 +43,13 @@ IDLE_TARGET_MB = 50.0
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tts_kit import contract
-    from tts_kit.bundle import Bundle
-    from tts_kit.loading import ARTICLE_SPLIT_CLAIMED, external_copy
-    from tts_kit.measure import run_isolated
-    from tts_kit.sessions import get_preset
-    from tts_kit.stage_costs import probe_policy, stage_costs
-    from tts_kit.workload import Workload
+    from tts_kit.core import contract
+    from tts_kit.experiments.stage_costs import probe_policy, stage_costs
+    from tts_kit.experiments.workload import Workload
+    from tts_kit.models.supertonic.bundle import Bundle
+    from tts_kit.runtime.loading import ARTICLE_SPLIT_CLAIMED, external_copy
+    from tts_kit.runtime.measure import run_isolated
+    from tts_kit.runtime.sessions import get_preset
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_model_args(ap)

@@ -6,7 +6,7 @@ file size, load RSS, peak RSS (the high-water mark of a fresh process, VmHWM: a 
 child's ``ru_maxrss`` can inherit its parent's) and p50 latency of one synthesis, as
 ratios to FP32 on the same provider; whether its INT8 stages run integer kernels
 (`tts_kit.precision.recipes.kernel_report`); and its fidelity against FP32 with the same
-texts and noise (`tts_kit.verify`: waveform SNR, log-mel distance, mel-cepstral
+texts and noise (`tts_kit.experiments.verify`: waveform SNR, log-mel distance, mel-cepstral
 distortion with DTW, length change, SNR of every stage), with a verdict against the
 noise floor of the FP32 model (threads, graph fusions, batch padding; another noise
 draw), not a hand-picked threshold. CPU always; CUDA too for memory and latency when this
@@ -18,7 +18,7 @@ The real voice (``--voice piper:joe-us``, the default when the ``voice`` extra i
 ``--voice none`` skips it): the Piper recipes (`tts_kit.precision.conversion.PIPER_RECIPES`:
 ``fp16``, ``int8``, ``int8-dp32`` with the text encoder and duration predictor float) on
 en_US-joe-medium, the same rows: size, peak RSS and p50 as ratios to FP32 (each an
-isolated `tts_kit.tune.trial`, resident, one synthesis of the texts per call), fidelity
+isolated `tts_kit.experiments.tune.trial`, resident, one synthesis of the texts per call), fidelity
 against FP32 on the same noise (`tts_kit.precision.measure.piper_distances`) and the
 verdict against the voice's own floor (`piper_floor`: threads, graph fusions, another
 noise draw).
@@ -44,11 +44,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tts_kit import contract  # noqa: E402
-from tts_kit.devices import available_providers  # noqa: E402
+from tts_kit.core import contract  # noqa: E402
+from tts_kit.experiments.verify import Case, noise_floor, verify  # noqa: E402
 from tts_kit.precision import convert, format_runs, measure_bundle  # noqa: E402
 from tts_kit.precision.recipes import RECIPES  # noqa: E402
-from tts_kit.verify import Case, noise_floor, verify  # noqa: E402
+from tts_kit.runtime.devices import available_providers  # noqa: E402
 
 TEXTS = [
     "The quick brown fox jumps over the lazy dog.",
@@ -87,7 +87,7 @@ def main() -> int:
     if args.model:
         src = Path(args.model)
     else:
-        from tts_kit.standin import ensure_standin
+        from tts_kit.models.supertonic.standin import ensure_standin
 
         src = ensure_standin(args.scale)
     print(f"model: {src} (ready after {time.perf_counter() - t0:.0f} s)")
@@ -178,11 +178,11 @@ def _default_voice() -> str | None:
 
 def voice_rows(voice: str, repeats: int, cpus: int | None) -> dict:
     """The real voice's rows: every Piper recipe against FP32 (see the module docstring)."""
-    from tts_kit.family import open_model
+    from tts_kit.experiments.tune import trial
+    from tts_kit.experiments.workload import Workload
+    from tts_kit.models.family import open_model
     from tts_kit.precision.conversion import PIPER_RECIPES
     from tts_kit.precision.measure import piper_distances, piper_floor
-    from tts_kit.tune import trial
-    from tts_kit.workload import Workload
 
     t0 = time.perf_counter()
     src = open_model(voice)
@@ -242,7 +242,7 @@ def voice_rows(voice: str, repeats: int, cpus: int | None) -> dict:
     return _json_safe(out)
 
 
-#: The trial's memory figures the voice rows keep (`tts_kit.records`).
+#: The trial's memory figures the voice rows keep (`tts_kit.experiments.records`).
 MEMORY_KEYS = ("idle_rss_mb", "load_peak_rss_mb", "run_peak_rss_mb", "peak_rss_mb")
 
 

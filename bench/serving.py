@@ -70,7 +70,7 @@ def _article_load_s(model: str, loads: int = 3) -> float | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tts_kit.records import table
+    from tts_kit.experiments.records import table
     from tts_kit.serve.loadtest import DEFAULT_TEXT
     from tts_kit.serve.sweep import SWEEP_KEYS, serving_sweep
 

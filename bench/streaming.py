@@ -31,8 +31,9 @@ from _common import add_model_args, model_dir
 
 _PROBE = r"""
 import json, sys, time
-from tts_kit import Engine, events
-from tts_kit.procfacts import peak_rss_mb
+from tts_kit import Engine
+from tts_kit.core import events
+from tts_kit.core.procfacts import peak_rss_mb
 bundle, loading, mode, chars, steps = sys.argv[1:6]
 chars, steps = int(chars), int(steps)
 base = "The meeting moved to the large room, and everyone came early. "
@@ -70,7 +71,7 @@ def _probe(bundle: Path, loading: str, mode: str, chars: int, steps: int) -> dic
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tts_kit.standin import ensure_standin
+    from tts_kit.models.supertonic.standin import ensure_standin
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_model_args(ap)

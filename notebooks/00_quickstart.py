@@ -26,7 +26,7 @@ quick = False  # True: the smallest settings (CI runs every notebook this way)
 from IPython.display import display
 
 from tts_kit import resolve_model, resolve_speaker
-from tts_kit.widgets import banner
+from tts_kit.notebook.widgets import banner
 
 bundle, source = resolve_model(model_dir)  # the one place the model is chosen
 display(banner(bundle, source))
@@ -42,7 +42,7 @@ banner(speaker, why)
 
 # %%
 from tts_kit import make_engine
-from tts_kit.widgets import Player
+from tts_kit.notebook.widgets import Player
 
 steps = 2 if quick else 5  # flow steps of a Supertonic bundle (a Piper voice has none)
 engine = make_engine(speaker)  # the engine of the speaker's family
@@ -56,7 +56,7 @@ player
 # Wall time of each stage of the synthesis above.
 
 # %%
-from tts_kit import plots
+from tts_kit.notebook import plots
 
 plots.stage_times(player.result, title=f"one synthesis, {steps} steps")
 
@@ -72,8 +72,8 @@ plots.stage_times(player.result, title=f"one synthesis, {steps} steps")
 # %%
 from IPython.display import display
 
-from tts_kit import tune
-from tts_kit.widgets import LiveMemoryGraph
+from tts_kit.experiments import tune
+from tts_kit.notebook.widgets import LiveMemoryGraph
 
 graph = LiveMemoryGraph(title="one trial in a fresh process (1 vCPU)")
 display(graph)
@@ -83,9 +83,9 @@ record = graph.watch(
 )
 
 # %%
-from tts_kit.records import frame
+from tts_kit.experiments.records import frame
 
-frame([record])  # the figures at a glance; tts_kit.records.COLUMNS says what each means
+frame([record])  # the figures at a glance; tts_kit.experiments.records.COLUMNS says what each means
 
 # %%
 graph.figure()
@@ -94,8 +94,8 @@ graph.figure()
 # ## What we measured, what to conclude
 
 # %%
-from tts_kit.records import format_timings
-from tts_kit.standin import scale_note
+from tts_kit.experiments.records import format_timings
+from tts_kit.models.supertonic.standin import scale_note
 
 stages = {k: v for k, v in format_timings(player.result.timings) if k != "total"}  # ms
 top = max(stages, key=stages.get)

@@ -23,7 +23,7 @@ quick = False  # True: the smallest settings (CI runs every notebook this way)
 from IPython.display import display
 
 from tts_kit import resolve_model, resolve_speaker
-from tts_kit.widgets import banner
+from tts_kit.notebook.widgets import banner
 
 bundle, source = resolve_model(model_dir)  # the one place the model is chosen
 display(banner(bundle, source))
@@ -164,7 +164,7 @@ pd.DataFrame([{"rule": s.rule, "before": s.before, "after": s.after}
 # read and the chunks update as you type.
 
 # %%
-from tts_kit.widgets import NormalizationPlayground
+from tts_kit.notebook.widgets import NormalizationPlayground
 
 playground = NormalizationPlayground("오후 3시에 GPU 2개로 TTS를 돌렸다 🚀", lang="ko",
                                      bundle=bundle)
@@ -202,7 +202,8 @@ print(len(long_ko), "characters ->", len(chunks), "chunks of",
 assert "".join(chunks).replace(" ", "") == long_ko.replace(" ", "")
 
 # %%
-from tts_kit import Engine, plots
+from tts_kit import Engine
+from tts_kit.notebook import plots
 
 result = Engine(bundle).synthesize(long_ko, lang="ko", steps=2 if quick else 5, seed=0)
 print(f"{len(result.chunks)} chunks -> {result.duration_s:.1f} s of audio, RTF {result.rtf:.3f}")
@@ -218,7 +219,7 @@ plots.stage_times(result, title="a chunked Korean text")
 
 # %%
 from tts_kit import make_engine
-from tts_kit.widgets import ABPlayer
+from tts_kit.notebook.widgets import ABPlayer
 
 typed = "Dr. Smith paid $12.50 for the 1st SDK on 12/25/2026 at 3:05 pm."
 if speaker.family == "piper":

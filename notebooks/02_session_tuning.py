@@ -21,7 +21,7 @@ quick = False  # True: the smallest settings (CI runs every notebook this way)
 
 # %%
 from tts_kit import Bundle, resolve_model_dir
-from tts_kit.widgets import banner
+from tts_kit.notebook.widgets import banner
 
 where, source = resolve_model_dir(model_dir)  # the one place the model is chosen
 bundle = Bundle(where)
@@ -33,7 +33,7 @@ banner(bundle, source)
 # Each line: an option the preset sets, what it does, why.
 
 # %%
-from tts_kit.sessions import PRESETS
+from tts_kit.runtime.sessions import PRESETS
 
 for name, preset in PRESETS.items():
     print(f"{name}  ({preset.source})")
@@ -47,8 +47,8 @@ for name, preset in PRESETS.items():
 # then **Run**: one isolated trial, graphed live, added to the table.
 
 # %%
-from tts_kit.widgets import SessionTuner
-from tts_kit.workload import Workload
+from tts_kit.experiments.workload import Workload
+from tts_kit.notebook.widgets import SessionTuner
 
 # What every trial below synthesises: the default measurement texts, language and voice.
 workload = Workload(steps=2 if quick else 5, repeats=2 if quick else 5)
@@ -65,8 +65,8 @@ tuner.run()  # the same as pressing Run once
 # configurations that no other beats on both latency and peak memory.
 
 # %%
-from tts_kit import tune
-from tts_kit.records import FRAME_KEYS, frame
+from tts_kit.experiments import tune
+from tts_kit.experiments.records import FRAME_KEYS, frame
 
 presets = ["supertonic-default", "low-memory"] if quick else list(PRESETS)
 cpus = (1,) if quick else tune.default_cpus()  # 1, 2, 4 as far as this machine's cores allow
@@ -79,7 +79,7 @@ recommended, reason = result.recommend(budget_mb)
 print(reason)
 
 # %%
-from tts_kit import plots
+from tts_kit.notebook import plots
 
 plots.pareto(result.records, recommended=recommended, budget_mb=budget_mb)
 
@@ -92,7 +92,7 @@ plots.pareto(result.records, recommended=recommended, budget_mb=budget_mb)
 # the real model; with the stand-in, compare the shape (how the rows relate), not the MB.
 
 # %%
-from tts_kit.instances import format_instance_table, instance_table
+from tts_kit.experiments.instances import format_instance_table, instance_table
 
 presets = ["supertonic-default"] if quick else ["supertonic-default", "seed-2vcpu",
                                                 "low-memory", "lean"]
@@ -111,7 +111,7 @@ print(format_instance_table(rows))
 # shows the mechanics, not a comparison.
 
 # %%
-from tts_kit import cluster
+from tts_kit.experiments import cluster
 
 # On real machines: client = cluster.connect("tcp://SCHEDULER:8786")
 client = cluster.local_cluster(1 if quick else 2)  # processes on 127.0.0.1, no dashboard

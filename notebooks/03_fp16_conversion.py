@@ -28,7 +28,7 @@ quick = False  # True: the smallest settings (CI runs every notebook this way)
 from IPython.display import display
 
 from tts_kit import resolve_model, resolve_speaker
-from tts_kit.widgets import banner
+from tts_kit.notebook.widgets import banner
 
 bundle, source = resolve_model(model_dir)  # the one place the model is chosen
 display(banner(bundle, source))
@@ -85,7 +85,7 @@ table
 # text with other initial noise: another take, the far end of the scale.
 
 # %%
-from tts_kit.verify import Case, noise_floor, verify
+from tts_kit.experiments.verify import Case, noise_floor, verify
 
 voices = bundle.voices
 cases = [Case(("The quick brown fox jumps over the lazy dog.",), "en", (voices[0],), steps=steps),
@@ -105,7 +105,7 @@ print(floor.table())
 # about what a listener would hear.
 
 # %%
-from tts_kit import contract
+from tts_kit.core import contract
 
 fidelity = {}
 for name, rep in reports.items():
@@ -127,8 +127,8 @@ pd.DataFrame([{
 
 # %%
 from tts_kit import Bundle, Engine, make_engine
-from tts_kit.engine import OfficialNoise
-from tts_kit.widgets import ABPlayer
+from tts_kit.models.supertonic.engine import OfficialNoise
+from tts_kit.notebook.widgets import ABPlayer
 
 kw = dict(lang="en", voice=voices[0], steps=steps)
 a = Engine(bundle).synthesize(texts[0], noise=OfficialNoise(0), **kw)
@@ -155,11 +155,11 @@ players["sherpa-int8"]
 # input, drawn from the seed), judged against the voice's own floor.
 
 # %%
-from tts_kit import tune
-from tts_kit.family import model_ref, open_model
+from tts_kit.experiments import tune
+from tts_kit.experiments.workload import Workload
+from tts_kit.models.family import model_ref, open_model
 from tts_kit.precision.conversion import PIPER_RECIPES
 from tts_kit.precision.measure import PIPER_TEXTS, piper_distances, piper_floor
-from tts_kit.workload import Workload
 
 voice_rows, voice_paths = [], {}
 if speaker.family == "piper":

@@ -21,7 +21,7 @@ quick = False  # True: the smallest settings (CI runs every notebook this way)
 
 # %%
 from tts_kit import Bundle, resolve_model_dir
-from tts_kit.widgets import banner
+from tts_kit.notebook.widgets import banner
 
 where, source = resolve_model_dir(model_dir)  # the one place the model is chosen
 bundle = Bundle(where)
@@ -34,9 +34,9 @@ banner(bundle, source)
 # the memory article's estimated split (a claim, not a measurement).
 
 # %%
-from tts_kit import plots
-from tts_kit.stage_costs import stage_costs
-from tts_kit.workload import Workload
+from tts_kit.experiments.stage_costs import stage_costs
+from tts_kit.experiments.workload import Workload
+from tts_kit.notebook import plots
 
 # What every measurement below synthesises (the default measurement texts and voice).
 workload = Workload(steps=2 if quick else 5, repeats=2 if quick else 3)
@@ -58,8 +58,8 @@ plots.stage_costs(costs)
 # %%
 from IPython.display import display
 
-from tts_kit import tune
-from tts_kit.loading import resident_costs_mb, suggest_budget
+from tts_kit.experiments import tune
+from tts_kit.runtime.loading import resident_costs_mb, suggest_budget
 
 resident_mb = resident_costs_mb(None, bundle)
 budget = suggest_budget(resident_mb)  # room for the largest stage, under all four
@@ -72,7 +72,7 @@ for loading in loadings:
     display(plots.memory_timeline(rec, title=f"{loading}: peak {rec['peak_rss_mb']:.0f} MB"))
 
 # %%
-from tts_kit.records import frame
+from tts_kit.experiments.records import frame
 
 frame(records.values())
 
@@ -83,7 +83,7 @@ frame(records.values())
 # release.
 
 # %%
-from tts_kit.widgets import LiveMemoryGraph
+from tts_kit.notebook.widgets import LiveMemoryGraph
 
 graph = LiveMemoryGraph(title="paged, live")
 display(graph)

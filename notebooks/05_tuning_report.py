@@ -27,7 +27,7 @@ out_dir = "reports/notebook"  # without report_json: where report.json goes (git
 
 # %%
 from tts_kit import resolve_model
-from tts_kit.widgets import banner
+from tts_kit.notebook.widgets import banner
 
 bundle, source = resolve_model(model_dir)  # the one place the model is chosen (either family)
 banner(bundle, source)
@@ -63,7 +63,7 @@ HTML("<h3>The machine and the model</h3>" + answer.rows_html(answer.machine_rows
 answer.sweep_table(tuning.records)
 
 # %%
-from tts_kit import plots
+from tts_kit.notebook import plots
 
 plots.pareto(tuning.records, recommended=tuning.recommended, budget_mb=tuning.spec.mem_budget_mb,
              default=answer.default_record(tuning))

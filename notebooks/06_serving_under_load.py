@@ -23,7 +23,7 @@ quick = False  # True: the smallest settings (CI runs every notebook this way)
 
 # %%
 from tts_kit import Bundle, resolve_model_dir
-from tts_kit.widgets import banner
+from tts_kit.notebook.widgets import banner
 
 where, source = resolve_model_dir(model_dir)  # the one place the model is chosen
 bundle = Bundle(where)
@@ -39,7 +39,7 @@ banner(bundle, source)
 # %%
 import contextlib
 
-from tts_kit.procfacts import usable_cores
+from tts_kit.core.procfacts import usable_cores
 from tts_kit.serve.launch import start_server
 
 steps = 2 if quick else 5
@@ -77,7 +77,7 @@ display(Audio(answer.content, rate=bundle.sample_rate))
 # summed RSS and PSS of the server and its workers, read from `/metrics`.
 
 # %%
-from tts_kit.widgets import live_loadtest
+from tts_kit.notebook.widgets import live_loadtest
 
 load = live_loadtest(server.url, title="2 workers x 1 thread", concurrency=levels,
                      requests=requests, body={"steps": steps, "seed": 0})
@@ -117,7 +117,7 @@ pd.DataFrame(rows).round(1)
 # memory budget (the `workers` pool PSS, plus half).
 
 # %%
-from tts_kit import plots
+from tts_kit.notebook import plots
 from tts_kit.serve.sweep import serving_sweep
 
 top = load.records[-1]
@@ -133,7 +133,7 @@ print("\nrecommendation:", why)
 plots.architectures(arch.records)
 
 # %%
-from tts_kit.records import select
+from tts_kit.experiments.records import select
 
 ref = {r["concurrency"]: r for r in arch.records if r["architecture"] == "article"}
 ratios = [{"architecture": r["architecture"], "concurrency": r["concurrency"],

@@ -22,7 +22,7 @@ def shared_assets() -> Path:
 @pytest.fixture(scope="session")
 def tiny_bundle_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A freshly built tiny stand-in bundle, shared by the whole test session."""
-    from tts_kit.standin import build_standin
+    from tts_kit.models.supertonic.standin import build_standin
 
     out = tmp_path_factory.mktemp("standin") / "tiny"
     build_standin(out, scale="tiny", seed=0)

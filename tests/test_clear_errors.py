@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 from tts_kit import Bundle, BundleError, Engine, cli
+from tts_kit.experiments.workload import Workload
 from tts_kit.report import SweepSpec, TuningReport
-from tts_kit.workload import Workload
 
 DEEP = "[" * 200_000 + "]" * 200_000
 
@@ -157,7 +157,7 @@ def test_convert_to_a_dangling_symlink_is_refused_before_converting(tiny_bundle_
 def test_tune_json_that_is_a_directory_fails_before_the_sweep(tiny_bundle_dir: Path,
                                                               tmp_path: Path, capsys,
                                                               monkeypatch):
-    monkeypatch.setattr("tts_kit.tune.sweep", _never)
+    monkeypatch.setattr("tts_kit.experiments.tune.sweep", _never)
     assert_user_error(capsys, ["tune", "--model", str(tiny_bundle_dir), "--json", str(tmp_path)],
                       f"--json {tmp_path}: is a directory")
     assert_user_error(capsys, ["tune", "--model", str(tiny_bundle_dir), "--json",
@@ -275,7 +275,7 @@ def test_the_console_script_never_prints_a_traceback(tmp_path: Path):
 ])
 def test_tune_rejects_bad_arguments_before_measuring(tiny_bundle_dir: Path, capsys, monkeypatch,
                                                      extra, wanted):
-    monkeypatch.setattr("tts_kit.tune.sweep", _never)
+    monkeypatch.setattr("tts_kit.experiments.tune.sweep", _never)
     assert_user_error(capsys, ["tune", "--model", str(tiny_bundle_dir), *extra], wanted)
 
 
@@ -368,7 +368,7 @@ def test_bundle_errors_name_the_bundle_root(tmp_path: Path, capsys, monkeypatch)
 
 @pytest.mark.parametrize("mask", [0o022, 0o077])
 def test_standin_output_has_the_umasks_mode(tmp_path: Path, mask: int):
-    from tts_kit.standin import build_standin
+    from tts_kit.models.supertonic.standin import build_standin
 
     old = os.umask(mask)
     try:
@@ -381,7 +381,7 @@ def test_standin_output_has_the_umasks_mode(tmp_path: Path, mask: int):
 def test_fetch_output_has_the_umasks_mode(tiny_bundle_dir: Path, tmp_path: Path, monkeypatch):
     import huggingface_hub
 
-    from tts_kit import fetch
+    from tts_kit.models.supertonic import fetch
 
     def download(repo_id, revision, local_dir):
         shutil.copytree(tiny_bundle_dir, local_dir, dirs_exist_ok=True)

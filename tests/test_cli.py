@@ -121,7 +121,7 @@ def test_normalize_cli():
 
 
 def _no_synthesis(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tts_kit.engine import Engine
+    from tts_kit.models.supertonic.engine import Engine
 
     def refuse(*a, **k):
         raise AssertionError("synthesised before -o was checked")
@@ -204,8 +204,8 @@ def test_voice_names_print_without_raw_escape_sequences(tiny_bundle_dir: Path, t
 
 def test_a_rerun_prints_a_crafted_report_without_raw_escape_sequences(tiny_bundle_dir: Path,
                                                                        tmp_path: Path):
+    from tts_kit.experiments.workload import Workload
     from tts_kit.report import SweepSpec, write_report
-    from tts_kit.workload import Workload
 
     spec = SweepSpec(presets=["lean"], cpus=[1], loadings=["resident"],
                      workload=Workload(steps=1, repeats=1))
@@ -243,7 +243,7 @@ def test_every_option_has_help_with_its_default_and_choices():
 
     from tts_kit.cli import DESCRIPTION, _parser
     from tts_kit.report import SweepSpec
-    from tts_kit.sessions import PRESETS
+    from tts_kit.runtime.sessions import PRESETS
 
     parser = _parser()
     assert "`" not in DESCRIPTION and DESCRIPTION in " ".join(parser.format_help().split())
@@ -270,7 +270,7 @@ def test_every_option_has_help_with_its_default_and_choices():
     # `tune` and `report` measure the same presets by default.
     assert parser.parse_args(["tune"]).presets.split(",") == SweepSpec().presets
     # The help's preset names are the shipped ones (named in contract, defined in sessions).
-    from tts_kit import contract
+    from tts_kit.core import contract
 
     assert contract.PRESET_NAMES == tuple(PRESETS)
     assert set(contract.SWEEP_PRESETS) <= set(PRESETS)
@@ -317,8 +317,8 @@ def test_cpus_above_the_cpu_quota_warn(tiny_bundle_dir: Path, tmp_path: Path,
 
 
 def test_synth_and_normalize_share_one_default_language():
-    from tts_kit import contract
     from tts_kit.cli import _parser
+    from tts_kit.core import contract
 
     parser = _parser()
     synth = parser.parse_args(["synth", "x", "-o", "x.wav"])

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from tts_kit import cluster, contract
 from tts_kit.cli import main
-from tts_kit.tune import sweep
-from tts_kit.workload import Workload
+from tts_kit.core import contract
+from tts_kit.experiments import cluster
+from tts_kit.experiments.tune import sweep
+from tts_kit.experiments.workload import Workload
 
 TEXTS = ["The quick brown fox."]
 WORK = Workload(TEXTS, steps=2, repeats=2)
@@ -68,7 +69,7 @@ def test_the_standin_is_rebuilt_on_the_worker_from_its_scale_and_seed(tiny_bundl
     away = dataclasses.replace(ref, path=str(tmp_path / "not-on-this-worker"))
     path = cluster.resolve_model(away)
     assert path != tiny_bundle_dir and cluster.resolve_model(away) == path  # cached
-    from tts_kit.bundle import Bundle
+    from tts_kit.models.supertonic.bundle import Bundle
 
     assert Bundle(path).fingerprint() == ref.fingerprint  # seeded: the same graphs
 

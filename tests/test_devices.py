@@ -5,7 +5,7 @@ from __future__ import annotations
 import onnxruntime as ort
 import pytest
 
-from tts_kit import devices
+from tts_kit.runtime import devices
 
 
 def test_providers_are_the_measured_ones_this_build_lists():

@@ -9,8 +9,9 @@ import onnxruntime as ort
 import pytest
 import soundfile as sf
 
-from tts_kit import Engine, contract
-from tts_kit.textproc import encode
+from tts_kit import Engine
+from tts_kit.core import contract
+from tts_kit.core.textproc import encode
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +116,7 @@ def test_errors_are_one_line(engine: Engine, kwargs, pattern):
 
 
 def test_per_stage_preset_override(tiny_bundle_dir):
-    from tts_kit.sessions import SessionPreset
+    from tts_kit.runtime.sessions import SessionPreset
 
     one = SessionPreset(name="one-thread", intra_op_num_threads=1)
     engine = Engine(tiny_bundle_dir, stage_presets={"vocoder": one})
@@ -257,7 +258,7 @@ def test_a_sane_constant_duration_still_synthesises(tiny_bundle_dir, tmp_path):
 def test_nan_samples_fail_instead_of_playing_as_dc(tiny_bundle_dir, monkeypatch):
     # The last line of defence behind the bundle's checks: a NaN reaching the vocoder
     # (here a style let in past validation) must not be written as full-scale DC.
-    from tts_kit.bundle import VoiceStyle
+    from tts_kit.models.supertonic.bundle import VoiceStyle
 
     engine = Engine(tiny_bundle_dir)
     good = engine.bundle.voice("M1")

@@ -119,7 +119,7 @@ def _reachable(start: str) -> set[str]:
 
 
 def test_the_checker_sees_function_level_imports_and_finds_cycles():
-    assert "tts_kit.family" in GRAPH["tts_kit.stage_costs"]  # imported inside a function
+    assert "tts_kit.models.family" in GRAPH["tts_kit.experiments.stage_costs"]  # in a function
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
@@ -127,42 +127,42 @@ def test_tts_kit_modules_form_no_import_cycle():
     assert _cycles(GRAPH) == []
 
 
-def test_loading_stays_below_the_engine_and_the_experiments():
-    # The engine and everything that drives it (experiments, faces), packages included.
-    above = ("engine", "piper_voice", "family", "stage_costs", "tune", "instances", "precision",
-             "cluster", "report", "plots", "widgets", "cli")
-    reached = {m for m in _reachable("tts_kit.loading") if m.split(".")[1] in above}
-    assert not reached, (reached, GRAPH["tts_kit.loading"])
-    assert "tts_kit.loading" in GRAPH["tts_kit.engine"]
+def test_loading_stays_below_the_models_and_the_experiments():
+    # The models and everything that drives them (experiments, faces), packages included.
+    above = ("models", "experiments", "precision", "report", "notebook", "doctor", "serve", "cli")
+    reached = {m for m in _reachable("tts_kit.runtime.loading") if m.split(".")[1] in above}
+    assert not reached, (reached, GRAPH["tts_kit.runtime.loading"])
+    assert "tts_kit.runtime.loading" in GRAPH["tts_kit.models.supertonic.engine"]
 
 
 def test_procfacts_imports_no_tts_kit_module():
-    assert GRAPH["tts_kit.procfacts"] == set()
+    assert GRAPH["tts_kit.core.procfacts"] == set()
 
 
 def test_importing_loading_does_not_load_the_engine():
-    code = ("import sys, tts_kit.loading; "
+    code = ("import sys, tts_kit.runtime.loading; "
             "print(sorted(m for m in sys.modules if m.startswith('tts_kit')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
-    assert "tts_kit.engine" not in out and "tts_kit.stage_costs" not in out, out
+    assert "tts_kit.models.supertonic.engine" not in out, out
+    assert "tts_kit.experiments.stage_costs" not in out, out
 
 
 def test_workload_sits_on_the_contract_only():
     # What is synthesised is data: it must not pull in the engine, sessions or ONNX Runtime.
-    assert GRAPH["tts_kit.workload"] <= {"tts_kit.contract"}, GRAPH["tts_kit.workload"]
+    workload = GRAPH["tts_kit.experiments.workload"]
+    assert workload <= {"tts_kit.core.contract"}, workload
 
 
 #: The layers of README.md's package table, bottom to top. A module may import its own
 #: layer and the ones below it, never one above (``tts_kit`` itself re-exports lazily).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("contract", "events", "textproc", "_protoscan", "procfacts", "atomic", "textsafe"),
+    ("core",),
     ("text",),
-    ("bundle", "standin", "_onnx_builder", "fetch", "sessions", "measure", "loading", "engine",
-     "piper_voice", "family", "devices", "audio_metrics"),
-    ("workload", "records", "stage_costs", "tune", "instances", "precision", "cluster",
-     "verify"),
-    ("report", "plots", "widgets", "doctor", "serve", "cli"),
+    ("runtime",),
+    ("models",),
+    ("experiments", "precision"),
+    ("report", "notebook", "doctor", "serve", "cli"),
 )
 
 

@@ -1,4 +1,5 @@
-"""`tts_kit.loading`: specs, same audio under every policy, event order, budgets, the loader."""
+"""`tts_kit.runtime.loading`: specs, same audio under every policy, event order, budgets, the
+loader."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import time
 import numpy as np
 import pytest
 
-from tts_kit import Engine, contract, events
-from tts_kit.loading import (
+from tts_kit import Engine
+from tts_kit.core import contract, events
+from tts_kit.runtime.loading import (
     LoadPolicy,
     SessionLease,
     StageLoader,
@@ -238,7 +240,7 @@ class _Session:
 def no_gc_per_load(monkeypatch):
     """Skip the gc.collect() + malloc_trim after each load and release: 20-50 ms each in a
     test process, most of a tiny paged call's time, and beside the bookkeeping under test."""
-    monkeypatch.setattr("tts_kit.loading.release_memory", lambda trim=True: None)
+    monkeypatch.setattr("tts_kit.runtime.loading.release_memory", lambda trim=True: None)
 
 
 @pytest.mark.parametrize("loading", ["paged", "budget:25"])
@@ -340,7 +342,7 @@ def test_a_graph_replaced_with_its_size_and_mtime_kept_is_not_served_stale(tiny_
     import os
     import shutil
 
-    from tts_kit.standin import build_standin
+    from tts_kit.models.supertonic.standin import build_standin
 
     bundle = tmp_path / "bundle"
     shutil.copytree(tiny_bundle_dir, bundle)
@@ -368,7 +370,7 @@ def test_external_cache_stays_under_its_bound_least_recently_used_first(tiny_bun
                                                                         tmp_path, monkeypatch):
     import os
 
-    from tts_kit.loading import prune_external_cache
+    from tts_kit.runtime.loading import prune_external_cache
 
     def mb(path) -> float:
         return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20

@@ -13,9 +13,9 @@ import numpy as np
 import psutil
 import pytest
 
-from tts_kit import events
-from tts_kit.measure import Measurement, run_isolated
-from tts_kit.procfacts import allowed_cpus, current_cpus
+from tts_kit.core import events
+from tts_kit.core.procfacts import allowed_cpus, current_cpus
+from tts_kit.runtime.measure import Measurement, run_isolated
 
 MB = 1024 * 1024
 

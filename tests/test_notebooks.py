@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tts_kit.standin import scale_note
+from tts_kit.models.supertonic.standin import scale_note
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")

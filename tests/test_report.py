@@ -12,6 +12,8 @@ import re
 import pytest
 
 from tts_kit import Bundle, report
+from tts_kit.experiments.workload import Workload
+from tts_kit.models.supertonic.standin import scale_note
 from tts_kit.report import (
     Noise,
     ReportError,
@@ -21,8 +23,6 @@ from tts_kit.report import (
     compare_reports,
     validate_report,
 )
-from tts_kit.standin import scale_note
-from tts_kit.workload import Workload
 
 SHA = {s: "0" * 64 for s in ("duration_predictor", "text_encoder", "vector_estimator", "vocoder")}
 
@@ -358,7 +358,7 @@ _PAUSED_REPORT = """
 import sys, time
 from pathlib import Path
 from tts_kit.report import SweepSpec, make
-from tts_kit.workload import Workload
+from tts_kit.experiments.workload import Workload
 
 real = make.write_report
 
@@ -435,7 +435,7 @@ def _small_spec(preset: str = "lean") -> SweepSpec:
 def test_a_rerun_measures_the_presets_the_report_saved(tiny_bundle_dir, tmp_path, monkeypatch):
     """Editing a shipped preset after the report must not change what its rerun measures;
     the rerun says which preset changed and how."""
-    from tts_kit import sessions
+    from tts_kit.runtime import sessions
 
     path = report.write_report(tmp_path / "r", tiny_bundle_dir, _small_spec())
     saved = json.loads(path.read_text())
@@ -556,7 +556,7 @@ def test_the_main_job_runs_on_the_full_standin_within_its_budget(tmp_path, monke
 
 
 def _answer_report(pick_preset: str, loading: str = "resident") -> TuningReport:
-    from tts_kit.sessions import PRESETS
+    from tts_kit.runtime.sessions import PRESETS
 
     base = _rec("ort-default", 20.0, 500, threads=1)
     pick = _rec(pick_preset, 10.0, 400, loading=loading, threads=1)
@@ -569,7 +569,7 @@ def _answer_report(pick_preset: str, loading: str = "resident") -> TuningReport:
 def test_the_snippet_builds_the_recommended_session_options(name):
     """Executed as pasted, the snippet builds the SessionOptions the pick was measured with
     (the thread count it got included); the preset JSON reads back as the same preset."""
-    from tts_kit.sessions import SessionPreset, get_preset
+    from tts_kit.runtime.sessions import SessionPreset, get_preset
 
     rep = _answer_report(name)
     ns: dict = {}

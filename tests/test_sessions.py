@@ -10,10 +10,10 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from tts_kit import contract
-from tts_kit.measure import run_isolated
-from tts_kit.procfacts import CPUS_ENV
-from tts_kit.sessions import (
+from tts_kit.core import contract
+from tts_kit.core.procfacts import CPUS_ENV
+from tts_kit.runtime.measure import run_isolated
+from tts_kit.runtime.sessions import (
     OPTION_DOCS,
     PRESETS,
     SessionPreset,

@@ -1,4 +1,5 @@
-"""`tts_kit.stage_costs`: per-stage costs and load policies measured in fresh processes."""
+"""`tts_kit.experiments.stage_costs`: per-stage costs and load policies measured in fresh
+processes."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import math
 import numpy as np
 import pytest
 
-from tts_kit import Engine, contract
-from tts_kit.loading import StageCosts, resident_costs_mb
-from tts_kit.measure import run_isolated
-from tts_kit.stage_costs import probe_policy, stage_costs
-from tts_kit.workload import DEFAULT_TEXTS, Workload
+from tts_kit import Engine
+from tts_kit.core import contract
+from tts_kit.experiments.stage_costs import probe_policy, stage_costs
+from tts_kit.experiments.workload import DEFAULT_TEXTS, Workload
+from tts_kit.runtime.loading import StageCosts, resident_costs_mb
+from tts_kit.runtime.measure import run_isolated
 
 
 def test_stage_costs_on_tiny(tiny_bundle_dir):
@@ -48,7 +50,7 @@ def test_stage_costs_refuses_a_bad_spec_before_any_process():
 
 @pytest.fixture(scope="module")
 def medium_bundle(tmp_path_factory):
-    from tts_kit.standin import build_standin
+    from tts_kit.models.supertonic.standin import build_standin
 
     out = tmp_path_factory.mktemp("standin-medium") / "medium"
     build_standin(out, scale="medium", seed=0)
@@ -79,7 +81,7 @@ def test_paged_memory_goes_back_and_peaks_lower(medium_bundle):
 
 
 def test_a_paged_trial_holds_less_between_requests(medium_bundle):
-    from tts_kit.tune import trial
+    from tts_kit.experiments.tune import trial
 
     recs = {lo: trial(medium_bundle, "supertonic-default", Workload(steps=2, repeats=1),
                       cpus=1, loading=lo) for lo in ("resident", "paged")}

@@ -12,8 +12,8 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from tts_kit import contract
-from tts_kit import standin as st
+from tts_kit.core import contract
+from tts_kit.models.supertonic import standin as st
 
 STAGES = contract.STAGES
 ORT_TYPES = {"float32": "tensor(float)", "int64": "tensor(int64)"}
@@ -345,8 +345,12 @@ def test_users_get_the_full_scale_standin_by_default(monkeypatch: pytest.MonkeyP
     """No model anywhere and no $TTS_KIT_STANDIN_SCALE: discovery (the CLI, the notebooks'
     model cell, the report) builds the full stand-in, whose costs are the real model's.
     Tests get the tiny one only because conftest.py sets the scale explicitly."""
-    from tts_kit.bundle import BundleError, default_standin_scale, resolve_model_dir
     from tts_kit.cli import _parser
+    from tts_kit.models.supertonic.bundle import (
+        BundleError,
+        default_standin_scale,
+        resolve_model_dir,
+    )
 
     monkeypatch.delenv("TTS_KIT_STANDIN_SCALE")
     built = []
@@ -373,7 +377,7 @@ def test_the_note_says_whether_the_costs_are_realistic(tiny_bundle_dir: Path):
         assert "the costs are NOT realistic" in st.scale_note(scale)
     # A tiny bundle never claims realistic costs on its banner or in the CLI's note.
     from tts_kit import Bundle
-    from tts_kit.widgets import banner
+    from tts_kit.notebook.widgets import banner
 
     html = banner(Bundle(tiny_bundle_dir), "stand-in (tiny)").data
     assert st.scale_note("tiny") in html and "costs are realistic" not in html

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tts_kit import Engine, events
+from tts_kit import Engine
+from tts_kit.core import events
 
 TEXT = ("The meeting moved to the large room, and everyone came early. "
         "Nobody knew why the lights were off. It was a quiet morning.")
@@ -75,7 +76,7 @@ def test_abandoning_a_stream_releases_its_session(tiny_bundle_dir: Path):
 _PROBE = textwrap.dedent("""
     import sys
     from tts_kit import Engine
-    from tts_kit.procfacts import peak_rss_mb
+    from tts_kit.core.procfacts import peak_rss_mb
     engine = Engine(sys.argv[1])
     n = int(sys.argv[2])
     text = ("The meeting moved to the large room, and everyone came early. " * (n // 60 + 1))[:n]

@@ -6,7 +6,7 @@ import unicodedata
 
 import pytest
 
-from tts_kit import contract
+from tts_kit.core import contract
 from tts_kit.text import chunk, normalize
 from tts_kit.text.chunking import model_length
 

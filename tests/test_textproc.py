@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tts_kit.core.textproc import encode, preprocess
 from tts_kit.text import unsupported_characters
-from tts_kit.textproc import encode, preprocess
 
 supertonic_core = pytest.importorskip("supertonic.core")
 

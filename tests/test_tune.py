@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tts_kit.tune import (
+from tts_kit.experiments.tune import (
     RECORD_KEYS,
     SweepResult,
     format_table,
@@ -15,7 +15,7 @@ from tts_kit.tune import (
     sweep,
     trial,
 )
-from tts_kit.workload import Workload
+from tts_kit.experiments.workload import Workload
 
 TEXTS = ["The quick brown fox jumps over the lazy dog."]
 
@@ -57,7 +57,7 @@ def test_bad_trial_arguments_fail_before_spawning(tiny_bundle_dir):
         trial(tiny_bundle_dir, "nope")
     with pytest.raises(ValueError, match="loading"):
         trial(tiny_bundle_dir, "lean", loading="sometimes")
-    with pytest.raises(TypeError, match="workload must be a tts_kit.workload.Workload"):
+    with pytest.raises(TypeError, match="workload must be a tts_kit.experiments.workload.Workload"):
         trial(tiny_bundle_dir, "lean", TEXTS)  # texts alone are not a workload
 
 
@@ -194,7 +194,7 @@ def test_the_dataframe_has_one_row_per_trial(two_presets):
 
 
 def test_budget_trials_get_measured_stage_costs(tiny_bundle_dir):
-    from tts_kit.stage_costs import stage_costs
+    from tts_kit.experiments.stage_costs import stage_costs
 
     once = Workload(TEXTS, steps=1, repeats=0)
     result = sweep(tiny_bundle_dir, ["lean"], once, cpus=(1,),
@@ -207,7 +207,7 @@ def test_budget_trials_get_measured_stage_costs(tiny_bundle_dir):
     # Measured, not the file-size estimate, and of the size a fresh measurement gives. (Not
     # the same largest stage: on the tiny stand-in the top two differ by about 1 MB, within
     # the measurement's noise; CI once saw the vocoder first, once the vector estimator.)
-    from tts_kit.bundle import Bundle
+    from tts_kit.models.supertonic.bundle import Bundle
 
     sizes = {s: i.size_bytes / 2**20 for s, i in Bundle(tiny_bundle_dir).stages.items()}
     assert all(v > 0 for v in costs.values()) and costs != pytest.approx(sizes)

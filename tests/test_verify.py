@@ -18,11 +18,11 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
-from tts_kit import contract
 from tts_kit.cli import main
-from tts_kit.engine import Engine, FixedNoise, OfficialNoise
+from tts_kit.core import contract
+from tts_kit.experiments.verify import Case, default_cases, noise_floor, verify
+from tts_kit.models.supertonic.engine import Engine, FixedNoise, OfficialNoise
 from tts_kit.precision import sha256_tree
-from tts_kit.verify import Case, default_cases, noise_floor, verify
 
 supertonic = pytest.importorskip("supertonic")
 

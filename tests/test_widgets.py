@@ -1,4 +1,5 @@
-"""tts_kit.widgets: players, playground, live memory graph and tuner on the tiny stand-in."""
+"""tts_kit.notebook.widgets: players, playground, live memory graph and tuner on the tiny
+stand-in."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import pytest
 # A missing third-party widget library skips; a broken tts_kit module fails (below).
 pytest.importorskip("ipywidgets")
 
-from tts_kit import Bundle, Engine, widgets  # noqa: E402
-from tts_kit.measure import Measurement, run_isolated  # noqa: E402
-from tts_kit.standin import scale_note  # noqa: E402
+from tts_kit import Bundle, Engine  # noqa: E402
+from tts_kit.models.supertonic.standin import scale_note  # noqa: E402
+from tts_kit.notebook import widgets  # noqa: E402
+from tts_kit.runtime.measure import Measurement, run_isolated  # noqa: E402
 
 MB = 1024 * 1024
 
@@ -96,7 +98,7 @@ def test_live_memory_graph_reraises_the_callers_error():
 
 
 def test_session_tuner_runs_one_isolated_trial(tiny_bundle_dir):
-    from tts_kit.workload import Workload
+    from tts_kit.experiments.workload import Workload
 
     tuner = widgets.SessionTuner(Bundle(tiny_bundle_dir), Workload(steps=2, repeats=2))
     tuner.preset.value = "low-memory"
@@ -133,7 +135,7 @@ def test_the_banner_escapes_voice_names_and_hides_the_home_directory(tiny_bundle
     import json
     import shutil
 
-    from tts_kit import contract
+    from tts_kit.core import contract
 
     home = tmp_path / "home"
     bundle_dir = home / "models" / "real"

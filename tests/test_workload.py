@@ -7,8 +7,8 @@ import pickle
 
 import pytest
 
-from tts_kit import contract
-from tts_kit.workload import DEFAULT_TEXTS, Workload
+from tts_kit.core import contract
+from tts_kit.experiments.workload import DEFAULT_TEXTS, Workload
 
 
 def test_the_defaults_are_the_measurement_defaults():
@@ -55,7 +55,7 @@ def test_a_batch_takes_the_first_texts_cycled():
 
 
 def test_voice_for_falls_back_to_the_bundles_default(tiny_bundle_dir):
-    from tts_kit.bundle import Bundle
+    from tts_kit.models.supertonic.bundle import Bundle
 
     bundle = Bundle(tiny_bundle_dir)
     assert bundle.default_voice == "M1"
@@ -65,8 +65,8 @@ def test_voice_for_falls_back_to_the_bundles_default(tiny_bundle_dir):
 
 
 def test_default_voice_without_m1_is_the_first(tmp_path):
-    from tts_kit.bundle import Bundle
-    from tts_kit.standin import build_standin
+    from tts_kit.models.supertonic.bundle import Bundle
+    from tts_kit.models.supertonic.standin import build_standin
 
     build_standin(tmp_path / "b", "tiny", voices=("F2", "F1"))
     bundle = Bundle(tmp_path / "b")

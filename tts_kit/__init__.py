@@ -1,13 +1,14 @@
 """tts_kit: measure, tune and explain on-device Supertonic text-to-speech.
 
 The entry points are `Bundle` (a validated model directory) and `Engine` (the
-four-stage pipeline); `open_model`/`make_engine` (`tts_kit.family`) also open a Piper
+four-stage pipeline); `open_model`/`make_engine` (`tts_kit.models.family`) also open a Piper
 voice (``piper:joe-us``), the second family. Everything else builds on them:
-`tts_kit.text` (normalisation), `tts_kit.sessions` (ONNX Runtime presets),
-`tts_kit.measure` (isolated measurements),
-`tts_kit.loading` (load policies), `tts_kit.workload` (what a measurement synthesises),
-`tts_kit.stage_costs`, `tts_kit.tune`, `tts_kit.precision`,
-`tts_kit.procfacts` (process facts), `tts_kit.plots`, `tts_kit.widgets`.
+`tts_kit.text` (normalisation), `tts_kit.runtime.sessions` (ONNX Runtime presets),
+`tts_kit.runtime.measure` (isolated measurements),
+`tts_kit.runtime.loading` (load policies), `tts_kit.experiments.workload` (what a measurement
+synthesises),
+`tts_kit.experiments.stage_costs`, `tts_kit.experiments.tune`, `tts_kit.precision`,
+`tts_kit.core.procfacts` (process facts), `tts_kit.notebook.plots`, `tts_kit.notebook.widgets`.
 
 Example:
     >>> import tts_kit
@@ -27,16 +28,24 @@ __version__ = "0.1.0"
 # Imported on first use, so `tts_kit.text` (and `tts-kit normalize`) start without
 # loading onnx and onnxruntime.
 _LAZY = {
-    "Bundle": "bundle", "BundleError": "bundle", "VoiceStyle": "bundle",
-    "resolve_model_dir": "bundle", "Engine": "engine", "SynthesisResult": "engine",
-    "open_model": "family", "resolve_model": "family", "make_engine": "family",
-    "model_label": "family", "resolve_speaker": "family",
+    "Bundle": "models.supertonic.bundle", "BundleError": "models.supertonic.bundle",
+    "VoiceStyle": "models.supertonic.bundle", "resolve_model_dir": "models.supertonic.bundle",
+    "Engine": "models.supertonic.engine", "SynthesisResult": "models.supertonic.engine",
+    "open_model": "models.family", "resolve_model": "models.family",
+    "make_engine": "models.family", "model_label": "models.family",
+    "resolve_speaker": "models.family",
 }
 
 if TYPE_CHECKING:
-    from .bundle import Bundle, BundleError, VoiceStyle, resolve_model_dir
-    from .engine import Engine, SynthesisResult
-    from .family import make_engine, model_label, open_model, resolve_model, resolve_speaker
+    from tts_kit.models.family import (
+        make_engine,
+        model_label,
+        open_model,
+        resolve_model,
+        resolve_speaker,
+    )
+    from tts_kit.models.supertonic.bundle import Bundle, BundleError, VoiceStyle, resolve_model_dir
+    from tts_kit.models.supertonic.engine import Engine, SynthesisResult
 
 
 def __getattr__(name: str) -> Any:

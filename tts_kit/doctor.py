@@ -14,8 +14,9 @@ ok, the fix; `format_checks` renders them for a terminal. The checks, in order:
   and what a preset with ``"cores"`` threads gets here;
 - ``execution providers``: those listed; CUDA, when listed, asked whether it really runs
   (in a child process, only then: the probe takes seconds);
-- ``model``: the bundle discovery finds (`tts_kit.bundle.resolve_model_dir`), whether it
-  is a stand-in, whether its graphs load (`tts_kit.loading.check_loads`);
+- ``model``: the bundle discovery finds (`tts_kit.models.supertonic.bundle.resolve_model_dir`),
+  whether it
+  is a stand-in, whether its graphs load (`tts_kit.runtime.loading.check_loads`);
 - ``memory``: the cgroup memory limit and available memory against the model's size.
 
 Statuses: ``ok``, ``warn`` (works, but costs speed or memory), ``fail`` (breaks),
@@ -42,8 +43,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from . import procfacts
-from .textsafe import display_path
+from tts_kit.core import procfacts
+from tts_kit.core.textsafe import display_path
 
 Status = Literal["ok", "warn", "fail", "skip"]
 STATUSES: tuple[str, ...] = ("ok", "warn", "fail", "skip")
@@ -355,8 +356,8 @@ def cpu_quota_status(quota: float | None, affinity: int, physical: int | None, u
     ``quota``: the cgroup CPU quota in CPUs (None: none); ``affinity``: cores in the
     affinity mask; ``physical``: the host's physical cores, which ONNX Runtime's default
     ``intra_op_num_threads=0`` starts one thread for (None: unknown); ``usable``:
-    `tts_kit.procfacts.usable_cores`; ``cores_preset``: what ``"cores"`` resolves to
-    (`tts_kit.sessions.cores_in_force`); ``source``: where the limits were read.
+    `tts_kit.core.procfacts.usable_cores`; ``cores_preset``: what ``"cores"`` resolves to
+    (`tts_kit.runtime.sessions.cores_in_force`); ``source``: where the limits were read.
 
     Example:
         >>> cpu_quota_status(None, 4, 4, 4, 4).status
@@ -391,7 +392,7 @@ def check_cpu_quota(ort_ok: bool) -> Check:
     source = f" (read from $TTS_KIT_CGROUP_ROOT={display_path(override)})" if override else ""
     usable = procfacts.usable_cores()
     if ort_ok:
-        from .sessions import cores_in_force
+        from tts_kit.runtime.sessions import cores_in_force
 
         cores_preset = cores_in_force()
     else:
@@ -407,7 +408,7 @@ def providers_status(providers: Sequence[str], cuda: tuple[bool, str] | None,
                      gpus: str | None) -> Check:
     """The ``execution providers`` check.
 
-    ``cuda``: `tts_kit.devices.probe_cuda`'s answer when CUDA is listed (else None);
+    ``cuda``: `tts_kit.runtime.devices.probe_cuda`'s answer when CUDA is listed (else None);
     ``gpus``: what ``nvidia-smi -L`` lists (None: no ``nvidia-smi``).
 
     Example:
@@ -440,7 +441,7 @@ def providers_status(providers: Sequence[str], cuda: tuple[bool, str] | None,
 
 def check_providers(ort: Any) -> Check:
     """The ``execution providers`` check; probes CUDA (seconds, in a child) only if listed."""
-    from . import devices
+    from tts_kit.runtime import devices
 
     providers = list(ort.get_available_providers())
     cuda = devices.probe_cuda(timeout_s=120) if devices.CUDA in providers else None
@@ -493,13 +494,13 @@ def check_model(model: str | os.PathLike[str] | None, load: bool,
     """The ``model`` check on this machine, and the model's size in MB (None: unknown)."""
     if not ort_ok:
         return Check("model", "skip", "not checked: onnxruntime does not import"), None
-    from .bundle import Bundle, resolve_model_dir
-    from .family import is_piper, resolve_model
+    from tts_kit.models.family import is_piper, resolve_model
+    from tts_kit.models.supertonic.bundle import Bundle, resolve_model_dir
 
     path: Path | None = None
     source = "discovery"
     try:
-        if is_piper(model):  # a Piper voice (`tts_kit.family`): piper:NAME or its files
+        if is_piper(model):  # a Piper voice (`tts_kit.models.family`): piper:NAME or its files
             bundle, source = resolve_model(model)
         else:
             path, source = resolve_model_dir(model)
@@ -511,7 +512,7 @@ def check_model(model: str | os.PathLike[str] | None, load: bool,
     loads: bool | None = None
     error = None
     if load:
-        from .loading import check_loads
+        from tts_kit.runtime.loading import check_loads
 
         try:
             check_loads(bundle)

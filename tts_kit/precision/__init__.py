@@ -3,7 +3,7 @@
 `convert` writes a converted copy of a Supertonic bundle, stage by stage, and returns a
 `ConversionReport`: size before and after per stage and, when measured, load RSS, peak
 RSS and p50 latency of each precision on each available execution provider (each run in a
-fresh process through `tts_kit.measure.run_isolated`, same texts, seeds and noise), plus
+fresh process through `tts_kit.runtime.measure.run_isolated`, same texts, seeds and noise), plus
 the fidelity of the converted bundle against FP32: SNR and log-mel distance of the final
 waveform, and the SNR of every stage's output when both bundles get the same FP32 inputs.
 
@@ -17,10 +17,11 @@ The package, one concern per module:
 - `tts_kit.precision.records`: targets, fidelity thresholds and the records
   (`StageReport`, `RunRecord`, `Fidelity`, `ConversionReport`, `format_runs`);
 - `tts_kit.precision.measure`: memory and latency in isolated processes, and fidelity
-  (through the engine's public per-stage hook, `tts_kit.engine.Engine.add_stage_hook`).
+  (through the engine's public per-stage hook,
+  `tts_kit.models.supertonic.engine.Engine.add_stage_hook`).
 
-The signal measures live in `tts_kit.audio_metrics`, the device probes (CUDA usable, GPU
-memory) in `tts_kit.devices`.
+The signal measures live in `tts_kit.experiments.audio_metrics`, the device probes (CUDA usable, GPU
+memory) in `tts_kit.runtime.devices`.
 
 Example:
     >>> from tts_kit.precision import convert
@@ -33,7 +34,7 @@ Example:
 
 from __future__ import annotations
 
-from .conversion import (
+from tts_kit.precision.conversion import (
     INT8_MIN_WEIGHT_ELEMENTS,
     INT8_OP_TYPES,
     PRECISION_KEY,
@@ -42,14 +43,14 @@ from .conversion import (
     sha256_file,
     sha256_tree,
 )
-from .measure import (
+from tts_kit.precision.measure import (
     DEFAULT_TEXTS,
     fidelity,
     fidelity_isolated,
     measure_bundle,
     measure_conversion,
 )
-from .records import (
+from tts_kit.precision.records import (
     MAX_LENGTH_CHANGE,
     MAX_LOG_MEL_DB,
     MIN_SNR_DB,

@@ -18,7 +18,7 @@ Tools:
   nodes plus a scale and zero point, more bytes and more time than a small weight saves.
 
 Safety: the destination must not exist (or be an empty directory); the output is built in
-a temporary directory beside it (`tts_kit.atomic`: removed on any failure, Ctrl-C, SIGTERM
+a temporary directory beside it (`tts_kit.core.atomic`: removed on any failure, Ctrl-C, SIGTERM
 or SIGHUP), checked (it opens as a `tts_kit.Bundle`, every converted graph opens in ONNX
 Runtime), and renamed into place only when complete. The source is only ever read: the
 INT8 quantiser, whose shape inference writes ``<graph>-inferred.onnx`` beside the graph it
@@ -58,10 +58,10 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from .. import atomic, contract
-from ..audio_metrics import snr_db
-from .measure import judge_against_floor, measure_conversion
-from .records import (
+from tts_kit.core import atomic, contract
+from tts_kit.experiments.audio_metrics import snr_db
+from tts_kit.precision.measure import judge_against_floor, measure_conversion
+from tts_kit.precision.records import (
     MAX_LOG_MEL_DB,
     MIN_SNR_DB,
     ConversionReport,
@@ -328,8 +328,8 @@ def _without_preprocess_advice() -> Iterator[None]:
 
 
 def _precision_of(path: Path) -> str:
-    from .._protoscan import scan_onnx
-    from ..bundle import _precision
+    from tts_kit.core._protoscan import scan_onnx
+    from tts_kit.models.supertonic.bundle import _precision
 
     return _precision(scan_onnx(path).initializer_types)
 
@@ -418,7 +418,7 @@ def convert(
         >>> r.stages["vocoder"].ops  # doctest: +SKIP
         {'Conv': 13, 'MatMul': 20}
     """
-    from ..family import is_piper
+    from tts_kit.models.family import is_piper
 
     if is_piper(src):  # one graph: `convert_piper`, with the recipes that mean something there
         if stages is not None and list(stages) != ["voice"]:
@@ -432,7 +432,7 @@ def convert(
         return report
     plan: dict[str, str] | None = None
     if recipe is not None:
-        from .recipes import check_recipe, recipe_target
+        from tts_kit.precision.recipes import check_recipe, recipe_target
 
         plan = check_recipe(recipe)
         if stages is not None:
@@ -456,7 +456,7 @@ def convert(
     if src_p.resolve() == dst_p.resolve() or dst_p.resolve().is_relative_to(src_p.resolve()):
         raise ValueError(f"{dst}: the output must be outside the source {src}")
     if kind == "bundle":
-        from ..bundle import Bundle
+        from tts_kit.models.supertonic.bundle import Bundle
 
         bundle = Bundle(src_p)  # validates; raises BundleError naming the file
         chosen = list(contract.STAGES) if stages is None else list(stages)
@@ -530,8 +530,8 @@ def _convert_bundle(
     op_block_list: Sequence[str] | None, report: ConversionReport,
     plan: dict[str, str] | None = None,
 ) -> None:
-    from ..bundle import Bundle
-    from .recipes import kernel_report
+    from tts_kit.models.supertonic.bundle import Bundle
+    from tts_kit.precision.recipes import kernel_report
 
     with atomic.atomic_dir(dst_p) as tmp:
         graph_files = {contract.GRAPHS[s].path for s in chosen}
@@ -589,7 +589,7 @@ def _convert_stage(
     ``tmp`` is the output bundle being built: stages are converted in pipeline order, so
     the static vocoder's calibration runs the vector estimator already written there.
     """
-    from . import recipes
+    from tts_kit.precision import recipes
 
     if method in ("fp16", "int8"):
         return _convert_graph(src, out, method, keep_io_types, op_block_list)
@@ -616,7 +616,7 @@ def _copy_regular(src: Path, dst: Path) -> None:
 
 
 def _check_finished(report: ConversionReport, src_p: Path, dst_p: Path) -> None:
-    """Last checks before the output is moved into place (`tts_kit.atomic` moves it)."""
+    """Last checks before the output is moved into place (`tts_kit.core.atomic` moves it)."""
     after = sha256_tree(src_p)
     if after != report.source_sha256:
         changed = sorted(k for k in set(after) | set(report.source_sha256)
@@ -738,7 +738,7 @@ def convert_piper(
     seed: int = 0,
     recipe: str | None = None,
 ) -> ConversionReport:
-    """Convert a Piper voice (`tts_kit.piper_voice`) into a new voice directory.
+    """Convert a Piper voice (`tts_kit.models.piper.voice`) into a new voice directory.
 
     ``src``: ``piper:NAME``, a voice directory or its ``.onnx`` file; it is only read
     (hashed before and after). ``dst``: a new directory (must not exist, or be empty),
@@ -756,7 +756,7 @@ def convert_piper(
         >>> r.fidelity["CPUExecutionProvider"].passed  # doctest: +SKIP
         True
     """
-    from ..piper_voice import STAGE, PiperBundle
+    from tts_kit.models.piper.voice import STAGE, PiperBundle
 
     keep_float: tuple[str, ...] = ()
     if recipe is not None:
@@ -806,7 +806,7 @@ def convert_piper(
         converted = PiperBundle(out)  # the result must open like any voice
         kernels = None
         if to == "int8":  # does it run integer kernels, or float after all?
-            from .recipes import kernel_report
+            from tts_kit.precision.recipes import kernel_report
 
             kernels = kernel_report(out).to_dict()
         report.stages[STAGE] = StageReport(
@@ -830,7 +830,7 @@ def convert_piper(
 
 
 def _piper_texts() -> list[str]:
-    from .measure import DEFAULT_TEXTS
+    from tts_kit.precision.measure import DEFAULT_TEXTS
 
     return list(DEFAULT_TEXTS)
 
@@ -840,15 +840,15 @@ def piper_fidelity(reference: Any, candidate: Any, to: str = "fp16",
     """A converted Piper voice against its source: same texts, same seed, same noise.
 
     Both engines run on the CPU in this process; the waveforms are compared with
-    `tts_kit.audio_metrics.waveform_fidelity` and judged by `Fidelity.evaluate` with the
+    `tts_kit.experiments.audio_metrics.waveform_fidelity` and judged by `Fidelity.evaluate` with the
     target's thresholds (``stage_snr_db`` holds the one stage, ``voice``).
 
     Example:
         >>> piper_fidelity("piper:joe-us", "joe-fp16", "fp16").passed  # doctest: +SKIP
         True
     """
-    from ..audio_metrics import waveform_fidelity
-    from ..piper_voice import STAGE, PiperEngine
+    from tts_kit.experiments.audio_metrics import waveform_fidelity
+    from tts_kit.models.piper.voice import STAGE, PiperEngine
 
     texts = list(texts or _piper_texts())
     ref_e = PiperEngine(reference)

@@ -11,13 +11,15 @@ boundary, which changes the noise and so the whole waveform (the fidelity check 
 with the duration predictor kept FP32 (3 MB), INT8 kept 31 dB SNR.
 
 - `measure_bundle`: one bundle on one provider in a fresh process
-  (`tts_kit.measure.run_isolated`): load RSS, peak RSS, p50 latency and, on CUDA, GPU
-  memory (`tts_kit.devices.gpu_memory_mb`).
+  (`tts_kit.runtime.measure.run_isolated`): load RSS, peak RSS, p50 latency and, on CUDA, GPU
+  memory (`tts_kit.runtime.devices.gpu_memory_mb`).
 - `fidelity`: a converted bundle against FP32 in this process. A stage hook
-  (`tts_kit.engine.Engine.add_stage_hook`) records the FP32 inputs and output of every
-  stage run, and each converted stage replays them (`tts_kit.engine.Engine.run_stage`),
+  (`tts_kit.models.supertonic.engine.Engine.add_stage_hook`) records the FP32 inputs and output of
+  every
+  stage run, and each converted stage replays them
+  (`tts_kit.models.supertonic.engine.Engine.run_stage`),
   so each is judged on identical inputs; then both synthesise end to end (same texts,
-  seeds and noise) and their waveforms are compared (`tts_kit.audio_metrics`).
+  seeds and noise) and their waveforms are compared (`tts_kit.experiments.audio_metrics`).
 - `fidelity_isolated`: the same in a fresh process on a chosen provider.
 - `measure_conversion`: all of it for a `ConversionReport`, on every available provider.
 
@@ -39,9 +41,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import contract
-from ..audio_metrics import snr_from_energies, waveform_fidelity
-from ..devices import (
+from tts_kit.core import contract
+from tts_kit.core.procfacts import rss_mb
+from tts_kit.experiments.audio_metrics import snr_from_energies, waveform_fidelity
+from tts_kit.experiments.workload import DEFAULT_TEXTS as WORKLOAD_TEXTS
+from tts_kit.precision.records import (
+    MAX_LOG_MEL_DB,
+    MIN_SNR_DB,
+    ConversionReport,
+    Fidelity,
+    RunRecord,
+    check_target,
+)
+from tts_kit.runtime.devices import (
     CPU,
     CUDA,
     MEASURED_PROVIDERS,
@@ -50,22 +62,12 @@ from ..devices import (
     gpu_memory_mb,
     probe_cuda,
 )
-from ..procfacts import rss_mb
-from ..workload import DEFAULT_TEXTS as WORKLOAD_TEXTS
-from .records import (
-    MAX_LOG_MEL_DB,
-    MIN_SNR_DB,
-    ConversionReport,
-    Fidelity,
-    RunRecord,
-    check_target,
-)
 
 if TYPE_CHECKING:
-    from ..sessions import SessionPreset
+    from tts_kit.runtime.sessions import SessionPreset
 
 #: Texts synthesised by the measurements unless the caller gives others: the shortest of
-#: the measurement texts (`tts_kit.workload.DEFAULT_TEXTS`), alone. Fidelity keeps every
+#: the measurement texts (`tts_kit.experiments.workload.DEFAULT_TEXTS`), alone. Fidelity keeps every
 #: stage's FP32 inputs and outputs in memory and each bundle synthesises every text
 #: (warm-up + repeats) on every provider, so one short text keeps a conversion's checks cheap.
 DEFAULT_TEXTS: tuple[str, ...] = (WORKLOAD_TEXTS[1],)
@@ -73,7 +75,7 @@ DEFAULT_TEXTS: tuple[str, ...] = (WORKLOAD_TEXTS[1],)
 
 def _preset_for(preset: Any, provider: str) -> Any:
     """The measurement preset for one provider (CUDA keeps the CPU as fallback for odd ops)."""
-    from ..sessions import SessionPreset, get_preset
+    from tts_kit.runtime.sessions import SessionPreset, get_preset
 
     base = get_preset(preset or "supertonic-default")
     if provider == CUDA:
@@ -90,7 +92,7 @@ def _measure_job(
     p: SessionPreset,
 ) -> dict[str, Any]:
     """Child side of `measure_bundle` (runs in a fresh process; the preset pickles)."""
-    from ..engine import Engine
+    from tts_kit.models.supertonic.engine import Engine
 
     out: dict[str, Any] = {}
     cuda = CUDA in p.providers
@@ -142,15 +144,15 @@ def measure_bundle(
     The engine loads all four sessions (``resident``), synthesises every text once (the
     warm-up) and then ``repeats`` more times;
     text ``i`` always uses noise seed ``seed + i``. ``cpus`` pins the process to that many
-    cores (`tts_kit.measure.run_isolated`).
+    cores (`tts_kit.runtime.measure.run_isolated`).
 
     Example:
         >>> rec = measure_bundle("standin-tiny", "fp32")  # doctest: +SKIP
         >>> rec.p50_s > 0  # doctest: +SKIP
         True
     """
-    from ..bundle import Bundle
-    from ..measure import run_isolated
+    from tts_kit.models.supertonic.bundle import Bundle
+    from tts_kit.runtime.measure import run_isolated
 
     texts = list(texts or DEFAULT_TEXTS)
     b = Bundle(path)
@@ -208,8 +210,8 @@ def fidelity(
         >>> f.passed, round(f.waveform_snr_db)  # doctest: +SKIP
         (True, 49)
     """
-    from ..engine import Engine
-    from ..sessions import SessionPreset
+    from tts_kit.models.supertonic.engine import Engine
+    from tts_kit.runtime.sessions import SessionPreset
 
     check_target(to)
     p = preset if isinstance(preset, SessionPreset) else _preset_for(preset, CPU)
@@ -279,7 +281,7 @@ def fidelity_isolated(
         >>> fidelity_isolated("standin-tiny", "standin-int8", "int8").passed  # doctest: +SKIP
         True
     """
-    from ..measure import run_isolated
+    from tts_kit.runtime.measure import run_isolated
 
     p = _preset_for(preset, provider)
     m = run_isolated(_fidelity_job, str(reference), str(candidate), to,
@@ -298,7 +300,7 @@ def measure_conversion(
 ) -> None:
     """Fill ``report`` (as `tts_kit.precision.convert` wrote it) with measurements.
 
-    On each provider (default: `tts_kit.devices.available_providers`): memory and latency
+    On each provider (default: `tts_kit.runtime.devices.available_providers`): memory and latency
     of source and result when ``runs`` (`measure_bundle`, each in a fresh process), then
     their fidelity (`fidelity_isolated`). Providers that cannot be measured become notes.
 
@@ -338,8 +340,8 @@ PIPER_TEXTS = ("The quick brown fox jumps over the lazy dog.",
 
 
 def _piper_engine(model: Any, threads: int | None = None, optimization: str = "all") -> Any:
-    from ..piper_voice import PiperEngine
-    from ..sessions import get_preset
+    from tts_kit.models.piper.voice import PiperEngine
+    from tts_kit.runtime.sessions import get_preset
 
     preset = get_preset("supertonic-default").replace(graph_optimization_level=optimization)
     if threads is not None:
@@ -353,14 +355,15 @@ def _piper_wavs(engine: Any, texts: Sequence[str], seed: int) -> list[np.ndarray
 
 def piper_distances(reference: Any, candidate: Any, texts: Sequence[str] = PIPER_TEXTS,
                     seed: int = 0) -> Any:
-    """`tts_kit.verify.Distances` of a Piper voice (a converted copy) from its reference:
-    the same texts, the same seed, so the same noise (`tts_kit.piper_voice`).
+    """`tts_kit.experiments.verify.Distances` of a Piper voice (a converted copy) from its
+    reference:
+    the same texts, the same seed, so the same noise (`tts_kit.models.piper.voice`).
 
     Example:
         >>> piper_distances("piper:joe-us", "joe-fp16").snr_db > 30  # doctest: +SKIP
         True
     """
-    from ..verify import Distances
+    from tts_kit.experiments.verify import Distances
 
     ref = _piper_wavs(_piper_engine(reference), texts, seed)
     cand = _piper_wavs(_piper_engine(candidate), texts, seed)
@@ -369,7 +372,7 @@ def piper_distances(reference: Any, candidate: Any, texts: Sequence[str] = PIPER
 
 def piper_floor(model: Any, texts: Sequence[str] = PIPER_TEXTS, seed: int = 0,
                 threads: tuple[int, int] = (1, 2)) -> Any:
-    """The noise floor of a Piper voice (`tts_kit.verify.Floor`): the unconverted voice
+    """The noise floor of a Piper voice (`tts_kit.experiments.verify.Floor`): the unconverted voice
     against itself, varied only in what legitimately varies (intra-op threads; graph
     fusions ``all`` against ``basic``), and against another noise draw (another seed).
     Batch padding does not apply: each sentence runs alone, unpadded.
@@ -377,7 +380,7 @@ def piper_floor(model: Any, texts: Sequence[str] = PIPER_TEXTS, seed: int = 0,
     Example:
         >>> print(piper_floor("piper:joe-us").table())  # doctest: +SKIP
     """
-    from ..verify import Distances, Floor
+    from tts_kit.experiments.verify import Distances, Floor
 
     a = _piper_engine(model, threads[0])
     b = _piper_engine(model, threads[1])
@@ -401,10 +404,10 @@ def piper_floor(model: Any, texts: Sequence[str] = PIPER_TEXTS, seed: int = 0,
 def judge_against_floor(src: Any, dst: Any, texts: Sequence[str] | None = None
                         ) -> dict[str, Any]:
     """``dst`` (a converted copy) against ``src``'s measured noise floor: the verdict
-    (``within the floor``, ``audible risk`` or ``broken``, `tts_kit.verify.Floor`), its
+    (``within the floor``, ``audible risk`` or ``broken``, `tts_kit.experiments.verify.Floor`), its
     reasons, the distances and the floor, as plain JSON-ready data.
 
-    A Supertonic bundle goes through `tts_kit.verify.verify` (``floor=True``: threads,
+    A Supertonic bundle goes through `tts_kit.experiments.verify.verify` (``floor=True``: threads,
     graph fusions, batch padding, another noise draw); a Piper voice through `piper_floor`
     and `piper_distances` on ``texts`` (default `PIPER_TEXTS`). Both sides read the same
     texts with the same noise; ``read`` says what was read.
@@ -413,8 +416,8 @@ def judge_against_floor(src: Any, dst: Any, texts: Sequence[str] | None = None
         >>> judge_against_floor("standin-tiny", "standin-tiny-fp16")["verdict"]  # doctest: +SKIP
         'audible risk'
     """
-    from ..family import is_piper
-    from ..verify import verify
+    from tts_kit.experiments.verify import verify
+    from tts_kit.models.family import is_piper
 
     if is_piper(src):
         read = (f"{len(texts)} text(s), the same as the fidelity check's" if texts
@@ -427,18 +430,19 @@ def judge_against_floor(src: Any, dst: Any, texts: Sequence[str] | None = None
 
 
 def judgement(floor: Any, distances: Any, read: str = "") -> dict[str, Any]:
-    """A candidate's `tts_kit.verify.Distances` judged on a measured `tts_kit.verify.Floor`,
+    """A candidate's `tts_kit.experiments.verify.Distances` judged on a measured
+    `tts_kit.experiments.verify.Floor`,
     as the JSON-ready dict `judge_against_floor` returns (``read``: what both sides read).
 
     Example:
-        >>> from tts_kit.verify import Distances, Floor
+        >>> from tts_kit.experiments.verify import Distances, Floor
         >>> f = Floor({}, Distances(90.0, 0.01, 0.01, 0.0), Distances(0.5, 8.0, 9.0, 0.0))
         >>> judgement(f, Distances(30.0, 1.0, 1.5, 0.0))["verdict"]
         'audible risk'
     """
     from dataclasses import asdict
 
-    from ..verify import _json_safe
+    from tts_kit.experiments.verify import _json_safe
 
     verdict, why = floor.verdict(distances)
     return _json_safe({"verdict": verdict, "reasons": why, "read": read,

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import contract
+from tts_kit.core import contract
 
 if TYPE_CHECKING:
     import onnx
@@ -220,7 +220,7 @@ def calibration_latents(src_bundle: Path, vector_estimator: Path,
     """
     import onnxruntime as ort
 
-    from ..engine import Engine
+    from tts_kit.models.supertonic.engine import Engine
 
     engine = Engine(src_bundle, normalize=False)
     feeds: list[dict[str, np.ndarray]] = []

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import contract
-from ..records import to_number
+from tts_kit.core import contract
+from tts_kit.experiments.records import to_number
 
 #: Conversion targets.
 TARGETS: tuple[str, ...] = ("fp16", "int8")
@@ -34,7 +34,7 @@ TARGETS: tuple[str, ...] = ("fp16", "int8")
 #: INT8 (duration predictor kept FP32) about 31 dB, while a layer with zeroed weights gives
 #: about 0 dB: the thresholds sit well below healthy values and far above broken ones.
 MIN_SNR_DB: dict[str, float] = {"fp16": 20.0, "int8": 15.0}
-#: ... and its log-mel distance (dB, see `tts_kit.audio_metrics.log_mel_distance`) is at
+#: ... and its log-mel distance (dB, see `tts_kit.experiments.audio_metrics.log_mel_distance`) is at
 #: most this.
 MAX_LOG_MEL_DB: dict[str, float] = {"fp16": 2.0, "int8": 3.0}
 #: Largest relative change of the total audio length that still passes. The duration
@@ -111,7 +111,8 @@ class RunRecord:
     provider: str
     """Execution provider the sessions asked for."""
     status: str = "ok"
-    """`tts_kit.measure.Measurement.status`, or ``"error"`` when the provider was unusable."""
+    """`tts_kit.runtime.measure.Measurement.status`, or ``"error"`` when the provider was
+    unusable."""
     error: str = ""
     """One line when not ok."""
     size_mb: float = math.nan
@@ -130,7 +131,7 @@ class RunRecord:
     """p50 / audio seconds."""
     gpu_mem_mb: float | None = None
     """CUDA only: GPU memory the process held after the runs
-    (`tts_kit.devices.gpu_memory_mb`)."""
+    (`tts_kit.runtime.devices.gpu_memory_mb`)."""
     gpu_mem_source: str = ""
     """How ``gpu_mem_mb`` was read."""
     preset: str = ""
@@ -454,7 +455,7 @@ class ConversionReport:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the report as JSON (strict JSON: no NaN or Infinity)."""
-        from ..atomic import atomic_file
+        from tts_kit.core.atomic import atomic_file
 
         text = json.dumps(self.to_dict(), indent=2, allow_nan=False)
         with atomic_file(path) as tmp:  # whole or not at all
@@ -467,7 +468,7 @@ class ConversionReport:
 
 
 def _num(v: Any) -> float:
-    # JSON-safe distances: None is NaN, "inf" is infinity (`tts_kit.verify._json_safe`).
+    # JSON-safe distances: None is NaN, "inf" is infinity (`tts_kit.experiments.verify._json_safe`).
     return math.nan if v is None else float(v)
 
 

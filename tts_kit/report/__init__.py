@@ -30,8 +30,8 @@ Example:
 
 from __future__ import annotations
 
-from . import answer
-from .document import (
+from tts_kit.report import answer
+from tts_kit.report.document import (
     METRICS,
     SCHEMA_ID,
     Noise,
@@ -42,8 +42,8 @@ from .document import (
     record_key,
     validate_report,
 )
-from .make import make_report, measure_recommended, run_tuning, write_report
-from .render import (
+from tts_kit.report.make import make_report, measure_recommended, run_tuning, write_report
+from tts_kit.report.render import (
     NOTEBOOK_ENV,
     NOTEBOOK_NAME,
     execute_notebook,
@@ -52,7 +52,7 @@ from .render import (
     render_report,
     report_notebook,
 )
-from .rerun import (
+from tts_kit.report.rerun import (
     CONTENTION_CPU_PERCENT,
     Move,
     RerunVerdict,
@@ -61,7 +61,7 @@ from .rerun import (
     preset_changes,
     rerun_report,
 )
-from .spec import ReportError, SweepSpec
+from tts_kit.report.spec import ReportError, SweepSpec
 
 __all__ = [
     "answer",

@@ -4,7 +4,7 @@ One concern: turning a finished `TuningReport` into what a reader acts on. `defa
 finds what an untuned deployment gets (ONNX Runtime's defaults, resident, on the pick's
 vCPUs); `comparison` puts the pick's figures next to it as ratios; `session_snippet` writes
 copy-paste Python that builds the recommended ``onnxruntime.SessionOptions`` (a test
-executes it); `preset_json` is the preset as `tts_kit.sessions.SessionPreset.from_dict`
+executes it); `preset_json` is the preset as `tts_kit.runtime.sessions.SessionPreset.from_dict`
 reads it; `answer_html` is the report's first section; `spec_rows` and `machine_rows`
 are the small tables of what was measured and where. The notebook only displays these.
 
@@ -22,11 +22,11 @@ import shlex
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..records import COLUMNS, format_value
-from .document import key_text, record_key
+from tts_kit.experiments.records import COLUMNS, format_value
+from tts_kit.report.document import key_text, record_key
 
 if TYPE_CHECKING:
-    from .document import TuningReport
+    from tts_kit.report.document import TuningReport
 
 #: The preset an untuned deployment runs with: ONNX Runtime's own defaults.
 DEFAULT_PRESET = "ort-default"
@@ -34,7 +34,7 @@ DEFAULT_PRESET = "ort-default"
 ANSWER_KEYS: tuple[str, ...] = ("p50_ms", "p95_ms", "first_ms", "load_s", "peak_rss_mb",
                                 "idle_rss_mb", "rtf")
 
-# ORT's enum names for the preset's words (`tts_kit.sessions`' own mapping, as text).
+# ORT's enum names for the preset's words (`tts_kit.runtime.sessions`' own mapping, as text).
 _EXECUTION_MODE = {"sequential": "ORT_SEQUENTIAL", "parallel": "ORT_PARALLEL"}
 _OPT_LEVEL = {"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC",
               "extended": "ORT_ENABLE_EXTENDED", "all": "ORT_ENABLE_ALL"}
@@ -209,7 +209,7 @@ def serve_command(rep: TuningReport) -> str:
 
 
 def preset_json(rep: TuningReport) -> str:
-    """The recommended preset as JSON (`tts_kit.sessions.SessionPreset.from_dict`), or "".
+    """The recommended preset as JSON (`tts_kit.runtime.sessions.SessionPreset.from_dict`), or "".
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -347,7 +347,7 @@ def machine_rows(rep: TuningReport) -> list[tuple[str, str]]:
 
 def latency_rows(rep: TuningReport, kernel: Mapping[str, Any] | None = None
                  ) -> list[dict[str, Any]]:
-    """The pick's latency as measured in each place, for `tts_kit.plots.latency_story`.
+    """The pick's latency as measured in each place, for `tts_kit.notebook.plots.latency_story`.
 
     The sweep's trial and the re-measured trial (``extras["recommended_trial"]``) are
     two fresh processes pinned to the pick's vCPUs; ``kernel`` (``session_s``,
@@ -434,7 +434,7 @@ def conclusions(rep: TuningReport) -> list[str]:
         out.append("It is the untuned default: keep ONNX Runtime's options on this machine.")
     standin = rep.model.get("standin") if isinstance(rep.model, Mapping) else None
     if isinstance(standin, Mapping):
-        from ..standin import REALISTIC_SCALES
+        from tts_kit.models.supertonic.standin import REALISTIC_SCALES
 
         scale = standin.get("scale")
         out.append("Measured on the stand-in " + (
@@ -451,13 +451,13 @@ TABLE_KEYS: tuple[str, ...] = ("preset", "cpus", "loading", "status", "load_s", 
 
 
 def sweep_table(records: Any, keys: tuple[str, ...] = TABLE_KEYS) -> Any:
-    """Records as a compact pandas table (`tts_kit.records.frame` of `TABLE_KEYS`).
+    """Records as a compact pandas table (`tts_kit.experiments.records.frame` of `TABLE_KEYS`).
 
     Example:
         >>> list(sweep_table([{"preset": "lean", "p50_ms": 12.3}]).columns)[:2]
         ['preset', 'cpus']
     """
-    from ..records import frame
+    from tts_kit.experiments.records import frame
 
     return frame(records, keys)
 
@@ -481,7 +481,8 @@ def rows_html(rows: list[tuple[str, str]], head: tuple[str, str] = ("", "")) -> 
 def replay(rep: TuningReport, bundle: Any) -> tuple[Any, dict[str, float]]:
     """Synthesise the sweep's first text with the pick's settings here, in this process.
 
-    Returns the `tts_kit.engine.SynthesisResult` and this process's latency figures for
+    Returns the `tts_kit.models.supertonic.engine.SynthesisResult` and this process's latency
+    figures for
     `latency_rows` (``session_s``: creating the engine, the resident sessions included;
     ``first_ms``: the first call). Not isolated and not pinned: a way to listen and to
     see the stage split, not a measurement to compare with the sweep's.
@@ -493,7 +494,9 @@ def replay(rep: TuningReport, bundle: Any) -> tuple[Any, dict[str, float]]:
     """
     import time
 
-    from ..family import make_engine  # either family: a Piper voice's report replays too
+    from tts_kit.models.family import (
+        make_engine,  # either family: a Piper voice's report replays too
+    )
 
     pick = rep.recommended or rep.records[0]
     t0 = time.perf_counter()

@@ -44,14 +44,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import __version__, atomic
-from ..devices import environment as environment  # the fingerprint, defined below the experiments
-from ..records import COLUMNS, LATENCY_KEYS, MEMORY_KEYS, SUMMARY_KEYS, select, to_number
-from ..textsafe import display_path
-from .spec import ReportError, SweepSpec
+from tts_kit import __version__
+from tts_kit.core import atomic
+from tts_kit.core.textsafe import display_path
+from tts_kit.experiments.records import (
+    COLUMNS,
+    LATENCY_KEYS,
+    MEMORY_KEYS,
+    SUMMARY_KEYS,
+    select,
+    to_number,
+)
+from tts_kit.report.spec import ReportError, SweepSpec
+from tts_kit.runtime.devices import (
+    environment as environment,  # the fingerprint, defined below the experiments
+)
 
 if TYPE_CHECKING:
-    from ..bundle import Bundle
+    from tts_kit.models.supertonic.bundle import Bundle
 
 SCHEMA_ID = "tts_kit.report/1"
 
@@ -144,7 +154,7 @@ def model_fingerprint(bundle: Bundle, full_paths: bool = False) -> dict[str, Any
         >>> model_fingerprint(Bundle.discover())["sha256"].keys()  # doctest: +SKIP
         dict_keys(['duration_predictor', 'text_encoder', 'vector_estimator', 'vocoder'])
     """
-    from ..family import model_label
+    from tts_kit.models.family import model_label
 
     return {
         "path": display_path(bundle.path, full=full_paths),
@@ -220,7 +230,7 @@ class TuningReport:
     spec: SweepSpec
     """The sweep that was run (``cpus`` as effective on this machine)."""
     records: list[dict[str, Any]]
-    """One record per trial (`tts_kit.tune.trial` keys, plus ``pareto``)."""
+    """One record per trial (`tts_kit.experiments.tune.trial` keys, plus ``pareto``)."""
     recommended: dict[str, Any] | None
     """The recommended record for ``spec.mem_budget_mb`` (None: nothing fits)."""
     reason: str
@@ -331,8 +341,8 @@ class TuningReport:
         return f"<p><b>{head}</b> {html.escape(str(self.reason))}</p>"
 
     def pareto_figure(self) -> Any:
-        """`tts_kit.plots.pareto` of the records, the budget and the recommendation."""
-        from .. import plots
+        """`tts_kit.notebook.plots.pareto` of the records, the budget and the recommendation."""
+        from tts_kit.notebook import plots
 
         return plots.pareto(self.records, recommended=self.recommended,
                             budget_mb=self.spec.mem_budget_mb)
@@ -341,15 +351,15 @@ class TuningReport:
         """One report per machine the trials ran on (a sweep on a cluster); {} for one machine.
 
         Each part holds that machine's records, its own Pareto front and recommendation
-        for the same budget, and its `tts_kit.devices.environment` as ``environment``;
+        for the same budget, and its `tts_kit.runtime.devices.environment` as ``environment``;
         ``dataframe()`` and ``pareto_figure()`` draw it like a whole report. Keyed by
-        `tts_kit.records.machine_label`.
+        `tts_kit.experiments.records.machine_label`.
 
         Example:
             >>> rep = TuningReport.load("reports/cluster/report.json")  # doctest: +SKIP
             >>> {m: part.reason for m, part in rep.machines().items()}  # doctest: +SKIP
         """
-        from ..tune import SweepResult
+        from tts_kit.experiments.tune import SweepResult
 
         out: dict[str, TuningReport] = {}
         for label, part in SweepResult(self.records).by_machine().items():
@@ -386,7 +396,7 @@ class TuningReport:
 
     def preset_of(self, record: Mapping[str, Any]) -> Any:
         """The full `SessionPreset` a record was measured with (as the report saved it)."""
-        from ..sessions import SessionPreset
+        from tts_kit.runtime.sessions import SessionPreset
 
         return SessionPreset.from_dict(self.presets[record["preset"]])
 

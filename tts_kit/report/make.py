@@ -1,7 +1,7 @@
 """Making a report: the library runs the sweep and writes report.json, then renders it.
 
 One concern: the order of work behind ``tts-kit report``. `run_tuning` runs the spec's
-sweep (isolated trials, `tts_kit.tune.sweep`) and assembles the `TuningReport`;
+sweep (isolated trials, `tts_kit.experiments.tune.sweep`) and assembles the `TuningReport`;
 `write_report` adds the recommended configuration measured again with its RSS timeline
 (``extras["recommended_trial"]``) and saves a schema-valid report.json, so every field of
 the document exists without a notebook. `make_report` does that, then hands the file to
@@ -10,7 +10,7 @@ opened on its own in JupyterLab, calls `write_report` itself (one call) and rend
 same document.
 
 Nothing of a previous report is removed before the new one is complete: `make_report`
-builds every file in a temporary sibling of ``out`` (`tts_kit.atomic`; removed on any
+builds every file in a temporary sibling of ``out`` (`tts_kit.core.atomic`; removed on any
 failure, Ctrl-C, SIGTERM or SIGHUP) and only then moves them into ``out``, one rename
 each; other files in ``out`` are left alone.
 
@@ -29,13 +29,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .. import atomic
-from ..bundle import Bundle
-from ..family import resolve_model
-from ..textsafe import hide_home
-from .document import TuningReport, environment, model_fingerprint
-from .render import render_report
-from .spec import ReportError, SweepSpec
+from tts_kit.core import atomic
+from tts_kit.core.textsafe import hide_home
+from tts_kit.models.family import resolve_model
+from tts_kit.models.supertonic.bundle import Bundle
+from tts_kit.report.document import TuningReport, environment, model_fingerprint
+from tts_kit.report.render import render_report
+from tts_kit.report.spec import ReportError, SweepSpec
 
 #: What `make_report` writes into its output directory.
 REPORT_FILES = ("report.html", "report.json", "report.ipynb")
@@ -50,7 +50,7 @@ them) to measure instead of today's shipped presets of those names."""
 
 
 def _preset_objects(names: list[str], presets: PresetsLike) -> list[Any]:
-    from ..sessions import SessionPreset, get_preset
+    from tts_kit.runtime.sessions import SessionPreset, get_preset
 
     out = []
     for name in names:
@@ -72,19 +72,20 @@ def run_tuning(
     presets: PresetsLike = None,
     full_paths: bool = False,
 ) -> TuningReport:
-    """Run the spec's sweep (isolated trials, `tts_kit.tune.sweep`) and assemble the report.
+    """Run the spec's sweep (isolated trials, `tts_kit.experiments.tune.sweep`) and assemble the
+    report.
 
     ``presets``: definitions to measure by name (a rerun passes the ones its report saved,
     so that editing a shipped preset does not change what a rerun measures); names it
     lacks are today's shipped presets. ``full_paths``: keep absolute paths in the report
-    (default: ``~/...`` under the home directory, see `tts_kit.textsafe.display_path`).
+    (default: ``~/...`` under the home directory, see `tts_kit.core.textsafe.display_path`).
 
     Example:
         >>> rep = run_tuning(Bundle.discover(), SweepSpec.quick())  # doctest: +SKIP
         >>> rep.recommended["preset"]  # doctest: +SKIP
         'low-memory'
     """
-    from .. import tune
+    from tts_kit.experiments import tune
 
     spec = SweepSpec.load(spec).effective()
     objs = _preset_objects(list(spec.presets), presets)
@@ -125,10 +126,10 @@ def run_tuning(
 def machine_entry(label: str, part: Any, budget_mb: float | None) -> dict[str, Any]:
     """``extras["machines"]``' entry for one machine: its label, fingerprint and pick.
 
-    ``part`` is that machine's `tts_kit.tune.SweepResult` (`SweepResult.by_machine`).
+    ``part`` is that machine's `tts_kit.experiments.tune.SweepResult` (`SweepResult.by_machine`).
 
     Example:
-        >>> from tts_kit.tune import SweepResult
+        >>> from tts_kit.experiments.tune import SweepResult
         >>> env = {"cpu_model": "A", "cpus_available": 1, "memory_total_mb": 512.0}
         >>> part = SweepResult([{"preset": "lean", "cpus": 1, "status": "ok",
         ...                      "peak_rss_mb": 90.0, "p50_ms": 12.0, "machine": env}])
@@ -136,7 +137,7 @@ def machine_entry(label: str, part: Any, budget_mb: float | None) -> dict[str, A
         >>> e["recommendation"]["record"]["preset"], e["trials"]
         ('lean', 1)
     """
-    from .document import _clean_record
+    from tts_kit.report.document import _clean_record
 
     rec, why = part.recommend(budget_mb)
     env = next((r["machine"] for r in part.records if isinstance(r.get("machine"), Mapping)),
@@ -150,16 +151,17 @@ def measure_recommended(bundle: Bundle, tuning: TuningReport,
                         executor: Any = None) -> dict[str, Any]:
     """The recommended record's configuration (else the first record's), measured again.
 
-    One isolated `tts_kit.tune.trial` with the sweep's workload; the record keeps its RSS
+    One isolated `tts_kit.experiments.tune.trial` with the sweep's workload; the record keeps its
+    RSS
     timeline and stage events, which the sweep's records leave out (they are large). With
-    an ``executor`` (the sweep's, e.g. `tts_kit.cluster.TrialExecutor`) it runs there.
+    an ``executor`` (the sweep's, e.g. `tts_kit.experiments.cluster.TrialExecutor`) it runs there.
 
     Example:
         >>> again = measure_recommended(bundle, tuning)  # doctest: +SKIP
         >>> again["status"], len(again["timeline"]) > 0  # doctest: +SKIP
         ('ok', True)
     """
-    from .. import tune
+    from tts_kit.experiments import tune
 
     spec = tuning.spec
     pick = tuning.recommended or tuning.records[0]
@@ -194,7 +196,7 @@ def write_report(
         progress: a progress bar over the sweep's trials.
         presets: preset definitions to measure by name (see `run_tuning`).
         full_paths: keep absolute paths (default: ``~/...`` under the home directory).
-        executor: runs the trials elsewhere (`tts_kit.cluster.TrialExecutor`: Dask
+        executor: runs the trials elsewhere (`tts_kit.experiments.cluster.TrialExecutor`: Dask
             workers; the report then compares the machines, ``extras["machines"]``).
 
     Returns:
@@ -205,7 +207,7 @@ def write_report(
         'report.json'
     """
     spec = SweepSpec.load(sweep, quick=quick)
-    bundle = resolve_model(model)[0]  # either family (`tts_kit.family`)
+    bundle = resolve_model(model)[0]  # either family (`tts_kit.models.family`)
     tuning = run_tuning(bundle, spec, progress=progress, presets=presets, full_paths=full_paths,
                         executor=executor)
     again = measure_recommended(bundle, tuning, executor)
@@ -252,8 +254,8 @@ def make_report(
         presets: preset definitions to measure by name (see `run_tuning`).
         full_paths: record absolute model, notebook and output paths; by default paths
             under the home directory are written ``~/...`` in every file, which would
-            otherwise name the user (`tts_kit.textsafe.display_path`).
-        executor: runs the trials elsewhere (`tts_kit.cluster.TrialExecutor`).
+            otherwise name the user (`tts_kit.core.textsafe.display_path`).
+        executor: runs the trials elsewhere (`tts_kit.experiments.cluster.TrialExecutor`).
 
     Returns:
         ``[report.html, report.json, report.ipynb]`` inside ``out`` (``[report.json]``

@@ -29,8 +29,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..textsafe import display_path, hide_home
-from .spec import ReportError
+from tts_kit.core.textsafe import display_path, hide_home
+from tts_kit.report.spec import ReportError
 
 #: The report notebook's source: jupytext percent format (the .ipynb is generated from it).
 NOTEBOOK_NAME = "05_tuning_report.py"

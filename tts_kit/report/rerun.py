@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import contract
-from ..bundle import Bundle
-from ..family import resolve_model
-from ..records import to_number
-from .document import METRICS, Noise, TuningReport, key_text, record_key
-from .make import make_report, run_tuning
-from .spec import ReportError, SweepSpec
+from tts_kit.core import contract
+from tts_kit.experiments.records import to_number
+from tts_kit.models.family import resolve_model
+from tts_kit.models.supertonic.bundle import Bundle
+from tts_kit.report.document import METRICS, Noise, TuningReport, key_text, record_key
+from tts_kit.report.make import make_report, run_tuning
+from tts_kit.report.spec import ReportError, SweepSpec
 
 
 @dataclass
@@ -295,14 +295,14 @@ def preset_changes(saved: Mapping[str, Mapping[str, Any]]) -> dict[str, list[str
     """How today's shipped presets differ from ``saved`` (a report's ``presets``), by name.
 
     Example:
-        >>> from tts_kit.sessions import get_preset
+        >>> from tts_kit.runtime.sessions import get_preset
         >>> lean = get_preset("lean").to_dict()
         >>> preset_changes({"lean": lean})
         {}
         >>> preset_changes({"lean": {**lean, "enable_cpu_mem_arena": True}})
         {'lean': ['enable_cpu_mem_arena True -> False']}
     """
-    from ..sessions import PRESETS
+    from tts_kit.runtime.sessions import PRESETS
 
     out: dict[str, list[str]] = {}
     for name, old in saved.items():
@@ -319,7 +319,7 @@ def preset_changes(saved: Mapping[str, Mapping[str, Any]]) -> dict[str, list[str
 
 def _saved_presets(old: TuningReport) -> dict[str, Any]:
     """The report's own preset definitions, as `SessionPreset` objects."""
-    from ..sessions import SessionPreset
+    from tts_kit.runtime.sessions import SessionPreset
 
     try:
         return {n: SessionPreset.from_dict(dict(d)) for n, d in old.presets.items()}
@@ -338,7 +338,7 @@ def head_to_head(
 ) -> dict[tuple[Any, ...], list[float]]:
     """Measure configurations in alternating isolated trials: A B A B ... ``rounds`` times.
 
-    Each trial is `tts_kit.tune.trial` with the spec's workload; slow drift of a shared
+    Each trial is `tts_kit.experiments.tune.trial` with the spec's workload; slow drift of a shared
     machine (other load, clocks, caches) then falls on every configuration alike, which
     one trial each, minutes apart, cannot promise. Returns key -> the p50 (ms) of each
     round (NaN for a round that did not finish). ``presets``: definitions by name (a
@@ -352,7 +352,7 @@ def head_to_head(
     """
     from tqdm.auto import tqdm
 
-    from ..tune import trial
+    from tts_kit.experiments.tune import trial
 
     if rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
@@ -406,7 +406,7 @@ def rerun_report(
     saved_path = Path(str(old.model.get("path", ""))).expanduser()  # "~/..." as written
     if model is None and str(saved_path) and saved_path.is_dir():
         model = saved_path
-    bundle = resolve_model(model)[0]  # either family (`tts_kit.family`)
+    bundle = resolve_model(model)[0]  # either family (`tts_kit.models.family`)
     saved = _saved_presets(old)
     if out is not None:
         paths = make_report(out, model=bundle.path, sweep=old.spec, progress=progress,

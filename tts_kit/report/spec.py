@@ -1,7 +1,7 @@
 """What a tuning report measures: the sweep spec (`SweepSpec`) and the report's error type.
 
 The one concern here is the input of a report: the grid (presets x cpus x loadings x steps
-x batch sizes), the workload (`tts_kit.workload.Workload`) and the memory budget, read
+x batch sizes), the workload (`tts_kit.experiments.workload.Workload`) and the memory budget, read
 from JSON, a dict or defaults, checked once where it enters, and limited to the cores this
 machine has (`effective`). The JSON form is flat (the workload's fields beside the grid's),
 so every report.json written before the workload was an object still reads.
@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import procfacts
-from ..workload import Workload
+from tts_kit.core import procfacts
+from tts_kit.experiments.workload import Workload
 
 #: The flat keys of a spec's JSON form that are its workload's (the grid holds its steps
 #: and batch sizes): report.json keeps them at the top of ``sweep``, as it always has.
@@ -34,7 +34,7 @@ REPORT_REPEATS = 3
 
 
 def _sweep_presets() -> tuple[str, ...]:
-    from ..contract import SWEEP_PRESETS
+    from tts_kit.core.contract import SWEEP_PRESETS
 
     return SWEEP_PRESETS
 
@@ -64,8 +64,8 @@ class SweepSpec:
     """
 
     presets: list[str] = field(default_factory=lambda: list(_sweep_presets()))
-    """Session presets (names from `tts_kit.sessions.PRESETS`; default
-    `tts_kit.sessions.SWEEP_PRESETS`, as `tts-kit tune`'s)."""
+    """Session presets (names from `tts_kit.runtime.sessions.PRESETS`; default
+    `tts_kit.runtime.sessions.SWEEP_PRESETS`, as `tts-kit tune`'s)."""
     cpus: list[int] = field(default_factory=lambda: [1, 2])
     """vCPU counts to emulate (capped at the cores this process can use; see `effective`)."""
     loadings: list[str] = field(default_factory=lambda: ["resident", "paged"])
@@ -78,7 +78,7 @@ class SweepSpec:
     """The budget the recommendation must fit (1024: the article's 1 vCPU / 1 GB box);
     trials are also killed past it. None: no budget."""
     workload: Workload = field(default_factory=lambda: Workload(repeats=REPORT_REPEATS))
-    """What every trial synthesises (`tts_kit.workload.Workload`; its voice, when the
+    """What every trial synthesises (`tts_kit.experiments.workload.Workload`; its voice, when the
     bundle lacks it, falls back to the bundle's default). The default 3 repeats keep the
     default sweep (20 trials) to a few minutes on the tiny stand-in and under ten on the
     full one; raise them for tighter percentiles."""
@@ -176,7 +176,8 @@ class SweepSpec:
         if any(int(c) < 1 for c in self.cpus):
             raise ValueError(f"sweep spec: cpus must be >= 1, got {self.cpus}")
         if not isinstance(self.workload, Workload):
-            raise ValueError(f"sweep spec: workload must be a tts_kit.workload.Workload, got "
+            raise ValueError("sweep spec: workload must be a "
+                             "tts_kit.experiments.workload.Workload, got "
                              f"{type(self.workload).__name__}")
         # A report needs a p50 for every trial: at least one timed call after the first.
         if self.workload.repeats < 1:
@@ -193,7 +194,7 @@ class SweepSpec:
     def effective(self) -> SweepSpec:
         """This spec with ``cpus`` limited to the cores this process can use.
 
-        That is `tts_kit.procfacts.usable_cores`: the affinity, capped by a container's
+        That is `tts_kit.core.procfacts.usable_cores`: the affinity, capped by a container's
         CPU quota (a 2-core trial in a 1.5-CPU container would measure the throttling).
 
         Example:

@@ -4,14 +4,15 @@ and the serving sweep.
 - `app`: ``tts-kit serve``: FastAPI on uvicorn, ``POST /v1/audio/speech`` (OpenAI body,
   chunked streaming), ``/health``, ``/voices``, ``/metrics``; four architectures to
   compare (``workers``, ``threads``, ``blocking``, ``article``).
-- `worker`: worker processes each owning a warmed-up `tts_kit.engine.Engine`; the pool
+- `worker`: worker processes each owning a warmed-up `tts_kit.models.supertonic.engine.Engine`; the
+  pool
   with its bounded queue (429), real deadlines (the late worker is killed and replaced),
   crash replacement and recycling.
 - `launch`: a server in a subprocess on a free port, for tests, sweeps and notebooks.
 - `loadtest`: ``tts-kit loadtest``: closed and open loop with httpx; TTFA and latency
   percentiles, throughput, errors, server CPU and memory from ``/metrics``.
 - `sweep`: a fresh server per configuration, the load test on each, a recommendation
-  in `tts_kit.records`' vocabulary.
+  in `tts_kit.experiments.records`' vocabulary.
 
 Example:
     >>> from tts_kit.serve import ServeConfig
@@ -21,6 +22,6 @@ Example:
 
 from __future__ import annotations
 
-from .app import ARCHITECTURES, ServeConfig, create_app, run_server
+from tts_kit.serve.app import ARCHITECTURES, ServeConfig, create_app, run_server
 
 __all__ = ["ARCHITECTURES", "ServeConfig", "create_app", "run_server"]

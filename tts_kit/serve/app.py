@@ -38,8 +38,8 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .. import contract
-from .worker import (
+from tts_kit.core import contract
+from tts_kit.serve.worker import (
     RESTART_REASONS,
     DeadlineExceeded,
     Overloaded,
@@ -253,7 +253,7 @@ class _PoolCollector:
         import psutil
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-        from ..procfacts import pss_mb, rss_mb
+        from tts_kit.core.procfacts import pss_mb, rss_mb
 
         rss = GaugeMetricFamily("tts_kit_process_rss_bytes", "RSS of each serving process",
                                 labels=["process", "pid"])
@@ -399,7 +399,7 @@ class ArticleBackend(Backend):
 
 
 def _article_warm(wc: WorkerConfig) -> int:
-    import tts_kit.engine  # noqa: F401  (the imports, not the model: the article loads per call)
+    import tts_kit.models.supertonic.engine  # noqa: F401  (the imports, not the model: the article loads per call)
 
     return os.getpid()
 
@@ -423,7 +423,7 @@ def article_synthesize(wc: WorkerConfig, params: dict[str, Any]) -> tuple[bytes,
     import numpy as np
     import soundfile as sf
 
-    from ..text import normalize
+    from tts_kit.text import normalize
 
     style = tts.get_voice_style(params["voice"])
     text = normalize(params["text"], lang=params["lang"])
@@ -439,8 +439,8 @@ def article_synthesize(wc: WorkerConfig, params: dict[str, Any]) -> tuple[bytes,
 
 def _official_tts(wc: WorkerConfig) -> Any:
     """The official package's new ``TTS`` on the configuration's bundle, or None."""
-    from ..bundle import resolve_model_dir
-    from ..family import is_piper
+    from tts_kit.models.family import is_piper
+    from tts_kit.models.supertonic.bundle import resolve_model_dir
 
     if is_piper(wc.model):
         return None
@@ -477,7 +477,7 @@ def create_app(cfg: ServeConfig) -> Any:
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-    from ..family import model_label, open_model
+    from tts_kit.models.family import model_label, open_model
 
     cfg.check()
     bundle = open_model(cfg.model)  # a Supertonic bundle or a Piper voice

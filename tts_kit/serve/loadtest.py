@@ -10,8 +10,8 @@ a fallback WAV) and 429s; the server's CPU and memory read from its ``/metrics``
 
 The client is httpx's async client (HTTP/1.1 keep-alive, one connection per client,
 streamed bodies): a well-kept library, so what is measured is the server, not a
-hand-rolled socket loop. Records use `tts_kit.records`' keys (``p95_ms``,
-``ttfa_p95_ms``, ``rps``, ``pool_pss_mb`` ...), so `tts_kit.records.table` shows them.
+hand-rolled socket loop. Records use `tts_kit.experiments.records`' keys (``p95_ms``,
+``ttfa_p95_ms``, ``rps``, ``pool_pss_mb`` ...), so `tts_kit.experiments.records.table` shows them.
 
 Example:
     >>> res = run_load("http://127.0.0.1:8000", concurrency=[1, 2],
@@ -29,10 +29,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import contract
-from ..records import table as records_table
+from tts_kit.core import contract
+from tts_kit.experiments.records import table as records_table
 
-#: The table of a load test (`tts_kit.records` keys).
+#: The table of a load test (`tts_kit.experiments.records` keys).
 LOAD_KEYS: tuple[str, ...] = (
     "mode", "concurrency", "rate", "requests", "ok", "errors", "timeouts", "rejected",
     "rps", "audio_rate", "ttfa_p50_ms", "ttfa_p95_ms", "ttfa_p99_ms", "p50_ms", "p95_ms",

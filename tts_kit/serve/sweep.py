@@ -6,12 +6,12 @@ Configurations are architecture x workers x threads x preset x loading
 (`tts_kit.serve.launch.start_server`), so no configuration inherits another's warm
 caches or leaked memory, and loaded at each concurrency level (closed loop,
 `tts_kit.serve.loadtest.run_load`). Records carry the configuration and the load
-figures in `tts_kit.records`' vocabulary (``p95_ms``, ``ttfa_p95_ms``, ``rps``,
-``pool_pss_mb``, ``status`` ...), like `tts_kit.tune` trials.
+figures in `tts_kit.experiments.records`' vocabulary (``p95_ms``, ``ttfa_p95_ms``, ``rps``,
+``pool_pss_mb``, ``status`` ...), like `tts_kit.experiments.tune` trials.
 
 The recommendation, at the sweep's highest concurrency: among the configurations with
 no error and no timeout whose p95 latency meets the target and whose pool PSS fits the
-budget, the highest throughput; within `tts_kit.tune.TIE_REL` of it, the smallest PSS.
+budget, the highest throughput; within `tts_kit.experiments.tune.TIE_REL` of it, the smallest PSS.
 
 Example:
     >>> res = serving_sweep("models/full", architectures=["workers", "article"],
@@ -27,11 +27,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..records import table as records_table
-from ..tune import TIE_REL
-from .loadtest import DEFAULT_TEXT, run_load
+from tts_kit.experiments.records import table as records_table
+from tts_kit.experiments.tune import TIE_REL
+from tts_kit.serve.loadtest import DEFAULT_TEXT, run_load
 
-#: The sweep's table (`tts_kit.records` keys).
+#: The sweep's table (`tts_kit.experiments.records` keys).
 SWEEP_KEYS: tuple[str, ...] = (
     "architecture", "workers", "threads", "preset", "loading", "concurrency", "status",
     "ok", "errors", "timeouts", "rejected", "rps", "audio_rate", "ttfa_p95_ms", "p50_ms",
@@ -141,8 +141,8 @@ def serving_sweep(
     A configuration whose server does not start gets one record
     with ``status`` ``error`` and the reason.
     """
-    from .app import ARCHITECTURES
-    from .launch import start_server
+    from tts_kit.serve.app import ARCHITECTURES
+    from tts_kit.serve.launch import start_server
 
     if not concurrency and not rates:  # before any server starts
         raise ValueError("give at least one concurrency level or rate")

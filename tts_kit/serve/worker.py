@@ -53,7 +53,7 @@ class WorkerConfig:
     threads: int | None = None
     """Intra-op threads per session (None: the preset's)."""
     order: str = "chunk"
-    """`tts_kit.engine.Engine.stream` order."""
+    """`tts_kit.models.supertonic.engine.Engine.stream` order."""
     first_chunk_chars: int | None = 50
     """First chunk cut at a clause to this length (None: no cut)."""
     warmup_steps: int = 2
@@ -63,15 +63,15 @@ class WorkerConfig:
 
     def preset_obj(self) -> Any:
         """The `SessionPreset`, with ``threads`` applied."""
-        from ..sessions import get_preset
+        from tts_kit.runtime.sessions import get_preset
 
         preset = get_preset(self.preset)
         return preset.replace(intra_op_num_threads=self.threads) if self.threads else preset
 
     def build_engine(self) -> Any:
         """A new engine from this configuration (nothing warmed up): tts_kit's `Engine`
-        for a Supertonic bundle, `tts_kit.piper_voice.PiperEngine` for a Piper voice."""
-        from ..family import make_engine
+        for a Supertonic bundle, `tts_kit.models.piper.voice.PiperEngine` for a Piper voice."""
+        from tts_kit.models.family import make_engine
 
         return make_engine(self.model, preset=self.preset_obj(), loading=self.loading)
 
@@ -115,7 +115,7 @@ def worker_main(conn: Any, cfg: WorkerConfig) -> None:
     except Exception as exc:  # a bad model or preset: the server reports it and stops
         conn.send(("fatal", _one_line(exc)))
         return
-    from ..procfacts import release_memory
+    from tts_kit.core.procfacts import release_memory
 
     conn.send(("ready", os.getpid(), engine.bundle.sample_rate))
     while True:
@@ -357,7 +357,7 @@ class WorkerPool:
         if self.max_requests and w.requests >= self.max_requests:
             reason = "max_requests"
         elif self.max_rss_mb:
-            from ..procfacts import rss_mb
+            from tts_kit.core.procfacts import rss_mb
 
             rss = rss_mb(w.pid)
             if rss is not None and rss > self.max_rss_mb:

@@ -25,11 +25,11 @@ Example:
 
 from __future__ import annotations
 
-from .charset import unsupported_characters
-from .chunking import chunk
-from .common import LANGS, MAX_CHARS, TraceStep, language_tags, other_language
-from .lexicon import read_lexicon
-from .normalizer import Normalizer, check_speakable, normalize, normalize_for_speech
+from tts_kit.text.charset import unsupported_characters
+from tts_kit.text.chunking import chunk
+from tts_kit.text.common import LANGS, MAX_CHARS, TraceStep, language_tags, other_language
+from tts_kit.text.lexicon import read_lexicon
+from tts_kit.text.normalizer import Normalizer, check_speakable, normalize, normalize_for_speech
 
 __all__ = [
     "LANGS",

@@ -22,7 +22,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-from .common import Steps, TraceStep
+from tts_kit.text.common import Steps, TraceStep
 
 #: Punctuation the output may keep (the model reads these as prosody).
 BASIC_PUNCT = " .,!?'\"-:;()"
@@ -157,7 +157,7 @@ def unsupported_characters(text: str, supported: Iterable[str] | Sequence[int], 
     applies it, and the original character is reported.
 
     With ``model_cleanup=True`` each character first goes through the model's own
-    clean-up (`tts_kit.textproc.clean`), so what that removes (emoji, some symbols)
+    clean-up (`tts_kit.core.textproc.clean`), so what that removes (emoji, some symbols)
     counts as readable: exactly what the official package's ``validate_text`` reports,
     and what the engine refuses. The default lists everything the listener would not
     hear, emoji included.
@@ -172,7 +172,9 @@ def unsupported_characters(text: str, supported: Iterable[str] | Sequence[int], 
         ['漢']
     """
     if model_cleanup:
-        from ..textproc import clean as parts  # the model-facing step; imports nothing of ours
+        from tts_kit.core.textproc import (
+            clean as parts,  # the model-facing step; imports nothing of ours
+        )
     else:
         def parts(ch: str) -> str:
             return unicodedata.normalize("NFKD", ch)

@@ -25,9 +25,9 @@ import bisect
 import re
 import unicodedata
 
-from .. import contract
-from .common import TAG
-from .tables import KO_COUNTERS, UNITS
+from tts_kit.core import contract
+from tts_kit.text.common import TAG
+from tts_kit.text.tables import KO_COUNTERS, UNITS
 
 #: Boundaries by preference. A break is the position right after the match.
 _LEVELS = (

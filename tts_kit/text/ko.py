@@ -31,12 +31,12 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
-from . import numbers as nw
-from .charset import make_cleanup
-from .common import Rule, Step, Steps, TraceStep, make_numeric, trie_alt
-from .common import grammar as g
-from .lexicon import Lexicon
-from .tables import (
+from tts_kit.text import numbers as nw
+from tts_kit.text.charset import make_cleanup
+from tts_kit.text.common import Rule, Step, Steps, TraceStep, make_numeric, trie_alt
+from tts_kit.text.common import grammar as g
+from tts_kit.text.lexicon import Lexicon
+from tts_kit.text.tables import (
     CURRENCIES,
     CURRENCY_CODES,
     KO_BIG_UNITS,

@@ -26,7 +26,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from .common import Steps, TraceStep
+from tts_kit.text.common import Steps, TraceStep
 
 LexiconSource = str | os.PathLike | Mapping[str, str]
 

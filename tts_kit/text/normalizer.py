@@ -23,8 +23,8 @@ import warnings
 from collections.abc import Iterable
 from functools import lru_cache
 
-from . import en, ko
-from .common import (
+from tts_kit.text import en, ko
+from tts_kit.text.common import (
     TraceStep,
     check_lang,
     check_text,
@@ -32,7 +32,7 @@ from .common import (
     run_steps,
     split_tags,
 )
-from .lexicon import LexiconSource, load
+from tts_kit.text.lexicon import LexiconSource, load
 
 _RULES = {"ko": ko.rules, "en": en.rules}
 

@@ -214,7 +214,7 @@ def split_tags(text: str) -> list[tuple[bool, str]]:
 
 
 #: A language tag such as ``<ko>`` or ``</en>``: the model-facing step wraps every text in
-#: the tags of its language (`tts_kit.textproc.preprocess`), one language per call.
+#: the tags of its language (`tts_kit.core.textproc.preprocess`), one language per call.
 LANGUAGE_TAG = re.compile(r"</?([a-z]{2})>", re.IGNORECASE)
 
 
@@ -236,7 +236,7 @@ def language_tags(text: str, lang: str) -> str:
     """
     if "<" not in text:
         return text
-    from ...contract import LANGUAGES
+    from tts_kit.core.contract import LANGUAGES
 
     def tag(m: re.Match[str]) -> str:
         code = m.group(1).lower()

@@ -21,8 +21,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..tables import CURRENCIES, CURRENCY_CODES, MAGNITUDES, PER, UNITS, Currency
-from . import trie_alt
+from tts_kit.text.common import trie_alt
+from tts_kit.text.tables import CURRENCIES, CURRENCY_CODES, MAGNITUDES, PER, UNITS, Currency
 
 #: A number: thousands groups, or at most 16 digits (longer runs are codes, read digit by
 #: digit by the ``digits`` alternative; this also keeps int() away from huge strings). A

@@ -1,0 +1,156 @@
+"""The Supertonic 2/3 bundle layout and tensor contract, as data.
+
+Everything that knows file names, tensor names, element types or ranks reads
+them from here, so the loader, the engine and the stand-in builder cannot
+drift apart. The source is ``CONTRACT.md`` of the Supertonic-3 assets.
+
+Example:
+    >>> from tts_kit.core.contract import STAGES, GRAPHS
+    >>> STAGES[0], [t.name for t in GRAPHS["vocoder"].inputs]
+    ('duration_predictor', ['latent'])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: The four graphs, in pipeline order.
+STAGES: tuple[str, ...] = ("duration_predictor", "text_encoder", "vector_estimator", "vocoder")
+#: Short stage names for narrow tables and labels.
+STAGE_SHORT: dict[str, str] = {"duration_predictor": "DP", "text_encoder": "TE",
+                               "vector_estimator": "VE", "vocoder": "voc"}
+
+ONNX_DIR = "onnx"
+VOICE_DIR = "voice_styles"
+CONFIG_FILE = "onnx/tts.json"
+INDEXER_FILE = "onnx/unicode_indexer.json"
+
+#: Marker key written into the stand-in's ``tts.json``.
+STANDIN_KEY = "tts_kit_standin"
+#: Stand-in scales (`tts_kit.models.supertonic.standin`), smallest first.
+STANDIN_SCALES: tuple[str, ...] = ("tiny", "medium", "full")
+#: The scale users get when no model is found: the published size (realistic costs).
+DEFAULT_STANDIN_SCALE = "full"
+
+SAMPLE_RATE = 44100
+BASE_CHUNK_SIZE = 512
+CHUNK_COMPRESS_FACTOR = 6
+LATENT_DIM = 24
+#: Samples per latent frame (512 * 6) and latent channels (24 * 6).
+FRAME_SAMPLES = BASE_CHUNK_SIZE * CHUNK_COMPRESS_FACTOR
+LATENT_CHANNELS = LATENT_DIM * CHUNK_COMPRESS_FACTOR
+
+STYLE_TTL_DIMS = (1, 50, 256)
+STYLE_DP_DIMS = (1, 8, 16)
+
+#: Languages the multilingual models accept (31 codes plus ``na``).
+LANGUAGES: tuple[str, ...] = (
+    "en", "ko", "ja", "ar", "bg", "cs", "da", "de", "el", "es", "et", "fi", "fr", "hi",
+    "hr", "hu", "id", "it", "lt", "lv", "nl", "pl", "pt", "ro", "ru", "sk", "sl", "sv",
+    "tr", "uk", "vi", "na",
+)
+
+#: The shipped session presets' names, in `tts_kit.runtime.sessions.PRESETS`' order (defined
+#: there; named here so the CLI's help lists them without importing onnxruntime).
+PRESET_NAMES: tuple[str, ...] = ("ort-default", "supertonic-default", "seed-2vcpu",
+                                 "low-memory", "lean")
+#: What a sweep measures unless told otherwise: `tts-kit tune`, `tts-kit report` and
+#: `tts_kit.report.SweepSpec` share it (ONNX Runtime's defaults first, as the baseline).
+SWEEP_PRESETS: tuple[str, ...] = ("ort-default", "supertonic-default", "seed-2vcpu",
+                                  "low-memory", "lean")
+
+#: The language a text is read in when none is given: the CLI's synth and normalize and
+#: the measurement workload share it.
+DEFAULT_LANG = "en"
+
+MIN_STEPS, MAX_STEPS = 1, 100
+MIN_SPEED, MAX_SPEED = 0.7, 2.0
+DEFAULT_STEPS = 5
+DEFAULT_SPEED = 1.05
+CHUNK_CHARS = 300
+CHUNK_CHARS_KO = 120  # upstream, in code points; tts_kit.text.chunk counts NFKD (300)
+CHUNK_SILENCE_S = 0.3
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One input or output of a graph."""
+
+    name: str
+    """Tensor name in the ONNX graph."""
+    dtype: str
+    """Element type as numpy spells it (``float32``, ``int64``)."""
+    shape: tuple[str | int, ...]
+    """Symbolic shape; strings are dynamic axes (B, T, L), ints are fixed."""
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+
+@dataclass(frozen=True)
+class GraphSpec:
+    """The I/O contract of one stage."""
+
+    stage: str
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+
+    @property
+    def path(self) -> str:
+        """Path of the graph inside a bundle."""
+        return f"{ONNX_DIR}/{self.stage}.onnx"
+
+
+_f, _i = "float32", "int64"
+GRAPHS: dict[str, GraphSpec] = {
+    "duration_predictor": GraphSpec(
+        "duration_predictor",
+        (
+            TensorSpec("text_ids", _i, ("B", "T")),
+            TensorSpec("style_dp", _f, ("B", 8, 16)),
+            TensorSpec("text_mask", _f, ("B", 1, "T")),
+        ),
+        (TensorSpec("duration", _f, ("B",)),),
+    ),
+    "text_encoder": GraphSpec(
+        "text_encoder",
+        (
+            TensorSpec("text_ids", _i, ("B", "T")),
+            TensorSpec("style_ttl", _f, ("B", 50, 256)),
+            TensorSpec("text_mask", _f, ("B", 1, "T")),
+        ),
+        (TensorSpec("text_emb", _f, ("B", 256, "T")),),
+    ),
+    "vector_estimator": GraphSpec(
+        "vector_estimator",
+        (
+            TensorSpec("noisy_latent", _f, ("B", 144, "L")),
+            TensorSpec("text_emb", _f, ("B", 256, "T")),
+            TensorSpec("style_ttl", _f, ("B", 50, 256)),
+            TensorSpec("latent_mask", _f, ("B", 1, "L")),
+            TensorSpec("text_mask", _f, ("B", 1, "T")),
+            TensorSpec("current_step", _f, ("B",)),
+            TensorSpec("total_step", _f, ("B",)),
+        ),
+        (TensorSpec("denoised_latent", _f, ("B", 144, "L")),),
+    ),
+    "vocoder": GraphSpec(
+        "vocoder",
+        (TensorSpec("latent", _f, ("B", 144, "L")),),
+        (TensorSpec("wav_tts", _f, ("B", "3072*L")),),
+    ),
+}
+
+
+#: The precision recipes (`tts_kit.precision.recipes.RECIPES`), each in a line: data only, so
+#: the CLI lists them without importing onnxruntime (a test keeps both in step).
+RECIPE_DESCRIPTIONS: dict[str, str] = {
+    "fp16": "all stages FP16",
+    "int8": "all stages dynamic INT8 (MatMul, Conv, Gather weights)",
+    "int8-dp32": "dynamic INT8, duration predictor kept FP32",
+    "sherpa-int8": "sherpa-onnx's Supertonic recipe: DP and text encoder FP32; vector "
+                   "estimator dynamic INT8 MatMul + INT8 conv weights (last 6 float); vocoder "
+                   "static INT8 calibrated on the INT8 vector estimator's outputs (last 8 "
+                   "convs float)",
+}

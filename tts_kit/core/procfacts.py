@@ -1,0 +1,407 @@
+"""Facts about processes, read from the OS in one place: memory, CPU time, cores, glibc.
+
+Everything that measures or budgets memory and cores asks here, so there is one way to
+read each fact:
+
+- memory of a process: `rss_mb` (resident now), `pss_mb` (proportional: shared pages
+  divided among the processes that map them, from ``/proc/PID/smaps_rollup``),
+  `peak_rss_mb` (the kernel's high-water mark, ``VmHWM``) and `reset_peak_rss`,
+  `status_mb` for any other ``/proc/PID/status`` field (``RssAnon``, ``RssFile`` ...);
+- CPU time: `cpu_seconds` (user + system, all threads);
+- cores: `allowed_cpus` (the affinity mask: core ids to pin to), `cgroup_cpu_quota` and
+  `cgroup_memory_limit_mb` (a container's limits; ``$TTS_KIT_CGROUP_ROOT`` names another
+  cgroup directory to read), `usable_cores` (the smaller of the affinity and the CPU
+  quota: how many cores to plan threads and trials for), `current_cpus` (cores given by
+  `tts_kit.runtime.measure.run_isolated`);
+- glibc: `malloc_trim`, `release_memory`, `mallopt`, loaded once.
+
+All sizes are MiB. Functions that ask about another process return None once it is gone.
+
+Example:
+    >>> from tts_kit.core import procfacts
+    >>> procfacts.rss_mb() > 0 and procfacts.usable_cores() >= 1
+    True
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import gc
+import math
+import os
+import resource
+import sys
+from pathlib import Path
+
+import psutil
+
+MIB = 2.0**20
+#: Environment variable that carries ``run_isolated(cpus=N)`` into the child (and its own
+#: children): the cores this process was given.
+CPUS_ENV = "TTS_KIT_CPUS"
+#: Environment variable naming a cgroup directory to read limits from instead of this
+#: process's own (tests emulate a container with it; users inspect another container's).
+CGROUP_ROOT_ENV = "TTS_KIT_CGROUP_ROOT"
+
+_libc: ctypes.CDLL | None | bool = None
+
+
+# -- memory -------------------------------------------------------------------------------
+
+
+def status_mb(*keys: str, pid: int | str = "self") -> dict[str, float]:
+    """Fields of ``/proc/PID/status`` given in kB (``VmHWM``, ``RssAnon`` ...), in MiB.
+
+    Fields the kernel does not report are left out; {} off Linux or once ``pid`` is gone.
+
+    Example:
+        >>> sorted(status_mb("VmRSS", "NoSuchField"))  # doctest: +SKIP
+        ['VmRSS']
+    """
+    out: dict[str, float] = {}
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+            for line in fh:
+                name, _, rest = line.partition(":")
+                if name in keys:
+                    out[name] = int(rest.split()[0]) / 1024.0
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
+
+
+def rss_mb(pid: int | None = None) -> float | None:
+    """Resident set size of ``pid`` (default: this process) now; None once it is gone.
+
+    Example:
+        >>> rss_mb() > 0
+        True
+    """
+    try:
+        proc = psutil.Process(pid) if pid is not None else psutil.Process()
+        return proc.memory_info().rss / MIB
+    except (psutil.Error, OSError):
+        return None
+
+
+def pss_mb(pid: int | None = None) -> float | None:
+    """Proportional set size of ``pid`` (default: this process); None where unknown.
+
+    PSS charges each shared page (a memory-mapped weight file that several workers map,
+    the interpreter's libraries) in equal parts to the processes sharing it, so the PSS
+    of a pool adds up to what the pool really holds, where summed RSS counts shared
+    pages once per process. Read from ``/proc/PID/smaps_rollup`` (Linux >= 4.14).
+
+    Example:
+        >>> p = pss_mb()
+        >>> p is None or p > 0
+        True
+    """
+    try:
+        with open(f"/proc/{pid or 'self'}/smaps_rollup", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def peak_rss_mb(pid: int | None = None) -> float:
+    """The RSS high-water mark of ``pid`` (default: this process), ``VmHWM``.
+
+    For this process off Linux, ``ru_maxrss``; NaN where neither is known. ``VmHWM``, not
+    ``ru_maxrss``, on Linux: a spawned child's ``ru_maxrss`` still carries the high-water
+    mark of its parent's pre-``exec`` fork.
+
+    Example:
+        >>> peak_rss_mb() > 0
+        True
+    """
+    hwm = status_mb("VmHWM", pid=pid or "self").get("VmHWM")
+    if hwm is not None:
+        return hwm
+    if pid is None:
+        scale = 1.0 if sys.platform == "darwin" else 1024.0  # macOS: bytes, Linux: KiB
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / MIB
+    return math.nan
+
+
+def reset_peak_rss() -> bool:
+    """Reset this process's RSS high-water mark to its current RSS (Linux >= 4.0).
+
+    Lets one process measure the peak of each phase separately (load, then requests).
+    Returns False where unsupported.
+
+    Example:
+        >>> reset_peak_rss() in (True, False)
+        True
+    """
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+# -- CPU ----------------------------------------------------------------------------------
+
+
+def cpu_seconds(pid: int | None = None) -> float | None:
+    """User + system CPU seconds of ``pid`` (default: this process), all threads.
+
+    Example:
+        >>> cpu_seconds() >= 0
+        True
+    """
+    if pid is None:
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        return ru.ru_utime + ru.ru_stime
+    try:
+        t = psutil.Process(pid).cpu_times()
+        return t.user + t.system
+    except (psutil.Error, OSError):
+        return None
+
+
+def allowed_cpus() -> list[int]:
+    """The core ids this process may run on (its affinity mask), sorted.
+
+    Example:
+        >>> len(allowed_cpus()) >= 1
+        True
+    """
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+def _cgroup_base(root: str | os.PathLike[str] | None) -> tuple[Path | None, bool]:
+    """The cgroup directory to read and whether it was given (``root`` or the env var).
+
+    A given directory is read alone: the host's cgroup v1 files must not fill in what an
+    emulated or inspected cgroup leaves out.
+    """
+    if root is None:
+        root = os.environ.get(CGROUP_ROOT_ENV) or None
+    if root is not None:
+        return Path(root).expanduser(), True
+    return _cgroup_dir(), False
+
+
+def cgroup_root_override() -> str | None:
+    """The cgroup directory ``$TTS_KIT_CGROUP_ROOT`` names, read instead of this process's.
+
+    Example:
+        >>> import os
+        >>> cgroup_root_override() == (os.environ.get("TTS_KIT_CGROUP_ROOT") or None)
+        True
+    """
+    return os.environ.get(CGROUP_ROOT_ENV) or None
+
+
+def _cgroup_dir() -> Path | None:
+    """This process's cgroup v2 directory, or None (cgroup v1 or not Linux)."""
+    try:
+        text = Path("/proc/self/cgroup").read_text(encoding="ascii")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("0::"):
+            path = Path("/sys/fs/cgroup") / line[3:].strip().lstrip("/")
+            return path if path.is_dir() else Path("/sys/fs/cgroup")
+    return None
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="ascii").strip()
+    except OSError:
+        return None
+
+
+def cgroup_cpu_quota(root: str | os.PathLike[str] | None = None) -> float | None:
+    """The container's CPU quota in cores (``cpu.max`` 150000/100000 -> 1.5); None: none.
+
+    ``root``: a cgroup directory to read instead of this process's (for tests and for
+    inspecting another container; default ``$TTS_KIT_CGROUP_ROOT``, else this process's
+    cgroup). Reads cgroup v2 ``cpu.max``, else v1 ``cpu.cfs_quota_us``/``cpu.cfs_period_us``.
+
+    Example:
+        >>> q = cgroup_cpu_quota()
+        >>> q is None or q > 0
+        True
+    """
+    base, given = _cgroup_base(root)
+    if base is not None:
+        raw = _read(base / "cpu.max")
+        if raw:
+            quota, _, period = raw.partition(" ")
+            if quota != "max":
+                try:
+                    return int(quota) / int(period or 100000)
+                except ValueError:
+                    return None
+            return None
+    if not given:
+        v1 = Path("/sys/fs/cgroup/cpu")
+        quota, period = _read(v1 / "cpu.cfs_quota_us"), _read(v1 / "cpu.cfs_period_us")
+        try:
+            if quota and period and int(quota) > 0:
+                return int(quota) / int(period)
+        except ValueError:
+            return None
+    return None
+
+
+def cgroup_memory_limit_mb(root: str | os.PathLike[str] | None = None) -> float | None:
+    """The container's memory limit in MiB (``memory.max``); None when unlimited.
+
+    ``root``: as for `cgroup_cpu_quota` (default ``$TTS_KIT_CGROUP_ROOT``). Reads cgroup v2
+    ``memory.max``, else v1 ``memory.limit_in_bytes``.
+
+    Example:
+        >>> m = cgroup_memory_limit_mb()
+        >>> m is None or m > 0
+        True
+    """
+    base, given = _cgroup_base(root)
+    raw = _read(base / "memory.max") if base is not None else None
+    if raw is None and not given:
+        raw = _read(Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
+    if not raw or raw == "max":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        return None
+    # cgroup v1 writes "no limit" as a huge page-aligned number.
+    return None if value >= 2**60 else value / MIB
+
+
+def usable_cores(root: str | os.PathLike[str] | None = None) -> int:
+    """Cores this process can really use: its affinity, capped by the cgroup CPU quota.
+
+    A container limited to 1.5 CPUs on a 16-core host gets 1 here (the quota, rounded
+    down, at least 1), where ``os.cpu_count()`` says 16 and ONNX Runtime would start 16
+    threads that the quota then throttles.
+
+    Example:
+        >>> 1 <= usable_cores() <= len(allowed_cpus())
+        True
+    """
+    n = len(allowed_cpus())
+    quota = cgroup_cpu_quota(root)
+    if quota is not None:
+        n = min(n, max(1, int(quota)))
+    return max(1, n)
+
+
+def current_cpus() -> int | None:
+    """Cores this process was given by `tts_kit.runtime.measure.run_isolated` (``cpus=N``), else
+    None.
+
+    Example:
+        >>> current_cpus() is None or current_cpus() >= 1
+        True
+    """
+    raw = os.environ.get(CPUS_ENV, "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else None
+
+
+# -- files --------------------------------------------------------------------------------
+
+
+def umask() -> int:
+    """This process's file-mode creation mask (``0o022`` typically).
+
+    Read from ``/proc/self/status`` where the kernel reports it, since setting the mask to
+    read it (the only portable way) changes it for every thread for a moment.
+
+    Example:
+        >>> 0 <= umask() <= 0o777
+        True
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
+def umask_mode(mode: int) -> int:
+    """``mode`` as the umask lets a new file or directory have it (what ``mkdir`` gives).
+
+    For outputs built in a private ``mkdtemp`` directory (0700) and moved into place.
+
+    Example:
+        >>> umask_mode(0o777) == 0o777 & ~umask()
+        True
+    """
+    return mode & ~umask()
+
+
+# -- glibc --------------------------------------------------------------------------------
+
+
+def libc() -> ctypes.CDLL | None:
+    """glibc (or the platform's C library), loaded once; None where it cannot be loaded.
+
+    Example:
+        >>> libc() is None or hasattr(libc(), "free")
+        True
+    """
+    global _libc
+    if _libc is None:
+        name = ctypes.util.find_library("c")
+        try:
+            _libc = ctypes.CDLL(name) if name else False
+        except OSError:
+            _libc = False
+    return _libc or None
+
+
+def malloc_trim() -> bool:
+    """Ask glibc to return free heap pages to the OS; False where there is no glibc.
+
+    Example:
+        >>> malloc_trim() in (True, False)
+        True
+    """
+    lib = libc()
+    if lib is None or not hasattr(lib, "malloc_trim"):
+        return False
+    return bool(lib.malloc_trim(0))
+
+
+def mallopt(param: int, value: int) -> bool:
+    """glibc's ``mallopt(param, value)``; False where there is no glibc.
+
+    Example:
+        >>> mallopt(-3, 1024 * 1024) in (True, False)  # M_MMAP_THRESHOLD
+        True
+    """
+    lib = libc()
+    if lib is None or not hasattr(lib, "mallopt"):
+        return False
+    return bool(lib.mallopt(int(param), int(value)))
+
+
+def release_memory(trim: bool = True) -> None:
+    """Collect garbage and (``trim``) trim the C heap, so freed memory really leaves RSS.
+
+    Dropping an object and collecting is not enough: glibc keeps the freed pages.
+
+    Example:
+        >>> release_memory()
+    """
+    gc.collect()
+    if trim:
+        malloc_trim()

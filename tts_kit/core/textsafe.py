@@ -1,0 +1,99 @@
+"""Strings from bundles, reports and users, made safe to show: in a terminal, and as paths.
+
+A voice file, a report.json or a command-line argument is data someone else may have
+written. Printed raw, an ``ESC [2J`` in a voice name clears the user's screen, an
+``ESC ]0;...BEL`` sets the terminal's title, a carriage return overwrites the line before
+it. `term_safe` shows such characters as visible escapes (``\\x1b``) instead. HTML output
+escapes with ``html.escape`` where it is built (`tts_kit.notebook.widgets`, `tts_kit.report`).
+
+A path under the user's home directory names the user; `display_path` and `hide_home`
+write it as ``~/...`` for documents that are shared (report.json, the report notebook and
+page), unless the caller asks for full paths.
+
+Example:
+    >>> from tts_kit.core.textsafe import term_safe, display_path
+    >>> term_safe("M1\\x1b[2J")
+    'M1\\\\x1b[2J'
+    >>> display_path("~/models/x")
+    '~/models/x'
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+# C0 controls, DEL and the C1 range (U+0080-U+009F: 8-bit CSI, OSC ... that some terminals
+# obey), and the bidirectional marks, overrides and isolates, which reorder what is shown
+# ("Trojan Source": a name could show one thing and be another). Tab and newline are kept
+# only where the caller says so (whole blocks of output).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def term_safe(text: object, keep: str = "") -> str:
+    """``text`` as a string whose control characters are visible escapes (``\\x1b``).
+
+    ``keep``: control characters to leave as they are, e.g. ``"\\n\\t"`` for a block of
+    lines. Backslashes are left alone, so the output is for eyes, not for parsing back.
+
+    Example:
+        >>> term_safe("a\\x1b]0;owned\\x07b")
+        'a\\\\x1b]0;owned\\\\x07b'
+        >>> term_safe("one\\ntwo"), term_safe("one\\ntwo", keep="\\n")
+        ('one\\\\x0atwo', 'one\\ntwo')
+        >>> term_safe("evil\\u202egnp.exe")  # a right-to-left override
+        'evil\\\\u202egnp.exe'
+    """
+    s = str(text)
+    if keep:
+        return _CONTROL.sub(lambda m: m.group() if m.group() in keep else _escape(m), s)
+    return _CONTROL.sub(_escape, s)
+
+
+def _homes() -> list[str]:
+    """The home directory as written and as resolved (bundle paths are resolved)."""
+    out = []
+    for home in (os.path.expanduser("~"), os.path.realpath(os.path.expanduser("~"))):
+        home = home.rstrip("/")
+        if home and home != "~" and home not in out:
+            out.append(home)
+    return sorted(out, key=len, reverse=True)
+
+
+def display_path(path: str | os.PathLike[str], full: bool = False) -> str:
+    """``path`` as a shared document records it: ``~/...`` under the home directory.
+
+    Paths elsewhere (``/tmp``, ``/opt/models``) are kept as they are; ``full=True`` keeps
+    every path absolute. ``~`` expands again with ``Path(p).expanduser()``.
+
+    Example:
+        >>> import os
+        >>> display_path(os.path.expanduser("~/models/x"))
+        '~/models/x'
+        >>> display_path("/opt/models/x"), display_path("/opt/models/x", full=True)
+        ('/opt/models/x', '/opt/models/x')
+    """
+    text = os.fspath(path)
+    return text if full else hide_home(text)
+
+
+def hide_home(text: str) -> str:
+    """Every mention of the home directory in ``text`` (a message, a log) as ``~``.
+
+    Example:
+        >>> import os
+        >>> hide_home("no such file: " + os.path.expanduser("~/m/x.onnx"))
+        'no such file: ~/m/x.onnx'
+        >>> hide_home(os.path.expanduser("~") + "2/x") == os.path.expanduser("~") + "2/x"
+        True
+    """
+    for home in _homes():
+        if home in text:
+            # Only the directory itself, not /home/anna2 for /home/anna.
+            text = re.sub(re.escape(home) + r"(?=/|$|[^\w.-])", "~", text)
+    return text

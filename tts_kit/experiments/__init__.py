@@ -1,0 +1,2 @@
+"""Measurements built on a model: workloads, trial records, stage costs, tuning, machines,
+conformance checks and audio distances."""

@@ -1,0 +1,451 @@
+"""Sweeps across machines on Dask distributed: one sweep, several instance types, one report.
+
+`tts_kit.experiments.tune.sweep` takes any `concurrent.futures.Executor`; this module makes a Dask
+cluster one that measures correctly:
+
+- `connect` opens a ``distributed.Client`` on a scheduler's address (one-line
+  `ClusterError` when Dask is not installed, the scheduler cannot be reached or no
+  worker offers the ``trial`` resource);
+- `TrialExecutor` sends each trial to a worker with the Dask worker resource ``trial``
+  (`RESOURCE`), so a worker started with ``--resources trial=1`` runs at most one trial
+  at a time: trials never share its cores;
+- on the worker, `worker_trial` finds the client's model (`ModelRef`): the stand-in is
+  rebuilt from its scale and seed (`tts_kit.models.supertonic.standin.ensure_standin`, cached on the
+  worker); a real bundle is looked up at the client's path, then ``$TTS_KIT_MODEL_DIR``,
+  and used only when its SHA-256 fingerprint equals the client's; otherwise the trial is
+  an ``error`` record whose one-line reason names the worker;
+- every record carries ``machine`` (`tts_kit.runtime.devices.environment` of the worker's
+  machine) and ``worker`` (address, host, start and end time), so
+  `tts_kit.experiments.tune.SweepResult.by_machine` and the report compare machines side by side;
+- `local_cluster` starts a `distributed.LocalCluster` on 127.0.0.1 for notebooks and tests.
+
+Start one worker per machine, one thread, one trial: ``dask scheduler`` on one host, then
+on each machine ``dask worker tcp://SCHEDULER:8786 --nworkers 1 --nthreads 1 --resources
+trial=1``. Several workers on one machine share its cores (`local_cluster` does this only
+to demonstrate). Stage costs of ``budget:MB`` loadings are measured on the client.
+
+A worker that dies mid-trial: Dask tries the trial again on another worker up to
+``distributed.scheduler.allowed-failures`` times (3 by default), then the sweep records it
+as an ``error`` (``KilledWorker``) and goes on. A scheduler started with
+``DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES=0`` (as `local_cluster` does) records the
+first loss: a worker killed by its own trial is not retried on the next machine.
+
+Example:
+    >>> from tts_kit.experiments import cluster, tune
+    >>> client = cluster.connect("tcp://10.0.0.5:8786")  # doctest: +SKIP
+    >>> result = tune.sweep("models/full", ["lean", "low-memory"], cpus=(1, 2),
+    ...                     executor=cluster.TrialExecutor(client))  # doctest: +SKIP
+    >>> {m: part.recommend(1024)[1] for m, part in result.by_machine().items()}  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import multiprocessing as mp
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tts_kit.experiments import tune
+from tts_kit.experiments.records import RECORD_KEYS
+from tts_kit.runtime.devices import environment
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+    from tts_kit.models.supertonic.bundle import Bundle
+
+#: The Dask worker resource a trial takes one of: workers offer ``trial=1``.
+RESOURCE = "trial"
+#: How long `connect` waits for the scheduler and a trial worker by default (seconds).
+CONNECT_TIMEOUT_S = 10.0
+#: What ``pip`` installs for this module.
+INSTALL_HINT = "pip install 'tts_kit[dask]'"
+
+
+class ClusterError(ValueError):
+    """The cluster cannot be used (no Dask, no scheduler, no worker): one line and the fix.
+
+    A ``ValueError``, so the CLI prints it as a user error (exit 2).
+
+    Example:
+        >>> str(ClusterError("cannot reach the Dask scheduler at tcp://x:1"))
+        'cannot reach the Dask scheduler at tcp://x:1'
+    """
+
+
+def _distributed() -> Any:
+    try:
+        import distributed
+    except ImportError:
+        raise ClusterError(f"sweeps on a cluster need Dask distributed: {INSTALL_HINT}") from None
+    return distributed
+
+
+def connect(address: str, timeout_s: float | None = None) -> Client:
+    """A ``distributed.Client`` on the scheduler at ``address``, checked for trial workers.
+
+    Waits up to ``timeout_s`` (None: `CONNECT_TIMEOUT_S`) for the scheduler and for one
+    worker offering `RESOURCE` (without one, trials would wait forever).
+
+    Example:
+        >>> client = connect("tcp://127.0.0.1:8786")  # doctest: +SKIP
+        >>> connect("tcp://127.0.0.1:1", timeout_s=1)  # doctest: +SKIP
+        Traceback (most recent call last):
+        ...
+        tts_kit.experiments.cluster.ClusterError: cannot reach the Dask scheduler at ...
+    """
+    distributed = _distributed()
+    timeout_s = CONNECT_TIMEOUT_S if timeout_s is None else timeout_s
+    try:
+        client = distributed.Client(address, timeout=f"{timeout_s}s")
+    except (OSError, TimeoutError, ValueError) as exc:
+        why = " ".join(str(exc).split())[:200] or type(exc).__name__
+        raise ClusterError(f"cannot reach the Dask scheduler at {address} ({why}); start one "
+                           "with `dask scheduler` and give its tcp://HOST:PORT") from None
+    try:
+        wait_for_trial_workers(client, timeout_s)
+    except ClusterError:
+        client.close()
+        raise
+    return client
+
+
+def trial_workers(client: Client) -> list[str]:
+    """Addresses of the workers that offer `RESOURCE` (they can run a trial).
+
+    Example:
+        >>> trial_workers(client)  # doctest: +SKIP
+        ['tcp://10.0.0.5:40123', 'tcp://10.0.0.6:38811']
+    """
+    workers = client.scheduler_info().get("workers", {})
+    return sorted(a for a, w in workers.items() if (w.get("resources") or {}).get(RESOURCE))
+
+
+def wait_for_trial_workers(client: Client, timeout_s: float = 10.0) -> list[str]:
+    """`trial_workers`, waiting up to ``timeout_s`` for the first; `ClusterError` if none.
+
+    Example:
+        >>> wait_for_trial_workers(client, 30)  # doctest: +SKIP
+        ['tcp://10.0.0.5:40123']
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = trial_workers(client)
+        if found or time.monotonic() >= deadline:
+            break
+        time.sleep(0.2)
+    if not found:
+        n = len(client.scheduler_info().get("workers", {}))
+        raise ClusterError(
+            f"no worker of the scheduler offers the {RESOURCE!r} resource ({n} worker(s)); "
+            f"start workers with `dask worker ADDRESS --nthreads 1 --resources {RESOURCE}=1`")
+    return found
+
+
+# -- the model on the worker ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """What a worker needs to find the client's model: path, fingerprint, stand-in marker.
+
+    Example:
+        >>> ref = ModelRef.of(Bundle.discover())  # doctest: +SKIP
+        >>> ref.standin["scale"], len(ref.fingerprint)  # doctest: +SKIP
+        ('tiny', 4)
+    """
+
+    path: str
+    """The bundle directory on the client."""
+    fingerprint: Mapping[str, str]
+    """SHA-256 of every graph (`tts_kit.models.supertonic.bundle.Bundle.fingerprint`)."""
+    standin: Mapping[str, Any] | None = None
+    """The stand-in marker (scale, seed, version); None for a real model."""
+
+    @classmethod
+    def of(cls, bundle: Bundle | str | os.PathLike[str]) -> ModelRef:
+        """The reference of a `Bundle` or bundle directory (hashes every graph once)."""
+        from tts_kit.models.family import is_piper
+        from tts_kit.models.supertonic.bundle import Bundle, BundleError
+
+        if getattr(bundle, "family", None) == "piper" or (
+                not isinstance(bundle, Bundle) and is_piper(bundle)):
+            raise BundleError("a Piper voice cannot be swept across machines yet (workers find "
+                              "a model by its four Supertonic graphs); tune it here, without "
+                              "--scheduler")
+        b = bundle if isinstance(bundle, Bundle) else Bundle(bundle)
+        info = b.standin_info
+        return cls(str(b.path), dict(b.fingerprint()), dict(info) if info else None)
+
+
+class ModelNotFound(ValueError):
+    """A worker has no model with the client's fingerprint (one line, naming the worker)."""
+
+
+# (path, size and mtime of each graph) -> fingerprint: a worker hashes a bundle once.
+_HASHES: dict[tuple[Any, ...], dict[str, str]] = {}
+_HASH_LOCK = threading.Lock()
+
+
+def _fingerprint(path: Path) -> dict[str, str]:
+    from tts_kit.core import contract
+    from tts_kit.models.supertonic.bundle import Bundle
+
+    bundle = Bundle(path)
+    stats = tuple((s, os.stat(bundle.stage_path(s)).st_size,
+                   os.stat(bundle.stage_path(s)).st_mtime_ns) for s in contract.STAGES)
+    key = (str(path.resolve()), stats)
+    with _HASH_LOCK:
+        if key not in _HASHES:
+            _HASHES[key] = dict(bundle.fingerprint())
+        return _HASHES[key]
+
+
+def _check(path: Path, want: Mapping[str, str]) -> str | None:
+    """None when ``path`` holds the model ``want`` fingerprints; else why not (short)."""
+    if not path.is_dir():
+        return "not there"
+    try:
+        have = _fingerprint(path)
+    except (OSError, ValueError) as exc:  # BundleError is a ValueError
+        return " ".join(str(exc).split())[:160]
+    differ = sorted(s for s in want if have.get(s) != want[s])
+    return f"different SHA-256 of {', '.join(differ)}" if differ else None
+
+
+def resolve_model(ref: ModelRef, where: str = "this worker") -> Path:
+    """The directory on this machine holding ``ref``'s model; `ModelNotFound` if none.
+
+    A stand-in: the client's path when it holds the same graphs, else rebuilt from its
+    scale and seed (`tts_kit.models.supertonic.standin.ensure_standin`: built once per machine,
+    then reused
+    from the cache). A real model: the client's path, then ``$TTS_KIT_MODEL_DIR``, each
+    accepted only with the client's SHA-256 fingerprint. ``where`` names the worker in the
+    error.
+
+    Example:
+        >>> resolve_model(ModelRef.of("models/full"), "tcp://10.0.0.6:38811")  # doctest: +SKIP
+        PosixPath('/srv/models/full')
+    """
+    same = Path(ref.path)
+    if _check(same, ref.fingerprint) is None:
+        return same
+    if ref.standin is not None:
+        from tts_kit.models.supertonic.standin import STANDIN_VERSION, ensure_standin
+
+        version = ref.standin.get("version", STANDIN_VERSION)
+        if version != STANDIN_VERSION:
+            raise ModelNotFound(
+                f"worker {where}: its tts_kit builds stand-in v{STANDIN_VERSION}, the client "
+                f"measured v{version}; install the same tts_kit on the workers")
+        # The graphs are seeded: the same scale and seed give the same costs here.
+        return ensure_standin(str(ref.standin.get("scale", "tiny")),
+                              int(ref.standin.get("seed", 0)))
+    reasons = [f"{same}: {_check(same, ref.fingerprint)}"]
+    env = os.environ.get("TTS_KIT_MODEL_DIR")
+    if env:
+        why = _check(Path(env).expanduser(), ref.fingerprint)
+        if why is None:
+            return Path(env).expanduser()
+        reasons.append(f"$TTS_KIT_MODEL_DIR {env}: {why}")
+    else:
+        reasons.append("$TTS_KIT_MODEL_DIR unset")
+    raise ModelNotFound(f"worker {where} has no copy of the client's model ("
+                        f"{'; '.join(reasons)}); copy the bundle to the same path or set "
+                        "$TTS_KIT_MODEL_DIR on the worker")
+
+
+# -- the trial on the worker ------------------------------------------------------------
+
+
+def _where() -> tuple[str, str]:
+    """(this worker's address, host name); outside a worker, (host name, host name)."""
+    host = socket.gethostname()
+    try:
+        from distributed import get_worker
+
+        return str(get_worker().address), host
+    except (ImportError, ValueError):
+        return host, host
+
+
+def error_record(preset: Any, workload: Any, error: str, **config: Any) -> dict[str, Any]:
+    """A trial record with status ``error`` and the configuration filled in.
+
+    Example:
+        >>> from tts_kit.experiments.workload import Workload
+        >>> rec = error_record("lean", Workload(steps=2), "worker x: no model", cpus=1)
+        >>> rec["status"], rec["preset"], rec["steps"], rec["cpus"]
+        ('error', 'lean', 2, 1)
+    """
+    rec: dict[str, Any] = {k: None for k in RECORD_KEYS}
+    rec.update(preset=getattr(preset, "name", preset), steps=workload.steps,
+               batch_size=workload.batch_size, repeats=workload.repeats, status="error",
+               error=error, timeline=[], events=[])
+    loading = config.pop("loading", "resident")
+    rec["loading"] = loading if isinstance(loading, str) else getattr(loading, "spec", loading)
+    rec.update({k: v for k, v in config.items() if k in ("cpus", "mem_budget_mb")})
+    return rec
+
+
+def worker_trial(ref: ModelRef, preset: Any, workload: Any, **kwargs: Any) -> dict[str, Any]:
+    """`tts_kit.experiments.tune.trial` on a Dask worker, on this machine's copy of ``ref``'s model.
+
+    Adds ``machine`` (`tts_kit.runtime.devices.environment` here) and ``worker`` (address, host,
+    start and end time) to the record. A model that is not here gives an ``error``
+    record naming the worker, not an exception (the sweep goes on).
+
+    Example:
+        >>> rec = client.submit(worker_trial, ModelRef.of("models/full"), "lean",
+        ...                     Workload(), cpus=1, pure=False).result()  # doctest: +SKIP
+        >>> rec["worker"]["address"], rec["machine"]["cpu_model"]  # doctest: +SKIP
+    """
+    address, host = _where()
+    start = time.time()
+    # Nanny-started workers are daemonic processes, and multiprocessing refuses children
+    # to those; the trial's child is reaped by run_isolated itself, so this is safe.
+    if mp.current_process().daemon:
+        mp.current_process().daemon = False
+    try:
+        path = resolve_model(ref, address)
+    except ValueError as exc:  # ModelNotFound, a broken copy, an unknown scale
+        msg = " ".join(str(exc).split())
+        if not msg.startswith("worker "):
+            msg = f"worker {address}: {msg}"
+        record = error_record(preset, workload, msg, **kwargs)
+    else:
+        record = tune.trial(path, preset, workload, **kwargs)
+    record["machine"] = environment()
+    record["worker"] = {"address": address, "host": host, "start": start, "end": time.time()}
+    return record
+
+
+class TrialExecutor(cf.Executor):
+    """A ``concurrent.futures.Executor`` over a Dask client, for `tts_kit.experiments.tune.sweep`.
+
+    Each ``submit(tune.trial, bundle, ...)`` runs `worker_trial` on a worker holding one
+    unit of `RESOURCE`, with the bundle sent as a `ModelRef` (hashed once per bundle on
+    the client), so each worker measures its own copy of the same model. Any other
+    function is submitted as it is, with the same resource. Tasks are never deduplicated
+    (two trials of one configuration are two measurements).
+
+    Example:
+        >>> with local_cluster(2) as client:  # doctest: +SKIP
+        ...     result = tune.sweep(bundle, ["lean"], cpus=(1,), executor=TrialExecutor(client))
+    """
+
+    def __init__(self, client: Client, resources: Mapping[str, float] | None = None) -> None:
+        self.client = client
+        # {}: no restriction (trials may share a worker's threads; for comparisons only).
+        self._resources = dict({RESOURCE: 1} if resources is None else resources)
+        self._inner = client.get_executor(resources=self._resources or None, pure=False)
+        self._refs: dict[str, ModelRef] = {}
+        # Trials in flight, at most one per free trial slot: the scheduler otherwise hands a
+        # worker several restricted tasks at once (they wait there for its slot), and when
+        # that worker dies every one of them is lost with it, not only the running trial.
+        self._busy = 0
+        self._slot_freed = threading.Condition()
+
+    def ref(self, bundle: Any) -> ModelRef:
+        """The `ModelRef` of ``bundle`` (a `Bundle` or path), computed once per path."""
+        key = str(Path(getattr(bundle, "path", bundle)))
+        if key not in self._refs:
+            self._refs[key] = ModelRef.of(bundle)
+        return self._refs[key]
+
+    def _slots(self) -> int:
+        """Trial slots the cluster offers now (workers come and go; at least one)."""
+        if not self._resources:
+            return 2**31
+        try:
+            workers = self.client.scheduler_info().get("workers", {}).values()
+        except Exception:  # noqa: BLE001 - a scheduler that does not answer: one at a time
+            return 1
+        need = self._resources.get(RESOURCE, 1) or 1
+        return max(1, int(sum(w.get("resources", {}).get(RESOURCE, 0) for w in workers)
+                          // need))
+
+    def _release(self, _future: Any) -> None:
+        with self._slot_freed:
+            self._busy -= 1
+            self._slot_freed.notify_all()
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future:
+        """Submit one task; waits while every trial slot of the cluster is taken."""
+        while True:
+            # Ask the scheduler outside the lock: the answer comes through Dask's IO loop,
+            # which may be running `_release` (it needs the lock) right now: a deadlock.
+            slots = self._slots()
+            with self._slot_freed:
+                if self._busy < slots:
+                    self._busy += 1
+                    break
+                self._slot_freed.wait(1.0)  # then re-read the slots: a lost worker may be back
+        try:
+            if fn is tune.trial:
+                bundle, *rest = args
+                future = self._inner.submit(worker_trial, self.ref(bundle), *rest, **kwargs)
+            else:
+                future = self._inner.submit(fn, *args, **kwargs)
+        except BaseException:
+            self._release(None)
+            raise
+        future.add_done_callback(self._release)
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._inner.shutdown(wait=wait)
+
+
+def sweep_on_cluster(client: Client | str, bundle: Any, presets: Any, workload: Any = None,
+                     **kwargs: Any) -> tune.SweepResult:
+    """`tts_kit.experiments.tune.sweep` with its trials on ``client``'s workers (or a scheduler
+    address).
+
+    Example:
+        >>> r = sweep_on_cluster("tcp://10.0.0.5:8786", "models/full", ["lean"],
+        ...                      cpus=(1, 2))  # doctest: +SKIP
+        >>> list(r.by_machine())  # doctest: +SKIP
+    """
+    own = isinstance(client, str)
+    c = connect(client) if own else client
+    try:
+        return tune.sweep(bundle, presets, workload, executor=TrialExecutor(c), **kwargs)
+    finally:
+        if own:
+            c.close()
+
+
+def local_cluster(n_workers: int = 2, timeout_s: float = 60.0, **kwargs: Any) -> Client:
+    """A client on a new ``distributed.LocalCluster`` of trial workers, on 127.0.0.1 only.
+
+    Processes with one thread each, ``trial=1`` each, no dashboard, and a lost worker's
+    trial recorded at once (``allowed_failures=0``). Closing the client closes the
+    cluster (use it as a context manager). Two workers on one machine share its cores:
+    this demonstrates and tests the cluster path; measure with one worker per machine.
+
+    Example:
+        >>> with local_cluster(1) as client:  # doctest: +SKIP
+        ...     trial_workers(client)
+        ['tcp://127.0.0.1:40123']
+    """
+    distributed = _distributed()
+    import dask
+
+    opts: dict[str, Any] = dict(
+        n_workers=n_workers, processes=True, threads_per_worker=1,
+        resources={RESOURCE: 1}, host="127.0.0.1", dashboard_address=None,
+        scheduler_kwargs={"allowed_failures": 0}, silence_logs=logging.ERROR,
+    )
+    opts.update(kwargs)
+    # Non-daemonic workers may start a trial's process (worker_trial also copes). A
+    # client given no address starts the cluster itself and closes it with itself.
+    with dask.config.set({"distributed.worker.daemon": False}):
+        return distributed.Client(timeout=f"{timeout_s}s", **opts)

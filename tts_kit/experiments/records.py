@@ -1,0 +1,549 @@
+"""The one vocabulary of trial records: keys, units, labels, formats, and the Pareto front.
+
+One concern: what a record's figures are called and how they are shown. A trial
+(`tts_kit.experiments.tune.trial`) returns a plain, JSON-ready dict; `TrialRecord` documents every
+key it may hold. `COLUMNS` gives each configuration or numeric key one `Column` (label,
+unit, table heading, format, precision), and every face (the tune table, plots, widgets,
+the report, the instance table, bench scripts, notebooks) takes its names from here, so
+``p50_ms`` is called "p50 latency (ms)" on an axis and "p50 ms" in a table everywhere.
+`pareto_front` is the one computation of the front of two figures (`tune.mark_pareto`
+flags it, `plots.pareto` draws it).
+
+The keys of a record (`RECORD_KEYS` are always present; None where not measured):
+
+- ``preset``, ``cpus``, ``loading``, ``steps``, ``batch_size``, ``mem_budget_mb``: the
+  configuration (``cpus`` None: not pinned).
+- ``status``: ``ok``, ``oom``, ``timeout`` or ``error``; ``error``: one line.
+- ``load_s``: creating the engine (for ``resident``, all four sessions).
+- ``idle_rss_mb``: RSS after the load and a garbage collection, before any request.
+- ``after_rss_mb``: RSS after the last request and a garbage collection: what the process
+  holds between requests (under ``paged`` the sessions are gone again; under
+  ``resident`` the arenas keep what the requests grew).
+- ``peak_rss_mb``: the trial process's RSS high-water mark (at the kill for ``oom``).
+- ``first_ms``; ``p50_ms``, ``p95_ms`` over ``repeats`` further calls of the same batch.
+- ``rtf``: p50 wall time / seconds of audio the batch produced (lower is faster).
+- ``cpu_percent``: CPU time over the steady calls / their wall time x 100, all threads
+  summed as ``top`` shows it (200 = two cores busy). Divide by ``cpus`` for the share
+  of the (emulated) machine.
+- ``cpu_ms``: CPU time per steady call (all threads). Unlike latency it hardly changes
+  when other processes compete for the cores, so it compares presets on a busy machine.
+- ``load_peak_rss_mb`` / ``run_peak_rss_mb``: the high-water mark while loading, and
+  while serving requests (first and steady calls); ``peak_rss_mb`` is the larger.
+- ``stage_costs_mb``: the per-stage resident costs a ``budget`` policy was given (None:
+  estimated from the file sizes).
+- ``threads``: the intra-op threads the sessions got; ``audio_s``; ``repeats``;
+  ``wall_s``.
+
+Serving records (`tts_kit.serve.loadtest`, `tts_kit.serve.sweep`), one per load level:
+``architecture`` (``workers``, ``threads``, ``blocking``, ``article``), ``workers``
+(processes or threads serving), ``mode`` (``closed``: ``concurrency`` clients; ``open``:
+``rate`` arrivals per second), ``requests`` sent, ``ok``, ``errors``, ``timeouts``,
+``rejected`` (429); ``rps`` and ``audio_rate`` (seconds of audio per second);
+``ttfa_p50_ms``, ``ttfa_p95_ms``, ``ttfa_p99_ms`` (time to first audio) beside
+``p50_ms``, ``p95_ms``, ``p99_ms`` (whole response); ``cpu_percent`` (server and
+workers); ``pool_rss_mb`` and ``pool_pss_mb`` (peaks of the summed RSS and PSS of the
+server and its workers: PSS counts shared pages once); ``ttfa_ms`` (the samples) and
+``meets`` (within the sweep's p95 target and memory budget).
+
+Besides: ``pareto`` (sweeps only); ``timeline`` and ``events`` (the harness's RSS samples
+and the engine's stage events, for plots); ``latencies_ms`` and ``stage_load_s`` (a
+finished trial's steady-call latencies and per-stage load seconds); in a sweep on
+several machines (`tts_kit.experiments.cluster`), ``machine`` (the
+`tts_kit.runtime.devices.environment`
+fingerprint of the machine the trial ran on: CPU model, cores, cgroup limits, memory,
+ONNX Runtime) and ``worker`` (the Dask worker: ``address``, ``host``, ``start`` and
+``end`` epoch seconds). `machine_label` names a machine; `by_machine` groups records.
+
+Example:
+    >>> from tts_kit.experiments import records
+    >>> records.label("p50_ms"), records.heading("p50_ms")
+    ('p50 latency (ms)', 'p50 ms')
+    >>> records.format_value("peak_rss_mb", 812.4), records.format_value("rtf", float("nan"))
+    ('812', '-')
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+from tts_kit.core import contract
+
+
+class TrialRecord(TypedDict, total=False):
+    """One trial's record, as `tts_kit.experiments.tune.trial` returns it (see the module
+    docstring).
+
+    Example:
+        >>> rec: TrialRecord = {"preset": "lean", "status": "ok", "p50_ms": 12.0}
+        >>> sorted(rec)
+        ['p50_ms', 'preset', 'status']
+    """
+
+    preset: str
+    cpus: int | None
+    loading: str
+    steps: int
+    batch_size: int
+    mem_budget_mb: float | None
+    status: str
+    error: str | None
+    load_s: float | None
+    idle_rss_mb: float | None
+    after_rss_mb: float | None
+    peak_rss_mb: float | None
+    first_ms: float | None
+    p50_ms: float | None
+    p95_ms: float | None
+    rtf: float | None
+    cpu_percent: float | None
+    cpu_ms: float | None
+    load_peak_rss_mb: float | None
+    run_peak_rss_mb: float | None
+    threads: int | None
+    audio_s: float | None
+    repeats: int
+    wall_s: float | None
+    stage_costs_mb: dict[str, float] | None
+    pareto: bool
+    timeline: list[list[float]]
+    events: list[list[Any]]
+    latencies_ms: list[float]
+    stage_load_s: dict[str, float]
+    machine: dict[str, Any]
+    worker: dict[str, Any]
+    architecture: str
+    workers: int
+    mode: str
+    concurrency: int | None
+    rate: float | None
+    requests: int
+    ok: int
+    errors: int
+    timeouts: int
+    rejected: int
+    rps: float | None
+    audio_rate: float | None
+    ttfa_p50_ms: float | None
+    ttfa_p95_ms: float | None
+    ttfa_p99_ms: float | None
+    p99_ms: float | None
+    pool_rss_mb: float | None
+    pool_pss_mb: float | None
+    ttfa_ms: list[float]
+    meets: bool
+
+
+#: Keys every trial record has (plus ``timeline``/``events``, and ``pareto`` in sweeps).
+RECORD_KEYS: tuple[str, ...] = (
+    "preset", "cpus", "loading", "steps", "batch_size", "mem_budget_mb", "status", "error",
+    "load_s", "idle_rss_mb", "after_rss_mb", "peak_rss_mb", "first_ms", "p50_ms", "p95_ms", "rtf",
+    "cpu_percent", "cpu_ms", "load_peak_rss_mb", "run_peak_rss_mb", "threads", "audio_s",
+    "repeats", "wall_s", "stage_costs_mb",
+)
+
+#: Record keys that are not table columns: free text and nested data.
+NON_COLUMN_KEYS: tuple[str, ...] = ("error", "stage_costs_mb", "timeline", "events",
+                                    "latencies_ms", "stage_load_s", "machine", "worker",
+                                    "ttfa_ms")
+
+
+@dataclass(frozen=True)
+class Column:
+    """How one record key is named and shown.
+
+    Example:
+        >>> c = COLUMNS["idle_rss_mb"]
+        >>> c.unit, c.short, format(812.4, c.fmt)
+        ('MB', 'idle', '812')
+    """
+
+    key: str
+    """The record key."""
+    label: str
+    """Its name on an axis or in prose, without the unit (``"peak RSS"``)."""
+    unit: str
+    """``ms``, ``s``, ``MB``, ``%`` or ``""``."""
+    fmt: str
+    """Format spec of a table cell (``".0f"``; ``""``: ``str``)."""
+    doc: str
+    """What it measures, in one line."""
+    short: str = ""
+    """Table heading without the unit (default: the label)."""
+    digits: int | None = None
+    """Decimals a data frame keeps: the precision the measurement has (None: as is)."""
+    missing: str = "-"
+    """Shown for None or NaN."""
+    align: str = ">"
+    """``<`` for the configuration (left), ``>`` for figures (right)."""
+
+
+def _c(key: str, label: str, unit: str, fmt: str, doc: str, **kw: Any) -> Column:
+    return Column(key, label, unit, fmt, doc, **kw)
+
+
+#: One `Column` per configuration or numeric key, in table order.
+COLUMNS: dict[str, Column] = {c.key: c for c in (
+    _c("preset", "preset", "", "", "session preset name", align="<"),
+    _c("cpus", "cpus", "", "", "cores the trial was pinned to (all: not pinned)",
+       missing="all", align="<"),
+    _c("loading", "loading", "", "", "load policy as given (resident, paged, budget:MB)",
+       align="<"),
+    _c("batch_size", "batch size", "", "", "texts per call", short="bs", align="<"),
+    _c("steps", "steps", "", "", "flow steps of the vector estimator", align="<"),
+    _c("mem_budget_mb", "memory budget", "MB", ".0f", "RSS past which the trial is killed",
+       short="budget", align="<"),
+    _c("status", "status", "", "", "ok, oom, timeout or error", align="<"),
+    _c("load_s", "load time", "s", ".2f", "creating the engine", short="load", digits=3),
+    _c("idle_rss_mb", "idle RSS", "MB", ".0f", "RSS after the load, before any request",
+       short="idle", digits=1),
+    _c("after_rss_mb", "RSS after the requests", "MB", ".0f",
+       "RSS after the last request and a garbage collection", short="after", digits=1),
+    _c("peak_rss_mb", "peak RSS", "MB", ".0f", "the trial process's RSS high-water mark",
+       short="peak", digits=1),
+    _c("first_ms", "first-call latency", "ms", ".0f", "the first call after the load",
+       short="first", digits=1),
+    _c("p50_ms", "p50 latency", "ms", ".0f", "median of the steady calls", short="p50",
+       digits=1),
+    _c("p95_ms", "p95 latency", "ms", ".0f", "95th percentile of the steady calls",
+       short="p95", digits=1),
+    _c("rtf", "RTF", "", ".3f", "p50 wall time / seconds of audio (lower is faster)",
+       digits=4),
+    _c("cpu_percent", "CPU", "%", ".0f", "CPU time / wall time of the steady calls x 100",
+       digits=0),
+    _c("cpu_ms", "CPU time per call", "ms", ".0f", "CPU time per steady call, all threads",
+       short="CPU", digits=1),
+    _c("load_peak_rss_mb", "peak RSS while loading", "MB", ".0f",
+       "high-water mark while loading", short="ld-peak", digits=1),
+    _c("run_peak_rss_mb", "peak RSS while serving", "MB", ".0f",
+       "high-water mark while serving requests", short="run-peak", digits=1),
+    _c("threads", "threads", "", "", "intra-op threads the sessions got"),
+    _c("audio_s", "audio", "s", ".2f", "seconds of audio one call produced", digits=3),
+    _c("repeats", "repeats", "", "", "steady calls measured"),
+    _c("wall_s", "trial wall time", "s", ".1f", "the whole trial, spawn to exit",
+       short="wall", digits=2),
+    _c("pareto", "Pareto front", "", "", "on the front of p50 against peak RSS (*)",
+       short="pareto",
+       missing=""),
+    # serving (tts_kit.serve)
+    _c("architecture", "architecture", "", "", "how the server runs synthesis", short="arch",
+       align="<"),
+    _c("workers", "workers", "", "", "worker processes (or threads) serving", short="wk",
+       align="<"),
+    _c("mode", "load mode", "", "", "closed (fixed clients) or open (fixed arrival rate)",
+       short="mode", align="<"),
+    _c("concurrency", "concurrency", "", "", "clients of a closed-loop level", short="conc",
+       align="<"),
+    _c("rate", "arrival rate", "/s", ".1f", "arrivals per second of an open-loop level",
+       short="rate", align="<"),
+    _c("requests", "requests", "", "", "requests sent", short="sent"),
+    _c("ok", "successful requests", "", "", "answered 200 with audio", short="ok"),
+    _c("errors", "errors", "", "", "failed requests (500, broken connections)", short="err"),
+    _c("timeouts", "timeouts", "", "", "past the deadline (client, 503 or fallback)",
+       short="tmo"),
+    _c("rejected", "rejected", "", "", "refused with 429 (queue full)", short="429"),
+    _c("rps", "throughput", "req/s", ".2f", "successful requests per second", short="rps",
+       digits=3),
+    _c("audio_rate", "audio throughput", "s/s", ".1f",
+       "seconds of audio served per second", short="audio", digits=2),
+    _c("ttfa_p50_ms", "p50 time to first audio", "ms", ".0f",
+       "median arrival-to-first-audio-bytes", short="ttfa50", digits=1),
+    _c("ttfa_p95_ms", "p95 time to first audio", "ms", ".0f",
+       "95th percentile of time to first audio", short="ttfa95", digits=1),
+    _c("ttfa_p99_ms", "p99 time to first audio", "ms", ".0f",
+       "99th percentile of time to first audio", short="ttfa99", digits=1),
+    _c("p99_ms", "p99 latency", "ms", ".0f", "99th percentile of the whole response",
+       short="p99", digits=1),
+    _c("pool_rss_mb", "pool RSS", "MB", ".0f",
+       "peak summed RSS of the server and its workers", short="RSS", digits=1),
+    _c("pool_pss_mb", "pool PSS", "MB", ".0f",
+       "peak summed PSS of the server and its workers (shared pages counted once)",
+       short="PSS", digits=1),
+    _c("meets", "meets the target", "", "", "p95 within the target and PSS within the budget",
+       short="meets", missing=""),
+)}
+
+#: The configuration a record was measured with (left-aligned in tables).
+CONFIG_KEYS: tuple[str, ...] = ("preset", "cpus", "loading", "steps", "batch_size",
+                                "mem_budget_mb")
+#: Latency figures (a rerun's noise is relative to them; see `tts_kit.report.Noise`).
+LATENCY_KEYS: tuple[str, ...] = ("load_s", "first_ms", "p50_ms", "p95_ms", "rtf")
+#: Memory figures (RSS).
+MEMORY_KEYS: tuple[str, ...] = ("idle_rss_mb", "after_rss_mb", "peak_rss_mb")
+#: The columns of `tts_kit.experiments.tune.format_table` (``pareto`` only where a record has it).
+TABLE_KEYS: tuple[str, ...] = (
+    "preset", "cpus", "loading", "batch_size", "steps", "status", "load_s", "idle_rss_mb",
+    "after_rss_mb", "peak_rss_mb", "first_ms", "p50_ms", "p95_ms", "rtf", "cpu_percent",
+    "cpu_ms", "pareto",
+)
+#: A record at a glance: the report's and the tuner widget's table, the notebooks' rows.
+SUMMARY_KEYS: tuple[str, ...] = (
+    "preset", "cpus", "loading", "steps", "status", "load_s", "idle_rss_mb", "after_rss_mb",
+    "peak_rss_mb", "first_ms", "p50_ms", "p95_ms", "rtf", "cpu_percent", "pareto",
+)
+#: Costs two configurations are compared on (lower is better), e.g. as ratios.
+COST_KEYS: tuple[str, ...] = ("p50_ms", "p95_ms", "first_ms", "cpu_ms", "load_s",
+                              "idle_rss_mb", "load_peak_rss_mb", "run_peak_rss_mb",
+                              "peak_rss_mb")
+#: The axes of the Pareto front: latency against peak memory.
+PARETO_X, PARETO_Y = "peak_rss_mb", "p50_ms"
+
+
+def label(key: str) -> str:
+    """The axis label of ``key``: its name and unit (unknown keys: the key itself).
+
+    Example:
+        >>> label("peak_rss_mb"), label("rtf"), label("snr_db")
+        ('peak RSS (MB)', 'RTF', 'snr_db')
+    """
+    c = COLUMNS.get(key)
+    if c is None:
+        return key
+    return f"{c.label} ({c.unit})" if c.unit else c.label
+
+
+def heading(key: str) -> str:
+    """The table heading of ``key``: short name and unit (``"p50 ms"``, ``"CPU %"``).
+
+    Example:
+        >>> heading("cpu_percent"), heading("batch_size"), heading("other")
+        ('CPU %', 'bs', 'other')
+    """
+    c = COLUMNS.get(key)
+    if c is None:
+        return key
+    short = c.short or c.label
+    return f"{short} {c.unit}" if c.unit else short
+
+
+def to_number(value: Any) -> float | None:
+    """A finite number as ``float``; None for None, NaN, infinities, booleans, non-numbers.
+
+    The one NaN-to-None rule: JSON has no NaN, and a missing figure is None everywhere.
+
+    Example:
+        >>> to_number(3), to_number(float("nan")), to_number(None), to_number("x")
+        (3.0, None, None, None)
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def format_value(key: str, value: Any) -> str:
+    """One table cell: the key's format; ``-`` for None/NaN (``all`` for ``cpus``);
+    booleans as ``*`` or blank.
+
+    Example:
+        >>> format_value("p50_ms", 12.34), format_value("cpus", None), format_value("pareto", True)
+        ('12', 'all', '*')
+    """
+    c = COLUMNS.get(key)
+    if isinstance(value, bool):
+        return "*" if value else ""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return c.missing if c else "-"
+    if c is None or not c.fmt or to_number(value) is None:
+        return str(value)
+    return format(value, c.fmt)
+
+
+def table(records: Iterable[Mapping[str, Any]], keys: Sequence[str] = TABLE_KEYS) -> str:
+    """The records as an aligned text table of ``keys`` (`heading`, `format_value`).
+
+    Example:
+        >>> print(table([{"preset": "lean", "p50_ms": 12.3}, {"preset": "a"}],
+        ...             ["preset", "p50_ms"]))
+        preset  p50 ms
+        lean        12
+        a            -
+    """
+    rows = [[heading(k) for k in keys]]
+    rows += [[format_value(k, r.get(k)) for k in keys] for r in records]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(keys))]
+    aligns = [COLUMNS[k].align if k in COLUMNS else "<" for k in keys]
+    return "\n".join(
+        "  ".join(f"{c:{a}{w}}" for c, a, w in zip(row, aligns, widths)).rstrip()
+        for row in rows
+    )
+
+
+#: A compact table's columns (`frame`): the configuration and the figures that decide.
+FRAME_KEYS: tuple[str, ...] = ("preset", "cpus", "loading", "status", "load_s", "first_ms",
+                               "p50_ms", "peak_rss_mb", "idle_rss_mb", "rtf")
+
+
+def frame(records: Iterable[Mapping[str, Any]], keys: Sequence[str] = FRAME_KEYS) -> Any:
+    """Records as a compact pandas table: the chosen columns, headed with their units
+    (`heading`), rounded as they are shown (whole ms and MB), the front marked ``*``.
+
+    Example:
+        >>> df = frame([{"preset": "lean", "cpus": 1, "p50_ms": 1210.4, "pareto": True}],
+        ...            ("preset", "cpus", "p50_ms", "pareto"))
+        >>> list(df.columns), int(df.iloc[0]["p50 ms"]), df.iloc[0]["pareto"]
+        (['preset', 'cpus', 'p50 ms', 'pareto'], 1210, '*')
+    """
+    import pandas as pd
+
+    records = list(records)
+    data: dict[str, Any] = {}
+    for key in keys:
+        values = [r.get(key) for r in records]
+        fmt = COLUMNS[key].fmt if key in COLUMNS else ""
+        if key == "pareto":
+            data[heading(key)] = ["*" if v else "" for v in values]
+        elif fmt == ".0f":
+            data[heading(key)] = pd.array([None if to_number(v) is None else round(float(v))
+                                           for v in values], dtype="Int64")
+        elif fmt.endswith("f"):
+            digits = int(fmt[1:-1])
+            data[heading(key)] = pd.array([None if to_number(v) is None
+                                           else round(float(v), digits) for v in values],
+                                          dtype="Float64")
+        else:
+            data[heading(key)] = values
+    return pd.DataFrame(data)
+
+
+class Record(dict):
+    """One trial's record (a plain dict: indexing, JSON) that shows itself compactly:
+    one line as text, one table row in a notebook, instead of every field and timeline.
+
+    Example:
+        >>> Record({"preset": "lean", "cpus": 1, "loading": "paged", "status": "ok",
+        ...         "p50_ms": 1210.4, "peak_rss_mb": 331.2, "timeline": [(0, 1)] * 500})
+        Record(lean @ 1 vCPU, paged: ok, p50 1210 ms, peak 331 MB; 7 fields)
+    """
+
+    def summary(self) -> str:
+        """The one-line form: configuration, status, p50 and peak RSS."""
+        head = f"{self.get('preset')} @ {format_value('cpus', self.get('cpus'))} vCPU"
+        if self.get("loading") not in (None, "resident"):
+            head += f", {self.get('loading')}"
+        figures = [str(self.get("status", "?"))]
+        for key, name in (("p50_ms", "p50"), ("peak_rss_mb", "peak")):
+            if to_number(self.get(key)) is not None:
+                figures.append(f"{name} {format_value(key, self[key])} {COLUMNS[key].unit}")
+        return f"{head}: {', '.join(figures)}; {len(self)} fields"
+
+    def __repr__(self) -> str:
+        return f"Record({self.summary()})"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
+
+    def _repr_html_(self) -> str:
+        return frame([self]).to_html(index=False)
+
+
+def select(records: Iterable[Mapping[str, Any]],
+           keys: Sequence[str] = SUMMARY_KEYS) -> list[dict[str, Any]]:
+    """Rows of ``keys`` (those some record has, in order), e.g. for a pandas DataFrame.
+
+    Example:
+        >>> select([{"preset": "lean", "p50_ms": 12.3, "timeline": []}])
+        [{'preset': 'lean', 'p50_ms': 12.3}]
+    """
+    records = list(records)
+    present = [k for k in keys if any(k in r for r in records)]
+    return [{k: r.get(k) for k in present} for r in records]
+
+
+def pareto_front(records: Sequence[Mapping[str, Any]], x: str = PARETO_X,
+                 y: str = PARETO_Y) -> list[int]:
+    """Indices of the finished records no other finished record beats on both ``x`` and
+    ``y`` (lower is better: at least as good on both and better on one).
+
+    A record without ``status`` counts as finished; one without ``x`` or ``y`` is never
+    on the front.
+
+    Example:
+        >>> pareto_front([{"peak_rss_mb": 1, "p50_ms": 5}, {"peak_rss_mb": 2, "p50_ms": 6},
+        ...               {"peak_rss_mb": 3, "p50_ms": 1}])
+        [0, 2]
+    """
+    pts = [(i, r[x], r[y]) for i, r in enumerate(records)
+           if r.get("status", "ok") == "ok" and r.get(x) is not None and r.get(y) is not None]
+    return [i for i, xi, yi in pts
+            if not any(xj <= xi and yj <= yi and (xj < xi or yj < yi) for _, xj, yj in pts)]
+
+
+def format_timings(timings: Mapping[str, float]) -> list[tuple[str, float]]:
+    """``(stage, ms)`` for text processing and each stage a synthesis timed, in pipeline
+    order: what the CLI prints and the player widget tabulates.
+
+    Example:
+        >>> format_timings({"vocoder": 0.02, "text": 0.001, "total": 0.03})
+        [('text', 1.0), ('vocoder', 20.0)]
+        >>> format_timings({"voice": 0.05, "text": 0.001, "total": 0.06})  # a Piper voice
+        [('text', 1.0), ('voice', 50.0)]
+    """
+    known = ("text", *contract.STAGES)
+    # Stages of another family (a Piper voice's one, `voice`) follow, in the order timed.
+    order = [*known, *(s for s in timings if s not in known and s != "total")]
+    return [(s, 1000 * float(timings[s])) for s in order if s in timings]
+
+
+#: `by_machine`'s group for records without ``machine``: trials whose worker was lost
+#: before it could say where it ran.
+UNKNOWN_MACHINE = "unknown machine (worker lost)"
+
+
+def machine_label(env: Mapping[str, Any]) -> str:
+    """One line naming a machine by what decides its figures: CPU, usable cores, memory.
+
+    Two instances of one type read the same, so their records group together. Cores are
+    the affinity capped by the cgroup CPU quota; memory the cgroup limit when there is one.
+
+    Example:
+        >>> machine_label({"cpu_model": "Xeon E5", "cpus_available": 4, "cpu_count": 4,
+        ...                "cgroup_cpu_quota": 2.0, "memory_total_mb": 7812.5,
+        ...                "cgroup_memory_limit_mb": 2048.0, "onnxruntime": "1.20.1"})
+        'Xeon E5, 2 of 4 cores (quota 2), 2048 MB (cgroup limit), ORT 1.20.1'
+    """
+    cores = int(env.get("cpus_available") or env.get("cpu_count") or 0)
+    quota = to_number(env.get("cgroup_cpu_quota"))
+    usable = min(cores, max(1, int(quota))) if quota is not None else cores
+    parts = [str(env.get("cpu_model") or "unknown CPU")]
+    total = env.get("cpu_count")
+    noun = "core" if usable == 1 else "cores"
+    cpu_txt = f"{usable} of {total} {noun}" if total and total != usable else f"{usable} {noun}"
+    parts.append(cpu_txt + (f" (quota {quota:g})" if quota is not None else ""))
+    limit = to_number(env.get("cgroup_memory_limit_mb"))
+    total_mb = to_number(env.get("memory_total_mb"))
+    if limit is not None and (total_mb is None or limit < total_mb):
+        parts.append(f"{limit:.0f} MB (cgroup limit)")
+    elif total_mb is not None:
+        parts.append(f"{total_mb:.0f} MB")
+    if env.get("onnxruntime"):
+        parts.append(f"ORT {env['onnxruntime']}")
+    return ", ".join(parts)
+
+
+def by_machine(records: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The records grouped by `machine_label` of their ``machine``, in order of appearance.
+
+    {} when no record has a ``machine`` (a sweep on one machine: nothing to group).
+    Records without one (their worker was lost) go under `UNKNOWN_MACHINE`.
+
+    Example:
+        >>> env = {"cpu_model": "A", "cpus_available": 1, "memory_total_mb": 1024}
+        >>> groups = by_machine([{"preset": "a", "machine": env}, {"preset": "b"}])
+        >>> {k: [r["preset"] for r in v] for k, v in groups.items()}
+        {'A, 1 core, 1024 MB': ['a'], 'unknown machine (worker lost)': ['b']}
+        >>> by_machine([{"preset": "a"}])
+        {}
+    """
+    records = [dict(r) for r in records]
+    if not any(isinstance(r.get("machine"), Mapping) for r in records):
+        return {}
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        env = r.get("machine")
+        key = machine_label(env) if isinstance(env, Mapping) else UNKNOWN_MACHINE
+        out.setdefault(key, []).append(r)
+    return out

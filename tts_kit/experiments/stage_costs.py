@@ -1,0 +1,236 @@
+"""Stage-cost experiments: drive the engine in a fresh process and read what each stage costs.
+
+This module's one concern is measuring loading, not doing it: `stage_costs` loads, runs
+and releases each stage under ``paged`` in one isolated process and reads RSS and the
+kernel's high-water mark at every stage event; `probe_policy` serves a few requests under
+any load policy and reads RSS around them. Both sit above the engine (they build an
+`Engine`); the machinery they measure, and the `StageCosts` they return, live in
+`tts_kit.runtime.loading`. Process facts come from `tts_kit.core.procfacts`.
+
+Example:
+    >>> from tts_kit.experiments.stage_costs import stage_costs
+    >>> costs = stage_costs("bundle-dir", "supertonic-default", Workload(steps=2))  # doctest: +SKIP
+    >>> costs.costs_mb()  # doctest: +SKIP
+    {'duration_predictor': 3.1, 'text_encoder': 12.0, 'vector_estimator': 270.4, ...}
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import TYPE_CHECKING, Any
+
+import onnxruntime as ort
+
+from tts_kit.core import events
+from tts_kit.core.procfacts import MIB, release_memory, reset_peak_rss, rss_mb, status_mb
+from tts_kit.experiments.workload import Workload
+from tts_kit.runtime.loading import LoadPolicy, StageCost, StageCosts
+
+if TYPE_CHECKING:
+    from tts_kit.runtime.sessions import SessionPreset
+
+
+def _peak_mb() -> float:
+    """VmHWM since the last `reset_peak_rss`; NaN where the kernel does not say (the
+    ``ru_maxrss`` fallback of `tts_kit.core.procfacts.peak_rss_mb` cannot be reset)."""
+    return status_mb("VmHWM").get("VmHWM", math.nan)
+
+
+def _warm_up_model() -> bytes:
+    """A serialised one-node graph (Relu), built in the parent: the measuring child must
+    not import onnx (0.7 s, 15 MB that a serving process does not have)."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "warm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+def _warm_up_ort(model: bytes) -> None:
+    """Create and drop a one-node session, so ORT's process-wide globals (environment,
+    allocators, kernel registry) are not charged to the first stage measured."""
+    import numpy as np
+
+    sess = ort.InferenceSession(model)
+    sess.run(None, {"x": np.ones(1, np.float32)})
+    del sess
+
+
+def _stage_costs_child(bundle_path: str, preset: SessionPreset | None, workload: Workload,
+                       policy: LoadPolicy, warm_model: bytes) -> dict[str, Any]:
+    """Inside a fresh process: load, run and release each stage in pipeline order.
+
+    ``preset``, ``workload`` and ``policy`` (parsed, and made ``paged``, by `stage_costs`)
+    arrive as objects: they pickle, so the child rebuilds and re-parses nothing."""
+    from tts_kit.models.family import make_engine, open_model
+
+    release_memory()
+    imports = rss_mb()
+    _warm_up_ort(warm_model)
+    release_memory()
+    runtime = rss_mb()
+    bundle = open_model(bundle_path)  # either family (`tts_kit.models.family`)
+    engine = make_engine(bundle, preset=preset, loading=policy)
+    # Event marks arrive in order load -> run -> release for each stage; sample RSS at each.
+    marks: list[tuple[str, str, float, float, float]] = []
+
+    def on_event(_t: float, name: str) -> None:
+        verb, _, stage = name.partition(" ")
+        if verb in ("load", "run", "release"):
+            now = rss_mb()
+            peak = _peak_mb()  # NaN off Linux: the RSS at the event is the best there is
+            marks.append((verb, stage, time.perf_counter(), now,
+                          max(peak, now) if math.isfinite(peak) else now))
+            reset_peak_rss()
+
+    events.add_listener(on_event)
+    try:
+        release_memory()
+        reset_peak_rss()
+        engine.synthesize(workload.texts[0], lang=workload.lang,
+                          voice=workload.voice_for(bundle), steps=workload.steps,
+                          speed=workload.speed, seed=workload.seed)
+        now = rss_mb()
+        peak = _peak_mb()
+        marks.append(("end", "", time.perf_counter(), now,
+                      max(peak, now) if math.isfinite(peak) else now))
+    finally:
+        events.remove_listener(on_event)
+    out: dict[str, Any] = {}
+    for i, (verb, stage, _t, rss, _) in enumerate(marks[:-1]):
+        if verb != "load" or stage in out:
+            continue  # multi-chunk texts: the first chunk's pass is the measurement
+        run, rel, nxt = marks[i + 1], marks[i + 2], marks[i + 3]
+        out[stage] = {
+            "stage": stage,
+            "file_mb": bundle.stages[stage].size_bytes / MIB,
+            "load_mb": run[3] - rss,
+            "load_peak_mb": run[4] - rss,
+            "run_mb": rel[4] - run[3],
+            "left_mb": nxt[3] - rss,
+            "load_s": engine.load_s.get(stage, math.nan),
+            "run_s": rel[2] - run[2],
+        }
+    # The high-water mark was reset at every event; the process's peak is the largest.
+    peak = max((m[4] for m in marks if math.isfinite(m[4])), default=math.nan)
+    return {"stages": out, "runtime_mb": runtime, "imports_mb": imports, "peak_rss_mb": peak}
+
+
+def stage_costs(
+    bundle: Any,
+    preset: str | SessionPreset | None = None,
+    workload: Workload | None = None,
+    loading: str | LoadPolicy = "paged",
+    cpus: int | None = None,
+    timeout_s: float | None = 600,
+) -> StageCosts:
+    """Measure the RSS each stage adds by loading and by running, in a fresh process.
+
+    One spawned process (`tts_kit.runtime.measure.run_isolated`) warms ONNX Runtime up with a
+    one-node graph (so its globals count as runtime, not as the first stage), then runs
+    the workload's first text (default `Workload()`; its lang, voice, steps, speed and
+    seed) through the engine under ``paged``: each stage is loaded, run on its real
+    inputs and released (gc + malloc_trim) before the next, and RSS and the kernel's
+    high-water mark (reset at each step) are read at every load/run/release event.
+
+    Args:
+        bundle: a `Bundle` or a bundle directory.
+        preset: a `SessionPreset`, a preset name, or None for the engine's default.
+        loading: how sessions are created (``paged``, ``paged+noext``, ``paged+mmap``).
+
+    Example:
+        >>> costs = stage_costs("bundle-dir", "supertonic-default",
+        ...                     Workload(steps=2))  # doctest: +SKIP
+        >>> costs.dataframe()  # doctest: +SKIP
+    """
+    from tts_kit.models.family import model_ref
+    from tts_kit.runtime.measure import run_isolated
+    from tts_kit.runtime.sessions import get_preset
+
+    path = model_ref(bundle) if hasattr(bundle, "family") else str(bundle)
+    preset_obj = get_preset(preset) if preset is not None else None
+    workload = Workload() if workload is None else workload
+    policy = LoadPolicy.parse(loading)  # a bad spec fails here, not in the child
+    if policy.policy != "paged":
+        # Each stage is measured alone: loaded, run, released. The spec's options
+        # (trim, ext, mmap) still decide how it is loaded.
+        policy = LoadPolicy("paged", trim=policy.trim, external_data=policy.external_data,
+                            prepack=policy.prepack)
+    m = run_isolated(_stage_costs_child, path, preset_obj, workload, policy, _warm_up_model(),
+                     cpus=cpus, timeout_s=timeout_s)
+    if not m.ok:
+        raise RuntimeError(f"stage_costs: the measuring process ended with {m.status}: {m.error}")
+    res = m.result
+    # Pipeline order: the measuring child met the stages in it (one, `voice`, for Piper).
+    stages = {s: StageCost(**c) for s, c in res["stages"].items()}
+    return StageCosts(stages=stages, runtime_mb=res["runtime_mb"], imports_mb=res["imports_mb"],
+                      peak_rss_mb=res["peak_rss_mb"],
+                      loading=loading if isinstance(loading, str) else loading.spec,
+                      preset=preset_obj.name if preset_obj else "engine default",
+                      text=workload.texts[0], steps=workload.steps)
+
+
+# -- measuring a policy over requests -----------------------------------------------------
+
+
+def probe_policy(
+    bundle_path: str,
+    loading: str,
+    preset: SessionPreset | None = None,
+    workload: Workload | None = None,
+    requests: int = 3,
+    stage_costs_mb: dict[str, float] | None = None,
+) -> dict[str, Any]:
+    """Serve ``requests`` syntheses under ``loading`` and read RSS around them.
+
+    Request ``i`` reads text ``i`` of ``workload`` (default `Workload()`; cycled) with
+    noise seed ``seed + i``, one text per request whatever its ``batch_size``.
+
+    Meant to run in a fresh process (`tts_kit.runtime.measure.run_isolated`), whose peak RSS is
+    the policy's peak. Returns ``before_mb`` (RSS after imports and the bundle, before the
+    engine loads anything), ``idle_mb`` (RSS after each request, between requests),
+    ``latency_s`` per request, ``anon_peak_mb`` (the most anonymous memory seen at a stage
+    event) and ``loaded`` (stages resident after each request).
+
+    Example:
+        >>> from tts_kit.runtime.measure import run_isolated
+        >>> m = run_isolated(probe_policy, "bundle-dir", "paged")  # doctest: +SKIP
+        >>> m.result["idle_mb"][-1] - m.result["before_mb"] < 50  # doctest: +SKIP
+        True
+    """
+    from tts_kit.models.family import make_engine, open_model
+
+    workload = Workload() if workload is None else workload
+    bundle = open_model(bundle_path)
+    voice = workload.voice_for(bundle)
+    anon: list[float] = []
+
+    def on_event(_t: float, name: str) -> None:
+        if name.startswith(("release ", "run ")):
+            anon.append(status_mb("RssAnon").get("RssAnon", math.nan))
+
+    release_memory()
+    before = rss_mb()
+    events.add_listener(on_event)
+    try:
+        engine = make_engine(bundle, preset=preset, loading=loading,
+                             stage_costs_mb=stage_costs_mb)
+        idle, latency, loaded = [], [], []
+        for i in range(requests):
+            t0 = time.perf_counter()
+            engine.synthesize(workload.texts[i % len(workload.texts)], lang=workload.lang,
+                              voice=voice, steps=workload.steps, speed=workload.speed,
+                              seed=workload.seed + i)
+            latency.append(time.perf_counter() - t0)
+            idle.append(rss_mb())
+            loaded.append(engine.loaded_stages)
+            events.mark(f"request {i + 1} done")
+    finally:
+        events.remove_listener(on_event)
+    return {"before_mb": before, "idle_mb": idle, "latency_s": latency, "loaded": loaded,
+            "anon_peak_mb": max(anon) if anon else math.nan, "loading": engine.loading,
+            "load_s": engine.load_s}

@@ -1,0 +1,530 @@
+"""Trials and sweeps: measure session presets and load policies, each in isolation.
+
+A *trial* loads an `Engine` with one preset, load policy, core count and memory
+budget in a fresh process (`tts_kit.runtime.measure.run_isolated`), synthesises one
+`tts_kit.experiments.workload.Workload` (what is read, how often) and measures load time,
+idle RSS after the load, first-call latency, steady p50/p95 latency over repeated
+calls, RTF, peak RSS and CPU use. A *sweep* runs a grid of trials (presets x cpus x
+batch sizes x steps x load policies), marks the Pareto front of p50 latency against
+peak RSS and recommends one configuration for a memory budget.
+
+Every record is a plain, JSON-ready dict with the keys in `RECORD_KEYS`; what each
+means, its unit and label are in `tts_kit.experiments.records` (`TrialRecord`, `COLUMNS`).
+
+Trials must not share cores: a sweep runs them one after another by default. A
+`concurrent.futures.Executor` may run them elsewhere (`tts_kit.experiments.cluster.TrialExecutor`:
+Dask
+workers on several machines, one trial per worker at a time), but it must run at
+most one trial per machine at a time, or the trials measure each other.
+
+Example:
+    >>> from tts_kit.experiments.tune import sweep
+    >>> result = sweep("standin-dir", ["supertonic-default", "lean"], cpus=(1,))  # doctest: +SKIP
+    >>> record, reason = result.recommend(400)  # doctest: +SKIP
+    >>> print(result.table())  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import gc
+import itertools
+import math
+import time
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tts_kit.core import events, procfacts
+from tts_kit.core.textsafe import term_safe
+from tts_kit.experiments.records import (
+    PARETO_X,
+    PARETO_Y,
+    RECORD_KEYS,
+    TABLE_KEYS,
+    by_machine,
+    pareto_front,
+    to_number,
+)
+from tts_kit.experiments.records import table as records_table
+from tts_kit.experiments.workload import Workload
+from tts_kit.runtime.loading import LoadPolicy
+from tts_kit.runtime.measure import run_isolated
+from tts_kit.runtime.sessions import SessionPreset, get_preset
+
+#: Relative p50 difference below which `SweepResult.recommend` calls two configurations
+#: equally fast and picks the lower peak RSS (repeat runs on a shared machine differ by
+#: more than this; see the noise model in `tts_kit.report`).
+TIE_REL = 0.10
+
+_LOADED = "trial: loaded"
+_FIRST = "trial: first call"
+_STEADY = "trial: steady calls"
+
+
+def _bundle_path(bundle: Any) -> str:
+    """What reopens the model in a trial's child: a path, or ``piper:NAME``."""
+    from tts_kit.models.family import is_piper, model_ref, open_model
+
+    if hasattr(bundle, "family") or is_piper(bundle):
+        return model_ref(open_model(bundle))
+    if bundle is None:
+        from tts_kit.models.supertonic.bundle import resolve_model_dir
+
+        bundle, _ = resolve_model_dir(None)
+    return str(Path(bundle))
+
+
+def run_trial_child(
+    bundle_path: str,
+    preset: SessionPreset,
+    workload: Workload,
+    loading: str | LoadPolicy,
+    stage_costs_mb: dict[str, float] | None = None,
+) -> dict[str, Any]:
+    """The trial's work, run inside the isolated child (its arguments pickle as they are).
+
+    Loads the engine, measures idle RSS, one first call and ``workload.repeats`` steady
+    calls of the same batch (`Workload.batch`). Called by `trial` (with the `LoadPolicy`
+    it parsed); public so executors and notebooks can see what is measured.
+
+    Example:
+        >>> from tts_kit.runtime.sessions import get_preset
+        >>> run_trial_child("standin-dir", get_preset("lean"), Workload("Hi.", steps=2),
+        ...                 "resident")["p50_ms"]  # doctest: +SKIP
+        12.3
+    """
+    import numpy as np
+
+    from tts_kit.models.family import make_engine, open_model
+
+    t0 = time.perf_counter()
+    bundle = open_model(bundle_path)  # either family (`tts_kit.models.family`)
+    engine = make_engine(bundle, preset=preset, loading=loading, stage_costs_mb=stage_costs_mb)
+    load_s = time.perf_counter() - t0
+    procfacts.release_memory()
+    idle_rss = procfacts.rss_mb()
+    load_peak = procfacts.peak_rss_mb()
+    # From here the high-water mark is the requests' own (the trial keeps load_peak).
+    separate = procfacts.reset_peak_rss()
+    events.mark(_LOADED)
+    voice = workload.voice_for(bundle)
+    batch = workload.batch()
+
+    def call() -> tuple[float, float]:
+        start = time.perf_counter()
+        results = engine.synthesize_batch(batch, lang=workload.lang, voices=voice,
+                                          steps=workload.steps, speed=workload.speed,
+                                          seed=workload.seed)
+        return time.perf_counter() - start, sum(r.duration_s for r in results)
+
+    events.mark(_FIRST)
+    first_s, audio_s = call()
+    events.mark(_STEADY)
+    cpu0, wall0 = procfacts.cpu_seconds(), time.perf_counter()
+    lat = [call()[0] for _ in range(workload.repeats)]
+    steady_wall = time.perf_counter() - wall0
+    steady_cpu = procfacts.cpu_seconds() - cpu0
+    gc.collect()  # no extra malloc_trim: a serving process does not call one between requests
+    after_rss = procfacts.rss_mb()
+    cpu = 100.0 * steady_cpu / steady_wall if steady_wall > 0 else math.nan
+    p50 = float(np.percentile(lat, 50)) if lat else first_s
+    return {
+        "load_s": load_s,
+        "idle_rss_mb": idle_rss,
+        "after_rss_mb": after_rss,
+        "first_ms": 1000 * first_s,
+        "p50_ms": 1000 * p50 if lat else math.nan,
+        "p95_ms": 1000 * float(np.percentile(lat, 95)) if lat else math.nan,
+        "latencies_ms": [1000 * x for x in lat],
+        "rtf": p50 / audio_s if audio_s > 0 else math.nan,
+        "audio_s": audio_s,
+        "cpu_percent": cpu,
+        "cpu_ms": 1000 * steady_cpu / len(lat) if lat else math.nan,
+        "load_peak_rss_mb": load_peak,
+        "run_peak_rss_mb": procfacts.peak_rss_mb() if separate else math.nan,
+        "threads": preset.threads(),
+        "stage_load_s": engine.load_s,
+    }
+
+
+def trial(
+    bundle: Any,
+    preset: str | SessionPreset,
+    workload: Workload | None = None,
+    cpus: int | None = None,
+    mem_budget_mb: float | None = None,
+    loading: str | LoadPolicy = "resident",
+    timeout_s: float | None = None,
+    sample_ms: float = 10,
+    stage_costs_mb: dict[str, float] | None = None,
+) -> dict[str, Any]:
+    """Measure one configuration in a fresh process; returns a record (`RECORD_KEYS`).
+
+    Args:
+        bundle: a `Bundle`, a bundle directory, or None to discover one.
+        preset: a preset name or a `SessionPreset`.
+        workload: what every call synthesises (default `Workload()`): the same batch
+            (`Workload.batch`) once, then ``repeats`` more times; ``repeats=0`` measures
+            the first call only (p50/p95 None, RTF from it).
+        cpus: cores to pin the trial to (None: not pinned).
+        mem_budget_mb: kill the trial past this RSS (status ``oom``).
+        loading: ``resident``, ``paged`` or ``budget:MB`` (recorded as given), or a
+            `LoadPolicy` (recorded as its spec).
+        timeout_s: kill the trial after this many seconds (status ``timeout``).
+        stage_costs_mb: resident MB per stage for a ``budget:MB`` policy, e.g.
+            ``tts_kit.experiments.stage_costs.stage_costs(...).costs_mb()`` (None: estimated from
+            the file
+            sizes; `sweep` measures them). Recorded as ``stage_costs_mb``.
+
+    A trial that did not finish still reports what it got to: for ``oom``/``timeout``
+    the peak RSS, and the load time and idle RSS if it got past the load.
+
+    Example:
+        >>> rec = trial("standin-dir", "lean", Workload(repeats=3), cpus=1)  # doctest: +SKIP
+        >>> rec["status"], rec["p50_ms"] > 0  # doctest: +SKIP
+        ('ok', True)
+    """
+    # Parsed once: a bad policy fails here, in one line, and the child gets the object.
+    policy = LoadPolicy.parse(loading)
+    label = loading if isinstance(loading, str) else policy.spec
+    workload = Workload() if workload is None else workload
+    if not isinstance(workload, Workload):
+        raise TypeError(f"workload must be a tts_kit.experiments.workload.Workload, got "
+                        f"{type(workload).__name__}")
+    preset = get_preset(preset)  # an unknown name fails here, before any process starts
+    m = run_isolated(
+        run_trial_child, _bundle_path(bundle), preset, workload, policy,
+        dict(stage_costs_mb) if stage_costs_mb else None,
+        cpus=cpus, mem_budget_mb=mem_budget_mb, timeout_s=timeout_s, sample_ms=sample_ms,
+    )
+    record: dict[str, Any] = {k: None for k in RECORD_KEYS}
+    record.update(
+        preset=preset.name, cpus=cpus, loading=label, steps=workload.steps,
+        batch_size=workload.batch_size, mem_budget_mb=mem_budget_mb, status=m.status,
+        error=m.error, repeats=workload.repeats, peak_rss_mb=to_number(m.peak_rss_mb),
+        wall_s=to_number(m.wall_s), stage_costs_mb=dict(stage_costs_mb) if stage_costs_mb else None,
+    )
+    if m.ok and isinstance(m.result, dict):
+        for k, v in m.result.items():
+            record[k] = to_number(v) if isinstance(v, float) else v
+        # The child reset its high-water mark after loading: the harness saw the requests'.
+        peaks = [p for p in (record["peak_rss_mb"], record["load_peak_rss_mb"]) if p is not None]
+        record["peak_rss_mb"] = max(peaks) if peaks else None
+    else:
+        # Whatever the timeline shows of a trial that died: its load and idle RSS.
+        loaded = [t for t, name in m.events if name == _LOADED]
+        if loaded and not math.isnan(m.work_start_s):
+            record["load_s"] = loaded[0] - m.work_start_s
+            after = [rss for t, rss in m.timeline if t >= loaded[0]]
+            record["idle_rss_mb"] = after[0] if after else None
+        record["cpu_percent"] = to_number(m.cpu_percent)
+    record["timeline"] = [list(p) for p in m.timeline]
+    record["events"] = [list(e) for e in m.events]
+    return record
+
+
+def mark_pareto(
+    records: list[dict[str, Any]], x: str = PARETO_X, y: str = PARETO_Y
+) -> list[dict[str, Any]]:
+    """Set ``pareto`` on each record: True when no finished trial is at least as good on
+    both ``x`` and ``y`` and better on one. Unfinished trials are never on the front.
+
+    Example:
+        >>> recs = mark_pareto([{"status": "ok", "peak_rss_mb": 1, "p50_ms": 2},
+        ...                     {"status": "ok", "peak_rss_mb": 2, "p50_ms": 3}])
+        >>> [r["pareto"] for r in recs]
+        [True, False]
+    """
+    front = set(pareto_front(records, x, y))
+    for i, r in enumerate(records):
+        r["pareto"] = i in front
+    return records
+
+
+def format_table(records: Iterable[dict[str, Any]]) -> str:
+    """The records as an aligned text table (missing values as ``-``; pareto as ``*``).
+
+    Example:
+        >>> table = format_table([{"preset": "lean", "cpus": 1, "status": "ok", "p50_ms": 12.3}])
+        >>> row = dict(zip(table.splitlines()[0].split("  "), table.splitlines()[1].split()))
+        >>> row["preset"], row["status"]
+        ('lean', 'ok')
+    """
+    records = list(records)
+    keys = [k for k in TABLE_KEYS if k != "pareto" or any("pareto" in r for r in records)]
+    lines = [records_table(records, keys)]
+    errors = [f"  {r.get('preset')} cpus={r.get('cpus')}: {r.get('status')}: {r['error']}"
+              for r in records if r.get("status") != "ok" and r.get("error")]
+    return "\n".join(lines + (["not finished:", *errors] if errors else []))
+
+
+@dataclass
+class SweepResult:
+    """The records of a sweep, with the Pareto front marked."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    """One record per trial, in grid order (see `RECORD_KEYS`), each with ``pareto``."""
+
+    def dataframe(self) -> Any:
+        """The records as a pandas DataFrame (without timelines); needs pandas.
+
+        Example:
+            >>> SweepResult([{"preset": "a", "status": "ok"}]).dataframe().shape  # doctest: +SKIP
+            (1, 2)
+        """
+        try:
+            import pandas as pd
+        except ImportError as exc:
+            raise ImportError("SweepResult.dataframe() needs pandas: pip install pandas") from exc
+        rows = [{k: v for k, v in r.items() if k not in ("timeline", "events")}
+                for r in self.records]
+        return pd.DataFrame(rows)
+
+    def table(self) -> str:
+        """`format_table` of the records."""
+        return format_table(self.records)
+
+    def front(self) -> list[dict[str, Any]]:
+        """The records on the Pareto front, fastest first."""
+        return sorted((r for r in self.records if r.get("pareto")), key=lambda r: r["p50_ms"])
+
+    def recommend(self, budget_mb: float | None,
+                  tie_rel: float = TIE_REL) -> tuple[dict[str, Any] | None, str]:
+        """The fastest finished configuration whose peak RSS fits ``budget_mb``, and why.
+
+        With ``budget_mb`` None, the fastest finished configuration. Configurations whose
+        p50 is within ``tie_rel`` (10 %) of the fastest count as equally fast, and of those
+        the one with the lowest peak RSS is chosen: peak RSS repeats from run to run to a
+        few MB, a latency lead of a few percent often does not, so this keeps a rerun's
+        recommendation where it was. Returns ``(None, reason)`` when nothing fits.
+
+        Example:
+            >>> r = SweepResult(mark_pareto([
+            ...     {"preset": "a", "cpus": 1, "status": "ok", "peak_rss_mb": 300, "p50_ms": 90},
+            ...     {"preset": "b", "cpus": 1, "status": "ok", "peak_rss_mb": 200, "p50_ms": 120},
+            ... ]))
+            >>> r.recommend(250)[0]["preset"]
+            'b'
+        """
+        finished = [r for r in self.records if r.get("status") == "ok"
+                    and r.get("p50_ms") is not None and r.get("peak_rss_mb") is not None]
+        if not finished:
+            states = sorted({f"{r.get('status')}" for r in self.records}) or ["none run"]
+            return None, f"no trial finished ({', '.join(states)}); nothing to recommend"
+        fits = [r for r in finished if budget_mb is None or r["peak_rss_mb"] <= budget_mb]
+        if not fits:
+            low = min(finished, key=lambda r: r["peak_rss_mb"])
+            return None, (
+                f"no configuration fits under {budget_mb:g} MB: the smallest peak was "
+                f"{low['peak_rss_mb']:.0f} MB ({_describe(low)}); raise the budget, or try "
+                "loading='paged' or a lower-memory preset"
+            )
+        fastest = min(fits, key=lambda r: (r["p50_ms"], r["peak_rss_mb"]))
+        tied = [r for r in fits if r["p50_ms"] <= fastest["p50_ms"] * (1 + tie_rel)]
+        best = min(tied, key=lambda r: (r["peak_rss_mb"], r["p50_ms"]))
+        why = (f"the fastest of {len(fits)} finished configuration(s) that fit"
+               if best is fastest else
+               f"the lowest peak of the {len(tied)} within {tie_rel:.0%} of the fastest p50 "
+               f"({fastest['p50_ms']:.0f} ms, {_describe(fastest)}) among {len(fits)} that fit")
+        budget_txt = (f"peak {best['peak_rss_mb']:.0f} MB within the {budget_mb:g} MB budget"
+                      if budget_mb is not None else f"peak {best['peak_rss_mb']:.0f} MB, no budget")
+        return best, (
+            f"{_describe(best)}: p50 {best['p50_ms']:.0f} ms, {budget_txt}; {why} "
+            f"({len(self.records)} measured)"
+        )
+
+    def by_machine(self) -> dict[str, SweepResult]:
+        """The sweep split by the machine each trial ran on
+        (`tts_kit.experiments.records.by_machine`).
+
+        Each part has its own Pareto front (a front across different machines compares
+        the machines, not the configurations), so ``part.recommend(budget)`` is that
+        machine's recommendation. {} for a sweep on one machine (records without
+        ``machine``).
+
+        Example:
+            >>> env = {"cpu_model": "A", "cpus_available": 1, "memory_total_mb": 1024}
+            >>> r = SweepResult([{"preset": "a", "status": "ok", "peak_rss_mb": 9,
+            ...                   "p50_ms": 5, "machine": env}])
+            >>> list(r.by_machine())
+            ['A, 1 core, 1024 MB']
+        """
+        return {label: SweepResult(mark_pareto(recs))
+                for label, recs in by_machine(self.records).items()}
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"records": [...]}``, the JSON form the CLI writes."""
+        return {"records": [dict(r) for r in self.records]}
+
+
+def _describe(r: dict[str, Any]) -> str:
+    cpus = "all cores" if r.get("cpus") is None else f"{r['cpus']} cpu(s)"
+    return (f"{r.get('preset')} on {cpus}, {r.get('loading')}, batch {r.get('batch_size')}, "
+            f"{r.get('steps')} steps")
+
+
+def _check_executor(executor: cf.Executor) -> None:
+    workers = getattr(executor, "_max_workers", 1)
+    if isinstance(executor, (cf.ThreadPoolExecutor, cf.ProcessPoolExecutor)) and workers > 1:
+        warnings.warn(
+            f"sweep: a local executor with {workers} workers runs trials at the same time on "
+            "the same cores, so they measure each other; use max_workers=1, or an executor "
+            "that runs one trial per machine",
+            stacklevel=3,
+        )
+
+
+def sweep(
+    bundle: Any,
+    presets: Sequence[str | SessionPreset],
+    workload: Workload | None = None,
+    cpus: Sequence[int | None] = (None,),
+    batch_sizes: Sequence[int] | None = None,
+    steps: Sequence[int] | None = None,
+    loadings: Sequence[str] = ("resident",),
+    mem_budget_mb: float | None = None,
+    executor: cf.Executor | None = None,
+    progress: bool = True,
+    timeout_s: float | None = None,
+    stage_costs_mb: Mapping[str, float] | str | None = "measure",
+    warmup: bool = True,
+) -> SweepResult:
+    """Run `trial` over presets x cpus x batch sizes x steps x loadings, on one workload.
+
+    Every trial synthesises ``workload`` (default `Workload()`), with its ``batch_size``
+    and ``steps`` set from the grid: ``batch_sizes`` and ``steps`` (None: the workload's
+    own, one value each).
+
+    ``mem_budget_mb`` is enforced on every trial (over it: ``oom``). For ``budget:MB``
+    loadings the policy needs each stage's resident cost: ``stage_costs_mb="measure"``
+    (the default) measures it once per preset with `tts_kit.experiments.stage_costs.stage_costs` on
+    the workload (at the grid's most steps) before the trials (falling back to the
+    file-size estimate, with a warning, if that fails); a mapping gives it; None uses the
+    estimate. ``warmup`` runs one throw-away trial first (the first preset, first call
+    only): without it the first trial of a sweep pays for a cold machine (file cache,
+    imports, clocks) and reads as the slowest. Trials run one at a time in isolated
+    processes, unless ``executor`` runs them: any `concurrent.futures.Executor` (it must
+    run at most one trial per machine at a time). Shows a tqdm progress bar unless
+    ``progress`` is False.
+
+    Example:
+        >>> r = sweep("standin-dir", ["supertonic-default", "low-memory"], Workload(steps=2),
+        ...           cpus=(1, 2))  # doctest: +SKIP
+        >>> len(r.records)  # doctest: +SKIP
+        4
+    """
+    from tqdm.auto import tqdm
+
+    if isinstance(presets, (str, SessionPreset)):
+        presets = [presets]
+    if not presets:
+        raise ValueError("presets is empty; name at least one "
+                         "(see tts_kit.runtime.sessions.PRESETS)")
+    objs = [get_preset(p) for p in presets]  # unknown names fail before any trial
+    for name, values in (("cpus", cpus), ("loadings", loadings)):
+        if not tuple(values):  # an empty grid "succeeded" with no trial at all
+            raise ValueError(f"{name} is empty; give at least one (e.g. cpus=(1,), "
+                             "loadings=('resident',))")
+    workload = Workload() if workload is None else workload
+    steps = (workload.steps,) if steps is None else tuple(steps)
+    batch_sizes = (workload.batch_size,) if batch_sizes is None else tuple(batch_sizes)
+    # Each cell's workload, built (and so checked) before any measurement.
+    cells = {(b, s): workload.replace(batch_size=b, steps=s)
+             for b, s in itertools.product(batch_sizes, steps)}
+    # Each spec parsed once, before any measurement; records keep the specs as given.
+    policies = {lo: LoadPolicy.parse(lo) for lo in loadings}
+    path = _bundle_path(bundle)
+    grid = list(itertools.product(objs, cpus, batch_sizes, steps, loadings))
+    costs = _sweep_stage_costs(path, objs, policies, stage_costs_mb,
+                               workload.replace(steps=max(steps)))
+    if warmup and executor is None:  # an executor's workers are other machines: theirs
+        trial(path, objs[0], workload.replace(steps=min(steps), repeats=0, batch_size=1),
+              cpus=cpus[0], timeout_s=timeout_s)
+    common = dict(mem_budget_mb=mem_budget_mb, timeout_s=timeout_s)
+    records: list[dict[str, Any] | None] = [None] * len(grid)
+    bar = tqdm(total=len(grid), desc="tune", unit="trial", disable=not progress)
+    try:
+        if executor is None:
+            for i, (p, c, b, s, lo) in enumerate(grid):
+                # Names may come from a report.json: no raw control characters on stderr.
+                bar.set_postfix_str(term_safe(f"{p.name} cpus={c} {lo}"))
+                records[i] = trial(path, p, cells[b, s], cpus=c, loading=lo,
+                                   stage_costs_mb=costs.get((p.name, lo)), **common)
+                bar.update()
+        else:
+            _check_executor(executor)
+            futures = {
+                executor.submit(trial, path, p, cells[b, s], cpus=c, loading=lo,
+                                stage_costs_mb=costs.get((p.name, lo)), **common): i
+                for i, (p, c, b, s, lo) in enumerate(grid)
+            }
+            for fut in cf.as_completed(futures):
+                i = futures[fut]
+                try:
+                    records[i] = fut.result()
+                except Exception as exc:  # the executor itself failed (lost worker, ...)
+                    p, c, b, s, lo = grid[i]
+                    # Dask's KilledWorker and friends span lines; a record's error is one.
+                    why = " ".join(str(exc).split()) or "no message"
+                    records[i] = {k: None for k in RECORD_KEYS} | dict(
+                        preset=p.name, cpus=c, batch_size=b, steps=s, loading=lo,
+                        mem_budget_mb=mem_budget_mb, repeats=workload.repeats, status="error",
+                        error=f"executor: {type(exc).__name__}: {why}",
+                        timeline=[], events=[],
+                    )
+                bar.update()
+    finally:
+        bar.close()
+    return SweepResult(mark_pareto([r for r in records if r is not None]))
+
+
+def _sweep_stage_costs(
+    path: str, presets: list[SessionPreset], policies: Mapping[str, LoadPolicy],
+    given: Mapping[str, float] | str | None, workload: Workload,
+) -> dict[tuple[str, str], dict[str, float]]:
+    """(preset name, loading) -> stage costs, for the sweep's ``budget`` loadings only.
+
+    ``policies``: each loading spec as given -> its parsed `LoadPolicy`.
+    """
+    budgets = [lo for lo, policy in policies.items() if policy.policy == "budget"]
+    if not budgets or given is None:
+        return {}
+    if isinstance(given, str):
+        if given != "measure":
+            raise ValueError(f"stage_costs_mb must be 'measure', a mapping or None, got {given!r}")
+        from tts_kit.experiments.stage_costs import stage_costs
+
+        out: dict[tuple[str, str], dict[str, float]] = {}
+        for p in presets:
+            try:
+                measured = stage_costs(path, p, workload).costs_mb()
+            except RuntimeError as exc:
+                warnings.warn(f"sweep: stage costs for {p.name} could not be measured "
+                              f"({exc}); its budget trials use the file-size estimate",
+                              stacklevel=3)
+                continue
+            out.update({(p.name, lo): measured for lo in budgets})
+        return out
+    from tts_kit.models.family import open_model
+    from tts_kit.runtime.loading import resident_costs_mb
+
+    checked = resident_costs_mb(given, open_model(path))  # unknown stage or bad MB: fails here
+    return {(p.name, lo): checked for p in presets for lo in budgets}
+
+
+def default_cpus(candidates: Sequence[int] = (1, 2, 4)) -> tuple[int, ...]:
+    """Core counts a sweep can emulate here: ``candidates`` as far as this machine allows.
+
+    "Allows" is `tts_kit.core.procfacts.usable_cores`: the affinity, capped by a container's
+    CPU quota, so a 1.5-CPU container on a 16-core host does not emulate 2 or 4 cores
+    (such a trial would measure the quota's throttling). Never empty: 1 is always there.
+
+    Example:
+        >>> 1 in default_cpus(), default_cpus((1,))
+        (True, (1,))
+    """
+    n = procfacts.usable_cores()
+    return tuple(c for c in candidates if c <= n) or (1,)

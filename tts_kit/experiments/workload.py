@@ -1,0 +1,178 @@
+"""What a measurement synthesises: the `Workload` (texts, language, voice, steps, speed, seed,
+repeats, batch size), one object passed whole.
+
+One concern: the workload of a measurement, defined and checked once. A trial
+(`tts_kit.experiments.tune.trial`), a sweep, the stage-cost experiments
+(`tts_kit.experiments.stage_costs`), the
+instance table, the report's sweep spec and the tuner widget all take a `Workload` instead
+of six loose keyword arguments each, in the spirit of piper's ``SynthesisConfig``. It is
+frozen and plain (it pickles into an isolated child as it is) and has a JSON form
+(`to_dict`/`from_dict`) for reports. `DEFAULT_TEXTS` is the one default for measurements.
+
+Example:
+    >>> from tts_kit.experiments.workload import Workload
+    >>> w = Workload(steps=2, repeats=1, batch_size=2)
+    >>> w.batch() == list(DEFAULT_TEXTS[:2]), w.replace(steps=3).steps
+    (True, 3)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tts_kit.core import contract
+
+if TYPE_CHECKING:
+    from tts_kit.models.supertonic.bundle import Bundle
+
+#: Texts a measurement reads when none are given (English): a batch of N takes the first N,
+#: so the default batch of one is the mid-length sentence (about 5 s of audio). The second
+#: is the shortest (what `tts_kit.precision` compares, see there).
+DEFAULT_TEXTS: tuple[str, ...] = (
+    "Supertonic runs on the device, so nothing you type ever leaves the machine.",
+    "The quick brown fox jumps over the lazy dog.",
+    "On a small server, memory decides what fits, and latency decides whether anyone "
+    "waits for it; a good configuration keeps both in view.",
+)
+
+
+#: Most timed calls a workload may ask for: 1000 calls of the default text take minutes;
+#: a report.json saying 10**12 would otherwise measure for ever.
+MAX_REPEATS = 1000
+#: Most texts per call: a larger batch is another deployment, and a crafted report asking
+#: for 100000 only failed trial by trial.
+MAX_BATCH_SIZE = 256
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What every call of a measurement synthesises, and how often.
+
+    Checked when built (one-line ``ValueError``), so a bad workload fails before any
+    process is spawned. ``texts`` may be given as a list or a single string; it is kept
+    as a tuple.
+
+    Example:
+        >>> Workload(texts=["Hi.", "Bye."], batch_size=3).batch()
+        ['Hi.', 'Bye.', 'Hi.']
+        >>> Workload(steps=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: steps must be an integer >= 1, got 0
+    """
+
+    texts: tuple[str, ...] = DEFAULT_TEXTS
+    """The texts a batch is made of (normalised before synthesis)."""
+    lang: str = "en"
+    """Language of ``texts``."""
+    voice: str | None = None
+    """Voice style; None, or a voice the bundle lacks: the bundle's `default_voice`."""
+    steps: int = contract.DEFAULT_STEPS
+    """Flow-matching steps."""
+    speed: float = contract.DEFAULT_SPEED
+    """Speech rate (durations are divided by it)."""
+    seed: int = 0
+    """Noise seed, so every call synthesises the same audio."""
+    repeats: int = 5
+    """Timed calls after the first (p50/p95 come from these; 0: the first call only)."""
+    batch_size: int = 1
+    """Texts per call: the first ``batch_size`` of ``texts``, cycled (see `batch`)."""
+
+    def __post_init__(self) -> None:
+        texts = (self.texts,) if isinstance(self.texts, str) else self.texts
+        try:
+            texts = tuple(texts)
+        except TypeError:
+            raise ValueError("texts must be non-empty strings") from None
+        if not texts or any(not isinstance(t, str) or not t.strip() for t in texts):
+            raise ValueError("texts must be non-empty strings")
+        object.__setattr__(self, "texts", texts)
+        for name, lo, hi in (("steps", contract.MIN_STEPS, contract.MAX_STEPS),
+                             ("batch_size", 1, MAX_BATCH_SIZE), ("repeats", 0, MAX_REPEATS)):
+            value = getattr(self, name)
+            if not _is_int(value) or value < lo:
+                raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
+            if value > hi:
+                raise ValueError(f"{name} must be an integer <= {hi}, got {value!r}")
+        # The engine's language check, here too, so a trial fails before it spawns (a
+        # report with lang 'xx' measured every trial as an error, then "does NOT hold").
+        if not isinstance(self.lang, str) or self.lang not in contract.LANGUAGES:
+            raise ValueError(f"lang must be a language code such as 'en' (one of "
+                             f"{', '.join(contract.LANGUAGES)}), got {self.lang!r}")
+        if self.voice is not None and (not isinstance(self.voice, str) or not self.voice):
+            raise ValueError(f"voice must be a voice name or None, got {self.voice!r}")
+        speed = self.speed
+        if (isinstance(speed, bool) or not isinstance(speed, (int, float))
+                or not math.isfinite(speed)
+                or not contract.MIN_SPEED <= speed <= contract.MAX_SPEED):
+            # The engine's own range, checked here so a trial fails before it spawns.
+            raise ValueError(f"speed must be a number in {contract.MIN_SPEED:g}.."
+                             f"{contract.MAX_SPEED:g}, got {speed!r}")
+        if not _is_int(self.seed) or self.seed < 0:
+            raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
+
+    def batch(self) -> list[str]:
+        """The texts of one call: the first ``batch_size`` texts, cycled.
+
+        Example:
+            >>> Workload(texts=("A.",), batch_size=2).batch()
+            ['A.', 'A.']
+        """
+        return [self.texts[i % len(self.texts)] for i in range(self.batch_size)]
+
+    def voice_for(self, bundle: Bundle) -> str:
+        """The voice to use on ``bundle``: ``voice`` if it has it, else its `default_voice`.
+
+        A voice the bundle lacks falls back rather than failing, so one workload measures
+        any bundle (a stand-in may have other voices than the real model).
+
+        Example:
+            >>> Workload(voice="F1").voice_for(Bundle.discover())  # doctest: +SKIP
+            'F1'
+        """
+        if self.voice is not None and self.voice in bundle.voices:
+            return self.voice
+        return bundle.default_voice
+
+    def replace(self, **changes: Any) -> Workload:
+        """A copy with ``changes`` (checked like a new one).
+
+        Example:
+            >>> Workload().replace(repeats=0).repeats
+            0
+        """
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON form (``texts`` as a list).
+
+        Example:
+            >>> Workload(texts="Hi.").to_dict()["texts"]
+            ['Hi.']
+        """
+        return {f.name: (list(getattr(self, f.name)) if f.name == "texts"
+                         else getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Workload:
+        """Build from `to_dict`'s form (missing keys: the defaults; unknown keys fail).
+
+        Example:
+            >>> Workload.from_dict({"steps": 2, "texts": ["Hi."]}) == Workload("Hi.", steps=2)
+            True
+        """
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"workload: unknown key(s) {', '.join(unknown)}; "
+                             f"known: {', '.join(sorted(known))}")
+        return cls(**dict(data))
+

@@ -1,0 +1,2 @@
+"""What a model is: the Supertonic family (`supertonic/`), the Piper family (`piper/`), and how a
+model is opened (`family`)."""

@@ -1,0 +1,1 @@
+"""The Piper family: one VITS graph with its JSON config (a real voice from PyPI)."""

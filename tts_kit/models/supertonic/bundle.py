@@ -1,0 +1,458 @@
+"""Open and validate a Supertonic model bundle; find one when no path is given.
+
+A bundle is a directory of the layout in ``tts_kit.core.contract`` (four ONNX graphs,
+``onnx/tts.json``, ``onnx/unicode_indexer.json`` and ``voice_styles/*.json``). Opening
+one checks every file against the contract and fails with a one-line `BundleError`
+naming the file, what was expected and what was found. It never loads the weights:
+graphs are scanned, so the engine's memory measured afterwards is its own.
+
+Example:
+    >>> from tts_kit import Bundle
+    >>> bundle = Bundle.discover()          # explicit path, env, official cache, stand-in
+    >>> bundle.voices, bundle.is_standin    # doctest: +SKIP
+    (['F1', 'M1'], True)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tts_kit.core import contract
+from tts_kit.core._protoscan import (
+    ELEM_NAMES,
+    FLOAT,
+    FLOAT16,
+    INT8,
+    INT64,
+    UINT8,
+    ScanError,
+    ValueInfo,
+    scan_onnx,
+)
+from tts_kit.core.digests import file_sha256
+from tts_kit.core.errors import BundleError
+from tts_kit.models.base import Capabilities
+
+
+def default_standin_scale() -> str:
+    """Scale of the stand-in that discovery builds when no real model is found.
+
+    ``$TTS_KIT_STANDIN_SCALE``, else ``full`` (`tts_kit.models.supertonic.standin.DEFAULT_SCALE`:
+    the
+    published size, realistic costs). Tests and CI set ``tiny``. An unknown value is a
+    one-line ``BundleError`` naming the choices.
+
+    Example:
+        >>> default_standin_scale() in ("tiny", "medium", "full")
+        True
+    """
+    default, scales = contract.DEFAULT_STANDIN_SCALE, contract.STANDIN_SCALES
+    scale = os.environ.get("TTS_KIT_STANDIN_SCALE", "").strip() or default
+    if scale not in scales:
+        raise BundleError(f"$TTS_KIT_STANDIN_SCALE={scale!r} is not a stand-in scale; set it "
+                          f"to one of {', '.join(scales)} or unset it (default: {default})")
+    return scale
+
+_NP_TO_ONNX = {"float32": FLOAT, "int64": INT64}
+
+
+
+
+
+@dataclass(frozen=True)
+class StageInfo:
+    """What the bundle knows about one graph without loading it."""
+
+    stage: str
+    """Stage name (``duration_predictor``, ``text_encoder``, ...)."""
+    path: Path
+    """Absolute path of the ``.onnx`` file."""
+    size_bytes: int
+    """File size on disk (external data files included)."""
+    params: int
+    """Number of weight elements (sum over initializers)."""
+    precision: str
+    """Dominant weight type: ``float32``, ``float16``, ``int8`` or ``mixed``."""
+
+
+@dataclass(frozen=True)
+class VoiceStyle:
+    """A voice: the two style tensors the graphs take."""
+
+    name: str
+    """File stem, e.g. ``M1``."""
+    ttl: np.ndarray
+    """``style_ttl``, float32 [1, 50, 256]."""
+    dp: np.ndarray
+    """``style_dp``, float32 [1, 8, 16]."""
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def _read_json(path: Path, root: Path) -> Any:
+    if not path.is_file():
+        raise BundleError(f"{_rel(path, root)}: missing (expected a file of the Supertonic layout)")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BundleError(f"{_rel(path, root)}: malformed JSON ({exc})") from None
+    except RecursionError:  # json's decoder recurses per level: 200k '[' exhaust the stack
+        raise BundleError(f"{_rel(path, root)}: JSON nested too deeply to be a bundle file; "
+                          "re-download or rebuild it") from None
+
+
+def _check_tensor(rel: str, kind: str, found: ValueInfo, spec: contract.TensorSpec):
+    elem = found.elem_type
+    want = _NP_TO_ONNX[spec.dtype]
+    # FP16 conversions without keep_io_types carry float16 I/O; the engine casts for them.
+    ok_types = {want, FLOAT16} if want == FLOAT else {want}
+    if elem not in ok_types:
+        raise BundleError(
+            f"{rel}: {kind} '{spec.name}' has element type {ELEM_NAMES.get(elem, elem)}, "
+            f"expected {spec.dtype}"
+        )
+    dims = found.dims
+    if len(dims) != spec.rank:
+        raise BundleError(
+            f"{rel}: {kind} '{spec.name}' has rank {len(dims)} {dims}, "
+            f"expected rank {spec.rank} {list(spec.shape)}"
+        )
+    for axis, (got, exp) in enumerate(zip(dims, spec.shape)):
+        if isinstance(exp, int) and isinstance(got, int) and got != exp:
+            raise BundleError(
+                f"{rel}: {kind} '{spec.name}' has size {got} on axis {axis}, expected {exp} "
+                f"(shape {list(spec.shape)})"
+            )
+
+
+def _precision(types: dict[int, int]) -> str:
+    total = sum(types.values()) or 1
+    names = {FLOAT: "float32", FLOAT16: "float16", INT8: "int8", UINT8: "int8"}
+    for t, n in sorted(types.items(), key=lambda kv: -kv[1]):
+        if n / total >= 0.9:
+            return names.get(t, ELEM_NAMES.get(t, str(t)))
+    return "mixed"
+
+
+class Bundle:
+    """A validated Supertonic model directory.
+
+    Args:
+        path: the bundle directory (it contains ``onnx/`` and ``voice_styles/``).
+
+    Raises:
+        BundleError: one line naming the file and what is wrong with it.
+
+    Example:
+        >>> from tts_kit import Bundle
+        >>> b = Bundle("models/supertonic-3")  # doctest: +SKIP
+        >>> b.stages["vocoder"].params  # doctest: +SKIP
+        24961025
+    """
+
+    #: The model family (`tts_kit.models.family`): a Piper voice is ``piper``.
+    family = "supertonic"
+
+    def __init__(self, path: str | os.PathLike[str]):
+        try:
+            root = Path(path).expanduser().resolve()
+            is_dir = root.is_dir()
+        except (OSError, RuntimeError) as exc:
+            # A symlink loop is RuntimeError before Python 3.13 and OSError (ELOOP) after;
+            # a name too long is OSError. Either way no bundle can be there.
+            raise BundleError(f"{path}: cannot be opened as a directory ({exc}); point it at "
+                              "the bundle directory itself") from None
+        self.path: Path = root
+        if not is_dir:
+            raise BundleError(
+                f"{path}: not a directory (expected a Supertonic bundle with onnx/ and "
+                f"voice_styles/; build one with `tts-kit standin DIR`)"
+            )
+        try:
+            self._open()
+        except BundleError as exc:
+            # The messages name files inside the bundle; the root says which bundle
+            # (`TTS_KIT_MODEL_DIR=/etc` read only "onnx/tts.json: missing").
+            raise BundleError(f"bundle {root}: {exc}") from None
+        except OSError as exc:  # unreadable files, a directory where a file belongs, ...
+            raise BundleError(f"bundle {root}: {exc.filename or ''}: {exc.strerror or exc}; "
+                              "check the bundle's files and their permissions") from None
+
+    def _open(self) -> None:
+        root = self.path
+        self.config: dict[str, Any] = _read_json(root / contract.CONFIG_FILE, root)
+        self._check_config()
+        indexer = _read_json(root / contract.INDEXER_FILE, root)
+        # Every entry, not a sample: one 2**70 anywhere made the int64 conversion below
+        # fail with OverflowError. Token ids are int32 in any vocabulary; -1 = unsupported.
+        if not isinstance(indexer, list) or not indexer or not all(
+            type(v) is int and -1 <= v < 2**31 for v in indexer
+        ):
+            raise BundleError(
+                f"{contract.INDEXER_FILE}: expected a JSON list of token ids, ints from -1 "
+                f"to 2**31-1 (code point -> token id); re-download or rebuild the bundle"
+            )
+        #: code point -> token id (-1 = unsupported), as an int64 array for vector lookup.
+        self.indexer: np.ndarray = np.asarray(indexer, dtype=np.int64)
+        self.stages: dict[str, StageInfo] = {s: self._check_graph(s) for s in contract.STAGES}
+        self._voices = self._check_voices()
+        self._voice_cache: dict[str, VoiceStyle] = {}
+        self.validate_voices()
+
+    # -- validation -------------------------------------------------------------------
+
+    def _check_config(self) -> None:
+        cfg = self.config
+        if not isinstance(cfg, dict):
+            raise BundleError(f"{contract.CONFIG_FILE}: expected a JSON object, found "
+                              f"{type(cfg).__name__}; re-download or rebuild the bundle")
+        want = {
+            ("ae", "sample_rate"): contract.SAMPLE_RATE,
+            ("ae", "base_chunk_size"): contract.BASE_CHUNK_SIZE,
+            ("ttl", "chunk_compress_factor"): contract.CHUNK_COMPRESS_FACTOR,
+            ("ttl", "latent_dim"): contract.LATENT_DIM,
+        }
+        for (section, key), expected in want.items():
+            found = cfg.get(section, {}).get(key) if isinstance(cfg.get(section), dict) else None
+            if found != expected:
+                raise BundleError(
+                    f"{contract.CONFIG_FILE}: {section}.{key} is {found!r}, expected {expected}"
+                )
+
+    def _check_graph(self, stage: str) -> StageInfo:
+        spec = contract.GRAPHS[stage]
+        path = self.path / spec.path
+        if not path.is_file():
+            raise BundleError(f"{spec.path}: missing (the bundle needs all four graphs)")
+        try:
+            scan = scan_onnx(path)
+        except (ScanError, OSError, ValueError) as exc:
+            raise BundleError(
+                f"{spec.path}: not a readable ONNX model ({exc}); re-download or rebuild it"
+            ) from None
+        for kind, found, wanted in (
+            ("input", scan.inputs, spec.inputs),
+            ("output", scan.outputs, spec.outputs),
+        ):
+            names = [v.name for v in found]
+            if names != [t.name for t in wanted]:
+                # Order does not matter to ORT, but names and count do.
+                if sorted(names) != sorted(t.name for t in wanted):
+                    raise BundleError(
+                        f"{spec.path}: {kind}s are {names}, expected {[t.name for t in wanted]}"
+                    )
+            by_name = {v.name: v for v in found}
+            for t in wanted:
+                _check_tensor(spec.path, kind, by_name[t.name], t)
+        size = path.stat().st_size + sum(
+            p.stat().st_size for p in path.parent.glob(f"{path.name}.data*")
+        )
+        return StageInfo(stage, path, size, scan.params, _precision(scan.initializer_types))
+
+    def _check_voices(self) -> dict[str, Path]:
+        vdir = self.path / contract.VOICE_DIR
+        files = sorted(vdir.glob("*.json")) if vdir.is_dir() else []
+        if not files:
+            raise BundleError(f"{contract.VOICE_DIR}/: no voice styles (*.json) found")
+        return {f.stem: f for f in files}
+
+    def _load_voice(self, name: str, path: Path) -> VoiceStyle:
+        rel = _rel(path, self.path)
+        data = _read_json(path, self.path)
+        arrays = {}
+        wanted = (("style_ttl", contract.STYLE_TTL_DIMS), ("style_dp", contract.STYLE_DP_DIMS))
+        for key, dims in wanted:
+            entry = data.get(key) if isinstance(data, dict) else None
+            if not isinstance(entry, dict) or "dims" not in entry or "data" not in entry:
+                raise BundleError(f"{rel}: missing '{key}' with 'dims' and 'data'")
+            if not isinstance(entry["dims"], list) or entry["dims"] != list(dims):
+                raise BundleError(f"{rel}: {key} dims are {entry['dims']}, expected {list(dims)}")
+            try:
+                arr = np.asarray(entry["data"], dtype=np.float32).reshape(dims)
+            except (ValueError, TypeError, OverflowError):
+                raise BundleError(
+                    f"{rel}: {key} data does not fill dims {list(dims)}"
+                ) from None
+            bad = int(arr.size - np.count_nonzero(np.isfinite(arr)))
+            if bad:
+                # NaN or inf here gives an all-NaN waveform, written as full-scale DC.
+                raise BundleError(
+                    f"{rel}: {key} has {bad} value(s) that are NaN or infinite; the voice "
+                    "file is damaged: re-download it or remove it from voice_styles/"
+                )
+            arrays[key] = arr
+        return VoiceStyle(name, arrays["style_ttl"], arrays["style_dp"])
+
+    # -- what the bundle knows --------------------------------------------------------
+
+    @property
+    def voices(self) -> list[str]:
+        """Voice style names, sorted (``['F1', 'M1', ...]``)."""
+        return list(self._voices)
+
+    @property
+    def default_voice(self) -> str:
+        """The voice used when none is named: ``M1`` when the bundle has it, else the first.
+
+        ``M1`` is the official package's default; a bundle without it (a stand-in built
+        with other voices, a fine-tune) still has a default, so nothing has to guess.
+
+        Example:
+            >>> Bundle.discover().default_voice  # doctest: +SKIP
+            'M1'
+        """
+        return "M1" if "M1" in self._voices else self.voices[0]
+
+    def voice(self, name: str) -> VoiceStyle:
+        """Load (once) and return a voice style; unknown names raise ``ValueError``."""
+        if name not in self._voices:
+            raise ValueError(f"unknown voice '{name}'; available voices: {', '.join(self.voices)}")
+        if name not in self._voice_cache:
+            self._voice_cache[name] = self._load_voice(name, self._voices[name])
+        return self._voice_cache[name]
+
+    def validate_voices(self) -> None:
+        """Parse every voice style and check its dims (done when the bundle is opened)."""
+        for name in self.voices:
+            self.voice(name)
+
+    @property
+    def sample_rate(self) -> int:
+        return int(self.config["ae"]["sample_rate"])
+
+    @property
+    def label(self) -> str:
+        """Which model speaks, for banners: ``Supertonic`` or ``Supertonic stand-in (tiny)``."""
+        if self.is_standin:
+            return f"Supertonic stand-in ({(self.standin_info or {}).get('scale', '?')})"
+        return "Supertonic"
+
+    @property
+    def languages(self) -> list[str]:
+        """Language codes the text front end reads (`tts_kit.core.contract.LANGUAGES`)."""
+        return list(contract.LANGUAGES)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """Flow steps, caller noise, batching, the official package as reference, Dask sweeps."""
+        return Capabilities(flow_steps=True, caller_noise=True, official_reference=True,
+                            distributed=True, batching=True, standin=self.is_standin)
+
+    def ref(self) -> str:
+        """What reopens this bundle in another process: its directory."""
+        return str(self.path)
+
+    @property
+    def is_standin(self) -> bool:
+        """True for a tts_kit stand-in (`tts_kit.models.supertonic.standin.NOTE` says what that
+        means)."""
+        return contract.STANDIN_KEY in self.config
+
+    @property
+    def standin_info(self) -> dict[str, Any] | None:
+        """The stand-in marker (scale, seed, version), or None for a real model."""
+        return self.config.get(contract.STANDIN_KEY)
+
+    @cached_property
+    def supported_characters(self) -> frozenset[str]:
+        """Characters the indexer maps to a token (checked after NFKD by the engine)."""
+        return frozenset(chr(i) for i in np.flatnonzero(self.indexer >= 0))
+
+    @property
+    def params(self) -> int:
+        """Total weight elements over the four graphs."""
+        return sum(s.params for s in self.stages.values())
+
+    def stage_path(self, stage: str) -> Path:
+        """Path of one graph."""
+        return self.stages[stage].path
+
+    def sha256(self, stage: str) -> str:
+        """SHA-256 of one graph file (`file_sha256`: read once per version of the file)."""
+        return file_sha256(self.stages[stage].path)
+
+    def fingerprint(self) -> dict[str, str]:
+        """SHA-256 of every graph, for reports (``{'vocoder': 'ab12...', ...}``)."""
+        return {s: self.sha256(s) for s in contract.STAGES}
+
+    def describe(self) -> dict[str, Any]:
+        """Everything the bundle knows, JSON-ready (used by ``tts-kit info`` and reports)."""
+        return {
+            "path": str(self.path),
+            "standin": self.standin_info,
+            "sample_rate": self.sample_rate,
+            "voices": self.voices,
+            "params": self.params,
+            "stages": {
+                s: {
+                    "file": _rel(i.path, self.path),
+                    "size_bytes": i.size_bytes,
+                    "params": i.params,
+                    "precision": i.precision,
+                    "sha256": self.sha256(s),
+                }
+                for s, i in self.stages.items()
+            },
+        }
+
+    def __repr__(self) -> str:
+        kind = "stand-in" if self.is_standin else "model"
+        return f"Bundle({str(self.path)!r}, {kind}, {self.params / 1e6:.1f}M params)"
+
+    # -- discovery --------------------------------------------------------------------
+
+    @classmethod
+    def discover(cls, path: str | os.PathLike[str] | None = None) -> Bundle:
+        """Open the bundle that `resolve_model_dir` finds."""
+        found, _ = resolve_model_dir(path)
+        return cls(found)
+
+
+def official_cache_dir() -> Path:
+    """Where the official ``supertonic`` package keeps Supertonic-3."""
+    env = os.environ.get("SUPERTONIC_CACHE_DIR")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "supertonic3"
+
+
+def _has_graphs(path: Path) -> bool:
+    return all((path / contract.GRAPHS[s].path).is_file() for s in contract.STAGES)
+
+
+def resolve_model_dir(path: str | os.PathLike[str] | None = None) -> tuple[Path, str]:
+    """Find the model directory to use, and say where it came from.
+
+    Order: the explicit ``path``; else ``$TTS_KIT_MODEL_DIR``; else the official
+    package's cache (``$SUPERTONIC_CACHE_DIR`` or ``~/.cache/supertonic3``) when it holds
+    all four graphs; else the built-in stand-in (`default_standin_scale`:
+    ``$TTS_KIT_STANDIN_SCALE``, default ``full``), built on first use into
+    ``$TTS_KIT_CACHE_DIR`` (``~/.cache/tts_kit``).
+
+    Example:
+        >>> where, source = resolve_model_dir()  # doctest: +SKIP
+        >>> source  # doctest: +SKIP
+        'stand-in (full)'
+    """
+    if path is not None:
+        return Path(path).expanduser(), "explicit path"
+    env = os.environ.get("TTS_KIT_MODEL_DIR")
+    if env:
+        return Path(env).expanduser(), "$TTS_KIT_MODEL_DIR"
+    official = official_cache_dir()
+    if _has_graphs(official):
+        return official, "official supertonic cache"
+    from tts_kit.models.supertonic.standin import ensure_standin
+
+    scale = default_standin_scale()
+    return ensure_standin(scale), f"stand-in ({scale})"

@@ -1,0 +1,93 @@
+"""Download the real Supertonic model from its hub, at a pinned revision.
+
+The revisions are those the official ``supertonic`` package (v1.3.1) pins, so a fetch
+is reproducible. The download lands in a temporary directory beside the target, is
+validated as a `Bundle`, and only then renamed into place; an existing model is never
+overwritten.
+
+Example:
+    >>> from tts_kit.models.supertonic.fetch import fetch_model
+    >>> fetch_model("supertonic-3", "models/supertonic-3")  # doctest: +SKIP
+    PosixPath('models/supertonic-3')
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+from pathlib import Path
+from urllib.parse import urlparse
+
+from tts_kit.core import procfacts
+
+#: model name -> (hub repository, pinned commit)
+MODELS: dict[str, tuple[str, str]] = {
+    "supertonic-3": ("Supertone/supertonic-3", "724fb5abbf5502583fb520898d45929e62f02c0b"),
+    "supertonic-2": ("Supertone/supertonic-2", "75e6727618a02f323c720cba9478152d4bc16ca4"),
+}
+
+OFFLINE_HINT = (
+    "use the stand-in instead (`tts-kit standin DIR`, or run without --model), "
+    "or copy a downloaded bundle here and pass --model DIR"
+)
+
+
+class FetchError(RuntimeError):
+    """The model could not be downloaded (offline, hub error, or target not empty)."""
+
+
+def _hub_reachable(timeout_s: float = 3.0) -> bool:
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+        return False
+    from huggingface_hub import constants
+
+    host = urlparse(constants.ENDPOINT).hostname or ""
+    try:
+        with socket.create_connection((host, 443), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def default_model_dir(model: str) -> Path:
+    """Where `fetch_model` puts a model when no directory is given: the official cache."""
+    env = os.environ.get("SUPERTONIC_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / model.replace("-", "")
+
+
+def fetch_model(model: str = "supertonic-3", dest: str | os.PathLike[str] | None = None) -> Path:
+    """Download ``model`` into ``dest`` (default: the official package's cache directory)."""
+    if model not in MODELS:
+        raise FetchError(f"unknown model '{model}'; choose one of: {', '.join(MODELS)}")
+    target = Path(dest).expanduser() if dest else default_model_dir(model)
+    if target.exists() and any(target.iterdir()):
+        raise FetchError(f"{target} already exists and is not empty; pass an empty or new --dir")
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        raise FetchError("huggingface_hub is not installed: pip install 'tts_kit[hub]'") from None
+    if not _hub_reachable():
+        raise FetchError(f"the model hub is not reachable (offline?); {OFFLINE_HINT}")
+    repo, revision = MODELS[model]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        snapshot_download(repo_id=repo, revision=revision, local_dir=str(tmp))
+        from tts_kit.models.supertonic.bundle import Bundle
+
+        Bundle(tmp)  # refuse to install something that is not a valid bundle
+        if target.exists():
+            target.rmdir()  # empty, checked above
+        # mkdtemp made it 0700 (private while downloading); the model gets the umask's mode.
+        os.chmod(tmp, procfacts.umask_mode(0o777))
+        os.replace(tmp, target)
+    except Exception as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, FetchError):
+            raise
+        raise FetchError(f"download of {repo}@{revision[:12]} failed: {exc}") from None
+    return target

@@ -1,0 +1,1 @@
+"""What notebooks show: plots (draw on a given axes) and widgets (players, live memory)."""

@@ -1,0 +1,1 @@
+"""ONNX Runtime around a model: session presets, load policies, isolated measurement, devices."""

@@ -1,0 +1,212 @@
+"""What execution devices this machine offers: ONNX Runtime providers, CUDA, GPU memory.
+
+One place for the device probes that the precision measurements (`tts_kit.precision`)
+and ``bench/device_check.py`` both need:
+
+- `available_providers`: the providers of `MEASURED_PROVIDERS` this ONNX Runtime lists;
+- `cuda_usable`: whether a session really runs on CUDA here (listed is not enough);
+- `probe_cuda`: the same answer without creating a CUDA context in this process;
+- `gpu_memory_mb`: GPU memory a process holds, through ``nvidia-smi``;
+- `gpu_list`: the GPUs ``nvidia-smi -L`` names;
+- `environment`: the fingerprint of this machine and software stack (CPU model, cores,
+  cgroup limits, memory, ONNX Runtime): what a report records, and what each record of a
+  sweep on several machines carries (`tts_kit.experiments.cluster`).
+
+Example:
+    >>> "CPUExecutionProvider" in available_providers()
+    True
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from typing import Any
+
+import onnxruntime as ort
+
+from tts_kit.core import procfacts
+
+CPU = "CPUExecutionProvider"
+CUDA = "CUDAExecutionProvider"
+#: Providers the measurements know how to compare (others, e.g. Azure, are skipped).
+MEASURED_PROVIDERS: tuple[str, ...] = (CPU, CUDA)
+
+
+def available_providers() -> list[str]:
+    """The providers of `MEASURED_PROVIDERS` that this ONNX Runtime build lists.
+
+    Example:
+        >>> "CPUExecutionProvider" in available_providers()
+        True
+    """
+    have = set(ort.get_available_providers())
+    return [p for p in MEASURED_PROVIDERS if p in have]
+
+
+def gpu_memory_mb(pid: int | None = None) -> tuple[float | None, str]:
+    """GPU memory in MiB held by process ``pid`` (default: this one), and how it was read.
+
+    ONNX Runtime has no Python API for the CUDA arena's size, so this asks ``nvidia-smi``:
+    first the per-process figure (``--query-compute-apps``); when the process is not
+    listed (containers often hide PIDs), the device-wide ``memory.used``, which includes
+    other processes. ``(None, reason)`` without ``nvidia-smi``. The CUDA provider's arena
+    grows in powers of two by default (``arena_extend_strategy=kNextPowerOfTwo``), so this
+    is what the process reserved, not what its tensors need.
+
+    Example:
+        >>> mb, how = gpu_memory_mb()
+        >>> mb is None or mb >= 0
+        True
+    """
+    pid = os.getpid() if pid is None else pid
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return None, "nvidia-smi not found"
+    try:
+        out = subprocess.run(
+            [smi, "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=10, check=True,
+        ).stdout
+        for line in out.splitlines():
+            parts = [p.strip() for p in line.split(",")]
+            if len(parts) == 2 and parts[0] == str(pid):
+                return float(parts[1]), "nvidia-smi per-process used_memory"
+        out = subprocess.run(
+            [smi, "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=10, check=True,
+        ).stdout
+        total = sum(float(x) for x in out.split() if x.strip())
+        return total, "nvidia-smi device memory.used (all processes)"
+    except (subprocess.SubprocessError, OSError, ValueError) as exc:
+        return None, f"nvidia-smi failed: {exc}"
+
+
+def gpu_list() -> str | None:
+    """The GPUs ``nvidia-smi -L`` lists, one per line ("" when it lists none); None
+    without ``nvidia-smi``.
+
+    Example:
+        >>> gpus = gpu_list()
+        >>> gpus is None or isinstance(gpus, str)
+        True
+    """
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return None
+    return subprocess.run([smi, "-L"], capture_output=True, text=True).stdout.strip()
+
+
+def cuda_usable() -> tuple[bool, str]:
+    """Whether a session really runs on CUDA here (listed is not enough: libraries may miss).
+
+    Creates a CUDA context in this process when the provider is listed; `probe_cuda`
+    asks in a child instead.
+
+    Example:
+        >>> ok, why = cuda_usable()
+        >>> isinstance(ok, bool) and isinstance(why, str)
+        True
+    """
+    if CUDA not in ort.get_available_providers():
+        return False, (
+            f"this onnxruntime {ort.__version__} has no CUDAExecutionProvider "
+            "(install onnxruntime-gpu instead of onnxruntime)"
+        )
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "probe",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    try:
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        sess = ort.InferenceSession(
+            model.SerializeToString(), sess_options=so, providers=[CUDA, CPU],
+        )
+    except Exception as exc:
+        return False, f"CUDA session failed: {type(exc).__name__}: {exc}"
+    if sess.get_providers()[0] != CUDA:
+        return False, "CUDAExecutionProvider is listed but fell back to CPU (CUDA/cuDNN libraries?)"
+    return True, "ok"
+
+
+def probe_cuda(timeout_s: float = 300) -> tuple[bool, str]:
+    """`cuda_usable`, asked in a fresh process when CUDA is listed.
+
+    A CUDA context in the measuring process would hold GPU memory of its own and inflate
+    the GPU figures of everything measured after it; when the provider is not even listed
+    the answer (which package is missing) needs no child.
+
+    Example:
+        >>> ok, why = probe_cuda()  # doctest: +SKIP
+        >>> ok, why  # doctest: +SKIP
+        (False, 'this onnxruntime 1.22.0 has no CUDAExecutionProvider (install ...)')
+    """
+    if CUDA not in ort.get_available_providers():
+        return cuda_usable()
+    from tts_kit.runtime.measure import run_isolated
+
+    probe = run_isolated(cuda_usable, timeout_s=timeout_s)
+    return probe.result if probe.ok else (False, probe.error)
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.lower().startswith(("model name", "hardware", "cpu model")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    if sys.platform == "darwin":
+        try:
+            out = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"],
+                                 capture_output=True, text=True, timeout=5, check=False)
+            if out.stdout.strip():
+                return out.stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def environment() -> dict[str, Any]:
+    """The fingerprint of this machine and software stack, as reports and records keep it.
+
+    CPU model and counts (``cpus_available``: the affinity mask), the container's cgroup
+    limits (`tts_kit.core.procfacts`; None: unlimited), memory, OS, Python, ONNX Runtime and
+    numpy versions, providers. Lives here, below the experiments, because a sweep's worker
+    on another machine stamps its records with it (`tts_kit.experiments.cluster`).
+
+    Example:
+        >>> sorted(environment())[:4]
+        ['cgroup_cpu_quota', 'cgroup_memory_limit_mb', 'cpu_count', 'cpu_model']
+    """
+    import numpy
+    import psutil
+
+    limit = procfacts.cgroup_memory_limit_mb()
+    return {
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count() or 1,
+        "cpus_available": len(procfacts.allowed_cpus()),
+        # What trials and "cores" presets plan for: the affinity capped by a CPU quota,
+        # which os.cpu_count() and the affinity both ignore.
+        "cpus_usable": procfacts.usable_cores(),
+        "cgroup_cpu_quota": procfacts.cgroup_cpu_quota(),
+        "cgroup_memory_limit_mb": None if limit is None else round(limit, 1),
+        "os": platform.platform(),
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "onnxruntime": ort.__version__,
+        "numpy": numpy.__version__,
+        "providers": list(ort.get_available_providers()),
+        "memory_total_mb": round(psutil.virtual_memory().total / 2**20, 1),
+    }

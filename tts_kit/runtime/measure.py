@@ -1,0 +1,635 @@
+"""Measure one function in a fresh process tree: peak RSS, RSS timeline, events, CPU, status.
+
+`run_isolated` starts a *spawned* child (nothing inherited from the caller's heap),
+optionally pins it to ``cpus`` cores and enforces a memory budget, runs
+``fn(*args, **kwargs)`` there and returns a `Measurement`. The parent never hangs
+and never raises because of the child: a budget overrun, a timeout, an exception, a
+segfault or a kill all come back as a status.
+
+The measured unit is the child's *process tree*: the child and every process it starts
+(a workload that forks, a `subprocess`, ONNX Runtime's helpers, the paged loader's
+external-data copy). The child puts itself in its own process group and, on Linux,
+makes itself the subreaper of its descendants, so that an orphaned grandchild stays in
+the tree instead of escaping to init. When the run ends (returned, timed out, over the
+budget, crashed, or the caller interrupted), every process of the tree still alive is
+killed, descendants first: nothing the workload started outlives its measurement, and
+the parent does not wait on them.
+
+How the numbers are taken:
+
+* ``timeline``: every ``sample_ms`` the parent sums the RSS of the tree (the child and
+  its descendants, `tts_kit.core.procfacts.rss_mb` each) and appends ``(t, total)``. The
+  memory budget applies to that sum. Summed **RSS** counts a page shared by several
+  processes once per process (the copy-on-write pages of a fork, a weight file two
+  processes map), so for a tree it is an upper bound: a budget on it is conservative.
+* ``peak_pss_mb``: the largest summed **PSS** of the tree (`tts_kit.core.procfacts.pss_mb`:
+  shared pages divided among the processes that map them, so the sum is what the tree
+  really holds), read about every 100 ms (``smaps_rollup`` is slower to read than RSS):
+  it can miss a spike shorter than that. NaN where the kernel does not report PSS.
+* ``peak_rss_mb``: an RSS peak, the larger of the child's own high-water mark at its
+  end (`tts_kit.core.procfacts.peak_rss_mb`) and the largest summed sample of the tree
+  while ``fn`` ran (what a forking workload's children added). On Linux the former is
+  ``VmHWM`` from ``/proc/self/status``, because ``ru_maxrss`` of a spawned child still
+  carries the high-water mark of the parent's pre-``exec`` fork (a child of a 1 GB
+  parent reports ~1 GB there); elsewhere ``resource.getrusage(RUSAGE_SELF).ru_maxrss``.
+  A function that calls `tts_kit.core.procfacts.reset_peak_rss` (to measure phases apart)
+  makes the high-water mark cover only the time since, so it must keep the earlier
+  peaks itself (the samples still cover the whole run). When the child is killed, the
+  best the parent has: its ``VmHWM`` read just before the kill, or the largest sample.
+* ``max_processes``: the most processes the tree had in one sample.
+* ``baseline_rss_mb``: the child's RSS after its imports (unpickling ``fn`` imports its
+  module), just before ``fn`` runs; ``peak_rss_mb - baseline_rss_mb`` is what the
+  work itself cost. The child does not re-run the caller's ``__main__`` script (as
+  spawn otherwise does) unless ``fn`` or an argument is defined there, so a script's
+  own imports (pandas, matplotlib) do not inflate the baseline.
+* ``events``: anything in the child calling `tts_kit.core.events.mark` (the engine marks
+  "load vocoder", "run vector_estimator", ...) is forwarded to the parent through the
+  result pipe, with its time. A function you measure marks its own phases the same way::
+
+      from tts_kit.core import events
+
+      def work():
+          events.mark("allocate")
+          ...
+          events.mark("done")
+
+* ``cpu_percent``: the child's CPU time (all threads) during ``fn`` / ``fn``'s wall time
+  x 100, so 200 means two cores busy.
+
+``cpus=N`` pins the child to the first N cores the parent may use
+(``os.sched_setaffinity``), sets ``OMP_NUM_THREADS=N`` and makes
+`tts_kit.core.procfacts.current_cpus` return N inside the child, which `tts_kit.runtime.sessions`
+reads to size ONNX Runtime's intra-op pool ("cores") unless a preset pins a number.
+
+The memory budget is enforced by the sampling watchdog (SIGKILL of the tree past the
+budget), not by ``RLIMIT_AS``: ONNX Runtime reserves large virtual ranges it never
+touches, so an address-space limit fails sessions long before RSS is anywhere near the
+budget. A spike shorter than ``sample_ms`` can slip past the watchdog; ``peak_rss_mb``
+(the kernel's high-water mark) still shows it for the child itself.
+
+Process facts (RSS, PSS, peak, CPU time, cores) are read through `tts_kit.core.procfacts`; the
+process tree through ``psutil``.
+
+Example:
+    >>> from tts_kit.runtime.measure import run_isolated
+    >>> m = run_isolated(sum, [1, 2, 3])
+    >>> m.status, m.result
+    ('ok', 6)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import multiprocessing as mp
+import os
+import pickle
+import signal
+import sys
+import threading
+import time
+import traceback
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import psutil
+
+from tts_kit.core import procfacts
+from tts_kit.core.procfacts import CPUS_ENV
+
+# Guards os.environ while a child is spawned with the trial's thread settings.
+_SPAWN_LOCK = threading.Lock()
+# How long the parent waits for a child that said "done" to exit before killing it.
+_EXIT_GRACE_S = 10.0
+# How often the tree's PSS is read (smaps_rollup walks page tables: slower than RSS).
+_PSS_EVERY_S = 0.1
+# prctl(2) option: orphaned descendants are reparented to this process, not to init.
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+@dataclass
+class Measurement:
+    """What `run_isolated` observed. Memory in MiB, times in seconds from the child's start."""
+
+    status: str = "ok"
+    """``"ok"``, ``"oom"`` (over ``mem_budget_mb``, or SIGKILLed from outside, as the
+    kernel's OOM killer does), ``"timeout"`` or ``"error"`` (exception or crash)."""
+    error: str = ""
+    """One line: the child's exception (``"ValueError: bad"``), or what ended it
+    (``"killed by signal 11 (SIGSEGV)"``, ``"RSS 212.4 MB passed the 200 MB budget"``)."""
+    result: Any = None
+    """``fn``'s return value (only when ``status == "ok"``)."""
+    peak_rss_mb: float = math.nan
+    """The RSS peak of the child's process tree: the child's own high-water mark or the
+    largest summed sample, whichever is larger (see the module docstring)."""
+    peak_pss_mb: float = math.nan
+    """The largest summed PSS of the tree, read about every 100 ms (NaN: not known)."""
+    max_processes: int = 0
+    """The most processes the tree had in one sample (1: the child alone)."""
+    baseline_rss_mb: float = math.nan
+    """The child's RSS after imports, just before ``fn`` started."""
+    timeline: list[tuple[float, float]] = field(default_factory=list)
+    """``(t, rss_mb)`` samples taken by the parent every ``sample_ms``: the summed RSS of
+    the child and its descendants."""
+    events: list[tuple[float, str]] = field(default_factory=list)
+    """``(t, name)`` for every `tts_kit.core.events.mark` in the child, in order."""
+    wall_s: float = math.nan
+    """From starting the child to its result (or its death), as the parent saw it."""
+    work_start_s: float = math.nan
+    """When ``fn`` was called (time after the spawn and imports)."""
+    work_s: float = math.nan
+    """``fn``'s own wall time (child clock); NaN when it did not finish."""
+    cpu_percent: float = math.nan
+    """Child CPU time during ``fn`` / ``work_s`` x 100 (100 = one core busy). For a
+    child that did not finish: its CPU time / its lifetime, from the last sample."""
+    cpus: int | None = None
+    """Cores the child was pinned to (None: not pinned)."""
+    mem_budget_mb: float | None = None
+    """The RSS budget enforced (None: none)."""
+    oom_rss_mb: float | None = None
+    """The tree's summed RSS when the watchdog killed it for the budget (None otherwise)."""
+    exitcode: int | None = None
+    """The child's exit code (negative: the signal that ended it)."""
+    traceback: str = ""
+    """The child's full traceback when ``fn`` raised (``error`` is its last line)."""
+
+    @property
+    def ok(self) -> bool:
+        """True when ``fn`` returned normally."""
+        return self.status == "ok"
+
+    @property
+    def work_rss_mb(self) -> float:
+        """``peak_rss_mb - baseline_rss_mb``: the memory the work itself added."""
+        return self.peak_rss_mb - self.baseline_rss_mb
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dict (NaN becomes None; a non-JSON result becomes its ``repr``).
+
+        Example:
+            >>> Measurement(status="ok", result=3).to_dict()["result"]
+            3
+        """
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("timeline", "events"):
+                value = [list(item) for item in value]
+            elif f.name == "result":
+                try:
+                    json.dumps(value, allow_nan=False)
+                except (TypeError, ValueError):
+                    value = repr(value)
+            elif isinstance(value, float) and math.isnan(value):
+                value = None
+            out[f.name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Measurement:
+        """Inverse of `to_dict` (None times come back as NaN).
+
+        Example:
+            >>> m = Measurement(status="timeout", wall_s=1.5)
+            >>> Measurement.from_dict(m.to_dict()).wall_s
+            1.5
+        """
+        known = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise ValueError(f"unknown Measurement field(s): {', '.join(unknown)}")
+        kwargs: dict[str, Any] = {}
+        for name, value in data.items():
+            if name == "timeline":
+                value = [(float(t), float(r)) for t, r in value]
+            elif name == "events":
+                value = [(float(t), str(n)) for t, n in value]
+            elif value is None and known[name].default is math.nan:
+                value = math.nan
+            kwargs[name] = value
+        return cls(**kwargs)
+
+
+def run_isolated(
+    fn: Callable[..., Any],
+    *args: Any,
+    cpus: int | None = None,
+    mem_budget_mb: float | None = None,
+    sample_ms: float = 10,
+    timeout_s: float | None = None,
+    **kwargs: Any,
+) -> Measurement:
+    """Run ``fn(*args, **kwargs)`` in a fresh spawned process and measure it.
+
+    ``fn`` must be importable by name (a module-level function, not a lambda, closure
+    or function typed into a notebook); ``args``, ``kwargs`` and the return value
+    must pickle. See the module docstring for what each measured field means.
+
+    Example:
+        >>> import time
+        >>> run_isolated(time.sleep, 5, timeout_s=0.5).status
+        'timeout'
+    """
+    _check_importable(fn)
+    if cpus is not None:
+        cores = procfacts.allowed_cpus()
+        if isinstance(cpus, bool) or not isinstance(cpus, int) or cpus < 1:
+            raise ValueError(f"cpus must be a positive integer, got {cpus!r}")
+        if cpus > len(cores):
+            raise ValueError(
+                f"cpus={cpus} but this process may only use {len(cores)} core(s) "
+                f"({cores}); ask for at most {len(cores)}"
+            )
+        pinned: list[int] | None = cores[:cpus]
+    else:
+        pinned = None
+    if mem_budget_mb is not None and not mem_budget_mb > 0:
+        raise ValueError(f"mem_budget_mb must be positive, got {mem_budget_mb!r}")
+    if timeout_s is not None and not timeout_s > 0:
+        raise ValueError(f"timeout_s must be positive, got {timeout_s!r}")
+    if not sample_ms > 0:
+        raise ValueError(f"sample_ms must be positive, got {sample_ms!r}")
+    try:
+        payload = pickle.dumps((fn, args, kwargs))
+    except Exception as exc:
+        raise TypeError(
+            f"run_isolated: cannot pickle {getattr(fn, '__name__', fn)!r} or its arguments "
+            f"({type(exc).__name__}: {exc}); pass plain data (paths, dicts, numbers)"
+        ) from exc
+
+    # Spawn normally re-runs the caller's script as __mp_main__ in the child: that would
+    # add the script's imports to the baseline (and fails for `python -`). Only do it when
+    # the function or an argument lives in __main__.
+    needs_main = b"__main__" in payload
+    ctx = mp.get_context("spawn")
+    recv_conn, send_conn = ctx.Pipe(duplex=False)
+    proc = ctx.Process(
+        target=_child_main, args=(send_conn, payload, pinned), name="tts_kit.runtime.measure",
+        daemon=True,
+    )
+    with _SPAWN_LOCK:
+        saved = {k: os.environ.get(k) for k in (CPUS_ENV, "OMP_NUM_THREADS")}
+        if cpus is not None:
+            # Set before exec so OpenMP and ORT read them as the libraries load.
+            os.environ[CPUS_ENV] = str(cpus)
+            os.environ["OMP_NUM_THREADS"] = str(cpus)
+        else:
+            os.environ.pop(CPUS_ENV, None)
+        real_main = sys.modules.get("__main__")
+        if not needs_main and real_main is not None:
+            sys.modules["__main__"] = types.ModuleType("__main__")
+        t0 = time.time()
+        try:
+            proc.start()
+        finally:
+            if real_main is not None:
+                sys.modules["__main__"] = real_main
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    send_conn.close()  # so a dead child reads as EOF instead of a silent pipe
+    tree = _Tree(proc)
+    try:
+        return _watch(proc, recv_conn, t0, cpus, mem_budget_mb, sample_ms / 1000.0, timeout_s,
+                      tree)
+    finally:
+        # Whatever happened (the caller's Ctrl-C included), nothing of the tree survives.
+        tree.kill(root=True)
+        if proc.is_alive():
+            proc.join(5)
+        recv_conn.close()
+        if proc.exitcode is not None:
+            proc.close()
+
+
+def _check_importable(fn: Callable[..., Any]) -> None:
+    """Refuse, before spawning, functions a spawned child cannot import."""
+    if not callable(fn):
+        raise TypeError(f"run_isolated needs a function, got {type(fn).__name__}")
+    qualname = getattr(fn, "__qualname__", "") or ""
+    module = getattr(fn, "__module__", None)
+    if "<lambda>" in qualname or "<locals>" in qualname:
+        raise TypeError(
+            f"run_isolated cannot run {qualname!r}: lambdas and nested functions cannot be "
+            "imported by a spawned process; define it at module level in an importable module"
+        )
+    if module == "__main__":
+        main = sys.modules.get("__main__")
+        if getattr(main, "__file__", None) is None:
+            raise TypeError(
+                f"run_isolated cannot run {qualname!r}: it was defined interactively "
+                "(notebook or REPL), so a spawned process cannot import it; move it to a .py module"
+            )
+
+
+class _Tree:
+    """The child and every process it started: sampled together, killed together.
+
+    Processes are kept as ``psutil.Process`` objects once seen, so a descendant that
+    left the tree (reparented after its parent died) is still killed at the end, and a
+    recycled pid is never signalled (psutil checks the process's start time).
+    """
+
+    def __init__(self, proc: Any):
+        self.proc = proc
+        self.pid: int = proc.pid
+        self.seen: dict[int, psutil.Process] = {}
+        self.start_time: float | None = None
+
+    def members(self) -> list[psutil.Process]:
+        """The child (first) and its live descendants now; [] once the child is gone."""
+        try:
+            root = self.seen.get(self.pid) or psutil.Process(self.pid)
+            self.start_time = self.start_time or root.create_time()
+            procs = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            return []
+        for p in procs:
+            self.seen.setdefault(p.pid, p)
+        return procs
+
+    def sample(self, pss: bool) -> tuple[float | None, float | None, int]:
+        """(summed RSS, summed PSS or None, processes) of the tree; RSS None once gone."""
+        procs = self.members()
+        rss_total, pss_total, n = 0.0, 0.0 if pss else None, 0
+        for i, p in enumerate(procs):
+            rss = procfacts.rss_mb(p.pid)
+            if rss is None:  # exited (or a zombie) between the listing and the read
+                if i == 0:
+                    return None, None, 0
+                continue
+            rss_total += rss
+            n += 1
+            if pss_total is not None:
+                value = procfacts.pss_mb(p.pid)
+                pss_total = None if value is None else pss_total + value
+        return (rss_total if n else None), pss_total, n
+
+    def _group(self) -> list[psutil.Process]:
+        """Processes in the child's own process group (an orphan that escaped the tree)."""
+        out = []
+        for p in psutil.process_iter():
+            try:
+                if (p.pid != os.getpid() and os.getpgid(p.pid) == self.pid
+                        and (self.start_time is None or p.create_time() >= self.start_time)):
+                    out.append(p)
+            except (psutil.Error, OSError):
+                continue
+        return out
+
+    def kill(self, root: bool) -> None:
+        """SIGKILL every descendant (then the child itself when ``root``); wait briefly."""
+        alive = self.proc.exitcode is None and self.proc.is_alive()
+        if alive:
+            self.members()
+        victims: dict[int, psutil.Process] = {p.pid: p for p in self.seen.values()
+                                              if p.pid != self.pid}
+        if hasattr(os, "getpgid"):
+            for p in self._group():
+                if p.pid != self.pid:
+                    victims.setdefault(p.pid, p)
+        # Descendants first: a parent killed first would orphan them to init mid-listing.
+        for p in victims.values():
+            try:
+                p.kill()  # psutil refuses a recycled pid (start time differs)
+            except psutil.Error:
+                pass
+        if root and self.proc.is_alive():
+            self.proc.kill()
+        # Until each is dead or a zombie (its memory is freed; a zombie waits for its parent
+        # to reap it, which psutil.wait_procs would wait on in vain while the child lives).
+        deadline = time.time() + 2.0
+        while any(not _dead(p) for p in victims.values()) and time.time() < deadline:
+            time.sleep(0.01)
+        self.seen = {self.pid: self.seen[self.pid]} if self.pid in self.seen else {}
+
+
+def _dead(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return True
+
+
+def _signal_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+def _watch(
+    proc: Any,
+    conn: Any,
+    t0: float,
+    cpus: int | None,
+    budget: float | None,
+    interval: float,
+    timeout_s: float | None,
+    tree: _Tree | None = None,
+) -> Measurement:
+    """Parent side: sample the tree, enforce budget and timeout, collect the child's messages."""
+    tree = tree or _Tree(proc)
+    pss_every = max(1, round(_PSS_EVERY_S / interval))
+    peak_work = math.nan  # largest summed sample while fn ran (after the child's baseline)
+    m = Measurement(cpus=cpus, mem_budget_mb=budget)
+    pid = proc.pid
+    done: dict[str, Any] | None = None
+    killed_for: str | None = None
+    last_cpu: float | None = None
+    peak_seen = math.nan
+    kill_hwm: float | None = None
+    eof = False
+
+    def drain(wait: float) -> None:
+        nonlocal done, eof
+        deadline = time.time() + wait
+        while not eof and done is None:
+            left = max(0.0, deadline - time.time())
+            try:
+                if not conn.poll(left):
+                    return
+                msg = conn.recv()
+            except (EOFError, OSError):
+                eof = True
+                return
+            kind = msg[0]
+            if kind == "event":
+                m.events.append((msg[1] - t0, msg[2]))
+            elif kind == "baseline":
+                m.baseline_rss_mb = msg[1]
+                m.work_start_s = msg[2] - t0
+            elif kind == "done":
+                done = msg[1]
+
+    n_samples = 0
+    while True:
+        rss, pss, n_procs = tree.sample(pss=n_samples % pss_every == 0)
+        n_samples += 1
+        now = time.time()
+        if rss is not None:
+            m.timeline.append((now - t0, rss))
+            m.max_processes = max(m.max_processes, n_procs)
+            peak_seen = rss if math.isnan(peak_seen) else max(peak_seen, rss)
+            if not math.isnan(m.work_start_s):
+                peak_work = rss if math.isnan(peak_work) else max(peak_work, rss)
+            if pss is not None:
+                m.peak_pss_mb = pss if math.isnan(m.peak_pss_mb) else max(m.peak_pss_mb, pss)
+            last_cpu = procfacts.cpu_seconds(pid) or last_cpu
+            if budget is not None and rss > budget:
+                kill_hwm = procfacts.peak_rss_mb(pid)
+                tree.kill(root=True)
+                killed_for = "oom"
+                m.oom_rss_mb = rss
+                what = "RSS" if n_procs <= 1 else f"RSS of the process tree ({n_procs} processes)"
+                m.error = f"{what} {rss:.1f} MB passed the {budget:g} MB budget"
+                break
+        if timeout_s is not None and now - t0 > timeout_s:
+            kill_hwm = procfacts.peak_rss_mb(pid)
+            tree.kill(root=True)
+            killed_for = "timeout"
+            m.error = f"still running after {timeout_s:g} s"
+            break
+        drain(interval)
+        if done is not None or eof or not proc.is_alive():
+            drain(0)
+            break
+
+    m.wall_s = time.time() - t0
+    drain(0)  # events sent just before the end
+    if done is None and killed_for is None:
+        # Pipe closed or process gone without a result: give a dying child a moment.
+        tree.kill(root=False)  # its descendants do not get that moment
+        proc.join(2.0)
+        drain(0)
+    if done is not None and killed_for is None:
+        m.wall_s = done["t_end"] - t0
+        # fn returned: what it started and left running is killed now, so the child's
+        # exit does not wait on it (multiprocessing joins its children at exit).
+        tree.kill(root=False)
+        proc.join(_EXIT_GRACE_S)
+        if proc.is_alive():
+            proc.kill()
+    proc.join(5.0)
+    tree.kill(root=False)  # orphans of a child that died or was killed
+    m.exitcode = proc.exitcode
+
+    if done is not None and killed_for is None:
+        m.status = done["status"]
+        m.error = done.get("error", "")
+        m.traceback = done.get("traceback", "")
+        m.result = done.get("result")
+        # The child's own high-water mark, or the tree's summed peak when its
+        # descendants made the total larger.
+        peaks = [v for v in (done["peak_rss_mb"], peak_work) if not math.isnan(v)]
+        m.peak_rss_mb = max(peaks) if peaks else math.nan
+        m.work_s = done["work_s"]
+        if done["work_s"] > 0:
+            m.cpu_percent = 100.0 * done["cpu_s"] / done["work_s"]
+        return m
+
+    # Killed by us, crashed, or exited without reporting.
+    candidates = [v for v in (kill_hwm, peak_seen) if v is not None and not math.isnan(v)]
+    m.peak_rss_mb = max(candidates) if candidates else math.nan
+    if last_cpu is not None and m.wall_s > 0:
+        m.cpu_percent = 100.0 * last_cpu / m.wall_s
+    code = proc.exitcode
+    if killed_for is not None:
+        m.status = killed_for
+    elif code is not None and code < 0:
+        name = _signal_name(-code)
+        if -code == signal.SIGKILL:
+            m.status = "oom"
+            m.error = (
+                f"killed by signal {-code} ({name}) from outside the harness "
+                "(on Linux usually the kernel OOM killer)"
+            )
+        else:
+            m.status = "error"
+            m.error = f"killed by signal {-code} ({name})"
+    else:
+        m.status = "error"
+        m.error = f"child exited with code {code} before reporting a result"
+    return m
+
+
+def _child_main(conn: Any, payload: bytes, pinned: list[int] | None) -> None:
+    """Child side: pin, import, mark the baseline, run, report. Never raises."""
+    from tts_kit.core import events
+
+    _contain_descendants()
+    if pinned is not None and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, pinned)
+    lock = threading.Lock()
+
+    def send(msg: tuple[Any, ...]) -> None:
+        with lock:
+            conn.send(msg)
+
+    def forward(t: float, name: str) -> None:
+        send(("event", t, name))
+
+    report: dict[str, Any]
+    try:
+        fn, args, kwargs = pickle.loads(payload)
+    except BaseException as exc:  # the function's module failed to import
+        send(("done", {**_end_stats(0.0, 0.0), "status": "error", "error": _one_line(exc)}))
+        conn.close()
+        return
+    events.add_listener(forward)
+    baseline = procfacts.rss_mb()
+    cpu0 = procfacts.cpu_seconds()
+    start = time.time()
+    send(("baseline", baseline, start))
+    try:
+        result = fn(*args, **kwargs)
+        report = {"status": "ok", "result": result}
+    except BaseException as exc:  # SystemExit and KeyboardInterrupt are the work's too
+        report = {"status": "error", "error": _one_line(exc), "traceback": traceback.format_exc()}
+    events.remove_listener(forward)
+    report.update(_end_stats(start, cpu0))
+    try:
+        send(("done", report))
+    except Exception as exc:  # the result does not pickle
+        report.pop("result", None)
+        report.update(status="error", error=f"result could not be sent: {_one_line(exc)}")
+        send(("done", report))
+    conn.close()
+
+
+def _contain_descendants() -> None:
+    """Child side, first thing: keep whatever ``fn`` starts findable by the parent.
+
+    Its own process group (so the parent can find, and kill, descendants that left the
+    tree; it also keeps a terminal's Ctrl-C, meant for the parent, from reaching the
+    work: the parent ends the tree itself), and on Linux the subreaper role, so that an
+    orphaned grandchild is reparented here instead of to init and is still counted.
+    """
+    try:
+        os.setpgid(0, 0)
+    except (AttributeError, OSError):
+        pass
+    if sys.platform.startswith("linux"):
+        lib = procfacts.libc()
+        if lib is not None and hasattr(lib, "prctl"):
+            lib.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _end_stats(start: float, cpu0: float) -> dict[str, float]:
+    end = time.time()
+    return {
+        "t_end": end,
+        "work_s": end - start if start else 0.0,
+        "cpu_s": procfacts.cpu_seconds() - cpu0,
+        "peak_rss_mb": procfacts.peak_rss_mb(),
+    }
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
