@@ -28,7 +28,8 @@ __version__ = "0.1.0"
 # Imported on first use, so `tts_kit.text` (and `tts-kit normalize`) start without
 # loading onnx and onnxruntime.
 _LAZY = {
-    "Bundle": "models.supertonic.bundle", "BundleError": "models.supertonic.bundle",
+    "TtsKitError": "core.errors", "BundleError": "core.errors",
+    "Bundle": "models.supertonic.bundle",
     "VoiceStyle": "models.supertonic.bundle", "resolve_model_dir": "models.supertonic.bundle",
     "Engine": "models.supertonic.engine", "SynthesisResult": "models.supertonic.engine",
     "open_model": "models.family", "resolve_model": "models.family",
@@ -37,6 +38,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from tts_kit.core.errors import BundleError, TtsKitError
     from tts_kit.models.family import (
         make_engine,
         model_label,
@@ -44,7 +46,7 @@ if TYPE_CHECKING:
         resolve_model,
         resolve_speaker,
     )
-    from tts_kit.models.supertonic.bundle import Bundle, BundleError, VoiceStyle, resolve_model_dir
+    from tts_kit.models.supertonic.bundle import Bundle, VoiceStyle, resolve_model_dir
     from tts_kit.models.supertonic.engine import Engine, SynthesisResult
 
 
@@ -60,6 +62,7 @@ __all__ = [
     "BundleError",
     "Engine",
     "SynthesisResult",
+    "TtsKitError",
     "VoiceStyle",
     "make_engine",
     "model_label",

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tts_kit.core import procfacts
+from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textsafe import display_path
 
 Status = Literal["ok", "warn", "fail", "skip"]
@@ -78,7 +79,7 @@ class Check:
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
-            raise ValueError(f"Check {self.name!r}: status must be one of {STATUSES}, got "
+            raise TtsKitError(f"Check {self.name!r}: status must be one of {STATUSES}, got "
                              f"{self.status!r}")
 
     def to_dict(self) -> dict[str, str]:

@@ -31,6 +31,7 @@ from typing import Any
 
 from tts_kit import __version__
 from tts_kit.core import contract
+from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textsafe import term_safe
 
 EXIT_USER_ERROR = 2
@@ -48,7 +49,7 @@ def _say(text: object = "", file: Any = None) -> None:
     print(term_safe(text, keep="\n\t"), file=file if file is not None else sys.stdout)
 
 
-class UserError(Exception):
+class UserError(TtsKitError):
     """An error the user can fix; printed as one line."""
 
 

@@ -15,6 +15,8 @@ import mmap
 from dataclasses import dataclass
 from pathlib import Path
 
+from tts_kit.core.errors import TtsKitError
+
 # Field numbers from onnx.proto.
 _MODEL_GRAPH = 7
 _GRAPH_INITIALIZER = 5
@@ -38,7 +40,7 @@ ELEM_NAMES: dict[int, str] = {
 FLOAT, UINT8, INT8, INT64, FLOAT16 = 1, 2, 3, 7, 10
 
 
-class ScanError(ValueError):
+class ScanError(TtsKitError):
     """The file is not a well-formed ONNX model (truncated, or not protobuf)."""
 
 

@@ -44,6 +44,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from tts_kit.core.errors import TtsKitError
+
 #: Signals turned into `Terminated` while an output is being built (SIGINT already raises
 #: KeyboardInterrupt).
 GUARDED_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGHUP)
@@ -167,23 +169,23 @@ def check_destination(dst: str | os.PathLike[str]) -> Path:
         >>> check_destination(tempfile.gettempdir())  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: ...: is a directory; give a file path (such as .../out.wav)
+        tts_kit.TtsKitError: ...: is a directory; give a file path (such as .../out.wav)
     """
     dst = Path(dst).expanduser()
     parent = dst.parent
     if dst.is_dir():
-        raise ValueError(f"{dst}: is a directory; give a file path (such as "
+        raise TtsKitError(f"{dst}: is a directory; give a file path (such as "
                          f"{dst / ('out' + (dst.suffix or '.wav'))})")
     if not parent.exists():
-        raise ValueError(f"{parent}: directory does not exist; create it or choose another path")
+        raise TtsKitError(f"{parent}: directory does not exist; create it or choose another path")
     if not parent.is_dir():
-        raise ValueError(f"{parent}: not a directory; choose another path")
+        raise TtsKitError(f"{parent}: not a directory; choose another path")
     if dst.exists() and not os.access(dst, os.W_OK):
-        raise ValueError(f"{dst}: exists and is not writable; choose another path")
+        raise TtsKitError(f"{dst}: exists and is not writable; choose another path")
     try:
         fd, probe = tempfile.mkstemp(prefix=temp_prefix(dst), dir=parent)
     except OSError as exc:
-        raise ValueError(f"{parent}: cannot create a file there ({exc.strerror or exc}); "
+        raise TtsKitError(f"{parent}: cannot create a file there ({exc.strerror or exc}); "
                          "choose another path") from None
     os.close(fd)
     os.unlink(probe)

@@ -19,6 +19,8 @@ import unicodedata
 
 import numpy as np
 
+from tts_kit.core.errors import TtsKitError
+
 _EMOJI = re.compile(
     "[\U0001f600-\U0001f64f\U0001f300-\U0001f5ff\U0001f680-\U0001f6ff\U0001f700-\U0001f77f"
     "\U0001f780-\U0001f7ff\U0001f800-\U0001f8ff\U0001f900-\U0001f9ff\U0001fa00-\U0001fa6f"
@@ -88,11 +90,11 @@ def encode(
     for i, p in enumerate(processed):
         cps = np.frombuffer(p.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
         if (cps >= len(indexer)).any():
-            raise ValueError("text has characters beyond the indexer's range")
+            raise TtsKitError("text has characters beyond the indexer's range")
         row = indexer[cps]
         if (row < 0).any():
             bad = sorted({p[j] for j in np.flatnonzero(row < 0)})
-            raise ValueError(f"characters the model cannot read: {bad}")
+            raise TtsKitError(f"characters the model cannot read: {bad}")
         ids[i, : len(row)] = row
     mask = (np.arange(ids.shape[1])[None, :] < lengths[:, None]).astype(np.float32)
     return ids, mask[:, None, :]

@@ -29,6 +29,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tts_kit.core.errors import TtsKitError
+
 
 def snr_from_energies(signal: float, error: float) -> float:
     """``10 log10(signal / error)`` in dB from summed energies: inf when the error is 0,
@@ -61,7 +63,7 @@ def snr_db(reference: np.ndarray, candidate: np.ndarray) -> float:
     ref = np.asarray(reference, np.float64).ravel()
     cand = np.asarray(candidate, np.float64).ravel()
     if ref.shape != cand.shape:
-        raise ValueError(f"snr_db: shapes differ ({ref.size} vs {cand.size} elements)")
+        raise TtsKitError(f"snr_db: shapes differ ({ref.size} vs {cand.size} elements)")
     if not np.isfinite(cand).all():
         return math.nan
     return snr_from_energies(float(np.sum(ref * ref)), float(np.sum((ref - cand) ** 2)))
@@ -154,7 +156,7 @@ def waveform_fidelity(
         (True, True)
     """
     if len(reference) != len(candidate):
-        raise ValueError(f"{len(reference)} reference waveforms but {len(candidate)} candidates")
+        raise TtsKitError(f"{len(reference)} reference waveforms but {len(candidate)} candidates")
     sig = err = 0.0
     dists = []
     for r, c in zip(reference, candidate):
@@ -214,7 +216,7 @@ def dtw_path(cost: np.ndarray) -> tuple[float, np.ndarray]:
     """
     c = np.asarray(cost, np.float64)
     if c.ndim != 2 or 0 in c.shape:
-        raise ValueError(f"dtw_path needs a non-empty 2-D cost matrix, got shape {c.shape}")
+        raise TtsKitError(f"dtw_path needs a non-empty 2-D cost matrix, got shape {c.shape}")
     n, m = c.shape
     acc = np.full((n + 1, m + 1), np.inf)
     acc[0, 0] = 0.0

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tts_kit.core.errors import TtsKitError
 from tts_kit.experiments import tune
 from tts_kit.experiments.records import RECORD_KEYS
 from tts_kit.runtime.devices import environment
@@ -69,7 +70,7 @@ CONNECT_TIMEOUT_S = 10.0
 INSTALL_HINT = "pip install 'tts_kit[dask]'"
 
 
-class ClusterError(ValueError):
+class ClusterError(TtsKitError):
     """The cluster cannot be used (no Dask, no scheduler, no worker): one line and the fix.
 
     A ``ValueError``, so the CLI prints it as a user error (exit 2).
@@ -185,7 +186,7 @@ class ModelRef:
         return cls(str(b.path), dict(b.fingerprint()), dict(info) if info else None)
 
 
-class ModelNotFound(ValueError):
+class ModelNotFound(TtsKitError):
     """A worker has no model with the client's fingerprint (one line, naming the worker)."""
 
 

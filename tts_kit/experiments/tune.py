@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from tts_kit.core import events, procfacts
+from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textsafe import term_safe
 from tts_kit.experiments.records import (
     PARETO_X,
@@ -421,12 +422,12 @@ def sweep(
     if isinstance(presets, (str, SessionPreset)):
         presets = [presets]
     if not presets:
-        raise ValueError("presets is empty; name at least one "
+        raise TtsKitError("presets is empty; name at least one "
                          "(see tts_kit.runtime.sessions.PRESETS)")
     objs = [get_preset(p) for p in presets]  # unknown names fail before any trial
     for name, values in (("cpus", cpus), ("loadings", loadings)):
         if not tuple(values):  # an empty grid "succeeded" with no trial at all
-            raise ValueError(f"{name} is empty; give at least one (e.g. cpus=(1,), "
+            raise TtsKitError(f"{name} is empty; give at least one (e.g. cpus=(1,), "
                              "loadings=('resident',))")
     workload = Workload() if workload is None else workload
     steps = (workload.steps,) if steps is None else tuple(steps)
@@ -494,7 +495,7 @@ def _sweep_stage_costs(
         return {}
     if isinstance(given, str):
         if given != "measure":
-            raise ValueError(f"stage_costs_mb must be 'measure', a mapping or None, got {given!r}")
+            raise TtsKitError(f"stage_costs_mb must be 'measure', a mapping or None, got {given!r}")
         from tts_kit.experiments.stage_costs import stage_costs
 
         out: dict[tuple[str, str], dict[str, float]] = {}

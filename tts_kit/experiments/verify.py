@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from tts_kit.core import contract
+from tts_kit.core.errors import TtsKitError
 from tts_kit.experiments.audio_metrics import (
     log_mel_distance,
     mel_cepstral_distortion,
@@ -97,13 +98,13 @@ class Case:
 
     def __post_init__(self) -> None:
         if len(self.texts) != len(self.voices) or not self.texts:
-            raise ValueError(f"a case needs one voice per text, got {len(self.texts)} texts "
+            raise TtsKitError(f"a case needs one voice per text, got {len(self.texts)} texts "
                              f"and {len(self.voices)} voices")
         from tts_kit.text import chunk
 
         for t in self.texts:  # the official batch call reads each text as one chunk
             if len(chunk(t, self.lang)) != 1:
-                raise ValueError(f"verify compares texts of one chunk each; {t[:30]!r}... "
+                raise TtsKitError(f"verify compares texts of one chunk each; {t[:30]!r}... "
                                  "is split in several: give shorter texts")
 
     @property
@@ -430,12 +431,12 @@ def official_tts(model: str | os.PathLike[str], threads: int | None) -> Any:
         >>> tts = official_tts("standin-tiny", threads=1)  # doctest: +SKIP
 
     Raises:
-        ValueError: the package is not installed (with the fix).
+        TtsKitError: the package is not installed (with the fix).
     """
     try:
         import supertonic
     except ImportError:  # pragma: no cover - a test dependency, optional for users
-        raise ValueError("the official 'supertonic' package is not installed; "
+        raise TtsKitError("the official 'supertonic' package is not installed; "
                          "pip install supertonic (or verify --against DIR)") from None
     return supertonic.TTS(model_dir=str(model), auto_download=False,
                           intra_op_num_threads=threads,
@@ -760,7 +761,7 @@ def noise_floor(
         make_engine = _engine
     else:
         if cases is None:
-            raise ValueError("give the cases when you give make_engine (the default cases "
+            raise TtsKitError("give the cases when you give make_engine (the default cases "
                              "use a Supertonic bundle's voices)")
         path, cases = Path(model), list(cases)
     a, b = make_engine(path, threads[0], "all"), make_engine(path, threads[1], "all")

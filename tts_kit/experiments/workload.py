@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tts_kit.core import contract
+from tts_kit.core.errors import TtsKitError
 
 if TYPE_CHECKING:
     from tts_kit.models.supertonic.bundle import Bundle
@@ -66,7 +67,7 @@ class Workload:
         >>> Workload(steps=0)
         Traceback (most recent call last):
         ...
-        ValueError: steps must be an integer >= 1, got 0
+        tts_kit.TtsKitError: steps must be an integer >= 1, got 0
     """
 
     texts: tuple[str, ...] = DEFAULT_TEXTS
@@ -91,33 +92,33 @@ class Workload:
         try:
             texts = tuple(texts)
         except TypeError:
-            raise ValueError("texts must be non-empty strings") from None
+            raise TtsKitError("texts must be non-empty strings") from None
         if not texts or any(not isinstance(t, str) or not t.strip() for t in texts):
-            raise ValueError("texts must be non-empty strings")
+            raise TtsKitError("texts must be non-empty strings")
         object.__setattr__(self, "texts", texts)
         for name, lo, hi in (("steps", contract.MIN_STEPS, contract.MAX_STEPS),
                              ("batch_size", 1, MAX_BATCH_SIZE), ("repeats", 0, MAX_REPEATS)):
             value = getattr(self, name)
             if not _is_int(value) or value < lo:
-                raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
+                raise TtsKitError(f"{name} must be an integer >= {lo}, got {value!r}")
             if value > hi:
-                raise ValueError(f"{name} must be an integer <= {hi}, got {value!r}")
+                raise TtsKitError(f"{name} must be an integer <= {hi}, got {value!r}")
         # The engine's language check, here too, so a trial fails before it spawns (a
         # report with lang 'xx' measured every trial as an error, then "does NOT hold").
         if not isinstance(self.lang, str) or self.lang not in contract.LANGUAGES:
-            raise ValueError(f"lang must be a language code such as 'en' (one of "
+            raise TtsKitError(f"lang must be a language code such as 'en' (one of "
                              f"{', '.join(contract.LANGUAGES)}), got {self.lang!r}")
         if self.voice is not None and (not isinstance(self.voice, str) or not self.voice):
-            raise ValueError(f"voice must be a voice name or None, got {self.voice!r}")
+            raise TtsKitError(f"voice must be a voice name or None, got {self.voice!r}")
         speed = self.speed
         if (isinstance(speed, bool) or not isinstance(speed, (int, float))
                 or not math.isfinite(speed)
                 or not contract.MIN_SPEED <= speed <= contract.MAX_SPEED):
             # The engine's own range, checked here so a trial fails before it spawns.
-            raise ValueError(f"speed must be a number in {contract.MIN_SPEED:g}.."
+            raise TtsKitError(f"speed must be a number in {contract.MIN_SPEED:g}.."
                              f"{contract.MAX_SPEED:g}, got {speed!r}")
         if not _is_int(self.seed) or self.seed < 0:
-            raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
+            raise TtsKitError(f"seed must be an integer >= 0, got {self.seed!r}")
 
     def batch(self) -> list[str]:
         """The texts of one call: the first ``batch_size`` texts, cycled.
@@ -172,7 +173,7 @@ class Workload:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ValueError(f"workload: unknown key(s) {', '.join(unknown)}; "
+            raise TtsKitError(f"workload: unknown key(s) {', '.join(unknown)}; "
                              f"known: {', '.join(sorted(known))}")
         return cls(**dict(data))
 

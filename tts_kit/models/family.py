@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tts_kit.core import contract
+from tts_kit.core.errors import TtsKitError
 from tts_kit.models.piper.voice import PREFIX, PiperBundle, PiperEngine, voice_files
 from tts_kit.models.supertonic.bundle import Bundle, BundleError
 from tts_kit.models.supertonic.engine import Engine
@@ -140,7 +141,7 @@ def make_engine(model: Any = None, **kwargs: Any) -> AnyEngine:
         return PiperEngine(bundle, **kwargs)
     piper_only = sorted({"noise_scale", "noise_w"} & set(kwargs))
     if piper_only:
-        raise ValueError(f"{', '.join(piper_only)} apply to Piper voices only; a Supertonic "
+        raise TtsKitError(f"{', '.join(piper_only)} apply to Piper voices only; a Supertonic "
                          "bundle's noise is its seed")
     return Engine(bundle, **kwargs)
 

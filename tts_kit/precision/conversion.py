@@ -59,6 +59,7 @@ import onnx
 import onnxruntime as ort
 
 from tts_kit.core import atomic, contract
+from tts_kit.core.errors import TtsKitError
 from tts_kit.experiments.audio_metrics import snr_db
 from tts_kit.precision.measure import judge_against_floor, measure_conversion
 from tts_kit.precision.records import (
@@ -156,7 +157,7 @@ def _check_links(src_p: Path, bundle: Any) -> list[str]:
     needed = sorted(rel for rel in links
                     if rel in need or any(n.startswith(rel + "/") for n in need))
     if needed:
-        raise ValueError(
+        raise TtsKitError(
             f"{src_p}: {needed[0]} is a symbolic link; convert reads only regular files "
             f"of a bundle: copy it with `cp -rL {src_p} COPY` and convert the copy"
         )
@@ -165,14 +166,14 @@ def _check_links(src_p: Path, bundle: Any) -> list[str]:
 
 def _check_dst_free(dst: Path, kind: str) -> None:
     if dst.is_symlink():  # dangling or not: os.replace cannot put the output there
-        raise ValueError(f"{dst}: is a symbolic link (to {os.readlink(dst)}); give a new path "
+        raise TtsKitError(f"{dst}: is a symbolic link (to {os.readlink(dst)}); give a new path "
                          "that is not a link")
     if kind == "onnx":
         if dst.exists() or dst.is_symlink():
-            raise ValueError(f"{dst}: already exists; give a new output file path")
+            raise TtsKitError(f"{dst}: already exists; give a new output file path")
         return
     if dst.exists() and (not dst.is_dir() or any(dst.iterdir())):
-        raise ValueError(
+        raise TtsKitError(
             f"{dst}: already exists and is not an empty directory; choose a new path or remove it"
         )
 
@@ -345,7 +346,7 @@ def _check_float32(found: str, name: str) -> None:
     # Converting twice compounds the error, and FP16 over INT8 breaks the quantisation
     # scales; always start from the FP32 original.
     if found != "float32":
-        raise ValueError(
+        raise TtsKitError(
             f"{name}: weights are already {found}; convert from the FP32 original instead"
         )
 
@@ -409,7 +410,7 @@ def convert(
         The `ConversionReport` (also describes measurements that failed, in ``status``).
 
     Raises:
-        ValueError: bad target, unknown stage, ``dst`` not free, ``src`` not a bundle
+        TtsKitError: bad target, unknown stage, ``dst`` not free, ``src`` not a bundle
             or ``.onnx`` file (`tts_kit.BundleError` is a ValueError).
         RuntimeError: the source changed during conversion (nothing is written).
 
@@ -422,9 +423,9 @@ def convert(
 
     if is_piper(src):  # one graph: `convert_piper`, with the recipes that mean something there
         if stages is not None and list(stages) != ["voice"]:
-            raise ValueError("a Piper voice has one stage, 'voice'; drop stages")
+            raise TtsKitError("a Piper voice has one stage, 'voice'; drop stages")
         if measure not in (True, False, "fidelity"):
-            raise ValueError(f"measure must be True, False or 'fidelity', got {measure!r}")
+            raise TtsKitError(f"measure must be True, False or 'fidelity', got {measure!r}")
         report = convert_piper(src, dst, to, keep_io_types, op_block_list,
                                measure=bool(measure), texts=texts, seed=seed, recipe=recipe)
         if floor if floor is not None else bool(measure):
@@ -436,13 +437,13 @@ def convert(
 
         plan = check_recipe(recipe)
         if stages is not None:
-            raise ValueError("give a recipe or stages, not both: the recipe says what each "
+            raise TtsKitError("give a recipe or stages, not both: the recipe says what each "
                              "stage becomes")
         to = recipe_target(recipe)
         stages = [s for s, m in plan.items() if m != "copy"]
     check_target(to)
     if measure not in (True, False, "fidelity"):
-        raise ValueError(f"measure must be True, False or 'fidelity', got {measure!r}")
+        raise TtsKitError(f"measure must be True, False or 'fidelity', got {measure!r}")
     src_p = Path(src).expanduser()
     dst_p = Path(dst).expanduser()
     if src_p.is_dir():
@@ -450,11 +451,11 @@ def convert(
     elif src_p.is_file() and src_p.suffix == ".onnx":
         kind = "onnx"
     elif src_p.exists():
-        raise ValueError(f"{src}: not a bundle directory or an .onnx file")
+        raise TtsKitError(f"{src}: not a bundle directory or an .onnx file")
     else:
         raise FileNotFoundError(f"{src}: no such bundle directory or .onnx file")
     if src_p.resolve() == dst_p.resolve() or dst_p.resolve().is_relative_to(src_p.resolve()):
-        raise ValueError(f"{dst}: the output must be outside the source {src}")
+        raise TtsKitError(f"{dst}: the output must be outside the source {src}")
     if kind == "bundle":
         from tts_kit.models.supertonic.bundle import Bundle
 
@@ -462,7 +463,7 @@ def convert(
         chosen = list(contract.STAGES) if stages is None else list(stages)
         unknown = [s for s in chosen if s not in contract.STAGES]
         if unknown or not chosen:
-            raise ValueError(
+            raise TtsKitError(
                 f"unknown stage(s) {unknown or chosen}; stages are {', '.join(contract.STAGES)}"
             )
         chosen = [s for s in contract.STAGES if s in chosen]  # pipeline order, no repeats
@@ -471,7 +472,7 @@ def convert(
         skipped_links = _check_links(src_p, bundle)
     else:
         if stages is not None:
-            raise ValueError("stages only apply to bundles; a single .onnx file is one graph")
+            raise TtsKitError("stages only apply to bundles; a single .onnx file is one graph")
         chosen = ["model"]
         _check_float32(_precision_of(src_p), src_p.name)
     _check_dst_free(dst_p, kind)
@@ -493,7 +494,7 @@ def convert(
     )
     if plan is not None:
         if kind != "bundle":
-            raise ValueError("recipes apply to bundles; a single .onnx file takes --to")
+            raise TtsKitError("recipes apply to bundles; a single .onnx file takes --to")
         report.options["recipe"] = {s: plan[s] for s in contract.STAGES}
     if kind == "bundle":
         for rel in skipped_links:
@@ -601,7 +602,7 @@ def _convert_stage(
             latents = recipes.calibration_latents(src_bundle, ve, recipes.CALIBRATION_TEXTS)
             info = recipes.convert_sherpa_vocoder(src, out, scratch, latents, _save_model)
         else:
-            raise ValueError(f"unknown conversion method '{method}'; use one of "
+            raise TtsKitError(f"unknown conversion method '{method}'; use one of "
                              f"{', '.join(recipes.METHODS)}")
     return {k: int(v) for k, v in info.items()}, int(info.get("Conv kept float", 0))
 
@@ -683,7 +684,7 @@ def random_feeds(sess: ort.InferenceSession, seed: int = 0, dynamic: int = 4) ->
     feeds = {}
     for i in sess.get_inputs():
         if i.type not in _ORT_NP:
-            raise ValueError(f"input '{i.name}' has type {i.type}; no random input for it")
+            raise TtsKitError(f"input '{i.name}' has type {i.type}; no random input for it")
         shape = [d if isinstance(d, int) and d > 0 else dynamic for d in i.shape]
         dt = _ORT_NP[i.type]
         if np.issubdtype(dt, np.floating):
@@ -761,7 +762,7 @@ def convert_piper(
     keep_float: tuple[str, ...] = ()
     if recipe is not None:
         if recipe not in PIPER_RECIPES:
-            raise ValueError(f"recipe '{recipe}' is not one for a Piper voice; use one of "
+            raise TtsKitError(f"recipe '{recipe}' is not one for a Piper voice; use one of "
                              f"{', '.join(PIPER_RECIPES)} (sherpa-int8 is Supertonic's)")
         to, keep_float = PIPER_RECIPES[recipe]
     check_target(to)
@@ -769,7 +770,7 @@ def convert_piper(
     src_dir = bundle.path
     dst_p = Path(dst).expanduser()
     if dst_p.resolve() == src_dir or dst_p.resolve().is_relative_to(src_dir):
-        raise ValueError(f"{dst}: the output must be outside the voice's directory {src_dir}")
+        raise TtsKitError(f"{dst}: the output must be outside the voice's directory {src_dir}")
     _check_float32(bundle.stages[STAGE].precision, bundle.model_file.name)
     _check_dst_free(dst_p, "bundle")
     files = [bundle.model_file, bundle.config_file]

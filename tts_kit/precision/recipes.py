@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tts_kit.core import contract
+from tts_kit.core.errors import TtsKitError
 
 if TYPE_CHECKING:
     import onnx
@@ -89,7 +90,7 @@ def check_recipe(name: str) -> dict[str, str]:
         'copy'
     """
     if name not in RECIPES:
-        raise ValueError(f"unknown recipe '{name}'; use one of: {', '.join(sorted(RECIPES))}")
+        raise TtsKitError(f"unknown recipe '{name}'; use one of: {', '.join(sorted(RECIPES))}")
     return dict(RECIPES[name])
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tts_kit.core import contract
+from tts_kit.core.errors import TtsKitError
 from tts_kit.experiments.records import to_number
 
 #: Conversion targets.
@@ -50,10 +51,10 @@ def check_target(to: str) -> None:
         >>> check_target("fp8")
         Traceback (most recent call last):
         ...
-        ValueError: unknown target 'fp8'; use one of: fp16, int8
+        tts_kit.TtsKitError: unknown target 'fp8'; use one of: fp16, int8
     """
     if to not in TARGETS:
-        raise ValueError(f"unknown target '{to}'; use one of: {', '.join(TARGETS)}")
+        raise TtsKitError(f"unknown target '{to}'; use one of: {', '.join(TARGETS)}")
 
 
 # -- records ----------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from tts_kit.core import contract
+from tts_kit.core.errors import TtsKitError
 from tts_kit.experiments.records import to_number
 from tts_kit.models.family import resolve_model
 from tts_kit.models.supertonic.bundle import Bundle
@@ -355,7 +356,7 @@ def head_to_head(
     from tts_kit.experiments.tune import trial
 
     if rounds < 1:
-        raise ValueError(f"rounds must be >= 1, got {rounds}")
+        raise TtsKitError(f"rounds must be >= 1, got {rounds}")
     out: dict[tuple[Any, ...], list[float]] = {tuple(k): [] for k in keys}
     bar = tqdm(total=rounds * len(out), desc="head to head", disable=not progress, leave=False)
     try:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tts_kit.core import procfacts
+from tts_kit.core.errors import TtsKitError
 from tts_kit.experiments.workload import Workload
 
 #: The flat keys of a spec's JSON form that are its workload's (the grid holds its steps
@@ -39,7 +40,7 @@ def _sweep_presets() -> tuple[str, ...]:
     return SWEEP_PRESETS
 
 
-class ReportError(ValueError):
+class ReportError(TtsKitError):
     """A report could not be produced or read (one line: what and where to look).
 
     Example:
@@ -118,7 +119,7 @@ class SweepSpec:
         known = grid | set(WORKLOAD_KEYS)
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ValueError(
+            raise TtsKitError(
                 f"sweep spec: unknown key(s) {', '.join(unknown)}; "
                 f"known: {', '.join(sorted(known))}"
             )
@@ -127,7 +128,7 @@ class SweepSpec:
         try:
             workload = Workload.from_dict(base)
         except ValueError as exc:
-            raise ValueError(f"sweep spec: {exc}") from None
+            raise TtsKitError(f"sweep spec: {exc}") from None
         return cls(**{k: v for k, v in data.items() if k in grid}, workload=workload)
 
     @classmethod
@@ -147,16 +148,17 @@ class SweepSpec:
             return cls.from_dict(source)
         path = Path(source)
         if not path.is_file():
-            raise ValueError(f"sweep spec {path}: no such file; give a JSON file of SweepSpec keys")
+            raise TtsKitError(f"sweep spec {path}: no such file; "
+                              "give a JSON file of SweepSpec keys")
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ValueError(f"sweep spec {path}: not valid JSON ({exc})") from None
+            raise TtsKitError(f"sweep spec {path}: not valid JSON ({exc})") from None
         except RecursionError:  # json recurses per level
-            raise ValueError(f"sweep spec {path}: JSON nested too deeply; give a JSON object "
+            raise TtsKitError(f"sweep spec {path}: JSON nested too deeply; give a JSON object "
                              "of SweepSpec keys") from None
         if not isinstance(data, dict):
-            raise ValueError(f"sweep spec {path}: expected a JSON object of SweepSpec keys")
+            raise TtsKitError(f"sweep spec {path}: expected a JSON object of SweepSpec keys")
         return cls.from_dict(data)
 
     def check(self) -> None:
@@ -166,30 +168,30 @@ class SweepSpec:
             >>> SweepSpec(workload=Workload(repeats=0))
             Traceback (most recent call last):
             ...
-            ValueError: sweep spec: repeats must be >= 1, got 0
+            tts_kit.TtsKitError: sweep spec: repeats must be >= 1, got 0
         """
         for name in ("presets", "cpus", "loadings", "steps", "batch_sizes"):
             value = getattr(self, name)
             if isinstance(value, (str, bytes)) or not list(value):
-                raise ValueError(f"sweep spec: '{name}' must be a non-empty list")
+                raise TtsKitError(f"sweep spec: '{name}' must be a non-empty list")
             setattr(self, name, list(value))
         if any(int(c) < 1 for c in self.cpus):
-            raise ValueError(f"sweep spec: cpus must be >= 1, got {self.cpus}")
+            raise TtsKitError(f"sweep spec: cpus must be >= 1, got {self.cpus}")
         if not isinstance(self.workload, Workload):
-            raise ValueError("sweep spec: workload must be a "
+            raise TtsKitError("sweep spec: workload must be a "
                              "tts_kit.experiments.workload.Workload, got "
                              f"{type(self.workload).__name__}")
         # A report needs a p50 for every trial: at least one timed call after the first.
         if self.workload.repeats < 1:
-            raise ValueError(f"sweep spec: repeats must be >= 1, got {self.workload.repeats}")
+            raise TtsKitError(f"sweep spec: repeats must be >= 1, got {self.workload.repeats}")
         if self.mem_budget_mb is not None and not self.mem_budget_mb > 0:
-            raise ValueError(f"sweep spec: mem_budget_mb must be > 0, got {self.mem_budget_mb}")
+            raise TtsKitError(f"sweep spec: mem_budget_mb must be > 0, got {self.mem_budget_mb}")
         try:  # every cell of the grid is a workload: check them all here, once
             for s in self.steps:
                 for b in self.batch_sizes:
                     self.workload.replace(steps=s, batch_size=b)
         except ValueError as exc:
-            raise ValueError(f"sweep spec: {exc}") from None
+            raise TtsKitError(f"sweep spec: {exc}") from None
 
     def effective(self) -> SweepSpec:
         """This spec with ``cpus`` limited to the cores this process can use.

@@ -91,7 +91,7 @@ import onnxruntime as ort
 from onnxruntime.capi import onnxruntime_pybind11_state as _ort_state
 
 from tts_kit.core import atomic, contract, events
-from tts_kit.core.errors import BundleError
+from tts_kit.core.errors import BundleError, TtsKitError
 from tts_kit.core.procfacts import MIB, release_memory
 
 LOADINGS = ("resident", "paged", "budget")
@@ -137,20 +137,20 @@ class LoadPolicy:
 
     def __post_init__(self) -> None:
         if self.policy not in LOADINGS:
-            raise ValueError(f"unknown loading '{self.policy}'; use resident, paged or budget:MB")
+            raise TtsKitError(f"unknown loading '{self.policy}'; use resident, paged or budget:MB")
         if self.policy == "budget":
             ok = isinstance(self.budget_mb, (int, float)) and self.budget_mb > 0
             if not ok or not math.isfinite(float(self.budget_mb)):  # type: ignore[arg-type]
-                raise ValueError(
+                raise TtsKitError(
                     f"loading budget: give the budget in MB > 0, e.g. budget:300 "
                     f"(got {self.budget_mb!r})"
                 )
         elif self.budget_mb is not None:
-            raise ValueError(f"loading '{self.policy}' takes no budget; use budget:MB")
+            raise TtsKitError(f"loading '{self.policy}' takes no budget; use budget:MB")
         if self.external_data is None:
             object.__setattr__(self, "external_data", self.policy != "resident")
         if not self.prepack and not self.external_data:
-            raise ValueError("loading option mmap needs external data; drop noext")
+            raise TtsKitError("loading option mmap needs external data; drop noext")
 
     @classmethod
     def parse(cls, spec: str | LoadPolicy) -> LoadPolicy:
@@ -164,12 +164,13 @@ class LoadPolicy:
         if isinstance(spec, LoadPolicy):
             return spec
         if not isinstance(spec, str):
-            raise ValueError(f"loading must be a string like 'paged' or 'budget:300', got {spec!r}")
+            raise TtsKitError("loading must be a string like 'paged' or 'budget:300', "
+                              f"got {spec!r}")
         head, *opts = [p.strip() for p in spec.strip().lower().split("+")]
         name, sep, mb = head.partition(":")
         name = name.strip()
         if name not in LOADINGS:
-            raise ValueError(f"unknown loading '{spec}'; use resident, paged or budget:MB")
+            raise TtsKitError(f"unknown loading '{spec}'; use resident, paged or budget:MB")
         budget: float | None = None
         if name == "budget":
             try:
@@ -177,12 +178,12 @@ class LoadPolicy:
             except ValueError:
                 budget = -1.0
             if not budget > 0 or not math.isfinite(budget):
-                raise ValueError(f"loading '{spec}': write budget:MB with MB > 0, e.g. budget:300")
+                raise TtsKitError(f"loading '{spec}': write budget:MB with MB > 0, e.g. budget:300")
         elif sep:
-            raise ValueError(f"loading '{spec}': only budget takes a number (budget:MB)")
+            raise TtsKitError(f"loading '{spec}': only budget takes a number (budget:MB)")
         bad = [o for o in opts if o not in _OPTIONS]
         if bad:
-            raise ValueError(
+            raise TtsKitError(
                 f"loading '{spec}': unknown option(s) {bad}; options are {', '.join(_OPTIONS)}"
             )
         ext: bool | None = None
@@ -190,7 +191,7 @@ class LoadPolicy:
             ext = True
         if "noext" in opts:
             if ext:
-                raise ValueError(f"loading '{spec}': noext contradicts ext/mmap; keep one")
+                raise TtsKitError(f"loading '{spec}': noext contradicts ext/mmap; keep one")
             ext = False
         return cls(name, budget, trim="notrim" not in opts, external_data=ext,
                    prepack="mmap" not in opts)
@@ -258,7 +259,7 @@ def external_cache_limit_mb() -> float:
     except ValueError:
         mb = math.nan
     if not (mb >= 0 and math.isfinite(mb)):
-        raise ValueError(f"TTS_KIT_EXTERNAL_CACHE_MB is {raw!r}; set it to MB >= 0, e.g. 2048, "
+        raise TtsKitError(f"TTS_KIT_EXTERNAL_CACHE_MB is {raw!r}; set it to MB >= 0, e.g. 2048, "
                          "or unset it")
     return mb
 
@@ -627,7 +628,7 @@ def cost_parts(cost: Any) -> tuple[float, float]:
     if isinstance(cost, Mapping) or hasattr(cost, "load_mb"):
         parts = cost if isinstance(cost, Mapping) else vars(cost)
         if "load_mb" not in parts:
-            raise ValueError(f"a stage cost needs load_mb (and run_mb), got {cost!r}")
+            raise TtsKitError(f"a stage cost needs load_mb (and run_mb), got {cost!r}")
         return float(parts["load_mb"]), float(parts.get("run_mb", 0.0) or 0.0)
     return float(cost), 0.0
 
@@ -666,11 +667,11 @@ def resident_costs_mb(costs: Mapping[str, Any] | StageCosts | None, bundle: Any
     if isinstance(costs, StageCosts):
         costs = costs.costs_mb()
     if costs is not None and not isinstance(costs, Mapping):
-        raise ValueError(f"stage_costs_mb must map stage names to MB, like "
+        raise TtsKitError(f"stage_costs_mb must map stage names to MB, like "
                          f'{{"vocoder": 120}}; got a {type(costs).__name__}')
     for stage, cost in (costs or {}).items():
         if stage not in contract.STAGES and stage not in out:
-            raise ValueError(
+            raise TtsKitError(
                 f"stage_costs_mb names unknown stage '{stage}'; stages are {list(contract.STAGES)}"
             )
         try:
@@ -679,7 +680,7 @@ def resident_costs_mb(costs: Mapping[str, Any] | StageCosts | None, bundle: Any
         except (TypeError, ValueError):
             value = math.nan
         if not value >= 0 or not math.isfinite(value):
-            raise ValueError(f"stage_costs_mb['{stage}'] must be MB >= 0, got {cost!r}")
+            raise TtsKitError(f"stage_costs_mb['{stage}'] must be MB >= 0, got {cost!r}")
         out[stage] = value
     return out
 
@@ -699,7 +700,7 @@ def suggest_budget(costs_mb: Mapping[str, float], headroom: float = 1.2,
     """
     values = [float(v) for v in costs_mb.values()]
     if not values:
-        raise ValueError("suggest_budget needs the stages' costs in MB; got none")
+        raise TtsKitError("suggest_budget needs the stages' costs in MB; got none")
     return f"budget:{max(max(values) * headroom, share * sum(values)):.0f}"
 
 
@@ -759,7 +760,7 @@ class StageLoader:
             Piper voice has one, ``voice``).
 
     Raises:
-        ValueError: a bad spec, missing costs, or a budget below the cheapest stage;
+        TtsKitError: a bad spec, missing costs, or a budget below the cheapest stage;
             raised before any session is created.
 
     Example:
@@ -801,11 +802,11 @@ class StageLoader:
         if self.policy.policy == "budget":
             missing = [s for s in self.stages if s not in self.costs_mb]
             if missing:
-                raise ValueError(f"loading '{self.spec}': no cost for stage(s) {missing}; "
+                raise TtsKitError(f"loading '{self.spec}': no cost for stage(s) {missing}; "
                                  "pass costs_mb for every stage")
             cheapest = min(self.stages, key=lambda s: self.costs_mb[s])
             if self.budget_mb is not None and self.budget_mb < self.costs_mb[cheapest]:
-                raise ValueError(
+                raise TtsKitError(
                     f"loading '{self.spec}': the budget of {self.budget_mb:g} MB is smaller "
                     f"than the cheapest stage ({cheapest}, {self.costs_mb[cheapest]:.1f} MB); "
                     "raise the budget or use paged"

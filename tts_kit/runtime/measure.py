@@ -98,6 +98,7 @@ from typing import Any
 import psutil
 
 from tts_kit.core import procfacts
+from tts_kit.core.errors import TtsKitError
 from tts_kit.core.procfacts import CPUS_ENV
 
 # Guards os.environ while a child is spawned with the trial's thread settings.
@@ -200,7 +201,7 @@ class Measurement:
         known = {f.name: f for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - set(known))
         if unknown:
-            raise ValueError(f"unknown Measurement field(s): {', '.join(unknown)}")
+            raise TtsKitError(f"unknown Measurement field(s): {', '.join(unknown)}")
         kwargs: dict[str, Any] = {}
         for name, value in data.items():
             if name == "timeline":
@@ -237,9 +238,9 @@ def run_isolated(
     if cpus is not None:
         cores = procfacts.allowed_cpus()
         if isinstance(cpus, bool) or not isinstance(cpus, int) or cpus < 1:
-            raise ValueError(f"cpus must be a positive integer, got {cpus!r}")
+            raise TtsKitError(f"cpus must be a positive integer, got {cpus!r}")
         if cpus > len(cores):
-            raise ValueError(
+            raise TtsKitError(
                 f"cpus={cpus} but this process may only use {len(cores)} core(s) "
                 f"({cores}); ask for at most {len(cores)}"
             )
@@ -247,11 +248,11 @@ def run_isolated(
     else:
         pinned = None
     if mem_budget_mb is not None and not mem_budget_mb > 0:
-        raise ValueError(f"mem_budget_mb must be positive, got {mem_budget_mb!r}")
+        raise TtsKitError(f"mem_budget_mb must be positive, got {mem_budget_mb!r}")
     if timeout_s is not None and not timeout_s > 0:
-        raise ValueError(f"timeout_s must be positive, got {timeout_s!r}")
+        raise TtsKitError(f"timeout_s must be positive, got {timeout_s!r}")
     if not sample_ms > 0:
-        raise ValueError(f"sample_ms must be positive, got {sample_ms!r}")
+        raise TtsKitError(f"sample_ms must be positive, got {sample_ms!r}")
     try:
         payload = pickle.dumps((fn, args, kwargs))
     except Exception as exc:

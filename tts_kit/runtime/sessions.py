@@ -44,6 +44,7 @@ from typing import Any
 import onnxruntime as ort
 
 from tts_kit.core import contract, procfacts
+from tts_kit.core.errors import TtsKitError
 
 _EXECUTION_MODES = {
     "sequential": ort.ExecutionMode.ORT_SEQUENTIAL,
@@ -210,13 +211,13 @@ class SessionPreset:
             isinstance(mmap_kb, bool) or not isinstance(mmap_kb, int)
             or not 0 < mmap_kb <= _MMAP_MAX_KB
         ):
-            raise ValueError(
+            raise TtsKitError(
                 f"preset '{self.name}': malloc_mmap_threshold_kb must be an integer in "
                 f"1..{_MMAP_MAX_KB}, got {mmap_kb!r}"
             )
         if isinstance(threads, str) and threads != CORES:
             if not threads.isdigit():
-                raise ValueError(
+                raise TtsKitError(
                     f"preset '{self.name}': intra_op_num_threads must be a number, "
                     f"'{CORES}' or null, got {threads!r}"
                 )
@@ -226,15 +227,15 @@ class SessionPreset:
             ("inter_op_num_threads", self.inter_op_num_threads),
         ):
             if isinstance(value, bool) or (isinstance(value, int) and value < 0):
-                raise ValueError(f"preset '{self.name}': {fname} must be >= 0, got {value!r}")
+                raise TtsKitError(f"preset '{self.name}': {fname} must be >= 0, got {value!r}")
         if self.execution_mode is not None and self.execution_mode not in _EXECUTION_MODES:
-            raise ValueError(
+            raise TtsKitError(
                 f"preset '{self.name}': execution_mode {self.execution_mode!r}; "
                 f"use one of {sorted(_EXECUTION_MODES)}"
             )
         level = self.graph_optimization_level
         if level is not None and level not in _OPT_LEVELS:
-            raise ValueError(
+            raise TtsKitError(
                 f"preset '{self.name}': graph_optimization_level {level!r}; "
                 f"use one of {list(_OPT_LEVELS)}"
             )
@@ -326,19 +327,19 @@ class SessionPreset:
         notes = dict(self.notes)
         if gpu_mem_limit_mb is not None:
             if not gpu_mem_limit_mb > 0:
-                raise ValueError(f"gpu_mem_limit_mb must be positive, got {gpu_mem_limit_mb!r}")
+                raise TtsKitError(f"gpu_mem_limit_mb must be positive, got {gpu_mem_limit_mb!r}")
             opts["gpu_mem_limit"] = str(int(gpu_mem_limit_mb * 1024 * 1024))
             notes.setdefault("gpu_mem_limit", "caps the GPU arena (article 004)")
         if arena_extend_strategy is not None:
             if arena_extend_strategy not in _ARENA_STRATEGIES:
-                raise ValueError(
+                raise TtsKitError(
                     f"arena_extend_strategy {arena_extend_strategy!r}; use one of "
                     f"{list(_ARENA_STRATEGIES)}"
                 )
             opts["arena_extend_strategy"] = arena_extend_strategy
         if cudnn_conv_algo_search is not None:
             if cudnn_conv_algo_search not in _CUDNN_SEARCH:
-                raise ValueError(
+                raise TtsKitError(
                     f"cudnn_conv_algo_search {cudnn_conv_algo_search!r}; use one of "
                     f"{list(_CUDNN_SEARCH)}"
                 )
@@ -420,7 +421,7 @@ class SessionPreset:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ValueError(f"unknown SessionPreset field(s): {', '.join(unknown)}")
+            raise TtsKitError(f"unknown SessionPreset field(s): {', '.join(unknown)}")
         return cls(**data)
 
     def save(self, path: str | Path) -> None:
@@ -550,5 +551,5 @@ def get_preset(name: str | SessionPreset) -> SessionPreset:
     if isinstance(name, SessionPreset):
         return name
     if name not in PRESETS:
-        raise ValueError(f"unknown session preset '{name}'; choose one of: {', '.join(PRESETS)}")
+        raise TtsKitError(f"unknown session preset '{name}'; choose one of: {', '.join(PRESETS)}")
     return SessionPreset.from_dict(PRESETS[name].to_dict())

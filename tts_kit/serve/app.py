@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tts_kit.core import contract
+from tts_kit.core.errors import TtsKitError
 from tts_kit.serve.worker import (
     RESTART_REASONS,
     DeadlineExceeded,
@@ -84,26 +85,26 @@ class ServeConfig:
     def check(self) -> None:
         """One-line ValueError for a setting that cannot work."""
         if self.architecture not in ARCHITECTURES:
-            raise ValueError(f"unknown architecture '{self.architecture}'; use one of: "
+            raise TtsKitError(f"unknown architecture '{self.architecture}'; use one of: "
                              f"{', '.join(ARCHITECTURES)}")
         if self.max_chunk_chars is not None and self.max_chunk_chars < 1:
-            raise ValueError("--max-chunk-chars must be >= 1")
+            raise TtsKitError("--max-chunk-chars must be >= 1")
         for name in ("workers", "max_chars", "max_body_bytes"):
             if getattr(self, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
+                raise TtsKitError(f"--{name.replace('_', '-')} must be >= 1")
         if self.max_queue < 0:
-            raise ValueError("--max-queue must be >= 0")
+            raise TtsKitError("--max-queue must be >= 0")
         if self.timeout_s is not None and self.timeout_s <= 0:
-            raise ValueError("--timeout must be above 0 seconds")
+            raise TtsKitError("--timeout must be above 0 seconds")
         if self.threads is not None and self.threads < 1:
-            raise ValueError("--threads must be >= 1")
+            raise TtsKitError("--threads must be >= 1")
         if self.fallback_wav:
             import soundfile as sf
 
             try:
                 sf.info(self.fallback_wav)
             except Exception as exc:
-                raise ValueError(f"--fallback-wav {self.fallback_wav}: not a readable audio "
+                raise TtsKitError(f"--fallback-wav {self.fallback_wav}: not a readable audio "
                                  f"file ({str(exc).splitlines()[0]}); give a WAV file") from None
 
     def worker_config(self) -> WorkerConfig:

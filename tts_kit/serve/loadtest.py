@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tts_kit.core import contract
+from tts_kit.core.errors import TtsKitError
 from tts_kit.experiments.records import table as records_table
 
 #: The table of a load test (`tts_kit.experiments.records` keys).
@@ -381,13 +382,13 @@ def run_load(
         ``ttfa_ms`` and ``timeline`` (``[t, pool RSS MB, pool PSS MB]``).
     """
     if requests < 1:
-        raise ValueError(f"requests must be >= 1, got {requests}")
+        raise TtsKitError(f"requests must be >= 1, got {requests}")
     if any(int(c) < 1 for c in concurrency) or any(r <= 0 for r in rates):
-        raise ValueError("concurrency levels must be >= 1 and rates above 0")
+        raise TtsKitError("concurrency levels must be >= 1 and rates above 0")
     if not concurrency and not rates:
-        raise ValueError("give at least one concurrency level or rate")
+        raise TtsKitError("give at least one concurrency level or rate")
     if not texts or not all(isinstance(t, str) and t.strip() for t in texts):
-        raise ValueError("texts must be non-empty strings")
+        raise TtsKitError("texts must be non-empty strings")
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     bodies = [{"input": t, **(body or {})} for t in texts]
     result = LoadResult(url.rstrip("/"))

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tts_kit.core.errors import TtsKitError
 from tts_kit.experiments.records import table as records_table
 from tts_kit.experiments.tune import TIE_REL
 from tts_kit.serve.loadtest import DEFAULT_TEXT, run_load
@@ -145,10 +146,10 @@ def serving_sweep(
     from tts_kit.serve.launch import start_server
 
     if not concurrency and not rates:  # before any server starts
-        raise ValueError("give at least one concurrency level or rate")
+        raise TtsKitError("give at least one concurrency level or rate")
     unknown = [a for a in architectures if a not in ARCHITECTURES]
     if unknown:
-        raise ValueError(f"unknown architecture(s) {unknown}; use {', '.join(ARCHITECTURES)}")
+        raise TtsKitError(f"unknown architecture(s) {unknown}; use {', '.join(ARCHITECTURES)}")
     result = ServingSweepResult()
     seen = set()
     for arch, n, th, preset, loading in itertools.product(architectures, workers, threads,

@@ -34,6 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tts_kit.core.errors import TtsKitError
+
 #: The text every worker synthesises once before it says ready.
 WARMUP_TEXT = "Warming up the model, once."
 #: Worker restart reasons, as counted in ``tts_kit_worker_restarts_total``.
@@ -220,9 +222,9 @@ class WorkerPool:
                  max_requests: int | None = None, max_rss_mb: float | None = None,
                  on_restart: Callable[[str], None] | None = None):
         if workers < 1:
-            raise ValueError(f"workers must be >= 1, got {workers}")
+            raise TtsKitError(f"workers must be >= 1, got {workers}")
         if max_queue < 0:
-            raise ValueError(f"max_queue must be >= 0, got {max_queue}")
+            raise TtsKitError(f"max_queue must be >= 0, got {max_queue}")
         self.cfg = cfg
         self.size = workers
         self.max_queue = max_queue

@@ -26,6 +26,7 @@ import re
 import unicodedata
 
 from tts_kit.core import contract
+from tts_kit.core.errors import TtsKitError
 from tts_kit.text.common import TAG
 from tts_kit.text.tables import KO_COUNTERS, UNITS
 
@@ -112,11 +113,11 @@ def chunk(text: str, lang: str = "ko", max_chars: int | None = None, *,
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")
     if measure not in ("model", "chars"):
-        raise ValueError(f"measure must be 'model' or 'chars', got {measure!r}")
+        raise TtsKitError(f"measure must be 'model' or 'chars', got {measure!r}")
     if max_chars is None:
         max_chars = default_max_chars(lang, measure)
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
-        raise ValueError(f"max_chars must be a positive integer, got {max_chars!r}")
+        raise TtsKitError(f"max_chars must be a positive integer, got {max_chars!r}")
     tags = [(m.start(), m.end()) for m in TAG.finditer(text)] if "<" in text else []
     out: list[str] = []
     packer = _Packer(text, max_chars, tags, out, measure == "model")

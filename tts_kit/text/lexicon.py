@@ -26,6 +26,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+from tts_kit.core.errors import TtsKitError
 from tts_kit.text.common import Steps, TraceStep
 
 LexiconSource = str | os.PathLike | Mapping[str, str]
@@ -83,7 +84,7 @@ def read_lexicon(path: str | os.PathLike) -> dict[str, str]:
         term, sep, spoken = raw.partition("\t")
         term, spoken = " ".join(term.split()), " ".join(spoken.split())
         if not sep or not term or not spoken:
-            raise ValueError(
+            raise TtsKitError(
                 f"{path}:{lineno}: expected 'term<TAB>pronunciation', got {raw!r}"
             )
         out[term] = spoken

@@ -23,6 +23,7 @@ import warnings
 from collections.abc import Iterable
 from functools import lru_cache
 
+from tts_kit.core.errors import TtsKitError
 from tts_kit.text import en, ko
 from tts_kit.text.common import (
     TraceStep,
@@ -97,7 +98,7 @@ class Normalizer:
             >>> Normalizer("en").normalize_for_speech("Hello 你好 مرحبا")  # doctest: +ELLIPSIS
             Traceback (most recent call last):
             ...
-            ValueError: normalisation for 'en' dropped 7 of 12 letters ('你' '好' ...
+            tts_kit.TtsKitError: normalisation for 'en' dropped 7 of 12 letters ('你' '好' ...
         """
         dropped: list[str] = []
         out = self._run(text, None, dropped)
@@ -131,7 +132,7 @@ class Normalizer:
             parts.append((" " if lead else "") + core + (" " if trail else ""))
         out = "".join(parts).strip()
         if not out and dropped is None:
-            raise ValueError(
+            raise TtsKitError(
                 "text has nothing the model can say once normalised (only emoji, symbols "
                 "or characters of another script); give it some words"
             )
@@ -148,14 +149,14 @@ def check_speakable(original: str, text: str, lang: str, dropped: Iterable[str] 
     speech.
 
     Raises:
-        ValueError: nothing speakable (no letter or digit) is left, or more than half of
+        TtsKitError: nothing speakable (no letter or digit) is left, or more than half of
             the letters were dropped.
 
     Example:
         >>> check_speakable("....", "...", "en")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: text has nothing to speak after normalisation: only '...' is left; ...
+        tts_kit.TtsKitError: text has nothing to speak after normalisation: only '...' is left; ...
     """
     lost = [c for run in dropped for c in run if not c.isspace() and not _silent(c)]
     shown = _show(lost)
@@ -166,7 +167,7 @@ def check_speakable(original: str, text: str, lang: str, dropped: Iterable[str] 
         if lost:
             what = f"'{lang}' dropped {shown} and {what}"
         where = " after normalisation" if normalised else ""
-        raise ValueError(f"text has nothing to speak{where}: {what}; "
+        raise TtsKitError(f"text has nothing to speak{where}: {what}; "
                          "give it some words" + (" or pass the text's own lang=" if lost else ""))
     if not lost:
         return
@@ -174,7 +175,7 @@ def check_speakable(original: str, text: str, lang: str, dropped: Iterable[str] 
                   for c in piece)
     dropped_letters = sum(c.isalpha() for c in lost)
     if letters and 2 * dropped_letters > letters:
-        raise ValueError(
+        raise TtsKitError(
             f"normalisation for '{lang}' dropped {dropped_letters} of {letters} letters "
             f"({shown}): the text is mostly in a script '{lang}' does not read; pass its own "
             "lang= or transliterate it"

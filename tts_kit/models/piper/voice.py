@@ -49,6 +49,7 @@ import numpy as np
 
 from tts_kit.core import atomic
 from tts_kit.core._protoscan import ScanError, scan_onnx
+from tts_kit.core.errors import TtsKitError
 from tts_kit.models.base import Capabilities
 from tts_kit.models.supertonic.bundle import BundleError, StageInfo, _precision, file_sha256
 from tts_kit.models.supertonic.engine import (
@@ -227,7 +228,7 @@ class PiperBundle:
     def speaker_id(self, voice: str) -> int | None:
         """The ``sid`` of a voice (None for one-speaker voices); unknown names: ValueError."""
         if voice not in self.voices:
-            raise ValueError(f"unknown voice '{voice}'; available voices: "
+            raise TtsKitError(f"unknown voice '{voice}'; available voices: "
                              f"{', '.join(self.voices)}")
         return (self.config.get("speaker_id_map") or {}).get(voice) if self.has_sid else None
 
@@ -435,7 +436,7 @@ class PiperEngine:
         self.stage_presets = dict(stage_presets or {})
         unknown = sorted(set(self.stage_presets) - set(STAGES))
         if unknown:
-            raise ValueError(f"unknown stage(s) {unknown}; a Piper voice has one stage, "
+            raise TtsKitError(f"unknown stage(s) {unknown}; a Piper voice has one stage, "
                              f"'{STAGE}'")
         inf = self.bundle.inference
         for name, value in (("noise_scale", noise_scale), ("noise_w", noise_w)):
@@ -508,7 +509,7 @@ class PiperEngine:
     def run_stage(self, stage: str, feeds: dict[str, np.ndarray]) -> np.ndarray:
         """Run the graph on given inputs (noise inputs included); returns its audio, float32."""
         if stage not in STAGES:
-            raise ValueError(f"unknown stage '{stage}'; a Piper voice has one stage, '{STAGE}'")
+            raise TtsKitError(f"unknown stage '{stage}'; a Piper voice has one stage, '{STAGE}'")
         return self._run(feeds, {})
 
     def _run(self, feeds: Mapping[str, np.ndarray], timings: dict[str, float]) -> np.ndarray:
@@ -540,11 +541,11 @@ class PiperEngine:
 
     def _prepare(self, text: str, lang: str) -> tuple[str, list[list[str]]]:
         if not isinstance(text, str):
-            raise ValueError(f"text must be a string, got {type(text).__name__}")
+            raise TtsKitError(f"text must be a string, got {type(text).__name__}")
         if not text.strip():
-            raise ValueError("text is empty; give at least one word to synthesise")
+            raise TtsKitError("text is empty; give at least one word to synthesise")
         if len(text) > MAX_TEXT_CHARS:
-            raise ValueError(f"text has {len(text):,} characters, more than the "
+            raise TtsKitError(f"text has {len(text):,} characters, more than the "
                              f"{MAX_TEXT_CHARS:,} allowed in one request; split it into "
                              "several requests")
         from tts_kit.text import check_speakable, language_tags, normalize_for_speech
@@ -556,7 +557,7 @@ class PiperEngine:
             check_speakable(text, text, lang, normalised=False)
         sentences = self.phonemize(text)
         if not sentences:
-            raise ValueError(f"the phonemiser found nothing to say in {text[:40]!r}; give "
+            raise TtsKitError(f"the phonemiser found nothing to say in {text[:40]!r}; give "
                              "words")
         return text, sentences
 
@@ -599,9 +600,9 @@ class PiperEngine:
             ``timings`` has ``text`` (normalisation, phonemes), ``voice`` and ``total``.
         """
         if isinstance(texts, str):
-            raise ValueError("texts must be a list of strings; use synthesize() for one text")
+            raise TtsKitError("texts must be a list of strings; use synthesize() for one text")
         if not texts:
-            raise ValueError("texts is empty; give at least one text")
+            raise TtsKitError("texts is empty; give at least one text")
         voice_list, sids, seeds = self._check_call(len(texts), lang, voices, steps, speed, seed)
 
         t_start = time.perf_counter()
@@ -633,12 +634,12 @@ class PiperEngine:
                                                     list[int | None]]:
         """The request's checks, before any work: (voices, speaker ids, seeds), one per text."""
         if lang != self.bundle.language:
-            raise ValueError(f"{self.bundle.label} speaks '{self.bundle.language}', not "
+            raise TtsKitError(f"{self.bundle.label} speaks '{self.bundle.language}', not "
                              f"'{lang}'; use lang='{self.bundle.language}'")
         voices = self.bundle.default_voice if voices is None else voices
         voice_list = [voices] * n if isinstance(voices, str) else list(voices)
         if len(voice_list) != n:
-            raise ValueError(f"{n} texts but {len(voice_list)} voices; give one per text")
+            raise TtsKitError(f"{n} texts but {len(voice_list)} voices; give one per text")
         sids = [self.bundle.speaker_id(v) for v in voice_list]
         _check_number("steps", steps, 1, 100, integer=True)
         _check_number("speed", speed, MIN_SPEED, MAX_SPEED)
@@ -647,12 +648,12 @@ class PiperEngine:
         elif isinstance(seed, (list, tuple, np.ndarray)):
             seeds = list(seed)
             if len(seeds) != n:
-                raise ValueError(f"{n} texts but {len(seeds)} seeds; give one per text")
+                raise TtsKitError(f"{n} texts but {len(seeds)} seeds; give one per text")
         else:
             seeds = [seed]
         for s in seeds:
             if s is not None and not _is_seed(s):
-                raise ValueError(f"seed must be an integer >= 0 or None (one per text in a "
+                raise TtsKitError(f"seed must be an integer >= 0 or None (one per text in a "
                                  f"list), got {s!r}")
         return voice_list, sids, [None if s is None else int(s) for s in seeds]
 
@@ -687,7 +688,7 @@ class PiperEngine:
             [(0, False), (1, True)]
         """
         if order not in ("chunk", "stage"):
-            raise ValueError(f"order must be 'chunk' or 'stage', got {order!r}")
+            raise TtsKitError(f"order must be 'chunk' or 'stage', got {order!r}")
         if first_chunk_chars is not None:
             _check_number("first_chunk_chars", first_chunk_chars, 1, MAX_TEXT_CHARS,
                           integer=True)
@@ -748,7 +749,7 @@ class PiperEngine:
                     continue
             break
         if not np.isfinite(wav).all():
-            raise ValueError("the voice produced NaN or infinite samples; its graph is "
+            raise TtsKitError("the voice produced NaN or infinite samples; its graph is "
                              "damaged: re-install it")
         return np.clip(wav, -1.0, 1.0)
 

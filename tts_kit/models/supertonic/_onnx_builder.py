@@ -22,6 +22,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from tts_kit.core.contract import GraphSpec
+from tts_kit.core.errors import TtsKitError
 
 OPSET = 17
 IR_VERSION = 8
@@ -187,7 +188,7 @@ class GraphBuilder:
         ``key_bias`` is ``[B, 1, 1, Tk]``: 0 for real keys, `MASK_NEG` for padding.
         """
         if units % heads:
-            raise ValueError(f"{scope}: {units} units do not split into {heads} heads")
+            raise TtsKitError(f"{scope}: {units} units do not split into {heads} heads")
         d = units // heads
         q = self.linear(q_in, dq, units, f"{scope}.q")
         k = self.linear(kv_in, dkv, units, f"{scope}.k")

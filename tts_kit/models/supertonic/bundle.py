@@ -37,7 +37,7 @@ from tts_kit.core._protoscan import (
     scan_onnx,
 )
 from tts_kit.core.digests import file_sha256
-from tts_kit.core.errors import BundleError
+from tts_kit.core.errors import BundleError, TtsKitError
 from tts_kit.models.base import Capabilities
 
 
@@ -318,7 +318,7 @@ class Bundle:
     def voice(self, name: str) -> VoiceStyle:
         """Load (once) and return a voice style; unknown names raise ``ValueError``."""
         if name not in self._voices:
-            raise ValueError(f"unknown voice '{name}'; available voices: {', '.join(self.voices)}")
+            raise TtsKitError(f"unknown voice '{name}'; available voices: {', '.join(self.voices)}")
         if name not in self._voice_cache:
             self._voice_cache[name] = self._load_voice(name, self._voices[name])
         return self._voice_cache[name]

@@ -30,6 +30,7 @@ import numpy as np
 import onnxruntime as ort
 
 from tts_kit.core import contract
+from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textproc import encode
 from tts_kit.models.supertonic.bundle import Bundle
 from tts_kit.runtime.loading import (
@@ -81,7 +82,7 @@ class OfficialNoise:
 
     def __init__(self, seed: int):
         if not _is_seed(seed):
-            raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+            raise TtsKitError(f"seed must be an integer >= 0, got {seed!r}")
         self.seed = int(seed)
         self._rs = np.random.RandomState(self.seed)
 
@@ -106,7 +107,7 @@ class FixedNoise:
         if a.ndim == 2:
             a = a[None]
         if a.ndim != 3 or a.shape[1] != contract.LATENT_CHANNELS:
-            raise ValueError(
+            raise TtsKitError(
                 f"noise must have shape [batch, {contract.LATENT_CHANNELS}, frames], got "
                 f"{list(np.shape(latent))}"
             )
@@ -115,13 +116,13 @@ class FixedNoise:
 
     def __call__(self, frames: list[int]) -> np.ndarray:
         if self._used:
-            raise ValueError("a noise array covers one batch of chunks, but the text was "
+            raise TtsKitError("a noise array covers one batch of chunks, but the text was "
                              "split into several; give shorter texts or a noise source "
                              "(e.g. OfficialNoise(seed))")
         self._used = True
         want = (len(frames), contract.LATENT_CHANNELS, max(frames))
         if self.latent.shape[0] != want[0] or self.latent.shape[2] < want[2]:
-            raise ValueError(f"noise has shape {list(self.latent.shape)}, the batch needs "
+            raise TtsKitError(f"noise has shape {list(self.latent.shape)}, the batch needs "
                              f"{list(want)} (or more frames)")
         return self.latent[:, :, : want[2]]
 
@@ -131,7 +132,7 @@ def _noise_source(noise: np.ndarray | NoiseSource | None) -> NoiseSource | None:
         return noise
     if isinstance(noise, (np.ndarray, list, tuple)):
         return FixedNoise(np.asarray(noise))
-    raise ValueError(f"noise must be an array, a noise source (OfficialNoise(seed)) or None, "
+    raise TtsKitError(f"noise must be an array, a noise source (OfficialNoise(seed)) or None, "
                      f"got {type(noise).__name__}")
 
 
@@ -181,7 +182,7 @@ def _check_number(name: str, value: float, lo: float, hi: float, integer: bool =
     ok = isinstance(value, (int, np.integer)) if integer else isinstance(value, (int, float))
     if isinstance(value, bool) or not ok or not (lo <= value <= hi):
         kind = "an integer" if integer else "a number"
-        raise ValueError(f"{name} must be {kind} in {lo:g}..{hi:g}, got {value!r}")
+        raise TtsKitError(f"{name} must be {kind} in {lo:g}..{hi:g}, got {value!r}")
 
 
 class Engine:
@@ -220,7 +221,7 @@ class Engine:
         self.stage_presets = dict(stage_presets or {})
         unknown = sorted(set(self.stage_presets) - set(contract.STAGES))
         if unknown:
-            raise ValueError(f"unknown stage(s) {unknown}; stages are {list(contract.STAGES)}")
+            raise TtsKitError(f"unknown stage(s) {unknown}; stages are {list(contract.STAGES)}")
         self.normalize = normalize
         if normalize:
             # Build the normalisers now (imports, num2words, lexicon regexes: 150-250 ms
@@ -321,7 +322,7 @@ class Engine:
             (1, 6144)
         """
         if stage not in contract.STAGES:
-            raise ValueError(f"unknown stage '{stage}'; stages are {list(contract.STAGES)}")
+            raise TtsKitError(f"unknown stage '{stage}'; stages are {list(contract.STAGES)}")
         return self._run(stage, feeds, {})
 
     def _call_stage_hooks(
@@ -355,11 +356,11 @@ class Engine:
 
     def _prepare(self, text: str, lang: str, max_chars: int | None) -> tuple[str, list[str]]:
         if not isinstance(text, str):  # None is not "empty": it is not text at all
-            raise ValueError(f"text must be a string, got {type(text).__name__}")
+            raise TtsKitError(f"text must be a string, got {type(text).__name__}")
         if not text.strip():
-            raise ValueError("text is empty; give at least one word to synthesise")
+            raise TtsKitError("text is empty; give at least one word to synthesise")
         if len(text) > MAX_TEXT_CHARS:
-            raise ValueError(
+            raise TtsKitError(
                 f"text has {len(text):,} characters, more than the {MAX_TEXT_CHARS:,} allowed "
                 "in one request; split it into several requests"
             )
@@ -379,7 +380,7 @@ class Engine:
         bad = unsupported_characters(text, self.bundle.indexer, model_cleanup=True)
         if bad:
             shown = " ".join(repr(c) for c in bad[:20]) + (" ..." if len(bad) > 20 else "")
-            raise ValueError(
+            raise TtsKitError(
                 f"text has {len(bad)} character(s) this model cannot read: {shown}; "
                 "remove or replace them"
             )
@@ -389,7 +390,7 @@ class Engine:
 
     def _validate(self, lang: str, steps: int, speed: float, voices: list[str]) -> None:
         if lang not in contract.LANGUAGES:
-            raise ValueError(
+            raise TtsKitError(
                 f"unknown language '{lang}'; use one of: {', '.join(contract.LANGUAGES)}"
             )
         _check_number("steps", steps, contract.MIN_STEPS, contract.MAX_STEPS, integer=True)
@@ -465,32 +466,32 @@ class Engine:
             whole batch.
         """
         if isinstance(texts, str):
-            raise ValueError("texts must be a list of strings; use synthesize() for one text")
+            raise TtsKitError("texts must be a list of strings; use synthesize() for one text")
         if not texts:
-            raise ValueError("texts is empty; give at least one text")
+            raise TtsKitError("texts is empty; give at least one text")
         voice_list = [voices] * len(texts) if isinstance(voices, str) else list(voices)
         if len(voice_list) != len(texts):
-            raise ValueError(f"{len(texts)} texts but {len(voice_list)} voices; give one per text")
+            raise TtsKitError(f"{len(texts)} texts but {len(voice_list)} voices; give one per text")
         self._validate(lang, steps, speed, voice_list)
         if seed is None or _is_seed(seed):
             seeds = [None if seed is None else int(seed) + i for i in range(len(texts))]
         elif isinstance(seed, (list, tuple, np.ndarray)):
             seeds = list(seed)
             if len(seeds) != len(texts):
-                raise ValueError(f"{len(texts)} texts but {len(seeds)} seeds; give one per text")
+                raise TtsKitError(f"{len(texts)} texts but {len(seeds)} seeds; give one per text")
         else:
             seeds = [seed]  # checked below, in the same words as a bad list item
         # numpy's own words were "expected non-negative integer" for -1 and "'float' object
         # is not iterable" for 1.5: say what a seed is instead.
         for s in seeds:
             if s is not None and not _is_seed(s):
-                raise ValueError(f"seed must be an integer >= 0 or None (one per text in a "
+                raise TtsKitError(f"seed must be an integer >= 0 or None (one per text in a "
                                  f"list), got {s!r}")
         seeds = [None if s is None else int(s) for s in seeds]  # plain ints in results
         source = _noise_source(noise)
         if source is not None:
             if any(x is not None for x in seeds):
-                raise ValueError("give seed or noise, not both: the noise is the initial "
+                raise TtsKitError("give seed or noise, not both: the noise is the initial "
                                  "latent a seed would draw (OfficialNoise(seed) draws it "
                                  "as the official package does)")
             seeds = [getattr(source, "seed", None)] * len(texts)
@@ -582,7 +583,7 @@ class Engine:
         if source is not None:  # the caller's noise, masked as the official package does
             drawn = np.asarray(source(list(frames)), np.float32)
             if drawn.shape != (batch, contract.LATENT_CHANNELS, length):
-                raise ValueError(f"the noise source gave shape {list(drawn.shape)}; the batch "
+                raise TtsKitError(f"the noise source gave shape {list(drawn.shape)}; the batch "
                                  f"needs {[batch, contract.LATENT_CHANNELS, length]}")
             xt = drawn * latent_mask
         else:
@@ -615,7 +616,7 @@ class Engine:
             wavs.append(wav[0, :n])
         # NaN samples are written as full-scale DC: a damaged graph must fail, not play.
         if not all(np.isfinite(w).all() for w in wavs):
-            raise ValueError("the model produced NaN or infinite samples; its graphs are "
+            raise TtsKitError("the model produced NaN or infinite samples; its graphs are "
                              "damaged: re-download or rebuild the bundle")
         return wavs
 
@@ -672,17 +673,17 @@ class Engine:
     def _stream(self, text, lang, voice, steps, speed, seed, max_chunk_chars,
                 first_chunk_chars, order, noise=None) -> SynthesisStream:
         if order not in ("chunk", "stage"):
-            raise ValueError(f"order must be 'chunk' or 'stage', got {order!r}")
+            raise TtsKitError(f"order must be 'chunk' or 'stage', got {order!r}")
         if first_chunk_chars is not None:
             _check_number("first_chunk_chars", first_chunk_chars, 1, MAX_TEXT_CHARS,
                           integer=True)
         self._validate(lang, steps, speed, [voice])
         if seed is not None and not _is_seed(seed):
-            raise ValueError(f"seed must be an integer >= 0 or None (one per text in a "
+            raise TtsKitError(f"seed must be an integer >= 0 or None (one per text in a "
                              f"list), got {seed!r}")
         source = _noise_source(noise)
         if source is not None and seed is not None:
-            raise ValueError("give seed or noise, not both: the noise is the initial "
+            raise TtsKitError("give seed or noise, not both: the noise is the initial "
                              "latent a seed would draw (OfficialNoise(seed) draws it "
                              "as the official package does)")
         t0 = time.perf_counter()
@@ -875,10 +876,10 @@ def _check_durations(duration: np.ndarray, chunks: list[str]) -> None:
         >>> _check_durations(np.array([np.nan], np.float32), ["Hello there."])
         Traceback (most recent call last):
         ...
-        ValueError: duration_predictor predicted nan s for a 12-character chunk ...
+        tts_kit.TtsKitError: duration_predictor predicted nan s for a 12-character chunk ...
     """
     if duration.shape != (len(chunks),):
-        raise ValueError(
+        raise TtsKitError(
             f"duration_predictor gave {duration.size} duration(s) for {len(chunks)} chunk(s); "
             "the graph is damaged or not a Supertonic duration predictor; re-download or "
             "rebuild the bundle"
@@ -887,7 +888,7 @@ def _check_durations(duration: np.ndarray, chunks: list[str]) -> None:
         limit = MAX_SECONDS_PER_CHAR * len(text) + MAX_SECONDS_MARGIN
         if not (0.0 < d <= limit):  # False for NaN too
             shown = text if len(text) <= 30 else text[:27] + "..."
-            raise ValueError(
+            raise TtsKitError(
                 f"duration_predictor predicted {d:g} s for a {len(text)}-character chunk "
                 f"({shown!r}); a duration must be finite, above 0 and at most "
                 f"{MAX_SECONDS_PER_CHAR:g} s per character + {MAX_SECONDS_MARGIN:g} s "

@@ -21,6 +21,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from tts_kit.core import procfacts
+from tts_kit.core.errors import TtsKitError
 
 #: model name -> (hub repository, pinned commit)
 MODELS: dict[str, tuple[str, str]] = {
@@ -34,7 +35,7 @@ OFFLINE_HINT = (
 )
 
 
-class FetchError(RuntimeError):
+class FetchError(TtsKitError):
     """The model could not be downloaded (offline, hub error, or target not empty)."""
 
 

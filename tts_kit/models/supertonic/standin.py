@@ -42,6 +42,7 @@ import numpy as np
 import onnx
 
 from tts_kit.core import contract, procfacts
+from tts_kit.core.errors import TtsKitError
 from tts_kit.models.supertonic._onnx_builder import GraphBuilder
 
 #: Bumped whenever the graphs or files change, so cached stand-ins are rebuilt.
@@ -220,7 +221,7 @@ _ARCH: dict[str, _Arch] = {
 
 def _check_scale(scale: str) -> _Arch:
     if scale not in _ARCH:
-        raise ValueError(f"unknown stand-in scale {scale!r}; choose one of {', '.join(SCALES)}")
+        raise TtsKitError(f"unknown stand-in scale {scale!r}; choose one of {', '.join(SCALES)}")
     return _ARCH[scale]
 
 
@@ -418,7 +419,7 @@ def build_graph(stage: str, scale: str = "tiny", seed: int = 0) -> onnx.ModelPro
     """
     arch = _check_scale(scale)
     if stage not in _BUILDERS:
-        raise ValueError(f"unknown stage {stage!r}; choose one of {', '.join(contract.STAGES)}")
+        raise TtsKitError(f"unknown stage {stage!r}; choose one of {', '.join(contract.STAGES)}")
     fn, attr = _BUILDERS[stage]
     return fn(getattr(arch, attr), _stage_rng(seed, stage))
 
@@ -678,7 +679,7 @@ def build_standin(
     place at the end, so ``path`` is either absent or complete.
 
     Raises:
-        ValueError: unknown scale, bad voice name, or ``path`` is a file or non-empty.
+        TtsKitError: unknown scale, bad voice name, or ``path`` is a file or non-empty.
 
     Example:
         >>> s = build_standin("/tmp/standin-tiny", scale="tiny", seed=0)  # doctest: +SKIP
@@ -689,10 +690,10 @@ def build_standin(
     voices = list(voices)
     bad = [v for v in voices if not _VOICE_NAME.match(v)]
     if not voices or bad:
-        raise ValueError(f"voice names must be non-empty [A-Za-z0-9_-]+, got {voices!r}")
+        raise TtsKitError(f"voice names must be non-empty [A-Za-z0-9_-]+, got {voices!r}")
     target = Path(path).expanduser()
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise ValueError(f"{path}: already exists and is not an empty directory; "
+        raise TtsKitError(f"{path}: already exists and is not an empty directory; "
                          "choose a new path or remove it")
     target.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

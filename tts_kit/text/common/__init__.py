@@ -22,6 +22,8 @@ import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from tts_kit.core.errors import TtsKitError
+
 #: Languages `normalize` knows the rules of.
 LANGS: tuple[str, ...] = ("ko", "en")
 #: Longest text one call accepts; longer input is refused, never cut.
@@ -153,14 +155,14 @@ def trie_alt(words: Iterable[str]) -> str:
 
 
 def check_lang(lang: str) -> str:
-    """Return ``lang`` if normalisation rules exist for it, else raise ValueError.
+    """Return ``lang`` if normalisation rules exist for it, else raise TtsKitError.
 
     Example:
         >>> check_lang("ko")
         'ko'
     """
     if lang not in LANGS:
-        raise ValueError(
+        raise TtsKitError(
             f"no normalisation rules for language {lang!r}; use one of: {', '.join(LANGS)}"
         )
     return lang
@@ -176,12 +178,12 @@ def check_text(text: str) -> str:
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")
     if len(text) > MAX_CHARS:
-        raise ValueError(
+        raise TtsKitError(
             f"text has {len(text):,} characters, more than the {MAX_CHARS:,} one call "
             "accepts; split it (tts_kit.text.chunk) and normalise the pieces"
         )
     if not text.strip():
-        raise ValueError("text is empty (or only whitespace); give at least one word")
+        raise TtsKitError("text is empty (or only whitespace); give at least one word")
     return text
 
 
@@ -232,7 +234,7 @@ def language_tags(text: str, lang: str) -> str:
         >>> language_tags("<ko>안녕</ko> there", "en")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: text has a <ko> tag but lang is 'en'; the model reads one language ...
+        tts_kit.TtsKitError: text has a <ko> tag but lang is 'en'; the model reads one language ...
     """
     if "<" not in text:
         return text
@@ -243,7 +245,7 @@ def language_tags(text: str, lang: str) -> str:
         if code not in LANGUAGES:
             return m.group(0)
         if code != lang:
-            raise ValueError(
+            raise TtsKitError(
                 f"text has a <{code}> tag but lang is '{lang}'; the model reads one language "
                 f"per call: synthesise that part separately with lang='{code}'"
             )
