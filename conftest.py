@@ -13,3 +13,35 @@ import pytest
 @pytest.fixture(autouse=True)
 def _tiny_standin_for_tests(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TTS_KIT_STANDIN_SCALE", "tiny")
+
+
+class _SettingsMonkeyPatch(pytest.MonkeyPatch):
+    """`pytest.MonkeyPatch` that makes `tts_kit.core.settings.settings()` read the
+    environment again after each change and each undo: the package reads it once
+    (`tts_kit.core.settings`), tests change it freely."""
+
+    def setenv(self, name: str, value: str, prepend: str | None = None) -> None:
+        super().setenv(name, value, prepend)
+        _reset()
+
+    def delenv(self, name: str, raising: bool = True) -> None:
+        super().delenv(name, raising)
+        _reset()
+
+    def undo(self) -> None:
+        super().undo()
+        _reset()
+
+
+def _reset() -> None:
+    from tts_kit.core.settings import reset_settings
+
+    reset_settings()
+
+
+@pytest.fixture
+def monkeypatch():
+    """Every test's (and doctest's) ``monkeypatch``, with settings re-read on each change."""
+    mp = _SettingsMonkeyPatch()
+    yield mp
+    mp.undo()

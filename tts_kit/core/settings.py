@@ -1,0 +1,150 @@
+"""The environment tts_kit reads, read once into one `Settings` object.
+
+Every ``TTS_KIT_*`` variable and the other environment facts the package uses live here,
+and nowhere else in the package reads ``os.environ`` for them: a function that needs a
+setting takes ``settings: Settings | None = None`` and falls back to `settings()`, the
+process's settings, read from the environment on first use and then kept. Building the
+environment of a child process (a kernel, a measured trial, a server) is not a read and
+stays where it is.
+
+==============================  ==========================================================
+variable                        field
+==============================  ==========================================================
+``TTS_KIT_MODEL_DIR``           `Settings.model_dir`: the model discovery opens first
+``TTS_KIT_STANDIN_SCALE``       `Settings.standin_scale`: the stand-in discovery builds
+``TTS_KIT_CACHE_DIR``           `Settings.cache_dir` (default ``~/.cache/tts_kit``)
+``TTS_KIT_EXTERNAL_CACHE_MB``   `Settings.external_cache_mb`: bound of external-data copies
+``TTS_KIT_CPUS``                `Settings.cpus`: cores a measured child was given
+``TTS_KIT_CGROUP_ROOT``         `Settings.cgroup_root`: a cgroup directory read instead
+``TTS_KIT_REPORT_NOTEBOOK``     `Settings.report_notebook`: the report template
+``TTS_KIT_API_KEY``             `Settings.api_key`: the server's key
+``SUPERTONIC_CACHE_DIR``        `Settings.supertonic_cache_dir` (``~/.cache/supertonic3``)
+``HF_HUB_OFFLINE``              `Settings.hf_hub_offline`: never try the Hugging Face hub
+``HOME``                        `Settings.home`: under which the default caches lie
+==============================  ==========================================================
+
+Tests change the environment and call `reset_settings`, or pass a `Settings` explicitly.
+
+Example:
+    >>> from tts_kit.core.settings import Settings
+    >>> s = Settings.from_env({"TTS_KIT_MODEL_DIR": "~/voices/joe", "HOME": "/home/u"})
+    >>> s.model_dir, str(s.tts_kit_cache), str(s.official_cache)
+    ('~/voices/joe', '/home/u/.cache/tts_kit', '/home/u/.cache/supertonic3')
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: The variables `Settings.from_env` reads, field name -> variable.
+VARIABLES: dict[str, str] = {
+    "model_dir": "TTS_KIT_MODEL_DIR",
+    "standin_scale": "TTS_KIT_STANDIN_SCALE",
+    "cache_dir": "TTS_KIT_CACHE_DIR",
+    "external_cache_mb": "TTS_KIT_EXTERNAL_CACHE_MB",
+    "cpus": "TTS_KIT_CPUS",
+    "cgroup_root": "TTS_KIT_CGROUP_ROOT",
+    "report_notebook": "TTS_KIT_REPORT_NOTEBOOK",
+    "api_key": "TTS_KIT_API_KEY",
+    "supertonic_cache_dir": "SUPERTONIC_CACHE_DIR",
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the environment says, as read once; an unset or empty variable is None.
+
+    Values are kept as given (``standin_scale``, ``external_cache_mb`` and ``cpus`` are
+    checked where they are used, so a bad value fails only the command that needs it).
+
+    Example:
+        >>> Settings(model_dir="piper:joe-us").model_dir
+        'piper:joe-us'
+    """
+
+    model_dir: str | None = None
+    standin_scale: str | None = None
+    cache_dir: str | None = None
+    external_cache_mb: str | None = None
+    cpus: str | None = None
+    cgroup_root: str | None = None
+    report_notebook: str | None = None
+    api_key: str | None = None
+    supertonic_cache_dir: str | None = None
+    hf_hub_offline: bool = False
+    home: Path = field(default_factory=Path.home)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """The settings ``environ`` (default: this process's environment) holds.
+
+        Example:
+            >>> Settings.from_env({"HF_HUB_OFFLINE": "1"}).hf_hub_offline
+            True
+        """
+        env = os.environ if environ is None else environ
+        values = {name: env.get(var) or None for name, var in VARIABLES.items()}
+        offline = (env.get("HF_HUB_OFFLINE") or "").strip().lower() in ("1", "true", "yes")
+        home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+        return cls(**values, hf_hub_offline=offline, home=home)
+
+    @property
+    def tts_kit_cache(self) -> Path:
+        """tts_kit's cache: ``$TTS_KIT_CACHE_DIR``, else ``~/.cache/tts_kit``.
+
+        Example:
+            >>> str(Settings(cache_dir="/tmp/c").tts_kit_cache)
+            '/tmp/c'
+        """
+        if self.cache_dir:
+            return Path(self.cache_dir).expanduser()
+        return self.home / ".cache" / "tts_kit"
+
+    @property
+    def official_cache(self) -> Path:
+        """The official ``supertonic`` package's cache: ``$SUPERTONIC_CACHE_DIR``, else
+        ``~/.cache/supertonic3``.
+
+        Example:
+            >>> str(Settings(home=Path("/h")).official_cache)
+            '/h/.cache/supertonic3'
+        """
+        if self.supertonic_cache_dir:
+            return Path(self.supertonic_cache_dir).expanduser()
+        return self.home / ".cache" / "supertonic3"
+
+
+_LOCK = threading.Lock()
+_CURRENT: list[Settings] = []
+
+
+def settings() -> Settings:
+    """This process's settings: read from the environment on first use, then kept.
+
+    Example:
+        >>> settings() is settings()
+        True
+    """
+    with _LOCK:
+        if not _CURRENT:
+            _CURRENT.append(Settings.from_env())
+        return _CURRENT[0]
+
+
+def reset_settings() -> None:
+    """Forget the kept settings: the next `settings()` reads the environment again (for
+    tests, and for a program that changed its environment on purpose).
+
+    Example:
+        >>> reset_settings(); settings() is settings()
+        True
+    """
+    with _LOCK:
+        _CURRENT.clear()
+
+
+__all__ = ["VARIABLES", "Settings", "reset_settings", "settings"]
