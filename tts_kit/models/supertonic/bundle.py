@@ -38,27 +38,13 @@ from tts_kit.core._protoscan import (
 )
 from tts_kit.core.digests import file_sha256
 from tts_kit.core.errors import BundleError, TtsKitError
+from tts_kit.core.settings import Settings
+from tts_kit.core.settings import settings as current_settings
 from tts_kit.models.base import Capabilities
 
-
-def default_standin_scale() -> str:
-    """Scale of the stand-in that discovery builds when no real model is found.
-
-    ``$TTS_KIT_STANDIN_SCALE``, else ``full`` (`tts_kit.models.supertonic.standin.DEFAULT_SCALE`:
-    the
-    published size, realistic costs). Tests and CI set ``tiny``. An unknown value is a
-    one-line ``BundleError`` naming the choices.
-
-    Example:
-        >>> default_standin_scale() in ("tiny", "medium", "full")
-        True
-    """
-    default, scales = contract.DEFAULT_STANDIN_SCALE, contract.STANDIN_SCALES
-    scale = os.environ.get("TTS_KIT_STANDIN_SCALE", "").strip() or default
-    if scale not in scales:
-        raise BundleError(f"$TTS_KIT_STANDIN_SCALE={scale!r} is not a stand-in scale; set it "
-                          f"to one of {', '.join(scales)} or unset it (default: {default})")
-    return scale
+# default_standin_scale is re-exported: callers and tests find it beside discovery.
+from tts_kit.models.discovery import default_standin_scale as default_standin_scale
+from tts_kit.models.discovery import locate
 
 _NP_TO_ONNX = {"float32": FLOAT, "int64": INT64}
 
@@ -414,45 +400,45 @@ class Bundle:
     # -- discovery --------------------------------------------------------------------
 
     @classmethod
-    def discover(cls, path: str | os.PathLike[str] | None = None) -> Bundle:
-        """Open the bundle that `resolve_model_dir` finds."""
-        found, _ = resolve_model_dir(path)
-        return cls(found)
+    def discover(cls, path: str | os.PathLike[str] | None = None, *,
+                 settings: Settings | None = None) -> Bundle:
+        """Open the Supertonic bundle `tts_kit.models.discovery.locate` finds (discovery
+        when ``path`` is None); a Piper voice there is a one-line `BundleError` naming
+        `tts_kit.make_engine`, which opens either family.
+
+        Example:
+            >>> Bundle.discover().is_standin
+            True
+        """
+        found = locate(path, settings=settings)
+        if found.family != cls.family:
+            raise BundleError(
+                f"{found.ref} ({found.source}) is a Piper voice; Bundle and Engine open "
+                "Supertonic bundles only: use tts_kit.open_model() or tts_kit.make_engine()")
+        return cls(found.ref)
 
 
-def official_cache_dir() -> Path:
-    """Where the official ``supertonic`` package keeps Supertonic-3."""
-    env = os.environ.get("SUPERTONIC_CACHE_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "supertonic3"
-
-
-def _has_graphs(path: Path) -> bool:
-    return all((path / contract.GRAPHS[s].path).is_file() for s in contract.STAGES)
-
-
-def resolve_model_dir(path: str | os.PathLike[str] | None = None) -> tuple[Path, str]:
-    """Find the model directory to use, and say where it came from.
-
-    Order: the explicit ``path``; else ``$TTS_KIT_MODEL_DIR``; else the official
-    package's cache (``$SUPERTONIC_CACHE_DIR`` or ``~/.cache/supertonic3``) when it holds
-    all four graphs; else the built-in stand-in (`default_standin_scale`:
-    ``$TTS_KIT_STANDIN_SCALE``, default ``full``), built on first use into
-    ``$TTS_KIT_CACHE_DIR`` (``~/.cache/tts_kit``).
+def official_cache_dir(*, settings: Settings | None = None) -> Path:
+    """Where the official ``supertonic`` package keeps Supertonic-3: ``$SUPERTONIC_CACHE_DIR``
+    or ``~/.cache/supertonic3`` (`tts_kit.core.settings.Settings.official_cache`).
 
     Example:
-        >>> where, source = resolve_model_dir()  # doctest: +SKIP
-        >>> source  # doctest: +SKIP
-        'stand-in (full)'
+        >>> official_cache_dir(settings=Settings(supertonic_cache_dir="/c"))
+        PosixPath('/c')
     """
-    if path is not None:
-        return Path(path).expanduser(), "explicit path"
-    env = os.environ.get("TTS_KIT_MODEL_DIR")
-    if env:
-        return Path(env).expanduser(), "$TTS_KIT_MODEL_DIR"
-    official = official_cache_dir()
-    if _has_graphs(official):
-        return official, "official supertonic cache"
-    from tts_kit.models.supertonic.standin import ensure_standin
+    return (settings if settings is not None else current_settings()).official_cache
 
-    scale = default_standin_scale()
-    return ensure_standin(scale), f"stand-in ({scale})"
+
+def resolve_model_dir(path: str | os.PathLike[str] | None = None, *,
+                      settings: Settings | None = None) -> tuple[Path, str]:
+    """Find the model directory (or Piper voice file) to use, and say where it came from:
+    `tts_kit.models.discovery.locate` (explicit ``path``, ``$TTS_KIT_MODEL_DIR``, the
+    official cache, the stand-in), as a path.
+
+    Example:
+        >>> where, source = resolve_model_dir()
+        >>> source
+        'stand-in (tiny)'
+    """
+    found = locate(path, settings=settings)
+    return Path(found.ref), found.source

@@ -43,6 +43,8 @@ import onnx
 
 from tts_kit.core import contract, procfacts
 from tts_kit.core.errors import TtsKitError
+from tts_kit.core.settings import Settings
+from tts_kit.core.settings import settings as current_settings
 from tts_kit.models.supertonic._onnx_builder import GraphBuilder
 
 #: Bumped whenever the graphs or files change, so cached stand-ins are rebuilt.
@@ -724,15 +726,14 @@ def build_standin(
     return StandinSummary(target, scale, seed, stages, time.perf_counter() - t0)
 
 
-def standin_cache_dir() -> Path:
+def standin_cache_dir(*, settings: Settings | None = None) -> Path:
     """Where `ensure_standin` keeps built stand-ins: ``$TTS_KIT_CACHE_DIR`` or ~/.cache/tts_kit.
 
     Example:
         >>> standin_cache_dir().name  # doctest: +SKIP
         'tts_kit'
     """
-    env = os.environ.get("TTS_KIT_CACHE_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "tts_kit"
+    return (settings if settings is not None else current_settings()).tts_kit_cache
 
 
 def _complete(path: Path) -> bool:
@@ -741,7 +742,8 @@ def _complete(path: Path) -> bool:
     return all((path / f).is_file() for f in files)
 
 
-def ensure_standin(scale: str = DEFAULT_SCALE, seed: int = 0) -> Path:
+def ensure_standin(scale: str = DEFAULT_SCALE, seed: int = 0, *,
+                   settings: Settings | None = None) -> Path:
     """The cached stand-in of this scale and seed, built on first use.
 
     Safe when several processes race: each builds privately and renames into place; a
@@ -753,7 +755,7 @@ def ensure_standin(scale: str = DEFAULT_SCALE, seed: int = 0) -> Path:
         'standin-tiny-seed0-v1'
     """
     _check_scale(scale)
-    cache = standin_cache_dir()
+    cache = standin_cache_dir(settings=settings)
     target = cache / f"standin-{scale}-seed{seed}-v{STANDIN_VERSION}"
     if _complete(target):
         return target

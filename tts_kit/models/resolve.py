@@ -1,0 +1,99 @@
+"""The one way to open a model: a model spec in, the opened model and where it came from out.
+
+A spec is an opened model (returned as is, source ``given``), ``piper:NAME``, a path to a
+directory or ``.onnx`` file, or None: discovery (``$TTS_KIT_MODEL_DIR``, the official
+package's cache, then the stand-in at ``$TTS_KIT_STANDIN_SCALE``;
+`tts_kit.models.discovery.locate` finds it, this module opens it). `open_model`,
+`resolve_model` and `is_piper` (re-exported by `tts_kit.models.family`),
+`tts_kit.models.supertonic.bundle.Bundle.discover`, ``resolve_model_dir``, the CLI and
+``tts-kit doctor`` all come here.
+
+Example:
+    >>> from tts_kit.models.resolve import resolve_model
+    >>> model, source = resolve_model()
+    >>> model.label, source
+    ('Supertonic stand-in (tiny)', 'stand-in (tiny)')
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from tts_kit.core.settings import Settings
+from tts_kit.core.settings import settings as current_settings
+from tts_kit.models.discovery import Location, family_of, locate
+from tts_kit.models.piper.voice import PiperBundle
+from tts_kit.models.supertonic.bundle import Bundle
+
+#: A model of either family.
+AnyBundle = Bundle | PiperBundle
+
+_OPENERS: dict[str, type] = {"supertonic": Bundle, "piper": PiperBundle}
+
+
+def open_location(found: Location) -> AnyBundle:
+    """Open (and check) the model `locate` found.
+
+    Raises:
+        BundleError: one line naming what is wrong.
+
+    Example:
+        >>> open_location(locate()).is_standin
+        True
+    """
+    return _OPENERS[found.family](found.ref)
+
+
+def resolve_model(model: Any = None, *, settings: Settings | None = None
+                  ) -> tuple[AnyBundle, str]:
+    """The model ``model`` names, opened and checked, and where it came from (for
+    banners): the one place a notebook's model cell, a report and the CLI choose the model.
+
+    Example:
+        >>> bundle, source = resolve_model()
+        >>> source
+        'stand-in (tiny)'
+    """
+    if isinstance(model, tuple(_OPENERS.values())):
+        return model, "given"
+    found = locate(model, settings=settings)
+    return open_location(found), found.source
+
+
+def open_model(model: Any = None, *, settings: Settings | None = None) -> AnyBundle:
+    """The model ``model`` names, opened and checked: a `Bundle` or a `PiperBundle`.
+
+    ``model``: an opened model (returned as is), ``piper:NAME``, a directory or ``.onnx``
+    file, or None (discovery).
+
+    Raises:
+        BundleError: one line naming what is wrong (a ``piper:`` voice not installed,
+            a file that does not match its family's contract).
+
+    Example:
+        >>> open_model().family
+        'supertonic'
+    """
+    return resolve_model(model, settings=settings)[0]
+
+
+def is_piper(model: str | os.PathLike[str] | None, *,
+             settings: Settings | None = None) -> bool:
+    """Whether ``model`` names a Piper voice (``piper:NAME``, or a voice file or directory;
+    None: whether ``$TTS_KIT_MODEL_DIR`` does).
+
+    A directory that holds a Supertonic bundle is Supertonic even if a stray ``.onnx``
+    pair lies in it.
+
+    Example:
+        >>> is_piper("piper:joe-us"), is_piper(None)
+        (True, False)
+    """
+    if model is None:
+        env = (settings if settings is not None else current_settings()).model_dir
+        return bool(env) and family_of(env) == "piper"
+    return family_of(model) == "piper"
+
+
+__all__ = ["AnyBundle", "is_piper", "open_location", "open_model", "resolve_model"]
