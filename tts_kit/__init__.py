@@ -1,8 +1,10 @@
 """tts_kit: measure, tune and explain on-device Supertonic text-to-speech.
 
 The entry points are `Bundle` (a validated model directory) and `Engine` (the
-four-stage pipeline); `open_model`/`make_engine` (`tts_kit.models.family`) also open a Piper
-voice (``piper:joe-us``), the second family. Everything else builds on them:
+four-stage pipeline); `open_model`/`resolve_model` (`tts_kit.models.resolve`, the one way to
+open a model) and `make_engine` (`tts_kit.models.family`) also open a Piper voice
+(``piper:joe-us``), the second family. The environment is read once
+(`tts_kit.core.settings`). Everything else builds on them:
 `tts_kit.text` (normalisation), `tts_kit.runtime.sessions` (ONNX Runtime presets),
 `tts_kit.runtime.measure` (isolated measurements),
 `tts_kit.runtime.loading` (load policies), `tts_kit.experiments.workload` (what a measurement
@@ -32,20 +34,15 @@ _LAZY = {
     "Bundle": "models.supertonic.bundle",
     "VoiceStyle": "models.supertonic.bundle", "resolve_model_dir": "models.supertonic.bundle",
     "Engine": "models.supertonic.engine", "SynthesisResult": "models.supertonic.engine",
-    "open_model": "models.family", "resolve_model": "models.family",
+    "open_model": "models.resolve", "resolve_model": "models.resolve",
     "make_engine": "models.family", "model_label": "models.family",
     "resolve_speaker": "models.family",
 }
 
 if TYPE_CHECKING:
     from tts_kit.core.errors import BundleError, TtsKitError
-    from tts_kit.models.family import (
-        make_engine,
-        model_label,
-        open_model,
-        resolve_model,
-        resolve_speaker,
-    )
+    from tts_kit.models.family import make_engine, model_label, resolve_speaker
+    from tts_kit.models.resolve import open_model, resolve_model
     from tts_kit.models.supertonic.bundle import Bundle, VoiceStyle, resolve_model_dir
     from tts_kit.models.supertonic.engine import Engine, SynthesisResult
 

@@ -14,7 +14,7 @@ ok, the fix; `format_checks` renders them for a terminal. The checks, in order:
   and what a preset with ``"cores"`` threads gets here;
 - ``execution providers``: those listed; CUDA, when listed, asked whether it really runs
   (in a child process, only then: the probe takes seconds);
-- ``model``: the bundle discovery finds (`tts_kit.models.supertonic.bundle.resolve_model_dir`),
+- ``model``: the model discovery finds (`tts_kit.models.resolve`, the one resolver),
   whether it
   is a stand-in, whether its graphs load (`tts_kit.runtime.loading.check_loads`);
 - ``memory``: the cgroup memory limit and available memory against the model's size.
@@ -495,17 +495,16 @@ def check_model(model: str | os.PathLike[str] | None, load: bool,
     """The ``model`` check on this machine, and the model's size in MB (None: unknown)."""
     if not ort_ok:
         return Check("model", "skip", "not checked: onnxruntime does not import"), None
-    from tts_kit.models.family import is_piper, resolve_model
-    from tts_kit.models.supertonic.bundle import Bundle, resolve_model_dir
+    from tts_kit.models.discovery import locate
+    from tts_kit.models.resolve import open_location
 
     path: Path | None = None
     source = "discovery"
-    try:
-        if is_piper(model):  # a Piper voice (`tts_kit.models.family`): piper:NAME or its files
-            bundle, source = resolve_model(model)
-        else:
-            path, source = resolve_model_dir(model)
-            bundle = Bundle(path)
+    try:  # the one resolver (`tts_kit.models.resolve`), in its two steps to name the path
+        found = locate(model)
+        path = found.ref if isinstance(found.ref, Path) else None  # not for piper:NAME
+        source = found.source
+        bundle = open_location(found)
     except Exception as exc:  # a broken bundle, or a stand-in that could not be built
         shown = display_path(path) if path is not None else None
         return model_status(shown, source, None, None, str(exc).splitlines()[0], None), None

@@ -60,13 +60,11 @@ def _warning_line(message, category, filename, lineno, file=None, line=None) -> 
 
 
 def _bundle(args: argparse.Namespace):
-    from tts_kit.models.family import is_piper, open_model
-    from tts_kit.models.supertonic.bundle import Bundle, resolve_model_dir
+    """The model ``--model`` names (None: discovery), by the one resolver
+    (`tts_kit.models.resolve`), with a note on stderr when it is a stand-in."""
+    from tts_kit.models.resolve import resolve_model
 
-    if is_piper(args.model):  # piper:NAME, a Piper voice directory or .onnx file
-        return open_model(args.model)
-    path, source = resolve_model_dir(args.model)
-    bundle = Bundle(path)
+    bundle, source = resolve_model(args.model)
     _standin_note(bundle, source)
     return bundle
 
