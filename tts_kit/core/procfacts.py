@@ -36,6 +36,9 @@ from pathlib import Path
 
 import psutil
 
+# The one tts_kit module procfacts reads: the environment, read once (imports nothing itself).
+from tts_kit.core.settings import settings as current_settings
+
 MIB = 2.0**20
 #: Environment variable that carries ``run_isolated(cpus=N)`` into the child (and its own
 #: children): the cores this process was given.
@@ -185,7 +188,7 @@ def _cgroup_base(root: str | os.PathLike[str] | None) -> tuple[Path | None, bool
     emulated or inspected cgroup leaves out.
     """
     if root is None:
-        root = os.environ.get(CGROUP_ROOT_ENV) or None
+        root = cgroup_root_override()
     if root is not None:
         return Path(root).expanduser(), True
     return _cgroup_dir(), False
@@ -195,11 +198,11 @@ def cgroup_root_override() -> str | None:
     """The cgroup directory ``$TTS_KIT_CGROUP_ROOT`` names, read instead of this process's.
 
     Example:
-        >>> import os
-        >>> cgroup_root_override() == (os.environ.get("TTS_KIT_CGROUP_ROOT") or None)
+        >>> from tts_kit.core.settings import settings
+        >>> cgroup_root_override() == settings().cgroup_root
         True
     """
-    return os.environ.get(CGROUP_ROOT_ENV) or None
+    return current_settings().cgroup_root
 
 
 def _cgroup_dir() -> Path | None:
@@ -307,7 +310,7 @@ def current_cpus() -> int | None:
         >>> current_cpus() is None or current_cpus() >= 1
         True
     """
-    raw = os.environ.get(CPUS_ENV, "").strip()
+    raw = (current_settings().cpus or "").strip()
     return int(raw) if raw.isdigit() and int(raw) > 0 else None
 
 

@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tts_kit.core.errors import TtsKitError
+from tts_kit.core.settings import settings as current_settings
 from tts_kit.experiments import tune
 from tts_kit.experiments.records import RECORD_KEYS
 from tts_kit.runtime.devices import environment
@@ -250,7 +251,7 @@ def resolve_model(ref: ModelRef, where: str = "this worker") -> Path:
         return ensure_standin(str(ref.standin.get("scale", "tiny")),
                               int(ref.standin.get("seed", 0)))
     reasons = [f"{same}: {_check(same, ref.fingerprint)}"]
-    env = os.environ.get("TTS_KIT_MODEL_DIR")
+    env = current_settings().model_dir  # the worker's own settings
     if env:
         why = _check(Path(env).expanduser(), ref.fingerprint)
         if why is None:

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from tts_kit.core.settings import settings as current_settings
 from tts_kit.core.textsafe import display_path, hide_home
 from tts_kit.report.spec import ReportError
 
@@ -54,7 +55,7 @@ def report_notebook() -> Path:
     """
     from importlib import resources
 
-    env = os.environ.get(NOTEBOOK_ENV)
+    env = current_settings().report_notebook
     if env:
         if Path(env).is_file():
             return Path(env)

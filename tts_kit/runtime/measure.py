@@ -100,6 +100,7 @@ import psutil
 from tts_kit.core import procfacts
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.procfacts import CPUS_ENV
+from tts_kit.core.settings import settings as current_settings
 
 # Guards os.environ while a child is spawned with the trial's thread settings.
 _SPAWN_LOCK = threading.Lock()
@@ -271,6 +272,7 @@ def run_isolated(
         target=_child_main, args=(send_conn, payload, pinned), name="tts_kit.runtime.measure",
         daemon=True,
     )
+    current_settings()  # this process's settings, read before the child's are set below
     with _SPAWN_LOCK:
         saved = {k: os.environ.get(k) for k in (CPUS_ENV, "OMP_NUM_THREADS")}
         if cpus is not None:

@@ -40,6 +40,7 @@ from typing import Any
 
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
+from tts_kit.core.settings import settings as current_settings
 from tts_kit.serve.worker import (
     RESTART_REASONS,
     DeadlineExceeded,
@@ -486,7 +487,7 @@ def create_app(cfg: ServeConfig) -> Any:
     languages = [bundle.language] if bundle.family == "piper" else list(contract.LANGUAGES)
     sample_rate = bundle.sample_rate
     fallback = open(cfg.fallback_wav, "rb").read() if cfg.fallback_wav else None
-    api_key = (cfg.api_key or os.environ.get(API_KEY_ENV) or "").encode()
+    api_key = (cfg.api_key or current_settings().api_key or "").encode()
     metrics_ref: list = [None]
     backend = BACKENDS[cfg.architecture](cfg, metrics_ref)
     metrics_ref[0] = Metrics(backend.processes)

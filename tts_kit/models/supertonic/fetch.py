@@ -22,6 +22,7 @@ from urllib.parse import urlparse
 
 from tts_kit.core import procfacts
 from tts_kit.core.errors import TtsKitError
+from tts_kit.core.settings import settings as current_settings
 
 #: model name -> (hub repository, pinned commit)
 MODELS: dict[str, tuple[str, str]] = {
@@ -40,7 +41,7 @@ class FetchError(TtsKitError):
 
 
 def _hub_reachable(timeout_s: float = 3.0) -> bool:
-    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+    if current_settings().hf_hub_offline:
         return False
     from huggingface_hub import constants
 
@@ -54,10 +55,10 @@ def _hub_reachable(timeout_s: float = 3.0) -> bool:
 
 def default_model_dir(model: str) -> Path:
     """Where `fetch_model` puts a model when no directory is given: the official cache."""
-    env = os.environ.get("SUPERTONIC_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".cache" / model.replace("-", "")
+    s = current_settings()
+    if s.supertonic_cache_dir:
+        return Path(s.supertonic_cache_dir).expanduser()
+    return s.home / ".cache" / model.replace("-", "")
 
 
 def fetch_model(model: str = "supertonic-3", dest: str | os.PathLike[str] | None = None) -> Path:
