@@ -268,3 +268,19 @@ def test_doctor_fails_on_a_broken_model(tmp_path):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "fail  model" in proc.stdout and "tts-kit info --model DIR" in " ".join(
         proc.stdout.split())
+
+
+def test_model_check_follows_the_one_resolver_for_a_piper_voice(tmp_path, monkeypatch):
+    """$TTS_KIT_MODEL_DIR naming a Piper voice: doctor opens it as every command does
+    (`tts_kit.models.resolve`) and names the path and where it came from when it is broken."""
+    from tts_kit.doctor import check_model
+
+    voice = tmp_path / "voice"
+    voice.mkdir()
+    (voice / "x.onnx").write_bytes(b"no graph")
+    (voice / "x.onnx.json").write_text("{}", encoding="utf-8")
+    monkeypatch.setenv("TTS_KIT_MODEL_DIR", str(voice))
+    check, size_mb = check_model(None, load=False, ort_ok=True)
+    assert check.status == "fail" and size_mb is None
+    assert "($TTS_KIT_MODEL_DIR)" in check.found and "voice" in check.found
+    assert "\n" not in check.found
