@@ -21,7 +21,8 @@ ok, the fix; `format_checks` renders them for a terminal. The checks, in order:
 
 Statuses: ``ok``, ``warn`` (works, but costs speed or memory), ``fail`` (breaks),
 ``skip`` (not checked here, e.g. ``/proc/cpuinfo`` off Linux). Each ``*_status`` function
-decides a status from facts passed in, so the logic is tested without the machine.
+decides a status from facts passed in, so the logic is tested without the machine;
+`tts_kit.doctor.native` reads the facts below Python (ELF needs, loaded libraries, CPU flags).
 
 Example:
     >>> from tts_kit.doctor import cpu_quota_status
@@ -33,9 +34,7 @@ Example:
 from __future__ import annotations
 
 import importlib.metadata
-import importlib.util
 import os
-import struct
 import sys
 import textwrap
 from collections.abc import Iterable, Sequence
@@ -46,6 +45,9 @@ from typing import Any, Literal
 from tts_kit.core import procfacts
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textsafe import display_path
+
+# The machine's native facts (ELF needs, loaded libraries, CPU flags), re-exported here.
+from tts_kit.doctor.native import cpu_flags, elf_needed, loaded_library, ort_libraries
 
 Status = Literal["ok", "warn", "fail", "skip"]
 STATUSES: tuple[str, ...] = ("ok", "warn", "fail", "skip")
@@ -145,89 +147,6 @@ def check_onnxruntime() -> tuple[Check, Any]:
 # -- libgomp ------------------------------------------------------------------------------
 
 
-def elf_needed(path: str | os.PathLike[str]) -> list[str] | None:
-    """The ``DT_NEEDED`` entries (shared libraries) of an ELF file; None if not readable.
-
-    What ``readelf -d`` lists as NEEDED, read here so that no binutils (or ``ldd``, absent
-    from some minimal images) is needed.
-
-    Example:
-        >>> import sys
-        >>> needed = elf_needed(sys.executable)
-        >>> needed is None or all(isinstance(n, str) for n in needed)
-        True
-    """
-    try:
-        with open(path, "rb") as fh:
-            ident = fh.read(16)
-            if ident[:4] != b"\x7fELF" or ident[4] not in (1, 2) or ident[5] not in (1, 2):
-                return None
-            is64, end = ident[4] == 2, "<" if ident[5] == 1 else ">"
-            fh.seek(0x28 if is64 else 0x20)
-            shoff = struct.unpack(end + ("Q" if is64 else "I"), fh.read(8 if is64 else 4))[0]
-            fh.seek(0x3A if is64 else 0x2E)
-            shentsize, shnum = struct.unpack(end + "HH", fh.read(4))
-            shfmt = end + ("IIQQQQIIQQ" if is64 else "IIIIIIIIII")
-            sections = []
-            for i in range(shnum):
-                fh.seek(shoff + i * shentsize)
-                sections.append(struct.unpack(shfmt, fh.read(struct.calcsize(shfmt))))
-            dynfmt = end + ("qQ" if is64 else "iI")
-            for sec in sections:
-                if sec[1] != 6:  # SHT_DYNAMIC
-                    continue
-                strtab = sections[sec[6]]
-                fh.seek(strtab[4])
-                strings = fh.read(strtab[5])
-                fh.seek(sec[4])
-                raw = fh.read(sec[5])
-                out = []
-                for tag, val in struct.iter_unpack(dynfmt, raw[: len(raw) - len(raw)
-                                                                % struct.calcsize(dynfmt)]):
-                    if tag == 0:  # DT_NULL
-                        break
-                    if tag == 1:  # DT_NEEDED
-                        out.append(strings[val: strings.index(b"\0", val)].decode("ascii",
-                                                                                  "replace"))
-                return out
-    except (OSError, struct.error, IndexError, ValueError):
-        return None
-    return None
-
-
-def ort_libraries() -> list[Path]:
-    """The shared libraries of the installed ``onnxruntime`` package (found without
-    importing it, so that a failing import can still be diagnosed).
-
-    Example:
-        >>> all(p.name.startswith(("lib", "onnxruntime")) for p in ort_libraries())
-        True
-    """
-    spec = importlib.util.find_spec("onnxruntime")
-    if spec is None or not spec.submodule_search_locations:
-        return []
-    capi = Path(list(spec.submodule_search_locations)[0]) / "capi"
-    return sorted(p for p in capi.glob("*.so*") if p.is_file())
-
-
-def loaded_library(fragment: str) -> str | None:
-    """Path of a shared library loaded into this process whose name contains ``fragment``.
-
-    Example:
-        >>> loaded_library("no-such-library-xyz") is None
-        True
-    """
-    try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                path = line.split(maxsplit=5)[-1].strip()
-                if fragment in os.path.basename(path):
-                    return path
-    except OSError:
-        pass
-    return None
-
-
 def libgomp_status(needed: dict[str, list[str] | None], import_error: str | None,
                    loaded: str | None, installed: str | None) -> Check:
     """The ``libgomp`` check from the NEEDED entries of ONNX Runtime's libraries.
@@ -280,25 +199,6 @@ def check_libgomp(import_error: str | None) -> Check:
 
 
 # -- CPU features -------------------------------------------------------------------------
-
-
-def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> set[str] | None:
-    """The CPU's feature flags (``flags`` on x86, ``Features`` on Arm); None off Linux.
-
-    Example:
-        >>> flags = cpu_flags()
-        >>> flags is None or isinstance(flags, set)
-        True
-    """
-    try:
-        with open(cpuinfo, encoding="ascii", errors="replace") as fh:
-            for line in fh:
-                key, _, value = line.partition(":")
-                if key.strip() in ("flags", "Features"):
-                    return set(value.split())
-    except OSError:
-        return None
-    return set()
 
 
 def cpu_features_status(flags: set[str] | None, machine: str) -> Check:
