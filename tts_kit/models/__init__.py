@@ -1,2 +1,2 @@
 """What a model is: the Supertonic family (`supertonic/`), the Piper family (`piper/`), and how a
-model is opened (`family`)."""
+model is opened (`resolve`, the one way in; `family` re-exports it)."""
