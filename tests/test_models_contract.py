@@ -129,7 +129,8 @@ class SineEngine(EngineBase):
     def synthesize_batch(self, texts: list[str], lang: str = "en", voices: Any = None,
                          steps: int | None = None, speed: float | None = None,
                          seed: Any = None, max_chunk_chars: int | None = None) -> list[Any]:
-        return [self.synthesize(t, lang, voices, steps, speed, seed) for t in texts]
+        return [self.synthesize(t, lang, voice=voices, steps=steps, speed=speed, seed=seed)
+                for t in texts]
 
 
 # -- the families under test ----------------------------------------------------------------

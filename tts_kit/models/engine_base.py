@@ -340,6 +340,7 @@ class EngineBase:
         self,
         text: str,
         lang: str = "en",
+        *,
         voice: str | None = None,
         steps: int | None = None,
         speed: float | None = None,
@@ -348,12 +349,12 @@ class EngineBase:
         first_chunk_chars: int | None = None,
         order: str = "chunk",
         noise: Any = None,
-        *,
         config: SynthesisConfig | None = None,
     ) -> SynthesisStream:
         """Synthesise ``text`` one chunk at a time: a `SynthesisStream` of `AudioChunk`.
 
-        Takes a `SynthesisConfig` (``config=``) or its fields as arguments. The request is
+        Takes a `SynthesisConfig` (``config=``) or its fields as keyword arguments (all
+        but ``text`` and ``lang`` are keyword-only). The request is
         checked, normalised and chunked here, at the call (a bad one raises before any
         audio); the audio comes as the stream is consumed, so memory holds one chunk's
         audio, not the text's. Concatenating the chunks' ``samples`` gives `synthesize`'s
@@ -407,6 +408,7 @@ class EngineBase:
         self,
         text: str,
         lang: str = "en",
+        *,
         voice: str | None = None,
         steps: int | None = None,
         speed: float | None = None,
@@ -415,7 +417,6 @@ class EngineBase:
         first_chunk_chars: int | None = None,
         order: str = "chunk",
         noise: Any = None,
-        *,
         config: SynthesisConfig | None = None,
     ) -> SynthesisResult:
         """Synthesise one text: `stream`'s chunks joined (the same arguments).
