@@ -31,9 +31,6 @@ from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textproc import encode
 from tts_kit.models.engine_base import EngineBase, Plan
-from tts_kit.models.engine_base import _HookEntry as _HookEntry
-from tts_kit.models.engine_base import default_preset as _default_preset
-from tts_kit.models.engine_base import read_only as _read_only
 from tts_kit.models.supertonic.bundle import Bundle
 from tts_kit.models.supertonic.noise import FixedNoise, NoiseSource, OfficialNoise, _noise_source
 from tts_kit.models.synthesis import (
@@ -48,7 +45,6 @@ from tts_kit.models.synthesis import (
     pcm16,
 )
 from tts_kit.models.synthesis import check_number as _check_number
-from tts_kit.models.synthesis import is_seed as _is_seed
 from tts_kit.runtime.loading import LoadPolicy, StageCosts
 from tts_kit.runtime.sessions import SessionPreset
 
@@ -419,5 +415,3 @@ def _check_durations(duration: np.ndarray, chunks: list[str]) -> None:
 __all__ = ["MAX_TEXT_CHARS", "AudioChunk", "Engine", "FixedNoise", "NoiseSource",
            "OfficialNoise", "StageHook", "SynthesisResult", "SynthesisStream", "first_chunk",
            "pcm16"]
-# Kept for importers of the old private names (now shared in tts_kit.models).
-_KEPT = (_HookEntry, _default_preset, _read_only, _is_seed)
