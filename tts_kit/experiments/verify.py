@@ -738,10 +738,16 @@ def _seeded_wavs(engine: Any, case: Case, seed_offset: int = 0,
 def noise_floor(
     model: Any = None, cases: Sequence[Case] | None = None, threads: tuple[int, int] = (1, 2),
     make_engine: Callable[[Path, int | None, str], Any] | None = None,
+    *,
+    padding: bool = True,
 ) -> Floor:
     """Measure the floor: the same cases through the unconverted model, varied only in
     what legitimately varies (thread count; graph fusions; batch padding), and against
     another noise draw.
+
+    ``padding=False`` leaves out the batch padding run, for a model that synthesises each
+    text alone (``capabilities.batching`` False: nothing is padded). Distances are taken
+    at the engine's sample rate.
 
     ``make_engine(path, threads, optimization)`` builds the engine (default: tts_kit's
     Supertonic `Engine`, ONNX Runtime fusions ``all`` or ``basic``); another model family
@@ -766,19 +772,22 @@ def noise_floor(
         path, cases = Path(model), list(cases)
     a, b = make_engine(path, threads[0], "all"), make_engine(path, threads[1], "all")
     c = make_engine(path, threads[0], "basic")
+    sr = getattr(getattr(a, "bundle", None), "sample_rate", contract.SAMPLE_RATE)
     ref, other_threads, basic, padded, other_take = [], [], [], [], []
     for case in cases:
         ref += _seeded_wavs(a, case)
         other_threads += _seeded_wavs(b, case)
         basic += _seeded_wavs(c, case)
-        padded += _seeded_wavs(a, case, companion=True)
+        if padding:
+            padded += _seeded_wavs(a, case, companion=True)
         other_take += _seeded_wavs(a, case, seed_offset=50)
     runs = {
-        f"threads {threads[0]} vs {threads[1]}": Distances.of(ref, other_threads),
-        "graph fusions all vs basic": Distances.of(ref, basic),
-        "batch padding": Distances.of(ref, padded),
+        f"threads {threads[0]} vs {threads[1]}": Distances.of(ref, other_threads, sr),
+        "graph fusions all vs basic": Distances.of(ref, basic, sr),
     }
+    if padding:
+        runs["batch padding"] = Distances.of(ref, padded, sr)
     worst = Distances(
         min(d.snr_db for d in runs.values()), max(d.log_mel_db for d in runs.values()),
         max(d.mcd_db for d in runs.values()), max(d.duration_change_s for d in runs.values()))
-    return Floor(runs, worst, Distances.of(ref, other_take))
+    return Floor(runs, worst, Distances.of(ref, other_take, sr))

@@ -17,9 +17,47 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from tts_kit.core._protoscan import ELEM_NAMES, FLOAT, FLOAT16, INT8, UINT8
+from tts_kit.core.errors import BundleError
+
+if TYPE_CHECKING:
+    from tts_kit.models.synthesis import SynthesisResult, SynthesisStream
+
+
+@dataclass(frozen=True)
+class StageInfo:
+    """What a model knows about one of its graphs without loading it (any family)."""
+
+    stage: str
+    """Stage name (``duration_predictor``, ``text_encoder``, ... or Piper's ``voice``)."""
+    path: Path
+    """Absolute path of the ``.onnx`` file."""
+    size_bytes: int
+    """File size on disk (external data files included)."""
+    params: int
+    """Number of weight elements (sum over initializers)."""
+    precision: str
+    """Dominant weight type: ``float32``, ``float16``, ``int8`` or ``mixed``."""
+
+
+def precision_of(types: dict[int, int]) -> str:
+    """The dominant weight type of a graph, from its element counts per ONNX type.
+
+    Example:
+        >>> precision_of({FLOAT: 95, FLOAT16: 5}), precision_of({FLOAT: 1, INT8: 1})
+        ('float32', 'mixed')
+    """
+    total = sum(types.values()) or 1
+    names = {FLOAT: "float32", FLOAT16: "float16", INT8: "int8", UINT8: "int8"}
+    for t, n in sorted(types.items(), key=lambda kv: -kv[1]):
+        if n / total >= 0.9:
+            return names.get(t, ELEM_NAMES.get(t, str(t)))
+    return "mixed"
 
 
 @dataclass(frozen=True)
@@ -102,4 +140,51 @@ class SpeechModel(Protocol):
         ...
 
 
-__all__ = ["Capabilities", "SpeechModel"]
+@runtime_checkable
+class SpeechEngine(Protocol):
+    """An engine running a `SpeechModel`: stages, hooks, load policy and synthesis.
+
+    Every family's engine is built on `tts_kit.models.engine_base.EngineBase`, which
+    satisfies it; ``stream`` and ``synthesize`` take a
+    `tts_kit.models.synthesis.SynthesisConfig` (``config=``) or its fields as keywords.
+
+    Example:
+        >>> from tts_kit.models.family import make_engine
+        >>> isinstance(make_engine(), SpeechEngine)
+        True
+    """
+
+    bundle: Any
+
+    @property
+    def loading(self) -> str:
+        """The load policy, as given."""
+        ...
+
+    def add_stage_hook(self, fn: Callable[..., object]) -> Callable[[], None]:
+        """Call ``fn(stage, feeds, output)`` after every stage run; returns its remover."""
+        ...
+
+    def run_stage(self, stage: str, feeds: dict[str, Any]) -> Any:
+        """Run one stage on given inputs; returns its first output."""
+        ...
+
+    def stream(self, text: str, *args: Any, **kwargs: Any) -> SynthesisStream:
+        """Synthesise ``text`` chunk by chunk."""
+        ...
+
+    def synthesize(self, text: str, *args: Any, **kwargs: Any) -> SynthesisResult:
+        """Synthesise ``text`` whole."""
+        ...
+
+    def synthesize_batch(self, texts: list[str], *args: Any, **kwargs: Any) -> list[Any]:
+        """Synthesise several texts."""
+        ...
+
+    def close(self) -> None:
+        """Release every session."""
+        ...
+
+
+__all__ = ["BundleError", "Capabilities", "SpeechEngine", "SpeechModel", "StageInfo",
+           "precision_of"]

@@ -339,17 +339,19 @@ PIPER_TEXTS = ("The quick brown fox jumps over the lazy dog.",
                "On a small server, memory decides how many voices can speak at once.")
 
 
-def _piper_engine(model: Any, threads: int | None = None, optimization: str = "all") -> Any:
-    from tts_kit.models.piper.voice import PiperEngine
+def _engine(model: Any, threads: int | None = None, optimization: str = "all") -> Any:
+    """An engine of ``model``'s family (`tts_kit.models.family.make_engine`) with
+    ``threads`` intra-op threads and ONNX Runtime fusions ``optimization``."""
+    from tts_kit.models.family import make_engine
     from tts_kit.runtime.sessions import get_preset
 
     preset = get_preset("supertonic-default").replace(graph_optimization_level=optimization)
     if threads is not None:
         preset = preset.replace(intra_op_num_threads=threads, inter_op_num_threads=1)
-    return PiperEngine(model, preset=preset)
+    return make_engine(model, preset=preset)
 
 
-def _piper_wavs(engine: Any, texts: Sequence[str], seed: int) -> list[np.ndarray]:
+def _wavs(engine: Any, texts: Sequence[str], seed: int) -> list[np.ndarray]:
     return [r.wav for r in engine.synthesize_batch(list(texts), seed=seed)]
 
 
@@ -365,37 +367,35 @@ def piper_distances(reference: Any, candidate: Any, texts: Sequence[str] = PIPER
     """
     from tts_kit.experiments.verify import Distances
 
-    ref = _piper_wavs(_piper_engine(reference), texts, seed)
-    cand = _piper_wavs(_piper_engine(candidate), texts, seed)
-    return Distances.of(ref, cand, _piper_engine(reference).bundle.sample_rate)
+    ref_engine = _engine(reference)
+    ref = _wavs(ref_engine, texts, seed)
+    cand = _wavs(_engine(candidate), texts, seed)
+    return Distances.of(ref, cand, ref_engine.bundle.sample_rate)
 
 
 def piper_floor(model: Any, texts: Sequence[str] = PIPER_TEXTS, seed: int = 0,
                 threads: tuple[int, int] = (1, 2)) -> Any:
     """The noise floor of a Piper voice (`tts_kit.experiments.verify.Floor`): the unconverted voice
     against itself, varied only in what legitimately varies (intra-op threads; graph
-    fusions ``all`` against ``basic``), and against another noise draw (another seed).
+    fusions ``all`` against ``basic``), and against another noise draw (seeds + 50).
     Batch padding does not apply: each sentence runs alone, unpadded.
+
+    `tts_kit.experiments.verify.noise_floor` measures it, with an engine of the model's
+    family (any family without batching measures the same way); text ``i`` reads with
+    seed ``seed * 100 + i`` (verify's convention: ``i`` for the default seed 0).
 
     Example:
         >>> print(piper_floor("piper:joe-us").table())  # doctest: +SKIP
     """
-    from tts_kit.experiments.verify import Distances, Floor
+    from tts_kit.experiments.verify import Case, noise_floor
+    from tts_kit.models.family import open_model
 
-    a = _piper_engine(model, threads[0])
-    b = _piper_engine(model, threads[1])
-    c = _piper_engine(model, threads[0], optimization="basic")
-    sr = a.bundle.sample_rate
-    ref = _piper_wavs(a, texts, seed)
-    runs = {
-        f"threads {threads[0]} vs {threads[1]}": Distances.of(ref, _piper_wavs(b, texts, seed),
-                                                              sr),
-        "graph fusions all vs basic": Distances.of(ref, _piper_wavs(c, texts, seed), sr),
-    }
-    worst = Distances(
-        min(d.snr_db for d in runs.values()), max(d.log_mel_db for d in runs.values()),
-        max(d.mcd_db for d in runs.values()), max(d.duration_change_s for d in runs.values()))
-    return Floor(runs, worst, Distances.of(ref, _piper_wavs(a, texts, seed + 50), sr))
+    bundle = open_model(model)
+    case = Case(tuple(texts), bundle.languages[0], (bundle.default_voice,) * len(texts),
+                steps=1, speed=1.0, seed=seed)
+    return noise_floor(bundle.path, [case], threads,
+                       lambda _path, n, optimization: _engine(bundle, n, optimization),
+                       padding=bundle.capabilities.batching)
 
 
 # -- a conversion judged against the source's measured noise floor ---------------------------
@@ -417,9 +417,11 @@ def judge_against_floor(src: Any, dst: Any, texts: Sequence[str] | None = None
         'audible risk'
     """
     from tts_kit.experiments.verify import verify
-    from tts_kit.models.family import is_piper
+    from tts_kit.models.family import open_model
 
-    if is_piper(src):
+    # verify's cases are batches of 1-3 texts in English and Korean: a model that reads
+    # each text alone (no batching) is judged on its own texts and floor instead.
+    if not open_model(src).capabilities.batching:
         read = (f"{len(texts)} text(s), the same as the fidelity check's" if texts
                 else f"{len(PIPER_TEXTS)} text(s)")
         texts = tuple(texts or PIPER_TEXTS)

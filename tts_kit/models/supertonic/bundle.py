@@ -29,9 +29,7 @@ from tts_kit.core._protoscan import (
     ELEM_NAMES,
     FLOAT,
     FLOAT16,
-    INT8,
     INT64,
-    UINT8,
     ScanError,
     ValueInfo,
     scan_onnx,
@@ -40,7 +38,7 @@ from tts_kit.core.digests import file_sha256
 from tts_kit.core.errors import BundleError, TtsKitError
 from tts_kit.core.settings import Settings
 from tts_kit.core.settings import settings as current_settings
-from tts_kit.models.base import Capabilities
+from tts_kit.models.base import Capabilities, StageInfo, precision_of
 
 # default_standin_scale is re-exported: callers and tests find it beside discovery.
 from tts_kit.models.discovery import default_standin_scale as default_standin_scale
@@ -50,22 +48,6 @@ _NP_TO_ONNX = {"float32": FLOAT, "int64": INT64}
 
 
 
-
-
-@dataclass(frozen=True)
-class StageInfo:
-    """What the bundle knows about one graph without loading it."""
-
-    stage: str
-    """Stage name (``duration_predictor``, ``text_encoder``, ...)."""
-    path: Path
-    """Absolute path of the ``.onnx`` file."""
-    size_bytes: int
-    """File size on disk (external data files included)."""
-    params: int
-    """Number of weight elements (sum over initializers)."""
-    precision: str
-    """Dominant weight type: ``float32``, ``float16``, ``int8`` or ``mixed``."""
 
 
 @dataclass(frozen=True)
@@ -123,13 +105,8 @@ def _check_tensor(rel: str, kind: str, found: ValueInfo, spec: contract.TensorSp
             )
 
 
-def _precision(types: dict[int, int]) -> str:
-    total = sum(types.values()) or 1
-    names = {FLOAT: "float32", FLOAT16: "float16", INT8: "int8", UINT8: "int8"}
-    for t, n in sorted(types.items(), key=lambda kv: -kv[1]):
-        if n / total >= 0.9:
-            return names.get(t, ELEM_NAMES.get(t, str(t)))
-    return "mixed"
+#: Kept for importers of the old place; `tts_kit.models.base.precision_of` owns it.
+_precision = precision_of
 
 
 class Bundle:

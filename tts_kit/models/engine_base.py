@@ -1,0 +1,451 @@
+"""The one engine base every family builds on: `EngineBase` (a template method).
+
+What every engine does lives here once: session presets and the load policy (a
+`tts_kit.runtime.loading.StageLoader` over the model's stages), stage hooks
+(`add_stage_hook`, `run_stage`), the request's shared checks and normalisation, and
+streaming (`stream` -> `SynthesisStream` of `AudioChunk`, `synthesize` = the stream
+joined). A family implements only its own steps:
+
+* ``_check(cfg)``: its checks of a `SynthesisConfig`, returning it with its defaults;
+* ``_plan(text, cfg)``: the normalised text cut into chunks (a `Plan`);
+* ``_render(plan, cfg)``: each chunk's waveform and stage timings, in order;
+* optionally ``_graph_path`` (another file than the bundle's stage), ``_session_made``,
+  ``chunk_pause_s`` (silence between chunks) and ``synthesize_batch``.
+
+Example:
+    >>> from tts_kit import Engine
+    >>> isinstance(Engine(), EngineBase)
+    True
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tts_kit.core.errors import TtsKitError
+from tts_kit.models.synthesis import (
+    MAX_TEXT_CHARS,
+    AudioChunk,
+    StageHook,
+    SynthesisConfig,
+    SynthesisResult,
+    SynthesisStream,
+)
+from tts_kit.runtime.loading import (
+    LoadPolicy,
+    StageCosts,
+    StageLoader,
+    create_session,
+    resident_costs_mb,
+)
+from tts_kit.runtime.sessions import SessionPreset
+
+
+@dataclass
+class Plan:
+    """A request cut into chunks, before any audio: what ``_plan`` returns."""
+
+    text: str
+    """The normalised text."""
+    chunks: list[str]
+    """Each chunk's text, as `AudioChunk.text` will say."""
+    work: Any
+    """What ``_render`` needs per chunk (the family's own)."""
+    seed: int | None = None
+    """The noise seed the stream reports."""
+
+
+class _HookEntry:
+    """One registration: identity, not equality, decides what a remover removes (the same
+    function added twice is two registrations)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: StageHook):
+        self.fn = fn
+
+    def __call__(self, stage: str, feeds: Mapping[str, np.ndarray], out: np.ndarray) -> None:
+        self.fn(stage, feeds, out)
+
+
+def read_only(a: np.ndarray) -> np.ndarray:
+    """A read-only view of ``a`` (what stage hooks see).
+
+    Example:
+        >>> read_only(np.zeros(2)).flags.writeable
+        False
+    """
+    view = np.asarray(a).view()
+    view.flags.writeable = False
+    return view
+
+
+def default_preset() -> SessionPreset:
+    """The session preset an engine uses when none is given (``supertonic-default``).
+
+    Example:
+        >>> default_preset().name
+        'supertonic-default'
+    """
+    try:
+        from tts_kit.runtime.sessions import get_preset
+
+        return get_preset("supertonic-default")
+    except (ImportError, ValueError):
+        return SessionPreset(
+            name="supertonic-default", graph_optimization_level="all", execution_mode="sequential"
+        )
+
+
+class EngineBase:
+    """Loader, stage hooks, checks and streaming for a model of any family.
+
+    Args:
+        bundle: the opened model (a `tts_kit.models.base.SpeechModel`).
+        preset: session options and providers for every stage (default
+            ``supertonic-default``: the official package's settings).
+        stage_presets: per-stage overrides, e.g. ``{"vocoder": other_preset}``.
+        loading: ``resident`` (default), ``paged`` or ``budget:MB`` (with options), or a
+            `LoadPolicy`.
+        normalize: spell out numbers, dates, acronyms ... before synthesis (ko, en).
+        stage_costs_mb: measured resident MB per stage for the ``budget`` policy.
+
+    Example:
+        >>> from tts_kit import Engine
+        >>> Engine(loading="paged").loading
+        'paged'
+    """
+
+    #: The family's name (``supertonic``, ``piper``, ...).
+    family = ""
+    #: Seconds of silence that lead every chunk after the first.
+    chunk_pause_s = 0.0
+    #: Languages whose normalisers are built with the engine (not on the first request).
+    normalize_languages: tuple[str, ...] = ("en", "ko")
+    #: Output names a graph run returns first (None: the graph's first output).
+    _outputs: list[str] | None = None
+    # A tuple, replaced (never mutated) on add and remove, so a hook that removes itself
+    # while being called does not disturb the loop over the others.
+    _stage_hooks: tuple[StageHook, ...] = ()
+
+    def __init__(
+        self,
+        bundle: Any,
+        *,
+        preset: SessionPreset | None = None,
+        stage_presets: dict[str, SessionPreset] | None = None,
+        loading: str | LoadPolicy = "resident",
+        normalize: bool = True,
+        stage_costs_mb: dict[str, float] | StageCosts | None = None,
+    ):
+        self.bundle = bundle
+        self.preset = preset or default_preset()
+        self.stage_presets = dict(stage_presets or {})
+        self.stages: tuple[str, ...] = tuple(bundle.stages)
+        unknown = sorted(set(self.stage_presets) - set(self.stages))
+        if unknown:
+            raise TtsKitError(f"unknown stage(s) {unknown}; {self._stages_phrase()}")
+        self.normalize = normalize
+        if normalize:
+            # Build the normalisers now (imports, num2words, lexicon regexes: 150-250 ms
+            # once per process), so the first request's latency is the model's own, not
+            # a one-off set-up (the player showed "text 223 ms" on its first synthesis).
+            from tts_kit.text import normalize as normalize_text
+            from tts_kit.text.charset import unsupported_characters  # noqa: F401
+
+            for lang in self.normalize_languages:
+                normalize_text("1", lang)
+        self._input_types: dict[str, dict[str, np.dtype]] = {}
+        # Parsed once, here; the loader and every session creation get the object.
+        self._policy = LoadPolicy.parse(loading)
+        self._spec = loading if isinstance(loading, str) else self._policy.spec
+        costs = resident_costs_mb(stage_costs_mb, bundle)
+        self._loader = StageLoader(self._make_session, self._policy, costs, stages=self.stages)
+
+    # -- sessions ---------------------------------------------------------------------
+
+    def _stages_phrase(self) -> str:
+        return f"stages are {list(self.stages)}"
+
+    def preset_for(self, stage: str) -> SessionPreset:
+        """The preset a stage's session is built with."""
+        return self.stage_presets.get(stage, self.preset)
+
+    def _graph_path(self, stage: str) -> Path:
+        """The graph file a stage's session runs (a family may run a rewritten copy)."""
+        return self.bundle.stage_path(stage)
+
+    def _session_made(self, stage: str, sess: Any) -> None:
+        """Called with each new session (a family reads its inputs here)."""
+
+    def _make_session(self, stage: str) -> Any:
+        preset = self.preset_for(stage)
+        sess = create_session(
+            self._graph_path(stage),
+            sess_options=preset.session_options(),
+            providers=preset.provider_list(),
+            policy=self._policy,
+        )
+        types = {"tensor(float16)": np.float16, "tensor(float)": np.float32}
+        self._input_types[stage] = {
+            i.name: np.dtype(types[i.type]) for i in sess.get_inputs() if i.type in types
+        }
+        self._session_made(stage, sess)
+        return sess
+
+    def _run(self, stage: str, feeds: Mapping[str, np.ndarray],
+             timings: dict[str, float]) -> np.ndarray:
+        given = feeds  # what stage hooks see: the pipeline's inputs, before the casts
+        with self._loader.session(stage) as sess:
+            t0 = time.perf_counter()
+            cast = self._input_types.get(stage, {})
+            feeds = {k: v.astype(cast[k], copy=False) if k in cast else v
+                     for k, v in feeds.items()}
+            out = sess.run(self._outputs, feeds)[0].astype(np.float32, copy=False)
+            timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - t0
+        if self._stage_hooks:
+            view_feeds = {k: read_only(v) for k, v in given.items()}
+            view_out = read_only(out)
+            for hook in self._stage_hooks:
+                hook(stage, view_feeds, view_out)
+        return out
+
+    # -- per-stage hook ---------------------------------------------------------------
+
+    def add_stage_hook(self, fn: StageHook) -> Callable[[], None]:
+        """Call ``fn(stage, feeds, output)`` after every stage run; returns its remover.
+
+        ``stage`` is the stage name, ``feeds`` its inputs as the pipeline computed them
+        (before any cast to an FP16 graph's input types) and ``output`` its first output
+        as float32; both are read-only views, so copy what you keep. Hooks run in
+        the order added, after the stage's time was taken (they do not count in
+        ``timings``), once per run: every flow step of the vector estimator and every
+        item of the vocoder is a run. The return value is ignored: a hook observes, it
+        cannot change the audio; an exception in a hook propagates out of the synthesis
+        call. Calling the remover twice is harmless.
+
+        Example:
+            >>> from tts_kit import Engine
+            >>> engine = Engine()
+            >>> seen = []
+            >>> remove = engine.add_stage_hook(lambda stage, feeds, out: seen.append(stage))
+            >>> _ = engine.synthesize("Hi.", steps=2, seed=0)
+            >>> remove()
+            >>> print(*seen)
+            duration_predictor text_encoder vector_estimator vector_estimator vocoder
+        """
+        if not callable(fn):
+            raise TypeError(f"a stage hook must be callable, got {type(fn).__name__}")
+        token = _HookEntry(fn)
+        self._stage_hooks = (*self._stage_hooks, token)
+
+        def remove() -> None:
+            self._stage_hooks = tuple(h for h in self._stage_hooks if h is not token)
+
+        return remove
+
+    def run_stage(self, stage: str, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        """Run one stage on given inputs, as the pipeline does; returns its first output.
+
+        The session comes from the engine's load policy (loaded for this call under
+        ``paged``), inputs are cast to the graph's float types, the output is float32,
+        and stage hooks see the run. Lets callers replay recorded inputs on another
+        model (`tts_kit.precision.fidelity` judges each converted stage this way).
+
+        Example:
+            >>> from tts_kit import Engine
+            >>> from tts_kit.core import contract
+            >>> latent = np.zeros((1, contract.LATENT_CHANNELS, 2), np.float32)  # 2 frames
+            >>> Engine().run_stage("vocoder", {"latent": latent}).shape
+            (1, 6144)
+        """
+        if stage not in self.stages:
+            raise TtsKitError(f"unknown stage '{stage}'; {self._stages_phrase()}")
+        return self._run(stage, feeds, {})
+
+    @property
+    def loading(self) -> str:
+        """The load policy, as given (``resident``, ``paged``, ``budget:300``)."""
+        return self._spec
+
+    @property
+    def load_s(self) -> dict[str, float]:
+        """Seconds each stage's most recent session creation took."""
+        return dict(self._loader.load_s)
+
+    @property
+    def loaded_stages(self) -> list[str]:
+        """Stages whose sessions are alive now."""
+        return self._loader.loaded
+
+    def close(self) -> None:
+        """Release every session (the engine loads them again when used)."""
+        self._loader.close()
+
+    # -- the request ------------------------------------------------------------------
+
+    def _normalized(self, text: str, lang: str) -> str:
+        """``text`` checked (a string, not empty, not too long) and normalised for ``lang``."""
+        if not isinstance(text, str):  # None is not "empty": it is not text at all
+            raise TtsKitError(f"text must be a string, got {type(text).__name__}")
+        if not text.strip():
+            raise TtsKitError("text is empty; give at least one word to synthesise")
+        if len(text) > MAX_TEXT_CHARS:
+            raise TtsKitError(
+                f"text has {len(text):,} characters, more than the {MAX_TEXT_CHARS:,} allowed "
+                "in one request; split it into several requests"
+            )
+        from tts_kit.text import check_speakable, language_tags, normalize_for_speech
+
+        text = language_tags(text, lang)  # another language's tags: refused, not misread
+        if self.normalize and lang in ("ko", "en"):
+            # Warns about what was dropped; refuses text with nothing (or mostly nothing)
+            # left to say, which was synthesised as "," or as the one word left.
+            return normalize_for_speech(text, lang)
+        check_speakable(text, text, lang, normalised=False)
+        return text
+
+    def _check(self, cfg: SynthesisConfig) -> SynthesisConfig:
+        """The family's checks of ``cfg``; returns it with the model's defaults filled in."""
+        raise NotImplementedError
+
+    def _plan(self, text: str, cfg: SynthesisConfig) -> Plan:
+        """The request's normalised text, cut into chunks."""
+        raise NotImplementedError
+
+    def _render(self, plan: Plan, cfg: SynthesisConfig
+                ) -> Iterator[tuple[np.ndarray, dict[str, float]]]:
+        """Each chunk's waveform (no pause) and its stage timings, in order."""
+        raise NotImplementedError
+
+    def config(self, config: SynthesisConfig | None = None, **loose: Any) -> SynthesisConfig:
+        """The `SynthesisConfig` a call means, checked, with the model's defaults filled in.
+
+        Example:
+            >>> from tts_kit import Engine
+            >>> Engine().config(seed=1).voice
+            'M1'
+        """
+        cfg = SynthesisConfig.of(config, **loose)
+        cfg.check()
+        return self._check(cfg)
+
+    def stream(
+        self,
+        text: str,
+        lang: str = "en",
+        *,
+        voice: str | None = None,
+        steps: int | None = None,
+        speed: float | None = None,
+        seed: int | None = None,
+        max_chunk_chars: int | None = None,
+        first_chunk_chars: int | None = None,
+        order: str = "chunk",
+        noise: Any = None,
+        config: SynthesisConfig | None = None,
+    ) -> SynthesisStream:
+        """Synthesise ``text`` one chunk at a time: a `SynthesisStream` of `AudioChunk`.
+
+        Takes a `SynthesisConfig` (``config=``) or its fields as keyword arguments (all
+        but ``text`` and ``lang`` are keyword-only). The request is
+        checked, normalised and chunked here, at the call (a bad one raises before any
+        audio); the audio comes as the stream is consumed, so memory holds one chunk's
+        audio, not the text's. Concatenating the chunks' ``samples`` gives `synthesize`'s
+        waveform exactly: every chunk after the first starts with the family's pause
+        (``chunk_pause_s``).
+
+        Example:
+            >>> from tts_kit import Engine
+            >>> engine = Engine()
+            >>> parts = list(engine.stream("One sentence. And another one.", steps=1,
+            ...                            seed=0, max_chunk_chars=15))
+            >>> [(p.index, p.text, p.last) for p in parts]
+            [(0, 'One sentence.', False), (1, 'And', False), (2, 'another one.', True)]
+            >>> whole = engine.synthesize("One sentence. And another one.", steps=1,
+            ...                           seed=0, max_chunk_chars=15)
+            >>> bool(np.array_equal(np.concatenate([p.samples for p in parts]), whole.wav))
+            True
+        """
+        cfg = self.config(config, lang=lang, voice=voice, steps=steps, speed=speed, seed=seed,
+                          max_chunk_chars=max_chunk_chars, first_chunk_chars=first_chunk_chars,
+                          order=order, noise=noise)
+        return self._stream(text, cfg)
+
+    def _stream(self, text: str, cfg: SynthesisConfig) -> SynthesisStream:
+        t0 = time.perf_counter()
+        plan = self._plan(text, cfg)
+        prep_s = time.perf_counter() - t0
+        return SynthesisStream(plan.text, plan.chunks, self._chunks(plan, cfg, prep_s),
+                               seed=plan.seed)
+
+    def _chunks(self, plan: Plan, cfg: SynthesisConfig, prep_s: float) -> Iterator[AudioChunk]:
+        sr = self.bundle.sample_rate
+        pause = np.zeros(int(self.chunk_pause_s * sr), np.float32)
+        last = len(plan.chunks) - 1
+        parts = self._render(plan, cfg)
+        try:
+            for k in range(len(plan.chunks)):
+                t0 = time.perf_counter()
+                wav, timings = next(parts)
+                first = prep_s if k == 0 else 0.0
+                if k == 0:
+                    timings["text"] = timings.get("text", 0.0) + prep_s
+                timings["total"] = timings.get("total", time.perf_counter() - t0) + first
+                samples = wav if k == 0 or not pause.size else np.concatenate([pause, wav])
+                yield AudioChunk(samples=samples, sample_rate=sr, text=plan.chunks[k],
+                                 index=k, timings=timings, last=k == last)
+        finally:
+            parts.close()
+
+    def synthesize(
+        self,
+        text: str,
+        lang: str = "en",
+        *,
+        voice: str | None = None,
+        steps: int | None = None,
+        speed: float | None = None,
+        seed: int | None = None,
+        max_chunk_chars: int | None = None,
+        first_chunk_chars: int | None = None,
+        order: str = "chunk",
+        noise: Any = None,
+        config: SynthesisConfig | None = None,
+    ) -> SynthesisResult:
+        """Synthesise one text: `stream`'s chunks joined (the same arguments).
+
+        Stage timings are summed over the chunks; ``total`` is the call's wall time.
+
+        Example:
+            >>> from tts_kit import Engine
+            >>> from tts_kit.models.synthesis import SynthesisConfig
+            >>> Engine().synthesize("Hi.", config=SynthesisConfig(steps=1, seed=0)).seed
+            0
+        """
+        t0 = time.perf_counter()
+        cfg = self.config(config, lang=lang, voice=voice, steps=steps, speed=speed, seed=seed,
+                          max_chunk_chars=max_chunk_chars, first_chunk_chars=first_chunk_chars,
+                          order=order, noise=noise)
+        parts = self._stream(text, cfg)
+        timings: dict[str, float] = {}
+        pieces = []
+        for part in parts:
+            pieces.append(part.samples)
+            for k, v in part.timings.items():
+                if k != "total":
+                    timings[k] = timings.get(k, 0.0) + v
+        timings["total"] = time.perf_counter() - t0
+        return SynthesisResult(
+            wav=np.concatenate(pieces), sample_rate=self.bundle.sample_rate, text=parts.text,
+            chunks=parts.chunks, timings=timings, voice=cfg.voice or "", seed=parts.seed,
+        )
+
+
+__all__ = ["EngineBase", "Plan", "default_preset", "read_only"]

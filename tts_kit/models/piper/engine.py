@@ -1,0 +1,289 @@
+"""Running a Piper voice: `PiperEngine`, tts_kit's shared engine base
+(`tts_kit.models.engine_base.EngineBase`) with a Piper voice's per-sentence synthesis.
+
+Text -> tts_kit's English normalisation -> piper-tts' phonemiser (espeak-ng, one list of
+phonemes per sentence) -> phoneme ids -> the seeded graph (`tts_kit.models.piper.seeded`),
+run through tts_kit's own session creation (so presets, threads and load policies apply),
+one sentence at a time, the sentences joined as piper joins them (no pause added).
+
+Randomness is the caller's: each sentence's two noises (the stochastic duration
+predictor's and the prior's) come from ``numpy.random.default_rng`` seeded by ``seed``
+and the sentence's index, so two runs with one seed agree sample for sample (and a
+converted voice can be compared with its source on the same noise). ``noise_scale`` and
+``noise_w`` scale the two noises (the voice's own defaults from its config; 0 removes them).
+
+Example:
+    >>> PiperEngine("piper:joe-us").synthesize("Hi.", seed=0).sample_rate  # doctest: +SKIP
+    22050
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tts_kit.core.errors import TtsKitError
+from tts_kit.models.engine_base import EngineBase, Plan
+from tts_kit.models.piper.bundle import MAX_SPEED, MIN_SPEED, OUTPUT, STAGE, PiperBundle
+from tts_kit.models.piper.seeded import NOISE_PREFIX, seeded_graph
+from tts_kit.models.synthesis import (
+    SynthesisConfig,
+    SynthesisResult,
+    batch_seeds,
+    batch_voices,
+    check_number,
+)
+from tts_kit.runtime.loading import LoadPolicy, StageCosts
+from tts_kit.runtime.sessions import SessionPreset
+
+#: Frames of noise drawn per phoneme id at length_scale 1 (speech runs at 2-3; a draw too
+#: short is drawn again at `RETRY_FRAMES_PER_ID`, from the same seed: the prefix is equal).
+FRAMES_PER_ID = 8
+RETRY_FRAMES_PER_ID = 64
+
+
+class PiperEngine(EngineBase):
+    """Runs a Piper voice with the same public surface as every tts_kit engine.
+
+    Args:
+        bundle: a `PiperBundle`, or what `PiperBundle` opens (``piper:joe-us``, a voice
+            directory or ``.onnx`` file).
+        preset, stage_presets, loading, normalize, stage_costs_mb: as for
+            `tts_kit.models.engine_base.EngineBase`; the one stage is ``voice``.
+        noise_scale, noise_w: the prior's and the duration predictor's noise (None: the
+            voice's config; 0: none, every seed gives the same audio).
+
+    What a `SynthesisConfig` asks that a VITS voice cannot do: ``noise`` (the caller's
+    latent) is refused, since ignoring it would give audio the caller did not ask for.
+    ``steps`` (checked, 1..100), ``max_chunk_chars``, ``first_chunk_chars`` and ``order``
+    are accepted and change nothing, because a caller running every family from one
+    workload or server config passes them to any engine, and ignoring them is exact: a
+    VITS voice has no flow steps (``capabilities.flow_steps`` is False), the phonemiser's
+    sentences are the chunks, and with one stage both orders are the same run.
+    ``speed`` divides the voice's ``length_scale``.
+
+    Example:
+        >>> e = PiperEngine("piper:joe-us", loading="paged")  # doctest: +SKIP
+        >>> a, b = (e.synthesize("Hi.", seed=3).wav for _ in range(2))  # doctest: +SKIP
+        >>> bool((a == b).all())  # doctest: +SKIP
+        True
+    """
+
+    family = "piper"
+    normalize_languages = ("en",)
+    _outputs = [OUTPUT]
+
+    def __init__(
+        self,
+        bundle: PiperBundle | str | os.PathLike[str],
+        preset: SessionPreset | None = None,
+        stage_presets: dict[str, SessionPreset] | None = None,
+        loading: str | LoadPolicy = "resident",
+        normalize: bool = True,
+        stage_costs_mb: dict[str, float] | StageCosts | None = None,
+        noise_scale: float | None = None,
+        noise_w: float | None = None,
+    ):
+        bundle = bundle if isinstance(bundle, PiperBundle) else PiperBundle(bundle)
+        inf = bundle.inference
+        for name, value in (("noise_scale", noise_scale), ("noise_w", noise_w)):
+            if value is not None:
+                check_number(name, value, 0.0, 2.0)
+        self.noise_scale = inf["noise_scale"] if noise_scale is None else float(noise_scale)
+        self.noise_w = inf["noise_w"] if noise_w is None else float(noise_w)
+        # The phonemiser (espeak-ng, once per process) is set up here too.
+        from piper.phoneme_ids import phonemes_to_ids
+        from piper.phonemize_espeak import ESPEAK_DATA_DIR, EspeakPhonemizer
+
+        self._phonemizer = _phonemizer(EspeakPhonemizer, ESPEAK_DATA_DIR)
+        self._to_ids = phonemes_to_ids
+        self._noise_inputs: list[tuple[str, tuple[int, ...]]] = []
+        if set(stage_presets or {}) <= {STAGE}:  # else the base refuses them, in one line
+            self._graph = seeded_graph(bundle.model_file)
+        # The base loads the sessions (now, under resident): the seeded graph is ready.
+        super().__init__(bundle, preset=preset, stage_presets=stage_presets, loading=loading,
+                         normalize=normalize, stage_costs_mb=stage_costs_mb)
+
+    # -- sessions ---------------------------------------------------------------------
+
+    def _stages_phrase(self) -> str:
+        return f"a Piper voice has one stage, '{STAGE}'"
+
+    def _graph_path(self, stage: str) -> Path:
+        return self._graph
+
+    def _session_made(self, stage: str, sess: Any) -> None:
+        self._noise_inputs = [
+            (i.name, tuple(d if isinstance(d, int) else -1 for d in i.shape))
+            for i in sess.get_inputs() if i.name.startswith(NOISE_PREFIX)
+        ]
+
+    # -- the request ------------------------------------------------------------------
+
+
+    def phonemize(self, text: str) -> list[list[str]]:
+        """piper-tts' phonemes of ``text``, one list per sentence (no normalisation here).
+
+        Example:
+            >>> PiperEngine("piper:joe-us").phonemize("Hi.")  # doctest: +SKIP
+            [['h', 'ˈ', 'a', 'ɪ', '.']]
+        """
+        voice = self.bundle.config["espeak"]["voice"]
+        clusters = self.bundle.config.get("vowel_clusters")
+        with _PHONEMIZE_LOCK:  # espeak-ng is a process-wide C library
+            return [p for p in self._phonemizer.phonemize(
+                voice, text, vowel_clusters={tuple(c) for c in clusters} if clusters else None,
+            ) if p]
+
+    def _prepare(self, text: str, lang: str) -> tuple[str, list[list[str]]]:
+        text = self._normalized(text, lang)
+        sentences = self.phonemize(text)
+        if not sentences:
+            raise TtsKitError(f"the phonemiser found nothing to say in {text[:40]!r}; give "
+                             "words")
+        return text, sentences
+
+    def _check(self, cfg: SynthesisConfig) -> SynthesisConfig:
+        if cfg.lang != self.bundle.language:
+            raise TtsKitError(f"{self.bundle.label} speaks '{self.bundle.language}', not "
+                             f"'{cfg.lang}'; use lang='{self.bundle.language}'")
+        cfg = cfg.replace(voice=self.bundle.default_voice if cfg.voice is None else cfg.voice,
+                          steps=1 if cfg.steps is None else cfg.steps,
+                          speed=1.0 if cfg.speed is None else cfg.speed)
+        self.bundle.speaker_id(cfg.voice)
+        check_number("steps", cfg.steps, 1, 100, integer=True)
+        check_number("speed", cfg.speed, MIN_SPEED, MAX_SPEED)
+        if cfg.noise is not None:
+            raise TtsKitError(f"{self.bundle.label} draws its noise from the seed (scaled by "
+                              "noise_scale and noise_w); give seed, not noise")
+        return cfg
+
+    def _plan(self, text: str, cfg: SynthesisConfig) -> Plan:
+        normalized, sentences = self._prepare(text, cfg.lang)
+        base = int(np.random.SeedSequence().entropy % 2**63) if cfg.seed is None else cfg.seed
+        sid = self.bundle.speaker_id(cfg.voice)
+        return Plan(normalized, ["".join(p) for p in sentences], (sentences, sid, base),
+                    seed=cfg.seed)
+
+    def _render(self, plan: Plan, cfg: SynthesisConfig
+                ) -> Iterator[tuple[np.ndarray, dict[str, float]]]:
+        sentences, sid, base = plan.work
+        scales = self._scales(cfg.speed)
+        with self._loader.session(STAGE):  # one load for the whole request under paged
+            for k, phonemes in enumerate(sentences):
+                t0 = time.perf_counter()
+                timings: dict[str, float] = {"text": 0.0}
+                ids = self._to_ids(phonemes, self.bundle.config["phoneme_id_map"])
+                timings["text"] += time.perf_counter() - t0
+                wav = self._sentence(ids, scales, sid, (base, k), timings)
+                timings["total"] = time.perf_counter() - t0
+                yield wav, timings
+
+    # -- batches ----------------------------------------------------------------------
+
+    def synthesize_batch(
+        self,
+        texts: list[str],
+        lang: str = "en",
+        voices: str | list[str] | None = None,
+        steps: int = 1,
+        speed: float = 1.0,
+        seed: int | list[int | None] | None = None,
+        max_chunk_chars: int | None = None,
+    ) -> list[SynthesisResult]:
+        """Synthesise several texts (one after another: one graph run per sentence).
+
+        Args:
+            texts: the texts; ``lang`` must be the voice's language (``en``).
+            voices: a speaker name for all, or one per text (None: the default).
+            steps: checked and ignored, as in `stream` (a VITS voice has no steps).
+            speed: 0.5..2.0; the voice's length_scale is divided by it.
+            seed: noise seed; an int gives text ``i`` the seed ``seed + i``; equal seeds,
+                equal audio, sample for sample. None: fresh noise.
+            max_chunk_chars: ignored, as in `stream`: sentences are the chunks.
+
+        Returns:
+            One `SynthesisResult` per text; ``chunks`` are the sentences' phonemes and
+            ``timings`` has ``text`` (normalisation, phonemes), ``voice`` and ``total``
+            (those of the whole batch).
+        """
+        voice_list = batch_voices(texts, self.bundle.default_voice if voices is None
+                                  else voices)
+        cfgs = [self.config(lang=lang, voice=v, steps=steps, speed=speed) for v in voice_list]
+        seeds = batch_seeds(len(texts), seed)
+        t_start = time.perf_counter()
+        plans = [self._plan(t, c.replace(seed=s)) for t, c, s in zip(texts, cfgs, seeds)]
+        timings: dict[str, float] = {"text": time.perf_counter() - t_start}
+        wavs = []
+        with self._loader.session(STAGE):  # one load for the whole call under paged
+            for plan, c in zip(plans, cfgs):
+                parts = []
+                for wav, part in self._render(plan, c):
+                    timings["text"] += part["text"]
+                    timings[STAGE] = timings.get(STAGE, 0.0) + part.get(STAGE, 0.0)
+                    parts.append(wav)
+                wavs.append(np.concatenate(parts))
+        timings["total"] = time.perf_counter() - t_start
+        return [SynthesisResult(wav=wav, sample_rate=self.bundle.sample_rate, text=p.text,
+                                chunks=p.chunks, timings=dict(timings), voice=c.voice or "",
+                                seed=s)
+                for wav, p, c, s in zip(wavs, plans, cfgs, seeds)]
+
+    def _scales(self, speed: float) -> np.ndarray:
+        length_scale = self.bundle.inference["length_scale"] / float(speed)
+        return np.array([self.noise_scale, length_scale, self.noise_w], np.float32)
+
+    def _sentence(self, ids: list[int], scales: np.ndarray, sid: int | None,
+                  key: tuple[int, int], timings: dict[str, float]) -> np.ndarray:
+        feeds: dict[str, np.ndarray] = {
+            "input": np.array([ids], np.int64),
+            "input_lengths": np.array([len(ids)], np.int64),
+            "scales": scales,
+        }
+        if self.bundle.has_sid:
+            feeds["sid"] = np.array([0 if sid is None else sid], np.int64)
+        for per_id in (FRAMES_PER_ID, RETRY_FRAMES_PER_ID):
+            t0 = time.perf_counter()
+            # Before the first load the noise shapes are unknown: the session is made now.
+            with self._loader.session(STAGE):
+                n = math.ceil(per_id * len(ids) * max(float(scales[1]), 0.1)) + 16
+                for j, (name, shape) in enumerate(self._noise_inputs):
+                    rng = np.random.default_rng([*key, j])
+                    # Drawn length-major, so a longer draw starts with the same values.
+                    draw = rng.standard_normal((n, *shape[1:-1]), np.float32)
+                    feeds[name] = np.moveaxis(draw, 0, -1)[None]
+                timings[STAGE] = timings.get(STAGE, 0.0) + time.perf_counter() - t0
+                try:
+                    wav = self._run(STAGE, feeds, timings).reshape(-1)
+                except Exception:  # ORT's errors have no common class
+                    # A noise draw shorter than the frames the durations asked for fails
+                    # to broadcast; the longer draw starts with the same values.
+                    if per_id == RETRY_FRAMES_PER_ID:
+                        raise
+                    continue
+            break
+        if not np.isfinite(wav).all():
+            raise TtsKitError("the voice produced NaN or infinite samples; its graph is "
+                             "damaged: re-install it")
+        return np.clip(wav, -1.0, 1.0)
+
+
+_PHONEMIZE_LOCK = threading.Lock()
+_PHONEMIZER: list[Any] = []
+
+
+def _phonemizer(cls: Any, data_dir: Path) -> Any:
+    with _PHONEMIZE_LOCK:
+        if not _PHONEMIZER:
+            _PHONEMIZER.append(cls(data_dir))
+        return _PHONEMIZER[0]
+
+
+__all__ = ["FRAMES_PER_ID", "RETRY_FRAMES_PER_ID", "PiperEngine"]

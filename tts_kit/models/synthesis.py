@@ -1,0 +1,313 @@
+"""What a synthesis call takes and gives, for every family: `SynthesisConfig` in,
+`AudioChunk` / `SynthesisStream` / `SynthesisResult` out, and the request checks they share.
+
+One config dataclass replaces the ten loose arguments (they still work: the engines build
+a config from them); one chunk and one stream type serve every family, so a consumer of
+one engine's stream reads any other's.
+
+Example:
+    >>> cfg = SynthesisConfig(lang="en", seed=0, max_chunk_chars=40)
+    >>> cfg.replace(seed=1).seed, cfg.seed
+    (1, 0)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tts_kit.core.errors import TtsKitError
+
+#: Hard cap on one request, as in the official package (no silent truncation anywhere).
+MAX_TEXT_CHARS = 100_000
+#: The chunk orders `SynthesisConfig.order` accepts.
+ORDERS = ("chunk", "stage")
+
+
+def is_seed(value: object) -> bool:
+    """A noise seed: an integer >= 0 (numpy's too), not a bool.
+
+    Example:
+        >>> is_seed(3), is_seed(-1), is_seed(True)
+        (True, False, False)
+    """
+    return (isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+            and value >= 0)
+
+
+def check_number(name: str, value: float, lo: float, hi: float, integer: bool = False) -> None:
+    """Refuse ``value`` unless it is a number (an integer if ``integer``) in ``lo..hi``.
+
+    Example:
+        >>> check_number("speed", 3, 0.5, 2.0)
+        Traceback (most recent call last):
+        ...
+        tts_kit.TtsKitError: speed must be a number in 0.5..2, got 3
+    """
+    ok = isinstance(value, (int, np.integer)) if integer else isinstance(value, (int, float))
+    if isinstance(value, bool) or not ok or not (lo <= value <= hi):
+        kind = "an integer" if integer else "a number"
+        raise TtsKitError(f"{name} must be {kind} in {lo:g}..{hi:g}, got {value!r}")
+
+
+def _bad_seed(value: object) -> TtsKitError:
+    return TtsKitError(f"seed must be an integer >= 0 or None (one per text in a list), "
+                       f"got {value!r}")
+
+
+@dataclass(frozen=True)
+class SynthesisConfig:
+    """How to speak a text: every engine's ``stream``/``synthesize`` take one.
+
+    ``None`` means the model's own default (its default voice, its default steps and
+    speed). Fields a family cannot honour are refused by its engine where ignoring them
+    would mislead, and documented where ignoring them is right.
+
+    Example:
+        >>> SynthesisConfig(voice="M1", steps=2, seed=0).order
+        'chunk'
+    """
+
+    lang: str = "en"
+    """Language code (``en``, ``ko``, ...); the model's `languages` lists them."""
+    voice: str | None = None
+    """Voice name (None: the model's default voice)."""
+    steps: int | None = None
+    """Flow-matching steps (None: the model's default; see ``capabilities.flow_steps``)."""
+    speed: float | None = None
+    """Speaking rate; durations are divided by it (None: the model's default)."""
+    seed: int | None = None
+    """Noise seed: equal seeds, equal audio (None: fresh noise)."""
+    noise: Any = None
+    """The caller's initial noise (``capabilities.caller_noise`` only), instead of a seed."""
+    max_chunk_chars: int | None = None
+    """Chunk limit in characters (None: the family's default chunking)."""
+    first_chunk_chars: int | None = None
+    """Cut the first chunk to at most this many characters, for sooner first audio."""
+    order: str = "chunk"
+    """``chunk`` (each chunk through every stage) or ``stage`` (each stage on every chunk)."""
+
+    def replace(self, **changes: Any) -> SynthesisConfig:
+        """A copy with ``changes``.
+
+        Example:
+            >>> SynthesisConfig().replace(lang="ko").lang
+            'ko'
+        """
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def of(cls, config: SynthesisConfig | None, **loose: Any) -> SynthesisConfig:
+        """``config``, or one built from the loose keyword arguments (not both).
+
+        Example:
+            >>> SynthesisConfig.of(None, lang="ko", seed=1).seed
+            1
+        """
+        defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+        given = [k for k, v in loose.items() if not (
+            v is defaults[k] or (isinstance(v, (str, int, float)) and v == defaults[k]))]
+        if config is None:
+            return cls(**loose)
+        if not isinstance(config, SynthesisConfig):
+            raise TtsKitError(f"config must be a SynthesisConfig, got {type(config).__name__}")
+        if given:
+            raise TtsKitError(f"give a config or keyword arguments, not both (got config and "
+                              f"{', '.join(sorted(given))})")
+        return config
+
+    def check(self) -> None:
+        """The checks every family shares: order, first chunk, seed (before any work)."""
+        if self.order not in ORDERS:
+            raise TtsKitError(f"order must be 'chunk' or 'stage', got {self.order!r}")
+        if self.first_chunk_chars is not None:
+            check_number("first_chunk_chars", self.first_chunk_chars, 1, MAX_TEXT_CHARS,
+                         integer=True)
+        if self.seed is not None and not is_seed(self.seed):
+            raise _bad_seed(self.seed)
+
+
+def batch_seeds(n: int, seed: Any) -> list[int | None]:
+    """One seed per text of a batch: an int gives text ``i`` the seed ``seed + i`` (so a
+    batch equals the single calls), a list gives one each, None fresh noise for all.
+
+    Example:
+        >>> batch_seeds(3, 5), batch_seeds(2, [None, 7])
+        ([5, 6, 7], [None, 7])
+    """
+    if seed is None or is_seed(seed):
+        seeds = [None if seed is None else int(seed) + i for i in range(n)]
+    elif isinstance(seed, (list, tuple, np.ndarray)):
+        seeds = list(seed)
+        if len(seeds) != n:
+            raise TtsKitError(f"{n} texts but {len(seeds)} seeds; give one per text")
+    else:
+        seeds = [seed]  # checked below, in the same words as a bad list item
+    # numpy's own words were "expected non-negative integer" for -1 and "'float' object
+    # is not iterable" for 1.5: say what a seed is instead.
+    for s in seeds:
+        if s is not None and not is_seed(s):
+            raise _bad_seed(s)
+    return [None if s is None else int(s) for s in seeds]  # plain ints in results
+
+
+def batch_voices(texts: Any, voices: str | list[str]) -> list[str]:
+    """Check a batch's texts and give one voice per text (one name for all, or a list).
+
+    Example:
+        >>> batch_voices(["a", "b"], "M1")
+        ['M1', 'M1']
+    """
+    if isinstance(texts, str):
+        raise TtsKitError("texts must be a list of strings; use synthesize() for one text")
+    if not texts:
+        raise TtsKitError("texts is empty; give at least one text")
+    voice_list = [voices] * len(texts) if isinstance(voices, str) else list(voices)
+    if len(voice_list) != len(texts):
+        raise TtsKitError(f"{len(texts)} texts but {len(voice_list)} voices; give one per text")
+    return voice_list
+
+
+def pcm16(samples: np.ndarray) -> bytes:
+    """Float samples in [-1, 1] as 16-bit little-endian PCM, as soundfile writes PCM_16.
+
+    Example:
+        >>> pcm16(np.array([0.5], np.float32))
+        b'\\x00@'
+    """
+    clipped = np.clip(np.asarray(samples, np.float32), -1.0, 1.0)
+    return (clipped * 32767.0).round().astype("<i2").tobytes()
+
+
+@dataclass
+class AudioChunk:
+    """One chunk of streamed audio (any engine's ``stream``).
+
+    Example:
+        >>> c = AudioChunk(np.zeros(441, np.float32), 44100, "Hi.", 0, {"total": 0.01}, True)
+        >>> round(c.duration_s, 3), c.last
+        (0.01, True)
+    """
+
+    samples: np.ndarray
+    """Mono float32 in [-1, 1]; from the second chunk on, led by the family's pause."""
+    sample_rate: int
+    """Samples per second (the model's)."""
+    text: str
+    """The chunk's text, as the model read it (a Piper voice: its phonemes)."""
+    index: int
+    """0 for the first chunk."""
+    timings: dict[str, float]
+    """Wall seconds of this chunk's stages (``text`` on the first: the whole text's
+    checks, normalisation and chunking), and ``total``."""
+    last: bool = False
+    """True on the request's final chunk."""
+
+    @property
+    def duration_s(self) -> float:
+        """Audio length in seconds (the leading pause included)."""
+        return len(self.samples) / self.sample_rate
+
+    def pcm16(self) -> bytes:
+        """The samples as 16-bit little-endian PCM bytes (what a WAV's data chunk holds).
+
+        Example:
+            >>> AudioChunk(np.array([0.0, 1.0, -1.0], np.float32), 44100, "", 0, {}).pcm16()
+            b'\\x00\\x00\\xff\\x7f\\x01\\x80'
+        """
+        return pcm16(self.samples)
+
+
+class SynthesisStream:
+    """The chunks of one request, synthesised as they are iterated (any engine's ``stream``).
+
+    ``text`` is the normalised text and ``chunks`` its pieces, known before any audio;
+    `close` (or leaving a ``with`` block) stops the work and releases what it holds.
+
+    Example:
+        >>> s = SynthesisStream("Hi.", ["Hi."], iter([]))
+        >>> s.chunks, list(s)
+        (['Hi.'], [])
+    """
+
+    def __init__(self, text: str, chunks: list[str], parts: Iterator[AudioChunk],
+                 seed: int | None = None):
+        self.text = text
+        self.chunks = chunks
+        self.seed = seed  # the noise seed (None: fresh noise, or noise without a seed)
+        self._parts = parts
+
+    def __iter__(self) -> SynthesisStream:
+        return self
+
+    def __next__(self) -> AudioChunk:
+        return next(self._parts)
+
+    def close(self) -> None:
+        """Stop synthesising (sessions pinned by the current stage are released)."""
+        close = getattr(self._parts, "close", None)
+        if close is not None:
+            close()
+
+    def __enter__(self) -> SynthesisStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class SynthesisResult:
+    """One synthesised utterance."""
+
+    wav: np.ndarray
+    """Mono waveform, float32, in [-1, 1]."""
+    sample_rate: int
+    """Samples per second (44100)."""
+    text: str
+    """The text the model read, after normalisation."""
+    chunks: list[str] = field(default_factory=list)
+    """The chunks the text was split into."""
+    timings: dict[str, float] = field(default_factory=dict)
+    """Wall seconds per stage (``duration_predictor`` ... ``vocoder``, ``text``, ``total``)."""
+    voice: str = ""
+    """Voice style name."""
+    seed: int | None = None
+    """Noise seed used (None: random)."""
+
+    @property
+    def duration_s(self) -> float:
+        """Audio length in seconds."""
+        return len(self.wav) / self.sample_rate
+
+    @property
+    def rtf(self) -> float:
+        """Real-time factor: synthesis wall time / audio duration (lower is faster)."""
+        return self.timings.get("total", 0.0) / max(self.duration_s, 1e-9)
+
+    def wav_bytes(self, subtype: str = "PCM_16") -> bytes:
+        """The audio as a WAV file in memory (no temporary file), via soundfile."""
+        import soundfile as sf
+
+        buf = io.BytesIO()
+        sf.write(buf, self.wav, self.sample_rate, format="WAV", subtype=subtype)
+        return buf.getvalue()
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write a 16-bit mono WAV file."""
+        Path(path).write_bytes(self.wav_bytes())
+
+
+#: ``fn(stage, feeds, output)``, called after every stage run (``add_stage_hook``).
+StageHook = Callable[[str, Any, np.ndarray], object]
+
+__all__ = ["MAX_TEXT_CHARS", "AudioChunk", "StageHook", "SynthesisConfig", "SynthesisResult",
+           "SynthesisStream", "batch_seeds", "batch_voices", "check_number", "is_seed",
+           "pcm16"]
