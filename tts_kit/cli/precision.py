@@ -57,6 +57,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from tts_kit.experiments.verify import OFFICIAL, verify
+    from tts_kit.precision.measure import verify_piper_copy
 
     if args.json:
         _check_output_file(args.json, "--json")
@@ -70,10 +71,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if against != OFFICIAL and not Path(against).expanduser().is_dir():
         raise UserError(f"--against {against}: not a directory; give 'official' or a bundle "
                         "directory (an FP16/INT8 copy)")
-    if bundle.family == "piper":
-        return _verify_piper(args, bundle)
-    report = verify(bundle, against, threads=args.threads, min_snr_db=args.min_snr,
-                    max_abs_diff=args.max_abs_diff, floor=args.floor)
+    report: Any
+    if bundle.capabilities.official_reference:  # stage by stage, as the official code runs
+        report = verify(bundle, against, threads=args.threads, min_snr_db=args.min_snr,
+                        max_abs_diff=args.max_abs_diff, floor=args.floor)
+    elif against == OFFICIAL:
+        raise UserError(f"{bundle.label}: the official supertonic package runs "
+                        "Supertonic bundles only; give --against DIR (a converted copy of "
+                        "this voice) to compare the two")
+    else:  # the waveforms of the same texts and noise, and the voice's floor
+        report = verify_piper_copy(bundle, against, min_snr_db=args.min_snr, floor=args.floor)
     _say(report.table())
     if args.json:
         _write_json(args.json, report.to_dict())
@@ -82,47 +89,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.floor:
         return 0 if report.verdict and report.verdict[0] == "within the floor" else 1
     return 0 if report.passed else 1
-
-
-def _verify_piper(args: argparse.Namespace, bundle: Any) -> int:
-    """`verify` for a Piper voice: a converted copy against it (the official package runs
-    Supertonic bundles only), on the same texts and noise; with --floor, the verdict."""
-    from dataclasses import asdict
-
-    from tts_kit.experiments.verify import _json_safe
-    from tts_kit.models.family import model_label
-    from tts_kit.precision.measure import PIPER_TEXTS, judgement, piper_distances, piper_floor
-
-    if args.against == "official":
-        raise UserError(f"{model_label(bundle)}: the official supertonic package runs "
-                        "Supertonic bundles only; give --against DIR (a converted copy of "
-                        "this voice) to compare the two")
-    d = piper_distances(str(bundle.path), args.against)
-    problems = []
-    if not d.snr_db >= args.min_snr:
-        problems.append(f"waveform SNR {d.snr_db:.1f} dB < {args.min_snr:g} dB")
-    if d.duration_change_s > 0:
-        problems.append(f"length changed by {d.duration_change_s * 1000:.1f} ms")
-    _say(f"{model_label(bundle)} against {args.against} (same texts, same noise): "
-         f"SNR {d.snr_db:.1f} dB, log-mel {d.log_mel_db:.3g} dB, MCD {d.mcd_db:.3g} dB, "
-         f"length change {d.duration_change_s * 1000:.1f} ms")
-    out: dict[str, Any] = {"model": model_label(bundle), "against": args.against,
-                           "distances": asdict(d), "problems": problems}
-    if args.floor:
-        # The same distances, judged on the voice's floor (measured on the same texts).
-        j = judgement(piper_floor(str(bundle.path), PIPER_TEXTS), d,
-                      f"{len(PIPER_TEXTS)} text(s)")
-        out["judgement"] = j
-        _say(f"verdict against the voice's measured floor: {j['verdict']}")
-        for reason in j["reasons"]:
-            _say(f"  {reason}")
-    _say("PASS: within the tolerance" if not problems else
-         "FAIL: " + "; ".join(problems))
-    if args.json:
-        _write_json(args.json, _json_safe(out))
-    if args.floor:
-        return 0 if out["judgement"]["verdict"] == "within the floor" else 1
-    return 0 if not problems else 1
 
 
 def register(add: AddCommand) -> None:
