@@ -49,23 +49,24 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
     from tts_kit.core.atomic import atomic_file
     from tts_kit.experiments.records import format_timings
-    from tts_kit.models.family import make_engine, model_label
+    from tts_kit.models.family import make_engine
 
     out, fmt = _audio_output(args.output)  # before the model loads: a bad -o costs nothing
     _check_language(args.text, args.lang)
     bundle = _bundle(args)
-    piper = bundle.family == "piper"
-    if not piper and (args.noise_scale is not None or args.noise_w is not None):
+    scaled = bundle.capabilities.noise_scales
+    if not scaled and (args.noise_scale is not None or args.noise_w is not None):
         raise UserError("--noise-scale and --noise-w apply to Piper voices only (--model "
                         "piper:joe-us); a Supertonic bundle's noise is its --seed")
-    extra = {"noise_scale": args.noise_scale, "noise_w": args.noise_w} if piper else {}
+    extra = {"noise_scale": args.noise_scale, "noise_w": args.noise_w} if scaled else {}
     engine = make_engine(bundle, normalize=not args.no_normalize, loading=args.loading, **extra)
-    speed = args.speed if args.speed is not None else (1.0 if piper else contract.DEFAULT_SPEED)
+    # No --speed: the engine's own default rate (each model has its natural one).
+    speed = {} if args.speed is None else {"speed": args.speed}
     t0 = time.perf_counter()
     # Checked (text, voice, ranges) here, before the output file is touched.
     parts = engine.stream(
         args.text, lang=args.lang, voice=args.voice or engine.bundle.default_voice,
-        steps=args.steps, speed=speed, seed=args.seed, order=args.order,
+        steps=args.steps, seed=args.seed, order=args.order, **speed,
     )
     timings: dict[str, float] = {}
     frames = 0
@@ -88,7 +89,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
     timings["total"] = time.perf_counter() - t0
     sr = engine.bundle.sample_rate
     _say(f"wrote {out} ({frames / sr:.2f} s of audio at {sr} Hz; "
-         f"spoken by {term_safe(model_label(bundle))})")
+         f"spoken by {term_safe(bundle.label)})")
     if parts.text != " ".join(args.text.split()):
         # What normalisation made of it (dropped characters too), on one line.
         _say(f"read: {term_safe(parts.text)}")
@@ -106,12 +107,10 @@ def cmd_info(args: argparse.Namespace) -> int:
     info = bundle.describe()
     # The file checks cannot see an operator ORT lacks: unless told not to, load each
     # graph, so "info" passing means "synth" can load the bundle too.
-    from tts_kit.models.family import model_label
-
     loads = None if args.no_load else check_loads(bundle) == list(bundle.stages)
     info["runtime"] = {"onnxruntime": _ort_version(), "graphs_load": loads}
     info.setdefault("family", bundle.family)
-    info.setdefault("model", model_label(bundle))
+    info.setdefault("model", bundle.label)
     if args.json:
         _say(json.dumps(info, indent=2))
         return 0

@@ -79,9 +79,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             mem_budget_mb=args.mem_budget, progress=not args.quiet, stage_costs_mb=costs,
             executor=executor,
         )
-    from tts_kit.models.family import model_label
-
-    _say(f"model: {term_safe(model_label(bundle))}")  # which model the figures are of
+    _say(f"model: {term_safe(bundle.label)}")  # which model the figures are of
     _say(format_table(result.records))
     rec, reason = result.recommend(args.mem_budget)
     _say(f"recommendation: {reason}")
