@@ -2,9 +2,10 @@
 
 Every subcommand parses its arguments, calls one library function and prints the
 result. User errors (bad text, a broken model, a missing file, a full disk) exit with
-status 2 and one line on stderr naming the problem and the fix; an error no check
-anticipated exits 1 with one line and the path of a log holding the traceback. Never a
-traceback on the terminal; strings are printed with control characters escaped.
+status 2 and one line on stderr naming the problem and the fix; any other exception is a
+bug in tts_kit and exits 70 with one line naming it and the path of a log holding the
+traceback. No traceback on the terminal unless asked for (``tts-kit --debug ...``);
+strings are printed with control characters escaped.
 
 One module per command group: `tts_kit.cli.model` (synth, info, standin, fetch,
 doctor), `tts_kit.cli.text` (normalize), `tts_kit.cli.tuning` (tune, report),
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
 import os
 import sys
 import warnings
@@ -46,16 +46,21 @@ from tts_kit.cli._common import (
     _warning_line,
     _write_json,
 )
+from tts_kit.cli._errors import (
+    EXIT_BROKEN_PIPE,
+    EXIT_BUG,
+    EXIT_INTERRUPTED,
+    EXIT_USER_ERROR,
+    exit_status,
+)
 from tts_kit.cli.model import cmd_doctor, cmd_fetch, cmd_info, cmd_standin, cmd_synth
 from tts_kit.cli.precision import cmd_convert, cmd_verify
 from tts_kit.cli.serving import cmd_loadtest, cmd_serve, cmd_serve_sweep
 from tts_kit.cli.text import cmd_normalize
 from tts_kit.cli.tuning import cmd_report, cmd_tune
-from tts_kit.core.textsafe import term_safe
 
-EXIT_USER_ERROR = 2
-#: An error tts-kit did not anticipate (a defect): one line and a log, not a traceback.
-EXIT_INTERNAL_ERROR = 1
+#: The exit status of a bug (the name the CLI used before `EXIT_BUG`).
+EXIT_INTERNAL_ERROR = EXIT_BUG
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -64,6 +69,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tts-kit", description=DESCRIPTION,
                                 formatter_class=_HelpFormatter)
     p.add_argument("--version", action="version", version=f"tts_kit {__version__}")
+    p.add_argument("--debug", action="store_true",
+                   help="on an error, print its full traceback too (give it before COMMAND)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, fn: Command, help: str, model: bool = True) -> argparse.ArgumentParser:
@@ -86,79 +93,16 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-#: OSErrors that are the user's environment, not a defect: errno -> what to do about it.
-_OS_HINTS: dict[int, str] = {
-    errno.ENOENT: "check the path",
-    errno.EACCES: "check the permissions, or choose another place",
-    errno.EPERM: "check the permissions, or choose another place",
-    errno.EROFS: "the file system is read-only; choose another place",
-    errno.ENOSPC: "free some space there, or choose another place",
-    errno.EDQUOT: "free some space there, or choose another place",
-    errno.EFBIG: "free some space, raise the file-size limit (ulimit -f), or choose another place",
-    errno.EISDIR: "give a file path, not a directory",
-    errno.ENOTDIR: "a part of the path is a file, not a directory; check the path",
-    errno.EEXIST: "choose a new path, or remove what is there",
-    errno.ENOTEMPTY: "choose a new path, or remove what is there",
-    errno.ELOOP: "the path is a symlink loop; check the path",
-    errno.ENAMETOOLONG: "choose a shorter path",
-}
-
-
-#: The same, for OSErrors raised by hand without an errno (``PermissionError("...")``).
-_OS_CLASSES: dict[type[OSError], int] = {
-    FileNotFoundError: errno.ENOENT, PermissionError: errno.EACCES,
-    IsADirectoryError: errno.EISDIR, NotADirectoryError: errno.ENOTDIR,
-    FileExistsError: errno.EEXIST,
-}
-
-
-def _os_error_text(exc: OSError) -> str | None:
-    """One line for an OSError of the user's environment; None for any other."""
-    code = exc.errno if exc.errno is not None else next(
-        (e for cls, e in _OS_CLASSES.items() if isinstance(exc, cls)), None)
-    if code not in _OS_HINTS:
-        return None
-    if exc.errno is None:  # raised by hand: its message is the whole story
-        return f"{exc}; {_OS_HINTS[code]}"
-    where = str(exc.filename) if exc.filename is not None else ""
-    if exc.filename2 is not None:
-        where = f"{where} -> {exc.filename2}"
-    what = exc.strerror or type(exc).__name__
-    return f"{where}: {what}; {_OS_HINTS[code]}" if where else f"{what}; {_OS_HINTS[code]}"
-
-
-def _last_resort(command: str, exc: BaseException) -> int:
-    """An error no check anticipated: one line, the full traceback in a log file, exit 1."""
-    import tempfile
-    import traceback
-
-    log = ""
-    try:
-        fd, name = tempfile.mkstemp(prefix="tts-kit-error-", suffix=".log")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(f"tts-kit {__version__} {command}\n")
-            fh.write("".join(traceback.format_exception(exc)))
-        log = f" (full log: {name})"
-    except OSError:  # the disk may be what failed; the one line still goes out
-        pass
-    msg = str(exc).splitlines()[0] if str(exc).strip() else ""
-    print(term_safe(f"tts-kit {command}: internal error: {type(exc).__name__}: {msg}"[:2000])
-          + f"{log}; please report it", file=sys.stderr)
-    return EXIT_INTERNAL_ERROR
-
-
-#: Exit status when the reader of our output went away (``tts-kit ... | head``): what a
-#: shell reports for a process ended by SIGPIPE (128 + 13).
-EXIT_BROKEN_PIPE = 141
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tts-kit`` console script.
 
-    Returns 0 on success, 2 for an error the user can fix (one line on stderr), 1 for an
-    unexpected one (one line, and the path of a log with the traceback), 130 when
-    interrupted. ``tts-kit report --rerun``, ``tts-kit tune`` and ``tts-kit doctor`` also
-    return 1 for a verdict (see there).
+    Returns 0 on success; 1 for a verdict (``tts-kit verify``, ``report --rerun``, ``tune``
+    and ``doctor``: see there); 2 for an error the user can fix (a `TtsKitError`, an
+    `OSError` of the environment, a bad argument: one line on stderr naming the fix); 70
+    (`EXIT_BUG`, ``EX_SOFTWARE``) for a bug in tts_kit, any other exception (one line
+    naming it and a log with its traceback; ``tts-kit --debug COMMAND ...`` prints the
+    traceback); 130 when interrupted; 141 when the reader of the output went away
+    (``| head``). Policy: `tts_kit.cli._errors`.
 
     Example:
         >>> main(["normalize", "3개", "--lang", "ko"])
@@ -181,37 +125,27 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
-    from tts_kit.models.supertonic.bundle import BundleError
-
-    warnings.showwarning = _warning_line
-
-    try:
-        return args.func(args)
-    except (UserError, BundleError, ValueError) as exc:
-        msg = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
-        _say(term_safe(f"tts-kit {args.command}: error: {msg}"), file=sys.stderr)
-        return EXIT_USER_ERROR
-    except BrokenPipeError:
-        raise  # not an error: `main` ends quietly
-    except OSError as exc:
-        text = _os_error_text(exc)
-        if text is None:
-            return _last_resort(args.command, exc)
-        _say(term_safe(f"tts-kit {args.command}: error: {text}"), file=sys.stderr)
-        return EXIT_USER_ERROR
-    except KeyboardInterrupt:
-        _say(f"tts-kit {args.command}: interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:  # last resort: never a traceback on the terminal
-        return _last_resort(args.command, exc)
+    # A library warning is one line for the user, while this command runs: the caller's
+    # handler (a notebook's, pytest's) is back when it returns.
+    with warnings.catch_warnings():
+        warnings.showwarning = _warning_line
+        try:
+            return args.func(args)
+        except BrokenPipeError:
+            raise  # not an error: `main` ends quietly
+        except KeyboardInterrupt:
+            _say(f"tts-kit {args.command}: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except Exception as exc:  # the user's (one line, exit 2) or a bug (exit 70)
+            return exit_status(args.command, exc, debug=getattr(args, "debug", False))
 
 
 __all__ = [
-    "DESCRIPTION", "EXIT_BROKEN_PIPE", "EXIT_INTERNAL_ERROR", "EXIT_USER_ERROR", "LOADING_HELP",
-    "SCHEDULER_HELP", "UserError", "_bundle", "_check_output_file", "_parser", "_say",
-    "_write_json", "cmd_convert", "cmd_doctor", "cmd_fetch", "cmd_info", "cmd_loadtest",
-    "cmd_normalize", "cmd_report", "cmd_serve", "cmd_serve_sweep", "cmd_standin", "cmd_synth",
-    "cmd_tune", "cmd_verify", "main",
+    "DESCRIPTION", "EXIT_BROKEN_PIPE", "EXIT_BUG", "EXIT_INTERNAL_ERROR", "EXIT_INTERRUPTED",
+    "EXIT_USER_ERROR", "LOADING_HELP", "SCHEDULER_HELP", "UserError", "_bundle",
+    "_check_output_file", "_parser", "_say", "_write_json", "cmd_convert", "cmd_doctor",
+    "cmd_fetch", "cmd_info", "cmd_loadtest", "cmd_normalize", "cmd_report", "cmd_serve",
+    "cmd_serve_sweep", "cmd_standin", "cmd_synth", "cmd_tune", "cmd_verify", "main",
 ]
 
 
