@@ -169,7 +169,18 @@ Command = Callable[[argparse.Namespace], int]
 class AddCommand(Protocol):
     """Registers one subcommand (its help, its function, a ``--model`` option unless
     ``model=False``) and returns its parser for the options; each command group's
-    ``register`` takes one."""
+    ``register`` takes one.
+
+    Example:
+        >>> import argparse
+        >>> sub = argparse.ArgumentParser().add_subparsers(dest="command")
+        >>> def add(name, fn, help, model=True):
+        ...     return sub.add_parser(name, help=help)
+        >>> from tts_kit.cli import text
+        >>> text.register(add)
+        >>> sorted(sub.choices)
+        ['normalize']
+    """
 
     def __call__(self, name: str, fn: Command, help: str,
                  model: bool = True) -> argparse.ArgumentParser: ...

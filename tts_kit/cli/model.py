@@ -187,7 +187,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def register(add: AddCommand) -> None:
-    """Register synth, info, standin and fetch (in the order ``--help`` lists them)."""
+    """Register synth, info, standin and fetch (in the order ``--help`` lists them).
+
+    Example:
+        >>> from tts_kit.cli import _parser
+        >>> _parser().parse_args(["synth", "Hi.", "-o", "hi.wav"]).loading
+        'resident'
+    """
     sp = add("synth", cmd_synth, "synthesise TEXT into a mono WAV file (44.1 kHz for "
              "Supertonic, the voice's rate for Piper)")
     sp.add_argument("text", help="the text to speak")
@@ -235,7 +241,13 @@ def register(add: AddCommand) -> None:
 
 
 def register_doctor(add: AddCommand) -> None:
-    """Register doctor (listed last in ``--help``)."""
+    """Register doctor (listed last in ``--help``).
+
+    Example:
+        >>> from tts_kit.cli import _parser
+        >>> _parser().parse_args(["doctor", "--json"]).json
+        True
+    """
     sp = add("doctor", cmd_doctor,
              "check what breaks deployments here (onnxruntime, libgomp, CPU features, cgroup "
              "CPU quota and memory limit, providers, the model), each with the fix; exit 1 "

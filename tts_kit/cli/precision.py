@@ -92,7 +92,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def register(add: AddCommand) -> None:
-    """Register convert and verify."""
+    """Register convert and verify.
+
+    Example:
+        >>> from tts_kit.cli import _parser
+        >>> _parser().parse_args(["verify"]).against
+        'official'
+    """
     sp = add("convert", cmd_convert, "convert a bundle, a Piper voice (piper:joe-us or its "
              "directory) or an .onnx file to FP16 or INT8", model=False)
     sp.add_argument("src", help="bundle directory, Piper voice or .onnx file (never modified)")

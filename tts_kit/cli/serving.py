@@ -147,7 +147,13 @@ def cmd_serve_sweep(args: argparse.Namespace) -> int:
 
 
 def register(add: AddCommand) -> None:
-    """Register serve, loadtest and serve-sweep."""
+    """Register serve, loadtest and serve-sweep.
+
+    Example:
+        >>> from tts_kit.cli import _parser
+        >>> _parser().parse_args(["loadtest", "http://127.0.0.1:8000"]).concurrency
+        '1,2,4'
+    """
     _register_serve(add)
     _register_load(add)
 

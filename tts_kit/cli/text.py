@@ -25,7 +25,13 @@ def cmd_normalize(args: argparse.Namespace) -> int:
 
 
 def register(add: AddCommand) -> None:
-    """Register normalize."""
+    """Register normalize.
+
+    Example:
+        >>> from tts_kit.cli import _parser
+        >>> _parser().parse_args(["normalize", "3개", "--lang", "ko"]).trace
+        False
+    """
     from tts_kit.text import LANGS
 
     sp = add("normalize", cmd_normalize, "spell out numbers, dates, acronyms in TEXT",

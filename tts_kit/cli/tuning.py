@@ -150,7 +150,13 @@ def _say_answer(paths: list[Path]) -> None:
 
 
 def register_tune(add: AddCommand) -> None:
-    """Register tune (listed before convert in ``--help``)."""
+    """Register tune (listed before convert in ``--help``).
+
+    Example:
+        >>> from tts_kit.cli import _parser
+        >>> _parser().parse_args(["tune", "--cpus", "1"]).stage_costs
+        'measure'
+    """
     from tts_kit.core.contract import PRESET_NAMES, SWEEP_PRESETS
 
     preset_names = ", ".join(PRESET_NAMES)
@@ -181,7 +187,13 @@ def register_tune(add: AddCommand) -> None:
 
 
 def register_report(add: AddCommand) -> None:
-    """Register report (listed after verify in ``--help``)."""
+    """Register report (listed after verify in ``--help``).
+
+    Example:
+        >>> from tts_kit.cli import _parser
+        >>> _parser().parse_args(["report", "--out", "r"]).confirm_rounds
+        3
+    """
     from tts_kit.core.contract import SWEEP_PRESETS
 
     sp = add("report", cmd_report,
