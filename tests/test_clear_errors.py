@@ -315,6 +315,33 @@ def test_warnings_are_one_line_and_the_handler_is_restored(capsys, monkeypatch):
     assert warnings.showwarning is before
 
 
+@pytest.mark.parametrize("argv", [
+    ["standin", "{nul}", "--scale", "tiny"],
+    ["convert", "{bundle}", "{nul}", "--to", "fp16", "--no-measure"],
+    ["verify", "--model", "{bundle}", "--json", "{nul}"],
+    ["tune", "--model", "{bundle}", "--json", "{nul}"],
+    ["report", "--out", "{nul}", "--model", "{bundle}"],
+    ["serve-sweep", "--texts", "{nul}", "--model", "{bundle}"],
+])
+def test_a_nul_in_a_path_is_the_users_error_not_a_bug(tiny_bundle_dir: Path, tmp_path: Path,
+                                                      capsys, monkeypatch, argv):
+    """os refuses such a path with a bare ValueError, which the policy would call a bug."""
+    monkeypatch.setattr("tts_kit.experiments.tune.sweep", _never)
+    monkeypatch.setattr("tts_kit.report.make.run_tuning", _never)
+    nul = str(tmp_path / "a\x00b")
+    argv = [a.format(nul=nul, bundle=tiny_bundle_dir) for a in argv]
+    assert_user_error(capsys, argv, "contains a NUL character")
+
+
+def test_a_nul_in_the_text_is_still_dropped(capsys):
+    rc, out, _ = run_main(capsys, "normalize", "hello \x00world")
+    assert rc == 0 and out == "hello world\n"
+
+
+def test_serve_refuses_a_port_out_of_range_before_starting(capsys):
+    assert_user_error(capsys, ["serve", "--port", "-1"], "--port -1: give a TCP port")
+
+
 def test_the_console_script_never_prints_a_traceback(tmp_path: Path):
     """The real process: the entry point, its exit code, its stderr."""
     code = ("import sys, tts_kit.cli as c\n"

@@ -42,6 +42,7 @@ from tts_kit.cli._common import (
     _bundle,
     _check_output_file,
     _HelpFormatter,
+    _refuse_nul,
     _say,
     _warning_line,
     _write_json,
@@ -130,6 +131,7 @@ def _run(argv: Sequence[str] | None) -> int:
     with warnings.catch_warnings():
         warnings.showwarning = _warning_line
         try:
+            _refuse_nul(args)
             return args.func(args)
         except BrokenPipeError:
             raise  # not an error: `main` ends quietly

@@ -41,6 +41,26 @@ class UserError(TtsKitError):
     __module__ = "tts_kit.cli"  # shown as ``tts_kit.cli.UserError``, where it is exported
 
 
+def _refuse_nul(args: argparse.Namespace) -> None:
+    r"""A NUL character in a path or a name is the user's mistake: say so in one line.
+
+    No path can hold one (the OS refuses it with a bare ValueError, which would read as a
+    bug). Only an in-process call can pass one (a shell cannot); the text to speak may hold
+    one, as before (normalisation drops it).
+
+    Example:
+        >>> _refuse_nul(argparse.Namespace(text="a\x00b", json="ok.json"))
+        >>> _refuse_nul(argparse.Namespace(json="a\x00b"))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        tts_kit.cli.UserError: 'a\x00b' (the json argument): contains a NUL character, ...
+    """
+    for dest, value in vars(args).items():
+        if dest != "text" and isinstance(value, str) and "\x00" in value:
+            raise UserError(f"{value!r} (the {dest.replace('_', '-')} argument): contains a "
+                            "NUL character, which no path or name can hold")
+
+
 def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
     # A library warning (what normalisation dropped) is for the user, like errors: one
     # line, without the library's file and source line.

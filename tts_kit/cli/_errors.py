@@ -112,7 +112,8 @@ def exit_status(command: str, exc: Exception, *, debug: bool = False) -> int:
 
 
 def _first_line(exc: BaseException) -> str:
-    return str(exc).splitlines()[0] if str(exc).strip() else ""
+    """The message's first line that says something ("" for none)."""
+    return next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
 
 
 def _bug(command: str, exc: BaseException, debug: bool) -> int:

@@ -32,6 +32,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.preset not in contract.PRESET_NAMES:
         raise UserError(f"--preset {args.preset!r}: unknown session preset; choose one of: "
                         f"{', '.join(contract.PRESET_NAMES)}")
+    if not 0 <= args.port <= 65535:  # else the socket's OverflowError, after the workers
+        raise UserError(f"--port {args.port}: give a TCP port from 0 to 65535")
     cfg = ServeConfig(
         model=args.model, preset=args.preset, loading=args.loading, threads=args.threads,
         workers=args.workers, architecture=args.architecture, max_queue=args.max_queue,
