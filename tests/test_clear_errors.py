@@ -338,8 +338,10 @@ def test_a_nul_in_the_text_is_still_dropped(capsys):
     assert rc == 0 and out == "hello world\n"
 
 
-def test_serve_refuses_a_port_out_of_range_before_starting(capsys):
+def test_serve_refuses_a_port_out_of_range_or_a_bad_loading_before_starting(capsys):
     assert_user_error(capsys, ["serve", "--port", "-1"], "--port -1: give a TCP port")
+    assert_user_error(capsys, ["serve", "--loading", "bogus", "--port", "1"],
+                      "unknown loading 'bogus'")
 
 
 def test_the_console_script_never_prints_a_traceback(tmp_path: Path):

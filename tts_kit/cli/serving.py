@@ -26,12 +26,14 @@ from tts_kit.core import contract
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from tts_kit.runtime.loading import LoadPolicy
     from tts_kit.serve.app import ServeConfig, run_server
 
     # Here, in one line, not as a worker that fails to start after the server is up.
     if args.preset not in contract.PRESET_NAMES:
         raise UserError(f"--preset {args.preset!r}: unknown session preset; choose one of: "
                         f"{', '.join(contract.PRESET_NAMES)}")
+    LoadPolicy.parse(args.loading)  # a bad --loading: one line, not workers that never start
     if not 0 <= args.port <= 65535:  # else the socket's OverflowError, after the workers
         raise UserError(f"--port {args.port}: give a TCP port from 0 to 65535")
     cfg = ServeConfig(
