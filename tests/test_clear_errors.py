@@ -2,7 +2,8 @@
 
 Each repro of the issue, through ``tts-kit``: a user error exits 2 with one line naming the
 problem and the fix (the bundle's root for a bundle problem), an error nobody anticipated
-exits 1 with one line and a log; never a traceback. Most run ``cli.main`` in-process (fast);
+is a bug and exits 70 with one line and a log; never a traceback unless ``--debug``
+(issue 21: one error policy). Most run ``cli.main`` in-process (fast);
 the ones about the process itself (a file-size limit, the console script) run it for real.
 """
 
@@ -228,21 +229,119 @@ def _parser_with(command: str, fn):
 @pytest.mark.parametrize("exc", [AttributeError("'list' object has no attribute 'get'"),
                                  RecursionError("maximum recursion depth exceeded"),
                                  OSError(errno.EIO, "Input/output error"),
+                                 ValueError("operands could not be broadcast together"),
                                  TypeError("bad \x1b]0;owned\x07 title\nsecond line")])
-def test_an_unanticipated_error_is_one_escaped_line_a_log_and_exit_1(capsys, monkeypatch, exc):
+def test_an_unanticipated_error_is_one_escaped_line_a_log_and_exit_70(capsys, monkeypatch, exc):
     def boom(args):
         raise exc
 
     monkeypatch.setattr(cli, "_parser", _parser_with("normalize", boom))
     rc, _, err = run_main(capsys, "normalize", "x")
-    assert rc == 1 and len(err.splitlines()) == 1, err
+    assert rc == cli.EXIT_BUG == 70 and len(err.splitlines()) == 1, err
     assert err.startswith(f"tts-kit normalize: internal error: {type(exc).__name__}: ")
+    assert "this is a bug in tts_kit" in err and "tts-kit --debug normalize" in err
     assert "\x1b" not in err and "\x07" not in err and "second line" not in err
     log = Path(err.split("full log: ")[1].split(")")[0])
     try:
         assert "Traceback" in log.read_text() and type(exc).__name__ in log.read_text()
     finally:
         log.unlink()
+
+
+def _numpy_bug(self, text):
+    """A defect deep in the library: numpy's own ValueError, not a user's mistake."""
+    return np.zeros(2).reshape(3)
+
+
+def test_a_numpy_value_error_inside_a_command_is_a_bug_not_the_users_error(capsys, monkeypatch,
+                                                                           tmp_path):
+    """Was: every ValueError printed as the user's error (exit 2), its origin lost."""
+    from tts_kit.text import Normalizer
+
+    monkeypatch.setattr(Normalizer, "normalize", _numpy_bug)
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))  # the log lands here
+    rc, out, err = run_main(capsys, "normalize", "x")
+    assert rc == 70 and out == "" and len(err.splitlines()) == 1, err
+    assert err.startswith("tts-kit normalize: internal error: ValueError: cannot reshape"), err
+    assert "error: cannot reshape" not in err  # not dressed as the user's error
+    (log,) = tmp_path.iterdir()
+    assert "_numpy_bug" in log.read_text() and "Traceback" in log.read_text()
+
+
+def test_a_tts_kit_error_is_one_line_and_exit_2(capsys):
+    from tts_kit import TtsKitError
+    from tts_kit.text import Normalizer
+
+    with pytest.raises(TtsKitError, match="no normalisation rules for language 'xx'"):
+        Normalizer("xx")
+    err = assert_user_error(capsys, ["normalize", "x", "--lang", "xx"],
+                            "no normalisation rules for language 'xx'")
+    assert err.startswith("tts-kit normalize: error: ") and "bug" not in err
+
+
+def test_debug_prints_the_traceback(capsys, monkeypatch, tmp_path):
+    from tts_kit.text import Normalizer
+
+    monkeypatch.setattr(Normalizer, "normalize", _numpy_bug)
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    assert cli.main(["--debug", "normalize", "x"]) == 70
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):") and "_numpy_bug" in err, err
+    last = err.splitlines()[-1]
+    assert last.startswith("tts-kit normalize: internal error: ValueError: cannot reshape")
+    assert "traceback is above" in last and list(tmp_path.iterdir()) == []  # no log needed
+    # A user's error too: the traceback, then the same one line, still exit 2.
+    assert cli.main(["--debug", "normalize", "x", "--lang", "xx"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" in err and err.splitlines()[-1] == (
+        "tts-kit normalize: error: no normalisation rules for language 'xx'; use one of: ko, en")
+
+
+def test_warnings_are_one_line_and_the_handler_is_restored(capsys, monkeypatch):
+    """Library warnings print as one line while a command runs; the process's handler is
+    not replaced for good (a notebook or pytest calling main keeps its own)."""
+    import warnings
+
+    from tts_kit.text import Normalizer
+
+    def warn(self, text):
+        warnings.warn("dropped 1 character", UserWarning, stacklevel=1)
+        return text
+
+    monkeypatch.setattr(Normalizer, "normalize", warn)
+    before = warnings.showwarning
+    rc, out, err = run_main(capsys, "normalize", "x")
+    assert rc == 0 and err == "tts-kit: warning: dropped 1 character", err
+    assert warnings.showwarning is before
+
+
+@pytest.mark.parametrize("argv", [
+    ["standin", "{nul}", "--scale", "tiny"],
+    ["convert", "{bundle}", "{nul}", "--to", "fp16", "--no-measure"],
+    ["verify", "--model", "{bundle}", "--json", "{nul}"],
+    ["tune", "--model", "{bundle}", "--json", "{nul}"],
+    ["report", "--out", "{nul}", "--model", "{bundle}"],
+    ["serve-sweep", "--texts", "{nul}", "--model", "{bundle}"],
+])
+def test_a_nul_in_a_path_is_the_users_error_not_a_bug(tiny_bundle_dir: Path, tmp_path: Path,
+                                                      capsys, monkeypatch, argv):
+    """os refuses such a path with a bare ValueError, which the policy would call a bug."""
+    monkeypatch.setattr("tts_kit.experiments.tune.sweep", _never)
+    monkeypatch.setattr("tts_kit.report.make.run_tuning", _never)
+    nul = str(tmp_path / "a\x00b")
+    argv = [a.format(nul=nul, bundle=tiny_bundle_dir) for a in argv]
+    assert_user_error(capsys, argv, "contains a NUL character")
+
+
+def test_a_nul_in_the_text_is_still_dropped(capsys):
+    rc, out, _ = run_main(capsys, "normalize", "hello \x00world")
+    assert rc == 0 and out == "hello world\n"
+
+
+def test_serve_refuses_a_port_out_of_range_or_a_bad_loading_before_starting(capsys):
+    assert_user_error(capsys, ["serve", "--port", "-1"], "--port -1: give a TCP port")
+    assert_user_error(capsys, ["serve", "--loading", "bogus", "--port", "1"],
+                      "unknown loading 'bogus'")
 
 
 def test_the_console_script_never_prints_a_traceback(tmp_path: Path):
@@ -258,7 +357,7 @@ def test_the_console_script_never_prints_a_traceback(tmp_path: Path):
             "sys.exit(c.main(['normalize', 'x']))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, env={**os.environ, "TMPDIR": str(tmp_path)})
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 70 and "Traceback" not in proc.stderr, proc.stderr
     assert len(proc.stderr.splitlines()) == 1 and "internal error: AttributeError: x" in proc.stderr
     assert [p.name.startswith("tts-kit-error-") for p in tmp_path.iterdir()] == [True]
 

@@ -342,3 +342,16 @@ def test_text_clearly_in_the_other_language_gets_a_one_line_warning(tiny_bundle_
     proc = run("synth", "안녕하세요 반갑습니다", "-o", str(out), "--model", str(tiny_bundle_dir),
                "--steps", "1")
     assert "looks Korean" in proc.stderr and "--lang ko" in proc.stderr, proc.stderr
+
+
+# -- one error policy (issue 21): --debug shows the traceback ------------------------------
+
+
+def test_debug_is_a_global_flag_that_shows_the_traceback(tmp_path: Path):
+    missing = tmp_path / "missing"
+    plain = run("info", "--model", str(missing))
+    assert_user_error(plain, f"{missing}: not a directory")
+    debug = run("--debug", "info", "--model", str(missing))
+    assert debug.returncode == 2 and "Traceback (most recent call last)" in debug.stderr
+    assert debug.stderr.splitlines()[-1] == plain.stderr.splitlines()[-1]  # the same line last
+    assert "--debug" in run("--help").stdout

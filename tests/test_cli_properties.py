@@ -4,7 +4,8 @@ Hypothesis draws argument values for every subcommand: random strings (control c
 unicode, empty, NUL), numbers out of range, and paths of every kind (missing, a directory,
 a file, a dangling link, a link loop, a name too long). ``cli.main`` runs in-process (fast);
 every run must end with exit 0, 1 or 2 and no "Traceback", and none may be an "internal
-error" (exit 1 from the last-resort handler means a check is missing somewhere).
+error" (exit 70, a bug: a check is missing somewhere, or the library raised something
+other than a `TtsKitError` for the user's mistake).
 
 Work that would take long is reached only with tiny workloads on the tiny stand-in
 (``synth``, ``convert --no-measure``, ``tune`` whose valid grid is one preset, one core,

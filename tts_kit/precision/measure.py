@@ -451,3 +451,85 @@ def judgement(floor: Any, distances: Any, read: str = "") -> dict[str, Any]:
                        "distances": asdict(distances),
                        "floor": asdict(floor.floor), "take": asdict(floor.take),
                        "runs": {k: asdict(v) for k, v in floor.runs.items()}})
+
+
+# -- a converted copy of a voice against it (``tts-kit verify`` without an official reference)
+
+
+class CopyCheck:
+    """A converted copy of a Piper voice against the voice, on the same texts and noise
+    (`verify_piper_copy`); read like `tts_kit.experiments.verify.VerifyReport`: ``table()``,
+    ``to_dict()``, ``passed`` (within the tolerance), ``verdict`` (on the voice's measured
+    floor, when asked).
+
+    Example:
+        >>> from tts_kit.experiments.verify import Distances
+        >>> c = CopyCheck("Piper x", "x-fp16", Distances(80.0, 0.1, 0.1, 0.0), [])
+        >>> c.passed, c.verdict, c.table().splitlines()[-1]
+        (True, None, 'PASS: within the tolerance')
+    """
+
+    def __init__(self, model: str, against: str, distances: Any, problems: list[str],
+                 judgement: dict[str, Any] | None = None) -> None:
+        self.model, self.against, self.distances = model, against, distances
+        self.problems, self.judgement = problems, judgement
+
+    @property
+    def passed(self) -> bool:
+        """Within the tolerance: no problem found."""
+        return not self.problems
+
+    @property
+    def verdict(self) -> tuple[str, list[str]] | None:
+        """``(verdict, reasons)`` on the measured floor; None when the floor was not asked."""
+        j = self.judgement
+        return (j["verdict"], j["reasons"]) if j else None
+
+    def table(self) -> str:
+        """The distances, the verdict on the floor (when measured), then PASS or FAIL."""
+        d = self.distances
+        lines = [f"{self.model} against {self.against} (same texts, same noise): "
+                 f"SNR {d.snr_db:.1f} dB, log-mel {d.log_mel_db:.3g} dB, MCD {d.mcd_db:.3g} dB, "
+                 f"length change {d.duration_change_s * 1000:.1f} ms"]
+        if self.verdict:
+            lines.append(f"verdict against the voice's measured floor: {self.verdict[0]}")
+            lines += [f"  {reason}" for reason in self.verdict[1]]
+        lines.append("PASS: within the tolerance" if self.passed
+                     else "FAIL: " + "; ".join(self.problems))
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: model, against, distances, problems (and judgement with the floor)."""
+        from dataclasses import asdict
+
+        from tts_kit.experiments.verify import _json_safe
+
+        out: dict[str, Any] = {"model": self.model, "against": self.against,
+                               "distances": asdict(self.distances), "problems": self.problems}
+        if self.judgement is not None:
+            out["judgement"] = self.judgement
+        return _json_safe(out)
+
+
+def verify_piper_copy(model: Any, against: str, *, min_snr_db: float = 60.0,
+                      floor: bool = False) -> CopyCheck:
+    """A converted copy (``against``, a directory) of the Piper voice ``model`` (opened)
+    against it: `piper_distances` on `PIPER_TEXTS` with the same noise, checked against
+    ``min_snr_db`` and an unchanged length; with ``floor``, also the `judgement` on the
+    voice's measured floor (`piper_floor`, on the same texts).
+
+    Example:
+        >>> from tts_kit.models.family import open_model
+        >>> check = verify_piper_copy(open_model("piper:joe-us"), "joe-fp16")  # doctest: +SKIP
+        >>> check.passed  # doctest: +SKIP
+        False
+    """
+    d = piper_distances(str(model.path), against)
+    problems = []
+    if not d.snr_db >= min_snr_db:
+        problems.append(f"waveform SNR {d.snr_db:.1f} dB < {min_snr_db:g} dB")
+    if d.duration_change_s > 0:
+        problems.append(f"length changed by {d.duration_change_s * 1000:.1f} ms")
+    j = (judgement(piper_floor(str(model.path), PIPER_TEXTS), d, f"{len(PIPER_TEXTS)} text(s)")
+         if floor else None)
+    return CopyCheck(model.label, against, d, problems, j)

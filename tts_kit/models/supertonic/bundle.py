@@ -132,9 +132,9 @@ class Bundle:
         try:
             root = Path(path).expanduser().resolve()
             is_dir = root.is_dir()
-        except (OSError, RuntimeError) as exc:
+        except (OSError, RuntimeError, ValueError) as exc:
             # A symlink loop is RuntimeError before Python 3.13 and OSError (ELOOP) after;
-            # a name too long is OSError. Either way no bundle can be there.
+            # a name too long is OSError, a NUL in it ValueError. No bundle can be there.
             raise BundleError(f"{path}: cannot be opened as a directory ({exc}); point it at "
                               "the bundle directory itself") from None
         self.path: Path = root

@@ -689,6 +689,8 @@ def build_standin(
         ['duration_predictor', 'text_encoder', 'vector_estimator', 'vocoder']
     """
     arch = _check_scale(scale)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise TtsKitError(f"seed must be an integer >= 0, got {seed!r}")  # not numpy's error
     voices = list(voices)
     bad = [v for v in voices if not _VOICE_NAME.match(v)]
     if not voices or bad:

@@ -1,0 +1,204 @@
+"""What every ``tts-kit`` command group shares: printing, opening the model, output files.
+
+`_say` prints (control characters escaped), `UserError` is the one-line error of a bad
+argument, `_bundle` opens ``--model``, `_check_output_file`/`_write_json` handle ``--json``
+style outputs, `_HelpFormatter` and the help texts keep every group's ``--help`` alike, and
+`AddCommand` is how a group registers its subcommands (see `tts_kit.cli._parser`).
+
+Example:
+    >>> _say("a\\x1b[2Jb")
+    a\\x1b[2Jb
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Protocol
+
+from tts_kit.core.errors import TtsKitError
+from tts_kit.core.textsafe import term_safe
+
+
+def _say(text: object = "", file: Any = None) -> None:
+    """Print ``text`` with its control characters shown as escapes (`term_safe`).
+
+    Every line the CLI prints goes through here: voice names, report fields, normalised
+    text and error messages come from files and users, and a raw ESC in them would drive
+    the terminal (clear it, retitle it). Newlines and tabs of the block itself are kept.
+    """
+    print(term_safe(text, keep="\n\t"), file=file if file is not None else sys.stdout)
+
+
+class UserError(TtsKitError):
+    """An error the user can fix; printed as one line."""
+
+    __module__ = "tts_kit.cli"  # shown as ``tts_kit.cli.UserError``, where it is exported
+
+
+def _refuse_nul(args: argparse.Namespace) -> None:
+    r"""A NUL character in a path or a name is the user's mistake: say so in one line.
+
+    No path can hold one (the OS refuses it with a bare ValueError, which would read as a
+    bug). Only an in-process call can pass one (a shell cannot); the text to speak may hold
+    one, as before (normalisation drops it).
+
+    Example:
+        >>> _refuse_nul(argparse.Namespace(text="a\x00b", json="ok.json"))
+        >>> _refuse_nul(argparse.Namespace(json="a\x00b"))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        tts_kit.cli.UserError: 'a\x00b' (the json argument): contains a NUL character, ...
+    """
+    for dest, value in vars(args).items():
+        if dest != "text" and isinstance(value, str) and "\x00" in value:
+            raise UserError(f"{value!r} (the {dest.replace('_', '-')} argument): contains a "
+                            "NUL character, which no path or name can hold")
+
+
+def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
+    # A library warning (what normalisation dropped) is for the user, like errors: one
+    # line, without the library's file and source line.
+    _say(f"tts-kit: warning: {term_safe(message)}", file=sys.stderr)
+
+
+def _bundle(args: argparse.Namespace):
+    """The model ``--model`` names (None: discovery), by the one resolver
+    (`tts_kit.models.resolve`), with a note on stderr when it is a stand-in."""
+    from tts_kit.models.resolve import resolve_model
+
+    bundle, source = resolve_model(args.model)
+    _standin_note(bundle, source)
+    return bundle
+
+
+def _standin_note(bundle: Any, source: str) -> None:
+    """Say on stderr that a stand-in runs, its scale, and whether its costs are realistic."""
+    if bundle.is_standin:
+        from tts_kit.models.supertonic.standin import scale_note
+
+        scale = str((bundle.standin_info or {}).get("scale", "?"))
+        _say(f"note: using a stand-in model ({source}, {bundle.params / 1e6:.0f} M "
+             f"parameters): {scale_note(scale)}", file=sys.stderr)
+
+
+_LANGUAGE_NAMES = {"en": "English", "ko": "Korean"}
+
+
+def _check_language(text: str, lang: str) -> None:
+    """One line on stderr when the text is clearly in the other language than ``lang``."""
+    from tts_kit.text import other_language
+
+    other = other_language(text, lang)
+    if other:
+        _say(f"tts-kit: warning: the text looks {_LANGUAGE_NAMES[other]} but --lang is "
+             f"{lang}; pass --lang {other} to read it as {_LANGUAGE_NAMES[other]}",
+             file=sys.stderr)
+
+
+@contextlib.contextmanager
+def _cluster(address: str | None) -> Iterator[Any]:
+    """A `tts_kit.experiments.cluster.TrialExecutor` on the scheduler at ``address`` (None: no
+    executor).
+
+    Connects before any trial runs, so an unreachable scheduler or a missing Dask fails
+    in one line (exit 2); closes the client afterwards.
+    """
+    if not address:
+        yield None
+        return
+    from tts_kit.experiments.cluster import TrialExecutor, connect
+
+    client = connect(address)
+    try:
+        yield TrialExecutor(client)
+    finally:
+        client.close()
+
+
+def _check_output_file(path: str, flag: str) -> Path:
+    """Fail now, in one line, when ``path`` cannot be written as a file (checked before work).
+
+    Example:
+        >>> _check_output_file("/", "--json")
+        Traceback (most recent call last):
+        ...
+        tts_kit.cli.UserError: --json /: is a directory; give a file path such as /out.json
+    """
+    p = Path(path).expanduser()
+    if p.is_dir():
+        raise UserError(f"{flag} {path}: is a directory; give a file path such as "
+                        f"{p / 'out.json'}")
+    if not p.parent.is_dir():
+        raise UserError(f"{flag} {path}: directory {p.parent} does not exist; create it or "
+                        "choose another path")
+    if not os.access(p.parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise UserError(f"{flag} {path}: not writable; choose another path")
+    return p
+
+
+def _write_json(path: str, data: Any) -> None:
+    """Write ``data`` as JSON to ``path``, whole or not at all (built beside, renamed into
+    place: an interrupted or failed write leaves an existing file as it was)."""
+    from tts_kit.core.atomic import atomic_file
+
+    with atomic_file(path) as tmp:
+        Path(tmp).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    _say(f"wrote {path}")
+
+
+SCHEDULER_HELP = ("run the trials on the Dask workers of this scheduler (tcp://HOST:PORT), "
+                  "one per worker at a time; workers need --resources trial=1 and "
+                  "pip install 'tts_kit[dask]'")
+
+
+#: The top-level ``--help`` text (plain: argparse prints it as is).
+DESCRIPTION = ("tts-kit: measure, tune and explain on-device Supertonic text-to-speech "
+               "(synthesis, normalisation, session tuning in isolated processes, FP16/INT8, "
+               "reports). Without --model every command discovers the model: "
+               "$TTS_KIT_MODEL_DIR, the official cache, else the full-scale stand-in.")
+LOADING_HELP = ("load policy: resident (all four graphs stay loaded), paged (each loads "
+                "before its stage and is released after) or budget:MB (keep what fits in "
+                "MB, least recently used out)")
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Every option's help ends with its default (when it has a meaningful one)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if ("%(default)" in text or "(default" in text or not action.option_strings
+                or default is None
+                or isinstance(default, bool) or default is argparse.SUPPRESS):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+#: What runs a subcommand: the parsed arguments in, the exit status out.
+Command = Callable[[argparse.Namespace], int]
+
+
+class AddCommand(Protocol):
+    """Registers one subcommand (its help, its function, a ``--model`` option unless
+    ``model=False``) and returns its parser for the options; each command group's
+    ``register`` takes one.
+
+    Example:
+        >>> import argparse
+        >>> sub = argparse.ArgumentParser().add_subparsers(dest="command")
+        >>> def add(name, fn, help, model=True):
+        ...     return sub.add_parser(name, help=help)
+        >>> from tts_kit.cli import text
+        >>> text.register(add)
+        >>> sorted(sub.choices)
+        ['normalize']
+    """
+
+    def __call__(self, name: str, fn: Command, help: str,
+                 model: bool = True) -> argparse.ArgumentParser: ...

@@ -1,0 +1,136 @@
+"""The ``tts-kit`` error policy: which exceptions are the user's to fix, which are bugs.
+
+- A `TtsKitError` (a bad argument, a broken model, a report that cannot be read: its
+  message names the problem and the fix) and an `OSError` of the user's environment (a
+  missing path, no permission, a full disk: `_OS_HINTS`) are the user's: one line on stderr,
+  exit `EXIT_USER_ERROR` (2).
+- Anything else, a bare ``ValueError`` or ``TypeError`` from numpy, ONNX Runtime or
+  tts_kit's own code included, is a bug in tts_kit: one line naming the exception and the
+  log holding its traceback, and how to see it (``tts-kit --debug COMMAND ...``); exit
+  `EXIT_BUG` (70, ``EX_SOFTWARE`` of sysexits.h), never mistaken for a verdict (1) or the
+  user's error (2).
+- ``--debug``: the full traceback on stderr too, for either.
+
+Never a traceback without ``--debug``; every line is printed with control characters
+escaped.
+
+Example:
+    >>> import contextlib, sys
+    >>> from tts_kit.core.errors import TtsKitError
+    >>> with contextlib.redirect_stderr(sys.stdout):
+    ...     exit_status("synth", TtsKitError("unknown voice 'Q7'; available voices: M1"))
+    tts-kit synth: error: unknown voice 'Q7'; available voices: M1
+    2
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+import tempfile
+import traceback
+
+from tts_kit import __version__
+from tts_kit.cli._common import _say
+from tts_kit.core.errors import TtsKitError
+from tts_kit.core.textsafe import term_safe
+
+#: A problem the user can fix (bad input, the environment): one line naming the fix.
+EXIT_USER_ERROR = 2
+#: A bug in tts_kit: an exception no check anticipated (``EX_SOFTWARE``).
+EXIT_BUG = 70
+#: Interrupted (Ctrl-C): what a shell reports for SIGINT (128 + 2).
+EXIT_INTERRUPTED = 130
+#: The reader of our output went away (``tts-kit ... | head``): what a shell reports for a
+#: process ended by SIGPIPE (128 + 13).
+EXIT_BROKEN_PIPE = 141
+
+#: OSErrors that are the user's environment, not a defect: errno -> what to do about it.
+_OS_HINTS: dict[int, str] = {
+    errno.ENOENT: "check the path",
+    errno.EACCES: "check the permissions, or choose another place",
+    errno.EPERM: "check the permissions, or choose another place",
+    errno.EROFS: "the file system is read-only; choose another place",
+    errno.ENOSPC: "free some space there, or choose another place",
+    errno.EDQUOT: "free some space there, or choose another place",
+    errno.EFBIG: "free some space, raise the file-size limit (ulimit -f), or choose another place",
+    errno.EISDIR: "give a file path, not a directory",
+    errno.ENOTDIR: "a part of the path is a file, not a directory; check the path",
+    errno.EEXIST: "choose a new path, or remove what is there",
+    errno.ENOTEMPTY: "choose a new path, or remove what is there",
+    errno.ELOOP: "the path is a symlink loop; check the path",
+    errno.ENAMETOOLONG: "choose a shorter path",
+}
+
+
+#: The same, for OSErrors raised by hand without an errno (``PermissionError("...")``).
+_OS_CLASSES: dict[type[OSError], int] = {
+    FileNotFoundError: errno.ENOENT, PermissionError: errno.EACCES,
+    IsADirectoryError: errno.EISDIR, NotADirectoryError: errno.ENOTDIR,
+    FileExistsError: errno.EEXIST,
+}
+
+
+def _os_error_text(exc: OSError) -> str | None:
+    """One line for an OSError of the user's environment; None for any other."""
+    code = exc.errno if exc.errno is not None else next(
+        (e for cls, e in _OS_CLASSES.items() if isinstance(exc, cls)), None)
+    if code not in _OS_HINTS:
+        return None
+    if exc.errno is None:  # raised by hand: its message is the whole story
+        return f"{exc}; {_OS_HINTS[code]}"
+    where = str(exc.filename) if exc.filename is not None else ""
+    if exc.filename2 is not None:
+        where = f"{where} -> {exc.filename2}"
+    what = exc.strerror or type(exc).__name__
+    return f"{where}: {what}; {_OS_HINTS[code]}" if where else f"{what}; {_OS_HINTS[code]}"
+
+
+def exit_status(command: str, exc: Exception, *, debug: bool = False) -> int:
+    """Say what went wrong in ``command`` on stderr, as the policy says; its exit status.
+
+    ``debug``: print the traceback first (the one line follows it).
+
+    Example:
+        >>> import contextlib, sys
+        >>> with contextlib.redirect_stderr(sys.stdout):
+        ...     exit_status("info", FileNotFoundError(2, "No such file or directory", "/x"))
+        tts-kit info: error: /x: No such file or directory; check the path
+        2
+    """
+    if debug:
+        _say("".join(traceback.format_exception(exc)).rstrip("\n"), file=sys.stderr)
+    if isinstance(exc, TtsKitError):
+        text: str | None = _first_line(exc) or type(exc).__name__
+    else:
+        text = _os_error_text(exc) if isinstance(exc, OSError) else None
+    if text is None:
+        return _bug(command, exc, debug)
+    _say(term_safe(f"tts-kit {command}: error: {text}"), file=sys.stderr)
+    return EXIT_USER_ERROR
+
+
+def _first_line(exc: BaseException) -> str:
+    """The message's first line that says something ("" for none)."""
+    return next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
+
+
+def _bug(command: str, exc: BaseException, debug: bool) -> int:
+    """A bug: one line naming the exception; without ``debug``, the traceback in a log."""
+    log = ""
+    if not debug:
+        try:
+            fd, name = tempfile.mkstemp(prefix="tts-kit-error-", suffix=".log")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(f"tts-kit {__version__} {command}\n")
+                fh.write("".join(traceback.format_exception(exc)))
+            log = f" (full log: {name})"
+        except OSError:  # the disk may be what failed; the one line still goes out
+            pass
+    where = ("the traceback is above" if debug else
+             f"`tts-kit --debug {command} ...` prints the traceback")
+    print(term_safe(f"tts-kit {command}: internal error: {type(exc).__name__}: "
+                    f"{_first_line(exc)}"[:2000])
+          + f"{log}; this is a bug in tts_kit, please report it; {where}", file=sys.stderr)
+    return EXIT_BUG

@@ -1,0 +1,142 @@
+"""``tts-kit`` commands about numeric precision: convert (FP16/INT8) and verify.
+
+Example:
+    $ tts-kit convert ~/model ~/model-fp16 --to fp16
+    $ tts-kit verify --model ~/model --against ~/model-fp16 --floor
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+from pathlib import Path
+from typing import Any
+
+from tts_kit.cli._common import (
+    AddCommand,
+    UserError,
+    _bundle,
+    _check_output_file,
+    _say,
+    _write_json,
+)
+from tts_kit.core import contract
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from tts_kit.precision import convert
+
+    stages = [s.strip() for s in args.stages.split(",")] if args.stages else None
+    measure = False if args.no_measure else ("fidelity" if args.fidelity_only else True)
+    if (args.to is None) == (args.recipe is None):
+        raise UserError("give --to fp16|int8 or --recipe NAME (one of them)")
+    if args.recipe and stages:
+        raise UserError("--recipe says what each stage becomes; leave out --stages")
+    if args.report:
+        _check_output_file(args.report, "--report")
+    try:
+        report = convert(args.src, args.dst, to=args.to or "fp16", stages=stages,
+                         measure=measure, recipe=args.recipe,
+                         floor=False if args.no_floor else None)
+    except RuntimeError as exc:  # the source changed while converting: nothing written
+        raise UserError(str(exc)) from None
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            raise
+        # The writes fail deep in onnx's serialiser, which names no file: say which output
+        # it was, and that the conversion left nothing behind (it builds aside).
+        raise UserError(f"{args.dst}: {exc.strerror or exc} while converting; nothing was "
+                        "written; free some space (or raise ulimit -f) or choose another "
+                        "place, and retry") from None
+    _say(report.table())
+    if args.report:
+        report.save(args.report)
+        _say(f"wrote {args.report}")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from tts_kit.experiments.verify import OFFICIAL, verify
+    from tts_kit.precision.measure import verify_piper_copy
+
+    if args.json:
+        _check_output_file(args.json, "--json")
+    if not 1 <= args.threads <= 1024:
+        raise UserError(f"--threads {args.threads}: give a number of threads from 1 to 1024")
+    for flag, v in (("--min-snr", args.min_snr), ("--max-abs-diff", args.max_abs_diff)):
+        if v != v or v in (float("inf"), float("-inf")):
+            raise UserError(f"{flag} {v}: give a finite number")
+    bundle = _bundle(args)
+    against = args.against
+    if against != OFFICIAL and not Path(against).expanduser().is_dir():
+        raise UserError(f"--against {against}: not a directory; give 'official' or a bundle "
+                        "directory (an FP16/INT8 copy)")
+    report: Any
+    if bundle.capabilities.official_reference:  # stage by stage, as the official code runs
+        report = verify(bundle, against, threads=args.threads, min_snr_db=args.min_snr,
+                        max_abs_diff=args.max_abs_diff, floor=args.floor)
+    elif against == OFFICIAL:
+        raise UserError(f"{bundle.label}: the official supertonic package runs "
+                        "Supertonic bundles only; give --against DIR (a converted copy of "
+                        "this voice) to compare the two")
+    else:  # the waveforms of the same texts and noise, and the voice's floor
+        report = verify_piper_copy(bundle, against, min_snr_db=args.min_snr, floor=args.floor)
+    _say(report.table())
+    if args.json:
+        _write_json(args.json, report.to_dict())
+    # Like `diff`: 0 within the tolerance (with --floor: within the floor), 1 outside it,
+    # 2 bad input.
+    if args.floor:
+        return 0 if report.verdict and report.verdict[0] == "within the floor" else 1
+    return 0 if report.passed else 1
+
+
+def register(add: AddCommand) -> None:
+    """Register convert and verify.
+
+    Example:
+        >>> from tts_kit.cli import _parser
+        >>> _parser().parse_args(["verify"]).against
+        'official'
+    """
+    sp = add("convert", cmd_convert, "convert a bundle, a Piper voice (piper:joe-us or its "
+             "directory) or an .onnx file to FP16 or INT8", model=False)
+    sp.add_argument("src", help="bundle directory, Piper voice or .onnx file (never modified)")
+    sp.add_argument("dst", help="where to write the converted copy")
+    sp.add_argument("--to", default=None, choices=["fp16", "int8"],
+                    help="target precision (or give --recipe)")
+    sp.add_argument("--recipe", default=None, choices=sorted(contract.RECIPE_DESCRIPTIONS),
+                    help="a per-stage recipe instead of --to: " + "; ".join(
+                        f"{k}: {v}" for k, v in sorted(contract.RECIPE_DESCRIPTIONS.items())))
+    sp.add_argument("--stages", default=None,
+                    help=f"comma-separated stages, of: {', '.join(contract.STAGES)} "
+                    "(default: all)")
+    sp.add_argument("--report", default=None, metavar="FILE",
+                    help="write the conversion report JSON here")
+    sp.add_argument("--no-measure", action="store_true",
+                    help="only convert (skip memory, latency and fidelity measurements)")
+    sp.add_argument("--fidelity-only", action="store_true",
+                    help="measure fidelity against the source, not memory or latency")
+    sp.add_argument("--no-floor", action="store_true",
+                    help="skip judging the result against the source's measured noise floor "
+                    "(threads, graph fusions, batch padding, another noise draw: within the "
+                    "floor, audible risk or broken; about a minute at full size)")
+
+    sp = add("verify", cmd_verify,
+             "synthesise the same texts (en, ko), voices, steps, speeds and noise through "
+             "tts_kit and the official package (or a second bundle) and compare every stage "
+             "and the audio; exit 0 within the tolerance, 1 outside it")
+    sp.add_argument("--against", default="official",
+                    help="'official' (the supertonic package on the same bundle) or "
+                    "a bundle directory to compare with (e.g. an FP16 or INT8 copy)")
+    sp.add_argument("--threads", type=int, default=1,
+                    help="intra-op threads on both sides (default 1: reproducible)")
+    sp.add_argument("--min-snr", type=float, default=60.0,
+                    help="tolerance: lowest SNR of any stage or waveform, dB (default 60)")
+    sp.add_argument("--max-abs-diff", type=float, default=1e-3,
+                    help="tolerance: largest absolute difference of any output (default 1e-3)")
+    sp.add_argument("--floor", action="store_true",
+                    help="also measure the model's noise floor (threads, graph fusions, batch "
+                    "padding; another noise draw) and judge against it: within the floor, "
+                    "audible risk or broken; exit 0 only within the floor")
+    sp.add_argument("--json", default=None, help="write the report as JSON here")

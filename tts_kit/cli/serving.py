@@ -1,0 +1,258 @@
+"""``tts-kit`` commands about serving speech: serve, loadtest, serve-sweep.
+
+Example:
+    $ tts-kit serve --workers 2 --port 8000
+    $ tts-kit loadtest http://127.0.0.1:8000 --concurrency 1,2,4
+    $ tts-kit serve-sweep --workers 1,2 --p95-target-ms 800
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from tts_kit.cli._common import (
+    LOADING_HELP,
+    AddCommand,
+    UserError,
+    _bundle,
+    _check_output_file,
+    _say,
+    _write_json,
+)
+from tts_kit.core import contract
+from tts_kit.core.settings import settings
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from tts_kit.runtime.loading import LoadPolicy
+    from tts_kit.serve.app import ServeConfig, run_server
+
+    # Here, in one line, not as a worker that fails to start after the server is up.
+    if args.preset not in contract.PRESET_NAMES:
+        raise UserError(f"--preset {args.preset!r}: unknown session preset; choose one of: "
+                        f"{', '.join(contract.PRESET_NAMES)}")
+    LoadPolicy.parse(args.loading)  # a bad --loading: one line, not workers that never start
+    if not 0 <= args.port <= 65535:  # else the socket's OverflowError, after the workers
+        raise UserError(f"--port {args.port}: give a TCP port from 0 to 65535")
+    cfg = ServeConfig(
+        model=args.model, preset=args.preset, loading=args.loading, threads=args.threads,
+        workers=args.workers, architecture=args.architecture, max_queue=args.max_queue,
+        timeout_s=args.timeout, fallback_wav=args.fallback_wav, max_requests=args.max_requests,
+        max_rss_mb=args.max_rss_mb, api_key=args.api_key, host=args.host, port=args.port,
+        max_chars=args.max_chars, first_chunk_chars=args.first_chunk_chars or None,
+        max_chunk_chars=args.max_chunk_chars,
+        order=args.order,
+    )
+    cfg.check()  # one line, exit 2, before anything starts
+    if args.model:
+        _bundle(args)  # a bad --model fails here, in one line
+    run_server(cfg)
+    return 0
+
+
+def _int_list(text: str, flag: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UserError(f"{flag} takes whole numbers like 1,2,4; got {text!r}") from None
+    if not values or min(values) < 1:
+        raise UserError(f"{flag} takes whole numbers >= 1 like 1,2,4; got {text!r}")
+    return values
+
+
+def _texts(path: str | None) -> list[str]:
+    from tts_kit.serve.loadtest import DEFAULT_TEXT
+
+    if not path:
+        return [DEFAULT_TEXT]
+    lines = [ln.strip() for ln in Path(path).read_text(encoding="utf-8").splitlines()]
+    lines = [ln for ln in lines if ln]
+    if not lines:
+        raise UserError(f"--texts {path}: no text in it; give one request text per line")
+    return lines
+
+
+def _load_body(args: argparse.Namespace) -> dict[str, Any]:
+    body: dict[str, Any] = {"steps": args.steps, "lang": args.lang}
+    if args.voice:
+        body["voice"] = args.voice
+    if args.seed is not None:
+        body["seed"] = args.seed
+    return body
+
+
+def cmd_loadtest(args: argparse.Namespace) -> int:
+    from tts_kit.serve.loadtest import run_load
+
+    if not args.url.startswith(("http://", "https://")):
+        raise UserError(f"URL {args.url!r}: give the server's address, such as "
+                        "http://127.0.0.1:8000")
+    if args.json:
+        _check_output_file(args.json, "--json")  # now, not after the load test
+    conc = _int_list(args.concurrency, "--concurrency") if args.concurrency else []
+    rates = _rates(args.rate)
+    if not conc and not rates:
+        raise UserError("give at least one --concurrency level or --rate")
+    import httpx
+
+    try:
+        httpx.get(f"{args.url.rstrip('/')}/health", timeout=5.0)
+    except httpx.HTTPError as exc:
+        raise UserError(f"{args.url}: no server answers ({exc}); start one with "
+                        "`tts-kit serve`") from None
+    res = run_load(args.url, concurrency=conc, requests=args.requests,
+                   duration_s=args.duration, rates=rates, texts=_texts(args.texts),
+                   body=_load_body(args), timeout_s=args.timeout,
+                   api_key=args.api_key or settings().api_key,
+                   progress=not args.quiet)
+    _say(res.table())
+    if args.json:
+        _write_json(args.json, res.to_dict())
+    return 0
+
+
+def _rates(text: str | None) -> list[float]:
+    """``--rate``'s arrivals per second (``0.5,1,2``), each above 0."""
+    try:
+        rates = [float(x) for x in text.split(",") if x.strip()] if text else []
+    except ValueError:
+        raise UserError(f"--rate takes arrivals per second like 0.5,1,2; got {text!r}"
+                        ) from None
+    if any(not (r > 0 and r < float("inf")) for r in rates):
+        raise UserError(f"--rate {text}: every rate must be a number of arrivals per second "
+                        "above 0")
+    return rates
+
+
+def cmd_serve_sweep(args: argparse.Namespace) -> int:
+    from tts_kit.serve.sweep import serving_sweep
+
+    if args.json:
+        _check_output_file(args.json, "--json")
+    threads = [None] if not args.threads else _int_list(args.threads, "--threads")
+    res = serving_sweep(
+        args.model, architectures=[a.strip() for a in args.architectures.split(",")],
+        workers=_int_list(args.workers, "--workers"), threads=threads,
+        presets=[p.strip() for p in args.presets.split(",") if p.strip()],
+        loadings=[x.strip() for x in args.loading.split(",") if x.strip()],
+        concurrency=_int_list(args.concurrency, "--concurrency") if args.concurrency else [],
+        rates=_rates(args.rate), requests=args.requests,
+        duration_s=args.duration, texts=_texts(args.texts), body=_load_body(args),
+        timeout_s=args.timeout, p95_target_ms=args.p95_target_ms,
+        mem_budget_mb=args.mem_budget, progress=not args.quiet,
+    )
+    _say(res.table())
+    _say(f"recommendation: {res.recommend(args.p95_target_ms, args.mem_budget)[1]}")
+    if args.json:
+        _write_json(args.json, res.to_dict())
+    return 0 if any(r.get("status") == "ok" for r in res.records) else 1
+
+
+def register(add: AddCommand) -> None:
+    """Register serve, loadtest and serve-sweep.
+
+    Example:
+        >>> from tts_kit.cli import _parser
+        >>> _parser().parse_args(["loadtest", "http://127.0.0.1:8000"]).concurrency
+        '1,2,4'
+    """
+    _register_serve(add)
+    _register_load(add)
+
+
+def _register_serve(add: AddCommand) -> None:
+    preset_names = ", ".join(contract.PRESET_NAMES)
+    sp = add("serve", cmd_serve, "serve speech over HTTP (OpenAI-compatible POST "
+             "/v1/audio/speech, /health, /voices, /metrics) from warmed-up worker processes")
+    sp.add_argument("--workers", type=int, default=1, help="worker processes")
+    sp.add_argument("--threads", type=int, default=None,
+                    help="intra-op threads per worker (default: the preset's)")
+    sp.add_argument("--preset", default="supertonic-default", metavar="PRESET",
+                    help=f"session preset, one of {preset_names}")
+    sp.add_argument("--loading", default="resident", metavar="POLICY",
+                    help=LOADING_HELP + "; +mmap maps the weights so workers share their "
+                    "pages (e.g. resident+mmap)")
+    sp.add_argument("--architecture", default="workers",
+                    choices=["workers", "threads", "blocking", "article"],
+                    help="workers: tts_kit's worker processes; threads, blocking and "
+                    "article exist to be measured against it")
+    sp.add_argument("--max-queue", type=int, default=8,
+                    help="requests that may wait for a worker; more get 429")
+    sp.add_argument("--timeout", type=float, default=None,
+                    help="seconds per request; a late worker is killed and replaced")
+    sp.add_argument("--fallback-wav", default=None,
+                    help="WAV sent when a request times out (default: 503 with a reason)")
+    sp.add_argument("--max-requests", type=int, default=None,
+                    help="recycle a worker after this many requests")
+    sp.add_argument("--max-rss-mb", type=float, default=None,
+                    help="recycle a worker whose RSS passes this")
+    sp.add_argument("--api-key", default=None,
+                    help="require Authorization: Bearer KEY (default: $TTS_KIT_API_KEY)")
+    sp.add_argument("--host", default="127.0.0.1",
+                    help="address to bind (127.0.0.1: this machine only)")
+    sp.add_argument("--port", type=int, default=8000, help="TCP port")
+    sp.add_argument("--max-chars", type=int, default=4096, help="longest input accepted")
+    sp.add_argument("--first-chunk-chars", type=int, default=50,
+                    help="cut the first chunk at a clause to this length, for earlier first "
+                    "audio (0: no cut)")
+    sp.add_argument("--max-chunk-chars", type=int, default=None,
+                    help="chunk limit in model (NFKD) characters (default 300, every "
+                    "language): longer chunks, fewer runs, later first audio")
+    sp.add_argument("--order", default="chunk", choices=["chunk", "stage"],
+                    help="chunk-major (first audio soonest) or stage-major synthesis")
+
+
+def _load_args(sp: argparse.ArgumentParser) -> None:
+    """The options loadtest and serve-sweep share: what each request asks for, how many."""
+    sp.add_argument("--requests", type=int, default=20, help="most requests per level")
+    sp.add_argument("--duration", type=float, default=None,
+                    help="most seconds per level (default: until --requests)")
+    sp.add_argument("--texts", default=None, help="file with one request text per line")
+    sp.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS,
+                    help="flow-matching steps per request")
+    sp.add_argument("--lang", default=contract.DEFAULT_LANG, metavar="LANG",
+                    help=f"language code, one of {', '.join(contract.LANGUAGES)}")
+    sp.add_argument("--voice", default=None, help="voice (default: the server's)")
+    sp.add_argument("--seed", type=int, default=None,
+                    help="noise seed per request (default: random)")
+    sp.add_argument("--timeout", type=float, default=120.0,
+                    help="client deadline per request, seconds")
+    sp.add_argument("--json", default=None, help="write the records as JSON here")
+    sp.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _register_load(add: AddCommand) -> None:
+    preset_names = ", ".join(contract.PRESET_NAMES)
+    sp = add("loadtest", cmd_loadtest, "load a speech server: time to first audio and "
+             "latency percentiles, throughput, errors, server CPU and memory", model=False)
+    sp.add_argument("url", help="the server, e.g. http://127.0.0.1:8000")
+    sp.add_argument("--concurrency", default="1,2,4",
+                    help="closed-loop levels: clients at once ('' for none)")
+    sp.add_argument("--rate", default=None,
+                    help="open-loop levels: arrivals per second, e.g. 0.5,1,2")
+    sp.add_argument("--api-key", default=None, help="default: $TTS_KIT_API_KEY")
+    _load_args(sp)
+
+    sp = add("serve-sweep", cmd_serve_sweep,
+             "start a fresh server per configuration, load each, and recommend the one "
+             "that meets a p95 target inside a memory budget")
+    sp.add_argument("--architectures", default="workers,threads,article",
+                    help="comma-separated, of: workers, threads, blocking, article")
+    sp.add_argument("--workers", default="1,2", help="worker counts to try")
+    sp.add_argument("--threads", default=None, help="intra-op threads, e.g. 1,2")
+    sp.add_argument("--presets", default="supertonic-default",
+                    help=f"comma-separated, of: {preset_names}")
+    sp.add_argument("--loading", default="resident", metavar="POLICIES",
+                    help="comma-separated load policies (resident, paged, budget:MB, +mmap)")
+    sp.add_argument("--concurrency", default="1,2,4",
+                    help="closed-loop levels to load each with ('' for none); the "
+                    "recommendation is made at the highest")
+    sp.add_argument("--rate", default=None,
+                    help="open-loop levels too: arrivals per second, e.g. 0.5,1,2 (measured "
+                    "and tabled; the recommendation reads the closed-loop levels)")
+    sp.add_argument("--p95-target-ms", type=float, default=None,
+                    help="the total-latency p95 to meet (default: none; the fastest wins)")
+    sp.add_argument("--mem-budget", type=float, default=None, help="pool PSS budget in MB")
+    _load_args(sp)

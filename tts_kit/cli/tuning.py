@@ -1,0 +1,214 @@
+"""``tts-kit`` commands that measure and recommend session settings: tune and report.
+
+Example:
+    $ tts-kit tune --presets lean,supertonic-default --cpus 1,2
+    $ tts-kit tune --scheduler tcp://10.0.0.5:8786   # trials on Dask workers
+    $ tts-kit report --out report/
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from tts_kit.cli._common import (
+    LOADING_HELP,
+    SCHEDULER_HELP,
+    AddCommand,
+    UserError,
+    _bundle,
+    _check_output_file,
+    _cluster,
+    _say,
+    _standin_note,
+    _write_json,
+)
+from tts_kit.core import contract
+from tts_kit.core.textsafe import term_safe
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from tts_kit.experiments.tune import default_cpus, format_table, sweep
+    from tts_kit.experiments.workload import Workload
+
+    bundle = _bundle(args)
+    presets = [p.strip() for p in args.presets.split(",") if p.strip()]
+    try:
+        # The default follows the cores this process can use (a CPU quota included).
+        cpus = default_cpus((1, 2)) if args.cpus is None else tuple(
+            int(c) for c in args.cpus.split(","))
+    except ValueError:
+        raise UserError(f"--cpus takes core counts like 1,2; got {args.cpus!r}") from None
+    from tts_kit.core.procfacts import usable_cores
+
+    usable = usable_cores()
+    pinnable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else usable
+    # Above the affinity the trial refuses (one-line error); between the quota and the
+    # affinity it runs, pinned to cores the quota throttles: say what its figures mean.
+    over = sorted({c for c in cpus if usable < c <= pinnable})
+    if over:
+        _say(f"tts-kit tune: warning: --cpus {','.join(map(str, over))}: this process can use "
+             f"only {usable} core(s) (its cgroup CPU quota), so those trials are throttled "
+             f"to {usable} and their figures are not {over[0]}-core figures; give --cpus up "
+             f"to {usable}", file=sys.stderr)
+    loadings = tuple(x.strip() for x in args.loading.split(",") if x.strip())
+    costs: Any = None if args.stage_costs == "estimate" else args.stage_costs
+    if costs not in (None, "measure"):
+        try:
+            costs = json.loads(Path(costs).read_text())
+        except (OSError, ValueError, RecursionError) as exc:
+            raise UserError(f"--stage-costs {args.stage_costs}: cannot read it as JSON "
+                            f"({exc}); give measure, estimate or a JSON file "
+                            '{"stage": MB, ...}') from None
+    if not loadings:
+        raise UserError(f"--loading {args.loading!r} names no load policy; give e.g. "
+                        "resident,paged,budget:300")
+    if args.repeats < 1:  # tune compares the p50 of timed calls: it needs at least one
+        raise UserError(f"--repeats must be >= 1 (timed calls after the first), got "
+                        f"{args.repeats}")
+    workload = Workload(steps=args.steps, repeats=args.repeats)
+    if args.json:
+        _check_output_file(args.json, "--json")  # now, not after minutes of measuring
+    with _cluster(args.scheduler) as executor:
+        result = sweep(
+            bundle, presets, workload, cpus=cpus, loadings=loadings,
+            mem_budget_mb=args.mem_budget, progress=not args.quiet, stage_costs_mb=costs,
+            executor=executor,
+        )
+    _say(f"model: {term_safe(bundle.label)}")  # which model the figures are of
+    _say(format_table(result.records))
+    rec, reason = result.recommend(args.mem_budget)
+    _say(f"recommendation: {reason}")
+    machines = result.by_machine()
+    if len(machines) > 1:  # one recommendation per instance type, each on its own front
+        for label, part in machines.items():
+            _say(f"\non {label}:")
+            _say(format_table(part.records))
+            _say(f"recommendation: {part.recommend(args.mem_budget)[1]}")
+    if args.json:
+        drop = () if args.timelines else ("timeline", "events")
+        records = [{k: v for k, v in r.items() if k not in drop} for r in result.records]
+        _write_json(args.json, {"records": records})
+    if not any(r.get("status") == "ok" for r in result.records):
+        # Nothing measured is a failure a script must see, not a result; the table's
+        # "not finished" lines above say why each trial stopped.
+        _say("tts-kit tune: no trial finished; see the reasons above", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from tts_kit.report import make_report, rerun_report
+
+    if args.rerun:
+        if args.scheduler:
+            raise UserError("--scheduler with --rerun: a rerun repeats the sweep on this "
+                            "machine; run `tts-kit report --scheduler ADDRESS --out DIR` for "
+                            "a new report on the cluster")
+        verdict = rerun_report(args.rerun, model=args.model, out=args.out,
+                               confirm_rounds=args.confirm_rounds, full_paths=args.full_paths)
+        _say(verdict.summary())
+        # Like `diff`: 0 the recommendation holds, 1 it does not (scripts can gate on it),
+        # 2 bad input (UserError).
+        return 0 if verdict.holds else 1
+    if not args.out:
+        raise UserError("give --out DIR for the report (or --rerun report.json)")
+    from tts_kit.models.supertonic.bundle import Bundle, resolve_model_dir
+
+    # Say what it runs on before minutes of trials (discovery builds the stand-in once).
+    where, source = resolve_model_dir(args.model)
+    _standin_note(Bundle(where), source)
+    with _cluster(args.scheduler) as executor:
+        paths = make_report(out=args.out, model=args.model, sweep=args.sweep, executor=executor,
+                            full_paths=args.full_paths)
+    for p in paths:
+        _say(f"wrote {p}")
+    _say_answer(paths)
+    return 0
+
+
+def _say_answer(paths: list[Path]) -> None:
+    """The report's answer on the terminal too: its computed conclusions and the
+    `tts-kit serve` line for the pick (the HTML starts with the same)."""
+    from tts_kit.report import TuningReport
+    from tts_kit.report.answer import conclusions, serve_command
+
+    js = next((p for p in paths if p.name == "report.json"), None)
+    if js is None:
+        return
+    rep = TuningReport.load(js)
+    _say("\nthe answer (report.html starts with it):")
+    for line in conclusions(rep):
+        _say(f"  {line}")
+    command = serve_command(rep)
+    if command:
+        _say(f"  serve it: {command}")
+
+
+def register_tune(add: AddCommand) -> None:
+    """Register tune (listed before convert in ``--help``).
+
+    Example:
+        >>> from tts_kit.cli import _parser
+        >>> _parser().parse_args(["tune", "--cpus", "1"]).stage_costs
+        'measure'
+    """
+    from tts_kit.core.contract import PRESET_NAMES, SWEEP_PRESETS
+
+    preset_names = ", ".join(PRESET_NAMES)
+    sp = add("tune", cmd_tune, "measure session presets and load policies in isolation")
+    sp.add_argument("--presets", default=",".join(SWEEP_PRESETS), metavar="NAMES",
+                    help=f"comma-separated presets, of: {preset_names}")
+    sp.add_argument("--cpus", default=None,
+                    help="core counts to emulate, e.g. 1,2 (default: 1,2 as far as the "
+                    "cores this process can use allow: affinity and cgroup CPU quota)")
+    sp.add_argument("--loading", default="resident", metavar="POLICIES",
+                    help="comma-separated, e.g. resident,paged,budget:300; " + LOADING_HELP)
+    sp.add_argument("--mem-budget", type=float, default=None, metavar="MB",
+                    help="memory budget in MB: trials past it are killed, and the "
+                    "recommendation must fit (default: none)")
+    sp.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS,
+                    help="flow-matching steps per call")
+    sp.add_argument("--repeats", type=int, default=5,
+                    help="timed calls per trial, after one untimed first call")
+    sp.add_argument("--stage-costs", default="measure",
+                    help="per-stage MB for budget:MB loadings: measure (one isolated run "
+                    "per preset), estimate (from file sizes) or a JSON file")
+    sp.add_argument("--json", default=None, metavar="FILE",
+                    help="write the records as JSON here")
+    sp.add_argument("--timelines", action="store_true",
+                    help="keep each trial's RSS timeline and stage events in --json")
+    sp.add_argument("--quiet", action="store_true", help="no progress bar")
+    sp.add_argument("--scheduler", default=None, metavar="ADDRESS", help=SCHEDULER_HELP)
+
+
+def register_report(add: AddCommand) -> None:
+    """Register report (listed after verify in ``--help``).
+
+    Example:
+        >>> from tts_kit.cli import _parser
+        >>> _parser().parse_args(["report", "--out", "r"]).confirm_rounds
+        3
+    """
+    from tts_kit.core.contract import SWEEP_PRESETS
+
+    sp = add("report", cmd_report,
+             "run a tuning sweep, write report.json, and render it as HTML and a notebook")
+    sp.add_argument("--out", default=None, metavar="DIR", help="output directory")
+    sp.add_argument("--sweep", default=None, metavar="FILE",
+                    help="sweep spec JSON (SweepSpec keys; default: presets "
+                    f"{', '.join(SWEEP_PRESETS)} x 1,2 vCPUs x resident,paged, 3 timed calls)")
+    sp.add_argument("--rerun", default=None, metavar="REPORT_JSON",
+                    help="repeat the sweep of an earlier report.json here; exit 0 when its "
+                    "recommendation holds, 1 when it does not")
+    sp.add_argument("--confirm-rounds", type=int, default=3,
+                    help="with --rerun: when the two picks differ by more than the noise, "
+                    "measure them in this many alternating rounds before deciding (0: off)")
+    sp.add_argument("--full-paths", action="store_true",
+                    help="write absolute paths into the report (default: ~/... under your "
+                    "home directory, so a shared report does not name you)")
+    sp.add_argument("--scheduler", default=None, metavar="ADDRESS", help=SCHEDULER_HELP)
