@@ -26,7 +26,23 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from tts_kit.core import contract
-from tts_kit.experiments.records import PARETO_X, PARETO_Y, pareto_front, to_number
+from tts_kit.experiments.records import (
+    FIRST_MS,
+    MEM_BUDGET_MB,
+    P50_MS,
+    P95_MS,
+    P99_MS,
+    PARETO_X,
+    PARETO_Y,
+    PEAK_RSS_MB,
+    POOL_PSS_MB,
+    RPS,
+    TTFA_P50_MS,
+    TTFA_P95_MS,
+    WALL_S,
+    pareto_front,
+    to_number,
+)
 from tts_kit.experiments.records import label as axis_label
 
 #: One colour per pipeline stage (and for text processing), reused by every figure.
@@ -162,9 +178,9 @@ def memory_timeline(
         m = timeline
         timeline = _get(m, "timeline", []) or []
         events = _get(m, "events", []) if events is None else events
-        budget_mb = _get(m, "mem_budget_mb") if budget_mb is None else budget_mb
+        budget_mb = _get(m, MEM_BUDGET_MB) if budget_mb is None else budget_mb
         baseline_mb = _get(m, "baseline_rss_mb") if baseline_mb is None else baseline_mb
-        peak_mb = _get(m, "peak_rss_mb") if peak_mb is None else peak_mb
+        peak_mb = _get(m, PEAK_RSS_MB) if peak_mb is None else peak_mb
         if title is None and _get(m, "status") not in (None, "ok"):
             title = f"status: {_get(m, 'status')} {_get(m, 'error', '')}".strip()
     events = list(events or [])
@@ -323,8 +339,8 @@ def pareto(
     Trials that did not finish are listed in the title.
 
     Example:
-        >>> recs = [{"preset": "a", "cpus": 1, "status": "ok", "peak_rss_mb": 100, "p50_ms": 9},
-        ...         {"preset": "b", "cpus": 1, "status": "ok", "peak_rss_mb": 90, "p50_ms": 12}]
+        >>> recs = [{"preset": "a", "cpus": 1, "status": "ok", PEAK_RSS_MB: 100, P50_MS: 9},
+        ...         {"preset": "b", "cpus": 1, "status": "ok", PEAK_RSS_MB: 90, P50_MS: 12}]
         >>> len(pareto(recs, recommended=recs[0], budget_mb=120).axes)
         1
     """
@@ -424,8 +440,8 @@ def pareto(
 #: The bars of `latency_story`, in the order a request meets them.
 LATENCY_PARTS: tuple[tuple[str, str], ...] = (
     ("session_s", "session creation (load)"),
-    ("first_ms", "first call"),
-    ("p50_ms", "steady call (p50)"),
+    (FIRST_MS, "first call"),
+    (P50_MS, "steady call (p50)"),
 )
 
 
@@ -442,8 +458,8 @@ def latency_story(
     (`tts_kit.report.answer.latency_rows` builds them). Seconds are drawn in ms.
 
     Example:
-        >>> fig = latency_story([{"label": "sweep", "session_s": 1.5, "first_ms": 900,
-        ...                        "p50_ms": 700}, {"label": "kernel", "first_ms": 950}])
+        >>> fig = latency_story([{"label": "sweep", "session_s": 1.5, FIRST_MS: 900,
+        ...                        P50_MS: 700}, {"label": "kernel", FIRST_MS: 950}])
         >>> fig.axes[0].get_xlabel()
         'milliseconds'
     """
@@ -453,7 +469,7 @@ def latency_story(
         ax = fig.add_subplot()
     else:
         fig = ax.figure
-    colors = {"session_s": "#8c6d31", "first_ms": "#e6550d", "p50_ms": "#3182bd"}
+    colors = {"session_s": "#8c6d31", FIRST_MS: "#e6550d", P50_MS: "#3182bd"}
     n = len(LATENCY_PARTS)
     height = 0.8 / n
     top = 0.0
@@ -662,9 +678,9 @@ def load_levels(
     ... ``ttfa_p95_ms``, ``timeline`` of ``[t, RSS MB, PSS MB]``, ``wall_s``).
 
     Example:
-        >>> recs = [{"mode": "closed", "concurrency": c, "p50_ms": 100 * c, "p95_ms": 150 * c,
-        ...          "p99_ms": 160 * c, "ttfa_p50_ms": 40 * c, "ttfa_p95_ms": 60 * c,
-        ...          "rps": 2.0, "timeline": [[0, 300, 200], [1, 320, 210]], "wall_s": 1.0}
+        >>> recs = [{"mode": "closed", "concurrency": c, P50_MS: 100 * c, P95_MS: 150 * c,
+        ...          P99_MS: 160 * c, TTFA_P50_MS: 40 * c, TTFA_P95_MS: 60 * c,
+        ...          RPS: 2.0, "timeline": [[0, 300, 200], [1, 320, 210]], WALL_S: 1.0}
         ...         for c in (1, 2, 4)]
         >>> len(load_levels(recs).axes)
         2
@@ -678,8 +694,8 @@ def load_levels(
     names = [f"c={r['concurrency']}" if r.get("concurrency") else f"{r.get('rate', 0):g}/s"
              for r in records]
     x = np.arange(len(records))
-    for key, style in (("p50_ms", "-o"), ("p95_ms", "-s"), ("p99_ms", ":^"),
-                       ("ttfa_p50_ms", "--o"), ("ttfa_p95_ms", "--s")):
+    for key, style in ((P50_MS, "-o"), (P95_MS, "-s"), (P99_MS, ":^"),
+                       (TTFA_P50_MS, "--o"), (TTFA_P95_MS, "--s")):
         ys = [to_number(r.get(key)) for r in records]
         if any(y is not None for y in ys):
             left.plot(x, [np.nan if y is None else y for y in ys], style,
@@ -700,7 +716,7 @@ def load_levels(
         right.axvline(offset, color="#999", lw=0.8, ls=":")
         right.annotate(names[i], (offset, 0), xytext=(2, 2), textcoords="offset points",
                        fontsize=7, xycoords=("data", "axes fraction"))
-        offset += float(r.get("wall_s") or (tl[-1, 0] if len(tl) else 0.0))
+        offset += float(r.get(WALL_S) or (tl[-1, 0] if len(tl) else 0.0))
     right.set_xlabel("seconds")
     right.set_ylabel("MB")
     right.grid(alpha=0.3)
@@ -713,7 +729,7 @@ def load_levels(
 
 def architectures(
     records: Sequence[Mapping[str, Any]],
-    keys: Sequence[str] = ("rps", "p95_ms", "ttfa_p95_ms", "pool_pss_mb"),
+    keys: Sequence[str] = (RPS, P95_MS, TTFA_P95_MS, POOL_PSS_MB),
     title: str | None = "serving architectures",
 ) -> Figure:
     """One panel per figure in ``keys`` against concurrency, one line per configuration
@@ -722,8 +738,8 @@ def architectures(
 
     Example:
         >>> recs = [{"architecture": a, "workers": 2, "threads": 1, "loading": "resident",
-        ...          "concurrency": c, "status": "ok", "rps": 1.0 * c, "p95_ms": 100.0,
-        ...          "ttfa_p95_ms": 50.0, "pool_pss_mb": 300.0}
+        ...          "concurrency": c, "status": "ok", RPS: 1.0 * c, P95_MS: 100.0,
+        ...          TTFA_P95_MS: 50.0, POOL_PSS_MB: 300.0}
         ...         for a in ("workers", "article") for c in (1, 2)]
         >>> len(architectures(recs).axes)
         4

@@ -29,6 +29,7 @@ from IPython.display import HTML
 from tts_kit.core import contract, procfacts
 from tts_kit.core.textsafe import display_path
 from tts_kit.experiments.records import (
+    PEAK_RSS_MB,
     SUMMARY_KEYS,
     Record,
     format_timings,
@@ -492,7 +493,7 @@ class LiveMemoryGraph(W.VBox):
         elif self.live_samples:
             self.show(self.live_samples)
         status = plots._get(result, "status", "ok") if result is not None else "ok"
-        peak = plots._get(result, "peak_rss_mb") if result is not None else None
+        peak = plots._get(result, PEAK_RSS_MB) if result is not None else None
         peak_txt = "" if to_number(peak) is None else f", peak RSS {peak:.0f} MB"
         self.status.value = (f"done in {wall_s:.1f} s: status <b>{html.escape(str(status))}</b>"
                              f"{peak_txt}")
