@@ -335,7 +335,7 @@ class SweepResult:
             low = min(finished, key=lambda r: r[PEAK_RSS_MB])
             return None, (
                 f"no configuration fits under {budget_mb:g} MB: the smallest peak was "
-                f"{low['peak_rss_mb']:.0f} MB ({_describe(low)}); raise the budget, or try "
+                f"{low[PEAK_RSS_MB]:.0f} MB ({_describe(low)}); raise the budget, or try "
                 "loading='paged' or a lower-memory preset"
             )
         fastest = min(fits, key=lambda r: (r[P50_MS], r[PEAK_RSS_MB]))
@@ -344,11 +344,11 @@ class SweepResult:
         why = (f"the fastest of {len(fits)} finished configuration(s) that fit"
                if best is fastest else
                f"the lowest peak of the {len(tied)} within {tie_rel:.0%} of the fastest p50 "
-               f"({fastest['p50_ms']:.0f} ms, {_describe(fastest)}) among {len(fits)} that fit")
-        budget_txt = (f"peak {best['peak_rss_mb']:.0f} MB within the {budget_mb:g} MB budget"
-                      if budget_mb is not None else f"peak {best['peak_rss_mb']:.0f} MB, no budget")
+               f"({fastest[P50_MS]:.0f} ms, {_describe(fastest)}) among {len(fits)} that fit")
+        budget_txt = (f"peak {best[PEAK_RSS_MB]:.0f} MB within the {budget_mb:g} MB budget"
+                      if budget_mb is not None else f"peak {best[PEAK_RSS_MB]:.0f} MB, no budget")
         return best, (
-            f"{_describe(best)}: p50 {best['p50_ms']:.0f} ms, {budget_txt}; {why} "
+            f"{_describe(best)}: p50 {best[P50_MS]:.0f} ms, {budget_txt}; {why} "
             f"({len(self.records)} measured)"
         )
 

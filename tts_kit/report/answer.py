@@ -439,7 +439,7 @@ def conclusions(rep: TuningReport) -> list[str]:
         ratios = {r["key"]: r["ratio"] for r in comparison(rep) if r["ratio"] is not None}
         if P50_MS in ratios and PEAK_RSS_MB in ratios:
             out.append(f"Against the untuned default on the same vCPUs it takes "
-                       f"{ratios['p50_ms']:.2f}x the latency and {ratios['peak_rss_mb']:.2f}x "
+                       f"{ratios[P50_MS]:.2f}x the latency and {ratios[PEAK_RSS_MB]:.2f}x "
                        "the peak memory.")
     elif base is not None:
         out.append("It is the untuned default: keep ONNX Runtime's options on this machine.")

@@ -257,7 +257,7 @@ def _recommendation_holds(
     peak = to_number(again.get(PEAK_RSS_MB))
     if budget is not None and peak is not None and peak > budget:
         return False, (f"the report's pick {key_text(ka)} now peaks at "
-                       f"{again['peak_rss_mb']:.0f} MB, over the {budget:.0f} MB budget"), None
+                       f"{again[PEAK_RSS_MB]:.0f} MB, over the {budget:.0f} MB budget"), None
     limit = noise.threshold(P50_MS, b, again)
     gap = float(again.get(P50_MS) or 0) - float(b.get(P50_MS) or 0)
     if gap <= limit:

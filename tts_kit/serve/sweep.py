@@ -106,7 +106,7 @@ class ServingSweepResult:
             near = min(ok, key=lambda r: r[P95_MS])
             return None, (f"no configuration meets {target} with {budget} at concurrency "
                           f"{level}; the lowest p95 was {describe(near)}: "
-                          f"{near['p95_ms']:.0f} ms, PSS {near.get('pool_pss_mb') or 0:.0f} MB"
+                          f"{near[P95_MS]:.0f} ms, PSS {near.get(POOL_PSS_MB) or 0:.0f} MB"
                           f", {near.get('errors', 0)} error(s), {near.get('timeouts', 0)} "
                           "timeout(s)")
         fastest = max(r[RPS] for r in good)
@@ -114,10 +114,10 @@ class ServingSweepResult:
         best = min(tied, key=lambda r: r.get(POOL_PSS_MB) or 0.0)
         why = ("the highest throughput" if len(tied) == 1 else
                f"the smallest PSS of {len(tied)} within {TIE_REL:.0%} of the highest throughput")
-        return best, (f"{describe(best)}: {best['rps']:.2f} req/s at concurrency {level}, "
-                      f"p95 {best['p95_ms']:.0f} ms, time to first audio p95 "
-                      f"{best.get('ttfa_p95_ms') or 0:.0f} ms, PSS "
-                      f"{best.get('pool_pss_mb') or 0:.0f} MB; {why} of the {len(good)} of "
+        return best, (f"{describe(best)}: {best[RPS]:.2f} req/s at concurrency {level}, "
+                      f"p95 {best[P95_MS]:.0f} ms, time to first audio p95 "
+                      f"{best.get(TTFA_P95_MS) or 0:.0f} ms, PSS "
+                      f"{best.get(POOL_PSS_MB) or 0:.0f} MB; {why} of the {len(good)} of "
                       f"{len(pool)} configurations that meet {target} with {budget}")
 
     def to_dict(self) -> dict[str, Any]:
