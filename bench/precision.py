@@ -45,6 +45,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tts_kit.core import contract  # noqa: E402
+from tts_kit.experiments.records import (  # noqa: E402
+    IDLE_RSS_MB,
+    LOAD_PEAK_RSS_MB,
+    P50_MS,
+    PEAK_RSS_MB,
+    RUN_PEAK_RSS_MB,
+)
 from tts_kit.experiments.verify import Case, noise_floor, verify  # noqa: E402
 from tts_kit.precision import convert, format_runs, measure_bundle  # noqa: E402
 from tts_kit.precision.recipes import RECIPES  # noqa: E402
@@ -216,9 +223,9 @@ def voice_rows(voice: str, repeats: int, cpus: int | None) -> dict:
             row = {
                 "recipe": name, "status": rec["status"], "error": rec["error"],
                 "size_ratio": sizes[name] / sizes["fp32"],
-                "peak_rss_ratio": _ratio(rec["peak_rss_mb"] or math.nan,
-                                         ref["peak_rss_mb"] or math.nan),
-                "p50_ratio": _ratio(rec["p50_ms"] or math.nan, ref["p50_ms"] or math.nan),
+                "peak_rss_ratio": _ratio(rec[PEAK_RSS_MB] or math.nan,
+                                         ref[PEAK_RSS_MB] or math.nan),
+                "p50_ratio": _ratio(rec[P50_MS] or math.nan, ref[P50_MS] or math.nan),
                 "snr_db": d.snr_db, "log_mel_db": d.log_mel_db, "mcd_db": d.mcd_db,
                 "duration_change_s": d.duration_change_s, "verdict": verdict, "reasons": why,
                 **{k: rec.get(k) for k in MEMORY_KEYS},
@@ -243,7 +250,7 @@ def voice_rows(voice: str, repeats: int, cpus: int | None) -> dict:
 
 
 #: The trial's memory figures the voice rows keep (`tts_kit.experiments.records`).
-MEMORY_KEYS = ("idle_rss_mb", "load_peak_rss_mb", "run_peak_rss_mb", "peak_rss_mb")
+MEMORY_KEYS = (IDLE_RSS_MB, LOAD_PEAK_RSS_MB, RUN_PEAK_RSS_MB, PEAK_RSS_MB)
 
 
 def _mb(v) -> str:

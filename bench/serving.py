@@ -52,12 +52,14 @@ def _article_load_s(model: str, loads: int = 3) -> float | None:
 
     code = (
         "import statistics, sys, time\n"
+        "from tts_kit.models.family import open_model\n"
         "from tts_kit.serve.app import _official_tts\n"
         "from tts_kit.serve.worker import WorkerConfig\n"
         "wc = WorkerConfig(model=sys.argv[1])\n"
+        "official = open_model(sys.argv[1]).capabilities.official_reference\n"
         "ts = []\n"
         f"for _ in range({loads}):\n"
-        "    t = time.perf_counter(); tts = _official_tts(wc)\n"
+        "    t = time.perf_counter(); tts = _official_tts(wc, official)\n"
         "    if tts is None: sys.exit(3)\n"
         "    tts.get_voice_style('M1'); ts.append(time.perf_counter() - t); del tts\n"
         "print(statistics.median(ts))\n")

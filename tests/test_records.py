@@ -95,3 +95,24 @@ def test_format_timings_in_pipeline_order():
     t = {"total": 0.05, "vocoder": 0.01, "text": 0.002, "duration_predictor": 0.003}
     assert records.format_timings(t) == [("text", 2.0), ("duration_predictor", 3.0),
                                          ("vocoder", 10.0)]
+
+
+def test_every_key_has_one_named_constant():
+    """Each key of the typed record is bound to an upper-case name equal to its spelling."""
+    hinted = set(typing.get_type_hints(TrialRecord))
+    named = {v for k, v in vars(records).items()
+             if k.isupper() and isinstance(v, str) and v in hinted and k == v.upper()}
+    assert named == hinted
+
+
+def test_p50_key_is_spelled_literally_in_at_most_three_files():
+    """The vocabulary lives in records.py: other modules use ``records.P50_MS``."""
+    from pathlib import Path
+
+    import tts_kit
+
+    root = Path(tts_kit.__file__).parent
+    spelled = sorted(str(p.relative_to(root)) for p in root.rglob("*")
+                     if p.suffix in (".py", ".json") and '"p50_ms"' in p.read_text())
+    assert len(spelled) <= 3, spelled
+    assert "experiments/records.py" in spelled

@@ -25,12 +25,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tts_kit.core import procfacts
-from tts_kit.experiments.records import format_value, heading
+from tts_kit.experiments.records import (
+    CPU_PERCENT,
+    IDLE_RSS_MB,
+    LOAD_S,
+    P50_MS,
+    PEAK_RSS_MB,
+    RTF,
+    format_value,
+    heading,
+)
 from tts_kit.experiments.workload import Workload
 from tts_kit.runtime.sessions import SessionPreset, get_preset
 
 #: The figures of an `Instance.claimed` row, in table order.
-CLAIMED_KEYS: tuple[str, ...] = ("idle_rss_mb", "peak_rss_mb", "cpu_percent", "rtf")
+CLAIMED_KEYS: tuple[str, ...] = (IDLE_RSS_MB, PEAK_RSS_MB, CPU_PERCENT, RTF)
 
 
 @dataclass(frozen=True)
@@ -50,17 +59,17 @@ class Instance:
 
 #: The article's three instances and its table (seed 000, for the real model).
 ARTICLE_INSTANCES: tuple[Instance, ...] = (
-    Instance("1 vCPU / 1 GB", 1, 1024, {"idle_rss_mb": 280, "peak_rss_mb": 890,
-                                        "cpu_percent": 98, "rtf": 0.85,
+    Instance("1 vCPU / 1 GB", 1, 1024, {IDLE_RSS_MB: 280, PEAK_RSS_MB: 890,
+                                        CPU_PERCENT: 98, RTF: 0.85,
                                         "outcome": "OOM-killed"}),
-    Instance("2 vCPU / 2 GB", 2, 2048, {"idle_rss_mb": 320, "peak_rss_mb": 920,
-                                        "cpu_percent": 48, "rtf": 0.28}),
-    Instance("4 vCPU / 4 GB", 4, 4096, {"idle_rss_mb": 350, "peak_rss_mb": 950,
-                                        "cpu_percent": 25, "rtf": 0.15}),
+    Instance("2 vCPU / 2 GB", 2, 2048, {IDLE_RSS_MB: 320, PEAK_RSS_MB: 920,
+                                        CPU_PERCENT: 48, RTF: 0.28}),
+    Instance("4 vCPU / 4 GB", 4, 4096, {IDLE_RSS_MB: 350, PEAK_RSS_MB: 950,
+                                        CPU_PERCENT: 25, RTF: 0.15}),
 )
 
-_ROW_KEYS = ("preset", "status", "error", "load_s", "idle_rss_mb", "peak_rss_mb", "p50_ms",
-             "rtf", "cpu_percent", "threads", "steps", "repeats")
+_ROW_KEYS = ("preset", "status", "error", LOAD_S, IDLE_RSS_MB, PEAK_RSS_MB, P50_MS,
+             RTF, CPU_PERCENT, "threads", "steps", "repeats")
 
 
 def instance_table(
@@ -114,8 +123,8 @@ def instance_table(
                 continue
             rec = trial(bundle, preset, workload, cpus=inst.cpus, mem_budget_mb=inst.mem_mb)
             row.update({k: rec.get(k) for k in _ROW_KEYS})
-            if rec.get("cpu_percent") is not None:
-                row["cpu_share_percent"] = rec["cpu_percent"] / inst.cpus
+            if rec.get(CPU_PERCENT) is not None:
+                row["cpu_share_percent"] = rec[CPU_PERCENT] / inst.cpus
             rows.append(row)
             bar.update()
     finally:
@@ -132,14 +141,14 @@ def format_instance_table(rows: Sequence[dict[str, Any]]) -> str:
 
     Example:
         >>> row = {"instance": "1 vCPU / 1 GB", "preset": "lean", "status": "ok",
-        ...        "measured": True, "idle_rss_mb": 60.0, "peak_rss_mb": 90.0,
-        ...        "cpu_share_percent": 97.0, "rtf": 0.01,
+        ...        "measured": True, IDLE_RSS_MB: 60.0, PEAK_RSS_MB: 90.0,
+        ...        "cpu_share_percent": 97.0, RTF: 0.01,
         ...        "claimed": ARTICLE_INSTANCES[0].claimed}
         >>> print(format_instance_table([row]).splitlines()[2][:75])
         1 vCPU / 1 GB  lean                ok             60       90     97  0.010
     """
-    idle, peak, cpu, rtf = (heading(k) for k in ("idle_rss_mb", "peak_rss_mb", "cpu_percent",
-                                                 "rtf"))
+    idle, peak, cpu, rtf = (heading(k) for k in (IDLE_RSS_MB, PEAK_RSS_MB, CPU_PERCENT,
+                                                 RTF))
     head = (f"{'instance':<15}{'preset':<20}{'status':<8}{idle:>9}{peak:>9}{cpu:>7}{rtf:>7}"
             "   | claimed by the article: idle  peak  CPU %  RTF")
     lines = [head, "-" * len(head)]

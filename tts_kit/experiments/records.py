@@ -137,6 +137,23 @@ class TrialRecord(TypedDict, total=False):
     meets: bool
 
 
+# The record keys by name: code elsewhere spells a key through these, never as a literal,
+# so a renamed or misspelt key fails at import, not as a silently missing column.
+PRESET, CPUS, LOADING, STEPS, BATCH_SIZE = "preset", "cpus", "loading", "steps", "batch_size"
+MEM_BUDGET_MB, STATUS, ERROR, LOAD_S = "mem_budget_mb", "status", "error", "load_s"
+IDLE_RSS_MB, AFTER_RSS_MB, PEAK_RSS_MB = "idle_rss_mb", "after_rss_mb", "peak_rss_mb"
+FIRST_MS, P50_MS, P95_MS, P99_MS = "first_ms", "p50_ms", "p95_ms", "p99_ms"
+RTF, CPU_PERCENT, CPU_MS, THREADS = "rtf", "cpu_percent", "cpu_ms", "threads"
+LOAD_PEAK_RSS_MB, RUN_PEAK_RSS_MB = "load_peak_rss_mb", "run_peak_rss_mb"
+AUDIO_S, REPEATS, WALL_S, STAGE_COSTS_MB = "audio_s", "repeats", "wall_s", "stage_costs_mb"
+PARETO, TIMELINE, EVENTS, LATENCIES_MS = "pareto", "timeline", "events", "latencies_ms"
+STAGE_LOAD_S, MACHINE, WORKER = "stage_load_s", "machine", "worker"
+ARCHITECTURE, WORKERS, MODE, CONCURRENCY = "architecture", "workers", "mode", "concurrency"
+RATE, REQUESTS, OK, ERRORS, TIMEOUTS = "rate", "requests", "ok", "errors", "timeouts"
+REJECTED, RPS, AUDIO_RATE = "rejected", "rps", "audio_rate"
+TTFA_P50_MS, TTFA_P95_MS, TTFA_P99_MS = "ttfa_p50_ms", "ttfa_p95_ms", "ttfa_p99_ms"
+POOL_RSS_MB, POOL_PSS_MB, TTFA_MS, MEETS = "pool_rss_mb", "pool_pss_mb", "ttfa_ms", "meets"
+
 #: Keys every trial record has (plus ``timeline``/``events``, and ``pareto`` in sweeps).
 RECORD_KEYS: tuple[str, ...] = (
     "preset", "cpus", "loading", "steps", "batch_size", "mem_budget_mb", "status", "error",

@@ -24,6 +24,7 @@ import onnxruntime as ort
 
 from tts_kit.core import events
 from tts_kit.core.procfacts import MIB, release_memory, reset_peak_rss, rss_mb, status_mb
+from tts_kit.experiments.records import LOAD_S, PEAK_RSS_MB
 from tts_kit.experiments.workload import Workload
 from tts_kit.runtime.loading import LoadPolicy, StageCost, StageCosts
 
@@ -112,12 +113,12 @@ def _stage_costs_child(bundle_path: str, preset: SessionPreset | None, workload:
             "load_peak_mb": run[4] - rss,
             "run_mb": rel[4] - run[3],
             "left_mb": nxt[3] - rss,
-            "load_s": engine.load_s.get(stage, math.nan),
+            LOAD_S: engine.load_s.get(stage, math.nan),
             "run_s": rel[2] - run[2],
         }
     # The high-water mark was reset at every event; the process's peak is the largest.
     peak = max((m[4] for m in marks if math.isfinite(m[4])), default=math.nan)
-    return {"stages": out, "runtime_mb": runtime, "imports_mb": imports, "peak_rss_mb": peak}
+    return {"stages": out, "runtime_mb": runtime, "imports_mb": imports, PEAK_RSS_MB: peak}
 
 
 def stage_costs(
@@ -168,7 +169,7 @@ def stage_costs(
     # Pipeline order: the measuring child met the stages in it (one, `voice`, for Piper).
     stages = {s: StageCost(**c) for s, c in res["stages"].items()}
     return StageCosts(stages=stages, runtime_mb=res["runtime_mb"], imports_mb=res["imports_mb"],
-                      peak_rss_mb=res["peak_rss_mb"],
+                      peak_rss_mb=res[PEAK_RSS_MB],
                       loading=loading if isinstance(loading, str) else loading.spec,
                       preset=preset_obj.name if preset_obj else "engine default",
                       text=workload.texts[0], steps=workload.steps)
@@ -233,4 +234,4 @@ def probe_policy(
         events.remove_listener(on_event)
     return {"before_mb": before, "idle_mb": idle, "latency_s": latency, "loaded": loaded,
             "anon_peak_mb": max(anon) if anon else math.nan, "loading": engine.loading,
-            "load_s": engine.load_s}
+            LOAD_S: engine.load_s}

@@ -41,9 +41,24 @@ from tts_kit.core import events, procfacts
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textsafe import term_safe
 from tts_kit.experiments.records import (
+    AFTER_RSS_MB,
+    AUDIO_S,
+    CPU_MS,
+    CPU_PERCENT,
+    FIRST_MS,
+    IDLE_RSS_MB,
+    LATENCIES_MS,
+    LOAD_PEAK_RSS_MB,
+    LOAD_S,
+    P50_MS,
+    P95_MS,
     PARETO_X,
     PARETO_Y,
+    PEAK_RSS_MB,
     RECORD_KEYS,
+    RTF,
+    RUN_PEAK_RSS_MB,
+    STAGE_LOAD_S,
     TABLE_KEYS,
     by_machine,
     pareto_front,
@@ -94,7 +109,7 @@ def run_trial_child(
     Example:
         >>> from tts_kit.runtime.sessions import get_preset
         >>> run_trial_child("standin-dir", get_preset("lean"), Workload("Hi.", steps=2),
-        ...                 "resident")["p50_ms"]  # doctest: +SKIP
+        ...                 "resident")[P50_MS]  # doctest: +SKIP
         12.3
     """
     import numpy as np
@@ -133,21 +148,21 @@ def run_trial_child(
     cpu = 100.0 * steady_cpu / steady_wall if steady_wall > 0 else math.nan
     p50 = float(np.percentile(lat, 50)) if lat else first_s
     return {
-        "load_s": load_s,
-        "idle_rss_mb": idle_rss,
-        "after_rss_mb": after_rss,
-        "first_ms": 1000 * first_s,
-        "p50_ms": 1000 * p50 if lat else math.nan,
-        "p95_ms": 1000 * float(np.percentile(lat, 95)) if lat else math.nan,
-        "latencies_ms": [1000 * x for x in lat],
-        "rtf": p50 / audio_s if audio_s > 0 else math.nan,
-        "audio_s": audio_s,
-        "cpu_percent": cpu,
-        "cpu_ms": 1000 * steady_cpu / len(lat) if lat else math.nan,
-        "load_peak_rss_mb": load_peak,
-        "run_peak_rss_mb": procfacts.peak_rss_mb() if separate else math.nan,
+        LOAD_S: load_s,
+        IDLE_RSS_MB: idle_rss,
+        AFTER_RSS_MB: after_rss,
+        FIRST_MS: 1000 * first_s,
+        P50_MS: 1000 * p50 if lat else math.nan,
+        P95_MS: 1000 * float(np.percentile(lat, 95)) if lat else math.nan,
+        LATENCIES_MS: [1000 * x for x in lat],
+        RTF: p50 / audio_s if audio_s > 0 else math.nan,
+        AUDIO_S: audio_s,
+        CPU_PERCENT: cpu,
+        CPU_MS: 1000 * steady_cpu / len(lat) if lat else math.nan,
+        LOAD_PEAK_RSS_MB: load_peak,
+        RUN_PEAK_RSS_MB: procfacts.peak_rss_mb() if separate else math.nan,
         "threads": preset.threads(),
-        "stage_load_s": engine.load_s,
+        STAGE_LOAD_S: engine.load_s,
     }
 
 
@@ -185,7 +200,7 @@ def trial(
 
     Example:
         >>> rec = trial("standin-dir", "lean", Workload(repeats=3), cpus=1)  # doctest: +SKIP
-        >>> rec["status"], rec["p50_ms"] > 0  # doctest: +SKIP
+        >>> rec["status"], rec[P50_MS] > 0  # doctest: +SKIP
         ('ok', True)
     """
     # Parsed once: a bad policy fails here, in one line, and the child gets the object.
@@ -212,16 +227,16 @@ def trial(
         for k, v in m.result.items():
             record[k] = to_number(v) if isinstance(v, float) else v
         # The child reset its high-water mark after loading: the harness saw the requests'.
-        peaks = [p for p in (record["peak_rss_mb"], record["load_peak_rss_mb"]) if p is not None]
-        record["peak_rss_mb"] = max(peaks) if peaks else None
+        peaks = [p for p in (record[PEAK_RSS_MB], record[LOAD_PEAK_RSS_MB]) if p is not None]
+        record[PEAK_RSS_MB] = max(peaks) if peaks else None
     else:
         # Whatever the timeline shows of a trial that died: its load and idle RSS.
         loaded = [t for t, name in m.events if name == _LOADED]
         if loaded and not math.isnan(m.work_start_s):
-            record["load_s"] = loaded[0] - m.work_start_s
+            record[LOAD_S] = loaded[0] - m.work_start_s
             after = [rss for t, rss in m.timeline if t >= loaded[0]]
-            record["idle_rss_mb"] = after[0] if after else None
-        record["cpu_percent"] = to_number(m.cpu_percent)
+            record[IDLE_RSS_MB] = after[0] if after else None
+        record[CPU_PERCENT] = to_number(m.cpu_percent)
     record["timeline"] = [list(p) for p in m.timeline]
     record["events"] = [list(e) for e in m.events]
     return record
@@ -234,8 +249,8 @@ def mark_pareto(
     both ``x`` and ``y`` and better on one. Unfinished trials are never on the front.
 
     Example:
-        >>> recs = mark_pareto([{"status": "ok", "peak_rss_mb": 1, "p50_ms": 2},
-        ...                     {"status": "ok", "peak_rss_mb": 2, "p50_ms": 3}])
+        >>> recs = mark_pareto([{"status": "ok", PEAK_RSS_MB: 1, P50_MS: 2},
+        ...                     {"status": "ok", PEAK_RSS_MB: 2, P50_MS: 3}])
         >>> [r["pareto"] for r in recs]
         [True, False]
     """
@@ -249,7 +264,7 @@ def format_table(records: Iterable[dict[str, Any]]) -> str:
     """The records as an aligned text table (missing values as ``-``; pareto as ``*``).
 
     Example:
-        >>> table = format_table([{"preset": "lean", "cpus": 1, "status": "ok", "p50_ms": 12.3}])
+        >>> table = format_table([{"preset": "lean", "cpus": 1, "status": "ok", P50_MS: 12.3}])
         >>> row = dict(zip(table.splitlines()[0].split("  "), table.splitlines()[1].split()))
         >>> row["preset"], row["status"]
         ('lean', 'ok')
@@ -290,7 +305,7 @@ class SweepResult:
 
     def front(self) -> list[dict[str, Any]]:
         """The records on the Pareto front, fastest first."""
-        return sorted((r for r in self.records if r.get("pareto")), key=lambda r: r["p50_ms"])
+        return sorted((r for r in self.records if r.get("pareto")), key=lambda r: r[P50_MS])
 
     def recommend(self, budget_mb: float | None,
                   tie_rel: float = TIE_REL) -> tuple[dict[str, Any] | None, str]:
@@ -304,36 +319,36 @@ class SweepResult:
 
         Example:
             >>> r = SweepResult(mark_pareto([
-            ...     {"preset": "a", "cpus": 1, "status": "ok", "peak_rss_mb": 300, "p50_ms": 90},
-            ...     {"preset": "b", "cpus": 1, "status": "ok", "peak_rss_mb": 200, "p50_ms": 120},
+            ...     {"preset": "a", "cpus": 1, "status": "ok", PEAK_RSS_MB: 300, P50_MS: 90},
+            ...     {"preset": "b", "cpus": 1, "status": "ok", PEAK_RSS_MB: 200, P50_MS: 120},
             ... ]))
             >>> r.recommend(250)[0]["preset"]
             'b'
         """
         finished = [r for r in self.records if r.get("status") == "ok"
-                    and r.get("p50_ms") is not None and r.get("peak_rss_mb") is not None]
+                    and r.get(P50_MS) is not None and r.get(PEAK_RSS_MB) is not None]
         if not finished:
             states = sorted({f"{r.get('status')}" for r in self.records}) or ["none run"]
             return None, f"no trial finished ({', '.join(states)}); nothing to recommend"
-        fits = [r for r in finished if budget_mb is None or r["peak_rss_mb"] <= budget_mb]
+        fits = [r for r in finished if budget_mb is None or r[PEAK_RSS_MB] <= budget_mb]
         if not fits:
-            low = min(finished, key=lambda r: r["peak_rss_mb"])
+            low = min(finished, key=lambda r: r[PEAK_RSS_MB])
             return None, (
                 f"no configuration fits under {budget_mb:g} MB: the smallest peak was "
-                f"{low['peak_rss_mb']:.0f} MB ({_describe(low)}); raise the budget, or try "
+                f"{low[PEAK_RSS_MB]:.0f} MB ({_describe(low)}); raise the budget, or try "
                 "loading='paged' or a lower-memory preset"
             )
-        fastest = min(fits, key=lambda r: (r["p50_ms"], r["peak_rss_mb"]))
-        tied = [r for r in fits if r["p50_ms"] <= fastest["p50_ms"] * (1 + tie_rel)]
-        best = min(tied, key=lambda r: (r["peak_rss_mb"], r["p50_ms"]))
+        fastest = min(fits, key=lambda r: (r[P50_MS], r[PEAK_RSS_MB]))
+        tied = [r for r in fits if r[P50_MS] <= fastest[P50_MS] * (1 + tie_rel)]
+        best = min(tied, key=lambda r: (r[PEAK_RSS_MB], r[P50_MS]))
         why = (f"the fastest of {len(fits)} finished configuration(s) that fit"
                if best is fastest else
                f"the lowest peak of the {len(tied)} within {tie_rel:.0%} of the fastest p50 "
-               f"({fastest['p50_ms']:.0f} ms, {_describe(fastest)}) among {len(fits)} that fit")
-        budget_txt = (f"peak {best['peak_rss_mb']:.0f} MB within the {budget_mb:g} MB budget"
-                      if budget_mb is not None else f"peak {best['peak_rss_mb']:.0f} MB, no budget")
+               f"({fastest[P50_MS]:.0f} ms, {_describe(fastest)}) among {len(fits)} that fit")
+        budget_txt = (f"peak {best[PEAK_RSS_MB]:.0f} MB within the {budget_mb:g} MB budget"
+                      if budget_mb is not None else f"peak {best[PEAK_RSS_MB]:.0f} MB, no budget")
         return best, (
-            f"{_describe(best)}: p50 {best['p50_ms']:.0f} ms, {budget_txt}; {why} "
+            f"{_describe(best)}: p50 {best[P50_MS]:.0f} ms, {budget_txt}; {why} "
             f"({len(self.records)} measured)"
         )
 
@@ -348,8 +363,8 @@ class SweepResult:
 
         Example:
             >>> env = {"cpu_model": "A", "cpus_available": 1, "memory_total_mb": 1024}
-            >>> r = SweepResult([{"preset": "a", "status": "ok", "peak_rss_mb": 9,
-            ...                   "p50_ms": 5, "machine": env}])
+            >>> r = SweepResult([{"preset": "a", "status": "ok", PEAK_RSS_MB: 9,
+            ...                   P50_MS: 5, "machine": env}])
             >>> list(r.by_machine())
             ['A, 1 core, 1024 MB']
         """

@@ -1,5 +1,10 @@
 """Plain matplotlib figures for measurements: memory timelines, stage times, Pareto, A/B.
 
+Memory timelines, stage times and A/B audio are drawn here; the tuning figures
+(`pareto`, `latency_story`, `stage_costs`) live in `tts_kit.notebook.tuning_plots`, the
+serving ones (`load_levels`, `architectures`) in `tts_kit.notebook.serving_plots`, the
+shared figure machinery in `tts_kit.notebook._figures`; all are importable from here.
+
 Every function returns a `matplotlib.figure.Figure` built without ``pyplot`` (no global
 state, safe from threads, no duplicate display in notebooks). The figures carry a PNG
 representation, so a notebook cell that ends with one shows it, a report embeds it
@@ -17,114 +22,36 @@ Example:
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from tts_kit.core import contract
-from tts_kit.experiments.records import PARETO_X, PARETO_Y, pareto_front, to_number
-from tts_kit.experiments.records import label as axis_label
-
-#: One colour per pipeline stage (and for text processing), reused by every figure.
-STAGE_COLORS: dict[str, str] = {
-    "text": "#9e9e9e",
-    "duration_predictor": "#1f77b4",
-    "text_encoder": "#2ca02c",
-    "vector_estimator": "#d62728",
-    "vocoder": "#9467bd",
-}
-_VERBS = ("load", "run", "release")
-
-
-class ReportFigure(Figure):
-    """A `Figure` that shows itself as PNG in Jupyter even without the inline backend."""
-
-    def _repr_png_(self) -> bytes:
-        return figure_png(self)
-
-
-def figure_png(fig: Figure, dpi: int = 100) -> bytes:
-    """Render a figure to PNG bytes (Agg, no display needed).
-
-    Example:
-        >>> figure_png(memory_timeline([(0, 1), (1, 2)]))[:4]
-        b'\\x89PNG'
-    """
-    if not isinstance(fig.canvas, FigureCanvasAgg):
-        FigureCanvasAgg(fig)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
-    return buf.getvalue()
-
-
-def _figure(width: float = 8.0, height: float = 3.5, **kw: Any) -> ReportFigure:
-    fig = ReportFigure(figsize=(width, height), layout="constrained", **kw)
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    if isinstance(obj, Mapping):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
-
-
-def _stage_of(event: str) -> tuple[str | None, str]:
-    verb, _, rest = event.partition(" ")
-    return (verb, rest) if verb in _VERBS and rest else (None, event)
-
-
-def event_spans(
-    events: Iterable[tuple[float, str]], end_s: float
-) -> list[tuple[float, float, str, str]]:
-    """Turn ``(t, "load vocoder")`` marks into ``(start, end, verb, stage)`` spans.
-
-    A span lasts until the next event (or ``end_s``): the engine marks where each load,
-    run and release starts, and the next mark is where the work moved on.
-
-    Example:
-        >>> event_spans([(0.0, "load vocoder"), (1.0, "run vocoder")], 1.5)
-        [(0.0, 1.0, 'load', 'vocoder'), (1.0, 1.5, 'run', 'vocoder')]
-    """
-    evs = sorted((float(t), str(n)) for t, n in events)
-    spans = []
-    for i, (t, name) in enumerate(evs):
-        verb, stage = _stage_of(name)
-        if verb is None:
-            continue
-        nxt = evs[i + 1][0] if i + 1 < len(evs) else max(end_s, t)
-        spans.append((t, nxt, verb, stage))
-    return spans
-
-
-def label_rows(xs: Sequence[float], names: Sequence[str], width_in: float,
-               rows: int = 4, fontsize: float = 7.0) -> list[int | None]:
-    """A row (0 = top) for each label at axes fraction ``xs`` so that none overprints
-    another; None where all ``rows`` are taken (the label is left out).
-
-    Widths are estimated from the text (0.6 em per character), which is what a plot
-    needs: labels that may touch but never cover each other.
-
-    Example:
-        >>> label_rows([0.1, 0.1, 0.5], ["trial: loaded", "trial: first call", "x"], 8.0)
-        [0, 1, 0]
-    """
-    char_frac = 0.6 * fontsize / 72 / max(width_in, 1e-3)
-    ends = [-1.0] * rows  # where the last label of each row ends (axes fraction)
-    out: list[int | None] = []
-    for x, name in zip(xs, names):
-        w = (len(name) + 1) * char_frac
-        right = x > 0.7
-        lo, hi = (x - w, x) if right else (x, x + w)
-        row = next((r for r in range(rows) if lo > ends[r]), None)
-        if row is not None:
-            ends[row] = hi
-        out.append(row)
-    return out
+from tts_kit.experiments.records import (
+    MEM_BUDGET_MB,
+    PEAK_RSS_MB,
+    to_number,
+)
+from tts_kit.notebook._figures import (  # noqa: F401  (re-exported)
+    _VERBS,
+    STAGE_COLORS,
+    ReportFigure,
+    _figure,
+    _get,
+    _stage_of,
+    event_spans,
+    figure_png,
+    label_rows,
+)
+from tts_kit.notebook.serving_plots import architectures, load_levels  # noqa: F401
+from tts_kit.notebook.tuning_plots import (  # noqa: F401
+    LATENCY_PARTS,
+    latency_story,
+    pareto,
+    stage_costs,
+)
 
 
 def memory_timeline(
@@ -159,14 +86,9 @@ def memory_timeline(
         'RSS (MB)'
     """
     if not isinstance(timeline, (list, tuple, np.ndarray)):
-        m = timeline
-        timeline = _get(m, "timeline", []) or []
-        events = _get(m, "events", []) if events is None else events
-        budget_mb = _get(m, "mem_budget_mb") if budget_mb is None else budget_mb
-        baseline_mb = _get(m, "baseline_rss_mb") if baseline_mb is None else baseline_mb
-        peak_mb = _get(m, "peak_rss_mb") if peak_mb is None else peak_mb
-        if title is None and _get(m, "status") not in (None, "ok"):
-            title = f"status: {_get(m, 'status')} {_get(m, 'error', '')}".strip()
+        timeline, events, budget_mb, baseline_mb, peak_mb, title = _unpack_measurement(
+            timeline, events=events, budget_mb=budget_mb, baseline_mb=baseline_mb,
+            peak_mb=peak_mb, title=title)
     events = list(events or [])
     if fig is None:
         fig = _figure(9, 3.6)
@@ -180,6 +102,40 @@ def memory_timeline(
     # and they would squeeze the stages into a sliver at the right.
     t_first = min((t for t, _ in events), default=0.0)
     x0 = max(0.0, t_first - 0.15 * max(end - t_first, 1e-3)) if zoom and events else 0.0
+    _shade_stages(ax, events, end)
+    _mark_events(ax, events, x0, end, fig.get_figwidth() * 0.72)  # the axes' share
+    if ts.size:
+        ax.plot(ts, rss, color="black", lw=1.4, label="RSS (sampled)")
+    top = _level_lines(ax, rss, baseline_mb, peak_mb, budget_mb)
+    _stage_legend(ax, events)
+    ax.set_xlabel("time since the process started (s)")
+    ax.set_ylabel("RSS (MB)")
+    ax.set_ylim(0, top)
+    ax.set_xlim(x0, end if end > x0 else x0 + 1)
+    ax.grid(alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+    if title:
+        ax.set_title(title, fontsize=10)
+    return fig
+
+
+def _unpack_measurement(m: Any, *, events: Any, budget_mb: float | None,
+                        baseline_mb: float | None, peak_mb: float | None,
+                        title: str | None) -> tuple[Any, Any, Any, Any, Any, str | None]:
+    """`memory_timeline`'s arguments from a measurement, where not given."""
+    timeline = _get(m, "timeline", []) or []
+    events = _get(m, "events", []) if events is None else events
+    budget_mb = _get(m, MEM_BUDGET_MB) if budget_mb is None else budget_mb
+    baseline_mb = _get(m, "baseline_rss_mb") if baseline_mb is None else baseline_mb
+    peak_mb = _get(m, PEAK_RSS_MB) if peak_mb is None else peak_mb
+    if title is None and _get(m, "status") not in (None, "ok"):
+        title = f"status: {_get(m, 'status')} {_get(m, 'error', '')}".strip()
+    return timeline, events, budget_mb, baseline_mb, peak_mb, title
+
+
+def _shade_stages(ax: Any, events: list[tuple[float, str]], end: float) -> None:
+    """Load and run spans shaded in their stage's colour; releases as dotted lines."""
     for start, stop, verb, stage in event_spans(events, end):
         color = STAGE_COLORS.get(stage, "#ff7f0e")
         if verb == "release":
@@ -187,9 +143,13 @@ def memory_timeline(
             continue
         ax.axvspan(start, stop, facecolor=color, alpha=0.15 if verb == "load" else 0.32, lw=0,
                    hatch="///" if verb == "load" else None, edgecolor=color)
+
+
+def _mark_events(ax: Any, events: list[tuple[float, str]], x0: float, end: float,
+                 width_in: float) -> None:
+    """Any other event: a dashed line, labelled where a row is free (`label_rows`)."""
     others = sorted((float(t), str(n)) for t, n in events if _stage_of(n)[0] is None)
     span = max(end - x0, 1e-9)
-    width_in = fig.get_figwidth() * 0.72  # the axes' share of the figure (legend right)
     for (t, name), row in zip(others, label_rows([(t - x0) / span for t, _ in others],
                                                  [n for _, n in others], width_in)):
         ax.axvline(t, color="#555", ls="--", lw=0.8)
@@ -201,8 +161,11 @@ def memory_timeline(
                     xytext=(-2 if right else 2, 0), textcoords="offset points",
                     bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none",
                           "alpha": 0.8})
-    if ts.size:
-        ax.plot(ts, rss, color="black", lw=1.4, label="RSS (sampled)")
+
+
+def _level_lines(ax: Any, rss: np.ndarray, baseline_mb: Any, peak_mb: Any,
+                 budget_mb: Any) -> float:
+    """The baseline, peak and budget lines; returns the top of the y axis."""
     if to_number(baseline_mb) is not None:
         ax.axhline(baseline_mb, color="#777", ls="-.", lw=1,
                    label=f"after imports {baseline_mb:.0f} MB")
@@ -220,23 +183,17 @@ def memory_timeline(
             # Far above the data: name it instead of flattening the curve to the floor.
             ax.plot([], [], color="red", ls="--", lw=1.5,
                     label=f"budget {budget_mb:.0f} MB (off the scale)")
-    # One legend entry per stage that appears, and what the shading means.
+    return top
+
+
+def _stage_legend(ax: Any, events: list[tuple[float, str]]) -> None:
+    """One legend entry per stage that appears, and what the shading means."""
     stages = [s for s in STAGE_COLORS if any(_stage_of(n)[1] == s for _, n in events)]
     for s in stages:
         ax.fill_between([], [], color=STAGE_COLORS[s], alpha=0.4, label=s)
     if stages:
         ax.fill_between([], [], facecolor="white", edgecolor="#555", hatch="///",
                         label="hatched: load; solid: run; dotted: release")
-    ax.set_xlabel("time since the process started (s)")
-    ax.set_ylabel("RSS (MB)")
-    ax.set_ylim(0, top)
-    ax.set_xlim(x0, end if end > x0 else x0 + 1)
-    ax.grid(alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
-    if title:
-        ax.set_title(title, fontsize=10)
-    return fig
 
 
 def _timings_of(obj: Any) -> dict[str, float]:
@@ -294,283 +251,6 @@ def stage_times(
         suffix = "" if not total else "  (total " + ", ".join(f"{t * 1000:.0f}" for t in total)
         ax.set_title(title + (suffix + " ms)" if suffix else ""), fontsize=10)
     ax.grid(axis="x", alpha=0.3)
-    return fig
-
-
-def pareto(
-    records: Sequence[Mapping[str, Any]],
-    recommended: Mapping[str, Any] | None = None,
-    budget_mb: float | None = None,
-    x: str = PARETO_X,
-    y: str = PARETO_Y,
-    title: str | None = "latency against peak memory",
-    fig: Figure | None = None,
-    ax: Any = None,
-    default: Mapping[str, Any] | None = None,
-) -> Figure:
-    """Latency vs peak RSS for every trial, the Pareto front, the budget and the pick.
-
-    Filled markers are resident loading, hollow ones paged (or a budget): the policy that
-    moves memory most. The pick, the ``default`` record (an untuned deployment) and the
-    front's points are labelled; both axes start at zero, so a few MB or ms between
-    neighbours look as small as they are. Draws on ``ax`` when given (its figure is
-    returned), else on ``fig`` (cleared) or a new figure.
-
-    Records use the keys of `tts_kit.experiments.records` (``preset``, ``cpus``, ``status``, ``x``,
-    ``y`` ...); the axes are labelled with `tts_kit.experiments.records.label`. A record's
-    ``pareto``
-    flag is used when present, else `tts_kit.experiments.records.pareto_front` gives the front.
-    Trials that did not finish are listed in the title.
-
-    Example:
-        >>> recs = [{"preset": "a", "cpus": 1, "status": "ok", "peak_rss_mb": 100, "p50_ms": 9},
-        ...         {"preset": "b", "cpus": 1, "status": "ok", "peak_rss_mb": 90, "p50_ms": 12}]
-        >>> len(pareto(recs, recommended=recs[0], budget_mb=120).axes)
-        1
-    """
-    records = list(records)
-    if ax is not None:
-        fig = ax.figure
-    elif fig is None:
-        fig = _figure(8, 4.6)
-        ax = fig.add_subplot()
-    else:
-        fig.clear()
-        ax = fig.add_subplot()
-    ok = [r for r in records if r.get("status", "ok") == "ok" and r.get(x) is not None]
-    if any("pareto" in r for r in records):
-        front_idx = [i for i, r in enumerate(records) if r.get("pareto") and r in ok]
-    else:
-        front_idx = pareto_front(records, x, y)
-    presets = sorted({str(r.get("preset")) for r in ok})
-    cmap = {p: f"C{i % 10}" for i, p in enumerate(presets)}
-    cpu_markers = {1: "o", 2: "s", 4: "^", 8: "D"}
-    def resident(r: Mapping[str, Any]) -> bool:
-        return str(r.get("loading", "resident")) == "resident"
-
-    for r in ok:
-        color = cmap[str(r.get("preset"))]
-        ax.scatter(r[x], r[y], marker=cpu_markers.get(r.get("cpus"), "P"), s=46, alpha=0.9,
-                   zorder=3, facecolor=color if resident(r) else "white", edgecolor=color,
-                   linewidths=1.6)
-    for p in presets:
-        ax.scatter([], [], color=cmap[p], marker="o", label=p)
-    for c in sorted({r.get("cpus") for r in ok if r.get("cpus") is not None}):
-        ax.scatter([], [], color="#777", marker=cpu_markers.get(c, "P"), label=f"{c} vCPU")
-    if any(not resident(r) for r in ok):
-        ax.scatter([], [], facecolor="#777", edgecolor="#777", marker="o", label="resident")
-        ax.scatter([], [], facecolor="white", edgecolor="#777", marker="o", linewidths=1.6,
-                   label="paged / budget")
-    front = sorted((records[i] for i in front_idx), key=lambda r: r[x])
-    if front:
-        ax.step([r[x] for r in front], [r[y] for r in front], where="post", color="black",
-                lw=1, ls="-", alpha=0.7, label="Pareto front", zorder=2)
-    if budget_mb:
-        xmax = max((r[x] for r in ok), default=budget_mb)
-        if budget_mb <= 2.5 * xmax:
-            ax.axvline(budget_mb, color="red", ls="--", lw=1.3,
-                       label=f"budget {budget_mb:.0f} MB")
-        else:  # far to the right: name it rather than squeeze every point to the left
-            ax.plot([], [], color="red", ls="--", lw=1.3,
-                    label=f"budget {budget_mb:.0f} MB (off the scale)")
-    if recommended is not None and recommended.get(x) is not None:
-        ax.scatter(recommended[x], recommended[y], marker="*", s=320, facecolor="gold",
-                   edgecolor="black", zorder=4, label="recommended")
-    # Labels for the points that matter: the pick, the default, the front (no repeats).
-    def short(r: Mapping[str, Any]) -> str:
-        ld = r.get("loading")
-        return f"{r.get('preset')} @ {r.get('cpus')} vCPU" + (
-            "" if ld in (None, "resident") else f", {ld}")
-
-    labelled: list[tuple[Mapping[str, Any], str]] = []
-    if recommended is not None and recommended.get(x) is not None:
-        labelled.append((recommended, "pick: " + short(recommended)))
-    if default is not None and default.get(x) is not None:
-        labelled.append((default, "default: " + short(default)))
-    labelled += [(r, short(r)) for r in front]
-    seen: set[tuple[Any, Any]] = set()
-    for i, (r, text) in enumerate(labelled):
-        at = (r[x], r[y])
-        if at in seen:
-            continue
-        seen.add(at)
-        bold = text.startswith(("pick", "default"))
-        ax.annotate(text, at, xytext=(8, 6 - 11 * (i % 2)), textcoords="offset points",
-                    fontsize=8 if bold else 7, fontweight="bold" if bold else "normal",
-                    bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none",
-                          "alpha": 0.75}, zorder=5)
-    if ok:
-        # From zero: a 5 MB gap between 480 and 485 MB is 1 %, and should look it.
-        xmax = max(r[x] for r in ok)
-        if budget_mb and budget_mb <= 2.5 * xmax:  # the budget line is drawn: keep it in
-            xmax = max(xmax, budget_mb)
-        ax.set_xlim(0, xmax * 1.12)
-        ax.set_ylim(0, max(r[y] for r in ok) * 1.15)
-    failed = [r for r in records if r.get("status", "ok") != "ok"]
-    ax.set_xlabel(axis_label(x))
-    ax.set_ylabel(axis_label(y))
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    if title:
-        extra = ""
-        if failed:
-            extra = "\nnot finished: " + ", ".join(
-                f"{r.get('preset')}@{r.get('cpus')} ({r.get('status')})" for r in failed[:6]
-            )
-        ax.set_title(title + extra, fontsize=10)
-    return fig
-
-
-#: The bars of `latency_story`, in the order a request meets them.
-LATENCY_PARTS: tuple[tuple[str, str], ...] = (
-    ("session_s", "session creation (load)"),
-    ("first_ms", "first call"),
-    ("p50_ms", "steady call (p50)"),
-)
-
-
-def latency_story(
-    rows: Sequence[Mapping[str, Any]],
-    title: str | None = "one configuration, measured in three places",
-    ax: Any = None,
-) -> Figure:
-    """Session creation, first call and steady p50 of one configuration, side by side
-    for each place it was measured (the sweep's trial, the re-measured trial, this
-    kernel), each bar labelled with its value; missing figures are left out.
-
-    Each row: ``label`` and any of ``session_s`` (seconds), ``first_ms``, ``p50_ms``
-    (`tts_kit.report.answer.latency_rows` builds them). Seconds are drawn in ms.
-
-    Example:
-        >>> fig = latency_story([{"label": "sweep", "session_s": 1.5, "first_ms": 900,
-        ...                        "p50_ms": 700}, {"label": "kernel", "first_ms": 950}])
-        >>> fig.axes[0].get_xlabel()
-        'milliseconds'
-    """
-    rows = list(rows)
-    if ax is None:
-        fig = _figure(8, 0.9 + 0.75 * max(1, len(rows)))
-        ax = fig.add_subplot()
-    else:
-        fig = ax.figure
-    colors = {"session_s": "#8c6d31", "first_ms": "#e6550d", "p50_ms": "#3182bd"}
-    n = len(LATENCY_PARTS)
-    height = 0.8 / n
-    top = 0.0
-    for ri, row in enumerate(rows):
-        for pi, (key, name) in enumerate(LATENCY_PARTS):
-            value = to_number(row.get(key))
-            if value is None:
-                continue
-            ms = value * 1000 if key.endswith("_s") else value
-            top = max(top, ms)
-            y = ri + pi * height - 0.4 + height / 2
-            ax.barh(y, ms, height=height * 0.9, color=colors[key],
-                    label=name if ri == 0 or not ax.get_legend_handles_labels()[1].count(name)
-                    else None)
-            ax.annotate(f"{ms:,.0f} ms", (ms, y), xytext=(3, 0), textcoords="offset points",
-                        va="center", fontsize=7)
-    ax.set_yticks(range(len(rows)), [str(r.get("label", "")) for r in rows], fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xlim(0, max(top, 1.0) * 1.18)
-    ax.set_xlabel("milliseconds")
-    ax.grid(axis="x", alpha=0.3)
-    handles, labels = ax.get_legend_handles_labels()
-    if handles:
-        uniq = dict(zip(labels, handles))
-        ax.legend(uniq.values(), uniq.keys(), fontsize=7, loc="upper left",
-                  bbox_to_anchor=(1.01, 1.0), frameon=False)
-    if title:
-        ax.set_title(title, fontsize=10)
-    return fig
-
-
-def stage_costs(
-    costs: Any,
-    runtime_mb: float | None = None,
-    article_split: Mapping[str, float] | None | str = "claimed",
-    title: str | None = "memory per stage",
-    fig: Figure | None = None,
-) -> Figure:
-    """Measured memory per stage (load and run) next to the article's estimated split.
-
-    Args:
-        costs: a `tts_kit.runtime.loading.StageCosts` (what
-        `tts_kit.experiments.stage_costs.stage_costs` measured),
-            or a mapping ``stage -> cost`` where a cost has ``load_mb`` and ``run_mb``
-            (or is a plain number of MB).
-        runtime_mb: RSS of the process before any session (interpreter + ONNX Runtime),
-            the measured counterpart of the article's "runtime" share; taken from a
-            `StageCosts` when not given.
-        article_split: the percentages to show beside the measurement: ``"claimed"``
-            (default) for the memory article's estimate as `tts_kit.runtime.loading` records it
-            (``StageCosts.claimed_split``), a mapping of your own, or None to leave it out.
-
-    Example:
-        >>> fig = stage_costs({"vocoder": {"load_mb": 30, "run_mb": 12}}, runtime_mb=60)
-        >>> len(fig.axes)
-        2
-    """
-    if hasattr(costs, "stages") and not isinstance(costs, Mapping):
-        if runtime_mb is None and to_number(getattr(costs, "runtime_mb", None)) is not None:
-            runtime_mb = costs.runtime_mb
-        if article_split == "claimed":
-            article_split = getattr(costs, "claimed_split", None) or "claimed"
-        costs = costs.stages
-    from tts_kit.runtime.loading import ARTICLE_SPLIT_CLAIMED, cost_parts, memory_split
-
-    if article_split == "claimed":
-        article_split = ARTICLE_SPLIT_CLAIMED
-    stages = [s for s in contract.STAGES if s in costs] + [
-        s for s in costs if s not in contract.STAGES
-    ]
-    parts = {s: cost_parts(costs[s]) for s in stages}
-    if fig is None:
-        fig = _figure(10, 3.8)
-    else:
-        fig.clear()
-    ax, ax2 = fig.subplots(1, 2, width_ratios=[3, 2])
-    ys = np.arange(len(stages))
-    load = np.array([parts[s][0] for s in stages])
-    run = np.array([parts[s][1] for s in stages])
-    ax.barh(ys, load, color=[STAGE_COLORS.get(s, "#777") for s in stages], label="load")
-    ax.barh(ys, run, left=load, color=[STAGE_COLORS.get(s, "#777") for s in stages],
-            alpha=0.45, hatch="//", label="run")
-    for y, a, b in zip(ys, load, run):
-        fmt = ".1f" if max(a, b) < 10 else ".0f"
-        ax.annotate(f"{a:{fmt}} + {b:{fmt}} MB", (a + b, y), xytext=(3, 0),
-                    textcoords="offset points", va="center", fontsize=7)
-    ax.set_yticks(ys, stages)
-    ax.invert_yaxis()
-    ax.set_xlabel("RSS added (MB)")
-    ax.set_xlim(0, max(float((load + run).max(initial=0)), 1e-3) * 1.3)  # room for the labels
-    ax.legend(fontsize=7, loc="upper right")
-    ax.grid(axis="x", alpha=0.3)
-    if title:
-        ax.set_title(title, fontsize=10)
-    # Right: the measured split in the article's vocabulary, as far as it maps.
-    bars = [("measured", memory_split(costs, runtime_mb))]
-    if article_split:
-        bars.append(("article (claimed)", dict(article_split)))
-    palette = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860"]
-    for i, (label, split) in enumerate(bars):
-        left = 0.0
-        for j, (name, pct) in enumerate(split.items()):
-            color = palette[j % len(palette)] if label == "measured" else f"C{(j + 5) % 10}"
-            # Every segment is named in the legend; wide ones also inside the bar.
-            ax2.barh(i, pct, left=left, color=color, edgecolor="white",
-                     label=f"{label.split()[0]}: {name} {pct:.0f}%")
-            if pct >= 18:
-                ax2.annotate(f"{name}\n{pct:.0f}%", (left + pct / 2, i), ha="center",
-                             va="center", fontsize=6, color="white")
-            left += pct
-    ax2.set_yticks(range(len(bars)), [b[0] for b in bars])
-    ax2.set_xlim(0, 100)
-    ax2.invert_yaxis()
-    ax2.set_xlabel("% of total")
-    ax2.set_title("split", fontsize=10)
-    ax2.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2,
-               frameon=False)
     return fig
 
 
@@ -649,106 +329,3 @@ def ab_compare(
         fig.suptitle(title, fontsize=10)
     return fig
 
-
-def load_levels(
-    records: Sequence[Mapping[str, Any]],
-    title: str | None = "load test",
-    fig: Figure | None = None,
-) -> Figure:
-    """A load test level by level: latency and time-to-first-audio percentiles (left),
-    the pool's memory over time with the levels marked (right).
-
-    Records are `tts_kit.serve.loadtest` levels (``concurrency`` or ``rate``, ``p50_ms``
-    ... ``ttfa_p95_ms``, ``timeline`` of ``[t, RSS MB, PSS MB]``, ``wall_s``).
-
-    Example:
-        >>> recs = [{"mode": "closed", "concurrency": c, "p50_ms": 100 * c, "p95_ms": 150 * c,
-        ...          "p99_ms": 160 * c, "ttfa_p50_ms": 40 * c, "ttfa_p95_ms": 60 * c,
-        ...          "rps": 2.0, "timeline": [[0, 300, 200], [1, 320, 210]], "wall_s": 1.0}
-        ...         for c in (1, 2, 4)]
-        >>> len(load_levels(recs).axes)
-        2
-    """
-    records = list(records)
-    if fig is None:
-        fig = _figure(10, 3.8)
-    else:
-        fig.clear()
-    left, right = fig.subplots(1, 2)
-    names = [f"c={r['concurrency']}" if r.get("concurrency") else f"{r.get('rate', 0):g}/s"
-             for r in records]
-    x = np.arange(len(records))
-    for key, style in (("p50_ms", "-o"), ("p95_ms", "-s"), ("p99_ms", ":^"),
-                       ("ttfa_p50_ms", "--o"), ("ttfa_p95_ms", "--s")):
-        ys = [to_number(r.get(key)) for r in records]
-        if any(y is not None for y in ys):
-            left.plot(x, [np.nan if y is None else y for y in ys], style,
-                      label=axis_label(key).replace(" (ms)", ""))
-    left.set_xticks(x, names)
-    left.set_ylabel("ms")
-    left.set_xlabel("load level")
-    left.grid(alpha=0.3)
-    left.legend(fontsize=7)
-    offset = 0.0
-    for i, r in enumerate(records):
-        tl = np.asarray(r.get("timeline") or [], float).reshape(-1, 3)
-        if len(tl):
-            right.plot(tl[:, 0] + offset, tl[:, 1], color="C0", lw=1.2,
-                       label="pool RSS" if i == 0 else None)
-            right.plot(tl[:, 0] + offset, tl[:, 2], color="C1", lw=1.2,
-                       label="pool PSS" if i == 0 else None)
-        right.axvline(offset, color="#999", lw=0.8, ls=":")
-        right.annotate(names[i], (offset, 0), xytext=(2, 2), textcoords="offset points",
-                       fontsize=7, xycoords=("data", "axes fraction"))
-        offset += float(r.get("wall_s") or (tl[-1, 0] if len(tl) else 0.0))
-    right.set_xlabel("seconds")
-    right.set_ylabel("MB")
-    right.grid(alpha=0.3)
-    if right.lines:
-        right.legend(fontsize=7)
-    if title:
-        fig.suptitle(title, fontsize=10)
-    return fig
-
-
-def architectures(
-    records: Sequence[Mapping[str, Any]],
-    keys: Sequence[str] = ("rps", "p95_ms", "ttfa_p95_ms", "pool_pss_mb"),
-    title: str | None = "serving architectures",
-) -> Figure:
-    """One panel per figure in ``keys`` against concurrency, one line per configuration
-    (`tts_kit.serve.sweep` records: ``architecture``, ``workers``, ``threads``,
-    ``loading``, ``concurrency``).
-
-    Example:
-        >>> recs = [{"architecture": a, "workers": 2, "threads": 1, "loading": "resident",
-        ...          "concurrency": c, "status": "ok", "rps": 1.0 * c, "p95_ms": 100.0,
-        ...          "ttfa_p95_ms": 50.0, "pool_pss_mb": 300.0}
-        ...         for a in ("workers", "article") for c in (1, 2)]
-        >>> len(architectures(recs).axes)
-        4
-    """
-    records = [r for r in records if r.get("status", "ok") == "ok" and r.get("concurrency")]
-    fig = _figure(3.0 * len(keys), 3.4)
-    axes = fig.subplots(1, len(keys))
-    axes = [axes] if len(keys) == 1 else list(axes)
-
-    def name(r: Mapping[str, Any]) -> str:
-        extra = "" if r.get("loading") in (None, "resident") else f", {r['loading']}"
-        th = r.get("threads")
-        return f"{r['architecture']} x{r['workers']}" + (f" ({th}t)" if th else "") + extra
-
-    configs = list(dict.fromkeys(name(r) for r in records))
-    for ax, key in zip(axes, keys):
-        for i, cfg in enumerate(configs):
-            rows = sorted((r for r in records if name(r) == cfg), key=lambda r: r["concurrency"])
-            ys = [to_number(r.get(key)) for r in rows]
-            ax.plot([r["concurrency"] for r in rows], [np.nan if y is None else y for y in ys],
-                    "-o", color=f"C{i % 10}", label=cfg, ms=4)
-        ax.set_xlabel("concurrency")
-        ax.set_title(axis_label(key), fontsize=9)
-        ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
-    if title:
-        fig.suptitle(title, fontsize=10)
-    return fig

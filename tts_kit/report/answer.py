@@ -22,7 +22,18 @@ import shlex
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from tts_kit.experiments.records import COLUMNS, format_value
+from tts_kit.experiments.records import (
+    COLUMNS,
+    FIRST_MS,
+    IDLE_RSS_MB,
+    LOAD_S,
+    P50_MS,
+    P95_MS,
+    PEAK_RSS_MB,
+    RTF,
+    STAGE_COSTS_MB,
+    format_value,
+)
 from tts_kit.report.document import key_text, record_key
 
 if TYPE_CHECKING:
@@ -31,8 +42,8 @@ if TYPE_CHECKING:
 #: The preset an untuned deployment runs with: ONNX Runtime's own defaults.
 DEFAULT_PRESET = "ort-default"
 #: The figures of the answer's comparison, lower is better for each.
-ANSWER_KEYS: tuple[str, ...] = ("p50_ms", "p95_ms", "first_ms", "load_s", "peak_rss_mb",
-                                "idle_rss_mb", "rtf")
+ANSWER_KEYS: tuple[str, ...] = (P50_MS, P95_MS, FIRST_MS, LOAD_S, PEAK_RSS_MB,
+                                IDLE_RSS_MB, RTF)
 
 # ORT's enum names for the preset's words (`tts_kit.runtime.sessions`' own mapping, as text).
 _EXECUTION_MODE = {"sequential": "ORT_SEQUENTIAL", "parallel": "ORT_PARALLEL"}
@@ -51,11 +62,11 @@ def default_record(rep: TuningReport) -> dict[str, Any] | None:
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
         >>> recs = [{"preset": "ort-default", "cpus": 1, "loading": "resident", "steps": 5,
-        ...          "batch_size": 1, "status": "ok", "p50_ms": 20.0},
+        ...          "batch_size": 1, "status": "ok", P50_MS: 20.0},
         ...         {"preset": "lean", "cpus": 1, "loading": "paged", "steps": 5,
-        ...          "batch_size": 1, "status": "ok", "p50_ms": 10.0}]
+        ...          "batch_size": 1, "status": "ok", P50_MS: 10.0}]
         >>> rep = TuningReport(SweepSpec(), recs, recs[1], "fastest", {}, {}, {})
-        >>> default_record(rep)["p50_ms"]
+        >>> default_record(rep)[P50_MS]
         20.0
     """
     pick = rep.recommended
@@ -79,7 +90,7 @@ def comparison(rep: TuningReport) -> list[dict[str, Any]]:
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
         >>> d = {"preset": "ort-default", "cpus": 1, "loading": "resident", "steps": 5,
-        ...      "status": "ok", "p50_ms": 20.0, "peak_rss_mb": 500.0}
+        ...      "status": "ok", P50_MS: 20.0, PEAK_RSS_MB: 500.0}
         >>> p = dict(d, preset="lean", p50_ms=10.0, peak_rss_mb=400.0)
         >>> rep = TuningReport(SweepSpec(), [d, p], p, "fastest", {}, {}, {})
         >>> [(r["key"], r["ratio"]) for r in comparison(rep)][:1]
@@ -357,7 +368,7 @@ def latency_rows(rep: TuningReport, kernel: Mapping[str, Any] | None = None
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
-        >>> p = {"preset": "x", "cpus": 1, "load_s": 1.5, "first_ms": 900.0, "p50_ms": 700.0}
+        >>> p = {"preset": "x", "cpus": 1, LOAD_S: 1.5, FIRST_MS: 900.0, P50_MS: 700.0}
         >>> rep = TuningReport(SweepSpec(), [p], p, "", {}, {}, {})
         >>> [(r["label"], r["session_s"]) for r in latency_rows(rep, {"session_s": 2.0})]
         [('sweep trial (fresh process, 1 vCPU)', 1.5), ('this kernel (not pinned)', 2.0)]
@@ -371,8 +382,8 @@ def latency_rows(rep: TuningReport, kernel: Mapping[str, Any] | None = None
                        (f"measured again (another fresh process, {cpus} vCPU)",
                         rep.extras.get("recommended_trial"))):
         if isinstance(rec, Mapping) and rec.get("status", "ok") == "ok":
-            rows.append({"label": label, "session_s": rec.get("load_s"),
-                         "first_ms": rec.get("first_ms"), "p50_ms": rec.get("p50_ms")})
+            rows.append({"label": label, "session_s": rec.get(LOAD_S),
+                         FIRST_MS: rec.get(FIRST_MS), P50_MS: rec.get(P50_MS)})
     if kernel:
         rows.append({"label": "this kernel (not pinned)", **dict(kernel)})
     return rows
@@ -398,8 +409,8 @@ def conclusions(rep: TuningReport) -> list[str]:
     out.append(f"Measured {len(rep.records)} configuration(s), each in its own fresh process "
                f"({len(ok)} finished" + (f", {failed} did not" if failed else "") + ").")
     if ok:
-        p50 = sorted(float(r["p50_ms"]) for r in ok if r.get("p50_ms") is not None)
-        peak = sorted(float(r["peak_rss_mb"]) for r in ok if r.get("peak_rss_mb") is not None)
+        p50 = sorted(float(r[P50_MS]) for r in ok if r.get(P50_MS) is not None)
+        peak = sorted(float(r[PEAK_RSS_MB]) for r in ok if r.get(PEAK_RSS_MB) is not None)
         if p50 and peak:
             spread = max(p50[-1] / p50[0], peak[-1] / peak[0])
             # Said from the spread, not assumed: below 1.2x the choice hardly changes a thing.
@@ -411,10 +422,10 @@ def conclusions(rep: TuningReport) -> list[str]:
         paged = [r for r in ok if str(r.get("loading")) != "resident"]
         res = [r for r in ok if str(r.get("loading")) == "resident"]
         if paged and res:
-            pk = min(float(r["peak_rss_mb"]) for r in paged)
-            rk = min(float(r["peak_rss_mb"]) for r in res)
-            lp = min(float(r["p50_ms"]) for r in paged)
-            lr = min(float(r["p50_ms"]) for r in res)
+            pk = min(float(r[PEAK_RSS_MB]) for r in paged)
+            rk = min(float(r[PEAK_RSS_MB]) for r in res)
+            lp = min(float(r[P50_MS]) for r in paged)
+            lr = min(float(r[P50_MS]) for r in res)
             out.append(f"Paged loading's lowest peak was {pk:,.0f} MB against {rk:,.0f} MB "
                        f"resident, at a best p50 of {lp:,.0f} ms against {lr:,.0f} ms.")
     pick, base = rep.recommended, default_record(rep)
@@ -426,9 +437,9 @@ def conclusions(rep: TuningReport) -> list[str]:
     out.append(f"Recommended: {key_text(record_key(pick))} ({rep.reason}).")
     if base is not None and record_key(base) != record_key(pick):
         ratios = {r["key"]: r["ratio"] for r in comparison(rep) if r["ratio"] is not None}
-        if "p50_ms" in ratios and "peak_rss_mb" in ratios:
+        if P50_MS in ratios and PEAK_RSS_MB in ratios:
             out.append(f"Against the untuned default on the same vCPUs it takes "
-                       f"{ratios['p50_ms']:.2f}x the latency and {ratios['peak_rss_mb']:.2f}x "
+                       f"{ratios[P50_MS]:.2f}x the latency and {ratios[PEAK_RSS_MB]:.2f}x "
                        "the peak memory.")
     elif base is not None:
         out.append("It is the untuned default: keep ONNX Runtime's options on this machine.")
@@ -446,15 +457,15 @@ def conclusions(rep: TuningReport) -> list[str]:
 
 #: The sweep table's columns: the configuration and the figures that decide (the rest
 #: stay in report.json).
-TABLE_KEYS: tuple[str, ...] = ("preset", "cpus", "loading", "status", "load_s", "first_ms",
-                               "p50_ms", "peak_rss_mb", "idle_rss_mb", "rtf", "pareto")
+TABLE_KEYS: tuple[str, ...] = ("preset", "cpus", "loading", "status", LOAD_S, FIRST_MS,
+                               P50_MS, PEAK_RSS_MB, IDLE_RSS_MB, RTF, "pareto")
 
 
 def sweep_table(records: Any, keys: tuple[str, ...] = TABLE_KEYS) -> Any:
     """Records as a compact pandas table (`tts_kit.experiments.records.frame` of `TABLE_KEYS`).
 
     Example:
-        >>> list(sweep_table([{"preset": "lean", "p50_ms": 12.3}]).columns)[:2]
+        >>> list(sweep_table([{"preset": "lean", P50_MS: 12.3}]).columns)[:2]
         ['preset', 'cpus']
     """
     from tts_kit.experiments.records import frame
@@ -501,11 +512,11 @@ def replay(rep: TuningReport, bundle: Any) -> tuple[Any, dict[str, float]]:
     pick = rep.recommended or rep.records[0]
     t0 = time.perf_counter()
     engine = make_engine(bundle, preset=rep.preset_of(pick), loading=pick["loading"],
-                    stage_costs_mb=pick.get("stage_costs_mb"))
+                    stage_costs_mb=pick.get(STAGE_COSTS_MB))
     session_s = time.perf_counter() - t0
     work = rep.spec.workload.replace(steps=pick["steps"])  # what the sweep synthesised
     t0 = time.perf_counter()
     result = engine.synthesize(work.texts[0], lang=work.lang, voice=work.voice_for(bundle),
                                steps=work.steps, speed=work.speed, seed=work.seed)
     first_ms = (time.perf_counter() - t0) * 1000
-    return result, {"session_s": session_s, "first_ms": first_ms}
+    return result, {"session_s": session_s, FIRST_MS: first_ms}

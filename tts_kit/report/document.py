@@ -26,7 +26,7 @@ configuration differ by more than
 
 Example:
     >>> from tts_kit.report import Noise, record_key
-    >>> Noise().threshold("p50_ms", {"p50_ms": 100.0}, {})
+    >>> Noise().threshold(P50_MS, {P50_MS: 100.0}, {})
     25.0
     >>> record_key({"preset": "lean", "cpus": 1, "loading": "resident", "steps": 2})
     ('lean', 1, 'resident', 2, None)
@@ -49,8 +49,14 @@ from tts_kit.core import atomic
 from tts_kit.core.textsafe import display_path
 from tts_kit.experiments.records import (
     COLUMNS,
+    CPU_PERCENT,
     LATENCY_KEYS,
+    LOAD_S,
     MEMORY_KEYS,
+    P50_MS,
+    P95_MS,
+    PEAK_RSS_MB,
+    RTF,
     SUMMARY_KEYS,
     select,
     to_number,
@@ -71,7 +77,8 @@ class Noise:
     """Thresholds below which a rerun's change is noise (see the module docstring).
 
     Example:
-        >>> Noise(memory_abs_mb=4).threshold("idle_rss_mb", {"idle_rss_mb": 20.0}, {})
+        >>> from tts_kit.experiments.records import IDLE_RSS_MB
+        >>> Noise(memory_abs_mb=4).threshold(IDLE_RSS_MB, {IDLE_RSS_MB: 20.0}, {})
         4
     """
 
@@ -92,19 +99,19 @@ class Noise:
         """The largest change of ``metric`` between ``old`` and ``new`` that is noise.
 
         Example:
-            >>> Noise().threshold("peak_rss_mb", {"peak_rss_mb": 200.0}, {})
+            >>> Noise().threshold(PEAK_RSS_MB, {PEAK_RSS_MB: 200.0}, {})
             20.0
         """
         base = abs(float(old.get(metric) or 0.0))
         if metric in MEMORY_KEYS:
             return max(self.memory_rel * base, self.memory_abs_mb)
-        if metric == "cpu_percent":
+        if metric == CPU_PERCENT:
             return self.cpu_abs
         spread = max(_spread(old), _spread(new))
         spread += max(self.starvation(old), self.starvation(new))
-        floor = self.latency_abs_ms / 1000 if metric == "load_s" else self.latency_abs_ms
-        if metric == "rtf":
-            p50 = float(old.get("p50_ms") or 0.0)
+        floor = self.latency_abs_ms / 1000 if metric == LOAD_S else self.latency_abs_ms
+        if metric == RTF:
+            p50 = float(old.get(P50_MS) or 0.0)
             floor = base * self.latency_abs_ms / p50 if p50 > 0 else 0.0
         return max(self.latency_rel * base, spread * base, floor)
 
@@ -117,10 +124,10 @@ class Noise:
         configuration. Zero for trials that had their core (100 or more).
 
         Example:
-            >>> Noise().starvation({"cpu_percent": 50.0}), Noise().starvation({"cpu_percent": 100})
+            >>> Noise().starvation({CPU_PERCENT: 50.0}), Noise().starvation({CPU_PERCENT: 100})
             (1.0, 0.0)
         """
-        cpu = rec.get("cpu_percent")
+        cpu = rec.get(CPU_PERCENT)
         if to_number(cpu) is None or cpu <= 0:
             return 0.0
         return min(self.max_starvation, max(0.0, 100.0 / float(cpu) - 1.0))
@@ -131,11 +138,11 @@ class Noise:
 
 
 #: The figures a rerun compares: latency, memory (RSS) and CPU use.
-METRICS: tuple[str, ...] = (*LATENCY_KEYS, *MEMORY_KEYS, "cpu_percent")
+METRICS: tuple[str, ...] = (*LATENCY_KEYS, *MEMORY_KEYS, CPU_PERCENT)
 
 
 def _spread(rec: Mapping[str, Any]) -> float:
-    p50, p95 = rec.get("p50_ms"), rec.get("p95_ms")
+    p50, p95 = rec.get(P50_MS), rec.get(P95_MS)
     if not p50 or to_number(p50) is None or to_number(p95) is None:
         return 0.0
     return max(0.0, (float(p95) - float(p50)) / float(p50))
@@ -192,7 +199,7 @@ def record_key(rec: Mapping[str, Any]) -> tuple[Any, ...]:
     """What identifies a configuration in a sweep (preset, cpus, loading, steps, batch).
 
     Example:
-        >>> record_key({"preset": "lean", "cpus": 1, "loading": "paged", "p50_ms": 3})
+        >>> record_key({"preset": "lean", "cpus": 1, "loading": "paged", P50_MS: 3})
         ('lean', 1, 'paged', None, None)
     """
     batch = rec.get("batch_size", rec.get("batch"))
@@ -378,7 +385,7 @@ class TuningReport:
 
         Example:
             >>> rep = TuningReport.load("reports/cluster/report.json")  # doctest: +SKIP
-            >>> rep.machines_dataframe()[["machine", "preset", "p50_ms"]]  # doctest: +SKIP
+            >>> rep.machines_dataframe()[["machine", "preset", P50_MS]]  # doctest: +SKIP
         """
         import pandas as pd
 
@@ -387,7 +394,7 @@ class TuningReport:
             pick = part.recommended or {}
             row: dict[str, Any] = {"machine": label, "trials": len(part.records),
                                    "ok": sum(r.get("status") == "ok" for r in part.records)}
-            for k in ("preset", "cpus", "loading", "p50_ms", "peak_rss_mb", "rtf"):
+            for k in ("preset", "cpus", "loading", P50_MS, PEAK_RSS_MB, RTF):
                 row[k] = pick.get(k)
             rows.append(row)
         df = pd.DataFrame(rows)

@@ -31,6 +31,7 @@ from typing import Any
 
 from tts_kit.core import atomic
 from tts_kit.core.textsafe import hide_home
+from tts_kit.experiments.records import STAGE_COSTS_MB
 from tts_kit.models.family import resolve_model
 from tts_kit.models.supertonic.bundle import Bundle
 from tts_kit.report.document import TuningReport, environment, model_fingerprint
@@ -129,10 +130,11 @@ def machine_entry(label: str, part: Any, budget_mb: float | None) -> dict[str, A
     ``part`` is that machine's `tts_kit.experiments.tune.SweepResult` (`SweepResult.by_machine`).
 
     Example:
+        >>> from tts_kit.experiments.records import P50_MS, PEAK_RSS_MB
         >>> from tts_kit.experiments.tune import SweepResult
         >>> env = {"cpu_model": "A", "cpus_available": 1, "memory_total_mb": 512.0}
         >>> part = SweepResult([{"preset": "lean", "cpus": 1, "status": "ok",
-        ...                      "peak_rss_mb": 90.0, "p50_ms": 12.0, "machine": env}])
+        ...                      PEAK_RSS_MB: 90.0, P50_MS: 12.0, "machine": env}])
         >>> e = machine_entry("A, 1 core, 512 MB", part, 1024)
         >>> e["recommendation"]["record"]["preset"], e["trials"]
         ('lean', 1)
@@ -170,7 +172,7 @@ def measure_recommended(bundle: Bundle, tuning: TuningReport,
     # record keeps them), not the file-size estimate: otherwise it is another configuration.
     args = (bundle.path, tuning.preset_of(pick), workload)
     kwargs = dict(cpus=pick["cpus"], loading=pick["loading"], mem_budget_mb=spec.mem_budget_mb,
-                  stage_costs_mb=pick.get("stage_costs_mb"))
+                  stage_costs_mb=pick.get(STAGE_COSTS_MB))
     if executor is not None:
         return executor.submit(tune.trial, *args, **kwargs).result()
     return tune.trial(*args, **kwargs)

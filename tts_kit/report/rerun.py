@@ -28,7 +28,7 @@ from typing import Any
 
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
-from tts_kit.experiments.records import to_number
+from tts_kit.experiments.records import CPU_PERCENT, P50_MS, PEAK_RSS_MB, to_number
 from tts_kit.models.family import resolve_model
 from tts_kit.models.supertonic.bundle import Bundle
 from tts_kit.report.document import METRICS, Noise, TuningReport, key_text, record_key
@@ -41,7 +41,7 @@ class Move:
     """One figure that changed by more than the noise.
 
     Example:
-        >>> Move(("lean", 1, "resident", 2, 1), "p50_ms", 12.0, 18.5, 3.0).text()
+        >>> Move(("lean", 1, "resident", 2, 1), P50_MS, 12.0, 18.5, 3.0).text()
         'lean @ 1 vCPU, resident, 2 steps: p50_ms 12 -> 18.5 (+54%, noise 3)'
     """
 
@@ -225,12 +225,12 @@ CONTENTION_CPU_PERCENT = 60.0
 
 def _contention(label: str, rep: TuningReport) -> str:
     starved = [r for r in rep.records if r.get("status") == "ok"
-               and to_number(r.get("cpu_percent")) is not None
-               and r["cpu_percent"] < CONTENTION_CPU_PERCENT]
+               and to_number(r.get(CPU_PERCENT)) is not None
+               and r[CPU_PERCENT] < CONTENTION_CPU_PERCENT]
     if not starved:
         return ""
-    lo = min(r["cpu_percent"] for r in starved)
-    hi = max(r["cpu_percent"] for r in starved)
+    lo = min(r[CPU_PERCENT] for r in starved)
+    hi = max(r[CPU_PERCENT] for r in starved)
     return (f"in {label}, {len(starved)} of {len(rep.records)} trials got only {lo:.0f}-{hi:.0f} %"
             " of a core (other load on the machine?); their latency is the neighbours' as much"
             " as the configuration's")
@@ -254,12 +254,12 @@ def _recommendation_holds(
         return False, (f"the report's pick {key_text(ka)} did not finish now; "
                        f"this machine recommends {key_text(kb)}"), None
     budget = new.spec.mem_budget_mb
-    peak = to_number(again.get("peak_rss_mb"))
+    peak = to_number(again.get(PEAK_RSS_MB))
     if budget is not None and peak is not None and peak > budget:
         return False, (f"the report's pick {key_text(ka)} now peaks at "
-                       f"{again['peak_rss_mb']:.0f} MB, over the {budget:.0f} MB budget"), None
-    limit = noise.threshold("p50_ms", b, again)
-    gap = float(again.get("p50_ms") or 0) - float(b.get("p50_ms") or 0)
+                       f"{again[PEAK_RSS_MB]:.0f} MB, over the {budget:.0f} MB budget"), None
+    limit = noise.threshold(P50_MS, b, again)
+    gap = float(again.get(P50_MS) or 0) - float(b.get(P50_MS) or 0)
     if gap <= limit:
         return True, (f"this machine prefers {key_text(kb)}, but the report's pick "
                       f"{key_text(ka)} is within noise of it (p50 {gap:+.1f} ms, noise "
@@ -367,8 +367,8 @@ def head_to_head(
                                                  batch_size=batch or 1)
                 rec = trial(bundle, (presets or {}).get(preset, preset), workload, cpus=cpus,
                             mem_budget_mb=spec.mem_budget_mb, loading=loading or "resident")
-                ok = rec["status"] == "ok" and to_number(rec.get("p50_ms")) is not None
-                out[key].append(float(rec["p50_ms"]) if ok else math.nan)
+                ok = rec["status"] == "ok" and to_number(rec.get(P50_MS)) is not None
+                out[key].append(float(rec[P50_MS]) if ok else math.nan)
                 bar.update()
     finally:
         bar.close()

@@ -27,7 +27,6 @@ Example:
 
 
 import asyncio
-import concurrent.futures as cf
 import contextlib
 import hmac
 import json
@@ -41,8 +40,17 @@ from typing import Any
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.settings import settings as current_settings
+from tts_kit.serve.backends import (  # noqa: F401  (re-exported)
+    BACKENDS,
+    ArticleBackend,
+    Backend,
+    InProcessBackend,
+    WorkersBackend,
+    _official_tts,
+    article_synthesize,
+)
+from tts_kit.serve.metrics import BUCKETS, Metrics  # noqa: F401  (re-exported)
 from tts_kit.serve.worker import (
-    RESTART_REASONS,
     DeadlineExceeded,
     Overloaded,
     WorkerConfig,
@@ -54,8 +62,6 @@ from tts_kit.serve.worker import (
 ARCHITECTURES = ("workers", "threads", "blocking", "article")
 #: Environment variable holding the API key when ``--api-key`` is not given.
 API_KEY_ENV = "TTS_KIT_API_KEY"
-#: Histogram buckets (seconds) of latency and time to first audio.
-BUCKETS = (0.025, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 30.0, 60.0)
 
 
 @dataclass
@@ -205,260 +211,6 @@ def check_body(raw: bytes, cfg: ServeConfig, voices: list[str],
             "steps": steps, "speed": float(speed), "seed": seed}
 
 
-# -- metrics -------------------------------------------------------------------------
-
-
-class Metrics:
-    """The server's Prometheus metrics, in a registry of their own."""
-
-    def __init__(self, pool_pids: Any):
-        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-
-        self.registry = CollectorRegistry()
-        r = self.registry
-        self.requests = Counter("tts_kit_requests", "Speech requests by HTTP status",
-                                ["status"], registry=r)
-        self.latency = Histogram("tts_kit_request_seconds", "Arrival to last byte of a "
-                                 "successful speech request", buckets=BUCKETS, registry=r)
-        self.ttfa = Histogram("tts_kit_time_to_first_audio_seconds", "Arrival to the first "
-                              "audio bytes of a successful speech request", buckets=BUCKETS,
-                              registry=r)
-        self.queue = Gauge("tts_kit_queue_depth", "Requests waiting for a worker", registry=r)
-        self.in_flight = Gauge("tts_kit_requests_in_flight", "Requests being served",
-                               registry=r)
-        self.restarts = Counter("tts_kit_worker_restarts", "Workers replaced, by reason",
-                                ["reason"], registry=r)
-        for reason in RESTART_REASONS:
-            self.restarts.labels(reason)
-        self.timeouts = Counter("tts_kit_timeouts", "Requests past their deadline", registry=r)
-        self.audio = Counter("tts_kit_audio_seconds", "Seconds of audio sent", registry=r)
-        for status in ("200", "400", "429", "500", "503"):
-            self.requests.labels(status)
-        r.register(_PoolCollector(pool_pids))
-
-    def text(self) -> bytes:
-        from prometheus_client import generate_latest
-
-        return generate_latest(self.registry)
-
-
-class _PoolCollector:
-    """Per-process RSS and PSS, pool totals and CPU seconds, read at each scrape."""
-
-    def __init__(self, pool_pids: Any):
-        self.pool_pids = pool_pids  # () -> [(label, pid)]
-
-    def describe(self) -> list:
-        return []
-
-    def collect(self):
-        import psutil
-        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-
-        from tts_kit.core.procfacts import pss_mb, rss_mb
-
-        rss = GaugeMetricFamily("tts_kit_process_rss_bytes", "RSS of each serving process",
-                                labels=["process", "pid"])
-        pss = GaugeMetricFamily("tts_kit_process_pss_bytes", "PSS of each serving process "
-                                "(shared pages divided among their sharers)",
-                                labels=["process", "pid"])
-        tot_rss = tot_pss = 0.0
-        for label, pid in self.pool_pids():
-            r, p = rss_mb(pid), pss_mb(pid)
-            if r is not None:
-                rss.add_metric([label, str(pid)], r * 2**20)
-                tot_rss += r
-            if p is not None:
-                pss.add_metric([label, str(pid)], p * 2**20)
-                tot_pss += p
-        yield rss
-        yield pss
-        yield GaugeMetricFamily("tts_kit_pool_rss_bytes", "Summed RSS of the server and its "
-                                "workers (shared pages counted once per process)",
-                                value=tot_rss * 2**20)
-        yield GaugeMetricFamily("tts_kit_pool_pss_bytes", "Summed PSS of the server and its "
-                                "workers (what the pool really holds)", value=tot_pss * 2**20)
-        me = psutil.Process()
-        t = me.cpu_times()
-        cpu = t.user + t.system + t.children_user + t.children_system  # reaped children too
-        for child in me.children(recursive=True):
-            with contextlib.suppress(psutil.Error):
-                ct = child.cpu_times()
-                cpu += ct.user + ct.system
-        yield CounterMetricFamily("tts_kit_pool_cpu_seconds", "CPU seconds of the server and "
-                                  "all its workers, live and gone", value=cpu)
-
-
-# -- backends ------------------------------------------------------------------------
-
-
-class Backend:
-    """How an architecture turns a checked request into audio."""
-
-    streams = False
-
-    def __init__(self, cfg: ServeConfig, metrics_ref: list):
-        self.cfg = cfg
-        self.ready = False
-        self.error: str | None = None
-        self._metrics_ref = metrics_ref
-
-    @property
-    def metrics(self) -> Metrics:
-        return self._metrics_ref[0]
-
-    async def start(self) -> None:  # pragma: no cover - overridden
-        raise NotImplementedError
-
-    async def stop(self) -> None:
-        pass
-
-    def processes(self) -> list[tuple[str, int]]:
-        import psutil
-
-        me = psutil.Process()
-        out = [("server", me.pid)]
-        with contextlib.suppress(psutil.Error):
-            out += [("child", c.pid) for c in me.children(recursive=True)]
-        return out
-
-    def describe(self) -> dict[str, Any]:
-        return {}
-
-
-class WorkersBackend(Backend):
-    """tts_kit's worker processes: streamed audio, real deadlines."""
-
-    streams = True
-
-    async def start(self) -> None:
-        def restarted(reason: str) -> None:
-            self.metrics.restarts.labels(reason).inc()
-
-        self.pool = WorkerPool(self.cfg.worker_config(), self.cfg.workers, self.cfg.max_queue,
-                               self.cfg.max_requests, self.cfg.max_rss_mb, restarted)
-        self.metrics.queue.set_function(lambda: self.pool.queue_depth)
-        await self.pool.start()
-        self.ready = True
-
-    async def stop(self) -> None:
-        if hasattr(self, "pool"):
-            await self.pool.stop()
-
-    def processes(self) -> list[tuple[str, int]]:
-        out = [("server", os.getpid())]
-        if hasattr(self, "pool"):
-            out += [(f"worker-{w['id']}", w["pid"]) for w in self.pool.describe()]
-        return out
-
-    def describe(self) -> dict[str, Any]:
-        return {"workers": self.pool.describe() if hasattr(self, "pool") else []}
-
-
-class InProcessBackend(Backend):
-    """One engine in the server process: ``blocking`` (in the handler) or ``threads``."""
-
-    def __init__(self, cfg: ServeConfig, metrics_ref: list):
-        super().__init__(cfg, metrics_ref)
-        self.in_flight = 0
-
-    async def start(self) -> None:
-        def build():
-            engine = self.cfg.worker_config().build_engine()
-            engine.synthesize("Warming up the model, once.", steps=2, seed=0)
-            return engine
-
-        self.engine = await asyncio.to_thread(build)
-        self.executor = cf.ThreadPoolExecutor(self.cfg.workers, thread_name_prefix="tts")
-        self.ready = True
-
-    async def stop(self) -> None:
-        if hasattr(self, "executor"):
-            self.executor.shutdown(wait=True, cancel_futures=True)
-
-    def synth_wav(self, params: dict[str, Any]) -> tuple[bytes, float]:
-        res = self.engine.synthesize(max_chunk_chars=self.cfg.max_chunk_chars, **params)
-        return res.wav_bytes(), res.duration_s
-
-
-class ArticleBackend(Backend):
-    """The article's pattern: a process pool building a new engine per request."""
-
-    async def start(self) -> None:
-        import multiprocessing as mp
-
-        self.executor = cf.ProcessPoolExecutor(self.cfg.workers,
-                                               mp_context=mp.get_context("spawn"))
-        # Start the pool's processes (imports), as the article's server does at start-up.
-        wc = self.cfg.worker_config()
-        await asyncio.gather(*(asyncio.get_running_loop().run_in_executor(
-            self.executor, _article_warm, wc) for _ in range(self.cfg.workers)))
-        self.ready = True
-
-    async def stop(self) -> None:
-        if hasattr(self, "executor"):
-            self.executor.shutdown(wait=True, cancel_futures=True)
-
-
-def _article_warm(wc: WorkerConfig) -> int:
-    import tts_kit.models.supertonic.engine  # noqa: F401  (the imports, not the model: the article loads per call)
-
-    return os.getpid()
-
-
-def article_synthesize(wc: WorkerConfig, params: dict[str, Any]) -> tuple[bytes, float]:
-    """The article's pool function: a new model for each request, the WAV in memory.
-
-    As the article writes it: ``TTS(auto_download=False)`` of the official ``supertonic``
-    package (every graph loaded, its own session options: ORT's default threads unless
-    the configuration sets ``threads``), the voice style read, then ``synthesize`` on the
-    text tts_kit normalised (the article normalises in the handler). Without the package,
-    or for another model family, tts_kit's engine is built per request instead.
-    """
-    tts = _official_tts(wc)
-    if tts is None:
-        engine = wc.build_engine()
-        res = engine.synthesize(**params)
-        return res.wav_bytes(), res.duration_s
-    import io
-
-    import numpy as np
-    import soundfile as sf
-
-    from tts_kit.text import normalize
-
-    style = tts.get_voice_style(params["voice"])
-    text = normalize(params["text"], lang=params["lang"])
-    if params.get("seed") is not None:  # the package draws its noise from numpy's global
-        np.random.seed(params["seed"] % 2**32)
-    wav, dur = tts.synthesize(text, voice_style=style, total_steps=params["steps"],
-                              speed=params["speed"], lang=params["lang"])
-    buf = io.BytesIO()
-    sf.write(buf, np.asarray(wav, dtype=np.float32).reshape(-1), tts.sample_rate,
-             format="WAV", subtype="PCM_16")
-    return buf.getvalue(), float(np.sum(dur))
-
-
-def _official_tts(wc: WorkerConfig) -> Any:
-    """The official package's new ``TTS`` on the configuration's bundle, or None."""
-    from tts_kit.models.family import is_piper
-    from tts_kit.models.supertonic.bundle import resolve_model_dir
-
-    if is_piper(wc.model):
-        return None
-    try:
-        import supertonic
-    except ImportError:
-        return None
-    root, _ = resolve_model_dir(wc.model)
-    return supertonic.TTS(model_dir=str(root), auto_download=False,
-                          intra_op_num_threads=wc.threads,
-                          inter_op_num_threads=None if wc.threads is None else 1)
-
-
-BACKENDS = {"workers": WorkersBackend, "threads": InProcessBackend,
-            "blocking": InProcessBackend, "article": ArticleBackend}
-
 
 # -- the app -------------------------------------------------------------------------
 
@@ -470,6 +222,267 @@ def _error(status: int, message: str, headers: dict[str, str] | None = None) -> 
     return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
+
+
+class _Server:
+    """What `create_app`'s routes share: the configuration, the model's facts, the backend
+    and its metrics, and the requests served in the process (``threads``, ``blocking``,
+    ``article``); one method per route or step of a request."""
+
+    def __init__(self, cfg: ServeConfig):
+        from tts_kit.models.family import model_label, open_model
+
+        cfg.check()
+        model = open_model(cfg.model)  # any family: the routes ask it, never its family
+        self.cfg = cfg
+        self.voices = list(model.voices)
+        self.languages = list(model.languages)
+        self.sample_rate = model.sample_rate
+        self.label = model_label(model)
+        self.official = model.capabilities.official_reference  # the article's pool asks
+        self.fallback = open(cfg.fallback_wav, "rb").read() if cfg.fallback_wav else None
+        self.api_key = (cfg.api_key or current_settings().api_key or "").encode()
+        metrics_ref: list = [None]
+        self.backend = BACKENDS[cfg.architecture](cfg, metrics_ref)
+        metrics_ref[0] = Metrics(self.backend.processes)
+        self.metrics: Metrics = metrics_ref[0]
+        self.busy = 0  # requests served in this process, queued ones included
+        self._start: Any = None
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Any) -> AsyncIterator[None]:
+        async def start() -> None:
+            try:
+                await self.backend.start()
+            except Exception as exc:
+                self.backend.error = (str(exc).splitlines()[0] if str(exc)
+                                      else type(exc).__name__)
+                print(f"tts-kit serve: error: {self.backend.error}", flush=True)
+                os.kill(os.getpid(), 15)  # nothing to serve: stop like on SIGTERM
+
+        self._start = asyncio.create_task(start())
+        yield
+        self._start.cancel()
+        await self.backend.stop()
+
+    async def auth(self, request: Any, call_next: Any) -> Any:
+        if self.api_key and request.url.path != "/health":
+            given = request.headers.get("authorization", "")
+            token = given[7:] if given.lower().startswith("bearer ") else ""
+            # Constant time: the comparison takes as long however much of the key matches.
+            if not hmac.compare_digest(token.encode(), self.api_key):
+                return _error(401, "missing or wrong API key; send Authorization: Bearer KEY",
+                              {"WWW-Authenticate": "Bearer"})
+        return await call_next(request)
+
+    async def not_found(self, request: Any, exc: Exception) -> Any:
+        return _error(404, f"no such endpoint {request.url.path[:80]}; use POST "
+                      "/v1/audio/speech, GET /health, /voices or /metrics")
+
+    async def bad_method(self, request: Any, exc: Exception) -> Any:
+        return _error(405, f"{request.method} is not allowed on {request.url.path[:80]}")
+
+    async def health(self) -> Any:
+        from fastapi.responses import JSONResponse
+
+        backend = self.backend
+        body = {"status": "ready" if backend.ready else "starting",
+                "architecture": self.cfg.architecture, **backend.describe()}
+        if backend.error:
+            body.update(status="failed", error=backend.error)
+        return JSONResponse(body, status_code=200 if backend.ready else 503)
+
+    async def list_voices(self) -> Any:
+        return {"voices": self.voices, "languages": self.languages,
+                "sample_rate": self.sample_rate}
+
+    async def prom(self) -> Any:
+        from fastapi.responses import Response
+        from prometheus_client import CONTENT_TYPE_LATEST
+
+        return Response(self.metrics.text(), media_type=CONTENT_TYPE_LATEST)
+
+    async def read_body(self, request: Any) -> bytes:
+        limit = self.cfg.max_body_bytes
+        length = request.headers.get("content-length")
+        if length and length.isdigit() and int(length) > limit:
+            raise RequestError(413, f"body of {int(length):,} bytes is larger than "
+                               f"{limit:,}; send less text per request")
+        raw = b""
+        async for part in request.stream():
+            raw += part
+            if len(raw) > limit:
+                raise RequestError(413, f"body larger than {limit:,} bytes; "
+                                   "send less text per request")
+        return raw
+
+    def done(self, status: int) -> None:
+        self.metrics.requests.labels(str(status)).inc()
+
+    def timed_out(self) -> Any:
+        from fastapi.responses import Response
+
+        self.metrics.timeouts.inc()
+        if self.fallback is not None:
+            self.done(200)
+            return Response(self.fallback, media_type="audio/wav",
+                            headers={"X-TTS-Fallback": "timeout"})
+        self.done(503)
+        return _error(503, f"synthesis took longer than the {self.cfg.timeout_s:g} s timeout; "
+                      "retry with a shorter input")
+
+    async def speech(self, request: Any) -> Any:
+        t0 = time.monotonic()
+        deadline = None if self.cfg.timeout_s is None else t0 + self.cfg.timeout_s
+        if not self.backend.ready:
+            self.done(503)
+            return _error(503, "the server is warming up; retry when GET /health says ready",
+                          {"Retry-After": "1"})
+        try:
+            body = check_body(await self.read_body(request), self.cfg, self.voices,
+                              self.languages, self.sample_rate)
+        except RequestError as exc:
+            self.done(exc.status)
+            return _error(exc.status, str(exc))
+        params = request_params(body)
+        fmt = body["response_format"]
+        self.metrics.in_flight.inc()
+        try:
+            if isinstance(self.backend, WorkersBackend):
+                return await self.stream_from_worker(params, fmt, t0, deadline)
+            return await self.whole(params, fmt, t0)
+        finally:
+            self.metrics.in_flight.dec()
+
+    async def stream_from_worker(self, params: dict[str, Any], fmt: str, t0: float,
+                                 deadline: float | None) -> Any:
+        from fastapi.responses import StreamingResponse
+
+        pool = self.backend.pool
+        try:
+            w = await pool.acquire(None if deadline is None else deadline - time.monotonic())
+        except Overloaded as exc:
+            self.done(429)
+            return _error(429, str(exc), {"Retry-After": str(exc.retry_after_s)})
+        except DeadlineExceeded:
+            return self.timed_out()
+        except RuntimeError as exc:
+            self.done(503)
+            return _error(503, str(exc))
+        w.send(("synth", params))
+        try:
+            first = await pool.next_message(w, deadline)
+            if first[0] == "error":
+                pool.release(w)
+                self.done(first[1])
+                return _error(first[1], first[2])
+            msg = await pool.next_message(w, deadline)  # the first chunk
+        except DeadlineExceeded:
+            return self.timed_out()
+        except WorkerDied as exc:
+            self.done(500)
+            return _error(500, f"{exc}; the worker was replaced; retry")
+        if msg[0] == "error":
+            pool.release(w)
+            self.done(msg[1])
+            return _error(msg[1], msg[2])
+        media = "audio/wav" if fmt == "wav" else "audio/L16"
+        return StreamingResponse(self.relay(pool, w, msg, fmt=fmt, t0=t0, deadline=deadline),
+                                 media_type=media,
+                                 headers={"X-Sample-Rate": str(self.sample_rate)})
+
+    async def relay(self, pool: WorkerPool, w: Any, msg: Any, *, fmt: str, t0: float,
+                    deadline: float | None) -> AsyncIterator[bytes]:
+        """The streamed body: the worker's chunks from ``msg`` (the first) to its last."""
+        metrics = self.metrics
+        finished = False
+        ended = False  # the worker sent its last message (done or error): free again
+        try:
+            if fmt == "wav":
+                yield wav_header(self.sample_rate)
+            first_audio = True
+            while True:
+                if msg[0] == "chunk":
+                    yield msg[1]
+                    metrics.audio.inc(msg[2])
+                    if first_audio:
+                        metrics.ttfa.observe(time.monotonic() - t0)
+                        first_audio = False
+                elif msg[0] == "done":
+                    finished = ended = True
+                    break
+                else:  # an error after the first chunk: the response is cut short
+                    ended = True
+                    raise RuntimeError(str(msg[-1]))
+                msg = await pool.next_message(w, deadline)
+        except DeadlineExceeded:
+            metrics.timeouts.inc()
+            self.done(503)
+            return  # headers are gone: the stream ends short (the worker was killed)
+        except (WorkerDied, RuntimeError):
+            self.done(500)
+            return
+        finally:
+            if finished:
+                latency = time.monotonic() - t0
+                metrics.latency.observe(latency)
+                self.done(200)
+                pool.release(w, latency)
+            elif ended:
+                pool.release(w)
+            elif w.state == "busy":  # the client went away: drain, then reuse it
+                asyncio.get_running_loop().create_task(_drain(pool, w, deadline))
+
+    async def whole(self, params: dict[str, Any], fmt: str, t0: float) -> Any:
+        from fastapi.responses import Response
+
+        cfg, metrics = self.cfg, self.metrics
+        if self.busy >= cfg.workers + cfg.max_queue:
+            self.done(429)
+            return _error(429, "server busy: the queue is full; retry after 1 s",
+                          {"Retry-After": "1"})
+        self.busy += 1
+        metrics.queue.set(max(0, self.busy - cfg.workers))
+        try:
+            wav, seconds = await self.synthesize_whole(params)
+        except asyncio.TimeoutError:
+            return self.timed_out()
+        except ValueError as exc:
+            self.done(400)
+            return _error(400, str(exc).splitlines()[0])
+        except Exception as exc:
+            self.done(500)
+            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            return _error(500, f"synthesis failed: {why}")
+        finally:
+            self.busy -= 1
+            metrics.queue.set(max(0, self.busy - cfg.workers))
+        if fmt == "pcm":
+            wav = wav[44:]
+        latency = time.monotonic() - t0
+        metrics.latency.observe(latency)
+        metrics.ttfa.observe(latency)
+        metrics.audio.inc(seconds)
+        self.done(200)
+        return Response(wav, media_type="audio/wav" if fmt == "wav" else "audio/L16",
+                        headers={"X-Sample-Rate": str(self.sample_rate)})
+
+    async def synthesize_whole(self, params: dict[str, Any]) -> tuple[bytes, float]:
+        """The whole WAV, as the architecture makes it (``threads``, ``blocking``,
+        ``article``)."""
+        backend, cfg = self.backend, self.cfg
+        if cfg.architecture == "blocking":
+            return backend.synth_wav(params)  # the event loop waits here
+        loop = asyncio.get_running_loop()
+        if cfg.architecture == "threads":
+            fut = loop.run_in_executor(backend.executor, backend.synth_wav, params)
+        else:
+            fut = loop.run_in_executor(backend.executor, article_synthesize,
+                                       cfg.worker_config(), params, self.official)
+        # As in the article: the client gets the fallback, the work goes on.
+        return await asyncio.wait_for(fut, cfg.timeout_s)
+
+
 def create_app(cfg: ServeConfig) -> Any:
     """The FastAPI application for ``cfg`` (its backend starts in the background at start-up).
 
@@ -477,249 +490,23 @@ def create_app(cfg: ServeConfig) -> Any:
         >>> app = create_app(ServeConfig(architecture="threads"))  # doctest: +SKIP
     """
     from fastapi import FastAPI, Request
-    from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-    from tts_kit.models.family import model_label, open_model
-
-    cfg.check()
-    bundle = open_model(cfg.model)  # a Supertonic bundle or a Piper voice
-    voices = list(bundle.voices)
-    languages = [bundle.language] if bundle.family == "piper" else list(contract.LANGUAGES)
-    sample_rate = bundle.sample_rate
-    fallback = open(cfg.fallback_wav, "rb").read() if cfg.fallback_wav else None
-    api_key = (cfg.api_key or current_settings().api_key or "").encode()
-    metrics_ref: list = [None]
-    backend = BACKENDS[cfg.architecture](cfg, metrics_ref)
-    metrics_ref[0] = Metrics(backend.processes)
-    metrics = metrics_ref[0]
-    state: dict[str, Any] = {}
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Any) -> AsyncIterator[None]:
-        async def start() -> None:
-            try:
-                await backend.start()
-            except Exception as exc:
-                backend.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                print(f"tts-kit serve: error: {backend.error}", flush=True)
-                os.kill(os.getpid(), 15)  # nothing to serve: stop like on SIGTERM
-
-        state["start"] = asyncio.create_task(start())
-        yield
-        state["start"].cancel()
-        await backend.stop()
-
-    app = FastAPI(title="tts_kit", lifespan=lifespan, docs_url=None, redoc_url=None,
+    server = _Server(cfg)
+    app = FastAPI(title="tts_kit", lifespan=server.lifespan, docs_url=None, redoc_url=None,
                   openapi_url=None)
-    app.state.backend = backend
-    app.state.metrics = metrics
-    app.state.model_label = model_label(bundle)
-
-    @app.middleware("http")
-    async def auth(request: Request, call_next: Any) -> Any:
-        if api_key and request.url.path != "/health":
-            given = request.headers.get("authorization", "")
-            token = given[7:] if given.lower().startswith("bearer ") else ""
-            # Constant time: the comparison takes as long however much of the key matches.
-            if not hmac.compare_digest(token.encode(), api_key):
-                return _error(401, "missing or wrong API key; send Authorization: Bearer KEY",
-                              {"WWW-Authenticate": "Bearer"})
-        return await call_next(request)
-
-    @app.exception_handler(404)
-    async def not_found(request: Request, exc: Exception) -> Any:
-        return _error(404, f"no such endpoint {request.url.path[:80]}; use POST "
-                      "/v1/audio/speech, GET /health, /voices or /metrics")
-
-    @app.exception_handler(405)
-    async def bad_method(request: Request, exc: Exception) -> Any:
-        return _error(405, f"{request.method} is not allowed on {request.url.path[:80]}")
-
-    @app.get("/health")
-    async def health() -> Any:
-        body = {"status": "ready" if backend.ready else "starting",
-                "architecture": cfg.architecture, **backend.describe()}
-        if backend.error:
-            body.update(status="failed", error=backend.error)
-        return JSONResponse(body, status_code=200 if backend.ready else 503)
-
-    @app.get("/voices")
-    async def list_voices() -> Any:
-        return {"voices": voices, "languages": languages,
-                "sample_rate": sample_rate}
-
-    @app.get("/metrics")
-    async def prom() -> Any:
-        from prometheus_client import CONTENT_TYPE_LATEST
-
-        return Response(metrics.text(), media_type=CONTENT_TYPE_LATEST)
-
-    async def read_body(request: Request) -> bytes:
-        length = request.headers.get("content-length")
-        if length and length.isdigit() and int(length) > cfg.max_body_bytes:
-            raise RequestError(413, f"body of {int(length):,} bytes is larger than "
-                               f"{cfg.max_body_bytes:,}; send less text per request")
-        raw = b""
-        async for part in request.stream():
-            raw += part
-            if len(raw) > cfg.max_body_bytes:
-                raise RequestError(413, f"body larger than {cfg.max_body_bytes:,} bytes; "
-                                   "send less text per request")
-        return raw
-
-    def done(status: int) -> None:
-        metrics.requests.labels(str(status)).inc()
-
-    def timed_out() -> Any:
-        metrics.timeouts.inc()
-        if fallback is not None:
-            done(200)
-            return Response(fallback, media_type="audio/wav",
-                            headers={"X-TTS-Fallback": "timeout"})
-        done(503)
-        return _error(503, f"synthesis took longer than the {cfg.timeout_s:g} s timeout; "
-                      "retry with a shorter input")
+    app.state.backend = server.backend
+    app.state.metrics = server.metrics
+    app.state.model_label = server.label
+    app.middleware("http")(server.auth)
+    app.exception_handler(404)(server.not_found)
+    app.exception_handler(405)(server.bad_method)
+    app.get("/health")(server.health)
+    app.get("/voices")(server.list_voices)
+    app.get("/metrics")(server.prom)
 
     @app.post("/v1/audio/speech")
     async def speech(request: Request) -> Any:
-        t0 = time.monotonic()
-        deadline = None if cfg.timeout_s is None else t0 + cfg.timeout_s
-        if not backend.ready:
-            done(503)
-            return _error(503, "the server is warming up; retry when GET /health says ready",
-                          {"Retry-After": "1"})
-        try:
-            body = check_body(await read_body(request), cfg, voices, languages, sample_rate)
-        except RequestError as exc:
-            done(exc.status)
-            return _error(exc.status, str(exc))
-        params = request_params(body)
-        fmt = body["response_format"]
-        metrics.in_flight.inc()
-        try:
-            if isinstance(backend, WorkersBackend):
-                return await _stream_from_worker(backend, params, fmt, t0, deadline)
-            return await _whole(backend, params, fmt, t0)
-        finally:
-            metrics.in_flight.dec()
-
-    async def _stream_from_worker(backend: WorkersBackend, params: dict[str, Any], fmt: str,
-                                  t0: float, deadline: float | None) -> Any:
-        pool = backend.pool
-        try:
-            w = await pool.acquire(None if deadline is None else deadline - time.monotonic())
-        except Overloaded as exc:
-            done(429)
-            return _error(429, str(exc), {"Retry-After": str(exc.retry_after_s)})
-        except DeadlineExceeded:
-            return timed_out()
-        except RuntimeError as exc:
-            done(503)
-            return _error(503, str(exc))
-        w.send(("synth", params))
-        try:
-            first = await pool.next_message(w, deadline)
-            if first[0] == "error":
-                pool.release(w)
-                done(first[1])
-                return _error(first[1], first[2])
-            msg = await pool.next_message(w, deadline)  # the first chunk
-        except DeadlineExceeded:
-            return timed_out()
-        except WorkerDied as exc:
-            done(500)
-            return _error(500, f"{exc}; the worker was replaced; retry")
-        if msg[0] == "error":
-            pool.release(w)
-            done(msg[1])
-            return _error(msg[1], msg[2])
-
-        async def body() -> AsyncIterator[bytes]:
-            nonlocal msg
-            finished = False
-            ended = False  # the worker sent its last message (done or error): free again
-            try:
-                if fmt == "wav":
-                    yield wav_header(sample_rate)
-                first_audio = True
-                while True:
-                    if msg[0] == "chunk":
-                        yield msg[1]
-                        metrics.audio.inc(msg[2])
-                        if first_audio:
-                            metrics.ttfa.observe(time.monotonic() - t0)
-                            first_audio = False
-                    elif msg[0] == "done":
-                        finished = ended = True
-                        break
-                    else:  # an error after the first chunk: the response is cut short
-                        ended = True
-                        raise RuntimeError(str(msg[-1]))
-                    msg = await pool.next_message(w, deadline)
-            except DeadlineExceeded:
-                metrics.timeouts.inc()
-                done(503)
-                return  # headers are gone: the stream ends short (the worker was killed)
-            except (WorkerDied, RuntimeError):
-                done(500)
-                return
-            finally:
-                if finished:
-                    latency = time.monotonic() - t0
-                    metrics.latency.observe(latency)
-                    done(200)
-                    pool.release(w, latency)
-                elif ended:
-                    pool.release(w)
-                elif w.state == "busy":  # the client went away: drain, then reuse it
-                    asyncio.get_running_loop().create_task(_drain(pool, w, deadline))
-
-        media = "audio/wav" if fmt == "wav" else "audio/L16"
-        return StreamingResponse(body(), media_type=media,
-                                 headers={"X-Sample-Rate": str(sample_rate)})
-
-    async def _whole(backend: Backend, params: dict[str, Any], fmt: str, t0: float) -> Any:
-        slots = cfg.workers + cfg.max_queue
-        busy = state.setdefault("busy", 0)
-        if busy >= slots:
-            done(429)
-            return _error(429, "server busy: the queue is full; retry after 1 s",
-                          {"Retry-After": "1"})
-        state["busy"] = busy + 1
-        metrics.queue.set(max(0, state["busy"] - cfg.workers))
-        try:
-            loop = asyncio.get_running_loop()
-            if cfg.architecture == "blocking":
-                wav, seconds = backend.synth_wav(params)  # the event loop waits here
-            else:
-                if cfg.architecture == "threads":
-                    fut = loop.run_in_executor(backend.executor, backend.synth_wav, params)
-                else:
-                    fut = loop.run_in_executor(backend.executor, article_synthesize,
-                                               cfg.worker_config(), params)
-                # As in the article: the client gets the fallback, the work goes on.
-                wav, seconds = await asyncio.wait_for(fut, cfg.timeout_s)
-        except asyncio.TimeoutError:
-            return timed_out()
-        except ValueError as exc:
-            done(400)
-            return _error(400, str(exc).splitlines()[0])
-        except Exception as exc:
-            done(500)
-            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            return _error(500, f"synthesis failed: {why}")
-        finally:
-            state["busy"] -= 1
-            metrics.queue.set(max(0, state["busy"] - cfg.workers))
-        if fmt == "pcm":
-            wav = wav[44:]
-        latency = time.monotonic() - t0
-        metrics.latency.observe(latency)
-        metrics.ttfa.observe(latency)
-        metrics.audio.inc(seconds)
-        done(200)
-        return Response(wav, media_type="audio/wav" if fmt == "wav" else "audio/L16",
-                        headers={"X-Sample-Rate": str(sample_rate)})
+        return await server.speech(request)
 
     return app
 

@@ -31,13 +31,29 @@ from typing import Any
 
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
+from tts_kit.experiments.records import (
+    AUDIO_RATE,
+    CPU_PERCENT,
+    LATENCIES_MS,
+    P50_MS,
+    P95_MS,
+    P99_MS,
+    POOL_PSS_MB,
+    POOL_RSS_MB,
+    RPS,
+    TTFA_MS,
+    TTFA_P50_MS,
+    TTFA_P95_MS,
+    TTFA_P99_MS,
+    WALL_S,
+)
 from tts_kit.experiments.records import table as records_table
 
 #: The table of a load test (`tts_kit.experiments.records` keys).
 LOAD_KEYS: tuple[str, ...] = (
     "mode", "concurrency", "rate", "requests", "ok", "errors", "timeouts", "rejected",
-    "rps", "audio_rate", "ttfa_p50_ms", "ttfa_p95_ms", "ttfa_p99_ms", "p50_ms", "p95_ms",
-    "p99_ms", "cpu_percent", "pool_rss_mb", "pool_pss_mb",
+    RPS, AUDIO_RATE, TTFA_P50_MS, TTFA_P95_MS, TTFA_P99_MS, P50_MS, P95_MS,
+    P99_MS, CPU_PERCENT, POOL_RSS_MB, POOL_PSS_MB,
 )
 #: The default request: three sentences (each a chunk), as in the benchmark's target.
 DEFAULT_TEXT = ("Supertonic runs on the device, so nothing you type ever leaves the machine. "
@@ -256,10 +272,10 @@ def _summary(outcomes: list[Outcome], wall_s: float, samples: list[dict[str, flo
         "errors": sum(o.kind == "error" for o in outcomes),
         "timeouts": sum(o.kind == "timeout" for o in outcomes),
         "rejected": sum(o.kind == "rejected" for o in outcomes),
-        "rps": len(ok) / wall_s if wall_s > 0 else None,
-        "audio_rate": sum(o.audio_s for o in ok) / wall_s if wall_s > 0 else None,
-        "wall_s": wall_s,
-        "latencies_ms": lat, "ttfa_ms": ttfa,
+        RPS: len(ok) / wall_s if wall_s > 0 else None,
+        AUDIO_RATE: sum(o.audio_s for o in ok) / wall_s if wall_s > 0 else None,
+        WALL_S: wall_s,
+        LATENCIES_MS: lat, TTFA_MS: ttfa,
     }
     for q in (50, 95, 99):
         rec[f"p{q}_ms"] = percentile(lat, q)
@@ -267,13 +283,13 @@ def _summary(outcomes: list[Outcome], wall_s: float, samples: list[dict[str, flo
     cpu_key = "tts_kit_pool_cpu_seconds_total"
     if cpu0 and cpu1 and cpu_key in cpu0 and cpu_key in cpu1:
         span = cpu1["t"] - cpu0["t"]
-        rec["cpu_percent"] = 100 * (cpu1[cpu_key] - cpu0[cpu_key]) / span if span > 0 else None
+        rec[CPU_PERCENT] = 100 * (cpu1[cpu_key] - cpu0[cpu_key]) / span if span > 0 else None
     else:
-        rec["cpu_percent"] = None
+        rec[CPU_PERCENT] = None
     pss = [s["tts_kit_pool_pss_bytes"] / 2**20 for s in samples if "tts_kit_pool_pss_bytes" in s]
     rss = [s["tts_kit_pool_rss_bytes"] / 2**20 for s in samples if "tts_kit_pool_rss_bytes" in s]
-    rec["pool_pss_mb"] = max(pss) if pss else None
-    rec["pool_rss_mb"] = max(rss) if rss else None
+    rec[POOL_PSS_MB] = max(pss) if pss else None
+    rec[POOL_RSS_MB] = max(rss) if rss else None
     t0 = samples[0]["t"] if samples else 0.0
     rec["timeline"] = [[round(s["t"] - t0, 3), s.get("tts_kit_pool_rss_bytes", 0) / 2**20,
                         s.get("tts_kit_pool_pss_bytes", 0) / 2**20] for s in samples]

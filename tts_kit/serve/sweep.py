@@ -28,6 +28,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tts_kit.core.errors import TtsKitError
+from tts_kit.experiments.records import (
+    AUDIO_RATE,
+    CPU_PERCENT,
+    P50_MS,
+    P95_MS,
+    POOL_PSS_MB,
+    POOL_RSS_MB,
+    RPS,
+    TTFA_P95_MS,
+)
 from tts_kit.experiments.records import table as records_table
 from tts_kit.experiments.tune import TIE_REL
 from tts_kit.serve.loadtest import DEFAULT_TEXT, run_load
@@ -35,8 +45,8 @@ from tts_kit.serve.loadtest import DEFAULT_TEXT, run_load
 #: The sweep's table (`tts_kit.experiments.records` keys).
 SWEEP_KEYS: tuple[str, ...] = (
     "architecture", "workers", "threads", "preset", "loading", "concurrency", "status",
-    "ok", "errors", "timeouts", "rejected", "rps", "audio_rate", "ttfa_p95_ms", "p50_ms",
-    "p95_ms", "cpu_percent", "pool_rss_mb", "pool_pss_mb", "meets",
+    "ok", "errors", "timeouts", "rejected", RPS, AUDIO_RATE, TTFA_P95_MS, P50_MS,
+    P95_MS, CPU_PERCENT, POOL_RSS_MB, POOL_PSS_MB, "meets",
 )
 
 
@@ -79,9 +89,9 @@ class ServingSweepResult:
 
         def meets(r: dict[str, Any]) -> bool:
             return (r.get("status") == "ok" and not r.get("errors") and not r.get("timeouts")
-                    and r.get("p95_ms") is not None and r.get("rps")
-                    and (p95_target_ms is None or r["p95_ms"] <= p95_target_ms)
-                    and (mem_budget_mb is None or (r.get("pool_pss_mb") or 0) <= mem_budget_mb))
+                    and r.get(P95_MS) is not None and r.get(RPS)
+                    and (p95_target_ms is None or r[P95_MS] <= p95_target_ms)
+                    and (mem_budget_mb is None or (r.get(POOL_PSS_MB) or 0) <= mem_budget_mb))
 
         for r in self.records:
             r["meets"] = bool(meets(r)) if r.get("concurrency") == level else None
@@ -90,24 +100,24 @@ class ServingSweepResult:
         budget = f"PSS <= {mem_budget_mb:.0f} MB" if mem_budget_mb is not None else "any memory"
         good = [r for r in pool if r["meets"]]
         if not good:
-            ok = [r for r in pool if r.get("status") == "ok" and r.get("p95_ms") is not None]
+            ok = [r for r in pool if r.get("status") == "ok" and r.get(P95_MS) is not None]
             if not ok:
                 return None, f"no configuration finished at concurrency {level}"
-            near = min(ok, key=lambda r: r["p95_ms"])
+            near = min(ok, key=lambda r: r[P95_MS])
             return None, (f"no configuration meets {target} with {budget} at concurrency "
                           f"{level}; the lowest p95 was {describe(near)}: "
-                          f"{near['p95_ms']:.0f} ms, PSS {near.get('pool_pss_mb') or 0:.0f} MB"
+                          f"{near[P95_MS]:.0f} ms, PSS {near.get(POOL_PSS_MB) or 0:.0f} MB"
                           f", {near.get('errors', 0)} error(s), {near.get('timeouts', 0)} "
                           "timeout(s)")
-        fastest = max(r["rps"] for r in good)
-        tied = [r for r in good if r["rps"] >= fastest * (1 - TIE_REL)]
-        best = min(tied, key=lambda r: r.get("pool_pss_mb") or 0.0)
+        fastest = max(r[RPS] for r in good)
+        tied = [r for r in good if r[RPS] >= fastest * (1 - TIE_REL)]
+        best = min(tied, key=lambda r: r.get(POOL_PSS_MB) or 0.0)
         why = ("the highest throughput" if len(tied) == 1 else
                f"the smallest PSS of {len(tied)} within {TIE_REL:.0%} of the highest throughput")
-        return best, (f"{describe(best)}: {best['rps']:.2f} req/s at concurrency {level}, "
-                      f"p95 {best['p95_ms']:.0f} ms, time to first audio p95 "
-                      f"{best.get('ttfa_p95_ms') or 0:.0f} ms, PSS "
-                      f"{best.get('pool_pss_mb') or 0:.0f} MB; {why} of the {len(good)} of "
+        return best, (f"{describe(best)}: {best[RPS]:.2f} req/s at concurrency {level}, "
+                      f"p95 {best[P95_MS]:.0f} ms, time to first audio p95 "
+                      f"{best.get(TTFA_P95_MS) or 0:.0f} ms, PSS "
+                      f"{best.get(POOL_PSS_MB) or 0:.0f} MB; {why} of the {len(good)} of "
                       f"{len(pool)} configurations that meet {target} with {budget}")
 
     def to_dict(self) -> dict[str, Any]:

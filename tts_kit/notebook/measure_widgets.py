@@ -1,0 +1,298 @@
+"""Notebook widgets that measure: the live memory graph of an isolated trial, the session
+tuner built on it, and a live load test (`tts_kit.notebook.widgets` re-exports them).
+
+Example:
+    >>> from tts_kit.notebook.widgets import LiveMemoryGraph
+    >>> LiveMemoryGraph(title="trial")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import ipywidgets as W
+import psutil
+from IPython.display import HTML
+
+from tts_kit.core import procfacts
+from tts_kit.experiments.records import (
+    PEAK_RSS_MB,
+    SUMMARY_KEYS,
+    Record,
+    format_value,
+    heading,
+    select,
+    to_number,
+)
+from tts_kit.experiments.workload import Workload
+from tts_kit.models.supertonic.bundle import Bundle
+from tts_kit.notebook import plots
+
+
+def _png(fig: Any) -> bytes:
+    return plots.figure_png(fig, dpi=90)
+
+
+
+def _child_pids() -> set[int]:
+    try:
+        return {p.pid for p in psutil.Process().children(recursive=True)}
+    except psutil.Error:
+        return set()
+
+
+def _is_worker(proc: psutil.Process) -> bool:
+    """A process `run_isolated` spawned (not the multiprocessing resource tracker)."""
+    try:
+        cmd = " ".join(proc.cmdline())
+    except psutil.Error:
+        return False
+    return "spawn_main" in cmd and "resource_tracker" not in cmd
+
+
+class LiveMemoryGraph(W.VBox):
+    """RSS of an isolated trial, redrawn while it runs; stage events and budget at the end.
+
+    `watch` calls a function that measures in a child process (`tts_kit.experiments.tune.trial`,
+    `tts_kit.runtime.measure.run_isolated`, ...) on a worker thread. Meanwhile the calling
+    thread samples the RSS of each new child process (`tts_kit.core.procfacts.rss_mb`) and redraws
+    the
+    graph every ``interval_s``. When the function returns, the graph is redrawn from
+    the harness's own timeline and events (a `Measurement` or a record carrying
+    ``timeline``/``events``), which are exact; the live samples are kept in
+    `live_samples`. Works in JupyterLab: the figure is a PNG in an ``ipywidgets.Image``.
+
+    Example:
+        >>> from tts_kit.runtime.measure import run_isolated
+        >>> g = LiveMemoryGraph(budget_mb=500)
+        >>> m = g.watch(run_isolated, sum, [1, 2])  # doctest: +SKIP
+    """
+
+    def __init__(self, budget_mb: float | None = None, title: str = "memory",
+                 interval_s: float = 0.3):
+        self.budget_mb = budget_mb
+        self.title = title
+        self.interval_s = interval_s
+        self.image = W.Image(format="png", layout=W.Layout(max_width="100%"))
+        self.status = W.HTML()
+        self.live_samples: list[tuple[float, float]] = []
+        self.fig = plots.memory_timeline([], budget_mb=budget_mb, title=title)
+        self.image.value = _png(self.fig)
+        super().__init__([self.image, self.status])
+        self.add_class("tts-kit-memory-graph")
+
+    def figure(self) -> Any:
+        """The figure as last drawn (a plain matplotlib Figure)."""
+        return self.fig
+
+    def show(self, measured: Any, events: Sequence[tuple[float, str]] | None = None,
+             title: str | None = None) -> None:
+        """Draw a `Measurement`, a record with ``timeline``/``events``, or ``[(t, mb)]``."""
+        self.fig = plots.memory_timeline(measured, events=events, budget_mb=self.budget_mb,
+                                         title=title or self.title, fig=self.fig)
+        self.image.value = _png(self.fig)
+
+    def watch(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run ``fn(*args, **kwargs)`` on a worker thread and graph its child's RSS live.
+
+        Returns what ``fn`` returned; re-raises what it raised.
+        """
+        before = _child_pids() | {os.getpid()}
+        box: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                box["result"] = fn(*args, **kwargs)
+            except BaseException as exc:  # re-raised on the caller's thread
+                box["error"] = exc
+
+        worker = threading.Thread(target=work, name="tts_kit-live-trial", daemon=True)
+        self.live_samples = []
+        t0 = time.time()
+        worker.start()
+        current: psutil.Process | None = None
+        last_draw = 0.0
+        n_children = 0
+        while worker.is_alive():
+            worker.join(0.05)
+            if current is None or not current.is_running():
+                current = None
+                for pid in sorted(_child_pids() - before):
+                    try:
+                        proc = psutil.Process(pid)
+                    except psutil.Error:
+                        continue
+                    if _is_worker(proc):
+                        current, n_children = proc, n_children + 1
+                        before.add(pid)
+                        break
+            if current is not None:
+                rss = procfacts.rss_mb(current.pid)
+                if rss is None:  # the child is gone
+                    current = None
+                else:
+                    self.live_samples.append((time.time() - t0, rss))
+            now = time.time()
+            if now - last_draw >= self.interval_s and self.live_samples:
+                last_draw = now
+                peak = max(r for _, r in self.live_samples)
+                self.status.value = (f"<i>running ({now - t0:.1f} s, process {n_children}); "
+                                     f"RSS {self.live_samples[-1][1]:.0f} MB, "
+                                     f"max seen {peak:.0f} MB</i>")
+                self.show(self.live_samples, events=[], title=f"{self.title} (live)")
+        if "error" in box:
+            err = box["error"]
+            self.status.value = (f"<span style='color:#b00'>{type(err).__name__}: "
+                                 f"{html.escape(str(err))}</span>")
+            raise box["error"]
+        result = box.get("result")
+        self._final(result, time.time() - t0)
+        return result
+
+    def _final(self, result: Any, wall_s: float) -> None:
+        timeline = plots._get(result, "timeline") if result is not None else None
+        if timeline:
+            self.show(result)
+        elif self.live_samples:
+            self.show(self.live_samples)
+        status = plots._get(result, "status", "ok") if result is not None else "ok"
+        peak = plots._get(result, PEAK_RSS_MB) if result is not None else None
+        peak_txt = "" if to_number(peak) is None else f", peak RSS {peak:.0f} MB"
+        self.status.value = (f"done in {wall_s:.1f} s: status <b>{html.escape(str(status))}</b>"
+                             f"{peak_txt}")
+
+
+def _records_html(records: Sequence[dict[str, Any]]) -> str:
+    rows = select(records, SUMMARY_KEYS)
+    cols = list(rows[0]) if rows else []
+    head = "".join(f"<th>{html.escape(heading(c))}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(format_value(c, r[c]))}</td>"
+                                    for c in cols) + "</tr>" for r in rows)
+    return f"<table style='font-size:11px'><tr>{head}</tr>{body}</table>"
+
+
+class SessionTuner(W.VBox):
+    """Pick a preset, threads, vCPUs, memory budget and load policy; Run measures in isolation.
+
+    Each Run is one `tts_kit.experiments.tune.trial` of ``workload`` (default: `Workload` with 3
+    repeats; the steps and repeats sliders start from it and override it) in a fresh
+    process pinned to the chosen vCPUs and killed past the budget, graphed live by a
+    `LiveMemoryGraph`; the records of all runs so far are tabulated below (and kept in
+    `records`).
+
+    Example:
+        >>> tuner = SessionTuner(Bundle.discover(), Workload(steps=2))  # doctest: +SKIP
+        >>> tuner.run()["status"]  # doctest: +SKIP
+        'ok'
+    """
+
+    def __init__(self, bundle: Bundle, workload: Workload | None = None,
+                 presets: Sequence[str] | None = None):
+        from tts_kit.runtime.sessions import PRESETS
+
+        self.bundle = bundle
+        # 3 repeats: a Run is a click in a notebook, it should answer in seconds.
+        self.workload = Workload(repeats=3) if workload is None else workload
+        names = list(presets or PRESETS)
+        self.preset = W.Dropdown(options=names, value=names[0], description="preset")
+        self.explain = W.HTML()
+        # The affinity capped by a container's CPU quota: more would measure throttling.
+        cores = procfacts.usable_cores()
+        self.threads = W.IntSlider(value=0, min=0, max=max(8, cores),
+                                   description="threads", tooltip="0: as the preset says")
+        self.cpus = W.Dropdown(options=list(range(1, cores + 1)),
+                               value=cores, description="vCPUs")
+        self.budget = W.BoundedFloatText(value=0, min=0, max=1e6, step=64,
+                                         description="budget MB (0: none)",
+                                         style={"description_width": "initial"})
+        self.loading = W.Text(value="resident", description="loading",
+                              tooltip="resident, paged or budget:MB")
+        self.steps = W.IntSlider(value=self.workload.steps, min=1, max=32, description="steps")
+        self.repeats = W.IntSlider(value=self.workload.repeats, min=1, max=20,
+                                   description="repeats")
+        self.button = W.Button(description="Run", button_style="primary", icon="play")
+        self.graph = LiveMemoryGraph(title="isolated trial")
+        self.table = W.HTML()
+        self.records: list[dict[str, Any]] = []
+        self.preset.observe(lambda _: self._explain(), names="value")
+        self.button.on_click(lambda _: self.run())
+        super().__init__([
+            W.HBox([self.preset, self.cpus, self.threads]),
+            self.explain,
+            W.HBox([self.budget, self.loading]),
+            W.HBox([self.steps, self.repeats, self.button]),
+            self.graph,
+            self.table,
+        ])
+        self.add_class("tts-kit-tuner")
+        self._explain()
+
+    def _explain(self) -> None:
+        from tts_kit.runtime.sessions import get_preset
+
+        lines = get_preset(self.preset.value).explain()
+        self.explain.value = "<ul style='font-size:11px'>" + "".join(
+            f"<li>{html.escape(x)}</li>" for x in lines) + "</ul>"
+
+    def current_preset(self) -> Any:
+        """The chosen preset, with the thread override applied."""
+        from tts_kit.runtime.sessions import get_preset
+
+        preset = get_preset(self.preset.value)
+        if self.threads.value:
+            preset = preset.replace(name=f"{preset.name}+t{self.threads.value}",
+                                    intra_op_num_threads=int(self.threads.value))
+        return preset
+
+    def run(self) -> dict[str, Any]:
+        """Measure the current settings in isolation; returns the record (also tabulated),
+        a `tts_kit.experiments.records.Record`: a dict that shows itself as one row, not every
+        field."""
+        from tts_kit.experiments import tune
+
+        budget = float(self.budget.value) or None
+        self.graph.budget_mb = budget
+        self.button.disabled = True
+        try:
+            workload = self.workload.replace(steps=int(self.steps.value),
+                                             repeats=int(self.repeats.value))
+            record = self.graph.watch(
+                tune.trial, self.bundle, self.current_preset(), workload,
+                cpus=int(self.cpus.value), mem_budget_mb=budget,
+                loading=self.loading.value.strip() or "resident",
+            )
+        finally:
+            self.button.disabled = False
+        record = Record(record)
+        self.records.append(record)
+        self.table.value = _records_html(self.records)
+        return record
+
+
+def live_loadtest(url: str, title: str = "load test", **load: Any) -> Any:
+    """Run `tts_kit.serve.loadtest.run_load` on ``url``, redrawing `plots.load_levels`
+    (percentiles and pool memory over time) after each level; returns the `LoadResult`.
+
+    Example:
+        >>> res = live_loadtest("http://127.0.0.1:8000", concurrency=[1, 2, 4],
+        ...                     requests=8)  # doctest: +SKIP
+    """
+    from IPython.display import display
+
+    from tts_kit.serve.loadtest import run_load
+
+    handle = display(HTML(f"<i>{html.escape(title)}: running the first level ...</i>"),
+                     display_id=True)
+
+    def redraw(result: Any) -> None:
+        fig = plots.load_levels(result.records, title=title)
+        if handle is not None:
+            handle.update(fig)
+
+    load.setdefault("progress", False)
+    return run_load(url, on_level=redraw, **load)

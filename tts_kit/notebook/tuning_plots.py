@@ -1,0 +1,329 @@
+"""Figures of tuning results: the Pareto front of latency against memory, one
+configuration's latency measured in several places, and the stages' memory costs.
+
+Example:
+    >>> from tts_kit.experiments.records import P50_MS, PEAK_RSS_MB
+    >>> recs = [{"preset": "a", "cpus": 1, "status": "ok", PEAK_RSS_MB: 100, P50_MS: 9}]
+    >>> len(pareto(recs).axes)
+    1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from tts_kit.core import contract
+from tts_kit.experiments.records import (
+    FIRST_MS,
+    P50_MS,
+    PARETO_X,
+    PARETO_Y,
+    pareto_front,
+    to_number,
+)
+from tts_kit.experiments.records import label as axis_label
+from tts_kit.notebook._figures import STAGE_COLORS, _figure
+
+
+def pareto(
+    records: Sequence[Mapping[str, Any]],
+    recommended: Mapping[str, Any] | None = None,
+    budget_mb: float | None = None,
+    x: str = PARETO_X,
+    y: str = PARETO_Y,
+    title: str | None = "latency against peak memory",
+    fig: Figure | None = None,
+    ax: Any = None,
+    default: Mapping[str, Any] | None = None,
+) -> Figure:
+    """Latency vs peak RSS for every trial, the Pareto front, the budget and the pick.
+
+    Filled markers are resident loading, hollow ones paged (or a budget): the policy that
+    moves memory most. The pick, the ``default`` record (an untuned deployment) and the
+    front's points are labelled; both axes start at zero, so a few MB or ms between
+    neighbours look as small as they are. Draws on ``ax`` when given (its figure is
+    returned), else on ``fig`` (cleared) or a new figure.
+
+    Records use the keys of `tts_kit.experiments.records` (``preset``, ``cpus``, ``status``, ``x``,
+    ``y`` ...); the axes are labelled with `tts_kit.experiments.records.label`. A record's
+    ``pareto``
+    flag is used when present, else `tts_kit.experiments.records.pareto_front` gives the front.
+    Trials that did not finish are listed in the title.
+
+    Example:
+        >>> from tts_kit.experiments.records import PEAK_RSS_MB
+        >>> recs = [{"preset": "a", "cpus": 1, "status": "ok", PEAK_RSS_MB: 100, P50_MS: 9},
+        ...         {"preset": "b", "cpus": 1, "status": "ok", PEAK_RSS_MB: 90, P50_MS: 12}]
+        >>> len(pareto(recs, recommended=recs[0], budget_mb=120).axes)
+        1
+    """
+    records = list(records)
+    if ax is not None:
+        fig = ax.figure
+    elif fig is None:
+        fig = _figure(8, 4.6)
+        ax = fig.add_subplot()
+    else:
+        fig.clear()
+        ax = fig.add_subplot()
+    ok = [r for r in records if r.get("status", "ok") == "ok" and r.get(x) is not None]
+    if any("pareto" in r for r in records):
+        front_idx = [i for i, r in enumerate(records) if r.get("pareto") and r in ok]
+    else:
+        front_idx = pareto_front(records, x, y)
+    _draw_points(ax, ok, x, y)
+    front = sorted((records[i] for i in front_idx), key=lambda r: r[x])
+    if front:
+        ax.step([r[x] for r in front], [r[y] for r in front], where="post", color="black",
+                lw=1, ls="-", alpha=0.7, label="Pareto front", zorder=2)
+    if budget_mb:
+        xmax = max((r[x] for r in ok), default=budget_mb)
+        if budget_mb <= 2.5 * xmax:
+            ax.axvline(budget_mb, color="red", ls="--", lw=1.3,
+                       label=f"budget {budget_mb:.0f} MB")
+        else:  # far to the right: name it rather than squeeze every point to the left
+            ax.plot([], [], color="red", ls="--", lw=1.3,
+                    label=f"budget {budget_mb:.0f} MB (off the scale)")
+    if recommended is not None and recommended.get(x) is not None:
+        ax.scatter(recommended[x], recommended[y], marker="*", s=320, facecolor="gold",
+                   edgecolor="black", zorder=4, label="recommended")
+    _label_points(ax, recommended, default, front, x=x, y=y)
+    _pareto_axes(ax, records, ok, x=x, y=y, budget_mb=budget_mb, title=title)
+    return fig
+
+
+def _pareto_axes(ax: Any, records: list[Mapping[str, Any]], ok: list[Mapping[str, Any]], *,
+                 x: str, y: str, budget_mb: float | None, title: str | None) -> None:
+    """`pareto`'s axes from zero, labels, legend, and a title naming unfinished trials."""
+    if ok:
+        # From zero: a 5 MB gap between 480 and 485 MB is 1 %, and should look it.
+        xmax = max(r[x] for r in ok)
+        if budget_mb and budget_mb <= 2.5 * xmax:  # the budget line is drawn: keep it in
+            xmax = max(xmax, budget_mb)
+        ax.set_xlim(0, xmax * 1.12)
+        ax.set_ylim(0, max(r[y] for r in ok) * 1.15)
+    failed = [r for r in records if r.get("status", "ok") != "ok"]
+    ax.set_xlabel(axis_label(x))
+    ax.set_ylabel(axis_label(y))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    if title:
+        extra = ""
+        if failed:
+            extra = "\nnot finished: " + ", ".join(
+                f"{r.get('preset')}@{r.get('cpus')} ({r.get('status')})" for r in failed[:6]
+            )
+        ax.set_title(title + extra, fontsize=10)
+
+
+def _draw_points(ax: Any, ok: list[Mapping[str, Any]], x: str, y: str) -> None:
+    """`pareto`'s markers: colour by preset, shape by cores, filled when resident."""
+    presets = sorted({str(r.get("preset")) for r in ok})
+    cmap = {p: f"C{i % 10}" for i, p in enumerate(presets)}
+    cpu_markers = {1: "o", 2: "s", 4: "^", 8: "D"}
+    def resident(r: Mapping[str, Any]) -> bool:
+        return str(r.get("loading", "resident")) == "resident"
+
+    for r in ok:
+        color = cmap[str(r.get("preset"))]
+        ax.scatter(r[x], r[y], marker=cpu_markers.get(r.get("cpus"), "P"), s=46, alpha=0.9,
+                   zorder=3, facecolor=color if resident(r) else "white", edgecolor=color,
+                   linewidths=1.6)
+    for p in presets:
+        ax.scatter([], [], color=cmap[p], marker="o", label=p)
+    for c in sorted({r.get("cpus") for r in ok if r.get("cpus") is not None}):
+        ax.scatter([], [], color="#777", marker=cpu_markers.get(c, "P"), label=f"{c} vCPU")
+    if any(not resident(r) for r in ok):
+        ax.scatter([], [], facecolor="#777", edgecolor="#777", marker="o", label="resident")
+        ax.scatter([], [], facecolor="white", edgecolor="#777", marker="o", linewidths=1.6,
+                   label="paged / budget")
+
+
+def _label_points(ax: Any, recommended: Mapping[str, Any] | None,
+                  default: Mapping[str, Any] | None, front: list[Mapping[str, Any]], *,
+                  x: str, y: str) -> None:
+    """Labels for the points that matter: the pick, the default, the front (no repeats)."""
+    def short(r: Mapping[str, Any]) -> str:
+        ld = r.get("loading")
+        return f"{r.get('preset')} @ {r.get('cpus')} vCPU" + (
+            "" if ld in (None, "resident") else f", {ld}")
+
+    labelled: list[tuple[Mapping[str, Any], str]] = []
+    if recommended is not None and recommended.get(x) is not None:
+        labelled.append((recommended, "pick: " + short(recommended)))
+    if default is not None and default.get(x) is not None:
+        labelled.append((default, "default: " + short(default)))
+    labelled += [(r, short(r)) for r in front]
+    seen: set[tuple[Any, Any]] = set()
+    for i, (r, text) in enumerate(labelled):
+        at = (r[x], r[y])
+        if at in seen:
+            continue
+        seen.add(at)
+        bold = text.startswith(("pick", "default"))
+        ax.annotate(text, at, xytext=(8, 6 - 11 * (i % 2)), textcoords="offset points",
+                    fontsize=8 if bold else 7, fontweight="bold" if bold else "normal",
+                    bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none",
+                          "alpha": 0.75}, zorder=5)
+
+
+#: The bars of `latency_story`, in the order a request meets them.
+LATENCY_PARTS: tuple[tuple[str, str], ...] = (
+    ("session_s", "session creation (load)"),
+    (FIRST_MS, "first call"),
+    (P50_MS, "steady call (p50)"),
+)
+
+
+def latency_story(
+    rows: Sequence[Mapping[str, Any]],
+    title: str | None = "one configuration, measured in three places",
+    ax: Any = None,
+) -> Figure:
+    """Session creation, first call and steady p50 of one configuration, side by side
+    for each place it was measured (the sweep's trial, the re-measured trial, this
+    kernel), each bar labelled with its value; missing figures are left out.
+
+    Each row: ``label`` and any of ``session_s`` (seconds), ``first_ms``, ``p50_ms``
+    (`tts_kit.report.answer.latency_rows` builds them). Seconds are drawn in ms.
+
+    Example:
+        >>> fig = latency_story([{"label": "sweep", "session_s": 1.5, FIRST_MS: 900,
+        ...                        P50_MS: 700}, {"label": "kernel", FIRST_MS: 950}])
+        >>> fig.axes[0].get_xlabel()
+        'milliseconds'
+    """
+    rows = list(rows)
+    if ax is None:
+        fig = _figure(8, 0.9 + 0.75 * max(1, len(rows)))
+        ax = fig.add_subplot()
+    else:
+        fig = ax.figure
+    colors = {"session_s": "#8c6d31", FIRST_MS: "#e6550d", P50_MS: "#3182bd"}
+    n = len(LATENCY_PARTS)
+    height = 0.8 / n
+    top = 0.0
+    for ri, row in enumerate(rows):
+        for pi, (key, name) in enumerate(LATENCY_PARTS):
+            value = to_number(row.get(key))
+            if value is None:
+                continue
+            ms = value * 1000 if key.endswith("_s") else value
+            top = max(top, ms)
+            y = ri + pi * height - 0.4 + height / 2
+            ax.barh(y, ms, height=height * 0.9, color=colors[key],
+                    label=name if ri == 0 or not ax.get_legend_handles_labels()[1].count(name)
+                    else None)
+            ax.annotate(f"{ms:,.0f} ms", (ms, y), xytext=(3, 0), textcoords="offset points",
+                        va="center", fontsize=7)
+    ax.set_yticks(range(len(rows)), [str(r.get("label", "")) for r in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(top, 1.0) * 1.18)
+    ax.set_xlabel("milliseconds")
+    ax.grid(axis="x", alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        uniq = dict(zip(labels, handles))
+        ax.legend(uniq.values(), uniq.keys(), fontsize=7, loc="upper left",
+                  bbox_to_anchor=(1.01, 1.0), frameon=False)
+    if title:
+        ax.set_title(title, fontsize=10)
+    return fig
+
+
+def stage_costs(
+    costs: Any,
+    runtime_mb: float | None = None,
+    article_split: Mapping[str, float] | None | str = "claimed",
+    title: str | None = "memory per stage",
+    fig: Figure | None = None,
+) -> Figure:
+    """Measured memory per stage (load and run) next to the article's estimated split.
+
+    Args:
+        costs: a `tts_kit.runtime.loading.StageCosts` (what
+        `tts_kit.experiments.stage_costs.stage_costs` measured),
+            or a mapping ``stage -> cost`` where a cost has ``load_mb`` and ``run_mb``
+            (or is a plain number of MB).
+        runtime_mb: RSS of the process before any session (interpreter + ONNX Runtime),
+            the measured counterpart of the article's "runtime" share; taken from a
+            `StageCosts` when not given.
+        article_split: the percentages to show beside the measurement: ``"claimed"``
+            (default) for the memory article's estimate as `tts_kit.runtime.loading` records it
+            (``StageCosts.claimed_split``), a mapping of your own, or None to leave it out.
+
+    Example:
+        >>> fig = stage_costs({"vocoder": {"load_mb": 30, "run_mb": 12}}, runtime_mb=60)
+        >>> len(fig.axes)
+        2
+    """
+    if hasattr(costs, "stages") and not isinstance(costs, Mapping):
+        if runtime_mb is None and to_number(getattr(costs, "runtime_mb", None)) is not None:
+            runtime_mb = costs.runtime_mb
+        if article_split == "claimed":
+            article_split = getattr(costs, "claimed_split", None) or "claimed"
+        costs = costs.stages
+    from tts_kit.runtime.loading import ARTICLE_SPLIT_CLAIMED, cost_parts, memory_split
+
+    if article_split == "claimed":
+        article_split = ARTICLE_SPLIT_CLAIMED
+    stages = [s for s in contract.STAGES if s in costs] + [
+        s for s in costs if s not in contract.STAGES
+    ]
+    parts = {s: cost_parts(costs[s]) for s in stages}
+    if fig is None:
+        fig = _figure(10, 3.8)
+    else:
+        fig.clear()
+    ax, ax2 = fig.subplots(1, 2, width_ratios=[3, 2])
+    ys = np.arange(len(stages))
+    load = np.array([parts[s][0] for s in stages])
+    run = np.array([parts[s][1] for s in stages])
+    ax.barh(ys, load, color=[STAGE_COLORS.get(s, "#777") for s in stages], label="load")
+    ax.barh(ys, run, left=load, color=[STAGE_COLORS.get(s, "#777") for s in stages],
+            alpha=0.45, hatch="//", label="run")
+    for y, a, b in zip(ys, load, run):
+        fmt = ".1f" if max(a, b) < 10 else ".0f"
+        ax.annotate(f"{a:{fmt}} + {b:{fmt}} MB", (a + b, y), xytext=(3, 0),
+                    textcoords="offset points", va="center", fontsize=7)
+    ax.set_yticks(ys, stages)
+    ax.invert_yaxis()
+    ax.set_xlabel("RSS added (MB)")
+    ax.set_xlim(0, max(float((load + run).max(initial=0)), 1e-3) * 1.3)  # room for the labels
+    ax.legend(fontsize=7, loc="upper right")
+    ax.grid(axis="x", alpha=0.3)
+    if title:
+        ax.set_title(title, fontsize=10)
+    _split_bars(ax2, memory_split(costs, runtime_mb), article_split)
+    return fig
+
+
+def _split_bars(ax2: Any, measured: Mapping[str, float], article_split: Any) -> None:
+    """`stage_costs`' right panel: the measured split in the article's vocabulary, as far
+    as it maps, beside the article's claimed one."""
+    bars = [("measured", dict(measured))]
+    if article_split:
+        bars.append(("article (claimed)", dict(article_split)))
+    palette = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860"]
+    for i, (label, split) in enumerate(bars):
+        left = 0.0
+        for j, (name, pct) in enumerate(split.items()):
+            color = palette[j % len(palette)] if label == "measured" else f"C{(j + 5) % 10}"
+            # Every segment is named in the legend; wide ones also inside the bar.
+            ax2.barh(i, pct, left=left, color=color, edgecolor="white",
+                     label=f"{label.split()[0]}: {name} {pct:.0f}%")
+            if pct >= 18:
+                ax2.annotate(f"{name}\n{pct:.0f}%", (left + pct / 2, i), ha="center",
+                             va="center", fontsize=6, color="white")
+            left += pct
+    ax2.set_yticks(range(len(bars)), [b[0] for b in bars])
+    ax2.set_xlim(0, 100)
+    ax2.invert_yaxis()
+    ax2.set_xlabel("% of total")
+    ax2.set_title("split", fontsize=10)
+    ax2.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2,
+               frameon=False)

@@ -1,0 +1,326 @@
+"""The graph-level steps of a conversion: one ONNX file to FP16 or INT8 (`_convert_graph`),
+and the file safety around it (hashing, links, a free destination, checks that a
+written graph opens). `tts_kit.precision.conversion` puts them together for a bundle or a
+file, `tts_kit.precision.piper_conversion` for a Piper voice.
+
+Example:
+    >>> list(sha256_tree(__file__))
+    ['graphs.py']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import shutil
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+from tts_kit.core import atomic, contract
+from tts_kit.core.errors import TtsKitError
+
+#: Op types `quantize_dynamic` is asked to quantise (see the module docstring).
+INT8_OP_TYPES: tuple[str, ...] = ("MatMul", "Conv", "Gather")
+#: Weights with fewer elements than this stay float in INT8 conversions.
+INT8_MIN_WEIGHT_ELEMENTS = 1024
+#: Key of the conversion record in a converted bundle's ``tts.json``.
+PRECISION_KEY = "tts_kit_precision"
+
+
+def _tool(to: str) -> str:
+    if to == "fp16":
+        return (
+            "onnxruntime.transformers.float16.convert_float_to_float16 "
+            f"(onnxruntime {ort.__version__})"
+        )
+    return (
+        f"onnxruntime.quantization.quantize_dynamic (onnxruntime {ort.__version__}; "
+        f"QInt8 per-channel weights, ops {', '.join(INT8_OP_TYPES)})"
+    )
+
+
+# -- hashing and file safety ------------------------------------------------------------
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    """SHA-256 of one file, read in 1 MiB blocks.
+
+    Example:
+        >>> sha256_file(__file__) == sha256_file(__file__)
+        True
+    """
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _walk_files(root: Path) -> tuple[list[str], list[str]]:
+    """(regular files, symbolic links) under ``root`` as sorted relative POSIX paths.
+
+    Links are listed, never followed (a linked directory is not entered).
+    """
+    files, links = [], []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        here = Path(dirpath)
+        for name in [*dirnames, *filenames]:
+            p = here / name
+            rel = p.relative_to(root).as_posix()
+            if p.is_symlink():
+                links.append(rel)
+            elif name in filenames and p.is_file():
+                files.append(rel)
+    return sorted(files), sorted(links)
+
+
+def sha256_tree(path: str | os.PathLike[str]) -> dict[str, str]:
+    """SHA-256 of every regular file under ``path`` (relative POSIX path -> hex).
+
+    A file maps to itself. Symbolic links inside a directory are not followed: what they
+    point at is not part of the tree (and may be anybody's file).
+
+    Example:
+        >>> list(sha256_tree(__file__))
+        ['graphs.py']
+    """
+    root = Path(path)
+    if root.is_file():
+        return {root.name: sha256_file(root)}
+    return {rel: sha256_file(root / rel) for rel in _walk_files(root)[0]}
+
+
+def _layout_files(bundle: Any) -> set[str]:
+    """The files a bundle cannot do without (relative POSIX paths)."""
+    need = {contract.CONFIG_FILE, contract.INDEXER_FILE}
+    need |= {contract.GRAPHS[s].path for s in contract.STAGES}
+    need |= {f"{contract.VOICE_DIR}/{name}.json" for name in bundle.voices}
+    return need
+
+
+def _check_links(src_p: Path, bundle: Any) -> list[str]:
+    """Refuse links the layout needs; return the other links (skipped, with a note)."""
+    _, links = _walk_files(src_p)
+    need = _layout_files(bundle)
+    needed = sorted(rel for rel in links
+                    if rel in need or any(n.startswith(rel + "/") for n in need))
+    if needed:
+        raise TtsKitError(
+            f"{src_p}: {needed[0]} is a symbolic link; convert reads only regular files "
+            f"of a bundle: copy it with `cp -rL {src_p} COPY` and convert the copy"
+        )
+    return links
+
+
+def _check_dst_free(dst: Path, kind: str) -> None:
+    if dst.is_symlink():  # dangling or not: os.replace cannot put the output there
+        raise TtsKitError(f"{dst}: is a symbolic link (to {os.readlink(dst)}); give a new path "
+                         "that is not a link")
+    if kind == "onnx":
+        if dst.exists() or dst.is_symlink():
+            raise TtsKitError(f"{dst}: already exists; give a new output file path")
+        return
+    if dst.exists() and (not dst.is_dir() or any(dst.iterdir())):
+        raise TtsKitError(
+            f"{dst}: already exists and is not an empty directory; choose a new path or remove it"
+        )
+
+
+def _graph_bytes(path: Path) -> int:
+    return path.stat().st_size + sum(
+        p.stat().st_size for p in path.parent.glob(f"{path.name}.data*")
+    )
+
+
+# -- the converters ---------------------------------------------------------------------
+
+
+def _strip_added_value_info(model: onnx.ModelProto, keep: set[str]) -> None:
+    """Drop shape-inference annotations the converters add (ORT infers them again on load).
+
+    They are metadata, not weights: a few KB that make small graphs look larger.
+    """
+    kept = [vi for vi in model.graph.value_info if vi.name in keep]
+    del model.graph.value_info[:]
+    model.graph.value_info.extend(kept)
+
+
+def _save_model(model: onnx.ModelProto, path: Path) -> None:
+    # Protobuf cannot serialise 2 GB; larger graphs go to an external data file.
+    big = model.ByteSize() > 1_800_000_000
+    onnx.save_model(model, str(path), save_as_external_data=big,
+                    location=f"{path.name}.data" if big else None)
+
+
+def _weights_of(model: onnx.ModelProto) -> dict[str, int]:
+    return {i.name: int(np.prod(i.dims)) for i in model.graph.initializer}
+
+
+def _convert_graph(
+    src: Path, dst: Path, to: str, keep_io_types: bool, op_block_list: Sequence[str] | None,
+    keep_float_prefixes: Sequence[str] = (),
+) -> tuple[dict[str, int], int]:
+    """Convert one ONNX file to ``dst``; returns (ops report, number of ops kept float).
+
+    ``keep_float_prefixes``: nodes whose names start with one of these stay float (a
+    Piper voice's duration predictor is ``/dp/...``: `PIPER_RECIPES`).
+    """
+    prefixes = tuple(keep_float_prefixes)
+    if to != "fp16":
+        return _quantize_int8(src, dst, op_block_list, prefixes)
+    source = onnx.load(str(src))
+    keep_vi = {vi.name for vi in source.graph.value_info}
+    from onnxruntime.transformers.float16 import (
+        DEFAULT_OP_BLOCK_LIST,
+        convert_float_to_float16,
+    )
+
+    casts_before = sum(n.op_type == "Cast" for n in source.graph.node)
+    blocked = sorted(set(DEFAULT_OP_BLOCK_LIST) | set(op_block_list or ()))
+    keep = [n.name for n in source.graph.node if prefixes and n.name.startswith(prefixes)]
+    model = convert_float_to_float16(source, keep_io_types=keep_io_types,
+                                     op_block_list=blocked, node_block_list=keep or None)
+    del source
+    _strip_added_value_info(model, keep_vi)
+    casts = sum(n.op_type == "Cast" for n in model.graph.node) - casts_before
+    _save_model(model, dst)
+    return {"Cast": casts}, 0
+
+
+def _quantize_int8(src: Path, dst: Path, op_block_list: Sequence[str] | None,
+                   prefixes: tuple[str, ...]) -> tuple[dict[str, int], int]:
+    """`_convert_graph`'s INT8 half: dynamic quantisation of the ops with a weight."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    source = onnx.load(str(src))
+    keep_vi = {vi.name for vi in source.graph.value_info}
+
+    weights = _weights_of(source)
+    blocked_ops = set(op_block_list or ())
+    op_types = [t for t in INT8_OP_TYPES if t not in blocked_ops]
+    unnamed = False
+    for k, n in enumerate(source.graph.node):
+        if not n.name:  # nodes_to_exclude works by name; this is our private copy
+            n.name = f"tts_kit_node_{k}"
+            unnamed = True
+    # Only ops with a weight are candidates (activation x activation MatMuls never are).
+    candidates = [
+        n for n in source.graph.node
+        if n.op_type in INT8_OP_TYPES and any(i in weights for i in n.input)
+    ]
+    exclude = [
+        n.name for n in candidates
+        if n.op_type in blocked_ops
+        or not any(weights.get(i, 0) >= INT8_MIN_WEIGHT_ELEMENTS for i in n.input)
+        or (prefixes and n.name.startswith(prefixes))
+    ]
+    consumer = {}
+    for n in candidates:
+        for i in n.input:
+            if i in weights:
+                consumer.setdefault(i, n.op_type)
+    # The quantiser's shape inference writes "<graph>-inferred.onnx" beside the graph it is
+    # handed (truncating a user's file of that name) and unlinks it, so it never sees the
+    # source: only a private copy in a scratch directory that goes with any failure.
+    with atomic.scratch_dir(dst) as tmp, _without_preprocess_advice():
+        model_in = Path(tmp) / src.name
+        if unnamed:
+            _save_model(source, model_in)
+        else:
+            _copy_graph(src, model_in)
+        # The quantiser loads its own copy; not holding ours too saves a model's worth
+        # of RAM (about 250 MB for the vector estimator).
+        del source
+        quantize_dynamic(
+            model_in,
+            Path(tmp) / "q.onnx",
+            op_types_to_quantize=op_types,
+            per_channel=True,
+            weight_type=QuantType.QInt8,
+            nodes_to_exclude=exclude,
+            extra_options={"MatMulConstBOnly": True},
+        )
+        model = onnx.load(str(Path(tmp) / "q.onnx"))
+    _strip_added_value_info(model, keep_vi)
+    out_names = {i.name for i in model.graph.initializer}
+    ops = Counter(
+        op for name, op in consumer.items() if f"{name}_quantized" in out_names
+    )
+    _save_model(model, dst)
+    return dict(sorted(ops.items())), len(exclude)
+
+
+def _copy_graph(src: Path, dst: Path) -> None:
+    """Copy a graph and its external data files (``<name>.data*``, as `_save_model` names
+    them) into ``dst``'s directory, contents only."""
+    shutil.copyfile(src, dst)
+    for data in src.parent.glob(f"{src.name}.data*"):
+        if data.is_file() and not data.is_symlink():
+            shutil.copyfile(data, dst.parent / data.name.replace(src.name, dst.name, 1))
+
+
+class _DropPreprocessAdvice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        # quantize_dynamic says "Please consider to run ...", quantize_static "Please
+        # consider pre-processing ...".
+        return not str(record.msg).startswith("Please consider")
+
+
+@contextlib.contextmanager
+def _without_preprocess_advice() -> Iterator[None]:
+    """Silence quantize_dynamic's per-call root-logger advice to run quant_pre_process.
+
+    tts_kit does not run that step: it rewrites the graph with ORT's optimiser, so the
+    saved stage would no longer be the source graph plus quantisation; the INT8 result
+    is judged by its measured fidelity instead. The advice, repeated for every stage,
+    buried the conversion's own output in notebooks.
+    """
+    drop = _DropPreprocessAdvice()
+    root = logging.getLogger()
+    root.addFilter(drop)
+    try:
+        yield
+    finally:
+        root.removeFilter(drop)
+
+
+def _precision_of(path: Path) -> str:
+    from tts_kit.core._protoscan import scan_onnx
+    from tts_kit.models.supertonic.bundle import _precision
+
+    return _precision(scan_onnx(path).initializer_types)
+
+
+def _open_check(path: Path) -> ort.InferenceSession:
+    """Open a graph in ONNX Runtime on the CPU (what every machine has)."""
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    return ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
+
+
+def _check_float32(found: str, name: str) -> None:
+    # Converting twice compounds the error, and FP16 over INT8 breaks the quantisation
+    # scales; always start from the FP32 original.
+    if found != "float32":
+        raise TtsKitError(
+            f"{name}: weights are already {found}; convert from the FP32 original instead"
+        )
+
+
+
+def _copy_regular(src: Path, dst: Path) -> None:
+    """Copy a regular file's bytes and times; never through a link (one may have been put
+    in its place since the tree was listed)."""
+    fd = os.open(src, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as fin, open(dst, "wb") as fout:
+        shutil.copyfileobj(fin, fout, 1 << 20)
+    shutil.copystat(src, dst, follow_symlinks=False)
+

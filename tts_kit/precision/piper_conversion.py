@@ -1,0 +1,208 @@
+"""Conversion of a Piper voice (one graph) into a new voice directory, and its fidelity
+against the source (same texts, same seed, same noise).
+
+Example:
+    >>> sorted(PIPER_RECIPES)
+    ['fp16', 'int8', 'int8-dp32']
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tts_kit.core import atomic
+from tts_kit.core.errors import TtsKitError
+from tts_kit.precision.graphs import (
+    PRECISION_KEY,
+    _check_dst_free,
+    _check_float32,
+    _convert_graph,
+    _copy_regular,
+    _graph_bytes,
+    _open_check,
+    _tool,
+    sha256_file,
+)
+from tts_kit.precision.records import (
+    MAX_LOG_MEL_DB,
+    MIN_SNR_DB,
+    ConversionReport,
+    Fidelity,
+    StageReport,
+    check_target,
+)
+
+#: Recipes for a Piper voice (one graph): recipe -> (target, node-name prefixes kept float).
+#: ``int8-dp32`` keeps what sets the durations float, as the recipe of that name keeps
+#: Supertonic's duration predictor FP32: durations that move change the length, and with
+#: it every sample after. In a VITS voice the duration predictor (``/dp/``) reads the text
+#: encoder's output (``/enc_p/``), so both stay float (measured on en_US-joe-medium: with
+#: ``/dp/`` alone float, INT8 still moved the length by 70 ms). The flow and the decoder
+#: are quantised. sherpa-onnx's recipe is Supertonic's only.
+PIPER_RECIPES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "fp16": ("fp16", ()),
+    "int8": ("int8", ()),
+    "int8-dp32": ("int8", ("/enc_p/", "/dp/")),
+}
+
+
+def convert_piper(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    to: str = "fp16",
+    *,
+    keep_io_types: bool = True,
+    op_block_list: Sequence[str] | None = None,
+    measure: bool = True,
+    texts: Sequence[str] | None = None,
+    seed: int = 0,
+    recipe: str | None = None,
+) -> ConversionReport:
+    """Convert a Piper voice (`tts_kit.models.piper.voice`) into a new voice directory.
+
+    ``src``: ``piper:NAME``, a voice directory or its ``.onnx`` file; it is only read
+    (hashed before and after). ``dst``: a new directory (must not exist, or be empty),
+    built aside and moved into place whole: the converted graph, its ``.onnx.json`` with
+    a ``tts_kit_precision`` record, and the voice's other regular files (model card).
+    With ``measure``, both voices read ``texts`` (default: the precision texts) with the
+    same seed, so the same noise, and the waveforms are compared (SNR, log-mel distance,
+    length), on the CPU, in this process. Memory and latency: ``tts-kit tune --model DST``.
+
+    ``recipe``: one of `PIPER_RECIPES` instead of ``to`` (``int8-dp32``: INT8 with the
+    duration predictor kept float).
+
+    Example:
+        >>> r = convert_piper("piper:joe-us", "joe-fp16", "fp16")  # doctest: +SKIP
+        >>> r.fidelity["CPUExecutionProvider"].passed  # doctest: +SKIP
+        True
+    """
+    from tts_kit.models.piper.voice import STAGE, PiperBundle
+
+    keep_float: tuple[str, ...] = ()
+    if recipe is not None:
+        if recipe not in PIPER_RECIPES:
+            raise TtsKitError(f"recipe '{recipe}' is not one for a Piper voice; use one of "
+                             f"{', '.join(PIPER_RECIPES)} (sherpa-int8 is Supertonic's)")
+        to, keep_float = PIPER_RECIPES[recipe]
+    check_target(to)
+    bundle = PiperBundle(src)
+    src_dir = bundle.path
+    dst_p = Path(dst).expanduser()
+    if dst_p.resolve() == src_dir or dst_p.resolve().is_relative_to(src_dir):
+        raise TtsKitError(f"{dst}: the output must be outside the voice's directory {src_dir}")
+    _check_float32(bundle.stages[STAGE].precision, bundle.model_file.name)
+    _check_dst_free(dst_p, "bundle")
+    files = [bundle.model_file, bundle.config_file]
+    extra = [f for f in sorted(src_dir.iterdir()) if f.is_file() and not f.is_symlink()
+             and f not in files and f.suffix not in (".onnx", ".json", ".py", ".pyc")]
+    t0 = time.perf_counter()
+    before = {f.name: sha256_file(f) for f in files + extra}
+    report = ConversionReport(
+        kind="piper", src=str(bundle.name if bundle.name.startswith("piper:")
+                              else bundle.model_file),
+        dst=str(dst_p), to=to, converted=[STAGE], tool=_tool(to),
+        options={"keep_io_types": keep_io_types, "op_block_list": list(op_block_list or []),
+                 **({"keep_float_prefixes": list(keep_float)} if keep_float else {})},
+        source_sha256=before, recipe=recipe or "",
+    )
+    dst_p.parent.mkdir(parents=True, exist_ok=True)
+    _write_voice(bundle, dst_p, report, files=files, extra=extra,
+                 keep_float=keep_float, op_block_list=op_block_list)
+    report.convert_s = time.perf_counter() - t0
+    if measure:
+        report.measured = True
+        report.fidelity["CPUExecutionProvider"] = piper_fidelity(
+            bundle, dst_p, to, texts=texts, seed=seed)
+        report.texts = list(texts or _piper_texts())
+        report.seed = seed
+        report.steps = 1
+    return report
+
+
+def _write_voice(bundle: Any, dst_p: Path, report: ConversionReport, *, files: list[Path],
+                 extra: list[Path], keep_float: tuple[str, ...],
+                 op_block_list: Sequence[str] | None) -> None:
+    """Convert the voice's graph into ``dst_p`` (atomically), with its config's record
+    and the other files; checks that it opens and that the source did not change."""
+    from tts_kit.models.piper.voice import STAGE, PiperBundle
+
+    to, recipe, before = report.to, report.recipe or None, report.source_sha256
+    keep_io_types = report.options["keep_io_types"]
+    with atomic.atomic_dir(dst_p) as tmp:
+        out = tmp / bundle.model_file.name
+        ops, kept = _convert_graph(bundle.model_file, out, to, keep_io_types, op_block_list,
+                                   keep_float)
+        sess = _open_check(out)
+        del sess
+        for f in extra:
+            _copy_regular(f, tmp / f.name)
+        cfg = dict(bundle.config)
+        record = {"to": to, "stages": [STAGE],
+                  "source_sha256": {STAGE: before[bundle.model_file.name]},
+                  "tool": report.tool, "options": report.options}
+        if PRECISION_KEY in cfg:
+            record["previous"] = cfg[PRECISION_KEY]
+        cfg[PRECISION_KEY] = record
+        (tmp / bundle.config_file.name).write_text(
+            json.dumps(cfg, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        converted = PiperBundle(out)  # the result must open like any voice
+        kernels = None
+        if to == "int8":  # does it run integer kernels, or float after all?
+            from tts_kit.precision.recipes import kernel_report
+
+            kernels = kernel_report(out).to_dict()
+        report.stages[STAGE] = StageReport(
+            STAGE, True, bundle.stages[STAGE].size_bytes, _graph_bytes(out),
+            bundle.stages[STAGE].precision, converted.stages[STAGE].precision, ops, kept,
+            recipe or to, kernels)
+        after = {f.name: sha256_file(f) for f in files + extra}
+        if after != before:
+            report.source_unchanged = False
+            raise RuntimeError(f"{bundle.path}: the voice changed during conversion; nothing was "
+                               "written; make sure nothing else writes to it and retry")
+
+
+def _piper_texts() -> list[str]:
+    from tts_kit.precision.measure import DEFAULT_TEXTS
+
+    return list(DEFAULT_TEXTS)
+
+
+def piper_fidelity(reference: Any, candidate: Any, to: str = "fp16",
+                   texts: Sequence[str] | None = None, seed: int = 0) -> Fidelity:
+    """A converted Piper voice against its source: same texts, same seed, same noise.
+
+    Both engines run on the CPU in this process; the waveforms are compared with
+    `tts_kit.experiments.audio_metrics.waveform_fidelity` and judged by `Fidelity.evaluate` with the
+    target's thresholds (``stage_snr_db`` holds the one stage, ``voice``).
+
+    Example:
+        >>> piper_fidelity("piper:joe-us", "joe-fp16", "fp16").passed  # doctest: +SKIP
+        True
+    """
+    from tts_kit.experiments.audio_metrics import waveform_fidelity
+    from tts_kit.models.piper.voice import STAGE, PiperEngine
+
+    texts = list(texts or _piper_texts())
+    ref_e = PiperEngine(reference)
+    cand_e = PiperEngine(candidate)
+    f = Fidelity("CPUExecutionProvider", min_snr_db=MIN_SNR_DB[to],
+                 max_log_mel_db=MAX_LOG_MEL_DB[to])
+    try:
+        ref = [r.wav for r in ref_e.synthesize_batch(texts, seed=seed)]
+        cand = [r.wav for r in cand_e.synthesize_batch(texts, seed=seed)]
+        snr, lmd, n_ref, n_cand = waveform_fidelity(ref, cand, ref_e.bundle.sample_rate)
+        f.waveform_snr_db, f.log_mel_distance_db = snr, lmd
+        f.length_ref, f.length_candidate = n_ref, n_cand
+        f.stage_snr_db = {STAGE: snr}
+    except ValueError as exc:
+        f.error = str(exc)
+    finally:
+        ref_e.close()
+        cand_e.close()
+    return f.evaluate()

@@ -1,0 +1,248 @@
+"""Per-stage cost data a ``budget`` policy goes by: measured costs (`StageCost`,
+`StageCosts`, filled by `tts_kit.experiments.stage_costs`), estimates from the file sizes,
+the memory split and a suggested budget. Plain data: no session is created here.
+
+Example:
+    >>> estimate_costs_mb({"vocoder": 100 * 2**20})
+    {'vocoder': 112.0}
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tts_kit.core import contract
+from tts_kit.core.errors import TtsKitError
+from tts_kit.core.procfacts import MIB
+
+#: The memory article's *estimated* split of Supertonic's memory (seed article 004), in
+#: percent. Claimed by the article, not measured; `StageCosts.split` gives the measured one.
+ARTICLE_SPLIT_CLAIMED: dict[str, float] = {
+    "weights": 40.0,
+    "inference cache": 30.0,
+    "batch buffers": 15.0,
+    "preprocessing": 10.0,
+    "runtime": 5.0,
+}
+
+
+# -- cost data ----------------------------------------------------------------------------
+
+
+@dataclass
+class StageCost:
+    """What one stage cost in a fresh process (MB are MiB of RSS)."""
+
+    stage: str
+    """Stage name."""
+    file_mb: float
+    """Size of the graph (and its external data) on disk."""
+    load_mb: float
+    """RSS the loaded session adds and keeps (after the loader's trim): its resident cost."""
+    load_peak_mb: float
+    """Highest RSS during session creation, above the RSS before it (transient)."""
+    run_mb: float
+    """Highest RSS during the run, above the loaded RSS: the working memory."""
+    left_mb: float
+    """RSS after the release, above the RSS before the load (what did not go back)."""
+    load_s: float
+    """Seconds to create the session."""
+    run_s: float
+    """Seconds of the run (all flow steps for the vector estimator)."""
+
+    @property
+    def peak_mb(self) -> float:
+        """The most this stage adds at once: ``max(load peak, load + run)``."""
+        return max(self.load_peak_mb, self.load_mb + self.run_mb)
+
+
+@dataclass
+class StageCosts:
+    """Per-stage memory costs, ready for a table or a chart.
+
+    Measured by `tts_kit.experiments.stage_costs.stage_costs`; plain data, so the loader and the
+    engine use it without importing the experiment.
+
+    Example:
+        >>> c = StageCosts({"vocoder": StageCost("vocoder", 100, 105, 120, 12, 1, 0.2, 0.3)},
+        ...                runtime_mb=60)
+        >>> c.costs_mb()
+        {'vocoder': 117.0}
+        >>> round(c.split()["weights and sessions (load)"])
+        59
+    """
+
+    stages: dict[str, StageCost] = field(default_factory=dict)
+    """One entry per stage, in pipeline order."""
+    runtime_mb: float = math.nan
+    """RSS of the process before any session: interpreter, numpy, ONNX Runtime, its globals."""
+    imports_mb: float = math.nan
+    """RSS after the imports only (``runtime_mb`` minus ORT's first-session globals)."""
+    peak_rss_mb: float = math.nan
+    """The measuring process's high-water mark."""
+    loading: str = "paged"
+    """How the sessions were created (the policy's ``ext``/``mmap`` options matter)."""
+    preset: str = ""
+    """Session preset name."""
+    text: str = ""
+    """The text synthesised."""
+    steps: int = contract.DEFAULT_STEPS
+    """Flow steps of the vector estimator."""
+    method: str = ("one fresh process; ORT warmed up with a one-node graph, then each stage "
+                   "loaded, run on the real inputs of this text and released (gc + "
+                   "malloc_trim) in pipeline order")
+    """How the numbers were taken."""
+    claimed_split: dict[str, float] = field(default_factory=lambda: dict(ARTICLE_SPLIT_CLAIMED))
+    """The article's estimated split (percent), claimed, not measured."""
+
+    def costs_mb(self) -> dict[str, float]:
+        """Resident MB per stage, for ``Engine(stage_costs_mb=...)`` and the budget policy:
+        ``load_mb + run_mb``, since a kept session's arena holds on to its run's memory."""
+        return {s: round(float(c.load_mb + max(c.run_mb, 0.0)), 1)
+                for s, c in self.stages.items()}
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One plain dict per stage (MB and seconds), plus the runtime row."""
+        rows: list[dict[str, Any]] = []
+        for c in self.stages.values():
+            row = {k: getattr(c, k) for k in StageCost.__dataclass_fields__}
+            row["peak_mb"] = c.peak_mb
+            rows.append(row)
+        rows.append({"stage": "runtime (before any session)", "load_mb": self.runtime_mb})
+        return rows
+
+    def dataframe(self) -> Any:
+        """`rows` as a pandas DataFrame (pandas is imported only here)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows()).set_index("stage")
+
+    def split(self) -> dict[str, float]:
+        """`memory_split` of these costs: the measured split in percent."""
+        return memory_split(self.stages, self.runtime_mb)
+
+    def table(self) -> str:
+        """Aligned text table of the costs (MB)."""
+        head = f"{'stage':<20}{'file':>8}{'load':>8}{'peak':>8}{'run':>8}{'left':>7}{'load s':>8}"
+        lines = [head]
+        for c in self.stages.values():
+            lines.append(f"{c.stage:<20}{c.file_mb:>8.1f}{c.load_mb:>8.1f}{c.load_peak_mb:>8.1f}"
+                         f"{c.run_mb:>8.1f}{c.left_mb:>7.1f}{c.load_s:>8.2f}")
+        lines.append(f"{'runtime':<20}{'':>8}{self.runtime_mb:>8.1f}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "stages"}
+        d["stages"] = {s: dict(c.__dict__) for s, c in self.stages.items()}
+        return d
+
+
+def estimate_costs_mb(sizes_bytes: Mapping[str, int] | Any) -> dict[str, float]:
+    """Estimated resident cost per stage in MB, from file sizes (a `Bundle` or a dict).
+
+    Measured on the stand-ins with trimming: a loaded session holds 1.0-1.1x its
+    weights (pre-packed copies replace the originals) plus a few MB of kernels and plans.
+
+    Example:
+        >>> estimate_costs_mb({"vocoder": 100 * 2**20})
+        {'vocoder': 112.0}
+    """
+    stages = getattr(sizes_bytes, "stages", None)
+    if stages is not None:
+        sizes = {s: info.size_bytes for s, info in stages.items()}
+    else:
+        sizes = dict(sizes_bytes)
+    return {s: round(1.1 * b / MIB + 2.0, 1) for s, b in sizes.items()}
+
+
+def cost_parts(cost: Any) -> tuple[float, float]:
+    """(load MB, run MB) of one stage's cost: a `StageCost`, a mapping with ``load_mb``
+    (and ``run_mb``, default 0), or a plain number of MB (all load).
+
+    The one reading of a stage cost: the budget policy, the split and the plots use it.
+
+    Example:
+        >>> cost_parts({"load_mb": 30, "run_mb": 12}), cost_parts(50)
+        ((30.0, 12.0), (50.0, 0.0))
+    """
+    if isinstance(cost, Mapping) or hasattr(cost, "load_mb"):
+        parts = cost if isinstance(cost, Mapping) else vars(cost)
+        if "load_mb" not in parts:
+            raise TtsKitError(f"a stage cost needs load_mb (and run_mb), got {cost!r}")
+        return float(parts["load_mb"]), float(parts.get("run_mb", 0.0) or 0.0)
+    return float(cost), 0.0
+
+
+def memory_split(costs: Mapping[str, Any], runtime_mb: float | None = None
+                 ) -> dict[str, float]:
+    """The measured memory split in percent, in the article's terms as far as they map:
+    weights and sessions = the stages' load MB, working memory = their run MB, runtime =
+    RSS before any session (left out when unknown). ``costs``: stage -> cost (`cost_parts`).
+
+    Example:
+        >>> memory_split({"vocoder": {"load_mb": 30, "run_mb": 10}}, runtime_mb=60)
+        {'weights and sessions (load)': 30.0, 'working memory (run)': 10.0, 'runtime': 60.0}
+    """
+    parts = [cost_parts(c) for c in costs.values()]
+    mb = {"weights and sessions (load)": sum(p[0] for p in parts),
+          "working memory (run)": sum(p[1] for p in parts)}
+    if runtime_mb is not None and math.isfinite(runtime_mb) and runtime_mb > 0:
+        mb["runtime"] = float(runtime_mb)
+    total = sum(mb.values()) or 1.0
+    return {k: 100.0 * v / total for k, v in mb.items()}
+
+
+def resident_costs_mb(costs: Mapping[str, Any] | StageCosts | None, bundle: Any
+                      ) -> dict[str, float]:
+    """Resident MB per stage for the budget: measured where given, estimated for the rest.
+
+    ``costs`` may be a `StageCosts`, ``{stage: MB}`` or ``{stage: {"load_mb": ...,
+    "run_mb": ...}}`` (a kept session holds both).
+
+    Example:
+        >>> resident_costs_mb({"vocoder": 50}, {"vocoder": 1, "text_encoder": 2**20})
+        {'vocoder': 50.0, 'text_encoder': 3.1}
+    """
+    out = estimate_costs_mb(bundle)
+    if isinstance(costs, StageCosts):
+        costs = costs.costs_mb()
+    if costs is not None and not isinstance(costs, Mapping):
+        raise TtsKitError(f"stage_costs_mb must map stage names to MB, like "
+                         f'{{"vocoder": 120}}; got a {type(costs).__name__}')
+    for stage, cost in (costs or {}).items():
+        if stage not in contract.STAGES and stage not in out:
+            raise TtsKitError(
+                f"stage_costs_mb names unknown stage '{stage}'; stages are {list(contract.STAGES)}"
+            )
+        try:
+            load, run = cost_parts(cost)
+            value = load + max(run, 0.0)  # a kept session's arena holds its run's memory
+        except (TypeError, ValueError):
+            value = math.nan
+        if not value >= 0 or not math.isfinite(value):
+            raise TtsKitError(f"stage_costs_mb['{stage}'] must be MB >= 0, got {cost!r}")
+        out[stage] = value
+    return out
+
+
+def suggest_budget(costs_mb: Mapping[str, float], headroom: float = 1.2,
+                   share: float = 0.6) -> str:
+    """A ``budget:MB`` load policy that shows what a budget does: room for the largest
+    stage with ``headroom`` (it must fit alone), and at least ``share`` of all four (so
+    some stay loaded), yet under all of them (so some are paged).
+
+    ``costs_mb`` are the per-stage MB the policy goes by (`resident_costs_mb`).
+
+    Example:
+        >>> suggest_budget({"duration_predictor": 5, "text_encoder": 30,
+        ...                 "vector_estimator": 250, "vocoder": 100})
+        'budget:300'
+    """
+    values = [float(v) for v in costs_mb.values()]
+    if not values:
+        raise TtsKitError("suggest_budget needs the stages' costs in MB; got none")
+    return f"budget:{max(max(values) * headroom, share * sum(values)):.0f}"

@@ -1,0 +1,120 @@
+"""Load policies: a ``loading`` spec (``resident``, ``paged``, ``budget:MB`` with ``+``
+options) parsed into a `LoadPolicy`; `tts_kit.runtime.loading` says what each policy does.
+
+Example:
+    >>> LoadPolicy.parse("paged+notrim").spec
+    'paged+notrim'
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from tts_kit.core.errors import TtsKitError
+
+LOADINGS = ("resident", "paged", "budget")
+_OPTIONS = ("trim", "notrim", "ext", "noext", "mmap")
+
+
+# -- policies -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoadPolicy:
+    """A load policy and how its sessions are created and released.
+
+    Example:
+        >>> p = LoadPolicy.parse("budget:300+notrim")
+        >>> p.policy, p.budget_mb, p.trim, p.external_data
+        ('budget', 300.0, False, True)
+        >>> p.spec
+        'budget:300+notrim'
+    """
+
+    policy: str = "resident"
+    """``resident``, ``paged`` or ``budget``."""
+    budget_mb: float | None = None
+    """The budget of ``budget`` in MB (None for the others)."""
+    trim: bool = True
+    """``gc.collect()`` and ``malloc_trim(0)`` after every load and release."""
+    external_data: bool | None = None
+    """Load from an external-data copy of each graph (None: on for paged and budget)."""
+    prepack: bool = True
+    """Let ONNX Runtime pre-pack weights (off with ``mmap``: the weights stay mapped)."""
+
+    def __post_init__(self) -> None:
+        if self.policy not in LOADINGS:
+            raise TtsKitError(f"unknown loading '{self.policy}'; use resident, paged or budget:MB")
+        if self.policy == "budget":
+            ok = isinstance(self.budget_mb, (int, float)) and self.budget_mb > 0
+            if not ok or not math.isfinite(float(self.budget_mb)):  # type: ignore[arg-type]
+                raise TtsKitError(
+                    f"loading budget: give the budget in MB > 0, e.g. budget:300 "
+                    f"(got {self.budget_mb!r})"
+                )
+        elif self.budget_mb is not None:
+            raise TtsKitError(f"loading '{self.policy}' takes no budget; use budget:MB")
+        if self.external_data is None:
+            object.__setattr__(self, "external_data", self.policy != "resident")
+        if not self.prepack and not self.external_data:
+            raise TtsKitError("loading option mmap needs external data; drop noext")
+
+    @classmethod
+    def parse(cls, spec: str | LoadPolicy) -> LoadPolicy:
+        """Parse ``resident``, ``paged`` or ``budget:MB``, optionally ``+notrim``, ``+ext``,
+        ``+noext``, ``+mmap`` (see the module docstring).
+
+        Example:
+            >>> LoadPolicy.parse("paged+mmap").prepack
+            False
+        """
+        if isinstance(spec, LoadPolicy):
+            return spec
+        if not isinstance(spec, str):
+            raise TtsKitError("loading must be a string like 'paged' or 'budget:300', "
+                              f"got {spec!r}")
+        head, *opts = [p.strip() for p in spec.strip().lower().split("+")]
+        name, sep, mb = head.partition(":")
+        name = name.strip()
+        if name not in LOADINGS:
+            raise TtsKitError(f"unknown loading '{spec}'; use resident, paged or budget:MB")
+        budget: float | None = None
+        if name == "budget":
+            try:
+                budget = float(mb)
+            except ValueError:
+                budget = -1.0
+            if not budget > 0 or not math.isfinite(budget):
+                raise TtsKitError(f"loading '{spec}': write budget:MB with MB > 0, e.g. budget:300")
+        elif sep:
+            raise TtsKitError(f"loading '{spec}': only budget takes a number (budget:MB)")
+        bad = [o for o in opts if o not in _OPTIONS]
+        if bad:
+            raise TtsKitError(
+                f"loading '{spec}': unknown option(s) {bad}; options are {', '.join(_OPTIONS)}"
+            )
+        ext: bool | None = None
+        if "ext" in opts or "mmap" in opts:
+            ext = True
+        if "noext" in opts:
+            if ext:
+                raise TtsKitError(f"loading '{spec}': noext contradicts ext/mmap; keep one")
+            ext = False
+        return cls(name, budget, trim="notrim" not in opts, external_data=ext,
+                   prepack="mmap" not in opts)
+
+    @property
+    def spec(self) -> str:
+        """The canonical spec string (``budget:300+notrim``); parses back to this policy."""
+        head = self.policy
+        if self.policy == "budget":
+            head += f":{self.budget_mb:g}"
+        opts = []
+        if not self.trim:
+            opts.append("notrim")
+        if not self.prepack:
+            opts.append("mmap")
+        elif self.external_data != (self.policy != "resident"):
+            opts.append("ext" if self.external_data else "noext")
+        return "+".join([head, *opts])

@@ -1,0 +1,301 @@
+"""Session creation: one stage's ONNX Runtime session as a `LoadPolicy` loads it, and the
+external-data copies (``ext``, ``mmap``) it may load from, kept in a bounded on-disk cache.
+
+Example:
+    >>> external_cache_dir().name
+    'external'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import onnxruntime as ort
+from onnxruntime.capi import onnxruntime_pybind11_state as _ort_state
+
+from tts_kit.core import atomic, contract
+from tts_kit.core.errors import BundleError, TtsKitError
+from tts_kit.core.procfacts import MIB
+from tts_kit.core.settings import Settings
+from tts_kit.core.settings import settings as current_settings
+from tts_kit.runtime.policy import LoadPolicy
+
+# -- session creation ---------------------------------------------------------------------
+
+# Large graphs are converted in a child so their parse (2-3x the file) never lands in the
+# heap of the process being kept small; small ones in-process, where a child's start-up
+# (about a second) would cost more than the parse, but only when onnx is already imported:
+# importing it costs as much as the child and leaves 15 MB in the serving process.
+_EXTERNALIZE = """
+import sys, onnx
+model = onnx.load(sys.argv[1])
+onnx.save_model(model, sys.argv[2], save_as_external_data=True, all_tensors_to_one_file=True,
+                location=sys.argv[3], size_threshold=1024)
+"""
+#: Graphs up to this size are converted to external data in-process.
+INPROCESS_CONVERT_BYTES = 16 * 2**20
+
+
+#: Default bound of the external-data cache, in MB (``$TTS_KIT_EXTERNAL_CACHE_MB``).
+EXTERNAL_CACHE_MB = 2048.0
+
+
+def external_cache_dir(*, settings: Settings | None = None) -> Path:
+    """Where external-data copies live: ``$TTS_KIT_CACHE_DIR/external`` (~/.cache/tts_kit).
+
+    Example:
+        >>> external_cache_dir().name
+        'external'
+    """
+    return (settings if settings is not None else current_settings()).tts_kit_cache / "external"
+
+
+def external_cache_limit_mb(*, settings: Settings | None = None) -> float:
+    """The external-data cache's bound in MB: ``$TTS_KIT_EXTERNAL_CACHE_MB``, default 2048.
+
+    Example:
+        >>> external_cache_limit_mb() > 0
+        True
+    """
+    s = settings if settings is not None else current_settings()
+    raw = (s.external_cache_mb or "").strip()
+    if not raw:
+        return EXTERNAL_CACHE_MB
+    try:
+        mb = float(raw)
+    except ValueError:
+        mb = math.nan
+    if not (mb >= 0 and math.isfinite(mb)):
+        raise TtsKitError(f"TTS_KIT_EXTERNAL_CACHE_MB is {raw!r}; set it to MB >= 0, e.g. 2048, "
+                         "or unset it")
+    return mb
+
+
+def _content_key(src: Path) -> str:
+    """The cache key of a graph: its name and the SHA-256 of its content (data files too).
+
+    By content, not by path, size and mtime: a graph replaced by a same-size one with its
+    mtime kept (``cp -p``, ``rsync -a``, ``tar``) must not be served the old weights.
+    """
+    from tts_kit.core.digests import file_sha256  # digests shared with Bundle.sha256: read once
+
+    parts = [src.name, file_sha256(src)]
+    for data in sorted(src.parent.glob(f"{src.name}.data*")):  # the bundle's own external data
+        parts += [data.name, file_sha256(data)]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+
+
+def _tree_bytes(path: Path) -> int:
+    total = 0
+    for f in path.rglob("*"):
+        try:
+            total += f.lstat().st_size
+        except OSError:
+            pass  # removed meanwhile by another process's eviction
+    return total
+
+
+def prune_external_cache(root: str | os.PathLike[str] | None = None,
+                         limit_mb: float | None = None, keep: Path | None = None) -> list[Path]:
+    """Remove the least recently used copies until the cache holds at most ``limit_mb``.
+
+    Each copy is a directory; its mtime is its last use (`external_copy` touches it, since
+    atime is often off). ``keep`` (the copy just made or used) is never removed, even when
+    it alone exceeds the bound. Hidden ``.<key>.*`` directories are copies being written
+    and are left alone. Returns the directories removed.
+
+    Example:
+        >>> prune_external_cache("/nonexistent", 0)
+        []
+    """
+    root = Path(root) if root is not None else external_cache_dir()
+    limit = (external_cache_limit_mb() if limit_mb is None else limit_mb) * MIB
+    try:
+        entries = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    except OSError:
+        return []
+    sized = []
+    for p in entries:
+        try:
+            sized.append((p.stat().st_mtime_ns, p, _tree_bytes(p)))
+        except OSError:
+            continue
+    total = sum(size for _, _, size in sized)
+    removed = []
+    for _, p, size in sorted(sized, key=lambda e: e[0]):
+        if total <= limit:
+            break
+        if keep is not None and p == keep:
+            continue
+        # Renamed first, so no reader sees a copy whose data file is half deleted; named as
+        # a temporary of this pid, so an interrupted eviction is swept like any other.
+        doomed = root / f".{p.name}.tmp-{os.getpid()}-evict"
+        try:
+            os.replace(p, doomed)
+        except OSError:
+            continue  # evicted by another process meanwhile
+        shutil.rmtree(doomed, ignore_errors=True)
+        total -= size
+        removed.append(p)
+    return removed
+
+
+def external_copy(path: str | os.PathLike[str], cache_dir: str | os.PathLike[str] | None = None
+                  ) -> Path:
+    """A copy of the graph at ``path`` with its weights in one external data file.
+
+    Made once per content (keyed by the SHA-256 of the graph and its data files, which
+    `tts_kit.models.supertonic.bundle.file_sha256` reads once per version of a file in a process),
+    in a
+    child process (in-process for graphs up to `INPROCESS_CONVERT_BYTES` when onnx is
+    already imported), written atomically and reused after; ``path`` is only read.
+    The cache (`external_cache_dir`) is bounded by `external_cache_limit_mb`: after a new
+    copy, the least recently used ones go (`prune_external_cache`). The copy is built
+    in ``.<key>.tmp-<pid>-*`` (removed on failure, Ctrl-C, SIGTERM or SIGHUP); what a writer
+    killed outright left (SIGKILL, the OOM killer, often during a first paged load) is swept
+    on the next call (`sweep_external_cache`).
+
+    Example:
+        >>> external_copy("bundle/onnx/vocoder.onnx")  # doctest: +SKIP
+        PosixPath('~/.cache/tts_kit/external/3f2a.../vocoder.onnx')
+    """
+    limit_mb = external_cache_limit_mb()  # a bad setting fails before any work
+    src = Path(path).resolve()
+    st = src.stat()
+    key = _content_key(src)
+    root = Path(cache_dir) if cache_dir is not None else external_cache_dir()
+    target = root / key
+    out = target / src.name
+    if out.is_file():
+        try:
+            os.utime(target)  # its last use, for the LRU bound
+        except OSError:
+            pass  # a read-only cache still serves
+        return out
+    root.mkdir(parents=True, exist_ok=True)
+    sweep_external_cache(root)
+    with atomic.scratch_dir(target) as work:
+        args = [str(src), str(work / src.name), f"{src.name}.data"]
+        if st.st_size <= INPROCESS_CONVERT_BYTES and "onnx" in sys.modules:
+            import onnx
+
+            onnx.save_model(onnx.load(args[0]), args[1], save_as_external_data=True,
+                            all_tensors_to_one_file=True, location=args[2], size_threshold=1024)
+        else:
+            proc = subprocess.run([sys.executable, "-c", _EXTERNALIZE, *args],
+                                  capture_output=True, text=True)
+            if proc.returncode != 0:
+                last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+                raise RuntimeError(f"{src}: could not write an external-data copy ({last})")
+        try:
+            os.replace(work, target)
+        except OSError:
+            if not out.is_file():  # another process won the race only if its copy is there
+                raise
+    prune_external_cache(root, limit_mb, keep=target)
+    return out
+
+
+#: Work directories of earlier versions, named ``.<key>.<random>`` (no writer pid).
+_LEGACY_WORK = re.compile(r"^\.[0-9a-f]{20}\.[A-Za-z0-9_]{8}$")
+
+
+def sweep_external_cache(root: str | os.PathLike[str] | None = None,
+                         legacy_after_s: float = 3600.0) -> list[Path]:
+    """Remove partial copies of dead writers from the external-data cache; returns them.
+
+    Temporaries name their writer's pid (`tts_kit.core.atomic.sweep_stale`); the older
+    ``.<key>.<random>`` ones, which do not, go once they are ``legacy_after_s`` old.
+
+    Example:
+        >>> sweep_external_cache("/nonexistent")
+        []
+    """
+    root = Path(root) if root is not None else external_cache_dir()
+    removed = atomic.sweep_stale(root)
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(root):
+            if (_LEGACY_WORK.match(entry.name) and entry.is_dir(follow_symlinks=False)
+                    and time.time() - entry.stat(follow_symlinks=False).st_mtime
+                    > legacy_after_s):
+                shutil.rmtree(entry.path, ignore_errors=True)
+                removed.append(Path(entry.path))
+    return removed
+
+
+def create_session(
+    path: str | os.PathLike[str],
+    sess_options: ort.SessionOptions | None = None,
+    providers: list[Any] | None = None,
+    policy: LoadPolicy | str = "resident",
+) -> ort.InferenceSession:
+    """Create one stage's session the way ``policy`` loads it (external data, pre-packing).
+
+    ``policy`` is a `LoadPolicy` (the engine's, parsed once) or a spec string, parsed here.
+
+    Example:
+        >>> sess = create_session("bundle/onnx/vocoder.onnx", policy="paged")  # doctest: +SKIP
+    """
+    if not isinstance(policy, LoadPolicy):
+        policy = LoadPolicy.parse(policy)
+    so = sess_options if sess_options is not None else ort.SessionOptions()
+    model = external_copy(path) if policy.external_data else Path(path)
+    if not policy.prepack:
+        so.add_session_config_entry("session.disable_prepacking", "1")
+    try:
+        return ort.InferenceSession(str(model), sess_options=so, providers=providers)
+    except _GRAPH_ERRORS as exc:
+        # The graph itself (an op this ORT does not know, a broken protobuf): a bundle
+        # problem, said in one line naming the file, not ORT's multi-line traceback.
+        raise BundleError(f"{path}: {_graph_error_text(exc)}") from None
+
+
+#: What ORT raises when a graph cannot be loaded (as opposed to a provider failing).
+_GRAPH_ERRORS = (_ort_state.InvalidGraph, _ort_state.InvalidProtobuf,
+                 _ort_state.NotImplemented, _ort_state.Fail)
+
+
+def _graph_error_text(exc: BaseException) -> str:
+    msg = " ".join(str(exc).split())
+    # "[ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from /x.onnx failed:Why" -> "Why"
+    msg = msg.split(" failed:", 1)[-1].strip() if "Load model from" in msg else msg
+    return (f"ONNX Runtime {ort.__version__} cannot load this graph ({msg[:300]}); "
+            "re-download or rebuild the bundle, or use an onnxruntime that supports it")
+
+
+def check_loads(bundle: Any) -> list[str]:
+    """Create every stage's session once (CPU, graph optimisation off), then drop it.
+
+    What a bundle's file checks cannot see (an operator this ONNX Runtime does not
+    know, a type it has no kernel for) fails here, as a `BundleError` naming the graph,
+    instead of at the first synthesis. One session at a time, so the peak is the
+    largest graph's, not the bundle's.
+
+    Returns:
+        The stages checked, in pipeline order.
+
+    Example:
+        >>> from tts_kit import Bundle
+        >>> check_loads(Bundle.discover())
+        ['duration_predictor', 'text_encoder', 'vector_estimator', 'vocoder']
+    """
+    stages = list(getattr(bundle, "stages", None) or contract.STAGES)  # a Piper voice: one
+    for stage in stages:
+        so = ort.SessionOptions()
+        # Loading resolves every node against ORT's kernel registry; optimising would
+        # only add time and memory to a check.
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        so.log_severity_level = 3
+        sess = create_session(bundle.stage_path(stage), so, ["CPUExecutionProvider"])
+        del sess
+    return stages

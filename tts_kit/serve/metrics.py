@@ -1,0 +1,98 @@
+"""The server's Prometheus metrics: request counts and latencies, queue depth, worker
+restarts, and the pool's memory (RSS, PSS) and CPU seconds read at each scrape.
+
+Example:
+    >>> BUCKETS[0], BUCKETS[-1]
+    (0.025, 60.0)
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from tts_kit.serve.worker import RESTART_REASONS
+
+#: Histogram buckets (seconds) of latency and time to first audio.
+BUCKETS = (0.025, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 30.0, 60.0)
+
+
+class Metrics:
+    """The server's Prometheus metrics, in a registry of their own."""
+
+    def __init__(self, pool_pids: Any):
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter("tts_kit_requests", "Speech requests by HTTP status",
+                                ["status"], registry=r)
+        self.latency = Histogram("tts_kit_request_seconds", "Arrival to last byte of a "
+                                 "successful speech request", buckets=BUCKETS, registry=r)
+        self.ttfa = Histogram("tts_kit_time_to_first_audio_seconds", "Arrival to the first "
+                              "audio bytes of a successful speech request", buckets=BUCKETS,
+                              registry=r)
+        self.queue = Gauge("tts_kit_queue_depth", "Requests waiting for a worker", registry=r)
+        self.in_flight = Gauge("tts_kit_requests_in_flight", "Requests being served",
+                               registry=r)
+        self.restarts = Counter("tts_kit_worker_restarts", "Workers replaced, by reason",
+                                ["reason"], registry=r)
+        for reason in RESTART_REASONS:
+            self.restarts.labels(reason)
+        self.timeouts = Counter("tts_kit_timeouts", "Requests past their deadline", registry=r)
+        self.audio = Counter("tts_kit_audio_seconds", "Seconds of audio sent", registry=r)
+        for status in ("200", "400", "429", "500", "503"):
+            self.requests.labels(status)
+        r.register(_PoolCollector(pool_pids))
+
+    def text(self) -> bytes:
+        from prometheus_client import generate_latest
+
+        return generate_latest(self.registry)
+
+
+class _PoolCollector:
+    """Per-process RSS and PSS, pool totals and CPU seconds, read at each scrape."""
+
+    def __init__(self, pool_pids: Any):
+        self.pool_pids = pool_pids  # () -> [(label, pid)]
+
+    def describe(self) -> list:
+        return []
+
+    def collect(self):
+        import psutil
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        from tts_kit.core.procfacts import pss_mb, rss_mb
+
+        rss = GaugeMetricFamily("tts_kit_process_rss_bytes", "RSS of each serving process",
+                                labels=["process", "pid"])
+        pss = GaugeMetricFamily("tts_kit_process_pss_bytes", "PSS of each serving process "
+                                "(shared pages divided among their sharers)",
+                                labels=["process", "pid"])
+        tot_rss = tot_pss = 0.0
+        for label, pid in self.pool_pids():
+            r, p = rss_mb(pid), pss_mb(pid)
+            if r is not None:
+                rss.add_metric([label, str(pid)], r * 2**20)
+                tot_rss += r
+            if p is not None:
+                pss.add_metric([label, str(pid)], p * 2**20)
+                tot_pss += p
+        yield rss
+        yield pss
+        yield GaugeMetricFamily("tts_kit_pool_rss_bytes", "Summed RSS of the server and its "
+                                "workers (shared pages counted once per process)",
+                                value=tot_rss * 2**20)
+        yield GaugeMetricFamily("tts_kit_pool_pss_bytes", "Summed PSS of the server and its "
+                                "workers (what the pool really holds)", value=tot_pss * 2**20)
+        me = psutil.Process()
+        t = me.cpu_times()
+        cpu = t.user + t.system + t.children_user + t.children_system  # reaped children too
+        for child in me.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                ct = child.cpu_times()
+                cpu += ct.user + ct.system
+        yield CounterMetricFamily("tts_kit_pool_cpu_seconds", "CPU seconds of the server and "
+                                  "all its workers, live and gone", value=cpu)
