@@ -546,12 +546,16 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from tts_kit.serve.app import ServeConfig, run_server
+    from tts_kit.serve.launch import read_config
 
+    if args.config_json:  # the whole configuration as data (tts_kit.serve.launch sends it)
+        cfg = read_config(args.config_json)
+        args.model, args.preset = cfg.model, cfg.preset
     # Here, in one line, not as a worker that fails to start after the server is up.
     if args.preset not in contract.PRESET_NAMES:
         raise UserError(f"--preset {args.preset!r}: unknown session preset; choose one of: "
                         f"{', '.join(contract.PRESET_NAMES)}")
-    cfg = ServeConfig(
+    cfg = cfg if args.config_json else ServeConfig(
         model=args.model, preset=args.preset, loading=args.loading, threads=args.threads,
         workers=args.workers, architecture=args.architecture, max_queue=args.max_queue,
         timeout_s=args.timeout, fallback_wav=args.fallback_wav, max_requests=args.max_requests,
@@ -885,6 +889,9 @@ def _parser() -> argparse.ArgumentParser:
                     "language): longer chunks, fewer runs, later first audio")
     sp.add_argument("--order", default="chunk", choices=["chunk", "stage"],
                     help="chunk-major (first audio soonest) or stage-major synthesis")
+    sp.add_argument("--config-json", default=None, metavar="FILE",
+                    help="the whole configuration as ServeConfig JSON (- reads stdin); "
+                    "replaces the other flags")
 
     def load_args(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--requests", type=int, default=20, help="most requests per level")
