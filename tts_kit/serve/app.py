@@ -125,9 +125,16 @@ class ServeConfig:
     @classmethod
     def from_json(cls, text: str) -> "ServeConfig":
         """The configuration `to_json` wrote; TtsKitError for bad JSON or an unknown field."""
-        from tts_kit.serve.launch import decode_config
-
-        return decode_config(cls, text)
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise TtsKitError(f"server configuration: not JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise TtsKitError("server configuration: expected a JSON object of settings")
+        unknown = sorted(set(data) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise TtsKitError(f"server configuration: unknown setting(s) {', '.join(unknown)}")
+        return cls(**data)
 
 
 def wav_header(sample_rate: int, frames: int | None = None) -> bytes:

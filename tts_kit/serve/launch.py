@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import signal
 import socket
@@ -27,37 +26,12 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from tts_kit.core.errors import TtsKitError
 
 if TYPE_CHECKING:
     from tts_kit.serve.app import ServeConfig
-
-_C = TypeVar("_C")
-
-
-def decode_config(cls: type[_C], text: str) -> _C:
-    """A config dataclass ``cls`` from its JSON object; TtsKitError naming what is wrong.
-
-    Example:
-        >>> from tts_kit.serve.app import ServeConfig
-        >>> decode_config(ServeConfig, '{"workers": 3}').workers
-        3
-    """
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise TtsKitError(f"server configuration: not JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise TtsKitError("server configuration: expected a JSON object of settings")
-    known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise TtsKitError(f"server configuration: unknown setting(s) {', '.join(unknown)}; "
-                          f"known: {', '.join(sorted(known))}")
-    return cls(**data)
-
 
 def read_config(source: str) -> ServeConfig:
     """The `ServeConfig` in JSON file ``source``, or on stdin for ``-``.
