@@ -195,6 +195,7 @@ def test_metrics_parse_and_count_what_was_sent(server):
     assert after["tts_kit_pool_cpu_seconds_total"] > 0
 
 
+@pytest.mark.slow  # its own server (7-12 s): out of the quick loop
 def test_a_sigkilled_worker_is_replaced_and_only_its_request_fails(tiny_bundle_dir, tmp_path):
     # One chunk of ~2,000 characters at 100 steps (seconds of work): the worker dies before
     # any audio left, so the request can still get its 500 (once the first chunk is sent the
@@ -228,6 +229,7 @@ def _sigkill_a_busy_worker(server) -> None:
     assert after == before + 1
 
 
+@pytest.mark.slow  # its own server (7-12 s): out of the quick loop
 def test_a_timeout_kills_the_worker_and_the_next_request_succeeds(tiny_bundle_dir, tmp_path):
     fallback = tmp_path / "sorry.wav"
     sf.write(fallback, np.zeros(4410, np.float32), 44100)
@@ -251,6 +253,7 @@ def test_a_timeout_kills_the_worker_and_the_next_request_succeeds(tiny_bundle_di
         assert m["tts_kit_worker_restarts_total{reason=timeout}"] == 1
 
 
+@pytest.mark.slow  # its own server (7-12 s): out of the quick loop
 def test_recycling_after_n_requests_and_the_api_key(tiny_bundle_dir, tmp_path):
     key = {"Authorization": "Bearer s3cret"}
     with start_server(_args(tiny_bundle_dir, "--workers", "1", "--max-requests", "2",
@@ -270,6 +273,7 @@ def test_recycling_after_n_requests_and_the_api_key(tiny_bundle_dir, tmp_path):
         assert m["tts_kit_worker_restarts_total{reason=max_requests}"] == 1
 
 
+@pytest.mark.slow  # its own server (7-12 s): out of the quick loop
 def test_sigterm_drains_and_leaves_no_child(tiny_bundle_dir, tmp_path):
     with start_server(_args(tiny_bundle_dir, "--workers", "2"), log_dir=tmp_path) as srv:
         children = psutil.Process(srv.pid).children(recursive=True)
