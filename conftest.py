@@ -20,10 +20,11 @@ def _tiny_standin_for_tests(monkeypatch: pytest.MonkeyPatch) -> None:
 # -- parallel runs (`pytest -n 2`, README's test command) --------------------------------
 
 #: Test modules whose tests share an expensive module-scoped fixture (a server, a wheel,
-#: FP16/INT8 conversions, a Dask cluster, a Piper voice): under ``pytest -n`` one worker
-#: runs all of such a module, so the fixture is built once, not once per worker.
-SHARED_FIXTURE_MODULES = ("test_serve", "test_packaging", "test_precision", "test_cluster",
-                          "test_piper_voice")
+#: FP16/INT8 conversions, the recipes' conversions, a medium stand-in, a Dask cluster, a
+#: Piper voice): under ``pytest -n`` one worker runs all of such a module, so the fixture
+#: is built once, not once per worker.
+SHARED_FIXTURE_MODULES = ("test_serve", "test_packaging", "test_precision", "test_recipes",
+                          "test_stage_costs", "test_cluster", "test_piper_voice")
 
 
 def _cost_rank(item: pytest.Item) -> int:
