@@ -68,7 +68,7 @@ budget. A spike shorter than ``sample_ms`` can slip past the watchdog; ``peak_rs
 (the kernel's high-water mark) still shows it for the child itself.
 
 Process facts (RSS, PSS, peak, CPU time, cores) are read through `tts_kit.core.procfacts`; the
-process tree through ``psutil``.
+process tree is found, sampled and killed by `tts_kit.runtime._proctree` (``psutil``).
 
 Example:
     >>> from tts_kit.runtime.measure import run_isolated
