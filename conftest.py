@@ -7,6 +7,8 @@ is checked on its own (tests/test_standin.py). tests/conftest.py holds the fixtu
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 
@@ -45,3 +47,46 @@ def monkeypatch():
     mp = _SettingsMonkeyPatch()
     yield mp
     mp.undo()
+
+
+# -- parallel runs (`pytest -n 2`, README's test command) --------------------------------
+
+#: Test modules whose tests share an expensive module-scoped fixture (a server, a wheel,
+#: FP16/INT8 conversions, the recipes' conversions, a medium stand-in, a Dask cluster, a
+#: Piper voice): under ``pytest -n`` one worker runs all of such a module, so the fixture
+#: is built once, not once per worker.
+SHARED_FIXTURE_MODULES = ("test_serve", "test_packaging", "test_precision", "test_recipes",
+                          "test_stage_costs", "test_cluster", "test_piper_voice")
+
+
+def _cost_rank(item: pytest.Item) -> int:
+    """Longest first: the full-scale job, the notebooks and benchmarks, then the rest."""
+    names = {m.name for m in item.iter_markers()}
+    for rank, marker in enumerate(("slow", "notebook", "bench")):
+        if marker in names:
+            return rank
+    return 3
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist, start the long tests first (every worker collects the same order, so
+    the scheduler sees one). A plain run keeps the file order."""
+    if hasattr(config, "workerinput"):
+        items.sort(key=_cost_rank)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """``-n N`` (xdist's ``load``): each test on its own, except that the tests of one
+    `SHARED_FIXTURE_MODULES` module go to one worker together. (xdist's ``loadgroup``
+    would do it with markers, but its grouping is lost with pytest 9's node ids.)"""
+    if config.getvalue("dist") != "load":
+        return None  # an explicit --dist choice stands
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedFixtureScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return path if Path(path).stem in SHARED_FIXTURE_MODULES else nodeid
+
+    return SharedFixtureScheduling(config, log)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,13 +23,37 @@ def shared_assets() -> Path:
     return SHARED_ASSETS
 
 
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path`` between the processes of one run (xdist workers)."""
+    with open(path, "a+b") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This run's temporary root: shared by its xdist workers, else this session's own."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session")
 def tiny_bundle_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A freshly built tiny stand-in bundle, shared by the whole test session."""
+    """A freshly built tiny stand-in bundle, shared by the whole test run: built once,
+    under a lock, by whichever xdist worker asks first (the build is atomic)."""
+    from tts_kit.core.atomic import atomic_dir
     from tts_kit.models.supertonic.standin import build_standin
 
-    out = tmp_path_factory.mktemp("standin") / "tiny"
-    build_standin(out, scale="tiny", seed=0)
+    root = _run_dir(tmp_path_factory)
+    out = root / "standin" / "tiny"
+    out.parent.mkdir(exist_ok=True)
+    with _file_lock(root / "standin.lock"):
+        if not out.is_dir():
+            with atomic_dir(out) as work:
+                build_standin(work, scale="tiny", seed=0)
     return out
 
 

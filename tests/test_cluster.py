@@ -107,6 +107,7 @@ def test_an_unreachable_scheduler_is_one_line_and_exit_2(monkeypatch, capsys, ti
     assert "cannot reach the Dask scheduler at tcp://127.0.0.1:1" in last
 
 
+@pytest.mark.slow  # a local Dask cluster (5-15 s): out of the quick loop
 def test_a_cluster_sweep_matches_the_local_one_one_trial_per_worker(client, tiny_bundle_dir):
     presets, steps = ["supertonic-default", "lean"], (1, 2)
     local = sweep(tiny_bundle_dir, presets, WORK, cpus=(1,), steps=steps, progress=False,
@@ -135,6 +136,7 @@ def test_a_cluster_sweep_matches_the_local_one_one_trial_per_worker(client, tiny
     assert part.recommend(None)[0] is not None
 
 
+@pytest.mark.slow  # a local Dask cluster (5-15 s): out of the quick loop
 def test_a_worker_with_another_fingerprint_refuses_the_trial(client, real_copy, monkeypatch):
     ex = cluster.TrialExecutor(client)
     ref = ex.ref(real_copy)
@@ -149,6 +151,7 @@ def test_a_worker_with_another_fingerprint_refuses_the_trial(client, real_copy, 
     assert rec["machine"]["cpu_model"] and rec["worker"]["address"] in rec["error"]
 
 
+@pytest.mark.slow  # a local Dask cluster (5-15 s): out of the quick loop
 def test_the_cli_tunes_on_the_cluster(client, tiny_bundle_dir, tmp_path, capsys):
     out = tmp_path / "tune.json"
     code = main(["tune", "--model", str(tiny_bundle_dir), "--presets", "lean", "--cpus", "1",
@@ -194,6 +197,7 @@ def _trial_running(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow  # a local Dask cluster (5-15 s): out of the quick loop
 def test_a_worker_killed_mid_trial_is_an_error_record_and_the_sweep_goes_on(
         client, tiny_bundle_dir):
     # Last in the module: the killed worker's nanny starts a new one, which takes a while.

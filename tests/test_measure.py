@@ -310,3 +310,35 @@ def test_measurement_round_trips_through_json():
     assert back.peak_rss_mb == m.peak_rss_mb
     with pytest.raises(ValueError, match="unknown Measurement field"):
         Measurement.from_dict({"nope": 1})
+
+
+def _process_state() -> tuple[dict[str, str], object]:
+    return dict(os.environ), sys.modules.get("__main__")
+
+
+@pytest.mark.parametrize("cpus", [None, 1])
+def test_a_measurement_leaves_the_environment_and_main_module_as_they_were(cpus, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")  # the caller's own, kept
+    monkeypatch.delenv("TTS_KIT_CPUS", raising=False)
+    before = _process_state()
+    assert run_isolated(fail, "no", cpus=cpus).status == "error"
+    assert _process_state() == before
+
+
+def test_a_spawn_that_raises_still_restores_the_environment_and_main_module(monkeypatch):
+    import multiprocessing.process
+
+    seen = {}
+
+    def broken_start(self):
+        seen["omp"] = os.environ.get("OMP_NUM_THREADS")
+        seen["main"] = sys.modules.get("__main__")
+        raise OSError("no more processes")
+
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", broken_start)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    before = _process_state()
+    with pytest.raises(OSError, match="no more processes"):
+        run_isolated(sum, [1], cpus=1)
+    assert seen["omp"] == "1" and seen["main"] is not before[1]  # the child's view at start
+    assert _process_state() == before

@@ -34,6 +34,7 @@ def wheel(tmp_path_factory) -> Path:
     return whl
 
 
+@pytest.mark.slow  # builds a wheel (10 s): out of the quick loop
 def test_the_wheel_holds_the_data_files(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for want in ("tts_kit/_data/lexicons/ko.tsv", "tts_kit/_data/lexicons/en.tsv",
@@ -43,6 +44,7 @@ def test_the_wheel_holds_the_data_files(wheel):
         assert want in names, want
 
 
+@pytest.mark.slow  # builds a wheel (10 s): out of the quick loop
 def test_an_installed_copy_finds_its_lexicons_and_report_notebook(wheel, tmp_path):
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",

@@ -342,6 +342,7 @@ def test_the_int8_recipe_that_keeps_the_durations_keeps_the_length(tmp_path):
         convert(NAME, tmp_path / "y", stages=["vocoder"], measure=False)
 
 
+@pytest.mark.slow  # its own server (about 10 s): out of the quick loop
 def test_tts_kit_serve_speaks_with_the_voice(tmp_path, voice_dir):
     """`tts-kit serve --model piper:joe-us`: the voice's speakers, language and sample rate
     reach the API; the load test counts audio seconds at the voice's rate."""

@@ -629,3 +629,47 @@ def test_the_conclusions_say_whether_the_configuration_matters_from_the_spread()
     far = [_rec("lean", 100, 300), _rec("low-memory", 180, 310)]
     assert "hardly matters" in conclusions(_report(close, close[0]))[1]
     assert "the configuration matters" in conclusions(_report(far, far[0]))[1]
+
+
+_ENV_NOTEBOOK = """# %%
+import os
+import tts_kit
+print(os.environ["MPLBACKEND"])
+assert FAIL is False, "asked to fail"
+"""
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("fail", [False, True])
+def test_a_kernel_gets_its_environment_without_changing_ours(tmp_path, fail):
+    import os
+    import threading
+
+    from tts_kit.report.render import execute_notebook
+
+    nb = tmp_path / "env_check.py"
+    nb.write_text(_ENV_NOTEBOOK.replace("FAIL", repr(fail)))
+    before = dict(os.environ)
+    seen: set[str | None] = set()
+    done = threading.Event()
+
+    def watch() -> None:  # another thread of this process, while the kernel runs
+        while not done.is_set():
+            seen.add(os.environ.get("MPLBACKEND"))
+            done.wait(0.005)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        if fail:
+            with pytest.raises(ReportError, match="asked to fail"):
+                execute_notebook(nb, tmp_path / "out.ipynb")
+        else:
+            execute_notebook(nb, tmp_path / "out.ipynb")
+    finally:
+        done.set()
+        watcher.join()
+    assert dict(os.environ) == before
+    assert seen == {before.get("MPLBACKEND")}
+    text = (tmp_path / "out.ipynb").read_text()
+    assert "matplotlib_inline" in text  # the kernel had it

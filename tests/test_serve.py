@@ -32,9 +32,12 @@ def _args(bundle: Path, *extra: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def server(tiny_bundle_dir: Path, tmp_path_factory):
-    with start_server(_args(tiny_bundle_dir, "--workers", "2", "--max-queue", "1",
-                            "--max-chars", "5000"),
-                      log_dir=tmp_path_factory.mktemp("serve")) as handle:
+    """One server for the tests that do not need their own, started from a `ServeConfig`
+    sent as JSON (``--config-json -``); the tests below with their own servers use flags."""
+    from tts_kit.serve.app import ServeConfig
+
+    cfg = ServeConfig(model=str(tiny_bundle_dir), workers=2, max_queue=1, max_chars=5000)
+    with start_server(config=cfg, log_dir=tmp_path_factory.mktemp("serve")) as handle:
         yield handle
 
 
@@ -192,6 +195,7 @@ def test_metrics_parse_and_count_what_was_sent(server):
     assert after["tts_kit_pool_cpu_seconds_total"] > 0
 
 
+@pytest.mark.slow  # its own server (7-12 s): out of the quick loop
 def test_a_sigkilled_worker_is_replaced_and_only_its_request_fails(tiny_bundle_dir, tmp_path):
     # One chunk of ~2,000 characters at 100 steps (seconds of work): the worker dies before
     # any audio left, so the request can still get its 500 (once the first chunk is sent the
@@ -225,6 +229,7 @@ def _sigkill_a_busy_worker(server) -> None:
     assert after == before + 1
 
 
+@pytest.mark.slow  # its own server (7-12 s): out of the quick loop
 def test_a_timeout_kills_the_worker_and_the_next_request_succeeds(tiny_bundle_dir, tmp_path):
     fallback = tmp_path / "sorry.wav"
     sf.write(fallback, np.zeros(4410, np.float32), 44100)
@@ -248,6 +253,7 @@ def test_a_timeout_kills_the_worker_and_the_next_request_succeeds(tiny_bundle_di
         assert m["tts_kit_worker_restarts_total{reason=timeout}"] == 1
 
 
+@pytest.mark.slow  # its own server (7-12 s): out of the quick loop
 def test_recycling_after_n_requests_and_the_api_key(tiny_bundle_dir, tmp_path):
     key = {"Authorization": "Bearer s3cret"}
     with start_server(_args(tiny_bundle_dir, "--workers", "1", "--max-requests", "2",
@@ -267,6 +273,7 @@ def test_recycling_after_n_requests_and_the_api_key(tiny_bundle_dir, tmp_path):
         assert m["tts_kit_worker_restarts_total{reason=max_requests}"] == 1
 
 
+@pytest.mark.slow  # its own server (7-12 s): out of the quick loop
 def test_sigterm_drains_and_leaves_no_child(tiny_bundle_dir, tmp_path):
     with start_server(_args(tiny_bundle_dir, "--workers", "2"), log_dir=tmp_path) as srv:
         children = psutil.Process(srv.pid).children(recursive=True)
@@ -397,3 +404,26 @@ def test_the_article_pattern_runs_the_official_package_per_request(tiny_bundle_d
     assert sr == tts.sample_rate and got.shape == want.shape
     assert np.max(np.abs(got - np.clip(want, -1, 1))) <= 1.5 / 32768  # 16-bit rounding
     assert seconds == pytest.approx(float(np.sum(dur)))
+
+
+def test_serve_config_round_trips_through_json_and_names_unknown_settings(tmp_path, capsys):
+    from tts_kit.cli import main
+    from tts_kit.core.errors import TtsKitError
+    from tts_kit.serve.app import ServeConfig
+    from tts_kit.serve.launch import read_config
+
+    cfg = ServeConfig(model="piper:x", preset="lean", loading="paged", threads=2, workers=3,
+                      architecture="threads", max_queue=0, timeout_s=1.5, fallback_wav="a.wav",
+                      max_requests=9, max_rss_mb=512.0, api_key="k", host="0.0.0.0", port=1,
+                      max_chars=10, max_body_bytes=100, first_chunk_chars=None,
+                      max_chunk_chars=40, order="stage", lang="ko")
+    assert ServeConfig.from_json(cfg.to_json()) == cfg
+    (tmp_path / "serve.json").write_text(cfg.to_json())
+    assert read_config(str(tmp_path / "serve.json")) == cfg
+    with pytest.raises(TtsKitError, match="unknown setting.*workerz"):
+        ServeConfig.from_json('{"workerz": 2}')
+    with pytest.raises(TtsKitError, match="not JSON"):
+        ServeConfig.from_json("workers=2")
+    (tmp_path / "bad.json").write_text('{"workers": 0}')
+    assert main(["serve", "--config-json", str(tmp_path / "bad.json")]) == 2
+    assert "--workers must be >= 1" in capsys.readouterr().err

@@ -28,7 +28,12 @@ from tts_kit.core.settings import settings
 def cmd_serve(args: argparse.Namespace) -> int:
     from tts_kit.runtime.loading import LoadPolicy
     from tts_kit.serve.app import ServeConfig, run_server
+    from tts_kit.serve.launch import read_config
 
+    if args.config_json:  # the whole configuration as data (tts_kit.serve.launch sends it)
+        cfg = read_config(args.config_json)
+        args.model, args.preset, args.loading = cfg.model, cfg.preset, cfg.loading
+        args.port = cfg.port
     # Here, in one line, not as a worker that fails to start after the server is up.
     if args.preset not in contract.PRESET_NAMES:
         raise UserError(f"--preset {args.preset!r}: unknown session preset; choose one of: "
@@ -36,7 +41,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     LoadPolicy.parse(args.loading)  # a bad --loading: one line, not workers that never start
     if not 0 <= args.port <= 65535:  # else the socket's OverflowError, after the workers
         raise UserError(f"--port {args.port}: give a TCP port from 0 to 65535")
-    cfg = ServeConfig(
+    cfg = cfg if args.config_json else ServeConfig(
         model=args.model, preset=args.preset, loading=args.loading, threads=args.threads,
         workers=args.workers, architecture=args.architecture, max_queue=args.max_queue,
         timeout_s=args.timeout, fallback_wav=args.fallback_wav, max_requests=args.max_requests,
@@ -202,6 +207,9 @@ def _register_serve(add: AddCommand) -> None:
                     "language): longer chunks, fewer runs, later first audio")
     sp.add_argument("--order", default="chunk", choices=["chunk", "stage"],
                     help="chunk-major (first audio soonest) or stage-major synthesis")
+    sp.add_argument("--config-json", default=None, metavar="FILE",
+                    help="the whole configuration as ServeConfig JSON (- reads stdin); "
+                    "replaces the other flags")
 
 
 def _load_args(sp: argparse.ArgumentParser) -> None:

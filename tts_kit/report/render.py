@@ -92,10 +92,30 @@ def load_notebook(path: str | os.PathLike[str]) -> Any:
 
 
 def _kernel_env() -> dict[str, str]:
-    """Make this tts_kit importable in the kernel, also when it is not installed."""
+    """What the kernel's environment adds to ours: this tts_kit importable (also when it is
+    not installed) and the inline matplotlib backend."""
     root = str(_ROOT)
     parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    return {"PYTHONPATH": os.pathsep.join([root, *[p for p in parts if p != root]])}
+    return {"PYTHONPATH": os.pathsep.join([root, *[p for p in parts if p != root]]),
+            "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
+
+
+def _kernel_manager_class(env: Mapping[str, str]) -> type:
+    """A kernel manager that starts its kernel with ``os.environ`` plus ``env``.
+
+    The kernel gets its settings this way, not through this process's ``os.environ``:
+    nothing here changes for other threads (a report rendered beside a running sweep).
+    """
+    from jupyter_client import AsyncKernelManager
+
+    extra = dict(env)
+
+    class _EnvKernelManager(AsyncKernelManager):  # type: ignore[misc]
+        async def start_kernel(self, **kw: Any) -> None:
+            kw["env"] = {**kw.get("env", os.environ), **extra}
+            await super().start_kernel(**kw)
+
+    return _EnvKernelManager
 
 
 def execute_notebook(
@@ -129,13 +149,11 @@ def execute_notebook(
     except BaseException:
         scratch.cleanup()
         raise
-    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "MPLBACKEND")}
-    os.environ.update(_kernel_env())
-    os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     try:
         papermill.execute_notebook(
             str(source), str(output), parameters=dict(parameters or {}),
             kernel_name=_kernel_name(), cwd=str(cwd) if cwd else None,
+            kernel_manager_class=_kernel_manager_class(_kernel_env()),
             execution_timeout=timeout_s, progress_bar=progress, log_output=False,
             request_save_on_cell_execute=False,
             # The kernel logs to our stderr: "running over TCP without encryption" on
@@ -150,11 +168,6 @@ def execute_notebook(
             f"(partial notebook: {output})"
         ) from None
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         scratch.cleanup()
         _record_source(Path(output), Path(notebook))
     return Path(output)

@@ -68,7 +68,7 @@ budget. A spike shorter than ``sample_ms`` can slip past the watchdog; ``peak_rs
 (the kernel's high-water mark) still shows it for the child itself.
 
 Process facts (RSS, PSS, peak, CPU time, cores) are read through `tts_kit.core.procfacts`; the
-process tree through ``psutil``.
+process tree is found, sampled and killed by `tts_kit.runtime._proctree` (``psutil``).
 
 Example:
     >>> from tts_kit.runtime.measure import run_isolated
@@ -79,6 +79,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -91,18 +92,17 @@ import threading
 import time
 import traceback
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
-
-import psutil
 
 from tts_kit.core import procfacts
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.procfacts import CPUS_ENV
 from tts_kit.core.settings import settings as current_settings
+from tts_kit.runtime._proctree import ProcTree
 
-# Guards os.environ while a child is spawned with the trial's thread settings.
+# Guards os.environ and sys.modules['__main__'] while a child is spawned (`_spawn_scope`).
 _SPAWN_LOCK = threading.Lock()
 # How long the parent waits for a child that said "done" to exit before killing it.
 _EXIT_GRACE_S = 10.0
@@ -273,30 +273,15 @@ def run_isolated(
         daemon=True,
     )
     current_settings()  # this process's settings, read before the child's are set below
-    with _SPAWN_LOCK:
-        saved = {k: os.environ.get(k) for k in (CPUS_ENV, "OMP_NUM_THREADS")}
-        if cpus is not None:
-            # Set before exec so OpenMP and ORT read them as the libraries load.
-            os.environ[CPUS_ENV] = str(cpus)
-            os.environ["OMP_NUM_THREADS"] = str(cpus)
-        else:
-            os.environ.pop(CPUS_ENV, None)
-        real_main = sys.modules.get("__main__")
-        if not needs_main and real_main is not None:
-            sys.modules["__main__"] = types.ModuleType("__main__")
+    # Set before exec so OpenMP and ORT read them as the libraries load.
+    child_env = {CPUS_ENV: None if cpus is None else str(cpus)}
+    if cpus is not None:
+        child_env["OMP_NUM_THREADS"] = str(cpus)
+    with _spawn_scope(child_env, hide_main=not needs_main):
         t0 = time.time()
-        try:
-            proc.start()
-        finally:
-            if real_main is not None:
-                sys.modules["__main__"] = real_main
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+        proc.start()
     send_conn.close()  # so a dead child reads as EOF instead of a silent pipe
-    tree = _Tree(proc)
+    tree = ProcTree(proc)
     try:
         return _watch(proc, recv_conn, t0, cpus, mem_budget_mb, sample_ms / 1000.0, timeout_s,
                       tree)
@@ -308,6 +293,39 @@ def run_isolated(
         recv_conn.close()
         if proc.exitcode is not None:
             proc.close()
+
+
+@contextlib.contextmanager
+def _spawn_scope(env: dict[str, str | None], hide_main: bool) -> Iterator[None]:
+    """What a spawned child inherits at ``start()``, restored on leaving, even on error.
+
+    Spawn copies ``os.environ`` into the child and reads ``sys.modules["__main__"]`` to
+    decide whether the child re-runs the caller's script; neither can be given to
+    ``Process.start`` directly. So both are changed for the few milliseconds of the
+    start only, under a lock (two measurements never see each other's settings), and
+    put back exactly as they were (a key that was absent is removed again).
+    ``env`` maps a name to its value in the child, None: absent there.
+    """
+    with _SPAWN_LOCK:
+        saved = {k: os.environ.get(k) for k in env}
+        real_main = sys.modules.get("__main__")
+        try:
+            for k, v in env.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+            if hide_main and real_main is not None:
+                sys.modules["__main__"] = types.ModuleType("__main__")
+            yield
+        finally:
+            if real_main is not None:
+                sys.modules["__main__"] = real_main
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
 
 def _check_importable(fn: Callable[..., Any]) -> None:
@@ -330,95 +348,6 @@ def _check_importable(fn: Callable[..., Any]) -> None:
             )
 
 
-class _Tree:
-    """The child and every process it started: sampled together, killed together.
-
-    Processes are kept as ``psutil.Process`` objects once seen, so a descendant that
-    left the tree (reparented after its parent died) is still killed at the end, and a
-    recycled pid is never signalled (psutil checks the process's start time).
-    """
-
-    def __init__(self, proc: Any):
-        self.proc = proc
-        self.pid: int = proc.pid
-        self.seen: dict[int, psutil.Process] = {}
-        self.start_time: float | None = None
-
-    def members(self) -> list[psutil.Process]:
-        """The child (first) and its live descendants now; [] once the child is gone."""
-        try:
-            root = self.seen.get(self.pid) or psutil.Process(self.pid)
-            self.start_time = self.start_time or root.create_time()
-            procs = [root, *root.children(recursive=True)]
-        except psutil.Error:
-            return []
-        for p in procs:
-            self.seen.setdefault(p.pid, p)
-        return procs
-
-    def sample(self, pss: bool) -> tuple[float | None, float | None, int]:
-        """(summed RSS, summed PSS or None, processes) of the tree; RSS None once gone."""
-        procs = self.members()
-        rss_total, pss_total, n = 0.0, 0.0 if pss else None, 0
-        for i, p in enumerate(procs):
-            rss = procfacts.rss_mb(p.pid)
-            if rss is None:  # exited (or a zombie) between the listing and the read
-                if i == 0:
-                    return None, None, 0
-                continue
-            rss_total += rss
-            n += 1
-            if pss_total is not None:
-                value = procfacts.pss_mb(p.pid)
-                pss_total = None if value is None else pss_total + value
-        return (rss_total if n else None), pss_total, n
-
-    def _group(self) -> list[psutil.Process]:
-        """Processes in the child's own process group (an orphan that escaped the tree)."""
-        out = []
-        for p in psutil.process_iter():
-            try:
-                if (p.pid != os.getpid() and os.getpgid(p.pid) == self.pid
-                        and (self.start_time is None or p.create_time() >= self.start_time)):
-                    out.append(p)
-            except (psutil.Error, OSError):
-                continue
-        return out
-
-    def kill(self, root: bool) -> None:
-        """SIGKILL every descendant (then the child itself when ``root``); wait briefly."""
-        alive = self.proc.exitcode is None and self.proc.is_alive()
-        if alive:
-            self.members()
-        victims: dict[int, psutil.Process] = {p.pid: p for p in self.seen.values()
-                                              if p.pid != self.pid}
-        if hasattr(os, "getpgid"):
-            for p in self._group():
-                if p.pid != self.pid:
-                    victims.setdefault(p.pid, p)
-        # Descendants first: a parent killed first would orphan them to init mid-listing.
-        for p in victims.values():
-            try:
-                p.kill()  # psutil refuses a recycled pid (start time differs)
-            except psutil.Error:
-                pass
-        if root and self.proc.is_alive():
-            self.proc.kill()
-        # Until each is dead or a zombie (its memory is freed; a zombie waits for its parent
-        # to reap it, which psutil.wait_procs would wait on in vain while the child lives).
-        deadline = time.time() + 2.0
-        while any(not _dead(p) for p in victims.values()) and time.time() < deadline:
-            time.sleep(0.01)
-        self.seen = {self.pid: self.seen[self.pid]} if self.pid in self.seen else {}
-
-
-def _dead(proc: psutil.Process) -> bool:
-    try:
-        return proc.status() == psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return True
-
-
 def _signal_name(num: int) -> str:
     try:
         return signal.Signals(num).name
@@ -434,10 +363,10 @@ def _watch(
     budget: float | None,
     interval: float,
     timeout_s: float | None,
-    tree: _Tree | None = None,
+    tree: ProcTree | None = None,
 ) -> Measurement:
     """Parent side: sample the tree, enforce budget and timeout, collect the child's messages."""
-    tree = tree or _Tree(proc)
+    tree = tree or ProcTree(proc)
     pss_every = max(1, round(_PSS_EVERY_S / interval))
     peak_work = math.nan  # largest summed sample while fn ran (after the child's baseline)
     m = Measurement(cpus=cpus, mem_budget_mb=budget)

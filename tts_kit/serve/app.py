@@ -120,6 +120,29 @@ class ServeConfig:
                             first_chunk_chars=self.first_chunk_chars,
                             max_chunk_chars=self.max_chunk_chars)
 
+    def to_json(self) -> str:
+        """This configuration as JSON: how it reaches a server in another process.
+
+        Example:
+            >>> ServeConfig.from_json(ServeConfig(workers=2).to_json()) == ServeConfig(workers=2)
+            True
+        """
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "ServeConfig":
+        """The configuration `to_json` wrote; TtsKitError for bad JSON or an unknown field."""
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise TtsKitError(f"server configuration: not JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise TtsKitError("server configuration: expected a JSON object of settings")
+        unknown = sorted(set(data) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise TtsKitError(f"server configuration: unknown setting(s) {', '.join(unknown)}")
+        return cls(**data)
+
 
 def wav_header(sample_rate: int, frames: int | None = None) -> bytes:
     """A 16-bit mono WAV header; ``frames`` None: unknown length (streaming), sizes 0xFFFFFFFF.

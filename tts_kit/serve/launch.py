@@ -1,15 +1,23 @@
 """Start a ``tts-kit serve`` in a subprocess on a free local port, wait until it is ready,
 and stop it with SIGTERM: what the tests, the load-test sweep and the notebook use.
 
+A `ServeConfig` crosses to the server as data: its JSON on the server's stdin
+(``tts-kit serve --config-json -``), not re-encoded as command-line flags.
+
 Example:
     >>> with start_server(["--workers", "1"]) as server:  # doctest: +SKIP
     ...     server.url
     'http://127.0.0.1:41234'
+    >>> from tts_kit.serve.app import ServeConfig
+    >>> with start_server(config=ServeConfig(workers=2)) as server:  # doctest: +SKIP
+    ...     server.url
+    'http://127.0.0.1:41235'
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import socket
@@ -18,7 +26,34 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from tts_kit.core.errors import TtsKitError
+
+if TYPE_CHECKING:
+    from tts_kit.serve.app import ServeConfig
+
+def read_config(source: str) -> ServeConfig:
+    """The `ServeConfig` in JSON file ``source``, or on stdin for ``-``.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> from tts_kit.serve.app import ServeConfig
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "serve.json"
+        >>> _ = path.write_text(ServeConfig(port=9000).to_json())
+        >>> read_config(str(path)).port
+        9000
+    """
+    from tts_kit.serve.app import ServeConfig
+
+    if source == "-":
+        text = sys.stdin.read()
+    else:
+        try:
+            text = Path(source).read_text()
+        except OSError as exc:
+            raise TtsKitError(f"--config-json {source}: cannot read it ({exc.strerror})") from None
+    return ServeConfig.from_json(text)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -78,20 +113,33 @@ def wait_ready(url: str, proc: subprocess.Popen | None = None, timeout_s: float 
 
 @contextlib.contextmanager
 def start_server(args: Sequence[str] = (), env: dict[str, str] | None = None,
-                 ready_timeout_s: float = 300.0, log_dir: str | os.PathLike[str] | None = None
-                 ) -> Iterator[ServerHandle]:
+                 ready_timeout_s: float = 300.0, log_dir: str | os.PathLike[str] | None = None,
+                 *, config: ServeConfig | None = None) -> Iterator[ServerHandle]:
     """Run ``tts-kit serve ARGS --port FREE`` until the block ends (then SIGTERM).
 
-    The server's output goes to a log file (``log_dir``, default a temporary directory).
+    ``config``: serve this `ServeConfig` instead of flags (its port replaced by a free
+    one), sent as JSON on the server's stdin. The server's output goes to a log file
+    (``log_dir``, default a temporary directory).
     """
     import tempfile
 
+    if config is not None and args:
+        raise TtsKitError("start_server: give flags or a config, not both")
     port = free_port()
     log_path = Path(log_dir or tempfile.mkdtemp(prefix="tts-kit-serve-")) / f"serve-{port}.log"
-    cmd = [sys.executable, "-m", "tts_kit.cli", "serve", *args, "--port", str(port)]
+    serve = [sys.executable, "-m", "tts_kit.cli", "serve"]
+    if config is None:
+        cmd, data = [*serve, *args, "--port", str(port)], None
+    else:
+        cmd = [*serve, "--config-json", "-"]
+        data = dataclasses.replace(config, port=port).to_json().encode()
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
+                                env={**os.environ, **(env or {})},
+                                stdin=subprocess.DEVNULL if data is None else subprocess.PIPE)
+    if data is not None:
+        with contextlib.suppress(BrokenPipeError), proc.stdin:  # type: ignore[union-attr]
+            proc.stdin.write(data)  # type: ignore[union-attr]
     handle = ServerHandle(proc, f"http://127.0.0.1:{port}", log_path)
     try:
         try:

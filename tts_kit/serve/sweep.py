@@ -22,10 +22,11 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tts_kit.core.errors import TtsKitError
 from tts_kit.experiments.records import (
@@ -41,6 +42,9 @@ from tts_kit.experiments.records import (
 from tts_kit.experiments.records import table as records_table
 from tts_kit.experiments.tune import TIE_REL
 from tts_kit.serve.loadtest import DEFAULT_TEXT, run_load
+
+if TYPE_CHECKING:
+    from tts_kit.serve.app import ServeConfig
 
 #: The sweep's table (`tts_kit.experiments.records` keys).
 SWEEP_KEYS: tuple[str, ...] = (
@@ -126,6 +130,7 @@ class ServingSweepResult:
 
 def serving_sweep(
     model: str | None,
+    *,
     architectures: Sequence[str] = ("workers",),
     workers: Sequence[int] = (1,),
     threads: Sequence[int | None] = (None,),
@@ -138,7 +143,7 @@ def serving_sweep(
     texts: Sequence[str] = (DEFAULT_TEXT,),
     body: dict[str, Any] | None = None,
     timeout_s: float = 120.0,
-    server_args: Sequence[str] = (),
+    server: ServeConfig | None = None,
     p95_target_ms: float | None = None,
     mem_budget_mb: float | None = None,
     progress: bool = True,
@@ -150,9 +155,11 @@ def serving_sweep(
     loop is the only worker). ``rates`` adds open-loop levels (arrivals per second, after
     the closed-loop ``concurrency`` levels); the recommendation reads the closed-loop ones.
     A configuration whose server does not start gets one record
-    with ``status`` ``error`` and the reason.
+    with ``status`` ``error`` and the reason. ``server``: the settings every server
+    shares (API key, timeout, ...); each configuration replaces its own fields, and the
+    server gets the result as a `ServeConfig` (JSON), not as flags.
     """
-    from tts_kit.serve.app import ARCHITECTURES
+    from tts_kit.serve.app import ARCHITECTURES, ServeConfig
     from tts_kit.serve.launch import start_server
 
     if not concurrency and not rates:  # before any server starts
@@ -172,12 +179,12 @@ def serving_sweep(
         config = {"architecture": arch, "workers": n, "threads": th, "preset": preset,
                   "loading": loading}
         queue = max([*concurrency, 4]) * 2  # open loop: arrivals may pile up; 429 past it
-        args = ["--architecture", arch, "--workers", str(n), "--preset", preset,
-                "--loading", loading, "--max-queue", str(queue),
-                *([] if th is None else ["--threads", str(th)]),
-                *([] if model is None else ["--model", str(model)]), *server_args]
+        base = server or ServeConfig()
+        cfg = dataclasses.replace(base, architecture=arch, workers=n, preset=preset,
+                                  loading=loading, max_queue=queue, threads=th,
+                                  model=base.model if model is None else str(model))
         try:
-            with start_server(args, log_dir=log_dir) as srv:
+            with start_server(config=cfg, log_dir=log_dir) as srv:
                 load = run_load(srv.url, concurrency=concurrency, rates=rates,
                                 requests=requests,
                                 duration_s=duration_s, texts=texts, body=body,

@@ -1,0 +1,120 @@
+"""The process tree of one measured child: sampled together, killed together.
+
+`tts_kit.runtime.measure.run_isolated` watches its child through `ProcTree`: the child and
+every process it started (found by parenthood and by the child's process group), their
+summed RSS/PSS, and SIGKILL for all of them, descendants first, when the run ends.
+
+Example:
+    >>> import subprocess, sys
+    >>> child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    >>> class Handle:  # what ProcTree needs of a multiprocessing.Process
+    ...     pid = child.pid
+    ...     exitcode = None
+    ...     def is_alive(self): return child.poll() is None
+    ...     def kill(self): child.kill()
+    >>> tree = ProcTree(Handle())
+    >>> rss, pss, n = tree.sample(pss=False)
+    >>> n
+    1
+    >>> tree.kill(root=True); child.wait() < 0
+    True
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import psutil
+
+from tts_kit.core import procfacts
+
+
+class ProcTree:
+    """The child and every process it started: sampled together, killed together.
+
+    Processes are kept as ``psutil.Process`` objects once seen, so a descendant that
+    left the tree (reparented after its parent died) is still killed at the end, and a
+    recycled pid is never signalled (psutil checks the process's start time).
+    """
+
+    def __init__(self, proc: Any):
+        self.proc = proc
+        self.pid: int = proc.pid
+        self.seen: dict[int, psutil.Process] = {}
+        self.start_time: float | None = None
+
+    def members(self) -> list[psutil.Process]:
+        """The child (first) and its live descendants now; [] once the child is gone."""
+        try:
+            root = self.seen.get(self.pid) or psutil.Process(self.pid)
+            self.start_time = self.start_time or root.create_time()
+            procs = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            return []
+        for p in procs:
+            self.seen.setdefault(p.pid, p)
+        return procs
+
+    def sample(self, pss: bool) -> tuple[float | None, float | None, int]:
+        """(summed RSS, summed PSS or None, processes) of the tree; RSS None once gone."""
+        procs = self.members()
+        rss_total, pss_total, n = 0.0, 0.0 if pss else None, 0
+        for i, p in enumerate(procs):
+            rss = procfacts.rss_mb(p.pid)
+            if rss is None:  # exited (or a zombie) between the listing and the read
+                if i == 0:
+                    return None, None, 0
+                continue
+            rss_total += rss
+            n += 1
+            if pss_total is not None:
+                value = procfacts.pss_mb(p.pid)
+                pss_total = None if value is None else pss_total + value
+        return (rss_total if n else None), pss_total, n
+
+    def _group(self) -> list[psutil.Process]:
+        """Processes in the child's own process group (an orphan that escaped the tree)."""
+        out = []
+        for p in psutil.process_iter():
+            try:
+                if (p.pid != os.getpid() and os.getpgid(p.pid) == self.pid
+                        and (self.start_time is None or p.create_time() >= self.start_time)):
+                    out.append(p)
+            except (psutil.Error, OSError):
+                continue
+        return out
+
+    def kill(self, root: bool) -> None:
+        """SIGKILL every descendant (then the child itself when ``root``); wait briefly."""
+        alive = self.proc.exitcode is None and self.proc.is_alive()
+        if alive:
+            self.members()
+        victims: dict[int, psutil.Process] = {p.pid: p for p in self.seen.values()
+                                              if p.pid != self.pid}
+        if hasattr(os, "getpgid"):
+            for p in self._group():
+                if p.pid != self.pid:
+                    victims.setdefault(p.pid, p)
+        # Descendants first: a parent killed first would orphan them to init mid-listing.
+        for p in victims.values():
+            try:
+                p.kill()  # psutil refuses a recycled pid (start time differs)
+            except psutil.Error:
+                pass
+        if root and self.proc.is_alive():
+            self.proc.kill()
+        # Until each is dead or a zombie (its memory is freed; a zombie waits for its parent
+        # to reap it, which psutil.wait_procs would wait on in vain while the child lives).
+        deadline = time.time() + 2.0
+        while any(not _dead(p) for p in victims.values()) and time.time() < deadline:
+            time.sleep(0.01)
+        self.seen = {self.pid: self.seen[self.pid]} if self.pid in self.seen else {}
+
+
+def _dead(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return True
