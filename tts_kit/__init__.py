@@ -1,22 +1,22 @@
 """tts_kit: measure, tune and explain on-device Supertonic text-to-speech.
 
-The entry points are `Bundle` (a validated model directory) and `Engine` (the
-four-stage pipeline); `open_model`/`resolve_model` (`tts_kit.models.resolve`, the one way to
-open a model) and `make_engine` (`tts_kit.models.family`) also open a Piper voice
-(``piper:joe-us``), the second family. The environment is read once
-(`tts_kit.core.settings`). Everything else builds on them:
-`tts_kit.text` (normalisation), `tts_kit.runtime.sessions` (ONNX Runtime presets),
-`tts_kit.runtime.measure` (isolated measurements),
-`tts_kit.runtime.loading` (load policies), `tts_kit.experiments.workload` (what a measurement
-synthesises),
-`tts_kit.experiments.stage_costs`, `tts_kit.experiments.tune`, `tts_kit.precision`,
-`tts_kit.core.procfacts` (process facts), `tts_kit.notebook.plots`, `tts_kit.notebook.widgets`.
+A model is opened one way (`open_model`/`resolve_model`: a path, ``piper:NAME``, or None
+for discovery) and asked what it can do (`SpeechModel`, `Capabilities`); `make_engine`
+gives its engine, whose `stream` yields `AudioChunk`s and whose `synthesize` joins them,
+both configured by one `SynthesisConfig`. `Bundle` and `Engine` are the Supertonic family's
+own classes. Measurements take a `Workload` and a `SessionPreset`; errors a user can fix
+are `TtsKitError`s. The layers, bottom to top: `tts_kit.core`, `tts_kit.text`,
+`tts_kit.runtime`, `tts_kit.models`, `tts_kit.experiments` and `tts_kit.precision`, then
+the faces (`tts_kit.report`, `tts_kit.serve`, `tts_kit.notebook`, `tts_kit.cli`).
 
 Example:
     >>> import tts_kit
-    >>> engine = tts_kit.Engine()  # doctest: +SKIP
-    >>> engine.synthesize("Hello.", seed=0).duration_s  # doctest: +SKIP
-    0.52
+    >>> model = tts_kit.open_model()
+    >>> isinstance(model, tts_kit.SpeechModel), model.capabilities.flow_steps
+    (True, True)
+    >>> chunks = list(tts_kit.make_engine(model).stream("Hello there.", seed=0))
+    >>> isinstance(chunks[0], tts_kit.AudioChunk)
+    True
 """
 
 from __future__ import annotations
@@ -37,14 +37,22 @@ _LAZY = {
     "open_model": "models.resolve", "resolve_model": "models.resolve",
     "make_engine": "models.family", "model_label": "models.family",
     "resolve_speaker": "models.family",
+    "AudioChunk": "models.synthesis", "SynthesisStream": "models.synthesis",
+    "SynthesisConfig": "models.synthesis",
+    "Capabilities": "models.base", "SpeechModel": "models.base", "SpeechEngine": "models.base",
+    "Workload": "experiments.workload", "SessionPreset": "runtime.sessions",
 }
 
 if TYPE_CHECKING:
     from tts_kit.core.errors import BundleError, TtsKitError
+    from tts_kit.experiments.workload import Workload
+    from tts_kit.models.base import Capabilities, SpeechEngine, SpeechModel
     from tts_kit.models.family import make_engine, model_label, resolve_speaker
     from tts_kit.models.resolve import open_model, resolve_model
     from tts_kit.models.supertonic.bundle import Bundle, VoiceStyle, resolve_model_dir
     from tts_kit.models.supertonic.engine import Engine, SynthesisResult
+    from tts_kit.models.synthesis import AudioChunk, SynthesisConfig, SynthesisStream
+    from tts_kit.runtime.sessions import SessionPreset
 
 
 def __getattr__(name: str) -> Any:
@@ -55,12 +63,20 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'tts_kit' has no attribute {name!r}")
 
 __all__ = [
+    "AudioChunk",
     "Bundle",
     "BundleError",
+    "Capabilities",
     "Engine",
+    "SessionPreset",
+    "SpeechEngine",
+    "SpeechModel",
+    "SynthesisConfig",
+    "SynthesisStream",
     "SynthesisResult",
     "TtsKitError",
     "VoiceStyle",
+    "Workload",
     "make_engine",
     "model_label",
     "open_model",

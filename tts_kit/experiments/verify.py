@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -59,7 +59,26 @@ from tts_kit.core.errors import TtsKitError
 from tts_kit.experiments.audio_metrics import (
     log_mel_distance,
     mel_cepstral_distortion,
-    snr_from_energies,
+)
+from tts_kit.experiments.cases import (  # noqa: F401  (re-exported)
+    TEXTS,
+    Case,
+    Comparison,
+    _db,
+    _engine,
+    _json_safe,
+    _voices,
+    default_cases,
+)
+from tts_kit.experiments.floor import (  # noqa: F401  (re-exported)
+    BROKEN_FRACTION,
+    FLOOR_FACTOR,
+    PADDING_COMPANION,
+    VERDICTS,
+    Distances,
+    Floor,
+    _seeded_wavs,
+    noise_floor,
 )
 
 #: Default tolerance: every stage and every waveform within this SNR of the reference ...
@@ -80,73 +99,6 @@ STAGE_OUTPUTS = {
 }
 
 
-@dataclass(frozen=True)
-class Case:
-    """One verification case: a batch of texts (one voice each) at one setting.
-
-    Example:
-        >>> Case(("Hello.",), "en", ("M1",), steps=2).batch
-        1
-    """
-
-    texts: tuple[str, ...]
-    lang: str
-    voices: tuple[str, ...]
-    steps: int = contract.DEFAULT_STEPS
-    speed: float = contract.DEFAULT_SPEED
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if len(self.texts) != len(self.voices) or not self.texts:
-            raise TtsKitError(f"a case needs one voice per text, got {len(self.texts)} texts "
-                             f"and {len(self.voices)} voices")
-        from tts_kit.text import chunk
-
-        for t in self.texts:  # the official batch call reads each text as one chunk
-            if len(chunk(t, self.lang)) != 1:
-                raise TtsKitError(f"verify compares texts of one chunk each; {t[:30]!r}... "
-                                 "is split in several: give shorter texts")
-
-    @property
-    def batch(self) -> int:
-        return len(self.texts)
-
-    def label(self) -> str:
-        return (f"{self.lang} B={self.batch} steps={self.steps} speed={self.speed:g} "
-                f"seed={self.seed} voices={','.join(self.voices)}")
-
-
-#: English and Korean texts of one chunk each (the official batch call does not chunk).
-TEXTS = {
-    "en": ("The quick brown fox jumps over the lazy dog.",
-           "Hello there, how are you today?",
-           "On a small server, memory decides how many voices can speak at once."),
-    "ko": ("안녕하세요, 반갑습니다.",
-           "오늘 날씨가 정말 좋네요.",
-           "작은 서버에서는 메모리가 동시에 말할 수 있는 목소리의 수를 정합니다."),
-}
-
-
-def default_cases(voices: Sequence[str]) -> list[Case]:
-    """Both languages, batch sizes 1 to 3, several speeds and step counts, two voices.
-
-    Example:
-        >>> len(default_cases(["M1", "F1"]))
-        6
-    """
-    v = list(voices)[:2] or ["M1"]
-    pick = lambda n: tuple(v[i % len(v)] for i in range(n))  # noqa: E731
-    cases = []
-    for lang in ("en", "ko"):
-        t = TEXTS[lang]
-        cases += [
-            Case(t[:1], lang, pick(1), steps=5, speed=1.05, seed=0),
-            Case(t[:2], lang, pick(2), steps=3, speed=0.8, seed=1),
-            Case(t[:3], lang, pick(3), steps=2, speed=1.6, seed=2),
-        ]
-    return cases
-
-
 @dataclass
 class Trace:
     """What one pipeline produced for one case: every stage's outputs and the waveforms.
@@ -161,44 +113,6 @@ class Trace:
     leak: float = 0.0  # official only: batch output vs single-item vocoding, max |diff|
     calls: list[tuple[str, dict[str, np.ndarray], np.ndarray]] = field(default_factory=list)
     """tts_kit with ``keep_calls``: every stage run's inputs and output, to replay."""
-
-
-@dataclass
-class Comparison:
-    """One output compared with its reference.
-
-    Example:
-        >>> c = Comparison.of([np.ones(4)], [np.ones(4) * 1.1])
-        >>> round(c.snr_db, 1), round(c.max_abs_diff, 2), c.length_diff
-        (20.0, 0.1, 0)
-    """
-
-    max_abs_diff: float
-    snr_db: float
-    length_diff: int = 0  # samples (waveforms) or elements, candidate - reference
-
-    @staticmethod
-    def of(ref: Sequence[np.ndarray], cand: Sequence[np.ndarray]) -> Comparison:
-        """Pool several paired arrays (compared over their common leading length)."""
-        sig = err = 0.0
-        worst = 0.0
-        diff = 0
-        for r, c in zip(ref, cand):
-            r64 = np.asarray(r, np.float64)
-            c64 = np.asarray(c, np.float64)
-            if r64.shape != c64.shape:
-                diff += c64.size - r64.size
-                n = min(r64.shape[-1], c64.shape[-1])
-                r64, c64 = r64[..., :n], c64[..., :n]
-                if r64.shape != c64.shape:
-                    return Comparison(math.nan, math.nan, diff)
-            if not np.isfinite(c64).all():
-                return Comparison(math.nan, math.nan, diff)
-            sig += float(np.sum(r64 * r64))
-            err += float(np.sum((r64 - c64) ** 2))
-            if r64.size:
-                worst = max(worst, float(np.max(np.abs(r64 - c64))))
-        return Comparison(worst, snr_from_energies(sig, err), diff)
 
 
 @dataclass
@@ -336,32 +250,7 @@ class VerifyReport:
         return _json_safe(out)
 
 
-def _json_safe(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return None if math.isnan(v) else ("inf" if v > 0 else "-inf")
-    if isinstance(v, dict):
-        return {k: _json_safe(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_json_safe(x) for x in v]
-    return v
-
-
-def _db(v: float) -> str:
-    return "inf" if v == math.inf else "nan" if math.isnan(v) else f"{v:.1f}"
-
-
 # -- the two pipelines ----------------------------------------------------------------
-
-
-def _engine(model: str | os.PathLike[str], threads: int | None, optimization: str = "all"
-            ) -> Any:
-    from tts_kit.models.supertonic.engine import Engine
-    from tts_kit.runtime.sessions import get_preset
-
-    preset = get_preset("supertonic-default").replace(graph_optimization_level=optimization)
-    if threads is not None:
-        preset = preset.replace(intra_op_num_threads=threads, inter_op_num_threads=1)
-    return Engine(model, preset=preset, normalize=False)
 
 
 def run_tts_kit(engine: Any, case: Case, keep_calls: bool = False) -> Trace:
@@ -584,210 +473,4 @@ def verify(
     return report
 
 
-def _voices(bundle: Any) -> list[str]:
-    """The default voice first, then another (two voices exercise the batch's styles)."""
-    first = bundle.default_voice
-    return [first, *[v for v in bundle.voices if v != first]][:2]
 
-
-# -- the noise floor and verdicts -------------------------------------------------------------
-
-#: A companion text longer than every case text: batched with it, each case item is padded.
-PADDING_COMPANION = {
-    "en": "While the others were talking, the old clockmaker quietly repaired the tower clock, "
-          "one small brass wheel after another, until it struck noon again.",
-    "ko": "다른 사람들이 이야기하는 동안 늙은 시계공은 탑시계의 작은 톱니바퀴를 하나씩 고쳐서 "
-          "마침내 정오를 다시 알리게 했습니다.",
-}
-
-#: A distance within this factor of the floor's is "within the floor" (an SNR within
-#: 10 log10(4) = 6 dB of it: at most four times the error energy of the legitimate variation).
-FLOOR_FACTOR = 2.0
-
-#: A log-mel distance or MCD at least this fraction of another noise draw's is "broken":
-#: the candidate is nearer to an unrelated take than to the rendition it should reproduce.
-BROKEN_FRACTION = 0.5
-
-VERDICTS = ("within the floor", "audible risk", "broken")
-
-
-@dataclass
-class Distances:
-    """How far one set of waveforms is from the reference's, pooled over the cases.
-
-    Example:
-        >>> Distances(40.0, 0.1, 0.2, 0.0).worse_than(Distances(60.0, 0.05, 0.05, 0.0), 2.0)
-        ['waveform SNR 40.0 dB < 54.0 dB', 'MCD 0.2 dB > 0.1 dB']
-    """
-
-    snr_db: float
-    log_mel_db: float
-    mcd_db: float
-    duration_change_s: float
-
-    @staticmethod
-    def of(ref: Sequence[np.ndarray], cand: Sequence[np.ndarray],
-           sample_rate: int = contract.SAMPLE_RATE) -> Distances:
-        wave = Comparison.of(ref, cand)
-        lmd = [log_mel_distance(r, c, sample_rate) for r, c in zip(ref, cand)]
-        mcd = [mel_cepstral_distortion(r, c, sample_rate) for r, c in zip(ref, cand)]
-        dur = max(abs(len(r) - len(c)) for r, c in zip(ref, cand)) / sample_rate
-        return Distances(wave.snr_db, float(np.mean(lmd)), float(np.mean(mcd)), dur)
-
-    @staticmethod
-    def of_results(results: Sequence[CaseResult]) -> Distances:
-        """Pooled over verify's case results (worst SNR, mean distances, worst length)."""
-        return Distances(
-            min((r.waveform.snr_db for r in results), default=math.nan),
-            float(np.mean([r.log_mel_db for r in results])),
-            float(np.mean([r.mcd_db for r in results])),
-            max(r.duration_change_s for r in results),
-        )
-
-    def finite(self) -> bool:
-        return not any(math.isnan(v) for v in (self.snr_db, self.log_mel_db, self.mcd_db))
-
-    def worse_than(self, limit: Distances, factor: float = 1.0) -> list[str]:
-        """What is further than ``factor`` x ``limit``'s distances (each line says so)."""
-        out = []
-        snr_limit = limit.snr_db - 20 * math.log10(factor)
-        if not (self.snr_db >= snr_limit):
-            out.append(f"waveform SNR {self.snr_db:.1f} dB < {snr_limit:.1f} dB")
-        for name, mine, lim in (("log-mel distance", self.log_mel_db, limit.log_mel_db),
-                                ("MCD", self.mcd_db, limit.mcd_db)):
-            if not (mine <= factor * lim):
-                out.append(f"{name} {mine:.3g} dB > {factor * lim:.3g} dB")
-        if self.duration_change_s > limit.duration_change_s:
-            out.append(f"length change {self.duration_change_s * 1000:.1f} ms > "
-                       f"{limit.duration_change_s * 1000:.1f} ms")
-        return out
-
-
-@dataclass
-class Floor:
-    """What legitimately varies, measured: the scale a conversion is judged on.
-
-    ``runs`` holds the distances between two runs of the unconverted model that differ
-    only in what may legitimately differ (intra-op thread count; ONNX Runtime's graph
-    fusions, ``all`` against ``basic``: the same arithmetic in another order; batch
-    padding: each text alone, then batched beside a longer text), ``floor``
-    their worst; ``take`` the distance to another noise draw (another take of the same
-    text by the same model: a conversion that moves the audio this far has lost the
-    rendition it was meant to reproduce). Verdicts: ``broken`` when the log-mel distance
-    or MCD reaches `BROKEN_FRACTION` of another take's; ``within the floor`` when every
-    distance is within `FLOOR_FACTOR` of the floor's and the length change within the
-    floor's; ``audible risk`` between.
-
-    Example:
-        >>> f = Floor({}, Distances(90.0, 0.01, 0.01, 0.0), Distances(0.5, 8.0, 9.0, 0.0))
-        >>> f.verdict(Distances(88.0, 0.015, 0.012, 0.0))[0]
-        'within the floor'
-        >>> f.verdict(Distances(30.0, 1.0, 1.5, 0.0))[0]
-        'audible risk'
-        >>> f.verdict(Distances(0.1, 9.0, 9.5, 0.2))[0]
-        'broken'
-    """
-
-    runs: dict[str, Distances]
-    floor: Distances
-    take: Distances
-    factor: float = FLOOR_FACTOR
-
-    def verdict(self, d: Distances) -> tuple[str, list[str]]:
-        """``(verdict, reasons)``: within the floor, audible risk, or broken."""
-        if not d.finite():
-            return "broken", ["non-finite audio"]
-        half = BROKEN_FRACTION
-        past_take = [r for r in d.worse_than(self.take, half) if r.startswith(("log-mel", "MCD"))]
-        if past_take:
-            return "broken", [f"{r} ({half:g}x another noise draw's)" for r in past_take]
-        beyond = d.worse_than(self.floor, self.factor)
-        if beyond:
-            return "audible risk", [f"{r} ({self.factor:g}x the floor)" for r in beyond]
-        return "within the floor", []
-
-    def table(self) -> str:
-        lines = [f"{'':<22}{'SNR dB':>9}{'log-mel dB':>12}{'MCD dB':>9}{'length ms':>11}"]
-        for name, d in {**self.runs, "floor (worst)": self.floor,
-                        "another noise draw": self.take}.items():
-            lines.append(f"{name:<22}{_db(d.snr_db):>9}{d.log_mel_db:>12.4f}{d.mcd_db:>9.4f}"
-                         f"{d.duration_change_s * 1000:>11.1f}")
-        return "\n".join(lines)
-
-    def to_dict(self) -> dict[str, Any]:
-        return _json_safe(asdict(self))
-
-
-def _seeded_wavs(engine: Any, case: Case, seed_offset: int = 0,
-                 companion: bool = False) -> list[np.ndarray]:
-    """The case's waveforms with per-item seeds (`Engine` default noise: independent of
-    the batch), optionally each batched beside a longer companion text."""
-    seeds = [case.seed * 100 + i + seed_offset for i in range(case.batch)]
-    if not companion:
-        res = engine.synthesize_batch(list(case.texts), case.lang, list(case.voices),
-                                      case.steps, case.speed, seed=seeds)
-        return [r.wav for r in res]
-    wavs = []
-    for text, voice, s in zip(case.texts, case.voices, seeds):
-        res = engine.synthesize_batch([text, PADDING_COMPANION[case.lang]], case.lang,
-                                      [voice, voice], case.steps, case.speed, seed=[s, 10**6])
-        wavs.append(res[0].wav)
-    return wavs
-
-
-def noise_floor(
-    model: Any = None, cases: Sequence[Case] | None = None, threads: tuple[int, int] = (1, 2),
-    make_engine: Callable[[Path, int | None, str], Any] | None = None,
-    *,
-    padding: bool = True,
-) -> Floor:
-    """Measure the floor: the same cases through the unconverted model, varied only in
-    what legitimately varies (thread count; graph fusions; batch padding), and against
-    another noise draw.
-
-    ``padding=False`` leaves out the batch padding run, for a model that synthesises each
-    text alone (``capabilities.batching`` False: nothing is padded). Distances are taken
-    at the engine's sample rate.
-
-    ``make_engine(path, threads, optimization)`` builds the engine (default: tts_kit's
-    Supertonic `Engine`, ONNX Runtime fusions ``all`` or ``basic``); another model family
-    passes its own, whose ``synthesize_batch(texts, lang, voices, steps, speed,
-    seed=[...])`` draws each item's noise from its seed alone. ``cases`` are then required.
-
-    Example:
-        >>> floor = noise_floor("standin-tiny")  # doctest: +SKIP
-        >>> print(floor.table())  # doctest: +SKIP
-    """
-    if make_engine is None:
-        from tts_kit.models.supertonic.bundle import Bundle
-
-        bundle = model if isinstance(model, Bundle) else Bundle.discover(model)
-        path = bundle.path
-        cases = list(cases) if cases is not None else default_cases(_voices(bundle))
-        make_engine = _engine
-    else:
-        if cases is None:
-            raise TtsKitError("give the cases when you give make_engine (the default cases "
-                             "use a Supertonic bundle's voices)")
-        path, cases = Path(model), list(cases)
-    a, b = make_engine(path, threads[0], "all"), make_engine(path, threads[1], "all")
-    c = make_engine(path, threads[0], "basic")
-    sr = getattr(getattr(a, "bundle", None), "sample_rate", contract.SAMPLE_RATE)
-    ref, other_threads, basic, padded, other_take = [], [], [], [], []
-    for case in cases:
-        ref += _seeded_wavs(a, case)
-        other_threads += _seeded_wavs(b, case)
-        basic += _seeded_wavs(c, case)
-        if padding:
-            padded += _seeded_wavs(a, case, companion=True)
-        other_take += _seeded_wavs(a, case, seed_offset=50)
-    runs = {
-        f"threads {threads[0]} vs {threads[1]}": Distances.of(ref, other_threads, sr),
-        "graph fusions all vs basic": Distances.of(ref, basic, sr),
-    }
-    if padding:
-        runs["batch padding"] = Distances.of(ref, padded, sr)
-    worst = Distances(
-        min(d.snr_db for d in runs.values()), max(d.log_mel_db for d in runs.values()),
-        max(d.mcd_db for d in runs.values()), max(d.duration_change_s for d in runs.values()))
-    return Floor(runs, worst, Distances.of(ref, other_take, sr))

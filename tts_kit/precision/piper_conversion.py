@@ -81,7 +81,7 @@ def convert_piper(
         >>> r.fidelity["CPUExecutionProvider"].passed  # doctest: +SKIP
         True
     """
-    from tts_kit.models.piper.voice import STAGE, PiperBundle
+    from tts_kit.models.resolve import open_model
 
     keep_float: tuple[str, ...] = ()
     if recipe is not None:
@@ -90,7 +90,8 @@ def convert_piper(
                              f"{', '.join(PIPER_RECIPES)} (sherpa-int8 is Supertonic's)")
         to, keep_float = PIPER_RECIPES[recipe]
     check_target(to)
-    bundle = PiperBundle(src)
+    bundle = open_model(src)
+    (STAGE,) = bundle.stages  # a one-graph model (the caller routed it here by that)
     src_dir = bundle.path
     dst_p = Path(dst).expanduser()
     if dst_p.resolve() == src_dir or dst_p.resolve().is_relative_to(src_dir):
@@ -129,8 +130,9 @@ def _write_voice(bundle: Any, dst_p: Path, report: ConversionReport, *, files: l
                  op_block_list: Sequence[str] | None) -> None:
     """Convert the voice's graph into ``dst_p`` (atomically), with its config's record
     and the other files; checks that it opens and that the source did not change."""
-    from tts_kit.models.piper.voice import STAGE, PiperBundle
+    from tts_kit.models.resolve import open_model
 
+    (STAGE,) = bundle.stages
     to, recipe, before = report.to, report.recipe or None, report.source_sha256
     keep_io_types = report.options["keep_io_types"]
     with atomic.atomic_dir(dst_p) as tmp:
@@ -150,7 +152,7 @@ def _write_voice(bundle: Any, dst_p: Path, report: ConversionReport, *, files: l
         cfg[PRECISION_KEY] = record
         (tmp / bundle.config_file.name).write_text(
             json.dumps(cfg, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-        converted = PiperBundle(out)  # the result must open like any voice
+        converted = open_model(out)  # the result must open like any model of its family
         kernels = None
         if to == "int8":  # does it run integer kernels, or float after all?
             from tts_kit.precision.recipes import kernel_report
@@ -186,11 +188,12 @@ def piper_fidelity(reference: Any, candidate: Any, to: str = "fp16",
         True
     """
     from tts_kit.experiments.audio_metrics import waveform_fidelity
-    from tts_kit.models.piper.voice import STAGE, PiperEngine
+    from tts_kit.models.family import make_engine
 
     texts = list(texts or _piper_texts())
-    ref_e = PiperEngine(reference)
-    cand_e = PiperEngine(candidate)
+    ref_e = make_engine(reference)
+    cand_e = make_engine(candidate)
+    (STAGE,) = ref_e.bundle.stages
     f = Fidelity("CPUExecutionProvider", min_snr_db=MIN_SNR_DB[to],
                  max_log_mel_db=MAX_LOG_MEL_DB[to])
     try:
