@@ -29,6 +29,7 @@ Example:
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from decimal import Decimal
 
 from tts_kit.text import numbers as nw
@@ -101,10 +102,10 @@ NUMERIC = g.numeric(
         g.CURRENCY_CODE,
         g.currency_post(),
         rf"(?P<range>\s?(?P<rsep>{g.RANGE_SIGN})\s?(?P<rb>{_NUM})"
-        rf"(?:(?P<rpct>\s?%p?)|{_unit('r')}|{_counter('r')})?)",
+        rf"(?:(?P<rpct>\s?%(?:p(?![A-Za-z]))?)|{_unit('r')}|{_counter('r')})?)",
         rf"(?P<big>(?P<bu>{_BIG})(?:\s?(?P<bc>{_COUNTERS}))?)",
         g.MAGNITUDE,
-        r"(?P<percent>\s?(?P<pp>%p?))",
+        r"(?P<percent>\s?(?P<pp>%(?:p(?![A-Za-z]))?))",
         rf"(?P<unit>{_unit('u')}{g.per('u')}?)",
         g.ORDINAL,
         g.AMPM_TAIL,
@@ -517,7 +518,7 @@ def numbers(text: str, steps: Steps) -> str:
 
 # -- letters and symbols ----------------------------------------------------------------
 
-_ACRONYM = re.compile(r"(?=[A-Z])(?<![A-Za-z])(?P<a>[A-Z]+)s?(?![a-z])")
+_ACRONYM = re.compile(r"(?=[A-Z])(?<![A-Za-z])(?P<a>[A-Z]+)(?![A-Z])s?(?![A-Za-z])")
 _VOWELS = frozenset("AEIOU")
 
 
@@ -572,9 +573,14 @@ def rules(lexicon: Lexicon) -> list[Step]:
         >>> len(steps) >= 4
         True
     """
+    def known(t: str) -> bool:
+        return t.lower() in lexicon.entries
+
+    # A Latin label the lexicon does not know is spelled in Korean letters, as capitals
+    # are elsewhere (kim@naver.com: 케이아이엠 앳 네이버 닷 컴), not left in Latin.
+    web = replace(_WEB_WORDS, word=lambda t: t if known(t) else _WEB_WORDS.spell(t))
     return [
-        Rule("web", g.WEB, g.web_repl(_WEB_WORDS, lambda t: t.lower() in lexicon.entries),
-             by_group=True),
+        Rule("web", g.WEB, g.web_repl(web, known), by_group=True),
         lexicon.apply,
         Rule("weekday", _WEEKDAY_AFTER, lambda m: " " + _WEEKDAYS[m["wd"]]),
         numbers,

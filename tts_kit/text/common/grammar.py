@@ -94,8 +94,8 @@ NUM_FIRST = r"0-9+\-." + SYMS
 #: 6·25, 5·18, 3·1절: dates of events written with a middle dot (kept by `prepare`
 #: between digits).
 MIDDOT = r"(?P<middot>(?P<mda>\d{1,2})·(?P<mdb>\d{1,2})(?!\d))"
-VERSION = (r"(?P<version>(?P<vv>[vV])?(?P<vn>\d+(?:\.\d+){2,})"
-           r"|(?P<vv2>[vV])(?P<vn2>\d+(?:\.\d+)?))")
+VERSION = (r"(?P<version>(?:(?<![A-Za-z])(?P<vv>[vV]))?(?P<vn>\d+(?:\.\d+){2,})"
+           r"|(?<![A-Za-z])(?P<vv2>[vV])(?P<vn2>\d+(?:\.\d+)?))")
 
 # Tails after the number (group ``qn``).
 CURRENCY_CODE = rf"(?P<currency_code>\s?(?P<ccode>{CODES})(?![A-Za-z]))"
@@ -259,18 +259,23 @@ _EXTS = ("pdf txt csv tsv json py js ts exe zip gz tar mp3 mp4 wav flac jpg jpeg
          "html htm md docx doc xlsx xls pptx ppt onnx yaml yml xml log ini cfg toml ipynb sh "
          "bat dll so bin iso apk dmg hwp").split()
 _TLDS = "com org net edu gov io ai dev app kr jp uk de fr cn co info me tv us ca au".split()
-_END = r"[^\s<>\"'.,;:!?)\]]"
+#: Hangul ends an address: what follows it is a particle (naver.com에서, 주소.com으로).
+_END = r"[^\s<>\"'.,;:!?)\]가-힣]"
 WEB = re.compile(
     r"(?<![\w.@/+%-])(?=[\w%+-]*(?:[.@][A-Za-z0-9]|://))(?:"
-    rf"(?P<url>(?:(?:https?|ftp)://|www\.)[^\s<>\"']*{_END})"
+    rf"(?P<url>(?:(?:https?|ftp)://|www\.)[^\s<>\"'가-힣]*{_END})"
     r"|(?P<email>[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)"
     r"|(?P<ip>(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d))"
     rf"|(?P<domain>[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.{trie_alt(_TLDS)}"
-    rf"(?:/[^\s<>\"']*{_END})?(?![\w-]))"
-    rf"|(?P<file>[\w-]+(?:\.[\w-]+)*\.{trie_alt(_EXTS + [e.upper() for e in _EXTS])}(?![\w-]))"
+    rf"(?:/[^\s<>\"'가-힣]*{_END})?(?![A-Za-z0-9_-]))"
+    # A file name may be Korean (사진.JPG) and take a particle (보고서.pdf를): the name's
+    # words are kept by `WebWords.say`, only the extension must end the Latin run.
+    rf"|(?P<file>[\w-]+(?:\.[\w-]+)*\.{trie_alt(_EXTS + [e.upper() for e in _EXTS])}"
+    r"(?![A-Za-z0-9_-]))"
     r")"
 )
-_WEB_TOKEN = re.compile(r"://|[A-Za-z]+|\d+|.")
+#: Latin runs, digit runs, runs of other letters (Hangul: kept as written), separators.
+_WEB_TOKEN = re.compile(r"://|[A-Za-z]+|\d+|[^\W\d_A-Za-z]+|.")
 _SPELLED = frozenset({"http", "https", "ftp", "www", "exe", "api", "edu"})
 _VOWEL = re.compile("[aeiouAEIOU]")
 
@@ -297,6 +302,9 @@ class WebWords:
     """The word for the dots of an IP address, when not the ``.`` of ``seps``."""
     ip_number: Callable[[str], str] | None = None
     """How the numbers of an IP address are read, when not digit by digit."""
+    word: Callable[[str], str] | None = None
+    """How a label said as a word is written (Korean spells a Latin word it has no entry
+    for: kim -> 케이아이엠); None keeps it as written."""
 
     def say(self, text: str, kind: str) -> str:
         out = []
@@ -312,7 +320,9 @@ class WebWords:
                 elif low in _SPELLED or len(tok) <= 2 or not _VOWEL.search(tok):
                     out.append(self.spell(tok))
                 else:
-                    out.append(tok)
+                    out.append(self.word(tok) if self.word else tok)
+            elif tok.isalpha():
+                out.append(tok)  # a word of another script: 사진 of 사진.JPG
             else:
                 out.append(seps.get(tok, " "))
         return " ".join("".join(f" {o} " for o in out).split())
