@@ -34,32 +34,29 @@ from decimal import Decimal
 
 from tts_kit.text import numbers as nw
 from tts_kit.text.charset import make_cleanup
-from tts_kit.text.common import Rule, Step, Steps, TraceStep, make_numeric, trie_alt
+from tts_kit.text.common import Rule, Step, make_numeric, trie_alt
 from tts_kit.text.common import grammar as g
+from tts_kit.text.en_dates import MONTH, MONTH_DATE, month_date
+from tts_kit.text.en_letters import (
+    ABBREVIATION,
+    ROMAN,
+    SERIAL,
+    SYMBOL,
+    SYMBOL_WORDS,
+    abbreviation,
+    acronyms,
+    roman,
+    serial,
+)
 from tts_kit.text.lexicon import Lexicon
 from tts_kit.text.tables import (
     CURRENCIES,
-    EN_ABBREVIATIONS,
     EN_YEAR_CONTEXT,
     PER,
     UNITS,
     Currency,
 )
 
-_MONTH_NAMES = {
-    **{name: name for name in nw.EN_MONTHS[1:]},
-    **{name[:3]: name for name in nw.EN_MONTHS[1:]},
-    "Sept": "September",
-}
-#: Month names as dates are also written: lower case (july 25 2012; not "may" and
-#: "march", which are words first) and capitals (JULY, JAN 15 2020).
-_MONTHS_ANY = {
-    **_MONTH_NAMES,
-    **{k.upper(): v for k, v in _MONTH_NAMES.items()},
-    **{k.lower(): v for k, v in _MONTH_NAMES.items()
-       if len(k) > 3 and k not in ("May", "March", "Sept")},
-}
-_MONTH = trie_alt(_MONTHS_ANY)
 _NUM = g.NUM
 _unit = g.unit
 _SCALE_WORDS = "thousand|million|billion|trillion"
@@ -113,7 +110,7 @@ NUMERIC = g.numeric(
 )
 _PLAIN = re.compile(rf"(?P<digits>\d{{17,}})|(?P<qsg>[-+])?(?P<qn>{_NUM})")
 _YEAR_BEFORE = re.compile(
-    r"(?:(?:(?<![A-Za-z])" + trie_alt(EN_YEAR_CONTEXT) + r"|" + _MONTH + r"\.?,?|Q[1-4])\s|FY)$"
+    r"(?:(?:(?<![A-Za-z])" + trie_alt(EN_YEAR_CONTEXT) + r"|" + MONTH + r"\.?,?|Q[1-4])\s|FY)$"
 )
 #: "the 2024 Olympics": a year before a name; "the 2000 items" stays a number.
 _THE_BEFORE = re.compile(r"(?<![A-Za-z])[Tt]he\s$")
@@ -463,211 +460,6 @@ _NAMES = {"qn": "number"}
 _numeric = make_numeric(_HANDLERS, _plain)
 
 
-# -- abbreviations and month-name dates ---------------------------------------------------
-
-_ABBR = {written: (spoken, ends) for written, spoken, ends in EN_ABBREVIATIONS}
-_ABBR.update({f"{short}.": (full, False) for short, full in _MONTH_NAMES.items()
-              if short != full})
-ABBREVIATION = re.compile(
-    "(?=[" + "".join(sorted({w[0] for w in _ABBR} | set("DSNnw"))) + "])"
-    r"(?<![A-Za-z.])(?:(?P<ab>" + trie_alt(_ABBR) + r")|(?P<dr>Dr\.|St\.)"
-    r"|(?P<no>No\.|no\.)(?=\s?\d)|(?P<wo>w/o)(?![A-Za-z])|(?P<w>w/)(?=\s))"
-)
-_SENTENCE_NEXT = re.compile(r"\s*(?:$|[A-Z\"'(])")
-_NAME_NEXT = re.compile(r" ([A-Z][A-Za-z']*)")
-#: Capitalised words that start sentences rather than name people.
-_SENTENCE_STARTERS = frozenset(
-    "It The He She We They I This That There Then A An In On At But And So Our My His Her "
-    "Its You Your Their These Those When While After Before If As Now Later Next What Why "
-    "How Where Who".split()
-)
-
-
-def _abbreviation(m: re.Match[str]) -> str:
-    s, b = m.string, m.end()
-    if m["ab"]:
-        spoken, ends = _ABBR[m["ab"]]
-    elif m["dr"]:
-        # Before a name (St. John, Dr. Kim) the saint or the doctor; before a word that
-        # starts a sentence (Elm St. It was), or nothing, the street or the drive.
-        nxt = _NAME_NEXT.match(s, b)
-        before_name = bool(nxt) and nxt.group(1) not in _SENTENCE_STARTERS
-        if m["dr"] == "Dr.":
-            spoken, ends = ("Doctor", False) if before_name else ("Drive", True)
-        else:
-            spoken, ends = ("Saint", False) if before_name else ("Street", True)
-    elif m["no"]:
-        return "number"
-    elif m["wo"]:
-        return "without"
-    else:
-        return "with"
-    # "etc. Then": the period was also the sentence's end; keep it.
-    if ends and _SENTENCE_NEXT.match(s, b):
-        return spoken + "."
-    return spoken
-
-
-MONTH_DATE = re.compile(
-    r"(?:(?=[JFMASONDjfmasond])(?<![A-Za-z])|(?=\d))(?:"
-    rf"(?P<md>(?<![A-Za-z])(?P<mon>{_MONTH})\.?\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?![\d:])"
-    r"(?:,?\s(?P<yr>\d{4})(?!\d))?)"
-    rf"|(?P<dm>(?<!\d)(?P<day2>\d{{1,2}})(?:st|nd|rd|th)?\s(?:of\s)?(?P<mon2>{_MONTH})\b\.?"
-    r"(?:,?\s(?P<yr2>\d{4})(?!\d))?)"
-    rf"|(?P<my>(?<![A-Za-z])(?P<mon3>{_MONTH})\.?,?\s(?P<yr3>\d{{4}})(?!\d))"
-    r")"
-)
-
-
-def _month_date(m: re.Match[str]) -> str:
-    if m["md"]:
-        mon, day, yr = m["mon"], int(m["day"]), m["yr"]
-        if not 1 <= day <= 31:
-            return m.group(0)
-        words = f"{_MONTHS_ANY[mon]} {nw.en_ordinal(day)}"
-        return f"{words}, {nw.en_year(int(yr))}" if yr else words
-    if m["dm"]:
-        mon, day, yr = m["mon2"], int(m["day2"]), m["yr2"]
-        if not 1 <= day <= 31:
-            return m.group(0)
-        before = m.string[max(0, m.start() - 4) : m.start()].lower()
-        the = "" if before == "the " else "the "
-        words = f"{the}{nw.en_ordinal(day)} of {_MONTHS_ANY[mon]}"
-        return f"{words}, {nw.en_year(int(yr))}" if yr else words
-    return f"{_MONTHS_ANY[m['mon3']]} {nw.en_year(int(m['yr3']))}"
-
-
-# -- acronyms and symbols -----------------------------------------------------------------
-
-ACRONYM = re.compile(
-    r"(?=[A-Z])(?<![A-Za-z'])(?:(?P<a>[A-Z]{2,})(?P<s>'?s)?(?![A-Za-z])|(?P<dot>(?:[A-Z]\.){2,}))"
-)
-_ROMAN = re.compile(r"X{0,3}(?:IX|IV|V?I{0,3})")
-_CAPITALISED_BEFORE = re.compile(r"[A-Z][a-z]+ $")
-_CAPITAL = re.compile("[A-Z]")
-_CAPS_WORD = re.compile(r"\b[A-Z]{2,}\b")
-_WORD = re.compile(r"\b[A-Za-z]{2,}\b")
-_VOWELS = frozenset("AEIOUY")
-#: Words written in capitals that are words, not acronyms (PART ONE, NO ENTRY): read as
-#: words. Acronyms that are also words (US, IT, AM, PM, OR, ID, WHO) are not here.
-_CAPS_WORDS = frozenset("""
-A AN THE AND BUT FOR NOR YET SO TO OF IN ON AT BY UP OUT OFF INTO ONTO OVER FROM WITH
-NO NOT YES ALL ANY SOME ONE TWO THREE FOUR FIVE SIX SEVEN EIGHT NINE TEN PART BOOK
-CHAPTER ACT SCENE STEP PHASE LEVEL ROOM DOOR EXIT ENTRY STOP GO OPEN SHUT CLOSED SALE
-NEW NOW HOT COLD FREE BIG TOP END WAY DAY YEAR TIME LIFE LOVE HOME WORK NEWS LIVE HELP
-WARNING NOTE ONLY JUST MORE MOST LESS BEST GOOD BAD FULL DONE READ HOW WHY WHAT
-WHEN WHERE THIS THAT THESE THOSE HIS HER OUR YOUR THEIR MY WE YOU THEY HE SHE ME HIM
-IS ARE WAS WERE BE BEEN HAS HAVE HAD DO DOES DID CAN WILL MAY MUST SHALL SHOULD WOULD
-COULD GET GOT MAKE TAKE KEEP LET SEE LOOK CALL ASK TELL SAY SAID BACK DOWN HERE THERE
-AGAIN VERY REAL TRUE FALSE OFF ON FIRE WATER AIR LAND SEA SUN MOON STAR KING QUEEN
-BOYS GIRLS MEN WOMEN MAN BOY GIRL OLD YOUNG LAST NEXT FIRST HALF ZERO MIX
-""".split())
-#: Words before a Roman numeral that numbers a part: read as a cardinal (Chapter IV).
-_HEADINGS = ("Chapter Part Book Volume Act Scene Section Article Phase Title Appendix "
-             "Schedule Canto Psalm Stage Level Round Episode Season Vol Ch Pt Step World War "
-             "Super Bowl Apollo Type Class Grade Mark Mk Series Rule").split()
-#: Given names of rulers and popes: a Roman numeral after them is a regnal ordinal
-#: (Louis XIV -> Louis the fourteenth).
-_REGNAL = ("Louis Henry Elizabeth George Edward Charles William James John Richard Benedict "
-           "Pius Leo Gregory Innocent Clement Paul Alexander Peter Frederick Philip Ferdinand "
-           "Napoleon Ramesses Ramses Constantine Catherine Mary Victoria Anne Nicholas Ivan "
-           "Gustav Christian Alfonso Carlos Felipe Otto Wilhelm Friedrich Francis Urban Boniface "
-           "Sixtus Adrian Hadrian Eugene Julius Stephen Malcolm David Robert Harold Edmund "
-           "Ludwig Karl Rudolf Sancho Juan Pedro Manuel Joao Haakon Olaf Harald Magnus Eric "
-           "Erik Sigismund Casimir Amenhotep Thutmose Darius Xerxes Cyrus Antiochus Ptolemy "
-           "Seleucus Mithridates Rama Mehmed Murad Selim Suleiman Abdul Pope King Queen Tsar "
-           "Czar Emperor Kaiser Sultan Shah Pharaoh").split()
-_ROMAN_ANY = r"(?=[MDCLXVI])M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})"
-_ROMAN_VALUES = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
-ROMAN = re.compile(
-    r"(?=[A-Z])(?<![A-Za-z'])(?:"
-    rf"(?P<head>{trie_alt(_HEADINGS + [h.upper() for h in _HEADINGS])})\.?\s(?P<hr>{_ROMAN_ANY})"
-    rf"|(?P<reg>{trie_alt(_REGNAL)})\s(?P<rr>{_ROMAN_ANY})"
-    rf"|(?P<cr>{_ROMAN_ANY})(?=\s(?:[Cc]entur(?:y|ies)|CENTURY)\b)"
-    r")(?![A-Za-z0-9'])"
-)
-
-
-def _roman_value(s: str) -> int:
-    total = 0
-    for a, b in zip(s, s[1:] + " "):
-        v = _ROMAN_VALUES[a]
-        total += -v if b != " " and _ROMAN_VALUES[b] > v else v
-    return total
-
-
-def _roman(m: re.Match[str]) -> str:
-    """Chapter IV -> Chapter four; Louis XIV -> Louis the fourteenth; XIX century ->
-    nineteenth century. "I" and "MIX" elsewhere are words, not numerals."""
-    if m["head"]:
-        if len(m["hr"]) == 1 and m["hr"] in "LCDM":
-            return m.group(0)  # Appendix C, Part D: a letter
-        head = m["head"].lower() if m["head"].isupper() and len(m["head"]) > 1 else m["head"]
-        sep = m.group(0)[len(m["head"]) : m.start("hr") - m.start()]
-        return head + sep.replace(".", "") + nw.en_cardinal(_roman_value(m["hr"]))
-    if m["reg"]:
-        return f"{m['reg']} the {nw.en_ordinal(_roman_value(m['rr']))}"
-    return nw.en_ordinal(_roman_value(m["cr"]))
-
-
-def _spell(m: re.Match[str], shouting: bool) -> str:
-    if m["dot"]:
-        letters = " ".join(m["dot"].replace(".", ""))
-        return letters + "." if _SENTENCE_NEXT.match(m.string, m.end()) else letters
-    run, suffix = m["a"], m["s"] or ""
-    if (_ROMAN.fullmatch(run)
-            and _CAPITALISED_BEFORE.search(m.string, max(0, m.start() - 20), m.start())):
-        return nw.en_cardinal(_roman_value(run)) + suffix  # World War II, Rocky IV
-    if shouting or run in _CAPS_WORDS or (len(run) >= 6 and _VOWELS.intersection(run)):
-        return run.lower() + suffix  # a word in capitals, not an acronym
-    return " ".join(run) + suffix
-
-
-def acronyms(text: str, steps: Steps) -> str:
-    """Spell capitals letter by letter (API -> A P I), unless the whole text shouts.
-
-    Example:
-        >>> acronyms("The API of AWS", None), acronyms("WE ARE OPEN TODAY", None)
-        ('The A P I of A W S', 'we are open today')
-    """
-    if not _CAPITAL.search(text):
-        return text
-    caps = len(_CAPS_WORD.findall(text))
-    shouting = caps >= 3 and caps * 2 > len(_WORD.findall(text))
-
-    def repl(m: re.Match[str]) -> str:
-        out = _spell(m, shouting)
-        if steps is not None and out != m.group(0):
-            steps.append(TraceStep("acronym", m.group(0), out))
-        return out
-
-    return ACRONYM.sub(repl, text)
-
-
-_SYMBOL = re.compile(r"[&+=@%×÷±°–—~#]")
-_SYMBOL_WORDS = {
-    "&": " and ", "+": " plus ", "=": " equals ", "@": " at ", "%": " percent ",
-    "×": " times ", "÷": " divided by ", "±": " plus or minus ", "°": " degrees ",
-    "–": ", ", "—": ", ", "~": " ", "#": " ",
-}
-
-
-#: Serial and part numbers: capitals and digits in groups joined by hyphens, with both
-#: letters and digits and at least six of them (SN-4471-XK2, AB12-C34): every character
-#: said, hyphens as "dash".
-SERIAL = re.compile(
-    r"(?=[A-Z0-9])(?<![\w-])(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)"
-    r"(?=(?:-?[A-Z0-9]){6})[A-Z0-9]+(?:-[A-Z0-9]+)+(?![\w-])"
-)
-
-
-def _serial(m: re.Match[str]) -> str:
-    out = []
-    for part in m.group(0).split("-"):
-        out.append(" ".join(nw.EN_DIGITS[int(c)] if c.isdigit() else c for c in part))
-    return " dash ".join(out)
-
-
 _WEB_WORDS = g.WebWords(
     {"://": " colon slash slash ", "/": " slash ", ".": " dot ", "@": " at ", "-": " dash ",
      "_": " underscore ", ":": " colon ", "?": " question mark ", "=": " equals ",
@@ -690,12 +482,12 @@ def rules(lexicon: Lexicon) -> list[Step]:
         Rule("web", g.WEB, g.web_repl(_WEB_WORDS, lambda t: t.lower() in lexicon.entries),
              by_group=True),
         lexicon.apply,
-        Rule("serial", SERIAL, _serial),
-        Rule("abbreviation", ABBREVIATION, _abbreviation),
-        Rule("date", MONTH_DATE, _month_date),
+        Rule("serial", SERIAL, serial),
+        Rule("abbreviation", ABBREVIATION, abbreviation),
+        Rule("date", MONTH_DATE, month_date),
         Rule("number", NUMERIC, _numeric, by_group=True, aliases=_NAMES),
-        Rule("roman", ROMAN, _roman),
+        Rule("roman", ROMAN, roman),
         acronyms,
-        Rule("symbol", _SYMBOL, lambda m: _SYMBOL_WORDS[m.group(0)]),
+        Rule("symbol", SYMBOL, lambda m: SYMBOL_WORDS[m.group(0)]),
         make_cleanup("en"),
     ]
