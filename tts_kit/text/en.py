@@ -366,12 +366,21 @@ def _percent(m: re.Match[str]) -> str:
     return kept + _sign_word(sign) + nw.en_number(m["qn"]) + " percent"
 
 
+#: "a" or "an" right before a measure, and a lower-case word right after it.
+_ATTRIBUTIVE = re.compile(r"(?<![A-Za-z])[Aa]n? $")
+_WORD_NEXT = re.compile(r" [a-z]")
+
+
 def _unit_h(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
     num, unit = m["qn"], m["uu1"] or m["uu2"]
     if unit == "s" and not sign and num in ("20", "30", "40", "50", "60", "70", "80", "90"):
         if m.string[max(0, m.start() - 4) : m.start()].lower() == "the ":
             return nw.en_decade(int(num))  # the 80s
+    if _ATTRIBUTIVE.search(m.string, max(0, m.start() - 4), m.start()) and \
+            _WORD_NEXT.match(m.string, m.end()) and not m["uper"]:
+        # "a 3 m2 room", "a 5 kg bag": the measure describes the noun, singular.
+        return kept + _sign_word(sign) + nw.en_number(num) + " " + UNITS[unit].en
     words = kept + _with_unit(num, unit, sign)
     return _per(words, m["uper"]) if m["uper"] else words
 

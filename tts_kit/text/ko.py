@@ -158,7 +158,8 @@ def _with_counter(num: str, counter: str, sign: str | None = None) -> str:
     return f"{words} {counter}"
 
 
-def _with_unit(num: str, unit: str, sign: str | None = None) -> str:
+def _with_unit(num: str, unit: str, sign: str | None = None, said: bool = False) -> str:
+    """``said``: the prefix word (시속) is already written before the number."""
     u = UNITS[unit]
     if u.ko_native and g.is_int(num) and 1 <= g.to_int(num) <= 99 and not sign:
         words = nw.ko_native(g.to_int(num))
@@ -168,7 +169,7 @@ def _with_unit(num: str, unit: str, sign: str | None = None) -> str:
         words = ("영하 " if unit in ("°C", "°F", "°") else "마이너스 ") + words
     elif sign == "+":
         words = "플러스 " + words
-    prefix = f"{u.ko_prefix} " if u.ko_prefix else ""
+    prefix = f"{u.ko_prefix} " if u.ko_prefix and not said else ""
     return f"{prefix}{words} {u.ko}" if u.ko else f"{prefix}{words}"
 
 
@@ -311,7 +312,12 @@ def _percent_h(m: re.Match[str]) -> str:
 
 def _unit_h(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
-    words = kept + _with_unit(m["qn"], m["uu1"] or m["uu2"], sign)
+    unit = m["uu1"] or m["uu2"]
+    prefix = UNITS[unit].ko_prefix
+    # 시속 90km/h: 시속 is written already; said once (not 시속 시속 구십 킬로미터).
+    said = bool(prefix) and m.string[max(0, m.start() - len(prefix) - 1) : m.start()].rstrip(
+    ).endswith(prefix)
+    words = kept + _with_unit(m["qn"], unit, sign, said)
     return _per(words, m["uper"]) if m["uper"] else words
 
 

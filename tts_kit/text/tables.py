@@ -63,7 +63,7 @@ UNITS: dict[str, Unit] = {
     "m3": _u("세제곱미터", "cubic meter"),
     "ml": _u("밀리리터", "milliliter"),
     "mL": _u("밀리리터", "milliliter"),
-    "L": _u("리터", "liter", spaced=False),
+    "L": _u("리터", "liter"),
     "l": _u("리터", "liter", spaced=False),
     "cm3": _u("세제곱센티미터", "cubic centimeter"),
     "mm2": _u("제곱밀리미터", "square millimeter"),
@@ -137,6 +137,10 @@ UNITS: dict[str, Unit] = {
     "kph": _u("킬로미터", "kilometer per hour", "kilometers per hour", ko_prefix="시속"),
     "mph": _u("마일", "mile per hour", "miles per hour", ko_prefix="시속"),
     "m/s": _u("미터", "meter per second", "meters per second", ko_prefix="초속"),
+    "g/L": _u("그램", "gram per liter", "grams per liter", ko_prefix="리터당"),
+    "mg/L": _u("밀리그램", "milligram per liter", "milligrams per liter", ko_prefix="리터당"),
+    "mg/dL": _u("밀리그램", "milligram per deciliter", "milligrams per deciliter",
+                ko_prefix="데시리터당"),
 }
 
 
@@ -202,6 +206,14 @@ PER: dict[str, tuple[str, str]] = {
     "kg": ("kilogram", "킬로그램당"),
     **dict.fromkeys(("lb", "pound"), ("pound", "파운드당")),
     "GB": ("gigabyte", "기가바이트당"),
+    # Lengths, areas and volumes after a unit (5 kg/m, 30 L/m2, 2 t/m3).
+    "m": ("meter", "미터당"),
+    "km": ("kilometer", "킬로미터당"),
+    "cm": ("centimeter", "센티미터당"),
+    **dict.fromkeys(("L", "l"), ("liter", "리터당")),
+    **dict.fromkeys(("m2", "m²"), ("square meter", "제곱미터당")),
+    **dict.fromkeys(("m3", "m³"), ("cubic meter", "세제곱미터당")),
+    "g": ("gram", "그램당"),
     **dict.fromkeys(("person", "人", "명", "인"), ("person", "일 인당")),
     "night": ("night", "일 박에"),
     "unit": ("unit", "개당"),

@@ -42,11 +42,14 @@ MAGS = trie_alt(MAGNITUDES)
 CODES = trie_alt(CURRENCY_CODES)
 SYMS = "".join(CURRENCIES)
 PERS = trie_alt(PER)
+#: One-syllable Korean particles that may follow a "per" unit (5kg/m의, 25km/L로).
+_PER_PARTICLES = "의를을로에은는이가와과도"
 
 
 def per(p: str) -> str:
     """``/word`` after an amount or a unit, group ``<p>per`` (``$20/mo``, ``5 kg/day``)."""
-    return rf"(?:/(?P<{p}per>{PERS})(?![A-Za-z0-9가-힣]))"
+    return (rf"(?:/(?P<{p}per>{PERS})(?![A-Za-z0-9])"
+            rf"(?:(?=[{_PER_PARTICLES}](?![가-힣]))|(?![가-힣])))")
 
 
 def unit(p: str) -> str:
@@ -240,7 +243,8 @@ def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
         words = w.sign(m["csg"]) + w.money(m["cn"], cur, m["cmag"])
         if m["cn2"]:
             words += w.to + w.money(m["cn2"], cur, m["cmag2"])  # $5-$10
-        return w.per(words, m["cper"]) if m["cper"] else words
+        # After an amount "/m" is a month ($20/m), after a unit a meter (5 kg/m).
+        return w.per(words, "mo" if m["cper"] == "m" else m["cper"]) if m["cper"] else words
 
     def currency_code(m: re.Match[str]) -> str:
         kept, sign = lead(m)
