@@ -66,10 +66,12 @@ _SCALE_WORDS = "thousand|million|billion|trillion"
 # the tail that matched is `m.lastgroup` (a bare number: ``qn``). The shapes both
 # languages share come from `common.grammar`.
 NUMERIC = g.numeric(
-    g.NUM_START + r"|-?[" + g.SYMS + r"]|[vV]\d|[#~']\d|\(\d|" + g.CODE_START,
-    g.NUM_FIRST + "vV#~'(" + g.CODE_FIRST,
+    g.NUM_START + r"|-?[" + g.SYMS + r"]|[vV]\d|[#~']\d|\(\d|" + g.CODE_START + "|"
+    + g.ROOT_START,
+    g.NUM_FIRST + "vV#~'(√∛" + g.CODE_FIRST,
     [
         g.DIGITS,
+        g.ROOT,
         r"(?P<date_iso>(?P<iy>\d{4})(?P<is>[-/.])(?P<im>\d{1,2})(?P=is)(?P<id>\d{1,2})(?!\d))",
         r"(?P<date_us>(?P<ua>\d{1,2})(?P<us>[/.-])(?P<ub>\d{1,2})(?P=us)"
         r"(?P<uy>\d{4}|(?<=/)\d{2})(?![\d/]))",
@@ -423,6 +425,16 @@ def _ratio(m: re.Match[str]) -> str:
     return f"{kept}{_sign_word(sign)}{nw.en_number(m['qn'])} to {nw.en_number(m['qb'])}"
 
 
+def _root(m: re.Match[str]) -> str:
+    """√3 -> the square root of three; 2√3/2 -> two times the square root of three over
+    two."""
+    kind = "square" if m["rsym"] == "√" else "cube"
+    words = f"the {kind} root of {nw.en_number(m['rn'])}"
+    if m["rc"]:
+        words = f"{nw.en_number(m['rc'])} times {words}"
+    return f"{words} over {nw.en_number(m['rd'])}" if m["rd"] else words
+
+
 def _fraction(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
     kept += _sign_word(sign)
@@ -432,7 +444,7 @@ def _fraction(m: re.Match[str]) -> str:
     a, b = g.to_int(num), int(den)
     if 1 <= a < b <= 10:
         return kept + _fraction_words(a, b)
-    if not sign and 1 <= a <= 12 and 1 <= b <= 31:
+    if not sign and not m["fsp"] and 1 <= a <= 12 and 1 <= b <= 31:
         return kept + _date_words(None, a, b)
     return f"{kept}{nw.en_number(num)} over {nw.en_number(den)}"
 
@@ -461,7 +473,7 @@ _HANDLERS = {
     "currency_post": _currency_post,
     "range": _range, "magnitude": _magnitude, "percent": _percent, "unit": _unit_h,
     "ordinal": _ordinal, "ampm": _ampm, "times": _times, "ratio": _ratio,
-    "fraction": _fraction, "qn": _number,
+    "fraction": _fraction, "root": _root, "qn": _number,
 }
 _NAMES = {"qn": "number"}
 

@@ -72,10 +72,12 @@ def _counter(p: str) -> str:
 # being the last group to close, the name is `m.lastgroup` (a bare number: ``qn``). The
 # shapes both languages share come from `common.grammar`.
 NUMERIC = g.numeric(
-    g.NUM_START + r"|-?[" + g.SYMS + r"]|제\s?\d|[vV]\d|\(0\d|[AB]\d|" + g.CODE_START,
-    g.NUM_FIRST + "제vV(AB" + g.CODE_FIRST,
+    g.NUM_START + r"|-?[" + g.SYMS + r"]|제\s?\d|[vV]\d|\(0\d|[AB]\d|" + g.CODE_START + "|"
+    + g.ROOT_START,
+    g.NUM_FIRST + "제vV(AB√∛" + g.CODE_FIRST,
     [
         g.DIGITS,
+        g.ROOT,
         r"(?P<date>(?P<dy>\d{4})(?P<ds>[-/.]|\.\s)(?P<dm>\d{1,2})(?P=ds)(?P<dd>\d{1,2})"
         r"(?!\d|\.\d))",
         r"(?P<date_dmy>(?P<ea>\d{1,2})/(?P<eb>\d{1,2})/(?P<ey>\d{4})(?!\d))",
@@ -112,7 +114,7 @@ NUMERIC = g.numeric(
         g.TIMES,
         g.RATIO,
         r"(?P<quarter>/4\s?분기)",
-        rf"(?P<fraction>/(?P<fb>\d{{1,16}})(?!\d)(?:{_unit('f')})?)",
+        rf"(?P<fraction>(?:/|(?P<fsp>\s/\s))(?P<fb>\d{{1,16}})(?!\d)(?:{_unit('f')})?)",
     ],
     prefix=r"(?P<kje>제\s?)?",
 )
@@ -424,6 +426,14 @@ def _ratio(m: re.Match[str]) -> str:
     return f"{kept}{_sign_word(sign)}{nw.ko_number(m['qn'])} 대 {nw.ko_number(m['qb'])}"
 
 
+def _root(m: re.Match[str]) -> str:
+    """√3 -> 루트 삼, 2√3 -> 이 루트 삼, √3/2 -> 이분의 루트 삼 (∛: 세제곱근)."""
+    words = ("루트 " if m["rsym"] == "√" else "세제곱근 ") + _sino(m["rn"])
+    if m["rc"]:
+        words = f"{_sino(m['rc'])} {words}"
+    return f"{_sino(m['rd'])}분의 {words}" if m["rd"] else words
+
+
 def _fraction(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
     kept += _sign_word(sign)
@@ -434,7 +444,8 @@ def _fraction(m: re.Match[str]) -> str:
     unit = m["fu1"] or m["fu2"]
     if b == 0:
         return f"{kept}{nw.ko_number(num)} 나누기 영"
-    if not unit and not sign and not (a < b <= 10) and 1 <= a <= 12 and 1 <= b <= 31:
+    if (not unit and not sign and not m["fsp"] and not (a < b <= 10) and 1 <= a <= 12
+            and 1 <= b <= 31):
         return f"{kept}{nw.ko_month(a)} {nw.ko_sino(b)} 일"  # 8/24: a date
     words = f"{kept}{nw.ko_sino(b)}분의 {nw.ko_sino(a)}"
     return f"{words} {UNITS[unit].ko}" if unit else words
@@ -460,7 +471,7 @@ _HANDLERS = {
     "currency_post": _currency_post,
     "range": _range, "big": _big, "magnitude": _magnitude, "percent": _percent_h,
     "unit": _unit_h, "ordinal": _ordinal, "ampm": _ampm, "times": _times, "counter": _counter_h,
-    "ratio": _ratio, "fraction": _fraction, "qn": _number,
+    "ratio": _ratio, "fraction": _fraction, "root": _root, "qn": _number,
 }
 #: Trace names of the alternatives whose group name is not the rule's.
 _NAMES = {"qn": "number"}
@@ -542,6 +553,10 @@ _WEB_WORDS = g.WebWords(
 _WEEKDAY_AFTER = re.compile(r"(?<=\d)\s?\((?P<wd>[월화수목금토일])\)")
 
 
+#: 과/와 glued between numbers (1과1/2, 3과4): a word of its own before the next number.
+_AND_BETWEEN_NUMBERS = re.compile(r"(?<=\d)[과와](?=[\d√∛])")
+
+
 def _acronym(m: re.Match[str]) -> str:
     run = m["a"]
     if run in CURRENCY_CODES and not m.group(0).endswith("s"):
@@ -589,6 +604,7 @@ def rules(lexicon: Lexicon) -> list[Step]:
         Rule("web", g.WEB, g.web_repl(web, known), by_group=True),
         lexicon.apply,
         Rule("weekday", _WEEKDAY_AFTER, lambda m: " " + _WEEKDAYS[m["wd"]]),
+        Rule("spacing", _AND_BETWEEN_NUMBERS, lambda m: m.group(0) + " "),
         numbers,
         Rule("acronym", _ACRONYM, _acronym),
         Rule("symbol", _SYMBOL, _symbol),

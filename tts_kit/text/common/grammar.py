@@ -107,7 +107,12 @@ ORDINAL = r"(?P<ordinal>(?:st|nd|rd|th)(?![A-Za-z]))"
 AMPM_TAIL = rf"(?P<ampm>\s?(?P<aap>{AMPM}))"
 TIMES = rf"(?P<times>\s?(?P<xo>[x×*])(?:\s?(?P<xb>{NUM}))?(?![A-Za-z0-9]))"
 RATIO = r"(?P<ratio>:(?P<qb>\d{1,16})(?!\d))"
-FRACTION = r"(?P<fraction>/(?P<fb>\d{1,16})(?!\d))"
+#: A fraction's slash, glued (1/2) or spaced (1 / 2: group ``fsp``, never a date).
+FRACTION = r"(?P<fraction>(?:/|(?P<fsp>\s/\s))(?P<fb>\d{1,16})(?!\d))"
+#: A square or cube root, with a coefficient (2√3) and a denominator (√3/2).
+ROOT = (r"(?P<root>(?P<rc>\d{1,3})?(?P<rsym>[√∛])\s?(?P<rn>\d{1,16}(?:\.\d+)?)(?![\d.])"
+        r"(?:/(?P<rd>\d{1,16})(?!\d))?)")
+ROOT_START = r"\d{1,3}[√∛]|[√∛]\s?\d"
 
 
 def currency_post(extra: str = "") -> str:
