@@ -67,8 +67,8 @@ _SCALE_WORDS = "thousand|million|billion|trillion"
 # languages share come from `common.grammar`.
 NUMERIC = g.numeric(
     g.NUM_START + r"|-?[" + g.SYMS + r"]|[vV]\d|[#~']\d|\(\d|" + g.CODE_START + "|"
-    + g.ROOT_START,
-    g.NUM_FIRST + "vV#~'(√∛" + g.CODE_FIRST,
+    + g.ROOT_START + "|" + g.PREFIX_START,
+    g.NUM_FIRST + "vV#~'(√∛" + g.CODE_FIRST + g.PREFIX_FIRST,
     [
         g.DIGITS,
         g.ROOT,
@@ -149,7 +149,8 @@ def _with_unit(num: str, unit: str, sign: str | None = None) -> str:
 
 
 _MAGNITUDE_WORDS = {"K": "thousand", "k": "thousand", "M": "million", "mn": "million",
-                    "B": "billion", "bn": "billion"}
+                    "m": "million", "B": "billion", "bn": "billion", "b": "billion",
+                    "tn": "trillion"}
 
 
 def _money(amount: str, cur: Currency, mag: str | None) -> str:

@@ -73,8 +73,8 @@ def _counter(p: str) -> str:
 # shapes both languages share come from `common.grammar`.
 NUMERIC = g.numeric(
     g.NUM_START + r"|-?[" + g.SYMS + r"]|제\s?\d|[vV]\d|\(0\d|[AB]\d|" + g.CODE_START + "|"
-    + g.ROOT_START,
-    g.NUM_FIRST + "제vV(AB√∛" + g.CODE_FIRST,
+    + g.ROOT_START + "|" + g.PREFIX_START,
+    g.NUM_FIRST + "제vV(AB√∛" + g.CODE_FIRST + g.PREFIX_FIRST,
     [
         g.DIGITS,
         g.ROOT,
@@ -260,6 +260,19 @@ def _version(m: re.Match[str]) -> str:
         if m.start() > 0 and m.string[m.start() - 1].isalpha():
             return v + " " + words  # "dev1.2.3": the v belongs to a word
         return "버전 " + words
+    return words
+
+
+def _code_first(m: re.Match[str]) -> str:
+    """USD 100 -> 백 달러; a currency word written after the amount is said once (KRW
+    5,000원 -> 오천 원, not 오천 원원)."""
+    cur = CURRENCY_CODES[m["fcode"]]
+    words = _money(m["fn"], cur, m["fmag"])
+    after = m.string[m.end() : m.end() + 6].lstrip()
+    for word in dict.fromkeys((cur.ko, cur.ko.split()[-1])):
+        if after.startswith(word) and words.endswith(" " + word):
+            head = words[: -len(word)].rstrip()
+            return head if m.string[m.end() : m.end() + 1].isspace() else head + " "
     return words
 
 
@@ -468,7 +481,7 @@ _HANDLERS = {
     "date": _date, "phone": _phone, "date_dmy": _date_dmy, "middot": _middot,
     "paper": _paper, "quarter": _quarter,
     "version": _version,
-    "currency_post": _currency_post,
+    "currency_post": _currency_post, "code_first": _code_first,
     "range": _range, "big": _big, "magnitude": _magnitude, "percent": _percent_h,
     "unit": _unit_h, "ordinal": _ordinal, "ampm": _ampm, "times": _times, "counter": _counter_h,
     "ratio": _ratio, "fraction": _fraction, "root": _root, "qn": _number,

@@ -191,6 +191,31 @@ CURRENCY_CODES: dict[str, Currency] = {
     "HKD": Currency("홍콩 달러", "센트", "Hong Kong dollar", "Hong Kong dollars", "cent",
                     "cents"),
     "INR": CURRENCIES["₹"],
+    "NZD": Currency("뉴질랜드 달러", "센트", "New Zealand dollar", "New Zealand dollars", "cent",
+                    "cents"),
+    "SGD": Currency("싱가포르 달러", "센트", "Singapore dollar", "Singapore dollars", "cent",
+                    "cents"),
+    "TWD": Currency("대만 달러", "", "New Taiwan dollar", "New Taiwan dollars"),
+    "AED": Currency("디르함", "", "dirham", "dirhams"),
+    "SAR": Currency("리얄", "", "riyal", "riyals"),
+    "THB": Currency("바트", "", "baht", "baht"),
+    "VND": Currency("동", "", "dong", "dong"),
+    "IDR": Currency("루피아", "", "rupiah", "rupiahs"),
+    "MYR": Currency("링깃", "", "ringgit", "ringgits"),
+    "MXN": Currency("멕시코 페소", "", "Mexican peso", "Mexican pesos"),
+    "BRL": Currency("헤알", "", "real", "reais"),
+    "RUB": Currency("루블", "", "ruble", "rubles"),
+    "SEK": Currency("스웨덴 크로나", "", "Swedish krona", "Swedish kronor"),
+    "NOK": Currency("노르웨이 크로네", "", "Norwegian krone", "Norwegian kroner"),
+    "DKK": Currency("덴마크 크로네", "", "Danish krone", "Danish kroner"),
+    "ZAR": Currency("랜드", "", "rand", "rand"),
+}
+#: Dollar signs with a country prefix (HK$ 80, US$5, A$20): the currency they name.
+PREFIXED_DOLLARS: dict[str, Currency] = {
+    "US": CURRENCY_CODES["USD"], "HK": CURRENCY_CODES["HKD"], "NZ": CURRENCY_CODES["NZD"],
+    "A": CURRENCY_CODES["AUD"], "AU": CURRENCY_CODES["AUD"], "C": CURRENCY_CODES["CAD"],
+    "CA": CURRENCY_CODES["CAD"], "S": CURRENCY_CODES["SGD"], "NT": CURRENCY_CODES["TWD"],
+    "R": CURRENCY_CODES["BRL"],
 }
 #: What "/" before a word means after an amount or a unit ($20/mo, 5 kg/day): the
 #: English word after "per", and the Korean phrase put before the amount (월 이십 달러,
@@ -228,7 +253,9 @@ MAGNITUDES: dict[str, int] = {
     "K": 10**3, "k": 10**3, "thousand": 10**3,
     "M": 10**6, "million": 10**6, "mn": 10**6,
     "B": 10**9, "bn": 10**9, "billion": 10**9,
-    "trillion": 10**12,
+    "trillion": 10**12, "tn": 10**12,
+    # Lower-case scale letters, read as magnitudes only after an amount (¥20m, $3b).
+    "m": 10**6, "b": 10**9,
 }
 
 #: Korean counters and the numerals before them: ``native`` (한, 두, 세 ... up to 99,

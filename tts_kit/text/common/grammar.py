@@ -22,7 +22,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tts_kit.text.common import trie_alt
-from tts_kit.text.tables import CURRENCIES, CURRENCY_CODES, MAGNITUDES, PER, UNITS, Currency
+from tts_kit.text.tables import (
+    CURRENCIES,
+    CURRENCY_CODES,
+    MAGNITUDES,
+    PER,
+    PREFIXED_DOLLARS,
+    UNITS,
+    Currency,
+)
 
 #: A number: thousands groups, or at most 16 digits (longer runs are codes, read digit by
 #: digit by the ``digits`` alternative; this also keeps int() away from huge strings). A
@@ -41,6 +49,10 @@ UNITS_SPACED = trie_alt(k for k, u in UNITS.items() if u.spaced)
 MAGS = trie_alt(MAGNITUDES)
 CODES = trie_alt(CURRENCY_CODES)
 SYMS = "".join(CURRENCIES)
+PREFIXES = trie_alt(PREFIXED_DOLLARS)
+#: What a prefixed dollar sign (HK$ 80) starts with, for a language's lookahead.
+PREFIX_START = rf"(?<![A-Za-z]){PREFIXES}\$"
+PREFIX_FIRST = "".join(sorted({k[0] for k in PREFIXED_DOLLARS}))
 PERS = trie_alt(PER)
 #: One-syllable Korean particles that may follow a "per" unit (5kg/m의, 25km/L로).
 _PER_PARTICLES = "의를을로에은는이가와과도"
@@ -75,7 +87,8 @@ def currency(big: str = "") -> str:
     ``$20/mo``; ``big`` adds magnitudes a language writes after digits (Korean 억)."""
     mags = f"(?:{MAGS})(?![A-Za-z])" + (f"|{big}" if big else "")
     return (
-        rf"(?P<currency>(?:(?<![\w-])(?P<csg>-))?(?P<csym>[{SYMS}])\s?(?P<cn>{NUM})"
+        rf"(?P<currency>(?:(?<![\w-])(?P<csg>-))?"
+        rf"(?:(?<![A-Za-z])(?P<cpre>{PREFIXES})(?=\$))?(?P<csym>[{SYMS}])\s?(?P<cn>{NUM})"
         rf"(?:\s?(?P<cmag>{mags}))?"
         rf"(?:\s?{RANGE_SIGN}\s?(?P=csym)?(?P<cn2>{NUM})(?:\s?(?P<cmag2>{mags}))?)?"
         rf"{per('c')}?)"
@@ -244,7 +257,7 @@ def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
         return w.clock(*t, m["tap"])
 
     def currency(m: re.Match[str]) -> str:
-        cur = CURRENCIES[m["csym"]]
+        cur = PREFIXED_DOLLARS[m["cpre"]] if m["cpre"] else CURRENCIES[m["csym"]]
         words = w.sign(m["csg"]) + w.money(m["cn"], cur, m["cmag"])
         if m["cn2"]:
             words += w.to + w.money(m["cn2"], cur, m["cmag2"])  # $5-$10
