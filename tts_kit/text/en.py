@@ -79,9 +79,9 @@ NUMERIC = g.numeric(
         rf"(?P<bh>\d{{1,2}}(?::\d{{2}})?)\s?(?P<ab>{g.AMPM}))",
         g.TRANGE,
         g.TIME_ALT,
-        r"(?P<phone>(?:\+\d{1,3}[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.])\d{3}[-.]\d{4}(?!\d)"
+        r"(?P<phone>(?:(?:\+\d{1,3}[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.])\d{3}[-.]\d{4}(?!\d)"
         r"|1-\d{3}-\d{3}-\d{4}(?!\d)|\+\d{1,3}(?:[-.\s]\d{1,4}){2,5}(?!\d)"
-        r"|0\d{1,2}-\d{3,4}-\d{4}(?!\d))",
+        r"|0\d{1,2}-\d{3,4}-\d{4}(?!\d))" + g.PHONE_EXT + ")",
         g.currency(),
         g.code_first(),
         r"(?P<decade>'(?P<dd2>\d0)s|(?P<dd4>\d{3}0)s)(?![A-Za-z])",
@@ -301,7 +301,9 @@ def _phone(m: re.Match[str]) -> str:
     if sum(c.isdigit() for c in s) < 7:
         return _plain(s)
     head = "plus " if s.startswith("+") else ""
-    return head + ", ".join(nw.en_digits(p) for p in g.phone_groups(s))
+    groups, ext = g.phone_parts(m)
+    words = head + ", ".join(nw.en_digits(p) for p in groups)
+    return f"{words}, extension {nw.en_digits(ext)}" if ext else words
 
 
 def _currency_post(m: re.Match[str]) -> str:

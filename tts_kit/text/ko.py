@@ -72,7 +72,7 @@ def _counter(p: str) -> str:
 # being the last group to close, the name is `m.lastgroup` (a bare number: ``qn``). The
 # shapes both languages share come from `common.grammar`.
 NUMERIC = g.numeric(
-    g.NUM_START + r"|-?[" + g.SYMS + r"]|제\s?\d|[vV]\d|\(0\d|[AB]\d|" + g.CODE_START + "|"
+    g.NUM_START + r"|-?[" + g.SYMS + r"]|제\s?\d|[vV]\d|\(\d{2,4}\)|[AB]\d|" + g.CODE_START + "|"
     + g.ROOT_START + "|" + g.PREFIX_START,
     g.NUM_FIRST + "제vV(AB√∛" + g.CODE_FIRST + g.PREFIX_FIRST,
     [
@@ -83,11 +83,11 @@ NUMERIC = g.numeric(
         r"(?P<date_dmy>(?P<ea>\d{1,2})/(?P<eb>\d{1,2})/(?P<ey>\d{4})(?!\d))",
         g.TRANGE,
         g.TIME_ALT,
-        r"(?P<phone>\+\d{1,3}(?:[-\s]\d{1,4}){2,3}(?!\d)"
-        r"|\(0\d{1,2}\)\s?\d{3,4}-\d{4}(?!\d)"
-        r"|0\d{1,2}(?P<ps>[-.\s])\d{3,4}(?P=ps)\d{4}(?!\d)|1[5-9]\d{2}-\d{4}(?!\d)"
-        r"|[1-9]\d{2}(?P<ps3>[-.])\d{3}(?P=ps3)\d{4}(?!\d)"
-        r"|\d{4}(?P<ps4>[-\s])\d{4}(?P=ps4)\d{4}(?P=ps4)\d{4}(?!\d))",
+        r"(?P<phone>(?:\+\d{1,3}(?:[-\s]\d{1,4}){2,3}(?!\d)"
+        r"|\(\d{2,4}\)\s?\d{3,4}[-.]\d{4}(?!\d)"
+        r"|0\d{1,2}(?P<ps>[-.\s])\d{3,4}(?P=ps)\d{4}(?!\d)|0\d{1,2}\.\d{3,4}-\d{4}(?!\d)"
+        r"|1[5-9]\d{2}-\d{4}(?!\d)|[1-9]\d{2}[-.]\d{3}[-.]\d{4}(?!\d)"
+        r"|\d{4}(?P<ps4>[-\s])\d{4}(?P=ps4)\d{4}(?P=ps4)\d{4}(?!\d))" + g.PHONE_EXT + ")",
         g.currency(_BIG),
         g.code_first(_BIG),
         g.MIDDOT,
@@ -245,8 +245,15 @@ def _phone(m: re.Match[str]) -> str:
     s = m.group(0)
     if sum(c.isdigit() for c in s) < 7:
         return _plain(s)
-    head = "플러스 " if s.startswith("+") else ""
-    return head + " ".join(nw.ko_digits(p, phone=True) for p in g.phone_groups(s))
+    groups, ext = g.phone_parts(m)
+    if s.startswith("+"):
+        # +82 10-...: the country code is named (국가번호 팔이), as Korean references say.
+        head = f"국가번호 {nw.ko_digits(groups[0], phone=True)} "
+        groups = groups[1:]
+    else:
+        head = ""
+    words = head + " ".join(nw.ko_digits(p, phone=True) for p in groups)
+    return f"{words} 내선 {nw.ko_digits(ext, phone=True)}" if ext else words
 
 
 def _version_like(s: str) -> str:

@@ -197,7 +197,19 @@ def local_phone(m: re.Match[str]) -> bool:
     """123-4567 is a local phone number; 100-1000 and 300-5000 read as ranges."""
     a, b = m["qn"], m["rb"]
     return (m["rsep"] == "-" and not m["qsg"] and m.group(0) == f"{a}-{b}" and len(a) == 3
-            and len(b) == 4 and (a + b).isdigit() and int(b) % 100 != 0)
+            and len(b) == 4 and (a + b).isdigit() and (int(b) % 100 != 0 or b[0] == "0"))
+
+
+#: An extension after a phone number (ext. 12, x12, 내선 123), group ``pext``.
+PHONE_EXT = r"(?:\s?,?\s?(?:ext\.?|[Ee]xt\.?|x|extension|내선)\s?(?P<pext>\d{1,5})(?!\d))?"
+
+
+def phone_parts(m: re.Match[str]) -> tuple[list[str], str | None]:
+    """(the digit groups, the extension or None) of a `phone` match."""
+    end = m.start("pext") if m["pext"] else m.end()
+    body = m.string[m.start() : end]
+    body = re.sub(r"\s?,?\s?(?:ext\.?|[Ee]xt\.?|x|extension|내선)\s?$", "", body)
+    return phone_groups(body), m["pext"]
 
 
 def phone_groups(s: str) -> list[str]:
