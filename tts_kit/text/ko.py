@@ -139,6 +139,8 @@ def _with_counter(num: str, counter: str, sign: str | None = None) -> str:
     v = g.to_int(num) if integer else -1
     if kind == "month" and integer:
         return nw.ko_month(v)
+    if counter == "시" and integer and 13 <= v <= 24:
+        return f"{nw.ko_sino(v)} 시"  # 24-hour clock: 십오 시 (tests/golden/README.md)
     if kind == "ordinal" and integer and v >= 100:
         return f"{nw.ko_sino(v)} {counter}"  # 189번째: 백팔십구 번째
     if kind in ("ordinal", "nominal") and integer and v >= 1:
@@ -202,7 +204,9 @@ def _money(amount: str, cur: Currency, mag: str | None) -> str:
 
 
 def _clock(h: int, mi: int, s: int | None, ap: str | None) -> str:
-    words = "영 시" if h == 0 else f"{nw.ko_native(h)} 시"
+    # Hours of the 24-hour clock past 12 are Sino-Korean (15:40 -> 십오 시 사십 분): the
+    # hour as written, not 열다섯 시 (tests/golden/README.md).
+    words = "영 시" if h == 0 else f"{nw.ko_native(h) if h <= 12 else nw.ko_sino(h)} 시"
     if mi:
         words += f" {nw.ko_sino(mi)} 분"
     if s:
