@@ -36,7 +36,7 @@ from tts_kit.text import numbers as nw
 from tts_kit.text.charset import make_cleanup
 from tts_kit.text.common import Rule, Step, make_numeric, trie_alt
 from tts_kit.text.common import grammar as g
-from tts_kit.text.en_dates import MONTH, MONTH_DATE, month_date
+from tts_kit.text.en_dates import DAY_MONTH, MONTH, MONTH_DATE, day_month, month_date
 from tts_kit.text.en_letters import (
     ABBREVIATION,
     ROMAN,
@@ -509,6 +509,7 @@ def rules(lexicon: Lexicon) -> list[Step]:
         Rule("serial", SERIAL, serial),
         Rule("abbreviation", ABBREVIATION, abbreviation),
         Rule("date", MONTH_DATE, month_date),
+        Rule("day_month", DAY_MONTH, day_month),
         Rule("number", NUMERIC, _numeric, by_group=True, aliases=_NAMES),
         Rule("roman", ROMAN, roman),
         acronyms,

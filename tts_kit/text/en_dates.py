@@ -27,6 +27,9 @@ MONTHS_ANY = {
     **{k.upper(): v for k, v in MONTH_NAMES.items()},
     **{k.lower(): v for k, v in MONTH_NAMES.items()
        if len(k) > 3 and k not in ("May", "March", "Sept")},
+    # Lower-case abbreviations before or after a day (jul 4, 25 sept); not mar and may.
+    **{k.lower(): v for k, v in MONTH_NAMES.items() if 3 <= len(k) <= 4 and k not in
+       ("May", "Mar", "June", "July")},
 }
 MONTH = trie_alt(MONTHS_ANY)
 
@@ -64,3 +67,52 @@ def month_date(m: re.Match[str]) -> str:
         words = f"{the}{nw.en_ordinal(day)} of {MONTHS_ANY[mon]}"
         return f"{words}, {nw.en_year(int(yr))}" if yr else words
     return f"{MONTHS_ANY[m['mon3']]} {nw.en_year(int(m['yr3']))}"
+
+
+#: Weekday abbreviations and the day they name.
+WEEKDAYS = {"Mon": "Monday", "Tue": "Tuesday", "Tues": "Tuesday", "Wed": "Wednesday",
+            "Thu": "Thursday", "Thur": "Thursday", "Thurs": "Thursday", "Fri": "Friday",
+            "Sat": "Saturday", "Sun": "Sunday"}
+#: Abbreviations that are also words (Wed, Sat, Sun, Mar, May) or names (Jan, Jun): read
+#: as a day or month only in a date's company (a digit, a comma and a digit, a range).
+_AMBIGUOUS = frozenset({"Wed", "Sat", "Sun", "Mar", "May", "Jan", "Jun"})
+_NAMES = {**WEEKDAYS, **{k: v for k, v in MONTH_NAMES.items() if k != v}}
+_ANY_CASE = {**_NAMES, **{k.upper(): v for k, v in _NAMES.items()},
+             **{k.lower(): v for k, v in _NAMES.items()}}
+_ABBR = trie_alt(_ANY_CASE)
+#: One abbreviation (``a``), or two joined by a dash (``a``-``b``: Mon-Fri, Jan-Mar).
+DAY_MONTH = re.compile(
+    r"(?=[A-Za-z])(?<![A-Za-z'])"
+    rf"(?P<a>{_ABBR})(?P<dot>\.)?(?:\s?[-–~]\s?(?P<b>{_ABBR})\.?)?(?![A-Za-z'])"
+)
+#: Words after which a capitalised Wed, Sat or Sun is a day (on Sat., every Sun).
+_DAY_BEFORE = re.compile(r"(?<![A-Za-z])(?:[Oo]n|every|next|last|this|each|until|by|till) $")
+_SENTENCE_END = re.compile(r"\s*(?:$|[A-Z\"'(])")
+#: What makes an ambiguous abbreviation a date: a digit, a month or day name next (also
+#: as `MONTH_DATE` wrote it: "the third of March").
+_DATE_NEXT = re.compile(
+    r"[.,]?\s?(?:\d|(?:" + _ABBR + "|" + trie_alt([*MONTHS_ANY, *WEEKDAYS.values()])
+    + r")(?![A-Za-z])|the [a-z-]+ of [A-Z])")
+
+
+def day_month(m: re.Match[str]) -> str:
+    """A weekday or month abbreviation in full: Thu -> Thursday, Mon-Fri -> Monday to
+    Friday; a word first (Sat down, may, the Sun) is left alone.
+
+    Example:
+        >>> DAY_MONTH.sub(day_month, "Open Mon-Fri, closed Sun. 3")
+        'Open Monday to Friday, closed Sunday 3'
+    """
+    a, b = m["a"], m["b"]
+    if b:
+        return f"{_ANY_CASE[a]} to {_ANY_CASE[b]}"
+    key = a[:1].upper() + a[1:].lower()
+    if a.islower() or key in _AMBIGUOUS or (a.isupper() and len(a) == 3 and key != a):
+        # Lower case, capitals, or a word: only where a date goes on (jul 4, SAT, 3).
+        day_word = a in WEEKDAYS and _DAY_BEFORE.search(m.string, max(0, m.start() - 7),
+                                                        m.start())
+        if not (day_word or _DATE_NEXT.match(m.string, m.end())):
+            return m.group(0)
+    # "on Thu." ends the sentence: the period stays; "Thu. 12 Dec" loses it.
+    end = "." if m["dot"] and _SENTENCE_END.match(m.string, m.end()) else ""
+    return _ANY_CASE[a] + end

@@ -577,6 +577,30 @@ _WEB_WORDS = g.WebWords(
 _WEEKDAY_AFTER = re.compile(r"(?<=\d)\s?\((?P<wd>[월화수목금토일])\)")
 
 
+_WD = "[월화수목금토일]"
+#: A short date with its weekday (3/2(월), 3.5 (목)): the weekday makes it a date.
+_SHORT_DATE = re.compile(
+    rf"(?<![\d./])(?P<m>\d{{1,2}})[/.](?P<d>\d{{1,2}})(?P<wd>\s?\({_WD}\))")
+#: Weekday ranges (월~금, (월)~(금)) and the wave dash after a weekday read out
+#: (월요일~목요일, from 3월 2일(월)~5일(목)): 에서 between them.
+_WEEKDAY_RANGE = re.compile(
+    rf"(?<![\d가-힣])\(?(?P<a>{_WD})\)?\s?~\s?\(?(?P<b>{_WD})\)?(?![가-힣])"
+    r"|(?<=요일)\s?~\s?")
+
+
+def _short_date(m: re.Match[str]) -> str:
+    mo, d = int(m["m"]), int(m["d"])
+    if not (1 <= mo <= 12 and 1 <= d <= 31):
+        return m.group(0)
+    return f"{nw.ko_month(mo)} {nw.ko_sino(d)} 일 {_WEEKDAYS[m['wd'].strip()[1]]}"
+
+
+def _weekday_range(m: re.Match[str]) -> str:
+    if m["a"]:
+        return f"{_WEEKDAYS[m['a']]}에서 {_WEEKDAYS[m['b']]}"
+    return "에서 "
+
+
 #: 과/와 glued between numbers (1과1/2, 3과4): a word of its own before the next number.
 _AND_BETWEEN_NUMBERS = re.compile(r"(?<=\d)[과와](?=[\d√∛])")
 
@@ -627,7 +651,9 @@ def rules(lexicon: Lexicon) -> list[Step]:
     return [
         Rule("web", g.WEB, g.web_repl(web, known), by_group=True),
         lexicon.apply,
+        Rule("weekday", _SHORT_DATE, _short_date),  # a date known by its weekday
         Rule("weekday", _WEEKDAY_AFTER, lambda m: " " + _WEEKDAYS[m["wd"]]),
+        Rule("weekday_range", _WEEKDAY_RANGE, _weekday_range),
         Rule("spacing", _AND_BETWEEN_NUMBERS, lambda m: m.group(0) + " "),
         numbers,
         Rule("acronym", _ACRONYM, _acronym),
