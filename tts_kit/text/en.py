@@ -62,6 +62,13 @@ _unit = g.unit
 _SCALE_WORDS = "thousand|million|billion|trillion"
 
 
+#: Street words after which a number before a name is a house number (1428 Elm St.).
+_STREETS = ("Street St Avenue Ave Road Rd Boulevard Blvd Drive Dr Lane Ln Way Court Ct "
+            "Place Pl Parkway Pkwy Highway Hwy Terrace Circle Square Crescent Close").split()
+_ADDRESS = (r"(?P<address>(?<![\d,.])(?P<an>[1-9]\d{2,4})(?P<al>[A-Z])?"
+            r"(?=\s(?:[A-Z][a-z]+\s){1,3}" + trie_alt(_STREETS) + r"(?![a-z])))")
+
+
 # Structured forms first, then one number followed by what it measures; as in `ko`,
 # the tail that matched is `m.lastgroup` (a bare number: ``qn``). The shapes both
 # languages share come from `common.grammar`.
@@ -72,6 +79,7 @@ NUMERIC = g.numeric(
     [
         g.DIGITS,
         g.ROOT,
+        _ADDRESS,
         r"(?P<date_iso>(?P<iy>\d{4})(?P<is>[-/.])(?P<im>\d{1,2})(?P=is)(?P<id>\d{1,2})(?!\d))",
         r"(?P<date_us>(?P<ua>\d{1,2})(?P<us>[/.-])(?P<ub>\d{1,2})(?P=us)"
         r"(?P<uy>\d{4}|(?<=/)\d{2})(?![\d/]))",
@@ -84,7 +92,8 @@ NUMERIC = g.numeric(
         r"|0\d{1,2}-\d{3,4}-\d{4}(?!\d))" + g.PHONE_EXT + ")",
         g.currency(),
         g.code_first(),
-        r"(?P<decade>'(?P<dd2>\d0)s|(?P<dd4>\d{3}0)s)(?![A-Za-z])",
+        r"(?P<decade>'(?P<dd2>\d0)s|(?P<dd4>\d{3}0)s|(?<=[A-Za-z]-)(?P<dd3>[1-9]0)s)"
+        r"(?![A-Za-z])",
         r"(?P<paren_year>\((?P<py>1[1-9]\d\d|20\d\d)\))",
         r"(?P<plan>(?P<pd>\d{3})\((?P<pl>[a-z])\)(?:\((?P<pn>\d{1,2})\))?)",
         r"(?P<mixed>(?<![\d.,/])(?P<mw>\d{1,3})\s(?P<mn>\d{1,2})/(?P<md>\d{1,2})(?![\d/]))",
@@ -314,8 +323,32 @@ def _currency_post(m: re.Match[str]) -> str:
     return kept + _sign_word(sign) + _money(m["qn"], CURRENCIES[m["csym2"]], None)
 
 
+def _address(m: re.Match[str]) -> str:
+    """A house number as it is said: 1428 -> fourteen twenty-eight, 221B -> two
+    twenty-one B, 12345 -> one two three four five."""
+    n = m["an"]
+    if n.endswith("000"):
+        words = nw.en_cardinal(int(n))  # 1000 Oak Road: one thousand
+    elif len(n) == 3:
+        words = f"{nw.en_cardinal(int(n[0]))} {_pair(n[1:])}"
+    elif len(n) == 4:
+        words = f"{_pair(n[:2])} {_pair(n[2:])}"
+    else:
+        words = nw.en_digits(n)
+    return f"{words} {m['al']}" if m["al"] else words
+
+
+def _pair(two: str) -> str:
+    """Two digits of a house number: 28 -> twenty-eight, 05 -> oh five, 00 -> hundred."""
+    if two == "00":
+        return "hundred"
+    if two[0] == "0":
+        return f"oh {nw.en_cardinal(int(two[1]))}"
+    return nw.en_cardinal(int(two))
+
+
 def _decade(m: re.Match[str]) -> str:
-    return nw.en_decade(int(m["dd2"] or m["dd4"]))
+    return nw.en_decade(int(m["dd2"] or m["dd4"] or m["dd3"]))  # mid-90s: mid-nineties
 
 
 def _number_sign(m: re.Match[str]) -> str:
@@ -400,9 +433,9 @@ def _scale(m: re.Match[str]) -> str:
 
 def _ordinal(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
-    n = m["qn"]
+    n = m["qn"].replace(",", "")  # 1,000,000th: one millionth
     if not (n.isdigit() and len(n) <= nw.EN_MAX_DIGITS):
-        return kept + _sign_word(sign) + nw.en_number(n) + " " + m.group(0)[-2:]
+        return kept + _sign_word(sign) + nw.en_number(m["qn"]) + " " + m.group(0)[-2:]
     return kept + _sign_word(sign) + nw.en_ordinal(int(n))
 
 
@@ -471,7 +504,7 @@ _HANDLERS = {
     "date_iso": _date_iso, "date_us": _date_us, "arange": _arange,
     "paren_year": _paren_year, "plan": _plan, "mixed": _mixed, "middot": _middot,
     "scale": _scale,
-    "phone": _phone, "decade": _decade, "number_sign": _number_sign,
+    "phone": _phone, "decade": _decade, "address": _address, "number_sign": _number_sign,
     "approx": _approx, "version": _version,
     "currency_post": _currency_post,
     "range": _range, "magnitude": _magnitude, "percent": _percent, "unit": _unit_h,

@@ -109,6 +109,7 @@ ROMAN = re.compile(
     r"(?=[A-Z])(?<![A-Za-z'])(?:"
     rf"(?P<head>{trie_alt(_HEADINGS + [h.upper() for h in _HEADINGS])})\.?\s(?P<hr>{_ROMAN_ANY})"
     rf"|(?P<reg>{trie_alt(_REGNAL)})\s(?P<rr>{_ROMAN_ANY})"
+    rf"|(?P<gname>[A-Z][a-z]+)\s(?P<gr>{_ROMAN_ANY})"
     rf"|(?P<cr>{_ROMAN_ANY})(?=\s(?:[Cc]entur(?:y|ies)|CENTURY)\b)"
     r")(?![A-Za-z0-9'])"
 )
@@ -137,8 +138,38 @@ def roman(m: re.Match[str]) -> str:
         sep = m.group(0)[len(m["head"]) : m.start("hr") - m.start()]
         return head + sep.replace(".", "") + nw.en_cardinal(_roman_value(m["hr"]))
     if m["reg"]:
+        if m["reg"] == "Malcolm" and m["rr"] == "X":
+            return m.group(0)  # the activist, not a king
         return f"{m['reg']} the {nw.en_ordinal(_roman_value(m['rr']))}"
+    if m["gname"]:
+        return _any_name(m)
     return nw.en_ordinal(_roman_value(m["cr"]))
+
+
+#: Capitalised words before a Roman numeral that name a title's sequel, not a ruler
+#: (Rocky IV, Final Fantasy VII: a cardinal, left to `acronyms`).
+_SEQUELS = frozenset(("Rocky Fantasy Wars Auto Kombat Evil Creed Halo Civilization Trek "
+                      "Godfather Jaws Alien Rambo Saw Scream Toy Story Galaxy Windows "
+                      "Office Mark Mk Type Class Series Bowl War").split())
+#: Words that start sentences or questions before "I" (Can I, Then I), not names.
+_NOT_NAMES = frozenset(_SENTENCE_STARTERS | set(
+    "Can Could Will Would Shall Should May Might Must Do Did Does Am Have Had Has Was Were "
+    "Is Are Let Yes No Oh Well Now Here Today Tomorrow Yesterday Also Still Maybe".split()))
+_CAPITALISED_WORD = re.compile(r"(?:^|\s)([A-Z][a-z]+) $")
+
+
+def _any_name(m: re.Match[str]) -> str:
+    """A capitalised name and a Roman numeral: a regnal ordinal (Gustavus Adolphus II ->
+    ... the second), unless the name is a title's (Rocky IV) or not a name (Can I).
+    A single I, V or X (or L, C, D, M) needs a two-word name before it (Mansa Musa I)."""
+    name, num = m["gname"], m["gr"]
+    if name in _SEQUELS or name in _NOT_NAMES:
+        return m.group(0)
+    if len(num) == 1:
+        before = _CAPITALISED_WORD.search(m.string, max(0, m.start() - 20), m.start())
+        if num not in "IVX" or not before or before.group(1) in _NOT_NAMES:
+            return m.group(0)
+    return f"{name} the {nw.en_ordinal(_roman_value(num))}"
 
 
 def _spell(m: re.Match[str], shouting: bool) -> str:
