@@ -108,7 +108,8 @@ def test_golden_outputs_are_readable_by_the_real_indexer(lang, shared_assets):
 #: The classes of issue 24 (read wrong before it), each with at least 20 golden rows in
 #: the two files together.
 ISSUE24_CLASSES = ("per_units", "fraction_root", "currency_code", "phone_layout",
-                   "time_ko", "date_range_abbr", "number_context")
+                   "time_ko", "date_range_abbr", "number_context",
+                   "latin_ko")
 
 
 def test_every_issue24_class_has_twenty_cases():

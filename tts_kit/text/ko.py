@@ -605,6 +605,15 @@ def _weekday_range(m: re.Match[str]) -> str:
 _AND_BETWEEN_NUMBERS = re.compile(r"(?<=\d)[과와](?=[\d√∛])")
 
 
+#: A lower-case letter glued after a number that is no unit, magnitude or sign (Pixel
+#: 8a, 5e): a model suffix, spelled like capitals (팔 에이), not left in Latin.
+_LOWER_LETTERS = re.compile(r"(?<=\d)[acdefijnoqruvwyz](?![A-Za-z0-9])")
+
+
+def _spell_lower(m: re.Match[str]) -> str:
+    return " " + KO_LETTERS[m.group(0).upper()]
+
+
 def _acronym(m: re.Match[str]) -> str:
     run = m["a"]
     if run in CURRENCY_CODES and not m.group(0).endswith("s"):
@@ -655,6 +664,7 @@ def rules(lexicon: Lexicon) -> list[Step]:
         Rule("weekday", _WEEKDAY_AFTER, lambda m: " " + _WEEKDAYS[m["wd"]]),
         Rule("weekday_range", _WEEKDAY_RANGE, _weekday_range),
         Rule("spacing", _AND_BETWEEN_NUMBERS, lambda m: m.group(0) + " "),
+        Rule("letters", _LOWER_LETTERS, _spell_lower),
         numbers,
         Rule("acronym", _ACRONYM, _acronym),
         Rule("symbol", _SYMBOL, _symbol),
