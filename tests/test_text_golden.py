@@ -109,7 +109,7 @@ def test_golden_outputs_are_readable_by_the_real_indexer(lang, shared_assets):
 #: the two files together.
 ISSUE24_CLASSES = ("per_units", "fraction_root", "currency_code", "phone_layout",
                    "time_ko", "date_range_abbr", "number_context",
-                   "latin_ko")
+                   "latin_ko", "glued_symbols")
 
 
 def test_every_issue24_class_has_twenty_cases():

@@ -90,6 +90,7 @@ NUMERIC = g.numeric(
         r"(?P<phone>(?:(?:\+\d{1,3}[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.])\d{3}[-.]\d{4}(?!\d)"
         r"|1-\d{3}-\d{3}-\d{4}(?!\d)|\+\d{1,3}(?:[-.\s]\d{1,4}){2,5}(?!\d)"
         r"|0\d{1,2}-\d{3,4}-\d{4}(?!\d))" + g.PHONE_EXT + ")",
+        g.GROUPS,
         g.currency(),
         g.code_first(),
         r"(?P<decade>'(?P<dd2>\d0)s|(?P<dd4>\d{3}0)s|(?<=[A-Za-z]-)(?P<dd3>[1-9]0)s)"
@@ -347,6 +348,13 @@ def _pair(two: str) -> str:
     return nw.en_cardinal(int(two))
 
 
+def _groups(m: re.Match[str]) -> str:
+    """22-95-81 -> twenty-two ninety-five eighty-one (a group with a leading zero digit
+    by digit)."""
+    return " ".join(nw.en_number(p) if p[0] != "0" or p == "0" else nw.en_digits(p)
+                    for p in m.group(0).split("-"))
+
+
 def _decade(m: re.Match[str]) -> str:
     return nw.en_decade(int(m["dd2"] or m["dd4"] or m["dd3"]))  # mid-90s: mid-nineties
 
@@ -504,7 +512,8 @@ _HANDLERS = {
     "date_iso": _date_iso, "date_us": _date_us, "arange": _arange,
     "paren_year": _paren_year, "plan": _plan, "mixed": _mixed, "middot": _middot,
     "scale": _scale,
-    "phone": _phone, "decade": _decade, "address": _address, "number_sign": _number_sign,
+    "phone": _phone, "decade": _decade, "address": _address, "groups": _groups,
+    "number_sign": _number_sign,
     "approx": _approx, "version": _version,
     "currency_post": _currency_post,
     "range": _range, "magnitude": _magnitude, "percent": _percent, "unit": _unit_h,

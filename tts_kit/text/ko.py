@@ -88,6 +88,7 @@ NUMERIC = g.numeric(
         r"|0\d{1,2}(?P<ps>[-.\s])\d{3,4}(?P=ps)\d{4}(?!\d)|0\d{1,2}\.\d{3,4}-\d{4}(?!\d)"
         r"|1[5-9]\d{2}-\d{4}(?!\d)|[1-9]\d{2}[-.]\d{3}[-.]\d{4}(?!\d)"
         r"|\d{4}(?P<ps4>[-\s])\d{4}(?P=ps4)\d{4}(?P=ps4)\d{4}(?!\d))" + g.PHONE_EXT + ")",
+        g.GROUPS,
         g.currency(_BIG),
         g.code_first(_BIG),
         g.MIDDOT,
@@ -258,6 +259,11 @@ def _phone(m: re.Match[str]) -> str:
         head = ""
     words = head + " ".join(nw.ko_digits(p, phone=True) for p in groups)
     return f"{words} 내선 {nw.ko_digits(ext, phone=True)}" if ext else words
+
+
+def _groups(m: re.Match[str]) -> str:
+    """22-95-81 -> 이십이 구십오 팔십일; a group with a leading zero digit by digit."""
+    return " ".join(nw.ko_number(p) for p in m.group(0).split("-"))
 
 
 def _version_like(s: str) -> str:
@@ -489,7 +495,8 @@ def _number(m: re.Match[str]) -> str:
 _HANDLERS = {
     **g.handlers(g.Words(_plain, _clock, _money, _SIGNS, "에서 ", " 대 ", _per)),
     "digits": _digits,
-    "date": _date, "phone": _phone, "date_dmy": _date_dmy, "middot": _middot,
+    "date": _date, "phone": _phone, "groups": _groups, "date_dmy": _date_dmy,
+    "middot": _middot,
     "paper": _paper, "quarter": _quarter,
     "version": _version,
     "currency_post": _currency_post, "code_first": _code_first,

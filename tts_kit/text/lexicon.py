@@ -38,6 +38,8 @@ _LETTER = "A-Za-z\u00c0-\u024f"
 #: A number (and one space) or a slash right before a term: it may be a unit (3 m2, L/m2).
 _AFTER_NUMBER = re.compile(r"(?:\d ?|/)$")
 _DECIMAL_BEFORE = re.compile(r"\d[.,]$")
+#: Characters a term may be glued after that read as words of their own.
+_GLUE = frozenset("0123456789%$€£¥₩")
 
 
 def builtin_dir() -> Path:
@@ -186,6 +188,12 @@ class Lexicon:
         if spoken is None:
             # IGNORECASE also matches a few special case pairs (Kelvin sign, long s).
             spoken = self._folded.get(found.casefold(), found)
+        # Glued to a number or a sign (dev2, 50%price): a space keeps the readings apart.
+        s, a, b = m.string, m.start(), m.end()
+        if a and s[a - 1] in _GLUE and spoken[:1].isalpha():
+            spoken = " " + spoken
+        if b < len(s) and s[b].isdigit() and spoken[-1:].isalpha():
+            spoken += " "
         return spoken
 
     def apply(self, text: str, steps: Steps) -> str:
