@@ -12,13 +12,13 @@ Readings:
 - Sino-Korean numbers (num2words): ``15,000`` -> 만 오천, ``3.14`` -> 삼 점 일사,
   ``-5`` -> 마이너스 오; codes with a leading zero digit by digit (007 -> 공공칠).
 - Native numbers before the counters that take them, up to 99: 3개 -> 세 개, 20명 ->
-  스무 명, 12시 -> 열두 시; Sino-Korean before the others (분, 초, 원, 년, 일 ...)
-  and from 100 on (150명 -> 백오십 명). Months: 6월 -> 유월, 10월 -> 시월.
+  스무 명, 12시 -> 열두 시 (15시 -> 십오 시); Sino-Korean before the others (분, 초, 원,
+  년, 일 ...) and from 100 on (150명 -> 백오십 명). Months: 6월 -> 유월, 10월 -> 시월.
 - Dates (2026-08-24, 2026.08.24, 2026/08/24, 2026. 8. 24.), times (10:30 -> 열 시
   삼십 분; 10:30 PM -> 오후 열 시 삼십 분), ranges (3~5개 -> 세 개에서 다섯 개),
   money (₩, 원, $, €, ¥, £, ISO codes, $5M), percent, units, phone numbers digit by
-  digit with 0 as 공, ordinals, fractions, versions.
-- Latin capitals not in the lexicon, letter by letter: AWS -> 에이더블유에스.
+  digit with 0 as 공, ordinals, fractions, roots, versions. Letters, symbols, addresses
+  and weekdays: `ko_words`.
 
 Example:
     >>> from tts_kit.text import normalize
@@ -36,12 +36,31 @@ from tts_kit.text import numbers as nw
 from tts_kit.text.charset import make_cleanup
 from tts_kit.text.common import Rule, Step, Steps, TraceStep, make_numeric, trie_alt
 from tts_kit.text.common import grammar as g
+from tts_kit.text.ko_words import (
+    ACRONYM,
+    AND_BETWEEN_NUMBERS,
+    LOWER_LETTERS,
+    PARTICLE_AFTER,
+    SHORT_DATE,
+    SYMBOL,
+    WEB_WORDS,
+    WEEKDAY_AFTER,
+    WEEKDAY_RANGE,
+    WEEKDAYS,
+    acronym,
+    particle,
+    short_date,
+    spell_lower,
+    symbol,
+    weekday_range,
+)
 from tts_kit.text.lexicon import Lexicon
 from tts_kit.text.tables import (
     CURRENCIES,
     CURRENCY_CODES,
     KO_BIG_UNITS,
     KO_COUNTERS,
+    KO_LABEL_NOUNS,
     KO_LETTERS,
     KO_PARTICLES,
     MAGNITUDES,
@@ -379,19 +398,8 @@ def _times(m: re.Match[str]) -> str:
 _SCORE_NEXT = re.compile(r"\s?\d")
 
 
-#: Nouns a number + 번 names (3번 출구: the exit numbered three, 삼 번), where 번 is a
-#: label, read in Sino-Korean; elsewhere 번 counts times (세 번 했다), read natively
-#: (National Institute of Korean Language: 번 as 번호 vs as 횟수).
-_LABEL_NOUNS = (
-    "출구 입구 버스 문제 문항 선수 타자 게이트 홀 트랙 채널 방 칸 국도 도로 고속도로 선 "
-    "라인 승강장 플랫폼 좌석 자리 테이블 창구 항목 사진 파일 슬라이드 카드 번호 마을버스 "
-    "환자 손님 고객 테이블 주차장 열람실 강의실 교실 부스 레인 코스 핀 포트 슬롯 사물함 "
-    "케이블 노선 정류장 출입문 타석 트랙 곡 그림 예시 보기 답 후보 참가자 팀 조"
-).split()
 _LABEL_NEXT = re.compile(
-    r"\s(?:" + trie_alt(_LABEL_NOUNS) + r")(?:" + _PARTICLES + r")?(?![가-힣])")
-_WEEKDAYS = {"월": "월요일", "화": "화요일", "수": "수요일", "목": "목요일", "금": "금요일",
-             "토": "토요일", "일": "일요일"}
+    r"\s(?:" + trie_alt(KO_LABEL_NOUNS) + r")(?:" + _PARTICLES + r")?(?![가-힣])")
 
 
 def _counter_h(m: re.Match[str]) -> str:
@@ -407,13 +415,13 @@ def _counter_h(m: re.Match[str]) -> str:
         # A 제 that ends a word (문제3개) is not the ordinal prefix: kept as written.
         words = kept + _with_counter(num, counter, sign)
     if m["kwd"]:
-        words += " " + _WEEKDAYS[m["kwd"]]  # 1일(월): the weekday, without brackets
+        words += " " + WEEKDAYS[m["kwd"]]  # 1일(월): the weekday, without brackets
     if m["kn2"]:
         # 9시~18시, 1개~2개, 오전 9시~오후 6시: a range with the counter on both ends.
         ap = f"{m['kap']} " if m["kap"] else ""
         words += f"에서 {ap}{_with_counter(m['kn2'], m['kc3'])}"
         if m["kwd2"]:
-            words += " " + _WEEKDAYS[m["kwd2"]]
+            words += " " + WEEKDAYS[m["kwd2"]]
     return _per(words, m["kper"]) if m["kper"] else words
 
 
@@ -510,25 +518,6 @@ _NAMES = {"qn": "number"}
 
 _numeric = make_numeric(_HANDLERS, _plain)
 
-#: Particles whose form follows the last syllable (받침 or not): written for the digits,
-#: they are chosen again from the reading (4/7이 -> 칠분의 사가).
-_PARTICLE_PAIRS = {"이": ("이", "가"), "가": ("이", "가"), "을": ("을", "를"),
-                   "를": ("을", "를"), "은": ("은", "는"), "는": ("은", "는"),
-                   "과": ("과", "와"), "와": ("과", "와"), "으로": ("으로", "로"),
-                   "로": ("으로", "로"), "이나": ("이나", "나"), "이랑": ("이랑", "랑")}
-_PARTICLE_AFTER = re.compile(r"(?:으로|이나|이랑|[이가을를은는과와로])(?![가-힣])")
-
-
-def _particle(reading: str, written: str) -> str:
-    """The form of ``written`` that follows ``reading`` (사 + 이 -> 사가)."""
-    last = reading[-1:]
-    if not ("가" <= last <= "힣"):
-        return written
-    final = (ord(last) - 0xAC00) % 28
-    with_final, without = _PARTICLE_PAIRS[written]
-    if with_final in ("으로",):
-        return without if final in (0, 8) else with_final  # ㄹ takes 로: 일로, 칠로
-    return with_final if final else without
 
 
 def numbers(text: str, steps: Steps) -> str:
@@ -550,9 +539,9 @@ def numbers(text: str, steps: Steps) -> str:
         out.append(rep)
         pos = m.end()
         if rep != m.group(0) and not m["kje"]:  # 제2과: a lesson, not "2 and"
-            pm = _PARTICLE_AFTER.match(text, pos)
+            pm = PARTICLE_AFTER.match(text, pos)
             if pm:
-                fixed = _particle(rep, pm.group(0))
+                fixed = particle(rep, pm.group(0))
                 if fixed != pm.group(0):
                     if steps is not None:
                         steps.append(TraceStep("particle", pm.group(0), fixed))
@@ -562,91 +551,6 @@ def numbers(text: str, steps: Steps) -> str:
         return text
     out.append(text[pos:])
     return "".join(out)
-
-
-# -- letters and symbols ----------------------------------------------------------------
-
-_ACRONYM = re.compile(r"(?=[A-Z])(?<![A-Za-z])(?P<a>[A-Z]+)(?![A-Z])s?(?![A-Za-z])")
-_VOWELS = frozenset("AEIOU")
-
-
-_WEB_WORDS = g.WebWords(
-    {"://": " 콜론 슬래시 슬래시 ", "/": " 슬래시 ", ".": " 닷 ", "@": " 앳 ", "-": " 하이픈 ",
-     "_": " 언더바 ", ":": " 콜론 ", "?": " 물음표 ", "=": " 이퀄 ", "&": " 앤 ", "#": " 샵 ",
-     "%": " 퍼센트 ", "~": " 물결 ", "+": " 플러스 "},
-    lambda t: "".join(KO_LETTERS[c] for c in t.upper()),
-    nw.ko_digits,
-    {"com": "컴", "net": "넷"},
-    ip_dot=" 점 ",
-    ip_number=nw.ko_number,
-)
-#: A weekday in brackets after a date the counter tail did not take (1/1(월), 25일 (금)).
-_WEEKDAY_AFTER = re.compile(r"(?<=\d)\s?\((?P<wd>[월화수목금토일])\)")
-
-
-_WD = "[월화수목금토일]"
-#: A short date with its weekday (3/2(월), 3.5 (목)): the weekday makes it a date.
-_SHORT_DATE = re.compile(
-    rf"(?<![\d./])(?P<m>\d{{1,2}})[/.](?P<d>\d{{1,2}})(?P<wd>\s?\({_WD}\))")
-#: Weekday ranges (월~금, (월)~(금)) and the wave dash after a weekday read out
-#: (월요일~목요일, from 3월 2일(월)~5일(목)): 에서 between them.
-_WEEKDAY_RANGE = re.compile(
-    rf"(?<![\d가-힣])\(?(?P<a>{_WD})\)?\s?~\s?\(?(?P<b>{_WD})\)?(?![가-힣])"
-    r"|(?<=요일)\s?~\s?")
-
-
-def _short_date(m: re.Match[str]) -> str:
-    mo, d = int(m["m"]), int(m["d"])
-    if not (1 <= mo <= 12 and 1 <= d <= 31):
-        return m.group(0)
-    return f"{nw.ko_month(mo)} {nw.ko_sino(d)} 일 {_WEEKDAYS[m['wd'].strip()[1]]}"
-
-
-def _weekday_range(m: re.Match[str]) -> str:
-    if m["a"]:
-        return f"{_WEEKDAYS[m['a']]}에서 {_WEEKDAYS[m['b']]}"
-    return "에서 "
-
-
-#: 과/와 glued between numbers (1과1/2, 3과4): a word of its own before the next number.
-_AND_BETWEEN_NUMBERS = re.compile(r"(?<=\d)[과와](?=[\d√∛])")
-
-
-#: A lower-case letter glued after a number that is no unit, magnitude or sign (Pixel
-#: 8a, 5e): a model suffix, spelled like capitals (팔 에이), not left in Latin.
-_LOWER_LETTERS = re.compile(r"(?<=\d)[acdefijnoqruvwyz](?![A-Za-z0-9])")
-
-
-def _spell_lower(m: re.Match[str]) -> str:
-    return " " + KO_LETTERS[m.group(0).upper()]
-
-
-def _acronym(m: re.Match[str]) -> str:
-    run = m["a"]
-    if run in CURRENCY_CODES and not m.group(0).endswith("s"):
-        return CURRENCY_CODES[run].ko  # KRW, USD: the currency, not its letters
-    if len(run) >= 6 and _VOWELS.intersection(run):
-        return m.group(0)  # a shouted word, not an acronym: leave it to the model
-    return "".join(KO_LETTERS[c] for c in run)
-
-
-_SYMBOL = re.compile(r"[&+=@%×÷±°–—]")
-_SYMBOL_WORDS = {
-    "&": " 앤 ", "+": " 플러스 ", "@": " 앳 ", "%": " 퍼센트 ", "×": " 곱하기 ",
-    "÷": " 나누기 ", "±": " 플러스마이너스 ", "°": " 도 ", "–": ", ", "—": ", ",
-}
-
-
-def _symbol(m: re.Match[str]) -> str:
-    ch = m.group(0)
-    if ch != "=":
-        return _SYMBOL_WORDS[ch]
-    before = m.string[: m.start()].rstrip()
-    last = before[-1:] if before else ""
-    if "가" <= last <= "힣":
-        # The topic particle after the last syllable: 일은, 이는 (with or without 받침).
-        return ("은 " if (ord(last) - 0xAC00) % 28 else "는 ")
-    return " 이퀄 "
 
 
 def rules(lexicon: Lexicon) -> list[Step]:
@@ -663,17 +567,17 @@ def rules(lexicon: Lexicon) -> list[Step]:
 
     # A Latin label the lexicon does not know is spelled in Korean letters, as capitals
     # are elsewhere (kim@naver.com: 케이아이엠 앳 네이버 닷 컴), not left in Latin.
-    web = replace(_WEB_WORDS, word=lambda t: t if known(t) else _WEB_WORDS.spell(t))
+    web = replace(WEB_WORDS, word=lambda t: t if known(t) else WEB_WORDS.spell(t))
     return [
         Rule("web", g.WEB, g.web_repl(web, known), by_group=True),
         lexicon.apply,
-        Rule("weekday", _SHORT_DATE, _short_date),  # a date known by its weekday
-        Rule("weekday", _WEEKDAY_AFTER, lambda m: " " + _WEEKDAYS[m["wd"]]),
-        Rule("weekday_range", _WEEKDAY_RANGE, _weekday_range),
-        Rule("spacing", _AND_BETWEEN_NUMBERS, lambda m: m.group(0) + " "),
-        Rule("letters", _LOWER_LETTERS, _spell_lower),
+        Rule("weekday", SHORT_DATE, short_date),  # a date known by its weekday
+        Rule("weekday", WEEKDAY_AFTER, lambda m: " " + WEEKDAYS[m["wd"]]),
+        Rule("weekday_range", WEEKDAY_RANGE, weekday_range),
+        Rule("spacing", AND_BETWEEN_NUMBERS, lambda m: m.group(0) + " "),
+        Rule("letters", LOWER_LETTERS, spell_lower),
         numbers,
-        Rule("acronym", _ACRONYM, _acronym),
-        Rule("symbol", _SYMBOL, _symbol),
+        Rule("acronym", ACRONYM, acronym),
+        Rule("symbol", SYMBOL, symbol),
         make_cleanup("ko"),
     ]

@@ -323,3 +323,13 @@ EN_YEAR_CONTEXT: tuple[str, ...] = tuple(
     "during During around circa year Year early late mid through to and between Between "
     "spring summer fall autumn winter Spring Summer Fall Autumn Winter".split()
 )
+
+#: Nouns a number + 번 names (3번 출구: the exit numbered three, 삼 번), where 번 is a
+#: label, read in Sino-Korean; elsewhere 번 counts times (세 번 했다), read natively
+#: (National Institute of Korean Language: 번 as 번호 vs as 횟수).
+KO_LABEL_NOUNS = (
+    "출구 입구 버스 문제 문항 선수 타자 게이트 홀 트랙 채널 방 칸 국도 도로 고속도로 선 "
+    "라인 승강장 플랫폼 좌석 자리 테이블 창구 항목 사진 파일 슬라이드 카드 번호 마을버스 "
+    "환자 손님 고객 테이블 주차장 열람실 강의실 교실 부스 레인 코스 핀 포트 슬롯 사물함 "
+    "케이블 노선 정류장 출입문 타석 트랙 곡 그림 예시 보기 답 후보 참가자 팀 조"
+).split()

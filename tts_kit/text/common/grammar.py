@@ -110,7 +110,7 @@ NUM_FIRST = r"0-9+\-." + SYMS
 #: 6·25, 5·18, 3·1절: dates of events written with a middle dot (kept by `prepare`
 #: between digits).
 MIDDOT = r"(?P<middot>(?P<mda>\d{1,2})·(?P<mdb>\d{1,2})(?!\d))"
-VERSION = (r"(?P<version>(?:(?<![A-Za-z])(?P<vv>[vV]))?(?P<vn>\d+(?:\.\d+){2,})"
+VERSION = (r"(?P<version>(?:(?<![A-Za-z])(?P<vv>[vV]))?(?P<vn>\d+(?:\.\d+){2,7})"
            r"|(?<![A-Za-z])(?P<vv2>[vV])(?P<vn2>\d+(?:\.\d+)?))")
 
 # Tails after the number (group ``qn``).
