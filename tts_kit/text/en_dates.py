@@ -83,7 +83,7 @@ _ABBR = trie_alt(_ANY_CASE)
 #: One abbreviation (``a``), or two joined by a dash (``a``-``b``: Mon-Fri, Jan-Mar).
 DAY_MONTH = re.compile(
     r"(?=[A-Za-z])(?<![A-Za-z'])"
-    rf"(?P<a>{_ABBR})(?P<dot>\.)?(?:\s?[-–~]\s?(?P<b>{_ABBR})\.?)?(?![A-Za-z'])"
+    rf"(?P<a>{_ABBR})(?P<dot>\.)?(?:\s?[-–~]\s?(?P<b>{_ABBR})(?P<dot2>\.)?)?(?![A-Za-z'])"
 )
 #: Words after which a capitalised Wed, Sat or Sun is a day (on Sat., every Sun).
 _DAY_BEFORE = re.compile(r"(?<![A-Za-z])(?:[Oo]n|every|next|last|this|each|until|by|till) $")
@@ -105,7 +105,8 @@ def day_month(m: re.Match[str]) -> str:
     """
     a, b = m["a"], m["b"]
     if b:
-        return f"{_ANY_CASE[a]} to {_ANY_CASE[b]}"
+        end = "." if m["dot2"] and _SENTENCE_END.match(m.string, m.end()) else ""
+        return f"{_ANY_CASE[a]} to {_ANY_CASE[b]}{end}"
     key = a[:1].upper() + a[1:].lower()
     if a.islower() or key in _AMBIGUOUS or (a.isupper() and len(a) == 3 and key != a):
         # Lower case, capitals, or a word: only where a date goes on (jul 4, SAT, 3).

@@ -45,6 +45,7 @@ from tts_kit.text.ko_words import (
     SYMBOL,
     WEB_WORDS,
     WEEKDAY_AFTER,
+    WEEKDAY_LIST,
     WEEKDAY_RANGE,
     WEEKDAYS,
     acronym,
@@ -52,6 +53,7 @@ from tts_kit.text.ko_words import (
     short_date,
     spell_lower,
     symbol,
+    weekday_list,
     weekday_range,
 )
 from tts_kit.text.lexicon import Lexicon
@@ -103,6 +105,7 @@ NUMERIC = g.numeric(
         g.TRANGE,
         g.TIME_ALT,
         r"(?P<phone>(?:\+\d{1,3}(?:[-\s]\d{1,4}){2,3}(?!\d)"
+        r"|\+\d{1,3}\s?\(\d{1,4}\)\s?\d{3,4}[-.\s]\d{4}(?!\d)"
         r"|\(\d{2,4}\)\s?\d{3,4}[-.]\d{4}(?!\d)"
         r"|0\d{1,2}(?P<ps>[-.\s])\d{3,4}(?P=ps)\d{4}(?!\d)|0\d{1,2}\.\d{3,4}-\d{4}(?!\d)"
         r"|1[5-9]\d{2}-\d{4}(?!\d)|[1-9]\d{2}[-.]\d{3}[-.]\d{4}(?!\d)"
@@ -574,6 +577,7 @@ def rules(lexicon: Lexicon) -> list[Step]:
         Rule("weekday", SHORT_DATE, short_date),  # a date known by its weekday
         Rule("weekday", WEEKDAY_AFTER, lambda m: " " + WEEKDAYS[m["wd"]]),
         Rule("weekday_range", WEEKDAY_RANGE, weekday_range),
+        Rule("weekday", WEEKDAY_LIST, weekday_list),
         Rule("spacing", AND_BETWEEN_NUMBERS, lambda m: m.group(0) + " "),
         Rule("letters", LOWER_LETTERS, spell_lower),
         numbers,

@@ -47,6 +47,20 @@ SHORT_DATE = re.compile(
     rf"(?<![\d./])(?P<m>\d{{1,2}})[/.](?P<d>\d{{1,2}})(?P<wd>\s?\({_WD}\))")
 #: Weekday ranges (월~금, (월)~(금)) and the wave dash after a weekday read out
 #: (월요일~목요일, from 3월 2일(월)~5일(목)): 에서 between them.
+#: Weekdays listed with middle dots (월·수·금), kept by `prepare`.
+WEEKDAY_LIST = re.compile(rf"(?<![가-힣]){_WD}(?:·{_WD})+(?![가-힣])")
+
+
+def weekday_list(m: re.Match[str]) -> str:
+    """월·수·금 -> 월요일, 수요일, 금요일.
+
+    Example:
+        >>> WEEKDAY_LIST.sub(weekday_list, "월·수·금 운영")
+        '월요일, 수요일, 금요일 운영'
+    """
+    return ", ".join(WEEKDAYS[d] for d in m.group(0).split("·"))
+
+
 WEEKDAY_RANGE = re.compile(
     rf"(?<![\d가-힣])\(?(?P<a>{_WD})\)?\s?~\s?\(?(?P<b>{_WD})\)?(?![가-힣])"
     r"|(?<=요일)\s?~\s?")
