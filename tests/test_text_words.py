@@ -98,6 +98,9 @@ def test_the_lost_word_bug_reads_naturally():
 @given(text=PIECES)
 @example(text="사진.JPG 파일을 보냈어요")
 @example(text="50%price")
+@example(text="dev2 IPv6 kim@naver.com")
+@example(text="시속 90km/h 2과 √3/2 HK$ 80")
+@example(text="3월 2일(월)~5일(목) 22-95-81")
 def test_every_word_is_reflected_in_the_output(lang, text):
     assert lost_words(text, lang) == [], (text, NORM[lang].normalize(text),
                                           NORM[lang].trace(text))
