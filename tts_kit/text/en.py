@@ -80,6 +80,7 @@ NUMERIC = g.numeric(
         g.DIGITS,
         g.ROOT,
         _ADDRESS,
+        r"(?P<feet>(?<![\d'])(?P<ft>\d{1,2})'\s?(?P<inch>\d{1,2})(?:\"|'')(?![\w]))",
         r"(?P<date_iso>(?P<iy>\d{4})(?P<is>[-/.])(?P<im>\d{1,2})(?P=is)(?P<id>\d{1,2})(?!\d))",
         r"(?P<date_us>(?P<ua>\d{1,2})(?P<us>[/.-])(?P<ub>\d{1,2})(?P=us)"
         r"(?P<uy>\d{4}|(?<=/)\d{2})(?![\d/]))",
@@ -348,6 +349,14 @@ def _pair(two: str) -> str:
     return nw.en_cardinal(int(two))
 
 
+def _feet(m: re.Match[str]) -> str:
+    """5'11" -> five feet eleven inches."""
+    ft, inch = int(m["ft"]), int(m["inch"])
+    feet = "foot" if ft == 1 else "feet"
+    inches = "inch" if inch == 1 else "inches"
+    return f"{nw.en_cardinal(ft)} {feet} {nw.en_cardinal(inch)} {inches}"
+
+
 def _groups(m: re.Match[str]) -> str:
     """22-95-81 -> twenty-two ninety-five eighty-one (a group with a leading zero digit
     by digit)."""
@@ -513,6 +522,7 @@ _HANDLERS = {
     "paren_year": _paren_year, "plan": _plan, "mixed": _mixed, "middot": _middot,
     "scale": _scale,
     "phone": _phone, "decade": _decade, "address": _address, "groups": _groups,
+    "feet": _feet,
     "number_sign": _number_sign,
     "approx": _approx, "version": _version,
     "currency_post": _currency_post,
