@@ -108,6 +108,8 @@ def day_month(m: re.Match[str]) -> str:
         end = "." if m["dot2"] and _SENTENCE_END.match(m.string, m.end()) else ""
         return f"{_ANY_CASE[a]} to {_ANY_CASE[b]}{end}"
     key = a[:1].upper() + a[1:].lower()
+    if a.islower() and key in _AMBIGUOUS:
+        return m.group(0)  # may, sun, sat, wed, mar in lower case are words
     if a.islower() or key in _AMBIGUOUS or (a.isupper() and len(a) == 3 and key != a):
         # Lower case, capitals, or a word: only where a date goes on (jul 4, SAT, 3).
         day_word = a in WEEKDAYS and _DAY_BEFORE.search(m.string, max(0, m.start() - 7),
