@@ -38,6 +38,7 @@ from tts_kit.text.common import Rule, Step, Steps, TraceStep, make_numeric, trie
 from tts_kit.text.common import grammar as g
 from tts_kit.text.ko_words import (
     ACRONYM,
+    AMPM_BEFORE,
     AND_BETWEEN_NUMBERS,
     LOWER_LETTERS,
     PARTICLE_AFTER,
@@ -49,6 +50,7 @@ from tts_kit.text.ko_words import (
     WEEKDAY_RANGE,
     WEEKDAYS,
     acronym,
+    ampm_before,
     particle,
     short_date,
     spell_lower,
@@ -579,6 +581,7 @@ def rules(lexicon: Lexicon) -> list[Step]:
         Rule("weekday_range", WEEKDAY_RANGE, weekday_range),
         Rule("weekday", WEEKDAY_LIST, weekday_list),
         Rule("spacing", AND_BETWEEN_NUMBERS, lambda m: m.group(0) + " "),
+        Rule("ampm", AMPM_BEFORE, ampm_before),
         Rule("letters", LOWER_LETTERS, spell_lower),
         numbers,
         Rule("acronym", ACRONYM, acronym),

@@ -47,6 +47,20 @@ SHORT_DATE = re.compile(
     rf"(?<![\d./])(?P<m>\d{{1,2}})[/.](?P<d>\d{{1,2}})(?P<wd>\s?\({_WD}\))")
 #: Weekday ranges (월~금, (월)~(금)) and the wave dash after a weekday read out
 #: (월요일~목요일, from 3월 2일(월)~5일(목)): 에서 between them.
+#: AM or PM written before a time (PM 3:00, AM 9시): 오전/오후, as Korean says it.
+AMPM_BEFORE = re.compile(r"(?<![A-Za-z])(?P<ap>[AaPp])\.?[Mm]\.?\s?(?=\d{1,2}(?::\d{2}|\s?시))")
+
+
+def ampm_before(m: re.Match[str]) -> str:
+    """PM 3:00 -> 오후 3:00 (the time is read after).
+
+    Example:
+        >>> AMPM_BEFORE.sub(ampm_before, "PM 3:00")
+        '오후 3:00'
+    """
+    return "오전 " if m["ap"] in "Aa" else "오후 "
+
+
 #: Weekdays listed with middle dots (월·수·금), kept by `prepare`.
 WEEKDAY_LIST = re.compile(rf"(?<![가-힣]){_WD}(?:·{_WD})+(?![가-힣])")
 
