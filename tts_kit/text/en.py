@@ -94,7 +94,8 @@ NUMERIC = g.numeric(
         g.GROUPS,
         g.currency(),
         g.code_first(),
-        r"(?P<decade>'(?P<dd2>\d0)s|(?P<dd4>\d{3}0)s|(?<=[A-Za-z]-)(?P<dd3>[1-9]0)s)"
+        r"(?P<decade>'(?P<dd2>\d0)'?s|(?P<dd4>\d{3}0)'?s|(?<=[A-Za-z]-)(?P<dd3>[1-9]0)s"
+        r"|(?<![\d'])(?P<dd5>[1-9]0)'s)"
         r"(?![A-Za-z])",
         r"(?P<paren_year>\((?P<py>1[1-9]\d\d|20\d\d)\))",
         r"(?P<plan>(?P<pd>\d{3})\((?P<pl>[a-z])\)(?:\((?P<pn>\d{1,2})\))?)",
@@ -365,7 +366,7 @@ def _groups(m: re.Match[str]) -> str:
 
 
 def _decade(m: re.Match[str]) -> str:
-    return nw.en_decade(int(m["dd2"] or m["dd4"] or m["dd3"]))  # mid-90s: mid-nineties
+    return nw.en_decade(int(m["dd2"] or m["dd4"] or m["dd3"] or m["dd5"]))  # mid-90s: mid-nineties
 
 
 def _number_sign(m: re.Match[str]) -> str:
@@ -421,6 +422,9 @@ def _percent(m: re.Match[str]) -> str:
     return kept + _sign_word(sign) + nw.en_number(m["qn"]) + " percent"
 
 
+#: Words before "80s" that make it a decade or an age, not eighty seconds.
+_DECADE_BEFORE = re.compile(
+    r"(?<![A-Za-z])(?:[Tt]he|late|early|mid|his|her|their|my|your|our|its) $")
 #: "a" or "an" right before a measure, and a lower-case word right after it.
 _ATTRIBUTIVE = re.compile(r"(?<![A-Za-z])[Aa]n? $")
 _WORD_NEXT = re.compile(r" [a-z]")
@@ -430,8 +434,8 @@ def _unit_h(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
     num, unit = m["qn"], m["uu1"] or m["uu2"]
     if unit == "s" and not sign and num in ("20", "30", "40", "50", "60", "70", "80", "90"):
-        if m.string[max(0, m.start() - 4) : m.start()].lower() == "the ":
-            return nw.en_decade(int(num))  # the 80s
+        if _DECADE_BEFORE.search(m.string, max(0, m.start() - 8), m.start()):
+            return nw.en_decade(int(num))  # the 80s, the late 80s, in his 30s
     if _ATTRIBUTIVE.search(m.string, max(0, m.start() - 4), m.start()) and \
             _WORD_NEXT.match(m.string, m.end()) and not m["uper"]:
         # "a 3 m2 room", "a 5 kg bag": the measure describes the noun, singular.
