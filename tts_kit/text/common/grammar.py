@@ -207,11 +207,18 @@ def local_phone(m: re.Match[str]) -> bool:
 PHONE_EXT = r"(?:\s?,?\s?(?:ext\.?|[Ee]xt\.?|x|extension|내선)\s?(?P<pext>\d{1,5})(?!\d))?"
 
 
+#: Phone shapes both languages read: +CC (0)area (UK style), and a local 555-1234 with an
+#: extension (a bare 555-1234 is left to the range rule, which tells it from 300-5000).
+PHONE_SHARED = (r"\+\d{1,3}\s?\(0\)\s?\d{1,4}(?:[-.\s]\d{2,4}){1,3}(?!\d)"
+                r"|\d{3}-\d{4}(?=\s?,?\s?(?:ext\.?|[Ee]xt\.?|x|extension|내선)\s?\d)")
+
+
 def phone_parts(m: re.Match[str]) -> tuple[list[str], str | None]:
     """(the digit groups, the extension or None) of a `phone` match."""
     end = m.start("pext") if m["pext"] else m.end()
     body = m.string[m.start() : end]
     body = re.sub(r"\s?,?\s?(?:ext\.?|[Ee]xt\.?|x|extension|내선)\s?$", "", body)
+    body = body.replace("(0)", " ")  # +44 (0)20: the trunk zero is not dialled
     return phone_groups(body), m["pext"]
 
 
