@@ -58,7 +58,8 @@ def lost_words(text: str, lang: str) -> list[str]:
         w = m.group(0)
         if "가" <= w[0] <= "힣":
             if w in flat or any(w in s.before.replace(" ", "") and s.rule in HANGUL_REWRITES
-                                or _particle_changed(w, s, flat) for s in steps):
+                                or _particle_changed(w, s, flat) or _split(w, s, flat)
+                                for s in steps):
                 continue
             if lang == "en" and any(s.rule == "remove" for s in steps):
                 continue  # English removes Hangul, and says so (rule "remove")
@@ -76,6 +77,13 @@ def _particle_changed(word: str, step, flat: str) -> bool:
     """``word`` ends in a particle the ``particle`` rule chose again (4차이 -> 사 차가)."""
     return (step.rule == "particle" and word.endswith(step.before)
             and word[: len(word) - len(step.before)] + step.after in flat)
+
+
+def _split(word: str, step, flat: str) -> bool:
+    """A rule took the head of ``word`` with a number (HK$74억파일을: 억 is the amount's)
+    and the rest is in the output."""
+    return any(step.before.endswith(word[:k]) and word[k:] in flat
+               for k in range(1, len(word)))
 
 
 @pytest.mark.parametrize(("text", "word"), [
@@ -101,6 +109,7 @@ def test_the_lost_word_bug_reads_naturally():
 @example(text="dev2 IPv6 kim@naver.com")
 @example(text="시속 90km/h 2과 √3/2 HK$ 80")
 @example(text="3월 2일(월)~5일(목) 22-95-81")
+@example(text="HK$7421억파일을=503")
 def test_every_word_is_reflected_in_the_output(lang, text):
     assert lost_words(text, lang) == [], (text, NORM[lang].normalize(text),
                                           NORM[lang].trace(text))
