@@ -16,9 +16,12 @@ phone numbers, Korean counters and particles ...), repeated to ``--group-chars``
 characters, cold (caches cleared) and warm. These texts are dense with the hard cases, so
 they are slower than ordinary text; they say which rules cost what.
 
+Last, a per-class pass table: for each rule or class of the golden sets (issue 14's
+groups, issue 24's classes ...), how many rows read exactly as expected.
+
 Usage:
     python bench/normalize_speed.py [--rounds 3] [--min-chars 1000000] [--seed 0] [--profile]
-                                    [--group-chars 100000] [--no-groups]
+                                    [--group-chars 100000] [--no-groups] [--no-pass-table]
 """
 
 from __future__ import annotations
@@ -154,6 +157,30 @@ def group_speeds(min_chars: int = 100_000) -> list[tuple[str, str, int, float, f
     return rows
 
 
+def class_pass_table() -> list[tuple[str, str, int, int]]:
+    """``(lang, class, passed, rows)`` for every rule or class of the golden sets: how many
+    golden rows `normalize` reads exactly as expected (all of them, when the suite is
+    green; the table says where a change of rules broke which class)."""
+    out = []
+    for lang in ("en", "ko"):
+        counts: dict[str, list[int]] = {}
+        path = ROOT / "tests" / "golden" / f"text_{lang}.tsv"
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.strip() or line.startswith("#"):
+                continue
+            rule, text, want = line.split("\t")
+            text = text.replace("\\n", "\n").replace("\\t", "\t")
+            want = want.replace("\\n", "\n").replace("\\t", "\t")
+            c = counts.setdefault(rule, [0, 0])
+            c[1] += 1
+            try:
+                c[0] += normalize(text, lang) == want
+            except ValueError:
+                pass
+        out.extend((lang, rule, ok, n) for rule, (ok, n) in counts.items())
+    return out
+
+
 def _time(fn, docs) -> float:
     t0 = time.perf_counter()
     for lang, doc in docs:
@@ -170,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--group-chars", type=int, default=100_000,
                     help="characters per class group (golden inputs repeated)")
     ap.add_argument("--no-groups", action="store_true", help="skip the per-class-group table")
+    ap.add_argument("--no-pass-table", action="store_true",
+                    help="skip the per-class pass table of the golden sets")
     args = ap.parse_args(argv)
 
     docs = build_corpus(args.min_chars, args.seed)
@@ -211,6 +240,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'lang':<5}{'group':<20}{'chars':>9}{'cold chars/s':>15}{'warm chars/s':>15}")
         for lang, group, n, cold_g, warm_g in group_speeds(args.group_chars):
             print(f"{lang:<5}{group:<20}{n:>9,}{cold_g:>15,.0f}{warm_g:>15,.0f}")
+
+    if not args.no_pass_table:
+        table = class_pass_table()
+        print("\nper class pass rate of the golden sets (tests/golden/text_<lang>.tsv):")
+        print(f"{'lang':<5}{'class':<20}{'passed':>8}{'rows':>6}{'rate':>8}")
+        for lang, rule, ok, n in table:
+            print(f"{lang:<5}{rule:<20}{ok:>8}{n:>6}{ok / n:>8.0%}")
+        for lang in ("en", "ko"):
+            ok = sum(r[2] for r in table if r[0] == lang)
+            n = sum(r[3] for r in table if r[0] == lang)
+            print(f"{lang:<5}{'all':<20}{ok:>8}{n:>6}{ok / n:>8.0%}")
 
     if args.profile:
         prof = cProfile.Profile()

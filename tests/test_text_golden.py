@@ -103,3 +103,19 @@ def test_golden_outputs_are_readable_by_the_real_indexer(lang, shared_assets):
     indexer = json.loads((shared_assets / "onnx" / "unicode_indexer.json").read_text())
     for _, text, want in load(lang):
         assert unsupported_characters(want, indexer) == [], (text, want)
+
+
+#: The classes of issue 24 (read wrong before it), each with at least 20 golden rows in
+#: the two files together.
+ISSUE24_CLASSES = ("per_units", "fraction_root", "currency_code", "phone_layout",
+                   "time_ko", "date_range_abbr", "number_context",
+                   "latin_ko", "glued_symbols")
+
+
+def test_every_issue24_class_has_twenty_cases():
+    counts = dict.fromkeys(ISSUE24_CLASSES, 0)
+    for lang in ("ko", "en"):
+        for rule, _, _ in load(lang):
+            if rule in counts:
+                counts[rule] += 1
+    assert min(counts.values()) >= 20, counts

@@ -11,7 +11,9 @@ lists what a bundle's indexer cannot read.
 
 Modules: `common` (limits, rule runner, trace, tags), `charset` (output alphabet,
 indexer check), `numbers` (number words), `tables` (units, currencies, counters),
-`lexicon`, `ko`, `en` (the rules), `normalizer`, `chunking`.
+`lexicon`, `ko`, `en` (the rules; `ko_words` holds Korean letters, symbols, addresses
+and weekdays, `en_dates` English month-name dates and day abbreviations, `en_letters`
+abbreviations, acronyms, Roman numerals), `normalizer`, `chunking`.
 
 Example:
     >>> from tts_kit.text import normalize, chunk

@@ -34,45 +34,53 @@ from decimal import Decimal
 
 from tts_kit.text import numbers as nw
 from tts_kit.text.charset import make_cleanup
-from tts_kit.text.common import Rule, Step, Steps, TraceStep, make_numeric, trie_alt
+from tts_kit.text.common import Rule, Step, make_numeric, trie_alt
 from tts_kit.text.common import grammar as g
+from tts_kit.text.en_dates import DAY_MONTH, MONTH, MONTH_DATE, day_month, month_date
+from tts_kit.text.en_letters import (
+    ABBREVIATION,
+    ROMAN,
+    SERIAL,
+    SYMBOL,
+    SYMBOL_WORDS,
+    abbreviation,
+    acronyms,
+    roman,
+    serial,
+)
 from tts_kit.text.lexicon import Lexicon
 from tts_kit.text.tables import (
     CURRENCIES,
-    EN_ABBREVIATIONS,
     EN_YEAR_CONTEXT,
     PER,
     UNITS,
     Currency,
 )
 
-_MONTH_NAMES = {
-    **{name: name for name in nw.EN_MONTHS[1:]},
-    **{name[:3]: name for name in nw.EN_MONTHS[1:]},
-    "Sept": "September",
-}
-#: Month names as dates are also written: lower case (july 25 2012; not "may" and
-#: "march", which are words first) and capitals (JULY, JAN 15 2020).
-_MONTHS_ANY = {
-    **_MONTH_NAMES,
-    **{k.upper(): v for k, v in _MONTH_NAMES.items()},
-    **{k.lower(): v for k, v in _MONTH_NAMES.items()
-       if len(k) > 3 and k not in ("May", "March", "Sept")},
-}
-_MONTH = trie_alt(_MONTHS_ANY)
 _NUM = g.NUM
 _unit = g.unit
 _SCALE_WORDS = "thousand|million|billion|trillion"
+
+
+#: Street words after which a number before a name is a house number (1428 Elm St.).
+_STREETS = ("Street St Avenue Ave Road Rd Boulevard Blvd Drive Dr Lane Ln Way Court Ct "
+            "Place Pl Parkway Pkwy Highway Hwy Terrace Circle Square Crescent Close").split()
+_ADDRESS = (r"(?P<address>(?<![\d,.])(?P<an>[1-9]\d{2,4})(?P<al>[A-Z])?"
+            r"(?=\s(?:[A-Z][a-z]+\s){1,3}" + trie_alt(_STREETS) + r"(?![a-z])))")
 
 
 # Structured forms first, then one number followed by what it measures; as in `ko`,
 # the tail that matched is `m.lastgroup` (a bare number: ``qn``). The shapes both
 # languages share come from `common.grammar`.
 NUMERIC = g.numeric(
-    g.NUM_START + r"|-?[" + g.SYMS + r"]|[vV]\d|[#~']\d|\(\d|" + g.CODE_START,
-    g.NUM_FIRST + "vV#~'(" + g.CODE_FIRST,
+    g.NUM_START + r"|-?[" + g.SYMS + r"]|[vV]\d|[#~']\d|\(\d|" + g.CODE_START + "|"
+    + g.ROOT_START + "|" + g.PREFIX_START,
+    g.NUM_FIRST + "vV#~'(√∛" + g.CODE_FIRST + g.PREFIX_FIRST,
     [
         g.DIGITS,
+        g.ROOT,
+        _ADDRESS,
+        r"(?P<feet>(?<![\d'])(?P<ft>\d{1,2})'\s?(?P<inch>\d{1,2})(?:\"|'')(?![\w]))",
         r"(?P<date_iso>(?P<iy>\d{4})(?P<is>[-/.])(?P<im>\d{1,2})(?P=is)(?P<id>\d{1,2})(?!\d))",
         r"(?P<date_us>(?P<ua>\d{1,2})(?P<us>[/.-])(?P<ub>\d{1,2})(?P=us)"
         r"(?P<uy>\d{4}|(?<=/)\d{2})(?![\d/]))",
@@ -80,12 +88,16 @@ NUMERIC = g.numeric(
         rf"(?P<bh>\d{{1,2}}(?::\d{{2}})?)\s?(?P<ab>{g.AMPM}))",
         g.TRANGE,
         g.TIME_ALT,
-        r"(?P<phone>(?:\+\d{1,3}[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.])\d{3}[-.]\d{4}(?!\d)"
+        r"(?P<phone>(?:" + g.PHONE_SHARED + "|"
+        r"(?:\+\d{1,3}[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.])\d{3}[-.]\d{4}(?!\d)"
         r"|1-\d{3}-\d{3}-\d{4}(?!\d)|\+\d{1,3}(?:[-.\s]\d{1,4}){2,5}(?!\d)"
-        r"|0\d{1,2}-\d{3,4}-\d{4}(?!\d))",
+        r"|0\d{1,2}-\d{3,4}-\d{4}(?!\d))" + g.PHONE_EXT + ")",
+        g.GROUPS,
         g.currency(),
         g.code_first(),
-        r"(?P<decade>'(?P<dd2>\d0)s|(?P<dd4>\d{3}0)s)(?![A-Za-z])",
+        r"(?P<decade>'(?P<dd2>\d0)'?s|(?P<dd4>\d{3}0)'?s|(?<=[A-Za-z]-)(?P<dd3>[1-9]0)s"
+        r"|(?<![\d'])(?P<dd5>[1-9]0)'s)"
+        r"(?![A-Za-z])",
         r"(?P<paren_year>\((?P<py>1[1-9]\d\d|20\d\d)\))",
         r"(?P<plan>(?P<pd>\d{3})\((?P<pl>[a-z])\)(?:\((?P<pn>\d{1,2})\))?)",
         r"(?P<mixed>(?<![\d.,/])(?P<mw>\d{1,3})\s(?P<mn>\d{1,2})/(?P<md>\d{1,2})(?![\d/]))",
@@ -113,7 +125,7 @@ NUMERIC = g.numeric(
 )
 _PLAIN = re.compile(rf"(?P<digits>\d{{17,}})|(?P<qsg>[-+])?(?P<qn>{_NUM})")
 _YEAR_BEFORE = re.compile(
-    r"(?:(?:(?<![A-Za-z])" + trie_alt(EN_YEAR_CONTEXT) + r"|" + _MONTH + r"\.?,?|Q[1-4])\s|FY)$"
+    r"(?:(?:(?<![A-Za-z])" + trie_alt(EN_YEAR_CONTEXT) + r"|" + MONTH + r"\.?,?|Q[1-4])\s|FY)$"
 )
 #: "the 2024 Olympics": a year before a name; "the 2000 items" stays a number.
 _THE_BEFORE = re.compile(r"(?<![A-Za-z])[Tt]he\s$")
@@ -150,7 +162,8 @@ def _with_unit(num: str, unit: str, sign: str | None = None) -> str:
 
 
 _MAGNITUDE_WORDS = {"K": "thousand", "k": "thousand", "M": "million", "mn": "million",
-                    "B": "billion", "bn": "billion"}
+                    "m": "million", "B": "billion", "bn": "billion", "b": "billion",
+                    "tn": "trillion"}
 
 
 def _money(amount: str, cur: Currency, mag: str | None) -> str:
@@ -301,7 +314,9 @@ def _phone(m: re.Match[str]) -> str:
     if sum(c.isdigit() for c in s) < 7:
         return _plain(s)
     head = "plus " if s.startswith("+") else ""
-    return head + ", ".join(nw.en_digits(p) for p in g.phone_groups(s))
+    groups, ext = g.phone_parts(m)
+    words = head + ", ".join(nw.en_digits(p) for p in groups)
+    return f"{words}, extension {nw.en_digits(ext)}" if ext else words
 
 
 def _currency_post(m: re.Match[str]) -> str:
@@ -312,8 +327,47 @@ def _currency_post(m: re.Match[str]) -> str:
     return kept + _sign_word(sign) + _money(m["qn"], CURRENCIES[m["csym2"]], None)
 
 
+def _address(m: re.Match[str]) -> str:
+    """A house number as it is said: 1428 -> fourteen twenty-eight, 221B -> two
+    twenty-one B, 12345 -> one two three four five."""
+    n = m["an"]
+    if n.endswith("000"):
+        words = nw.en_cardinal(int(n))  # 1000 Oak Road: one thousand
+    elif len(n) == 3:
+        words = f"{nw.en_cardinal(int(n[0]))} {_pair(n[1:])}"
+    elif len(n) == 4:
+        words = f"{_pair(n[:2])} {_pair(n[2:])}"
+    else:
+        words = nw.en_digits(n)
+    return f"{words} {m['al']}" if m["al"] else words
+
+
+def _pair(two: str) -> str:
+    """Two digits of a house number: 28 -> twenty-eight, 05 -> oh five, 00 -> hundred."""
+    if two == "00":
+        return "hundred"
+    if two[0] == "0":
+        return f"oh {nw.en_cardinal(int(two[1]))}"
+    return nw.en_cardinal(int(two))
+
+
+def _feet(m: re.Match[str]) -> str:
+    """5'11" -> five feet eleven inches."""
+    ft, inch = int(m["ft"]), int(m["inch"])
+    feet = "foot" if ft == 1 else "feet"
+    inches = "inch" if inch == 1 else "inches"
+    return f"{nw.en_cardinal(ft)} {feet} {nw.en_cardinal(inch)} {inches}"
+
+
+def _groups(m: re.Match[str]) -> str:
+    """22-95-81 -> twenty-two ninety-five eighty-one (a group with a leading zero digit
+    by digit)."""
+    return " ".join(nw.en_number(p) if p[0] != "0" or p == "0" else nw.en_digits(p)
+                    for p in m.group(0).split("-"))
+
+
 def _decade(m: re.Match[str]) -> str:
-    return nw.en_decade(int(m["dd2"] or m["dd4"]))
+    return nw.en_decade(int(m["dd2"] or m["dd4"] or m["dd3"] or m["dd5"]))  # mid-90s: mid-nineties
 
 
 def _number_sign(m: re.Match[str]) -> str:
@@ -369,12 +423,24 @@ def _percent(m: re.Match[str]) -> str:
     return kept + _sign_word(sign) + nw.en_number(m["qn"]) + " percent"
 
 
+#: Words before "80s" that make it a decade or an age, not eighty seconds.
+_DECADE_BEFORE = re.compile(
+    r"(?<![A-Za-z])(?:[Tt]he|late|early|mid|his|her|their|my|your|our|its) $")
+#: "a" or "an" right before a measure, and a lower-case word right after it.
+_ATTRIBUTIVE = re.compile(r"(?<![A-Za-z])[Aa]n? $")
+_WORD_NEXT = re.compile(r" [a-z]")
+
+
 def _unit_h(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
     num, unit = m["qn"], m["uu1"] or m["uu2"]
     if unit == "s" and not sign and num in ("20", "30", "40", "50", "60", "70", "80", "90"):
-        if m.string[max(0, m.start() - 4) : m.start()].lower() == "the ":
-            return nw.en_decade(int(num))  # the 80s
+        if _DECADE_BEFORE.search(m.string, max(0, m.start() - 8), m.start()):
+            return nw.en_decade(int(num))  # the 80s, the late 80s, in his 30s
+    if _ATTRIBUTIVE.search(m.string, max(0, m.start() - 4), m.start()) and \
+            _WORD_NEXT.match(m.string, m.end()) and not m["uper"]:
+        # "a 3 m2 room", "a 5 kg bag": the measure describes the noun, singular.
+        return kept + _sign_word(sign) + nw.en_number(num) + " " + UNITS[unit].en
     words = kept + _with_unit(num, unit, sign)
     return _per(words, m["uper"]) if m["uper"] else words
 
@@ -389,9 +455,9 @@ def _scale(m: re.Match[str]) -> str:
 
 def _ordinal(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
-    n = m["qn"]
+    n = m["qn"].replace(",", "")  # 1,000,000th: one millionth
     if not (n.isdigit() and len(n) <= nw.EN_MAX_DIGITS):
-        return kept + _sign_word(sign) + nw.en_number(n) + " " + m.group(0)[-2:]
+        return kept + _sign_word(sign) + nw.en_number(m["qn"]) + " " + m.group(0)[-2:]
     return kept + _sign_word(sign) + nw.en_ordinal(int(n))
 
 
@@ -417,6 +483,16 @@ def _ratio(m: re.Match[str]) -> str:
     return f"{kept}{_sign_word(sign)}{nw.en_number(m['qn'])} to {nw.en_number(m['qb'])}"
 
 
+def _root(m: re.Match[str]) -> str:
+    """√3 -> the square root of three; 2√3/2 -> two times the square root of three over
+    two."""
+    kind = "square" if m["rsym"] == "√" else "cube"
+    words = f"the {kind} root of {nw.en_number(m['rn'])}"
+    if m["rc"]:
+        words = f"{nw.en_number(m['rc'])} times {words}"
+    return f"{words} over {nw.en_number(m['rd'])}" if m["rd"] else words
+
+
 def _fraction(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
     kept += _sign_word(sign)
@@ -426,7 +502,7 @@ def _fraction(m: re.Match[str]) -> str:
     a, b = g.to_int(num), int(den)
     if 1 <= a < b <= 10:
         return kept + _fraction_words(a, b)
-    if not sign and 1 <= a <= 12 and 1 <= b <= 31:
+    if not sign and not m["fsp"] and 1 <= a <= 12 and 1 <= b <= 31:
         return kept + _date_words(None, a, b)
     return f"{kept}{nw.en_number(num)} over {nw.en_number(den)}"
 
@@ -450,222 +526,19 @@ _HANDLERS = {
     "date_iso": _date_iso, "date_us": _date_us, "arange": _arange,
     "paren_year": _paren_year, "plan": _plan, "mixed": _mixed, "middot": _middot,
     "scale": _scale,
-    "phone": _phone, "decade": _decade, "number_sign": _number_sign,
+    "phone": _phone, "decade": _decade, "address": _address, "groups": _groups,
+    "feet": _feet,
+    "number_sign": _number_sign,
     "approx": _approx, "version": _version,
     "currency_post": _currency_post,
     "range": _range, "magnitude": _magnitude, "percent": _percent, "unit": _unit_h,
     "ordinal": _ordinal, "ampm": _ampm, "times": _times, "ratio": _ratio,
-    "fraction": _fraction, "qn": _number,
+    "fraction": _fraction, "root": _root, "qn": _number,
 }
 _NAMES = {"qn": "number"}
 
 
 _numeric = make_numeric(_HANDLERS, _plain)
-
-
-# -- abbreviations and month-name dates ---------------------------------------------------
-
-_ABBR = {written: (spoken, ends) for written, spoken, ends in EN_ABBREVIATIONS}
-_ABBR.update({f"{short}.": (full, False) for short, full in _MONTH_NAMES.items()
-              if short != full})
-ABBREVIATION = re.compile(
-    "(?=[" + "".join(sorted({w[0] for w in _ABBR} | set("DSNnw"))) + "])"
-    r"(?<![A-Za-z.])(?:(?P<ab>" + trie_alt(_ABBR) + r")|(?P<dr>Dr\.|St\.)"
-    r"|(?P<no>No\.|no\.)(?=\s?\d)|(?P<wo>w/o)(?![A-Za-z])|(?P<w>w/)(?=\s))"
-)
-_SENTENCE_NEXT = re.compile(r"\s*(?:$|[A-Z\"'(])")
-_NAME_NEXT = re.compile(r" ([A-Z][A-Za-z']*)")
-#: Capitalised words that start sentences rather than name people.
-_SENTENCE_STARTERS = frozenset(
-    "It The He She We They I This That There Then A An In On At But And So Our My His Her "
-    "Its You Your Their These Those When While After Before If As Now Later Next What Why "
-    "How Where Who".split()
-)
-
-
-def _abbreviation(m: re.Match[str]) -> str:
-    s, b = m.string, m.end()
-    if m["ab"]:
-        spoken, ends = _ABBR[m["ab"]]
-    elif m["dr"]:
-        # Before a name (St. John, Dr. Kim) the saint or the doctor; before a word that
-        # starts a sentence (Elm St. It was), or nothing, the street or the drive.
-        nxt = _NAME_NEXT.match(s, b)
-        before_name = bool(nxt) and nxt.group(1) not in _SENTENCE_STARTERS
-        if m["dr"] == "Dr.":
-            spoken, ends = ("Doctor", False) if before_name else ("Drive", True)
-        else:
-            spoken, ends = ("Saint", False) if before_name else ("Street", True)
-    elif m["no"]:
-        return "number"
-    elif m["wo"]:
-        return "without"
-    else:
-        return "with"
-    # "etc. Then": the period was also the sentence's end; keep it.
-    if ends and _SENTENCE_NEXT.match(s, b):
-        return spoken + "."
-    return spoken
-
-
-MONTH_DATE = re.compile(
-    r"(?:(?=[JFMASONDjfmasond])(?<![A-Za-z])|(?=\d))(?:"
-    rf"(?P<md>(?<![A-Za-z])(?P<mon>{_MONTH})\.?\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?![\d:])"
-    r"(?:,?\s(?P<yr>\d{4})(?!\d))?)"
-    rf"|(?P<dm>(?<!\d)(?P<day2>\d{{1,2}})(?:st|nd|rd|th)?\s(?:of\s)?(?P<mon2>{_MONTH})\b\.?"
-    r"(?:,?\s(?P<yr2>\d{4})(?!\d))?)"
-    rf"|(?P<my>(?<![A-Za-z])(?P<mon3>{_MONTH})\.?,?\s(?P<yr3>\d{{4}})(?!\d))"
-    r")"
-)
-
-
-def _month_date(m: re.Match[str]) -> str:
-    if m["md"]:
-        mon, day, yr = m["mon"], int(m["day"]), m["yr"]
-        if not 1 <= day <= 31:
-            return m.group(0)
-        words = f"{_MONTHS_ANY[mon]} {nw.en_ordinal(day)}"
-        return f"{words}, {nw.en_year(int(yr))}" if yr else words
-    if m["dm"]:
-        mon, day, yr = m["mon2"], int(m["day2"]), m["yr2"]
-        if not 1 <= day <= 31:
-            return m.group(0)
-        before = m.string[max(0, m.start() - 4) : m.start()].lower()
-        the = "" if before == "the " else "the "
-        words = f"{the}{nw.en_ordinal(day)} of {_MONTHS_ANY[mon]}"
-        return f"{words}, {nw.en_year(int(yr))}" if yr else words
-    return f"{_MONTHS_ANY[m['mon3']]} {nw.en_year(int(m['yr3']))}"
-
-
-# -- acronyms and symbols -----------------------------------------------------------------
-
-ACRONYM = re.compile(
-    r"(?=[A-Z])(?<![A-Za-z'])(?:(?P<a>[A-Z]{2,})(?P<s>'?s)?(?![A-Za-z])|(?P<dot>(?:[A-Z]\.){2,}))"
-)
-_ROMAN = re.compile(r"X{0,3}(?:IX|IV|V?I{0,3})")
-_CAPITALISED_BEFORE = re.compile(r"[A-Z][a-z]+ $")
-_CAPITAL = re.compile("[A-Z]")
-_CAPS_WORD = re.compile(r"\b[A-Z]{2,}\b")
-_WORD = re.compile(r"\b[A-Za-z]{2,}\b")
-_VOWELS = frozenset("AEIOUY")
-#: Words written in capitals that are words, not acronyms (PART ONE, NO ENTRY): read as
-#: words. Acronyms that are also words (US, IT, AM, PM, OR, ID, WHO) are not here.
-_CAPS_WORDS = frozenset("""
-A AN THE AND BUT FOR NOR YET SO TO OF IN ON AT BY UP OUT OFF INTO ONTO OVER FROM WITH
-NO NOT YES ALL ANY SOME ONE TWO THREE FOUR FIVE SIX SEVEN EIGHT NINE TEN PART BOOK
-CHAPTER ACT SCENE STEP PHASE LEVEL ROOM DOOR EXIT ENTRY STOP GO OPEN SHUT CLOSED SALE
-NEW NOW HOT COLD FREE BIG TOP END WAY DAY YEAR TIME LIFE LOVE HOME WORK NEWS LIVE HELP
-WARNING NOTE ONLY JUST MORE MOST LESS BEST GOOD BAD FULL DONE READ HOW WHY WHAT
-WHEN WHERE THIS THAT THESE THOSE HIS HER OUR YOUR THEIR MY WE YOU THEY HE SHE ME HIM
-IS ARE WAS WERE BE BEEN HAS HAVE HAD DO DOES DID CAN WILL MAY MUST SHALL SHOULD WOULD
-COULD GET GOT MAKE TAKE KEEP LET SEE LOOK CALL ASK TELL SAY SAID BACK DOWN HERE THERE
-AGAIN VERY REAL TRUE FALSE OFF ON FIRE WATER AIR LAND SEA SUN MOON STAR KING QUEEN
-BOYS GIRLS MEN WOMEN MAN BOY GIRL OLD YOUNG LAST NEXT FIRST HALF ZERO MIX
-""".split())
-#: Words before a Roman numeral that numbers a part: read as a cardinal (Chapter IV).
-_HEADINGS = ("Chapter Part Book Volume Act Scene Section Article Phase Title Appendix "
-             "Schedule Canto Psalm Stage Level Round Episode Season Vol Ch Pt Step World War "
-             "Super Bowl Apollo Type Class Grade Mark Mk Series Rule").split()
-#: Given names of rulers and popes: a Roman numeral after them is a regnal ordinal
-#: (Louis XIV -> Louis the fourteenth).
-_REGNAL = ("Louis Henry Elizabeth George Edward Charles William James John Richard Benedict "
-           "Pius Leo Gregory Innocent Clement Paul Alexander Peter Frederick Philip Ferdinand "
-           "Napoleon Ramesses Ramses Constantine Catherine Mary Victoria Anne Nicholas Ivan "
-           "Gustav Christian Alfonso Carlos Felipe Otto Wilhelm Friedrich Francis Urban Boniface "
-           "Sixtus Adrian Hadrian Eugene Julius Stephen Malcolm David Robert Harold Edmund "
-           "Ludwig Karl Rudolf Sancho Juan Pedro Manuel Joao Haakon Olaf Harald Magnus Eric "
-           "Erik Sigismund Casimir Amenhotep Thutmose Darius Xerxes Cyrus Antiochus Ptolemy "
-           "Seleucus Mithridates Rama Mehmed Murad Selim Suleiman Abdul Pope King Queen Tsar "
-           "Czar Emperor Kaiser Sultan Shah Pharaoh").split()
-_ROMAN_ANY = r"(?=[MDCLXVI])M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})"
-_ROMAN_VALUES = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
-ROMAN = re.compile(
-    r"(?=[A-Z])(?<![A-Za-z'])(?:"
-    rf"(?P<head>{trie_alt(_HEADINGS + [h.upper() for h in _HEADINGS])})\.?\s(?P<hr>{_ROMAN_ANY})"
-    rf"|(?P<reg>{trie_alt(_REGNAL)})\s(?P<rr>{_ROMAN_ANY})"
-    rf"|(?P<cr>{_ROMAN_ANY})(?=\s(?:[Cc]entur(?:y|ies)|CENTURY)\b)"
-    r")(?![A-Za-z0-9'])"
-)
-
-
-def _roman_value(s: str) -> int:
-    total = 0
-    for a, b in zip(s, s[1:] + " "):
-        v = _ROMAN_VALUES[a]
-        total += -v if b != " " and _ROMAN_VALUES[b] > v else v
-    return total
-
-
-def _roman(m: re.Match[str]) -> str:
-    """Chapter IV -> Chapter four; Louis XIV -> Louis the fourteenth; XIX century ->
-    nineteenth century. "I" and "MIX" elsewhere are words, not numerals."""
-    if m["head"]:
-        if len(m["hr"]) == 1 and m["hr"] in "LCDM":
-            return m.group(0)  # Appendix C, Part D: a letter
-        head = m["head"].lower() if m["head"].isupper() and len(m["head"]) > 1 else m["head"]
-        sep = m.group(0)[len(m["head"]) : m.start("hr") - m.start()]
-        return head + sep.replace(".", "") + nw.en_cardinal(_roman_value(m["hr"]))
-    if m["reg"]:
-        return f"{m['reg']} the {nw.en_ordinal(_roman_value(m['rr']))}"
-    return nw.en_ordinal(_roman_value(m["cr"]))
-
-
-def _spell(m: re.Match[str], shouting: bool) -> str:
-    if m["dot"]:
-        letters = " ".join(m["dot"].replace(".", ""))
-        return letters + "." if _SENTENCE_NEXT.match(m.string, m.end()) else letters
-    run, suffix = m["a"], m["s"] or ""
-    if (_ROMAN.fullmatch(run)
-            and _CAPITALISED_BEFORE.search(m.string, max(0, m.start() - 20), m.start())):
-        return nw.en_cardinal(_roman_value(run)) + suffix  # World War II, Rocky IV
-    if shouting or run in _CAPS_WORDS or (len(run) >= 6 and _VOWELS.intersection(run)):
-        return run.lower() + suffix  # a word in capitals, not an acronym
-    return " ".join(run) + suffix
-
-
-def acronyms(text: str, steps: Steps) -> str:
-    """Spell capitals letter by letter (API -> A P I), unless the whole text shouts.
-
-    Example:
-        >>> acronyms("The API of AWS", None), acronyms("WE ARE OPEN TODAY", None)
-        ('The A P I of A W S', 'we are open today')
-    """
-    if not _CAPITAL.search(text):
-        return text
-    caps = len(_CAPS_WORD.findall(text))
-    shouting = caps >= 3 and caps * 2 > len(_WORD.findall(text))
-
-    def repl(m: re.Match[str]) -> str:
-        out = _spell(m, shouting)
-        if steps is not None and out != m.group(0):
-            steps.append(TraceStep("acronym", m.group(0), out))
-        return out
-
-    return ACRONYM.sub(repl, text)
-
-
-_SYMBOL = re.compile(r"[&+=@%×÷±°–—~#]")
-_SYMBOL_WORDS = {
-    "&": " and ", "+": " plus ", "=": " equals ", "@": " at ", "%": " percent ",
-    "×": " times ", "÷": " divided by ", "±": " plus or minus ", "°": " degrees ",
-    "–": ", ", "—": ", ", "~": " ", "#": " ",
-}
-
-
-#: Serial and part numbers: capitals and digits in groups joined by hyphens, with both
-#: letters and digits and at least six of them (SN-4471-XK2, AB12-C34): every character
-#: said, hyphens as "dash".
-SERIAL = re.compile(
-    r"(?=[A-Z0-9])(?<![\w-])(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)"
-    r"(?=(?:-?[A-Z0-9]){6})[A-Z0-9]+(?:-[A-Z0-9]+)+(?![\w-])"
-)
-
-
-def _serial(m: re.Match[str]) -> str:
-    out = []
-    for part in m.group(0).split("-"):
-        out.append(" ".join(nw.EN_DIGITS[int(c)] if c.isdigit() else c for c in part))
-    return " dash ".join(out)
 
 
 _WEB_WORDS = g.WebWords(
@@ -690,12 +563,13 @@ def rules(lexicon: Lexicon) -> list[Step]:
         Rule("web", g.WEB, g.web_repl(_WEB_WORDS, lambda t: t.lower() in lexicon.entries),
              by_group=True),
         lexicon.apply,
-        Rule("serial", SERIAL, _serial),
-        Rule("abbreviation", ABBREVIATION, _abbreviation),
-        Rule("date", MONTH_DATE, _month_date),
+        Rule("serial", SERIAL, serial),
+        Rule("abbreviation", ABBREVIATION, abbreviation),
+        Rule("date", MONTH_DATE, month_date),
+        Rule("day_month", DAY_MONTH, day_month),
         Rule("number", NUMERIC, _numeric, by_group=True, aliases=_NAMES),
-        Rule("roman", ROMAN, _roman),
+        Rule("roman", ROMAN, roman),
         acronyms,
-        Rule("symbol", _SYMBOL, lambda m: _SYMBOL_WORDS[m.group(0)]),
+        Rule("symbol", SYMBOL, lambda m: SYMBOL_WORDS[m.group(0)]),
         make_cleanup("en"),
     ]

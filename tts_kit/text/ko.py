@@ -12,13 +12,13 @@ Readings:
 - Sino-Korean numbers (num2words): ``15,000`` -> 만 오천, ``3.14`` -> 삼 점 일사,
   ``-5`` -> 마이너스 오; codes with a leading zero digit by digit (007 -> 공공칠).
 - Native numbers before the counters that take them, up to 99: 3개 -> 세 개, 20명 ->
-  스무 명, 12시 -> 열두 시; Sino-Korean before the others (분, 초, 원, 년, 일 ...)
-  and from 100 on (150명 -> 백오십 명). Months: 6월 -> 유월, 10월 -> 시월.
+  스무 명, 12시 -> 열두 시 (15시 -> 십오 시); Sino-Korean before the others (분, 초, 원,
+  년, 일 ...) and from 100 on (150명 -> 백오십 명). Months: 6월 -> 유월, 10월 -> 시월.
 - Dates (2026-08-24, 2026.08.24, 2026/08/24, 2026. 8. 24.), times (10:30 -> 열 시
   삼십 분; 10:30 PM -> 오후 열 시 삼십 분), ranges (3~5개 -> 세 개에서 다섯 개),
   money (₩, 원, $, €, ¥, £, ISO codes, $5M), percent, units, phone numbers digit by
-  digit with 0 as 공, ordinals, fractions, versions.
-- Latin capitals not in the lexicon, letter by letter: AWS -> 에이더블유에스.
+  digit with 0 as 공, ordinals, fractions, roots, versions. Letters, symbols, addresses
+  and weekdays: `ko_words`.
 
 Example:
     >>> from tts_kit.text import normalize
@@ -29,18 +29,42 @@ Example:
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from decimal import Decimal
 
 from tts_kit.text import numbers as nw
 from tts_kit.text.charset import make_cleanup
 from tts_kit.text.common import Rule, Step, Steps, TraceStep, make_numeric, trie_alt
 from tts_kit.text.common import grammar as g
+from tts_kit.text.ko_words import (
+    ACRONYM,
+    AMPM_BEFORE,
+    AND_BETWEEN_NUMBERS,
+    LOWER_LETTERS,
+    PARTICLE_AFTER,
+    SHORT_DATE,
+    SYMBOL,
+    WEB_WORDS,
+    WEEKDAY_AFTER,
+    WEEKDAY_LIST,
+    WEEKDAY_RANGE,
+    WEEKDAYS,
+    acronym,
+    ampm_before,
+    particle,
+    short_date,
+    spell_lower,
+    symbol,
+    weekday_list,
+    weekday_range,
+)
 from tts_kit.text.lexicon import Lexicon
 from tts_kit.text.tables import (
     CURRENCIES,
     CURRENCY_CODES,
     KO_BIG_UNITS,
     KO_COUNTERS,
+    KO_LABEL_NOUNS,
     KO_LETTERS,
     KO_PARTICLES,
     MAGNITUDES,
@@ -71,20 +95,25 @@ def _counter(p: str) -> str:
 # being the last group to close, the name is `m.lastgroup` (a bare number: ``qn``). The
 # shapes both languages share come from `common.grammar`.
 NUMERIC = g.numeric(
-    g.NUM_START + r"|-?[" + g.SYMS + r"]|제\s?\d|[vV]\d|\(0\d|[AB]\d|" + g.CODE_START,
-    g.NUM_FIRST + "제vV(AB" + g.CODE_FIRST,
+    g.NUM_START + r"|-?[" + g.SYMS + r"]|제\s?\d|[vV]\d|\(\d{2,4}\)|[AB]\d|" + g.CODE_START + "|"
+    + g.ROOT_START + "|" + g.PREFIX_START,
+    g.NUM_FIRST + "제vV(AB√∛" + g.CODE_FIRST + g.PREFIX_FIRST,
     [
         g.DIGITS,
+        g.ROOT,
         r"(?P<date>(?P<dy>\d{4})(?P<ds>[-/.]|\.\s)(?P<dm>\d{1,2})(?P=ds)(?P<dd>\d{1,2})"
         r"(?!\d|\.\d))",
         r"(?P<date_dmy>(?P<ea>\d{1,2})/(?P<eb>\d{1,2})/(?P<ey>\d{4})(?!\d))",
         g.TRANGE,
         g.TIME_ALT,
-        r"(?P<phone>\+\d{1,3}(?:[-\s]\d{1,4}){2,3}(?!\d)"
-        r"|\(0\d{1,2}\)\s?\d{3,4}-\d{4}(?!\d)"
-        r"|0\d{1,2}(?P<ps>[-.\s])\d{3,4}(?P=ps)\d{4}(?!\d)|1[5-9]\d{2}-\d{4}(?!\d)"
-        r"|[1-9]\d{2}(?P<ps3>[-.])\d{3}(?P=ps3)\d{4}(?!\d)"
-        r"|\d{4}(?P<ps4>[-\s])\d{4}(?P=ps4)\d{4}(?P=ps4)\d{4}(?!\d))",
+        r"(?P<phone>(?:" + g.PHONE_SHARED + "|"
+        r"\+\d{1,3}(?:[-\s]\d{1,4}){2,3}(?!\d)"
+        r"|\+\d{1,3}\s?\(\d{1,4}\)\s?\d{3,4}[-.\s]\d{4}(?!\d)"
+        r"|\(\d{2,4}\)\s?\d{3,4}[-.]\d{4}(?!\d)"
+        r"|0\d{1,2}(?P<ps>[-.\s])\d{3,4}(?P=ps)\d{4}(?!\d)|0\d{1,2}\.\d{3,4}-\d{4}(?!\d)"
+        r"|1[5-9]\d{2}-\d{4}(?!\d)|[1-9]\d{2}[-.]\d{3}[-.]\d{4}(?!\d)"
+        r"|\d{4}(?P<ps4>[-\s])\d{4}(?P=ps4)\d{4}(?P=ps4)\d{4}(?!\d))" + g.PHONE_EXT + ")",
+        g.GROUPS,
         g.currency(_BIG),
         g.code_first(_BIG),
         g.MIDDOT,
@@ -101,17 +130,17 @@ NUMERIC = g.numeric(
         g.CURRENCY_CODE,
         g.currency_post(),
         rf"(?P<range>\s?(?P<rsep>{g.RANGE_SIGN})\s?(?P<rb>{_NUM})"
-        rf"(?:(?P<rpct>\s?%p?)|{_unit('r')}|{_counter('r')})?)",
+        rf"(?:(?P<rpct>\s?%(?:p(?![A-Za-z]))?)|{_unit('r')}|{_counter('r')})?)",
         rf"(?P<big>(?P<bu>{_BIG})(?:\s?(?P<bc>{_COUNTERS}))?)",
         g.MAGNITUDE,
-        r"(?P<percent>\s?(?P<pp>%p?))",
+        r"(?P<percent>\s?(?P<pp>%(?:p(?![A-Za-z]))?))",
         rf"(?P<unit>{_unit('u')}{g.per('u')}?)",
         g.ORDINAL,
         g.AMPM_TAIL,
         g.TIMES,
         g.RATIO,
         r"(?P<quarter>/4\s?분기)",
-        rf"(?P<fraction>/(?P<fb>\d{{1,16}})(?!\d)(?:{_unit('f')})?)",
+        rf"(?P<fraction>(?:/|(?P<fsp>\s/\s))(?P<fb>\d{{1,16}})(?!\d)(?:{_unit('f')})?)",
     ],
     prefix=r"(?P<kje>제\s?)?",
 )
@@ -136,6 +165,8 @@ def _with_counter(num: str, counter: str, sign: str | None = None) -> str:
     v = g.to_int(num) if integer else -1
     if kind == "month" and integer:
         return nw.ko_month(v)
+    if counter == "시" and integer and 13 <= v <= 24:
+        return f"{nw.ko_sino(v)} 시"  # 24-hour clock: 십오 시 (tests/golden/README.md)
     if kind == "ordinal" and integer and v >= 100:
         return f"{nw.ko_sino(v)} {counter}"  # 189번째: 백팔십구 번째
     if kind in ("ordinal", "nominal") and integer and v >= 1:
@@ -157,7 +188,8 @@ def _with_counter(num: str, counter: str, sign: str | None = None) -> str:
     return f"{words} {counter}"
 
 
-def _with_unit(num: str, unit: str, sign: str | None = None) -> str:
+def _with_unit(num: str, unit: str, sign: str | None = None, said: bool = False) -> str:
+    """``said``: the prefix word (시속) is already written before the number."""
     u = UNITS[unit]
     if u.ko_native and g.is_int(num) and 1 <= g.to_int(num) <= 99 and not sign:
         words = nw.ko_native(g.to_int(num))
@@ -167,7 +199,7 @@ def _with_unit(num: str, unit: str, sign: str | None = None) -> str:
         words = ("영하 " if unit in ("°C", "°F", "°") else "마이너스 ") + words
     elif sign == "+":
         words = "플러스 " + words
-    prefix = f"{u.ko_prefix} " if u.ko_prefix else ""
+    prefix = f"{u.ko_prefix} " if u.ko_prefix and not said else ""
     return f"{prefix}{words} {u.ko}" if u.ko else f"{prefix}{words}"
 
 
@@ -198,7 +230,9 @@ def _money(amount: str, cur: Currency, mag: str | None) -> str:
 
 
 def _clock(h: int, mi: int, s: int | None, ap: str | None) -> str:
-    words = "영 시" if h == 0 else f"{nw.ko_native(h)} 시"
+    # Hours of the 24-hour clock past 12 are Sino-Korean (15:40 -> 십오 시 사십 분): the
+    # hour as written, not 열다섯 시 (tests/golden/README.md).
+    words = "영 시" if h == 0 else f"{nw.ko_native(h) if h <= 12 else nw.ko_sino(h)} 시"
     if mi:
         words += f" {nw.ko_sino(mi)} 분"
     if s:
@@ -241,8 +275,20 @@ def _phone(m: re.Match[str]) -> str:
     s = m.group(0)
     if sum(c.isdigit() for c in s) < 7:
         return _plain(s)
-    head = "플러스 " if s.startswith("+") else ""
-    return head + " ".join(nw.ko_digits(p, phone=True) for p in g.phone_groups(s))
+    groups, ext = g.phone_parts(m)
+    if s.startswith("+"):
+        # +82 10-...: the country code is named (국가번호 팔이), as Korean references say.
+        head = f"국가번호 {nw.ko_digits(groups[0], phone=True)} "
+        groups = groups[1:]
+    else:
+        head = ""
+    words = head + " ".join(nw.ko_digits(p, phone=True) for p in groups)
+    return f"{words} 내선 {nw.ko_digits(ext, phone=True)}" if ext else words
+
+
+def _groups(m: re.Match[str]) -> str:
+    """22-95-81 -> 이십이 구십오 팔십일; a group with a leading zero digit by digit."""
+    return " ".join(nw.ko_number(p) for p in m.group(0).split("-"))
 
 
 def _version_like(s: str) -> str:
@@ -256,6 +302,19 @@ def _version(m: re.Match[str]) -> str:
         if m.start() > 0 and m.string[m.start() - 1].isalpha():
             return v + " " + words  # "dev1.2.3": the v belongs to a word
         return "버전 " + words
+    return words
+
+
+def _code_first(m: re.Match[str]) -> str:
+    """USD 100 -> 백 달러; a currency word written after the amount is said once (KRW
+    5,000원 -> 오천 원, not 오천 원원)."""
+    cur = CURRENCY_CODES[m["fcode"]]
+    words = _money(m["fn"], cur, m["fmag"])
+    after = m.string[m.end() : m.end() + 6].lstrip()
+    for word in dict.fromkeys((cur.ko, cur.ko.split()[-1])):
+        if after.startswith(word) and words.endswith(" " + word):
+            head = words[: -len(word)].rstrip()
+            return head if m.string[m.end() : m.end() + 1].isspace() else head + " "
     return words
 
 
@@ -310,7 +369,12 @@ def _percent_h(m: re.Match[str]) -> str:
 
 def _unit_h(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
-    words = kept + _with_unit(m["qn"], m["uu1"] or m["uu2"], sign)
+    unit = m["uu1"] or m["uu2"]
+    prefix = UNITS[unit].ko_prefix
+    # 시속 90km/h: 시속 is written already; said once (not 시속 시속 구십 킬로미터).
+    said = bool(prefix) and m.string[max(0, m.start() - len(prefix) - 1) : m.start()].rstrip(
+    ).endswith(prefix)
+    words = kept + _with_unit(m["qn"], unit, sign, said)
     return _per(words, m["uper"]) if m["uper"] else words
 
 
@@ -340,19 +404,8 @@ def _times(m: re.Match[str]) -> str:
 _SCORE_NEXT = re.compile(r"\s?\d")
 
 
-#: Nouns a number + 번 names (3번 출구: the exit numbered three, 삼 번), where 번 is a
-#: label, read in Sino-Korean; elsewhere 번 counts times (세 번 했다), read natively
-#: (National Institute of Korean Language: 번 as 번호 vs as 횟수).
-_LABEL_NOUNS = (
-    "출구 입구 버스 문제 문항 선수 타자 게이트 홀 트랙 채널 방 칸 국도 도로 고속도로 선 "
-    "라인 승강장 플랫폼 좌석 자리 테이블 창구 항목 사진 파일 슬라이드 카드 번호 마을버스 "
-    "환자 손님 고객 테이블 주차장 열람실 강의실 교실 부스 레인 코스 핀 포트 슬롯 사물함 "
-    "케이블 노선 정류장 출입문 타석 트랙 곡 그림 예시 보기 답 후보 참가자 팀 조"
-).split()
 _LABEL_NEXT = re.compile(
-    r"\s(?:" + trie_alt(_LABEL_NOUNS) + r")(?:" + _PARTICLES + r")?(?![가-힣])")
-_WEEKDAYS = {"월": "월요일", "화": "화요일", "수": "수요일", "목": "목요일", "금": "금요일",
-             "토": "토요일", "일": "일요일"}
+    r"\s(?:" + trie_alt(KO_LABEL_NOUNS) + r")(?:" + _PARTICLES + r")?(?![가-힣])")
 
 
 def _counter_h(m: re.Match[str]) -> str:
@@ -368,13 +421,13 @@ def _counter_h(m: re.Match[str]) -> str:
         # A 제 that ends a word (문제3개) is not the ordinal prefix: kept as written.
         words = kept + _with_counter(num, counter, sign)
     if m["kwd"]:
-        words += " " + _WEEKDAYS[m["kwd"]]  # 1일(월): the weekday, without brackets
+        words += " " + WEEKDAYS[m["kwd"]]  # 1일(월): the weekday, without brackets
     if m["kn2"]:
         # 9시~18시, 1개~2개, 오전 9시~오후 6시: a range with the counter on both ends.
         ap = f"{m['kap']} " if m["kap"] else ""
         words += f"에서 {ap}{_with_counter(m['kn2'], m['kc3'])}"
         if m["kwd2"]:
-            words += " " + _WEEKDAYS[m["kwd2"]]
+            words += " " + WEEKDAYS[m["kwd2"]]
     return _per(words, m["kper"]) if m["kper"] else words
 
 
@@ -417,6 +470,14 @@ def _ratio(m: re.Match[str]) -> str:
     return f"{kept}{_sign_word(sign)}{nw.ko_number(m['qn'])} 대 {nw.ko_number(m['qb'])}"
 
 
+def _root(m: re.Match[str]) -> str:
+    """√3 -> 루트 삼, 2√3 -> 이 루트 삼, √3/2 -> 이분의 루트 삼 (∛: 세제곱근)."""
+    words = ("루트 " if m["rsym"] == "√" else "세제곱근 ") + _sino(m["rn"])
+    if m["rc"]:
+        words = f"{_sino(m['rc'])} {words}"
+    return f"{_sino(m['rd'])}분의 {words}" if m["rd"] else words
+
+
 def _fraction(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
     kept += _sign_word(sign)
@@ -427,7 +488,8 @@ def _fraction(m: re.Match[str]) -> str:
     unit = m["fu1"] or m["fu2"]
     if b == 0:
         return f"{kept}{nw.ko_number(num)} 나누기 영"
-    if not unit and not sign and not (a < b <= 10) and 1 <= a <= 12 and 1 <= b <= 31:
+    if (not unit and not sign and not m["fsp"] and not (a < b <= 10) and 1 <= a <= 12
+            and 1 <= b <= 31):
         return f"{kept}{nw.ko_month(a)} {nw.ko_sino(b)} 일"  # 8/24: a date
     words = f"{kept}{nw.ko_sino(b)}분의 {nw.ko_sino(a)}"
     return f"{words} {UNITS[unit].ko}" if unit else words
@@ -447,13 +509,14 @@ def _number(m: re.Match[str]) -> str:
 _HANDLERS = {
     **g.handlers(g.Words(_plain, _clock, _money, _SIGNS, "에서 ", " 대 ", _per)),
     "digits": _digits,
-    "date": _date, "phone": _phone, "date_dmy": _date_dmy, "middot": _middot,
+    "date": _date, "phone": _phone, "groups": _groups, "date_dmy": _date_dmy,
+    "middot": _middot,
     "paper": _paper, "quarter": _quarter,
     "version": _version,
-    "currency_post": _currency_post,
+    "currency_post": _currency_post, "code_first": _code_first,
     "range": _range, "big": _big, "magnitude": _magnitude, "percent": _percent_h,
     "unit": _unit_h, "ordinal": _ordinal, "ampm": _ampm, "times": _times, "counter": _counter_h,
-    "ratio": _ratio, "fraction": _fraction, "qn": _number,
+    "ratio": _ratio, "fraction": _fraction, "root": _root, "qn": _number,
 }
 #: Trace names of the alternatives whose group name is not the rule's.
 _NAMES = {"qn": "number"}
@@ -461,25 +524,6 @@ _NAMES = {"qn": "number"}
 
 _numeric = make_numeric(_HANDLERS, _plain)
 
-#: Particles whose form follows the last syllable (받침 or not): written for the digits,
-#: they are chosen again from the reading (4/7이 -> 칠분의 사가).
-_PARTICLE_PAIRS = {"이": ("이", "가"), "가": ("이", "가"), "을": ("을", "를"),
-                   "를": ("을", "를"), "은": ("은", "는"), "는": ("은", "는"),
-                   "과": ("과", "와"), "와": ("과", "와"), "으로": ("으로", "로"),
-                   "로": ("으로", "로"), "이나": ("이나", "나"), "이랑": ("이랑", "랑")}
-_PARTICLE_AFTER = re.compile(r"(?:으로|이나|이랑|[이가을를은는과와로])(?![가-힣])")
-
-
-def _particle(reading: str, written: str) -> str:
-    """The form of ``written`` that follows ``reading`` (사 + 이 -> 사가)."""
-    last = reading[-1:]
-    if not ("가" <= last <= "힣"):
-        return written
-    final = (ord(last) - 0xAC00) % 28
-    with_final, without = _PARTICLE_PAIRS[written]
-    if with_final in ("으로",):
-        return without if final in (0, 8) else with_final  # ㄹ takes 로: 일로, 칠로
-    return with_final if final else without
 
 
 def numbers(text: str, steps: Steps) -> str:
@@ -501,9 +545,9 @@ def numbers(text: str, steps: Steps) -> str:
         out.append(rep)
         pos = m.end()
         if rep != m.group(0) and not m["kje"]:  # 제2과: a lesson, not "2 and"
-            pm = _PARTICLE_AFTER.match(text, pos)
+            pm = PARTICLE_AFTER.match(text, pos)
             if pm:
-                fixed = _particle(rep, pm.group(0))
+                fixed = particle(rep, pm.group(0))
                 if fixed != pm.group(0):
                     if steps is not None:
                         steps.append(TraceStep("particle", pm.group(0), fixed))
@@ -515,54 +559,6 @@ def numbers(text: str, steps: Steps) -> str:
     return "".join(out)
 
 
-# -- letters and symbols ----------------------------------------------------------------
-
-_ACRONYM = re.compile(r"(?=[A-Z])(?<![A-Za-z])(?P<a>[A-Z]+)s?(?![a-z])")
-_VOWELS = frozenset("AEIOU")
-
-
-_WEB_WORDS = g.WebWords(
-    {"://": " 콜론 슬래시 슬래시 ", "/": " 슬래시 ", ".": " 닷 ", "@": " 앳 ", "-": " 하이픈 ",
-     "_": " 언더바 ", ":": " 콜론 ", "?": " 물음표 ", "=": " 이퀄 ", "&": " 앤 ", "#": " 샵 ",
-     "%": " 퍼센트 ", "~": " 물결 ", "+": " 플러스 "},
-    lambda t: "".join(KO_LETTERS[c] for c in t.upper()),
-    nw.ko_digits,
-    {"com": "컴", "net": "넷"},
-    ip_dot=" 점 ",
-    ip_number=nw.ko_number,
-)
-#: A weekday in brackets after a date the counter tail did not take (1/1(월), 25일 (금)).
-_WEEKDAY_AFTER = re.compile(r"(?<=\d)\s?\((?P<wd>[월화수목금토일])\)")
-
-
-def _acronym(m: re.Match[str]) -> str:
-    run = m["a"]
-    if run in CURRENCY_CODES and not m.group(0).endswith("s"):
-        return CURRENCY_CODES[run].ko  # KRW, USD: the currency, not its letters
-    if len(run) >= 6 and _VOWELS.intersection(run):
-        return m.group(0)  # a shouted word, not an acronym: leave it to the model
-    return "".join(KO_LETTERS[c] for c in run)
-
-
-_SYMBOL = re.compile(r"[&+=@%×÷±°–—]")
-_SYMBOL_WORDS = {
-    "&": " 앤 ", "+": " 플러스 ", "@": " 앳 ", "%": " 퍼센트 ", "×": " 곱하기 ",
-    "÷": " 나누기 ", "±": " 플러스마이너스 ", "°": " 도 ", "–": ", ", "—": ", ",
-}
-
-
-def _symbol(m: re.Match[str]) -> str:
-    ch = m.group(0)
-    if ch != "=":
-        return _SYMBOL_WORDS[ch]
-    before = m.string[: m.start()].rstrip()
-    last = before[-1:] if before else ""
-    if "가" <= last <= "힣":
-        # The topic particle after the last syllable: 일은, 이는 (with or without 받침).
-        return ("은 " if (ord(last) - 0xAC00) % 28 else "는 ")
-    return " 이퀄 "
-
-
 def rules(lexicon: Lexicon) -> list[Step]:
     """The Korean steps after Unicode preparation, in order.
 
@@ -572,13 +568,24 @@ def rules(lexicon: Lexicon) -> list[Step]:
         >>> len(steps) >= 4
         True
     """
+    def known(t: str) -> bool:
+        return t.lower() in lexicon.entries
+
+    # A Latin label the lexicon does not know is spelled in Korean letters, as capitals
+    # are elsewhere (kim@naver.com: 케이아이엠 앳 네이버 닷 컴), not left in Latin.
+    web = replace(WEB_WORDS, word=lambda t: t if known(t) else WEB_WORDS.spell(t))
     return [
-        Rule("web", g.WEB, g.web_repl(_WEB_WORDS, lambda t: t.lower() in lexicon.entries),
-             by_group=True),
+        Rule("web", g.WEB, g.web_repl(web, known), by_group=True),
         lexicon.apply,
-        Rule("weekday", _WEEKDAY_AFTER, lambda m: " " + _WEEKDAYS[m["wd"]]),
+        Rule("weekday", SHORT_DATE, short_date),  # a date known by its weekday
+        Rule("weekday", WEEKDAY_AFTER, lambda m: " " + WEEKDAYS[m["wd"]]),
+        Rule("weekday_range", WEEKDAY_RANGE, weekday_range),
+        Rule("weekday", WEEKDAY_LIST, weekday_list),
+        Rule("spacing", AND_BETWEEN_NUMBERS, lambda m: m.group(0) + " "),
+        Rule("ampm", AMPM_BEFORE, ampm_before),
+        Rule("letters", LOWER_LETTERS, spell_lower),
         numbers,
-        Rule("acronym", _ACRONYM, _acronym),
-        Rule("symbol", _SYMBOL, _symbol),
+        Rule("acronym", ACRONYM, acronym),
+        Rule("symbol", SYMBOL, symbol),
         make_cleanup("ko"),
     ]

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from tts_kit.core.errors import TtsKitError
 from tts_kit.text.common import Steps, TraceStep
+from tts_kit.text.tables import UNITS
 
 LexiconSource = str | os.PathLike | Mapping[str, str]
 
@@ -35,6 +36,11 @@ _HANGUL = "\uac00-\ud7a3"
 #: What a term must not be glued to: Latin letters (accented too) and digits.
 _WORDCHAR = "A-Za-z0-9\u00c0-\u024f"
 _LETTER = "A-Za-z\u00c0-\u024f"
+#: A number (and one space) or a slash right before a term: it may be a unit (3 m2, L/m2).
+_AFTER_NUMBER = re.compile(r"(?:\d ?|/)$")
+_DECIMAL_BEFORE = re.compile(r"\d[.,]$")
+#: Characters a term may be glued after that read as words of their own.
+_GLUE = frozenset("0123456789%$€£¥₩")
 
 
 def builtin_dir() -> Path:
@@ -174,10 +180,21 @@ class Lexicon:
 
     def _repl(self, m: re.Match[str]) -> str:
         found = m.group(0)
+        if found in UNITS and _AFTER_NUMBER.search(m.string, max(0, m.start() - 2), m.start()):
+            return found  # "a 3 m2 room": a unit as written after a number, not the M2 chip
+        if found[0].isdigit() and _DECIMAL_BEFORE.search(m.string, max(0, m.start() - 2),
+                                                          m.start()):
+            return found  # "1.5g": the 5 is a decimal digit, not the 5G network
         spoken = self.entries.get(found.lower())
         if spoken is None:
             # IGNORECASE also matches a few special case pairs (Kelvin sign, long s).
             spoken = self._folded.get(found.casefold(), found)
+        # Glued to a number or a sign (dev2, 50%price): a space keeps the readings apart.
+        s, a, b = m.string, m.start(), m.end()
+        if a and s[a - 1] in _GLUE and spoken[:1].isalpha():
+            spoken = " " + spoken
+        if b < len(s) and s[b].isdigit() and spoken[-1:].isalpha():
+            spoken += " "
         return spoken
 
     def apply(self, text: str, steps: Steps) -> str:
@@ -194,7 +211,8 @@ class Lexicon:
 
         def repl(m: re.Match[str]) -> str:
             out = self._repl(m)
-            steps.append(TraceStep("lexicon", m.group(0), out))
+            if out != m.group(0):
+                steps.append(TraceStep("lexicon", m.group(0), out))
             return out
 
         return self.pattern.sub(repl, text)

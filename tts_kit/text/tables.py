@@ -63,7 +63,7 @@ UNITS: dict[str, Unit] = {
     "m3": _u("세제곱미터", "cubic meter"),
     "ml": _u("밀리리터", "milliliter"),
     "mL": _u("밀리리터", "milliliter"),
-    "L": _u("리터", "liter", spaced=False),
+    "L": _u("리터", "liter"),
     "l": _u("리터", "liter", spaced=False),
     "cm3": _u("세제곱센티미터", "cubic centimeter"),
     "mm2": _u("제곱밀리미터", "square millimeter"),
@@ -137,6 +137,10 @@ UNITS: dict[str, Unit] = {
     "kph": _u("킬로미터", "kilometer per hour", "kilometers per hour", ko_prefix="시속"),
     "mph": _u("마일", "mile per hour", "miles per hour", ko_prefix="시속"),
     "m/s": _u("미터", "meter per second", "meters per second", ko_prefix="초속"),
+    "g/L": _u("그램", "gram per liter", "grams per liter", ko_prefix="리터당"),
+    "mg/L": _u("밀리그램", "milligram per liter", "milligrams per liter", ko_prefix="리터당"),
+    "mg/dL": _u("밀리그램", "milligram per deciliter", "milligrams per deciliter",
+                ko_prefix="데시리터당"),
 }
 
 
@@ -187,6 +191,31 @@ CURRENCY_CODES: dict[str, Currency] = {
     "HKD": Currency("홍콩 달러", "센트", "Hong Kong dollar", "Hong Kong dollars", "cent",
                     "cents"),
     "INR": CURRENCIES["₹"],
+    "NZD": Currency("뉴질랜드 달러", "센트", "New Zealand dollar", "New Zealand dollars", "cent",
+                    "cents"),
+    "SGD": Currency("싱가포르 달러", "센트", "Singapore dollar", "Singapore dollars", "cent",
+                    "cents"),
+    "TWD": Currency("대만 달러", "", "New Taiwan dollar", "New Taiwan dollars"),
+    "AED": Currency("디르함", "", "dirham", "dirhams"),
+    "SAR": Currency("리얄", "", "riyal", "riyals"),
+    "THB": Currency("바트", "", "baht", "baht"),
+    "VND": Currency("동", "", "dong", "dong"),
+    "IDR": Currency("루피아", "", "rupiah", "rupiahs"),
+    "MYR": Currency("링깃", "", "ringgit", "ringgits"),
+    "MXN": Currency("멕시코 페소", "", "Mexican peso", "Mexican pesos"),
+    "BRL": Currency("헤알", "", "real", "reais"),
+    "RUB": Currency("루블", "", "ruble", "rubles"),
+    "SEK": Currency("스웨덴 크로나", "", "Swedish krona", "Swedish kronor"),
+    "NOK": Currency("노르웨이 크로네", "", "Norwegian krone", "Norwegian kroner"),
+    "DKK": Currency("덴마크 크로네", "", "Danish krone", "Danish kroner"),
+    "ZAR": Currency("랜드", "", "rand", "rand"),
+}
+#: Dollar signs with a country prefix (HK$ 80, US$5, A$20): the currency they name.
+PREFIXED_DOLLARS: dict[str, Currency] = {
+    "US": CURRENCY_CODES["USD"], "HK": CURRENCY_CODES["HKD"], "NZ": CURRENCY_CODES["NZD"],
+    "A": CURRENCY_CODES["AUD"], "AU": CURRENCY_CODES["AUD"], "C": CURRENCY_CODES["CAD"],
+    "CA": CURRENCY_CODES["CAD"], "S": CURRENCY_CODES["SGD"], "NT": CURRENCY_CODES["TWD"],
+    "R": CURRENCY_CODES["BRL"],
 }
 #: What "/" before a word means after an amount or a unit ($20/mo, 5 kg/day): the
 #: English word after "per", and the Korean phrase put before the amount (월 이십 달러,
@@ -202,6 +231,14 @@ PER: dict[str, tuple[str, str]] = {
     "kg": ("kilogram", "킬로그램당"),
     **dict.fromkeys(("lb", "pound"), ("pound", "파운드당")),
     "GB": ("gigabyte", "기가바이트당"),
+    # Lengths, areas and volumes after a unit (5 kg/m, 30 L/m2, 2 t/m3).
+    "m": ("meter", "미터당"),
+    "km": ("kilometer", "킬로미터당"),
+    "cm": ("centimeter", "센티미터당"),
+    **dict.fromkeys(("L", "l"), ("liter", "리터당")),
+    **dict.fromkeys(("m2", "m²"), ("square meter", "제곱미터당")),
+    **dict.fromkeys(("m3", "m³"), ("cubic meter", "세제곱미터당")),
+    "g": ("gram", "그램당"),
     **dict.fromkeys(("person", "人", "명", "인"), ("person", "일 인당")),
     "night": ("night", "일 박에"),
     "unit": ("unit", "개당"),
@@ -216,7 +253,9 @@ MAGNITUDES: dict[str, int] = {
     "K": 10**3, "k": 10**3, "thousand": 10**3,
     "M": 10**6, "million": 10**6, "mn": 10**6,
     "B": 10**9, "bn": 10**9, "billion": 10**9,
-    "trillion": 10**12,
+    "trillion": 10**12, "tn": 10**12,
+    # Lower-case scale letters, read as magnitudes only after an amount (¥20m, $3b).
+    "m": 10**6, "b": 10**9,
 }
 
 #: Korean counters and the numerals before them: ``native`` (한, 두, 세 ... up to 99,
@@ -284,3 +323,13 @@ EN_YEAR_CONTEXT: tuple[str, ...] = tuple(
     "during During around circa year Year early late mid through to and between Between "
     "spring summer fall autumn winter Spring Summer Fall Autumn Winter".split()
 )
+
+#: Nouns a number + 번 names (3번 출구: the exit numbered three, 삼 번), where 번 is a
+#: label, read in Sino-Korean; elsewhere 번 counts times (세 번 했다), read natively
+#: (National Institute of Korean Language: 번 as 번호 vs as 횟수).
+KO_LABEL_NOUNS = (
+    "출구 입구 버스 문제 문항 선수 타자 게이트 홀 트랙 채널 방 칸 국도 도로 고속도로 선 "
+    "라인 승강장 플랫폼 좌석 자리 테이블 창구 항목 사진 파일 슬라이드 카드 번호 마을버스 "
+    "환자 손님 고객 테이블 주차장 열람실 강의실 교실 부스 레인 코스 핀 포트 슬롯 사물함 "
+    "케이블 노선 정류장 출입문 타석 트랙 곡 그림 예시 보기 답 후보 참가자 팀 조"
+).split()

@@ -304,11 +304,18 @@ _WHITESPACE = re.compile(r"\s+")
 def _punct(m: re.Match[str]) -> str:
     ch = m.group(0)
     if ch in "\u00b7\u30fb":
-        # 6·25, 3·1절: a middle dot between digits names a date; the rules read it.
+        # 6·25, 3·1절: a middle dot between digits names a date; 월·수·금 lists weekdays;
+        # the rules read both.
         s, i = m.string, m.start()
-        if 0 < i < len(s) - 1 and s[i - 1].isdigit() and s[i + 1].isdigit():
+        if 0 < i < len(s) - 1 and (s[i - 1].isdigit() and s[i + 1].isdigit()
+                                   or s[i - 1] in _WEEKDAY_CHARS and s[i + 1] in _WEEKDAY_CHARS):
             return "\u00b7"
     return _PUNCT_MAP[ch]
+
+
+_WEEKDAY_CHARS = frozenset("월화수목금토일")
+#: A digit right before a vulgar fraction (3½): NFKC would glue them into 31⁄2.
+_DIGIT_FRACTION = re.compile("(?<=[0-9])(?=[\u00bc-\u00be\u2150-\u215e])")
 
 
 def prepare(text: str, steps: Steps) -> str:
@@ -324,7 +331,7 @@ def prepare(text: str, steps: Steps) -> str:
     if not text.isascii():
         before = text
         if not unicodedata.is_normalized("NFKC", text):
-            text = unicodedata.normalize("NFKC", text)
+            text = unicodedata.normalize("NFKC", _DIGIT_FRACTION.sub(" ", text))
             record_diff("unicode", before, text, steps)
         if _OTHER_DIGIT.search(text):
             b2 = text

@@ -22,7 +22,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tts_kit.text.common import trie_alt
-from tts_kit.text.tables import CURRENCIES, CURRENCY_CODES, MAGNITUDES, PER, UNITS, Currency
+from tts_kit.text.tables import (
+    CURRENCIES,
+    CURRENCY_CODES,
+    MAGNITUDES,
+    PER,
+    PREFIXED_DOLLARS,
+    UNITS,
+    Currency,
+)
 
 #: A number: thousands groups, or at most 16 digits (longer runs are codes, read digit by
 #: digit by the ``digits`` alternative; this also keeps int() away from huge strings). A
@@ -41,12 +49,19 @@ UNITS_SPACED = trie_alt(k for k, u in UNITS.items() if u.spaced)
 MAGS = trie_alt(MAGNITUDES)
 CODES = trie_alt(CURRENCY_CODES)
 SYMS = "".join(CURRENCIES)
+PREFIXES = trie_alt(PREFIXED_DOLLARS)
+#: What a prefixed dollar sign (HK$ 80) starts with, for a language's lookahead.
+PREFIX_START = rf"(?<![A-Za-z]){PREFIXES}\$"
+PREFIX_FIRST = "".join(sorted({k[0] for k in PREFIXED_DOLLARS}))
 PERS = trie_alt(PER)
+#: One-syllable Korean particles that may follow a "per" unit (5kg/m의, 25km/L로).
+_PER_PARTICLES = "의를을로에은는이가와과도"
 
 
 def per(p: str) -> str:
     """``/word`` after an amount or a unit, group ``<p>per`` (``$20/mo``, ``5 kg/day``)."""
-    return rf"(?:/(?P<{p}per>{PERS})(?![A-Za-z0-9가-힣]))"
+    return (rf"(?:/(?P<{p}per>{PERS})(?![A-Za-z0-9])"
+            rf"(?:(?=[{_PER_PARTICLES}](?![가-힣]))|(?![가-힣])))")
 
 
 def unit(p: str) -> str:
@@ -72,7 +87,8 @@ def currency(big: str = "") -> str:
     ``$20/mo``; ``big`` adds magnitudes a language writes after digits (Korean 억)."""
     mags = f"(?:{MAGS})(?![A-Za-z])" + (f"|{big}" if big else "")
     return (
-        rf"(?P<currency>(?:(?<![\w-])(?P<csg>-))?(?P<csym>[{SYMS}])\s?(?P<cn>{NUM})"
+        rf"(?P<currency>(?:(?<![\w-])(?P<csg>-))?"
+        rf"(?:(?<![A-Za-z])(?P<cpre>{PREFIXES})(?=\$))?(?P<csym>[{SYMS}])\s?(?P<cn>{NUM})"
         rf"(?:\s?(?P<cmag>{mags}))?"
         rf"(?:\s?{RANGE_SIGN}\s?(?P=csym)?(?P<cn2>{NUM})(?:\s?(?P<cmag2>{mags}))?)?"
         rf"{per('c')}?)"
@@ -94,8 +110,8 @@ NUM_FIRST = r"0-9+\-." + SYMS
 #: 6·25, 5·18, 3·1절: dates of events written with a middle dot (kept by `prepare`
 #: between digits).
 MIDDOT = r"(?P<middot>(?P<mda>\d{1,2})·(?P<mdb>\d{1,2})(?!\d))"
-VERSION = (r"(?P<version>(?P<vv>[vV])?(?P<vn>\d+(?:\.\d+){2,})"
-           r"|(?P<vv2>[vV])(?P<vn2>\d+(?:\.\d+)?))")
+VERSION = (r"(?P<version>(?:(?<![A-Za-z])(?P<vv>[vV]))?(?P<vn>\d+(?:\.\d+){2,7})"
+           r"|(?<![A-Za-z])(?P<vv2>[vV])(?P<vn2>\d+(?:\.\d+)?))")
 
 # Tails after the number (group ``qn``).
 CURRENCY_CODE = rf"(?P<currency_code>\s?(?P<ccode>{CODES})(?![A-Za-z]))"
@@ -104,7 +120,15 @@ ORDINAL = r"(?P<ordinal>(?:st|nd|rd|th)(?![A-Za-z]))"
 AMPM_TAIL = rf"(?P<ampm>\s?(?P<aap>{AMPM}))"
 TIMES = rf"(?P<times>\s?(?P<xo>[x×*])(?:\s?(?P<xb>{NUM}))?(?![A-Za-z0-9]))"
 RATIO = r"(?P<ratio>:(?P<qb>\d{1,16})(?!\d))"
-FRACTION = r"(?P<fraction>/(?P<fb>\d{1,16})(?!\d))"
+#: A fraction's slash, glued (1/2) or spaced (1 / 2: group ``fsp``, never a date).
+FRACTION = r"(?P<fraction>(?:/|(?P<fsp>\s/\s))(?P<fb>\d{1,16})(?!\d))"
+#: Three or more digit groups joined by hyphens that are no date, phone or range
+#: (22-95-81, 4-3-3): each group said on its own.
+GROUPS = r"(?P<groups>(?<![\d.,-])\d{1,4}(?:-\d{1,4}){2,6}(?![\d-]))"
+#: A square or cube root, with a coefficient (2√3) and a denominator (√3/2).
+ROOT = (r"(?P<root>(?P<rc>\d{1,3})?(?P<rsym>[√∛])\s?(?P<rn>\d{1,16}(?:\.\d+)?)(?![\d.])"
+        r"(?:/(?P<rd>\d{1,16})(?!\d))?)")
+ROOT_START = r"\d{1,3}[√∛]|[√∛]\s?\d"
 
 
 def currency_post(extra: str = "") -> str:
@@ -176,7 +200,26 @@ def local_phone(m: re.Match[str]) -> bool:
     """123-4567 is a local phone number; 100-1000 and 300-5000 read as ranges."""
     a, b = m["qn"], m["rb"]
     return (m["rsep"] == "-" and not m["qsg"] and m.group(0) == f"{a}-{b}" and len(a) == 3
-            and len(b) == 4 and (a + b).isdigit() and int(b) % 100 != 0)
+            and len(b) == 4 and (a + b).isdigit() and (int(b) % 100 != 0 or b[0] == "0"))
+
+
+#: An extension after a phone number (ext. 12, x12, 내선 123), group ``pext``.
+PHONE_EXT = r"(?:\s?,?\s?(?:ext\.?|[Ee]xt\.?|x|extension|내선)\s?(?P<pext>\d{1,5})(?!\d))?"
+
+
+#: Phone shapes both languages read: +CC (0)area (UK style), and a local 555-1234 with an
+#: extension (a bare 555-1234 is left to the range rule, which tells it from 300-5000).
+PHONE_SHARED = (r"\+\d{1,3}\s?\(0\)\s?\d{1,4}(?:[-.\s]\d{2,4}){1,3}(?!\d)"
+                r"|\d{3}-\d{4}(?=\s?,?\s?(?:ext\.?|[Ee]xt\.?|x|extension|내선)\s?\d)")
+
+
+def phone_parts(m: re.Match[str]) -> tuple[list[str], str | None]:
+    """(the digit groups, the extension or None) of a `phone` match."""
+    end = m.start("pext") if m["pext"] else m.end()
+    body = m.string[m.start() : end]
+    body = re.sub(r"\s?,?\s?(?:ext\.?|[Ee]xt\.?|x|extension|내선)\s?$", "", body)
+    body = body.replace("(0)", " ")  # +44 (0)20: the trunk zero is not dialled
+    return phone_groups(body), m["pext"]
 
 
 def phone_groups(s: str) -> list[str]:
@@ -236,11 +279,12 @@ def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
         return w.clock(*t, m["tap"])
 
     def currency(m: re.Match[str]) -> str:
-        cur = CURRENCIES[m["csym"]]
+        cur = PREFIXED_DOLLARS[m["cpre"]] if m["cpre"] else CURRENCIES[m["csym"]]
         words = w.sign(m["csg"]) + w.money(m["cn"], cur, m["cmag"])
         if m["cn2"]:
             words += w.to + w.money(m["cn2"], cur, m["cmag2"])  # $5-$10
-        return w.per(words, m["cper"]) if m["cper"] else words
+        # After an amount "/m" is a month ($20/m), after a unit a meter (5 kg/m).
+        return w.per(words, "mo" if m["cper"] == "m" else m["cper"]) if m["cper"] else words
 
     def currency_code(m: re.Match[str]) -> str:
         kept, sign = lead(m)
@@ -259,18 +303,23 @@ _EXTS = ("pdf txt csv tsv json py js ts exe zip gz tar mp3 mp4 wav flac jpg jpeg
          "html htm md docx doc xlsx xls pptx ppt onnx yaml yml xml log ini cfg toml ipynb sh "
          "bat dll so bin iso apk dmg hwp").split()
 _TLDS = "com org net edu gov io ai dev app kr jp uk de fr cn co info me tv us ca au".split()
-_END = r"[^\s<>\"'.,;:!?)\]]"
+#: Hangul ends an address: what follows it is a particle (naver.com에서, 주소.com으로).
+_END = r"[^\s<>\"'.,;:!?)\]가-힣]"
 WEB = re.compile(
     r"(?<![\w.@/+%-])(?=[\w%+-]*(?:[.@][A-Za-z0-9]|://))(?:"
-    rf"(?P<url>(?:(?:https?|ftp)://|www\.)[^\s<>\"']*{_END})"
+    rf"(?P<url>(?:(?:https?|ftp)://|www\.)[^\s<>\"'가-힣]*{_END})"
     r"|(?P<email>[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)"
     r"|(?P<ip>(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d))"
     rf"|(?P<domain>[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.{trie_alt(_TLDS)}"
-    rf"(?:/[^\s<>\"']*{_END})?(?![\w-]))"
-    rf"|(?P<file>[\w-]+(?:\.[\w-]+)*\.{trie_alt(_EXTS + [e.upper() for e in _EXTS])}(?![\w-]))"
+    rf"(?:/[^\s<>\"'가-힣]*{_END})?(?![A-Za-z0-9_-]))"
+    # A file name may be Korean (사진.JPG) and take a particle (보고서.pdf를): the name's
+    # words are kept by `WebWords.say`, only the extension must end the Latin run.
+    rf"|(?P<file>[\w-]+(?:\.[\w-]+)*\.{trie_alt(_EXTS + [e.upper() for e in _EXTS])}"
+    r"(?![A-Za-z0-9_-]))"
     r")"
 )
-_WEB_TOKEN = re.compile(r"://|[A-Za-z]+|\d+|.")
+#: Latin runs, digit runs, runs of other letters (Hangul: kept as written), separators.
+_WEB_TOKEN = re.compile(r"://|[A-Za-z]+|\d+|[^\W\d_A-Za-z]+|.")
 _SPELLED = frozenset({"http", "https", "ftp", "www", "exe", "api", "edu"})
 _VOWEL = re.compile("[aeiouAEIOU]")
 
@@ -297,6 +346,9 @@ class WebWords:
     """The word for the dots of an IP address, when not the ``.`` of ``seps``."""
     ip_number: Callable[[str], str] | None = None
     """How the numbers of an IP address are read, when not digit by digit."""
+    word: Callable[[str], str] | None = None
+    """How a label said as a word is written (Korean spells a Latin word it has no entry
+    for: kim -> 케이아이엠); None keeps it as written."""
 
     def say(self, text: str, kind: str) -> str:
         out = []
@@ -312,7 +364,9 @@ class WebWords:
                 elif low in _SPELLED or len(tok) <= 2 or not _VOWEL.search(tok):
                     out.append(self.spell(tok))
                 else:
-                    out.append(tok)
+                    out.append(self.word(tok) if self.word else tok)
+            elif tok.isalpha():
+                out.append(tok)  # a word of another script: 사진 of 사진.JPG
             else:
                 out.append(seps.get(tok, " "))
         return " ".join("".join(f" {o} " for o in out).split())

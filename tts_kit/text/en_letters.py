@@ -1,0 +1,236 @@
+"""English letters and signs: abbreviations, acronyms, Roman numerals, serials, symbols.
+
+Example:
+    >>> acronyms("The API of AWS", None)
+    'The A P I of A W S'
+"""
+
+from __future__ import annotations
+
+import re
+
+from tts_kit.text import numbers as nw
+from tts_kit.text.common import Steps, TraceStep, trie_alt
+from tts_kit.text.en_dates import MONTH_NAMES
+from tts_kit.text.tables import EN_ABBREVIATIONS
+
+_ABBR = {written: (spoken, ends) for written, spoken, ends in EN_ABBREVIATIONS}
+_ABBR.update({f"{short}.": (full, False) for short, full in MONTH_NAMES.items()
+              if short != full})
+ABBREVIATION = re.compile(
+    "(?=[" + "".join(sorted({w[0] for w in _ABBR} | set("DSNnw"))) + "])"
+    r"(?<![A-Za-z.])(?:(?P<ab>" + trie_alt(_ABBR) + r")|(?P<dr>Dr\.|St\.)"
+    r"|(?P<no>No\.|no\.)(?=\s?\d)|(?P<wo>w/o)(?![A-Za-z])|(?P<w>w/)(?=\s))"
+)
+_SENTENCE_NEXT = re.compile(r"\s*(?:$|[A-Z\"'(])")
+_NAME_NEXT = re.compile(r" ([A-Z][A-Za-z']*)")
+#: Capitalised words that start sentences rather than name people.
+_SENTENCE_STARTERS = frozenset(
+    "It The He She We They I This That There Then A An In On At But And So Our My His Her "
+    "Its You Your Their These Those When While After Before If As Now Later Next What Why "
+    "How Where Who".split()
+)
+
+
+def abbreviation(m: re.Match[str]) -> str:
+    """The reading of an `ABBREVIATION` match.
+
+    Example:
+        >>> ABBREVIATION.sub(abbreviation, "Dr. Kim on Elm St.")
+        'Doctor Kim on Elm Street.'
+    """
+    s, b = m.string, m.end()
+    if m["ab"]:
+        spoken, ends = _ABBR[m["ab"]]
+    elif m["dr"]:
+        # Before a name (St. John, Dr. Kim) the saint or the doctor; before a word that
+        # starts a sentence (Elm St. It was), or nothing, the street or the drive.
+        nxt = _NAME_NEXT.match(s, b)
+        before_name = bool(nxt) and nxt.group(1) not in _SENTENCE_STARTERS
+        if m["dr"] == "Dr.":
+            spoken, ends = ("Doctor", False) if before_name else ("Drive", True)
+        else:
+            spoken, ends = ("Saint", False) if before_name else ("Street", True)
+    elif m["no"]:
+        return "number"
+    elif m["wo"]:
+        return "without"
+    else:
+        return "with"
+    # "etc. Then": the period was also the sentence's end; keep it.
+    if ends and _SENTENCE_NEXT.match(s, b):
+        return spoken + "."
+    return spoken
+
+
+# -- acronyms and symbols -----------------------------------------------------------------
+
+ACRONYM = re.compile(
+    r"(?=[A-Z])(?<![A-Za-z'])(?:(?P<a>[A-Z]{2,})(?P<s>'?s)?(?![A-Za-z])|(?P<dot>(?:[A-Z]\.){2,}))"
+)
+_ROMAN = re.compile(r"X{0,3}(?:IX|IV|V?I{0,3})")
+_CAPITALISED_BEFORE = re.compile(r"[A-Z][a-z]+ $")
+_CAPITAL = re.compile("[A-Z]")
+_CAPS_WORD = re.compile(r"\b[A-Z]{2,}\b")
+_WORD = re.compile(r"\b[A-Za-z]{2,}\b")
+_VOWELS = frozenset("AEIOUY")
+#: Words written in capitals that are words, not acronyms (PART ONE, NO ENTRY): read as
+#: words. Acronyms that are also words (US, IT, AM, PM, OR, ID, WHO) are not here.
+_CAPS_WORDS = frozenset("""
+A AN THE AND BUT FOR NOR YET SO TO OF IN ON AT BY UP OUT OFF INTO ONTO OVER FROM WITH
+NO NOT YES ALL ANY SOME ONE TWO THREE FOUR FIVE SIX SEVEN EIGHT NINE TEN PART BOOK
+CHAPTER ACT SCENE STEP PHASE LEVEL ROOM DOOR EXIT ENTRY STOP GO OPEN SHUT CLOSED SALE
+NEW NOW HOT COLD FREE BIG TOP END WAY DAY YEAR TIME LIFE LOVE HOME WORK NEWS LIVE HELP
+WARNING NOTE ONLY JUST MORE MOST LESS BEST GOOD BAD FULL DONE READ HOW WHY WHAT
+WHEN WHERE THIS THAT THESE THOSE HIS HER OUR YOUR THEIR MY WE YOU THEY HE SHE ME HIM
+IS ARE WAS WERE BE BEEN HAS HAVE HAD DO DOES DID CAN WILL MAY MUST SHALL SHOULD WOULD
+COULD GET GOT MAKE TAKE KEEP LET SEE LOOK CALL ASK TELL SAY SAID BACK DOWN HERE THERE
+AGAIN VERY REAL TRUE FALSE OFF ON FIRE WATER AIR LAND SEA SUN MOON STAR KING QUEEN
+BOYS GIRLS MEN WOMEN MAN BOY GIRL OLD YOUNG LAST NEXT FIRST HALF ZERO MIX
+""".split())
+#: Words before a Roman numeral that numbers a part: read as a cardinal (Chapter IV).
+_HEADINGS = ("Chapter Part Book Volume Act Scene Section Article Phase Title Appendix "
+             "Schedule Canto Psalm Stage Level Round Episode Season Vol Ch Pt Step World War "
+             "Super Bowl Apollo Type Class Grade Mark Mk Series Rule").split()
+#: Given names of rulers and popes: a Roman numeral after them is a regnal ordinal
+#: (Louis XIV -> Louis the fourteenth).
+_REGNAL = ("Louis Henry Elizabeth George Edward Charles William James John Richard Benedict "
+           "Pius Leo Gregory Innocent Clement Paul Alexander Peter Frederick Philip Ferdinand "
+           "Napoleon Ramesses Ramses Constantine Catherine Mary Victoria Anne Nicholas Ivan "
+           "Gustav Christian Alfonso Carlos Felipe Otto Wilhelm Friedrich Francis Urban Boniface "
+           "Sixtus Adrian Hadrian Eugene Julius Stephen Malcolm David Robert Harold Edmund "
+           "Ludwig Karl Rudolf Sancho Juan Pedro Manuel Joao Haakon Olaf Harald Magnus Eric "
+           "Erik Sigismund Casimir Amenhotep Thutmose Darius Xerxes Cyrus Antiochus Ptolemy "
+           "Seleucus Mithridates Rama Mehmed Murad Selim Suleiman Abdul Pope King Queen Tsar "
+           "Czar Emperor Kaiser Sultan Shah Pharaoh").split()
+_ROMAN_ANY = r"(?=[MDCLXVI])M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})"
+_ROMAN_VALUES = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
+ROMAN = re.compile(
+    r"(?=[A-Z])(?<![A-Za-z'])(?:"
+    rf"(?P<head>{trie_alt(_HEADINGS + [h.upper() for h in _HEADINGS])})\.?\s(?P<hr>{_ROMAN_ANY})"
+    rf"|(?P<reg>{trie_alt(_REGNAL)})\s(?P<rr>{_ROMAN_ANY})"
+    rf"|(?P<gname>[A-Z][a-z]+)\s(?P<gr>{_ROMAN_ANY})"
+    rf"|(?P<cr>{_ROMAN_ANY})(?=\s(?:[Cc]entur(?:y|ies)|CENTURY)\b)"
+    r")(?![A-Za-z0-9'])"
+)
+
+
+def _roman_value(s: str) -> int:
+    total = 0
+    for a, b in zip(s, s[1:] + " "):
+        v = _ROMAN_VALUES[a]
+        total += -v if b != " " and _ROMAN_VALUES[b] > v else v
+    return total
+
+
+def roman(m: re.Match[str]) -> str:
+    """Chapter IV -> Chapter four; Louis XIV -> Louis the fourteenth; XIX century ->
+    nineteenth century. "I" and "MIX" elsewhere are words, not numerals.
+
+    Example:
+        >>> ROMAN.sub(roman, "Louis XIV")
+        'Louis the fourteenth'
+    """
+    if m["head"]:
+        if len(m["hr"]) == 1 and m["hr"] in "LCDM":
+            return m.group(0)  # Appendix C, Part D: a letter
+        head = m["head"].lower() if m["head"].isupper() and len(m["head"]) > 1 else m["head"]
+        sep = m.group(0)[len(m["head"]) : m.start("hr") - m.start()]
+        return head + sep.replace(".", "") + nw.en_cardinal(_roman_value(m["hr"]))
+    if m["reg"]:
+        if m["reg"] == "Malcolm" and m["rr"] == "X":
+            return m.group(0)  # the activist, not a king
+        return f"{m['reg']} the {nw.en_ordinal(_roman_value(m['rr']))}"
+    if m["gname"]:
+        return _any_name(m)
+    return nw.en_ordinal(_roman_value(m["cr"]))
+
+
+#: Capitalised words before a Roman numeral that name a title's sequel, not a ruler
+#: (Rocky IV, Final Fantasy VII: a cardinal, left to `acronyms`).
+_SEQUELS = frozenset(("Rocky Fantasy Wars Auto Kombat Evil Creed Halo Civilization Trek "
+                      "Godfather Jaws Alien Rambo Saw Scream Toy Story Galaxy Windows "
+                      "Office Mark Mk Type Class Series Bowl War").split())
+#: Words that start sentences or questions before "I" (Can I, Then I), not names.
+_NOT_NAMES = frozenset(_SENTENCE_STARTERS | set(
+    "Can Could Will Would Shall Should May Might Must Do Did Does Am Have Had Has Was Were "
+    "Is Are Let Yes No Oh Well Now Here Today Tomorrow Yesterday Also Still Maybe".split()))
+_CAPITALISED_WORD = re.compile(r"(?:^|\s)([A-Z][a-z]+) $")
+
+
+def _any_name(m: re.Match[str]) -> str:
+    """A capitalised name and a Roman numeral: a regnal ordinal (Gustavus Adolphus II ->
+    ... the second), unless the name is a title's (Rocky IV) or not a name (Can I).
+    A single I, V or X (or L, C, D, M) needs a two-word name before it (Mansa Musa I)."""
+    name, num = m["gname"], m["gr"]
+    if name in _SEQUELS or name in _NOT_NAMES:
+        return m.group(0)
+    if len(num) == 1:
+        before = _CAPITALISED_WORD.search(m.string, max(0, m.start() - 20), m.start())
+        if num not in "IVX" or not before or before.group(1) in _NOT_NAMES:
+            return m.group(0)
+    return f"{name} the {nw.en_ordinal(_roman_value(num))}"
+
+
+def _spell(m: re.Match[str], shouting: bool) -> str:
+    if m["dot"]:
+        letters = " ".join(m["dot"].replace(".", ""))
+        return letters + "." if _SENTENCE_NEXT.match(m.string, m.end()) else letters
+    run, suffix = m["a"], m["s"] or ""
+    if (_ROMAN.fullmatch(run)
+            and _CAPITALISED_BEFORE.search(m.string, max(0, m.start() - 20), m.start())):
+        return nw.en_cardinal(_roman_value(run)) + suffix  # World War II, Rocky IV
+    if shouting or run in _CAPS_WORDS or (len(run) >= 6 and _VOWELS.intersection(run)):
+        return run.lower() + suffix  # a word in capitals, not an acronym
+    return " ".join(run) + suffix
+
+
+def acronyms(text: str, steps: Steps) -> str:
+    """Spell capitals letter by letter (API -> A P I), unless the whole text shouts.
+
+    Example:
+        >>> acronyms("The API of AWS", None), acronyms("WE ARE OPEN TODAY", None)
+        ('The A P I of A W S', 'we are open today')
+    """
+    if not _CAPITAL.search(text):
+        return text
+    caps = len(_CAPS_WORD.findall(text))
+    shouting = caps >= 3 and caps * 2 > len(_WORD.findall(text))
+
+    def repl(m: re.Match[str]) -> str:
+        out = _spell(m, shouting)
+        if steps is not None and out != m.group(0):
+            steps.append(TraceStep("acronym", m.group(0), out))
+        return out
+
+    return ACRONYM.sub(repl, text)
+
+
+SYMBOL = re.compile(r"[&+=@%×÷±°–—~#]")
+SYMBOL_WORDS = {
+    "&": " and ", "+": " plus ", "=": " equals ", "@": " at ", "%": " percent ",
+    "×": " times ", "÷": " divided by ", "±": " plus or minus ", "°": " degrees ",
+    "–": ", ", "—": ", ", "~": " ", "#": " ",
+}
+
+
+#: Serial and part numbers: capitals and digits in groups joined by hyphens, with both
+#: letters and digits and at least six of them (SN-4471-XK2, AB12-C34): every character
+#: said, hyphens as "dash".
+SERIAL = re.compile(
+    r"(?=[A-Z0-9])(?<![\w-])(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)"
+    r"(?=(?:-?[A-Z0-9]){6})[A-Z0-9]+(?:-[A-Z0-9]+)+(?![\w-])"
+)
+
+
+def serial(m: re.Match[str]) -> str:
+    """A serial number, character by character.
+
+    Example:
+        >>> SERIAL.sub(serial, "SN-4471")
+        'S N dash four four seven one'
+    """
+    out = []
+    for part in m.group(0).split("-"):
+        out.append(" ".join(nw.EN_DIGITS[int(c)] if c.isdigit() else c for c in part))
+    return " dash ".join(out)
