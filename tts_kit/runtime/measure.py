@@ -366,128 +366,154 @@ def _watch(
     tree: ProcTree | None = None,
 ) -> Measurement:
     """Parent side: sample the tree, enforce budget and timeout, collect the child's messages."""
-    tree = tree or ProcTree(proc)
-    pss_every = max(1, round(_PSS_EVERY_S / interval))
-    peak_work = math.nan  # largest summed sample while fn ran (after the child's baseline)
-    m = Measurement(cpus=cpus, mem_budget_mb=budget)
-    pid = proc.pid
-    done: dict[str, Any] | None = None
-    killed_for: str | None = None
-    last_cpu: float | None = None
-    peak_seen = math.nan
-    kill_hwm: float | None = None
-    eof = False
+    w = _Watcher(proc, conn, t0, Measurement(cpus=cpus, mem_budget_mb=budget),
+                 tree or ProcTree(proc))
+    w.sample_until_done(budget, interval, timeout_s)
+    w.reap()
+    return w.result()
 
-    def drain(wait: float) -> None:
-        nonlocal done, eof
+
+class _Watcher:
+    """The state of one watched child: its messages, samples, and why it ended."""
+
+    def __init__(self, proc: Any, conn: Any, t0: float, m: Measurement, tree: ProcTree):
+        self.proc, self.conn, self.t0, self.m, self.tree = proc, conn, t0, m, tree
+        self.done: dict[str, Any] | None = None
+        self.eof = False
+        self.killed_for: str | None = None
+        self.last_cpu: float | None = None
+        self.peak_seen = math.nan
+        self.peak_work = math.nan  # largest summed sample while fn ran (after the baseline)
+        self.kill_hwm: float | None = None
+
+    def drain(self, wait: float) -> None:
+        """Read the child's messages for up to ``wait`` seconds (events, baseline, done)."""
         deadline = time.time() + wait
-        while not eof and done is None:
+        while not self.eof and self.done is None:
             left = max(0.0, deadline - time.time())
             try:
-                if not conn.poll(left):
+                if not self.conn.poll(left):
                     return
-                msg = conn.recv()
+                msg = self.conn.recv()
             except (EOFError, OSError):
-                eof = True
+                self.eof = True
                 return
             kind = msg[0]
             if kind == "event":
-                m.events.append((msg[1] - t0, msg[2]))
+                self.m.events.append((msg[1] - self.t0, msg[2]))
             elif kind == "baseline":
-                m.baseline_rss_mb = msg[1]
-                m.work_start_s = msg[2] - t0
+                self.m.baseline_rss_mb = msg[1]
+                self.m.work_start_s = msg[2] - self.t0
             elif kind == "done":
-                done = msg[1]
+                self.done = msg[1]
 
-    n_samples = 0
-    while True:
-        rss, pss, n_procs = tree.sample(pss=n_samples % pss_every == 0)
-        n_samples += 1
-        now = time.time()
-        if rss is not None:
-            m.timeline.append((now - t0, rss))
-            m.max_processes = max(m.max_processes, n_procs)
-            peak_seen = rss if math.isnan(peak_seen) else max(peak_seen, rss)
-            if not math.isnan(m.work_start_s):
-                peak_work = rss if math.isnan(peak_work) else max(peak_work, rss)
-            if pss is not None:
-                m.peak_pss_mb = pss if math.isnan(m.peak_pss_mb) else max(m.peak_pss_mb, pss)
-            last_cpu = procfacts.cpu_seconds(pid) or last_cpu
-            if budget is not None and rss > budget:
-                kill_hwm = procfacts.peak_rss_mb(pid)
-                tree.kill(root=True)
-                killed_for = "oom"
-                m.oom_rss_mb = rss
-                what = "RSS" if n_procs <= 1 else f"RSS of the process tree ({n_procs} processes)"
-                m.error = f"{what} {rss:.1f} MB passed the {budget:g} MB budget"
+    def _kill(self, why: str, error: str) -> None:
+        self.kill_hwm = procfacts.peak_rss_mb(self.proc.pid)
+        self.tree.kill(root=True)
+        self.killed_for, self.m.error = why, error
+
+    def _record(self, rss: float, pss: float | None, n_procs: int, now: float) -> None:
+        m = self.m
+        m.timeline.append((now - self.t0, rss))
+        m.max_processes = max(m.max_processes, n_procs)
+        self.peak_seen = rss if math.isnan(self.peak_seen) else max(self.peak_seen, rss)
+        if not math.isnan(m.work_start_s):
+            self.peak_work = rss if math.isnan(self.peak_work) else max(self.peak_work, rss)
+        if pss is not None:
+            m.peak_pss_mb = pss if math.isnan(m.peak_pss_mb) else max(m.peak_pss_mb, pss)
+        self.last_cpu = procfacts.cpu_seconds(self.proc.pid) or self.last_cpu
+
+    def sample_until_done(self, budget: float | None, interval: float,
+                          timeout_s: float | None) -> None:
+        """Sample every ``interval`` s until the child reports, dies, or is killed for its
+        budget or its timeout."""
+        pss_every = max(1, round(_PSS_EVERY_S / interval))
+        n_samples = 0
+        while True:
+            rss, pss, n_procs = self.tree.sample(pss=n_samples % pss_every == 0)
+            n_samples += 1
+            now = time.time()
+            if rss is not None:
+                self._record(rss, pss, n_procs, now)
+                if budget is not None and rss > budget:
+                    what = ("RSS" if n_procs <= 1
+                            else f"RSS of the process tree ({n_procs} processes)")
+                    self._kill("oom", f"{what} {rss:.1f} MB passed the {budget:g} MB budget")
+                    self.m.oom_rss_mb = rss
+                    break
+            if timeout_s is not None and now - self.t0 > timeout_s:
+                self._kill("timeout", f"still running after {timeout_s:g} s")
                 break
-        if timeout_s is not None and now - t0 > timeout_s:
-            kill_hwm = procfacts.peak_rss_mb(pid)
-            tree.kill(root=True)
-            killed_for = "timeout"
-            m.error = f"still running after {timeout_s:g} s"
-            break
-        drain(interval)
-        if done is not None or eof or not proc.is_alive():
-            drain(0)
-            break
+            self.drain(interval)
+            if self.done is not None or self.eof or not self.proc.is_alive():
+                self.drain(0)
+                break
+        self.m.wall_s = time.time() - self.t0
 
-    m.wall_s = time.time() - t0
-    drain(0)  # events sent just before the end
-    if done is None and killed_for is None:
-        # Pipe closed or process gone without a result: give a dying child a moment.
-        tree.kill(root=False)  # its descendants do not get that moment
-        proc.join(2.0)
-        drain(0)
-    if done is not None and killed_for is None:
-        m.wall_s = done["t_end"] - t0
-        # fn returned: what it started and left running is killed now, so the child's
-        # exit does not wait on it (multiprocessing joins its children at exit).
-        tree.kill(root=False)
-        proc.join(_EXIT_GRACE_S)
-        if proc.is_alive():
-            proc.kill()
-    proc.join(5.0)
-    tree.kill(root=False)  # orphans of a child that died or was killed
-    m.exitcode = proc.exitcode
+    def reap(self) -> None:
+        """Collect the last messages and end the child and whatever it left running."""
+        proc, tree = self.proc, self.tree
+        self.drain(0)  # events sent just before the end
+        if self.done is None and self.killed_for is None:
+            # Pipe closed or process gone without a result: give a dying child a moment.
+            tree.kill(root=False)  # its descendants do not get that moment
+            proc.join(2.0)
+            self.drain(0)
+        if self.done is not None and self.killed_for is None:
+            self.m.wall_s = self.done["t_end"] - self.t0
+            # fn returned: what it started and left running is killed now, so the child's
+            # exit does not wait on it (multiprocessing joins its children at exit).
+            tree.kill(root=False)
+            proc.join(_EXIT_GRACE_S)
+            if proc.is_alive():
+                proc.kill()
+        proc.join(5.0)
+        tree.kill(root=False)  # orphans of a child that died or was killed
+        self.m.exitcode = proc.exitcode
 
-    if done is not None and killed_for is None:
-        m.status = done["status"]
-        m.error = done.get("error", "")
-        m.traceback = done.get("traceback", "")
-        m.result = done.get("result")
-        # The child's own high-water mark, or the tree's summed peak when its
-        # descendants made the total larger.
-        peaks = [v for v in (done["peak_rss_mb"], peak_work) if not math.isnan(v)]
-        m.peak_rss_mb = max(peaks) if peaks else math.nan
-        m.work_s = done["work_s"]
-        if done["work_s"] > 0:
-            m.cpu_percent = 100.0 * done["cpu_s"] / done["work_s"]
+    def result(self) -> Measurement:
+        """The measurement: the child's report, or why it ended without one."""
+        m, done = self.m, self.done
+        if done is not None and self.killed_for is None:
+            m.status = done["status"]
+            m.error = done.get("error", "")
+            m.traceback = done.get("traceback", "")
+            m.result = done.get("result")
+            # The child's own high-water mark, or the tree's summed peak when its
+            # descendants made the total larger.
+            peaks = [v for v in (done["peak_rss_mb"], self.peak_work) if not math.isnan(v)]
+            m.peak_rss_mb = max(peaks) if peaks else math.nan
+            m.work_s = done["work_s"]
+            if done["work_s"] > 0:
+                m.cpu_percent = 100.0 * done["cpu_s"] / done["work_s"]
+            return m
+        # Killed by us, crashed, or exited without reporting.
+        candidates = [v for v in (self.kill_hwm, self.peak_seen)
+                      if v is not None and not math.isnan(v)]
+        m.peak_rss_mb = max(candidates) if candidates else math.nan
+        if self.last_cpu is not None and m.wall_s > 0:
+            m.cpu_percent = 100.0 * self.last_cpu / m.wall_s
+        self._why_it_ended()
         return m
 
-    # Killed by us, crashed, or exited without reporting.
-    candidates = [v for v in (kill_hwm, peak_seen) if v is not None and not math.isnan(v)]
-    m.peak_rss_mb = max(candidates) if candidates else math.nan
-    if last_cpu is not None and m.wall_s > 0:
-        m.cpu_percent = 100.0 * last_cpu / m.wall_s
-    code = proc.exitcode
-    if killed_for is not None:
-        m.status = killed_for
-    elif code is not None and code < 0:
-        name = _signal_name(-code)
-        if -code == signal.SIGKILL:
-            m.status = "oom"
-            m.error = (
-                f"killed by signal {-code} ({name}) from outside the harness "
-                "(on Linux usually the kernel OOM killer)"
-            )
+    def _why_it_ended(self) -> None:
+        m, code = self.m, self.proc.exitcode
+        if self.killed_for is not None:
+            m.status = self.killed_for
+        elif code is not None and code < 0:
+            name = _signal_name(-code)
+            if -code == signal.SIGKILL:
+                m.status = "oom"
+                m.error = (
+                    f"killed by signal {-code} ({name}) from outside the harness "
+                    "(on Linux usually the kernel OOM killer)"
+                )
+            else:
+                m.status = "error"
+                m.error = f"killed by signal {-code} ({name})"
         else:
             m.status = "error"
-            m.error = f"killed by signal {-code} ({name})"
-    else:
-        m.status = "error"
-        m.error = f"child exited with code {code} before reporting a result"
-    return m
+            m.error = f"child exited with code {code} before reporting a result"
 
 
 def _child_main(conn: Any, payload: bytes, pinned: list[int] | None) -> None:
