@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tts_kit.core.errors import TtsKitError
+from tts_kit.core.errors import BundleError, TtsKitError
 from tts_kit.core.settings import settings as current_settings
 from tts_kit.experiments import tune
 from tts_kit.experiments.records import RECORD_KEYS
@@ -174,15 +174,14 @@ class ModelRef:
     @classmethod
     def of(cls, bundle: Bundle | str | os.PathLike[str]) -> ModelRef:
         """The reference of a `Bundle` or bundle directory (hashes every graph once)."""
-        from tts_kit.models.family import is_piper
-        from tts_kit.models.supertonic.bundle import Bundle, BundleError
+        from tts_kit.models.base import SpeechModel
+        from tts_kit.models.resolve import open_model
 
-        if getattr(bundle, "family", None) == "piper" or (
-                not isinstance(bundle, Bundle) and is_piper(bundle)):
-            raise BundleError("a Piper voice cannot be swept across machines yet (workers find "
-                              "a model by its four Supertonic graphs); tune it here, without "
+        b = bundle if isinstance(bundle, SpeechModel) else open_model(bundle)
+        if not b.capabilities.distributed:
+            raise BundleError(f"{b.label} cannot be swept across machines yet (workers find a "
+                              "model by its graphs' fingerprint); tune it here, without "
                               "--scheduler")
-        b = bundle if isinstance(bundle, Bundle) else Bundle(bundle)
         info = b.standin_info
         return cls(str(b.path), dict(b.fingerprint()), dict(info) if info else None)
 

@@ -148,11 +148,11 @@ def stage_costs(
         ...                     Workload(steps=2))  # doctest: +SKIP
         >>> costs.dataframe()  # doctest: +SKIP
     """
-    from tts_kit.models.family import model_ref
+    from tts_kit.models.base import SpeechModel
     from tts_kit.runtime.measure import run_isolated
     from tts_kit.runtime.sessions import get_preset
 
-    path = model_ref(bundle) if hasattr(bundle, "family") else str(bundle)
+    path = bundle.ref() if isinstance(bundle, SpeechModel) else str(bundle)
     preset_obj = get_preset(preset) if preset is not None else None
     workload = Workload() if workload is None else workload
     policy = LoadPolicy.parse(loading)  # a bad spec fails here, not in the child

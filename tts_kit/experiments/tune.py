@@ -34,7 +34,6 @@ import time
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from tts_kit.core import events, procfacts
@@ -81,16 +80,12 @@ _STEADY = "trial: steady calls"
 
 
 def _bundle_path(bundle: Any) -> str:
-    """What reopens the model in a trial's child: a path, or ``piper:NAME``."""
-    from tts_kit.models.family import is_piper, model_ref, open_model
+    """What reopens the model in a trial's child (`SpeechModel.ref`: a path, or
+    ``piper:NAME``); None is discovery."""
+    from tts_kit.models.base import SpeechModel
+    from tts_kit.models.resolve import open_model
 
-    if hasattr(bundle, "family") or is_piper(bundle):
-        return model_ref(open_model(bundle))
-    if bundle is None:
-        from tts_kit.models.supertonic.bundle import resolve_model_dir
-
-        bundle, _ = resolve_model_dir(None)
-    return str(Path(bundle))
+    return (bundle if isinstance(bundle, SpeechModel) else open_model(bundle)).ref()
 
 
 def run_trial_child(
