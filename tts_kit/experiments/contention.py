@@ -261,8 +261,8 @@ def wait_percent(before: Mapping[str, tuple[int, int]] | None,
     is like the others').
 
     Example:
-        >>> wait_percent({"1": (100, 0)}, {"1": (400, 100), "2": (100, 100)})
-        40.0
+        >>> round(wait_percent({"1": (100, 0)}, {"1": (400, 100), "2": (100, 100)}), 1)
+        33.3
     """
     if not before or not after:
         return None

@@ -41,6 +41,7 @@ from typing import Any
 from tts_kit.core import events, procfacts
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textsafe import term_safe
+from tts_kit.experiments.contention import thread_run_queue_ns, wait_percent
 from tts_kit.experiments.records import (
     AFTER_RSS_MB,
     AUDIO_S,
@@ -52,9 +53,9 @@ from tts_kit.experiments.records import (
     IDLE_RSS_MB,
     LATENCIES_MS,
     LOAD_PEAK_RSS_MB,
+    LOAD_S,
     LOADAVG_AFTER,
     LOADAVG_BEFORE,
-    LOAD_S,
     P50_MS,
     P95_MS,
     PARETO_X,
@@ -69,7 +70,6 @@ from tts_kit.experiments.records import (
     pareto_front,
     to_number,
 )
-from tts_kit.experiments.contention import thread_run_queue_ns, wait_percent
 from tts_kit.experiments.records import table as records_table
 from tts_kit.experiments.workload import Workload
 from tts_kit.runtime.loading import LoadPolicy
