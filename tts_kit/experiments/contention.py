@@ -4,7 +4,7 @@ A sweep on a shared machine measures the neighbours as much as the configuration
 trial that got half its cores ran up to twice as slow, and the pick may be the trial
 that happened to run in a quiet minute. `assess` looks at the records (pure: no
 measurement, no I/O) for three signs, each measured by the trial itself
-(`tts_kit.experiments.tune.run_trial_child`):
+(`tts_kit.experiments.tune.run_trial_child`, with `tts_kit.experiments.runqueue`):
 
 - **trials short of their cores**: the threads waited for a core for more than
   `WAIT_LIMIT` % of the time they were ready to run (``cpu_wait_percent``, the run-queue
@@ -34,7 +34,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +47,7 @@ from tts_kit.experiments.records import (
     P50_MS,
     to_number,
 )
+from tts_kit.experiments.tune import TIE_REL
 
 #: A trial whose threads waited for a core more than this share (%) of their ready time
 #: was short of its cores (alone: a few percent at most).
@@ -216,8 +216,6 @@ def assess(
         False
     """
     if tie_rel is None:
-        from tts_kit.experiments.tune import TIE_REL
-
         tie_rel = TIE_REL
     ok = [dict(r) for r in records if _ok(r)]
     loads = [float(v) for r in ok for v in (r.get(LOADAVG_BEFORE), r.get(LOADAVG_AFTER))
@@ -232,42 +230,3 @@ def assess(
         unsteady=[r for r in ok if unsteady(r)], remeasure=remeasure, tie_rel=tie_rel,
         load=(min(loads), max(loads)) if loads else None, cores=cores,
     )
-
-
-def thread_run_queue_ns() -> dict[str, tuple[int, int]] | None:
-    """Thread id -> (on-CPU ns, waiting ns) of this process's live threads, or None."""
-    base = "/proc/self/task"
-    try:
-        tids = os.listdir(base)
-    except OSError:
-        return None
-    out: dict[str, tuple[int, int]] = {}
-    for tid in tids:
-        try:
-            with open(f"{base}/{tid}/schedstat", encoding="ascii") as f:
-                run, wait = f.read().split()[:2]
-            out[tid] = (int(run), int(wait))
-        except (OSError, ValueError):
-            continue  # the thread ended between the listing and the read
-    return out or None
-
-
-def wait_percent(before: Mapping[str, tuple[int, int]] | None,
-                 after: Mapping[str, tuple[int, int]] | None) -> float | None:
-    """Of the time the threads were ready to run between two `thread_run_queue_ns`
-    readings, the share (%) they waited for a core; None without readings.
-
-    A thread born in between counts from its start; one that ended is lost (its share
-    is like the others').
-
-    Example:
-        >>> round(wait_percent({"1": (100, 0)}, {"1": (400, 100), "2": (100, 100)}), 1)
-        33.3
-    """
-    if not before or not after:
-        return None
-    run = wait = 0
-    for tid, (r1, w1) in after.items():
-        r0, w0 = before.get(tid, (0, 0))
-        run, wait = run + max(0, r1 - r0), wait + max(0, w1 - w0)
-    return 100.0 * wait / (run + wait) if run + wait > 0 else None

@@ -41,7 +41,6 @@ from typing import Any
 from tts_kit.core import events, procfacts
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textsafe import term_safe
-from tts_kit.experiments.contention import thread_run_queue_ns, wait_percent
 from tts_kit.experiments.records import (
     AFTER_RSS_MB,
     AUDIO_S,
@@ -71,6 +70,7 @@ from tts_kit.experiments.records import (
     to_number,
 )
 from tts_kit.experiments.records import table as records_table
+from tts_kit.experiments.runqueue import thread_run_queue_ns, wait_percent
 from tts_kit.experiments.workload import Workload
 from tts_kit.runtime.loading import LoadPolicy
 from tts_kit.runtime.measure import run_isolated
