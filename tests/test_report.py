@@ -659,6 +659,7 @@ def test_a_busy_machines_answer_says_provisional_first(tmp_path):
     first = page.split("<p", 2)[1]  # the page's first paragraph, before any pick
     assert "tts-kit-provisional" in first and "Provisional." in first
     assert "2 of 2 trials got 40-79 % of their cores" in first
+    assert f"<code>tts-kit report --rerun {tmp_path / 'report.json'}</code>" in first
     assert "<b>Provisionally, use lean @ 1 vCPU" in page and "<b>Use " not in page
     # The terminal prints the conclusions: they open with the same line.
     assert answer.conclusions(rep)[0] == line + "."

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import shlex
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -275,6 +276,11 @@ def provisional_line(rep: TuningReport) -> str:
     return contention(rep).headline(shlex.quote(str(where)))
 
 
+def _code_spans(escaped: str) -> str:
+    """Backticked spans of escaped text as ``<code>`` elements."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
+
+
 def _figure(key: str, value: Any) -> str:
     unit = COLUMNS[key].unit
     return f"{format_value(key, value)} {unit}".strip()
@@ -298,7 +304,7 @@ def answer_html(rep: TuningReport) -> str:
     if warning:  # first, before any pick: the figures below may be the neighbours'
         parts.append('<p class="tts-kit-provisional" style="border-left:4px solid #d29922;'
                      'background:#fff8c5;padding:6px 10px"><b>Provisional.</b> '
-                     f"{html.escape(warning[len('provisional: '):])}.</p>")
+                     f"{_code_spans(html.escape(warning[len('provisional: '):]))}.</p>")
     if not pick:
         parts.append(f"<p><b>Nothing to recommend</b>{within}: {html.escape(rep.reason)}</p>")
         return "".join(parts) + "</div>"
@@ -500,10 +506,10 @@ def conclusions(rep: TuningReport) -> list[str]:
     return out
 
 
-#: The sweep table's columns: the configuration and the figures that decide (the rest
-#: stay in report.json).
+#: The sweep table's columns: the configuration, the figures that decide, and the share
+#: of its cores each trial got (low: the machine was busy; the rest stay in report.json).
 TABLE_KEYS: tuple[str, ...] = ("preset", "cpus", "loading", "status", LOAD_S, FIRST_MS,
-                               P50_MS, PEAK_RSS_MB, IDLE_RSS_MB, RTF, "pareto")
+                               P50_MS, PEAK_RSS_MB, IDLE_RSS_MB, RTF, "core_share", "pareto")
 
 
 def sweep_table(records: Any, keys: tuple[str, ...] = TABLE_KEYS) -> Any:
