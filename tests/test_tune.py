@@ -257,7 +257,8 @@ def _trial(share: float | None, wait: float | None, lat=(100.0, 102.0, 101.0), *
 
 def test_a_quiet_sweep_is_not_provisional():
     quiet = [_trial(99, 0.5, loadavg_before=0.2, loadavg_after=1.1),
-             _trial(62, 1.0)]  # threads that do not spin idle: a low share, no wait
+             _trial(62, 1.0),  # threads that do not spin idle: a low share, no wait
+             _trial(99, 55.0)]  # more threads than cores: they wait for each other
     found = contention.assess(quiet, quiet[0], dict(quiet[0], p50_ms=104.0))
     assert not found.provisional and found.headline() == "" and found.reasons() == []
 

@@ -8,7 +8,10 @@ measurement, no I/O) for three signs, each measured by the trial itself
 
 - **trials short of their cores**: the threads waited for a core for more than
   `WAIT_LIMIT` % of the time they were ready to run (``cpu_wait_percent``, the run-queue
-  delay; where the kernel does not report it, a ``core_share`` below `SHARE_LIMIT` %);
+  delay) while the trial got less than `FULL_SHARE` % of its cores (``core_share``; a
+  trial that filled its cores waited for its own threads, as ONNX Runtime's default of
+  one thread per host core does on one pinned core); where the kernel does not report
+  the wait, a ``core_share`` below `SHARE_LIMIT` %;
 - **a configuration that disagrees with itself**: its steady calls, the same batch
   repeated, differ by more than `UNSTEADY_RATIO` x (slowest / fastest, and by more than
   `UNSTEADY_ABS_MS`);
@@ -52,6 +55,9 @@ from tts_kit.experiments.tune import TIE_REL
 #: A trial whose threads waited for a core more than this share (%) of their ready time
 #: was short of its cores (alone: a few percent at most).
 WAIT_LIMIT = 15.0
+#: A trial that got at least this share (%) of its cores was not short of them, whatever
+#: its threads waited: they waited for each other (more threads than cores).
+FULL_SHARE = 90.0
 #: Without run-queue figures: a trial that got less than this share (%) of its pinned
 #: cores was short of them (a preset that does not spin its threads idles some of them
 #: between operators, so this is the weaker test).
@@ -81,15 +87,16 @@ def short_of_cores(rec: Mapping[str, Any]) -> bool:
         True
         >>> short_of_cores({"cpu_wait_percent": 2.0, "core_share": 55.0})  # not spinning
         False
+        >>> short_of_cores({"cpu_wait_percent": 60.0, "core_share": 99.0})  # its own threads
+        False
         >>> short_of_cores({"core_share": 45.0}), short_of_cores({})
         (True, False)
     """
     if not _ok(rec):
         return False
-    wait = to_number(rec.get(CPU_WAIT_PERCENT))
+    wait, share = to_number(rec.get(CPU_WAIT_PERCENT)), to_number(rec.get(CORE_SHARE))
     if wait is not None:
-        return wait > WAIT_LIMIT
-    share = to_number(rec.get(CORE_SHARE))
+        return wait > WAIT_LIMIT and (share is None or share < FULL_SHARE)
     return share is not None and share < SHARE_LIMIT
 
 
