@@ -703,3 +703,14 @@ def test_code_is_shown_in_boxes_with_a_copy_button():
     assert ns["so"].intra_op_num_threads == 1
     assert html.unescape(blocks[1][2]) == answer.serve_command(rep)
     assert json.loads(html.unescape(blocks[2][2]))["name"] == "lean"
+
+
+def test_a_rerun_on_a_busy_machine_says_so(tmp_path):
+    old = _busy_report(tmp_path)
+    quiet = _report([_rec("ort-default", 3000.0, 500, core_share=99.0, cpu_wait_percent=1.0),
+                     _rec("lean", 1850.0, 400, core_share=98.0, cpu_wait_percent=0.5)],
+                    _rec("lean", 1850.0, 400))
+    notes = compare_reports(old, quiet).contention
+    assert len(notes) == 1 and notes[0].startswith("in the report, the machine was busy (2 of 2 "
+                                                   "trials got 40-79 % of their cores")
+    assert compare_reports(quiet, old).contention[0].startswith("in this run, the machine was")
