@@ -57,7 +57,9 @@ HTML("<h3>The machine and the model</h3>" + answer.rows_html(answer.machine_rows
 # ## Every configuration
 #
 # The figures that decide, rounded; every field of every trial is in `report.json`.
-# `*`: on the Pareto front (no other configuration is both faster and smaller).
+# `cores %`: the share of its pinned cores a trial got; far below 100 the machine was busy
+# and the answer above says it is provisional. `*`: on the Pareto front (no other
+# configuration is both faster and smaller).
 
 # %%
 answer.sweep_table(tuning.records)

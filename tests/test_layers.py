@@ -156,7 +156,7 @@ def test_workload_sits_on_the_contract_only():
     assert workload <= {"tts_kit.core.contract", "tts_kit.core.errors"}, workload
 
 
-#: The layers of README.md's package table, bottom to top. A module may import its own
+#: The layers of docs/architecture.md's package table, bottom to top. A module may import its own
 #: layer and the ones below it, never one above (``tts_kit`` itself re-exports lazily).
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("core",),
@@ -173,7 +173,8 @@ def _layer(module: str) -> int:
     for i, names in enumerate(LAYERS):
         if top in names:
             return i
-    raise AssertionError(f"{module} is in no layer: add it to LAYERS and the README table")
+    raise AssertionError(f"{module} is in no layer: add it to LAYERS and the table in "
+                         "docs/architecture.md")
 
 
 def test_every_module_imports_only_its_layer_or_below():
@@ -184,8 +185,8 @@ def test_every_module_imports_only_its_layer_or_below():
     assert upward == []
 
 
-def test_the_readme_table_names_every_module():
-    readme = (PKG.parent / "README.md").read_text(encoding="utf-8")
+def test_the_architecture_table_names_every_module():
+    readme = (PKG.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
     for names in LAYERS:
         for name in names:
             path = f"tts_kit/{name}/" if (PKG / name).is_dir() else f"tts_kit/{name}.py"

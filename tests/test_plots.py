@@ -186,3 +186,49 @@ def test_ab_spectrograms_share_one_colour_scale():
     assert len(images) == 2
     assert images[0].get_clim() == images[1].get_clim()
     assert fig.axes[4].get_ylabel() == "dB"  # one colour bar for both
+
+
+def _crowded_sweep() -> list[dict]:
+    """The shape of a real sweep: five presets x 1-2 vCPUs x resident/paged, many points
+    within a few MB and ms of each other, most of them on the front."""
+    recs = []
+    for i, preset in enumerate(["ort-default", "supertonic-default", "lean", "low-memory",
+                                "seed-2vcpu"]):
+        for cpus in (1, 2):
+            for loading, mb in (("resident", 480.0), ("paged", 330.0)):
+                recs.append({"preset": preset, "cpus": cpus, "loading": loading,
+                             "status": "ok", "peak_rss_mb": mb - 3 * i + 2 * cpus,
+                             "p50_ms": 1800.0 / cpus + 25 * i + (60 if loading == "paged" else 0)})
+    return recs
+
+
+def test_pareto_labels_never_overlap_each_other_or_leave_the_axes():
+    from matplotlib.text import Annotation
+
+    recs = _crowded_sweep()
+    fig = plots.pareto(recs, recommended=recs[3], default=recs[2], budget_mb=500)
+    plots.figure_png(fig)  # laid out and drawn as a report draws it
+    ax = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    labels = [t for t in ax.texts if isinstance(t, Annotation) and t.get_text()]
+    assert {"pick: ort-default @ 2 vCPU, paged", "default: ort-default @ 2 vCPU"} <= {
+        t.get_text() for t in labels}
+    boxes = [t.get_window_extent(renderer) for t in labels]
+    frame = ax.get_window_extent(renderer)
+    for i, a in enumerate(boxes):
+        assert frame.x0 - 1 <= a.x0 and a.x1 <= frame.x1 + 1, labels[i].get_text()
+        for j, b in enumerate(boxes[:i]):
+            assert not a.overlaps(b), (labels[i].get_text(), labels[j].get_text())
+
+
+def test_the_legend_tells_cores_and_load_policy_apart():
+    ax = plots.pareto(_crowded_sweep()).axes[0]
+    legend = ax.get_legend()
+    handles = dict(zip([t.get_text() for t in legend.get_texts()], legend.legend_handles))
+    one, resident, paged, preset = (handles["1 vCPU"], handles["resident"],
+                                    handles["paged / budget"], handles["lean"])
+    # Cores: a marker; load policy: a box, filled or hollow; preset: a bar of its colour.
+    assert one.get_marker() == "o" and not hasattr(resident, "get_marker")
+    assert type(resident).__name__ == type(paged).__name__ == "Rectangle"
+    assert resident.get_facecolor() != paged.get_facecolor()
+    assert preset.get_marker() in ("None", "", None) and preset.get_linewidth() >= 4

@@ -259,15 +259,19 @@ def test_cli_report_and_rerun_on_the_tiny_standin(tiny_bundle_dir, tmp_path, cap
 
     answer_at = html.index('<div class="tts-kit-answer"><h2>The answer</h2>')
     assert answer_at < html.index("The sweep</h3>") < html.index("Every configuration")
-    snippet = htmllib.unescape(re.search(r'<pre class="tts-kit-snippet">(.*?)</pre>', html,
-                                         re.S).group(1))
+    snippet = htmllib.unescape(re.search(r'<pre class="tts-kit-snippet"[^>]*><code>(.*?)'
+                                         r"</code></pre>", html, re.S).group(1))
     ns: dict = {}
     exec(snippet, ns)  # noqa: S102 - what a reader pastes
     pick_rec = json.loads((out / "report.json").read_text())["recommendation"]["record"]
     assert ns["so"].intra_op_num_threads == pick_rec["threads"]
-    assert f"Use {pick_rec['preset']} @ {pick_rec['cpus']} vCPU" in html
-
     data = json.loads((out / "report.json").read_text())
+    # Busy or quiet, the page and report.json say the same (a test machine may be either).
+    busy = data["extras"]["contention"]["provisional"]
+    use = "Provisionally, use" if busy else "Use"
+    assert f"{use} {pick_rec['preset']} @ {pick_rec['cpus']} vCPU" in html
+    assert ("tts-kit-provisional" in html) is busy
+    assert ("provisional: the machine was busy" in printed) is busy
     validate_report(data)
     assert data["model"]["sha256"]["vocoder"] == Bundle(tiny_bundle_dir).sha256("vocoder")
     assert {r["preset"] for r in data["records"]} == {"ort-default", "low-memory"}
@@ -673,3 +677,84 @@ def test_a_kernel_gets_its_environment_without_changing_ours(tmp_path, fail):
     assert seen == {before.get("MPLBACKEND")}
     text = (tmp_path / "out.ipynb").read_text()
     assert "matplotlib_inline" in text  # the kernel had it
+
+
+# -- a provisional answer, code to copy (issue 25) ---------------------------------------
+
+
+def _busy_report(tmp_path) -> TuningReport:
+    """The issue's busy sweep: trials got 40-79 % of their cores, and the pick measured
+    again came out 1.7x its sweep figure; saved and loaded, as the CLI and notebook do."""
+    base = _rec("ort-default", 5834.0, 500, threads=1, core_share=40.0, cpu_wait_percent=58.0,
+                loadavg_before=3.2, loadavg_after=4.1)
+    pick = _rec("lean", 1837.0, 400, threads=1, core_share=79.0, cpu_wait_percent=21.0,
+                loadavg_before=3.9, loadavg_after=3.6)
+    rep = _report([base, pick], pick)
+    rep.extras["recommended_trial"] = dict(pick, p50_ms=3145.0)
+    return TuningReport.load(rep.save(tmp_path / "report.json"))
+
+
+def test_a_busy_machines_answer_says_provisional_first(tmp_path):
+    rep = _busy_report(tmp_path)
+    line = answer.provisional_line(rep)
+    assert line.startswith("provisional: the machine was busy (2 of 2 trials got 40-79 % of "
+                           "their cores, waiting 21-58 % of the time for one; the pick "
+                           "measured again took 3,145 ms against 1,837 ms in the sweep (1.7x, "
+                           "outside the 10 % band that decides ties); load average 3.2-4.1")
+    assert line.endswith(f"run `tts-kit report --rerun {tmp_path / 'report.json'}` on a quiet "
+                         "machine")
+    page = answer.answer_html(rep)
+    first = page.split("<p", 2)[1]  # the page's first paragraph, before any pick
+    assert "tts-kit-provisional" in first and "Provisional." in first
+    assert "2 of 2 trials got 40-79 % of their cores" in first
+    assert f"<code>tts-kit report --rerun {tmp_path / 'report.json'}</code>" in first
+    assert "<b>Provisionally, use lean @ 1 vCPU" in page and "<b>Use " not in page
+    # The terminal prints the conclusions: they open with the same line.
+    assert answer.conclusions(rep)[0] == line + "."
+
+
+def test_a_quiet_machines_answer_is_a_plain_pick(tmp_path):
+    pick = _rec("lean", 1837.0, 400, core_share=99.0, cpu_wait_percent=0.4,
+                loadavg_before=0.1, loadavg_after=1.0)
+    rep = _report([_rec("ort-default", 3000.0, 500, core_share=98.0), pick], pick)
+    rep.extras["recommended_trial"] = dict(pick, p50_ms=1870.0)
+    assert answer.provisional_line(rep) == ""
+    assert "provisional" not in answer.answer_html(rep).lower()
+    assert answer.conclusions(rep)[0].startswith("Measured 2 configuration(s)")
+
+
+def test_the_terminal_answer_of_tts_kit_report_says_provisional(tmp_path, capsys):
+    from tts_kit.cli.tuning import _say_answer
+
+    rep = _busy_report(tmp_path)
+    _say_answer([tmp_path / "report.json"])
+    out = capsys.readouterr().out
+    assert out.splitlines()[2].strip().startswith("provisional: the machine was busy (")
+    assert rep.extras["recommended_trial"]["p50_ms"] == 3145.0
+
+
+def test_code_is_shown_in_boxes_with_a_copy_button():
+    rep = _answer_report("lean", loading="paged")
+    page = answer.answer_html(rep)
+    blocks = re.findall(r'<div class="tts-kit-code"[^>]*><button[^>]*>copy</button>'
+                        r'<pre class="tts-kit-(\w+)" style="([^"]*)"><code>(.*?)</code></pre>',
+                        page, flags=re.S)
+    assert [b[0] for b in blocks] == ["snippet", "serve", "preset"]
+    assert all("monospace" in style for _, style, _ in blocks)
+    # What the box holds is exactly what a reader copies: it still builds the options.
+    ns: dict = {}
+    exec(html.unescape(blocks[0][2]), ns)  # noqa: S102 - the point of the test
+    assert ns["so"].intra_op_num_threads == 1
+    assert html.unescape(blocks[1][2]) == answer.serve_command(rep)
+    assert json.loads(html.unescape(blocks[2][2]))["name"] == "lean"
+
+
+def test_a_rerun_on_a_busy_machine_says_so(tmp_path):
+    old = _busy_report(tmp_path)
+    quiet = _report([_rec("ort-default", 3000.0, 500, core_share=99.0, cpu_wait_percent=1.0),
+                     _rec("lean", 1850.0, 400, core_share=98.0, cpu_wait_percent=0.5)],
+                    _rec("lean", 1850.0, 400))
+    notes = compare_reports(old, quiet).contention
+    assert len(notes) == 1 and notes[0].startswith("in the report, the machine was busy (2 of 2 "
+                                                   "trials got 40-79 % of their cores")
+    assert compare_reports(quiet, old).contention[0].startswith("in this run, the machine was")

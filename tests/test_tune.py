@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from tts_kit.experiments import contention
 from tts_kit.experiments.tune import (
     RECORD_KEYS,
     SweepResult,
@@ -245,3 +246,94 @@ def test_cli_tune_writes_lean_json_and_always_recommends(tiny_bundle_dir, tmp_pa
         assert main(["tune", "--model", str(tiny_bundle_dir), "--loading", "budget:300",
                      "--stage-costs", str(bad)]) == 2
         assert words in capsys.readouterr().err
+
+
+# -- contention: is the machine busy? (tts_kit.experiments.contention) --------------------
+
+def _trial(share: float | None, wait: float | None, lat=(100.0, 102.0, 101.0), **kw) -> dict:
+    return {"preset": "a", "cpus": 1, "status": "ok", "p50_ms": sorted(lat)[len(lat) // 2],
+            "core_share": share, "cpu_wait_percent": wait, "latencies_ms": list(lat), **kw}
+
+
+def test_a_quiet_sweep_is_not_provisional():
+    quiet = [_trial(99, 0.5, loadavg_before=0.2, loadavg_after=1.1),
+             _trial(62, 1.0),  # threads that do not spin idle: a low share, no wait
+             _trial(99, 55.0)]  # more threads than cores: they wait for each other
+    found = contention.assess(quiet, quiet[0], dict(quiet[0], p50_ms=104.0))
+    assert not found.provisional and found.headline() == "" and found.reasons() == []
+
+
+def test_trials_short_of_their_cores_make_the_answer_provisional():
+    recs = [_trial(79, 21, loadavg_before=3.1), _trial(40, 60, loadavg_after=4.2),
+            _trial(98, 1), {"preset": "x", "status": "oom", "core_share": 5.0}]
+    found = contention.assess(recs, cores=2)
+    assert found.provisional and len(found.short) == 2 and found.trials == 3
+    assert found.headline("out/report.json") == (
+        "provisional: the machine was busy (2 of 3 trials got 40-79 % of their cores, "
+        "waiting 21-60 % of the time for one; load average 3.1-4.2 on 2 cores); run "
+        "`tts-kit report --rerun out/report.json` on a quiet machine")
+    # Without run-queue figures (not Linux), the share alone decides, at a lower mark.
+    assert contention.assess([_trial(55, None)]).provisional
+    assert not contention.assess([_trial(70, None)]).provisional
+
+
+def test_a_configuration_that_disagrees_with_itself_is_seen():
+    found = contention.assess([_trial(95, 2, lat=(300.0, 310.0, 900.0))])
+    assert found.provisional and "slowest call 3.0x the fastest" in found.headline()
+    # A hiccup of a few ms on a tiny call is not disagreement.
+    assert not contention.assess([_trial(95, 2, lat=(3.0, 3.1, 9.0))]).provisional
+
+
+def test_a_pick_whose_remeasure_leaves_the_tie_band_is_seen():
+    pick = _trial(95, 2, lat=(1837.0,) * 3)
+    found = contention.assess([pick], pick, {"status": "ok", "p50_ms": 3145.0})
+    assert found.remeasure == (1837.0, 3145.0)
+    assert "3,145 ms against 1,837 ms in the sweep (1.7x, outside the 10 % band" in (
+        found.headline())
+    assert not contention.assess([pick], pick, {"status": "ok", "p50_ms": 1900.0}).provisional
+    assert not contention.assess([pick], pick, {"status": "oom", "p50_ms": None}).provisional
+
+
+def test_a_trial_records_its_share_of_cores_wait_and_load(tiny_bundle_dir):
+    rec = trial(tiny_bundle_dir, "lean", Workload(TEXTS, steps=2, repeats=3), cpus=1)
+    assert rec["status"] == "ok", rec["error"]
+    assert 0 < rec["core_share"] <= 110
+    assert rec["cpu_wait_percent"] is None or 0 <= rec["cpu_wait_percent"] <= 100
+    assert rec["loadavg_before"] >= 0 and rec["loadavg_after"] >= 0
+
+
+def _hogs(n: int) -> list:
+    """``n`` busy-loop processes, each on one of this process's cores."""
+    import os
+    import subprocess
+    import sys
+
+    cores = sorted(os.sched_getaffinity(0))[:n]
+    return [subprocess.Popen([sys.executable, "-c",
+                              f"import os; os.sched_setaffinity(0, {{{c}}})\nwhile True: pass"])
+            for c in cores]
+
+
+@pytest.mark.slow
+def test_a_sweep_beside_a_cpu_hog_is_provisional_and_a_quiet_one_is_not(tiny_bundle_dir):
+    import os
+
+    work = Workload(TEXTS, steps=2, repeats=5)
+    cores = len(os.sched_getaffinity(0))
+    quiet_machine = os.getloadavg()[0] <= cores / 2
+    if quiet_machine:  # first: the hogs below raise the load average for a minute
+        quiet = sweep(tiny_bundle_dir, ["lean"], work, cpus=(1,), progress=False)
+        assert not contention.assess(quiet.records).provisional, quiet.records[0]
+    hogs = _hogs(cores)
+    try:
+        busy = sweep(tiny_bundle_dir, ["lean"], work, cpus=(1,), progress=False)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    found = contention.assess(busy.records)
+    assert found.provisional, busy.records[0]
+    assert found.headline().startswith("provisional: the machine was busy (1 of 1 trials got")
+    if not quiet_machine:
+        pytest.skip(f"the quiet half needs a quiet machine (load above {cores / 2:g} on "
+                    f"{cores} cores); the busy half passed")

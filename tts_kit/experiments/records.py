@@ -27,6 +27,14 @@ The keys of a record (`RECORD_KEYS` are always present; None where not measured)
   of the (emulated) machine.
 - ``cpu_ms``: CPU time per steady call (all threads). Unlike latency it hardly changes
   when other processes compete for the cores, so it compares presets on a busy machine.
+- ``core_share``: how much of its cores a trial got: CPU time over the steady calls /
+  (their wall time x the cores it was pinned to) x 100 (100 = every core busy throughout).
+- ``cpu_wait_percent``: of the time the trial's threads were ready to run during the
+  steady calls, the share they waited for a core (Linux run-queue delay,
+  ``/proc/self/task/*/schedstat``; None elsewhere): about 0 alone, tens of percent when
+  other work holds the cores. `tts_kit.experiments.contention` reads both.
+- ``loadavg_before`` / ``loadavg_after``: the machine's 1-minute load average just
+  before the trial's process started and just after it ended (`os.getloadavg`).
 - ``load_peak_rss_mb`` / ``run_peak_rss_mb``: the high-water mark while loading, and
   while serving requests (first and steady calls); ``peak_rss_mb`` is the larger.
 - ``stage_costs_mb``: the per-stage resident costs a ``budget`` policy was given (None:
@@ -101,6 +109,10 @@ class TrialRecord(TypedDict, total=False):
     rtf: float | None
     cpu_percent: float | None
     cpu_ms: float | None
+    core_share: float | None
+    cpu_wait_percent: float | None
+    loadavg_before: float | None
+    loadavg_after: float | None
     load_peak_rss_mb: float | None
     run_peak_rss_mb: float | None
     threads: int | None
@@ -153,13 +165,16 @@ RATE, REQUESTS, OK, ERRORS, TIMEOUTS = "rate", "requests", "ok", "errors", "time
 REJECTED, RPS, AUDIO_RATE = "rejected", "rps", "audio_rate"
 TTFA_P50_MS, TTFA_P95_MS, TTFA_P99_MS = "ttfa_p50_ms", "ttfa_p95_ms", "ttfa_p99_ms"
 POOL_RSS_MB, POOL_PSS_MB, TTFA_MS, MEETS = "pool_rss_mb", "pool_pss_mb", "ttfa_ms", "meets"
+CORE_SHARE, CPU_WAIT_PERCENT = "core_share", "cpu_wait_percent"
+LOADAVG_BEFORE, LOADAVG_AFTER = "loadavg_before", "loadavg_after"
 
 #: Keys every trial record has (plus ``timeline``/``events``, and ``pareto`` in sweeps).
 RECORD_KEYS: tuple[str, ...] = (
     "preset", "cpus", "loading", "steps", "batch_size", "mem_budget_mb", "status", "error",
     "load_s", "idle_rss_mb", "after_rss_mb", "peak_rss_mb", "first_ms", "p50_ms", "p95_ms", "rtf",
     "cpu_percent", "cpu_ms", "load_peak_rss_mb", "run_peak_rss_mb", "threads", "audio_s",
-    "repeats", "wall_s", "stage_costs_mb",
+    "repeats", "wall_s", "stage_costs_mb", "core_share", "cpu_wait_percent", "loadavg_before",
+    "loadavg_after",
 )
 
 #: Record keys that are not table columns: free text and nested data.
@@ -233,6 +248,16 @@ COLUMNS: dict[str, Column] = {c.key: c for c in (
        digits=0),
     _c("cpu_ms", "CPU time per call", "ms", ".0f", "CPU time per steady call, all threads",
        short="CPU", digits=1),
+    _c("core_share", "share of its cores", "%", ".0f",
+       "CPU time / (wall time x pinned cores) of the steady calls x 100", short="cores",
+       digits=0),
+    _c("cpu_wait_percent", "waiting for a core", "%", ".0f",
+       "share of the ready time the threads waited for a core (run queue)", short="wait",
+       digits=0),
+    _c("loadavg_before", "load average before", "", ".1f",
+       "the machine's 1-minute load average before the trial", short="load", digits=2),
+    _c("loadavg_after", "load average after", "", ".1f",
+       "the machine's 1-minute load average after the trial", short="load after", digits=2),
     _c("load_peak_rss_mb", "peak RSS while loading", "MB", ".0f",
        "high-water mark while loading", short="ld-peak", digits=1),
     _c("run_peak_rss_mb", "peak RSS while serving", "MB", ".0f",

@@ -30,6 +30,7 @@ import concurrent.futures as cf
 import gc
 import itertools
 import math
+import os
 import time
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -42,13 +43,17 @@ from tts_kit.core.textsafe import term_safe
 from tts_kit.experiments.records import (
     AFTER_RSS_MB,
     AUDIO_S,
+    CORE_SHARE,
     CPU_MS,
     CPU_PERCENT,
+    CPU_WAIT_PERCENT,
     FIRST_MS,
     IDLE_RSS_MB,
     LATENCIES_MS,
     LOAD_PEAK_RSS_MB,
     LOAD_S,
+    LOADAVG_AFTER,
+    LOADAVG_BEFORE,
     P50_MS,
     P95_MS,
     PARETO_X,
@@ -64,6 +69,7 @@ from tts_kit.experiments.records import (
     to_number,
 )
 from tts_kit.experiments.records import table as records_table
+from tts_kit.experiments.runqueue import thread_run_queue_ns, wait_percent
 from tts_kit.experiments.workload import Workload
 from tts_kit.runtime.loading import LoadPolicy
 from tts_kit.runtime.measure import run_isolated
@@ -134,10 +140,13 @@ def run_trial_child(
     events.mark(_FIRST)
     first_s, audio_s = call()
     events.mark(_STEADY)
+    queue0 = thread_run_queue_ns()  # how long the threads wait for a core: contention
     cpu0, wall0 = procfacts.cpu_seconds(), time.perf_counter()
     lat = [call()[0] for _ in range(workload.repeats)]
     steady_wall = time.perf_counter() - wall0
     steady_cpu = procfacts.cpu_seconds() - cpu0
+    waited = wait_percent(queue0, thread_run_queue_ns())
+    cores = procfacts.current_cpus() or procfacts.usable_cores()
     gc.collect()  # no extra malloc_trim: a serving process does not call one between requests
     after_rss = procfacts.rss_mb()
     cpu = 100.0 * steady_cpu / steady_wall if steady_wall > 0 else math.nan
@@ -154,6 +163,8 @@ def run_trial_child(
         AUDIO_S: audio_s,
         CPU_PERCENT: cpu,
         CPU_MS: 1000 * steady_cpu / len(lat) if lat else math.nan,
+        CORE_SHARE: cpu / cores if lat else math.nan,
+        CPU_WAIT_PERCENT: waited if lat and waited is not None else math.nan,
         LOAD_PEAK_RSS_MB: load_peak,
         RUN_PEAK_RSS_MB: procfacts.peak_rss_mb() if separate else math.nan,
         "threads": preset.threads(),
@@ -206,11 +217,13 @@ def trial(
         raise TypeError(f"workload must be a tts_kit.experiments.workload.Workload, got "
                         f"{type(workload).__name__}")
     preset = get_preset(preset)  # an unknown name fails here, before any process starts
+    load_before = _loadavg()
     m = run_isolated(
         run_trial_child, _bundle_path(bundle), preset, workload, policy,
         dict(stage_costs_mb) if stage_costs_mb else None,
         cpus=cpus, mem_budget_mb=mem_budget_mb, timeout_s=timeout_s, sample_ms=sample_ms,
     )
+    load_after = _loadavg()
     record: dict[str, Any] = {k: None for k in RECORD_KEYS}
     record.update(
         preset=preset.name, cpus=cpus, loading=label, steps=workload.steps,
@@ -218,6 +231,7 @@ def trial(
         error=m.error, repeats=workload.repeats, peak_rss_mb=to_number(m.peak_rss_mb),
         wall_s=to_number(m.wall_s), stage_costs_mb=dict(stage_costs_mb) if stage_costs_mb else None,
     )
+    record[LOADAVG_BEFORE], record[LOADAVG_AFTER] = load_before, load_after
     if m.ok and isinstance(m.result, dict):
         for k, v in m.result.items():
             record[k] = to_number(v) if isinstance(v, float) else v
@@ -235,6 +249,14 @@ def trial(
     record["timeline"] = [list(p) for p in m.timeline]
     record["events"] = [list(e) for e in m.events]
     return record
+
+
+def _loadavg() -> float | None:
+    """The machine's 1-minute load average (None where the OS has none)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
 
 
 def mark_pareto(

@@ -14,7 +14,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Rectangle
 
 from tts_kit.core import contract
 from tts_kit.experiments.records import (
@@ -91,8 +94,8 @@ def pareto(
     if recommended is not None and recommended.get(x) is not None:
         ax.scatter(recommended[x], recommended[y], marker="*", s=320, facecolor="gold",
                    edgecolor="black", zorder=4, label="recommended")
-    _label_points(ax, recommended, default, front, x=x, y=y)
     _pareto_axes(ax, records, ok, x=x, y=y, budget_mb=budget_mb, title=title)
+    _label_points(ax, recommended, default, front, ok, x=x, y=y)
     return fig
 
 
@@ -133,20 +136,31 @@ def _draw_points(ax: Any, ok: list[Mapping[str, Any]], x: str, y: str) -> None:
         ax.scatter(r[x], r[y], marker=cpu_markers.get(r.get("cpus"), "P"), s=46, alpha=0.9,
                    zorder=3, facecolor=color if resident(r) else "white", edgecolor=color,
                    linewidths=1.6)
+    # Three kinds of legend glyph for three kinds of meaning, so none reads as another:
+    # a colour bar for the preset, a grey marker for the cores, a box for the load policy.
     for p in presets:
-        ax.scatter([], [], color=cmap[p], marker="o", label=p)
+        ax.add_line(Line2D([], [], color=cmap[p], lw=5, solid_capstyle="butt", label=p))
     for c in sorted({r.get("cpus") for r in ok if r.get("cpus") is not None}):
-        ax.scatter([], [], color="#777", marker=cpu_markers.get(c, "P"), label=f"{c} vCPU")
+        ax.add_line(Line2D([], [], ls="none", marker=cpu_markers.get(c, "P"), markersize=7,
+                           markerfacecolor="#555", markeredgecolor="#555", label=f"{c} vCPU"))
     if any(not resident(r) for r in ok):
-        ax.scatter([], [], facecolor="#777", edgecolor="#777", marker="o", label="resident")
-        ax.scatter([], [], facecolor="white", edgecolor="#777", marker="o", linewidths=1.6,
-                   label="paged / budget")
+        ax.add_patch(Rectangle((0, 0), 0, 0, facecolor="#999", edgecolor="#333", lw=1,
+                               label="resident"))
+        ax.add_patch(Rectangle((0, 0), 0, 0, facecolor="white", edgecolor="#333", lw=1.4,
+                               label="paged / budget"))
+
+
+#: Where a label may go around its point, in order of preference: (dx, dy) directions
+#: tried at growing distances (`_LABEL_STEPS`, points); a far label gets a leader line.
+_LABEL_DIRS = ((1, 0.6), (1, -0.6), (-1, 0.6), (-1, -0.6), (0, 1.2), (0, -1.2), (1, 0), (-1, 0))
+_LABEL_STEPS = (8.0, 18.0, 30.0, 44.0)
 
 
 def _label_points(ax: Any, recommended: Mapping[str, Any] | None,
-                  default: Mapping[str, Any] | None, front: list[Mapping[str, Any]], *,
-                  x: str, y: str) -> None:
-    """Labels for the points that matter: the pick, the default, the front (no repeats)."""
+                  default: Mapping[str, Any] | None, front: list[Mapping[str, Any]],
+                  ok: list[Mapping[str, Any]], *, x: str, y: str) -> None:
+    """Labels for the points that matter: the pick, the default, the front (no repeats),
+    each placed where it covers no other label and no point (`_place_label`)."""
     def short(r: Mapping[str, Any]) -> str:
         ld = r.get("loading")
         return f"{r.get('preset')} @ {r.get('cpus')} vCPU" + (
@@ -158,17 +172,74 @@ def _label_points(ax: Any, recommended: Mapping[str, Any] | None,
     if default is not None and default.get(x) is not None:
         labelled.append((default, "default: " + short(default)))
     labelled += [(r, short(r)) for r in front]
+    fig = ax.figure
+    if not isinstance(fig.canvas, FigureCanvasAgg):
+        FigureCanvasAgg(fig)
+    fig.draw_without_rendering()  # the layout (legend outside, title) settles first
+    renderer = fig.canvas.get_renderer()
+    points = [ax.transData.transform((r[x], r[y])) for r in ok]
+    taken: list[Any] = []
     seen: set[tuple[Any, Any]] = set()
-    for i, (r, text) in enumerate(labelled):
+    for r, text in labelled:
         at = (r[x], r[y])
         if at in seen:
             continue
         seen.add(at)
         bold = text.startswith(("pick", "default"))
-        ax.annotate(text, at, xytext=(8, 6 - 11 * (i % 2)), textcoords="offset points",
-                    fontsize=8 if bold else 7, fontweight="bold" if bold else "normal",
-                    bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none",
-                          "alpha": 0.75}, zorder=5)
+        _place_label(ax, renderer, text, at, points, taken, must=bold)
+
+
+def _place_label(ax: Any, renderer: Any, text: str, at: tuple[float, float],
+                 points: list[Any], taken: list[Any], *, must: bool) -> None:
+    """Annotate ``at`` with ``text`` at the first free spot around it; ``taken`` (label
+    boxes, display pixels) grows by it. No free spot: the pick and the default go where
+    they overlap least, a front label is left out (the table names every point)."""
+    from matplotlib.transforms import Bbox
+
+    own = ax.transData.transform(at)
+    frame = ax.get_window_extent(renderer)
+    blocked = [Bbox.from_extents(px - 5, py - 5, px + 5, py + 5) for px, py in points
+               if abs(px - own[0]) > 0.5 or abs(py - own[1]) > 0.5]
+    style = {"fontsize": 8 if must else 7, "fontweight": "bold" if must else "normal",
+             "bbox": {"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none",
+                      "alpha": 0.8}, "zorder": 5, "annotation_clip": False}
+    best: tuple[int, Any, float] | None = None
+    for step in _LABEL_STEPS:
+        for dx, dy in _LABEL_DIRS:
+            ann = ax.annotate(text, at, xytext=(dx * step, dy * step),
+                              textcoords="offset points", **style,
+                              ha="left" if dx > 0 else "right" if dx < 0 else "center",
+                              va="bottom" if dy > 0 else "top" if dy < 0 else "center")
+            ann.set_in_layout(False)
+            box = ann.get_window_extent(renderer).padded(2)
+            clashes = sum(box.overlaps(b) for b in (*taken, *blocked))
+            inside = frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1)
+            if clashes == 0 and inside:
+                taken.append(box)
+                if step > _LABEL_STEPS[0]:
+                    _leader(ax, at, (dx * step, dy * step))
+                return
+            ann.remove()
+            score = clashes + (0 if inside else 100)
+            if best is None or score < best[0]:
+                best = (score, (dx * step, dy * step, dx, dy), step)
+    if must and best is not None:
+        (ox, oy, dx, dy), step = best[1], best[2]
+        ann = ax.annotate(text, at, xytext=(ox, oy), textcoords="offset points", **style,
+                          ha="left" if dx > 0 else "right" if dx < 0 else "center",
+                          va="bottom" if dy > 0 else "top" if dy < 0 else "center")
+        ann.set_in_layout(False)
+        taken.append(ann.get_window_extent(renderer).padded(2))
+        if step > _LABEL_STEPS[0]:
+            _leader(ax, at, (ox, oy))
+
+
+def _leader(ax: Any, at: tuple[float, float], offset: tuple[float, float]) -> None:
+    """A thin line from a point to its label placed away from it."""
+    line = ax.annotate("", at, xytext=offset, textcoords="offset points", zorder=4,
+                       arrowprops={"arrowstyle": "-", "color": "#777", "lw": 0.7,
+                                   "shrinkA": 0, "shrinkB": 4})
+    line.set_in_layout(False)
 
 
 #: The bars of `latency_story`, in the order a request meets them.

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import shlex
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from tts_kit.core.textsafe import display_path
 from tts_kit.experiments.records import (
     COLUMNS,
     FIRST_MS,
@@ -34,9 +36,11 @@ from tts_kit.experiments.records import (
     STAGE_COSTS_MB,
     format_value,
 )
+from tts_kit.report.code_html import code_block
 from tts_kit.report.document import key_text, record_key
 
 if TYPE_CHECKING:
+    from tts_kit.experiments.contention import Contention
     from tts_kit.report.document import TuningReport
 
 #: The preset an untuned deployment runs with: ONNX Runtime's own defaults.
@@ -237,6 +241,46 @@ def preset_json(rep: TuningReport) -> str:
     return json.dumps(preset, indent=2)
 
 
+def contention(rep: TuningReport) -> Contention:
+    """Signs that the machine was busy during the report's sweep
+    (`tts_kit.experiments.contention.assess` of its records and the pick's re-measure).
+
+    Example:
+        >>> from tts_kit.report import SweepSpec, TuningReport
+        >>> p = {"preset": "x", "cpus": 1, "status": "ok", P50_MS: 100.0}
+        >>> rep = TuningReport(SweepSpec(), [p], p, "", {}, {}, {},
+        ...                    extras={"recommended_trial": dict(p, p50_ms=170.0)})
+        >>> contention(rep).remeasure
+        (100.0, 170.0)
+    """
+    from tts_kit.experiments.contention import assess
+
+    again = rep.extras.get("recommended_trial")
+    cores = rep.environment.get("cpus_usable") or rep.environment.get("cpus_available")
+    return assess(rep.records, rep.recommended, again if isinstance(again, Mapping) else None,
+                  cores=cores if isinstance(cores, int) else None)
+
+
+def provisional_line(rep: TuningReport) -> str:
+    """The answer's first line when the machine was busy ("" when it was not): what was
+    seen, and the rerun that settles it (naming the report's file when it was loaded).
+
+    Example:
+        >>> from tts_kit.report import SweepSpec, TuningReport
+        >>> rep = TuningReport(SweepSpec(), [{"status": "ok", "core_share": 45.0}], None,
+        ...                    "", {}, {}, {})
+        >>> provisional_line(rep)
+        'provisional: the machine was busy (1 of 1 trials got 45 % of their cores); run `tts-kit report --rerun report.json` on a quiet machine'
+    """  # noqa: E501
+    where = display_path(rep.source) if rep.source else "report.json"
+    return contention(rep).headline(shlex.quote(str(where)))
+
+
+def _code_spans(escaped: str) -> str:
+    """Backticked spans of escaped text as ``<code>`` elements."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
+
+
 def _figure(key: str, value: Any) -> str:
     unit = COLUMNS[key].unit
     return f"{format_value(key, value)} {unit}".strip()
@@ -256,10 +300,16 @@ def answer_html(rep: TuningReport) -> str:
     within = f" within the budget of {budget:g} MB" if budget else ""
     pick = rep.recommended
     parts = ['<div class="tts-kit-answer"><h2>The answer</h2>']
+    warning = provisional_line(rep) if pick else ""
+    if warning:  # first, before any pick: the figures below may be the neighbours'
+        parts.append('<p class="tts-kit-provisional" style="border-left:4px solid #d29922;'
+                     'background:#fff8c5;padding:6px 10px"><b>Provisional.</b> '
+                     f"{_code_spans(html.escape(warning[len('provisional: '):]))}.</p>")
     if not pick:
         parts.append(f"<p><b>Nothing to recommend</b>{within}: {html.escape(rep.reason)}</p>")
         return "".join(parts) + "</div>"
-    parts.append(f"<p><b>Use {html.escape(key_text(record_key(pick)))}</b>{within}. "
+    use = "Provisionally, use" if warning else "Use"
+    parts.append(f"<p><b>{use} {html.escape(key_text(record_key(pick)))}</b>{within}. "
                  f"Why: {html.escape(rep.reason)}.</p>")
     rows = comparison(rep)
     base = default_record(rep)
@@ -286,14 +336,14 @@ def answer_html(rep: TuningReport) -> str:
                      "these vCPUs, so there is no ratio to show.</p>")
     parts.append("<h3>Apply it</h3><p>ONNX Runtime session options (Python; paste where the "
                  "sessions are created):</p>")
-    parts.append(f'<pre class="tts-kit-snippet">{html.escape(session_snippet(rep))}</pre>')
+    parts.append(code_block(session_snippet(rep), "snippet"))
     parts.append("<p>Serve with it (<code>tts-kit serve-sweep</code> then measures how many "
                  "workers the box holds under load):</p>")
-    parts.append(f'<pre class="tts-kit-serve">{html.escape(serve_command(rep))}</pre>')
+    parts.append(code_block(serve_command(rep), "serve"))
     parts.append("<p>The preset as JSON (<code>SessionPreset.from_dict</code>; "
                  "<code>tts-kit tune</code> and <code>tts-kit report</code> measure it by "
                  "name):</p>")
-    parts.append(f'<pre class="tts-kit-preset">{html.escape(preset_json(rep))}</pre>')
+    parts.append(code_block(preset_json(rep), "preset"))
     return "".join(parts) + "</div>"
 
 
@@ -403,7 +453,8 @@ def conclusions(rep: TuningReport) -> list[str]:
         >>> conclusions(rep)[-1]
         'Nothing fitted the budget of 1024 MB: nothing fits.'
     """
-    out: list[str] = []
+    warning = provisional_line(rep) if rep.recommended else ""
+    out: list[str] = [warning + "."] if warning else []
     ok = [r for r in rep.records if r.get("status", "ok") == "ok"]
     failed = len(rep.records) - len(ok)
     out.append(f"Measured {len(rep.records)} configuration(s), each in its own fresh process "
@@ -455,10 +506,10 @@ def conclusions(rep: TuningReport) -> list[str]:
     return out
 
 
-#: The sweep table's columns: the configuration and the figures that decide (the rest
-#: stay in report.json).
+#: The sweep table's columns: the configuration, the figures that decide, and the share
+#: of its cores each trial got (low: the machine was busy; the rest stay in report.json).
 TABLE_KEYS: tuple[str, ...] = ("preset", "cpus", "loading", "status", LOAD_S, FIRST_MS,
-                               P50_MS, PEAK_RSS_MB, IDLE_RSS_MB, RTF, "pareto")
+                               P50_MS, PEAK_RSS_MB, IDLE_RSS_MB, RTF, "core_share", "pareto")
 
 
 def sweep_table(records: Any, keys: tuple[str, ...] = TABLE_KEYS) -> Any:

@@ -256,6 +256,9 @@ class TuningReport:
     """Anything else measured with the sweep: ``recommended_trial`` (the recommended
     configuration measured again, with its RSS timeline and stage events; written by
     `tts_kit.report.write_report`)."""
+    source: str = field(default="", compare=False, repr=False)
+    """The file `load` read it from, as given ("" when built in memory): what a rerun
+    hint names."""
 
     def to_dict(self) -> dict[str, Any]:
         """The report.json document (JSON-safe: NaN becomes null)."""
@@ -320,7 +323,9 @@ class TuningReport:
         except RecursionError:  # json recurses per level; so would the schema check
             raise ReportError(f"{p}: JSON nested too deeply to be a report.json; write one "
                               "with `tts-kit report --out DIR`") from None
-        return cls.from_dict(data)
+        rep = cls.from_dict(data)
+        rep.source = str(path)
+        return rep
 
     def dataframe(self) -> Any:
         """The records as a pandas DataFrame (pandas is part of the notebooks extra)."""

@@ -216,6 +216,10 @@ def write_report(
     if not full_paths and isinstance(again.get("error"), str):
         again["error"] = hide_home(again["error"])
     tuning.extras["recommended_trial"] = again
+    # Whether the machine was busy, as the answer will say it: a reader of the JSON sees it too.
+    from tts_kit.report.answer import contention
+
+    tuning.extras["contention"] = contention(tuning).to_dict()
     out_dir = Path(out).expanduser()
     out_dir.mkdir(parents=True, exist_ok=True)
     return tuning.save(out_dir / "report.json")

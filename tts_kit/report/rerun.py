@@ -224,6 +224,12 @@ CONTENTION_CPU_PERCENT = 60.0
 
 
 def _contention(label: str, rep: TuningReport) -> str:
+    from tts_kit.report.answer import contention
+
+    found = contention(rep)  # the signs the answer itself reads (share of cores, re-measure)
+    if found.provisional:
+        return (f"in {label}, the machine was busy ({'; '.join(found.reasons())}): its latency "
+                "is the neighbours' as much as the configuration's")
     starved = [r for r in rep.records if r.get("status") == "ok"
                and to_number(r.get(CPU_PERCENT)) is not None
                and r[CPU_PERCENT] < CONTENTION_CPU_PERCENT]

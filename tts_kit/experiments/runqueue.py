@@ -1,0 +1,61 @@
+"""How long a process's threads waited for a core: Linux's run-queue delay.
+
+One concern: reading ``/proc/self/task/*/schedstat`` (on-CPU and waiting nanoseconds per
+thread) around some work. A thread that is ready to run but finds every core it may use
+taken waits in the run queue; alone on its cores that wait is near zero, beside other
+work it grows to tens of percent. `tts_kit.experiments.tune.run_trial_child` records it
+as ``cpu_wait_percent``; `tts_kit.experiments.contention` judges it.
+
+Example:
+    >>> from tts_kit.experiments.runqueue import thread_run_queue_ns, wait_percent
+    >>> before = thread_run_queue_ns()
+    >>> sum(i * i for i in range(10000)) > 0
+    True
+    >>> w = wait_percent(before, thread_run_queue_ns())
+    >>> w is None or 0 <= w <= 100
+    True
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+
+def thread_run_queue_ns() -> dict[str, tuple[int, int]] | None:
+    """Thread id -> (on-CPU ns, waiting ns) of this process's live threads, or None."""
+    base = "/proc/self/task"
+    try:
+        tids = os.listdir(base)
+    except OSError:
+        return None
+    out: dict[str, tuple[int, int]] = {}
+    for tid in tids:
+        try:
+            with open(f"{base}/{tid}/schedstat", encoding="ascii") as f:
+                run, wait = f.read().split()[:2]
+            out[tid] = (int(run), int(wait))
+        except (OSError, ValueError):
+            continue  # the thread ended between the listing and the read
+    return out or None
+
+
+def wait_percent(before: Mapping[str, tuple[int, int]] | None,
+                 after: Mapping[str, tuple[int, int]] | None) -> float | None:
+    """Of the time the threads were ready to run between two `thread_run_queue_ns`
+    readings, the share (%) they waited for a core; None without readings.
+
+    A thread born in between counts from its start; one that ended is lost (its share
+    is like the others').
+
+    Example:
+        >>> round(wait_percent({"1": (100, 0)}, {"1": (400, 100), "2": (100, 100)}), 1)
+        33.3
+    """
+    if not before or not after:
+        return None
+    run = wait = 0
+    for tid, (r1, w1) in after.items():
+        r0, w0 = before.get(tid, (0, 0))
+        run, wait = run + max(0, r1 - r0), wait + max(0, w1 - w0)
+    return 100.0 * wait / (run + wait) if run + wait > 0 else None
