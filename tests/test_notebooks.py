@@ -70,13 +70,26 @@ def test_the_sources_are_paired_with_generated_ipynb_that_git_ignores():
     assert not [t for t in tracked if t.endswith(".ipynb")], tracked
 
 
+def _lab_kernelspec() -> dict:
+    """The ``kernelspec`` metadata JupyterLab writes into a notebook when it starts the
+    ``python3`` kernel: the installed kernel spec's name, display name and language."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec = KernelSpecManager().get_kernel_spec("python3")
+    return {"display_name": spec.display_name, "language": spec.language, "name": "python3"}
+
+
 def test_saving_a_run_notebook_leaves_its_source_unchanged():
-    """What JupyterLab's autosave writes back to the .py after a run (outputs, execution
-    counts and timings, widget state) is the committed source, byte for byte: running a
-    notebook never makes the source dirty (the old generated .ipynb went "stale")."""
+    """What JupyterLab's autosave writes back to the .py after a run (the kernelspec of the
+    kernel it started, outputs, execution counts and timings, widget state) is the committed
+    source, byte for byte: running a notebook never makes the source dirty (the old
+    generated .ipynb went "stale"; a header saying ``Python 3`` became ``Python 3
+    (ipykernel)``)."""
     config = _config()
+    kernelspec = _lab_kernelspec()
     for path in SOURCES:
         nb = jupytext.read(path)
+        nb.metadata["kernelspec"] = dict(kernelspec)
         for cell in nb.cells:
             if cell.cell_type == "code":
                 cell.outputs = [nbformat.v4.new_output("stream", text="ran\n")]
