@@ -132,7 +132,9 @@ def _timings_html(timings: dict[str, float], duration_s: float | None = None) ->
 
 
 class Player(_StaticFallback, W.VBox):
-    """Synthesise and listen: text, language, voice, steps, speed and seed controls.
+    """Synthesise and listen: text, language, voice, steps, speed and seed controls. The
+    controls follow the model's capabilities: the ``steps`` slider only where
+    ``capabilities.flow_steps``, the languages the model reads.
 
     The audio widget gets the WAV bytes from memory (`SynthesisResult.wav_bytes`); no
     file is written. Bad input (empty text, characters the model cannot read) is shown
@@ -167,10 +169,12 @@ class Player(_StaticFallback, W.VBox):
 
             engine = Engine()
         self.engine = engine
-        voices = engine.bundle.voices
+        model = engine.bundle
+        voices = model.voices
+        langs = list(getattr(model, "languages", None) or contract.LANGUAGES)
         self.text = W.Textarea(value=text, layout=W.Layout(width="100%", height="60px"))
-        self.lang = W.Dropdown(options=list(contract.LANGUAGES), value=lang, description="lang",
-                               layout=W.Layout(width="150px"))
+        self.lang = W.Dropdown(options=langs, value=lang if lang in langs else langs[0],
+                               description="lang", layout=W.Layout(width="150px"))
         self.voice = W.Dropdown(options=voices, value=voice or engine.bundle.default_voice,
                                 description="voice", layout=W.Layout(width="160px"))
         self.steps = W.IntSlider(value=steps, min=contract.MIN_STEPS, max=32, description="steps")
@@ -184,10 +188,16 @@ class Player(_StaticFallback, W.VBox):
         self.info = W.HTML()
         self.result: Any = None
         self.button.on_click(lambda _: self.synthesize())
+        # A control shows only what the model can do: `steps` only for a flow-matching
+        # model (a Piper voice has none, and a slider that changes nothing misleads).
+        self.has_steps = bool(getattr(model.capabilities, "flow_steps", False))
+        if not self.has_steps:
+            self.steps.layout.display = "none"
         super().__init__([
             self.text,
             W.HBox([self.lang, self.voice, self.seed]),
-            W.HBox([self.steps, self.speed, self.button]),
+            W.HBox([self.steps, self.speed, self.button] if self.has_steps
+                   else [self.speed, self.button]),
             self.audio,
             self.info,
         ])
