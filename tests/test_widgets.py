@@ -180,3 +180,20 @@ def test_a_voice_without_flow_steps_gets_no_steps_slider_and_its_own_stage_bars(
     assert q.has_steps and q.steps in q.children[2].children
     labels = [t.get_text() for t in plots.stage_times(q.result).axes[0].get_yticklabels()]
     assert labels[0] == "text" and "vector_estimator" in labels and "total" not in labels
+
+
+def test_the_lesson_box_says_when_the_figures_are_not_the_lesson(tiny_bundle_dir):
+    """Where costs are the lesson, the tiny stand-in (CI's quick mode) is named and its
+    figures are said not to be the lesson; a lesson about text takes any model."""
+    tiny = Bundle(tiny_bundle_dir)
+    assert not widgets.realistic_costs(tiny)
+    assert widgets.model_summary(tiny).startswith("Supertonic stand-in (tiny): ")
+    box = widgets.lesson(tiny, "Paged loading gives memory back.", quick=True).data
+    assert "NOT the lesson" in box and "quick mode" in box and "stand-in (tiny)" in box
+    assert box.index("Paged loading") < box.index("NOT the lesson")
+    text = widgets.lesson(tiny, "Normalisation.", costs=False).data
+    assert "NOT the lesson" not in text and "Any model" in text
+    fake_full = type("M", (), {"is_standin": True, "standin_info": {"scale": "full"},
+                               "label": "Supertonic stand-in (full)", "params": 98_900_000})()
+    assert widgets.realistic_costs(fake_full)
+    assert "the figures are the lesson" in widgets.lesson(fake_full, "Costs.").data
