@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
 SOURCES = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.py"))
 EXPECTED = [
-    "00_quickstart", "01_text_normalization", "02_session_tuning", "03_fp16_conversion",
+    "00_quickstart", "01_text_normalization", "02_sessions_and_presets",
+    "02_sweeps_and_machines", "03_fp16_conversion",
     "04_paged_loading", "05_tuning_report", "06_serving_under_load",
 ]
 
@@ -53,6 +54,33 @@ def test_every_notebook_has_a_percent_format_source():
         first = "\n".join(c.source for c in code[:3])
         picks = "resolve_model(model_dir)" in first or "resolve_model_dir(model_dir)" in first
         assert picks and "banner(" in first, path.name
+
+
+# The notebooks whose model cell states what their lesson needs (`widgets.lesson`); 03's
+# body and 05's report template belong to other work (05 warns before its sweep instead).
+STATES_ITS_LESSON = [name for name in EXPECTED
+                     if name not in ("03_fp16_conversion", "05_tuning_report")]
+
+
+def test_each_notebook_states_the_model_its_lesson_needs():
+    """Under the banner, a lesson box says what the lesson needs and whether this run's
+    model gives it (the tiny stand-in in quick mode: the figures are not the lesson)."""
+    for path in SOURCES:
+        if path.stem not in STATES_ITS_LESSON:
+            continue
+        code = [c for c in jupytext.read(path).cells if c.cell_type == "code"]
+        first = "\n".join(c.source for c in code[:3])
+        assert "lesson(" in first and "quick=quick" in first, path.name
+
+
+def test_05_warns_before_its_sweep_when_opened_on_its_own():
+    """Opened on its own, 05 runs a sweep of many trials: it says how many and how long
+    (one trial timed) before the sweep starts."""
+    nb = jupytext.read(NOTEBOOK_DIR / "05_tuning_report.py")
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    warn = next(i for i, c in enumerate(code) if "A long sweep starts now" in c)
+    sweep = next(i for i, c in enumerate(code) if "report.write_report(" in c)
+    assert warn < sweep and "n_trials" in code[warn] and "one_s" in code[warn]
 
 
 def test_the_sources_are_paired_with_generated_ipynb_that_git_ignores():
