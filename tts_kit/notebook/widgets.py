@@ -134,19 +134,19 @@ def lesson(model: Any, needs: str, *, costs: bool = True, quick: bool = False) -
         True
     """
     label = html.escape(model_summary(model))
-    mode = " in quick mode (CI's check that the notebook runs)" if quick else ""
+    mode = " (quick mode: CI's check that the notebook runs)" if quick else ""
     if not costs:
-        verdict, style = (f"Any model teaches it; this run uses {label}{mode}.",
+        verdict, style = (f"Any model teaches it; this run{mode} uses {label}.",
                           "border-left:4px solid #5a9")
     elif realistic_costs(model):
         verdict, style = (f"It needs a model with realistic costs (the real model or the full "
-                          f"stand-in); this run uses {label}{mode}, so the figures are the "
+                          f"stand-in); this run{mode} uses {label}, so the figures are the "
                           "lesson.", "border-left:4px solid #5a9")
     else:
         verdict, style = (
             f"It needs a model with realistic costs (the real model or the full stand-in: "
             f"unset <code>TTS_KIT_STANDIN_SCALE</code> or set <code>model_dir</code>); this "
-            f"run uses {label}{mode}, so <b>the figures below are NOT the lesson</b>: they "
+            f"run{mode} uses {label}, so <b>the figures below are NOT the lesson</b>: they "
             "show that the code runs, not what the lesson concludes.",
             "border-left:4px solid #d39e00;background:#fffaf0")
     return HTML(f'<div class="tts-kit-lesson" style="{style};padding:6px 10px;margin:4px 0">'
