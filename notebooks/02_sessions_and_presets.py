@@ -36,24 +36,27 @@ lesson(bundle, "What a session preset costs in latency and memory, one trial at 
 # %% [markdown]
 # ## The presets at a glance
 #
-# One column per preset, one row per option it sets (blank: ONNX Runtime's default). What
-# each option does is the table below it; `PRESETS[name].explain()` gives one preset's
-# reasons in full.
-
-# %%
-import pandas as pd
-
-from tts_kit.runtime.sessions import OPTION_DOCS, PRESETS
-
-pd.DataFrame({name: {k: str(v) for k, v in p.set_options().items()}
-              for name, p in PRESETS.items()}).fillna("")
+# One column per preset: where it comes from, then each option it sets (blank: ONNX
+# Runtime's default). What each option does is the table below it;
+# `PRESETS[name].explain()` gives one preset's reasons in full.
 
 # %%
 from textwrap import shorten
 
+import pandas as pd
+
+from tts_kit.runtime.sessions import OPTION_DOCS, PRESETS
+
+pd.DataFrame({name: {"from": shorten(p.source.split(":")[0], 40),
+                     **{k: str(v) for k, v in p.set_options().items()}}
+              for name, p in PRESETS.items()}).fillna("")
+
+# %%
+
 used = sorted({k for p in PRESETS.values() for k in p.set_options()})
-pd.DataFrame({"what it does": [shorten(OPTION_DOCS.get(k, "a session config entry"), 90)
-                               for k in used]}, index=used)
+with pd.option_context("display.max_colwidth", None):  # each line whole, not cut at 50
+    display(pd.DataFrame({"what it does": [
+        shorten(OPTION_DOCS.get(k, "a session config entry"), 160) for k in used]}, index=used))
 
 # %% [markdown]
 # ## The tuner
