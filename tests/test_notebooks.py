@@ -174,3 +174,40 @@ def test_notebook_runs_on_the_tiny_standin(path, tiny_bundle_dir, tmp_path, monk
     assert pngs, f"{path.name} shows no figure"
     if path.stem == "05_tuning_report":
         assert (tmp_path / "report.json").is_file()
+
+
+def _browser_check():
+    """bench/browser_check.py as a module, or a skip when its browser is not installed."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("browser_check",
+                                                  ROOT / "bench" / "browser_check.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    # The driver (playwright-core) where bench/browser_check.py installed it: this test's
+    # cache (conftest's), else the user's; linked into the test's cache, so nothing else
+    # of the user's cache is used.
+    here = module._cache()
+    found = [d for d in (here, Path.home() / ".cache" / "tts_kit" / "browser_check")
+             if (d / "node_modules" / "playwright-core").is_dir()]
+    if not Path(module.CHROMIUM).is_file() or shutil.which("node") is None or not found:
+        pytest.skip("no headless browser here: `apt-get install -y chromium` and "
+                    "`python bench/browser_check.py` (installs playwright-core) first")
+    if found[0] != here and not (here / "node_modules").exists():
+        here.mkdir(parents=True, exist_ok=True)
+        (here / "node_modules").symlink_to(found[0] / "node_modules")
+    return module
+
+
+@pytest.mark.notebook
+def test_saving_in_jupyterlab_leaves_the_source_unchanged(tmp_path, monkeypatch):
+    """The real thing: JupyterLab (with jupytext) in headless Chromium opens a ``.py``
+    source as a notebook, runs every cell, saves through its own command, and the ``.py``
+    it wrote is the one it opened, byte for byte (a ``display_name: Python 3`` header came
+    back as ``Python 3 (ipykernel)``). Notebook 01: no trial processes, the quickest to run."""
+    browser = _browser_check()
+    monkeypatch.setenv("TTS_KIT_STANDIN_SCALE", "tiny")
+    result = browser.check_save("notebooks/01_text_normalization.py", tmp_path, timeout=420)
+    assert "error" not in result, result
+    assert result["checks"] == {"saved": True, "no_error_output": True,
+                                "source_unchanged": True}, result.get("diff") or result
