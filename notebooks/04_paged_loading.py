@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -13,6 +13,11 @@
 # `paged` loads each stage just before it runs and releases it after (collect, then
 # `malloc_trim`, so the pages really leave the process: `del session; gc.collect()` alone
 # leaves them with the C allocator); `budget:MB` keeps what fits, least recently used out.
+#
+# **The lesson needs the full stand-in (or the real model).** What paging gives back is the
+# weights' share of the process's memory. On the tiny stand-in the weights are a few MB and
+# ONNX Runtime itself is most of the memory, so paged and resident look alike; the
+# conclusion below says which case this run is.
 
 # %% tags=["parameters"]
 # Parameters: papermill, CI and `tts-kit report` override these.
@@ -20,12 +25,17 @@ model_dir = None  # a bundle directory; None: $TTS_KIT_MODEL_DIR, official cache
 quick = False  # True: the smallest settings (CI runs every notebook this way)
 
 # %%
+from IPython.display import display
+
 from tts_kit import Bundle, resolve_model_dir
-from tts_kit.notebook.widgets import banner
+from tts_kit.notebook.widgets import banner, lesson
 
 where, source = resolve_model_dir(model_dir)  # the one place the model is chosen
 bundle = Bundle(where)
-banner(bundle, source)
+display(banner(bundle, source))
+lesson(bundle, "Paged loading gives the weights' memory back between stages, at a price in "
+       "load time per call; it shows only where the weights are most of the memory.",
+       quick=quick)
 
 # %% [markdown]
 # ## What each stage costs
@@ -56,8 +66,6 @@ plots.stage_costs(costs)
 # timelines, hatched spans are loads, solid spans runs, dotted lines releases.
 
 # %%
-from IPython.display import display
-
 from tts_kit.experiments import tune
 from tts_kit.runtime.loading import resident_costs_mb, suggest_budget
 
@@ -104,5 +112,15 @@ b = records[budget]
 print(f"{budget}: peak {b['peak_rss_mb']:,.0f} MB ({b['peak_rss_mb'] / res['peak_rss_mb']:.0%} "
       f"of resident), p50 {b['p50_ms']:,.0f} ms ({b['p50_ms'] / res['p50_ms']:.1f}x resident, "
       f"{b['p50_ms'] / paged['p50_ms']:.1f}x paged).")
+from tts_kit.notebook.widgets import model_summary, realistic_costs
+
 split = costs.split()
 print("Of the resident memory, measured: " + ", ".join(f"{k} {v:.0f} %" for k, v in split.items()))
+runtime = split.get("runtime", 0.0)
+if realistic_costs(bundle):
+    print(f"Measured on {model_summary(bundle)}: the weights are {100 - runtime:.0f} % of the "
+          "resident memory, which is what paging can give back.")
+else:
+    print(f"Measured on {model_summary(bundle)}: ONNX Runtime is {runtime:.0f} % of the memory "
+          "and the weights little, so paging has little to give back here; the lesson shows "
+          "on the full stand-in (unset TTS_KIT_STANDIN_SCALE) or the real model.")

@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -31,6 +31,31 @@ from tts_kit.notebook.widgets import banner
 
 bundle, source = resolve_model(model_dir)  # the one place the model is chosen (either family)
 banner(bundle, source)
+
+# %%
+import time
+from math import prod
+
+from IPython.display import HTML, display
+
+from tts_kit.experiments import tune
+from tts_kit.report.spec import SweepSpec
+
+if report_json is None:  # opened on its own: say how long the sweep will take, first
+    spec = SweepSpec.load(sweep, quick=quick).effective()
+    n_trials = prod(len(axis or [None]) for axis in (
+        spec.presets, spec.cpus, spec.loadings, spec.steps, spec.batch_sizes)) + 1  # +1: the pick
+    t0 = time.perf_counter()  # one trial of the grid's first configuration, timed
+    tune.trial(bundle, spec.presets[0], spec.workload, cpus=min(spec.cpus))
+    one_s = time.perf_counter() - t0
+    display(HTML(
+        f"<div style='border-left:4px solid #d39e00;background:#fffaf0;padding:6px 10px'>"
+        f"<b>A long sweep starts now:</b> {n_trials} isolated trials ({len(spec.presets)} "
+        f"presets x vCPUs {spec.cpus} x loadings {', '.join(spec.loadings)}, then the pick "
+        f"measured again). One trial took {one_s:.0f} s just now, so expect about "
+        f"{n_trials * one_s / 60:.0f} min. To render a report already made instead, set the "
+        "<code>report_json</code> parameter; for a smaller sweep, <code>quick = True</code> "
+        "or a <code>sweep</code> spec.</div>"))
 
 # %%
 from IPython.display import HTML

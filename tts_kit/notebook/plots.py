@@ -201,10 +201,22 @@ def _timings_of(obj: Any) -> dict[str, float]:
     return {k: float(v) for k, v in dict(t).items()}
 
 
+def _stages_in(groups: Any) -> list[str]:
+    """The stages the timings hold, in pipeline order: ``text``, the Supertonic stages, then
+    any other model's own stages (Piper's ``voice``) as they first appear; never ``total``."""
+    groups = list(groups)
+    known = ["text", *contract.STAGES]
+    stages = [s for s in known if any(s in g for g in groups)]
+    for g in groups:
+        stages += [s for s in g if s not in stages and s != "total"]
+    return stages
+
+
 def stage_times(
     results: Any, title: str | None = "time per stage", fig: Figure | None = None
 ) -> Figure:
-    """Per-stage wall time as horizontal bars (ms); several results side by side.
+    """Per-stage wall time as horizontal bars (ms); several results side by side. Every
+    stage the timings hold is drawn, whatever the model (Piper's one ``voice`` stage too).
 
     Args:
         results: a `SynthesisResult`, a ``timings`` dict (seconds per stage), or a
@@ -221,8 +233,7 @@ def stage_times(
         groups = {str(k): _timings_of(v) for k, v in results.items()}
     else:
         groups = {"": _timings_of(results)}
-    order = ["text", *contract.STAGES]
-    stages = [s for s in order if any(s in g for g in groups.values())]
+    stages = _stages_in(groups.values())
     if fig is None:
         fig = _figure(7, 0.5 + 0.45 * len(stages) * max(1, len(groups)) ** 0.5)
     else:

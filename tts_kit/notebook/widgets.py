@@ -85,6 +85,74 @@ def banner(bundle: Bundle, source: str | None = None) -> HTML:
                 f'border-radius:6px;margin:4px 0">{body}</div>')
 
 
+def realistic_costs(model: Any) -> bool:
+    """Whether ``model``'s costs (latency, memory, the stage mix) are a real model's: a real
+    model or voice, or a stand-in at a realistic scale (``full``); a tiny or medium stand-in
+    is not.
+
+    Example:
+        >>> realistic_costs(Bundle.discover())  # doctest: +SKIP
+        True
+    """
+    from tts_kit.models.supertonic.standin import REALISTIC_SCALES
+
+    if not getattr(model, "is_standin", False):
+        return True
+    return str((getattr(model, "standin_info", None) or {}).get("scale")) in REALISTIC_SCALES
+
+
+def model_summary(model: Any) -> str:
+    """One plain line naming ``model`` for a conclusion: its label, size and what its
+    weights are, so a conclusion names the model that produced its figures.
+
+    Example:
+        >>> model_summary(Bundle.discover())  # doctest: +SKIP
+        'Supertonic stand-in (full): 98.9 M parameters, synthetic weights (costs realistic)'
+    """
+    size = f"{model.params / 1e6:.1f} M parameters"
+    if not getattr(model, "is_standin", False):
+        return f"{model.label}: {size}, real weights"
+    costs = "costs realistic" if realistic_costs(model) else "costs NOT realistic"
+    return f"{model.label}: {size}, synthetic weights ({costs})"
+
+
+def lesson(model: Any, needs: str, *, costs: bool = True, quick: bool = False) -> HTML:
+    """A box under a notebook's banner: what its lesson needs, and whether this run's model
+    gives it. Where costs are the lesson, a model whose costs are not realistic (the tiny
+    stand-in CI's quick mode uses) is said to show the mechanics, not the lesson.
+
+    Args:
+        model: the model the notebook measures.
+        needs: what the lesson is about, one sentence (shown first).
+        costs: the lesson is in the measured costs (then it needs the real model or the
+            full stand-in); False: any model teaches it.
+        quick: the notebook runs in quick mode (CI: the smallest settings).
+
+    Example:
+        >>> box = lesson(Bundle.discover(), "Paged loading gives memory back.")  # doctest: +SKIP
+        >>> "the figures are the lesson" in box.data  # doctest: +SKIP
+        True
+    """
+    label = html.escape(model_summary(model))
+    mode = " (quick mode: CI's check that the notebook runs)" if quick else ""
+    if not costs:
+        verdict, style = (f"Any model teaches it; this run{mode} uses {label}.",
+                          "border-left:4px solid #5a9")
+    elif realistic_costs(model):
+        verdict, style = (f"It needs a model with realistic costs (the real model or the full "
+                          f"stand-in); this run{mode} uses {label}, so the figures are the "
+                          "lesson.", "border-left:4px solid #5a9")
+    else:
+        verdict, style = (
+            f"It needs a model with realistic costs (the real model or the full stand-in: "
+            f"unset <code>TTS_KIT_STANDIN_SCALE</code> or set <code>model_dir</code>); this "
+            f"run{mode} uses {label}, so <b>the figures below are NOT the lesson</b>: they "
+            "show that the code runs, not what the lesson concludes.",
+            "border-left:4px solid #d39e00;background:#fffaf0")
+    return HTML(f'<div class="tts-kit-lesson" style="{style};padding:6px 10px;margin:4px 0">'
+                f"<b>This lesson:</b> {html.escape(needs)} {verdict}</div>")
+
+
 def _png(fig: Any) -> bytes:
     return plots.figure_png(fig, dpi=90)
 
@@ -132,7 +200,9 @@ def _timings_html(timings: dict[str, float], duration_s: float | None = None) ->
 
 
 class Player(_StaticFallback, W.VBox):
-    """Synthesise and listen: text, language, voice, steps, speed and seed controls.
+    """Synthesise and listen: text, language, voice, steps, speed and seed controls. The
+    controls follow the model's capabilities: the ``steps`` slider only where
+    ``capabilities.flow_steps``, the languages the model reads.
 
     The audio widget gets the WAV bytes from memory (`SynthesisResult.wav_bytes`); no
     file is written. Bad input (empty text, characters the model cannot read) is shown
@@ -167,10 +237,12 @@ class Player(_StaticFallback, W.VBox):
 
             engine = Engine()
         self.engine = engine
-        voices = engine.bundle.voices
+        model = engine.bundle
+        voices = model.voices
+        langs = list(getattr(model, "languages", None) or contract.LANGUAGES)
         self.text = W.Textarea(value=text, layout=W.Layout(width="100%", height="60px"))
-        self.lang = W.Dropdown(options=list(contract.LANGUAGES), value=lang, description="lang",
-                               layout=W.Layout(width="150px"))
+        self.lang = W.Dropdown(options=langs, value=lang if lang in langs else langs[0],
+                               description="lang", layout=W.Layout(width="150px"))
         self.voice = W.Dropdown(options=voices, value=voice or engine.bundle.default_voice,
                                 description="voice", layout=W.Layout(width="160px"))
         self.steps = W.IntSlider(value=steps, min=contract.MIN_STEPS, max=32, description="steps")
@@ -184,10 +256,16 @@ class Player(_StaticFallback, W.VBox):
         self.info = W.HTML()
         self.result: Any = None
         self.button.on_click(lambda _: self.synthesize())
+        # A control shows only what the model can do: `steps` only for a flow-matching
+        # model (a Piper voice has none, and a slider that changes nothing misleads).
+        self.has_steps = bool(getattr(model.capabilities, "flow_steps", False))
+        if not self.has_steps:
+            self.steps.layout.display = "none"
         super().__init__([
             self.text,
             W.HBox([self.lang, self.voice, self.seed]),
-            W.HBox([self.steps, self.speed, self.button]),
+            W.HBox([self.steps, self.speed, self.button] if self.has_steps
+                   else [self.speed, self.button]),
             self.audio,
             self.info,
         ])

@@ -1,18 +1,19 @@
 # ---
 # jupyter:
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
 
 # %% [markdown]
-# # Session tuning: presets, the tuner, sweeps, Pareto front, recommendation
+# # Sweeps and machines: every preset at every vCPU count, the Pareto front, a pick
 #
-# ONNX Runtime's session options decide threads, allocator behaviour and graph fusion, and
-# with them latency and memory. Every number here comes from an isolated trial: a fresh
-# process pinned to N vCPUs (emulating an N-vCPU instance) and killed past the memory
-# budget (emulating a small instance).
+# `02_sessions_and_presets` measured one configuration at a time; here a sweep measures
+# presets x vCPUs, each in its own fresh process pinned to its cores and killed past the
+# memory budget, keeps the configurations no other beats on both latency and peak memory
+# (the Pareto front) and recommends one for a budget; then the deployment article's
+# instance table on this machine, and the same sweep sent to other machines with Dask.
 
 # %% tags=["parameters"]
 # Parameters: papermill, CI and `tts-kit report` override these.
@@ -20,43 +21,19 @@ model_dir = None  # a bundle directory; None: $TTS_KIT_MODEL_DIR, official cache
 quick = False  # True: the smallest settings (CI runs every notebook this way)
 
 # %%
+from IPython.display import display
+
 from tts_kit import Bundle, resolve_model_dir
-from tts_kit.notebook.widgets import banner
+from tts_kit.experiments.workload import Workload
+from tts_kit.notebook.widgets import banner, lesson
 
 where, source = resolve_model_dir(model_dir)  # the one place the model is chosen
 bundle = Bundle(where)
-banner(bundle, source)
-
-# %% [markdown]
-# ## The presets, explained
-#
-# Each line: an option the preset sets, what it does, why.
-
-# %%
-from tts_kit.runtime.sessions import PRESETS
-
-for name, preset in PRESETS.items():
-    print(f"{name}  ({preset.source})")
-    for line in preset.explain():
-        print("   ", line)
-
-# %% [markdown]
-# ## The tuner
-#
-# Pick a preset, a thread count (0: as the preset says), the vCPUs and a memory budget,
-# then **Run**: one isolated trial, graphed live, added to the table.
-
-# %%
-from tts_kit.experiments.workload import Workload
-from tts_kit.notebook.widgets import SessionTuner
-
+display(banner(bundle, source))
+lesson(bundle, "Which preset and vCPU count is fastest, and which is smallest, for a memory "
+       "budget.", quick=quick)
 # What every trial below synthesises: the default measurement texts, language and voice.
 workload = Workload(steps=2 if quick else 5, repeats=2 if quick else 5)
-tuner = SessionTuner(bundle, workload)
-tuner
-
-# %%
-tuner.run()  # the same as pressing Run once
 
 # %% [markdown]
 # ## A sweep
@@ -67,6 +44,7 @@ tuner.run()  # the same as pressing Run once
 # %%
 from tts_kit.experiments import tune
 from tts_kit.experiments.records import FRAME_KEYS, frame
+from tts_kit.runtime.sessions import PRESETS
 
 presets = ["supertonic-default", "low-memory"] if quick else list(PRESETS)
 cpus = (1,) if quick else tune.default_cpus()  # 1, 2, 4 as far as this machine's cores allow
@@ -129,8 +107,6 @@ finally:
 # `tts-kit report --scheduler ADDRESS` do the same from the command line.
 
 # %%
-from IPython.display import display
-
 for machine, part in fleet.by_machine().items():
     pick, why = part.recommend(budget_mb)
     print(f"{machine}:\n  {why}")
