@@ -20,7 +20,7 @@ file-backed pages (its anonymous peak is printed too).
 Targets: ``paged`` peak RSS <= 0.75 x ``resident``; idle RSS between ``paged`` requests
 within 50 MB of the process's RSS before the first load.
 
-    python bench/paged.py [--model DIR] [--scale full] [--requests 4] [--steps 5]
+    python bench/paged.py [--model DIR] [--scale full] [--requests 4] [--steps 8]
                           [--cpus N] [--trials 1] [--preset supertonic-default]
                           [--json OUT]
 """
