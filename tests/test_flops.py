@@ -78,3 +78,20 @@ def test_info_costs_on_the_tiny_standin(tiny_bundle_dir):
     text = subprocess.run([sys.executable, "-m", "tts_kit.cli", "info", "--costs", "--model",
                            str(tiny_bundle_dir)], capture_output=True, text=True, check=True).stdout
     assert "GFLOP/audio s" in text and "vector_estimator" in text
+
+
+@pytest.mark.bench
+def test_standin_realism_bench(tiny_bundle_dir, tmp_path):
+    from pathlib import Path
+
+    out = tmp_path / "realism.json"
+    bench = Path(__file__).resolve().parents[1] / "bench" / "standin_realism.py"
+    run = subprocess.run([sys.executable, str(bench), "--model", str(tiny_bundle_dir),
+                          "--steps", "2", "--threads", "1", "--json", str(out)],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    data = json.loads(out.read_text())
+    for stage in contract.STAGES:
+        assert data["graph_flops"][stage] == pytest.approx(data["arch_flops"][stage], rel=0.02)
+        assert data["achieved"][stage]["gflop"] > 0
+    assert "within 2 % of the architecture: yes" in run.stdout

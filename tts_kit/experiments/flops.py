@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 from onnx import shape_inference
 
 from tts_kit.core import contract
@@ -308,3 +309,44 @@ def costs_table(costs: list[StageCost]) -> str:
     lines.append(f"{'total':<18} {tot_p / 1e6:>6.2f} M {'':>4} {'':>10} {tot_chunk:>11.3f} "
                  f"{tot_s:>13.3f}")
     return "\n".join(lines)
+
+
+def matmul_peak_gflops(threads: int = 1, n: int = 1024, repeats: int = 5) -> float:
+    """This machine's matrix-multiply floor: ONNX Runtime's best GFLOP/s on an ``n`` x ``n``
+    float32 MatMul with ``threads`` intra-op threads (best of ``repeats`` after a warm-up).
+
+    Achieved GFLOP/s of a stage over this says how far it is from what threads can win.
+
+    Example:
+        >>> matmul_peak_gflops(1, n=128, repeats=1) > 0
+        True
+    """
+    import time
+
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    if threads < 1 or n < 1 or repeats < 1:
+        raise TtsKitError("threads, n and repeats must be positive")
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((n, n), dtype=np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])], "matmul",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, n])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n, n])],
+        [onnx.numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    sess = ort.InferenceSession(model.SerializeToString(), so,
+                                providers=["CPUExecutionProvider"])
+    x = rng.standard_normal((n, n), dtype=np.float32)
+    sess.run(None, {"x": x})
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        sess.run(None, {"x": x})
+        best = min(best, time.perf_counter() - t0)
+    return 2.0 * n ** 3 / best / 1e9
