@@ -42,9 +42,10 @@ banner(speaker, why)
 
 # %%
 from tts_kit import make_engine
+from tts_kit.core import contract
 from tts_kit.notebook.widgets import Player
 
-steps = 2 if quick else 5  # flow steps of a Supertonic bundle (a Piper voice has none)
+steps = 2 if quick else contract.DEFAULT_STEPS  # flow steps (Piper has none)
 engine = make_engine(speaker)  # the engine of the speaker's family
 # A time and a room number: the player shows what normalisation reads out loud.
 player = Player(engine, text="The meeting starts at 10:30, in room 4.", lang="en", steps=steps)

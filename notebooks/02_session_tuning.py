@@ -47,11 +47,12 @@ for name, preset in PRESETS.items():
 # then **Run**: one isolated trial, graphed live, added to the table.
 
 # %%
+from tts_kit.core import contract
 from tts_kit.experiments.workload import Workload
 from tts_kit.notebook.widgets import SessionTuner
 
 # What every trial below synthesises: the default measurement texts, language and voice.
-workload = Workload(steps=2 if quick else 5, repeats=2 if quick else 5)
+workload = Workload(steps=2 if quick else contract.DEFAULT_STEPS, repeats=2 if quick else 5)
 tuner = SessionTuner(bundle, workload)
 tuner
 
