@@ -111,6 +111,8 @@ class TrialRecord(TypedDict, total=False):
     repeats: int
     wall_s: float | None
     stage_costs_mb: dict[str, float] | None
+    prep_s: float | None
+    prep_peak_rss_mb: float | None
     pareto: bool
     timeline: list[list[float]]
     events: list[list[Any]]
