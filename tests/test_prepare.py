@@ -55,3 +55,27 @@ def test_cold_and_warm_cache_measure_the_same_paged_trial(tiny_bundle_dir, tmp_p
     assert cold[LOAD_S] < 3 * warm[LOAD_S] + 0.5
     res = trial(tiny_bundle_dir, "lean", w, loading="resident")
     assert res[PREP_S] is None and res[PREP_PEAK_RSS_MB] is None
+
+
+def test_sweep_prepares_before_measuring_stage_costs(monkeypatch):
+    # The sweep's stage-cost probe loads paged (external data): the copies are made by the
+    # one-time preparation first, never inside the probe's load figures.
+    import tts_kit.experiments.stage_costs as sc
+    from tts_kit.experiments import tune
+    from tts_kit.runtime.loading import LoadPolicy
+    from tts_kit.runtime.sessions import get_preset
+
+    calls: list[str] = []
+    monkeypatch.setattr(tune, "_prepare", lambda path, policy, *a: calls.append(
+        f"prepare {policy.spec}"))
+
+    class _Costs:
+        def costs_mb(self):
+            return {"vocoder": 1.0}
+
+    monkeypatch.setattr(sc, "stage_costs", lambda *a, **k: calls.append("measure") or _Costs())
+    out = tune._sweep_stage_costs("bundle", [get_preset("lean")],
+                                  {"budget:300": LoadPolicy.parse("budget:300")}, "measure",
+                                  Workload("Hi."))
+    assert calls == ["prepare paged", "measure"]
+    assert out == {("lean", "budget:300"): {"vocoder": 1.0}}

@@ -554,6 +554,8 @@ def _sweep_stage_costs(
             raise TtsKitError(f"stage_costs_mb must be 'measure', a mapping or None, got {given!r}")
         from tts_kit.experiments.stage_costs import stage_costs
 
+        # Its paged probe loads external-data copies: made first, not inside the figures.
+        _prepare(path, LoadPolicy.parse("paged"), None, None, 10)
         out: dict[tuple[str, str], dict[str, float]] = {}
         for p in presets:
             try:
