@@ -66,6 +66,12 @@ def test_bad_input_is_one_line_error(tmp_path):
     with pytest.raises(TtsKitError, match="steps"):
         flops.stage_costs({}, steps=0)
 
+    class _OneGraph:  # a model whose stages are not the Supertonic contract's (Piper)
+        stages = {"voice": None}
+
+    with pytest.raises(TtsKitError, match="voice graph has other inputs"):
+        flops.model_costs(_OneGraph())
+
 
 def test_info_costs_on_the_tiny_standin(tiny_bundle_dir):
     out = subprocess.run([sys.executable, "-m", "tts_kit.cli", "info", "--costs", "--json",

@@ -205,6 +205,10 @@ def model_costs(bundle: Any, *, steps: int = contract.DEFAULT_STEPS,
         >>> model_costs(resolve_model("/path/to/bundle")[0])["steps"]  # doctest: +SKIP
         8
     """
+    other = sorted(set(bundle.stages) - set(contract.STAGES))
+    if other:
+        raise TtsKitError(f"the cost model counts graphs of the Supertonic contract; this "
+                          f"model's {', '.join(other)} graph has other inputs")
     costs = stage_costs({s: st.path for s, st in bundle.stages.items()}, steps=steps,
                         seconds=seconds)
     return {"steps": steps, "seconds": costs[0].seconds if costs else seconds,
