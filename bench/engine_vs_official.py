@@ -61,11 +61,13 @@ def child(which: str, model: str, threads: int, steps: int, calls: int) -> dict:
 
 
 def main() -> None:
+    from tts_kit.core import contract
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default=None, help="bundle (default: the full stand-in)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS)
     ap.add_argument("--calls", type=int, default=3)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()

@@ -7,7 +7,7 @@ it) and RTF, per preset, printed next to the article's numbers. Instances larger
 this machine are listed with the article's numbers only.
 
     python bench/instance_table.py [--model DIR] [--scale full] [--presets a,b]
-                                   [--repeats 3] [--steps 5] [--json OUT]
+                                   [--repeats 3] [--steps 8] [--json OUT]
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from _common import add_model_args, model_dir
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tts_kit.core import procfacts
+    from tts_kit.core import contract, procfacts
     from tts_kit.experiments.instances import format_instance_table, instance_table
     from tts_kit.experiments.workload import Workload
 
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     add_model_args(ap)
     ap.add_argument("--presets", default="supertonic-default,seed-2vcpu,low-memory,lean")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS)
     ap.add_argument("--json", help="also write the rows here")
     args = ap.parse_args(argv)
 

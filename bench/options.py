@@ -10,7 +10,7 @@ isolated trial (`tts_kit.experiments.tune.sweep`) on the same bundle (the ``full
 default), cores and workload, in one run; the table prints ratios to the reference.
 
     python bench/options.py [--model DIR] [--scale full] [--cpus 2] [--repeats 5]
-                            [--steps 5] [--json OUT]
+                            [--steps 8] [--json OUT]
 """
 
 from __future__ import annotations
@@ -52,11 +52,13 @@ def variants() -> list:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from tts_kit.core import contract
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_model_args(ap)
     ap.add_argument("--cpus", type=int, default=None, help="pin every trial to N cores")
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS)
     ap.add_argument("--json", help="also write the records here")
     args = ap.parse_args(argv)
 

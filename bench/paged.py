@@ -17,10 +17,14 @@ Rows besides the three policies show what the release step contributes: ``notrim
 which is the article's plain "delete it, gc.collect()". ``mmap`` keeps weights as
 file-backed pages (its anonymous peak is printed too).
 
-Targets: ``paged`` peak RSS <= 0.75 x ``resident``; idle RSS between ``paged`` requests
-within 50 MB of the process's RSS before the first load.
+Last, a ``paged`` trial (`tts_kit.experiments.tune.trial`) on an empty external-data cache
+and again on the one it filled: the copies are made by the trial's one-time preparation,
+outside its figures, so both peaks should agree.
 
-    python bench/paged.py [--model DIR] [--scale full] [--requests 4] [--steps 5]
+Targets: ``paged`` peak RSS <= 0.75 x ``resident``; idle RSS between ``paged`` requests
+within 50 MB of the process's RSS before the first load; cold/warm paged peak within 5 %.
+
+    python bench/paged.py [--model DIR] [--scale full] [--requests 4] [--steps 8]
                           [--cpus N] [--trials 1] [--preset supertonic-default]
                           [--json OUT]
 """
@@ -40,6 +44,42 @@ from _common import add_model_args, model_dir, ratio
 REFERENCE = "resident"
 PEAK_TARGET = 0.75
 IDLE_TARGET_MB = 50.0
+COLD_WARM_TOL = 0.05
+
+
+def _cold_and_warm(model: Path, preset, workload, cpus: int | None) -> dict:
+    """A paged trial on an empty external-data cache, then on the one it filled: the
+    one-time preparation runs outside the trial (``prep_*``), so the peaks should agree."""
+    import os
+    import tempfile
+
+    from tts_kit.experiments.tune import trial
+
+    print(f"\npaged trial, cold cache then warm (target: peaks within {COLD_WARM_TOL:.0%})")
+    old = os.environ.get("TTS_KIT_CACHE_DIR")
+    rows = {}
+    with tempfile.TemporaryDirectory(prefix="tts_kit-coldwarm-") as cache:
+        os.environ["TTS_KIT_CACHE_DIR"] = cache
+        try:
+            for name in ("cold", "warm"):
+                r = trial(model, preset, workload.replace(repeats=1), cpus=cpus,
+                          loading="paged", timeout_s=900)
+                rows[name] = {k: r[k] for k in ("status", "peak_rss_mb", "load_s", "first_ms",
+                                                "prep_s", "prep_peak_rss_mb")}
+                prep = (f"prep {r['prep_s']:.1f} s, peak {r['prep_peak_rss_mb']:.0f} MB"
+                        if r["prep_s"] is not None else "no prep")
+                print(f"  {name}: {r['status']}, peak {r['peak_rss_mb'] or 0:.0f} MB, load "
+                      f"{r['load_s'] or 0:.2f} s ({prep}, one-time, outside the trial)")
+        finally:
+            if old is None:
+                os.environ.pop("TTS_KIT_CACHE_DIR", None)
+            else:
+                os.environ["TTS_KIT_CACHE_DIR"] = old
+    c, w = rows["cold"]["peak_rss_mb"], rows["warm"]["peak_rss_mb"]
+    if c and w:
+        rel = abs(c / w - 1)
+        print(f"  cold / warm peak {c / w:.3f} ({'met' if rel <= COLD_WARM_TOL else 'MISSED'})")
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -164,10 +204,11 @@ def main(argv: list[str] | None = None) -> int:
                   f"{mm['anon_peak_mb']:.0f} MB anonymous; the rest are clean file pages the "
                   f"kernel may drop under pressure; p50 x{mm['p50_s'] / paged['p50_s']:.2f} "
                   "of paged")
+    cold_warm = _cold_and_warm(model, preset, workload, args.cpus)
     if args.json:
         out = {"bundle": str(model), "preset": args.preset, "cpus": args.cpus,
                "steps": args.steps, "requests": args.requests, "costs": costs.to_dict(),
-               "budgets": [budget_a, budget_b], "rows": rows}
+               "budgets": [budget_a, budget_b], "rows": rows, "cold_warm": cold_warm}
         Path(args.json).write_text(json.dumps(out, indent=2, default=str) + "\n")
         print(f"wrote {args.json}")
     return 0

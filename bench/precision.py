@@ -27,7 +27,7 @@ Heavy at ``full`` (several minutes on 2 cores: the stand-in build is cached, the
 conversions, five isolated runs and the fidelity runs are not).
 
 Usage:
-    python bench/precision.py [--scale full | --model DIR] [--repeats 3] [--steps 5]
+    python bench/precision.py [--scale full | --model DIR] [--repeats 3] [--steps 8]
                               [--cpus 2] [--providers CPUExecutionProvider,...]
                               [--recipes fp16,int8,...] [--json results.json]
 """

@@ -6,7 +6,7 @@ first use), the same cores and the same workload. Prints absolute numbers and th
 ratios preset / supertonic-default (latency < 1: faster; peak < 1: less memory).
 
     python bench/presets.py [--model DIR] [--scale full] [--cpus 2] [--repeats 5]
-                            [--steps 5] [--loading resident] [--json OUT]
+                            [--steps 8] [--loading resident] [--json OUT]
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ REFERENCE = "supertonic-default"
 
 
 def main(argv: list[str] | None = None) -> int:
+    from tts_kit.core import contract
     from tts_kit.runtime.sessions import list_presets
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -27,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--presets", default=",".join(list_presets()))
     ap.add_argument("--cpus", type=int, default=None, help="pin every trial to N cores")
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS)
     ap.add_argument("--loading", default="resident")
     ap.add_argument("--json", help="also write the records here")
     args = ap.parse_args(argv)

@@ -22,7 +22,7 @@ three-sentence text, ``workers`` time to first audio p95 at concurrency 1 <= 0.3
 whole-response p95; two ``resident+mmap`` workers' PSS <= 1.35x one's.
 
     python bench/serving.py [--model DIR] [--scale full] [--concurrency 1,2,4]
-                            [--requests 8] [--steps 5] [--workers 2] [--threads 1]
+                            [--requests 8] [--steps 8] [--workers 2] [--threads 1]
                             [--text TEXT] [--json OUT]
 """
 
@@ -72,6 +72,7 @@ def _article_load_s(model: str, loads: int = 3) -> float | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from tts_kit.core import contract
     from tts_kit.experiments.records import table
     from tts_kit.serve.loadtest import DEFAULT_TEXT
     from tts_kit.serve.sweep import SWEEP_KEYS, serving_sweep
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     add_model_args(ap)
     ap.add_argument("--concurrency", default="1,2,4")
     ap.add_argument("--requests", type=int, default=8, help="requests per level")
-    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1, help="intra-op threads per worker")
     ap.add_argument("--preset", default="supertonic-default")

@@ -14,7 +14,7 @@ Targets: the stream's peak RSS grows by less than 50 MB from the shortest text t
 longest; under ``paged``, stage-major loads each graph once (4 loads) and takes less
 wall time than chunk-major.
 
-    python bench/streaming.py [--model DIR] [--scale full] [--chars 3000] [--steps 5]
+    python bench/streaming.py [--model DIR] [--scale full] [--chars 3000] [--steps 8]
                               [--memory-chars 10000,100000] [--memory-scale tiny]
                               [--json OUT]
 """
@@ -71,12 +71,13 @@ def _probe(bundle: Path, loading: str, mode: str, chars: int, steps: int) -> dic
 
 
 def main(argv: list[str] | None = None) -> int:
+    from tts_kit.core import contract
     from tts_kit.models.supertonic.standin import ensure_standin
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_model_args(ap)
     ap.add_argument("--chars", type=int, default=3000)
-    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS)
     ap.add_argument("--memory-chars", default="10000,100000")
     ap.add_argument("--memory-scale", default="tiny")
     ap.add_argument("--json", default=None)

@@ -45,12 +45,13 @@ lesson(speaker, "Where one synthesis by the model that speaks spends its time an
 
 # %%
 from tts_kit import make_engine
+from tts_kit.core import contract
 from tts_kit.notebook.widgets import Player
 
 # Flow steps mean something only to a flow-matching model (a Piper voice has none, and
 # its player shows no steps slider).
 has_steps = speaker.capabilities.flow_steps
-steps = 2 if quick else 5
+steps = 2 if quick else contract.DEFAULT_STEPS
 engine = make_engine(speaker)  # the engine of the speaker's family
 # A time and a room number: the player shows what normalisation reads out loud.
 player = Player(engine, text="The meeting starts at 10:30, in room 4.", lang="en", steps=steps)

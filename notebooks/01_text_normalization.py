@@ -206,9 +206,11 @@ assert "".join(chunks).replace(" ", "") == long_ko.replace(" ", "")
 
 # %%
 from tts_kit import Engine
+from tts_kit.core import contract
 from tts_kit.notebook import plots
 
-result = Engine(bundle).synthesize(long_ko, lang="ko", steps=2 if quick else 5, seed=0)
+result = Engine(bundle).synthesize(long_ko, lang="ko", steps=2 if quick else contract.DEFAULT_STEPS,
+                                   seed=0)
 print(f"{len(result.chunks)} chunks -> {result.duration_s:.1f} s of audio, RTF {result.rtf:.3f}")
 plots.stage_times(result, title="a chunked Korean text")
 

@@ -65,11 +65,12 @@ with pd.option_context("display.max_colwidth", None):  # each line whole, not cu
 # then **Run**: one isolated trial, graphed live, added to the table.
 
 # %%
+from tts_kit.core import contract
 from tts_kit.experiments.workload import Workload
 from tts_kit.notebook.widgets import SessionTuner
 
 # What every trial below synthesises: the default measurement texts, language and voice.
-workload = Workload(steps=2 if quick else 5, repeats=2 if quick else 5)
+workload = Workload(steps=2 if quick else contract.DEFAULT_STEPS, repeats=2 if quick else 5)
 tuner = SessionTuner(bundle, workload)
 tuner
 

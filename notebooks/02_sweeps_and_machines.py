@@ -24,6 +24,7 @@ quick = False  # True: the smallest settings (CI runs every notebook this way)
 from IPython.display import display
 
 from tts_kit import Bundle, resolve_model_dir
+from tts_kit.core import contract
 from tts_kit.experiments.workload import Workload
 from tts_kit.notebook.widgets import banner, lesson
 
@@ -33,7 +34,7 @@ display(banner(bundle, source))
 lesson(bundle, "Which preset and vCPU count is fastest, and which is smallest, for a memory "
        "budget.", quick=quick)
 # What every trial below synthesises: the default measurement texts, language and voice.
-workload = Workload(steps=2 if quick else 5, repeats=2 if quick else 5)
+workload = Workload(steps=2 if quick else contract.DEFAULT_STEPS, repeats=2 if quick else 5)
 
 # %% [markdown]
 # ## A sweep

@@ -48,6 +48,7 @@ import tempfile
 from pathlib import Path
 
 from tts_kit import precision
+from tts_kit.core import contract
 from tts_kit.precision.recipes import DESCRIPTIONS, RECIPES
 
 work = Path(tempfile.mkdtemp(prefix="tts-kit-precision-"))
@@ -63,7 +64,7 @@ print(reports["sherpa-int8"].table())
 # %%
 import pandas as pd
 
-steps = 2 if quick else 5
+steps = 2 if quick else contract.DEFAULT_STEPS
 texts = ["The quick brown fox jumps over the lazy dog."]
 bundles = {"fp32": bundle.path, **{n: Path(r.dst) for n, r in reports.items()}}
 runs = {n: precision.measure_bundle(p, n, texts=texts, steps=steps, repeats=1 if quick else 3)

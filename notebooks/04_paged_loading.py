@@ -44,12 +44,13 @@ lesson(bundle, "Paged loading gives the weights' memory back between stages, at 
 # the memory article's estimated split (a claim, not a measurement).
 
 # %%
+from tts_kit.core import contract
 from tts_kit.experiments.stage_costs import stage_costs
 from tts_kit.experiments.workload import Workload
 from tts_kit.notebook import plots
 
 # What every measurement below synthesises (the default measurement texts and voice).
-workload = Workload(steps=2 if quick else 5, repeats=2 if quick else 3)
+workload = Workload(steps=2 if quick else contract.DEFAULT_STEPS, repeats=2 if quick else 3)
 costs = stage_costs(bundle, "supertonic-default", workload)
 costs.dataframe().round(1)  # MB and seconds; costs.table() is the same as text
 

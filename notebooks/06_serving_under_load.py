@@ -51,10 +51,11 @@ lesson(bundle, "Which serving architecture wins, and by how much, for requests w
 # %%
 import contextlib
 
+from tts_kit.core import contract
 from tts_kit.core.procfacts import usable_cores
 from tts_kit.serve.launch import start_server
 
-steps = 2 if quick else 5
+steps = 2 if quick else contract.DEFAULT_STEPS
 requests = 3 if quick else 12
 levels = [1, 2] if quick else [1, 2, 4]
 cores = usable_cores()

@@ -39,7 +39,11 @@ def int8(tiny_bundle_dir, tmp_path_factory):
 def test_files_shrink(fp16, int8):
     report, _ = fp16
     for stage in contract.STAGES:
-        for r, limit in ((report, 0.55), (int8, 0.35)):
+        # The vector estimator's guidance tokens (3 x 50 x 256 float32, issue 22) are not
+        # weights of a MatMul and stay float under dynamic INT8: 12 % of the tiny graph,
+        # 0.06 % of the full one.
+        int8_limit = 0.45 if stage == "vector_estimator" else 0.35
+        for r, limit in ((report, 0.55), (int8, int8_limit)):
             s = r.stages[stage]
             on_disk = (r.dst and Bundle(r.dst).stages[stage].size_bytes)
             assert s.converted and s.size_after == on_disk

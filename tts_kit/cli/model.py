@@ -111,6 +111,10 @@ def cmd_info(args: argparse.Namespace) -> int:
     info["runtime"] = {"onnxruntime": _ort_version(), "graphs_load": loads}
     info.setdefault("family", bundle.family)
     info.setdefault("model", bundle.label)
+    if args.costs:
+        from tts_kit.experiments.flops import model_costs
+
+        info["costs"] = model_costs(bundle, steps=args.steps)
     if args.json:
         _say(json.dumps(info, indent=2))
         return 0
@@ -144,7 +148,20 @@ def cmd_info(args: argparse.Namespace) -> int:
         _say(f"{stage:<20}{st['params'] / 1e6:>9.2f}M{st['size_bytes'] / 1e6:>9.1f}  "
              f"{st['precision']:<9}  {st['sha256'][:16]}")
     _say(f"{'total':<20}{total_p / 1e6:>9.2f}M{total_b / 1e6:>9.1f}")
+    if args.costs:
+        _say_costs(info["costs"])
     return 0
+
+
+def _say_costs(costs: dict) -> None:
+    from tts_kit.experiments.flops import StageCost, costs_table
+
+    _say("")
+    _say(f"costs at {costs['steps']} flow steps, counted from the graphs for "
+         f"{costs['seconds']:.2f} s of audio ({', '.join(costs['counted'])}: 2 x multiply-adds)")
+    rows = [StageCost(c["stage"], c["params"], c["runs"], c["flops_per_run"], c["seconds"])
+            for c in costs["stages"]]
+    _say(costs_table(rows))
 
 
 def _ort_version() -> str:
@@ -224,6 +241,11 @@ def register(add: AddCommand) -> None:
     sp.add_argument("--no-load", action="store_true",
                     help="skip loading each graph in onnxruntime (then only the files "
                     "are checked, not that ORT knows every operator)")
+    sp.add_argument("--costs", action="store_true",
+                    help="add the cost model: parameters and FLOPs per second of audio per "
+                    "stage, counted from the graphs")
+    sp.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS,
+                    help="flow steps the costs are counted at")
 
     sp = add("standin", cmd_standin, "build a synthetic stand-in bundle in DIR", model=False)
     sp.add_argument("dir", help="where to build it (a new or empty directory)")

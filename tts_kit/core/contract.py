@@ -65,7 +65,9 @@ DEFAULT_LANG = "en"
 
 MIN_STEPS, MAX_STEPS = 1, 100
 MIN_SPEED, MAX_SPEED = 0.7, 2.0
-DEFAULT_STEPS = 5
+#: Flow steps when none are given: the official package's ``DEFAULT_TOTAL_STEPS`` (8), so
+#: tts_kit's default figures are the work a deployed ``supertonic.TTS`` does.
+DEFAULT_STEPS = 8
 DEFAULT_SPEED = 1.05
 CHUNK_CHARS = 300
 CHUNK_CHARS_KO = 120  # upstream, in code points; tts_kit.text.chunk counts NFKD (300)

@@ -37,6 +37,9 @@ The keys of a record (`RECORD_KEYS` are always present; None where not measured)
   before the trial's process started and just after it ended (`os.getloadavg`).
 - ``load_peak_rss_mb`` / ``run_peak_rss_mb``: the high-water mark while loading, and
   while serving requests (first and steady calls); ``peak_rss_mb`` is the larger.
+- ``prep_s`` / ``prep_peak_rss_mb``: the one-time preparation a loading policy needs
+  (external-data copies), done in a process of its own before the trial: its time and
+  peak RSS. None when the policy needs none. The trial then measures the steady state.
 - ``stage_costs_mb``: the per-stage resident costs a ``budget`` policy was given (None:
   estimated from the file sizes).
 - ``threads``: the intra-op threads the sessions got; ``audio_s``; ``repeats``;
@@ -120,6 +123,8 @@ class TrialRecord(TypedDict, total=False):
     repeats: int
     wall_s: float | None
     stage_costs_mb: dict[str, float] | None
+    prep_s: float | None
+    prep_peak_rss_mb: float | None
     pareto: bool
     timeline: list[list[float]]
     events: list[list[Any]]
@@ -160,6 +165,7 @@ LOAD_PEAK_RSS_MB, RUN_PEAK_RSS_MB = "load_peak_rss_mb", "run_peak_rss_mb"
 AUDIO_S, REPEATS, WALL_S, STAGE_COSTS_MB = "audio_s", "repeats", "wall_s", "stage_costs_mb"
 PARETO, TIMELINE, EVENTS, LATENCIES_MS = "pareto", "timeline", "events", "latencies_ms"
 STAGE_LOAD_S, MACHINE, WORKER = "stage_load_s", "machine", "worker"
+PREP_S, PREP_PEAK_RSS_MB = "prep_s", "prep_peak_rss_mb"
 ARCHITECTURE, WORKERS, MODE, CONCURRENCY = "architecture", "workers", "mode", "concurrency"
 RATE, REQUESTS, OK, ERRORS, TIMEOUTS = "rate", "requests", "ok", "errors", "timeouts"
 REJECTED, RPS, AUDIO_RATE = "rejected", "rps", "audio_rate"
@@ -174,7 +180,7 @@ RECORD_KEYS: tuple[str, ...] = (
     "load_s", "idle_rss_mb", "after_rss_mb", "peak_rss_mb", "first_ms", "p50_ms", "p95_ms", "rtf",
     "cpu_percent", "cpu_ms", "load_peak_rss_mb", "run_peak_rss_mb", "threads", "audio_s",
     "repeats", "wall_s", "stage_costs_mb", "core_share", "cpu_wait_percent", "loadavg_before",
-    "loadavg_after",
+    "loadavg_after", "prep_s", "prep_peak_rss_mb",
 )
 
 #: Record keys that are not table columns: free text and nested data.
@@ -263,6 +269,11 @@ COLUMNS: dict[str, Column] = {c.key: c for c in (
     _c("run_peak_rss_mb", "peak RSS while serving", "MB", ".0f",
        "high-water mark while serving requests", short="run-peak", digits=1),
     _c("threads", "threads", "", "", "intra-op threads the sessions got"),
+    _c("prep_s", "one-time preparation", "s", ".1f",
+       "external-data copies etc., made once before the trial (not in its figures)",
+       short="prep", digits=2),
+    _c("prep_peak_rss_mb", "peak RSS of the preparation", "MB", ".0f",
+       "high-water mark of the one-time preparation", short="prep-peak", digits=1),
     _c("audio_s", "audio", "s", ".2f", "seconds of audio one call produced", digits=3),
     _c("repeats", "repeats", "", "", "steady calls measured"),
     _c("wall_s", "trial wall time", "s", ".1f", "the whole trial, spawn to exit",

@@ -59,6 +59,8 @@ from tts_kit.experiments.records import (
     PARETO_X,
     PARETO_Y,
     PEAK_RSS_MB,
+    PREP_PEAK_RSS_MB,
+    PREP_S,
     RECORD_KEYS,
     RTF,
     RUN_PEAK_RSS_MB,
@@ -71,7 +73,7 @@ from tts_kit.experiments.records import (
 from tts_kit.experiments.records import table as records_table
 from tts_kit.experiments.runqueue import thread_run_queue_ns, wait_percent
 from tts_kit.experiments.workload import Workload
-from tts_kit.runtime.loading import LoadPolicy
+from tts_kit.runtime.loading import LoadPolicy, needs_preparation, prepare_loading
 from tts_kit.runtime.measure import run_isolated
 from tts_kit.runtime.sessions import SessionPreset, get_preset
 
@@ -172,6 +174,38 @@ def run_trial_child(
     }
 
 
+def prepare_trial_child(bundle_path: str, loading: str | LoadPolicy) -> dict[str, Any]:
+    """The one-time preparation a trial's loading policy needs (external-data copies),
+    run in a process of its own before the trial (`trial`), so the trial measures the
+    steady state a prepared deployment sees. Returns its own time in seconds.
+
+    Example:
+        >>> prepare_trial_child("standin-dir", "paged")[PREP_S] >= 0  # doctest: +SKIP
+        True
+    """
+    from tts_kit.models.family import open_model
+
+    t0 = time.perf_counter()
+    bundle = open_model(bundle_path)
+    files = prepare_loading([st.path for st in bundle.stages.values()], loading)
+    return {PREP_S: time.perf_counter() - t0, "files": [str(f) for f in files]}
+
+
+def _prepare(bundle_path: str, policy: LoadPolicy, cpus: int | None,
+             timeout_s: float | None, sample_ms: float) -> dict[str, Any]:
+    """Run `prepare_trial_child` isolated when ``policy`` needs it: ``prep_*`` fields."""
+    if not needs_preparation(policy):
+        return {PREP_S: None, PREP_PEAK_RSS_MB: None}
+    m = run_isolated(prepare_trial_child, bundle_path, policy, cpus=cpus, timeout_s=timeout_s,
+                     sample_ms=sample_ms)
+    if not (m.ok and isinstance(m.result, dict)):
+        # The trial then does the work itself (and says so in its figures); not fatal.
+        warnings.warn(f"preparing {policy.spec} failed ({m.error}); the trial includes it",
+                      stacklevel=3)
+        return {PREP_S: None, PREP_PEAK_RSS_MB: None}
+    return {PREP_S: to_number(m.result[PREP_S]), PREP_PEAK_RSS_MB: to_number(m.peak_rss_mb)}
+
+
 def trial(
     bundle: Any,
     preset: str | SessionPreset,
@@ -201,6 +235,10 @@ def trial(
             the file
             sizes; `sweep` measures them). Recorded as ``stage_costs_mb``.
 
+    One-time work the policy needs (external-data copies for ``paged``/``budget``) is done
+    first, in a process of its own, and recorded as ``prep_s`` / ``prep_peak_rss_mb``: a
+    cold cache and a warm one then measure the same steady state.
+
     A trial that did not finish still reports what it got to: for ``oom``/``timeout``
     the peak RSS, and the load time and idle RSS if it got past the load.
 
@@ -217,9 +255,11 @@ def trial(
         raise TypeError(f"workload must be a tts_kit.experiments.workload.Workload, got "
                         f"{type(workload).__name__}")
     preset = get_preset(preset)  # an unknown name fails here, before any process starts
+    path = _bundle_path(bundle)
+    prep = _prepare(path, policy, cpus, timeout_s, sample_ms)  # one-time work, not measured
     load_before = _loadavg()
     m = run_isolated(
-        run_trial_child, _bundle_path(bundle), preset, workload, policy,
+        run_trial_child, path, preset, workload, policy,
         dict(stage_costs_mb) if stage_costs_mb else None,
         cpus=cpus, mem_budget_mb=mem_budget_mb, timeout_s=timeout_s, sample_ms=sample_ms,
     )
@@ -230,6 +270,7 @@ def trial(
         batch_size=workload.batch_size, mem_budget_mb=mem_budget_mb, status=m.status,
         error=m.error, repeats=workload.repeats, peak_rss_mb=to_number(m.peak_rss_mb),
         wall_s=to_number(m.wall_s), stage_costs_mb=dict(stage_costs_mb) if stage_costs_mb else None,
+        **prep,
     )
     record[LOADAVG_BEFORE], record[LOADAVG_AFTER] = load_before, load_after
     if m.ok and isinstance(m.result, dict):
@@ -530,6 +571,8 @@ def _sweep_stage_costs(
             raise TtsKitError(f"stage_costs_mb must be 'measure', a mapping or None, got {given!r}")
         from tts_kit.experiments.stage_costs import stage_costs
 
+        # Its paged probe loads external-data copies: made first, not inside the figures.
+        _prepare(path, LoadPolicy.parse("paged"), None, None, 10)
         out: dict[tuple[str, str], dict[str, float]] = {}
         for p in presets:
             try:

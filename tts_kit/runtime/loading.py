@@ -76,6 +76,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import onnxruntime as ort
@@ -328,3 +329,31 @@ class StageLoader:
                 else:
                     self._release(stage)
 
+
+
+def prepare_loading(paths: Sequence[str | Path], loading: str | LoadPolicy = "resident"
+                    ) -> list[Path]:
+    """Do now the one-time work ``loading`` needs before its sessions can be created
+    (the external-data copies of ``ext`` policies), so a later load finds it done.
+
+    Returns the files sessions will load from. What a cold cache costs (writing the
+    copies) is then paid here, once, and not inside a measured load
+    (`tts_kit.experiments.tune.trial` runs this in a process of its own first).
+
+    Example:
+        >>> prepare_loading([], "paged")
+        []
+    """
+    policy = loading if isinstance(loading, LoadPolicy) else LoadPolicy.parse(loading)
+    return [external_copy(p) if policy.external_data else Path(p) for p in paths]
+
+
+def needs_preparation(loading: str | LoadPolicy) -> bool:
+    """Whether ``loading`` has one-time work for `prepare_loading` (external-data copies).
+
+    Example:
+        >>> needs_preparation("paged"), needs_preparation("resident")
+        (True, False)
+    """
+    policy = loading if isinstance(loading, LoadPolicy) else LoadPolicy.parse(loading)
+    return bool(policy.external_data)

@@ -182,17 +182,20 @@ class GraphBuilder:
         scope: str,
         key_bias: str | None = None,
         out_gain: float = 1.0,
+        v_in: str | None = None,
     ) -> str:
         """Multi-head attention on ``[B, T, C]`` tensors; returns ``[B, Tq, dq]``.
 
         ``key_bias`` is ``[B, 1, 1, Tk]``: 0 for real keys, `MASK_NEG` for padding.
+        ``v_in`` (same width as ``kv_in``) gives the values their own source, as the real
+        vector estimator's style attention takes keys and values from different tensors.
         """
         if units % heads:
             raise TtsKitError(f"{scope}: {units} units do not split into {heads} heads")
         d = units // heads
         q = self.linear(q_in, dq, units, f"{scope}.q")
         k = self.linear(kv_in, dkv, units, f"{scope}.k")
-        v = self.linear(kv_in, dkv, units, f"{scope}.v")
+        v = self.linear(v_in or kv_in, dkv, units, f"{scope}.v")
         split = self.const([0, 0, heads, d], "int64")
         q = self.transpose(self.op("Reshape", [q, split], scope), [0, 2, 1, 3], scope)
         k = self.transpose(self.op("Reshape", [k, split], scope), [0, 2, 3, 1], scope)

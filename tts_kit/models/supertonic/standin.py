@@ -59,7 +59,7 @@ from tts_kit.models.supertonic.standin_graphs import (  # noqa: F401  (re-export
 )
 
 #: Bumped whenever the graphs or files change, so cached stand-ins are rebuilt.
-STANDIN_VERSION = 1
+STANDIN_VERSION = 2  # 2: classifier-free guidance inside the vector estimator (issue 22)
 #: The scale users get when no model is found
 #(`tts_kit.models.supertonic.bundle.resolve_model_dir`): the
 #: published size, so every latency and memory figure is the real model's order of
@@ -136,7 +136,8 @@ def _ttl_config(a: _Arch) -> dict[str, Any]:
             "main_blocks": {
                 "n_blocks": ve.blocks,
                 "time_cond_layer": {"idim": ve.ch, "time_dim": ve.time_dim},
-                "style_cond_layer": {"idim": ve.ch, "style_dim": 256},
+                "style_cond_layer": {"idim": ve.ch, "style_dim": 256, "n_heads": ve.style_heads,
+                                     "n_units": ve.style_units},
                 "text_cond_layer": {"idim": ve.ch, "text_dim": 256, "n_heads": ve.heads,
                                     "n_units": ve.units, "use_residual": True,
                                     "rotary_base": 10000, "rotary_scale": 10},

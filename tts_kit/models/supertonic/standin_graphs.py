@@ -105,6 +105,10 @@ class _VEDims:
     """ConvNeXt layers after the main blocks."""
     time_hidden: int
     """Time-embedding MLP width."""
+    style_units: int = 256
+    """Width of the cross-attention to the 50 style tokens (keys and values separate)."""
+    style_heads: int = 2
+    """Heads of that cross-attention."""
     time_dim: int = 64
     """Sinusoidal time-embedding size."""
     k: int = 5
@@ -162,7 +166,7 @@ _ARCH: dict[str, _Arch] = {
         _DPDims(ch=8, hidden=32, convnext=2, attn_layers=1, heads=2, ffn=32, mlp=16),
         _TEDims(ch=24, hidden=96, dilations=(1, 2), attn_layers=1, heads=2, ffn=96),
         _VEDims(ch=64, hidden=256, blocks=1, dilations0=(1, 2), n1=1, n2=1, heads=2,
-                units=64, last=1, time_hidden=64),
+                units=64, last=1, time_hidden=64, style_units=64),
         _VocDims(ch=64, hidden=256, dilations=(1, 2), head_hidden=128),
     ),
 }
@@ -259,11 +263,19 @@ def _text_encoder(d: _TEDims, rng: np.random.Generator) -> onnx.ModelProto:
                    "tts_kit stand-in text encoder: " + NOTE)
 
 
-def _vector_estimator(d: _VEDims, rng: np.random.Generator) -> onnx.ModelProto:
-    g = GraphBuilder("vector_estimator", rng)
-    mask, lat_ch, text_dim = "latent_mask", contract.LATENT_CHANNELS, 256
-    style_dim = contract.STYLE_TTL_DIMS[2]
-    # Sinusoidal embedding of t = current_step / total_step in [0, 1).
+#: Classifier-free guidance inside the vector estimator, as in the real Supertonic-3 graph:
+#: the step is ``noisy + (W * cond - (W - 1) * uncond) / total_step`` with W = 4.
+GUIDANCE_SCALE = 4.0
+#: Initializer names (and shapes, below) of the real graph's guidance tokens: the learned
+#: conditional style key and the unconditional masker's special tokens.
+COND_STYLE_KEY = "/vector_estimator/Expand_output_0"
+UNCOND_TEXT = "vector_estimator.tts.ttl.uncond_masker.text_special_token"
+UNCOND_STYLE_KEY = "vector_estimator.tts.ttl.uncond_masker.style_key_special_token"
+UNCOND_STYLE_VALUE = "vector_estimator.tts.ttl.uncond_masker.style_value_special_token"
+
+
+def _time_embedding(g: GraphBuilder, d: _VEDims) -> str:
+    """Sinusoidal embedding of t = current_step / total_step in [0, 1), then an MLP."""
     t = g.op("Div", ["current_step", "total_step"], "time_encoder")
     t = g.op("Unsqueeze", [t, g.const([1], "int64")], "time_encoder")
     half = d.time_dim // 2
@@ -273,45 +285,87 @@ def _vector_estimator(d: _VEDims, rng: np.random.Generator) -> onnx.ModelProto:
                            g.op("Cos", [args], "time_encoder")], "time_encoder", axis=1)
     temb = g.gelu(g.linear(temb, d.time_dim, d.time_hidden, "time_encoder.mlp.0"),
                   "time_encoder")
-    temb = g.linear(temb, d.time_hidden, d.time_hidden, "time_encoder.mlp.1")
-    # Style: one normalised summary vector per item, used for FiLM in every block.
-    pooled = g.op("ReduceMean", ["style_ttl"], "style", axes=[1], keepdims=0)
-    pooled = g.layer_norm(pooled, style_dim, "style.norm", eps=1e-5)
-    text = g.transpose("text_emb", [0, 2, 1], "text")
-    kb = g.key_bias("text_mask")
-    x = g.op("Mul", ["noisy_latent", mask], "proj_in")
+    return g.linear(temb, d.time_hidden, d.time_hidden, "time_encoder.mlp.1")
+
+
+def _guidance_batch(g: GraphBuilder) -> dict[str, str]:
+    """The doubled batch ``[cond; uncond]`` the real graph builds before its vector field.
+
+    Conditional half: the user's ``text_emb``, a learned style key (`COND_STYLE_KEY`) and
+    ``style_ttl`` as values. Unconditional half: the masker's special tokens expanded over
+    the batch (and, for the text, over its length).
+    """
+    style = contract.STYLE_TTL_DIMS
+    two = g.const([2, 1, 1], "int64")
+    s_shape = g.op("Shape", ["style_ttl"], "guidance")
+    tok = (1, style[1], style[2])
+    key_c = g.op("Expand", [g.weight(COND_STYLE_KEY, tok, 1.0), s_shape], "guidance")
+    key_u = g.op("Expand", [g.weight(UNCOND_STYLE_KEY, tok, 1.0), s_shape], "guidance")
+    val_u = g.op("Expand", [g.weight(UNCOND_STYLE_VALUE, tok, 0.06), s_shape], "guidance")
+    text_u = g.op("Expand", [g.weight(UNCOND_TEXT, (1, 256, 1), 1.0),
+                             g.op("Shape", ["text_emb"], "guidance")], "guidance")
+    cat = lambda a, b: g.op("Concat", [a, b], "guidance", axis=0)  # noqa: E731
+    return {
+        "latent": g.op("Tile", ["noisy_latent", two], "guidance"),
+        "mask": g.op("Tile", ["latent_mask", two], "guidance"),
+        "text_mask": g.op("Tile", ["text_mask", two], "guidance"),
+        "text": cat("text_emb", text_u),
+        "style_key": cat(key_c, key_u),
+        "style_value": cat("style_ttl", val_u),
+    }
+
+
+def _main_block(g: GraphBuilder, d: _VEDims, x: str, c: dict[str, str], p: str) -> str:
+    """One main block: ConvNeXt, time, ConvNeXt, text attention, ConvNeXt, style attention."""
+    mask, unsq2, style_dim = c["mask"], g.const([2], "int64"), contract.STYLE_TTL_DIMS[2]
+    for i, dil in enumerate(d.dilations0):
+        x = g.convnext(x, mask, d.ch, d.hidden, d.k, dil, f"{p}.convnext_0.{i}")
+    tc = g.linear(c["temb"], d.time_hidden, d.ch, f"{p}.time_cond")
+    x = g.op("Mul", [g.op("Add", [x, g.op("Unsqueeze", [tc, unsq2], p)], p), mask], p)
+    for i in range(d.n1):
+        x = g.convnext(x, mask, d.ch, d.hidden, d.k, 1, f"{p}.convnext_1.{i}")
+    xt = g.transpose(x, [0, 2, 1], p)
+    h = g.layer_norm(xt, d.ch, f"{p}.text_cond.norm")
+    a = g.attention(h, c["text"], d.ch, 256, d.units, d.heads, f"{p}.text_cond",
+                    key_bias=c["key_bias"], out_gain=0.5)
+    x = g.op("Mul", [g.transpose(g.op("Add", [xt, a], p), [0, 2, 1], p), mask], p)
+    for i in range(d.n2):
+        x = g.convnext(x, mask, d.ch, d.hidden, d.k, 1, f"{p}.convnext_2.{i}")
+    xt = g.transpose(x, [0, 2, 1], p)
+    h = g.layer_norm(xt, d.ch, f"{p}.style_cond.norm")
+    a = g.attention(h, c["style_key"], d.ch, style_dim, d.style_units, d.style_heads,
+                    f"{p}.style_cond", out_gain=0.5, v_in=c["style_value"])
+    return g.op("Mul", [g.transpose(g.op("Add", [xt, a], p), [0, 2, 1], p), mask], p)
+
+
+def _vector_estimator(d: _VEDims, rng: np.random.Generator) -> onnx.ModelProto:
+    g = GraphBuilder("vector_estimator", rng)
+    lat_ch, style_dim = contract.LATENT_CHANNELS, contract.STYLE_TTL_DIMS[2]
+    c = _guidance_batch(g)
+    c["temb"] = g.op("Tile", [_time_embedding(g, d), g.const([2, 1], "int64")], "guidance")
+    # Normalising the style tokens (std ~0.06) gives the attention real contrast.
+    c["style_key"] = g.layer_norm(c["style_key"], style_dim, "style.key_norm", eps=1e-5)
+    c["style_value"] = g.layer_norm(c["style_value"], style_dim, "style.value_norm", eps=1e-5)
+    c["key_bias"] = g.key_bias(c["text_mask"])
+    c["text"] = g.transpose(c["text"], [0, 2, 1], "text")
+    mask = c["mask"]
+    x = g.op("Mul", [c["latent"], mask], "proj_in")
     x = g.op("Mul", [g.conv1d(x, lat_ch, d.ch, 1, "proj_in"), mask], "proj_in")
-    unsq2 = g.const([2], "int64")
     for b in range(d.blocks):
-        p = f"main_blocks.{b}"
-        for i, dil in enumerate(d.dilations0):
-            x = g.convnext(x, mask, d.ch, d.hidden, d.k, dil, f"{p}.convnext_0.{i}")
-        tc = g.linear(temb, d.time_hidden, d.ch, f"{p}.time_cond")
-        x = g.op("Add", [x, g.op("Unsqueeze", [tc, unsq2], p)], p)
-        x = g.op("Mul", [x, mask], p)
-        for i in range(d.n1):
-            x = g.convnext(x, mask, d.ch, d.hidden, d.k, 1, f"{p}.convnext_1.{i}")
-        xt = g.transpose(x, [0, 2, 1], p)
-        h = g.layer_norm(xt, d.ch, f"{p}.text_cond.norm")
-        a = g.attention(h, text, d.ch, text_dim, d.units, d.heads, f"{p}.text_cond",
-                        key_bias=kb, out_gain=0.5)
-        x = g.op("Mul", [g.transpose(g.op("Add", [xt, a], p), [0, 2, 1], p), mask], p)
-        for i in range(d.n2):
-            x = g.convnext(x, mask, d.ch, d.hidden, d.k, 1, f"{p}.convnext_2.{i}")
-        film = g.linear(pooled, style_dim, 2 * d.ch, f"{p}.style_cond", gain=0.2)
-        film = g.op("Unsqueeze", [film, unsq2], p)
-        scale, shift = g.op("Split", [film, g.const([d.ch, d.ch], "int64")], p, n_out=2,
-                            axis=1)
-        scale = g.op("Add", [scale, g.const(1.0)], p)
-        x = g.op("Mul", [g.op("Add", [g.op("Mul", [x, scale], p), shift], p), mask], p)
+        x = _main_block(g, d, x, c, f"main_blocks.{b}")
     for i in range(d.last):
         x = g.convnext(x, mask, d.ch, d.hidden, d.k, 1, f"last_convnext.{i}")
     h = g.layer_norm(g.transpose(x, [0, 2, 1], "proj_out"), d.ch, "proj_out.norm")
     v = g.transpose(g.linear(h, d.ch, lat_ch, "proj_out"), [0, 2, 1], "proj_out")
-    # One Euler step of the flow: x + v / total_step, with |v| ~ 1 so magnitudes stay bounded.
+    # Guidance: split the doubled batch and combine 4 * cond - 3 * uncond.
+    cond, uncond = g.op("Split", [v], "guidance", n_out=2, axis=0)
+    v = g.op("Sub", [g.op("Mul", [cond, g.const(GUIDANCE_SCALE)], "guidance"),
+                     g.op("Mul", [uncond, g.const(GUIDANCE_SCALE - 1.0)], "guidance")],
+             "guidance")
+    # One Euler step of the flow: x + v / total_step.
     n = g.op("Unsqueeze", ["total_step", g.const([1, 2], "int64")], "flow")
     y = g.op("Add", ["noisy_latent", g.op("Div", [v, n], "flow")], "flow")
-    y = g.op("Mul", [y, mask], "flow")
+    y = g.op("Mul", [y, "latent_mask"], "flow")
     return g.model(contract.GRAPHS["vector_estimator"], {"denoised_latent": y},
                    "tts_kit stand-in vector estimator: " + NOTE)
 

@@ -1,0 +1,356 @@
+"""A cost model read off the graphs: parameters and FLOPs per stage, per second of audio.
+
+FLOPs are counted from each graph with concrete shapes: every symbolic input dimension
+(``B``, ``T`` characters, ``L`` latent frames) is fixed, ONNX shape inference runs with
+data propagation, and each MatMul, Gemm and Conv contributes 2 x its multiply-adds. The
+other operators (norms, activations, softmax) are memory-bound and left out, as
+roofline models usually do. The duration predictor, text encoder and vocoder run once per
+chunk; the vector estimator once per flow step.
+
+Example:
+    >>> from tts_kit.experiments.flops import reference_dims
+    >>> reference_dims(8.0)
+    {'B': 1, 'T': 112, 'L': 115}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import onnx.numpy_helper
+from onnx import shape_inference
+
+from tts_kit.core import contract
+from tts_kit.core.errors import TtsKitError
+
+#: Seconds of audio one latent frame holds (6 sub-frames of 512 samples).
+SECONDS_PER_FRAME = contract.LATENT_CHANNELS // contract.LATENT_DIM * contract.BASE_CHUNK_SIZE \
+    / contract.SAMPLE_RATE
+#: Characters per second of speech at speed 1.0 (the stand-in's duration model).
+CHARS_PER_SECOND = 14.0
+#: The audio length FLOPs are counted at: attention is quadratic, so "per second" is
+#: quoted at a typical chunk (8 s, about 112 characters).
+REFERENCE_SECONDS = 8.0
+#: Operators whose multiply-adds are counted.
+COUNTED_OPS = ("MatMul", "Gemm", "Conv")
+
+
+def reference_dims(seconds: float = REFERENCE_SECONDS, batch: int = 1) -> dict[str, int]:
+    """Concrete values of the contract's symbolic dims for ``seconds`` of audio.
+
+    Example:
+        >>> reference_dims(1.0)["L"]
+        14
+    """
+    if not seconds > 0:
+        raise TtsKitError(f"seconds must be positive, got {seconds}")
+    return {"B": int(batch), "T": max(1, round(seconds * CHARS_PER_SECOND)),
+            "L": max(1, round(seconds / SECONDS_PER_FRAME))}
+
+
+def _fix_inputs(model: onnx.ModelProto, dims: Mapping[str, int]) -> onnx.ModelProto:
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    for vi in m.graph.input:
+        for d in vi.type.tensor_type.shape.dim:
+            if d.HasField("dim_param"):
+                if d.dim_param not in dims:
+                    raise TtsKitError(f"input {vi.name}: no value for dimension {d.dim_param!r}")
+                d.dim_value = int(dims[d.dim_param])
+    del m.graph.output[:]  # symbolic outputs (3072*L) would clash with inferred ones
+    m.graph.output.extend(
+        [onnx.helper.make_tensor_value_info(o.name, o.type.tensor_type.elem_type, None)
+         for o in model.graph.output])
+    return m
+
+
+def _shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
+    inferred = shape_inference.infer_shapes(model, data_prop=True)
+    out: dict[str, tuple[int, ...]] = {}
+    for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]:
+        dims = vi.type.tensor_type.shape.dim
+        if all(d.HasField("dim_value") for d in dims):
+            out[vi.name] = tuple(d.dim_value for d in dims)
+    for init in model.graph.initializer:
+        out[init.name] = tuple(init.dims)
+    return out
+
+
+def _node_flops(node: onnx.NodeProto, shapes: Mapping[str, tuple[int, ...]]) -> int:
+    def need(name: str) -> tuple[int, ...]:
+        if name not in shapes:
+            raise TtsKitError(f"{node.name}: shape of {name!r} not inferred")
+        return shapes[name]
+
+    out = need(node.output[0])
+    if node.op_type == "MatMul":
+        return 2 * int(np.prod(out)) * need(node.input[0])[-1]
+    if node.op_type == "Gemm":
+        trans_a = next((a.i for a in node.attribute if a.name == "transA"), 0)
+        a = need(node.input[0])
+        return 2 * int(np.prod(out)) * (a[0] if trans_a else a[1])
+    w = need(node.input[1])  # Conv: [Cout, Cin/groups, *k]
+    return 2 * int(np.prod(out)) * int(np.prod(w[1:]))
+
+
+def graph_flops(model: onnx.ModelProto | str | Path, dims: Mapping[str, int]) -> int:
+    """FLOPs of one run of ``model`` with its symbolic input dims fixed to ``dims``.
+
+    Example:
+        >>> from tts_kit.models.supertonic.standin_graphs import build_graph
+        >>> graph_flops(build_graph("vocoder", "tiny"), {"B": 1, "L": 10}) > 0
+        True
+    """
+    if not isinstance(model, onnx.ModelProto):
+        model = onnx.load(str(model), load_external_data=False)
+    shapes = _shapes(_fix_inputs(model, dims))
+    return sum(_node_flops(n, shapes) for n in model.graph.node if n.op_type in COUNTED_OPS)
+
+
+def graph_params(model: onnx.ModelProto) -> int:
+    """Number of weights (initializer elements) of a graph.
+
+    Example:
+        >>> from tts_kit.models.supertonic.standin_graphs import build_graph
+        >>> graph_params(build_graph("vocoder", "tiny")) > 1000
+        True
+    """
+    return sum(int(np.prod(i.dims)) for i in model.graph.initializer)
+
+
+@dataclass(frozen=True)
+class StageCost:
+    """What one stage costs for ``seconds`` of audio at ``steps`` flow steps."""
+
+    stage: str
+    params: int
+    """Weights of the graph."""
+    runs: int
+    """Runs per chunk (``steps`` for the vector estimator, else 1)."""
+    flops_per_run: int
+    """FLOPs of one run at the reference dims."""
+    seconds: float
+    """Seconds of audio the reference dims hold."""
+
+    @property
+    def gflops_per_audio_s(self) -> float:
+        """GFLOP per second of audio (all runs)."""
+        return self.runs * self.flops_per_run / self.seconds / 1e9
+
+    def as_dict(self) -> dict[str, float | int | str]:
+        """Plain values for JSON."""
+        return {"stage": self.stage, "params": self.params, "runs": self.runs,
+                "flops_per_run": self.flops_per_run, "seconds": self.seconds,
+                "gflops_per_audio_s": self.gflops_per_audio_s}
+
+
+def stage_costs(
+    graphs: Mapping[str, onnx.ModelProto | str | Path],
+    *,
+    steps: int = contract.DEFAULT_STEPS,
+    seconds: float = REFERENCE_SECONDS,
+) -> list[StageCost]:
+    """Per stage: parameters and FLOPs per second of audio at ``steps`` flow steps.
+
+    ``graphs`` maps stage names to graphs or ``.onnx`` paths (external weights are not read:
+    only their shapes are needed).
+
+    Example:
+        >>> from tts_kit.models.supertonic.standin_graphs import build_graph
+        >>> costs = stage_costs({"vocoder": build_graph("vocoder", "tiny")}, steps=8)
+        >>> costs[0].stage, costs[0].runs
+        ('vocoder', 1)
+    """
+    if not contract.MIN_STEPS <= steps <= contract.MAX_STEPS:
+        raise TtsKitError(f"steps must be in {contract.MIN_STEPS}..{contract.MAX_STEPS}")
+    dims = reference_dims(seconds)
+    audio_s = dims["L"] * SECONDS_PER_FRAME
+    out = []
+    for stage, g in graphs.items():
+        model = g if isinstance(g, onnx.ModelProto) else onnx.load(str(g),
+                                                                   load_external_data=False)
+        runs = steps if stage == "vector_estimator" else 1
+        out.append(StageCost(stage, graph_params(model), runs, graph_flops(model, dims),
+                             audio_s))
+    return out
+
+
+def bundle_costs(model_dir: str | Path, *, steps: int = contract.DEFAULT_STEPS,
+                 seconds: float = REFERENCE_SECONDS) -> list[StageCost]:
+    """`stage_costs` of a Supertonic bundle's four graphs (``onnx/<stage>.onnx``).
+
+    Example:
+        >>> bundle_costs("/path/to/bundle")  # doctest: +SKIP
+    """
+    root = Path(model_dir)
+    paths = {s: root / contract.GRAPHS[s].path for s in contract.STAGES}
+    missing = [str(p) for p in paths.values() if not p.is_file()]
+    if missing:
+        raise TtsKitError(f"not a Supertonic bundle (missing {missing[0]})")
+    return stage_costs(paths, steps=steps, seconds=seconds)
+
+
+def model_costs(bundle: Any, *, steps: int = contract.DEFAULT_STEPS,
+                seconds: float = REFERENCE_SECONDS) -> dict[str, Any]:
+    """The cost model of an opened model (anything with ``stages``: name -> info with
+    ``path``), as plain values for JSON and `costs_table`.
+
+    Example:
+        >>> from tts_kit.models.resolve import resolve_model
+        >>> model_costs(resolve_model("/path/to/bundle")[0])["steps"]  # doctest: +SKIP
+        8
+    """
+    other = sorted(set(bundle.stages) - set(contract.STAGES))
+    if other:
+        raise TtsKitError(f"the cost model counts graphs of the Supertonic contract; this "
+                          f"model's {', '.join(other)} graph has other inputs")
+    costs = stage_costs({s: st.path for s, st in bundle.stages.items()}, steps=steps,
+                        seconds=seconds)
+    return {"steps": steps, "seconds": costs[0].seconds if costs else seconds,
+            "counted": list(COUNTED_OPS), "stages": [c.as_dict() for c in costs],
+            "gflops_per_audio_s": sum(c.gflops_per_audio_s for c in costs)}
+
+
+# -- the architecture's formula ---------------------------------------------------------
+
+_STYLE_TOKENS, _STYLE_DIM = contract.STYLE_TTL_DIMS[1], contract.STYLE_TTL_DIMS[2]
+
+
+def _f_convnext(n: int, cfg: dict) -> int:
+    """A ConvNeXt layer stack over ``n`` positions: depthwise conv + two pointwise."""
+    ch, k, hid = cfg["idim"], cfg["ksz"], cfg["intermediate_dim"]
+    return cfg["num_layers"] * 2 * n * ch * (k + 2 * hid)
+
+
+def _f_self_attn(n: int, cfg: dict) -> int:
+    """VITS attention layers: q, k, v, o projections, scores and mixing, the FFN."""
+    ch, ffn = cfg["hidden_channels"], cfg["filter_channels"]
+    return cfg["n_layers"] * (2 * n * ch * (4 * ch + 2 * ffn) + 4 * n * n * ch)
+
+
+def _f_cross_attn(nq: int, nk: int, dq: int, dk: int, units: int) -> int:
+    """q from ``nq`` queries, k and v from ``nk`` keys, scores, mixing, output projection."""
+    return 2 * nq * dq * units * 2 + 2 * 2 * nk * dk * units + 4 * nq * nk * units
+
+
+def _f_dp(cfg: dict, t: int) -> int:
+    se, pr = cfg["dp"]["sentence_encoder"], cfg["dp"]["predictor"]
+    ch, hid = pr["sentence_dim"], pr["hdim"]
+    return (_f_convnext(t, se["convnext"]) + _f_self_attn(t, se["attn_encoder"])
+            + 2 * t * ch * ch + 2 * pr["n_style"] * pr["style_dim"] * hid
+            + 2 * t * ch * hid + (pr["n_layer"] - 1) * 2 * t * hid * hid + 2 * t * hid)
+
+
+def _f_te(cfg: dict, t: int) -> int:
+    te, sp = cfg["ttl"]["text_encoder"], cfg["ttl"]["speech_prompted_text_encoder"]
+    return (_f_convnext(t, te["convnext"]) + _f_self_attn(t, te["attn_encoder"])
+            + _f_cross_attn(t, _STYLE_TOKENS, sp["text_dim"], sp["style_dim"], sp["n_units"])
+            + 2 * t * te["proj_out"]["idim"] * te["proj_out"]["odim"])
+
+
+def _f_ve(cfg: dict, t: int, lat: int) -> int:
+    """One flow step; the vector field runs on the doubled batch (cond + uncond)."""
+    vf = cfg["ttl"]["vector_field"]
+    mb, te = vf["main_blocks"], vf["time_encoder"]
+    ch, n2 = vf["proj_in"]["odim"], 2 * lat
+    ldim = contract.LATENT_CHANNELS
+    tx, st = mb["text_cond_layer"], mb["style_cond_layer"]
+    block = (sum(_f_convnext(n2, mb[k]) for k in ("convnext_0", "convnext_1", "convnext_2"))
+             + 2 * 2 * te["hdim"] * ch
+             + 2 * _f_cross_attn(lat, t, ch, tx["text_dim"], tx["n_units"])
+             + 2 * _f_cross_attn(lat, _STYLE_TOKENS, ch, st["style_dim"],
+                                 st.get("n_units", _STYLE_DIM)))
+    return (2 * (te["time_dim"] * te["hdim"] + te["hdim"] ** 2) + 2 * n2 * ldim * ch
+            + mb["n_blocks"] * block + _f_convnext(n2, vf["last_convnext"]) + 2 * n2 * ch * ldim)
+
+
+def _f_voc(cfg: dict, lat: int) -> int:
+    dec = cfg["ae"]["decoder"]
+    f, ch, head = contract.CHUNK_COMPRESS_FACTOR * lat, dec["hdim"], dec["head"]
+    stack = {"idim": ch, "ksz": dec["ksz"], "intermediate_dim": dec["intermediate_dim"],
+             "num_layers": dec["num_layers"]}
+    return (2 * f * dec["idim"] * ch * dec["ksz_init"] + _f_convnext(f, stack)
+            + 2 * f * ch * head["hdim"] * head["ksz"] + 2 * f * head["hdim"] * head["odim"])
+
+
+def architecture_flops(cfg: Mapping[str, Any], dims: Mapping[str, int]) -> dict[str, int]:
+    """FLOPs per run of each stage from the architecture's dimensions alone (a Supertonic
+    ``tts.json``; ``B`` = 1), to hold the graphs' count (`graph_flops`) against.
+
+    Example:
+        >>> from tts_kit.models.supertonic.standin import _config
+        >>> f = architecture_flops(_config("full", 0), reference_dims(8.0))
+        >>> round(f["vector_estimator"] / 1e9, 1)
+        29.4
+    """
+    t, lat = dims["T"], dims["L"]
+    return {"duration_predictor": _f_dp(cfg, t), "text_encoder": _f_te(cfg, t),
+            "vector_estimator": _f_ve(cfg, t, lat), "vocoder": _f_voc(cfg, lat)}
+
+
+def costs_table(costs: list[StageCost]) -> str:
+    """A small aligned table of `stage_costs` for the terminal.
+
+    Example:
+        >>> t = costs_table([StageCost("vocoder", 10**6, 1, 2 * 10**9, 8.0)])
+        >>> t.splitlines()[1].split()
+        ['vocoder', '1.00', 'M', '1', '2.000', '2.000', '0.250']
+    """
+    lines = [f"{'stage':<18} {'params':>8} {'runs':>4} {'GFLOP/run':>10} {'GFLOP/chunk':>11} "
+             f"{'GFLOP/audio s':>13}"]
+    for c in costs:
+        lines.append(f"{c.stage:<18} {c.params / 1e6:>6.2f} M {c.runs:>4} "
+                     f"{c.flops_per_run / 1e9:>10.3f} {c.runs * c.flops_per_run / 1e9:>11.3f} "
+                     f"{c.gflops_per_audio_s:>13.3f}")
+    tot_p = sum(c.params for c in costs)
+    tot_chunk = sum(c.flops_per_run * c.runs for c in costs) / 1e9
+    tot_s = sum(c.gflops_per_audio_s for c in costs)
+    lines.append(f"{'total':<18} {tot_p / 1e6:>6.2f} M {'':>4} {'':>10} {tot_chunk:>11.3f} "
+                 f"{tot_s:>13.3f}")
+    return "\n".join(lines)
+
+
+def matmul_peak_gflops(threads: int = 1, n: int = 1024, repeats: int = 5) -> float:
+    """This machine's matrix-multiply floor: ONNX Runtime's best GFLOP/s on an ``n`` x ``n``
+    float32 MatMul with ``threads`` intra-op threads (best of ``repeats`` after a warm-up).
+
+    Achieved GFLOP/s of a stage over this says how far it is from what threads can win.
+
+    Example:
+        >>> matmul_peak_gflops(1, n=128, repeats=1) > 0
+        True
+    """
+    import time
+
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    if threads < 1 or n < 1 or repeats < 1:
+        raise TtsKitError("threads, n and repeats must be positive")
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((n, n), dtype=np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])], "matmul",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, n])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n, n])],
+        [onnx.numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    sess = ort.InferenceSession(model.SerializeToString(), so,
+                                providers=["CPUExecutionProvider"])
+    x = rng.standard_normal((n, n), dtype=np.float32)
+    sess.run(None, {"x": x})
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        sess.run(None, {"x": x})
+        best = min(best, time.perf_counter() - t0)
+    return 2.0 * n ** 3 / best / 1e9
