@@ -48,7 +48,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_rss_mb=args.max_rss_mb, api_key=args.api_key, host=args.host, port=args.port,
         max_chars=args.max_chars, first_chunk_chars=args.first_chunk_chars or None,
         max_chunk_chars=args.max_chunk_chars,
-        order=args.order,
+        order=args.order, header_timeout_s=args.header_timeout,
+        body_timeout_s=args.body_timeout, limit_concurrency=args.limit_concurrency or None,
     )
     cfg.check()  # one line, exit 2, before anything starts
     if args.model:
@@ -207,6 +208,12 @@ def _register_serve(add: AddCommand) -> None:
                     "language): longer chunks, fewer runs, later first audio")
     sp.add_argument("--order", default="chunk", choices=["chunk", "stage"],
                     help="chunk-major (first audio soonest) or stage-major synthesis")
+    sp.add_argument("--header-timeout", type=float, default=10.0,
+                    help="seconds a new connection has to send its request headers")
+    sp.add_argument("--body-timeout", type=float, default=10.0,
+                    help="seconds a request has to send its body (408 after)")
+    sp.add_argument("--limit-concurrency", type=int, default=64,
+                    help="connections at once; more are refused with 503 (0: no limit)")
     sp.add_argument("--config-json", default=None, metavar="FILE",
                     help="the whole configuration as ServeConfig JSON (- reads stdin); "
                     "replaces the other flags")
