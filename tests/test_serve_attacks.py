@@ -113,7 +113,7 @@ def test_text_the_model_cannot_say_is_a_400_naming_it(one_worker):
 def guarded(tiny_bundle_dir: Path, tmp_path_factory):
     """A deadline, a non-ASCII key, short header and body timeouts, a connection limit."""
     with start_server(["--model", str(tiny_bundle_dir), "--workers", "1", "--max-chars",
-                       "5000", "--timeout", "3", "--header-timeout", "1", "--body-timeout",
+                       "5000", "--timeout", "6", "--header-timeout", "1", "--body-timeout",
                        "1", "--limit-concurrency", "4"],
                       env={"TTS_KIT_API_KEY": KEY},
                       log_dir=tmp_path_factory.mktemp("serve")) as srv:
@@ -198,3 +198,94 @@ def test_connections_past_the_limit_are_refused_at_once(guarded):
     finally:
         for s in held:
             s.close()
+
+
+@pytest.mark.slow  # a server start per case
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP", None])
+def test_serve_sweep_leaves_no_server_and_no_directory(tiny_bundle_dir, tmp_path, sig):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    import psutil
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    requests = "1" if sig is None else "100000"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tts_kit.cli", "serve-sweep", "--model", str(tiny_bundle_dir),
+         "--architectures", "workers", "--workers", "1", "--concurrency", "1", "--requests",
+         requests, "--steps", "1", "--quiet"],
+        env={**os.environ, "TMPDIR": str(tmp)}, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT)
+    try:
+        end = time.monotonic() + 120
+        family: list[psutil.Process] = []
+        while sig is not None:  # until the load runs: the server answers speech
+            assert time.monotonic() < end and proc.poll() is None
+            family = psutil.Process(proc.pid).children(recursive=True)
+            logs = list(tmp.glob("tts-kit-serve-*/serve-*.log"))
+            if len(family) >= 2 and logs and "ready on" in logs[0].read_text():
+                break
+            time.sleep(0.2)
+        if sig is not None:
+            time.sleep(1.0)  # requests in flight
+            proc.send_signal(getattr(signal, sig))
+        out = proc.communicate(timeout=90)[0].decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    if sig is None:
+        assert proc.returncode == 0, out
+    else:
+        assert proc.returncode == 128 + getattr(signal, sig), out
+        assert "stopped by " + sig in out
+    for p in family:
+        assert not p.is_running() or p.status() == psutil.STATUS_ZOMBIE, (p.pid, out)
+    assert [p for p in tmp.iterdir() if p.is_dir()] == [], out  # no directory left
+
+
+def test_serve_says_ready_once_warm_and_a_body_cut_off_is_one_line(one_worker):
+    assert f"ready on {one_worker.url}" in one_worker.output()
+    host, port = one_worker.url.removeprefix("http://").split(":")
+    s = socket.create_connection((host, int(port)), timeout=10)
+    s.sendall(b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"i")
+    time.sleep(0.3)
+    s.close()  # mid-body
+    end = time.monotonic() + 10
+    while "disconnected while sending its request body" not in one_worker.output():
+        assert time.monotonic() < end, one_worker.output()
+        time.sleep(0.1)
+    assert "Traceback" not in one_worker.output()
+
+
+def test_binding_beyond_loopback_without_a_key_warns(monkeypatch):
+    from tts_kit.serve.app import ServeConfig, exposure_warning
+
+    monkeypatch.delenv("TTS_KIT_API_KEY", raising=False)
+    assert "without an API key" in exposure_warning(ServeConfig(host="0.0.0.0"))
+    assert "without an API key" in exposure_warning(ServeConfig(host="192.168.1.5"))
+    for host in ("127.0.0.1", "localhost", "::1"):
+        assert exposure_warning(ServeConfig(host=host)) is None
+    assert exposure_warning(ServeConfig(host="0.0.0.0", api_key="k")) is None
+
+
+def test_accept_errors_are_logged_once_per_interval(caplog):
+    import asyncio
+    import logging
+
+    from tts_kit.serve.guard import QuietAcceptErrors
+
+    loop = asyncio.new_event_loop()
+    try:
+        loop.set_exception_handler(QuietAcceptErrors(every_s=60))
+        with caplog.at_level(logging.ERROR):
+            for _ in range(1000):  # what asyncio reports for each failed accept()
+                loop.call_exception_handler({
+                    "message": "socket.accept() out of system resource",
+                    "exception": OSError(24, "Too many open files")})
+    finally:
+        loop.close()
+    lines = [r for r in caplog.records if "accept" in r.getMessage()]
+    assert len(lines) == 1 and "Too many open files" in lines[0].getMessage()

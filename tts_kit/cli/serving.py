@@ -133,12 +133,27 @@ def _rates(text: str | None) -> list[float]:
 
 
 def cmd_serve_sweep(args: argparse.Namespace) -> int:
+    from tts_kit.serve.launch import Stopped, signals_end_the_block
     from tts_kit.serve.sweep import serving_sweep
 
     if args.json:
         _check_output_file(args.json, "--json")
     threads = [None] if not args.threads else _int_list(args.threads, "--threads")
-    res = serving_sweep(
+    try:
+        with signals_end_the_block():  # every server it started stops, every dir goes
+            res = _sweep(args, serving_sweep, threads)
+    except Stopped as exc:
+        _say(f"tts-kit serve-sweep: {exc}; the servers it started were stopped")
+        return 128 + exc.signum
+    _say(res.table())
+    _say(f"recommendation: {res.recommend(args.p95_target_ms, args.mem_budget)[1]}")
+    if args.json:
+        _write_json(args.json, res.to_dict())
+    return 0 if any(r.get("status") == "ok" for r in res.records) else 1
+
+
+def _sweep(args: argparse.Namespace, serving_sweep: Any, threads: list) -> Any:
+    return serving_sweep(
         args.model, architectures=[a.strip() for a in args.architectures.split(",")],
         workers=_int_list(args.workers, "--workers"), threads=threads,
         presets=[p.strip() for p in args.presets.split(",") if p.strip()],
@@ -149,11 +164,6 @@ def cmd_serve_sweep(args: argparse.Namespace) -> int:
         timeout_s=args.timeout, p95_target_ms=args.p95_target_ms,
         mem_budget_mb=args.mem_budget, progress=not args.quiet,
     )
-    _say(res.table())
-    _say(f"recommendation: {res.recommend(args.p95_target_ms, args.mem_budget)[1]}")
-    if args.json:
-        _write_json(args.json, res.to_dict())
-    return 0 if any(r.get("status") == "ok" for r in res.records) else 1
 
 
 def register(add: AddCommand) -> None:

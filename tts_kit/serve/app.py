@@ -558,13 +558,27 @@ def run_server(cfg: ServeConfig) -> None:
                             timeout_keep_alive=5,
                             http=header_timeout_protocol(cfg.header_timeout_s))
     logging.getLogger("uvicorn.error").addFilter(OneLineCutShort())
-    if not (cfg.api_key or current_settings().api_key) and not _loopback(cfg.host):
-        print(f"tts-kit serve: warning: listening on {cfg.host} without an API key: anyone "
-              "who can reach this port can use the server; give --api-key or "
-              f"${API_KEY_ENV}", flush=True)
+    warning = exposure_warning(cfg)
+    if warning:
+        print(f"tts-kit serve: warning: {warning}", flush=True)
     print(f"tts-kit serve: {app.state.model_label}, {cfg.architecture} x{cfg.workers} on "
           f"http://{cfg.host}:{cfg.port} (warming up; GET /health says when ready)", flush=True)
     uvicorn.Server(config).run()
+
+
+def exposure_warning(cfg: ServeConfig) -> str | None:
+    """What to warn about when ``cfg`` binds beyond this machine without an API key.
+
+    Example:
+        >>> exposure_warning(ServeConfig(host="127.0.0.1")) is None
+        True
+        >>> exposure_warning(ServeConfig(host="0.0.0.0", api_key="k")) is None
+        True
+    """
+    if cfg.api_key or current_settings().api_key or _loopback(cfg.host):
+        return None
+    return (f"listening on {cfg.host} without an API key: anyone who can reach this port "
+            f"can use the server; give --api-key or ${API_KEY_ENV}")
 
 
 def _loopback(host: str) -> bool:
