@@ -289,3 +289,21 @@ def test_accept_errors_are_logged_once_per_interval(caplog):
         loop.close()
     lines = [r for r in caplog.records if "accept" in r.getMessage()]
     assert len(lines) == 1 and "Too many open files" in lines[0].getMessage()
+
+
+def test_a_client_gone_while_queued_never_takes_the_worker(one_worker):
+    url = one_worker.url
+    count = httpx.get(f"{url}/health", timeout=10).json()["workers"][0]["requests"]
+    running = _post_raw(url, {"input": LONG, "steps": 100, "seed": 0})
+    pid = _wait_busy(url)
+    queued = _post_raw(url, {"input": LONG, "steps": 100, "seed": 1})
+    time.sleep(0.5)  # in the queue behind the running one
+    queued.close()
+    time.sleep(0.3)
+    running.close()
+    assert _freed_within(url, pid, 8.0) < 8.0
+    time.sleep(1.0)  # had the queued request taken the worker, it would be busy again
+    ws = httpx.get(f"{url}/health", timeout=10).json()["workers"]
+    assert [w["state"] for w in ws] == ["idle"] or ws[0]["pid"] != pid  # replaced: fine
+    if ws[0]["pid"] == pid:
+        assert ws[0]["requests"] == count + 1  # the one that ran, not the one that left
