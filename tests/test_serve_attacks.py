@@ -16,7 +16,8 @@ from tts_kit.serve.launch import start_server
 
 pytest.importorskip("fastapi")
 
-#: ~2,000 characters: nine chunks; at 100 steps many seconds on the tiny stand-in.
+#: ~2,000 characters: nine chunks; at 100 steps many seconds on the tiny stand-in (twice
+#: that where a 4 s deadline must fall after the first chunk and well before the last).
 LONG = "The meeting moved to the large room, and everyone came early. " * 32
 KEY = "sécret-κλειδί"  # not Latin-1: only a UTF-8 comparison matches it
 AUTH = {"Authorization": b"Bearer " + KEY.encode()}
@@ -113,7 +114,7 @@ def test_text_the_model_cannot_say_is_a_400_naming_it(one_worker):
 def guarded(tiny_bundle_dir: Path, tmp_path_factory):
     """A deadline, a non-ASCII key, short header and body timeouts, a connection limit."""
     with start_server(["--model", str(tiny_bundle_dir), "--workers", "1", "--max-chars",
-                       "5000", "--timeout", "6", "--header-timeout", "1", "--body-timeout",
+                       "5000", "--timeout", "4", "--header-timeout", "1", "--body-timeout",
                        "1", "--limit-concurrency", "4"],
                       env={"TTS_KIT_API_KEY": KEY},
                       log_dir=tmp_path_factory.mktemp("serve")) as srv:
@@ -126,7 +127,7 @@ def test_a_deadline_after_audio_started_is_an_error_at_the_client(guarded):
     got = 0
     with pytest.raises(httpx.RemoteProtocolError):  # no clean end of the chunked body
         with httpx.stream("POST", f"{url}/v1/audio/speech", headers=AUTH, timeout=60,
-                          json={"input": LONG, "steps": 100, "seed": 0}) as r:
+                          json={"input": LONG * 2, "steps": 100, "seed": 0}) as r:
             assert r.status_code == 200
             for part in r.iter_raw():
                 got += len(part)
@@ -145,7 +146,7 @@ def test_the_load_tester_counts_a_cut_stream_as_an_error(guarded):
             guarded.url, AUTH):
         assert time.monotonic() < end
         time.sleep(0.2)
-    res = run_load(guarded.url, concurrency=[1], requests=1, texts=[LONG],
+    res = run_load(guarded.url, concurrency=[1], requests=1, texts=[LONG * 2],
                    body={"steps": 100, "seed": 0}, api_key=KEY, progress=False)
     rec = res.records[0]
     assert (rec["ok"], rec["errors"]) == (0, 1), rec
@@ -260,15 +261,27 @@ def test_serve_says_ready_once_warm_and_a_body_cut_off_is_one_line(one_worker):
     assert "Traceback" not in one_worker.output()
 
 
-def test_binding_beyond_loopback_without_a_key_warns(monkeypatch):
-    from tts_kit.serve.app import ServeConfig, exposure_warning
+def test_binding_beyond_loopback_without_a_key_warns():
+    from tts_kit.serve.guard import exposure_warning
 
-    monkeypatch.delenv("TTS_KIT_API_KEY", raising=False)
-    assert "without an API key" in exposure_warning(ServeConfig(host="0.0.0.0"))
-    assert "without an API key" in exposure_warning(ServeConfig(host="192.168.1.5"))
+    assert "without an API key" in exposure_warning("0.0.0.0", keyed=False)
+    assert "without an API key" in exposure_warning("192.168.1.5", keyed=False)
     for host in ("127.0.0.1", "localhost", "::1"):
-        assert exposure_warning(ServeConfig(host=host)) is None
-    assert exposure_warning(ServeConfig(host="0.0.0.0", api_key="k")) is None
+        assert exposure_warning(host, keyed=False) is None
+    assert exposure_warning("0.0.0.0", keyed=True) is None
+
+
+def test_serve_workers_share_the_cores_and_do_not_spin():
+    from tts_kit.core.procfacts import usable_cores
+    from tts_kit.serve.app import ServeConfig
+
+    wc = ServeConfig(workers=2).worker_config()
+    assert wc.threads == max(1, usable_cores() // 2)
+    entries = wc.preset_obj().config_entries
+    assert entries["session.intra_op.allow_spinning"] == "0"
+    assert ServeConfig(workers=2, threads=3).worker_config().threads == 3
+    article = ServeConfig(architecture="article").worker_config()  # the article's own
+    assert article.threads is None and article.spinning is None
 
 
 def test_accept_errors_are_logged_once_per_interval(caplog):

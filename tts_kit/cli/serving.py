@@ -50,6 +50,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_chunk_chars=args.max_chunk_chars,
         order=args.order, header_timeout_s=args.header_timeout,
         body_timeout_s=args.body_timeout, limit_concurrency=args.limit_concurrency or None,
+        spinning=args.spinning,
     )
     cfg.check()  # one line, exit 2, before anything starts
     if args.model:
@@ -184,7 +185,10 @@ def _register_serve(add: AddCommand) -> None:
              "/v1/audio/speech, /health, /voices, /metrics) from warmed-up worker processes")
     sp.add_argument("--workers", type=int, default=1, help="worker processes")
     sp.add_argument("--threads", type=int, default=None,
-                    help="intra-op threads per worker (default: the preset's)")
+                    help="intra-op threads per worker (default: usable cores / --workers)")
+    sp.add_argument("--spinning", action="store_true",
+                    help="let ONNX Runtime's threads busy-wait between operators (default "
+                    "off: idle threads sleep, leaving the CPU to the other workers)")
     sp.add_argument("--preset", default="supertonic-default", metavar="PRESET",
                     help=f"session preset, one of {preset_names}")
     sp.add_argument("--loading", default="resident", metavar="POLICY",

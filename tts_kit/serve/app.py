@@ -28,7 +28,6 @@ Example:
 
 import asyncio
 import contextlib
-import ipaddress
 import json
 import logging
 import os
@@ -50,7 +49,13 @@ from tts_kit.serve.backends import (  # noqa: F401  (re-exported)
     _official_tts,
     article_synthesize,
 )
-from tts_kit.serve.guard import KeyCheck, QuietAcceptErrors, has_key, header_timeout_protocol
+from tts_kit.serve.guard import (
+    KeyCheck,
+    QuietAcceptErrors,
+    exposure_warning,
+    has_key,
+    header_timeout_protocol,
+)
 from tts_kit.serve.metrics import BUCKETS, Metrics  # noqa: F401  (re-exported)
 from tts_kit.serve.streaming import (
     AudioStream,
@@ -105,6 +110,9 @@ class ServeConfig:
     """A request's body must all arrive within this (408 after)."""
     limit_concurrency: int | None = 64
     """Connections and requests at once; past it uvicorn answers 503 at once."""
+    spinning: bool = False
+    """ONNX Runtime's threads busy-wait between operators (off: the CPU goes to other
+    workers; ``article`` keeps its own settings)."""
 
     def check(self) -> None:
         """One-line ValueError for a setting that cannot work."""
@@ -137,10 +145,20 @@ class ServeConfig:
                                  f"file ({str(exc).splitlines()[0]}); give a WAV file") from None
 
     def worker_config(self) -> WorkerConfig:
+        """What each worker builds its engine from. Under ``workers``, without ``threads``,
+        workers x intra-op threads = usable cores (each worker its share, at least 1); the
+        ``article`` pattern keeps ORT's defaults, as the article does."""
+        from tts_kit.core.procfacts import usable_cores
+
+        article = self.architecture == "article"
+        threads = self.threads
+        if threads is None and self.architecture == "workers":
+            threads = max(1, usable_cores() // self.workers)
         return WorkerConfig(model=self.model, preset=self.preset, loading=self.loading,
-                            threads=self.threads, order=self.order,
+                            threads=threads, order=self.order,
                             first_chunk_chars=self.first_chunk_chars,
-                            max_chunk_chars=self.max_chunk_chars)
+                            max_chunk_chars=self.max_chunk_chars,
+                            spinning=None if article else self.spinning)
 
     def to_json(self) -> str:
         """This configuration as JSON: how it reaches a server in another process.
@@ -558,42 +576,12 @@ def run_server(cfg: ServeConfig) -> None:
                             timeout_keep_alive=5,
                             http=header_timeout_protocol(cfg.header_timeout_s))
     logging.getLogger("uvicorn.error").addFilter(OneLineCutShort())
-    warning = exposure_warning(cfg)
+    warning = exposure_warning(cfg.host, bool(cfg.api_key or current_settings().api_key))
     if warning:
         print(f"tts-kit serve: warning: {warning}", flush=True)
     print(f"tts-kit serve: {app.state.model_label}, {cfg.architecture} x{cfg.workers} on "
           f"http://{cfg.host}:{cfg.port} (warming up; GET /health says when ready)", flush=True)
     uvicorn.Server(config).run()
-
-
-def exposure_warning(cfg: ServeConfig) -> str | None:
-    """What to warn about when ``cfg`` binds beyond this machine without an API key.
-
-    Example:
-        >>> exposure_warning(ServeConfig(host="127.0.0.1")) is None
-        True
-        >>> exposure_warning(ServeConfig(host="0.0.0.0", api_key="k")) is None
-        True
-    """
-    if cfg.api_key or current_settings().api_key or _loopback(cfg.host):
-        return None
-    return (f"listening on {cfg.host} without an API key: anyone who can reach this port "
-            f"can use the server; give --api-key or ${API_KEY_ENV}")
-
-
-def _loopback(host: str) -> bool:
-    """``host`` binds this machine only (``localhost``, 127.0.0.0/8, ``::1``).
-
-    Example:
-        >>> _loopback("127.0.0.1"), _loopback("0.0.0.0"), _loopback("localhost")
-        (True, False, True)
-    """
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def config_dict(cfg: ServeConfig) -> dict[str, Any]:

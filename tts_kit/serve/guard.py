@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 import logging
 import time
@@ -121,5 +122,35 @@ class QuietAcceptErrors:
         self.last, self.hidden = now, 0
 
 
-__all__ = ["KeyCheck", "QuietAcceptErrors", "has_key", "header_timeout_protocol",
-           "key_matches"]
+def exposure_warning(host: str, keyed: bool) -> str | None:
+    """What to warn about when a server binds ``host`` beyond this machine without a key.
+
+    Example:
+        >>> exposure_warning("127.0.0.1", keyed=False) is None
+        True
+        >>> exposure_warning("0.0.0.0", keyed=True) is None
+        True
+    """
+    if keyed or _loopback(host):
+        return None
+    return (f"listening on {host} without an API key: anyone who can reach this port can "
+            "use the server; give --api-key or $TTS_KIT_API_KEY")
+
+
+def _loopback(host: str) -> bool:
+    """``host`` binds this machine only (``localhost``, 127.0.0.0/8, ``::1``).
+
+    Example:
+        >>> _loopback("127.0.0.1"), _loopback("0.0.0.0"), _loopback("localhost")
+        (True, False, True)
+    """
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+__all__ = ["KeyCheck", "QuietAcceptErrors", "exposure_warning", "has_key",
+           "header_timeout_protocol", "key_matches"]

@@ -69,13 +69,28 @@ class WorkerConfig:
     """Flow steps of the warm-up synthesis."""
     max_chunk_chars: int | None = None
     """Chunk limit (None: 300 model (NFKD) characters, every language)."""
+    spinning: bool | None = None
+    """Intra/inter-op threads busy-wait between operators (None: as the preset says)."""
 
     def preset_obj(self) -> Any:
-        """The `SessionPreset`, with ``threads`` applied."""
+        """The `SessionPreset`, with ``threads`` and ``spinning`` applied.
+
+        Example:
+            >>> WorkerConfig(None, threads=2, spinning=False).preset_obj().config_entries[
+            ...     "session.intra_op.allow_spinning"]
+            '0'
+        """
         from tts_kit.runtime.sessions import get_preset
 
         preset = get_preset(self.preset)
-        return preset.replace(intra_op_num_threads=self.threads) if self.threads else preset
+        if self.threads:
+            preset = preset.replace(intra_op_num_threads=self.threads)
+        if self.spinning is not None:
+            flag = "1" if self.spinning else "0"
+            preset = preset.replace(config_entries={
+                **preset.config_entries, "session.intra_op.allow_spinning": flag,
+                "session.inter_op.allow_spinning": flag})
+        return preset
 
     def build_engine(self) -> Any:
         """A new engine from this configuration (nothing warmed up): tts_kit's `Engine`
