@@ -2,7 +2,11 @@
 
 Endpoints: ``POST /v1/audio/speech`` (the OpenAI-compatible body plus ``lang``,
 ``steps``, ``seed``; ``wav`` or ``pcm``, streamed with chunked transfer), ``GET /health``
-(200 once warmed up, 503 before), ``GET /voices``, ``GET /metrics`` (Prometheus text).
+(200 once warmed up, 503 before; the workers' PIDs and counts only with the API key),
+``GET /voices``, ``GET /metrics`` (Prometheus text). A stream cut short after its headers
+aborts the connection (`tts_kit.serve.streaming`); slow clients, the connection limit and
+the key are `tts_kit.serve.guard`'s. Text the model cannot say (the normaliser would drop
+it) is a 400 naming the characters, not audio without those words.
 
 Architectures (`ARCHITECTURES`), so their costs can be measured side by side:
 

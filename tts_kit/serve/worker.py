@@ -10,7 +10,9 @@ The pool (`WorkerPool`) gives a request an idle worker, or a place in a bounded 
 or `Overloaded` (the server's 429). A deadline is real: the worker of a late request is
 killed (SIGKILL) and replaced, so the computation stops with it; a worker that dies on
 its own (a crash, the OOM killer) is replaced and only its request fails; a worker is
-recycled after ``max_requests`` requests or once its RSS passes ``max_rss_mb``.
+recycled after ``max_requests`` requests or once its RSS passes ``max_rss_mb``. A request
+nobody waits for any more (`WorkerPool.abandon`) is stopped at the worker's next chunk, or
+the worker is killed and replaced after `CANCEL_GRACE_S`.
 
 Example:
     >>> cfg = WorkerConfig(model=None, preset="lean", loading="resident", threads=1)
