@@ -60,8 +60,8 @@ def _metrics(url: str, headers: dict | None = None) -> dict[str, float]:
     return out
 
 
-def _workers(url: str) -> list[dict]:
-    return httpx.get(f"{url}/health", timeout=10).json()["workers"]
+def _workers(url: str, headers: dict | None = None) -> list[dict]:
+    return httpx.get(f"{url}/health", timeout=10, headers=headers).json()["workers"]
 
 
 def _gone(pid: int, within_s: float) -> bool:
@@ -78,10 +78,11 @@ def _gone(pid: int, within_s: float) -> bool:
     return False
 
 
-def _wait_workers(url: str, n: int, timeout_s: float = 60.0) -> list[dict]:
+def _wait_workers(url: str, n: int, timeout_s: float = 60.0,
+                  headers: dict | None = None) -> list[dict]:
     end = time.monotonic() + timeout_s
     while time.monotonic() < end:
-        ws = _workers(url)
+        ws = _workers(url, headers)
         if len([w for w in ws if w["state"] == "idle"]) == n:
             return ws
         time.sleep(0.2)
@@ -263,10 +264,10 @@ def test_recycling_after_n_requests_and_the_api_key(tiny_bundle_dir, tmp_path):
         assert bad.status_code == 401 and bad.text.count("\n") == 1
         assert httpx.get(f"{srv.url}/metrics").status_code == 401
         assert httpx.get(f"{srv.url}/health").status_code == 200  # probes need no key
-        first = _workers(srv.url)[0]["pid"]
+        first = _workers(srv.url, key)[0]["pid"]
         for _ in range(2):
             assert _speech(srv.url, headers=key, steps=1).status_code == 200
-        workers = _wait_workers(srv.url, 1)
+        workers = _wait_workers(srv.url, 1, headers=key)
         assert workers[0]["pid"] != first and workers[0]["requests"] == 0
         assert _speech(srv.url, headers=key, steps=1).status_code == 200
         m = _metrics(srv.url, headers=key)

@@ -48,7 +48,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_rss_mb=args.max_rss_mb, api_key=args.api_key, host=args.host, port=args.port,
         max_chars=args.max_chars, first_chunk_chars=args.first_chunk_chars or None,
         max_chunk_chars=args.max_chunk_chars,
-        order=args.order,
+        order=args.order, header_timeout_s=args.header_timeout,
+        body_timeout_s=args.body_timeout, limit_concurrency=args.limit_concurrency or None,
+        spinning=args.spinning,
     )
     cfg.check()  # one line, exit 2, before anything starts
     if args.model:
@@ -132,12 +134,27 @@ def _rates(text: str | None) -> list[float]:
 
 
 def cmd_serve_sweep(args: argparse.Namespace) -> int:
+    from tts_kit.serve.launch import Stopped, signals_end_the_block
     from tts_kit.serve.sweep import serving_sweep
 
     if args.json:
         _check_output_file(args.json, "--json")
     threads = [None] if not args.threads else _int_list(args.threads, "--threads")
-    res = serving_sweep(
+    try:
+        with signals_end_the_block():  # every server it started stops, every dir goes
+            res = _sweep(args, serving_sweep, threads)
+    except Stopped as exc:
+        _say(f"tts-kit serve-sweep: {exc}; the servers it started were stopped")
+        return 128 + exc.signum
+    _say(res.table())
+    _say(f"recommendation: {res.recommend(args.p95_target_ms, args.mem_budget)[1]}")
+    if args.json:
+        _write_json(args.json, res.to_dict())
+    return 0 if any(r.get("status") == "ok" for r in res.records) else 1
+
+
+def _sweep(args: argparse.Namespace, serving_sweep: Any, threads: list) -> Any:
+    return serving_sweep(
         args.model, architectures=[a.strip() for a in args.architectures.split(",")],
         workers=_int_list(args.workers, "--workers"), threads=threads,
         presets=[p.strip() for p in args.presets.split(",") if p.strip()],
@@ -148,11 +165,6 @@ def cmd_serve_sweep(args: argparse.Namespace) -> int:
         timeout_s=args.timeout, p95_target_ms=args.p95_target_ms,
         mem_budget_mb=args.mem_budget, progress=not args.quiet,
     )
-    _say(res.table())
-    _say(f"recommendation: {res.recommend(args.p95_target_ms, args.mem_budget)[1]}")
-    if args.json:
-        _write_json(args.json, res.to_dict())
-    return 0 if any(r.get("status") == "ok" for r in res.records) else 1
 
 
 def register(add: AddCommand) -> None:
@@ -173,7 +185,10 @@ def _register_serve(add: AddCommand) -> None:
              "/v1/audio/speech, /health, /voices, /metrics) from warmed-up worker processes")
     sp.add_argument("--workers", type=int, default=1, help="worker processes")
     sp.add_argument("--threads", type=int, default=None,
-                    help="intra-op threads per worker (default: the preset's)")
+                    help="intra-op threads per worker (default: usable cores / --workers)")
+    sp.add_argument("--spinning", action="store_true",
+                    help="let ONNX Runtime's threads busy-wait between operators (default "
+                    "off: idle threads sleep, leaving the CPU to the other workers)")
     sp.add_argument("--preset", default="supertonic-default", metavar="PRESET",
                     help=f"session preset, one of {preset_names}")
     sp.add_argument("--loading", default="resident", metavar="POLICY",
@@ -207,6 +222,12 @@ def _register_serve(add: AddCommand) -> None:
                     "language): longer chunks, fewer runs, later first audio")
     sp.add_argument("--order", default="chunk", choices=["chunk", "stage"],
                     help="chunk-major (first audio soonest) or stage-major synthesis")
+    sp.add_argument("--header-timeout", type=float, default=10.0,
+                    help="seconds a new connection has to send its request headers")
+    sp.add_argument("--body-timeout", type=float, default=10.0,
+                    help="seconds a request has to send its body (408 after)")
+    sp.add_argument("--limit-concurrency", type=int, default=64,
+                    help="connections at once; more are refused with 503 (0: no limit)")
     sp.add_argument("--config-json", default=None, metavar="FILE",
                     help="the whole configuration as ServeConfig JSON (- reads stdin); "
                     "replaces the other flags")

@@ -2,7 +2,11 @@
 
 Endpoints: ``POST /v1/audio/speech`` (the OpenAI-compatible body plus ``lang``,
 ``steps``, ``seed``; ``wav`` or ``pcm``, streamed with chunked transfer), ``GET /health``
-(200 once warmed up, 503 before), ``GET /voices``, ``GET /metrics`` (Prometheus text).
+(200 once warmed up, 503 before; the workers' PIDs and counts only with the API key),
+``GET /voices``, ``GET /metrics`` (Prometheus text). A stream cut short after its headers
+aborts the connection (`tts_kit.serve.streaming`); slow clients, the connection limit and
+the key are `tts_kit.serve.guard`'s. Text the model cannot say (the normaliser would drop
+it) is a 400 naming the characters, not audio without those words.
 
 Architectures (`ARCHITECTURES`), so their costs can be measured side by side:
 
@@ -28,8 +32,8 @@ Example:
 
 import asyncio
 import contextlib
-import hmac
 import json
+import logging
 import os
 import struct
 import time
@@ -49,15 +53,31 @@ from tts_kit.serve.backends import (  # noqa: F401  (re-exported)
     _official_tts,
     article_synthesize,
 )
+from tts_kit.serve.guard import (
+    KeyCheck,
+    QuietAcceptErrors,
+    exposure_warning,
+    has_key,
+    header_timeout_protocol,
+)
 from tts_kit.serve.metrics import BUCKETS, Metrics  # noqa: F401  (re-exported)
+from tts_kit.serve.streaming import (
+    AudioStream,
+    ClientGone,
+    Lease,
+    OneLineCutShort,
+    relay,
+    unless_gone,
+)
 from tts_kit.serve.worker import (
     DeadlineExceeded,
     Overloaded,
     WorkerConfig,
     WorkerDied,
-    WorkerPool,
     request_params,
 )
+
+log = logging.getLogger("uvicorn.error")
 
 ARCHITECTURES = ("workers", "threads", "blocking", "article")
 #: Environment variable holding the API key when ``--api-key`` is not given.
@@ -88,6 +108,15 @@ class ServeConfig:
     max_chunk_chars: int | None = None
     order: str = "chunk"
     lang: str = "en"
+    header_timeout_s: float = 10.0
+    """A connection's request headers must all arrive within this (slow clients)."""
+    body_timeout_s: float = 10.0
+    """A request's body must all arrive within this (408 after)."""
+    limit_concurrency: int | None = 64
+    """Connections and requests at once; past it uvicorn answers 503 at once."""
+    spinning: bool = False
+    """ONNX Runtime's threads busy-wait between operators (off: the CPU goes to other
+    workers; ``article`` keeps its own settings)."""
 
     def check(self) -> None:
         """One-line ValueError for a setting that cannot work."""
@@ -103,6 +132,11 @@ class ServeConfig:
             raise TtsKitError("--max-queue must be >= 0")
         if self.timeout_s is not None and self.timeout_s <= 0:
             raise TtsKitError("--timeout must be above 0 seconds")
+        if self.limit_concurrency is not None and self.limit_concurrency < 1:
+            raise TtsKitError("--limit-concurrency must be >= 1")
+        for name in ("header_timeout_s", "body_timeout_s"):
+            if not getattr(self, name) > 0:
+                raise TtsKitError(f"--{name[:-2].replace('_', '-')} must be above 0 seconds")
         if self.threads is not None and self.threads < 1:
             raise TtsKitError("--threads must be >= 1")
         if self.fallback_wav:
@@ -115,10 +149,20 @@ class ServeConfig:
                                  f"file ({str(exc).splitlines()[0]}); give a WAV file") from None
 
     def worker_config(self) -> WorkerConfig:
+        """What each worker builds its engine from. Under ``workers``, without ``threads``,
+        workers x intra-op threads = usable cores (each worker its share, at least 1); the
+        ``article`` pattern keeps ORT's defaults, as the article does."""
+        from tts_kit.core.procfacts import usable_cores
+
+        article = self.architecture == "article"
+        threads = self.threads
+        if threads is None and self.architecture == "workers":
+            threads = max(1, usable_cores() // self.workers)
         return WorkerConfig(model=self.model, preset=self.preset, loading=self.loading,
-                            threads=self.threads, order=self.order,
+                            threads=threads, order=self.order,
                             first_chunk_chars=self.first_chunk_chars,
-                            max_chunk_chars=self.max_chunk_chars)
+                            max_chunk_chars=self.max_chunk_chars,
+                            spinning=None if article else self.spinning)
 
     def to_json(self) -> str:
         """This configuration as JSON: how it reaches a server in another process.
@@ -274,9 +318,14 @@ class _Server:
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Any) -> AsyncIterator[None]:
+        asyncio.get_running_loop().set_exception_handler(QuietAcceptErrors())
+
         async def start() -> None:
             try:
                 await self.backend.start()
+                cfg = self.cfg
+                print(f"tts-kit serve: ready on http://{cfg.host}:{cfg.port} "
+                      f"({cfg.architecture} x{cfg.workers} warm)", flush=True)
             except Exception as exc:
                 self.backend.error = (str(exc).splitlines()[0] if str(exc)
                                       else type(exc).__name__)
@@ -288,16 +337,6 @@ class _Server:
         self._start.cancel()
         await self.backend.stop()
 
-    async def auth(self, request: Any, call_next: Any) -> Any:
-        if self.api_key and request.url.path != "/health":
-            given = request.headers.get("authorization", "")
-            token = given[7:] if given.lower().startswith("bearer ") else ""
-            # Constant time: the comparison takes as long however much of the key matches.
-            if not hmac.compare_digest(token.encode(), self.api_key):
-                return _error(401, "missing or wrong API key; send Authorization: Bearer KEY",
-                              {"WWW-Authenticate": "Bearer"})
-        return await call_next(request)
-
     async def not_found(self, request: Any, exc: Exception) -> Any:
         return _error(404, f"no such endpoint {request.url.path[:80]}; use POST "
                       "/v1/audio/speech, GET /health, /voices or /metrics")
@@ -305,14 +344,18 @@ class _Server:
     async def bad_method(self, request: Any, exc: Exception) -> Any:
         return _error(405, f"{request.method} is not allowed on {request.url.path[:80]}")
 
-    async def health(self) -> Any:
+    async def health(self, request: Any) -> Any:
+        """Ready or not; with the API key (or on a server without one) also the workers."""
         from fastapi.responses import JSONResponse
 
         backend = self.backend
-        body = {"status": "ready" if backend.ready else "starting",
-                "architecture": self.cfg.architecture, **backend.describe()}
-        if backend.error:
-            body.update(status="failed", error=backend.error)
+        body: dict[str, Any] = {"status": "ready" if backend.ready else "starting"}
+        if has_key(request.scope, self.api_key):  # PIDs and counts are for the operator
+            body.update(architecture=self.cfg.architecture, **backend.describe())
+            if backend.error:
+                body.update(status="failed", error=backend.error)
+        elif backend.error:
+            body.update(status="failed")
         return JSONResponse(body, status_code=200 if backend.ready else 503)
 
     async def list_voices(self) -> Any:
@@ -331,13 +374,20 @@ class _Server:
         if length and length.isdigit() and int(length) > limit:
             raise RequestError(413, f"body of {int(length):,} bytes is larger than "
                                f"{limit:,}; send less text per request")
-        raw = b""
-        async for part in request.stream():
-            raw += part
-            if len(raw) > limit:
-                raise RequestError(413, f"body larger than {limit:,} bytes; "
-                                   "send less text per request")
-        return raw
+        async def read() -> bytes:
+            raw = b""
+            async for part in request.stream():
+                raw += part
+                if len(raw) > limit:
+                    raise RequestError(413, f"body larger than {limit:,} bytes; "
+                                       "send less text per request")
+            return raw
+
+        try:
+            return await asyncio.wait_for(read(), self.cfg.body_timeout_s)
+        except asyncio.TimeoutError:
+            raise RequestError(408, f"the body did not arrive within "
+                               f"{self.cfg.body_timeout_s:g} s; send it at once") from None
 
     def done(self, status: int) -> None:
         self.metrics.requests.labels(str(status)).inc()
@@ -361,9 +411,15 @@ class _Server:
             self.done(503)
             return _error(503, "the server is warming up; retry when GET /health says ready",
                           {"Retry-After": "1"})
+        from starlette.requests import ClientDisconnect
+
         try:
             body = check_body(await self.read_body(request), self.cfg, self.voices,
                               self.languages, self.sample_rate)
+        except ClientDisconnect:
+            log.warning("tts-kit serve: a client disconnected while sending its request body")
+            self.done(499)
+            return _error(499, "client disconnected")
         except RequestError as exc:
             self.done(exc.status)
             return _error(exc.status, str(exc))
@@ -372,18 +428,23 @@ class _Server:
         self.metrics.in_flight.inc()
         try:
             if isinstance(self.backend, WorkersBackend):
-                return await self.stream_from_worker(params, fmt, t0, deadline)
+                return await self.stream_from_worker(request, params, fmt, t0, deadline)
             return await self.whole(params, fmt, t0)
         finally:
             self.metrics.in_flight.dec()
 
-    async def stream_from_worker(self, params: dict[str, Any], fmt: str, t0: float,
-                                 deadline: float | None) -> Any:
-        from fastapi.responses import StreamingResponse
-
+    async def stream_from_worker(self, request: Any, params: dict[str, Any], fmt: str,
+                                 t0: float, deadline: float | None) -> Any:
+        """Queue for a worker, wait for the first chunk, then stream the rest; the worker is
+        freed on every path (`tts_kit.serve.streaming.Lease`), a client that leaves first
+        included."""
         pool = self.backend.pool
         try:
-            w = await pool.acquire(None if deadline is None else deadline - time.monotonic())
+            w = await unless_gone(request.receive, pool.acquire(
+                None if deadline is None else deadline - time.monotonic()))
+        except ClientGone:
+            self.done(499)
+            return _error(499, "client disconnected while queued")
         except Overloaded as exc:
             self.done(429)
             return _error(429, str(exc), {"Retry-After": str(exc.retry_after_s)})
@@ -392,69 +453,40 @@ class _Server:
         except RuntimeError as exc:
             self.done(503)
             return _error(503, str(exc))
-        w.send(("synth", params))
+        lease = Lease(pool, w)
+        handed = False  # to the response, which then owns the lease
         try:
-            first = await pool.next_message(w, deadline)
-            if first[0] == "error":
-                pool.release(w)
-                self.done(first[1])
-                return _error(first[1], first[2])
-            msg = await pool.next_message(w, deadline)  # the first chunk
+            w.send(("synth", params))
+            first = await unless_gone(request.receive, self.first_chunk(lease, deadline))
+            handed = True
+        except ClientGone:
+            self.done(499)
+            return _error(499, "client disconnected before the first audio")
         except DeadlineExceeded:
+            lease.gone()  # killed and replaced
             return self.timed_out()
         except WorkerDied as exc:
+            lease.gone()
             self.done(500)
             return _error(500, f"{exc}; the worker was replaced; retry")
-        if msg[0] == "error":
-            pool.release(w)
-            self.done(msg[1])
-            return _error(msg[1], msg[2])
-        media = "audio/wav" if fmt == "wav" else "audio/L16"
-        return StreamingResponse(self.relay(pool, w, msg, fmt=fmt, t0=t0, deadline=deadline),
-                                 media_type=media,
-                                 headers={"X-Sample-Rate": str(self.sample_rate)})
-
-    async def relay(self, pool: WorkerPool, w: Any, msg: Any, *, fmt: str, t0: float,
-                    deadline: float | None) -> AsyncIterator[bytes]:
-        """The streamed body: the worker's chunks from ``msg`` (the first) to its last."""
-        metrics = self.metrics
-        finished = False
-        ended = False  # the worker sent its last message (done or error): free again
-        try:
-            if fmt == "wav":
-                yield wav_header(self.sample_rate)
-            first_audio = True
-            while True:
-                if msg[0] == "chunk":
-                    yield msg[1]
-                    metrics.audio.inc(msg[2])
-                    if first_audio:
-                        metrics.ttfa.observe(time.monotonic() - t0)
-                        first_audio = False
-                elif msg[0] == "done":
-                    finished = ended = True
-                    break
-                else:  # an error after the first chunk: the response is cut short
-                    ended = True
-                    raise RuntimeError(str(msg[-1]))
-                msg = await pool.next_message(w, deadline)
-        except DeadlineExceeded:
-            metrics.timeouts.inc()
-            self.done(503)
-            return  # headers are gone: the stream ends short (the worker was killed)
-        except (WorkerDied, RuntimeError):
-            self.done(500)
-            return
         finally:
-            if finished:
-                latency = time.monotonic() - t0
-                metrics.latency.observe(latency)
-                self.done(200)
-                pool.release(w, latency)
-            elif ended:
-                pool.release(w)
-            elif w.state == "busy":  # the client went away: drain, then reuse it
-                asyncio.get_running_loop().create_task(_drain(pool, w, deadline))
+            if not handed:
+                lease.abandon()  # no-op where the worker already ended
+        if first[0] == "error":
+            lease.finish()
+            self.done(first[1])
+            return _error(first[1], first[2])
+        body = relay(lease, first, header=wav_header(self.sample_rate) if fmt == "wav" else b"",
+                     metrics=self.metrics, t0=t0, deadline=deadline, done=self.done)
+        return AudioStream(lease, body, "audio/wav" if fmt == "wav" else "audio/L16",
+                           {"X-Sample-Rate": str(self.sample_rate)})
+
+    async def first_chunk(self, lease: Lease, deadline: float | None) -> tuple:
+        """The worker's first chunk, or its one-line error."""
+        msg = await lease.pool.next_message(lease.worker, deadline)
+        if msg[0] == "start":
+            msg = await lease.pool.next_message(lease.worker, deadline)
+        return msg
 
     async def whole(self, params: dict[str, Any], fmt: str, t0: float) -> Any:
         from fastapi.responses import Response
@@ -520,28 +552,21 @@ def create_app(cfg: ServeConfig) -> Any:
     app.state.backend = server.backend
     app.state.metrics = server.metrics
     app.state.model_label = server.label
-    app.middleware("http")(server.auth)
+    app.add_middleware(KeyCheck, key=server.api_key)
     app.exception_handler(404)(server.not_found)
     app.exception_handler(405)(server.bad_method)
-    app.get("/health")(server.health)
     app.get("/voices")(server.list_voices)
     app.get("/metrics")(server.prom)
+
+    @app.get("/health")
+    async def health(request: Request) -> Any:
+        return await server.health(request)
 
     @app.post("/v1/audio/speech")
     async def speech(request: Request) -> Any:
         return await server.speech(request)
 
     return app
-
-
-async def _drain(pool: WorkerPool, w: Any, deadline: float | None) -> None:
-    """Read a worker's remaining messages of an abandoned request, then reuse it."""
-    with contextlib.suppress(DeadlineExceeded, WorkerDied):
-        while True:
-            msg = await pool.next_message(w, deadline)
-            if msg[0] in ("done", "error"):
-                pool.release(w)
-                return
 
 
 def run_server(cfg: ServeConfig) -> None:
@@ -551,7 +576,13 @@ def run_server(cfg: ServeConfig) -> None:
     app = create_app(cfg)
     config = uvicorn.Config(app, host=cfg.host, port=cfg.port, log_level="warning",
                             access_log=False, timeout_graceful_shutdown=30,
-                            lifespan="on")
+                            lifespan="on", limit_concurrency=cfg.limit_concurrency,
+                            timeout_keep_alive=5,
+                            http=header_timeout_protocol(cfg.header_timeout_s))
+    logging.getLogger("uvicorn.error").addFilter(OneLineCutShort())
+    warning = exposure_warning(cfg.host, bool(cfg.api_key or current_settings().api_key))
+    if warning:
+        print(f"tts-kit serve: warning: {warning}", flush=True)
     print(f"tts-kit serve: {app.state.model_label}, {cfg.architecture} x{cfg.workers} on "
           f"http://{cfg.host}:{cfg.port} (warming up; GET /health says when ready)", flush=True)
     uvicorn.Server(config).run()

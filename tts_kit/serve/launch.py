@@ -119,14 +119,18 @@ def start_server(args: Sequence[str] = (), env: dict[str, str] | None = None,
 
     ``config``: serve this `ServeConfig` instead of flags (its port replaced by a free
     one), sent as JSON on the server's stdin. The server's output goes to a log file
-    (``log_dir``, default a temporary directory).
+    (``log_dir``, default a temporary directory removed when the block ends). The server
+    is stopped however the block ends; `signals_end_the_block` makes SIGTERM and SIGHUP
+    end it too.
     """
+    import shutil
     import tempfile
 
     if config is not None and args:
         raise TtsKitError("start_server: give flags or a config, not both")
     port = free_port()
-    log_path = Path(log_dir or tempfile.mkdtemp(prefix="tts-kit-serve-")) / f"serve-{port}.log"
+    own_dir = None if log_dir else tempfile.mkdtemp(prefix="tts-kit-serve-")
+    log_path = Path(log_dir or own_dir) / f"serve-{port}.log"
     serve = [sys.executable, "-m", "tts_kit.cli", "serve"]
     if config is None:
         cmd, data = [*serve, *args, "--port", str(port)], None
@@ -149,3 +153,47 @@ def start_server(args: Sequence[str] = (), env: dict[str, str] | None = None,
         yield handle
     finally:
         handle.stop()
+        if own_dir:  # a failure's output went into its error message already
+            shutil.rmtree(own_dir, ignore_errors=True)
+
+
+class Stopped(BaseException):
+    """The process got SIGTERM or SIGHUP (`signals_end_the_block`); ``signum`` says which.
+
+    A BaseException, like KeyboardInterrupt: no ``except Exception`` on the way (an event
+    loop's callback guard, a library's retry) swallows it."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def signals_end_the_block() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise `Stopped` inside the block (so ``finally`` clauses and
+    `start_server` stop servers and remove directories); the old handlers come back after.
+    A no-op outside the main thread (only it may set handlers).
+
+    Example:
+        >>> with signals_end_the_block():
+        ...     pass
+    """
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    stopping: list[int] = []
+
+    def stop(signum: int, frame: Any) -> None:
+        if not stopping:  # once: a second signal must not cut the clean-up short
+            stopping.append(signum)
+            raise Stopped(signum)
+
+    old = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)

@@ -78,6 +78,12 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
+def _auth(api_key: str | None) -> dict[str, Any]:
+    """The Authorization header for ``api_key``, as UTF-8 bytes (the server compares bytes,
+    so a non-ASCII key works; httpx would encode a str as ASCII and fail)."""
+    return {"Authorization": b"Bearer " + api_key.encode()} if api_key else {}
+
+
 @dataclass
 class Outcome:
     """One request as the client saw it."""
@@ -133,7 +139,7 @@ def speak(url: str, text: str, api_key: str | None = None, timeout_s: float = 12
     """
     import httpx
 
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    headers = _auth(api_key)
     skip = WAV_HEADER_BYTES if body.get("response_format", "wav") == "wav" else 0
     t0 = time.monotonic()
     ttfa = None
@@ -159,7 +165,7 @@ def read_metrics(url: str, api_key: str | None = None) -> dict[str, float]:
     """
     import httpx
 
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    headers = _auth(api_key)
     r = httpx.get(f"{url.rstrip('/')}/metrics", headers=headers, timeout=10.0)
     r.raise_for_status()
     return _read_metrics(r.text, labelled=True)
@@ -211,7 +217,7 @@ class _Sampler:
 
 
 async def _one(client: Any, url: str, body: dict[str, Any], timeout_s: float,
-               headers: dict[str, str]) -> Outcome:
+               headers: dict[str, Any]) -> Outcome:
     import httpx
 
     t0 = time.monotonic()
@@ -297,7 +303,7 @@ def _summary(outcomes: list[Outcome], wall_s: float, samples: list[dict[str, flo
 
 
 async def _level(url: str, mode: str, level: float, requests: int, duration_s: float | None,
-                 bodies: list[dict[str, Any]], timeout_s: float, headers: dict[str, str],
+                 bodies: list[dict[str, Any]], timeout_s: float, headers: dict[str, Any],
                  sample_s: float, bar: Any, seed: int) -> dict[str, Any]:
     import httpx
 
@@ -405,7 +411,7 @@ def run_load(
         raise TtsKitError("give at least one concurrency level or rate")
     if not texts or not all(isinstance(t, str) and t.strip() for t in texts):
         raise TtsKitError("texts must be non-empty strings")
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    headers = _auth(api_key)
     bodies = [{"input": t, **(body or {})} for t in texts]
     result = LoadResult(url.rstrip("/"))
     levels = [("closed", float(c)) for c in concurrency] + [("open", float(r)) for r in rates]

@@ -40,6 +40,9 @@ class Metrics:
         for reason in RESTART_REASONS:
             self.restarts.labels(reason)
         self.timeouts = Counter("tts_kit_timeouts", "Requests past their deadline", registry=r)
+        self.cut_short = Counter("tts_kit_responses_cut_short", "Streamed responses aborted "
+                                 "after their headers were sent (worker death, deadline)",
+                                 registry=r)
         self.audio = Counter("tts_kit_audio_seconds", "Seconds of audio sent", registry=r)
         for status in ("200", "400", "429", "500", "503"):
             self.requests.labels(status)

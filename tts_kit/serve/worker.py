@@ -10,7 +10,9 @@ The pool (`WorkerPool`) gives a request an idle worker, or a place in a bounded 
 or `Overloaded` (the server's 429). A deadline is real: the worker of a late request is
 killed (SIGKILL) and replaced, so the computation stops with it; a worker that dies on
 its own (a crash, the OOM killer) is replaced and only its request fails; a worker is
-recycled after ``max_requests`` requests or once its RSS passes ``max_rss_mb``.
+recycled after ``max_requests`` requests or once its RSS passes ``max_rss_mb``. A request
+nobody waits for any more (`WorkerPool.abandon`) is stopped at the worker's next chunk, or
+the worker is killed and replaced after `CANCEL_GRACE_S`.
 
 Example:
     >>> cfg = WorkerConfig(model=None, preset="lean", loading="resident", threads=1)
@@ -30,6 +32,7 @@ import os
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -39,7 +42,13 @@ from tts_kit.core.errors import TtsKitError
 #: The text every worker synthesises once before it says ready.
 WARMUP_TEXT = "Warming up the model, once."
 #: Worker restart reasons, as counted in ``tts_kit_worker_restarts_total``.
-RESTART_REASONS = ("timeout", "crash", "max_requests", "max_rss")
+RESTART_REASONS = ("timeout", "crash", "max_requests", "max_rss", "abandoned")
+#: What the normaliser's warning says when it drops text the model cannot say: the server
+#: answers 400 with that warning instead of audio without those words.
+DROPPED = "the model cannot say"
+#: How long a worker whose client went away may take to stop at its next chunk boundary
+#: before it is killed and replaced.
+CANCEL_GRACE_S = 2.0
 
 
 @dataclass
@@ -62,13 +71,28 @@ class WorkerConfig:
     """Flow steps of the warm-up synthesis."""
     max_chunk_chars: int | None = None
     """Chunk limit (None: 300 model (NFKD) characters, every language)."""
+    spinning: bool | None = None
+    """Intra/inter-op threads busy-wait between operators (None: as the preset says)."""
 
     def preset_obj(self) -> Any:
-        """The `SessionPreset`, with ``threads`` applied."""
+        """The `SessionPreset`, with ``threads`` and ``spinning`` applied.
+
+        Example:
+            >>> WorkerConfig(None, threads=2, spinning=False).preset_obj().config_entries[
+            ...     "session.intra_op.allow_spinning"]
+            '0'
+        """
         from tts_kit.runtime.sessions import get_preset
 
         preset = get_preset(self.preset)
-        return preset.replace(intra_op_num_threads=self.threads) if self.threads else preset
+        if self.threads:
+            preset = preset.replace(intra_op_num_threads=self.threads)
+        if self.spinning is not None:
+            flag = "1" if self.spinning else "0"
+            preset = preset.replace(config_entries={
+                **preset.config_entries, "session.intra_op.allow_spinning": flag,
+                "session.inter_op.allow_spinning": flag})
+        return preset
 
     def build_engine(self) -> Any:
         """A new engine from this configuration (nothing warmed up): tts_kit's `Engine`
@@ -106,8 +130,12 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def worker_main(conn: Any, cfg: WorkerConfig) -> None:
-    """A worker process's body (the target of the spawned process)."""
+def worker_main(conn: Any, cfg: WorkerConfig, cancel: Any = None) -> None:
+    """A worker process's body (the target of the spawned process).
+
+    ``cancel``: an event the server sets when nobody waits for the request any more; the
+    worker checks it between chunks, stops, and answers ``("cancelled",)``.
+    """
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -128,9 +156,18 @@ def worker_main(conn: Any, cfg: WorkerConfig) -> None:
         if msg[0] == "stop":
             return
         params = msg[1]
+        if cancel is not None:
+            cancel.clear()  # set only for the request before this one
         try:
-            parts = engine.stream(first_chunk_chars=cfg.first_chunk_chars, order=cfg.order,
-                                  max_chunk_chars=cfg.max_chunk_chars, **params)
+            with warnings.catch_warnings(record=True) as heard:
+                warnings.simplefilter("always")
+                parts = engine.stream(first_chunk_chars=cfg.first_chunk_chars, order=cfg.order,
+                                      max_chunk_chars=cfg.max_chunk_chars, **params)
+            dropped = [str(x.message) for x in heard if DROPPED in str(x.message)]
+            if dropped:  # the client would get audio without those words and not know it
+                parts.close()
+                conn.send(("error", 400, dropped[0].splitlines()[0]))
+                continue
         except ValueError as exc:  # the request's fault: 400
             conn.send(("error", 400, _one_line(exc)))
             continue
@@ -139,10 +176,14 @@ def worker_main(conn: Any, cfg: WorkerConfig) -> None:
             continue
         conn.send(("start", len(parts.chunks)))
         try:
+            end: tuple = ("done",)
             with parts:
                 for part in parts:
+                    if cancel is not None and cancel.is_set():
+                        end = ("cancelled",)
+                        break
                     conn.send(("chunk", part.pcm16(), part.duration_s, part.timings))
-            conn.send(("done",))
+            conn.send(end)
         except Exception as exc:
             conn.send(("error", 500, _one_line(exc)))
         del parts
@@ -161,12 +202,14 @@ class Worker:
         self.id = wid
         self.loop = loop
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=worker_main, args=(child, cfg), daemon=True,
+        self.cancel = ctx.Event()
+        self.proc = ctx.Process(target=worker_main, args=(child, cfg, self.cancel), daemon=True,
                                 name=f"tts-kit-worker-{wid}")
         self.proc.start()
         child.close()
         self.pid: int = self.proc.pid or 0
         self.requests = 0
+        self.abandoned = False  # its request's client went away; being reclaimed
         self.state = "starting"  # starting, idle, busy, retiring, dead
         self.started = time.time()
         self.inbox: asyncio.Queue[tuple] = asyncio.Queue()
@@ -329,9 +372,14 @@ class WorkerPool:
         self._waiters.append(fut)
         try:
             return await asyncio.wait_for(asyncio.shield(fut), timeout_s)
+        except asyncio.CancelledError:  # the client went away while queued
+            if fut.done() and not fut.cancelled() and not fut.exception():
+                self.release(fut.result(), counted=False)
+            fut.cancel()
+            raise
         except asyncio.TimeoutError:
             if fut.done() and not fut.exception():  # handed a worker at the last moment
-                self.release(fut.result())
+                self.release(fut.result(), counted=False)
             fut.cancel()
             raise DeadlineExceeded("waited in the queue past the deadline") from None
         finally:
@@ -348,13 +396,16 @@ class WorkerPool:
         w.state = "idle"
         self._idle.append(w)
 
-    def release(self, w: Worker, latency_s: float | None = None) -> None:
-        """A worker finished a request: recycle it if due, else give it the next one."""
+    def release(self, w: Worker, latency_s: float | None = None, counted: bool = True) -> None:
+        """A worker finished a request: recycle it if due, else give it the next one.
+
+        ``counted`` False: it was handed a request that never reached it (not counted).
+        """
         if latency_s is not None:
             self.mean_latency_s = 0.8 * self.mean_latency_s + 0.2 * latency_s
         if w.state == "dead":
             return
-        w.requests += 1
+        w.requests += int(counted)
         reason = None
         if self.max_requests and w.requests >= self.max_requests:
             reason = "max_requests"
@@ -369,13 +420,45 @@ class WorkerPool:
             return
         self._hand_out(w)
 
+    def abandon(self, w: Worker, grace_s: float = CANCEL_GRACE_S) -> None:
+        """Nobody waits for ``w``'s request any more: stop it and free the worker.
+
+        The worker is asked to stop at its next chunk boundary; once it says so (or
+        finishes) it serves the next request; if it has not within ``grace_s`` it is killed
+        and replaced (reason ``abandoned``). Idempotent; a no-op for a worker not busy.
+        """
+        if w.state != "busy" or w.abandoned:
+            return
+        w.abandoned = True
+        w.cancel.set()
+        asyncio.get_running_loop().create_task(self._reclaim(w, grace_s))
+
+    async def _reclaim(self, w: Worker, grace_s: float) -> None:
+        end = time.monotonic() + grace_s
+        try:
+            while True:
+                left = end - time.monotonic()
+                if left <= 0:
+                    raise asyncio.TimeoutError
+                msg = await asyncio.wait_for(w.inbox.get(), left)
+                if msg[0] == "exit":
+                    return  # died: `_message` replaced it
+                if msg[0] in ("done", "error", "cancelled"):
+                    w.abandoned = False
+                    self.release(w)
+                    return
+        except asyncio.TimeoutError:
+            if w.state == "busy":
+                self.retire(w, "abandoned")
+
     def retire(self, w: Worker, reason: str) -> None:
-        """Replace ``w``: a new worker starts, ``w`` is stopped (killed for a timeout)."""
+        """Replace ``w``: a new worker starts, ``w`` is stopped (killed for a timeout or an
+        abandoned request)."""
         w.state = "retiring"
         self.workers.pop(w.id, None)
         with contextlib.suppress(ValueError):
             self._idle.remove(w)
-        if reason == "timeout":
+        if reason in ("timeout", "abandoned"):
             w.kill()
         self._replace(reason)
         asyncio.get_running_loop().run_in_executor(None, w.stop, 2.0)

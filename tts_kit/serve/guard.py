@@ -1,0 +1,156 @@
+"""What stands between the network and the routes: the API key, slow clients, and the
+event loop's accept errors.
+
+- `KeyCheck`: ASGI middleware; ``Authorization: Bearer KEY`` compared as UTF-8 bytes in
+  constant time (a non-ASCII key works from any UTF-8 client); ``/health`` needs no key
+  (probes), and says more with one.
+- `header_timeout_protocol`: uvicorn's HTTP protocol with a deadline on a connection's
+  request headers (uvicorn times out idle keep-alive connections, not a client that
+  sends half a request line and waits).
+- `QuietAcceptErrors`: the event loop's exception handler; ``accept()`` failing (out of
+  file descriptors) is logged once per interval with a count, not once per attempt.
+
+Example:
+    >>> key_matches(b"Bearer s\\xc3\\xa9cret", "sécret".encode())
+    True
+    >>> key_matches(b"Bearer s\\xe9cret", "sécret".encode())
+    False
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+log = logging.getLogger("uvicorn.error")
+
+
+def key_matches(header: bytes, key: bytes) -> bool:
+    """``header`` (the raw Authorization value) is ``Bearer KEY``: constant time in the key.
+
+    Example:
+        >>> key_matches(b"bearer k", b"k"), key_matches(b"Basic k", b"k")
+        (True, False)
+    """
+    token = header[7:] if header[:7].lower() == b"bearer " else b""
+    return hmac.compare_digest(token, key)
+
+
+def has_key(scope: dict, key: bytes) -> bool:
+    """The ASGI request ``scope`` carries the right key (always True without a key)."""
+    if not key:
+        return True
+    given = next((v for k, v in scope.get("headers", ()) if k == b"authorization"), b"")
+    return key_matches(given, key)
+
+
+class KeyCheck:
+    """ASGI middleware: 401 (one JSON line) without the right key, except ``/health``."""
+
+    def __init__(self, app: Any, key: bytes):
+        self.app, self.key = app, key
+
+    async def __call__(self, scope: dict, receive: Callable[[], Awaitable[dict]],
+                       send: Callable[[dict], Awaitable[None]]) -> None:
+        if (scope["type"] != "http" or scope.get("path") == "/health"
+                or has_key(scope, self.key)):
+            await self.app(scope, receive, send)
+            return
+        body = (json.dumps({"error": "missing or wrong API key; send Authorization: "
+                                     "Bearer KEY"}) + "\n").encode()
+        await send({"type": "http.response.start", "status": 401, "headers": [
+            (b"content-type", b"application/json"), (b"www-authenticate", b"Bearer"),
+            (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+
+def header_timeout_protocol(seconds: float) -> type:
+    """uvicorn's h11 protocol class, closing a connection whose first request's headers
+    have not all arrived ``seconds`` after it opened.
+
+    Example:
+        >>> header_timeout_protocol(5.0).__name__
+        'HeaderTimeoutH11Protocol'
+    """
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeaderTimeoutH11Protocol(H11Protocol):
+        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._header_timer = self.loop.call_later(seconds, self._headers_late)
+
+        def _headers_late(self) -> None:
+            if self.cycle is None and not self.transport.is_closing():
+                log.warning("tts-kit serve: closed a connection whose request headers took "
+                         "over %g s", seconds)
+                self.transport.close()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._header_timer.cancel()
+            super().connection_lost(exc)
+
+    return HeaderTimeoutH11Protocol
+
+
+class QuietAcceptErrors:
+    """An event-loop exception handler: accept errors once per ``every_s``, with how many
+    there were; anything else to the loop's default handler."""
+
+    def __init__(self, every_s: float = 10.0):
+        self.every_s = every_s
+        self.last = -float("inf")
+        self.hidden = 0
+
+    def __call__(self, loop: Any, context: dict) -> None:
+        message = str(context.get("message", ""))
+        if "accept" not in message:
+            loop.default_exception_handler(context)
+            return
+        now = time.monotonic()
+        if now - self.last < self.every_s:
+            self.hidden += 1
+            return
+        exc = context.get("exception")
+        more = f" ({self.hidden} more since the last report)" if self.hidden else ""
+        log.error("tts-kit serve: %s: %s%s; new connections wait (raise the open-file limit "
+                  "or lower --limit-concurrency)", message, exc, more)
+        self.last, self.hidden = now, 0
+
+
+def exposure_warning(host: str, keyed: bool) -> str | None:
+    """What to warn about when a server binds ``host`` beyond this machine without a key.
+
+    Example:
+        >>> exposure_warning("127.0.0.1", keyed=False) is None
+        True
+        >>> exposure_warning("0.0.0.0", keyed=True) is None
+        True
+    """
+    if keyed or _loopback(host):
+        return None
+    return (f"listening on {host} without an API key: anyone who can reach this port can "
+            "use the server; give --api-key or $TTS_KIT_API_KEY")
+
+
+def _loopback(host: str) -> bool:
+    """``host`` binds this machine only (``localhost``, 127.0.0.0/8, ``::1``).
+
+    Example:
+        >>> _loopback("127.0.0.1"), _loopback("0.0.0.0"), _loopback("localhost")
+        (True, False, True)
+    """
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+__all__ = ["KeyCheck", "QuietAcceptErrors", "exposure_warning", "has_key",
+           "header_timeout_protocol", "key_matches"]

@@ -1,0 +1,192 @@
+"""A streamed answer from a worker, that ends honestly and frees its worker on every path.
+
+The worker a request holds is a `Lease`: released when the last chunk went out, handed
+to `tts_kit.serve.worker.WorkerPool.abandon` (stopped at its next chunk, or killed) on
+any other ending: the client went away before the first byte or in the middle, the
+response was never sent, the handler was cancelled. `AudioStream` is the ASGI response:
+it listens for the client's disconnect while it streams, and a response cut short after
+its headers left (worker death, deadline) raises `CutShort`, so the server aborts the
+connection instead of ending the chunked body cleanly: the client sees a protocol error,
+not a short 200.
+
+Example:
+    >>> CutShort("the worker died").args[0]
+    'the worker died'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from tts_kit.serve.worker import DeadlineExceeded, WorkerDied, WorkerPool
+
+try:  # FastAPI passes a Response through as it is (the serve extra installs it)
+    from starlette.responses import Response as _Response
+except ImportError:  # pragma: no cover - serving needs the extra anyway
+    _Response = object  # type: ignore[assignment,misc]
+
+
+class CutShort(Exception):
+    """A response whose headers were sent could not be finished (the connection is aborted)."""
+
+
+class ClientGone(Exception):
+    """The client disconnected before its answer was ready."""
+
+
+class Lease:
+    """One request's hold on a worker: `finish` (released, counted) or `abandon` (stopped)."""
+
+    def __init__(self, pool: WorkerPool, worker: Any):
+        self.pool, self.worker = pool, worker
+        self.settled = False
+
+    def finish(self, latency_s: float | None = None) -> None:
+        """The worker sent its last message: free it for the next request."""
+        if not self.settled:
+            self.settled = True
+            self.pool.release(self.worker, latency_s)
+
+    def gone(self) -> None:
+        """The worker ended on its own (died, or was killed for the deadline)."""
+        self.settled = True
+
+    def abandon(self) -> None:
+        """Nobody waits for the rest: stop the worker's request (no-op once settled)."""
+        if not self.settled:
+            self.settled = True
+            self.pool.abandon(self.worker)
+
+
+async def disconnected(receive: Callable[[], Awaitable[dict]]) -> None:
+    """Returns when the ASGI client disconnects (call once the request body was read)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+async def unless_gone(receive: Callable[[], Awaitable[dict]], work: Awaitable[Any]) -> Any:
+    """``await work``, unless the client disconnects first: then ``work`` is cancelled and
+    `ClientGone` raised."""
+    task = asyncio.ensure_future(work)
+    gone = asyncio.ensure_future(disconnected(receive))
+    try:
+        done, _ = await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+    if task in done:
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(BaseException):
+        await task
+    raise ClientGone
+
+
+class AudioStream(_Response):  # type: ignore[misc,valid-type]
+    """The streamed ASGI response of a worker's chunks (see the module doc).
+
+    ``body``: the bytes to send (an async iterator that raises `CutShort` to abort).
+    """
+
+    def __init__(self, lease: Lease, body: AsyncIterator[bytes], media_type: str,
+                 headers: dict[str, str]):
+        self.lease, self.body = lease, body
+        self.background = None
+        self.raw_audio_headers = [(b"content-type", media_type.encode())] + [
+            (k.lower().encode(), v.encode("latin-1")) for k, v in headers.items()]
+
+    async def _send_all(self, send: Callable[[dict], Awaitable[None]]) -> None:
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": self.raw_audio_headers})
+        async for part in self.body:
+            await send({"type": "http.response.body", "body": part, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def __call__(self, scope: dict, receive: Callable[[], Awaitable[dict]],
+                       send: Callable[[dict], Awaitable[None]]) -> None:
+        streaming = asyncio.ensure_future(self._send_all(send))
+        gone = asyncio.ensure_future(disconnected(receive))
+        try:
+            done, _ = await asyncio.wait({streaming, gone},
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if streaming in done:
+                with contextlib.suppress(OSError):  # a send to a closed socket: gone
+                    streaming.result()
+        finally:
+            gone.cancel()
+            if not streaming.done():
+                streaming.cancel()
+                with contextlib.suppress(BaseException):
+                    await streaming
+            with contextlib.suppress(BaseException):
+                await self.body.aclose()  # type: ignore[attr-defined]
+            self.lease.abandon()  # a no-op when the last chunk went out
+
+
+async def relay(lease: Lease, msg: tuple, *, header: bytes, metrics: Any, t0: float,
+                deadline: float | None, done: Callable[[int], None]) -> AsyncIterator[bytes]:
+    """The body: ``header``, then the worker's chunks from ``msg`` (the first) to its last.
+
+    A response that cannot be finished (the deadline passed, the worker died or failed
+    after audio left) is counted and raises `CutShort`.
+    """
+    pool, w = lease.pool, lease.worker
+    if header:
+        yield header
+    first_audio = True
+    while True:
+        if msg[0] == "chunk":
+            yield msg[1]
+            metrics.audio.inc(msg[2])
+            if first_audio:
+                metrics.ttfa.observe(time.monotonic() - t0)
+                first_audio = False
+        elif msg[0] == "done":
+            latency = time.monotonic() - t0
+            metrics.latency.observe(latency)
+            done(200)
+            lease.finish(latency)
+            return
+        else:  # an error after the first chunk
+            lease.finish()
+            _cut(metrics, done, 500, f"synthesis failed after audio was sent: {msg[-1]}")
+        try:
+            msg = await pool.next_message(w, deadline)
+        except DeadlineExceeded:
+            lease.gone()  # killed and replaced by next_message
+            metrics.timeouts.inc()
+            _cut(metrics, done, 503, "the deadline passed after audio was sent")
+        except WorkerDied as exc:
+            lease.gone()
+            _cut(metrics, done, 500, str(exc))
+
+
+def _cut(metrics: Any, done: Callable[[int], None], status: int, why: str) -> None:
+    metrics.cut_short.inc()
+    done(status)
+    raise CutShort(f"response cut short: {why}")
+
+
+class OneLineCutShort(logging.Filter):
+    """uvicorn logs an exception after the headers were sent with its traceback; a
+    `CutShort` is an expected ending: one line, no traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        while exc is not None and not isinstance(exc, CutShort):
+            group = getattr(exc, "exceptions", None)  # an ExceptionGroup (3.11+)
+            exc = exc.__cause__ or exc.__context__ or (group[0] if group else None)
+        if isinstance(exc, CutShort):
+            record.msg, record.args = f"tts-kit serve: {exc}; connection aborted", ()
+            record.exc_info = record.exc_text = None
+        return True
+
+
+__all__ = ["AudioStream", "ClientGone", "CutShort", "Lease", "OneLineCutShort",
+           "disconnected", "relay", "unless_gone"]
