@@ -8,10 +8,11 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,9 @@ def convert_piper(
     (hashed before and after). ``dst``: a new directory (must not exist, or be empty),
     built aside and moved into place whole: the converted graph, its ``.onnx.json`` with
     a ``tts_kit_precision`` record, and the voice's other regular files (model card).
+    A ``dst`` ending in ``.onnx`` is a file instead: the graph is written there and its
+    config beside it as ``DST.json`` (neither may exist; both built aside, the config
+    moved into place first, so a graph never appears without its config).
     With ``measure``, both voices read ``texts`` (default: the precision texts) with the
     same seed, so the same noise, and the waveforms are compared (SNR, log-mel distance,
     length), on the CPU, in this process. Memory and latency: ``tts-kit tune --model DST``.
@@ -97,10 +101,16 @@ def convert_piper(
     if dst_p.resolve() == src_dir or dst_p.resolve().is_relative_to(src_dir):
         raise TtsKitError(f"{dst}: the output must be outside the voice's directory {src_dir}")
     _check_float32(bundle.stages[STAGE].precision, bundle.model_file.name)
-    _check_dst_free(dst_p, "bundle")
+    as_file = dst_p.suffix == ".onnx"
+    if as_file:
+        _check_dst_free(dst_p, "onnx")
+        _check_dst_free(_config_beside(dst_p), "onnx")
+    else:
+        _check_dst_free(dst_p, "bundle")
     files = [bundle.model_file, bundle.config_file]
     extra = [f for f in sorted(src_dir.iterdir()) if f.is_file() and not f.is_symlink()
-             and f not in files and f.suffix not in (".onnx", ".json", ".py", ".pyc")]
+             and f not in files and f.suffix not in (".onnx", ".json", ".py", ".pyc")
+             and not as_file]  # a file output is the graph and its config only
     t0 = time.perf_counter()
     before = {f.name: sha256_file(f) for f in files + extra}
     report = ConversionReport(
@@ -113,7 +123,7 @@ def convert_piper(
     )
     dst_p.parent.mkdir(parents=True, exist_ok=True)
     _write_voice(bundle, dst_p, report, files=files, extra=extra,
-                 keep_float=keep_float, op_block_list=op_block_list)
+                 keep_float=keep_float, op_block_list=op_block_list, as_file=as_file)
     report.convert_s = time.perf_counter() - t0
     if measure:
         report.measured = True
@@ -125,18 +135,40 @@ def convert_piper(
     return report
 
 
+def _config_beside(graph: Path) -> Path:
+    """Where a voice graph's config lives: ``voice.onnx`` -> ``voice.onnx.json``."""
+    return graph.with_name(graph.name + ".json")
+
+
+@contextlib.contextmanager
+def _built_aside(dst_p: Path, as_file: bool, graph_name: str) -> Iterator[Path]:
+    """A directory to build the voice in, moved into place when the block succeeds: the
+    whole directory at ``dst_p``, or (``as_file``) its config then its graph beside
+    ``dst_p``."""
+    if not as_file:
+        with atomic.atomic_dir(dst_p) as tmp:
+            yield tmp
+        return
+    with atomic.scratch_dir(dst_p) as tmp:
+        yield tmp
+        atomic.install_files(tmp, dst_p.parent, [_config_beside(Path(graph_name)).name,
+                                                 graph_name])
+
+
 def _write_voice(bundle: Any, dst_p: Path, report: ConversionReport, *, files: list[Path],
                  extra: list[Path], keep_float: tuple[str, ...],
-                 op_block_list: Sequence[str] | None) -> None:
+                 op_block_list: Sequence[str] | None, as_file: bool = False) -> None:
     """Convert the voice's graph into ``dst_p`` (atomically), with its config's record
-    and the other files; checks that it opens and that the source did not change."""
+    and the other files; checks that it opens and that the source did not change.
+    ``as_file``: ``dst_p`` is the graph's file name, its config goes beside it."""
     from tts_kit.models.resolve import open_model
 
     (STAGE,) = bundle.stages
     to, recipe, before = report.to, report.recipe or None, report.source_sha256
     keep_io_types = report.options["keep_io_types"]
-    with atomic.atomic_dir(dst_p) as tmp:
-        out = tmp / bundle.model_file.name
+    graph_name = dst_p.name if as_file else bundle.model_file.name
+    with _built_aside(dst_p, as_file, graph_name) as tmp:
+        out = tmp / graph_name
         ops, kept = _convert_graph(bundle.model_file, out, to, keep_io_types, op_block_list,
                                    keep_float)
         sess = _open_check(out)
@@ -150,7 +182,7 @@ def _write_voice(bundle: Any, dst_p: Path, report: ConversionReport, *, files: l
         if PRECISION_KEY in cfg:
             record["previous"] = cfg[PRECISION_KEY]
         cfg[PRECISION_KEY] = record
-        (tmp / bundle.config_file.name).write_text(
+        (tmp / _config_beside(out).name).write_text(
             json.dumps(cfg, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
         converted = open_model(out)  # the result must open like any model of its family
         kernels = None
