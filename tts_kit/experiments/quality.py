@@ -255,10 +255,12 @@ def _mean(values: Sequence[float]) -> float:
 
 def measure(refs: Sequence[np.ndarray], cands: Sequence[np.ndarray], sample_rate: int, *,
             ref_transcripts: Sequence[str] | None = None,
+            ref_dnsmos: Sequence[float] | None = None,
             skip: Sequence[str] = ()) -> QualityMetrics:
     """Every available metric of ``cands`` against ``refs`` (paired waveforms, the same
-    texts and noise), averaged over the pairs. ``ref_transcripts``: the reference's
-    transcripts when already known (saves recognising them again); ``skip``: metrics not
+    texts and noise), averaged over the pairs. ``ref_transcripts`` and ``ref_dnsmos``: the
+    reference's transcripts and DNSMOS OVRL when already known (saves measuring them
+    again: each takes seconds); ``skip``: metrics not
     to compute (of `PACKAGES`' keys).
 
     Example:
@@ -279,7 +281,8 @@ def measure(refs: Sequence[np.ndarray], cands: Sequence[np.ndarray], sample_rate
     if "stoi" in on:
         m.stoi = _mean([stoi(r, c, sample_rate) for r, c in zip(refs, cands)])
     if "dnsmos" in on:
-        d_ref = [dnsmos(r, sample_rate)["ovrl"] for r in refs]
+        d_ref = list(ref_dnsmos) if ref_dnsmos else [dnsmos(r, sample_rate)["ovrl"]
+                                                     for r in refs]
         d_cand = [dnsmos(c, sample_rate)["ovrl"] for c in cands]
         m.dnsmos_ovrl = _mean(d_cand)
         m.dnsmos_drop = _mean([a - b for a, b in zip(d_ref, d_cand)])

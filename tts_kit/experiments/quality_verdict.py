@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from tts_kit.experiments.quality import QualityMetrics, measure, transcribe
+from tts_kit.experiments.quality import QualityMetrics, dnsmos, measure, transcribe
 
 TRANSPARENT, ACCEPTABLE, DEGRADED, BROKEN = "transparent", "acceptable", "degraded", "broken"
 #: Verdicts from best to worst.
@@ -80,12 +80,15 @@ class TakeSpread:
     takes: int
     per_take: list[QualityMetrics] = field(default_factory=list)
     transcripts: list[str] = field(default_factory=list)
+    """What the recogniser heard in take 0 (empty: WER not measured)."""
+    reference_dnsmos: list[float] = field(default_factory=list)
+    """Take 0's DNSMOS OVRL per text (empty: not measured)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the worst, the number of takes, each take's metrics."""
         return {"worst": self.worst.to_dict(), "takes": self.takes,
                 "per_take": [m.to_dict() for m in self.per_take],
-                "transcripts": self.transcripts}
+                "transcripts": self.transcripts, "reference_dnsmos": self.reference_dnsmos}
 
 
 def _worst(values: Sequence[float], higher_better: bool) -> float:
@@ -107,10 +110,13 @@ def take_spread(takes: Sequence[Sequence[np.ndarray]], sample_rate: int, *,
     """
     if len(takes) < 2:
         raise ValueError("take_spread: give at least two takes of the reference")
+    absent = _absent()
     heard = ([transcribe(w, sample_rate) for w in takes[0]]
-             if "wer" not in skip and "wer" not in _absent() else [])
-    per = [measure(takes[0], t, sample_rate, ref_transcripts=heard or None, skip=skip)
-           for t in takes[1:]]
+             if "wer" not in skip and "wer" not in absent else [])
+    d_ref = ([dnsmos(w, sample_rate)["ovrl"] for w in takes[0]]
+             if "dnsmos" not in skip and "dnsmos" not in absent else [])
+    per = [measure(takes[0], t, sample_rate, ref_transcripts=heard or None,
+                   ref_dnsmos=d_ref or None, skip=skip) for t in takes[1:]]
     worst = QualityMetrics(notes=per[0].notes)
     for name, higher in _SPREAD_METRICS.items():
         vals = [getattr(m, name) for m in per]
@@ -118,7 +124,7 @@ def take_spread(takes: Sequence[Sequence[np.ndarray]], sample_rate: int, *,
             vals = [abs(v) for v in vals]
         setattr(worst, name, _worst(vals, higher))
     worst.dnsmos_ovrl = _worst([m.dnsmos_ovrl for m in per], True)
-    return TakeSpread(worst, len(takes), per, heard)
+    return TakeSpread(worst, len(takes), per, heard, d_ref)
 
 
 def _absent() -> dict[str, str]:

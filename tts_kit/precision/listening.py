@@ -27,7 +27,7 @@ QUALITY_TEXTS: tuple[str, ...] = (
     "On a small server, memory decides how many voices can speak at once.",
 )
 #: Noise seeds of the reference's takes (the first is the candidate's too).
-DEFAULT_TAKES = 4
+DEFAULT_TAKES = 3
 
 
 def _synth(model: Any, texts: Sequence[str], seed: int) -> tuple[list[np.ndarray], int]:
@@ -86,7 +86,8 @@ def judge_quality(reference: Any, candidate: Any, texts: Sequence[str] | None = 
     else:
         ref, rate = _synth(reference, texts, 0)
     cand, _ = _synth(candidate, texts, 0)
-    m = measure(ref, cand, rate, ref_transcripts=spread.transcripts or None, skip=skip)
+    m = measure(ref, cand, rate, ref_transcripts=spread.transcripts or None,
+                ref_dnsmos=spread.reference_dnsmos or None, skip=skip)
     v = verdict(m, spread)
     return {**v.to_dict(), "metrics": m.to_dict(), "spread": spread.to_dict(),
             "texts": list(texts), "notes": m.notes, "seconds": time.perf_counter() - t0}

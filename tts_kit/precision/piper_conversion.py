@@ -3,7 +3,7 @@ against the source (same texts, same seed, same noise).
 
 Example:
     >>> sorted(PIPER_RECIPES)
-    ['fp16', 'int8', 'int8-dp32']
+    ['fp16', 'int8', 'int8-dp32', 'sherpa-int8']
 """
 
 from __future__ import annotations
@@ -44,11 +44,15 @@ from tts_kit.precision.records import (
 #: it every sample after. In a VITS voice the duration predictor (``/dp/``) reads the text
 #: encoder's output (``/enc_p/``), so both stay float (measured on en_US-joe-medium: with
 #: ``/dp/`` alone float, INT8 still moved the length by 70 ms). The flow and the decoder
-#: are quantised. sherpa-onnx's recipe is Supertonic's only.
+#: are quantised. ``sherpa-int8`` is what sherpa-onnx publishes for Piper voices
+#: (``scripts/piper/dynamic_quantization.py`` in k2-fsa/sherpa-onnx): ONNX Runtime's dynamic
+#: quantisation with its defaults (every op type it quantises, per tensor, QUInt8
+#: weights), nothing kept float (`_quantize_sherpa_piper`).
 PIPER_RECIPES: dict[str, tuple[str, tuple[str, ...]]] = {
     "fp16": ("fp16", ()),
     "int8": ("int8", ()),
     "int8-dp32": ("int8", ("/enc_p/", "/dp/")),
+    "sherpa-int8": ("int8", ()),
 }
 
 
@@ -91,7 +95,7 @@ def convert_piper(
     if recipe is not None:
         if recipe not in PIPER_RECIPES:
             raise TtsKitError(f"recipe '{recipe}' is not one for a Piper voice; use one of "
-                             f"{', '.join(PIPER_RECIPES)} (sherpa-int8 is Supertonic's)")
+                             f"{', '.join(PIPER_RECIPES)}")
         to, keep_float = PIPER_RECIPES[recipe]
     check_target(to)
     bundle = open_model(src)
@@ -169,8 +173,11 @@ def _write_voice(bundle: Any, dst_p: Path, report: ConversionReport, *, files: l
     graph_name = dst_p.name if as_file else bundle.model_file.name
     with _built_aside(dst_p, as_file, graph_name) as tmp:
         out = tmp / graph_name
-        ops, kept = _convert_graph(bundle.model_file, out, to, keep_io_types, op_block_list,
-                                   keep_float)
+        if recipe == "sherpa-int8":
+            ops, kept = _quantize_sherpa_piper(bundle.model_file, out)
+        else:
+            ops, kept = _convert_graph(bundle.model_file, out, to, keep_io_types,
+                                       op_block_list, keep_float)
         sess = _open_check(out)
         del sess
         for f in extra:
@@ -199,6 +206,31 @@ def _write_voice(bundle: Any, dst_p: Path, report: ConversionReport, *, files: l
             report.source_unchanged = False
             raise RuntimeError(f"{bundle.path}: the voice changed during conversion; nothing was "
                                "written; make sure nothing else writes to it and retry")
+
+
+def _quantize_sherpa_piper(src: Path, dst: Path) -> tuple[dict[str, int], int]:
+    """sherpa-onnx's Piper INT8: ``quantize_dynamic`` with its defaults, QUInt8 weights;
+    (quantised weights per consuming op type, 0 kept float). The quantiser works on a
+    private copy in a scratch directory (it writes beside the graph it is handed)."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    from tts_kit.precision.graphs import _copy_graph, _without_preprocess_advice
+
+    with atomic.scratch_dir(dst) as tmp, _without_preprocess_advice():
+        model_in = Path(tmp) / src.name
+        _copy_graph(src, model_in)
+        quantize_dynamic(model_in, Path(tmp) / "q.onnx", weight_type=QuantType.QUInt8)
+        model = onnx.load(str(Path(tmp) / "q.onnx"))
+    ops: dict[str, int] = {}
+    quantized = {i.name for i in model.graph.initializer if i.name.endswith("_quantized")}
+    for n in model.graph.node:
+        if any(i in quantized for i in n.input):
+            ops[n.op_type] = ops.get(n.op_type, 0) + 1
+    from tts_kit.precision.graphs import _save_model
+
+    _save_model(model, dst)
+    return dict(sorted(ops.items())), 0
 
 
 def _piper_texts() -> list[str]:
