@@ -45,3 +45,46 @@ def test_convert_voice_onnx_to_out_onnx_writes_a_file_with_its_config(tmp_path, 
     assert p.returncode == 2 and "already exists" in p.stderr, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
     assert sorted(f.name for f in tmp_path.iterdir()) == ["out.onnx", "out.onnx.json"]
+
+
+SENTENCE = "The quick brown fox jumps over the lazy dog."
+
+
+@pytest.fixture(scope="module")
+def spread():
+    from tts_kit.precision.listening import quality_spread
+
+    return quality_spread(NAME, (SENTENCE,), takes=3)
+
+
+def test_the_take_spread_on_the_voice(spread):
+    w = spread.worst
+    assert spread.takes == 3 and len(spread.per_take) == 2
+    assert w.mcd_db > 0 and w.pesq < 4.5  # another noise draw is another take
+    assert w.pesq == min(m.pesq for m in spread.per_take)
+    assert spread.transcripts and "fox" in spread.transcripts[0]  # the recogniser hears it
+
+
+def test_the_voice_against_itself_is_transparent(spread):
+    from tts_kit.precision.listening import judge_quality
+
+    q = judge_quality(NAME, NAME, (SENTENCE,), spread=spread)
+    assert q["verdict"] == "transparent", q
+    assert q["metrics"]["mcd_db"] == 0.0 and q["metrics"]["wer"] == 0.0
+
+
+def test_a_time_stretched_copy_raises_wer_or_mcd():
+    from scipy.signal import resample_poly
+
+    from tts_kit.experiments import quality as q
+    from tts_kit.models.family import make_engine
+
+    e = make_engine(NAME)
+    wav = e.synthesize(SENTENCE, seed=0).wav
+    rate = e.bundle.sample_rate
+    slow = resample_poly(wav, 13, 10)  # 1.3x longer (and lower), read at the same rate
+    same = q.measure([wav], [wav], rate, skip=("pesq", "stoi", "dnsmos"))
+    stretched = q.measure([wav], [slow], rate, skip=("pesq", "stoi", "dnsmos"))
+    assert same.wer == 0.0 and same.mcd_db == 0.0
+    assert stretched.wer > same.wer or stretched.mcd_db > same.mcd_db
+    assert stretched.mcd_db > 1.0

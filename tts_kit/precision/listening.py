@@ -31,9 +31,10 @@ DEFAULT_TAKES = 3
 
 
 def _synth(model: Any, texts: Sequence[str], seed: int) -> tuple[list[np.ndarray], int]:
-    from tts_kit.precision.measure import _engine
+    from tts_kit.models.family import make_engine
+    from tts_kit.runtime.sessions import get_preset
 
-    engine = _engine(model)
+    engine = make_engine(model, preset=get_preset("supertonic-default"))
     try:
         # One text per call: the noise of text i is the same for both models.
         wavs = [engine.synthesize_batch([t], seed=seed * 1000 + i)[0].wav

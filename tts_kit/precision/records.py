@@ -481,8 +481,8 @@ def quality_lines(q: dict[str, Any]) -> list[str]:
     Example:
         >>> quality_lines({"verdict": "transparent", "decided_by": "pesq", "reasons": [],
         ...                "metrics": {"pesq": 4.4}, "spread": {"takes": 4,
-        ...                "worst": {"pesq": 2.1}}})[0]
-        'verdict (PESQ/STOI/DNSMOS/WER against the source's 4 takes): TRANSPARENT (decided by pesq)'
+        ...                "worst": {"pesq": 2.1}}})[1].split(", ")[:2]
+        ['  pesq 4.40 (takes 2.10)', 'stoi - (takes -)']
     """
     m, w = q.get("metrics", {}), q.get("spread", {}).get("worst", {})
 
