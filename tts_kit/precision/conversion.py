@@ -102,8 +102,7 @@ def convert(
     lang: str = "en",
     preset: Any = None,
     recipe: str | None = None,
-    floor: bool | None = None,
-    quality: bool | None = None,
+    floor: bool | None = None, quality: bool | None = None,
 ) -> ConversionReport:
     """Convert a bundle or one ``.onnx`` file to FP16 or INT8 and report what it changed.
 
@@ -133,9 +132,7 @@ def convert(
         floor: also judge the result against the source's noise floor on the CPU
             (`tts_kit.precision.measure.judge_against_floor`: ``report.judgement``).
             Default: when ``measure`` is set and the CPU is among ``providers``.
-        quality: also judge the result as a listener would, on the CPU (PESQ, STOI,
-            DNSMOS, WER against the source's own takes: ``report.quality``,
-            `tts_kit.precision.listening.judge_quality`). Default: as ``floor``.
+        quality: also judge as a listener would (``report.quality``); default: as ``floor``.
 
     Returns:
         The `ConversionReport` (measurements that failed are in its ``status``).

@@ -111,12 +111,7 @@ def convert_piper(
     if dst_p.resolve() == src_dir or dst_p.resolve().is_relative_to(src_dir):
         raise TtsKitError(f"{dst}: the output must be outside the voice's directory {src_dir}")
     _check_float32(bundle.stages[STAGE].precision, bundle.model_file.name)
-    as_file = dst_p.suffix == ".onnx"
-    if as_file:
-        _check_dst_free(dst_p, "onnx")
-        _check_dst_free(_config_beside(dst_p), "onnx")
-    else:
-        _check_dst_free(dst_p, "bundle")
+    as_file = _check_voice_dst(dst_p)
     files = [bundle.model_file, bundle.config_file]
     extra = [f for f in sorted(src_dir.iterdir()) if f.is_file() and not f.is_symlink()
              and f not in files and f.suffix not in (".onnx", ".json", ".py", ".pyc")
@@ -143,6 +138,17 @@ def convert_piper(
         report.seed = seed
         report.steps = 1
     return report
+
+
+def _check_voice_dst(dst_p: Path) -> bool:
+    """Check the destination is free; True when it is a file (``*.onnx``), whose config
+    goes beside it, False for a voice directory."""
+    if dst_p.suffix != ".onnx":
+        _check_dst_free(dst_p, "bundle")
+        return False
+    _check_dst_free(dst_p, "onnx")
+    _check_dst_free(_config_beside(dst_p), "onnx")
+    return True
 
 
 def _config_beside(graph: Path) -> Path:
