@@ -16,12 +16,16 @@ Target (issue 15): a recipe "within the floor" that holds at most 0.6x FP32's pe
 
 The real voice (``--voice piper:joe-us``, the default when the ``voice`` extra is installed;
 ``--voice none`` skips it): the Piper recipes (`tts_kit.precision.conversion.PIPER_RECIPES`:
-``fp16``, ``int8``, ``int8-dp32`` with the text encoder and duration predictor float) on
-en_US-joe-medium, the same rows: size, peak RSS and p50 as ratios to FP32 (each an
-isolated `tts_kit.experiments.tune.trial`, resident, one synthesis of the texts per call), fidelity
-against FP32 on the same noise (`tts_kit.precision.measure.piper_distances`) and the
-verdict against the voice's own floor (`piper_floor`: threads, graph fusions, another
-noise draw).
+``fp16``, ``int8``, ``int8-dp32`` with the text encoder and duration predictor float,
+``int8-flow`` with the decoder float too, ``sherpa-int8``, sherpa-onnx's Piper recipe) on
+en_US-joe-medium, the same rows: size,
+peak RSS and p50 as ratios to FP32 (each an isolated `tts_kit.experiments.tune.trial`,
+resident, one synthesis of the texts per call), distances against FP32 on the same noise
+(`tts_kit.precision.measure.piper_distances`), PESQ, STOI, DNSMOS and WER against the
+voice's own take spread, and the verdict (transparent, acceptable, degraded, broken) with
+the metric that decided it (`tts_kit.precision.listening.judge_quality`); then the share
+of FP32's peak RSS that is weights (the most a precision change can save).
+``--voice-only`` runs just these rows.
 
 Heavy at ``full`` (several minutes on 2 cores: the stand-in build is cached, the four
 conversions, five isolated runs and the fidelity runs are not).
@@ -41,6 +45,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -86,7 +92,11 @@ def main() -> int:
     ap.add_argument("--voice", default=None,
                     help="a Piper voice for the real-voice rows (default: piper:joe-us when "
                     "the voice extra is installed; none: skip them)")
+    ap.add_argument("--voice-only", action="store_true",
+                    help="only the real voice's rows (skip the stand-in's)")
     args = ap.parse_args()
+    if args.voice_only:
+        return _voice_only(ap, args)
     providers = args.providers.split(",") if args.providers else available_providers()
     recipes = [r.strip() for r in args.recipes.split(",") if r.strip()]
 
@@ -176,6 +186,18 @@ def main() -> int:
     return 0
 
 
+def _voice_only(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """``--voice-only``: just the real voice's rows."""
+    voice = args.voice or _default_voice()
+    if not voice or voice == "none":
+        ap.error("--voice-only needs a voice (install the voice extra or give --voice)")
+    out = {"voice": voice_rows(voice, args.repeats, args.cpus)}
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2, allow_nan=False) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
 def _default_voice() -> str | None:
     import importlib.util
 
@@ -189,16 +211,21 @@ def voice_rows(voice: str, repeats: int, cpus: int | None) -> dict:
     from tts_kit.experiments.workload import Workload
     from tts_kit.models.family import open_model
     from tts_kit.precision.conversion import PIPER_RECIPES
-    from tts_kit.precision.measure import piper_distances, piper_floor
+    from tts_kit.precision.listening import judge_quality, quality_spread
+    from tts_kit.precision.measure import piper_distances
 
     t0 = time.perf_counter()
     src = open_model(voice)
     print(f"\nreal voice: {src.label} ({voice})")
     work = Workload(texts=tuple(TEXTS), batch_size=len(TEXTS), repeats=max(1, repeats))
-    floor = piper_floor(voice)
-    print(f"noise floor of FP32 ({time.perf_counter() - t0:.0f} s):")
-    print(floor.table())
-    out: dict = {"voice": voice, "model": src.label, "floor": floor.to_dict(), "rows": []}
+    spread = quality_spread(voice)
+    w = spread.worst
+    print(f"the voice's own take spread ({spread.takes} noise seeds, worst against take 0; "
+          f"{time.perf_counter() - t0:.0f} s): PESQ {_f(w.pesq)}, STOI {_f(w.stoi, 3)}, "
+          f"|dDNSMOS| {_f(w.dnsmos_drop)}, WER {_f(w.wer)}, MCD {_f(w.mcd_db)} dB")
+    for n in w.notes:
+        print(f"  note: {n}")
+    out: dict = {"voice": voice, "model": src.label, "spread": spread.to_dict(), "rows": []}
     with tempfile.TemporaryDirectory(prefix="tts_kit-precision-voice-") as tmp:
         paths = {"fp32": voice}
         sizes = {"fp32": src.stages["voice"].size_bytes}
@@ -209,17 +236,18 @@ def voice_rows(voice: str, repeats: int, cpus: int | None) -> dict:
         recs = {name: trial(path, "supertonic-default", work, cpus=cpus, timeout_s=600)
                 for name, path in paths.items()}
         ref = recs["fp32"]
-        head = (f"{'recipe':<12}{'size':>6}{'peakRSS':>8}{'p50':>6}{'SNR dB':>8}{'logmel':>8}"
-                f"{'MCD':>7}{'len ms':>7}  verdict")
         print(f"ratios to fp32 on CPU (FP32: {sizes['fp32'] / 2**20:.1f} MB, peak "
               f"{ref['peak_rss_mb'] or math.nan:.0f} MB, p50 {ref['p50_ms'] or math.nan:.0f} ms); "
-              "verdict against the voice's floor")
-        print(head)
+              "metrics against take 0 (same noise); verdict on the take spread, then the "
+              "published scales (tts_kit.experiments.quality_verdict)")
+        print(f"{'recipe':<12}{'size':>6}{'peakRSS':>8}{'p50':>6}{'SNR dB':>8}{'MCD':>7}"
+              f"{'len ms':>7}{'PESQ':>6}{'STOI':>7}{'dDNS':>6}{'WER':>6}  verdict (decided by)")
         met = []
         for name in PIPER_RECIPES:
             rec = recs[name]
             d = piper_distances(voice, paths[name])
-            verdict, why = floor.verdict(d)
+            q = judge_quality(voice, paths[name], spread=spread)
+            m = q["metrics"]
             row = {
                 "recipe": name, "status": rec["status"], "error": rec["error"],
                 "size_ratio": sizes[name] / sizes["fp32"],
@@ -227,14 +255,17 @@ def voice_rows(voice: str, repeats: int, cpus: int | None) -> dict:
                                          ref[PEAK_RSS_MB] or math.nan),
                 "p50_ratio": _ratio(rec[P50_MS] or math.nan, ref[P50_MS] or math.nan),
                 "snr_db": d.snr_db, "log_mel_db": d.log_mel_db, "mcd_db": d.mcd_db,
-                "duration_change_s": d.duration_change_s, "verdict": verdict, "reasons": why,
+                "duration_change_s": d.duration_change_s, "quality": q,
+                "verdict": q["verdict"], "decided_by": q["decided_by"],
                 **{k: rec.get(k) for k in MEMORY_KEYS},
             }
             out["rows"].append(row)
             print(f"{name:<12}{row['size_ratio']:>6.2f}{row['peak_rss_ratio']:>8.2f}"
-                  f"{row['p50_ratio']:>6.2f}{d.snr_db:>8.1f}{d.log_mel_db:>8.3f}"
-                  f"{d.mcd_db:>7.3f}{d.duration_change_s * 1000:>7.1f}  {verdict}")
-            if verdict == "within the floor" and row["peak_rss_ratio"] <= PEAK_TARGET:
+                  f"{row['p50_ratio']:>6.2f}{d.snr_db:>8.1f}{d.mcd_db:>7.3f}"
+                  f"{d.duration_change_s * 1000:>7.1f}{_f(m['pesq']):>6}{_f(m['stoi'], 3):>7}"
+                  f"{_f(m['dnsmos_drop']):>6}{_f(m['wer']):>6}  {q['verdict']} "
+                  f"({q['decided_by']})")
+            if name != "fp16" and q["verdict"] in ("transparent", "acceptable"):
                 met.append(name)
     # Where the peak goes: what a recipe can shrink (the loaded weights, in idle RSS) and
     # what it cannot (imports, and the run's activations on top of idle).
@@ -243,10 +274,33 @@ def voice_rows(voice: str, repeats: int, cpus: int | None) -> dict:
     for row in [{"recipe": "fp32", **{k: ref.get(k) for k in MEMORY_KEYS}}, *out["rows"]]:
         print(f"  {row['recipe']:<12}" + "".join(
             f"{k.replace('_rss_mb', '')} {_mb(row.get(k))}  " for k in MEMORY_KEYS))
-    print(f"target on the real voice: {', '.join(met) if met else 'no recipe meets it'} "
-          f"({time.perf_counter() - t0:.0f} s)")
+    out["weights"] = _weights_share(src, ref)
+    ws = out["weights"]
+    print(f"weights: {ws['weights_mb']:.1f} MB of FP32 initializers = {ws['share']:.0%} of FP32's "
+          f"peak RSS ({ws['peak_rss_mb']:.0f} MB); INT8 weights alone would take the peak to "
+          f"{ws['weights_only_int8_peak_ratio']:.2f}x: a lower measured ratio means the run's "
+          "activations shrank too (integer kernels, another arena plan)")
+    print(f"INT8 recipes transparent or acceptable on the real voice: "
+          f"{', '.join(met) if met else 'none'} ({time.perf_counter() - t0:.0f} s)")
     out["target_met_by"] = met
     return _json_safe(out)
+
+
+def _weights_share(model, ref: dict) -> dict:
+    """The FP32 graph's float initializer bytes (measured from the file) against the FP32
+    trial's peak RSS, and the peak ratio INT8 weights alone would give."""
+    import onnx
+
+    g = onnx.load(str(model.model_file), load_external_data=False)
+    nbytes = sum(int(np.prod(i.dims)) * 4 for i in g.graph.initializer
+                 if i.data_type == onnx.TensorProto.FLOAT)
+    mb, peak = nbytes / 2**20, ref.get(PEAK_RSS_MB) or math.nan
+    return {"weights_mb": mb, "peak_rss_mb": peak, "share": mb / peak,
+            "int8_weights_mb": mb / 4, "weights_only_int8_peak_ratio": (peak - mb * 0.75) / peak}
+
+
+def _f(v, digits: int = 2) -> str:
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}"
 
 
 #: The trial's memory figures the voice rows keep (`tts_kit.experiments.records`).

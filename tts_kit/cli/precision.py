@@ -87,7 +87,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     # Like `diff`: 0 within the tolerance (with --floor: within the floor), 1 outside it,
     # 2 bad input.
     if args.floor:
-        return 0 if report.verdict and report.verdict[0] == "within the floor" else 1
+        ok = ("within the floor", "transparent", "acceptable")  # floor; listener's verdicts
+        return 0 if report.verdict and report.verdict[0] in ok else 1
     return 0 if report.passed else 1
 
 
@@ -120,7 +121,8 @@ def register(add: AddCommand) -> None:
     sp.add_argument("--no-floor", action="store_true",
                     help="skip judging the result against the source's measured noise floor "
                     "(threads, graph fusions, batch padding, another noise draw: within the "
-                    "floor, audible risk or broken; about a minute at full size)")
+                    "floor, audible risk or broken; about a minute at full size) and the "
+                    "listener's verdict (PESQ/STOI/DNSMOS/WER against the source's own takes)")
 
     sp = add("verify", cmd_verify,
              "synthesise the same texts (en, ko), voices, steps, speeds and noise through "
@@ -138,5 +140,7 @@ def register(add: AddCommand) -> None:
     sp.add_argument("--floor", action="store_true",
                     help="also measure the model's noise floor (threads, graph fusions, batch "
                     "padding; another noise draw) and judge against it: within the floor, "
-                    "audible risk or broken; exit 0 only within the floor")
+                    "audible risk or broken; for a Piper copy also PESQ/STOI/DNSMOS/WER against "
+                    "the voice's own takes: transparent, acceptable, degraded or broken; exit 0 "
+                    "only within the floor, transparent or acceptable")
     sp.add_argument("--json", default=None, help="write the report as JSON here")

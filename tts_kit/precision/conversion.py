@@ -75,6 +75,7 @@ from tts_kit.precision.graphs import (  # noqa: F401  (re-exported: the conversi
     sha256_file,
     sha256_tree,
 )
+from tts_kit.precision.listening import judge_quality
 from tts_kit.precision.measure import judge_against_floor, measure_conversion
 from tts_kit.precision.piper_conversion import (  # noqa: F401
     PIPER_RECIPES,
@@ -101,7 +102,7 @@ def convert(
     lang: str = "en",
     preset: Any = None,
     recipe: str | None = None,
-    floor: bool | None = None,
+    floor: bool | None = None, quality: bool | None = None,
 ) -> ConversionReport:
     """Convert a bundle or one ``.onnx`` file to FP16 or INT8 and report what it changed.
 
@@ -131,6 +132,7 @@ def convert(
         floor: also judge the result against the source's noise floor on the CPU
             (`tts_kit.precision.measure.judge_against_floor`: ``report.judgement``).
             Default: when ``measure`` is set and the CPU is among ``providers``.
+        quality: also judge as a listener would (``report.quality``); default: as ``floor``.
 
     Returns:
         The `ConversionReport` (measurements that failed are in its ``status``).
@@ -151,7 +153,7 @@ def convert(
         return _convert_one_graph(src, dst, model, to=to, stages=stages,
                                   keep_io_types=keep_io_types, op_block_list=op_block_list,
                                   measure=measure, texts=texts, seed=seed, recipe=recipe,
-                                  floor=floor)
+                                  floor=floor, quality=quality)
     plan, to, stages = _apply_recipe(recipe, to, stages)
     src_p, dst_p, kind, bundle, chosen, links = _check_job(src, dst, model, to=to, stages=stages,
                                                            measure=measure)
@@ -162,7 +164,8 @@ def convert(
     _write_output(report, bundle, plan, keep_io_types=keep_io_types, op_block_list=op_block_list)
     report.convert_s = time.perf_counter() - t0
     _measure_result(report, measure=measure, texts=texts, providers=providers, seed=seed,
-                    steps=steps, repeats=repeats, lang=lang, preset=preset, floor=floor)
+                    steps=steps, repeats=repeats, lang=lang, preset=preset, floor=floor,
+                    quality=quality)
     return report
 
 
@@ -198,7 +201,7 @@ def _convert_one_graph(
     src: str | os.PathLike[str], dst: str | os.PathLike[str], model: Any, *, to: str,
     stages: Iterable[str] | None, keep_io_types: bool, op_block_list: Sequence[str] | None,
     measure: bool | str, texts: Sequence[str] | None, seed: int, recipe: str | None,
-    floor: bool | None,
+    floor: bool | None, quality: bool | None = None,
 ) -> ConversionReport:
     """`convert` for a model of one graph (a Piper voice): `convert_piper`, then the floor."""
     if stages is not None and list(stages) != list(model.stages):
@@ -209,7 +212,16 @@ def _convert_one_graph(
                            seed=seed, recipe=recipe)
     if floor if floor is not None else bool(measure):
         report.judgement = judge_against_floor(src, report.dst, report.texts or None)
+    if _wanted(quality, floor, bool(measure)):
+        report.quality = judge_quality(src, report.dst, texts)
     return report
+
+
+def _wanted(quality: bool | None, floor: bool | None, default: bool) -> bool:
+    """Whether to judge the quality: as asked, else as the floor was asked, else ``default``."""
+    if quality is not None:
+        return quality
+    return floor if floor is not None else default
 
 
 def _apply_recipe(recipe: str | None, to: str, stages: Iterable[str] | None
@@ -326,7 +338,7 @@ def _note_links(report: ConversionReport, skipped_links: list[str]) -> None:
 def _measure_result(report: ConversionReport, *, measure: bool | str,
                     texts: Sequence[str] | None, providers: Sequence[str] | None, seed: int,
                     steps: int, repeats: int, lang: str, preset: Any,
-                    floor: bool | None) -> None:
+                    floor: bool | None, quality: bool | None = None) -> None:
     """`convert`'s measurements of the written result (see ``measure`` and ``floor``)."""
     src_p, dst_p = Path(report.src), Path(report.dst)
     if report.kind == "onnx":
@@ -342,6 +354,8 @@ def _measure_result(report: ConversionReport, *, measure: bool | str,
     cpu = providers is None or "CPUExecutionProvider" in providers
     if floor if floor is not None else bool(measure) and cpu:
         report.judgement = judge_against_floor(src_p, dst_p)
+    if _wanted(quality, floor, bool(measure) and cpu):
+        report.quality = judge_quality(src_p, dst_p, texts)
 
 
 def _convert_bundle(

@@ -270,8 +270,11 @@ def _copy_graph(src: Path, dst: Path) -> None:
 class _DropPreprocessAdvice(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         # quantize_dynamic says "Please consider to run ...", quantize_static "Please
-        # consider pre-processing ...".
-        return not str(record.msg).startswith("Please consider")
+        # consider pre-processing ..."; with every op type (sherpa-onnx's Piper recipe) it
+        # also names each integer tensor it leaves alone ("Inference failed or unsupported
+        # type to quantize ...": 34 of them, a page each, for a Piper voice).
+        return not str(record.msg).startswith(("Please consider", "Inference failed or "
+                                               "unsupported type to quantize"))
 
 
 @contextlib.contextmanager

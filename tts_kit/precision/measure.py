@@ -459,8 +459,9 @@ def judgement(floor: Any, distances: Any, read: str = "") -> dict[str, Any]:
 class CopyCheck:
     """A converted copy of a Piper voice against the voice, on the same texts and noise
     (`verify_piper_copy`); read like `tts_kit.experiments.verify.VerifyReport`: ``table()``,
-    ``to_dict()``, ``passed`` (within the tolerance), ``verdict`` (on the voice's measured
-    floor, when asked).
+    ``to_dict()``, ``passed`` (within the tolerance), ``verdict`` (the listener's verdict
+    on the voice's own takes, `tts_kit.precision.listening.judge_quality`, when asked; else
+    on the voice's measured floor).
 
     Example:
         >>> from tts_kit.experiments.verify import Distances
@@ -470,9 +471,10 @@ class CopyCheck:
     """
 
     def __init__(self, model: str, against: str, distances: Any, problems: list[str],
-                 judgement: dict[str, Any] | None = None) -> None:
+                 judgement: dict[str, Any] | None = None,
+                 quality: dict[str, Any] | None = None) -> None:
         self.model, self.against, self.distances = model, against, distances
-        self.problems, self.judgement = problems, judgement
+        self.problems, self.judgement, self.quality = problems, judgement, quality
 
     @property
     def passed(self) -> bool:
@@ -481,8 +483,9 @@ class CopyCheck:
 
     @property
     def verdict(self) -> tuple[str, list[str]] | None:
-        """``(verdict, reasons)`` on the measured floor; None when the floor was not asked."""
-        j = self.judgement
+        """``(verdict, reasons)``: the listener's verdict (transparent, acceptable, degraded,
+        broken) when measured, else the one on the floor; None when neither was asked."""
+        j = self.quality or self.judgement
         return (j["verdict"], j["reasons"]) if j else None
 
     def table(self) -> str:
@@ -491,9 +494,13 @@ class CopyCheck:
         lines = [f"{self.model} against {self.against} (same texts, same noise): "
                  f"SNR {d.snr_db:.1f} dB, log-mel {d.log_mel_db:.3g} dB, MCD {d.mcd_db:.3g} dB, "
                  f"length change {d.duration_change_s * 1000:.1f} ms"]
-        if self.verdict:
-            lines.append(f"verdict against the voice's measured floor: {self.verdict[0]}")
-            lines += [f"  {reason}" for reason in self.verdict[1]]
+        if self.judgement:
+            lines.append(f"against the voice's measured floor: {self.judgement['verdict']}")
+            lines += [f"  {reason}" for reason in self.judgement["reasons"]]
+        if self.quality:
+            from tts_kit.precision.records import quality_lines
+
+            lines += quality_lines(self.quality)
         lines.append("PASS: within the tolerance" if self.passed
                      else "FAIL: " + "; ".join(self.problems))
         return "\n".join(lines)
@@ -508,6 +515,8 @@ class CopyCheck:
                                "distances": asdict(self.distances), "problems": self.problems}
         if self.judgement is not None:
             out["judgement"] = self.judgement
+        if self.quality is not None:
+            out["quality"] = self.quality
         return _json_safe(out)
 
 
@@ -516,7 +525,8 @@ def verify_piper_copy(model: Any, against: str, *, min_snr_db: float = 60.0,
     """A converted copy (``against``, a directory) of the Piper voice ``model`` (opened)
     against it: `piper_distances` on `PIPER_TEXTS` with the same noise, checked against
     ``min_snr_db`` and an unchanged length; with ``floor``, also the `judgement` on the
-    voice's measured floor (`piper_floor`, on the same texts).
+    voice's measured floor (`piper_floor`, on the same texts) and the listener's verdict
+    on the voice's own takes (`tts_kit.precision.listening.judge_quality`).
 
     Example:
         >>> from tts_kit.models.family import open_model
@@ -532,4 +542,7 @@ def verify_piper_copy(model: Any, against: str, *, min_snr_db: float = 60.0,
         problems.append(f"length changed by {d.duration_change_s * 1000:.1f} ms")
     j = (judgement(piper_floor(str(model.path), PIPER_TEXTS), d, f"{len(PIPER_TEXTS)} text(s)")
          if floor else None)
-    return CopyCheck(model.label, against, d, problems, j)
+    from tts_kit.precision.listening import judge_quality
+
+    q = judge_quality(str(model.path), against) if floor else None
+    return CopyCheck(model.label, against, d, problems, j, q)

@@ -323,6 +323,10 @@ class ConversionReport:
     """The result against the source's measured noise floor (``verdict``, ``reasons``,
     ``distances``, ``floor``, ``take``, ``runs``; `tts_kit.precision.measure.judge_against_floor`);
     empty when not measured."""
+    quality: dict[str, Any] = field(default_factory=dict)
+    """The verdict a listener would agree with (``verdict``: transparent, acceptable,
+    degraded or broken; ``decided_by``, ``reasons``, ``metrics``, ``spread``;
+    `tts_kit.precision.listening.judge_quality`); empty when not measured."""
 
     @property
     def size_before(self) -> int:
@@ -417,6 +421,8 @@ class ConversionReport:
                 f"{fl['mcd_db']:.3g} dB; another take: log-mel {take['log_mel_db']:.3g} dB, "
                 f"MCD {take['mcd_db']:.3g} dB)")
             lines += [f"  {r}" for r in j.get("reasons", [])]
+        if self.quality:
+            lines += quality_lines(self.quality)
         if self.output_snr_db:
             lines.append(
                 "outputs vs source on random inputs: "
@@ -466,6 +472,34 @@ class ConversionReport:
     def load(cls, path: str | os.PathLike[str]) -> ConversionReport:
         """Read a report written by `save`."""
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def quality_lines(q: dict[str, Any]) -> list[str]:
+    """`ConversionReport.quality` (`tts_kit.precision.listening.judge_quality`) as lines:
+    the verdict with its deciding metric, the candidate's metrics against the takes'.
+
+    Example:
+        >>> quality_lines({"verdict": "transparent", "decided_by": "pesq", "reasons": [],
+        ...                "metrics": {"pesq": 4.4}, "spread": {"takes": 4,
+        ...                "worst": {"pesq": 2.1}}})[1].split(", ")[:2]
+        ['  pesq 4.40 (takes 2.10)', 'stoi - (takes -)']
+    """
+    m, w = q.get("metrics", {}), q.get("spread", {}).get("worst", {})
+
+    def cell(key: str, fmt: str) -> str:
+        a, b = m.get(key), w.get(key)
+        return (f"{key} {'-' if a is None else format(a, fmt)} "
+                f"(takes {'-' if b is None else format(b, fmt)})")
+
+    takes = q.get("spread", {}).get("takes", "?")
+    out = [f"verdict (PESQ/STOI/DNSMOS/WER against the source's {takes} takes): "
+           f"{q['verdict'].upper()} (decided by {q['decided_by']})",
+           "  " + ", ".join(cell(k, f) for k, f in (("pesq", ".2f"), ("stoi", ".3f"),
+                                                   ("dnsmos_drop", "+.2f"), ("wer", ".2f"),
+                                                   ("mcd_db", ".2f")))]
+    out += [f"  {r}" for r in q.get("reasons", [])]
+    out += [f"  note: {n}" for n in q.get("notes", [])]
+    return out
 
 
 def _num(v: Any) -> float:

@@ -1,0 +1,157 @@
+"""Perceptual and intelligibility metrics on known cases, the take spread, and the verdict
+table on hand-built metric sets (`tts_kit.experiments.quality`, `quality_verdict`)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tts_kit.experiments import quality as q
+from tts_kit.experiments.quality import QualityMetrics
+from tts_kit.experiments.quality_verdict import (
+    ACCEPTABLE,
+    BROKEN,
+    DEGRADED,
+    TRANSPARENT,
+    VERDICT_TABLE,
+    TakeSpread,
+    table_markdown,
+    take_spread,
+    verdict,
+)
+
+needs = {m: pytest.mark.skipif(m in q.missing(), reason=q.missing().get(m, ""))
+         for m in q.PACKAGES}
+
+
+def _voiced(seconds: float = 2.0, rate: int = 16000) -> np.ndarray:
+    """A speech-like test signal: harmonics of a gliding 120-180 Hz voice, syllable-rate
+    amplitude modulation, quiet (not silent) between syllables."""
+    t = np.arange(int(seconds * rate)) / rate
+    f0 = 150 + 30 * np.sin(2 * np.pi * 0.7 * t)
+    phase = 2 * np.pi * np.cumsum(f0) / rate
+    x = sum(np.sin(k * phase) / k for k in range(1, 20))
+    env = 0.1 + 0.9 * np.clip(np.sin(2 * np.pi * 2.5 * t), 0, None) ** 0.5
+    return (0.2 * x * env).astype(np.float64)
+
+
+def _noisy(x: np.ndarray, snr_db: float, seed: int = 0) -> np.ndarray:
+    n = np.random.default_rng(seed).standard_normal(x.size)
+    n *= np.sqrt(np.sum(x * x) / np.sum(n * n) / 10 ** (snr_db / 10))
+    return x + n
+
+
+def test_word_error_rate_counts_edits_per_reference_word():
+    assert q.word_error_rate("The quick, brown fox.", "the quick brown fox") == 0.0
+    assert q.word_error_rate("a b c d", "a c d e f") == 0.75  # 1 deletion, 2 insertions
+    assert q.word_error_rate("", "") == 0.0 and q.word_error_rate("", "x") == math.inf
+
+
+@needs["pesq"]
+@needs["stoi"]
+@needs["dnsmos"]
+def test_identical_signals_score_the_top_of_each_scale():
+    x = _voiced()
+    m = q.measure([x], [x], 16000, skip=("wer",))
+    assert m.pesq == pytest.approx(4.64, abs=0.01)
+    assert m.stoi == pytest.approx(1.0, abs=1e-6)
+    assert m.dnsmos_drop == 0.0 and 1.0 <= m.dnsmos_ovrl <= 5.0
+    assert m.mcd_db == 0.0
+
+
+@needs["pesq"]
+@needs["stoi"]
+@needs["dnsmos"]
+def test_white_noise_at_falling_snr_gives_monotone_scores():
+    x = _voiced()
+    ms = [q.measure([x], [_noisy(x, snr)], 16000, skip=("wer",)) for snr in (50, 40, 30, 20)]
+    for a, b in zip(ms, ms[1:]):
+        assert a.pesq > b.pesq and a.stoi > b.stoi and a.mcd_db < b.mcd_db
+        assert a.dnsmos_drop < b.dnsmos_drop
+
+
+def test_resampling_to_16k_keeps_a_tone_and_its_length():
+    rate = 22050
+    t = np.arange(rate) / rate
+    y = q.to_16k(np.sin(2 * np.pi * 440 * t), rate)
+    assert y.size == 16000
+    peak = np.argmax(np.abs(np.fft.rfft(y))) * 16000 / y.size
+    assert peak == pytest.approx(440, abs=1)
+
+
+def test_an_absent_package_is_skipped_with_a_one_line_note(monkeypatch):
+    real = q.importlib.util.find_spec
+    monkeypatch.setattr(q.importlib.util, "find_spec",
+                        lambda name: None if name == "pesq" else real(name))
+    x = _voiced(1.0)
+    m = q.measure([x], [x], 16000, skip=("stoi", "dnsmos", "wer"))
+    assert math.isnan(m.pesq) and m.mcd_db == 0.0
+    assert m.notes == ["pesq: skipped (pesq is not installed; pip install 'tts_kit[quality]')"]
+
+
+def test_metrics_round_trip_through_json():
+    m = QualityMetrics(pesq=3.5, stoi=0.91, notes=["x"])
+    back = QualityMetrics.from_dict(m.to_dict())
+    assert back.pesq == 3.5 and math.isnan(back.wer) and back.notes == ["x"]
+
+
+# -- the verdict table on hand-built metric sets ---------------------------------------------
+
+SPREAD = TakeSpread(QualityMetrics(pesq=1.9, stoi=0.62, dnsmos_drop=0.15, wer=0.1,
+                                   mcd_db=7.0), takes=4)
+
+
+@pytest.mark.parametrize("metrics, expected, decided_by", [
+    # Closer to the reference than its own takes on every metric: transparent, whatever
+    # the published scale says of PESQ 2.5; WER equal to the takes' is nearest its limit.
+    (dict(pesq=2.5, stoi=0.95, dnsmos_drop=0.05, wer=0.1, mcd_db=2.0), TRANSPARENT, "wer"),
+    (dict(pesq=2.0, stoi=0.95, dnsmos_drop=0.05, wer=0.0, mcd_db=2.0), TRANSPARENT, "pesq"),
+    # WER higher than the takes': not transparent (WER decides); all bands acceptable.
+    (dict(pesq=4.0, stoi=0.97, dnsmos_drop=0.1, wer=0.15, mcd_db=2.0), ACCEPTABLE, "wer"),
+    (dict(pesq=3.4, stoi=0.85, dnsmos_drop=0.2, wer=0.2, mcd_db=9.0), DEGRADED, "stoi"),
+    (dict(pesq=3.4, stoi=0.95, dnsmos_drop=0.2, wer=0.6, mcd_db=9.0), BROKEN, "wer_rise"),
+    (dict(pesq=1.5, stoi=0.95, dnsmos_drop=0.1, wer=0.1, mcd_db=9.0), BROKEN, "pesq"),
+    (dict(pesq=3.2, stoi=0.95, dnsmos_drop=0.5, wer=0.1, mcd_db=9.0), DEGRADED, "dnsmos_drop"),
+    # A candidate that did not synthesise (NaN where the takes were measured): broken.
+    (dict(pesq=math.nan, stoi=0.95, dnsmos_drop=0.1, wer=0.1, mcd_db=9.0), BROKEN, "pesq"),
+])
+def test_the_verdict_table_on_hand_built_metric_sets(metrics, expected, decided_by):
+    v = verdict(QualityMetrics(**metrics), SPREAD)
+    assert (v.name, v.decided_by) == (expected, decided_by), v.line()
+    assert decided_by in v.line()
+
+
+def test_without_a_package_its_metric_is_left_out_of_the_verdict():
+    spread = TakeSpread(QualityMetrics(mcd_db=5.0), takes=3)  # only MCD measured
+    assert verdict(QualityMetrics(mcd_db=4.0), spread).name == TRANSPARENT
+    v = verdict(QualityMetrics(mcd_db=6.0), spread)  # outside, and nothing else to say
+    assert (v.name, v.decided_by) == (BROKEN, "mcd_db")
+
+
+def test_the_table_is_one_source_for_code_and_the_guide():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "guide.md").read_text()
+    for row in table_markdown().splitlines()[2:]:
+        assert row in readme, row
+    assert set(VERDICT_TABLE) == {"pesq", "stoi", "wer_rise", "dnsmos_drop"}
+
+
+# -- the take spread ---------------------------------------------------------------------------
+
+
+def test_the_take_spread_on_the_tiny_stand_in(tiny_bundle_dir):
+    from tts_kit.precision.listening import reference_takes
+
+    takes, rate = reference_takes(tiny_bundle_dir, ("Hello there.",), takes=3)
+    assert len(takes) == 3 and not np.array_equal(takes[0][0], takes[1][0])
+    s = take_spread(takes, rate, skip=("wer", "dnsmos"))
+    assert s.takes == 3 and len(s.per_take) == 2
+    assert s.worst.mcd_db > 0  # other noise is another take
+    assert s.worst.mcd_db == max(m.mcd_db for m in s.per_take)
+    # The same noise again is no further than the takes: transparent on this scale.
+    same = q.measure(takes[0], reference_takes(tiny_bundle_dir, ("Hello there.",), 1)[0][0],
+                     rate, skip=("wer", "dnsmos"))
+    assert verdict(same, s).name == TRANSPARENT

@@ -1,0 +1,294 @@
+"""Perceptual and intelligibility metrics (numpy in, numbers out), each from a well-kept
+library in the optional ``quality`` extra; an absent one is skipped with a one-line note.
+
+- `pesq_wb`: PESQ wideband MOS-LQO, ITU-T P.862.2 (``pesq``), 1.04 (bad) .. 4.64 (equal);
+- `stoi`: short-time objective intelligibility, 0 .. 1 (``pystoi``);
+- `dnsmos`: the non-intrusive DNSMOS P.835 overall quality, 1 .. 5, from the ONNX
+  models ``speechmos`` ships, run here by ONNX Runtime (``speechmos``' own module imports
+  librosa, about 500 MB with numba, for the P.808 model's mel features; the P.835 models
+  read the raw 16 kHz waveform, so neither librosa nor speechmos' code is imported);
+- `transcribe` and `word_error_rate`: a recogniser inside a PyPI package (``pocketsphinx``
+  bundles an English acoustic model, language model and dictionary).
+
+All intrusive metrics compare the same texts read with the same noise, resampled to
+16 kHz (`to_16k`, ``scipy.signal.resample_poly``: scipy comes with pystoi). `measure` runs
+them all on lists of waveforms and returns a `QualityMetrics`.
+
+Example:
+    >>> import numpy as np
+    >>> word_error_rate("the quick brown fox", "the quick brown box")
+    0.25
+    >>> x = np.sin(np.linspace(0, 2000, 32000)).astype(np.float32)
+    >>> to_16k(x, 32000).shape
+    (16000,)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, fields
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tts_kit.core.errors import TtsKitError
+
+#: The rate every metric here reads (PESQ wideband, DNSMOS and pocketsphinx are 16 kHz).
+RATE = 16000
+
+#: metric -> (the package that computes it, what to install).
+PACKAGES: dict[str, str] = {"pesq": "pesq", "stoi": "pystoi", "dnsmos": "speechmos",
+                            "wer": "pocketsphinx", "resample": "scipy"}
+
+
+def missing() -> dict[str, str]:
+    """Metrics whose package is absent: metric -> a one-line note (empty: all present).
+
+    Example:
+        >>> sorted(missing()) <= ["dnsmos", "pesq", "resample", "stoi", "wer"]
+        True
+    """
+    out = {}
+    for metric, pkg in PACKAGES.items():
+        if importlib.util.find_spec(pkg) is None:
+            out[metric] = (f"{metric}: skipped ({pkg} is not installed; "
+                           "pip install 'tts_kit[quality]')")
+    return out
+
+
+def to_16k(wav: np.ndarray, sample_rate: int) -> np.ndarray:
+    """``wav`` resampled to 16 kHz (polyphase, ``scipy.signal.resample_poly``), float64.
+
+    Example:
+        >>> to_16k(np.zeros(22050), 22050).shape
+        (16000,)
+    """
+    from scipy.signal import resample_poly
+
+    x = np.asarray(wav, np.float64).ravel()
+    if sample_rate == RATE:
+        return x
+    g = math.gcd(RATE, int(sample_rate))
+    return resample_poly(x, RATE // g, int(sample_rate) // g)
+
+
+def _pair(ref: np.ndarray, cand: np.ndarray, sample_rate: int) -> tuple[np.ndarray, np.ndarray]:
+    """Both at 16 kHz, cut to the shorter (the intrusive metrics compare sample frames)."""
+    r, c = to_16k(ref, sample_rate), to_16k(cand, sample_rate)
+    n = min(r.size, c.size)
+    return r[:n], c[:n]
+
+
+def pesq_wb(ref: np.ndarray, cand: np.ndarray, sample_rate: int) -> float:
+    """PESQ wideband MOS-LQO of ``cand`` against ``ref`` (NaN when PESQ finds no speech).
+
+    Example:
+        >>> x = np.random.default_rng(0).standard_normal(16000) * 0.1
+        >>> round(pesq_wb(x, x, 16000), 2)  # doctest: +SKIP
+        4.64
+    """
+    from pesq import pesq
+
+    r, c = _pair(ref, cand, sample_rate)
+    try:
+        return float(pesq(RATE, r, c, "wb"))
+    except Exception:  # noqa: BLE001 (pesq raises its own classes: no utterance, too short)
+        return math.nan
+
+
+def stoi(ref: np.ndarray, cand: np.ndarray, sample_rate: int) -> float:
+    """STOI of ``cand`` against ``ref``, 0 .. 1.
+
+    Example:
+        >>> x = np.random.default_rng(0).standard_normal(16000) * 0.1
+        >>> round(stoi(x, x, 16000), 3)  # doctest: +SKIP
+        1.0
+    """
+    from pystoi import stoi as _stoi
+
+    r, c = _pair(ref, cand, sample_rate)
+    return float(_stoi(r, c, RATE, extended=False))
+
+
+@lru_cache(maxsize=1)
+def _dnsmos_session() -> Any:
+    import onnxruntime as ort
+
+    spec = importlib.util.find_spec("speechmos")
+    if spec is None or not spec.submodule_search_locations:
+        raise TtsKitError("dnsmos: speechmos is not installed; pip install 'tts_kit[quality]'")
+    model = Path(list(spec.submodule_search_locations)[0]) / "dnsmos_models" / "sig_bak_ovr.onnx"
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    return ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
+
+
+#: DNSMOS P.835's calibration polynomials (the published DNSMOS scripts'), raw -> MOS.
+_DNSMOS_POLY = {"sig": (-0.08397278, 1.22083953, 0.0052439),
+                "bak": (-0.13166888, 1.60915514, -0.39604546),
+                "ovrl": (-0.06766283, 1.11546468, 0.04602535)}
+_DNSMOS_SECONDS = 9.01
+
+
+def dnsmos(wav: np.ndarray, sample_rate: int) -> dict[str, float]:
+    """DNSMOS P.835 scores (``sig``, ``bak``, ``ovrl``, each 1 .. 5) of one waveform:
+    9.01 s windows a second apart (a shorter clip is repeated to fill one), averaged.
+
+    Example:
+        >>> dnsmos(np.zeros(16000), 16000)["ovrl"] < 2  # doctest: +SKIP
+        True
+    """
+    x = np.clip(to_16k(wav, sample_rate), -1.0, 1.0).astype(np.float32)
+    n = int(_DNSMOS_SECONDS * RATE)
+    if x.size == 0:
+        return {k: math.nan for k in _DNSMOS_POLY}
+    while x.size < n:
+        x = np.concatenate([x, x])
+    sess = _dnsmos_session()
+    raw = []
+    for start in range(0, x.size - n + 1, RATE):
+        raw.append(sess.run(None, {"input_1": x[None, start:start + n]})[0][0])
+    mean = np.mean(np.asarray(raw, np.float64), axis=0)
+    return {k: float(np.poly1d(_DNSMOS_POLY[k])(v)) for k, v in zip(("sig", "bak", "ovrl"), mean)}
+
+
+@lru_cache(maxsize=1)
+def _decoder() -> Any:
+    from pocketsphinx import Decoder
+
+    return Decoder(samprate=RATE, loglevel="FATAL")
+
+
+def transcribe(wav: np.ndarray, sample_rate: int) -> str:
+    """What pocketsphinx's bundled US English model hears in ``wav`` (lower case words).
+
+    Example:
+        >>> transcribe(np.zeros(16000), 16000)  # doctest: +SKIP
+        ''
+    """
+    pcm = (np.clip(to_16k(wav, sample_rate), -1.0, 1.0) * 32767).astype("<i2").tobytes()
+    d = _decoder()
+    d.start_utt()
+    d.process_raw(pcm, full_utt=True)
+    d.end_utt()
+    hyp = d.hyp()
+    return " ".join(hyp.hypstr.split()) if hyp is not None else ""
+
+
+def word_error_rate(reference: str, hypothesis: str) -> float:
+    """Word error rate: (substitutions + deletions + insertions) / reference words
+    (Levenshtein on words; case and punctuation ignored). 0 for two empty texts.
+
+    Example:
+        >>> word_error_rate("a b c d", "a x c"), word_error_rate("", "")
+        (0.5, 0.0)
+    """
+    def words(s: str) -> list[str]:
+        return "".join(ch.lower() if ch.isalnum() or ch == "'" else " " for ch in s).split()
+
+    ref, hyp = words(reference), words(hypothesis)
+    if not ref:
+        return 0.0 if not hyp else math.inf
+    row = list(range(len(hyp) + 1))
+    for i, rw in enumerate(ref, 1):
+        prev, row[0] = row[0], i
+        for j, hw in enumerate(hyp, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (rw != hw))
+    return row[-1] / len(ref)
+
+
+@dataclass
+class QualityMetrics:
+    """A candidate's metrics against a reference over a set of texts (means over texts).
+
+    ``pesq`` (MOS-LQO) and ``stoi``: higher is better; ``dnsmos_ovrl``: the candidate's
+    own DNSMOS; ``dnsmos_drop``: the reference's minus the candidate's (lower is better);
+    ``wer``: the candidate's transcript against the reference's; ``mcd_db``: mel-cepstral
+    distortion (`tts_kit.experiments.audio_metrics`). NaN: not measured (see ``notes``).
+
+    Example:
+        >>> QualityMetrics(pesq=4.5).pesq, math.isnan(QualityMetrics().stoi)
+        (4.5, True)
+    """
+
+    pesq: float = math.nan
+    stoi: float = math.nan
+    dnsmos_ovrl: float = math.nan
+    dnsmos_drop: float = math.nan
+    wer: float = math.nan
+    mcd_db: float = math.nan
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (NaN and inf as None).
+
+        Example:
+            >>> QualityMetrics(pesq=4.0).to_dict()["stoi"] is None
+            True
+        """
+        return {k: (v if not isinstance(v, float) or math.isfinite(v) else None)
+                for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> QualityMetrics:
+        """The inverse of `to_dict`.
+
+        Example:
+            >>> QualityMetrics.from_dict({"pesq": 3.0, "stoi": None}).pesq
+            3.0
+        """
+        names = {f.name for f in fields(cls)}
+        kw = {k: (math.nan if v is None and k != "notes" else v)
+              for k, v in data.items() if k in names}
+        return cls(**kw)
+
+
+def _mean(values: Sequence[float]) -> float:
+    finite = [v for v in values if not math.isnan(v)]
+    return statistics.fmean(finite) if finite else math.nan
+
+
+def measure(refs: Sequence[np.ndarray], cands: Sequence[np.ndarray], sample_rate: int, *,
+            ref_transcripts: Sequence[str] | None = None,
+            ref_dnsmos: Sequence[float] | None = None,
+            skip: Sequence[str] = ()) -> QualityMetrics:
+    """Every available metric of ``cands`` against ``refs`` (paired waveforms, the same
+    texts and noise), averaged over the pairs. ``ref_transcripts`` and ``ref_dnsmos``: the
+    reference's transcripts and DNSMOS OVRL when already known (saves measuring them
+    again: each takes seconds); ``skip``: metrics not
+    to compute (of `PACKAGES`' keys).
+
+    Example:
+        >>> x = [np.sin(np.linspace(0, 3000, 32000))]
+        >>> measure(x, x, 16000, skip=("pesq", "stoi", "dnsmos", "wer")).mcd_db
+        0.0
+    """
+    from tts_kit.experiments.audio_metrics import mel_cepstral_distortion
+
+    if len(refs) != len(cands) or not refs:
+        raise TtsKitError(f"quality: give paired waveforms ({len(refs)} vs {len(cands)})")
+    absent = missing()
+    m = QualityMetrics(notes=[absent[k] for k in PACKAGES if k in absent and k not in skip])
+    on = {k for k in PACKAGES if k not in skip and k not in absent and "resample" not in absent}
+    m.mcd_db = _mean([mel_cepstral_distortion(r, c, sample_rate) for r, c in zip(refs, cands)])
+    if "pesq" in on:
+        m.pesq = _mean([pesq_wb(r, c, sample_rate) for r, c in zip(refs, cands)])
+    if "stoi" in on:
+        m.stoi = _mean([stoi(r, c, sample_rate) for r, c in zip(refs, cands)])
+    if "dnsmos" in on:
+        d_ref = list(ref_dnsmos) if ref_dnsmos else [dnsmos(r, sample_rate)["ovrl"]
+                                                     for r in refs]
+        d_cand = [dnsmos(c, sample_rate)["ovrl"] for c in cands]
+        m.dnsmos_ovrl = _mean(d_cand)
+        m.dnsmos_drop = _mean([a - b for a, b in zip(d_ref, d_cand)])
+    if "wer" in on:
+        heard = list(ref_transcripts) if ref_transcripts else [
+            transcribe(r, sample_rate) for r in refs]
+        m.wer = _mean([word_error_rate(t, transcribe(c, sample_rate))
+                       for t, c in zip(heard, cands)])
+    return m

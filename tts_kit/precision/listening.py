@@ -1,0 +1,108 @@
+"""A converted model judged as a listener would: perceptual and intelligibility metrics
+(`tts_kit.experiments.quality`) against a scale taken from the unconverted model's own
+takes (`tts_kit.experiments.quality_verdict`).
+
+`judge_quality` synthesises the texts with the reference at ``takes`` noise seeds (take 0
+is the reference), the candidate at seed 0 (the same noise as take 0), measures the
+takes' spread and the candidate, and returns the verdict with the metric that decided
+it, all as JSON-ready data (what `tts_kit.precision.convert` stores as ``report.quality``).
+
+Example:
+    >>> q = judge_quality("piper:joe-us", "joe-fp16")  # doctest: +SKIP
+    >>> q["verdict"], q["decided_by"]  # doctest: +SKIP
+    ('transparent', 'pesq')
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+#: Texts the quality verdict reads unless told (English: pocketsphinx's model is US English).
+QUALITY_TEXTS: tuple[str, ...] = (
+    "The quick brown fox jumps over the lazy dog.",
+    "On a small server, memory decides how many voices can speak at once.",
+)
+#: Noise seeds of the reference's takes (the first is the candidate's too).
+DEFAULT_TAKES = 3
+
+
+def _synth(model: Any, texts: Sequence[str], seed: int) -> tuple[list[np.ndarray], int]:
+    from tts_kit.models.family import make_engine
+    from tts_kit.runtime.sessions import get_preset
+
+    engine = make_engine(model, preset=get_preset("supertonic-default"))
+    try:
+        # One text per call: the noise of text i is the same for both models.
+        wavs = [engine.synthesize_batch([t], seed=seed * 1000 + i)[0].wav
+                for i, t in enumerate(texts)]
+        return wavs, int(engine.bundle.sample_rate)
+    finally:
+        close = getattr(engine, "close", None)
+        if close is not None:
+            close()
+
+
+def reference_takes(model: Any, texts: Sequence[str] = QUALITY_TEXTS,
+                    takes: int = DEFAULT_TAKES) -> tuple[list[list[np.ndarray]], int]:
+    """``takes`` readings of ``texts`` by ``model``, each with other noise (seeds 0..),
+    and the sample rate.
+
+    Example:
+        >>> t, sr = reference_takes("piper:joe-us", takes=2)  # doctest: +SKIP
+        >>> len(t), sr  # doctest: +SKIP
+        (2, 22050)
+    """
+    out, rate = [], 0
+    for seed in range(takes):
+        wavs, rate = _synth(model, texts, seed)
+        out.append(wavs)
+    return out, rate
+
+
+def judge_quality(reference: Any, candidate: Any, texts: Sequence[str] | None = None, *,
+                  takes: int = DEFAULT_TAKES, skip: Sequence[str] = (),
+                  spread: Any = None) -> dict[str, Any]:
+    """``candidate`` against ``reference``'s take spread: the verdict (transparent,
+    acceptable, degraded or broken), the metric that decided it, the reasons, the
+    candidate's metrics and the spread. ``spread``: a `TakeSpread` already measured for
+    ``reference`` on the same texts (saves the takes when judging several candidates).
+
+    Example:
+        >>> judge_quality("standin-tiny", "standin-tiny-int8")["verdict"]  # doctest: +SKIP
+        'broken'
+    """
+    from tts_kit.experiments.quality import measure
+    from tts_kit.experiments.quality_verdict import take_spread, verdict
+
+    texts = tuple(texts or QUALITY_TEXTS)
+    t0 = time.perf_counter()
+    if spread is None:
+        all_takes, rate = reference_takes(reference, texts, takes)
+        spread = take_spread(all_takes, rate, skip=skip)
+        ref = all_takes[0]
+    else:
+        ref, rate = _synth(reference, texts, 0)
+    cand, _ = _synth(candidate, texts, 0)
+    m = measure(ref, cand, rate, ref_transcripts=spread.transcripts or None,
+                ref_dnsmos=spread.reference_dnsmos or None, skip=skip)
+    v = verdict(m, spread)
+    return {**v.to_dict(), "metrics": m.to_dict(), "spread": spread.to_dict(),
+            "texts": list(texts), "notes": m.notes, "seconds": time.perf_counter() - t0}
+
+
+def quality_spread(reference: Any, texts: Sequence[str] | None = None, *,
+                   takes: int = DEFAULT_TAKES, skip: Sequence[str] = ()) -> Any:
+    """The `TakeSpread` of ``reference`` on ``texts`` (for `judge_quality`'s ``spread``).
+
+    Example:
+        >>> quality_spread("piper:joe-us", takes=3).takes  # doctest: +SKIP
+        3
+    """
+    from tts_kit.experiments.quality_verdict import take_spread
+
+    all_takes, rate = reference_takes(reference, tuple(texts or QUALITY_TEXTS), takes)
+    return take_spread(all_takes, rate, skip=skip)
