@@ -441,4 +441,23 @@ def validate_report(data: Mapping[str, Any]) -> None:
         err = errors[0]
         where = "/".join(str(p) for p in err.absolute_path) or "(root)"
         raise ReportError(f"report.json does not follow the schema at {where}: {err.message}")
+    _check_numbers(data)
+
+
+def _check_numbers(data: Mapping[str, Any]) -> None:
+    """What the schema cannot say: every figure of a record finite (JSON's ``1e400`` reads
+    as infinity), every preset's threads within what a command line may give."""
+    from tts_kit.core.validate import THREAD_FIELDS, InvalidNumber, check_fields, check_number
+
+    try:
+        for i, rec in enumerate(data["records"]):
+            for key, value in rec.items():
+                if isinstance(value, float):
+                    check_number(value, f"report.json records/{i}/{key}")
+        for name, preset in data["presets"].items():
+            fields = {k: v for k, v in preset.items() if k in THREAD_FIELDS and v != "cores"}
+            check_fields(fields, THREAD_FIELDS, f"report.json presets/{name}")
+    except InvalidNumber as exc:
+        raise ReportError(f"{exc}; make the report again with `tts-kit report --out DIR`") \
+            from None
 
