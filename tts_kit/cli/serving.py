@@ -9,6 +9,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +111,13 @@ def cmd_loadtest(args: argparse.Namespace) -> int:
     _say(res.table())
     if args.json:
         _write_json(args.json, res.to_dict())
+    refused = [r for r in res.records if r.get("requests") and not r.get("ok")
+               and r.get("reason")]
+    if refused and len(refused) == len(res.records):
+        # Nothing was measured: a script must see it, with what the server said (exit 1).
+        _say(f"tts-kit loadtest: error: the server refused every request "
+             f"({refused[0]['reason']})", file=sys.stderr)
+        return 1
     return 0
 
 
