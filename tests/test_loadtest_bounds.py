@@ -74,3 +74,12 @@ def test_every_request_refused_exits_1_with_the_servers_reason(stub, capsys):
     assert code == 1 and "Traceback" not in err, err
     assert last.startswith("tts-kit loadtest: error: the server refused every request") \
         and "HTTP 400" in last and "unknown voice 'Q7'" in last, err
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "http://127.0.0.1:99999"])
+def test_a_malformed_url_is_one_line(url, capsys):
+    code = main(["loadtest", url, "--quiet"])
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "internal error" not in err, err
+    assert lines[0].startswith(f"tts-kit loadtest: error: URL {url!r}"), err

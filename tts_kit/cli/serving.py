@@ -24,6 +24,7 @@ from tts_kit.cli._common import (
 )
 from tts_kit.core import contract
 from tts_kit.core.settings import settings
+from tts_kit.core.validate import check_number
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -90,14 +91,21 @@ def cmd_loadtest(args: argparse.Namespace) -> int:
     if not args.url.startswith(("http://", "https://")):
         raise UserError(f"URL {args.url!r}: give the server's address, such as "
                         "http://127.0.0.1:8000")
+    import httpx
+
+    try:  # 'http://[::1' and friends: one line, not httpx's InvalidURL as a bug
+        port = httpx.URL(args.url).port
+    except (httpx.InvalidURL, ValueError) as exc:
+        raise UserError(f"URL {args.url!r}: not a valid address ({exc}); give one such as "
+                        "http://127.0.0.1:8000") from None
+    if port is not None:
+        check_number(port, f"URL {args.url!r}: port", low=1, high=65535, integer=True)
     if args.json:
         _check_output_file(args.json, "--json")  # now, not after the load test
     conc = _int_list(args.concurrency, "--concurrency") if args.concurrency else []
     rates = _rates(args.rate)
     if not conc and not rates:
         raise UserError("give at least one --concurrency level or --rate")
-    import httpx
-
     try:
         httpx.get(f"{args.url.rstrip('/')}/health", timeout=5.0)
     except httpx.HTTPError as exc:
