@@ -75,3 +75,9 @@ def test_a_model_path_now_holding_other_graphs_is_refused_not_measured(
     (tmp_path / "report.json").write_text(json.dumps(data))
     line = _rerun_refused(tmp_path / "report.json", capsys)
     assert f"the model at {moved} now holds other graphs (SHA-256 of vocoder" in line, line
+
+
+def test_the_tiny_standins_note_says_its_costs_are_not_realistic(written):
+    model = json.loads(written[0].read_text())["model"]
+    assert model["standin"]["scale"] == "tiny"
+    assert "the costs are NOT realistic" in model["standin"]["note"], model["standin"]

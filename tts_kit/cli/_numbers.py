@@ -11,7 +11,7 @@ Example:
     >>> check_flags(argparse.Namespace(command="serve", timeout=float("nan")))
     Traceback (most recent call last):
     ...
-    tts_kit.core.validate.InvalidNumber: --timeout nan: give a finite number > 0 s
+    tts_kit.core.validate.InvalidNumber: --timeout nan: give a finite number > 0 s and <= 604800 s
 """
 
 from __future__ import annotations

@@ -162,12 +162,16 @@ def model_fingerprint(bundle: Bundle, full_paths: bool = False) -> dict[str, Any
         dict_keys(['duration_predictor', 'text_encoder', 'vector_estimator', 'vocoder'])
     """
     from tts_kit.models.family import model_label
+    from tts_kit.models.supertonic.standin import scale_note
 
+    standin = dict(bundle.standin_info) if bundle.standin_info else None
+    if standin:  # the marker's own note is the full scale's: say what this scale is
+        standin["note"] = scale_note(str(standin.get("scale", "?")))
     return {
         "path": display_path(bundle.path, full=full_paths),
         "family": bundle.family,
         "label": model_label(bundle),
-        "standin": bundle.standin_info,
+        "standin": standin,
         "params": int(bundle.params),
         "sha256": bundle.fingerprint(),
         "precision": {s: i.precision for s, i in bundle.stages.items()},
