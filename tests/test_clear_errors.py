@@ -339,7 +339,8 @@ def test_a_nul_in_the_text_is_still_dropped(capsys):
 
 
 def test_serve_refuses_a_port_out_of_range_or_a_bad_loading_before_starting(capsys):
-    assert_user_error(capsys, ["serve", "--port", "-1"], "--port -1: give a TCP port")
+    assert_user_error(capsys, ["serve", "--port", "-1"],
+                      "--port -1: give a whole number from 0 to 65535")
     assert_user_error(capsys, ["serve", "--loading", "bogus", "--port", "1"],
                       "unknown loading 'bogus'")
 

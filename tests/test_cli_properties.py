@@ -252,3 +252,41 @@ def test_report(sandbox, capsys):
         run(capsys, argv)
 
     prop()
+
+
+#: Values no numeric flag accepts: not finite, negative, absurd, not a number.
+BAD_NUMBER = st.sampled_from(["nan", "inf", "-inf", "-1", "-5", "1e400", "x", "", "-99999999999"])
+
+#: The serving commands' numeric flags (``serve``'s own, and those of loadtest/serve-sweep).
+SERVE_FLAGS = ["--workers", "--threads", "--max-queue", "--timeout", "--max-requests",
+               "--max-rss-mb", "--port", "--max-chars", "--max-chunk-chars"]
+LOAD_FLAGS = ["--requests", "--duration", "--timeout", "--seed"]
+SWEEP_FLAGS = LOAD_FLAGS + ["--p95-target-ms", "--mem-budget"]
+
+
+@pytest.mark.parametrize(("command", "flags"), [("serve", SERVE_FLAGS),
+                                                ("loadtest", LOAD_FLAGS),
+                                                ("serve-sweep", SWEEP_FLAGS)])
+def test_serving_numbers(command, flags, capsys):
+    """One bad numeric flag among valid or bad others: exit 2, one line naming a flag, and
+    nothing started (no server, no load)."""
+    head = {"serve": ["serve"], "loadtest": ["loadtest", "http://127.0.0.1:1"],
+            "serve-sweep": ["serve-sweep"]}[command]
+
+    @SETTINGS
+    @given(st.sampled_from(flags), BAD_NUMBER,
+           st.lists(st.tuples(st.sampled_from(flags), st.one_of(NUMBER, BAD_NUMBER)),
+                    max_size=3))
+    def prop(flag, bad, others):
+        argv = [*head, *(f"{f}={v}" for f, v in others), f"{flag}={bad}"]
+        capsys.readouterr()
+        try:
+            rc = cli.main(argv)
+        except SystemExit as exc:  # argparse: not a number at all
+            rc = exc.code
+        err = capsys.readouterr().err
+        assert rc == 2 and "Traceback" not in err and "internal error" not in err, (argv, err)
+        last = err.strip().splitlines()[-1]
+        assert "error:" in last and any(f in last for f in flags), (argv, err)
+
+    prop()

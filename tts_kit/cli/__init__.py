@@ -54,6 +54,7 @@ from tts_kit.cli._errors import (
     EXIT_USER_ERROR,
     exit_status,
 )
+from tts_kit.cli._numbers import check_flags
 from tts_kit.cli.model import cmd_doctor, cmd_fetch, cmd_info, cmd_standin, cmd_synth
 from tts_kit.cli.precision import cmd_convert, cmd_verify
 from tts_kit.cli.serving import cmd_loadtest, cmd_serve, cmd_serve_sweep
@@ -132,6 +133,7 @@ def _run(argv: Sequence[str] | None) -> int:
         warnings.showwarning = _warning_line
         try:
             _refuse_nul(args)
+            check_flags(args)  # every numeric flag, by one validator
             return args.func(args)
         except BrokenPipeError:
             raise  # not an error: `main` ends quietly

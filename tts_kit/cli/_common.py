@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -115,10 +116,18 @@ def _cluster(address: str | None) -> Iterator[Any]:
     from tts_kit.experiments.cluster import TrialExecutor, connect
 
     client = connect(address)
+    # A lost scheduler is said in one line by the command (`TrialExecutor.lost`); Dask's
+    # client would log its reconnection tracebacks on stderr besides.
+    quiet = [logging.getLogger(n) for n in ("distributed.client", "distributed.comm")]
+    levels = [q.level for q in quiet]
+    for q in quiet:
+        q.setLevel(logging.CRITICAL)
     try:
         yield TrialExecutor(client)
     finally:
         client.close()
+        for q, level in zip(quiet, levels):
+            q.setLevel(level)
 
 
 def _check_output_file(path: str, flag: str) -> Path:

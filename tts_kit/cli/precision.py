@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,13 @@ def cmd_convert(args: argparse.Namespace) -> int:
     if args.report:
         report.save(args.report)
         _say(f"wrote {args.report}")
+    judged = report.judgement or {}
+    if judged.get("verdict") == "broken":
+        # Its own verdict: a script must not ship the copy (exit 1, like verify's FAIL).
+        why = "; ".join(judged.get("reasons") or []) or "see the table above"
+        _say(f"tts-kit convert: the copy at {args.dst} is broken against the source's "
+             f"measured noise floor ({why}); exit 1", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -101,7 +109,8 @@ def register(add: AddCommand) -> None:
         'official'
     """
     sp = add("convert", cmd_convert, "convert a bundle, a Piper voice (piper:joe-us or its "
-             "directory) or an .onnx file to FP16 or INT8", model=False)
+             "directory) or an .onnx file to FP16 or INT8; exit 1 when the copy is broken "
+             "against the source's noise floor", model=False)
     sp.add_argument("src", help="bundle directory, Piper voice or .onnx file (never modified)")
     sp.add_argument("dst", help="where to write the converted copy")
     sp.add_argument("--to", default=None, choices=["fp16", "int8"],

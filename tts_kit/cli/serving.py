@@ -9,6 +9,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from tts_kit.cli._common import (
 )
 from tts_kit.core import contract
 from tts_kit.core.settings import settings
+from tts_kit.core.validate import check_number
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -96,14 +98,21 @@ def cmd_loadtest(args: argparse.Namespace) -> int:
     if not args.url.startswith(("http://", "https://")):
         raise UserError(f"URL {args.url!r}: give the server's address, such as "
                         "http://127.0.0.1:8000")
+    import httpx
+
+    try:  # 'http://[::1' and friends: one line, not httpx's InvalidURL as a bug
+        port = httpx.URL(args.url).port
+    except (httpx.InvalidURL, ValueError) as exc:
+        raise UserError(f"URL {args.url!r}: not a valid address ({exc}); give one such as "
+                        "http://127.0.0.1:8000") from None
+    if port is not None:
+        check_number(port, f"URL {args.url!r}: port", low=1, high=65535, integer=True)
     if args.json:
         _check_output_file(args.json, "--json")  # now, not after the load test
     conc = _int_list(args.concurrency, "--concurrency") if args.concurrency else []
     rates = _rates(args.rate)
     if not conc and not rates:
         raise UserError("give at least one --concurrency level or --rate")
-    import httpx
-
     try:
         httpx.get(f"{args.url.rstrip('/')}/health", timeout=5.0)
     except httpx.HTTPError as exc:
@@ -117,6 +126,13 @@ def cmd_loadtest(args: argparse.Namespace) -> int:
     _say(res.table())
     if args.json:
         _write_json(args.json, res.to_dict())
+    refused = [r for r in res.records if r.get("requests") and not r.get("ok")
+               and r.get("reason")]
+    if refused and len(refused) == len(res.records):
+        # Nothing was measured: a script must see it, with what the server said (exit 1).
+        _say(f"tts-kit loadtest: error: the server refused every request "
+             f"({refused[0]['reason']})", file=sys.stderr)
+        return 1
     return 0
 
 

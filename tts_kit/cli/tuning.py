@@ -79,6 +79,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             mem_budget_mb=args.mem_budget, progress=not args.quiet, stage_costs_mb=costs,
             executor=executor,
         )
+        lost = getattr(executor, "lost", None)  # the scheduler went away mid-sweep
     _say(f"model: {term_safe(bundle.label)}")  # which model the figures are of
     _say(format_table(result.records))
     rec, reason = result.recommend(args.mem_budget)
@@ -93,6 +94,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
         drop = () if args.timelines else ("timeline", "events")
         records = [{k: v for k, v in r.items() if k not in drop} for r in result.records]
         _write_json(args.json, {"records": records})
+    if lost:
+        # What finished is above and in --json; the rest are marked lost. Exit 1, as
+        # when no trial finished: the sweep is not whole.
+        _say(f"tts-kit tune: error: {lost}", file=sys.stderr)
+        return 1
     if not any(r.get("status") == "ok" for r in result.records):
         # Nothing measured is a failure a script must see, not a result; the table's
         # "not finished" lines above say why each trial stopped.

@@ -56,6 +56,7 @@ from tts_kit.core.errors import BundleError, TtsKitError
 from tts_kit.core.settings import settings as current_settings
 from tts_kit.experiments import tune
 from tts_kit.experiments.records import RECORD_KEYS
+from tts_kit.experiments.scheduler_probe import ProbeError, probe_scheduler
 from tts_kit.runtime.devices import environment
 
 if TYPE_CHECKING:
@@ -105,9 +106,13 @@ def connect(address: str, timeout_s: float | None = None) -> Client:
     """
     distributed = _distributed()
     timeout_s = CONNECT_TIMEOUT_S if timeout_s is None else timeout_s
+    try:  # a peer that is no scheduler: one line, not Dask's hang or its MemoryError
+        address = probe_scheduler(address, timeout_s)
+    except ProbeError as exc:
+        raise ClusterError(str(exc)) from None
     try:
         client = distributed.Client(address, timeout=f"{timeout_s}s")
-    except (OSError, TimeoutError, ValueError) as exc:
+    except (OSError, TimeoutError, ValueError, MemoryError) as exc:
         why = " ".join(str(exc).split())[:200] or type(exc).__name__
         raise ClusterError(f"cannot reach the Dask scheduler at {address} ({why}); start one "
                            "with `dask scheduler` and give its tcp://HOST:PORT") from None
@@ -353,6 +358,11 @@ class TrialExecutor(cf.Executor):
         # that worker dies every one of them is lost with it, not only the running trial.
         self._busy = 0
         self._slot_freed = threading.Condition()
+        #: Why the scheduler is gone (one line), once it is; None while it answers.
+        self.lost: str | None = None
+        # The futures handed out and not settled -> the record each gets when lost.
+        self._pending: dict[cf.Future, Callable[[], Any]] = {}
+        self._watcher: threading.Thread | None = None
 
     def ref(self, bundle: Any) -> ModelRef:
         """The `ModelRef` of ``bundle`` (a `Bundle` or path), computed once per path."""
@@ -360,6 +370,17 @@ class TrialExecutor(cf.Executor):
         if key not in self._refs:
             self._refs[key] = ModelRef.of(bundle)
         return self._refs[key]
+
+    def _alive(self) -> bool:
+        """False (and `lost` set) once the client has lost its scheduler: Dask cancels every
+        future then, so no trial in flight can finish."""
+        if self.lost is None and getattr(self.client, "status", "running") != "running":
+            address = getattr(self.client.scheduler, "address", None) or "?"
+            self.lost = (f"lost the Dask scheduler at {address} before every trial "
+                         "finished; the unfinished trials are marked lost")
+        if self.lost is not None:
+            self._settle_lost()
+        return self.lost is None
 
     def _slots(self) -> int:
         """Trial slots the cluster offers now (workers come and go; at least one)."""
@@ -379,8 +400,18 @@ class TrialExecutor(cf.Executor):
             self._slot_freed.notify_all()
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future:
-        """Submit one task; waits while every trial slot of the cluster is taken."""
+        """Submit one task; waits while every trial slot of the cluster is taken.
+
+        Once the scheduler is lost, a trial is not sent: its future holds at once a
+        record marked lost (`error_record`, naming the scheduler); any other task's
+        future holds a `ClusterError`.
+        """
+        outer: cf.Future = cf.Future()
+        self._pending[outer] = self._lost_result(fn, args, kwargs)
+        self._watch()
         while True:
+            if not self._alive():
+                return outer
             # Ask the scheduler outside the lock: the answer comes through Dask's IO loop,
             # which may be running `_release` (it needs the lock) right now: a deadlock.
             slots = self._slots()
@@ -397,12 +428,66 @@ class TrialExecutor(cf.Executor):
                 future = self._inner.submit(fn, *args, **kwargs)
         except BaseException:
             self._release(None)
+            self._pending.pop(outer, None)
             raise
         future.add_done_callback(self._release)
-        return future
+        future.add_done_callback(lambda f: self._settle(outer, f))
+        return outer
+
+    def _lost_result(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Callable[[], Any]:
+        """What a task's future holds when the scheduler is lost before it finished."""
+        if fn is tune.trial and len(args) >= 3:
+            def record() -> dict[str, Any]:
+                return error_record(args[1], args[2], str(self.lost), **dict(kwargs))
+            return record
+
+        def fail() -> Any:
+            raise ClusterError(str(self.lost))
+        return fail
+
+    def _settle(self, outer: cf.Future, inner: cf.Future) -> None:
+        """Hand ``inner``'s outcome to ``outer``; a cancellation means the scheduler is gone."""
+        if inner.cancelled() or isinstance(inner.exception(), cf.CancelledError):
+            if self._alive():  # cancelled while the scheduler answers: say so
+                self._resolve(outer, None, cf.CancelledError())
+            return
+        self._resolve(outer, inner.result() if inner.exception() is None else None,
+                      inner.exception())
+
+    def _resolve(self, outer: cf.Future, result: Any, exc: BaseException | None) -> None:
+        self._pending.pop(outer, None)
+        if outer.done():
+            return
+        if exc is not None:
+            outer.set_exception(exc)
+        else:
+            outer.set_result(result)
+
+    def _settle_lost(self) -> None:
+        """Every future not finished gets its lost record (the scheduler is gone)."""
+        for outer, make in list(self._pending.items()):
+            try:
+                self._resolve(outer, make(), None)
+            except Exception as exc:  # noqa: BLE001 - a non-trial task: its ClusterError
+                self._resolve(outer, None, exc)
+
+    def _watch(self) -> None:
+        """Start a thread that notices a lost scheduler even when Dask cancels nothing."""
+        if self._watcher is not None:
+            return
+
+        def watch() -> None:
+            while self._pending and self._alive():
+                time.sleep(0.25)
+            self._watcher = None  # the next submit starts another
+
+        self._watcher = threading.Thread(target=watch, name="tts-kit-scheduler-watch",
+                                         daemon=True)
+        self._watcher.start()
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        self._inner.shutdown(wait=wait)
+        if self.lost is None:
+            self._inner.shutdown(wait=wait)
 
 
 def sweep_on_cluster(client: Client | str, bundle: Any, presets: Any, workload: Any = None,

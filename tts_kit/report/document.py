@@ -162,12 +162,16 @@ def model_fingerprint(bundle: Bundle, full_paths: bool = False) -> dict[str, Any
         dict_keys(['duration_predictor', 'text_encoder', 'vector_estimator', 'vocoder'])
     """
     from tts_kit.models.family import model_label
+    from tts_kit.models.supertonic.standin import scale_note
 
+    standin = dict(bundle.standin_info) if bundle.standin_info else None
+    if standin:  # the marker's own note is the full scale's: say what this scale is
+        standin["note"] = scale_note(str(standin.get("scale", "?")))
     return {
         "path": display_path(bundle.path, full=full_paths),
         "family": bundle.family,
         "label": model_label(bundle),
-        "standin": bundle.standin_info,
+        "standin": standin,
         "params": int(bundle.params),
         "sha256": bundle.fingerprint(),
         "precision": {s: i.precision for s, i in bundle.stages.items()},
@@ -446,4 +450,23 @@ def validate_report(data: Mapping[str, Any]) -> None:
         err = errors[0]
         where = "/".join(str(p) for p in err.absolute_path) or "(root)"
         raise ReportError(f"report.json does not follow the schema at {where}: {err.message}")
+    _check_numbers(data)
+
+
+def _check_numbers(data: Mapping[str, Any]) -> None:
+    """What the schema cannot say: every figure of a record finite (JSON's ``1e400`` reads
+    as infinity), every preset's threads within what a command line may give."""
+    from tts_kit.core.validate import THREAD_FIELDS, InvalidNumber, check_fields, check_number
+
+    try:
+        for i, rec in enumerate(data["records"]):
+            for key, value in rec.items():
+                if isinstance(value, float):
+                    check_number(value, f"report.json records/{i}/{key}")
+        for name, preset in data["presets"].items():
+            fields = {k: v for k, v in preset.items() if k in THREAD_FIELDS and v != "cores"}
+            check_fields(fields, THREAD_FIELDS, f"report.json presets/{name}")
+    except InvalidNumber as exc:
+        raise ReportError(f"{exc}; make the report again with `tts-kit report --out DIR`") \
+            from None
 

@@ -393,8 +393,10 @@ def rerun_report(
 
     Args:
         report: the earlier report.json.
-        model: bundle to use (default: the report's model path when it still exists and
-            has the same SHA-256s, else discovery).
+        model: bundle to use (default: the report's model path when it still exists,
+            else discovery). A default path that now holds other graphs (other SHA-256s)
+            is refused in one line (`ReportError`): give ``model`` to measure it anyway;
+            a ``model`` given with other SHA-256s is measured and the verdict says so.
         out: also write a full new report (html, json, notebook) there; without it the
             sweep runs in this process (isolated trials all the same) and nothing is written.
         progress: show a progress bar.
@@ -411,9 +413,16 @@ def rerun_report(
     """
     old = TuningReport.load(report)
     saved_path = Path(str(old.model.get("path", ""))).expanduser()  # "~/..." as written
-    if model is None and str(saved_path) and saved_path.is_dir():
-        model = saved_path
-    bundle = resolve_model(model)[0]  # either family (`tts_kit.models.family`)
+    default = model is None and bool(str(saved_path)) and saved_path.is_dir()
+    bundle = resolve_model(saved_path if default else model)[0]  # either family
+    if default and old.model.get("sha256") is not None:
+        want, have = dict(old.model["sha256"]), dict(bundle.fingerprint())
+        differ = sorted(k for k in set(want) | set(have) if want.get(k) != have.get(k))
+        if differ:
+            raise ReportError(
+                f"{report}: the model at {old.model.get('path')} now holds other graphs "
+                f"(SHA-256 of {', '.join(differ)} differ from the report's); give --model "
+                "DIR with the report's model, or --model with this path to measure it anyway")
     saved = _saved_presets(old)
     if out is not None:
         paths = make_report(out, model=bundle.path, sweep=old.spec, progress=progress,

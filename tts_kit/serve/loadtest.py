@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import random
 import time
@@ -31,6 +32,7 @@ from typing import Any
 
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
+from tts_kit.core.textsafe import term_safe
 from tts_kit.experiments.records import (
     AUDIO_RATE,
     CPU_PERCENT,
@@ -96,6 +98,8 @@ class Outcome:
     ttfa_s: float | None = None
     latency_s: float | None = None
     audio_s: float = 0.0
+    reason: str = ""
+    """What the server said when it did not answer 200 (one line, short)."""
 
 
 def _read_metrics(text: str, labelled: bool = False) -> dict[str, float]:
@@ -230,10 +234,11 @@ async def _one(client: Any, url: str, body: dict[str, Any], timeout_s: float,
             async with client.stream("POST", f"{url}/v1/audio/speech", json=body,
                                      headers=headers) as r:
                 if r.status_code != 200:
-                    await r.aread()
+                    said = await r.aread()
                     kind = ("rejected" if r.status_code == 429 else
                             "timeout" if r.status_code == 503 else "error")
-                    return Outcome(r.status_code, kind, t0, latency_s=time.monotonic() - t0)
+                    return Outcome(r.status_code, kind, t0, latency_s=time.monotonic() - t0,
+                                   reason=_reason(r.status_code, said))
                 fallback = "x-tts-fallback" in r.headers
                 rate = int(r.headers.get("x-sample-rate") or contract.SAMPLE_RATE)
                 async for part in r.aiter_raw():
@@ -268,6 +273,24 @@ class _deadline:
         return False
 
 
+def _reason(status: int, body: bytes) -> str:
+    """``HTTP 400: unknown voice 'Q7'``: the status and the server's message, one short line.
+
+    Example:
+        >>> _reason(400, b'{"error": {"message": "unknown voice"}}')
+        'HTTP 400: unknown voice'
+    """
+    text = body.decode("utf-8", "replace")
+    try:
+        data = json.loads(text)
+        err = data.get("error", data) if isinstance(data, dict) else data
+        text = str(err.get("message", err.get("detail", err)) if isinstance(err, dict) else err)
+    except ValueError:
+        pass
+    text = " ".join(term_safe(text).split())[:200]
+    return f"HTTP {status}: {text}" if text else f"HTTP {status}"
+
+
 def _summary(outcomes: list[Outcome], wall_s: float, samples: list[dict[str, float]],
              cpu0: dict[str, float] | None, cpu1: dict[str, float] | None) -> dict[str, Any]:
     ok = [o for o in outcomes if o.kind == "ok"]
@@ -282,6 +305,7 @@ def _summary(outcomes: list[Outcome], wall_s: float, samples: list[dict[str, flo
         AUDIO_RATE: sum(o.audio_s for o in ok) / wall_s if wall_s > 0 else None,
         WALL_S: wall_s,
         LATENCIES_MS: lat, TTFA_MS: ttfa,
+        "reason": next((o.reason for o in outcomes if o.reason), None),
     }
     for q in (50, 95, 99):
         rec[f"p{q}_ms"] = percentile(lat, q)
@@ -343,7 +367,11 @@ async def _level(url: str, mode: str, level: float, requests: int, duration_s: f
             tasks = []
             while (body := take()) is not None:
                 tasks.append(asyncio.create_task(record(body)))
-                await asyncio.sleep(rng.expovariate(level))
+                gap = rng.expovariate(level)  # --rate 1e-9: a gap of years
+                if end is not None:  # the duration bounds the waits too, not only the sends
+                    gap = min(gap, max(0.0, end - time.monotonic()))
+                if sent < requests:  # no wait after the last request
+                    await asyncio.sleep(gap)
             await asyncio.gather(*tasks)
         wall = time.monotonic() - t0
         stop.set()

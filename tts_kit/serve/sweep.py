@@ -74,9 +74,20 @@ class ServingSweepResult:
     records: list[dict[str, Any]] = field(default_factory=list)
 
     def table(self, keys: Sequence[str] = SWEEP_KEYS) -> str:
-        """The records as a text table."""
-        return records_table(self.records, [k for k in keys
+        """The records as a text table, then why each failed configuration failed.
+
+        Example:
+            >>> r = ServingSweepResult([{"architecture": "workers", "workers": 1,
+            ...     "threads": None, "preset": "lean", "loading": "resident",
+            ...     "status": "error", "error": "the server did not start"}])
+            >>> r.table().splitlines()[-2:]
+            ['failed:', '  workers x1, default thread(s), lean, resident: the server did not start']
+        """
+        text = records_table(self.records, [k for k in keys
                                             if any(k in r for r in self.records)])
+        failed = [f"  {describe(r)}: {r['error']}" for r in self.records
+                  if r.get("status") == "error" and r.get("error")]
+        return "\n".join([text, "failed:", *failed]) if failed else text
 
     def recommend(self, p95_target_ms: float | None, mem_budget_mb: float | None,
                   concurrency: int | None = None) -> tuple[dict[str, Any] | None, str]:

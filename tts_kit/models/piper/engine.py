@@ -137,10 +137,18 @@ class PiperEngine(EngineBase):
         """
         voice = self.bundle.config["espeak"]["voice"]
         clusters = self.bundle.config.get("vowel_clusters")
-        with _PHONEMIZE_LOCK:  # espeak-ng is a process-wide C library
-            return [p for p in self._phonemizer.phonemize(
-                voice, text, vowel_clusters={tuple(c) for c in clusters} if clusters else None,
-            ) if p]
+        try:
+            with _PHONEMIZE_LOCK:  # espeak-ng is a process-wide C library
+                return [p for p in self._phonemizer.phonemize(
+                    voice, text,
+                    vowel_clusters={tuple(c) for c in clusters} if clusters else None,
+                ) if p]
+        except RuntimeError as exc:  # espeak-ng's "Failed to set voice: xx"
+            if "set voice" not in str(exc):
+                raise
+            raise TtsKitError(
+                f"{self.bundle.label}: its config's espeak.voice {voice!r} is not a voice "
+                "espeak-ng knows (e.g. en-us, de, fr-fr); fix the voice's .onnx.json") from None
 
     def _prepare(self, text: str, lang: str) -> tuple[str, list[list[str]]]:
         text = self._normalized(text, lang)

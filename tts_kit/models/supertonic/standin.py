@@ -372,7 +372,12 @@ def build_standin(
                          "choose a new path or remove it")
     target.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    # An existing empty directory (often a mount point, which os.replace cannot replace:
+    # EBUSY) is built into: the bundle is built in a hidden folder inside it, then its
+    # entries are moved up, config last.
+    into = target.is_dir()
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-",
+                                dir=target if into else target.parent))
     try:
         (tmp / contract.ONNX_DIR).mkdir()
         (tmp / contract.VOICE_DIR).mkdir()
@@ -391,8 +396,15 @@ def build_standin(
             _write_json(tmp / contract.VOICE_DIR / f"{v}.json", _voice(v, seed))
         # mkdtemp made it 0700 (private while half-built); the bundle gets the mode any
         # new directory gets under the user's umask, as mkdir would have given it.
-        os.chmod(tmp, procfacts.umask_mode(0o777))
-        os.replace(tmp, target)
+        if into:
+            last = Path(contract.CONFIG_FILE).parts[0]
+            names = sorted(os.listdir(tmp), key=lambda n: n == last)
+            for name in names:  # the config's folder last: a half-moved bundle never loads
+                os.replace(tmp / name, target / name)
+            tmp.rmdir()
+        else:
+            os.chmod(tmp, procfacts.umask_mode(0o777))
+            os.replace(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -1,0 +1,83 @@
+"""What a report.json says is checked before a rerun acts on it: presets' threads, figures
+that are not finite, a model path that now holds other graphs. One real (tiny) report is
+written once; each test edits a copy."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tts_kit import report
+from tts_kit.cli import main
+from tts_kit.experiments.workload import Workload
+from tts_kit.report.spec import ReportError, SweepSpec
+
+
+@pytest.fixture(scope="module")
+def written(tiny_bundle_dir, tmp_path_factory) -> tuple[Path, Path]:
+    """(report.json, the model it measured: a private copy of the tiny stand-in)."""
+    root = tmp_path_factory.mktemp("trust")
+    model = root / "model"
+    shutil.copytree(tiny_bundle_dir, model)
+    spec = SweepSpec(presets=["lean"], cpus=[1], loadings=["resident"],
+                     workload=Workload(steps=1, repeats=1))
+    path = report.write_report(root / "r", model, spec, full_paths=True)
+    return path, model
+
+
+def _edited(written, tmp_path, edit) -> Path:
+    data = json.loads(written[0].read_text())
+    edit(data)
+    out = tmp_path / "report.json"
+    out.write_text(json.dumps(data).replace('"INF"', "1e400"))
+    return out
+
+
+def _rerun_refused(path: Path, capsys) -> str:
+    code = main(["report", "--rerun", str(path)])
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_a_saved_preset_with_absurd_threads_is_refused_like_a_flag(written, tmp_path, capsys):
+    path = _edited(written, tmp_path,
+                   lambda d: d["presets"]["lean"].update(intra_op_num_threads=100000))
+    line = _rerun_refused(path, capsys)
+    assert "presets/lean intra_op_num_threads 100000: give a whole number from 0 to 1024" \
+        in line, line
+
+
+def test_a_figure_of_1e400_is_one_line_not_an_overflow(written, tmp_path, capsys):
+    path = _edited(written, tmp_path, lambda d: d["records"][0].update(peak_rss_mb="INF"))
+    line = _rerun_refused(path, capsys)
+    assert "records/0/peak_rss_mb inf: give a finite number" in line, line
+    with pytest.raises(ReportError):
+        report.TuningReport.load(path)
+
+
+def test_a_model_path_now_holding_other_graphs_is_refused_not_measured(
+        written, tmp_path, capsys):
+    path, model = written
+    moved = tmp_path / "model"
+    shutil.copytree(model, moved)
+    graph = next(moved.glob("onnx/vocoder*.onnx"))
+    onnx = pytest.importorskip("onnx")
+    proto = onnx.load(graph)
+    proto.doc_string = "edited since the report"  # the same graph, another SHA-256
+    onnx.save(proto, graph)
+    data = json.loads(path.read_text())
+    data["model"]["path"] = str(moved)
+    (tmp_path / "report.json").write_text(json.dumps(data))
+    line = _rerun_refused(tmp_path / "report.json", capsys)
+    assert f"the model at {moved} now holds other graphs (SHA-256 of vocoder" in line, line
+
+
+def test_the_tiny_standins_note_says_its_costs_are_not_realistic(written):
+    model = json.loads(written[0].read_text())["model"]
+    assert model["standin"]["scale"] == "tiny"
+    assert "the costs are NOT realistic" in model["standin"]["note"], model["standin"]

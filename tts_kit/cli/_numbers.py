@@ -1,0 +1,52 @@
+"""Every numeric flag's range, in one table, checked by the one shared validator.
+
+`check_flags` runs before any command (`tts_kit.cli._run`): a flag out of range, NaN or
+infinite ends in one line naming the flag, the value, the range and its unit
+(`tts_kit.core.validate.check_number`), exit 2. Flags whose range the library itself
+checks with its own message (``--steps``, ``--speed``, ``--repeats``) are not repeated
+here.
+
+Example:
+    >>> import argparse
+    >>> check_flags(argparse.Namespace(command="serve", timeout=float("nan")))
+    Traceback (most recent call last):
+    ...
+    tts_kit.core.validate.InvalidNumber: --timeout nan: give a finite number > 0 s and <= 604800 s
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from tts_kit.core.validate import MAX_THREADS, Rule
+
+_SECONDS = Rule(0, 7 * 86400, low_open=True, unit="s")
+_MB = Rule(0, 1 << 30, low_open=True, unit="MB")
+_THREADS = Rule(1, MAX_THREADS, integer=True)
+_LOAD = {"requests": Rule(1, 10**7, integer=True), "duration": _SECONDS,
+         "timeout": _SECONDS, "seed": Rule(0, 2**32 - 1, integer=True)}
+
+#: command -> argparse ``dest`` -> its range (None values are defaults: not checked).
+NUMERIC_FLAGS: dict[str, dict[str, Rule]] = {
+    "serve": {"workers": Rule(1, 1024, integer=True), "threads": _THREADS,
+              "max_queue": Rule(0, 10**6, integer=True), "timeout": _SECONDS,
+              "max_requests": Rule(1, 10**12, integer=True), "max_rss_mb": _MB,
+              "port": Rule(0, 65535, integer=True), "max_chars": Rule(1, 10**7, integer=True),
+              "first_chunk_chars": Rule(0, 10**7, integer=True),
+              "max_chunk_chars": Rule(1, 10**7, integer=True)},
+    "loadtest": dict(_LOAD),
+    "serve-sweep": {**_LOAD, "p95_target_ms": Rule(0, 10**9, low_open=True, unit="ms"),
+                    "mem_budget": _MB},
+    "tune": {"mem_budget": _MB},
+    "report": {"confirm_rounds": Rule(0, 100, integer=True)},
+    "verify": {"threads": _THREADS, "min_snr": Rule(-1000, 1000, unit="dB"),
+               "max_abs_diff": Rule(0, 1e6)},
+}
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    """Check ``args``' numeric flags against `NUMERIC_FLAGS` (the flags not given: skipped)."""
+    for dest, rule in NUMERIC_FLAGS.get(getattr(args, "command", ""), {}).items():
+        value = getattr(args, dest, None)
+        if value is not None:
+            setattr(args, dest, rule.check(value, f"--{dest.replace('_', '-')}"))

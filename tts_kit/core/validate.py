@@ -1,0 +1,145 @@
+"""One check for every number a user gives, from a flag or a file: finite, in range, with units.
+
+A flag (``serve --timeout nan``), a field of a file (a preset's ``intra_op_num_threads``
+in a report.json, a record's ``peak_rss_mb: 1e400``) and an argument of a library call
+are checked alike by `check_number`, and refused in one line that names the value, the
+range and its unit (`InvalidNumber`, a `TtsKitError`). `Rule` holds one range so a table
+of them (the CLI's, a preset's fields) reads like the documentation.
+
+Example:
+    >>> check_number(2, "--workers", low=1, high=1024, integer=True)
+    2
+    >>> check_number(float("nan"), "--timeout", low=0, low_open=True, unit="s")
+    Traceback (most recent call last):
+    ...
+    tts_kit.core.validate.InvalidNumber: --timeout nan: give a finite number > 0 s
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from tts_kit.core.errors import TtsKitError
+
+
+class InvalidNumber(TtsKitError):
+    """A number out of its range, not finite, or not a number: one line naming all three.
+
+    Example:
+        >>> str(InvalidNumber("--port 99999: give a whole number from 0 to 65535"))
+        '--port 99999: give a whole number from 0 to 65535'
+    """
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The range of one number: ``low``/``high`` (None: open), whether ``low`` itself is
+    refused, whether it must be whole, and its unit (``s``, ``MB``, ``ms``; for messages).
+
+    Example:
+        >>> Rule(low=0, low_open=True, unit="s").describe()
+        'a finite number > 0 s'
+        >>> Rule(low=0, high=65535, integer=True).check(80, "--port")
+        80
+    """
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    integer: bool = False
+    unit: str = ""
+
+    def describe(self) -> str:
+        """What a valid value is, in words (the second half of the error message)."""
+        kind = "a whole number" if self.integer else "a finite number"
+        unit = f" {self.unit}" if self.unit else ""
+        if self.low is not None and self.high is not None and not self.low_open:
+            return f"{kind} from {_show(self.low)} to {_show(self.high)}{unit}"
+        parts = []
+        if self.low is not None:
+            parts.append(f"{'>' if self.low_open else '>='} {_show(self.low)}{unit}")
+        if self.high is not None:
+            parts.append(f"<= {_show(self.high)}{unit}")
+        return f"{kind} {' and '.join(parts)}".rstrip() if parts else f"{kind}{unit}"
+
+    def check(self, value: Any, name: str) -> Any:
+        """``value`` (a number or its text) as an int or float in range; else `InvalidNumber`."""
+        return check_number(value, name, low=self.low, high=self.high, low_open=self.low_open,
+                            integer=self.integer, unit=self.unit)
+
+
+def _show(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
+
+
+def check_number(value: Any, name: str, *, low: float | None = None,
+                 high: float | None = None, low_open: bool = False, integer: bool = False,
+                 unit: str = "") -> Any:
+    """``value`` checked: a finite number (text is parsed), within ``low``..``high``.
+
+    ``integer``: a whole number (an int back; ``2.0`` counts, ``2.5`` does not). Booleans
+    are not numbers. The error names ``name`` (a flag or a file's field), the value and
+    the range with ``unit``.
+
+    Example:
+        >>> check_number("1e3", "--mem-budget", low=0, low_open=True, unit="MB")
+        1000.0
+        >>> check_number(-5, "--max-rss-mb", low=0, low_open=True, unit="MB")
+        Traceback (most recent call last):
+        ...
+        tts_kit.core.validate.InvalidNumber: --max-rss-mb -5: give a finite number > 0 MB
+    """
+    rule = Rule(low, high, low_open, integer, unit)
+    shown = str(value) if isinstance(value, (int, float, str)) else repr(value)
+    fail = InvalidNumber(f"{name} {shown[:40]}: give {rule.describe()}")
+    if isinstance(value, bool) or value is None:
+        raise fail
+    if isinstance(value, str):
+        try:
+            value = int(value) if integer and value.strip().lstrip("+-").isdigit() \
+                else float(value)
+        except ValueError:
+            raise fail from None
+    if not isinstance(value, (int, float)):
+        raise fail
+    if isinstance(value, float) and not math.isfinite(value):
+        raise fail
+    if integer:
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise fail
+            value = int(value)
+    if low is not None and (value < low or (low_open and value == low)):
+        raise fail
+    if high is not None and value > high:
+        raise fail
+    return value
+
+
+def check_fields(data: dict[str, Any], rules: dict[str, Rule], where: str) -> dict[str, Any]:
+    """Each field of ``data`` that ``rules`` names (and that is not None) checked in place.
+
+    ``where`` prefixes the field's name in the message (a file and what in it).
+
+    Example:
+        >>> check_fields({"intra_op_num_threads": 100000}, THREAD_FIELDS, "preset 'x'")
+        Traceback (most recent call last):
+        ...
+        tts_kit.core.validate.InvalidNumber: preset 'x' intra_op_num_threads 100000: give ...
+    """
+    for key, rule in rules.items():
+        if data.get(key) is not None:
+            data[key] = rule.check(data[key], f"{where} {key}")
+    return data
+
+
+#: The most threads a session, a trial or a server worker may be given (``verify --threads``
+#: and presets read from files alike): more is a typo or a hostile file, never a machine.
+MAX_THREADS = 1024
+#: A preset's thread fields (0: ONNX Runtime's own default).
+THREAD_FIELDS = {
+    "intra_op_num_threads": Rule(0, MAX_THREADS, integer=True),
+    "inter_op_num_threads": Rule(0, MAX_THREADS, integer=True),
+}
