@@ -124,4 +124,4 @@ if realistic_costs(bundle):
 else:
     print(f"Measured on {model_summary(bundle)}: ONNX Runtime is {runtime:.0f} % of the memory "
           "and the weights little, so paging has little to give back here; the lesson shows "
-          "on the full stand-in (unset TTS_KIT_STANDIN_SCALE) or the real model.")
+          "on the full stand-in (the users' default) or the real model.")

@@ -511,7 +511,12 @@ def test_no_report_file_names_the_home_directory_unless_asked(tiny_bundle_dir, t
 
 #: README's main job must finish within this on 2 cores (a fresh machine, stand-in build
 #: and rendering included).
-MAIN_JOB_BUDGET_S = 8 * 60
+#: CPU seconds the README's main job may take (20 trials on the full stand-in). Raised from
+#: 8 to 12 minutes with issue 22: the stand-in's vector estimator now runs the real graph's
+#: two guidance branches and the default is the official 8 flow steps, 2.5x the work per
+#: second of audio (33.9 against 13.5 GFLOP, counted from the graphs); measured 553 s of
+#: CPU on a busy 2-core machine.
+MAIN_JOB_BUDGET_S = 12 * 60
 
 
 @pytest.mark.slow

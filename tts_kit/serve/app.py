@@ -223,7 +223,7 @@ def check_body(raw: bytes, cfg: ServeConfig, voices: list[str],
     Example:
         >>> cfg = ServeConfig()
         >>> check_body(b'{"input": "Hi.", "voice": "M1"}', cfg, ["M1"])["steps"]
-        5
+        8
         >>> check_body(b'{"input": ""}', cfg, ["M1"])
         Traceback (most recent call last):
         ...
