@@ -59,3 +59,17 @@ def wait_percent(before: Mapping[str, tuple[int, int]] | None,
         r0, w0 = before.get(tid, (0, 0))
         run, wait = run + max(0, r1 - r0), wait + max(0, w1 - w0)
     return 100.0 * wait / (run + wait) if run + wait > 0 else None
+
+
+def loadavg() -> float | None:
+    """The machine's 1-minute load average (None where the OS has none).
+
+    Example:
+        >>> value = loadavg()
+        >>> value is None or value >= 0
+        True
+    """
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None

@@ -30,7 +30,6 @@ import concurrent.futures as cf
 import gc
 import itertools
 import math
-import os
 import time
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -71,6 +70,7 @@ from tts_kit.experiments.records import (
     to_number,
 )
 from tts_kit.experiments.records import table as records_table
+from tts_kit.experiments.runqueue import loadavg as _loadavg
 from tts_kit.experiments.runqueue import thread_run_queue_ns, wait_percent
 from tts_kit.experiments.workload import Workload
 from tts_kit.runtime.loading import LoadPolicy, needs_preparation, prepare_loading
@@ -290,14 +290,6 @@ def trial(
     record["timeline"] = [list(p) for p in m.timeline]
     record["events"] = [list(e) for e in m.events]
     return record
-
-
-def _loadavg() -> float | None:
-    """The machine's 1-minute load average (None where the OS has none)."""
-    try:
-        return round(os.getloadavg()[0], 2)
-    except (AttributeError, OSError):
-        return None
 
 
 def mark_pareto(
