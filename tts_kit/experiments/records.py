@@ -1,11 +1,10 @@
 """The one vocabulary of trial records: keys, units, labels, formats, and the Pareto front.
 
 One concern: what a record's figures are called and how they are shown. A trial
-(`tts_kit.experiments.tune.trial`) returns a plain, JSON-ready dict; `TrialRecord` documents every
-key it may hold. `COLUMNS` gives each configuration or numeric key one `Column` (label,
-unit, table heading, format, precision), and every face (the tune table, plots, widgets,
-the report, the instance table, bench scripts, notebooks) takes its names from here, so
-``p50_ms`` is called "p50 latency (ms)" on an axis and "p50 ms" in a table everywhere.
+(`tts_kit.experiments.tune.trial`) returns a JSON-ready dict; `TrialRecord` documents every
+key. `COLUMNS` gives each key one `Column` (label, unit, heading, format, precision), and
+every face (tables, plots, widgets, the report, bench scripts, notebooks) takes its names
+from here: ``p50_ms`` is "p50 latency (ms)" on an axis and "p50 ms" in a table everywhere.
 `pareto_front` is the one computation of the front of two figures (`tune.mark_pareto`
 flags it, `plots.pareto` draws it).
 
@@ -42,8 +41,7 @@ The keys of a record (`RECORD_KEYS` are always present; None where not measured)
   peak RSS. None when the policy needs none. The trial then measures the steady state.
 - ``stage_costs_mb``: the per-stage resident costs a ``budget`` policy was given (None:
   estimated from the file sizes).
-- ``threads``: the intra-op threads the sessions got; ``audio_s``; ``repeats``;
-  ``wall_s``.
+- ``threads``: the intra-op threads the sessions got; ``audio_s``; ``repeats``; ``wall_s``.
 
 Serving records (`tts_kit.serve.loadtest`, `tts_kit.serve.sweep`), one per load level:
 ``architecture`` (``workers``, ``threads``, ``blocking``, ``article``), ``workers``
