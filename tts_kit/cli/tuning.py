@@ -225,7 +225,9 @@ def register_report(add: AddCommand) -> None:
 
     sp = add("report", cmd_report,
              "run a tuning sweep, write report.json, and render it as HTML and a notebook")
-    sp.add_argument("--out", default=None, metavar="DIR", help="output directory")
+    sp.add_argument("--out", default=None, metavar="DIR",
+                    help="output directory (a failed render keeps its partial notebook there "
+                    "as report.failed.ipynb; the previous report stays)")
     sp.add_argument("--sweep", default=None, metavar="FILE",
                     help="sweep spec JSON (SweepSpec keys; default: presets "
                     f"{', '.join(SWEEP_PRESETS)} x 1,2 vCPUs x resident,paged, 3 timed calls)")
