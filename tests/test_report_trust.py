@@ -132,3 +132,11 @@ def test_a_failed_render_keeps_its_partial_notebook_where_it_says(
     assert "the first cell ran" in kept.read_text()
     assert {n: (out / n).read_text() for n in old} == old  # the good report is untouched
     assert sorted(p.name for p in tmp_path.iterdir()) == ["failing.py", "report"]
+    # A template without jupytext's header (no kernel named): the same, not an internal error.
+    template.write_text(_FAILING_NOTEBOOK.split("# ---\n\n", 1)[1])
+    try:
+        code = main(["report", "--model", str(written[1]), "--out", str(out)])
+    finally:
+        reset_settings()
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 2 and "the template broke" in err and str(kept) in err, err

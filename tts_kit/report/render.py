@@ -91,6 +91,11 @@ def load_notebook(path: str | os.PathLike[str]) -> Any:
         raise ReportError(f"cannot read the notebook {path}: {exc.strerror or exc}") from None
     # An executed copy is a plain notebook: not paired with a .py wherever it is written.
     nb.metadata.pop("jupytext", None)
+    # A .py without jupytext's header names no kernel; papermill then stops with an
+    # internal "No language found": it is Python, run by this Python's kernel.
+    if not (nb.metadata.get("kernelspec") or {}).get("language"):
+        nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python",
+                                     "name": _kernel_name()}
     return nb
 
 
