@@ -259,7 +259,8 @@ BAD_NUMBER = st.sampled_from(["nan", "inf", "-inf", "-1", "-5", "1e400", "x", ""
 
 #: The serving commands' numeric flags (``serve``'s own, and those of loadtest/serve-sweep).
 SERVE_FLAGS = ["--workers", "--threads", "--max-queue", "--timeout", "--max-requests",
-               "--max-rss-mb", "--port", "--max-chars", "--max-chunk-chars"]
+               "--max-rss-mb", "--port", "--max-chars", "--max-chunk-chars", "--header-timeout",
+               "--body-timeout", "--limit-concurrency"]
 LOAD_FLAGS = ["--requests", "--duration", "--timeout", "--seed"]
 SWEEP_FLAGS = LOAD_FLAGS + ["--p95-target-ms", "--mem-budget"]
 
@@ -288,5 +289,59 @@ def test_serving_numbers(command, flags, capsys):
         assert rc == 2 and "Traceback" not in err and "internal error" not in err, (argv, err)
         last = err.strip().splitlines()[-1]
         assert "error:" in last and any(f in last for f in flags), (argv, err)
+
+    prop()
+
+
+#: Numeric flags the library checks itself, with its own one-line message (not in the table).
+LIBRARY_CHECKED = {"steps", "speed", "repeats"}
+
+
+def test_every_numeric_flag_is_in_the_one_table():
+    """A new ``type=int``/``type=float`` flag must get a range in `NUMERIC_FLAGS` (or be one
+    the library checks): otherwise ``nan``, ``-5`` or ``1e400`` reach the command."""
+    import argparse
+
+    from tts_kit.cli._numbers import NUMERIC_FLAGS
+
+    parser = cli._parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    missing = [f"{name} {'/'.join(a.option_strings)}"
+               for name, sp in sub.choices.items() for a in sp._actions
+               if a.type in (int, float) and a.dest not in LIBRARY_CHECKED
+               and a.dest not in NUMERIC_FLAGS.get(name, {})]
+    assert not missing, missing
+
+
+#: synth's and standin's numeric flags in the table, and what each command needs besides.
+MODEL_FLAGS = {"synth": ["--seed", "--noise-scale", "--noise-w"], "standin": ["--seed"]}
+
+
+@pytest.mark.parametrize("command", sorted(MODEL_FLAGS))
+def test_model_numbers(command, tmp_path, capsys):
+    """A bad seed or noise scale: exit 2, one line naming the flag, before the model loads
+    or anything is built (a seed past 32 bits, a negative or NaN noise included)."""
+    flags = MODEL_FLAGS[command]
+    head = {"synth": ["synth", "-o", str(tmp_path / "x.wav"), "--model", "piper:joe-us",
+                      "Hi."],
+            "standin": ["standin", str(tmp_path / "new"), "--scale", "tiny"]}[command]
+
+    @SETTINGS
+    @given(st.sampled_from(flags), st.one_of(BAD_NUMBER, st.sampled_from(
+        ["4294967296", "99999999999999999999", "2.5", "1e9"])),
+           st.lists(st.tuples(st.sampled_from(flags), st.one_of(NUMBER, BAD_NUMBER)),
+                    max_size=2))
+    def prop(flag, bad, others):
+        argv = [*head[:1], *(f"{f}={v}" for f, v in others), f"{flag}={bad}", *head[1:]]
+        capsys.readouterr()
+        try:
+            rc = cli.main(argv)
+        except SystemExit as exc:  # argparse: not a number at all
+            rc = exc.code
+        err = capsys.readouterr().err
+        assert rc == 2 and "Traceback" not in err and "internal error" not in err, (argv, err)
+        last = err.strip().splitlines()[-1]
+        assert "error:" in last and any(f in last for f in flags), (argv, err)
+        assert not (tmp_path / "x.wav").exists() and not (tmp_path / "new").exists()
 
     prop()

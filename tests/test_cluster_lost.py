@@ -137,3 +137,41 @@ def test_an_address_tts_kit_cannot_speak_to_is_one_line(address, capsys, tiny_bu
     last = _refused(["tune", "--model", str(tiny_bundle_dir), "--presets", "lean", "--cpus",
                      "1", "--quiet", "--scheduler", address], capsys)
     assert f"--scheduler {address}:" in last, last
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
+def test_report_says_the_lost_scheduler_in_the_same_line_as_tune(
+        doomed_cluster, tiny_bundle_dir, tmp_path, capsys, monkeypatch):
+    """Regression: `tts-kit report --scheduler` whose scheduler died wrote its report and
+    exited 0 without a word; it ends with tune's line (one helper) and exit 1, the
+    finished trial kept in report.json and the others marked lost."""
+    from tts_kit.experiments.workload import Workload
+    from tts_kit.report.spec import SweepSpec
+
+    address, proc = doomed_cluster
+    first_ok = threading.Event()
+    as_completed = tune.cf.as_completed
+
+    def spy(futures, *args, **kwargs):  # the sweep's wait: kill once one trial is in
+        for fut in as_completed(futures, *args, **kwargs):
+            if fut.exception() is None and fut.result().get("status") == "ok":
+                first_ok.set()
+                os.killpg(proc.pid, signal.SIGKILL)
+            yield fut
+
+    monkeypatch.setattr(tune.cf, "as_completed", spy)
+    spec = tmp_path / "sweep.json"
+    spec.write_text(json.dumps(SweepSpec(
+        presets=["lean", "low-memory", "supertonic-default"], cpus=[1], loadings=["resident"],
+        workload=Workload(steps=2, repeats=1)).to_dict()))
+    out = tmp_path / "report"
+    code = main(["report", "--model", str(tiny_bundle_dir), "--sweep", str(spec), "--out",
+                 str(out), "--scheduler", address])
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]
+    assert code == 1 and last.startswith("tts-kit report: error: lost the Dask scheduler at "
+                                         f"{address}"), err
+    assert "Traceback" not in err and first_ok.is_set()
+    statuses = [r["status"] for r in json.loads((out / "report.json").read_text())["records"]]
+    assert "ok" in statuses and len(statuses) == 3, statuses

@@ -81,3 +81,62 @@ def test_the_tiny_standins_note_says_its_costs_are_not_realistic(written):
     model = json.loads(written[0].read_text())["model"]
     assert model["standin"]["scale"] == "tiny"
     assert "the costs are NOT realistic" in model["standin"]["note"], model["standin"]
+
+
+_FAILING_NOTEBOOK = '''# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% tags=["parameters"]
+model_dir = model_source = report_json = None
+
+# %%
+print("the first cell ran")
+
+# %%
+raise RuntimeError("the template broke")
+'''
+
+
+@pytest.mark.notebook
+def test_a_failed_render_keeps_its_partial_notebook_where_it_says(
+        written, tmp_path, monkeypatch, capsys):
+    """Regression: `tts-kit report` named a partial notebook inside its temporary directory,
+    removed before the message was read. It is kept beside the report (never over the good
+    report.ipynb) as report.failed.ipynb, replaced by the next failure, removed by a success."""
+    from tts_kit.core.settings import reset_settings
+
+    template = tmp_path / "failing.py"
+    template.write_text(_FAILING_NOTEBOOK)
+    monkeypatch.setenv("TTS_KIT_REPORT_NOTEBOOK", str(template))
+    monkeypatch.setattr(report.make, "write_report",  # the sweep is not what this is about
+                        lambda out, *a, **k: shutil.copy(written[0], Path(out) / "report.json"))
+    reset_settings()
+    out = tmp_path / "report"
+    out.mkdir()
+    old = {n: f"previous {n}" for n in ("report.json", "report.ipynb", "report.html")}
+    for name, text in old.items():
+        (out / name).write_text(text)
+    try:
+        code = main(["report", "--model", str(written[1]), "--out", str(out)])
+    finally:
+        reset_settings()
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 2 and "the template broke" in err, err
+    kept = out / "report.failed.ipynb"
+    assert f"(partial notebook: {kept})" in err, err
+    assert "the first cell ran" in kept.read_text()
+    assert {n: (out / n).read_text() for n in old} == old  # the good report is untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["failing.py", "report"]
+    # A template without jupytext's header (no kernel named): the same, not an internal error.
+    template.write_text(_FAILING_NOTEBOOK.split("# ---\n\n", 1)[1])
+    try:
+        code = main(["report", "--model", str(written[1]), "--out", str(out)])
+    finally:
+        reset_settings()
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 2 and "the template broke" in err and str(kept) in err, err

@@ -69,3 +69,37 @@ def test_resolve_model_returns_a_given_model_and_the_discovered_one(tiny_bundle_
 def test_a_bad_stand_in_scale_is_one_line():
     with pytest.raises(BundleError, match="is not a stand-in scale"):
         locate(settings=Settings(standin_scale="huge", supertonic_cache_dir="/nonexistent"))
+
+
+@pytest.mark.parametrize(("layout", "says"), [
+    ("lone-onnx", "a Piper voice needs its config voice.onnx.json beside it, and it is missing; "
+                  "put voice.onnx.json"),
+    ("dir-without-config", "voice.onnx without a config beside it; put voice.onnx.json"),
+    ("two-voices", "holds 2 Piper voices; name one of: a.onnx, b.onnx"),
+    ("stage-graph", "one graph of the Supertonic bundle"),
+])
+def test_an_incomplete_piper_voice_names_what_it_lacks(tmp_path, tiny_bundle_dir, capsys,
+                                                       layout, says):
+    """Regression: these read "onnx/tts.json: missing (Supertonic layout)" (or "not a
+    directory") though they look like a Piper voice; now one line names what is missing."""
+    from tts_kit.cli import main
+    from tts_kit.models.resolve import open_model
+
+    d = tmp_path / "voices"
+    d.mkdir()
+    if layout == "two-voices":
+        for name in ("a", "b"):
+            (d / f"{name}.onnx").write_bytes(b"")
+            (d / f"{name}.onnx.json").write_text("{}", encoding="utf-8")
+        spec = d
+    elif layout == "stage-graph":
+        spec = tiny_bundle_dir / "onnx" / "vocoder.onnx"
+    else:
+        (d / "voice.onnx").write_bytes(b"")
+        spec = d / "voice.onnx" if layout == "lone-onnx" else d
+    with pytest.raises(BundleError) as exc:
+        open_model(spec)
+    assert "\n" not in str(exc.value) and says in str(exc.value), exc.value
+    assert main(["info", "--model", str(spec), "--no-load"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and says in err and "tts.json: missing" not in err, err

@@ -4,7 +4,7 @@
 infinite ends in one line naming the flag, the value, the range and its unit
 (`tts_kit.core.validate.check_number`), exit 2. Flags whose range the library itself
 checks with its own message (``--steps``, ``--speed``, ``--repeats``) are not repeated
-here.
+here; `tests/test_cli_properties.py` checks every other numeric flag of the parser is.
 
 Example:
     >>> import argparse
@@ -23,8 +23,12 @@ from tts_kit.core.validate import MAX_THREADS, Rule
 _SECONDS = Rule(0, 7 * 86400, low_open=True, unit="s")
 _MB = Rule(0, 1 << 30, low_open=True, unit="MB")
 _THREADS = Rule(1, MAX_THREADS, integer=True)
+#: A noise or weight seed: what numpy's legacy seeding and the serving load take, 32 bits.
+_SEED = Rule(0, 2**32 - 1, integer=True)
+#: A Piper voice's noise scale (``noise_scale``, ``noise_w``; 0: no noise), as the engine checks.
+_NOISE = Rule(0, 2)
 _LOAD = {"requests": Rule(1, 10**7, integer=True), "duration": _SECONDS,
-         "timeout": _SECONDS, "seed": Rule(0, 2**32 - 1, integer=True)}
+         "timeout": _SECONDS, "seed": _SEED}
 
 #: command -> argparse ``dest`` -> its range (None values are defaults: not checked).
 NUMERIC_FLAGS: dict[str, dict[str, Rule]] = {
@@ -33,7 +37,11 @@ NUMERIC_FLAGS: dict[str, dict[str, Rule]] = {
               "max_requests": Rule(1, 10**12, integer=True), "max_rss_mb": _MB,
               "port": Rule(0, 65535, integer=True), "max_chars": Rule(1, 10**7, integer=True),
               "first_chunk_chars": Rule(0, 10**7, integer=True),
-              "max_chunk_chars": Rule(1, 10**7, integer=True)},
+              "max_chunk_chars": Rule(1, 10**7, integer=True),
+              "header_timeout": _SECONDS, "body_timeout": _SECONDS,
+              "limit_concurrency": Rule(0, 10**6, integer=True)},
+    "synth": {"seed": _SEED, "noise_scale": _NOISE, "noise_w": _NOISE},
+    "standin": {"seed": _SEED},
     "loadtest": dict(_LOAD),
     "serve-sweep": {**_LOAD, "p95_target_ms": Rule(0, 10**9, low_open=True, unit="ms"),
                     "mem_budget": _MB},

@@ -248,7 +248,8 @@ def register(add: AddCommand) -> None:
                     help="flow steps the costs are counted at")
 
     sp = add("standin", cmd_standin, "build a synthetic stand-in bundle in DIR", model=False)
-    sp.add_argument("dir", help="where to build it (a new or empty directory)")
+    sp.add_argument("dir", help="where to build it: a new path, or an empty directory (such "
+                    "as a volume's mount point), filled in place")
     sp.add_argument("--scale", default=contract.DEFAULT_STANDIN_SCALE,
                     choices=contract.STANDIN_SCALES,
                     help="full: the published size, realistic costs (~400 MB); medium: a "

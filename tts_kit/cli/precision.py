@@ -112,7 +112,8 @@ def register(add: AddCommand) -> None:
              "directory) or an .onnx file to FP16 or INT8; exit 1 when the copy is broken "
              "against the source's noise floor", model=False)
     sp.add_argument("src", help="bundle directory, Piper voice or .onnx file (never modified)")
-    sp.add_argument("dst", help="where to write the converted copy")
+    sp.add_argument("dst", help="where to write the converted copy: a new path, or an empty "
+                    "directory (such as a volume's mount point), filled in place")
     sp.add_argument("--to", default=None, choices=["fp16", "int8"],
                     help="target precision (or give --recipe)")
     sp.add_argument("--recipe", default=None, choices=sorted(contract.RECIPE_DESCRIPTIONS),

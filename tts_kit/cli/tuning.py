@@ -28,6 +28,7 @@ from tts_kit.cli._common import (
     _write_json,
 )
 from tts_kit.core import contract
+from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textsafe import term_safe
 
 
@@ -94,11 +95,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         drop = () if args.timelines else ("timeline", "events")
         records = [{k: v for k, v in r.items() if k not in drop} for r in result.records]
         _write_json(args.json, {"records": records})
-    if lost:
-        # What finished is above and in --json; the rest are marked lost. Exit 1, as
-        # when no trial finished: the sweep is not whole.
-        _say(f"tts-kit tune: error: {lost}", file=sys.stderr)
-        return 1
+    if lost:  # what finished is above and in --json; the rest are marked lost
+        return _say_lost("tune", lost)
     if not any(r.get("status") == "ok" for r in result.records):
         # Nothing measured is a failure a script must see, not a result; the table's
         # "not finished" lines above say why each trial stopped.
@@ -129,12 +127,35 @@ def cmd_report(args: argparse.Namespace) -> int:
     where, source = resolve_model_dir(args.model)
     _standin_note(Bundle(where), source)
     with _cluster(args.scheduler) as executor:
-        paths = make_report(out=args.out, model=args.model, sweep=args.sweep, executor=executor,
-                            full_paths=args.full_paths)
+        try:
+            paths = make_report(out=args.out, model=args.model, sweep=args.sweep,
+                                executor=executor, full_paths=args.full_paths)
+        except TtsKitError as exc:
+            lost = getattr(executor, "lost", None)
+            if lost:  # what failed followed from the lost scheduler: say that first
+                return _say_lost("report", f"{lost} ({exc})")
+            raise
+        lost = getattr(executor, "lost", None)
     for p in paths:
         _say(f"wrote {p}")
     _say_answer(paths)
+    if lost:  # the report holds what finished; the trials that did not are marked lost
+        return _say_lost("report", lost)
     return 0
+
+
+def _say_lost(command: str, lost: str) -> int:
+    """The one line a sweep on a Dask cluster ends with when its scheduler went away
+    (`tts_kit.experiments.cluster.TrialExecutor.lost`), for tune and report alike; exit 1,
+    as when no trial finished: the sweep is not whole.
+
+    Example:
+        >>> _say_lost("tune", "lost the Dask scheduler at tcp://h:8786 before every trial "
+        ...           "finished; the unfinished trials are marked lost")
+        1
+    """
+    _say(f"tts-kit {command}: error: {lost}", file=sys.stderr)
+    return 1
 
 
 def _say_answer(paths: list[Path]) -> None:
@@ -204,7 +225,9 @@ def register_report(add: AddCommand) -> None:
 
     sp = add("report", cmd_report,
              "run a tuning sweep, write report.json, and render it as HTML and a notebook")
-    sp.add_argument("--out", default=None, metavar="DIR", help="output directory")
+    sp.add_argument("--out", default=None, metavar="DIR",
+                    help="output directory (a failed render keeps its partial notebook there "
+                    "as report.failed.ipynb; the previous report stays)")
     sp.add_argument("--sweep", default=None, metavar="FILE",
                     help="sweep spec JSON (SweepSpec keys; default: presets "
                     f"{', '.join(SWEEP_PRESETS)} x 1,2 vCPUs x resident,paged, 3 timed calls)")

@@ -9,7 +9,10 @@ one's) and moved into place only when complete:
 - `check_destination`: can a file be written there (before the work, not after);
 - `atomic_file`: a file, renamed over the destination (or, with ``replace=False``, linked
   into place only if the destination does not exist);
-- `atomic_dir`: a directory, renamed into place (onto a missing or empty destination);
+- `check_dir_destination`: can a directory be built there (before the work);
+- `atomic_dir`: a directory, renamed into place onto a missing destination, or built inside
+  an existing empty one (a container's volume mount point cannot be renamed over: EBUSY)
+  and its entries moved up;
 - `scratch_dir`: a private working directory beside an output, always removed;
 - `signals_as_exceptions`: while any of these is active, SIGTERM and SIGHUP (what
   ``timeout``, docker and systemd send, and what a closed terminal sends) raise
@@ -245,12 +248,99 @@ def _link_into_place(tmp: Path, dst: Path) -> None:
     tmp.unlink()
 
 
-@contextlib.contextmanager
-def atomic_dir(dst: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary directory beside ``dst``; on success it is renamed to ``dst``.
+def _own_temp(name: str) -> bool:
+    """Whether ``name`` is a temporary of this process (`temp_prefix`'s form)."""
+    m = TEMP_NAME.match(name)
+    return bool(m) and int(m["pid"]) == os.getpid()
 
-    ``dst`` must be missing or an empty directory (anything else: ``OSError``, nothing
-    replaced); the temporary is removed on any failure, SIGTERM/SIGHUP included.
+
+def _nearest_existing(path: Path) -> Path:
+    """``path``'s nearest ancestor that exists (what ``mkdir(parents=True)`` builds under)."""
+    for parent in path.parents:
+        if parent.exists() or parent.is_symlink():
+            return parent
+    return Path(path.anchor or ".")
+
+
+def check_dir_destination(dst: str | os.PathLike[str]) -> Path:
+    """Check, before any work, that `atomic_dir` can build a directory at ``dst``.
+
+    ``dst`` must be missing (its missing parents are created later) or an empty directory
+    (this process's own temporaries aside); not a link, not a file; and the directory the
+    build happens in (``dst`` itself when it exists, else its nearest existing ancestor)
+    must take a new directory (tried with a temporary removed at once: permissions,
+    read-only mounts and ``/proc`` answer that truthfully, root or not). Each problem is
+    one `TtsKitError` line with its fix.
+
+    Example:
+        >>> d = Path(tempfile.mkdtemp())
+        >>> check_dir_destination(d / "new") == d / "new"
+        True
+        >>> _ = (d / "f").write_text("x")
+        >>> check_dir_destination(d / "f")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        tts_kit.TtsKitError: .../f: is a file; give a new directory path, or an empty directory
+    """
+    dst = Path(dst).expanduser()
+    if dst.is_symlink():  # dangling or not: the output cannot be put there
+        raise TtsKitError(f"{dst}: is a symbolic link (to {os.readlink(dst)}); give a new path "
+                         "that is not a link")
+    if dst.exists() and not dst.is_dir():
+        raise TtsKitError(f"{dst}: is a file; give a new directory path, or an empty directory")
+    if dst.is_dir():
+        try:
+            names = [n for n in os.listdir(dst) if not _own_temp(n)]
+        except OSError as exc:
+            raise TtsKitError(f"{dst}: cannot list it ({exc.strerror or exc}); choose "
+                             "another path") from None
+        if names:
+            raise TtsKitError(f"{dst}: already exists and is not an empty directory; choose a "
+                             "new path or remove it")
+        where = dst
+    else:
+        where = _nearest_existing(dst)
+        if not where.is_dir():
+            raise TtsKitError(f"{where}: not a directory; choose another path")
+    try:
+        probe = tempfile.mkdtemp(prefix=temp_prefix(dst), dir=where)
+    except OSError as exc:
+        raise TtsKitError(f"{where}: cannot create a directory there ({exc.strerror or exc}); "
+                         "choose another path") from None
+    os.rmdir(probe)
+    return dst
+
+
+def _move_up(tmp: Path, dst: Path, last: str | None) -> None:
+    """Move ``tmp``'s entries into ``dst`` (which holds ``tmp``), ``last`` last; all or none."""
+    others = [n for n in os.listdir(dst) if n != tmp.name and not _own_temp(n)]
+    if others:  # someone wrote there meanwhile: like os.replace onto a non-empty directory
+        raise OSError(errno.ENOTEMPTY, "Directory not empty", str(dst))
+    names = sorted(os.listdir(tmp), key=lambda n: (n == last, n))
+    moved: list[str] = []
+    try:
+        for name in names:  # `last` (e.g. the config's folder) last: a half-moved one never loads
+            os.rename(tmp / name, dst / name)
+            moved.append(name)
+    except BaseException:
+        for name in moved:  # put back what moved, so the failure leaves ``dst`` empty
+            with contextlib.suppress(OSError):
+                os.rename(dst / name, tmp / name)
+        raise
+    tmp.rmdir()
+
+
+@contextlib.contextmanager
+def atomic_dir(dst: str | os.PathLike[str], *, last: str | None = None) -> Iterator[Path]:
+    """Yield a temporary directory; on success its content becomes ``dst``.
+
+    ``dst`` missing: the temporary is built beside it and renamed to ``dst``. ``dst`` an
+    existing empty directory (often a mount point, which no rename can replace: EBUSY, and
+    on another file system than its parent): the temporary is built inside it and its
+    entries are moved up, ``last`` (the entry whose presence says "complete", such as a
+    bundle's config folder) last; ``dst`` keeps its own inode and mode. Anything else at
+    ``dst``: ``OSError``, nothing replaced. On any failure (SIGTERM/SIGHUP included) the
+    temporary is removed and ``dst`` is as it was (missing, or empty).
 
     Example:
         >>> import tempfile
@@ -259,16 +349,25 @@ def atomic_dir(dst: str | os.PathLike[str]) -> Iterator[Path]:
         ...     _ = (tmp / "a.txt").write_text("a")
         >>> sorted(p.name for p in (d / "out").iterdir()), sorted(p.name for p in d.iterdir())
         (['a.txt'], ['out'])
+        >>> (d / "volume").mkdir()  # an existing empty directory (a mount point) is filled
+        >>> with atomic_dir(d / "volume") as tmp:
+        ...     _ = (tmp / "b.txt").write_text("b")
+        >>> sorted(p.name for p in (d / "volume").iterdir())
+        ['b.txt']
     """
     dst = Path(dst)
+    into = dst.is_dir() and not dst.is_symlink()
     with signals_as_exceptions():
-        tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(dst), dir=dst.parent))
+        tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(dst), dir=dst if into else dst.parent))
         try:
             yield tmp
-            os.chmod(tmp, _umask_mode(0o777))  # mkdtemp makes 0700
             with _signals_blocked():
-                os.replace(tmp, dst)
-            _fsync_dir(dst.parent)
+                if into:
+                    _move_up(tmp, dst, last)
+                else:
+                    os.chmod(tmp, _umask_mode(0o777))  # mkdtemp makes 0700
+                    os.replace(tmp, dst)
+            _fsync_dir(dst if into else dst.parent)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise

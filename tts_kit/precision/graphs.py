@@ -128,10 +128,8 @@ def _check_dst_free(dst: Path, kind: str) -> None:
         if dst.exists() or dst.is_symlink():
             raise TtsKitError(f"{dst}: already exists; give a new output file path")
         return
-    if dst.exists() and (not dst.is_dir() or any(dst.iterdir())):
-        raise TtsKitError(
-            f"{dst}: already exists and is not an empty directory; choose a new path or remove it"
-        )
+    # A file, a full directory, a place that takes no new directory: one line each, now.
+    atomic.check_dir_destination(dst)
 
 
 def _graph_bytes(path: Path) -> int:

@@ -35,7 +35,7 @@ from tts_kit.experiments.records import STAGE_COSTS_MB
 from tts_kit.models.family import resolve_model
 from tts_kit.models.supertonic.bundle import Bundle
 from tts_kit.report.document import TuningReport, environment, model_fingerprint
-from tts_kit.report.render import render_report
+from tts_kit.report.render import FAILED_NOTEBOOK, render_report
 from tts_kit.report.spec import ReportError, SweepSpec
 
 #: What `make_report` writes into its output directory.
@@ -250,7 +250,8 @@ def make_report(
 
     Args:
         out: output directory (created; existing report files in it are replaced once
-            the new report is complete, and stay as they were when it fails).
+            the new report is complete, and stay as they were when it fails; a failed
+            render keeps its partial notebook there as ``report.failed.ipynb``).
         model: bundle directory (default: discovered; the stand-in on a fresh machine).
         sweep: a `SweepSpec`, its dict, a JSON file of it, or None for the default.
         quick: with ``sweep=None``, the smallest sweep (`SweepSpec.quick`).
@@ -281,12 +282,15 @@ def make_report(
         write_report(tmp, bundle, spec, progress=progress, presets=presets,
                      full_paths=full_paths, executor=executor)
         if render:
+            # A failed render keeps its partial notebook in ``out`` (the error names it),
+            # not in this temporary directory, which is removed.
             render_report(tmp / "report.json", tmp, model_dir=bundle.path,
                           model_source=source, timeout_s=timeout_s, progress=progress,
-                          full_paths=full_paths)
+                          full_paths=full_paths, failed_to=out_dir / FAILED_NOTEBOOK)
             names += ["report.ipynb", "report.html"]
         out_dir.mkdir(exist_ok=True)
         atomic.install_files(tmp, out_dir, names)
+    (out_dir / FAILED_NOTEBOOK).unlink(missing_ok=True)  # an older failure's: this one worked
     if not render:  # renders of the previous report.json would no longer match it
         for name in ("report.ipynb", "report.html"):
             (out_dir / name).unlink(missing_ok=True)

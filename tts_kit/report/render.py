@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from tts_kit.core import atomic
 from tts_kit.core.settings import settings as current_settings
 from tts_kit.core.textsafe import display_path, hide_home
 from tts_kit.report.spec import ReportError
@@ -41,6 +42,8 @@ NOTEBOOK_ENV = "TTS_KIT_REPORT_NOTEBOOK"
 #: What the headless kernel may log to the terminal (its warnings and shutdown noise are
 #: not the user's; a failing cell is reported from the notebook's outputs).
 KERNEL_LOG_LEVEL = "CRITICAL"
+#: Where a failed render keeps its partial notebook, beside the report (never over it).
+FAILED_NOTEBOOK = "report.failed.ipynb"
 #: The checkout's root (the directory holding ``tts_kit/`` and, in a checkout, ``notebooks/``).
 _ROOT = Path(__file__).resolve().parents[2]
 
@@ -88,6 +91,11 @@ def load_notebook(path: str | os.PathLike[str]) -> Any:
         raise ReportError(f"cannot read the notebook {path}: {exc.strerror or exc}") from None
     # An executed copy is a plain notebook: not paired with a .py wherever it is written.
     nb.metadata.pop("jupytext", None)
+    # A .py without jupytext's header names no kernel; papermill then stops with an
+    # internal "No language found": it is Python, run by this Python's kernel.
+    if not (nb.metadata.get("kernelspec") or {}).get("language"):
+        nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python",
+                                     "name": _kernel_name()}
     return nb
 
 
@@ -125,12 +133,16 @@ def execute_notebook(
     cwd: str | os.PathLike[str] | None = None,
     timeout_s: float | None = None,
     progress: bool = False,
+    *,
+    partial_to: str | os.PathLike[str] | None = None,
 ) -> Path:
     """Run a notebook headless with papermill in a fresh kernel of this Python.
 
     ``notebook`` is a source (``.py``, jupytext percent format) or an ``.ipynb``; the
     executed notebook is written to ``output`` (an ``.ipynb``). Raises `ReportError`
-    naming the failing cell's error and the saved partial notebook.
+    naming the failing cell's error and the partial notebook where it is kept: ``output``,
+    or ``partial_to`` when given (it is moved there, replacing an older one); a partial
+    notebook that was never written is not named.
 
     Example:
         >>> execute_notebook("notebooks/00_quickstart.py", "out/quickstart.ipynb",
@@ -163,14 +175,28 @@ def execute_notebook(
         )
     except PapermillExecutionError as exc:
         msg = " ".join(f"{exc.ename}: {exc.evalue}".split())
-        raise ReportError(
-            f"{Path(notebook).name} failed in cell {exc.exec_count}: {msg} "
-            f"(partial notebook: {output})"
-        ) from None
+        kept = _keep_partial(Path(output), Path(notebook), partial_to)
+        where = f" (partial notebook: {kept})" if kept is not None else ""
+        raise ReportError(f"{Path(notebook).name} failed in cell {exc.exec_count}: {msg}{where}"
+                          ) from None
     finally:
         scratch.cleanup()
-        _record_source(Path(output), Path(notebook))
+    _record_source(Path(output), Path(notebook))
     return Path(output)
+
+
+def _keep_partial(output: Path, notebook: Path, partial_to: str | os.PathLike[str] | None
+                  ) -> Path | None:
+    """Where the failed run's notebook now is (moved to ``partial_to``), or None if none."""
+    if not output.is_file() or output.stat().st_size == 0:  # papermill never wrote it
+        return None
+    _record_source(output, notebook)
+    if partial_to is None:
+        return output
+    kept = Path(partial_to)
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(output, kept)
+    return kept
 
 
 def _record_source(output: Path, notebook: Path) -> None:
@@ -226,6 +252,7 @@ def render_report(
     timeout_s: float | None = None,
     progress: bool = False,
     full_paths: bool = False,
+    failed_to: str | os.PathLike[str] | None = None,
 ) -> list[Path]:
     """Run the report notebook on a written ``report.json``; write report.ipynb and .html.
 
@@ -241,6 +268,9 @@ def render_report(
         timeout_s: per-cell time limit (None: none).
         progress: papermill's cell progress bar on stderr.
         full_paths: keep absolute paths.
+        failed_to: where a failed run's partial notebook is kept (default:
+            ``out/report.failed.ipynb``; replaced on each failure, removed by a success).
+            The previous report.ipynb and report.html stay as they were.
 
     Returns:
         ``[report.html, report.ipynb]`` inside ``out``.
@@ -260,19 +290,30 @@ def render_report(
     out_dir = Path(out).expanduser().resolve() if out is not None else src.parent
     out_dir.mkdir(parents=True, exist_ok=True)
     ipynb, html_path = out_dir / "report.ipynb", out_dir / "report.html"
+    failed = Path(failed_to) if failed_to is not None else out_dir / FAILED_NOTEBOOK
     # The parameters are stored in the notebook: the kernel runs in out_dir, so a report
     # beside it is just its name, and the notebook expands "~/..." itself.
     report_param = src.name if src.parent == out_dir else display_path(src, full=full_paths)
     notebook = report_notebook()
-    execute_notebook(
-        notebook, ipynb,
-        parameters={"model_dir": display_path(Path(model_dir).expanduser(), full=full_paths),
-                    "model_source": model_source, "report_json": report_param},
-        cwd=out_dir, timeout_s=timeout_s, progress=progress,
-    )
-    if not full_paths:
-        _hide_home_in_notebook(ipynb)
-    export_html(ipynb, html_path)
+    # Built aside: a failed run never writes over a good report.ipynb; its partial
+    # notebook is kept at ``failed``, which the error names.
+    with atomic.atomic_file(ipynb) as tmp_nb, atomic.atomic_file(html_path) as tmp_html:
+        try:
+            execute_notebook(
+                notebook, tmp_nb,
+                parameters={"model_dir": display_path(Path(model_dir).expanduser(),
+                                                      full=full_paths),
+                            "model_source": model_source, "report_json": report_param},
+                cwd=out_dir, timeout_s=timeout_s, progress=progress, partial_to=failed,
+            )
+        except ReportError:
+            if not full_paths and failed.is_file():
+                _hide_home_in_notebook(failed)
+            raise
+        if not full_paths:
+            _hide_home_in_notebook(tmp_nb)
+        export_html(tmp_nb, tmp_html)
+    failed.unlink(missing_ok=True)  # an older failure's notebook: this render succeeded
     return [html_path, ipynb]
 
 

@@ -18,7 +18,7 @@ from tts_kit.core._protoscan import ScanError, scan_onnx
 from tts_kit.core.digests import file_sha256
 from tts_kit.core.errors import BundleError, TtsKitError
 from tts_kit.models.base import Capabilities, StageInfo, precision_of
-from tts_kit.models.discovery import PIPER_PREFIX, voice_pair
+from tts_kit.models.discovery import PIPER_PREFIX, piper_gap, voice_pair
 
 #: The one stage of a Piper voice (the whole VITS graph).
 STAGE = "voice"
@@ -88,8 +88,9 @@ class PiperBundle:
     def __init__(self, model: str | os.PathLike[str]):
         files = voice_files(model)
         if files is None:
-            raise BundleError(f"{model}: not a Piper voice (expected a .onnx file with its "
-                              ".onnx.json config beside it, or piper:NAME)")
+            raise BundleError(piper_gap(model) or (
+                f"{model}: not a Piper voice (expected a .onnx file with its .onnx.json "
+                "config beside it, or piper:NAME)"))
         graph, cfg_path = (p.resolve() for p in files)
         self.name: str = os.fspath(model) if os.fspath(model).startswith(PREFIX) else graph.stem
         self.path: Path = graph.parent

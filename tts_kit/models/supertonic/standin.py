@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from tts_kit.core import contract, procfacts
+from tts_kit.core import atomic, contract
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.settings import Settings
 from tts_kit.core.settings import settings as current_settings
@@ -366,19 +366,12 @@ def build_standin(
     bad = [v for v in voices if not _VOICE_NAME.match(v)]
     if not voices or bad:
         raise TtsKitError(f"voice names must be non-empty [A-Za-z0-9_-]+, got {voices!r}")
-    target = Path(path).expanduser()
-    if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise TtsKitError(f"{path}: already exists and is not an empty directory; "
-                         "choose a new path or remove it")
+    target = atomic.check_dir_destination(path)  # a file, a full directory: one line now
     target.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    # An existing empty directory (often a mount point, which os.replace cannot replace:
-    # EBUSY) is built into: the bundle is built in a hidden folder inside it, then its
-    # entries are moved up, config last.
-    into = target.is_dir()
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-",
-                                dir=target if into else target.parent))
-    try:
+    # An existing empty directory (often a mount point, which no rename can replace: EBUSY)
+    # is built into, the config's folder moved in last (`atomic.atomic_dir`).
+    with atomic.atomic_dir(target, last=Path(contract.CONFIG_FILE).parts[0]) as tmp:
         (tmp / contract.ONNX_DIR).mkdir()
         (tmp / contract.VOICE_DIR).mkdir()
         stages = []
@@ -394,20 +387,6 @@ def build_standin(
         _write_json(tmp / contract.INDEXER_FILE, _indexer())
         for v in voices:
             _write_json(tmp / contract.VOICE_DIR / f"{v}.json", _voice(v, seed))
-        # mkdtemp made it 0700 (private while half-built); the bundle gets the mode any
-        # new directory gets under the user's umask, as mkdir would have given it.
-        if into:
-            last = Path(contract.CONFIG_FILE).parts[0]
-            names = sorted(os.listdir(tmp), key=lambda n: n == last)
-            for name in names:  # the config's folder last: a half-moved bundle never loads
-                os.replace(tmp / name, target / name)
-            tmp.rmdir()
-        else:
-            os.chmod(tmp, procfacts.umask_mode(0o777))
-            os.replace(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return StandinSummary(target, scale, seed, stages, time.perf_counter() - t0)
 
 
