@@ -378,3 +378,17 @@ def test_tts_kit_serve_speaks_with_the_voice(tmp_path, voice_dir):
     assert rec["ok"] == 2
     assert rec["audio_rate"] / rec["rps"] == pytest.approx(len(wav) / sr, rel=0.02)
     assert _snapshot(voice_dir) == before
+
+
+def test_one_graph_under_two_names_shares_its_seeded_copy(engine, tmp_path, voice_dir,
+                                                          tmp_path_factory, monkeypatch):
+    # The seeded copy is keyed by content; it used to be stored under the voice's file name,
+    # so the same graph copied as a.onnx failed with "Directory not empty".
+    from tts_kit.models.piper.seeded import seeded_graph
+
+    monkeypatch.setenv("TTS_KIT_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "tts_kit_cache"))
+    src = next(voice_dir.glob("*.onnx"))
+    renamed = tmp_path / "a.onnx"
+    shutil.copyfile(src, renamed)
+    assert seeded_graph(renamed) == seeded_graph(src)
+    assert seeded_graph(renamed).is_file()

@@ -25,7 +25,7 @@ from tts_kit.core.settings import settings as current_settings
 #: The noise inputs of the seeded graph (`seeded_graph`), in the graph's node order.
 NOISE_PREFIX = "tts_kit_noise_"
 #: Bump when `seeded_graph`'s rewrite changes (part of the cache key).
-SEEDED_VERSION = 1
+SEEDED_VERSION = 2
 
 _REWRITE = r"""
 import sys, numpy as np, onnx, onnxruntime as ort
@@ -93,17 +93,18 @@ def seeded_graph(path: str | os.PathLike[str]) -> Path:
     Each ``RandomNormalLike`` node becomes ``Slice(noise input, 0, Shape(its input))``
     (and a Cast when the node drew another float type, as in an FP16 conversion), so the
     caller decides the noise. Built once per graph content in a child process (the parse
-    of a 60 MB graph stays out of the serving process), atomically, in `seeded_cache_dir`;
+    of a 60 MB graph stays out of the serving process), atomically, in `seeded_cache_dir`
+    under a name that depends on the content only (two names for one graph share one copy);
     ``path`` is only read.
 
     Example:
         >>> seeded_graph("voice/en_US-joe-medium.onnx")  # doctest: +SKIP
-        PosixPath('~/.cache/tts_kit/piper/5a1.../en_US-joe-medium.onnx')
+        PosixPath('~/.cache/tts_kit/piper/5a1.../seeded.onnx')
     """
     src = Path(path).resolve()
     key = hashlib.sha256(f"{SEEDED_VERSION}\0{file_sha256(src)}".encode()).hexdigest()[:32]
     target = seeded_cache_dir() / key
-    out = target / src.name
+    out = target / "seeded.onnx"
     with _SEEDED_LOCK:
         if out.is_file():
             return out
@@ -111,7 +112,7 @@ def seeded_graph(path: str | os.PathLike[str]) -> Path:
         atomic.sweep_stale(target.parent)
         with atomic.scratch_dir(target) as work:
             proc = subprocess.run([sys.executable, "-c", _REWRITE, str(src),
-                                   str(work / src.name), NOISE_PREFIX],
+                                   str(work / out.name), NOISE_PREFIX],
                                   capture_output=True, text=True)
             if proc.returncode != 0:
                 last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
