@@ -33,6 +33,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
         raise UserError("give --to fp16|int8 or --recipe NAME (one of them)")
     if args.recipe and stages:
         raise UserError("--recipe says what each stage becomes; leave out --stages")
+    if args.recipe:  # the model says which recipes it has
+        from tts_kit.precision.recipes import check_recipe_for
+
+        check_recipe_for(args.src, args.recipe)
     if args.report:
         _check_output_file(args.report, "--report")
     try:
@@ -115,9 +119,12 @@ def register(add: AddCommand) -> None:
     sp.add_argument("dst", help="where to write the converted copy")
     sp.add_argument("--to", default=None, choices=["fp16", "int8"],
                     help="target precision (or give --recipe)")
-    sp.add_argument("--recipe", default=None, choices=sorted(contract.RECIPE_DESCRIPTIONS),
-                    help="a per-stage recipe instead of --to: " + "; ".join(
-                        f"{k}: {v}" for k, v in sorted(contract.RECIPE_DESCRIPTIONS.items())))
+    sp.add_argument("--recipe", default=None, metavar="NAME",
+                    help="a per-stage recipe instead of --to; the model says which it has. A "
+                    "bundle's: " + "; ".join(
+                        f"{k}: {v}" for k, v in sorted(contract.RECIPE_DESCRIPTIONS.items()))
+                    + ". A one-graph voice's (Piper): " + "; ".join(
+                        f"{k}: {v}" for k, v in sorted(contract.VOICE_RECIPE_DESCRIPTIONS.items())))
     sp.add_argument("--stages", default=None,
                     help=f"comma-separated stages, of: {', '.join(contract.STAGES)} "
                     "(default: all)")
