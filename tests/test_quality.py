@@ -231,3 +231,31 @@ def test_verify_floor_on_a_copy_is_decided_by_the_listeners_verdict(tiny_bundle_
     assert "against the floor: within the floor" in out and "TRANSPARENT (decided by" in out
     data = json.loads(js.read_text())
     assert data["verdict"] == TRANSPARENT and data["floor_verdict"] == "within the floor"
+
+
+# -- DNSMOS P.808: its mel features computed by our own code, equal to librosa's ---------------
+
+
+def test_p808_features_equal_librosas_on_the_stored_fixture():
+    """tests/fixtures/make_p808_reference.py wrote librosa's features (speechmos' call) once;
+    librosa is no dependency. float32 rounding in librosa: |diff| <= 3e-7 near zero, hence
+    the tiny atol beside rtol 1e-4."""
+    from pathlib import Path
+
+    ref = np.load(Path(__file__).parent / "fixtures" / "p808_mel_reference.npz")
+    for name in ("voiced", "noise"):
+        audio, want = ref[f"{name}_audio"], ref[f"{name}_features"]
+        got = q.p808_features(audio[:-160])
+        assert got.shape == want.shape and got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+    assert ref["voiced_features"].min() == -1.0  # the 80 dB floor is exercised
+
+
+@needs["dnsmos"]
+def test_p808_mos_is_reported_beside_p835_and_falls_with_noise():
+    x = _voiced(4.6)  # doubled to 9.2 s: one DNSMOS window
+    noisy = _noisy(x, 0.0)
+    m = q.measure([x], [noisy], 16000, skip=("pesq", "stoi", "wer"))
+    clean = q.dnsmos(x, 16000)
+    assert 1.0 <= m.dnsmos_p808 < clean["p808"] <= 5.0 and m.to_dict()["dnsmos_p808"]
+    assert m.dnsmos_drop == pytest.approx(clean["ovrl"] - m.dnsmos_ovrl)
