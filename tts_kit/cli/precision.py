@@ -33,6 +33,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
         raise UserError("give --to fp16|int8 or --recipe NAME (one of them)")
     if args.recipe and stages:
         raise UserError("--recipe says what each stage becomes; leave out --stages")
+    if args.recipe:  # the model says which recipes it has
+        from tts_kit.precision.recipes import check_recipe_for
+
+        check_recipe_for(args.src, args.recipe)
     if args.report:
         _check_output_file(args.report, "--report")
     try:
@@ -82,7 +86,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     report: Any
     if bundle.capabilities.official_reference:  # stage by stage, as the official code runs
         report = verify(bundle, against, threads=args.threads, min_snr_db=args.min_snr,
-                        max_abs_diff=args.max_abs_diff, floor=args.floor)
+                        max_abs_diff=args.max_abs_diff, floor=args.floor,
+                        quality=args.floor and against != OFFICIAL)
     elif against == OFFICIAL:
         raise UserError(f"{bundle.label}: the official supertonic package runs "
                         "Supertonic bundles only; give --against DIR (a converted copy of "
@@ -90,6 +95,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     else:  # the waveforms of the same texts and noise, and the voice's floor
         report = verify_piper_copy(bundle, against, min_snr_db=args.min_snr, floor=args.floor)
     _say(report.table())
+    if against != OFFICIAL and not args.floor and not report.passed:
+        _say("(a lossy copy, FP16 or INT8, is not float rounding: add --floor for the verdict "
+             "a listener would agree with)")
     if args.json:
         _write_json(args.json, report.to_dict())
     # Like `diff`: 0 within the tolerance (with --floor: within the floor), 1 outside it,
@@ -116,9 +124,12 @@ def register(add: AddCommand) -> None:
                     "directory (such as a volume's mount point), filled in place")
     sp.add_argument("--to", default=None, choices=["fp16", "int8"],
                     help="target precision (or give --recipe)")
-    sp.add_argument("--recipe", default=None, choices=sorted(contract.RECIPE_DESCRIPTIONS),
-                    help="a per-stage recipe instead of --to: " + "; ".join(
-                        f"{k}: {v}" for k, v in sorted(contract.RECIPE_DESCRIPTIONS.items())))
+    sp.add_argument("--recipe", default=None, metavar="NAME",
+                    help="a per-stage recipe instead of --to; the model says which it has. A "
+                    "bundle's: " + "; ".join(
+                        f"{k}: {v}" for k, v in sorted(contract.RECIPE_DESCRIPTIONS.items()))
+                    + ". A one-graph voice's (Piper): " + "; ".join(
+                        f"{k}: {v}" for k, v in sorted(contract.VOICE_RECIPE_DESCRIPTIONS.items())))
     sp.add_argument("--stages", default=None,
                     help=f"comma-separated stages, of: {', '.join(contract.STAGES)} "
                     "(default: all)")
@@ -150,7 +161,8 @@ def register(add: AddCommand) -> None:
     sp.add_argument("--floor", action="store_true",
                     help="also measure the model's noise floor (threads, graph fusions, batch "
                     "padding; another noise draw) and judge against it: within the floor, "
-                    "audible risk or broken; for a Piper copy also PESQ/STOI/DNSMOS/WER against "
-                    "the voice's own takes: transparent, acceptable, degraded or broken; exit 0 "
-                    "only within the floor, transparent or acceptable")
+                    "audible risk or broken; against a copy (--against DIR) also the listener's "
+                    "verdict, PESQ/STOI/DNSMOS/WER/MCD against the model's own takes with other "
+                    "noise: transparent, acceptable, degraded or broken, which then decides; "
+                    "exit 0 only within the floor, transparent or acceptable")
     sp.add_argument("--json", default=None, help="write the report as JSON here")

@@ -145,8 +145,9 @@ GRAPHS: dict[str, GraphSpec] = {
 }
 
 
-#: The precision recipes (`tts_kit.precision.recipes.RECIPES`), each in a line: data only, so
-#: the CLI lists them without importing onnxruntime (a test keeps both in step).
+#: The precision recipes of a four-stage bundle (`tts_kit.precision.recipes.RECIPES`), each
+#: in a line: data only, so the CLI lists them without importing onnxruntime (a test keeps
+#: both in step). A model says which it has: `tts_kit.precision.recipes.recipes_for`.
 RECIPE_DESCRIPTIONS: dict[str, str] = {
     "fp16": "all stages FP16",
     "int8": "all stages dynamic INT8 (MatMul, Conv, Gather weights)",
@@ -155,4 +156,16 @@ RECIPE_DESCRIPTIONS: dict[str, str] = {
                    "estimator dynamic INT8 MatMul + INT8 conv weights (last 6 float); vocoder "
                    "static INT8 calibrated on the INT8 vector estimator's outputs (last 8 "
                    "convs float)",
+}
+
+#: The recipes of a one-graph voice (a VITS voice such as Piper's;
+#: `tts_kit.precision.piper_conversion.PIPER_RECIPES`), each in a line.
+VOICE_RECIPE_DESCRIPTIONS: dict[str, str] = {
+    "fp16": "the graph FP16",
+    "int8": "the graph dynamic INT8",
+    "int8-dp32": "dynamic INT8, text encoder and duration predictor kept float",
+    "int8-flow": "dynamic INT8 of the flow only; text encoder, duration predictor and decoder "
+                 "kept float",
+    "sherpa-int8": "sherpa-onnx's Piper recipe: ONNX Runtime's dynamic INT8 with its defaults "
+                   "(per tensor, QUInt8 weights), nothing kept float",
 }

@@ -3,10 +3,11 @@ library in the optional ``quality`` extra; an absent one is skipped with a one-l
 
 - `pesq_wb`: PESQ wideband MOS-LQO, ITU-T P.862.2 (``pesq``), 1.04 (bad) .. 4.64 (equal);
 - `stoi`: short-time objective intelligibility, 0 .. 1 (``pystoi``);
-- `dnsmos`: the non-intrusive DNSMOS P.835 overall quality, 1 .. 5, from the ONNX
-  models ``speechmos`` ships, run here by ONNX Runtime (``speechmos``' own module imports
-  librosa, about 500 MB with numba, for the P.808 model's mel features; the P.835 models
-  read the raw 16 kHz waveform, so neither librosa nor speechmos' code is imported);
+- `dnsmos`: the non-intrusive DNSMOS P.835 overall quality and the P.808 MOS, 1 .. 5,
+  from the ONNX models ``speechmos`` ships, run here by ONNX Runtime (``speechmos``' own
+  module imports librosa, about 500 MB with numba, for the P.808 model's mel features;
+  `p808_features` computes them with numpy, tested equal to librosa's, so neither
+  librosa nor speechmos' code is imported);
 - `transcribe` and `word_error_rate`: a recogniser inside a PyPI package (``pocketsphinx``
   bundles an English acoustic model, language model and dictionary).
 
@@ -115,14 +116,16 @@ def stoi(ref: np.ndarray, cand: np.ndarray, sample_rate: int) -> float:
     return float(_stoi(r, c, RATE, extended=False))
 
 
-@lru_cache(maxsize=1)
-def _dnsmos_session() -> Any:
+@lru_cache(maxsize=2)
+def _dnsmos_session(name: str = "sig_bak_ovr.onnx") -> Any:
+    """An ONNX Runtime session on one of the DNSMOS models speechmos ships (P.835
+    ``sig_bak_ovr.onnx``, P.808 ``model_v8.onnx``)."""
     import onnxruntime as ort
 
     spec = importlib.util.find_spec("speechmos")
     if spec is None or not spec.submodule_search_locations:
         raise TtsKitError("dnsmos: speechmos is not installed; pip install 'tts_kit[quality]'")
-    model = Path(list(spec.submodule_search_locations)[0]) / "dnsmos_models" / "sig_bak_ovr.onnx"
+    model = Path(list(spec.submodule_search_locations)[0]) / "dnsmos_models" / name
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
     return ort.InferenceSession(str(model), opts, providers=["CPUExecutionProvider"])
@@ -136,8 +139,10 @@ _DNSMOS_SECONDS = 9.01
 
 
 def dnsmos(wav: np.ndarray, sample_rate: int) -> dict[str, float]:
-    """DNSMOS P.835 scores (``sig``, ``bak``, ``ovrl``, each 1 .. 5) of one waveform:
-    9.01 s windows a second apart (a shorter clip is repeated to fill one), averaged.
+    """DNSMOS P.835 scores (``sig``, ``bak``, ``ovrl``) and the P.808 MOS (``p808``), each
+    1 .. 5, of one waveform: 9.01 s windows a second apart (a shorter clip is repeated to
+    fill one), averaged, as the published DNSMOS script (and speechmos) computes them; the
+    P.808 model reads `p808_features` of each window but its last 160 samples.
 
     Example:
         >>> dnsmos(np.zeros(16000), 16000)["ovrl"] < 2  # doctest: +SKIP
@@ -146,15 +151,73 @@ def dnsmos(wav: np.ndarray, sample_rate: int) -> dict[str, float]:
     x = np.clip(to_16k(wav, sample_rate), -1.0, 1.0).astype(np.float32)
     n = int(_DNSMOS_SECONDS * RATE)
     if x.size == 0:
-        return {k: math.nan for k in _DNSMOS_POLY}
+        return {k: math.nan for k in (*_DNSMOS_POLY, "p808")}
     while x.size < n:
         x = np.concatenate([x, x])
-    sess = _dnsmos_session()
-    raw = []
+    sess, p808 = _dnsmos_session(), _dnsmos_session("model_v8.onnx")
+    raw, p808_mos = [], []
     for start in range(0, x.size - n + 1, RATE):
-        raw.append(sess.run(None, {"input_1": x[None, start:start + n]})[0][0])
+        seg = x[start:start + n]
+        raw.append(sess.run(None, {"input_1": seg[None]})[0][0])
+        feats = p808_features(seg[:-160])[None]
+        p808_mos.append(float(p808.run(None, {"input_1": feats})[0][0][0]))
     mean = np.mean(np.asarray(raw, np.float64), axis=0)
-    return {k: float(np.poly1d(_DNSMOS_POLY[k])(v)) for k, v in zip(("sig", "bak", "ovrl"), mean)}
+    out = {k: float(np.poly1d(_DNSMOS_POLY[k])(v)) for k, v in zip(("sig", "bak", "ovrl"), mean)}
+    return {**out, "p808": float(np.mean(p808_mos))}
+
+
+#: DNSMOS P.808's input: mel bands, FFT size and hop of its features (speechmos' and the
+#: published DNSMOS script's ``audio_melspec``: librosa's melspectrogram, Slaney mel scale).
+_P808_MELS, _P808_NFFT, _P808_HOP = 120, 321, 160
+
+
+@lru_cache(maxsize=4)
+def _slaney_mel_filters(n_mels: int, n_fft: int, rate: int) -> np.ndarray:
+    """librosa's ``filters.mel`` (Slaney mel scale and area normalisation, 0 Hz .. Nyquist):
+    (n_mels, n_fft // 2 + 1) weights on the power spectrum."""
+    def hz_to_mel(f: np.ndarray) -> np.ndarray:
+        f = np.asarray(f, np.float64)
+        lin = f / (200.0 / 3)
+        log = 15.0 + np.log(np.maximum(f, 1e-10) / 1000.0) / (np.log(6.4) / 27.0)
+        return np.where(f >= 1000.0, log, lin)
+
+    def mel_to_hz(m: np.ndarray) -> np.ndarray:
+        lin = (200.0 / 3) * m
+        log = 1000.0 * np.exp((np.log(6.4) / 27.0) * (m - 15.0))
+        return np.where(m >= 15.0, log, lin)
+
+    fft_f = np.fft.rfftfreq(n_fft, 1.0 / rate)
+    mel_f = mel_to_hz(np.linspace(hz_to_mel(0.0), hz_to_mel(rate / 2.0), n_mels + 2))
+    fdiff = np.diff(mel_f)
+    ramps = mel_f[:, None] - fft_f[None, :]
+    lower = -ramps[:-2] / fdiff[:-1, None]
+    upper = ramps[2:] / fdiff[1:, None]
+    weights = np.maximum(0.0, np.minimum(lower, upper))
+    return weights * (2.0 / (mel_f[2:] - mel_f[:-2]))[:, None]
+
+
+def p808_features(segment: np.ndarray) -> np.ndarray:
+    """DNSMOS P.808's input features of a 16 kHz ``segment``, as librosa computes them
+    (``melspectrogram``: periodic Hann window, centred frames padded with zeros, power;
+    ``power_to_db`` against the maximum with an 80 dB floor; then ``(dB + 40) / 40``):
+    (frames, 120), float32. numpy only; tested equal to librosa's on a stored fixture.
+
+    Example:
+        >>> p808_features(np.zeros(16000)).shape
+        (100, 120)
+    """
+    x = np.asarray(segment, np.float64).ravel()
+    n, hop, half = _P808_NFFT, _P808_HOP, _P808_NFFT // 2
+    padded = np.pad(x, half)
+    count = 1 + (padded.size - n) // hop
+    frames = np.lib.stride_tricks.sliding_window_view(padded, n)[::hop][:count]
+    window = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(n) / n)  # periodic Hann
+    power = np.abs(np.fft.rfft(frames * window, n=n, axis=1)) ** 2
+    mel = power @ _slaney_mel_filters(_P808_MELS, n, RATE).T
+    db = 10.0 * np.log10(np.maximum(mel, 1e-10))
+    db -= 10.0 * np.log10(max(float(mel.max(initial=0.0)), 1e-10))
+    db = np.maximum(db, db.max(initial=0.0) - 80.0)
+    return ((db + 40.0) / 40.0).astype(np.float32)
 
 
 @lru_cache(maxsize=1)
@@ -207,9 +270,11 @@ class QualityMetrics:
     """A candidate's metrics against a reference over a set of texts (means over texts).
 
     ``pesq`` (MOS-LQO) and ``stoi``: higher is better; ``dnsmos_ovrl``: the candidate's
-    own DNSMOS; ``dnsmos_drop``: the reference's minus the candidate's (lower is better);
-    ``wer``: the candidate's transcript against the reference's; ``mcd_db``: mel-cepstral
-    distortion (`tts_kit.experiments.audio_metrics`). NaN: not measured (see ``notes``).
+    own DNSMOS P.835 overall quality, ``dnsmos_p808`` its DNSMOS P.808 MOS (reported
+    beside it, not judged); ``dnsmos_drop``: the reference's minus the candidate's (lower
+    is better); ``wer``: the candidate's transcript against the reference's; ``mcd_db``:
+    mel-cepstral distortion (`tts_kit.experiments.audio_metrics`). NaN: not measured (see
+    ``notes``).
 
     Example:
         >>> QualityMetrics(pesq=4.5).pesq, math.isnan(QualityMetrics().stoi)
@@ -220,6 +285,7 @@ class QualityMetrics:
     stoi: float = math.nan
     dnsmos_ovrl: float = math.nan
     dnsmos_drop: float = math.nan
+    dnsmos_p808: float = math.nan
     wer: float = math.nan
     mcd_db: float = math.nan
     notes: list[str] = field(default_factory=list)
@@ -283,8 +349,9 @@ def measure(refs: Sequence[np.ndarray], cands: Sequence[np.ndarray], sample_rate
     if "dnsmos" in on:
         d_ref = list(ref_dnsmos) if ref_dnsmos else [dnsmos(r, sample_rate)["ovrl"]
                                                      for r in refs]
-        d_cand = [dnsmos(c, sample_rate)["ovrl"] for c in cands]
-        m.dnsmos_ovrl = _mean(d_cand)
+        scores = [dnsmos(c, sample_rate) for c in cands]
+        d_cand = [d["ovrl"] for d in scores]
+        m.dnsmos_ovrl, m.dnsmos_p808 = _mean(d_cand), _mean([d["p808"] for d in scores])
         m.dnsmos_drop = _mean([a - b for a, b in zip(d_ref, d_cand)])
     if "wer" in on:
         heard = list(ref_transcripts) if ref_transcripts else [

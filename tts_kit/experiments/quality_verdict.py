@@ -124,6 +124,7 @@ def take_spread(takes: Sequence[Sequence[np.ndarray]], sample_rate: int, *,
             vals = [abs(v) for v in vals]
         setattr(worst, name, _worst(vals, higher))
     worst.dnsmos_ovrl = _worst([m.dnsmos_ovrl for m in per], True)
+    worst.dnsmos_p808 = _worst([m.dnsmos_p808 for m in per], True)
     return TakeSpread(worst, len(takes), per, heard, d_ref)
 
 

@@ -162,6 +162,9 @@ class VerifyReport:
     notes: list[str] = field(default_factory=list)
     floor: Floor | None = None
     """With ``floor=True``: the reference model's noise floor (`noise_floor`)."""
+    quality: dict[str, Any] | None = None
+    """Against a converted copy, with ``quality=True``: the verdict a listener would agree
+    with (`tts_kit.precision.listening.judge_quality`)."""
 
     @property
     def distances(self) -> Distances:
@@ -170,6 +173,15 @@ class VerifyReport:
 
     @property
     def verdict(self) -> tuple[str, list[str]] | None:
+        """The listener's verdict on a converted copy when measured (transparent,
+        acceptable, degraded, broken); else the one against the floor (within the floor,
+        audible risk, broken); None when neither was asked."""
+        if self.quality:
+            return self.quality["verdict"], list(self.quality.get("reasons", []))
+        return self.floor_verdict
+
+    @property
+    def floor_verdict(self) -> tuple[str, list[str]] | None:
         """Against the floor (when measured): within the floor, audible risk, or broken."""
         return self.floor.verdict(self.distances) if self.floor and self.results else None
 
@@ -227,19 +239,26 @@ class VerifyReport:
                              "padding leaks through its vocoder; not counted)")
         lines += ["", *self.notes] if self.notes else []
         if self.floor is not None and self.results:
-            verdict, why = self.verdict or ("", [])
+            verdict, why = self.floor_verdict or ("", [])
             lines += ["", "noise floor of the reference (what legitimately varies):",
                       self.floor.table(), "", f"candidate (pooled over the cases): "
                       f"SNR {_db(self.distances.snr_db)} dB, log-mel "
                       f"{self.distances.log_mel_db:.4f} dB, MCD {self.distances.mcd_db:.4f} dB, "
                       f"length change {self.distances.duration_change_s * 1000:.1f} ms",
-                      f"verdict: {verdict}", *[f"  {w}" for w in why]]
+                      f"{'against the floor' if self.quality else 'verdict'}: {verdict}",
+                      *[f"  {w}" for w in why]]
         bad = self.failures()
         lines.append("")
-        lines.append("PASS: within tolerance" if self.passed else
-                     f"FAIL: {len(bad)} comparison(s) outside tolerance" if bad else
-                     "FAIL: nothing compared")
+        lines.append(("float-rounding tolerance (conformance, not the verdict of a lossy copy): "
+                      if self.quality else "")
+                     + ("PASS: within tolerance" if self.passed else
+                        f"FAIL: {len(bad)} comparison(s) outside tolerance" if bad else
+                        "FAIL: nothing compared"))
         lines += [f"  {b}" for b in bad[:20]]
+        if self.quality:  # the verdict that decides, last
+            from tts_kit.precision.records import quality_lines
+
+            lines += ["", *quality_lines(self.quality)]
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -247,6 +266,7 @@ class VerifyReport:
         out["passed"] = self.passed
         out["distances"] = asdict(self.distances) if self.results else None
         out["verdict"] = self.verdict[0] if self.verdict else None
+        out["floor_verdict"] = self.floor_verdict[0] if self.floor_verdict else None
         return _json_safe(out)
 
 
@@ -424,6 +444,9 @@ def verify(
     max_abs_diff: float = MAX_ABS_DIFF,
     max_length_diff: int = MAX_LENGTH_DIFF_SAMPLES,
     floor: bool = False,
+    *,
+    quality: bool = False,
+    quality_texts: Sequence[str] | None = None,
 ) -> VerifyReport:
     """Run the cases through tts_kit on ``model`` and through the reference; compare.
 
@@ -437,7 +460,14 @@ def verify(
         threads: intra-op threads on both sides (1: reproducible; None: ORT's default).
         min_snr_db, max_abs_diff, max_length_diff: the tolerance.
         floor: also measure the reference model's noise floor (`noise_floor`) and give
-            the candidate a verdict against it (``report.verdict``).
+            the candidate a verdict against it (``report.floor_verdict``).
+        quality: against a bundle directory, also the verdict a listener would agree
+            with (``report.quality``, then ``report.verdict``: PESQ, STOI, DNSMOS, WER,
+            MCD against the reference's own takes with other initial noise,
+            `tts_kit.precision.listening.judge_quality`; ``tts-kit verify --floor`` asks
+            for it against a directory). Against ``"official"`` the comparison is
+            conformance (float rounding), not judged so.
+        quality_texts: the texts of that verdict (default: the listening texts).
 
     Example:
         >>> verify("standin-tiny").passed  # doctest: +SKIP
@@ -445,6 +475,9 @@ def verify(
     """
     from tts_kit.models.supertonic.bundle import Bundle
 
+    if quality and str(against) == OFFICIAL:
+        raise TtsKitError("the listener's verdict judges a converted copy: give a bundle "
+                          "directory to compare with, not 'official' (a conformance check)")
     bundle = model if isinstance(model, Bundle) else Bundle.discover(model)
     cases = list(cases) if cases is not None else default_cases(_voices(bundle))
     report = VerifyReport(str(bundle.path), str(against), [], min_snr_db, max_abs_diff,
@@ -470,6 +503,10 @@ def verify(
                             f"{other.path}")
     if floor:
         report.floor = noise_floor(bundle, cases)
+    if quality:
+        from tts_kit.precision.listening import judge_quality
+
+        report.quality = judge_quality(bundle.path, Path(against).expanduser(), quality_texts)
     return report
 
 

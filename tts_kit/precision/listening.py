@@ -80,6 +80,8 @@ def judge_quality(reference: Any, candidate: Any, texts: Sequence[str] | None = 
 
     texts = tuple(texts or QUALITY_TEXTS)
     t0 = time.perf_counter()
+    noise = standin_notes(reference)
+    skip = tuple(skip) + (("wer",) if noise else ())
     if spread is None:
         all_takes, rate = reference_takes(reference, texts, takes)
         spread = take_spread(all_takes, rate, skip=skip)
@@ -91,7 +93,27 @@ def judge_quality(reference: Any, candidate: Any, texts: Sequence[str] | None = 
                 ref_dnsmos=spread.reference_dnsmos or None, skip=skip)
     v = verdict(m, spread)
     return {**v.to_dict(), "metrics": m.to_dict(), "spread": spread.to_dict(),
-            "texts": list(texts), "notes": m.notes, "seconds": time.perf_counter() - t0}
+            "texts": list(texts), "notes": [*noise, *m.notes],
+            "seconds": time.perf_counter() - t0}
+
+
+def standin_notes(model: Any) -> list[str]:
+    """One-line notes when ``model`` is a stand-in (random weights: its audio is noise):
+    the verdict is still computed, on noise, and WER is left out (no words to hear).
+    Empty for a real model.
+
+    Example:
+        >>> standin_notes("standin-tiny")[0].startswith("the stand-in")  # doctest: +SKIP
+        True
+    """
+    from tts_kit.models.family import open_model
+
+    opened = model if hasattr(model, "capabilities") else open_model(model)
+    if not opened.capabilities.standin:
+        return []
+    return ["the stand-in has random weights: its audio is noise, so this verdict says how "
+            "far the copy's noise is from the source's, not how speech would sound",
+            "wer: skipped (the stand-in's audio is noise: there are no words to recognise)"]
 
 
 def quality_spread(reference: Any, texts: Sequence[str] | None = None, *,
@@ -105,4 +127,5 @@ def quality_spread(reference: Any, texts: Sequence[str] | None = None, *,
     from tts_kit.experiments.quality_verdict import take_spread
 
     all_takes, rate = reference_takes(reference, tuple(texts or QUALITY_TEXTS), takes)
+    skip = tuple(skip) + (("wer",) if standin_notes(reference) else ())
     return take_spread(all_takes, rate, skip=skip)

@@ -94,6 +94,50 @@ def check_recipe(name: str) -> dict[str, str]:
     return dict(RECIPES[name])
 
 
+def recipes_for(model: Any) -> dict[str, str]:
+    """The recipes ``model`` (an opened model) has, name -> what it does in a line, read
+    from its graphs, never its family: a model of the four contract stages has `RECIPES`;
+    a one-graph voice (VITS, e.g. Piper) has `contract.VOICE_RECIPE_DESCRIPTIONS`
+    (`tts_kit.precision.piper_conversion.PIPER_RECIPES`); any other model none.
+
+    Example:
+        >>> from tts_kit.models.family import open_model
+        >>> sorted(recipes_for(open_model("piper:joe-us")))  # doctest: +SKIP
+        ['fp16', 'int8', 'int8-dp32', 'int8-flow', 'sherpa-int8']
+    """
+    stages = list(model.stages)
+    if len(stages) == 1:
+        return dict(contract.VOICE_RECIPE_DESCRIPTIONS)
+    if set(stages) == set(contract.STAGES):
+        return dict(contract.RECIPE_DESCRIPTIONS)
+    return {}
+
+
+def check_recipe_for(src: str | os.PathLike[str], name: str) -> None:
+    """A one-line error when the model at ``src`` has no recipe ``name`` (it lists the ones
+    it has); nothing when it has, or when ``src`` is a graph file no model opens from (the
+    conversion then says what it can do with it).
+
+    Example:
+        >>> check_recipe_for("piper:joe-us", "int8-flow")  # doctest: +SKIP
+        >>> check_recipe_for("standin-tiny", "int8-flow")  # doctest: +SKIP
+        Traceback (most recent call last):
+        TtsKitError: recipe 'int8-flow' is not one of Supertonic stand-in (tiny)'s; ...
+    """
+    from tts_kit.models.family import open_model
+
+    try:
+        model = open_model(src)
+    except TtsKitError:
+        if Path(os.fspath(src)).expanduser().is_file():
+            return
+        raise
+    have = recipes_for(model)
+    if name not in have:
+        raise TtsKitError(f"recipe '{name}' is not one of {model.label}'s; use one of: "
+                          f"{', '.join(sorted(have)) or '(none)'}")
+
+
 def recipe_target(name: str) -> str:
     """``fp16`` or ``int8``: the precision a recipe mostly converts to (for thresholds).
 
