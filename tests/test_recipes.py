@@ -55,7 +55,7 @@ def test_every_recipe_converts_what_it_says_and_synthesises(recipe_bundles, tiny
 
 
 def test_int8_stages_really_run_integer_kernels(recipe_bundles):
-    for name in ("int8", "int8-dp32", "sherpa-int8"):
+    for name in ("int8", "int8-dp32", "int8-pw", "sherpa-int8"):
         for stage, s in recipe_bundles[name].stages.items():
             if s.converted:
                 assert s.kernels["integer_ops"] > 0, (name, stage, s.kernels)
@@ -100,3 +100,10 @@ def test_recipe_errors_and_the_cli(tiny_bundle_dir: Path, tmp_path: Path, capsys
     assert main(["convert", str(tiny_bundle_dir), str(tmp_path / "c"), "--no-measure"]) == 2
     assert "--recipe" in capsys.readouterr().err
     assert not (tmp_path / "c").exists()
+
+
+def test_int8_pw_has_no_conv_integer(recipe_bundles):
+    # issue 27: the pointwise convs became MatMul and run integer GEMM; ConvInteger is gone
+    for stage, s in recipe_bundles["int8-pw"].stages.items():
+        assert "ConvInteger" not in s.kernels["ops"], (stage, s.kernels["ops"])
+    assert recipe_bundles["int8-pw"].stages["vocoder"].ops["Conv 1x1 -> MatMul"] == 1
