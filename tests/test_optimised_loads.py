@@ -72,6 +72,26 @@ def test_stale_copies_are_rebuilt(tiny_bundle_dir, cache, tmp_path, monkeypatch)
     assert session_file(src, "paged") not in (made, other_ort)
 
 
+@pytest.mark.parametrize("stage", ["vector_estimator", "vocoder"])
+def test_optimised_copy_gives_the_same_outputs(tiny_bundle_dir, stage):
+    # each stage as a paged load runs it (optimised, pre-packed copy, optimiser off)
+    # against the load before (external-data copy, optimised at every load)
+    from tts_kit.precision.conversion import random_feeds
+    from tts_kit.runtime.session_files import create_session
+
+    path = tiny_bundle_dir / contract.GRAPHS[stage].path
+    before = create_session(path, policy="paged+noopt")
+    after = create_session(path, policy="paged")
+    feeds = random_feeds(before, dynamic=5)
+    feeds.update({k: np.ones_like(v) for k, v in feeds.items() if "mask" in k})
+    if "total_step" in feeds:
+        feeds["current_step"] = np.full_like(feeds["current_step"], 1.0)
+        feeds["total_step"] = np.full_like(feeds["total_step"], 4.0)
+    for a, b in zip(before.run(None, feeds), after.run(None, feeds)):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6 * float(np.abs(a).max()))
+
+
+@pytest.mark.slow
 def test_paged_from_optimised_copies_gives_the_same_audio(tiny_bundle_dir):
     # the run's shared cache: copies other tests made are reused (this test stays short)
     from tts_kit.runtime.session_files import external_cache_dir
