@@ -27,6 +27,14 @@ the metric that decided it (`tts_kit.precision.listening.judge_quality`); then t
 of FP32's peak RSS that is weights (the most a precision change can save).
 ``--voice-only`` runs just these rows.
 
+``--stage-speed`` (issue 27) prints instead a per-stage speed table: every stage of FP32
+and of each INT8 recipe (default ``int8``, today's, and ``int8-pw``, pointwise convs
+rewritten as MatMul) timed on the same recorded inputs, each variant in a fresh process,
+p50 of ``--repeats`` calls, median of ``--rounds`` rounds
+(`tts_kit.precision.stage_speed`), the CPU's integer-kernel flags, and which stages
+each recipe made faster (a recipe is listed as faster only there). ``--reuse DIR`` takes
+``DIR/<recipe>`` bundles converted earlier instead of converting again.
+
 Heavy at ``full`` (several minutes on 2 cores: the stand-in build is cached, the four
 conversions, five isolated runs and the fidelity runs are not).
 
@@ -34,6 +42,8 @@ Usage:
     python bench/precision.py [--scale full | --model DIR] [--repeats 3] [--steps 8]
                               [--cpus 2] [--providers CPUExecutionProvider,...]
                               [--recipes fp16,int8,...] [--json results.json]
+    python bench/precision.py --stage-speed [--recipes int8,int8-pw] [--rounds 3]
+                              [--reuse DIR] [--json results.json]
 """
 
 from __future__ import annotations
@@ -94,9 +104,19 @@ def main() -> int:
                     "the voice extra is installed; none: skip them)")
     ap.add_argument("--voice-only", action="store_true",
                     help="only the real voice's rows (skip the stand-in's)")
+    ap.add_argument("--stage-speed", action="store_true",
+                    help="only the per-stage speed table of FP32 and the INT8 recipes")
+    ap.add_argument("--rounds", type=int, default=3, help="--stage-speed: fresh processes")
+    ap.add_argument("--reuse", default=None, help="--stage-speed: DIR/<recipe> bundles")
     args = ap.parse_args()
     if args.voice_only:
         return _voice_only(ap, args)
+    if args.stage_speed:
+        from _stage_speed import stage_speed_table
+
+        if args.recipes == ",".join(RECIPES):
+            args.recipes = "int8,int8-pw"
+        return stage_speed_table(args)
     providers = args.providers.split(",") if args.providers else available_providers()
     recipes = [r.strip() for r in args.recipes.split(",") if r.strip()]
 

@@ -57,12 +57,21 @@ def test_paged_bench(tiny_bundle_dir, tmp_path):
     assert data["rows"]["paged"]["status"] == "ok" and "floor of stage-level paging" in text
 
 
+def test_precision_stage_speed_bench(tiny_bundle_dir, tmp_path):
+    text, data = _run("precision.py", "--stage-speed", "--model", str(tiny_bundle_dir),
+                      "--recipes", "int8-pw", "--rounds", "1", "--repeats", "1", "--steps", "1",
+                      tmp_path=tmp_path)
+    assert set(data["p50_s"]) == {"fp32", "int8-pw"}
+    assert all(len(v) == 4 for v in data["p50_s"].values()) and data["cpu"]["int8_gemm"]
+    assert "faster than fp32" in text and set(data["faster"]) == {"int8-pw"}
+
+
 def test_precision_bench(tmp_path):
     text, data = _run("precision.py", "--scale", "tiny", "--repeats", "1", "--steps", "1",
                       tmp_path=tmp_path)
     assert data["fidelity"] and data["runs"] and "SNR dB" in text
     assert {f["recipe"] for f in data["fidelity"]} == {"fp16", "int8", "int8-dp32",
-                                                       "sherpa-int8"}
+                                                       "int8-pw", "sherpa-int8"}
     assert all(f["verdict"] in ("within the floor", "audible risk", "broken")
                for f in data["fidelity"])
     assert set(data["floor"]["runs"]) >= {"batch padding"} and "target" in text

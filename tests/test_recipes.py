@@ -55,7 +55,7 @@ def test_every_recipe_converts_what_it_says_and_synthesises(recipe_bundles, tiny
 
 
 def test_int8_stages_really_run_integer_kernels(recipe_bundles):
-    for name in ("int8", "int8-dp32", "sherpa-int8"):
+    for name in ("int8", "int8-dp32", "int8-pw", "sherpa-int8"):
         for stage, s in recipe_bundles[name].stages.items():
             if s.converted:
                 assert s.kernels["integer_ops"] > 0, (name, stage, s.kernels)
@@ -115,7 +115,7 @@ def test_the_model_says_which_recipes_it_has(tiny_bundle_dir: Path, tmp_path: Pa
                  "int8-flow", "--no-measure"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "'int8-flow'" in err
-    assert err.endswith("use one of: fp16, int8, int8-dp32, sherpa-int8"), err
+    assert err.endswith("use one of: fp16, int8, int8-dp32, int8-pw, sherpa-int8"), err
     assert not (tmp_path / "d").exists()
 
 
@@ -137,3 +137,10 @@ def test_a_voice_offers_its_own_recipes_on_the_command_line(capsys):
         _parser().parse_args(["convert", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "int8-flow:" in out and "sherpa-int8:" in out and "A one-graph voice's" in out
+
+
+def test_int8_pw_has_no_conv_integer(recipe_bundles):
+    # issue 27: the pointwise convs became MatMul and run integer GEMM; ConvInteger is gone
+    for stage, s in recipe_bundles["int8-pw"].stages.items():
+        assert "ConvInteger" not in s.kernels["ops"], (stage, s.kernels["ops"])
+    assert recipe_bundles["int8-pw"].stages["vocoder"].ops["Conv 1x1 -> MatMul"] == 1

@@ -152,6 +152,7 @@ RECIPE_DESCRIPTIONS: dict[str, str] = {
     "fp16": "all stages FP16",
     "int8": "all stages dynamic INT8 (MatMul, Conv, Gather weights)",
     "int8-dp32": "dynamic INT8, duration predictor kept FP32",
+    "int8-pw": "pointwise convs rewritten as MatMul, then dynamic INT8 of MatMul/Gather only",
     "sherpa-int8": "sherpa-onnx's Supertonic recipe: DP and text encoder FP32; vector "
                    "estimator dynamic INT8 MatMul + INT8 conv weights (last 6 float); vocoder "
                    "static INT8 calibrated on the INT8 vector estimator's outputs (last 8 "

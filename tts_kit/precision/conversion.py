@@ -427,6 +427,11 @@ def _convert_stage(
 
     if method in ("fp16", "int8"):
         return _convert_graph(src, out, method, keep_io_types, op_block_list)
+    if method == "int8-pw":
+        from tts_kit.precision.pointwise import convert_int8_pw
+
+        with atomic.scratch_dir(out) as scratch:
+            return convert_int8_pw(src, out, scratch, op_block_list)
     with atomic.scratch_dir(out) as scratch, _without_preprocess_advice():
         if method == "int8-matmul+w8conv":
             info = recipes.convert_sherpa_vector_estimator(src, out, scratch, _save_model)

@@ -7,6 +7,8 @@ A recipe says, stage by stage, how to convert a bundle (`RECIPES`):
   Gather weights, per output channel; activations quantised at run time);
 - ``int8-dp32``: the same, with the duration predictor kept FP32 (3 MB: a chunk whose
   predicted length moves across a latent frame boundary changes the whole waveform);
+- ``int8-pw``: pointwise convolutions rewritten as MatMul (`tts_kit.precision.pointwise`),
+  then dynamic INT8 of MatMul and Gather weights only (integer GEMM; no ``ConvInteger``);
 - ``sherpa-int8``: the recipe sherpa-onnx publishes for Supertonic
   (``scripts/supertonic/convert.py`` in k2-fsa/sherpa-onnx): duration predictor and text
   encoder FP32; vector estimator dynamic INT8 on MatMul/Gemm (per tensor, QInt8), then its
@@ -27,7 +29,7 @@ what will run: integer kernels (``MatMulInteger``, ``ConvInteger``,
 
 Example:
     >>> sorted(RECIPES)
-    ['fp16', 'int8', 'int8-dp32', 'sherpa-int8']
+    ['fp16', 'int8', 'int8-dp32', 'int8-pw', 'sherpa-int8']
     >>> RECIPES["sherpa-int8"]["text_encoder"]
     'copy'
 """
@@ -62,13 +64,15 @@ SHERPA_VOCODER_FLOAT_CONVS = 8
 CALIBRATION_PERCENTILE = 90
 
 #: Stage methods: ``copy`` (FP32 as it is), ``fp16``, ``int8`` (tts_kit's dynamic INT8),
-#: ``int8-matmul+w8conv`` (sherpa's vector estimator), ``int8-static`` (sherpa's vocoder).
-METHODS = ("copy", "fp16", "int8", "int8-matmul+w8conv", "int8-static")
+#: ``int8-matmul+w8conv`` (sherpa's vector estimator), ``int8-static`` (sherpa's vocoder),
+#: ``int8-pw`` (`tts_kit.precision.pointwise.convert_int8_pw`).
+METHODS = ("copy", "fp16", "int8", "int8-matmul+w8conv", "int8-static", "int8-pw")
 
 RECIPES: dict[str, dict[str, str]] = {
     "fp16": {s: "fp16" for s in contract.STAGES},
     "int8": {s: "int8" for s in contract.STAGES},
     "int8-dp32": {s: "copy" if s == "duration_predictor" else "int8" for s in contract.STAGES},
+    "int8-pw": {s: "int8-pw" for s in contract.STAGES},  # pointwise Conv -> MatMul, then INT8
     "sherpa-int8": {
         "duration_predictor": "copy",
         "text_encoder": "copy",

@@ -45,6 +45,13 @@ Options follow the policy after ``+`` (``paged+notrim``, ``resident+ext``):
   memory-mapped, clean, file-backed pages the kernel can drop under pressure: loading
   costs nearly nothing and RSS during the run is mostly file pages (vector estimator:
   35 MB anonymous, 283 MB file-backed). RSS peaks are the same; runs are slower.
+- ``opt`` / ``noopt``: load a copy that ONNX Runtime's CPU optimiser already rewrote at the
+  session's level (`optimised_copy`, saved with its weights in external data), with the
+  optimiser then off, so a load no longer fuses and folds the graph every time (issue 27:
+  each paged load did). Kept in the same cache, keyed by the graph's SHA-256, the ONNX
+  Runtime version, the level and the CPU; made by `prepare_loading` or the first load.
+  Default on for ``paged`` and ``budget`` (it needs external data), off for ``resident``;
+  CPU sessions only (a graph optimised for the CPU holds CPU-only fused ops).
 
 Tried and not kept (same measurement; see the report of issue 6): sessions created from
 bytes (+ 709 MB loaded: the bytes and the parsed model both live through the load),
@@ -103,7 +110,9 @@ from tts_kit.runtime.session_files import (  # noqa: F401
     external_cache_dir,
     external_cache_limit_mb,
     external_copy,
+    optimised_copy,
     prune_external_cache,
+    session_file,
     sweep_external_cache,
 )
 
@@ -331,13 +340,16 @@ class StageLoader:
 
 
 
-def prepare_loading(paths: Sequence[str | Path], loading: str | LoadPolicy = "resident"
-                    ) -> list[Path]:
+def prepare_loading(paths: Sequence[str | Path], loading: str | LoadPolicy = "resident", *,
+                    sess_options: ort.SessionOptions | None = None,
+                    providers: list[Any] | None = None) -> list[Path]:
     """Do now the one-time work ``loading`` needs before its sessions can be created
-    (the external-data copies of ``ext`` policies), so a later load finds it done.
+    (the external-data copies of ``ext`` policies, the optimised copies of ``opt`` ones,
+    at the level of ``sess_options``: ONNX Runtime's default, ``all``, without), so a
+    later load finds it done.
 
     Returns the files sessions will load from. What a cold cache costs (writing the
-    copies) is then paid here, once, and not inside a measured load
+    copies, optimising the graphs) is then paid here, once, and not inside a measured load
     (`tts_kit.experiments.tune.trial` runs this in a process of its own first).
 
     Example:
@@ -345,11 +357,12 @@ def prepare_loading(paths: Sequence[str | Path], loading: str | LoadPolicy = "re
         []
     """
     policy = loading if isinstance(loading, LoadPolicy) else LoadPolicy.parse(loading)
-    return [external_copy(p) if policy.external_data else Path(p) for p in paths]
+    return [session_file(p, policy, sess_options, providers) for p in paths]
 
 
 def needs_preparation(loading: str | LoadPolicy) -> bool:
-    """Whether ``loading`` has one-time work for `prepare_loading` (external-data copies).
+    """Whether ``loading`` has one-time work for `prepare_loading` (external-data and
+    optimised copies).
 
     Example:
         >>> needs_preparation("paged"), needs_preparation("resident")

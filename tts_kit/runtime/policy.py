@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from tts_kit.core.errors import TtsKitError
 
 LOADINGS = ("resident", "paged", "budget")
-_OPTIONS = ("trim", "notrim", "ext", "noext", "mmap")
+_OPTIONS = ("trim", "notrim", "ext", "noext", "mmap", "opt", "noopt")
 
 
 # -- policies -----------------------------------------------------------------------------
@@ -42,6 +42,9 @@ class LoadPolicy:
     """Load from an external-data copy of each graph (None: on for paged and budget)."""
     prepack: bool = True
     """Let ONNX Runtime pre-pack weights (off with ``mmap``: the weights stay mapped)."""
+    optimised: bool | None = None
+    """Load a saved optimised copy of each graph, optimiser off (None: on for paged and
+    budget; needs external data; CPU sessions only)."""
 
     def __post_init__(self) -> None:
         if self.policy not in LOADINGS:
@@ -59,11 +62,16 @@ class LoadPolicy:
             object.__setattr__(self, "external_data", self.policy != "resident")
         if not self.prepack and not self.external_data:
             raise TtsKitError("loading option mmap needs external data; drop noext")
+        if self.optimised is None:
+            object.__setattr__(self, "optimised", self.policy != "resident"
+                               and bool(self.external_data))
+        if self.optimised and not self.external_data:
+            raise TtsKitError("loading option opt needs external data; drop noext")
 
     @classmethod
     def parse(cls, spec: str | LoadPolicy) -> LoadPolicy:
         """Parse ``resident``, ``paged`` or ``budget:MB``, optionally ``+notrim``, ``+ext``,
-        ``+noext``, ``+mmap`` (see the module docstring).
+        ``+noext``, ``+mmap``, ``+opt``, ``+noopt`` (see `tts_kit.runtime.loading`).
 
         Example:
             >>> LoadPolicy.parse("paged+mmap").prepack
@@ -101,8 +109,11 @@ class LoadPolicy:
             if ext:
                 raise TtsKitError(f"loading '{spec}': noext contradicts ext/mmap; keep one")
             ext = False
+        if "opt" in opts and "noopt" in opts:
+            raise TtsKitError(f"loading '{spec}': noopt contradicts opt; keep one")
+        opt = True if "opt" in opts else False if "noopt" in opts else None
         return cls(name, budget, trim="notrim" not in opts, external_data=ext,
-                   prepack="mmap" not in opts)
+                   prepack="mmap" not in opts, optimised=opt)
 
     @property
     def spec(self) -> str:
@@ -117,4 +128,6 @@ class LoadPolicy:
             opts.append("mmap")
         elif self.external_data != (self.policy != "resident"):
             opts.append("ext" if self.external_data else "noext")
+        if self.optimised != (self.policy != "resident" and bool(self.external_data)):
+            opts.append("opt" if self.optimised else "noopt")
         return "+".join([head, *opts])

@@ -137,17 +137,69 @@ def prune_external_cache(root: str | os.PathLike[str] | None = None,
             break
         if keep is not None and p == keep:
             continue
-        # Renamed first, so no reader sees a copy whose data file is half deleted; named as
-        # a temporary of this pid, so an interrupted eviction is swept like any other.
-        doomed = root / f".{p.name}.tmp-{os.getpid()}-evict"
-        try:
-            os.replace(p, doomed)
-        except OSError:
+        if not _evict(root, p):
             continue  # evicted by another process meanwhile
-        shutil.rmtree(doomed, ignore_errors=True)
         total -= size
         removed.append(p)
     return removed
+
+
+def _cached_copy(src: Path, key: str, root: Path, write: Any) -> Path:
+    """The cache entry ``root/key`` holding ``src.name``, written by ``write(src, work)``
+    into a scratch directory (atomic; removed on failure) the first time; then pruned."""
+    limit_mb = external_cache_limit_mb()  # a bad setting fails before any work
+    target = root / key
+    out = target / src.name
+    if out.is_file():
+        try:
+            os.utime(target)  # its last use, for the LRU bound
+        except OSError:
+            pass  # a read-only cache still serves
+        return out
+    root.mkdir(parents=True, exist_ok=True)
+    sweep_external_cache(root)
+    with atomic.scratch_dir(target) as work:
+        write(src, work)
+        try:
+            os.replace(work, target)
+        except OSError:
+            if not out.is_file():  # another process won the race only if its copy is there
+                raise
+    prune_external_cache(root, limit_mb, keep=target)
+    return out
+
+
+def _write_external(src: Path, work: Path) -> None:
+    args = [str(src), str(work / src.name), f"{src.name}.data"]
+    if src.stat().st_size <= INPROCESS_CONVERT_BYTES and "onnx" in sys.modules:
+        import onnx
+
+        onnx.save_model(onnx.load(args[0]), args[1], save_as_external_data=True,
+                        all_tensors_to_one_file=True, location=args[2], size_threshold=1024)
+        return
+    _child(_EXTERNALIZE, args, f"{src}: could not write an external-data copy")
+
+
+def _child(script: str, args: list[str], what: str) -> None:
+    proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"{what} ({last})")
+
+
+def _evict(root: Path, entry: Path) -> bool:
+    """Remove one cache entry; False if it was gone already.
+
+    Renamed first, so no reader sees a copy whose data file is half deleted; named as a
+    temporary of this pid, so an interrupted eviction is swept like any other.
+    """
+    doomed = root / f".{entry.name}.tmp-{os.getpid()}-evict"
+    try:
+        os.replace(entry, doomed)
+    except OSError:
+        return False
+    shutil.rmtree(doomed, ignore_errors=True)
+    return True
 
 
 def external_copy(path: str | os.PathLike[str], cache_dir: str | os.PathLike[str] | None = None
@@ -169,41 +221,115 @@ def external_copy(path: str | os.PathLike[str], cache_dir: str | os.PathLike[str
         >>> external_copy("bundle/onnx/vocoder.onnx")  # doctest: +SKIP
         PosixPath('~/.cache/tts_kit/external/3f2a.../vocoder.onnx')
     """
-    limit_mb = external_cache_limit_mb()  # a bad setting fails before any work
     src = Path(path).resolve()
-    st = src.stat()
-    key = _content_key(src)
+    src.stat()  # a missing graph fails here, naming it
     root = Path(cache_dir) if cache_dir is not None else external_cache_dir()
-    target = root / key
-    out = target / src.name
-    if out.is_file():
-        try:
-            os.utime(target)  # its last use, for the LRU bound
-        except OSError:
-            pass  # a read-only cache still serves
-        return out
-    root.mkdir(parents=True, exist_ok=True)
-    sweep_external_cache(root)
-    with atomic.scratch_dir(target) as work:
-        args = [str(src), str(work / src.name), f"{src.name}.data"]
-        if st.st_size <= INPROCESS_CONVERT_BYTES and "onnx" in sys.modules:
-            import onnx
+    return _cached_copy(src, _content_key(src), root, _write_external)
 
-            onnx.save_model(onnx.load(args[0]), args[1], save_as_external_data=True,
-                            all_tensors_to_one_file=True, location=args[2], size_threshold=1024)
-        else:
-            proc = subprocess.run([sys.executable, "-c", _EXTERNALIZE, *args],
-                                  capture_output=True, text=True)
-            if proc.returncode != 0:
-                last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-                raise RuntimeError(f"{src}: could not write an external-data copy ({last})")
+
+# -- optimised graphs (paged loads skip the optimiser) --------------------------------------
+
+# ONNX Runtime optimises the graph and saves it, weights in one external data file (mapped
+# at load like an ``ext`` copy); run in a child for large graphs, like `_EXTERNALIZE`.
+_OPTIMISE = """
+import sys, onnxruntime as ort
+so = ort.SessionOptions()
+so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, sys.argv[3])
+so.log_severity_level = 3
+so.optimized_model_filepath = sys.argv[2]
+so.add_session_config_entry("session.optimized_model_external_initializers_file_name",
+                            sys.argv[4])
+so.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes",
+                            "1024")
+so.add_session_config_entry("session.save_external_prepacked_constant_initializers", sys.argv[5])
+ort.InferenceSession(sys.argv[1], so, providers=["CPUExecutionProvider"])
+"""
+#: The file in each optimised copy's directory that says what it was built from.
+OPTIMISED_META = "tts_kit-optimised.json"
+
+
+def _cpu_fingerprint() -> str:
+    """The CPU model and feature flags: an ``all``-level graph holds layout transforms
+    (NCHWc) chosen for this CPU, valid only where it was made."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        import platform
+
+        text = platform.processor() or platform.machine()
+    keep = sorted({ln.strip() for ln in text.splitlines()
+                   if ln.startswith(("model name", "flags", "Features", "CPU part"))})
+    return hashlib.sha256("\n".join(keep).encode()).hexdigest()[:16]
+
+
+def _optimised_meta(src: Path, level: ort.GraphOptimizationLevel, prepacked: bool
+                    ) -> dict[str, str]:
+    return {"source": _content_key(src), "onnxruntime": ort.__version__,
+            "level": level.name, "cpu": _cpu_fingerprint(), "prepacked": str(prepacked)}
+
+
+def optimised_copy(path: str | os.PathLike[str],
+                   level: ort.GraphOptimizationLevel = ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+                   cache_dir: str | os.PathLike[str] | None = None, *,
+                   prepacked: bool = True) -> Path:
+    """The graph at ``path`` as ONNX Runtime's CPU optimiser leaves it at ``level``, saved
+    once (weights in an external data file), so a load can skip the optimiser; with
+    ``prepacked`` also the weights as the CPU kernels pre-pack them (ONNX Runtime's
+    ``session.save_external_prepacked_constant_initializers``), mapped at load instead of
+    packed again: pre-packing was most of a paged load once the optimiser was skipped
+    (full stand-in's vector estimator: 1.5 s of 1.7 s), at the cost of a data file about
+    twice the weights.
+
+    Cached beside the external-data copies (same bound, same LRU), keyed by the graph's
+    SHA-256, the ONNX Runtime version, the level and the CPU (model and flags): a change of
+    any of them gets a new copy, and a copy whose ``tts_kit-optimised.json`` disagrees
+    with its key is rebuilt. Built in a child process for graphs over
+    `INPROCESS_CONVERT_BYTES`; ``path`` is only read. Load it with optimisation off
+    (`create_session` does, under ``opt``).
+
+    Example:
+        >>> optimised_copy("bundle/onnx/vocoder.onnx")  # doctest: +SKIP
+        PosixPath('~/.cache/tts_kit/external/opt-5be1.../vocoder.onnx')
+    """
+    import json
+
+    src = Path(path).resolve()
+    src.stat()
+    root = Path(cache_dir) if cache_dir is not None else external_cache_dir()
+    meta = _optimised_meta(src, level, prepacked)
+    key = "opt-" + hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:32]
+    entry = root / key / OPTIMISED_META
+    if entry.parent.is_dir():
         try:
-            os.replace(work, target)
-        except OSError:
-            if not out.is_file():  # another process won the race only if its copy is there
-                raise
-    prune_external_cache(root, limit_mb, keep=target)
-    return out
+            stale = json.loads(entry.read_text(encoding="utf-8")) != meta
+        except (OSError, ValueError):
+            stale = True  # no or broken record: not known to be this graph's copy
+        if stale:
+            _evict(root, entry.parent)
+
+    def write(src: Path, work: Path) -> None:
+        args = [str(src), str(work / src.name), level.name, f"{src.name}.data",
+                str(int(prepacked))]
+        if src.stat().st_size <= INPROCESS_CONVERT_BYTES:
+            _optimise_here(*args)
+        else:
+            _child(_OPTIMISE, args, f"{src}: could not write an optimised copy")
+        (work / OPTIMISED_META).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+
+    return _cached_copy(src, key, root, write)
+
+
+def _optimise_here(src: str, out: str, level: str, data: str, prepacked: str) -> None:
+    so = ort.SessionOptions()
+    so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
+    so.log_severity_level = 3
+    so.optimized_model_filepath = out
+    so.add_session_config_entry("session.optimized_model_external_initializers_file_name", data)
+    so.add_session_config_entry(
+        "session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+    so.add_session_config_entry("session.save_external_prepacked_constant_initializers",
+                                prepacked)
+    ort.InferenceSession(src, so, providers=["CPUExecutionProvider"])
 
 
 #: Work directories of earlier versions, named ``.<key>.<random>`` (no writer pid).
@@ -233,6 +359,40 @@ def sweep_external_cache(root: str | os.PathLike[str] | None = None,
     return removed
 
 
+def _cpu_only(providers: list[Any] | None) -> bool:
+    names = [p[0] if isinstance(p, (tuple, list)) else p for p in (providers or [])]
+    return all(n == "CPUExecutionProvider" for n in names)
+
+
+def session_file(path: str | os.PathLike[str], policy: LoadPolicy | str,
+                 sess_options: ort.SessionOptions | None = None,
+                 providers: list[Any] | None = None) -> Path:
+    """The file a session of ``path`` loads under ``policy``: an optimised copy
+    (`optimised_copy`: ``opt``, on the CPU only, at the options' level unless that is
+    ``disable``), an external-data copy (``ext``), or ``path`` itself. Made on first use.
+
+    Example:
+        >>> session_file("bundle/onnx/vocoder.onnx", "resident")  # doctest: +SKIP
+        PosixPath('bundle/onnx/vocoder.onnx')
+    """
+    if not isinstance(policy, LoadPolicy):
+        policy = LoadPolicy.parse(policy)
+    level = _optimised_level(policy, sess_options, providers)
+    if level is not None:
+        return optimised_copy(path, level, prepacked=policy.prepack)
+    return external_copy(path) if policy.external_data else Path(path)
+
+
+def _optimised_level(policy: LoadPolicy, so: ort.SessionOptions | None,
+                     providers: list[Any] | None) -> ort.GraphOptimizationLevel | None:
+    """The level an optimised copy is made at, or None when the policy loads none."""
+    level = (so if so is not None else ort.SessionOptions()).graph_optimization_level
+    if (policy.optimised and _cpu_only(providers)
+            and level != ort.GraphOptimizationLevel.ORT_DISABLE_ALL):
+        return level
+    return None
+
+
 def create_session(
     path: str | os.PathLike[str],
     sess_options: ort.SessionOptions | None = None,
@@ -249,7 +409,9 @@ def create_session(
     if not isinstance(policy, LoadPolicy):
         policy = LoadPolicy.parse(policy)
     so = sess_options if sess_options is not None else ort.SessionOptions()
-    model = external_copy(path) if policy.external_data else Path(path)
+    model = session_file(path, policy, so, providers)
+    if _optimised_level(policy, so, providers) is not None:
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # done once
     if not policy.prepack:
         so.add_session_config_entry("session.disable_prepacking", "1")
     try:

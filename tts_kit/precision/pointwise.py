@@ -1,0 +1,153 @@
+"""Pointwise convolutions as matrix multiplies, so dynamic INT8 runs integer GEMM kernels.
+
+A 1-D ``Conv`` with kernel size 1 (no groups, stride 1, no padding) on ``[B, Cin, T]`` is
+``W[Cout, Cin] @ x`` at every time step: a matrix multiply in disguise. ONNX Runtime's
+dynamic quantiser turns ``MatMul`` with a constant weight into ``MatMulInteger`` (fused to
+``DynamicQuantizeMatMul`` on load, ONNX Runtime's integer GEMM), but ``Conv`` only into
+``ConvInteger``, which the CPU provider runs as a slow im2col loop.
+`pointwise_to_matmul` rewrites each such convolution as::
+
+    Transpose(x, [0, 2, 1]) -> MatMul(., W^T[Cin, Cout]) -> Add(., bias) -> Transpose([0, 2, 1])
+
+The weight goes second (the quantiser's ``MatMulConstBOnly`` quantises only a constant B);
+the transposes are cheap beside the product, and ONNX Runtime's optimiser cancels a
+trailing one against the graph's own next ``Transpose`` (the vocoder's head). The numbers
+are the same up to float summation order (`tests/test_pointwise.py`).
+
+The rewritten INT8 method (``int8-pw`` in `tts_kit.precision.recipes`) then quantises only
+``MatMul`` and ``Gather`` weights: the depthwise and wide-kernel convolutions stay float,
+because ``ConvInteger`` was measured slower than float ``Conv`` (`bench/precision.py
+--stage-speed`).
+
+Example:
+    >>> from onnx import helper, numpy_helper, TensorProto
+    >>> w = numpy_helper.from_array(np.ones((4, 2, 1), np.float32), "w")
+    >>> node = helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[1])
+    >>> g = helper.make_graph([node], "g",
+    ...     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 5])],
+    ...     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 5])], [w])
+    >>> m = helper.make_model(g)
+    >>> pointwise_to_matmul(m), [n.op_type for n in m.graph.node]
+    (1, ['Transpose', 'MatMul', 'Transpose'])
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import onnx
+
+
+def _attrs(node: onnx.NodeProto) -> dict:
+    from onnx import helper
+
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _is_pointwise(node: onnx.NodeProto, inits: dict, users: Counter) -> bool:
+    """A 1-D ``Conv`` that is exactly a matrix multiply over channels."""
+    from onnx import TensorProto
+
+    if node.op_type != "Conv" or len(node.input) < 2 or node.input[1] not in inits:
+        return False
+    w = inits[node.input[1]]
+    if w.data_type != TensorProto.FLOAT or len(w.dims) != 3 or w.dims[2] != 1:
+        return False
+    if users[node.input[1]] != 1:  # a shared weight: leave it as it is
+        return False
+    if len(node.input) > 2 and node.input[2] and node.input[2] not in inits:
+        return False
+    a = _attrs(node)
+    auto_pad = a.get("auto_pad", b"NOTSET")
+    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
+    return (a.get("group", 1) == 1 and list(a.get("strides", [1])) == [1]
+            and not any(a.get("pads", [0, 0])) and list(a.get("kernel_shape", [1])) == [1]
+            and auto_pad in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"))
+
+
+def pointwise_to_matmul(model: onnx.ModelProto) -> int:
+    """Rewrite every pointwise 1-D ``Conv`` of ``model`` (in place) as Transpose, MatMul,
+    Add, Transpose; returns how many were rewritten.
+
+    Only a float32 weight that is an initializer used by this node alone is taken; the
+    bias, when there is one, must be an initializer too. The node's output name is kept,
+    so consumers and graph outputs need no change.
+
+    Example:
+        >>> import onnx
+        >>> pointwise_to_matmul(onnx.load("vocoder.onnx"))  # doctest: +SKIP
+        1
+    """
+    from onnx import helper, numpy_helper
+
+    inits = {t.name: t for t in model.graph.initializer}
+    users = Counter(i for n in model.graph.node for i in n.input)
+    out_nodes, drop, count = [], set(), 0
+    for node in model.graph.node:
+        if not _is_pointwise(node, inits, users):
+            out_nodes.append(node)
+            continue
+        base = node.name or f"tts_kit_pointwise_{count}"
+        x, wname, y = node.input[0], node.input[1], node.output[0]
+        w = numpy_helper.to_array(inits[wname])[:, :, 0]  # [Cout, Cin]
+        model.graph.initializer.append(
+            numpy_helper.from_array(np.ascontiguousarray(w.T), f"{wname}_matmul"))
+        drop.add(wname)
+        xt, prod = f"{base}/x_t", f"{base}/matmul"
+        out_nodes.append(helper.make_node("Transpose", [x], [xt], name=f"{base}/transpose_in",
+                                          perm=[0, 2, 1]))
+        out_nodes.append(helper.make_node("MatMul", [xt, f"{wname}_matmul"], [prod],
+                                          name=f"{base}/MatMul"))
+        if len(node.input) > 2 and node.input[2]:
+            biased = f"{base}/biased"
+            out_nodes.append(helper.make_node("Add", [prod, node.input[2]], [biased],
+                                              name=f"{base}/bias"))
+            prod = biased
+        out_nodes.append(helper.make_node("Transpose", [prod], [y], name=f"{base}/transpose_out",
+                                          perm=[0, 2, 1]))
+        count += 1
+    if count:
+        keep = [t for t in model.graph.initializer if t.name not in drop]
+        del model.graph.initializer[:]
+        model.graph.initializer.extend(keep)
+        del model.graph.node[:]
+        model.graph.node.extend(out_nodes)
+        # Shape annotations of the rewritten outputs still hold ([B, Cout, T]); the new
+        # intermediates get theirs from ONNX Runtime on load.
+    return count
+
+
+#: Op types the ``int8-pw`` method quantises (after the rewrite): no ``ConvInteger``.
+PW_INT8_OP_TYPES = ("MatMul", "Gather")
+
+
+def convert_int8_pw(src: Path, dst: Path, scratch: Path,
+                    op_block_list: Sequence[str] | None = None) -> tuple[dict[str, int], int]:
+    """The ``int8-pw`` method: pointwise convolutions to MatMul (`pointwise_to_matmul`),
+    then dynamic INT8 of the MatMul and Gather weights; other convolutions stay float.
+
+    Returns (ops report with ``Conv 1x1 -> MatMul`` added, ops kept float), like
+    `tts_kit.precision.graphs._convert_graph`. ``scratch`` holds the rewritten float graph.
+
+    Example:
+        >>> convert_int8_pw(src, dst, scratch)  # doctest: +SKIP
+        ({'Conv 1x1 -> MatMul': 1, 'MatMul': 4}, 0)
+    """
+    import onnx
+
+    from tts_kit.precision.graphs import _convert_graph, _save_model
+
+    model = onnx.load(str(src))
+    rewritten = pointwise_to_matmul(model)
+    staged = scratch / src.name
+    _save_model(model, staged)
+    del model
+    blocked = sorted({"Conv", *(op_block_list or ())})
+    ops, kept = _convert_graph(staged, dst, "int8", True, blocked)
+    return {"Conv 1x1 -> MatMul": rewritten, **ops}, kept
