@@ -230,7 +230,9 @@ def test_cli_tune_writes_lean_json_and_always_recommends(tiny_bundle_dir, tmp_pa
     rc = main(["tune", "--model", str(tiny_bundle_dir), "--presets", "lean", "--cpus", "1",
                "--steps", "1", "--repeats", "1", "--quiet", "--json", str(out)])
     printed = capsys.readouterr().out
-    assert rc == 0 and "recommendation: lean" in printed
+    # (provisional when this machine is busy: the figures are its neighbours' too)
+    assert rc == 0 and ("recommendation: lean" in printed
+                        or "recommendation (provisional): lean" in printed)
     (rec,) = json.loads(out.read_text())["records"]
     assert rec["status"] == "ok" and "timeline" not in rec and "events" not in rec
     assert main(["tune", "--model", str(tiny_bundle_dir), "--cpus", "one"]) == 2
@@ -349,6 +351,44 @@ def test_a_busy_machine_decides_over_figures_that_did_not_repeat():
     assert ("), so the figures did not repeat (the pick measured again took 190 ms against "
             "101 ms") in line
     assert line.endswith("; run `tts-kit tune --presets lean` on a quiet machine")
+
+
+def _busy_sweep_result(monkeypatch, records: list[dict]) -> None:
+    from tts_kit.experiments import tune
+
+    monkeypatch.setattr(tune, "sweep", lambda *a, **k: tune.SweepResult(
+        tune.mark_pareto([dict(r, peak_rss_mb=300.0) for r in records])))
+
+
+def test_tune_says_provisional_with_the_reports_first_line(tiny_bundle_dir, monkeypatch,
+                                                          capsys):
+    """`tts-kit tune` and the report open a provisional answer with one line, from one
+    function (`Contention.headline`); only the command that measures again is tune's."""
+    from tts_kit.cli import main
+    from tts_kit.report import SweepSpec, TuningReport
+    from tts_kit.report.answer import provisional_line
+
+    busy = [_trial(40, 58, loadavg_before=3.2), _trial(79, 21, loadavg_after=4.1)]
+    _busy_sweep_result(monkeypatch, busy)
+    argv = ["tune", "--model", str(tiny_bundle_dir), "--presets", "lean", "--cpus", "1",
+            "--quiet"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("provisional: "))
+    from tts_kit.core.procfacts import usable_cores
+
+    rep = TuningReport(SweepSpec(), busy, busy[0], "", {"cpus_usable": usable_cores()}, {}, {})
+    report_line = provisional_line(rep)
+    finding = report_line[:report_line.index("; run `tts-kit report")]
+    assert lines[at].startswith(finding + "; run `tts-kit tune --model ")
+    assert lines[at].endswith(" --presets lean --cpus 1` on a quiet machine.")
+    assert lines[at + 1].startswith("recommendation (provisional): ")
+    # Figures that did not repeat on a machine that was not busy: measure more.
+    _busy_sweep_result(monkeypatch, [_trial(95, 2, lat=(300.0, 310.0, 900.0))])
+    assert main(argv) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if "provisional: " in ln)
+    assert line.startswith("provisional: the figures did not repeat (1 of 1 trials disagreed")
+    assert "measure more: `tts-kit tune --model" in line and "--repeats 10` times 10" in line
 
 
 def test_a_trial_records_its_share_of_cores_wait_and_load(tiny_bundle_dir):
