@@ -741,6 +741,9 @@ def test_a_quiet_machines_remeasure_that_did_not_repeat_is_not_called_busy(tmp_p
     assert "Provisionally, use low-memory" in answer.answer_html(rep)
     note = compare_reports(rep, rep).contention[0]
     assert note.startswith("in the report, the figures did not repeat") and "busy" not in note
+    rep.extras["contention"] = answer.contention(rep).to_dict()  # as report.json holds it
+    assert rep.extras["contention"]["cause"] == "did not repeat"
+    validate_report(rep.to_dict())
 
 
 def test_a_quiet_machines_answer_is_a_plain_pick(tmp_path):

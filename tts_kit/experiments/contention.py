@@ -15,9 +15,9 @@ for different remedies, so `assess` (pure: no measurement, no I/O) keeps them ap
   delay: a preset that does not spin idles its threads, it does not wait); where the
   kernel does not report the wait, a ``core_share`` below `SHARE_LIMIT` %. The margin
   is what a sweep does to a 2-core machine by itself: a 2-vCPU trial there shares its
-  cores with the sweep's own sampler and parent (the quiet CI box, load 0.5-1.8, gave
-  2-vCPU trials 87-89 % of their cores, waiting 18-19 %); the issue's busy machine gave
-  40-79 %;
+  cores with the sweep's own sampler and parent (the parent alone takes about 8 % of a
+  core; the quiet CI box, load 0.5-1.8, gave 2-vCPU trials 87-89 % of their cores,
+  waiting 18-19 %); the issue's busy machine gave 40-79 %;
 - **a load the sweep does not explain**: even the quietest load average around the
   trials (``loadavg_before``/``loadavg_after``) exceeds the sweep's own runnable threads
   (the busiest trial's threads or vCPUs, and one for the parent) by the machine's whole
