@@ -232,3 +232,16 @@ def test_the_legend_tells_cores_and_load_policy_apart():
     assert type(resident).__name__ == type(paged).__name__ == "Rectangle"
     assert resident.get_facecolor() != paged.get_facecolor()
     assert preset.get_marker() in ("None", "", None) and preset.get_linewidth() >= 4
+
+
+def test_a_load_level_where_no_request_finished_says_so_on_the_latency_panel():
+    """On a machine too busy for the client's deadline (the browser walk of notebook 06 at
+    load 23), a level whose every request timed out drew an empty column that read as no
+    data; it now names what happened to its requests."""
+    done = {"mode": "closed", "concurrency": 1, "p50_ms": 52409.0, "p95_ms": 56564.0,
+            "ok": 12, "timeouts": 0, "timeline": [[0, 1100, 1000]], "wall_s": 600.0}
+    lost = {"mode": "closed", "concurrency": 2, "p50_ms": None, "p95_ms": None, "ok": 0,
+            "timeouts": 12, "errors": 0, "timeline": [[0, 1200, 1100]], "wall_s": 360.0}
+    left = plots.load_levels([done, lost]).axes[0]
+    notes = [t.get_text() for t in left.texts]
+    assert notes == ["no request finished:\n12 timed out"]
