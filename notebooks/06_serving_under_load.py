@@ -130,11 +130,23 @@ pd.DataFrame(rows).round(1)
 # memory budget (the `workers` pool PSS, plus half).
 
 # %%
+import os
+
 from tts_kit.experiments.records import select
 from tts_kit.notebook import plots
 from tts_kit.serve.sweep import serving_sweep
 
-top = load.records[-1]
+# The highest concurrency at which requests finished: on a machine far busier than the
+# lesson needs, a level's every request can pass the client's deadline (no p95 there).
+finished = [r for r in load.records if r.get("p95_ms")]
+if not finished:
+    raise RuntimeError("no request of the load test finished within the client's deadline "
+                       f"(load average {os.getloadavg()[0]:.1f} on {cores} cores): rerun on "
+                       "a quieter machine")
+top = finished[-1]
+if top is not load.records[-1]:
+    print(f"above concurrency {top['concurrency']} every request passed the client's "
+          "deadline (a busy machine): the target comes from the highest level that finished")
 target_ms = 2 * top["p95_ms"]
 budget_mb = 1.5 * top["pool_pss_mb"]
 arch = serving_sweep(str(where), architectures=["workers", "threads", "blocking", "article"],
@@ -217,7 +229,11 @@ print("timeouts:", m["tts_kit_timeouts_total"], " restarts for timeouts:",
 stack.close()  # SIGTERM: each server drains, stops its workers, leaves no child
 w = {r["concurrency"]: r for r in arch.records if r["architecture"] == "workers"}
 a = ref
-hi = max(levels)
+t = {r["concurrency"]: r for r in arch.records if r["architecture"] == "threads"}
+# The highest level at which workers, threads and the article's pattern all finished
+# requests (a busy machine can leave a level with none: nothing to compare there).
+served = [c for c in sorted(w) if all((x.get(c) or {}).get("rps") for x in (w, a, t))]
+hi = served[-1] if served else max(levels)
 extra = a[1]["p50_ms"] - w[1]["p50_ms"]
 print(f"- At concurrency {hi}, tts_kit's workers served {w[hi]['rps'] / a[hi]['rps']:.1f}x "
       f"the requests per second of the article's pattern (p95 {w[hi]['p95_ms']:.0f} ms "
@@ -230,7 +246,6 @@ print(f"- The article's 'p95 about 200 ms': measured here at concurrency {hi}, p
       + ", ".join(f"{r['architecture']} {r['p95_ms']:.0f} ms" for r in arch.records
                   if r["concurrency"] == hi and r.get("p95_ms")) + ".")
 print(f"- Recommendation for p95 <= {target_ms:.0f} ms within {budget_mb:.0f} MB: {why}")
-t = {r["concurrency"]: r for r in arch.records if r["architecture"] == "threads"}
 work, crossing = t[1]["p50_ms"], w[1]["p50_ms"] - t[1]["p50_ms"]
 winner = max(("workers", w[hi]), ("threads", t[hi]), key=lambda kv: kv[1]["rps"] or 0)[0]
 print(f"- Workers or threads: a request took {work:.0f} ms (median, threads, concurrency 1) "
@@ -239,6 +254,12 @@ print(f"- Workers or threads: a request took {work:.0f} ms (median, threads, con
       f"second (workers {w[hi]['rps']:.1f}, threads {t[hi]['rps']:.1f}): "
       + ("the work per request is small, so the process crossing dominates and one "
          "engine in the server's threads does better; with requests of hundreds of ms "
-         "(the full stand-in, the real model) workers win." if winner == "threads" else
+         "(the full stand-in, the real model) workers win."
+         if winner == "threads" and abs(crossing) > 0.2 * work else
+         # Said from this run's figures: a crossing that small cannot be why threads won.
+         "the crossing is too small a share of a request to decide it, so the gap is how "
+         "each shared the cores with the rest of the machine (load average "
+         f"{os.getloadavg()[0]:.1f} on {cores} cores); on a quiet machine workers run "
+         "requests side by side on their own engines." if winner == "threads" else
          "the work per request outweighs the process crossing, and workers run requests "
          "side by side on their own engines."))

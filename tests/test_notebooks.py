@@ -56,10 +56,8 @@ def test_every_notebook_has_a_percent_format_source():
         assert picks and "banner(" in first, path.name
 
 
-# The notebooks whose model cell states what their lesson needs (`widgets.lesson`); 03's
-# body and 05's report template belong to other work (05 warns before its sweep instead).
-STATES_ITS_LESSON = [name for name in EXPECTED
-                     if name not in ("03_fp16_conversion", "05_tuning_report")]
+# Every notebook's model cell states what its lesson needs (`widgets.lesson`).
+STATES_ITS_LESSON = list(EXPECTED)
 
 
 def test_each_notebook_states_the_model_its_lesson_needs():

@@ -232,3 +232,34 @@ def test_the_legend_tells_cores_and_load_policy_apart():
     assert type(resident).__name__ == type(paged).__name__ == "Rectangle"
     assert resident.get_facecolor() != paged.get_facecolor()
     assert preset.get_marker() in ("None", "", None) and preset.get_linewidth() >= 4
+
+
+def test_a_load_level_where_no_request_finished_says_so_on_the_latency_panel():
+    """On a machine too busy for the client's deadline (the browser walk of notebook 06 at
+    load 23), a level whose every request timed out drew an empty column that read as no
+    data; it now names what happened to its requests."""
+    done = {"mode": "closed", "concurrency": 1, "p50_ms": 52409.0, "p95_ms": 56564.0,
+            "ok": 12, "timeouts": 0, "timeline": [[0, 1100, 1000]], "wall_s": 600.0}
+    lost = {"mode": "closed", "concurrency": 2, "p50_ms": None, "p95_ms": None, "ok": 0,
+            "timeouts": 12, "errors": 0, "timeline": [[0, 1200, 1100]], "wall_s": 360.0}
+    left = plots.load_levels([done, lost]).axes[0]
+    notes = [t.get_text() for t in left.texts]
+    assert notes == ["no request finished:\n12 timed out"]
+
+
+def test_latency_story_tick_labels_do_not_run_into_each_other():
+    """Seconds-long calls on a busy machine (the browser walk of notebook 05: 13,032 ms)
+    printed '10000120001400' under the bars."""
+    fig = plots.latency_story([
+        {"label": "sweep trial (fresh process, 1 vCPU)", "session_s": 13.032,
+         "first_ms": 8487, "p50_ms": 7948},
+        {"label": "measured again (another fresh process, 1 vCPU)", "session_s": 11.330,
+         "first_ms": 7894, "p50_ms": 7350},
+        {"label": "this kernel (not pinned)", "session_s": 8.957, "first_ms": 6562}])
+    plots.figure_png(fig)  # laid out as the notebook shows it
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in fig.axes[0].get_xticklabels()
+             if t.get_text() and t.get_visible()]
+    assert len(boxes) >= 2
+    # A gap of at least a character's width between neighbours (they touched, 0.5 px).
+    assert all(a.x1 + 6 < b.x0 for a, b in zip(boxes, boxes[1:])), [b.bounds for b in boxes]

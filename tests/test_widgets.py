@@ -197,3 +197,8 @@ def test_the_lesson_box_says_when_the_figures_are_not_the_lesson(tiny_bundle_dir
                                "label": "Supertonic stand-in (full)", "params": 98_900_000})()
     assert widgets.realistic_costs(fake_full)
     assert "the figures are the lesson" in widgets.lesson(fake_full, "Costs.").data
+    # Quick mode on the full stand-in (the browser walk of 05): real costs, a smaller
+    # sample than the lesson's; it must not claim to be the whole lesson.
+    quick_full = widgets.lesson(fake_full, "Costs.", quick=True).data
+    assert "the figures are the lesson" not in quick_full
+    assert "quick mode measures fewer settings" in quick_full and "quick = False" in quick_full

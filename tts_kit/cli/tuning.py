@@ -83,14 +83,15 @@ def cmd_tune(args: argparse.Namespace) -> int:
         lost = getattr(executor, "lost", None)  # the scheduler went away mid-sweep
     _say(f"model: {term_safe(bundle.label)}")  # which model the figures are of
     _say(format_table(result.records))
-    rec, reason = result.recommend(args.mem_budget)
-    _say(f"recommendation: {reason}")
+    for line in recommendation_lines(result, args, cores=usable):
+        _say(line)
     machines = result.by_machine()
     if len(machines) > 1:  # one recommendation per instance type, each on its own front
         for label, part in machines.items():
             _say(f"\non {label}:")
             _say(format_table(part.records))
-            _say(f"recommendation: {part.recommend(args.mem_budget)[1]}")
+            for line in recommendation_lines(part, args):
+                _say(line)
     if args.json:
         drop = () if args.timelines else ("timeline", "events")
         records = [{k: v for k, v in r.items() if k not in drop} for r in result.records]
@@ -103,6 +104,59 @@ def cmd_tune(args: argparse.Namespace) -> int:
         _say("tts-kit tune: no trial finished; see the reasons above", file=sys.stderr)
         return 1
     return 0
+
+
+def tune_command(args: argparse.Namespace, repeats: int | None = None) -> str:
+    """The ``tts-kit tune`` command line that repeats this sweep (its options that are
+    not the defaults), with ``repeats`` timed calls per trial when given.
+
+    Example:
+        >>> from tts_kit.cli import _parser
+        >>> tune_command(_parser().parse_args(["tune", "--presets", "lean", "--cpus", "2"]), 10)
+        'tts-kit tune --presets lean --cpus 2 --repeats 10'
+    """
+    import shlex
+
+    defaults = {"presets": ",".join(contract.SWEEP_PRESETS), "cpus": None,
+                "loading": "resident", "mem_budget": None, "steps": contract.DEFAULT_STEPS,
+                "repeats": 5, "stage_costs": "measure", "scheduler": None}
+    values = {**{k: getattr(args, k, v) for k, v in defaults.items()},
+              **({"repeats": repeats} if repeats else {})}
+    parts = ["tts-kit", "tune"] + (["--model", str(args.model)] if args.model else [])
+    for key, value in values.items():
+        if value != defaults[key]:
+            parts += [f"--{key.replace('_', '-')}", format(value, "g")
+                      if isinstance(value, float) else str(value)]
+    return term_safe(shlex.join(parts))
+
+
+def recommendation_lines(result: Any, args: argparse.Namespace,
+                         cores: int | None = None) -> list[str]:
+    """What ``tts-kit tune`` prints for a sweep's pick: when the figures cannot be trusted,
+    first the line the report's answer starts with (`Contention.headline`, its commands
+    this sweep's), then the recommendation.
+
+    Example:
+        >>> from tts_kit.cli import _parser
+        >>> from tts_kit.experiments.tune import SweepResult
+        >>> rec = {"preset": "lean", "cpus": 1, "status": "ok", "p50_ms": 90.0,
+        ...        "peak_rss_mb": 300.0, "core_share": 45.0, "cpu_wait_percent": 50.0}
+        >>> lines = recommendation_lines(SweepResult([rec]), _parser().parse_args(["tune"]))
+        >>> lines[0]
+        'provisional: the machine was busy (1 of 1 trials got 45 % of their cores, waiting 50 % of the time for one); run `tts-kit tune` on a quiet machine.'
+        >>> lines[1][:40]
+        'recommendation (provisional): lean on 1 '
+    """  # noqa: E501
+    from tts_kit.experiments.contention import assess
+
+    pick, reason = result.recommend(args.mem_budget)
+    more = max(10, 2 * args.repeats)
+    warning = assess(result.records, cores=cores).headline(
+        rerun=tune_command(args),
+        more=f"`{tune_command(args, more)}` times {more} calls per trial") if pick else ""
+    if not warning:
+        return [f"recommendation: {reason}"]
+    return [warning + ".", f"recommendation (provisional): {reason}"]
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -11,11 +11,14 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from tts_kit.experiments.records import (
+    ERRORS,
     P50_MS,
     P95_MS,
     P99_MS,
     POOL_PSS_MB,
+    REJECTED,
     RPS,
+    TIMEOUTS,
     TTFA_P50_MS,
     TTFA_P95_MS,
     WALL_S,
@@ -23,6 +26,24 @@ from tts_kit.experiments.records import (
 )
 from tts_kit.experiments.records import label as axis_label
 from tts_kit.notebook._figures import _figure
+
+
+def unfinished_note(rec: Mapping[str, Any]) -> str:
+    """What a load level whose requests all failed says in place of its latency ("" when
+    some finished): an empty column must not read as "no data".
+
+    Example:
+        >>> unfinished_note({"p50_ms": None, "timeouts": 12, "errors": 0}).splitlines()
+        ['no request finished:', '12 timed out']
+        >>> unfinished_note({"p50_ms": 90.0})
+        ''
+    """
+    if to_number(rec.get(P50_MS)) is not None:
+        return ""
+    lost = [f"{int(rec[key])} {word}" for key, word in
+            ((TIMEOUTS, "timed out"), (ERRORS, "failed"), (REJECTED, "rejected"))
+            if to_number(rec.get(key))]
+    return "no request finished" + (":\n" + ", ".join(lost) if lost else "")
 
 
 def load_levels(
@@ -59,6 +80,11 @@ def load_levels(
         if any(y is not None for y in ys):
             left.plot(x, [np.nan if y is None else y for y in ys], style,
                       label=axis_label(key).replace(" (ms)", ""))
+    for i, r in enumerate(records):
+        note = unfinished_note(r)
+        if note:
+            left.annotate(note, (x[i], 0.5), xycoords=("data", "axes fraction"), ha="center",
+                          fontsize=7, color="#b00020")
     left.set_xticks(x, names)
     left.set_ylabel("ms")
     left.set_xlabel("load level")

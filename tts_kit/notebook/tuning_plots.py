@@ -18,6 +18,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from tts_kit.core import contract
 from tts_kit.experiments.records import (
@@ -294,6 +295,9 @@ def latency_story(
     ax.set_yticks(range(len(rows)), [str(r.get("label", "")) for r in rows], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, max(top, 1.0) * 1.18)
+    # Few ticks, with separators: five-digit values ran into each other on a narrow axis.
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
     ax.set_xlabel("milliseconds")
     ax.grid(axis="x", alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()

@@ -138,6 +138,13 @@ def lesson(model: Any, needs: str, *, costs: bool = True, quick: bool = False) -
     if not costs:
         verdict, style = (f"Any model teaches it; this run{mode} uses {label}.",
                           "border-left:4px solid #5a9")
+    elif realistic_costs(model) and quick:  # real costs, of a smaller workload
+        verdict, style = (
+            f"It needs a model with realistic costs (the real model or the full stand-in); "
+            f"this run{mode} uses {label}, but quick mode measures fewer settings and flow "
+            "steps: the costs are real, the sample is smaller than the lesson's "
+            "(<code>quick = False</code> for the whole lesson).",
+            "border-left:4px solid #d39e00;background:#fffaf0")
     elif realistic_costs(model):
         verdict, style = (f"It needs a model with realistic costs (the real model or the full "
                           f"stand-in); this run{mode} uses {label}, so the figures are the "

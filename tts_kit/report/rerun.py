@@ -227,9 +227,10 @@ def _contention(label: str, rep: TuningReport) -> str:
     from tts_kit.report.answer import contention
 
     found = contention(rep)  # the signs the answer itself reads (share of cores, re-measure)
-    if found.provisional:
-        return (f"in {label}, the machine was busy ({'; '.join(found.reasons())}): its latency "
-                "is the neighbours' as much as the configuration's")
+    if found.provisional:  # the finding names its cause: a busy machine, or figures that vary
+        why = ("its latency is the neighbours' as much as the configuration's" if found.busy
+               else "a single trial per configuration does not settle a close call")
+        return f"in {label}, {found.finding()}: {why}"
     starved = [r for r in rep.records if r.get("status") == "ok"
                and to_number(r.get(CPU_PERCENT)) is not None
                and r[CPU_PERCENT] < CONTENTION_CPU_PERCENT]
