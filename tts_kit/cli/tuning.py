@@ -81,15 +81,17 @@ def cmd_tune(args: argparse.Namespace) -> int:
         )
         lost = getattr(executor, "lost", None)  # the scheduler went away mid-sweep
     _say(f"model: {term_safe(bundle.label)}")  # which model the figures are of
-    _say(format_table(result.records))
     rec, reason = result.recommend(args.mem_budget)
+    # Each figure's spread over the rounds, and what differs from the pick beyond it.
+    _say(format_table(result.records, pick=rec))
     _say(f"recommendation: {reason}")
     machines = result.by_machine()
     if len(machines) > 1:  # one recommendation per instance type, each on its own front
         for label, part in machines.items():
+            part_rec, part_reason = part.recommend(args.mem_budget)
             _say(f"\non {label}:")
-            _say(format_table(part.records))
-            _say(f"recommendation: {part.recommend(args.mem_budget)[1]}")
+            _say(format_table(part.records, pick=part_rec))
+            _say(f"recommendation: {part_reason}")
     if args.json:
         drop = () if args.timelines else ("timeline", "events")
         records = [{k: v for k, v in r.items() if k not in drop} for r in result.records]
