@@ -32,15 +32,26 @@ def _round(preset, p50, peak, calls=2, status="ok"):
             REPEATS: calls, "audio_s": 2.0, RTF: p50 / 2000, "load_s": 1.0, "wall_s": 5.0}
 
 
+class _Calls(list):
+    """(preset, timed calls) of each trial, in the order run; ``prepared``: whether each
+    did the one-time preparation."""
+
+    def __init__(self):
+        super().__init__()
+        self.prepared: list[bool] = []
+
+
 @pytest.fixture
 def fake_trials(monkeypatch):
     """`tune.trial` replaced by a recorder: (preset, timed calls) in the order run."""
-    calls: list[tuple[str, int]] = []
+    calls = _Calls()
+    prepared = calls.prepared
     figures = {"fast": [(100.0, 500.0), (110.0, 540.0)], "lean": [(130.0, 300.0)] * 2}
 
     def fake(path, preset, workload, **kwargs):
         k = sum(1 for name, _ in calls if name == preset.name)
         calls.append((preset.name, workload.repeats))
+        prepared.append(kwargs["prepare"])
         if preset.name == "doomed":
             return _round("doomed", 0.0, 900.0, status="oom")
         p50, peak = figures[preset.name][k]
@@ -57,6 +68,7 @@ def test_a_sweep_measures_each_configuration_in_alternating_rounds(tiny_bundle_d
                         progress=False, warmup=False, stage_costs_mb=None)
     # A B, A B (not A A B B), the five timed calls split 3 + 2, not doubled.
     assert fake_trials == [("fast", 3), ("lean", 3), ("fast", 2), ("lean", 2)]
+    assert fake_trials.prepared == [True, True, False, False]  # prepared once, in round 1
     fast = result.records[0]
     assert fast[ROUNDS] == 2 and fast[REPEATS] == 5
     assert (fast[P50_MIN_MS], fast[P50_MAX_MS]) == (100.0, 110.0)

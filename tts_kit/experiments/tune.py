@@ -223,6 +223,7 @@ def trial(
     timeout_s: float | None = None,
     sample_ms: float = 10,
     stage_costs_mb: dict[str, float] | None = None,
+    prepare: bool = True,
 ) -> dict[str, Any]:
     """Measure one configuration in a fresh process; returns a record (`RECORD_KEYS`).
 
@@ -244,7 +245,8 @@ def trial(
 
     One-time work the policy needs (external-data copies for ``paged``/``budget``) is done
     first, in a process of its own, and recorded as ``prep_s`` / ``prep_peak_rss_mb``: a
-    cold cache and a warm one then measure the same steady state.
+    cold cache and a warm one then measure the same steady state. ``prepare=False`` skips
+    it (a sweep's later rounds, prepared by the first; ``prep_*`` then None).
 
     A trial that did not finish still reports what it got to: for ``oom``/``timeout``
     the peak RSS, and the load time and idle RSS if it got past the load.
@@ -263,7 +265,8 @@ def trial(
                         f"{type(workload).__name__}")
     preset = get_preset(preset)  # an unknown name fails here, before any process starts
     path = _bundle_path(bundle)
-    prep = _prepare(path, policy, cpus, timeout_s, sample_ms)  # one-time work, not measured
+    prep = (_prepare(path, policy, cpus, timeout_s, sample_ms) if prepare  # one-time work
+            else {PREP_S: None, PREP_PEAK_RSS_MB: None})
     load_before = _loadavg()
     m = run_isolated(
         run_trial_child, path, preset, workload, policy,
@@ -499,9 +502,10 @@ def sweep(
         p, c, b, s, lo = grid[i]
         # Names may come from a report.json: no raw control characters on stderr.
         label = term_safe(f"{p.name} cpus={c} {lo} round {k + 1}/{rounds}")
+        # Later rounds here find what the first prepared (an executor's may not).
         return ((path, p, cells[b, s].replace(repeats=shares[k])),
-                dict(cpus=c, loading=lo, stage_costs_mb=costs.get((p.name, lo)), **common),
-                label)
+                dict(cpus=c, loading=lo, stage_costs_mb=costs.get((p.name, lo)),
+                     prepare=k == 0 or executor is not None, **common), label)
 
     with tqdm(total=len(runs), desc="tune", unit="trial", disable=not progress) as bar:
         got = run_rounds(trial, runs, submit, executor, bar,
