@@ -16,12 +16,14 @@ changes one thing for its runs, and puts it back):
 - ``mmapfix``: ``MALLOC_MMAP_THRESHOLD_=131072``: a fixed mmap threshold, which turns
   glibc's dynamic one off.
 
-On the full stand-in (Dec 2026) the peak is the load's (ONNX Runtime building the
-vector estimator's and vocoder's sessions) and it moves 8-23 % under ``base``, ``cpus1``,
-``arena1`` and ``evict`` alike, but repeats within 0.1 % under ``noaslr`` (always the high
-value) and ``mmapfix`` (always a lower one): glibc's dynamic mmap threshold meets a random
-address layout. It is the runtime's, not the harness's; a sweep reports it as the spread of
-alternating rounds (`tts_kit.experiments.spread`).
+On the full stand-in (supertonic-default, 2 cpus) the peak is the load's (ONNX Runtime
+building the vector estimator's and vocoder's sessions): ``base`` 588-625 MB (0.063), and
+8-23 % in load-only runs under ``cpus1``, ``arena1`` and ``evict`` alike, while the serving
+peak repeats (502 MB). ``noaslr`` repeats it (541.0-541.1 MB) and ``mmapfix`` repeats it
+lower (load 472.7-472.8 MB, so the trial's peak becomes the serving one, 500.5-500.7 MB):
+glibc's dynamic mmap threshold meets a random address layout. It is the runtime's, not
+the harness's; a sweep reports it as the spread of alternating rounds
+(`tts_kit.experiments.spread`).
 
     python bench/repeat.py [--model DIR] [--scale full] [--preset supertonic-default]
                            [--cpus 2] [--loading resident] [--runs 4] [--repeats 1]
