@@ -17,7 +17,7 @@ changes one thing for its runs, and puts it back):
   glibc's dynamic one off.
 
 On the full stand-in (supertonic-default, 2 cpus) the peak is the load's (ONNX Runtime
-building the vector estimator's and vocoder's sessions): ``base`` 588-625 MB (0.063), and
+building the vector estimator's and vocoder's sessions): ``base`` 588-625 MB (spread 0.060), and
 8-23 % in load-only runs under ``cpus1``, ``arena1`` and ``evict`` alike, while the serving
 peak repeats (502 MB). ``noaslr`` repeats it (541.0-541.1 MB) and ``mmapfix`` repeats it
 lower (load 472.7-472.8 MB, so the trial's peak becomes the serving one, 500.5-500.7 MB):
