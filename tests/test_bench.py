@@ -66,6 +66,16 @@ def test_precision_stage_speed_bench(tiny_bundle_dir, tmp_path):
     assert "faster than fp32" in text and set(data["faster"]) == {"int8-pw"}
 
 
+def test_repeat_bench_gives_each_figures_spread_per_variant(tiny_bundle_dir, tmp_path):
+    text, data = _run("repeat.py", "--model", str(tiny_bundle_dir), "--runs", "2",
+                      "--steps", "1", "--cpus", "1", "--variants", "base,mmapfix",
+                      tmp_path=tmp_path)
+    assert list(data["variants"]) == ["base", "mmapfix"]
+    assert len(data["variants"]["base"]["runs"]) == 2
+    assert data["variants"]["base"]["spread"]["peak_rss_mb"] is not None
+    assert "peak within target" in text
+
+
 def test_precision_bench(tmp_path):
     text, data = _run("precision.py", "--scale", "tiny", "--repeats", "1", "--steps", "1",
                       tmp_path=tmp_path)

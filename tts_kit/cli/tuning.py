@@ -82,14 +82,16 @@ def cmd_tune(args: argparse.Namespace) -> int:
         )
         lost = getattr(executor, "lost", None)  # the scheduler went away mid-sweep
     _say(f"model: {term_safe(bundle.label)}")  # which model the figures are of
-    _say(format_table(result.records))
+    # Each figure's spread over the rounds, and what differs from the pick beyond it.
+    _say(format_table(result.records, pick=result.recommend(args.mem_budget)[0]))
     for line in recommendation_lines(result, args, cores=usable):
         _say(line)
     machines = result.by_machine()
     if len(machines) > 1:  # one recommendation per instance type, each on its own front
         for label, part in machines.items():
+            part_rec, part_reason = part.recommend(args.mem_budget)
             _say(f"\non {label}:")
-            _say(format_table(part.records))
+            _say(format_table(part.records, pick=part_rec))
             for line in recommendation_lines(part, args):
                 _say(line)
     if args.json:

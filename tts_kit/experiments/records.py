@@ -42,6 +42,9 @@ The keys of a record (`RECORD_KEYS` are always present; None where not measured)
 - ``stage_costs_mb``: the per-stage resident costs a ``budget`` policy was given (None:
   estimated from the file sizes).
 - ``threads``: the intra-op threads the sessions got; ``audio_s``; ``repeats``; ``wall_s``.
+- ``rounds``: fresh trials a sweep merged into this record (`tts_kit.experiments.spread`);
+  ``p50_min_ms``/``p50_max_ms`` and ``peak_rss_min_mb``/``peak_rss_max_mb``: the lowest
+  and highest per-round p50 and peak RSS (None for one round), the figures' spread.
 
 Serving records (`tts_kit.serve.loadtest`, `tts_kit.serve.sweep`), one per load level:
 ``architecture`` (``workers``, ``threads``, ``blocking``, ``article``), ``workers``
@@ -61,7 +64,8 @@ several machines (`tts_kit.experiments.cluster`), ``machine`` (the
 `tts_kit.runtime.devices.environment`
 fingerprint of the machine the trial ran on: CPU model, cores, cgroup limits, memory,
 ONNX Runtime) and ``worker`` (the Dask worker: ``address``, ``host``, ``start`` and
-``end`` epoch seconds). `machine_label` names a machine; `by_machine` groups records.
+``end`` epoch seconds). `machine_label` names a machine
+(`tts_kit.experiments.machines.by_machine` groups records by it).
 
 Example:
     >>> from tts_kit.experiments import records
@@ -123,6 +127,11 @@ class TrialRecord(TypedDict, total=False):
     stage_costs_mb: dict[str, float] | None
     prep_s: float | None
     prep_peak_rss_mb: float | None
+    rounds: int | None
+    p50_min_ms: float | None
+    p50_max_ms: float | None
+    peak_rss_min_mb: float | None
+    peak_rss_max_mb: float | None
     pareto: bool
     timeline: list[list[float]]
     events: list[list[Any]]
@@ -171,6 +180,8 @@ TTFA_P50_MS, TTFA_P95_MS, TTFA_P99_MS = "ttfa_p50_ms", "ttfa_p95_ms", "ttfa_p99_
 POOL_RSS_MB, POOL_PSS_MB, TTFA_MS, MEETS = "pool_rss_mb", "pool_pss_mb", "ttfa_ms", "meets"
 CORE_SHARE, CPU_WAIT_PERCENT = "core_share", "cpu_wait_percent"
 LOADAVG_BEFORE, LOADAVG_AFTER = "loadavg_before", "loadavg_after"
+ROUNDS, P50_MIN_MS, P50_MAX_MS = "rounds", "p50_min_ms", "p50_max_ms"
+PEAK_RSS_MIN_MB, PEAK_RSS_MAX_MB = "peak_rss_min_mb", "peak_rss_max_mb"
 
 #: Keys every trial record has (plus ``timeline``/``events``, and ``pareto`` in sweeps).
 RECORD_KEYS: tuple[str, ...] = (
@@ -178,7 +189,8 @@ RECORD_KEYS: tuple[str, ...] = (
     "load_s", "idle_rss_mb", "after_rss_mb", "peak_rss_mb", "first_ms", "p50_ms", "p95_ms", "rtf",
     "cpu_percent", "cpu_ms", "load_peak_rss_mb", "run_peak_rss_mb", "threads", "audio_s",
     "repeats", "wall_s", "stage_costs_mb", "core_share", "cpu_wait_percent", "loadavg_before",
-    "loadavg_after", "prep_s", "prep_peak_rss_mb",
+    "loadavg_after", "prep_s", "prep_peak_rss_mb", "rounds", "p50_min_ms", "p50_max_ms",
+    "peak_rss_min_mb", "peak_rss_max_mb",
 )
 
 #: Record keys that are not table columns: free text and nested data.
@@ -272,6 +284,15 @@ COLUMNS: dict[str, Column] = {c.key: c for c in (
        short="prep", digits=2),
     _c("prep_peak_rss_mb", "peak RSS of the preparation", "MB", ".0f",
        "high-water mark of the one-time preparation", short="prep-peak", digits=1),
+    _c("rounds", "rounds", "", "", "fresh trials merged into the record (alternating)"),
+    _c("p50_min_ms", "lowest round's p50", "ms", ".0f", "p50 of the fastest round",
+       short="p50 min", digits=1),
+    _c("p50_max_ms", "highest round's p50", "ms", ".0f", "p50 of the slowest round",
+       short="p50 max", digits=1),
+    _c("peak_rss_min_mb", "lowest round's peak RSS", "MB", ".0f",
+       "peak RSS of the leanest round", short="peak min", digits=1),
+    _c("peak_rss_max_mb", "highest round's peak RSS", "MB", ".0f",
+       "peak RSS of the hungriest round", short="peak max", digits=1),
     _c("audio_s", "audio", "s", ".2f", "seconds of audio one call produced", digits=3),
     _c("repeats", "repeats", "", "", "steady calls measured"),
     _c("wall_s", "trial wall time", "s", ".1f", "the whole trial, spawn to exit",
@@ -539,11 +560,6 @@ def format_timings(timings: Mapping[str, float]) -> list[tuple[str, float]]:
     return [(s, 1000 * float(timings[s])) for s in order if s in timings]
 
 
-#: `by_machine`'s group for records without ``machine``: trials whose worker was lost
-#: before it could say where it ran.
-UNKNOWN_MACHINE = "unknown machine (worker lost)"
-
-
 def machine_label(env: Mapping[str, Any]) -> str:
     """One line naming a machine by what decides its figures: CPU, usable cores, memory.
 
@@ -573,28 +589,3 @@ def machine_label(env: Mapping[str, Any]) -> str:
     if env.get("onnxruntime"):
         parts.append(f"ORT {env['onnxruntime']}")
     return ", ".join(parts)
-
-
-def by_machine(records: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """The records grouped by `machine_label` of their ``machine``, in order of appearance.
-
-    {} when no record has a ``machine`` (a sweep on one machine: nothing to group).
-    Records without one (their worker was lost) go under `UNKNOWN_MACHINE`.
-
-    Example:
-        >>> env = {"cpu_model": "A", "cpus_available": 1, "memory_total_mb": 1024}
-        >>> groups = by_machine([{"preset": "a", "machine": env}, {"preset": "b"}])
-        >>> {k: [r["preset"] for r in v] for k, v in groups.items()}
-        {'A, 1 core, 1024 MB': ['a'], 'unknown machine (worker lost)': ['b']}
-        >>> by_machine([{"preset": "a"}])
-        {}
-    """
-    records = [dict(r) for r in records]
-    if not any(isinstance(r.get("machine"), Mapping) for r in records):
-        return {}
-    out: dict[str, list[dict[str, Any]]] = {}
-    for r in records:
-        env = r.get("machine")
-        key = machine_label(env) if isinstance(env, Mapping) else UNKNOWN_MACHINE
-        out.setdefault(key, []).append(r)
-    return out

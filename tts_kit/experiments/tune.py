@@ -32,13 +32,14 @@ import itertools
 import math
 import time
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from tts_kit.core import events, procfacts
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textsafe import term_safe
+from tts_kit.experiments.machines import by_machine
 from tts_kit.experiments.records import (
     AFTER_RSS_MB,
     AUDIO_S,
@@ -64,14 +65,20 @@ from tts_kit.experiments.records import (
     RTF,
     RUN_PEAK_RSS_MB,
     STAGE_LOAD_S,
-    TABLE_KEYS,
-    by_machine,
     pareto_front,
     to_number,
 )
-from tts_kit.experiments.records import table as records_table
 from tts_kit.experiments.runqueue import loadavg as _loadavg
 from tts_kit.experiments.runqueue import thread_run_queue_ns, wait_percent
+from tts_kit.experiments.spread import (
+    DEFAULT_ROUNDS,
+    differs,
+    lost_record,
+    merge_rounds,
+    run_rounds,
+    split_repeats,
+)
+from tts_kit.experiments.sweep_table import describe, figures, format_table, reason
 from tts_kit.experiments.workload import Workload
 from tts_kit.runtime.loading import LoadPolicy, needs_preparation, prepare_loading
 from tts_kit.runtime.measure import run_isolated
@@ -216,6 +223,7 @@ def trial(
     timeout_s: float | None = None,
     sample_ms: float = 10,
     stage_costs_mb: dict[str, float] | None = None,
+    prepare: bool = True,
 ) -> dict[str, Any]:
     """Measure one configuration in a fresh process; returns a record (`RECORD_KEYS`).
 
@@ -237,7 +245,8 @@ def trial(
 
     One-time work the policy needs (external-data copies for ``paged``/``budget``) is done
     first, in a process of its own, and recorded as ``prep_s`` / ``prep_peak_rss_mb``: a
-    cold cache and a warm one then measure the same steady state.
+    cold cache and a warm one then measure the same steady state. ``prepare=False`` skips
+    it (a sweep's later rounds, prepared by the first; ``prep_*`` then None).
 
     A trial that did not finish still reports what it got to: for ``oom``/``timeout``
     the peak RSS, and the load time and idle RSS if it got past the load.
@@ -256,7 +265,8 @@ def trial(
                         f"{type(workload).__name__}")
     preset = get_preset(preset)  # an unknown name fails here, before any process starts
     path = _bundle_path(bundle)
-    prep = _prepare(path, policy, cpus, timeout_s, sample_ms)  # one-time work, not measured
+    prep = (_prepare(path, policy, cpus, timeout_s, sample_ms) if prepare  # one-time work
+            else {PREP_S: None, PREP_PEAK_RSS_MB: None})
     load_before = _loadavg()
     m = run_isolated(
         run_trial_child, path, preset, workload, policy,
@@ -310,23 +320,6 @@ def mark_pareto(
     return records
 
 
-def format_table(records: Iterable[dict[str, Any]]) -> str:
-    """The records as an aligned text table (missing values as ``-``; pareto as ``*``).
-
-    Example:
-        >>> table = format_table([{"preset": "lean", "cpus": 1, "status": "ok", P50_MS: 12.3}])
-        >>> row = dict(zip(table.splitlines()[0].split("  "), table.splitlines()[1].split()))
-        >>> row["preset"], row["status"]
-        ('lean', 'ok')
-    """
-    records = list(records)
-    keys = [k for k in TABLE_KEYS if k != "pareto" or any("pareto" in r for r in records)]
-    lines = [records_table(records, keys)]
-    errors = [f"  {r.get('preset')} cpus={r.get('cpus')}: {r.get('status')}: {r['error']}"
-              for r in records if r.get("status") != "ok" and r.get("error")]
-    return "\n".join(lines + (["not finished:", *errors] if errors else []))
-
-
 @dataclass
 class SweepResult:
     """The records of a sweep, with the Pareto front marked."""
@@ -362,10 +355,11 @@ class SweepResult:
         """The fastest finished configuration whose peak RSS fits ``budget_mb``, and why.
 
         With ``budget_mb`` None, the fastest finished configuration. Configurations whose
-        p50 is within ``tie_rel`` (10 %) of the fastest count as equally fast, and of those
-        the one with the lowest peak RSS is chosen: peak RSS repeats from run to run to a
-        few MB, a latency lead of a few percent often does not, so this keeps a rerun's
-        recommendation where it was. Returns ``(None, reason)`` when nothing fits.
+        p50 is within ``tie_rel`` (10 %) of the fastest, or within the spread of the
+        rounds (`tts_kit.experiments.spread.differs`), count as equally fast; of those the
+        lowest peak RSS is chosen, when it is lower beyond both peaks' spreads (otherwise
+        the fastest stays). The reason says whether the lead exceeds the spread. Returns
+        ``(None, reason)`` when nothing fits.
 
         Example:
             >>> r = SweepResult(mark_pareto([
@@ -385,22 +379,21 @@ class SweepResult:
             low = min(finished, key=lambda r: r[PEAK_RSS_MB])
             return None, (
                 f"no configuration fits under {budget_mb:g} MB: the smallest peak was "
-                f"{low[PEAK_RSS_MB]:.0f} MB ({_describe(low)}); raise the budget, or try "
+                f"{low[PEAK_RSS_MB]:.0f} MB ({describe(low)}); raise the budget, or try "
                 "loading='paged' or a lower-memory preset"
             )
         fastest = min(fits, key=lambda r: (r[P50_MS], r[PEAK_RSS_MB]))
-        tied = [r for r in fits if r[P50_MS] <= fastest[P50_MS] * (1 + tie_rel)]
-        best = min(tied, key=lambda r: (r[PEAK_RSS_MB], r[P50_MS]))
-        why = (f"the fastest of {len(fits)} finished configuration(s) that fit"
-               if best is fastest else
-               f"the lowest peak of the {len(tied)} within {tie_rel:.0%} of the fastest p50 "
-               f"({fastest[P50_MS]:.0f} ms, {_describe(fastest)}) among {len(fits)} that fit")
-        budget_txt = (f"peak {best[PEAK_RSS_MB]:.0f} MB within the {budget_mb:g} MB budget"
-                      if budget_mb is not None else f"peak {best[PEAK_RSS_MB]:.0f} MB, no budget")
-        return best, (
-            f"{_describe(best)}: p50 {best[P50_MS]:.0f} ms, {budget_txt}; {why} "
-            f"({len(self.records)} measured)"
-        )
+        # Equally fast: within tie_rel, or within the spread of the rounds.
+        tied = [r for r in fits if r[P50_MS] <= fastest[P50_MS] * (1 + tie_rel)
+                or differs(r, fastest, P50_MS) is False]
+        # A lower peak counts only beyond the spread of both peaks.
+        leaner = [r for r in tied if r is fastest or differs(r, fastest, PEAK_RSS_MB)]
+        best = min(leaner, key=lambda r: (r[PEAK_RSS_MB], r[P50_MS]))
+        budget_txt = (f"within the {budget_mb:g} MB budget" if budget_mb is not None
+                      else "no budget")
+        return best, (f"{describe(best)}: {figures(best)}, {budget_txt}; "
+                      f"{reason(best, fastest, fits, tied, tie_rel)} ({len(self.records)} "
+                      "measured)")
 
     def by_machine(self) -> dict[str, SweepResult]:
         """The sweep split by the machine each trial ran on
@@ -426,23 +419,6 @@ class SweepResult:
         return {"records": [dict(r) for r in self.records]}
 
 
-def _describe(r: dict[str, Any]) -> str:
-    cpus = "all cores" if r.get("cpus") is None else f"{r['cpus']} cpu(s)"
-    return (f"{r.get('preset')} on {cpus}, {r.get('loading')}, batch {r.get('batch_size')}, "
-            f"{r.get('steps')} steps")
-
-
-def _check_executor(executor: cf.Executor) -> None:
-    workers = getattr(executor, "_max_workers", 1)
-    if isinstance(executor, (cf.ThreadPoolExecutor, cf.ProcessPoolExecutor)) and workers > 1:
-        warnings.warn(
-            f"sweep: a local executor with {workers} workers runs trials at the same time on "
-            "the same cores, so they measure each other; use max_workers=1, or an executor "
-            "that runs one trial per machine",
-            stacklevel=3,
-        )
-
-
 def sweep(
     bundle: Any,
     presets: Sequence[str | SessionPreset],
@@ -457,6 +433,7 @@ def sweep(
     timeout_s: float | None = None,
     stage_costs_mb: Mapping[str, float] | str | None = "measure",
     warmup: bool = True,
+    rounds: int = DEFAULT_ROUNDS,
 ) -> SweepResult:
     """Run `trial` over presets x cpus x batch sizes x steps x loadings, on one workload.
 
@@ -475,6 +452,12 @@ def sweep(
     processes, unless ``executor`` runs them: any `concurrent.futures.Executor` (it must
     run at most one trial per machine at a time). Shows a tqdm progress bar unless
     ``progress`` is False.
+
+    ``rounds`` (default 2): each configuration is measured in that many fresh trials,
+    round by round (A B C, A B C), with ``workload.repeats`` timed calls split across them
+    (`tts_kit.experiments.spread.split_repeats`: about the time of one round), and its
+    record merged from them (`tts_kit.experiments.spread.merge_rounds`) with the spread
+    of p50 and peak RSS. A configuration that failed a round is not measured again.
 
     Example:
         >>> r = sweep("standin-dir", ["supertonic-default", "low-memory"], Workload(steps=2),
@@ -495,6 +478,7 @@ def sweep(
             raise TtsKitError(f"{name} is empty; give at least one (e.g. cpus=(1,), "
                              "loadings=('resident',))")
     workload = Workload() if workload is None else workload
+    shares = split_repeats(workload.repeats, rounds)  # a bad ``rounds`` fails here
     steps = (workload.steps,) if steps is None else tuple(steps)
     batch_sizes = (workload.batch_size,) if batch_sizes is None else tuple(batch_sizes)
     # Each cell's workload, built (and so checked) before any measurement.
@@ -510,40 +494,26 @@ def sweep(
         trial(path, objs[0], workload.replace(steps=min(steps), repeats=0, batch_size=1),
               cpus=cpus[0], timeout_s=timeout_s)
     common = dict(mem_budget_mb=mem_budget_mb, timeout_s=timeout_s)
-    records: list[dict[str, Any] | None] = [None] * len(grid)
-    bar = tqdm(total=len(grid), desc="tune", unit="trial", disable=not progress)
-    try:
-        if executor is None:
-            for i, (p, c, b, s, lo) in enumerate(grid):
-                # Names may come from a report.json: no raw control characters on stderr.
-                bar.set_postfix_str(term_safe(f"{p.name} cpus={c} {lo}"))
-                records[i] = trial(path, p, cells[b, s], cpus=c, loading=lo,
-                                   stage_costs_mb=costs.get((p.name, lo)), **common)
-                bar.update()
-        else:
-            _check_executor(executor)
-            futures = {
-                executor.submit(trial, path, p, cells[b, s], cpus=c, loading=lo,
-                                stage_costs_mb=costs.get((p.name, lo)), **common): i
-                for i, (p, c, b, s, lo) in enumerate(grid)
-            }
-            for fut in cf.as_completed(futures):
-                i = futures[fut]
-                try:
-                    records[i] = fut.result()
-                except Exception as exc:  # the executor itself failed (lost worker, ...)
-                    p, c, b, s, lo = grid[i]
-                    # Dask's KilledWorker and friends span lines; a record's error is one.
-                    why = " ".join(str(exc).split()) or "no message"
-                    records[i] = {k: None for k in RECORD_KEYS} | dict(
-                        preset=p.name, cpus=c, batch_size=b, steps=s, loading=lo,
-                        mem_budget_mb=mem_budget_mb, repeats=workload.repeats, status="error",
-                        error=f"executor: {type(exc).__name__}: {why}",
-                        timeline=[], events=[],
-                    )
-                bar.update()
-    finally:
-        bar.close()
+    # Round by round (A B C, A B C): drift of the machine hits every configuration alike.
+    runs = [(k, i) for k in range(rounds) for i in range(len(grid))]
+    done: list[list[dict[str, Any]]] = [[] for _ in grid]
+
+    def submit(k: int, i: int) -> tuple[tuple[Any, ...], dict[str, Any], str]:
+        p, c, b, s, lo = grid[i]
+        # Names may come from a report.json: no raw control characters on stderr.
+        label = term_safe(f"{p.name} cpus={c} {lo} round {k + 1}/{rounds}")
+        # Later rounds here find what the first prepared (an executor's may not).
+        return ((path, p, cells[b, s].replace(repeats=shares[k])),
+                dict(cpus=c, loading=lo, stage_costs_mb=costs.get((p.name, lo)),
+                     prepare=k == 0 or executor is not None, **common), label)
+
+    with tqdm(total=len(runs), desc="tune", unit="trial", disable=not progress) as bar:
+        got = run_rounds(trial, runs, submit, executor, bar,
+                         lambda k, i, exc: lost_record(grid[i], shares[k], mem_budget_mb, exc))
+    for k, i in runs:
+        if (k, i) in got:
+            done[i].append(got[k, i])
+    records = [merge_rounds(r) if r else None for r in done]
     return SweepResult(mark_pareto([r for r in records if r is not None]))
 
 

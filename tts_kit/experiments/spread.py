@@ -1,0 +1,300 @@
+"""Figures that repeat: a configuration measured in alternating rounds, and its spread.
+
+A sweep (`tts_kit.experiments.tune.sweep`) measures every configuration in ``rounds``
+fresh trials, round by round (A B C, A B C: a drift of the machine hits every
+configuration alike, where A A B B would charge it to one of them), with the timed calls
+split across the rounds (`split_repeats`), so the sweep takes about as long as one round
+of all the calls. `merge_rounds` makes one record of a configuration's rounds, carrying
+the spread of its two deciding figures: ``p50_min_ms``/``p50_max_ms`` and
+``peak_rss_min_mb``/``peak_rss_max_mb`` (the lowest and highest round).
+
+Why the peak has a spread at all: a resident trial's peak RSS is the transient of session
+creation (ONNX Runtime parsing a graph while it builds its initialised tensors). On the
+full stand-in (supertonic-default, 2 cpus) it moved 588-625 MB over four fresh trials
+and 479-628 MB over plain ``python`` processes without the harness, while the serving
+peak (502 MB) and the idle RSS (461 MB) repeated within 0.1 %. One core, one malloc
+arena or an evicted page cache left it moving (8-23 %); with address-space randomisation
+off it repeats (541.0-541.1 MB), and with a fixed mmap threshold
+(``MALLOC_MMAP_THRESHOLD_``) it repeats lower (472.7-472.8 MB): glibc's dynamic mmap
+threshold meets a random address layout (``bench/repeat.py``). That is the runtime's,
+not the harness's, so the harness reports it as a spread instead of letting one draw
+decide.
+
+`differs` says whether two records' figures differ by more than their spreads (their
+ranges do not overlap); `half_range` is the ± a table shows.
+
+Example:
+    >>> from tts_kit.experiments.records import P50_MAX_MS, P50_MIN_MS, P50_MS, PEAK_RSS_MB
+    >>> from tts_kit.experiments.spread import merge_rounds, split_repeats
+    >>> split_repeats(5, 2)
+    [3, 2]
+    >>> a = {"status": "ok", P50_MS: 100.0, PEAK_RSS_MB: 500.0, "latencies_ms": [100.0]}
+    >>> b = {"status": "ok", P50_MS: 110.0, PEAK_RSS_MB: 540.0, "latencies_ms": [110.0]}
+    >>> m = merge_rounds([a, b])
+    >>> m["rounds"], m[P50_MIN_MS], m[P50_MAX_MS], m[PEAK_RSS_MB]
+    (2, 100.0, 110.0, 540.0)
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import statistics
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from tts_kit.core.errors import TtsKitError
+from tts_kit.experiments.records import (
+    AUDIO_S,
+    CONFIG_KEYS,
+    LATENCIES_MS,
+    LOAD_PEAK_RSS_MB,
+    LOADAVG_AFTER,
+    P50_MAX_MS,
+    P50_MIN_MS,
+    P50_MS,
+    P95_MS,
+    PEAK_RSS_MAX_MB,
+    PEAK_RSS_MB,
+    PEAK_RSS_MIN_MB,
+    RECORD_KEYS,
+    REPEATS,
+    ROUNDS,
+    RTF,
+    RUN_PEAK_RSS_MB,
+    STATUS,
+    WALL_S,
+    to_number,
+)
+
+#: Rounds a sweep measures each configuration in, by default.
+DEFAULT_ROUNDS = 2
+#: The figures that carry a spread: key -> (its lowest round's key, its highest round's).
+SPREAD_KEYS: dict[str, tuple[str, str]] = {
+    P50_MS: (P50_MIN_MS, P50_MAX_MS),
+    PEAK_RSS_MB: (PEAK_RSS_MIN_MB, PEAK_RSS_MAX_MB),
+}
+#: Figures whose merged value is the highest round's (a high-water mark: a budget must
+#: hold for the hungriest round); every other number is the rounds' median.
+_HIGHEST = (PEAK_RSS_MB, LOAD_PEAK_RSS_MB, RUN_PEAK_RSS_MB)
+#: Figures taken from the first round as they are (the configuration, its one-time
+#: preparation, its timeline); ``loadavg_after`` comes from the last.
+_FIRST = ("prep_s", "prep_peak_rss_mb", "threads", "stage_load_s", "stage_costs_mb",
+          "timeline", "events", "machine", "worker", "loadavg_before")
+
+
+def split_repeats(repeats: int, rounds: int) -> list[int]:
+    """The timed calls of each round: ``repeats`` shared out, every round at least one.
+
+    Example:
+        >>> split_repeats(3, 2), split_repeats(1, 2), split_repeats(0, 2)
+        ([2, 1], [1, 1], [0, 0])
+    """
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise TtsKitError(f"rounds must be an integer >= 1, got {rounds!r}")
+    if repeats <= 0:
+        return [0] * rounds
+    base, extra = divmod(repeats, rounds)
+    return [max(1, base + (1 if i < extra else 0)) for i in range(rounds)]
+
+
+def _median(values: list[Any]) -> float | None:
+    nums = [v for v in (to_number(x) for x in values) if v is not None]
+    return statistics.median(nums) if nums else None
+
+
+def merge_rounds(rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One record of a configuration's rounds (each a `tts_kit.experiments.tune.trial`
+    record), with ``rounds`` and the spread keys (`SPREAD_KEYS`).
+
+    p50/p95 come from all rounds' calls pooled, peaks are the highest round's, other
+    figures the rounds' median. A round that did not finish decides: the merged record is
+    that round's (its status and error), since the configuration did not hold.
+
+    Example:
+        >>> merge_rounds([{"status": "ok", P50_MS: 5.0}, {"status": "oom"}])["status"]
+        'oom'
+    """
+    if not rounds:
+        raise TtsKitError("merge_rounds needs at least one round")
+    failed = next((r for r in rounds if r.get(STATUS) != "ok"), None)
+    if failed is not None or len(rounds) == 1:
+        out = dict(failed if failed is not None else rounds[0])
+        out[ROUNDS] = len(rounds)
+        return out
+    out = dict(rounds[0])
+    for key, value in rounds[0].items():
+        if (key in _FIRST or key in CONFIG_KEYS or value is None
+                or isinstance(value, (str, bool, list, dict))):
+            continue
+        if to_number(value) is None:
+            continue
+        values = [r.get(key) for r in rounds]
+        nums = [v for v in (to_number(x) for x in values) if v is not None]
+        if key in _HIGHEST:
+            out[key] = max(nums)
+        elif key in (REPEATS, WALL_S):
+            out[key] = sum(nums) if key == WALL_S else int(sum(nums))
+        else:
+            out[key] = _median(values)
+    out[LOADAVG_AFTER] = rounds[-1].get(LOADAVG_AFTER)
+    lat = [x for r in rounds for x in (r.get(LATENCIES_MS) or [])]
+    out[LATENCIES_MS] = lat
+    if lat:
+        out[P50_MS] = float(statistics.median(lat))
+        out[P95_MS] = _percentile(lat, 95)
+        audio = to_number(out.get(AUDIO_S))
+        out[RTF] = out[P50_MS] / 1000 / audio if audio else out.get(RTF)
+    for key, (lo, hi) in SPREAD_KEYS.items():
+        nums = [v for v in (to_number(r.get(key)) for r in rounds) if v is not None]
+        out[lo], out[hi] = (min(nums), max(nums)) if nums else (None, None)
+    out[ROUNDS] = len(rounds)
+    return out
+
+
+def _percentile(values: list[float], q: float) -> float:
+    """numpy's default (linear) percentile, without numpy."""
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def span(record: Mapping[str, Any], key: str) -> tuple[float, float] | None:
+    """The (lowest, highest) round of ``key`` (a `SPREAD_KEYS` figure); a record of one
+    round spans its one value; None when the figure is missing.
+
+    Example:
+        >>> span({P50_MS: 10.0, P50_MIN_MS: 9.0, P50_MAX_MS: 12.0}, P50_MS)
+        (9.0, 12.0)
+        >>> span({P50_MS: 10.0}, P50_MS)
+        (10.0, 10.0)
+    """
+    value = to_number(record.get(key))
+    if value is None:
+        return None
+    lo_key, hi_key = SPREAD_KEYS[key]
+    lo, hi = to_number(record.get(lo_key)), to_number(record.get(hi_key))
+    if lo is None or hi is None:
+        return value, value
+    return min(lo, value), max(hi, value)
+
+
+def half_range(record: Mapping[str, Any], key: str) -> float | None:
+    """Half the rounds' range of ``key``: the ± a table shows (None: one round or missing).
+
+    Example:
+        >>> half_range({PEAK_RSS_MB: 540.0, PEAK_RSS_MIN_MB: 500.0,
+        ...             PEAK_RSS_MAX_MB: 540.0}, PEAK_RSS_MB)
+        20.0
+    """
+    lo_key, hi_key = SPREAD_KEYS[key]
+    lo, hi = to_number(record.get(lo_key)), to_number(record.get(hi_key))
+    return None if lo is None or hi is None else (hi - lo) / 2
+
+
+def differs(a: Mapping[str, Any], b: Mapping[str, Any], key: str) -> bool | None:
+    """Whether ``a`` and ``b`` differ in ``key`` by more than their spreads: their rounds'
+    ranges do not overlap. None when either lacks the figure.
+
+    Records of one round have no spread: any difference counts (what one draw can say).
+
+    Example:
+        >>> a = {P50_MS: 100.0, P50_MIN_MS: 95.0, P50_MAX_MS: 105.0}
+        >>> differs(a, {P50_MS: 104.0, P50_MIN_MS: 102.0, P50_MAX_MS: 106.0}, P50_MS)
+        False
+        >>> differs(a, {P50_MS: 120.0, P50_MIN_MS: 118.0, P50_MAX_MS: 122.0}, P50_MS)
+        True
+    """
+    sa, sb = span(a, key), span(b, key)
+    if sa is None or sb is None:
+        return None
+    return sa[1] < sb[0] or sb[1] < sa[0]
+
+
+def run_rounds(
+    trial: Callable[..., dict[str, Any]],
+    runs: Sequence[tuple[int, int]],
+    submit: Callable[[int, int], tuple[tuple[Any, ...], dict[str, Any], str]],
+    executor: cf.Executor | None,
+    bar: Any,
+    lost: Callable[[int, int, BaseException], dict[str, Any]],
+) -> dict[tuple[int, int], dict[str, Any]]:
+    """Run a sweep's trials, (round, cell) in ``runs`` order: one at a time here, or all
+    submitted to ``executor``. ``submit(k, i)`` gives a trial's (args, kwargs, label);
+    ``lost`` the record of a trial the executor lost. Here, a cell that did not finish a
+    round is not run in later rounds.
+
+    Example:
+        >>> from tqdm import tqdm
+        >>> calls = []
+        >>> def fake(cell):
+        ...     calls.append(cell)
+        ...     return {"status": "ok"}
+        >>> runs = [(k, i) for k in range(2) for i in range(2)]
+        >>> _ = run_rounds(fake, runs, lambda k, i: (("AB"[i],), {}, ""), None,
+        ...                tqdm(disable=True), None)
+        >>> "".join(calls)
+        'ABAB'
+    """
+    got: dict[tuple[int, int], dict[str, Any]] = {}
+    if executor is None:
+        failed: set[int] = set()
+        for k, i in runs:
+            if i not in failed:
+                args, kwargs, label = submit(k, i)
+                bar.set_postfix_str(label)
+                got[k, i] = trial(*args, **kwargs)
+                if got[k, i].get("status") != "ok":
+                    failed.add(i)  # it did not hold: no more rounds of it
+            bar.update()
+        return got
+    check_executor(executor)
+    futures = {executor.submit(trial, *a, **kw): (k, i)
+               for k, i in runs for a, kw, _ in [submit(k, i)]}
+    for fut in cf.as_completed(futures):
+        k, i = futures[fut]
+        try:
+            got[k, i] = fut.result()
+        except Exception as exc:  # the executor itself failed (lost worker, ...)
+            got[k, i] = lost(k, i, exc)
+        bar.update()
+    return got
+
+
+def lost_record(cell: tuple[Any, ...], repeats: int, budget: float | None,
+                 exc: BaseException) -> dict[str, Any]:
+    """The record of a trial its executor lost (the trial never reported); ``cell`` is
+    (preset, cpus, batch size, steps, loading).
+
+    Example:
+        >>> from tts_kit.runtime.sessions import get_preset
+        >>> cell = (get_preset("lean"), 1, 1, 8, "resident")
+        >>> lost_record(cell, 3, None, OSError("gone"))["error"]
+        'executor: OSError: gone'
+    """
+    p, c, b, s, lo = cell
+    # Dask's KilledWorker and friends span lines; a record's error is one.
+    why = " ".join(str(exc).split()) or "no message"
+    return {k: None for k in RECORD_KEYS} | dict(
+        preset=p.name, cpus=c, batch_size=b, steps=s, loading=lo, mem_budget_mb=budget,
+        repeats=repeats, status="error", error=f"executor: {type(exc).__name__}: {why}",
+        timeline=[], events=[],
+    )
+
+
+def check_executor(executor: cf.Executor) -> None:
+    """Warn when a local executor would run trials at the same time on the same cores.
+
+    Example:
+        >>> check_executor(cf.ThreadPoolExecutor(max_workers=1))
+    """
+    workers = getattr(executor, "_max_workers", 1)
+    if isinstance(executor, (cf.ThreadPoolExecutor, cf.ProcessPoolExecutor)) and workers > 1:
+        warnings.warn(
+            f"sweep: a local executor with {workers} workers runs trials at the same time on "
+            "the same cores, so they measure each other; use max_workers=1, or an executor "
+            "that runs one trial per machine",
+            stacklevel=4,  # sweep's caller (sweep -> run_rounds -> here)
+        )

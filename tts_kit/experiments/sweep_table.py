@@ -1,0 +1,208 @@
+"""A sweep's records as text: the table `tts-kit tune` prints, with each figure's spread,
+what differs from the pick beyond it, and the one-time preparation as a footnote.
+
+A record merged from several rounds (`tts_kit.experiments.spread.merge_rounds`) shows
+``±`` beside p50 and peak RSS: half the range of its rounds. The ``vs pick`` column names
+the figures in which a configuration differs from the recommended one by more than both
+spreads (`tts_kit.experiments.spread.differs`); "within spread" when none does. The
+one-time preparation a loading policy needs (``prep_s``, external-data copies made in a
+process of their own) is no trial figure: it is a footnote under the table.
+
+Example:
+    >>> from tts_kit.experiments.records import P50_MAX_MS, P50_MIN_MS, PEAK_RSS_MB
+    >>> from tts_kit.experiments.sweep_table import format_table
+    >>> recs = [{"preset": "a", "cpus": 1, "status": "ok", P50_MS: 100.0,
+    ...          P50_MIN_MS: 90.0, P50_MAX_MS: 110.0, PEAK_RSS_MB: 500.0}]
+    >>> head, row = format_table(recs).splitlines()[:2]
+    >>> at = head.index("p50 ms")
+    >>> row[at:].split()[:2]
+    ['100', '±10']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from tts_kit.experiments.records import (
+    COLUMNS,
+    LOADING,
+    P50_MS,
+    PEAK_RSS_MB,
+    PREP_PEAK_RSS_MB,
+    PREP_S,
+    ROUNDS,
+    TABLE_KEYS,
+    format_value,
+    heading,
+    to_number,
+)
+from tts_kit.experiments.spread import SPREAD_KEYS, differs, half_range, span
+
+#: Table heading of a figure's spread column (half the rounds' range).
+SPREAD_HEADING = "±"
+#: Table heading of the comparison with the pick.
+VERSUS_HEADING = "vs pick"
+_SHORT = {P50_MS: "p50", PEAK_RSS_MB: "peak"}
+
+
+def _spread_cell(record: Mapping[str, Any], key: str) -> str:
+    h = half_range(record, key)
+    return "" if h is None else f"±{format(h, COLUMNS[key].fmt)}"
+
+
+def versus(record: Mapping[str, Any], pick: Mapping[str, Any]) -> str:
+    """How ``record`` differs from ``pick`` beyond both spreads: ``"p50 +14%, peak -9%"``,
+    ``"within spread"``, or ``"pick"`` for the pick itself.
+
+    Example:
+        >>> from tts_kit.experiments.records import (P50_MAX_MS, P50_MIN_MS, PEAK_RSS_MAX_MB,
+        ...                                          PEAK_RSS_MIN_MB)
+        >>> pick = {P50_MS: 100.0, P50_MIN_MS: 98.0, P50_MAX_MS: 102.0,
+        ...         PEAK_RSS_MB: 500.0, PEAK_RSS_MIN_MB: 450.0, PEAK_RSS_MAX_MB: 500.0}
+        >>> versus({P50_MS: 120.0, PEAK_RSS_MB: 480.0}, pick)
+        'p50 +20%'
+        >>> versus(pick, pick)
+        'pick'
+    """
+    if record is pick:
+        return "pick"
+    if record.get("status", "ok") != "ok":
+        return ""
+    out = []
+    for key in SPREAD_KEYS:
+        a, b = to_number(record.get(key)), to_number(pick.get(key))
+        if a is not None and b and differs(record, pick, key):
+            out.append(f"{_SHORT[key]} {a / b - 1:+.0%}")
+    return ", ".join(out) or "within spread"
+
+
+def prep_footnote(records: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The one-time preparation of each loading that needed one, outside the trials.
+
+    Example:
+        >>> prep_footnote([{"loading": "paged", "prep_s": 35.2, "prep_peak_rss_mb": 588.0},
+        ...                {"loading": "paged", "prep_s": 2.0, "prep_peak_rss_mb": 90.0}])[1]
+        '  paged: 35.2 s the first time (peak 588 MB), then 2.0 s (cached)'
+    """
+    by_loading: dict[str, list[Mapping[str, Any]]] = {}
+    for r in records:
+        if to_number(r.get(PREP_S)) is not None:
+            by_loading.setdefault(str(r.get(LOADING)), []).append(r)
+    if not by_loading:
+        return []
+    lines = ["one-time preparation (external-data copies, made before the trials in a "
+             "process of its own; not in the figures above):"]
+    for loading, recs in by_loading.items():
+        first, rest = recs[0], recs[1:]
+        peak = to_number(first.get(PREP_PEAK_RSS_MB))
+        text = f"  {loading}: {first[PREP_S]:.1f} s"
+        if rest:
+            text += " the first time"
+        if peak is not None:
+            text += f" (peak {peak:.0f} MB)"
+        if rest:
+            times = [float(r[PREP_S]) for r in rest]
+            lo, hi = min(times), max(times)
+            text += (f", then {lo:.1f} s" if f"{lo:.1f}" == f"{hi:.1f}"
+                     else f", then {lo:.1f}-{hi:.1f} s") + " (cached)"
+        lines.append(text)
+    return lines
+
+
+def format_table(records: Iterable[dict[str, Any]],
+                 pick: Mapping[str, Any] | None = None) -> str:
+    """The records as an aligned text table (missing values as ``-``; pareto as ``*``),
+    with ``±`` spreads beside p50 and peak RSS where a record has rounds, a ``vs pick``
+    column when ``pick`` (one of the records) is given, and the preparation footnote.
+
+    Example:
+        >>> table = format_table([{"preset": "lean", "cpus": 1, "status": "ok", P50_MS: 12.3}])
+        >>> row = dict(zip(table.splitlines()[0].split("  "), table.splitlines()[1].split()))
+        >>> row["preset"], row["status"]
+        ('lean', 'ok')
+    """
+    records = list(records)
+    keys = [k for k in TABLE_KEYS if k != "pareto" or any("pareto" in r for r in records)]
+    spread = {k for k in SPREAD_KEYS if any(half_range(r, k) is not None for r in records)}
+    cols: list[tuple[str, Any]] = []  # (heading, cell of a record)
+    for k in keys:
+        cols.append((heading(k), lambda r, k=k: format_value(k, r.get(k))))
+        if k in spread:
+            cols.append((SPREAD_HEADING, lambda r, k=k: _spread_cell(r, k)))
+    if pick is not None:
+        cols.append((VERSUS_HEADING, lambda r: versus(r, pick)))
+    rows = [[h for h, _ in cols]] + [[cell(r) for _, cell in cols] for r in records]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(cols))]
+    left = {heading(k) for k in keys if COLUMNS.get(k) and COLUMNS[k].align == "<"}
+    left.add(VERSUS_HEADING)
+    lines = ["  ".join(f"{c:{'<' if h in left else '>'}{w}}"
+                       for c, (h, _), w in zip(row, cols, widths)).rstrip() for row in rows]
+    errors = [f"  {r.get('preset')} cpus={r.get('cpus')}: {r.get('status')}: {r['error']}"
+              for r in records if r.get("status") != "ok" and r.get("error")]
+    lines += (["not finished:", *errors] if errors else [])
+    return "\n".join(lines + prep_footnote(records))
+
+
+def figures(r: Mapping[str, Any]) -> str:
+    """A recommendation's p50 and peak RSS, with the range of its rounds where it has them.
+
+    Example:
+        >>> from tts_kit.experiments.records import PEAK_RSS_MAX_MB, PEAK_RSS_MIN_MB
+        >>> figures({P50_MS: 1187.0, PEAK_RSS_MB: 554.0, "rounds": 2,
+        ...          PEAK_RSS_MIN_MB: 493.0, PEAK_RSS_MAX_MB: 554.0})
+        'p50 1187 ms, peak 554 MB (rounds 493-554)'
+    """
+    out = []
+    for key, name, unit in ((P50_MS, "p50", "ms"), (PEAK_RSS_MB, "peak", "MB")):
+        text = f"{name} {r[key]:.0f} {unit}"
+        lo, hi = span(r, key) or (r[key], r[key])
+        if (r.get(ROUNDS) or 1) > 1 and half_range(r, key) is not None:
+            text += f" (rounds {lo:.0f}-{hi:.0f})"
+        out.append(text)
+    return ", ".join(out)
+
+
+def reason(best: Mapping[str, Any], fastest: Mapping[str, Any],
+           fits: list[dict[str, Any]], tied: list[dict[str, Any]], tie_rel: float) -> str:
+    """Why `tts_kit.experiments.tune.SweepResult.recommend` picked ``best`` among ``fits``
+    (``tied``: those as fast as ``fastest``), and whether its lead exceeds the spread.
+
+    Example:
+        >>> from tts_kit.experiments.records import P50_MAX_MS, P50_MIN_MS
+        >>> a = {"preset": "a", P50_MS: 100.0, P50_MIN_MS: 95.0, P50_MAX_MS: 105.0,
+        ...      PEAK_RSS_MB: 500.0}
+        >>> b = {"preset": "b", P50_MS: 103.0, P50_MIN_MS: 101.0, P50_MAX_MS: 106.0,
+        ...      PEAK_RSS_MB: 520.0}
+        >>> reason(a, a, [a, b], [a, b], 0.1).split("; ")[1]
+        'the next (b on all cores, None, batch None, None steps) is +3% in p50, within the spread'
+    """
+    if best is not fastest:
+        return (f"the lowest peak (lower beyond the spread) of the {len(tied)} within "
+                f"{tie_rel:.0%} of the fastest p50 ({fastest[P50_MS]:.0f} ms, "
+                f"{describe(fastest)}) or within its spread, among {len(fits)} that fit")
+    why = f"the fastest of {len(fits)} finished configuration(s) that fit"
+    others = sorted((r for r in fits if r is not best), key=lambda r: r[P50_MS])
+    if others:
+        nxt = others[0]
+        real = differs(nxt, best, P50_MS)
+        why += (f"; the next ({describe(nxt)}) is {nxt[P50_MS] / best[P50_MS] - 1:+.0%} "
+                f"in p50, {'a real difference' if real else 'within the spread'}")
+        lean = [r for r in tied if r is not best and r[PEAK_RSS_MB] < best[PEAK_RSS_MB]]
+        if lean:
+            why += (f"; {describe(lean[0])}'s lower peak ({lean[0][PEAK_RSS_MB]:.0f} MB) "
+                    "is within the spread")
+    return why
+
+
+def describe(r: Mapping[str, Any]) -> str:
+    """A record's configuration in words.
+
+    Example:
+        >>> describe({"preset": "lean", "cpus": 2, "loading": "paged", "batch_size": 1,
+        ...           "steps": 8})
+        'lean on 2 cpu(s), paged, batch 1, 8 steps'
+    """
+    cpus = "all cores" if r.get("cpus") is None else f"{r['cpus']} cpu(s)"
+    return (f"{r.get('preset')} on {cpus}, {r.get('loading')}, batch {r.get('batch_size')}, "
+            f"{r.get('steps')} steps")
