@@ -116,7 +116,7 @@ class Roofline:
             >>> print(r.sentence())  # doctest: +NORMALIZE_WHITESPACE
             At 2 threads one 8.0 s chunk takes 1.50 s in its stages; at this machine's MatMul
             peak (40.0 GFLOP/s) the same work needs 0.78 s, so thread and session tuning can
-            win at most 48% (0.72 s, most of it in the text encoder); the other 52% is the
+            win at most 48 % (0.72 s, most of it in the text encoder); the other 52 % is the
             work itself (31 GFLOP), which only fewer steps or lower precision can cut.
         """
         if not self.stages or not self.total_s > 0:
@@ -126,7 +126,7 @@ class Roofline:
         ve = next((s for s in self.stages if s.stage == "vector_estimator"), None)
         work = f"{self.gflop:,.0f} GFLOP"
         if ve is not None and self.gflop > 0:
-            work += (f", {ve.gflop / self.gflop:.0%} of it the vector estimator's "
+            work += (f", {100 * ve.gflop / self.gflop:.0f} % of it the vector estimator's "
                      f"{self.steps} steps")
         where = (f", most of it in the {gap.stage.replace('_', ' ')}"
                  if gap.above_floor_s > 0 else "")
@@ -134,9 +134,9 @@ class Roofline:
                 f"{self.audio_s:.1f} s chunk takes {total:.2f} s in its stages; at this "
                 f"machine's MatMul peak ({self.peak_gflops:.1f} GFLOP/s) the same work needs "
                 f"{floor:.2f} s, so thread and session tuning can win at most "
-                f"{1 - floor / total:.0%} ({total - floor:.2f} s{where}); the other "
-                f"{floor / total:.0%} is the work itself ({work}), which only fewer steps or "
-                "lower precision can cut.")
+                f"{100 * (1 - floor / total):.0f} % ({total - floor:.2f} s{where}); the other "
+                f"{100 * floor / total:.0f} % is the work itself ({work}), which only fewer "
+                "steps or lower precision can cut.")
 
     def rows(self) -> list[dict[str, Any]]:
         """One plain dict per stage, plus a total row: the table a notebook or report shows.
