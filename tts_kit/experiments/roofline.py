@@ -304,11 +304,12 @@ def _measure(path: str, threads: int, steps: int, repeats: int, text: str) -> di
                        threads=threads, repeats=repeats).to_dict()
 
 
-def measure_roofline(model: Any = None, *, threads: int = 1,
+def measure_roofline(model: Any = None, *, threads: int = 1, cpus: int | None = None,
                      steps: int = contract.DEFAULT_STEPS, repeats: int = 3,
                      text: str = REFERENCE_TEXT, timeout_s: float | None = 900) -> Roofline:
     """Measure the `Roofline` of ``model`` (a Supertonic bundle, or None: discovered) in a
-    fresh process pinned to ``threads`` cores, with ``threads`` intra-op threads.
+    fresh process pinned to ``cpus`` cores (default ``threads``), with ``threads`` intra-op
+    threads; the peak is measured in that process at 1..``threads`` threads.
 
     Example:
         >>> r = measure_roofline("standin-dir", threads=2)  # doctest: +SKIP
@@ -325,8 +326,11 @@ def measure_roofline(model: Any = None, *, threads: int = 1,
                           f"model's {', '.join(other)} graph has other inputs")
     if not contract.MIN_STEPS <= steps <= contract.MAX_STEPS:
         raise TtsKitError(f"steps must be in {contract.MIN_STEPS}..{contract.MAX_STEPS}")
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise TtsKitError(f"threads must be a positive integer, got {threads!r}")
     before = os.getloadavg()[0]
-    m = run_isolated(_measure, str(opened.path), threads, steps, repeats, text, cpus=threads,
+    m = run_isolated(_measure, str(opened.path), threads, steps, repeats, text,
+                     cpus=threads if cpus is None else cpus,
                      timeout_s=timeout_s)
     if not m.ok:
         raise TtsKitError(f"the roofline measurement ended {m.status}: {m.error}")

@@ -4,8 +4,7 @@ Example:
     >>> from tts_kit.experiments.roofline import Roofline, StageRate
     >>> r = Roofline([StageRate("vocoder", 10**6, 20.0, 1.0, 40.0, 2.5)], steps=8,
     ...              threads=1, peak_gflops=40.0, audio_s=8.0)
-    >>> fig = _figure()
-    >>> roofline(fig.subplots(), r).get_title()
+    >>> roofline_figure(r).axes[0].get_title()
     'one 8.0 s chunk at 8 steps, 1 thread: time against the floor'
 """
 
@@ -13,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tts_kit.notebook._figures import STAGE_COLORS, _figure  # noqa: F401  (_figure: doctest)
+from tts_kit.notebook._figures import STAGE_COLORS, _figure
 
 
 def roofline(ax: Any, r: Any) -> Any:
@@ -51,3 +50,18 @@ def roofline(ax: Any, r: Any) -> Any:
     ax.set_title(f"one {r.audio_s:.1f} s chunk at {r.steps} steps, {r.threads} "
                  f"thread{'s' if r.threads != 1 else ''}: time against the floor")
     return ax
+
+
+def roofline_figure(r: Any, width: float = 9.0, height: float = 3.2) -> Any:
+    """`roofline` on a figure of its own (shown as PNG in a notebook).
+
+    Example:
+        >>> from tts_kit.experiments.roofline import Roofline, StageRate
+        >>> r = Roofline([StageRate("vocoder", 1, 20.0, 1.0, 40.0, 2.5)], steps=8,
+        ...              threads=1, peak_gflops=40.0, audio_s=8.0)
+        >>> len(roofline_figure(r).axes)
+        1
+    """
+    fig = _figure(width, height)
+    roofline(fig.subplots(), r)
+    return fig
