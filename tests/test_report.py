@@ -220,6 +220,10 @@ def test_the_library_writes_a_complete_report_without_the_notebook(tiny_bundle_d
     again = data["extras"]["recommended_trial"]
     assert again["status"] == "ok" and again["timeline"] and again["events"]
     assert TuningReport.load(paths[0]).recommended_preset().name == "low-memory"
+    # The cost section, measured at the pick's threads while the report was made.
+    costs = data["extras"]["costs"]
+    assert [s["stage"] for s in costs["roofline"]["stages"]] == list(SHA)
+    assert costs["roofline"]["steps"] == 2 and costs["roofline"]["peak_gflops"] > 0
 
 
 # -- end to end: the CLI on the tiny stand-in ----------------------------------------
