@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from tts_kit.core.errors import TtsKitError
+from tts_kit.core.textsafe import display_path
 from tts_kit.experiments.records import IDLE_RSS_MB, PEAK_RSS_MB, RTF
 from tts_kit.experiments.workload import Workload
 
@@ -149,8 +150,8 @@ def seed_claims(seeds_dir: str | Path | None = None) -> SeedClaims:
     if f000 and f004:
         return SeedClaims(parse_instances(f000[0].read_text(encoding="utf-8")),
                           parse_split(f004[0].read_text(encoding="utf-8")),
-                          {"instances": f"parsed from {f000[0]}",
-                           "split": f"parsed from {f004[0]}"})
+                          {"instances": f"parsed from {display_path(f000[0])}",
+                           "split": f"parsed from {display_path(f004[0])}"})
     data = json.loads(CLAIMS_FILE.read_text(encoding="utf-8"))
     return SeedClaims(data["instances"]["rows"], data["split"]["percent"],
                       {k: f"packaged copy of {data[k]['source']}"
