@@ -265,7 +265,7 @@ def test_cli_report_and_rerun_on_the_tiny_standin(tiny_bundle_dir, tmp_path, cap
     assert answer_at < html.index("The sweep</h3>") < html.index("Every configuration")
     # The cost section shows the figures report.json saved, its sentence among them.
     sentence = json.loads((out / "report.json").read_text())["extras"]["costs"]["roofline"]
-    assert "What the work costs</h3>" in html and htmllib.escape(sentence["sentence"]) in html
+    assert "What the work costs</h3>" in html and sentence["sentence"] in htmllib.unescape(html)
     snippet = htmllib.unescape(re.search(r'<pre class="tts-kit-snippet"[^>]*><code>(.*?)'
                                          r"</code></pre>", html, re.S).group(1))
     ns: dict = {}
