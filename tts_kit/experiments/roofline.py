@@ -147,7 +147,7 @@ class Roofline:
             >>> r.rows()[0]["x floor"], r.rows()[-1]["stage"]
             (2.0, 'total')
         """
-        def row(name: str, params: float, gfs: float, gflop: float, sec: float,
+        def row(name: str, *, params: float, gfs: float, gflop: float, sec: float,
                 floor: float) -> dict[str, Any]:
             return {"stage": name, "params (M)": params / 1e6, "GFLOP / audio s": gfs,
                     "GFLOP / chunk": gflop, "s / chunk": sec,
@@ -155,11 +155,11 @@ class Roofline:
                     "of peak": gflop / sec / self.peak_gflops if sec > 0 else math.nan,
                     "floor s": floor, "x floor": sec / floor if floor > 0 else math.nan}
 
-        out = [row(s.stage, s.params, s.gflops_per_audio_s, s.gflop, s.seconds, s.floor_s)
-               for s in self.stages]
-        out.append(row("total", sum(s.params for s in self.stages),
-                       sum(s.gflops_per_audio_s for s in self.stages), self.gflop,
-                       self.total_s, self.floor_s))
+        out = [row(s.stage, params=s.params, gfs=s.gflops_per_audio_s, gflop=s.gflop,
+                   sec=s.seconds, floor=s.floor_s) for s in self.stages]
+        out.append(row("total", params=sum(s.params for s in self.stages),
+                       gfs=sum(s.gflops_per_audio_s for s in self.stages), gflop=self.gflop,
+                       sec=self.total_s, floor=self.floor_s))
         return out
 
     def dataframe(self) -> Any:
