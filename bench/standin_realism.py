@@ -1,57 +1,45 @@
-"""Stand-in realism: FLOPs per stage against the architecture's, and the roofline fractions.
+"""Stand-in realism: FLOPs per stage against the architecture's, the roofline, the seed check.
 
 For each stage: FLOPs counted from the graph (concrete shapes for ~8 s of audio) beside the
-architecture's formula from the bundle's ``tts.json`` (target: within 2 %), then one
-synthesis of one chunk at ``--steps`` (default 8, the official package's) with ``--threads``
-intra-op threads, each stage's achieved GFLOP/s and its fraction of this machine's
-MatMul peak (an ONNX Runtime MatMul micro-benchmark at 1..``--threads`` threads).
+architecture's formula from the bundle's ``tts.json`` (target: within 2 %); then the
+roofline (`tts_kit.experiments.roofline`): one chunk at ``--steps`` (default 8, the official
+package's) with ``--threads`` intra-op threads in a fresh process pinned to that many cores,
+each stage's achieved GFLOP/s against this machine's MatMul peak (an ONNX Runtime MatMul
+micro-benchmark at 1..``--threads`` threads), and the sentence it implies; then, unless
+``--no-instances``, the stand-in's instance table and memory split beside seeds 000 and 004,
+as ratios (`tts_kit.experiments.seed_check`; a few minutes on the full stand-in).
 
 Usage:
     python bench/standin_realism.py [--model DIR] [--scale full] [--steps 8] [--threads 2]
-                                    [--json OUT]
+                                    [--repeats 3] [--no-instances] [--seeds DIR] [--json OUT]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from _common import add_model_args, model_dir
-
-TEXT = ("The quick brown fox jumps over the lazy dog, and then it runs back home again "
-        "before the rain starts to fall.")  # ~112 characters, ~8 s of audio
-
-
-def _achieved(engine, bundle, steps: int, threads: int) -> dict[str, dict[str, float]]:
-    from tts_kit.core import contract
-    from tts_kit.experiments import flops
-
-    engine.synthesize_batch([TEXT], steps=steps, seed=0)  # warm-up: arenas, pre-packing
-    res = engine.synthesize_batch([TEXT], steps=steps, seed=0)[0]
-    dims = {"B": 1, "T": len(TEXT) + 1,
-            "L": max(1, round(res.duration_s / flops.SECONDS_PER_FRAME))}
-    peak = flops.matmul_peak_gflops(threads)
-    out = {}
-    for stage in contract.STAGES:
-        runs = steps if stage == "vector_estimator" else 1
-        gflop = runs * flops.graph_flops(bundle.stages[stage].path, dims) / 1e9
-        sec = res.timings.get(stage)
-        rate = gflop / sec if sec else float("nan")
-        out[stage] = {"gflop": gflop, "s": sec, "gflops": rate, "of_peak": rate / peak}
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     from tts_kit.core import contract
     from tts_kit.experiments import flops
-    from tts_kit.models.family import make_engine, open_model
-    from tts_kit.runtime.sessions import SessionPreset
+    from tts_kit.experiments.roofline import measure_roofline
+    from tts_kit.experiments.seed_check import seed_check
+    from tts_kit.experiments.workload import Workload
+    from tts_kit.models.resolve import open_model
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_model_args(ap)
     ap.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--no-instances", action="store_true",
+                    help="leave out the instance table and memory split beside the seeds")
+    ap.add_argument("--seeds", help="the seed articles' folder (default ../shared/seeds)")
     ap.add_argument("--json", help="also write the figures here")
     args = ap.parse_args(argv)
 
@@ -71,21 +59,28 @@ def main(argv: list[str] | None = None) -> int:
         r = g / arch[stage]
         ok &= abs(r - 1) <= 0.02
         print(f"{stage:<20}{g / 1e9:>12.3f}{arch[stage] / 1e9:>12.3f}{r:>8.4f}")
-    peaks = {t: flops.matmul_peak_gflops(t) for t in range(1, args.threads + 1)}
+
+    roof = measure_roofline(bundle, threads=args.threads, steps=args.steps,
+                            repeats=args.repeats)
     print("\nMatMul peak (ORT, 1024^3): " + ", ".join(
-        f"{t} thread{'s' if t > 1 else ''} {p:.1f} GFLOP/s" for t, p in peaks.items()))
-    engine = make_engine(bundle, preset=SessionPreset(name="bench",
-                                                      intra_op_num_threads=args.threads))
-    got = _achieved(engine, bundle, args.steps, args.threads)
-    print(f"\none chunk at {args.steps} steps, {args.threads} threads")
-    print(f"{'stage':<20}{'GFLOP':>9}{'s':>8}{'GFLOP/s':>9}{'of peak':>9}")
-    for stage, r in got.items():
-        print(f"{stage:<20}{r['gflop']:>9.2f}{r['s'] or float('nan'):>8.3f}"
-              f"{r['gflops']:>9.1f}{r['of_peak']:>9.2f}")
+        f"{t} thread{'s' if t > 1 else ''} {p:.1f} GFLOP/s" for t, p in roof.peaks.items()))
+    print(f"\none chunk at {args.steps} steps, {args.threads} threads, best of {args.repeats}; "
+          f"load average {roof.loadavg[0]:.1f} before, {roof.loadavg[1]:.1f} after")
+    print(roof.table())
+    print(roof.sentence())
+
+    check = None
+    if not args.no_instances:
+        check = seed_check(model, Workload(steps=args.steps, repeats=args.repeats),
+                           seeds_dir=args.seeds)
+        print(f"\nthe stand-in beside the seeds (ratio: stand-in / the seed's claim for the "
+              f"real model)  load average: {os.getloadavg()[0]:.1f}")
+        print(check.table())
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump({"dims": dims, "graph_flops": counted, "arch_flops": arch,
-                       "matmul_peak_gflops": peaks, "achieved": got}, fh, indent=2)
+                       "roofline": roof.to_dict(),
+                       "seed_check": check.to_dict() if check else None}, fh, indent=2)
     print("\nFLOPs within 2 % of the architecture: " + ("yes" if ok else "NO"))
     return 0 if ok else 1
 

@@ -81,6 +81,45 @@ record = tuner.run()  # the same as pressing Run once
 tuner.graph.figure()  # the trial's memory over time, with its stages
 
 # %% [markdown]
+# ## What the work costs, and how far each stage is from the floor
+#
+# The cost model per stage: parameters and GFLOP per second of audio at the workload's
+# flow steps, counted from the graphs; then one chunk measured in a fresh process against
+# this machine's matrix-multiply peak (an ONNX Runtime MatMul at the same threads). A
+# stage's time above its floor is what thread and session tuning can still win; the floor
+# moves only with fewer steps or lower precision. The sentence under the table is computed
+# from its figures.
+
+# %%
+from tts_kit.core import procfacts
+from tts_kit.experiments.roofline import measure_roofline
+from tts_kit.notebook.cost_plots import roofline_figure
+
+costs = measure_roofline(bundle, threads=min(2, procfacts.usable_cores()),
+                         steps=workload.steps, repeats=1 if quick else 3)
+display(costs.dataframe().round(3))
+print(costs.sentence())
+roofline_figure(costs)
+
+# %% [markdown]
+# ## The seeds' tables beside this model
+#
+# The deployment article (seed 000) gives idle RSS, peak RSS and RTF at 1, 2 and 4 vCPU,
+# the memory article (seed 004) a memory split; both are the articles' claims for the real
+# model, parsed from the seed files (`check.sources` says from where). This model is
+# measured the same way (an isolated trial per instance, pinned to its cores and killed
+# past its memory) and each figure is shown as a ratio, this model over the seed. An
+# instance with more vCPUs than this machine is not measurable here and says so.
+
+# %%
+from tts_kit.experiments.seed_check import seed_check
+
+check = seed_check(bundle, workload)
+instances_vs_seed, split_vs_seed = check.dataframes()
+display(instances_vs_seed, split_vs_seed)
+check.sources
+
+# %% [markdown]
 # ## What we measured, what to conclude
 
 # %%

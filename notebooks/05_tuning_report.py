@@ -133,6 +133,19 @@ again = tuning.extras["recommended_trial"]  # with its timeline and stage events
 plots.memory_timeline(again, title=f"{pick['preset']} @ {pick['cpus']} vCPU, {pick['loading']}")
 
 # %% [markdown]
+# ## What the work costs, and how far each stage is from the floor
+#
+# Measured while the report was made: the pick's stages on one chunk against this
+# machine's MatMul peak. The light part of a bar is what thread and session tuning can
+# still win; the dark part (the floor) moves only with fewer steps or lower precision.
+
+# %%
+from tts_kit.report import costs
+
+display(HTML(costs.costs_html(tuning.extras.get("costs"))))
+costs.costs_figure(tuning.extras.get("costs"))
+
+# %% [markdown]
 # ## Listen, and where the time went (this kernel)
 
 # %%

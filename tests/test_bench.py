@@ -48,6 +48,10 @@ def test_instance_table_bench(tiny_bundle_dir, tmp_path):
                       "--repeats", "1", "--steps", "1", tmp_path=tmp_path)
     assert data["rows"][0]["instance"] == "1 vCPU / 1 GB" and data["rows"][0]["status"] == "ok"
     assert "claimed by the article" in text
+    # Beside the seeds as ratios: the instances, and the memory split beside seed 004's.
+    check = data["seed_check"]
+    assert check["instances"][0]["rtf ratio"] > 0 and len(check["split"]) == 3
+    assert "memory split" in text and "ratio" in text
 
 
 def test_paged_bench(tiny_bundle_dir, tmp_path):

@@ -220,6 +220,10 @@ def test_the_library_writes_a_complete_report_without_the_notebook(tiny_bundle_d
     again = data["extras"]["recommended_trial"]
     assert again["status"] == "ok" and again["timeline"] and again["events"]
     assert TuningReport.load(paths[0]).recommended_preset().name == "low-memory"
+    # The cost section, measured at the pick's threads while the report was made.
+    costs = data["extras"]["costs"]
+    assert [s["stage"] for s in costs["roofline"]["stages"]] == list(SHA)
+    assert costs["roofline"]["steps"] == 2 and costs["roofline"]["peak_gflops"] > 0
 
 
 # -- end to end: the CLI on the tiny stand-in ----------------------------------------
@@ -259,6 +263,9 @@ def test_cli_report_and_rerun_on_the_tiny_standin(tiny_bundle_dir, tmp_path, cap
 
     answer_at = html.index('<div class="tts-kit-answer"><h2>The answer</h2>')
     assert answer_at < html.index("The sweep</h3>") < html.index("Every configuration")
+    # The cost section shows the figures report.json saved, its sentence among them.
+    sentence = json.loads((out / "report.json").read_text())["extras"]["costs"]["roofline"]
+    assert "What the work costs</h3>" in html and sentence["sentence"] in htmllib.unescape(html)
     snippet = htmllib.unescape(re.search(r'<pre class="tts-kit-snippet"[^>]*><code>(.*?)'
                                          r"</code></pre>", html, re.S).group(1))
     ns: dict = {}

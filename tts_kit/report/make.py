@@ -220,6 +220,10 @@ def write_report(
     from tts_kit.report.answer import contention
 
     tuning.extras["contention"] = contention(tuning).to_dict()
+    # The pick's work against this machine's floor, measured now (the cost section).
+    from tts_kit.report.costs import measure_costs
+
+    tuning.extras["costs"] = measure_costs(bundle, tuning)
     out_dir = Path(out).expanduser()
     out_dir.mkdir(parents=True, exist_ok=True)
     return tuning.save(out_dir / "report.json")
