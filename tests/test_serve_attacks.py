@@ -184,6 +184,21 @@ def test_slow_headers_and_bodies_time_out(guarded):
     s.close()
 
 
+def test_slow_headers_time_out_on_a_kept_alive_connection_too(guarded):
+    host, port = guarded.url.removeprefix("http://").split(":")
+    s = socket.create_connection((host, int(port)), timeout=10)
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    answer = b""
+    while b"\r\n\r\n" not in answer or not answer.endswith(b"}"):
+        answer += s.recv(1000)  # the whole first response: the connection is kept alive
+    assert answer.startswith(b"HTTP/1.1 200")
+    s.sendall(b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\n")  # and never the rest
+    t0 = time.monotonic()
+    assert s.recv(100) == b""  # closed by the server (a socket timeout here: held for good)
+    assert time.monotonic() - t0 < 5.0
+    s.close()
+
+
 def test_connections_past_the_limit_are_refused_at_once(guarded):
     host, port = guarded.url.removeprefix("http://").split(":")
     held = []
