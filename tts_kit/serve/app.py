@@ -11,7 +11,9 @@ it) is a 400 naming the characters, not audio without those words.
 Architectures (`ARCHITECTURES`), so their costs can be measured side by side:
 
 - ``workers``: tts_kit's worker processes (`tts_kit.serve.worker.WorkerPool`): each owns
-  a warmed-up engine; audio streamed as chunks are synthesised; real deadlines.
+  a warmed-up engine; audio streamed as chunks are synthesised; real deadlines. With
+  ``scheduling="chunk"`` a request's chunks are jobs for any free worker, first chunks
+  first (`tts_kit.serve.chunked`); ``request``: all on the worker that took it.
 - ``threads``: one engine in the server process, requests in a thread executor; the
   whole WAV at the end; a deadline answers the client but the thread runs on.
 - ``blocking``: one engine in the server process, synthesis inside the async handler:

@@ -174,6 +174,18 @@ def _run_job(engine: Any, cfg: WorkerConfig, conn: Any, msg: tuple, plans: Any,
         running[0] = None
 
 
+def _cancel_hook(running: list, cancel_job: Any) -> Callable[..., None]:
+    """A stage hook that stops the running chunk job (``running[0]``, a request id) once
+    the server names its request in ``cancel_job``."""
+
+    def stop_if_cancelled(stage: str, feeds: Any, out: Any) -> None:
+        if running[0] is not None and cancel_job is not None and \
+                cancel_job.value == running[0]:
+            raise _JobCancelled
+
+    return stop_if_cancelled
+
+
 def worker_main(conn: Any, cfg: WorkerConfig, cancel: Any = None,
                 cancel_job: Any = None) -> None:
     """A worker process's body (the target of the spawned process).
@@ -197,13 +209,7 @@ def worker_main(conn: Any, cfg: WorkerConfig, cancel: Any = None,
     conn.send(("ready", os.getpid(), engine.bundle.sample_rate))
     plans: collections.OrderedDict = collections.OrderedDict()
     running: list = [None]  # the request id of the chunk job running now
-
-    def stop_if_cancelled(stage: str, feeds: Any, out: Any) -> None:
-        if running[0] is not None and cancel_job is not None and \
-                cancel_job.value == running[0]:
-            raise _JobCancelled
-
-    engine.add_stage_hook(stop_if_cancelled)
+    engine.add_stage_hook(_cancel_hook(running, cancel_job))
     while True:
         try:
             msg = conn.recv()
