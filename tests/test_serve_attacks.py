@@ -70,9 +70,11 @@ def _metric(url: str, name: str, headers: dict | None = None) -> float:
 
 @pytest.fixture(scope="module")
 def one_worker(tiny_bundle_dir: Path, tmp_path_factory):
-    """One worker, no deadline: what a client that leaves costs shows plainly."""
+    """One worker, no deadline: what a client that leaves costs shows plainly (request
+    scheduling: chunk scheduling's own are in tests/test_serve_chunks.py)."""
     with start_server(["--model", str(tiny_bundle_dir), "--workers", "1", "--max-chars",
-                       "5000"], log_dir=tmp_path_factory.mktemp("serve")) as srv:
+                       "5000", "--scheduling", "request"],
+                      log_dir=tmp_path_factory.mktemp("serve")) as srv:
         yield srv
 
 

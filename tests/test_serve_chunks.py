@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from tts_kit.serve.chunked import ChunkRequest, ChunkScheduler, needed_at
+from tts_kit.serve.worker import DeadlineExceeded
 
 LONG = "The meeting moved to the large room, and everyone came early. " * 32
 MEDIUM = "The meeting moved to the large room, and everyone came early. " * 8
@@ -68,6 +69,9 @@ def test_a_request_hands_its_chunks_on_in_order():
         got.append((await waiter)[1])
         got.append((await req.next_message(None))[1])
         assert got == [b"a", b"b", b"c"] and await req.next_message(None) == ("done",)
+        late = ChunkRequest(1, {}, t0=0.0)
+        with pytest.raises(DeadlineExceeded):  # nothing came before the deadline
+            await late.next_message(time.monotonic() + 0.05)
 
     asyncio.run(main())
 
