@@ -205,7 +205,7 @@ def _register_serve(add: AddCommand) -> None:
     sp.add_argument("--spinning", action="store_true",
                     help="let ONNX Runtime's threads busy-wait between operators (default "
                     "off: idle threads sleep, leaving the CPU to the other workers)")
-    sp.add_argument("--scheduling", default="request", choices=["request", "chunk"],
+    sp.add_argument("--scheduling", default="chunk", choices=["request", "chunk"],
                     help="workers: request (a request's chunks all on the worker that took "
                     "it) or chunk (each chunk a job for any free worker; first chunks first)")
     sp.add_argument("--preset", default="supertonic-default", metavar="PRESET",

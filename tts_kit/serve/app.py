@@ -119,7 +119,7 @@ class ServeConfig:
     spinning: bool = False
     """ONNX Runtime's threads busy-wait between operators (off: the CPU goes to other
     workers; ``article`` keeps its own settings)."""
-    scheduling: str = "request"
+    scheduling: str = "chunk"
     """``workers``: ``request`` (a request's chunks all on the worker that took it) or
     ``chunk`` (each chunk a job for any free worker; `tts_kit.serve.chunked`)."""
 
