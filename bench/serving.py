@@ -9,7 +9,10 @@ loaded in a closed loop at each concurrency; all of them are measured in this on
   ``supertonic`` package's ``TTS(auto_download=False)``: every graph loaded, ORT's
   default threads, as the article's code does);
 - ``workers``: tts_kit's worker processes (``--workers``, each one warmed-up engine,
-  ``--threads`` intra-op threads), audio streamed chunk by chunk;
+  ``--threads`` intra-op threads), audio streamed chunk by chunk, a request's chunks all
+  on the worker that took it (request scheduling);
+- ``workers+chunk``: the same server build with chunk-level scheduling (a request's
+  chunks are jobs for any free worker, first chunks first: `tts_kit.serve.chunked`);
 - ``threads``: one engine in the server, ``--workers`` executor threads;
 - ``blocking``: one engine, synthesis inside the async handler (``--workers`` x
   ``--threads`` intra-op threads, since it is the only one running).
@@ -19,7 +22,10 @@ concurrency 1, for what a second worker adds to the pool's PSS.
 
 Targets: ``workers`` throughput >= 3x the article pattern's at concurrency 4; for the
 three-sentence text, ``workers`` time to first audio p95 at concurrency 1 <= 0.35x its
-whole-response p95; two ``resident+mmap`` workers' PSS <= 1.35x one's.
+whole-response p95; two ``resident+mmap`` workers' PSS <= 1.35x one's. Issue 27: for the
+three-sentence text, TTFA p95 at the top concurrency <= 2x TTFA p95 at concurrency 1, and
+audio-seconds per CPU-second of the pool (server and workers) >= 1.25x request
+scheduling's, both for the scheduling the server uses by default.
 
     python bench/serving.py [--model DIR] [--scale full] [--concurrency 1,2,4]
                             [--requests 8] [--steps 8] [--workers 2] [--threads 1]
@@ -41,6 +47,14 @@ REFERENCE = "article"
 THROUGHPUT_TARGET = 3.0
 TTFA_TARGET = 0.35
 PSS_TARGET = 1.35
+#: Issue 27: TTFA p95 at the top concurrency over TTFA p95 at concurrency 1, at most.
+TTFA_SPREAD_TARGET = 2.0
+#: Issue 27: audio-seconds per CPU-second of the pool over request scheduling's, at least.
+AUDIO_PER_CPU_TARGET = 1.25
+#: Each architecture measured: label, architecture, scheduling.
+PLAN = (("article", "article", "request"), ("workers", "workers", "request"),
+        ("workers+chunk", "workers", "chunk"), ("threads", "threads", "request"),
+        ("blocking", "blocking", "request"))
 #: The article's claim (seed 000): p95 about 200 ms on 2 vCPU under concurrent requests.
 CLAIMED_P95_MS = 200.0
 
@@ -71,9 +85,45 @@ def _article_load_s(model: str, loads: int = 3) -> float | None:
         return None
 
 
+def audio_per_cpu_s(r: dict) -> float | None:
+    """Seconds of audio served per CPU-second of the pool (server and workers), or None.
+
+    Example:
+        >>> audio_per_cpu_s({"audio_rate": 6.0, "cpu_percent": 150.0})
+        4.0
+    """
+    rate, cpu = r.get("audio_rate"), r.get("cpu_percent")
+    return rate / (cpu / 100) if rate and cpu else None
+
+
+def scheduling_targets(at, top: int, three_sentences: bool, check) -> list[dict]:
+    """Issue 27's ratios, request and chunk scheduling side by side: TTFA p95 at ``top``
+    concurrency over TTFA p95 at 1 (three-sentence text only), and audio-seconds per
+    CPU-second of the pool over request scheduling's at ``top``."""
+    out = []
+    base = audio_per_cpu_s(at("workers", top))
+    for label in ("workers", "workers+chunk"):
+        hi, lo = at(label, top), at(label, 1)
+        if not hi:
+            continue
+        spread = ratio(hi.get("ttfa_p95_ms"), lo.get("ttfa_p95_ms")) if three_sentences \
+            else "-"
+        out.append(check(f"{label}: TTFA p95 at concurrency {top} / at 1", spread,
+                         f"<= {TTFA_SPREAD_TARGET:g}",
+                         None if spread == "-" else float(spread) <= TTFA_SPREAD_TARGET))
+        mine = audio_per_cpu_s(hi)
+        per_cpu = ratio(mine, base)
+        out.append(check(f"{label}: audio-s per CPU-s at {top} / request scheduling's"
+                         + (f" ({mine:.2f} / {base:.2f})" if mine and base else ""), per_cpu,
+                         f">= {AUDIO_PER_CPU_TARGET:g}",
+                         None if per_cpu == "-" else float(per_cpu) >= AUDIO_PER_CPU_TARGET))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     from tts_kit.core import contract
     from tts_kit.experiments.records import table
+    from tts_kit.serve.app import ServeConfig
     from tts_kit.serve.loadtest import DEFAULT_TEXT
     from tts_kit.serve.sweep import SWEEP_KEYS, serving_sweep
 
@@ -89,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="the request text (default: three sentences, DEFAULT_TEXT); a short "
                     "one shows the per-request model load of the article pattern at its worst")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--only", default=None,
+                    help="comma-separated labels to measure (default all: "
+                    + ", ".join(label for label, _, _ in PLAN) + ", and the mmap pair)")
     args = ap.parse_args(argv)
     conc = [int(c) for c in args.concurrency.split(",")]
     model = str(model_dir(args))
@@ -97,30 +150,33 @@ def main(argv: list[str] | None = None) -> int:
                   texts=[args.text or DEFAULT_TEXT], body=body, progress=True, timeout_s=600.0)
     t0 = time.time()
     records = []
+    only = set(args.only.split(",")) if args.only else None
     # The article's code sets no thread count: its TTS() gets ORT's default (one per core).
-    plan = [("article", args.workers, None), ("workers", args.workers, args.threads),
-            ("threads", args.workers, args.threads),
-            ("blocking", 1, args.workers * args.threads)]
-    for arch, n, th in plan:
+    sizes = {"article": (args.workers, None), "blocking": (1, args.workers * args.threads)}
+    plan = [(label, arch, sched) for label, arch, sched in PLAN
+            if only is None or label in only]
+    for label, arch, sched in plan:
+        n, th = sizes.get(arch, (args.workers, args.threads))
         res = serving_sweep(model, architectures=[arch], workers=[n], threads=[th],
-                            loadings=["resident"], **common)
-        records += res.records
+                            loadings=["resident"], server=ServeConfig(scheduling=sched),
+                            **common)
+        records += [{**r, "label": label} for r in res.records]
     mmap = []
-    for n in (1, 2):
+    for n in (1, 2) if only is None or "mmap" in only else ():
         res = serving_sweep(model, architectures=["workers"], workers=[n],
                             threads=[args.threads], loadings=["resident+mmap"],
                             **{**common, "concurrency": [1]})
-        mmap += res.records
+        mmap += [{**r, "label": "workers"} for r in res.records]
     wall = time.time() - t0
 
     text = args.text or DEFAULT_TEXT
     print(f"\nbundle: {model}  text: {text[:40]!r}... ({len(text)} characters)  "
           f"steps: {args.steps}  requests per level: {args.requests}  "
           f"cpus: {os.cpu_count()}  wall: {wall:.0f} s\n")
-    print(table(records + mmap, SWEEP_KEYS[:-1]))
+    print(table(records + mmap, ["label", *SWEEP_KEYS[1:-1]]))
 
-    def at(arch: str, c: int, loading: str = "resident") -> dict:
-        return next((r for r in records + mmap if r["architecture"] == arch
+    def at(label: str, c: int, loading: str = "resident") -> dict:
+        return next((r for r in records + mmap if r["label"] == label
                      and r.get("concurrency") == c and r["loading"] == loading), {})
 
     keys = [("rps", "rps"), ("ttfa_p95_ms", "ttfa95"), ("p95_ms", "p95"),
@@ -167,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         check("PSS of 2 resident+mmap workers / PSS of 1", pss, f"<= {PSS_TARGET:g}",
               None if num(pss) is None else num(pss) <= PSS_TARGET),
     ]
+    targets += scheduling_targets(at, top, text == DEFAULT_TEXT, check)
     load_s = _article_load_s(model)
 
     def cpu_s(r: dict) -> float | None:

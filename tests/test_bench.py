@@ -110,10 +110,14 @@ def test_precision_bench(tmp_path):
 def test_serving_bench(tiny_bundle_dir, tmp_path):
     text, data = _run("serving.py", "--model", str(tiny_bundle_dir), "--requests", "2",
                       "--concurrency", "1,2", "--steps", "1", tmp_path=tmp_path)
-    archs = {r["architecture"] for r in data["records"]}
-    assert archs == {"article", "workers", "threads", "blocking"}
+    labels = {r["label"] for r in data["records"]}
+    assert labels == {"article", "workers", "workers+chunk", "threads", "blocking"}
+    assert {r.get("scheduling") for r in data["records"] if r["label"] == "workers+chunk"} \
+        == {"chunk"}
     assert all(r["status"] == "ok" and r["ok"] == 2 for r in data["records"]), data["records"]
-    assert [t["name"].split()[0] for t in data["targets"]] == ["workers", "workers", "PSS"]
+    assert [t["name"].split()[0] for t in data["targets"]] == [
+        "workers", "workers", "PSS", "workers:", "workers:", "workers+chunk:", "workers+chunk:"]
+    assert "TTFA p95 at concurrency 2 / at 1" in text and "audio-s per CPU-s" in text
     assert "ratios to the article pattern" in text and "the article's claim" in text
     assert data["article_load_s"] > 0 and "CPU-seconds per request" in text
     assert all(v > 0 for v in data["cpu_s_per_request"].values())

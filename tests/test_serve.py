@@ -235,7 +235,10 @@ def test_a_timeout_kills_the_worker_and_the_next_request_succeeds(tiny_bundle_di
     fallback = tmp_path / "sorry.wav"
     sf.write(fallback, np.zeros(4410, np.float32), 44100)
     # One chunk of ~2,000 characters at 100 steps (~9 s): no audio before the deadline.
+    # Request scheduling kills the late worker; chunk scheduling stops its job at the next
+    # stage run instead (tests/test_serve_chunks.py).
     with start_server(_args(tiny_bundle_dir, "--workers", "1", "--timeout", "2",
+                            "--scheduling", "request",
                             "--first-chunk-chars", "0", "--max-chunk-chars", "2500",
                             "--fallback-wav", str(fallback)), log_dir=tmp_path) as srv:
         pid = _workers(srv.url)[0]["pid"]

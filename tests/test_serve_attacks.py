@@ -70,9 +70,11 @@ def _metric(url: str, name: str, headers: dict | None = None) -> float:
 
 @pytest.fixture(scope="module")
 def one_worker(tiny_bundle_dir: Path, tmp_path_factory):
-    """One worker, no deadline: what a client that leaves costs shows plainly."""
+    """One worker, no deadline: what a client that leaves costs shows plainly (request
+    scheduling: chunk scheduling's own are in tests/test_serve_chunks.py)."""
     with start_server(["--model", str(tiny_bundle_dir), "--workers", "1", "--max-chars",
-                       "5000"], log_dir=tmp_path_factory.mktemp("serve")) as srv:
+                       "5000", "--scheduling", "request"],
+                      log_dir=tmp_path_factory.mktemp("serve")) as srv:
         yield srv
 
 
@@ -181,6 +183,21 @@ def test_slow_headers_and_bodies_time_out(guarded):
               b"Authorization: Bearer " + KEY.encode() + b"\r\n\r\n{\"inp")
     answer = s.recv(1000)
     assert answer.startswith(b"HTTP/1.1 408"), answer
+    s.close()
+
+
+def test_slow_headers_time_out_on_a_kept_alive_connection_too(guarded):
+    host, port = guarded.url.removeprefix("http://").split(":")
+    s = socket.create_connection((host, int(port)), timeout=10)
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    answer = b""
+    while b"\r\n\r\n" not in answer or not answer.endswith(b"}"):
+        answer += s.recv(1000)  # the whole first response: the connection is kept alive
+    assert answer.startswith(b"HTTP/1.1 200")
+    s.sendall(b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\n")  # and never the rest
+    t0 = time.monotonic()
+    assert s.recv(100) == b""  # closed by the server (a socket timeout here: held for good)
+    assert time.monotonic() - t0 < 5.0
     s.close()
 
 

@@ -52,7 +52,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_chunk_chars=args.max_chunk_chars,
         order=args.order, header_timeout_s=args.header_timeout,
         body_timeout_s=args.body_timeout, limit_concurrency=args.limit_concurrency or None,
-        spinning=args.spinning,
+        spinning=args.spinning, scheduling=args.scheduling,
     )
     cfg.check()  # one line, exit 2, before anything starts
     if args.model:
@@ -205,6 +205,9 @@ def _register_serve(add: AddCommand) -> None:
     sp.add_argument("--spinning", action="store_true",
                     help="let ONNX Runtime's threads busy-wait between operators (default "
                     "off: idle threads sleep, leaving the CPU to the other workers)")
+    sp.add_argument("--scheduling", default="chunk", choices=["request", "chunk"],
+                    help="workers: request (a request's chunks all on the worker that took "
+                    "it) or chunk (each chunk a job for any free worker; first chunks first)")
     sp.add_argument("--preset", default="supertonic-default", metavar="PRESET",
                     help=f"session preset, one of {preset_names}")
     sp.add_argument("--loading", default="resident", metavar="POLICY",

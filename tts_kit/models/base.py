@@ -83,6 +83,10 @@ class Capabilities:
     batching: bool = False
     #: The model is a tts_kit stand-in with random weights: its audio is noise.
     standin: bool = False
+    #: Each chunk of a plan renders on its own, in any process, to the same audio (its
+    #: noise depends only on the seed and the chunk's index): `render_chunk`, the server's
+    #: chunk-level scheduling.
+    chunk_jobs: bool = False
 
 
 @runtime_checkable

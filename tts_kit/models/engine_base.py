@@ -9,6 +9,9 @@ joined). A family implements only its own steps:
 * ``_check(cfg)``: its checks of a `SynthesisConfig`, returning it with its defaults;
 * ``_plan(text, cfg)``: the normalised text cut into chunks (a `Plan`);
 * ``_render(plan, cfg)``: each chunk's waveform and stage timings, in order;
+* ``_render_chunk(plan, cfg, k)``: chunk ``k`` alone, the same audio as ``_render``'s
+  ``k``-th (its noise depends only on the seed and ``k``), so a chunk can be a job of its
+  own on any process (`render_chunk`; the server's chunk-level scheduling);
 * optionally ``_graph_path`` (another file than the bundle's stage), ``_session_made``,
   ``chunk_pause_s`` (silence between chunks) and ``synthesize_batch``.
 
@@ -59,6 +62,8 @@ class Plan:
     """What ``_render`` needs per chunk (the family's own)."""
     seed: int | None = None
     """The noise seed the stream reports."""
+    config: SynthesisConfig | None = None
+    """The checked configuration it was planned with (set by `EngineBase.plan`)."""
 
 
 class _HookEntry:
@@ -323,6 +328,54 @@ class EngineBase:
                 ) -> Iterator[tuple[np.ndarray, dict[str, float]]]:
         """Each chunk's waveform (no pause) and its stage timings, in order."""
         raise NotImplementedError
+
+    def _render_chunk(self, plan: Plan, cfg: SynthesisConfig, k: int
+                      ) -> tuple[np.ndarray, dict[str, float]]:
+        """Chunk ``k`` of ``plan`` alone: the waveform (no pause) and its stage timings."""
+        raise NotImplementedError
+
+    def plan(self, text: str, lang: str = "en", *, config: SynthesisConfig | None = None,
+             **fields: Any) -> Plan:
+        """``text`` checked, normalised and cut into chunks, before any audio: what
+        `render_chunk` renders one chunk of (``stream``'s arguments).
+
+        Example:
+            >>> from tts_kit import Engine
+            >>> Engine().plan("One sentence. And another one.", max_chunk_chars=15).chunks
+            ['One sentence.', 'And', 'another one.']
+        """
+        cfg = self.config(config, lang=lang, **fields)
+        plan = self._plan(text, cfg)
+        plan.config = cfg
+        return plan
+
+    def render_chunk(self, plan: Plan, k: int) -> AudioChunk:
+        """Chunk ``k`` of ``plan`` (from `plan`) on its own: the same `AudioChunk` as
+        ``stream``'s ``k``-th, pause included, whichever process renders it and in whatever
+        order (a chunk's noise depends only on the seed and ``k``).
+
+        Example:
+            >>> from tts_kit import Engine
+            >>> engine = Engine()
+            >>> p = engine.plan("One sentence. And another one.", steps=1, seed=0,
+            ...                 max_chunk_chars=15)
+            >>> whole = list(engine.stream("One sentence. And another one.", steps=1, seed=0,
+            ...                            max_chunk_chars=15))
+            >>> bool(np.array_equal(engine.render_chunk(p, 2).samples, whole[2].samples))
+            True
+        """
+        if plan.config is None:
+            raise TtsKitError("render_chunk takes a plan from engine.plan(...)")
+        if not 0 <= k < len(plan.chunks):
+            raise TtsKitError(f"chunk {k} is not in the plan's {len(plan.chunks)} chunk(s)")
+        t0 = time.perf_counter()
+        wav, timings = self._render_chunk(plan, plan.config, k)
+        timings.setdefault("total", time.perf_counter() - t0)
+        sr = self.bundle.sample_rate
+        pause = np.zeros(int(self.chunk_pause_s * sr), np.float32)
+        samples = wav if k == 0 or not pause.size else np.concatenate([pause, wav])
+        return AudioChunk(samples=samples, sample_rate=sr, text=plan.chunks[k], index=k,
+                          timings=timings, last=k == len(plan.chunks) - 1)
 
     def config(self, config: SynthesisConfig | None = None, **loose: Any) -> SynthesisConfig:
         """The `SynthesisConfig` a call means, checked, with the model's defaults filled in.

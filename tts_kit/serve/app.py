@@ -11,7 +11,9 @@ it) is a 400 naming the characters, not audio without those words.
 Architectures (`ARCHITECTURES`), so their costs can be measured side by side:
 
 - ``workers``: tts_kit's worker processes (`tts_kit.serve.worker.WorkerPool`): each owns
-  a warmed-up engine; audio streamed as chunks are synthesised; real deadlines.
+  a warmed-up engine; audio streamed as chunks are synthesised; real deadlines. With
+  ``scheduling="chunk"`` a request's chunks are jobs for any free worker, first chunks
+  first (`tts_kit.serve.chunked`); ``request``: all on the worker that took it.
 - ``threads``: one engine in the server process, requests in a thread executor; the
   whole WAV at the end; a deadline answers the client but the thread runs on.
 - ``blocking``: one engine in the server process, synthesis inside the async handler:
@@ -35,13 +37,11 @@ import contextlib
 import json
 import logging
 import os
-import struct
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.settings import settings as current_settings
 from tts_kit.serve.backends import (  # noqa: F401  (re-exported)
@@ -53,6 +53,8 @@ from tts_kit.serve.backends import (  # noqa: F401  (re-exported)
     _official_tts,
     article_synthesize,
 )
+from tts_kit.serve.body import RequestError, check_body, wav_header  # noqa: F401  (re-exported)
+from tts_kit.serve.chunked import SCHEDULING, ChunkLease
 from tts_kit.serve.guard import (
     KeyCheck,
     QuietAcceptErrors,
@@ -117,12 +119,18 @@ class ServeConfig:
     spinning: bool = False
     """ONNX Runtime's threads busy-wait between operators (off: the CPU goes to other
     workers; ``article`` keeps its own settings)."""
+    scheduling: str = "chunk"
+    """``workers``: ``request`` (a request's chunks all on the worker that took it) or
+    ``chunk`` (each chunk a job for any free worker; `tts_kit.serve.chunked`)."""
 
     def check(self) -> None:
         """One-line ValueError for a setting that cannot work."""
         if self.architecture not in ARCHITECTURES:
             raise TtsKitError(f"unknown architecture '{self.architecture}'; use one of: "
                              f"{', '.join(ARCHITECTURES)}")
+        if self.scheduling not in SCHEDULING:
+            raise TtsKitError(f"unknown scheduling '{self.scheduling}'; use one of: "
+                              f"{', '.join(SCHEDULING)}")
         if self.max_chunk_chars is not None and self.max_chunk_chars < 1:
             raise TtsKitError("--max-chunk-chars must be >= 1")
         for name in ("workers", "max_chars", "max_body_bytes"):
@@ -186,97 +194,6 @@ class ServeConfig:
         if unknown:
             raise TtsKitError(f"server configuration: unknown setting(s) {', '.join(unknown)}")
         return cls(**data)
-
-
-def wav_header(sample_rate: int, frames: int | None = None) -> bytes:
-    """A 16-bit mono WAV header; ``frames`` None: unknown length (streaming), sizes 0xFFFFFFFF.
-
-    Example:
-        >>> len(wav_header(44100)), wav_header(44100, 0)[40:44]
-        (44, b'\\x00\\x00\\x00\\x00')
-    """
-    data = 0xFFFFFFFF if frames is None else frames * 2
-    riff = 0xFFFFFFFF if frames is None else 36 + data
-    return (b"RIFF" + struct.pack("<I", riff) + b"WAVEfmt "
-            + struct.pack("<IHHIIHH", 16, 1, 1, sample_rate, sample_rate * 2, 2, 16)
-            + b"data" + struct.pack("<I", data))
-
-
-class RequestError(Exception):
-    """A bad request: HTTP ``status`` and a one-line message."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
-
-
-def check_body(raw: bytes, cfg: ServeConfig, voices: list[str],
-               languages: Sequence[str] = contract.LANGUAGES,
-               sample_rate: int = contract.SAMPLE_RATE) -> dict[str, Any]:
-    """The request body, checked; `RequestError` (400) naming the problem and the fix.
-
-    ``voices`` and ``languages`` are the model's (a Piper voice speaks one language with its
-    own speakers); without ``voice`` a request gets ``M1`` when the model has it, else the
-    first voice; without ``lang`` the server's ``--lang`` when the model speaks it, else
-    the model's first language.
-
-    Example:
-        >>> cfg = ServeConfig()
-        >>> check_body(b'{"input": "Hi.", "voice": "M1"}', cfg, ["M1"])["steps"]
-        8
-        >>> check_body(b'{"input": ""}', cfg, ["M1"])
-        Traceback (most recent call last):
-        ...
-        tts_kit.serve.app.RequestError: input is empty; give at least one word to synthesise
-    """
-    try:
-        body = json.loads(raw)
-    except (ValueError, RecursionError):
-        raise RequestError(400, "the body is not JSON; send a JSON object such as "
-                           '{"input": "Hello.", "voice": "M1"}') from None
-    if not isinstance(body, dict):
-        raise RequestError(400, "the body must be a JSON object with at least \"input\"")
-    known = {"model", "input", "voice", "response_format", "speed", "lang", "steps", "seed",
-             "stream_format", "instructions"}
-    extra = sorted(set(body) - known)
-    if extra:
-        raise RequestError(400, f"unknown field(s) {extra}; known: {sorted(known)}")
-    text = body.get("input")
-    if not isinstance(text, str):
-        raise RequestError(400, "input must be a string (the text to synthesise)")
-    if not text.strip():
-        raise RequestError(400, "input is empty; give at least one word to synthesise")
-    if len(text) > cfg.max_chars:
-        raise RequestError(400, f"input has {len(text):,} characters, more than this server's "
-                           f"{cfg.max_chars:,}; split it into several requests")
-    voice = body.get("voice", "M1" if "M1" in voices else voices[0])
-    if voice not in voices:
-        raise RequestError(400, f"unknown voice {str(voice)[:40]!r}; GET /voices lists them: "
-                           f"{', '.join(voices)}")
-    fmt = body.get("response_format", "wav")
-    if fmt not in ("wav", "pcm"):
-        raise RequestError(400, f"response_format {str(fmt)[:20]!r} is not supported; use wav "
-                           f"or pcm (16-bit mono, {sample_rate / 1000:g} kHz)")
-    lang = body.get("lang", cfg.lang if cfg.lang in languages else languages[0])
-    if lang not in languages:
-        raise RequestError(400, f"unknown lang {str(lang)[:20]!r}; this model speaks: "
-                           f"{', '.join(languages)}")
-    steps = body.get("steps", contract.DEFAULT_STEPS)
-    if isinstance(steps, bool) or not isinstance(steps, int) or not (
-            contract.MIN_STEPS <= steps <= contract.MAX_STEPS):
-        raise RequestError(400, f"steps must be an integer in {contract.MIN_STEPS}.."
-                           f"{contract.MAX_STEPS}, got {steps!r}")
-    speed = body.get("speed", contract.DEFAULT_SPEED)
-    if isinstance(speed, bool) or not isinstance(speed, (int, float)) or not (
-            contract.MIN_SPEED <= speed <= contract.MAX_SPEED):
-        raise RequestError(400, f"speed must be a number in {contract.MIN_SPEED:g}.."
-                           f"{contract.MAX_SPEED:g}, got {speed!r}")
-    seed = body.get("seed")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise RequestError(400, f"seed must be an integer >= 0 or null, got {seed!r}")
-    return {"input": text, "voice": voice, "response_format": fmt, "lang": lang,
-            "steps": steps, "speed": float(speed), "seed": seed}
-
 
 
 # -- the app -------------------------------------------------------------------------
@@ -435,13 +352,17 @@ class _Server:
 
     async def stream_from_worker(self, request: Any, params: dict[str, Any], fmt: str,
                                  t0: float, deadline: float | None) -> Any:
-        """Queue for a worker, wait for the first chunk, then stream the rest; the worker is
-        freed on every path (`tts_kit.serve.streaming.Lease`), a client that leaves first
-        included."""
-        pool = self.backend.pool
+        """Queue for a worker (request scheduling) or queue the request's first chunk
+        (chunk scheduling), wait for the first chunk, then stream the rest; the workers are
+        freed on every path (`tts_kit.serve.streaming.Lease`,
+        `tts_kit.serve.chunked.ChunkLease`), a client that leaves first included."""
+        pool, scheduler = self.backend.pool, self.backend.scheduler
         try:
-            w = await unless_gone(request.receive, pool.acquire(
-                None if deadline is None else deadline - time.monotonic()))
+            if scheduler is not None:
+                lease: Any = ChunkLease(scheduler, scheduler.submit(params, t0))
+            else:
+                lease = Lease(pool, await unless_gone(request.receive, pool.acquire(
+                    None if deadline is None else deadline - time.monotonic())))
         except ClientGone:
             self.done(499)
             return _error(499, "client disconnected while queued")
@@ -453,17 +374,17 @@ class _Server:
         except RuntimeError as exc:
             self.done(503)
             return _error(503, str(exc))
-        lease = Lease(pool, w)
         handed = False  # to the response, which then owns the lease
         try:
-            w.send(("synth", params))
+            if scheduler is None:
+                lease.worker.send(("synth", params))
             first = await unless_gone(request.receive, self.first_chunk(lease, deadline))
             handed = True
         except ClientGone:
             self.done(499)
             return _error(499, "client disconnected before the first audio")
         except DeadlineExceeded:
-            lease.gone()  # killed and replaced
+            lease.gone()  # killed and replaced (chunks: stopped)
             return self.timed_out()
         except WorkerDied as exc:
             lease.gone()
@@ -481,11 +402,11 @@ class _Server:
         return AudioStream(lease, body, "audio/wav" if fmt == "wav" else "audio/L16",
                            {"X-Sample-Rate": str(self.sample_rate)})
 
-    async def first_chunk(self, lease: Lease, deadline: float | None) -> tuple:
-        """The worker's first chunk, or its one-line error."""
-        msg = await lease.pool.next_message(lease.worker, deadline)
+    async def first_chunk(self, lease: Any, deadline: float | None) -> tuple:
+        """The first chunk, or its one-line error."""
+        msg = await lease.next_message(deadline)
         if msg[0] == "start":
-            msg = await lease.pool.next_message(lease.worker, deadline)
+            msg = await lease.next_message(deadline)
         return msg
 
     async def whole(self, params: dict[str, Any], fmt: str, t0: float) -> Any:

@@ -15,6 +15,7 @@ import contextlib
 import os
 from typing import TYPE_CHECKING, Any
 
+from tts_kit.serve.chunked import ChunkScheduler
 from tts_kit.serve.metrics import Metrics
 from tts_kit.serve.worker import WorkerConfig, WorkerPool
 
@@ -60,6 +61,7 @@ class WorkersBackend(Backend):
     """tts_kit's worker processes: streamed audio, real deadlines."""
 
     streams = True
+    scheduler: ChunkScheduler | None = None
 
     async def start(self) -> None:
         def restarted(reason: str) -> None:
@@ -67,9 +69,25 @@ class WorkersBackend(Backend):
 
         self.pool = WorkerPool(self.cfg.worker_config(), self.cfg.workers, self.cfg.max_queue,
                                self.cfg.max_requests, self.cfg.max_rss_mb, restarted)
-        self.metrics.queue.set_function(lambda: self.pool.queue_depth)
+        self.scheduler = self._scheduler()
+        sched = self.scheduler
+        self.metrics.queue.set_function(
+            (lambda: sched.waiting) if sched else (lambda: self.pool.queue_depth))
         await self.pool.start()
         self.ready = True
+
+    def _scheduler(self) -> ChunkScheduler | None:
+        """Chunk scheduling's job queue, when asked for and the model renders a chunk on its
+        own (its capabilities say); else None (request scheduling, with a warning)."""
+        if self.cfg.scheduling != "chunk":
+            return None
+        from tts_kit.models.family import open_model
+
+        if not open_model(self.cfg.model).capabilities.chunk_jobs:
+            print("tts-kit serve: warning: this model cannot render a chunk on its own; "
+                  "scheduling whole requests", flush=True)
+            return None
+        return ChunkScheduler(self.pool)
 
     async def stop(self) -> None:
         if hasattr(self, "pool"):

@@ -70,8 +70,10 @@ class KeyCheck:
 
 
 def header_timeout_protocol(seconds: float) -> type:
-    """uvicorn's h11 protocol class, closing a connection whose first request's headers
-    have not all arrived ``seconds`` after it opened.
+    """uvicorn's h11 protocol class, closing a connection whose next request's headers have
+    not all arrived ``seconds`` after it opened, or after its last response ended (a
+    kept-alive connection: uvicorn's keep-alive timer stops at the first byte of the next
+    request, so a client sending half of it would hold the connection for good).
 
     Example:
         >>> header_timeout_protocol(5.0).__name__
@@ -82,13 +84,27 @@ def header_timeout_protocol(seconds: float) -> type:
     class HeaderTimeoutH11Protocol(H11Protocol):
         def connection_made(self, transport: Any) -> None:  # type: ignore[override]
             super().connection_made(transport)
-            self._header_timer = self.loop.call_later(seconds, self._headers_late)
+            self._arm_header_timer()
 
-        def _headers_late(self) -> None:
-            if self.cycle is None and not self.transport.is_closing():
+        def _arm_header_timer(self) -> None:
+            # The request whose headers are awaited is the one after ``self.cycle`` (None:
+            # the first); a new cycle before the timer fires means they came in time.
+            waiting_after = self.cycle
+            self._header_timer = self.loop.call_later(
+                seconds, lambda: self._headers_late(waiting_after))
+
+        def _headers_late(self, waiting_after: Any) -> None:
+            if self.cycle is waiting_after and not self.transport.is_closing():
                 log.warning("tts-kit serve: closed a connection whose request headers took "
                          "over %g s", seconds)
                 self.transport.close()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._header_timer.cancel()
+            if not self.transport.is_closing() and self.cycle is not None \
+                    and self.cycle.response_complete:
+                self._arm_header_timer()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._header_timer.cancel()

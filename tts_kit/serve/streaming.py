@@ -46,6 +46,10 @@ class Lease:
         self.pool, self.worker = pool, worker
         self.settled = False
 
+    async def next_message(self, deadline: float | None) -> tuple:
+        """The worker's next message (`WorkerPool.next_message`)."""
+        return await self.pool.next_message(self.worker, deadline)
+
     def finish(self, latency_s: float | None = None) -> None:
         """The worker sent its last message: free it for the next request."""
         if not self.settled:
@@ -129,14 +133,15 @@ class AudioStream(_Response):  # type: ignore[misc,valid-type]
             self.lease.abandon()  # a no-op when the last chunk went out
 
 
-async def relay(lease: Lease, msg: tuple, *, header: bytes, metrics: Any, t0: float,
+async def relay(lease: Any, msg: tuple, *, header: bytes, metrics: Any, t0: float,
                 deadline: float | None, done: Callable[[int], None]) -> AsyncIterator[bytes]:
-    """The body: ``header``, then the worker's chunks from ``msg`` (the first) to its last.
+    """The body: ``header``, then the chunks from ``msg`` (the first) to the last.
 
+    ``lease``: a `Lease` (one worker's messages) or a
+    `tts_kit.serve.chunked.ChunkLease` (the request's chunks in order, from any worker).
     A response that cannot be finished (the deadline passed, the worker died or failed
     after audio left) is counted and raises `CutShort`.
     """
-    pool, w = lease.pool, lease.worker
     if header:
         yield header
     first_audio = True
@@ -157,9 +162,9 @@ async def relay(lease: Lease, msg: tuple, *, header: bytes, metrics: Any, t0: fl
             lease.finish()
             _cut(metrics, done, 500, f"synthesis failed after audio was sent: {msg[-1]}")
         try:
-            msg = await pool.next_message(w, deadline)
+            msg = await lease.next_message(deadline)
         except DeadlineExceeded:
-            lease.gone()  # killed and replaced by next_message
+            lease.gone()  # killed and replaced by next_message (chunks: stopped)
             metrics.timeouts.inc()
             _cut(metrics, done, 503, "the deadline passed after audio was sent")
         except WorkerDied as exc:

@@ -63,8 +63,10 @@ def describe(r: dict[str, Any]) -> str:
         'workers x2, 1 thread(s), lean, resident'
     """
     threads = r.get("threads")
+    chunked = ", chunk scheduling" if r.get("scheduling") == "chunk" else ""
     return (f"{r['architecture']} x{r['workers']}, "
-            f"{threads if threads else 'default'} thread(s), {r['preset']}, {r['loading']}")
+            f"{threads if threads else 'default'} thread(s), {r['preset']}, {r['loading']}"
+            f"{chunked}")
 
 
 @dataclass
@@ -194,6 +196,8 @@ def serving_sweep(
         cfg = dataclasses.replace(base, architecture=arch, workers=n, preset=preset,
                                   loading=loading, max_queue=queue, threads=th,
                                   model=base.model if model is None else str(model))
+        if arch == "workers":
+            config["scheduling"] = cfg.scheduling
         try:
             with start_server(config=cfg, log_dir=log_dir) as srv:
                 load = run_load(srv.url, concurrency=concurrency, rates=rates,

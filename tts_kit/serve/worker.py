@@ -130,11 +130,70 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def worker_main(conn: Any, cfg: WorkerConfig, cancel: Any = None) -> None:
+class _JobCancelled(Exception):
+    """The server asked the running chunk job to stop (its request ended)."""
+
+
+def _run_job(engine: Any, cfg: WorkerConfig, conn: Any, msg: tuple, plans: Any,
+             running: list) -> None:
+    """One chunk job (``("job", request id, params, k)``): chunk ``k`` of the request.
+
+    The request is planned (normalised, chunked) once per worker and kept (``plans``, the
+    last few requests'); the job of chunk 0 first answers ``("plan", chunk lengths)`` so
+    the server can hand the other chunks to other workers while this one renders chunk 0.
+    Then ``("chunk", pcm16, seconds, timings)``, or ``("error", status, line)``, or
+    ``("cancelled",)`` when the server stopped it (checked after every stage run).
+    """
+    _, rid, params, k = msg
+    running[0] = rid
+    try:
+        planned = plans.get(rid)
+        if planned is None:
+            with warnings.catch_warnings(record=True) as heard:
+                warnings.simplefilter("always")
+                planned = engine.plan(first_chunk_chars=cfg.first_chunk_chars,
+                                      max_chunk_chars=cfg.max_chunk_chars, **params)
+            dropped = [str(x.message) for x in heard if DROPPED in str(x.message)]
+            if dropped:
+                conn.send(("error", 400, dropped[0].splitlines()[0]))
+                return
+            plans[rid] = planned
+            while len(plans) > 16:
+                plans.popitem(last=False)
+        if k == 0:
+            conn.send(("plan", [len(c) for c in planned.chunks]))
+        part = engine.render_chunk(planned, k)
+        conn.send(("chunk", part.pcm16(), part.duration_s, part.timings))
+    except _JobCancelled:
+        conn.send(("cancelled",))
+    except ValueError as exc:
+        conn.send(("error", 400, _one_line(exc)))
+    except Exception as exc:
+        conn.send(("error", 500, _one_line(exc)))
+    finally:
+        running[0] = None
+
+
+def _cancel_hook(running: list, cancel_job: Any) -> Callable[..., None]:
+    """A stage hook that stops the running chunk job (``running[0]``, a request id) once
+    the server names its request in ``cancel_job``."""
+
+    def stop_if_cancelled(stage: str, feeds: Any, out: Any) -> None:
+        if running[0] is not None and cancel_job is not None and \
+                cancel_job.value == running[0]:
+            raise _JobCancelled
+
+    return stop_if_cancelled
+
+
+def worker_main(conn: Any, cfg: WorkerConfig, cancel: Any = None,
+                cancel_job: Any = None) -> None:
     """A worker process's body (the target of the spawned process).
 
     ``cancel``: an event the server sets when nobody waits for the request any more; the
-    worker checks it between chunks, stops, and answers ``("cancelled",)``.
+    worker checks it between chunks, stops, and answers ``("cancelled",)``. ``cancel_job``:
+    a shared integer, the id of the request whose chunk job must stop (checked after every
+    stage run, so a chunk stops within one flow step).
     """
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's to handle
@@ -148,6 +207,9 @@ def worker_main(conn: Any, cfg: WorkerConfig, cancel: Any = None) -> None:
     from tts_kit.core.procfacts import release_memory
 
     conn.send(("ready", os.getpid(), engine.bundle.sample_rate))
+    plans: collections.OrderedDict = collections.OrderedDict()
+    running: list = [None]  # the request id of the chunk job running now
+    engine.add_stage_hook(_cancel_hook(running, cancel_job))
     while True:
         try:
             msg = conn.recv()
@@ -155,6 +217,9 @@ def worker_main(conn: Any, cfg: WorkerConfig, cancel: Any = None) -> None:
             return
         if msg[0] == "stop":
             return
+        if msg[0] == "job":
+            _run_job(engine, cfg, conn, msg, plans, running)
+            continue
         params = msg[1]
         if cancel is not None:
             cancel.clear()  # set only for the request before this one
@@ -203,7 +268,9 @@ class Worker:
         self.loop = loop
         self.conn, child = ctx.Pipe()
         self.cancel = ctx.Event()
-        self.proc = ctx.Process(target=worker_main, args=(child, cfg, self.cancel), daemon=True,
+        self.cancel_job = ctx.Value("q", -1, lock=False)  # chunk jobs: the request to stop
+        self.proc = ctx.Process(target=worker_main,
+                                args=(child, cfg, self.cancel, self.cancel_job), daemon=True,
                                 name=f"tts-kit-worker-{wid}")
         self.proc.start()
         child.close()
@@ -274,6 +341,8 @@ class WorkerPool:
         self.max_requests = max_requests
         self.max_rss_mb = max_rss_mb
         self.on_restart = on_restart or (lambda reason: None)
+        #: Called whenever a worker goes idle with nobody queued (chunk-level scheduling).
+        self.on_idle: Callable[[], None] | None = None
         self.workers: dict[int, Worker] = {}
         self._idle: collections.deque[Worker] = collections.deque()
         self._waiters: collections.deque[asyncio.Future[Worker]] = collections.deque()
@@ -395,6 +464,17 @@ class WorkerPool:
                 return
         w.state = "idle"
         self._idle.append(w)
+        if self.on_idle is not None:
+            self.on_idle()
+
+    def take_idle(self) -> Worker | None:
+        """An idle worker, now marked busy, or None (chunk-level scheduling's dispatch)."""
+        while self._idle:
+            w = self._idle.popleft()
+            if w.state == "idle":
+                w.state = "busy"
+                return w
+        return None
 
     def release(self, w: Worker, latency_s: float | None = None, counted: bool = True) -> None:
         """A worker finished a request: recycle it if due, else give it the next one.

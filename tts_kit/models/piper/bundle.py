@@ -182,8 +182,9 @@ class PiperBundle:
 
     @property
     def capabilities(self) -> Capabilities:
-        """Noise scales (``noise_scale``, ``noise_w``); no flow steps, no batching."""
-        return Capabilities(noise_scales=True)
+        """Noise scales (``noise_scale``, ``noise_w``), sentences rendered on their own; no flow
+        steps, no batching."""
+        return Capabilities(noise_scales=True, chunk_jobs=True)
 
     def ref(self) -> str:
         """What reopens this voice in another process: ``piper:NAME`` or its ``.onnx`` file."""

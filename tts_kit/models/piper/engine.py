@@ -194,6 +194,16 @@ class PiperEngine(EngineBase):
                 timings["total"] = time.perf_counter() - t0
                 yield wav, timings
 
+    def _render_chunk(self, plan: Plan, cfg: SynthesisConfig, k: int
+                      ) -> tuple[np.ndarray, dict[str, float]]:
+        sentences, sid, base = plan.work
+        t0 = time.perf_counter()
+        ids = self._to_ids(sentences[k], self.bundle.config["phoneme_id_map"])
+        timings: dict[str, float] = {"text": time.perf_counter() - t0}
+        wav = self._sentence(ids, self._scales(cfg.speed), sid, (base, k), timings)
+        timings["total"] = time.perf_counter() - t0
+        return wav, timings
+
     # -- batches ----------------------------------------------------------------------
 
     def synthesize_batch(

@@ -309,9 +309,11 @@ class Bundle:
 
     @property
     def capabilities(self) -> Capabilities:
-        """Flow steps, caller noise, batching, the official package as reference, Dask sweeps."""
+        """Flow steps, caller noise, batching, the official package as reference, Dask sweeps,
+        chunks rendered on their own."""
         return Capabilities(flow_steps=True, caller_noise=True, official_reference=True,
-                            distributed=True, batching=True, standin=self.is_standin)
+                            distributed=True, batching=True, standin=self.is_standin,
+                            chunk_jobs=True)
 
     def ref(self) -> str:
         """What reopens this bundle in another process: its directory."""

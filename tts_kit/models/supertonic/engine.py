@@ -32,7 +32,13 @@ from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textproc import encode
 from tts_kit.models.engine_base import EngineBase, Plan
 from tts_kit.models.supertonic.bundle import Bundle
-from tts_kit.models.supertonic.noise import FixedNoise, NoiseSource, OfficialNoise, _noise_source
+from tts_kit.models.supertonic.noise import (
+    FixedNoise,
+    NoiseSource,
+    OfficialNoise,
+    _noise_source,
+    chunk_rng,
+)
 from tts_kit.models.synthesis import (
     MAX_TEXT_CHARS,
     AudioChunk,
@@ -143,26 +149,28 @@ class Engine(EngineBase):
         normalized, chunks = self._prepare(text, cfg.lang, cfg.max_chunk_chars)
         if cfg.first_chunk_chars is not None:
             chunks = first_chunk(chunks, cfg.lang, cfg.first_chunk_chars)
-        rng = np.random.default_rng(None if cfg.seed is None else int(cfg.seed))
         used = getattr(cfg.noise, "seed", None) if cfg.noise is not None else cfg.seed
-        return Plan(normalized, chunks, (self.bundle.voice(cfg.voice), rng),
+        # Each chunk's noise from (seed, chunk index) alone (`chunk_rng`), so a chunk can be
+        # rendered on its own (`render_chunk`) to the same audio.
+        return Plan(normalized, chunks, (self.bundle.voice(cfg.voice), cfg.seed),
                     seed=None if used is None else int(used))
 
     def _render(self, plan: Plan, cfg: SynthesisConfig
                 ) -> Iterator[tuple[np.ndarray, dict[str, float]]]:
-        style, rng = plan.work
+        style, seed = plan.work
         if cfg.order == "stage":
-            return self._stream_stages(plan.chunks, cfg, style, rng)
-        return self._stream_chunks(plan.chunks, cfg, style, rng)
+            return self._stream_stages(plan.chunks, cfg, style, seed)
+        return (self._render_chunk(plan, cfg, k) for k in range(len(plan.chunks)))
 
-    def _stream_chunks(self, chunks, cfg, style, rng):
-        for piece in chunks:
-            timings: dict[str, float] = {}
-            (wav,) = self._synthesize_chunks([piece], cfg.lang, [style], cfg.steps, cfg.speed,
-                                             [rng], timings, cfg.noise)
-            yield wav, timings
+    def _render_chunk(self, plan: Plan, cfg: SynthesisConfig, k: int
+                      ) -> tuple[np.ndarray, dict[str, float]]:
+        style, seed = plan.work
+        timings: dict[str, float] = {}
+        (wav,) = self._synthesize_chunks([plan.chunks[k]], cfg.lang, [style], cfg.steps,
+                                         cfg.speed, [chunk_rng(seed, k)], timings, cfg.noise)
+        return wav, timings
 
-    def _stream_stages(self, chunks, cfg, style, rng):
+    def _stream_stages(self, chunks, cfg, style, seed):
         """Stage-major: each stage runs on every chunk before the next stage, so under
         ``paged`` loading each graph is loaded once per request, not once per chunk; the
         audio still comes chunk by chunk from the vocoder, and memory holds every chunk's
@@ -185,7 +193,8 @@ class Engine(EngineBase):
         with self._loader.session("vector_estimator"):
             latents = []
             for k, f in enumerate(fronts):
-                latents.append(timed(k, self._flow, f, cfg.steps, [rng], per[k], cfg.noise))
+                latents.append(timed(k, self._flow, f, cfg.steps, [chunk_rng(seed, k)],
+                                     per[k], cfg.noise))
                 f.text_emb = None  # done with it: only the latent goes on
         with self._loader.session("vocoder"):
             for k, f in enumerate(fronts):
@@ -240,7 +249,6 @@ class Engine(EngineBase):
         timings: dict[str, float] = {}
         prepared = [self._prepare(t, lang, max_chunk_chars) for t in texts]
         timings["text"] = time.perf_counter() - t_start
-        rngs = [np.random.default_rng(s) for s in seeds]
         styles = [self.bundle.voice(v) for v in voice_list]
         pieces: list[list[np.ndarray]] = [[] for _ in texts]
         # Round k synthesises the k-th chunk of every text that has one, as one batch.
@@ -248,7 +256,7 @@ class Engine(EngineBase):
             items = [i for i, (_, chunks) in enumerate(prepared) if k < len(chunks)]
             wavs = self._synthesize_chunks(
                 [prepared[i][1][k] for i in items], lang, [styles[i] for i in items],
-                steps, speed, [rngs[i] for i in items], timings, source)
+                steps, speed, [chunk_rng(seeds[i], k) for i in items], timings, source)
             for i, wav in zip(items, wavs):
                 pieces[i].append(wav)
         timings["total"] = time.perf_counter() - t_start

@@ -86,6 +86,27 @@ class FixedNoise:
         return self.latent[:, :, : want[2]]
 
 
+def chunk_rng(seed: int | None, index: int) -> np.random.Generator:
+    """The generator of chunk ``index``'s initial noise: it depends on the seed and the
+    index only, so a chunk gives the same audio whichever process renders it, alone or after
+    the others (the server's chunk-level scheduling). Chunk 0 draws as
+    ``np.random.default_rng(seed)`` (a one-chunk text sounds as it always did); chunk
+    ``k`` > 0 from the seed's ``k``-th spawned sequence. ``seed`` None: fresh noise.
+
+    Example:
+        >>> a = chunk_rng(7, 0).standard_normal(2)
+        >>> bool(np.array_equal(a, np.random.default_rng(7).standard_normal(2)))
+        True
+        >>> bool(np.array_equal(chunk_rng(7, 3).standard_normal(2),
+        ...                     chunk_rng(7, 3).standard_normal(2)))
+        True
+    """
+    if seed is None:
+        return np.random.default_rng()
+    return np.random.default_rng(np.random.SeedSequence(int(seed),
+                                                        spawn_key=(index,) if index else ()))
+
+
 def _noise_source(noise: np.ndarray | NoiseSource | None) -> NoiseSource | None:
     if noise is None or callable(noise):
         return noise
@@ -95,4 +116,4 @@ def _noise_source(noise: np.ndarray | NoiseSource | None) -> NoiseSource | None:
                      f"got {type(noise).__name__}")
 
 
-__all__ = ["FixedNoise", "NoiseSource", "OfficialNoise"]
+__all__ = ["FixedNoise", "NoiseSource", "OfficialNoise", "chunk_rng"]

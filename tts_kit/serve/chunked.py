@@ -1,0 +1,259 @@
+"""Chunk-level scheduling (``tts-kit serve --scheduling chunk``): a request's chunks are jobs,
+any free worker takes the next one, and the client gets them in order.
+
+A request's first job plans it (normalises, chunks) and renders chunk 0; its plan comes back
+at once, and chunks 1.. become jobs that other workers may take while chunk 0 renders. A
+chunk renders to the same audio on any worker (its noise depends only on the seed and its
+index: `tts_kit.models.engine_base.EngineBase.render_chunk`), so the WAV is the one request
+scheduling gives for the same seed.
+
+Which job next (`ChunkScheduler`): the first chunk of a waiting request before any later
+chunk (time to first audio), in arrival order; later chunks earliest-deadline-first, the
+deadline being when the client will have played the audio before that chunk (its request's
+first audio plus the seconds of the chunks before it, measured, or estimated from their
+characters). Each request has a reorder buffer (`ChunkRequest`): chunks finished out of
+order wait there for the ones before them.
+
+Cancellation: a client that leaves, a passed deadline or a failed chunk ends the request
+(`ChunkScheduler.end`): its queued jobs are dropped and its running ones stopped after the
+stage run in progress (the worker's ``cancel_job``); a worker that does not stop within
+`tts_kit.serve.worker.CANCEL_GRACE_S` is killed and replaced.
+
+Example:
+    >>> needed_at([1.0, 2.0], [30, 30, 30], t=10.0, k=2)
+    13.0
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from tts_kit.serve.worker import (
+    CANCEL_GRACE_S,
+    DeadlineExceeded,
+    Overloaded,
+    Worker,
+    WorkerDied,
+    WorkerPool,
+)
+
+#: Seconds of audio per character before a request has a measured chunk (English speech at
+#: speed 1 runs at 0.05-0.1 s per character).
+SECONDS_PER_CHAR = 0.07
+#: How often a job's waiter looks whether its request ended (stops the job when so).
+POLL_S = 0.1
+#: The scheduling modes of the ``workers`` architecture.
+SCHEDULING = ("request", "chunk")
+
+
+def needed_at(durations: Sequence[float], lengths: Sequence[int], *, t: float,
+              k: int) -> float:
+    """When a client that started playing at ``t`` runs out of audio before chunk ``k``.
+
+    ``durations``: seconds of the chunks measured so far, in order from chunk 0 (a prefix);
+    the rest are estimated from ``lengths`` (characters per chunk) at the measured seconds
+    per character (`SECONDS_PER_CHAR` before any).
+
+    Example:
+        >>> needed_at([], [10, 20], t=0.0, k=1)
+        0.7000000000000001
+    """
+    done = min(len(durations), k)
+    chars = sum(lengths[:len(durations)])
+    rate = sum(durations) / chars if chars and durations else SECONDS_PER_CHAR
+    return t + sum(durations[:done]) + sum(lengths[j] * rate for j in range(done, k))
+
+
+class ChunkRequest:
+    """One request under chunk scheduling: its jobs' state and its reorder buffer."""
+
+    def __init__(self, rid: int, params: dict[str, Any], t0: float):
+        self.rid, self.params, self.t0 = rid, params, t0
+        self.lengths: list[int] | None = None  # characters per chunk, once planned
+        self.durations: list[float] = []  # seconds of chunks 0.. handed on, in order
+        self.ready: dict[int, tuple] = {}  # finished chunks waiting for earlier ones
+        self.next = 0  # the next chunk the client gets
+        self.failure: BaseException | tuple | None = None
+        self.running: dict[int, Worker] = {}
+        self.started = False  # a worker took its first job
+        self.ended = False
+        self.first_audio_at: float | None = None
+        self.changed = asyncio.Event()
+
+    def deliver(self, k: int, msg: tuple) -> None:
+        """A worker's answer to job ``k``: a chunk, or the request's failure."""
+        if msg[0] == "chunk":
+            self.ready[k] = msg
+        elif self.failure is None:
+            self.failure = msg
+        self.changed.set()
+
+    def fail(self, exc: BaseException) -> None:
+        if self.failure is None:
+            self.failure = exc
+        self.changed.set()
+
+    async def next_message(self, deadline: float | None) -> tuple:
+        """The next chunk in order, ``("done",)`` after the last, or the failure (an
+        ``("error", status, line)`` message, or `WorkerDied` raised); `DeadlineExceeded`
+        once ``deadline`` (``time.monotonic()``) passes first."""
+        while True:
+            if self.next in self.ready:
+                msg = self.ready.pop(self.next)
+                self.next += 1
+                self.durations.append(float(msg[2]))
+                if self.first_audio_at is None:
+                    self.first_audio_at = time.monotonic()
+                return msg
+            if self.failure is not None:
+                if isinstance(self.failure, BaseException):
+                    raise self.failure
+                return self.failure
+            if self.lengths is not None and self.next >= len(self.lengths):
+                return ("done",)
+            self.changed.clear()
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise DeadlineExceeded("the request ran past its deadline")
+            try:
+                await asyncio.wait_for(self.changed.wait(), left)
+            except asyncio.TimeoutError:
+                raise DeadlineExceeded("the request ran past its deadline") from None
+
+
+class ChunkScheduler:
+    """The job queue in front of a `WorkerPool` (see the module doc).
+
+    At most ``workers + max_queue`` requests at once; one more gets `Overloaded`.
+    """
+
+    def __init__(self, pool: WorkerPool):
+        self.pool = pool
+        self.requests: dict[int, ChunkRequest] = {}
+        self.jobs: list[tuple[ChunkRequest, int]] = []
+        self._next_rid = 0
+        self._tasks: set[asyncio.Task] = set()
+        pool.on_idle = self.dispatch
+
+    @property
+    def waiting(self) -> int:
+        """Requests no worker has started yet (the queue depth)."""
+        return sum(1 for r in self.requests.values() if not r.started)
+
+    def submit(self, params: dict[str, Any], t0: float) -> ChunkRequest:
+        """Queue a request's first job; `Overloaded` when the server holds enough."""
+        if self.pool.closing:
+            raise RuntimeError("server shutting down")
+        pool = self.pool
+        if len(self.requests) >= pool.size + pool.max_queue:
+            ahead = self.waiting + 1
+            raise Overloaded(max(1, math.ceil(pool.mean_latency_s * ahead / pool.size)))
+        req = ChunkRequest(self._next_rid, params, t0)
+        self._next_rid += 1
+        self.requests[req.rid] = req
+        self.jobs.append((req, 0))
+        self.dispatch()
+        return req
+
+    def end(self, req: ChunkRequest, latency_s: float | None = None) -> None:
+        """The request is over (answered, failed, or nobody waits): drop its queued jobs,
+        stop its running ones. Idempotent."""
+        if latency_s is not None:
+            self.pool.mean_latency_s = 0.8 * self.pool.mean_latency_s + 0.2 * latency_s
+        if req.ended:
+            return
+        req.ended = True
+        self.requests.pop(req.rid, None)
+        self.jobs = [j for j in self.jobs if j[0] is not req]
+        for w in req.running.values():
+            w.cancel_job.value = req.rid
+
+    def _key(self, job: tuple[ChunkRequest, int]) -> tuple:
+        req, k = job
+        if k == 0:
+            return (0, req.rid, 0.0)
+        t = req.first_audio_at or req.t0
+        return (1, needed_at(req.durations, req.lengths or [], t=t, k=k), k)
+
+    def dispatch(self) -> None:
+        """Give queued jobs to idle workers, the most urgent first."""
+        while self.jobs:
+            w = self.pool.take_idle()
+            if w is None:
+                return
+            job = min(self.jobs, key=self._key)
+            self.jobs.remove(job)
+            req, k = job
+            req.started = True
+            req.running[k] = w
+            with contextlib.suppress(OSError, ValueError):  # dead: its "exit" comes
+                w.send(("job", req.rid, req.params, k))
+            task = asyncio.get_running_loop().create_task(self._run(w, req, k))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, w: Worker, req: ChunkRequest, k: int) -> None:
+        """Wait for job ``k``'s answer on ``w``; free ``w`` after it (or kill it when the
+        request ended and the job does not stop within the grace)."""
+        stop_by = None
+        try:
+            while True:
+                if req.ended and stop_by is None:
+                    w.cancel_job.value = req.rid
+                    stop_by = time.monotonic() + CANCEL_GRACE_S
+                wait = POLL_S if stop_by is None else max(0.0, stop_by - time.monotonic())
+                try:
+                    msg = await asyncio.wait_for(w.inbox.get(), wait)
+                except asyncio.TimeoutError:
+                    if stop_by is not None and time.monotonic() >= stop_by:
+                        self.pool.retire(w, "abandoned")
+                        return
+                    continue
+                if msg[0] == "exit":  # died: the pool replaced it
+                    req.fail(WorkerDied(f"worker {w.id} (pid {w.pid}) exited while "
+                                        "synthesising"))
+                    return
+                if msg[0] == "plan":
+                    self._planned(req, msg[1])
+                    continue
+                self.pool.release(w, counted=k == 0)
+                if not req.ended:
+                    req.deliver(k, msg)
+                return
+        finally:
+            req.running.pop(k, None)
+
+    def _planned(self, req: ChunkRequest, lengths: list[int]) -> None:
+        req.lengths = list(lengths)
+        req.changed.set()
+        if not req.ended:
+            self.jobs += [(req, k) for k in range(1, len(lengths))]
+            self.dispatch()
+
+
+class ChunkLease:
+    """What `tts_kit.serve.streaming.relay` and `AudioStream` hold of a chunk-scheduled
+    request: its chunks in order, and its end on every path."""
+
+    def __init__(self, scheduler: ChunkScheduler, req: ChunkRequest):
+        self.scheduler, self.req = scheduler, req
+
+    async def next_message(self, deadline: float | None) -> tuple:
+        return await self.req.next_message(deadline)
+
+    def finish(self, latency_s: float | None = None) -> None:
+        self.scheduler.end(self.req, latency_s)
+
+    def gone(self) -> None:
+        self.scheduler.end(self.req)
+
+    def abandon(self) -> None:
+        self.scheduler.end(self.req)
+
+
+__all__ = ["SCHEDULING", "ChunkLease", "ChunkRequest", "ChunkScheduler", "needed_at"]
