@@ -228,13 +228,16 @@ def test_cli_tune_writes_lean_json_and_always_recommends(tiny_bundle_dir, tmp_pa
 
     out = tmp_path / "tune.json"
     rc = main(["tune", "--model", str(tiny_bundle_dir), "--presets", "lean", "--cpus", "1",
-               "--steps", "1", "--repeats", "1", "--quiet", "--json", str(out)])
+               "--steps", "1", "--repeats", "1", "--rounds", "1", "--quiet", "--json", str(out)])
     printed = capsys.readouterr().out
     # (provisional when this machine is busy: the figures are its neighbours' too)
     assert rc == 0 and ("recommendation: lean" in printed
                         or "recommendation (provisional): lean" in printed)
     (rec,) = json.loads(out.read_text())["records"]
     assert rec["status"] == "ok" and "timeline" not in rec and "events" not in rec
+    assert rec["rounds"] == 1  # --rounds reaches the sweep
+    assert main(["tune", "--model", str(tiny_bundle_dir), "--rounds", "0"]) == 2
+    assert "--rounds 0" in capsys.readouterr().err
     assert main(["tune", "--model", str(tiny_bundle_dir), "--cpus", "one"]) == 2
     assert "--cpus takes core counts" in capsys.readouterr().err
     bad = tmp_path / "costs.json"
@@ -434,3 +437,14 @@ def test_a_sweep_beside_a_cpu_hog_is_provisional_and_a_quiet_one_is_not(tiny_bun
     if not quiet_machine:
         pytest.skip(f"the quiet half needs a quiet machine (load above {cores / 2:g} on "
                     f"{cores} cores); the busy half passed")
+
+
+def test_a_report_spec_carries_its_rounds():
+    from tts_kit.report.spec import SweepSpec
+
+    assert SweepSpec().rounds == 2 and SweepSpec.quick().rounds == 1
+    assert SweepSpec.from_dict({"rounds": 3}).to_dict()["rounds"] == 3
+    assert SweepSpec.from_dict({}).rounds == 2  # an older report.json without the key
+    for bad in (0, 1.5, True, 101):
+        with pytest.raises(ValueError, match="rounds must be an integer from 1 to 100"):
+            SweepSpec.from_dict({"rounds": bad})

@@ -45,7 +45,7 @@ NUMERIC_FLAGS: dict[str, dict[str, Rule]] = {
     "loadtest": dict(_LOAD),
     "serve-sweep": {**_LOAD, "p95_target_ms": Rule(0, 10**9, low_open=True, unit="ms"),
                     "mem_budget": _MB},
-    "tune": {"mem_budget": _MB},
+    "tune": {"mem_budget": _MB, "rounds": Rule(1, 100, integer=True)},
     "report": {"confirm_rounds": Rule(0, 100, integer=True)},
     "verify": {"threads": _THREADS, "min_snr": Rule(-1000, 1000, unit="dB"),
                "max_abs_diff": Rule(0, 1e6)},

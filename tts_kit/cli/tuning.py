@@ -30,6 +30,7 @@ from tts_kit.cli._common import (
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textsafe import term_safe
+from tts_kit.experiments.spread import DEFAULT_ROUNDS
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
@@ -78,7 +79,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         result = sweep(
             bundle, presets, workload, cpus=cpus, loadings=loadings,
             mem_budget_mb=args.mem_budget, progress=not args.quiet, stage_costs_mb=costs,
-            executor=executor,
+            executor=executor, rounds=args.rounds,
         )
         lost = getattr(executor, "lost", None)  # the scheduler went away mid-sweep
     _say(f"model: {term_safe(bundle.label)}")  # which model the figures are of
@@ -121,7 +122,8 @@ def tune_command(args: argparse.Namespace, repeats: int | None = None) -> str:
 
     defaults = {"presets": ",".join(contract.SWEEP_PRESETS), "cpus": None,
                 "loading": "resident", "mem_budget": None, "steps": contract.DEFAULT_STEPS,
-                "repeats": 5, "stage_costs": "measure", "scheduler": None}
+                "repeats": 5, "rounds": DEFAULT_ROUNDS, "stage_costs": "measure",
+                "scheduler": None}
     values = {**{k: getattr(args, k, v) for k, v in defaults.items()},
               **({"repeats": repeats} if repeats else {})}
     parts = ["tts-kit", "tune"] + (["--model", str(args.model)] if args.model else [])
@@ -258,6 +260,10 @@ def register_tune(add: AddCommand) -> None:
                     help="flow-matching steps per call")
     sp.add_argument("--repeats", type=int, default=5,
                     help="timed calls per trial, after one untimed first call")
+    sp.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
+                    help="alternating rounds per configuration (A B, A B), the timed calls "
+                    "shared out between them; the spread between rounds is each figure's "
+                    "+- and decides which differences are real (default: %(default)s)")
     sp.add_argument("--stage-costs", default="measure",
                     help="per-stage MB for budget:MB loadings: measure (one isolated run "
                     "per preset), estimate (from file sizes) or a JSON file")

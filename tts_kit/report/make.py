@@ -97,7 +97,7 @@ def run_tuning(
         bundle, objs, spec.workload, cpus=tuple(spec.cpus),
         loadings=tuple(spec.loadings), mem_budget_mb=spec.mem_budget_mb,
         steps=tuple(spec.steps), batch_sizes=tuple(spec.batch_sizes), progress=progress,
-        executor=executor,
+        executor=executor, rounds=spec.rounds,
     )
     recommended, reason = result.recommend(spec.mem_budget_mb)
     records = [dict(r) for r in result.records]

@@ -24,6 +24,7 @@ from typing import Any
 
 from tts_kit.core import procfacts
 from tts_kit.core.errors import TtsKitError
+from tts_kit.experiments.spread import DEFAULT_ROUNDS
 from tts_kit.experiments.workload import Workload
 
 #: The flat keys of a spec's JSON form that are its workload's (the grid holds its steps
@@ -75,6 +76,9 @@ class SweepSpec:
     """Flow-matching steps (None: the workload's)."""
     batch_sizes: list[int] | None = None
     """Texts per request (None: the workload's)."""
+    rounds: int = DEFAULT_ROUNDS
+    """Alternating rounds per configuration (`tts_kit.experiments.tune.sweep`): the
+    workload's repeats are shared out between them, and their spread is each figure's +-."""
     mem_budget_mb: float | None = 1024.0
     """The budget the recommendation must fit (1024: the article's 1 vCPU / 1 GB box);
     trials are also killed past it. None: no budget."""
@@ -95,7 +99,7 @@ class SweepSpec:
 
     @classmethod
     def quick(cls) -> SweepSpec:
-        """The smallest useful sweep (two presets, one vCPU, 2 repeats, 2 steps): CI's.
+        """The smallest useful sweep (two presets, one vCPU, 2 repeats, 2 steps, one round): CI's.
 
         ONNX Runtime's defaults are one of the two, so the report's answer can always put
         the pick next to the untuned default.
@@ -104,7 +108,7 @@ class SweepSpec:
             >>> SweepSpec.quick().cpus, SweepSpec.quick().presets
             ([1], ['ort-default', 'low-memory'])
         """
-        return cls(presets=["ort-default", "low-memory"], cpus=[1],
+        return cls(presets=["ort-default", "low-memory"], cpus=[1], rounds=1,
                    loadings=["resident"], workload=Workload(steps=2, repeats=2))
 
     @classmethod
@@ -184,6 +188,10 @@ class SweepSpec:
         # A report needs a p50 for every trial: at least one timed call after the first.
         if self.workload.repeats < 1:
             raise TtsKitError(f"sweep spec: repeats must be >= 1, got {self.workload.repeats}")
+        if isinstance(self.rounds, bool) or not isinstance(self.rounds, int) or not (
+                1 <= self.rounds <= 100):
+            raise TtsKitError(f"sweep spec: rounds must be an integer from 1 to 100, got "
+                              f"{self.rounds!r}")
         if self.mem_budget_mb is not None and not self.mem_budget_mb > 0:
             raise TtsKitError(f"sweep spec: mem_budget_mb must be > 0, got {self.mem_budget_mb}")
         try:  # every cell of the grid is a workload: check them all here, once
@@ -220,7 +228,7 @@ class SweepSpec:
             "presets": list(self.presets), "cpus": list(self.cpus),
             "loadings": list(self.loadings), "steps": list(self.steps or []),
             "batch_sizes": list(self.batch_sizes or []), "repeats": work["repeats"],
-            "mem_budget_mb": self.mem_budget_mb,
+            "mem_budget_mb": self.mem_budget_mb, "rounds": self.rounds,
         }
         out.update({k: work[k] for k in WORKLOAD_KEYS if k != "repeats"})
         return out
