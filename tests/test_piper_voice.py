@@ -241,6 +241,7 @@ def fp16_copy(tmp_path_factory, voice_dir):
     return report, before, _snapshot(voice_dir)
 
 
+@pytest.mark.slow  # a measured conversion: runs in fresh processes
 def test_fp16_conversion_runs_and_keeps_the_voice(fp16_copy):
     report, before, after = fp16_copy
     out = Path(report.dst)
@@ -280,6 +281,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=300)
 
 
+@pytest.mark.slow  # the CLI in subprocesses
 def test_the_cli_says_which_model_speaks(tmp_path):
     out = tmp_path / "joe.wav"
     p = _cli("synth", "The meeting is at 10:30.", "-o", str(out), "--model", NAME, "--seed", "0")
@@ -299,6 +301,7 @@ def test_the_cli_says_which_model_speaks(tmp_path):
     assert "Traceback" not in p.stderr
 
 
+@pytest.mark.slow  # the CLI in subprocesses, the listener's metrics
 def test_verify_compares_a_converted_copy_of_the_voice(tmp_path, fp16_copy):
     """`tts-kit verify` on a Piper voice: against the official package is refused in one
     line (it runs Supertonic only); against a converted copy it reports the distances on
@@ -327,6 +330,7 @@ def test_the_banner_names_the_voice():
     assert "Piper en_US-joe-medium" in html and "real weights" in html
 
 
+@pytest.mark.slow  # a report: trials in fresh processes
 def test_a_report_measures_the_voice_and_names_it(tmp_path):
     from tts_kit.report import TuningReport, write_report
 
@@ -337,6 +341,7 @@ def test_a_report_measures_the_voice_and_names_it(tmp_path):
     assert rep.recommended is not None and rep.recommended["status"] == "ok"
 
 
+@pytest.mark.slow  # an INT8 quantisation of the voice
 def test_the_int8_recipe_that_keeps_the_durations_keeps_the_length(tmp_path):
     from tts_kit.precision import convert
     from tts_kit.precision.measure import piper_distances

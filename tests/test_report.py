@@ -202,6 +202,7 @@ def test_a_contested_verdict_is_settled_head_to_head():
 # -- the library writes the document ------------------------------------------------
 
 
+@pytest.mark.slow  # a report: trials in fresh processes
 def test_the_library_writes_a_complete_report_without_the_notebook(tiny_bundle_dir, tmp_path):
     """Every field of report.json, the recommended trial's timeline included, comes from
     the library: no kernel, no notebook, no HTML."""
@@ -302,6 +303,7 @@ def test_bad_inputs_fail_in_one_line_before_any_kernel(tmp_path):
     assert report.report_notebook().name == "05_tuning_report.py"
 
 
+@pytest.mark.slow  # a report: trials in fresh processes
 def test_a_budget_pick_is_measured_again_with_the_sweeps_stage_costs(tiny_bundle_dir, tmp_path):
     """The re-measured pick is the same configuration: a budget:MB pick gets the stage costs
     the sweep measured for it, not the file-size estimate."""
@@ -345,6 +347,7 @@ def test_a_failing_report_run_leaves_the_previous_report(tiny_bundle_dir, tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report", "typo.json"]
 
 
+@pytest.mark.slow  # reports: trials in fresh processes
 def test_a_report_replaces_only_its_own_files(tiny_bundle_dir, tmp_path):
     out = tmp_path / "report"
     before = _previous_report(out)
@@ -389,6 +392,7 @@ def _default_signal_handlers() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
+@pytest.mark.slow  # a report in a subprocess, signalled
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT", "SIGHUP"])
 def test_an_interrupted_report_leaves_the_previous_report(tiny_bundle_dir, tmp_path, sig):
     import signal
@@ -436,6 +440,7 @@ def _small_spec(preset: str = "lean") -> SweepSpec:
                      workload=Workload(steps=1, repeats=1))
 
 
+@pytest.mark.slow  # a report and its rerun: trials in fresh processes
 def test_a_rerun_measures_the_presets_the_report_saved(tiny_bundle_dir, tmp_path, monkeypatch):
     """Editing a shipped preset after the report must not change what its rerun measures;
     the rerun says which preset changed and how."""
@@ -456,6 +461,7 @@ def test_a_rerun_measures_the_presets_the_report_saved(tiny_bundle_dir, tmp_path
     assert "preset 'lean' changed since the report" in verdict.summary()
 
 
+@pytest.mark.slow  # two reports and a rerun: trials in fresh processes
 def test_report_json_writes_home_paths_as_tilde_unless_asked(tiny_bundle_dir, tmp_path,
                                                             monkeypatch):
     import shutil

@@ -212,6 +212,7 @@ def _scrambled_copy(src: Path, dst: Path, stage: str = "vector_estimator") -> Pa
     return dst
 
 
+@pytest.mark.slow  # three verifications and two noise floors
 def test_verdicts_are_relative_to_the_measured_floor(tiny_bundle_dir: Path, tmp_path: Path,
                                                      capsys):
     cases = [Case(("Hello there, how are you today?",), "en", ("M1",), steps=2),
