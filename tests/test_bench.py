@@ -82,7 +82,7 @@ def test_repeat_bench_gives_each_figures_spread_per_variant(tiny_bundle_dir, tmp
 
 def test_precision_bench(tmp_path):
     text, data = _run("precision.py", "--scale", "tiny", "--repeats", "1", "--steps", "1",
-                      tmp_path=tmp_path)
+                      "--quick", tmp_path=tmp_path)
     assert data["fidelity"] and data["runs"] and "SNR dB" in text
     assert {f["recipe"] for f in data["fidelity"]} == {"fp16", "int8", "int8-dp32",
                                                        "int8-pw", "sherpa-int8"}

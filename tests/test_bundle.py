@@ -167,6 +167,7 @@ def test_the_scan_reads_inputs_and_outputs_as_onnx_does(tiny_bundle_dir: Path, t
     assert scan.outputs[0].name == "s" and scan.outputs[0].elem_type == 0
 
 
+@pytest.mark.slow  # a fresh interpreter per case
 @pytest.mark.parametrize("loading", ["resident", "paged"])
 def test_opening_a_bundle_and_engine_does_not_import_onnx(tiny_bundle_dir: Path, tmp_path: Path,
                                                           loading: str):

@@ -183,6 +183,7 @@ def test_a_deeply_nested_report_json_is_one_line(tmp_path: Path, capsys):
                       "JSON nested too deeply")
 
 
+@pytest.mark.slow  # the CLI in a subprocess
 def test_a_full_disk_during_conversion_is_one_line_and_leaves_nothing(tiny_bundle_dir: Path,
                                                                       tmp_path: Path):
     """A real write failure: a file-size limit makes the kernel refuse the graph's write."""

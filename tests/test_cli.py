@@ -202,6 +202,7 @@ def test_voice_names_print_without_raw_escape_sequences(tiny_bundle_dir: Path, t
     assert "\x1b" not in proc.stderr and "Q\\x1b[31m" in proc.stderr
 
 
+@pytest.mark.slow  # a report: trials in fresh processes
 def test_a_rerun_prints_a_crafted_report_without_raw_escape_sequences(tiny_bundle_dir: Path,
                                                                        tmp_path: Path):
     from tts_kit.experiments.workload import Workload

@@ -228,12 +228,23 @@ def test_a_trial_runs_in_a_fresh_process():
 # -- conversion, and the installed voice left alone ---------------------------------------
 
 
-def test_fp16_conversion_runs_and_keeps_the_voice(tmp_path, voice_dir):
+@pytest.fixture(scope="module")
+def fp16_copy(tmp_path_factory, voice_dir):
+    """The voice converted to FP16 once for the module, measured (fidelity, the floor's
+    verdict); the installed voice's snapshot before and after. The listener's judgement
+    (a recogniser, DNSMOS) is `tts-kit verify --floor`'s below, on this same copy."""
     from tts_kit.precision import convert
 
     before = _snapshot(voice_dir)
-    out = tmp_path / "joe-fp16"
-    report = convert(NAME, out, to="fp16", texts=["Hello there.", SENTENCE])
+    out = tmp_path_factory.mktemp("joe") / "joe-fp16"
+    report = convert(NAME, out, to="fp16", texts=["Hello there.", SENTENCE], quality=False)
+    return report, before, _snapshot(voice_dir)
+
+
+@pytest.mark.slow  # a measured conversion: runs in fresh processes
+def test_fp16_conversion_runs_and_keeps_the_voice(fp16_copy):
+    report, before, after = fp16_copy
+    out = Path(report.dst)
     assert report.kind == "piper" and report.source_unchanged
     stage = report.stages["voice"]
     assert stage.precision_after == "float16" and stage.ratio < 0.6
@@ -249,7 +260,7 @@ def test_fp16_conversion_runs_and_keeps_the_voice(tmp_path, voice_dir):
     assert cfg["tts_kit_precision"]["to"] == "fp16"
     assert (out / "MODEL_CARD").is_file()
     assert open_model(out).stages["voice"].precision == "float16"
-    assert _snapshot(voice_dir) == before
+    assert after == before
 
 
 def test_the_installed_voice_directory_is_never_written(tmp_path, voice_dir, monkeypatch):
@@ -270,6 +281,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=300)
 
 
+@pytest.mark.slow  # the CLI in subprocesses
 def test_the_cli_says_which_model_speaks(tmp_path):
     out = tmp_path / "joe.wav"
     p = _cli("synth", "The meeting is at 10:30.", "-o", str(out), "--model", NAME, "--seed", "0")
@@ -289,16 +301,15 @@ def test_the_cli_says_which_model_speaks(tmp_path):
     assert "Traceback" not in p.stderr
 
 
-def test_verify_compares_a_converted_copy_of_the_voice(tmp_path):
+@pytest.mark.slow  # the CLI in subprocesses, the listener's metrics
+def test_verify_compares_a_converted_copy_of_the_voice(tmp_path, fp16_copy):
     """`tts-kit verify` on a Piper voice: against the official package is refused in one
     line (it runs Supertonic only); against a converted copy it reports the distances on
     the same noise, fails the 60 dB tolerance, and with --floor gives the verdict."""
-    from tts_kit.precision import convert
-
     p = _cli("verify", "--model", NAME)
     assert p.returncode == 2 and "Supertonic bundles only" in p.stderr
     assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
-    copy = convert(NAME, tmp_path / "joe-fp16", to="fp16", measure=False).dst
+    copy = fp16_copy[0].dst
     p = _cli("verify", "--model", NAME, "--against", str(copy), "--floor", "--json",
              str(tmp_path / "v.json"))
     data = json.loads((tmp_path / "v.json").read_text())
@@ -319,6 +330,7 @@ def test_the_banner_names_the_voice():
     assert "Piper en_US-joe-medium" in html and "real weights" in html
 
 
+@pytest.mark.slow  # a report: trials in fresh processes
 def test_a_report_measures_the_voice_and_names_it(tmp_path):
     from tts_kit.report import TuningReport, write_report
 
@@ -329,6 +341,7 @@ def test_a_report_measures_the_voice_and_names_it(tmp_path):
     assert rep.recommended is not None and rep.recommended["status"] == "ok"
 
 
+@pytest.mark.slow  # an INT8 quantisation of the voice
 def test_the_int8_recipe_that_keeps_the_durations_keeps_the_length(tmp_path):
     from tts_kit.precision import convert
     from tts_kit.precision.measure import piper_distances

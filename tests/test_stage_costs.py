@@ -57,6 +57,7 @@ def medium_bundle(tmp_path_factory):
     return str(out)
 
 
+@pytest.mark.slow  # probes in fresh processes
 def test_paged_memory_goes_back_and_peaks_lower(medium_bundle):
     two_steps = Workload(steps=2)
     # The first paged load writes the external-data cache in a subprocess of its own,
@@ -80,6 +81,7 @@ def test_paged_memory_goes_back_and_peaks_lower(medium_bundle):
     assert names.count("release vector_estimator") == 2
 
 
+@pytest.mark.slow  # trials in fresh processes
 def test_a_paged_trial_holds_less_between_requests(medium_bundle):
     from tts_kit.experiments.tune import trial
 

@@ -94,6 +94,7 @@ def _peak(bundle: Path, chars: int) -> tuple[float, float, float]:
     return base, peak, seconds
 
 
+@pytest.mark.slow  # two subprocesses streaming 37 minutes of audio
 def test_stream_peak_rss_does_not_grow_with_the_text(tiny_bundle_dir: Path):
     base_s, peak_s, sec_s = _peak(tiny_bundle_dir, 3_000)
     base_l, peak_l, sec_l = _peak(tiny_bundle_dir, 30_000)

@@ -62,6 +62,7 @@ def test_bad_trial_arguments_fail_before_spawning(tiny_bundle_dir):
         trial(tiny_bundle_dir, "lean", TEXTS)  # texts alone are not a workload
 
 
+@pytest.mark.slow  # a sweep of trials in fresh processes
 def test_a_sweep_marks_the_front_and_its_recommendation_fits_the_budget(two_presets):
     recs = two_presets.records
     assert [r["preset"] for r in recs] == ["supertonic-default", "lean"]
@@ -174,6 +175,7 @@ def test_nothing_finished_recommends_nothing(records, states):
     assert reason == f"no trial finished ({states}); nothing to recommend"
 
 
+@pytest.mark.slow  # a sweep of trials in fresh processes
 def test_a_sweep_runs_through_any_executor(tiny_bundle_dir, two_presets):
     with ThreadPoolExecutor(max_workers=1) as pool:
         result = sweep(tiny_bundle_dir, ["lean"], Workload(TEXTS, steps=2, repeats=1),
@@ -182,6 +184,7 @@ def test_a_sweep_runs_through_any_executor(tiny_bundle_dir, two_presets):
     assert result.records[0]["preset"] == "lean"
 
 
+@pytest.mark.slow  # a sweep of trials in fresh processes
 def test_a_crowded_local_executor_is_warned_about(tiny_bundle_dir):
     with ThreadPoolExecutor(max_workers=2) as pool, pytest.warns(UserWarning, match="cores"):
         sweep(tiny_bundle_dir, ["lean"], Workload(TEXTS, steps=1, repeats=0), cpus=(1,),
@@ -194,6 +197,7 @@ def test_the_dataframe_has_one_row_per_trial(two_presets):
     assert len(df) == 2 and "timeline" not in df.columns and "pareto" in df.columns
 
 
+@pytest.mark.slow  # a sweep of trials in fresh processes, stage costs measured
 def test_budget_trials_get_measured_stage_costs(tiny_bundle_dir):
     from tts_kit.experiments.stage_costs import stage_costs
 
@@ -223,6 +227,7 @@ def test_budget_trials_get_measured_stage_costs(tiny_bundle_dir):
               stage_costs_mb={"decoder": 1.0})
 
 
+@pytest.mark.slow  # a sweep of trials in fresh processes
 def test_cli_tune_writes_lean_json_and_always_recommends(tiny_bundle_dir, tmp_path, capsys):
     from tts_kit.cli import main
 

@@ -77,6 +77,7 @@ def test_normalization_playground_updates_live(tiny_bundle_dir):
     assert "type some text" in pg.output.value
 
 
+@pytest.mark.slow  # a child process sampled
 def test_live_memory_graph_samples_the_child_while_it_runs():
     graph = widgets.LiveMemoryGraph(budget_mb=2000, title="alloc", interval_s=0.1)
     m = graph.watch(run_isolated, hold_memory, 120, 1.0, sample_ms=20)
@@ -97,6 +98,7 @@ def test_live_memory_graph_reraises_the_callers_error():
     assert "TypeError" in graph.status.value
 
 
+@pytest.mark.slow  # a trial in a fresh process
 def test_session_tuner_runs_one_isolated_trial(tiny_bundle_dir):
     from tts_kit.experiments.workload import Workload
 
