@@ -41,7 +41,8 @@ BUDGET_S = 12 * 60
 #: Runtime's defaults and one tuned preset, so the answer still compares the pick with the
 #: untuned default) on one short text, timed once.
 QUICK_SWEEP = {"presets": ["ort-default", "low-memory"], "cpus": [1], "loadings": ["resident"],
-               "steps": [2], "repeats": 1, "texts": ["The quick brown fox jumps over the dog."]}
+               "steps": [2], "repeats": 1, "rounds": 1,
+               "texts": ["The quick brown fox jumps over the dog."]}
 
 
 @dataclass
