@@ -401,7 +401,7 @@ def _saved_report(tmp_path: Path) -> Path:
     from tts_kit.report import environment
 
     rep = TuningReport(
-        spec=SweepSpec(presets=["lean"], cpus=[1], loadings=["resident"],
+        spec=SweepSpec(rounds=1, presets=["lean"], cpus=[1], loadings=["resident"],
                        workload=Workload(steps=1, repeats=1)),
         records=[rec], recommended=rec, reason="fastest", environment=environment(),
         model={"path": "/nowhere", "standin": None, "params": 1, "sha256": sha},

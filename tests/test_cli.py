@@ -208,7 +208,7 @@ def test_a_rerun_prints_a_crafted_report_without_raw_escape_sequences(tiny_bundl
     from tts_kit.experiments.workload import Workload
     from tts_kit.report import SweepSpec, write_report
 
-    spec = SweepSpec(presets=["lean"], cpus=[1], loadings=["resident"],
+    spec = SweepSpec(rounds=1, presets=["lean"], cpus=[1], loadings=["resident"],
                      workload=Workload(steps=1, repeats=1))
     path = write_report(tmp_path / "r", tiny_bundle_dir, spec)
     # Rename the preset everywhere the report names it: a report.json is a file anyone

@@ -111,10 +111,10 @@ def test_an_unreachable_scheduler_is_one_line_and_exit_2(monkeypatch, capsys, ti
 def test_a_cluster_sweep_matches_the_local_one_one_trial_per_worker(client, tiny_bundle_dir):
     presets, steps = ["supertonic-default", "lean"], (1, 2)
     local = sweep(tiny_bundle_dir, presets, WORK, cpus=(1,), steps=steps, progress=False,
-                  warmup=False)
+                  warmup=False, rounds=1)
     t0 = time.time()
     remote = sweep(tiny_bundle_dir, presets, WORK, cpus=(1,), steps=steps, progress=False,
-                   executor=cluster.TrialExecutor(client))
+                   executor=cluster.TrialExecutor(client), rounds=1)
     assert [r["status"] for r in remote.records] == [r["status"] for r in local.records]
     assert all(r["status"] == "ok" for r in remote.records), [r["error"] for r in remote.records]
     assert set(remote.records[0]) - set(local.records[0]) == {"machine", "worker"}
@@ -143,7 +143,7 @@ def test_a_worker_with_another_fingerprint_refuses_the_trial(client, real_copy, 
     # The client's copy differs from every worker's: as if the client had another model.
     ex._refs[str(real_copy)] = dataclasses.replace(
         ref, fingerprint={**ref.fingerprint, "text_encoder": "f" * 64})
-    result = sweep(real_copy, ["lean"], WORK, cpus=(1,), progress=False, executor=ex)
+    result = sweep(real_copy, ["lean"], WORK, cpus=(1,), progress=False, executor=ex, rounds=1)
     (rec,) = result.records
     assert rec["status"] == "error" and rec["preset"] == "lean" and rec["cpus"] == 1
     assert rec["error"].startswith("worker tcp://127.0.0.1:"), rec["error"]
@@ -218,7 +218,7 @@ def test_a_worker_killed_mid_trial_is_an_error_record_and_the_sweep_goes_on(
     thread.start()
     result = sweep(tiny_bundle_dir, ["supertonic-default", "lean", "low-memory"],
                    Workload(TEXTS, steps=2, repeats=4), cpus=(1,), progress=False,
-                   executor=cluster.TrialExecutor(client))
+                   executor=cluster.TrialExecutor(client), rounds=1)
     thread.join(5)
     assert killed, "no trial was seen running"
     statuses = [r["status"] for r in result.records]

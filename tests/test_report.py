@@ -206,7 +206,7 @@ def test_a_contested_verdict_is_settled_head_to_head():
 def test_the_library_writes_a_complete_report_without_the_notebook(tiny_bundle_dir, tmp_path):
     """Every field of report.json, the recommended trial's timeline included, comes from
     the library: no kernel, no notebook, no HTML."""
-    spec = SweepSpec(presets=["low-memory"], cpus=[1], loadings=["resident"],
+    spec = SweepSpec(rounds=1, presets=["low-memory"], cpus=[1], loadings=["resident"],
                      workload=Workload(steps=2, repeats=1))
     out = tmp_path / "report"
     paths = report.make_report(out, model=tiny_bundle_dir, sweep=spec, progress=False,
@@ -316,7 +316,7 @@ def test_bad_inputs_fail_in_one_line_before_any_kernel(tmp_path):
 def test_a_budget_pick_is_measured_again_with_the_sweeps_stage_costs(tiny_bundle_dir, tmp_path):
     """The re-measured pick is the same configuration: a budget:MB pick gets the stage costs
     the sweep measured for it, not the file-size estimate."""
-    spec = SweepSpec(presets=["low-memory"], cpus=[1], loadings=["budget:100"],
+    spec = SweepSpec(rounds=1, presets=["low-memory"], cpus=[1], loadings=["budget:100"],
                      workload=Workload(steps=2, repeats=1))
     paths = report.make_report(tmp_path / "r", model=tiny_bundle_dir, sweep=spec,
                                progress=False, render=False)
@@ -360,7 +360,7 @@ def test_a_failing_report_run_leaves_the_previous_report(tiny_bundle_dir, tmp_pa
 def test_a_report_replaces_only_its_own_files(tiny_bundle_dir, tmp_path):
     out = tmp_path / "report"
     before = _previous_report(out)
-    spec = SweepSpec(presets=["low-memory"], cpus=[1], loadings=["resident"],
+    spec = SweepSpec(rounds=1, presets=["low-memory"], cpus=[1], loadings=["resident"],
                      workload=Workload(steps=2, repeats=1))
     report.make_report(out, model=tiny_bundle_dir, sweep=spec, progress=False, render=False)
     after = _contents(out)
@@ -385,7 +385,7 @@ def paused(out, *a, **k):
     return path
 
 make.write_report = paused
-spec = SweepSpec(presets=["low-memory"], cpus=[1], loadings=["resident"],
+spec = SweepSpec(rounds=1, presets=["low-memory"], cpus=[1], loadings=["resident"],
                  workload=Workload(steps=1, repeats=1))
 make.make_report(sys.argv[2], model=sys.argv[1], sweep=spec, progress=False, render=False)
 """
@@ -445,7 +445,7 @@ def test_the_recommendation_html_escapes_the_reports_strings():
 
 
 def _small_spec(preset: str = "lean") -> SweepSpec:
-    return SweepSpec(presets=[preset], cpus=[1], loadings=["resident"],
+    return SweepSpec(rounds=1, presets=[preset], cpus=[1], loadings=["resident"],
                      workload=Workload(steps=1, repeats=1))
 
 

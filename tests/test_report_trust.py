@@ -22,7 +22,7 @@ def written(tiny_bundle_dir, tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("trust")
     model = root / "model"
     shutil.copytree(tiny_bundle_dir, model)
-    spec = SweepSpec(presets=["lean"], cpus=[1], loadings=["resident"],
+    spec = SweepSpec(rounds=1, presets=["lean"], cpus=[1], loadings=["resident"],
                      workload=Workload(steps=1, repeats=1))
     path = report.write_report(root / "r", model, spec, full_paths=True)
     return path, model

@@ -179,7 +179,7 @@ def test_nothing_finished_recommends_nothing(records, states):
 def test_a_sweep_runs_through_any_executor(tiny_bundle_dir, two_presets):
     with ThreadPoolExecutor(max_workers=1) as pool:
         result = sweep(tiny_bundle_dir, ["lean"], Workload(TEXTS, steps=2, repeats=1),
-                       cpus=(1,), progress=False, executor=pool)
+                       cpus=(1,), progress=False, executor=pool, rounds=1)
     assert len(result.records) == 1 and result.records[0]["status"] == "ok"
     assert result.records[0]["preset"] == "lean"
 
@@ -203,7 +203,7 @@ def test_budget_trials_get_measured_stage_costs(tiny_bundle_dir):
 
     once = Workload(TEXTS, steps=1, repeats=0)
     result = sweep(tiny_bundle_dir, ["lean"], once, cpus=(1,),
-                   loadings=("resident", "budget:500"), progress=False)
+                   loadings=("resident", "budget:500"), progress=False, rounds=1)
     resident, budget = result.records
     assert resident["stage_costs_mb"] is None  # only budget policies use them
     costs = budget["stage_costs_mb"]
@@ -220,7 +220,7 @@ def test_budget_trials_get_measured_stage_costs(tiny_bundle_dir):
     assert 0.5 < sum(costs.values()) / sum(again.values()) < 2.0
     given = {"vocoder": 7.0}
     result = sweep(tiny_bundle_dir, ["lean"], once, cpus=(1,),
-                   loadings=("budget:500",), progress=False, stage_costs_mb=given)
+                   loadings=("budget:500",), progress=False, stage_costs_mb=given, rounds=1)
     assert result.records[0]["stage_costs_mb"]["vocoder"] == 7.0
     with pytest.raises(ValueError, match="unknown stage 'decoder'"):
         sweep(tiny_bundle_dir, ["lean"], loadings=("budget:500",), progress=False,
@@ -427,11 +427,11 @@ def test_a_sweep_beside_a_cpu_hog_is_provisional_and_a_quiet_one_is_not(tiny_bun
     cores = len(os.sched_getaffinity(0))
     quiet_machine = os.getloadavg()[0] <= cores / 2
     if quiet_machine:  # first: the hogs below raise the load average for a minute
-        quiet = sweep(tiny_bundle_dir, ["lean"], work, cpus=(1,), progress=False)
+        quiet = sweep(tiny_bundle_dir, ["lean"], work, cpus=(1,), progress=False, rounds=1)
         assert not contention.assess(quiet.records).provisional, quiet.records[0]
     hogs = _hogs(cores)
     try:
-        busy = sweep(tiny_bundle_dir, ["lean"], work, cpus=(1,), progress=False)
+        busy = sweep(tiny_bundle_dir, ["lean"], work, cpus=(1,), progress=False, rounds=1)
     finally:
         for h in hogs:
             h.kill()
