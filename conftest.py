@@ -11,6 +11,10 @@ from pathlib import Path
 
 import pytest
 
+# Scripts that generate test fixtures (they import tools the suite does not install, such as
+# librosa) are run by hand, not collected: `--doctest-modules` would import them.
+collect_ignore_glob = ["tests/fixtures/*.py"]
+
 
 @pytest.fixture(autouse=True)
 def _tiny_standin_for_tests(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -142,8 +142,9 @@ def recommendation_lines(result: Any, args: argparse.Namespace,
 
     Example:
         >>> from tts_kit.cli import _parser
+        >>> from tts_kit.experiments.records import P50_MS
         >>> from tts_kit.experiments.tune import SweepResult
-        >>> rec = {"preset": "lean", "cpus": 1, "status": "ok", "p50_ms": 90.0,
+        >>> rec = {"preset": "lean", "cpus": 1, "status": "ok", P50_MS: 90.0,
         ...        "peak_rss_mb": 300.0, "core_share": 45.0, "cpu_wait_percent": 50.0}
         >>> lines = recommendation_lines(SweepResult([rec]), _parser().parse_args(["tune"]))
         >>> lines[0]

@@ -33,9 +33,10 @@ def unfinished_note(rec: Mapping[str, Any]) -> str:
     some finished): an empty column must not read as "no data".
 
     Example:
-        >>> unfinished_note({"p50_ms": None, "timeouts": 12, "errors": 0}).splitlines()
+        >>> from tts_kit.experiments.records import P50_MS
+        >>> unfinished_note({P50_MS: None, "timeouts": 12, "errors": 0}).splitlines()
         ['no request finished:', '12 timed out']
-        >>> unfinished_note({"p50_ms": 90.0})
+        >>> unfinished_note({P50_MS: 90.0})
         ''
     """
     if to_number(rec.get(P50_MS)) is not None:
