@@ -484,7 +484,7 @@ def conclusions(rep: TuningReport) -> list[str]:
     if pick is None:
         within = f" the budget of {budget:g} MB" if budget else " any budget"
         out.append(f"Nothing fitted{within}: {rep.reason}.")
-        return out
+        return out + model_lines(rep)
     out.append(f"Recommended: {key_text(record_key(pick))} ({rep.reason}).")
     if base is not None and record_key(base) != record_key(pick):
         ratios = {r["key"]: r["ratio"] for r in comparison(rep) if r["ratio"] is not None}
@@ -494,6 +494,20 @@ def conclusions(rep: TuningReport) -> list[str]:
                        "the peak memory.")
     elif base is not None:
         out.append("It is the untuned default: keep ONNX Runtime's options on this machine.")
+    return out + model_lines(rep)
+
+
+def model_lines(rep: TuningReport) -> list[str]:
+    """What the measured model is, when that changes how to read the figures: a stand-in
+    (do its costs carry over?) or a converted copy (how was it judged when made?).
+
+    Example:
+        >>> from tts_kit.report import SweepSpec, TuningReport
+        >>> model = {"conversion": {"verdict": "transparent", "decided_by": "mcd"}}
+        >>> model_lines(TuningReport(SweepSpec(), [], None, "", {}, model, {}))[0][:34]
+        'This model is a converted copy: th'
+    """
+    out: list[str] = []
     standin = rep.model.get("standin") if isinstance(rep.model, Mapping) else None
     if isinstance(standin, Mapping):
         from tts_kit.models.supertonic.standin import REALISTIC_SCALES
@@ -503,6 +517,11 @@ def conclusions(rep: TuningReport) -> list[str]:
             f"({scale}: the real model's sizes, so these costs carry over; the audio is noise)."
             if scale in REALISTIC_SCALES else
             f"({scale}: far smaller than the real model, so these figures do NOT carry over)."))
+    conversion = rep.model.get("conversion") if isinstance(rep.model, Mapping) else None
+    if isinstance(conversion, Mapping) and conversion.get("verdict"):
+        from tts_kit.precision.verdict_file import verdict_sentence
+
+        out.append(verdict_sentence(conversion))
     return out
 
 
