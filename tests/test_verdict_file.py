@@ -71,3 +71,13 @@ def test_the_report_names_the_conversion_it_measured(tiny_bundle_dir, tmp_path):
     model["conversion"]["verdict"] = "great"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(model, _schema()["properties"]["model"])
+
+
+def test_a_copy_of_a_copy_does_not_inherit_its_verdict(tiny_bundle_dir, tmp_path):
+    from tts_kit.precision import convert
+
+    src = tmp_path / "judged"
+    shutil.copytree(tiny_bundle_dir, src)
+    save_verdict(src, QUALITY, recipe="int8")
+    convert(src, tmp_path / "again", to="fp16", stages=["duration_predictor"], measure=False)
+    assert read_verdict(tmp_path / "again") is None and read_verdict(src) is not None

@@ -83,7 +83,7 @@ from tts_kit.precision.piper_conversion import (  # noqa: F401
     piper_fidelity,
 )
 from tts_kit.precision.records import ConversionReport, StageReport, check_target
-from tts_kit.precision.verdict_file import save_verdict
+from tts_kit.precision.verdict_file import VERDICT_FILE, save_verdict
 
 
 def convert(
@@ -382,6 +382,8 @@ def _convert_bundle(
         graph_files = {contract.GRAPHS[s].path for s in chosen}
         for rel in report.source_sha256:
             if rel in graph_files or any(rel.startswith(g + ".data") for g in graph_files):
+                continue
+            if rel == VERDICT_FILE:  # the source's own verdict says nothing of this copy
                 continue
             (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
             _copy_regular(src_p / rel, tmp / rel)
