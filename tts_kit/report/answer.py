@@ -38,6 +38,7 @@ from tts_kit.experiments.records import (
 )
 from tts_kit.report.code_html import code_block
 from tts_kit.report.document import key_text, record_key
+from tts_kit.report.tables import TABLE_KEYS, rows_html, sweep_table  # noqa: F401 (answer.*)
 
 if TYPE_CHECKING:
     from tts_kit.experiments.contention import Contention
@@ -523,40 +524,6 @@ def model_lines(rep: TuningReport) -> list[str]:
 
         out.append(verdict_sentence(conversion))
     return out
-
-
-#: The sweep table's columns: the configuration, the figures that decide, and the share
-#: of its cores each trial got (low: the machine was busy; the rest stay in report.json).
-TABLE_KEYS: tuple[str, ...] = ("preset", "cpus", "loading", "status", LOAD_S, FIRST_MS,
-                               P50_MS, PEAK_RSS_MB, IDLE_RSS_MB, RTF, "core_share", "pareto")
-
-
-def sweep_table(records: Any, keys: tuple[str, ...] = TABLE_KEYS) -> Any:
-    """Records as a compact pandas table (`tts_kit.experiments.records.frame` of `TABLE_KEYS`).
-
-    Example:
-        >>> list(sweep_table([{"preset": "lean", P50_MS: 12.3}]).columns)[:2]
-        ['preset', 'cpus']
-    """
-    from tts_kit.experiments.records import frame
-
-    return frame(records, keys)
-
-
-def rows_html(rows: list[tuple[str, str]], head: tuple[str, str] = ("", "")) -> str:
-    """(name, value) rows as a small two-column HTML table, escaped.
-
-    Example:
-        >>> rows_html([("CPU", "<x>")])
-        '<table class="tts-kit-facts"><tr><th style="text-align:left">CPU</th><td style="text-align:left">&lt;x&gt;</td></tr></table>'
-    """  # noqa: E501
-    out = ['<table class="tts-kit-facts">']
-    if any(head):
-        out.append(f"<tr><th>{html.escape(head[0])}</th><th>{html.escape(head[1])}</th></tr>")
-    for name, value in rows:
-        out.append(f'<tr><th style="text-align:left">{html.escape(str(name))}</th>'
-                   f'<td style="text-align:left">{html.escape(str(value))}</td></tr>')
-    return "".join(out) + "</table>"
 
 
 def replay(rep: TuningReport, bundle: Any) -> tuple[Any, dict[str, float]]:
