@@ -92,7 +92,7 @@ HTML("<h3>The machine and the model</h3>" + answer.rows_html(answer.machine_rows
 # configuration is both faster and smaller).
 
 # %%
-answer.sweep_table(tuning.records)
+answer.sweep_table(tuning.records, pick=tuning.recommended)
 
 # %%
 from tts_kit.notebook import plots
@@ -110,7 +110,7 @@ if machines:
     display(HTML("<h2>Per machine</h2>"), tuning.machines_dataframe())
 for machine, part in machines.items():
     display(HTML(f"<h3>{html.escape(machine)}</h3>{part.recommendation_html()}"),
-            answer.sweep_table(part.records), part.pareto_figure())
+            answer.sweep_table(part.records, pick=part.recommended), part.pareto_figure())
 
 # %% [markdown]
 # ## Latency: one configuration, three processes

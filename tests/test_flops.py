@@ -86,6 +86,28 @@ def test_info_costs_on_the_tiny_standin(tiny_bundle_dir):
     assert "GFLOP/audio s" in text and "vector_estimator" in text
 
 
+@pytest.mark.slow  # one roofline measurement in a fresh pinned process
+def test_info_costs_measure_shows_how_far_each_stage_is_from_the_floor(tiny_bundle_dir,
+                                                                      capsys):
+    from tts_kit.cli import main
+
+    assert main(["info", "--costs", "--measure", "--steps", "2", "--no-load", "--model",
+                 str(tiny_bundle_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "MatMul peak" in out and "fresh pinned process" in out and "vector_estimator" in out
+    assert "thread and session tuning can win" in out
+
+
+def test_info_measure_needs_costs_and_sane_threads(tiny_bundle_dir, capsys):
+    from tts_kit.cli import main
+
+    assert main(["info", "--measure", "--model", str(tiny_bundle_dir)]) == 2
+    assert "give it with --costs" in capsys.readouterr().err
+    assert main(["info", "--costs", "--measure", "--threads", "0", "--model",
+                 str(tiny_bundle_dir)]) == 2
+    assert "--threads 0" in capsys.readouterr().err
+
+
 @pytest.mark.bench
 def test_standin_realism_bench(tiny_bundle_dir, tmp_path):
     from pathlib import Path

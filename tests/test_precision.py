@@ -51,6 +51,12 @@ def test_a_measured_conversion_is_judged_as_a_listener_would(tiny_bundle_dir, tm
     assert q["decided_by"] and q["spread"]["takes"] == 3 and q["metrics"]["mcd_db"] >= 0
     assert f"decided by {q['decided_by']}" in report.table()
     assert ConversionReport.from_dict(report.to_dict()).quality == q
+    # kept beside the copy, so a later report on the copy says how it was judged (issue 23)
+    from tts_kit.precision.verdict_file import read_verdict
+
+    kept = read_verdict(tmp_path / "q")
+    assert kept["verdict"] == q["verdict"] and kept["decided_by"] == q["decided_by"]
+    assert kept["recipe"] == "fp16" and kept["source"] == tiny_bundle_dir.name
 
 
 def test_files_shrink(fp16, int8):

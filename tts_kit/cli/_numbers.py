@@ -42,6 +42,7 @@ NUMERIC_FLAGS: dict[str, dict[str, Rule]] = {
               "limit_concurrency": Rule(0, 10**6, integer=True)},
     "synth": {"seed": _SEED, "noise_scale": _NOISE, "noise_w": _NOISE},
     "standin": {"seed": _SEED},
+    "info": {"threads": _THREADS},
     "loadtest": dict(_LOAD),
     "serve-sweep": {**_LOAD, "p95_target_ms": Rule(0, 10**9, low_open=True, unit="ms"),
                     "mem_budget": _MB},

@@ -115,6 +115,13 @@ def cmd_info(args: argparse.Namespace) -> int:
         from tts_kit.experiments.flops import model_costs
 
         info["costs"] = model_costs(bundle, steps=args.steps)
+        if args.measure:  # achieved GFLOP/s against this machine's MatMul peak
+            from tts_kit.experiments.roofline import measure_roofline
+
+            info["roofline"] = measure_roofline(bundle, threads=args.threads,
+                                                steps=args.steps).to_dict()
+    elif args.measure:
+        raise UserError("--measure times the cost model's stages: give it with --costs")
     if args.json:
         _say(json.dumps(info, indent=2))
         return 0
@@ -150,7 +157,21 @@ def cmd_info(args: argparse.Namespace) -> int:
     _say(f"{'total':<20}{total_p / 1e6:>9.2f}M{total_b / 1e6:>9.1f}")
     if args.costs:
         _say_costs(info["costs"])
+    if "roofline" in info:
+        _say_roofline(info["roofline"])
     return 0
+
+
+def _say_roofline(data: dict) -> None:
+    from tts_kit.experiments.roofline import Roofline
+
+    r = Roofline.from_dict(data)
+    load = (f", load average {r.loadavg[0]:.1f}-{r.loadavg[1]:.1f}" if r.loadavg else "")
+    _say("")
+    _say(f"measured: one {r.audio_s:.2f} s chunk, {r.threads} thread(s), best of {r.repeats} "
+         f"in a fresh pinned process; MatMul peak {r.peak_gflops:.1f} GFLOP/s{load}")
+    _say(r.table())
+    _say(r.sentence())
 
 
 def _say_costs(costs: dict) -> None:
@@ -246,6 +267,12 @@ def register(add: AddCommand) -> None:
                     "stage, counted from the graphs")
     sp.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS,
                     help="flow steps the costs are counted at")
+    sp.add_argument("--measure", action="store_true",
+                    help="with --costs: time each stage on one chunk in a fresh pinned process "
+                    "and show its GFLOP/s against this machine's MatMul peak (how far from "
+                    "the floor: what thread tuning can still win)")
+    sp.add_argument("--threads", type=int, default=1,
+                    help="with --measure: intra-op threads (and cores) to measure at")
 
     sp = add("standin", cmd_standin, "build a synthetic stand-in bundle in DIR", model=False)
     sp.add_argument("dir", help="where to build it: a new path, or an empty directory (such "

@@ -83,6 +83,7 @@ from tts_kit.precision.piper_conversion import (  # noqa: F401
     piper_fidelity,
 )
 from tts_kit.precision.records import ConversionReport, StageReport, check_target
+from tts_kit.precision.verdict_file import VERDICT_FILE, save_verdict
 
 
 def convert(
@@ -150,10 +151,10 @@ def convert(
     model = _open_source(src)
     if model is not None and len(model.stages) == 1:
         # One graph (a Piper voice): `convert_piper`, with the recipes that mean something there.
-        return _convert_one_graph(src, dst, model, to=to, stages=stages,
-                                  keep_io_types=keep_io_types, op_block_list=op_block_list,
-                                  measure=measure, texts=texts, seed=seed, recipe=recipe,
-                                  floor=floor, quality=quality)
+        return _keep_verdict(_convert_one_graph(
+            src, dst, model, to=to, stages=stages, keep_io_types=keep_io_types,
+            op_block_list=op_block_list, measure=measure, texts=texts, seed=seed,
+            recipe=recipe, floor=floor, quality=quality))
     plan, to, stages = _apply_recipe(recipe, to, stages)
     src_p, dst_p, kind, bundle, chosen, links = _check_job(src, dst, model, to=to, stages=stages,
                                                            measure=measure)
@@ -166,7 +167,7 @@ def convert(
     _measure_result(report, measure=measure, texts=texts, providers=providers, seed=seed,
                     steps=steps, repeats=repeats, lang=lang, preset=preset, floor=floor,
                     quality=quality)
-    return report
+    return _keep_verdict(report)
 
 
 # -- the steps of `convert` --------------------------------------------------------------
@@ -214,6 +215,16 @@ def _convert_one_graph(
         report.judgement = judge_against_floor(src, report.dst, report.texts or None)
     if _wanted(quality, floor, bool(measure)):
         report.quality = judge_quality(src, report.dst, texts)
+    return report
+
+
+def _keep_verdict(report: ConversionReport) -> ConversionReport:
+    """Save the listener's verdict beside the copy (`tts_kit.precision.verdict_file`), so
+    whoever measures the copy later sees how it was judged."""
+    if report.quality:
+        save_verdict(report.dst, report.quality, recipe=report.recipe or report.to,
+                     source=Path(report.src).name,
+                     floor_verdict=(report.judgement or {}).get("verdict"))
     return report
 
 
@@ -371,6 +382,8 @@ def _convert_bundle(
         graph_files = {contract.GRAPHS[s].path for s in chosen}
         for rel in report.source_sha256:
             if rel in graph_files or any(rel.startswith(g + ".data") for g in graph_files):
+                continue
+            if rel == VERDICT_FILE:  # the source's own verdict says nothing of this copy
                 continue
             (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
             _copy_regular(src_p / rel, tmp / rel)

@@ -38,6 +38,7 @@ from tts_kit.experiments.records import (
 )
 from tts_kit.report.code_html import code_block
 from tts_kit.report.document import key_text, record_key
+from tts_kit.report.tables import TABLE_KEYS, rows_html, sweep_table  # noqa: F401 (answer.*)
 
 if TYPE_CHECKING:
     from tts_kit.experiments.contention import Contention
@@ -484,7 +485,7 @@ def conclusions(rep: TuningReport) -> list[str]:
     if pick is None:
         within = f" the budget of {budget:g} MB" if budget else " any budget"
         out.append(f"Nothing fitted{within}: {rep.reason}.")
-        return out
+        return out + model_lines(rep)
     out.append(f"Recommended: {key_text(record_key(pick))} ({rep.reason}).")
     if base is not None and record_key(base) != record_key(pick):
         ratios = {r["key"]: r["ratio"] for r in comparison(rep) if r["ratio"] is not None}
@@ -494,6 +495,20 @@ def conclusions(rep: TuningReport) -> list[str]:
                        "the peak memory.")
     elif base is not None:
         out.append("It is the untuned default: keep ONNX Runtime's options on this machine.")
+    return out + model_lines(rep)
+
+
+def model_lines(rep: TuningReport) -> list[str]:
+    """What the measured model is, when that changes how to read the figures: a stand-in
+    (do its costs carry over?) or a converted copy (how was it judged when made?).
+
+    Example:
+        >>> from tts_kit.report import SweepSpec, TuningReport
+        >>> model = {"conversion": {"verdict": "transparent", "decided_by": "mcd"}}
+        >>> model_lines(TuningReport(SweepSpec(), [], None, "", {}, model, {}))[0][:34]
+        'This model is a converted copy: th'
+    """
+    out: list[str] = []
     standin = rep.model.get("standin") if isinstance(rep.model, Mapping) else None
     if isinstance(standin, Mapping):
         from tts_kit.models.supertonic.standin import REALISTIC_SCALES
@@ -503,41 +518,12 @@ def conclusions(rep: TuningReport) -> list[str]:
             f"({scale}: the real model's sizes, so these costs carry over; the audio is noise)."
             if scale in REALISTIC_SCALES else
             f"({scale}: far smaller than the real model, so these figures do NOT carry over)."))
+    conversion = rep.model.get("conversion") if isinstance(rep.model, Mapping) else None
+    if isinstance(conversion, Mapping) and conversion.get("verdict"):
+        from tts_kit.precision.verdict_file import verdict_sentence
+
+        out.append(verdict_sentence(conversion))
     return out
-
-
-#: The sweep table's columns: the configuration, the figures that decide, and the share
-#: of its cores each trial got (low: the machine was busy; the rest stay in report.json).
-TABLE_KEYS: tuple[str, ...] = ("preset", "cpus", "loading", "status", LOAD_S, FIRST_MS,
-                               P50_MS, PEAK_RSS_MB, IDLE_RSS_MB, RTF, "core_share", "pareto")
-
-
-def sweep_table(records: Any, keys: tuple[str, ...] = TABLE_KEYS) -> Any:
-    """Records as a compact pandas table (`tts_kit.experiments.records.frame` of `TABLE_KEYS`).
-
-    Example:
-        >>> list(sweep_table([{"preset": "lean", P50_MS: 12.3}]).columns)[:2]
-        ['preset', 'cpus']
-    """
-    from tts_kit.experiments.records import frame
-
-    return frame(records, keys)
-
-
-def rows_html(rows: list[tuple[str, str]], head: tuple[str, str] = ("", "")) -> str:
-    """(name, value) rows as a small two-column HTML table, escaped.
-
-    Example:
-        >>> rows_html([("CPU", "<x>")])
-        '<table class="tts-kit-facts"><tr><th style="text-align:left">CPU</th><td style="text-align:left">&lt;x&gt;</td></tr></table>'
-    """  # noqa: E501
-    out = ['<table class="tts-kit-facts">']
-    if any(head):
-        out.append(f"<tr><th>{html.escape(head[0])}</th><th>{html.escape(head[1])}</th></tr>")
-    for name, value in rows:
-        out.append(f'<tr><th style="text-align:left">{html.escape(str(name))}</th>'
-                   f'<td style="text-align:left">{html.escape(str(value))}</td></tr>')
-    return "".join(out) + "</table>"
 
 
 def replay(rep: TuningReport, bundle: Any) -> tuple[Any, dict[str, float]]:

@@ -175,7 +175,20 @@ def model_fingerprint(bundle: Bundle, full_paths: bool = False) -> dict[str, Any
         "params": int(bundle.params),
         "sha256": bundle.fingerprint(),
         "precision": {s: i.precision for s, i in bundle.stages.items()},
+        "conversion": _conversion(bundle),
     }
+
+
+def _conversion(bundle: Any) -> dict[str, Any] | None:
+    """The listener's verdict saved beside a converted copy (`tts_kit.precision.
+    verdict_file`), or None for a model `tts-kit convert` did not judge."""
+    from tts_kit.precision.verdict_file import read_verdict
+
+    for place in (bundle.path, *(i.path for i in bundle.stages.values())):
+        found = read_verdict(place)
+        if found is not None:
+            return found
+    return None
 
 
 # -- the report -------------------------------------------------------------------------

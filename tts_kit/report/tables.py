@@ -1,0 +1,82 @@
+"""The report's tables: the sweep as a pandas table (with each figure's spread over the
+rounds and what differs from the pick beyond it) and small escaped HTML fact tables.
+
+Example:
+    >>> list(sweep_table([{"preset": "lean", "p50_ms": 12.3}]).columns)[:2]
+    ['preset', 'cpus']
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from typing import Any
+
+from tts_kit.experiments.records import (
+    FIRST_MS,
+    IDLE_RSS_MB,
+    LOAD_S,
+    P50_MS,
+    PEAK_RSS_MB,
+    RTF,
+    heading,
+    to_number,
+)
+
+#: The sweep table's columns: the configuration, the figures that decide, and the share
+#: of its cores each trial got (low: the machine was busy; the rest stay in report.json).
+TABLE_KEYS: tuple[str, ...] = ("preset", "cpus", "loading", "status", LOAD_S, FIRST_MS,
+                               P50_MS, PEAK_RSS_MB, IDLE_RSS_MB, RTF, "core_share", "pareto")
+
+
+def sweep_table(records: Any, keys: tuple[str, ...] = TABLE_KEYS,
+                pick: Mapping[str, Any] | None = None) -> Any:
+    """Records as a compact pandas table (`tts_kit.experiments.records.frame` of `TABLE_KEYS`);
+    when they were measured in rounds, each figure's spread (``±``, half the rounds' range)
+    beside it, and with ``pick`` what differs from the pick beyond both spreads.
+
+    Example:
+        >>> list(sweep_table([{"preset": "lean", P50_MS: 12.3}]).columns)[:2]
+        ['preset', 'cpus']
+        >>> r = {"preset": "lean", "rounds": 2, P50_MS: 12.0, "p50_min_ms": 11.0,
+        ...      "p50_max_ms": 13.0}
+        >>> sweep_table([r], pick=r)[["p50 ±", "vs pick"]].iloc[0].tolist()
+        ['±1', 'pick']
+    """
+    from tts_kit.experiments.records import ROUNDS, frame
+    from tts_kit.experiments.spread import half_range
+    from tts_kit.experiments.sweep_table import versus
+
+    records = list(records)
+    df = frame(records, keys)
+    if not any((to_number(r.get(ROUNDS)) or 1) > 1 for r in records):
+        return df
+    for key, name in ((P50_MS, "p50 ±"), (PEAK_RSS_MB, "peak ±")):
+        if heading(key) in df.columns:
+            cells = [half_range(r, key) for r in records]
+            df.insert(list(df.columns).index(heading(key)) + 1, name,
+                      ["" if h is None else f"±{h:,.0f}" for h in cells])
+    if pick is not None:
+        df["vs pick"] = [versus(r, pick) if r.get("status", "ok") == "ok" else ""
+                         for r in records]
+    return df
+
+
+def rows_html(rows: list[tuple[str, str]], head: tuple[str, str] = ("", "")) -> str:
+    """(name, value) rows as a small two-column HTML table, escaped.
+
+    Example:
+        >>> rows_html([("CPU", "<x>")])
+        '<table class="tts-kit-facts"><tr><th style="text-align:left">CPU</th><td style="text-align:left">&lt;x&gt;</td></tr></table>'
+    """  # noqa: E501
+    out = ['<table class="tts-kit-facts">']
+    if any(head):
+        out.append(f"<tr><th>{html.escape(head[0])}</th><th>{html.escape(head[1])}</th></tr>")
+    for name, value in rows:
+        out.append(f'<tr><th style="text-align:left">{html.escape(str(name))}</th>'
+                   f'<td style="text-align:left">{html.escape(str(value))}</td></tr>')
+    return "".join(out) + "</table>"
+
+
+
+__all__ = ["TABLE_KEYS", "rows_html", "sweep_table"]
