@@ -36,8 +36,8 @@ each recipe made faster (a recipe is listed as faster only there). ``--reuse DIR
 ``DIR/<recipe>`` bundles converted earlier instead of converting again.
 
 ``--quick``: every row, on less audio: one text per run (the fidelity cases stay, so the
-floor keeps its batch padding) and the voice's listening metrics on one text and two takes
-(what tests/test_bench.py runs).
+floor keeps its batch padding), the voice's distances on one text and its listening metrics
+on one text and two takes (what tests/test_bench.py runs).
 
 Heavy at ``full`` (several minutes on 2 cores: the stand-in build is cached, the four
 conversions, five isolated runs and the fidelity runs are not).
@@ -275,7 +275,7 @@ def voice_rows(voice: str, repeats: int, cpus: int | None, quick: bool = False) 
         met = []
         for name in PIPER_RECIPES:
             rec = recs[name]
-            d = piper_distances(voice, paths[name])
+            d = piper_distances(voice, paths[name], texts=tuple(texts))  # quick: one text
             q = judge_quality(voice, paths[name], heard, spread=spread)
             m = q["metrics"]
             row = {

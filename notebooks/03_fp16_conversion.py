@@ -119,7 +119,7 @@ print(floor.table())
 from tts_kit.core import contract
 from tts_kit.precision.listening import QUALITY_TEXTS, judge_quality, quality_spread
 
-heard = QUALITY_TEXTS[:1] if quick else QUALITY_TEXTS
+heard = ("Hello there.",) if quick else QUALITY_TEXTS  # quick: one short text (CI)
 own_takes = quality_spread(bundle.path, heard, takes=2 if quick else 3)
 fidelity, listener = {}, {}
 for name, rep in reports.items():
@@ -190,7 +190,7 @@ from tts_kit.precision.measure import PIPER_TEXTS, piper_distances
 voice_rows, voice_paths = [], {}
 if speaker.family == "piper":
     ref_voice = model_ref(speaker)
-    heard_texts = QUALITY_TEXTS[:1] if quick else QUALITY_TEXTS
+    heard_texts = ("Hello there.",) if quick else QUALITY_TEXTS  # quick: one short text
     spread = quality_spread(ref_voice, heard_texts, takes=2 if quick else 3)
     print(f"the voice's own takes ({spread.takes}), worst against take 0:",
           {k: v for k, v in spread.worst.to_dict().items() if k != "notes"})

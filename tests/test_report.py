@@ -471,33 +471,14 @@ def test_a_rerun_measures_the_presets_the_report_saved(tiny_bundle_dir, tmp_path
     assert "preset 'lean' changed since the report" in verdict.summary()
 
 
-@pytest.mark.slow  # two reports and a rerun: trials in fresh processes
-def test_report_json_writes_home_paths_as_tilde_unless_asked(tiny_bundle_dir, tmp_path,
-                                                            monkeypatch):
-    import shutil
-
-    home = tmp_path / "home"
-    model = home / "models" / "tiny"
-    shutil.copytree(tiny_bundle_dir, model)
-    monkeypatch.setenv("HOME", str(home))
-    short = report.make_report(home / "out", model=model, sweep=_small_spec(), progress=False,
-                               render=False)[0]
-    text = short.read_text()
-    assert str(home) not in text and json.loads(text)["model"]["path"] == "~/models/tiny"
-    full = report.make_report(home / "full", model=model, sweep=_small_spec(), progress=False,
-                              render=False, full_paths=True)[0]
-    assert json.loads(full.read_text())["model"]["path"] == str(model)
-    # A report that says "~/..." still finds its model for a rerun.
-    verdict = report.rerun_report(short, progress=False, confirm_rounds=0)
-    assert verdict.new.model["path"] == "~/models/tiny" and not verdict.model_changed
-
-
 @pytest.mark.notebook
 def test_no_report_file_names_the_home_directory_unless_asked(tiny_bundle_dir, tmp_path,
                                                               monkeypatch, capsys):
     """report.json, report.ipynb (its parameters and papermill's metadata) and report.html
     of a model and output under the home directory: ``~/...`` unless --full-paths (which
-    keeps the recorded paths; the page's banner is a display and always shows ``~``)."""
+    keeps the recorded paths; the page's banner is a display and always shows ``~``).
+    A report that says ``~/...`` still finds its model for a rerun. (The two reports serve
+    both checks: report.json's own test of ``~`` was folded in here, saving two reports.)"""
     pytest.importorskip("papermill")
     import shutil
 
@@ -520,6 +501,11 @@ def test_no_report_file_names_the_home_directory_unless_asked(tiny_bundle_dir, t
             else:
                 assert str(home) not in text, name
                 assert "~/models/tiny" in text, name
+        recorded = json.loads((out / "report.json").read_text())["model"]["path"]
+        assert recorded == (str(model) if flag else "~/models/tiny")
+    verdict = report.rerun_report(home / "short" / "report.json", progress=False,
+                                  confirm_rounds=0)
+    assert verdict.new.model["path"] == "~/models/tiny" and not verdict.model_changed
 
 
 # -- the main job: the users' default, on the full stand-in (issue 13) --------------------
