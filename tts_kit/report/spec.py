@@ -84,9 +84,9 @@ class SweepSpec:
     trials are also killed past it. None: no budget."""
     workload: Workload = field(default_factory=lambda: Workload(repeats=REPORT_REPEATS))
     """What every trial synthesises (`tts_kit.experiments.workload.Workload`; its voice, when the
-    bundle lacks it, falls back to the bundle's default). The default 3 repeats keep the
-    default sweep (20 trials) to a few minutes on the tiny stand-in and under ten on the
-    full one; raise them for tighter percentiles."""
+    bundle lacks it, falls back to the bundle's default). The default 3 repeats, shared out
+    between the two rounds, keep the default sweep (20 configurations, 40 trials) to a few
+    minutes on the tiny stand-in; raise them for tighter percentiles."""
 
     def __post_init__(self) -> None:
         if self.steps is None:
