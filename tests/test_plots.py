@@ -68,6 +68,20 @@ def test_stage_times_single_and_grouped():
     assert plots.figure_png(grouped)[:4] == PNG
 
 
+def test_stage_times_labels_seconds_long_stages_with_thousands_separators():
+    # Notebook 01's chunked Korean text (72 s of synthesis) read '63751.2' beside its bar,
+    # 'total 72686 ms' in the title and '60000' under the axis.
+    t = {"text": 0.0117, "vector_estimator": 63.7512, "vocoder": 7.7257, "total": 72.686}
+    fig = plots.stage_times(t)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    assert "total 72,686 ms" in ax.get_title()
+    labels = [a.get_text() for a in ax.texts]
+    assert labels == ["11.7", "63,751", "7,726"]
+    ticks = [x.get_text() for x in ax.get_xticklabels()]
+    assert "60,000" in ticks
+
+
 def test_pareto_front_and_recommendation():
     recs = [
         {"preset": "a", "cpus": 1, "status": "ok", "peak_rss_mb": 100, "p50_ms": 10},

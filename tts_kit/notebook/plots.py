@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 from tts_kit.core import contract
 from tts_kit.experiments.records import (
@@ -212,6 +213,12 @@ def _stages_in(groups: Any) -> list[str]:
     return stages
 
 
+def _ms_text(ms: float) -> str:
+    """A bar's label: one decimal under 100 ms (7.7), whole milliseconds with thousands
+    separators above (63,751)."""
+    return f"{ms:.1f}" if ms < 100 else f"{ms:,.0f}"
+
+
 def stage_times(
     results: Any, title: str | None = "time per stage", fig: Figure | None = None
 ) -> Figure:
@@ -248,7 +255,7 @@ def stage_times(
         bars = ax.barh(ys, ms, height=height * 0.9, color=colors,
                        alpha=1.0 - 0.5 * gi / max(n, 1), label=label or None)
         for bar, v in zip(bars, ms):
-            ax.annotate(f"{v:.1f}", (bar.get_width(), bar.get_y() + bar.get_height() / 2),
+            ax.annotate(_ms_text(v), (bar.get_width(), bar.get_y() + bar.get_height() / 2),
                         xytext=(3, 0), textcoords="offset points", va="center", fontsize=7)
         if label:
             for y in ys:
@@ -257,9 +264,12 @@ def stage_times(
     ax.set_yticks(np.arange(len(stages)), stages)
     ax.invert_yaxis()
     ax.set_xlabel("milliseconds")
+    # Seconds-long syntheses (a chunked text) printed '63751.2' and ticks '60000':
+    # thousands separators, and no decimals where they carry nothing.
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
     total = [g.get("total") for g in groups.values() if g.get("total")]
     if title:
-        suffix = "" if not total else "  (total " + ", ".join(f"{t * 1000:.0f}" for t in total)
+        suffix = "" if not total else "  (total " + ", ".join(f"{t * 1000:,.0f}" for t in total)
         ax.set_title(title + (suffix + " ms)" if suffix else ""), fontsize=10)
     ax.grid(axis="x", alpha=0.3)
     return fig
