@@ -259,11 +259,28 @@ class SeedCheck:
         return "\n".join(lines)
 
     def dataframes(self) -> tuple[Any, Any]:
-        """(instances, split) as pandas DataFrames (pandas imported only here)."""
+        """(instances, split) as pandas DataFrames (pandas imported only here), rounded as
+        `table` prints them: MB whole, RTF and ratios to 2 decimals, percents to 1 (notebook
+        02 showed ``459.90625`` and ``1.642522``).
+
+        Example:
+            >>> c = seed_claims("/nowhere")
+            >>> inst, split = SeedCheck(instance_ratios([], c), [], c.sources).dataframes()
+            >>> list(inst.columns)[:3], len(split)
+            (['cpus', 'status', 'note'], 0)
+        """
         import pandas as pd
 
-        return (pd.DataFrame(self.instances).set_index("instance"),
-                pd.DataFrame(self.split).set_index("stand-in part"))
+        digits = {IDLE_RSS_MB: 0, PEAK_RSS_MB: 0, RTF: 2, "stand-in %": 1, "seed %": 1,
+                  "ratio": 2}
+        digits |= {f"{k} ratio": 2 for k in COMPARED} | {f"seed {k}": digits[k]
+                                                          for k in COMPARED}
+        # Without a split (``seed_check(split=False)``) an empty table, not a KeyError.
+        split_cols = ["stand-in part", "stand-in %", "seed components", "seed %", "ratio"]
+        frames = (pd.DataFrame(self.instances).set_index("instance"),
+                  pd.DataFrame(self.split, columns=split_cols).set_index("stand-in part"))
+        return tuple(f.round({c: n for c, n in digits.items() if c in f.columns})
+                     for f in frames)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
