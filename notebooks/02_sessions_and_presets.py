@@ -123,8 +123,10 @@ check.sources
 # ## What we measured, what to conclude
 
 # %%
-from tts_kit.notebook.widgets import model_summary
+from tts_kit.notebook.widgets import model_summary, trust_line
 
+if note := trust_line(tuner.records):  # first: the machine was too busy to trust the trials
+    print(note)
 print(f"{record['preset']} @ {record['cpus']} vCPU, {record['status']}: p50 "
       f"{record['p50_ms'] or 0:,.0f} ms, peak RSS {record['peak_rss_mb'] or 0:,.0f} MB.")
 print(f"Measured on {model_summary(bundle)}. To compare every preset at 1, 2 and 4 vCPU and "

@@ -54,8 +54,11 @@ result = tune.sweep(bundle, presets, workload, cpus=cpus, mem_budget_mb=budget_m
 frame(result.records, [*FRAME_KEYS, "pareto"])  # every field: result.dataframe()
 
 # %%
+from tts_kit.notebook.widgets import trust_line
+
 recommended, reason = result.recommend(budget_mb)
-print(reason)
+note = trust_line(result.records)  # a busy machine's pick is provisional: said first
+print("\n".join(filter(None, [note, reason])))
 
 # %%
 from tts_kit.notebook import plots
@@ -125,3 +128,5 @@ print(f"Fastest: {fast['preset']} @ {fast['cpus']} vCPU, p50 {fast['p50_ms']:,.0
       f"(peak {fast['peak_rss_mb']:,.0f} MB). Smallest: {small['preset']} @ {small['cpus']} "
       f"vCPU, peak {small['peak_rss_mb']:,.0f} MB (p50 {small['p50_ms']:,.0f} ms).")
 print(f"For a {budget_mb} MB budget: {reason}")
+if note:
+    print(note)
