@@ -116,7 +116,8 @@ from tts_kit.experiments.seed_check import seed_check
 
 check = seed_check(bundle, workload)
 instances_vs_seed, split_vs_seed = check.dataframes()
-display(instances_vs_seed, split_vs_seed)
+with pd.option_context("display.max_colwidth", None):  # a status says why, whole
+    display(instances_vs_seed, split_vs_seed)
 check.sources
 
 # %% [markdown]

@@ -85,6 +85,7 @@ def test_ratios_and_an_instance_this_machine_cannot_hold():
 
 
 def test_dataframes_are_rounded_as_the_text_table():
+    pd = pytest.importorskip("pandas")
     # Notebook 02 showed the measured figures unrounded: 459.90625 MB, ratio 1.642522.
     rows = [{"instance": "1 vCPU / 1 GB", "measured": True, "status": "ok",
              IDLE_RSS_MB: 459.90625, PEAK_RSS_MB: 627.941406, RTF: 0.960888}]
@@ -94,8 +95,13 @@ def test_dataframes_are_rounded_as_the_text_table():
     inst, parts = sc.SeedCheck(sc.instance_ratios(rows, PACKAGED), split,
                                PACKAGED.sources).dataframes()
     one = inst.loc["1 vCPU / 1 GB"]
-    assert (one[IDLE_RSS_MB], one[PEAK_RSS_MB], one[RTF]) == (460.0, 628.0, 0.96)
-    assert one[f"{IDLE_RSS_MB} ratio"] == 1.64 and one[f"{RTF} ratio"] == 1.13
+    assert (one[("idle MB", "stand-in")], one[("peak MB", "stand-in")],
+            one[("RTF", "stand-in")]) == (460.0, 628.0, 0.96)
+    assert one[("idle MB", "ratio")] == 1.64 and one[("RTF", "ratio")] == 1.13
+    assert one[("idle MB", "seed")] == 280.0 and one[("", "status")] == "ok"
+    # An instance without figures says why in its status, not in a column of its own.
+    four = inst.loc["4 vCPU / 4 GB"]
+    assert four[("", "status")] == "not measured" and pd.isna(four[("RTF", "stand-in")])
     assert list(parts["stand-in %"]) == [75.1, 11.3, 13.6]
     assert list(parts["ratio"]) == [1.88, 0.21, 2.73]
 
