@@ -54,9 +54,9 @@ pd.DataFrame({name: {"from": shorten(p.source.split(":")[0], 40),
 # %%
 
 used = sorted({k for p in PRESETS.values() for k in p.set_options()})
-with pd.option_context("display.max_colwidth", None):  # each line whole, not cut at 50
+with pd.option_context("display.max_colwidth", None):  # each doc whole, not cut mid-phrase
     display(pd.DataFrame({"what it does": [
-        shorten(OPTION_DOCS.get(k, "a session config entry"), 160) for k in used]}, index=used))
+        OPTION_DOCS.get(k, "a session config entry") for k in used]}, index=used))
 
 # %% [markdown]
 # ## The tuner
