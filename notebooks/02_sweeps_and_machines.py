@@ -31,8 +31,8 @@ from tts_kit.notebook.widgets import banner, lesson
 where, source = resolve_model_dir(model_dir)  # the one place the model is chosen
 bundle = Bundle(where)
 display(banner(bundle, source))
-lesson(bundle, "Which preset and vCPU count is fastest, and which is smallest, for a memory "
-       "budget.", quick=quick)
+display(lesson(bundle, "Which preset and vCPU count is fastest, and which is smallest, for a "
+               "memory budget.", quick=quick))  # not the cell's last line: displayed
 # What every trial below synthesises: the default measurement texts, language and voice.
 workload = Workload(steps=2 if quick else contract.DEFAULT_STEPS, repeats=2 if quick else 5)
 
