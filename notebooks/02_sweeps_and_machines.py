@@ -113,7 +113,7 @@ finally:
 # %%
 for machine, part in fleet.by_machine().items():
     pick, why = part.recommend(budget_mb)
-    print(f"{machine}:\n  {why}")
+    print(f"{machine}:\n  " + "\n  ".join(filter(None, [trust_line(part.records), why])))
     display(plots.pareto(part.records, recommended=pick, budget_mb=budget_mb, title=machine))
 
 # %% [markdown]
