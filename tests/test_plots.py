@@ -82,6 +82,17 @@ def test_stage_times_labels_seconds_long_stages_with_thousands_separators():
     assert "60,000" in ticks
 
 
+def test_memory_timeline_legend_names_a_piper_voices_stage():
+    # Notebook 00's trial of a Piper voice: its 'voice' spans were shaded (load hatched,
+    # run solid) but the legend named neither the stage nor what the shading means.
+    fig = plots.memory_timeline([(0.0, 50.0), (1.0, 150.0), (2.0, 250.0)],
+                                events=[(0.2, "load voice"), (0.9, "trial: loaded"),
+                                        (1.0, "run voice")])
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert "voice" in labels and "trial: loaded" not in labels
+    assert "hatched: load; solid: run; dotted: release" in labels
+
+
 def test_pareto_front_and_recommendation():
     recs = [
         {"preset": "a", "cpus": 1, "status": "ok", "peak_rss_mb": 100, "p50_ms": 10},

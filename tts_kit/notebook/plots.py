@@ -135,10 +135,13 @@ def _unpack_measurement(m: Any, *, events: Any, budget_mb: float | None,
     return timeline, events, budget_mb, baseline_mb, peak_mb, title
 
 
+_OTHER_STAGE = "#ff7f0e"  # a stage of another family (Piper's one ``voice`` graph)
+
+
 def _shade_stages(ax: Any, events: list[tuple[float, str]], end: float) -> None:
     """Load and run spans shaded in their stage's colour; releases as dotted lines."""
     for start, stop, verb, stage in event_spans(events, end):
-        color = STAGE_COLORS.get(stage, "#ff7f0e")
+        color = STAGE_COLORS.get(stage, _OTHER_STAGE)
         if verb == "release":
             ax.axvline(start, color=color, ls=":", lw=1.2)
             continue
@@ -188,10 +191,14 @@ def _level_lines(ax: Any, rss: np.ndarray, baseline_mb: Any, peak_mb: Any,
 
 
 def _stage_legend(ax: Any, events: list[tuple[float, str]]) -> None:
-    """One legend entry per stage that appears, and what the shading means."""
-    stages = [s for s in STAGE_COLORS if any(_stage_of(n)[1] == s for _, n in events)]
+    """One legend entry per stage that appears, and what the shading means: every stage
+    the events name, whatever the model (a Piper voice's ``voice`` span was shaded but
+    missing from the legend), Supertonic's in pipeline order first."""
+    named = [stage for _, n in events for verb, stage in [_stage_of(n)] if verb is not None]
+    stages = [s for s in STAGE_COLORS if s in named]
+    stages += [s for s in dict.fromkeys(named) if s not in STAGE_COLORS]
     for s in stages:
-        ax.fill_between([], [], color=STAGE_COLORS[s], alpha=0.4, label=s)
+        ax.fill_between([], [], color=STAGE_COLORS.get(s, _OTHER_STAGE), alpha=0.4, label=s)
     if stages:
         ax.fill_between([], [], facecolor="white", edgecolor="#555", hatch="///",
                         label="hatched: load; solid: run; dotted: release")
