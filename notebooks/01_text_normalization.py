@@ -250,11 +250,11 @@ prose_speed = speed[speed["class"] == "prose"].set_index("lang")["chars/s"]
 print(f"{changed} of {len(rows)} class examples were rewritten, each by a rule the trace "
       "names: read the trace when a reading surprises you, and add a lexicon entry or a "
       "golden case rather than editing the text by hand.")
-print("Speed here (cold): prose " + ", ".join(f"{lang} {v / 1e3:.0f}k chars/s"
+print("Speed here (cold): prose " + ", ".join(f"{lang} {v / 1e3:,.0f}k chars/s"
                                                for lang, v in prose_speed.items())
       + f"; the slowest class, {slowest['lang']} {slowest['class']}, "
-      f"{slowest['chars/s'] / 1e3:.0f}k; the fastest, {fastest['lang']} {fastest['class']}, "
-      f"{fastest['chars/s'] / 1e3:.0f}k.")
+      f"{slowest['chars/s'] / 1e3:,.0f}k; the fastest, {fastest['lang']} {fastest['class']}, "
+      f"{fastest['chars/s'] / 1e3:,.0f}k.")
 text_ms, total_ms = 1e3 * result.timings["text"], 1e3 * result.timings["total"]
 print(f"Against the synthesis it feeds: the chunked Korean text's text stage (normalising, "
       f"chunking and encoding) took {text_ms:,.1f} ms of {total_ms:,.0f} ms "
