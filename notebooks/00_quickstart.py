@@ -86,8 +86,9 @@ from tts_kit.notebook.widgets import LiveMemoryGraph
 
 graph = LiveMemoryGraph(title="one trial in a fresh process (1 vCPU)")
 display(graph)
+# The session options of the player's engine (its default preset, whatever the family).
 record = graph.watch(
-    tune.trial, speaker, "supertonic-default", player.workload(repeats=2 if quick else 5),
+    tune.trial, speaker, engine.preset.name, player.workload(repeats=2 if quick else 5),
     cpus=1,
 )
 
@@ -104,7 +105,7 @@ graph.figure()
 
 # %%
 from tts_kit.experiments.records import format_timings
-from tts_kit.notebook.widgets import model_summary
+from tts_kit.notebook.widgets import model_summary, trust_line
 
 stages = {k: v for k, v in format_timings(player.result.timings) if k != "total"}  # ms
 top = max(stages, key=stages.get)
@@ -117,3 +118,5 @@ print(f"In a fresh process pinned to 1 vCPU: load {record['load_s']:.1f} s, firs
 settings = f"voice {player.voice.value}, speed {player.speed.value:.2f}" + (
     f", {player.steps.value} flow steps" if has_steps else "")
 print(f"Every figure above is the speaker's: {model_summary(speaker)} ({settings}).")
+if note := trust_line([record]):  # the machine was too busy to trust the trial
+    print(note)

@@ -54,9 +54,9 @@ pd.DataFrame({name: {"from": shorten(p.source.split(":")[0], 40),
 # %%
 
 used = sorted({k for p in PRESETS.values() for k in p.set_options()})
-with pd.option_context("display.max_colwidth", None):  # each line whole, not cut at 50
+with pd.option_context("display.max_colwidth", None):  # each doc whole, not cut mid-phrase
     display(pd.DataFrame({"what it does": [
-        shorten(OPTION_DOCS.get(k, "a session config entry"), 160) for k in used]}, index=used))
+        OPTION_DOCS.get(k, "a session config entry") for k in used]}, index=used))
 
 # %% [markdown]
 # ## The tuner
@@ -116,15 +116,18 @@ from tts_kit.experiments.seed_check import seed_check
 
 check = seed_check(bundle, workload)
 instances_vs_seed, split_vs_seed = check.dataframes()
-display(instances_vs_seed, split_vs_seed)
+with pd.option_context("display.max_colwidth", None):  # a status says why, whole
+    display(instances_vs_seed, split_vs_seed)
 check.sources
 
 # %% [markdown]
 # ## What we measured, what to conclude
 
 # %%
-from tts_kit.notebook.widgets import model_summary
+from tts_kit.notebook.widgets import model_summary, trust_line
 
+if note := trust_line(tuner.records):  # first: the machine was too busy to trust the trials
+    print(note)
 print(f"{record['preset']} @ {record['cpus']} vCPU, {record['status']}: p50 "
       f"{record['p50_ms'] or 0:,.0f} ms, peak RSS {record['peak_rss_mb'] or 0:,.0f} MB.")
 print(f"Measured on {model_summary(bundle)}. To compare every preset at 1, 2 and 4 vCPU and "

@@ -31,8 +31,8 @@ from tts_kit.notebook.widgets import banner, lesson
 where, source = resolve_model_dir(model_dir)  # the one place the model is chosen
 bundle = Bundle(where)
 display(banner(bundle, source))
-lesson(bundle, "Which preset and vCPU count is fastest, and which is smallest, for a memory "
-       "budget.", quick=quick)
+display(lesson(bundle, "Which preset and vCPU count is fastest, and which is smallest, for a "
+               "memory budget.", quick=quick))  # not the cell's last line: displayed
 # What every trial below synthesises: the default measurement texts, language and voice.
 workload = Workload(steps=2 if quick else contract.DEFAULT_STEPS, repeats=2 if quick else 5)
 
@@ -54,8 +54,11 @@ result = tune.sweep(bundle, presets, workload, cpus=cpus, mem_budget_mb=budget_m
 frame(result.records, [*FRAME_KEYS, "pareto"])  # every field: result.dataframe()
 
 # %%
+from tts_kit.notebook.widgets import trust_line
+
 recommended, reason = result.recommend(budget_mb)
-print(reason)
+note = trust_line(result.records)  # a busy machine's pick is provisional: said first
+print("\n".join(filter(None, [note, reason])))
 
 # %%
 from tts_kit.notebook import plots
@@ -110,7 +113,7 @@ finally:
 # %%
 for machine, part in fleet.by_machine().items():
     pick, why = part.recommend(budget_mb)
-    print(f"{machine}:\n  {why}")
+    print(f"{machine}:\n  " + "\n  ".join(filter(None, [trust_line(part.records), why])))
     display(plots.pareto(part.records, recommended=pick, budget_mb=budget_mb, title=machine))
 
 # %% [markdown]
@@ -125,3 +128,5 @@ print(f"Fastest: {fast['preset']} @ {fast['cpus']} vCPU, p50 {fast['p50_ms']:,.0
       f"(peak {fast['peak_rss_mb']:,.0f} MB). Smallest: {small['preset']} @ {small['cpus']} "
       f"vCPU, peak {small['peak_rss_mb']:,.0f} MB (p50 {small['p50_ms']:,.0f} ms).")
 print(f"For a {budget_mb} MB budget: {reason}")
+if note:
+    print(note)

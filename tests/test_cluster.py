@@ -137,6 +137,15 @@ def test_a_cluster_sweep_matches_the_local_one_one_trial_per_worker(client, tiny
 
 
 @pytest.mark.slow  # a local Dask cluster (5-15 s): out of the quick loop
+def test_the_local_cluster_leaves_port_8787_alone(client):
+    # Notebook 02 in the browser walk printed "UserWarning: Port 8787 is already in use"
+    # under "no dashboard": the scheduler's HTTP server took the dashboard's default port.
+    server = client.cluster.scheduler.http_server
+    [(host, port)] = {s.getsockname()[:2] for s in server._sockets.values()}
+    assert host == "127.0.0.1" and port != 8787
+
+
+@pytest.mark.slow  # a local Dask cluster (5-15 s): out of the quick loop
 def test_a_worker_with_another_fingerprint_refuses_the_trial(client, real_copy, monkeypatch):
     ex = cluster.TrialExecutor(client)
     ref = ex.ref(real_copy)

@@ -71,6 +71,25 @@ def test_each_notebook_states_the_model_its_lesson_needs():
         assert "lesson(" in first and "quick=quick" in first, path.name
 
 
+def test_each_lesson_box_is_displayed():
+    """A ``lesson(...)`` box shows only as its cell's last expression or inside
+    ``display(...)``: 02_sweeps built one in the middle of its cell and the browser walk
+    showed none."""
+    import ast
+
+    for path in SOURCES:
+        for cell in jupytext.read(path).cells:
+            if cell.cell_type != "code" or "lesson(" not in cell.source:
+                continue
+            body = ast.parse(cell.source).body
+            shown = {id(body[-1].value)} if isinstance(body[-1], ast.Expr) else set()
+            shown |= {id(a) for n in ast.walk(ast.Module(body, [])) if isinstance(n, ast.Call)
+                      and getattr(n.func, "id", "") == "display" for a in n.args}
+            calls = [n for n in ast.walk(ast.Module(body, [])) if isinstance(n, ast.Call)
+                     and getattr(n.func, "id", "") == "lesson"]
+            assert calls and all(id(c) in shown for c in calls), path.name
+
+
 def test_05_warns_before_its_sweep_when_opened_on_its_own():
     """Opened on its own, 05 runs a sweep of many trials: it says how many and how long
     (one trial timed) before the sweep starts."""

@@ -68,6 +68,31 @@ def test_stage_times_single_and_grouped():
     assert plots.figure_png(grouped)[:4] == PNG
 
 
+def test_stage_times_labels_seconds_long_stages_with_thousands_separators():
+    # Notebook 01's chunked Korean text (72 s of synthesis) read '63751.2' beside its bar,
+    # 'total 72686 ms' in the title and '60000' under the axis.
+    t = {"text": 0.0117, "vector_estimator": 63.7512, "vocoder": 7.7257, "total": 72.686}
+    fig = plots.stage_times(t)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    assert "total 72,686 ms" in ax.get_title()
+    labels = [a.get_text() for a in ax.texts]
+    assert labels == ["11.7", "63,751", "7,726"]
+    ticks = [x.get_text() for x in ax.get_xticklabels()]
+    assert "60,000" in ticks
+
+
+def test_memory_timeline_legend_names_a_piper_voices_stage():
+    # Notebook 00's trial of a Piper voice: its 'voice' spans were shaded (load hatched,
+    # run solid) but the legend named neither the stage nor what the shading means.
+    fig = plots.memory_timeline([(0.0, 50.0), (1.0, 150.0), (2.0, 250.0)],
+                                events=[(0.2, "load voice"), (0.9, "trial: loaded"),
+                                        (1.0, "run voice")])
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert "voice" in labels and "trial: loaded" not in labels
+    assert "hatched: load; solid: run; dotted: release" in labels
+
+
 def test_pareto_front_and_recommendation():
     recs = [
         {"preset": "a", "cpus": 1, "status": "ok", "peak_rss_mb": 100, "p50_ms": 10},

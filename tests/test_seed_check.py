@@ -84,6 +84,28 @@ def test_ratios_and_an_instance_this_machine_cannot_hold():
     assert "inference cache + preprocessing + batch buffers" in text
 
 
+def test_dataframes_are_rounded_as_the_text_table():
+    pd = pytest.importorskip("pandas")
+    # Notebook 02 showed the measured figures unrounded: 459.90625 MB, ratio 1.642522.
+    rows = [{"instance": "1 vCPU / 1 GB", "measured": True, "status": "ok",
+             IDLE_RSS_MB: 459.90625, PEAK_RSS_MB: 627.941406, RTF: 0.960888}]
+    split = sc.split_ratios({"weights and sessions (load)": 75.059332,
+                             "working memory (run)": 11.310389, "runtime": 13.630279},
+                            PACKAGED)
+    inst, parts = sc.SeedCheck(sc.instance_ratios(rows, PACKAGED), split,
+                               PACKAGED.sources).dataframes()
+    one = inst.loc["1 vCPU / 1 GB"]
+    assert (one[("idle MB", "stand-in")], one[("peak MB", "stand-in")],
+            one[("RTF", "stand-in")]) == (460.0, 628.0, 0.96)
+    assert one[("idle MB", "ratio")] == 1.64 and one[("RTF", "ratio")] == 1.13
+    assert one[("idle MB", "seed")] == 280.0 and one[("", "status")] == "ok"
+    # An instance without figures says why in its status, not in a column of its own.
+    four = inst.loc["4 vCPU / 4 GB"]
+    assert four[("", "status")] == "not measured" and pd.isna(four[("RTF", "stand-in")])
+    assert list(parts["stand-in %"]) == [75.1, 11.3, 13.6]
+    assert list(parts["ratio"]) == [1.88, 0.21, 2.73]
+
+
 @pytest.mark.slow
 def test_seed_check_measures_the_tiny_standin(tiny_bundle_dir, tmp_path):
     from tts_kit.experiments.workload import Workload

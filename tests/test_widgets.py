@@ -204,3 +204,21 @@ def test_the_lesson_box_says_when_the_figures_are_not_the_lesson(tiny_bundle_dir
     quick_full = widgets.lesson(fake_full, "Costs.", quick=True).data
     assert "the figures are the lesson" not in quick_full
     assert "quick mode measures fewer settings" in quick_full and "quick = False" in quick_full
+
+
+def test_trust_line_says_when_a_notebooks_trials_ran_on_a_busy_machine():
+    # Notebook 02's seed check in the browser walk (load average 6.6 on 2 cores): its
+    # 2-vCPU trial ran slower than its 1-vCPU one and the tuner's trial got 45 % CPU at
+    # 2 vCPU, under conclusions that read as the lesson's answer.
+    quiet = {"status": "ok", "core_share": 97.0, "cpu_wait_percent": 2.0,
+             "loadavg_before": 0.4, "loadavg_after": 1.1, "cpus": 1}
+    busy = {"status": "ok", "core_share": 22.0, "cpu_wait_percent": 55.0,
+            "loadavg_before": 6.6, "loadavg_after": 6.7, "cpus": 2}
+    assert widgets.trust_line([quiet], cores=2) == ""
+    line = widgets.trust_line([quiet, busy], cores=2)
+    assert line.startswith("provisional: the machine was busy (1 of 2 trials got 22 % of "
+                           "their cores, waiting 55 % of the time for one")
+    assert line.endswith("run this notebook again on a quiet machine before drawing its "
+                         "conclusions.")
+    unsteady = {**quiet, "latencies_ms": [100.0, 104.0, 260.0]}
+    assert "measure more" in widgets.trust_line([unsteady], cores=2)

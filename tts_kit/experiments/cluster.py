@@ -527,8 +527,13 @@ def local_cluster(n_workers: int = 2, timeout_s: float = 60.0, **kwargs: Any) ->
 
     opts: dict[str, Any] = dict(
         n_workers=n_workers, processes=True, threads_per_worker=1,
-        resources={RESOURCE: 1}, host="127.0.0.1", dashboard_address=None,
-        scheduler_kwargs={"allowed_failures": 0}, silence_logs=logging.ERROR,
+        resources={RESOURCE: 1}, host="127.0.0.1",
+        # The scheduler's HTTP server starts even without a dashboard; given no address
+        # it takes port 8787 and, when a neighbour holds it, warns "Port 8787 is already
+        # in use" into the notebook (02 in the browser walk): any free port instead.
+        dashboard_address="127.0.0.1:0",
+        scheduler_kwargs={"allowed_failures": 0, "dashboard": False},
+        silence_logs=logging.ERROR,
     )
     opts.update(kwargs)
     # Non-daemonic workers may start a trial's process (worker_trial also copes). A

@@ -33,7 +33,7 @@ from typing import Any
 
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textsafe import display_path
-from tts_kit.experiments.records import IDLE_RSS_MB, PEAK_RSS_MB, RTF
+from tts_kit.experiments.records import IDLE_RSS_MB, PEAK_RSS_MB, RTF, heading
 from tts_kit.experiments.workload import Workload
 
 #: The packaged copy of the seeds' tables (used when the seed files are absent).
@@ -259,11 +259,36 @@ class SeedCheck:
         return "\n".join(lines)
 
     def dataframes(self) -> tuple[Any, Any]:
-        """(instances, split) as pandas DataFrames (pandas imported only here)."""
+        """(instances, split) as pandas DataFrames (pandas imported only here), as compact
+        as `table`: per figure (idle MB, peak MB, RTF) the stand-in, the seed and their
+        ratio under one heading, MB whole, RTF and ratios to 2 decimals, percents to 1, and
+        a status that says why an instance has no figures (notebook 02 showed raw keys,
+        ``459.90625`` and ``1.642522``, and ran off the page's right edge).
+
+        Example:
+            >>> c = seed_claims("/nowhere")
+            >>> inst, split = SeedCheck(instance_ratios([], c), [], c.sources).dataframes()
+            >>> list(inst.columns)[:2], len(split)
+            ([('idle MB', 'stand-in'), ('idle MB', 'seed')], 0)
+        """
         import pandas as pd
 
-        return (pd.DataFrame(self.instances).set_index("instance"),
-                pd.DataFrame(self.split).set_index("stand-in part"))
+        digits = {IDLE_RSS_MB: 0, PEAK_RSS_MB: 0, RTF: 2}
+        inst = pd.DataFrame(
+            {(heading(k), part): [None if r[col] is None else round(r[col], n)
+                                  for r in self.instances]
+             for k in COMPARED
+             for part, col, n in (("stand-in", k, digits.get(k, 2)),
+                                  ("seed", f"seed {k}", digits.get(k, 2)),
+                                  ("ratio", f"{k} ratio", 2))},
+            index=pd.Index([r["instance"] for r in self.instances], name="instance"))
+        inst[("", "status")] = [r["status"] + (f" ({r['note']})" if r["note"] else "")
+                                for r in self.instances]
+        inst.columns = pd.MultiIndex.from_tuples(inst.columns)
+        # Without a split (``seed_check(split=False)``) an empty table, not a KeyError.
+        split_cols = ["stand-in part", "stand-in %", "seed components", "seed %", "ratio"]
+        split = pd.DataFrame(self.split, columns=split_cols).set_index("stand-in part")
+        return inst, split.round({"stand-in %": 1, "seed %": 1, "ratio": 2})
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 from tts_kit.core import contract
 from tts_kit.experiments.records import (
@@ -134,10 +135,13 @@ def _unpack_measurement(m: Any, *, events: Any, budget_mb: float | None,
     return timeline, events, budget_mb, baseline_mb, peak_mb, title
 
 
+_OTHER_STAGE = "#ff7f0e"  # a stage of another family (Piper's one ``voice`` graph)
+
+
 def _shade_stages(ax: Any, events: list[tuple[float, str]], end: float) -> None:
     """Load and run spans shaded in their stage's colour; releases as dotted lines."""
     for start, stop, verb, stage in event_spans(events, end):
-        color = STAGE_COLORS.get(stage, "#ff7f0e")
+        color = STAGE_COLORS.get(stage, _OTHER_STAGE)
         if verb == "release":
             ax.axvline(start, color=color, ls=":", lw=1.2)
             continue
@@ -187,10 +191,14 @@ def _level_lines(ax: Any, rss: np.ndarray, baseline_mb: Any, peak_mb: Any,
 
 
 def _stage_legend(ax: Any, events: list[tuple[float, str]]) -> None:
-    """One legend entry per stage that appears, and what the shading means."""
-    stages = [s for s in STAGE_COLORS if any(_stage_of(n)[1] == s for _, n in events)]
+    """One legend entry per stage that appears, and what the shading means: every stage
+    the events name, whatever the model (a Piper voice's ``voice`` span was shaded but
+    missing from the legend), Supertonic's in pipeline order first."""
+    named = [stage for _, n in events for verb, stage in [_stage_of(n)] if verb is not None]
+    stages = [s for s in STAGE_COLORS if s in named]
+    stages += [s for s in dict.fromkeys(named) if s not in STAGE_COLORS]
     for s in stages:
-        ax.fill_between([], [], color=STAGE_COLORS[s], alpha=0.4, label=s)
+        ax.fill_between([], [], color=STAGE_COLORS.get(s, _OTHER_STAGE), alpha=0.4, label=s)
     if stages:
         ax.fill_between([], [], facecolor="white", edgecolor="#555", hatch="///",
                         label="hatched: load; solid: run; dotted: release")
@@ -210,6 +218,12 @@ def _stages_in(groups: Any) -> list[str]:
     for g in groups:
         stages += [s for s in g if s not in stages and s != "total"]
     return stages
+
+
+def _ms_text(ms: float) -> str:
+    """A bar's label: one decimal under 100 ms (7.7), whole milliseconds with thousands
+    separators above (63,751)."""
+    return f"{ms:.1f}" if ms < 100 else f"{ms:,.0f}"
 
 
 def stage_times(
@@ -248,7 +262,7 @@ def stage_times(
         bars = ax.barh(ys, ms, height=height * 0.9, color=colors,
                        alpha=1.0 - 0.5 * gi / max(n, 1), label=label or None)
         for bar, v in zip(bars, ms):
-            ax.annotate(f"{v:.1f}", (bar.get_width(), bar.get_y() + bar.get_height() / 2),
+            ax.annotate(_ms_text(v), (bar.get_width(), bar.get_y() + bar.get_height() / 2),
                         xytext=(3, 0), textcoords="offset points", va="center", fontsize=7)
         if label:
             for y in ys:
@@ -257,9 +271,12 @@ def stage_times(
     ax.set_yticks(np.arange(len(stages)), stages)
     ax.invert_yaxis()
     ax.set_xlabel("milliseconds")
+    # Seconds-long syntheses (a chunked text) printed '63751.2' and ticks '60000':
+    # thousands separators, and no decimals where they carry nothing.
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
     total = [g.get("total") for g in groups.values() if g.get("total")]
     if title:
-        suffix = "" if not total else "  (total " + ", ".join(f"{t * 1000:.0f}" for t in total)
+        suffix = "" if not total else "  (total " + ", ".join(f"{t * 1000:,.0f}" for t in total)
         ax.set_title(title + (suffix + " ms)" if suffix else ""), fontsize=10)
     ax.grid(axis="x", alpha=0.3)
     return fig

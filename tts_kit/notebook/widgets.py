@@ -160,6 +160,37 @@ def lesson(model: Any, needs: str, *, costs: bool = True, quick: bool = False) -
                 f"<b>This lesson:</b> {html.escape(needs)} {verdict}</div>")
 
 
+def trust_line(records: Sequence[Any], *, cores: int | None = None) -> str:
+    """One line for a notebook's conclusions when its trials' figures are not to be trusted
+    ("" when they are): the machine was busy (trials short of their pinned cores, a load
+    the trials do not explain) or the figures did not repeat, with the figures that show
+    it and what to do (`tts_kit.experiments.contention.assess` decides, as for reports).
+    A conclusion printed under it reads as provisional, not as the lesson's answer.
+
+    Args:
+        records: the trial records the conclusions quote.
+        cores: the machine's usable cores, the load average's scale (default: this
+            process's).
+
+    Example:
+        >>> trust_line([{"status": "ok", "core_share": 98.0, "cpu_wait_percent": 1.0}])
+        ''
+        >>> trust_line([{"status": "ok", "core_share": 45.0, "cpu_wait_percent": 50.0}],
+        ...            cores=2)[:37]
+        'provisional: the machine was busy (1 '
+    """
+    from tts_kit.core import procfacts
+    from tts_kit.experiments.contention import assess
+
+    found = assess(list(records), cores=cores if cores is not None else
+                   procfacts.usable_cores())
+    if not found.provisional:
+        return ""
+    todo = ("run this notebook again on a quiet machine before drawing its conclusions"
+            if found.busy else "measure more (more repeats) before trusting a difference")
+    return f"provisional: {found.finding()}; {todo}."
+
+
 def _png(fig: Any) -> bytes:
     return plots.figure_png(fig, dpi=90)
 
