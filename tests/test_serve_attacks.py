@@ -380,3 +380,29 @@ def test_out_of_file_descriptors_logs_little_and_recovers(tiny_bundle_dir, tmp_p
         srv.stop()
     assert srv.log.stat().st_size - before < 4000, srv.output()[before:before + 2000]
     assert "Traceback" not in srv.output()
+
+
+def test_one_accept_retry_is_queued_per_failure_not_one_per_backlog_slot():
+    import asyncio
+    import errno
+
+    from tts_kit.serve.guard import AcceptBackoffLoop
+
+    class OutOfFiles(socket.socket):
+        def accept(self):
+            raise OSError(errno.EMFILE, "Too many open files")
+
+    loop, sock = AcceptBackoffLoop(), OutOfFiles()
+    reported: list[dict] = []
+    try:
+        loop.set_exception_handler(lambda _loop, context: reported.append(context))
+        loop._accept_connection(lambda: None, sock, None, None, 2048)  # one ready event
+        retries = [h for h in loop._scheduled if "_start_serving" in repr(h)]
+        # asyncio before gh-151615: 2,048 reports and 2,048 retries for this one event.
+        assert len(reported) == 1 and len(retries) == 1
+        sock.close()
+        loop.run_until_complete(asyncio.sleep(1.2))  # the retry runs on a closed socket
+        assert len(reported) == 1  # and is dropped, not an 'Invalid file descriptor' error
+    finally:
+        sock.close()
+        loop.close()
