@@ -6,7 +6,9 @@ issue judges acceptable". Each recipe's copy is made first with ``tts-kit conver
 NAME --no-measure --no-floor`` (one-time preparation, timed and printed apart, outside the
 measured run); then every copy is served in turn, in alternating rounds (``fp32 int8-pw,
 fp32 int8-pw``) so a busy machine's drift falls on all of them alike, and each figure is
-the median over the rounds. ``fp32`` is the bundle itself.
+the median over the rounds. ``fp32`` is the bundle itself. ``NAME@request`` serves that
+copy with request scheduling instead (``fp32@request``: the issue's "today's scheduling"
+baseline, in the same run).
 
 A ratio here is speed only. Whether a recipe may be used is the listener's verdict
 (``tts-kit convert --recipe NAME`` without ``--no-floor``, or ``verify --against COPY
@@ -78,20 +80,22 @@ def recipes_run(model: str, recipes: list[str], args: Any, common: dict[str, Any
 
     if FP32 not in recipes:
         recipes = [FP32, *recipes]
+    names = list(dict.fromkeys(r.split("@")[0] for r in recipes))
     own = None if args.copies else tempfile.mkdtemp(prefix="tts_kit-recipes-")
     root = Path(args.copies or own)
     root.mkdir(parents=True, exist_ok=True)
     try:
         print(f"converted copies (one-time preparation) in {root}:", flush=True)
-        copies = make_copies(model, recipes, root)
+        copies = make_copies(model, names, root)
         top = max(common["concurrency"])
         per: dict[str, list[dict]] = {r: [] for r in recipes}
         for rnd in range(max(1, args.rounds)):
             for recipe in recipes:
-                res = serving_sweep(copies[recipe]["path"], architectures=["workers"],
+                name, _, sched = recipe.partition("@")
+                res = serving_sweep(copies[name]["path"], architectures=["workers"],
                                     workers=[args.workers], threads=[args.threads],
                                     loadings=["resident"],
-                                    server=ServeConfig(scheduling="chunk"), **common)
+                                    server=ServeConfig(scheduling=sched or "chunk"), **common)
                 rec = next((r for r in res.records if r.get("concurrency") == top), {})
                 per[recipe].append(rec)
                 print(f"  round {rnd + 1} {recipe}: audio-s per CPU-s "
@@ -109,8 +113,16 @@ def recipes_run(model: str, recipes: list[str], args: Any, common: dict[str, Any
             TTFA_P95_MS: median_or_none([r.get(TTFA_P95_MS) for r in recs]),
             AUDIO_RATE: median_or_none([r.get(AUDIO_RATE) for r in recs]),
             CPU_PERCENT: median_or_none([r.get(CPU_PERCENT) for r in recs]),
-            "prep_s": copies[recipe]["prep_s"]}
+            "prep_s": copies[recipe.split("@")[0]]["prep_s"]}
     _print_rows(rows, top, args)
+    request = rows.get(f"{FP32}@request", {}).get("audio_per_cpu_s")
+    if request:
+        for recipe, r in rows.items():
+            a = r["audio_per_cpu_s"]
+            if a and "@" not in recipe:
+                print(f"  {recipe} (chunk scheduling) / fp32 with request scheduling: "
+                      f"{a / request:.2f} (issue 27: at least 1.25 for fp32, more with the "
+                      "fastest acceptable recipe)")
     return {"recipes": rows, "concurrency": top, "rounds": args.rounds}
 
 
@@ -119,7 +131,8 @@ def _print_rows(rows: dict[str, dict], top: int, args: Any) -> None:
 
     base = rows[FP32]["audio_per_cpu_s"]
     print(f"\nrecipes served by workers x{args.workers} ({args.threads} thread each), chunk "
-          f"scheduling, concurrency {top}; medians of {args.rounds} alternating round(s)")
+          f"scheduling (NAME@request: request scheduling), concurrency {top}; medians of "
+          f"{args.rounds} alternating round(s)")
     print(f"{'recipe':<12}{'audio-s/CPU-s':>14}{'x fp32':>8}{'p50 ms':>9}{'ttfa95':>9}"
           f"{'prep s':>8}  per round")
     for recipe, r in rows.items():
