@@ -134,11 +134,13 @@ def test_serving_bench(tiny_bundle_dir, tmp_path):
 
 
 def test_serving_bench_on_converted_copies(tiny_bundle_dir, tmp_path):
-    text, data = _run("serving.py", "--model", str(tiny_bundle_dir), "--recipes", "int8-pw",
-                      "--rounds", "1", "--requests", "1", "--concurrency", "1", "--steps", "1",
-                      "--copies", str(tmp_path / "copies"), tmp_path=tmp_path)
+    text, data = _run("serving.py", "--model", str(tiny_bundle_dir), "--recipes",
+                      "fp32@request,int8-pw", "--rounds", "1", "--requests", "1",
+                      "--concurrency", "1", "--steps", "1", "--copies",
+                      str(tmp_path / "copies"), tmp_path=tmp_path)
     rows = data["recipes"]
-    assert list(rows) == ["fp32", "int8-pw"] and rows["fp32"]["prep_s"] == 0
+    assert list(rows) == ["fp32", "fp32@request", "int8-pw"] and rows["fp32"]["prep_s"] == 0
+    assert "int8-pw (chunk scheduling) / fp32 with request scheduling" in text
     assert rows["int8-pw"]["prep_s"] > 0 and (tmp_path / "copies" / "int8-pw" / "onnx").is_dir()
     assert all(r["audio_per_cpu_s"] > 0 for r in rows.values()), rows
     assert "one-time" in text and "x fp32" in text and "audio is noise" in text
