@@ -52,7 +52,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_chunk_chars=args.max_chunk_chars,
         order=args.order, header_timeout_s=args.header_timeout,
         body_timeout_s=args.body_timeout, limit_concurrency=args.limit_concurrency or None,
-        spinning=args.spinning, scheduling=args.scheduling,
+        spinning=args.spinning, scheduling=args.scheduling, batch=args.batch,
+        batch_wait_ms=args.batch_wait_ms,
     )
     cfg.check()  # one line, exit 2, before anything starts
     if args.model:
@@ -208,6 +209,14 @@ def _register_serve(add: AddCommand) -> None:
     sp.add_argument("--scheduling", default="chunk", choices=["request", "chunk"],
                     help="workers: request (a request's chunks all on the worker that took "
                     "it) or chunk (each chunk a job for any free worker; first chunks first)")
+    sp.add_argument("--batch", type=int, default=1, metavar="N",
+                    help="chunk scheduling, an experiment: a free worker takes up to N (at "
+                    "most 4) queued chunks of the same language, steps and speed, within 1.5x "
+                    "in characters, as one batched call; 1: off (measured not to win on a "
+                    "2-core CPU: docs/guide.md, Serving under load)")
+    sp.add_argument("--batch-wait-ms", type=float, default=2.0, metavar="MS",
+                    help="with --batch above 1: how long a free worker waits for a batch to "
+                    "fill when no other worker is free (at most 10)")
     sp.add_argument("--preset", default="supertonic-default", metavar="PRESET",
                     help=f"session preset, one of {preset_names}")
     sp.add_argument("--loading", default="resident", metavar="POLICY",

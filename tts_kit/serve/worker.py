@@ -220,6 +220,11 @@ def worker_main(conn: Any, cfg: WorkerConfig, cancel: Any = None,
         if msg[0] == "job":
             _run_job(engine, cfg, conn, msg, plans, running)
             continue
+        if msg[0] == "batch":  # several chunk jobs in one call (--batch)
+            from tts_kit.serve.batching import run_batch
+
+            run_batch(engine, cfg, conn, msg, plans, running)
+            continue
         params = msg[1]
         if cancel is not None:
             cancel.clear()  # set only for the request before this one
