@@ -152,7 +152,7 @@ def _rates(text: str | None) -> list[float]:
 
 def cmd_serve_sweep(args: argparse.Namespace) -> int:
     from tts_kit.serve.launch import Stopped, signals_end_the_block
-    from tts_kit.serve.sweep import serving_sweep
+    from tts_kit.serve.sweep import batching_verdict, serving_sweep
 
     if args.json:
         _check_output_file(args.json, "--json")
@@ -165,6 +165,8 @@ def cmd_serve_sweep(args: argparse.Namespace) -> int:
         return 128 + exc.signum
     _say(res.table())
     _say(f"recommendation: {res.recommend(args.p95_target_ms, args.mem_budget)[1]}")
+    for line in batching_verdict(res.records):
+        _say(f"micro-batching: {line}")
     if args.json:
         _write_json(args.json, res.to_dict())
     return 0 if any(r.get("status") == "ok" for r in res.records) else 1
@@ -176,12 +178,21 @@ def _sweep(args: argparse.Namespace, serving_sweep: Any, threads: list) -> Any:
         workers=_int_list(args.workers, "--workers"), threads=threads,
         presets=[p.strip() for p in args.presets.split(",") if p.strip()],
         loadings=[x.strip() for x in args.loading.split(",") if x.strip()],
+        batches=_batches(args.batch),
         concurrency=_int_list(args.concurrency, "--concurrency") if args.concurrency else [],
         rates=_rates(args.rate), requests=args.requests,
         duration_s=args.duration, texts=_texts(args.texts), body=_load_body(args),
         timeout_s=args.timeout, p95_target_ms=args.p95_target_ms,
         mem_budget_mb=args.mem_budget, progress=not args.quiet,
     )
+
+
+def _batches(text: str) -> list[int]:
+    """``--batch``'s micro-batch sizes, each 1 to 4."""
+    sizes = _int_list(text, "--batch")
+    if max(sizes) > 4:
+        raise UserError(f"--batch {text}: each size must be from 1 (off) to 4")
+    return sizes
 
 
 def register(add: AddCommand) -> None:
@@ -312,4 +323,7 @@ def _register_load(add: AddCommand) -> None:
     sp.add_argument("--p95-target-ms", type=float, default=None,
                     help="the total-latency p95 to meet (default: none; the fastest wins)")
     sp.add_argument("--mem-budget", type=float, default=None, help="pool PSS budget in MB")
+    sp.add_argument("--batch", default="1",
+                    help="chunk scheduling's micro-batch sizes to try, e.g. 1,4 (1: off); "
+                    "each batched configuration is reported against the same one unbatched")
     _load_args(sp)
