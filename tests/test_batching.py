@@ -66,6 +66,51 @@ def test_a_model_without_batching_renders_one_by_one(engine, monkeypatch):
                                                                         "Good morning."]
 
 
+class _Pool:
+    """What `ChunkScheduler` asks of a pool when it forms batches, without workers."""
+
+    max_queue, closing, mean_latency_s, on_idle = 8, False, 1.0, None
+    cfg = types.SimpleNamespace(first_chunk_chars=50, max_chunk_chars=None)
+
+    def __init__(self, size: int, idle: int):
+        self.size = size
+        self.workers = {i: types.SimpleNamespace(state="idle" if i < idle else "busy")
+                        for i in range(size)}
+
+    def take_idle(self):
+        return None
+
+
+def test_a_free_worker_takes_similar_jobs_up_to_its_share_and_waits_briefly():
+    import asyncio
+
+    from tts_kit.serve.chunked import ChunkScheduler
+
+    async def main():
+        sched = ChunkScheduler(_Pool(size=1, idle=1), batch=3, batch_wait_ms=10)
+        p = {"lang": "en", "steps": 5, "speed": 1.0}
+        a = sched.submit({**p, "text": "x" * 500}, t0=0.0)
+        b = sched.submit({**p, "text": "y" * 500, "steps": 8}, t0=0.0)  # other steps
+        a.lengths, b.lengths = [40, 60, 61, 200, 45], [40, 40]
+        sched.jobs = [(a, 1), (a, 2), (b, 1), (a, 3), (a, 4)]
+        # The most urgent (a's chunk 1, 60 characters) and the next ones within 1.5x of it
+        # and of the same steps: not b's (8 steps), not a's 200-character chunk 3.
+        assert sched._next_batch() == [(a, 1), (a, 2), (a, 4)]
+        sched.batch = 4  # not full now, one worker free, just queued: wait for more
+        a.queued_at[1] = time.monotonic()
+        assert sched._next_batch() is None and sched._timer is not None
+        await asyncio.sleep(0.03)  # the timer ran dispatch (no worker taken: the stub's)
+        assert sched._timer is None
+        a.queued_at[1] = time.monotonic() - 0.011  # waited its 10 ms: goes as it is
+        assert sched._next_batch() == [(a, 1), (a, 2), (a, 4)]
+        # Four workers: each takes its share of the three matches (one), not all of them.
+        spread = ChunkScheduler(_Pool(size=4, idle=2), batch=4, batch_wait_ms=10)
+        spread.jobs = list(sched.jobs)
+        assert spread._next_batch() == [(a, 1)]
+
+    asyncio.run(main())
+
+
 class _Conn:
     def __init__(self):
         self.sent = []
