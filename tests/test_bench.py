@@ -128,6 +128,13 @@ def test_serving_bench(tiny_bundle_dir, tmp_path):
     assert all(v > 0 for v in data["cpu_s_per_request"].values())
 
 
+def test_batching_bench(tiny_bundle_dir, tmp_path):
+    text, data = _run("batching.py", "--model", str(tiny_bundle_dir), "--rounds", "1",
+                      "--steps", "1", "--batch", "2", tmp_path=tmp_path)
+    assert data["gain"] > 0 and data["max_abs_diff"] < 1e-4 and len(data["cpu_s"]["batch"]) == 1
+    assert "batch / alone, audio per CPU-second" in text
+
+
 def test_streaming_bench(tiny_bundle_dir, tmp_path):
     text, data = _run("streaming.py", "--model", str(tiny_bundle_dir), "--chars", "600",
                       "--steps", "1", "--memory-chars", "1000,4000", tmp_path=tmp_path)
