@@ -223,8 +223,8 @@ def _register_serve(add: AddCommand) -> None:
     sp.add_argument("--batch", type=int, default=1, metavar="N",
                     help="chunk scheduling, an experiment: a free worker takes up to N (at "
                     "most 4) queued chunks of the same language, steps and speed, within 1.5x "
-                    "in characters, as one batched call; 1: off (measured not to win on a "
-                    "2-core CPU: docs/guide.md, Serving under load)")
+                    "in characters, as one batched call; 1: off (on a 2-core CPU it served "
+                    "0.92-1.05x the audio per CPU-second: docs/guide.md, Serving under load)")
     sp.add_argument("--batch-wait-ms", type=float, default=2.0, metavar="MS",
                     help="with --batch above 1: how long a free worker waits for a batch to "
                     "fill when no other worker is free (at most 10)")
