@@ -120,8 +120,13 @@ class _Conn:
 
 
 def test_a_worker_batch_answers_each_item_and_plans_first(tiny_bundle_dir, engine):
-    from tts_kit.serve.batching import run_batch
-    from tts_kit.serve.worker import WorkerConfig, _cancel_hook
+    from functools import partial
+
+    from tts_kit.serve import batching
+    from tts_kit.serve.worker import DROPPED, WorkerConfig, _cancel_hook, _JobCancelled, _run_job
+
+    run_batch = partial(batching.run_batch, single=_run_job, cancelled=_JobCancelled,
+                        dropped=DROPPED)
 
     cfg = WorkerConfig(model=str(tiny_bundle_dir), threads=1, max_chunk_chars=80)
     worker = cfg.build_engine()

@@ -35,9 +35,8 @@ from __future__ import annotations
 
 import warnings
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
-
-from tts_kit.serve.worker import DROPPED, WorkerConfig, _JobCancelled, _one_line, _run_job
 
 #: The most chunk jobs one batch may hold (``--batch``).
 MAX_BATCH = 4
@@ -57,9 +56,15 @@ class Tagged:
         self.conn.send(("item", self.i, msg))
 
 
-def _plan(engine: Any, cfg: WorkerConfig, plans: OrderedDict, rid: int,
-          params: dict[str, Any]) -> Any:
-    """The request's plan (kept in ``plans``), or the ``("error", ...)`` message for it."""
+def _line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _plan(engine: Any, cfg: Any, plans: OrderedDict, rid: int, params: dict[str, Any],
+          dropped: str) -> Any:
+    """The request's plan (kept in ``plans``), or the ``("error", ...)`` message for it
+    (``dropped``: what the normaliser's warning says when it drops text: a 400)."""
     planned = plans.get(rid)
     if planned is not None:
         return planned
@@ -69,26 +74,33 @@ def _plan(engine: Any, cfg: WorkerConfig, plans: OrderedDict, rid: int,
             planned = engine.plan(first_chunk_chars=cfg.first_chunk_chars,
                                   max_chunk_chars=cfg.max_chunk_chars, **params)
     except ValueError as exc:
-        return ("error", 400, _one_line(exc))
+        return ("error", 400, _line(exc))
     except Exception as exc:
-        return ("error", 500, _one_line(exc))
-    dropped = [str(x.message) for x in heard if DROPPED in str(x.message)]
-    if dropped:
-        return ("error", 400, dropped[0].splitlines()[0])
+        return ("error", 500, _line(exc))
+    lost = [str(x.message) for x in heard if dropped in str(x.message)]
+    if lost:
+        return ("error", 400, lost[0].splitlines()[0])
     plans[rid] = planned
     while len(plans) > 16:
         plans.popitem(last=False)
     return planned
 
 
-def run_batch(engine: Any, cfg: WorkerConfig, conn: Any, msg: tuple, plans: OrderedDict,
-              running: list) -> None:
+def run_batch(engine: Any, cfg: Any, conn: Any, msg: tuple, plans: OrderedDict,
+              running: list, *, single: Callable[..., None],
+              cancelled: type[BaseException], dropped: str) -> None:
     """One batch of chunk jobs (see the module doc); every item gets exactly one final
-    answer (``chunk``, ``error`` or ``cancelled``), chunk 0s a ``plan`` before it."""
+    answer (``chunk``, ``error`` or ``cancelled``), chunk 0s a ``plan`` before it.
+
+    The worker's own pieces come in (this module sits below `tts_kit.serve.worker`):
+    ``single`` runs one chunk job (``_run_job``), ``cancelled`` is what its stage hook raises
+    when the server stops the request, ``dropped`` what the normaliser says when it drops
+    text (`tts_kit.serve.worker.DROPPED`).
+    """
     items = msg[1]
     jobs: list[tuple[int, Any, int]] = []  # (place, plan, k) of the items planned
     for i, (rid, params, k) in enumerate(items):
-        planned = _plan(engine, cfg, plans, rid, params)
+        planned = _plan(engine, cfg, plans, rid, params, dropped)
         if isinstance(planned, tuple):
             Tagged(conn, i).send(planned)
             continue
@@ -99,14 +111,14 @@ def run_batch(engine: Any, cfg: WorkerConfig, conn: Any, msg: tuple, plans: Orde
     running[0] = rids.pop() if len(rids) == 1 else None  # one request: it may be stopped
     try:
         parts = engine.render_chunks([(p, k) for _, p, k in jobs])
-    except _JobCancelled:
+    except cancelled:
         for i, _, _ in jobs:
             Tagged(conn, i).send(("cancelled",))
         return
     except Exception:  # one bad chunk fails the batch: each alone, each its own answer
         running[0] = None
         for i, _, _ in jobs:
-            _run_job(engine, cfg, Tagged(conn, i), ("job", *items[i]), plans, running)
+            single(engine, cfg, Tagged(conn, i), ("job", *items[i]), plans, running)
         return
     finally:
         running[0] = None
