@@ -13,6 +13,10 @@ loaded in a closed loop at each concurrency; all of them are measured in this on
   on the worker that took it (request scheduling);
 - ``workers+chunk``: the same server build with chunk-level scheduling (a request's
   chunks are jobs for any free worker, first chunks first: `tts_kit.serve.chunked`);
+- ``workers+batch``: chunk scheduling with micro-batching (``--batch``, default 4: a free
+  worker takes up to that many similar queued chunks as one batched call, waiting up to
+  ``--batch-wait-ms`` for them; issue 27 item 4, an experiment, off in ``serve`` unless it
+  wins here);
 - ``threads``: one engine in the server, ``--workers`` executor threads;
 - ``blocking``: one engine, synthesis inside the async handler (``--workers`` x
   ``--threads`` intra-op threads, since it is the only one running).
@@ -25,11 +29,14 @@ three-sentence text, ``workers`` time to first audio p95 at concurrency 1 <= 0.3
 whole-response p95; two ``resident+mmap`` workers' PSS <= 1.35x one's. Issue 27: for the
 three-sentence text, TTFA p95 at the top concurrency <= 2x TTFA p95 at concurrency 1, and
 audio-seconds per CPU-second of the pool (server and workers) >= 1.25x request
-scheduling's, both for the scheduling the server uses by default.
+scheduling's, both for the scheduling the server uses by default. Micro-batching is
+reported against unbatched chunk scheduling (audio-seconds per CPU-second, TTFA p95,
+throughput) with a verdict: it wins when it serves more than `TIE_REL` more audio per
+CPU-second without less throughput.
 
     python bench/serving.py [--model DIR] [--scale full] [--concurrency 1,2,4]
                             [--requests 8] [--steps 8] [--workers 2] [--threads 1]
-                            [--text TEXT] [--json OUT]
+                            [--text TEXT] [--batch 4] [--batch-wait-ms 2] [--json OUT]
     python bench/serving.py --recipes fp32,int8-pw,fp16 [--rounds 2] [--copies DIR] ...
 
 ``--recipes``: instead of the architectures, ``workers`` with chunk scheduling on each
@@ -48,6 +55,10 @@ from pathlib import Path
 
 from _common import add_model_args, model_dir, ratio
 
+#: Micro-batching wins when it serves more than this much more audio per CPU-second than
+#: unbatched chunk scheduling (the sweep's noise), without less throughput.
+from tts_kit.experiments.tune import TIE_REL
+
 REFERENCE = "article"
 THROUGHPUT_TARGET = 3.0
 TTFA_TARGET = 0.35
@@ -56,10 +67,11 @@ PSS_TARGET = 1.35
 TTFA_SPREAD_TARGET = 2.0
 #: Issue 27: audio-seconds per CPU-second of the pool over request scheduling's, at least.
 AUDIO_PER_CPU_TARGET = 1.25
-#: Each architecture measured: label, architecture, scheduling.
-PLAN = (("article", "article", "request"), ("workers", "workers", "request"),
-        ("workers+chunk", "workers", "chunk"), ("threads", "threads", "request"),
-        ("blocking", "blocking", "request"))
+#: Each architecture measured: label, architecture, scheduling, micro-batching on.
+PLAN = (("article", "article", "request", False), ("workers", "workers", "request", False),
+        ("workers+chunk", "workers", "chunk", False),
+        ("workers+batch", "workers", "chunk", True),
+        ("threads", "threads", "request", False), ("blocking", "blocking", "request", False))
 #: The article's claim (seed 000): p95 about 200 ms on 2 vCPU under concurrent requests.
 CLAIMED_P95_MS = 200.0
 
@@ -125,6 +137,29 @@ def scheduling_targets(at, top: int, three_sentences: bool, check) -> list[dict]
     return out
 
 
+def batching_targets(at, conc: list[int], check) -> list[dict]:
+    """Micro-batching against unbatched chunk scheduling at each concurrency, measured in
+    the same run: audio-seconds per CPU-second, TTFA p95 and throughput as ratios, and
+    whether it wins (`TIE_REL`)."""
+    out = []
+    for c in conc:
+        b, ref = at("workers+batch", c), at("workers+chunk", c)
+        if not b or not ref:
+            continue
+        mine, base = audio_per_cpu_s(b), audio_per_cpu_s(ref)
+        per_cpu = ratio(mine, base)
+        out.append(check(f"batch / chunk: audio-s per CPU-s at {c}"
+                         + (f" ({mine:.2f} / {base:.2f})" if mine and base else ""), per_cpu,
+                         f"> {1 + TIE_REL:g}", None if per_cpu == "-" else
+                         float(per_cpu) > 1 + TIE_REL and (b.get("rps") or 0) >= (
+                             ref.get("rps") or 0)))
+        out.append(check(f"batch / chunk: TTFA p95 at {c}",
+                         ratio(b.get("ttfa_p95_ms"), ref.get("ttfa_p95_ms")), "-", None))
+        out.append(check(f"batch / chunk: throughput at {c}",
+                         ratio(b.get("rps"), ref.get("rps")), "-", None))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     from tts_kit.core import contract
     from tts_kit.experiments.records import table
@@ -143,10 +178,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--text", default=None,
                     help="the request text (default: three sentences, DEFAULT_TEXT); a short "
                     "one shows the per-request model load of the article pattern at its worst")
+    ap.add_argument("--batch", type=int, default=4,
+                    help="workers+batch: chunks per batched call, at most 4")
+    ap.add_argument("--batch-wait-ms", type=float, default=2.0,
+                    help="workers+batch: how long a free worker waits for a batch to fill")
     ap.add_argument("--json", default=None)
     ap.add_argument("--only", default=None,
                     help="comma-separated labels to measure (default all: "
-                    + ", ".join(label for label, _, _ in PLAN) + ", and the mmap pair)")
+                    + ", ".join(label for label, *_ in PLAN) + ", and the mmap pair)")
     ap.add_argument("--recipes", default=None,
                     help="instead of the architectures: workers+chunk on converted copies "
                     "(e.g. fp32,int8-pw,fp16), audio-s per CPU-s as ratios to fp32 "
@@ -167,13 +206,14 @@ def main(argv: list[str] | None = None) -> int:
     only = set(args.only.split(",")) if args.only else None
     # The article's code sets no thread count: its TTS() gets ORT's default (one per core).
     sizes = {"article": (args.workers, None), "blocking": (1, args.workers * args.threads)}
-    plan = [(label, arch, sched) for label, arch, sched in PLAN
+    plan = [(label, arch, sched, batched) for label, arch, sched, batched in PLAN
             if only is None or label in only]
-    for label, arch, sched in plan:
+    for label, arch, sched, batched in plan:
         n, th = sizes.get(arch, (args.workers, args.threads))
+        server = ServeConfig(scheduling=sched, batch_wait_ms=args.batch_wait_ms)
         res = serving_sweep(model, architectures=[arch], workers=[n], threads=[th],
-                            loadings=["resident"], server=ServeConfig(scheduling=sched),
-                            **common)
+                            loadings=["resident"], server=server,
+                            batches=[args.batch if batched else 1], **common)
         records += [{**r, "label": label} for r in res.records]
     mmap = []
     for n in (1, 2) if only is None or "mmap" in only else ():
@@ -199,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
           "(measured in this run; rps: higher is better, the others lower)")
     print(f"{'architecture':<14}{'conc':>5}" + "".join(f"{h:>9}" for _, h in keys))
     ratios = []
-    for arch, _, _ in plan:
+    for arch, *_ in plan:
         for c in conc:
             r, ref = at(arch, c), at(REFERENCE, c)
             row = {"architecture": arch, "concurrency": c,
@@ -238,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
               None if num(pss) is None else num(pss) <= PSS_TARGET),
     ]
     targets += scheduling_targets(at, top, text == DEFAULT_TEXT, check)
+    targets += batching_targets(at, conc, check)
     load_s = _article_load_s(model)
 
     def cpu_s(r: dict) -> float | None:
@@ -260,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nthe article's claim: p95 about {CLAIMED_P95_MS:.0f} ms on 2 vCPU under "
           "concurrent requests. Measured here (p95 of the whole response):")
     claim = []
-    for arch, _, _ in plan:
+    for arch, *_ in plan:
         cells = []
         for c in conc:
             p95 = at(arch, c).get("p95_ms")

@@ -121,12 +121,17 @@ def test_serving_bench(tiny_bundle_dir, tmp_path):
     text, data = _run("serving.py", "--model", str(tiny_bundle_dir), "--requests", "2",
                       "--concurrency", "1,2", "--steps", "1", tmp_path=tmp_path)
     labels = {r["label"] for r in data["records"]}
-    assert labels == {"article", "workers", "workers+chunk", "threads", "blocking"}
+    assert labels == {"article", "workers", "workers+chunk", "workers+batch", "threads",
+                      "blocking"}
     assert {r.get("scheduling") for r in data["records"] if r["label"] == "workers+chunk"} \
         == {"chunk"}
+    assert {r.get("batch_size") for r in data["records"] if r["label"] == "workers+batch"} \
+        == {4}
     assert all(r["status"] == "ok" and r["ok"] == 2 for r in data["records"]), data["records"]
     assert [t["name"].split()[0] for t in data["targets"]] == [
-        "workers", "workers", "PSS", "workers:", "workers:", "workers+chunk:", "workers+chunk:"]
+        "workers", "workers", "PSS", "workers:", "workers:", "workers+chunk:", "workers+chunk:",
+        *["batch"] * 6]
+    assert "batch / chunk: audio-s per CPU-s at 2" in text
     assert "TTFA p95 at concurrency 2 / at 1" in text and "audio-s per CPU-s" in text
     assert "ratios to the article pattern" in text and "the article's claim" in text
     assert data["article_load_s"] > 0 and "CPU-seconds per request" in text
@@ -144,6 +149,13 @@ def test_serving_bench_on_converted_copies(tiny_bundle_dir, tmp_path):
     assert rows["int8-pw"]["prep_s"] > 0 and (tmp_path / "copies" / "int8-pw" / "onnx").is_dir()
     assert all(r["audio_per_cpu_s"] > 0 for r in rows.values()), rows
     assert "one-time" in text and "x fp32" in text and "audio is noise" in text
+
+
+def test_batching_bench(tiny_bundle_dir, tmp_path):
+    text, data = _run("batching.py", "--model", str(tiny_bundle_dir), "--rounds", "1",
+                      "--steps", "1", "--batch", "2", tmp_path=tmp_path)
+    assert data["gain"] > 0 and data["max_abs_diff"] < 1e-4 and len(data["cpu_s"]["batch"]) == 1
+    assert "batch / alone, audio per CPU-second" in text
 
 
 def test_streaming_bench(tiny_bundle_dir, tmp_path):

@@ -260,7 +260,7 @@ BAD_NUMBER = st.sampled_from(["nan", "inf", "-inf", "-1", "-5", "1e400", "x", ""
 #: The serving commands' numeric flags (``serve``'s own, and those of loadtest/serve-sweep).
 SERVE_FLAGS = ["--workers", "--threads", "--max-queue", "--timeout", "--max-requests",
                "--max-rss-mb", "--port", "--max-chars", "--max-chunk-chars", "--header-timeout",
-               "--body-timeout", "--limit-concurrency"]
+               "--body-timeout", "--limit-concurrency", "--batch", "--batch-wait-ms"]
 LOAD_FLAGS = ["--requests", "--duration", "--timeout", "--seed"]
 SWEEP_FLAGS = LOAD_FLAGS + ["--p95-target-ms", "--mem-budget"]
 

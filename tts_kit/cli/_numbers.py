@@ -39,7 +39,10 @@ NUMERIC_FLAGS: dict[str, dict[str, Rule]] = {
               "first_chunk_chars": Rule(0, 10**7, integer=True),
               "max_chunk_chars": Rule(1, 10**7, integer=True),
               "header_timeout": _SECONDS, "body_timeout": _SECONDS,
-              "limit_concurrency": Rule(0, 10**6, integer=True)},
+              "limit_concurrency": Rule(0, 10**6, integer=True),
+              # tts_kit.serve.batching's MAX_BATCH and MAX_BATCH_WAIT_MS (not imported:
+              # it loads the worker module at every command's start)
+              "batch": Rule(1, 4, integer=True), "batch_wait_ms": Rule(0, 10, unit="ms")},
     "synth": {"seed": _SEED, "noise_scale": _NOISE, "noise_w": _NOISE},
     "standin": {"seed": _SEED},
     "info": {"threads": _THREADS},

@@ -53,9 +53,11 @@ Serving records (`tts_kit.serve.loadtest`, `tts_kit.serve.sweep`), one per load 
 ``rejected`` (429); ``rps`` and ``audio_rate`` (seconds of audio per second);
 ``ttfa_p50_ms``, ``ttfa_p95_ms``, ``ttfa_p99_ms`` (time to first audio) beside
 ``p50_ms``, ``p95_ms``, ``p99_ms`` (whole response); ``cpu_percent`` (server and
-workers); ``pool_rss_mb`` and ``pool_pss_mb`` (peaks of the summed RSS and PSS of the
-server and its workers: PSS counts shared pages once); ``ttfa_ms`` (the samples) and
-``meets`` (within the sweep's p95 target and memory budget).
+workers) and ``audio_per_cpu_s`` (seconds of audio per CPU-second of them); in a serving
+sweep ``batch_size`` is chunk scheduling's micro-batch (1: off); ``pool_rss_mb`` and
+``pool_pss_mb`` (peaks of the summed RSS and PSS of the server and its workers: PSS counts
+shared pages once); ``ttfa_ms`` (the samples) and ``meets`` (within the sweep's p95 target
+and memory budget).
 
 Besides: ``pareto`` (sweeps only); ``timeline`` and ``events`` (the harness's RSS samples
 and the engine's stage events, for plots); ``latencies_ms`` and ``stage_load_s`` (a
@@ -151,6 +153,7 @@ class TrialRecord(TypedDict, total=False):
     rejected: int
     rps: float | None
     audio_rate: float | None
+    audio_per_cpu_s: float | None
     ttfa_p50_ms: float | None
     ttfa_p95_ms: float | None
     ttfa_p99_ms: float | None
@@ -176,6 +179,7 @@ PREP_S, PREP_PEAK_RSS_MB = "prep_s", "prep_peak_rss_mb"
 ARCHITECTURE, WORKERS, MODE, CONCURRENCY = "architecture", "workers", "mode", "concurrency"
 RATE, REQUESTS, OK, ERRORS, TIMEOUTS = "rate", "requests", "ok", "errors", "timeouts"
 REJECTED, RPS, AUDIO_RATE = "rejected", "rps", "audio_rate"
+AUDIO_PER_CPU_S = "audio_per_cpu_s"
 TTFA_P50_MS, TTFA_P95_MS, TTFA_P99_MS = "ttfa_p50_ms", "ttfa_p95_ms", "ttfa_p99_ms"
 POOL_RSS_MB, POOL_PSS_MB, TTFA_MS, MEETS = "pool_rss_mb", "pool_pss_mb", "ttfa_ms", "meets"
 CORE_SHARE, CPU_WAIT_PERCENT = "core_share", "cpu_wait_percent"
@@ -321,6 +325,9 @@ COLUMNS: dict[str, Column] = {c.key: c for c in (
        digits=3),
     _c("audio_rate", "audio throughput", "s/s", ".1f",
        "seconds of audio served per second", short="audio", digits=2),
+    _c("audio_per_cpu_s", "audio per CPU-second", "s/s", ".2f",
+       "seconds of audio served per CPU-second of the server and its workers",
+       short="audio/cpu", digits=3),
     _c("ttfa_p50_ms", "p50 time to first audio", "ms", ".0f",
        "median arrival-to-first-audio-bytes", short="ttfa50", digits=1),
     _c("ttfa_p95_ms", "p95 time to first audio", "ms", ".0f",

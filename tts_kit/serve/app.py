@@ -123,6 +123,11 @@ class ServeConfig:
     scheduling: str = "chunk"
     """``workers``: ``request`` (a request's chunks all on the worker that took it) or
     ``chunk`` (each chunk a job for any free worker; `tts_kit.serve.chunked`)."""
+    batch: int = 1
+    """Chunk scheduling: up to this many similar queued chunks run as one batched call
+    (1: off; at most `tts_kit.serve.batching.MAX_BATCH`); an experiment, off by default."""
+    batch_wait_ms: float = 2.0
+    """With ``batch`` above 1: how long a free worker may wait for a batch to fill."""
 
     def check(self) -> None:
         """One-line ValueError for a setting that cannot work."""
@@ -134,6 +139,7 @@ class ServeConfig:
                               f"{', '.join(SCHEDULING)}")
         if self.max_chunk_chars is not None and self.max_chunk_chars < 1:
             raise TtsKitError("--max-chunk-chars must be >= 1")
+        self._check_batch()
         for name in ("workers", "max_chars", "max_body_bytes"):
             if getattr(self, name) < 1:
                 raise TtsKitError(f"--{name.replace('_', '-')} must be >= 1")
@@ -156,6 +162,18 @@ class ServeConfig:
             except Exception as exc:
                 raise TtsKitError(f"--fallback-wav {self.fallback_wav}: not a readable audio "
                                  f"file ({str(exc).splitlines()[0]}); give a WAV file") from None
+
+    def _check_batch(self) -> None:
+        from tts_kit.serve.batching import MAX_BATCH, MAX_BATCH_WAIT_MS
+
+        if not (isinstance(self.batch, int) and 1 <= self.batch <= MAX_BATCH):
+            raise TtsKitError(f"--batch {self.batch}: give a whole number from 1 to {MAX_BATCH}")
+        if not 0 <= self.batch_wait_ms <= MAX_BATCH_WAIT_MS:
+            raise TtsKitError(f"--batch-wait-ms {self.batch_wait_ms}: give a number of ms from "
+                              f"0 to {MAX_BATCH_WAIT_MS:g}")
+        if self.batch > 1 and (self.architecture != "workers" or self.scheduling != "chunk"):
+            raise TtsKitError("--batch batches chunk jobs: it needs --architecture workers and "
+                              "--scheduling chunk")
 
     def worker_config(self) -> WorkerConfig:
         """What each worker builds its engine from. Under ``workers``, without ``threads``,

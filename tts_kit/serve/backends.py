@@ -83,11 +83,17 @@ class WorkersBackend(Backend):
             return None
         from tts_kit.models.family import open_model
 
-        if not open_model(self.cfg.model).capabilities.chunk_jobs:
+        caps = open_model(self.cfg.model).capabilities
+        if not caps.chunk_jobs:
             print("tts-kit serve: warning: this model cannot render a chunk on its own; "
                   "scheduling whole requests", flush=True)
             return None
-        return ChunkScheduler(self.pool)
+        batch = self.cfg.batch
+        if batch > 1 and not caps.batching:
+            print("tts-kit serve: warning: this model cannot run chunks in one batched call; "
+                  "--batch ignored", flush=True)
+            batch = 1
+        return ChunkScheduler(self.pool, batch, self.cfg.batch_wait_ms)
 
     async def stop(self) -> None:
         if hasattr(self, "pool"):
@@ -100,7 +106,11 @@ class WorkersBackend(Backend):
         return out
 
     def describe(self) -> dict[str, Any]:
-        return {"workers": self.pool.describe() if hasattr(self, "pool") else []}
+        out: dict[str, Any] = {"workers": self.pool.describe() if hasattr(self, "pool") else []}
+        if self.scheduler is not None:  # chunk scheduling: requests held, jobs queued
+            out.update(requests=len(self.scheduler.requests), jobs=len(self.scheduler.jobs),
+                       batch=self.scheduler.batch, batched=self.scheduler.batched)
+        return out
 
 
 class InProcessBackend(Backend):

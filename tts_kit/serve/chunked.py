@@ -19,6 +19,16 @@ Cancellation: a client that leaves, a passed deadline or a failed chunk ends the
 stage run in progress (the worker's ``cancel_job``); a worker that does not stop within
 `tts_kit.serve.worker.CANCEL_GRACE_S` is killed and replaced.
 
+Micro-batching (``batch`` above 1, ``tts-kit serve --batch N``; an experiment, off by
+default): a free worker takes the most urgent job and up to N-1 more of the same language,
+steps and speed whose characters are within `tts_kit.serve.batching.SIMILAR_LENGTH` of it,
+in urgency order, no more than the queue's share per worker (the queued matches over the
+pool's workers, rounded up), and renders them as one batched call
+(`tts_kit.serve.batching`). When the batch is not full and no other worker is free, it
+waits up to ``batch_wait_ms`` after the job was queued for more to arrive. A batch of one
+request's chunks is stopped like a single job; a batch mixing requests runs to its end, the
+chunks of requests that ended discarded.
+
 Example:
     >>> needed_at([1.0, 2.0], [30, 30, 30], t=10.0, k=2)
     13.0
@@ -33,6 +43,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from tts_kit.serve.batching import SIMILAR_LENGTH
 from tts_kit.serve.worker import (
     CANCEL_GRACE_S,
     DeadlineExceeded,
@@ -84,6 +95,7 @@ class ChunkRequest:
         self.ended = False
         self.first_audio_at: float | None = None
         self.changed = asyncio.Event()
+        self.queued_at: dict[int, float] = {}  # chunk -> when its job was queued
 
     def deliver(self, k: int, msg: tuple) -> None:
         """A worker's answer to job ``k``: a chunk, or the request's failure."""
@@ -132,12 +144,15 @@ class ChunkScheduler:
     At most ``workers + max_queue`` requests at once; one more gets `Overloaded`.
     """
 
-    def __init__(self, pool: WorkerPool):
+    def __init__(self, pool: WorkerPool, batch: int = 1, batch_wait_ms: float = 0.0):
         self.pool = pool
+        self.batch, self.batch_wait_s = max(1, int(batch)), max(0.0, batch_wait_ms) / 1000
         self.requests: dict[int, ChunkRequest] = {}
         self.jobs: list[tuple[ChunkRequest, int]] = []
         self._next_rid = 0
         self._tasks: set[asyncio.Task] = set()
+        self._timer: asyncio.TimerHandle | None = None
+        self.batched = 0  # chunks that ran in a batch of more than one
         pool.on_idle = self.dispatch
 
     @property
@@ -156,7 +171,7 @@ class ChunkScheduler:
         req = ChunkRequest(self._next_rid, params, t0)
         self._next_rid += 1
         self.requests[req.rid] = req
-        self.jobs.append((req, 0))
+        self._queue(req, [0])
         self.dispatch()
         return req
 
@@ -180,22 +195,116 @@ class ChunkScheduler:
         t = req.first_audio_at or req.t0
         return (1, needed_at(req.durations, req.lengths or [], t=t, k=k), k)
 
+    def _queue(self, req: ChunkRequest, ks: Sequence[int]) -> None:
+        now = time.monotonic()
+        for k in ks:
+            req.queued_at[k] = now
+            self.jobs.append((req, k))
+
     def dispatch(self) -> None:
-        """Give queued jobs to idle workers, the most urgent first."""
+        """Give queued jobs to idle workers, the most urgent first (with ``batch``, up to
+        that many similar jobs to one worker)."""
         while self.jobs:
+            batch = self._next_batch() if self.batch > 1 else [min(self.jobs, key=self._key)]
+            if batch is None:  # waiting for the batch to fill
+                return
             w = self.pool.take_idle()
             if w is None:
                 return
-            job = min(self.jobs, key=self._key)
-            self.jobs.remove(job)
-            req, k = job
-            req.started = True
-            req.running[k] = w
+            for job in batch:
+                self.jobs.remove(job)
+                req, k = job
+                req.started = True
+                req.running[k] = w
+            req, k = batch[0]
+            self.batched += len(batch) if len(batch) > 1 else 0
+            msg = (("job", req.rid, req.params, k) if len(batch) == 1 else
+                   ("batch", [(r.rid, r.params, j) for r, j in batch]))
             with contextlib.suppress(OSError, ValueError):  # dead: its "exit" comes
-                w.send(("job", req.rid, req.params, k))
-            task = asyncio.get_running_loop().create_task(self._run(w, req, k))
+                w.send(msg)
+            run = self._run(w, req, k) if len(batch) == 1 else self._run_batch(w, batch)
+            task = asyncio.get_running_loop().create_task(run)
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+    def _length(self, req: ChunkRequest, k: int) -> int:
+        """Job ``k``'s characters: planned, or for a first chunk not yet planned, its text
+        up to the worker's first-chunk cut."""
+        if req.lengths is not None:
+            return req.lengths[k]
+        wc = getattr(self.pool, "cfg", None)
+        cut = getattr(wc, "first_chunk_chars", None) or getattr(wc, "max_chunk_chars", None)
+        text = str(req.params.get("text", ""))
+        return max(1, min(len(text), cut or 300))
+
+    def _next_batch(self) -> list[tuple[ChunkRequest, int]] | None:
+        """The next batch for a free worker (the module doc), or None to wait for it to fill
+        (a timer dispatches again)."""
+        ordered = sorted(self.jobs, key=self._key)
+        head = ordered[0]
+
+        def shared(job: tuple[ChunkRequest, int]) -> tuple:
+            p = job[0].params
+            return (p.get("lang"), p.get("steps"), p.get("speed"))
+
+        n = self._length(*head)
+        mates = [j for j in ordered[1:] if shared(j) == shared(head)
+                 and max(n, m := self._length(*j)) <= SIMILAR_LENGTH * min(n, m)]
+        size = min(self.batch, math.ceil((len(mates) + 1) / max(1, self.pool.size)))
+        batch = [head, *mates[:size - 1]]
+        idle = sum(1 for w in self.pool.workers.values() if w.state == "idle")
+        waited = time.monotonic() - head[0].queued_at.get(head[1], 0.0)
+        if len(batch) < self.batch and idle == 1 and waited < self.batch_wait_s:
+            if self._timer is None:
+                self._timer = asyncio.get_running_loop().call_later(
+                    self.batch_wait_s - waited, self._wake)
+            return None
+        return batch
+
+    def _wake(self) -> None:
+        self._timer = None
+        self.dispatch()
+
+    async def _run_batch(self, w: Worker, batch: list[tuple[ChunkRequest, int]]) -> None:
+        """Wait for every item of a batch on ``w`` (``("item", i, message)`` answers), hand
+        each chunk to its request (dropped when that request ended), then free ``w``."""
+        left = set(range(len(batch)))
+        rids = {req.rid for req, _ in batch}
+        stop_by = None
+        try:
+            while left:
+                if stop_by is None and len(rids) == 1 and batch[0][0].ended:
+                    w.cancel_job.value = batch[0][0].rid  # one request's batch: stop it
+                    stop_by = time.monotonic() + CANCEL_GRACE_S
+                wait = POLL_S if stop_by is None else max(0.0, stop_by - time.monotonic())
+                try:
+                    msg = await asyncio.wait_for(w.inbox.get(), wait)
+                except asyncio.TimeoutError:
+                    if stop_by is not None and time.monotonic() >= stop_by:
+                        self.pool.retire(w, "abandoned")
+                        return
+                    continue
+                if msg[0] == "exit":
+                    for i in left:
+                        batch[i][0].fail(WorkerDied(f"worker {w.id} (pid {w.pid}) exited "
+                                                    "while synthesising"))
+                    return
+                if msg[0] != "item":
+                    continue
+                _, i, inner = msg
+                req, k = batch[i]
+                if inner[0] == "plan":
+                    self._planned(req, inner[1])
+                    continue
+                left.discard(i)
+                if not req.ended:
+                    req.deliver(k, inner)
+            firsts = sum(1 for _, k in batch if k == 0)
+            w.requests += max(0, firsts - 1)  # release counts one
+            self.pool.release(w, counted=firsts > 0)
+        finally:
+            for req, k in batch:
+                req.running.pop(k, None)
 
     async def _run(self, w: Worker, req: ChunkRequest, k: int) -> None:
         """Wait for job ``k``'s answer on ``w``; free ``w`` after it (or kill it when the
@@ -229,10 +338,12 @@ class ChunkScheduler:
             req.running.pop(k, None)
 
     def _planned(self, req: ChunkRequest, lengths: list[int]) -> None:
+        if req.lengths is not None:  # said again (a failed batch rendered one by one)
+            return
         req.lengths = list(lengths)
         req.changed.set()
         if not req.ended:
-            self.jobs += [(req, k) for k in range(1, len(lengths))]
+            self._queue(req, range(1, len(lengths)))
             self.dispatch()
 
 

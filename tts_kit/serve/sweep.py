@@ -1,8 +1,9 @@
 """The serving sweep: a fresh server per configuration, the load test on each, and the
 configuration that meets a p95 target inside a memory budget, with the reason.
 
-Configurations are architecture x workers x threads x preset x loading
-(`tts_kit.serve.app.ARCHITECTURES`). Each is served by a new ``tts-kit serve`` process
+Configurations are architecture x workers x threads x preset x loading x micro-batch
+(`tts_kit.serve.app.ARCHITECTURES`; the batch, ``batch_size``, only under chunk-scheduled
+``workers``, `tts_kit.serve.chunked`). Each is served by a new ``tts-kit serve`` process
 (`tts_kit.serve.launch.start_server`), so no configuration inherits another's warm
 caches or leaked memory, and loaded at each concurrency level (closed loop,
 `tts_kit.serve.loadtest.run_load`). Records carry the configuration and the load
@@ -12,6 +13,8 @@ figures in `tts_kit.experiments.records`' vocabulary (``p95_ms``, ``ttfa_p95_ms`
 The recommendation, at the sweep's highest concurrency: among the configurations with
 no error and no timeout whose p95 latency meets the target and whose pool PSS fits the
 budget, the highest throughput; within `tts_kit.experiments.tune.TIE_REL` of it, the smallest PSS.
+`batching_verdict` says whether micro-batching won: each batched configuration against the
+same one unbatched, audio-seconds per CPU-second, TTFA p95 and throughput.
 
 Example:
     >>> res = serving_sweep("models/full", architectures=["workers", "article"],
@@ -30,7 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 from tts_kit.core.errors import TtsKitError
 from tts_kit.experiments.records import (
+    AUDIO_PER_CPU_S,
     AUDIO_RATE,
+    BATCH_SIZE,
+    CONCURRENCY,
     CPU_PERCENT,
     P50_MS,
     P95_MS,
@@ -48,8 +54,9 @@ if TYPE_CHECKING:
 
 #: The sweep's table (`tts_kit.experiments.records` keys).
 SWEEP_KEYS: tuple[str, ...] = (
-    "architecture", "workers", "threads", "preset", "loading", "concurrency", "status",
-    "ok", "errors", "timeouts", "rejected", RPS, AUDIO_RATE, TTFA_P95_MS, P50_MS,
+    "architecture", "workers", "threads", "preset", "loading", BATCH_SIZE, "concurrency",
+    "status", "ok", "errors", "timeouts", "rejected", RPS, AUDIO_RATE, AUDIO_PER_CPU_S,
+    TTFA_P95_MS, P50_MS,
     P95_MS, CPU_PERCENT, POOL_RSS_MB, POOL_PSS_MB, "meets",
 )
 
@@ -64,6 +71,8 @@ def describe(r: dict[str, Any]) -> str:
     """
     threads = r.get("threads")
     chunked = ", chunk scheduling" if r.get("scheduling") == "chunk" else ""
+    if (r.get(BATCH_SIZE) or 1) > 1:
+        chunked += f", batch {r[BATCH_SIZE]}"
     return (f"{r['architecture']} x{r['workers']}, "
             f"{threads if threads else 'default'} thread(s), {r['preset']}, {r['loading']}"
             f"{chunked}")
@@ -149,6 +158,7 @@ def serving_sweep(
     threads: Sequence[int | None] = (None,),
     presets: Sequence[str] = ("supertonic-default",),
     loadings: Sequence[str] = ("resident",),
+    batches: Sequence[int] = (1,),
     concurrency: Sequence[int] = (1, 2, 4),
     rates: Sequence[float] = (),
     requests: int = 12,
@@ -165,8 +175,10 @@ def serving_sweep(
     """Serve and load every configuration in turn; see the module doc.
 
     ``blocking`` runs one configuration per thread count (its ``workers`` is 1: the event
-    loop is the only worker). ``rates`` adds open-loop levels (arrivals per second, after
-    the closed-loop ``concurrency`` levels); the recommendation reads the closed-loop ones.
+    loop is the only worker). ``batches``: chunk scheduling's micro-batch sizes (1: off),
+    tried under chunk-scheduled ``workers`` only. ``rates`` adds open-loop levels (arrivals
+    per second, after the closed-loop ``concurrency`` levels); the recommendation reads the
+    closed-loop ones.
     A configuration whose server does not start gets one record
     with ``status`` ``error`` and the reason. ``server``: the settings every server
     shares (API key, timeout, ...); each configuration replaces its own fields, and the
@@ -182,22 +194,25 @@ def serving_sweep(
         raise TtsKitError(f"unknown architecture(s) {unknown}; use {', '.join(ARCHITECTURES)}")
     result = ServingSweepResult()
     seen = set()
-    for arch, n, th, preset, loading in itertools.product(architectures, workers, threads,
-                                                          presets, loadings):
+    base = server or ServeConfig()
+    for arch, n, th, preset, loading, b in itertools.product(
+            architectures, workers, threads, presets, loadings, batches):
         n = 1 if arch == "blocking" else int(n)
-        key = (arch, n, th, preset, loading)
+        b = int(b) if arch == "workers" and base.scheduling == "chunk" else 1
+        key = (arch, n, th, preset, loading, b)
         if key in seen:
             continue
         seen.add(key)
         config = {"architecture": arch, "workers": n, "threads": th, "preset": preset,
                   "loading": loading}
         queue = max([*concurrency, 4]) * 2  # open loop: arrivals may pile up; 429 past it
-        base = server or ServeConfig()
         cfg = dataclasses.replace(base, architecture=arch, workers=n, preset=preset,
-                                  loading=loading, max_queue=queue, threads=th,
+                                  loading=loading, max_queue=queue, threads=th, batch=b,
                                   model=base.model if model is None else str(model))
         if arch == "workers":
             config["scheduling"] = cfg.scheduling
+            if cfg.scheduling == "chunk":
+                config[BATCH_SIZE] = b
         try:
             with start_server(config=cfg, log_dir=log_dir) as srv:
                 load = run_load(srv.url, concurrency=concurrency, rates=rates,
@@ -209,9 +224,52 @@ def serving_sweep(
                                    "error": str(exc).splitlines()[0][:300]})
             continue
         for rec in load.records:
-            result.records.append({**config, "status": "ok", **rec})
+            rate, cpu = rec.get(AUDIO_RATE), rec.get(CPU_PERCENT)
+            per_cpu = rate / (cpu / 100) if rate and cpu else None
+            result.records.append({**config, "status": "ok", **rec, AUDIO_PER_CPU_S: per_cpu})
     result.recommend(p95_target_ms, mem_budget_mb)
     return result
 
 
-__all__ = ["SWEEP_KEYS", "ServingSweepResult", "describe", "serving_sweep"]
+def batching_verdict(records: Sequence[dict[str, Any]]) -> list[str]:
+    """Each micro-batched configuration against the same one unbatched (``batch_size``
+    1), at each closed-loop level: audio-seconds per CPU-second, TTFA p95 and throughput
+    as ratios, and whether batching won (more audio per CPU-second by more than
+    `tts_kit.experiments.tune.TIE_REL`, the sweep's noise, without less throughput).
+
+    Example:
+        >>> base = {"architecture": "workers", "workers": 2, "threads": 1, "preset": "p",
+        ...         "loading": "resident", "concurrency": 4, "status": "ok"}
+        >>> one = {"audio_per_cpu_s": 2.0, "ttfa_p95_ms": 500, "rps": 1}
+        >>> four = {"audio_per_cpu_s": 2.1, "ttfa_p95_ms": 600, "rps": 1}
+        >>> for line in batching_verdict([{**base, "batch_size": 1, **one},
+        ...                               {**base, "batch_size": 4, **four}]):
+        ...     print(line)
+        batch 4 at concurrency 4: audio/CPU-s 1.05x, TTFA p95 1.20x, rps 1.00x of unbatched: no win
+    """
+    def same(r: dict[str, Any]) -> tuple:
+        return (r.get("architecture"), r.get("workers"), r.get("threads"), r.get("preset"),
+                r.get("loading"), r.get(CONCURRENCY))
+
+    def x(a: Any, b: Any) -> str:
+        return f"{a / b:.2f}x" if a and b else "-"
+
+    ok = [r for r in records if r.get("status") == "ok" and r.get(CONCURRENCY)]
+    plain = {same(r): r for r in ok if r.get(BATCH_SIZE) == 1}
+    lines = []
+    for r in ok:
+        ref = plain.get(same(r))
+        if (r.get(BATCH_SIZE) or 1) <= 1 or ref is None:
+            continue
+        gain = (r.get(AUDIO_PER_CPU_S) or 0) / (ref.get(AUDIO_PER_CPU_S) or float("inf"))
+        wins = gain > 1 + TIE_REL and (r.get(RPS) or 0) >= (ref.get(RPS) or 0)
+        lines.append(f"batch {r[BATCH_SIZE]} at concurrency {r[CONCURRENCY]}: audio/CPU-s "
+                     f"{x(r.get(AUDIO_PER_CPU_S), ref.get(AUDIO_PER_CPU_S))}, TTFA p95 "
+                     f"{x(r.get(TTFA_P95_MS), ref.get(TTFA_P95_MS))}, rps "
+                     f"{x(r.get(RPS), ref.get(RPS))} of unbatched: "
+                     + ("wins" if wins else "no win"))
+    return lines
+
+
+__all__ = ["SWEEP_KEYS", "ServingSweepResult", "batching_verdict", "describe",
+           "serving_sweep"]

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tts_kit.core.errors import TtsKitError
+from tts_kit.serve.batching import run_batch
 
 #: The text every worker synthesises once before it says ready.
 WARMUP_TEXT = "Warming up the model, once."
@@ -219,6 +220,10 @@ def worker_main(conn: Any, cfg: WorkerConfig, cancel: Any = None,
             return
         if msg[0] == "job":
             _run_job(engine, cfg, conn, msg, plans, running)
+            continue
+        if msg[0] == "batch":  # several chunk jobs in one call (--batch)
+            run_batch(engine, cfg, conn, msg, plans, running, single=_run_job,
+                      cancelled=_JobCancelled, dropped=DROPPED)
             continue
         params = msg[1]
         if cancel is not None:
