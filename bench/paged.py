@@ -29,7 +29,9 @@ Targets: ``paged`` peak RSS <= 0.6 x ``resident`` and p50 <= 1.2 x ``resident`` 
 the peak target was 0.75 before); idle RSS between ``paged`` requests within 50 MB of the
 process's RSS before the first load; cold/warm paged peak within 5 %.
 ``--loadings resident,paged+noopt,paged`` measures just those rows (no budgets then, and
-no stage costs; ``--no-cold-warm`` skips the last part).
+no stage costs; ``--no-cold-warm`` skips the last part). ``--serving`` measures the
+``--loadings`` behind ``tts-kit serve`` instead (`_paged_serving`: each worker's OS peak,
+p50 and CPU per request, in alternating rounds).
 
     python bench/paged.py [--model DIR] [--scale full] [--requests 4] [--steps 8]
                           [--cpus N] [--trials 1] [--preset supertonic-default]
@@ -111,6 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--loadings", default=None,
                     help="comma-separated policies to measure (default: all rows)")
     ap.add_argument("--no-cold-warm", action="store_true", help="skip the cold/warm trials")
+    ap.add_argument("--serving", action="store_true",
+                    help="instead: the --loadings (default resident,paged) behind tts-kit "
+                    "serve, one worker each, each worker's OS peak (bench/_paged_serving.py)")
+    ap.add_argument("--rounds", type=int, default=2, help="--serving: alternating rounds")
+    ap.add_argument("--threads", type=int, default=1, help="--serving: intra-op threads")
     args = ap.parse_args(argv)
 
     model = model_dir(args)
@@ -127,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"external-data and optimised copies ready in {time.perf_counter() - t0:.1f} s "
           "(made once, cached)\n")
 
+    if args.serving:
+        return _serving(model, args)
     workload = Workload(steps=args.steps)  # one workload for the costs and every policy
     if args.loadings:
         return _some_rows(model, preset, workload, args,
@@ -261,6 +270,24 @@ def _some_rows(model: Path, preset, workload, args, loadings: list[str]) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps({"bundle": str(model), "rows": rows},
                                               indent=2, default=str) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+def _serving(model: Path, args) -> int:
+    """``--serving``: the loadings behind ``tts-kit serve`` (`_paged_serving`)."""
+    from _paged_serving import print_serving, serving_rows
+
+    loadings = [x.strip() for x in (args.loadings or "resident,paged").split(",") if x.strip()]
+    if loadings[0] != REFERENCE:
+        print(f"--serving: give {REFERENCE} first (the reference)")
+        return 2
+    rows = serving_rows(str(model), loadings, args.preset, args.threads, args.requests,
+                        args.steps, args.rounds)
+    print_serving(rows, REFERENCE, PEAK_TARGET, P50_TARGET)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"bundle": str(model), "serving": rows},
+                                              indent=2) + "\n")
         print(f"wrote {args.json}")
     return 0
 

@@ -37,6 +37,11 @@ CPU-second without less throughput.
     python bench/serving.py [--model DIR] [--scale full] [--concurrency 1,2,4]
                             [--requests 8] [--steps 8] [--workers 2] [--threads 1]
                             [--text TEXT] [--batch 4] [--batch-wait-ms 2] [--json OUT]
+    python bench/serving.py --recipes fp32,int8-pw,fp16 [--rounds 2] [--copies DIR] ...
+
+``--recipes``: instead of the architectures, ``workers`` with chunk scheduling on each
+recipe's converted copy, audio-seconds per CPU-second as ratios to FP32
+(`_serving_recipes`; the conversions are one-time preparation, outside the run).
 """
 
 from __future__ import annotations
@@ -181,12 +186,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default=None,
                     help="comma-separated labels to measure (default all: "
                     + ", ".join(label for label, *_ in PLAN) + ", and the mmap pair)")
+    ap.add_argument("--recipes", default=None,
+                    help="instead of the architectures: workers+chunk on converted copies "
+                    "(e.g. fp32,int8-pw,fp16), audio-s per CPU-s as ratios to fp32 "
+                    "(bench/_serving_recipes.py)")
+    ap.add_argument("--rounds", type=int, default=2, help="--recipes: alternating rounds")
+    ap.add_argument("--copies", default=None,
+                    help="--recipes: keep the converted copies here (reused when present)")
     args = ap.parse_args(argv)
     conc = [int(c) for c in args.concurrency.split(",")]
     model = str(model_dir(args))
     body = {"steps": args.steps, "seed": 0}
     common = dict(presets=[args.preset], concurrency=conc, requests=args.requests,
                   texts=[args.text or DEFAULT_TEXT], body=body, progress=True, timeout_s=600.0)
+    if args.recipes:
+        return _recipes(model, args, common)
     t0 = time.time()
     records = []
     only = set(args.only.split(",")) if args.only else None
@@ -305,6 +319,20 @@ def main(argv: list[str] | None = None) -> int:
             {"records": records + mmap, "ratios": ratios, "targets": targets,
              "claim": claim, "article_load_s": load_s,
              "cpu_s_per_request": {"article": ca, "workers": cw}, "wall_s": wall}, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+def _recipes(model: str, args: argparse.Namespace, common: dict) -> int:
+    """``--recipes``: the same server on converted copies (`_serving_recipes`)."""
+    from _serving_recipes import recipes_run
+
+    print(f"load average: {os.getloadavg()[0]:.2f}")
+    out = recipes_run(model, [r.strip() for r in args.recipes.split(",") if r.strip()], args,
+                      common, audio_per_cpu_s)
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
         print(f"wrote {args.json}")
     return 0
 

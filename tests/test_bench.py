@@ -61,6 +61,16 @@ def test_paged_bench(tiny_bundle_dir, tmp_path):
     assert data["rows"]["paged"]["status"] == "ok" and "floor of stage-level paging" in text
 
 
+def test_paged_bench_behind_the_server(tiny_bundle_dir, tmp_path):
+    text, data = _run("paged.py", "--model", str(tiny_bundle_dir), "--serving", "--requests",
+                      "1", "--rounds", "1", "--steps", "1", tmp_path=tmp_path)
+    rows = data["serving"]
+    assert list(rows) == ["resident", "paged"]
+    assert all(r["peak_mb"] >= r["idle_mb"] > 0 and r["cpu_s_per_request"] > 0
+               for r in rows.values()), rows
+    assert "target paged serving peak" in text and "load average after" in text
+
+
 def test_precision_stage_speed_bench(tiny_bundle_dir, tmp_path):
     text, data = _run("precision.py", "--stage-speed", "--model", str(tiny_bundle_dir),
                       "--recipes", "int8-pw", "--rounds", "1", "--repeats", "1", "--steps", "1",
@@ -126,6 +136,19 @@ def test_serving_bench(tiny_bundle_dir, tmp_path):
     assert "ratios to the article pattern" in text and "the article's claim" in text
     assert data["article_load_s"] > 0 and "CPU-seconds per request" in text
     assert all(v > 0 for v in data["cpu_s_per_request"].values())
+
+
+def test_serving_bench_on_converted_copies(tiny_bundle_dir, tmp_path):
+    text, data = _run("serving.py", "--model", str(tiny_bundle_dir), "--recipes",
+                      "fp32@request,int8-pw", "--rounds", "1", "--requests", "1",
+                      "--concurrency", "1", "--steps", "1", "--copies",
+                      str(tmp_path / "copies"), tmp_path=tmp_path)
+    rows = data["recipes"]
+    assert list(rows) == ["fp32", "fp32@request", "int8-pw"] and rows["fp32"]["prep_s"] == 0
+    assert "int8-pw (chunk scheduling) / fp32 with request scheduling" in text
+    assert rows["int8-pw"]["prep_s"] > 0 and (tmp_path / "copies" / "int8-pw" / "onnx").is_dir()
+    assert all(r["audio_per_cpu_s"] > 0 for r in rows.values()), rows
+    assert "one-time" in text and "x fp32" in text and "audio is noise" in text
 
 
 def test_batching_bench(tiny_bundle_dir, tmp_path):

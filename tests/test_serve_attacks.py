@@ -4,6 +4,7 @@ sockets where a well-behaved client library would not misbehave."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import time
@@ -337,3 +338,71 @@ def test_a_client_gone_while_queued_never_takes_the_worker(one_worker):
     assert [w["state"] for w in ws] == ["idle"] or ws[0]["pid"] != pid  # replaced: fine
     if ws[0]["pid"] == pid:
         assert ws[0]["requests"] == count + 1  # the one that ran, not the one that left
+
+
+def _low_file_limit() -> None:
+    """In the server's process before it starts: 64 open files at most."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+
+@pytest.mark.slow  # its own server
+def test_out_of_file_descriptors_logs_little_and_recovers(tiny_bundle_dir, tmp_path):
+    # The issue's attack: more slow clients (half a request line each) than the server has
+    # file descriptors. The log must stay small while accept() fails, the server must answer
+    # again once they leave, and its stop must not pour out the retries it had queued.
+    with start_server(["--model", str(tiny_bundle_dir), "--workers", "1"], log_dir=tmp_path,
+                      preexec_fn=_low_file_limit) as srv:
+        host, port = srv.url.removeprefix("http://").split(":")
+        before = srv.log.stat().st_size
+        held = []
+        try:
+            for _ in range(150):
+                s = socket.create_connection((host, int(port)), timeout=10)
+                s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")  # and never the end
+                held.append(s)
+            time.sleep(3.0)  # accept() fails all this time (the header timeout is 10 s)
+            assert "Too many open files" in srv.output()
+            assert srv.log.stat().st_size - before < 2000, srv.output()[-2000:]
+        finally:
+            for s in held:
+                s.close()
+        t0 = time.monotonic()
+        while True:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{srv.url}/health", timeout=1.0).status_code == 200:
+                    break
+            # asyncio retries accept() once a second; each retry takes the ~45 queued
+            # connections (gone, now) that the free descriptors hold: about 3 s here.
+            assert time.monotonic() - t0 < 8.0, "unreachable after the clients left"
+            time.sleep(0.1)
+        srv.stop()
+    assert srv.log.stat().st_size - before < 4000, srv.output()[before:before + 2000]
+    assert "Traceback" not in srv.output()
+
+
+def test_one_accept_retry_is_queued_per_failure_not_one_per_backlog_slot():
+    import asyncio
+    import errno
+
+    from tts_kit.serve.guard import AcceptBackoffLoop
+
+    class OutOfFiles(socket.socket):
+        def accept(self):
+            raise OSError(errno.EMFILE, "Too many open files")
+
+    loop, sock = AcceptBackoffLoop(), OutOfFiles()
+    reported: list[dict] = []
+    try:
+        loop.set_exception_handler(lambda _loop, context: reported.append(context))
+        loop._accept_connection(lambda: None, sock, None, None, 2048)  # one ready event
+        retries = [h for h in loop._scheduled if "_start_serving" in repr(h)]
+        # asyncio before gh-151615: 2,048 reports and 2,048 retries for this one event.
+        assert len(reported) == 1 and len(retries) == 1
+        sock.close()
+        loop.run_until_complete(asyncio.sleep(1.2))  # the retry runs on a closed socket
+        assert len(reported) == 1  # and is dropped, not an 'Invalid file descriptor' error
+    finally:
+        sock.close()
+        loop.close()

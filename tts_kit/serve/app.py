@@ -61,6 +61,7 @@ from tts_kit.serve.guard import (
     exposure_warning,
     has_key,
     header_timeout_protocol,
+    run_uvicorn,
 )
 from tts_kit.serve.metrics import BUCKETS, Metrics  # noqa: F401  (re-exported)
 from tts_kit.serve.streaming import (
@@ -524,7 +525,7 @@ def run_server(cfg: ServeConfig) -> None:
         print(f"tts-kit serve: warning: {warning}", flush=True)
     print(f"tts-kit serve: {app.state.model_label}, {cfg.architecture} x{cfg.workers} on "
           f"http://{cfg.host}:{cfg.port} (warming up; GET /health says when ready)", flush=True)
-    uvicorn.Server(config).run()
+    run_uvicorn(uvicorn.Server(config))
 
 
 def config_dict(cfg: ServeConfig) -> dict[str, Any]:

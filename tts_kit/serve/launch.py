@@ -24,7 +24,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -114,14 +114,16 @@ def wait_ready(url: str, proc: subprocess.Popen | None = None, timeout_s: float 
 @contextlib.contextmanager
 def start_server(args: Sequence[str] = (), env: dict[str, str] | None = None,
                  ready_timeout_s: float = 300.0, log_dir: str | os.PathLike[str] | None = None,
-                 *, config: ServeConfig | None = None) -> Iterator[ServerHandle]:
+                 *, config: ServeConfig | None = None,
+                 preexec_fn: Callable[[], Any] | None = None) -> Iterator[ServerHandle]:
     """Run ``tts-kit serve ARGS --port FREE`` until the block ends (then SIGTERM).
 
     ``config``: serve this `ServeConfig` instead of flags (its port replaced by a free
     one), sent as JSON on the server's stdin. The server's output goes to a log file
     (``log_dir``, default a temporary directory removed when the block ends). The server
     is stopped however the block ends; `signals_end_the_block` makes SIGTERM and SIGHUP
-    end it too.
+    end it too. ``preexec_fn``: run in the server's process before it starts (a test's
+    low open-file limit).
     """
     import shutil
     import tempfile
@@ -140,7 +142,8 @@ def start_server(args: Sequence[str] = (), env: dict[str, str] | None = None,
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
                                 env={**os.environ, **(env or {})},
-                                stdin=subprocess.DEVNULL if data is None else subprocess.PIPE)
+                                stdin=subprocess.DEVNULL if data is None else subprocess.PIPE,
+                                preexec_fn=preexec_fn)
     if data is not None:
         with contextlib.suppress(BrokenPipeError), proc.stdin:  # type: ignore[union-attr]
             proc.stdin.write(data)  # type: ignore[union-attr]
