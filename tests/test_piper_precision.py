@@ -27,6 +27,7 @@ def voice_file() -> Path:
     return Path(joe.data_dir()).resolve() / "en_US-joe-medium.onnx"
 
 
+@pytest.mark.slow  # the CLI in subprocesses
 def test_convert_voice_onnx_to_out_onnx_writes_a_file_with_its_config(tmp_path, voice_file):
     out = tmp_path / "out.onnx"
     p = subprocess.run([sys.executable, "-m", "tts_kit.cli", "convert", str(voice_file),
