@@ -90,10 +90,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 #: Test modules whose tests share an expensive module-scoped fixture (a server, a wheel,
 #: FP16/INT8 conversions, the recipes' conversions, a medium stand-in, a Dask cluster, a
-#: Piper voice): under ``pytest -n`` one worker runs all of such a module, so the fixture
-#: is built once, not once per worker.
+#: Piper voice, its take spread, a sweep, a written report): under ``pytest -n`` one
+#: worker runs all of such a module, so the fixture is built once, not once per worker.
 SHARED_FIXTURE_MODULES = ("test_serve", "test_packaging", "test_precision", "test_recipes",
-                          "test_stage_costs", "test_cluster", "test_piper_voice")
+                          "test_stage_costs", "test_cluster", "test_piper_voice",
+                          "test_piper_precision", "test_tune", "test_report_trust",
+                          "test_serve_attacks", "test_serve_chunks")
 
 
 def _cost_rank(item: pytest.Item) -> int:
