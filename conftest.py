@@ -7,6 +7,7 @@ is checked on its own (tests/test_standin.py). tests/conftest.py holds the fixtu
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -53,14 +54,48 @@ def monkeypatch():
     mp.undo()
 
 
+# -- garbage collection -----------------------------------------------------------------
+# The library collects garbage after every session load and release (`release_memory`:
+# freed memory must leave RSS), and a full collection walks every object the process
+# holds: in a test process, every module the run imported. Freezing what is alive at a
+# test module's start (after a collection, so no garbage is frozen) leaves each later
+# collection only the objects made since. Objects frozen still die by reference count.
+
+
+def _freeze_heap() -> None:
+    """Collect, then move every live object out of the collector's reach (`gc.freeze`)."""
+    gc.collect()
+    gc.freeze()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The collected run (its modules, tests and doctests) is frozen once."""
+    _freeze_heap()
+
+
+_module_now: list[str] = [""]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """At each test module's first test (the previous module's fixtures torn down, this
+    one's not yet made), freeze again: what earlier tests imported stays frozen."""
+    module = item.nodeid.split("::", 1)[0]
+    if module != _module_now[0]:
+        _module_now[0] = module
+        _freeze_heap()
+
+
 # -- parallel runs (`pytest -n 2`, README's test command) --------------------------------
 
 #: Test modules whose tests share an expensive module-scoped fixture (a server, a wheel,
 #: FP16/INT8 conversions, the recipes' conversions, a medium stand-in, a Dask cluster, a
-#: Piper voice): under ``pytest -n`` one worker runs all of such a module, so the fixture
-#: is built once, not once per worker.
+#: Piper voice, its take spread, a sweep, a written report): under ``pytest -n`` one
+#: worker runs all of such a module, so the fixture is built once, not once per worker.
 SHARED_FIXTURE_MODULES = ("test_serve", "test_packaging", "test_precision", "test_recipes",
-                          "test_stage_costs", "test_cluster", "test_piper_voice")
+                          "test_stage_costs", "test_cluster", "test_piper_voice",
+                          "test_piper_precision", "test_tune", "test_report_trust",
+                          "test_serve_attacks", "test_serve_chunks")
 
 
 def _cost_rank(item: pytest.Item) -> int:

@@ -35,9 +35,10 @@ p50 of ``--repeats`` calls, median of ``--rounds`` rounds
 each recipe made faster (a recipe is listed as faster only there). ``--reuse DIR`` takes
 ``DIR/<recipe>`` bundles converted earlier instead of converting again.
 
-``--quick``: every row, on less audio: one text per run (the fidelity cases stay, so the
-floor keeps its batch padding), the voice's distances on one text and its listening metrics
-on one text and two takes (what tests/test_bench.py runs).
+``--quick``: every stand-in row, on less audio: one text per run (the fidelity cases stay,
+so the floor keeps its batch padding); the real voice's rows for `QUICK_VOICE_RECIPES` only,
+its distances on one text and its listening metrics on one text and two takes (what
+tests/test_bench.py runs).
 
 Heavy at ``full`` (several minutes on 2 cores: the stand-in build is cached, the four
 conversions, five isolated runs and the fidelity runs are not).
@@ -93,6 +94,12 @@ def _ratio(a: float, b: float) -> float:
     return a / b if b and not math.isnan(a) and not math.isnan(b) else math.nan
 
 
+#: ``--quick``'s real-voice recipes: the two INT8 recipes no other quick run measures on
+#: the voice (notebook 03's quick mode measures fp16 and int8-dp32; tests/test_piper_voice.py
+#: converts int8 and int8-dp32), so each Piper recipe is measured somewhere in CI.
+QUICK_VOICE_RECIPES = ("int8-flow", "sherpa-int8")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--scale", default="full", help="stand-in scale: tiny, medium or full")
@@ -113,7 +120,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3, help="--stage-speed: fresh processes")
     ap.add_argument("--reuse", default=None, help="--stage-speed: DIR/<recipe> bundles")
     ap.add_argument("--quick", action="store_true",
-                    help="one text per run, the voice judged on one text and two takes")
+                    help="one text per run; the voice's rows for two INT8 recipes, judged "
+                    "on one text and two takes")
     args = ap.parse_args()
     texts = TEXTS[:1] if args.quick else TEXTS
     if args.voice_only:
@@ -234,7 +242,8 @@ def _default_voice() -> str | None:
 
 def voice_rows(voice: str, repeats: int, cpus: int | None, quick: bool = False) -> dict:
     """The real voice's rows: every Piper recipe against FP32 (see the module docstring);
-    ``quick``: one text per trial, the listening metrics on one text and two takes."""
+    ``quick``: `QUICK_VOICE_RECIPES` only, one text per trial, the listening metrics on one
+    text and two takes."""
     from tts_kit.experiments.tune import trial
     from tts_kit.experiments.workload import Workload
     from tts_kit.models.family import open_model
@@ -247,6 +256,7 @@ def voice_rows(voice: str, repeats: int, cpus: int | None, quick: bool = False) 
     print(f"\nreal voice: {src.label} ({voice})")
     texts = TEXTS[:1] if quick else TEXTS
     heard = QUALITY_TEXTS[:1] if quick else QUALITY_TEXTS
+    recipes = QUICK_VOICE_RECIPES if quick else PIPER_RECIPES
     work = Workload(texts=tuple(texts), batch_size=len(texts), repeats=max(1, repeats))
     spread = quality_spread(voice, heard, takes=2 if quick else 3)
     w = spread.worst
@@ -259,7 +269,7 @@ def voice_rows(voice: str, repeats: int, cpus: int | None, quick: bool = False) 
     with tempfile.TemporaryDirectory(prefix="tts_kit-precision-voice-") as tmp:
         paths = {"fp32": voice}
         sizes = {"fp32": src.stages["voice"].size_bytes}
-        for name in PIPER_RECIPES:
+        for name in recipes:
             r = convert(voice, Path(tmp) / name, recipe=name, measure=False)
             paths[name] = str(Path(r.dst))
             sizes[name] = r.stages["voice"].size_after
@@ -273,7 +283,7 @@ def voice_rows(voice: str, repeats: int, cpus: int | None, quick: bool = False) 
         print(f"{'recipe':<12}{'size':>6}{'peakRSS':>8}{'p50':>6}{'SNR dB':>8}{'MCD':>7}"
               f"{'len ms':>7}{'PESQ':>6}{'STOI':>7}{'dDNS':>6}{'WER':>6}  verdict (decided by)")
         met = []
-        for name in PIPER_RECIPES:
+        for name in recipes:
             rec = recs[name]
             d = piper_distances(voice, paths[name], texts=tuple(texts))  # quick: one text
             q = judge_quality(voice, paths[name], heard, spread=spread)

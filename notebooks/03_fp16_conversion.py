@@ -203,7 +203,9 @@ if speaker.family == "piper":
     base = trials["fp32"]
     ratio = lambda a, b: a / b if a and b else None  # noqa: E731 (a trial that failed: None)
     for n, p in voice_paths.items():
-        d = piper_distances(ref_voice, p) if n != "fp32" else None
+        # quick: the distances on one text (CI); else on both
+        d = piper_distances(ref_voice, p, PIPER_TEXTS[:1] if quick else PIPER_TEXTS) \
+            if n != "fp32" else None
         q = judge_quality(ref_voice, p, heard_texts, spread=spread) if d else None
         m = q["metrics"] if q else {}
         voice_rows.append({
@@ -218,10 +220,20 @@ if speaker.family == "piper":
 pd.DataFrame(voice_rows).round(2)
 
 # %%
-voice_players = {}
+voice_players, voice_engines, voice_takes = {}, {}, {}
+
+
+def take(name, text):
+    """``name``'s reading of ``text`` (seed 0): each engine made, each take read, once."""
+    if (name, text) not in voice_takes:
+        if name not in voice_engines:
+            voice_engines[name] = make_engine(voice_paths[name])
+        voice_takes[name, text] = voice_engines[name].synthesize(text, seed=0)
+    return voice_takes[name, text]
+
+
 for name in ("fp16", "int8-dp32") if voice_paths else ():
-    a = make_engine(voice_paths["fp32"]).synthesize(PIPER_TEXTS[0], seed=0)
-    b = make_engine(voice_paths[name]).synthesize(PIPER_TEXTS[0], seed=0)
+    a, b = take("fp32", PIPER_TEXTS[0]), take(name, PIPER_TEXTS[0])
     row = next(r for r in voice_rows if r["recipe"] == name)
     voice_players[name] = ABPlayer(a, b, labels=("FP32", name),
                                    title=f"{speaker.label}, {name}: {row['verdict']} (decided "
@@ -245,9 +257,8 @@ from tts_kit.notebook.abx import abx_widget
 
 abx = "no real voice installed"
 if voice_paths:
-    a_wavs = [make_engine(voice_paths["fp32"]).synthesize(t, seed=0).wav for t in PIPER_TEXTS]
-    b_wavs = [make_engine(voice_paths["int8-dp32"]).synthesize(t, seed=0).wav
-              for t in PIPER_TEXTS]
+    a_wavs = [take("fp32", t).wav for t in PIPER_TEXTS]
+    b_wavs = [take("int8-dp32", t).wav for t in PIPER_TEXTS]
     abx = abx_widget(a_wavs, b_wavs, speaker.sample_rate, trials=10, save_to=None,
                      context={"reference": ref_voice, "candidate": "int8-dp32"})
 abx
@@ -255,6 +266,8 @@ abx
 # %%
 import shutil
 
+for engine in voice_engines.values():
+    engine.close()
 shutil.rmtree(work, ignore_errors=True)  # converted bundles can be large; keep nothing
 
 # %% [markdown]

@@ -57,11 +57,40 @@ def tiny_bundle_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+#: An IPython startup file for every kernel the tests start (notebooks, reports): after
+#: each cell, collect and freeze the live heap (`gc.freeze`, as the root conftest does for
+#: the test processes), so the library's collection after each session load walks only
+#: what the cell made, not pandas, matplotlib and every other module the kernel imported.
+_KERNEL_STARTUP = """import gc as _gc
+
+
+def _freeze_after_cell(result=None):
+    _gc.collect()
+    _gc.freeze()
+
+
+get_ipython().events.register("post_run_cell", _freeze_after_cell)
+"""
+
+
+@pytest.fixture(scope="session")
+def _ipython_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This run's ``IPYTHONDIR``: no user profile, and the `_KERNEL_STARTUP` file."""
+    root = tmp_path_factory.getbasetemp() / "ipython"
+    startup = root / "profile_default" / "startup"
+    startup.mkdir(parents=True, exist_ok=True)
+    (startup / "00_freeze_after_cell.py").write_text(_KERNEL_STARTUP)
+    return root
+
+
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    """Keep tests away from the user's caches and model environment variables."""
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
+                    _ipython_dir: Path):
+    """Keep tests away from the user's caches, IPython profile and model environment
+    variables."""
     cache = tmp_path_factory.getbasetemp() / "tts_kit_cache"
     monkeypatch.setenv("TTS_KIT_CACHE_DIR", str(cache))
+    monkeypatch.setenv("IPYTHONDIR", str(_ipython_dir))
     monkeypatch.delenv("TTS_KIT_MODEL_DIR", raising=False)
     # An empty official cache, so discovery never picks up a real model a developer has.
     monkeypatch.setenv("SUPERTONIC_CACHE_DIR", str(cache / "no-official-model"))

@@ -105,8 +105,9 @@ def test_precision_bench(tmp_path):
         # The real voice's rows (the voice extra, installed by `.[all]`).
         voice = data["voice"]
         assert voice["model"] == "Piper en_US-joe-medium"
-        assert [r["recipe"] for r in voice["rows"]] == ["fp16", "int8", "int8-dp32",
-                                                         "int8-flow", "sherpa-int8"]
+        # --quick: the two INT8 recipes no other quick run measures on the voice
+        # (notebook 03 measures fp16 and int8-dp32; tests/test_piper_voice.py converts int8)
+        assert [r["recipe"] for r in voice["rows"]] == ["int8-flow", "sherpa-int8"]
         # The listener's verdicts on the voice's own take spread (issue 23).
         assert all(r["verdict"] in ("transparent", "acceptable", "degraded", "broken")
                    and r["decided_by"] and r["size_ratio"] < 1 for r in voice["rows"])

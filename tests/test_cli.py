@@ -26,6 +26,7 @@ def assert_user_error(proc: subprocess.CompletedProcess, pattern: str):
     assert pattern in lines[0], lines[0]
 
 
+@pytest.mark.slow  # the CLI in a subprocess: out of the quick loop
 def test_synth_writes_wav_and_prints_times(tiny_bundle_dir: Path, tmp_path: Path):
     out = tmp_path / "hello.wav"
     proc = run("synth", "Hello there.", "-o", str(out), "--model", str(tiny_bundle_dir),
@@ -38,6 +39,7 @@ def test_synth_writes_wav_and_prints_times(tiny_bundle_dir: Path, tmp_path: Path
     assert "read:" not in proc.stdout  # nothing to spell out
 
 
+@pytest.mark.slow  # the CLI in a subprocess: out of the quick loop
 def test_synth_says_what_normalisation_made_of_the_text(tiny_bundle_dir: Path, tmp_path: Path):
     proc = run("synth", "Room 4 at 10:30 漢", "-o", str(tmp_path / "a.wav"), "--model",
                str(tiny_bundle_dir), "--steps", "1")
@@ -52,6 +54,7 @@ def test_synth_says_what_normalisation_made_of_the_text(tiny_bundle_dir: Path, t
     assert not (tmp_path / "b.wav").exists()
 
 
+@pytest.mark.slow  # the CLI in a subprocess: out of the quick loop
 def test_info_json(tiny_bundle_dir: Path):
     proc = run("info", "--model", str(tiny_bundle_dir), "--json")
     assert proc.returncode == 0, proc.stderr
@@ -59,6 +62,7 @@ def test_info_json(tiny_bundle_dir: Path):
     assert info["standin"]["scale"] == "tiny" and len(info["stages"]) == 4
 
 
+@pytest.mark.slow  # the CLI in a subprocess: out of the quick loop
 @pytest.mark.parametrize(
     ("extra", "pattern"),
     [
@@ -74,6 +78,7 @@ def test_synth_user_errors(tiny_bundle_dir: Path, tmp_path: Path, extra, pattern
     assert_user_error(proc, pattern)
 
 
+@pytest.mark.slow  # the CLI in a subprocess: out of the quick loop
 @pytest.mark.parametrize(("text", "pattern"), [("", "text is empty"), ("  ", "text is empty"),
                                                ("Hi \u0e01", "cannot read: '\u0e01'")])
 def test_synth_bad_text(tiny_bundle_dir: Path, tmp_path: Path, text, pattern):
@@ -82,6 +87,7 @@ def test_synth_bad_text(tiny_bundle_dir: Path, tmp_path: Path, text, pattern):
     assert_user_error(proc, pattern)
 
 
+@pytest.mark.slow  # the CLI in a subprocess: out of the quick loop
 def test_broken_model(tiny_bundle_dir: Path, tmp_path: Path):
     broken = tmp_path / "broken"
     shutil.copytree(tiny_bundle_dir, broken)
@@ -90,18 +96,21 @@ def test_broken_model(tiny_bundle_dir: Path, tmp_path: Path):
     assert_user_error(run("info", "--model", str(tmp_path / "none")), "not a directory")
 
 
+@pytest.mark.slow  # the CLI in a subprocess: out of the quick loop
 def test_output_directory_missing(tiny_bundle_dir: Path, tmp_path: Path):
     proc = run("synth", "Hello.", "-o", str(tmp_path / "no" / "x.wav"), "--model",
                str(tiny_bundle_dir))
     assert_user_error(proc, "directory does not exist")
 
 
+@pytest.mark.slow  # the CLI in a subprocess: out of the quick loop
 def test_standin_refuses_non_empty_dir(tmp_path: Path):
     (tmp_path / "keep.txt").write_text("user data")
     assert_user_error(run("standin", str(tmp_path), "--scale", "tiny"), str(tmp_path))
     assert (tmp_path / "keep.txt").read_text() == "user data"
 
 
+@pytest.mark.slow  # the CLI in a subprocess: out of the quick loop
 def test_fetch_offline_fails_fast(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     proc = run("fetch", "--dir", str(tmp_path / "model"))
@@ -110,6 +119,7 @@ def test_fetch_offline_fails_fast(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert not (tmp_path / "model").exists()
 
 
+@pytest.mark.slow  # the CLI in a subprocess: out of the quick loop
 def test_normalize_cli():
     proc = run("normalize", "API 3개", "--lang", "ko", "--trace")
     assert proc.returncode == 0, proc.stderr
@@ -187,6 +197,7 @@ def test_synth_keeps_an_existing_wav_when_the_write_fails(tiny_bundle_dir: Path,
 ESC_NAME = "X\x1b[2J\x1b]0;owned\x07"  # clear the screen, set the terminal's title
 
 
+@pytest.mark.slow  # the CLI in a subprocess: out of the quick loop
 def test_voice_names_print_without_raw_escape_sequences(tiny_bundle_dir: Path, tmp_path: Path):
     bundle = tmp_path / "b"
     shutil.copytree(tiny_bundle_dir, bundle)
@@ -226,6 +237,7 @@ def test_a_rerun_prints_a_crafted_report_without_raw_escape_sequences(tiny_bundl
 # -- issue 13, section 4: help, tables, pipes, shared defaults ----------------------------
 
 
+@pytest.mark.slow  # the CLI in a subprocess: out of the quick loop
 def test_a_closed_pipe_ends_quietly(tiny_bundle_dir: Path):
     """`tts-kit ... | head` used to end with "internal error: BrokenPipeError" or Python's
     "Exception ignored ... BrokenPipeError": now nothing on stderr, status 141 (SIGPIPE)."""
@@ -281,6 +293,7 @@ def test_every_option_has_help_with_its_default_and_choices():
     assert set(contract.RECIPE_DESCRIPTIONS) == set(RECIPES)
 
 
+@pytest.mark.slow  # the CLI in a subprocess: out of the quick loop
 def test_info_prints_tables_that_agree_with_standin(tmp_path: Path):
     built = run("standin", str(tmp_path / "b"), "--scale", "tiny")
     info = run("info", "--no-load", "--model", str(tmp_path / "b"))
@@ -292,6 +305,7 @@ def test_info_prints_tables_that_agree_with_standin(tmp_path: Path):
             assert line.split()[1:3] == rows[line.split()[0]], line  # params, MB
 
 
+@pytest.mark.slow  # the CLI in a subprocess: out of the quick loop
 def test_cpus_above_the_cpu_quota_warn(tiny_bundle_dir: Path, tmp_path: Path,
                                       monkeypatch: pytest.MonkeyPatch):
     """A container with 1.5 CPUs of quota on 2 cores: --cpus 2 pins two cores the quota
@@ -327,6 +341,7 @@ def test_synth_and_normalize_share_one_default_language():
     assert synth.lang == norm.lang == contract.DEFAULT_LANG == "en"
 
 
+@pytest.mark.slow  # the CLI in a subprocess: out of the quick loop
 def test_text_clearly_in_the_other_language_gets_a_one_line_warning(tiny_bundle_dir: Path,
                                                                        tmp_path: Path):
     proc = run("normalize", "회의는 10:30에 시작합니다")
@@ -348,6 +363,7 @@ def test_text_clearly_in_the_other_language_gets_a_one_line_warning(tiny_bundle_
 # -- one error policy (issue 21): --debug shows the traceback ------------------------------
 
 
+@pytest.mark.slow  # the CLI in a subprocess: out of the quick loop
 def test_debug_is_a_global_flag_that_shows_the_traceback(tmp_path: Path):
     missing = tmp_path / "missing"
     plain = run("info", "--model", str(missing))

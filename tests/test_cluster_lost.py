@@ -49,6 +49,7 @@ def doomed_cluster():
         proc.wait(10)
 
 
+@pytest.mark.slow  # its own Dask cluster, killed mid-sweep
 def test_a_lost_scheduler_keeps_the_finished_trials_and_marks_the_rest_lost(
         doomed_cluster, tiny_bundle_dir, tmp_path, capsys, monkeypatch):
     address, proc = doomed_cluster

@@ -193,6 +193,18 @@ def test_notebook_runs_on_the_tiny_standin(path, tiny_bundle_dir, tmp_path, monk
         assert (tmp_path / "report.json").is_file()
 
 
+@pytest.mark.notebook
+def test_a_kernel_the_tests_start_freezes_its_heap_after_each_cell(tmp_path):
+    """tests/conftest.py's IPython startup file: after each cell the kernel collects and
+    freezes what is alive, so the library's collections walk only the next cell's objects
+    (and a developer's own IPython profile stays out of the tests)."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import gc"),
+                                         nbformat.v4.new_code_cell("gc.get_freeze_count()")])
+    nbclient.NotebookClient(nb, kernel_name="python3", timeout=120,
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    assert int(nb.cells[1].outputs[0]["data"]["text/plain"]) > 10_000
+
+
 def _browser_check():
     """bench/browser_check.py as a module, or a skip when its browser is not installed."""
     import importlib.util

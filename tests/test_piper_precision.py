@@ -27,6 +27,7 @@ def voice_file() -> Path:
     return Path(joe.data_dir()).resolve() / "en_US-joe-medium.onnx"
 
 
+@pytest.mark.slow  # the CLI in subprocesses
 def test_convert_voice_onnx_to_out_onnx_writes_a_file_with_its_config(tmp_path, voice_file):
     out = tmp_path / "out.onnx"
     p = subprocess.run([sys.executable, "-m", "tts_kit.cli", "convert", str(voice_file),
@@ -57,6 +58,7 @@ def spread():
     return quality_spread(NAME, (SENTENCE,), takes=3)
 
 
+@pytest.mark.slow  # the real voice's listening metrics (a recogniser, DNSMOS)
 def test_the_take_spread_on_the_voice(spread):
     w = spread.worst
     assert spread.takes == 3 and len(spread.per_take) == 2
@@ -65,6 +67,7 @@ def test_the_take_spread_on_the_voice(spread):
     assert spread.transcripts and "fox" in spread.transcripts[0]  # the recogniser hears it
 
 
+@pytest.mark.slow  # the real voice's listening metrics (a recogniser, DNSMOS)
 def test_the_voice_against_itself_is_transparent(spread):
     from tts_kit.precision.listening import judge_quality
 
@@ -73,6 +76,7 @@ def test_the_voice_against_itself_is_transparent(spread):
     assert q["metrics"]["mcd_db"] == 0.0 and q["metrics"]["wer"] == 0.0
 
 
+@pytest.mark.slow  # the real voice's listening metrics (a recogniser, DNSMOS)
 def test_a_time_stretched_copy_raises_wer_or_mcd():
     from scipy.signal import resample_poly
 

@@ -350,8 +350,10 @@ def test_a_report_measures_the_voice_and_names_it(tmp_path):
     assert rep.recommended is not None and rep.recommended["status"] == "ok"
 
 
-@pytest.mark.slow  # an INT8 quantisation of the voice
+@pytest.mark.slow  # INT8 quantisations of the voice
 def test_the_int8_recipe_that_keeps_the_durations_keeps_the_length(tmp_path):
+    """int8-dp32 keeps the length; plain int8 (measured by the precision bench's full run
+    only: its --quick takes two other recipes) converts and speaks."""
     from tts_kit.precision import convert
     from tts_kit.precision.measure import piper_distances
 
@@ -361,6 +363,10 @@ def test_the_int8_recipe_that_keeps_the_durations_keeps_the_length(tmp_path):
     # The text encoder and duration predictor stay float: the same seed, the same length.
     d = piper_distances(NAME, report.dst, texts=(SENTENCE,))
     assert d.duration_change_s == 0.0
+    plain = convert(NAME, tmp_path / "joe-int8", recipe="int8", measure=False)
+    assert "integer kernels" in plain.stages["voice"].kernels["verdict"]
+    d = piper_distances(NAME, plain.dst, texts=("Hello there.",))
+    assert np.isfinite(d.snr_db) and np.isfinite(d.mcd_db)
     with pytest.raises(ValueError, match="not one for a Piper voice"):
         convert(NAME, tmp_path / "x", recipe="int4", measure=False)
     with pytest.raises(ValueError, match="one stage, 'voice'"):

@@ -59,6 +59,7 @@ def test_a_measured_conversion_is_judged_as_a_listener_would(tiny_bundle_dir, tm
     assert kept["recipe"] == "fp16" and kept["source"] == tiny_bundle_dir.name
 
 
+@pytest.mark.slow  # the module's measured FP16 conversion: trials in fresh processes
 def test_files_shrink(fp16, int8):
     report, _ = fp16
     for stage in contract.STAGES:
@@ -79,6 +80,7 @@ def test_files_shrink(fp16, int8):
     assert int8.stages["text_encoder"].ops.get("Gather") == 1
 
 
+@pytest.mark.slow  # the module's measured FP16 conversion: trials in fresh processes
 def test_converted_bundles_open_and_synthesise(fp16, int8, tiny_bundle_dir):
     src = Bundle(tiny_bundle_dir)
     for r in (fp16[0], int8):
@@ -91,6 +93,7 @@ def test_converted_bundles_open_and_synthesise(fp16, int8, tiny_bundle_dir):
         assert wav.size > 0 and np.isfinite(wav).all()
 
 
+@pytest.mark.slow  # the module's measured FP16 conversion: trials in fresh processes
 def test_source_byte_identical(fp16, tiny_bundle_dir):
     report, before = fp16
     assert sha256_tree(tiny_bundle_dir) == before == report.source_sha256
@@ -200,6 +203,7 @@ def test_single_onnx_file(tmp_path, to, min_snr):
         convert(src, tmp_path / "o.onnx", to=to, stages=["vocoder"])
 
 
+@pytest.mark.slow  # the module's measured FP16 conversion: trials in fresh processes
 def test_fp16_fidelity_is_measured(fp16, tmp_path):
     report, _ = fp16
     f = report.fidelity[CPU]

@@ -44,6 +44,7 @@ def _rerun_refused(path: Path, capsys) -> str:
     return lines[0]
 
 
+@pytest.mark.slow  # its report: trials in fresh processes
 def test_a_saved_preset_with_absurd_threads_is_refused_like_a_flag(written, tmp_path, capsys):
     path = _edited(written, tmp_path,
                    lambda d: d["presets"]["lean"].update(intra_op_num_threads=100000))
@@ -52,6 +53,7 @@ def test_a_saved_preset_with_absurd_threads_is_refused_like_a_flag(written, tmp_
         in line, line
 
 
+@pytest.mark.slow  # its report: trials in fresh processes
 def test_a_figure_of_1e400_is_one_line_not_an_overflow(written, tmp_path, capsys):
     path = _edited(written, tmp_path, lambda d: d["records"][0].update(peak_rss_mb="INF"))
     line = _rerun_refused(path, capsys)
@@ -60,6 +62,7 @@ def test_a_figure_of_1e400_is_one_line_not_an_overflow(written, tmp_path, capsys
         report.TuningReport.load(path)
 
 
+@pytest.mark.slow  # its report: trials in fresh processes
 def test_a_model_path_now_holding_other_graphs_is_refused_not_measured(
         written, tmp_path, capsys):
     path, model = written
@@ -77,6 +80,7 @@ def test_a_model_path_now_holding_other_graphs_is_refused_not_measured(
     assert f"the model at {moved} now holds other graphs (SHA-256 of vocoder" in line, line
 
 
+@pytest.mark.slow  # its report: trials in fresh processes
 def test_the_tiny_standins_note_says_its_costs_are_not_realistic(written):
     model = json.loads(written[0].read_text())["model"]
     assert model["standin"]["scale"] == "tiny"
