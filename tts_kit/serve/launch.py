@@ -160,11 +160,14 @@ def start_server(args: Sequence[str] = (), env: dict[str, str] | None = None,
             shutil.rmtree(own_dir, ignore_errors=True)
 
 
-class Stopped(BaseException):
+class Stopped(SystemExit):
     """The process got SIGTERM or SIGHUP (`signals_end_the_block`); ``signum`` says which.
 
-    A BaseException, like KeyboardInterrupt: no ``except Exception`` on the way (an event
-    loop's callback guard, a library's retry) swallows it."""
+    A SystemExit, because that (with KeyboardInterrupt) is all asyncio lets through its
+    guards: a callback's or a socket write's ``except BaseException`` swallows anything
+    else (a SIGTERM that landed in a load tester's socket write printed "Fatal write error
+    on socket transport" and left serve-sweep running its 100,000 requests). No ``except
+    Exception`` on the way (a library's retry) swallows it either."""
 
     def __init__(self, signum: int):
         super().__init__(f"stopped by {signal.Signals(signum).name}")
