@@ -58,6 +58,8 @@ from tts_kit.serve.worker import (
 SECONDS_PER_CHAR = 0.07
 #: How often a job's waiter looks whether its request ended (stops the job when so).
 POLL_S = 0.1
+#: What `ChunkScheduler._next` answers when it retired a worker that did not stop in time.
+_RETIRED: tuple = ("retired",)
 #: The scheduling modes of the ``workers`` architecture.
 SCHEDULING = ("request", "chunk")
 
@@ -265,6 +267,18 @@ class ChunkScheduler:
         self._timer = None
         self.dispatch()
 
+    async def _next(self, w: Worker, stop_by: float | None) -> tuple | None:
+        """``w``'s next message; None when a poll passed without one; `_RETIRED` when the
+        cancel grace ``stop_by`` passed (``w`` is then retired: killed and replaced)."""
+        wait = POLL_S if stop_by is None else max(0.0, stop_by - time.monotonic())
+        try:
+            return await asyncio.wait_for(w.inbox.get(), wait)
+        except asyncio.TimeoutError:
+            if stop_by is not None and time.monotonic() >= stop_by:
+                self.pool.retire(w, "abandoned")
+                return _RETIRED
+            return None
+
     async def _run_batch(self, w: Worker, batch: list[tuple[ChunkRequest, int]]) -> None:
         """Wait for every item of a batch on ``w`` (``("item", i, message)`` answers), hand
         each chunk to its request (dropped when that request ended), then free ``w``."""
@@ -276,13 +290,10 @@ class ChunkScheduler:
                 if stop_by is None and len(rids) == 1 and batch[0][0].ended:
                     w.cancel_job.value = batch[0][0].rid  # one request's batch: stop it
                     stop_by = time.monotonic() + CANCEL_GRACE_S
-                wait = POLL_S if stop_by is None else max(0.0, stop_by - time.monotonic())
-                try:
-                    msg = await asyncio.wait_for(w.inbox.get(), wait)
-                except asyncio.TimeoutError:
-                    if stop_by is not None and time.monotonic() >= stop_by:
-                        self.pool.retire(w, "abandoned")
-                        return
+                msg = await self._next(w, stop_by)
+                if msg is _RETIRED:
+                    return
+                if msg is None:
                     continue
                 if msg[0] == "exit":
                     for i in left:
@@ -315,13 +326,10 @@ class ChunkScheduler:
                 if req.ended and stop_by is None:
                     w.cancel_job.value = req.rid
                     stop_by = time.monotonic() + CANCEL_GRACE_S
-                wait = POLL_S if stop_by is None else max(0.0, stop_by - time.monotonic())
-                try:
-                    msg = await asyncio.wait_for(w.inbox.get(), wait)
-                except asyncio.TimeoutError:
-                    if stop_by is not None and time.monotonic() >= stop_by:
-                        self.pool.retire(w, "abandoned")
-                        return
+                msg = await self._next(w, stop_by)
+                if msg is _RETIRED:
+                    return
+                if msg is None:
                     continue
                 if msg[0] == "exit":  # died: the pool replaced it
                     req.fail(WorkerDied(f"worker {w.id} (pid {w.pid}) exited while "
