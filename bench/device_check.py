@@ -14,9 +14,11 @@ the same texts, seeds and noise:
 
 1. FP32 vs FP16 on CUDA: GPU memory (nvidia-smi, see `tts_kit.runtime.devices.gpu_memory_mb`),
    host RSS, p50 latency, waveform SNR and per-stage SNR against FP32 on CUDA.
-2. CUDA options on the FP16 bundle: ``arena_extend_strategy`` kNextPowerOfTwo (ORT's
-   default) vs kSameAsRequested, a ``gpu_mem_limit``, and ``cudnn_conv_algo_search``
-   EXHAUSTIVE (default) vs HEURISTIC vs DEFAULT.
+2. cuDNN's convolution search on FP32 and FP16: EXHAUSTIVE (ORT's default) vs HEURISTIC
+   (tts_kit's, `SessionPreset.cuda`), each timed with the texts alternating (new shapes every
+   call, as a server sees) and with one text repeated (the same shapes every call).
+3. CUDA options on the FP16 bundle: ``arena_extend_strategy`` kNextPowerOfTwo (ORT's
+   default) vs kSameAsRequested, a ``gpu_mem_limit``, and ``cudnn_conv_algo_search`` DEFAULT.
 
 Without a usable CUDA provider it says why, runs the FP32 vs FP16 comparison on the CPU
 instead (so the run still yields numbers) and exits with 3. Exit codes: 0 CUDA measured,
@@ -146,16 +148,27 @@ def main() -> int:
                                       timeout_s=150)
             fids.append((name, f))
 
-        # 2. CUDA options on the FP16 bundle.
+        # 2. cuDNN's algorithm search, shapes changing vs repeated.
+        search_runs = []
+        base = get_preset("supertonic-default")
+        for name in (("fp32", "fp16") if usable else ()):
+            for search in ("EXHAUSTIVE", "HEURISTIC"):
+                if left() < 25:
+                    _say(f"skipped cudnn {search} on {name}: time budget")
+                    continue
+                rec = measure_bundle(bundles[name], name, CUDA, same_text=True,
+                                     preset=base.cuda(cudnn_conv_algo_search=search), **kw)
+                search_runs.append((name, search, rec))
+                _say(f"measured cudnn {search} on {name}: {rec.status}")
+
+        # 3. CUDA options on the FP16 bundle.
         opt_runs = []
         if usable:
-            base = get_preset("supertonic-default")
             variants = [
-                ("defaults (kNextPowerOfTwo, EXHAUSTIVE)", base.cuda()),
+                ("defaults (kNextPowerOfTwo, HEURISTIC)", base.cuda()),
                 ("kSameAsRequested", base.cuda(arena_extend_strategy="kSameAsRequested")),
                 ("kSameAsRequested + gpu_mem_limit 2 GB",
                  base.cuda(2048, arena_extend_strategy="kSameAsRequested")),
-                ("cudnn HEURISTIC", base.cuda(cudnn_conv_algo_search="HEURISTIC")),
                 ("cudnn DEFAULT", base.cuda(cudnn_conv_algo_search="DEFAULT")),
             ]
             for label, preset in variants:
@@ -175,6 +188,13 @@ def main() -> int:
         _say(f"{name} vs fp32 on {provider}: waveform SNR {f.waveform_snr_db:.1f} dB, "
              f"log-mel {f.log_mel_distance_db:.2f} dB, stages: {stages or '-'} -> "
              f"{'pass' if f.passed else 'FAIL: ' + '; '.join(f.reasons)}")
+    if search_runs:
+        _say(f"\ncuDNN convolution search ({args.scale}; p50 s per synthesis):")
+        _say(f"{'bundle':<8}{'search':<12}{'texts alternating':>19}{'one text repeated':>19}"
+             f"{'ratio':>7}  status")
+        for name, search, r in search_runs:
+            _say(f"{name:<8}{search:<12}{r.p50_s:>19.3f}{r.p50_same_text_s:>19.3f}"
+                 f"{r.p50_s / r.p50_same_text_s:>7.1f}  {r.status} {r.error}")
     if opt_runs:
         _say(f"\nCUDA options on fp16 ({args.scale}):")
         _say(f"{'option':<42}{'GPU MB':>8}{'load s':>8}{'p50 s':>8}{'peak RSS':>10}  status")
@@ -189,6 +209,7 @@ def main() -> int:
         provider=provider,
         runs=[r.to_dict() for r in runs],
         fidelity=[{"variant": n, **f.to_dict()} for n, f in fids],
+        cudnn_search=[{"bundle": n, "search": se, **r.to_dict()} for n, se, r in search_runs],
         cuda_options=[{"label": lab, "options": o, **r.to_dict()} for lab, o, r in opt_runs],
         total_s=time.perf_counter() - t0,
     )

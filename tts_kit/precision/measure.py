@@ -89,7 +89,7 @@ def _preset_for(preset: Any, provider: str) -> Any:
 
 def _measure_job(
     bundle_dir: str, texts: list[str], seed: int, steps: int, repeats: int, lang: str,
-    p: SessionPreset,
+    p: SessionPreset, same_text: bool = False,
 ) -> dict[str, Any]:
     """Child side of `measure_bundle` (runs in a fresh process; the preset pickles)."""
     from tts_kit.models.supertonic.engine import Engine
@@ -117,6 +117,13 @@ def _measure_job(
             audio.append(r.duration_s)
     out["p50_s"] = statistics.median(times) if times else math.nan
     out["rtf"] = out["p50_s"] / statistics.median(audio) if audio else math.nan
+    if same_text and texts:
+        same = []
+        for _ in range(repeats):
+            t1 = time.perf_counter()
+            engine.synthesize(texts[0], lang=lang, seed=seed, steps=steps)
+            same.append(time.perf_counter() - t1)
+        out["p50_same_text_s"] = statistics.median(same) if same else math.nan
     if cuda:
         used, how = gpu_memory_mb()
         if used is not None and "device" in how and gpu0[0] is not None:
@@ -138,13 +145,15 @@ def measure_bundle(
     preset: Any = None,
     timeout_s: float | None = 900,
     cpus: int | None = None,
+    same_text: bool = False,
 ) -> RunRecord:
     """Load a bundle in a fresh process and measure RSS, peak RSS, p50 latency (and GPU memory).
 
     The engine loads all four sessions (``resident``), synthesises every text once (the
     warm-up) and then ``repeats`` more times;
     text ``i`` always uses noise seed ``seed + i``. ``cpus`` pins the process to that many
-    cores (`tts_kit.runtime.measure.run_isolated`).
+    cores (`tts_kit.runtime.measure.run_isolated`). ``same_text`` also times the first text
+    ``repeats`` times in a row (`RunRecord.p50_same_text_s`: what a shape change costs).
 
     Example:
         >>> rec = measure_bundle("standin-tiny", "fp32")  # doctest: +SKIP
@@ -159,7 +168,7 @@ def measure_bundle(
     size = sum(s.size_bytes for s in b.stages.values()) / 2**20
     p = _preset_for(preset, provider)
     m = run_isolated(_measure_job, str(b.path), texts, seed, steps, repeats, lang, p,
-                     timeout_s=timeout_s, cpus=cpus)
+                     same_text, timeout_s=timeout_s, cpus=cpus)
     rec = RunRecord(label, provider, status=m.status, error=m.error, size_mb=size,
                     peak_rss_mb=m.peak_rss_mb, preset=p.name)
     if m.ok and isinstance(m.result, dict):

@@ -127,7 +127,12 @@ class RunRecord:
     load_s: float = math.nan
     """Seconds to create the four sessions."""
     p50_s: float = math.nan
-    """Median wall seconds of one synthesis (after one warm-up call)."""
+    """Median wall seconds of one synthesis (after one warm-up call); the texts alternate,
+    so every call's shapes differ from the last one's, as a server's requests do."""
+    p50_same_text_s: float = math.nan
+    """Only when asked (``same_text=True``): median of the first text synthesised again and
+    again, the same shapes every call. Beside ``p50_s`` it prices a shape change (on CUDA,
+    cuDNN's algorithm search: `tts_kit.runtime.sessions.SessionPreset.cuda`)."""
     rtf: float = math.nan
     """p50 / audio seconds."""
     gpu_mem_mb: float | None = None

@@ -62,6 +62,9 @@ CORES = "cores"
 CUDA = "CUDAExecutionProvider"
 _ARENA_STRATEGIES = ("kNextPowerOfTwo", "kSameAsRequested")
 _CUDNN_SEARCH = ("EXHAUSTIVE", "HEURISTIC", "DEFAULT")
+#: The convolution search `SessionPreset.cuda` sets unless told otherwise (not ORT's
+#: EXHAUSTIVE: see that method).
+CUDA_CONV_SEARCH = "HEURISTIC"
 
 #: What each option does, keyed by `SessionPreset` field or session config key.
 OPTION_DOCS: dict[str, str] = {
@@ -127,9 +130,9 @@ OPTION_DOCS: dict[str, str] = {
         "up to a power of two, kSameAsRequested grows by exactly what is asked (less memory)"
     ),
     "cudnn_conv_algo_search": (
-        "CUDA: how cuDNN picks a convolution algorithm; EXHAUSTIVE benchmarks all (fastest "
-        "kernels, large workspaces, slow first run), HEURISTIC asks cuDNN, DEFAULT uses the "
-        "first one"
+        "CUDA: how cuDNN picks a convolution algorithm; EXHAUSTIVE (ORT's default) benchmarks "
+        "all, again for every new input shape, HEURISTIC (tts_kit's default) asks cuDNN, "
+        "DEFAULT uses the first one"
     ),
     "device_id": "CUDA: which GPU",
 }
@@ -315,8 +318,13 @@ class SessionPreset:
     ) -> SessionPreset:
         """A copy that tries the CUDA provider first, with its memory options.
 
-        Options left None keep ORT's CUDA defaults. Without a CUDA build of ORT the
-        copy still runs: `provider_list` falls back to the CPU.
+        Options left None keep ORT's CUDA defaults, except the convolution search:
+        ``HEURISTIC`` unless asked otherwise (or already set). ORT's default, EXHAUSTIVE,
+        runs cuDNN's benchmark again whenever a convolution's input shape differs from its
+        last call's, and text to speech changes shapes with every text: measured several
+        times slower per call than HEURISTIC on a GPU, FP16 most (docs/benchmarks.md, "On a
+        GPU"; `bench/device_check.py` measures it). Without a CUDA build of ORT the copy
+        still runs: `provider_list` falls back to the CPU.
 
         Example:
             >>> p = get_preset("low-memory").cuda(1024, "kSameAsRequested", "HEURISTIC")
@@ -344,6 +352,11 @@ class SessionPreset:
                     f"{list(_CUDNN_SEARCH)}"
                 )
             opts["cudnn_conv_algo_search"] = cudnn_conv_algo_search
+        elif "cudnn_conv_algo_search" not in opts:
+            opts["cudnn_conv_algo_search"] = CUDA_CONV_SEARCH
+            notes.setdefault("cudnn_conv_algo_search", (
+                "tts_kit's CUDA default: ORT's EXHAUSTIVE benchmarks again at every new input "
+                "shape, and each text brings new shapes (docs/benchmarks.md, 'On a GPU')"))
         if device_id is not None:
             opts["device_id"] = str(int(device_id))
         providers = [CUDA] + [p for p in self.providers if p != CUDA]
