@@ -230,8 +230,8 @@ def test_cuda_puts_the_provider_first_with_its_options():
 
 
 def test_cuda_asks_cudnn_for_heuristics_unless_told_otherwise():
-    # ORT's default (EXHAUSTIVE) benchmarks again at every new input shape: measured 4x
-    # (FP32) to 13x (FP16) slower per call on an H200 when the text changes each call.
+    # ORT's default (EXHAUSTIVE) benchmarks again at every new input shape: measured 4-5x
+    # (FP32) and 9-13x (FP16) slower per call on an H200 when the text changes each call.
     p = get_preset("supertonic-default").cuda()
     assert p.provider_options["CUDAExecutionProvider"] == {"cudnn_conv_algo_search": "HEURISTIC"}
     assert "cudnn_conv_algo_search = HEURISTIC" in "\n".join(p.explain())
