@@ -74,6 +74,18 @@ class ProcTree:
                 pss_total = None if value is None else pss_total + value
         return (rss_total if n else None), pss_total, n
 
+    def _listing(self, alive: bool) -> dict[int, psutil.Process]:
+        """Every process of the tree seen so far or now, and the child's process group,
+        the child itself left out."""
+        if alive:
+            self.members()
+        found = {p.pid: p for p in self.seen.values() if p.pid != self.pid}
+        if hasattr(os, "getpgid"):
+            for p in self._group():
+                if p.pid != self.pid:
+                    found.setdefault(p.pid, p)
+        return found
+
     def _group(self) -> list[psutil.Process]:
         """Processes in the child's own process group (an orphan that escaped the tree)."""
         out = []
@@ -87,22 +99,30 @@ class ProcTree:
         return out
 
     def kill(self, root: bool) -> None:
-        """SIGKILL every descendant (then the child itself when ``root``); wait briefly."""
+        """SIGKILL every descendant (then the child itself when ``root``); wait briefly.
+
+        The tree is stopped first (SIGSTOP), listing again until a listing finds nobody
+        new: a stopped process cannot fork, so no process is born between the last listing
+        and the kill (a workload forking at that moment would otherwise leave an orphan
+        running after its measurement).
+        """
         alive = self.proc.exitcode is None and self.proc.is_alive()
-        if alive:
-            self.members()
-        victims: dict[int, psutil.Process] = {p.pid: p for p in self.seen.values()
-                                              if p.pid != self.pid}
-        if hasattr(os, "getpgid"):
-            for p in self._group():
-                if p.pid != self.pid:
-                    victims.setdefault(p.pid, p)
+        if root and alive:
+            try:
+                _signal(self.seen.get(self.pid) or psutil.Process(self.pid), stop=True)
+            except psutil.Error:  # gone already
+                pass
+        victims: dict[int, psutil.Process] = {}
+        for _ in range(20):
+            new = {pid: p for pid, p in self._listing(alive).items() if pid not in victims}
+            for p in new.values():
+                _signal(p, stop=True)
+            victims.update(new)
+            if not new:
+                break
         # Descendants first: a parent killed first would orphan them to init mid-listing.
         for p in victims.values():
-            try:
-                p.kill()  # psutil refuses a recycled pid (start time differs)
-            except psutil.Error:
-                pass
+            _signal(p, stop=False)
         if root and self.proc.is_alive():
             self.proc.kill()
         # Until each is dead or a zombie (its memory is freed; a zombie waits for its parent
@@ -111,6 +131,15 @@ class ProcTree:
         while any(not _dead(p) for p in victims.values()) and time.time() < deadline:
             time.sleep(0.01)
         self.seen = {self.pid: self.seen[self.pid]} if self.pid in self.seen else {}
+
+
+def _signal(proc: psutil.Process, stop: bool) -> None:
+    """SIGSTOP (``stop``) or SIGKILL ``proc``; psutil refuses a recycled pid (its start
+    time differs) and a process already gone is nothing to do."""
+    try:
+        proc.suspend() if stop else proc.kill()
+    except psutil.Error:
+        pass
 
 
 def _dead(proc: psutil.Process) -> bool:
