@@ -114,3 +114,15 @@ def test_glibc_is_loaded_once():
     assert procfacts.libc() is procfacts.libc()
     assert procfacts.malloc_trim() in (True, False)
     assert procfacts.mallopt(-3, 1024 * 1024) in (True, False)  # M_MMAP_THRESHOLD
+
+
+def test_pinned_measurements_take_the_idlest_cores():
+    # run_isolated(cpus=1) pinned every trial to the first core: two test workers (or two
+    # sweeps) side by side then shared core 0 while core 1 idled.
+    from tts_kit.core.procfacts import allowed_cpus, idlest_cpus
+
+    assert idlest_cpus(1, [0, 1], busy=[100.0, 2.0]) == [1]
+    assert idlest_cpus(2, [0, 1, 2, 3], busy=[90.0, 5.0, 60.0, 1.0]) == [1, 3]
+    assert idlest_cpus(1, [0, 1], busy=[4.0, 1.0]) == [0]  # noise does not reorder idle cores
+    assert idlest_cpus(3, [2, 5]) == [2, 5]
+    assert set(idlest_cpus(1)) <= set(allowed_cpus())

@@ -181,6 +181,32 @@ def allowed_cpus() -> list[int]:
     return list(range(os.cpu_count() or 1))
 
 
+def idlest_cpus(n: int, cores: list[int] | None = None, interval_s: float = 0.05,
+                busy: list[float] | None = None) -> list[int]:
+    """The ``n`` least busy of ``cores`` (default: `allowed_cpus`) over ``interval_s``,
+    sorted; ties go to the lower id, so an idle machine gives the first ``n``. ``busy``
+    (percent per core id) replaces the measurement.
+
+    Two measurements started side by side (test workers, two sweeps) then pin to
+    different cores instead of both to the first ones.
+
+    Example:
+        >>> idlest_cpus(1, [0, 1], busy=[97.0, 4.0]), idlest_cpus(1, [0, 1], busy=[3.0, 8.0])
+        ([1], [0])
+    """
+    cores = allowed_cpus() if cores is None else list(cores)
+    if n >= len(cores):
+        return sorted(cores)
+    if busy is None:
+        try:
+            busy = psutil.cpu_percent(interval=interval_s, percpu=True)
+        except Exception:  # pragma: no cover - /proc/stat unreadable: keep the order
+            return sorted(cores[:n])
+    load = {c: busy[c] if c < len(busy) else 0.0 for c in cores}
+    # 10-point bins: a few percent of noise must not reorder idle cores
+    return sorted(sorted(cores, key=lambda c: (round(load[c] / 10), c))[:n])
+
+
 def _cgroup_base(root: str | os.PathLike[str] | None) -> tuple[Path | None, bool]:
     """The cgroup directory to read and whether it was given (``root`` or the env var).
 

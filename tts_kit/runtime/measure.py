@@ -56,10 +56,12 @@ How the numbers are taken:
 * ``cpu_percent``: the child's CPU time (all threads) during ``fn`` / ``fn``'s wall time
   x 100, so 200 means two cores busy.
 
-``cpus=N`` pins the child to the first N cores the parent may use
-(``os.sched_setaffinity``), sets ``OMP_NUM_THREADS=N`` and makes
-`tts_kit.core.procfacts.current_cpus` return N inside the child, which `tts_kit.runtime.sessions`
-reads to size ONNX Runtime's intra-op pool ("cores") unless a preset pins a number.
+``cpus=N`` pins the child to the N least busy cores the parent may use, over 50 ms
+before the start (`tts_kit.core.procfacts.idlest_cpus`; the first N on an idle machine), so
+two measurements started side by side do not share one core (``os.sched_setaffinity``),
+sets ``OMP_NUM_THREADS=N`` and makes `tts_kit.core.procfacts.current_cpus` return N inside
+the child, which `tts_kit.runtime.sessions` reads to size ONNX Runtime's intra-op pool
+("cores") unless a preset pins a number.
 
 The memory budget is enforced by the sampling watchdog (SIGKILL of the tree past the
 budget), not by ``RLIMIT_AS``: ONNX Runtime reserves large virtual ranges it never
@@ -245,7 +247,7 @@ def run_isolated(
                 f"cpus={cpus} but this process may only use {len(cores)} core(s) "
                 f"({cores}); ask for at most {len(cores)}"
             )
-        pinned: list[int] | None = cores[:cpus]
+        pinned: list[int] | None = procfacts.idlest_cpus(cpus, cores)
     else:
         pinned = None
     if mem_budget_mb is not None and not mem_budget_mb > 0:
