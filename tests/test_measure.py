@@ -361,6 +361,7 @@ def test_sampling_lists_the_tree_ten_times_a_second_not_at_every_sample(monkeypa
     monkeypatch.setattr(ProcTree, "members", lambda self: listings.append(1) or real(self))
     m = run_isolated(time.sleep, 1.5, sample_ms=10)
     assert m.status == "ok", m.error
-    samples = len(m.timeline)
-    assert samples > 3 * len(listings), (samples, len(listings))  # was one listing per sample
-    assert len(listings) <= m.wall_s / ProcTree.LIST_EVERY_S + 8, len(listings)
+    # Was one listing per sample (60 in 1.5 s at load 13, 150 on a quiet machine); the
+    # sampling still ran at every interval it could.
+    assert len(m.timeline) > 10
+    assert len(listings) <= m.wall_s / ProcTree.LIST_EVERY_S + 5, (len(listings), m.wall_s)
