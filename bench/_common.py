@@ -49,6 +49,16 @@ def print_ratio_table(records: list[dict], reference: str, label: str = "preset"
           "while serving.)")
 
 
+def add_rounds_arg(ap: argparse.ArgumentParser) -> None:
+    """``--rounds``: fresh trials per configuration, alternating (`tts_kit.experiments.tune.
+    sweep`'s ``rounds``, default 2; 1 for a quick look without the spread)."""
+    from tts_kit.experiments.spread import DEFAULT_ROUNDS
+
+    ap.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
+                    help=f"fresh trials per configuration, alternating (default "
+                         f"{DEFAULT_ROUNDS}; 1: no spread)")
+
+
 def sweep_against(model: Path, presets: list, args: argparse.Namespace, reference: str,
                   label: str = "preset", loading: str = "resident") -> int:
     """Sweep ``presets`` (one isolated trial each, same cores and workload), print the
@@ -59,9 +69,9 @@ def sweep_against(model: Path, presets: list, args: argparse.Namespace, referenc
     from tts_kit.experiments.workload import Workload
 
     result = sweep(model, presets, Workload(steps=args.steps, repeats=args.repeats),
-                   cpus=(args.cpus,), loadings=(loading,), progress=True)
+                   cpus=(args.cpus,), loadings=(loading,), progress=True, rounds=args.rounds)
     print(f"bundle: {model}  cpus: {args.cpus or 'all'}  steps: {args.steps}  "
-          f"repeats: {args.repeats}  loading: {loading}\n")
+          f"repeats: {args.repeats}  rounds: {args.rounds}  loading: {loading}\n")
     print(format_table(result.records))
     print_ratio_table(result.records, reference, label=label)
     if args.json:

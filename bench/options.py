@@ -10,7 +10,7 @@ isolated trial (`tts_kit.experiments.tune.sweep`) on the same bundle (the ``full
 default), cores and workload, in one run; the table prints ratios to the reference.
 
     python bench/options.py [--model DIR] [--scale full] [--cpus 2] [--repeats 5]
-                            [--steps 8] [--json OUT]
+                            [--steps 8] [--rounds 2] [--json OUT]
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import argparse
 import dataclasses
 import sys
 
-from _common import add_model_args, model_dir, sweep_against
+from _common import add_model_args, add_rounds_arg, model_dir, sweep_against
 
 REFERENCE = "supertonic-default"
 
@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cpus", type=int, default=None, help="pin every trial to N cores")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS)
+    add_rounds_arg(ap)
     ap.add_argument("--json", help="also write the records here")
     args = ap.parse_args(argv)
 

@@ -6,7 +6,8 @@ first use), the same cores and the same workload. Prints absolute numbers and th
 ratios preset / supertonic-default (latency < 1: faster; peak < 1: less memory).
 
     python bench/presets.py [--model DIR] [--scale full] [--cpus 2] [--repeats 5]
-                            [--steps 8] [--loading resident] [--json OUT]
+                            [--steps 8] [--rounds 2] [--loading resident]
+                            [--json OUT]
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from _common import add_model_args, model_dir, sweep_against
+from _common import add_model_args, add_rounds_arg, model_dir, sweep_against
 
 REFERENCE = "supertonic-default"
 
@@ -30,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS)
     ap.add_argument("--loading", default="resident")
+    add_rounds_arg(ap)
     ap.add_argument("--json", help="also write the records here")
     args = ap.parse_args(argv)
 

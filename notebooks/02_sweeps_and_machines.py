@@ -50,7 +50,9 @@ from tts_kit.runtime.sessions import PRESETS
 presets = ["supertonic-default", "low-memory"] if quick else list(PRESETS)
 cpus = (1,) if quick else tune.default_cpus()  # 1, 2, 4 as far as this machine's cores allow
 budget_mb = 1024
-result = tune.sweep(bundle, presets, workload, cpus=cpus, mem_budget_mb=budget_mb)
+rounds = 1 if quick else tune.DEFAULT_ROUNDS  # fresh trials per configuration, alternating
+result = tune.sweep(bundle, presets, workload, cpus=cpus, mem_budget_mb=budget_mb,
+                    rounds=rounds)
 frame(result.records, [*FRAME_KEYS, "pareto"])  # every field: result.dataframe()
 
 # %%
@@ -99,7 +101,8 @@ from tts_kit.experiments import cluster
 client = cluster.local_cluster(1 if quick else 2)  # processes on 127.0.0.1, no dashboard
 try:
     fleet = tune.sweep(bundle, ["supertonic-default", "low-memory"], workload, cpus=(1,),
-                       mem_budget_mb=budget_mb, executor=cluster.TrialExecutor(client))
+                       mem_budget_mb=budget_mb, executor=cluster.TrialExecutor(client),
+                       rounds=rounds)
 finally:
     client.close()
 [(r["preset"], r["status"], r["worker"]["address"], round(r["p50_ms"] or 0, 1))

@@ -27,15 +27,19 @@ def _run(script: str, *args: str, tmp_path: Path) -> tuple[str, dict]:
 
 def test_presets_bench_prints_ratios_to_the_reference(tiny_bundle_dir, tmp_path):
     text, data = _run("presets.py", "--model", str(tiny_bundle_dir), "--presets", "lean",
-                      "--repeats", "1", "--steps", "1", "--cpus", "1", tmp_path=tmp_path)
+                      "--repeats", "1", "--steps", "1", "--cpus", "1", "--rounds", "1",
+                      tmp_path=tmp_path)
     assert [r["preset"] for r in data["records"]] == ["supertonic-default", "lean"]
     assert all(r["status"] == "ok" for r in data["records"])
     assert "ratios to supertonic-default" in text
 
 
 def test_options_bench_changes_one_option_at_a_time(tiny_bundle_dir, tmp_path):
+    # One round: every option is still a trial of its own (the rounds' spread is
+    # tests/test_tune.py's); half the fresh processes.
     text, data = _run("options.py", "--model", str(tiny_bundle_dir), "--repeats", "1",
-                      "--steps", "1", "--cpus", "1", tmp_path=tmp_path)
+                      "--steps", "1", "--cpus", "1", "--rounds", "1", tmp_path=tmp_path)
+    assert "rounds: 1" in text
     names = [r["preset"] for r in data["records"]]
     assert names[0] == "supertonic-default" and "+prepacking off" in names
     assert "+model bytes directly" in names and "+spinning off" in names
@@ -106,7 +110,8 @@ def test_precision_bench(tmp_path):
         voice = data["voice"]
         assert voice["model"] == "Piper en_US-joe-medium"
         # --quick: the two INT8 recipes no other quick run measures on the voice
-        # (notebook 03 measures fp16 and int8-dp32; tests/test_piper_voice.py converts int8)
+        # (notebook 03 measures int8-dp32; tests/test_piper_voice.py converts fp16 and
+        # int8-dp32)
         assert [r["recipe"] for r in voice["rows"]] == ["int8-flow", "sherpa-int8"]
         # The listener's verdicts on the voice's own take spread (issue 23).
         assert all(r["verdict"] in ("transparent", "acceptable", "degraded", "broken")

@@ -347,3 +347,21 @@ def test_a_spawn_that_raises_still_restores_the_environment_and_main_module(monk
         run_isolated(sum, [1], cpus=1)
     assert seen["omp"] == "1" and seen["main"] is not before[1]  # the child's view at start
     assert _process_state() == before
+
+
+def test_sampling_lists_the_tree_ten_times_a_second_not_at_every_sample(monkeypatch):
+    """Listing the descendants reads every process on the machine (psutil's ppid_map,
+    milliseconds of CPU each); at a 10 ms interval that was about a quarter of a core
+    spent watching each trial. The tree is listed every `0.1`, its
+    listed processes sampled at every interval."""
+    from tts_kit.runtime._proctree import ProcTree
+
+    listings = []
+    real = ProcTree.members
+    monkeypatch.setattr(ProcTree, "members", lambda self: listings.append(1) or real(self))
+    m = run_isolated(time.sleep, 1.5, sample_ms=10)
+    assert m.status == "ok", m.error
+    # Was one listing per sample (60 in 1.5 s at load 13, 150 on a quiet machine); the
+    # sampling still ran at every interval it could.
+    assert len(m.timeline) > 10
+    assert len(listings) <= m.wall_s / ProcTree.LIST_EVERY_S + 5, (len(listings), m.wall_s)

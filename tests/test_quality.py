@@ -183,6 +183,26 @@ def test_on_the_stand_in_the_verdict_says_its_audio_is_noise_and_skips_wer(tiny_
     assert all("\n" not in n for n in j["notes"])
 
 
+def test_a_candidate_judged_on_a_measured_spread_is_the_only_one_synthesised(
+        tiny_bundle_dir, monkeypatch):
+    """The spread keeps take 0's readings: judging a candidate on it synthesises the
+    candidate only (each reading is an engine built and run: seconds for a real voice),
+    and the verdict is the one a fresh take 0 gives."""
+    from tts_kit.precision import listening
+
+    skip, texts = ("pesq", "stoi", "dnsmos"), ("Hello there.",)
+    spread = listening.quality_spread(tiny_bundle_dir, texts, takes=2, skip=skip)
+    fresh = listening.judge_quality(tiny_bundle_dir, tiny_bundle_dir, texts, takes=2, skip=skip)
+    read = []
+    real = listening._synth
+    monkeypatch.setattr(listening, "_synth", lambda m, t, seed: read.append(m) or real(m, t, seed))
+    j = listening.judge_quality(tiny_bundle_dir, tiny_bundle_dir, texts, skip=skip,
+                                spread=spread)
+    assert len(read) == 1  # the candidate; take 0 came with the spread
+    assert j["metrics"] == fresh["metrics"] and j["verdict"] == fresh["verdict"]
+    assert "reference_wavs" not in spread.to_dict()  # JSON stays the figures
+
+
 @pytest.mark.slow
 def test_verify_against_a_copy_gives_the_listeners_verdict(tiny_bundle_dir, tmp_path,
                                                           monkeypatch):

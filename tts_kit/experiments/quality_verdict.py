@@ -83,6 +83,11 @@ class TakeSpread:
     """What the recogniser heard in take 0 (empty: WER not measured)."""
     reference_dnsmos: list[float] = field(default_factory=list)
     """Take 0's DNSMOS OVRL per text (empty: not measured)."""
+    reference_wavs: list[np.ndarray] = field(default_factory=list, repr=False, compare=False)
+    """Take 0's waveforms (not in `to_dict`): `judge_quality` compares a candidate with
+    them instead of synthesising take 0 again."""
+    sample_rate: int = 0
+    """The takes' sample rate (0: unknown)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the worst, the number of takes, each take's metrics."""
@@ -125,7 +130,7 @@ def take_spread(takes: Sequence[Sequence[np.ndarray]], sample_rate: int, *,
         setattr(worst, name, _worst(vals, higher))
     worst.dnsmos_ovrl = _worst([m.dnsmos_ovrl for m in per], True)
     worst.dnsmos_p808 = _worst([m.dnsmos_p808 for m in per], True)
-    return TakeSpread(worst, len(takes), per, heard, d_ref)
+    return TakeSpread(worst, len(takes), per, heard, d_ref, list(takes[0]), int(sample_rate))
 
 
 def _absent() -> dict[str, str]:

@@ -69,7 +69,8 @@ def judge_quality(reference: Any, candidate: Any, texts: Sequence[str] | None = 
     """``candidate`` against ``reference``'s take spread: the verdict (transparent,
     acceptable, degraded or broken), the metric that decided it, the reasons, the
     candidate's metrics and the spread. ``spread``: a `TakeSpread` already measured for
-    ``reference`` on the same texts (saves the takes when judging several candidates).
+    ``reference`` on the same texts (saves the takes when judging several candidates;
+    its take 0 is the reference's reading, not synthesised again).
 
     Example:
         >>> judge_quality("standin-tiny", "standin-tiny-int8")["verdict"]  # doctest: +SKIP
@@ -86,6 +87,8 @@ def judge_quality(reference: Any, candidate: Any, texts: Sequence[str] | None = 
         all_takes, rate = reference_takes(reference, texts, takes)
         spread = take_spread(all_takes, rate, skip=skip)
         ref = all_takes[0]
+    elif len(spread.reference_wavs) == len(texts) and spread.sample_rate:
+        ref, rate = spread.reference_wavs, spread.sample_rate  # take 0, already synthesised
     else:
         ref, rate = _synth(reference, texts, 0)
     cand, _ = _synth(candidate, texts, 0)
