@@ -214,6 +214,7 @@ def test_paged_and_budget_loading_with_one_stage(engine, loading):
     assert set(e.load_s) == {"voice"}
 
 
+@pytest.mark.slow  # a trial in a fresh process (the voice loaded there): out of the quick loop
 def test_a_trial_runs_in_a_fresh_process():
     from tts_kit.experiments.tune import trial
     from tts_kit.experiments.workload import Workload
