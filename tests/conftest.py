@@ -83,12 +83,20 @@ def _ipython_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.fixture(scope="session")
+def run_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This run's ``$TTS_KIT_CACHE_DIR``, shared by its xdist workers: what the cache holds
+    (a Piper voice's seeded graph, the graphs' external-data and optimised copies) is keyed
+    by content, written atomically and built under a lock, so each is built once per run,
+    not once per worker. Tests of the cache itself use a directory of their own."""
+    return _run_dir(tmp_path_factory) / "tts_kit_cache"
+
+
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
-                    _ipython_dir: Path):
+def _isolated_cache(run_cache_dir: Path, monkeypatch: pytest.MonkeyPatch, _ipython_dir: Path):
     """Keep tests away from the user's caches, IPython profile and model environment
     variables."""
-    cache = tmp_path_factory.getbasetemp() / "tts_kit_cache"
+    cache = run_cache_dir
     monkeypatch.setenv("TTS_KIT_CACHE_DIR", str(cache))
     monkeypatch.setenv("IPYTHONDIR", str(_ipython_dir))
     monkeypatch.delenv("TTS_KIT_MODEL_DIR", raising=False)

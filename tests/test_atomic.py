@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import subprocess
+import sys
 import threading
+import time
 
 import pytest
 
@@ -86,3 +89,30 @@ def test_outside_the_main_thread_nothing_is_touched(tmp_path):
     assert seen == [before] and _handlers() == before
     assert (tmp_path / "t.txt").read_text() == "x"
 
+
+
+_HOLD = """import fcntl, sys, time
+f = open(sys.argv[1], "a+b")
+fcntl.flock(f, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(0.5)
+"""
+
+
+def test_build_lock_makes_another_process_wait_its_turn(tmp_path):
+    """Two processes that build one cache entry at once (a server's workers on a cold
+    cache, a test run's workers): the second waits until the first is done."""
+    lock = tmp_path / ".build.lock"
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(lock)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        t0 = time.monotonic()
+        with atomic.build_lock(lock):
+            waited = time.monotonic() - t0
+        assert holder.wait(timeout=30) == 0
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()
+    assert waited > 0.2

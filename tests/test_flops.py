@@ -73,6 +73,7 @@ def test_bad_input_is_one_line_error(tmp_path):
         flops.model_costs(_OneGraph())
 
 
+@pytest.mark.slow  # the CLI in two subprocesses (about 5 CPU-s): out of the quick loop
 def test_info_costs_on_the_tiny_standin(tiny_bundle_dir):
     out = subprocess.run([sys.executable, "-m", "tts_kit.cli", "info", "--costs", "--json",
                           "--model", str(tiny_bundle_dir)], capture_output=True, text=True,

@@ -3,8 +3,12 @@ loader."""
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -144,6 +148,69 @@ def test_estimated_costs_fill_the_gaps(tiny_bundle_dir):
         resident_costs_mb({"vocoder": -1}, engine.bundle)
 
 
+@contextmanager
+def _full_collections() -> Iterator[list[int]]:
+    """Count full (generation 2) collections inside the block, automatic ones switched off."""
+    count = [0]
+
+    def seen(phase: str, info: dict) -> None:
+        count[0] += phase == "start" and info["generation"] == 2
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    gc.callbacks.append(seen)
+    try:
+        yield count
+    finally:
+        gc.callbacks.remove(seen)
+        if was_enabled:
+            gc.enable()
+
+
+@pytest.mark.parametrize("loading", ["resident", "paged"])
+def test_releases_cost_no_collection_when_nothing_else_holds_the_session(tiny_bundle_dir,
+                                                                         loading, monkeypatch):
+    """A session only the loader holds dies by reference count: making, running and closing
+    an engine runs no full garbage collection (each one walks the whole heap; there used
+    to be one per load and release, eight per engine), and the sessions are gone."""
+    probes: list[weakref.ref] = []
+    load = StageLoader._load
+
+    def probed_load(self: StageLoader, stage: str) -> None:
+        load(self, stage)
+        probes.append(weakref.ref(self._live[stage]._sess))
+
+    monkeypatch.setattr(StageLoader, "_load", probed_load)
+    with _full_collections() as full:
+        engine = Engine(tiny_bundle_dir, loading=loading)
+        engine.synthesize(TEXT, steps=2, seed=5)
+        engine.close()
+    assert full == [0]
+    assert engine.loaded_stages == [] and len(probes) == len(contract.STAGES)
+    assert all(p() is None for p in probes)
+
+
+def test_a_released_session_held_by_a_cycle_is_collected(tiny_bundle_dir):
+    """A session that garbage (a reference cycle) still holds is collected on release, so
+    its memory goes back just the same."""
+    path = next((tiny_bundle_dir / "onnx").glob("*.onnx"))
+    probes = []
+
+    def in_a_cycle(stage: str):
+        sess = create_session(path)
+        cycle: list = [sess]
+        cycle.append(cycle)  # garbage once the factory returns, holding the session
+        probes.append(weakref.ref(sess._sess))
+        return sess
+
+    loader = StageLoader(in_a_cycle, "paged")
+    with _full_collections() as full:
+        with loader.session("vocoder"):
+            pass
+        assert loader.loaded == [] and probes[0]() is None
+    assert full == [1]
+
+
 def test_lease_does_not_keep_a_released_session():
     loader = StageLoader(lambda stage: object(), "paged")
     with loader.session("vocoder") as lease:
@@ -237,14 +304,14 @@ class _Session:
 
 
 @pytest.fixture
-def no_gc_per_load(monkeypatch):
-    """Skip the gc.collect() + malloc_trim after each load and release: 20-50 ms each in a
-    test process, most of a tiny paged call's time, and beside the bookkeeping under test."""
-    monkeypatch.setattr("tts_kit.runtime.loading.release_memory", lambda trim=True: None)
+def no_trim_per_load(monkeypatch):
+    """Skip the malloc_trim after each load and release: it hands pages back that the next
+    load faults in again, beside the bookkeeping under test."""
+    monkeypatch.setattr("tts_kit.runtime.loading.malloc_trim", lambda: False)
 
 
 @pytest.mark.parametrize("loading", ["paged", "budget:25"])
-def test_loader_serves_4_threads_x_25_calls(loading, no_gc_per_load):
+def test_loader_serves_4_threads_x_25_calls(loading, no_trim_per_load):
     # Before the loader took a lock, nearly every call failed with KeyError or ran a
     # released session: one thread released what another was about to run.
     loader = StageLoader(lambda stage: _Session(), loading, {s: 10.0 for s in contract.STAGES})
@@ -281,7 +348,7 @@ def test_loader_serves_4_threads_x_25_calls(loading, no_gc_per_load):
 # sessions, one at a time under the loader's lock.
 @pytest.mark.parametrize("loading", ["paged", "budget:3"])
 def test_concurrent_syntheses_equal_the_single_thread_audio(tiny_bundle_dir, reference, loading,
-                                                            no_gc_per_load):
+                                                            no_trim_per_load):
     engine = Engine(tiny_bundle_dir, loading=loading)
     results: list[np.ndarray] = []
     errors: list[BaseException] = []

@@ -43,11 +43,11 @@ def voice_dir() -> Path:
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> PiperEngine:
+def engine(run_cache_dir: Path) -> PiperEngine:
     # The module-scoped engine builds its seeded graph in the tests' cache (conftest's
     # autouse fixture is function-scoped, so set the same place here).
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TTS_KIT_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "tts_kit_cache"))
+        mp.setenv("TTS_KIT_CACHE_DIR", str(run_cache_dir))
         return PiperEngine(NAME)
 
 
@@ -214,6 +214,7 @@ def test_paged_and_budget_loading_with_one_stage(engine, loading):
     assert set(e.load_s) == {"voice"}
 
 
+@pytest.mark.slow  # a trial in a fresh process (the voice loaded there): out of the quick loop
 def test_a_trial_runs_in_a_fresh_process():
     from tts_kit.experiments.tune import trial
     from tts_kit.experiments.workload import Workload
@@ -237,7 +238,9 @@ def fp16_copy(tmp_path_factory, voice_dir):
 
     before = _snapshot(voice_dir)
     out = tmp_path_factory.mktemp("joe") / "joe-fp16"
-    report = convert(NAME, out, to="fp16", texts=["Hello there.", SENTENCE], quality=False)
+    # One text: the measurements (fidelity on the same noise, the floor's runs) are the
+    # same per text; a second cost 9 of the fixture's 24 CPU-s.
+    report = convert(NAME, out, to="fp16", texts=["Hello there."], quality=False)
     return report, before, _snapshot(voice_dir)
 
 
@@ -409,12 +412,12 @@ def test_tts_kit_serve_speaks_with_the_voice(tmp_path, voice_dir):
 
 
 def test_one_graph_under_two_names_shares_its_seeded_copy(engine, tmp_path, voice_dir,
-                                                          tmp_path_factory, monkeypatch):
+                                                          run_cache_dir, monkeypatch):
     # The seeded copy is keyed by content; it used to be stored under the voice's file name,
     # so the same graph copied as a.onnx failed with "Directory not empty".
     from tts_kit.models.piper.seeded import seeded_graph
 
-    monkeypatch.setenv("TTS_KIT_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "tts_kit_cache"))
+    monkeypatch.setenv("TTS_KIT_CACHE_DIR", str(run_cache_dir))
     src = next(voice_dir.glob("*.onnx"))
     renamed = tmp_path / "a.onnx"
     shutil.copyfile(src, renamed)

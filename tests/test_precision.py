@@ -419,6 +419,7 @@ def _default_signal_handlers() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
+@pytest.mark.slow  # conversions in subprocesses, signalled: out of the quick loop
 @pytest.mark.parametrize("sig, to", [("SIGTERM", "int8"), ("SIGHUP", "fp16"),
                                      ("SIGINT", "fp16")])
 def test_a_terminated_conversion_leaves_no_temporaries(tiny_bundle_dir, tmp_path, sig, to):

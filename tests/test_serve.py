@@ -155,11 +155,13 @@ def test_non_json_body_and_unknown_path(server):
 
 
 def test_overload_gets_429_with_retry_after(server):
-    # Two workers busy, one request queued: the next ones are refused at once.
+    # Two workers busy, one request queued: the next ones are refused at once. Four flow
+    # steps keep a worker busy for seconds (2 CPU-s in-process for LONG on the tiny
+    # stand-in), well past the 0.6 s this takes to queue; twelve cost 3.6 CPU-s each.
     results: list[httpx.Response] = []
 
     def send():
-        results.append(_speech(server.url, input=LONG, steps=12, seed=0, timeout=120))
+        results.append(_speech(server.url, input=LONG, steps=4, seed=0, timeout=120))
 
     threads = [threading.Thread(target=send) for _ in range(3)]
     for t in threads:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from concurrent.futures import ThreadPoolExecutor
 
@@ -82,6 +83,9 @@ def test_a_sweep_marks_the_front_and_its_recommendation_fits_the_budget(two_pres
     assert none is None and "no configuration fits under 1 MB" in reason
     table = format_table(recs)
     assert "supertonic-default" in table and "p50 ms" in table
+    if importlib.util.find_spec("pandas"):  # the sweep's own frame: a row per trial
+        df = two_presets.dataframe()
+        assert len(df) == 2 and "timeline" not in df.columns and "pareto" in df.columns
 
 
 def test_the_recommendation_respects_the_budget_on_any_records():
@@ -191,9 +195,17 @@ def test_a_crowded_local_executor_is_warned_about(tiny_bundle_dir):
               progress=False, executor=pool)
 
 
-def test_the_dataframe_has_one_row_per_trial(two_presets):
+def test_the_dataframe_has_one_row_per_trial():
+    """On records shaped as a sweep's (a real sweep's frame: the slow test above); the
+    quick loop no longer runs a five-trial sweep for it."""
     pytest.importorskip("pandas")
-    df = two_presets.dataframe()
+    from tts_kit.experiments.records import CPUS, P50_MS, PEAK_RSS_MB, PRESET, STATUS
+
+    recs = mark_pareto([
+        {PRESET: p, CPUS: 1, STATUS: "ok", PEAK_RSS_MB: m, P50_MS: t,
+         "timeline": [[0.0, m], [0.1, m]], "events": [[0.0, "load vocoder"]]}
+        for p, m, t in (("supertonic-default", 300, 80), ("lean", 250, 90))])
+    df = SweepResult(recs).dataframe()
     assert len(df) == 2 and "timeline" not in df.columns and "pareto" in df.columns
 
 

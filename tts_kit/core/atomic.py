@@ -395,6 +395,46 @@ def scratch_dir(beside: str | os.PathLike[str]) -> Iterator[Path]:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def lock_beside(directory: str | os.PathLike[str]) -> Path:
+    """The lock file of ``directory``'s builds: beside it (``.NAME.lock``), so a listing of
+    the directory shows only its entries.
+
+    Example:
+        >>> lock_beside("/cache/external").as_posix()
+        '/cache/.external.lock'
+    """
+    directory = Path(directory)
+    return directory.with_name(f".{directory.name}.lock")
+
+
+@contextlib.contextmanager
+def build_lock(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold an exclusive lock between processes on the file ``path`` (created if missing).
+
+    Around a cache entry's build: processes that want the same entry at once (a server's
+    workers starting on a cold cache) build it once; the others wait, then find it. Where
+    ``fcntl`` is missing (Windows) there is no lock; entries are still written atomically.
+
+    Example:
+        >>> import tempfile
+        >>> d = Path(tempfile.mkdtemp())
+        >>> with build_lock(lock_beside(d / "cache")):
+        ...     (d / ".cache.lock").is_file()
+        True
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with open(path, "a+b") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def install_files(src_dir: str | os.PathLike[str], dst_dir: str | os.PathLike[str],
                   names: list[str]) -> list[Path]:
     """Move ``names`` from a finished temporary directory into ``dst_dir``, each by rename.

@@ -25,12 +25,14 @@ Policies (``Engine(bundle, loading=...)``):
 
 Options follow the policy after ``+`` (``paged+notrim``, ``resident+ext``):
 
-- ``trim`` (default) / ``notrim``: after every load and every release, ``gc.collect()``
-  and glibc's ``malloc_trim(0)``. Dropping a session and collecting is not enough:
-  glibc keeps the freed pages. Measured on the full stand-in's vector estimator
-  (256 MB file, fresh process at 54 MB): 266 MB stay after ``del`` + ``gc.collect()``,
-  12 MB after ``malloc_trim`` (ONNX Runtime's one-time globals). After loading, the
-  session creation's freed temporaries keep 219 MB that trimming returns.
+- ``trim`` (default) / ``notrim``: after every load and every release (once per
+  `StageLoader.close`), glibc's ``malloc_trim(0)``. Dropping a session is not enough:
+  glibc keeps the freed pages. A released session still alive (held by a reference
+  cycle) is collected first (``gc.collect()``, with either option). Measured on the full
+  stand-in's vector estimator (256 MB file, fresh process at 54 MB): 266 MB stay after
+  ``del`` + ``gc.collect()``, 12 MB after ``malloc_trim`` (ONNX Runtime's one-time
+  globals). After loading, the session creation's freed temporaries keep 219 MB that
+  trimming returns.
 - ``ext`` / ``noext``: load from a copy of the graph whose weights are in an external
   data file (`external_copy`; the bundle is never modified). The copies live in
   ``$TTS_KIT_CACHE_DIR/external`` (default ``~/.cache/tts_kit/external``), one directory
@@ -78,8 +80,10 @@ Example:
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -90,7 +94,7 @@ import onnxruntime as ort
 
 from tts_kit.core import contract, events
 from tts_kit.core.errors import TtsKitError
-from tts_kit.core.procfacts import release_memory
+from tts_kit.core.procfacts import malloc_trim
 from tts_kit.runtime.costs import (  # noqa: F401  (re-exported: the loading API's one door)
     ARTICLE_SPLIT_CLAIMED,
     StageCost,
@@ -119,6 +123,38 @@ from tts_kit.runtime.session_files import (  # noqa: F401
 # -- the loader ---------------------------------------------------------------------------
 
 SessionFactory = Callable[[str], ort.InferenceSession]
+
+
+def _probe(session: Any) -> Callable[[], Any] | None:
+    """A weak reference to what holds ``session``'s memory (ONNX Runtime's C++ session, the
+    wrapper's ``_sess``, which an ``IOBinding`` also holds); None where none can be taken.
+
+    Example:
+        >>> _probe(object()) is None
+        True
+    """
+    try:
+        return weakref.ref(getattr(session, "_sess", session))
+    except TypeError:
+        return None
+
+
+def _settle(probes: Sequence[Callable[[], Any] | None], trim: bool) -> None:
+    """After sessions were dropped: collect garbage only if one of them is still alive (or
+    cannot be told), so a reference cycle never keeps a released session; then (``trim``)
+    give the freed heap back to the system (glibc keeps freed pages otherwise).
+
+    A session the loader held alone dies by reference count the moment it is dropped, so
+    the usual release costs no full collection (about 50 ms with numpy and pandas imported,
+    more in a notebook kernel), where every load and release used to run one.
+
+    Example:
+        >>> _settle([_probe(object())], trim=True)
+    """
+    if any(p is None or p() is not None for p in probes):
+        gc.collect()
+    if trim:
+        malloc_trim()
 
 
 class SessionLease:
@@ -235,15 +271,21 @@ class StageLoader:
         self._leases[stage] = SessionLease(stage, sess)
         del sess
         # Session creation frees its temporaries (parsed model, unpacked weights) into the
-        # heap; without a trim they stay in RSS as long as the process lives.
-        release_memory(self.policy.trim)
+        # C++ heap; without a trim they stay in RSS as long as the process lives. They are
+        # not Python objects: a garbage collection would find none of them.
+        if self.policy.trim:
+            malloc_trim()
         self.load_s[stage] = time.perf_counter() - t0
 
-    def _release(self, stage: str) -> None:
+    def _release(self, stage: str, settle: bool = True) -> Callable[[], Any] | None:
+        """Drop ``stage``'s session; returns its probe (settled here unless ``settle`` is
+        False: `close` settles all its releases at once)."""
         events.mark(f"release {stage}")
-        del self._live[stage]
+        probe = _probe(self._live.pop(stage))
         self._leases.pop(stage)._drop()
-        release_memory(self.policy.trim)
+        if settle:
+            _settle([probe], self.policy.trim)
+        return probe
 
     def _resident_mb(self) -> float:
         return sum(self.costs_mb.get(s, 0.0) for s in self._live)
@@ -332,11 +374,14 @@ class StageLoader:
     def close(self) -> None:
         """Release every session; one a thread is running goes when its run ends."""
         with self._lock:
+            probes = []
             for stage in list(self._live):
                 if self._pins.get(stage):
                     self._closing.add(stage)
                 else:
-                    self._release(stage)
+                    probes.append(self._release(stage, settle=False))
+            if probes:
+                _settle(probes, self.policy.trim)
 
 
 

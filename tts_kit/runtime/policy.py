@@ -37,7 +37,8 @@ class LoadPolicy:
     budget_mb: float | None = None
     """The budget of ``budget`` in MB (None for the others)."""
     trim: bool = True
-    """``gc.collect()`` and ``malloc_trim(0)`` after every load and release."""
+    """``malloc_trim(0)`` after every load and release (a released session that a reference
+    cycle keeps alive is collected first, either way)."""
     external_data: bool | None = None
     """Load from an external-data copy of each graph (None: on for paged and budget)."""
     prepack: bool = True

@@ -157,15 +157,18 @@ def _cached_copy(src: Path, key: str, root: Path, write: Any) -> Path:
             pass  # a read-only cache still serves
         return out
     root.mkdir(parents=True, exist_ok=True)
-    sweep_external_cache(root)
-    with atomic.scratch_dir(target) as work:
-        write(src, work)
-        try:
-            os.replace(work, target)
-        except OSError:
-            if not out.is_file():  # another process won the race only if its copy is there
-                raise
-    prune_external_cache(root, limit_mb, keep=target)
+    with atomic.build_lock(atomic.lock_beside(root)):  # one build when processes race
+        if out.is_file():
+            return out  # another process built it while this one waited
+        sweep_external_cache(root)
+        with atomic.scratch_dir(target) as work:
+            write(src, work)
+            try:
+                os.replace(work, target)
+            except OSError:
+                if not out.is_file():  # another process won the race only if its copy is
+                    raise
+        prune_external_cache(root, limit_mb, keep=target)
     return out
 
 

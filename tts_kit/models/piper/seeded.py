@@ -109,20 +109,28 @@ def seeded_graph(path: str | os.PathLike[str]) -> Path:
         if out.is_file():
             return out
         target.parent.mkdir(parents=True, exist_ok=True)
-        atomic.sweep_stale(target.parent)
-        with atomic.scratch_dir(target) as work:
-            proc = subprocess.run([sys.executable, "-c", _REWRITE, str(src),
-                                   str(work / out.name), NOISE_PREFIX],
-                                  capture_output=True, text=True)
-            if proc.returncode != 0:
-                last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-                raise BundleError(f"{src.name}: cannot make its noise an input ({last})")
-            try:
-                os.replace(work, target)
-            except OSError:
-                if not out.is_file():
-                    raise
+        # Processes starting on a cold cache at once (a server's workers) build it once.
+        with atomic.build_lock(atomic.lock_beside(target.parent)):
+            if not out.is_file():
+                _build_seeded(src, target, out)
     return out
+
+
+def _build_seeded(src: Path, target: Path, out: Path) -> None:
+    """Write `seeded_graph`'s copy of ``src`` into ``target`` (a child process rewrites it)."""
+    atomic.sweep_stale(target.parent)
+    with atomic.scratch_dir(target) as work:
+        proc = subprocess.run([sys.executable, "-c", _REWRITE, str(src),
+                               str(work / out.name), NOISE_PREFIX],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise BundleError(f"{src.name}: cannot make its noise an input ({last})")
+        try:
+            os.replace(work, target)
+        except OSError:
+            if not out.is_file():
+                raise
 
 
 __all__ = ["NOISE_PREFIX", "SEEDED_VERSION", "seeded_cache_dir", "seeded_graph"]
