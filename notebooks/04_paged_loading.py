@@ -10,9 +10,10 @@
 # # Paged loading: memory that really goes back
 #
 # On a box with little RAM the four graphs need not all stay loaded. `resident` keeps them;
-# `paged` loads each stage just before it runs and releases it after (collect, then
-# `malloc_trim`, so the pages really leave the process: `del session; gc.collect()` alone
-# leaves them with the C allocator); `budget:MB` keeps what fits, least recently used out.
+# `paged` loads each stage just before it runs and releases it after (the session dropped,
+# collected only if something still holds it, then `malloc_trim`, so the pages really leave
+# the process: `del session; gc.collect()` alone leaves them with the C allocator);
+# `budget:MB` keeps what fits, least recently used out.
 #
 # **The lesson needs the full stand-in (or the real model).** What paging gives back is the
 # weights' share of the process's memory. On the tiny stand-in the weights are a few MB and
