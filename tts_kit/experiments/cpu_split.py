@@ -21,7 +21,7 @@ it, all in CPU time (user + sys, ``time.process_time``: robust on a busy machine
 Example:
     >>> round(exact_ceiling({"vector_estimator": 0.8, "vocoder": 0.2},
     ...                     {"vector_estimator": 0.9, "vocoder": 0.5}), 3)
-    1.235
+    1.22
 """
 
 from __future__ import annotations
