@@ -84,6 +84,16 @@ def test_precision_stage_speed_bench(tiny_bundle_dir, tmp_path):
     assert "faster than fp32" in text and set(data["faster"]) == {"int8-pw"}
 
 
+def test_fp32_levers_bench(tiny_bundle_dir, tmp_path):
+    text, data = _run("fp32_levers.py", "--model", str(tiny_bundle_dir), "--steps", "1",
+                      "--rounds", "1", "--calls", "1", "--split-rounds", "1",
+                      "--chunk-chars", "300,40", tmp_path=tmp_path)
+    assert [r["chunk_chars"] for r in data["splits"]] == [300, 40]
+    assert set(data["levers"]) == {"vector_estimator", "vocoder"}
+    assert all(r["max_abs_diff"] < 1e-4 for s in data["levers"].values() for r in s.values())
+    assert data["exact_ceiling"] > 1 and "weighted by the stages' CPU shares" in text
+
+
 def test_repeat_bench_gives_each_figures_spread_per_variant(tiny_bundle_dir, tmp_path):
     text, data = _run("repeat.py", "--model", str(tiny_bundle_dir), "--runs", "2",
                       "--steps", "1", "--cpus", "1", "--variants", "base,mmapfix",

@@ -1,6 +1,13 @@
 """The server's Prometheus metrics: request counts and latencies, queue depth, worker
 restarts, and the pool's memory (RSS, PSS) and CPU seconds read at each scrape.
 
+Reading the pool's PSS walks each process's page tables (``/proc/PID/smaps_rollup``):
+about 20 CPU-ms per 500 MB worker, measured on the 2-core machine at load 13, so a load
+tester that scrapes twice a second makes the server burn a tenth of a core for it. That
+work is the scraper's, not the serving's: ``tts_kit_metrics_scrape_cpu_seconds`` counts
+it (the collector's own thread CPU time), and `tts_kit.serve.loadtest` takes it out of the
+pool's CPU it reports.
+
 Example:
     >>> BUCKETS[0], BUCKETS[-1]
     (0.025, 60.0)
@@ -59,11 +66,26 @@ class _PoolCollector:
 
     def __init__(self, pool_pids: Any):
         self.pool_pids = pool_pids  # () -> [(label, pid)]
+        self.scrape_cpu_s = 0.0  # this collector's own CPU time, all scrapes so far
 
     def describe(self) -> list:
         return []
 
     def collect(self):
+        import time
+
+        from prometheus_client.core import CounterMetricFamily
+
+        t0 = time.thread_time()
+        families = list(self._families())
+        self.scrape_cpu_s += time.thread_time() - t0
+        yield from families
+        yield CounterMetricFamily(
+            "tts_kit_metrics_scrape_cpu_seconds", "CPU seconds the server spent reading the "
+            "pool's memory and CPU for /metrics (the scraper's cost, not the serving's; "
+            "included in tts_kit_pool_cpu_seconds)", value=self.scrape_cpu_s)
+
+    def _families(self):
         import psutil
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
