@@ -14,6 +14,12 @@ first audio plus the seconds of the chunks before it, measured, or estimated fro
 characters). Each request has a reorder buffer (`ChunkRequest`): chunks finished out of
 order wait there for the ones before them.
 
+Nesting (on unless ``nest=False``, ``tts-kit serve --no-nest``; resident loadings only):
+when no worker is free, a waiting first chunk is sent to the busy worker whose running
+single later chunk is needed last, which renders it between two stage runs and then goes
+on (`tts_kit.serve.nested`); one nested chunk per worker, answered as ``("nested", msg)``.
+The worker is freed once both are answered.
+
 Cancellation: a client that leaves, a passed deadline or a failed chunk ends the request
 (`ChunkScheduler.end`): its queued jobs are dropped and its running ones stopped after the
 stage run in progress (the worker's ``cancel_job``); a worker that does not stop within
