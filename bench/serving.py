@@ -13,6 +13,10 @@ loaded in a closed loop at each concurrency; all of them are measured in this on
   on the worker that took it (request scheduling);
 - ``workers+chunk``: the same server build with chunk-level scheduling (a request's
   chunks are jobs for any free worker, first chunks first: `tts_kit.serve.chunked`);
+- ``workers+chunk-nonest``: chunk scheduling without nesting (``serve --no-nest``): a
+  waiting request's first chunk waits for a worker to end its running chunk instead of
+  running inside it between two stage runs (`tts_kit.serve.nested`; ``--trace DIR`` and
+  ``bench/ttfa_trace.py`` show where the first chunk's time went);
 - ``workers+batch``: chunk scheduling with micro-batching (``--batch``, default 4: a free
   worker takes up to that many similar queued chunks as one batched call, waiting up to
   ``--batch-wait-ms`` for them; issue 27 item 4, an experiment, off in ``serve`` unless it
@@ -61,6 +65,8 @@ from _common import add_model_args, model_dir, ratio
 from tts_kit.experiments.tune import TIE_REL
 
 REFERENCE = "article"
+#: Measured only when ``--only`` names them (a comparison for issue 27's TTFA target).
+ON_REQUEST = ("workers+chunk-nonest",)
 THROUGHPUT_TARGET = 3.0
 TTFA_TARGET = 0.35
 PSS_TARGET = 1.35
@@ -68,11 +74,15 @@ PSS_TARGET = 1.35
 TTFA_SPREAD_TARGET = 2.0
 #: Issue 27: audio-seconds per CPU-second of the pool over request scheduling's, at least.
 AUDIO_PER_CPU_TARGET = 1.25
-#: Each architecture measured: label, architecture, scheduling, micro-batching on.
-PLAN = (("article", "article", "request", False), ("workers", "workers", "request", False),
-        ("workers+chunk", "workers", "chunk", False),
-        ("workers+batch", "workers", "chunk", True),
-        ("threads", "threads", "request", False), ("blocking", "blocking", "request", False))
+#: Each architecture measured: label, architecture, scheduling, micro-batching on, and
+#: nesting a waiting first chunk inside a running later chunk on (`tts_kit.serve.nested`).
+PLAN = (("article", "article", "request", False, False),
+        ("workers", "workers", "request", False, False),
+        ("workers+chunk", "workers", "chunk", False, True),
+        ("workers+chunk-nonest", "workers", "chunk", False, False),
+        ("workers+batch", "workers", "chunk", True, True),
+        ("threads", "threads", "request", False, False),
+        ("blocking", "blocking", "request", False, False))
 #: The article's claim (seed 000): p95 about 200 ms on 2 vCPU under concurrent requests.
 CLAIMED_P95_MS = 200.0
 
@@ -120,7 +130,7 @@ def scheduling_targets(at, top: int, three_sentences: bool, check) -> list[dict]
     CPU-second of the pool over request scheduling's at ``top``."""
     out = []
     base = audio_per_cpu_s(at("workers", top))
-    for label in ("workers", "workers+chunk"):
+    for label in ("workers", "workers+chunk", "workers+chunk-nonest"):
         hi, lo = at(label, top), at(label, 1)
         if not hi:
             continue
@@ -184,9 +194,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-wait-ms", type=float, default=2.0,
                     help="workers+batch: how long a free worker waits for a batch to fill")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--trace", default=None,
+                    help="folder for chunk scheduling's per-job timelines, LABEL.jsonl each "
+                    "(tts_kit.serve.jobtrace; read them with bench/ttfa_trace.py)")
     ap.add_argument("--only", default=None,
-                    help="comma-separated labels to measure (default all: "
-                    + ", ".join(label for label, *_ in PLAN) + ", and the mmap pair)")
+                    help="comma-separated labels to measure (default all but "
+                    + ", ".join(ON_REQUEST) + ": " + ", ".join(label for label, *_ in PLAN
+                                                        if label not in ON_REQUEST)
+                    + ", and the mmap pair)")
     ap.add_argument("--recipes", default=None,
                     help="instead of the architectures: workers+chunk on converted copies "
                     "(e.g. fp32,int8-pw,fp16), audio-s per CPU-s as ratios to fp32 "
@@ -207,11 +222,14 @@ def main(argv: list[str] | None = None) -> int:
     only = set(args.only.split(",")) if args.only else None
     # The article's code sets no thread count: its TTS() gets ORT's default (one per core).
     sizes = {"article": (args.workers, None), "blocking": (1, args.workers * args.threads)}
-    plan = [(label, arch, sched, batched) for label, arch, sched, batched in PLAN
-            if only is None or label in only]
-    for label, arch, sched, batched in plan:
+    plan = [row for row in PLAN if row[0] in only] if only else [
+        row for row in PLAN if row[0] not in ON_REQUEST]
+    for label, arch, sched, batched, nest in plan:
         n, th = sizes.get(arch, (args.workers, args.threads))
-        server = ServeConfig(scheduling=sched, batch_wait_ms=args.batch_wait_ms)
+        server = ServeConfig(scheduling=sched, batch_wait_ms=args.batch_wait_ms, nest=nest)
+        if args.trace:  # the server inherits it (`tts_kit.serve.jobtrace.ENV`)
+            Path(args.trace).mkdir(parents=True, exist_ok=True)
+            os.environ["TTS_KIT_JOB_TRACE"] = str(Path(args.trace) / f"{label}.jsonl")
         res = serving_sweep(model, architectures=[arch], workers=[n], threads=[th],
                             loadings=["resident"], server=server,
                             batches=[args.batch if batched else 1], **common)

@@ -182,3 +182,21 @@ def test_streaming_bench(tiny_bundle_dir, tmp_path):
     loads = {(r["loading"], r["mode"]): r["loads"] for r in data["order"]}
     assert loads[("paged", "stage")] == 4 and loads[("paged", "chunk")] > 4
     assert "targets" in text
+
+
+def test_serving_bench_traces_chunk_jobs_with_and_without_nesting(tiny_bundle_dir, tmp_path):
+    trace = tmp_path / "trace"
+    text, data = _run("serving.py", "--model", str(tiny_bundle_dir), "--requests", "3",
+                      "--concurrency", "1,3", "--steps", "1", "--only",
+                      "workers+chunk,workers+chunk-nonest", "--trace", str(trace),
+                      tmp_path=tmp_path)
+    assert {r["label"] for r in data["records"]} == {"workers+chunk", "workers+chunk-nonest"}
+    assert "workers+chunk-nonest: TTFA p95 at concurrency 3 / at 1" in text
+    for label in ("workers+chunk", "workers+chunk-nonest"):
+        run = subprocess.run([sys.executable, str(BENCH / "ttfa_trace.py"),
+                              str(trace / f"{label}.jsonl")], capture_output=True, text=True,
+                             timeout=60)
+        assert run.returncode == 0, run.stderr[-2000:]
+        rows = [line.split() for line in run.stdout.splitlines()[1:7]]
+        assert [int(r[0]) for r in rows] == list(range(6)), run.stdout  # 3 + 3 requests
+        assert "arrived while others ran" in run.stdout

@@ -93,7 +93,7 @@ class WorkersBackend(Backend):
             print("tts-kit serve: warning: this model cannot run chunks in one batched call; "
                   "--batch ignored", flush=True)
             batch = 1
-        return ChunkScheduler(self.pool, batch, self.cfg.batch_wait_ms)
+        return ChunkScheduler(self.pool, batch, self.cfg.batch_wait_ms, nest=self.cfg.nest)
 
     async def stop(self) -> None:
         if hasattr(self, "pool"):

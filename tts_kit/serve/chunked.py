@@ -14,6 +14,12 @@ first audio plus the seconds of the chunks before it, measured, or estimated fro
 characters). Each request has a reorder buffer (`ChunkRequest`): chunks finished out of
 order wait there for the ones before them.
 
+Nesting (on unless ``nest=False``, ``tts-kit serve --no-nest``; resident loadings only):
+when no worker is free, a waiting first chunk is sent to the busy worker whose running
+single later chunk is needed last, which renders it between two stage runs and then goes
+on (`tts_kit.serve.nested`); one nested chunk per worker, answered as ``("nested", msg)``.
+The worker is freed once both are answered.
+
 Cancellation: a client that leaves, a passed deadline or a failed chunk ends the request
 (`ChunkScheduler.end`): its queued jobs are dropped and its running ones stopped after the
 stage run in progress (the worker's ``cancel_job``); a worker that does not stop within
@@ -44,6 +50,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tts_kit.serve.batching import SIMILAR_LENGTH
+from tts_kit.serve.jobtrace import JobTrace
 from tts_kit.serve.worker import (
     CANCEL_GRACE_S,
     DeadlineExceeded,
@@ -98,6 +105,8 @@ class ChunkRequest:
         self.first_audio_at: float | None = None
         self.changed = asyncio.Event()
         self.queued_at: dict[int, float] = {}  # chunk -> when its job was queued
+        self.started_at: dict[int, float] = {}  # chunk -> when a worker took its job
+        self.behind: list = []  # what the workers ran when chunk 0 was queued (trace)
 
     def deliver(self, k: int, msg: tuple) -> None:
         """A worker's answer to job ``k``: a chunk, or the request's failure."""
@@ -146,7 +155,8 @@ class ChunkScheduler:
     At most ``workers + max_queue`` requests at once; one more gets `Overloaded`.
     """
 
-    def __init__(self, pool: WorkerPool, batch: int = 1, batch_wait_ms: float = 0.0):
+    def __init__(self, pool: WorkerPool, batch: int = 1, batch_wait_ms: float = 0.0,
+                 nest: bool = True):
         self.pool = pool
         self.batch, self.batch_wait_s = max(1, int(batch)), max(0.0, batch_wait_ms) / 1000
         self.requests: dict[int, ChunkRequest] = {}
@@ -155,6 +165,11 @@ class ChunkScheduler:
         self._tasks: set[asyncio.Task] = set()
         self._timer: asyncio.TimerHandle | None = None
         self.batched = 0  # chunks that ran in a batch of more than one
+        self.trace = JobTrace.from_env()  # per-job timelines (`tts_kit.serve.jobtrace`)
+        self.nest = nest and str(getattr(getattr(pool, "cfg", None), "loading",
+                                         "resident")).startswith("resident")
+        self.single: dict[int, tuple[ChunkRequest, int]] = {}  # worker id -> its one job
+        self.nested: dict[int, ChunkRequest] = {}  # worker id -> the first chunk nested in it
         pool.on_idle = self.dispatch
 
     @property
@@ -202,6 +217,22 @@ class ChunkScheduler:
         for k in ks:
             req.queued_at[k] = now
             self.jobs.append((req, k))
+        if self.trace.on and 0 in ks:
+            req.behind = [[r.rid, j, self._length(r, j),
+                           round(now - r.started_at.get(j, now), 3)]
+                          for r in self.requests.values() for j in r.running]
+
+    def _traced(self, req: ChunkRequest, k: int, worker: Worker, nested: bool = False
+                ) -> None:
+        """Job ``k`` of ``req`` answered: its timeline to the trace (when on)."""
+        if not self.trace.on:
+            return
+        at = self.trace.at
+        self.trace.record({
+            "rid": req.rid, "k": k, "chars": self._length(req, k), "worker": worker.id,
+            "arrived": at(req.t0), "queued": at(req.queued_at.get(k)),
+            "started": at(req.started_at.get(k)), "done": at(time.monotonic()),
+            "nested": nested, "behind": req.behind if k == 0 else []})
 
     def dispatch(self) -> None:
         """Give queued jobs to idle workers, the most urgent first (with ``batch``, up to
@@ -212,22 +243,70 @@ class ChunkScheduler:
                 return
             w = self.pool.take_idle()
             if w is None:
+                if batch[0][1] == 0 and self._nest(batch[0][0]):
+                    continue
                 return
             for job in batch:
                 self.jobs.remove(job)
                 req, k = job
                 req.started = True
                 req.running[k] = w
+                req.started_at[k] = time.monotonic()
             req, k = batch[0]
             self.batched += len(batch) if len(batch) > 1 else 0
             msg = (("job", req.rid, req.params, k) if len(batch) == 1 else
                    ("batch", [(r.rid, r.params, j) for r, j in batch]))
             with contextlib.suppress(OSError, ValueError):  # dead: its "exit" comes
                 w.send(msg)
+            if len(batch) == 1:
+                self.single[w.id] = (req, k)
             run = self._run(w, req, k) if len(batch) == 1 else self._run_batch(w, batch)
             task = asyncio.get_running_loop().create_task(run)
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+    def _nest(self, req: ChunkRequest) -> bool:
+        """Send ``req``'s first chunk into a busy worker's running later chunk (the one
+        needed last: its client has the most audio in hand), when nesting is on and one
+        runs (`tts_kit.serve.nested`). True when sent."""
+        hosts = [(self._key(job), wid) for wid, job in self.single.items()
+                 if job[1] > 0 and wid not in self.nested and not job[0].ended]
+        if not self.nest or not hosts:
+            return False
+        wid = max(hosts)[1]
+        w = self.pool.workers.get(wid)
+        if w is None or w.state != "busy":
+            return False
+        self.jobs.remove((req, 0))
+        req.started, req.running[0], self.nested[wid] = True, w, req
+        req.started_at[0] = time.monotonic()
+        with contextlib.suppress(OSError, ValueError):  # dead: its "exit" comes
+            w.send(("nested", req.rid, req.params, 0))
+        return True
+
+    def _nested_answer(self, w: Worker, msg: tuple) -> None:
+        """A message of the first chunk nested in ``w``'s job (its plan, then its chunk,
+        error or ``cancelled``)."""
+        req = self.nested.get(w.id)
+        if req is None:
+            return
+        if msg[0] == "plan":
+            self._planned(req, msg[1])
+            return
+        del self.nested[w.id]
+        req.running.pop(0, None)
+        self._traced(req, 0, w, nested=True)
+        w.requests += 1
+        if not req.ended:
+            req.deliver(0, msg)
+        self.dispatch()
+
+    def _nested_lost(self, w: Worker) -> None:
+        """``w`` died or was retired with a first chunk nested in it: that request fails."""
+        req = self.nested.pop(w.id, None)
+        if req is not None:
+            req.running.pop(0, None)
+            req.fail(WorkerDied(f"worker {w.id} (pid {w.pid}) exited while synthesising"))
 
     def _length(self, req: ChunkRequest, k: int) -> int:
         """Job ``k``'s characters: planned, or for a first chunk not yet planned, its text
@@ -318,31 +397,42 @@ class ChunkScheduler:
                 req.running.pop(k, None)
 
     async def _run(self, w: Worker, req: ChunkRequest, k: int) -> None:
-        """Wait for job ``k``'s answer on ``w``; free ``w`` after it (or kill it when the
-        request ended and the job does not stop within the grace)."""
-        stop_by = None
+        """Wait for job ``k``'s answer on ``w`` (and for a first chunk nested in it); free
+        ``w`` after both (or kill it when the request ended and the job does not stop
+        within the grace)."""
+        stop_by, done = None, False
         try:
-            while True:
-                if req.ended and stop_by is None:
+            while not done or w.id in self.nested:
+                if req.ended and not done and stop_by is None and w.id not in self.nested:
                     w.cancel_job.value = req.rid
                     stop_by = time.monotonic() + CANCEL_GRACE_S
                 msg = await self._next(w, stop_by)
                 if msg is _RETIRED:
+                    self._nested_lost(w)
                     return
                 if msg is None:
                     continue
                 if msg[0] == "exit":  # died: the pool replaced it
-                    req.fail(WorkerDied(f"worker {w.id} (pid {w.pid}) exited while "
-                                        "synthesising"))
+                    if not done:
+                        req.fail(WorkerDied(f"worker {w.id} (pid {w.pid}) exited while "
+                                            "synthesising"))
+                    self._nested_lost(w)
                     return
-                if msg[0] == "plan":
+                if msg[0] == "nested":
+                    self._nested_answer(w, msg[1])
+                elif msg[0] == "plan":
                     self._planned(req, msg[1])
-                    continue
-                self.pool.release(w, counted=k == 0)
-                if not req.ended:
-                    req.deliver(k, msg)
-                return
+                elif not done:
+                    done = True
+                    self._traced(req, k, w)
+                    req.running.pop(k, None)
+                    if not req.ended:
+                        req.deliver(k, msg)
+            del self.single[w.id]
+            self.pool.release(w, counted=k == 0)
         finally:
+            if self.single.get(w.id) == (req, k):  # not the next job release gave it
+                del self.single[w.id]
             req.running.pop(k, None)
 
     def _planned(self, req: ChunkRequest, lengths: list[int]) -> None:

@@ -58,9 +58,10 @@ LOAD_KEYS: tuple[str, ...] = (
     RPS, AUDIO_RATE, TTFA_P50_MS, TTFA_P95_MS, TTFA_P99_MS, P50_MS, P95_MS,
     P99_MS, CPU_PERCENT, POOL_RSS_MB, POOL_PSS_MB,
 )
-#: The default request: three sentences (each a chunk), as in the benchmark's target.
 #: The server's counter of the CPU its /metrics scrapes cost (`tts_kit.serve.metrics`).
 SCRAPE_CPU_KEY = "tts_kit_metrics_scrape_cpu_seconds_total"
+#: The default request: three sentences, as in the benchmark's target (214 characters: one
+#: chunk at the 300-character limit, which serve's first-chunk cut (50) splits into 30 + 183).
 DEFAULT_TEXT = ("Supertonic runs on the device, so nothing you type ever leaves the machine. "
                 "The quick brown fox jumps over the lazy dog. "
                 "On a small server, memory decides what fits, and latency decides whether "

@@ -39,6 +39,7 @@ from typing import Any
 
 from tts_kit.core.errors import TtsKitError
 from tts_kit.serve.batching import run_batch
+from tts_kit.serve.nested import Nested, nesting_hook
 
 #: The text every worker synthesises once before it says ready.
 WARMUP_TEXT = "Warming up the model, once."
@@ -210,16 +211,23 @@ def worker_main(conn: Any, cfg: WorkerConfig, cancel: Any = None,
     conn.send(("ready", os.getpid(), engine.bundle.sample_rate))
     plans: collections.OrderedDict = collections.OrderedDict()
     running: list = [None]  # the request id of the chunk job running now
+    pending: list = []  # messages that came while a job ran (`tts_kit.serve.nested`)
+
+    def nested(msg: tuple) -> None:  # a first chunk inside the running job, or after it
+        _run_job(engine, cfg, Nested(conn), msg, plans, running)
+
     engine.add_stage_hook(_cancel_hook(running, cancel_job))
+    engine.add_stage_hook(nesting_hook(conn, running, pending, nested))
     while True:
         try:
-            msg = conn.recv()
+            msg = pending.pop(0) if pending else conn.recv()
         except (EOFError, OSError):
             return
         if msg[0] == "stop":
             return
-        if msg[0] == "job":
-            _run_job(engine, cfg, conn, msg, plans, running)
+        if msg[0] in ("job", "nested"):
+            _run_job(engine, cfg, conn if msg[0] == "job" else Nested(conn), msg, plans,
+                     running)
             continue
         if msg[0] == "batch":  # several chunk jobs in one call (--batch)
             run_batch(engine, cfg, conn, msg, plans, running, single=_run_job,
