@@ -13,9 +13,9 @@ loaded in a closed loop at each concurrency; all of them are measured in this on
   on the worker that took it (request scheduling);
 - ``workers+chunk``: the same server build with chunk-level scheduling (a request's
   chunks are jobs for any free worker, first chunks first: `tts_kit.serve.chunked`);
-- ``workers+chunk-nonest``: chunk scheduling without nesting (``serve --no-nest``): a
-  waiting request's first chunk waits for a worker to end its running chunk instead of
-  running inside it between two stage runs (`tts_kit.serve.nested`; ``--trace DIR`` and
+- ``workers+chunk+nest``: chunk scheduling with nesting (``serve --nest``, an experiment):
+  a waiting request's first chunk runs inside a busy worker's running chunk between two
+  stage runs instead of waiting for it to end (`tts_kit.serve.nested`; ``--trace DIR`` and
   ``bench/ttfa_trace.py`` show where the first chunk's time went);
 - ``workers+batch``: chunk scheduling with micro-batching (``--batch``, default 4: a free
   worker takes up to that many similar queued chunks as one batched call, waiting up to
@@ -66,7 +66,7 @@ from tts_kit.experiments.tune import TIE_REL
 
 REFERENCE = "article"
 #: Measured only when ``--only`` names them (a comparison for issue 27's TTFA target).
-ON_REQUEST = ("workers+chunk-nonest",)
+ON_REQUEST = ("workers+chunk+nest",)
 THROUGHPUT_TARGET = 3.0
 TTFA_TARGET = 0.35
 PSS_TARGET = 1.35
@@ -78,9 +78,9 @@ AUDIO_PER_CPU_TARGET = 1.25
 #: nesting a waiting first chunk inside a running later chunk on (`tts_kit.serve.nested`).
 PLAN = (("article", "article", "request", False, False),
         ("workers", "workers", "request", False, False),
-        ("workers+chunk", "workers", "chunk", False, True),
-        ("workers+chunk-nonest", "workers", "chunk", False, False),
-        ("workers+batch", "workers", "chunk", True, True),
+        ("workers+chunk", "workers", "chunk", False, False),
+        ("workers+chunk+nest", "workers", "chunk", False, True),
+        ("workers+batch", "workers", "chunk", True, False),
         ("threads", "threads", "request", False, False),
         ("blocking", "blocking", "request", False, False))
 #: The article's claim (seed 000): p95 about 200 ms on 2 vCPU under concurrent requests.
@@ -130,7 +130,7 @@ def scheduling_targets(at, top: int, three_sentences: bool, check) -> list[dict]
     CPU-second of the pool over request scheduling's at ``top``."""
     out = []
     base = audio_per_cpu_s(at("workers", top))
-    for label in ("workers", "workers+chunk", "workers+chunk-nonest"):
+    for label in ("workers", "workers+chunk", "workers+chunk+nest"):
         hi, lo = at(label, top), at(label, 1)
         if not hi:
             continue

@@ -188,11 +188,11 @@ def test_serving_bench_traces_chunk_jobs_with_and_without_nesting(tiny_bundle_di
     trace = tmp_path / "trace"
     text, data = _run("serving.py", "--model", str(tiny_bundle_dir), "--requests", "3",
                       "--concurrency", "1,3", "--steps", "1", "--only",
-                      "workers+chunk,workers+chunk-nonest", "--trace", str(trace),
+                      "workers+chunk,workers+chunk+nest", "--trace", str(trace),
                       tmp_path=tmp_path)
-    assert {r["label"] for r in data["records"]} == {"workers+chunk", "workers+chunk-nonest"}
-    assert "workers+chunk-nonest: TTFA p95 at concurrency 3 / at 1" in text
-    for label in ("workers+chunk", "workers+chunk-nonest"):
+    assert {r["label"] for r in data["records"]} == {"workers+chunk", "workers+chunk+nest"}
+    assert "workers+chunk+nest: TTFA p95 at concurrency 3 / at 1" in text
+    for label in ("workers+chunk", "workers+chunk+nest"):
         run = subprocess.run([sys.executable, str(BENCH / "ttfa_trace.py"),
                               str(trace / f"{label}.jsonl")], capture_output=True, text=True,
                              timeout=60)

@@ -73,7 +73,8 @@ def one_worker(tiny_bundle_dir: Path, tmp_path_factory):
     from tts_kit.serve.app import ServeConfig
     from tts_kit.serve.launch import start_server
 
-    cfg = ServeConfig(model=str(tiny_bundle_dir), workers=1, threads=1, scheduling="chunk")
+    cfg = ServeConfig(model=str(tiny_bundle_dir), workers=1, threads=1, scheduling="chunk",
+                      nest=True)
     with start_server(config=cfg, log_dir=tmp_path_factory.mktemp("serve")) as srv:
         yield srv
 
@@ -160,7 +161,7 @@ def test_a_waiting_first_chunk_nests_in_the_later_chunk_needed_last():
 
     async def main():
         pool = _BusyPool()
-        sched = ChunkScheduler(pool)
+        sched = ChunkScheduler(pool, nest=True)
         _running(sched, pool, (1.0, 5.0))
         c = sched.submit({"text": "Hi."}, t0=6.0)
         # Worker 1's chunk is needed at 5 + 2 s, worker 0's at 1 + 2 s: C goes into 1's.
@@ -192,3 +193,15 @@ def test_no_nesting_under_paged_loading_or_when_off(loading, nest):
         assert sched.jobs == [(c, 0)] and not any(w.sent for w in pool.workers.values())
 
     asyncio.run(main())
+
+
+def test_nesting_is_an_experiment_off_by_default():
+    # Measured on the quiet 2-core box: nesting cut TTFA p95 at concurrency 4 but served
+    # less audio per CPU-second and doubled the whole response's p95, so serve keeps it off.
+    from tts_kit.cli import _parser
+    from tts_kit.serve.app import ServeConfig
+    from tts_kit.serve.chunked import ChunkScheduler
+
+    assert ServeConfig().nest is False and ChunkScheduler(_BusyPool()).nest is False
+    assert _parser().parse_args(["serve"]).nest is False
+    assert _parser().parse_args(["serve", "--nest"]).nest is True

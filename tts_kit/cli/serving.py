@@ -53,7 +53,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         order=args.order, header_timeout_s=args.header_timeout,
         body_timeout_s=args.body_timeout, limit_concurrency=args.limit_concurrency or None,
         spinning=args.spinning, scheduling=args.scheduling, batch=args.batch,
-        batch_wait_ms=args.batch_wait_ms, nest=not args.no_nest,
+        batch_wait_ms=args.batch_wait_ms, nest=args.nest,
     )
     cfg.check()  # one line, exit 2, before anything starts
     if args.model:
@@ -225,10 +225,11 @@ def _register_serve(add: AddCommand) -> None:
                     "most 4) queued chunks of the same language, steps and speed, within 1.5x "
                     "in characters, as one batched call; 1: off (on a 2-core CPU it served "
                     "0.92-1.05x the audio per CPU-second: docs/guide.md, Serving under load)")
-    sp.add_argument("--no-nest", action="store_true",
-                    help="chunk scheduling: never run a waiting request's first chunk inside a "
-                    "busy worker's later chunk (by default it does, between two stage runs, "
-                    "so first audio does not wait for a long chunk to end)")
+    sp.add_argument("--nest", action="store_true",
+                    help="chunk scheduling: run a waiting request's first chunk inside a busy "
+                    "worker's later chunk, between two stage runs, so first audio does not "
+                    "wait for a long chunk to end (an experiment, off by default: on a 2-core "
+                    "CPU it cost audio per CPU-second: docs/benchmarks.md)")
     sp.add_argument("--batch-wait-ms", type=float, default=2.0, metavar="MS",
                     help="with --batch above 1: how long a free worker waits for a batch to "
                     "fill when no other worker is free (at most 10)")

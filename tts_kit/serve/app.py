@@ -128,9 +128,11 @@ class ServeConfig:
     (1: off; at most `tts_kit.serve.batching.MAX_BATCH`); an experiment, off by default."""
     batch_wait_ms: float = 2.0
     """With ``batch`` above 1: how long a free worker may wait for a batch to fill."""
-    nest: bool = True
+    nest: bool = False
     """Chunk scheduling: a waiting first chunk may run inside a busy worker's later chunk,
-    between two stage runs (`tts_kit.serve.nested`); resident loadings only."""
+    between two stage runs (`tts_kit.serve.nested`); resident loadings only. Off by
+    default: on the quiet 2-core box it cut TTFA p95 at concurrency 4 but served less audio
+    per CPU-second and doubled the whole response's p95 (docs/benchmarks.md)."""
 
     def check(self) -> None:
         """One-line ValueError for a setting that cannot work."""

@@ -14,7 +14,8 @@ first audio plus the seconds of the chunks before it, measured, or estimated fro
 characters). Each request has a reorder buffer (`ChunkRequest`): chunks finished out of
 order wait there for the ones before them.
 
-Nesting (on unless ``nest=False``, ``tts-kit serve --no-nest``; resident loadings only):
+Nesting (an experiment, off unless ``nest=True`` or ``tts-kit serve --nest``; resident
+loadings only):
 when no worker is free, a waiting first chunk is sent to the busy worker whose running
 single later chunk is needed last, which renders it between two stage runs and then goes
 on (`tts_kit.serve.nested`); one nested chunk per worker, answered as ``("nested", msg)``.
@@ -156,7 +157,7 @@ class ChunkScheduler:
     """
 
     def __init__(self, pool: WorkerPool, batch: int = 1, batch_wait_ms: float = 0.0,
-                 nest: bool = True):
+                 nest: bool = False):
         self.pool = pool
         self.batch, self.batch_wait_s = max(1, int(batch)), max(0.0, batch_wait_ms) / 1000
         self.requests: dict[int, ChunkRequest] = {}
