@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tts_kit.core.atomic import build_lock
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The read-only real Supertonic-3 assets, beside the project root (absent on most machines).
@@ -21,17 +20,6 @@ def shared_assets() -> Path:
     if not (SHARED_ASSETS / "onnx" / "tts.json").is_file():
         pytest.skip("../shared/supertonic3-assets is absent")
     return SHARED_ASSETS
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive lock on ``path`` between the processes of one run (xdist workers)."""
-    with open(path, "a+b") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -50,7 +38,7 @@ def tiny_bundle_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = _run_dir(tmp_path_factory)
     out = root / "standin" / "tiny"
     out.parent.mkdir(exist_ok=True)
-    with _file_lock(root / "standin.lock"):
+    with build_lock(root / "standin.lock"):
         if not out.is_dir():
             with atomic_dir(out) as work:
                 build_standin(work, scale="tiny", seed=0)
