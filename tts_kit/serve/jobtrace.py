@@ -19,7 +19,6 @@ Example:
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -37,8 +36,11 @@ class JobTrace:
 
     @classmethod
     def from_env(cls) -> JobTrace:
-        """The trace the environment asks for (`ENV`), off when unset."""
-        return cls(os.environ.get(ENV) or None)
+        """The trace the environment asks for (`ENV`, read once by
+        `tts_kit.core.settings`), off when unset."""
+        from tts_kit.core.settings import settings
+
+        return cls(settings().job_trace)
 
     @property
     def on(self) -> bool:
