@@ -205,3 +205,16 @@ def test_nesting_is_an_experiment_off_by_default():
     assert ServeConfig().nest is False and ChunkScheduler(_BusyPool()).nest is False
     assert _parser().parse_args(["serve"]).nest is False
     assert _parser().parse_args(["serve", "--nest"]).nest is True
+
+
+@pytest.mark.parametrize("settings", [{"scheduling": "request"}, {"loading": "paged"},
+                                      {"architecture": "threads"}, {"nest": "yes"}])
+def test_nesting_where_it_cannot_run_is_a_one_line_error(settings):
+    # It was silently ignored: `serve --nest --loading paged` ran without nesting.
+    from tts_kit.core.errors import TtsKitError
+    from tts_kit.serve.app import ServeConfig
+
+    cfg = ServeConfig(**{"nest": True, **settings})
+    with pytest.raises(TtsKitError, match="nest") as err:
+        cfg.check()
+    assert "\n" not in str(err.value)

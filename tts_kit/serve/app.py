@@ -179,6 +179,13 @@ class ServeConfig:
         if self.batch > 1 and (self.architecture != "workers" or self.scheduling != "chunk"):
             raise TtsKitError("--batch batches chunk jobs: it needs --architecture workers and "
                               "--scheduling chunk")
+        if not isinstance(self.nest, bool):
+            raise TtsKitError(f"server configuration: nest {self.nest!r}; give true or false")
+        if self.nest and (self.architecture != "workers" or self.scheduling != "chunk"
+                          or not str(self.loading).startswith("resident")):
+            raise TtsKitError("--nest runs a first chunk inside a running chunk's worker: it "
+                              "needs --architecture workers, --scheduling chunk and resident "
+                              "loading")
 
     def worker_config(self) -> WorkerConfig:
         """What each worker builds its engine from. Under ``workers``, without ``threads``,
