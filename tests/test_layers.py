@@ -8,6 +8,7 @@ a function body that only bites at call time is found too.
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -69,7 +70,11 @@ def imports_of(module: str) -> set[str]:
     return out
 
 
-GRAPH = {m: imports_of(m) for m in MODULES}
+@functools.cache
+def graph() -> dict[str, set[str]]:
+    """Every module's tts_kit imports, parsed on first use (not at collection, which
+    every xdist worker and every quick loop pays)."""
+    return {m: imports_of(m) for m in MODULES}
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -111,7 +116,7 @@ def _reachable(start: str) -> set[str]:
     seen: set[str] = set()
     todo = [start]
     while todo:
-        for w in GRAPH[todo.pop()]:
+        for w in graph()[todo.pop()]:
             if w not in seen:
                 seen.add(w)
                 todo.append(w)
@@ -119,26 +124,26 @@ def _reachable(start: str) -> set[str]:
 
 
 def test_the_checker_sees_function_level_imports_and_finds_cycles():
-    assert "tts_kit.models.family" in GRAPH["tts_kit.experiments.stage_costs"]  # in a function
+    assert "tts_kit.models.family" in graph()["tts_kit.experiments.stage_costs"]  # in a function
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
 def test_tts_kit_modules_form_no_import_cycle():
-    assert _cycles(GRAPH) == []
+    assert _cycles(graph()) == []
 
 
 def test_loading_stays_below_the_models_and_the_experiments():
     # The models and everything that drives them (experiments, faces), packages included.
     above = ("models", "experiments", "precision", "report", "notebook", "doctor", "serve", "cli")
     reached = {m for m in _reachable("tts_kit.runtime.loading") if m.split(".")[1] in above}
-    assert not reached, (reached, GRAPH["tts_kit.runtime.loading"])
-    assert "tts_kit.runtime.loading" in GRAPH["tts_kit.models.supertonic.engine"]
+    assert not reached, (reached, graph()["tts_kit.runtime.loading"])
+    assert "tts_kit.runtime.loading" in graph()["tts_kit.models.supertonic.engine"]
 
 
 def test_procfacts_imports_no_tts_kit_module():
     # Only the settings (`tts_kit.core.settings`), which import no tts_kit module themselves.
-    assert GRAPH["tts_kit.core.procfacts"] <= {"tts_kit.core.settings"}
-    assert GRAPH["tts_kit.core.settings"] == set()
+    assert graph()["tts_kit.core.procfacts"] <= {"tts_kit.core.settings"}
+    assert graph()["tts_kit.core.settings"] == set()
 
 
 def test_importing_loading_does_not_load_the_engine():
@@ -152,7 +157,7 @@ def test_importing_loading_does_not_load_the_engine():
 
 def test_workload_sits_on_the_contract_only():
     # What is synthesised is data: it must not pull in the engine, sessions or ONNX Runtime.
-    workload = GRAPH["tts_kit.experiments.workload"]
+    workload = graph()["tts_kit.experiments.workload"]
     assert workload <= {"tts_kit.core.contract", "tts_kit.core.errors"}, workload
 
 
@@ -179,7 +184,7 @@ def _layer(module: str) -> int:
 
 def test_every_module_imports_only_its_layer_or_below():
     upward = sorted(
-        f"{m} -> {t}" for m, targets in GRAPH.items() if m != "tts_kit"
+        f"{m} -> {t}" for m, targets in graph().items() if m != "tts_kit"
         for t in targets if t != "tts_kit" and _layer(t) > _layer(m)
     )
     assert upward == []
