@@ -22,7 +22,22 @@ _NO_BACKEND = ("No matching distribution found for setuptools",
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
+    """The project's wheel, built once per run: under a lock, by whichever xdist worker asks
+    first (the two tests below often land on different workers)."""
+    from tts_kit.core.atomic import atomic_dir, build_lock
+
+    base = tmp_path_factory.getbasetemp()  # this run's root, as tests/conftest.py's _run_dir
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    out = root / "wheel"
+    with build_lock(root / "wheel.lock"):
+        if not out.is_dir():
+            with atomic_dir(out) as work:
+                _build_wheel(work)
+    (whl,) = out.glob("tts_kit-*.whl")
+    return whl
+
+
+def _build_wheel(out: Path) -> None:
     run = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out),
                           str(ROOT)], capture_output=True, text=True, timeout=600)
     # Only a build backend pip cannot fetch (an offline machine) skips; a build that breaks
@@ -30,8 +45,6 @@ def wheel(tmp_path_factory) -> Path:
     if run.returncode != 0 and any(m in run.stderr for m in _NO_BACKEND):
         pytest.skip(f"cannot fetch the build backend: {run.stderr.strip().splitlines()[-1:]}")
     assert run.returncode == 0, run.stderr[-2000:]
-    (whl,) = out.glob("tts_kit-*.whl")
-    return whl
 
 
 @pytest.mark.slow  # builds a wheel (10 s): out of the quick loop
@@ -47,8 +60,11 @@ def test_the_wheel_holds_the_data_files(wheel):
 @pytest.mark.slow  # builds a wheel (10 s): out of the quick loop
 def test_an_installed_copy_finds_its_lexicons_and_report_notebook(wheel, tmp_path):
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
-                    str(target), str(wheel)], check=True, capture_output=True, timeout=300)
+    # --no-compile: the copy runs from its sources (byte-compiling them is pip's time, not
+    # what this test checks)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile",
+                    "--target", str(target), str(wheel)], check=True, capture_output=True,
+                   timeout=300)
     code = ("import tts_kit, tts_kit.report as r, tts_kit.text.lexicon as lx;"
             "print(tts_kit.__file__); print(r.report_notebook()); print(lx.builtin_dir());"
             "print(tts_kit.text.normalize('API 3개', 'ko'))")

@@ -38,6 +38,12 @@ def _png(fig: Any) -> bytes:
     return plots.figure_png(fig, dpi=90)
 
 
+#: The most of the trial's wall time the live redraws may take: each redraw (a matplotlib
+#: figure to PNG, 0.1-0.4 s of CPU) waits at least this many times its own cost after the
+#: last, so the graph does not compete with the trial it measures for a core.
+LIVE_DRAW_SHARE = 0.1
+
+
 
 def _child_pids() -> set[int]:
     try:
@@ -60,12 +66,13 @@ class LiveMemoryGraph(W.VBox):
 
     `watch` calls a function that measures in a child process (`tts_kit.experiments.tune.trial`,
     `tts_kit.runtime.measure.run_isolated`, ...) on a worker thread. Meanwhile the calling
-    thread samples the RSS of each new child process (`tts_kit.core.procfacts.rss_mb`) and redraws
-    the
-    graph every ``interval_s``. When the function returns, the graph is redrawn from
-    the harness's own timeline and events (a `Measurement` or a record carrying
-    ``timeline``/``events``), which are exact; the live samples are kept in
-    `live_samples`. Works in JupyterLab: the figure is a PNG in an ``ipywidgets.Image``.
+    thread samples the RSS of each new child process (`tts_kit.core.procfacts.rss_mb`) and
+    redraws the graph every ``interval_s`` (or less often: the redraws take at most
+    `LIVE_DRAW_SHARE` of the time, so they leave the trial its cores). When the function
+    returns, the graph is redrawn from the harness's own timeline and events (a
+    `Measurement` or a record carrying ``timeline``/``events``), which are exact; the live
+    samples are kept in `live_samples`. Works in JupyterLab: the figure is a PNG in an
+    ``ipywidgets.Image``.
 
     Example:
         >>> from tts_kit.runtime.measure import run_isolated
@@ -116,7 +123,7 @@ class LiveMemoryGraph(W.VBox):
         t0 = time.time()
         worker.start()
         current: psutil.Process | None = None
-        last_draw = 0.0
+        next_draw = 0.0
         n_children = 0
         while worker.is_alive():
             worker.join(0.05)
@@ -138,13 +145,14 @@ class LiveMemoryGraph(W.VBox):
                 else:
                     self.live_samples.append((time.time() - t0, rss))
             now = time.time()
-            if now - last_draw >= self.interval_s and self.live_samples:
-                last_draw = now
+            if now >= next_draw and self.live_samples:
                 peak = max(r for _, r in self.live_samples)
                 self.status.value = (f"<i>running ({now - t0:.1f} s, process {n_children}); "
                                      f"RSS {self.live_samples[-1][1]:.0f} MB, "
                                      f"max seen {peak:.0f} MB</i>")
                 self.show(self.live_samples, events=[], title=f"{self.title} (live)")
+                cost = time.time() - now
+                next_draw = now + max(self.interval_s, cost / LIVE_DRAW_SHARE)
         if "error" in box:
             err = box["error"]
             self.status.value = (f"<span style='color:#b00'>{type(err).__name__}: "
