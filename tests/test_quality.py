@@ -157,6 +157,23 @@ def test_the_take_spread_on_the_tiny_stand_in(tiny_bundle_dir):
     assert verdict(same, s).name == TRANSPARENT
 
 
+def test_the_takes_are_read_by_one_engine_as_fresh_ones_would(tiny_bundle_dir, monkeypatch):
+    """Building an engine is the costly part of a take (about 1.5 CPU-s for a Piper voice):
+    `reference_takes` builds one for all of them, and each take is still the reading a
+    fresh engine gives with that seed's noise."""
+    from tts_kit.precision import listening
+
+    texts = ("Hello there.", "A second one.")
+    fresh = [listening._synth(tiny_bundle_dir, texts, seed)[0] for seed in range(3)]
+    built = []
+    real = listening._engine
+    monkeypatch.setattr(listening, "_engine", lambda m: built.append(m) or real(m))
+    takes, rate = listening.reference_takes(tiny_bundle_dir, texts, takes=3)
+    assert len(built) == 1 and rate == 44100
+    assert all(np.array_equal(a, b) for t, f in zip(takes, fresh) for a, b in zip(t, f))
+    assert len(takes) == 3 and all(len(t) == 2 for t in takes)
+
+
 # -- a converted Supertonic copy judged by `verify --against DIR` ------------------------------
 
 _PACKAGES = ("pesq", "pystoi", "speechmos", "pocketsphinx")
