@@ -23,12 +23,10 @@ NO_DP = ["text_encoder", "vector_estimator", "vocoder"]
 
 @pytest.fixture(scope="module")
 def fp16(tiny_bundle_dir, tmp_path_factory):
-    """FP16 of every stage, measured (memory, latency, fidelity) on the CPU: two flow
-    steps (what is measured is the same at two as at eight, and each run is a quarter)."""
+    """FP16 of every stage, measured (memory, latency, fidelity) on the CPU."""
     before = sha256_tree(tiny_bundle_dir)
     dst = tmp_path_factory.mktemp("fp16") / "bundle"
-    report = convert(tiny_bundle_dir, dst, to="fp16", providers=[CPU], repeats=1, steps=2,
-                     quality=False)
+    report = convert(tiny_bundle_dir, dst, to="fp16", providers=[CPU], repeats=1, quality=False)
     return report, before
 
 
@@ -47,7 +45,7 @@ def test_a_measured_conversion_is_judged_as_a_listener_would(tiny_bundle_dir, tm
     monkeypatch.setattr(converter, "judge_quality",
                         partial(converter.judge_quality, skip=("wer", "dnsmos")))
     report = convert(tiny_bundle_dir, tmp_path / "q", to="fp16", measure="fidelity",
-                     providers=[CPU], steps=2, floor=False, quality=True)
+                     providers=[CPU], floor=False, quality=True)
     q = report.quality
     assert q["verdict"] in ("transparent", "acceptable", "degraded", "broken")
     assert q["decided_by"] and q["spread"]["takes"] == 3 and q["metrics"]["mcd_db"] >= 0
@@ -258,7 +256,7 @@ def test_broken_conversion_is_flagged(tiny_bundle_dir, tmp_path, monkeypatch):
     # test_a_measured_conversion_is_judged_as_a_listener_would; here the fidelity and the
     # floor's verdict are the point.
     r = convert(tiny_bundle_dir, tmp_path / "broken", to="fp16", measure="fidelity",
-                providers=[CPU], steps=2, quality=False)
+                providers=[CPU], quality=False)
     f = r.fidelity[CPU]
     assert r.runs == []  # fidelity only: no memory/latency runs
     assert not f.passed and r.passed is False
