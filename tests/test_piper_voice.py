@@ -311,16 +311,18 @@ def test_verify_compares_a_converted_copy_of_the_voice(tmp_path, fp16_copy, caps
     line (it runs Supertonic only); against a converted copy it reports the distances on
     the same noise, fails the 60 dB tolerance, and with --floor gives the verdict. The
     refusal runs in a subprocess (stderr as a user sees it); the comparison runs the same
-    `main` in this process, its listener's metrics on one text (two cost twice as much)."""
+    `main` in this process, its distances, floor and listener's metrics on one text (two
+    cost twice as much; FP16 is 39 dB from the voice on it, the floor above 90 dB)."""
     from tts_kit.cli import main
 
     p = _cli("verify", "--model", NAME)
     assert p.returncode == 2 and "Supertonic bundles only" in p.stderr
     assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
     copy = fp16_copy[0].dst
-    from tts_kit.precision import listening
+    from tts_kit.precision import listening, measure
 
     monkeypatch.setattr(listening, "QUALITY_TEXTS", listening.QUALITY_TEXTS[:1])
+    monkeypatch.setattr(measure, "PIPER_TEXTS", measure.PIPER_TEXTS[:1])
     rc = main(["verify", "--model", NAME, "--against", str(copy), "--floor", "--json",
                str(tmp_path / "v.json")])
     out = capsys.readouterr().out
@@ -344,9 +346,14 @@ def test_the_banner_names_the_voice():
 
 @pytest.mark.slow  # a report: trials in fresh processes
 def test_a_report_measures_the_voice_and_names_it(tmp_path):
-    from tts_kit.report import TuningReport, write_report
+    from tts_kit.experiments.workload import Workload
+    from tts_kit.report import SweepSpec, TuningReport, write_report
 
-    path = write_report(tmp_path / "rep", NAME, quick=True)  # schema-checked on save
+    # One preset, one call per trial: the sweep's size is tests/test_report.py's point, the
+    # voice measured and named is this one's (each trial is a fresh process loading it).
+    spec = SweepSpec(rounds=1, presets=["ort-default"], cpus=[1], loadings=["resident"],
+                     workload=Workload(steps=1, repeats=1))
+    path = write_report(tmp_path / "rep", NAME, spec)  # schema-checked on save
     rep = TuningReport.load(path)
     assert rep.model["family"] == "piper" and rep.model["label"] == "Piper en_US-joe-medium"
     assert list(rep.model["sha256"]) == ["voice"]

@@ -66,7 +66,11 @@ def test_identical_signals_score_the_top_of_each_scale():
 @needs["dnsmos"]
 def test_white_noise_at_falling_snr_gives_monotone_scores():
     x = _voiced(2.3)  # repeated to 9.2 s: one DNSMOS window per clip (2 s made seven)
-    ms = [q.measure([x], [_noisy(x, snr)], 16000, skip=("wer",)) for snr in (50, 40, 30, 20)]
+    # The reference's DNSMOS measured once and handed in, as the take spread does: the
+    # four candidates' DNSMOS and every other metric are measured per level.
+    ref = [q.dnsmos(x, 16000)["ovrl"]]
+    ms = [q.measure([x], [_noisy(x, snr)], 16000, ref_dnsmos=ref, skip=("wer",))
+          for snr in (50, 40, 30, 20)]
     for a, b in zip(ms, ms[1:]):
         assert a.pesq > b.pesq and a.stoi > b.stoi and a.mcd_db < b.mcd_db
         assert a.dnsmos_drop < b.dnsmos_drop
@@ -155,6 +159,24 @@ def test_the_take_spread_on_the_tiny_stand_in(tiny_bundle_dir):
     same = q.measure(takes[0], reference_takes(tiny_bundle_dir, ("Hello there.",), 1)[0][0],
                      rate, skip=("wer", "dnsmos"))
     assert verdict(same, s).name == TRANSPARENT
+
+
+def test_the_takes_are_read_by_one_engine_as_fresh_ones_would(tiny_bundle_dir, monkeypatch):
+    """Building an engine is the costly part of a take (about 1.5 CPU-s for a Piper voice):
+    `reference_takes` builds one for all of them, and each take is still the reading a
+    fresh engine gives with that seed's noise."""
+    from tts_kit.precision import listening
+
+    texts = ("Hello there.", "Hi.")
+    fresh = [listening._synth(tiny_bundle_dir, texts, seed)[0] for seed in range(2)]
+    built = []
+    real = listening._engine
+    monkeypatch.setattr(listening, "_engine", lambda m: built.append(m) or real(m))
+    takes, rate = listening.reference_takes(tiny_bundle_dir, texts, takes=2)
+    assert len(built) == 1 and rate == 44100
+    assert len(takes) == 2 and all(len(t) == 2 for t in takes)
+    assert all(np.array_equal(a, b) for t, f in zip(takes, fresh) for a, b in zip(t, f))
+    assert not np.array_equal(takes[0][0], takes[1][0])  # each take its own noise
 
 
 # -- a converted Supertonic copy judged by `verify --against DIR` ------------------------------

@@ -543,7 +543,7 @@ def verify_piper_copy(model: Any, against: str, *, min_snr_db: float = 60.0,
         >>> check.passed  # doctest: +SKIP
         False
     """
-    d = piper_distances(str(model.path), against)
+    d = piper_distances(str(model.path), against, PIPER_TEXTS)
     problems = []
     if not d.snr_db >= min_snr_db:
         problems.append(f"waveform SNR {d.snr_db:.1f} dB < {min_snr_db:g} dB")
