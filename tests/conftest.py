@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,3 +94,91 @@ def _isolated_cache(run_cache_dir: Path, monkeypatch: pytest.MonkeyPatch, _ipyth
     # An empty official cache, so discovery never picks up a real model a developer has.
     monkeypatch.setenv("SUPERTONIC_CACHE_DIR", str(cache / "no-official-model"))
     yield
+
+
+# -- fastr: expensive artefacts built once per run (shared by the xdist workers), and
+# one small real report shared by the tests that only read or edit a copy of it
+
+
+@contextlib.contextmanager
+def _fixture_env(run_cache_dir: Path, ipython_dir: Path | None = None) -> Iterator[None]:
+    """The environment `_isolated_cache` (and the root conftest) give a test, for a
+    module- or session-scoped fixture, which runs before them; settings re-read on entry
+    and exit.
+
+    Example:
+        >>> with _fixture_env(Path("/tmp/cache")):  # doctest: +SKIP
+        ...     write_report(...)
+    """
+    from tts_kit.core.settings import reset_settings
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TTS_KIT_CACHE_DIR", str(run_cache_dir))
+        mp.setenv("SUPERTONIC_CACHE_DIR", str(run_cache_dir / "no-official-model"))
+        mp.setenv("TTS_KIT_STANDIN_SCALE", "tiny")
+        mp.delenv("TTS_KIT_MODEL_DIR", raising=False)
+        if ipython_dir is not None:
+            mp.setenv("IPYTHONDIR", str(ipython_dir))
+        reset_settings()
+        try:
+            yield
+        finally:
+            mp.undo()
+            reset_settings()
+
+
+def _build_once(tmp_path_factory: pytest.TempPathFactory, name: str,
+               build: Callable[[Path], None]) -> Path:
+    """``RUN/name``, filled by ``build(dir)`` once per run, under a lock, by whichever
+    xdist worker asks first; a build that did not finish (no ``.done``) is started over.
+    For what cannot be renamed into place (its files name their own paths).
+
+    Example:
+        >>> d = _build_once(factory, "x", lambda d: (d / "a").write_text("a"))  # doctest: +SKIP
+    """
+    import shutil
+
+    root = _run_dir(tmp_path_factory)
+    out = root / name
+    with build_lock(root / f"{name}.lock"):
+        if not (out / ".done").is_file():
+            shutil.rmtree(out, ignore_errors=True)
+            out.mkdir()
+            build(out)
+            (out / ".done").touch()
+    return out
+
+
+@pytest.fixture(scope="session")
+def lean_report(tiny_bundle_dir: Path, tmp_path_factory: pytest.TempPathFactory,
+                run_cache_dir: Path) -> tuple[Path, Path]:
+    """(report.json, the model it measured: a private copy of the tiny stand-in) of a real
+    one-trial report (lean, 1 vCPU, resident, 1 step, 1 repeat; absolute paths), written
+    once per run. Read-only: a test that edits the report or the model edits a copy."""
+    import shutil
+
+    from tts_kit.experiments.workload import Workload
+    from tts_kit.report import SweepSpec, write_report
+
+    def build(d: Path) -> None:
+        shutil.copytree(tiny_bundle_dir, d / "model")
+        spec = SweepSpec(rounds=1, presets=["lean"], cpus=[1], loadings=["resident"],
+                         workload=Workload(steps=1, repeats=1))
+        with _fixture_env(run_cache_dir):
+            write_report(d / "r", d / "model", spec, full_paths=True)
+
+    out = _build_once(tmp_path_factory, "lean_report", build)
+    return out / "r" / "report.json", out / "model"
+
+
+@pytest.fixture(scope="session")
+def fixture_env(run_cache_dir: Path, _ipython_dir: Path) -> Callable[[], Any]:
+    """``with fixture_env():`` the environment a test gets (`_fixture_env`), for the body
+    of a module- or session-scoped fixture."""
+    return lambda: _fixture_env(run_cache_dir, _ipython_dir)
+
+
+@pytest.fixture(scope="session")
+def build_once(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
+    """``build_once(name, build)``: `_build_once` in this run's shared directory."""
+    return lambda name, build: _build_once(tmp_path_factory, name, build)

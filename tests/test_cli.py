@@ -214,17 +214,13 @@ def test_voice_names_print_without_raw_escape_sequences(tiny_bundle_dir: Path, t
 
 
 @pytest.mark.slow  # a report: trials in fresh processes
-def test_a_rerun_prints_a_crafted_report_without_raw_escape_sequences(tiny_bundle_dir: Path,
-                                                                       tmp_path: Path):
-    from tts_kit.experiments.workload import Workload
-    from tts_kit.report import SweepSpec, write_report
-
-    spec = SweepSpec(rounds=1, presets=["lean"], cpus=[1], loadings=["resident"],
-                     workload=Workload(steps=1, repeats=1))
-    path = write_report(tmp_path / "r", tiny_bundle_dir, spec)
+def test_a_rerun_prints_a_crafted_report_without_raw_escape_sequences(
+        tiny_bundle_dir: Path, tmp_path: Path, lean_report: tuple[Path, Path]):
+    # A copy of a real one-trial lean report (conftest's `lean_report`, written once per run).
     # Rename the preset everywhere the report names it: a report.json is a file anyone
     # can hand over, and the rerun prints its preset names.
-    text = path.read_text().replace('"lean"', json.dumps(ESC_NAME))
+    path = tmp_path / "report.json"
+    text = lean_report[0].read_text().replace('"lean"', json.dumps(ESC_NAME))
     path.write_text(text)
     assert json.loads(text)["sweep"]["presets"] == [ESC_NAME]
     proc = run("report", "--rerun", str(path), "--model", str(tiny_bundle_dir),

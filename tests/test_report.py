@@ -203,17 +203,39 @@ def test_a_contested_verdict_is_settled_head_to_head():
 # -- the library writes the document ------------------------------------------------
 
 
-@pytest.mark.slow  # a report: trials in fresh processes
-def test_the_library_writes_a_complete_report_without_the_notebook(tiny_bundle_dir, tmp_path):
-    """Every field of report.json, the recommended trial's timeline included, comes from
-    the library: no kernel, no notebook, no HTML."""
-    spec = SweepSpec(rounds=1, presets=["low-memory"], cpus=[1], loadings=["resident"],
+@pytest.fixture(scope="session")
+def library_report(tiny_bundle_dir, build_once, fixture_env):
+    """(out, what `make_report(render=False)` returned, out's files before) of one real
+    report (low-memory, 1 vCPU, loaded within a 100 MB budget, 2 steps, 1 repeat) made by
+    the library into a directory that held a previous report and a file of the user's,
+    once per run: read by the three tests below (the document, the budget pick's second
+    measurement, and what happened to the previous files)."""
+    spec = SweepSpec(rounds=1, presets=["low-memory"], cpus=[1], loadings=["budget:100"],
                      workload=Workload(steps=2, repeats=1))
-    out = tmp_path / "report"
-    paths = report.make_report(out, model=tiny_bundle_dir, sweep=spec, progress=False,
-                               render=False)
+
+    def build(d):
+        out = d / "work" / "report"
+        out.parent.mkdir()
+        (d / "before.json").write_text(json.dumps(_previous_report(out)))
+        with fixture_env():
+            paths = report.make_report(out, model=tiny_bundle_dir, sweep=spec,
+                                       progress=False, render=False)
+        (d / "paths.json").write_text(json.dumps([str(p) for p in paths]))
+
+    d = build_once("library_report", build)
+    paths = [type(d)(p) for p in json.loads((d / "paths.json").read_text())]
+    return d / "work" / "report", paths, json.loads((d / "before.json").read_text())
+
+
+@pytest.mark.slow  # a report: trials in fresh processes
+def test_the_library_writes_a_complete_report_without_the_notebook(tiny_bundle_dir,
+                                                                   library_report):
+    """Every field of report.json, the recommended trial's timeline included, comes from
+    the library: no kernel, no notebook, no HTML (the previous report's renders are gone
+    and no new ones came; the user's notes.txt stays)."""
+    out, paths, _ = library_report
     assert paths == [out / "report.json"]
-    assert sorted(p.name for p in out.iterdir()) == ["report.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt", "report.json"]
     data = json.loads(paths[0].read_text())
     validate_report(data)
     assert data["model"]["sha256"]["vocoder"] == Bundle(tiny_bundle_dir).sha256("vocoder")
@@ -235,20 +257,47 @@ def _b64_payloads(html: str, mime: str) -> list[bytes]:
     return [base64.b64decode(m) for m in re.findall(rf"data:{mime};base64,([A-Za-z0-9+/=]+)", html)]
 
 
-@pytest.mark.notebook
-def test_cli_report_and_rerun_on_the_tiny_standin(tiny_bundle_dir, tmp_path, capfd,
-                                                  monkeypatch):
-    pytest.importorskip("papermill")
-    from tts_kit.cli import main
+@pytest.fixture(scope="session")
+def home_report(tiny_bundle_dir, build_once, fixture_env):
+    """One `tts-kit report` (`SweepSpec.quick`'s sweep) run as a user runs it, in a
+    subprocess (its stdout and stderr: the kernel's included), with the model and the
+    output under the home directory (``$HOME`` a temporary one), once per run: read by
+    the end-to-end test and by the test that no file names the home directory.
 
-    spec = tmp_path / "quick.json"
-    spec.write_text(json.dumps(SweepSpec.quick().to_dict()))
-    out = tmp_path / "report"
-    rc = main(["report", "--model", str(tiny_bundle_dir), "--sweep", str(spec), "--out", str(out)])
-    captured = capfd.readouterr()  # file descriptors: the kernel's stderr included
-    printed = captured.out
-    assert "[IPKernelApp]" not in captured.err, captured.err  # no kernel log noise
-    assert rc == 0, printed
+    Returns (returncode, stdout, stderr, home, model, out)."""
+    pytest.importorskip("papermill")
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    def build(d):
+        home = d / "home"
+        shutil.copytree(tiny_bundle_dir, home / "models" / "tiny")
+        spec = d / "quick.json"
+        spec.write_text(json.dumps(SweepSpec.quick().to_dict()))
+        with fixture_env():
+            env = dict(os.environ, HOME=str(home))
+        proc = subprocess.run([sys.executable, "-m", "tts_kit.cli", "report", "--model",
+                               str(home / "models" / "tiny"), "--sweep", str(spec), "--out",
+                               str(home / "short")],
+                              capture_output=True, text=True, timeout=900, env=env)
+        (d / "proc.json").write_text(json.dumps([proc.returncode, proc.stdout, proc.stderr]))
+
+    d = build_once("home_report", build)
+    home = d / "home"
+    return (*json.loads((d / "proc.json").read_text()), home, home / "models" / "tiny",
+            home / "short")
+
+
+@pytest.mark.notebook
+def test_cli_report_and_rerun_on_the_tiny_standin(home_report, capfd, monkeypatch):
+    from tts_kit.cli import main
+    from tts_kit.report import rerun_report
+
+    rc, printed, err, home, model, out = home_report
+    assert "[IPKernelApp]" not in err, err  # no kernel log noise
+    assert rc == 0, printed + err
     for name in ("report.html", "report.json", "report.ipynb"):
         assert (out / name).is_file() and f"wrote {out / name}" in printed
     html = (out / "report.html").read_text()
@@ -284,7 +333,7 @@ def test_cli_report_and_rerun_on_the_tiny_standin(tiny_bundle_dir, tmp_path, cap
     assert ("provisional: the machine was busy" in printed) is (cause == "busy")
     assert ("provisional: " in printed) is busy
     validate_report(data)
-    assert data["model"]["sha256"]["vocoder"] == Bundle(tiny_bundle_dir).sha256("vocoder")
+    assert data["model"]["sha256"]["vocoder"] == Bundle(model).sha256("vocoder")
     assert {r["preset"] for r in data["records"]} == {"ort-default", "low-memory"}
     assert all(r["status"] == "ok" for r in data["records"])
     assert data["recommendation"]["record"] is not None
@@ -292,11 +341,22 @@ def test_cli_report_and_rerun_on_the_tiny_standin(tiny_bundle_dir, tmp_path, cap
 
     # On the same machine the rerun confirms the pick: ties within 10 % go to the lower
     # peak, and a gap beyond the noise is re-measured head to head before it counts.
+    # The report says ``~/models/tiny`` (the home test below): the rerun still finds it.
+    monkeypatch.setenv("HOME", str(home))
+    verdicts = []
+
+    def spy(*args, **kwargs):
+        verdicts.append(rerun_report(*args, **kwargs))
+        return verdicts[-1]
+
+    monkeypatch.setattr("tts_kit.report.rerun_report", spy)
     rc = main(["report", "--rerun", str(out / "report.json")])
     printed = capfd.readouterr().out
     assert f"{len(data['records'])} trials, " in printed and "figures compared" in printed
     assert rc == 0 and "\nrecommendation holds: " in printed, printed
     assert printed.startswith("holds: "), printed  # the verdict first
+    (verdict,) = verdicts
+    assert verdict.new.model["path"] == "~/models/tiny" and not verdict.model_changed
 
 
 def test_bad_inputs_fail_in_one_line_before_any_kernel(tmp_path):
@@ -314,13 +374,10 @@ def test_bad_inputs_fail_in_one_line_before_any_kernel(tmp_path):
 
 
 @pytest.mark.slow  # a report: trials in fresh processes
-def test_a_budget_pick_is_measured_again_with_the_sweeps_stage_costs(tiny_bundle_dir, tmp_path):
+def test_a_budget_pick_is_measured_again_with_the_sweeps_stage_costs(library_report):
     """The re-measured pick is the same configuration: a budget:MB pick gets the stage costs
-    the sweep measured for it, not the file-size estimate."""
-    spec = SweepSpec(rounds=1, presets=["low-memory"], cpus=[1], loadings=["budget:100"],
-                     workload=Workload(steps=2, repeats=1))
-    paths = report.make_report(tmp_path / "r", model=tiny_bundle_dir, sweep=spec,
-                               progress=False, render=False)
+    the sweep measured for it, not the file-size estimate (`library_report`'s budget:100)."""
+    _, paths, _ = library_report
     data = json.loads(paths[0].read_text())
     pick = data["recommendation"]["record"]
     assert pick["loading"] == "budget:100" and pick["stage_costs_mb"]
@@ -358,29 +415,27 @@ def test_a_failing_report_run_leaves_the_previous_report(tiny_bundle_dir, tmp_pa
 
 
 @pytest.mark.slow  # reports: trials in fresh processes
-def test_a_report_replaces_only_its_own_files(tiny_bundle_dir, tmp_path):
-    out = tmp_path / "report"
-    before = _previous_report(out)
-    spec = SweepSpec(rounds=1, presets=["low-memory"], cpus=[1], loadings=["resident"],
-                     workload=Workload(steps=2, repeats=1))
-    report.make_report(out, model=tiny_bundle_dir, sweep=spec, progress=False, render=False)
+def test_a_report_replaces_only_its_own_files(library_report):
+    """The report made into a directory holding a previous one (`library_report`)."""
+    out, _, before = library_report
     after = _contents(out)
     assert sorted(after) == ["notes.txt", "report.json"]  # stale renders of the old json go
     assert after["notes.txt"] == before["notes.txt"]
     assert json.loads(after["report.json"])["records"][0]["preset"] == "low-memory"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]
+    assert sorted(p.name for p in out.parent.iterdir()) == ["report"]
 
 
 _PAUSED_REPORT = """
-import sys, time
+import shutil, sys, time
 from pathlib import Path
 from tts_kit.report import SweepSpec, make
 from tts_kit.experiments.workload import Workload
 
-real = make.write_report
-
 def paused(out, *a, **k):
-    path = real(out, *a, **k)  # the new report.json exists, in the temporary directory
+    # The new report.json exists, in the temporary directory: a copy of a real one (the
+    # sweep is not what this is about; conftest's `lean_report`, written once per run).
+    path = Path(out) / "report.json"
+    shutil.copy(sys.argv[4], path)
     Path(sys.argv[3]).write_text(str(path))
     time.sleep(60)
     return path
@@ -404,7 +459,8 @@ def _default_signal_handlers() -> None:
 
 @pytest.mark.slow  # a report in a subprocess, signalled
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT", "SIGHUP"])
-def test_an_interrupted_report_leaves_the_previous_report(tiny_bundle_dir, tmp_path, sig):
+def test_an_interrupted_report_leaves_the_previous_report(tiny_bundle_dir, tmp_path, sig,
+                                                          lean_report):
     import signal
     import subprocess
     import sys
@@ -416,7 +472,7 @@ def test_an_interrupted_report_leaves_the_previous_report(tiny_bundle_dir, tmp_p
     before = _previous_report(out)
     marker = tmp_path / "paused"
     proc = subprocess.Popen([sys.executable, "-c", _PAUSED_REPORT, str(tiny_bundle_dir),
-                             str(out), str(marker)],
+                             str(out), str(marker), str(lean_report[0])],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=_default_signal_handlers)
     try:
@@ -451,12 +507,18 @@ def _small_spec(preset: str = "lean") -> SweepSpec:
 
 
 @pytest.mark.slow  # a report and its rerun: trials in fresh processes
-def test_a_rerun_measures_the_presets_the_report_saved(tiny_bundle_dir, tmp_path, monkeypatch):
+def test_a_rerun_measures_the_presets_the_report_saved(tiny_bundle_dir, tmp_path, monkeypatch,
+                                                       lean_report):
     """Editing a shipped preset after the report must not change what its rerun measures;
-    the rerun says which preset changed and how."""
+    the rerun says which preset changed and how. (The report: a copy of conftest's
+    `lean_report`, `_small_spec()`'s sweep, written once per run.)"""
+    import shutil
+
     from tts_kit.runtime import sessions
 
-    path = report.write_report(tmp_path / "r", tiny_bundle_dir, _small_spec())
+    path = tmp_path / "r" / "report.json"
+    path.parent.mkdir()
+    shutil.copy(lean_report[0], path)
     saved = json.loads(path.read_text())
     monkeypatch.setitem(sessions.PRESETS, "lean",
                         sessions.PRESETS["lean"].replace(intra_op_num_threads=3,
@@ -472,28 +534,25 @@ def test_a_rerun_measures_the_presets_the_report_saved(tiny_bundle_dir, tmp_path
 
 
 @pytest.mark.notebook
-def test_no_report_file_names_the_home_directory_unless_asked(tiny_bundle_dir, tmp_path,
+def test_no_report_file_names_the_home_directory_unless_asked(home_report, tmp_path,
                                                               monkeypatch, capsys):
     """report.json, report.ipynb (its parameters and papermill's metadata) and report.html
     of a model and output under the home directory: ``~/...`` unless --full-paths (which
     keeps the recorded paths; the page's banner is a display and always shows ``~``).
-    A report that says ``~/...`` still finds its model for a rerun. (The two reports serve
-    both checks: report.json's own test of ``~`` was folded in here, saving two reports.)"""
-    pytest.importorskip("papermill")
-    import shutil
-
+    Without the flag: `home_report`'s, shared with the end-to-end test, whose rerun
+    checks that a report that says ``~/...`` still finds its model."""
     from tts_kit.cli import main
 
-    home = tmp_path / "home"
-    model = home / "models" / "tiny"
-    shutil.copytree(tiny_bundle_dir, model)
+    rc, printed, err, home, model, short = home_report
+    assert rc == 0, printed + err
     monkeypatch.setenv("HOME", str(home))
     spec = tmp_path / "quick.json"
     spec.write_text(json.dumps(_small_spec("low-memory").to_dict()))
-    for flag, out in (([], home / "short"), (["--full-paths"], home / "full")):
-        rc = main(["report", "--model", str(model), "--sweep", str(spec), "--out", str(out),
-                   *flag])
-        assert rc == 0, capsys.readouterr()
+    full = home / "full"
+    rc = main(["report", "--model", str(model), "--sweep", str(spec), "--out", str(full),
+               "--full-paths"])
+    assert rc == 0, capsys.readouterr()
+    for flag, out in ((False, short), (True, full)):
         for name in ("report.json", "report.ipynb", "report.html"):
             text = (out / name).read_text()
             if flag:
@@ -503,9 +562,6 @@ def test_no_report_file_names_the_home_directory_unless_asked(tiny_bundle_dir, t
                 assert "~/models/tiny" in text, name
         recorded = json.loads((out / "report.json").read_text())["model"]["path"]
         assert recorded == (str(model) if flag else "~/models/tiny")
-    verdict = report.rerun_report(home / "short" / "report.json", progress=False,
-                                  confirm_rounds=0)
-    assert verdict.new.model["path"] == "~/models/tiny" and not verdict.model_changed
 
 
 # -- the main job: the users' default, on the full stand-in (issue 13) --------------------

@@ -1,6 +1,6 @@
 """What a report.json says is checked before a rerun acts on it: presets' threads, figures
 that are not finite, a model path that now holds other graphs. One real (tiny) report is
-written once; each test edits a copy."""
+written once per run (conftest's `lean_report`); each test edits a copy."""
 
 from __future__ import annotations
 
@@ -12,20 +12,14 @@ import pytest
 
 from tts_kit import report
 from tts_kit.cli import main
-from tts_kit.experiments.workload import Workload
-from tts_kit.report.spec import ReportError, SweepSpec
+from tts_kit.report.spec import ReportError
 
 
-@pytest.fixture(scope="module")
-def written(tiny_bundle_dir, tmp_path_factory) -> tuple[Path, Path]:
-    """(report.json, the model it measured: a private copy of the tiny stand-in)."""
-    root = tmp_path_factory.mktemp("trust")
-    model = root / "model"
-    shutil.copytree(tiny_bundle_dir, model)
-    spec = SweepSpec(rounds=1, presets=["lean"], cpus=[1], loadings=["resident"],
-                     workload=Workload(steps=1, repeats=1))
-    path = report.write_report(root / "r", model, spec, full_paths=True)
-    return path, model
+@pytest.fixture
+def written(lean_report) -> tuple[Path, Path]:
+    """(report.json, the model it measured: a private copy of the tiny stand-in), written
+    once per run (conftest's `lean_report`); read-only, each test edits a copy."""
+    return lean_report
 
 
 def _edited(written, tmp_path, edit) -> Path:
