@@ -18,14 +18,15 @@ Example:
 
 from __future__ import annotations
 
+import importlib
 import unicodedata
 import warnings
 from collections.abc import Iterable
 from functools import lru_cache
 
 from tts_kit.core.errors import TtsKitError
-from tts_kit.text import en, ko
 from tts_kit.text.common import (
+    Step,
     TraceStep,
     check_lang,
     check_text,
@@ -33,9 +34,14 @@ from tts_kit.text.common import (
     run_steps,
     split_tags,
 )
-from tts_kit.text.lexicon import LexiconSource, load
+from tts_kit.text.lexicon import Lexicon, LexiconSource, load
 
-_RULES = {"ko": ko.rules, "en": en.rules}
+
+def _rules(lang: str, lexicon: Lexicon) -> list[Step]:
+    # A language's rules are imported on its first use: an English-only process (a trial
+    # child, a server worker) never compiles the Korean patterns, nor Korean the English.
+    # Imports are thread-safe (the import lock), so concurrent first uses are fine.
+    return importlib.import_module(f"tts_kit.text.{lang}").rules(lexicon)
 
 
 class Normalizer:
@@ -55,7 +61,7 @@ class Normalizer:
         term -> pronunciation mappings) that override the built-in entries, in order."""
         self.lang = check_lang(lang)
         self.lexicon = load(lang, lexicons)
-        self._pipeline = _RULES[lang](self.lexicon)
+        self._pipeline = _rules(lang, self.lexicon)
 
     def __repr__(self) -> str:
         return f"Normalizer({self.lang!r}, {len(self.lexicon)} lexicon terms)"
