@@ -455,9 +455,9 @@ def validate_report(data: Mapping[str, Any]) -> None:
         ...
         tts_kit.report.spec.ReportError: report.json does not follow the schema at (root): ...
     """
-    import jsonschema
+    from tts_kit.report._jsonschema import import_jsonschema
 
-    validator = jsonschema.Draft202012Validator(_schema())
+    validator = import_jsonschema().Draft202012Validator(_schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
         err = errors[0]

@@ -32,6 +32,7 @@ from typing import Any
 from tts_kit.core import atomic
 from tts_kit.core.settings import settings as current_settings
 from tts_kit.core.textsafe import display_path, hide_home
+from tts_kit.report._jsonschema import import_jsonschema
 from tts_kit.report.spec import ReportError
 
 #: The report notebook's source: jupytext percent format (the .ipynb is generated from it).
@@ -83,6 +84,7 @@ def load_notebook(path: str | os.PathLike[str]) -> Any:
         >>> [c.metadata["tags"] for c in nb.cells if c.metadata.get("tags")]
         [['parameters']]
     """
+    import_jsonschema()  # before jupytext/nbformat: see tts_kit.report._jsonschema
     import jupytext
 
     try:
@@ -148,6 +150,7 @@ def execute_notebook(
         >>> execute_notebook("notebooks/00_quickstart.py", "out/quickstart.ipynb",
         ...                  {"quick": True})  # doctest: +SKIP
     """
+    import_jsonschema()
     import nbformat
     import papermill
     from papermill.exceptions import PapermillExecutionError
@@ -201,6 +204,7 @@ def _keep_partial(output: Path, notebook: Path, partial_to: str | os.PathLike[st
 
 def _record_source(output: Path, notebook: Path) -> None:
     """Name the notebook's source (not the scratch copy papermill read) in the output."""
+    import_jsonschema()
     import nbformat
 
     if not output.is_file():
@@ -224,6 +228,7 @@ def export_html(notebook: str | os.PathLike[str], output: str | os.PathLike[str]
     Example:
         >>> export_html("out/report.ipynb", "out/report.html")  # doctest: +SKIP
     """
+    import_jsonschema()
     import nbformat
     from nbconvert import HTMLExporter
 
@@ -325,6 +330,7 @@ def _hide_home_in_notebook(path: Path) -> None:
     file in a virtual environment under the home directory). Text only: images are
     base64 and stay as they are.
     """
+    import_jsonschema()
     import nbformat
 
     nb = nbformat.read(str(path), as_version=4)
