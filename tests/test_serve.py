@@ -433,3 +433,53 @@ def test_serve_config_round_trips_through_json_and_names_unknown_settings(tmp_pa
     (tmp_path / "bad.json").write_text('{"workers": 0}')
     assert main(["serve", "--config-json", str(tmp_path / "bad.json")]) == 2
     assert "--workers must be >= 1" in capsys.readouterr().err
+
+
+def test_waiting_for_a_server_builds_one_client_not_one_per_poll(monkeypatch):
+    """`wait_ready` polls ``/health`` through one client: each `httpx.get` builds a TLS
+    context first (~50 ms of CPU, even for plain HTTP), five a second while a server warms."""
+    import http.server
+
+    from tts_kit.serve.launch import wait_ready
+
+    polls: list[str] = []
+
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # 503 twice (warming up), then ready
+            polls.append(self.path)
+            body = b'{"status": "ready"}' if len(polls) > 2 else b"{}"
+            self.send_response(200 if len(polls) > 2 else 503)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    def per_call(*args, **kwargs):
+        raise AssertionError("httpx.get builds a new client (and TLS context) per poll")
+
+    monkeypatch.setattr(httpx, "get", per_call)
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health) as srv:
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        try:
+            got = wait_ready(f"http://127.0.0.1:{srv.server_address[1]}", timeout_s=30)
+        finally:
+            srv.shutdown()
+    assert got == {"status": "ready"} and polls == ["/health"] * 3
+
+
+def test_the_stand_in_note_of_every_serve_start_imports_no_onnx():
+    """`tts-kit serve` on a stand-in prints its scale note: that must not import onnx (the
+    graph builders' dependency, 1.5 CPU-s) in every server process."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from tts_kit.models.supertonic.standin import scale_note\n"
+            "assert 'NOT realistic' in scale_note('tiny')\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'onnx'))\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "[]"
