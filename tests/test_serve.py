@@ -443,13 +443,13 @@ def test_serve_config_round_trips_through_json_and_names_unknown_settings(tmp_pa
 def test_waiting_for_a_server_builds_one_client_not_one_per_poll(monkeypatch):
     """`wait_ready` polls ``/health`` through one client: each `httpx.get` builds a TLS
     context first (~50 ms of CPU, even for plain HTTP), five a second while a server warms."""
-    import http.server
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     from tts_kit.serve.launch import wait_ready
 
     polls: list[str] = []
 
-    class Health(http.server.BaseHTTPRequestHandler):
+    class Health(BaseHTTPRequestHandler):
         def do_GET(self):  # 503 twice (warming up), then ready
             polls.append(self.path)
             body = b'{"status": "ready"}' if len(polls) > 2 else b"{}"
@@ -465,7 +465,7 @@ def test_waiting_for_a_server_builds_one_client_not_one_per_poll(monkeypatch):
         raise AssertionError("httpx.get builds a new client (and TLS context) per poll")
 
     monkeypatch.setattr(httpx, "get", per_call)
-    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health) as srv:
+    with ThreadingHTTPServer(("127.0.0.1", 0), Health) as srv:
         threading.Thread(target=srv.serve_forever, daemon=True).start()
         try:
             got = wait_ready(f"http://127.0.0.1:{srv.server_address[1]}", timeout_s=30)
