@@ -210,12 +210,13 @@ import httpx
 strict = stack.enter_context(start_server(
     ["--model", str(where), "--workers", "1", "--timeout", "2", "--first-chunk-chars", "0",
      "--max-chunk-chars", "2500"]))
-before = httpx.get(f"{strict.url}/health").json()["workers"]
+http = stack.enter_context(httpx.Client())  # one client for the polls below
+before = http.get(f"{strict.url}/health").json()["workers"]
 late = speak(strict.url, "The meeting moved to the large room, and everyone came early. " * 32,
              steps=100, seed=0)
 print(f"late request: {late.status} after {late.total_s:.2f} s: {late.json()['error']}")
 for _ in range(600):  # the replacement warms up
-    after = httpx.get(f"{strict.url}/health").json()["workers"]
+    after = http.get(f"{strict.url}/health").json()["workers"]
     if after and after[0]["state"] == "idle":
         break
     time.sleep(0.5)
