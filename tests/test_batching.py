@@ -15,6 +15,11 @@ import httpx
 import numpy as np
 import pytest
 
+#: One client for every request (none kept alive between them, as with `httpx.get`):
+#: `httpx.get` builds a TLS context per call, ~50 ms of CPU, which made the polling loops
+#: here CPU-bound on the cores the server under test needs.
+http = httpx.Client(limits=httpx.Limits(max_keepalive_connections=0))
+
 MEDIUM = "The meeting moved to the large room, and everyone came early. " * 4
 
 
@@ -176,7 +181,7 @@ def test_batched_requests_get_their_chunks_in_order(batched, engine):
     got: dict[int, bytes] = {}
 
     def send(seed: int) -> None:
-        r = httpx.post(f"{batched.url}/v1/audio/speech", timeout=120, json={
+        r = http.post(f"{batched.url}/v1/audio/speech", timeout=120, json={
             "input": MEDIUM, "steps": 3, "seed": seed, "response_format": "pcm"})
         assert r.status_code == 200, r.text
         got[seed] = r.content
@@ -190,7 +195,7 @@ def test_batched_requests_get_their_chunks_in_order(batched, engine):
         ref = np.concatenate([np.frombuffer(p.pcm16(), np.int16) for p in parts]).astype(int)
         pcm = np.frombuffer(got[seed], np.int16).astype(int)
         assert pcm.shape == ref.shape and np.abs(pcm - ref).max() <= 1, seed
-    assert httpx.get(f"{batched.url}/health", timeout=10).json()["batched"] >= 2
+    assert http.get(f"{batched.url}/health", timeout=10).json()["batched"] >= 2
 
 
 @pytest.mark.slow
@@ -199,12 +204,12 @@ def test_a_client_gone_mid_batch_frees_its_slot_and_the_other_completes(batched,
     other: dict[str, object] = {}
 
     def send_other() -> None:
-        r = httpx.post(f"{url}/v1/audio/speech", timeout=120, json={
+        r = http.post(f"{url}/v1/audio/speech", timeout=120, json={
             "input": MEDIUM, "steps": 3, "seed": 5, "response_format": "pcm"})
         other["status"], other["pcm"] = r.status_code, r.content
 
     t = threading.Thread(target=send_other)
-    with httpx.stream("POST", f"{url}/v1/audio/speech", timeout=60,
+    with http.stream("POST", f"{url}/v1/audio/speech", timeout=60,
                       json={"input": MEDIUM, "steps": 3, "seed": 0}) as r:
         t.start()
         for part in r.iter_raw():
@@ -218,7 +223,7 @@ def test_a_client_gone_mid_batch_frees_its_slot_and_the_other_completes(batched,
     assert pcm.shape == ref.shape and np.abs(pcm - ref).max() <= 1
     deadline = time.monotonic() + 10  # the leaver's request slot and its jobs are gone
     while time.monotonic() < deadline:
-        health = httpx.get(f"{url}/health", timeout=10).json()
+        health = http.get(f"{url}/health", timeout=10).json()
         if health["requests"] == 0 and all(w["state"] == "idle" for w in health["workers"]):
             break
         time.sleep(0.1)

@@ -134,8 +134,11 @@ def test_precision_bench(tmp_path):
 
 
 def test_serving_bench(tiny_bundle_dir, tmp_path):
+    # One worker per pool: every label still gets its own server (the mmap pair still
+    # 1 and 2 workers); a second worker's start per server is not what is checked here.
     text, data = _run("serving.py", "--model", str(tiny_bundle_dir), "--requests", "2",
-                      "--concurrency", "1,2", "--steps", "1", tmp_path=tmp_path)
+                      "--concurrency", "1,2", "--steps", "1", "--workers", "1",
+                      tmp_path=tmp_path)
     labels = {r["label"] for r in data["records"]}
     assert labels == {"article", "workers", "workers+chunk", "workers+batch", "threads",
                       "blocking"}
@@ -157,7 +160,7 @@ def test_serving_bench(tiny_bundle_dir, tmp_path):
 def test_serving_bench_on_converted_copies(tiny_bundle_dir, tmp_path):
     text, data = _run("serving.py", "--model", str(tiny_bundle_dir), "--recipes",
                       "fp32@request,int8-pw", "--rounds", "1", "--requests", "1",
-                      "--concurrency", "1", "--steps", "1", "--copies",
+                      "--concurrency", "1", "--steps", "1", "--workers", "1", "--copies",
                       str(tmp_path / "copies"), tmp_path=tmp_path)
     rows = data["recipes"]
     assert list(rows) == ["fp32", "fp32@request", "int8-pw"] and rows["fp32"]["prep_s"] == 0
@@ -186,8 +189,9 @@ def test_streaming_bench(tiny_bundle_dir, tmp_path):
 
 def test_serving_bench_traces_chunk_jobs_with_and_without_nesting(tiny_bundle_dir, tmp_path):
     trace = tmp_path / "trace"
+    # One worker: at concurrency 3 requests still arrive while others run (more so).
     text, data = _run("serving.py", "--model", str(tiny_bundle_dir), "--requests", "3",
-                      "--concurrency", "1,3", "--steps", "1", "--only",
+                      "--concurrency", "1,3", "--steps", "1", "--workers", "1", "--only",
                       "workers+chunk,workers+chunk+nest", "--trace", str(trace),
                       tmp_path=tmp_path)
     assert {r["label"] for r in data["records"]} == {"workers+chunk", "workers+chunk+nest"}

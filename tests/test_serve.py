@@ -19,6 +19,11 @@ import soundfile as sf
 
 from tts_kit.serve.launch import start_server
 
+#: One client for every request (none kept alive between them, as with `httpx.get`):
+#: `httpx.get` builds a TLS context per call, ~50 ms of CPU, which made the polling loops
+#: here CPU-bound on the cores the server under test needs.
+http = httpx.Client(limits=httpx.Limits(max_keepalive_connections=0))
+
 pytest.importorskip("fastapi")
 
 #: ~2,000 characters: nine chunks; at 100 steps about 9 s on the tiny stand-in.
@@ -44,13 +49,13 @@ def server(tiny_bundle_dir: Path, tmp_path_factory):
 def _speech(url: str, timeout: float = 60.0, headers: dict | None = None,
             **body) -> httpx.Response:
     body.setdefault("input", SHORT)
-    return httpx.post(f"{url}/v1/audio/speech", json=body, timeout=timeout, headers=headers)
+    return http.post(f"{url}/v1/audio/speech", json=body, timeout=timeout, headers=headers)
 
 
 def _metrics(url: str, headers: dict | None = None) -> dict[str, float]:
     from prometheus_client.parser import text_string_to_metric_families
 
-    text = httpx.get(f"{url}/metrics", timeout=10, headers=headers).text
+    text = http.get(f"{url}/metrics", timeout=10, headers=headers).text
     out = {}
     for fam in text_string_to_metric_families(text):
         for s in fam.samples:
@@ -61,7 +66,7 @@ def _metrics(url: str, headers: dict | None = None) -> dict[str, float]:
 
 
 def _workers(url: str, headers: dict | None = None) -> list[dict]:
-    return httpx.get(f"{url}/health", timeout=10, headers=headers).json()["workers"]
+    return http.get(f"{url}/health", timeout=10, headers=headers).json()["workers"]
 
 
 def _gone(pid: int, within_s: float) -> bool:
@@ -103,9 +108,9 @@ def test_openai_request_returns_a_valid_wav(server):
 
 
 def test_voices_and_health(server):
-    v = httpx.get(f"{server.url}/voices").json()
+    v = http.get(f"{server.url}/voices").json()
     assert "M1" in v["voices"] and "en" in v["languages"] and v["sample_rate"] == 44100
-    h = httpx.get(f"{server.url}/health").json()
+    h = http.get(f"{server.url}/health").json()
     assert h["status"] == "ready" and len(h["workers"]) == 2
 
 
@@ -114,7 +119,7 @@ def test_first_bytes_arrive_before_the_last_chunk_is_synthesised(server):
     t0 = time.monotonic()
     first = None
     size = 0
-    with httpx.stream("POST", f"{server.url}/v1/audio/speech", json=body, timeout=60) as r:
+    with http.stream("POST", f"{server.url}/v1/audio/speech", json=body, timeout=60) as r:
         assert r.status_code == 200
         for part in r.iter_raw():
             if first is None and size + len(part) > 44:  # audio, not only the header
@@ -148,9 +153,9 @@ def test_bad_requests_get_one_line_json_4xx(server, body, status, words):
 
 
 def test_non_json_body_and_unknown_path(server):
-    r = httpx.post(f"{server.url}/v1/audio/speech", content=b"{not json", timeout=10)
+    r = http.post(f"{server.url}/v1/audio/speech", content=b"{not json", timeout=10)
     assert r.status_code == 400 and "not JSON" in r.json()["error"]
-    r = httpx.get(f"{server.url}/v2/nothing", timeout=10)
+    r = http.get(f"{server.url}/v2/nothing", timeout=10)
     assert r.status_code == 404 and r.text.count("\n") == 1
 
 
@@ -267,8 +272,8 @@ def test_recycling_after_n_requests_and_the_api_key(tiny_bundle_dir, tmp_path):
         assert _speech(srv.url).status_code == 401
         bad = _speech(srv.url, headers={"Authorization": "Bearer s3creT"})
         assert bad.status_code == 401 and bad.text.count("\n") == 1
-        assert httpx.get(f"{srv.url}/metrics").status_code == 401
-        assert httpx.get(f"{srv.url}/health").status_code == 200  # probes need no key
+        assert http.get(f"{srv.url}/metrics").status_code == 401
+        assert http.get(f"{srv.url}/health").status_code == 200  # probes need no key
         first = _workers(srv.url, key)[0]["pid"]
         for _ in range(2):
             assert _speech(srv.url, headers=key, steps=1).status_code == 200
@@ -374,11 +379,11 @@ def test_serving_sweep_starts_a_server_per_configuration_and_recommends(tiny_bun
     from tts_kit.serve.sweep import serving_sweep
 
     res = serving_sweep(str(tiny_bundle_dir), architectures=["workers", "article"],
-                        workers=[1], concurrency=[1], rates=[4.0], requests=3,
+                        workers=[1], concurrency=[1], rates=[4.0], requests=2,
                         body={"steps": 1}, progress=False, log_dir=str(tmp_path))
     assert [(r["architecture"], r["mode"]) for r in res.records] == [
         ("workers", "closed"), ("workers", "open"), ("article", "closed"), ("article", "open")]
-    assert all(r["status"] == "ok" and r["ok"] == 3 for r in res.records)
+    assert all(r["status"] == "ok" and r["ok"] == 2 for r in res.records)
     assert [r["rate"] for r in res.records if r["mode"] == "open"] == [4.0, 4.0]
     best, why = res.recommend(p95_target_ms=None, mem_budget_mb=None)
     assert best is not None and best["architecture"] in why and "req/s" in why
@@ -433,3 +438,53 @@ def test_serve_config_round_trips_through_json_and_names_unknown_settings(tmp_pa
     (tmp_path / "bad.json").write_text('{"workers": 0}')
     assert main(["serve", "--config-json", str(tmp_path / "bad.json")]) == 2
     assert "--workers must be >= 1" in capsys.readouterr().err
+
+
+def test_waiting_for_a_server_builds_one_client_not_one_per_poll(monkeypatch):
+    """`wait_ready` polls ``/health`` through one client: each `httpx.get` builds a TLS
+    context first (~50 ms of CPU, even for plain HTTP), five a second while a server warms."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from tts_kit.serve.launch import wait_ready
+
+    polls: list[str] = []
+
+    class Health(BaseHTTPRequestHandler):
+        def do_GET(self):  # 503 twice (warming up), then ready
+            polls.append(self.path)
+            body = b'{"status": "ready"}' if len(polls) > 2 else b"{}"
+            self.send_response(200 if len(polls) > 2 else 503)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    def per_call(*args, **kwargs):
+        raise AssertionError("httpx.get builds a new client (and TLS context) per poll")
+
+    monkeypatch.setattr(httpx, "get", per_call)
+    with ThreadingHTTPServer(("127.0.0.1", 0), Health) as srv:
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        try:
+            got = wait_ready(f"http://127.0.0.1:{srv.server_address[1]}", timeout_s=30)
+        finally:
+            srv.shutdown()
+    assert got == {"status": "ready"} and polls == ["/health"] * 3
+
+
+def test_the_stand_in_note_of_every_serve_start_imports_no_onnx():
+    """`tts-kit serve` on a stand-in prints its scale note: that must not import onnx (the
+    graph builders' dependency, 1.5 CPU-s) in every server process."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from tts_kit.models.supertonic.standin import scale_note\n"
+            "assert 'NOT realistic' in scale_note('tiny')\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'onnx'))\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "[]"

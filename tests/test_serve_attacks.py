@@ -15,6 +15,11 @@ import pytest
 
 from tts_kit.serve.launch import start_server
 
+#: One client for every request (none kept alive between them, as with `httpx.get`):
+#: `httpx.get` builds a TLS context per call, ~50 ms of CPU, which made the polling loops
+#: here CPU-bound on the cores the server under test needs.
+http = httpx.Client(limits=httpx.Limits(max_keepalive_connections=0))
+
 pytest.importorskip("fastapi")
 
 #: ~2,000 characters: nine chunks; at 100 steps many seconds on the tiny stand-in (twice
@@ -37,7 +42,7 @@ def _post_raw(url: str, body: dict, headers: dict | None = None) -> socket.socke
 
 
 def _busy_pids(url: str, headers: dict | None = None) -> list[int]:
-    ws = httpx.get(f"{url}/health", timeout=10, headers=headers).json()["workers"]
+    ws = http.get(f"{url}/health", timeout=10, headers=headers).json()["workers"]
     return [w["pid"] for w in ws if w["state"] == "busy"]
 
 
@@ -63,7 +68,7 @@ def _wait_busy(url: str, headers: dict | None = None) -> int:
 
 
 def _metric(url: str, name: str, headers: dict | None = None) -> float:
-    for line in httpx.get(f"{url}/metrics", timeout=10, headers=headers).text.splitlines():
+    for line in http.get(f"{url}/metrics", timeout=10, headers=headers).text.splitlines():
         if line.startswith(name + " "):
             return float(line.split()[1])
     raise AssertionError(f"no {name} in /metrics")
@@ -85,13 +90,13 @@ def test_a_client_gone_before_the_first_chunk_frees_its_worker(one_worker):
     pid = _wait_busy(url)
     s.close()  # before any audio: the first chunk (100 steps) takes longer than this
     assert _freed_within(url, pid, 8.0) < 8.0
-    ok = httpx.post(f"{url}/v1/audio/speech", json={"input": "Hi.", "steps": 1}, timeout=60)
+    ok = http.post(f"{url}/v1/audio/speech", json={"input": "Hi.", "steps": 1}, timeout=60)
     assert ok.status_code == 200
 
 
 def test_a_client_gone_after_the_first_chunk_stops_its_synthesis(one_worker):
     url = one_worker.url
-    with httpx.stream("POST", f"{url}/v1/audio/speech", timeout=60,
+    with http.stream("POST", f"{url}/v1/audio/speech", timeout=60,
                       json={"input": LONG, "steps": 100, "seed": 0}) as r:
         size = 0
         for part in r.iter_raw():
@@ -102,12 +107,12 @@ def test_a_client_gone_after_the_first_chunk_stops_its_synthesis(one_worker):
     # Stopped at the next chunk boundary, or killed after the grace (2 s): nowhere near the
     # whole request's nine chunks at 100 steps.
     assert _freed_within(url, pid, 6.0) < 6.0
-    ok = httpx.post(f"{url}/v1/audio/speech", json={"input": "Hi.", "steps": 1}, timeout=60)
+    ok = http.post(f"{url}/v1/audio/speech", json={"input": "Hi.", "steps": 1}, timeout=60)
     assert ok.status_code == 200
 
 
 def test_text_the_model_cannot_say_is_a_400_naming_it(one_worker):
-    r = httpx.post(f"{one_worker.url}/v1/audio/speech", timeout=60,
+    r = http.post(f"{one_worker.url}/v1/audio/speech", timeout=60,
                    json={"input": "Hello 안녕하세요 world.", "lang": "en", "steps": 1})
     assert r.status_code == 400 and r.text.count("\n") == 1
     assert "'안'" in r.json()["error"] and "lang" in r.json()["error"]
@@ -129,7 +134,7 @@ def test_a_deadline_after_audio_started_is_an_error_at_the_client(guarded):
     before = _metric(url, "tts_kit_responses_cut_short_total", AUTH)
     got = 0
     with pytest.raises(httpx.RemoteProtocolError):  # no clean end of the chunked body
-        with httpx.stream("POST", f"{url}/v1/audio/speech", headers=AUTH, timeout=60,
+        with http.stream("POST", f"{url}/v1/audio/speech", headers=AUTH, timeout=60,
                           json={"input": LONG * 2, "steps": 100, "seed": 0}) as r:
             assert r.status_code == 200
             for part in r.iter_raw():
@@ -143,9 +148,9 @@ def test_a_deadline_after_audio_started_is_an_error_at_the_client(guarded):
 def test_the_load_tester_counts_a_cut_stream_as_an_error(guarded):
     from tts_kit.serve.loadtest import run_load
 
-    httpx.get(f"{guarded.url}/health", timeout=10)
+    http.get(f"{guarded.url}/health", timeout=10)
     end = time.monotonic() + 30  # the worker killed by the last test's deadline, replaced
-    while httpx.get(f"{guarded.url}/health").json()["status"] != "ready" or _busy_pids(
+    while http.get(f"{guarded.url}/health").json()["status"] != "ready" or _busy_pids(
             guarded.url, AUTH):
         assert time.monotonic() < end
         time.sleep(0.2)
@@ -156,18 +161,18 @@ def test_the_load_tester_counts_a_cut_stream_as_an_error(guarded):
 
 
 def test_health_without_the_key_says_only_ready(guarded):
-    bare = httpx.get(f"{guarded.url}/health", timeout=10).json()
+    bare = http.get(f"{guarded.url}/health", timeout=10).json()
     assert bare == {"status": "ready"}
-    full = httpx.get(f"{guarded.url}/health", timeout=10, headers=AUTH).json()
+    full = http.get(f"{guarded.url}/health", timeout=10, headers=AUTH).json()
     assert full["status"] == "ready" and full["workers"][0]["pid"] > 0
 
 
 def test_a_non_ascii_key_matches_as_utf8(guarded):
-    ok = httpx.post(f"{guarded.url}/v1/audio/speech", headers=AUTH, timeout=60,
+    ok = http.post(f"{guarded.url}/v1/audio/speech", headers=AUTH, timeout=60,
                     json={"input": "Hi.", "steps": 1})
     assert ok.status_code == 200, ok.text
     latin1 = {"Authorization": b"Bearer " + KEY.encode("utf-8")[:-1]}
-    assert httpx.post(f"{guarded.url}/v1/audio/speech", headers=latin1, timeout=60,
+    assert http.post(f"{guarded.url}/v1/audio/speech", headers=latin1, timeout=60,
                       json={"input": "Hi."}).status_code == 401
 
 
@@ -212,7 +217,7 @@ def test_connections_past_the_limit_are_refused_at_once(guarded):
             assert s.recv(1000).startswith(b"HTTP/1.1 200")
             held.append(s)
         t0 = time.monotonic()
-        r = httpx.get(f"{guarded.url}/health", timeout=10)
+        r = http.get(f"{guarded.url}/health", timeout=10)
         assert r.status_code == 503 and time.monotonic() - t0 < 2.0
     finally:
         for s in held:
@@ -324,7 +329,7 @@ def test_accept_errors_are_logged_once_per_interval(caplog):
 
 def test_a_client_gone_while_queued_never_takes_the_worker(one_worker):
     url = one_worker.url
-    count = httpx.get(f"{url}/health", timeout=10).json()["workers"][0]["requests"]
+    count = http.get(f"{url}/health", timeout=10).json()["workers"][0]["requests"]
     running = _post_raw(url, {"input": LONG, "steps": 100, "seed": 0})
     pid = _wait_busy(url)
     queued = _post_raw(url, {"input": LONG, "steps": 100, "seed": 1})
@@ -334,7 +339,7 @@ def test_a_client_gone_while_queued_never_takes_the_worker(one_worker):
     running.close()
     assert _freed_within(url, pid, 8.0) < 8.0
     time.sleep(1.0)  # had the queued request taken the worker, it would be busy again
-    ws = httpx.get(f"{url}/health", timeout=10).json()["workers"]
+    ws = http.get(f"{url}/health", timeout=10).json()["workers"]
     assert [w["state"] for w in ws] == ["idle"] or ws[0]["pid"] != pid  # replaced: fine
     if ws[0]["pid"] == pid:
         assert ws[0]["requests"] == count + 1  # the one that ran, not the one that left
@@ -371,7 +376,7 @@ def test_out_of_file_descriptors_logs_little_and_recovers(tiny_bundle_dir, tmp_p
         t0 = time.monotonic()
         while True:
             with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{srv.url}/health", timeout=1.0).status_code == 200:
+                if http.get(f"{srv.url}/health", timeout=1.0).status_code == 200:
                     break
             # asyncio retries accept() once a second; each retry takes the ~45 queued
             # connections (gone, now) that the free descriptors hold: about 3 s here.

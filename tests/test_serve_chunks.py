@@ -17,6 +17,11 @@ import pytest
 from tts_kit.serve.chunked import ChunkRequest, ChunkScheduler, needed_at
 from tts_kit.serve.worker import DeadlineExceeded
 
+#: One client for every request (none kept alive between them, as with `httpx.get`):
+#: `httpx.get` builds a TLS context per call, ~50 ms of CPU, which made the polling loops
+#: here CPU-bound on the cores the server under test needs.
+http = httpx.Client(limits=httpx.Limits(max_keepalive_connections=0))
+
 LONG = "The meeting moved to the large room, and everyone came early. " * 32
 MEDIUM = "The meeting moved to the large room, and everyone came early. " * 8
 
@@ -129,7 +134,7 @@ def chunked(tiny_bundle_dir: Path, tmp_path_factory):
 
 
 def _speech(url: str, **body) -> httpx.Response:
-    return httpx.post(f"{url}/v1/audio/speech", json=body, timeout=120)
+    return http.post(f"{url}/v1/audio/speech", json=body, timeout=120)
 
 
 @pytest.mark.slow  # a server of its own
@@ -165,7 +170,7 @@ def test_a_short_request_starts_before_long_ones_finish(chunked):
 
     def send(name: str, text: str, steps: int) -> None:
         t0 = time.monotonic()
-        with httpx.stream("POST", f"{url}/v1/audio/speech", timeout=120,
+        with http.stream("POST", f"{url}/v1/audio/speech", timeout=120,
                           json={"input": text, "steps": steps, "seed": 0}) as r:
             assert r.status_code == 200
             for part in r.iter_raw():
@@ -192,20 +197,20 @@ def test_a_short_request_starts_before_long_ones_finish(chunked):
 @pytest.mark.slow
 def test_a_client_gone_frees_every_worker_on_its_chunks(chunked):
     url = chunked.url
-    with httpx.stream("POST", f"{url}/v1/audio/speech", timeout=60,
+    with http.stream("POST", f"{url}/v1/audio/speech", timeout=60,
                       json={"input": LONG, "steps": 100, "seed": 0}) as r:
         for part in r.iter_raw():
             if len(part) > 44:
                 break  # audio came: leave
     t0 = time.monotonic()
     while time.monotonic() - t0 < 8.0:
-        ws = httpx.get(f"{url}/health", timeout=10).json()["workers"]
+        ws = http.get(f"{url}/health", timeout=10).json()["workers"]
         if all(w["state"] == "idle" for w in ws) and len(ws) == 2:
             break
         time.sleep(0.1)
     else:
         raise AssertionError(f"workers still busy 8 s after the client left: {ws}")
     time.sleep(1.0)  # its queued chunks were dropped: nobody takes them now
-    assert all(w["state"] == "idle" for w in httpx.get(f"{url}/health").json()["workers"])
+    assert all(w["state"] == "idle" for w in http.get(f"{url}/health").json()["workers"])
     ok = _speech(url, input="Hi.", steps=1)
     assert ok.status_code == 200 and np.frombuffer(ok.content[44:], np.int16).size > 0

@@ -15,6 +15,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+#: One client for every request (none kept alive between them, as with `httpx.get`):
+#: `httpx.get` builds a TLS context per call, ~50 ms of CPU, which made the polling loops
+#: here CPU-bound on the cores the server under test needs.
+http = httpx.Client(limits=httpx.Limits(max_keepalive_connections=0))
+
 #: Two chunks at the server's first-chunk cut (50): 36 characters, then 210.
 LONG_LAST = "The meeting moved to the large room, and everyone came early. " * 4
 PARAMS = {"lang": "en", "voice": "M1", "steps": 4, "speed": 1.0}
@@ -93,7 +98,7 @@ def test_first_audio_does_not_wait_for_a_running_long_chunk(one_worker, tiny_bun
     def send(name: str, text: str, seed: int) -> None:
         body = {"input": text, "steps": steps, "seed": seed, "response_format": "pcm"}
         parts = []
-        with httpx.stream("POST", f"{url}/v1/audio/speech", timeout=120, json=body) as r:
+        with http.stream("POST", f"{url}/v1/audio/speech", timeout=120, json=body) as r:
             assert r.status_code == 200
             for part in r.iter_raw():
                 if part and name not in firsts:

@@ -12,13 +12,18 @@ from __future__ import annotations
 import math
 import zlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import onnx
 
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
-from tts_kit.models.supertonic._onnx_builder import GraphBuilder
+
+if TYPE_CHECKING:  # onnx costs 1.5 CPU-s to import: only the builders need it, not the
+    # notes and constants every stand-in run reads (`tts-kit serve`'s banner)
+    import onnx
+
+    from tts_kit.models.supertonic._onnx_builder import GraphBuilder
 
 SCALES: tuple[str, ...] = contract.STANDIN_SCALES
 #: What every stand-in is: written into its graphs and ``tts.json`` (the architecture's
@@ -206,6 +211,8 @@ def _embed(g: GraphBuilder, ch: int, scope: str) -> str:
 
 
 def _duration_predictor(d: _DPDims, rng: np.random.Generator) -> onnx.ModelProto:
+    from tts_kit.models.supertonic._onnx_builder import GraphBuilder
+
     g = GraphBuilder("duration_predictor", rng)
     mask = "text_mask"
     x = _embed(g, d.ch, "sentence_encoder.text_embedder")
@@ -241,6 +248,8 @@ def _duration_predictor(d: _DPDims, rng: np.random.Generator) -> onnx.ModelProto
 
 
 def _text_encoder(d: _TEDims, rng: np.random.Generator) -> onnx.ModelProto:
+    from tts_kit.models.supertonic._onnx_builder import GraphBuilder
+
     g = GraphBuilder("text_encoder", rng)
     mask = "text_mask"
     x = _embed(g, d.ch, "text_embedder")
@@ -339,6 +348,8 @@ def _main_block(g: GraphBuilder, d: _VEDims, x: str, c: dict[str, str], p: str) 
 
 
 def _vector_estimator(d: _VEDims, rng: np.random.Generator) -> onnx.ModelProto:
+    from tts_kit.models.supertonic._onnx_builder import GraphBuilder
+
     g = GraphBuilder("vector_estimator", rng)
     lat_ch, style_dim = contract.LATENT_CHANNELS, contract.STYLE_TTL_DIMS[2]
     c = _guidance_batch(g)
@@ -371,6 +382,8 @@ def _vector_estimator(d: _VEDims, rng: np.random.Generator) -> onnx.ModelProto:
 
 
 def _vocoder(d: _VocDims, rng: np.random.Generator) -> onnx.ModelProto:
+    from tts_kit.models.supertonic._onnx_builder import GraphBuilder
+
     g = GraphBuilder("vocoder", rng)
     ldim = contract.LATENT_DIM
     x = g.op("Mul", ["latent", g.const(1.0 / LATENT_SCALE)], "unscale")
