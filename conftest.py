@@ -16,6 +16,16 @@ import pytest
 # librosa) are run by hand, not collected: `--doctest-modules` would import them.
 collect_ignore_glob = ["tests/fixtures/*.py"]
 
+# Test modules import nbformat (notebooks, reports) at collection, on every xdist worker and
+# in the quick loop: have it find jsonschema imported as tts_kit's report code imports it,
+# without the IRI grammars that cost ~2.5 CPU-s (tts_kit.report._jsonschema).
+try:
+    from tts_kit.report._jsonschema import import_jsonschema
+
+    import_jsonschema()
+except ImportError:  # jsonschema not installed: the tests that need it skip
+    pass
+
 
 @pytest.fixture(autouse=True)
 def _tiny_standin_for_tests(monkeypatch: pytest.MonkeyPatch) -> None:
