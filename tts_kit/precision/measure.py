@@ -544,6 +544,13 @@ def verify_piper_copy(model: Any, against: str, *, min_snr_db: float = 60.0,
         >>> check.passed  # doctest: +SKIP
         False
     """
+    from tts_kit.precision.engine_reuse import reuse_engines
+
+    with reuse_engines():  # the distances and the listener read the same two engines
+        return _verify_piper_copy(model, against, min_snr_db, floor)
+
+
+def _verify_piper_copy(model: Any, against: str, min_snr_db: float, floor: bool) -> CopyCheck:
     d = piper_distances(str(model.path), against, PIPER_TEXTS)
     problems = []
     if not d.snr_db >= min_snr_db:
