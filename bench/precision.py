@@ -246,7 +246,15 @@ def _default_voice() -> str | None:
 def voice_rows(voice: str, repeats: int, cpus: int | None, quick: bool = False) -> dict:
     """The real voice's rows: every Piper recipe against FP32 (see the module docstring);
     ``quick``: `QUICK_VOICE_RECIPES` only, one text per trial, the listening metrics on
-    `QUICK_HEARD` and two takes."""
+    `QUICK_HEARD` and two takes. The FP32 voice's engine and each copy's are built once
+    for all their readings (`tts_kit.precision.engine_reuse`)."""
+    from tts_kit.precision.engine_reuse import reuse_engines
+
+    with reuse_engines():
+        return _voice_rows(voice, repeats, cpus, quick)
+
+
+def _voice_rows(voice: str, repeats: int, cpus: int | None, quick: bool) -> dict:
     from tts_kit.experiments.tune import trial
     from tts_kit.experiments.workload import Workload
     from tts_kit.models.family import open_model

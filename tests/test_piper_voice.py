@@ -365,22 +365,24 @@ def test_the_int8_recipe_that_keeps_the_durations_keeps_the_length(tmp_path):
     """int8-dp32 keeps the length; plain int8 (measured by the precision bench's full run
     only: its --quick takes two other recipes) converts and speaks."""
     from tts_kit.precision import convert
+    from tts_kit.precision.engine_reuse import reuse_engines
     from tts_kit.precision.measure import piper_distances
 
-    report = convert(NAME, tmp_path / "joe-int8-dp32", recipe="int8-dp32", measure=False)
-    stage = report.stages["voice"]
-    assert report.recipe == "int8-dp32" and "integer kernels" in stage.kernels["verdict"]
-    # The text encoder and duration predictor stay float: the same seed, the same length.
-    d = piper_distances(NAME, report.dst, texts=(SENTENCE,))
-    assert d.duration_change_s == 0.0
-    plain = convert(NAME, tmp_path / "joe-int8", recipe="int8", measure=False)
-    assert "integer kernels" in plain.stages["voice"].kernels["verdict"]
-    d = piper_distances(NAME, plain.dst, texts=("Hello there.",))
-    assert np.isfinite(d.snr_db) and np.isfinite(d.mcd_db)
-    with pytest.raises(ValueError, match="not one for a Piper voice"):
-        convert(NAME, tmp_path / "x", recipe="int4", measure=False)
-    with pytest.raises(ValueError, match="one stage, 'voice'"):
-        convert(NAME, tmp_path / "y", stages=["vocoder"], measure=False)
+    with reuse_engines():  # the voice's engine built once for both copies' distances
+        report = convert(NAME, tmp_path / "joe-int8-dp32", recipe="int8-dp32", measure=False)
+        stage = report.stages["voice"]
+        assert report.recipe == "int8-dp32" and "integer kernels" in stage.kernels["verdict"]
+        # The text encoder and duration predictor stay float: the same seed, the same length.
+        d = piper_distances(NAME, report.dst, texts=(SENTENCE,))
+        assert d.duration_change_s == 0.0
+        plain = convert(NAME, tmp_path / "joe-int8", recipe="int8", measure=False)
+        assert "integer kernels" in plain.stages["voice"].kernels["verdict"]
+        d = piper_distances(NAME, plain.dst, texts=("Hello there.",))
+        assert np.isfinite(d.snr_db) and np.isfinite(d.mcd_db)
+        with pytest.raises(ValueError, match="not one for a Piper voice"):
+            convert(NAME, tmp_path / "x", recipe="int4", measure=False)
+        with pytest.raises(ValueError, match="one stage, 'voice'"):
+            convert(NAME, tmp_path / "y", stages=["vocoder"], measure=False)
 
 
 @pytest.mark.slow  # its own server (about 10 s): out of the quick loop

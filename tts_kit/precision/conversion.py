@@ -57,6 +57,7 @@ import onnxruntime as ort
 from tts_kit.core import atomic, contract
 from tts_kit.core.errors import TtsKitError
 from tts_kit.experiments.audio_metrics import snr_db
+from tts_kit.precision.engine_reuse import reuse_engines
 from tts_kit.precision.graphs import (  # noqa: F401  (re-exported: the conversion API)
     INT8_MIN_WEIGHT_ELEMENTS,
     INT8_OP_TYPES,
@@ -211,10 +212,11 @@ def _convert_one_graph(
     report = convert_piper(src, dst, to, keep_io_types=keep_io_types,
                            op_block_list=op_block_list, measure=bool(measure), texts=texts,
                            seed=seed, recipe=recipe)
-    if floor if floor is not None else bool(measure):
-        report.judgement = judge_against_floor(src, report.dst, report.texts or None)
-    if _wanted(quality, floor, bool(measure)):
-        report.quality = judge_quality(src, report.dst, texts)
+    with reuse_engines():  # the floor's distances and the quality read the same two engines
+        if floor if floor is not None else bool(measure):
+            report.judgement = judge_against_floor(src, report.dst, report.texts or None)
+        if _wanted(quality, floor, bool(measure)):
+            report.quality = judge_quality(src, report.dst, texts)
     return report
 
 

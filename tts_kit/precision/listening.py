@@ -31,11 +31,11 @@ DEFAULT_TAKES = 3
 
 
 def _engine(model: Any) -> Any:
-    """The engine every reading here is made with (the model's family, default preset)."""
-    from tts_kit.models.family import make_engine
-    from tts_kit.runtime.sessions import get_preset
+    """The engine every reading here is made with (the model's family, default preset), as
+    a context: inside `tts_kit.precision.engine_reuse.reuse_engines` the scope's shared one."""
+    from tts_kit.precision.engine_reuse import default_preset, engine
 
-    return make_engine(model, preset=get_preset("supertonic-default"))
+    return engine(model, default_preset())
 
 
 def _read(engine: Any, texts: Sequence[str], seed: int) -> list[np.ndarray]:
@@ -45,18 +45,9 @@ def _read(engine: Any, texts: Sequence[str], seed: int) -> list[np.ndarray]:
             for i, t in enumerate(texts)]
 
 
-def _close(engine: Any) -> None:
-    close = getattr(engine, "close", None)
-    if close is not None:
-        close()
-
-
 def _synth(model: Any, texts: Sequence[str], seed: int) -> tuple[list[np.ndarray], int]:
-    engine = _engine(model)
-    try:
+    with _engine(model) as engine:
         return _read(engine, texts, seed), int(engine.bundle.sample_rate)
-    finally:
-        _close(engine)
 
 
 def reference_takes(model: Any, texts: Sequence[str] = QUALITY_TEXTS,
@@ -71,12 +62,9 @@ def reference_takes(model: Any, texts: Sequence[str] = QUALITY_TEXTS,
         >>> len(t), sr  # doctest: +SKIP
         (2, 22050)
     """
-    engine = _engine(model)
-    try:
+    with _engine(model) as engine:
         return ([_read(engine, texts, seed) for seed in range(takes)],
                 int(engine.bundle.sample_rate))
-    finally:
-        _close(engine)
 
 
 def judge_quality(reference: Any, candidate: Any, texts: Sequence[str] | None = None, *,

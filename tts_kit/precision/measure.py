@@ -352,9 +352,9 @@ def _engine(model: Any, threads: int | None = None, optimization: str = "all") -
     """An engine of ``model``'s family (`tts_kit.models.family.make_engine`) with
     ``threads`` intra-op threads and ONNX Runtime fusions ``optimization``."""
     from tts_kit.models.family import make_engine
-    from tts_kit.runtime.sessions import get_preset
+    from tts_kit.precision.engine_reuse import default_preset
 
-    preset = get_preset("supertonic-default").replace(graph_optimization_level=optimization)
+    preset = default_preset().replace(graph_optimization_level=optimization)
     if threads is not None:
         preset = preset.replace(intra_op_num_threads=threads, inter_op_num_threads=1)
     return make_engine(model, preset=preset)
@@ -375,11 +375,12 @@ def piper_distances(reference: Any, candidate: Any, texts: Sequence[str] = PIPER
         True
     """
     from tts_kit.experiments.verify import Distances
+    from tts_kit.precision.engine_reuse import default_preset, engine
 
-    ref_engine = _engine(reference)
-    ref = _wavs(ref_engine, texts, seed)
-    cand = _wavs(_engine(candidate), texts, seed)
-    return Distances.of(ref, cand, ref_engine.bundle.sample_rate)
+    with engine(reference, default_preset()) as ref_engine, \
+            engine(candidate, default_preset()) as cand_engine:
+        ref, cand = _wavs(ref_engine, texts, seed), _wavs(cand_engine, texts, seed)
+        return Distances.of(ref, cand, ref_engine.bundle.sample_rate)
 
 
 def piper_floor(model: Any, texts: Sequence[str] = PIPER_TEXTS, seed: int = 0,
@@ -543,6 +544,13 @@ def verify_piper_copy(model: Any, against: str, *, min_snr_db: float = 60.0,
         >>> check.passed  # doctest: +SKIP
         False
     """
+    from tts_kit.precision.engine_reuse import reuse_engines
+
+    with reuse_engines():  # the distances and the listener read the same two engines
+        return _verify_piper_copy(model, against, min_snr_db, floor)
+
+
+def _verify_piper_copy(model: Any, against: str, min_snr_db: float, floor: bool) -> CopyCheck:
     d = piper_distances(str(model.path), against, PIPER_TEXTS)
     problems = []
     if not d.snr_db >= min_snr_db:

@@ -1,0 +1,99 @@
+"""Engines reused within one scope of a process: `reuse_engines` keeps each engine it
+builds (keyed by the model's path and the preset) until the scope ends, so the readings a
+judgement makes (`tts_kit.precision.listening`, `tts_kit.precision.measure`) build the
+unconverted reference's engine once, not once per metric and recipe (about 1.5 CPU-s a
+Piper voice). Outside a scope, `engine` builds a fresh engine and closes it when done.
+
+Reuse changes no reading: every reading here passes its own seed, so an engine gives the
+same audio whether it is fresh or has read before.
+
+Example:
+    >>> with reuse_engines():  # doctest: +SKIP
+    ...     with engine("piper:joe-us", preset) as a, engine("piper:joe-us", preset) as b:
+    ...         a is b
+    True
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+_LOCK = threading.Lock()
+_ENGINES: dict[tuple[str, str], Any] = {}  # the open scope's engines
+_DEPTH = [0]  # how many scopes are open (nested scopes share the outermost one's engines)
+
+
+def _close(built: Any) -> None:
+    close = getattr(built, "close", None)
+    if close is not None:
+        close()
+
+
+@contextmanager
+def reuse_engines() -> Iterator[None]:
+    """A scope in which `engine` hands out one engine per model and preset (thread-safe),
+    all closed when the outermost scope ends.
+
+    Example:
+        >>> with reuse_engines():
+        ...     pass
+    """
+    with _LOCK:
+        _DEPTH[0] += 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _DEPTH[0] -= 1
+            done = list(_ENGINES.values()) if _DEPTH[0] == 0 else []
+            if _DEPTH[0] == 0:
+                _ENGINES.clear()
+        for built in done:
+            _close(built)
+
+
+def default_preset() -> Any:
+    """The preset the readings here are made with: ``supertonic-default`` with ONNX Runtime's
+    default graph fusions (``all``) stated, so every module asks for the same engine.
+
+    Example:
+        >>> default_preset().graph_optimization_level
+        'all'
+    """
+    from tts_kit.runtime.sessions import get_preset
+
+    return get_preset("supertonic-default").replace(graph_optimization_level="all")
+
+
+@contextmanager
+def engine(model: Any, preset: Any) -> Iterator[Any]:
+    """An engine of ``model``'s family with ``preset``
+    (`tts_kit.models.family.make_engine`): inside `reuse_engines` the scope's (built on
+    first use), otherwise a fresh one closed on exit.
+
+    Example:
+        >>> from tts_kit.runtime.sessions import get_preset
+        >>> with engine(None, get_preset("supertonic-default")) as e:  # doctest: +SKIP
+        ...     e.bundle.sample_rate
+        44100
+    """
+    from tts_kit.models.family import make_engine, open_model
+
+    if not _DEPTH[0]:
+        built = make_engine(model, preset=preset)
+        try:
+            yield built
+        finally:
+            _close(built)
+        return
+    bundle = open_model(model)
+    # the same model file (a Piper voice's .onnx: several may share a folder), same options
+    key = (str(getattr(bundle, "model_file", bundle.path)), repr(preset))
+    with _LOCK:  # built under the lock: two threads never build the same engine twice
+        if key not in _ENGINES:
+            _ENGINES[key] = make_engine(bundle, preset=preset)
+        built = _ENGINES[key]
+    yield built
