@@ -31,21 +31,32 @@ def _run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
-@pytest.fixture(scope="session")
-def tiny_bundle_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A freshly built tiny stand-in bundle, shared by the whole test run: built once,
-    under a lock, by whichever xdist worker asks first (the build is atomic)."""
+def _standin_once(tmp_path_factory: pytest.TempPathFactory, scale: str) -> Path:
+    """A stand-in of ``scale`` shared by the whole test run: built once, under a lock, by
+    whichever xdist worker asks first (the build is atomic)."""
     from tts_kit.core.atomic import atomic_dir
     from tts_kit.models.supertonic.standin import build_standin
 
     root = _run_dir(tmp_path_factory)
-    out = root / "standin" / "tiny"
+    out = root / "standin" / scale
     out.parent.mkdir(exist_ok=True)
-    with build_lock(root / "standin.lock"):
+    with build_lock(root / f"standin-{scale}.lock"):
         if not out.is_dir():
             with atomic_dir(out) as work:
-                build_standin(work, scale="tiny", seed=0)
+                build_standin(work, scale=scale, seed=0)
     return out
+
+
+@pytest.fixture(scope="session")
+def tiny_bundle_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A freshly built tiny stand-in bundle, shared by the whole test run."""
+    return _standin_once(tmp_path_factory, "tiny")
+
+
+@pytest.fixture(scope="session")
+def standin_once(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """``standin_once(scale)``: that scale's stand-in, built once per run (`_standin_once`)."""
+    return lambda scale: _standin_once(tmp_path_factory, scale)
 
 
 #: An IPython startup file for every kernel the tests start (notebooks, reports): after

@@ -49,23 +49,10 @@ def test_stage_costs_refuses_a_bad_spec_before_any_process():
 
 
 @pytest.fixture(scope="module")
-def medium_bundle(tmp_path_factory):
-    """A medium stand-in built once per run: under a lock, by whichever xdist worker asks
-    first (as tests/conftest.py's tiny_bundle_dir; the two tests below may run on both)."""
-    import os
-
-    from tts_kit.core.atomic import atomic_dir, build_lock
-    from tts_kit.models.supertonic.standin import build_standin
-
-    base = tmp_path_factory.getbasetemp()  # this run's root, as tests/conftest.py's _run_dir
-    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    out = root / "standin" / "medium"
-    out.parent.mkdir(exist_ok=True)
-    with build_lock(root / "standin-medium.lock"):
-        if not out.is_dir():
-            with atomic_dir(out) as work:
-                build_standin(work, scale="medium", seed=0)
-    return str(out)
+def medium_bundle(standin_once):
+    """A medium stand-in built once per run (tests/conftest.py's `standin_once`: the two
+    tests below may run on both xdist workers)."""
+    return str(standin_once("medium"))
 
 
 @pytest.mark.slow  # probes in fresh processes

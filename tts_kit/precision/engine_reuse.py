@@ -90,8 +90,9 @@ def engine(model: Any, preset: Any) -> Iterator[Any]:
             _close(built)
         return
     bundle = open_model(model)
-    # the same model file (a Piper voice's .onnx: several may share a folder), same options
-    key = (str(getattr(bundle, "model_file", bundle.path)), repr(preset))
+    # the same model (its `ref`: what reopens it, a Piper voice's .onnx file or name, not
+    # the folder several voices may share), same options
+    key = (bundle.ref(), repr(preset))
     with _LOCK:  # built under the lock: two threads never build the same engine twice
         if key not in _ENGINES:
             _ENGINES[key] = make_engine(bundle, preset=preset)
