@@ -26,6 +26,10 @@ collect_ignore_glob = ["tests/fixtures/*.py"]
 if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
     sys.dont_write_bytecode = False
 
+# The research code that did not win lives in bench/lab/ (not shipped): bench scripts import
+# it as `lab` (run as `python bench/NAME.py`, bench/ is first on sys.path); so do the tests.
+sys.path.insert(0, str(Path(__file__).resolve().parent / "bench"))
+
 # Test modules import nbformat (notebooks, reports) at collection, on every xdist worker and
 # in the quick loop: have it find jsonschema imported as tts_kit's report code imports it,
 # without the IRI grammars that cost ~2.5 CPU-s (tts_kit.report._jsonschema).

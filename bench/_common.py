@@ -25,7 +25,7 @@ def model_dir(args: argparse.Namespace) -> Path:
 
 def ratio(value: float | None, ref: float | None) -> str:
     """``value / ref`` to two decimals, or ``-`` when either is missing or the ref is 0."""
-    from tts_kit.experiments.records import to_number
+    from tts_kit.tuning.records import to_number
 
     value, ref = to_number(value), to_number(ref)
     if value is None or not ref:
@@ -34,10 +34,10 @@ def ratio(value: float | None, ref: float | None) -> str:
 
 
 def print_ratio_table(records: list[dict], reference: str, label: str = "preset") -> None:
-    """One row per record: each cost (`tts_kit.experiments.records.COST_KEYS`) over the
+    """One row per record: each cost (`tts_kit.tuning.records.COST_KEYS`) over the
     ``reference``
     preset's record, headed by the costs' short names."""
-    from tts_kit.experiments.records import COLUMNS, COST_KEYS
+    from tts_kit.tuning.records import COLUMNS, COST_KEYS
 
     ref = next(r for r in records if r["preset"] == reference)
     print(f"\nratios to {reference} (measured in this run)")
@@ -50,9 +50,9 @@ def print_ratio_table(records: list[dict], reference: str, label: str = "preset"
 
 
 def add_rounds_arg(ap: argparse.ArgumentParser) -> None:
-    """``--rounds``: fresh trials per configuration, alternating (`tts_kit.experiments.tune.
+    """``--rounds``: fresh trials per configuration, alternating (`tts_kit.tuning.tune.
     sweep`'s ``rounds``, default 2; 1 for a quick look without the spread)."""
-    from tts_kit.experiments.spread import DEFAULT_ROUNDS
+    from tts_kit.tuning.spread import DEFAULT_ROUNDS
 
     ap.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
                     help=f"fresh trials per configuration, alternating (default "
@@ -65,8 +65,8 @@ def sweep_against(model: Path, presets: list, args: argparse.Namespace, referenc
     table and the ratios to ``reference``, write ``--json``; the presets/options benches."""
     import json
 
-    from tts_kit.experiments.tune import format_table, sweep
-    from tts_kit.experiments.workload import Workload
+    from tts_kit.tuning.tune import format_table, sweep
+    from tts_kit.tuning.workload import Workload
 
     result = sweep(model, presets, Workload(steps=args.steps, repeats=args.repeats),
                    cpus=(args.cpus,), loadings=(loading,), progress=True, rounds=args.rounds)

@@ -74,9 +74,9 @@ def recipes_run(model: str, recipes: list[str], args: Any, common: dict[str, Any
                 audio_per_cpu_s: Any) -> dict[str, Any]:
     """Serve each recipe's copy in ``args.rounds`` alternating rounds; print and return the
     per-recipe figures and ratios to FP32 at the top concurrency."""
-    from tts_kit.experiments.records import AUDIO_RATE, CPU_PERCENT, P50_MS, RPS, TTFA_P95_MS
     from tts_kit.serve.app import ServeConfig
     from tts_kit.serve.sweep import serving_sweep
+    from tts_kit.tuning.records import AUDIO_RATE, CPU_PERCENT, P50_MS, RPS, TTFA_P95_MS
 
     if FP32 not in recipes:
         recipes = [FP32, *recipes]
@@ -127,7 +127,7 @@ def recipes_run(model: str, recipes: list[str], args: Any, common: dict[str, Any
 
 
 def _print_rows(rows: dict[str, dict], top: int, args: Any) -> None:
-    from tts_kit.experiments.records import P50_MS, TTFA_P95_MS
+    from tts_kit.tuning.records import P50_MS, TTFA_P95_MS
 
     base = rows[FP32]["audio_per_cpu_s"]
     print(f"\nrecipes served by workers x{args.workers} ({args.threads} thread each), chunk "

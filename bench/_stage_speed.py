@@ -12,9 +12,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from lab.stage_speed import cpu_features, faster_stages, stage_feeds, stage_speed
+
 from tts_kit.core import contract
 from tts_kit.precision import convert
-from tts_kit.precision.stage_speed import cpu_features, faster_stages, stage_feeds, stage_speed
 
 #: The recorded input: three sentences, so the vocoder and vector estimator see a real length.
 TEXT = ("The quick brown fox jumps over the lazy dog. On a small server, memory decides how "

@@ -50,7 +50,7 @@ def _engine(model: str):
 
 
 def _splits(engine, text: str, args) -> list[dict]:
-    from tts_kit.experiments.cpu_split import stage_split
+    from lab.cpu_split import stage_split
 
     sizes = [int(s) for s in args.chunk_chars.split(",")]
     per: dict[int, list[dict]] = {s: [] for s in sizes}
@@ -83,15 +83,16 @@ def _print_splits(rows: list[dict]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tts_kit.experiments.cpu_split import (
+    from lab.cpu_split import (
         FP32_LEVERS,
         exact_ceiling,
         gemm_share,
         lever_ab,
         op_shares,
     )
+    from lab.stage_speed import cpu_features, stage_feeds
+
     from tts_kit.models.supertonic.bundle import Bundle
-    from tts_kit.precision.stage_speed import cpu_features, stage_feeds
     from tts_kit.serve.loadtest import DEFAULT_TEXT
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

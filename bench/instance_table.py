@@ -1,12 +1,12 @@
 """Seed article 000's instance table, reproduced with emulated small instances.
 
 Each row is one isolated trial pinned to N cores and killed past the instance's memory,
-on the ``full`` stand-in by default (`tts_kit.experiments.instances.instance_table`): idle RSS after
+on the ``full`` stand-in by default (`tts_kit.tuning.instances.instance_table`): idle RSS after
 loading, peak RSS, CPU use (as a share of the instance's cores, as the article reports
 it) and RTF, per preset, printed next to the article's numbers. Instances larger than
 this machine are listed with the article's numbers only.
 
-Then the seed check (`tts_kit.experiments.seed_check`) for the first preset: its idle RSS,
+Then the seed check (`tts_kit.tuning.seed_check`) for the first preset: its idle RSS,
 peak RSS and RTF over seed 000's, and its memory split (one `stage_costs` measurement)
 beside seed 004's, as ratios; the seeds' tables are parsed from ``--seeds`` (default
 ``../shared/seeds``), else read from the packaged copy that names them.
@@ -29,10 +29,10 @@ from _common import add_model_args, model_dir
 
 def main(argv: list[str] | None = None) -> int:
     from tts_kit.core import contract, procfacts
-    from tts_kit.experiments import seed_check
-    from tts_kit.experiments.instances import format_instance_table, instance_table
-    from tts_kit.experiments.stage_costs import stage_costs
-    from tts_kit.experiments.workload import Workload
+    from tts_kit.tuning import seed_check
+    from tts_kit.tuning.instances import format_instance_table, instance_table
+    from tts_kit.tuning.stage_costs import stage_costs
+    from tts_kit.tuning.workload import Workload
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_model_args(ap)

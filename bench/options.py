@@ -6,7 +6,7 @@ off, pre-packing off (``session.disable_prepacking``), thread spinning off, the 
 optimisation levels below ``all``, ``session.use_ort_model_bytes_directly`` (documented
 to matter only for ORT-format models held in memory; the engine loads ``.onnx`` files),
 ``session.dynamic_block_base``, and glibc's mmap threshold. Every variant is an
-isolated trial (`tts_kit.experiments.tune.sweep`) on the same bundle (the ``full`` stand-in by
+isolated trial (`tts_kit.tuning.tune.sweep`) on the same bundle (the ``full`` stand-in by
 default), cores and workload, in one run; the table prints ratios to the reference.
 
     python bench/options.py [--model DIR] [--scale full] [--cpus 2] [--repeats 5]

@@ -2,10 +2,10 @@
 
 On the ``full`` stand-in by default. Every policy is measured in this one run, each in
 its own fresh process (`tts_kit.runtime.measure.run_isolated` running
-`tts_kit.experiments.stage_costs.probe_policy`) on the same bundle, cores, text and number of
+`tts_kit.tuning.stage_costs.probe_policy`) on the same bundle, cores, text and number of
 requests. Before that, the external-data copies are made (so no policy pays for them
 inside its timings) and the stage costs are measured
-(`tts_kit.experiments.stage_costs.stage_costs`);
+(`tts_kit.tuning.stage_costs.stage_costs`);
 the two budgets come from them:
 
 - ``budget`` A: every stage but the vector estimator fits (it is run paged beside them);
@@ -17,7 +17,7 @@ Rows besides the three policies show what the release step contributes: ``notrim
 which is the article's plain "delete it, gc.collect()". ``mmap`` keeps weights as
 file-backed pages (its anonymous peak is printed too).
 
-Last, a ``paged`` trial (`tts_kit.experiments.tune.trial`) on an empty external-data cache
+Last, a ``paged`` trial (`tts_kit.tuning.tune.trial`) on an empty external-data cache
 and again on the one it filled: the copies are made by the trial's one-time preparation,
 outside its figures, so both peaks should agree.
 
@@ -64,7 +64,7 @@ def _cold_and_warm(model: Path, preset, workload, cpus: int | None) -> dict:
     import os
     import tempfile
 
-    from tts_kit.experiments.tune import trial
+    from tts_kit.tuning.tune import trial
 
     print(f"\npaged trial, cold cache then warm (target: peaks within {COLD_WARM_TOL:.0%})")
     old = os.environ.get("TTS_KIT_CACHE_DIR")
@@ -95,11 +95,11 @@ def _cold_and_warm(model: Path, preset, workload, cpus: int | None) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     from tts_kit.core import contract
-    from tts_kit.experiments.stage_costs import stage_costs
-    from tts_kit.experiments.workload import Workload
     from tts_kit.models.supertonic.bundle import Bundle
     from tts_kit.runtime.loading import ARTICLE_SPLIT_CLAIMED, prepare_loading
     from tts_kit.runtime.sessions import get_preset
+    from tts_kit.tuning.stage_costs import stage_costs
+    from tts_kit.tuning.workload import Workload
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_model_args(ap)
@@ -205,8 +205,8 @@ def _print_paged_details(rows: dict, ref: dict, costs) -> None:
 def _measure_rows(model: Path, preset, workload, args, loadings: list[str],
                   costs_mb: dict | None) -> dict[str, dict]:
     """Each policy in fresh processes (``--trials``): peak, idle, p50 and what stays."""
-    from tts_kit.experiments.stage_costs import probe_policy
     from tts_kit.runtime.measure import run_isolated
+    from tts_kit.tuning.stage_costs import probe_policy
 
     rows: dict[str, dict] = {}
     for loading in loadings:

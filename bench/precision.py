@@ -6,7 +6,7 @@ file size, load RSS, peak RSS (the high-water mark of a fresh process, VmHWM: a 
 child's ``ru_maxrss`` can inherit its parent's) and p50 latency of one synthesis, as
 ratios to FP32 on the same provider; whether its INT8 stages run integer kernels
 (`tts_kit.precision.recipes.kernel_report`); and its fidelity against FP32 with the same
-texts and noise (`tts_kit.experiments.verify`: waveform SNR, log-mel distance, mel-cepstral
+texts and noise (`tts_kit.fidelity.verify`: waveform SNR, log-mel distance, mel-cepstral
 distortion with DTW, length change, SNR of every stage), with a verdict against the
 noise floor of the FP32 model (threads, graph fusions, batch padding; another noise
 draw), not a hand-picked threshold. CPU always; CUDA too for memory and latency when this
@@ -19,11 +19,11 @@ The real voice (``--voice piper:joe-us``, the default when the ``voice`` extra i
 ``fp16``, ``int8``, ``int8-dp32`` with the text encoder and duration predictor float,
 ``int8-flow`` with the decoder float too, ``sherpa-int8``, sherpa-onnx's Piper recipe) on
 en_US-joe-medium, the same rows: size,
-peak RSS and p50 as ratios to FP32 (each an isolated `tts_kit.experiments.tune.trial`,
+peak RSS and p50 as ratios to FP32 (each an isolated `tts_kit.tuning.tune.trial`,
 resident, one synthesis of the texts per call), distances against FP32 on the same noise
 (`tts_kit.precision.measure.piper_distances`), PESQ, STOI, DNSMOS and WER against the
 voice's own take spread, and the verdict (transparent, acceptable, degraded, broken) with
-the metric that decided it (`tts_kit.precision.listening.judge_quality`); then the share
+the metric that decided it (`tts_kit.fidelity.listening.judge_quality`); then the share
 of FP32's peak RSS that is weights (the most a precision change can save).
 ``--voice-only`` runs just these rows.
 
@@ -66,17 +66,17 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tts_kit.core import contract  # noqa: E402
-from tts_kit.experiments.records import (  # noqa: E402
+from tts_kit.fidelity.verify import Case, noise_floor, verify  # noqa: E402
+from tts_kit.precision import convert, format_runs, measure_bundle  # noqa: E402
+from tts_kit.precision.recipes import RECIPES  # noqa: E402
+from tts_kit.runtime.devices import available_providers  # noqa: E402
+from tts_kit.tuning.records import (  # noqa: E402
     IDLE_RSS_MB,
     LOAD_PEAK_RSS_MB,
     P50_MS,
     PEAK_RSS_MB,
     RUN_PEAK_RSS_MB,
 )
-from tts_kit.experiments.verify import Case, noise_floor, verify  # noqa: E402
-from tts_kit.precision import convert, format_runs, measure_bundle  # noqa: E402
-from tts_kit.precision.recipes import RECIPES  # noqa: E402
-from tts_kit.runtime.devices import available_providers  # noqa: E402
 
 TEXTS = [
     "The quick brown fox jumps over the lazy dog.",
@@ -247,20 +247,20 @@ def voice_rows(voice: str, repeats: int, cpus: int | None, quick: bool = False) 
     """The real voice's rows: every Piper recipe against FP32 (see the module docstring);
     ``quick``: `QUICK_VOICE_RECIPES` only, one text per trial, the listening metrics on
     `QUICK_HEARD` and two takes. The FP32 voice's engine and each copy's are built once
-    for all their readings (`tts_kit.precision.engine_reuse`)."""
-    from tts_kit.precision.engine_reuse import reuse_engines
+    for all their readings (`tts_kit.fidelity.engine_reuse`)."""
+    from tts_kit.fidelity.engine_reuse import reuse_engines
 
     with reuse_engines():
         return _voice_rows(voice, repeats, cpus, quick)
 
 
 def _voice_rows(voice: str, repeats: int, cpus: int | None, quick: bool) -> dict:
-    from tts_kit.experiments.tune import trial
-    from tts_kit.experiments.workload import Workload
+    from tts_kit.fidelity.listening import QUALITY_TEXTS, judge_quality, quality_spread
     from tts_kit.models.family import open_model
     from tts_kit.precision.conversion import PIPER_RECIPES
-    from tts_kit.precision.listening import QUALITY_TEXTS, judge_quality, quality_spread
     from tts_kit.precision.measure import piper_distances
+    from tts_kit.tuning.tune import trial
+    from tts_kit.tuning.workload import Workload
 
     t0 = time.perf_counter()
     src = open_model(voice)
@@ -290,7 +290,7 @@ def _voice_rows(voice: str, repeats: int, cpus: int | None, quick: bool) -> dict
         print(f"ratios to fp32 on CPU (FP32: {sizes['fp32'] / 2**20:.1f} MB, peak "
               f"{ref['peak_rss_mb'] or math.nan:.0f} MB, p50 {ref['p50_ms'] or math.nan:.0f} ms); "
               "metrics against take 0 (same noise); verdict on the take spread, then the "
-              "published scales (tts_kit.experiments.quality_verdict)")
+              "published scales (tts_kit.fidelity.quality_verdict)")
         print(f"{'recipe':<12}{'size':>6}{'peakRSS':>8}{'p50':>6}{'SNR dB':>8}{'MCD':>7}"
               f"{'len ms':>7}{'PESQ':>6}{'STOI':>7}{'dDNS':>6}{'WER':>6}  verdict (decided by)")
         met = []
@@ -354,7 +354,7 @@ def _f(v, digits: int = 2) -> str:
     return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}"
 
 
-#: The trial's memory figures the voice rows keep (`tts_kit.experiments.records`).
+#: The trial's memory figures the voice rows keep (`tts_kit.tuning.records`).
 MEMORY_KEYS = (IDLE_RSS_MB, LOAD_PEAK_RSS_MB, RUN_PEAK_RSS_MB, PEAK_RSS_MB)
 
 

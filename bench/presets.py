@@ -1,7 +1,7 @@
 """Every session preset against ``supertonic-default``: latency and peak RSS as ratios.
 
 All presets are measured in one run, each trial in its own isolated process
-(`tts_kit.experiments.tune.sweep`) on the same bundle (the ``full`` stand-in by default, built on
+(`tts_kit.tuning.tune.sweep`) on the same bundle (the ``full`` stand-in by default, built on
 first use), the same cores and the same workload. Prints absolute numbers and the
 ratios preset / supertonic-default (latency < 1: faster; peak < 1: less memory).
 

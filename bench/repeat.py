@@ -1,7 +1,7 @@
 """Figures that repeat: one configuration measured N times in fresh process trees, with and
 without each suspected cause of its wobble, and each figure's spread as a ratio.
 
-Every run is a whole `tts_kit.experiments.tune.trial` (its own spawned process tree, as a
+Every run is a whole `tts_kit.tuning.tune.trial` (its own spawned process tree, as a
 sweep measures it) of one configuration. The spread of a figure is
 ``(max - min) / median`` over the runs; the target for peak RSS is 3 %. Variants (each
 changes one thing for its runs, and puts it back):
@@ -23,7 +23,7 @@ peak repeats (502 MB). ``noaslr`` repeats it (541.0-541.1 MB) and ``mmapfix`` re
 lower (load 472.7-472.8 MB, so the trial's peak becomes the serving one, 500.5-500.7 MB):
 glibc's dynamic mmap threshold meets a random address layout. It is the runtime's, not
 the harness's; a sweep reports it as the spread of alternating rounds
-(`tts_kit.experiments.spread`).
+(`tts_kit.tuning.spread`).
 
     python bench/repeat.py [--model DIR] [--scale full] [--preset supertonic-default]
                            [--cpus 2] [--loading resident] [--runs 4] [--repeats 1]
@@ -94,8 +94,8 @@ def spread(values: list[float]) -> float | None:
 
 def measure(model: Path, name: str, args: argparse.Namespace) -> list[dict]:
     """``args.runs`` fresh trials of the configuration under variant ``name``."""
-    from tts_kit.experiments.tune import trial
-    from tts_kit.experiments.workload import Workload
+    from tts_kit.tuning.tune import trial
+    from tts_kit.tuning.workload import Workload
 
     rows = []
     with _variant(name):

@@ -62,7 +62,7 @@ from _common import add_model_args, model_dir, ratio
 
 #: Micro-batching wins when it serves more than this much more audio per CPU-second than
 #: unbatched chunk scheduling (the sweep's noise), without less throughput.
-from tts_kit.experiments.tune import TIE_REL
+from tts_kit.tuning.tune import TIE_REL
 
 REFERENCE = "article"
 #: Measured only when ``--only`` names them (a comparison for issue 27's TTFA target).
@@ -173,10 +173,10 @@ def batching_targets(at, conc: list[int], check) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     from tts_kit.core import contract
-    from tts_kit.experiments.records import table
     from tts_kit.serve.app import ServeConfig
     from tts_kit.serve.loadtest import DEFAULT_TEXT
     from tts_kit.serve.sweep import SWEEP_KEYS, serving_sweep
+    from tts_kit.tuning.records import table
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_model_args(ap)

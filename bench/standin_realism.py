@@ -2,12 +2,12 @@
 
 For each stage: FLOPs counted from the graph (concrete shapes for ~8 s of audio) beside the
 architecture's formula from the bundle's ``tts.json`` (target: within 2 %); then the
-roofline (`tts_kit.experiments.roofline`): one chunk at ``--steps`` (default 8, the official
+roofline (`tts_kit.tuning.roofline`): one chunk at ``--steps`` (default 8, the official
 package's) with ``--threads`` intra-op threads in a fresh process pinned to that many cores,
 each stage's achieved GFLOP/s against this machine's MatMul peak (an ONNX Runtime MatMul
 micro-benchmark at 1..``--threads`` threads), and the sentence it implies; then, unless
 ``--no-instances``, the stand-in's instance table and memory split beside seeds 000 and 004,
-as ratios (`tts_kit.experiments.seed_check`; a few minutes on the full stand-in).
+as ratios (`tts_kit.tuning.seed_check`; a few minutes on the full stand-in).
 
 Usage:
     python bench/standin_realism.py [--model DIR] [--scale full] [--steps 8] [--threads 2]
@@ -26,11 +26,11 @@ from _common import add_model_args, model_dir
 
 def main(argv: list[str] | None = None) -> int:
     from tts_kit.core import contract
-    from tts_kit.experiments import flops
-    from tts_kit.experiments.roofline import measure_roofline
-    from tts_kit.experiments.seed_check import seed_check
-    from tts_kit.experiments.workload import Workload
     from tts_kit.models.resolve import open_model
+    from tts_kit.tuning import flops
+    from tts_kit.tuning.roofline import measure_roofline
+    from tts_kit.tuning.seed_check import seed_check
+    from tts_kit.tuning.workload import Workload
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_model_args(ap)

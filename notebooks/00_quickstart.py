@@ -81,8 +81,8 @@ plots.stage_times(player.result, title=f"one synthesis by {speaker.label}"
 # %%
 from IPython.display import display
 
-from tts_kit.experiments import tune
 from tts_kit.notebook.widgets import LiveMemoryGraph
+from tts_kit.tuning import tune
 
 graph = LiveMemoryGraph(title="one trial in a fresh process (1 vCPU)")
 display(graph)
@@ -93,9 +93,9 @@ record = graph.watch(
 )
 
 # %%
-from tts_kit.experiments.records import frame
+from tts_kit.tuning.records import frame
 
-frame([record])  # the figures at a glance; tts_kit.experiments.records.COLUMNS says what each means
+frame([record])  # the figures at a glance; tts_kit.tuning.records.COLUMNS says what each means
 
 # %%
 graph.figure()
@@ -104,8 +104,8 @@ graph.figure()
 # ## What we measured, what to conclude
 
 # %%
-from tts_kit.experiments.records import format_timings
 from tts_kit.notebook.widgets import model_summary, trust_line
+from tts_kit.tuning.records import format_timings
 
 stages = {k: v for k, v in format_timings(player.result.timings) if k != "total"}  # ms
 top = max(stages, key=stages.get)

@@ -66,8 +66,8 @@ with pd.option_context("display.max_colwidth", None):  # each doc whole, not cut
 
 # %%
 from tts_kit.core import contract
-from tts_kit.experiments.workload import Workload
 from tts_kit.notebook.widgets import SessionTuner
+from tts_kit.tuning.workload import Workload
 
 # What every trial below synthesises: the default measurement texts, language and voice.
 workload = Workload(steps=2 if quick else contract.DEFAULT_STEPS, repeats=2 if quick else 5)
@@ -92,8 +92,8 @@ tuner.graph.figure()  # the trial's memory over time, with its stages
 
 # %%
 from tts_kit.core import procfacts
-from tts_kit.experiments.roofline import measure_roofline
 from tts_kit.notebook.cost_plots import roofline_figure
+from tts_kit.tuning.roofline import measure_roofline
 
 costs = measure_roofline(bundle, threads=min(2, procfacts.usable_cores()),
                          steps=workload.steps, repeats=1 if quick else 3)
@@ -112,7 +112,7 @@ roofline_figure(costs)
 # instance with more vCPUs than this machine is not measurable here and says so.
 
 # %%
-from tts_kit.experiments.seed_check import seed_check
+from tts_kit.tuning.seed_check import seed_check
 
 check = seed_check(bundle, workload)
 instances_vs_seed, split_vs_seed = check.dataframes()

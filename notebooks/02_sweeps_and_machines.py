@@ -25,8 +25,8 @@ from IPython.display import display
 
 from tts_kit import Bundle, resolve_model_dir
 from tts_kit.core import contract
-from tts_kit.experiments.workload import Workload
 from tts_kit.notebook.widgets import banner, lesson
+from tts_kit.tuning.workload import Workload
 
 where, source = resolve_model_dir(model_dir)  # the one place the model is chosen
 bundle = Bundle(where)
@@ -43,9 +43,9 @@ workload = Workload(steps=2 if quick else contract.DEFAULT_STEPS, repeats=2 if q
 # configurations that no other beats on both latency and peak memory.
 
 # %%
-from tts_kit.experiments import tune
-from tts_kit.experiments.records import FRAME_KEYS, frame
 from tts_kit.runtime.sessions import PRESETS
+from tts_kit.tuning import tune
+from tts_kit.tuning.records import FRAME_KEYS, frame
 
 presets = ["supertonic-default", "low-memory"] if quick else list(PRESETS)
 cpus = (1,) if quick else tune.default_cpus()  # 1, 2, 4 as far as this machine's cores allow
@@ -76,7 +76,7 @@ plots.pareto(result.records, recommended=recommended, budget_mb=budget_mb)
 # the real model; with the stand-in, compare the shape (how the rows relate), not the MB.
 
 # %%
-from tts_kit.experiments.instances import format_instance_table, instance_table
+from tts_kit.tuning.instances import format_instance_table, instance_table
 
 presets = ["supertonic-default"] if quick else ["supertonic-default", "seed-2vcpu",
                                                 "low-memory", "lean"]
@@ -95,7 +95,7 @@ print(format_instance_table(rows))
 # shows the mechanics, not a comparison.
 
 # %%
-from tts_kit.experiments import cluster
+from tts_kit.tuning import cluster
 
 # On real machines: client = cluster.connect("tcp://SCHEDULER:8786")
 client = cluster.local_cluster(1 if quick else 2)  # processes on 127.0.0.1, no dashboard

@@ -90,7 +90,7 @@ table.round(2)  # rounded for reading; `table` keeps every digit
 # text with other initial noise: another take, the far end of the scale.
 
 # %%
-from tts_kit.experiments.verify import Case, noise_floor, verify
+from tts_kit.fidelity.verify import Case, noise_floor, verify
 
 voices = bundle.voices
 cases = [Case(("The quick brown fox jumps over the lazy dog.",), "en", (voices[0],), steps=steps),
@@ -109,7 +109,7 @@ print(floor.table())
 # "audible risk": its floor is float rounding, and its audio is noise, which says nothing
 # about what a listener would hear.
 #
-# Beside it, the verdict a listener would agree with (`tts_kit.precision.listening`, what
+# Beside it, the verdict a listener would agree with (`tts_kit.fidelity.listening`, what
 # `tts-kit verify --against DIR --floor` and `convert` give): PESQ, STOI, DNSMOS and MCD
 # against the same metrics between FP32's own takes (other initial noise), transparent,
 # acceptable, degraded or broken, with the metric that decided it. On the stand-in it is
@@ -117,7 +117,7 @@ print(floor.table())
 
 # %%
 from tts_kit.core import contract
-from tts_kit.precision.listening import QUALITY_TEXTS, judge_quality, quality_spread
+from tts_kit.fidelity.listening import QUALITY_TEXTS, judge_quality, quality_spread
 
 heard = ("Hello there.",) if quick else QUALITY_TEXTS  # quick: one short text (CI)
 # quick: DNSMOS left out on the stand-in's noise (CI; the real voice below measures it)
@@ -174,20 +174,20 @@ players["sherpa-int8"]
 # nodes kept float; `int8-dp32` keeps the text encoder and duration predictor float,
 # since the durations read the encoder; `sherpa-int8` is sherpa-onnx's Piper recipe):
 # size, peak memory and latency in fresh processes (ratios to FP32), and the audio judged
-# as a listener would (`tts_kit.precision.listening`): PESQ, STOI, DNSMOS and the word error
+# as a listener would (`tts_kit.fidelity.listening`): PESQ, STOI, DNSMOS and the word error
 # rate of a recogniser, against the same metrics between the voice's own takes (other
 # noise seeds). *Transparent*: no further from FP32 than FP32's own takes are from each
 # other on every metric, WER not higher; else *acceptable*, *degraded* or *broken* on the
-# metrics' published scales (`tts_kit.experiments.quality_verdict.VERDICT_TABLE`). Each
+# metrics' published scales (`tts_kit.fidelity.quality_verdict.VERDICT_TABLE`). Each
 # verdict names the metric that decided it.
 
 # %%
-from tts_kit.experiments import tune
-from tts_kit.experiments.workload import Workload
+from tts_kit.fidelity.listening import QUALITY_TEXTS, judge_quality, quality_spread
 from tts_kit.models.family import model_ref, open_model
 from tts_kit.precision.conversion import PIPER_RECIPES
-from tts_kit.precision.listening import QUALITY_TEXTS, judge_quality, quality_spread
 from tts_kit.precision.measure import PIPER_TEXTS, piper_distances
+from tts_kit.tuning import tune
+from tts_kit.tuning.workload import Workload
 
 voice_rows, voice_paths = [], {}
 if speaker.family == "piper":

@@ -46,9 +46,9 @@ lesson(bundle, "Paged loading gives the weights' memory back between stages, at 
 
 # %%
 from tts_kit.core import contract
-from tts_kit.experiments.stage_costs import stage_costs
-from tts_kit.experiments.workload import Workload
 from tts_kit.notebook import plots
+from tts_kit.tuning.stage_costs import stage_costs
+from tts_kit.tuning.workload import Workload
 
 # What every measurement below synthesises (the default measurement texts and voice).
 workload = Workload(steps=2 if quick else contract.DEFAULT_STEPS, repeats=2 if quick else 3)
@@ -68,8 +68,8 @@ plots.stage_costs(costs)
 # timelines, hatched spans are loads, solid spans runs, dotted lines releases.
 
 # %%
-from tts_kit.experiments import tune
 from tts_kit.runtime.loading import resident_costs_mb, suggest_budget
+from tts_kit.tuning import tune
 
 resident_mb = resident_costs_mb(None, bundle)
 budget = suggest_budget(resident_mb)  # room for the largest stage, under all four
@@ -82,7 +82,7 @@ for loading in loadings:
     display(plots.memory_timeline(rec, title=f"{loading}: peak {rec['peak_rss_mb']:.0f} MB"))
 
 # %%
-from tts_kit.experiments.records import frame
+from tts_kit.tuning.records import frame
 
 frame(records.values())
 

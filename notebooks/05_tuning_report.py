@@ -43,8 +43,8 @@ from math import prod
 
 from IPython.display import HTML, display
 
-from tts_kit.experiments import tune
 from tts_kit.report.spec import SweepSpec
+from tts_kit.tuning import tune
 
 if report_json is None:  # opened on its own: say how long the sweep will take, first
     spec = SweepSpec.load(sweep, quick=quick).effective()

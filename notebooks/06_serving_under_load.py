@@ -132,9 +132,9 @@ pd.DataFrame(rows).round(1)
 # %%
 import os
 
-from tts_kit.experiments.records import select
 from tts_kit.notebook import plots
 from tts_kit.serve.sweep import serving_sweep
+from tts_kit.tuning.records import select
 
 # The highest concurrency at which requests finished: on a machine far busier than the
 # lesson needs, a level's every request can pass the client's deadline (no p95 there).

@@ -168,8 +168,8 @@ def lean_report(tiny_bundle_dir: Path, tmp_path_factory: pytest.TempPathFactory,
     once per run. Read-only: a test that edits the report or the model edits a copy."""
     import shutil
 
-    from tts_kit.experiments.workload import Workload
     from tts_kit.report import SweepSpec, write_report
+    from tts_kit.tuning.workload import Workload
 
     def build(d: Path) -> None:
         shutil.copytree(tiny_bundle_dir, d / "model")

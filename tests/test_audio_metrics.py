@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from tts_kit.experiments.audio_metrics import (
+from tts_kit.fidelity.audio_metrics import (
     MCD_CONSTANT,
     dtw_path,
     log_mel_distance,
@@ -107,7 +107,7 @@ def test_dtw_finds_the_cheapest_monotone_path(n, m, seed):
 def test_mel_cepstrum_is_the_orthonormal_dct_of_the_log_amplitude():
     x = np.random.default_rng(0).standard_normal(8192)
     c = mel_cepstrum(x, 44100, n_coeffs=80)  # all coefficients: the DCT is invertible
-    from tts_kit.experiments.audio_metrics import log_mel
+    from tts_kit.fidelity.audio_metrics import log_mel
 
     log_amp = log_mel(x, 44100) * math.log(10) / 20
     np.testing.assert_allclose(np.sum(c**2, axis=1), np.sum(log_amp**2, axis=1), rtol=1e-9)

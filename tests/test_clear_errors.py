@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 
 from tts_kit import Bundle, BundleError, Engine, cli
-from tts_kit.experiments.workload import Workload
 from tts_kit.report import SweepSpec, TuningReport
+from tts_kit.tuning.workload import Workload
 
 DEEP = "[" * 200_000 + "]" * 200_000
 
@@ -158,7 +158,7 @@ def test_convert_to_a_dangling_symlink_is_refused_before_converting(tiny_bundle_
 def test_tune_json_that_is_a_directory_fails_before_the_sweep(tiny_bundle_dir: Path,
                                                               tmp_path: Path, capsys,
                                                               monkeypatch):
-    monkeypatch.setattr("tts_kit.experiments.tune.sweep", _never)
+    monkeypatch.setattr("tts_kit.tuning.tune.sweep", _never)
     assert_user_error(capsys, ["tune", "--model", str(tiny_bundle_dir), "--json", str(tmp_path)],
                       f"--json {tmp_path}: is a directory")
     assert_user_error(capsys, ["tune", "--model", str(tiny_bundle_dir), "--json",
@@ -327,7 +327,7 @@ def test_warnings_are_one_line_and_the_handler_is_restored(capsys, monkeypatch):
 def test_a_nul_in_a_path_is_the_users_error_not_a_bug(tiny_bundle_dir: Path, tmp_path: Path,
                                                       capsys, monkeypatch, argv):
     """os refuses such a path with a bare ValueError, which the policy would call a bug."""
-    monkeypatch.setattr("tts_kit.experiments.tune.sweep", _never)
+    monkeypatch.setattr("tts_kit.tuning.tune.sweep", _never)
     monkeypatch.setattr("tts_kit.report.make.run_tuning", _never)
     nul = str(tmp_path / "a\x00b")
     argv = [a.format(nul=nul, bundle=tiny_bundle_dir) for a in argv]
@@ -376,7 +376,7 @@ def test_the_console_script_never_prints_a_traceback(tmp_path: Path):
 ])
 def test_tune_rejects_bad_arguments_before_measuring(tiny_bundle_dir: Path, capsys, monkeypatch,
                                                      extra, wanted):
-    monkeypatch.setattr("tts_kit.experiments.tune.sweep", _never)
+    monkeypatch.setattr("tts_kit.tuning.tune.sweep", _never)
     assert_user_error(capsys, ["tune", "--model", str(tiny_bundle_dir), *extra], wanted)
 
 

@@ -20,9 +20,9 @@ import pytest
 
 from tts_kit.cli import main
 from tts_kit.core import contract
-from tts_kit.experiments import cluster
-from tts_kit.experiments.tune import sweep
-from tts_kit.experiments.workload import Workload
+from tts_kit.tuning import cluster
+from tts_kit.tuning.tune import sweep
+from tts_kit.tuning.workload import Workload
 
 TEXTS = ["The quick brown fox."]
 WORK = Workload(TEXTS, steps=2, repeats=2)

@@ -19,13 +19,13 @@ import time
 import pytest
 
 from tts_kit.cli import main
-from tts_kit.experiments import cluster, tune
+from tts_kit.tuning import cluster, tune
 
 pytest.importorskip("distributed")
 
 CLUSTER = (
     "import time\n"
-    "from tts_kit.experiments.cluster import local_cluster\n"
+    "from tts_kit.tuning.cluster import local_cluster\n"
     "c = local_cluster(2)\n"
     "print(c.scheduler.address, flush=True)\n"
     "time.sleep(120)\n"
@@ -147,8 +147,8 @@ def test_report_says_the_lost_scheduler_in_the_same_line_as_tune(
     """Regression: `tts-kit report --scheduler` whose scheduler died wrote its report and
     exited 0 without a word; it ends with tune's line (one helper) and exit 1, the
     finished trial kept in report.json and the others marked lost."""
-    from tts_kit.experiments.workload import Workload
     from tts_kit.report.spec import SweepSpec
+    from tts_kit.tuning.workload import Workload
 
     address, proc = doomed_cluster
     first_ok = threading.Event()

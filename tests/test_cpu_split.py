@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from tts_kit.core import contract
-from tts_kit.experiments.cpu_split import (
+from lab.cpu_split import (
     FP32_LEVERS,
     exact_ceiling,
     gemm_share,
@@ -14,8 +12,10 @@ from tts_kit.experiments.cpu_split import (
     op_shares,
     stage_split,
 )
+from lab.stage_speed import stage_feeds
+
+from tts_kit.core import contract
 from tts_kit.models.supertonic.engine import Engine
-from tts_kit.precision.stage_speed import stage_feeds
 from tts_kit.serve.worker import WorkerConfig
 
 TEXT = "The quick brown fox jumps over the lazy dog. Then it sleeps in the warm sun."

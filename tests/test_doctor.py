@@ -200,9 +200,9 @@ def test_run_checks_reports_an_emulated_cgroup(tmp_path, monkeypatch, tiny_bundl
 
 def test_the_emulated_quota_reaches_presets_and_cpus_defaults(tmp_path, monkeypatch):
     from tts_kit.core import procfacts
-    from tts_kit.experiments import tune
     from tts_kit.report.spec import SweepSpec
     from tts_kit.runtime.sessions import cores_in_force
+    from tts_kit.tuning import tune
 
     monkeypatch.setenv("TTS_KIT_CGROUP_ROOT", str(_cgroup(tmp_path / "cg")))
     monkeypatch.delenv(procfacts.CPUS_ENV, raising=False)

@@ -1,4 +1,4 @@
-"""The cost model (`tts_kit.experiments.flops`): FLOPs counted from the stand-in's graphs
+"""The cost model (`tts_kit.tuning.flops`): FLOPs counted from the stand-in's graphs
 equal the architecture's formula, written here from the dimensions in its ``tts.json``."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
-from tts_kit.experiments import flops
 from tts_kit.models.supertonic.standin import _config
 from tts_kit.models.supertonic.standin_graphs import build_graph
+from tts_kit.tuning import flops
 
 
 def architecture_flops(scale: str, dims: dict[str, int]) -> dict[str, int]:

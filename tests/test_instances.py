@@ -1,16 +1,16 @@
-"""`tts_kit.experiments.instances`: the article's instance table, measured with emulated
+"""`tts_kit.tuning.instances`: the article's instance table, measured with emulated
 instances."""
 
 from __future__ import annotations
 
 from tts_kit.core.procfacts import usable_cores
-from tts_kit.experiments.instances import (
+from tts_kit.tuning.instances import (
     ARTICLE_INSTANCES,
     Instance,
     format_instance_table,
     instance_table,
 )
-from tts_kit.experiments.workload import Workload
+from tts_kit.tuning.workload import Workload
 
 
 def test_each_instance_is_measured_pinned_and_within_its_memory(tiny_bundle_dir):

@@ -124,7 +124,7 @@ def _reachable(start: str) -> set[str]:
 
 
 def test_the_checker_sees_function_level_imports_and_finds_cycles():
-    assert "tts_kit.models.family" in graph()["tts_kit.experiments.stage_costs"]  # in a function
+    assert "tts_kit.models.family" in graph()["tts_kit.tuning.stage_costs"]  # in a function
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
@@ -132,9 +132,10 @@ def test_tts_kit_modules_form_no_import_cycle():
     assert _cycles(graph()) == []
 
 
-def test_loading_stays_below_the_models_and_the_experiments():
-    # The models and everything that drives them (experiments, faces), packages included.
-    above = ("models", "experiments", "precision", "report", "notebook", "doctor", "serve", "cli")
+def test_loading_stays_below_the_models_and_the_measurements():
+    # The models and what drives them (tuning, fidelity, precision, faces), packages too.
+    above = ("models", "tuning", "fidelity", "precision", "report", "notebook", "doctor",
+             "serve", "cli")
     reached = {m for m in _reachable("tts_kit.runtime.loading") if m.split(".")[1] in above}
     assert not reached, (reached, graph()["tts_kit.runtime.loading"])
     assert "tts_kit.runtime.loading" in graph()["tts_kit.models.supertonic.engine"]
@@ -152,12 +153,12 @@ def test_importing_loading_does_not_load_the_engine():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert "tts_kit.models.supertonic.engine" not in out, out
-    assert "tts_kit.experiments.stage_costs" not in out, out
+    assert "tts_kit.tuning.stage_costs" not in out, out
 
 
 def test_workload_sits_on_the_contract_only():
     # What is synthesised is data: it must not pull in the engine, sessions or ONNX Runtime.
-    workload = graph()["tts_kit.experiments.workload"]
+    workload = graph()["tts_kit.tuning.workload"]
     assert workload <= {"tts_kit.core.contract", "tts_kit.core.errors"}, workload
 
 
@@ -168,7 +169,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("text",),
     ("runtime",),
     ("models",),
-    ("experiments", "precision"),
+    ("fidelity", "tuning"),
+    ("precision",),
     ("report", "notebook", "doctor", "serve", "cli"),
 )
 

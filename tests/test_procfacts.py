@@ -48,7 +48,7 @@ def test_usable_cores_are_capped_by_the_quota(tmp_path):
 
 
 def test_default_cpus_follow_the_usable_cores(monkeypatch):
-    from tts_kit.experiments import tune
+    from tts_kit.tuning import tune
 
     monkeypatch.setattr(procfacts, "usable_cores", lambda root=None: 1)
     assert tune.default_cpus() == (1,)

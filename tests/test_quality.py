@@ -1,5 +1,5 @@
 """Perceptual and intelligibility metrics on known cases, the take spread, and the verdict
-table on hand-built metric sets (`tts_kit.experiments.quality`, `quality_verdict`)."""
+table on hand-built metric sets (`tts_kit.fidelity.quality`, `quality_verdict`)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from tts_kit.experiments import quality as q
-from tts_kit.experiments.quality import QualityMetrics
-from tts_kit.experiments.quality_verdict import (
+from tts_kit.fidelity import quality as q
+from tts_kit.fidelity.quality import QualityMetrics
+from tts_kit.fidelity.quality_verdict import (
     ACCEPTABLE,
     BROKEN,
     DEGRADED,
@@ -147,7 +147,7 @@ def test_the_table_is_one_source_for_code_and_the_guide():
 
 
 def test_the_take_spread_on_the_tiny_stand_in(tiny_bundle_dir):
-    from tts_kit.precision.listening import reference_takes
+    from tts_kit.fidelity.listening import reference_takes
 
     takes, rate = reference_takes(tiny_bundle_dir, ("Hello there.",), takes=3)
     assert len(takes) == 3 and not np.array_equal(takes[0][0], takes[1][0])
@@ -165,7 +165,7 @@ def test_the_takes_are_read_by_one_engine_as_fresh_ones_would(tiny_bundle_dir, m
     """Building an engine is the costly part of a take (about 1.5 CPU-s for a Piper voice):
     `reference_takes` builds one for all of them, and each take is still the reading a
     fresh engine gives with that seed's noise."""
-    from tts_kit.precision import listening
+    from tts_kit.fidelity import listening
 
     texts = ("Hello there.", "Hi.")
     fresh = [listening._synth(tiny_bundle_dir, texts, seed)[0] for seed in range(2)]
@@ -186,7 +186,8 @@ def test_a_reuse_scope_builds_each_engine_once_reads_the_same_and_closes_it(
     fresh engine reads, and the engine is closed when the scope ends; outside, each
     reading builds its own and closes it."""
     from tts_kit.models import family
-    from tts_kit.precision import engine_reuse, listening, measure
+    from tts_kit.fidelity import engine_reuse, listening
+    from tts_kit.precision import measure
 
     texts = ("Hello there.",)
     built = []
@@ -220,7 +221,7 @@ def _only_mcd(monkeypatch):
 
 
 def test_on_the_stand_in_the_verdict_says_its_audio_is_noise_and_skips_wer(tiny_bundle_dir):
-    from tts_kit.precision.listening import judge_quality
+    from tts_kit.fidelity.listening import judge_quality
 
     j = judge_quality(tiny_bundle_dir, tiny_bundle_dir, ("Hello there.",), takes=2,
                       skip=("pesq", "stoi", "dnsmos"))
@@ -237,7 +238,7 @@ def test_a_candidate_judged_on_a_measured_spread_is_the_only_one_synthesised(
     """The spread keeps take 0's readings: judging a candidate on it synthesises the
     candidate only (each reading is an engine built and run: seconds for a real voice),
     and the verdict is the one a fresh take 0 gives."""
-    from tts_kit.precision import listening
+    from tts_kit.fidelity import listening
 
     skip, texts = ("pesq", "stoi", "dnsmos"), ("Hello there.",)
     spread = listening.quality_spread(tiny_bundle_dir, texts, takes=2, skip=skip)
@@ -258,7 +259,7 @@ def test_verify_against_a_copy_gives_the_listeners_verdict(tiny_bundle_dir, tmp_
     import shutil
 
     from tts_kit.core.errors import TtsKitError
-    from tts_kit.experiments import verify as v
+    from tts_kit.fidelity import verify as v
 
     _only_mcd(monkeypatch)
     copy = tmp_path / "copy"
@@ -285,14 +286,14 @@ def test_verify_floor_on_a_copy_is_decided_by_the_listeners_verdict(tiny_bundle_
     import shutil
 
     from tts_kit.cli import main
-    from tts_kit.experiments import verify as v
+    from tts_kit.fidelity import verify as v
 
     _only_mcd(monkeypatch)
     copy = tmp_path / "copy"
     shutil.copytree(tiny_bundle_dir, copy)
     case = [v.Case(("Hello there.",), "en", ("M1",), steps=1)]
     monkeypatch.setattr(v, "default_cases", lambda voices: case)
-    monkeypatch.setattr("tts_kit.precision.listening.QUALITY_TEXTS", ("Hi there.",))
+    monkeypatch.setattr("tts_kit.fidelity.listening.QUALITY_TEXTS", ("Hi there.",))
     js = tmp_path / "v.json"
     assert main(["verify", "--model", str(tiny_bundle_dir), "--against", str(copy), "--floor",
                  "--json", str(js)]) == 0

@@ -8,8 +8,8 @@ import typing
 import numpy as np
 import pytest
 
-from tts_kit.experiments import records
-from tts_kit.experiments.records import (
+from tts_kit.tuning import records
+from tts_kit.tuning.records import (
     COLUMNS,
     NON_COLUMN_KEYS,
     RECORD_KEYS,
@@ -115,4 +115,4 @@ def test_p50_key_is_spelled_literally_in_at_most_three_files():
     spelled = sorted(str(p.relative_to(root)) for p in root.rglob("*")
                      if p.suffix in (".py", ".json") and '"p50_ms"' in p.read_text())
     assert len(spelled) <= 3, spelled
-    assert "experiments/records.py" in spelled
+    assert "tuning/records.py" in spelled

@@ -12,7 +12,6 @@ import re
 import pytest
 
 from tts_kit import Bundle, report
-from tts_kit.experiments.workload import Workload
 from tts_kit.models.supertonic.standin import scale_note
 from tts_kit.report import (
     Noise,
@@ -23,6 +22,7 @@ from tts_kit.report import (
     compare_reports,
     validate_report,
 )
+from tts_kit.tuning.workload import Workload
 
 SHA = {s: "0" * 64 for s in ("duration_predictor", "text_encoder", "vector_estimator", "vocoder")}
 
@@ -444,7 +444,7 @@ _PAUSED_REPORT = """
 import shutil, sys, time
 from pathlib import Path
 from tts_kit.report import SweepSpec, make
-from tts_kit.experiments.workload import Workload
+from tts_kit.tuning.workload import Workload
 
 def paused(out, *a, **k):
     # The new report.json exists, in the temporary directory: a copy of a real one (the

@@ -1,4 +1,4 @@
-"""The cost model against the floor (`tts_kit.experiments.roofline`), its plot
+"""The cost model against the floor (`tts_kit.tuning.roofline`), its plot
 (`tts_kit.notebook.cost_plots`) and the report's cost section (`tts_kit.report.costs`)."""
 
 from __future__ import annotations
@@ -7,15 +7,15 @@ import pytest
 
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
-from tts_kit.experiments import flops
-from tts_kit.experiments.roofline import (
+from tts_kit.report.costs import costs_figure, costs_html
+from tts_kit.tuning import flops
+from tts_kit.tuning.roofline import (
     Roofline,
     StageRate,
     measure_roofline,
     roofline_of,
     time_stages,
 )
-from tts_kit.report.costs import costs_figure, costs_html
 
 
 def _roofline() -> Roofline:

@@ -1,4 +1,4 @@
-"""The stand-in beside the seeds' tables (`tts_kit.experiments.seed_check`): the tables are
+"""The stand-in beside the seeds' tables (`tts_kit.tuning.seed_check`): the tables are
 parsed from the seed files, the packaged copy equals the parse, and the ratios say when an
 instance cannot be measured here."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tts_kit.core.errors import TtsKitError
-from tts_kit.experiments import seed_check as sc
-from tts_kit.experiments.records import IDLE_RSS_MB, PEAK_RSS_MB, RTF
+from tts_kit.tuning import seed_check as sc
+from tts_kit.tuning.records import IDLE_RSS_MB, PEAK_RSS_MB, RTF
 
 SEEDS = Path(__file__).resolve().parents[1].parent / "shared" / "seeds"
 PACKAGED = sc.seed_claims("/nowhere")  # no seed files there: the packaged copy
@@ -26,8 +26,8 @@ def test_the_packaged_copy_is_the_seed_files_parsed():
 
 
 def test_the_figures_quoted_elsewhere_are_the_seeds():
-    from tts_kit.experiments.instances import ARTICLE_INSTANCES
     from tts_kit.runtime.costs import ARTICLE_SPLIT_CLAIMED
+    from tts_kit.tuning.instances import ARTICLE_INSTANCES
 
     for inst, row in zip(ARTICLE_INSTANCES, PACKAGED.instances, strict=True):
         assert (inst.name, inst.cpus, inst.mem_mb) == (row["instance"], row["cpus"],
@@ -108,7 +108,7 @@ def test_dataframes_are_rounded_as_the_text_table():
 
 @pytest.mark.slow
 def test_seed_check_measures_the_tiny_standin(tiny_bundle_dir, tmp_path):
-    from tts_kit.experiments.workload import Workload
+    from tts_kit.tuning.workload import Workload
 
     # Seed files of one instance each (one trial, not three), read from the folder given.
     (tmp_path / "000_a.txt").write_text("| spec | idle | peak | CPU | RTF |\n"

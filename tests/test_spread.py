@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tts_kit.experiments import tune
-from tts_kit.experiments.records import (
+from tts_kit.tuning import tune
+from tts_kit.tuning.records import (
     LATENCIES_MS,
     P50_MAX_MS,
     P50_MIN_MS,
@@ -20,10 +20,10 @@ from tts_kit.experiments.records import (
     ROUNDS,
     RTF,
 )
-from tts_kit.experiments.spread import differs, merge_rounds, split_repeats
-from tts_kit.experiments.sweep_table import format_table
-from tts_kit.experiments.tune import SweepResult, mark_pareto
-from tts_kit.experiments.workload import Workload
+from tts_kit.tuning.spread import differs, merge_rounds, split_repeats
+from tts_kit.tuning.sweep_table import format_table
+from tts_kit.tuning.tune import SweepResult, mark_pareto
+from tts_kit.tuning.workload import Workload
 
 
 def _round(preset, p50, peak, calls=2, status="ok"):

@@ -1,4 +1,4 @@
-"""`tts_kit.experiments.stage_costs`: per-stage costs and load policies measured in fresh
+"""`tts_kit.tuning.stage_costs`: per-stage costs and load policies measured in fresh
 processes."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import pytest
 
 from tts_kit import Engine
 from tts_kit.core import contract
-from tts_kit.experiments.stage_costs import probe_policy, stage_costs
-from tts_kit.experiments.workload import DEFAULT_TEXTS, Workload
 from tts_kit.runtime.loading import StageCosts, resident_costs_mb
 from tts_kit.runtime.measure import run_isolated
+from tts_kit.tuning.stage_costs import probe_policy, stage_costs
+from tts_kit.tuning.workload import DEFAULT_TEXTS, Workload
 
 
 def test_stage_costs_on_tiny(tiny_bundle_dir):
@@ -81,7 +81,7 @@ def test_paged_memory_goes_back_and_peaks_lower(medium_bundle):
 
 @pytest.mark.slow  # trials in fresh processes
 def test_a_paged_trial_holds_less_between_requests(medium_bundle):
-    from tts_kit.experiments.tune import trial
+    from tts_kit.tuning.tune import trial
 
     recs = {lo: trial(medium_bundle, "supertonic-default", Workload(steps=2, repeats=1),
                       cpus=1, loading=lo) for lo in ("resident", "paged")}

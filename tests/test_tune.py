@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tts_kit.experiments import contention
-from tts_kit.experiments.tune import (
+from tts_kit.tuning import contention
+from tts_kit.tuning.tune import (
     RECORD_KEYS,
     SweepResult,
     format_table,
@@ -17,7 +17,7 @@ from tts_kit.experiments.tune import (
     sweep,
     trial,
 )
-from tts_kit.experiments.workload import Workload
+from tts_kit.tuning.workload import Workload
 
 TEXTS = ["The quick brown fox jumps over the lazy dog."]
 
@@ -61,7 +61,7 @@ def test_bad_trial_arguments_fail_before_spawning(tiny_bundle_dir):
         trial(tiny_bundle_dir, "nope")
     with pytest.raises(ValueError, match="loading"):
         trial(tiny_bundle_dir, "lean", loading="sometimes")
-    with pytest.raises(TypeError, match="workload must be a tts_kit.experiments.workload.Workload"):
+    with pytest.raises(TypeError, match="workload must be a tts_kit.tuning.workload.Workload"):
         trial(tiny_bundle_dir, "lean", TEXTS)  # texts alone are not a workload
 
 
@@ -201,7 +201,7 @@ def test_the_dataframe_has_one_row_per_trial():
     """On records shaped as a sweep's (a real sweep's frame: the slow test above); the
     quick loop no longer runs a five-trial sweep for it."""
     pytest.importorskip("pandas")
-    from tts_kit.experiments.records import CPUS, P50_MS, PEAK_RSS_MB, PRESET, STATUS
+    from tts_kit.tuning.records import CPUS, P50_MS, PEAK_RSS_MB, PRESET, STATUS
 
     recs = mark_pareto([
         {PRESET: p, CPUS: 1, STATUS: "ok", PEAK_RSS_MB: m, P50_MS: t,
@@ -213,7 +213,7 @@ def test_the_dataframe_has_one_row_per_trial():
 
 @pytest.mark.slow  # a sweep of trials in fresh processes, stage costs measured
 def test_budget_trials_get_measured_stage_costs(tiny_bundle_dir):
-    from tts_kit.experiments.stage_costs import stage_costs
+    from tts_kit.tuning.stage_costs import stage_costs
 
     once = Workload(TEXTS, steps=1, repeats=0)
     result = sweep(tiny_bundle_dir, ["lean"], once, cpus=(1,),
@@ -272,7 +272,7 @@ def test_cli_tune_writes_lean_json_and_always_recommends(tiny_bundle_dir, tmp_pa
         assert words in capsys.readouterr().err
 
 
-# -- contention: is the machine busy? (tts_kit.experiments.contention) --------------------
+# -- contention: is the machine busy? (tts_kit.tuning.contention) --------------------
 
 def _trial(share: float | None, wait: float | None, lat=(100.0, 102.0, 101.0), **kw) -> dict:
     return {"preset": "a", "cpus": 1, "status": "ok", "p50_ms": sorted(lat)[len(lat) // 2],
@@ -396,7 +396,7 @@ def test_a_busy_machine_decides_over_figures_that_did_not_repeat():
 
 
 def _busy_sweep_result(monkeypatch, records: list[dict]) -> None:
-    from tts_kit.experiments import tune
+    from tts_kit.tuning import tune
 
     monkeypatch.setattr(tune, "sweep", lambda *a, **k: tune.SweepResult(
         tune.mark_pareto([dict(r, peak_rss_mb=300.0) for r in records])))

@@ -115,7 +115,7 @@ def test_live_memory_graph_reraises_the_callers_error():
 
 @pytest.mark.slow  # a trial in a fresh process
 def test_session_tuner_runs_one_isolated_trial(tiny_bundle_dir):
-    from tts_kit.experiments.workload import Workload
+    from tts_kit.tuning.workload import Workload
 
     tuner = widgets.SessionTuner(Bundle(tiny_bundle_dir), Workload(steps=2, repeats=2))
     tuner.preset.value = "low-memory"

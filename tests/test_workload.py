@@ -8,7 +8,7 @@ import pickle
 import pytest
 
 from tts_kit.core import contract
-from tts_kit.experiments.workload import DEFAULT_TEXTS, Workload
+from tts_kit.tuning.workload import DEFAULT_TEXTS, Workload
 
 
 def test_the_defaults_are_the_measurement_defaults():

@@ -6,7 +6,8 @@ gives its engine, whose `stream` yields `AudioChunk`s and whose `synthesize` joi
 both configured by one `SynthesisConfig`. `Bundle` and `Engine` are the Supertonic family's
 own classes. Measurements take a `Workload` and a `SessionPreset`; errors a user can fix
 are `TtsKitError`s. The layers, bottom to top: `tts_kit.core`, `tts_kit.text`,
-`tts_kit.runtime`, `tts_kit.models`, `tts_kit.experiments` and `tts_kit.precision`, then
+`tts_kit.runtime`, `tts_kit.models`, `tts_kit.tuning` and `tts_kit.fidelity`,
+`tts_kit.precision`, then
 the faces (`tts_kit.report`, `tts_kit.serve`, `tts_kit.notebook`, `tts_kit.cli`).
 
 Example:
@@ -40,12 +41,11 @@ _LAZY = {
     "AudioChunk": "models.synthesis", "SynthesisStream": "models.synthesis",
     "SynthesisConfig": "models.synthesis",
     "Capabilities": "models.base", "SpeechModel": "models.base", "SpeechEngine": "models.base",
-    "Workload": "experiments.workload", "SessionPreset": "runtime.sessions",
+    "Workload": "tuning.workload", "SessionPreset": "runtime.sessions",
 }
 
 if TYPE_CHECKING:
     from tts_kit.core.errors import BundleError, TtsKitError
-    from tts_kit.experiments.workload import Workload
     from tts_kit.models.base import Capabilities, SpeechEngine, SpeechModel
     from tts_kit.models.family import make_engine, model_label, resolve_speaker
     from tts_kit.models.resolve import open_model, resolve_model
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from tts_kit.models.supertonic.engine import Engine, SynthesisResult
     from tts_kit.models.synthesis import AudioChunk, SynthesisConfig, SynthesisStream
     from tts_kit.runtime.sessions import SessionPreset
+    from tts_kit.tuning.workload import Workload
 
 
 def __getattr__(name: str) -> Any:

@@ -18,7 +18,7 @@ Example:
     $ tts-kit info
     $ tts-kit normalize "2026년 8월 24일 10:30" --lang ko --trace
     $ tts-kit tune --scheduler tcp://10.0.0.5:8786   # trials on Dask workers
-    (tts_kit.experiments.cluster)
+    (tts_kit.tuning.cluster)
     $ tts-kit doctor
 """
 

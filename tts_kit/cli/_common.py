@@ -104,7 +104,7 @@ def _check_language(text: str, lang: str) -> None:
 
 @contextlib.contextmanager
 def _cluster(address: str | None) -> Iterator[Any]:
-    """A `tts_kit.experiments.cluster.TrialExecutor` on the scheduler at ``address`` (None: no
+    """A `tts_kit.tuning.cluster.TrialExecutor` on the scheduler at ``address`` (None: no
     executor).
 
     Connects before any trial runs, so an unreachable scheduler or a missing Dask fails
@@ -113,7 +113,7 @@ def _cluster(address: str | None) -> Iterator[Any]:
     if not address:
         yield None
         return
-    from tts_kit.experiments.cluster import TrialExecutor, connect
+    from tts_kit.tuning.cluster import TrialExecutor, connect
 
     client = connect(address)
     # A lost scheduler is said in one line by the command (`TrialExecutor.lost`); Dask's

@@ -48,8 +48,8 @@ def cmd_synth(args: argparse.Namespace) -> int:
     import soundfile as sf
 
     from tts_kit.core.atomic import atomic_file
-    from tts_kit.experiments.records import format_timings
     from tts_kit.models.family import make_engine
+    from tts_kit.tuning.records import format_timings
 
     out, fmt = _audio_output(args.output)  # before the model loads: a bad -o costs nothing
     _check_language(args.text, args.lang)
@@ -112,11 +112,11 @@ def cmd_info(args: argparse.Namespace) -> int:
     info.setdefault("family", bundle.family)
     info.setdefault("model", bundle.label)
     if args.costs:
-        from tts_kit.experiments.flops import model_costs
+        from tts_kit.tuning.flops import model_costs
 
         info["costs"] = model_costs(bundle, steps=args.steps)
         if args.measure:  # achieved GFLOP/s against this machine's MatMul peak
-            from tts_kit.experiments.roofline import measure_roofline
+            from tts_kit.tuning.roofline import measure_roofline
 
             info["roofline"] = measure_roofline(bundle, threads=args.threads,
                                                 steps=args.steps).to_dict()
@@ -163,7 +163,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def _say_roofline(data: dict) -> None:
-    from tts_kit.experiments.roofline import Roofline
+    from tts_kit.tuning.roofline import Roofline
 
     r = Roofline.from_dict(data)
     load = (f", load average {r.loadavg[0]:.1f}-{r.loadavg[1]:.1f}" if r.loadavg else "")
@@ -175,7 +175,7 @@ def _say_roofline(data: dict) -> None:
 
 
 def _say_costs(costs: dict) -> None:
-    from tts_kit.experiments.flops import StageCost, costs_table
+    from tts_kit.tuning.flops import StageCost, costs_table
 
     _say("")
     _say(f"costs at {costs['steps']} flow steps, counted from the graphs for "

@@ -30,12 +30,12 @@ from tts_kit.cli._common import (
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textsafe import term_safe
-from tts_kit.experiments.spread import DEFAULT_ROUNDS
+from tts_kit.tuning.spread import DEFAULT_ROUNDS
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from tts_kit.experiments.tune import default_cpus, format_table, sweep
-    from tts_kit.experiments.workload import Workload
+    from tts_kit.tuning.tune import default_cpus, format_table, sweep
+    from tts_kit.tuning.workload import Workload
 
     bundle = _bundle(args)
     presets = [p.strip() for p in args.presets.split(",") if p.strip()]
@@ -142,8 +142,8 @@ def recommendation_lines(result: Any, args: argparse.Namespace,
 
     Example:
         >>> from tts_kit.cli import _parser
-        >>> from tts_kit.experiments.records import P50_MS
-        >>> from tts_kit.experiments.tune import SweepResult
+        >>> from tts_kit.tuning.records import P50_MS
+        >>> from tts_kit.tuning.tune import SweepResult
         >>> rec = {"preset": "lean", "cpus": 1, "status": "ok", P50_MS: 90.0,
         ...        "peak_rss_mb": 300.0, "core_share": 45.0, "cpu_wait_percent": 50.0}
         >>> lines = recommendation_lines(SweepResult([rec]), _parser().parse_args(["tune"]))
@@ -152,7 +152,7 @@ def recommendation_lines(result: Any, args: argparse.Namespace,
         >>> lines[1][:40]
         'recommendation (provisional): lean on 1 '
     """  # noqa: E501
-    from tts_kit.experiments.contention import assess
+    from tts_kit.tuning.contention import assess
 
     pick, reason = result.recommend(args.mem_budget)
     more = max(10, 2 * args.repeats)
@@ -205,7 +205,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def _say_lost(command: str, lost: str) -> int:
     """The one line a sweep on a Dask cluster ends with when its scheduler went away
-    (`tts_kit.experiments.cluster.TrialExecutor.lost`), for tune and report alike; exit 1,
+    (`tts_kit.tuning.cluster.TrialExecutor.lost`), for tune and report alike; exit 1,
     as when no trial finished: the sweep is not whole.
 
     Example:

@@ -1,7 +1,7 @@
 """The cost model drawn: each stage's measured time against its floor at the MatMul peak.
 
 Example:
-    >>> from tts_kit.experiments.roofline import Roofline, StageRate
+    >>> from tts_kit.tuning.roofline import Roofline, StageRate
     >>> r = Roofline([StageRate("vocoder", 10**6, 20.0, 1.0, 40.0, 2.5)], steps=8,
     ...              threads=1, peak_gflops=40.0, audio_s=8.0)
     >>> roofline_figure(r).axes[0].get_title()
@@ -16,7 +16,7 @@ from tts_kit.notebook._figures import STAGE_COLORS, _figure
 
 
 def roofline(ax: Any, r: Any) -> Any:
-    """Draw a `tts_kit.experiments.roofline.Roofline` on ``ax``: one bar per stage, its
+    """Draw a `tts_kit.tuning.roofline.Roofline` on ``ax``: one bar per stage, its
     measured seconds (light) over its floor (the same work at the MatMul peak, dark),
     labelled with the fraction of the peak it reached; returns ``ax``.
 
@@ -24,7 +24,7 @@ def roofline(ax: Any, r: Any) -> Any:
     only with fewer steps or lower precision.
 
     Example:
-        >>> from tts_kit.experiments.roofline import Roofline, StageRate
+        >>> from tts_kit.tuning.roofline import Roofline, StageRate
         >>> r = Roofline([StageRate("text_encoder", 1, 1.0, 0.5, 40.0, 0.1)], steps=8,
         ...              threads=2, peak_gflops=40.0, audio_s=8.0)
         >>> ax = roofline(_figure().subplots(), r)
@@ -56,7 +56,7 @@ def roofline_figure(r: Any, width: float = 9.0, height: float = 3.2) -> Any:
     """`roofline` on a figure of its own (shown as PNG in a notebook).
 
     Example:
-        >>> from tts_kit.experiments.roofline import Roofline, StageRate
+        >>> from tts_kit.tuning.roofline import Roofline, StageRate
         >>> r = Roofline([StageRate("vocoder", 1, 20.0, 1.0, 40.0, 2.5)], steps=8,
         ...              threads=1, peak_gflops=40.0, audio_s=8.0)
         >>> len(roofline_figure(r).axes)

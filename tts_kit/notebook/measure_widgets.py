@@ -20,7 +20,9 @@ import psutil
 from IPython.display import HTML
 
 from tts_kit.core import procfacts
-from tts_kit.experiments.records import (
+from tts_kit.models.supertonic.bundle import Bundle
+from tts_kit.notebook import plots
+from tts_kit.tuning.records import (
     PEAK_RSS_MB,
     SUMMARY_KEYS,
     Record,
@@ -29,9 +31,7 @@ from tts_kit.experiments.records import (
     select,
     to_number,
 )
-from tts_kit.experiments.workload import Workload
-from tts_kit.models.supertonic.bundle import Bundle
-from tts_kit.notebook import plots
+from tts_kit.tuning.workload import Workload
 
 
 def _png(fig: Any) -> bytes:
@@ -64,7 +64,7 @@ def _is_worker(proc: psutil.Process) -> bool:
 class LiveMemoryGraph(W.VBox):
     """RSS of an isolated trial, redrawn while it runs; stage events and budget at the end.
 
-    `watch` calls a function that measures in a child process (`tts_kit.experiments.tune.trial`,
+    `watch` calls a function that measures in a child process (`tts_kit.tuning.tune.trial`,
     `tts_kit.runtime.measure.run_isolated`, ...) on a worker thread. Meanwhile the calling
     thread samples the RSS of each new child process (`tts_kit.core.procfacts.rss_mb`) and
     redraws the graph every ``interval_s`` (or less often: the redraws take at most
@@ -187,7 +187,7 @@ def _records_html(records: Sequence[dict[str, Any]]) -> str:
 class SessionTuner(W.VBox):
     """Pick a preset, threads, vCPUs, memory budget and load policy; Run measures in isolation.
 
-    Each Run is one `tts_kit.experiments.tune.trial` of ``workload`` (default: `Workload` with 3
+    Each Run is one `tts_kit.tuning.tune.trial` of ``workload`` (default: `Workload` with 3
     repeats; the steps and repeats sliders start from it and override it) in a fresh
     process pinned to the chosen vCPUs and killed past the budget, graphed live by a
     `LiveMemoryGraph`; the records of all runs so far are tabulated below (and kept in
@@ -259,9 +259,9 @@ class SessionTuner(W.VBox):
 
     def run(self) -> dict[str, Any]:
         """Measure the current settings in isolation; returns the record (also tabulated),
-        a `tts_kit.experiments.records.Record`: a dict that shows itself as one row, not every
+        a `tts_kit.tuning.records.Record`: a dict that shows itself as one row, not every
         field."""
-        from tts_kit.experiments import tune
+        from tts_kit.tuning import tune
 
         budget = float(self.budget.value) or None
         self.graph.budget_mb = budget

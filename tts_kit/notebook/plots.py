@@ -30,11 +30,6 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from tts_kit.core import contract
-from tts_kit.experiments.records import (
-    MEM_BUDGET_MB,
-    PEAK_RSS_MB,
-    to_number,
-)
 from tts_kit.notebook._figures import (  # noqa: F401  (re-exported)
     _VERBS,
     STAGE_COLORS,
@@ -52,6 +47,11 @@ from tts_kit.notebook.tuning_plots import (  # noqa: F401
     latency_story,
     pareto,
     stage_costs,
+)
+from tts_kit.tuning.records import (
+    MEM_BUDGET_MB,
+    PEAK_RSS_MB,
+    to_number,
 )
 
 

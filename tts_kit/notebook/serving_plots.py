@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from tts_kit.experiments.records import (
+from tts_kit.notebook._figures import _figure
+from tts_kit.tuning.records import (
     ERRORS,
     P50_MS,
     P95_MS,
@@ -24,8 +25,7 @@ from tts_kit.experiments.records import (
     WALL_S,
     to_number,
 )
-from tts_kit.experiments.records import label as axis_label
-from tts_kit.notebook._figures import _figure
+from tts_kit.tuning.records import label as axis_label
 
 
 def unfinished_note(rec: Mapping[str, Any]) -> str:
@@ -33,7 +33,7 @@ def unfinished_note(rec: Mapping[str, Any]) -> str:
     some finished): an empty column must not read as "no data".
 
     Example:
-        >>> from tts_kit.experiments.records import P50_MS
+        >>> from tts_kit.tuning.records import P50_MS
         >>> unfinished_note({P50_MS: None, "timeouts": 12, "errors": 0}).splitlines()
         ['no request finished:', '12 timed out']
         >>> unfinished_note({P50_MS: 90.0})

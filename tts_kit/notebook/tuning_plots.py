@@ -2,7 +2,7 @@
 configuration's latency measured in several places, and the stages' memory costs.
 
 Example:
-    >>> from tts_kit.experiments.records import P50_MS, PEAK_RSS_MB
+    >>> from tts_kit.tuning.records import P50_MS, PEAK_RSS_MB
     >>> recs = [{"preset": "a", "cpus": 1, "status": "ok", PEAK_RSS_MB: 100, P50_MS: 9}]
     >>> len(pareto(recs).axes)
     1
@@ -21,7 +21,8 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from tts_kit.core import contract
-from tts_kit.experiments.records import (
+from tts_kit.notebook._figures import STAGE_COLORS, _figure
+from tts_kit.tuning.records import (
     FIRST_MS,
     P50_MS,
     PARETO_X,
@@ -29,8 +30,7 @@ from tts_kit.experiments.records import (
     pareto_front,
     to_number,
 )
-from tts_kit.experiments.records import label as axis_label
-from tts_kit.notebook._figures import STAGE_COLORS, _figure
+from tts_kit.tuning.records import label as axis_label
 
 
 def pareto(
@@ -52,14 +52,14 @@ def pareto(
     neighbours look as small as they are. Draws on ``ax`` when given (its figure is
     returned), else on ``fig`` (cleared) or a new figure.
 
-    Records use the keys of `tts_kit.experiments.records` (``preset``, ``cpus``, ``status``, ``x``,
-    ``y`` ...); the axes are labelled with `tts_kit.experiments.records.label`. A record's
+    Records use the keys of `tts_kit.tuning.records` (``preset``, ``cpus``, ``status``, ``x``,
+    ``y`` ...); the axes are labelled with `tts_kit.tuning.records.label`. A record's
     ``pareto``
-    flag is used when present, else `tts_kit.experiments.records.pareto_front` gives the front.
+    flag is used when present, else `tts_kit.tuning.records.pareto_front` gives the front.
     Trials that did not finish are listed in the title.
 
     Example:
-        >>> from tts_kit.experiments.records import PEAK_RSS_MB
+        >>> from tts_kit.tuning.records import PEAK_RSS_MB
         >>> recs = [{"preset": "a", "cpus": 1, "status": "ok", PEAK_RSS_MB: 100, P50_MS: 9},
         ...         {"preset": "b", "cpus": 1, "status": "ok", PEAK_RSS_MB: 90, P50_MS: 12}]
         >>> len(pareto(recs, recommended=recs[0], budget_mb=120).axes)
@@ -321,7 +321,7 @@ def stage_costs(
 
     Args:
         costs: a `tts_kit.runtime.loading.StageCosts` (what
-        `tts_kit.experiments.stage_costs.stage_costs` measured),
+        `tts_kit.tuning.stage_costs.stage_costs` measured),
             or a mapping ``stage -> cost`` where a cost has ``load_mb`` and ``run_mb``
             (or is a plain number of MB).
         runtime_mb: RSS of the process before any session (interpreter + ONNX Runtime),

@@ -1,7 +1,7 @@
 """Notebook widgets (ipywidgets): player, A/B player, normalisation playground, tuner, live graph.
 
 The widgets are thin: synthesis is `tts_kit.models.supertonic.engine.Engine`, normalisation
-`tts_kit.text`, measurement `tts_kit.experiments.tune.trial` (an isolated process, via
+`tts_kit.text`, measurement `tts_kit.tuning.tune.trial` (an isolated process, via
 `tts_kit.runtime.measure`), drawing `tts_kit.notebook.plots`. Figures are shown as PNG in an
 ``ipywidgets.Image``, which JupyterLab, classic Notebook and VS Code all render
 without a matplotlib widget backend, and which can be updated from a worker thread.
@@ -26,10 +26,6 @@ from IPython.display import HTML
 
 from tts_kit.core import contract
 from tts_kit.core.textsafe import display_path
-from tts_kit.experiments.records import (
-    format_timings,
-)
-from tts_kit.experiments.workload import Workload
 from tts_kit.models.supertonic.bundle import Bundle
 from tts_kit.notebook import plots
 from tts_kit.notebook.measure_widgets import (  # noqa: F401  (re-exported)
@@ -37,6 +33,10 @@ from tts_kit.notebook.measure_widgets import (  # noqa: F401  (re-exported)
     SessionTuner,
     live_loadtest,
 )
+from tts_kit.tuning.records import (
+    format_timings,
+)
+from tts_kit.tuning.workload import Workload
 
 
 def banner(bundle: Bundle, source: str | None = None) -> HTML:
@@ -164,7 +164,7 @@ def trust_line(records: Sequence[Any], *, cores: int | None = None) -> str:
     """One line for a notebook's conclusions when its trials' figures are not to be trusted
     ("" when they are): the machine was busy (trials short of their pinned cores, a load
     the trials do not explain) or the figures did not repeat, with the figures that show
-    it and what to do (`tts_kit.experiments.contention.assess` decides, as for reports).
+    it and what to do (`tts_kit.tuning.contention.assess` decides, as for reports).
     A conclusion printed under it reads as provisional, not as the lesson's answer.
 
     Args:
@@ -180,7 +180,7 @@ def trust_line(records: Sequence[Any], *, cores: int | None = None) -> str:
         'provisional: the machine was busy (1 '
     """
     from tts_kit.core import procfacts
-    from tts_kit.experiments.contention import assess
+    from tts_kit.tuning.contention import assess
 
     found = assess(list(records), cores=cores if cores is not None else
                    procfacts.usable_cores())
@@ -260,7 +260,7 @@ class Player(_StaticFallback, W.VBox):
     def __init__(
         self,
         engine: Any = None,
-        # Not the measurement texts (tts_kit.experiments.workload.DEFAULT_TEXTS): a time and a room
+        # Not the measurement texts (tts_kit.tuning.workload.DEFAULT_TEXTS): a time and a room
         # number show what normalisation reads out loud ("read: ..." below the audio).
         text: str = "The meeting starts at 10:30, in room 4.",
         lang: str = "en",

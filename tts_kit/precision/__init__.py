@@ -20,7 +20,7 @@ The package, one concern per module:
   (through the engine's public per-stage hook,
   `tts_kit.models.supertonic.engine.Engine.add_stage_hook`).
 
-The signal measures live in `tts_kit.experiments.audio_metrics`, the device probes (CUDA usable, GPU
+The signal measures live in `tts_kit.fidelity.audio_metrics`, the device probes (CUDA usable, GPU
 memory) in `tts_kit.runtime.devices`.
 
 Example:

@@ -56,8 +56,9 @@ import onnxruntime as ort
 
 from tts_kit.core import atomic, contract
 from tts_kit.core.errors import TtsKitError
-from tts_kit.experiments.audio_metrics import snr_db
-from tts_kit.precision.engine_reuse import reuse_engines
+from tts_kit.fidelity.audio_metrics import snr_db
+from tts_kit.fidelity.engine_reuse import reuse_engines
+from tts_kit.fidelity.listening import judge_quality
 from tts_kit.precision.graphs import (  # noqa: F401  (re-exported: the conversion API)
     INT8_MIN_WEIGHT_ELEMENTS,
     INT8_OP_TYPES,
@@ -76,7 +77,6 @@ from tts_kit.precision.graphs import (  # noqa: F401  (re-exported: the conversi
     sha256_file,
     sha256_tree,
 )
-from tts_kit.precision.listening import judge_quality
 from tts_kit.precision.measure import judge_against_floor, measure_conversion
 from tts_kit.precision.piper_conversion import (  # noqa: F401
     PIPER_RECIPES,

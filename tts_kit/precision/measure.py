@@ -19,7 +19,7 @@ with the duration predictor kept FP32 (3 MB), INT8 kept 31 dB SNR.
   stage run, and each converted stage replays them
   (`tts_kit.models.supertonic.engine.Engine.run_stage`),
   so each is judged on identical inputs; then both synthesise end to end (same texts,
-  seeds and noise) and their waveforms are compared (`tts_kit.experiments.audio_metrics`).
+  seeds and noise) and their waveforms are compared (`tts_kit.fidelity.audio_metrics`).
 - `fidelity_isolated`: the same in a fresh process on a chosen provider.
 - `measure_conversion`: all of it for a `ConversionReport`, on every available provider.
 
@@ -43,8 +43,7 @@ import numpy as np
 
 from tts_kit.core import contract
 from tts_kit.core.procfacts import rss_mb
-from tts_kit.experiments.audio_metrics import snr_from_energies, waveform_fidelity
-from tts_kit.experiments.workload import DEFAULT_TEXTS as WORKLOAD_TEXTS
+from tts_kit.fidelity.audio_metrics import snr_from_energies, waveform_fidelity
 from tts_kit.precision.records import (
     MAX_LOG_MEL_DB,
     MIN_SNR_DB,
@@ -62,12 +61,13 @@ from tts_kit.runtime.devices import (
     gpu_memory_mb,
     probe_cuda,
 )
+from tts_kit.tuning.workload import DEFAULT_TEXTS as WORKLOAD_TEXTS
 
 if TYPE_CHECKING:
     from tts_kit.runtime.sessions import SessionPreset
 
 #: Texts synthesised by the measurements unless the caller gives others: the shortest of
-#: the measurement texts (`tts_kit.experiments.workload.DEFAULT_TEXTS`), alone. Fidelity keeps every
+#: the measurement texts (`tts_kit.tuning.workload.DEFAULT_TEXTS`), alone. Fidelity keeps every
 #: stage's FP32 inputs and outputs in memory and each bundle synthesises every text
 #: (warm-up + repeats) on every provider, so one short text keeps a conversion's checks cheap.
 DEFAULT_TEXTS: tuple[str, ...] = (WORKLOAD_TEXTS[1],)
@@ -351,8 +351,8 @@ PIPER_TEXTS = ("The quick brown fox jumps over the lazy dog.",
 def _engine(model: Any, threads: int | None = None, optimization: str = "all") -> Any:
     """An engine of ``model``'s family (`tts_kit.models.family.make_engine`) with
     ``threads`` intra-op threads and ONNX Runtime fusions ``optimization``."""
+    from tts_kit.fidelity.engine_reuse import default_preset
     from tts_kit.models.family import make_engine
-    from tts_kit.precision.engine_reuse import default_preset
 
     preset = default_preset().replace(graph_optimization_level=optimization)
     if threads is not None:
@@ -366,7 +366,7 @@ def _wavs(engine: Any, texts: Sequence[str], seed: int) -> list[np.ndarray]:
 
 def piper_distances(reference: Any, candidate: Any, texts: Sequence[str] = PIPER_TEXTS,
                     seed: int = 0) -> Any:
-    """`tts_kit.experiments.verify.Distances` of a Piper voice (a converted copy) from its
+    """`tts_kit.fidelity.verify.Distances` of a Piper voice (a converted copy) from its
     reference:
     the same texts, the same seed, so the same noise (`tts_kit.models.piper.voice`).
 
@@ -374,8 +374,8 @@ def piper_distances(reference: Any, candidate: Any, texts: Sequence[str] = PIPER
         >>> piper_distances("piper:joe-us", "joe-fp16").snr_db > 30  # doctest: +SKIP
         True
     """
-    from tts_kit.experiments.verify import Distances
-    from tts_kit.precision.engine_reuse import default_preset, engine
+    from tts_kit.fidelity.engine_reuse import default_preset, engine
+    from tts_kit.fidelity.verify import Distances
 
     with engine(reference, default_preset()) as ref_engine, \
             engine(candidate, default_preset()) as cand_engine:
@@ -385,19 +385,19 @@ def piper_distances(reference: Any, candidate: Any, texts: Sequence[str] = PIPER
 
 def piper_floor(model: Any, texts: Sequence[str] = PIPER_TEXTS, seed: int = 0,
                 threads: tuple[int, int] = (1, 2)) -> Any:
-    """The noise floor of a Piper voice (`tts_kit.experiments.verify.Floor`): the unconverted voice
+    """The noise floor of a Piper voice (`tts_kit.fidelity.verify.Floor`): the unconverted voice
     against itself, varied only in what legitimately varies (intra-op threads; graph
     fusions ``all`` against ``basic``), and against another noise draw (seeds + 50).
     Batch padding does not apply: each sentence runs alone, unpadded.
 
-    `tts_kit.experiments.verify.noise_floor` measures it, with an engine of the model's
+    `tts_kit.fidelity.verify.noise_floor` measures it, with an engine of the model's
     family (any family without batching measures the same way); text ``i`` reads with
     seed ``seed * 100 + i`` (verify's convention: ``i`` for the default seed 0).
 
     Example:
         >>> print(piper_floor("piper:joe-us").table())  # doctest: +SKIP
     """
-    from tts_kit.experiments.verify import Case, noise_floor
+    from tts_kit.fidelity.verify import Case, noise_floor
     from tts_kit.models.family import open_model
 
     bundle = open_model(model)
@@ -414,10 +414,10 @@ def piper_floor(model: Any, texts: Sequence[str] = PIPER_TEXTS, seed: int = 0,
 def judge_against_floor(src: Any, dst: Any, texts: Sequence[str] | None = None
                         ) -> dict[str, Any]:
     """``dst`` (a converted copy) against ``src``'s measured noise floor: the verdict
-    (``within the floor``, ``audible risk`` or ``broken``, `tts_kit.experiments.verify.Floor`), its
+    (``within the floor``, ``audible risk`` or ``broken``, `tts_kit.fidelity.verify.Floor`), its
     reasons, the distances and the floor, as plain JSON-ready data.
 
-    A Supertonic bundle goes through `tts_kit.experiments.verify.verify` (``floor=True``: threads,
+    A Supertonic bundle goes through `tts_kit.fidelity.verify.verify` (``floor=True``: threads,
     graph fusions, batch padding, another noise draw); a Piper voice through `piper_floor`
     and `piper_distances` on ``texts`` (default `PIPER_TEXTS`). Both sides read the same
     texts with the same noise; ``read`` says what was read.
@@ -426,7 +426,7 @@ def judge_against_floor(src: Any, dst: Any, texts: Sequence[str] | None = None
         >>> judge_against_floor("standin-tiny", "standin-tiny-fp16")["verdict"]  # doctest: +SKIP
         'audible risk'
     """
-    from tts_kit.experiments.verify import verify
+    from tts_kit.fidelity.verify import verify
     from tts_kit.models.family import open_model
 
     # verify's cases are batches of 1-3 texts in English and Korean: a model that reads
@@ -442,19 +442,19 @@ def judge_against_floor(src: Any, dst: Any, texts: Sequence[str] | None = None
 
 
 def judgement(floor: Any, distances: Any, read: str = "") -> dict[str, Any]:
-    """A candidate's `tts_kit.experiments.verify.Distances` judged on a measured
-    `tts_kit.experiments.verify.Floor`,
+    """A candidate's `tts_kit.fidelity.verify.Distances` judged on a measured
+    `tts_kit.fidelity.verify.Floor`,
     as the JSON-ready dict `judge_against_floor` returns (``read``: what both sides read).
 
     Example:
-        >>> from tts_kit.experiments.verify import Distances, Floor
+        >>> from tts_kit.fidelity.verify import Distances, Floor
         >>> f = Floor({}, Distances(90.0, 0.01, 0.01, 0.0), Distances(0.5, 8.0, 9.0, 0.0))
         >>> judgement(f, Distances(30.0, 1.0, 1.5, 0.0))["verdict"]
         'audible risk'
     """
     from dataclasses import asdict
 
-    from tts_kit.experiments.verify import _json_safe
+    from tts_kit.fidelity.verify import _json_safe
 
     verdict, why = floor.verdict(distances)
     return _json_safe({"verdict": verdict, "reasons": why, "read": read,
@@ -468,13 +468,13 @@ def judgement(floor: Any, distances: Any, read: str = "") -> dict[str, Any]:
 
 class CopyCheck:
     """A converted copy of a Piper voice against the voice, on the same texts and noise
-    (`verify_piper_copy`); read like `tts_kit.experiments.verify.VerifyReport`: ``table()``,
+    (`verify_piper_copy`); read like `tts_kit.fidelity.verify.VerifyReport`: ``table()``,
     ``to_dict()``, ``passed`` (within the tolerance), ``verdict`` (the listener's verdict
-    on the voice's own takes, `tts_kit.precision.listening.judge_quality`, when asked; else
+    on the voice's own takes, `tts_kit.fidelity.listening.judge_quality`, when asked; else
     on the voice's measured floor).
 
     Example:
-        >>> from tts_kit.experiments.verify import Distances
+        >>> from tts_kit.fidelity.verify import Distances
         >>> c = CopyCheck("Piper x", "x-fp16", Distances(80.0, 0.1, 0.1, 0.0), [])
         >>> c.passed, c.verdict, c.table().splitlines()[-1]
         (True, None, 'PASS: within the tolerance')
@@ -508,7 +508,7 @@ class CopyCheck:
             lines.append(f"against the voice's measured floor: {self.judgement['verdict']}")
             lines += [f"  {reason}" for reason in self.judgement["reasons"]]
         if self.quality:
-            from tts_kit.precision.records import quality_lines
+            from tts_kit.fidelity.listening import quality_lines
 
             lines += quality_lines(self.quality)
         lines.append("PASS: within the tolerance" if self.passed
@@ -519,7 +519,7 @@ class CopyCheck:
         """JSON-ready: model, against, distances, problems (and judgement with the floor)."""
         from dataclasses import asdict
 
-        from tts_kit.experiments.verify import _json_safe
+        from tts_kit.fidelity.verify import _json_safe
 
         out: dict[str, Any] = {"model": self.model, "against": self.against,
                                "distances": asdict(self.distances), "problems": self.problems}
@@ -536,7 +536,7 @@ def verify_piper_copy(model: Any, against: str, *, min_snr_db: float = 60.0,
     against it: `piper_distances` on `PIPER_TEXTS` with the same noise, checked against
     ``min_snr_db`` and an unchanged length; with ``floor``, also the `judgement` on the
     voice's measured floor (`piper_floor`, on the same texts) and the listener's verdict
-    on the voice's own takes (`tts_kit.precision.listening.judge_quality`).
+    on the voice's own takes (`tts_kit.fidelity.listening.judge_quality`).
 
     Example:
         >>> from tts_kit.models.family import open_model
@@ -544,7 +544,7 @@ def verify_piper_copy(model: Any, against: str, *, min_snr_db: float = 60.0,
         >>> check.passed  # doctest: +SKIP
         False
     """
-    from tts_kit.precision.engine_reuse import reuse_engines
+    from tts_kit.fidelity.engine_reuse import reuse_engines
 
     with reuse_engines():  # the distances and the listener read the same two engines
         return _verify_piper_copy(model, against, min_snr_db, floor)
@@ -559,7 +559,7 @@ def _verify_piper_copy(model: Any, against: str, min_snr_db: float, floor: bool)
         problems.append(f"length changed by {d.duration_change_s * 1000:.1f} ms")
     j = (judgement(piper_floor(str(model.path), PIPER_TEXTS), d, f"{len(PIPER_TEXTS)} text(s)")
          if floor else None)
-    from tts_kit.precision.listening import judge_quality
+    from tts_kit.fidelity.listening import judge_quality
 
     q = judge_quality(str(model.path), against) if floor else None
     return CopyCheck(model.label, against, d, problems, j, q)

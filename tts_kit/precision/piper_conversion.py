@@ -50,7 +50,7 @@ from tts_kit.precision.records import (
 #: weights), nothing kept float (`_quantize_sherpa_piper`). ``int8-flow`` quantises only
 #: the flow (27 of the voice's 60 MB of weights): the HiFi-GAN decoder (``/dec/``) must stay
 #: float as well as the text encoder and duration predictor. Measured on en_US-joe-medium
-#: (`tts_kit.precision.listening.judge_quality`, 2 texts, 3 takes): INT8 of the decoder
+#: (`tts_kit.fidelity.listening.judge_quality`, 2 texts, 3 takes): INT8 of the decoder
 #: alone gave PESQ 2.69 (degraded), of the flow alone PESQ 4.50, STOI 0.994 and the takes'
 #: WER (transparent).
 PIPER_RECIPES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -256,14 +256,14 @@ def piper_fidelity(reference: Any, candidate: Any, to: str = "fp16",
     """A converted Piper voice against its source: same texts, same seed, same noise.
 
     Both engines run on the CPU in this process; the waveforms are compared with
-    `tts_kit.experiments.audio_metrics.waveform_fidelity` and judged by `Fidelity.evaluate` with the
+    `tts_kit.fidelity.audio_metrics.waveform_fidelity` and judged by `Fidelity.evaluate` with the
     target's thresholds (``stage_snr_db`` holds the one stage, ``voice``).
 
     Example:
         >>> piper_fidelity("piper:joe-us", "joe-fp16", "fp16").passed  # doctest: +SKIP
         True
     """
-    from tts_kit.experiments.audio_metrics import waveform_fidelity
+    from tts_kit.fidelity.audio_metrics import waveform_fidelity
     from tts_kit.models.family import make_engine
 
     texts = list(texts or _piper_texts())

@@ -26,7 +26,8 @@ from typing import Any
 
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
-from tts_kit.experiments.records import to_number
+from tts_kit.fidelity.listening import quality_lines
+from tts_kit.tuning.records import to_number
 
 #: Conversion targets.
 TARGETS: tuple[str, ...] = ("fp16", "int8")
@@ -35,7 +36,7 @@ TARGETS: tuple[str, ...] = ("fp16", "int8")
 #: INT8 (duration predictor kept FP32) about 31 dB, while a layer with zeroed weights gives
 #: about 0 dB: the thresholds sit well below healthy values and far above broken ones.
 MIN_SNR_DB: dict[str, float] = {"fp16": 20.0, "int8": 15.0}
-#: ... and its log-mel distance (dB, see `tts_kit.experiments.audio_metrics.log_mel_distance`) is at
+#: ... and its log-mel distance (dB, see `tts_kit.fidelity.audio_metrics.log_mel_distance`) is at
 #: most this.
 MAX_LOG_MEL_DB: dict[str, float] = {"fp16": 2.0, "int8": 3.0}
 #: Largest relative change of the total audio length that still passes. The duration
@@ -331,7 +332,7 @@ class ConversionReport:
     quality: dict[str, Any] = field(default_factory=dict)
     """The verdict a listener would agree with (``verdict``: transparent, acceptable,
     degraded or broken; ``decided_by``, ``reasons``, ``metrics``, ``spread``;
-    `tts_kit.precision.listening.judge_quality`); empty when not measured."""
+    `tts_kit.fidelity.listening.judge_quality`); empty when not measured."""
 
     @property
     def size_before(self) -> int:
@@ -479,36 +480,8 @@ class ConversionReport:
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
 
 
-def quality_lines(q: dict[str, Any]) -> list[str]:
-    """`ConversionReport.quality` (`tts_kit.precision.listening.judge_quality`) as lines:
-    the verdict with its deciding metric, the candidate's metrics against the takes'.
-
-    Example:
-        >>> quality_lines({"verdict": "transparent", "decided_by": "pesq", "reasons": [],
-        ...                "metrics": {"pesq": 4.4}, "spread": {"takes": 4,
-        ...                "worst": {"pesq": 2.1}}})[1].split(", ")[:2]
-        ['  pesq 4.40 (takes 2.10)', 'stoi - (takes -)']
-    """
-    m, w = q.get("metrics", {}), q.get("spread", {}).get("worst", {})
-
-    def cell(key: str, fmt: str) -> str:
-        a, b = m.get(key), w.get(key)
-        return (f"{key} {'-' if a is None else format(a, fmt)} "
-                f"(takes {'-' if b is None else format(b, fmt)})")
-
-    takes = q.get("spread", {}).get("takes", "?")
-    out = [f"verdict (PESQ/STOI/DNSMOS/WER against the source's {takes} takes): "
-           f"{q['verdict'].upper()} (decided by {q['decided_by']})",
-           "  " + ", ".join(cell(k, f) for k, f in (("pesq", ".2f"), ("stoi", ".3f"),
-                                                   ("dnsmos_drop", "+.2f"), ("wer", ".2f"),
-                                                   ("mcd_db", ".2f")))]
-    out += [f"  {r}" for r in q.get("reasons", [])]
-    out += [f"  note: {n}" for n in q.get("notes", [])]
-    return out
-
-
 def _num(v: Any) -> float:
-    # JSON-safe distances: None is NaN, "inf" is infinity (`tts_kit.experiments.verify._json_safe`).
+    # JSON-safe distances: None is NaN, "inf" is infinity (`tts_kit.fidelity.verify._json_safe`).
     return math.nan if v is None else float(v)
 
 

@@ -48,7 +48,7 @@ def verdict_path(copy: str | os.PathLike[str]) -> Path:
 def save_verdict(copy: str | os.PathLike[str], quality: Mapping[str, Any], *,
                  recipe: str | None = None, source: str | None = None,
                  floor_verdict: str | None = None) -> Path:
-    """Write the listener's verdict (`tts_kit.precision.listening.judge_quality`) of the
+    """Write the listener's verdict (`tts_kit.fidelity.listening.judge_quality`) of the
     copy at ``copy``, with the recipe and source it came from; returns the file.
 
     Example:
@@ -78,7 +78,7 @@ def read_verdict(model_path: str | os.PathLike[str]) -> dict[str, Any] | None:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
         return None
-    from tts_kit.experiments.quality_verdict import VERDICTS
+    from tts_kit.fidelity.quality_verdict import VERDICTS
 
     if not isinstance(data, dict) or data.get("verdict") not in VERDICTS:
         return None

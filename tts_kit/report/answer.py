@@ -24,7 +24,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from tts_kit.core.textsafe import display_path
-from tts_kit.experiments.records import (
+from tts_kit.report.code_html import code_block
+from tts_kit.report.document import key_text, record_key
+from tts_kit.report.tables import TABLE_KEYS, rows_html, sweep_table  # noqa: F401 (answer.*)
+from tts_kit.tuning.records import (
     COLUMNS,
     FIRST_MS,
     IDLE_RSS_MB,
@@ -36,13 +39,10 @@ from tts_kit.experiments.records import (
     STAGE_COSTS_MB,
     format_value,
 )
-from tts_kit.report.code_html import code_block
-from tts_kit.report.document import key_text, record_key
-from tts_kit.report.tables import TABLE_KEYS, rows_html, sweep_table  # noqa: F401 (answer.*)
 
 if TYPE_CHECKING:
-    from tts_kit.experiments.contention import Contention
     from tts_kit.report.document import TuningReport
+    from tts_kit.tuning.contention import Contention
 
 #: The preset an untuned deployment runs with: ONNX Runtime's own defaults.
 DEFAULT_PRESET = "ort-default"
@@ -244,7 +244,7 @@ def preset_json(rep: TuningReport) -> str:
 
 def contention(rep: TuningReport) -> Contention:
     """Signs that the machine was busy during the report's sweep
-    (`tts_kit.experiments.contention.assess` of its records and the pick's re-measure).
+    (`tts_kit.tuning.contention.assess` of its records and the pick's re-measure).
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -254,7 +254,7 @@ def contention(rep: TuningReport) -> Contention:
         >>> contention(rep).remeasure
         (100.0, 170.0)
     """
-    from tts_kit.experiments.contention import assess
+    from tts_kit.tuning.contention import assess
 
     again = rep.extras.get("recommended_trial")
     cores = rep.environment.get("cpus_usable") or rep.environment.get("cpus_available")

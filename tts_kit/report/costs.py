@@ -4,7 +4,7 @@ runs from this machine's floor.
 `measure_costs` runs while the report is made (`tts_kit.report.make.write_report`): the
 cost model of the model's graphs at the pick's steps and one measured chunk at the pick's
 threads and vCPUs against ONNX Runtime's MatMul peak there
-(`tts_kit.experiments.roofline.measure_roofline`), saved as ``extras["costs"]`` with the
+(`tts_kit.tuning.roofline.measure_roofline`), saved as ``extras["costs"]`` with the
 time and the load average it was measured at. `costs_html` and `costs_figure` show exactly
 those figures; nothing is measured or typed at render time.
 
@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tts_kit.core.errors import TtsKitError
-from tts_kit.experiments.roofline import Roofline
+from tts_kit.tuning.roofline import Roofline
 
 #: Repeats of the measured chunk (best per stage): enough to leave the first call's
 #: one-time work out, few enough to keep the report's cost small.
@@ -40,7 +40,7 @@ def measure_costs(bundle: Any, tuning: Any, *, repeats: int = REPEATS) -> dict[s
         >>> measure_costs(bundle, tuning)["roofline"]["threads"]  # doctest: +SKIP
         2
     """
-    from tts_kit.experiments.roofline import measure_roofline
+    from tts_kit.tuning.roofline import measure_roofline
 
     pick = tuning.recommended or (tuning.records[0] if tuning.records else None)
     if pick is None:

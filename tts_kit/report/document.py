@@ -47,7 +47,11 @@ from typing import TYPE_CHECKING, Any
 from tts_kit import __version__
 from tts_kit.core import atomic
 from tts_kit.core.textsafe import display_path
-from tts_kit.experiments.records import (
+from tts_kit.report.spec import ReportError, SweepSpec
+from tts_kit.runtime.devices import (
+    environment as environment,  # the fingerprint, defined below the experiments
+)
+from tts_kit.tuning.records import (
     COLUMNS,
     CPU_PERCENT,
     LATENCY_KEYS,
@@ -61,10 +65,6 @@ from tts_kit.experiments.records import (
     select,
     to_number,
 )
-from tts_kit.report.spec import ReportError, SweepSpec
-from tts_kit.runtime.devices import (
-    environment as environment,  # the fingerprint, defined below the experiments
-)
 
 if TYPE_CHECKING:
     from tts_kit.models.supertonic.bundle import Bundle
@@ -77,7 +77,7 @@ class Noise:
     """Thresholds below which a rerun's change is noise (see the module docstring).
 
     Example:
-        >>> from tts_kit.experiments.records import IDLE_RSS_MB
+        >>> from tts_kit.tuning.records import IDLE_RSS_MB
         >>> Noise(memory_abs_mb=4).threshold(IDLE_RSS_MB, {IDLE_RSS_MB: 20.0}, {})
         4
     """
@@ -254,7 +254,7 @@ class TuningReport:
     spec: SweepSpec
     """The sweep that was run (``cpus`` as effective on this machine)."""
     records: list[dict[str, Any]]
-    """One record per trial (`tts_kit.experiments.tune.trial` keys, plus ``pareto``)."""
+    """One record per trial (`tts_kit.tuning.tune.trial` keys, plus ``pareto``)."""
     recommended: dict[str, Any] | None
     """The recommended record for ``spec.mem_budget_mb`` (None: nothing fits)."""
     reason: str
@@ -382,13 +382,13 @@ class TuningReport:
         Each part holds that machine's records, its own Pareto front and recommendation
         for the same budget, and its `tts_kit.runtime.devices.environment` as ``environment``;
         ``dataframe()`` and ``pareto_figure()`` draw it like a whole report. Keyed by
-        `tts_kit.experiments.records.machine_label`.
+        `tts_kit.tuning.records.machine_label`.
 
         Example:
             >>> rep = TuningReport.load("reports/cluster/report.json")  # doctest: +SKIP
             >>> {m: part.reason for m, part in rep.machines().items()}  # doctest: +SKIP
         """
-        from tts_kit.experiments.tune import SweepResult
+        from tts_kit.tuning.tune import SweepResult
 
         out: dict[str, TuningReport] = {}
         for label, part in SweepResult(self.records).by_machine().items():

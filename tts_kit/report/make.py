@@ -1,7 +1,7 @@
 """Making a report: the library runs the sweep and writes report.json, then renders it.
 
 One concern: the order of work behind ``tts-kit report``. `run_tuning` runs the spec's
-sweep (isolated trials, `tts_kit.experiments.tune.sweep`) and assembles the `TuningReport`;
+sweep (isolated trials, `tts_kit.tuning.tune.sweep`) and assembles the `TuningReport`;
 `write_report` adds the recommended configuration measured again with its RSS timeline
 (``extras["recommended_trial"]``) and saves a schema-valid report.json, so every field of
 the document exists without a notebook. `make_report` does that, then hands the file to
@@ -31,12 +31,12 @@ from typing import Any
 
 from tts_kit.core import atomic
 from tts_kit.core.textsafe import hide_home
-from tts_kit.experiments.records import STAGE_COSTS_MB
 from tts_kit.models.family import resolve_model
 from tts_kit.models.supertonic.bundle import Bundle
 from tts_kit.report.document import TuningReport, environment, model_fingerprint
 from tts_kit.report.render import FAILED_NOTEBOOK, render_report
 from tts_kit.report.spec import ReportError, SweepSpec
+from tts_kit.tuning.records import STAGE_COSTS_MB
 
 #: What `make_report` writes into its output directory.
 REPORT_FILES = ("report.html", "report.json", "report.ipynb")
@@ -73,7 +73,7 @@ def run_tuning(
     presets: PresetsLike = None,
     full_paths: bool = False,
 ) -> TuningReport:
-    """Run the spec's sweep (isolated trials, `tts_kit.experiments.tune.sweep`) and assemble the
+    """Run the spec's sweep (isolated trials, `tts_kit.tuning.tune.sweep`) and assemble the
     report.
 
     ``presets``: definitions to measure by name (a rerun passes the ones its report saved,
@@ -86,7 +86,7 @@ def run_tuning(
         >>> rep.recommended["preset"]  # doctest: +SKIP
         'low-memory'
     """
-    from tts_kit.experiments import tune
+    from tts_kit.tuning import tune
 
     spec = SweepSpec.load(spec).effective()
     objs = _preset_objects(list(spec.presets), presets)
@@ -127,11 +127,11 @@ def run_tuning(
 def machine_entry(label: str, part: Any, budget_mb: float | None) -> dict[str, Any]:
     """``extras["machines"]``' entry for one machine: its label, fingerprint and pick.
 
-    ``part`` is that machine's `tts_kit.experiments.tune.SweepResult` (`SweepResult.by_machine`).
+    ``part`` is that machine's `tts_kit.tuning.tune.SweepResult` (`SweepResult.by_machine`).
 
     Example:
-        >>> from tts_kit.experiments.records import P50_MS, PEAK_RSS_MB
-        >>> from tts_kit.experiments.tune import SweepResult
+        >>> from tts_kit.tuning.records import P50_MS, PEAK_RSS_MB
+        >>> from tts_kit.tuning.tune import SweepResult
         >>> env = {"cpu_model": "A", "cpus_available": 1, "memory_total_mb": 512.0}
         >>> part = SweepResult([{"preset": "lean", "cpus": 1, "status": "ok",
         ...                      PEAK_RSS_MB: 90.0, P50_MS: 12.0, "machine": env}])
@@ -153,17 +153,17 @@ def measure_recommended(bundle: Bundle, tuning: TuningReport,
                         executor: Any = None) -> dict[str, Any]:
     """The recommended record's configuration (else the first record's), measured again.
 
-    One isolated `tts_kit.experiments.tune.trial` with the sweep's workload; the record keeps its
+    One isolated `tts_kit.tuning.tune.trial` with the sweep's workload; the record keeps its
     RSS
     timeline and stage events, which the sweep's records leave out (they are large). With
-    an ``executor`` (the sweep's, e.g. `tts_kit.experiments.cluster.TrialExecutor`) it runs there.
+    an ``executor`` (the sweep's, e.g. `tts_kit.tuning.cluster.TrialExecutor`) it runs there.
 
     Example:
         >>> again = measure_recommended(bundle, tuning)  # doctest: +SKIP
         >>> again["status"], len(again["timeline"]) > 0  # doctest: +SKIP
         ('ok', True)
     """
-    from tts_kit.experiments import tune
+    from tts_kit.tuning import tune
 
     spec = tuning.spec
     pick = tuning.recommended or tuning.records[0]
@@ -198,7 +198,7 @@ def write_report(
         progress: a progress bar over the sweep's trials.
         presets: preset definitions to measure by name (see `run_tuning`).
         full_paths: keep absolute paths (default: ``~/...`` under the home directory).
-        executor: runs the trials elsewhere (`tts_kit.experiments.cluster.TrialExecutor`: Dask
+        executor: runs the trials elsewhere (`tts_kit.tuning.cluster.TrialExecutor`: Dask
             workers; the report then compares the machines, ``extras["machines"]``).
 
     Returns:
@@ -266,7 +266,7 @@ def make_report(
         full_paths: record absolute model, notebook and output paths; by default paths
             under the home directory are written ``~/...`` in every file, which would
             otherwise name the user (`tts_kit.core.textsafe.display_path`).
-        executor: runs the trials elsewhere (`tts_kit.experiments.cluster.TrialExecutor`).
+        executor: runs the trials elsewhere (`tts_kit.tuning.cluster.TrialExecutor`).
 
     Returns:
         ``[report.html, report.json, report.ipynb]`` inside ``out`` (``[report.json]``

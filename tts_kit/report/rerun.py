@@ -28,12 +28,12 @@ from typing import Any
 
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
-from tts_kit.experiments.records import CPU_PERCENT, P50_MS, PEAK_RSS_MB, to_number
 from tts_kit.models.family import resolve_model
 from tts_kit.models.supertonic.bundle import Bundle
 from tts_kit.report.document import METRICS, Noise, TuningReport, key_text, record_key
 from tts_kit.report.make import make_report, run_tuning
 from tts_kit.report.spec import ReportError, SweepSpec
+from tts_kit.tuning.records import CPU_PERCENT, P50_MS, PEAK_RSS_MB, to_number
 
 
 @dataclass
@@ -346,7 +346,7 @@ def head_to_head(
 ) -> dict[tuple[Any, ...], list[float]]:
     """Measure configurations in alternating isolated trials: A B A B ... ``rounds`` times.
 
-    Each trial is `tts_kit.experiments.tune.trial` with the spec's workload; slow drift of a shared
+    Each trial is `tts_kit.tuning.tune.trial` with the spec's workload; slow drift of a shared
     machine (other load, clocks, caches) then falls on every configuration alike, which
     one trial each, minutes apart, cannot promise. Returns key -> the p50 (ms) of each
     round (NaN for a round that did not finish). ``presets``: definitions by name (a
@@ -360,7 +360,7 @@ def head_to_head(
     """
     from tqdm.auto import tqdm
 
-    from tts_kit.experiments.tune import trial
+    from tts_kit.tuning.tune import trial
 
     if rounds < 1:
         raise TtsKitError(f"rounds must be >= 1, got {rounds}")

@@ -1,7 +1,7 @@
 """What a tuning report measures: the sweep spec (`SweepSpec`) and the report's error type.
 
 The one concern here is the input of a report: the grid (presets x cpus x loadings x steps
-x batch sizes), the workload (`tts_kit.experiments.workload.Workload`) and the memory budget, read
+x batch sizes), the workload (`tts_kit.tuning.workload.Workload`) and the memory budget, read
 from JSON, a dict or defaults, checked once where it enters, and limited to the cores this
 machine has (`effective`). The JSON form is flat (the workload's fields beside the grid's),
 so every report.json written before the workload was an object still reads.
@@ -24,8 +24,8 @@ from typing import Any
 
 from tts_kit.core import procfacts
 from tts_kit.core.errors import TtsKitError
-from tts_kit.experiments.spread import DEFAULT_ROUNDS
-from tts_kit.experiments.workload import Workload
+from tts_kit.tuning.spread import DEFAULT_ROUNDS
+from tts_kit.tuning.workload import Workload
 
 #: The flat keys of a spec's JSON form that are its workload's (the grid holds its steps
 #: and batch sizes): report.json keeps them at the top of ``sweep``, as it always has.
@@ -77,13 +77,13 @@ class SweepSpec:
     batch_sizes: list[int] | None = None
     """Texts per request (None: the workload's)."""
     rounds: int = DEFAULT_ROUNDS
-    """Alternating rounds per configuration (`tts_kit.experiments.tune.sweep`): the
+    """Alternating rounds per configuration (`tts_kit.tuning.tune.sweep`): the
     workload's repeats are shared out between them, and their spread is each figure's +-."""
     mem_budget_mb: float | None = 1024.0
     """The budget the recommendation must fit (1024: the article's 1 vCPU / 1 GB box);
     trials are also killed past it. None: no budget."""
     workload: Workload = field(default_factory=lambda: Workload(repeats=REPORT_REPEATS))
-    """What every trial synthesises (`tts_kit.experiments.workload.Workload`; its voice, when the
+    """What every trial synthesises (`tts_kit.tuning.workload.Workload`; its voice, when the
     bundle lacks it, falls back to the bundle's default). The default 3 repeats, shared out
     between the two rounds, keep the default sweep (20 configurations, 40 trials) to a few
     minutes on the tiny stand-in; raise them for tighter percentiles."""
@@ -183,7 +183,7 @@ class SweepSpec:
             raise TtsKitError(f"sweep spec: cpus must be >= 1, got {self.cpus}")
         if not isinstance(self.workload, Workload):
             raise TtsKitError("sweep spec: workload must be a "
-                             "tts_kit.experiments.workload.Workload, got "
+                             "tts_kit.tuning.workload.Workload, got "
                              f"{type(self.workload).__name__}")
         # A report needs a p50 for every trial: at least one timed call after the first.
         if self.workload.repeats < 1:

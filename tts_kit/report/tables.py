@@ -12,7 +12,7 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
-from tts_kit.experiments.records import (
+from tts_kit.tuning.records import (
     FIRST_MS,
     IDLE_RSS_MB,
     LOAD_S,
@@ -31,7 +31,7 @@ TABLE_KEYS: tuple[str, ...] = ("preset", "cpus", "loading", "status", LOAD_S, FI
 
 def sweep_table(records: Any, keys: tuple[str, ...] = TABLE_KEYS,
                 pick: Mapping[str, Any] | None = None) -> Any:
-    """Records as a compact pandas table (`tts_kit.experiments.records.frame` of `TABLE_KEYS`);
+    """Records as a compact pandas table (`tts_kit.tuning.records.frame` of `TABLE_KEYS`);
     when they were measured in rounds, each figure's spread (``±``, half the rounds' range)
     beside it, and with ``pick`` what differs from the pick beyond both spreads.
 
@@ -43,9 +43,9 @@ def sweep_table(records: Any, keys: tuple[str, ...] = TABLE_KEYS,
         >>> sweep_table([r], pick=r)[["p50 ±", "vs pick"]].iloc[0].tolist()
         ['±1', 'pick']
     """
-    from tts_kit.experiments.records import ROUNDS, frame
-    from tts_kit.experiments.spread import half_range
-    from tts_kit.experiments.sweep_table import versus
+    from tts_kit.tuning.records import ROUNDS, frame
+    from tts_kit.tuning.spread import half_range
+    from tts_kit.tuning.sweep_table import versus
 
     records = list(records)
     df = frame(records, keys)

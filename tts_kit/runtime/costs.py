@@ -1,5 +1,5 @@
 """Per-stage cost data a ``budget`` policy goes by: measured costs (`StageCost`,
-`StageCosts`, filled by `tts_kit.experiments.stage_costs`), estimates from the file sizes,
+`StageCosts`, filled by `tts_kit.tuning.stage_costs`), estimates from the file sizes,
 the memory split and a suggested budget. Plain data: no session is created here.
 
 Example:
@@ -63,7 +63,7 @@ class StageCost:
 class StageCosts:
     """Per-stage memory costs, ready for a table or a chart.
 
-    Measured by `tts_kit.experiments.stage_costs.stage_costs`; plain data, so the loader and the
+    Measured by `tts_kit.tuning.stage_costs.stage_costs`; plain data, so the loader and the
     engine use it without importing the experiment.
 
     Example:

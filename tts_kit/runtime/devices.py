@@ -10,7 +10,7 @@ and ``bench/device_check.py`` both need:
 - `gpu_list`: the GPUs ``nvidia-smi -L`` names;
 - `environment`: the fingerprint of this machine and software stack (CPU model, cores,
   cgroup limits, memory, ONNX Runtime): what a report records, and what each record of a
-  sweep on several machines carries (`tts_kit.experiments.cluster`).
+  sweep on several machines carries (`tts_kit.tuning.cluster`).
 
 Example:
     >>> "CPUExecutionProvider" in available_providers()
@@ -183,7 +183,7 @@ def environment() -> dict[str, Any]:
     CPU model and counts (``cpus_available``: the affinity mask), the container's cgroup
     limits (`tts_kit.core.procfacts`; None: unlimited), memory, OS, Python, ONNX Runtime and
     numpy versions, providers. Lives here, below the experiments, because a sweep's worker
-    on another machine stamps its records with it (`tts_kit.experiments.cluster`).
+    on another machine stamps its records with it (`tts_kit.tuning.cluster`).
 
     Example:
         >>> sorted(environment())[:4]

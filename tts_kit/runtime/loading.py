@@ -8,7 +8,7 @@ creation and external-data copies in `tts_kit.runtime.session_files` (`create_se
 `external_copy`, `check_loads`), and the per-stage cost data a ``budget`` policy goes by
 in `tts_kit.runtime.costs` (`StageCost`, `StageCosts`, `estimate_costs_mb`,
 `resident_costs_mb`). The experiments that measure those costs live in
-`tts_kit.experiments.stage_costs`.
+`tts_kit.tuning.stage_costs`.
 
 Policies (``Engine(bundle, loading=...)``):
 
@@ -18,7 +18,7 @@ Policies (``Engine(bundle, loading=...)``):
   recently used one is released first to make room. A stage that alone costs more than
   the budget is run paged, beside the stages kept (the budget bounds what is kept between
   runs, not the stage running). Costs are the measured ones
-  (`tts_kit.experiments.stage_costs.stage_costs`, ``Engine(stage_costs_mb=...)``) or an estimate
+  (`tts_kit.tuning.stage_costs.stage_costs`, ``Engine(stage_costs_mb=...)``) or an estimate
   from the file sizes (`estimate_costs_mb`).
   A budget smaller than the cheapest stage is refused when the engine is built, before
   any work.
@@ -395,7 +395,7 @@ def prepare_loading(paths: Sequence[str | Path], loading: str | LoadPolicy = "re
 
     Returns the files sessions will load from. What a cold cache costs (writing the
     copies, optimising the graphs) is then paid here, once, and not inside a measured load
-    (`tts_kit.experiments.tune.trial` runs this in a process of its own first).
+    (`tts_kit.tuning.tune.trial` runs this in a process of its own first).
 
     Example:
         >>> prepare_loading([], "paged")

@@ -13,7 +13,7 @@ Shipped presets (`PRESETS`, `get_preset`, `list_presets`), each with its source:
   ORT). In ORT 1.32 both already are ORT's defaults, so it behaves as ``ort-default``.
 - ``seed-2vcpu``: seed article 000's options for a 2 vCPU server.
 - ``low-memory``: seed article 004's two CPU tips (memory pattern off, arena off).
-- ``lean``: this project's preset, chosen by measurement with `tts_kit.experiments.tune` on the
+- ``lean``: this project's preset, chosen by measurement with `tts_kit.tuning.tune` on the
   stand-in (see its ``notes`` and ``source``).
 
 Threads: ``intra_op_num_threads`` may be ``"cores"``, resolved when the options are
@@ -506,7 +506,7 @@ _PRESET_LIST = [
         },
         malloc_mmap_threshold_kb=1024,
         source=(
-            "tts_kit: chosen by measurement with tts_kit.experiments.tune on the full stand-in "
+            "tts_kit: chosen by measurement with tts_kit.tuning.tune on the full stand-in "
             "(2 cores): "
             "memory first: the lowest peak RSS of the presets in every run; its latency "
             "ranged from faster to slower than supertonic-default between runs (the mmap "

@@ -12,7 +12,7 @@ and the serving sweep.
 - `loadtest`: ``tts-kit loadtest``: closed and open loop with httpx; TTFA and latency
   percentiles, throughput, errors, server CPU and memory from ``/metrics``.
 - `sweep`: a fresh server per configuration, the load test on each, a recommendation
-  in `tts_kit.experiments.records`' vocabulary.
+  in `tts_kit.tuning.records`' vocabulary.
 
 Example:
     >>> from tts_kit.serve import ServeConfig

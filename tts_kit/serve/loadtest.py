@@ -11,8 +11,8 @@ CPU without what those scrapes cost the server (`SCRAPE_CPU_KEY`).
 
 The client is httpx's async client (HTTP/1.1 keep-alive, one connection per client,
 streamed bodies): a well-kept library, so what is measured is the server, not a
-hand-rolled socket loop. Records use `tts_kit.experiments.records`' keys (``p95_ms``,
-``ttfa_p95_ms``, ``rps``, ``pool_pss_mb`` ...), so `tts_kit.experiments.records.table` shows them.
+hand-rolled socket loop. Records use `tts_kit.tuning.records`' keys (``p95_ms``,
+``ttfa_p95_ms``, ``rps``, ``pool_pss_mb`` ...), so `tts_kit.tuning.records.table` shows them.
 
 Example:
     >>> res = run_load("http://127.0.0.1:8000", concurrency=[1, 2],
@@ -34,7 +34,7 @@ from typing import Any
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textsafe import term_safe
-from tts_kit.experiments.records import (
+from tts_kit.tuning.records import (
     AUDIO_RATE,
     CPU_PERCENT,
     LATENCIES_MS,
@@ -50,9 +50,9 @@ from tts_kit.experiments.records import (
     TTFA_P99_MS,
     WALL_S,
 )
-from tts_kit.experiments.records import table as records_table
+from tts_kit.tuning.records import table as records_table
 
-#: The table of a load test (`tts_kit.experiments.records` keys).
+#: The table of a load test (`tts_kit.tuning.records` keys).
 LOAD_KEYS: tuple[str, ...] = (
     "mode", "concurrency", "rate", "requests", "ok", "errors", "timeouts", "rejected",
     RPS, AUDIO_RATE, TTFA_P50_MS, TTFA_P95_MS, TTFA_P99_MS, P50_MS, P95_MS,

@@ -7,12 +7,12 @@ Configurations are architecture x workers x threads x preset x loading x micro-b
 (`tts_kit.serve.launch.start_server`), so no configuration inherits another's warm
 caches or leaked memory, and loaded at each concurrency level (closed loop,
 `tts_kit.serve.loadtest.run_load`). Records carry the configuration and the load
-figures in `tts_kit.experiments.records`' vocabulary (``p95_ms``, ``ttfa_p95_ms``, ``rps``,
-``pool_pss_mb``, ``status`` ...), like `tts_kit.experiments.tune` trials.
+figures in `tts_kit.tuning.records`' vocabulary (``p95_ms``, ``ttfa_p95_ms``, ``rps``,
+``pool_pss_mb``, ``status`` ...), like `tts_kit.tuning.tune` trials.
 
 The recommendation, at the sweep's highest concurrency: among the configurations with
 no error and no timeout whose p95 latency meets the target and whose pool PSS fits the
-budget, the highest throughput; within `tts_kit.experiments.tune.TIE_REL` of it, the smallest PSS.
+budget, the highest throughput; within `tts_kit.tuning.tune.TIE_REL` of it, the smallest PSS.
 `batching_verdict` says whether micro-batching won: each batched configuration against the
 same one unbatched, audio-seconds per CPU-second, TTFA p95 and throughput.
 
@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tts_kit.core.errors import TtsKitError
-from tts_kit.experiments.records import (
+from tts_kit.serve.loadtest import DEFAULT_TEXT, run_load
+from tts_kit.tuning.records import (
     AUDIO_PER_CPU_S,
     AUDIO_RATE,
     BATCH_SIZE,
@@ -45,14 +46,13 @@ from tts_kit.experiments.records import (
     RPS,
     TTFA_P95_MS,
 )
-from tts_kit.experiments.records import table as records_table
-from tts_kit.experiments.tune import TIE_REL
-from tts_kit.serve.loadtest import DEFAULT_TEXT, run_load
+from tts_kit.tuning.records import table as records_table
+from tts_kit.tuning.tune import TIE_REL
 
 if TYPE_CHECKING:
     from tts_kit.serve.app import ServeConfig
 
-#: The sweep's table (`tts_kit.experiments.records` keys).
+#: The sweep's table (`tts_kit.tuning.records` keys).
 SWEEP_KEYS: tuple[str, ...] = (
     "architecture", "workers", "threads", "preset", "loading", BATCH_SIZE, "concurrency",
     "status", "ok", "errors", "timeouts", "rejected", RPS, AUDIO_RATE, AUDIO_PER_CPU_S,
@@ -235,7 +235,7 @@ def batching_verdict(records: Sequence[dict[str, Any]]) -> list[str]:
     """Each micro-batched configuration against the same one unbatched (``batch_size``
     1), at each closed-loop level: audio-seconds per CPU-second, TTFA p95 and throughput
     as ratios, and whether batching won (more audio per CPU-second by more than
-    `tts_kit.experiments.tune.TIE_REL`, the sweep's noise, without less throughput).
+    `tts_kit.tuning.tune.TIE_REL`, the sweep's noise, without less throughput).
 
     Example:
         >>> base = {"architecture": "workers", "workers": 2, "threads": 1, "preset": "p",

@@ -245,7 +245,7 @@ class Engine(EngineBase):
             noise: the initial latent noise instead of ``seed``'s: an array
                 ``[B, 144, L]`` (texts of one chunk each), or a source called with each
                 batch's latent lengths, e.g. `OfficialNoise` (the official package's draw,
-                so both pipelines can be fed the same noise; `tts_kit.experiments.verify` does).
+                so both pipelines can be fed the same noise; `tts_kit.fidelity.verify` does).
 
         Returns:
             One `SynthesisResult` per text, in order. Stage timings are those of the

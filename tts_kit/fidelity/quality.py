@@ -273,7 +273,7 @@ class QualityMetrics:
     own DNSMOS P.835 overall quality, ``dnsmos_p808`` its DNSMOS P.808 MOS (reported
     beside it, not judged); ``dnsmos_drop``: the reference's minus the candidate's (lower
     is better); ``wer``: the candidate's transcript against the reference's; ``mcd_db``:
-    mel-cepstral distortion (`tts_kit.experiments.audio_metrics`). NaN: not measured (see
+    mel-cepstral distortion (`tts_kit.fidelity.audio_metrics`). NaN: not measured (see
     ``notes``).
 
     Example:
@@ -334,7 +334,7 @@ def measure(refs: Sequence[np.ndarray], cands: Sequence[np.ndarray], sample_rate
         >>> measure(x, x, 16000, skip=("pesq", "stoi", "dnsmos", "wer")).mcd_db
         0.0
     """
-    from tts_kit.experiments.audio_metrics import mel_cepstral_distortion
+    from tts_kit.fidelity.audio_metrics import mel_cepstral_distortion
 
     if len(refs) != len(cands) or not refs:
         raise TtsKitError(f"quality: give paired waveforms ({len(refs)} vs {len(cands)})")

@@ -1,6 +1,6 @@
 """Sweeps across machines on Dask distributed: one sweep, several instance types, one report.
 
-`tts_kit.experiments.tune.sweep` takes any `concurrent.futures.Executor`; this module makes a Dask
+`tts_kit.tuning.tune.sweep` takes any `concurrent.futures.Executor`; this module makes a Dask
 cluster one that measures correctly:
 
 - `connect` opens a ``distributed.Client`` on a scheduler's address (one-line
@@ -16,7 +16,7 @@ cluster one that measures correctly:
   an ``error`` record whose one-line reason names the worker;
 - every record carries ``machine`` (`tts_kit.runtime.devices.environment` of the worker's
   machine) and ``worker`` (address, host, start and end time), so
-  `tts_kit.experiments.tune.SweepResult.by_machine` and the report compare machines side by side;
+  `tts_kit.tuning.tune.SweepResult.by_machine` and the report compare machines side by side;
 - `local_cluster` starts a `distributed.LocalCluster` on 127.0.0.1 for notebooks and tests.
 
 Start one worker per machine, one thread, one trial: ``dask scheduler`` on one host, then
@@ -31,7 +31,7 @@ as an ``error`` (``KilledWorker``) and goes on. A scheduler started with
 first loss: a worker killed by its own trial is not retried on the next machine.
 
 Example:
-    >>> from tts_kit.experiments import cluster, tune
+    >>> from tts_kit.tuning import cluster, tune
     >>> client = cluster.connect("tcp://10.0.0.5:8786")  # doctest: +SKIP
     >>> result = tune.sweep("models/full", ["lean", "low-memory"], cpus=(1, 2),
     ...                     executor=cluster.TrialExecutor(client))  # doctest: +SKIP
@@ -54,10 +54,10 @@ from typing import TYPE_CHECKING, Any
 
 from tts_kit.core.errors import BundleError, TtsKitError
 from tts_kit.core.settings import settings as current_settings
-from tts_kit.experiments import tune
-from tts_kit.experiments.records import RECORD_KEYS
-from tts_kit.experiments.scheduler_probe import ProbeError, probe_scheduler
 from tts_kit.runtime.devices import environment
+from tts_kit.tuning import tune
+from tts_kit.tuning.records import RECORD_KEYS
+from tts_kit.tuning.scheduler_probe import ProbeError, probe_scheduler
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -102,7 +102,7 @@ def connect(address: str, timeout_s: float | None = None) -> Client:
         >>> connect("tcp://127.0.0.1:1", timeout_s=1)  # doctest: +SKIP
         Traceback (most recent call last):
         ...
-        tts_kit.experiments.cluster.ClusterError: cannot reach the Dask scheduler at ...
+        tts_kit.tuning.cluster.ClusterError: cannot reach the Dask scheduler at ...
     """
     distributed = _distributed()
     timeout_s = CONNECT_TIMEOUT_S if timeout_s is None else timeout_s
@@ -286,7 +286,7 @@ def error_record(preset: Any, workload: Any, error: str, **config: Any) -> dict[
     """A trial record with status ``error`` and the configuration filled in.
 
     Example:
-        >>> from tts_kit.experiments.workload import Workload
+        >>> from tts_kit.tuning.workload import Workload
         >>> rec = error_record("lean", Workload(steps=2), "worker x: no model", cpus=1)
         >>> rec["status"], rec["preset"], rec["steps"], rec["cpus"]
         ('error', 'lean', 2, 1)
@@ -302,7 +302,7 @@ def error_record(preset: Any, workload: Any, error: str, **config: Any) -> dict[
 
 
 def worker_trial(ref: ModelRef, preset: Any, workload: Any, **kwargs: Any) -> dict[str, Any]:
-    """`tts_kit.experiments.tune.trial` on a Dask worker, on this machine's copy of ``ref``'s model.
+    """`tts_kit.tuning.tune.trial` on a Dask worker, on this machine's copy of ``ref``'s model.
 
     Adds ``machine`` (`tts_kit.runtime.devices.environment` here) and ``worker`` (address, host,
     start and end time) to the record. A model that is not here gives an ``error``
@@ -334,7 +334,7 @@ def worker_trial(ref: ModelRef, preset: Any, workload: Any, **kwargs: Any) -> di
 
 
 class TrialExecutor(cf.Executor):
-    """A ``concurrent.futures.Executor`` over a Dask client, for `tts_kit.experiments.tune.sweep`.
+    """A ``concurrent.futures.Executor`` over a Dask client, for `tts_kit.tuning.tune.sweep`.
 
     Each ``submit(tune.trial, bundle, ...)`` runs `worker_trial` on a worker holding one
     unit of `RESOURCE`, with the bundle sent as a `ModelRef` (hashed once per bundle on
@@ -492,7 +492,7 @@ class TrialExecutor(cf.Executor):
 
 def sweep_on_cluster(client: Client | str, bundle: Any, presets: Any, workload: Any = None,
                      **kwargs: Any) -> tune.SweepResult:
-    """`tts_kit.experiments.tune.sweep` with its trials on ``client``'s workers (or a scheduler
+    """`tts_kit.tuning.tune.sweep` with its trials on ``client``'s workers (or a scheduler
     address).
 
     Example:

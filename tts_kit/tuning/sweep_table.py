@@ -1,16 +1,16 @@
 """A sweep's records as text: the table `tts-kit tune` prints, with each figure's spread,
 what differs from the pick beyond it, and the one-time preparation as a footnote.
 
-A record merged from several rounds (`tts_kit.experiments.spread.merge_rounds`) shows
+A record merged from several rounds (`tts_kit.tuning.spread.merge_rounds`) shows
 ``±`` beside p50 and peak RSS: half the range of its rounds. The ``vs pick`` column names
 the figures in which a configuration differs from the recommended one by more than both
-spreads (`tts_kit.experiments.spread.differs`); "within spread" when none does. The
+spreads (`tts_kit.tuning.spread.differs`); "within spread" when none does. The
 one-time preparation a loading policy needs (``prep_s``, external-data copies made in a
 process of their own) is no trial figure: it is a footnote under the table.
 
 Example:
-    >>> from tts_kit.experiments.records import P50_MAX_MS, P50_MIN_MS, PEAK_RSS_MB
-    >>> from tts_kit.experiments.sweep_table import format_table
+    >>> from tts_kit.tuning.records import P50_MAX_MS, P50_MIN_MS, PEAK_RSS_MB
+    >>> from tts_kit.tuning.sweep_table import format_table
     >>> recs = [{"preset": "a", "cpus": 1, "status": "ok", P50_MS: 100.0,
     ...          P50_MIN_MS: 90.0, P50_MAX_MS: 110.0, PEAK_RSS_MB: 500.0}]
     >>> head, row = format_table(recs).splitlines()[:2]
@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tts_kit.experiments.records import (
+from tts_kit.tuning.records import (
     COLUMNS,
     LOADING,
     P50_MS,
@@ -37,7 +37,7 @@ from tts_kit.experiments.records import (
     heading,
     to_number,
 )
-from tts_kit.experiments.spread import SPREAD_KEYS, differs, half_range, span
+from tts_kit.tuning.spread import SPREAD_KEYS, differs, half_range, span
 
 #: Table heading of a figure's spread column (half the rounds' range).
 SPREAD_HEADING = "±"
@@ -56,7 +56,7 @@ def versus(record: Mapping[str, Any], pick: Mapping[str, Any]) -> str:
     ``"within spread"``, or ``"pick"`` for the pick itself.
 
     Example:
-        >>> from tts_kit.experiments.records import (P50_MAX_MS, P50_MIN_MS, PEAK_RSS_MAX_MB,
+        >>> from tts_kit.tuning.records import (P50_MAX_MS, P50_MIN_MS, PEAK_RSS_MAX_MB,
         ...                                          PEAK_RSS_MIN_MB)
         >>> pick = {P50_MS: 100.0, P50_MIN_MS: 98.0, P50_MAX_MS: 102.0,
         ...         PEAK_RSS_MB: 500.0, PEAK_RSS_MIN_MB: 450.0, PEAK_RSS_MAX_MB: 500.0}
@@ -148,7 +148,7 @@ def figures(r: Mapping[str, Any]) -> str:
     """A recommendation's p50 and peak RSS, with the range of its rounds where it has them.
 
     Example:
-        >>> from tts_kit.experiments.records import PEAK_RSS_MAX_MB, PEAK_RSS_MIN_MB
+        >>> from tts_kit.tuning.records import PEAK_RSS_MAX_MB, PEAK_RSS_MIN_MB
         >>> figures({P50_MS: 1187.0, PEAK_RSS_MB: 554.0, "rounds": 2,
         ...          PEAK_RSS_MIN_MB: 493.0, PEAK_RSS_MAX_MB: 554.0})
         'p50 1187 ms, peak 554 MB (rounds 493-554)'
@@ -165,11 +165,11 @@ def figures(r: Mapping[str, Any]) -> str:
 
 def reason(best: Mapping[str, Any], fastest: Mapping[str, Any],
            fits: list[dict[str, Any]], tied: list[dict[str, Any]], tie_rel: float) -> str:
-    """Why `tts_kit.experiments.tune.SweepResult.recommend` picked ``best`` among ``fits``
+    """Why `tts_kit.tuning.tune.SweepResult.recommend` picked ``best`` among ``fits``
     (``tied``: those as fast as ``fastest``), and whether its lead exceeds the spread.
 
     Example:
-        >>> from tts_kit.experiments.records import P50_MAX_MS, P50_MIN_MS
+        >>> from tts_kit.tuning.records import P50_MAX_MS, P50_MIN_MS
         >>> a = {"preset": "a", P50_MS: 100.0, P50_MIN_MS: 95.0, P50_MAX_MS: 105.0,
         ...      PEAK_RSS_MB: 500.0}
         >>> b = {"preset": "b", P50_MS: 103.0, P50_MIN_MS: 101.0, P50_MAX_MS: 106.0,

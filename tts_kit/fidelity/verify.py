@@ -11,7 +11,7 @@ recorders; tts_kit's through `tts_kit.models.supertonic.engine.Engine.add_stage_
 compared:
 max absolute difference and SNR per stage, then the waveform (SNR, max absolute
 difference, length in samples, log-mel distance and mel-cepstral distortion with DTW
-alignment, `tts_kit.experiments.audio_metrics`).
+alignment, `tts_kit.fidelity.audio_metrics`).
 
 ``against`` is ``"official"`` or a second bundle directory; against a converted copy
 (FP16, INT8) of the same model the report is the conversion's fidelity report (the same
@@ -56,11 +56,11 @@ import numpy as np
 
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
-from tts_kit.experiments.audio_metrics import (
+from tts_kit.fidelity.audio_metrics import (
     log_mel_distance,
     mel_cepstral_distortion,
 )
-from tts_kit.experiments.cases import (  # noqa: F401  (re-exported)
+from tts_kit.fidelity.cases import (  # noqa: F401  (re-exported)
     TEXTS,
     Case,
     Comparison,
@@ -70,7 +70,7 @@ from tts_kit.experiments.cases import (  # noqa: F401  (re-exported)
     _voices,
     default_cases,
 )
-from tts_kit.experiments.floor import (  # noqa: F401  (re-exported)
+from tts_kit.fidelity.floor import (  # noqa: F401  (re-exported)
     BROKEN_FRACTION,
     FLOOR_FACTOR,
     PADDING_COMPANION,
@@ -164,7 +164,7 @@ class VerifyReport:
     """With ``floor=True``: the reference model's noise floor (`noise_floor`)."""
     quality: dict[str, Any] | None = None
     """Against a converted copy, with ``quality=True``: the verdict a listener would agree
-    with (`tts_kit.precision.listening.judge_quality`)."""
+    with (`tts_kit.fidelity.listening.judge_quality`)."""
 
     @property
     def distances(self) -> Distances:
@@ -256,7 +256,7 @@ class VerifyReport:
                         "FAIL: nothing compared"))
         lines += [f"  {b}" for b in bad[:20]]
         if self.quality:  # the verdict that decides, last
-            from tts_kit.precision.records import quality_lines
+            from tts_kit.fidelity.listening import quality_lines
 
             lines += ["", *quality_lines(self.quality)]
         return "\n".join(lines)
@@ -464,7 +464,7 @@ def verify(
         quality: against a bundle directory, also the verdict a listener would agree
             with (``report.quality``, then ``report.verdict``: PESQ, STOI, DNSMOS, WER,
             MCD against the reference's own takes with other initial noise,
-            `tts_kit.precision.listening.judge_quality`; ``tts-kit verify --floor`` asks
+            `tts_kit.fidelity.listening.judge_quality`; ``tts-kit verify --floor`` asks
             for it against a directory). Against ``"official"`` the comparison is
             conformance (float rounding), not judged so.
         quality_texts: the texts of that verdict (default: the listening texts).
@@ -504,7 +504,7 @@ def verify(
     if floor:
         report.floor = noise_floor(bundle, cases)
     if quality:
-        from tts_kit.precision.listening import judge_quality
+        from tts_kit.fidelity.listening import judge_quality
 
         report.quality = judge_quality(bundle.path, Path(against).expanduser(), quality_texts)
     return report

@@ -3,7 +3,7 @@ reference model itself, then on the metrics' published scales.
 
 The scale (`TakeSpread`): the unconverted model reads the same texts several times with
 different noise (seeds); take 0 is the reference, and each other take is measured against
-it like a candidate (`tts_kit.experiments.quality.measure`). The worst of those is how far
+it like a candidate (`tts_kit.fidelity.quality.measure`). The worst of those is how far
 the model is from itself while still being itself.
 
 The verdict (`verdict`), first match wins:
@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from tts_kit.experiments.quality import QualityMetrics, dnsmos, measure, transcribe
+from tts_kit.fidelity.quality import QualityMetrics, dnsmos, measure, transcribe
 
 TRANSPARENT, ACCEPTABLE, DEGRADED, BROKEN = "transparent", "acceptable", "degraded", "broken"
 #: Verdicts from best to worst.
@@ -134,7 +134,7 @@ def take_spread(takes: Sequence[Sequence[np.ndarray]], sample_rate: int, *,
 
 
 def _absent() -> dict[str, str]:
-    from tts_kit.experiments.quality import missing
+    from tts_kit.fidelity.quality import missing
 
     return missing()
 

@@ -32,7 +32,7 @@ for different remedies, so `assess` (pure: no measurement, no I/O) keeps them ap
 - **a pick whose re-measure leaves the tie band**: the recommended configuration,
   measured again in another fresh process, lands apart from its sweep trial by more than
   the band within which `SweepResult.recommend` calls two configurations equally fast
-  (`tts_kit.experiments.tune.TIE_REL`, 10 %, and more than `REMEASURE_ABS_MS`). Apart
+  (`tts_kit.tuning.tune.TIE_REL`, 10 %, and more than `REMEASURE_ABS_MS`). Apart
   means every call of one beyond the band from every call of the other (`calls_apart`),
   not two medians of three calls: a call of the full stand-in at 2 vCPU on a quiet
   2-core machine moves by about 20 % (seed-2vcpu, three fresh trials in a row:
@@ -47,7 +47,7 @@ decides. Either makes the answer *provisional* (`Contention.headline`, the one f
 of the report, its terminal summary and `tts-kit tune`).
 
 Example:
-    >>> from tts_kit.experiments.contention import assess
+    >>> from tts_kit.tuning.contention import assess
     >>> quiet = {"status": "ok", "core_share": 98.0, "cpu_wait_percent": 1.0}
     >>> assess([quiet]).provisional
     False
@@ -62,7 +62,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tts_kit.experiments.records import (
+from tts_kit.tuning.records import (
     CORE_SHARE,
     CPU_WAIT_PERCENT,
     LATENCIES_MS,
@@ -71,7 +71,7 @@ from tts_kit.experiments.records import (
     P50_MS,
     to_number,
 )
-from tts_kit.experiments.tune import TIE_REL
+from tts_kit.tuning.tune import TIE_REL
 
 #: A trial whose threads waited for a core more than this share (%) of their ready time,
 #: while getting less than `SHORT_SHARE` % of its cores, was short of them.
@@ -391,12 +391,12 @@ def assess(
         records: the sweep's trial records.
         pick: the recommended record (None: no re-measure check).
         again: the pick measured again (``extras["recommended_trial"]`` of a report).
-        tie_rel: the tie band (default `tts_kit.experiments.tune.TIE_REL`).
+        tie_rel: the tie band (default `tts_kit.tuning.tune.TIE_REL`).
         cores: the machine's usable cores: the load average's scale (None: the load
             is quoted, never judged).
 
     Example:
-        >>> from tts_kit.experiments.records import P50_MS
+        >>> from tts_kit.tuning.records import P50_MS
         >>> pick = {"status": "ok", P50_MS: 100.0}
         >>> assess([pick], pick, {"status": "ok", P50_MS: 180.0}).remeasure
         (100.0, 180.0)

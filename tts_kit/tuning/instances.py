@@ -2,18 +2,18 @@
 
 The deployment article (seed 000) reports idle RSS, peak RSS, CPU use and RTF for
 1, 2 and 4 vCPU instances. `instance_table` measures the same rows on this machine:
-each row is one isolated `tts_kit.experiments.tune.trial` pinned to the instance's cores and
+each row is one isolated `tts_kit.tuning.tune.trial` pinned to the instance's cores and
 killed past its memory (``mem_budget_mb``), so a 1 GB instance that runs out says
 ``oom``. The article's figures travel alongside as `Instance.claimed`: they are the
 hypothesis, labelled as such, never a measurement. Instances with more vCPUs than this
 machine are listed as not measured.
 
 Example:
-    >>> from tts_kit.experiments.instances import (ARTICLE_INSTANCES, format_instance_table,
+    >>> from tts_kit.tuning.instances import (ARTICLE_INSTANCES, format_instance_table,
     ...     instance_table)
     >>> [i.name for i in ARTICLE_INSTANCES]
     ['1 vCPU / 1 GB', '2 vCPU / 2 GB', '4 vCPU / 4 GB']
-    >>> from tts_kit.experiments.workload import Workload
+    >>> from tts_kit.tuning.workload import Workload
     >>> rows = instance_table("standin-dir", ["lean"], Workload(repeats=1))  # doctest: +SKIP
     >>> print(format_instance_table(rows))  # doctest: +SKIP
 """
@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tts_kit.core import procfacts
-from tts_kit.experiments.records import (
+from tts_kit.runtime.sessions import SessionPreset, get_preset
+from tts_kit.tuning.records import (
     CPU_PERCENT,
     IDLE_RSS_MB,
     LOAD_S,
@@ -35,8 +36,7 @@ from tts_kit.experiments.records import (
     format_value,
     heading,
 )
-from tts_kit.experiments.workload import Workload
-from tts_kit.runtime.sessions import SessionPreset, get_preset
+from tts_kit.tuning.workload import Workload
 
 #: The figures of an `Instance.claimed` row, in table order.
 CLAIMED_KEYS: tuple[str, ...] = (IDLE_RSS_MB, PEAK_RSS_MB, CPU_PERCENT, RTF)
@@ -96,7 +96,7 @@ def instance_table(
     """
     from tqdm.auto import tqdm
 
-    from tts_kit.experiments.tune import trial
+    from tts_kit.tuning.tune import trial
 
     # 3 repeats keep the article's three rows to a few minutes on the full stand-in.
     workload = Workload(repeats=3) if workload is None else workload

@@ -2,15 +2,15 @@
 repeats, batch size), one object passed whole.
 
 One concern: the workload of a measurement, defined and checked once. A trial
-(`tts_kit.experiments.tune.trial`), a sweep, the stage-cost experiments
-(`tts_kit.experiments.stage_costs`), the
+(`tts_kit.tuning.tune.trial`), a sweep, the stage-cost experiments
+(`tts_kit.tuning.stage_costs`), the
 instance table, the report's sweep spec and the tuner widget all take a `Workload` instead
 of six loose keyword arguments each, in the spirit of piper's ``SynthesisConfig``. It is
 frozen and plain (it pickles into an isolated child as it is) and has a JSON form
 (`to_dict`/`from_dict`) for reports. `DEFAULT_TEXTS` is the one default for measurements.
 
 Example:
-    >>> from tts_kit.experiments.workload import Workload
+    >>> from tts_kit.tuning.workload import Workload
     >>> w = Workload(steps=2, repeats=1, batch_size=2)
     >>> w.batch() == list(DEFAULT_TEXTS[:2]), w.replace(steps=3).steps
     (True, 3)

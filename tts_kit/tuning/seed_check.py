@@ -9,8 +9,8 @@ keeps the two equal). Their numbers are the articles' claims for the real model:
 hypothesis to check, never a measurement.
 
 `seed_check` measures the stand-in's rows (isolated trials pinned to each instance's cores
-and killed past its memory, `tts_kit.experiments.instances.instance_table`) and its memory
-split (`tts_kit.experiments.stage_costs.stage_costs`), and sets each beside the seed's.
+and killed past its memory, `tts_kit.tuning.instances.instance_table`) and its memory
+split (`tts_kit.tuning.stage_costs.stage_costs`), and sets each beside the seed's.
 An instance with more cores than this machine is not measurable here, and says so.
 
 Example:
@@ -33,8 +33,8 @@ from typing import Any
 
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textsafe import display_path
-from tts_kit.experiments.records import IDLE_RSS_MB, PEAK_RSS_MB, RTF, heading
-from tts_kit.experiments.workload import Workload
+from tts_kit.tuning.records import IDLE_RSS_MB, PEAK_RSS_MB, RTF, heading
+from tts_kit.tuning.workload import Workload
 
 #: The packaged copy of the seeds' tables (used when the seed files are absent).
 CLAIMS_FILE = Path(__file__).with_name("seed_claims.json")
@@ -306,8 +306,8 @@ def seed_check(model: Any, workload: Workload | None = None, *,
         >>> print(seed_check("standin-dir", Workload(repeats=1)).table())  # doctest: +SKIP
     """
     from tts_kit.core import procfacts
-    from tts_kit.experiments.instances import Instance, instance_table
-    from tts_kit.experiments.stage_costs import stage_costs
+    from tts_kit.tuning.instances import Instance, instance_table
+    from tts_kit.tuning.stage_costs import stage_costs
 
     claims = seed_claims(seeds_dir)
     insts = [Instance(r["instance"], int(r["cpus"]), float(r["mem_mb"]),

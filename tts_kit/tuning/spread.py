@@ -1,6 +1,6 @@
 """Figures that repeat: a configuration measured in alternating rounds, and its spread.
 
-A sweep (`tts_kit.experiments.tune.sweep`) measures every configuration in ``rounds``
+A sweep (`tts_kit.tuning.tune.sweep`) measures every configuration in ``rounds``
 fresh trials, round by round (A B C, A B C: a drift of the machine hits every
 configuration alike, where A A B B would charge it to one of them), with the timed calls
 split across the rounds (`split_repeats`), so the sweep takes about as long as one round
@@ -24,8 +24,8 @@ decide.
 ranges do not overlap); `half_range` is the ± a table shows.
 
 Example:
-    >>> from tts_kit.experiments.records import P50_MAX_MS, P50_MIN_MS, P50_MS, PEAK_RSS_MB
-    >>> from tts_kit.experiments.spread import merge_rounds, split_repeats
+    >>> from tts_kit.tuning.records import P50_MAX_MS, P50_MIN_MS, P50_MS, PEAK_RSS_MB
+    >>> from tts_kit.tuning.spread import merge_rounds, split_repeats
     >>> split_repeats(5, 2)
     [3, 2]
     >>> a = {"status": "ok", P50_MS: 100.0, PEAK_RSS_MB: 500.0, "latencies_ms": [100.0]}
@@ -44,7 +44,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tts_kit.core.errors import TtsKitError
-from tts_kit.experiments.records import (
+from tts_kit.tuning.records import (
     AUDIO_S,
     CONFIG_KEYS,
     LATENCIES_MS,
@@ -104,7 +104,7 @@ def _median(values: list[Any]) -> float | None:
 
 
 def merge_rounds(rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """One record of a configuration's rounds (each a `tts_kit.experiments.tune.trial`
+    """One record of a configuration's rounds (each a `tts_kit.tuning.tune.trial`
     record), with ``rounds`` and the spread keys (`SPREAD_KEYS`).
 
     p50/p95 come from all rounds' calls pooled, peaks are the highest round's, other

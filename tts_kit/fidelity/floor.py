@@ -2,11 +2,11 @@
 
 A converted model is judged against what legitimately varies in the unconverted one: thread
 count, graph fusions, batch padding (the floor), and another noise draw (a different take).
-`noise_floor` measures those on `tts_kit.experiments.verify`'s cases; `Distances` are the
+`noise_floor` measures those on `tts_kit.fidelity.verify`'s cases; `Distances` are the
 waveform distances (SNR, log-mel, MCD, duration); `Floor.verdict` judges a candidate.
 
 Example:
-    >>> from tts_kit.experiments.floor import VERDICTS
+    >>> from tts_kit.fidelity.floor import VERDICTS
     >>> VERDICTS[0]
     'within the floor'
 """
@@ -23,11 +23,11 @@ import numpy as np
 
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
-from tts_kit.experiments.audio_metrics import (
+from tts_kit.fidelity.audio_metrics import (
     log_mel_distance,
     mel_cepstral_distortion,
 )
-from tts_kit.experiments.cases import (
+from tts_kit.fidelity.cases import (
     Case,
     Comparison,
     _db,
@@ -38,7 +38,7 @@ from tts_kit.experiments.cases import (
 )
 
 if TYPE_CHECKING:
-    from tts_kit.experiments.verify import CaseResult
+    from tts_kit.fidelity.verify import CaseResult
 
 #: A companion text longer than every case text: batched with it, each case item is padded.
 PADDING_COMPANION = {

@@ -3,7 +3,7 @@ steps, speed, batch, seed), the default English and Korean set, the engine they 
 `Comparison` (max abs difference, SNR, length) of paired outputs.
 
 Example:
-    >>> from tts_kit.experiments.cases import default_cases
+    >>> from tts_kit.fidelity.cases import default_cases
     >>> [c.batch for c in default_cases(["M1", "F1"])]
     [1, 2, 3, 1, 2, 3]
 """
@@ -20,7 +20,7 @@ import numpy as np
 
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
-from tts_kit.experiments.audio_metrics import snr_from_energies
+from tts_kit.fidelity.audio_metrics import snr_from_energies
 
 
 @dataclass(frozen=True)

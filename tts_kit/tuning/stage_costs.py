@@ -8,7 +8,7 @@ any load policy and reads RSS around them. Both sit above the engine (they build
 `tts_kit.runtime.loading`. Process facts come from `tts_kit.core.procfacts`.
 
 Example:
-    >>> from tts_kit.experiments.stage_costs import stage_costs
+    >>> from tts_kit.tuning.stage_costs import stage_costs
     >>> costs = stage_costs("bundle-dir", "supertonic-default", Workload(steps=2))  # doctest: +SKIP
     >>> costs.costs_mb()  # doctest: +SKIP
     {'duration_predictor': 3.1, 'text_encoder': 12.0, 'vector_estimator': 270.4, ...}
@@ -24,9 +24,9 @@ import onnxruntime as ort
 
 from tts_kit.core import events
 from tts_kit.core.procfacts import MIB, release_memory, reset_peak_rss, rss_mb, status_mb
-from tts_kit.experiments.records import LOAD_S, PEAK_RSS_MB
-from tts_kit.experiments.workload import Workload
 from tts_kit.runtime.loading import LoadPolicy, StageCost, StageCosts
+from tts_kit.tuning.records import LOAD_S, PEAK_RSS_MB
+from tts_kit.tuning.workload import Workload
 
 if TYPE_CHECKING:
     from tts_kit.runtime.sessions import SessionPreset

@@ -1,6 +1,6 @@
 """A converted model judged as a listener would: perceptual and intelligibility metrics
-(`tts_kit.experiments.quality`) against a scale taken from the unconverted model's own
-takes (`tts_kit.experiments.quality_verdict`).
+(`tts_kit.fidelity.quality`) against a scale taken from the unconverted model's own
+takes (`tts_kit.fidelity.quality_verdict`).
 
 `judge_quality` synthesises the texts with the reference at ``takes`` noise seeds (take 0
 is the reference), the candidate at seed 0 (the same noise as take 0), measures the
@@ -32,8 +32,8 @@ DEFAULT_TAKES = 3
 
 def _engine(model: Any) -> Any:
     """The engine every reading here is made with (the model's family, default preset), as
-    a context: inside `tts_kit.precision.engine_reuse.reuse_engines` the scope's shared one."""
-    from tts_kit.precision.engine_reuse import default_preset, engine
+    a context: inside `tts_kit.fidelity.engine_reuse.reuse_engines` the scope's shared one."""
+    from tts_kit.fidelity.engine_reuse import default_preset, engine
 
     return engine(model, default_preset())
 
@@ -80,8 +80,8 @@ def judge_quality(reference: Any, candidate: Any, texts: Sequence[str] | None = 
         >>> judge_quality("standin-tiny", "standin-tiny-int8")["verdict"]  # doctest: +SKIP
         'broken'
     """
-    from tts_kit.experiments.quality import measure
-    from tts_kit.experiments.quality_verdict import take_spread, verdict
+    from tts_kit.fidelity.quality import measure
+    from tts_kit.fidelity.quality_verdict import take_spread, verdict
 
     texts = tuple(texts or QUALITY_TEXTS)
     t0 = time.perf_counter()
@@ -131,8 +131,36 @@ def quality_spread(reference: Any, texts: Sequence[str] | None = None, *,
         >>> quality_spread("piper:joe-us", takes=3).takes  # doctest: +SKIP
         3
     """
-    from tts_kit.experiments.quality_verdict import take_spread
+    from tts_kit.fidelity.quality_verdict import take_spread
 
     all_takes, rate = reference_takes(reference, tuple(texts or QUALITY_TEXTS), takes)
     skip = tuple(skip) + (("wer",) if standin_notes(reference) else ())
     return take_spread(all_takes, rate, skip=skip)
+
+
+def quality_lines(q: dict[str, Any]) -> list[str]:
+    """`ConversionReport.quality` (`tts_kit.fidelity.listening.judge_quality`) as lines:
+    the verdict with its deciding metric, the candidate's metrics against the takes'.
+
+    Example:
+        >>> quality_lines({"verdict": "transparent", "decided_by": "pesq", "reasons": [],
+        ...                "metrics": {"pesq": 4.4}, "spread": {"takes": 4,
+        ...                "worst": {"pesq": 2.1}}})[1].split(", ")[:2]
+        ['  pesq 4.40 (takes 2.10)', 'stoi - (takes -)']
+    """
+    m, w = q.get("metrics", {}), q.get("spread", {}).get("worst", {})
+
+    def cell(key: str, fmt: str) -> str:
+        a, b = m.get(key), w.get(key)
+        return (f"{key} {'-' if a is None else format(a, fmt)} "
+                f"(takes {'-' if b is None else format(b, fmt)})")
+
+    takes = q.get("spread", {}).get("takes", "?")
+    out = [f"verdict (PESQ/STOI/DNSMOS/WER against the source's {takes} takes): "
+           f"{q['verdict'].upper()} (decided by {q['decided_by']})",
+           "  " + ", ".join(cell(k, f) for k, f in (("pesq", ".2f"), ("stoi", ".3f"),
+                                                   ("dnsmos_drop", "+.2f"), ("wer", ".2f"),
+                                                   ("mcd_db", ".2f")))]
+    out += [f"  {r}" for r in q.get("reasons", [])]
+    out += [f"  note: {n}" for n in q.get("notes", [])]
+    return out

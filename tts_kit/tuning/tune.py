@@ -2,23 +2,23 @@
 
 A *trial* loads an `Engine` with one preset, load policy, core count and memory
 budget in a fresh process (`tts_kit.runtime.measure.run_isolated`), synthesises one
-`tts_kit.experiments.workload.Workload` (what is read, how often) and measures load time,
+`tts_kit.tuning.workload.Workload` (what is read, how often) and measures load time,
 idle RSS after the load, first-call latency, steady p50/p95 latency over repeated
 calls, RTF, peak RSS and CPU use. A *sweep* runs a grid of trials (presets x cpus x
 batch sizes x steps x load policies), marks the Pareto front of p50 latency against
 peak RSS and recommends one configuration for a memory budget.
 
 Every record is a plain, JSON-ready dict with the keys in `RECORD_KEYS`; what each
-means, its unit and label are in `tts_kit.experiments.records` (`TrialRecord`, `COLUMNS`).
+means, its unit and label are in `tts_kit.tuning.records` (`TrialRecord`, `COLUMNS`).
 
 Trials must not share cores: a sweep runs them one after another by default. A
-`concurrent.futures.Executor` may run them elsewhere (`tts_kit.experiments.cluster.TrialExecutor`:
+`concurrent.futures.Executor` may run them elsewhere (`tts_kit.tuning.cluster.TrialExecutor`:
 Dask
 workers on several machines, one trial per worker at a time), but it must run at
 most one trial per machine at a time, or the trials measure each other.
 
 Example:
-    >>> from tts_kit.experiments.tune import sweep
+    >>> from tts_kit.tuning.tune import sweep
     >>> result = sweep("standin-dir", ["supertonic-default", "lean"], cpus=(1,))  # doctest: +SKIP
     >>> record, reason = result.recommend(400)  # doctest: +SKIP
     >>> print(result.table())  # doctest: +SKIP
@@ -39,8 +39,11 @@ from typing import Any
 from tts_kit.core import events, procfacts
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textsafe import term_safe
-from tts_kit.experiments.machines import by_machine
-from tts_kit.experiments.records import (
+from tts_kit.runtime.loading import LoadPolicy, needs_preparation, prepare_loading
+from tts_kit.runtime.measure import run_isolated
+from tts_kit.runtime.sessions import SessionPreset, get_preset
+from tts_kit.tuning.machines import by_machine
+from tts_kit.tuning.records import (
     AFTER_RSS_MB,
     AUDIO_S,
     CORE_SHARE,
@@ -68,9 +71,9 @@ from tts_kit.experiments.records import (
     pareto_front,
     to_number,
 )
-from tts_kit.experiments.runqueue import loadavg as _loadavg
-from tts_kit.experiments.runqueue import thread_run_queue_ns, wait_percent
-from tts_kit.experiments.spread import (
+from tts_kit.tuning.runqueue import loadavg as _loadavg
+from tts_kit.tuning.runqueue import thread_run_queue_ns, wait_percent
+from tts_kit.tuning.spread import (
     DEFAULT_ROUNDS,
     differs,
     lost_record,
@@ -78,11 +81,8 @@ from tts_kit.experiments.spread import (
     run_rounds,
     split_repeats,
 )
-from tts_kit.experiments.sweep_table import describe, figures, format_table, reason
-from tts_kit.experiments.workload import Workload
-from tts_kit.runtime.loading import LoadPolicy, needs_preparation, prepare_loading
-from tts_kit.runtime.measure import run_isolated
-from tts_kit.runtime.sessions import SessionPreset, get_preset
+from tts_kit.tuning.sweep_table import describe, figures, format_table, reason
+from tts_kit.tuning.workload import Workload
 
 #: Relative p50 difference below which `SweepResult.recommend` calls two configurations
 #: equally fast and picks the lower peak RSS (repeat runs on a shared machine differ by
@@ -239,7 +239,7 @@ def trial(
             `LoadPolicy` (recorded as its spec).
         timeout_s: kill the trial after this many seconds (status ``timeout``).
         stage_costs_mb: resident MB per stage for a ``budget:MB`` policy, e.g.
-            ``tts_kit.experiments.stage_costs.stage_costs(...).costs_mb()`` (None: estimated from
+            ``tts_kit.tuning.stage_costs.stage_costs(...).costs_mb()`` (None: estimated from
             the file
             sizes; `sweep` measures them). Recorded as ``stage_costs_mb``.
 
@@ -261,7 +261,7 @@ def trial(
     label = loading if isinstance(loading, str) else policy.spec
     workload = Workload() if workload is None else workload
     if not isinstance(workload, Workload):
-        raise TypeError(f"workload must be a tts_kit.experiments.workload.Workload, got "
+        raise TypeError(f"workload must be a tts_kit.tuning.workload.Workload, got "
                         f"{type(workload).__name__}")
     preset = get_preset(preset)  # an unknown name fails here, before any process starts
     path = _bundle_path(bundle)
@@ -356,7 +356,7 @@ class SweepResult:
 
         With ``budget_mb`` None, the fastest finished configuration. Configurations whose
         p50 is within ``tie_rel`` (10 %) of the fastest, or within the spread of the
-        rounds (`tts_kit.experiments.spread.differs`), count as equally fast; of those the
+        rounds (`tts_kit.tuning.spread.differs`), count as equally fast; of those the
         lowest peak RSS is chosen, when it is lower beyond both peaks' spreads (otherwise
         the fastest stays). The reason says whether the lead exceeds the spread. Returns
         ``(None, reason)`` when nothing fits.
@@ -397,7 +397,7 @@ class SweepResult:
 
     def by_machine(self) -> dict[str, SweepResult]:
         """The sweep split by the machine each trial ran on
-        (`tts_kit.experiments.records.by_machine`).
+        (`tts_kit.tuning.records.by_machine`).
 
         Each part has its own Pareto front (a front across different machines compares
         the machines, not the configurations), so ``part.recommend(budget)`` is that
@@ -443,7 +443,7 @@ def sweep(
 
     ``mem_budget_mb`` is enforced on every trial (over it: ``oom``). For ``budget:MB``
     loadings the policy needs each stage's resident cost: ``stage_costs_mb="measure"``
-    (the default) measures it once per preset with `tts_kit.experiments.stage_costs.stage_costs` on
+    (the default) measures it once per preset with `tts_kit.tuning.stage_costs.stage_costs` on
     the workload (at the grid's most steps) before the trials (falling back to the
     file-size estimate, with a warning, if that fails); a mapping gives it; None uses the
     estimate. ``warmup`` runs one throw-away trial first (the first preset, first call
@@ -455,8 +455,8 @@ def sweep(
 
     ``rounds`` (default 2): each configuration is measured in that many fresh trials,
     round by round (A B C, A B C), with ``workload.repeats`` timed calls split across them
-    (`tts_kit.experiments.spread.split_repeats`: about the time of one round), and its
-    record merged from them (`tts_kit.experiments.spread.merge_rounds`) with the spread
+    (`tts_kit.tuning.spread.split_repeats`: about the time of one round), and its
+    record merged from them (`tts_kit.tuning.spread.merge_rounds`) with the spread
     of p50 and peak RSS. A configuration that failed a round is not measured again.
 
     Example:
@@ -531,7 +531,7 @@ def _sweep_stage_costs(
     if isinstance(given, str):
         if given != "measure":
             raise TtsKitError(f"stage_costs_mb must be 'measure', a mapping or None, got {given!r}")
-        from tts_kit.experiments.stage_costs import stage_costs
+        from tts_kit.tuning.stage_costs import stage_costs
 
         # Its paged probe loads external-data copies: made first, not inside the figures.
         _prepare(path, LoadPolicy.parse("paged"), None, None, 10)

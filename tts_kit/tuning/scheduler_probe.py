@@ -1,6 +1,6 @@
 """Is there a Dask scheduler at this address? Asked over a plain socket, with a deadline.
 
-`tts_kit.experiments.cluster.connect` asks this before Dask's client connects: Dask's own
+`tts_kit.tuning.cluster.connect` asks this before Dask's client connects: Dask's own
 client waits without bound on a peer that accepts and stays silent, and reads an HTTP
 server's reply as a frame length (a 3 EiB allocation). A scheduler greets first, at once.
 
@@ -40,7 +40,7 @@ def probe_scheduler(address: str, timeout_s: float = 10.0) -> str:
         >>> probe_scheduler("ucx://10.0.0.5:8786")
         Traceback (most recent call last):
         ...
-        tts_kit.experiments.scheduler_probe.ProbeError: --scheduler ucx://10.0.0.5:8786: ...
+        tts_kit.tuning.scheduler_probe.ProbeError: --scheduler ucx://10.0.0.5:8786: ...
     """
     head = f"--scheduler {address}"
     scheme, sep, rest = address.partition("://")

@@ -3,11 +3,11 @@
 One concern: reading ``/proc/self/task/*/schedstat`` (on-CPU and waiting nanoseconds per
 thread) around some work. A thread that is ready to run but finds every core it may use
 taken waits in the run queue; alone on its cores that wait is near zero, beside other
-work it grows to tens of percent. `tts_kit.experiments.tune.run_trial_child` records it
-as ``cpu_wait_percent``; `tts_kit.experiments.contention` judges it.
+work it grows to tens of percent. `tts_kit.tuning.tune.run_trial_child` records it
+as ``cpu_wait_percent``; `tts_kit.tuning.contention` judges it.
 
 Example:
-    >>> from tts_kit.experiments.runqueue import thread_run_queue_ns, wait_percent
+    >>> from tts_kit.tuning.runqueue import thread_run_queue_ns, wait_percent
     >>> before = thread_run_queue_ns()
     >>> sum(i * i for i in range(10000)) > 0
     True

@@ -1,6 +1,6 @@
 """How far each stage is from this machine's floor: achieved GFLOP/s against the MatMul peak.
 
-The cost model (`tts_kit.experiments.flops`) says how much work a chunk is; this module
+The cost model (`tts_kit.tuning.flops`) says how much work a chunk is; this module
 says how fast this machine does it. One chunk of `REFERENCE_TEXT` (~8 s of audio) is
 synthesised at ``steps`` flow steps with ``threads`` intra-op threads, best of
 ``repeats`` per stage after a warm-up; each stage's FLOPs are counted at the dims its
@@ -271,7 +271,7 @@ def roofline_of(model: Any, seconds: Mapping[str, float], dims: Mapping[str, Map
     """
     import onnx
 
-    from tts_kit.experiments import flops
+    from tts_kit.tuning import flops
 
     if threads not in peaks:
         raise TtsKitError(f"no MatMul peak measured at {threads} thread(s)")
@@ -291,9 +291,9 @@ def roofline_of(model: Any, seconds: Mapping[str, float], dims: Mapping[str, Map
 
 def _measure(path: str, threads: int, steps: int, repeats: int, text: str) -> dict[str, Any]:
     """Child of `measure_roofline`: the peaks, then the engine at ``threads`` threads."""
-    from tts_kit.experiments import flops
     from tts_kit.models.family import make_engine, open_model
     from tts_kit.runtime.sessions import SessionPreset
+    from tts_kit.tuning import flops
 
     peaks = {t: flops.matmul_peak_gflops(t) for t in range(1, threads + 1)}
     model = open_model(path)

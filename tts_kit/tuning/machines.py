@@ -1,12 +1,12 @@
 """Records grouped by the machine they ran on: a sweep on several machines
-(`tts_kit.experiments.cluster`) is compared machine by machine, never across them.
+(`tts_kit.tuning.cluster`) is compared machine by machine, never across them.
 
 Each record of such a sweep carries ``machine`` (the `tts_kit.runtime.devices.environment`
-fingerprint); `tts_kit.experiments.records.machine_label` names it in one line, and
+fingerprint); `tts_kit.tuning.records.machine_label` names it in one line, and
 `by_machine` groups the records by that name.
 
 Example:
-    >>> from tts_kit.experiments.machines import by_machine
+    >>> from tts_kit.tuning.machines import by_machine
     >>> by_machine([{"preset": "a"}])
     {}
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tts_kit.experiments.records import machine_label
+from tts_kit.tuning.records import machine_label
 
 #: `by_machine`'s group for records without ``machine``: trials whose worker was lost
 #: before it could say where it ran.

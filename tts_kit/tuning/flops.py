@@ -8,7 +8,7 @@ roofline models usually do. The duration predictor, text encoder and vocoder run
 chunk; the vector estimator once per flow step.
 
 Example:
-    >>> from tts_kit.experiments.flops import reference_dims
+    >>> from tts_kit.tuning.flops import reference_dims
     >>> reference_dims(8.0)
     {'B': 1, 'T': 112, 'L': 115}
 """

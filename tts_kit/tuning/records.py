@@ -1,7 +1,7 @@
 """The one vocabulary of trial records: keys, units, labels, formats, and the Pareto front.
 
 One concern: what a record's figures are called and how they are shown. A trial
-(`tts_kit.experiments.tune.trial`) returns a JSON-ready dict; `TrialRecord` documents every
+(`tts_kit.tuning.tune.trial`) returns a JSON-ready dict; `TrialRecord` documents every
 key. `COLUMNS` gives each key one `Column` (label, unit, heading, format, precision), and
 every face (tables, plots, widgets, the report, bench scripts, notebooks) takes its names
 from here: ``p50_ms`` is "p50 latency (ms)" on an axis and "p50 ms" in a table everywhere.
@@ -31,7 +31,7 @@ The keys of a record (`RECORD_KEYS` are always present; None where not measured)
 - ``cpu_wait_percent``: of the time the trial's threads were ready to run during the
   steady calls, the share they waited for a core (Linux run-queue delay,
   ``/proc/self/task/*/schedstat``; None elsewhere): about 0 alone, tens of percent when
-  other work holds the cores. `tts_kit.experiments.contention` reads both.
+  other work holds the cores. `tts_kit.tuning.contention` reads both.
 - ``loadavg_before`` / ``loadavg_after``: the machine's 1-minute load average just
   before the trial's process started and just after it ended (`os.getloadavg`).
 - ``load_peak_rss_mb`` / ``run_peak_rss_mb``: the high-water mark while loading, and
@@ -42,7 +42,7 @@ The keys of a record (`RECORD_KEYS` are always present; None where not measured)
 - ``stage_costs_mb``: the per-stage resident costs a ``budget`` policy was given (None:
   estimated from the file sizes).
 - ``threads``: the intra-op threads the sessions got; ``audio_s``; ``repeats``; ``wall_s``.
-- ``rounds``: fresh trials a sweep merged into this record (`tts_kit.experiments.spread`);
+- ``rounds``: fresh trials a sweep merged into this record (`tts_kit.tuning.spread`);
   ``p50_min_ms``/``p50_max_ms`` and ``peak_rss_min_mb``/``peak_rss_max_mb``: the lowest
   and highest per-round p50 and peak RSS (None for one round), the figures' spread.
 
@@ -62,15 +62,15 @@ and memory budget).
 Besides: ``pareto`` (sweeps only); ``timeline`` and ``events`` (the harness's RSS samples
 and the engine's stage events, for plots); ``latencies_ms`` and ``stage_load_s`` (a
 finished trial's steady-call latencies and per-stage load seconds); in a sweep on
-several machines (`tts_kit.experiments.cluster`), ``machine`` (the
+several machines (`tts_kit.tuning.cluster`), ``machine`` (the
 `tts_kit.runtime.devices.environment`
 fingerprint of the machine the trial ran on: CPU model, cores, cgroup limits, memory,
 ONNX Runtime) and ``worker`` (the Dask worker: ``address``, ``host``, ``start`` and
 ``end`` epoch seconds). `machine_label` names a machine
-(`tts_kit.experiments.machines.by_machine` groups records by it).
+(`tts_kit.tuning.machines.by_machine` groups records by it).
 
 Example:
-    >>> from tts_kit.experiments import records
+    >>> from tts_kit.tuning import records
     >>> records.label("p50_ms"), records.heading("p50_ms")
     ('p50 latency (ms)', 'p50 ms')
     >>> records.format_value("peak_rss_mb", 812.4), records.format_value("rtf", float("nan"))
@@ -89,7 +89,7 @@ from tts_kit.core import contract
 
 
 class TrialRecord(TypedDict, total=False):
-    """One trial's record, as `tts_kit.experiments.tune.trial` returns it (see the module
+    """One trial's record, as `tts_kit.tuning.tune.trial` returns it (see the module
     docstring).
 
     Example:
@@ -352,7 +352,7 @@ CONFIG_KEYS: tuple[str, ...] = ("preset", "cpus", "loading", "steps", "batch_siz
 LATENCY_KEYS: tuple[str, ...] = ("load_s", "first_ms", "p50_ms", "p95_ms", "rtf")
 #: Memory figures (RSS).
 MEMORY_KEYS: tuple[str, ...] = ("idle_rss_mb", "after_rss_mb", "peak_rss_mb")
-#: The columns of `tts_kit.experiments.tune.format_table` (``pareto`` only where a record has it).
+#: The columns of `tts_kit.tuning.tune.format_table` (``pareto`` only where a record has it).
 TABLE_KEYS: tuple[str, ...] = (
     "preset", "cpus", "loading", "batch_size", "steps", "status", "load_s", "idle_rss_mb",
     "after_rss_mb", "peak_rss_mb", "first_ms", "p50_ms", "p95_ms", "rtf", "cpu_percent",

@@ -1,2 +1,0 @@
-"""Measurements built on a model: workloads, trial records, stage costs, tuning, machines,
-conformance checks and audio distances."""
