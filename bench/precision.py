@@ -95,10 +95,10 @@ def _ratio(a: float, b: float) -> float:
 
 
 #: ``--quick``'s real-voice recipes: the two INT8 recipes no other quick run measures on
-#: the voice (notebook 03's quick mode measures int8-dp32; tests/test_piper_voice.py
+#: the voice (notebook 04's quick mode measures int8-dp32; tests/test_piper_voice.py
 #: converts fp16 and int8-dp32), so each Piper recipe is measured somewhere in CI.
 QUICK_VOICE_RECIPES = ("int8-flow", "sherpa-int8")
-#: ``--quick``'s listening text on the real voice: one short sentence (notebook 03's quick
+#: ``--quick``'s listening text on the real voice: one short sentence (notebook 04's quick
 #: text; the recogniser and DNSMOS cost grows with the audio's length).
 QUICK_HEARD = ("Hello there.",)
 

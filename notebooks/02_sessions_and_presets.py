@@ -12,7 +12,7 @@
 # ONNX Runtime's session options decide threads, allocator behaviour and graph fusion, and
 # with them latency and memory. A *preset* is a named set of them. This notebook shows what
 # each preset sets and measures one configuration at a time with the tuner; comparing all
-# of them on this machine (and on others) is `02_sweeps_and_machines`. Every number comes
+# of them on this machine (and on others) is `03_sweeps_and_machines`. Every number comes
 # from an isolated trial: a fresh process pinned to N vCPUs (emulating an N-vCPU instance)
 # and killed past the memory budget (emulating a small instance).
 
@@ -131,4 +131,4 @@ if note := trust_line(tuner.records):  # first: the machine was too busy to trus
 print(f"{record['preset']} @ {record['cpus']} vCPU, {record['status']}: p50 "
       f"{record['p50_ms'] or 0:,.0f} ms, peak RSS {record['peak_rss_mb'] or 0:,.0f} MB.")
 print(f"Measured on {model_summary(bundle)}. To compare every preset at 1, 2 and 4 vCPU and "
-      "get a recommendation, open 02_sweeps_and_machines.")
+      "get a recommendation, open 03_sweeps_and_machines.")

@@ -120,7 +120,7 @@ def test_precision_bench(tmp_path):
         voice = data["voice"]
         assert voice["model"] == "Piper en_US-joe-medium"
         # --quick: the two INT8 recipes no other quick run measures on the voice
-        # (notebook 03 measures int8-dp32; tests/test_piper_voice.py converts fp16 and
+        # (notebook 04 measures int8-dp32; tests/test_piper_voice.py converts fp16 and
         # int8-dp32)
         assert [r["recipe"] for r in voice["rows"]] == ["int8-flow", "sherpa-int8"]
         # The listener's verdicts on the voice's own take spread (issue 23).

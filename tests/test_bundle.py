@@ -142,7 +142,7 @@ def _onnx_dims(vi) -> list:
 
 
 def test_the_scan_reads_inputs_and_outputs_as_onnx_does(tiny_bundle_dir: Path, tmp_path: Path):
-    from tts_kit.core._protoscan import scan_onnx
+    from tts_kit.core.protoscan import scan_onnx
 
     for stage in contract.STAGES:
         path = tiny_bundle_dir / contract.GRAPHS[stage].path

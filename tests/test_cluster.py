@@ -171,7 +171,7 @@ def test_the_cli_tunes_on_the_cluster(client, tiny_bundle_dir, tmp_path, capsys)
     assert rec["status"] == "ok" and rec["worker"]["address"].startswith("tcp://127.0.0.1:")
 
 
-@pytest.mark.notebook  # renders 05_tuning_report in a fresh kernel
+@pytest.mark.notebook  # renders 06_tuning_report in a fresh kernel
 def test_a_report_on_the_cluster_compares_its_machines(client, tiny_bundle_dir, tmp_path,
                                                        capsys):
     pytest.importorskip("papermill")

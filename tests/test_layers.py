@@ -1,8 +1,9 @@
 """The package's layering: tts_kit modules form no import cycle, and loading stays below the engine.
 
 Read statically from the source (every ``import``/``from ... import`` of a tts_kit module,
-function-level ones included, ``if TYPE_CHECKING:`` blocks left out), so a cycle hidden in
-a function body that only bites at call time is found too.
+function-level ones, ``if TYPE_CHECKING:`` blocks and re-exports included), so a cycle hidden
+in a function body that only bites at call time is found too, and so is one that only type
+hints close: a circle is a design knot whether or not it runs.
 """
 
 from __future__ import annotations
@@ -32,24 +33,13 @@ def _resolve(name: str) -> str | None:
     return name or None
 
 
-def _type_checking_nodes(tree: ast.AST) -> set[int]:
-    skip: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            skip.update(id(n) for stmt in node.body for n in ast.walk(stmt))
-    return skip
-
-
 def imports_of(module: str) -> set[str]:
     """The tts_kit modules ``module`` imports anywhere in its source."""
     path = MODULES[module]
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    skip = _type_checking_nodes(tree)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out: set[str] = set()
     for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
         targets: list[str] = []
         if isinstance(node, ast.ImportFrom):
             if node.level:

@@ -29,8 +29,8 @@ NOTEBOOK_DIR = ROOT / "notebooks"
 SOURCES = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.py"))
 EXPECTED = [
     "00_quickstart", "01_text_normalization", "02_sessions_and_presets",
-    "02_sweeps_and_machines", "03_fp16_conversion",
-    "04_paged_loading", "05_tuning_report", "06_serving_under_load",
+    "03_sweeps_and_machines", "04_fp16_conversion",
+    "05_paged_loading", "06_tuning_report", "07_serving_under_load",
 ]
 
 
@@ -93,7 +93,7 @@ def test_each_lesson_box_is_displayed():
 def test_05_warns_before_its_sweep_when_opened_on_its_own():
     """Opened on its own, 05 runs a sweep of many trials: it says how many and how long
     (one trial timed) before the sweep starts."""
-    nb = jupytext.read(NOTEBOOK_DIR / "05_tuning_report.py")
+    nb = jupytext.read(NOTEBOOK_DIR / "06_tuning_report.py")
     code = [c.source for c in nb.cells if c.cell_type == "code"]
     warn = next(i for i, c in enumerate(code) if "A long sweep starts now" in c)
     sweep = next(i for i, c in enumerate(code) if "report.write_report(" in c)
@@ -172,7 +172,7 @@ def test_notebook_runs_on_the_tiny_standin(path, tiny_bundle_dir, tmp_path, monk
     nbformat.write(load_notebook(path), str(generated))
     nb = load_notebook_node(str(generated))
     params = {"model_dir": str(tiny_bundle_dir), "quick": True}
-    if path.stem == "05_tuning_report":
+    if path.stem == "06_tuning_report":
         params["out_dir"] = str(tmp_path)
     nb = parameterize_notebook(nb, params)
     # The kernel imports this checkout of tts_kit, installed or not.
@@ -189,7 +189,7 @@ def test_notebook_runs_on_the_tiny_standin(path, tiny_bundle_dir, tmp_path, monk
     assert scale_note("tiny") in html  # the banner: scale, and costs not realistic
     pngs = [o for o in outputs if "image/png" in o.get("data", {})]
     assert pngs, f"{path.name} shows no figure"
-    if path.stem == "05_tuning_report":
+    if path.stem == "06_tuning_report":
         assert (tmp_path / "report.json").is_file()
 
 

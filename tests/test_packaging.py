@@ -51,7 +51,7 @@ def _build_wheel(out: Path) -> None:
 def test_the_wheel_holds_the_data_files(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for want in ("tts_kit/_data/lexicons/ko.tsv", "tts_kit/_data/lexicons/en.tsv",
-                 "tts_kit/_data/notebooks/05_tuning_report.py",
+                 "tts_kit/_data/notebooks/06_tuning_report.py",
                  "tts_kit/report/report_schema.json", "tts_kit/py.typed",
                  "tts_kit/precision/conversion.py"):
         assert want in names, want

@@ -260,7 +260,7 @@ def test_the_legend_tells_cores_and_load_policy_apart():
 
 
 def test_a_load_level_where_no_request_finished_says_so_on_the_latency_panel():
-    """On a machine too busy for the client's deadline (the browser walk of notebook 06 at
+    """On a machine too busy for the client's deadline (the browser walk of notebook 07 at
     load 23), a level whose every request timed out drew an empty column that read as no
     data; it now names what happened to its requests."""
     done = {"mode": "closed", "concurrency": 1, "p50_ms": 52409.0, "p95_ms": 56564.0,
@@ -273,7 +273,7 @@ def test_a_load_level_where_no_request_finished_says_so_on_the_latency_panel():
 
 
 def test_latency_story_tick_labels_do_not_run_into_each_other():
-    """Seconds-long calls on a busy machine (the browser walk of notebook 05: 13,032 ms)
+    """Seconds-long calls on a busy machine (the browser walk of notebook 06: 13,032 ms)
     printed '10000120001400' under the bars."""
     fig = plots.latency_story([
         {"label": "sweep trial (fresh process, 1 vCPU)", "session_s": 13.032,

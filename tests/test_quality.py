@@ -185,8 +185,8 @@ def test_a_reuse_scope_builds_each_engine_once_reads_the_same_and_closes_it(
     engine per model and preset (a Piper voice's is about 1.5 CPU-s to build), read what a
     fresh engine reads, and the engine is closed when the scope ends; outside, each
     reading builds its own and closes it."""
-    from tts_kit.models import family
     from tts_kit.fidelity import engine_reuse, listening
+    from tts_kit.models import family
     from tts_kit.precision import measure
 
     texts = ("Hello there.",)

@@ -385,7 +385,7 @@ def test_bad_inputs_fail_in_one_line_before_any_kernel(tmp_path):
     (tmp_path / "bad.json").write_text("{")
     with pytest.raises(ReportError, match="not valid JSON"):
         report.rerun_report(tmp_path / "bad.json")
-    assert report.report_notebook().name == "05_tuning_report.py"
+    assert report.report_notebook().name == "06_tuning_report.py"
 
 
 @pytest.mark.slow  # a report: trials in fresh processes

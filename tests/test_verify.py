@@ -222,7 +222,7 @@ def test_verdicts_are_relative_to_the_measured_floor(tiny_bundle_dir: Path, tmp_
     broken = _scrambled_copy(tiny_bundle_dir, tmp_path / "broken")
     verdicts = {}
     # One floor for the three candidates (the same reference and cases: measured once, as
-    # notebook 03 does); `floor=True` measuring it inside verify is the CLI's (see below).
+    # notebook 04 does); `floor=True` measuring it inside verify is the CLI's (see below).
     floor = noise_floor(tiny_bundle_dir, cases)
     for name, cand in (("same", same), ("nudged", nudged), ("broken", broken)):
         r = verify(tiny_bundle_dir, cand, cases)

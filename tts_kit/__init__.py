@@ -24,9 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-#: The one version string: pyproject.toml reads it (`[tool.setuptools.dynamic]`), the CLI
-#: prints it, report.json records it.
-__version__ = "0.1.0"
+from tts_kit.core.version import __version__
 
 # Imported on first use, so `tts_kit.text` (and `tts-kit normalize`) start without
 # loading onnx and onnxruntime.

@@ -31,7 +31,6 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from tts_kit import __version__
 from tts_kit.cli import model, precision, serving, text, tuning
 from tts_kit.cli._common import (
     DESCRIPTION,
@@ -60,6 +59,7 @@ from tts_kit.cli.precision import cmd_convert, cmd_verify
 from tts_kit.cli.serving import cmd_loadtest, cmd_serve, cmd_serve_sweep
 from tts_kit.cli.text import cmd_normalize
 from tts_kit.cli.tuning import cmd_report, cmd_tune
+from tts_kit.core.version import __version__
 
 #: The exit status of a bug (the name the CLI used before `EXIT_BUG`).
 EXIT_INTERNAL_ERROR = EXIT_BUG

@@ -31,10 +31,10 @@ import sys
 import tempfile
 import traceback
 
-from tts_kit import __version__
 from tts_kit.cli._common import _say
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textsafe import term_safe
+from tts_kit.core.version import __version__
 
 #: A problem the user can fix (bad input, the environment): one line naming the fix.
 EXIT_USER_ERROR = 2

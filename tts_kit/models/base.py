@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from tts_kit.core._protoscan import ELEM_NAMES, FLOAT, FLOAT16, INT8, UINT8
 from tts_kit.core.errors import BundleError
+from tts_kit.core.protoscan import ELEM_NAMES, FLOAT, FLOAT16, INT8, UINT8
 
 if TYPE_CHECKING:
     from tts_kit.models.synthesis import SynthesisResult, SynthesisStream

@@ -1,4 +1,4 @@
-"""A blind ABX test for notebook 03: the listener hears A (the reference), B (the
+"""A blind ABX test for notebook 04: the listener hears A (the reference), B (the
 conversion) and a hidden X (one of them), says which X is, for N trials; the result comes
 with its binomial p-value, and can be stored beside the conversion's report.
 

@@ -294,10 +294,10 @@ def _without_preprocess_advice() -> Iterator[None]:
 
 
 def _precision_of(path: Path) -> str:
-    from tts_kit.core._protoscan import scan_onnx
-    from tts_kit.models.supertonic.bundle import _precision
+    from tts_kit.core.protoscan import scan_onnx
+    from tts_kit.models.supertonic.bundle import precision_of
 
-    return _precision(scan_onnx(path).initializer_types)
+    return precision_of(scan_onnx(path).initializer_types)
 
 
 def _open_check(path: Path) -> ort.InferenceSession:

@@ -5,7 +5,7 @@ the recommended configuration again with its memory timeline and saves ``report.
 (`write_report`): every measured record, the recommendation and the environment
 fingerprint (CPU model and count, OS, Python, onnxruntime and numpy versions, providers,
 model SHA-256s, presets), following ``report_schema.json`` (`validate_report`). Only then
-does it render: papermill executes ``notebooks/05_tuning_report.py`` headless on that
+does it render: papermill executes ``notebooks/06_tuning_report.py`` headless on that
 file (`render_report`), and the executed notebook is exported to a standalone
 ``report.html`` that opens offline. `rerun_report` repeats the sweep of an earlier
 report.json on this machine and says which figures moved by more than the noise (`Noise`)

@@ -44,9 +44,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tts_kit import __version__
 from tts_kit.core import atomic
 from tts_kit.core.textsafe import display_path
+from tts_kit.core.version import __version__
 from tts_kit.report.spec import ReportError, SweepSpec
 from tts_kit.runtime.devices import (
     environment as environment,  # the fingerprint, defined below the experiments

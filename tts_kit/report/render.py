@@ -1,4 +1,4 @@
-"""Rendering a report: papermill runs ``05_tuning_report`` on a report.json; HTML export.
+"""Rendering a report: papermill runs ``06_tuning_report`` on a report.json; HTML export.
 
 One concern: turning a finished report.json into a notebook and a standalone page. The
 document is written before this runs (`tts_kit.report.write_report`); the notebook gets
@@ -7,13 +7,13 @@ recommendation, a sample of the recommended settings). `render_report` executes 
 headless in a fresh kernel (`execute_notebook`) and exports a standalone ``report.html``
 (`export_html`; plots as ``data:image/png;base64``, audio as ``data:audio/wav;base64``:
 it opens offline). `report_notebook` finds the notebook's source (the jupytext
-percent-format ``05_tuning_report.py``) in a checkout or an install; `load_notebook` reads
+percent-format ``06_tuning_report.py``) in a checkout or an install; `load_notebook` reads
 it (or an ``.ipynb``) into a notebook without outputs.
 
 Example:
     >>> from tts_kit.report import report_notebook
     >>> report_notebook().name
-    '05_tuning_report.py'
+    '06_tuning_report.py'
     >>> from tts_kit.report import render_report
     >>> [p.name for p in render_report("reports/standin/report.json")]  # doctest: +SKIP
     ['report.html', 'report.ipynb']
@@ -36,7 +36,7 @@ from tts_kit.report._jsonschema import import_jsonschema
 from tts_kit.report.spec import ReportError
 
 #: The report notebook's source: jupytext percent format (the .ipynb is generated from it).
-NOTEBOOK_NAME = "05_tuning_report.py"
+NOTEBOOK_NAME = "06_tuning_report.py"
 #: Environment variable naming another report notebook, ``.py`` (percent format) or
 #: ``.ipynb`` (for installs without the repo).
 NOTEBOOK_ENV = "TTS_KIT_REPORT_NOTEBOOK"
@@ -55,7 +55,7 @@ def report_notebook() -> Path:
 
     Example:
         >>> report_notebook().name
-        '05_tuning_report.py'
+        '06_tuning_report.py'
     """
     from importlib import resources
 

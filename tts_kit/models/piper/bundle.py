@@ -14,9 +14,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tts_kit.core._protoscan import ScanError, scan_onnx
 from tts_kit.core.digests import file_sha256
 from tts_kit.core.errors import BundleError, TtsKitError
+from tts_kit.core.protoscan import ScanError, scan_onnx
 from tts_kit.models.base import Capabilities, StageInfo, precision_of
 from tts_kit.models.discovery import PIPER_PREFIX, piper_gap, voice_pair
 

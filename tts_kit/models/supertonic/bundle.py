@@ -25,7 +25,9 @@ from typing import Any
 import numpy as np
 
 from tts_kit.core import contract
-from tts_kit.core._protoscan import (
+from tts_kit.core.digests import file_sha256
+from tts_kit.core.errors import BundleError, TtsKitError
+from tts_kit.core.protoscan import (
     ELEM_NAMES,
     FLOAT,
     FLOAT16,
@@ -34,8 +36,6 @@ from tts_kit.core._protoscan import (
     ValueInfo,
     scan_onnx,
 )
-from tts_kit.core.digests import file_sha256
-from tts_kit.core.errors import BundleError, TtsKitError
 from tts_kit.core.settings import Settings
 from tts_kit.core.settings import settings as current_settings
 from tts_kit.models.base import Capabilities, StageInfo, precision_of
@@ -103,10 +103,6 @@ def _check_tensor(rel: str, kind: str, found: ValueInfo, spec: contract.TensorSp
                 f"{rel}: {kind} '{spec.name}' has size {got} on axis {axis}, expected {exp} "
                 f"(shape {list(spec.shape)})"
             )
-
-
-#: Kept for importers of the old place; `tts_kit.models.base.precision_of` owns it.
-_precision = precision_of
 
 
 class Bundle:
@@ -224,7 +220,7 @@ class Bundle:
         size = path.stat().st_size + sum(
             p.stat().st_size for p in path.parent.glob(f"{path.name}.data*")
         )
-        return StageInfo(stage, path, size, scan.params, _precision(scan.initializer_types))
+        return StageInfo(stage, path, size, scan.params, precision_of(scan.initializer_types))
 
     def _check_voices(self) -> dict[str, Path]:
         vdir = self.path / contract.VOICE_DIR
