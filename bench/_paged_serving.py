@@ -56,7 +56,7 @@ def serve_once(model: str, loading: str, preset: str, threads: int, requests: in
     import httpx
     import psutil
 
-    from tts_kit.serve.app import ServeConfig
+    from tts_kit.serve.config import ServeConfig
     from tts_kit.serve.launch import start_server
     from tts_kit.serve.loadtest import DEFAULT_TEXT
 

@@ -74,7 +74,7 @@ def recipes_run(model: str, recipes: list[str], args: Any, common: dict[str, Any
                 audio_per_cpu_s: Any) -> dict[str, Any]:
     """Serve each recipe's copy in ``args.rounds`` alternating rounds; print and return the
     per-recipe figures and ratios to FP32 at the top concurrency."""
-    from tts_kit.serve.app import ServeConfig
+    from tts_kit.serve.config import ServeConfig
     from tts_kit.serve.sweep import serving_sweep
     from tts_kit.tuning.records import AUDIO_RATE, CPU_PERCENT, P50_MS, RPS, TTFA_P95_MS
 

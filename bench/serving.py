@@ -173,7 +173,7 @@ def batching_targets(at, conc: list[int], check) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     from tts_kit.core import contract
-    from tts_kit.serve.app import ServeConfig
+    from tts_kit.serve.config import ServeConfig
     from tts_kit.serve.loadtest import DEFAULT_TEXT
     from tts_kit.serve.sweep import SWEEP_KEYS, serving_sweep
     from tts_kit.tuning.records import table

@@ -163,7 +163,7 @@ def test_a_worker_batch_answers_each_item_and_plans_first(tiny_bundle_dir, engin
 
 @pytest.fixture(scope="module")
 def batched(tiny_bundle_dir: Path, tmp_path_factory):
-    from tts_kit.serve.app import ServeConfig
+    from tts_kit.serve.config import ServeConfig
     from tts_kit.serve.launch import start_server
 
     cfg = ServeConfig(model=str(tiny_bundle_dir), workers=1, max_chars=5000, threads=1,

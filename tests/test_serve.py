@@ -39,7 +39,7 @@ def _args(bundle: Path, *extra: str) -> list[str]:
 def server(tiny_bundle_dir: Path, tmp_path_factory):
     """One server for the tests that do not need their own, started from a `ServeConfig`
     sent as JSON (``--config-json -``); the tests below with their own servers use flags."""
-    from tts_kit.serve.app import ServeConfig
+    from tts_kit.serve.config import ServeConfig
 
     cfg = ServeConfig(model=str(tiny_bundle_dir), workers=2, max_queue=1, max_chars=5000)
     with start_server(config=cfg, log_dir=tmp_path_factory.mktemp("serve")) as handle:
@@ -420,7 +420,7 @@ def test_the_article_pattern_runs_the_official_package_per_request(tiny_bundle_d
 def test_serve_config_round_trips_through_json_and_names_unknown_settings(tmp_path, capsys):
     from tts_kit.cli import main
     from tts_kit.core.errors import TtsKitError
-    from tts_kit.serve.app import ServeConfig
+    from tts_kit.serve.config import ServeConfig
     from tts_kit.serve.launch import read_config
 
     cfg = ServeConfig(model="piper:x", preset="lean", loading="paged", threads=2, workers=3,

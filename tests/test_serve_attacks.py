@@ -296,7 +296,7 @@ def test_binding_beyond_loopback_without_a_key_warns():
 
 def test_serve_workers_share_the_cores_and_do_not_spin():
     from tts_kit.core.procfacts import usable_cores
-    from tts_kit.serve.app import ServeConfig
+    from tts_kit.serve.config import ServeConfig
 
     wc = ServeConfig(workers=2).worker_config()
     assert wc.threads == max(1, usable_cores() // 2)

@@ -124,7 +124,7 @@ def _pcm(result) -> bytes:
 
 @pytest.fixture(scope="module")
 def chunked(tiny_bundle_dir: Path, tmp_path_factory):
-    from tts_kit.serve.app import ServeConfig
+    from tts_kit.serve.config import ServeConfig
     from tts_kit.serve.launch import start_server
 
     cfg = ServeConfig(model=str(tiny_bundle_dir), workers=2, max_chars=5000,

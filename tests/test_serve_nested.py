@@ -75,7 +75,7 @@ def test_a_nested_first_chunk_runs_between_stage_runs_and_changes_no_audio(tiny_
 
 @pytest.fixture(scope="module")
 def one_worker(tiny_bundle_dir: Path, tmp_path_factory):
-    from tts_kit.serve.app import ServeConfig
+    from tts_kit.serve.config import ServeConfig
     from tts_kit.serve.launch import start_server
 
     cfg = ServeConfig(model=str(tiny_bundle_dir), workers=1, threads=1, scheduling="chunk",
@@ -204,7 +204,7 @@ def test_nesting_is_an_experiment_off_by_default():
     # Measured on the quiet 2-core box: nesting cut TTFA p95 at concurrency 4 but served
     # less audio per CPU-second and doubled the whole response's p95, so serve keeps it off.
     from tts_kit.cli import _parser
-    from tts_kit.serve.app import ServeConfig
+    from tts_kit.serve.config import ServeConfig
     from tts_kit.serve.chunked import ChunkScheduler
 
     assert ServeConfig().nest is False and ChunkScheduler(_BusyPool()).nest is False
@@ -217,7 +217,7 @@ def test_nesting_is_an_experiment_off_by_default():
 def test_nesting_where_it_cannot_run_is_a_one_line_error(settings):
     # It was silently ignored: `serve --nest --loading paged` ran without nesting.
     from tts_kit.core.errors import TtsKitError
-    from tts_kit.serve.app import ServeConfig
+    from tts_kit.serve.config import ServeConfig
 
     cfg = ServeConfig(**{"nest": True, **settings})
     with pytest.raises(TtsKitError, match="nest") as err:

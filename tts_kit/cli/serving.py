@@ -29,7 +29,8 @@ from tts_kit.core.validate import check_number
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from tts_kit.runtime.loading import LoadPolicy
-    from tts_kit.serve.app import ServeConfig, run_server
+    from tts_kit.serve.app import run_server
+    from tts_kit.serve.config import ServeConfig
     from tts_kit.serve.launch import read_config
 
     if args.config_json:  # the whole configuration as data (tts_kit.serve.launch sends it)

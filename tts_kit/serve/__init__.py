@@ -22,6 +22,6 @@ Example:
 
 from __future__ import annotations
 
-from tts_kit.serve.app import ARCHITECTURES, ServeConfig, create_app, run_server
+from tts_kit.serve.config import ARCHITECTURES, ServeConfig, create_app, run_server
 
 __all__ = ["ARCHITECTURES", "ServeConfig", "create_app", "run_server"]

@@ -39,10 +39,8 @@ import logging
 import os
 import time
 from collections.abc import AsyncIterator
-from dataclasses import asdict, dataclass
 from typing import Any
 
-from tts_kit.core.errors import TtsKitError
 from tts_kit.core.settings import settings as current_settings
 from tts_kit.serve.backends import (  # noqa: F401  (re-exported)
     BACKENDS,
@@ -54,7 +52,8 @@ from tts_kit.serve.backends import (  # noqa: F401  (re-exported)
     article_synthesize,
 )
 from tts_kit.serve.body import RequestError, check_body, wav_header  # noqa: F401  (re-exported)
-from tts_kit.serve.chunked import SCHEDULING, ChunkLease
+from tts_kit.serve.chunked import ChunkLease
+from tts_kit.serve.config import ARCHITECTURES, ServeConfig  # noqa: F401  (re-exported)
 from tts_kit.serve.guard import (
     KeyCheck,
     QuietAcceptErrors,
@@ -75,157 +74,11 @@ from tts_kit.serve.streaming import (
 from tts_kit.serve.worker import (
     DeadlineExceeded,
     Overloaded,
-    WorkerConfig,
     WorkerDied,
     request_params,
 )
 
 log = logging.getLogger("uvicorn.error")
-
-ARCHITECTURES = ("workers", "threads", "blocking", "article")
-#: Environment variable holding the API key when ``--api-key`` is not given.
-API_KEY_ENV = "TTS_KIT_API_KEY"
-
-
-@dataclass
-class ServeConfig:
-    """Everything `create_app` needs; the ``tts-kit serve`` flags map onto it one to one."""
-
-    model: str | None = None
-    preset: str = "supertonic-default"
-    loading: str = "resident"
-    threads: int | None = None
-    workers: int = 1
-    architecture: str = "workers"
-    max_queue: int = 8
-    timeout_s: float | None = None
-    fallback_wav: str | None = None
-    max_requests: int | None = None
-    max_rss_mb: float | None = None
-    api_key: str | None = None
-    host: str = "127.0.0.1"
-    port: int = 8000
-    max_chars: int = 4096
-    max_body_bytes: int = 65536
-    first_chunk_chars: int | None = 50
-    max_chunk_chars: int | None = None
-    order: str = "chunk"
-    lang: str = "en"
-    header_timeout_s: float = 10.0
-    """A connection's request headers must all arrive within this (slow clients)."""
-    body_timeout_s: float = 10.0
-    """A request's body must all arrive within this (408 after)."""
-    limit_concurrency: int | None = 64
-    """Connections and requests at once; past it uvicorn answers 503 at once."""
-    spinning: bool = False
-    """ONNX Runtime's threads busy-wait between operators (off: the CPU goes to other
-    workers; ``article`` keeps its own settings)."""
-    scheduling: str = "chunk"
-    """``workers``: ``request`` (a request's chunks all on the worker that took it) or
-    ``chunk`` (each chunk a job for any free worker; `tts_kit.serve.chunked`)."""
-    batch: int = 1
-    """Chunk scheduling: up to this many similar queued chunks run as one batched call
-    (1: off; at most `tts_kit.serve.batching.MAX_BATCH`); an experiment, off by default."""
-    batch_wait_ms: float = 2.0
-    """With ``batch`` above 1: how long a free worker may wait for a batch to fill."""
-    nest: bool = False
-    """Chunk scheduling: a waiting first chunk may run inside a busy worker's later chunk,
-    between two stage runs (`tts_kit.serve.nested`); resident loadings only. Off by
-    default: on the quiet 2-core box it cut TTFA p95 at concurrency 4 but served less audio
-    per CPU-second and doubled the whole response's p95 (docs/benchmarks.md)."""
-
-    def check(self) -> None:
-        """One-line ValueError for a setting that cannot work."""
-        if self.architecture not in ARCHITECTURES:
-            raise TtsKitError(f"unknown architecture '{self.architecture}'; use one of: "
-                             f"{', '.join(ARCHITECTURES)}")
-        if self.scheduling not in SCHEDULING:
-            raise TtsKitError(f"unknown scheduling '{self.scheduling}'; use one of: "
-                              f"{', '.join(SCHEDULING)}")
-        if self.max_chunk_chars is not None and self.max_chunk_chars < 1:
-            raise TtsKitError("--max-chunk-chars must be >= 1")
-        self._check_batch()
-        for name in ("workers", "max_chars", "max_body_bytes"):
-            if getattr(self, name) < 1:
-                raise TtsKitError(f"--{name.replace('_', '-')} must be >= 1")
-        if self.max_queue < 0:
-            raise TtsKitError("--max-queue must be >= 0")
-        if self.timeout_s is not None and self.timeout_s <= 0:
-            raise TtsKitError("--timeout must be above 0 seconds")
-        if self.limit_concurrency is not None and self.limit_concurrency < 1:
-            raise TtsKitError("--limit-concurrency must be >= 1")
-        for name in ("header_timeout_s", "body_timeout_s"):
-            if not getattr(self, name) > 0:
-                raise TtsKitError(f"--{name[:-2].replace('_', '-')} must be above 0 seconds")
-        if self.threads is not None and self.threads < 1:
-            raise TtsKitError("--threads must be >= 1")
-        if self.fallback_wav:
-            import soundfile as sf
-
-            try:
-                sf.info(self.fallback_wav)
-            except Exception as exc:
-                raise TtsKitError(f"--fallback-wav {self.fallback_wav}: not a readable audio "
-                                 f"file ({str(exc).splitlines()[0]}); give a WAV file") from None
-
-    def _check_batch(self) -> None:
-        from tts_kit.serve.batching import MAX_BATCH, MAX_BATCH_WAIT_MS
-
-        if not (isinstance(self.batch, int) and 1 <= self.batch <= MAX_BATCH):
-            raise TtsKitError(f"--batch {self.batch}: give a whole number from 1 to {MAX_BATCH}")
-        if not 0 <= self.batch_wait_ms <= MAX_BATCH_WAIT_MS:
-            raise TtsKitError(f"--batch-wait-ms {self.batch_wait_ms}: give a number of ms from "
-                              f"0 to {MAX_BATCH_WAIT_MS:g}")
-        if self.batch > 1 and (self.architecture != "workers" or self.scheduling != "chunk"):
-            raise TtsKitError("--batch batches chunk jobs: it needs --architecture workers and "
-                              "--scheduling chunk")
-        if not isinstance(self.nest, bool):
-            raise TtsKitError(f"server configuration: nest {self.nest!r}; give true or false")
-        if self.nest and (self.architecture != "workers" or self.scheduling != "chunk"
-                          or not str(self.loading).startswith("resident")):
-            raise TtsKitError("--nest runs a first chunk inside a running chunk's worker: it "
-                              "needs --architecture workers, --scheduling chunk and resident "
-                              "loading")
-
-    def worker_config(self) -> WorkerConfig:
-        """What each worker builds its engine from. Under ``workers``, without ``threads``,
-        workers x intra-op threads = usable cores (each worker its share, at least 1); the
-        ``article`` pattern keeps ORT's defaults, as the article does."""
-        from tts_kit.core.procfacts import usable_cores
-
-        article = self.architecture == "article"
-        threads = self.threads
-        if threads is None and self.architecture == "workers":
-            threads = max(1, usable_cores() // self.workers)
-        return WorkerConfig(model=self.model, preset=self.preset, loading=self.loading,
-                            threads=threads, order=self.order,
-                            first_chunk_chars=self.first_chunk_chars,
-                            max_chunk_chars=self.max_chunk_chars,
-                            spinning=None if article else self.spinning)
-
-    def to_json(self) -> str:
-        """This configuration as JSON: how it reaches a server in another process.
-
-        Example:
-            >>> ServeConfig.from_json(ServeConfig(workers=2).to_json()) == ServeConfig(workers=2)
-            True
-        """
-        return json.dumps(asdict(self), sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> "ServeConfig":
-        """The configuration `to_json` wrote; TtsKitError for bad JSON or an unknown field."""
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise TtsKitError(f"server configuration: not JSON ({exc})") from None
-        if not isinstance(data, dict):
-            raise TtsKitError("server configuration: expected a JSON object of settings")
-        unknown = sorted(set(data) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise TtsKitError(f"server configuration: unknown setting(s) {', '.join(unknown)}")
-        return cls(**data)
-
 
 # -- the app -------------------------------------------------------------------------
 
@@ -540,12 +393,5 @@ def run_server(cfg: ServeConfig) -> None:
     run_uvicorn(uvicorn.Server(config))
 
 
-def config_dict(cfg: ServeConfig) -> dict[str, Any]:
-    """The configuration as a JSON-ready dict, the API key left out."""
-    d = asdict(cfg)
-    d["api_key"] = bool(d["api_key"])
-    return d
-
-
-__all__ = ["ARCHITECTURES", "API_KEY_ENV", "ServeConfig", "RequestError", "check_body",
-           "create_app", "run_server", "wav_header", "config_dict", "article_synthesize"]
+__all__ = ["ARCHITECTURES", "ServeConfig", "RequestError", "check_body", "create_app",
+           "run_server", "wav_header", "article_synthesize"]

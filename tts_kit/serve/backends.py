@@ -20,7 +20,7 @@ from tts_kit.serve.metrics import Metrics
 from tts_kit.serve.worker import WorkerConfig, WorkerPool
 
 if TYPE_CHECKING:
-    from tts_kit.serve.app import ServeConfig
+    from tts_kit.serve.config import ServeConfig
 
 
 class Backend:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from tts_kit.core import contract
 
 if TYPE_CHECKING:
-    from tts_kit.serve.app import ServeConfig
+    from tts_kit.serve.config import ServeConfig
 
 
 def wav_header(sample_rate: int, frames: int | None = None) -> bytes:
@@ -49,7 +49,7 @@ def check_body(raw: bytes, cfg: "ServeConfig", voices: list[str],
     the model's first language.
 
     Example:
-        >>> from tts_kit.serve.app import ServeConfig
+        >>> from tts_kit.serve.config import ServeConfig
         >>> cfg = ServeConfig()
         >>> check_body(b'{"input": "Hi.", "voice": "M1"}', cfg, ["M1"])["steps"]
         8

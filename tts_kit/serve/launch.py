@@ -8,7 +8,7 @@ Example:
     >>> with start_server(["--workers", "1"]) as server:  # doctest: +SKIP
     ...     server.url
     'http://127.0.0.1:41234'
-    >>> from tts_kit.serve.app import ServeConfig
+    >>> from tts_kit.serve.config import ServeConfig
     >>> with start_server(config=ServeConfig(workers=2)) as server:  # doctest: +SKIP
     ...     server.url
     'http://127.0.0.1:41235'
@@ -31,20 +31,20 @@ from typing import TYPE_CHECKING, Any
 from tts_kit.core.errors import TtsKitError
 
 if TYPE_CHECKING:
-    from tts_kit.serve.app import ServeConfig
+    from tts_kit.serve.config import ServeConfig
 
 def read_config(source: str) -> ServeConfig:
     """The `ServeConfig` in JSON file ``source``, or on stdin for ``-``.
 
     Example:
         >>> import pathlib, tempfile
-        >>> from tts_kit.serve.app import ServeConfig
+        >>> from tts_kit.serve.config import ServeConfig
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "serve.json"
         >>> _ = path.write_text(ServeConfig(port=9000).to_json())
         >>> read_config(str(path)).port
         9000
     """
-    from tts_kit.serve.app import ServeConfig
+    from tts_kit.serve.config import ServeConfig
 
     if source == "-":
         text = sys.stdin.read()

@@ -2,7 +2,7 @@
 configuration that meets a p95 target inside a memory budget, with the reason.
 
 Configurations are architecture x workers x threads x preset x loading x micro-batch
-(`tts_kit.serve.app.ARCHITECTURES`; the batch, ``batch_size``, only under chunk-scheduled
+(`tts_kit.serve.config.ARCHITECTURES`; the batch, ``batch_size``, only under chunk-scheduled
 ``workers``, `tts_kit.serve.chunked`). Each is served by a new ``tts-kit serve`` process
 (`tts_kit.serve.launch.start_server`), so no configuration inherits another's warm
 caches or leaked memory, and loaded at each concurrency level (closed loop,
@@ -50,7 +50,7 @@ from tts_kit.tuning.records import table as records_table
 from tts_kit.tuning.tune import TIE_REL
 
 if TYPE_CHECKING:
-    from tts_kit.serve.app import ServeConfig
+    from tts_kit.serve.config import ServeConfig
 
 #: The sweep's table (`tts_kit.tuning.records` keys).
 SWEEP_KEYS: tuple[str, ...] = (
@@ -184,7 +184,7 @@ def serving_sweep(
     shares (API key, timeout, ...); each configuration replaces its own fields, and the
     server gets the result as a `ServeConfig` (JSON), not as flags.
     """
-    from tts_kit.serve.app import ARCHITECTURES, ServeConfig
+    from tts_kit.serve.config import ARCHITECTURES, ServeConfig
     from tts_kit.serve.launch import start_server
 
     if not concurrency and not rates:  # before any server starts
