@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
-from tts_kit.serve.config import ARCHITECTURES, ServeConfig, create_app, run_server
+from tts_kit.serve.app import create_app, run_server
+from tts_kit.serve.config import ARCHITECTURES, ServeConfig
 
 __all__ = ["ARCHITECTURES", "ServeConfig", "create_app", "run_server"]
