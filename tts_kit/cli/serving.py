@@ -95,7 +95,7 @@ def _load_body(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_loadtest(args: argparse.Namespace) -> int:
-    from tts_kit.serve.loadtest import run_load
+    from tts_kit.serve.loadtest import LoadSpec, run_load
 
     if not args.url.startswith(("http://", "https://")):
         raise UserError(f"URL {args.url!r}: give the server's address, such as "
@@ -120,11 +120,10 @@ def cmd_loadtest(args: argparse.Namespace) -> int:
     except httpx.HTTPError as exc:
         raise UserError(f"{args.url}: no server answers ({exc}); start one with "
                         "`tts-kit serve`") from None
-    res = run_load(args.url, concurrency=conc, requests=args.requests,
-                   duration_s=args.duration, rates=rates, texts=_texts(args.texts),
-                   body=_load_body(args), timeout_s=args.timeout,
-                   api_key=args.api_key or settings().api_key,
-                   progress=not args.quiet)
+    spec = LoadSpec(concurrency=conc, requests=args.requests, duration_s=args.duration,
+                    rates=rates, texts=_texts(args.texts), body=_load_body(args),
+                    timeout_s=args.timeout, api_key=args.api_key or settings().api_key)
+    res = run_load(args.url, spec, progress=not args.quiet)
     _say(res.table())
     if args.json:
         _write_json(args.json, res.to_dict())
@@ -174,8 +173,10 @@ def cmd_serve_sweep(args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace, serving_sweep: Any, threads: list) -> Any:
-    return serving_sweep(
-        args.model, architectures=[a.strip() for a in args.architectures.split(",")],
+    from tts_kit.serve.sweep import ServingSweepSpec
+
+    spec = ServingSweepSpec(
+        architectures=[a.strip() for a in args.architectures.split(",")],
         workers=_int_list(args.workers, "--workers"), threads=threads,
         presets=[p.strip() for p in args.presets.split(",") if p.strip()],
         loadings=[x.strip() for x in args.loading.split(",") if x.strip()],
@@ -184,8 +185,8 @@ def _sweep(args: argparse.Namespace, serving_sweep: Any, threads: list) -> Any:
         rates=_rates(args.rate), requests=args.requests,
         duration_s=args.duration, texts=_texts(args.texts), body=_load_body(args),
         timeout_s=args.timeout, p95_target_ms=args.p95_target_ms,
-        mem_budget_mb=args.mem_budget, progress=not args.quiet,
-    )
+        mem_budget_mb=args.mem_budget)
+    return serving_sweep(args.model, spec, progress=not args.quiet)
 
 
 def _batches(text: str) -> list[int]:

@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import math
 import random
@@ -334,15 +335,17 @@ def _summary(outcomes: list[Outcome], wall_s: float, samples: list[dict[str, flo
     return rec
 
 
-async def _level(url: str, mode: str, level: float, requests: int, duration_s: float | None,
-                 bodies: list[dict[str, Any]], timeout_s: float, headers: dict[str, Any],
-                 sample_s: float, bar: Any, seed: int) -> dict[str, Any]:
+async def _level(url: str, spec: LoadSpec, mode: str, level: float, bar: Any,
+                 seed: int) -> dict[str, Any]:
     import httpx
+
+    requests, duration_s, timeout_s = spec.requests, spec.duration_s, spec.timeout_s
+    bodies, headers = spec.bodies(), _auth(spec.api_key)
 
     limits = httpx.Limits(max_connections=max(4, int(level) * 2 + 4))
     async with httpx.AsyncClient(timeout=timeout_s, limits=limits) as client, \
             httpx.AsyncClient(timeout=5.0, headers=headers) as probe:
-        sampler = _Sampler(probe, url, sample_s)
+        sampler = _Sampler(probe, url, spec.sample_s)
         cpu0 = await sampler.scrape()
         stop = asyncio.Event()
         sampling = asyncio.create_task(sampler.run(stop))
@@ -404,63 +407,87 @@ def _run(coro: Any) -> Any:
         return pool.submit(asyncio.run, coro).result()
 
 
-def run_load(
-    url: str,
-    concurrency: Sequence[int] = (1, 2, 4),
-    requests: int = 20,
-    duration_s: float | None = None,
-    rates: Sequence[float] = (),
-    texts: Sequence[str] = (DEFAULT_TEXT,),
-    body: dict[str, Any] | None = None,
-    timeout_s: float = 60.0,
-    api_key: str | None = None,
-    sample_s: float = 0.5,
-    progress: bool = True,
-    seed: int = 0,
-    on_level: Callable[[LoadResult], None] | None = None,
-) -> LoadResult:
-    """Load ``url`` level by level: each concurrency (closed loop), then each rate (open).
+@dataclass(frozen=True)
+class LoadSpec:
+    """What a load test sends: its levels, requests and bodies (`run_load`).
 
-    Args:
-        url: the server, e.g. ``http://127.0.0.1:8000``.
+    Attributes:
         concurrency: clients per closed-loop level.
         requests: most requests per level.
         duration_s: most seconds per level (None: until ``requests``).
-        rates: arrivals per second of the open-loop levels.
+        rates: arrivals per second of the open-loop levels (after the closed-loop ones).
         texts: request inputs, taken in turn.
         body: more request fields (``steps``, ``voice``, ``lang``, ``seed`` ...).
         timeout_s: the client's deadline per request (counted as a timeout).
         api_key: sent as ``Authorization: Bearer``.
         sample_s: how often ``/metrics`` is read during a level.
+        seed: the open loop's arrival draws (level ``i`` draws from ``seed + i``).
+
+    Example:
+        >>> LoadSpec(texts=("Hi.",), body={"steps": 2}).bodies()
+        [{'input': 'Hi.', 'steps': 2}]
+    """
+
+    concurrency: Sequence[int] = (1, 2, 4)
+    requests: int = 20
+    duration_s: float | None = None
+    rates: Sequence[float] = ()
+    texts: Sequence[str] = (DEFAULT_TEXT,)
+    body: dict[str, Any] | None = None
+    timeout_s: float = 60.0
+    api_key: str | None = None
+    sample_s: float = 0.5
+    seed: int = 0
+
+    def check(self) -> None:
+        """TtsKitError for levels, requests or texts that cannot be sent."""
+        if self.requests < 1:
+            raise TtsKitError(f"requests must be >= 1, got {self.requests}")
+        if any(int(c) < 1 for c in self.concurrency) or any(r <= 0 for r in self.rates):
+            raise TtsKitError("concurrency levels must be >= 1 and rates above 0")
+        if not self.concurrency and not self.rates:
+            raise TtsKitError("give at least one concurrency level or rate")
+        if not self.texts or not all(isinstance(t, str) and t.strip() for t in self.texts):
+            raise TtsKitError("texts must be non-empty strings")
+
+    def bodies(self) -> list[dict[str, Any]]:
+        """The request bodies, one per text."""
+        return [{"input": t, **(self.body or {})} for t in self.texts]
+
+
+def run_load(url: str, spec: LoadSpec | None = None, *, progress: bool = True,
+             on_level: Callable[[LoadResult], None] | None = None,
+             **overrides: Any) -> LoadResult:
+    """Load ``url`` level by level: each concurrency (closed loop), then each rate (open).
+
+    Args:
+        url: the server, e.g. ``http://127.0.0.1:8000``.
+        spec: what to send (`LoadSpec`; default ``LoadSpec()``).
         progress: a tqdm bar per level.
         on_level: called with the result so far after each level (a live graph).
+        overrides: `LoadSpec` fields replacing the spec's, e.g. ``concurrency=(1, 4)``.
 
     Returns:
         A `LoadResult` whose records carry `LOAD_KEYS` plus ``latencies_ms``,
         ``ttfa_ms`` and ``timeline`` (``[t, pool RSS MB, pool PSS MB]``).
+
+    Example:
+        >>> run_load("http://127.0.0.1:8000", concurrency=(1, 2), requests=4)  # doctest: +SKIP
     """
-    if requests < 1:
-        raise TtsKitError(f"requests must be >= 1, got {requests}")
-    if any(int(c) < 1 for c in concurrency) or any(r <= 0 for r in rates):
-        raise TtsKitError("concurrency levels must be >= 1 and rates above 0")
-    if not concurrency and not rates:
-        raise TtsKitError("give at least one concurrency level or rate")
-    if not texts or not all(isinstance(t, str) and t.strip() for t in texts):
-        raise TtsKitError("texts must be non-empty strings")
-    headers = _auth(api_key)
-    bodies = [{"input": t, **(body or {})} for t in texts]
+    spec = dataclasses.replace(spec or LoadSpec(), **overrides)
+    spec.check()
     result = LoadResult(url.rstrip("/"))
-    levels = [("closed", float(c)) for c in concurrency] + [("open", float(r)) for r in rates]
+    levels = ([("closed", float(c)) for c in spec.concurrency]
+              + [("open", float(r)) for r in spec.rates])
     for i, (mode, level) in enumerate(levels):
         bar = None
         if progress:
             from tqdm.auto import tqdm
 
             name = f"c={int(level)}" if mode == "closed" else f"{level:g}/s"
-            bar = tqdm(total=requests, desc=f"loadtest {name}", unit="req", leave=False)
+            bar = tqdm(total=spec.requests, desc=f"loadtest {name}", unit="req", leave=False)
         try:
-            rec = _run(_level(result.url, mode, level, requests, duration_s, bodies,
-                              timeout_s, headers, sample_s, bar, seed + i))
+            rec = _run(_level(result.url, spec, mode, level, bar, spec.seed + i))
         finally:
             if bar is not None:
                 bar.close()
@@ -470,6 +497,5 @@ def run_load(
     return result
 
 
-__all__ = ["LOAD_KEYS", "DEFAULT_TEXT", "LoadResult", "Outcome", "percentile", "read_metrics",
-           "speak", "Spoken",
-           "run_load"]
+__all__ = ["LOAD_KEYS", "DEFAULT_TEXT", "LoadResult", "LoadSpec", "Outcome", "percentile",
+           "read_metrics", "speak", "Spoken", "run_load"]

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tts_kit.core.errors import TtsKitError
-from tts_kit.serve.loadtest import DEFAULT_TEXT, run_load
+from tts_kit.serve.loadtest import DEFAULT_TEXT, LoadSpec, run_load
 from tts_kit.tuning.records import (
     AUDIO_PER_CPU_S,
     AUDIO_RATE,
@@ -150,53 +150,81 @@ class ServingSweepResult:
         return {"records": self.records}
 
 
-def serving_sweep(
-    model: str | None,
-    *,
-    architectures: Sequence[str] = ("workers",),
-    workers: Sequence[int] = (1,),
-    threads: Sequence[int | None] = (None,),
-    presets: Sequence[str] = ("supertonic-default",),
-    loadings: Sequence[str] = ("resident",),
-    batches: Sequence[int] = (1,),
-    concurrency: Sequence[int] = (1, 2, 4),
-    rates: Sequence[float] = (),
-    requests: int = 12,
-    duration_s: float | None = None,
-    texts: Sequence[str] = (DEFAULT_TEXT,),
-    body: dict[str, Any] | None = None,
-    timeout_s: float = 120.0,
-    server: ServeConfig | None = None,
-    p95_target_ms: float | None = None,
-    mem_budget_mb: float | None = None,
-    progress: bool = True,
-    log_dir: str | None = None,
-) -> ServingSweepResult:
-    """Serve and load every configuration in turn; see the module doc.
+@dataclass(frozen=True)
+class ServingSweepSpec:
+    """The configurations a serving sweep tries, the load on each, and what it recommends by.
 
-    ``blocking`` runs one configuration per thread count (its ``workers`` is 1: the event
-    loop is the only worker). ``batches``: chunk scheduling's micro-batch sizes (1: off),
-    tried under chunk-scheduled ``workers`` only. ``rates`` adds open-loop levels (arrivals
-    per second, after the closed-loop ``concurrency`` levels); the recommendation reads the
-    closed-loop ones.
-    A configuration whose server does not start gets one record
-    with ``status`` ``error`` and the reason. ``server``: the settings every server
-    shares (API key, timeout, ...); each configuration replaces its own fields, and the
-    server gets the result as a `ServeConfig` (JSON), not as flags.
+    Attributes:
+        architectures, workers, threads, presets, loadings: the configuration axes
+            (`tts_kit.serve.config.ServeConfig` fields); ``blocking`` runs one configuration
+            per thread count (its ``workers`` is 1: the event loop is the only worker).
+        batches: chunk scheduling's micro-batch sizes (1: off), tried under chunk-scheduled
+            ``workers`` only.
+        concurrency, rates, requests, duration_s, texts, body, timeout_s: the load on each
+            configuration (`tts_kit.serve.loadtest.LoadSpec`); ``rates`` adds open-loop
+            levels after the closed-loop ones, and the recommendation reads the closed ones.
+        server: the settings every server shares (API key, timeout, ...); each
+            configuration replaces its own fields.
+        p95_target_ms, mem_budget_mb: the recommendation's target and budget.
+
+    Example:
+        >>> ServingSweepSpec(concurrency=(2,)).load().concurrency
+        (2,)
+    """
+
+    architectures: Sequence[str] = ("workers",)
+    workers: Sequence[int] = (1,)
+    threads: Sequence[int | None] = (None,)
+    presets: Sequence[str] = ("supertonic-default",)
+    loadings: Sequence[str] = ("resident",)
+    batches: Sequence[int] = (1,)
+    concurrency: Sequence[int] = (1, 2, 4)
+    rates: Sequence[float] = ()
+    requests: int = 12
+    duration_s: float | None = None
+    texts: Sequence[str] = (DEFAULT_TEXT,)
+    body: dict[str, Any] | None = None
+    timeout_s: float = 120.0
+    server: ServeConfig | None = None
+    p95_target_ms: float | None = None
+    mem_budget_mb: float | None = None
+
+    def load(self) -> LoadSpec:
+        """The load test every configuration gets."""
+        return LoadSpec(concurrency=self.concurrency, rates=self.rates, requests=self.requests,
+                        duration_s=self.duration_s, texts=self.texts, body=self.body,
+                        timeout_s=self.timeout_s)
+
+
+def serving_sweep(model: str | None, spec: ServingSweepSpec | None = None, *,
+                  progress: bool = True, log_dir: str | None = None,
+                  **overrides: Any) -> ServingSweepResult:
+    """Serve and load every configuration of ``spec`` in turn; see the module doc.
+
+    ``overrides``: `ServingSweepSpec` fields replacing the spec's (``workers=[1, 2]``).
+    A configuration whose server does not start gets one record with ``status`` ``error``
+    and the reason. Each server gets its configuration as a `ServeConfig` (JSON), not as
+    flags; ``log_dir`` keeps their logs.
+
+    Example:
+        >>> serving_sweep("models/full", workers=[1, 2], concurrency=[2])  # doctest: +SKIP
     """
     from tts_kit.serve.config import ARCHITECTURES, ServeConfig
     from tts_kit.serve.launch import start_server
 
-    if not concurrency and not rates:  # before any server starts
+    spec = dataclasses.replace(spec or ServingSweepSpec(), **overrides)
+    load_spec = spec.load()
+    if not spec.concurrency and not spec.rates:  # before any server starts
         raise TtsKitError("give at least one concurrency level or rate")
-    unknown = [a for a in architectures if a not in ARCHITECTURES]
+    unknown = [a for a in spec.architectures if a not in ARCHITECTURES]
     if unknown:
         raise TtsKitError(f"unknown architecture(s) {unknown}; use {', '.join(ARCHITECTURES)}")
     result = ServingSweepResult()
     seen = set()
-    base = server or ServeConfig()
+    base = spec.server or ServeConfig()
     for arch, n, th, preset, loading, b in itertools.product(
-            architectures, workers, threads, presets, loadings, batches):
+            spec.architectures, spec.workers, spec.threads, spec.presets, spec.loadings,
+            spec.batches):
         n = 1 if arch == "blocking" else int(n)
         b = int(b) if arch == "workers" and base.scheduling == "chunk" else 1
         key = (arch, n, th, preset, loading, b)
@@ -205,7 +233,7 @@ def serving_sweep(
         seen.add(key)
         config = {"architecture": arch, "workers": n, "threads": th, "preset": preset,
                   "loading": loading}
-        queue = max([*concurrency, 4]) * 2  # open loop: arrivals may pile up; 429 past it
+        queue = max([*spec.concurrency, 4]) * 2  # open loop: arrivals may pile up; 429 past it
         cfg = dataclasses.replace(base, architecture=arch, workers=n, preset=preset,
                                   loading=loading, max_queue=queue, threads=th, batch=b,
                                   model=base.model if model is None else str(model))
@@ -215,10 +243,7 @@ def serving_sweep(
                 config[BATCH_SIZE] = b
         try:
             with start_server(config=cfg, log_dir=log_dir) as srv:
-                load = run_load(srv.url, concurrency=concurrency, rates=rates,
-                                requests=requests,
-                                duration_s=duration_s, texts=texts, body=body,
-                                timeout_s=timeout_s, progress=progress)
+                load = run_load(srv.url, load_spec, progress=progress)
         except RuntimeError as exc:
             result.records.append({**config, "status": "error",
                                    "error": str(exc).splitlines()[0][:300]})
@@ -227,7 +252,7 @@ def serving_sweep(
             rate, cpu = rec.get(AUDIO_RATE), rec.get(CPU_PERCENT)
             per_cpu = rate / (cpu / 100) if rate and cpu else None
             result.records.append({**config, "status": "ok", **rec, AUDIO_PER_CPU_S: per_cpu})
-    result.recommend(p95_target_ms, mem_budget_mb)
+    result.recommend(spec.p95_target_ms, spec.mem_budget_mb)
     return result
 
 
@@ -271,5 +296,5 @@ def batching_verdict(records: Sequence[dict[str, Any]]) -> list[str]:
     return lines
 
 
-__all__ = ["SWEEP_KEYS", "ServingSweepResult", "batching_verdict", "describe",
-           "serving_sweep"]
+__all__ = ["SWEEP_KEYS", "ServingSweepResult", "ServingSweepSpec", "batching_verdict",
+           "describe", "serving_sweep"]
