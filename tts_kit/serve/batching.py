@@ -16,13 +16,7 @@ duration refused, say) is rendered again chunk by chunk, so only the bad chunk's
 gets the error.
 
 Measured not to win on this project's 2-core machine, so ``serve`` leaves it off
-(``--batch 1``): ``python bench/serving.py --concurrency 1,4 --requests 8 --only
-workers+chunk,workers+batch`` (full stand-in, 2 workers x 1 thread, 8 steps), twice on
-2026-12-04 at load averages 7-10 and 5-8 from other jobs, gave 0.92-1.05x the audio per
-CPU-second of unbatched chunk scheduling (the bar: above 1.10x) and a TTFA p95 at
-concurrency 4 1.16x and 1.58x longer; ``python bench/batching.py`` (one process, four
-50-character chunks, 1 thread, load average 3.9) 1.06x. See docs/guide.md, Serving under
-load.
+(``--batch 1``); docs/benchmarks.md, ``serve/batching.py``, has the measurements.
 
 Example:
     >>> class Conn:

@@ -12,10 +12,8 @@ event loop's accept errors.
 - `AcceptBackoffLoop` / `run_uvicorn`: the event loop uvicorn runs on; after ``accept()``
   fails for want of descriptors it waits its retry once, not once per queued connection
   (CPython before gh-151615 queues up to the backlog's 2,048 retries per attempt; they
-  multiply while the outage lasts, and once the server stops each prints a traceback.
-  Measured 2026-12-04 at load 8, 200 slow clients held 5 s against 64 open files
-  (`tests/test_serve_attacks.py`'s attack): 2.4 CPU-s of retries, 14.7 MB of log and a
-  10 s stop before; 0.04 CPU-s, 1 KB and 0.4 s after).
+  multiply while the outage lasts, and once the server stops each prints a traceback;
+  docs/benchmarks.md, ``serve/guard.py``, has the measurement).
 
 Example:
     >>> key_matches(b"Bearer s\\xc3\\xa9cret", "sécret".encode())
