@@ -3,7 +3,7 @@ the same chunks rendered one by one (issue 27 item 4, the engine's side of ``ser
 
 On the ``full`` stand-in by default, one worker's settings (``--threads`` intra-op threads,
 spinning off): ``--batch`` chunks of similar length (different texts, voices and seeds, the
-same steps and speed) from `tts_kit.models.engine_base.EngineBase.render_chunks` against
+same steps and speed) from `lab.batching.render_chunks` against
 `render_chunk` for each, in alternating rounds; process CPU time (user + system), so other
 jobs on a busy machine change the figure less than wall time. Prints both, the audio per
 CPU-second of each and their ratio; also checks each batched chunk against its single render.
@@ -33,6 +33,7 @@ TEXTS = ("Supertonic runs on the device, so nothing you type",
 
 def main(argv: list[str] | None = None) -> int:
     import numpy as np
+    from lab.batching import render_chunks
 
     from tts_kit.serve.worker import WorkerConfig
 
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     plans = [engine.plan(TEXTS[i % len(TEXTS)], voice=voices[i % len(voices)],
                          steps=args.steps, seed=i) for i in range(args.batch)]
     jobs = [(p, 0) for p in plans]
-    batched = engine.render_chunks(jobs)  # warm-up, and the equality check
+    batched = render_chunks(engine, jobs)  # warm-up, and the equality check
     alone = [engine.render_chunk(p, k) for p, k in jobs]
     diff = max(float(np.abs(a.samples - b.samples).max()) for a, b in zip(batched, alone))
     cpu: dict[str, list[float]] = {"alone": [], "batch": []}
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
                 for p, k in jobs:
                     engine.render_chunk(p, k)
             else:
-                engine.render_chunks(jobs)
+                render_chunks(engine, jobs)
             cpu[mode].append(time.process_time() - c0)
     audio = sum(c.duration_s for c in alone)
     med = {m: statistics.median(v) for m, v in cpu.items()}

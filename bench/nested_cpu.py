@@ -1,6 +1,6 @@
 """Does nesting cost CPU? A later chunk rendered with another request's first chunk nested
-in it (`tts_kit.serve.nested`) against the two rendered one after the other, in one worker's
-engine (the worker's own `_run_job` and hooks), alternating rounds, process CPU time.
+in it (`lab.nesting`) against the two rendered one after the other, in one worker's
+engine (the worker's own `run_job` and hooks), alternating rounds, process CPU time.
 
     python bench/nested_cpu.py [--model DIR] [--scale full] [--rounds 2] [--steps 8]
 """
@@ -34,9 +34,10 @@ class _Pipe:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from lab.nesting import Nested, nesting_hook
+
     from tts_kit.serve.loadtest import DEFAULT_TEXT
-    from tts_kit.serve.nested import Nested, nesting_hook
-    from tts_kit.serve.worker import WorkerConfig, _cancel_hook, _run_job
+    from tts_kit.serve.worker import WorkerConfig, cancel_hook, run_job
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_model_args(ap)
@@ -51,10 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     a, b = {**body, "seed": 1}, {**body, "seed": 2}
     pipe, pending, running = _Pipe(), [], [None]
     plans: collections.OrderedDict = collections.OrderedDict()
-    eng.add_stage_hook(_cancel_hook(running, types.SimpleNamespace(value=-1)))
-    eng.add_stage_hook(nesting_hook(pipe, running, pending, lambda m: _run_job(
+    eng.add_stage_hook(cancel_hook(running, types.SimpleNamespace(value=-1)))
+    eng.add_stage_hook(nesting_hook(pipe, running, pending, lambda m: run_job(
         eng, cfg, Nested(pipe), m, plans, running)))
-    _run_job(eng, cfg, pipe, ("job", 1, a, 0), plans, running)  # A planned: chunk 1 next
+    run_job(eng, cfg, pipe, ("job", 1, a, 0), plans, running)  # A planned: chunk 1 next
     print(f"load average: {os.getloadavg()[0]:.2f}")
     cpu: dict[str, list[float]] = {"nested": [], "apart": []}
     for rnd in range(args.rounds):
@@ -63,9 +64,9 @@ def main(argv: list[str] | None = None) -> int:
             t = time.process_time()
             if mode == "nested":
                 pipe.inbox = [("nested", rid, b, 0)]
-            _run_job(eng, cfg, pipe, ("job", 1, a, 1), plans, running)
+            run_job(eng, cfg, pipe, ("job", 1, a, 1), plans, running)
             if mode == "apart":
-                _run_job(eng, cfg, pipe, ("job", rid, b, 0), plans, running)
+                run_job(eng, cfg, pipe, ("job", rid, b, 0), plans, running)
             cpu[mode].append(time.process_time() - t)
     for mode, v in cpu.items():
         print(f"{mode:>7}: " + ", ".join(f"{x:.2f}" for x in v) + " CPU-s")

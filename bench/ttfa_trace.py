@@ -1,7 +1,7 @@
 """Where time to first audio went, from chunk scheduling's per-job timelines.
 
 Reads a trace that ``python bench/serving.py --trace DIR`` (or any server run with
-``TTS_KIT_JOB_TRACE=FILE``) wrote (`tts_kit.serve.jobtrace`), and prints per request its
+``TTS_KIT_JOB_TRACE=FILE``) wrote (`lab.jobtrace`), and prints per request its
 first chunk's queue wait and render, and the chunks the workers were running when it
 arrived; then, for the requests that arrived while others ran (the loaded levels), the
 wait's and render's p50/p95 and how often the wait sat behind a later chunk.
@@ -17,7 +17,8 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tts_kit.serve.jobtrace import summarize
+    from lab.jobtrace import summarize
+
     from tts_kit.serve.loadtest import percentile
 
     path = Path((argv or sys.argv[1:])[0])

@@ -1,7 +1,7 @@
-"""Micro-batching (issue 27 item 4): chunks of different requests in one batched call give
-each the audio it gets alone (engine, worker, no server), then a real server on 127.0.0.1
-(tiny stand-in, ``--batch 4``): two requests' chunks in order and equal to unbatched ones,
-and a client that leaves mid-batch frees its slot while the other request completes."""
+"""Micro-batching (issue 27 item 4; a lab experiment, `lab.batching`): chunks of different
+requests in one batched call give each the audio it gets alone (engine, worker, no server),
+then a real server on 127.0.0.1 (tiny stand-in, scheduling ``chunk+batch``, batch 4): two
+requests' chunks in order and equal to unbatched ones, and a client that leaves mid-batch frees its slot while the other request completes."""
 
 from __future__ import annotations
 
@@ -31,6 +31,8 @@ def engine(tiny_bundle_dir: Path):
 
 
 def test_a_batch_of_chunks_equals_each_chunk_rendered_alone(engine):
+    from lab.batching import render_chunks
+
     a = engine.plan("Hello there, my friend. How are you today?", steps=3, seed=7,
                     max_chunk_chars=30)
     b = engine.plan("The meeting moved to the large room.", voice="F1", steps=3, seed=2)
@@ -41,7 +43,7 @@ def test_a_batch_of_chunks_equals_each_chunk_rendered_alone(engine):
     remove = engine.add_stage_hook(lambda stage, feeds, out: calls.append(
         (stage, feeds["noisy_latent"].shape[0] if stage == "vector_estimator" else 1)))
     try:
-        got = engine.render_chunks(jobs)
+        got = render_chunks(engine, jobs)
     finally:
         remove()
     # One batched flow per step for the three chunks that share steps and speed, one for
@@ -55,10 +57,12 @@ def test_a_batch_of_chunks_equals_each_chunk_rendered_alone(engine):
         assert part.samples.shape == alone.shape
         np.testing.assert_allclose(part.samples, alone, atol=1e-5, rtol=0)
     assert set(got[0].timings) >= {"vector_estimator", "vocoder", "total"}
-    assert len(engine.render_chunks([(c, 0)])) == 1
+    assert len(render_chunks(engine, [(c, 0)])) == 1
 
 
 def test_a_model_without_batching_renders_one_by_one(engine, monkeypatch):
+    from lab.batching import render_chunks
+
     from tts_kit.models.base import Capabilities
 
     a = engine.plan("Hello there.", steps=2, seed=0)
@@ -67,12 +71,12 @@ def test_a_model_without_batching_renders_one_by_one(engine, monkeypatch):
         "sample_rate", "voice", "indexer")}, capabilities=Capabilities(batching=False))
     monkeypatch.setattr(engine, "bundle", bundle)
     monkeypatch.setattr(engine, "_render_batch", lambda jobs: pytest.fail("batched"))
-    assert [p.text for p in engine.render_chunks([(a, 0), (b, 0)])] == ["Hello there.",
+    assert [p.text for p in render_chunks(engine, [(a, 0), (b, 0)])] == ["Hello there.",
                                                                         "Good morning."]
 
 
 class _Pool:
-    """What `ChunkScheduler` asks of a pool when it forms batches, without workers."""
+    """What `BatchScheduler` asks of a pool when it forms batches, without workers."""
 
     max_queue, closing, mean_latency_s, on_idle = 8, False, 1.0, None
     cfg = types.SimpleNamespace(first_chunk_chars=50, max_chunk_chars=None)
@@ -89,10 +93,10 @@ class _Pool:
 def test_a_free_worker_takes_similar_jobs_up_to_its_share_and_waits_briefly():
     import asyncio
 
-    from tts_kit.serve.chunked import ChunkScheduler
+    from lab.batching import BatchScheduler
 
     async def main():
-        sched = ChunkScheduler(_Pool(size=1, idle=1), batch=3, batch_wait_ms=10)
+        sched = BatchScheduler(_Pool(size=1, idle=1), batch=3, batch_wait_ms=10)
         p = {"lang": "en", "steps": 5, "speed": 1.0}
         a = sched.submit({**p, "text": "x" * 500}, t0=0.0)
         b = sched.submit({**p, "text": "y" * 500, "steps": 8}, t0=0.0)  # other steps
@@ -109,7 +113,7 @@ def test_a_free_worker_takes_similar_jobs_up_to_its_share_and_waits_briefly():
         a.queued_at[1] = time.monotonic() - 0.011  # waited its 10 ms: goes as it is
         assert sched._next_batch() == [(a, 1), (a, 2), (a, 4)]
         # Four workers: each takes its share of the three matches (one), not all of them.
-        spread = ChunkScheduler(_Pool(size=4, idle=2), batch=4, batch_wait_ms=10)
+        spread = BatchScheduler(_Pool(size=4, idle=2), batch=4, batch_wait_ms=10)
         spread.jobs = list(sched.jobs)
         assert spread._next_batch() == [(a, 1)]
 
@@ -125,24 +129,20 @@ class _Conn:
 
 
 def test_a_worker_batch_answers_each_item_and_plans_first(tiny_bundle_dir, engine):
-    from functools import partial
+    from lab.batching import run_batch
 
-    from tts_kit.serve import batching
-    from tts_kit.serve.worker import DROPPED, WorkerConfig, _cancel_hook, _JobCancelled, _run_job
-
-    run_batch = partial(batching.run_batch, single=_run_job, cancelled=_JobCancelled,
-                        dropped=DROPPED)
+    from tts_kit.serve.worker import WorkerConfig, WorkerState, cancel_hook
 
     cfg = WorkerConfig(model=str(tiny_bundle_dir), threads=1, max_chunk_chars=80)
     worker = cfg.build_engine()
     running, cancel = [None], types.SimpleNamespace(value=-1)
-    worker.add_stage_hook(_cancel_hook(running, cancel))
+    worker.add_stage_hook(cancel_hook(running, cancel))
     p1 = {"text": MEDIUM, "lang": "en", "voice": "M1", "steps": 2, "speed": 1.0, "seed": 4}
     p2 = {**p1, "text": "Hi there, all of you.", "voice": "F1", "seed": 9}
     bad = {**p1, "text": "Hello 안녕하세요 world."}  # the model cannot say it: 400, alone
     conn, plans = _Conn(), collections.OrderedDict()
-    run_batch(worker, cfg, conn, ("batch", [(1, p1, 0), (2, p2, 0), (3, bad, 0)]), plans,
-              running)
+    state = WorkerState(worker, cfg, conn, plans, running, [])
+    run_batch(state, ("batch", [(1, p1, 0), (2, p2, 0), (3, bad, 0)]))
     kinds = [(m[1], m[2][0]) for m in conn.sent]
     assert kinds[:2] == [(0, "plan"), (1, "plan")] and (2, "error") in kinds
     assert sorted(k for k in kinds if k[1] == "chunk") == [(0, "chunk"), (1, "chunk")]
@@ -156,21 +156,30 @@ def test_a_worker_batch_answers_each_item_and_plans_first(tiny_bundle_dir, engin
     # One request's batch stops when the server ends that request.
     cancel.value = 1
     conn.sent.clear()
-    run_batch(worker, cfg, conn, ("batch", [(1, p1, 1), (1, p1, 2)]), plans, running)
+    run_batch(state, ("batch", [(1, p1, 1), (1, p1, 2)]))
     assert conn.sent == [("item", 0, ("cancelled",)), ("item", 1, ("cancelled",))]
     assert running == [None]
 
 
 @pytest.fixture(scope="module")
 def batched(tiny_bundle_dir: Path, tmp_path_factory):
+    import os
+
+    from lab.serve_lab import enable
+
     from tts_kit.serve.config import ServeConfig
     from tts_kit.serve.launch import start_server
 
+    saved = dict(os.environ)
+    enable("lab.batching", batch=4, batch_wait_ms=10)  # the server and its worker load it
     cfg = ServeConfig(model=str(tiny_bundle_dir), workers=1, max_chars=5000, threads=1,
-                      scheduling="chunk", batch=4, batch_wait_ms=10, max_chunk_chars=80,
-                      max_queue=4)
-    with start_server(config=cfg, log_dir=tmp_path_factory.mktemp("serve")) as srv:
-        yield srv
+                      scheduling="chunk+batch", max_chunk_chars=80, max_queue=4)
+    try:
+        with start_server(config=cfg, log_dir=tmp_path_factory.mktemp("serve")) as srv:
+            yield srv
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 @pytest.mark.slow  # a server of its own

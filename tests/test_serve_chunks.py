@@ -97,22 +97,22 @@ def test_a_chunk_job_renders_alone_and_stops_when_its_request_is_cancelled(tiny_
     import collections
     import types
 
-    from tts_kit.serve.worker import WorkerConfig, _cancel_hook, _run_job
+    from tts_kit.serve.worker import WorkerConfig, cancel_hook, run_job
 
     cfg = WorkerConfig(model=str(tiny_bundle_dir), threads=1, max_chunk_chars=80)
     engine = cfg.build_engine()
     running, cancel = [None], types.SimpleNamespace(value=-1)
-    engine.add_stage_hook(_cancel_hook(running, cancel))
+    engine.add_stage_hook(cancel_hook(running, cancel))
     params = {"text": MEDIUM, "lang": "en", "voice": "M1", "steps": 2, "speed": 1.0,
               "seed": 4}
     conn, plans = _Conn(), collections.OrderedDict()
-    _run_job(engine, cfg, conn, ("job", 7, params, 2), plans, running)  # no chunk 0 first
+    run_job(engine, cfg, conn, ("job", 7, params, 2), plans, running)  # no chunk 0 first
     want = list(engine.stream(first_chunk_chars=50, max_chunk_chars=80, **params))[2]
     assert conn.sent[0][0] == "chunk" and conn.sent[0][1] == want.pcm16()
     cancel.value = 7  # the server ended request 7: its next job stops at the first stage run
-    _run_job(engine, cfg, conn, ("job", 7, params, 3), plans, running)
+    run_job(engine, cfg, conn, ("job", 7, params, 3), plans, running)
     assert conn.sent[1] == ("cancelled",) and running == [None]
-    _run_job(engine, cfg, conn, ("job", 8, params, 0), plans, running)  # another request
+    run_job(engine, cfg, conn, ("job", 8, params, 0), plans, running)  # another request
     assert conn.sent[2][0] == "plan" and conn.sent[3][0] == "chunk"
 
 

@@ -1,4 +1,4 @@
-"""A waiting first chunk rendered inside a running later chunk (`tts_kit.serve.nested`): in
+"""A waiting first chunk rendered inside a running later chunk (`lab.nesting`): in
 the worker (the nested job's audio and the running one's both unchanged), then behind a
 real one-worker server on 127.0.0.1 (tiny stand-in): a request that arrives while the only
 worker renders another request's last, long chunk gets its first audio before that
@@ -42,8 +42,9 @@ class _Pipe:
 
 
 def test_a_nested_first_chunk_runs_between_stage_runs_and_changes_no_audio(tiny_bundle_dir):
-    from tts_kit.serve.nested import Nested, nesting_hook
-    from tts_kit.serve.worker import WorkerConfig, _cancel_hook, _run_job
+    from lab.nesting import Nested, nesting_hook
+
+    from tts_kit.serve.worker import WorkerConfig, cancel_hook, run_job
 
     cfg = WorkerConfig(model=str(tiny_bundle_dir), threads=1)
     engine = cfg.build_engine()
@@ -52,11 +53,11 @@ def test_a_nested_first_chunk_runs_between_stage_runs_and_changes_no_audio(tiny_
     pipe, pending = _Pipe([("stop",), ("nested", 9, b, 0)]), []
     running, cancel = [None], types.SimpleNamespace(value=-1)
     plans: collections.OrderedDict = collections.OrderedDict()
-    engine.add_stage_hook(_cancel_hook(running, cancel))
+    engine.add_stage_hook(cancel_hook(running, cancel))
     engine.add_stage_hook(nesting_hook(
-        pipe, running, pending, lambda m: _run_job(engine, cfg, Nested(pipe), m, plans,
+        pipe, running, pending, lambda m: run_job(engine, cfg, Nested(pipe), m, plans,
                                                    running)))
-    _run_job(engine, cfg, pipe, ("job", 7, a, 1), plans, running)  # A's long last chunk
+    run_job(engine, cfg, pipe, ("job", 7, a, 1), plans, running)  # A's long last chunk
     kinds = [(m[0], m[1][0]) if m[0] == "nested" else (m[0],) for m in pipe.sent]
     # B's plan and chunk came out while A's chunk ran (between two of its stage runs), then
     # A's chunk; the "stop" that came meanwhile waits for the worker's main loop.
@@ -68,20 +69,30 @@ def test_a_nested_first_chunk_runs_between_stage_runs_and_changes_no_audio(tiny_
     assert pipe.sent[2][1] == want_a[1].pcm16()
     # A nested job whose request ended stops at its first stage run; A's chunk goes on.
     pipe.inbox, pipe.sent, cancel.value = [("nested", 11, b, 0)], [], 11
-    _run_job(engine, cfg, pipe, ("job", 7, a, 1), plans, running)
+    run_job(engine, cfg, pipe, ("job", 7, a, 1), plans, running)
     assert pipe.sent[1] == ("nested", ("cancelled",))
     assert pipe.sent[2][0] == "chunk" and pipe.sent[2][1] == want_a[1].pcm16()
 
 
 @pytest.fixture(scope="module")
 def one_worker(tiny_bundle_dir: Path, tmp_path_factory):
+    import os
+
+    from lab.serve_lab import enable
+
     from tts_kit.serve.config import ServeConfig
     from tts_kit.serve.launch import start_server
 
-    cfg = ServeConfig(model=str(tiny_bundle_dir), workers=1, threads=1, scheduling="chunk",
-                      nest=True)
-    with start_server(config=cfg, log_dir=tmp_path_factory.mktemp("serve")) as srv:
-        yield srv
+    saved = dict(os.environ)
+    enable("lab.nesting")  # the server and its worker load the experiment
+    cfg = ServeConfig(model=str(tiny_bundle_dir), workers=1, threads=1,
+                      scheduling="chunk+nest")
+    try:
+        with start_server(config=cfg, log_dir=tmp_path_factory.mktemp("serve")) as srv:
+            yield srv
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 @pytest.mark.slow  # a server of its own
@@ -162,11 +173,11 @@ def _running(sched, pool, firsts_played_at: tuple[float, float]) -> list:
 def test_a_waiting_first_chunk_nests_in_the_later_chunk_needed_last():
     import asyncio
 
-    from tts_kit.serve.chunked import ChunkScheduler
+    from lab.nesting import NestingScheduler
 
     async def main():
         pool = _BusyPool()
-        sched = ChunkScheduler(pool, nest=True)
+        sched = NestingScheduler(pool)
         _running(sched, pool, (1.0, 5.0))
         c = sched.submit({"text": "Hi."}, t0=6.0)
         # Worker 1's chunk is needed at 5 + 2 s, worker 0's at 1 + 2 s: C goes into 1's.
@@ -188,11 +199,11 @@ def test_a_waiting_first_chunk_nests_in_the_later_chunk_needed_last():
 def test_no_nesting_under_paged_loading_or_when_off(loading, nest):
     import asyncio
 
-    from tts_kit.serve.chunked import ChunkScheduler
+    from lab.nesting import NestingScheduler
 
     async def main():
         pool = _BusyPool(loading)
-        sched = ChunkScheduler(pool, nest=nest)
+        sched = NestingScheduler(pool, nest=nest)
         _running(sched, pool, (1.0, 5.0))
         c = sched.submit({"text": "Hi."}, t0=6.0)
         assert sched.jobs == [(c, 0)] and not any(w.sent for w in pool.workers.values())
@@ -200,26 +211,25 @@ def test_no_nesting_under_paged_loading_or_when_off(loading, nest):
     asyncio.run(main())
 
 
-def test_nesting_is_an_experiment_off_by_default():
+def test_nesting_is_a_lab_experiment_not_in_the_server():
     # Measured on the quiet 2-core box: nesting cut TTFA p95 at concurrency 4 but served
-    # less audio per CPU-second and doubled the whole response's p95, so serve keeps it off.
+    # less audio per CPU-second and doubled the whole response's p95, so it left the server
+    # for bench/lab: no flag, no setting, no hook in the worker unless a lab script loads it.
+    from lab.nesting import NestingScheduler
+
     from tts_kit.cli import _parser
     from tts_kit.serve.config import ServeConfig
-    from tts_kit.serve.chunked import ChunkScheduler
 
-    assert ServeConfig().nest is False and ChunkScheduler(_BusyPool()).nest is False
-    assert _parser().parse_args(["serve"]).nest is False
-    assert _parser().parse_args(["serve", "--nest"]).nest is True
+    assert "nest" not in ServeConfig.__dataclass_fields__
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["serve", "--nest"])
+    assert NestingScheduler(_BusyPool(), nest=False).nest is False
 
 
-@pytest.mark.parametrize("settings", [{"scheduling": "request"}, {"loading": "paged"},
-                                      {"architecture": "threads"}, {"nest": "yes"}])
-def test_nesting_where_it_cannot_run_is_a_one_line_error(settings):
-    # It was silently ignored: `serve --nest --loading paged` ran without nesting.
+def test_a_scheduling_no_module_registered_is_a_one_line_error():
     from tts_kit.core.errors import TtsKitError
     from tts_kit.serve.config import ServeConfig
 
-    cfg = ServeConfig(**{"nest": True, **settings})
-    with pytest.raises(TtsKitError, match="nest") as err:
-        cfg.check()
+    with pytest.raises(TtsKitError, match="unknown scheduling 'chunk\\+later'") as err:
+        ServeConfig(scheduling="chunk+later").check()
     assert "\n" not in str(err.value)

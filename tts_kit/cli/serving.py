@@ -53,8 +53,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_chunk_chars=args.max_chunk_chars,
         order=args.order, header_timeout_s=args.header_timeout,
         body_timeout_s=args.body_timeout, limit_concurrency=args.limit_concurrency or None,
-        spinning=args.spinning, scheduling=args.scheduling, batch=args.batch,
-        batch_wait_ms=args.batch_wait_ms, nest=args.nest,
+        spinning=args.spinning, scheduling=args.scheduling,
     )
     cfg.check()  # one line, exit 2, before anything starts
     if args.model:
@@ -152,7 +151,7 @@ def _rates(text: str | None) -> list[float]:
 
 def cmd_serve_sweep(args: argparse.Namespace) -> int:
     from tts_kit.serve.launch import Stopped, signals_end_the_block
-    from tts_kit.serve.sweep import batching_verdict, serving_sweep
+    from tts_kit.serve.sweep import serving_sweep
 
     if args.json:
         _check_output_file(args.json, "--json")
@@ -165,8 +164,6 @@ def cmd_serve_sweep(args: argparse.Namespace) -> int:
         return 128 + exc.signum
     _say(res.table())
     _say(f"recommendation: {res.recommend(args.p95_target_ms, args.mem_budget)[1]}")
-    for line in batching_verdict(res.records):
-        _say(f"micro-batching: {line}")
     if args.json:
         _write_json(args.json, res.to_dict())
     return 0 if any(r.get("status") == "ok" for r in res.records) else 1
@@ -180,21 +177,12 @@ def _sweep(args: argparse.Namespace, serving_sweep: Any, threads: list) -> Any:
         workers=_int_list(args.workers, "--workers"), threads=threads,
         presets=[p.strip() for p in args.presets.split(",") if p.strip()],
         loadings=[x.strip() for x in args.loading.split(",") if x.strip()],
-        batches=_batches(args.batch),
         concurrency=_int_list(args.concurrency, "--concurrency") if args.concurrency else [],
         rates=_rates(args.rate), requests=args.requests,
         duration_s=args.duration, texts=_texts(args.texts), body=_load_body(args),
         timeout_s=args.timeout, p95_target_ms=args.p95_target_ms,
         mem_budget_mb=args.mem_budget)
     return serving_sweep(args.model, spec, progress=not args.quiet)
-
-
-def _batches(text: str) -> list[int]:
-    """``--batch``'s micro-batch sizes, each 1 to 4."""
-    sizes = _int_list(text, "--batch")
-    if max(sizes) > 4:
-        raise UserError(f"--batch {text}: each size must be from 1 (off) to 4")
-    return sizes
 
 
 def register(add: AddCommand) -> None:
@@ -222,19 +210,6 @@ def _register_serve(add: AddCommand) -> None:
     sp.add_argument("--scheduling", default="chunk", choices=["request", "chunk"],
                     help="workers: request (a request's chunks all on the worker that took "
                     "it) or chunk (each chunk a job for any free worker; first chunks first)")
-    sp.add_argument("--batch", type=int, default=1, metavar="N",
-                    help="chunk scheduling, an experiment: a free worker takes up to N (at "
-                    "most 4) queued chunks of the same language, steps and speed, within 1.5x "
-                    "in characters, as one batched call; 1: off (on a 2-core CPU it served "
-                    "0.92-1.05x the audio per CPU-second: docs/guide.md, Serving under load)")
-    sp.add_argument("--nest", action="store_true",
-                    help="chunk scheduling: run a waiting request's first chunk inside a busy "
-                    "worker's later chunk, between two stage runs, so first audio does not "
-                    "wait for a long chunk to end (an experiment, off by default: on a 2-core "
-                    "CPU it cost audio per CPU-second: docs/benchmarks.md)")
-    sp.add_argument("--batch-wait-ms", type=float, default=2.0, metavar="MS",
-                    help="with --batch above 1: how long a free worker waits for a batch to "
-                    "fill when no other worker is free (at most 10)")
     sp.add_argument("--preset", default="supertonic-default", metavar="PRESET",
                     help=f"session preset, one of {preset_names}")
     sp.add_argument("--loading", default="resident", metavar="POLICY",
@@ -330,7 +305,4 @@ def _register_load(add: AddCommand) -> None:
     sp.add_argument("--p95-target-ms", type=float, default=None,
                     help="the total-latency p95 to meet (default: none; the fastest wins)")
     sp.add_argument("--mem-budget", type=float, default=None, help="pool PSS budget in MB")
-    sp.add_argument("--batch", default="1",
-                    help="chunk scheduling's micro-batch sizes to try, e.g. 1,4 (1: off); "
-                    "each batched configuration is reported against the same one unbatched")
     _load_args(sp)

@@ -15,7 +15,7 @@ joined). A family implements only its own steps:
 * optionally ``_graph_path`` (another file than the bundle's stage), ``_session_made``,
   ``chunk_pause_s`` (silence between chunks) and ``synthesize_batch``; and, for a model
   whose capabilities say ``batching``, ``_batch_key(cfg)`` and ``_render_batch(jobs)``:
-  several planned chunks (of different requests) in one batched call (`render_chunks`).
+  several planned chunks (of different requests) in one batched call (bench/lab/batching.py).
 
 Example:
     >>> from tts_kit import Engine
@@ -384,51 +384,6 @@ class EngineBase:
         """Chunks of one `_batch_key` in one batched call: each waveform (no pause), the
         batch's stage timings."""
         raise NotImplementedError
-
-    def render_chunks(self, jobs: Sequence[tuple[Plan, int]]) -> list[AudioChunk]:
-        """Several planned chunks, ``(plan, k)`` each (from `plan`; plans of different
-        requests, voices and seeds may mix), as `render_chunk` renders each alone, in order.
-
-        Where the model's capabilities say ``batching``, chunks the family can run in one
-        call (for Supertonic: the same language, steps and speed, no caller noise) run as
-        one batch: padded to the longest, masked, each chunk's noise drawn for its own length
-        from its own (seed, index). Each chunk's audio equals its `render_chunk` to float
-        rounding; its timings are its share of the batch's (divided by the batch size).
-        Anything else renders one by one.
-
-        Example:
-            >>> from tts_kit import Engine
-            >>> engine = Engine()
-            >>> a = engine.plan("Hello there.", steps=1, seed=0)
-            >>> b = engine.plan("Good morning, all.", voice="F1", steps=1, seed=5)
-            >>> both = engine.render_chunks([(a, 0), (b, 0)])
-            >>> alone = engine.render_chunk(b, 0).samples
-            >>> bool(np.allclose(both[1].samples, alone, atol=1e-5))
-            True
-        """
-        for plan, k in jobs:
-            if plan.config is None:
-                raise TtsKitError("render_chunks takes plans from engine.plan(...)")
-            if not 0 <= k < len(plan.chunks):
-                raise TtsKitError(f"chunk {k} is not in the plan's {len(plan.chunks)} chunk(s)")
-        groups: dict[Hashable, list[int]] = {}
-        caps = getattr(self.bundle, "capabilities", None)
-        for i, (plan, _) in enumerate(jobs):
-            key = self._batch_key(plan.config) if caps is not None and caps.batching else None
-            groups.setdefault(i if key is None else ("batch", key), []).append(i)
-        out: list[AudioChunk | None] = [None] * len(jobs)
-        for members in groups.values():
-            if len(members) == 1:
-                plan, k = jobs[members[0]]
-                out[members[0]] = self.render_chunk(plan, k)
-                continue
-            t0 = time.perf_counter()
-            wavs, timings = self._render_batch([jobs[i] for i in members])
-            share = {s: v / len(members) for s, v in timings.items()}
-            share["total"] = (time.perf_counter() - t0) / len(members)
-            for i, wav in zip(members, wavs):
-                out[i] = self._audio_chunk(jobs[i][0], jobs[i][1], wav, dict(share))
-        return [c for c in out if c is not None]
 
     def _audio_chunk(self, plan: Plan, k: int, wav: np.ndarray,
                      timings: dict[str, float]) -> AudioChunk:

@@ -15,7 +15,7 @@ import contextlib
 import os
 from typing import TYPE_CHECKING, Any
 
-from tts_kit.serve.chunked import ChunkScheduler
+from tts_kit.serve.chunked import SCHEDULERS, ChunkScheduler
 from tts_kit.serve.metrics import Metrics
 from tts_kit.serve.worker import WorkerConfig, WorkerPool
 
@@ -77,23 +77,18 @@ class WorkersBackend(Backend):
         self.ready = True
 
     def _scheduler(self) -> ChunkScheduler | None:
-        """Chunk scheduling's job queue, when asked for and the model renders a chunk on its
-        own (its capabilities say); else None (request scheduling, with a warning)."""
-        if self.cfg.scheduling != "chunk":
+        """Chunk scheduling's job queue (`tts_kit.serve.chunked.SCHEDULERS`), when asked for
+        and the model renders a chunk on its own (its capabilities say); else None (request
+        scheduling, with a warning)."""
+        if self.cfg.scheduling == "request":
             return None
         from tts_kit.models.family import open_model
 
-        caps = open_model(self.cfg.model).capabilities
-        if not caps.chunk_jobs:
+        if not open_model(self.cfg.model).capabilities.chunk_jobs:
             print("tts-kit serve: warning: this model cannot render a chunk on its own; "
                   "scheduling whole requests", flush=True)
             return None
-        batch = self.cfg.batch
-        if batch > 1 and not caps.batching:
-            print("tts-kit serve: warning: this model cannot run chunks in one batched call; "
-                  "--batch ignored", flush=True)
-            batch = 1
-        return ChunkScheduler(self.pool, batch, self.cfg.batch_wait_ms, nest=self.cfg.nest)
+        return SCHEDULERS[self.cfg.scheduling](self.pool)
 
     async def stop(self) -> None:
         if hasattr(self, "pool"):
@@ -109,7 +104,7 @@ class WorkersBackend(Backend):
         out: dict[str, Any] = {"workers": self.pool.describe() if hasattr(self, "pool") else []}
         if self.scheduler is not None:  # chunk scheduling: requests held, jobs queued
             out.update(requests=len(self.scheduler.requests), jobs=len(self.scheduler.jobs),
-                       batch=self.scheduler.batch, batched=self.scheduler.batched)
+                       **self.scheduler.describe())
         return out
 
 

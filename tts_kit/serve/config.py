@@ -11,8 +11,8 @@ import json
 from dataclasses import asdict, dataclass
 
 from tts_kit.core.errors import TtsKitError
-from tts_kit.serve.chunked import SCHEDULING
-from tts_kit.serve.worker import WorkerConfig
+from tts_kit.serve.chunked import scheduling_modes
+from tts_kit.serve.worker import WorkerConfig, load_lab
 
 ARCHITECTURES = ("workers", "threads", "blocking", "article")
 
@@ -53,28 +53,18 @@ class ServeConfig:
     scheduling: str = "chunk"
     """``workers``: ``request`` (a request's chunks all on the worker that took it) or
     ``chunk`` (each chunk a job for any free worker; `tts_kit.serve.chunked`)."""
-    batch: int = 1
-    """Chunk scheduling: up to this many similar queued chunks run as one batched call
-    (1: off; at most `tts_kit.serve.batching.MAX_BATCH`); an experiment, off by default."""
-    batch_wait_ms: float = 2.0
-    """With ``batch`` above 1: how long a free worker may wait for a batch to fill."""
-    nest: bool = False
-    """Chunk scheduling: a waiting first chunk may run inside a busy worker's later chunk,
-    between two stage runs (`tts_kit.serve.nested`); resident loadings only. Off by
-    default: on the quiet 2-core box it cut TTFA p95 at concurrency 4 but served less audio
-    per CPU-second and doubled the whole response's p95 (docs/benchmarks.md)."""
-
     def check(self) -> None:
-        """One-line ValueError for a setting that cannot work."""
+        """One-line ValueError for a setting that cannot work (a lab experiment's
+        scheduling counts once `tts_kit.serve.worker.LAB_ENV` loads it)."""
+        load_lab()
         if self.architecture not in ARCHITECTURES:
             raise TtsKitError(f"unknown architecture '{self.architecture}'; use one of: "
                              f"{', '.join(ARCHITECTURES)}")
-        if self.scheduling not in SCHEDULING:
+        if self.scheduling not in scheduling_modes():
             raise TtsKitError(f"unknown scheduling '{self.scheduling}'; use one of: "
-                              f"{', '.join(SCHEDULING)}")
+                              f"{', '.join(scheduling_modes())}")
         if self.max_chunk_chars is not None and self.max_chunk_chars < 1:
             raise TtsKitError("--max-chunk-chars must be >= 1")
-        self._check_batch()
         for name in ("workers", "max_chars", "max_body_bytes"):
             if getattr(self, name) < 1:
                 raise TtsKitError(f"--{name.replace('_', '-')} must be >= 1")
@@ -97,25 +87,6 @@ class ServeConfig:
             except Exception as exc:
                 raise TtsKitError(f"--fallback-wav {self.fallback_wav}: not a readable audio "
                                  f"file ({str(exc).splitlines()[0]}); give a WAV file") from None
-
-    def _check_batch(self) -> None:
-        from tts_kit.serve.batching import MAX_BATCH, MAX_BATCH_WAIT_MS
-
-        if not (isinstance(self.batch, int) and 1 <= self.batch <= MAX_BATCH):
-            raise TtsKitError(f"--batch {self.batch}: give a whole number from 1 to {MAX_BATCH}")
-        if not 0 <= self.batch_wait_ms <= MAX_BATCH_WAIT_MS:
-            raise TtsKitError(f"--batch-wait-ms {self.batch_wait_ms}: give a number of ms from "
-                              f"0 to {MAX_BATCH_WAIT_MS:g}")
-        if self.batch > 1 and (self.architecture != "workers" or self.scheduling != "chunk"):
-            raise TtsKitError("--batch batches chunk jobs: it needs --architecture workers and "
-                              "--scheduling chunk")
-        if not isinstance(self.nest, bool):
-            raise TtsKitError(f"server configuration: nest {self.nest!r}; give true or false")
-        if self.nest and (self.architecture != "workers" or self.scheduling != "chunk"
-                          or not str(self.loading).startswith("resident")):
-            raise TtsKitError("--nest runs a first chunk inside a running chunk's worker: it "
-                              "needs --architecture workers, --scheduling chunk and resident "
-                              "loading")
 
     def worker_config(self) -> WorkerConfig:
         """What each worker builds its engine from. Under ``workers``, without ``threads``,

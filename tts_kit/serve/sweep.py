@@ -1,9 +1,9 @@
 """The serving sweep: a fresh server per configuration, the load test on each, and the
 configuration that meets a p95 target inside a memory budget, with the reason.
 
-Configurations are architecture x workers x threads x preset x loading x micro-batch
-(`tts_kit.serve.config.ARCHITECTURES`; the batch, ``batch_size``, only under chunk-scheduled
-``workers``, `tts_kit.serve.chunked`). Each is served by a new ``tts-kit serve`` process
+Configurations are architecture x workers x threads x preset x loading
+(`tts_kit.serve.config.ARCHITECTURES`; ``workers`` scheduled as the shared server settings
+say, `tts_kit.serve.chunked`). Each is served by a new ``tts-kit serve`` process
 (`tts_kit.serve.launch.start_server`), so no configuration inherits another's warm
 caches or leaked memory, and loaded at each concurrency level (closed loop,
 `tts_kit.serve.loadtest.run_load`). Records carry the configuration and the load
@@ -13,8 +13,6 @@ figures in `tts_kit.tuning.records`' vocabulary (``p95_ms``, ``ttfa_p95_ms``, ``
 The recommendation, at the sweep's highest concurrency: among the configurations with
 no error and no timeout whose p95 latency meets the target and whose pool PSS fits the
 budget, the highest throughput; within `tts_kit.tuning.tune.TIE_REL` of it, the smallest PSS.
-`batching_verdict` says whether micro-batching won: each batched configuration against the
-same one unbatched, audio-seconds per CPU-second, TTFA p95 and throughput.
 
 Example:
     >>> res = serving_sweep("models/full", architectures=["workers", "article"],
@@ -36,8 +34,6 @@ from tts_kit.serve.loadtest import DEFAULT_TEXT, LoadSpec, run_load
 from tts_kit.tuning.records import (
     AUDIO_PER_CPU_S,
     AUDIO_RATE,
-    BATCH_SIZE,
-    CONCURRENCY,
     CPU_PERCENT,
     P50_MS,
     P95_MS,
@@ -54,7 +50,7 @@ if TYPE_CHECKING:
 
 #: The sweep's table (`tts_kit.tuning.records` keys).
 SWEEP_KEYS: tuple[str, ...] = (
-    "architecture", "workers", "threads", "preset", "loading", BATCH_SIZE, "concurrency",
+    "architecture", "workers", "threads", "preset", "loading", "concurrency",
     "status", "ok", "errors", "timeouts", "rejected", RPS, AUDIO_RATE, AUDIO_PER_CPU_S,
     TTFA_P95_MS, P50_MS,
     P95_MS, CPU_PERCENT, POOL_RSS_MB, POOL_PSS_MB, "meets",
@@ -70,9 +66,8 @@ def describe(r: dict[str, Any]) -> str:
         'workers x2, 1 thread(s), lean, resident'
     """
     threads = r.get("threads")
-    chunked = ", chunk scheduling" if r.get("scheduling") == "chunk" else ""
-    if (r.get(BATCH_SIZE) or 1) > 1:
-        chunked += f", batch {r[BATCH_SIZE]}"
+    sched = r.get("scheduling")
+    chunked = f", {sched} scheduling" if sched not in (None, "request") else ""
     return (f"{r['architecture']} x{r['workers']}, "
             f"{threads if threads else 'default'} thread(s), {r['preset']}, {r['loading']}"
             f"{chunked}")
@@ -158,8 +153,6 @@ class ServingSweepSpec:
         architectures, workers, threads, presets, loadings: the configuration axes
             (`tts_kit.serve.config.ServeConfig` fields); ``blocking`` runs one configuration
             per thread count (its ``workers`` is 1: the event loop is the only worker).
-        batches: chunk scheduling's micro-batch sizes (1: off), tried under chunk-scheduled
-            ``workers`` only.
         concurrency, rates, requests, duration_s, texts, body, timeout_s: the load on each
             configuration (`tts_kit.serve.loadtest.LoadSpec`); ``rates`` adds open-loop
             levels after the closed-loop ones, and the recommendation reads the closed ones.
@@ -177,7 +170,6 @@ class ServingSweepSpec:
     threads: Sequence[int | None] = (None,)
     presets: Sequence[str] = ("supertonic-default",)
     loadings: Sequence[str] = ("resident",)
-    batches: Sequence[int] = (1,)
     concurrency: Sequence[int] = (1, 2, 4)
     rates: Sequence[float] = ()
     requests: int = 12
@@ -222,12 +214,10 @@ def serving_sweep(model: str | None, spec: ServingSweepSpec | None = None, *,
     result = ServingSweepResult()
     seen = set()
     base = spec.server or ServeConfig()
-    for arch, n, th, preset, loading, b in itertools.product(
-            spec.architectures, spec.workers, spec.threads, spec.presets, spec.loadings,
-            spec.batches):
+    for arch, n, th, preset, loading in itertools.product(
+            spec.architectures, spec.workers, spec.threads, spec.presets, spec.loadings):
         n = 1 if arch == "blocking" else int(n)
-        b = int(b) if arch == "workers" and base.scheduling == "chunk" else 1
-        key = (arch, n, th, preset, loading, b)
+        key = (arch, n, th, preset, loading)
         if key in seen:
             continue
         seen.add(key)
@@ -235,12 +225,10 @@ def serving_sweep(model: str | None, spec: ServingSweepSpec | None = None, *,
                   "loading": loading}
         queue = max([*spec.concurrency, 4]) * 2  # open loop: arrivals may pile up; 429 past it
         cfg = dataclasses.replace(base, architecture=arch, workers=n, preset=preset,
-                                  loading=loading, max_queue=queue, threads=th, batch=b,
+                                  loading=loading, max_queue=queue, threads=th,
                                   model=base.model if model is None else str(model))
         if arch == "workers":
             config["scheduling"] = cfg.scheduling
-            if cfg.scheduling == "chunk":
-                config[BATCH_SIZE] = b
         try:
             with start_server(config=cfg, log_dir=log_dir) as srv:
                 load = run_load(srv.url, load_spec, progress=progress)
@@ -256,45 +244,5 @@ def serving_sweep(model: str | None, spec: ServingSweepSpec | None = None, *,
     return result
 
 
-def batching_verdict(records: Sequence[dict[str, Any]]) -> list[str]:
-    """Each micro-batched configuration against the same one unbatched (``batch_size``
-    1), at each closed-loop level: audio-seconds per CPU-second, TTFA p95 and throughput
-    as ratios, and whether batching won (more audio per CPU-second by more than
-    `tts_kit.tuning.tune.TIE_REL`, the sweep's noise, without less throughput).
-
-    Example:
-        >>> base = {"architecture": "workers", "workers": 2, "threads": 1, "preset": "p",
-        ...         "loading": "resident", "concurrency": 4, "status": "ok"}
-        >>> one = {"audio_per_cpu_s": 2.0, "ttfa_p95_ms": 500, "rps": 1}
-        >>> four = {"audio_per_cpu_s": 2.1, "ttfa_p95_ms": 600, "rps": 1}
-        >>> for line in batching_verdict([{**base, "batch_size": 1, **one},
-        ...                               {**base, "batch_size": 4, **four}]):
-        ...     print(line)
-        batch 4 at concurrency 4: audio/CPU-s 1.05x, TTFA p95 1.20x, rps 1.00x of unbatched: no win
-    """
-    def same(r: dict[str, Any]) -> tuple:
-        return (r.get("architecture"), r.get("workers"), r.get("threads"), r.get("preset"),
-                r.get("loading"), r.get(CONCURRENCY))
-
-    def x(a: Any, b: Any) -> str:
-        return f"{a / b:.2f}x" if a and b else "-"
-
-    ok = [r for r in records if r.get("status") == "ok" and r.get(CONCURRENCY)]
-    plain = {same(r): r for r in ok if r.get(BATCH_SIZE) == 1}
-    lines = []
-    for r in ok:
-        ref = plain.get(same(r))
-        if (r.get(BATCH_SIZE) or 1) <= 1 or ref is None:
-            continue
-        gain = (r.get(AUDIO_PER_CPU_S) or 0) / (ref.get(AUDIO_PER_CPU_S) or float("inf"))
-        wins = gain > 1 + TIE_REL and (r.get(RPS) or 0) >= (ref.get(RPS) or 0)
-        lines.append(f"batch {r[BATCH_SIZE]} at concurrency {r[CONCURRENCY]}: audio/CPU-s "
-                     f"{x(r.get(AUDIO_PER_CPU_S), ref.get(AUDIO_PER_CPU_S))}, TTFA p95 "
-                     f"{x(r.get(TTFA_P95_MS), ref.get(TTFA_P95_MS))}, rps "
-                     f"{x(r.get(RPS), ref.get(RPS))} of unbatched: "
-                     + ("wins" if wins else "no win"))
-    return lines
-
-
-__all__ = ["SWEEP_KEYS", "ServingSweepResult", "ServingSweepSpec", "batching_verdict",
-           "describe", "serving_sweep"]
+__all__ = ["SWEEP_KEYS", "ServingSweepResult", "ServingSweepSpec", "describe",
+           "serving_sweep"]

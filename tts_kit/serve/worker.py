@@ -27,6 +27,7 @@ import collections
 import contextlib
 import ctypes
 import gc
+import importlib
 import math
 import os
 import signal
@@ -38,8 +39,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from tts_kit.core.errors import TtsKitError
-from tts_kit.serve.batching import run_batch
-from tts_kit.serve.nested import Nested, nesting_hook
 
 #: The text every worker synthesises once before it says ready.
 WARMUP_TEXT = "Warming up the model, once."
@@ -51,6 +50,37 @@ DROPPED = "the model cannot say"
 #: How long a worker whose client went away may take to stop at its next chunk boundary
 #: before it is killed and replaced.
 CANCEL_GRACE_S = 2.0
+#: Modules (comma-separated) the server and every worker import at start (`load_lab`): a
+#: ``bench/lab`` experiment registers itself there (`WORKER_HANDLERS`, `WORKER_HOOKS`,
+#: `tts_kit.serve.chunked.SCHEDULERS`). Unset in production.
+LAB_ENV = "TTS_KIT_SERVE_LAB"
+
+
+@dataclass
+class WorkerState:
+    """What a worker's message handlers share: its engine and pipe, the plans it keeps, the
+    request id of the chunk job running now (``running[0]``) and messages put off for the
+    main loop (``pending``)."""
+
+    engine: Any
+    cfg: WorkerConfig
+    conn: Any
+    plans: collections.OrderedDict
+    running: list
+    pending: list
+
+
+#: Message kinds beyond ``job``, ``synth`` and ``stop``: kind -> handler(state, message).
+WORKER_HANDLERS: dict[str, Callable[[WorkerState, tuple], None]] = {}
+#: Stage hooks every worker installs after the cancel hook: factory(state) -> hook.
+WORKER_HOOKS: list[Callable[[WorkerState], Callable[..., None]]] = []
+
+
+def load_lab() -> None:
+    """Import the modules `LAB_ENV` names (none in production)."""
+    for name in os.environ.get(LAB_ENV, "").split(","):
+        if name.strip():
+            importlib.import_module(name.strip())
 
 
 @dataclass
@@ -132,11 +162,11 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-class _JobCancelled(Exception):
+class JobCancelled(Exception):
     """The server asked the running chunk job to stop (its request ended)."""
 
 
-def _run_job(engine: Any, cfg: WorkerConfig, conn: Any, msg: tuple, plans: Any,
+def run_job(engine: Any, cfg: WorkerConfig, conn: Any, msg: tuple, plans: Any,
              running: list) -> None:
     """One chunk job (``("job", request id, params, k)``): chunk ``k`` of the request.
 
@@ -166,7 +196,7 @@ def _run_job(engine: Any, cfg: WorkerConfig, conn: Any, msg: tuple, plans: Any,
             conn.send(("plan", [len(c) for c in planned.chunks]))
         part = engine.render_chunk(planned, k)
         conn.send(("chunk", part.pcm16(), part.duration_s, part.timings))
-    except _JobCancelled:
+    except JobCancelled:
         conn.send(("cancelled",))
     except ValueError as exc:
         conn.send(("error", 400, _one_line(exc)))
@@ -176,14 +206,14 @@ def _run_job(engine: Any, cfg: WorkerConfig, conn: Any, msg: tuple, plans: Any,
         running[0] = None
 
 
-def _cancel_hook(running: list, cancel_job: Any) -> Callable[..., None]:
+def cancel_hook(running: list, cancel_job: Any) -> Callable[..., None]:
     """A stage hook that stops the running chunk job (``running[0]``, a request id) once
     the server names its request in ``cancel_job``."""
 
     def stop_if_cancelled(stage: str, feeds: Any, out: Any) -> None:
         if running[0] is not None and cancel_job is not None and \
                 cancel_job.value == running[0]:
-            raise _JobCancelled
+            raise JobCancelled
 
     return stop_if_cancelled
 
@@ -211,13 +241,12 @@ def worker_main(conn: Any, cfg: WorkerConfig, cancel: Any = None,
     conn.send(("ready", os.getpid(), engine.bundle.sample_rate))
     plans: collections.OrderedDict = collections.OrderedDict()
     running: list = [None]  # the request id of the chunk job running now
-    pending: list = []  # messages that came while a job ran (`tts_kit.serve.nested`)
-
-    def nested(msg: tuple) -> None:  # a first chunk inside the running job, or after it
-        _run_job(engine, cfg, Nested(conn), msg, plans, running)
-
-    engine.add_stage_hook(_cancel_hook(running, cancel_job))
-    engine.add_stage_hook(nesting_hook(conn, running, pending, nested))
+    pending: list = []  # messages put off while a job ran (a lab hook's)
+    state = WorkerState(engine, cfg, conn, plans, running, pending)
+    engine.add_stage_hook(cancel_hook(running, cancel_job))
+    load_lab()
+    for make_hook in WORKER_HOOKS:
+        engine.add_stage_hook(make_hook(state))
     while True:
         try:
             msg = pending.pop(0) if pending else conn.recv()
@@ -225,13 +254,11 @@ def worker_main(conn: Any, cfg: WorkerConfig, cancel: Any = None,
             return
         if msg[0] == "stop":
             return
-        if msg[0] in ("job", "nested"):
-            _run_job(engine, cfg, conn if msg[0] == "job" else Nested(conn), msg, plans,
-                     running)
+        if msg[0] == "job":
+            run_job(engine, cfg, conn, msg, plans, running)
             continue
-        if msg[0] == "batch":  # several chunk jobs in one call (--batch)
-            run_batch(engine, cfg, conn, msg, plans, running, single=_run_job,
-                      cancelled=_JobCancelled, dropped=DROPPED)
+        if msg[0] in WORKER_HANDLERS:
+            WORKER_HANDLERS[msg[0]](state, msg)
             continue
         params = msg[1]
         if cancel is not None:

@@ -1,10 +1,12 @@
-"""Per-job timelines of chunk scheduling, for working out where time to first audio goes.
+"""Per-job timelines of chunk scheduling, for working out where time to first audio goes
+(a lab experiment: ``bench/serving.py --trace``, read back by ``bench/ttfa_trace.py``).
 
-Off unless the environment variable ``TTS_KIT_JOB_TRACE`` names a file: the server's
-`tts_kit.serve.chunked.ChunkScheduler` then appends one JSON line per finished job: the
+Loaded into a server (`lab.serve_lab.enable`, listed last), it wraps every registered chunk
+scheduler (`tts_kit.serve.chunked.SCHEDULERS`, `traced`); the environment variable
+``TTS_KIT_JOB_TRACE`` names the file each scheduler appends one JSON line per finished job: the
 request, the chunk, its characters, the worker, when it was queued, started and finished
 (seconds since the scheduler started), whether it ran nested inside another job
-(``nested``, see `tts_kit.serve.nested`), and for a first chunk what every worker was
+(``nested``, see `lab.nesting`), and for a first chunk what every worker was
 running when it was queued (``behind``: request, chunk, characters, seconds it had run).
 `summarize` reads such a file back: per request, the first chunk's queue wait and render.
 
@@ -19,9 +21,13 @@ Example:
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterable
 from typing import Any
+
+from lab.serve_lab import job_length
+from tts_kit.serve.chunked import SCHEDULERS
 
 #: The environment variable naming the trace file (appended to).
 ENV = "TTS_KIT_JOB_TRACE"
@@ -36,11 +42,8 @@ class JobTrace:
 
     @classmethod
     def from_env(cls) -> JobTrace:
-        """The trace the environment asks for (`ENV`, read once by
-        `tts_kit.core.settings`), off when unset."""
-        from tts_kit.core.settings import settings
-
-        return cls(settings().job_trace)
+        """The trace the environment asks for (`ENV`), off when unset."""
+        return cls(os.environ.get(ENV) or None)
 
     @property
     def on(self) -> bool:
@@ -81,4 +84,38 @@ def summarize(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(out, key=lambda s: s["rid"])
 
 
-__all__ = ["ENV", "JobTrace", "summarize"]
+def traced(base: type) -> type:
+    """``base`` (a `tts_kit.serve.chunked.ChunkScheduler` class) recording each answered
+    job to `JobTrace.from_env`, with what the workers ran when a first chunk was queued."""
+
+    class Traced(base):
+        def __init__(self, *args: Any, **kwargs: Any):
+            super().__init__(*args, **kwargs)
+            self.trace = JobTrace.from_env()
+
+        def _queue(self, req: Any, ks: Any) -> None:
+            super()._queue(req, ks)
+            if self.trace.on and 0 in ks:
+                now = time.monotonic()
+                req.behind = [[r.rid, j, job_length(self, r, j),
+                               round(now - r.started_at.get(j, now), 3)]
+                              for r in self.requests.values() for j in r.running]
+
+        def _answered(self, req: Any, k: int, worker: Any, nested: bool = False) -> None:
+            if not self.trace.on:
+                return
+            at = self.trace.at
+            self.trace.record({
+                "rid": req.rid, "k": k, "chars": job_length(self, req, k), "worker": worker.id,
+                "arrived": at(req.t0), "queued": at(req.queued_at.get(k)),
+                "started": at(req.started_at.get(k)), "done": at(time.monotonic()),
+                "nested": nested, "behind": getattr(req, "behind", []) if k == 0 else []})
+
+    Traced.__name__ = f"Traced{base.__name__}"
+    return Traced
+
+
+for _name, _cls in list(SCHEDULERS.items()):
+    SCHEDULERS[_name] = traced(_cls)
+
+__all__ = ["ENV", "JobTrace", "summarize", "traced"]
