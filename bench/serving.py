@@ -13,14 +13,14 @@ loaded in a closed loop at each concurrency; all of them are measured in this on
   on the worker that took it (request scheduling);
 - ``workers+chunk``: the same server build with chunk-level scheduling (a request's
   chunks are jobs for any free worker, first chunks first: `tts_kit.serve.chunked`);
-- ``workers+chunk+nest``: chunk scheduling with nesting (``serve --nest``, an experiment):
+- ``workers+chunk+nest``: chunk scheduling with nesting (`lab.nesting`, an experiment):
   a waiting request's first chunk runs inside a busy worker's running chunk between two
-  stage runs instead of waiting for it to end (`tts_kit.serve.nested`; ``--trace DIR`` and
+  stage runs instead of waiting for it to end (``--trace DIR``, `lab.jobtrace`, and
   ``bench/ttfa_trace.py`` show where the first chunk's time went);
-- ``workers+batch``: chunk scheduling with micro-batching (``--batch``, default 4: a free
-  worker takes up to that many similar queued chunks as one batched call, waiting up to
-  ``--batch-wait-ms`` for them; issue 27 item 4, an experiment, off in ``serve`` unless it
-  wins here);
+- ``workers+batch``: chunk scheduling with micro-batching (`lab.batching`, ``--batch``,
+  default 4: a free worker takes up to that many similar queued chunks as one batched
+  call, waiting up to ``--batch-wait-ms`` for them; issue 27 item 4, an experiment that
+  did not win, so not in ``serve``);
 - ``threads``: one engine in the server, ``--workers`` executor threads;
 - ``blocking``: one engine, synthesis inside the async handler (``--workers`` x
   ``--threads`` intra-op threads, since it is the only one running).
@@ -59,6 +59,7 @@ import time
 from pathlib import Path
 
 from _common import add_model_args, model_dir, ratio
+from lab.serve_lab import enable
 
 #: Micro-batching wins when it serves more than this much more audio per CPU-second than
 #: unbatched chunk scheduling (the sweep's noise), without less throughput.
@@ -74,15 +75,18 @@ PSS_TARGET = 1.35
 TTFA_SPREAD_TARGET = 2.0
 #: Issue 27: audio-seconds per CPU-second of the pool over request scheduling's, at least.
 AUDIO_PER_CPU_TARGET = 1.25
-#: Each architecture measured: label, architecture, scheduling, micro-batching on, and
-#: nesting a waiting first chunk inside a running later chunk on (`tts_kit.serve.nested`).
-PLAN = (("article", "article", "request", False, False),
-        ("workers", "workers", "request", False, False),
-        ("workers+chunk", "workers", "chunk", False, False),
-        ("workers+chunk+nest", "workers", "chunk", False, True),
-        ("workers+batch", "workers", "chunk", True, False),
-        ("threads", "threads", "request", False, False),
-        ("blocking", "blocking", "request", False, False))
+#: Each architecture measured: label, architecture, scheduling (``chunk+nest``: nesting a
+#: waiting first chunk inside a running later chunk, `lab.nesting`; ``chunk+batch``:
+#: micro-batching, `lab.batching`).
+PLAN = (("article", "article", "request"),
+        ("workers", "workers", "request"),
+        ("workers+chunk", "workers", "chunk"),
+        ("workers+chunk+nest", "workers", "chunk+nest"),
+        ("workers+batch", "workers", "chunk+batch"),
+        ("threads", "threads", "request"),
+        ("blocking", "blocking", "request"))
+#: The lab modules a scheduling needs in the server (`lab.serve_lab.enable`).
+LAB = {"chunk+nest": ["lab.nesting"], "chunk+batch": ["lab.batching"]}
 #: The article's claim (seed 000): p95 about 200 ms on 2 vCPU under concurrent requests.
 CLAIMED_P95_MS = 200.0
 
@@ -196,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None)
     ap.add_argument("--trace", default=None,
                     help="folder for chunk scheduling's per-job timelines, LABEL.jsonl each "
-                    "(tts_kit.serve.jobtrace; read them with bench/ttfa_trace.py)")
+                    "(lab.jobtrace; read them with bench/ttfa_trace.py)")
     ap.add_argument("--only", default=None,
                     help="comma-separated labels to measure (default all but "
                     + ", ".join(ON_REQUEST) + ": " + ", ".join(label for label, *_ in PLAN
@@ -224,15 +228,17 @@ def main(argv: list[str] | None = None) -> int:
     sizes = {"article": (args.workers, None), "blocking": (1, args.workers * args.threads)}
     plan = [row for row in PLAN if row[0] in only] if only else [
         row for row in PLAN if row[0] not in ON_REQUEST]
-    for label, arch, sched, batched, nest in plan:
+    for label, arch, sched in plan:
         n, th = sizes.get(arch, (args.workers, args.threads))
-        server = ServeConfig(scheduling=sched, batch_wait_ms=args.batch_wait_ms, nest=nest)
-        if args.trace:  # the server inherits it (`tts_kit.serve.jobtrace.ENV`)
+        server = ServeConfig(scheduling=sched)
+        lab = list(LAB.get(sched, []))
+        if args.trace and arch == "workers":  # the server inherits it (`lab.jobtrace.ENV`)
             Path(args.trace).mkdir(parents=True, exist_ok=True)
             os.environ["TTS_KIT_JOB_TRACE"] = str(Path(args.trace) / f"{label}.jsonl")
+            lab.append("lab.jobtrace")  # last: it wraps the schedulers the others add
+        enable(*lab, batch=args.batch, batch_wait_ms=args.batch_wait_ms)
         res = serving_sweep(model, architectures=[arch], workers=[n], threads=[th],
-                            loadings=["resident"], server=server,
-                            batches=[args.batch if batched else 1], **common)
+                            loadings=["resident"], server=server, **common)
         records += [{**r, "label": label} for r in res.records]
     mmap = []
     for n in (1, 2) if only is None or "mmap" in only else ():

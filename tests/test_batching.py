@@ -1,7 +1,8 @@
 """Micro-batching (issue 27 item 4; a lab experiment, `lab.batching`): chunks of different
 requests in one batched call give each the audio it gets alone (engine, worker, no server),
 then a real server on 127.0.0.1 (tiny stand-in, scheduling ``chunk+batch``, batch 4): two
-requests' chunks in order and equal to unbatched ones, and a client that leaves mid-batch frees its slot while the other request completes."""
+requests' chunks in order and equal to unbatched ones, and a client that leaves mid-batch
+frees its slot while the other request completes."""
 
 from __future__ import annotations
 
