@@ -396,7 +396,7 @@ def test_the_article_pattern_runs_the_official_package_per_request(tiny_bundle_d
     """The reference architecture is the article's code: a new official ``TTS`` per call,
     on the text tts_kit normalised, seeded the way the package draws its noise."""
     supertonic = pytest.importorskip("supertonic")
-    from tts_kit.serve.app import article_synthesize
+    from tts_kit.serve.backends import article_synthesize
     from tts_kit.serve.worker import WorkerConfig, request_params
     from tts_kit.text import normalize
 

@@ -42,18 +42,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from tts_kit.core.settings import settings as current_settings
-from tts_kit.serve.backends import (  # noqa: F401  (re-exported)
-    BACKENDS,
-    ArticleBackend,
-    Backend,
-    InProcessBackend,
-    WorkersBackend,
-    _official_tts,
-    article_synthesize,
-)
-from tts_kit.serve.body import RequestError, check_body, wav_header  # noqa: F401  (re-exported)
+from tts_kit.serve.backends import BACKENDS, WorkersBackend, article_synthesize
+from tts_kit.serve.body import RequestError, check_body, wav_header
 from tts_kit.serve.chunked import ChunkLease
-from tts_kit.serve.config import ARCHITECTURES, ServeConfig  # noqa: F401  (re-exported)
+from tts_kit.serve.config import ServeConfig
 from tts_kit.serve.guard import (
     KeyCheck,
     QuietAcceptErrors,
@@ -62,7 +54,7 @@ from tts_kit.serve.guard import (
     header_timeout_protocol,
     run_uvicorn,
 )
-from tts_kit.serve.metrics import BUCKETS, Metrics  # noqa: F401  (re-exported)
+from tts_kit.serve.metrics import Metrics
 from tts_kit.serve.streaming import (
     AudioStream,
     ClientGone,
@@ -393,5 +385,4 @@ def run_server(cfg: ServeConfig) -> None:
     run_uvicorn(uvicorn.Server(config))
 
 
-__all__ = ["ARCHITECTURES", "ServeConfig", "RequestError", "check_body", "create_app",
-           "run_server", "wav_header", "article_synthesize"]
+__all__ = ["create_app", "run_server"]
