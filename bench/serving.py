@@ -239,7 +239,9 @@ def main(argv: list[str] | None = None) -> int:
         enable(*lab, batch=args.batch, batch_wait_ms=args.batch_wait_ms)
         res = serving_sweep(model, architectures=[arch], workers=[n], threads=[th],
                             loadings=["resident"], server=server, **common)
-        records += [{**r, "label": label} for r in res.records]
+        batch = {"batch_size": args.batch if sched == "chunk+batch" else 1} \
+            if sched.startswith("chunk") else {}  # as the sweep's records said before lab
+        records += [{**r, **batch, "label": label} for r in res.records]
     mmap = []
     for n in (1, 2) if only is None or "mmap" in only else ():
         res = serving_sweep(model, architectures=["workers"], workers=[n],
