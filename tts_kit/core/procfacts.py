@@ -43,9 +43,6 @@ MIB = 2.0**20
 #: Environment variable that carries ``run_isolated(cpus=N)`` into the child (and its own
 #: children): the cores this process was given.
 CPUS_ENV = "TTS_KIT_CPUS"
-#: Environment variable naming a cgroup directory to read limits from instead of this
-#: process's own (tests emulate a container with it; users inspect another container's).
-CGROUP_ROOT_ENV = "TTS_KIT_CGROUP_ROOT"
 
 _libc: ctypes.CDLL | None | bool = None
 

@@ -17,12 +17,9 @@ Shipped presets (`PRESETS`, `get_preset`, `list_presets`), each with its source:
   stand-in (see its ``notes`` and ``source``).
 
 Threads: ``intra_op_num_threads`` may be ``"cores"``, resolved when the options are
-built to the cores in force: `tts_kit.core.procfacts.current_cpus` inside an isolated trial
-(``run_isolated(cpus=N)``), else `tts_kit.core.procfacts.usable_cores` (the process's CPU
-affinity, capped by a container's CPU quota). A preset that leaves it
-``None`` also gets N inside a ``cpus=N`` trial, because ORT sizes its default pool
-from the machine's physical cores, not from the affinity mask, and the trial is
-emulating an N-core machine; outside a trial ``None`` really leaves ORT's default.
+built (`cores_in_force`). A preset that leaves it ``None`` also gets N inside a
+``run_isolated(cpus=N)`` trial, which emulates an N-core machine (ORT would size its
+pool from the physical cores, not the affinity mask).
 
 Example:
     >>> from tts_kit.runtime.sessions import SessionPreset, get_preset
@@ -338,21 +335,15 @@ class SessionPreset:
                 raise TtsKitError(f"gpu_mem_limit_mb must be positive, got {gpu_mem_limit_mb!r}")
             opts["gpu_mem_limit"] = str(int(gpu_mem_limit_mb * 1024 * 1024))
             notes.setdefault("gpu_mem_limit", "caps the GPU arena (article 004)")
-        if arena_extend_strategy is not None:
-            if arena_extend_strategy not in _ARENA_STRATEGIES:
-                raise TtsKitError(
-                    f"arena_extend_strategy {arena_extend_strategy!r}; use one of "
-                    f"{list(_ARENA_STRATEGIES)}"
-                )
-            opts["arena_extend_strategy"] = arena_extend_strategy
-        if cudnn_conv_algo_search is not None:
-            if cudnn_conv_algo_search not in _CUDNN_SEARCH:
-                raise TtsKitError(
-                    f"cudnn_conv_algo_search {cudnn_conv_algo_search!r}; use one of "
-                    f"{list(_CUDNN_SEARCH)}"
-                )
-            opts["cudnn_conv_algo_search"] = cudnn_conv_algo_search
-        elif "cudnn_conv_algo_search" not in opts:
+        for key, value, allowed in (
+            ("arena_extend_strategy", arena_extend_strategy, _ARENA_STRATEGIES),
+            ("cudnn_conv_algo_search", cudnn_conv_algo_search, _CUDNN_SEARCH),
+        ):
+            if value is not None:
+                if value not in allowed:
+                    raise TtsKitError(f"{key} {value!r}; use one of {list(allowed)}")
+                opts[key] = value
+        if "cudnn_conv_algo_search" not in opts:
             opts["cudnn_conv_algo_search"] = CUDA_CONV_SEARCH
             notes.setdefault("cudnn_conv_algo_search", (
                 "tts_kit's CUDA default: ORT's EXHAUSTIVE benchmarks again at every new input "
