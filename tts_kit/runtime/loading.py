@@ -84,12 +84,8 @@ def _probe(session: Any) -> Callable[[], Any] | None:
 
 def _settle(probes: Sequence[Callable[[], Any] | None], trim: bool) -> None:
     """After sessions were dropped: collect garbage only if one of them is still alive (or
-    cannot be told), so a reference cycle never keeps a released session; then (``trim``)
-    give the freed heap back to the system (glibc keeps freed pages otherwise).
-
-    A session the loader held alone dies by reference count the moment it is dropped, so
-    the usual release costs no full collection (about 50 ms with numpy and pandas imported,
-    more in a notebook kernel), where every load and release used to run one.
+    cannot be told; the usual release then costs no full collection), so a reference cycle
+    never keeps a released session; then (``trim``) give the freed heap back to the system.
 
     Example:
         >>> _settle([_probe(object())], trim=True)
@@ -331,14 +327,9 @@ class StageLoader:
 def prepare_loading(paths: Sequence[str | Path], loading: str | LoadPolicy = "resident", *,
                     sess_options: ort.SessionOptions | None = None,
                     providers: list[Any] | None = None) -> list[Path]:
-    """Do now the one-time work ``loading`` needs before its sessions can be created
-    (the external-data copies of ``ext`` policies, the optimised copies of ``opt`` ones,
-    at the level of ``sess_options``: ONNX Runtime's default, ``all``, without), so a
-    later load finds it done.
-
-    Returns the files sessions will load from. What a cold cache costs (writing the
-    copies, optimising the graphs) is then paid here, once, and not inside a measured load
-    (`tts_kit.tuning.tune.trial` runs this in a process of its own first).
+    """Do now the one-time work ``loading`` needs before its sessions can be created (the
+    external-data and optimised copies, at ``sess_options``' level), so a cold cache is
+    paid here and not inside a measured load. Returns the files sessions will load from.
 
     Example:
         >>> prepare_loading([], "paged")

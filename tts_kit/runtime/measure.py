@@ -236,15 +236,9 @@ def run_isolated(
 
 @contextlib.contextmanager
 def _spawn_scope(env: dict[str, str | None], hide_main: bool) -> Iterator[None]:
-    """What a spawned child inherits at ``start()``, restored on leaving, even on error.
-
-    Spawn copies ``os.environ`` into the child and reads ``sys.modules["__main__"]`` to
-    decide whether the child re-runs the caller's script; neither can be given to
-    ``Process.start`` directly. So both are changed for the few milliseconds of the
-    start only, under a lock (two measurements never see each other's settings), and
-    put back exactly as they were (a key that was absent is removed again).
-    ``env`` maps a name to its value in the child, None: absent there.
-    """
+    """Set what a spawned child inherits at ``start()`` (``os.environ``, and whether it
+    re-runs ``__main__``) under a lock, and put it back exactly on leaving, even on error.
+    ``env`` maps a name to its value in the child, None: absent there."""
     with _SPAWN_LOCK:
         saved = {k: os.environ.get(k) for k in env}
         real_main = sys.modules.get("__main__")
