@@ -1,11 +1,9 @@
 """``tts-kit``: a thin command line over the library.
 
 Every subcommand parses its arguments, calls one library function and prints the
-result. User errors (bad text, a broken model, a missing file, a full disk) exit with
-status 2 and one line on stderr naming the problem and the fix; any other exception is a
-bug in tts_kit and exits 70 with one line naming it and the path of a log holding the
-traceback. No traceback on the terminal unless asked for (``tts-kit --debug ...``);
-strings are printed with control characters escaped.
+result. User errors exit 2 with one line naming the fix, bugs exit 70 with one line and a
+log of the traceback (`tts_kit.cli._errors`); strings are printed with control characters
+escaped.
 
 One module per command group: `tts_kit.cli.model` (synth, info, standin, fetch,
 doctor), `tts_kit.cli.text` (normalize), `tts_kit.cli.tuning` (tune, report),
@@ -34,12 +32,8 @@ from collections.abc import Sequence
 from tts_kit.cli import model, precision, serving, text, tuning
 from tts_kit.cli._common import (
     DESCRIPTION,
-    LOADING_HELP,
-    SCHEDULER_HELP,
     Command,
     UserError,
-    _bundle,
-    _check_output_file,
     _HelpFormatter,
     _refuse_nul,
     _say,
@@ -60,9 +54,6 @@ from tts_kit.cli.serving import cmd_loadtest, cmd_serve, cmd_serve_sweep
 from tts_kit.cli.text import cmd_normalize
 from tts_kit.cli.tuning import cmd_report, cmd_tune
 from tts_kit.core.version import __version__
-
-#: The exit status of a bug (the name the CLI used before `EXIT_BUG`).
-EXIT_INTERNAL_ERROR = EXIT_BUG
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -98,13 +89,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tts-kit`` console script.
 
-    Returns 0 on success; 1 for a verdict (``tts-kit verify``, ``report --rerun``, ``tune``
-    and ``doctor``: see there); 2 for an error the user can fix (a `TtsKitError`, an
-    `OSError` of the environment, a bad argument: one line on stderr naming the fix); 70
-    (`EXIT_BUG`, ``EX_SOFTWARE``) for a bug in tts_kit, any other exception (one line
-    naming it and a log with its traceback; ``tts-kit --debug COMMAND ...`` prints the
-    traceback); 130 when interrupted; 141 when the reader of the output went away
-    (``| head``). Policy: `tts_kit.cli._errors`.
+    Returns 0 on success; 1 for a verdict (``verify``, ``report --rerun``, ``tune``,
+    ``doctor``); 2 for an error the user can fix; 70 (`EXIT_BUG`) for a bug; 130 when
+    interrupted; 141 when the reader went away (``| head``). Policy: `tts_kit.cli._errors`.
 
     Example:
         >>> main(["normalize", "3개", "--lang", "ko"])
@@ -145,11 +132,10 @@ def _run(argv: Sequence[str] | None) -> int:
 
 
 __all__ = [
-    "DESCRIPTION", "EXIT_BROKEN_PIPE", "EXIT_BUG", "EXIT_INTERNAL_ERROR", "EXIT_INTERRUPTED",
-    "EXIT_USER_ERROR", "LOADING_HELP", "SCHEDULER_HELP", "UserError", "_bundle",
-    "_check_output_file", "_parser", "_say", "_write_json", "cmd_convert", "cmd_doctor",
-    "cmd_fetch", "cmd_info", "cmd_loadtest", "cmd_normalize", "cmd_report", "cmd_serve",
-    "cmd_serve_sweep", "cmd_standin", "cmd_synth", "cmd_tune", "cmd_verify", "main",
+    "DESCRIPTION", "EXIT_BROKEN_PIPE", "EXIT_BUG", "EXIT_INTERRUPTED", "EXIT_USER_ERROR",
+    "UserError", "_parser", "_write_json", "cmd_convert", "cmd_doctor", "cmd_fetch",
+    "cmd_info", "cmd_loadtest", "cmd_normalize", "cmd_report", "cmd_serve", "cmd_serve_sweep",
+    "cmd_standin", "cmd_synth", "cmd_tune", "cmd_verify", "main",
 ]
 
 

@@ -27,12 +27,9 @@ from tts_kit.core.textsafe import term_safe
 
 
 def _say(text: object = "", file: Any = None) -> None:
-    """Print ``text`` with its control characters shown as escapes (`term_safe`).
-
-    Every line the CLI prints goes through here: voice names, report fields, normalised
-    text and error messages come from files and users, and a raw ESC in them would drive
-    the terminal (clear it, retitle it). Newlines and tabs of the block itself are kept.
-    """
+    """Print ``text`` with its control characters shown as escapes (`term_safe`); every
+    line the CLI prints goes through here (a raw ESC from a file would drive the terminal).
+    Newlines and tabs are kept."""
     print(term_safe(text, keep="\n\t"), file=file if file is not None else sys.stdout)
 
 
@@ -43,11 +40,8 @@ class UserError(TtsKitError):
 
 
 def _refuse_nul(args: argparse.Namespace) -> None:
-    r"""A NUL character in a path or a name is the user's mistake: say so in one line.
-
-    No path can hold one (the OS refuses it with a bare ValueError, which would read as a
-    bug). Only an in-process call can pass one (a shell cannot); the text to speak may hold
-    one, as before (normalisation drops it).
+    r"""A NUL character in a path or a name is the user's mistake (the OS would raise a
+    bare ValueError, read as a bug): say so in one line. The text to speak may hold one.
 
     Example:
         >>> _refuse_nul(argparse.Namespace(text="a\x00b", json="ok.json"))
@@ -105,11 +99,7 @@ def _check_language(text: str, lang: str) -> None:
 @contextlib.contextmanager
 def _cluster(address: str | None) -> Iterator[Any]:
     """A `tts_kit.tuning.cluster.TrialExecutor` on the scheduler at ``address`` (None: no
-    executor).
-
-    Connects before any trial runs, so an unreachable scheduler or a missing Dask fails
-    in one line (exit 2); closes the client afterwards.
-    """
+    executor), connected before any trial runs (so a failure is one line, exit 2)."""
     if not address:
         yield None
         return

@@ -1,18 +1,13 @@
 """The ``tts-kit`` error policy: which exceptions are the user's to fix, which are bugs.
 
-- A `TtsKitError` (a bad argument, a broken model, a report that cannot be read: its
-  message names the problem and the fix) and an `OSError` of the user's environment (a
-  missing path, no permission, a full disk: `_OS_HINTS`) are the user's: one line on stderr,
-  exit `EXIT_USER_ERROR` (2).
-- Anything else, a bare ``ValueError`` or ``TypeError`` from numpy, ONNX Runtime or
-  tts_kit's own code included, is a bug in tts_kit: one line naming the exception and the
-  log holding its traceback, and how to see it (``tts-kit --debug COMMAND ...``); exit
-  `EXIT_BUG` (70, ``EX_SOFTWARE`` of sysexits.h), never mistaken for a verdict (1) or the
-  user's error (2).
-- ``--debug``: the full traceback on stderr too, for either.
-
-Never a traceback without ``--debug``; every line is printed with control characters
-escaped.
+- A `TtsKitError` (its message names the problem and the fix) and an `OSError` of the
+  user's environment (a missing path, no permission, a full disk: `_OS_HINTS`) are the
+  user's: one line on stderr, exit `EXIT_USER_ERROR` (2).
+- Anything else (a bare ``ValueError`` from numpy or ONNX Runtime included) is a bug: one
+  line naming the exception and a log holding its traceback, exit `EXIT_BUG` (70,
+  ``EX_SOFTWARE``), never mistaken for a verdict (1) or the user's error (2).
+- ``--debug``: the full traceback on stderr too. Never a traceback without it; every line
+  is printed with control characters escaped.
 
 Example:
     >>> import contextlib, sys

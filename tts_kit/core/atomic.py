@@ -1,27 +1,13 @@
 """Outputs that appear whole or not at all, and temporaries that never outlive their writer.
 
-One concern: how tts_kit writes anything a user keeps (converted bundles, reports, WAV
-files, the external-data cache). Every output is built in a temporary sibling named
-``.<name>.tmp-<pid>-<random>`` (same file system, so the final rename is atomic; the
-writer's pid in the name lets a later run tell a dead writer's leftovers from a live
-one's) and moved into place only when complete:
-
-- `check_destination`: can a file be written there (before the work, not after);
-- `atomic_file`: a file, renamed over the destination (or, with ``replace=False``, linked
-  into place only if the destination does not exist);
-- `check_dir_destination`: can a directory be built there (before the work);
-- `atomic_dir`: a directory, renamed into place onto a missing destination, or built inside
-  an existing empty one (a container's volume mount point cannot be renamed over: EBUSY)
-  and its entries moved up;
-- `scratch_dir`: a private working directory beside an output, always removed;
-- `signals_as_exceptions`: while any of these is active, SIGTERM and SIGHUP (what
-  ``timeout``, docker and systemd send, and what a closed terminal sends) raise
-  `Terminated`, so the same clean-up as for Ctrl-C runs; the signal is delivered again
-  afterwards, so the process still ends the way it would have;
-- `sweep_stale`: removes the temporaries of writers that died without cleaning up
-  (SIGKILL, the OOM killer), for directories tts_kit owns (the cache).
-
-Only the standard library: every layer may use it.
+How tts_kit writes anything a user keeps (bundles, reports, WAV files, the cache): each
+output is built in a temporary sibling ``.<name>.tmp-<pid>-<random>`` (same file system,
+so the final rename is atomic; the pid lets `sweep_stale` tell a dead writer's leftovers)
+and moved into place only when complete: `atomic_file`, `atomic_dir` (also into an
+existing empty directory, such as a mount point), `scratch_dir`, `install_files`;
+`check_destination` and `check_dir_destination` refuse a bad place before the work.
+While one is active, SIGTERM and SIGHUP raise `Terminated` (`signals_as_exceptions`), so
+the same clean-up as for Ctrl-C runs. Only the standard library: every layer may use it.
 
 Example:
     >>> import tempfile
@@ -86,12 +72,9 @@ def _raise_terminated(signum: int, frame: object) -> None:
 def signals_as_exceptions() -> Iterator[None]:
     """While active, SIGTERM/SIGHUP raise `Terminated` instead of ending the process at once.
 
-    Only signals whose handler is the default (end the process) are taken over: an ignored
-    SIGHUP (``nohup``) stays ignored, and a handler someone installed stays theirs. Nested
-    uses share one installation. On leaving the outermost one the previous handlers come
-    back and a signal that was caught is sent again, so the process ends as it would have,
-    only after the clean-up. Outside the main thread (where Python cannot set handlers)
-    it does nothing.
+    Only default handlers are taken over (an ignored SIGHUP stays ignored); nested uses
+    share one installation. On leaving the outermost one a caught signal is sent again, so
+    the process ends as it would have, after the clean-up. Outside the main thread: no-op.
 
     Example:
         >>> with signals_as_exceptions():
@@ -162,11 +145,10 @@ def _fsync_dir(path: Path) -> None:
 
 
 def check_destination(dst: str | os.PathLike[str]) -> Path:
-    """Check, before any work, that a file can be written at ``dst``; one-line ValueError.
+    """Check, before any work, that a file can be written at ``dst``; one-line `TtsKitError`.
 
-    Not a directory; its parent exists, is a directory and takes a new file there (tried
-    with a temporary that is removed at once: permissions, read-only mounts and ``/proc``
-    all answer that truthfully, root or not); an existing ``dst`` is writable.
+    Not a directory; its parent takes a new file (tried with a temporary removed at once,
+    which answers truthfully for permissions and read-only mounts, root or not).
 
     Example:
         >>> check_destination(tempfile.gettempdir())  # doctest: +ELLIPSIS
@@ -200,10 +182,8 @@ def atomic_file(dst: str | os.PathLike[str], *, replace: bool = True,
                 suffix: str | None = None) -> Iterator[Path]:
     """Yield a temporary path beside ``dst``; on success it becomes ``dst`` in one step.
 
-    The temporary is removed on any failure (SIGTERM/SIGHUP included), and an existing
-    ``dst`` is untouched until the new file is complete. ``replace=False``: fail with
-    ``FileExistsError`` rather than overwrite a ``dst`` that appeared meanwhile.
-    ``suffix`` (default: ``dst``'s) keeps tools that look at the extension happy.
+    Removed on any failure; an existing ``dst`` is untouched until then. ``replace=False``:
+    ``FileExistsError`` rather than overwrite. ``suffix``: the temporary's (default ``dst``'s).
 
     Example:
         >>> import tempfile
@@ -265,12 +245,9 @@ def _nearest_existing(path: Path) -> Path:
 def check_dir_destination(dst: str | os.PathLike[str]) -> Path:
     """Check, before any work, that `atomic_dir` can build a directory at ``dst``.
 
-    ``dst`` must be missing (its missing parents are created later) or an empty directory
-    (this process's own temporaries aside); not a link, not a file; and the directory the
-    build happens in (``dst`` itself when it exists, else its nearest existing ancestor)
-    must take a new directory (tried with a temporary removed at once: permissions,
-    read-only mounts and ``/proc`` answer that truthfully, root or not). Each problem is
-    one `TtsKitError` line with its fix.
+    ``dst`` must be missing or an empty directory, not a link or a file, and the directory
+    the build happens in must take a new one (tried with a temporary removed at once).
+    Each problem is one `TtsKitError` line with its fix.
 
     Example:
         >>> d = Path(tempfile.mkdtemp())
@@ -334,13 +311,10 @@ def _move_up(tmp: Path, dst: Path, last: str | None) -> None:
 def atomic_dir(dst: str | os.PathLike[str], *, last: str | None = None) -> Iterator[Path]:
     """Yield a temporary directory; on success its content becomes ``dst``.
 
-    ``dst`` missing: the temporary is built beside it and renamed to ``dst``. ``dst`` an
-    existing empty directory (often a mount point, which no rename can replace: EBUSY, and
-    on another file system than its parent): the temporary is built inside it and its
-    entries are moved up, ``last`` (the entry whose presence says "complete", such as a
-    bundle's config folder) last; ``dst`` keeps its own inode and mode. Anything else at
-    ``dst``: ``OSError``, nothing replaced. On any failure (SIGTERM/SIGHUP included) the
-    temporary is removed and ``dst`` is as it was (missing, or empty).
+    ``dst`` missing: built beside it and renamed. ``dst`` an existing empty directory
+    (often a mount point, which no rename can replace): built inside it and the entries
+    moved up, ``last`` (the entry that says "complete") last. Anything else: ``OSError``.
+    On any failure the temporary is removed and ``dst`` is as it was.
 
     Example:
         >>> import tempfile
@@ -409,11 +383,9 @@ def lock_beside(directory: str | os.PathLike[str]) -> Path:
 
 @contextlib.contextmanager
 def build_lock(path: str | os.PathLike[str]) -> Iterator[None]:
-    """Hold an exclusive lock between processes on the file ``path`` (created if missing).
-
-    Around a cache entry's build: processes that want the same entry at once (a server's
-    workers starting on a cold cache) build it once; the others wait, then find it. Where
-    ``fcntl`` is missing (Windows) there is no lock; entries are still written atomically.
+    """Hold an exclusive lock between processes on the file ``path`` (created if missing),
+    so processes that want the same cache entry at once build it once (no lock without
+    ``fcntl``; entries are still written atomically).
 
     Example:
         >>> import tempfile

@@ -1,21 +1,11 @@
 """Facts about processes, read from the OS in one place: memory, CPU time, cores, glibc.
 
 Everything that measures or budgets memory and cores asks here, so there is one way to
-read each fact:
-
-- memory of a process: `rss_mb` (resident now), `pss_mb` (proportional: shared pages
-  divided among the processes that map them, from ``/proc/PID/smaps_rollup``),
-  `peak_rss_mb` (the kernel's high-water mark, ``VmHWM``) and `reset_peak_rss`,
-  `status_mb` for any other ``/proc/PID/status`` field (``RssAnon``, ``RssFile`` ...);
-- CPU time: `cpu_seconds` (user + system, all threads);
-- cores: `allowed_cpus` (the affinity mask: core ids to pin to), `cgroup_cpu_quota` and
-  `cgroup_memory_limit_mb` (a container's limits; ``$TTS_KIT_CGROUP_ROOT`` names another
-  cgroup directory to read), `usable_cores` (the smaller of the affinity and the CPU
-  quota: how many cores to plan threads and trials for), `current_cpus` (cores given by
-  `tts_kit.runtime.measure.run_isolated`);
-- glibc: `malloc_trim`, `release_memory`, `mallopt`, loaded once.
-
-All sizes are MiB. Functions that ask about another process return None once it is gone.
+read each fact: a process's memory (`rss_mb`, `pss_mb`, `peak_rss_mb`, `status_mb`), CPU
+time (`cpu_seconds`), cores (`allowed_cpus`, `usable_cores`, `current_cpus`), a
+container's limits (`cgroup_cpu_quota`, `cgroup_memory_limit_mb`; ``$TTS_KIT_CGROUP_ROOT``
+names another cgroup directory) and glibc (`malloc_trim`, `mallopt`, `release_memory`).
+All sizes are MiB; functions asking about another process return None once it is gone.
 
 Example:
     >>> from tts_kit.core import procfacts
@@ -43,9 +33,6 @@ MIB = 2.0**20
 #: Environment variable that carries ``run_isolated(cpus=N)`` into the child (and its own
 #: children): the cores this process was given.
 CPUS_ENV = "TTS_KIT_CPUS"
-#: Environment variable naming a cgroup directory to read limits from instead of this
-#: process's own (tests emulate a container with it; users inspect another container's).
-CGROUP_ROOT_ENV = "TTS_KIT_CGROUP_ROOT"
 
 _libc: ctypes.CDLL | None | bool = None
 
@@ -91,10 +78,8 @@ def rss_mb(pid: int | None = None) -> float | None:
 def pss_mb(pid: int | None = None) -> float | None:
     """Proportional set size of ``pid`` (default: this process); None where unknown.
 
-    PSS charges each shared page (a memory-mapped weight file that several workers map,
-    the interpreter's libraries) in equal parts to the processes sharing it, so the PSS
-    of a pool adds up to what the pool really holds, where summed RSS counts shared
-    pages once per process. Read from ``/proc/PID/smaps_rollup`` (Linux >= 4.14).
+    Shared pages are charged in equal parts to the processes sharing them, so a pool's
+    PSS adds up to what it really holds (``/proc/PID/smaps_rollup``, Linux >= 4.14).
 
     Example:
         >>> p = pss_mb()
@@ -187,9 +172,6 @@ def idlest_cpus(n: int, cores: list[int] | None = None, interval_s: float = 0.05
     sorted; ties go to the lower id, so an idle machine gives the first ``n``. ``busy``
     (percent per core id) replaces the measurement.
 
-    Two measurements started side by side (test workers, two sweeps) then pin to
-    different cores instead of both to the first ones.
-
     Example:
         >>> idlest_cpus(1, [0, 1], busy=[97.0, 4.0]), idlest_cpus(1, [0, 1], busy=[3.0, 8.0])
         ([1], [0])
@@ -254,9 +236,8 @@ def _read(path: Path) -> str | None:
 def cgroup_cpu_quota(root: str | os.PathLike[str] | None = None) -> float | None:
     """The container's CPU quota in cores (``cpu.max`` 150000/100000 -> 1.5); None: none.
 
-    ``root``: a cgroup directory to read instead of this process's (for tests and for
-    inspecting another container; default ``$TTS_KIT_CGROUP_ROOT``, else this process's
-    cgroup). Reads cgroup v2 ``cpu.max``, else v1 ``cpu.cfs_quota_us``/``cpu.cfs_period_us``.
+    ``root``: a cgroup directory to read instead of this process's (default
+    ``$TTS_KIT_CGROUP_ROOT``). Reads cgroup v2 ``cpu.max``, else v1 ``cpu.cfs_quota_us``.
 
     Example:
         >>> q = cgroup_cpu_quota()
@@ -311,11 +292,8 @@ def cgroup_memory_limit_mb(root: str | os.PathLike[str] | None = None) -> float 
 
 
 def usable_cores(root: str | os.PathLike[str] | None = None) -> int:
-    """Cores this process can really use: its affinity, capped by the cgroup CPU quota.
-
-    A container limited to 1.5 CPUs on a 16-core host gets 1 here (the quota, rounded
-    down, at least 1), where ``os.cpu_count()`` says 16 and ONNX Runtime would start 16
-    threads that the quota then throttles.
+    """Cores this process can really use: its affinity, capped by the cgroup CPU quota
+    (rounded down, at least 1: 1.5 CPUs on a 16-core host gives 1).
 
     Example:
         >>> 1 <= usable_cores() <= len(allowed_cpus())

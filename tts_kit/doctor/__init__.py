@@ -1,28 +1,11 @@
 """``tts-kit doctor``: what breaks on-device deployments, checked on this machine, with fixes.
 
-`run_checks` returns one `Check` per concern, each with what it found and, when it is not
-ok, the fix; `format_checks` renders them for a terminal. The checks, in order:
-
-- ``onnxruntime``: it imports (version, providers); one ONNX Runtime package installed;
-- ``libgomp``: whether this ONNX Runtime build links libgomp (read from the ``DT_NEEDED``
-  entries of its shared libraries, so it works when the import itself failed) and, if so,
-  that it loads: slim images (``python:3.x-slim``) lack ``libgomp1``;
-- ``cpu features``: AVX2 and VNNI (AVX512-VNNI, AVX-VNNI) on x86, dot-product on Arm,
-  from ``/proc/cpuinfo``: what INT8 kernels need to be worth it;
-- ``cpu quota``: the cgroup CPU quota and the affinity against ONNX Runtime's default
-  intra-op thread count (one per physical core of the *host*: it does not see a quota),
-  and what a preset with ``"cores"`` threads gets here;
-- ``execution providers``: those listed; CUDA, when listed, asked whether it really runs
-  (in a child process, only then: the probe takes seconds);
-- ``model``: the model discovery finds (`tts_kit.models.resolve`, the one resolver),
-  whether it
-  is a stand-in, whether its graphs load (`tts_kit.runtime.loading.check_loads`);
-- ``memory``: the cgroup memory limit and available memory against the model's size.
-
-Statuses: ``ok``, ``warn`` (works, but costs speed or memory), ``fail`` (breaks),
-``skip`` (not checked here, e.g. ``/proc/cpuinfo`` off Linux). Each ``*_status`` function
-decides a status from facts passed in, so the logic is tested without the machine;
-`tts_kit.doctor.native` reads the facts below Python (ELF needs, loaded libraries, CPU flags).
+`run_checks` returns one `Check` per concern (``onnxruntime``, ``libgomp``, ``cpu
+features``, ``cpu quota``, ``execution providers``, ``model``, ``memory``), each with what
+it found and, when not ok, the fix; `format_checks` renders them for a terminal. Statuses:
+``ok``, ``warn`` (works, but costs speed or memory), ``fail`` (breaks), ``skip`` (not
+checked here). Each ``*_status`` function decides from facts passed in, so the logic is
+tested without the machine; `tts_kit.doctor.native` reads the facts below Python.
 
 Example:
     >>> from tts_kit.doctor import cpu_quota_status
@@ -151,9 +134,8 @@ def libgomp_status(needed: dict[str, list[str] | None], import_error: str | None
                    loaded: str | None, installed: str | None) -> Check:
     """The ``libgomp`` check from the NEEDED entries of ONNX Runtime's libraries.
 
-    ``needed``: library file name -> its NEEDED entries (None: unreadable), {} when no
-    library was found; ``import_error``: why ``import onnxruntime`` failed (None: it did);
-    ``loaded``: where libgomp is mapped in this process; ``installed``: what
+    ``needed``: library file name -> its NEEDED entries (None: unreadable); ``loaded``:
+    where libgomp is mapped in this process; ``installed``: what
     ``ctypes.util.find_library("gomp")`` found (None: nothing).
 
     Example:
@@ -254,11 +236,9 @@ def cpu_quota_status(quota: float | None, affinity: int, physical: int | None, u
                      cores_preset: int, source: str = "") -> Check:
     """The ``cpu quota`` check: ONNX Runtime's default thread count against what it may use.
 
-    ``quota``: the cgroup CPU quota in CPUs (None: none); ``affinity``: cores in the
-    affinity mask; ``physical``: the host's physical cores, which ONNX Runtime's default
-    ``intra_op_num_threads=0`` starts one thread for (None: unknown); ``usable``:
-    `tts_kit.core.procfacts.usable_cores`; ``cores_preset``: what ``"cores"`` resolves to
-    (`tts_kit.runtime.sessions.cores_in_force`); ``source``: where the limits were read.
+    ``quota``: the cgroup CPU quota in CPUs (None: none); ``physical``: the host's
+    physical cores, one default intra-op thread each (None: unknown); ``usable``:
+    `tts_kit.core.procfacts.usable_cores`; ``cores_preset``: what ``"cores"`` resolves to.
 
     Example:
         >>> cpu_quota_status(None, 4, 4, 4, 4).status
@@ -285,12 +265,16 @@ def cpu_quota_status(quota: float | None, affinity: int, physical: int | None, u
                  "0 (ONNX Runtime's default) in this container")
 
 
+def _cgroup_source() -> str:
+    override = procfacts.cgroup_root_override()
+    return f" (read from $TTS_KIT_CGROUP_ROOT={display_path(override)})" if override else ""
+
+
 def check_cpu_quota(ort_ok: bool) -> Check:
     """The ``cpu quota`` check on this machine."""
     import psutil
 
-    override = procfacts.cgroup_root_override()
-    source = f" (read from $TTS_KIT_CGROUP_ROOT={display_path(override)})" if override else ""
+    source = _cgroup_source()
     usable = procfacts.usable_cores()
     if ort_ok:
         from tts_kit.runtime.sessions import cores_in_force
@@ -428,12 +412,9 @@ def check_model(model: str | os.PathLike[str] | None, load: bool,
 
 def memory_status(limit_mb: float | None, available_mb: float, model_mb: float | None,
                   source: str = "") -> Check:
-    """The ``memory`` check: room for the model under the container's limit.
-
-    A resident session holds about the graphs' size, and creating it briefly needs more
-    (graph optimisation copies initialisers): below 1x the model's size it cannot load,
-    below 2x it is tight. The limit counts everything in the container, so the room is
-    at most the limit, whatever the host has free.
+    """The ``memory`` check: room for the model under the container's limit (the smaller
+    of the limit and what is available): below 1x the model's size it cannot load, below
+    2x (creating a session copies initialisers) it is tight.
 
     Example:
         >>> memory_status(None, 8000.0, 400.0).status
@@ -468,8 +449,7 @@ def check_memory(model_mb: float | None) -> Check:
     """The ``memory`` check on this machine."""
     import psutil
 
-    override = procfacts.cgroup_root_override()
-    source = f" (read from $TTS_KIT_CGROUP_ROOT={display_path(override)})" if override else ""
+    source = _cgroup_source()
     return memory_status(procfacts.cgroup_memory_limit_mb(),
                          psutil.virtual_memory().available / 2**20, model_mb, source)
 

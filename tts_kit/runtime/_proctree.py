@@ -40,13 +40,9 @@ class ProcTree:
     recycled pid is never signalled (psutil checks the process's start time).
     """
 
-    #: Seconds between two listings of the tree in `sample`. Listing the descendants reads
-    #: every process's parent (psutil's ``ppid_map``: milliseconds of CPU with a hundred
-    #: processes on the machine), while a sample reads the listed processes' RSS only: at
-    #: a 10 ms sampling interval, listing at every sample spent about a quarter of a core
-    #: watching each trial. A process started between two listings is sampled from the
-    #: next one on (the child's own peak is the kernel's high-water mark anyway); `kill`
-    #: always lists afresh.
+    #: Seconds between two listings of the tree in `sample` (listing reads every process's
+    #: parent: at every 10 ms sample it cost a quarter of a core). A process started between
+    #: two listings is sampled from the next one on; `kill` always lists afresh.
     LIST_EVERY_S = 0.1
 
     def __init__(self, proc: Any):

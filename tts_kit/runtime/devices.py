@@ -1,16 +1,10 @@
 """What execution devices this machine offers: ONNX Runtime providers, CUDA, GPU memory.
 
-One place for the device probes that the precision measurements (`tts_kit.precision`)
-and ``bench/device_check.py`` both need:
-
-- `available_providers`: the providers of `MEASURED_PROVIDERS` this ONNX Runtime lists;
-- `cuda_usable`: whether a session really runs on CUDA here (listed is not enough);
-- `probe_cuda`: the same answer without creating a CUDA context in this process;
-- `gpu_memory_mb`: GPU memory a process holds, through ``nvidia-smi``;
-- `gpu_list`: the GPUs ``nvidia-smi -L`` names;
-- `environment`: the fingerprint of this machine and software stack (CPU model, cores,
-  cgroup limits, memory, ONNX Runtime): what a report records, and what each record of a
-  sweep on several machines carries (`tts_kit.tuning.cluster`).
+The device probes the precision measurements and ``bench/device_check.py`` share:
+`available_providers`, `cuda_usable` (listed is not enough), `probe_cuda` (the same
+answer without a CUDA context in this process), `gpu_memory_mb` and `gpu_list` (through
+``nvidia-smi``), and `environment`, the fingerprint of this machine and software stack
+that reports and sweep records carry.
 
 Example:
     >>> "CPUExecutionProvider" in available_providers()
@@ -50,12 +44,9 @@ def available_providers() -> list[str]:
 def gpu_memory_mb(pid: int | None = None) -> tuple[float | None, str]:
     """GPU memory in MiB held by process ``pid`` (default: this one), and how it was read.
 
-    ONNX Runtime has no Python API for the CUDA arena's size, so this asks ``nvidia-smi``:
-    first the per-process figure (``--query-compute-apps``); when the process is not
-    listed (containers often hide PIDs), the device-wide ``memory.used``, which includes
-    other processes. ``(None, reason)`` without ``nvidia-smi``. The CUDA provider's arena
-    grows in powers of two by default (``arena_extend_strategy=kNextPowerOfTwo``), so this
-    is what the process reserved, not what its tensors need.
+    Asks ``nvidia-smi`` for the per-process figure, else (containers often hide PIDs) the
+    device-wide ``memory.used``, other processes included; ``(None, reason)`` without it.
+    What the process reserved (the arena grows in powers of two), not what tensors need.
 
     Example:
         >>> mb, how = gpu_memory_mb()
@@ -141,9 +132,8 @@ def cuda_usable() -> tuple[bool, str]:
 def probe_cuda(timeout_s: float = 300) -> tuple[bool, str]:
     """`cuda_usable`, asked in a fresh process when CUDA is listed.
 
-    A CUDA context in the measuring process would hold GPU memory of its own and inflate
-    the GPU figures of everything measured after it; when the provider is not even listed
-    the answer (which package is missing) needs no child.
+    A CUDA context in the measuring process would inflate the GPU figures of everything
+    measured after it.
 
     Example:
         >>> ok, why = probe_cuda()  # doctest: +SKIP
@@ -180,10 +170,8 @@ def _cpu_model() -> str:
 def environment() -> dict[str, Any]:
     """The fingerprint of this machine and software stack, as reports and records keep it.
 
-    CPU model and counts (``cpus_available``: the affinity mask), the container's cgroup
-    limits (`tts_kit.core.procfacts`; None: unlimited), memory, OS, Python, ONNX Runtime and
-    numpy versions, providers. Lives here, below the experiments, because a sweep's worker
-    on another machine stamps its records with it (`tts_kit.tuning.cluster`).
+    CPU model and counts, the container's cgroup limits (None: unlimited), memory, OS,
+    Python, ONNX Runtime and numpy versions, providers.
 
     Example:
         >>> sorted(environment())[:4]

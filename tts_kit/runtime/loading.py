@@ -1,73 +1,16 @@
 """Loading machinery: when each stage's session is created, and how its memory goes back.
 
-This module's one concern is the `StageLoader`, which hands out one session per stage
-under a load policy, below the engine (it never imports the engine:
-`tts_kit.models.supertonic.engine` imports it). Its parts live beside it and are
-re-exported here: the policies in `tts_kit.runtime.policy` (`LoadPolicy`), session
-creation and external-data copies in `tts_kit.runtime.session_files` (`create_session`,
-`external_copy`, `check_loads`), and the per-stage cost data a ``budget`` policy goes by
-in `tts_kit.runtime.costs` (`StageCost`, `StageCosts`, `estimate_costs_mb`,
-`resident_costs_mb`). The experiments that measure those costs live in
-`tts_kit.tuning.stage_costs`.
+The `StageLoader` hands out one session per stage under a load policy, below the engine
+(`tts_kit.models.supertonic.engine` imports it, never the reverse). Its parts live beside
+it and are re-exported here: `LoadPolicy` (`tts_kit.runtime.policy`), session creation and
+converted copies (`tts_kit.runtime.session_files`), per-stage costs (`tts_kit.runtime.costs`).
 
-Policies (``Engine(bundle, loading=...)``):
-
-- ``resident``: all four sessions are created once, up front, and kept.
-- ``paged``: a stage's session is created just before it runs and released right after.
-- ``budget:MB``: sessions stay resident while their costs fit the budget; the least
-  recently used one is released first to make room. A stage that alone costs more than
-  the budget is run paged, beside the stages kept (the budget bounds what is kept between
-  runs, not the stage running). Costs are the measured ones
-  (`tts_kit.tuning.stage_costs.stage_costs`, ``Engine(stage_costs_mb=...)``) or an estimate
-  from the file sizes (`estimate_costs_mb`).
-  A budget smaller than the cheapest stage is refused when the engine is built, before
-  any work.
-
-Options follow the policy after ``+`` (``paged+notrim``, ``resident+ext``):
-
-- ``trim`` (default) / ``notrim``: after every load and every release (once per
-  `StageLoader.close`), glibc's ``malloc_trim(0)``. Dropping a session is not enough:
-  glibc keeps the freed pages. A released session still alive (held by a reference
-  cycle) is collected first (``gc.collect()``, with either option). Measured on the full
-  stand-in's vector estimator (256 MB file, fresh process at 54 MB): 266 MB stay after
-  ``del`` + ``gc.collect()``, 12 MB after ``malloc_trim`` (ONNX Runtime's one-time
-  globals). After loading, the session creation's freed temporaries keep 219 MB that
-  trimming returns.
-- ``ext`` / ``noext``: load from a copy of the graph whose weights are in an external
-  data file (`external_copy`; the bundle is never modified). The copies live in
-  ``$TTS_KIT_CACHE_DIR/external`` (default ``~/.cache/tts_kit/external``), one directory
-  per graph *content* (SHA-256 of the graph and its data files, so a graph replaced by a
-  same-size file with its mtime kept gets a new copy), and the least recently used go
-  when the cache outgrows ``$TTS_KIT_EXTERNAL_CACHE_MB`` (default 2048 MB).
-  ONNX Runtime then maps the weights instead of parsing them out of one big protobuf,
-  so the load peak of the vector estimator drops from 2.0x to 1.0x its weights
-  (+477 MB -> +257 MB). Default on for ``paged`` and ``budget``, off for ``resident``
-  (which loads the user's files as the official package does).
-- ``mmap``: ``ext`` with ONNX Runtime's weight pre-packing off, so the weights stay
-  memory-mapped, clean, file-backed pages the kernel can drop under pressure: loading
-  costs nearly nothing and RSS during the run is mostly file pages (vector estimator:
-  35 MB anonymous, 283 MB file-backed). RSS peaks are the same; runs are slower.
-- ``opt`` / ``noopt``: load a copy that ONNX Runtime's CPU optimiser already rewrote at the
-  session's level (`optimised_copy`, saved with its weights in external data), with the
-  optimiser then off, so a load no longer fuses and folds the graph every time (issue 27:
-  each paged load did). Kept in the same cache, keyed by the graph's SHA-256, the ONNX
-  Runtime version, the level and the CPU; made by `prepare_loading` or the first load.
-  Default on for ``paged`` and ``budget`` (it needs external data), off for ``resident``;
-  CPU sessions only (a graph optimised for the CPU holds CPU-only fused ops).
-
-Tried and not kept (same measurement; see the report of issue 6): sessions created from
-bytes (+ 709 MB loaded: the bytes and the parsed model both live through the load),
-``session.use_ort_model_bytes_directly`` (the same; it only helps ORT-format models),
-run option ``memory.enable_memory_arena_shrinkage`` and a disabled CPU arena (no
-measurable change: the run's working memory is 4-30 MB beside 256 MB of weights, and a
-paged session's arena goes with the session anyway).
-
-Timeline events (`tts_kit.core.events`), in this order for each stage under ``paged``:
-``load <stage>`` (session creation starts), ``run <stage>`` (the stage's work starts; once
-for all flow steps of the vector estimator and once for all vocoder items), ``release
-<stage>`` (the release starts; the memory is back when the next event is marked). A span
-lasts until the next event, which is how `tts_kit.notebook.plots.event_spans` draws them, so no
-end markers are needed.
+Policies (``Engine(bundle, loading=...)``): ``resident`` (all sessions once, kept),
+``paged`` (created before a stage runs, released after), ``budget:MB`` (resident while the
+costs fit, least recently used released first; a stage over the budget alone runs paged).
+Options after ``+``: ``trim``/``notrim``, ``ext``/``noext``, ``mmap``, ``opt``/``noopt``.
+Events marked per stage: ``load <stage>``, ``run <stage>``, ``release <stage>``. What each
+policy and option does and what it saves: docs/guide.md, "Loading policies".
 
 Example:
     >>> from tts_kit.runtime.loading import LoadPolicy
@@ -141,12 +84,8 @@ def _probe(session: Any) -> Callable[[], Any] | None:
 
 def _settle(probes: Sequence[Callable[[], Any] | None], trim: bool) -> None:
     """After sessions were dropped: collect garbage only if one of them is still alive (or
-    cannot be told), so a reference cycle never keeps a released session; then (``trim``)
-    give the freed heap back to the system (glibc keeps freed pages otherwise).
-
-    A session the loader held alone dies by reference count the moment it is dropped, so
-    the usual release costs no full collection (about 50 ms with numpy and pandas imported,
-    more in a notebook kernel), where every load and release used to run one.
+    cannot be told; the usual release then costs no full collection), so a reference cycle
+    never keeps a released session; then (``trim``) give the freed heap back to the system.
 
     Example:
         >>> _settle([_probe(object())], trim=True)
@@ -388,14 +327,9 @@ class StageLoader:
 def prepare_loading(paths: Sequence[str | Path], loading: str | LoadPolicy = "resident", *,
                     sess_options: ort.SessionOptions | None = None,
                     providers: list[Any] | None = None) -> list[Path]:
-    """Do now the one-time work ``loading`` needs before its sessions can be created
-    (the external-data copies of ``ext`` policies, the optimised copies of ``opt`` ones,
-    at the level of ``sess_options``: ONNX Runtime's default, ``all``, without), so a
-    later load finds it done.
-
-    Returns the files sessions will load from. What a cold cache costs (writing the
-    copies, optimising the graphs) is then paid here, once, and not inside a measured load
-    (`tts_kit.tuning.tune.trial` runs this in a process of its own first).
+    """Do now the one-time work ``loading`` needs before its sessions can be created (the
+    external-data and optimised copies, at ``sess_options``' level), so a cold cache is
+    paid here and not inside a measured load. Returns the files sessions will load from.
 
     Example:
         >>> prepare_loading([], "paged")

@@ -1,76 +1,13 @@
 """Measure one function in a fresh process tree: peak RSS, RSS timeline, events, CPU, status.
 
 `run_isolated` starts a *spawned* child (nothing inherited from the caller's heap),
-optionally pins it to ``cpus`` cores and enforces a memory budget, runs
-``fn(*args, **kwargs)`` there and returns a `Measurement`. The parent never hangs
-and never raises because of the child: a budget overrun, a timeout, an exception, a
-segfault or a kill all come back as a status.
-
-The measured unit is the child's *process tree*: the child and every process it starts
-(a workload that forks, a `subprocess`, ONNX Runtime's helpers, the paged loader's
-external-data copy). The child puts itself in its own process group and, on Linux,
-makes itself the subreaper of its descendants, so that an orphaned grandchild stays in
-the tree instead of escaping to init. When the run ends (returned, timed out, over the
-budget, crashed, or the caller interrupted), every process of the tree still alive is
-killed, descendants first: nothing the workload started outlives its measurement, and
-the parent does not wait on them.
-
-How the numbers are taken:
-
-* ``timeline``: every ``sample_ms`` the parent sums the RSS of the tree (the child and
-  its descendants, `tts_kit.core.procfacts.rss_mb` each) and appends ``(t, total)``. The
-  memory budget applies to that sum. Summed **RSS** counts a page shared by several
-  processes once per process (the copy-on-write pages of a fork, a weight file two
-  processes map), so for a tree it is an upper bound: a budget on it is conservative.
-* ``peak_pss_mb``: the largest summed **PSS** of the tree (`tts_kit.core.procfacts.pss_mb`:
-  shared pages divided among the processes that map them, so the sum is what the tree
-  really holds), read about every 100 ms (``smaps_rollup`` is slower to read than RSS):
-  it can miss a spike shorter than that. NaN where the kernel does not report PSS.
-* ``peak_rss_mb``: an RSS peak, the larger of the child's own high-water mark at its
-  end (`tts_kit.core.procfacts.peak_rss_mb`) and the largest summed sample of the tree
-  while ``fn`` ran (what a forking workload's children added). On Linux the former is
-  ``VmHWM`` from ``/proc/self/status``, because ``ru_maxrss`` of a spawned child still
-  carries the high-water mark of the parent's pre-``exec`` fork (a child of a 1 GB
-  parent reports ~1 GB there); elsewhere ``resource.getrusage(RUSAGE_SELF).ru_maxrss``.
-  A function that calls `tts_kit.core.procfacts.reset_peak_rss` (to measure phases apart)
-  makes the high-water mark cover only the time since, so it must keep the earlier
-  peaks itself (the samples still cover the whole run). When the child is killed, the
-  best the parent has: its ``VmHWM`` read just before the kill, or the largest sample.
-* ``max_processes``: the most processes the tree had in one sample.
-* ``baseline_rss_mb``: the child's RSS after its imports (unpickling ``fn`` imports its
-  module), just before ``fn`` runs; ``peak_rss_mb - baseline_rss_mb`` is what the
-  work itself cost. The child does not re-run the caller's ``__main__`` script (as
-  spawn otherwise does) unless ``fn`` or an argument is defined there, so a script's
-  own imports (pandas, matplotlib) do not inflate the baseline.
-* ``events``: anything in the child calling `tts_kit.core.events.mark` (the engine marks
-  "load vocoder", "run vector_estimator", ...) is forwarded to the parent through the
-  result pipe, with its time. A function you measure marks its own phases the same way::
-
-      from tts_kit.core import events
-
-      def work():
-          events.mark("allocate")
-          ...
-          events.mark("done")
-
-* ``cpu_percent``: the child's CPU time (all threads) during ``fn`` / ``fn``'s wall time
-  x 100, so 200 means two cores busy.
-
-``cpus=N`` pins the child to the N least busy cores the parent may use, over 50 ms
-before the start (`tts_kit.core.procfacts.idlest_cpus`; the first N on an idle machine), so
-two measurements started side by side do not share one core (``os.sched_setaffinity``),
-sets ``OMP_NUM_THREADS=N`` and makes `tts_kit.core.procfacts.current_cpus` return N inside
-the child, which `tts_kit.runtime.sessions` reads to size ONNX Runtime's intra-op pool
-("cores") unless a preset pins a number.
-
-The memory budget is enforced by the sampling watchdog (SIGKILL of the tree past the
-budget), not by ``RLIMIT_AS``: ONNX Runtime reserves large virtual ranges it never
-touches, so an address-space limit fails sessions long before RSS is anywhere near the
-budget. A spike shorter than ``sample_ms`` can slip past the watchdog; ``peak_rss_mb``
-(the kernel's high-water mark) still shows it for the child itself.
-
-Process facts (RSS, PSS, peak, CPU time, cores) are read through `tts_kit.core.procfacts`; the
-process tree is found, sampled and killed by `tts_kit.runtime._proctree` (``psutil``).
+optionally pins it to ``cpus`` cores and enforces a memory budget on the summed RSS of
+its process tree, runs ``fn(*args, **kwargs)`` there and returns a `Measurement`. The
+parent never hangs and never raises because of the child: a budget overrun, a timeout,
+an exception, a segfault or a kill all come back as a status, and nothing the workload
+started outlives its measurement. How each number is taken (RSS vs PSS, the high-water
+mark, the baseline, events, CPU, pinning, why no ``RLIMIT_AS``): docs/guide.md,
+"Measuring in a fresh process tree".
 
 Example:
     >>> from tts_kit.runtime.measure import run_isolated
@@ -299,15 +236,9 @@ def run_isolated(
 
 @contextlib.contextmanager
 def _spawn_scope(env: dict[str, str | None], hide_main: bool) -> Iterator[None]:
-    """What a spawned child inherits at ``start()``, restored on leaving, even on error.
-
-    Spawn copies ``os.environ`` into the child and reads ``sys.modules["__main__"]`` to
-    decide whether the child re-runs the caller's script; neither can be given to
-    ``Process.start`` directly. So both are changed for the few milliseconds of the
-    start only, under a lock (two measurements never see each other's settings), and
-    put back exactly as they were (a key that was absent is removed again).
-    ``env`` maps a name to its value in the child, None: absent there.
-    """
+    """Set what a spawned child inherits at ``start()`` (``os.environ``, and whether it
+    re-runs ``__main__``) under a lock, and put it back exactly on leaving, even on error.
+    ``env`` maps a name to its value in the child, None: absent there."""
     with _SPAWN_LOCK:
         saved = {k: os.environ.get(k) for k in env}
         real_main = sys.modules.get("__main__")

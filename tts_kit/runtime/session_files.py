@@ -109,10 +109,9 @@ def prune_external_cache(root: str | os.PathLike[str] | None = None,
                          limit_mb: float | None = None, keep: Path | None = None) -> list[Path]:
     """Remove the least recently used copies until the cache holds at most ``limit_mb``.
 
-    Each copy is a directory; its mtime is its last use (`external_copy` touches it, since
-    atime is often off). ``keep`` (the copy just made or used) is never removed, even when
-    it alone exceeds the bound. Hidden ``.<key>.*`` directories are copies being written
-    and are left alone. Returns the directories removed.
+    A copy's directory mtime is its last use. ``keep`` (the copy just made or used) is
+    never removed; hidden ``.<key>.*`` directories (being written) are left alone.
+    Returns the directories removed.
 
     Example:
         >>> prune_external_cache("/nonexistent", 0)
@@ -209,16 +208,11 @@ def external_copy(path: str | os.PathLike[str], cache_dir: str | os.PathLike[str
                   ) -> Path:
     """A copy of the graph at ``path`` with its weights in one external data file.
 
-    Made once per content (keyed by the SHA-256 of the graph and its data files, which
-    `tts_kit.models.supertonic.bundle.file_sha256` reads once per version of a file in a process),
-    in a
-    child process (in-process for graphs up to `INPROCESS_CONVERT_BYTES` when onnx is
-    already imported), written atomically and reused after; ``path`` is only read.
-    The cache (`external_cache_dir`) is bounded by `external_cache_limit_mb`: after a new
-    copy, the least recently used ones go (`prune_external_cache`). The copy is built
-    in ``.<key>.tmp-<pid>-*`` (removed on failure, Ctrl-C, SIGTERM or SIGHUP); what a writer
-    killed outright left (SIGKILL, the OOM killer, often during a first paged load) is swept
-    on the next call (`sweep_external_cache`).
+    Made once per content (SHA-256 of the graph and its data files), in a child process
+    (in-process up to `INPROCESS_CONVERT_BYTES` when onnx is already imported), written
+    atomically and reused after; ``path`` is only read. The cache is bounded
+    (`external_cache_limit_mb`, least recently used go first); partial copies of killed
+    writers are swept on the next call (`sweep_external_cache`).
 
     Example:
         >>> external_copy("bundle/onnx/vocoder.onnx")  # doctest: +SKIP
@@ -276,19 +270,14 @@ def optimised_copy(path: str | os.PathLike[str],
                    cache_dir: str | os.PathLike[str] | None = None, *,
                    prepacked: bool = True) -> Path:
     """The graph at ``path`` as ONNX Runtime's CPU optimiser leaves it at ``level``, saved
-    once (weights in an external data file), so a load can skip the optimiser; with
-    ``prepacked`` also the weights as the CPU kernels pre-pack them (ONNX Runtime's
-    ``session.save_external_prepacked_constant_initializers``), mapped at load instead of
-    packed again: pre-packing was most of a paged load once the optimiser was skipped
-    (full stand-in's vector estimator: 1.5 s of 1.7 s), at the cost of a data file about
-    twice the weights.
+    once (weights in external data), so a load can skip the optimiser; ``prepacked`` also
+    saves the weights pre-packed for the CPU kernels (a data file about twice the weights;
+    why: docs/benchmarks.md, "runtime/loading").
 
-    Cached beside the external-data copies (same bound, same LRU), keyed by the graph's
-    SHA-256, the ONNX Runtime version, the level and the CPU (model and flags): a change of
-    any of them gets a new copy, and a copy whose ``tts_kit-optimised.json`` disagrees
-    with its key is rebuilt. Built in a child process for graphs over
-    `INPROCESS_CONVERT_BYTES`; ``path`` is only read. Load it with optimisation off
-    (`create_session` does, under ``opt``).
+    Cached beside the external-data copies (same bound), keyed by the graph's SHA-256, the
+    ONNX Runtime version, the level and the CPU; a copy whose ``tts_kit-optimised.json``
+    disagrees with its key is rebuilt. ``path`` is only read. Load it with optimisation
+    off (`create_session` does, under ``opt``).
 
     Example:
         >>> optimised_copy("bundle/onnx/vocoder.onnx")  # doctest: +SKIP
@@ -441,13 +430,9 @@ def _graph_error_text(exc: BaseException) -> str:
 def check_loads(bundle: Any) -> list[str]:
     """Create every stage's session once (CPU, graph optimisation off), then drop it.
 
-    What a bundle's file checks cannot see (an operator this ONNX Runtime does not
-    know, a type it has no kernel for) fails here, as a `BundleError` naming the graph,
-    instead of at the first synthesis. One session at a time, so the peak is the
-    largest graph's, not the bundle's.
-
-    Returns:
-        The stages checked, in pipeline order.
+    An operator or type this ONNX Runtime cannot run fails here, as a `BundleError`
+    naming the graph, not at the first synthesis. One session at a time. Returns the
+    stages checked, in pipeline order.
 
     Example:
         >>> from tts_kit import Bundle

@@ -5,24 +5,15 @@ A `SessionPreset` is plain data (JSON round-trips) that builds an
 (`SessionPreset.explain`: one line per option set). The engine takes one preset for
 all stages, with optional per-stage overrides.
 
-Shipped presets (`PRESETS`, `get_preset`, `list_presets`), each with its source:
-
-- ``ort-default``: nothing set; ONNX Runtime's own defaults.
-- ``supertonic-default``: what the official ``supertonic`` package's
-  ``load_onnx_modules`` sets (``ORT_ENABLE_ALL``, ``ORT_SEQUENTIAL``, threads left to
-  ORT). In ORT 1.32 both already are ORT's defaults, so it behaves as ``ort-default``.
-- ``seed-2vcpu``: seed article 000's options for a 2 vCPU server.
-- ``low-memory``: seed article 004's two CPU tips (memory pattern off, arena off).
-- ``lean``: this project's preset, chosen by measurement with `tts_kit.tuning.tune` on the
-  stand-in (see its ``notes`` and ``source``).
+Shipped presets (`PRESETS`, `get_preset`, `list_presets`): ``ort-default`` (nothing set),
+``supertonic-default`` (what the official package sets), ``seed-2vcpu`` and ``low-memory``
+(seed articles 000 and 004), ``lean`` (this project's, chosen by measurement); each
+names its source and why it sets each option (`SessionPreset.explain`).
 
 Threads: ``intra_op_num_threads`` may be ``"cores"``, resolved when the options are
-built to the cores in force: `tts_kit.core.procfacts.current_cpus` inside an isolated trial
-(``run_isolated(cpus=N)``), else `tts_kit.core.procfacts.usable_cores` (the process's CPU
-affinity, capped by a container's CPU quota). A preset that leaves it
-``None`` also gets N inside a ``cpus=N`` trial, because ORT sizes its default pool
-from the machine's physical cores, not from the affinity mask, and the trial is
-emulating an N-core machine; outside a trial ``None`` really leaves ORT's default.
+built (`cores_in_force`). A preset that leaves it ``None`` also gets N inside a
+``run_isolated(cpus=N)`` trial, which emulates an N-core machine (ORT would size its
+pool from the physical cores, not the affinity mask).
 
 Example:
     >>> from tts_kit.runtime.sessions import SessionPreset, get_preset
@@ -146,11 +137,9 @@ _MMAP_MAX_KB = 32 * 1024
 def set_malloc_mmap_threshold(kb: int) -> bool:
     """Fix glibc's mmap threshold for this process; False where there is no glibc.
 
-    Allocations above ``kb`` KiB get their own mapping and go back to the OS when freed.
-    By default glibc starts at 128 KiB and raises the threshold (up to 32 MiB) each time
-    a large mapped block is freed, so the transient copies ONNX Runtime makes while
-    creating a session (serialized model, initializers, pre-packed weights) end up in
-    the heap and stay in RSS. Same effect as the ``MALLOC_MMAP_THRESHOLD_`` variable.
+    Allocations above ``kb`` KiB get their own mapping and go back to the OS when freed
+    (glibc otherwise raises the threshold after a large free, so a session's load-time
+    copies stay in the heap). Same effect as ``MALLOC_MMAP_THRESHOLD_``.
 
     Example:
         >>> set_malloc_mmap_threshold(1024) in (True, False)
@@ -162,9 +151,8 @@ def set_malloc_mmap_threshold(kb: int) -> bool:
 def cores_in_force() -> int:
     """Cores a ``"cores"`` thread count resolves to here and now.
 
-    Inside ``run_isolated(cpus=N)`` that is N; otherwise the cores this process can
-    really use (`tts_kit.core.procfacts.usable_cores`: its CPU affinity, capped by a
-    container's CPU quota, so ORT does not start threads the quota then throttles).
+    Inside ``run_isolated(cpus=N)`` that is N; otherwise `tts_kit.core.procfacts.usable_cores`
+    (the affinity, capped by a container's CPU quota).
 
     Example:
         >>> cores_in_force() >= 1
@@ -319,12 +307,8 @@ class SessionPreset:
         """A copy that tries the CUDA provider first, with its memory options.
 
         Options left None keep ORT's CUDA defaults, except the convolution search:
-        ``HEURISTIC`` unless asked otherwise (or already set). ORT's default, EXHAUSTIVE,
-        runs cuDNN's benchmark again whenever a convolution's input shape differs from its
-        last call's, and text to speech changes shapes with every text: measured several
-        times slower per call than HEURISTIC on a GPU, FP16 most (docs/benchmarks.md, "On a
-        GPU"; `bench/device_check.py` measures it). Without a CUDA build of ORT the copy
-        still runs: `provider_list` falls back to the CPU.
+        ``HEURISTIC`` unless set (ORT's EXHAUSTIVE benchmarks again at every new input shape:
+        docs/benchmarks.md, "On a GPU"). Without a CUDA build the copy runs on the CPU.
 
         Example:
             >>> p = get_preset("low-memory").cuda(1024, "kSameAsRequested", "HEURISTIC")
@@ -338,21 +322,15 @@ class SessionPreset:
                 raise TtsKitError(f"gpu_mem_limit_mb must be positive, got {gpu_mem_limit_mb!r}")
             opts["gpu_mem_limit"] = str(int(gpu_mem_limit_mb * 1024 * 1024))
             notes.setdefault("gpu_mem_limit", "caps the GPU arena (article 004)")
-        if arena_extend_strategy is not None:
-            if arena_extend_strategy not in _ARENA_STRATEGIES:
-                raise TtsKitError(
-                    f"arena_extend_strategy {arena_extend_strategy!r}; use one of "
-                    f"{list(_ARENA_STRATEGIES)}"
-                )
-            opts["arena_extend_strategy"] = arena_extend_strategy
-        if cudnn_conv_algo_search is not None:
-            if cudnn_conv_algo_search not in _CUDNN_SEARCH:
-                raise TtsKitError(
-                    f"cudnn_conv_algo_search {cudnn_conv_algo_search!r}; use one of "
-                    f"{list(_CUDNN_SEARCH)}"
-                )
-            opts["cudnn_conv_algo_search"] = cudnn_conv_algo_search
-        elif "cudnn_conv_algo_search" not in opts:
+        for key, value, allowed in (
+            ("arena_extend_strategy", arena_extend_strategy, _ARENA_STRATEGIES),
+            ("cudnn_conv_algo_search", cudnn_conv_algo_search, _CUDNN_SEARCH),
+        ):
+            if value is not None:
+                if value not in allowed:
+                    raise TtsKitError(f"{key} {value!r}; use one of {list(allowed)}")
+                opts[key] = value
+        if "cudnn_conv_algo_search" not in opts:
             opts["cudnn_conv_algo_search"] = CUDA_CONV_SEARCH
             notes.setdefault("cudnn_conv_algo_search", (
                 "tts_kit's CUDA default: ORT's EXHAUSTIVE benchmarks again at every new input "
