@@ -150,7 +150,7 @@ class SpeechEngine(Protocol):
 
     Every family's engine is built on `tts_kit.models.engine_base.EngineBase`, which
     satisfies it; ``stream`` and ``synthesize`` take a
-    `tts_kit.models.synthesis.SynthesisConfig` (``config=``) or its fields as keywords.
+    `tts_kit.models.synthesis.SynthesisConfig` and its fields as keyword overrides.
 
     Example:
         >>> from tts_kit.models.family import make_engine

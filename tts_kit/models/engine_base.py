@@ -336,8 +336,8 @@ class EngineBase:
         """Chunk ``k`` of ``plan`` alone: the waveform (no pause) and its stage timings."""
         raise NotImplementedError
 
-    def plan(self, text: str, lang: str = "en", *, config: SynthesisConfig | None = None,
-             **fields: Any) -> Plan:
+    def plan(self, text: str, config: SynthesisConfig | None = None,
+             **overrides: Any) -> Plan:
         """``text`` checked, normalised and cut into chunks, before any audio: what
         `render_chunk` renders one chunk of (``stream``'s arguments).
 
@@ -346,7 +346,7 @@ class EngineBase:
             >>> Engine().plan("One sentence. And another one.", max_chunk_chars=15).chunks
             ['One sentence.', 'And', 'another one.']
         """
-        cfg = self.config(config, lang=lang, **fields)
+        cfg = self.config(config, **overrides)
         plan = self._plan(text, cfg)
         plan.config = cfg
         return plan
@@ -440,42 +440,30 @@ class EngineBase:
         return AudioChunk(samples=samples, sample_rate=sr, text=plan.chunks[k], index=k,
                           timings=timings, last=k == len(plan.chunks) - 1)
 
-    def config(self, config: SynthesisConfig | None = None, **loose: Any) -> SynthesisConfig:
-        """The `SynthesisConfig` a call means, checked, with the model's defaults filled in.
+    def config(self, config: SynthesisConfig | None = None,
+               **overrides: Any) -> SynthesisConfig:
+        """The `SynthesisConfig` a call means (``config`` with ``overrides``), checked, with
+        the model's defaults filled in.
 
         Example:
             >>> from tts_kit import Engine
             >>> Engine().config(seed=1).voice
             'M1'
         """
-        cfg = SynthesisConfig.of(config, **loose)
+        cfg = SynthesisConfig.of(config, **overrides)
         cfg.check()
         return self._check(cfg)
 
-    def stream(
-        self,
-        text: str,
-        lang: str = "en",
-        *,
-        voice: str | None = None,
-        steps: int | None = None,
-        speed: float | None = None,
-        seed: int | None = None,
-        max_chunk_chars: int | None = None,
-        first_chunk_chars: int | None = None,
-        order: str = "chunk",
-        noise: Any = None,
-        config: SynthesisConfig | None = None,
-    ) -> SynthesisStream:
+    def stream(self, text: str, config: SynthesisConfig | None = None,
+               **overrides: Any) -> SynthesisStream:
         """Synthesise ``text`` one chunk at a time: a `SynthesisStream` of `AudioChunk`.
 
-        Takes a `SynthesisConfig` (``config=``) or its fields as keyword arguments (all
-        but ``text`` and ``lang`` are keyword-only). The request is
-        checked, normalised and chunked here, at the call (a bad one raises before any
-        audio); the audio comes as the stream is consumed, so memory holds one chunk's
-        audio, not the text's. Concatenating the chunks' ``samples`` gives `synthesize`'s
-        waveform exactly: every chunk after the first starts with the family's pause
-        (``chunk_pause_s``).
+        ``config`` (default: the model's defaults) says how; ``overrides`` change its fields
+        by name (``lang="ko"``, ``seed=0``). The request is checked, normalised and chunked
+        at the call (a bad one raises before any audio); the audio comes as the stream is
+        consumed, one chunk in memory at a time. The chunks' ``samples`` joined are
+        `synthesize`'s waveform exactly: every chunk after the first leads with the
+        family's pause (``chunk_pause_s``).
 
         Example:
             >>> from tts_kit import Engine
@@ -489,10 +477,7 @@ class EngineBase:
             >>> bool(np.array_equal(np.concatenate([p.samples for p in parts]), whole.wav))
             True
         """
-        cfg = self.config(config, lang=lang, voice=voice, steps=steps, speed=speed, seed=seed,
-                          max_chunk_chars=max_chunk_chars, first_chunk_chars=first_chunk_chars,
-                          order=order, noise=noise)
-        return self._stream(text, cfg)
+        return self._stream(text, self.config(config, **overrides))
 
     def _stream(self, text: str, cfg: SynthesisConfig) -> SynthesisStream:
         t0 = time.perf_counter()
@@ -502,39 +487,21 @@ class EngineBase:
                                seed=plan.seed)
 
     def _chunks(self, plan: Plan, cfg: SynthesisConfig, prep_s: float) -> Iterator[AudioChunk]:
-        sr = self.bundle.sample_rate
-        pause = np.zeros(int(self.chunk_pause_s * sr), np.float32)
-        last = len(plan.chunks) - 1
         parts = self._render(plan, cfg)
         try:
             for k in range(len(plan.chunks)):
                 t0 = time.perf_counter()
                 wav, timings = next(parts)
-                first = prep_s if k == 0 else 0.0
                 if k == 0:
                     timings["text"] = timings.get("text", 0.0) + prep_s
-                timings["total"] = timings.get("total", time.perf_counter() - t0) + first
-                samples = wav if k == 0 or not pause.size else np.concatenate([pause, wav])
-                yield AudioChunk(samples=samples, sample_rate=sr, text=plan.chunks[k],
-                                 index=k, timings=timings, last=k == last)
+                timings["total"] = (timings.get("total", time.perf_counter() - t0)
+                                    + (prep_s if k == 0 else 0.0))
+                yield self._audio_chunk(plan, k, wav, timings)
         finally:
             parts.close()
 
-    def synthesize(
-        self,
-        text: str,
-        lang: str = "en",
-        *,
-        voice: str | None = None,
-        steps: int | None = None,
-        speed: float | None = None,
-        seed: int | None = None,
-        max_chunk_chars: int | None = None,
-        first_chunk_chars: int | None = None,
-        order: str = "chunk",
-        noise: Any = None,
-        config: SynthesisConfig | None = None,
-    ) -> SynthesisResult:
+    def synthesize(self, text: str, config: SynthesisConfig | None = None,
+                   **overrides: Any) -> SynthesisResult:
         """Synthesise one text: `stream`'s chunks joined (the same arguments).
 
         Stage timings are summed over the chunks; ``total`` is the call's wall time.
@@ -542,13 +509,11 @@ class EngineBase:
         Example:
             >>> from tts_kit import Engine
             >>> from tts_kit.models.synthesis import SynthesisConfig
-            >>> Engine().synthesize("Hi.", config=SynthesisConfig(steps=1, seed=0)).seed
+            >>> Engine().synthesize("Hi.", SynthesisConfig(steps=1, seed=0)).seed
             0
         """
         t0 = time.perf_counter()
-        cfg = self.config(config, lang=lang, voice=voice, steps=steps, speed=speed, seed=seed,
-                          max_chunk_chars=max_chunk_chars, first_chunk_chars=first_chunk_chars,
-                          order=order, noise=noise)
+        cfg = self.config(config, **overrides)
         parts = self._stream(text, cfg)
         timings: dict[str, float] = {}
         pieces = []

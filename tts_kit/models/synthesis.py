@@ -1,9 +1,9 @@
 """What a synthesis call takes and gives, for every family: `SynthesisConfig` in,
 `AudioChunk` / `SynthesisStream` / `SynthesisResult` out, and the request checks they share.
 
-One config dataclass replaces the ten loose arguments (they still work: the engines build
-a config from them); one chunk and one stream type serve every family, so a consumer of
-one engine's stream reads any other's.
+Engines take one config, its fields overridden by name (``engine.stream("Hi.", seed=0)``);
+one chunk and one stream type serve every family, so a consumer of one engine's stream
+reads any other's.
 
 Example:
     >>> cfg = SynthesisConfig(lang="en", seed=0, max_chunk_chars=40)
@@ -104,24 +104,26 @@ class SynthesisConfig:
         return dataclasses.replace(self, **changes)
 
     @classmethod
-    def of(cls, config: SynthesisConfig | None, **loose: Any) -> SynthesisConfig:
-        """``config``, or one built from the loose keyword arguments (not both).
+    def of(cls, config: SynthesisConfig | None, **overrides: Any) -> SynthesisConfig:
+        """``config`` (None: the defaults) with ``overrides``, fields changed by name.
 
         Example:
             >>> SynthesisConfig.of(None, lang="ko", seed=1).seed
             1
+            >>> SynthesisConfig.of(SynthesisConfig(seed=1), seed=2).seed
+            2
         """
-        defaults = {f.name: f.default for f in dataclasses.fields(cls)}
-        given = [k for k, v in loose.items() if not (
-            v is defaults[k] or (isinstance(v, (str, int, float)) and v == defaults[k]))]
-        if config is None:
-            return cls(**loose)
-        if not isinstance(config, SynthesisConfig):
-            raise TtsKitError(f"config must be a SynthesisConfig, got {type(config).__name__}")
-        if given:
-            raise TtsKitError(f"give a config or keyword arguments, not both (got config and "
-                              f"{', '.join(sorted(given))})")
-        return config
+        if config is not None and not isinstance(config, SynthesisConfig):
+            hint = " (lang is a keyword: lang='ko')" if isinstance(config, str) else ""
+            raise TtsKitError(f"config must be a SynthesisConfig, got "
+                              f"{type(config).__name__}{hint}")
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(overrides) - set(names))
+        if unknown:
+            raise TypeError(f"unknown synthesis option(s) {', '.join(unknown)}; a "
+                            f"SynthesisConfig has {', '.join(names)}")
+        config = config or cls()
+        return config.replace(**overrides) if overrides else config
 
     def check(self) -> None:
         """The checks every family shares: order, first chunk, seed (before any work)."""
