@@ -152,7 +152,8 @@ def _has(module: str) -> bool:
 
 @pytest.fixture(scope="module", params=["supertonic", "piper", "sine"])
 def family(request, tiny_bundle_dir, tmp_path_factory) -> Family:
-    from tts_kit.models.family import make_engine, open_model
+    from tts_kit.models.family import make_engine
+    from tts_kit.models.resolve import open_model
 
     if request.param == "supertonic":
         model = open_model(tiny_bundle_dir)

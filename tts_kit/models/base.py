@@ -7,7 +7,7 @@ satisfies `SpeechModel`; adding a family touches ``tts_kit/models/`` only.
 
 Example:
     >>> from tts_kit.models.base import SpeechModel
-    >>> from tts_kit.models.family import open_model
+    >>> from tts_kit.models.resolve import open_model
     >>> model = open_model()
     >>> isinstance(model, SpeechModel), model.capabilities.flow_steps
     (True, True)

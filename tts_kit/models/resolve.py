@@ -3,10 +3,8 @@
 A spec is an opened model (returned as is, source ``given``), ``piper:NAME``, a path to a
 directory or ``.onnx`` file, or None: discovery (``$TTS_KIT_MODEL_DIR``, the official
 package's cache, then the stand-in at ``$TTS_KIT_STANDIN_SCALE``;
-`tts_kit.models.discovery.locate` finds it, this module opens it). `open_model`,
-`resolve_model` and `is_piper` (re-exported by `tts_kit.models.family`),
-`tts_kit.models.supertonic.bundle.Bundle.discover`, ``resolve_model_dir``, the CLI and
-``tts-kit doctor`` all come here.
+`tts_kit.models.discovery.locate` finds it, this module opens it). The CLI, reports,
+notebooks and ``tts-kit doctor`` all come here.
 
 Example:
     >>> from tts_kit.models.resolve import resolve_model

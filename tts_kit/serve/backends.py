@@ -81,7 +81,7 @@ class WorkersBackend(Backend):
         own (its capabilities say); else None (request scheduling, with a warning)."""
         if self.cfg.scheduling != "chunk":
             return None
-        from tts_kit.models.family import open_model
+        from tts_kit.models.resolve import open_model
 
         caps = open_model(self.cfg.model).capabilities
         if not caps.chunk_jobs:
@@ -205,7 +205,7 @@ def _official_tts(wc: WorkerConfig, official: bool | None = None) -> Any:
     reference implementation (`tts_kit.models.base.Capabilities.official_reference`), as
     the server knows it; None: open the model and ask it.
     """
-    from tts_kit.models.family import open_model
+    from tts_kit.models.resolve import open_model
 
     if official is None:
         official = open_model(wc.model).capabilities.official_reference

@@ -37,7 +37,6 @@ from tts_kit.core.protoscan import (
     scan_onnx,
 )
 from tts_kit.core.settings import Settings
-from tts_kit.core.settings import settings as current_settings
 from tts_kit.models.base import Capabilities, StageInfo, precision_of
 
 # default_standin_scale is re-exported: callers and tests find it beside discovery.
@@ -393,17 +392,6 @@ class Bundle:
                 f"{found.ref} ({found.source}) is a Piper voice; Bundle and Engine open "
                 "Supertonic bundles only: use tts_kit.open_model() or tts_kit.make_engine()")
         return cls(found.ref)
-
-
-def official_cache_dir(*, settings: Settings | None = None) -> Path:
-    """Where the official ``supertonic`` package keeps Supertonic-3: ``$SUPERTONIC_CACHE_DIR``
-    or ``~/.cache/supertonic3`` (`tts_kit.core.settings.Settings.official_cache`).
-
-    Example:
-        >>> official_cache_dir(settings=Settings(supertonic_cache_dir="/c"))
-        PosixPath('/c')
-    """
-    return (settings if settings is not None else current_settings()).official_cache
 
 
 def resolve_model_dir(path: str | os.PathLike[str] | None = None, *,

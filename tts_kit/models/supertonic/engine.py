@@ -40,17 +40,12 @@ from tts_kit.models.supertonic.noise import (
     chunk_rng,
 )
 from tts_kit.models.synthesis import (
-    MAX_TEXT_CHARS,
-    AudioChunk,
-    StageHook,
     SynthesisConfig,
     SynthesisResult,
-    SynthesisStream,
     batch_seeds,
     batch_voices,
-    pcm16,
+    check_number,
 )
-from tts_kit.models.synthesis import check_number as _check_number
 from tts_kit.runtime.loading import LoadPolicy, StageCosts
 from tts_kit.runtime.sessions import SessionPreset
 
@@ -127,8 +122,8 @@ class Engine(EngineBase):
             raise TtsKitError(
                 f"unknown language '{lang}'; use one of: {', '.join(contract.LANGUAGES)}"
             )
-        _check_number("steps", steps, contract.MIN_STEPS, contract.MAX_STEPS, integer=True)
-        _check_number("speed", speed, contract.MIN_SPEED, contract.MAX_SPEED)
+        check_number("steps", steps, contract.MIN_STEPS, contract.MAX_STEPS, integer=True)
+        check_number("speed", speed, contract.MIN_SPEED, contract.MAX_SPEED)
         for v in voices:
             self.bundle.voice(v)  # raises ValueError listing the voices
 
@@ -435,6 +430,4 @@ def _check_durations(duration: np.ndarray, chunks: list[str]) -> None:
             )
 
 
-__all__ = ["MAX_TEXT_CHARS", "AudioChunk", "Engine", "FixedNoise", "NoiseSource",
-           "OfficialNoise", "StageHook", "SynthesisResult", "SynthesisStream", "first_chunk",
-           "pcm16"]
+__all__ = ["Engine", "FixedNoise", "NoiseSource", "OfficialNoise", "first_chunk"]
