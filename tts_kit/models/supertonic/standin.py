@@ -43,18 +43,12 @@ from tts_kit.core import atomic, contract
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.settings import Settings
 from tts_kit.core.settings import settings as current_settings
-from tts_kit.models.supertonic.standin_graphs import (  # noqa: F401  (re-exported)
-    _BUILDERS,
-    DURATION_SPREAD,
-    FRAMES,
+from tts_kit.models.supertonic.standin_graphs import (
     LATENT_SCALE,
     NOTE,
-    SCALES,
-    SECONDS_PER_CHAR,
     VOCAB_SIZE,
     _Arch,
     _check_scale,
-    _stage_rng,
     build_graph,
 )
 
@@ -359,7 +353,7 @@ def build_standin(
         >>> [st.stage for st in s.stages]  # doctest: +SKIP
         ['duration_predictor', 'text_encoder', 'vector_estimator', 'vocoder']
     """
-    arch = _check_scale(scale)
+    _check_scale(scale)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise TtsKitError(f"seed must be an integer >= 0, got {seed!r}")  # not numpy's error
     voices = list(voices)
@@ -376,8 +370,7 @@ def build_standin(
         (tmp / contract.VOICE_DIR).mkdir()
         stages = []
         for stage in contract.STAGES:
-            fn, attr = _BUILDERS[stage]
-            model = fn(getattr(arch, attr), _stage_rng(seed, stage))
+            model = build_graph(stage, scale, seed)
             params = sum(int(np.prod(t.dims)) for t in model.graph.initializer)
             out = tmp / contract.GRAPHS[stage].path
             out.write_bytes(model.SerializeToString())
