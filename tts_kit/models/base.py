@@ -94,7 +94,7 @@ class SpeechModel(Protocol):
     """A model opened and checked against its family's contract.
 
     Both families (`tts_kit.models.supertonic.bundle.Bundle`,
-    `tts_kit.models.piper.voice.PiperBundle`) satisfy it; a contract test runs every
+    `tts_kit.models.piper.bundle.PiperBundle`) satisfy it; a contract test runs every
     family through the same checks.
     """
 

@@ -1,6 +1,6 @@
 """Model families and their engines: `make_engine` opens a model (`tts_kit.models.resolve`,
 the one resolver) and gives the engine of its family, Supertonic
-(`tts_kit.models.supertonic.engine.Engine`) or Piper (`tts_kit.models.piper.voice.PiperEngine`).
+(`tts_kit.models.supertonic.engine.Engine`) or Piper (`tts_kit.models.piper.engine.PiperEngine`).
 
 Example:
     >>> from tts_kit.models.family import make_engine, model_label
@@ -14,7 +14,8 @@ from typing import Any
 
 from tts_kit.core.errors import BundleError, TtsKitError
 from tts_kit.models import resolve
-from tts_kit.models.piper.voice import PiperBundle, PiperEngine
+from tts_kit.models.piper.bundle import PiperBundle
+from tts_kit.models.piper.engine import PiperEngine
 from tts_kit.models.resolve import AnyBundle
 from tts_kit.models.supertonic.engine import Engine
 

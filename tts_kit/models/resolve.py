@@ -21,7 +21,7 @@ from typing import Any
 from tts_kit.core.settings import Settings
 from tts_kit.core.settings import settings as current_settings
 from tts_kit.models.discovery import Location, family_of, locate
-from tts_kit.models.piper.voice import PiperBundle
+from tts_kit.models.piper.bundle import PiperBundle
 from tts_kit.models.supertonic.bundle import Bundle
 
 #: A model of either family.

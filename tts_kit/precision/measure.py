@@ -368,7 +368,7 @@ def piper_distances(reference: Any, candidate: Any, texts: Sequence[str] = PIPER
                     seed: int = 0) -> Any:
     """`tts_kit.fidelity.verify.Distances` of a Piper voice (a converted copy) from its
     reference:
-    the same texts, the same seed, so the same noise (`tts_kit.models.piper.voice`).
+    the same texts, the same seed, so the same noise (`tts_kit.models.piper`).
 
     Example:
         >>> piper_distances("piper:joe-us", "joe-fp16").snr_db > 30  # doctest: +SKIP

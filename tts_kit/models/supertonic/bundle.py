@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -326,11 +325,6 @@ class Bundle:
     def standin_info(self) -> dict[str, Any] | None:
         """The stand-in marker (scale, seed, version), or None for a real model."""
         return self.config.get(contract.STANDIN_KEY)
-
-    @cached_property
-    def supported_characters(self) -> frozenset[str]:
-        """Characters the indexer maps to a token (checked after NFKD by the engine)."""
-        return frozenset(chr(i) for i in np.flatnonzero(self.indexer >= 0))
 
     @property
     def params(self) -> int:
