@@ -1,10 +1,9 @@
 """Open and validate a Supertonic model bundle; find one when no path is given.
 
 A bundle is a directory of the layout in ``tts_kit.core.contract`` (four ONNX graphs,
-``onnx/tts.json``, ``onnx/unicode_indexer.json`` and ``voice_styles/*.json``). Opening
-one checks every file against the contract and fails with a one-line `BundleError`
-naming the file, what was expected and what was found. It never loads the weights:
-graphs are scanned, so the engine's memory measured afterwards is its own.
+``onnx/tts.json``, ``onnx/unicode_indexer.json`` and ``voice_styles/*.json``). Opening one
+checks every file against the contract (a one-line `BundleError` naming the file) without
+loading the weights: graphs are scanned, so the engine's memory measured later is its own.
 
 Example:
     >>> from tts_kit import Bundle
@@ -45,19 +44,14 @@ from tts_kit.models.discovery import locate
 _NP_TO_ONNX = {"float32": FLOAT, "int64": INT64}
 
 
-
-
-
 @dataclass(frozen=True)
 class VoiceStyle:
-    """A voice: the two style tensors the graphs take."""
+    """A voice (its file stem, e.g. ``M1``): the two style tensors the graphs take,
+    ``style_ttl`` (float32 [1, 50, 256]) and ``style_dp`` (float32 [1, 8, 16])."""
 
     name: str
-    """File stem, e.g. ``M1``."""
     ttl: np.ndarray
-    """``style_ttl``, float32 [1, 50, 256]."""
     dp: np.ndarray
-    """``style_dp``, float32 [1, 8, 16]."""
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -152,10 +146,8 @@ class Bundle:
         self.config: dict[str, Any] = _read_json(root / contract.CONFIG_FILE, root)
         self._check_config()
         indexer = _read_json(root / contract.INDEXER_FILE, root)
-        # Every entry, not a sample: one 2**70 anywhere made the int64 conversion below
-        # fail with OverflowError. Token ids are int32 in any vocabulary; -1 = unsupported.
-        # (`set(map(type, ...))`, `min` and `max` run in C: a generator over 65,536 entries
-        # cost ~25 ms in every process that opens the bundle, each trial's two included.)
+        # Every entry (in C: `set(map(type, ...))`, `min`, `max`): one 2**70 anywhere made
+        # the int64 conversion fail. Token ids are int32 in any vocabulary; -1 = unsupported.
         if not isinstance(indexer, list) or not indexer or set(map(type, indexer)) != {int} or (
             min(indexer) < -1 or max(indexer) >= 2**31
         ):
@@ -263,10 +255,8 @@ class Bundle:
 
     @property
     def default_voice(self) -> str:
-        """The voice used when none is named: ``M1`` when the bundle has it, else the first.
-
-        ``M1`` is the official package's default; a bundle without it (a stand-in built
-        with other voices, a fine-tune) still has a default, so nothing has to guess.
+        """The voice used when none is named: ``M1`` (the official package's default) when
+        the bundle has it, else the first.
 
         Example:
             >>> Bundle.discover().default_voice  # doctest: +SKIP
