@@ -33,16 +33,11 @@ if TYPE_CHECKING:
 class StageInfo:
     """What a model knows about one of its graphs without loading it (any family)."""
 
-    stage: str
-    """Stage name (``duration_predictor``, ``text_encoder``, ... or Piper's ``voice``)."""
-    path: Path
-    """Absolute path of the ``.onnx`` file."""
-    size_bytes: int
-    """File size on disk (external data files included)."""
-    params: int
-    """Number of weight elements (sum over initializers)."""
-    precision: str
-    """Dominant weight type: ``float32``, ``float16``, ``int8`` or ``mixed``."""
+    stage: str  # stage name (``duration_predictor``, ``text_encoder``, ... or Piper's ``voice``)
+    path: Path  # absolute path of the ``.onnx`` file
+    size_bytes: int  # file size on disk (external data files included)
+    params: int  # number of weight elements (sum over initializers)
+    precision: str  # dominant weight type: ``float32``, ``float16``, ``int8`` or ``mixed``
 
 
 def precision_of(types: dict[int, int]) -> str:

@@ -56,16 +56,11 @@ from tts_kit.runtime.sessions import SessionPreset
 class Plan:
     """A request cut into chunks, before any audio: what ``_plan`` returns."""
 
-    text: str
-    """The normalised text."""
-    chunks: list[str]
-    """Each chunk's text, as `AudioChunk.text` will say."""
-    work: Any
-    """What ``_render`` needs per chunk (the family's own)."""
-    seed: int | None = None
-    """The noise seed the stream reports."""
-    config: SynthesisConfig | None = None
-    """The checked configuration it was planned with (set by `EngineBase.plan`)."""
+    text: str  # the normalised text
+    chunks: list[str]  # each chunk's text, as `AudioChunk.text` will say
+    work: Any  # what ``_render`` needs per chunk (the family's own)
+    seed: int | None = None  # the noise seed the stream reports
+    config: SynthesisConfig | None = None  # the checked config (set by `EngineBase.plan`)
 
 
 class _HookEntry:
@@ -121,7 +116,8 @@ class EngineBase:
         loading: ``resident`` (default), ``paged`` or ``budget:MB`` (with options), or a
             `LoadPolicy`.
         normalize: spell out numbers, dates, acronyms ... before synthesis (ko, en).
-        stage_costs_mb: measured resident MB per stage for the ``budget`` policy.
+        stage_costs_mb: measured resident MB per stage for the ``budget`` policy (a
+            `StageCosts` or ``{stage: MB}``; stages left out are estimated from file sizes).
 
     Example:
         >>> from tts_kit import Engine
@@ -137,8 +133,7 @@ class EngineBase:
     normalize_languages: tuple[str, ...] = ("en", "ko")
     #: Output names a graph run returns first (None: the graph's first output).
     _outputs: list[str] | None = None
-    # A tuple, replaced (never mutated) on add and remove, so a hook that removes itself
-    # while being called does not disturb the loop over the others.
+    # Replaced, never mutated: a hook that removes itself does not disturb the loop.
     _stage_hooks: tuple[StageHook, ...] = ()
 
     def __init__(
@@ -160,9 +155,8 @@ class EngineBase:
             raise TtsKitError(f"unknown stage(s) {unknown}; {self._stages_phrase()}")
         self.normalize = normalize
         if normalize:
-            # Build the normalisers now (imports, num2words, lexicon regexes: 150-250 ms
-            # once per process), so the first request's latency is the model's own, not
-            # a one-off set-up (the player showed "text 223 ms" on its first synthesis).
+            # Build the normalisers now (once per process), so the first request's latency
+            # is the model's own, not a one-off set-up.
             from tts_kit.text import normalize as normalize_text
             from tts_kit.text.charset import unsupported_characters  # noqa: F401
 
@@ -228,14 +222,11 @@ class EngineBase:
     def add_stage_hook(self, fn: StageHook) -> Callable[[], None]:
         """Call ``fn(stage, feeds, output)`` after every stage run; returns its remover.
 
-        ``stage`` is the stage name, ``feeds`` its inputs as the pipeline computed them
-        (before any cast to an FP16 graph's input types) and ``output`` its first output
-        as float32; both are read-only views, so copy what you keep. Hooks run in
-        the order added, after the stage's time was taken (they do not count in
-        ``timings``), once per run: every flow step of the vector estimator and every
-        item of the vocoder is a run. The return value is ignored: a hook observes, it
-        cannot change the audio; an exception in a hook propagates out of the synthesis
-        call. Calling the remover twice is harmless.
+        ``feeds`` are the stage's inputs as the pipeline computed them (before any cast to
+        an FP16 graph's types), ``output`` its first output as float32, both read-only
+        views. Hooks run in the order added, once per run (every flow step, every vocoder
+        item), outside ``timings``; they observe, never change the audio; an exception in
+        one propagates. Calling the remover twice is harmless.
 
         Example:
             >>> from tts_kit import Engine
@@ -258,12 +249,9 @@ class EngineBase:
         return remove
 
     def run_stage(self, stage: str, feeds: dict[str, np.ndarray]) -> np.ndarray:
-        """Run one stage on given inputs, as the pipeline does; returns its first output.
-
-        The session comes from the engine's load policy (loaded for this call under
-        ``paged``), inputs are cast to the graph's float types, the output is float32,
-        and stage hooks see the run. Lets callers replay recorded inputs on another
-        model (`tts_kit.precision.fidelity` judges each converted stage this way).
+        """Run one stage on given inputs, as the pipeline does (load policy, input casts,
+        hooks); returns its first output as float32. Replays recorded inputs on another
+        model, as `tts_kit.precision` judges each converted stage.
 
         Example:
             >>> from tts_kit import Engine

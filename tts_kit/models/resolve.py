@@ -31,10 +31,7 @@ _OPENERS: dict[str, type] = {"supertonic": Bundle, "piper": PiperBundle}
 
 
 def open_location(found: Location) -> AnyBundle:
-    """Open (and check) the model `locate` found.
-
-    Raises:
-        BundleError: one line naming what is wrong.
+    """Open (and check) the model `locate` found; what is wrong is a one-line `BundleError`.
 
     Example:
         >>> open_location(locate()).is_standin
@@ -45,8 +42,8 @@ def open_location(found: Location) -> AnyBundle:
 
 def resolve_model(model: Any = None, *, settings: Settings | None = None
                   ) -> tuple[AnyBundle, str]:
-    """The model ``model`` names, opened and checked, and where it came from (for
-    banners): the one place a notebook's model cell, a report and the CLI choose the model.
+    """The model ``model`` names (`open_model`), opened and checked, and where it came from
+    (for banners).
 
     Example:
         >>> bundle, source = resolve_model()
@@ -63,11 +60,7 @@ def open_model(model: Any = None, *, settings: Settings | None = None) -> AnyBun
     """The model ``model`` names, opened and checked: a `Bundle` or a `PiperBundle`.
 
     ``model``: an opened model (returned as is), ``piper:NAME``, a directory or ``.onnx``
-    file, or None (discovery).
-
-    Raises:
-        BundleError: one line naming what is wrong (a ``piper:`` voice not installed,
-            a file that does not match its family's contract).
+    file, or None (discovery). What is wrong is a one-line `BundleError`.
 
     Example:
         >>> open_model().family
@@ -78,11 +71,8 @@ def open_model(model: Any = None, *, settings: Settings | None = None) -> AnyBun
 
 def is_piper(model: str | os.PathLike[str] | None, *,
              settings: Settings | None = None) -> bool:
-    """Whether ``model`` names a Piper voice (``piper:NAME``, or a voice file or directory;
-    None: whether ``$TTS_KIT_MODEL_DIR`` does).
-
-    A directory that holds a Supertonic bundle is Supertonic even if a stray ``.onnx``
-    pair lies in it.
+    """Whether ``model`` names a Piper voice (`tts_kit.models.discovery.family_of`; None:
+    whether ``$TTS_KIT_MODEL_DIR`` does).
 
     Example:
         >>> is_piper("piper:joe-us"), is_piper(None)

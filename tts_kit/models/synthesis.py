@@ -64,11 +64,9 @@ def _bad_seed(value: object) -> TtsKitError:
 
 @dataclass(frozen=True)
 class SynthesisConfig:
-    """How to speak a text: every engine's ``stream``/``synthesize`` take one.
-
-    ``None`` means the model's own default (its default voice, its default steps and
-    speed). Fields a family cannot honour are refused by its engine where ignoring them
-    would mislead, and documented where ignoring them is right.
+    """How to speak a text: every engine's ``stream``/``synthesize`` take one. ``None`` is
+    the model's own default; a field a family cannot honour is refused where ignoring it
+    would mislead.
 
     Example:
         >>> SynthesisConfig(voice="M1", steps=2, seed=0).order
@@ -137,8 +135,8 @@ class SynthesisConfig:
 
 
 def batch_seeds(n: int, seed: Any) -> list[int | None]:
-    """One seed per text of a batch: an int gives text ``i`` the seed ``seed + i`` (so a
-    batch equals the single calls), a list gives one each, None fresh noise for all.
+    """One seed per text of a batch: an int gives text ``i`` the seed ``seed + i``, a list
+    one each, None fresh noise for all.
 
     Example:
         >>> batch_seeds(3, 5), batch_seeds(2, [None, 7])
@@ -152,9 +150,7 @@ def batch_seeds(n: int, seed: Any) -> list[int | None]:
             raise TtsKitError(f"{n} texts but {len(seeds)} seeds; give one per text")
     else:
         seeds = [seed]  # checked below, in the same words as a bad list item
-    # numpy's own words were "expected non-negative integer" for -1 and "'float' object
-    # is not iterable" for 1.5: say what a seed is instead.
-    for s in seeds:
+    for s in seeds:  # in our words, not numpy's
         if s is not None and not is_seed(s):
             raise _bad_seed(s)
     return [None if s is None else int(s) for s in seeds]  # plain ints in results
@@ -228,10 +224,9 @@ class AudioChunk:
 
 
 class SynthesisStream:
-    """The chunks of one request, synthesised as they are iterated (any engine's ``stream``).
-
-    ``text`` is the normalised text and ``chunks`` its pieces, known before any audio;
-    `close` (or leaving a ``with`` block) stops the work and releases what it holds.
+    """The chunks of one request, synthesised as they are iterated (any engine's ``stream``):
+    ``text`` and ``chunks`` are known before any audio; `close` (or a ``with`` block's end)
+    stops the work.
 
     Example:
         >>> s = SynthesisStream("Hi.", ["Hi."], iter([]))
