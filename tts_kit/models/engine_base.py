@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -61,19 +62,6 @@ class Plan:
     work: Any  # what ``_render`` needs per chunk (the family's own)
     seed: int | None = None  # the noise seed the stream reports
     config: SynthesisConfig | None = None  # the checked config (set by `EngineBase.plan`)
-
-
-class _HookEntry:
-    """One registration: identity, not equality, decides what a remover removes (the same
-    function added twice is two registrations)."""
-
-    __slots__ = ("fn",)
-
-    def __init__(self, fn: StageHook):
-        self.fn = fn
-
-    def __call__(self, stage: str, feeds: Mapping[str, np.ndarray], out: np.ndarray) -> None:
-        self.fn(stage, feeds, out)
 
 
 def read_only(a: np.ndarray) -> np.ndarray:
@@ -240,7 +228,7 @@ class EngineBase:
         """
         if not callable(fn):
             raise TypeError(f"a stage hook must be callable, got {type(fn).__name__}")
-        token = _HookEntry(fn)
+        token = functools.partial(fn)  # a new object: the same fn added twice is two hooks
         self._stage_hooks = (*self._stage_hooks, token)
 
         def remove() -> None:
