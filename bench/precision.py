@@ -256,7 +256,7 @@ def voice_rows(voice: str, repeats: int, cpus: int | None, quick: bool = False) 
 
 def _voice_rows(voice: str, repeats: int, cpus: int | None, quick: bool) -> dict:
     from tts_kit.fidelity.listening import QUALITY_TEXTS, judge_quality, quality_spread
-    from tts_kit.models.family import open_model
+    from tts_kit.models.resolve import open_model
     from tts_kit.precision.conversion import PIPER_RECIPES
     from tts_kit.precision.measure import piper_distances
     from tts_kit.tuning.tune import trial

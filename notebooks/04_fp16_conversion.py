@@ -183,7 +183,8 @@ players["sherpa-int8"]
 
 # %%
 from tts_kit.fidelity.listening import QUALITY_TEXTS, judge_quality, quality_spread
-from tts_kit.models.family import model_ref, open_model
+from tts_kit.models.family import model_ref
+from tts_kit.models.resolve import open_model
 from tts_kit.precision.conversion import PIPER_RECIPES
 from tts_kit.precision.measure import PIPER_TEXTS, piper_distances
 from tts_kit.tuning import tune

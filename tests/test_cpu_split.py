@@ -39,7 +39,7 @@ def test_stage_split_accounts_for_the_whole_render_and_restores_the_engine(tiny_
         split["audio_s"] - contract.CHUNK_SILENCE_S * (split["chunks"] - 1))
     assert "_run" not in vars(engine)  # the instrumented method is gone again
     # The same render as without the instrument: the split only reads the clock.
-    plan = engine.plan(TEXT, "en", config=engine.config(seed=0, steps=2, max_chunk_chars=50))
+    plan = engine.plan(TEXT, engine.config(seed=0, steps=2, max_chunk_chars=50))
     again = sum(engine.render_chunk(plan, k).duration_s for k in range(len(plan.chunks)))
     assert again == pytest.approx(split["audio_s"])
     engine.close()

@@ -129,7 +129,7 @@ class SineEngine(EngineBase):
     def synthesize_batch(self, texts: list[str], lang: str = "en", voices: Any = None,
                          steps: int | None = None, speed: float | None = None,
                          seed: Any = None, max_chunk_chars: int | None = None) -> list[Any]:
-        return [self.synthesize(t, lang, voice=voices, steps=steps, speed=speed, seed=seed)
+        return [self.synthesize(t, lang=lang, voice=voices, steps=steps, speed=speed, seed=seed)
                 for t in texts]
 
 
@@ -152,7 +152,8 @@ def _has(module: str) -> bool:
 
 @pytest.fixture(scope="module", params=["supertonic", "piper", "sine"])
 def family(request, tiny_bundle_dir, tmp_path_factory) -> Family:
-    from tts_kit.models.family import make_engine, open_model
+    from tts_kit.models.family import make_engine
+    from tts_kit.models.resolve import open_model
 
     if request.param == "supertonic":
         model = open_model(tiny_bundle_dir)
@@ -225,9 +226,14 @@ def test_stream_joins_to_synthesize_with_the_same_config(family: Family, engine:
     assert np.array_equal(loose.wav, whole.wav)
 
 
-def test_a_config_and_loose_arguments_together_are_refused(family: Family, engine: Any):
-    with pytest.raises(TtsKitError, match="not both"):
-        engine.synthesize("Hi.", seed=1, config=SynthesisConfig(lang=family.lang))
+def test_keywords_override_the_config_and_unknown_ones_are_refused(family: Family,
+                                                                    engine: Any):
+    cfg = SynthesisConfig(lang=family.lang, seed=0)
+    assert engine.synthesize("Hi.", cfg, seed=1).seed == 1
+    with pytest.raises(TypeError, match="unknown synthesis option"):
+        engine.synthesize("Hi.", cfg, sed=1)
+    with pytest.raises(TtsKitError, match="lang is a keyword"):
+        engine.synthesize("Hi.", family.lang)
 
 
 def test_a_bad_request_is_one_line_before_any_audio(family: Family, engine: Any):

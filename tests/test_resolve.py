@@ -35,16 +35,16 @@ def test_engine_with_model_dir_naming_a_piper_voice_says_use_make_engine(tmp_pat
 
 
 def test_every_entry_point_agrees_on_a_piper_voice(tmp_path, monkeypatch):
-    from tts_kit.models import family
+    from tts_kit.models import resolve
     from tts_kit.models.supertonic.bundle import resolve_model_dir
 
     voice = _voice_dir(tmp_path)
     monkeypatch.setenv("TTS_KIT_MODEL_DIR", str(voice))
-    assert family.is_piper(None) and family.is_piper(voice)
+    assert resolve.is_piper(None) and resolve.is_piper(voice)
     assert resolve_model_dir() == (voice, "$TTS_KIT_MODEL_DIR")
     assert locate() == Location("piper", voice, "$TTS_KIT_MODEL_DIR")
     with pytest.raises(BundleError):  # the fake voice's graph is no ONNX: one line, not a crash
-        family.resolve_model()
+        resolve.resolve_model()
 
 
 def test_discovery_order_follows_the_given_settings(tiny_bundle_dir, tmp_path):

@@ -48,7 +48,7 @@ def test_fields_that_are_not_short_words_are_dropped(tmp_path):
 
 
 def test_the_report_names_the_conversion_it_measured(tiny_bundle_dir, tmp_path):
-    from tts_kit.models.family import open_model
+    from tts_kit.models.resolve import open_model
     from tts_kit.report import SweepSpec, TuningReport
     from tts_kit.report.answer import conclusions
     from tts_kit.report.document import model_fingerprint

@@ -32,7 +32,7 @@ _LAZY = {
     "TtsKitError": "core.errors", "BundleError": "core.errors",
     "Bundle": "models.supertonic.bundle",
     "VoiceStyle": "models.supertonic.bundle", "resolve_model_dir": "models.supertonic.bundle",
-    "Engine": "models.supertonic.engine", "SynthesisResult": "models.supertonic.engine",
+    "Engine": "models.supertonic.engine", "SynthesisResult": "models.synthesis",
     "open_model": "models.resolve", "resolve_model": "models.resolve",
     "make_engine": "models.family", "model_label": "models.family",
     "resolve_speaker": "models.family",
@@ -48,8 +48,13 @@ if TYPE_CHECKING:
     from tts_kit.models.family import make_engine, model_label, resolve_speaker
     from tts_kit.models.resolve import open_model, resolve_model
     from tts_kit.models.supertonic.bundle import Bundle, VoiceStyle, resolve_model_dir
-    from tts_kit.models.supertonic.engine import Engine, SynthesisResult
-    from tts_kit.models.synthesis import AudioChunk, SynthesisConfig, SynthesisStream
+    from tts_kit.models.supertonic.engine import Engine
+    from tts_kit.models.synthesis import (
+        AudioChunk,
+        SynthesisConfig,
+        SynthesisResult,
+        SynthesisStream,
+    )
     from tts_kit.runtime.sessions import SessionPreset
     from tts_kit.tuning.workload import Workload
 

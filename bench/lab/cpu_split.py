@@ -69,8 +69,8 @@ def stage_split(engine: Any, text: str, *, lang: str = "en", steps: int = 8, see
     engine._run = run
     try:
         c0 = time.process_time()
-        cfg = engine.config(seed=seed, steps=steps, max_chunk_chars=max_chunk_chars)
-        plan = engine.plan(text, lang, config=cfg)
+        cfg = engine.config(lang=lang, seed=seed, steps=steps, max_chunk_chars=max_chunk_chars)
+        plan = engine.plan(text, cfg)
         audio = sum(engine.render_chunk(plan, k).duration_s for k in range(len(plan.chunks)))
         total = time.process_time() - c0
     finally:

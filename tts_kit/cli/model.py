@@ -49,6 +49,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
     from tts_kit.core.atomic import atomic_file
     from tts_kit.models.family import make_engine
+    from tts_kit.models.synthesis import SynthesisConfig
     from tts_kit.tuning.records import format_timings
 
     out, fmt = _audio_output(args.output)  # before the model loads: a bad -o costs nothing
@@ -60,14 +61,12 @@ def cmd_synth(args: argparse.Namespace) -> int:
                         "piper:joe-us); a Supertonic bundle's noise is its --seed")
     extra = {"noise_scale": args.noise_scale, "noise_w": args.noise_w} if scaled else {}
     engine = make_engine(bundle, normalize=not args.no_normalize, loading=args.loading, **extra)
-    # No --speed: the engine's own default rate (each model has its natural one).
-    speed = {} if args.speed is None else {"speed": args.speed}
+    # No --speed (None): the engine's own default rate (each model has its natural one).
+    config = SynthesisConfig(lang=args.lang, voice=args.voice or engine.bundle.default_voice,
+                             steps=args.steps, speed=args.speed, seed=args.seed,
+                             order=args.order)
     t0 = time.perf_counter()
-    # Checked (text, voice, ranges) here, before the output file is touched.
-    parts = engine.stream(
-        args.text, lang=args.lang, voice=args.voice or engine.bundle.default_voice,
-        steps=args.steps, seed=args.seed, order=args.order, **speed,
-    )
+    parts = engine.stream(args.text, config)  # checked here, before the output is touched
     timings: dict[str, float] = {}
     frames = 0
     # Written chunk by chunk (memory holds one chunk, not the text's audio) into a file

@@ -80,7 +80,8 @@ def engine(model: Any, preset: Any) -> Iterator[Any]:
         ...     e.bundle.sample_rate
         44100
     """
-    from tts_kit.models.family import make_engine, open_model
+    from tts_kit.models.family import make_engine
+    from tts_kit.models.resolve import open_model
 
     if not _DEPTH[0]:
         built = make_engine(model, preset=preset)

@@ -113,7 +113,7 @@ def standin_notes(model: Any) -> list[str]:
         >>> standin_notes("standin-tiny")[0].startswith("the stand-in")  # doctest: +SKIP
         True
     """
-    from tts_kit.models.family import open_model
+    from tts_kit.models.resolve import open_model
 
     opened = model if hasattr(model, "capabilities") else open_model(model)
     if not opened.capabilities.standin:

@@ -7,7 +7,7 @@ satisfies `SpeechModel`; adding a family touches ``tts_kit/models/`` only.
 
 Example:
     >>> from tts_kit.models.base import SpeechModel
-    >>> from tts_kit.models.family import open_model
+    >>> from tts_kit.models.resolve import open_model
     >>> model = open_model()
     >>> isinstance(model, SpeechModel), model.capabilities.flow_steps
     (True, True)
@@ -33,16 +33,11 @@ if TYPE_CHECKING:
 class StageInfo:
     """What a model knows about one of its graphs without loading it (any family)."""
 
-    stage: str
-    """Stage name (``duration_predictor``, ``text_encoder``, ... or Piper's ``voice``)."""
-    path: Path
-    """Absolute path of the ``.onnx`` file."""
-    size_bytes: int
-    """File size on disk (external data files included)."""
-    params: int
-    """Number of weight elements (sum over initializers)."""
-    precision: str
-    """Dominant weight type: ``float32``, ``float16``, ``int8`` or ``mixed``."""
+    stage: str  # stage name (``duration_predictor``, ``text_encoder``, ... or Piper's ``voice``)
+    path: Path  # absolute path of the ``.onnx`` file
+    size_bytes: int  # file size on disk (external data files included)
+    params: int  # number of weight elements (sum over initializers)
+    precision: str  # dominant weight type: ``float32``, ``float16``, ``int8`` or ``mixed``
 
 
 def precision_of(types: dict[int, int]) -> str:
@@ -94,7 +89,7 @@ class SpeechModel(Protocol):
     """A model opened and checked against its family's contract.
 
     Both families (`tts_kit.models.supertonic.bundle.Bundle`,
-    `tts_kit.models.piper.voice.PiperBundle`) satisfy it; a contract test runs every
+    `tts_kit.models.piper.bundle.PiperBundle`) satisfy it; a contract test runs every
     family through the same checks.
     """
 
@@ -150,7 +145,7 @@ class SpeechEngine(Protocol):
 
     Every family's engine is built on `tts_kit.models.engine_base.EngineBase`, which
     satisfies it; ``stream`` and ``synthesize`` take a
-    `tts_kit.models.synthesis.SynthesisConfig` (``config=``) or its fields as keywords.
+    `tts_kit.models.synthesis.SynthesisConfig` and its fields as keyword overrides.
 
     Example:
         >>> from tts_kit.models.family import make_engine

@@ -1,15 +1,10 @@
 """Where a model spec points: its family, its location and where that came from.
 
-The first half of `tts_kit.models.resolve` (which opens what this finds), kept apart
-because it imports no model class: `tts_kit.models.supertonic.bundle.Bundle.discover`
-asks it too, without an import cycle. The order, for a spec of None, is
-``$TTS_KIT_MODEL_DIR`` (a Supertonic bundle or a Piper voice), the official package's
-cache when it holds all four graphs, then the stand-in at ``$TTS_KIT_STANDIN_SCALE``
-(built on first use). The family is read from what the location holds, never from a
-name's spelling: ``piper:NAME``, a ``.onnx`` file beside its ``.onnx.json`` or a directory
-with exactly one such pair is Piper; anything else (a directory with ``onnx/tts.json``
-first) is Supertonic, except what looks like an incomplete Piper voice (a lone ``.onnx``,
-a folder of voices): `piper_gap` names what it lacks, in one line.
+The first half of `tts_kit.models.resolve` (which opens what this finds), apart because it
+imports no model class (`Bundle.discover` asks it too). The family is read from what the
+location holds, never from a name's spelling: ``piper:NAME``, a ``.onnx`` file beside its
+``.onnx.json`` or a directory with exactly one such pair is Piper; anything else is
+Supertonic, except an incomplete Piper voice, whose gap `piper_gap` names in one line.
 
 Example:
     >>> from tts_kit.models.discovery import locate
@@ -43,12 +38,9 @@ class Location:
         'supertonic'
     """
 
-    family: str
-    """``supertonic`` or ``piper``."""
-    ref: str | Path
-    """What opens it: a directory or ``.onnx`` path, or ``piper:NAME``."""
-    source: str
-    """Where it came from, for banners (``explicit path``, ``$TTS_KIT_MODEL_DIR``, ...)."""
+    family: str  # ``supertonic`` or ``piper``
+    ref: str | Path  # what opens it: a directory or ``.onnx`` path, or ``piper:NAME``
+    source: str  # where it came from, for banners (``explicit path``, ...)
 
 
 def voice_pair(path: str | os.PathLike[str]) -> tuple[Path, Path] | None:
@@ -71,12 +63,9 @@ def voice_pair(path: str | os.PathLike[str]) -> tuple[Path, Path] | None:
 
 
 def piper_gap(path: str | os.PathLike[str]) -> str | None:
-    """What is missing for the Piper voice ``path`` looks like, with the fix (one line),
-    or None when it looks like no Piper voice (or is a complete one).
-
-    A single ``.onnx`` file is opened as a Piper voice (a Supertonic model is a directory):
-    its ``.onnx.json`` must lie beside it. A directory without ``onnx/tts.json`` that holds
-    ``.onnx`` files must hold exactly one voice with its config.
+    """What the Piper voice ``path`` looks like lacks, with the fix (one line), or None when
+    it looks like no Piper voice (or is a complete one): a lone ``.onnx`` file needs its
+    ``.onnx.json`` beside it, a folder of ``.onnx`` files exactly one voice with its config.
 
     Example:
         >>> import tempfile
@@ -116,10 +105,8 @@ def piper_gap(path: str | os.PathLike[str]) -> str | None:
 
 
 def family_of(spec: str | os.PathLike[str]) -> str:
-    """The family ``spec`` (``piper:NAME`` or a path) names: ``piper`` or ``supertonic``.
-
-    A directory that holds a Supertonic bundle is Supertonic even if a stray ``.onnx``
-    pair lies in it.
+    """The family ``spec`` (``piper:NAME`` or a path) names: ``piper`` or ``supertonic`` (a
+    Supertonic bundle stays Supertonic even with a stray ``.onnx`` pair in it).
 
     Example:
         >>> family_of("piper:joe-us"), family_of("/nonexistent")
@@ -135,11 +122,8 @@ def family_of(spec: str | os.PathLike[str]) -> str:
 
 
 def default_standin_scale(*, settings: Settings | None = None) -> str:
-    """Scale of the stand-in that discovery builds when no real model is found.
-
-    ``$TTS_KIT_STANDIN_SCALE``, else ``full`` (`tts_kit.core.contract.DEFAULT_STANDIN_SCALE`:
-    the published size, realistic costs). Tests and CI set ``tiny``. An unknown value is a
-    one-line ``BundleError`` naming the choices.
+    """Scale of the stand-in discovery builds when no real model is found:
+    ``$TTS_KIT_STANDIN_SCALE``, else ``full`` (realistic costs); tests set ``tiny``.
 
     Example:
         >>> default_standin_scale(settings=Settings(standin_scale="medium"))
@@ -171,12 +155,9 @@ def _named(spec: str | os.PathLike[str], source: str) -> Location:
 
 def locate(spec: str | os.PathLike[str] | None = None, *,
            settings: Settings | None = None) -> Location:
-    """Where ``spec`` points (None: discovery), without opening it.
-
-    Order: the explicit ``spec``; else ``$TTS_KIT_MODEL_DIR``; else the official
-    package's cache (``$SUPERTONIC_CACHE_DIR`` or ``~/.cache/supertonic3``) when it holds
-    all four graphs; else the built-in stand-in (`default_standin_scale`), built on first
-    use into ``$TTS_KIT_CACHE_DIR`` (``~/.cache/tts_kit``).
+    """Where ``spec`` points (None: discovery), without opening it. Discovery tries
+    ``$TTS_KIT_MODEL_DIR``, the official package's cache (when it holds all four graphs),
+    then the stand-in, built on first use (docs/guide.md, "Which model is used").
 
     Example:
         >>> locate(settings=Settings(model_dir="/m")).source

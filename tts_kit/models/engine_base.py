@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -56,29 +57,11 @@ from tts_kit.runtime.sessions import SessionPreset
 class Plan:
     """A request cut into chunks, before any audio: what ``_plan`` returns."""
 
-    text: str
-    """The normalised text."""
-    chunks: list[str]
-    """Each chunk's text, as `AudioChunk.text` will say."""
-    work: Any
-    """What ``_render`` needs per chunk (the family's own)."""
-    seed: int | None = None
-    """The noise seed the stream reports."""
-    config: SynthesisConfig | None = None
-    """The checked configuration it was planned with (set by `EngineBase.plan`)."""
-
-
-class _HookEntry:
-    """One registration: identity, not equality, decides what a remover removes (the same
-    function added twice is two registrations)."""
-
-    __slots__ = ("fn",)
-
-    def __init__(self, fn: StageHook):
-        self.fn = fn
-
-    def __call__(self, stage: str, feeds: Mapping[str, np.ndarray], out: np.ndarray) -> None:
-        self.fn(stage, feeds, out)
+    text: str  # the normalised text
+    chunks: list[str]  # each chunk's text, as `AudioChunk.text` will say
+    work: Any  # what ``_render`` needs per chunk (the family's own)
+    seed: int | None = None  # the noise seed the stream reports
+    config: SynthesisConfig | None = None  # the checked config (set by `EngineBase.plan`)
 
 
 def read_only(a: np.ndarray) -> np.ndarray:
@@ -121,7 +104,8 @@ class EngineBase:
         loading: ``resident`` (default), ``paged`` or ``budget:MB`` (with options), or a
             `LoadPolicy`.
         normalize: spell out numbers, dates, acronyms ... before synthesis (ko, en).
-        stage_costs_mb: measured resident MB per stage for the ``budget`` policy.
+        stage_costs_mb: measured resident MB per stage for the ``budget`` policy (a
+            `StageCosts` or ``{stage: MB}``; stages left out are estimated from file sizes).
 
     Example:
         >>> from tts_kit import Engine
@@ -137,8 +121,7 @@ class EngineBase:
     normalize_languages: tuple[str, ...] = ("en", "ko")
     #: Output names a graph run returns first (None: the graph's first output).
     _outputs: list[str] | None = None
-    # A tuple, replaced (never mutated) on add and remove, so a hook that removes itself
-    # while being called does not disturb the loop over the others.
+    # Replaced, never mutated: a hook that removes itself does not disturb the loop.
     _stage_hooks: tuple[StageHook, ...] = ()
 
     def __init__(
@@ -160,9 +143,8 @@ class EngineBase:
             raise TtsKitError(f"unknown stage(s) {unknown}; {self._stages_phrase()}")
         self.normalize = normalize
         if normalize:
-            # Build the normalisers now (imports, num2words, lexicon regexes: 150-250 ms
-            # once per process), so the first request's latency is the model's own, not
-            # a one-off set-up (the player showed "text 223 ms" on its first synthesis).
+            # Build the normalisers now (once per process), so the first request's latency
+            # is the model's own, not a one-off set-up.
             from tts_kit.text import normalize as normalize_text
             from tts_kit.text.charset import unsupported_characters  # noqa: F401
 
@@ -228,14 +210,11 @@ class EngineBase:
     def add_stage_hook(self, fn: StageHook) -> Callable[[], None]:
         """Call ``fn(stage, feeds, output)`` after every stage run; returns its remover.
 
-        ``stage`` is the stage name, ``feeds`` its inputs as the pipeline computed them
-        (before any cast to an FP16 graph's input types) and ``output`` its first output
-        as float32; both are read-only views, so copy what you keep. Hooks run in
-        the order added, after the stage's time was taken (they do not count in
-        ``timings``), once per run: every flow step of the vector estimator and every
-        item of the vocoder is a run. The return value is ignored: a hook observes, it
-        cannot change the audio; an exception in a hook propagates out of the synthesis
-        call. Calling the remover twice is harmless.
+        ``feeds`` are the stage's inputs as the pipeline computed them (before any cast to
+        an FP16 graph's types), ``output`` its first output as float32, both read-only
+        views. Hooks run in the order added, once per run (every flow step, every vocoder
+        item), outside ``timings``; they observe, never change the audio; an exception in
+        one propagates. Calling the remover twice is harmless.
 
         Example:
             >>> from tts_kit import Engine
@@ -249,7 +228,7 @@ class EngineBase:
         """
         if not callable(fn):
             raise TypeError(f"a stage hook must be callable, got {type(fn).__name__}")
-        token = _HookEntry(fn)
+        token = functools.partial(fn)  # a new object: the same fn added twice is two hooks
         self._stage_hooks = (*self._stage_hooks, token)
 
         def remove() -> None:
@@ -258,12 +237,9 @@ class EngineBase:
         return remove
 
     def run_stage(self, stage: str, feeds: dict[str, np.ndarray]) -> np.ndarray:
-        """Run one stage on given inputs, as the pipeline does; returns its first output.
-
-        The session comes from the engine's load policy (loaded for this call under
-        ``paged``), inputs are cast to the graph's float types, the output is float32,
-        and stage hooks see the run. Lets callers replay recorded inputs on another
-        model (`tts_kit.precision.fidelity` judges each converted stage this way).
+        """Run one stage on given inputs, as the pipeline does (load policy, input casts,
+        hooks); returns its first output as float32. Replays recorded inputs on another
+        model, as `tts_kit.precision` judges each converted stage.
 
         Example:
             >>> from tts_kit import Engine
@@ -336,8 +312,8 @@ class EngineBase:
         """Chunk ``k`` of ``plan`` alone: the waveform (no pause) and its stage timings."""
         raise NotImplementedError
 
-    def plan(self, text: str, lang: str = "en", *, config: SynthesisConfig | None = None,
-             **fields: Any) -> Plan:
+    def plan(self, text: str, config: SynthesisConfig | None = None,
+             **overrides: Any) -> Plan:
         """``text`` checked, normalised and cut into chunks, before any audio: what
         `render_chunk` renders one chunk of (``stream``'s arguments).
 
@@ -346,7 +322,7 @@ class EngineBase:
             >>> Engine().plan("One sentence. And another one.", max_chunk_chars=15).chunks
             ['One sentence.', 'And', 'another one.']
         """
-        cfg = self.config(config, lang=lang, **fields)
+        cfg = self.config(config, **overrides)
         plan = self._plan(text, cfg)
         plan.config = cfg
         return plan
@@ -395,42 +371,30 @@ class EngineBase:
         return AudioChunk(samples=samples, sample_rate=sr, text=plan.chunks[k], index=k,
                           timings=timings, last=k == len(plan.chunks) - 1)
 
-    def config(self, config: SynthesisConfig | None = None, **loose: Any) -> SynthesisConfig:
-        """The `SynthesisConfig` a call means, checked, with the model's defaults filled in.
+    def config(self, config: SynthesisConfig | None = None,
+               **overrides: Any) -> SynthesisConfig:
+        """The `SynthesisConfig` a call means (``config`` with ``overrides``), checked, with
+        the model's defaults filled in.
 
         Example:
             >>> from tts_kit import Engine
             >>> Engine().config(seed=1).voice
             'M1'
         """
-        cfg = SynthesisConfig.of(config, **loose)
+        cfg = SynthesisConfig.of(config, **overrides)
         cfg.check()
         return self._check(cfg)
 
-    def stream(
-        self,
-        text: str,
-        lang: str = "en",
-        *,
-        voice: str | None = None,
-        steps: int | None = None,
-        speed: float | None = None,
-        seed: int | None = None,
-        max_chunk_chars: int | None = None,
-        first_chunk_chars: int | None = None,
-        order: str = "chunk",
-        noise: Any = None,
-        config: SynthesisConfig | None = None,
-    ) -> SynthesisStream:
+    def stream(self, text: str, config: SynthesisConfig | None = None,
+               **overrides: Any) -> SynthesisStream:
         """Synthesise ``text`` one chunk at a time: a `SynthesisStream` of `AudioChunk`.
 
-        Takes a `SynthesisConfig` (``config=``) or its fields as keyword arguments (all
-        but ``text`` and ``lang`` are keyword-only). The request is
-        checked, normalised and chunked here, at the call (a bad one raises before any
-        audio); the audio comes as the stream is consumed, so memory holds one chunk's
-        audio, not the text's. Concatenating the chunks' ``samples`` gives `synthesize`'s
-        waveform exactly: every chunk after the first starts with the family's pause
-        (``chunk_pause_s``).
+        ``config`` (default: the model's defaults) says how; ``overrides`` change its fields
+        by name (``lang="ko"``, ``seed=0``). The request is checked, normalised and chunked
+        at the call (a bad one raises before any audio); the audio comes as the stream is
+        consumed, one chunk in memory at a time. The chunks' ``samples`` joined are
+        `synthesize`'s waveform exactly: every chunk after the first leads with the
+        family's pause (``chunk_pause_s``).
 
         Example:
             >>> from tts_kit import Engine
@@ -444,10 +408,7 @@ class EngineBase:
             >>> bool(np.array_equal(np.concatenate([p.samples for p in parts]), whole.wav))
             True
         """
-        cfg = self.config(config, lang=lang, voice=voice, steps=steps, speed=speed, seed=seed,
-                          max_chunk_chars=max_chunk_chars, first_chunk_chars=first_chunk_chars,
-                          order=order, noise=noise)
-        return self._stream(text, cfg)
+        return self._stream(text, self.config(config, **overrides))
 
     def _stream(self, text: str, cfg: SynthesisConfig) -> SynthesisStream:
         t0 = time.perf_counter()
@@ -457,39 +418,21 @@ class EngineBase:
                                seed=plan.seed)
 
     def _chunks(self, plan: Plan, cfg: SynthesisConfig, prep_s: float) -> Iterator[AudioChunk]:
-        sr = self.bundle.sample_rate
-        pause = np.zeros(int(self.chunk_pause_s * sr), np.float32)
-        last = len(plan.chunks) - 1
         parts = self._render(plan, cfg)
         try:
             for k in range(len(plan.chunks)):
                 t0 = time.perf_counter()
                 wav, timings = next(parts)
-                first = prep_s if k == 0 else 0.0
                 if k == 0:
                     timings["text"] = timings.get("text", 0.0) + prep_s
-                timings["total"] = timings.get("total", time.perf_counter() - t0) + first
-                samples = wav if k == 0 or not pause.size else np.concatenate([pause, wav])
-                yield AudioChunk(samples=samples, sample_rate=sr, text=plan.chunks[k],
-                                 index=k, timings=timings, last=k == last)
+                timings["total"] = (timings.get("total", time.perf_counter() - t0)
+                                    + (prep_s if k == 0 else 0.0))
+                yield self._audio_chunk(plan, k, wav, timings)
         finally:
             parts.close()
 
-    def synthesize(
-        self,
-        text: str,
-        lang: str = "en",
-        *,
-        voice: str | None = None,
-        steps: int | None = None,
-        speed: float | None = None,
-        seed: int | None = None,
-        max_chunk_chars: int | None = None,
-        first_chunk_chars: int | None = None,
-        order: str = "chunk",
-        noise: Any = None,
-        config: SynthesisConfig | None = None,
-    ) -> SynthesisResult:
+    def synthesize(self, text: str, config: SynthesisConfig | None = None,
+                   **overrides: Any) -> SynthesisResult:
         """Synthesise one text: `stream`'s chunks joined (the same arguments).
 
         Stage timings are summed over the chunks; ``total`` is the call's wall time.
@@ -497,13 +440,11 @@ class EngineBase:
         Example:
             >>> from tts_kit import Engine
             >>> from tts_kit.models.synthesis import SynthesisConfig
-            >>> Engine().synthesize("Hi.", config=SynthesisConfig(steps=1, seed=0)).seed
+            >>> Engine().synthesize("Hi.", SynthesisConfig(steps=1, seed=0)).seed
             0
         """
         t0 = time.perf_counter()
-        cfg = self.config(config, lang=lang, voice=voice, steps=steps, speed=speed, seed=seed,
-                          max_chunk_chars=max_chunk_chars, first_chunk_chars=first_chunk_chars,
-                          order=order, noise=noise)
+        cfg = self.config(config, **overrides)
         parts = self._stream(text, cfg)
         timings: dict[str, float] = {}
         pieces = []

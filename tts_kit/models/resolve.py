@@ -3,10 +3,8 @@
 A spec is an opened model (returned as is, source ``given``), ``piper:NAME``, a path to a
 directory or ``.onnx`` file, or None: discovery (``$TTS_KIT_MODEL_DIR``, the official
 package's cache, then the stand-in at ``$TTS_KIT_STANDIN_SCALE``;
-`tts_kit.models.discovery.locate` finds it, this module opens it). `open_model`,
-`resolve_model` and `is_piper` (re-exported by `tts_kit.models.family`),
-`tts_kit.models.supertonic.bundle.Bundle.discover`, ``resolve_model_dir``, the CLI and
-``tts-kit doctor`` all come here.
+`tts_kit.models.discovery.locate` finds it, this module opens it). The CLI, reports,
+notebooks and ``tts-kit doctor`` all come here.
 
 Example:
     >>> from tts_kit.models.resolve import resolve_model
@@ -23,7 +21,7 @@ from typing import Any
 from tts_kit.core.settings import Settings
 from tts_kit.core.settings import settings as current_settings
 from tts_kit.models.discovery import Location, family_of, locate
-from tts_kit.models.piper.voice import PiperBundle
+from tts_kit.models.piper.bundle import PiperBundle
 from tts_kit.models.supertonic.bundle import Bundle
 
 #: A model of either family.
@@ -33,10 +31,7 @@ _OPENERS: dict[str, type] = {"supertonic": Bundle, "piper": PiperBundle}
 
 
 def open_location(found: Location) -> AnyBundle:
-    """Open (and check) the model `locate` found.
-
-    Raises:
-        BundleError: one line naming what is wrong.
+    """Open (and check) the model `locate` found; what is wrong is a one-line `BundleError`.
 
     Example:
         >>> open_location(locate()).is_standin
@@ -47,8 +42,8 @@ def open_location(found: Location) -> AnyBundle:
 
 def resolve_model(model: Any = None, *, settings: Settings | None = None
                   ) -> tuple[AnyBundle, str]:
-    """The model ``model`` names, opened and checked, and where it came from (for
-    banners): the one place a notebook's model cell, a report and the CLI choose the model.
+    """The model ``model`` names (`open_model`), opened and checked, and where it came from
+    (for banners).
 
     Example:
         >>> bundle, source = resolve_model()
@@ -65,11 +60,7 @@ def open_model(model: Any = None, *, settings: Settings | None = None) -> AnyBun
     """The model ``model`` names, opened and checked: a `Bundle` or a `PiperBundle`.
 
     ``model``: an opened model (returned as is), ``piper:NAME``, a directory or ``.onnx``
-    file, or None (discovery).
-
-    Raises:
-        BundleError: one line naming what is wrong (a ``piper:`` voice not installed,
-            a file that does not match its family's contract).
+    file, or None (discovery). What is wrong is a one-line `BundleError`.
 
     Example:
         >>> open_model().family
@@ -80,11 +71,8 @@ def open_model(model: Any = None, *, settings: Settings | None = None) -> AnyBun
 
 def is_piper(model: str | os.PathLike[str] | None, *,
              settings: Settings | None = None) -> bool:
-    """Whether ``model`` names a Piper voice (``piper:NAME``, or a voice file or directory;
-    None: whether ``$TTS_KIT_MODEL_DIR`` does).
-
-    A directory that holds a Supertonic bundle is Supertonic even if a stray ``.onnx``
-    pair lies in it.
+    """Whether ``model`` names a Piper voice (`tts_kit.models.discovery.family_of`; None:
+    whether ``$TTS_KIT_MODEL_DIR`` does).
 
     Example:
         >>> is_piper("piper:joe-us"), is_piper(None)

@@ -1,9 +1,9 @@
 """What a synthesis call takes and gives, for every family: `SynthesisConfig` in,
 `AudioChunk` / `SynthesisStream` / `SynthesisResult` out, and the request checks they share.
 
-One config dataclass replaces the ten loose arguments (they still work: the engines build
-a config from them); one chunk and one stream type serve every family, so a consumer of
-one engine's stream reads any other's.
+Engines take one config, its fields overridden by name (``engine.stream("Hi.", seed=0)``);
+one chunk and one stream type serve every family, so a consumer of one engine's stream
+reads any other's.
 
 Example:
     >>> cfg = SynthesisConfig(lang="en", seed=0, max_chunk_chars=40)
@@ -64,11 +64,9 @@ def _bad_seed(value: object) -> TtsKitError:
 
 @dataclass(frozen=True)
 class SynthesisConfig:
-    """How to speak a text: every engine's ``stream``/``synthesize`` take one.
-
-    ``None`` means the model's own default (its default voice, its default steps and
-    speed). Fields a family cannot honour are refused by its engine where ignoring them
-    would mislead, and documented where ignoring them is right.
+    """How to speak a text: every engine's ``stream``/``synthesize`` take one. ``None`` is
+    the model's own default; a field a family cannot honour is refused where ignoring it
+    would mislead.
 
     Example:
         >>> SynthesisConfig(voice="M1", steps=2, seed=0).order
@@ -104,24 +102,26 @@ class SynthesisConfig:
         return dataclasses.replace(self, **changes)
 
     @classmethod
-    def of(cls, config: SynthesisConfig | None, **loose: Any) -> SynthesisConfig:
-        """``config``, or one built from the loose keyword arguments (not both).
+    def of(cls, config: SynthesisConfig | None, **overrides: Any) -> SynthesisConfig:
+        """``config`` (None: the defaults) with ``overrides``, fields changed by name.
 
         Example:
             >>> SynthesisConfig.of(None, lang="ko", seed=1).seed
             1
+            >>> SynthesisConfig.of(SynthesisConfig(seed=1), seed=2).seed
+            2
         """
-        defaults = {f.name: f.default for f in dataclasses.fields(cls)}
-        given = [k for k, v in loose.items() if not (
-            v is defaults[k] or (isinstance(v, (str, int, float)) and v == defaults[k]))]
-        if config is None:
-            return cls(**loose)
-        if not isinstance(config, SynthesisConfig):
-            raise TtsKitError(f"config must be a SynthesisConfig, got {type(config).__name__}")
-        if given:
-            raise TtsKitError(f"give a config or keyword arguments, not both (got config and "
-                              f"{', '.join(sorted(given))})")
-        return config
+        if config is not None and not isinstance(config, SynthesisConfig):
+            hint = " (lang is a keyword: lang='ko')" if isinstance(config, str) else ""
+            raise TtsKitError(f"config must be a SynthesisConfig, got "
+                              f"{type(config).__name__}{hint}")
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(overrides) - set(names))
+        if unknown:
+            raise TypeError(f"unknown synthesis option(s) {', '.join(unknown)}; a "
+                            f"SynthesisConfig has {', '.join(names)}")
+        config = config or cls()
+        return config.replace(**overrides) if overrides else config
 
     def check(self) -> None:
         """The checks every family shares: order, first chunk, seed (before any work)."""
@@ -135,8 +135,8 @@ class SynthesisConfig:
 
 
 def batch_seeds(n: int, seed: Any) -> list[int | None]:
-    """One seed per text of a batch: an int gives text ``i`` the seed ``seed + i`` (so a
-    batch equals the single calls), a list gives one each, None fresh noise for all.
+    """One seed per text of a batch: an int gives text ``i`` the seed ``seed + i``, a list
+    one each, None fresh noise for all.
 
     Example:
         >>> batch_seeds(3, 5), batch_seeds(2, [None, 7])
@@ -150,9 +150,7 @@ def batch_seeds(n: int, seed: Any) -> list[int | None]:
             raise TtsKitError(f"{n} texts but {len(seeds)} seeds; give one per text")
     else:
         seeds = [seed]  # checked below, in the same words as a bad list item
-    # numpy's own words were "expected non-negative integer" for -1 and "'float' object
-    # is not iterable" for 1.5: say what a seed is instead.
-    for s in seeds:
+    for s in seeds:  # in our words, not numpy's
         if s is not None and not is_seed(s):
             raise _bad_seed(s)
     return [None if s is None else int(s) for s in seeds]  # plain ints in results
@@ -226,10 +224,9 @@ class AudioChunk:
 
 
 class SynthesisStream:
-    """The chunks of one request, synthesised as they are iterated (any engine's ``stream``).
-
-    ``text`` is the normalised text and ``chunks`` its pieces, known before any audio;
-    `close` (or leaving a ``with`` block) stops the work and releases what it holds.
+    """The chunks of one request, synthesised as they are iterated (any engine's ``stream``):
+    ``text`` and ``chunks`` are known before any audio; `close` (or a ``with`` block's end)
+    stops the work.
 
     Example:
         >>> s = SynthesisStream("Hi.", ["Hi."], iter([]))

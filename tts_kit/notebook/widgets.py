@@ -358,7 +358,7 @@ def _as_result(obj: Any) -> Any:
     if isinstance(obj, tuple):
         import numpy as np
 
-        from tts_kit.models.supertonic.engine import SynthesisResult
+        from tts_kit.models.synthesis import SynthesisResult
 
         return SynthesisResult(wav=np.asarray(obj[0], np.float32), sample_rate=int(obj[1]),
                                text="")

@@ -175,13 +175,13 @@ def convert(
 
 
 def _open_source(src: str | os.PathLike[str]) -> Any:
-    """The model at ``src`` (`tts_kit.models.family.open_model`), or None for a file no
+    """The model at ``src`` (`tts_kit.models.resolve.open_model`), or None for a file no
     model opens from (a single graph of any model: converted as a file).
 
     A directory that does not open raises its own error, naming the file; a path that
     does not exist and names no model raises FileNotFoundError.
     """
-    from tts_kit.models.family import open_model
+    from tts_kit.models.resolve import open_model
 
     path = Path(os.fspath(src)).expanduser()
     try:

@@ -368,7 +368,7 @@ def piper_distances(reference: Any, candidate: Any, texts: Sequence[str] = PIPER
                     seed: int = 0) -> Any:
     """`tts_kit.fidelity.verify.Distances` of a Piper voice (a converted copy) from its
     reference:
-    the same texts, the same seed, so the same noise (`tts_kit.models.piper.voice`).
+    the same texts, the same seed, so the same noise (`tts_kit.models.piper`).
 
     Example:
         >>> piper_distances("piper:joe-us", "joe-fp16").snr_db > 30  # doctest: +SKIP
@@ -398,7 +398,7 @@ def piper_floor(model: Any, texts: Sequence[str] = PIPER_TEXTS, seed: int = 0,
         >>> print(piper_floor("piper:joe-us").table())  # doctest: +SKIP
     """
     from tts_kit.fidelity.verify import Case, noise_floor
-    from tts_kit.models.family import open_model
+    from tts_kit.models.resolve import open_model
 
     bundle = open_model(model)
     case = Case(tuple(texts), bundle.languages[0], (bundle.default_voice,) * len(texts),
@@ -427,7 +427,7 @@ def judge_against_floor(src: Any, dst: Any, texts: Sequence[str] | None = None
         'audible risk'
     """
     from tts_kit.fidelity.verify import verify
-    from tts_kit.models.family import open_model
+    from tts_kit.models.resolve import open_model
 
     # verify's cases are batches of 1-3 texts in English and Korean: a model that reads
     # each text alone (no batching) is judged on its own texts and floor instead.
@@ -539,7 +539,7 @@ def verify_piper_copy(model: Any, against: str, *, min_snr_db: float = 60.0,
     on the voice's own takes (`tts_kit.fidelity.listening.judge_quality`).
 
     Example:
-        >>> from tts_kit.models.family import open_model
+        >>> from tts_kit.models.resolve import open_model
         >>> check = verify_piper_copy(open_model("piper:joe-us"), "joe-fp16")  # doctest: +SKIP
         >>> check.passed  # doctest: +SKIP
         False

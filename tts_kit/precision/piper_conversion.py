@@ -74,7 +74,7 @@ def convert_piper(
     seed: int = 0,
     recipe: str | None = None,
 ) -> ConversionReport:
-    """Convert a Piper voice (`tts_kit.models.piper.voice`) into a new voice directory.
+    """Convert a Piper voice (`tts_kit.models.piper`) into a new voice directory.
 
     ``src``: ``piper:NAME``, a voice directory or its ``.onnx`` file; it is only read
     (hashed before and after). ``dst``: a new directory (must not exist, or be empty),

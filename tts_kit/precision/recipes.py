@@ -105,7 +105,7 @@ def recipes_for(model: Any) -> dict[str, str]:
     (`tts_kit.precision.piper_conversion.PIPER_RECIPES`); any other model none.
 
     Example:
-        >>> from tts_kit.models.family import open_model
+        >>> from tts_kit.models.resolve import open_model
         >>> sorted(recipes_for(open_model("piper:joe-us")))  # doctest: +SKIP
         ['fp16', 'int8', 'int8-dp32', 'int8-flow', 'sherpa-int8']
     """
@@ -128,7 +128,7 @@ def check_recipe_for(src: str | os.PathLike[str], name: str) -> None:
         Traceback (most recent call last):
         TtsKitError: recipe 'int8-flow' is not one of Supertonic stand-in (tiny)'s; ...
     """
-    from tts_kit.models.family import open_model
+    from tts_kit.models.resolve import open_model
 
     try:
         model = open_model(src)

@@ -31,7 +31,7 @@ from typing import Any
 
 from tts_kit.core import atomic
 from tts_kit.core.textsafe import hide_home
-from tts_kit.models.family import resolve_model
+from tts_kit.models.resolve import resolve_model
 from tts_kit.models.supertonic.bundle import Bundle
 from tts_kit.report.document import TuningReport, environment, model_fingerprint
 from tts_kit.report.render import FAILED_NOTEBOOK, render_report

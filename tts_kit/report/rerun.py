@@ -28,7 +28,7 @@ from typing import Any
 
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
-from tts_kit.models.family import resolve_model
+from tts_kit.models.resolve import resolve_model
 from tts_kit.models.supertonic.bundle import Bundle
 from tts_kit.report.document import METRICS, Noise, TuningReport, key_text, record_key
 from tts_kit.report.make import make_report, run_tuning

@@ -90,7 +90,8 @@ class _Server:
     ``article``); one method per route or step of a request."""
 
     def __init__(self, cfg: ServeConfig):
-        from tts_kit.models.family import model_label, open_model
+        from tts_kit.models.family import model_label
+        from tts_kit.models.resolve import open_model
 
         cfg.check()
         model = open_model(cfg.model)  # any family: the routes ask it, never its family

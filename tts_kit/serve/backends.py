@@ -82,7 +82,7 @@ class WorkersBackend(Backend):
         scheduling, with a warning)."""
         if self.cfg.scheduling == "request":
             return None
-        from tts_kit.models.family import open_model
+        from tts_kit.models.resolve import open_model
 
         if not open_model(self.cfg.model).capabilities.chunk_jobs:
             print("tts-kit serve: warning: this model cannot render a chunk on its own; "
@@ -200,7 +200,7 @@ def _official_tts(wc: WorkerConfig, official: bool | None = None) -> Any:
     reference implementation (`tts_kit.models.base.Capabilities.official_reference`), as
     the server knows it; None: open the model and ask it.
     """
-    from tts_kit.models.family import open_model
+    from tts_kit.models.resolve import open_model
 
     if official is None:
         official = open_model(wc.model).capabilities.official_reference

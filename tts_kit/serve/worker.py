@@ -128,7 +128,7 @@ class WorkerConfig:
 
     def build_engine(self) -> Any:
         """A new engine from this configuration (nothing warmed up): tts_kit's `Engine`
-        for a Supertonic bundle, `tts_kit.models.piper.voice.PiperEngine` for a Piper voice."""
+        for a Supertonic bundle, `tts_kit.models.piper.engine.PiperEngine` for a Piper voice."""
         from tts_kit.models.family import make_engine
 
         return make_engine(self.model, preset=self.preset_obj(), loading=self.loading)

@@ -291,7 +291,8 @@ def roofline_of(model: Any, seconds: Mapping[str, float], dims: Mapping[str, Map
 
 def _measure(path: str, threads: int, steps: int, repeats: int, text: str) -> dict[str, Any]:
     """Child of `measure_roofline`: the peaks, then the engine at ``threads`` threads."""
-    from tts_kit.models.family import make_engine, open_model
+    from tts_kit.models.family import make_engine
+    from tts_kit.models.resolve import open_model
     from tts_kit.runtime.sessions import SessionPreset
     from tts_kit.tuning import flops
 

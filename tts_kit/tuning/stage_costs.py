@@ -67,7 +67,8 @@ def _stage_costs_child(bundle_path: str, preset: SessionPreset | None, workload:
 
     ``preset``, ``workload`` and ``policy`` (parsed, and made ``paged``, by `stage_costs`)
     arrive as objects: they pickle, so the child rebuilds and re-parses nothing."""
-    from tts_kit.models.family import make_engine, open_model
+    from tts_kit.models.family import make_engine
+    from tts_kit.models.resolve import open_model
 
     release_memory()
     imports = rss_mb()
@@ -203,7 +204,8 @@ def probe_policy(
         >>> m.result["idle_mb"][-1] - m.result["before_mb"] < 50  # doctest: +SKIP
         True
     """
-    from tts_kit.models.family import make_engine, open_model
+    from tts_kit.models.family import make_engine
+    from tts_kit.models.resolve import open_model
 
     workload = Workload() if workload is None else workload
     bundle = open_model(bundle_path)

@@ -124,7 +124,8 @@ def run_trial_child(
     """
     import numpy as np
 
-    from tts_kit.models.family import make_engine, open_model
+    from tts_kit.models.family import make_engine
+    from tts_kit.models.resolve import open_model
 
     t0 = time.perf_counter()
     bundle = open_model(bundle_path)  # either family (`tts_kit.models.family`)
@@ -190,7 +191,7 @@ def prepare_trial_child(bundle_path: str, loading: str | LoadPolicy) -> dict[str
         >>> prepare_trial_child("standin-dir", "paged")[PREP_S] >= 0  # doctest: +SKIP
         True
     """
-    from tts_kit.models.family import open_model
+    from tts_kit.models.resolve import open_model
 
     t0 = time.perf_counter()
     bundle = open_model(bundle_path)
@@ -546,7 +547,7 @@ def _sweep_stage_costs(
                 continue
             out.update({(p.name, lo): measured for lo in budgets})
         return out
-    from tts_kit.models.family import open_model
+    from tts_kit.models.resolve import open_model
     from tts_kit.runtime.loading import resident_costs_mb
 
     checked = resident_costs_mb(given, open_model(path))  # unknown stage or bad MB: fails here

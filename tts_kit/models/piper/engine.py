@@ -1,16 +1,11 @@
 """Running a Piper voice: `PiperEngine`, tts_kit's shared engine base
 (`tts_kit.models.engine_base.EngineBase`) with a Piper voice's per-sentence synthesis.
 
-Text -> tts_kit's English normalisation -> piper-tts' phonemiser (espeak-ng, one list of
-phonemes per sentence) -> phoneme ids -> the seeded graph (`tts_kit.models.piper.seeded`),
-run through tts_kit's own session creation (so presets, threads and load policies apply),
-one sentence at a time, the sentences joined as piper joins them (no pause added).
-
-Randomness is the caller's: each sentence's two noises (the stochastic duration
-predictor's and the prior's) come from ``numpy.random.default_rng`` seeded by ``seed``
-and the sentence's index, so two runs with one seed agree sample for sample (and a
-converted voice can be compared with its source on the same noise). ``noise_scale`` and
-``noise_w`` scale the two noises (the voice's own defaults from its config; 0 removes them).
+Text -> English normalisation -> piper-tts' phonemiser (espeak-ng, one list of phonemes
+per sentence) -> phoneme ids -> the seeded graph (`tts_kit.models.piper.seeded`) on tts_kit's
+sessions (presets, threads, load policies), sentence by sentence, joined without pauses.
+Each sentence's two noises come from ``numpy.random.default_rng`` seeded by ``seed`` and
+the sentence's index: one seed, the same audio, sample for sample.
 
 Example:
     >>> PiperEngine("piper:joe-us").synthesize("Hi.", seed=0).sample_rate  # doctest: +SKIP
@@ -60,13 +55,9 @@ class PiperEngine(EngineBase):
         noise_scale, noise_w: the prior's and the duration predictor's noise (None: the
             voice's config; 0: none, every seed gives the same audio).
 
-    What a `SynthesisConfig` asks that a VITS voice cannot do: ``noise`` (the caller's
-    latent) is refused, since ignoring it would give audio the caller did not ask for.
-    ``steps`` (checked, 1..100), ``max_chunk_chars``, ``first_chunk_chars`` and ``order``
-    are accepted and change nothing, because a caller running every family from one
-    workload or server config passes them to any engine, and ignoring them is exact: a
-    VITS voice has no flow steps (``capabilities.flow_steps`` is False), the phonemiser's
-    sentences are the chunks, and with one stage both orders are the same run.
+    Of a `SynthesisConfig`, ``noise`` (a caller's latent) is refused; ``steps`` (checked,
+    1..100), ``max_chunk_chars``, ``first_chunk_chars`` and ``order`` change nothing (no
+    flow steps, sentences are the chunks, one stage), so one workload serves every family.
     ``speed`` divides the voice's ``length_scale``.
 
     Example:
@@ -126,7 +117,6 @@ class PiperEngine(EngineBase):
         ]
 
     # -- the request ------------------------------------------------------------------
-
 
     def phonemize(self, text: str) -> list[list[str]]:
         """piper-tts' phonemes of ``text``, one list per sentence (no normalisation here).
@@ -216,21 +206,11 @@ class PiperEngine(EngineBase):
         seed: int | list[int | None] | None = None,
         max_chunk_chars: int | None = None,
     ) -> list[SynthesisResult]:
-        """Synthesise several texts (one after another: one graph run per sentence).
-
-        Args:
-            texts: the texts; ``lang`` must be the voice's language (``en``).
-            voices: a speaker name for all, or one per text (None: the default).
-            steps: checked and ignored, as in `stream` (a VITS voice has no steps).
-            speed: 0.5..2.0; the voice's length_scale is divided by it.
-            seed: noise seed; an int gives text ``i`` the seed ``seed + i``; equal seeds,
-                equal audio, sample for sample. None: fresh noise.
-            max_chunk_chars: ignored, as in `stream`: sentences are the chunks.
-
-        Returns:
-            One `SynthesisResult` per text; ``chunks`` are the sentences' phonemes and
-            ``timings`` has ``text`` (normalisation, phonemes), ``voice`` and ``total``
-            (those of the whole batch).
+        """Synthesise several texts, one after another, as the Supertonic engine's
+        ``synthesize_batch`` does (``voices``: a speaker for all or one per text, None: the
+        default; ``steps`` and ``max_chunk_chars`` are ignored, as in `stream`). Returns
+        one `SynthesisResult` per text, ``chunks`` the sentences' phonemes, ``timings``
+        (``text``, ``voice``, ``total``) those of the whole batch.
         """
         voice_list = batch_voices(texts, self.bundle.default_voice if voices is None
                                   else voices)

@@ -88,14 +88,10 @@ def seeded_cache_dir(*, settings: Settings | None = None) -> Path:
 
 
 def seeded_graph(path: str | os.PathLike[str]) -> Path:
-    """A copy of a Piper graph whose noise draws are slices of inputs (``tts_kit_noise_K``).
-
-    Each ``RandomNormalLike`` node becomes ``Slice(noise input, 0, Shape(its input))``
-    (and a Cast when the node drew another float type, as in an FP16 conversion), so the
-    caller decides the noise. Built once per graph content in a child process (the parse
-    of a 60 MB graph stays out of the serving process), atomically, in `seeded_cache_dir`
-    under a name that depends on the content only (two names for one graph share one copy);
-    ``path`` is only read.
+    """A copy of a Piper graph whose noise draws are slices of inputs (``tts_kit_noise_K``):
+    each ``RandomNormalLike`` becomes ``Slice(noise input, 0, Shape(its input))`` (cast for
+    an FP16 graph), so the caller decides the noise. Built once per graph content, in a child
+    process (the 60 MB parse stays out of a server), atomically, in `seeded_cache_dir`.
 
     Example:
         >>> seeded_graph("voice/en_US-joe-medium.onnx")  # doctest: +SKIP

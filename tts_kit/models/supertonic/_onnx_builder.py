@@ -3,7 +3,9 @@
 Each method appends nodes (and seeded initializers) to one graph and returns the name
 of its output tensor, so a network reads like its PyTorch forward pass. Activations in
 ``[B, C, T]`` layout feed convolutions; ``[B, T, C]`` feeds LayerNorm, MatMul and
-attention, as in the exported PyTorch graphs these stand in for.
+attention, as in the exported PyTorch graphs these stand in for. ``onnx`` (1.5 CPU-s to
+import) is imported by the first `GraphBuilder`, not with the module: the stand-in's notes
+and constants are read by every run.
 
 Example:
     >>> import numpy as np
@@ -16,20 +18,39 @@ Example:
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
 
 from tts_kit.core.contract import GraphSpec
 from tts_kit.core.errors import TtsKitError
+
+if TYPE_CHECKING:
+    import onnx
 
 OPSET = 17
 IR_VERSION = 8
 #: Additive attention bias for padded keys: finite so that an FP16 copy cannot make NaN.
 MASK_NEG = -1.0e4
 
-_ELEM = {"float32": TensorProto.FLOAT, "int64": TensorProto.INT64}
+_ELEM = {"float32": 1, "int64": 7}  # onnx.TensorProto.FLOAT, .INT64
+
+
+@dataclass(frozen=True)
+class Attention:
+    """The widths of one multi-head attention (`GraphBuilder.attention`).
+
+    Example:
+        >>> Attention(dq=64, dkv=256, units=64, heads=2).out_gain
+        1.0
+    """
+
+    dq: int  # query width, and the output's
+    dkv: int  # key (and value) width
+    units: int  # inner width, split over the heads
+    heads: int
+    out_gain: float = 1.0  # gain of the output projection
 
 
 class GraphBuilder:
@@ -47,6 +68,9 @@ class GraphBuilder:
     """
 
     def __init__(self, name: str, rng: np.random.Generator):
+        from onnx import helper, numpy_helper
+
+        self._helper, self._numpy_helper = helper, numpy_helper
         self.name = name
         self.rng = rng
         self.nodes: list[onnx.NodeProto] = []
@@ -59,7 +83,7 @@ class GraphBuilder:
 
     def init(self, name: str, array: np.ndarray) -> str:
         """Add an initializer and return its name."""
-        self.inits.append(numpy_helper.from_array(array, name))
+        self.inits.append(self._numpy_helper.from_array(array, name))
         self.params += int(array.size)
         return name
 
@@ -89,14 +113,13 @@ class GraphBuilder:
         self._count += 1
         base = f"{self.name}/{scope + '/' if scope else ''}{op_type}_{self._count}"
         outs = [f"{base}:{i}" for i in range(n_out)]
-        self.nodes.append(helper.make_node(op_type, inputs, outs, name=base, **attrs))
+        self.nodes.append(self._helper.make_node(op_type, inputs, outs, name=base, **attrs))
         return outs[0] if n_out == 1 else outs
 
     # -- layers -------------------------------------------------------------------------
 
-    def linear(
-        self, x: str, din: int, dout: int, scope: str, gain: float = 1.0, bias: bool = True
-    ) -> str:
+    def linear(self, x: str, din: int, dout: int, scope: str, gain: float = 1.0,
+               bias: bool = True) -> str:
         """``x @ W + b`` over the last axis; std = gain / sqrt(din) keeps the scale."""
         y = self.op("MatMul", [x, self.weight(f"{scope}.weight", (din, dout),
                                               gain / math.sqrt(din))], scope)
@@ -104,17 +127,8 @@ class GraphBuilder:
             y = self.op("Add", [y, self.near(f"{scope}.bias", (dout,), 0.0, 0.02)], scope)
         return y
 
-    def conv1d(
-        self,
-        x: str,
-        cin: int,
-        cout: int,
-        k: int,
-        scope: str,
-        dilation: int = 1,
-        groups: int = 1,
-        gain: float = 1.0,
-    ) -> str:
+    def conv1d(self, x: str, cin: int, cout: int, k: int, scope: str, dilation: int = 1,
+               groups: int = 1, gain: float = 1.0) -> str:
         """Conv1d with "same" padding on ``[B, C, T]``."""
         fan_in = (cin // groups) * k
         w = self.weight(f"{scope}.weight", (cout, cin // groups, k), gain / math.sqrt(fan_in))
@@ -141,16 +155,8 @@ class GraphBuilder:
         """Transpose with an explicit permutation."""
         return self.op("Transpose", [x], scope, perm=perm)
 
-    def convnext(
-        self,
-        x: str,
-        mask: str | None,
-        ch: int,
-        hidden: int,
-        k: int,
-        dilation: int,
-        scope: str,
-    ) -> str:
+    def convnext(self, x: str, mask: str | None, ch: int, hidden: int, k: int, dilation: int,
+                 scope: str) -> str:
         """ConvNeXt block on ``[B, C, T]``: masked depthwise conv, LN, MLP, layer scale, residual.
 
         The input is multiplied by the mask before the depthwise conv so that padded
@@ -171,31 +177,21 @@ class GraphBuilder:
         y = self.op("Add", [x, h], scope)
         return self.op("Mul", [y, mask], scope) if mask else y
 
-    def attention(
-        self,
-        q_in: str,
-        kv_in: str,
-        dq: int,
-        dkv: int,
-        units: int,
-        heads: int,
-        scope: str,
-        key_bias: str | None = None,
-        out_gain: float = 1.0,
-        v_in: str | None = None,
-    ) -> str:
-        """Multi-head attention on ``[B, T, C]`` tensors; returns ``[B, Tq, dq]``.
+    def attention(self, q_in: str, kv_in: str, spec: Attention, scope: str,
+                  key_bias: str | None = None, v_in: str | None = None) -> str:
+        """Multi-head attention on ``[B, T, C]`` tensors; returns ``[B, Tq, spec.dq]``.
 
         ``key_bias`` is ``[B, 1, 1, Tk]``: 0 for real keys, `MASK_NEG` for padding.
-        ``v_in`` (same width as ``kv_in``) gives the values their own source, as the real
+        ``v_in`` (as wide as ``kv_in``) gives the values their own source, as the real
         vector estimator's style attention takes keys and values from different tensors.
         """
+        units, heads = spec.units, spec.heads
         if units % heads:
             raise TtsKitError(f"{scope}: {units} units do not split into {heads} heads")
         d = units // heads
-        q = self.linear(q_in, dq, units, f"{scope}.q")
-        k = self.linear(kv_in, dkv, units, f"{scope}.k")
-        v = self.linear(v_in or kv_in, dkv, units, f"{scope}.v")
+        q = self.linear(q_in, spec.dq, units, f"{scope}.q")
+        k = self.linear(kv_in, spec.dkv, units, f"{scope}.k")
+        v = self.linear(v_in or kv_in, spec.dkv, units, f"{scope}.v")
         split = self.const([0, 0, heads, d], "int64")
         q = self.transpose(self.op("Reshape", [q, split], scope), [0, 2, 1, 3], scope)
         k = self.transpose(self.op("Reshape", [k, split], scope), [0, 2, 3, 1], scope)
@@ -208,7 +204,7 @@ class GraphBuilder:
         o = self.op("MatMul", [p, v], scope)
         o = self.transpose(o, [0, 2, 1, 3], scope)
         o = self.op("Reshape", [o, self.const([0, 0, units], "int64")], scope)
-        return self.linear(o, units, dq, f"{scope}.o", gain=out_gain)
+        return self.linear(o, units, spec.dq, f"{scope}.o", gain=spec.out_gain)
 
     def key_bias(self, mask: str, scope: str = "key_bias") -> str:
         """``[B, 1, T]`` mask -> ``[B, 1, 1, T]`` additive bias (0 or `MASK_NEG`)."""
@@ -223,6 +219,7 @@ class GraphBuilder:
 
         ``io`` maps each contract output name to the internal tensor that produces it.
         """
+        helper = self._helper
         nodes = list(self.nodes)
         for out in spec.outputs:
             nodes.append(helper.make_node("Identity", [io[out.name]], [out.name],

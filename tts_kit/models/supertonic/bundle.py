@@ -1,10 +1,9 @@
 """Open and validate a Supertonic model bundle; find one when no path is given.
 
 A bundle is a directory of the layout in ``tts_kit.core.contract`` (four ONNX graphs,
-``onnx/tts.json``, ``onnx/unicode_indexer.json`` and ``voice_styles/*.json``). Opening
-one checks every file against the contract and fails with a one-line `BundleError`
-naming the file, what was expected and what was found. It never loads the weights:
-graphs are scanned, so the engine's memory measured afterwards is its own.
+``onnx/tts.json``, ``onnx/unicode_indexer.json`` and ``voice_styles/*.json``). Opening one
+checks every file against the contract (a one-line `BundleError` naming the file) without
+loading the weights: graphs are scanned, so the engine's memory measured later is its own.
 
 Example:
     >>> from tts_kit import Bundle
@@ -18,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +35,6 @@ from tts_kit.core.protoscan import (
     scan_onnx,
 )
 from tts_kit.core.settings import Settings
-from tts_kit.core.settings import settings as current_settings
 from tts_kit.models.base import Capabilities, StageInfo, precision_of
 
 # default_standin_scale is re-exported: callers and tests find it beside discovery.
@@ -47,19 +44,14 @@ from tts_kit.models.discovery import locate
 _NP_TO_ONNX = {"float32": FLOAT, "int64": INT64}
 
 
-
-
-
 @dataclass(frozen=True)
 class VoiceStyle:
-    """A voice: the two style tensors the graphs take."""
+    """A voice (its file stem, e.g. ``M1``): the two style tensors the graphs take,
+    ``style_ttl`` (float32 [1, 50, 256]) and ``style_dp`` (float32 [1, 8, 16])."""
 
     name: str
-    """File stem, e.g. ``M1``."""
     ttl: np.ndarray
-    """``style_ttl``, float32 [1, 50, 256]."""
     dp: np.ndarray
-    """``style_dp``, float32 [1, 8, 16]."""
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -154,10 +146,8 @@ class Bundle:
         self.config: dict[str, Any] = _read_json(root / contract.CONFIG_FILE, root)
         self._check_config()
         indexer = _read_json(root / contract.INDEXER_FILE, root)
-        # Every entry, not a sample: one 2**70 anywhere made the int64 conversion below
-        # fail with OverflowError. Token ids are int32 in any vocabulary; -1 = unsupported.
-        # (`set(map(type, ...))`, `min` and `max` run in C: a generator over 65,536 entries
-        # cost ~25 ms in every process that opens the bundle, each trial's two included.)
+        # Every entry (in C: `set(map(type, ...))`, `min`, `max`): one 2**70 anywhere made
+        # the int64 conversion fail. Token ids are int32 in any vocabulary; -1 = unsupported.
         if not isinstance(indexer, list) or not indexer or set(map(type, indexer)) != {int} or (
             min(indexer) < -1 or max(indexer) >= 2**31
         ):
@@ -265,10 +255,8 @@ class Bundle:
 
     @property
     def default_voice(self) -> str:
-        """The voice used when none is named: ``M1`` when the bundle has it, else the first.
-
-        ``M1`` is the official package's default; a bundle without it (a stand-in built
-        with other voices, a fine-tune) still has a default, so nothing has to guess.
+        """The voice used when none is named: ``M1`` (the official package's default) when
+        the bundle has it, else the first.
 
         Example:
             >>> Bundle.discover().default_voice  # doctest: +SKIP
@@ -327,11 +315,6 @@ class Bundle:
     def standin_info(self) -> dict[str, Any] | None:
         """The stand-in marker (scale, seed, version), or None for a real model."""
         return self.config.get(contract.STANDIN_KEY)
-
-    @cached_property
-    def supported_characters(self) -> frozenset[str]:
-        """Characters the indexer maps to a token (checked after NFKD by the engine)."""
-        return frozenset(chr(i) for i in np.flatnonzero(self.indexer >= 0))
 
     @property
     def params(self) -> int:
@@ -393,17 +376,6 @@ class Bundle:
                 f"{found.ref} ({found.source}) is a Piper voice; Bundle and Engine open "
                 "Supertonic bundles only: use tts_kit.open_model() or tts_kit.make_engine()")
         return cls(found.ref)
-
-
-def official_cache_dir(*, settings: Settings | None = None) -> Path:
-    """Where the official ``supertonic`` package keeps Supertonic-3: ``$SUPERTONIC_CACHE_DIR``
-    or ``~/.cache/supertonic3`` (`tts_kit.core.settings.Settings.official_cache`).
-
-    Example:
-        >>> official_cache_dir(settings=Settings(supertonic_cache_dir="/c"))
-        PosixPath('/c')
-    """
-    return (settings if settings is not None else current_settings()).official_cache
 
 
 def resolve_model_dir(path: str | os.PathLike[str] | None = None, *,

@@ -5,10 +5,6 @@ Text -> normalise (`tts_kit.text`) -> chunk -> ids and masks (`tts_kit.core.text
 duration predictor -> text encoder -> N flow steps of the vector estimator ->
 vocoder -> trim to the predicted duration -> chunks joined by 0.3 s of silence.
 
-Session options and providers come in as a `SessionPreset` (one for all stages, with
-per-stage overrides), and the load policy (`resident`, `paged`, `budget:MB`) as a
-string, so tuning code plugs in without touching the engine.
-
 Example:
     >>> from tts_kit import Engine
     >>> engine = Engine()                    # the discovered bundle (stand-in by default)
@@ -40,23 +36,17 @@ from tts_kit.models.supertonic.noise import (
     chunk_rng,
 )
 from tts_kit.models.synthesis import (
-    MAX_TEXT_CHARS,
-    AudioChunk,
-    StageHook,
     SynthesisConfig,
     SynthesisResult,
-    SynthesisStream,
     batch_seeds,
     batch_voices,
-    pcm16,
+    check_number,
 )
-from tts_kit.models.synthesis import check_number as _check_number
 from tts_kit.runtime.loading import LoadPolicy, StageCosts
 from tts_kit.runtime.sessions import SessionPreset
 
-#: Ceiling on a predicted duration: seconds per character of the chunk, plus a margin.
-#: Speech runs at 0.05-0.1 s per character (the slowest speed, 0.7, stays far below 1 s);
-#: a duration above this comes from a broken graph, and would allocate noise for it.
+#: Ceiling on a predicted duration: seconds per character of the chunk, plus a margin
+#: (speech runs at 0.05-0.1 s per character; above this, the graph is broken).
 MAX_SECONDS_PER_CHAR = 1.0
 MAX_SECONDS_MARGIN = 2.0
 
@@ -68,24 +58,15 @@ class Engine(EngineBase):
     """Runs a `Bundle` end to end.
 
     Args:
-        bundle: a `Bundle`, a bundle directory, or None to discover one
-            (see `tts_kit.models.supertonic.bundle.resolve_model_dir`).
-        preset: session options and providers for every stage (default: the official
-            package's settings, ``supertonic-default``).
-        stage_presets: per-stage overrides, e.g. ``{"vocoder": other_preset}``.
-        loading: ``resident`` (default), ``paged`` or ``budget:MB``, with options
-            (``paged+notrim``, ``resident+ext``; see `tts_kit.runtime.loading`), or a `LoadPolicy`.
-        normalize: spell out numbers, dates, acronyms ... before synthesis (ko, en).
-        stage_costs_mb: measured resident MB per stage for the ``budget`` policy: a
-            `tts_kit.runtime.loading.StageCosts` or ``{stage: MB}``; stages left out are estimated
-            from their file sizes. A budget below the cheapest stage raises ValueError here.
+        bundle: a `Bundle`, a bundle directory, or None to discover one.
+        preset, stage_presets, loading, normalize, stage_costs_mb: as for `EngineBase`
+            (``loading`` options such as ``paged+notrim``: `tts_kit.runtime.loading`).
 
     Example:
         >>> engine = Engine("standin-dir", loading="paged")  # doctest: +SKIP
         >>> engine.synthesize("안녕하세요.", lang="ko").duration_s  # doctest: +SKIP
         0.71
     """
-
 
     family = "supertonic"
     chunk_pause_s = contract.CHUNK_SILENCE_S
@@ -127,8 +108,8 @@ class Engine(EngineBase):
             raise TtsKitError(
                 f"unknown language '{lang}'; use one of: {', '.join(contract.LANGUAGES)}"
             )
-        _check_number("steps", steps, contract.MIN_STEPS, contract.MAX_STEPS, integer=True)
-        _check_number("speed", speed, contract.MIN_SPEED, contract.MAX_SPEED)
+        check_number("steps", steps, contract.MIN_STEPS, contract.MAX_STEPS, integer=True)
+        check_number("speed", speed, contract.MIN_SPEED, contract.MAX_SPEED)
         for v in voices:
             self.bundle.voice(v)  # raises ValueError listing the voices
 
@@ -231,25 +212,16 @@ class Engine(EngineBase):
         max_chunk_chars: int | None = None,
         noise: np.ndarray | NoiseSource | None = None,
     ) -> list[SynthesisResult]:
-        """Synthesise several texts in one batch, one voice per text.
+        """Synthesise several texts in one batch, one voice per text (``voices``: one name
+        for all, or a list); round ``k`` runs the ``k``-th chunk of every text together.
 
-        Args:
-            texts: the texts (each may be long: it is chunked).
-            lang: language code (``en``, ``ko``, ... or ``na``).
-            voices: one voice name for all, or one per text.
-            steps: flow-matching steps, 1..100 (more: slower, cleaner).
-            speed: 0.7..2.0; durations are divided by it.
-            seed: noise seed; an int gives text ``i`` the seed ``seed + i``, so a batch
-                equals the single calls with those seeds. None: fresh noise.
-            max_chunk_chars: chunk limit in model (NFKD) characters (default 300).
-            noise: the initial latent noise instead of ``seed``'s: an array
-                ``[B, 144, L]`` (texts of one chunk each), or a source called with each
-                batch's latent lengths, e.g. `OfficialNoise` (the official package's draw,
-                so both pipelines can be fed the same noise; `tts_kit.fidelity.verify` does).
-
-        Returns:
-            One `SynthesisResult` per text, in order. Stage timings are those of the
-            whole batch.
+        ``lang``, ``steps``, ``speed`` and ``max_chunk_chars`` are as in `SynthesisConfig`;
+        ``seed``: an int gives text ``i`` the seed ``seed + i`` (a batch equals the single
+        calls), a list one each; ``noise``: the initial latent instead of a seed's, an array
+        ``[B, 144, L]`` (texts of one chunk each) or a source called with each batch's
+        latent lengths, e.g. `OfficialNoise` (`tts_kit.fidelity.verify` feeds both pipelines
+        the same noise so). Returns one `SynthesisResult` per text, in order, each with the
+        whole batch's stage timings.
         """
         voice_list = batch_voices(texts, voices)
         self._validate(lang, steps, speed, voice_list)
@@ -369,7 +341,6 @@ class Engine(EngineBase):
                              "damaged: re-download or rebuild the bundle")
         return wavs
 
-    # -- streaming --------------------------------------------------------------------
 
 @dataclass
 class _Front:
@@ -383,13 +354,9 @@ class _Front:
     text_emb: np.ndarray | None = None
 
 
-
 def first_chunk(chunks: list[str], lang: str, max_chars: int) -> list[str]:
-    """Cut the first chunk down to at most ``max_chars`` at the chunker's best boundary
+    """Cut the first chunk down to at most ``max_chars`` where `tts_kit.text.chunk` would
     (a clause, else a space), the rest of it becoming the second chunk.
-
-    The cut comes from `tts_kit.text.chunk`, so it never falls where the chunker would not
-    cut. A short enough first chunk is left as it is.
 
     Example:
         >>> first_chunk(["Well, that went better than expected."], "en", 10)
@@ -435,6 +402,4 @@ def _check_durations(duration: np.ndarray, chunks: list[str]) -> None:
             )
 
 
-__all__ = ["MAX_TEXT_CHARS", "AudioChunk", "Engine", "FixedNoise", "NoiseSource",
-           "OfficialNoise", "StageHook", "SynthesisResult", "SynthesisStream", "first_chunk",
-           "pcm16"]
+__all__ = ["Engine", "FixedNoise", "NoiseSource", "OfficialNoise", "first_chunk"]

@@ -23,14 +23,11 @@ NoiseSource = Callable[[list[int]], np.ndarray]
 
 
 class OfficialNoise:
-    """Draws the initial latent as the official ``supertonic`` package does.
-
-    The official engine calls ``np.random.randn(B, 144, L)`` on numpy's global legacy
-    generator for each batch of chunks (``L``: the longest item's frames) and multiplies
-    it by the latent mask. This source draws the same numbers from its own
-    ``np.random.RandomState(seed)``, so ``np.random.seed(seed)`` before an official call
-    and ``noise=OfficialNoise(seed)`` here feed both pipelines the same noise, batch by
-    batch and chunk by chunk, without touching numpy's global state.
+    """Draws the initial latent as the official ``supertonic`` package does
+    (``np.random.randn(B, 144, L)`` per batch of chunks), from its own
+    ``np.random.RandomState(seed)``: ``np.random.seed(seed)`` before an official call and
+    ``noise=OfficialNoise(seed)`` here feed both pipelines the same noise, without touching
+    numpy's global state.
 
     Example:
         >>> a = OfficialNoise(0)([2, 3])
@@ -51,10 +48,8 @@ class OfficialNoise:
 
 
 class FixedNoise:
-    """A caller's initial latent, ``[B, 144, L]`` (or ``[144, L]`` for one item).
-
-    Used for one batch of chunks (one round: texts that fit one chunk each); ``L`` must
-    cover the longest item; a longer array is cut to the batch's length.
+    """A caller's initial latent, ``[B, 144, L]`` (or ``[144, L]`` for one item), for one
+    batch of chunks; ``L`` must cover the longest item (a longer array is cut).
 
     Example:
         >>> FixedNoise(np.ones((144, 5), np.float32))([3]).shape
@@ -87,11 +82,10 @@ class FixedNoise:
 
 
 def chunk_rng(seed: int | None, index: int) -> np.random.Generator:
-    """The generator of chunk ``index``'s initial noise: it depends on the seed and the
-    index only, so a chunk gives the same audio whichever process renders it, alone or after
-    the others (the server's chunk-level scheduling). Chunk 0 draws as
-    ``np.random.default_rng(seed)`` (a one-chunk text sounds as it always did); chunk
-    ``k`` > 0 from the seed's ``k``-th spawned sequence. ``seed`` None: fresh noise.
+    """The generator of chunk ``index``'s initial noise, from the seed and the index only
+    (a chunk sounds the same whichever process renders it): chunk 0 draws as
+    ``np.random.default_rng(seed)``, chunk ``k`` from the seed's ``k``-th spawned sequence;
+    ``seed`` None: fresh noise.
 
     Example:
         >>> a = chunk_rng(7, 0).standard_normal(2)

@@ -1,20 +1,8 @@
-"""A synthetic Supertonic bundle: the real layout and architecture, seeded random weights.
+"""A synthetic Supertonic bundle: the real layout and architecture, seeded random weights
+(its audio is noise, its costs are realistic; docs/guide.md, "The stand-in").
 
-The real weights are not redistributable, yet memory, latency and FP16 fidelity can only
-be measured on graphs of the real shape and cost. The stand-in builds the four networks
-of the published Supertonic-3 architecture (ConvNeXt stacks, masked self- and cross-
-attention, a flow-matching vector field, a ConvNeXt vocoder) with ``onnx.helper`` and
-fills them with scaled random weights, so activations stay in a realistic range at every
-depth. Its audio is noise; its costs are realistic. Durations are plausible (about
-14 characters per second), so latent lengths, and with them costs, follow the text.
-
-Scales: ``full`` is the published size (about 99M parameters), ``medium`` about a
-quarter of it for memory tests, ``tiny`` a few MB for unit tests. The I/O contract
-(`tts_kit.core.contract.GRAPHS`) is identical at every scale.
-
-One concern: the bundle's files (``tts.json``, indexer, voices), writing them out and
-finding them in the cache. The four networks are built in
-`tts_kit.models.supertonic.standin_graphs` (re-exported here: `build_graph`, `NOTE`, ...).
+This module writes the bundle's files (``tts.json``, indexer, voices) and finds built ones
+in the cache; the four networks are built in `tts_kit.models.supertonic.standin_graphs`.
 
 Example:
     >>> from tts_kit.models.supertonic.standin import build_standin
@@ -43,32 +31,21 @@ from tts_kit.core import atomic, contract
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.settings import Settings
 from tts_kit.core.settings import settings as current_settings
-from tts_kit.models.supertonic.standin_graphs import (  # noqa: F401  (re-exported)
-    _BUILDERS,
-    DURATION_SPREAD,
-    FRAMES,
+from tts_kit.models.supertonic.standin_graphs import (
     LATENT_SCALE,
     NOTE,
-    SCALES,
-    SECONDS_PER_CHAR,
     VOCAB_SIZE,
     _Arch,
     _check_scale,
-    _stage_rng,
     build_graph,
 )
 
 #: Bumped whenever the graphs or files change, so cached stand-ins are rebuilt.
 STANDIN_VERSION = 2  # 2: classifier-free guidance inside the vector estimator (issue 22)
-#: The scale users get when no model is found
-#(`tts_kit.models.supertonic.bundle.resolve_model_dir`): the
-#: published size, so every latency and memory figure is the real model's order of
-#: magnitude. Tests and CI choose ``tiny`` explicitly (``$TTS_KIT_STANDIN_SCALE``).
+#: The scale users get when no model is found: the published size (tests choose ``tiny``).
 DEFAULT_SCALE = contract.DEFAULT_STANDIN_SCALE
 #: Scales whose costs (latency, memory, the stage mix) are those of the real model.
 REALISTIC_SCALES: tuple[str, ...] = ("full",)
-
-
 
 
 def scale_note(scale: str) -> str:
@@ -220,15 +197,10 @@ _CJK_START = 0x4E00
 
 
 def _indexer() -> list[int]:
-    """Code point -> token id (-1 = unsupported), exactly `VOCAB_SIZE` ids.
-
-    Thai is deliberately left out, so tests have a script the stand-in cannot read.
-
-    Ids follow code-point order like the real indexer; the remaining ids go to the most
-    common CJK ideographs (from U+4E00). Precomposed Hangul syllables are accepted and
-    share the id of their leading consonant: the pipeline's NFKD turns them into Jamo
-    before lookup, so the vocabulary stays the real size.
-    """
+    """Code point -> token id (-1 = unsupported), exactly `VOCAB_SIZE` ids, in code-point
+    order like the real indexer, the rest on CJK ideographs from U+4E00. Hangul syllables
+    share their leading consonant's id (NFKD makes them Jamo before lookup). Thai is left
+    out, so tests have a script the stand-in cannot read."""
     table = np.full(0x10000, -1, dtype=np.int64)
     cps = np.concatenate([np.arange(lo, hi + 1) for lo, hi in _BLOCKS])
     cps = np.array([c for c in cps if unicodedata.category(chr(c)) not in ("Cn", "Cs")])
@@ -270,7 +242,7 @@ def _voice(name: str, seed: int) -> dict[str, Any]:
 
 @dataclass
 class StageSummary:
-    """Size of one built graph.
+    """Size of one built graph: its stage, initializer elements and ``.onnx`` bytes.
 
     Example:
         >>> StageSummary("vocoder", params=25_340_000, bytes=101_400_000).params
@@ -278,33 +250,20 @@ class StageSummary:
     """
 
     stage: str
-    """Stage name."""
     params: int
-    """Initializer elements."""
     bytes: int
-    """Size of the ``.onnx`` file."""
 
 
 @dataclass
 class StandinSummary:
-    """What `build_standin` built.
-
-    Example:
-        >>> s = build_standin("/tmp/st", "tiny")  # doctest: +SKIP
-        >>> s.total_params  # doctest: +SKIP
-        812345
-    """
+    """What `build_standin` built: where, at which scale and weight seed, each graph (in
+    pipeline order) and the build's wall time."""
 
     path: Path
-    """The bundle directory."""
     scale: str
-    """``tiny``, ``medium`` or ``full``."""
     seed: int
-    """Weight seed."""
     stages: list[StageSummary] = field(default_factory=list)
-    """One entry per graph, in pipeline order."""
     build_s: float = 0.0
-    """Wall time of the build."""
 
     @property
     def total_params(self) -> int:
@@ -346,20 +305,16 @@ def build_standin(
     seed: int = 0,
     voices: Iterable[str] = ("M1", "F1"),
 ) -> StandinSummary:
-    """Build a stand-in bundle at ``path`` (which must not exist or be an empty directory).
-
-    The bundle is written into a temporary directory beside ``path`` and renamed into
-    place at the end, so ``path`` is either absent or complete.
-
-    Raises:
-        TtsKitError: unknown scale, bad voice name, or ``path`` is a file or non-empty.
+    """Build a stand-in bundle at ``path`` (absent or an empty directory), atomically: ``path``
+    is either absent or complete. An unknown scale, a bad voice name, or a file or non-empty
+    directory at ``path`` is a `TtsKitError`.
 
     Example:
         >>> s = build_standin("/tmp/standin-tiny", scale="tiny", seed=0)  # doctest: +SKIP
         >>> [st.stage for st in s.stages]  # doctest: +SKIP
         ['duration_predictor', 'text_encoder', 'vector_estimator', 'vocoder']
     """
-    arch = _check_scale(scale)
+    _check_scale(scale)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise TtsKitError(f"seed must be an integer >= 0, got {seed!r}")  # not numpy's error
     voices = list(voices)
@@ -376,8 +331,7 @@ def build_standin(
         (tmp / contract.VOICE_DIR).mkdir()
         stages = []
         for stage in contract.STAGES:
-            fn, attr = _BUILDERS[stage]
-            model = fn(getattr(arch, attr), _stage_rng(seed, stage))
+            model = build_graph(stage, scale, seed)
             params = sum(int(np.prod(t.dims)) for t in model.graph.initializer)
             out = tmp / contract.GRAPHS[stage].path
             out.write_bytes(model.SerializeToString())
@@ -408,10 +362,8 @@ def _complete(path: Path) -> bool:
 
 def ensure_standin(scale: str = DEFAULT_SCALE, seed: int = 0, *,
                    settings: Settings | None = None) -> Path:
-    """The cached stand-in of this scale and seed, built on first use.
-
-    Safe when several processes race: each builds privately and renames into place; a
-    loser finds the target already there and discards its own copy.
+    """The cached stand-in of this scale and seed, built on first use (processes racing
+    each build privately and rename into place; a loser discards its copy).
 
     Example:
         >>> path = ensure_standin("tiny")  # doctest: +SKIP

@@ -18,12 +18,10 @@ import numpy as np
 
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
+from tts_kit.models.supertonic._onnx_builder import Attention, GraphBuilder
 
-if TYPE_CHECKING:  # onnx costs 1.5 CPU-s to import: only the builders need it, not the
-    # notes and constants every stand-in run reads (`tts-kit serve`'s banner)
+if TYPE_CHECKING:
     import onnx
-
-    from tts_kit.models.supertonic._onnx_builder import GraphBuilder
 
 SCALES: tuple[str, ...] = contract.STANDIN_SCALES
 #: What every stand-in is: written into its graphs and ``tts.json`` (the architecture's
@@ -48,125 +46,82 @@ FRAMES = contract.CHUNK_COMPRESS_FACTOR  # latent sub-frames per latent frame (6
 
 @dataclass(frozen=True)
 class _DPDims:
-    ch: int
-    """Embedding and hidden width."""
-    hidden: int
-    """ConvNeXt MLP width."""
-    convnext: int
-    """Number of ConvNeXt layers."""
-    attn_layers: int
-    """Self-attention layers."""
-    heads: int
-    """Attention heads."""
-    ffn: int
-    """Attention feed-forward width."""
-    mlp: int
-    """Width of the duration head's hidden layers."""
-    mlp_layers: int = 2
-    """Hidden layers of the duration head."""
-    k: int = 5
-    """Depthwise kernel size."""
+    ch: int  # embedding and hidden width
+    hidden: int  # ConvNeXt MLP width
+    convnext: int  # number of ConvNeXt layers
+    attn_layers: int  # self-attention layers
+    heads: int  # attention heads
+    ffn: int  # attention feed-forward width
+    mlp: int  # width of the duration head's hidden layers
+    mlp_layers: int = 2  # hidden layers of the duration head
+    k: int = 5  # depthwise kernel size
 
 
 @dataclass(frozen=True)
 class _TEDims:
-    ch: int
-    """Embedding and hidden width (the output is projected to 256 at every scale)."""
-    hidden: int
-    """ConvNeXt MLP width."""
-    dilations: tuple[int, ...]
-    """One ConvNeXt layer per dilation."""
-    attn_layers: int
-    """Self-attention layers."""
-    heads: int
-    """Self-attention heads."""
-    ffn: int
-    """Attention feed-forward width."""
-    style_heads: int = 2
-    """Heads of the cross-attention to the 50 style tokens."""
-    k: int = 5
-    """Depthwise kernel size."""
+    ch: int  # embedding and hidden width (the output is projected to 256 at every scale)
+    hidden: int  # ConvNeXt MLP width
+    dilations: tuple[int, ...]  # one ConvNeXt layer per dilation
+    attn_layers: int  # self-attention layers
+    heads: int  # self-attention heads
+    ffn: int  # attention feed-forward width
+    style_heads: int = 2  # heads of the cross-attention to the 50 style tokens
+    k: int = 5  # depthwise kernel size
 
 
 @dataclass(frozen=True)
 class _VEDims:
-    ch: int
-    """Residual-stream width."""
-    hidden: int
-    """ConvNeXt MLP width."""
-    blocks: int
-    """Main blocks."""
-    dilations0: tuple[int, ...]
-    """ConvNeXt stack before time conditioning, one layer per dilation."""
-    n1: int
-    """ConvNeXt layers between time conditioning and text cross-attention."""
-    n2: int
-    """ConvNeXt layers between text cross-attention and style conditioning."""
-    heads: int
-    """Heads of the cross-attention to the text."""
-    units: int
-    """Width of that cross-attention."""
-    last: int
-    """ConvNeXt layers after the main blocks."""
-    time_hidden: int
-    """Time-embedding MLP width."""
-    style_units: int = 256
-    """Width of the cross-attention to the 50 style tokens (keys and values separate)."""
-    style_heads: int = 2
-    """Heads of that cross-attention."""
-    time_dim: int = 64
-    """Sinusoidal time-embedding size."""
-    k: int = 5
-    """Depthwise kernel size."""
+    ch: int  # residual-stream width
+    hidden: int  # ConvNeXt MLP width
+    blocks: int  # main blocks
+    dilations0: tuple[int, ...]  # ConvNeXt stack before time conditioning, one layer per dilation
+    n1: int  # ConvNeXt layers between time conditioning and text cross-attention
+    n2: int  # ConvNeXt layers between text cross-attention and style conditioning
+    heads: int  # heads of the cross-attention to the text
+    units: int  # width of that cross-attention
+    last: int  # ConvNeXt layers after the main blocks
+    time_hidden: int  # time-embedding MLP width
+    style_units: int = 256  # width of the cross-attention to the style tokens (own k and v)
+    style_heads: int = 2  # heads of that cross-attention
+    time_dim: int = 64  # sinusoidal time-embedding size
+    k: int = 5  # depthwise kernel size
 
 
 @dataclass(frozen=True)
 class _VocDims:
-    ch: int
-    """ConvNeXt width."""
-    hidden: int
-    """ConvNeXt MLP width."""
-    dilations: tuple[int, ...]
-    """One ConvNeXt layer per dilation."""
-    head_hidden: int
-    """Width of the head's first convolution."""
-    k: int = 7
-    """Kernel size of the input conv and of the depthwise convs."""
-    head_k: int = 3
-    """Kernel size of the head's first convolution."""
+    ch: int  # ConvNeXt width
+    hidden: int  # ConvNeXt MLP width
+    dilations: tuple[int, ...]  # one ConvNeXt layer per dilation
+    head_hidden: int  # width of the head's first convolution
+    k: int = 7  # kernel size of the input conv and of the depthwise convs
+    head_k: int = 3  # kernel size of the head's first convolution
 
 
 @dataclass(frozen=True)
 class _Arch:
-    dp: _DPDims
-    """Duration predictor."""
-    te: _TEDims
-    """Text encoder."""
-    ve: _VEDims
-    """Vector estimator."""
-    voc: _VocDims
-    """Vocoder."""
+    dp: _DPDims  # duration predictor
+    te: _TEDims  # text encoder
+    ve: _VEDims  # vector estimator
+    voc: _VocDims  # vocoder
+
+
+def _published(w: int) -> _Arch:
+    """The published architecture's depths with text-encoder width ``w`` (``full``: 256),
+    the other widths in proportion (``medium``: half of each)."""
+    return _Arch(
+        _DPDims(ch=64, hidden=256, convnext=6, attn_layers=2, heads=2, ffn=256, mlp=128),
+        _TEDims(ch=w, hidden=4 * w, dilations=(1, 1, 2, 2, 4, 4), attn_layers=4, heads=4,
+                ffn=4 * w),
+        _VEDims(ch=2 * w, hidden=8 * w, blocks=4, dilations0=(1, 2, 4, 8), n1=1, n2=1,
+                heads=8, units=2 * w, last=4, time_hidden=256),
+        _VocDims(ch=2 * w, hidden=8 * w, dilations=(1, 2, 4, 1, 2, 4, 1, 1, 1, 1),
+                 head_hidden=8 * w),
+    )
 
 
 _ARCH: dict[str, _Arch] = {
-    "full": _Arch(
-        _DPDims(ch=64, hidden=256, convnext=6, attn_layers=2, heads=2, ffn=256, mlp=128),
-        _TEDims(ch=256, hidden=1024, dilations=(1, 1, 2, 2, 4, 4), attn_layers=4, heads=4,
-                ffn=1024),
-        _VEDims(ch=512, hidden=2048, blocks=4, dilations0=(1, 2, 4, 8), n1=1, n2=1, heads=8,
-                units=512, last=4, time_hidden=256),
-        _VocDims(ch=512, hidden=2048, dilations=(1, 2, 4, 1, 2, 4, 1, 1, 1, 1),
-                 head_hidden=2048),
-    ),
-    "medium": _Arch(
-        _DPDims(ch=64, hidden=256, convnext=6, attn_layers=2, heads=2, ffn=256, mlp=128),
-        _TEDims(ch=128, hidden=512, dilations=(1, 1, 2, 2, 4, 4), attn_layers=4, heads=4,
-                ffn=512),
-        _VEDims(ch=256, hidden=1024, blocks=4, dilations0=(1, 2, 4, 8), n1=1, n2=1, heads=8,
-                units=256, last=4, time_hidden=256),
-        _VocDims(ch=256, hidden=1024, dilations=(1, 2, 4, 1, 2, 4, 1, 1, 1, 1),
-                 head_hidden=1024),
-    ),
+    "full": _published(256),
+    "medium": _published(128),
     "tiny": _Arch(
         _DPDims(ch=8, hidden=32, convnext=2, attn_layers=1, heads=2, ffn=32, mlp=16),
         _TEDims(ch=24, hidden=96, dilations=(1, 2), attn_layers=1, heads=2, ffn=96),
@@ -195,7 +150,7 @@ def _stage_rng(seed: int, stage: str) -> np.random.Generator:
 def _attn_layer(g: GraphBuilder, x: str, mask_t: str, kb: str, ch: int, heads: int, ffn: int,
                 scope: str) -> str:
     """Post-LN transformer layer (the VITS ``attn_encoder`` the real model uses)."""
-    a = g.attention(x, x, ch, ch, ch, heads, f"{scope}.attn", key_bias=kb)
+    a = g.attention(x, x, Attention(ch, ch, ch, heads), f"{scope}.attn", key_bias=kb)
     x = g.layer_norm(g.op("Add", [x, a], scope), ch, f"{scope}.norm1", eps=1e-5)
     f = g.linear(x, ch, ffn, f"{scope}.ffn1")
     f = g.linear(g.gelu(f, scope), ffn, ch, f"{scope}.ffn2")
@@ -211,8 +166,6 @@ def _embed(g: GraphBuilder, ch: int, scope: str) -> str:
 
 
 def _duration_predictor(d: _DPDims, rng: np.random.Generator) -> onnx.ModelProto:
-    from tts_kit.models.supertonic._onnx_builder import GraphBuilder
-
     g = GraphBuilder("duration_predictor", rng)
     mask = "text_mask"
     x = _embed(g, d.ch, "sentence_encoder.text_embedder")
@@ -248,8 +201,6 @@ def _duration_predictor(d: _DPDims, rng: np.random.Generator) -> onnx.ModelProto
 
 
 def _text_encoder(d: _TEDims, rng: np.random.Generator) -> onnx.ModelProto:
-    from tts_kit.models.supertonic._onnx_builder import GraphBuilder
-
     g = GraphBuilder("text_encoder", rng)
     mask = "text_mask"
     x = _embed(g, d.ch, "text_embedder")
@@ -263,7 +214,8 @@ def _text_encoder(d: _TEDims, rng: np.random.Generator) -> onnx.ModelProto:
     style_dim = contract.STYLE_TTL_DIMS[2]
     # Normalising the style tokens (std ~0.06) gives the attention real contrast.
     style = g.layer_norm("style_ttl", style_dim, "speech_prompted.style_norm", eps=1e-5)
-    a = g.attention(x, style, d.ch, style_dim, d.ch, d.style_heads, "speech_prompted.attn")
+    a = g.attention(x, style, Attention(d.ch, style_dim, d.ch, d.style_heads),
+                    "speech_prompted.attn")
     x = g.layer_norm(g.op("Add", [x, a], "speech_prompted"), d.ch, "speech_prompted.norm",
                      eps=1e-5)
     y = g.linear(x, d.ch, 256, "proj_out")
@@ -335,21 +287,20 @@ def _main_block(g: GraphBuilder, d: _VEDims, x: str, c: dict[str, str], p: str) 
         x = g.convnext(x, mask, d.ch, d.hidden, d.k, 1, f"{p}.convnext_1.{i}")
     xt = g.transpose(x, [0, 2, 1], p)
     h = g.layer_norm(xt, d.ch, f"{p}.text_cond.norm")
-    a = g.attention(h, c["text"], d.ch, 256, d.units, d.heads, f"{p}.text_cond",
-                    key_bias=c["key_bias"], out_gain=0.5)
+    a = g.attention(h, c["text"], Attention(d.ch, 256, d.units, d.heads, out_gain=0.5),
+                    f"{p}.text_cond", key_bias=c["key_bias"])
     x = g.op("Mul", [g.transpose(g.op("Add", [xt, a], p), [0, 2, 1], p), mask], p)
     for i in range(d.n2):
         x = g.convnext(x, mask, d.ch, d.hidden, d.k, 1, f"{p}.convnext_2.{i}")
     xt = g.transpose(x, [0, 2, 1], p)
     h = g.layer_norm(xt, d.ch, f"{p}.style_cond.norm")
-    a = g.attention(h, c["style_key"], d.ch, style_dim, d.style_units, d.style_heads,
-                    f"{p}.style_cond", out_gain=0.5, v_in=c["style_value"])
+    a = g.attention(h, c["style_key"],
+                    Attention(d.ch, style_dim, d.style_units, d.style_heads, out_gain=0.5),
+                    f"{p}.style_cond", v_in=c["style_value"])
     return g.op("Mul", [g.transpose(g.op("Add", [xt, a], p), [0, 2, 1], p), mask], p)
 
 
 def _vector_estimator(d: _VEDims, rng: np.random.Generator) -> onnx.ModelProto:
-    from tts_kit.models.supertonic._onnx_builder import GraphBuilder
-
     g = GraphBuilder("vector_estimator", rng)
     lat_ch, style_dim = contract.LATENT_CHANNELS, contract.STYLE_TTL_DIMS[2]
     c = _guidance_batch(g)
@@ -382,8 +333,6 @@ def _vector_estimator(d: _VEDims, rng: np.random.Generator) -> onnx.ModelProto:
 
 
 def _vocoder(d: _VocDims, rng: np.random.Generator) -> onnx.ModelProto:
-    from tts_kit.models.supertonic._onnx_builder import GraphBuilder
-
     g = GraphBuilder("vocoder", rng)
     ldim = contract.LATENT_DIM
     x = g.op("Mul", ["latent", g.const(1.0 / LATENT_SCALE)], "unscale")
