@@ -66,7 +66,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tts_kit.core import contract  # noqa: E402
-from tts_kit.fidelity.verify import Case, noise_floor, verify  # noqa: E402
+from tts_kit.fidelity.cases import Case  # noqa: E402
+from tts_kit.fidelity.floor import noise_floor  # noqa: E402
+from tts_kit.fidelity.verify import verify  # noqa: E402
 from tts_kit.precision import convert, format_runs, measure_bundle  # noqa: E402
 from tts_kit.precision.recipes import RECIPES  # noqa: E402
 from tts_kit.runtime.devices import available_providers  # noqa: E402

@@ -90,7 +90,9 @@ table.round(2)  # rounded for reading; `table` keeps every digit
 # text with other initial noise: another take, the far end of the scale.
 
 # %%
-from tts_kit.fidelity.verify import Case, noise_floor, verify
+from tts_kit.fidelity.cases import Case
+from tts_kit.fidelity.floor import noise_floor
+from tts_kit.fidelity.verify import verify
 
 voices = bundle.voices
 cases = [Case(("The quick brown fox jumps over the lazy dog.",), "en", (voices[0],), steps=steps),

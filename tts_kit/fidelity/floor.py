@@ -6,8 +6,8 @@ count, graph fusions, batch padding (the floor), and another noise draw (a diffe
 waveform distances (SNR, log-mel, MCD, duration); `Floor.verdict` judges a candidate.
 
 Example:
-    >>> from tts_kit.fidelity.floor import VERDICTS
-    >>> VERDICTS[0]
+    >>> from tts_kit.fidelity.floor import FLOOR_READINGS
+    >>> FLOOR_READINGS[0]
     'within the floor'
 """
 
@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -29,16 +29,14 @@ from tts_kit.fidelity.audio_metrics import (
 )
 from tts_kit.fidelity.cases import (
     Case,
+    CaseResult,
     Comparison,
     _db,
     _engine,
-    _json_safe,
     _voices,
     default_cases,
+    json_safe,
 )
-
-if TYPE_CHECKING:
-    from tts_kit.fidelity.verify import CaseResult
 
 #: A companion text longer than every case text: batched with it, each case item is padded.
 PADDING_COMPANION = {
@@ -56,7 +54,7 @@ FLOOR_FACTOR = 2.0
 #: the candidate is nearer to an unrelated take than to the rendition it should reproduce.
 BROKEN_FRACTION = 0.5
 
-VERDICTS = ("within the floor", "audible risk", "broken")
+FLOOR_READINGS = ("within the floor", "audible risk", "broken")
 
 
 @dataclass
@@ -163,7 +161,7 @@ class Floor:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        return _json_safe(asdict(self))
+        return json_safe(asdict(self))
 
 
 def _seeded_wavs(engine: Any, case: Case, seed_offset: int = 0,

@@ -60,26 +60,17 @@ from tts_kit.fidelity.audio_metrics import (
     log_mel_distance,
     mel_cepstral_distortion,
 )
-from tts_kit.fidelity.cases import (  # noqa: F401  (re-exported)
-    TEXTS,
+from tts_kit.fidelity.cases import (
     Case,
+    CaseResult,
     Comparison,
     _db,
     _engine,
-    _json_safe,
     _voices,
     default_cases,
+    json_safe,
 )
-from tts_kit.fidelity.floor import (  # noqa: F401  (re-exported)
-    BROKEN_FRACTION,
-    FLOOR_FACTOR,
-    PADDING_COMPANION,
-    VERDICTS,
-    Distances,
-    Floor,
-    _seeded_wavs,
-    noise_floor,
-)
+from tts_kit.fidelity.floor import Distances, Floor, noise_floor
 
 #: Default tolerance: every stage and every waveform within this SNR of the reference ...
 MIN_SNR_DB = 60.0
@@ -113,34 +104,6 @@ class Trace:
     leak: float = 0.0  # official only: batch output vs single-item vocoding, max |diff|
     calls: list[tuple[str, dict[str, np.ndarray], np.ndarray]] = field(default_factory=list)
     """tts_kit with ``keep_calls``: every stage run's inputs and output, to replay."""
-
-
-@dataclass
-class CaseResult:
-    """A case's comparisons: per stage, the waveform, and what the ear would notice.
-
-    Example:
-        >>> r = verify("standin-tiny").results[0]  # doctest: +SKIP
-        >>> r.waveform.snr_db, r.mcd_db, r.duration_change_s  # doctest: +SKIP
-        (inf, 0.0, 0.0)
-    """
-
-    case: Case
-    stages: dict[str, Comparison]
-    waveform: Comparison
-    samples_ref: list[int]
-    samples_candidate: list[int]
-    log_mel_db: float
-    mcd_db: float
-    official_batch_leak: float = 0.0
-    stages_alone: dict[str, Comparison] = field(default_factory=dict)
-    """Against a bundle: each candidate stage on the reference's inputs (`replay`)."""
-
-    @property
-    def duration_change_s(self) -> float:
-        """Largest |candidate - reference| item length, in seconds."""
-        return max(abs(a - b) for a, b in zip(self.samples_ref, self.samples_candidate)) / (
-            contract.SAMPLE_RATE)
 
 
 @dataclass
@@ -267,7 +230,7 @@ class VerifyReport:
         out["distances"] = asdict(self.distances) if self.results else None
         out["verdict"] = self.verdict[0] if self.verdict else None
         out["floor_verdict"] = self.floor_verdict[0] if self.floor_verdict else None
-        return _json_safe(out)
+        return json_safe(out)
 
 
 # -- the two pipelines ----------------------------------------------------------------

@@ -366,7 +366,7 @@ def _wavs(engine: Any, texts: Sequence[str], seed: int) -> list[np.ndarray]:
 
 def piper_distances(reference: Any, candidate: Any, texts: Sequence[str] = PIPER_TEXTS,
                     seed: int = 0) -> Any:
-    """`tts_kit.fidelity.verify.Distances` of a Piper voice (a converted copy) from its
+    """`tts_kit.fidelity.floor.Distances` of a Piper voice (a converted copy) from its
     reference:
     the same texts, the same seed, so the same noise (`tts_kit.models.piper.voice`).
 
@@ -375,7 +375,7 @@ def piper_distances(reference: Any, candidate: Any, texts: Sequence[str] = PIPER
         True
     """
     from tts_kit.fidelity.engine_reuse import default_preset, engine
-    from tts_kit.fidelity.verify import Distances
+    from tts_kit.fidelity.floor import Distances
 
     with engine(reference, default_preset()) as ref_engine, \
             engine(candidate, default_preset()) as cand_engine:
@@ -385,19 +385,20 @@ def piper_distances(reference: Any, candidate: Any, texts: Sequence[str] = PIPER
 
 def piper_floor(model: Any, texts: Sequence[str] = PIPER_TEXTS, seed: int = 0,
                 threads: tuple[int, int] = (1, 2)) -> Any:
-    """The noise floor of a Piper voice (`tts_kit.fidelity.verify.Floor`): the unconverted voice
+    """The noise floor of a Piper voice (`tts_kit.fidelity.floor.Floor`): the unconverted voice
     against itself, varied only in what legitimately varies (intra-op threads; graph
     fusions ``all`` against ``basic``), and against another noise draw (seeds + 50).
     Batch padding does not apply: each sentence runs alone, unpadded.
 
-    `tts_kit.fidelity.verify.noise_floor` measures it, with an engine of the model's
+    `tts_kit.fidelity.floor.noise_floor` measures it, with an engine of the model's
     family (any family without batching measures the same way); text ``i`` reads with
     seed ``seed * 100 + i`` (verify's convention: ``i`` for the default seed 0).
 
     Example:
         >>> print(piper_floor("piper:joe-us").table())  # doctest: +SKIP
     """
-    from tts_kit.fidelity.verify import Case, noise_floor
+    from tts_kit.fidelity.cases import Case
+    from tts_kit.fidelity.floor import noise_floor
     from tts_kit.models.family import open_model
 
     bundle = open_model(model)
@@ -414,7 +415,7 @@ def piper_floor(model: Any, texts: Sequence[str] = PIPER_TEXTS, seed: int = 0,
 def judge_against_floor(src: Any, dst: Any, texts: Sequence[str] | None = None
                         ) -> dict[str, Any]:
     """``dst`` (a converted copy) against ``src``'s measured noise floor: the verdict
-    (``within the floor``, ``audible risk`` or ``broken``, `tts_kit.fidelity.verify.Floor`), its
+    (``within the floor``, ``audible risk`` or ``broken``, `tts_kit.fidelity.floor.Floor`), its
     reasons, the distances and the floor, as plain JSON-ready data.
 
     A Supertonic bundle goes through `tts_kit.fidelity.verify.verify` (``floor=True``: threads,
@@ -442,22 +443,22 @@ def judge_against_floor(src: Any, dst: Any, texts: Sequence[str] | None = None
 
 
 def judgement(floor: Any, distances: Any, read: str = "") -> dict[str, Any]:
-    """A candidate's `tts_kit.fidelity.verify.Distances` judged on a measured
-    `tts_kit.fidelity.verify.Floor`,
+    """A candidate's `tts_kit.fidelity.floor.Distances` judged on a measured
+    `tts_kit.fidelity.floor.Floor`,
     as the JSON-ready dict `judge_against_floor` returns (``read``: what both sides read).
 
     Example:
-        >>> from tts_kit.fidelity.verify import Distances, Floor
+        >>> from tts_kit.fidelity.floor import Distances, Floor
         >>> f = Floor({}, Distances(90.0, 0.01, 0.01, 0.0), Distances(0.5, 8.0, 9.0, 0.0))
         >>> judgement(f, Distances(30.0, 1.0, 1.5, 0.0))["verdict"]
         'audible risk'
     """
     from dataclasses import asdict
 
-    from tts_kit.fidelity.verify import _json_safe
+    from tts_kit.fidelity.cases import json_safe
 
     verdict, why = floor.verdict(distances)
-    return _json_safe({"verdict": verdict, "reasons": why, "read": read,
+    return json_safe({"verdict": verdict, "reasons": why, "read": read,
                        "distances": asdict(distances),
                        "floor": asdict(floor.floor), "take": asdict(floor.take),
                        "runs": {k: asdict(v) for k, v in floor.runs.items()}})
@@ -474,7 +475,7 @@ class CopyCheck:
     on the voice's measured floor).
 
     Example:
-        >>> from tts_kit.fidelity.verify import Distances
+        >>> from tts_kit.fidelity.floor import Distances
         >>> c = CopyCheck("Piper x", "x-fp16", Distances(80.0, 0.1, 0.1, 0.0), [])
         >>> c.passed, c.verdict, c.table().splitlines()[-1]
         (True, None, 'PASS: within the tolerance')
@@ -519,7 +520,7 @@ class CopyCheck:
         """JSON-ready: model, against, distances, problems (and judgement with the floor)."""
         from dataclasses import asdict
 
-        from tts_kit.fidelity.verify import _json_safe
+        from tts_kit.fidelity.cases import json_safe
 
         out: dict[str, Any] = {"model": self.model, "against": self.against,
                                "distances": asdict(self.distances), "problems": self.problems}
@@ -527,7 +528,7 @@ class CopyCheck:
             out["judgement"] = self.judgement
         if self.quality is not None:
             out["quality"] = self.quality
-        return _json_safe(out)
+        return json_safe(out)
 
 
 def verify_piper_copy(model: Any, against: str, *, min_snr_db: float = 60.0,

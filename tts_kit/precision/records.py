@@ -481,7 +481,7 @@ class ConversionReport:
 
 
 def _num(v: Any) -> float:
-    # JSON-safe distances: None is NaN, "inf" is infinity (`tts_kit.fidelity.verify._json_safe`).
+    # JSON-safe distances: None is NaN, "inf" is infinity (`tts_kit.fidelity.cases.json_safe`).
     return math.nan if v is None else float(v)
 
 
