@@ -187,7 +187,7 @@ players["sherpa-int8"]
 from tts_kit.fidelity.listening import QUALITY_TEXTS, judge_quality, quality_spread
 from tts_kit.models.family import model_ref, open_model
 from tts_kit.precision.conversion import PIPER_RECIPES
-from tts_kit.precision.measure import PIPER_TEXTS, piper_distances
+from tts_kit.precision.evaluate import PIPER_TEXTS, piper_distances
 from tts_kit.tuning import tune
 from tts_kit.tuning.workload import Workload
 

@@ -456,7 +456,7 @@ def test_a_terminated_conversion_leaves_no_temporaries(tiny_bundle_dir, tmp_path
 def test_measure_job_prices_a_shape_change_only_when_asked(tiny_bundle_dir):
     # In process (the job's child side): the texts alternate for p50_s; same_text adds the
     # first text repeated, the same shapes every call (what cuDNN's search cache rewards).
-    from tts_kit.precision.measure import _measure_job
+    from tts_kit.precision.evaluate import _measure_job
     from tts_kit.runtime.sessions import get_preset
 
     texts = ["Hello there.", "A second, somewhat longer sentence to read."]

@@ -187,7 +187,7 @@ def test_a_reuse_scope_builds_each_engine_once_reads_the_same_and_closes_it(
     reading builds its own and closes it."""
     from tts_kit.fidelity import engine_reuse, listening
     from tts_kit.models import family
-    from tts_kit.precision import measure
+    from tts_kit.precision import evaluate
 
     texts = ("Hello there.",)
     built = []

@@ -69,7 +69,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from tts_kit.fidelity.verify import OFFICIAL, verify
-    from tts_kit.precision.measure import verify_piper_copy
+    from tts_kit.precision.evaluate import verify_piper_copy
 
     if args.json:
         _check_output_file(args.json, "--json")

@@ -1,6 +1,6 @@
 """Engines reused within one scope of a process: `reuse_engines` keeps each engine it
 builds (keyed by the model's path and the preset) until the scope ends, so the readings a
-judgement makes (`tts_kit.fidelity.listening`, `tts_kit.precision.measure`) build the
+judgement makes (`tts_kit.fidelity.listening`, `tts_kit.precision.evaluate`) build the
 unconverted reference's engine once, not once per metric and recipe (about 1.5 CPU-s a
 Piper voice). Outside a scope, `engine` builds a fresh engine and closes it when done.
 

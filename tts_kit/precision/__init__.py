@@ -14,9 +14,9 @@ The package, one concern per module:
 - `tts_kit.precision.recipes`: per-stage recipes (``fp16``, ``int8``, ``int8-dp32``,
   ``sherpa-int8``; ``convert(..., recipe=NAME)``) and `kernel_report`, which checks that
   an INT8 graph really runs integer kernels once ONNX Runtime has optimised it;
-- `tts_kit.precision.records`: targets, fidelity thresholds and the records
+- `tts_kit.precision.conversion_report`: targets, fidelity thresholds and the records
   (`StageReport`, `RunRecord`, `Fidelity`, `ConversionReport`, `format_runs`);
-- `tts_kit.precision.measure`: memory and latency in isolated processes, and fidelity
+- `tts_kit.precision.evaluate`: memory and latency in isolated processes, and fidelity
   (through the engine's public per-stage hook,
   `tts_kit.models.supertonic.engine.Engine.add_stage_hook`).
 
@@ -43,14 +43,14 @@ from tts_kit.precision.conversion import (
     sha256_file,
     sha256_tree,
 )
-from tts_kit.precision.measure import (
+from tts_kit.precision.evaluate import (
     DEFAULT_TEXTS,
     fidelity,
     fidelity_isolated,
     measure_bundle,
     measure_conversion,
 )
-from tts_kit.precision.records import (
+from tts_kit.precision.conversion_report import (
     MAX_LENGTH_CHANGE,
     MAX_LOG_MEL_DB,
     MIN_SNR_DB,

@@ -29,7 +29,7 @@ note, and a link in place of a file the layout needs is refused, so a crafted bu
 cannot pull a file from outside into an output a user may pass on. Voice styles and JSON
 files are copied; ``tts.json`` gains a ``tts_kit_precision`` record of the conversion.
 
-What `convert` measures afterwards is `tts_kit.precision.measure`'s; a single ``.onnx``
+What `convert` measures afterwards is `tts_kit.precision.evaluate`'s; a single ``.onnx``
 file is instead compared with its source on random inputs here (`random_feeds`).
 
 Example:
@@ -77,13 +77,13 @@ from tts_kit.precision.graphs import (  # noqa: F401  (re-exported: the conversi
     sha256_file,
     sha256_tree,
 )
-from tts_kit.precision.measure import judge_against_floor, measure_conversion
+from tts_kit.precision.evaluate import judge_against_floor, measure_conversion
 from tts_kit.precision.piper_conversion import (  # noqa: F401
     PIPER_RECIPES,
     convert_piper,
     piper_fidelity,
 )
-from tts_kit.precision.records import ConversionReport, StageReport, check_target
+from tts_kit.precision.conversion_report import ConversionReport, StageReport, check_target
 from tts_kit.precision.verdict_file import VERDICT_FILE, save_verdict
 
 
@@ -132,7 +132,7 @@ def convert(
             `tts_kit.precision.recipes.RECIPES`). Every INT8 stage written gets a
             `kernel_report` (does ONNX Runtime really run integer kernels?).
         floor: also judge the result against the source's noise floor on the CPU
-            (`tts_kit.precision.measure.judge_against_floor`: ``report.judgement``).
+            (`tts_kit.precision.evaluate.judge_against_floor`: ``report.judgement``).
             Default: when ``measure`` is set and the CPU is among ``providers``.
         quality: also judge as a listener would (``report.quality``); default: as ``floor``.
 

@@ -29,7 +29,7 @@ from tts_kit.precision.graphs import (
     _tool,
     sha256_file,
 )
-from tts_kit.precision.records import (
+from tts_kit.precision.conversion_report import (
     MAX_LOG_MEL_DB,
     MIN_SNR_DB,
     ConversionReport,
@@ -246,7 +246,7 @@ def _quantize_sherpa_piper(src: Path, dst: Path) -> tuple[dict[str, int], int]:
 
 
 def _piper_texts() -> list[str]:
-    from tts_kit.precision.measure import DEFAULT_TEXTS
+    from tts_kit.precision.evaluate import DEFAULT_TEXTS
 
     return list(DEFAULT_TEXTS)
 

@@ -4,7 +4,7 @@
 provider), `Fidelity` (a converted bundle against FP32, with its verdict) and
 `ConversionReport` (all of it, with `ConversionReport.table` and JSON `save`/`load`);
 `format_runs` prints measurements with ratios to FP32. Data only: nothing here converts
-or measures (`tts_kit.precision.convert`, `tts_kit.precision.measure` do).
+or measures (`tts_kit.precision.convert`, `tts_kit.precision.evaluate` do).
 
 Example:
     >>> f = Fidelity("CPUExecutionProvider", waveform_snr_db=12.0, log_mel_distance_db=0.5,
@@ -327,7 +327,7 @@ class ConversionReport:
     """The per-stage recipe (`tts_kit.precision.recipes.RECIPES`), when one was used."""
     judgement: dict[str, Any] = field(default_factory=dict)
     """The result against the source's measured noise floor (``verdict``, ``reasons``,
-    ``distances``, ``floor``, ``take``, ``runs``; `tts_kit.precision.measure.judge_against_floor`);
+    ``distances``, ``floor``, ``take``, ``runs``; `tts_kit.precision.evaluate.judge_against_floor`);
     empty when not measured."""
     quality: dict[str, Any] = field(default_factory=dict)
     """The verdict a listener would agree with (``verdict``: transparent, acceptable,

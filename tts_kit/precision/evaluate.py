@@ -44,7 +44,7 @@ import numpy as np
 from tts_kit.core import contract
 from tts_kit.core.procfacts import rss_mb
 from tts_kit.fidelity.audio_metrics import snr_from_energies, waveform_fidelity
-from tts_kit.precision.records import (
+from tts_kit.precision.conversion_report import (
     MAX_LOG_MEL_DB,
     MIN_SNR_DB,
     ConversionReport,
