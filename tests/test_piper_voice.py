@@ -323,7 +323,7 @@ def test_verify_compares_a_converted_copy_of_the_voice(tmp_path, fp16_copy, caps
     from tts_kit.precision import evaluate
 
     monkeypatch.setattr(listening, "QUALITY_TEXTS", listening.QUALITY_TEXTS[:1])
-    monkeypatch.setattr(measure, "PIPER_TEXTS", measure.PIPER_TEXTS[:1])
+    monkeypatch.setattr(evaluate, "PIPER_TEXTS", evaluate.PIPER_TEXTS[:1])
     rc = main(["verify", "--model", NAME, "--against", str(copy), "--floor", "--json",
                str(tmp_path / "v.json")])
     out = capsys.readouterr().out

@@ -200,7 +200,7 @@ def test_a_reuse_scope_builds_each_engine_once_reads_the_same_and_closes_it(
         takes, _ = listening.reference_takes(tiny_bundle_dir, texts, takes=1)
         again = listening._synth(tiny_bundle_dir, texts, 0)[0]
         with engine_reuse.reuse_engines():  # nested: the same scope
-            d = measure.piper_distances(tiny_bundle_dir, tiny_bundle_dir, texts)
+            d = evaluate.piper_distances(tiny_bundle_dir, tiny_bundle_dir, texts)
         assert len(built) == 2 and built[1].loaded_stages != []  # alive in the scope
     assert built[1].loaded_stages == []  # closed with the scope
     assert np.array_equal(takes[0][0], fresh[0]) and np.array_equal(again[0], fresh[0])

@@ -43,13 +43,6 @@ from tts_kit.precision.conversion import (
     sha256_file,
     sha256_tree,
 )
-from tts_kit.precision.evaluate import (
-    DEFAULT_TEXTS,
-    fidelity,
-    fidelity_isolated,
-    measure_bundle,
-    measure_conversion,
-)
 from tts_kit.precision.conversion_report import (
     MAX_LENGTH_CHANGE,
     MAX_LOG_MEL_DB,
@@ -61,6 +54,13 @@ from tts_kit.precision.conversion_report import (
     StageReport,
     check_target,
     format_runs,
+)
+from tts_kit.precision.evaluate import (
+    DEFAULT_TEXTS,
+    fidelity,
+    fidelity_isolated,
+    measure_bundle,
+    measure_conversion,
 )
 
 __all__ = [

@@ -59,6 +59,8 @@ from tts_kit.core.errors import TtsKitError
 from tts_kit.fidelity.audio_metrics import snr_db
 from tts_kit.fidelity.engine_reuse import reuse_engines
 from tts_kit.fidelity.listening import judge_quality
+from tts_kit.precision.conversion_report import ConversionReport, StageReport, check_target
+from tts_kit.precision.evaluate import judge_against_floor, measure_conversion
 from tts_kit.precision.graphs import (  # noqa: F401  (re-exported: the conversion API)
     INT8_MIN_WEIGHT_ELEMENTS,
     INT8_OP_TYPES,
@@ -77,13 +79,11 @@ from tts_kit.precision.graphs import (  # noqa: F401  (re-exported: the conversi
     sha256_file,
     sha256_tree,
 )
-from tts_kit.precision.evaluate import judge_against_floor, measure_conversion
 from tts_kit.precision.piper_conversion import (  # noqa: F401
     PIPER_RECIPES,
     convert_piper,
     piper_fidelity,
 )
-from tts_kit.precision.conversion_report import ConversionReport, StageReport, check_target
 from tts_kit.precision.verdict_file import VERDICT_FILE, save_verdict
 
 

@@ -18,6 +18,14 @@ from typing import Any
 
 from tts_kit.core import atomic
 from tts_kit.core.errors import TtsKitError
+from tts_kit.precision.conversion_report import (
+    MAX_LOG_MEL_DB,
+    MIN_SNR_DB,
+    ConversionReport,
+    Fidelity,
+    StageReport,
+    check_target,
+)
 from tts_kit.precision.graphs import (
     PRECISION_KEY,
     _check_dst_free,
@@ -28,14 +36,6 @@ from tts_kit.precision.graphs import (
     _open_check,
     _tool,
     sha256_file,
-)
-from tts_kit.precision.conversion_report import (
-    MAX_LOG_MEL_DB,
-    MIN_SNR_DB,
-    ConversionReport,
-    Fidelity,
-    StageReport,
-    check_target,
 )
 
 #: Recipes for a Piper voice (one graph): recipe -> (target, node-name prefixes kept float).
