@@ -81,6 +81,22 @@ MAX_LENGTH_DIFF_SAMPLES = 0
 
 OFFICIAL = "official"
 
+
+@dataclass(frozen=True)
+class Tolerance:
+    """What `verify` lets through: every stage's and waveform's SNR at least
+    ``min_snr_db``, no sample further than ``max_abs_diff``, item lengths within
+    ``max_length_diff`` samples.
+
+    Example:
+        >>> Tolerance(min_snr_db=40.0).max_abs_diff == MAX_ABS_DIFF
+        True
+    """
+
+    min_snr_db: float = MIN_SNR_DB
+    max_abs_diff: float = MAX_ABS_DIFF
+    max_length_diff: int = MAX_LENGTH_DIFF_SAMPLES
+
 #: What the reports call each stage's compared output.
 STAGE_OUTPUTS = {
     "duration_predictor": "duration (s)",
@@ -403,9 +419,7 @@ def verify(
     against: str | os.PathLike[str] = OFFICIAL,
     cases: Sequence[Case] | None = None,
     threads: int | None = 1,
-    min_snr_db: float = MIN_SNR_DB,
-    max_abs_diff: float = MAX_ABS_DIFF,
-    max_length_diff: int = MAX_LENGTH_DIFF_SAMPLES,
+    tolerance: Tolerance | None = None,
     floor: bool = False,
     *,
     quality: bool = False,
@@ -421,7 +435,7 @@ def verify(
             reference, tts_kit on this one the candidate: a conversion's fidelity).
         cases: what to synthesise (default `default_cases` with the bundle's voices).
         threads: intra-op threads on both sides (1: reproducible; None: ORT's default).
-        min_snr_db, max_abs_diff, max_length_diff: the tolerance.
+        tolerance: what passes (default `Tolerance()`).
         floor: also measure the reference model's noise floor (`noise_floor`) and give
             the candidate a verdict against it (``report.floor_verdict``).
         quality: against a bundle directory, also the verdict a listener would agree
@@ -443,8 +457,9 @@ def verify(
                           "directory to compare with, not 'official' (a conformance check)")
     bundle = model if isinstance(model, Bundle) else Bundle.discover(model)
     cases = list(cases) if cases is not None else default_cases(_voices(bundle))
-    report = VerifyReport(str(bundle.path), str(against), [], min_snr_db, max_abs_diff,
-                          max_length_diff)
+    tol = tolerance or Tolerance()
+    report = VerifyReport(str(bundle.path), str(against), [], tol.min_snr_db, tol.max_abs_diff,
+                          tol.max_length_diff)
     mine = _engine(bundle.path, threads)
     if str(against) == OFFICIAL:
         tts = official_tts(bundle.path, threads)

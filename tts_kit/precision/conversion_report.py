@@ -61,6 +61,58 @@ def check_target(to: str) -> None:
 # -- records ----------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class MeasureSpec:
+    """What the measurements synthesise: texts (default `tts_kit.precision.DEFAULT_TEXTS`;
+    text ``i`` gets noise seed ``seed + i``), flow steps, timed repeats per text, language,
+    and the session preset (name or `SessionPreset`; default ``supertonic-default``).
+
+    Example:
+        >>> MeasureSpec(steps=2).repeats
+        3
+    """
+
+    texts: Sequence[str] | None = None
+    seed: int = 0
+    steps: int = contract.DEFAULT_STEPS
+    repeats: int = 3
+    lang: str = "en"
+    preset: Any = None
+
+
+@dataclass(frozen=True)
+class ConvertSpec:
+    """What `tts_kit.precision.convert` does: the target and its options, what it measures
+    afterwards, and on what (the parameters of `tts_kit.precision.convert`).
+
+    Example:
+        >>> ConvertSpec(to="int8", measure=False).measurement.steps == contract.DEFAULT_STEPS
+        True
+    """
+
+    to: str = "fp16"
+    stages: Sequence[str] | None = None
+    keep_io_types: bool = True
+    op_block_list: Sequence[str] | None = None
+    measure: bool | str = True
+    texts: Sequence[str] | None = None
+    providers: Sequence[str] | None = None
+    seed: int = 0
+    steps: int = contract.DEFAULT_STEPS
+    repeats: int = 3
+    lang: str = "en"
+    preset: Any = None
+    recipe: str | None = None
+    floor: bool | None = None
+    quality: bool | None = None
+
+    @property
+    def measurement(self) -> MeasureSpec:
+        """The measurement part, for `tts_kit.precision.evaluate`."""
+        return MeasureSpec(self.texts, self.seed, self.steps, self.repeats, self.lang,
+                           self.preset)
+
+
 @dataclass
 class StageReport:
     """One graph before and after conversion.

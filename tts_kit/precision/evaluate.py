@@ -32,12 +32,13 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import statistics
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -49,6 +50,7 @@ from tts_kit.precision.conversion_report import (
     MIN_SNR_DB,
     ConversionReport,
     Fidelity,
+    MeasureSpec,
     RunRecord,
     check_target,
 )
@@ -62,9 +64,6 @@ from tts_kit.runtime.devices import (
     probe_cuda,
 )
 from tts_kit.tuning.workload import DEFAULT_TEXTS as WORKLOAD_TEXTS
-
-if TYPE_CHECKING:
-    from tts_kit.runtime.sessions import SessionPreset
 
 #: Texts synthesised by the measurements unless the caller gives others: the shortest of
 #: the measurement texts (`tts_kit.tuning.workload.DEFAULT_TEXTS`), alone. Fidelity keeps every
@@ -87,13 +86,13 @@ def _preset_for(preset: Any, provider: str) -> Any:
     return base.replace(providers=[provider])
 
 
-def _measure_job(
-    bundle_dir: str, texts: list[str], seed: int, steps: int, repeats: int, lang: str,
-    p: SessionPreset, same_text: bool = False,
-) -> dict[str, Any]:
-    """Child side of `measure_bundle` (runs in a fresh process; the preset pickles)."""
+def _measure_job(bundle_dir: str, spec: MeasureSpec, same_text: bool = False) -> dict[str, Any]:
+    """Child side of `measure_bundle` (runs in a fresh process; the spec's preset is a
+    `SessionPreset`, which pickles)."""
     from tts_kit.models.supertonic.engine import Engine
 
+    texts, seed, steps, repeats, lang, p = (list(spec.texts or ()), spec.seed, spec.steps,
+                                            spec.repeats, spec.lang, spec.preset)
     out: dict[str, Any] = {}
     cuda = CUDA in p.providers
     if cuda:
@@ -137,21 +136,19 @@ def measure_bundle(
     path: str | os.PathLike[str],
     label: str,
     provider: str = "CPUExecutionProvider",
-    texts: Sequence[str] | None = None,
-    seed: int = 0,
-    steps: int = contract.DEFAULT_STEPS,
-    repeats: int = 3,
-    lang: str = "en",
-    preset: Any = None,
+    spec: MeasureSpec | None = None,
+    *,
     timeout_s: float | None = 900,
     cpus: int | None = None,
     same_text: bool = False,
+    **options: Any,
 ) -> RunRecord:
     """Load a bundle in a fresh process and measure RSS, peak RSS, p50 latency (and GPU memory).
 
-    The engine loads all four sessions (``resident``), synthesises every text once (the
-    warm-up) and then ``repeats`` more times;
-    text ``i`` always uses noise seed ``seed + i``. ``cpus`` pins the process to that many
+    ``spec`` (or its fields as keywords: ``texts``, ``steps``, ...) says what to
+    synthesise. The engine loads all four sessions (``resident``), synthesises every text
+    once (the warm-up) and then ``repeats`` more times; text ``i`` always uses noise seed
+    ``seed + i``. ``cpus`` pins the process to that many
     cores (`tts_kit.runtime.measure.run_isolated`). ``same_text`` also times the first text
     ``repeats`` times in a row (`RunRecord.p50_same_text_s`: what a shape change costs).
 
@@ -163,12 +160,11 @@ def measure_bundle(
     from tts_kit.models.supertonic.bundle import Bundle
     from tts_kit.runtime.measure import run_isolated
 
-    texts = list(texts or DEFAULT_TEXTS)
+    spec = _resolved(spec, options, provider)
     b = Bundle(path)
     size = sum(s.size_bytes for s in b.stages.values()) / 2**20
-    p = _preset_for(preset, provider)
-    m = run_isolated(_measure_job, str(b.path), texts, seed, steps, repeats, lang, p,
-                     same_text, timeout_s=timeout_s, cpus=cpus)
+    p = spec.preset
+    m = run_isolated(_measure_job, str(b.path), spec, same_text, timeout_s=timeout_s, cpus=cpus)
     rec = RunRecord(label, provider, status=m.status, error=m.error, size_mb=size,
                     peak_rss_mb=m.peak_rss_mb, preset=p.name)
     if m.ok and isinstance(m.result, dict):
@@ -181,25 +177,27 @@ def measure_bundle(
     return rec
 
 
-def _fidelity_job(
-    ref_dir: str, cand_dir: str, to: str, texts: list[str], seed: int, steps: int, lang: str,
-    preset: SessionPreset,
-) -> Fidelity:
-    """Child side of `fidelity_isolated` (the preset pickles)."""
-    return fidelity(ref_dir, cand_dir, to, texts, seed, steps, lang, preset)
+def _resolved(spec: MeasureSpec | None, options: dict[str, Any], provider: str) -> MeasureSpec:
+    """``spec`` with the keyword overrides, its default texts and the provider's preset."""
+    spec = dataclasses.replace(spec or MeasureSpec(), **options)
+    return dataclasses.replace(spec, texts=list(spec.texts or DEFAULT_TEXTS),
+                               preset=_preset_for(spec.preset, provider))
+
+
+def _fidelity_job(ref_dir: str, cand_dir: str, to: str, spec: MeasureSpec) -> Fidelity:
+    """Child side of `fidelity_isolated` (the spec's preset pickles)."""
+    return fidelity(ref_dir, cand_dir, to, spec)
 
 
 def fidelity(
     reference: str | os.PathLike[str],
     candidate: str | os.PathLike[str],
     to: str = "fp16",
-    texts: Sequence[str] | None = None,
-    seed: int = 0,
-    steps: int = contract.DEFAULT_STEPS,
-    lang: str = "en",
-    preset: Any = None,
+    spec: MeasureSpec | None = None,
+    *,
     min_snr_db: float | None = None,
     max_log_mel_db: float | None = None,
+    **options: Any,
 ) -> Fidelity:
     """Compare a converted bundle with its FP32 source, in this process.
 
@@ -211,8 +209,9 @@ def fidelity(
        waveforms are compared with the reference's (SNR, log-mel distance, length).
 
     The reference is released before the candidate loads, so one bundle is resident at
-    a time. ``to`` picks the default thresholds (`MIN_SNR_DB`,
-    `MAX_LOG_MEL_DB`); ``preset`` the session options and provider.
+    a time. ``to`` picks the default thresholds (`MIN_SNR_DB`, `MAX_LOG_MEL_DB`);
+    ``spec`` (or its fields as keywords) the texts, seed, steps, language and the preset
+    (session options and provider; ``repeats`` is not read).
 
     Example:
         >>> f = fidelity("standin-tiny", "standin-tiny-fp16", "fp16")  # doctest: +SKIP
@@ -223,8 +222,9 @@ def fidelity(
     from tts_kit.runtime.sessions import SessionPreset
 
     check_target(to)
-    p = preset if isinstance(preset, SessionPreset) else _preset_for(preset, CPU)
-    texts = list(texts or DEFAULT_TEXTS)
+    spec = dataclasses.replace(spec or MeasureSpec(), **options)
+    p = spec.preset if isinstance(spec.preset, SessionPreset) else _preset_for(spec.preset, CPU)
+    texts, seed, steps, lang = list(spec.texts or DEFAULT_TEXTS), spec.seed, spec.steps, spec.lang
     f = Fidelity(
         p.providers[0],
         min_snr_db=MIN_SNR_DB[to] if min_snr_db is None else min_snr_db,
@@ -277,14 +277,13 @@ def fidelity_isolated(
     candidate: str | os.PathLike[str],
     to: str = "fp16",
     provider: str = "CPUExecutionProvider",
-    texts: Sequence[str] | None = None,
-    seed: int = 0,
-    steps: int = contract.DEFAULT_STEPS,
-    lang: str = "en",
-    preset: Any = None,
+    spec: MeasureSpec | None = None,
+    *,
     timeout_s: float | None = 900,
+    **options: Any,
 ) -> Fidelity:
-    """`fidelity` in a fresh process on ``provider`` (a failure comes back in ``error``).
+    """`fidelity` in a fresh process on ``provider`` (a failure comes back in ``error``);
+    ``spec`` or its fields as keywords as for `fidelity`.
 
     Example:
         >>> fidelity_isolated("standin-tiny", "standin-int8", "int8").passed  # doctest: +SKIP
@@ -292,10 +291,8 @@ def fidelity_isolated(
     """
     from tts_kit.runtime.measure import run_isolated
 
-    p = _preset_for(preset, provider)
     m = run_isolated(_fidelity_job, str(reference), str(candidate), to,
-                     list(texts or DEFAULT_TEXTS), seed, steps, lang, p,
-                     timeout_s=timeout_s)
+                     _resolved(spec, options, provider), timeout_s=timeout_s)
     if m.ok and isinstance(m.result, Fidelity):
         return m.result
     f = Fidelity(provider, min_snr_db=MIN_SNR_DB[to], max_log_mel_db=MAX_LOG_MEL_DB[to],
@@ -303,10 +300,8 @@ def fidelity_isolated(
     return f.evaluate()
 
 
-def measure_conversion(
-    report: ConversionReport, texts: Sequence[str] | None, providers: Sequence[str] | None,
-    seed: int, steps: int, repeats: int, lang: str, preset: Any, runs: bool,
-) -> None:
+def measure_conversion(report: ConversionReport, spec: MeasureSpec | None = None,
+                       providers: Sequence[str] | None = None, runs: bool = True) -> None:
     """Fill ``report`` (as `tts_kit.precision.convert` wrote it) with measurements.
 
     On each provider (default: `tts_kit.runtime.devices.available_providers`): memory and latency
@@ -315,13 +310,14 @@ def measure_conversion(
 
     Example:
         >>> report = ConversionReport("bundle", "fp32-dir", "int8-dir", "int8")
-        >>> measure_conversion(report, None, ["CPUExecutionProvider"], 0, 5, 3, "en",
-        ...                    None, runs=False)  # doctest: +SKIP
+        >>> measure_conversion(report, MeasureSpec(steps=5), ["CPUExecutionProvider"],
+        ...                    runs=False)  # doctest: +SKIP
         >>> report.fidelity["CPUExecutionProvider"].passed  # doctest: +SKIP
         True
     """
-    texts = list(texts or DEFAULT_TEXTS)
-    report.texts, report.seed, report.steps = texts, seed, steps
+    spec = spec or MeasureSpec()
+    spec = dataclasses.replace(spec, texts=list(spec.texts or DEFAULT_TEXTS))
+    report.texts, report.seed, report.steps = list(spec.texts or ()), spec.seed, spec.steps
     wanted = list(providers) if providers is not None else available_providers()
     for prov in wanted:
         if prov not in MEASURED_PROVIDERS:
@@ -333,12 +329,10 @@ def measure_conversion(
                 report.notes.append(f"CUDA not measured: {why}")
                 continue
         if runs:
-            kw = dict(texts=texts, seed=seed, steps=steps, repeats=repeats, lang=lang,
-                      preset=preset)
-            report.runs += [measure_bundle(report.src, "fp32", prov, **kw),
-                            measure_bundle(report.dst, report.to, prov, **kw)]
+            report.runs += [measure_bundle(report.src, "fp32", prov, spec),
+                            measure_bundle(report.dst, report.to, prov, spec)]
         report.fidelity[prov] = fidelity_isolated(report.src, report.dst, report.to, prov,
-                                                  texts, seed, steps, lang, preset)
+                                                  spec)
 
 
 # -- Piper voices: distances and the noise floor on the real voice ---------------------------
