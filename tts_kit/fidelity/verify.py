@@ -1,40 +1,10 @@
 """`tts-kit verify`: does tts_kit's engine give the official package's audio on a bundle?
 
-Both pipelines get the same cases (texts in English and Korean, voices, flow steps,
-speed, batch size) and the same initial noise: the official ``supertonic`` package draws
-``np.random.randn(B, 144, L)`` from numpy's global generator, which this module seeds
-(and restores afterwards); tts_kit gets `tts_kit.models.supertonic.engine.OfficialNoise` with the
-same
-seed, which draws the same numbers from a private generator. Every stage's output is
-recorded on both sides (the official engine's four ONNX Runtime sessions are wrapped by
-recorders; tts_kit's through `tts_kit.models.supertonic.engine.Engine.add_stage_hook`), and
-compared:
-max absolute difference and SNR per stage, then the waveform (SNR, max absolute
-difference, length in samples, log-mel distance and mel-cepstral distortion with DTW
-alignment, `tts_kit.fidelity.audio_metrics`).
-
-``against`` is ``"official"`` or a second bundle directory; against a converted copy
-(FP16, INT8) of the same model the report is the conversion's fidelity report (the same
-cases and noise through tts_kit on both).
-
-What is compared, exactly:
-
-- The official package returns the vocoder's whole output (a multiple of 3072 samples);
-  it is trimmed to the official predicted duration, ``int(duration * 44100)`` samples,
-  as tts_kit trims its own.
-- The official engine vocodes a batch padded to its longest item. Its vocoder
-  de-normalises the latent before its first convolution, so the zero padding becomes a
-  non-zero signal that leaks into the last two latent frames (about 0.14 s) of every
-  shorter item: the official batch output of such an item is not its single-call output.
-  tts_kit vocodes each item unpadded (a batch equals the single calls). The reference
-  waveform of item ``b`` is therefore the official vocoder session run on item ``b``'s
-  own latent, as the official single call would; the leak itself is reported
-  (``official_batch_leak``) and does not count against the verdict.
-- Texts are read without tts_kit's normalisation (the official package has none), and
-  each text must fit one chunk (the official batch call does not chunk).
-
-The official package is given the model directory and ``auto_download=False``; it only
-reads there (a test runs it on a read-only copy and compares SHA-256s before and after).
+Both pipelines get the same cases (`tts_kit.fidelity.cases`) and the same initial noise
+(tts_kit through `tts_kit.models.supertonic.engine.OfficialNoise`); every stage's output
+and the waveform are compared (max abs difference, SNR, length, log-mel distance, MCD).
+``against`` is ``"official"`` or a second bundle directory (a converted copy: the
+conversion's fidelity report). What is compared exactly: docs/benchmarks.md.
 
 Example:
     >>> report = verify("models/supertonic-3")  # doctest: +SKIP

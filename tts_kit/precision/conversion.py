@@ -1,36 +1,10 @@
 """FP16 and INT8 conversion of a bundle (or any ``.onnx`` file): atomic output, checked.
 
-Tools:
-
-* FP16: ``onnxruntime.transformers.float16.convert_float_to_float16``. It is the
-  ``onnxconverter_common`` algorithm (the file says so) maintained inside ONNX Runtime,
-  with fixes for Resize/GroupNorm mixed inputs and opset-aware blocking, and it ships with
-  the ``onnxruntime`` wheel we already depend on, so no extra dependency. ``keep_io_types``
-  keeps float32 graph inputs and outputs (Casts inside the graph), so callers need not
-  change; the engine casts for graphs converted without it.
-* INT8: ``onnxruntime.quantization.quantize_dynamic`` with signed 8-bit weights
-  (``QInt8``, per output channel) for ``MatMul`` with a constant weight (the ConvNeXt
-  pointwise layers and every linear layer), ``Conv`` (depthwise and ordinary convs, as
-  ``ConvInteger``) and ``Gather`` (the character embeddings). Activations are quantised
-  at run time (``DynamicQuantizeLinear``, uint8), which is what the CPU provider's
-  ``MatMulInteger``/``ConvInteger`` kernels take. Weights under
-  `INT8_MIN_WEIGHT_ELEMENTS` elements stay float: each quantised op adds four to five
-  nodes plus a scale and zero point, more bytes and more time than a small weight saves.
-
-Safety: the destination must not exist (or be an empty directory); the output is built in
-a temporary directory beside it (`tts_kit.core.atomic`: removed on any failure, Ctrl-C, SIGTERM
-or SIGHUP), checked (it opens as a `tts_kit.Bundle`, every converted graph opens in ONNX
-Runtime), and renamed into place only when complete. The source is only ever read: the
-INT8 quantiser, whose shape inference writes ``<graph>-inferred.onnx`` beside the graph it
-is given, gets a private copy in a scratch directory. The source is hashed (SHA-256,
-every regular file) before and after; a change is an error. Only regular files are
-copied: a symbolic link among the other files (``README -> ~/.ssh/...``) is skipped with a
-note, and a link in place of a file the layout needs is refused, so a crafted bundle
-cannot pull a file from outside into an output a user may pass on. Voice styles and JSON
-files are copied; ``tts.json`` gains a ``tts_kit_precision`` record of the conversion.
-
-What `convert` measures afterwards is `tts_kit.precision.evaluate`'s; a single ``.onnx``
-file is instead compared with its source on random inputs here (`random_feeds`).
+FP16: ONNX Runtime's ``convert_float_to_float16`` (float32 inputs and outputs kept);
+INT8: ``quantize_dynamic`` (QInt8 per channel on MatMul, Conv, Gather weights of at least
+`INT8_MIN_WEIGHT_ELEMENTS` elements). The output is built aside (`tts_kit.core.atomic`),
+checked and renamed into place; the source is only read and hashed before and after;
+symbolic links are never copied. The tools and the safety rules: docs/benchmarks.md.
 
 Example:
     >>> from tts_kit.precision import convert

@@ -1,27 +1,10 @@
-"""Measure precisions: size, memory and latency in isolated processes, and fidelity to FP32.
+"""Measure precisions: memory and latency in isolated processes, and fidelity to FP32.
 
-Why measure instead of quoting "FP16 saves 40 %": on the CPU provider most operators have
-no FP16 kernel, so ONNX Runtime inserts Casts back to FP32 at load time; the file halves,
-the resident memory may not, and latency often grows. On CUDA, FP16 runs natively. The
-report records what happened on this machine. On the full stand-in on a 2-core x86 CPU
-(``bench/precision.py``), FP16 halved the files but not the memory (load RSS x1.01) and
-was 1.5x slower; INT8 cut load RSS to 0.29x and peak RSS to 0.40x at about the same
-speed. INT8 of the duration predictor moved one chunk's length across a latent frame
-boundary, which changes the noise and so the whole waveform (the fidelity check flags it);
-with the duration predictor kept FP32 (3 MB), INT8 kept 31 dB SNR.
-
-- `measure_bundle`: one bundle on one provider in a fresh process
-  (`tts_kit.runtime.measure.run_isolated`): load RSS, peak RSS, p50 latency and, on CUDA, GPU
-  memory (`tts_kit.runtime.devices.gpu_memory_mb`).
-- `fidelity`: a converted bundle against FP32 in this process. A stage hook
-  (`tts_kit.models.supertonic.engine.Engine.add_stage_hook`) records the FP32 inputs and output of
-  every
-  stage run, and each converted stage replays them
-  (`tts_kit.models.supertonic.engine.Engine.run_stage`),
-  so each is judged on identical inputs; then both synthesise end to end (same texts,
-  seeds and noise) and their waveforms are compared (`tts_kit.fidelity.audio_metrics`).
-- `fidelity_isolated`: the same in a fresh process on a chosen provider.
-- `measure_conversion`: all of it for a `ConversionReport`, on every available provider.
+`measure_bundle` (one bundle on one provider in a fresh process), `fidelity` (each
+converted stage replays the FP32 stage's inputs, then both synthesise end to end),
+`fidelity_isolated` (the same in a fresh process), `measure_conversion` (all of it for a
+`ConversionReport`); the Piper floor and distances and `judge_against_floor`. Why measure
+rather than quote: docs/benchmarks.md.
 
 Example:
     >>> rec = measure_bundle("standin-tiny", "fp32")  # doctest: +SKIP
