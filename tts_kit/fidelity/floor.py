@@ -113,16 +113,11 @@ class Distances:
 class Floor:
     """What legitimately varies, measured: the scale a conversion is judged on.
 
-    ``runs`` holds the distances between two runs of the unconverted model that differ
-    only in what may legitimately differ (intra-op thread count; ONNX Runtime's graph
-    fusions, ``all`` against ``basic``: the same arithmetic in another order; batch
-    padding: each text alone, then batched beside a longer text), ``floor``
-    their worst; ``take`` the distance to another noise draw (another take of the same
-    text by the same model: a conversion that moves the audio this far has lost the
-    rendition it was meant to reproduce). Verdicts: ``broken`` when the log-mel distance
-    or MCD reaches `BROKEN_FRACTION` of another take's; ``within the floor`` when every
-    distance is within `FLOOR_FACTOR` of the floor's and the length change within the
-    floor's; ``audible risk`` between.
+    ``runs``: distances between two runs of the unconverted model that differ only in
+    what may (thread count, graph fusions, batch padding), ``floor`` their worst; ``take``:
+    the distance to another noise draw. `FLOOR_READINGS`: ``broken`` when the log-mel
+    distance or MCD reaches `BROKEN_FRACTION` of another take's; ``within the floor`` when
+    every distance is within `FLOOR_FACTOR` of the floor's; ``audible risk`` between.
 
     Example:
         >>> f = Floor({}, Distances(90.0, 0.01, 0.01, 0.0), Distances(0.5, 8.0, 9.0, 0.0))
