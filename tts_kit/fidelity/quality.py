@@ -3,7 +3,7 @@ the optional ``quality`` extra; an absent one is skipped with a one-line note.
 
 `pesq_wb` (PESQ-WB MOS-LQO), `stoi`, `dnsmos` (DNSMOS P.835 OVRL and P.808, ONNX models
 from ``speechmos`` run by ONNX Runtime, `p808_features` in numpy), `transcribe` and
-`word_error_rate` (``pocketsphinx``), all at 16 kHz (`to_16k`); `measure` runs them all
+`word_error_rate` (``pocketsphinx``), all at 16 kHz (`to_16k`); `quality_metrics` runs them all
 and returns `QualityMetrics`.
 
 Example:
@@ -310,10 +310,10 @@ def _mean(values: Sequence[float]) -> float:
     return statistics.fmean(finite) if finite else math.nan
 
 
-def measure(refs: Sequence[np.ndarray], cands: Sequence[np.ndarray], sample_rate: int, *,
-            ref_transcripts: Sequence[str] | None = None,
-            ref_dnsmos: Sequence[float] | None = None,
-            skip: Sequence[str] = ()) -> QualityMetrics:
+def quality_metrics(refs: Sequence[np.ndarray], cands: Sequence[np.ndarray],
+                    sample_rate: int, *, ref_transcripts: Sequence[str] | None = None,
+                    ref_dnsmos: Sequence[float] | None = None,
+                    skip: Sequence[str] = ()) -> QualityMetrics:
     """Every available metric of ``cands`` against ``refs`` (paired waveforms, the same
     texts and noise), averaged over the pairs. ``ref_transcripts`` and ``ref_dnsmos``: the
     reference's transcripts and DNSMOS OVRL when already known (saves measuring them
@@ -322,7 +322,7 @@ def measure(refs: Sequence[np.ndarray], cands: Sequence[np.ndarray], sample_rate
 
     Example:
         >>> x = [np.sin(np.linspace(0, 3000, 32000))]
-        >>> measure(x, x, 16000, skip=("pesq", "stoi", "dnsmos", "wer")).mcd_db
+        >>> quality_metrics(x, x, 16000, skip=("pesq", "stoi", "dnsmos", "wer")).mcd_db
         0.0
     """
     from tts_kit.fidelity.audio_metrics import mel_cepstral_distortion

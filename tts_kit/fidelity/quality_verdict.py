@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from tts_kit.fidelity.quality import QualityMetrics, dnsmos, measure, transcribe
+from tts_kit.fidelity.quality import QualityMetrics, dnsmos, quality_metrics, transcribe
 
 TRANSPARENT, ACCEPTABLE, DEGRADED, BROKEN = "transparent", "acceptable", "degraded", "broken"
 #: Verdicts from best to worst.
@@ -99,8 +99,8 @@ def take_spread(takes: Sequence[Sequence[np.ndarray]], sample_rate: int, *,
              if "wer" not in skip and "wer" not in absent else [])
     d_ref = ([dnsmos(w, sample_rate)["ovrl"] for w in takes[0]]
              if "dnsmos" not in skip and "dnsmos" not in absent else [])
-    per = [measure(takes[0], t, sample_rate, ref_transcripts=heard or None,
-                   ref_dnsmos=d_ref or None, skip=skip) for t in takes[1:]]
+    per = [quality_metrics(takes[0], t, sample_rate, ref_transcripts=heard or None,
+                           ref_dnsmos=d_ref or None, skip=skip) for t in takes[1:]]
     worst = QualityMetrics(notes=per[0].notes)
     for name, higher in _SPREAD_METRICS.items():
         vals = [getattr(m, name) for m in per]
