@@ -144,7 +144,7 @@ def main() -> int:
                 _say(f"skipped fidelity of {name}: time budget")
                 f = Fidelity(provider, error="skipped (time budget)").evaluate()
             else:
-                f = fidelity_isolated(src, bundles[name], "fp16", provider, TEXTS,
+                f = fidelity_isolated(src, bundles[name], "fp16", provider, texts=TEXTS,
                                       timeout_s=150)
             fids.append((name, f))
 

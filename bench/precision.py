@@ -21,7 +21,7 @@ The real voice (``--voice piper:joe-us``, the default when the ``voice`` extra i
 en_US-joe-medium, the same rows: size,
 peak RSS and p50 as ratios to FP32 (each an isolated `tts_kit.tuning.tune.trial`,
 resident, one synthesis of the texts per call), distances against FP32 on the same noise
-(`tts_kit.precision.measure.piper_distances`), PESQ, STOI, DNSMOS and WER against the
+(`tts_kit.precision.evaluate.piper_distances`), PESQ, STOI, DNSMOS and WER against the
 voice's own take spread, and the verdict (transparent, acceptable, degraded, broken) with
 the metric that decided it (`tts_kit.fidelity.listening.judge_quality`); then the share
 of FP32's peak RSS that is weights (the most a precision change can save).
@@ -66,7 +66,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tts_kit.core import contract  # noqa: E402
-from tts_kit.fidelity.verify import Case, noise_floor, verify  # noqa: E402
+from tts_kit.fidelity.cases import Case  # noqa: E402
+from tts_kit.fidelity.floor import noise_floor  # noqa: E402
+from tts_kit.fidelity.verify import verify  # noqa: E402
 from tts_kit.precision import convert, format_runs, measure_bundle  # noqa: E402
 from tts_kit.precision.recipes import RECIPES  # noqa: E402
 from tts_kit.runtime.devices import available_providers  # noqa: E402
@@ -258,7 +260,7 @@ def _voice_rows(voice: str, repeats: int, cpus: int | None, quick: bool) -> dict
     from tts_kit.fidelity.listening import QUALITY_TEXTS, judge_quality, quality_spread
     from tts_kit.models.resolve import open_model
     from tts_kit.precision.conversion import PIPER_RECIPES
-    from tts_kit.precision.measure import piper_distances
+    from tts_kit.precision.evaluate import piper_distances
     from tts_kit.tuning.tune import trial
     from tts_kit.tuning.workload import Workload
 

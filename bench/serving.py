@@ -98,10 +98,8 @@ def _article_load_s(model: str, loads: int = 3) -> float | None:
 
     code = (
         "import statistics, sys, time\n"
-        "from tts_kit.models.resolve import open_model
-"
-        "from tts_kit.serve.backends import _official_tts
-"
+        "from tts_kit.models.resolve import open_model\n"
+        "from tts_kit.serve.backends import _official_tts\n"
         "from tts_kit.serve.worker import WorkerConfig\n"
         "wc = WorkerConfig(model=sys.argv[1])\n"
         "official = open_model(sys.argv[1]).capabilities.official_reference\n"

@@ -90,7 +90,9 @@ table.round(2)  # rounded for reading; `table` keeps every digit
 # text with other initial noise: another take, the far end of the scale.
 
 # %%
-from tts_kit.fidelity.verify import Case, noise_floor, verify
+from tts_kit.fidelity.cases import Case
+from tts_kit.fidelity.floor import noise_floor
+from tts_kit.fidelity.verify import verify
 
 voices = bundle.voices
 cases = [Case(("The quick brown fox jumps over the lazy dog.",), "en", (voices[0],), steps=steps),
@@ -186,7 +188,7 @@ from tts_kit.fidelity.listening import QUALITY_TEXTS, judge_quality, quality_spr
 from tts_kit.models.family import model_ref
 from tts_kit.models.resolve import open_model
 from tts_kit.precision.conversion import PIPER_RECIPES
-from tts_kit.precision.measure import PIPER_TEXTS, piper_distances
+from tts_kit.precision.evaluate import PIPER_TEXTS, piper_distances
 from tts_kit.tuning import tune
 from tts_kit.tuning.workload import Workload
 

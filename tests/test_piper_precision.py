@@ -86,8 +86,8 @@ def test_a_time_stretched_copy_raises_wer_or_mcd(spread):
     wav, rate = spread.reference_wavs[0], spread.sample_rate
     assert rate == 22050 and len(wav) > rate
     slow = resample_poly(wav, 13, 10)  # 1.3x longer (and lower), read at the same rate
-    same = q.measure([wav], [wav], rate, skip=("pesq", "stoi", "dnsmos"))
-    stretched = q.measure([wav], [slow], rate, skip=("pesq", "stoi", "dnsmos"))
+    same = q.quality_metrics([wav], [wav], rate, skip=("pesq", "stoi", "dnsmos"))
+    stretched = q.quality_metrics([wav], [slow], rate, skip=("pesq", "stoi", "dnsmos"))
     assert same.wer == 0.0 and same.mcd_db == 0.0
     assert stretched.wer > same.wer or stretched.mcd_db > same.mcd_db
     assert stretched.mcd_db > 1.0

@@ -322,10 +322,10 @@ def test_verify_compares_a_converted_copy_of_the_voice(tmp_path, fp16_copy, caps
     assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
     copy = fp16_copy[0].dst
     from tts_kit.fidelity import listening
-    from tts_kit.precision import measure
+    from tts_kit.precision import evaluate
 
     monkeypatch.setattr(listening, "QUALITY_TEXTS", listening.QUALITY_TEXTS[:1])
-    monkeypatch.setattr(measure, "PIPER_TEXTS", measure.PIPER_TEXTS[:1])
+    monkeypatch.setattr(evaluate, "PIPER_TEXTS", evaluate.PIPER_TEXTS[:1])
     rc = main(["verify", "--model", NAME, "--against", str(copy), "--floor", "--json",
                str(tmp_path / "v.json")])
     out = capsys.readouterr().out
@@ -369,7 +369,7 @@ def test_the_int8_recipe_that_keeps_the_durations_keeps_the_length(tmp_path):
     only: its --quick takes two other recipes) converts and speaks."""
     from tts_kit.fidelity.engine_reuse import reuse_engines
     from tts_kit.precision import convert
-    from tts_kit.precision.measure import piper_distances
+    from tts_kit.precision.evaluate import piper_distances
 
     with reuse_engines():  # the voice's engine built once for both copies' distances
         report = convert(NAME, tmp_path / "joe-int8-dp32", recipe="int8-dp32", measure=False)

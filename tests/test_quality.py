@@ -54,7 +54,7 @@ def test_word_error_rate_counts_edits_per_reference_word():
 @needs["dnsmos"]
 def test_identical_signals_score_the_top_of_each_scale():
     x = _voiced(4.6)  # doubled to 9.2 s: one DNSMOS window (a 2 s clip makes seven)
-    m = q.measure([x], [x], 16000, skip=("wer",))
+    m = q.quality_metrics([x], [x], 16000, skip=("wer",))
     assert m.pesq == pytest.approx(4.64, abs=0.01)
     assert m.stoi == pytest.approx(1.0, abs=1e-6)
     assert m.dnsmos_drop == 0.0 and 1.0 <= m.dnsmos_ovrl <= 5.0
@@ -69,7 +69,7 @@ def test_white_noise_at_falling_snr_gives_monotone_scores():
     # The reference's DNSMOS measured once and handed in, as the take spread does: the
     # four candidates' DNSMOS and every other metric are measured per level.
     ref = [q.dnsmos(x, 16000)["ovrl"]]
-    ms = [q.measure([x], [_noisy(x, snr)], 16000, ref_dnsmos=ref, skip=("wer",))
+    ms = [q.quality_metrics([x], [_noisy(x, snr)], 16000, ref_dnsmos=ref, skip=("wer",))
           for snr in (50, 40, 30, 20)]
     for a, b in zip(ms, ms[1:]):
         assert a.pesq > b.pesq and a.stoi > b.stoi and a.mcd_db < b.mcd_db
@@ -90,7 +90,7 @@ def test_an_absent_package_is_skipped_with_a_one_line_note(monkeypatch):
     monkeypatch.setattr(q.importlib.util, "find_spec",
                         lambda name: None if name == "pesq" else real(name))
     x = _voiced(1.0)
-    m = q.measure([x], [x], 16000, skip=("stoi", "dnsmos", "wer"))
+    m = q.quality_metrics([x], [x], 16000, skip=("stoi", "dnsmos", "wer"))
     assert math.isnan(m.pesq) and m.mcd_db == 0.0
     assert m.notes == ["pesq: skipped (pesq is not installed; pip install 'tts_kit[quality]')"]
 
@@ -156,7 +156,7 @@ def test_the_take_spread_on_the_tiny_stand_in(tiny_bundle_dir):
     assert s.worst.mcd_db > 0  # other noise is another take
     assert s.worst.mcd_db == max(m.mcd_db for m in s.per_take)
     # The same noise again is no further than the takes: transparent on this scale.
-    same = q.measure(takes[0], reference_takes(tiny_bundle_dir, ("Hello there.",), 1)[0][0],
+    same = q.quality_metrics(takes[0], reference_takes(tiny_bundle_dir, ("Hello there.",), 1)[0][0],
                      rate, skip=("wer", "dnsmos"))
     assert verdict(same, s).name == TRANSPARENT
 
@@ -187,7 +187,7 @@ def test_a_reuse_scope_builds_each_engine_once_reads_the_same_and_closes_it(
     reading builds its own and closes it."""
     from tts_kit.fidelity import engine_reuse, listening
     from tts_kit.models import family
-    from tts_kit.precision import measure
+    from tts_kit.precision import evaluate
 
     texts = ("Hello there.",)
     built = []
@@ -200,7 +200,7 @@ def test_a_reuse_scope_builds_each_engine_once_reads_the_same_and_closes_it(
         takes, _ = listening.reference_takes(tiny_bundle_dir, texts, takes=1)
         again = listening._synth(tiny_bundle_dir, texts, 0)[0]
         with engine_reuse.reuse_engines():  # nested: the same scope
-            d = measure.piper_distances(tiny_bundle_dir, tiny_bundle_dir, texts)
+            d = evaluate.piper_distances(tiny_bundle_dir, tiny_bundle_dir, texts)
         assert len(built) == 2 and built[1].loaded_stages != []  # alive in the scope
     assert built[1].loaded_stages == []  # closed with the scope
     assert np.array_equal(takes[0][0], fresh[0]) and np.array_equal(again[0], fresh[0])
@@ -325,7 +325,7 @@ def test_p808_features_equal_librosas_on_the_stored_fixture():
 def test_p808_mos_is_reported_beside_p835_and_falls_with_noise():
     x = _voiced(4.6)  # doubled to 9.2 s: one DNSMOS window
     noisy = _noisy(x, 0.0)
-    m = q.measure([x], [noisy], 16000, skip=("pesq", "stoi", "wer"))
+    m = q.quality_metrics([x], [noisy], 16000, skip=("pesq", "stoi", "wer"))
     clean = q.dnsmos(x, 16000)
     assert 1.0 <= m.dnsmos_p808 < clean["p808"] <= 5.0 and m.to_dict()["dnsmos_p808"]
     assert m.dnsmos_drop == pytest.approx(clean["ovrl"] - m.dnsmos_ovrl)

@@ -20,7 +20,9 @@ from onnx import numpy_helper
 
 from tts_kit.cli import main
 from tts_kit.core import contract
-from tts_kit.fidelity.verify import Case, default_cases, noise_floor, verify
+from tts_kit.fidelity.cases import Case, default_cases
+from tts_kit.fidelity.floor import noise_floor
+from tts_kit.fidelity.verify import verify
 from tts_kit.models.supertonic.engine import Engine, FixedNoise, OfficialNoise
 from tts_kit.precision import sha256_tree
 

@@ -288,7 +288,7 @@ class BatchScheduler(ChunkScheduler):
 
 
 def _batches(model: Any) -> bool:
-    from tts_kit.models.family import open_model
+    from tts_kit.models.resolve import open_model
 
     return bool(open_model(model).capabilities.batching)
 

@@ -68,8 +68,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from tts_kit.fidelity.verify import OFFICIAL, verify
-    from tts_kit.precision.measure import verify_piper_copy
+    from tts_kit.fidelity.verify import OFFICIAL, Tolerance, verify
+    from tts_kit.precision.evaluate import verify_piper_copy
 
     if args.json:
         _check_output_file(args.json, "--json")
@@ -85,8 +85,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
                         "directory (an FP16/INT8 copy)")
     report: Any
     if bundle.capabilities.official_reference:  # stage by stage, as the official code runs
-        report = verify(bundle, against, threads=args.threads, min_snr_db=args.min_snr,
-                        max_abs_diff=args.max_abs_diff, floor=args.floor,
+        report = verify(bundle, against, threads=args.threads,
+                        tolerance=Tolerance(args.min_snr, args.max_abs_diff), floor=args.floor,
                         quality=args.floor and against != OFFICIAL)
     elif against == OFFICIAL:
         raise UserError(f"{bundle.label}: the official supertonic package runs "

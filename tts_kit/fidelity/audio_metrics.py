@@ -1,19 +1,8 @@
-"""How close two signals are: SNR, the log-mel spectrogram and its distance (pure numpy).
+"""How close two signals are: SNR, the log-mel spectrogram and its distance, MCD (numpy).
 
-Used to judge a converted model against its FP32 source (`tts_kit.precision`), and by
-anything else that compares waveforms or tensors: `snr_db` for any pair of arrays,
-`log_mel_distance` for audio as the ear hears it, `waveform_fidelity` for a set of
-paired waveforms of possibly different lengths.
-
-The mel filterbank is our own dozen lines, not librosa's. It equals
-``librosa.filters.mel(sr, n_fft, n_mels, htk=True, norm=None)`` to within 3e-8 (checked
-once against librosa 0.11), and it is the only piece of librosa this would use: librosa
-brings scipy, scikit-learn, numba and llvmlite, about 500 MB installed (a 26 MB venv grew
-to 524 MB), and its first filterbank call took 2.3 s (numba's start-up) against
-milliseconds here. ``tests/test_audio_metrics.py`` checks the textbook properties
-instead: each triangle peaks at 1 at its centre, the centres are evenly spaced in mel,
-and the triangles sum to 1 between the first and the last centre (no gap, no double
-counting).
+`snr_db` for any pair of arrays, `log_mel_distance` for audio as the ear hears it,
+`waveform_fidelity` for paired waveforms of possibly different lengths. The mel
+filterbank is our own (why not librosa's: docs/benchmarks.md).
 
 Example:
     >>> import numpy as np

@@ -1,6 +1,7 @@
 """What `tts-kit verify` and the noise floor run and compare: the cases (texts, voices,
 steps, speed, batch, seed), the default English and Korean set, the engine they run on, and
-`Comparison` (max abs difference, SNR, length) of paired outputs.
+`Comparison` (max abs difference, SNR, length) of paired outputs, and `CaseResult`, a
+case's comparisons.
 
 Example:
     >>> from tts_kit.fidelity.cases import default_cases
@@ -13,7 +14,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -90,13 +91,19 @@ def default_cases(voices: Sequence[str]) -> list[Case]:
     return cases
 
 
-def _json_safe(v: Any) -> Any:
+def json_safe(v: Any) -> Any:
+    """``v`` with NaN as None and infinities as ``"inf"``/``"-inf"`` (for JSON), recursively.
+
+    Example:
+        >>> json_safe({"snr": [float("inf"), float("nan"), 1.0]})
+        {'snr': ['inf', None, 1.0]}
+    """
     if isinstance(v, float) and not math.isfinite(v):
         return None if math.isnan(v) else ("inf" if v > 0 else "-inf")
     if isinstance(v, dict):
-        return {k: _json_safe(x) for k, x in v.items()}
+        return {k: json_safe(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_json_safe(x) for x in v]
+        return [json_safe(x) for x in v]
     return v
 
 
@@ -157,3 +164,31 @@ class Comparison:
             if r64.size:
                 worst = max(worst, float(np.max(np.abs(r64 - c64))))
         return Comparison(worst, snr_from_energies(sig, err), diff)
+
+
+@dataclass
+class CaseResult:
+    """A case's comparisons: per stage, the waveform, and what the ear would notice.
+
+    Example:
+        >>> r = verify("standin-tiny").results[0]  # doctest: +SKIP
+        >>> r.waveform.snr_db, r.mcd_db, r.duration_change_s  # doctest: +SKIP
+        (inf, 0.0, 0.0)
+    """
+
+    case: Case
+    stages: dict[str, Comparison]
+    waveform: Comparison
+    samples_ref: list[int]
+    samples_candidate: list[int]
+    log_mel_db: float
+    mcd_db: float
+    official_batch_leak: float = 0.0
+    stages_alone: dict[str, Comparison] = field(default_factory=dict)
+    """Against a bundle: each candidate stage on the reference's inputs (`replay`)."""
+
+    @property
+    def duration_change_s(self) -> float:
+        """Largest |candidate - reference| item length, in seconds."""
+        return max(abs(a - b) for a, b in zip(self.samples_ref, self.samples_candidate)) / (
+            contract.SAMPLE_RATE)

@@ -1,11 +1,7 @@
-"""Engines reused within one scope of a process: `reuse_engines` keeps each engine it
-builds (keyed by the model's path and the preset) until the scope ends, so the readings a
-judgement makes (`tts_kit.fidelity.listening`, `tts_kit.precision.measure`) build the
-unconverted reference's engine once, not once per metric and recipe (about 1.5 CPU-s a
-Piper voice). Outside a scope, `engine` builds a fresh engine and closes it when done.
-
-Reuse changes no reading: every reading here passes its own seed, so an engine gives the
-same audio whether it is fresh or has read before.
+"""Engines reused within one scope: `reuse_engines` keeps each engine it builds (keyed by
+the model and the preset) until the scope ends, so a judgement builds the reference's
+engine once. Outside a scope, `engine` builds a fresh one and closes it when done. Every
+reading passes its own seed, so reuse changes no reading.
 
 Example:
     >>> with reuse_engines():  # doctest: +SKIP

@@ -6,8 +6,8 @@ count, graph fusions, batch padding (the floor), and another noise draw (a diffe
 waveform distances (SNR, log-mel, MCD, duration); `Floor.verdict` judges a candidate.
 
 Example:
-    >>> from tts_kit.fidelity.floor import VERDICTS
-    >>> VERDICTS[0]
+    >>> from tts_kit.fidelity.floor import FLOOR_READINGS
+    >>> FLOOR_READINGS[0]
     'within the floor'
 """
 
@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -29,16 +29,14 @@ from tts_kit.fidelity.audio_metrics import (
 )
 from tts_kit.fidelity.cases import (
     Case,
+    CaseResult,
     Comparison,
     _db,
     _engine,
-    _json_safe,
     _voices,
     default_cases,
+    json_safe,
 )
-
-if TYPE_CHECKING:
-    from tts_kit.fidelity.verify import CaseResult
 
 #: A companion text longer than every case text: batched with it, each case item is padded.
 PADDING_COMPANION = {
@@ -56,7 +54,7 @@ FLOOR_FACTOR = 2.0
 #: the candidate is nearer to an unrelated take than to the rendition it should reproduce.
 BROKEN_FRACTION = 0.5
 
-VERDICTS = ("within the floor", "audible risk", "broken")
+FLOOR_READINGS = ("within the floor", "audible risk", "broken")
 
 
 @dataclass
@@ -115,16 +113,11 @@ class Distances:
 class Floor:
     """What legitimately varies, measured: the scale a conversion is judged on.
 
-    ``runs`` holds the distances between two runs of the unconverted model that differ
-    only in what may legitimately differ (intra-op thread count; ONNX Runtime's graph
-    fusions, ``all`` against ``basic``: the same arithmetic in another order; batch
-    padding: each text alone, then batched beside a longer text), ``floor``
-    their worst; ``take`` the distance to another noise draw (another take of the same
-    text by the same model: a conversion that moves the audio this far has lost the
-    rendition it was meant to reproduce). Verdicts: ``broken`` when the log-mel distance
-    or MCD reaches `BROKEN_FRACTION` of another take's; ``within the floor`` when every
-    distance is within `FLOOR_FACTOR` of the floor's and the length change within the
-    floor's; ``audible risk`` between.
+    ``runs``: distances between two runs of the unconverted model that differ only in
+    what may (thread count, graph fusions, batch padding), ``floor`` their worst; ``take``:
+    the distance to another noise draw. `FLOOR_READINGS`: ``broken`` when the log-mel
+    distance or MCD reaches `BROKEN_FRACTION` of another take's; ``within the floor`` when
+    every distance is within `FLOOR_FACTOR` of the floor's; ``audible risk`` between.
 
     Example:
         >>> f = Floor({}, Distances(90.0, 0.01, 0.01, 0.0), Distances(0.5, 8.0, 9.0, 0.0))
@@ -163,7 +156,7 @@ class Floor:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        return _json_safe(asdict(self))
+        return json_safe(asdict(self))
 
 
 def _seeded_wavs(engine: Any, case: Case, seed_offset: int = 0,

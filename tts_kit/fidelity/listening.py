@@ -80,7 +80,7 @@ def judge_quality(reference: Any, candidate: Any, texts: Sequence[str] | None = 
         >>> judge_quality("standin-tiny", "standin-tiny-int8")["verdict"]  # doctest: +SKIP
         'broken'
     """
-    from tts_kit.fidelity.quality import measure
+    from tts_kit.fidelity.quality import quality_metrics
     from tts_kit.fidelity.quality_verdict import take_spread, verdict
 
     texts = tuple(texts or QUALITY_TEXTS)
@@ -96,8 +96,8 @@ def judge_quality(reference: Any, candidate: Any, texts: Sequence[str] | None = 
     else:
         ref, rate = _synth(reference, texts, 0)
     cand, _ = _synth(candidate, texts, 0)
-    m = measure(ref, cand, rate, ref_transcripts=spread.transcripts or None,
-                ref_dnsmos=spread.reference_dnsmos or None, skip=skip)
+    m = quality_metrics(ref, cand, rate, ref_transcripts=spread.transcripts or None,
+                        ref_dnsmos=spread.reference_dnsmos or None, skip=skip)
     v = verdict(m, spread)
     return {**v.to_dict(), "metrics": m.to_dict(), "spread": spread.to_dict(),
             "texts": list(texts), "notes": [*noise, *m.notes],

@@ -1,19 +1,10 @@
-"""Perceptual and intelligibility metrics (numpy in, numbers out), each from a well-kept
-library in the optional ``quality`` extra; an absent one is skipped with a one-line note.
+"""Perceptual and intelligibility metrics (numpy in, numbers out), each from a library in
+the optional ``quality`` extra; an absent one is skipped with a one-line note.
 
-- `pesq_wb`: PESQ wideband MOS-LQO, ITU-T P.862.2 (``pesq``), 1.04 (bad) .. 4.64 (equal);
-- `stoi`: short-time objective intelligibility, 0 .. 1 (``pystoi``);
-- `dnsmos`: the non-intrusive DNSMOS P.835 overall quality and the P.808 MOS, 1 .. 5,
-  from the ONNX models ``speechmos`` ships, run here by ONNX Runtime (``speechmos``' own
-  module imports librosa, about 500 MB with numba, for the P.808 model's mel features;
-  `p808_features` computes them with numpy, tested equal to librosa's, so neither
-  librosa nor speechmos' code is imported);
-- `transcribe` and `word_error_rate`: a recogniser inside a PyPI package (``pocketsphinx``
-  bundles an English acoustic model, language model and dictionary).
-
-All intrusive metrics compare the same texts read with the same noise, resampled to
-16 kHz (`to_16k`, ``scipy.signal.resample_poly``: scipy comes with pystoi). `measure` runs
-them all on lists of waveforms and returns a `QualityMetrics`.
+`pesq_wb` (PESQ-WB MOS-LQO), `stoi`, `dnsmos` (DNSMOS P.835 OVRL and P.808, ONNX models
+from ``speechmos`` run by ONNX Runtime, `p808_features` in numpy), `transcribe` and
+`word_error_rate` (``pocketsphinx``), all at 16 kHz (`to_16k`); `quality_metrics` runs them all
+and returns `QualityMetrics`.
 
 Example:
     >>> import numpy as np
@@ -319,10 +310,10 @@ def _mean(values: Sequence[float]) -> float:
     return statistics.fmean(finite) if finite else math.nan
 
 
-def measure(refs: Sequence[np.ndarray], cands: Sequence[np.ndarray], sample_rate: int, *,
-            ref_transcripts: Sequence[str] | None = None,
-            ref_dnsmos: Sequence[float] | None = None,
-            skip: Sequence[str] = ()) -> QualityMetrics:
+def quality_metrics(refs: Sequence[np.ndarray], cands: Sequence[np.ndarray],
+                    sample_rate: int, *, ref_transcripts: Sequence[str] | None = None,
+                    ref_dnsmos: Sequence[float] | None = None,
+                    skip: Sequence[str] = ()) -> QualityMetrics:
     """Every available metric of ``cands`` against ``refs`` (paired waveforms, the same
     texts and noise), averaged over the pairs. ``ref_transcripts`` and ``ref_dnsmos``: the
     reference's transcripts and DNSMOS OVRL when already known (saves measuring them
@@ -331,7 +322,7 @@ def measure(refs: Sequence[np.ndarray], cands: Sequence[np.ndarray], sample_rate
 
     Example:
         >>> x = [np.sin(np.linspace(0, 3000, 32000))]
-        >>> measure(x, x, 16000, skip=("pesq", "stoi", "dnsmos", "wer")).mcd_db
+        >>> quality_metrics(x, x, 16000, skip=("pesq", "stoi", "dnsmos", "wer")).mcd_db
         0.0
     """
     from tts_kit.fidelity.audio_metrics import mel_cepstral_distortion

@@ -1,31 +1,10 @@
 """Verdicts a listener would agree with: a conversion judged on a scale taken from the
-reference model itself, then on the metrics' published scales.
+reference model itself (`TakeSpread`: its own takes with other noise against take 0),
+then on the metrics' published scales (`VERDICT_TABLE`).
 
-The scale (`TakeSpread`): the unconverted model reads the same texts several times with
-different noise (seeds); take 0 is the reference, and each other take is measured against
-it like a candidate (`tts_kit.fidelity.quality.measure`). The worst of those is how far
-the model is from itself while still being itself.
-
-The verdict (`verdict`), first match wins:
-
-- **transparent**: on every measured metric the candidate (the same texts, seeds and noise
-  as take 0) is no further from take 0 than the reference's own takes are, and its WER is
-  not higher than theirs;
-- otherwise the worst band of `VERDICT_TABLE` (the metrics' published scales) over the
-  metrics: **acceptable**, **degraded** or **broken**.
-
-Each verdict names the metric that decided it (for *transparent*, the one closest to its
-limit).
-
-=============  ========  ====================  ====================  ======================
-metric         better    acceptable            degraded              source of the scale
-=============  ========  ====================  ====================  ======================
-pesq           higher    >= 3.0 (fair)         >= 2.0 (poor)         ITU-T P.862.2 MOS-LQO,
-                                                                     P.800 ACR labels
-stoi           higher    >= 0.90               >= 0.70               Taal et al. 2011
-wer_rise       lower     <= 0.10               <= 0.30               WER over the takes'
-dnsmos_drop    lower     <= 0.30               <= 0.70               DNSMOS P.835 OVRL MOS
-=============  ========  ====================  ====================  ======================
+`verdict`: **transparent** when on every measured metric the candidate is no further from
+take 0 than the reference's own takes are; otherwise the worst band over the metrics:
+**acceptable**, **degraded** or **broken**, naming the metric that decided it.
 
 Example:
     >>> spread = TakeSpread(QualityMetrics(pesq=1.8, stoi=0.55, wer=0.1, mcd_db=6.0,
@@ -44,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from tts_kit.fidelity.quality import QualityMetrics, dnsmos, measure, transcribe
+from tts_kit.fidelity.quality import QualityMetrics, dnsmos, quality_metrics, transcribe
 
 TRANSPARENT, ACCEPTABLE, DEGRADED, BROKEN = "transparent", "acceptable", "degraded", "broken"
 #: Verdicts from best to worst.
@@ -120,8 +99,8 @@ def take_spread(takes: Sequence[Sequence[np.ndarray]], sample_rate: int, *,
              if "wer" not in skip and "wer" not in absent else [])
     d_ref = ([dnsmos(w, sample_rate)["ovrl"] for w in takes[0]]
              if "dnsmos" not in skip and "dnsmos" not in absent else [])
-    per = [measure(takes[0], t, sample_rate, ref_transcripts=heard or None,
-                   ref_dnsmos=d_ref or None, skip=skip) for t in takes[1:]]
+    per = [quality_metrics(takes[0], t, sample_rate, ref_transcripts=heard or None,
+                           ref_dnsmos=d_ref or None, skip=skip) for t in takes[1:]]
     worst = QualityMetrics(notes=per[0].notes)
     for name, higher in _SPREAD_METRICS.items():
         vals = [getattr(m, name) for m in per]

@@ -1,40 +1,10 @@
 """`tts-kit verify`: does tts_kit's engine give the official package's audio on a bundle?
 
-Both pipelines get the same cases (texts in English and Korean, voices, flow steps,
-speed, batch size) and the same initial noise: the official ``supertonic`` package draws
-``np.random.randn(B, 144, L)`` from numpy's global generator, which this module seeds
-(and restores afterwards); tts_kit gets `tts_kit.models.supertonic.engine.OfficialNoise` with the
-same
-seed, which draws the same numbers from a private generator. Every stage's output is
-recorded on both sides (the official engine's four ONNX Runtime sessions are wrapped by
-recorders; tts_kit's through `tts_kit.models.supertonic.engine.Engine.add_stage_hook`), and
-compared:
-max absolute difference and SNR per stage, then the waveform (SNR, max absolute
-difference, length in samples, log-mel distance and mel-cepstral distortion with DTW
-alignment, `tts_kit.fidelity.audio_metrics`).
-
-``against`` is ``"official"`` or a second bundle directory; against a converted copy
-(FP16, INT8) of the same model the report is the conversion's fidelity report (the same
-cases and noise through tts_kit on both).
-
-What is compared, exactly:
-
-- The official package returns the vocoder's whole output (a multiple of 3072 samples);
-  it is trimmed to the official predicted duration, ``int(duration * 44100)`` samples,
-  as tts_kit trims its own.
-- The official engine vocodes a batch padded to its longest item. Its vocoder
-  de-normalises the latent before its first convolution, so the zero padding becomes a
-  non-zero signal that leaks into the last two latent frames (about 0.14 s) of every
-  shorter item: the official batch output of such an item is not its single-call output.
-  tts_kit vocodes each item unpadded (a batch equals the single calls). The reference
-  waveform of item ``b`` is therefore the official vocoder session run on item ``b``'s
-  own latent, as the official single call would; the leak itself is reported
-  (``official_batch_leak``) and does not count against the verdict.
-- Texts are read without tts_kit's normalisation (the official package has none), and
-  each text must fit one chunk (the official batch call does not chunk).
-
-The official package is given the model directory and ``auto_download=False``; it only
-reads there (a test runs it on a read-only copy and compares SHA-256s before and after).
+Both pipelines get the same cases (`tts_kit.fidelity.cases`) and the same initial noise
+(tts_kit through `tts_kit.models.supertonic.engine.OfficialNoise`); every stage's output
+and the waveform are compared (max abs difference, SNR, length, log-mel distance, MCD).
+``against`` is ``"official"`` or a second bundle directory (a converted copy: the
+conversion's fidelity report). What is compared exactly: docs/benchmarks.md.
 
 Example:
     >>> report = verify("models/supertonic-3")  # doctest: +SKIP
@@ -60,26 +30,17 @@ from tts_kit.fidelity.audio_metrics import (
     log_mel_distance,
     mel_cepstral_distortion,
 )
-from tts_kit.fidelity.cases import (  # noqa: F401  (re-exported)
-    TEXTS,
+from tts_kit.fidelity.cases import (
     Case,
+    CaseResult,
     Comparison,
     _db,
     _engine,
-    _json_safe,
     _voices,
     default_cases,
+    json_safe,
 )
-from tts_kit.fidelity.floor import (  # noqa: F401  (re-exported)
-    BROKEN_FRACTION,
-    FLOOR_FACTOR,
-    PADDING_COMPANION,
-    VERDICTS,
-    Distances,
-    Floor,
-    _seeded_wavs,
-    noise_floor,
-)
+from tts_kit.fidelity.floor import Distances, Floor, noise_floor
 
 #: Default tolerance: every stage and every waveform within this SNR of the reference ...
 MIN_SNR_DB = 60.0
@@ -89,6 +50,22 @@ MAX_ABS_DIFF = 1e-3
 MAX_LENGTH_DIFF_SAMPLES = 0
 
 OFFICIAL = "official"
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """What `verify` lets through: every stage's and waveform's SNR at least
+    ``min_snr_db``, no sample further than ``max_abs_diff``, item lengths within
+    ``max_length_diff`` samples.
+
+    Example:
+        >>> Tolerance(min_snr_db=40.0).max_abs_diff == MAX_ABS_DIFF
+        True
+    """
+
+    min_snr_db: float = MIN_SNR_DB
+    max_abs_diff: float = MAX_ABS_DIFF
+    max_length_diff: int = MAX_LENGTH_DIFF_SAMPLES
 
 #: What the reports call each stage's compared output.
 STAGE_OUTPUTS = {
@@ -113,34 +90,6 @@ class Trace:
     leak: float = 0.0  # official only: batch output vs single-item vocoding, max |diff|
     calls: list[tuple[str, dict[str, np.ndarray], np.ndarray]] = field(default_factory=list)
     """tts_kit with ``keep_calls``: every stage run's inputs and output, to replay."""
-
-
-@dataclass
-class CaseResult:
-    """A case's comparisons: per stage, the waveform, and what the ear would notice.
-
-    Example:
-        >>> r = verify("standin-tiny").results[0]  # doctest: +SKIP
-        >>> r.waveform.snr_db, r.mcd_db, r.duration_change_s  # doctest: +SKIP
-        (inf, 0.0, 0.0)
-    """
-
-    case: Case
-    stages: dict[str, Comparison]
-    waveform: Comparison
-    samples_ref: list[int]
-    samples_candidate: list[int]
-    log_mel_db: float
-    mcd_db: float
-    official_batch_leak: float = 0.0
-    stages_alone: dict[str, Comparison] = field(default_factory=dict)
-    """Against a bundle: each candidate stage on the reference's inputs (`replay`)."""
-
-    @property
-    def duration_change_s(self) -> float:
-        """Largest |candidate - reference| item length, in seconds."""
-        return max(abs(a - b) for a, b in zip(self.samples_ref, self.samples_candidate)) / (
-            contract.SAMPLE_RATE)
 
 
 @dataclass
@@ -267,7 +216,7 @@ class VerifyReport:
         out["distances"] = asdict(self.distances) if self.results else None
         out["verdict"] = self.verdict[0] if self.verdict else None
         out["floor_verdict"] = self.floor_verdict[0] if self.floor_verdict else None
-        return _json_safe(out)
+        return json_safe(out)
 
 
 # -- the two pipelines ----------------------------------------------------------------
@@ -440,9 +389,7 @@ def verify(
     against: str | os.PathLike[str] = OFFICIAL,
     cases: Sequence[Case] | None = None,
     threads: int | None = 1,
-    min_snr_db: float = MIN_SNR_DB,
-    max_abs_diff: float = MAX_ABS_DIFF,
-    max_length_diff: int = MAX_LENGTH_DIFF_SAMPLES,
+    tolerance: Tolerance | None = None,
     floor: bool = False,
     *,
     quality: bool = False,
@@ -458,7 +405,7 @@ def verify(
             reference, tts_kit on this one the candidate: a conversion's fidelity).
         cases: what to synthesise (default `default_cases` with the bundle's voices).
         threads: intra-op threads on both sides (1: reproducible; None: ORT's default).
-        min_snr_db, max_abs_diff, max_length_diff: the tolerance.
+        tolerance: what passes (default `Tolerance()`).
         floor: also measure the reference model's noise floor (`noise_floor`) and give
             the candidate a verdict against it (``report.floor_verdict``).
         quality: against a bundle directory, also the verdict a listener would agree
@@ -480,8 +427,9 @@ def verify(
                           "directory to compare with, not 'official' (a conformance check)")
     bundle = model if isinstance(model, Bundle) else Bundle.discover(model)
     cases = list(cases) if cases is not None else default_cases(_voices(bundle))
-    report = VerifyReport(str(bundle.path), str(against), [], min_snr_db, max_abs_diff,
-                          max_length_diff)
+    tol = tolerance or Tolerance()
+    report = VerifyReport(str(bundle.path), str(against), [], tol.min_snr_db, tol.max_abs_diff,
+                          tol.max_length_diff)
     mine = _engine(bundle.path, threads)
     if str(against) == OFFICIAL:
         tts = official_tts(bundle.path, threads)

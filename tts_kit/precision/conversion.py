@@ -1,36 +1,10 @@
 """FP16 and INT8 conversion of a bundle (or any ``.onnx`` file): atomic output, checked.
 
-Tools:
-
-* FP16: ``onnxruntime.transformers.float16.convert_float_to_float16``. It is the
-  ``onnxconverter_common`` algorithm (the file says so) maintained inside ONNX Runtime,
-  with fixes for Resize/GroupNorm mixed inputs and opset-aware blocking, and it ships with
-  the ``onnxruntime`` wheel we already depend on, so no extra dependency. ``keep_io_types``
-  keeps float32 graph inputs and outputs (Casts inside the graph), so callers need not
-  change; the engine casts for graphs converted without it.
-* INT8: ``onnxruntime.quantization.quantize_dynamic`` with signed 8-bit weights
-  (``QInt8``, per output channel) for ``MatMul`` with a constant weight (the ConvNeXt
-  pointwise layers and every linear layer), ``Conv`` (depthwise and ordinary convs, as
-  ``ConvInteger``) and ``Gather`` (the character embeddings). Activations are quantised
-  at run time (``DynamicQuantizeLinear``, uint8), which is what the CPU provider's
-  ``MatMulInteger``/``ConvInteger`` kernels take. Weights under
-  `INT8_MIN_WEIGHT_ELEMENTS` elements stay float: each quantised op adds four to five
-  nodes plus a scale and zero point, more bytes and more time than a small weight saves.
-
-Safety: the destination must not exist (or be an empty directory); the output is built in
-a temporary directory beside it (`tts_kit.core.atomic`: removed on any failure, Ctrl-C, SIGTERM
-or SIGHUP), checked (it opens as a `tts_kit.Bundle`, every converted graph opens in ONNX
-Runtime), and renamed into place only when complete. The source is only ever read: the
-INT8 quantiser, whose shape inference writes ``<graph>-inferred.onnx`` beside the graph it
-is given, gets a private copy in a scratch directory. The source is hashed (SHA-256,
-every regular file) before and after; a change is an error. Only regular files are
-copied: a symbolic link among the other files (``README -> ~/.ssh/...``) is skipped with a
-note, and a link in place of a file the layout needs is refused, so a crafted bundle
-cannot pull a file from outside into an output a user may pass on. Voice styles and JSON
-files are copied; ``tts.json`` gains a ``tts_kit_precision`` record of the conversion.
-
-What `convert` measures afterwards is `tts_kit.precision.measure`'s; a single ``.onnx``
-file is instead compared with its source on random inputs here (`random_feeds`).
+FP16: ONNX Runtime's ``convert_float_to_float16`` (float32 inputs and outputs kept);
+INT8: ``quantize_dynamic`` (QInt8 per channel on MatMul, Conv, Gather weights of at least
+`INT8_MIN_WEIGHT_ELEMENTS` elements). The output is built aside (`tts_kit.core.atomic`),
+checked and renamed into place; the source is only read and hashed before and after;
+symbolic links are never copied. The tools and the safety rules: docs/benchmarks.md.
 
 Example:
     >>> from tts_kit.precision import convert
@@ -41,12 +15,13 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
 import warnings
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +34,13 @@ from tts_kit.core.errors import TtsKitError
 from tts_kit.fidelity.audio_metrics import snr_db
 from tts_kit.fidelity.engine_reuse import reuse_engines
 from tts_kit.fidelity.listening import judge_quality
+from tts_kit.precision.conversion_report import (
+    ConversionReport,
+    ConvertSpec,
+    StageReport,
+    check_target,
+)
+from tts_kit.precision.evaluate import judge_against_floor, measure_conversion
 from tts_kit.precision.graphs import (  # noqa: F401  (re-exported: the conversion API)
     INT8_MIN_WEIGHT_ELEMENTS,
     INT8_OP_TYPES,
@@ -77,36 +59,24 @@ from tts_kit.precision.graphs import (  # noqa: F401  (re-exported: the conversi
     sha256_file,
     sha256_tree,
 )
-from tts_kit.precision.measure import judge_against_floor, measure_conversion
 from tts_kit.precision.piper_conversion import (  # noqa: F401
     PIPER_RECIPES,
     convert_piper,
     piper_fidelity,
 )
-from tts_kit.precision.records import ConversionReport, StageReport, check_target
 from tts_kit.precision.verdict_file import VERDICT_FILE, save_verdict
 
 
 def convert(
     src: str | os.PathLike[str],
     dst: str | os.PathLike[str],
-    *,
-    to: str = "fp16",
-    stages: Iterable[str] | None = None,
-    keep_io_types: bool = True,
-    op_block_list: Sequence[str] | None = None,
-    measure: bool | str = True,
-    texts: Sequence[str] | None = None,
-    providers: Sequence[str] | None = None,
-    seed: int = 0,
-    steps: int = contract.DEFAULT_STEPS,
-    repeats: int = 3,
-    lang: str = "en",
-    preset: Any = None,
-    recipe: str | None = None,
-    floor: bool | None = None, quality: bool | None = None,
+    spec: ConvertSpec | None = None,
+    **options: Any,
 ) -> ConversionReport:
     """Convert a bundle or one ``.onnx`` file to FP16 or INT8 and report what it changed.
+
+    The options are a `ConvertSpec` (``spec``), or its fields as keywords (``to="int8"``,
+    ``measure=False``, ...), which override the spec's.
 
     Args:
         src: a bundle directory, or a single ``.onnx`` file (any model).
@@ -132,7 +102,7 @@ def convert(
             `tts_kit.precision.recipes.RECIPES`). Every INT8 stage written gets a
             `kernel_report` (does ONNX Runtime really run integer kernels?).
         floor: also judge the result against the source's noise floor on the CPU
-            (`tts_kit.precision.measure.judge_against_floor`: ``report.judgement``).
+            (`tts_kit.precision.evaluate.judge_against_floor`: ``report.judgement``).
             Default: when ``measure`` is set and the CPU is among ``providers``.
         quality: also judge as a listener would (``report.quality``); default: as ``floor``.
 
@@ -149,25 +119,20 @@ def convert(
         >>> r.stages["vocoder"].ops  # doctest: +SKIP
         {'Conv': 13, 'MatMul': 20}
     """
+    spec = dataclasses.replace(spec or ConvertSpec(), **options)
     model = _open_source(src)
     if model is not None and len(model.stages) == 1:
         # One graph (a Piper voice): `convert_piper`, with the recipes that mean something there.
-        return _keep_verdict(_convert_one_graph(
-            src, dst, model, to=to, stages=stages, keep_io_types=keep_io_types,
-            op_block_list=op_block_list, measure=measure, texts=texts, seed=seed,
-            recipe=recipe, floor=floor, quality=quality))
-    plan, to, stages = _apply_recipe(recipe, to, stages)
-    src_p, dst_p, kind, bundle, chosen, links = _check_job(src, dst, model, to=to, stages=stages,
-                                                           measure=measure)
+        return _keep_verdict(_convert_one_graph(src, dst, model, spec))
+    plan, to, stages = _apply_recipe(spec.recipe, spec.to, spec.stages)
+    spec = dataclasses.replace(spec, to=to, stages=stages)
+    src_p, dst_p, kind, bundle, chosen, links = _check_job(src, dst, model, spec)
     t0 = time.perf_counter()
-    report = _new_report(kind, src_p, dst_p, to=to, chosen=chosen, keep_io_types=keep_io_types,
-                         op_block_list=op_block_list, recipe=recipe, plan=plan)
+    report = _new_report(kind, src_p, dst_p, chosen, spec, plan)
     _note_links(report, links)
-    _write_output(report, bundle, plan, keep_io_types=keep_io_types, op_block_list=op_block_list)
+    _write_output(report, bundle, plan, spec)
     report.convert_s = time.perf_counter() - t0
-    _measure_result(report, measure=measure, texts=texts, providers=providers, seed=seed,
-                    steps=steps, repeats=repeats, lang=lang, preset=preset, floor=floor,
-                    quality=quality)
+    _measure_result(report, spec)
     return _keep_verdict(report)
 
 
@@ -199,24 +164,19 @@ def _check_measure(measure: Any) -> None:
         raise TtsKitError(f"measure must be True, False or 'fidelity', got {measure!r}")
 
 
-def _convert_one_graph(
-    src: str | os.PathLike[str], dst: str | os.PathLike[str], model: Any, *, to: str,
-    stages: Iterable[str] | None, keep_io_types: bool, op_block_list: Sequence[str] | None,
-    measure: bool | str, texts: Sequence[str] | None, seed: int, recipe: str | None,
-    floor: bool | None, quality: bool | None = None,
-) -> ConversionReport:
+def _convert_one_graph(src: str | os.PathLike[str], dst: str | os.PathLike[str], model: Any,
+                       spec: ConvertSpec) -> ConversionReport:
     """`convert` for a model of one graph (a Piper voice): `convert_piper`, then the floor."""
-    if stages is not None and list(stages) != list(model.stages):
+    if spec.stages is not None and list(spec.stages) != list(model.stages):
         raise TtsKitError(f"this model has one stage, {list(model.stages)[0]!r}; drop stages")
-    _check_measure(measure)
-    report = convert_piper(src, dst, to, keep_io_types=keep_io_types,
-                           op_block_list=op_block_list, measure=bool(measure), texts=texts,
-                           seed=seed, recipe=recipe)
+    _check_measure(spec.measure)
+    measure = bool(spec.measure)
+    report = convert_piper(src, dst, dataclasses.replace(spec, measure=measure))
     with reuse_engines():  # the floor's distances and the quality read the same two engines
-        if floor if floor is not None else bool(measure):
+        if spec.floor if spec.floor is not None else measure:
             report.judgement = judge_against_floor(src, report.dst, report.texts or None)
-        if _wanted(quality, floor, bool(measure)):
-            report.quality = judge_quality(src, report.dst, texts)
+        if _wanted(spec.quality, spec.floor, measure):
+            report.quality = judge_quality(src, report.dst, spec.texts)
     return report
 
 
@@ -293,15 +253,15 @@ def _choose_stages(kind: str, src_p: Path, stages: Iterable[str] | None, model: 
     return bundle, chosen, _check_links(src_p, bundle)
 
 
-def _new_report(kind: str, src_p: Path, dst_p: Path, *, to: str, chosen: list[str],
-                keep_io_types: bool, op_block_list: Sequence[str] | None,
-                recipe: str | None, plan: dict[str, str] | None) -> ConversionReport:
+def _new_report(kind: str, src_p: Path, dst_p: Path, chosen: list[str], spec: ConvertSpec,
+                plan: dict[str, str] | None) -> ConversionReport:
     """The report of a conversion about to start: options, and the source's hashes."""
+    to, recipe = spec.to, spec.recipe
     report = ConversionReport(
         kind=kind, src=str(src_p), dst=str(dst_p), to=to, converted=chosen, tool=_tool(to),
         options={
-            "keep_io_types": keep_io_types,
-            "op_block_list": list(op_block_list or []),
+            "keep_io_types": spec.keep_io_types,
+            "op_block_list": list(spec.op_block_list or []),
             **({"int8": {"weight_type": "QInt8", "per_channel": True,
                          "op_types": list(INT8_OP_TYPES),
                          "min_weight_elements": INT8_MIN_WEIGHT_ELEMENTS,
@@ -317,28 +277,25 @@ def _new_report(kind: str, src_p: Path, dst_p: Path, *, to: str, chosen: list[st
     return report
 
 
-def _check_job(src: str | os.PathLike[str], dst: str | os.PathLike[str], model: Any, *, to: str,
-               stages: Iterable[str] | None, measure: bool | str
-               ) -> tuple[Path, Path, str, Any, list[str], list[str]]:
+def _check_job(src: str | os.PathLike[str], dst: str | os.PathLike[str], model: Any,
+               spec: ConvertSpec) -> tuple[Path, Path, str, Any, list[str], list[str]]:
     """Every check before any work: (source, destination, kind, bundle, stages, links)."""
-    check_target(to)
-    _check_measure(measure)
+    check_target(spec.to)
+    _check_measure(spec.measure)
     src_p, dst_p, kind = _source_and_kind(src, dst)
-    bundle, chosen, links = _choose_stages(kind, src_p, stages, model)
+    bundle, chosen, links = _choose_stages(kind, src_p, spec.stages, model)
     _check_dst_free(dst_p, kind)
     return src_p, dst_p, kind, bundle, chosen, links
 
 
-def _write_output(report: ConversionReport, bundle: Any, plan: dict[str, str] | None, *,
-                  keep_io_types: bool, op_block_list: Sequence[str] | None) -> None:
+def _write_output(report: ConversionReport, bundle: Any, plan: dict[str, str] | None,
+                  spec: ConvertSpec) -> None:
     """Convert and write the output the report describes (atomically; checked)."""
-    src_p, dst_p = Path(report.src), Path(report.dst)
-    dst_p.parent.mkdir(parents=True, exist_ok=True)
+    Path(report.dst).parent.mkdir(parents=True, exist_ok=True)
     if report.kind == "bundle":
-        _convert_bundle(bundle, src_p, dst_p, report.to, report.converted, keep_io_types,
-                        op_block_list, report, plan)
+        _convert_bundle(bundle, report, plan, spec)
     else:
-        _convert_file(src_p, dst_p, report.to, keep_io_types, op_block_list, report)
+        _convert_file(report, spec)
 
 
 def _note_links(report: ConversionReport, skipped_links: list[str]) -> None:
@@ -348,12 +305,10 @@ def _note_links(report: ConversionReport, skipped_links: list[str]) -> None:
         warnings.warn(note, stacklevel=3)  # at `convert`'s caller
 
 
-def _measure_result(report: ConversionReport, *, measure: bool | str,
-                    texts: Sequence[str] | None, providers: Sequence[str] | None, seed: int,
-                    steps: int, repeats: int, lang: str, preset: Any,
-                    floor: bool | None, quality: bool | None = None) -> None:
+def _measure_result(report: ConversionReport, spec: ConvertSpec) -> None:
     """`convert`'s measurements of the written result (see ``measure`` and ``floor``)."""
     src_p, dst_p = Path(report.src), Path(report.dst)
+    measure, providers, floor = spec.measure, spec.providers, spec.floor
     if report.kind == "onnx":
         if measure:
             report.measured = True
@@ -361,24 +316,21 @@ def _measure_result(report: ConversionReport, *, measure: bool | str,
         return
     if measure:
         report.measured = True
-        measure_conversion(report, texts, providers, seed, steps, repeats, lang, preset,
-                           runs=measure is True)
+        measure_conversion(report, spec.measurement, providers, runs=measure is True)
     # The floor is measured on the CPU: by default only when the CPU is among the providers.
     cpu = providers is None or "CPUExecutionProvider" in providers
     if floor if floor is not None else bool(measure) and cpu:
         report.judgement = judge_against_floor(src_p, dst_p)
-    if _wanted(quality, floor, bool(measure) and cpu):
-        report.quality = judge_quality(src_p, dst_p, texts)
+    if _wanted(spec.quality, floor, bool(measure) and cpu):
+        report.quality = judge_quality(src_p, dst_p, spec.texts)
 
 
-def _convert_bundle(
-    bundle: Any, src_p: Path, dst_p: Path, to: str, chosen: list[str], keep_io_types: bool,
-    op_block_list: Sequence[str] | None, report: ConversionReport,
-    plan: dict[str, str] | None = None,
-) -> None:
+def _convert_bundle(bundle: Any, report: ConversionReport, plan: dict[str, str] | None,
+                    spec: ConvertSpec) -> None:
     from tts_kit.models.supertonic.bundle import Bundle
     from tts_kit.precision.recipes import kernel_report
 
+    src_p, dst_p, to, chosen = Path(report.src), Path(report.dst), report.to, report.converted
     # An existing empty directory (a mount point) is filled, the config's folder last.
     with atomic.atomic_dir(dst_p, last=Path(contract.CONFIG_FILE).parts[0]) as tmp:
         graph_files = {contract.GRAPHS[s].path for s in chosen}
@@ -395,8 +347,7 @@ def _convert_bundle(
             method = (plan or {}).get(stage, to) if stage in chosen else "copy"
             kernels = None
             if stage in chosen:
-                ops, kept = _convert_stage(method, info.path, out, to, keep_io_types,
-                                           op_block_list, src_p, tmp)
+                ops, kept = _convert_stage(method, info.path, out, spec, src_p, tmp)
                 sess = _open_check(out)  # fails here, not in the user's engine
                 del sess
                 if method != "fp16":  # does it run integer kernels, or float after all?
@@ -429,10 +380,8 @@ def _convert_bundle(
         _check_finished(report, src_p, dst_p)
 
 
-def _convert_stage(
-    method: str, src: Path, out: Path, to: str, keep_io_types: bool,
-    op_block_list: Sequence[str] | None, src_bundle: Path, tmp: Path,
-) -> tuple[dict[str, int], int]:
+def _convert_stage(method: str, src: Path, out: Path, spec: ConvertSpec, src_bundle: Path,
+                   tmp: Path) -> tuple[dict[str, int], int]:
     """Convert one stage's graph by a recipe method (`tts_kit.precision.recipes.METHODS`).
 
     ``tmp`` is the output bundle being built: stages are converted in pipeline order, so
@@ -441,12 +390,12 @@ def _convert_stage(
     from tts_kit.precision import recipes
 
     if method in ("fp16", "int8"):
-        return _convert_graph(src, out, method, keep_io_types, op_block_list)
+        return _convert_graph(src, out, method, spec.keep_io_types, spec.op_block_list)
     if method == "int8-pw":
         from tts_kit.precision.pointwise import convert_int8_pw
 
         with atomic.scratch_dir(out) as scratch:
-            return convert_int8_pw(src, out, scratch, op_block_list)
+            return convert_int8_pw(src, out, scratch, spec.op_block_list)
     with atomic.scratch_dir(out) as scratch, _without_preprocess_advice():
         if method == "int8-matmul+w8conv":
             info = recipes.convert_sherpa_vector_estimator(src, out, scratch, _save_model)
@@ -474,13 +423,11 @@ def _check_finished(report: ConversionReport, src_p: Path, dst_p: Path) -> None:
     _check_dst_free(dst_p, report.kind)  # someone may have created it meanwhile
 
 
-def _convert_file(
-    src_p: Path, dst_p: Path, to: str, keep_io_types: bool, op_block_list: Sequence[str] | None,
-    report: ConversionReport,
-) -> None:
+def _convert_file(report: ConversionReport, spec: ConvertSpec) -> None:
+    src_p, dst_p, to = Path(report.src), Path(report.dst), report.to
     # replace=False: a file that appears at dst meanwhile is never overwritten.
     with atomic.atomic_file(dst_p, replace=False, suffix=".onnx") as tmp:
-        ops, kept = _convert_graph(src_p, tmp, to, keep_io_types, op_block_list)
+        ops, kept = _convert_graph(src_p, tmp, to, spec.keep_io_types, spec.op_block_list)
         del ops  # reported below
         sess = _open_check(tmp)
         del sess

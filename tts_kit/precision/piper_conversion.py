@@ -9,6 +9,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import time
@@ -18,6 +19,15 @@ from typing import Any
 
 from tts_kit.core import atomic
 from tts_kit.core.errors import TtsKitError
+from tts_kit.precision.conversion_report import (
+    MAX_LOG_MEL_DB,
+    MIN_SNR_DB,
+    ConversionReport,
+    ConvertSpec,
+    Fidelity,
+    StageReport,
+    check_target,
+)
 from tts_kit.precision.graphs import (
     PRECISION_KEY,
     _check_dst_free,
@@ -28,14 +38,6 @@ from tts_kit.precision.graphs import (
     _open_check,
     _tool,
     sha256_file,
-)
-from tts_kit.precision.records import (
-    MAX_LOG_MEL_DB,
-    MIN_SNR_DB,
-    ConversionReport,
-    Fidelity,
-    StageReport,
-    check_target,
 )
 
 #: Recipes for a Piper voice (one graph): recipe -> (target, node-name prefixes kept float).
@@ -65,14 +67,8 @@ PIPER_RECIPES: dict[str, tuple[str, tuple[str, ...]]] = {
 def convert_piper(
     src: str | os.PathLike[str],
     dst: str | os.PathLike[str],
-    to: str = "fp16",
-    *,
-    keep_io_types: bool = True,
-    op_block_list: Sequence[str] | None = None,
-    measure: bool = True,
-    texts: Sequence[str] | None = None,
-    seed: int = 0,
-    recipe: str | None = None,
+    spec: ConvertSpec | None = None,
+    **options: Any,
 ) -> ConversionReport:
     """Convert a Piper voice (`tts_kit.models.piper`) into a new voice directory.
 
@@ -87,16 +83,21 @@ def convert_piper(
     same seed, so the same noise, and the waveforms are compared (SNR, log-mel distance,
     length), on the CPU, in this process. Memory and latency: ``tts-kit tune --model DST``.
 
-    ``recipe``: one of `PIPER_RECIPES` instead of ``to`` (``int8-dp32``: INT8 with the
-    duration predictor kept float).
+    The options are `tts_kit.precision.convert`'s (a `ConvertSpec`, or its fields as
+    keywords); of them a voice reads ``to``, ``keep_io_types``, ``op_block_list``,
+    ``measure``, ``texts``, ``seed`` and ``recipe``: one of `PIPER_RECIPES` instead of
+    ``to`` (``int8-dp32``: INT8 with the duration predictor kept float).
 
     Example:
-        >>> r = convert_piper("piper:joe-us", "joe-fp16", "fp16")  # doctest: +SKIP
+        >>> r = convert_piper("piper:joe-us", "joe-fp16", to="fp16")  # doctest: +SKIP
         >>> r.fidelity["CPUExecutionProvider"].passed  # doctest: +SKIP
         True
     """
     from tts_kit.models.resolve import open_model
 
+    spec = dataclasses.replace(spec or ConvertSpec(), **options)
+    to, recipe, op_block_list, texts, seed = (spec.to, spec.recipe, spec.op_block_list,
+                                              spec.texts, spec.seed)
     keep_float: tuple[str, ...] = ()
     if recipe is not None:
         if recipe not in PIPER_RECIPES:
@@ -122,7 +123,7 @@ def convert_piper(
         kind="piper", src=str(bundle.name if bundle.name.startswith("piper:")
                               else bundle.model_file),
         dst=str(dst_p), to=to, converted=[STAGE], tool=_tool(to),
-        options={"keep_io_types": keep_io_types, "op_block_list": list(op_block_list or []),
+        options={"keep_io_types": spec.keep_io_types, "op_block_list": list(op_block_list or []),
                  **({"keep_float_prefixes": list(keep_float)} if keep_float else {})},
         source_sha256=before, recipe=recipe or "",
     )
@@ -130,7 +131,7 @@ def convert_piper(
     _write_voice(bundle, dst_p, report, files=files, extra=extra,
                  keep_float=keep_float, op_block_list=op_block_list, as_file=as_file)
     report.convert_s = time.perf_counter() - t0
-    if measure:
+    if spec.measure:
         report.measured = True
         report.fidelity["CPUExecutionProvider"] = piper_fidelity(
             bundle, dst_p, to, texts=texts, seed=seed)
@@ -246,7 +247,7 @@ def _quantize_sherpa_piper(src: Path, dst: Path) -> tuple[dict[str, int], int]:
 
 
 def _piper_texts() -> list[str]:
-    from tts_kit.precision.measure import DEFAULT_TEXTS
+    from tts_kit.precision.evaluate import DEFAULT_TEXTS
 
     return list(DEFAULT_TEXTS)
 

@@ -1,23 +1,8 @@
 """Pointwise convolutions as matrix multiplies, so dynamic INT8 runs integer GEMM kernels.
 
-A 1-D ``Conv`` with kernel size 1 (no groups, stride 1, no padding) on ``[B, Cin, T]`` is
-``W[Cout, Cin] @ x`` at every time step: a matrix multiply in disguise. ONNX Runtime's
-dynamic quantiser turns ``MatMul`` with a constant weight into ``MatMulInteger`` (fused to
-``DynamicQuantizeMatMul`` on load, ONNX Runtime's integer GEMM), but ``Conv`` only into
-``ConvInteger``, which the CPU provider runs as a slow im2col loop.
-`pointwise_to_matmul` rewrites each such convolution as::
-
-    Transpose(x, [0, 2, 1]) -> MatMul(., W^T[Cin, Cout]) -> Add(., bias) -> Transpose([0, 2, 1])
-
-The weight goes second (the quantiser's ``MatMulConstBOnly`` quantises only a constant B);
-the transposes are cheap beside the product, and ONNX Runtime's optimiser cancels a
-trailing one against the graph's own next ``Transpose`` (the vocoder's head). The numbers
-are the same up to float summation order (`tests/test_pointwise.py`).
-
-The rewritten INT8 method (``int8-pw`` in `tts_kit.precision.recipes`) then quantises only
-``MatMul`` and ``Gather`` weights: the depthwise and wide-kernel convolutions stay float,
-because ``ConvInteger`` was measured slower than float ``Conv`` (`bench/precision.py
---stage-speed`).
+`pointwise_to_matmul` rewrites each 1-D ``Conv`` of kernel size 1 (no groups, stride 1,
+no padding) as ``Transpose -> MatMul(., W^T) -> Add(bias) -> Transpose``; the ``int8-pw``
+recipe then quantises only MatMul and Gather weights. Why: docs/benchmarks.md.
 
 Example:
     >>> from onnx import helper, numpy_helper, TensorProto

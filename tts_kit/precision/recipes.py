@@ -1,31 +1,9 @@
-"""Per-stage precision recipes, and whether an INT8 graph really runs integer kernels.
+"""Per-stage precision recipes (`RECIPES`), and whether an INT8 graph really runs integer
+kernels (`kernel_report`: the graph as ONNX Runtime optimises it, counted by kernel).
 
-A recipe says, stage by stage, how to convert a bundle (`RECIPES`):
-
-- ``fp16``: every stage FP16 (ONNX Runtime's converter, float32 inputs and outputs kept);
-- ``int8``: every stage dynamic INT8 (`tts_kit.precision.conversion`: MatMul, Conv and
-  Gather weights, per output channel; activations quantised at run time);
-- ``int8-dp32``: the same, with the duration predictor kept FP32 (3 MB: a chunk whose
-  predicted length moves across a latent frame boundary changes the whole waveform);
-- ``int8-pw``: pointwise convolutions rewritten as MatMul (`tts_kit.precision.pointwise`),
-  then dynamic INT8 of MatMul and Gather weights only (integer GEMM; no ``ConvInteger``);
-- ``sherpa-int8``: the recipe sherpa-onnx publishes for Supertonic
-  (``scripts/supertonic/convert.py`` in k2-fsa/sherpa-onnx): duration predictor and text
-  encoder FP32; vector estimator dynamic INT8 on MatMul/Gemm (per tensor, QInt8), then its
-  convolution weights stored INT8 with a ``DequantizeLinear`` in front (per output
-  channel, symmetric), except the last `SHERPA_VE_FLOAT_CONVS`; vocoder static INT8 in QDQ
-  form on its convolutions (activations QUInt8, weights QInt8 per channel, reduced range,
-  percentile calibration) with calibration latents taken from the INT8 vector estimator's
-  outputs, its last `SHERPA_VOCODER_FLOAT_CONVS` convolutions left out of the static
-  quantisation (their weights then get the same weight-only ``DequantizeLinear``).
-
-Weight-only ``DequantizeLinear`` shrinks the file, but the convolution it feeds still runs
-in float: ONNX Runtime folds the constant ``DequantizeLinear`` at load time (the float
-weight is rebuilt in memory) or runs it on every call. `kernel_report` loads a graph with
-ONNX Runtime's optimisations, saves the optimised graph in a scratch directory and counts
-what will run: integer kernels (``MatMulInteger``, ``ConvInteger``,
-``DynamicQuantizeMatMul``, ``QLinearConv``, ...), float ``Conv``/``MatMul``/``Gemm``, and
-``DequantizeLinear`` of a constant weight that survived into the optimised graph.
+``fp16``, ``int8``, ``int8-dp32`` (duration predictor kept FP32), ``int8-pw`` (pointwise
+convolutions as MatMul, `tts_kit.precision.pointwise`) and ``sherpa-int8`` (sherpa-onnx's
+recipe for Supertonic). What each does, stage by stage: docs/benchmarks.md.
 
 Example:
     >>> sorted(RECIPES)

@@ -1,12 +1,6 @@
-"""The listener's verdict of a conversion, kept beside the converted copy.
-
-`tts_kit.precision.convert` judges a copy after it is in place (the metrics need the copy
-to load), so the verdict cannot travel inside the copy's ``tts.json``. It is written, in
-one atomic step, to ``tts_kit_verdict.json`` inside a converted directory, or to
-``<file>.verdict.json`` beside a converted single graph (a Piper voice written as a file).
-The copy is the command's own output, never the user's source. Whoever measures the copy
-later (`tts-kit report`, `tts-kit info`) reads it with `read_verdict` and shows which
-conversion it measures and how it was judged.
+"""The listener's verdict of a conversion, kept beside the converted copy: written
+atomically to ``tts_kit_verdict.json`` in a converted directory (``<file>.verdict.json``
+beside a single graph), read back by `read_verdict` (`tts-kit report`, `tts-kit info`).
 
 Example:
     >>> import tempfile

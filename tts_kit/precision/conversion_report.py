@@ -4,7 +4,7 @@
 provider), `Fidelity` (a converted bundle against FP32, with its verdict) and
 `ConversionReport` (all of it, with `ConversionReport.table` and JSON `save`/`load`);
 `format_runs` prints measurements with ratios to FP32. Data only: nothing here converts
-or measures (`tts_kit.precision.convert`, `tts_kit.precision.measure` do).
+or measures (`tts_kit.precision.convert`, `tts_kit.precision.evaluate` do).
 
 Example:
     >>> f = Fidelity("CPUExecutionProvider", waveform_snr_db=12.0, log_mel_distance_db=0.5,
@@ -59,6 +59,58 @@ def check_target(to: str) -> None:
 
 
 # -- records ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MeasureSpec:
+    """What the measurements synthesise: texts (default `tts_kit.precision.DEFAULT_TEXTS`;
+    text ``i`` gets noise seed ``seed + i``), flow steps, timed repeats per text, language,
+    and the session preset (name or `SessionPreset`; default ``supertonic-default``).
+
+    Example:
+        >>> MeasureSpec(steps=2).repeats
+        3
+    """
+
+    texts: Sequence[str] | None = None
+    seed: int = 0
+    steps: int = contract.DEFAULT_STEPS
+    repeats: int = 3
+    lang: str = "en"
+    preset: Any = None
+
+
+@dataclass(frozen=True)
+class ConvertSpec:
+    """What `tts_kit.precision.convert` does: the target and its options, what it measures
+    afterwards, and on what (the parameters of `tts_kit.precision.convert`).
+
+    Example:
+        >>> ConvertSpec(to="int8", measure=False).measurement.steps == contract.DEFAULT_STEPS
+        True
+    """
+
+    to: str = "fp16"
+    stages: Sequence[str] | None = None
+    keep_io_types: bool = True
+    op_block_list: Sequence[str] | None = None
+    measure: bool | str = True
+    texts: Sequence[str] | None = None
+    providers: Sequence[str] | None = None
+    seed: int = 0
+    steps: int = contract.DEFAULT_STEPS
+    repeats: int = 3
+    lang: str = "en"
+    preset: Any = None
+    recipe: str | None = None
+    floor: bool | None = None
+    quality: bool | None = None
+
+    @property
+    def measurement(self) -> MeasureSpec:
+        """The measurement part, for `tts_kit.precision.evaluate`."""
+        return MeasureSpec(self.texts, self.seed, self.steps, self.repeats, self.lang,
+                           self.preset)
 
 
 @dataclass
@@ -327,7 +379,7 @@ class ConversionReport:
     """The per-stage recipe (`tts_kit.precision.recipes.RECIPES`), when one was used."""
     judgement: dict[str, Any] = field(default_factory=dict)
     """The result against the source's measured noise floor (``verdict``, ``reasons``,
-    ``distances``, ``floor``, ``take``, ``runs``; `tts_kit.precision.measure.judge_against_floor`);
+    ``distances``, ``floor``, ``take``, ``runs``; `tts_kit.precision.evaluate.judge_against_floor`);
     empty when not measured."""
     quality: dict[str, Any] = field(default_factory=dict)
     """The verdict a listener would agree with (``verdict``: transparent, acceptable,
@@ -481,7 +533,7 @@ class ConversionReport:
 
 
 def _num(v: Any) -> float:
-    # JSON-safe distances: None is NaN, "inf" is infinity (`tts_kit.fidelity.verify._json_safe`).
+    # JSON-safe distances: None is NaN, "inf" is infinity (`tts_kit.fidelity.cases.json_safe`).
     return math.nan if v is None else float(v)
 
 

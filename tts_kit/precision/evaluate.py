@@ -1,27 +1,10 @@
-"""Measure precisions: size, memory and latency in isolated processes, and fidelity to FP32.
+"""Measure precisions: memory and latency in isolated processes, and fidelity to FP32.
 
-Why measure instead of quoting "FP16 saves 40 %": on the CPU provider most operators have
-no FP16 kernel, so ONNX Runtime inserts Casts back to FP32 at load time; the file halves,
-the resident memory may not, and latency often grows. On CUDA, FP16 runs natively. The
-report records what happened on this machine. On the full stand-in on a 2-core x86 CPU
-(``bench/precision.py``), FP16 halved the files but not the memory (load RSS x1.01) and
-was 1.5x slower; INT8 cut load RSS to 0.29x and peak RSS to 0.40x at about the same
-speed. INT8 of the duration predictor moved one chunk's length across a latent frame
-boundary, which changes the noise and so the whole waveform (the fidelity check flags it);
-with the duration predictor kept FP32 (3 MB), INT8 kept 31 dB SNR.
-
-- `measure_bundle`: one bundle on one provider in a fresh process
-  (`tts_kit.runtime.measure.run_isolated`): load RSS, peak RSS, p50 latency and, on CUDA, GPU
-  memory (`tts_kit.runtime.devices.gpu_memory_mb`).
-- `fidelity`: a converted bundle against FP32 in this process. A stage hook
-  (`tts_kit.models.supertonic.engine.Engine.add_stage_hook`) records the FP32 inputs and output of
-  every
-  stage run, and each converted stage replays them
-  (`tts_kit.models.supertonic.engine.Engine.run_stage`),
-  so each is judged on identical inputs; then both synthesise end to end (same texts,
-  seeds and noise) and their waveforms are compared (`tts_kit.fidelity.audio_metrics`).
-- `fidelity_isolated`: the same in a fresh process on a chosen provider.
-- `measure_conversion`: all of it for a `ConversionReport`, on every available provider.
+`measure_bundle` (one bundle on one provider in a fresh process), `fidelity` (each
+converted stage replays the FP32 stage's inputs, then both synthesise end to end),
+`fidelity_isolated` (the same in a fresh process), `measure_conversion` (all of it for a
+`ConversionReport`); the Piper floor and distances and `judge_against_floor`. Why measure
+rather than quote: docs/benchmarks.md.
 
 Example:
     >>> rec = measure_bundle("standin-tiny", "fp32")  # doctest: +SKIP
@@ -32,23 +15,25 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import statistics
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from tts_kit.core import contract
 from tts_kit.core.procfacts import rss_mb
 from tts_kit.fidelity.audio_metrics import snr_from_energies, waveform_fidelity
-from tts_kit.precision.records import (
+from tts_kit.precision.conversion_report import (
     MAX_LOG_MEL_DB,
     MIN_SNR_DB,
     ConversionReport,
     Fidelity,
+    MeasureSpec,
     RunRecord,
     check_target,
 )
@@ -62,9 +47,6 @@ from tts_kit.runtime.devices import (
     probe_cuda,
 )
 from tts_kit.tuning.workload import DEFAULT_TEXTS as WORKLOAD_TEXTS
-
-if TYPE_CHECKING:
-    from tts_kit.runtime.sessions import SessionPreset
 
 #: Texts synthesised by the measurements unless the caller gives others: the shortest of
 #: the measurement texts (`tts_kit.tuning.workload.DEFAULT_TEXTS`), alone. Fidelity keeps every
@@ -87,13 +69,13 @@ def _preset_for(preset: Any, provider: str) -> Any:
     return base.replace(providers=[provider])
 
 
-def _measure_job(
-    bundle_dir: str, texts: list[str], seed: int, steps: int, repeats: int, lang: str,
-    p: SessionPreset, same_text: bool = False,
-) -> dict[str, Any]:
-    """Child side of `measure_bundle` (runs in a fresh process; the preset pickles)."""
+def _measure_job(bundle_dir: str, spec: MeasureSpec, same_text: bool = False) -> dict[str, Any]:
+    """Child side of `measure_bundle` (runs in a fresh process; the spec's preset is a
+    `SessionPreset`, which pickles)."""
     from tts_kit.models.supertonic.engine import Engine
 
+    texts, seed, steps, repeats, lang, p = (list(spec.texts or ()), spec.seed, spec.steps,
+                                            spec.repeats, spec.lang, spec.preset)
     out: dict[str, Any] = {}
     cuda = CUDA in p.providers
     if cuda:
@@ -137,21 +119,19 @@ def measure_bundle(
     path: str | os.PathLike[str],
     label: str,
     provider: str = "CPUExecutionProvider",
-    texts: Sequence[str] | None = None,
-    seed: int = 0,
-    steps: int = contract.DEFAULT_STEPS,
-    repeats: int = 3,
-    lang: str = "en",
-    preset: Any = None,
+    spec: MeasureSpec | None = None,
+    *,
     timeout_s: float | None = 900,
     cpus: int | None = None,
     same_text: bool = False,
+    **options: Any,
 ) -> RunRecord:
     """Load a bundle in a fresh process and measure RSS, peak RSS, p50 latency (and GPU memory).
 
-    The engine loads all four sessions (``resident``), synthesises every text once (the
-    warm-up) and then ``repeats`` more times;
-    text ``i`` always uses noise seed ``seed + i``. ``cpus`` pins the process to that many
+    ``spec`` (or its fields as keywords: ``texts``, ``steps``, ...) says what to
+    synthesise. The engine loads all four sessions (``resident``), synthesises every text
+    once (the warm-up) and then ``repeats`` more times; text ``i`` always uses noise seed
+    ``seed + i``. ``cpus`` pins the process to that many
     cores (`tts_kit.runtime.measure.run_isolated`). ``same_text`` also times the first text
     ``repeats`` times in a row (`RunRecord.p50_same_text_s`: what a shape change costs).
 
@@ -163,12 +143,11 @@ def measure_bundle(
     from tts_kit.models.supertonic.bundle import Bundle
     from tts_kit.runtime.measure import run_isolated
 
-    texts = list(texts or DEFAULT_TEXTS)
+    spec = _resolved(spec, options, provider)
     b = Bundle(path)
     size = sum(s.size_bytes for s in b.stages.values()) / 2**20
-    p = _preset_for(preset, provider)
-    m = run_isolated(_measure_job, str(b.path), texts, seed, steps, repeats, lang, p,
-                     same_text, timeout_s=timeout_s, cpus=cpus)
+    p = spec.preset
+    m = run_isolated(_measure_job, str(b.path), spec, same_text, timeout_s=timeout_s, cpus=cpus)
     rec = RunRecord(label, provider, status=m.status, error=m.error, size_mb=size,
                     peak_rss_mb=m.peak_rss_mb, preset=p.name)
     if m.ok and isinstance(m.result, dict):
@@ -181,25 +160,27 @@ def measure_bundle(
     return rec
 
 
-def _fidelity_job(
-    ref_dir: str, cand_dir: str, to: str, texts: list[str], seed: int, steps: int, lang: str,
-    preset: SessionPreset,
-) -> Fidelity:
-    """Child side of `fidelity_isolated` (the preset pickles)."""
-    return fidelity(ref_dir, cand_dir, to, texts, seed, steps, lang, preset)
+def _resolved(spec: MeasureSpec | None, options: dict[str, Any], provider: str) -> MeasureSpec:
+    """``spec`` with the keyword overrides, its default texts and the provider's preset."""
+    spec = dataclasses.replace(spec or MeasureSpec(), **options)
+    return dataclasses.replace(spec, texts=list(spec.texts or DEFAULT_TEXTS),
+                               preset=_preset_for(spec.preset, provider))
+
+
+def _fidelity_job(ref_dir: str, cand_dir: str, to: str, spec: MeasureSpec) -> Fidelity:
+    """Child side of `fidelity_isolated` (the spec's preset pickles)."""
+    return fidelity(ref_dir, cand_dir, to, spec)
 
 
 def fidelity(
     reference: str | os.PathLike[str],
     candidate: str | os.PathLike[str],
     to: str = "fp16",
-    texts: Sequence[str] | None = None,
-    seed: int = 0,
-    steps: int = contract.DEFAULT_STEPS,
-    lang: str = "en",
-    preset: Any = None,
+    spec: MeasureSpec | None = None,
+    *,
     min_snr_db: float | None = None,
     max_log_mel_db: float | None = None,
+    **options: Any,
 ) -> Fidelity:
     """Compare a converted bundle with its FP32 source, in this process.
 
@@ -211,8 +192,9 @@ def fidelity(
        waveforms are compared with the reference's (SNR, log-mel distance, length).
 
     The reference is released before the candidate loads, so one bundle is resident at
-    a time. ``to`` picks the default thresholds (`MIN_SNR_DB`,
-    `MAX_LOG_MEL_DB`); ``preset`` the session options and provider.
+    a time. ``to`` picks the default thresholds (`MIN_SNR_DB`, `MAX_LOG_MEL_DB`);
+    ``spec`` (or its fields as keywords) the texts, seed, steps, language and the preset
+    (session options and provider; ``repeats`` is not read).
 
     Example:
         >>> f = fidelity("standin-tiny", "standin-tiny-fp16", "fp16")  # doctest: +SKIP
@@ -223,8 +205,9 @@ def fidelity(
     from tts_kit.runtime.sessions import SessionPreset
 
     check_target(to)
-    p = preset if isinstance(preset, SessionPreset) else _preset_for(preset, CPU)
-    texts = list(texts or DEFAULT_TEXTS)
+    spec = dataclasses.replace(spec or MeasureSpec(), **options)
+    p = spec.preset if isinstance(spec.preset, SessionPreset) else _preset_for(spec.preset, CPU)
+    texts, seed, steps, lang = list(spec.texts or DEFAULT_TEXTS), spec.seed, spec.steps, spec.lang
     f = Fidelity(
         p.providers[0],
         min_snr_db=MIN_SNR_DB[to] if min_snr_db is None else min_snr_db,
@@ -277,14 +260,13 @@ def fidelity_isolated(
     candidate: str | os.PathLike[str],
     to: str = "fp16",
     provider: str = "CPUExecutionProvider",
-    texts: Sequence[str] | None = None,
-    seed: int = 0,
-    steps: int = contract.DEFAULT_STEPS,
-    lang: str = "en",
-    preset: Any = None,
+    spec: MeasureSpec | None = None,
+    *,
     timeout_s: float | None = 900,
+    **options: Any,
 ) -> Fidelity:
-    """`fidelity` in a fresh process on ``provider`` (a failure comes back in ``error``).
+    """`fidelity` in a fresh process on ``provider`` (a failure comes back in ``error``);
+    ``spec`` or its fields as keywords as for `fidelity`.
 
     Example:
         >>> fidelity_isolated("standin-tiny", "standin-int8", "int8").passed  # doctest: +SKIP
@@ -292,10 +274,8 @@ def fidelity_isolated(
     """
     from tts_kit.runtime.measure import run_isolated
 
-    p = _preset_for(preset, provider)
     m = run_isolated(_fidelity_job, str(reference), str(candidate), to,
-                     list(texts or DEFAULT_TEXTS), seed, steps, lang, p,
-                     timeout_s=timeout_s)
+                     _resolved(spec, options, provider), timeout_s=timeout_s)
     if m.ok and isinstance(m.result, Fidelity):
         return m.result
     f = Fidelity(provider, min_snr_db=MIN_SNR_DB[to], max_log_mel_db=MAX_LOG_MEL_DB[to],
@@ -303,10 +283,8 @@ def fidelity_isolated(
     return f.evaluate()
 
 
-def measure_conversion(
-    report: ConversionReport, texts: Sequence[str] | None, providers: Sequence[str] | None,
-    seed: int, steps: int, repeats: int, lang: str, preset: Any, runs: bool,
-) -> None:
+def measure_conversion(report: ConversionReport, spec: MeasureSpec | None = None,
+                       providers: Sequence[str] | None = None, runs: bool = True) -> None:
     """Fill ``report`` (as `tts_kit.precision.convert` wrote it) with measurements.
 
     On each provider (default: `tts_kit.runtime.devices.available_providers`): memory and latency
@@ -315,13 +293,14 @@ def measure_conversion(
 
     Example:
         >>> report = ConversionReport("bundle", "fp32-dir", "int8-dir", "int8")
-        >>> measure_conversion(report, None, ["CPUExecutionProvider"], 0, 5, 3, "en",
-        ...                    None, runs=False)  # doctest: +SKIP
+        >>> measure_conversion(report, MeasureSpec(steps=5), ["CPUExecutionProvider"],
+        ...                    runs=False)  # doctest: +SKIP
         >>> report.fidelity["CPUExecutionProvider"].passed  # doctest: +SKIP
         True
     """
-    texts = list(texts or DEFAULT_TEXTS)
-    report.texts, report.seed, report.steps = texts, seed, steps
+    spec = spec or MeasureSpec()
+    spec = dataclasses.replace(spec, texts=list(spec.texts or DEFAULT_TEXTS))
+    report.texts, report.seed, report.steps = list(spec.texts or ()), spec.seed, spec.steps
     wanted = list(providers) if providers is not None else available_providers()
     for prov in wanted:
         if prov not in MEASURED_PROVIDERS:
@@ -333,12 +312,10 @@ def measure_conversion(
                 report.notes.append(f"CUDA not measured: {why}")
                 continue
         if runs:
-            kw = dict(texts=texts, seed=seed, steps=steps, repeats=repeats, lang=lang,
-                      preset=preset)
-            report.runs += [measure_bundle(report.src, "fp32", prov, **kw),
-                            measure_bundle(report.dst, report.to, prov, **kw)]
+            report.runs += [measure_bundle(report.src, "fp32", prov, spec),
+                            measure_bundle(report.dst, report.to, prov, spec)]
         report.fidelity[prov] = fidelity_isolated(report.src, report.dst, report.to, prov,
-                                                  texts, seed, steps, lang, preset)
+                                                  spec)
 
 
 # -- Piper voices: distances and the noise floor on the real voice ---------------------------
@@ -366,7 +343,7 @@ def _wavs(engine: Any, texts: Sequence[str], seed: int) -> list[np.ndarray]:
 
 def piper_distances(reference: Any, candidate: Any, texts: Sequence[str] = PIPER_TEXTS,
                     seed: int = 0) -> Any:
-    """`tts_kit.fidelity.verify.Distances` of a Piper voice (a converted copy) from its
+    """`tts_kit.fidelity.floor.Distances` of a Piper voice (a converted copy) from its
     reference:
     the same texts, the same seed, so the same noise (`tts_kit.models.piper`).
 
@@ -375,7 +352,7 @@ def piper_distances(reference: Any, candidate: Any, texts: Sequence[str] = PIPER
         True
     """
     from tts_kit.fidelity.engine_reuse import default_preset, engine
-    from tts_kit.fidelity.verify import Distances
+    from tts_kit.fidelity.floor import Distances
 
     with engine(reference, default_preset()) as ref_engine, \
             engine(candidate, default_preset()) as cand_engine:
@@ -385,19 +362,20 @@ def piper_distances(reference: Any, candidate: Any, texts: Sequence[str] = PIPER
 
 def piper_floor(model: Any, texts: Sequence[str] = PIPER_TEXTS, seed: int = 0,
                 threads: tuple[int, int] = (1, 2)) -> Any:
-    """The noise floor of a Piper voice (`tts_kit.fidelity.verify.Floor`): the unconverted voice
+    """The noise floor of a Piper voice (`tts_kit.fidelity.floor.Floor`): the unconverted voice
     against itself, varied only in what legitimately varies (intra-op threads; graph
     fusions ``all`` against ``basic``), and against another noise draw (seeds + 50).
     Batch padding does not apply: each sentence runs alone, unpadded.
 
-    `tts_kit.fidelity.verify.noise_floor` measures it, with an engine of the model's
+    `tts_kit.fidelity.floor.noise_floor` measures it, with an engine of the model's
     family (any family without batching measures the same way); text ``i`` reads with
     seed ``seed * 100 + i`` (verify's convention: ``i`` for the default seed 0).
 
     Example:
         >>> print(piper_floor("piper:joe-us").table())  # doctest: +SKIP
     """
-    from tts_kit.fidelity.verify import Case, noise_floor
+    from tts_kit.fidelity.cases import Case
+    from tts_kit.fidelity.floor import noise_floor
     from tts_kit.models.resolve import open_model
 
     bundle = open_model(model)
@@ -414,7 +392,7 @@ def piper_floor(model: Any, texts: Sequence[str] = PIPER_TEXTS, seed: int = 0,
 def judge_against_floor(src: Any, dst: Any, texts: Sequence[str] | None = None
                         ) -> dict[str, Any]:
     """``dst`` (a converted copy) against ``src``'s measured noise floor: the verdict
-    (``within the floor``, ``audible risk`` or ``broken``, `tts_kit.fidelity.verify.Floor`), its
+    (``within the floor``, ``audible risk`` or ``broken``, `tts_kit.fidelity.floor.Floor`), its
     reasons, the distances and the floor, as plain JSON-ready data.
 
     A Supertonic bundle goes through `tts_kit.fidelity.verify.verify` (``floor=True``: threads,
@@ -442,22 +420,22 @@ def judge_against_floor(src: Any, dst: Any, texts: Sequence[str] | None = None
 
 
 def judgement(floor: Any, distances: Any, read: str = "") -> dict[str, Any]:
-    """A candidate's `tts_kit.fidelity.verify.Distances` judged on a measured
-    `tts_kit.fidelity.verify.Floor`,
+    """A candidate's `tts_kit.fidelity.floor.Distances` judged on a measured
+    `tts_kit.fidelity.floor.Floor`,
     as the JSON-ready dict `judge_against_floor` returns (``read``: what both sides read).
 
     Example:
-        >>> from tts_kit.fidelity.verify import Distances, Floor
+        >>> from tts_kit.fidelity.floor import Distances, Floor
         >>> f = Floor({}, Distances(90.0, 0.01, 0.01, 0.0), Distances(0.5, 8.0, 9.0, 0.0))
         >>> judgement(f, Distances(30.0, 1.0, 1.5, 0.0))["verdict"]
         'audible risk'
     """
     from dataclasses import asdict
 
-    from tts_kit.fidelity.verify import _json_safe
+    from tts_kit.fidelity.cases import json_safe
 
     verdict, why = floor.verdict(distances)
-    return _json_safe({"verdict": verdict, "reasons": why, "read": read,
+    return json_safe({"verdict": verdict, "reasons": why, "read": read,
                        "distances": asdict(distances),
                        "floor": asdict(floor.floor), "take": asdict(floor.take),
                        "runs": {k: asdict(v) for k, v in floor.runs.items()}})
@@ -474,7 +452,7 @@ class CopyCheck:
     on the voice's measured floor).
 
     Example:
-        >>> from tts_kit.fidelity.verify import Distances
+        >>> from tts_kit.fidelity.floor import Distances
         >>> c = CopyCheck("Piper x", "x-fp16", Distances(80.0, 0.1, 0.1, 0.0), [])
         >>> c.passed, c.verdict, c.table().splitlines()[-1]
         (True, None, 'PASS: within the tolerance')
@@ -519,7 +497,7 @@ class CopyCheck:
         """JSON-ready: model, against, distances, problems (and judgement with the floor)."""
         from dataclasses import asdict
 
-        from tts_kit.fidelity.verify import _json_safe
+        from tts_kit.fidelity.cases import json_safe
 
         out: dict[str, Any] = {"model": self.model, "against": self.against,
                                "distances": asdict(self.distances), "problems": self.problems}
@@ -527,7 +505,7 @@ class CopyCheck:
             out["judgement"] = self.judgement
         if self.quality is not None:
             out["quality"] = self.quality
-        return _json_safe(out)
+        return json_safe(out)
 
 
 def verify_piper_copy(model: Any, against: str, *, min_snr_db: float = 60.0,
