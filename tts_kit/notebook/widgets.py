@@ -6,7 +6,7 @@ The widgets are thin: synthesis is `tts_kit.models.supertonic.engine.Engine`, no
 ``ipywidgets.Image``, which JupyterLab, classic Notebook and VS Code all render
 without a matplotlib widget backend, and which can be updated from a worker thread.
 The widgets that measure (`LiveMemoryGraph`, `SessionTuner`, `live_loadtest`) live in
-`tts_kit.notebook.measure_widgets` and are importable from here.
+`tts_kit.notebook.live_widgets` and are importable from here.
 
 Example:
     >>> from tts_kit import Engine
@@ -28,7 +28,7 @@ from tts_kit.core import contract
 from tts_kit.core.textsafe import display_path
 from tts_kit.models.supertonic.bundle import Bundle
 from tts_kit.notebook import plots
-from tts_kit.notebook.measure_widgets import (  # noqa: F401  (re-exported)
+from tts_kit.notebook.live_widgets import (  # noqa: F401  (re-exported)
     LiveMemoryGraph,
     SessionTuner,
     live_loadtest,

@@ -221,7 +221,7 @@ def write_report(
 
     tuning.extras["contention"] = contention(tuning).to_dict()
     # The pick's work against this machine's floor, measured now (the cost section).
-    from tts_kit.report.costs import measure_costs
+    from tts_kit.report.cost_section import measure_costs
 
     tuning.extras["costs"] = measure_costs(bundle, tuning)
     out_dir = Path(out).expanduser()

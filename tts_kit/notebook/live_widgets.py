@@ -1,4 +1,4 @@
-"""Notebook widgets that measure: the live memory graph of an isolated trial, the session
+"""Live notebook widgets: the memory graph of an isolated trial while it runs, the session
 tuner built on it, and a live load test (`tts_kit.notebook.widgets` re-exports them).
 
 Example:
