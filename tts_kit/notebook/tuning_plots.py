@@ -40,7 +40,6 @@ def pareto(
     x: str = PARETO_X,
     y: str = PARETO_Y,
     title: str | None = "latency against peak memory",
-    fig: Figure | None = None,
     ax: Any = None,
     default: Mapping[str, Any] | None = None,
 ) -> Figure:
@@ -50,13 +49,11 @@ def pareto(
     moves memory most. The pick, the ``default`` record (an untuned deployment) and the
     front's points are labelled; both axes start at zero, so a few MB or ms between
     neighbours look as small as they are. Draws on ``ax`` when given (its figure is
-    returned), else on ``fig`` (cleared) or a new figure.
+    returned), else on a new figure.
 
-    Records use the keys of `tts_kit.tuning.records` (``preset``, ``cpus``, ``status``, ``x``,
-    ``y`` ...); the axes are labelled with `tts_kit.tuning.records.label`. A record's
-    ``pareto``
-    flag is used when present, else `tts_kit.tuning.records.pareto_front` gives the front.
-    Trials that did not finish are listed in the title.
+    Records use the keys of `tts_kit.tuning.records`; a record's ``pareto`` flag is used
+    when present, else `tts_kit.tuning.records.pareto_front` gives the front. Trials that
+    did not finish are listed in the title.
 
     Example:
         >>> from tts_kit.tuning.records import PEAK_RSS_MB
@@ -66,14 +63,7 @@ def pareto(
         1
     """
     records = list(records)
-    if ax is not None:
-        fig = ax.figure
-    elif fig is None:
-        fig = _figure(8, 4.6)
-        ax = fig.add_subplot()
-    else:
-        fig.clear()
-        ax = fig.add_subplot()
+    ax = ax if ax is not None else _figure(8, 4.6).add_subplot()
     ok = [r for r in records if r.get("status", "ok") == "ok" and r.get(x) is not None]
     if any("pareto" in r for r in records):
         front_idx = [i for i, r in enumerate(records) if r.get("pareto") and r in ok]
@@ -97,7 +87,7 @@ def pareto(
                    edgecolor="black", zorder=4, label="recommended")
     _pareto_axes(ax, records, ok, x=x, y=y, budget_mb=budget_mb, title=title)
     _label_points(ax, recommended, default, front, ok, x=x, y=y)
-    return fig
+    return ax.figure
 
 
 def _pareto_axes(ax: Any, records: list[Mapping[str, Any]], ok: list[Mapping[str, Any]], *,

@@ -42,7 +42,13 @@ from tts_kit.report.document import (
     record_key,
     validate_report,
 )
-from tts_kit.report.make import make_report, measure_recommended, run_tuning, write_report
+from tts_kit.report.make import (
+    ReportOptions,
+    make_report,
+    measure_recommended,
+    run_tuning,
+    write_report,
+)
 from tts_kit.report.render import (
     NOTEBOOK_ENV,
     NOTEBOOK_NAME,
@@ -73,6 +79,7 @@ __all__ = [
     "Move",
     "Noise",
     "ReportError",
+    "ReportOptions",
     "RerunVerdict",
     "SweepSpec",
     "TuningReport",

@@ -287,10 +287,10 @@ class TuningReport:
             "model": self.model,
             "presets": self.presets,
             "sweep": self.spec.to_dict(),
-            "records": [_clean_record(r) for r in self.records],
+            "records": [clean_record(r) for r in self.records],
             "recommendation": {
                 "budget_mb": self.spec.mem_budget_mb,
-                "record": None if self.recommended is None else _clean_record(self.recommended),
+                "record": None if self.recommended is None else clean_record(self.recommended),
                 "reason": self.reason,
             },
             "noise": self.noise.to_dict(),
@@ -434,8 +434,13 @@ class TuningReport:
         return None if self.recommended is None else self.preset_of(self.recommended)
 
 
-def _clean_record(rec: Mapping[str, Any]) -> dict[str, Any]:
-    # Timelines belong in extras (they are large); a record stays one row of the table.
+def clean_record(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """A record as one row: its timeline, events and measurement (large) belong in extras.
+
+    Example:
+        >>> clean_record({"preset": "lean", "timeline": [[0, 1]]})
+        {'preset': 'lean'}
+    """
     return {k: v for k, v in rec.items() if k not in ("timeline", "events", "measurement")}
 
 
