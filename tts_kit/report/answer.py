@@ -1,12 +1,10 @@
 """The answer a report starts with: the pick, why, against the default, and how to apply it.
 
-One concern: turning a finished `TuningReport` into what a reader acts on. `default_record`
-finds what an untuned deployment gets (ONNX Runtime's defaults, resident, on the pick's
-vCPUs); `comparison` puts the pick's figures next to it as ratios; `session_snippet` writes
-copy-paste Python that builds the recommended ``onnxruntime.SessionOptions`` (a test
-executes it); `preset_json` is the preset as `tts_kit.runtime.sessions.SessionPreset.from_dict`
-reads it; `answer_html` is the report's first section; `spec_rows` and `machine_rows`
-are the small tables of what was measured and where. The notebook only displays these.
+`comparison` puts the pick's figures next to an untuned deployment's (`default_record`) as
+ratios; `session_snippet`, `serve_command` and `preset_json` say how to apply it;
+`answer_html` is the report's first section, `conclusions` its last; `spec_rows` and
+`machine_rows` are the small tables of what was measured and where. The notebook only
+displays these.
 
 Example:
     >>> from tts_kit.report import TuningReport, answer

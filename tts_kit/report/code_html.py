@@ -1,10 +1,4 @@
-"""Code in a report page: a monospaced box with a "copy" button.
-
-One concern: how the report shows text meant to be pasted (the ``SessionOptions``
-snippet, the ``tts-kit serve`` line, the preset JSON). `code_block` escapes the text and
-styles the box inline, so the standalone report.html (nbconvert's page, offline) and
-JupyterLab show the same box; the button copies the block's text with the clipboard API,
-or through a selected textarea where a page opened from a file may not use it.
+"""Code in a report page: a monospaced box with a "copy" button, styled inline.
 
 Example:
     >>> from tts_kit.report.code_html import code_block

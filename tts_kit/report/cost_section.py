@@ -1,18 +1,13 @@
-"""The report's cost section: what the picked configuration's work is and how far each stage
-runs from this machine's floor.
+"""The report's cost section: the pick's work and how far each stage runs from the floor.
 
-`measure_costs` runs while the report is made (`tts_kit.report.make.write_report`): the
-cost model of the model's graphs at the pick's steps and one measured chunk at the pick's
-threads and vCPUs against ONNX Runtime's MatMul peak there
-(`tts_kit.tuning.roofline.measure_roofline`), saved as ``extras["costs"]`` with the
-time and the load average it was measured at. `costs_html` and `costs_figure` show exactly
-those figures; nothing is measured or typed at render time.
+`measure_costs` runs while the report is made (`tts_kit.report.make.write_report`): one
+chunk at the pick's threads and vCPUs against ONNX Runtime's MatMul peak
+(`tts_kit.tuning.roofline.measure_roofline`), saved as ``extras["costs"]``. `costs_html`
+and `costs_figure` show exactly that; nothing is measured at render time.
 
 Example:
     >>> costs_html({"error": "no stage graphs"})
     '<h3>What the work costs</h3><p>Not measured: no stage graphs</p>'
-    >>> entry = measure_costs(bundle, tuning)  # doctest: +SKIP
-    >>> tuning.extras["costs"] = entry  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -1,22 +1,14 @@
 """Rendering a report: papermill runs ``06_tuning_report`` on a report.json; HTML export.
 
-One concern: turning a finished report.json into a notebook and a standalone page. The
-document is written before this runs (`tts_kit.report.write_report`); the notebook gets
-its path as the ``report_json`` parameter and only loads and draws it (tables, plots, the
-recommendation, a sample of the recommended settings). `render_report` executes it
-headless in a fresh kernel (`execute_notebook`) and exports a standalone ``report.html``
-(`export_html`; plots as ``data:image/png;base64``, audio as ``data:audio/wav;base64``:
-it opens offline). `report_notebook` finds the notebook's source (the jupytext
-percent-format ``06_tuning_report.py``) in a checkout or an install; `load_notebook` reads
-it (or an ``.ipynb``) into a notebook without outputs.
+`render_report` executes the report notebook headless (`execute_notebook`) with the
+document's path as its ``report_json`` parameter and exports a standalone, offline
+``report.html`` (`export_html`); `report_notebook` finds the notebook's source in a
+checkout or an install, `load_notebook` reads it.
 
 Example:
     >>> from tts_kit.report import report_notebook
     >>> report_notebook().name
     '06_tuning_report.py'
-    >>> from tts_kit.report import render_report
-    >>> [p.name for p in render_report("reports/standin/report.json")]  # doctest: +SKIP
-    ['report.html', 'report.ipynb']
 """
 
 from __future__ import annotations

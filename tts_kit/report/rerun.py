@@ -1,16 +1,8 @@
 """Reruns: repeat a report's sweep here, compare figure by figure, judge the recommendation.
 
-One concern: whether an earlier report.json still holds on this machine. `rerun_report`
-repeats its sweep; `compare_reports` lists the figures that moved by more than the noise
-(`tts_kit.report.Noise`) and gives a `RerunVerdict`.
-
-The recommendation *holds* when the rerun recommends the same configuration, or when
-the old pick still finishes within the budget and is not slower than the new pick by
-more than the latency noise (two configurations within noise are the same choice).
-When the rerun finds the old pick slower by more than that, one trial each is not
-enough to say so on a shared machine: `rerun_report` then measures the two head to head
-(`head_to_head`: alternating trials, A B A B ..., so that the machine's drift hits both
-alike) and decides on the medians of those rounds.
+`rerun_report` repeats the sweep; `compare_reports` lists the figures that moved beyond
+`tts_kit.report.Noise` and gives a `RerunVerdict`; a close call is settled by
+`head_to_head` (docs/guide.md, "When the recommendation holds").
 
 Example:
     >>> from tts_kit.report import rerun_report

@@ -1,10 +1,8 @@
 """What a tuning report measures: the sweep spec (`SweepSpec`) and the report's error type.
 
-The one concern here is the input of a report: the grid (presets x cpus x loadings x steps
-x batch sizes), the workload (`tts_kit.tuning.workload.Workload`) and the memory budget, read
-from JSON, a dict or defaults, checked once where it enters, and limited to the cores this
-machine has (`effective`). The JSON form is flat (the workload's fields beside the grid's),
-so every report.json written before the workload was an object still reads.
+The grid (presets x cpus x loadings x steps x batch sizes), the workload and the memory
+budget, read from JSON, a dict or defaults, checked once, and limited to this machine's
+cores (`effective`). The JSON form is flat: the workload's fields beside the grid's.
 
 Example:
     >>> from tts_kit.report import SweepSpec
