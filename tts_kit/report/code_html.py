@@ -33,10 +33,8 @@ _BUTTON_STYLE = (
 
 
 def code_block(text: str, kind: str = "snippet") -> str:
-    """``text`` as a monospaced code box with a "copy" button (escaped; styled inline,
-    so the standalone report.html and JupyterLab show the same box).
-
-    ``kind`` names the block's class (``tts-kit-snippet``, ``tts-kit-serve``, ...).
+    """``text`` (escaped) in a code box of class ``tts-kit-{kind}`` with a "copy" button,
+    styled inline so report.html and JupyterLab show the same box.
 
     Example:
         >>> block = code_block("tts-kit serve --preset <x>", "serve")

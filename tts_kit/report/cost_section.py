@@ -21,15 +21,13 @@ from typing import Any
 from tts_kit.core.errors import TtsKitError
 from tts_kit.tuning.roofline import Roofline
 
-#: Repeats of the measured chunk (best per stage): enough to leave the first call's
-#: one-time work out, few enough to keep the report's cost small.
+#: Repeats of the measured chunk (best per stage, the first call's one-time work left out).
 REPEATS = 2
 
 
 def measure_costs(bundle: Any, tuning: Any, *, repeats: int = REPEATS) -> dict[str, Any]:
-    """``extras["costs"]`` for ``tuning``: the roofline of its pick (else its first record)
-    measured now on this machine, or ``{"error": why}`` when it cannot be (another model
-    family, a failed child): the section then says why rather than failing the report.
+    """``extras["costs"]``: the roofline of the pick (else the first record) measured now,
+    or ``{"error": why}`` when it cannot be (the section then says why).
 
     Example:
         >>> measure_costs(bundle, tuning)["roofline"]["threads"]  # doctest: +SKIP
@@ -64,8 +62,7 @@ _COLUMNS = (("params (M)", ".2f"), ("GFLOP / audio s", ".2f"), ("GFLOP / chunk",
 
 
 def costs_html(entry: Mapping[str, Any] | None) -> str:
-    """The section as HTML (every string escaped): the table per stage, the sentence, and
-    when and how it was measured.
+    """The section as escaped HTML: the table per stage, the sentence, how it was measured.
 
     Example:
         >>> r = Roofline([], steps=8, threads=1, peak_gflops=40.0, audio_s=8.0)
@@ -97,8 +94,7 @@ def costs_html(entry: Mapping[str, Any] | None) -> str:
 
 
 def costs_figure(entry: Mapping[str, Any] | None) -> Any:
-    """The section's figure (`tts_kit.notebook.cost_plots.roofline`), or None when the
-    section has no measurement.
+    """The section's figure (`tts_kit.notebook.cost_plots.roofline`), or None.
 
     Example:
         >>> costs_figure({"error": "x"}) is None
