@@ -53,6 +53,33 @@ def _figure(width: float = 8.0, height: float = 3.5, **kw: Any) -> ReportFigure:
     return fig
 
 
+def _fresh(fig: Figure | None, width: float, height: float) -> Figure:
+    """``fig`` cleared to draw into again, or a new figure of that size."""
+    if fig is None:
+        return _figure(width, height)
+    fig.clear()
+    return fig
+
+
+def budget_line(ax: Any, budget_mb: float | None, data_max: float, *, vertical: bool) -> bool:
+    """Draw the red dashed budget line when it lies within 2.5x ``data_max``, else only
+    name it in the legend ("off the scale": the data would be squeezed); True if drawn.
+
+    Example:
+        >>> budget_line(_figure().subplots(), 200.0, 100.0, vertical=False)
+        True
+    """
+    if not budget_mb:
+        return False
+    if budget_mb <= 2.5 * data_max:
+        line = ax.axvline if vertical else ax.axhline
+        line(budget_mb, color="red", ls="--", lw=1.4, label=f"budget {budget_mb:.0f} MB")
+        return True
+    ax.plot([], [], color="red", ls="--", lw=1.4,
+            label=f"budget {budget_mb:.0f} MB (off the scale)")
+    return False
+
+
 def _get(obj: Any, name: str, default: Any = None) -> Any:
     if isinstance(obj, Mapping):
         return obj.get(name, default)

@@ -22,6 +22,7 @@ from IPython.display import HTML
 from tts_kit.core import procfacts
 from tts_kit.models.supertonic.bundle import Bundle
 from tts_kit.notebook import plots
+from tts_kit.notebook._figures import _get
 from tts_kit.tuning.records import (
     PEAK_RSS_MB,
     SUMMARY_KEYS,
@@ -163,13 +164,13 @@ class LiveMemoryGraph(W.VBox):
         return result
 
     def _final(self, result: Any, wall_s: float) -> None:
-        timeline = plots._get(result, "timeline") if result is not None else None
+        timeline = _get(result, "timeline") if result is not None else None
         if timeline:
             self.show(result)
         elif self.live_samples:
             self.show(self.live_samples)
-        status = plots._get(result, "status", "ok") if result is not None else "ok"
-        peak = plots._get(result, PEAK_RSS_MB) if result is not None else None
+        status = _get(result, "status", "ok") if result is not None else "ok"
+        peak = _get(result, PEAK_RSS_MB) if result is not None else None
         peak_txt = "" if to_number(peak) is None else f", peak RSS {peak:.0f} MB"
         self.status.value = (f"done in {wall_s:.1f} s: status <b>{html.escape(str(status))}</b>"
                              f"{peak_txt}")

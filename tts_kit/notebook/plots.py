@@ -1,15 +1,9 @@
-"""Plain matplotlib figures for measurements: memory timelines, stage times, Pareto, A/B.
+"""Plain matplotlib figures of measurements: memory timelines, stage times, A/B audio.
 
-Memory timelines, stage times and A/B audio are drawn here; the tuning figures
-(`pareto`, `latency_story`, `stage_costs`) live in `tts_kit.notebook.tuning_plots`, the
-serving ones (`load_levels`, `architectures`) in `tts_kit.notebook.serving_plots`, the
-shared figure machinery in `tts_kit.notebook._figures`; all are importable from here.
-
-Every function returns a `matplotlib.figure.Figure` built without ``pyplot`` (no global
-state, safe from threads, no duplicate display in notebooks). The figures carry a PNG
-representation, so a notebook cell that ends with one shows it, a report embeds it
-as ``data:image/png;base64`` and a script can call ``fig.savefig(path)``. Widgets
-(`tts_kit.notebook.widgets`) draw with these same functions.
+The tuning figures (`tts_kit.notebook.tuning_plots`) and the serving ones
+(`tts_kit.notebook.serving_plots`) are importable from here too. Every function draws
+without ``pyplot`` (no global state, safe from threads) and returns a figure that shows
+itself as PNG in a notebook and embeds in a report; widgets draw with these same functions.
 
 Example:
     >>> from tts_kit.notebook import plots
@@ -31,28 +25,18 @@ from matplotlib.ticker import FuncFormatter
 
 from tts_kit.core import contract
 from tts_kit.notebook._figures import (  # noqa: F401  (re-exported)
-    _VERBS,
     STAGE_COLORS,
-    ReportFigure,
-    _figure,
+    _fresh,
     _get,
     _stage_of,
+    budget_line,
     event_spans,
     figure_png,
     label_rows,
 )
 from tts_kit.notebook.serving_plots import architectures, load_levels  # noqa: F401
-from tts_kit.notebook.tuning_plots import (  # noqa: F401
-    LATENCY_PARTS,
-    latency_story,
-    pareto,
-    stage_costs,
-)
-from tts_kit.tuning.records import (
-    MEM_BUDGET_MB,
-    PEAK_RSS_MB,
-    to_number,
-)
+from tts_kit.notebook.tuning_plots import latency_story, pareto, stage_costs  # noqa: F401
+from tts_kit.tuning.records import MEM_BUDGET_MB, PEAK_RSS_MB, to_number
 
 
 def memory_timeline(
@@ -91,10 +75,7 @@ def memory_timeline(
             timeline, events=events, budget_mb=budget_mb, baseline_mb=baseline_mb,
             peak_mb=peak_mb, title=title)
     events = list(events or [])
-    if fig is None:
-        fig = _figure(9, 3.6)
-    else:
-        fig.clear()
+    fig = _fresh(fig, 9, 3.6)
     ax = fig.add_subplot()
     ts = np.asarray([p[0] for p in timeline], float)
     rss = np.asarray([p[1] for p in timeline], float)
@@ -177,17 +158,9 @@ def _level_lines(ax: Any, rss: np.ndarray, baseline_mb: Any, peak_mb: Any,
         ax.axhline(peak_mb, color="black", ls=":", lw=1, label=f"peak (HWM) {peak_mb:.0f} MB")
     data_top = max([v for v in (*rss.tolist(), peak_mb, baseline_mb)
                     if to_number(v) is not None], default=1.0)
-    top = data_top * 1.15
-    if budget_mb:
-        if budget_mb <= data_top * 2.5:
-            ax.axhline(budget_mb, color="red", ls="--", lw=1.5,
-                       label=f"budget {budget_mb:.0f} MB")
-            top = max(top, budget_mb * 1.08)
-        else:
-            # Far above the data: name it instead of flattening the curve to the floor.
-            ax.plot([], [], color="red", ls="--", lw=1.5,
-                    label=f"budget {budget_mb:.0f} MB (off the scale)")
-    return top
+    if budget_line(ax, budget_mb, data_top, vertical=False):
+        return max(data_top * 1.15, budget_mb * 1.08)
+    return data_top * 1.15
 
 
 def _stage_legend(ax: Any, events: list[tuple[float, str]]) -> None:
@@ -248,10 +221,7 @@ def stage_times(
     else:
         groups = {"": _timings_of(results)}
     stages = _stages_in(groups.values())
-    if fig is None:
-        fig = _figure(7, 0.5 + 0.45 * len(stages) * max(1, len(groups)) ** 0.5)
-    else:
-        fig.clear()
+    fig = _fresh(fig, 7, 0.5 + 0.45 * len(stages) * max(1, len(groups)) ** 0.5)
     ax = fig.add_subplot()
     n = len(groups)
     height = 0.8 / n
@@ -331,10 +301,7 @@ def ab_compare(
         5
     """
     (wa, sra), (wb, srb) = _wave_of(a), _wave_of(b)
-    if fig is None:
-        fig = _figure(10, 4.5)
-    else:
-        fig.clear()
+    fig = _fresh(fig, 10, 4.5)
     axes = fig.subplots(2, 2, sharey="row")
     lim = max(float(np.abs(wa).max(initial=0)), float(np.abs(wb).max(initial=0)), 1e-3)
     vmin, vmax = spectrogram_range([(wa, sra), (wb, srb)])

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from tts_kit.notebook._figures import _figure
+from tts_kit.notebook._figures import _figure, _fresh
 from tts_kit.tuning.records import (
     ERRORS,
     P50_MS,
@@ -67,10 +67,7 @@ def load_levels(
         2
     """
     records = list(records)
-    if fig is None:
-        fig = _figure(10, 3.8)
-    else:
-        fig.clear()
+    fig = _fresh(fig, 10, 3.8)
     left, right = fig.subplots(1, 2)
     names = [f"c={r['concurrency']}" if r.get("concurrency") else f"{r.get('rate', 0):g}/s"
              for r in records]

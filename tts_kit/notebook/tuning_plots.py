@@ -1,5 +1,5 @@
-"""Figures of tuning results: the Pareto front of latency against memory, one
-configuration's latency measured in several places, and the stages' memory costs.
+"""Figures of tuning results: the Pareto front, one configuration's latency in several
+places, and the stages' memory costs.
 
 Example:
     >>> from tts_kit.tuning.records import P50_MS, PEAK_RSS_MB
@@ -21,7 +21,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from tts_kit.core import contract
-from tts_kit.notebook._figures import STAGE_COLORS, _figure
+from tts_kit.notebook._figures import STAGE_COLORS, _figure, _fresh, budget_line
 from tts_kit.tuning.records import (
     FIRST_MS,
     P50_MS,
@@ -74,14 +74,7 @@ def pareto(
     if front:
         ax.step([r[x] for r in front], [r[y] for r in front], where="post", color="black",
                 lw=1, ls="-", alpha=0.7, label="Pareto front", zorder=2)
-    if budget_mb:
-        xmax = max((r[x] for r in ok), default=budget_mb)
-        if budget_mb <= 2.5 * xmax:
-            ax.axvline(budget_mb, color="red", ls="--", lw=1.3,
-                       label=f"budget {budget_mb:.0f} MB")
-        else:  # far to the right: name it rather than squeeze every point to the left
-            ax.plot([], [], color="red", ls="--", lw=1.3,
-                    label=f"budget {budget_mb:.0f} MB (off the scale)")
+    budget_line(ax, budget_mb, max((r[x] for r in ok), default=budget_mb or 0), vertical=True)
     if recommended is not None and recommended.get(x) is not None:
         ax.scatter(recommended[x], recommended[y], marker="*", s=320, facecolor="gold",
                    edgecolor="black", zorder=4, label="recommended")
@@ -150,8 +143,7 @@ _LABEL_STEPS = (8.0, 18.0, 30.0, 44.0)
 def _label_points(ax: Any, recommended: Mapping[str, Any] | None,
                   default: Mapping[str, Any] | None, front: list[Mapping[str, Any]],
                   ok: list[Mapping[str, Any]], *, x: str, y: str) -> None:
-    """Labels for the points that matter: the pick, the default, the front (no repeats),
-    each placed where it covers no other label and no point (`_place_label`)."""
+    """Labels for the pick, the default and the front, each where it covers nothing."""
     def short(r: Mapping[str, Any]) -> str:
         ld = r.get("loading")
         return f"{r.get('preset')} @ {r.get('cpus')} vCPU" + (
@@ -182,9 +174,8 @@ def _label_points(ax: Any, recommended: Mapping[str, Any] | None,
 
 def _place_label(ax: Any, renderer: Any, text: str, at: tuple[float, float],
                  points: list[Any], taken: list[Any], *, must: bool) -> None:
-    """Annotate ``at`` with ``text`` at the first free spot around it; ``taken`` (label
-    boxes, display pixels) grows by it. No free spot: the pick and the default go where
-    they overlap least, a front label is left out (the table names every point)."""
+    """Annotate ``at`` at the first free spot around it (``taken`` grows by its box); with
+    none free, a ``must`` label goes where it overlaps least, another is left out."""
     from matplotlib.transforms import Bbox
 
     own = ax.transData.transform(at)
@@ -194,35 +185,33 @@ def _place_label(ax: Any, renderer: Any, text: str, at: tuple[float, float],
     style = {"fontsize": 8 if must else 7, "fontweight": "bold" if must else "normal",
              "bbox": {"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none",
                       "alpha": 0.8}, "zorder": 5, "annotation_clip": False}
-    best: tuple[int, Any, float] | None = None
+    def put(dx: float, dy: float, step: float) -> Any:
+        ann = ax.annotate(text, at, xytext=(dx * step, dy * step), textcoords="offset points",
+                          **style, ha="left" if dx > 0 else "right" if dx < 0 else "center",
+                          va="bottom" if dy > 0 else "top" if dy < 0 else "center")
+        ann.set_in_layout(False)
+        return ann
+
+    def keep(ann: Any, dx: float, dy: float, step: float) -> None:
+        taken.append(ann.get_window_extent(renderer).padded(2))
+        if step > _LABEL_STEPS[0]:
+            _leader(ax, at, (dx * step, dy * step))
+
+    best: tuple[int, float, float, float] | None = None
     for step in _LABEL_STEPS:
         for dx, dy in _LABEL_DIRS:
-            ann = ax.annotate(text, at, xytext=(dx * step, dy * step),
-                              textcoords="offset points", **style,
-                              ha="left" if dx > 0 else "right" if dx < 0 else "center",
-                              va="bottom" if dy > 0 else "top" if dy < 0 else "center")
-            ann.set_in_layout(False)
+            ann = put(dx, dy, step)
             box = ann.get_window_extent(renderer).padded(2)
             clashes = sum(box.overlaps(b) for b in (*taken, *blocked))
             inside = frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1)
             if clashes == 0 and inside:
-                taken.append(box)
-                if step > _LABEL_STEPS[0]:
-                    _leader(ax, at, (dx * step, dy * step))
-                return
+                return keep(ann, dx, dy, step)
             ann.remove()
             score = clashes + (0 if inside else 100)
             if best is None or score < best[0]:
-                best = (score, (dx * step, dy * step, dx, dy), step)
+                best = (score, dx, dy, step)
     if must and best is not None:
-        (ox, oy, dx, dy), step = best[1], best[2]
-        ann = ax.annotate(text, at, xytext=(ox, oy), textcoords="offset points", **style,
-                          ha="left" if dx > 0 else "right" if dx < 0 else "center",
-                          va="bottom" if dy > 0 else "top" if dy < 0 else "center")
-        ann.set_in_layout(False)
-        taken.append(ann.get_window_extent(renderer).padded(2))
-        if step > _LABEL_STEPS[0]:
-            _leader(ax, at, (ox, oy))
+        keep(put(*best[1:]), *best[1:])
 
 
 def _leader(ax: Any, at: tuple[float, float], offset: tuple[float, float]) -> None:
@@ -246,12 +235,9 @@ def latency_story(
     title: str | None = "one configuration, measured in three places",
     ax: Any = None,
 ) -> Figure:
-    """Session creation, first call and steady p50 of one configuration, side by side
-    for each place it was measured (the sweep's trial, the re-measured trial, this
-    kernel), each bar labelled with its value; missing figures are left out.
-
-    Each row: ``label`` and any of ``session_s`` (seconds), ``first_ms``, ``p50_ms``
-    (`tts_kit.report.answer.latency_rows` builds them). Seconds are drawn in ms.
+    """Session creation, first call and steady p50 of one configuration for each place it
+    was measured: rows of ``label`` and any of ``session_s``, ``first_ms``, ``p50_ms``
+    (`tts_kit.report.answer.latency_rows`), drawn in ms and labelled.
 
     Example:
         >>> fig = latency_story([{"label": "sweep", "session_s": 1.5, FIRST_MS: 900,
@@ -310,16 +296,12 @@ def stage_costs(
     """Measured memory per stage (load and run) next to the article's estimated split.
 
     Args:
-        costs: a `tts_kit.runtime.loading.StageCosts` (what
-        `tts_kit.tuning.stage_costs.stage_costs` measured),
-            or a mapping ``stage -> cost`` where a cost has ``load_mb`` and ``run_mb``
-            (or is a plain number of MB).
-        runtime_mb: RSS of the process before any session (interpreter + ONNX Runtime),
-            the measured counterpart of the article's "runtime" share; taken from a
-            `StageCosts` when not given.
-        article_split: the percentages to show beside the measurement: ``"claimed"``
-            (default) for the memory article's estimate as `tts_kit.runtime.loading` records it
-            (``StageCosts.claimed_split``), a mapping of your own, or None to leave it out.
+        costs: a `tts_kit.runtime.loading.StageCosts`, or a mapping ``stage -> cost`` (with
+            ``load_mb`` and ``run_mb``, or a plain number of MB).
+        runtime_mb: RSS before any session (the article's "runtime" share; default: the
+            `StageCosts`' own).
+        article_split: the percentages beside the measurement: ``"claimed"`` (the
+            article's estimate), a mapping of your own, or None.
 
     Example:
         >>> fig = stage_costs({"vocoder": {"load_mb": 30, "run_mb": 12}}, runtime_mb=60)
@@ -340,10 +322,7 @@ def stage_costs(
         s for s in costs if s not in contract.STAGES
     ]
     parts = {s: cost_parts(costs[s]) for s in stages}
-    if fig is None:
-        fig = _figure(10, 3.8)
-    else:
-        fig.clear()
+    fig = _fresh(fig, 10, 3.8)
     ax, ax2 = fig.subplots(1, 2, width_ratios=[3, 2])
     ys = np.arange(len(stages))
     load = np.array([parts[s][0] for s in stages])
