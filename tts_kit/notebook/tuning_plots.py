@@ -21,7 +21,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from tts_kit.core import contract
-from tts_kit.notebook._figures import STAGE_COLORS, _figure, _fresh, budget_line
+from tts_kit.notebook._figures import STAGE_COLORS, _figure, _fresh, budget_line, legend_right
 from tts_kit.tuning.records import (
     FIRST_MS,
     P50_MS,
@@ -97,7 +97,7 @@ def _pareto_axes(ax: Any, records: list[Mapping[str, Any]], ok: list[Mapping[str
     ax.set_xlabel(axis_label(x))
     ax.set_ylabel(axis_label(y))
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    legend_right(ax)
     if title:
         extra = ""
         if failed:
@@ -263,9 +263,7 @@ def latency_story(
             ms = value * 1000 if key.endswith("_s") else value
             top = max(top, ms)
             y = ri + pi * height - 0.4 + height / 2
-            ax.barh(y, ms, height=height * 0.9, color=colors[key],
-                    label=name if ri == 0 or not ax.get_legend_handles_labels()[1].count(name)
-                    else None)
+            ax.barh(y, ms, height=height * 0.9, color=colors[key], label=name)
             ax.annotate(f"{ms:,.0f} ms", (ms, y), xytext=(3, 0), textcoords="offset points",
                         va="center", fontsize=7)
     ax.set_yticks(range(len(rows)), [str(r.get("label", "")) for r in rows], fontsize=8)
@@ -278,9 +276,8 @@ def latency_story(
     ax.grid(axis="x", alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()
     if handles:
-        uniq = dict(zip(labels, handles))
-        ax.legend(uniq.values(), uniq.keys(), fontsize=7, loc="upper left",
-                  bbox_to_anchor=(1.01, 1.0), frameon=False)
+        uniq = dict(zip(labels, handles))  # one entry per figure, not per row
+        legend_right(ax, uniq.values(), uniq.keys())
     if title:
         ax.set_title(title, fontsize=10)
     return fig

@@ -312,10 +312,7 @@ class TuningReport:
         """The records as a pandas DataFrame (pandas is part of the notebooks extra)."""
         import pandas as pd
 
-        df = pd.DataFrame(select(self.records, SUMMARY_KEYS))
-        # Shown to a reader: the precision the measurement has, not float noise.
-        return df.round({k: COLUMNS[k].digits for k in df.columns
-                         if COLUMNS[k].digits is not None})
+        return _rounded(pd.DataFrame(select(self.records, SUMMARY_KEYS)))
 
     def recommendation_html(self) -> str:
         """The budget and the reason for the recommendation, as an (escaped) HTML paragraph.
@@ -374,9 +371,7 @@ class TuningReport:
             for k in ("preset", "cpus", "loading", P50_MS, PEAK_RSS_MB, RTF):
                 row[k] = pick.get(k)
             rows.append(row)
-        df = pd.DataFrame(rows)
-        return df.round({k: COLUMNS[k].digits for k in df.columns
-                         if k in COLUMNS and COLUMNS[k].digits is not None})
+        return _rounded(pd.DataFrame(rows))
 
     def preset_of(self, record: Mapping[str, Any]) -> Any:
         """The full `SessionPreset` a record was measured with (as the report saved it)."""
@@ -387,6 +382,12 @@ class TuningReport:
     def recommended_preset(self) -> Any:
         """The `SessionPreset` of the recommendation (None when nothing fits)."""
         return None if self.recommended is None else self.preset_of(self.recommended)
+
+
+def _rounded(df: Any) -> Any:
+    """A table to show: each figure to the precision its measurement has."""
+    return df.round({k: COLUMNS[k].digits for k in df.columns
+                     if k in COLUMNS and COLUMNS[k].digits is not None})
 
 
 def clean_record(rec: Mapping[str, Any]) -> dict[str, Any]:
