@@ -346,11 +346,9 @@ class TuningReport:
 
         out: dict[str, TuningReport] = {}
         for label, part in SweepResult(self.records).by_machine().items():
-            rec, why = part.recommend(self.spec.mem_budget_mb)
-            env = next((dict(r["machine"]) for r in part.records
-                        if isinstance(r.get("machine"), Mapping)), {})
+            rec, why, env = _machine_pick(part, self.spec.mem_budget_mb)
             out[label] = dataclasses.replace(
-                self, records=part.records, recommended=rec, reason=why, environment=env,
+                self, records=part.records, recommended=rec, reason=why, environment=env or {},
                 extras={})
         return out
 
@@ -382,6 +380,14 @@ class TuningReport:
     def recommended_preset(self) -> Any:
         """The `SessionPreset` of the recommendation (None when nothing fits)."""
         return None if self.recommended is None else self.preset_of(self.recommended)
+
+
+def _machine_pick(part: Any, budget_mb: float | None) -> tuple[Any, str, dict[str, Any] | None]:
+    """One machine's pick, why, and environment (`tts_kit.tuning.tune.SweepResult` part)."""
+    rec, why = part.recommend(budget_mb)
+    env = next((dict(r["machine"]) for r in part.records
+                if isinstance(r.get("machine"), Mapping)), None)
+    return rec, why, env
 
 
 def _rounded(df: Any) -> Any:

@@ -160,11 +160,9 @@ def machine_entry(label: str, part: Any, budget_mb: float | None) -> dict[str, A
         >>> e["recommendation"]["record"]["preset"], e["trials"]
         ('lean', 1)
     """
-    from tts_kit.report.document import clean_record
+    from tts_kit.report.document import _machine_pick, clean_record
 
-    rec, why = part.recommend(budget_mb)
-    env = next((r["machine"] for r in part.records if isinstance(r.get("machine"), Mapping)),
-               None)
+    rec, why, env = _machine_pick(part, budget_mb)
     return {"label": label, "environment": env, "trials": len(part.records),
             "recommendation": {"record": None if rec is None else clean_record(rec),
                                "reason": why}}
