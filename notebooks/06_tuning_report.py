@@ -140,10 +140,10 @@ plots.memory_timeline(again, title=f"{pick['preset']} @ {pick['cpus']} vCPU, {pi
 # still win; the dark part (the floor) moves only with fewer steps or lower precision.
 
 # %%
-from tts_kit.report import costs
+from tts_kit.report import cost_section
 
-display(HTML(costs.costs_html(tuning.extras.get("costs"))))
-costs.costs_figure(tuning.extras.get("costs"))
+display(HTML(cost_section.costs_html(tuning.extras.get("costs"))))
+cost_section.costs_figure(tuning.extras.get("costs"))
 
 # %% [markdown]
 # ## Listen, and where the time went (this kernel)

@@ -1,5 +1,5 @@
 """The cost model against the floor (`tts_kit.tuning.roofline`), its plot
-(`tts_kit.notebook.cost_plots`) and the report's cost section (`tts_kit.report.costs`)."""
+(`tts_kit.notebook.cost_plots`) and the report's cost section (`tts_kit.report.cost_section`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
-from tts_kit.report.costs import costs_figure, costs_html
+from tts_kit.report.cost_section import costs_figure, costs_html
 from tts_kit.tuning import flops
 from tts_kit.tuning.roofline import (
     Roofline,

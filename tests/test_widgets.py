@@ -15,7 +15,7 @@ pytest.importorskip("ipywidgets")
 from tts_kit import Bundle, Engine  # noqa: E402
 from tts_kit.models.supertonic.standin import scale_note  # noqa: E402
 from tts_kit.notebook import widgets  # noqa: E402
-from tts_kit.notebook.measure_widgets import LIVE_DRAW_SHARE  # noqa: E402
+from tts_kit.notebook.live_widgets import LIVE_DRAW_SHARE  # noqa: E402
 from tts_kit.runtime.measure import Measurement, run_isolated  # noqa: E402
 
 MB = 1024 * 1024

@@ -1,5 +1,5 @@
 """What every figure of `tts_kit.notebook` shares: a `Figure` that shows itself as PNG,
-the stage colours, and placing event spans and labels on a time axis.
+the stage colours, the budget line, event spans and labels on a time axis.
 
 Example:
     >>> event_spans([(0.0, "run vocoder")], 1.0)
@@ -53,6 +53,38 @@ def _figure(width: float = 8.0, height: float = 3.5, **kw: Any) -> ReportFigure:
     return fig
 
 
+def _fresh(fig: Figure | None, width: float, height: float) -> Figure:
+    """``fig`` cleared to draw into again, or a new figure of that size."""
+    if fig is None:
+        return _figure(width, height)
+    fig.clear()
+    return fig
+
+
+def budget_line(ax: Any, budget_mb: float | None, data_max: float, *, vertical: bool) -> bool:
+    """Draw the red dashed budget line when it lies within 2.5x ``data_max``, else only
+    name it in the legend ("off the scale": the data would be squeezed); True if drawn.
+
+    Example:
+        >>> budget_line(_figure().subplots(), 200.0, 100.0, vertical=False)
+        True
+    """
+    if not budget_mb:
+        return False
+    if budget_mb <= 2.5 * data_max:
+        line = ax.axvline if vertical else ax.axhline
+        line(budget_mb, color="red", ls="--", lw=1.4, label=f"budget {budget_mb:.0f} MB")
+        return True
+    ax.plot([], [], color="red", ls="--", lw=1.4,
+            label=f"budget {budget_mb:.0f} MB (off the scale)")
+    return False
+
+
+def legend_right(ax: Any, *args: Any) -> None:
+    """The legend outside the axes, on the right (``args``: handles and labels)."""
+    ax.legend(*args, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+
+
 def _get(obj: Any, name: str, default: Any = None) -> Any:
     if isinstance(obj, Mapping):
         return obj.get(name, default)
@@ -67,10 +99,8 @@ def _stage_of(event: str) -> tuple[str | None, str]:
 def event_spans(
     events: Iterable[tuple[float, str]], end_s: float
 ) -> list[tuple[float, float, str, str]]:
-    """Turn ``(t, "load vocoder")`` marks into ``(start, end, verb, stage)`` spans.
-
-    A span lasts until the next event (or ``end_s``): the engine marks where each load,
-    run and release starts, and the next mark is where the work moved on.
+    """Turn ``(t, "load vocoder")`` marks into ``(start, end, verb, stage)`` spans, each
+    lasting until the next mark (or ``end_s``).
 
     Example:
         >>> event_spans([(0.0, "load vocoder"), (1.0, "run vocoder")], 1.5)
@@ -89,11 +119,8 @@ def event_spans(
 
 def label_rows(xs: Sequence[float], names: Sequence[str], width_in: float,
                rows: int = 4, fontsize: float = 7.0) -> list[int | None]:
-    """A row (0 = top) for each label at axes fraction ``xs`` so that none overprints
-    another; None where all ``rows`` are taken (the label is left out).
-
-    Widths are estimated from the text (0.6 em per character), which is what a plot
-    needs: labels that may touch but never cover each other.
+    """A row (0 = top) for each label at axes fraction ``xs`` so that none covers another
+    (widths estimated at 0.6 em per character); None where all ``rows`` are taken.
 
     Example:
         >>> label_rows([0.1, 0.1, 0.5], ["trial: loaded", "trial: first call", "x"], 8.0)

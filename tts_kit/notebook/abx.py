@@ -1,13 +1,8 @@
 """A blind ABX test for notebook 04: the listener hears A (the reference), B (the
-conversion) and a hidden X (one of them), says which X is, for N trials; the result comes
-with its binomial p-value, and can be stored beside the conversion's report.
-
-The logic (`AbxTest`: trial order from a seed, scoring, the p-value) is plain Python and
-tested without a browser; `abx_widget` puts it behind ipywidgets (imported only there).
-
-The p-value is one-sided and exact: the chance of at least ``correct`` right answers out of
-``answered`` by guessing (each right with probability 1/2),
-``sum_{k >= correct} C(n, k) / 2^n``. Under 0.05: the listener tells them apart.
+conversion) and a hidden X (one of them) and says which X is, for N trials; the result
+carries its exact one-sided binomial p-value (`binomial_p_value`; under `ALPHA` the
+listener tells them apart) and can be stored beside the conversion's report. `AbxTest` is
+plain Python; `abx_widget` puts it behind ipywidgets.
 
 Example:
     >>> t = AbxTest(clips=1, trials=4, seed=0)
@@ -50,10 +45,8 @@ def binomial_p_value(correct: int, trials: int) -> float:
 
 @dataclass
 class AbxTest:
-    """``trials`` ABX trials over ``clips`` pairs of clips (A: reference, B: candidate of
-    the same text). The order is drawn from ``seed``: trial ``i`` plays clip
-    ``clip_of(i)`` with X being ``x_is(i)``; X is A in half the trials (B in the other
-    half, and the odd one drawn), shuffled, and the clips taken in turn, shuffled.
+    """``trials`` ABX trials over ``clips`` pairs of clips (A: reference, B: candidate),
+    in an order drawn from ``seed``: X is A in half the trials, the clips taken in turn.
 
     Example:
         >>> t = AbxTest(clips=2, trials=6, seed=1)
@@ -87,8 +80,7 @@ class AbxTest:
         return self._order[trial][1]
 
     def answer(self, trial: int, choice: str) -> bool:
-        """Record the listener's ``choice`` (``"A"`` or ``"B"``) for ``trial``; True when
-        right. A trial is answered once.
+        """Record the listener's ``choice`` (``"A"`` or ``"B"``, once); True when right.
 
         Example:
             >>> t = AbxTest(1, 2, seed=0)
@@ -131,8 +123,7 @@ class AbxTest:
                              "chosen": c} for i, c in sorted(self.answers.items())]}
 
     def save(self, path: str | os.PathLike[str], **context: Any) -> None:
-        """Write `result` (and ``context``: which models, texts) as JSON, atomically, e.g.
-        beside the conversion's report (``fp16.json`` -> ``fp16.abx.json``).
+        """Write `result` and ``context`` (which models, texts) as JSON, atomically.
 
         Example:
             >>> AbxTest(1, 2).save("fp16.abx.json", reference="piper:joe-us")  # doctest: +SKIP
@@ -155,9 +146,8 @@ def _wav_bytes(wav: np.ndarray, sample_rate: int) -> bytes:
 def abx_widget(a_wavs: list[np.ndarray], b_wavs: list[np.ndarray], sample_rate: int, *,
                trials: int = 10, seed: int | None = None, save_to: str | None = None,
                context: dict[str, Any] | None = None) -> Any:
-    """The ABX test as an ipywidgets box: players A, B and X, buttons "X is A" / "X is
-    B", the score; when every trial is answered it shows the p-value and, with
-    ``save_to``, writes the result there (`AbxTest.save`, with ``context``).
+    """The ABX test as an ipywidgets box: players A, B and X, two answer buttons, the
+    score; when done, the p-value (and, with ``save_to``, `AbxTest.save` there).
 
     Example:
         >>> abx_widget([ref], [fp16], 22050, trials=10, save_to="fp16.abx.json")  # doctest: +SKIP

@@ -16,12 +16,8 @@ from tts_kit.notebook._figures import STAGE_COLORS, _figure
 
 
 def roofline(ax: Any, r: Any) -> Any:
-    """Draw a `tts_kit.tuning.roofline.Roofline` on ``ax``: one bar per stage, its
-    measured seconds (light) over its floor (the same work at the MatMul peak, dark),
-    labelled with the fraction of the peak it reached; returns ``ax``.
-
-    The light part is what thread and session tuning can still win; the dark part moves
-    only with fewer steps or lower precision.
+    """Draw a `tts_kit.tuning.roofline.Roofline` on ``ax``: per stage, its measured seconds
+    (light: what tuning can win) over its floor at the MatMul peak (dark); returns ``ax``.
 
     Example:
         >>> from tts_kit.tuning.roofline import Roofline, StageRate

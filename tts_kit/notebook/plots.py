@@ -1,15 +1,9 @@
-"""Plain matplotlib figures for measurements: memory timelines, stage times, Pareto, A/B.
+"""Plain matplotlib figures of measurements: memory timelines, stage times, A/B audio.
 
-Memory timelines, stage times and A/B audio are drawn here; the tuning figures
-(`pareto`, `latency_story`, `stage_costs`) live in `tts_kit.notebook.tuning_plots`, the
-serving ones (`load_levels`, `architectures`) in `tts_kit.notebook.serving_plots`, the
-shared figure machinery in `tts_kit.notebook._figures`; all are importable from here.
-
-Every function returns a `matplotlib.figure.Figure` built without ``pyplot`` (no global
-state, safe from threads, no duplicate display in notebooks). The figures carry a PNG
-representation, so a notebook cell that ends with one shows it, a report embeds it
-as ``data:image/png;base64`` and a script can call ``fig.savefig(path)``. Widgets
-(`tts_kit.notebook.widgets`) draw with these same functions.
+The tuning figures (`tts_kit.notebook.tuning_plots`) and the serving ones
+(`tts_kit.notebook.serving_plots`) are importable from here too. Every function draws
+without ``pyplot`` (no global state, safe from threads) and returns a figure that shows
+itself as PNG in a notebook and embeds in a report; widgets draw with these same functions.
 
 Example:
     >>> from tts_kit.notebook import plots
@@ -31,28 +25,19 @@ from matplotlib.ticker import FuncFormatter
 
 from tts_kit.core import contract
 from tts_kit.notebook._figures import (  # noqa: F401  (re-exported)
-    _VERBS,
     STAGE_COLORS,
-    ReportFigure,
-    _figure,
+    _fresh,
     _get,
     _stage_of,
+    budget_line,
     event_spans,
     figure_png,
     label_rows,
+    legend_right,
 )
 from tts_kit.notebook.serving_plots import architectures, load_levels  # noqa: F401
-from tts_kit.notebook.tuning_plots import (  # noqa: F401
-    LATENCY_PARTS,
-    latency_story,
-    pareto,
-    stage_costs,
-)
-from tts_kit.tuning.records import (
-    MEM_BUDGET_MB,
-    PEAK_RSS_MB,
-    to_number,
-)
+from tts_kit.notebook.tuning_plots import latency_story, pareto, stage_costs  # noqa: F401
+from tts_kit.tuning.records import MEM_BUDGET_MB, PEAK_RSS_MB, to_number
 
 
 def memory_timeline(
@@ -68,18 +53,14 @@ def memory_timeline(
     """RSS over time with the stage events shaded and annotated, and the budget line.
 
     Args:
-        timeline: ``[(t_s, rss_mb), ...]``, or a `tts_kit.runtime.measure.Measurement` (or its
-            dict) whose ``timeline``, ``events``, ``baseline_rss_mb``, ``peak_rss_mb``
-            and ``mem_budget_mb`` are used unless given here.
+        timeline: ``[(t_s, rss_mb), ...]``, or a `tts_kit.runtime.measure.Measurement` (or
+            its dict), whose other fields fill the arguments not given.
         events: ``[(t_s, name), ...]``; ``load X`` / ``run X`` / ``release X`` become
             shaded spans coloured by stage, any other name a labelled vertical line.
-        budget_mb: draws a red dashed budget line.
-        baseline_mb: draws the RSS after imports (what the work started from).
-        peak_mb: the kernel's high-water mark (can exceed every sample of a short spike).
+        budget_mb, baseline_mb, peak_mb: the budget, RSS after imports and high-water mark.
         title: figure title.
         fig: draw into this figure (cleared first) instead of a new one.
-        zoom: start the time axis just before the first event (the spawn and imports
-            before it are a flat line); False: from the process start.
+        zoom: start the time axis just before the first event; False: at the process start.
 
     Example:
         >>> fig = memory_timeline([(0, 50), (1, 60)], budget_mb=100, title="demo")
@@ -91,16 +72,12 @@ def memory_timeline(
             timeline, events=events, budget_mb=budget_mb, baseline_mb=baseline_mb,
             peak_mb=peak_mb, title=title)
     events = list(events or [])
-    if fig is None:
-        fig = _figure(9, 3.6)
-    else:
-        fig.clear()
+    fig = _fresh(fig, 9, 3.6)
     ax = fig.add_subplot()
     ts = np.asarray([p[0] for p in timeline], float)
     rss = np.asarray([p[1] for p in timeline], float)
     end = float(ts.max()) if ts.size else max((t for t, _ in events), default=1.0)
-    # Start where the work starts: spawning and imports are the flat line before it,
-    # and they would squeeze the stages into a sliver at the right.
+    # Start where the work starts: spawning and imports are a flat line before it.
     t_first = min((t for t, _ in events), default=0.0)
     x0 = max(0.0, t_first - 0.15 * max(end - t_first, 1e-3)) if zoom and events else 0.0
     _shade_stages(ax, events, end)
@@ -115,7 +92,7 @@ def memory_timeline(
     ax.set_xlim(x0, end if end > x0 else x0 + 1)
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+        legend_right(ax)
     if title:
         ax.set_title(title, fontsize=10)
     return fig
@@ -177,23 +154,14 @@ def _level_lines(ax: Any, rss: np.ndarray, baseline_mb: Any, peak_mb: Any,
         ax.axhline(peak_mb, color="black", ls=":", lw=1, label=f"peak (HWM) {peak_mb:.0f} MB")
     data_top = max([v for v in (*rss.tolist(), peak_mb, baseline_mb)
                     if to_number(v) is not None], default=1.0)
-    top = data_top * 1.15
-    if budget_mb:
-        if budget_mb <= data_top * 2.5:
-            ax.axhline(budget_mb, color="red", ls="--", lw=1.5,
-                       label=f"budget {budget_mb:.0f} MB")
-            top = max(top, budget_mb * 1.08)
-        else:
-            # Far above the data: name it instead of flattening the curve to the floor.
-            ax.plot([], [], color="red", ls="--", lw=1.5,
-                    label=f"budget {budget_mb:.0f} MB (off the scale)")
-    return top
+    if budget_line(ax, budget_mb, data_top, vertical=False):
+        return max(data_top * 1.15, budget_mb * 1.08)
+    return data_top * 1.15
 
 
 def _stage_legend(ax: Any, events: list[tuple[float, str]]) -> None:
-    """One legend entry per stage that appears, and what the shading means: every stage
-    the events name, whatever the model (a Piper voice's ``voice`` span was shaded but
-    missing from the legend), Supertonic's in pipeline order first."""
+    """One legend entry per stage the events name (Supertonic's in pipeline order first),
+    and what the shading means."""
     named = [stage for _, n in events for verb, stage in [_stage_of(n)] if verb is not None]
     stages = [s for s in STAGE_COLORS if s in named]
     stages += [s for s in dict.fromkeys(named) if s not in STAGE_COLORS]
@@ -210,8 +178,7 @@ def _timings_of(obj: Any) -> dict[str, float]:
 
 
 def _stages_in(groups: Any) -> list[str]:
-    """The stages the timings hold, in pipeline order: ``text``, the Supertonic stages, then
-    any other model's own stages (Piper's ``voice``) as they first appear; never ``total``."""
+    """The stages the timings hold in pipeline order, other models' after; never ``total``."""
     groups = list(groups)
     known = ["text", *contract.STAGES]
     stages = [s for s in known if any(s in g for g in groups)]
@@ -221,20 +188,17 @@ def _stages_in(groups: Any) -> list[str]:
 
 
 def _ms_text(ms: float) -> str:
-    """A bar's label: one decimal under 100 ms (7.7), whole milliseconds with thousands
-    separators above (63,751)."""
+    """A bar's label: ``7.7`` under 100 ms, ``63,751`` above."""
     return f"{ms:.1f}" if ms < 100 else f"{ms:,.0f}"
 
 
 def stage_times(
     results: Any, title: str | None = "time per stage", fig: Figure | None = None
 ) -> Figure:
-    """Per-stage wall time as horizontal bars (ms); several results side by side. Every
-    stage the timings hold is drawn, whatever the model (Piper's one ``voice`` stage too).
+    """Per-stage wall time as horizontal bars (ms) of every stage the timings hold.
 
-    Args:
-        results: a `SynthesisResult`, a ``timings`` dict (seconds per stage), or a
-            mapping ``label -> result or timings`` for grouped bars.
+    ``results``: a `SynthesisResult`, a ``timings`` dict (seconds per stage), or a mapping
+    ``label -> result or timings`` for grouped bars.
 
     Example:
         >>> fig = stage_times({"text": 0.001, "vocoder": 0.02, "total": 0.03})
@@ -248,10 +212,7 @@ def stage_times(
     else:
         groups = {"": _timings_of(results)}
     stages = _stages_in(groups.values())
-    if fig is None:
-        fig = _figure(7, 0.5 + 0.45 * len(stages) * max(1, len(groups)) ** 0.5)
-    else:
-        fig.clear()
+    fig = _fresh(fig, 7, 0.5 + 0.45 * len(stages) * max(1, len(groups)) ** 0.5)
     ax = fig.add_subplot()
     n = len(groups)
     height = 0.8 / n
@@ -271,8 +232,6 @@ def stage_times(
     ax.set_yticks(np.arange(len(stages)), stages)
     ax.invert_yaxis()
     ax.set_xlabel("milliseconds")
-    # Seconds-long syntheses (a chunked text) printed '63751.2' and ticks '60000':
-    # thousands separators, and no decimals where they carry nothing.
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
     total = [g.get("total") for g in groups.values() if g.get("total")]
     if title:
@@ -294,8 +253,8 @@ def _spec_kw(n: int) -> dict[str, int]:
 
 def spectrogram_range(waves: Sequence[tuple[np.ndarray, int]],
                       floor_db: float = 80.0) -> tuple[float, float]:
-    """The dB range one colour scale should span for these waveforms' spectrograms: up to
-    the loudest bin of any of them, ``floor_db`` below it.
+    """The dB range of one colour scale for these waveforms' spectrograms: the loudest bin
+    of any, down ``floor_db``.
 
     Example:
         >>> x = np.sin(np.linspace(0, 2000, 4410)).astype("float32")
@@ -320,9 +279,8 @@ def ab_compare(
     a: Any, b: Any, labels: Sequence[str] = ("A", "B"), title: str | None = None,
     fig: Figure | None = None,
 ) -> Figure:
-    """Two waveforms and their spectrograms, one column each, on shared scales.
-
-    ``a`` and ``b`` are `SynthesisResult` objects or ``(wav, sample_rate)`` pairs.
+    """Two waveforms (`SynthesisResult` or ``(wav, sample_rate)``) and their spectrograms,
+    one column each, on shared scales.
 
     Example:
         >>> import numpy as np
@@ -331,10 +289,7 @@ def ab_compare(
         5
     """
     (wa, sra), (wb, srb) = _wave_of(a), _wave_of(b)
-    if fig is None:
-        fig = _figure(10, 4.5)
-    else:
-        fig.clear()
+    fig = _fresh(fig, 10, 4.5)
     axes = fig.subplots(2, 2, sharey="row")
     lim = max(float(np.abs(wa).max(initial=0)), float(np.abs(wb).max(initial=0)), 1e-3)
     vmin, vmax = spectrogram_range([(wa, sra), (wb, srb)])

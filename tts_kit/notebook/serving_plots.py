@@ -1,6 +1,4 @@
-"""Figures of serving load tests: latency and throughput per load level, and the
-architectures side by side.
-"""
+"""Figures of serving load tests: each load level, and the architectures side by side."""
 
 from __future__ import annotations
 
@@ -10,7 +8,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from tts_kit.notebook._figures import _figure
+from tts_kit.notebook._figures import _figure, _fresh
 from tts_kit.tuning.records import (
     ERRORS,
     P50_MS,
@@ -29,8 +27,7 @@ from tts_kit.tuning.records import label as axis_label
 
 
 def unfinished_note(rec: Mapping[str, Any]) -> str:
-    """What a load level whose requests all failed says in place of its latency ("" when
-    some finished): an empty column must not read as "no data".
+    """What a load level whose requests all failed says in place of its latency (else "").
 
     Example:
         >>> from tts_kit.tuning.records import P50_MS
@@ -52,11 +49,8 @@ def load_levels(
     title: str | None = "load test",
     fig: Figure | None = None,
 ) -> Figure:
-    """A load test level by level: latency and time-to-first-audio percentiles (left),
-    the pool's memory over time with the levels marked (right).
-
-    Records are `tts_kit.serve.loadtest` levels (``concurrency`` or ``rate``, ``p50_ms``
-    ... ``ttfa_p95_ms``, ``timeline`` of ``[t, RSS MB, PSS MB]``, ``wall_s``).
+    """A load test (`tts_kit.serve.loadtest` levels) level by level: latency and
+    time-to-first-audio percentiles (left), the pool's memory over time (right).
 
     Example:
         >>> recs = [{"mode": "closed", "concurrency": c, P50_MS: 100 * c, P95_MS: 150 * c,
@@ -67,10 +61,7 @@ def load_levels(
         2
     """
     records = list(records)
-    if fig is None:
-        fig = _figure(10, 3.8)
-    else:
-        fig.clear()
+    fig = _fresh(fig, 10, 3.8)
     left, right = fig.subplots(1, 2)
     names = [f"c={r['concurrency']}" if r.get("concurrency") else f"{r.get('rate', 0):g}/s"
              for r in records]
@@ -118,9 +109,8 @@ def architectures(
     keys: Sequence[str] = (RPS, P95_MS, TTFA_P95_MS, POOL_PSS_MB),
     title: str | None = "serving architectures",
 ) -> Figure:
-    """One panel per figure in ``keys`` against concurrency, one line per configuration
-    (`tts_kit.serve.sweep` records: ``architecture``, ``workers``, ``threads``,
-    ``loading``, ``concurrency``).
+    """One panel per figure in ``keys`` against concurrency, one line per configuration of
+    `tts_kit.serve.sweep` records.
 
     Example:
         >>> recs = [{"architecture": a, "workers": 2, "threads": 1, "loading": "resident",

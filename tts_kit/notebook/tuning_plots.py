@@ -1,5 +1,5 @@
-"""Figures of tuning results: the Pareto front of latency against memory, one
-configuration's latency measured in several places, and the stages' memory costs.
+"""Figures of tuning results: the Pareto front, one configuration's latency in several
+places, and the stages' memory costs.
 
 Example:
     >>> from tts_kit.tuning.records import P50_MS, PEAK_RSS_MB
@@ -21,7 +21,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from tts_kit.core import contract
-from tts_kit.notebook._figures import STAGE_COLORS, _figure
+from tts_kit.notebook._figures import STAGE_COLORS, _figure, _fresh, budget_line, legend_right
 from tts_kit.tuning.records import (
     FIRST_MS,
     P50_MS,
@@ -40,7 +40,6 @@ def pareto(
     x: str = PARETO_X,
     y: str = PARETO_Y,
     title: str | None = "latency against peak memory",
-    fig: Figure | None = None,
     ax: Any = None,
     default: Mapping[str, Any] | None = None,
 ) -> Figure:
@@ -50,13 +49,11 @@ def pareto(
     moves memory most. The pick, the ``default`` record (an untuned deployment) and the
     front's points are labelled; both axes start at zero, so a few MB or ms between
     neighbours look as small as they are. Draws on ``ax`` when given (its figure is
-    returned), else on ``fig`` (cleared) or a new figure.
+    returned), else on a new figure.
 
-    Records use the keys of `tts_kit.tuning.records` (``preset``, ``cpus``, ``status``, ``x``,
-    ``y`` ...); the axes are labelled with `tts_kit.tuning.records.label`. A record's
-    ``pareto``
-    flag is used when present, else `tts_kit.tuning.records.pareto_front` gives the front.
-    Trials that did not finish are listed in the title.
+    Records use the keys of `tts_kit.tuning.records`; a record's ``pareto`` flag is used
+    when present, else `tts_kit.tuning.records.pareto_front` gives the front. Trials that
+    did not finish are listed in the title.
 
     Example:
         >>> from tts_kit.tuning.records import PEAK_RSS_MB
@@ -66,14 +63,7 @@ def pareto(
         1
     """
     records = list(records)
-    if ax is not None:
-        fig = ax.figure
-    elif fig is None:
-        fig = _figure(8, 4.6)
-        ax = fig.add_subplot()
-    else:
-        fig.clear()
-        ax = fig.add_subplot()
+    ax = ax if ax is not None else _figure(8, 4.6).add_subplot()
     ok = [r for r in records if r.get("status", "ok") == "ok" and r.get(x) is not None]
     if any("pareto" in r for r in records):
         front_idx = [i for i, r in enumerate(records) if r.get("pareto") and r in ok]
@@ -84,20 +74,13 @@ def pareto(
     if front:
         ax.step([r[x] for r in front], [r[y] for r in front], where="post", color="black",
                 lw=1, ls="-", alpha=0.7, label="Pareto front", zorder=2)
-    if budget_mb:
-        xmax = max((r[x] for r in ok), default=budget_mb)
-        if budget_mb <= 2.5 * xmax:
-            ax.axvline(budget_mb, color="red", ls="--", lw=1.3,
-                       label=f"budget {budget_mb:.0f} MB")
-        else:  # far to the right: name it rather than squeeze every point to the left
-            ax.plot([], [], color="red", ls="--", lw=1.3,
-                    label=f"budget {budget_mb:.0f} MB (off the scale)")
+    budget_line(ax, budget_mb, max((r[x] for r in ok), default=budget_mb or 0), vertical=True)
     if recommended is not None and recommended.get(x) is not None:
         ax.scatter(recommended[x], recommended[y], marker="*", s=320, facecolor="gold",
                    edgecolor="black", zorder=4, label="recommended")
     _pareto_axes(ax, records, ok, x=x, y=y, budget_mb=budget_mb, title=title)
     _label_points(ax, recommended, default, front, ok, x=x, y=y)
-    return fig
+    return ax.figure
 
 
 def _pareto_axes(ax: Any, records: list[Mapping[str, Any]], ok: list[Mapping[str, Any]], *,
@@ -114,7 +97,7 @@ def _pareto_axes(ax: Any, records: list[Mapping[str, Any]], ok: list[Mapping[str
     ax.set_xlabel(axis_label(x))
     ax.set_ylabel(axis_label(y))
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    legend_right(ax)
     if title:
         extra = ""
         if failed:
@@ -160,8 +143,7 @@ _LABEL_STEPS = (8.0, 18.0, 30.0, 44.0)
 def _label_points(ax: Any, recommended: Mapping[str, Any] | None,
                   default: Mapping[str, Any] | None, front: list[Mapping[str, Any]],
                   ok: list[Mapping[str, Any]], *, x: str, y: str) -> None:
-    """Labels for the points that matter: the pick, the default, the front (no repeats),
-    each placed where it covers no other label and no point (`_place_label`)."""
+    """Labels for the pick, the default and the front, each where it covers nothing."""
     def short(r: Mapping[str, Any]) -> str:
         ld = r.get("loading")
         return f"{r.get('preset')} @ {r.get('cpus')} vCPU" + (
@@ -192,9 +174,8 @@ def _label_points(ax: Any, recommended: Mapping[str, Any] | None,
 
 def _place_label(ax: Any, renderer: Any, text: str, at: tuple[float, float],
                  points: list[Any], taken: list[Any], *, must: bool) -> None:
-    """Annotate ``at`` with ``text`` at the first free spot around it; ``taken`` (label
-    boxes, display pixels) grows by it. No free spot: the pick and the default go where
-    they overlap least, a front label is left out (the table names every point)."""
+    """Annotate ``at`` at the first free spot around it (``taken`` grows by its box); with
+    none free, a ``must`` label goes where it overlaps least, another is left out."""
     from matplotlib.transforms import Bbox
 
     own = ax.transData.transform(at)
@@ -204,35 +185,33 @@ def _place_label(ax: Any, renderer: Any, text: str, at: tuple[float, float],
     style = {"fontsize": 8 if must else 7, "fontweight": "bold" if must else "normal",
              "bbox": {"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none",
                       "alpha": 0.8}, "zorder": 5, "annotation_clip": False}
-    best: tuple[int, Any, float] | None = None
+    def put(dx: float, dy: float, step: float) -> Any:
+        ann = ax.annotate(text, at, xytext=(dx * step, dy * step), textcoords="offset points",
+                          **style, ha="left" if dx > 0 else "right" if dx < 0 else "center",
+                          va="bottom" if dy > 0 else "top" if dy < 0 else "center")
+        ann.set_in_layout(False)
+        return ann
+
+    def keep(ann: Any, dx: float, dy: float, step: float) -> None:
+        taken.append(ann.get_window_extent(renderer).padded(2))
+        if step > _LABEL_STEPS[0]:
+            _leader(ax, at, (dx * step, dy * step))
+
+    best: tuple[int, float, float, float] | None = None
     for step in _LABEL_STEPS:
         for dx, dy in _LABEL_DIRS:
-            ann = ax.annotate(text, at, xytext=(dx * step, dy * step),
-                              textcoords="offset points", **style,
-                              ha="left" if dx > 0 else "right" if dx < 0 else "center",
-                              va="bottom" if dy > 0 else "top" if dy < 0 else "center")
-            ann.set_in_layout(False)
+            ann = put(dx, dy, step)
             box = ann.get_window_extent(renderer).padded(2)
             clashes = sum(box.overlaps(b) for b in (*taken, *blocked))
             inside = frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1)
             if clashes == 0 and inside:
-                taken.append(box)
-                if step > _LABEL_STEPS[0]:
-                    _leader(ax, at, (dx * step, dy * step))
-                return
+                return keep(ann, dx, dy, step)
             ann.remove()
             score = clashes + (0 if inside else 100)
             if best is None or score < best[0]:
-                best = (score, (dx * step, dy * step, dx, dy), step)
+                best = (score, dx, dy, step)
     if must and best is not None:
-        (ox, oy, dx, dy), step = best[1], best[2]
-        ann = ax.annotate(text, at, xytext=(ox, oy), textcoords="offset points", **style,
-                          ha="left" if dx > 0 else "right" if dx < 0 else "center",
-                          va="bottom" if dy > 0 else "top" if dy < 0 else "center")
-        ann.set_in_layout(False)
-        taken.append(ann.get_window_extent(renderer).padded(2))
-        if step > _LABEL_STEPS[0]:
-            _leader(ax, at, (ox, oy))
+        keep(put(*best[1:]), *best[1:])
 
 
 def _leader(ax: Any, at: tuple[float, float], offset: tuple[float, float]) -> None:
@@ -256,12 +235,9 @@ def latency_story(
     title: str | None = "one configuration, measured in three places",
     ax: Any = None,
 ) -> Figure:
-    """Session creation, first call and steady p50 of one configuration, side by side
-    for each place it was measured (the sweep's trial, the re-measured trial, this
-    kernel), each bar labelled with its value; missing figures are left out.
-
-    Each row: ``label`` and any of ``session_s`` (seconds), ``first_ms``, ``p50_ms``
-    (`tts_kit.report.answer.latency_rows` builds them). Seconds are drawn in ms.
+    """Session creation, first call and steady p50 of one configuration for each place it
+    was measured: rows of ``label`` and any of ``session_s``, ``first_ms``, ``p50_ms``
+    (`tts_kit.report.answer.latency_rows`), drawn in ms and labelled.
 
     Example:
         >>> fig = latency_story([{"label": "sweep", "session_s": 1.5, FIRST_MS: 900,
@@ -287,9 +263,7 @@ def latency_story(
             ms = value * 1000 if key.endswith("_s") else value
             top = max(top, ms)
             y = ri + pi * height - 0.4 + height / 2
-            ax.barh(y, ms, height=height * 0.9, color=colors[key],
-                    label=name if ri == 0 or not ax.get_legend_handles_labels()[1].count(name)
-                    else None)
+            ax.barh(y, ms, height=height * 0.9, color=colors[key], label=name)
             ax.annotate(f"{ms:,.0f} ms", (ms, y), xytext=(3, 0), textcoords="offset points",
                         va="center", fontsize=7)
     ax.set_yticks(range(len(rows)), [str(r.get("label", "")) for r in rows], fontsize=8)
@@ -302,9 +276,8 @@ def latency_story(
     ax.grid(axis="x", alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()
     if handles:
-        uniq = dict(zip(labels, handles))
-        ax.legend(uniq.values(), uniq.keys(), fontsize=7, loc="upper left",
-                  bbox_to_anchor=(1.01, 1.0), frameon=False)
+        uniq = dict(zip(labels, handles))  # one entry per figure, not per row
+        legend_right(ax, uniq.values(), uniq.keys())
     if title:
         ax.set_title(title, fontsize=10)
     return fig
@@ -320,16 +293,12 @@ def stage_costs(
     """Measured memory per stage (load and run) next to the article's estimated split.
 
     Args:
-        costs: a `tts_kit.runtime.loading.StageCosts` (what
-        `tts_kit.tuning.stage_costs.stage_costs` measured),
-            or a mapping ``stage -> cost`` where a cost has ``load_mb`` and ``run_mb``
-            (or is a plain number of MB).
-        runtime_mb: RSS of the process before any session (interpreter + ONNX Runtime),
-            the measured counterpart of the article's "runtime" share; taken from a
-            `StageCosts` when not given.
-        article_split: the percentages to show beside the measurement: ``"claimed"``
-            (default) for the memory article's estimate as `tts_kit.runtime.loading` records it
-            (``StageCosts.claimed_split``), a mapping of your own, or None to leave it out.
+        costs: a `tts_kit.runtime.loading.StageCosts`, or a mapping ``stage -> cost`` (with
+            ``load_mb`` and ``run_mb``, or a plain number of MB).
+        runtime_mb: RSS before any session (the article's "runtime" share; default: the
+            `StageCosts`' own).
+        article_split: the percentages beside the measurement: ``"claimed"`` (the
+            article's estimate), a mapping of your own, or None.
 
     Example:
         >>> fig = stage_costs({"vocoder": {"load_mb": 30, "run_mb": 12}}, runtime_mb=60)
@@ -350,10 +319,7 @@ def stage_costs(
         s for s in costs if s not in contract.STAGES
     ]
     parts = {s: cost_parts(costs[s]) for s in stages}
-    if fig is None:
-        fig = _figure(10, 3.8)
-    else:
-        fig.clear()
+    fig = _fresh(fig, 10, 3.8)
     ax, ax2 = fig.subplots(1, 2, width_ratios=[3, 2])
     ys = np.arange(len(stages))
     load = np.array([parts[s][0] for s in stages])

@@ -1,12 +1,9 @@
-"""Notebook widgets (ipywidgets): player, A/B player, normalisation playground, tuner, live graph.
+"""Notebook widgets (ipywidgets): player, A/B player, normalisation playground, banners.
 
-The widgets are thin: synthesis is `tts_kit.models.supertonic.engine.Engine`, normalisation
-`tts_kit.text`, measurement `tts_kit.tuning.tune.trial` (an isolated process, via
-`tts_kit.runtime.measure`), drawing `tts_kit.notebook.plots`. Figures are shown as PNG in an
-``ipywidgets.Image``, which JupyterLab, classic Notebook and VS Code all render
-without a matplotlib widget backend, and which can be updated from a worker thread.
-The widgets that measure (`LiveMemoryGraph`, `SessionTuner`, `live_loadtest`) live in
-`tts_kit.notebook.measure_widgets` and are importable from here.
+The widgets are thin: synthesis is the engine's, normalisation `tts_kit.text`'s, drawing
+`tts_kit.notebook.plots`'. Figures show as PNG in an ``ipywidgets.Image`` (any frontend,
+updatable from a worker thread). The live widgets (`LiveMemoryGraph`, `SessionTuner`,
+`live_loadtest`) live in `tts_kit.notebook.live_widgets` and are importable from here.
 
 Example:
     >>> from tts_kit import Engine
@@ -28,21 +25,19 @@ from tts_kit.core import contract
 from tts_kit.core.textsafe import display_path
 from tts_kit.models.supertonic.bundle import Bundle
 from tts_kit.notebook import plots
-from tts_kit.notebook.measure_widgets import (  # noqa: F401  (re-exported)
+from tts_kit.notebook.live_widgets import (  # noqa: F401  (re-exported)
     LiveMemoryGraph,
     SessionTuner,
+    _png,
     live_loadtest,
 )
-from tts_kit.tuning.records import (
-    format_timings,
-)
+from tts_kit.tuning.records import format_timings
 from tts_kit.tuning.workload import Workload
 
 
 def banner(bundle: Bundle, source: str | None = None) -> HTML:
-    """An HTML banner naming the model; a loud one when it is a stand-in.
-
-    Plain HTML (not a widget), so it also shows in exported reports.
+    """An HTML banner naming the model, loud for a stand-in (plain HTML: it shows in
+    exported reports too).
 
     Example:
         >>> banner(Bundle.discover()).data.count("synthetic weights")  # doctest: +SKIP
@@ -50,8 +45,7 @@ def banner(bundle: Bundle, source: str | None = None) -> HTML:
     """
     from tts_kit.models.supertonic.standin import scale_note
 
-    # The banner ends up in shared pages (report.html): no home directory, no raw markup
-    # from the bundle (its voice names are file names anyone could have chosen).
+    # Shared pages: no home directory, no raw markup from the bundle.
     where = html.escape(display_path(bundle.path))
     src = f" ({html.escape(source)})" if source else ""
     if getattr(bundle, "family", "supertonic") == "piper":
@@ -86,9 +80,8 @@ def banner(bundle: Bundle, source: str | None = None) -> HTML:
 
 
 def realistic_costs(model: Any) -> bool:
-    """Whether ``model``'s costs (latency, memory, the stage mix) are a real model's: a real
-    model or voice, or a stand-in at a realistic scale (``full``); a tiny or medium stand-in
-    is not.
+    """Whether ``model``'s costs are a real model's: a real model or voice, or a stand-in at
+    a realistic scale (``full``).
 
     Example:
         >>> realistic_costs(Bundle.discover())  # doctest: +SKIP
@@ -102,8 +95,7 @@ def realistic_costs(model: Any) -> bool:
 
 
 def model_summary(model: Any) -> str:
-    """One plain line naming ``model`` for a conclusion: its label, size and what its
-    weights are, so a conclusion names the model that produced its figures.
+    """One line naming ``model`` for a conclusion: its label, size and weights.
 
     Example:
         >>> model_summary(Bundle.discover())  # doctest: +SKIP
@@ -117,16 +109,10 @@ def model_summary(model: Any) -> str:
 
 
 def lesson(model: Any, needs: str, *, costs: bool = True, quick: bool = False) -> HTML:
-    """A box under a notebook's banner: what its lesson needs, and whether this run's model
-    gives it. Where costs are the lesson, a model whose costs are not realistic (the tiny
-    stand-in CI's quick mode uses) is said to show the mechanics, not the lesson.
-
-    Args:
-        model: the model the notebook measures.
-        needs: what the lesson is about, one sentence (shown first).
-        costs: the lesson is in the measured costs (then it needs the real model or the
-            full stand-in); False: any model teaches it.
-        quick: the notebook runs in quick mode (CI: the smallest settings).
+    """A box under a notebook's banner: what its lesson ``needs`` (one sentence), and
+    whether this run's model gives it. With ``costs`` (the lesson is in the measured
+    costs) a model without realistic costs is said to show the mechanics only; ``quick``:
+    the notebook runs in CI's quick mode.
 
     Example:
         >>> box = lesson(Bundle.discover(), "Paged loading gives memory back.")  # doctest: +SKIP
@@ -162,15 +148,9 @@ def lesson(model: Any, needs: str, *, costs: bool = True, quick: bool = False) -
 
 def trust_line(records: Sequence[Any], *, cores: int | None = None) -> str:
     """One line for a notebook's conclusions when its trials' figures are not to be trusted
-    ("" when they are): the machine was busy (trials short of their pinned cores, a load
-    the trials do not explain) or the figures did not repeat, with the figures that show
-    it and what to do (`tts_kit.tuning.contention.assess` decides, as for reports).
-    A conclusion printed under it reads as provisional, not as the lesson's answer.
-
-    Args:
-        records: the trial records the conclusions quote.
-        cores: the machine's usable cores, the load average's scale (default: this
-            process's).
+    (else ""): the machine was busy or the figures did not repeat, and what to do
+    (`tts_kit.tuning.contention.assess` decides, as for reports). ``cores``: the load
+    average's scale (default: this process's usable cores).
 
     Example:
         >>> trust_line([{"status": "ok", "core_share": 98.0, "cpu_wait_percent": 1.0}])
@@ -191,22 +171,14 @@ def trust_line(records: Sequence[Any], *, cores: int | None = None) -> str:
     return f"provisional: {found.finding()}; {todo}."
 
 
-def _png(fig: Any) -> bytes:
-    return plots.figure_png(fig, dpi=90)
-
-
 def _audio_html(wav: bytes) -> str:
     b64 = base64.b64encode(wav).decode("ascii")
     return f'<audio controls src="data:audio/wav;base64,{b64}"></audio>'
 
 
 class _StaticFallback:
-    """Adds a static rendering to a widget's display data.
-
-    JupyterLab renders the widget view (its renderer outranks these); a page without
-    the widget manager (nbconvert HTML, a notebook viewer, an untrusted notebook) shows
-    the fallback: what the widget showed when it was displayed.
-    """
+    """Adds a static rendering to a widget's display data, for pages without the widget
+    manager (nbconvert HTML, a viewer); JupyterLab renders the widget view."""
 
     def _static(self) -> dict[str, Any]:
         return {}
@@ -238,13 +210,9 @@ def _timings_html(timings: dict[str, float], duration_s: float | None = None) ->
 
 
 class Player(_StaticFallback, W.VBox):
-    """Synthesise and listen: text, language, voice, steps, speed and seed controls. The
-    controls follow the model's capabilities: the ``steps`` slider only where
-    ``capabilities.flow_steps``, the languages the model reads.
-
-    The audio widget gets the WAV bytes from memory (`SynthesisResult.wav_bytes`); no
-    file is written. Bad input (empty text, characters the model cannot read) is shown
-    in the widget as one line, not raised.
+    """Synthesise and listen: text, language, voice, steps, speed and seed controls, as
+    far as the model has them (``steps`` only for a flow-matching model). Bad input is
+    shown as one line, not raised.
 
     Args:
         engine: the `Engine` to use (default: one on the discovered bundle).
@@ -294,8 +262,6 @@ class Player(_StaticFallback, W.VBox):
         self.info = W.HTML()
         self.result: Any = None
         self.button.on_click(lambda _: self.synthesize())
-        # A control shows only what the model can do: `steps` only for a flow-matching
-        # model (a Piper voice has none, and a slider that changes nothing misleads).
         self.has_steps = bool(getattr(model.capabilities, "flow_steps", False))
         if not self.has_steps:
             self.steps.layout.display = "none"
@@ -373,10 +339,8 @@ def _panel(result: Any, label: str) -> W.VBox:
 
 
 class ABPlayer(_StaticFallback, W.VBox):
-    """Two results side by side: a player and stage times each, waveforms and spectrograms.
-
-    ``a`` and ``b`` are `SynthesisResult` objects or ``(wav, sample_rate)`` pairs (e.g. the
-    waveforms a `tts_kit.precision.ConversionReport` measured).
+    """Two results (`SynthesisResult` or ``(wav, sample_rate)``) side by side: a player and
+    stage times each, waveforms and spectrograms.
 
     Example:
         >>> ABPlayer(fp32_result, fp16_result, labels=("FP32", "FP16"))  # doctest: +SKIP

@@ -1,26 +1,11 @@
 """Reproducible tuning reports: the library measures and writes report.json; a notebook renders it.
 
-`make_report` runs the sweep of a `SweepSpec` in isolated trials (`run_tuning`), measures
-the recommended configuration again with its memory timeline and saves ``report.json``
-(`write_report`): every measured record, the recommendation and the environment
-fingerprint (CPU model and count, OS, Python, onnxruntime and numpy versions, providers,
-model SHA-256s, presets), following ``report_schema.json`` (`validate_report`). Only then
-does it render: papermill executes ``notebooks/06_tuning_report.py`` headless on that
-file (`render_report`), and the executed notebook is exported to a standalone
-``report.html`` that opens offline. `rerun_report` repeats the sweep of an earlier
-report.json on this machine and says which figures moved by more than the noise (`Noise`)
-and whether the recommendation holds (`RerunVerdict`).
-
-The modules, each one concern, bottom to top:
-
-- `tts_kit.report.spec`: `SweepSpec` (what is measured) and `ReportError`;
-- `tts_kit.report.document`: `TuningReport` (report.json), the schema, `Noise`,
-  `record_key`, the environment and model fingerprints;
-- `tts_kit.report.answer`: what the report starts with: the pick against the default
-  (ratios), the ``SessionOptions`` snippet, the preset JSON, the spec and machine tables;
-- `tts_kit.report.render`: papermill execution of the report notebook, HTML export;
-- `tts_kit.report.make`: run the sweep, write report.json, then render (`make_report`);
-- `tts_kit.report.rerun`: `compare_reports`, `head_to_head`, `rerun_report`.
+`make_report` runs a `SweepSpec` in isolated trials and writes ``report.json``
+(`TuningReport`: records, recommendation, environment and model fingerprints), then
+renders it with ``notebooks/06_tuning_report.py`` into a standalone ``report.html``;
+`rerun_report` repeats an earlier report here and says what moved beyond the noise and
+whether the pick holds (`RerunVerdict`). Modules, bottom to top: `spec`, `document`,
+`answer`, `render`, `make`, `rerun` (docs/guide.md, "How a report is made and judged").
 
 Example:
     >>> from tts_kit.report import make_report, rerun_report
@@ -42,7 +27,13 @@ from tts_kit.report.document import (
     record_key,
     validate_report,
 )
-from tts_kit.report.make import make_report, measure_recommended, run_tuning, write_report
+from tts_kit.report.make import (
+    ReportOptions,
+    make_report,
+    measure_recommended,
+    run_tuning,
+    write_report,
+)
 from tts_kit.report.render import (
     NOTEBOOK_ENV,
     NOTEBOOK_NAME,
@@ -73,6 +64,7 @@ __all__ = [
     "Move",
     "Noise",
     "ReportError",
+    "ReportOptions",
     "RerunVerdict",
     "SweepSpec",
     "TuningReport",

@@ -1,18 +1,7 @@
-"""Import `jsonschema` without the seconds its optional IRI checker costs at import.
+"""Import `jsonschema` without the seconds its optional IRI checker (`SLOW_OPTIONAL`) costs.
 
-`jsonschema` (imported by `validate_report`, and by nbformat, which papermill and nbconvert
-import) imports ``rfc3987_syntax`` whenever it is installed (JupyterLab brings it:
-jupyter-events asks for jsonschema's ``format-nongpl`` extra), and that package compiles
-its lark grammars at import: 2.5-3 CPU-s in every process that writes, validates or
-re-runs a report, the report's own kernel included. Its only use is jsonschema's
-``iri``/``iri-reference`` *format* checkers, which nothing in tts_kit asks for (the report
-schema has no ``format``, and formats are only checked when a ``FormatChecker`` is given).
-
-So tts_kit imports jsonschema with that one optional module hidden, which is exactly the
-state jsonschema documents for an environment without it: those two format checkers are
-left out and everything else is the same. The hiding lasts for the import only; afterwards
-``import rfc3987_syntax`` works as before. A process that imported jsonschema first keeps
-its own copy untouched.
+That module only serves the ``iri`` format checkers, which tts_kit never asks for; it is
+hidden for the import only (docs/guide.md, "How a report is made and judged").
 
 Example:
     >>> import_jsonschema().Draft202012Validator({"type": "integer"}).is_valid(3)

@@ -1,12 +1,10 @@
 """The answer a report starts with: the pick, why, against the default, and how to apply it.
 
-One concern: turning a finished `TuningReport` into what a reader acts on. `default_record`
-finds what an untuned deployment gets (ONNX Runtime's defaults, resident, on the pick's
-vCPUs); `comparison` puts the pick's figures next to it as ratios; `session_snippet` writes
-copy-paste Python that builds the recommended ``onnxruntime.SessionOptions`` (a test
-executes it); `preset_json` is the preset as `tts_kit.runtime.sessions.SessionPreset.from_dict`
-reads it; `answer_html` is the report's first section; `spec_rows` and `machine_rows`
-are the small tables of what was measured and where. The notebook only displays these.
+`comparison` puts the pick's figures next to an untuned deployment's (`default_record`) as
+ratios; `session_snippet`, `serve_command` and `preset_json` say how to apply it;
+`answer_html` is the report's first section, `conclusions` its last; `spec_rows` and
+`machine_rows` are the small tables of what was measured and where. The notebook only
+displays these.
 
 Example:
     >>> from tts_kit.report import TuningReport, answer
@@ -61,8 +59,8 @@ def _ok(rec: Mapping[str, Any] | None) -> bool:
 
 
 def default_record(rep: TuningReport) -> dict[str, Any] | None:
-    """The record of an untuned deployment on the pick's box: ``ort-default``, resident,
-    at the pick's vCPUs, steps and batch (None when the sweep did not measure it).
+    """The record of an untuned deployment (``ort-default``, resident) at the pick's vCPUs,
+    steps and batch; None when the sweep did not measure it.
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -87,10 +85,8 @@ def default_record(rep: TuningReport) -> dict[str, Any] | None:
 
 
 def comparison(rep: TuningReport) -> list[dict[str, Any]]:
-    """The pick's figures next to the default's: one row per figure, with the ratio.
-
-    ``ratio`` is pick / default (below 1: the pick costs less); None where a figure is
-    missing. Empty when there is no pick or no default record.
+    """The pick's figures next to the default's, one row per figure with ``ratio`` = pick /
+    default (None where a figure is missing); empty without a pick or a default record.
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -128,11 +124,8 @@ def _threads(rep: TuningReport, pick: Mapping[str, Any]) -> int | None:
 
 def session_snippet(rep: TuningReport) -> str:
     """Python that builds the recommended ``onnxruntime.SessionOptions`` (``so``) and
-    ``providers``: paste it where the sessions are created. Empty when nothing fits.
-
-    Thread counts are the ones the measured sessions got on the pick's vCPUs; the load
-    policy (paged, budget) is not a session option, so it is a comment naming the
-    `tts_kit.Engine` call that applies it.
+    ``providers`` with the thread counts the measured sessions got ("" when nothing fits);
+    the load policy, not a session option, is a comment naming the `tts_kit.Engine` call.
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -200,11 +193,8 @@ def session_snippet(rep: TuningReport) -> str:
 
 
 def serve_command(rep: TuningReport) -> str:
-    """The `tts-kit serve` command line that serves with the recommended configuration
-    (one worker process using the pick's vCPUs as intra-op threads), or "".
-
-    How many workers a box holds is a question for ``tts-kit serve-sweep`` (under load);
-    this line is where it starts.
+    """The `tts-kit serve` line that serves the pick with one worker (using the pick's
+    vCPUs as intra-op threads), or ""; ``tts-kit serve-sweep`` says how many workers fit.
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -243,8 +233,7 @@ def preset_json(rep: TuningReport) -> str:
 
 
 def contention(rep: TuningReport) -> Contention:
-    """Signs that the machine was busy during the report's sweep
-    (`tts_kit.tuning.contention.assess` of its records and the pick's re-measure).
+    """Signs that the machine was busy during the sweep (`tts_kit.tuning.contention.assess`).
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -263,8 +252,8 @@ def contention(rep: TuningReport) -> Contention:
 
 
 def provisional_line(rep: TuningReport) -> str:
-    """The answer's first line when the machine was busy ("" when it was not): what was
-    seen, and the rerun that settles it (naming the report's file when it was loaded).
+    """The answer's first line when the machine was busy (else ""): what was seen, and the
+    rerun that settles it.
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -288,8 +277,8 @@ def _figure(key: str, value: Any) -> str:
 
 
 def answer_html(rep: TuningReport) -> str:
-    """The report's first section: the pick, why, its figures next to the default's
-    (ratios), the SessionOptions snippet and the preset JSON. Every string is escaped.
+    """The report's first section (escaped HTML): the pick, why, the ratios against the
+    default, the snippet, the serve line and the preset JSON.
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -409,13 +398,9 @@ def machine_rows(rep: TuningReport) -> list[tuple[str, str]]:
 
 def latency_rows(rep: TuningReport, kernel: Mapping[str, Any] | None = None
                  ) -> list[dict[str, Any]]:
-    """The pick's latency as measured in each place, for `tts_kit.notebook.plots.latency_story`.
-
-    The sweep's trial and the re-measured trial (``extras["recommended_trial"]``) are
-    two fresh processes pinned to the pick's vCPUs; ``kernel`` (``session_s``,
-    ``first_ms``, optionally ``p50_ms``) is a third: the notebook's own process, neither
-    fresh nor pinned. Same configuration, different processes: their figures differ by
-    that much, not by the configuration.
+    """The pick's latency in each place it was measured, for
+    `tts_kit.notebook.plots.latency_story`: the sweep's trial, the re-measured trial, and
+    ``kernel`` (``session_s``, ``first_ms``: the notebook's own, unpinned process).
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -440,8 +425,7 @@ def latency_rows(rep: TuningReport, kernel: Mapping[str, Any] | None = None
     return rows
 
 
-#: The spread (slowest / fastest p50, or largest / smallest peak) from which a report says
-#: the configuration matters.
+#: The spread (slowest / fastest p50, or peak) from which the configuration matters.
 SPREAD_MATTERS = 1.2
 
 
@@ -465,7 +449,6 @@ def conclusions(rep: TuningReport) -> list[str]:
         peak = sorted(float(r[PEAK_RSS_MB]) for r in ok if r.get(PEAK_RSS_MB) is not None)
         if p50 and peak:
             spread = max(p50[-1] / p50[0], peak[-1] / peak[0])
-            # Said from the spread, not assumed: below 1.2x the choice hardly changes a thing.
             verdict = ("the configuration matters" if spread >= SPREAD_MATTERS else
                        "on this machine the configuration hardly matters")
             out.append(f"Steady latency (p50) ranged {p50[0]:,.0f}-{p50[-1]:,.0f} ms "
@@ -499,8 +482,8 @@ def conclusions(rep: TuningReport) -> list[str]:
 
 
 def model_lines(rep: TuningReport) -> list[str]:
-    """What the measured model is, when that changes how to read the figures: a stand-in
-    (do its costs carry over?) or a converted copy (how was it judged when made?).
+    """What the measured model is when that changes how to read the figures: a stand-in
+    (do its costs carry over?) or a converted copy (its verdict).
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -527,13 +510,9 @@ def model_lines(rep: TuningReport) -> list[str]:
 
 
 def replay(rep: TuningReport, bundle: Any) -> tuple[Any, dict[str, float]]:
-    """Synthesise the sweep's first text with the pick's settings here, in this process.
-
-    Returns the `tts_kit.models.supertonic.engine.SynthesisResult` and this process's latency
-    figures for
-    `latency_rows` (``session_s``: creating the engine, the resident sessions included;
-    ``first_ms``: the first call). Not isolated and not pinned: a way to listen and to
-    see the stage split, not a measurement to compare with the sweep's.
+    """Synthesise the sweep's first text with the pick's settings in this process: the
+    result and its ``session_s``/``first_ms`` for `latency_rows` (to listen to and see the
+    stage split; not isolated, not a measurement to compare with the sweep's).
 
     Example:
         >>> result, figures = replay(TuningReport.load("report.json"), bundle)  # doctest: +SKIP
@@ -542,9 +521,7 @@ def replay(rep: TuningReport, bundle: Any) -> tuple[Any, dict[str, float]]:
     """
     import time
 
-    from tts_kit.models.family import (
-        make_engine,  # either family: a Piper voice's report replays too
-    )
+    from tts_kit.models.family import make_engine  # either family
 
     pick = rep.recommended or rep.records[0]
     t0 = time.perf_counter()

@@ -1,10 +1,4 @@
-"""Code in a report page: a monospaced box with a "copy" button.
-
-One concern: how the report shows text meant to be pasted (the ``SessionOptions``
-snippet, the ``tts-kit serve`` line, the preset JSON). `code_block` escapes the text and
-styles the box inline, so the standalone report.html (nbconvert's page, offline) and
-JupyterLab show the same box; the button copies the block's text with the clipboard API,
-or through a selected textarea where a page opened from a file may not use it.
+"""Code in a report page: a monospaced box with a "copy" button, styled inline.
 
 Example:
     >>> from tts_kit.report.code_html import code_block
@@ -39,10 +33,8 @@ _BUTTON_STYLE = (
 
 
 def code_block(text: str, kind: str = "snippet") -> str:
-    """``text`` as a monospaced code box with a "copy" button (escaped; styled inline,
-    so the standalone report.html and JupyterLab show the same box).
-
-    ``kind`` names the block's class (``tts-kit-snippet``, ``tts-kit-serve``, ...).
+    """``text`` (escaped) in a code box of class ``tts-kit-{kind}`` with a "copy" button,
+    styled inline so report.html and JupyterLab show the same box.
 
     Example:
         >>> block = code_block("tts-kit serve --preset <x>", "serve")

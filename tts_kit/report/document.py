@@ -1,28 +1,9 @@
 """The report document: `TuningReport` (report.json), its schema, the noise model, the fingerprints.
 
-One concern: what a finished sweep *is* on disk and how two of them are judged figure by
-figure. `TuningReport` holds every measured record, the recommendation and the
-environment fingerprint (`environment`: CPU model and count, OS, Python, onnxruntime and
-numpy versions, providers, memory; `model_fingerprint`: the graphs' SHA-256s, parameters,
-precision). ``to_dict``/``save`` write report.json following ``report_schema.json``
-(shipped beside this module; `validate_report`), ``load`` reads and validates it. Records
-are identified across runs by `record_key`.
-
-What counts as noise (`Noise`): a figure "moved" when the old and new values of the same
-configuration differ by more than
-
-* latency (``first_ms``, ``p50_ms``, ``p95_ms``, ``load_s``, ``rtf``): the largest of
-  ``latency_rel`` (25 %) of the old value, ``latency_abs_ms`` (2 ms; for ``load_s``
-  the same in seconds / 1000) and the trial's own uncertainty as a fraction of the old
-  value: its repeat spread ``(p95 - p50) / p50`` plus its CPU starvation
-  ``100 / cpu_percent - 1`` (`Noise.starvation`: a trial that got a third of a core ran
-  up to three times slower than alone), the larger of either run. Short runs on shared
-  cores jitter by tens of percent; below that nothing can be claimed.
-* memory (``idle_rss_mb``, ``after_rss_mb``, ``peak_rss_mb``): ``memory_rel`` (10 %) of
-  the old value or ``memory_abs_mb`` (8 MB), whichever is larger (RSS repeats to a few
-  MB; allocator and page-cache effects make the rest).
-* ``cpu_percent``: ``cpu_abs`` (15) points.
-* ``status``: any change (ok -> oom) is a move.
+`TuningReport` holds every measured record, the recommendation, the `environment` and
+`model_fingerprint`; ``save``/``load`` write and read report.json following
+``report_schema.json`` (`validate_report`). Records are matched across runs by
+`record_key`, and `Noise` says when a figure moved (docs/guide.md, "What counts as noise").
 
 Example:
     >>> from tts_kit.report import Noise, record_key
@@ -48,9 +29,7 @@ from tts_kit.core import atomic
 from tts_kit.core.textsafe import display_path
 from tts_kit.core.version import __version__
 from tts_kit.report.spec import ReportError, SweepSpec
-from tts_kit.runtime.devices import (
-    environment as environment,  # the fingerprint, defined below the experiments
-)
+from tts_kit.runtime.devices import environment as environment  # the fingerprint
 from tts_kit.tuning.records import (
     COLUMNS,
     CPU_PERCENT,
@@ -74,7 +53,7 @@ SCHEMA_ID = "tts_kit.report/1"
 
 @dataclass
 class Noise:
-    """Thresholds below which a rerun's change is noise (see the module docstring).
+    """Thresholds below which a rerun's change is noise (docs/guide.md).
 
     Example:
         >>> from tts_kit.tuning.records import IDLE_RSS_MB
@@ -82,18 +61,12 @@ class Noise:
         4
     """
 
-    latency_rel: float = 0.25
-    """Relative change of a latency figure that is always noise."""
-    latency_abs_ms: float = 2.0
-    """Absolute latency change that is always noise (ms)."""
-    memory_rel: float = 0.10
-    """Relative change of an RSS figure that is noise."""
-    memory_abs_mb: float = 8.0
-    """Absolute RSS change that is noise (MB)."""
-    cpu_abs: float = 15.0
-    """Change of ``cpu_percent`` that is noise (percentage points)."""
-    max_starvation: float = 10.0
-    """Cap on the CPU-starvation widening of latency noise (see `starvation`)."""
+    latency_rel: float = 0.25  # relative latency change that is always noise
+    latency_abs_ms: float = 2.0  # absolute latency change that is always noise (ms)
+    memory_rel: float = 0.10  # relative RSS change that is noise
+    memory_abs_mb: float = 8.0  # absolute RSS change that is noise (MB)
+    cpu_abs: float = 15.0  # change of cpu_percent that is noise (points)
+    max_starvation: float = 10.0  # cap on the starvation widening (`starvation`)
 
     def threshold(self, metric: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> float:
         """The largest change of ``metric`` between ``old`` and ``new`` that is noise.
@@ -116,12 +89,8 @@ class Noise:
         return max(self.latency_rel * base, spread * base, floor)
 
     def starvation(self, rec: Mapping[str, Any]) -> float:
-        """How much slower than alone a trial ran because it waited for the CPU.
-
-        A synthesis keeps at least one core busy, so a trial at ``cpu_percent`` p < 100
-        spent only p % of its wall time computing: its latency is up to 100/p times what
-        it would be alone, and that much (``100/p - 1``, relative) is uncertainty, not
-        configuration. Zero for trials that had their core (100 or more).
+        """How much slower than alone a trial ran waiting for the CPU: ``100/p - 1`` at
+        ``cpu_percent`` p < 100 (a synthesis keeps a core busy), else zero.
 
         Example:
             >>> Noise().starvation({CPU_PERCENT: 50.0}), Noise().starvation({CPU_PERCENT: 100})
@@ -152,10 +121,8 @@ def _spread(rec: Mapping[str, Any]) -> float:
 
 
 def model_fingerprint(bundle: Bundle, full_paths: bool = False) -> dict[str, Any]:
-    """Path, stand-in marker, parameters and SHA-256 of every graph.
-
-    The path is written ``~/...`` when it lies under the home directory (a shared report
-    must not name the user), unless ``full_paths``; ``Path(p).expanduser()`` reads it back.
+    """Path (``~/...`` under the home directory unless ``full_paths``), stand-in marker,
+    parameters and SHA-256 of every graph.
 
     Example:
         >>> model_fingerprint(Bundle.discover())["sha256"].keys()  # doctest: +SKIP
@@ -180,8 +147,7 @@ def model_fingerprint(bundle: Bundle, full_paths: bool = False) -> dict[str, Any
 
 
 def _conversion(bundle: Any) -> dict[str, Any] | None:
-    """The listener's verdict saved beside a converted copy (`tts_kit.precision.
-    verdict_file`), or None for a model `tts-kit convert` did not judge."""
+    """The listener's verdict saved beside a converted copy, or None."""
     from tts_kit.precision.verdict_file import read_verdict
 
     for place in (bundle.path, *(i.path for i in bundle.stages.values())):
@@ -270,12 +236,10 @@ class TuningReport:
     noise: Noise = field(default_factory=Noise)
     """The noise model a rerun compares with."""
     extras: dict[str, Any] = field(default_factory=dict)
-    """Anything else measured with the sweep: ``recommended_trial`` (the recommended
-    configuration measured again, with its RSS timeline and stage events; written by
-    `tts_kit.report.write_report`)."""
+    """Anything else measured with the sweep (``recommended_trial``, ``contention``,
+    ``costs``, ``machines``: `tts_kit.report.write_report`)."""
     source: str = field(default="", compare=False, repr=False)
-    """The file `load` read it from, as given ("" when built in memory): what a rerun
-    hint names."""
+    """The file `load` read it from ("" when built in memory): what a rerun hint names."""
 
     def to_dict(self) -> dict[str, Any]:
         """The report.json document (JSON-safe: NaN becomes null)."""
@@ -287,10 +251,10 @@ class TuningReport:
             "model": self.model,
             "presets": self.presets,
             "sweep": self.spec.to_dict(),
-            "records": [_clean_record(r) for r in self.records],
+            "records": [clean_record(r) for r in self.records],
             "recommendation": {
                 "budget_mb": self.spec.mem_budget_mb,
-                "record": None if self.recommended is None else _clean_record(self.recommended),
+                "record": None if self.recommended is None else clean_record(self.recommended),
                 "reason": self.reason,
             },
             "noise": self.noise.to_dict(),
@@ -348,16 +312,10 @@ class TuningReport:
         """The records as a pandas DataFrame (pandas is part of the notebooks extra)."""
         import pandas as pd
 
-        df = pd.DataFrame(select(self.records, SUMMARY_KEYS))
-        # Shown to a reader: the precision the measurement has, not float noise.
-        return df.round({k: COLUMNS[k].digits for k in df.columns
-                         if COLUMNS[k].digits is not None})
+        return _rounded(pd.DataFrame(select(self.records, SUMMARY_KEYS)))
 
     def recommendation_html(self) -> str:
-        """The budget and the reason for the recommendation, as an HTML paragraph.
-
-        Escaped: the reason quotes preset names and loadings from the report, which is a
-        file anyone could have written (a notebook shows this, and report.html keeps it).
+        """The budget and the reason for the recommendation, as an (escaped) HTML paragraph.
 
         Example:
             >>> rep = TuningReport(SweepSpec(presets=["lean"], cpus=[1]), [], None,
@@ -377,12 +335,8 @@ class TuningReport:
                             budget_mb=self.spec.mem_budget_mb)
 
     def machines(self) -> dict[str, TuningReport]:
-        """One report per machine the trials ran on (a sweep on a cluster); {} for one machine.
-
-        Each part holds that machine's records, its own Pareto front and recommendation
-        for the same budget, and its `tts_kit.runtime.devices.environment` as ``environment``;
-        ``dataframe()`` and ``pareto_figure()`` draw it like a whole report. Keyed by
-        `tts_kit.tuning.records.machine_label`.
+        """One report per machine the trials ran on (a sweep on a cluster; {} for one
+        machine): its records, recommendation for the same budget and environment.
 
         Example:
             >>> rep = TuningReport.load("reports/cluster/report.json")  # doctest: +SKIP
@@ -392,18 +346,14 @@ class TuningReport:
 
         out: dict[str, TuningReport] = {}
         for label, part in SweepResult(self.records).by_machine().items():
-            rec, why = part.recommend(self.spec.mem_budget_mb)
-            env = next((dict(r["machine"]) for r in part.records
-                        if isinstance(r.get("machine"), Mapping)), {})
+            rec, why, env = _machine_pick(part, self.spec.mem_budget_mb)
             out[label] = dataclasses.replace(
-                self, records=part.records, recommended=rec, reason=why, environment=env,
+                self, records=part.records, recommended=rec, reason=why, environment=env or {},
                 extras={})
         return out
 
     def machines_dataframe(self) -> Any:
         """The machines side by side: one row each, with its pick and that pick's figures.
-
-        Empty for a sweep on one machine.
 
         Example:
             >>> rep = TuningReport.load("reports/cluster/report.json")  # doctest: +SKIP
@@ -419,9 +369,7 @@ class TuningReport:
             for k in ("preset", "cpus", "loading", P50_MS, PEAK_RSS_MB, RTF):
                 row[k] = pick.get(k)
             rows.append(row)
-        df = pd.DataFrame(rows)
-        return df.round({k: COLUMNS[k].digits for k in df.columns
-                         if k in COLUMNS and COLUMNS[k].digits is not None})
+        return _rounded(pd.DataFrame(rows))
 
     def preset_of(self, record: Mapping[str, Any]) -> Any:
         """The full `SessionPreset` a record was measured with (as the report saved it)."""
@@ -434,8 +382,27 @@ class TuningReport:
         return None if self.recommended is None else self.preset_of(self.recommended)
 
 
-def _clean_record(rec: Mapping[str, Any]) -> dict[str, Any]:
-    # Timelines belong in extras (they are large); a record stays one row of the table.
+def _machine_pick(part: Any, budget_mb: float | None) -> tuple[Any, str, dict[str, Any] | None]:
+    """One machine's pick, why, and environment (`tts_kit.tuning.tune.SweepResult` part)."""
+    rec, why = part.recommend(budget_mb)
+    env = next((dict(r["machine"]) for r in part.records
+                if isinstance(r.get("machine"), Mapping)), None)
+    return rec, why, env
+
+
+def _rounded(df: Any) -> Any:
+    """A table to show: each figure to the precision its measurement has."""
+    return df.round({k: COLUMNS[k].digits for k in df.columns
+                     if k in COLUMNS and COLUMNS[k].digits is not None})
+
+
+def clean_record(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """A record as one row: its timeline, events and measurement (large) belong in extras.
+
+    Example:
+        >>> clean_record({"preset": "lean", "timeline": [[0, 1]]})
+        {'preset': 'lean'}
+    """
     return {k: v for k, v in rec.items() if k not in ("timeline", "events", "measurement")}
 
 
@@ -467,8 +434,8 @@ def validate_report(data: Mapping[str, Any]) -> None:
 
 
 def _check_numbers(data: Mapping[str, Any]) -> None:
-    """What the schema cannot say: every figure of a record finite (JSON's ``1e400`` reads
-    as infinity), every preset's threads within what a command line may give."""
+    """What the schema cannot say: every record's figures finite, every preset's threads
+    within what a command line may give."""
     from tts_kit.core.validate import THREAD_FIELDS, InvalidNumber, check_fields, check_number
 
     try:

@@ -1,17 +1,13 @@
 """Making a report: the library runs the sweep and writes report.json, then renders it.
 
-One concern: the order of work behind ``tts-kit report``. `run_tuning` runs the spec's
-sweep (isolated trials, `tts_kit.tuning.tune.sweep`) and assembles the `TuningReport`;
-`write_report` adds the recommended configuration measured again with its RSS timeline
-(``extras["recommended_trial"]``) and saves a schema-valid report.json, so every field of
-the document exists without a notebook. `make_report` does that, then hands the file to
-`tts_kit.report.render_report`, which only loads and draws it. The report notebook,
-opened on its own in JupyterLab, calls `write_report` itself (one call) and renders the
-same document.
+`run_tuning` runs the spec's sweep (isolated trials) into a `TuningReport`; `write_report`
+adds the pick measured again with its RSS timeline, the contention and the cost section,
+and saves a schema-valid report.json; `make_report` does that, then renders it
+(`tts_kit.report.render_report`). How a report is made (progress, rendering, paths, where
+the trials run) is a `ReportOptions`; what it measures is a `SweepSpec`.
 
-Nothing of a previous report is removed before the new one is complete: `make_report`
-builds every file in a temporary sibling of ``out`` (`tts_kit.core.atomic`; removed on any
-failure, Ctrl-C, SIGTERM or SIGHUP) and only then moves them into ``out``, one rename
+Nothing of a previous report is removed before the new one is complete: every file is
+built in a temporary sibling of ``out`` (`tts_kit.core.atomic`) and moved in, one rename
 each; other files in ``out`` are left alone.
 
 Example:
@@ -26,6 +22,7 @@ import dataclasses
 import datetime as _dt
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +42,49 @@ SweepLike = str | os.PathLike[str] | Mapping[str, Any] | SweepSpec | None
 """What a sweep argument may be: a `SweepSpec`, its dict, a JSON file of it, or None."""
 
 
-PresetsLike = Mapping[str, Any] | None
-"""Preset definitions by name (`SessionPreset` objects or their dicts, as report.json keeps
-them) to measure instead of today's shipped presets of those names."""
+@dataclass(frozen=True)
+class ReportOptions:
+    """How a report is made (what it measures is the `SweepSpec`).
+
+    `make_report`, `write_report` and `run_tuning` take one, or its fields as keywords
+    (``make_report(out, render=False)``), which override it.
+
+    Example:
+        >>> ReportOptions(render=False).full_paths
+        False
+    """
+
+    quick: bool = False
+    """With ``sweep=None``, the smallest sweep (`SweepSpec.quick`)."""
+    timeout_s: float | None = None
+    """Per-cell time limit of the rendering notebook (None: none)."""
+    progress: bool = False
+    """Progress bars on stderr (the sweep's trials, papermill's cells)."""
+    render: bool = True
+    """False: only report.json (no kernel, no notebook, no HTML)."""
+    presets: Mapping[str, Any] | None = None
+    """Preset definitions (`SessionPreset` objects or their dicts) to measure by name
+    instead of today's shipped presets of those names: a rerun passes the ones its report
+    saved."""
+    full_paths: bool = False
+    """Keep absolute paths (default: ``~/...`` under the home directory, in every file)."""
+    executor: Any = None
+    """Runs the trials elsewhere (`tts_kit.tuning.cluster.TrialExecutor`: Dask workers;
+    the report then compares the machines, ``extras["machines"]``)."""
 
 
-def _preset_objects(names: list[str], presets: PresetsLike) -> list[Any]:
+def _options(options: ReportOptions | None, changes: Mapping[str, Any],
+             **defaults: Any) -> ReportOptions:
+    return dataclasses.replace(options or ReportOptions(**defaults), **changes)
+
+
+def _hide_error(rec: dict[str, Any], full_paths: bool) -> None:
+    """A trial's error quotes whatever the child raised, paths under the home included."""
+    if not full_paths and isinstance(rec.get("error"), str):
+        rec["error"] = hide_home(rec["error"])
+
+
+def _preset_objects(names: list[str], presets: Mapping[str, Any] | None) -> list[Any]:
     from tts_kit.runtime.sessions import SessionPreset, get_preset
 
     out = []
@@ -65,21 +99,11 @@ def _preset_objects(names: list[str], presets: PresetsLike) -> list[Any]:
     return out
 
 
-def run_tuning(
-    bundle: Bundle,
-    spec: SweepLike = None,
-    progress: bool = False,
-    executor: Any = None,
-    presets: PresetsLike = None,
-    full_paths: bool = False,
-) -> TuningReport:
+def run_tuning(bundle: Bundle, spec: SweepLike = None, options: ReportOptions | None = None,
+               **changes: Any) -> TuningReport:
     """Run the spec's sweep (isolated trials, `tts_kit.tuning.tune.sweep`) and assemble the
-    report.
-
-    ``presets``: definitions to measure by name (a rerun passes the ones its report saved,
-    so that editing a shipped preset does not change what a rerun measures); names it
-    lacks are today's shipped presets. ``full_paths``: keep absolute paths in the report
-    (default: ``~/...`` under the home directory, see `tts_kit.core.textsafe.display_path`).
+    report (``options``: see `ReportOptions`; its ``presets``, ``progress``,
+    ``full_paths`` and ``executor`` apply).
 
     Example:
         >>> rep = run_tuning(Bundle.discover(), SweepSpec.quick())  # doctest: +SKIP
@@ -88,24 +112,22 @@ def run_tuning(
     """
     from tts_kit.tuning import tune
 
+    opts = _options(options, changes)
     spec = SweepSpec.load(spec).effective()
-    objs = _preset_objects(list(spec.presets), presets)
+    objs = _preset_objects(list(spec.presets), opts.presets)
     # The report names the voice it measured, not "the default": a rerun elsewhere reads it.
     workload = spec.workload.replace(voice=spec.workload.voice_for(bundle))
     spec = dataclasses.replace(spec, workload=workload)
     result = tune.sweep(
         bundle, objs, spec.workload, cpus=tuple(spec.cpus),
         loadings=tuple(spec.loadings), mem_budget_mb=spec.mem_budget_mb,
-        steps=tuple(spec.steps), batch_sizes=tuple(spec.batch_sizes), progress=progress,
-        executor=executor, rounds=spec.rounds,
+        steps=tuple(spec.steps), batch_sizes=tuple(spec.batch_sizes), progress=opts.progress,
+        executor=opts.executor, rounds=spec.rounds,
     )
     recommended, reason = result.recommend(spec.mem_budget_mb)
     records = [dict(r) for r in result.records]
-    if not full_paths:
-        # A trial's error quotes whatever the child raised, paths under the home included.
-        for r in records:
-            if isinstance(r.get("error"), str):
-                r["error"] = hide_home(r["error"])
+    for r in records:
+        _hide_error(r, opts.full_paths)
     extras: dict[str, Any] = {}
     machines = result.by_machine()
     if machines:  # trials ran on a cluster: each machine gets its own recommendation
@@ -117,7 +139,7 @@ def run_tuning(
         recommended=None if recommended is None else dict(recommended),
         reason=str(reason),
         environment=environment(),
-        model=model_fingerprint(bundle, full_paths=full_paths),
+        model=model_fingerprint(bundle, full_paths=opts.full_paths),
         presets={p.name: p.to_dict() for p in objs},
         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         extras=extras,
@@ -125,9 +147,8 @@ def run_tuning(
 
 
 def machine_entry(label: str, part: Any, budget_mb: float | None) -> dict[str, Any]:
-    """``extras["machines"]``' entry for one machine: its label, fingerprint and pick.
-
-    ``part`` is that machine's `tts_kit.tuning.tune.SweepResult` (`SweepResult.by_machine`).
+    """``extras["machines"]``' entry for one machine's `tts_kit.tuning.tune.SweepResult`:
+    its label, fingerprint and pick.
 
     Example:
         >>> from tts_kit.tuning.records import P50_MS, PEAK_RSS_MB
@@ -139,24 +160,19 @@ def machine_entry(label: str, part: Any, budget_mb: float | None) -> dict[str, A
         >>> e["recommendation"]["record"]["preset"], e["trials"]
         ('lean', 1)
     """
-    from tts_kit.report.document import _clean_record
+    from tts_kit.report.document import _machine_pick, clean_record
 
-    rec, why = part.recommend(budget_mb)
-    env = next((r["machine"] for r in part.records if isinstance(r.get("machine"), Mapping)),
-               None)
+    rec, why, env = _machine_pick(part, budget_mb)
     return {"label": label, "environment": env, "trials": len(part.records),
-            "recommendation": {"record": None if rec is None else _clean_record(rec),
+            "recommendation": {"record": None if rec is None else clean_record(rec),
                                "reason": why}}
 
 
 def measure_recommended(bundle: Bundle, tuning: TuningReport,
                         executor: Any = None) -> dict[str, Any]:
-    """The recommended record's configuration (else the first record's), measured again.
-
-    One isolated `tts_kit.tuning.tune.trial` with the sweep's workload; the record keeps its
-    RSS
-    timeline and stage events, which the sweep's records leave out (they are large). With
-    an ``executor`` (the sweep's, e.g. `tts_kit.tuning.cluster.TrialExecutor`) it runs there.
+    """The recommended record's configuration (else the first record's), measured again in
+    one isolated `tts_kit.tuning.tune.trial` (on ``executor`` when given), keeping the RSS
+    timeline and stage events the sweep's records leave out.
 
     Example:
         >>> again = measure_recommended(bundle, tuning)  # doctest: +SKIP
@@ -168,8 +184,7 @@ def measure_recommended(bundle: Bundle, tuning: TuningReport,
     spec = tuning.spec
     pick = tuning.recommended or tuning.records[0]
     workload = spec.workload.replace(steps=pick["steps"], batch_size=pick["batch_size"])
-    # A budget pick is measured again with the stage costs the sweep measured for it (the
-    # record keeps them), not the file-size estimate: otherwise it is another configuration.
+    # With the stage costs the sweep measured for it, not the file-size estimate.
     args = (bundle.path, tuning.preset_of(pick), workload)
     kwargs = dict(cpus=pick["cpus"], loading=pick["loading"], mem_budget_mb=spec.mem_budget_mb,
                   stage_costs_mb=pick.get(STAGE_COSTS_MB))
@@ -178,51 +193,31 @@ def measure_recommended(bundle: Bundle, tuning: TuningReport,
     return tune.trial(*args, **kwargs)
 
 
-def write_report(
-    out: str | os.PathLike[str],
-    model: Bundle | str | os.PathLike[str] | None = None,
-    sweep: SweepLike = None,
-    quick: bool = False,
-    progress: bool = False,
-    presets: PresetsLike = None,
-    full_paths: bool = False,
-    executor: Any = None,
-) -> Path:
+def write_report(out: str | os.PathLike[str],
+                 model: Bundle | str | os.PathLike[str] | None = None, sweep: SweepLike = None,
+                 options: ReportOptions | None = None, **changes: Any) -> Path:
     """Run the sweep, measure the pick again with its timeline, save ``out/report.json``.
 
-    Args:
-        out: output directory (created).
-        model: a `Bundle` or bundle directory (default: discovered).
-        sweep: a `SweepSpec`, its dict, a JSON file of it, or None for the default.
-        quick: with ``sweep=None``, the smallest sweep (`SweepSpec.quick`).
-        progress: a progress bar over the sweep's trials.
-        presets: preset definitions to measure by name (see `run_tuning`).
-        full_paths: keep absolute paths (default: ``~/...`` under the home directory).
-        executor: runs the trials elsewhere (`tts_kit.tuning.cluster.TrialExecutor`: Dask
-            workers; the report then compares the machines, ``extras["machines"]``).
-
-    Returns:
-        The path of the schema-valid report.json.
+    ``model``: a `Bundle` or bundle directory (default: discovered); ``sweep``: a
+    `SweepSpec`, its dict, a JSON file of it, or None; ``options`` (`ReportOptions`, no
+    progress bar by default) or its fields as keywords. Returns the report.json path.
 
     Example:
         >>> write_report("reports/standin", quick=True).name  # doctest: +SKIP
         'report.json'
     """
-    spec = SweepSpec.load(sweep, quick=quick)
+    opts = _options(options, changes)
+    spec = SweepSpec.load(sweep, quick=opts.quick)
     bundle = resolve_model(model)[0]  # either family (`tts_kit.models.family`)
-    tuning = run_tuning(bundle, spec, progress=progress, presets=presets, full_paths=full_paths,
-                        executor=executor)
-    again = measure_recommended(bundle, tuning, executor)
-    if not full_paths and isinstance(again.get("error"), str):
-        again["error"] = hide_home(again["error"])
+    tuning = run_tuning(bundle, spec, opts)
+    again = measure_recommended(bundle, tuning, opts.executor)
+    _hide_error(again, opts.full_paths)
     tuning.extras["recommended_trial"] = again
-    # Whether the machine was busy, as the answer will say it: a reader of the JSON sees it too.
     from tts_kit.report.answer import contention
+    from tts_kit.report.cost_section import measure_costs
 
+    # Whether the machine was busy, as the answer says it; the pick's work against the floor.
     tuning.extras["contention"] = contention(tuning).to_dict()
-    # The pick's work against this machine's floor, measured now (the cost section).
-    from tts_kit.report.costs import measure_costs
-
     tuning.extras["costs"] = measure_costs(bundle, tuning)
     out_dir = Path(out).expanduser()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -238,35 +233,19 @@ def _check_out_dir(out: str | os.PathLike[str]) -> None:
                           "one that holds a previous report")
 
 
-def make_report(
-    out: str | os.PathLike[str],
-    model: str | os.PathLike[str] | None = None,
-    sweep: SweepLike = None,
-    quick: bool = False,
-    timeout_s: float | None = None,
-    progress: bool = True,
-    render: bool = True,
-    presets: PresetsLike = None,
-    full_paths: bool = False,
-    executor: Any = None,
-) -> list[Path]:
+def make_report(out: str | os.PathLike[str], model: str | os.PathLike[str] | None = None,
+                sweep: SweepLike = None, options: ReportOptions | None = None,
+                **changes: Any) -> list[Path]:
     """Measure ``sweep`` on ``model``, write report.json, then render it (notebook + HTML).
 
     Args:
-        out: output directory (created; existing report files in it are replaced once
-            the new report is complete, and stay as they were when it fails; a failed
-            render keeps its partial notebook there as ``report.failed.ipynb``).
+        out: output directory (created; its report files are replaced once the new report
+            is complete, and stay as they were when it fails; a failed render keeps its
+            partial notebook there as ``report.failed.ipynb``).
         model: bundle directory (default: discovered; the stand-in on a fresh machine).
         sweep: a `SweepSpec`, its dict, a JSON file of it, or None for the default.
-        quick: with ``sweep=None``, the smallest sweep (`SweepSpec.quick`).
-        timeout_s: per-cell time limit of the rendering notebook (None: none).
-        progress: progress bars on stderr (the sweep's trials, papermill's cells).
-        render: False: only report.json (no kernel, no notebook, no HTML).
-        presets: preset definitions to measure by name (see `run_tuning`).
-        full_paths: record absolute model, notebook and output paths; by default paths
-            under the home directory are written ``~/...`` in every file, which would
-            otherwise name the user (`tts_kit.core.textsafe.display_path`).
-        executor: runs the trials elsewhere (`tts_kit.tuning.cluster.TrialExecutor`).
+        options: how (`ReportOptions`; here with progress bars by default), or its
+            fields as keywords.
 
     Returns:
         ``[report.html, report.json, report.ipynb]`` inside ``out`` (``[report.json]``
@@ -276,26 +255,27 @@ def make_report(
         >>> [p.name for p in make_report("reports/standin")]  # doctest: +SKIP
         ['report.html', 'report.json', 'report.ipynb']
     """
+    opts = _options(options, changes, progress=True)
     _check_out_dir(out)
-    spec = SweepSpec.load(sweep, quick=quick)
+    spec = SweepSpec.load(sweep, quick=opts.quick)
     bundle, source = resolve_model(model)  # fails early, in one line, before any trial runs
     out_dir = Path(out).expanduser().resolve()
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     with atomic.scratch_dir(out_dir) as tmp:
         names = ["report.json"]
-        write_report(tmp, bundle, spec, progress=progress, presets=presets,
-                     full_paths=full_paths, executor=executor)
-        if render:
+        write_report(tmp, bundle, spec, opts)
+        if opts.render:
             # A failed render keeps its partial notebook in ``out`` (the error names it),
             # not in this temporary directory, which is removed.
             render_report(tmp / "report.json", tmp, model_dir=bundle.path,
-                          model_source=source, timeout_s=timeout_s, progress=progress,
-                          full_paths=full_paths, failed_to=out_dir / FAILED_NOTEBOOK)
+                          model_source=source, timeout_s=opts.timeout_s,
+                          progress=opts.progress, full_paths=opts.full_paths,
+                          failed_to=out_dir / FAILED_NOTEBOOK)
             names += ["report.ipynb", "report.html"]
         out_dir.mkdir(exist_ok=True)
         atomic.install_files(tmp, out_dir, names)
     (out_dir / FAILED_NOTEBOOK).unlink(missing_ok=True)  # an older failure's: this one worked
-    if not render:  # renders of the previous report.json would no longer match it
+    if not opts.render:  # renders of the previous report.json would no longer match it
         for name in ("report.ipynb", "report.html"):
             (out_dir / name).unlink(missing_ok=True)
         return [out_dir / "report.json"]

@@ -1,22 +1,14 @@
 """Rendering a report: papermill runs ``06_tuning_report`` on a report.json; HTML export.
 
-One concern: turning a finished report.json into a notebook and a standalone page. The
-document is written before this runs (`tts_kit.report.write_report`); the notebook gets
-its path as the ``report_json`` parameter and only loads and draws it (tables, plots, the
-recommendation, a sample of the recommended settings). `render_report` executes it
-headless in a fresh kernel (`execute_notebook`) and exports a standalone ``report.html``
-(`export_html`; plots as ``data:image/png;base64``, audio as ``data:audio/wav;base64``:
-it opens offline). `report_notebook` finds the notebook's source (the jupytext
-percent-format ``06_tuning_report.py``) in a checkout or an install; `load_notebook` reads
-it (or an ``.ipynb``) into a notebook without outputs.
+`render_report` executes the report notebook headless (`execute_notebook`) with the
+document's path as its ``report_json`` parameter and exports a standalone, offline
+``report.html`` (`export_html`); `report_notebook` finds the notebook's source in a
+checkout or an install, `load_notebook` reads it.
 
 Example:
     >>> from tts_kit.report import report_notebook
     >>> report_notebook().name
     '06_tuning_report.py'
-    >>> from tts_kit.report import render_report
-    >>> [p.name for p in render_report("reports/standin/report.json")]  # doctest: +SKIP
-    ['report.html', 'report.ipynb']
 """
 
 from __future__ import annotations
@@ -40,11 +32,13 @@ NOTEBOOK_NAME = "06_tuning_report.py"
 #: Environment variable naming another report notebook, ``.py`` (percent format) or
 #: ``.ipynb`` (for installs without the repo).
 NOTEBOOK_ENV = "TTS_KIT_REPORT_NOTEBOOK"
-#: What the headless kernel may log to the terminal (its warnings and shutdown noise are
-#: not the user's; a failing cell is reported from the notebook's outputs).
+#: What the headless kernel may log to the terminal (a failing cell is reported from the
+#: notebook's outputs; its start and shutdown noise is not the user's).
 KERNEL_LOG_LEVEL = "CRITICAL"
 #: Where a failed render keeps its partial notebook, beside the report (never over it).
 FAILED_NOTEBOOK = "report.failed.ipynb"
+#: The kernel: jupyter_client maps it to this interpreter (tts_kit comes via PYTHONPATH).
+KERNEL_NAME = "python3"
 #: The checkout's root (the directory holding ``tts_kit/`` and, in a checkout, ``notebooks/``).
 _ROOT = Path(__file__).resolve().parents[2]
 
@@ -76,8 +70,8 @@ def report_notebook() -> Path:
 
 
 def load_notebook(path: str | os.PathLike[str]) -> Any:
-    """A notebook (``nbformat.NotebookNode``) from its source: a jupytext percent-format
-    ``.py`` or an ``.ipynb``, read by jupytext (its format follows the file's extension).
+    """A notebook (``nbformat.NotebookNode``) from a jupytext percent-format ``.py`` or an
+    ``.ipynb``.
 
     Example:
         >>> nb = load_notebook(report_notebook())
@@ -93,11 +87,10 @@ def load_notebook(path: str | os.PathLike[str]) -> Any:
         raise ReportError(f"cannot read the notebook {path}: {exc.strerror or exc}") from None
     # An executed copy is a plain notebook: not paired with a .py wherever it is written.
     nb.metadata.pop("jupytext", None)
-    # A .py without jupytext's header names no kernel; papermill then stops with an
-    # internal "No language found": it is Python, run by this Python's kernel.
+    # A .py without jupytext's header names no kernel (papermill: "No language found").
     if not (nb.metadata.get("kernelspec") or {}).get("language"):
         nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python",
-                                     "name": _kernel_name()}
+                                     "name": KERNEL_NAME}
     return nb
 
 
@@ -111,11 +104,8 @@ def _kernel_env() -> dict[str, str]:
 
 
 def _kernel_manager_class(env: Mapping[str, str]) -> type:
-    """A kernel manager that starts its kernel with ``os.environ`` plus ``env``.
-
-    The kernel gets its settings this way, not through this process's ``os.environ``:
-    nothing here changes for other threads (a report rendered beside a running sweep).
-    """
+    """A kernel manager that starts its kernel with ``os.environ`` plus ``env`` (this
+    process's environment stays as it is, for its other threads)."""
     from jupyter_client import AsyncKernelManager
 
     extra = dict(env)
@@ -140,11 +130,9 @@ def execute_notebook(
 ) -> Path:
     """Run a notebook headless with papermill in a fresh kernel of this Python.
 
-    ``notebook`` is a source (``.py``, jupytext percent format) or an ``.ipynb``; the
-    executed notebook is written to ``output`` (an ``.ipynb``). Raises `ReportError`
-    naming the failing cell's error and the partial notebook where it is kept: ``output``,
-    or ``partial_to`` when given (it is moved there, replacing an older one); a partial
-    notebook that was never written is not named.
+    ``notebook`` (``.py`` percent format or ``.ipynb``) runs into ``output`` (``.ipynb``).
+    A failing cell raises `ReportError` naming its error and the partial notebook, kept at
+    ``output`` or moved to ``partial_to``.
 
     Example:
         >>> execute_notebook("notebooks/00_quickstart.py", "out/quickstart.ipynb",
@@ -155,8 +143,7 @@ def execute_notebook(
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    # Papermill reads a path (and records it in the output's metadata): the source becomes
-    # an .ipynb in a scratch directory first, and the metadata names the source afterwards.
+    # Papermill reads an .ipynb path: the source is written to a scratch one first.
     scratch = tempfile.TemporaryDirectory(prefix="tts-kit-nb-")
     source = Path(scratch.name) / (Path(notebook).stem + ".ipynb")
     try:
@@ -167,13 +154,10 @@ def execute_notebook(
     try:
         papermill.execute_notebook(
             str(source), str(output), parameters=dict(parameters or {}),
-            kernel_name=_kernel_name(), cwd=str(cwd) if cwd else None,
+            kernel_name=KERNEL_NAME, cwd=str(cwd) if cwd else None,
             kernel_manager_class=_kernel_manager_class(_kernel_env()),
             execution_timeout=timeout_s, progress_bar=progress, log_output=False,
             request_save_on_cell_execute=False,
-            # The kernel logs to our stderr: "running over TCP without encryption" on
-            # start and "KeyboardInterrupt caught in kernel" on shutdown are its own
-            # business, not the user's. Cell errors still come back as outputs.
             extra_arguments=[f"--IPKernelApp.log_level={KERNEL_LOG_LEVEL}"],
         )
     except PapermillExecutionError as exc:
@@ -214,13 +198,6 @@ def _record_source(output: Path, notebook: Path) -> None:
     nbformat.write(nb, str(output))
 
 
-def _kernel_name() -> str:
-    """``python3``, which jupyter_client maps to this interpreter unless a user kernelspec
-    of that name points elsewhere (then we still get a kernel that can import tts_kit
-    through PYTHONPATH, if it has the dependencies)."""
-    return "python3"
-
-
 def export_html(notebook: str | os.PathLike[str], output: str | os.PathLike[str],
                 exclude_input: bool = True) -> Path:
     """Write a standalone HTML page of an executed notebook (images and audio inline).
@@ -244,8 +221,7 @@ def export_html(notebook: str | os.PathLike[str], output: str | os.PathLike[str]
 
 
 def _strip_remote(body: str) -> str:
-    # The lab template links require.js and MathJax from a CDN; the report needs neither,
-    # and a page that stands alone must not wait on the network.
+    """The lab template's CDN scripts (require.js, MathJax) out: the page stands alone."""
     return re.sub(r"<script[^>]+src=\"https?://[^\"]+\"[^>]*>\s*</script>", "", body)
 
 
@@ -261,10 +237,6 @@ def render_report(
 ) -> list[Path]:
     """Run the report notebook on a written ``report.json``; write report.ipynb and .html.
 
-    Paths under the home directory (the model, the report, the notebook papermill ran,
-    the output) are written ``~/...`` in both files, in the notebook's parameters and
-    metadata and in what its cells printed, unless ``full_paths``.
-
     Args:
         report_json: the document to render (`tts_kit.report.write_report`).
         out: output directory (default: the one holding ``report_json``).
@@ -272,10 +244,9 @@ def render_report(
         model_source: where the model came from, for the notebook's banner.
         timeout_s: per-cell time limit (None: none).
         progress: papermill's cell progress bar on stderr.
-        full_paths: keep absolute paths.
+        full_paths: keep absolute paths (default: ``~/...`` in both files).
         failed_to: where a failed run's partial notebook is kept (default:
-            ``out/report.failed.ipynb``; replaced on each failure, removed by a success).
-            The previous report.ipynb and report.html stay as they were.
+            ``out/report.failed.ipynb``); the previous report files stay as they were.
 
     Returns:
         ``[report.html, report.ipynb]`` inside ``out``.
@@ -323,13 +294,8 @@ def render_report(
 
 
 def _hide_home_in_notebook(path: Path) -> None:
-    """Write paths under the home directory as ``~`` in an executed notebook.
-
-    Papermill records the input and output notebooks' absolute paths in the metadata, and
-    a cell's output may quote a path the library does not control (a warning naming a
-    file in a virtual environment under the home directory). Text only: images are
-    base64 and stay as they are.
-    """
+    """Write paths under the home directory as ``~`` in an executed notebook's metadata
+    (papermill's input and output paths) and text outputs."""
     import_jsonschema()
     import nbformat
 

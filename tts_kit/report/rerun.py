@@ -1,16 +1,8 @@
 """Reruns: repeat a report's sweep here, compare figure by figure, judge the recommendation.
 
-One concern: whether an earlier report.json still holds on this machine. `rerun_report`
-repeats its sweep; `compare_reports` lists the figures that moved by more than the noise
-(`tts_kit.report.Noise`) and gives a `RerunVerdict`.
-
-The recommendation *holds* when the rerun recommends the same configuration, or when
-the old pick still finishes within the budget and is not slower than the new pick by
-more than the latency noise (two configurations within noise are the same choice).
-When the rerun finds the old pick slower by more than that, one trial each is not
-enough to say so on a shared machine: `rerun_report` then measures the two head to head
-(`head_to_head`: alternating trials, A B A B ..., so that the machine's drift hits both
-alike) and decides on the medians of those rounds.
+`rerun_report` repeats the sweep; `compare_reports` lists the figures that moved beyond
+`tts_kit.report.Noise` and gives a `RerunVerdict`; a close call is settled by
+`head_to_head` (docs/guide.md, "When the recommendation holds").
 
 Example:
     >>> from tts_kit.report import rerun_report
@@ -45,16 +37,11 @@ class Move:
         'lean @ 1 vCPU, resident, 2 steps: p50_ms 12 -> 18.5 (+54%, noise 3)'
     """
 
-    key: tuple[Any, ...]
-    """The configuration (`record_key`)."""
-    metric: str
-    """Which figure (``p50_ms``, ``peak_rss_mb``, ``status`` ...)."""
+    key: tuple[Any, ...]  # the configuration (`record_key`)
+    metric: str  # p50_ms, peak_rss_mb, status ...
     old: Any
-    """Value in the earlier report."""
     new: Any
-    """Value now."""
-    noise: float | None
-    """The threshold it passed (None for status changes)."""
+    noise: float | None  # the threshold it passed (None for a status change)
 
     def text(self) -> str:
         """One line, e.g. ``lean @ 1 vCPU, resident: p50_ms 12.0 -> 18.5 (+54%, noise 3.0)``."""
@@ -75,40 +62,27 @@ class RerunVerdict:
         (True, 'the same configuration is recommended: low-memory @ 1 vCPU, resident, 2 steps')
     """
 
-    old: TuningReport
-    """The earlier report."""
-    new: TuningReport
-    """The rerun."""
-    moved: list[Move]
-    """Figures that moved by more than the noise."""
-    compared: int
-    """How many (configuration, figure) pairs were compared."""
-    holds: bool
-    """True when the recommendation holds (see the module docstring)."""
-    verdict: str
-    """Why it holds or not, one sentence."""
-    missing: list[tuple[Any, ...]] = field(default_factory=list)
-    """Configurations in only one of the two runs."""
+    old: TuningReport  # the earlier report
+    new: TuningReport  # the rerun
+    moved: list[Move]  # figures that moved by more than the noise
+    compared: int  # (configuration, figure) pairs compared
+    holds: bool  # whether the recommendation holds (docs/guide.md)
+    verdict: str  # why, one sentence
+    missing: list[tuple[Any, ...]] = field(default_factory=list)  # in one run only
     environment_changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)
-    """Fingerprint fields that differ (another machine, another onnxruntime ...)."""
-    model_changed: bool = False
-    """True when the graphs' SHA-256s differ from the report's."""
+    model_changed: bool = False  # the graphs' SHA-256s differ from the report's
     contention: list[str] = field(default_factory=list)
-    """Runs whose trials got much less than one core (other load on the machine): their
-    latency moves may be the neighbours', not the configuration's."""
+    """Runs whose trials waited for the CPU: their latency moves may be the neighbours'."""
     contested: tuple[tuple[Any, ...], tuple[Any, ...]] | None = None
-    """(the report's pick, this run's pick) when the verdict rests on their latency gap
-    alone: what `head_to_head` should settle."""
-    head_to_head: dict[tuple[Any, ...], list[float]] | None = None
-    """p50 (ms) of each contested configuration in the alternating rounds, when run."""
+    """(the report's pick, this run's pick) when only their latency gap decides the
+    verdict: what `head_to_head` settles."""
+    head_to_head: dict[tuple[Any, ...], list[float]] | None = None  # p50 per round
     preset_changes: dict[str, list[str]] = field(default_factory=dict)
-    """Presets whose definition in this tts_kit differs from the one the report saved, by
-    name: the fields that differ (``intra_op_num_threads 1 -> 2``), or that it is no longer
-    shipped. A rerun measures the saved definitions; this says where today's code differs."""
+    """How today's presets differ from the report's saved ones (`preset_changes`); a rerun
+    measures the saved definitions."""
 
     def headline(self) -> str:
-        """The verdict in one line, e.g. ``holds: same pick; 3 of 200 figures moved beyond
-        noise``.
+        """The verdict in one line.
 
         Example:
             >>> v = RerunVerdict(None, None, [], 200, True, "the same configuration")
@@ -166,16 +140,14 @@ class RerunVerdict:
 def compare_reports(old: TuningReport, new: TuningReport, noise: Noise | None = None,
                     head_to_head: Mapping[tuple[Any, ...], Sequence[float]] | None = None,
                     ) -> RerunVerdict:
-    """Compare two reports of the same sweep figure by figure (see the module docstring).
+    """Compare two reports of the same sweep figure by figure; ``head_to_head`` (key ->
+    p50s of alternating rounds, `head_to_head`) settles a verdict on the picks' latency gap.
 
     Example:
         >>> v = compare_reports(TuningReport.load("a/report.json"),
         ...                     TuningReport.load("b/report.json"))  # doctest: +SKIP
         >>> v.holds  # doctest: +SKIP
         True
-
-    ``head_to_head`` (configuration key -> p50s of alternating rounds, from
-    `head_to_head`) settles a verdict that rests on the latency gap of the two picks.
     """
     noise = noise or old.noise
     old_by = {record_key(r): r for r in old.records}
@@ -218,8 +190,7 @@ def compare_reports(old: TuningReport, new: TuningReport, noise: Noise | None = 
     )
 
 
-#: A synthesis keeps at least one core busy; a trial that got less than this share of
-#: one core (``cpu_percent``) was waiting for the CPU, not computing.
+#: A trial that got less than this share of one core (``cpu_percent``) waited for the CPU.
 CONTENTION_CPU_PERCENT = 60.0
 
 
@@ -344,13 +315,9 @@ def head_to_head(
     progress: bool = False,
     presets: Mapping[str, Any] | None = None,
 ) -> dict[tuple[Any, ...], list[float]]:
-    """Measure configurations in alternating isolated trials: A B A B ... ``rounds`` times.
-
-    Each trial is `tts_kit.tuning.tune.trial` with the spec's workload; slow drift of a shared
-    machine (other load, clocks, caches) then falls on every configuration alike, which
-    one trial each, minutes apart, cannot promise. Returns key -> the p50 (ms) of each
-    round (NaN for a round that did not finish). ``presets``: definitions by name (a
-    rerun's saved ones) to use instead of today's shipped presets.
+    """Measure configurations in alternating isolated trials, A B A B ... ``rounds`` times,
+    so a shared machine's drift falls on each alike: key -> each round's p50 (ms; NaN when
+    it did not finish). ``presets``: definitions by name instead of today's shipped ones.
 
     Example:
         >>> p = head_to_head("standin-dir", SweepSpec.quick(),
@@ -394,20 +361,15 @@ def rerun_report(
 
     Args:
         report: the earlier report.json.
-        model: bundle to use (default: the report's model path when it still exists,
-            else discovery). A default path that now holds other graphs (other SHA-256s)
-            is refused in one line (`ReportError`): give ``model`` to measure it anyway;
-            a ``model`` given with other SHA-256s is measured and the verdict says so.
-        out: also write a full new report (html, json, notebook) there; without it the
-            sweep runs in this process (isolated trials all the same) and nothing is written.
+        model: bundle to use (default: the report's model path when it still exists and
+            holds the same graphs (else `ReportError`), else discovery).
+        out: also write a full new report there; without it nothing is written.
         progress: show a progress bar.
-        confirm_rounds: when the verdict rests on the two picks' latency gap alone,
-            measure them in this many alternating rounds (`head_to_head`) and decide on
-            those; 0: decide on the sweep's single trials.
+        confirm_rounds: alternating rounds (`head_to_head`) that settle a verdict resting
+            on the two picks' latency gap; 0: the sweep's single trials decide.
         full_paths: with ``out``, keep absolute paths in the new report.
 
-    The sweep measures the presets as the report saved them, not today's presets of the
-    same names; `RerunVerdict.preset_changes` says which of those changed since.
+    The presets are measured as the report saved them (`RerunVerdict.preset_changes`).
 
     Example:
         >>> print(rerun_report("reports/standin/report.json").summary())  # doctest: +SKIP

@@ -1,10 +1,8 @@
 """What a tuning report measures: the sweep spec (`SweepSpec`) and the report's error type.
 
-The one concern here is the input of a report: the grid (presets x cpus x loadings x steps
-x batch sizes), the workload (`tts_kit.tuning.workload.Workload`) and the memory budget, read
-from JSON, a dict or defaults, checked once where it enters, and limited to the cores this
-machine has (`effective`). The JSON form is flat (the workload's fields beside the grid's),
-so every report.json written before the workload was an object still reads.
+The grid (presets x cpus x loadings x steps x batch sizes), the workload and the memory
+budget, read from JSON, a dict or defaults, checked once, and limited to this machine's
+cores (`effective`). The JSON form is flat: the workload's fields beside the grid's.
 
 Example:
     >>> from tts_kit.report import SweepSpec
@@ -28,10 +26,10 @@ from tts_kit.tuning.spread import DEFAULT_ROUNDS
 from tts_kit.tuning.workload import Workload
 
 #: The flat keys of a spec's JSON form that are its workload's (the grid holds its steps
-#: and batch sizes): report.json keeps them at the top of ``sweep``, as it always has.
+#: and batch sizes).
 WORKLOAD_KEYS: tuple[str, ...] = ("repeats", "texts", "lang", "voice", "seed", "speed")
 
-#: A report's timed calls per trial: keeps the default sweep to minutes (see `SweepSpec`).
+#: A report's timed calls per trial: keeps the default sweep to minutes.
 REPORT_REPEATS = 3
 
 
@@ -66,8 +64,7 @@ class SweepSpec:
     """
 
     presets: list[str] = field(default_factory=lambda: list(_sweep_presets()))
-    """Session presets (names from `tts_kit.runtime.sessions.PRESETS`; default
-    `tts_kit.runtime.sessions.SWEEP_PRESETS`, as `tts-kit tune`'s)."""
+    """Session preset names (default `tts_kit.core.contract.SWEEP_PRESETS`, as `tts-kit tune`'s)."""
     cpus: list[int] = field(default_factory=lambda: [1, 2])
     """vCPU counts to emulate (capped at the cores this process can use; see `effective`)."""
     loadings: list[str] = field(default_factory=lambda: ["resident", "paged"])
@@ -77,16 +74,12 @@ class SweepSpec:
     batch_sizes: list[int] | None = None
     """Texts per request (None: the workload's)."""
     rounds: int = DEFAULT_ROUNDS
-    """Alternating rounds per configuration (`tts_kit.tuning.tune.sweep`): the
-    workload's repeats are shared out between them, and their spread is each figure's +-."""
+    """Alternating rounds per configuration, sharing the repeats; their spread is each
+    figure's +-."""
     mem_budget_mb: float | None = 1024.0
-    """The budget the recommendation must fit (1024: the article's 1 vCPU / 1 GB box);
-    trials are also killed past it. None: no budget."""
+    """The budget the pick must fit (trials are killed past it); None: no budget."""
     workload: Workload = field(default_factory=lambda: Workload(repeats=REPORT_REPEATS))
-    """What every trial synthesises (`tts_kit.tuning.workload.Workload`; its voice, when the
-    bundle lacks it, falls back to the bundle's default). The default 3 repeats, shared out
-    between the two rounds, keep the default sweep (20 configurations, 40 trials) to a few
-    minutes on the tiny stand-in; raise them for tighter percentiles."""
+    """What every trial synthesises (a voice the bundle lacks falls back to its default)."""
 
     def __post_init__(self) -> None:
         if self.steps is None:
@@ -99,10 +92,8 @@ class SweepSpec:
 
     @classmethod
     def quick(cls) -> SweepSpec:
-        """The smallest useful sweep (two presets, one vCPU, 2 repeats, 2 steps, one round): CI's.
-
-        ONNX Runtime's defaults are one of the two, so the report's answer can always put
-        the pick next to the untuned default.
+        """The smallest useful sweep (CI's): ONNX Runtime's defaults and ``low-memory``, one
+        vCPU, 2 repeats, 2 steps, one round.
 
         Example:
             >>> SweepSpec.quick().cpus, SweepSpec.quick().presets
@@ -202,10 +193,8 @@ class SweepSpec:
             raise TtsKitError(f"sweep spec: {exc}") from None
 
     def effective(self) -> SweepSpec:
-        """This spec with ``cpus`` limited to the cores this process can use.
-
-        That is `tts_kit.core.procfacts.usable_cores`: the affinity, capped by a container's
-        CPU quota (a 2-core trial in a 1.5-CPU container would measure the throttling).
+        """This spec with ``cpus`` limited to `tts_kit.core.procfacts.usable_cores` (the
+        affinity, capped by a container's CPU quota).
 
         Example:
             >>> max(SweepSpec(cpus=[1, 2, 512]).effective().cpus) <= procfacts.usable_cores()

@@ -31,9 +31,8 @@ TABLE_KEYS: tuple[str, ...] = ("preset", "cpus", "loading", "status", LOAD_S, FI
 
 def sweep_table(records: Any, keys: tuple[str, ...] = TABLE_KEYS,
                 pick: Mapping[str, Any] | None = None) -> Any:
-    """Records as a compact pandas table (`tts_kit.tuning.records.frame` of `TABLE_KEYS`);
-    when they were measured in rounds, each figure's spread (``±``, half the rounds' range)
-    beside it, and with ``pick`` what differs from the pick beyond both spreads.
+    """Records as a compact pandas table of `TABLE_KEYS`, with each figure's spread over the
+    rounds (``±``) and, given ``pick``, what differs from the pick beyond both spreads.
 
     Example:
         >>> list(sweep_table([{"preset": "lean", P50_MS: 12.3}]).columns)[:2]
@@ -76,7 +75,3 @@ def rows_html(rows: list[tuple[str, str]], head: tuple[str, str] = ("", "")) -> 
         out.append(f'<tr><th style="text-align:left">{html.escape(str(name))}</th>'
                    f'<td style="text-align:left">{html.escape(str(value))}</td></tr>')
     return "".join(out) + "</table>"
-
-
-
-__all__ = ["TABLE_KEYS", "rows_html", "sweep_table"]

@@ -1,18 +1,13 @@
-"""The report's cost section: what the picked configuration's work is and how far each stage
-runs from this machine's floor.
+"""The report's cost section: the pick's work and how far each stage runs from the floor.
 
-`measure_costs` runs while the report is made (`tts_kit.report.make.write_report`): the
-cost model of the model's graphs at the pick's steps and one measured chunk at the pick's
-threads and vCPUs against ONNX Runtime's MatMul peak there
-(`tts_kit.tuning.roofline.measure_roofline`), saved as ``extras["costs"]`` with the
-time and the load average it was measured at. `costs_html` and `costs_figure` show exactly
-those figures; nothing is measured or typed at render time.
+`measure_costs` runs while the report is made (`tts_kit.report.make.write_report`): one
+chunk at the pick's threads and vCPUs against ONNX Runtime's MatMul peak
+(`tts_kit.tuning.roofline.measure_roofline`), saved as ``extras["costs"]``. `costs_html`
+and `costs_figure` show exactly that; nothing is measured at render time.
 
 Example:
     >>> costs_html({"error": "no stage graphs"})
     '<h3>What the work costs</h3><p>Not measured: no stage graphs</p>'
-    >>> entry = measure_costs(bundle, tuning)  # doctest: +SKIP
-    >>> tuning.extras["costs"] = entry  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -26,15 +21,13 @@ from typing import Any
 from tts_kit.core.errors import TtsKitError
 from tts_kit.tuning.roofline import Roofline
 
-#: Repeats of the measured chunk (best per stage): enough to leave the first call's
-#: one-time work out, few enough to keep the report's cost small.
+#: Repeats of the measured chunk (best per stage, the first call's one-time work left out).
 REPEATS = 2
 
 
 def measure_costs(bundle: Any, tuning: Any, *, repeats: int = REPEATS) -> dict[str, Any]:
-    """``extras["costs"]`` for ``tuning``: the roofline of its pick (else its first record)
-    measured now on this machine, or ``{"error": why}`` when it cannot be (another model
-    family, a failed child): the section then says why rather than failing the report.
+    """``extras["costs"]``: the roofline of the pick (else the first record) measured now,
+    or ``{"error": why}`` when it cannot be (the section then says why).
 
     Example:
         >>> measure_costs(bundle, tuning)["roofline"]["threads"]  # doctest: +SKIP
@@ -69,8 +62,7 @@ _COLUMNS = (("params (M)", ".2f"), ("GFLOP / audio s", ".2f"), ("GFLOP / chunk",
 
 
 def costs_html(entry: Mapping[str, Any] | None) -> str:
-    """The section as HTML (every string escaped): the table per stage, the sentence, and
-    when and how it was measured.
+    """The section as escaped HTML: the table per stage, the sentence, how it was measured.
 
     Example:
         >>> r = Roofline([], steps=8, threads=1, peak_gflops=40.0, audio_s=8.0)
@@ -102,8 +94,7 @@ def costs_html(entry: Mapping[str, Any] | None) -> str:
 
 
 def costs_figure(entry: Mapping[str, Any] | None) -> Any:
-    """The section's figure (`tts_kit.notebook.cost_plots.roofline`), or None when the
-    section has no measurement.
+    """The section's figure (`tts_kit.notebook.cost_plots.roofline`), or None.
 
     Example:
         >>> costs_figure({"error": "x"}) is None

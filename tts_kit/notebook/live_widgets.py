@@ -1,4 +1,4 @@
-"""Notebook widgets that measure: the live memory graph of an isolated trial, the session
+"""Live notebook widgets: the memory graph of an isolated trial while it runs, the session
 tuner built on it, and a live load test (`tts_kit.notebook.widgets` re-exports them).
 
 Example:
@@ -22,6 +22,7 @@ from IPython.display import HTML
 from tts_kit.core import procfacts
 from tts_kit.models.supertonic.bundle import Bundle
 from tts_kit.notebook import plots
+from tts_kit.notebook._figures import _get
 from tts_kit.tuning.records import (
     PEAK_RSS_MB,
     SUMMARY_KEYS,
@@ -38,11 +39,8 @@ def _png(fig: Any) -> bytes:
     return plots.figure_png(fig, dpi=90)
 
 
-#: The most of the trial's wall time the live redraws may take: each redraw (a matplotlib
-#: figure to PNG, 0.1-0.4 s of CPU) waits at least this many times its own cost after the
-#: last, so the graph does not compete with the trial it measures for a core.
+#: The most of the trial's wall time the live redraws (0.1-0.4 s of CPU each) may take.
 LIVE_DRAW_SHARE = 0.1
-
 
 
 def _child_pids() -> set[int]:
@@ -64,15 +62,11 @@ def _is_worker(proc: psutil.Process) -> bool:
 class LiveMemoryGraph(W.VBox):
     """RSS of an isolated trial, redrawn while it runs; stage events and budget at the end.
 
-    `watch` calls a function that measures in a child process (`tts_kit.tuning.tune.trial`,
-    `tts_kit.runtime.measure.run_isolated`, ...) on a worker thread. Meanwhile the calling
-    thread samples the RSS of each new child process (`tts_kit.core.procfacts.rss_mb`) and
-    redraws the graph every ``interval_s`` (or less often: the redraws take at most
-    `LIVE_DRAW_SHARE` of the time, so they leave the trial its cores). When the function
-    returns, the graph is redrawn from the harness's own timeline and events (a
-    `Measurement` or a record carrying ``timeline``/``events``), which are exact; the live
-    samples are kept in `live_samples`. Works in JupyterLab: the figure is a PNG in an
-    ``ipywidgets.Image``.
+    `watch` runs a function that measures in a child process (`tts_kit.tuning.tune.trial`,
+    ...) on a worker thread, samples each new child's RSS and redraws every ``interval_s``
+    (less often when drawing would take over `LIVE_DRAW_SHARE` of the time). At the end
+    the graph is redrawn from the result's exact timeline and events; the live samples
+    stay in `live_samples`.
 
     Example:
         >>> from tts_kit.runtime.measure import run_isolated
@@ -163,13 +157,13 @@ class LiveMemoryGraph(W.VBox):
         return result
 
     def _final(self, result: Any, wall_s: float) -> None:
-        timeline = plots._get(result, "timeline") if result is not None else None
+        timeline = _get(result, "timeline") if result is not None else None
         if timeline:
             self.show(result)
         elif self.live_samples:
             self.show(self.live_samples)
-        status = plots._get(result, "status", "ok") if result is not None else "ok"
-        peak = plots._get(result, PEAK_RSS_MB) if result is not None else None
+        status = _get(result, "status", "ok") if result is not None else "ok"
+        peak = _get(result, PEAK_RSS_MB) if result is not None else None
         peak_txt = "" if to_number(peak) is None else f", peak RSS {peak:.0f} MB"
         self.status.value = (f"done in {wall_s:.1f} s: status <b>{html.escape(str(status))}</b>"
                              f"{peak_txt}")
@@ -187,11 +181,9 @@ def _records_html(records: Sequence[dict[str, Any]]) -> str:
 class SessionTuner(W.VBox):
     """Pick a preset, threads, vCPUs, memory budget and load policy; Run measures in isolation.
 
-    Each Run is one `tts_kit.tuning.tune.trial` of ``workload`` (default: `Workload` with 3
-    repeats; the steps and repeats sliders start from it and override it) in a fresh
-    process pinned to the chosen vCPUs and killed past the budget, graphed live by a
-    `LiveMemoryGraph`; the records of all runs so far are tabulated below (and kept in
-    `records`).
+    Each Run is one `tts_kit.tuning.tune.trial` of ``workload`` (default 3 repeats; the
+    sliders override its steps and repeats), graphed live by a `LiveMemoryGraph`; every
+    run's record is tabulated and kept in `records`.
 
     Example:
         >>> tuner = SessionTuner(Bundle.discover(), Workload(steps=2))  # doctest: +SKIP
@@ -204,12 +196,10 @@ class SessionTuner(W.VBox):
         from tts_kit.runtime.sessions import PRESETS
 
         self.bundle = bundle
-        # 3 repeats: a Run is a click in a notebook, it should answer in seconds.
         self.workload = Workload(repeats=3) if workload is None else workload
         names = list(presets or PRESETS)
         self.preset = W.Dropdown(options=names, value=names[0], description="preset")
         self.explain = W.HTML()
-        # The affinity capped by a container's CPU quota: more would measure throttling.
         cores = procfacts.usable_cores()
         self.threads = W.IntSlider(value=0, min=0, max=max(8, cores),
                                    description="threads", tooltip="0: as the preset says")
@@ -258,9 +248,8 @@ class SessionTuner(W.VBox):
         return preset
 
     def run(self) -> dict[str, Any]:
-        """Measure the current settings in isolation; returns the record (also tabulated),
-        a `tts_kit.tuning.records.Record`: a dict that shows itself as one row, not every
-        field."""
+        """Measure the current settings in isolation; returns the record (a
+        `tts_kit.tuning.records.Record`), also tabulated."""
         from tts_kit.tuning import tune
 
         budget = float(self.budget.value) or None
