@@ -1,23 +1,11 @@
 """English rules: abbreviations, dates, times, money, units, years, acronyms, symbols.
 
-As in `ko`, every rule that reads digits is one alternative of a single regular
-expression (`NUMERIC`), most specific first, behind a lookahead that lets the scanner
-skip text without digits at C speed. Two passes run before it because their matches
-start with letters: abbreviations (Dr., e.g., etc.) and dates written with a month
-name (December 2, 2026; 2 December 2026; June 2026).
-
-Readings (num2words for the words):
-
-- Cardinals, decimals (three point one four), negatives, ordinals (21st ->
-  twenty-first), years where the context says year (in 1999 -> in nineteen
-  ninety-nine; ISO dates; the 1990s -> the nineteen nineties).
-- Dates: December 2, 2026; 12/25/2026 (US month/day; day/month when the first part is
-  over 12); ISO year-month-day. Times: 10:30 -> ten thirty, 3:05 pm -> three oh five P M,
-  10:00 -> ten o'clock.
-- Money with cents ($12.50 -> twelve dollars and fifty cents), $5M, ISO codes;
-  percent; units with plurals; phone numbers digit by digit; ranges (10-20 -> ten to
-  twenty); fractions (1/2 -> one half); versions (v1.2.3).
-- Capitals not in the lexicon, letter by letter: API -> A P I.
+As in `ko`, every rule that reads digits is one alternative of `NUMERIC`, most specific
+first, behind a lookahead that lets the scanner skip text without digits at C speed.
+Abbreviations (Dr., e.g.) and dates with a month name (December 2, 2026) run before it
+because they start with letters. Years are said as years where the context says so (in
+1999, the 1990s); capitals not in the lexicon are spelled (API -> A P I). The golden
+table (tests/golden/text_en.tsv) lists every reading.
 
 Example:
     >>> from tts_kit.text import normalize

@@ -1,24 +1,13 @@
 """Korean rules: numbers with counters, dates, times, money, units, letters, symbols.
 
-Every rule that reads digits is one alternative of a single regular expression
-(`NUMERIC`), tried left to right in the order below, so a text is scanned once for
-all of them and the most specific reading wins where several could apply (a date
-before a range, a range before a counter, a counter before a bare number). The
-pattern opens with a lookahead on what a number can start with, which lets the
-scanner skip everything else at C speed.
-
-Readings:
-
-- Sino-Korean numbers (num2words): ``15,000`` -> 만 오천, ``3.14`` -> 삼 점 일사,
-  ``-5`` -> 마이너스 오; codes with a leading zero digit by digit (007 -> 공공칠).
-- Native numbers before the counters that take them, up to 99: 3개 -> 세 개, 20명 ->
-  스무 명, 12시 -> 열두 시 (15시 -> 십오 시); Sino-Korean before the others (분, 초, 원,
-  년, 일 ...) and from 100 on (150명 -> 백오십 명). Months: 6월 -> 유월, 10월 -> 시월.
-- Dates (ISO with hyphens, 2026.08.24, 2026/08/24, 2026. 8. 24.), times (10:30 -> 열 시
-  삼십 분; 10:30 PM -> 오후 열 시 삼십 분), ranges (3~5개 -> 세 개에서 다섯 개),
-  money (₩, 원, $, €, ¥, £, ISO codes, $5M), percent, units, phone numbers digit by
-  digit with 0 as 공, ordinals, fractions, roots, versions. Letters, symbols, addresses
-  and weekdays: `ko_words`.
+Every rule that reads digits is one alternative of one regular expression (`NUMERIC`),
+tried left to right, so a text is scanned once and the most specific reading wins (a
+date before a range, a range before a counter, a counter before a bare number); a
+lookahead on what a number can start with skips everything else at C speed.
+Sino-Korean numbers come from num2words (15,000 -> 만 오천); native numbers go before the
+counters that take them, up to 99 (3개 -> 세 개, 20명 -> 스무 명); codes and phone numbers
+are said digit by digit with 0 as 공. Letters, symbols, addresses and weekdays:
+`ko_words`. The golden table (tests/golden/text_ko.tsv) lists every reading.
 
 Example:
     >>> from tts_kit.text import normalize
