@@ -1,23 +1,11 @@
 """English rules: abbreviations, dates, times, money, units, years, acronyms, symbols.
 
-As in `ko`, every rule that reads digits is one alternative of a single regular
-expression (`NUMERIC`), most specific first, behind a lookahead that lets the scanner
-skip text without digits at C speed. Two passes run before it because their matches
-start with letters: abbreviations (Dr., e.g., etc.) and dates written with a month
-name (December 2, 2026; 2 December 2026; June 2026).
-
-Readings (num2words for the words):
-
-- Cardinals, decimals (three point one four), negatives, ordinals (21st ->
-  twenty-first), years where the context says year (in 1999 -> in nineteen
-  ninety-nine; 2026-08-24; the 1990s -> the nineteen nineties).
-- Dates: December 2, 2026; 12/25/2026 (US month/day; day/month when the first part is
-  over 12); ISO 2026-08-24. Times: 10:30 -> ten thirty, 3:05 pm -> three oh five P M,
-  10:00 -> ten o'clock.
-- Money with cents ($12.50 -> twelve dollars and fifty cents), $5M, ISO codes;
-  percent; units with plurals; phone numbers digit by digit; ranges (10-20 -> ten to
-  twenty); fractions (1/2 -> one half); versions (v1.2.3).
-- Capitals not in the lexicon, letter by letter: API -> A P I.
+As in `ko`, every rule that reads digits is one alternative of `NUMERIC`, most specific
+first, behind a lookahead that lets the scanner skip text without digits at C speed.
+Abbreviations (Dr., e.g.) and dates with a month name (December 2, 2026) run before it
+because they start with letters. Years are said as years where the context says so (in
+1999, the 1990s); capitals not in the lexicon are spelled (API -> A P I). The golden
+table (tests/golden/text_en.tsv) lists every reading.
 
 Example:
     >>> from tts_kit.text import normalize
@@ -153,12 +141,7 @@ def _is_year(n: int) -> bool:
 
 def _with_unit(num: str, unit: str, sign: str | None = None) -> str:
     u = UNITS[unit]
-    words = nw.en_number(num)
-    if sign == "-":
-        words = "minus " + words
-    elif sign == "+":
-        words = "plus " + words
-    return f"{words} {_plural(num, u.en, u.en_plural)}"
+    return f"{_sign_word(sign)}{nw.en_number(num)} {_plural(num, u.en, u.en_plural)}"
 
 
 _MAGNITUDE_WORDS = {"K": "thousand", "k": "thousand", "M": "million", "mn": "million",
@@ -378,16 +361,6 @@ def _approx(m: re.Match[str]) -> str:
     return "about " + nw.en_number(m["tn"])
 
 
-def _version(m: re.Match[str]) -> str:
-    v = m["vv"] or m["vv2"]
-    words = " point ".join(nw.en_number(p) for p in (m["vn"] or m["vn2"]).split("."))
-    if v:
-        if m.start() > 0 and m.string[m.start() - 1].isalpha():
-            return v + " " + words
-        return "version " + words
-    return words
-
-
 def _range(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
     a, b = m["qn"], m["rb"]
@@ -461,14 +434,6 @@ def _ordinal(m: re.Match[str]) -> str:
     return kept + _sign_word(sign) + nw.en_ordinal(int(n))
 
 
-def _ampm(m: re.Match[str]) -> str:
-    kept, sign = g.lead(m)
-    n = m["qn"]
-    if sign or not n.isdigit() or int(n) > 24:
-        return kept + _sign_word(sign) + nw.en_number(n) + " " + m["aap"]
-    return kept + _clock(int(n), 0, None, m["aap"])
-
-
 def _times(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
     a = kept + _sign_word(sign) + nw.en_number(m["qn"])
@@ -476,11 +441,6 @@ def _times(m: re.Match[str]) -> str:
         op = "times" if m["xo"] == "*" else "by"
         return f"{a} {op} {nw.en_number(m['xb'])}"
     return a + (" time" if m["qn"] == "1" else " times")
-
-
-def _ratio(m: re.Match[str]) -> str:
-    kept, sign = g.lead(m)
-    return f"{kept}{_sign_word(sign)}{nw.en_number(m['qn'])} to {nw.en_number(m['qb'])}"
 
 
 def _root(m: re.Match[str]) -> str:
@@ -521,7 +481,8 @@ def _number(m: re.Match[str]) -> str:
 
 
 _HANDLERS = {
-    **g.handlers(g.Words(_plain, _clock, _money, _SIGNS, " to ", " to ", _per)),
+    **g.handlers(g.Words(_plain, _clock, _money, _SIGNS, " to ", " to ", _per,
+                         nw.en_number, " point ", "version ")),
     "digits": _digits,
     "date_iso": _date_iso, "date_us": _date_us, "arange": _arange,
     "paren_year": _paren_year, "plan": _plan, "mixed": _mixed, "middot": _middot,
@@ -529,10 +490,10 @@ _HANDLERS = {
     "phone": _phone, "decade": _decade, "address": _address, "groups": _groups,
     "feet": _feet,
     "number_sign": _number_sign,
-    "approx": _approx, "version": _version,
+    "approx": _approx,
     "currency_post": _currency_post,
     "range": _range, "magnitude": _magnitude, "percent": _percent, "unit": _unit_h,
-    "ordinal": _ordinal, "ampm": _ampm, "times": _times, "ratio": _ratio,
+    "ordinal": _ordinal, "times": _times,
     "fraction": _fraction, "root": _root, "qn": _number,
 }
 _NAMES = {"qn": "number"}

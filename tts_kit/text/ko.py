@@ -1,24 +1,13 @@
 """Korean rules: numbers with counters, dates, times, money, units, letters, symbols.
 
-Every rule that reads digits is one alternative of a single regular expression
-(`NUMERIC`), tried left to right in the order below, so a text is scanned once for
-all of them and the most specific reading wins where several could apply (a date
-before a range, a range before a counter, a counter before a bare number). The
-pattern opens with a lookahead on what a number can start with, which lets the
-scanner skip everything else at C speed.
-
-Readings:
-
-- Sino-Korean numbers (num2words): ``15,000`` -> 만 오천, ``3.14`` -> 삼 점 일사,
-  ``-5`` -> 마이너스 오; codes with a leading zero digit by digit (007 -> 공공칠).
-- Native numbers before the counters that take them, up to 99: 3개 -> 세 개, 20명 ->
-  스무 명, 12시 -> 열두 시 (15시 -> 십오 시); Sino-Korean before the others (분, 초, 원,
-  년, 일 ...) and from 100 on (150명 -> 백오십 명). Months: 6월 -> 유월, 10월 -> 시월.
-- Dates (2026-08-24, 2026.08.24, 2026/08/24, 2026. 8. 24.), times (10:30 -> 열 시
-  삼십 분; 10:30 PM -> 오후 열 시 삼십 분), ranges (3~5개 -> 세 개에서 다섯 개),
-  money (₩, 원, $, €, ¥, £, ISO codes, $5M), percent, units, phone numbers digit by
-  digit with 0 as 공, ordinals, fractions, roots, versions. Letters, symbols, addresses
-  and weekdays: `ko_words`.
+Every rule that reads digits is one alternative of one regular expression (`NUMERIC`),
+tried left to right, so a text is scanned once and the most specific reading wins (a
+date before a range, a range before a counter, a counter before a bare number); a
+lookahead on what a number can start with skips everything else at C speed.
+Sino-Korean numbers come from num2words (15,000 -> 만 오천); native numbers go before the
+counters that take them, up to 99 (3개 -> 세 개, 20명 -> 스무 명); codes and phone numbers
+are said digit by digit with 0 as 공. Letters, symbols, addresses and weekdays:
+`ko_words`. The golden table (tests/golden/text_ko.tsv) lists every reading.
 
 Example:
     >>> from tts_kit.text import normalize
@@ -295,16 +284,6 @@ def _version_like(s: str) -> str:
     return " 점 ".join(nw.ko_number(p) for p in s.split(".") if p)
 
 
-def _version(m: re.Match[str]) -> str:
-    v = m["vv"] or m["vv2"]
-    words = _version_like(m["vn"] or m["vn2"])
-    if v:
-        if m.start() > 0 and m.string[m.start() - 1].isalpha():
-            return v + " " + words  # "dev1.2.3": the v belongs to a word
-        return "버전 " + words
-    return words
-
-
 def _code_first(m: re.Match[str]) -> str:
     """USD 100 -> 백 달러; a currency word written after the amount is said once (KRW
     5,000원 -> 오천 원, not 오천 원원)."""
@@ -386,14 +365,6 @@ def _ordinal(m: re.Match[str]) -> str:
     return kept + _with_counter(n, "번째")
 
 
-def _ampm(m: re.Match[str]) -> str:
-    kept, sign = g.lead(m)
-    n = m["qn"]
-    if sign or not n.isdigit() or int(n) > 24:
-        return kept + _sign_word(sign) + nw.ko_number(n) + " " + m["aap"]
-    return kept + _clock(int(n), 0, None, m["aap"])
-
-
 def _times(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
     if m["xb"]:
@@ -465,11 +436,6 @@ def _paper(m: re.Match[str]) -> str:
     return KO_LETTERS[m["pl"]] + _EN_DIGITS_KO[int(m["pn"])]
 
 
-def _ratio(m: re.Match[str]) -> str:
-    kept, sign = g.lead(m)
-    return f"{kept}{_sign_word(sign)}{nw.ko_number(m['qn'])} 대 {nw.ko_number(m['qb'])}"
-
-
 def _root(m: re.Match[str]) -> str:
     """√3 -> 루트 삼, 2√3 -> 이 루트 삼, √3/2 -> 이분의 루트 삼 (∛: 세제곱근)."""
     words = ("루트 " if m["rsym"] == "√" else "세제곱근 ") + _sino(m["rn"])
@@ -507,16 +473,16 @@ def _number(m: re.Match[str]) -> str:
 
 
 _HANDLERS = {
-    **g.handlers(g.Words(_plain, _clock, _money, _SIGNS, "에서 ", " 대 ", _per)),
+    **g.handlers(g.Words(_plain, _clock, _money, _SIGNS, "에서 ", " 대 ", _per,
+                         nw.ko_number, " 점 ", "버전 ")),
     "digits": _digits,
     "date": _date, "phone": _phone, "groups": _groups, "date_dmy": _date_dmy,
     "middot": _middot,
     "paper": _paper, "quarter": _quarter,
-    "version": _version,
     "currency_post": _currency_post, "code_first": _code_first,
     "range": _range, "big": _big, "magnitude": _magnitude, "percent": _percent_h,
-    "unit": _unit_h, "ordinal": _ordinal, "ampm": _ampm, "times": _times, "counter": _counter_h,
-    "ratio": _ratio, "fraction": _fraction, "root": _root, "qn": _number,
+    "unit": _unit_h, "ordinal": _ordinal, "times": _times, "counter": _counter_h,
+    "fraction": _fraction, "root": _root, "qn": _number,
 }
 #: Trace names of the alternatives whose group name is not the rule's.
 _NAMES = {"qn": "number"}

@@ -233,7 +233,7 @@ class Words:
 
     Example:
         >>> Words(str, lambda *a: "", lambda *a: "", {"-": "minus "}, " to ", " to ",
-        ...       lambda r, p: r).sign("-")
+        ...       lambda r, p: r, str, " point ", "version ").sign("-")
         'minus '
     """
 
@@ -251,17 +251,24 @@ class Words:
     """Joins the two sides of a ratio (" to ", " 대 ")."""
     per: Callable[[str, str], str]
     """Says a reading "per" a unit: (reading, key of `tables.PER`) -> words."""
+    number: Callable[[str], str]
+    """Reads one number as written (digits, commas, a decimal point)."""
+    point: str
+    """Joins the parts of a version number (" point ", " 점 ")."""
+    version: str
+    """Says a ``v`` before a version number ("version ", "버전 ")."""
 
     def sign(self, s: str | None) -> str:
         return self.signs.get(s or "", "")
 
 
 def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
-    """The handlers of the shared alternatives (times, money), in ``w``'s words.
+    """The handlers of the shared alternatives (times, money, ratios, versions), in
+    ``w``'s words.
 
     Example:
         >>> hs = handlers(Words(str, lambda h, mi, s, ap: f"{h}h{mi}", lambda *a: "",
-        ...                     {}, " to ", " to ", lambda r, p: r))
+        ...                     {}, " to ", " to ", lambda r, p: r, str, ".", "v"))
         >>> hs["trange"](re.match(TRANGE, "9:00-17:30"))
         '9h0 to 17h30'
     """
@@ -293,8 +300,29 @@ def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
     def code_first(m: re.Match[str]) -> str:
         return w.money(m["fn"], CURRENCY_CODES[m["fcode"]], m["fmag"])
 
+    def ampm(m: re.Match[str]) -> str:
+        kept, sign = lead(m)
+        n = m["qn"]
+        if sign or not n.isdigit() or int(n) > 24:
+            return kept + w.sign(sign) + w.number(n) + " " + m["aap"]
+        return kept + w.clock(int(n), 0, None, m["aap"])
+
+    def ratio(m: re.Match[str]) -> str:
+        kept, sign = lead(m)
+        return f"{kept}{w.sign(sign)}{w.number(m['qn'])}{w.ratio}{w.number(m['qb'])}"
+
+    def version(m: re.Match[str]) -> str:
+        v = m["vv"] or m["vv2"]
+        words = w.point.join(w.number(p) for p in (m["vn"] or m["vn2"]).split("."))
+        if v:
+            if m.start() > 0 and m.string[m.start() - 1].isalpha():
+                return v + " " + words  # "dev1.2.3": the v belongs to a word
+            return w.version + words
+        return words
+
     return {"trange": trange, "time": time, "currency": currency,
-            "currency_code": currency_code, "code_first": code_first}
+            "currency_code": currency_code, "code_first": code_first, "ampm": ampm,
+            "ratio": ratio, "version": version}
 
 
 # -- addresses: URLs, e-mail, IP addresses, domains, file names ----------------------------
