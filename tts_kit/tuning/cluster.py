@@ -226,7 +226,7 @@ def _check(path: Path, want: Mapping[str, str]) -> str | None:
     return f"different SHA-256 of {', '.join(differ)}" if differ else None
 
 
-def resolve_model(ref: ModelRef, where: str = "this worker") -> Path:
+def locate_on_worker(ref: ModelRef, where: str = "this worker") -> Path:
     """The directory on this machine holding ``ref``'s model; `ModelNotFound` if none.
 
     A stand-in: the client's path when it holds the same graphs, else rebuilt from its
@@ -237,7 +237,7 @@ def resolve_model(ref: ModelRef, where: str = "this worker") -> Path:
     error.
 
     Example:
-        >>> resolve_model(ModelRef.of("models/full"), "tcp://10.0.0.6:38811")  # doctest: +SKIP
+        >>> locate_on_worker(ModelRef.of("models/full"), "tcp://10.0.0.6:38811")  # doctest: +SKIP
         PosixPath('/srv/models/full')
     """
     same = Path(ref.path)
@@ -320,7 +320,7 @@ def worker_trial(ref: ModelRef, preset: Any, workload: Any, **kwargs: Any) -> di
     if mp.current_process().daemon:
         mp.current_process().daemon = False
     try:
-        path = resolve_model(ref, address)
+        path = locate_on_worker(ref, address)
     except ValueError as exc:  # ModelNotFound, a broken copy, an unknown scale
         msg = " ".join(str(exc).split())
         if not msg.startswith("worker "):
@@ -488,25 +488,6 @@ class TrialExecutor(cf.Executor):
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         if self.lost is None:
             self._inner.shutdown(wait=wait)
-
-
-def sweep_on_cluster(client: Client | str, bundle: Any, presets: Any, workload: Any = None,
-                     **kwargs: Any) -> tune.SweepResult:
-    """`tts_kit.tuning.tune.sweep` with its trials on ``client``'s workers (or a scheduler
-    address).
-
-    Example:
-        >>> r = sweep_on_cluster("tcp://10.0.0.5:8786", "models/full", ["lean"],
-        ...                      cpus=(1, 2))  # doctest: +SKIP
-        >>> list(r.by_machine())  # doctest: +SKIP
-    """
-    own = isinstance(client, str)
-    c = connect(client) if own else client
-    try:
-        return tune.sweep(bundle, presets, workload, executor=TrialExecutor(c), **kwargs)
-    finally:
-        if own:
-            c.close()
 
 
 def local_cluster(n_workers: int = 2, timeout_s: float = 60.0, **kwargs: Any) -> Client:
