@@ -41,6 +41,7 @@ Example:
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 import logging
 import multiprocessing as mp
 import os
@@ -295,6 +296,10 @@ def error_record(preset: Any, workload: Any, error: str, **config: Any) -> dict[
     rec.update(preset=getattr(preset, "name", preset), steps=workload.steps,
                batch_size=workload.batch_size, repeats=workload.repeats, status="error",
                error=error, timeline=[], events=[])
+    options = config.pop("options", None)  # a `tune.TrialOptions`; keywords override it
+    if options is not None:
+        config = {**{f.name: getattr(options, f.name) for f in dataclasses.fields(options)},
+                  **config}
     loading = config.pop("loading", "resident")
     rec["loading"] = loading if isinstance(loading, str) else getattr(loading, "spec", loading)
     rec.update({k: v for k, v in config.items() if k in ("cpus", "mem_budget_mb")})
