@@ -1,34 +1,11 @@
 """Sweeps across machines on Dask distributed: one sweep, several instance types, one report.
 
-`tts_kit.tuning.tune.sweep` takes any `concurrent.futures.Executor`; this module makes a Dask
-cluster one that measures correctly:
-
-- `connect` opens a ``distributed.Client`` on a scheduler's address (one-line
-  `ClusterError` when Dask is not installed, the scheduler cannot be reached or no
-  worker offers the ``trial`` resource);
-- `TrialExecutor` sends each trial to a worker with the Dask worker resource ``trial``
-  (`RESOURCE`), so a worker started with ``--resources trial=1`` runs at most one trial
-  at a time: trials never share its cores;
-- on the worker, `worker_trial` finds the client's model (`ModelRef`): the stand-in is
-  rebuilt from its scale and seed (`tts_kit.models.supertonic.standin.ensure_standin`, cached on the
-  worker); a real bundle is looked up at the client's path, then ``$TTS_KIT_MODEL_DIR``,
-  and used only when its SHA-256 fingerprint equals the client's; otherwise the trial is
-  an ``error`` record whose one-line reason names the worker;
-- every record carries ``machine`` (`tts_kit.runtime.devices.environment` of the worker's
-  machine) and ``worker`` (address, host, start and end time), so
-  `tts_kit.tuning.tune.SweepResult.by_machine` and the report compare machines side by side;
-- `local_cluster` starts a `distributed.LocalCluster` on 127.0.0.1 for notebooks and tests.
-
-Start one worker per machine, one thread, one trial: ``dask scheduler`` on one host, then
-on each machine ``dask worker tcp://SCHEDULER:8786 --nworkers 1 --nthreads 1 --resources
-trial=1``. Several workers on one machine share its cores (`local_cluster` does this only
-to demonstrate). Stage costs of ``budget:MB`` loadings are measured on the client.
-
-A worker that dies mid-trial: Dask tries the trial again on another worker up to
-``distributed.scheduler.allowed-failures`` times (3 by default), then the sweep records it
-as an ``error`` (``KilledWorker``) and goes on. A scheduler started with
-``DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES=0`` (as `local_cluster` does) records the
-first loss: a worker killed by its own trial is not retried on the next machine.
+`tts_kit.tuning.tune.sweep` takes any `concurrent.futures.Executor`; `TrialExecutor` makes
+a Dask client one that measures correctly: one trial per worker at a time (the worker
+resource ``trial``, `RESOURCE`), the client's model found on each worker by fingerprint
+(`locate_on_worker`), every record stamped with its ``machine`` and ``worker``. `connect`
+opens a client on a scheduler; `local_cluster` starts one on 127.0.0.1 for notebooks and
+tests. How to start workers, and what happens when one dies: docs/guide.md.
 
 Example:
     >>> from tts_kit.tuning import cluster, tune

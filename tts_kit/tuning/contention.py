@@ -1,50 +1,12 @@
 """Can the sweep's answer be trusted? Contention and repeatability read from its records.
 
-A sweep on a shared machine measures the neighbours as much as the configurations: a
-trial that got half its cores ran up to twice as slow, and the pick may be the trial
-that happened to run in a quiet minute. On a quiet machine the figures can still fail to
-repeat (a pick measured again lands outside the band that decides ties). The two call
-for different remedies, so `assess` (pure: no measurement, no I/O) keeps them apart and
-`Contention.cause` says which decided:
-
-**The machine was busy** (rerun on a quiet machine):
-
-- **trials short of their cores by a clear margin**: a trial got less than `SHORT_SHARE`
-  % of its pinned cores (``core_share``) while its threads waited for a core more than
-  `WAIT_LIMIT` % of the time they were ready to run (``cpu_wait_percent``, the run-queue
-  delay: a preset that does not spin idles its threads, it does not wait); where the
-  kernel does not report the wait, a ``core_share`` below `SHARE_LIMIT` %. The margin
-  is what a sweep does to a 2-core machine by itself: a 2-vCPU trial there shares its
-  cores with the sweep's own sampler and parent (the parent alone takes about 8 % of a
-  core; the quiet CI box, load 0.5-1.8, gave 2-vCPU trials 87-89 % of their cores,
-  waiting 18-19 %); the issue's busy machine gave 40-79 %;
-- **a load the sweep does not explain**: even the quietest load average around the
-  trials (``loadavg_before``/``loadavg_after``) exceeds the sweep's own runnable threads
-  (the busiest trial's threads or vCPUs, and one for the parent) by the machine's whole
-  core count: the neighbours alone could fill every core. The sweep raises the load
-  itself, so a quiet machine's report is never provisional for its load.
-
-**The figures did not repeat** (measure more: repeats, rounds):
-
-- **a configuration that disagrees with itself**: its steady calls, the same batch
-  repeated, differ by more than `UNSTEADY_RATIO` x (slowest / fastest, and by more than
-  `UNSTEADY_ABS_MS`);
-- **a pick whose re-measure leaves the tie band**: the recommended configuration,
-  measured again in another fresh process, lands apart from its sweep trial by more than
-  the band within which `SweepResult.recommend` calls two configurations equally fast
-  (`tts_kit.tuning.tune.TIE_REL`, 10 %, and more than `REMEASURE_ABS_MS`). Apart
-  means every call of one beyond the band from every call of the other (`calls_apart`),
-  not two medians of three calls: a call of the full stand-in at 2 vCPU on a quiet
-  2-core machine moves by about 20 % (seed-2vcpu, three fresh trials in a row:
-  1,889-2,302 ms a call), so a median of three moves by about 10 % by itself, and the
-  pick, the fastest of twenty such medians, is the luckiest of them. Judged by medians,
-  the default report on the quiet CI machine came out provisional in two runs of two
-  (1.3x: calls 1,913-2,606 ms measured again against 1,820-1,849 ms in the sweep, which
-  overlap within the band). Records without their calls fall back to the medians.
-
-A busy machine explains figures that do not repeat, so when both are seen the machine
-decides. Either makes the answer *provisional* (`Contention.headline`, the one first line
-of the report, its terminal summary and `tts-kit tune`).
+`assess` (pure: no measurement, no I/O) keeps two causes apart and `Contention.cause` says
+which decided. **The machine was busy** (rerun on a quiet machine): trials short of their
+cores by a clear margin (`short_of_cores`), or a load average the sweep does not explain
+(`own_load`). **The figures did not repeat** (measure more): a trial whose steady calls
+disagree (`unsteady`), or a pick whose re-measure leaves the tie band (`calls_apart`). A
+busy machine decides when both are seen; either makes the answer *provisional*
+(`Contention.headline`). The thresholds and why: docs/benchmarks.md.
 
 Example:
     >>> from tts_kit.tuning.contention import assess
@@ -109,8 +71,7 @@ def _figures(recs: Sequence[Mapping[str, Any]], key: str) -> list[float]:
 
 
 def short_of_cores(rec: Mapping[str, Any]) -> bool:
-    """True when a finished trial was short of its cores by a clear margin (module
-    docstring).
+    """True when a finished trial was short of its cores by a clear margin.
 
     Example:
         >>> short_of_cores({"cpu_wait_percent": 40.0, "core_share": 55.0})
@@ -227,7 +188,7 @@ class Contention:
     @property
     def loaded(self) -> bool:
         """True when even the quietest load average exceeds the sweep's own by the
-        machine's cores (module docstring); False without the figures."""
+        machine's cores; False without the figures."""
         return bool(self.load and self.cores and self.load[0] > self.own_load + self.cores)
 
     @property
@@ -385,7 +346,7 @@ def assess(
     cores: int | None = None,
 ) -> Contention:
     """Signs that the machine was busy, or that the figures did not repeat, while
-    ``records`` were measured (module docstring).
+    ``records`` were measured.
 
     Args:
         records: the sweep's trial records.

@@ -1,11 +1,9 @@
 """A cost model read off the graphs: parameters and FLOPs per stage, per second of audio.
 
-FLOPs are counted from each graph with concrete shapes: every symbolic input dimension
-(``B``, ``T`` characters, ``L`` latent frames) is fixed, ONNX shape inference runs with
-data propagation, and each MatMul, Gemm and Conv contributes 2 x its multiply-adds. The
-other operators (norms, activations, softmax) are memory-bound and left out, as
-roofline models usually do. The duration predictor, text encoder and vocoder run once per
-chunk; the vector estimator once per flow step.
+Every symbolic input dim (``B``, ``T`` characters, ``L`` latent frames) is fixed, shape
+inference runs, and each MatMul, Gemm and Conv counts 2 x its multiply-adds (the
+memory-bound rest is left out). The vector estimator runs once per flow step, the other
+stages once per chunk.
 
 Example:
     >>> from tts_kit.tuning.flops import reference_dims

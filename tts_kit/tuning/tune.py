@@ -1,21 +1,12 @@
 """Trials and sweeps: measure session presets and load policies, each in isolation.
 
-A *trial* loads an `Engine` with one preset, load policy, core count and memory
-budget in a fresh process (`tts_kit.runtime.measure.run_isolated`), synthesises one
-`tts_kit.tuning.workload.Workload` (what is read, how often) and measures load time,
-idle RSS after the load, first-call latency, steady p50/p95 latency over repeated
-calls, RTF, peak RSS and CPU use. A *sweep* runs a grid of trials (presets x cpus x
-batch sizes x steps x load policies), marks the Pareto front of p50 latency against
-peak RSS and recommends one configuration for a memory budget.
-
-Every record is a plain, JSON-ready dict with the keys in `RECORD_KEYS`; what each
-means, its unit and label are in `tts_kit.tuning.records` (`TrialRecord`, `COLUMNS`).
-
-Trials must not share cores: a sweep runs them one after another by default. A
-`concurrent.futures.Executor` may run them elsewhere (`tts_kit.tuning.cluster.TrialExecutor`:
-Dask
-workers on several machines, one trial per worker at a time), but it must run at
-most one trial per machine at a time, or the trials measure each other.
+A *trial* loads an `Engine` with one preset, load policy, core count and memory budget in
+a fresh process (`tts_kit.runtime.measure.run_isolated`), synthesises one `Workload` and
+measures load time, idle and peak RSS, first-call and steady p50/p95 latency, RTF and CPU
+use (the record's keys: `tts_kit.tuning.records`). A *sweep* runs a grid of trials, marks
+the Pareto front of p50 against peak RSS and recommends one configuration for a memory
+budget. Trials must not share cores: one at a time here, or on an executor that runs at
+most one per machine (`tts_kit.tuning.cluster.TrialExecutor`).
 
 Example:
     >>> from tts_kit.tuning.tune import sweep
