@@ -207,12 +207,9 @@ def _check(path: Path, want: Mapping[str, str]) -> str | None:
 def locate_on_worker(ref: ModelRef, where: str = "this worker") -> Path:
     """The directory on this machine holding ``ref``'s model; `ModelNotFound` if none.
 
-    A stand-in: the client's path when it holds the same graphs, else rebuilt from its
-    scale and seed (`tts_kit.models.supertonic.standin.ensure_standin`: built once per machine,
-    then reused
-    from the cache). A real model: the client's path, then ``$TTS_KIT_MODEL_DIR``, each
-    accepted only with the client's SHA-256 fingerprint. ``where`` names the worker in the
-    error.
+    The client's path when it holds the same graphs; else a stand-in is rebuilt from its
+    scale and seed (cached), and a real model is looked up at ``$TTS_KIT_MODEL_DIR``,
+    accepted only with the client's SHA-256 fingerprint. ``where`` names the worker.
 
     Example:
         >>> locate_on_worker(ModelRef.of("models/full"), "tcp://10.0.0.6:38811")  # doctest: +SKIP
@@ -318,11 +315,9 @@ def worker_trial(ref: ModelRef, preset: Any, workload: Any, **kwargs: Any) -> di
 class TrialExecutor(cf.Executor):
     """A ``concurrent.futures.Executor`` over a Dask client, for `tts_kit.tuning.tune.sweep`.
 
-    Each ``submit(tune.trial, bundle, ...)`` runs `worker_trial` on a worker holding one
-    unit of `RESOURCE`, with the bundle sent as a `ModelRef` (hashed once per bundle on
-    the client), so each worker measures its own copy of the same model. Any other
-    function is submitted as it is, with the same resource. Tasks are never deduplicated
-    (two trials of one configuration are two measurements).
+    ``submit(tune.trial, bundle, ...)`` runs `worker_trial` on a worker holding one unit of
+    `RESOURCE`, the bundle sent as a `ModelRef`; other functions go as they are. Tasks are
+    never deduplicated (two trials of one configuration are two measurements).
 
     Example:
         >>> with local_cluster(2) as client:  # doctest: +SKIP
@@ -475,10 +470,9 @@ class TrialExecutor(cf.Executor):
 def local_cluster(n_workers: int = 2, timeout_s: float = 60.0, **kwargs: Any) -> Client:
     """A client on a new ``distributed.LocalCluster`` of trial workers, on 127.0.0.1 only.
 
-    Processes with one thread each, ``trial=1`` each, no dashboard, and a lost worker's
-    trial recorded at once (``allowed_failures=0``). Closing the client closes the
-    cluster (use it as a context manager). Two workers on one machine share its cores:
-    this demonstrates and tests the cluster path; measure with one worker per machine.
+    One thread and ``trial=1`` per worker process, no dashboard, a lost worker's trial
+    recorded at once; closing the client closes the cluster. Workers here share this
+    machine's cores: it demonstrates the cluster path; measure with one per machine.
 
     Example:
         >>> with local_cluster(1) as client:  # doctest: +SKIP

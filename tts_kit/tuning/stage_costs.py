@@ -128,17 +128,11 @@ def stage_costs(
 ) -> StageCosts:
     """Measure the RSS each stage adds by loading and by running, in a fresh process.
 
-    One spawned process (`tts_kit.runtime.measure.run_isolated`) warms ONNX Runtime up with a
-    one-node graph (so its globals count as runtime, not as the first stage), then runs
-    the workload's first text (default `Workload()`; its lang, voice, steps, speed and
-    seed) through the engine under ``paged``: each stage is loaded, run on its real
-    inputs and released (gc + malloc_trim) before the next, and RSS and the kernel's
-    high-water mark (reset at each step) are read at every load/run/release event.
-
-    Args:
-        bundle: a `Bundle` or a bundle directory.
-        preset: a `SessionPreset`, a preset name, or None for the engine's default.
-        loading: how sessions are created (``paged``, ``paged+noext``, ``paged+mmap``).
+    ONNX Runtime is warmed up first (its globals count as runtime, not as the first
+    stage); then the workload's first text runs under ``loading`` (``paged``,
+    ``paged+noext``, ``paged+mmap``), each stage loaded, run and released before the next,
+    with RSS and the reset high-water mark read at every event. ``preset`` None: the
+    engine's default.
 
     Example:
         >>> costs = stage_costs("bundle-dir", "supertonic-default",

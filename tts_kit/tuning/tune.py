@@ -77,8 +77,7 @@ from tts_kit.tuning.sweep_table import describe, figures, format_table, reason
 from tts_kit.tuning.workload import Workload
 
 #: Relative p50 difference below which `SweepResult.recommend` calls two configurations
-#: equally fast and picks the lower peak RSS (repeat runs on a shared machine differ by
-#: more than this; see the noise model in `tts_kit.report`).
+#: equally fast and picks the lower peak RSS.
 TIE_REL = 0.10
 
 _LOADED = "trial: loaded"
@@ -102,11 +101,8 @@ def run_trial_child(
     loading: str | LoadPolicy,
     stage_costs_mb: dict[str, float] | None = None,
 ) -> dict[str, Any]:
-    """The trial's work, run inside the isolated child (its arguments pickle as they are).
-
-    Loads the engine, measures idle RSS, one first call and ``workload.repeats`` steady
-    calls of the same batch (`Workload.batch`). Called by `trial` (with the `LoadPolicy`
-    it parsed); public so executors and notebooks can see what is measured.
+    """The trial's work inside the isolated child: load the engine, idle RSS, one first
+    call and ``workload.repeats`` steady calls of the same batch (`Workload.batch`).
 
     Example:
         >>> from tts_kit.runtime.sessions import get_preset
@@ -174,9 +170,8 @@ def run_trial_child(
 
 
 def prepare_trial_child(bundle_path: str, loading: str | LoadPolicy) -> dict[str, Any]:
-    """The one-time preparation a trial's loading policy needs (external-data copies),
-    run in a process of its own before the trial (`trial`), so the trial measures the
-    steady state a prepared deployment sees. Returns its own time in seconds.
+    """The one-time preparation a trial's loading policy needs (external-data copies), run
+    in a process of its own before the trial; returns its time in seconds.
 
     Example:
         >>> prepare_trial_child("standin-dir", "paged")[PREP_S] >= 0  # doctest: +SKIP
@@ -364,12 +359,9 @@ class SweepResult:
                   tie_rel: float = TIE_REL) -> tuple[dict[str, Any] | None, str]:
         """The fastest finished configuration whose peak RSS fits ``budget_mb``, and why.
 
-        With ``budget_mb`` None, the fastest finished configuration. Configurations whose
-        p50 is within ``tie_rel`` (10 %) of the fastest, or within the spread of the
-        rounds (`tts_kit.tuning.spread.differs`), count as equally fast; of those the
-        lowest peak RSS is chosen, when it is lower beyond both peaks' spreads (otherwise
-        the fastest stays). The reason says whether the lead exceeds the spread. Returns
-        ``(None, reason)`` when nothing fits.
+        Within ``tie_rel`` of the fastest p50, or within the rounds' spread, counts as
+        equally fast; of those the lowest peak RSS wins when lower beyond both spreads.
+        ``(None, reason)`` when nothing fits (``budget_mb`` None: no budget).
 
         Example:
             >>> r = SweepResult(mark_pareto([
@@ -406,13 +398,8 @@ class SweepResult:
                       "measured)")
 
     def by_machine(self) -> dict[str, SweepResult]:
-        """The sweep split by the machine each trial ran on
-        (`tts_kit.tuning.records.by_machine`).
-
-        Each part has its own Pareto front (a front across different machines compares
-        the machines, not the configurations), so ``part.recommend(budget)`` is that
-        machine's recommendation. {} for a sweep on one machine (records without
-        ``machine``).
+        """The sweep split by the machine each trial ran on, each part with its own Pareto
+        front and recommendation; {} for a sweep on one machine.
 
         Example:
             >>> env = {"cpu_model": "A", "cpus_available": 1, "memory_total_mb": 1024}
@@ -580,9 +567,8 @@ def _sweep_stage_costs(
 def default_cpus(candidates: Sequence[int] = (1, 2, 4)) -> tuple[int, ...]:
     """Core counts a sweep can emulate here: ``candidates`` as far as this machine allows.
 
-    "Allows" is `tts_kit.core.procfacts.usable_cores`: the affinity, capped by a container's
-    CPU quota, so a 1.5-CPU container on a 16-core host does not emulate 2 or 4 cores
-    (such a trial would measure the quota's throttling). Never empty: 1 is always there.
+    (`tts_kit.core.procfacts.usable_cores`: the affinity capped by a container's CPU
+    quota). Never empty: 1 is always there.
 
     Example:
         >>> 1 in default_cpus(), default_cpus((1,))
