@@ -1,8 +1,9 @@
 """The one vocabulary of trial records: keys, units, labels, formats, and the Pareto front.
 
-A trial (`tts_kit.tuning.tune.trial`) returns a JSON-ready dict; `TrialRecord` lists its
-keys. `COLUMNS` gives each key one `Column` (label, unit, heading, format, precision) that
-every face takes its names from. `pareto_front` is the one computation of the front.
+A trial (`tts_kit.tuning.tune.trial`) returns a JSON-ready dict whose keys are the named
+constants below (`P50_MS`, ...); `COLUMNS` gives each key one `Column` (label, unit,
+heading, format, precision) that every face takes its names from.
+`pareto_front` is the one computation of the front.
 
 What every key means (trial, serving and sweep records) is in docs/guide.md, "Record keys".
 
@@ -20,86 +21,9 @@ import math
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any
 
 from tts_kit.core import contract
-
-
-class TrialRecord(TypedDict, total=False):
-    """One trial's record, as `tts_kit.tuning.tune.trial` returns it (docs/guide.md, "Record
-    keys").
-
-    Example:
-        >>> rec: TrialRecord = {"preset": "lean", "status": "ok", "p50_ms": 12.0}
-        >>> sorted(rec)
-        ['p50_ms', 'preset', 'status']
-    """
-
-    preset: str
-    cpus: int | None
-    loading: str
-    steps: int
-    batch_size: int
-    mem_budget_mb: float | None
-    status: str
-    error: str | None
-    load_s: float | None
-    idle_rss_mb: float | None
-    after_rss_mb: float | None
-    peak_rss_mb: float | None
-    first_ms: float | None
-    p50_ms: float | None
-    p95_ms: float | None
-    rtf: float | None
-    cpu_percent: float | None
-    cpu_ms: float | None
-    core_share: float | None
-    cpu_wait_percent: float | None
-    loadavg_before: float | None
-    loadavg_after: float | None
-    load_peak_rss_mb: float | None
-    run_peak_rss_mb: float | None
-    threads: int | None
-    audio_s: float | None
-    repeats: int
-    wall_s: float | None
-    stage_costs_mb: dict[str, float] | None
-    prep_s: float | None
-    prep_peak_rss_mb: float | None
-    rounds: int | None
-    p50_min_ms: float | None
-    p50_max_ms: float | None
-    peak_rss_min_mb: float | None
-    peak_rss_max_mb: float | None
-    pareto: bool
-    timeline: list[list[float]]
-    events: list[list[Any]]
-    latencies_ms: list[float]
-    stage_load_s: dict[str, float]
-    machine: dict[str, Any]
-    worker: dict[str, Any]
-    architecture: str
-    workers: int
-    mode: str
-    concurrency: int | None
-    rate: float | None
-    requests: int
-    ok: int
-    errors: int
-    timeouts: int
-    rejected: int
-    rps: float | None
-    audio_rate: float | None
-    audio_per_cpu_s: float | None
-    ttfa_p50_ms: float | None
-    ttfa_p95_ms: float | None
-    ttfa_p99_ms: float | None
-    p99_ms: float | None
-    pool_rss_mb: float | None
-    pool_pss_mb: float | None
-    ttfa_ms: list[float]
-    meets: bool
-
 
 # The record keys by name: code elsewhere spells a key through these, never as a literal,
 # so a renamed or misspelt key fails at import, not as a silently missing column.
