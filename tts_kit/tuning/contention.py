@@ -114,10 +114,8 @@ def _calls(rec: Mapping[str, Any]) -> list[float]:
 
 
 def calls_apart(first: Sequence[float], second: Sequence[float], tie_rel: float) -> bool:
-    """True when every call of one set is beyond the tie band from every call of the
-    other (by more than ``tie_rel`` of the faster one's slowest call, and by more than
-    `REMEASURE_ABS_MS`): two measurements of one configuration that cannot be the same
-    figure. One call each is the plain comparison of two figures.
+    """True when every call of one set is beyond the tie band (``tie_rel`` of the faster
+    one's slowest call, and `REMEASURE_ABS_MS`) from every call of the other.
 
     Example:
         >>> calls_apart([1820, 1849, 1839], [2606, 2376, 1913], 0.10)  # overlap in band
@@ -274,9 +272,7 @@ class Contention:
         return self.busy_reasons() + self.repeat_reasons()
 
     def finding(self) -> str:
-        """What was found, as one clause naming the cause that decided ("" when nothing):
-        the busy machine (and the figures it kept from repeating), or figures that did
-        not repeat though no trial was short of its cores (with the waits and load).
+        """What was found, as one clause naming the cause that decided ("" when nothing).
 
         Example:
             >>> Contention(trials=20, remeasure=(1775.0, 2332.0), waits=[0.4, 19.0],
@@ -301,15 +297,8 @@ class Contention:
     def headline(self, report: str = "report.json", *, rerun: str | None = None,
                  more: str | None = None) -> str:
         """The answer's first line when provisional ("" otherwise): the finding, then what
-        to do for its cause (busy: rerun on a quiet machine; did not repeat: measure more).
-        The one first line of the report, its terminal summary and `tts-kit tune`.
-
-        Args:
-            report: the report.json the default commands name.
-            rerun: the command that repeats the measurement (default: ``tts-kit report
-                --rerun REPORT``).
-            more: the command that measures more (default: the rerun with more
-                alternating rounds for a contested pick).
+        to do: ``rerun`` on a quiet machine (default ``tts-kit report --rerun REPORT``) when
+        busy, else measure ``more`` (default: that rerun with more alternating rounds).
 
         Example:
             >>> Contention(trials=2, short=[{"core_share": 40.0}]).headline("r/report.json")
@@ -348,13 +337,9 @@ def assess(
     """Signs that the machine was busy, or that the figures did not repeat, while
     ``records`` were measured.
 
-    Args:
-        records: the sweep's trial records.
-        pick: the recommended record (None: no re-measure check).
-        again: the pick measured again (``extras["recommended_trial"]`` of a report).
-        tie_rel: the tie band (default `tts_kit.tuning.tune.TIE_REL`).
-        cores: the machine's usable cores: the load average's scale (None: the load
-            is quoted, never judged).
+    ``pick`` is the recommended record and ``again`` the pick measured again (None: no
+    re-measure check); ``tie_rel`` the tie band (default `tts_kit.tuning.tune.TIE_REL`);
+    ``cores`` the load average's scale (None: the load is quoted, never judged).
 
     Example:
         >>> from tts_kit.tuning.records import P50_MS
