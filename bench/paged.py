@@ -2,7 +2,7 @@
 
 On the ``full`` stand-in by default. Every policy is measured in this one run, each in
 its own fresh process (`tts_kit.runtime.measure.run_isolated` running
-`tts_kit.tuning.stage_costs.probe_policy`) on the same bundle, cores, text and number of
+`lab.probe_policy.probe_policy`) on the same bundle, cores, text and number of
 requests. Before that, the external-data copies are made (so no policy pays for them
 inside its timings) and the stage costs are measured
 (`tts_kit.tuning.stage_costs.stage_costs`);
@@ -205,8 +205,9 @@ def _print_paged_details(rows: dict, ref: dict, costs) -> None:
 def _measure_rows(model: Path, preset, workload, args, loadings: list[str],
                   costs_mb: dict | None) -> dict[str, dict]:
     """Each policy in fresh processes (``--trials``): peak, idle, p50 and what stays."""
+    from lab.probe_policy import probe_policy
+
     from tts_kit.runtime.measure import run_isolated
-    from tts_kit.tuning.stage_costs import probe_policy
 
     rows: dict[str, dict] = {}
     for loading in loadings:

@@ -25,6 +25,8 @@ from _common import add_model_args, model_dir
 
 
 def main(argv: list[str] | None = None) -> int:
+    from lab.architecture_flops import architecture_flops
+
     from tts_kit.core import contract
     from tts_kit.models.resolve import open_model
     from tts_kit.tuning import flops
@@ -47,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     bundle = open_model(str(model))
     cfg = json.loads((model / "onnx" / "tts.json").read_text(encoding="utf-8"))
     dims = flops.reference_dims()
-    arch = flops.architecture_flops(cfg, dims)
+    arch = architecture_flops(cfg, dims)
     print(f"FLOPs per run for {dims['L'] * flops.SECONDS_PER_FRAME:.2f} s of audio "
           f"(T={dims['T']} characters, L={dims['L']} latent frames)")
     print(f"{'stage':<20}{'graph GFLOP':>12}{'arch GFLOP':>12}{'ratio':>8}")

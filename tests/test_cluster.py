@@ -46,10 +46,10 @@ def real_copy(tiny_bundle_dir, tmp_path_factory) -> Path:
 def test_a_real_model_is_found_at_the_same_path_or_the_env_dir(real_copy, tmp_path, monkeypatch):
     ref = cluster.ModelRef.of(real_copy)
     assert ref.standin is None
-    assert cluster.resolve_model(ref) == real_copy
+    assert cluster.locate_on_worker(ref) == real_copy
     moved = dataclasses.replace(ref, path=str(tmp_path / "elsewhere"))
     monkeypatch.setenv("TTS_KIT_MODEL_DIR", str(real_copy))
-    assert cluster.resolve_model(moved) == real_copy
+    assert cluster.locate_on_worker(moved) == real_copy
 
 
 def test_a_model_with_another_fingerprint_is_refused_naming_the_worker(real_copy, monkeypatch):
@@ -57,7 +57,7 @@ def test_a_model_with_another_fingerprint_is_refused_naming_the_worker(real_copy
     other = dataclasses.replace(ref, fingerprint={**ref.fingerprint, "vocoder": "0" * 64})
     monkeypatch.delenv("TTS_KIT_MODEL_DIR", raising=False)
     with pytest.raises(cluster.ModelNotFound) as err:
-        cluster.resolve_model(other, "tcp://10.0.0.6:1234")
+        cluster.locate_on_worker(other, "tcp://10.0.0.6:1234")
     msg = str(err.value)
     assert "\n" not in msg and msg.startswith("worker tcp://10.0.0.6:1234 has no copy")
     assert "different SHA-256 of vocoder" in msg and "$TTS_KIT_MODEL_DIR unset" in msg
@@ -67,8 +67,8 @@ def test_the_standin_is_rebuilt_on_the_worker_from_its_scale_and_seed(tiny_bundl
     ref = cluster.ModelRef.of(tiny_bundle_dir)
     assert ref.standin["scale"] == "tiny"
     away = dataclasses.replace(ref, path=str(tmp_path / "not-on-this-worker"))
-    path = cluster.resolve_model(away)
-    assert path != tiny_bundle_dir and cluster.resolve_model(away) == path  # cached
+    path = cluster.locate_on_worker(away)
+    assert path != tiny_bundle_dir and cluster.locate_on_worker(away) == path  # cached
     from tts_kit.models.supertonic.bundle import Bundle
 
     assert Bundle(path).fingerprint() == ref.fingerprint  # seeded: the same graphs

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import typing
 
 import numpy as np
 import pytest
@@ -13,7 +12,6 @@ from tts_kit.tuning.records import (
     COLUMNS,
     NON_COLUMN_KEYS,
     RECORD_KEYS,
-    TrialRecord,
     format_value,
     heading,
     label,
@@ -29,11 +27,15 @@ def test_every_record_key_has_a_column_or_is_declared_non_numeric():
         assert (key in COLUMNS) != (key in NON_COLUMN_KEYS), key
 
 
-def test_every_key_is_documented_in_the_typed_record():
-    hinted = set(typing.get_type_hints(TrialRecord))
-    assert set(RECORD_KEYS) | set(COLUMNS) | set(NON_COLUMN_KEYS) <= hinted
+def test_every_key_is_documented_in_the_guide():
+    hinted = set(RECORD_KEYS) | set(COLUMNS) | set(NON_COLUMN_KEYS)
+    # What each key means is written once, in the guide's "Record keys".
+    from pathlib import Path
+
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "guide.md").read_text()
+    section = guide.split("## Record keys", 1)[1].split("\n## ", 1)[0]
     for key in hinted:
-        assert f"``{key}``" in records.__doc__, key
+        assert f"`{key}`" in section, key
 
 
 def test_the_key_groups_name_only_known_columns():
@@ -98,8 +100,8 @@ def test_format_timings_in_pipeline_order():
 
 
 def test_every_key_has_one_named_constant():
-    """Each key of the typed record is bound to an upper-case name equal to its spelling."""
-    hinted = set(typing.get_type_hints(TrialRecord))
+    """Each key is bound to an upper-case name equal to its spelling."""
+    hinted = set(RECORD_KEYS) | set(COLUMNS) | set(NON_COLUMN_KEYS)
     named = {v for k, v in vars(records).items()
              if k.isupper() and isinstance(v, str) and v in hinted and k == v.upper()}
     assert named == hinted

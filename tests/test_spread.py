@@ -144,3 +144,11 @@ def test_the_table_shows_spreads_what_differs_from_the_pick_and_the_preparation(
     assert lines[2].endswith("p50 +95%")  # the peak is within the spread: not named
     assert "one-time preparation" in lines[3] and "not in the figures above" in lines[3]
     assert lines[4] == "  paged: 35.2 s (peak 588 MB)"
+
+
+def test_sweep_options_and_keywords_say_the_same(tiny_bundle_dir, fake_trials):
+    opts = tune.SweepOptions(cpus=(1,), progress=False, warmup=False, stage_costs_mb=None)
+    tune.sweep(tiny_bundle_dir, ["lean"], Workload(repeats=2), opts, rounds=1)
+    assert fake_trials == [("lean", 2)]  # the keyword overrode the options' two rounds
+    with pytest.raises(TypeError, match="SweepOptions has no option cpu"):
+        tune.sweep(tiny_bundle_dir, ["lean"], None, opts, cpu=1)

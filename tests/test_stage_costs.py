@@ -1,5 +1,5 @@
-"""`tts_kit.tuning.stage_costs`: per-stage costs and load policies measured in fresh
-processes."""
+"""`tts_kit.tuning.stage_costs` (per-stage costs) and `lab.probe_policy` (load policies over
+requests), measured in fresh processes."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ import math
 
 import numpy as np
 import pytest
+from lab.probe_policy import probe_policy
 
 from tts_kit import Engine
 from tts_kit.core import contract
 from tts_kit.runtime.loading import StageCosts, resident_costs_mb
 from tts_kit.runtime.measure import run_isolated
-from tts_kit.tuning.stage_costs import probe_policy, stage_costs
+from tts_kit.tuning.stage_costs import stage_costs
 from tts_kit.tuning.workload import DEFAULT_TEXTS, Workload
 
 

@@ -174,12 +174,12 @@ def _say_roofline(data: dict) -> None:
 
 
 def _say_costs(costs: dict) -> None:
-    from tts_kit.tuning.flops import StageCost, costs_table
+    from tts_kit.tuning.flops import StageFlops, costs_table
 
     _say("")
     _say(f"costs at {costs['steps']} flow steps, counted from the graphs for "
          f"{costs['seconds']:.2f} s of audio ({', '.join(costs['counted'])}: 2 x multiply-adds)")
-    rows = [StageCost(c["stage"], c["params"], c["runs"], c["flops_per_run"], c["seconds"])
+    rows = [StageFlops(c["stage"], c["params"], c["runs"], c["flops_per_run"], c["seconds"])
             for c in costs["stages"]]
     _say(costs_table(rows))
 

@@ -34,7 +34,7 @@ from tts_kit.tuning.spread import DEFAULT_ROUNDS
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from tts_kit.tuning.tune import default_cpus, format_table, sweep
+    from tts_kit.tuning.tune import SweepOptions, default_cpus, format_table, sweep
     from tts_kit.tuning.workload import Workload
 
     bundle = _bundle(args)
@@ -73,14 +73,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
         raise UserError(f"--repeats must be >= 1 (timed calls after the first), got "
                         f"{args.repeats}")
     workload = Workload(steps=args.steps, repeats=args.repeats)
+    options = SweepOptions(cpus=cpus, loadings=loadings, mem_budget_mb=args.mem_budget,
+                           progress=not args.quiet, stage_costs_mb=costs, rounds=args.rounds)
     if args.json:
         _check_output_file(args.json, "--json")  # now, not after minutes of measuring
     with _cluster(args.scheduler) as executor:
-        result = sweep(
-            bundle, presets, workload, cpus=cpus, loadings=loadings,
-            mem_budget_mb=args.mem_budget, progress=not args.quiet, stage_costs_mb=costs,
-            executor=executor, rounds=args.rounds,
-        )
+        result = sweep(bundle, presets, workload, options.replace(executor=executor))
         lost = getattr(executor, "lost", None)  # the scheduler went away mid-sweep
     _say(f"model: {term_safe(bundle.label)}")  # which model the figures are of
     # Each figure's spread over the rounds, and what differs from the pick beyond it.

@@ -1,34 +1,11 @@
 """Sweeps across machines on Dask distributed: one sweep, several instance types, one report.
 
-`tts_kit.tuning.tune.sweep` takes any `concurrent.futures.Executor`; this module makes a Dask
-cluster one that measures correctly:
-
-- `connect` opens a ``distributed.Client`` on a scheduler's address (one-line
-  `ClusterError` when Dask is not installed, the scheduler cannot be reached or no
-  worker offers the ``trial`` resource);
-- `TrialExecutor` sends each trial to a worker with the Dask worker resource ``trial``
-  (`RESOURCE`), so a worker started with ``--resources trial=1`` runs at most one trial
-  at a time: trials never share its cores;
-- on the worker, `worker_trial` finds the client's model (`ModelRef`): the stand-in is
-  rebuilt from its scale and seed (`tts_kit.models.supertonic.standin.ensure_standin`, cached on the
-  worker); a real bundle is looked up at the client's path, then ``$TTS_KIT_MODEL_DIR``,
-  and used only when its SHA-256 fingerprint equals the client's; otherwise the trial is
-  an ``error`` record whose one-line reason names the worker;
-- every record carries ``machine`` (`tts_kit.runtime.devices.environment` of the worker's
-  machine) and ``worker`` (address, host, start and end time), so
-  `tts_kit.tuning.tune.SweepResult.by_machine` and the report compare machines side by side;
-- `local_cluster` starts a `distributed.LocalCluster` on 127.0.0.1 for notebooks and tests.
-
-Start one worker per machine, one thread, one trial: ``dask scheduler`` on one host, then
-on each machine ``dask worker tcp://SCHEDULER:8786 --nworkers 1 --nthreads 1 --resources
-trial=1``. Several workers on one machine share its cores (`local_cluster` does this only
-to demonstrate). Stage costs of ``budget:MB`` loadings are measured on the client.
-
-A worker that dies mid-trial: Dask tries the trial again on another worker up to
-``distributed.scheduler.allowed-failures`` times (3 by default), then the sweep records it
-as an ``error`` (``KilledWorker``) and goes on. A scheduler started with
-``DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES=0`` (as `local_cluster` does) records the
-first loss: a worker killed by its own trial is not retried on the next machine.
+`tts_kit.tuning.tune.sweep` takes any `concurrent.futures.Executor`; `TrialExecutor` makes
+a Dask client one that measures correctly: one trial per worker at a time (the worker
+resource ``trial``, `RESOURCE`), the client's model found on each worker by fingerprint
+(`locate_on_worker`), every record stamped with its ``machine`` and ``worker``. `connect`
+opens a client on a scheduler; `local_cluster` starts one on 127.0.0.1 for notebooks and
+tests. How to start workers, and what happens when one dies: docs/guide.md.
 
 Example:
     >>> from tts_kit.tuning import cluster, tune
@@ -41,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 import logging
 import multiprocessing as mp
 import os
@@ -226,18 +204,15 @@ def _check(path: Path, want: Mapping[str, str]) -> str | None:
     return f"different SHA-256 of {', '.join(differ)}" if differ else None
 
 
-def resolve_model(ref: ModelRef, where: str = "this worker") -> Path:
+def locate_on_worker(ref: ModelRef, where: str = "this worker") -> Path:
     """The directory on this machine holding ``ref``'s model; `ModelNotFound` if none.
 
-    A stand-in: the client's path when it holds the same graphs, else rebuilt from its
-    scale and seed (`tts_kit.models.supertonic.standin.ensure_standin`: built once per machine,
-    then reused
-    from the cache). A real model: the client's path, then ``$TTS_KIT_MODEL_DIR``, each
-    accepted only with the client's SHA-256 fingerprint. ``where`` names the worker in the
-    error.
+    The client's path when it holds the same graphs; else a stand-in is rebuilt from its
+    scale and seed (cached), and a real model is looked up at ``$TTS_KIT_MODEL_DIR``,
+    accepted only with the client's SHA-256 fingerprint. ``where`` names the worker.
 
     Example:
-        >>> resolve_model(ModelRef.of("models/full"), "tcp://10.0.0.6:38811")  # doctest: +SKIP
+        >>> locate_on_worker(ModelRef.of("models/full"), "tcp://10.0.0.6:38811")  # doctest: +SKIP
         PosixPath('/srv/models/full')
     """
     same = Path(ref.path)
@@ -295,6 +270,10 @@ def error_record(preset: Any, workload: Any, error: str, **config: Any) -> dict[
     rec.update(preset=getattr(preset, "name", preset), steps=workload.steps,
                batch_size=workload.batch_size, repeats=workload.repeats, status="error",
                error=error, timeline=[], events=[])
+    options = config.pop("options", None)  # a `tune.TrialOptions`; keywords override it
+    if options is not None:
+        config = {**{f.name: getattr(options, f.name) for f in dataclasses.fields(options)},
+                  **config}
     loading = config.pop("loading", "resident")
     rec["loading"] = loading if isinstance(loading, str) else getattr(loading, "spec", loading)
     rec.update({k: v for k, v in config.items() if k in ("cpus", "mem_budget_mb")})
@@ -320,7 +299,7 @@ def worker_trial(ref: ModelRef, preset: Any, workload: Any, **kwargs: Any) -> di
     if mp.current_process().daemon:
         mp.current_process().daemon = False
     try:
-        path = resolve_model(ref, address)
+        path = locate_on_worker(ref, address)
     except ValueError as exc:  # ModelNotFound, a broken copy, an unknown scale
         msg = " ".join(str(exc).split())
         if not msg.startswith("worker "):
@@ -336,11 +315,9 @@ def worker_trial(ref: ModelRef, preset: Any, workload: Any, **kwargs: Any) -> di
 class TrialExecutor(cf.Executor):
     """A ``concurrent.futures.Executor`` over a Dask client, for `tts_kit.tuning.tune.sweep`.
 
-    Each ``submit(tune.trial, bundle, ...)`` runs `worker_trial` on a worker holding one
-    unit of `RESOURCE`, with the bundle sent as a `ModelRef` (hashed once per bundle on
-    the client), so each worker measures its own copy of the same model. Any other
-    function is submitted as it is, with the same resource. Tasks are never deduplicated
-    (two trials of one configuration are two measurements).
+    ``submit(tune.trial, bundle, ...)`` runs `worker_trial` on a worker holding one unit of
+    `RESOURCE`, the bundle sent as a `ModelRef`; other functions go as they are. Tasks are
+    never deduplicated (two trials of one configuration are two measurements).
 
     Example:
         >>> with local_cluster(2) as client:  # doctest: +SKIP
@@ -490,32 +467,12 @@ class TrialExecutor(cf.Executor):
             self._inner.shutdown(wait=wait)
 
 
-def sweep_on_cluster(client: Client | str, bundle: Any, presets: Any, workload: Any = None,
-                     **kwargs: Any) -> tune.SweepResult:
-    """`tts_kit.tuning.tune.sweep` with its trials on ``client``'s workers (or a scheduler
-    address).
-
-    Example:
-        >>> r = sweep_on_cluster("tcp://10.0.0.5:8786", "models/full", ["lean"],
-        ...                      cpus=(1, 2))  # doctest: +SKIP
-        >>> list(r.by_machine())  # doctest: +SKIP
-    """
-    own = isinstance(client, str)
-    c = connect(client) if own else client
-    try:
-        return tune.sweep(bundle, presets, workload, executor=TrialExecutor(c), **kwargs)
-    finally:
-        if own:
-            c.close()
-
-
 def local_cluster(n_workers: int = 2, timeout_s: float = 60.0, **kwargs: Any) -> Client:
     """A client on a new ``distributed.LocalCluster`` of trial workers, on 127.0.0.1 only.
 
-    Processes with one thread each, ``trial=1`` each, no dashboard, and a lost worker's
-    trial recorded at once (``allowed_failures=0``). Closing the client closes the
-    cluster (use it as a context manager). Two workers on one machine share its cores:
-    this demonstrates and tests the cluster path; measure with one worker per machine.
+    One thread and ``trial=1`` per worker process, no dashboard, a lost worker's trial
+    recorded at once; closing the client closes the cluster. Workers here share this
+    machine's cores: it demonstrates the cluster path; measure with one per machine.
 
     Example:
         >>> with local_cluster(1) as client:  # doctest: +SKIP

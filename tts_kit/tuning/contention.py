@@ -1,50 +1,12 @@
 """Can the sweep's answer be trusted? Contention and repeatability read from its records.
 
-A sweep on a shared machine measures the neighbours as much as the configurations: a
-trial that got half its cores ran up to twice as slow, and the pick may be the trial
-that happened to run in a quiet minute. On a quiet machine the figures can still fail to
-repeat (a pick measured again lands outside the band that decides ties). The two call
-for different remedies, so `assess` (pure: no measurement, no I/O) keeps them apart and
-`Contention.cause` says which decided:
-
-**The machine was busy** (rerun on a quiet machine):
-
-- **trials short of their cores by a clear margin**: a trial got less than `SHORT_SHARE`
-  % of its pinned cores (``core_share``) while its threads waited for a core more than
-  `WAIT_LIMIT` % of the time they were ready to run (``cpu_wait_percent``, the run-queue
-  delay: a preset that does not spin idles its threads, it does not wait); where the
-  kernel does not report the wait, a ``core_share`` below `SHARE_LIMIT` %. The margin
-  is what a sweep does to a 2-core machine by itself: a 2-vCPU trial there shares its
-  cores with the sweep's own sampler and parent (the parent alone takes about 8 % of a
-  core; the quiet CI box, load 0.5-1.8, gave 2-vCPU trials 87-89 % of their cores,
-  waiting 18-19 %); the issue's busy machine gave 40-79 %;
-- **a load the sweep does not explain**: even the quietest load average around the
-  trials (``loadavg_before``/``loadavg_after``) exceeds the sweep's own runnable threads
-  (the busiest trial's threads or vCPUs, and one for the parent) by the machine's whole
-  core count: the neighbours alone could fill every core. The sweep raises the load
-  itself, so a quiet machine's report is never provisional for its load.
-
-**The figures did not repeat** (measure more: repeats, rounds):
-
-- **a configuration that disagrees with itself**: its steady calls, the same batch
-  repeated, differ by more than `UNSTEADY_RATIO` x (slowest / fastest, and by more than
-  `UNSTEADY_ABS_MS`);
-- **a pick whose re-measure leaves the tie band**: the recommended configuration,
-  measured again in another fresh process, lands apart from its sweep trial by more than
-  the band within which `SweepResult.recommend` calls two configurations equally fast
-  (`tts_kit.tuning.tune.TIE_REL`, 10 %, and more than `REMEASURE_ABS_MS`). Apart
-  means every call of one beyond the band from every call of the other (`calls_apart`),
-  not two medians of three calls: a call of the full stand-in at 2 vCPU on a quiet
-  2-core machine moves by about 20 % (seed-2vcpu, three fresh trials in a row:
-  1,889-2,302 ms a call), so a median of three moves by about 10 % by itself, and the
-  pick, the fastest of twenty such medians, is the luckiest of them. Judged by medians,
-  the default report on the quiet CI machine came out provisional in two runs of two
-  (1.3x: calls 1,913-2,606 ms measured again against 1,820-1,849 ms in the sweep, which
-  overlap within the band). Records without their calls fall back to the medians.
-
-A busy machine explains figures that do not repeat, so when both are seen the machine
-decides. Either makes the answer *provisional* (`Contention.headline`, the one first line
-of the report, its terminal summary and `tts-kit tune`).
+`assess` (pure: no measurement, no I/O) keeps two causes apart and `Contention.cause` says
+which decided. **The machine was busy** (rerun on a quiet machine): trials short of their
+cores by a clear margin (`short_of_cores`), or a load average the sweep does not explain
+(`own_load`). **The figures did not repeat** (measure more): a trial whose steady calls
+disagree (`unsteady`), or a pick whose re-measure leaves the tie band (`calls_apart`). A
+busy machine decides when both are seen; either makes the answer *provisional*
+(`Contention.headline`). The thresholds and why: docs/benchmarks.md.
 
 Example:
     >>> from tts_kit.tuning.contention import assess
@@ -109,8 +71,7 @@ def _figures(recs: Sequence[Mapping[str, Any]], key: str) -> list[float]:
 
 
 def short_of_cores(rec: Mapping[str, Any]) -> bool:
-    """True when a finished trial was short of its cores by a clear margin (module
-    docstring).
+    """True when a finished trial was short of its cores by a clear margin.
 
     Example:
         >>> short_of_cores({"cpu_wait_percent": 40.0, "core_share": 55.0})
@@ -153,10 +114,8 @@ def _calls(rec: Mapping[str, Any]) -> list[float]:
 
 
 def calls_apart(first: Sequence[float], second: Sequence[float], tie_rel: float) -> bool:
-    """True when every call of one set is beyond the tie band from every call of the
-    other (by more than ``tie_rel`` of the faster one's slowest call, and by more than
-    `REMEASURE_ABS_MS`): two measurements of one configuration that cannot be the same
-    figure. One call each is the plain comparison of two figures.
+    """True when every call of one set is beyond the tie band (``tie_rel`` of the faster
+    one's slowest call, and `REMEASURE_ABS_MS`) from every call of the other.
 
     Example:
         >>> calls_apart([1820, 1849, 1839], [2606, 2376, 1913], 0.10)  # overlap in band
@@ -227,7 +186,7 @@ class Contention:
     @property
     def loaded(self) -> bool:
         """True when even the quietest load average exceeds the sweep's own by the
-        machine's cores (module docstring); False without the figures."""
+        machine's cores; False without the figures."""
         return bool(self.load and self.cores and self.load[0] > self.own_load + self.cores)
 
     @property
@@ -313,9 +272,7 @@ class Contention:
         return self.busy_reasons() + self.repeat_reasons()
 
     def finding(self) -> str:
-        """What was found, as one clause naming the cause that decided ("" when nothing):
-        the busy machine (and the figures it kept from repeating), or figures that did
-        not repeat though no trial was short of its cores (with the waits and load).
+        """What was found, as one clause naming the cause that decided ("" when nothing).
 
         Example:
             >>> Contention(trials=20, remeasure=(1775.0, 2332.0), waits=[0.4, 19.0],
@@ -340,15 +297,8 @@ class Contention:
     def headline(self, report: str = "report.json", *, rerun: str | None = None,
                  more: str | None = None) -> str:
         """The answer's first line when provisional ("" otherwise): the finding, then what
-        to do for its cause (busy: rerun on a quiet machine; did not repeat: measure more).
-        The one first line of the report, its terminal summary and `tts-kit tune`.
-
-        Args:
-            report: the report.json the default commands name.
-            rerun: the command that repeats the measurement (default: ``tts-kit report
-                --rerun REPORT``).
-            more: the command that measures more (default: the rerun with more
-                alternating rounds for a contested pick).
+        to do: ``rerun`` on a quiet machine (default ``tts-kit report --rerun REPORT``) when
+        busy, else measure ``more`` (default: that rerun with more alternating rounds).
 
         Example:
             >>> Contention(trials=2, short=[{"core_share": 40.0}]).headline("r/report.json")
@@ -385,15 +335,11 @@ def assess(
     cores: int | None = None,
 ) -> Contention:
     """Signs that the machine was busy, or that the figures did not repeat, while
-    ``records`` were measured (module docstring).
+    ``records`` were measured.
 
-    Args:
-        records: the sweep's trial records.
-        pick: the recommended record (None: no re-measure check).
-        again: the pick measured again (``extras["recommended_trial"]`` of a report).
-        tie_rel: the tie band (default `tts_kit.tuning.tune.TIE_REL`).
-        cores: the machine's usable cores: the load average's scale (None: the load
-            is quoted, never judged).
+    ``pick`` is the recommended record and ``again`` the pick measured again (None: no
+    re-measure check); ``tie_rel`` the tie band (default `tts_kit.tuning.tune.TIE_REL`);
+    ``cores`` the load average's scale (None: the load is quoted, never judged).
 
     Example:
         >>> from tts_kit.tuning.records import P50_MS

@@ -1,11 +1,9 @@
 """A cost model read off the graphs: parameters and FLOPs per stage, per second of audio.
 
-FLOPs are counted from each graph with concrete shapes: every symbolic input dimension
-(``B``, ``T`` characters, ``L`` latent frames) is fixed, ONNX shape inference runs with
-data propagation, and each MatMul, Gemm and Conv contributes 2 x its multiply-adds. The
-other operators (norms, activations, softmax) are memory-bound and left out, as
-roofline models usually do. The duration predictor, text encoder and vocoder run once per
-chunk; the vector estimator once per flow step.
+Every symbolic input dim (``B``, ``T`` characters, ``L`` latent frames) is fixed, shape
+inference runs, and each MatMul, Gemm and Conv counts 2 x its multiply-adds (the
+memory-bound rest is left out). The vector estimator runs once per flow step, the other
+stages once per chunk.
 
 Example:
     >>> from tts_kit.tuning.flops import reference_dims
@@ -124,7 +122,7 @@ def graph_params(model: onnx.ModelProto) -> int:
 
 
 @dataclass(frozen=True)
-class StageCost:
+class StageFlops:
     """What one stage costs for ``seconds`` of audio at ``steps`` flow steps."""
 
     stage: str
@@ -149,12 +147,12 @@ class StageCost:
                 "gflops_per_audio_s": self.gflops_per_audio_s}
 
 
-def stage_costs(
+def stage_flops(
     graphs: Mapping[str, onnx.ModelProto | str | Path],
     *,
     steps: int = contract.DEFAULT_STEPS,
     seconds: float = REFERENCE_SECONDS,
-) -> list[StageCost]:
+) -> list[StageFlops]:
     """Per stage: parameters and FLOPs per second of audio at ``steps`` flow steps.
 
     ``graphs`` maps stage names to graphs or ``.onnx`` paths (external weights are not read:
@@ -162,7 +160,7 @@ def stage_costs(
 
     Example:
         >>> from tts_kit.models.supertonic.standin_graphs import build_graph
-        >>> costs = stage_costs({"vocoder": build_graph("vocoder", "tiny")}, steps=8)
+        >>> costs = stage_flops({"vocoder": build_graph("vocoder", "tiny")}, steps=8)
         >>> costs[0].stage, costs[0].runs
         ('vocoder', 1)
     """
@@ -175,24 +173,9 @@ def stage_costs(
         model = g if isinstance(g, onnx.ModelProto) else onnx.load(str(g),
                                                                    load_external_data=False)
         runs = steps if stage == "vector_estimator" else 1
-        out.append(StageCost(stage, graph_params(model), runs, graph_flops(model, dims),
+        out.append(StageFlops(stage, graph_params(model), runs, graph_flops(model, dims),
                              audio_s))
     return out
-
-
-def bundle_costs(model_dir: str | Path, *, steps: int = contract.DEFAULT_STEPS,
-                 seconds: float = REFERENCE_SECONDS) -> list[StageCost]:
-    """`stage_costs` of a Supertonic bundle's four graphs (``onnx/<stage>.onnx``).
-
-    Example:
-        >>> bundle_costs("/path/to/bundle")  # doctest: +SKIP
-    """
-    root = Path(model_dir)
-    paths = {s: root / contract.GRAPHS[s].path for s in contract.STAGES}
-    missing = [str(p) for p in paths.values() if not p.is_file()]
-    if missing:
-        raise TtsKitError(f"not a Supertonic bundle (missing {missing[0]})")
-    return stage_costs(paths, steps=steps, seconds=seconds)
 
 
 def model_costs(bundle: Any, *, steps: int = contract.DEFAULT_STEPS,
@@ -209,95 +192,18 @@ def model_costs(bundle: Any, *, steps: int = contract.DEFAULT_STEPS,
     if other:
         raise TtsKitError(f"the cost model counts graphs of the Supertonic contract; this "
                           f"model's {', '.join(other)} graph has other inputs")
-    costs = stage_costs({s: st.path for s, st in bundle.stages.items()}, steps=steps,
+    costs = stage_flops({s: st.path for s, st in bundle.stages.items()}, steps=steps,
                         seconds=seconds)
     return {"steps": steps, "seconds": costs[0].seconds if costs else seconds,
             "counted": list(COUNTED_OPS), "stages": [c.as_dict() for c in costs],
             "gflops_per_audio_s": sum(c.gflops_per_audio_s for c in costs)}
 
 
-# -- the architecture's formula ---------------------------------------------------------
-
-_STYLE_TOKENS, _STYLE_DIM = contract.STYLE_TTL_DIMS[1], contract.STYLE_TTL_DIMS[2]
-
-
-def _f_convnext(n: int, cfg: dict) -> int:
-    """A ConvNeXt layer stack over ``n`` positions: depthwise conv + two pointwise."""
-    ch, k, hid = cfg["idim"], cfg["ksz"], cfg["intermediate_dim"]
-    return cfg["num_layers"] * 2 * n * ch * (k + 2 * hid)
-
-
-def _f_self_attn(n: int, cfg: dict) -> int:
-    """VITS attention layers: q, k, v, o projections, scores and mixing, the FFN."""
-    ch, ffn = cfg["hidden_channels"], cfg["filter_channels"]
-    return cfg["n_layers"] * (2 * n * ch * (4 * ch + 2 * ffn) + 4 * n * n * ch)
-
-
-def _f_cross_attn(nq: int, nk: int, dq: int, dk: int, units: int) -> int:
-    """q from ``nq`` queries, k and v from ``nk`` keys, scores, mixing, output projection."""
-    return 2 * nq * dq * units * 2 + 2 * 2 * nk * dk * units + 4 * nq * nk * units
-
-
-def _f_dp(cfg: dict, t: int) -> int:
-    se, pr = cfg["dp"]["sentence_encoder"], cfg["dp"]["predictor"]
-    ch, hid = pr["sentence_dim"], pr["hdim"]
-    return (_f_convnext(t, se["convnext"]) + _f_self_attn(t, se["attn_encoder"])
-            + 2 * t * ch * ch + 2 * pr["n_style"] * pr["style_dim"] * hid
-            + 2 * t * ch * hid + (pr["n_layer"] - 1) * 2 * t * hid * hid + 2 * t * hid)
-
-
-def _f_te(cfg: dict, t: int) -> int:
-    te, sp = cfg["ttl"]["text_encoder"], cfg["ttl"]["speech_prompted_text_encoder"]
-    return (_f_convnext(t, te["convnext"]) + _f_self_attn(t, te["attn_encoder"])
-            + _f_cross_attn(t, _STYLE_TOKENS, sp["text_dim"], sp["style_dim"], sp["n_units"])
-            + 2 * t * te["proj_out"]["idim"] * te["proj_out"]["odim"])
-
-
-def _f_ve(cfg: dict, t: int, lat: int) -> int:
-    """One flow step; the vector field runs on the doubled batch (cond + uncond)."""
-    vf = cfg["ttl"]["vector_field"]
-    mb, te = vf["main_blocks"], vf["time_encoder"]
-    ch, n2 = vf["proj_in"]["odim"], 2 * lat
-    ldim = contract.LATENT_CHANNELS
-    tx, st = mb["text_cond_layer"], mb["style_cond_layer"]
-    block = (sum(_f_convnext(n2, mb[k]) for k in ("convnext_0", "convnext_1", "convnext_2"))
-             + 2 * 2 * te["hdim"] * ch
-             + 2 * _f_cross_attn(lat, t, ch, tx["text_dim"], tx["n_units"])
-             + 2 * _f_cross_attn(lat, _STYLE_TOKENS, ch, st["style_dim"],
-                                 st.get("n_units", _STYLE_DIM)))
-    return (2 * (te["time_dim"] * te["hdim"] + te["hdim"] ** 2) + 2 * n2 * ldim * ch
-            + mb["n_blocks"] * block + _f_convnext(n2, vf["last_convnext"]) + 2 * n2 * ch * ldim)
-
-
-def _f_voc(cfg: dict, lat: int) -> int:
-    dec = cfg["ae"]["decoder"]
-    f, ch, head = contract.CHUNK_COMPRESS_FACTOR * lat, dec["hdim"], dec["head"]
-    stack = {"idim": ch, "ksz": dec["ksz"], "intermediate_dim": dec["intermediate_dim"],
-             "num_layers": dec["num_layers"]}
-    return (2 * f * dec["idim"] * ch * dec["ksz_init"] + _f_convnext(f, stack)
-            + 2 * f * ch * head["hdim"] * head["ksz"] + 2 * f * head["hdim"] * head["odim"])
-
-
-def architecture_flops(cfg: Mapping[str, Any], dims: Mapping[str, int]) -> dict[str, int]:
-    """FLOPs per run of each stage from the architecture's dimensions alone (a Supertonic
-    ``tts.json``; ``B`` = 1), to hold the graphs' count (`graph_flops`) against.
+def costs_table(costs: list[StageFlops]) -> str:
+    """A small aligned table of `stage_flops` for the terminal.
 
     Example:
-        >>> from tts_kit.models.supertonic.standin import _config
-        >>> f = architecture_flops(_config("full", 0), reference_dims(8.0))
-        >>> round(f["vector_estimator"] / 1e9, 1)
-        29.4
-    """
-    t, lat = dims["T"], dims["L"]
-    return {"duration_predictor": _f_dp(cfg, t), "text_encoder": _f_te(cfg, t),
-            "vector_estimator": _f_ve(cfg, t, lat), "vocoder": _f_voc(cfg, lat)}
-
-
-def costs_table(costs: list[StageCost]) -> str:
-    """A small aligned table of `stage_costs` for the terminal.
-
-    Example:
-        >>> t = costs_table([StageCost("vocoder", 10**6, 1, 2 * 10**9, 8.0)])
+        >>> t = costs_table([StageFlops("vocoder", 10**6, 1, 2 * 10**9, 8.0)])
         >>> t.splitlines()[1].split()
         ['vocoder', '1.00', 'M', '1', '2.000', '2.000', '0.250']
     """

@@ -1,12 +1,8 @@
 """Emulated small instances: the deployment article's instance table, measured here.
 
-The deployment article (seed 000) reports idle RSS, peak RSS, CPU use and RTF for
-1, 2 and 4 vCPU instances. `instance_table` measures the same rows on this machine:
-each row is one isolated `tts_kit.tuning.tune.trial` pinned to the instance's cores and
-killed past its memory (``mem_budget_mb``), so a 1 GB instance that runs out says
-``oom``. The article's figures travel alongside as `Instance.claimed`: they are the
-hypothesis, labelled as such, never a measurement. Instances with more vCPUs than this
-machine are listed as not measured.
+Each row is one isolated `tts_kit.tuning.tune.trial` pinned to the instance's cores and
+killed past its memory (a 1 GB instance that runs out says ``oom``); the article's figures
+travel alongside as `Instance.claimed`, a hypothesis, never a measurement.
 
 Example:
     >>> from tts_kit.tuning.instances import (ARTICLE_INSTANCES, format_instance_table,

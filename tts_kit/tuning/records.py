@@ -1,73 +1,11 @@
 """The one vocabulary of trial records: keys, units, labels, formats, and the Pareto front.
 
-One concern: what a record's figures are called and how they are shown. A trial
-(`tts_kit.tuning.tune.trial`) returns a JSON-ready dict; `TrialRecord` documents every
-key. `COLUMNS` gives each key one `Column` (label, unit, heading, format, precision), and
-every face (tables, plots, widgets, the report, bench scripts, notebooks) takes its names
-from here: ``p50_ms`` is "p50 latency (ms)" on an axis and "p50 ms" in a table everywhere.
-`pareto_front` is the one computation of the front of two figures (`tune.mark_pareto`
-flags it, `plots.pareto` draws it).
+A trial (`tts_kit.tuning.tune.trial`) returns a JSON-ready dict whose keys are the named
+constants below (`P50_MS`, ...); `COLUMNS` gives each key one `Column` (label, unit,
+heading, format, precision) that every face takes its names from.
+`pareto_front` is the one computation of the front.
 
-The keys of a record (`RECORD_KEYS` are always present; None where not measured):
-
-- ``preset``, ``cpus``, ``loading``, ``steps``, ``batch_size``, ``mem_budget_mb``: the
-  configuration (``cpus`` None: not pinned).
-- ``status``: ``ok``, ``oom``, ``timeout`` or ``error``; ``error``: one line.
-- ``load_s``: creating the engine (for ``resident``, all four sessions).
-- ``idle_rss_mb``: RSS after the load and a garbage collection, before any request.
-- ``after_rss_mb``: RSS after the last request and a garbage collection: what the process
-  holds between requests (under ``paged`` the sessions are gone again; under
-  ``resident`` the arenas keep what the requests grew).
-- ``peak_rss_mb``: the trial process's RSS high-water mark (at the kill for ``oom``).
-- ``first_ms``; ``p50_ms``, ``p95_ms`` over ``repeats`` further calls of the same batch.
-- ``rtf``: p50 wall time / seconds of audio the batch produced (lower is faster).
-- ``cpu_percent``: CPU time over the steady calls / their wall time x 100, all threads
-  summed as ``top`` shows it (200 = two cores busy). Divide by ``cpus`` for the share
-  of the (emulated) machine.
-- ``cpu_ms``: CPU time per steady call (all threads). Unlike latency it hardly changes
-  when other processes compete for the cores, so it compares presets on a busy machine.
-- ``core_share``: how much of its cores a trial got: CPU time over the steady calls /
-  (their wall time x the cores it was pinned to) x 100 (100 = every core busy throughout).
-- ``cpu_wait_percent``: of the time the trial's threads were ready to run during the
-  steady calls, the share they waited for a core (Linux run-queue delay,
-  ``/proc/self/task/*/schedstat``; None elsewhere): about 0 alone, tens of percent when
-  other work holds the cores. `tts_kit.tuning.contention` reads both.
-- ``loadavg_before`` / ``loadavg_after``: the machine's 1-minute load average just
-  before the trial's process started and just after it ended (`os.getloadavg`).
-- ``load_peak_rss_mb`` / ``run_peak_rss_mb``: the high-water mark while loading, and
-  while serving requests (first and steady calls); ``peak_rss_mb`` is the larger.
-- ``prep_s`` / ``prep_peak_rss_mb``: the one-time preparation a loading policy needs
-  (external-data copies), done in a process of its own before the trial: its time and
-  peak RSS. None when the policy needs none. The trial then measures the steady state.
-- ``stage_costs_mb``: the per-stage resident costs a ``budget`` policy was given (None:
-  estimated from the file sizes).
-- ``threads``: the intra-op threads the sessions got; ``audio_s``; ``repeats``; ``wall_s``.
-- ``rounds``: fresh trials a sweep merged into this record (`tts_kit.tuning.spread`);
-  ``p50_min_ms``/``p50_max_ms`` and ``peak_rss_min_mb``/``peak_rss_max_mb``: the lowest
-  and highest per-round p50 and peak RSS (None for one round), the figures' spread.
-
-Serving records (`tts_kit.serve.loadtest`, `tts_kit.serve.sweep`), one per load level:
-``architecture`` (``workers``, ``threads``, ``blocking``, ``article``), ``workers``
-(processes or threads serving), ``mode`` (``closed``: ``concurrency`` clients; ``open``:
-``rate`` arrivals per second), ``requests`` sent, ``ok``, ``errors``, ``timeouts``,
-``rejected`` (429); ``rps`` and ``audio_rate`` (seconds of audio per second);
-``ttfa_p50_ms``, ``ttfa_p95_ms``, ``ttfa_p99_ms`` (time to first audio) beside
-``p50_ms``, ``p95_ms``, ``p99_ms`` (whole response); ``cpu_percent`` (server and
-workers) and ``audio_per_cpu_s`` (seconds of audio per CPU-second of them); in a serving
-sweep ``batch_size`` is chunk scheduling's micro-batch (1: off); ``pool_rss_mb`` and
-``pool_pss_mb`` (peaks of the summed RSS and PSS of the server and its workers: PSS counts
-shared pages once); ``ttfa_ms`` (the samples) and ``meets`` (within the sweep's p95 target
-and memory budget).
-
-Besides: ``pareto`` (sweeps only); ``timeline`` and ``events`` (the harness's RSS samples
-and the engine's stage events, for plots); ``latencies_ms`` and ``stage_load_s`` (a
-finished trial's steady-call latencies and per-stage load seconds); in a sweep on
-several machines (`tts_kit.tuning.cluster`), ``machine`` (the
-`tts_kit.runtime.devices.environment`
-fingerprint of the machine the trial ran on: CPU model, cores, cgroup limits, memory,
-ONNX Runtime) and ``worker`` (the Dask worker: ``address``, ``host``, ``start`` and
-``end`` epoch seconds). `machine_label` names a machine
-(`tts_kit.tuning.machines.by_machine` groups records by it).
+What every key means (trial, serving and sweep records) is in docs/guide.md, "Record keys".
 
 Example:
     >>> from tts_kit.tuning import records
@@ -83,86 +21,9 @@ import math
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any
 
 from tts_kit.core import contract
-
-
-class TrialRecord(TypedDict, total=False):
-    """One trial's record, as `tts_kit.tuning.tune.trial` returns it (see the module
-    docstring).
-
-    Example:
-        >>> rec: TrialRecord = {"preset": "lean", "status": "ok", "p50_ms": 12.0}
-        >>> sorted(rec)
-        ['p50_ms', 'preset', 'status']
-    """
-
-    preset: str
-    cpus: int | None
-    loading: str
-    steps: int
-    batch_size: int
-    mem_budget_mb: float | None
-    status: str
-    error: str | None
-    load_s: float | None
-    idle_rss_mb: float | None
-    after_rss_mb: float | None
-    peak_rss_mb: float | None
-    first_ms: float | None
-    p50_ms: float | None
-    p95_ms: float | None
-    rtf: float | None
-    cpu_percent: float | None
-    cpu_ms: float | None
-    core_share: float | None
-    cpu_wait_percent: float | None
-    loadavg_before: float | None
-    loadavg_after: float | None
-    load_peak_rss_mb: float | None
-    run_peak_rss_mb: float | None
-    threads: int | None
-    audio_s: float | None
-    repeats: int
-    wall_s: float | None
-    stage_costs_mb: dict[str, float] | None
-    prep_s: float | None
-    prep_peak_rss_mb: float | None
-    rounds: int | None
-    p50_min_ms: float | None
-    p50_max_ms: float | None
-    peak_rss_min_mb: float | None
-    peak_rss_max_mb: float | None
-    pareto: bool
-    timeline: list[list[float]]
-    events: list[list[Any]]
-    latencies_ms: list[float]
-    stage_load_s: dict[str, float]
-    machine: dict[str, Any]
-    worker: dict[str, Any]
-    architecture: str
-    workers: int
-    mode: str
-    concurrency: int | None
-    rate: float | None
-    requests: int
-    ok: int
-    errors: int
-    timeouts: int
-    rejected: int
-    rps: float | None
-    audio_rate: float | None
-    audio_per_cpu_s: float | None
-    ttfa_p50_ms: float | None
-    ttfa_p95_ms: float | None
-    ttfa_p99_ms: float | None
-    p99_ms: float | None
-    pool_rss_mb: float | None
-    pool_pss_mb: float | None
-    ttfa_ms: list[float]
-    meets: bool
-
 
 # The record keys by name: code elsewhere spells a key through these, never as a literal,
 # so a renamed or misspelt key fails at import, not as a silently missing column.

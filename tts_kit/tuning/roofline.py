@@ -1,15 +1,11 @@
 """How far each stage is from this machine's floor: achieved GFLOP/s against the MatMul peak.
 
-The cost model (`tts_kit.tuning.flops`) says how much work a chunk is; this module
-says how fast this machine does it. One chunk of `REFERENCE_TEXT` (~8 s of audio) is
-synthesised at ``steps`` flow steps with ``threads`` intra-op threads, best of
-``repeats`` per stage after a warm-up; each stage's FLOPs are counted at the dims its
-inputs actually had (a stage hook reads them), so GFLOP / seconds is its achieved rate.
-Against ONNX Runtime's own MatMul peak at the same thread count
-(`flops.matmul_peak_gflops`) it gives the **floor** (the stage's work at the peak) and
-how far the stage is from it. Time above the floor is what thread and session tuning
-can still win; the floor itself moves only with less work (fewer steps) or a faster
-kernel (lower precision). `Roofline.sentence` says this in one sentence from the figures.
+One chunk of `REFERENCE_TEXT` (~8 s of audio) is timed per stage (best of ``repeats``,
+``threads`` intra-op threads), its FLOPs counted at the dims its inputs had: GFLOP /
+seconds is the achieved rate. Against ONNX Runtime's MatMul peak at the same threads
+(`flops.matmul_peak_gflops`) that gives each stage's **floor**: time above it is what
+thread and session tuning can win; the floor moves only with fewer steps or a faster
+kernel (`Roofline.sentence`).
 
 Example:
     >>> r = Roofline([StageRate("vocoder", 10**6, 20.0, 1.0, 40.0, 2.5)], steps=8, threads=1,

@@ -1,10 +1,8 @@
 """How long a process's threads waited for a core: Linux's run-queue delay.
 
-One concern: reading ``/proc/self/task/*/schedstat`` (on-CPU and waiting nanoseconds per
-thread) around some work. A thread that is ready to run but finds every core it may use
-taken waits in the run queue; alone on its cores that wait is near zero, beside other
-work it grows to tens of percent. `tts_kit.tuning.tune.run_trial_child` records it
-as ``cpu_wait_percent``; `tts_kit.tuning.contention` judges it.
+Reads ``/proc/self/task/*/schedstat`` around some work: near zero alone on its cores,
+tens of percent beside other work. Recorded as ``cpu_wait_percent``
+(`tts_kit.tuning.tune.run_trial_child`), judged by `tts_kit.tuning.contention`.
 
 Example:
     >>> from tts_kit.tuning.runqueue import thread_run_queue_ns, wait_percent

@@ -30,11 +30,7 @@ DEFAULT_PORT = 8786
 def probe_scheduler(address: str, timeout_s: float = 10.0) -> str:
     """``address`` as ``tcp://HOST:PORT`` once a Dask scheduler greets there; else `ProbeError`.
 
-    A Dask scheduler writes its handshake as soon as a peer connects; an HTTP server (the
-    tts-kit server's own port) or a silent peer writes nothing, and Dask's client would
-    wait without bound or read an HTTP reply as a frame length (a 3 EiB allocation).
-    Only ``tcp://`` (or no scheme) is spoken: ``tls://`` needs a security configuration
-    and ``ucx://`` its own transport. Every refusal is one line naming the address.
+    Only ``tcp://`` (or no scheme) is spoken; every refusal is one line naming the address.
 
     Example:
         >>> probe_scheduler("ucx://10.0.0.5:8786")

@@ -1,17 +1,11 @@
 """The stand-in beside the seed articles' tables, as ratios (stand-in / seed).
 
-Seed 000 (deployment on small instances) has a table of idle RSS, peak RSS, CPU use and RTF
-at 1, 2 and 4 vCPU; seed 004 (memory tips) a table of how memory splits (weights,
-inference cache, preprocessing, batch buffers, runtime). Both are parsed from the seed
-files (`seed_claims`, ``../shared/seeds`` beside the project), or, where the seed files are
-not there, read from the packaged copy ``seed_claims.json`` that names its source (a test
-keeps the two equal). Their numbers are the articles' claims for the real model: a
-hypothesis to check, never a measurement.
-
-`seed_check` measures the stand-in's rows (isolated trials pinned to each instance's cores
-and killed past its memory, `tts_kit.tuning.instances.instance_table`) and its memory
-split (`tts_kit.tuning.stage_costs.stage_costs`), and sets each beside the seed's.
-An instance with more cores than this machine is not measurable here, and says so.
+Seed 000's instance table (idle and peak RSS, CPU, RTF at 1, 2, 4 vCPU) and seed 004's
+memory split are parsed from the seed files (`seed_claims`, ``../shared/seeds``), else
+read from the packaged ``seed_claims.json``: the articles' claims, a hypothesis, never a
+measurement. `seed_check` measures the stand-in's rows
+(`tts_kit.tuning.instances.instance_table`) and memory split
+(`tts_kit.tuning.stage_costs.stage_costs`) and sets each beside the seed's.
 
 Example:
     >>> claims = seed_claims()

@@ -1,27 +1,11 @@
 """Figures that repeat: a configuration measured in alternating rounds, and its spread.
 
-A sweep (`tts_kit.tuning.tune.sweep`) measures every configuration in ``rounds``
-fresh trials, round by round (A B C, A B C: a drift of the machine hits every
-configuration alike, where A A B B would charge it to one of them), with the timed calls
-split across the rounds (`split_repeats`), so the sweep takes about as long as one round
-of all the calls. `merge_rounds` makes one record of a configuration's rounds, carrying
-the spread of its two deciding figures: ``p50_min_ms``/``p50_max_ms`` and
-``peak_rss_min_mb``/``peak_rss_max_mb`` (the lowest and highest round).
-
-Why the peak has a spread at all: a resident trial's peak RSS is the transient of session
-creation (ONNX Runtime parsing a graph while it builds its initialised tensors). On the
-full stand-in (supertonic-default, 2 cpus) it moved 588-625 MB over four fresh trials
-and 479-628 MB over plain ``python`` processes without the harness, while the serving
-peak (502 MB) and the idle RSS (461 MB) repeated within 0.1 %. One core, one malloc
-arena or an evicted page cache left it moving (8-23 %); with address-space randomisation
-off it repeats (541.0-541.1 MB), and with a fixed mmap threshold
-(``MALLOC_MMAP_THRESHOLD_``) it repeats lower (472.7-472.8 MB): glibc's dynamic mmap
-threshold meets a random address layout (``bench/repeat.py``). That is the runtime's,
-not the harness's, so the harness reports it as a spread instead of letting one draw
-decide.
-
-`differs` says whether two records' figures differ by more than their spreads (their
-ranges do not overlap); `half_range` is the ± a table shows.
+A sweep measures every configuration in ``rounds`` fresh trials, round by round (A B C,
+A B C: a drift of the machine hits every configuration alike), the timed calls split
+across them (`split_repeats`). `merge_rounds` makes one record of a configuration's
+rounds with the spread of p50 and peak RSS (``*_min_*``/``*_max_*``); `differs` says
+whether two records differ beyond their spreads; `half_range` is the ± a table shows.
+Why the peak RSS has a spread at all: docs/benchmarks.md.
 
 Example:
     >>> from tts_kit.tuning.records import P50_MAX_MS, P50_MIN_MS, P50_MS, PEAK_RSS_MB

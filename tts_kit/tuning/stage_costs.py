@@ -1,11 +1,8 @@
-"""Stage-cost experiments: drive the engine in a fresh process and read what each stage costs.
+"""Stage costs: drive the engine in a fresh process and read what each stage costs.
 
-This module's one concern is measuring loading, not doing it: `stage_costs` loads, runs
-and releases each stage under ``paged`` in one isolated process and reads RSS and the
-kernel's high-water mark at every stage event; `probe_policy` serves a few requests under
-any load policy and reads RSS around them. Both sit above the engine (they build an
-`Engine`); the machinery they measure, and the `StageCosts` they return, live in
-`tts_kit.runtime.loading`. Process facts come from `tts_kit.core.procfacts`.
+`stage_costs` loads, runs and releases each stage under ``paged`` in one isolated process
+and reads RSS and the kernel's high-water mark at every stage event. The machinery it
+measures, and the `StageCosts` it returns, live in `tts_kit.runtime.loading`.
 
 Example:
     >>> from tts_kit.tuning.stage_costs import stage_costs
@@ -132,17 +129,11 @@ def stage_costs(
 ) -> StageCosts:
     """Measure the RSS each stage adds by loading and by running, in a fresh process.
 
-    One spawned process (`tts_kit.runtime.measure.run_isolated`) warms ONNX Runtime up with a
-    one-node graph (so its globals count as runtime, not as the first stage), then runs
-    the workload's first text (default `Workload()`; its lang, voice, steps, speed and
-    seed) through the engine under ``paged``: each stage is loaded, run on its real
-    inputs and released (gc + malloc_trim) before the next, and RSS and the kernel's
-    high-water mark (reset at each step) are read at every load/run/release event.
-
-    Args:
-        bundle: a `Bundle` or a bundle directory.
-        preset: a `SessionPreset`, a preset name, or None for the engine's default.
-        loading: how sessions are created (``paged``, ``paged+noext``, ``paged+mmap``).
+    ONNX Runtime is warmed up first (its globals count as runtime, not as the first
+    stage); then the workload's first text runs under ``loading`` (``paged``,
+    ``paged+noext``, ``paged+mmap``), each stage loaded, run and released before the next,
+    with RSS and the reset high-water mark read at every event. ``preset`` None: the
+    engine's default.
 
     Example:
         >>> costs = stage_costs("bundle-dir", "supertonic-default",
@@ -174,66 +165,3 @@ def stage_costs(
                       loading=loading if isinstance(loading, str) else loading.spec,
                       preset=preset_obj.name if preset_obj else "engine default",
                       text=workload.texts[0], steps=workload.steps)
-
-
-# -- measuring a policy over requests -----------------------------------------------------
-
-
-def probe_policy(
-    bundle_path: str,
-    loading: str,
-    preset: SessionPreset | None = None,
-    workload: Workload | None = None,
-    requests: int = 3,
-    stage_costs_mb: dict[str, float] | None = None,
-) -> dict[str, Any]:
-    """Serve ``requests`` syntheses under ``loading`` and read RSS around them.
-
-    Request ``i`` reads text ``i`` of ``workload`` (default `Workload()`; cycled) with
-    noise seed ``seed + i``, one text per request whatever its ``batch_size``.
-
-    Meant to run in a fresh process (`tts_kit.runtime.measure.run_isolated`), whose peak RSS is
-    the policy's peak. Returns ``before_mb`` (RSS after imports and the bundle, before the
-    engine loads anything), ``idle_mb`` (RSS after each request, between requests),
-    ``latency_s`` per request, ``anon_peak_mb`` (the most anonymous memory seen at a stage
-    event) and ``loaded`` (stages resident after each request).
-
-    Example:
-        >>> from tts_kit.runtime.measure import run_isolated
-        >>> m = run_isolated(probe_policy, "bundle-dir", "paged")  # doctest: +SKIP
-        >>> m.result["idle_mb"][-1] - m.result["before_mb"] < 50  # doctest: +SKIP
-        True
-    """
-    from tts_kit.models.family import make_engine
-    from tts_kit.models.resolve import open_model
-
-    workload = Workload() if workload is None else workload
-    bundle = open_model(bundle_path)
-    voice = workload.voice_for(bundle)
-    anon: list[float] = []
-
-    def on_event(_t: float, name: str) -> None:
-        if name.startswith(("release ", "run ")):
-            anon.append(status_mb("RssAnon").get("RssAnon", math.nan))
-
-    release_memory()
-    before = rss_mb()
-    events.add_listener(on_event)
-    try:
-        engine = make_engine(bundle, preset=preset, loading=loading,
-                             stage_costs_mb=stage_costs_mb)
-        idle, latency, loaded = [], [], []
-        for i in range(requests):
-            t0 = time.perf_counter()
-            engine.synthesize(workload.texts[i % len(workload.texts)], lang=workload.lang,
-                              voice=voice, steps=workload.steps, speed=workload.speed,
-                              seed=workload.seed + i)
-            latency.append(time.perf_counter() - t0)
-            idle.append(rss_mb())
-            loaded.append(engine.loaded_stages)
-            events.mark(f"request {i + 1} done")
-    finally:
-        events.remove_listener(on_event)
-    return {"before_mb": before, "idle_mb": idle, "latency_s": latency, "loaded": loaded,
-            "anon_peak_mb": max(anon) if anon else math.nan, "loading": engine.loading,
-            LOAD_S: engine.load_s}

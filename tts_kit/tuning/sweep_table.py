@@ -1,12 +1,8 @@
 """A sweep's records as text: the table `tts-kit tune` prints, with each figure's spread,
-what differs from the pick beyond it, and the one-time preparation as a footnote.
 
-A record merged from several rounds (`tts_kit.tuning.spread.merge_rounds`) shows
-``±`` beside p50 and peak RSS: half the range of its rounds. The ``vs pick`` column names
-the figures in which a configuration differs from the recommended one by more than both
-spreads (`tts_kit.tuning.spread.differs`); "within spread" when none does. The
-one-time preparation a loading policy needs (``prep_s``, external-data copies made in a
-process of their own) is no trial figure: it is a footnote under the table.
+A record merged from rounds shows ``±`` (half their range) beside p50 and peak RSS; ``vs
+pick`` names the figures that differ from the recommended one beyond both spreads
+(`tts_kit.tuning.spread.differs`); the one-time preparation (``prep_s``) is a footnote.
 
 Example:
     >>> from tts_kit.tuning.records import P50_MAX_MS, P50_MIN_MS, PEAK_RSS_MB

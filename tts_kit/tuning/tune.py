@@ -1,21 +1,12 @@
 """Trials and sweeps: measure session presets and load policies, each in isolation.
 
-A *trial* loads an `Engine` with one preset, load policy, core count and memory
-budget in a fresh process (`tts_kit.runtime.measure.run_isolated`), synthesises one
-`tts_kit.tuning.workload.Workload` (what is read, how often) and measures load time,
-idle RSS after the load, first-call latency, steady p50/p95 latency over repeated
-calls, RTF, peak RSS and CPU use. A *sweep* runs a grid of trials (presets x cpus x
-batch sizes x steps x load policies), marks the Pareto front of p50 latency against
-peak RSS and recommends one configuration for a memory budget.
-
-Every record is a plain, JSON-ready dict with the keys in `RECORD_KEYS`; what each
-means, its unit and label are in `tts_kit.tuning.records` (`TrialRecord`, `COLUMNS`).
-
-Trials must not share cores: a sweep runs them one after another by default. A
-`concurrent.futures.Executor` may run them elsewhere (`tts_kit.tuning.cluster.TrialExecutor`:
-Dask
-workers on several machines, one trial per worker at a time), but it must run at
-most one trial per machine at a time, or the trials measure each other.
+A *trial* loads an `Engine` with one preset, load policy, core count and memory budget in
+a fresh process (`tts_kit.runtime.measure.run_isolated`), synthesises one `Workload` and
+measures load time, idle and peak RSS, first-call and steady p50/p95 latency, RTF and CPU
+use (the record's keys: `tts_kit.tuning.records`). A *sweep* runs a grid of trials, marks
+the Pareto front of p50 against peak RSS and recommends one configuration for a memory
+budget. Trials must not share cores: one at a time here, or on an executor that runs at
+most one per machine (`tts_kit.tuning.cluster.TrialExecutor`).
 
 Example:
     >>> from tts_kit.tuning.tune import sweep
@@ -27,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 import gc
 import itertools
 import math
@@ -85,8 +77,7 @@ from tts_kit.tuning.sweep_table import describe, figures, format_table, reason
 from tts_kit.tuning.workload import Workload
 
 #: Relative p50 difference below which `SweepResult.recommend` calls two configurations
-#: equally fast and picks the lower peak RSS (repeat runs on a shared machine differ by
-#: more than this; see the noise model in `tts_kit.report`).
+#: equally fast and picks the lower peak RSS.
 TIE_REL = 0.10
 
 _LOADED = "trial: loaded"
@@ -110,11 +101,8 @@ def run_trial_child(
     loading: str | LoadPolicy,
     stage_costs_mb: dict[str, float] | None = None,
 ) -> dict[str, Any]:
-    """The trial's work, run inside the isolated child (its arguments pickle as they are).
-
-    Loads the engine, measures idle RSS, one first call and ``workload.repeats`` steady
-    calls of the same batch (`Workload.batch`). Called by `trial` (with the `LoadPolicy`
-    it parsed); public so executors and notebooks can see what is measured.
+    """The trial's work inside the isolated child: load the engine, idle RSS, one first
+    call and ``workload.repeats`` steady calls of the same batch (`Workload.batch`).
 
     Example:
         >>> from tts_kit.runtime.sessions import get_preset
@@ -183,9 +171,8 @@ def run_trial_child(
 
 
 def prepare_trial_child(bundle_path: str, loading: str | LoadPolicy) -> dict[str, Any]:
-    """The one-time preparation a trial's loading policy needs (external-data copies),
-    run in a process of its own before the trial (`trial`), so the trial measures the
-    steady state a prepared deployment sees. Returns its own time in seconds.
+    """The one-time preparation a trial's loading policy needs (external-data copies), run
+    in a process of its own before the trial; returns its time in seconds.
 
     Example:
         >>> prepare_trial_child("standin-dir", "paged")[PREP_S] >= 0  # doctest: +SKIP
@@ -214,49 +201,67 @@ def _prepare(bundle_path: str, policy: LoadPolicy, cpus: int | None,
     return {PREP_S: to_number(m.result[PREP_S]), PREP_PEAK_RSS_MB: to_number(m.peak_rss_mb)}
 
 
-def trial(
-    bundle: Any,
-    preset: str | SessionPreset,
-    workload: Workload | None = None,
-    cpus: int | None = None,
-    mem_budget_mb: float | None = None,
-    loading: str | LoadPolicy = "resident",
-    timeout_s: float | None = None,
-    sample_ms: float = 10,
-    stage_costs_mb: dict[str, float] | None = None,
-    prepare: bool = True,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class TrialOptions:
+    """How `trial` runs a configuration: cores, limits, load policy, preparation.
+
+    Example:
+        >>> TrialOptions(cpus=1).replace(loading="paged")
+        TrialOptions(cpus=1, mem_budget_mb=None, loading='paged', timeout_s=None, \
+sample_ms=10, stage_costs_mb=None, prepare=True)
+    """
+
+    cpus: int | None = None
+    """Cores to pin the trial to (None: not pinned)."""
+    mem_budget_mb: float | None = None
+    """Kill the trial past this RSS (status ``oom``)."""
+    loading: str | LoadPolicy = "resident"
+    """``resident``, ``paged`` or ``budget:MB`` (recorded as given), or a `LoadPolicy`."""
+    timeout_s: float | None = None
+    """Kill the trial after this many seconds (status ``timeout``)."""
+    sample_ms: float = 10
+    """RSS sampling period of the harness."""
+    stage_costs_mb: Mapping[str, float] | None = None
+    """Resident MB per stage for a ``budget:MB`` policy, e.g.
+    ``tts_kit.tuning.stage_costs.stage_costs(...).costs_mb()`` (None: estimated from the
+    file sizes; `sweep` measures them). Recorded as ``stage_costs_mb``."""
+    prepare: bool = True
+    """Do the policy's one-time work (external-data copies) first, in a process of its own,
+    recorded as ``prep_s``/``prep_peak_rss_mb``; False: skip it (``prep_*`` None)."""
+
+    def replace(self, **changes: Any) -> TrialOptions:
+        """A copy with ``changes``; an unknown name fails in one line."""
+        return _replace(self, changes)
+
+
+def _replace(options: Any, changes: Mapping[str, Any]) -> Any:
+    known = {f.name for f in dataclasses.fields(options)}
+    unknown = sorted(set(changes) - known)
+    if unknown:
+        raise TypeError(f"{type(options).__name__} has no option {', '.join(unknown)}; "
+                        f"known: {', '.join(sorted(known))}")
+    return dataclasses.replace(options, **changes) if changes else options
+
+
+def trial(bundle: Any, preset: str | SessionPreset, workload: Workload | None = None,
+          options: TrialOptions | None = None, **overrides: Any) -> dict[str, Any]:
     """Measure one configuration in a fresh process; returns a record (`RECORD_KEYS`).
 
-    Args:
-        bundle: a `Bundle`, a bundle directory, or None to discover one.
-        preset: a preset name or a `SessionPreset`.
-        workload: what every call synthesises (default `Workload()`): the same batch
-            (`Workload.batch`) once, then ``repeats`` more times; ``repeats=0`` measures
-            the first call only (p50/p95 None, RTF from it).
-        cpus: cores to pin the trial to (None: not pinned).
-        mem_budget_mb: kill the trial past this RSS (status ``oom``).
-        loading: ``resident``, ``paged`` or ``budget:MB`` (recorded as given), or a
-            `LoadPolicy` (recorded as its spec).
-        timeout_s: kill the trial after this many seconds (status ``timeout``).
-        stage_costs_mb: resident MB per stage for a ``budget:MB`` policy, e.g.
-            ``tts_kit.tuning.stage_costs.stage_costs(...).costs_mb()`` (None: estimated from
-            the file
-            sizes; `sweep` measures them). Recorded as ``stage_costs_mb``.
-
-    One-time work the policy needs (external-data copies for ``paged``/``budget``) is done
-    first, in a process of its own, and recorded as ``prep_s`` / ``prep_peak_rss_mb``: a
-    cold cache and a warm one then measure the same steady state. ``prepare=False`` skips
-    it (a sweep's later rounds, prepared by the first; ``prep_*`` then None).
-
-    A trial that did not finish still reports what it got to: for ``oom``/``timeout``
-    the peak RSS, and the load time and idle RSS if it got past the load.
+    ``bundle``: a model, a bundle directory, or None to discover one; ``preset``: a name
+    or a `SessionPreset`; ``workload`` (default `Workload()`): the same batch once, then
+    ``repeats`` more times (``repeats=0``: the first call only, p50/p95 None). How it runs
+    is ``options`` (`TrialOptions`), or its fields as keywords (``cpus=1``), which override.
+    A trial that did not finish still reports what it got to (peak RSS; load time and
+    idle RSS if it got past the load).
 
     Example:
         >>> rec = trial("standin-dir", "lean", Workload(repeats=3), cpus=1)  # doctest: +SKIP
         >>> rec["status"], rec[P50_MS] > 0  # doctest: +SKIP
         ('ok', True)
     """
+    o = _replace(options or TrialOptions(), overrides)
+    cpus, mem_budget_mb, loading = o.cpus, o.mem_budget_mb, o.loading
+    timeout_s, sample_ms, stage_costs_mb = o.timeout_s, o.sample_ms, o.stage_costs_mb
     # Parsed once: a bad policy fails here, in one line, and the child gets the object.
     policy = LoadPolicy.parse(loading)
     label = loading if isinstance(loading, str) else policy.spec
@@ -266,7 +271,7 @@ def trial(
                         f"{type(workload).__name__}")
     preset = get_preset(preset)  # an unknown name fails here, before any process starts
     path = _bundle_path(bundle)
-    prep = (_prepare(path, policy, cpus, timeout_s, sample_ms) if prepare  # one-time work
+    prep = (_prepare(path, policy, cpus, timeout_s, sample_ms) if o.prepare  # one-time work
             else {PREP_S: None, PREP_PEAK_RSS_MB: None})
     load_before = _loadavg()
     m = run_isolated(
@@ -355,12 +360,9 @@ class SweepResult:
                   tie_rel: float = TIE_REL) -> tuple[dict[str, Any] | None, str]:
         """The fastest finished configuration whose peak RSS fits ``budget_mb``, and why.
 
-        With ``budget_mb`` None, the fastest finished configuration. Configurations whose
-        p50 is within ``tie_rel`` (10 %) of the fastest, or within the spread of the
-        rounds (`tts_kit.tuning.spread.differs`), count as equally fast; of those the
-        lowest peak RSS is chosen, when it is lower beyond both peaks' spreads (otherwise
-        the fastest stays). The reason says whether the lead exceeds the spread. Returns
-        ``(None, reason)`` when nothing fits.
+        Within ``tie_rel`` of the fastest p50, or within the rounds' spread, counts as
+        equally fast; of those the lowest peak RSS wins when lower beyond both spreads.
+        ``(None, reason)`` when nothing fits (``budget_mb`` None: no budget).
 
         Example:
             >>> r = SweepResult(mark_pareto([
@@ -397,13 +399,8 @@ class SweepResult:
                       "measured)")
 
     def by_machine(self) -> dict[str, SweepResult]:
-        """The sweep split by the machine each trial ran on
-        (`tts_kit.tuning.records.by_machine`).
-
-        Each part has its own Pareto front (a front across different machines compares
-        the machines, not the configurations), so ``part.recommend(budget)`` is that
-        machine's recommendation. {} for a sweep on one machine (records without
-        ``machine``).
+        """The sweep split by the machine each trial ran on, each part with its own Pareto
+        front and recommendation; {} for a sweep on one machine.
 
         Example:
             >>> env = {"cpu_model": "A", "cpus_available": 1, "memory_total_mb": 1024}
@@ -420,45 +417,56 @@ class SweepResult:
         return {"records": [dict(r) for r in self.records]}
 
 
-def sweep(
-    bundle: Any,
-    presets: Sequence[str | SessionPreset],
-    workload: Workload | None = None,
-    cpus: Sequence[int | None] = (None,),
-    batch_sizes: Sequence[int] | None = None,
-    steps: Sequence[int] | None = None,
-    loadings: Sequence[str] = ("resident",),
-    mem_budget_mb: float | None = None,
-    executor: cf.Executor | None = None,
-    progress: bool = True,
-    timeout_s: float | None = None,
-    stage_costs_mb: Mapping[str, float] | str | None = "measure",
-    warmup: bool = True,
-    rounds: int = DEFAULT_ROUNDS,
-) -> SweepResult:
+@dataclass(frozen=True)
+class SweepOptions:
+    """The grid around the presets and how `sweep` runs it.
+
+    Example:
+        >>> SweepOptions(cpus=(1, 2)).replace(rounds=1).rounds
+        1
+    """
+
+    cpus: Sequence[int | None] = (None,)
+    """Core counts to pin trials to (None: not pinned)."""
+    batch_sizes: Sequence[int] | None = None
+    """Texts per call (None: the workload's own, one value)."""
+    steps: Sequence[int] | None = None
+    """Flow-matching steps (None: the workload's own, one value)."""
+    loadings: Sequence[str] = ("resident",)
+    """Load policies: ``resident``, ``paged``, ``budget:MB``."""
+    mem_budget_mb: float | None = None
+    """Enforced on every trial (over it: ``oom``)."""
+    executor: cf.Executor | None = field(default=None, compare=False)
+    """Runs the trials (any `concurrent.futures.Executor`, at most one trial per machine at
+    a time, e.g. `tts_kit.tuning.cluster.TrialExecutor`); None: one at a time here."""
+    progress: bool = True
+    """Show a tqdm progress bar."""
+    timeout_s: float | None = None
+    """Kill a trial after this many seconds (status ``timeout``)."""
+    stage_costs_mb: Mapping[str, float] | str | None = "measure"
+    """Stage costs for ``budget:MB`` loadings: ``"measure"`` once per preset
+    (`tts_kit.tuning.stage_costs.stage_costs`, at the grid's most steps; the file-size
+    estimate, with a warning, if that fails), a mapping, or None (the estimate)."""
+    warmup: bool = True
+    """One throw-away trial first, so the first trial does not pay for a cold machine."""
+    rounds: int = DEFAULT_ROUNDS
+    """Fresh trials per configuration, round by round (A B C, A B C), the workload's
+    repeats split across them (`tts_kit.tuning.spread`)."""
+
+    def replace(self, **changes: Any) -> SweepOptions:
+        """A copy with ``changes``; an unknown name fails in one line."""
+        return _replace(self, changes)
+
+
+def sweep(bundle: Any, presets: Sequence[str | SessionPreset], workload: Workload | None = None,
+          options: SweepOptions | None = None, **overrides: Any) -> SweepResult:
     """Run `trial` over presets x cpus x batch sizes x steps x loadings, on one workload.
 
-    Every trial synthesises ``workload`` (default `Workload()`), with its ``batch_size``
-    and ``steps`` set from the grid: ``batch_sizes`` and ``steps`` (None: the workload's
-    own, one value each).
-
-    ``mem_budget_mb`` is enforced on every trial (over it: ``oom``). For ``budget:MB``
-    loadings the policy needs each stage's resident cost: ``stage_costs_mb="measure"``
-    (the default) measures it once per preset with `tts_kit.tuning.stage_costs.stage_costs` on
-    the workload (at the grid's most steps) before the trials (falling back to the
-    file-size estimate, with a warning, if that fails); a mapping gives it; None uses the
-    estimate. ``warmup`` runs one throw-away trial first (the first preset, first call
-    only): without it the first trial of a sweep pays for a cold machine (file cache,
-    imports, clocks) and reads as the slowest. Trials run one at a time in isolated
-    processes, unless ``executor`` runs them: any `concurrent.futures.Executor` (it must
-    run at most one trial per machine at a time). Shows a tqdm progress bar unless
-    ``progress`` is False.
-
-    ``rounds`` (default 2): each configuration is measured in that many fresh trials,
-    round by round (A B C, A B C), with ``workload.repeats`` timed calls split across them
-    (`tts_kit.tuning.spread.split_repeats`: about the time of one round), and its
-    record merged from them (`tts_kit.tuning.spread.merge_rounds`) with the spread
-    of p50 and peak RSS. A configuration that failed a round is not measured again.
+    Every trial synthesises ``workload`` (default `Workload()`) with its ``batch_size`` and
+    ``steps`` set from the grid. The grid and how it runs are ``options`` (`SweepOptions`),
+    or its fields as keywords (``cpus=(1, 2)``), which override. Each configuration's
+    record is merged from its rounds (`tts_kit.tuning.spread.merge_rounds`, with the
+    spread of p50 and peak RSS); one that failed a round is not measured again.
 
     Example:
         >>> r = sweep("standin-dir", ["supertonic-default", "low-memory"], Workload(steps=2),
@@ -468,6 +476,9 @@ def sweep(
     """
     from tqdm.auto import tqdm
 
+    o = _replace(options or SweepOptions(), overrides)
+    cpus, loadings, mem_budget_mb, executor = o.cpus, o.loadings, o.mem_budget_mb, o.executor
+    timeout_s, rounds = o.timeout_s, o.rounds
     if isinstance(presets, (str, SessionPreset)):
         presets = [presets]
     if not presets:
@@ -480,8 +491,8 @@ def sweep(
                              "loadings=('resident',))")
     workload = Workload() if workload is None else workload
     shares = split_repeats(workload.repeats, rounds)  # a bad ``rounds`` fails here
-    steps = (workload.steps,) if steps is None else tuple(steps)
-    batch_sizes = (workload.batch_size,) if batch_sizes is None else tuple(batch_sizes)
+    steps = (workload.steps,) if o.steps is None else tuple(o.steps)
+    batch_sizes = (workload.batch_size,) if o.batch_sizes is None else tuple(o.batch_sizes)
     # Each cell's workload, built (and so checked) before any measurement.
     cells = {(b, s): workload.replace(batch_size=b, steps=s)
              for b, s in itertools.product(batch_sizes, steps)}
@@ -489,9 +500,9 @@ def sweep(
     policies = {lo: LoadPolicy.parse(lo) for lo in loadings}
     path = _bundle_path(bundle)
     grid = list(itertools.product(objs, cpus, batch_sizes, steps, loadings))
-    costs = _sweep_stage_costs(path, objs, policies, stage_costs_mb,
+    costs = _sweep_stage_costs(path, objs, policies, o.stage_costs_mb,
                                workload.replace(steps=max(steps)))
-    if warmup and executor is None:  # an executor's workers are other machines: theirs
+    if o.warmup and executor is None:  # an executor's workers are other machines: theirs
         trial(path, objs[0], workload.replace(steps=min(steps), repeats=0, batch_size=1),
               cpus=cpus[0], timeout_s=timeout_s)
     common = dict(mem_budget_mb=mem_budget_mb, timeout_s=timeout_s)
@@ -508,7 +519,7 @@ def sweep(
                 dict(cpus=c, loading=lo, stage_costs_mb=costs.get((p.name, lo)),
                      prepare=k == 0 or executor is not None, **common), label)
 
-    with tqdm(total=len(runs), desc="tune", unit="trial", disable=not progress) as bar:
+    with tqdm(total=len(runs), desc="tune", unit="trial", disable=not o.progress) as bar:
         got = run_rounds(trial, runs, submit, executor, bar,
                          lambda k, i, exc: lost_record(grid[i], shares[k], mem_budget_mb, exc))
     for k, i in runs:
@@ -557,9 +568,8 @@ def _sweep_stage_costs(
 def default_cpus(candidates: Sequence[int] = (1, 2, 4)) -> tuple[int, ...]:
     """Core counts a sweep can emulate here: ``candidates`` as far as this machine allows.
 
-    "Allows" is `tts_kit.core.procfacts.usable_cores`: the affinity, capped by a container's
-    CPU quota, so a 1.5-CPU container on a 16-core host does not emulate 2 or 4 cores
-    (such a trial would measure the quota's throttling). Never empty: 1 is always there.
+    (`tts_kit.core.procfacts.usable_cores`: the affinity capped by a container's CPU
+    quota). Never empty: 1 is always there.
 
     Example:
         >>> 1 in default_cpus(), default_cpus((1,))

@@ -1,13 +1,9 @@
 """What a measurement synthesises: the `Workload` (texts, language, voice, steps, speed, seed,
 repeats, batch size), one object passed whole.
 
-One concern: the workload of a measurement, defined and checked once. A trial
-(`tts_kit.tuning.tune.trial`), a sweep, the stage-cost experiments
-(`tts_kit.tuning.stage_costs`), the
-instance table, the report's sweep spec and the tuner widget all take a `Workload` instead
-of six loose keyword arguments each, in the spirit of piper's ``SynthesisConfig``. It is
-frozen and plain (it pickles into an isolated child as it is) and has a JSON form
-(`to_dict`/`from_dict`) for reports. `DEFAULT_TEXTS` is the one default for measurements.
+Trials, sweeps, stage costs, the instance table and the tuner widget all take one
+`Workload`: frozen, plain (it pickles into an isolated child), with a JSON form
+(`to_dict`/`from_dict`). `DEFAULT_TEXTS` is the one default for measurements.
 
 Example:
     >>> from tts_kit.tuning.workload import Workload
@@ -22,13 +18,10 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
-
-if TYPE_CHECKING:
-    from tts_kit.models.supertonic.bundle import Bundle
 
 #: Texts a measurement reads when none are given (English): a batch of N takes the first N,
 #: so the default batch of one is the mid-length sentence (about 5 s of audio). The second
@@ -129,15 +122,14 @@ class Workload:
         """
         return [self.texts[i % len(self.texts)] for i in range(self.batch_size)]
 
-    def voice_for(self, bundle: Bundle) -> str:
-        """The voice to use on ``bundle``: ``voice`` if it has it, else its `default_voice`.
-
-        A voice the bundle lacks falls back rather than failing, so one workload measures
-        any bundle (a stand-in may have other voices than the real model).
+    def voice_for(self, bundle: Any) -> str:
+        """The voice to use on ``bundle`` (any model with ``voices`` and ``default_voice``):
+        ``voice`` if it has it, else its default, so one workload measures any bundle.
 
         Example:
-            >>> Workload(voice="F1").voice_for(Bundle.discover())  # doctest: +SKIP
-            'F1'
+            >>> from types import SimpleNamespace
+            >>> Workload(voice="F1").voice_for(SimpleNamespace(voices=["M1"], default_voice="M1"))
+            'M1'
         """
         if self.voice is not None and self.voice in bundle.voices:
             return self.voice
