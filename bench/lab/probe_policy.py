@@ -40,7 +40,8 @@ def probe_policy(
         >>> m.result["idle_mb"][-1] - m.result["before_mb"] < 50  # doctest: +SKIP
         True
     """
-    from tts_kit.models.family import make_engine, open_model
+    from tts_kit.models.family import make_engine
+    from tts_kit.models.resolve import open_model
 
     workload = Workload() if workload is None else workload
     bundle = open_model(bundle_path)

@@ -18,7 +18,7 @@ variable                        field
 ``TTS_KIT_CGROUP_ROOT``         `Settings.cgroup_root`: a cgroup directory read instead
 ``TTS_KIT_REPORT_NOTEBOOK``     `Settings.report_notebook`: the report template
 ``TTS_KIT_API_KEY``             `Settings.api_key`: the server's key
-``TTS_KIT_JOB_TRACE``           `Settings.job_trace`: the server's per-job timeline file
+``TTS_KIT_SERVE_LAB``           `Settings.serve_lab`: bench/lab modules a server loads
 ``SUPERTONIC_CACHE_DIR``        `Settings.supertonic_cache_dir` (``~/.cache/supertonic3``)
 ``HF_HUB_OFFLINE``              `Settings.hf_hub_offline`: never try the Hugging Face hub
 ``HOME``                        `Settings.home`: under which the default caches lie
@@ -51,7 +51,7 @@ VARIABLES: dict[str, str] = {
     "cgroup_root": "TTS_KIT_CGROUP_ROOT",
     "report_notebook": "TTS_KIT_REPORT_NOTEBOOK",
     "api_key": "TTS_KIT_API_KEY",
-    "job_trace": "TTS_KIT_JOB_TRACE",
+    "serve_lab": "TTS_KIT_SERVE_LAB",
     "supertonic_cache_dir": "SUPERTONIC_CACHE_DIR",
 }
 
@@ -76,7 +76,7 @@ class Settings:
     cgroup_root: str | None = None
     report_notebook: str | None = None
     api_key: str | None = None
-    job_trace: str | None = None
+    serve_lab: str | None = None
     supertonic_cache_dir: str | None = None
     hf_hub_offline: bool = False
     home: Path = field(default_factory=Path.home)

@@ -78,7 +78,9 @@ WORKER_HOOKS: list[Callable[[WorkerState], Callable[..., None]]] = []
 
 def load_lab() -> None:
     """Import the modules `LAB_ENV` names (none in production)."""
-    for name in os.environ.get(LAB_ENV, "").split(","):
+    from tts_kit.core.settings import settings
+
+    for name in (settings().serve_lab or "").split(","):
         if name.strip():
             importlib.import_module(name.strip())
 
