@@ -160,13 +160,14 @@ def test_non_json_body_and_unknown_path(server):
 
 
 def test_overload_gets_429_with_retry_after(server):
-    # Two workers busy, one request queued: the next ones are refused at once. Four flow
-    # steps keep a worker busy for seconds (2 CPU-s in-process for LONG on the tiny
-    # stand-in), well past the 0.6 s this takes to queue; twelve cost 3.6 CPU-s each.
+    # Two workers busy, one request queued: the next ones are refused at once. The busy
+    # requests must outlast the 0.6 s this takes to queue on any machine: on this project's
+    # box the tiny stand-in renders LONG at four flow steps in 0.23 s (the refusal then never
+    # came), at 100 steps in about 2.7 s: the slowest step count holds a worker for seconds.
     results: list[httpx.Response] = []
 
     def send():
-        results.append(_speech(server.url, input=LONG, steps=4, seed=0, timeout=120))
+        results.append(_speech(server.url, input=LONG, steps=100, seed=0, timeout=120))
 
     threads = [threading.Thread(target=send) for _ in range(3)]
     for t in threads:
