@@ -57,7 +57,7 @@ costs.dataframe().round(1)  # MB and seconds; costs.table() is the same as text
 
 # %%
 print({k: round(v, 1) for k, v in costs.split().items()}, "(percent, measured)")
-plots.stage_costs(costs)
+plots.stage_cost_bars(costs)
 
 # %% [markdown]
 # ## Resident, paged and budget, each in a fresh process

@@ -158,7 +158,7 @@ def test_stage_costs_shows_measured_split_beside_the_article():
         "vector_estimator": {"load_mb": 60.0, "run_mb": 30.0},
         "vocoder": 20.0,
     }
-    fig = plots.stage_costs(costs, runtime_mb=40.0)
+    fig = plots.stage_cost_bars(costs, runtime_mb=40.0)
     ax, ax2 = fig.axes
     assert [t.get_text() for t in ax.get_yticklabels()] == [
         "duration_predictor", "vector_estimator", "vocoder"
@@ -168,7 +168,7 @@ def test_stage_costs_shows_measured_split_beside_the_article():
     # 65+31+20 = 116 MB of sessions, 40 MB runtime: 85 MB load of 156 -> 54 %.
     assert any(t.endswith("54%") and t.startswith("weights") for t in texts)
     assert "weights\n40%" in texts
-    no_article = plots.stage_costs(costs, article_split=None)
+    no_article = plots.stage_cost_bars(costs, article_split=None)
     assert len(no_article.axes[1].get_yticklabels()) == 1
 
 
@@ -178,7 +178,7 @@ def test_stage_costs_takes_what_paged_measures():
     measured = StageCosts(
         {"vocoder": StageCost("vocoder", 10.0, 12.0, 14.0, 6.0, 0.5, 0.1, 0.2)}, runtime_mb=42.0
     )
-    fig = plots.stage_costs(measured)
+    fig = plots.stage_cost_bars(measured)
     texts = _labels(fig.axes[1])
     # 12 load + 6 run + 42 runtime = 60: the runtime share is 70 %.
     assert "runtime\n70%" in texts

@@ -36,7 +36,7 @@ from tts_kit.notebook._figures import (  # noqa: F401  (re-exported)
     legend_right,
 )
 from tts_kit.notebook.serving_plots import architectures, load_levels  # noqa: F401
-from tts_kit.notebook.tuning_plots import latency_story, pareto, stage_costs  # noqa: F401
+from tts_kit.notebook.tuning_plots import latency_story, pareto, stage_cost_bars  # noqa: F401
 from tts_kit.tuning.records import MEM_BUDGET_MB, PEAK_RSS_MB, to_number
 
 

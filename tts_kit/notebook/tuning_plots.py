@@ -283,7 +283,7 @@ def latency_story(
     return fig
 
 
-def stage_costs(
+def stage_cost_bars(
     costs: Any,
     runtime_mb: float | None = None,
     article_split: Mapping[str, float] | None | str = "claimed",
@@ -301,7 +301,7 @@ def stage_costs(
             article's estimate), a mapping of your own, or None.
 
     Example:
-        >>> fig = stage_costs({"vocoder": {"load_mb": 30, "run_mb": 12}}, runtime_mb=60)
+        >>> fig = stage_cost_bars({"vocoder": {"load_mb": 30, "run_mb": 12}}, runtime_mb=60)
         >>> len(fig.axes)
         2
     """
@@ -344,7 +344,7 @@ def stage_costs(
 
 
 def _split_bars(ax2: Any, measured: Mapping[str, float], article_split: Any) -> None:
-    """`stage_costs`' right panel: the measured split in the article's vocabulary, as far
+    """`stage_cost_bars`' right panel: the measured split in the article's vocabulary, as far
     as it maps, beside the article's claimed one."""
     bars = [("measured", dict(measured))]
     if article_split:
