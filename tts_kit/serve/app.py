@@ -83,8 +83,6 @@ def _error(status: int, message: str, headers: dict[str, str] | None = None) -> 
     return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
-
-
 class _Server:
     """What `create_app`'s routes share: the configuration, the model's facts, the backend
     and its metrics, and the requests served in the process (``threads``, ``blocking``,

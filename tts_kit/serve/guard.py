@@ -4,8 +4,7 @@ event loop's accept errors.
 - `KeyCheck`: ASGI middleware; ``Authorization: Bearer KEY`` compared as UTF-8 bytes in
   constant time (a non-ASCII key works from any UTF-8 client); ``/health`` needs no key
   (probes), and says more with one.
-- `HttpVersionCheck`: ASGI middleware; 505 for a request line's unknown HTTP version
-  (``HTTP/9.9``: uvicorn's h11 parser accepts any ``HTTP/d.d``).
+- `HttpVersionCheck`: ASGI middleware; 505 for an unknown HTTP version (``HTTP/9.9``).
 - `header_timeout_protocol`: uvicorn's HTTP protocol with a deadline on a connection's
   request headers (uvicorn times out idle keep-alive connections, not a client that
   sends half a request line and waits).
@@ -75,29 +74,21 @@ class KeyCheck:
                       [(b"www-authenticate", b"Bearer")])
 
 
-#: The HTTP versions served (uvicorn's h11 parser takes any ``HTTP/d.d`` request line).
-HTTP_VERSIONS = ("1.0", "1.1")
-
-
 class HttpVersionCheck:
-    """ASGI middleware: 505 (one JSON line, connection closed) for a request line whose
-    HTTP version is not 1.0 or 1.1 (``GET /health HTTP/9.9``), before any route or key."""
+    """ASGI middleware: 505 for a request line's HTTP version other than 1.0 and 1.1
+    (``GET / HTTP/9.9``: uvicorn's h11 parser takes any ``HTTP/d.d``)."""
 
     def __init__(self, app: Any):
         self.app = app
 
-    async def __call__(self, scope: dict, receive: Callable[[], Awaitable[dict]],
-                       send: Callable[[dict], Awaitable[None]]) -> None:
-        if scope["type"] != "http" or scope.get("http_version") in HTTP_VERSIONS:
-            await self.app(scope, receive, send)
-            return
-        version = str(scope.get("http_version"))[:10]
-        await _refuse(send, 505, f"HTTP version {version} is not supported; use HTTP/1.1",
-                      [(b"connection", b"close")])
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("http_version") in ("1.0", "1.1"):
+            return await self.app(scope, receive, send)
+        await _refuse(send, 505, f"HTTP version {str(scope.get('http_version'))[:10]} is not "
+                      "supported; use HTTP/1.1", [(b"connection", b"close")])
 
 
-async def _refuse(send: Callable[[dict], Awaitable[None]], status: int, message: str,
-                  headers: list[tuple[bytes, bytes]]) -> None:
+async def _refuse(send: Any, status: int, message: str, headers: list) -> None:
     """Answer ``status`` with ``{"error": message}`` and ``headers``, the route never run."""
     body = (json.dumps({"error": message}) + "\n").encode()
     await send({"type": "http.response.start", "status": status, "headers": [
@@ -282,6 +273,5 @@ def _loopback(host: str) -> bool:
         return False
 
 
-__all__ = ["HTTP_VERSIONS", "AcceptBackoffLoop", "HttpVersionCheck", "KeyCheck",
-           "QuietAcceptErrors", "exposure_warning", "has_key", "header_timeout_protocol",
-           "key_matches", "run_uvicorn"]
+__all__ = ["AcceptBackoffLoop", "HttpVersionCheck", "KeyCheck", "QuietAcceptErrors",
+           "exposure_warning", "has_key", "header_timeout_protocol", "key_matches", "run_uvicorn"]
