@@ -529,3 +529,87 @@ def test_serve_refuses_an_unknown_preset_before_starting(capsys):
     """One line and exit 2, not a server that starts and then loses its workers."""
     assert_user_error(capsys, ["serve", "--preset", "bogus", "--port", "1"],
                       "--preset 'bogus'", "supertonic-default")
+
+
+#: Issue 38's attacks on ``serve --config-json``, as a table: the file's bytes, and what
+#: the one line must say. Each ended in exit 70, or in a server that served with the limit
+#: off, or in a failure after warm-up.
+CONFIG_ATTACKS = [
+    (b'{"workers": "abc"}', '"workers" abc: give a whole number from 1 to 1024'),
+    (b'{"port": "abc"}', '"port" abc: give a whole number from 0 to 65535'),
+    (b'{"api_key": 1}', '"api_key" 1: give text'),
+    (b'{"model": 1}', '"model" 1: give text'),
+    (bytes(range(256)) * 4, "not UTF-8 text"),
+    (b'{"timeout_s": NaN}', '"timeout_s" nan: give a finite number > 0 s'),
+    (b'{"timeout_s": Infinity}', '"timeout_s" inf: give a finite number'),
+    (b'{"timeout_s": -5}', '"timeout_s" -5: give a finite number > 0 s'),
+    (b'{"max_chars": 2.5}', '"max_chars" 2.5: give a whole number'),
+    (b'{"max_chars": -1}', '"max_chars" -1: give a whole number'),
+    (b'{"limit_concurrency": -1}', '"limit_concurrency" -1'),
+    (b'{"limit_concurrency": 1e400}', '"limit_concurrency" inf'),
+    (b'{"header_timeout_s": 0}', '"header_timeout_s" 0: give a finite number > 0 s'),
+    (b'{"header_timeout_s": NaN}', '"header_timeout_s" nan'),
+    (b'{"max_queue": -3}', '"max_queue" -3: give a whole number from 0'),
+    (b'{"max_queue": 0.5}', '"max_queue" 0.5'),
+    (b'{"max_requests": 0}', '"max_requests" 0: give a whole number from 1'),
+    (b'{"max_requests": -Infinity}', '"max_requests" -inf'),
+    (b'{"max_rss_mb": -1}', '"max_rss_mb" -1: give a finite number > 0 MB'),
+    (b'{"max_rss_mb": NaN}', '"max_rss_mb" nan'),
+    (b'{"host": 1}', '"host" 1: give text'),
+    (b'{"host": ["0.0.0.0"]}', '"host" [\'0.0.0.0\']: give text'),
+    (b'{"host": "256.0.0.1"}', '"host" \'256.0.0.1\': not a host name or IP address'),
+    (b'{"order": 1}', '"order" 1: give text'),
+    (b'{"order": "sideways"}', "\"order\" 'sideways': unknown order; use one of: chunk, stage"),
+    (b'{"lang": ["en"]}', '"lang" [\'en\']: give text'),
+    (b'{"lang": "not a language"}', '"lang" \'not a language\': give a language code'),
+    (b'{"workers": 1.5}', '"workers" 1.5: give a whole number from 1 to 1024'),
+    (b'{"workers": true}', '"workers" True: give a whole number'),
+    (b'{"threads": 99999999}', '"threads" 99999999: give a whole number from 1 to 1024'),
+    (b'{"spinning": "yes"}', '"spinning" \'yes\': give true or false'),
+    (b'{"batch": 2}', "unknown setting(s) 'batch'; the settings are: model"),
+    (b'{"batch_wait_ms": 1}', "unknown setting(s) 'batch_wait_ms'"),
+    (b'{"nest": true}', "unknown setting(s) 'nest'"),
+    (b'[1, 2]', "expected a JSON object of settings"),
+    (b'[' * 100_000 + b']' * 100_000, "not JSON"),
+]
+
+
+@pytest.mark.parametrize(("data", "wanted"), CONFIG_ATTACKS,
+                         ids=[d[:24].decode("latin-1") for d, _ in CONFIG_ATTACKS])
+def test_serve_config_json_attacks_are_one_line_errors_before_anything_starts(
+        data, wanted, tmp_path, tiny_bundle_dir, capsys, monkeypatch):
+    """Checked by the flags' own table (`tts_kit.core.validate.SERVE_FIELDS`) before the
+    model loads: exit 2, one line naming the setting; no server, no model."""
+    from tts_kit.models import resolve
+    from tts_kit.serve import app
+
+    def started(*_a, **_k):
+        raise AssertionError("it went on past the check")
+
+    monkeypatch.setattr(app, "run_server", started)
+    monkeypatch.setattr(resolve, "resolve_model", started)
+    path = tmp_path / "serve.json"
+    path.write_bytes(data)
+    err = assert_user_error(capsys, ["serve", "--config-json", str(path)], wanted)
+    assert err.startswith("tts-kit serve: error: ") and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("host", "wanted"), [
+    ("256.0.0.1", "not a host name or IP address"),
+    ("not a host", "not a host name or IP address"),
+    ("", "not a host name or IP address"),
+    ("192.0.2.1", "this machine cannot listen on it"),  # TEST-NET-1: on no machine
+])
+def test_serve_refuses_a_host_it_cannot_bind_before_the_model_loads(
+        host, wanted, capsys, monkeypatch):
+    """``--host 256.0.0.1``: one line and exit 2 before loading, not exit 3 after it."""
+    from tts_kit.models import resolve
+    from tts_kit.serve import app
+
+    def started(*_a, **_k):
+        raise AssertionError("it went on past the check")
+
+    monkeypatch.setattr(app, "run_server", started)
+    monkeypatch.setattr(resolve, "resolve_model", started)
+    assert_user_error(capsys, ["serve", "--host", host, "--port", "1"], "--host ", wanted,
+                      "give one such as 127.0.0.1")

@@ -260,7 +260,7 @@ BAD_NUMBER = st.sampled_from(["nan", "inf", "-inf", "-1", "-5", "1e400", "x", ""
 #: The serving commands' numeric flags (``serve``'s own, and those of loadtest/serve-sweep).
 SERVE_FLAGS = ["--workers", "--threads", "--max-queue", "--timeout", "--max-requests",
                "--max-rss-mb", "--port", "--max-chars", "--max-chunk-chars", "--header-timeout",
-               "--body-timeout", "--limit-concurrency", "--batch", "--batch-wait-ms"]
+               "--body-timeout", "--limit-concurrency"]
 LOAD_FLAGS = ["--requests", "--duration", "--timeout", "--seed"]
 SWEEP_FLAGS = LOAD_FLAGS + ["--p95-target-ms", "--mem-budget"]
 
@@ -345,3 +345,76 @@ def test_model_numbers(command, tmp_path, capsys):
         assert not (tmp_path / "x.wav").exists() and not (tmp_path / "new").exists()
 
     prop()
+
+
+#: JSON values no setting of its kind accepts (raw JSON text: NaN, 1e400 and a lone
+#: surrogate cannot be written by json.dumps). Numbers: not finite, negative, past every
+#: range, not numbers at all; a whole-number setting gets a fraction too.
+HOSTILE_NUMBERS = ["NaN", "Infinity", "-Infinity", "-1", "1e400", "1e13", '"abc"', "true",
+                   "[]", "{}", '"nan"']
+HOSTILE_TEXT = ["1", "2.5", "true", "[]", '{"a": 1}', '"a\\u0000b"', '"\\udcff"']
+#: Text settings whose value must also be one of a few (an unknown one is hostile too).
+HOSTILE_WORDS = {"preset": ['"bogus"', '""'], "architecture": ['"bogus"'],
+                 "scheduling": ['"bogus"'], "order": ['"bogus"'], "lang": ['"not a lang"', '""'],
+                 "loading": ['"bogus"', '"budget:-1"'], "fallback_wav": ['"/nowhere.wav"'],
+                 "host": ['"256.0.0.1"', '"not a host"', '""', '"10.255.255.1"']}
+
+
+def _hostile(field: str) -> list[str]:
+    """Every hostile JSON value for ServeConfig ``field``, by its kind; a field of no known
+    kind fails the walk (a new setting must be classified, hence checked)."""
+    from tts_kit.core.validate import SERVE_FIELDS
+    from tts_kit.serve.config import ServeConfig
+
+    kind = ServeConfig.__dataclass_fields__[field].type
+    if field in SERVE_FIELDS:
+        optional = type(None) in getattr(kind, "__args__", ())
+        whole = ['"1.5"', "1.5"] if SERVE_FIELDS[field].integer else []
+        return HOSTILE_NUMBERS + whole + ([] if optional else ["null"])
+    if kind is bool:
+        return ["1", '"yes"', "null", "[]"]
+    assert kind in (str, str | None), f"ServeConfig.{field}: {kind} is of no known kind"
+    return HOSTILE_TEXT + HOSTILE_WORDS.get(field, [])
+
+
+def test_every_config_json_setting_refuses_hostile_values(tmp_path, tiny_bundle_dir, capsys,
+                                                          monkeypatch):
+    """``serve --config-json``: each setting of `ServeConfig` walked with every hostile value
+    of its kind (the flags' walk is `test_serving_numbers`): exit 2, one line naming the
+    setting, and no server started (nothing past the check runs)."""
+    from tts_kit.serve import app
+    from tts_kit.serve.config import ServeConfig
+
+    def started(cfg):
+        raise AssertionError(f"a server started with {cfg}")
+
+    monkeypatch.setattr(app, "run_server", started)
+    path = tmp_path / "serve.json"
+    walked = 0
+    for field in ServeConfig.__dataclass_fields__:
+        for value in _hostile(field):
+            model = "" if field == "model" else f'"model": {json.dumps(str(tiny_bundle_dir))}, '
+            path.write_text("{" + model + f'"{field}": {value}' + "}", encoding="utf-8")
+            capsys.readouterr()
+            rc = cli.main(["serve", "--config-json", str(path)])
+            err = capsys.readouterr().err
+            assert rc == 2 and len(err.splitlines()) == 1, (field, value, rc, err)
+            assert f'"{field}"' in err, (field, value, err)
+            walked += 1
+    assert walked > 10 * len(ServeConfig.__dataclass_fields__)
+
+
+def test_the_flags_and_the_config_share_one_table():
+    """``serve``'s numeric flags are `SERVE_FIELDS`' rules themselves (not copies that drift);
+    every number in `ServeConfig` has a rule."""
+    from tts_kit.cli._numbers import NUMERIC_FLAGS
+    from tts_kit.core.validate import SERVE_FIELDS, serve_flag
+    from tts_kit.serve.config import ServeConfig
+
+    for field, rule in SERVE_FIELDS.items():
+        if serve_flag(field):
+            assert NUMERIC_FLAGS["serve"][serve_flag(field)] is rule, field
+    numbers = [f for f, d in ServeConfig.__dataclass_fields__.items()
+               if {int, float} & set(getattr(d.type, "__args__", (d.type,)))]
+    assert sorted(numbers) == sorted(SERVE_FIELDS)
+    assert "batch" not in NUMERIC_FLAGS["serve"] and "batch_wait_ms" not in NUMERIC_FLAGS["serve"]

@@ -118,6 +118,34 @@ def test_text_the_model_cannot_say_is_a_400_naming_it(one_worker):
     assert "'안'" in r.json()["error"] and "lang" in r.json()["error"]
 
 
+def _raw_exchange(url: str, request: bytes) -> bytes:
+    """What the server answers ``request`` on a fresh raw socket, until it closes or 5 s."""
+    host, port = url.removeprefix("http://").split(":")
+    answer = b""
+    with socket.create_connection((host, int(port)), timeout=5) as s:
+        s.sendall(request)
+        with contextlib.suppress(TimeoutError):
+            while part := s.recv(4096):
+                answer += part
+    return answer
+
+
+@pytest.mark.parametrize("version", [b"HTTP/9.9", b"HTTP/2.0", b"HTTP/0.0", b"HTTP/1.2"])
+def test_an_unknown_http_version_is_505_not_served(one_worker, version):
+    """A request line with an HTTP version the server does not speak is refused, one JSON
+    line, for a route with a key or none (uvicorn's h11 takes any ``HTTP/d.d``: this was
+    200)."""
+    for path in (b"/health", b"/voices", b"/v1/audio/speech"):
+        answer = _raw_exchange(one_worker.url, b"GET " + path + b" " + version
+                               + b"\r\nHost: x\r\n\r\n")
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.split(b" ")[1] in (b"505", b"400"), answer
+        if head.split(b" ")[1] == b"505":
+            assert b"HTTP version" in body and body.count(b"\n") == 1, answer
+    well = _raw_exchange(one_worker.url, b"GET /health HTTP/1.0\r\nHost: x\r\n\r\n")
+    assert well.split(b" ")[1] == b"200", well  # HTTP/1.0 and 1.1 still served
+
+
 @pytest.fixture(scope="module")
 def guarded(tiny_bundle_dir: Path, tmp_path_factory):
     """A deadline, a non-ASCII key, short header and body timeouts, a connection limit."""

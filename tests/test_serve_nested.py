@@ -230,6 +230,6 @@ def test_a_scheduling_no_module_registered_is_a_one_line_error():
     from tts_kit.core.errors import TtsKitError
     from tts_kit.serve.config import ServeConfig
 
-    with pytest.raises(TtsKitError, match="unknown scheduling 'chunk\\+later'") as err:
+    with pytest.raises(TtsKitError, match="'chunk\\+later': unknown scheduling") as err:
         ServeConfig(scheduling="chunk+later").check()
     assert "\n" not in str(err.value)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 
-from tts_kit.core.validate import MAX_THREADS, Rule
+from tts_kit.core.validate import MAX_THREADS, SERVE_FIELDS, Rule, serve_flag
 
 _SECONDS = Rule(0, 7 * 86400, low_open=True, unit="s")
 _MB = Rule(0, 1 << 30, low_open=True, unit="MB")
@@ -32,17 +32,8 @@ _LOAD = {"requests": Rule(1, 10**7, integer=True), "duration": _SECONDS,
 
 #: command -> argparse ``dest`` -> its range (None values are defaults: not checked).
 NUMERIC_FLAGS: dict[str, dict[str, Rule]] = {
-    "serve": {"workers": Rule(1, 1024, integer=True), "threads": _THREADS,
-              "max_queue": Rule(0, 10**6, integer=True), "timeout": _SECONDS,
-              "max_requests": Rule(1, 10**12, integer=True), "max_rss_mb": _MB,
-              "port": Rule(0, 65535, integer=True), "max_chars": Rule(1, 10**7, integer=True),
-              "first_chunk_chars": Rule(0, 10**7, integer=True),
-              "max_chunk_chars": Rule(1, 10**7, integer=True),
-              "header_timeout": _SECONDS, "body_timeout": _SECONDS,
-              "limit_concurrency": Rule(0, 10**6, integer=True),
-              # tts_kit.serve.batching's MAX_BATCH and MAX_BATCH_WAIT_MS (not imported:
-              # it loads the worker module at every command's start)
-              "batch": Rule(1, 4, integer=True), "batch_wait_ms": Rule(0, 10, unit="ms")},
+    # ServeConfig's own table: a --config-json file is checked against the same rules.
+    "serve": {serve_flag(f): rule for f, rule in SERVE_FIELDS.items() if serve_flag(f)},
     "synth": {"seed": _SEED, "noise_scale": _NOISE, "noise_w": _NOISE},
     "standin": {"seed": _SEED},
     "info": {"threads": _THREADS},

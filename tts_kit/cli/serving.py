@@ -24,40 +24,24 @@ from tts_kit.cli._common import (
 )
 from tts_kit.core import contract
 from tts_kit.core.settings import settings
-from tts_kit.core.validate import check_number
+from tts_kit.core.validate import check_number, serve_flag
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from tts_kit.runtime.loading import LoadPolicy
     from tts_kit.serve.app import run_server
     from tts_kit.serve.config import ServeConfig
     from tts_kit.serve.launch import read_config
 
     if args.config_json:  # the whole configuration as data (tts_kit.serve.launch sends it)
         cfg = read_config(args.config_json)
-        args.model, args.preset, args.loading = cfg.model, cfg.preset, cfg.loading
-        args.port = cfg.port
-    # Here, in one line, not as a worker that fails to start after the server is up.
-    if args.preset not in contract.PRESET_NAMES:
-        raise UserError(f"--preset {args.preset!r}: unknown session preset; choose one of: "
-                        f"{', '.join(contract.PRESET_NAMES)}")
-    LoadPolicy.parse(args.loading)  # a bad --loading: one line, not workers that never start
-    if not 0 <= args.port <= 65535:  # else the socket's OverflowError, after the workers
-        raise UserError(f"--port {args.port}: give a TCP port from 0 to 65535")
-    cfg = cfg if args.config_json else ServeConfig(
-        model=args.model, preset=args.preset, loading=args.loading, threads=args.threads,
-        workers=args.workers, architecture=args.architecture, max_queue=args.max_queue,
-        timeout_s=args.timeout, fallback_wav=args.fallback_wav, max_requests=args.max_requests,
-        max_rss_mb=args.max_rss_mb, api_key=args.api_key, host=args.host, port=args.port,
-        max_chars=args.max_chars, first_chunk_chars=args.first_chunk_chars or None,
-        max_chunk_chars=args.max_chunk_chars,
-        order=args.order, header_timeout_s=args.header_timeout,
-        body_timeout_s=args.body_timeout, limit_concurrency=args.limit_concurrency or None,
-        spinning=args.spinning, scheduling=args.scheduling,
-    )
-    cfg.check()  # one line, exit 2, before anything starts
-    if args.model:
-        _bundle(args)  # a bad --model fails here, in one line
+    else:  # the flags map onto ServeConfig one to one
+        cfg = ServeConfig(**{f: getattr(args, serve_flag(f)) for f in
+                             ServeConfig.__dataclass_fields__ if serve_flag(f)})
+    # One line, exit 2, before the model loads (not a worker failing after the server is up)
+    cfg.check(source=args.config_json and f"--config-json {args.config_json}")
+    if cfg.model:
+        args.model = cfg.model
+        _bundle(args)  # a bad model fails here, in one line
     run_server(cfg)
     return 0
 

@@ -143,3 +143,24 @@ THREAD_FIELDS = {
     "intra_op_num_threads": Rule(0, MAX_THREADS, integer=True),
     "inter_op_num_threads": Rule(0, MAX_THREADS, integer=True),
 }
+_SECONDS = Rule(0, 7 * 86400, low_open=True, unit="s")
+#: `tts_kit.serve.ServeConfig`'s numbers: the one table ``tts-kit serve``'s flags and a
+#: ``--config-json`` file are checked against.
+SERVE_FIELDS: dict[str, Rule] = dict(
+    workers=Rule(1, 1024, integer=True), threads=Rule(1, MAX_THREADS, integer=True),
+    max_queue=Rule(0, 10**6, integer=True), max_requests=Rule(1, 10**12, integer=True),
+    timeout_s=_SECONDS, header_timeout_s=_SECONDS, body_timeout_s=_SECONDS,
+    max_rss_mb=Rule(0, 1 << 30, low_open=True, unit="MB"), port=Rule(0, 65535, integer=True),
+    max_chars=Rule(1, 10**7, integer=True), first_chunk_chars=Rule(0, 10**7, integer=True),
+    max_chunk_chars=Rule(1, 10**7, integer=True), limit_concurrency=Rule(0, 10**6, integer=True),
+    max_body_bytes=Rule(1, 1 << 30, integer=True, unit="bytes"))
+
+
+def serve_flag(field: str) -> str | None:
+    """The ``tts-kit serve`` option's ``dest`` for `ServeConfig` field ``field`` (None: no flag).
+
+    Example:
+        >>> serve_flag("timeout_s"), serve_flag("max_rss_mb"), serve_flag("max_body_bytes")
+        ('timeout', 'max_rss_mb', None)
+    """
+    return None if field in ("max_body_bytes", "lang") else field.removesuffix("_s")

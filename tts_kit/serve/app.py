@@ -47,6 +47,7 @@ from tts_kit.serve.body import RequestError, check_body, wav_header
 from tts_kit.serve.chunked import ChunkLease
 from tts_kit.serve.config import ServeConfig
 from tts_kit.serve.guard import (
+    HttpVersionCheck,
     KeyCheck,
     QuietAcceptErrors,
     exposure_warning,
@@ -80,8 +81,6 @@ def _error(status: int, message: str, headers: dict[str, str] | None = None) -> 
 
     body = json.dumps({"error": message}, ensure_ascii=False) + "\n"
     return Response(body, status_code=status, media_type="application/json", headers=headers)
-
-
 
 
 class _Server:
@@ -351,6 +350,7 @@ def create_app(cfg: ServeConfig) -> Any:
     app.state.metrics = server.metrics
     app.state.model_label = server.label
     app.add_middleware(KeyCheck, key=server.api_key)
+    app.add_middleware(HttpVersionCheck)  # the outermost: an HTTP/9.9 request goes no further
     app.exception_handler(404)(server.not_found)
     app.exception_handler(405)(server.bad_method)
     app.get("/voices")(server.list_voices)

@@ -7,14 +7,58 @@ Example:
     ('workers', '127.0.0.1')
 """
 
+import functools
 import json
+import re
+import socket
 from dataclasses import asdict, dataclass
+from typing import Any, get_args
 
+from tts_kit.core.contract import PRESET_NAMES
 from tts_kit.core.errors import TtsKitError
+from tts_kit.core.validate import SERVE_FIELDS, serve_flag
+from tts_kit.runtime.policy import LoadPolicy
 from tts_kit.serve.chunked import scheduling_modes
 from tts_kit.serve.worker import WorkerConfig, load_lab
 
 ARCHITECTURES = ("workers", "threads", "blocking", "article")
+ORDERS = ("chunk", "stage")
+_ZERO_IS_NONE = ("limit_concurrency", "first_chunk_chars")  # 0: "no limit", None
+#: A language code: ``en``, ``pt-br``, ``zh_Hans`` (the model says which it speaks).
+_LANG = re.compile(r"[A-Za-z]{2,3}([-_][A-Za-z0-9]{1,8})*")
+
+
+def _name(field: str, source: str | None) -> str:
+    """A setting in an error: ``source: "max_rss_mb"``, or its flag (``--max-rss-mb``)."""
+    flag = serve_flag(field)
+    return "--" + flag.replace("_", "-") if flag and not source \
+        else f'{source or "ServeConfig"}: "{field}"'
+
+
+def _text(value: Any, name: str) -> str:
+    """``value`` if it is text a server can use (no NUL, no lone surrogate); else one line."""
+    if not isinstance(value, str):
+        raise TtsKitError(f"{name} {str(value)[:40]}: give text, not {type(value).__name__}")
+    if "\0" in value or value.encode("utf-8", "replace").decode() != value:
+        raise TtsKitError(f"{name} {value[:40]!r}: a NUL or a lone surrogate in it; remove it")
+    return value
+
+
+def _check_host(host: str, name: str) -> None:
+    """One-line `TtsKitError` unless a server can bind ``host`` (a name is resolved): a
+    socket is bound to it on a port the OS picks, before a model loads."""
+    fix = "give one such as 127.0.0.1 or 0.0.0.0"
+    try:  # '' would be every address: refused as no host
+        family, *_, address = socket.getaddrinfo(host if host.strip() else "''", 0,
+                                                 flags=socket.AI_PASSIVE)[0]
+    except (OSError, UnicodeError, ValueError):
+        raise TtsKitError(f"{name} {host[:60]!r}: not a host name or IP address; {fix}") from None
+    try:
+        with socket.socket(family) as probe:
+            probe.bind(address)
+    except OSError as exc:
+        raise TtsKitError(f"{name} {host[:60]!r}: this machine cannot listen on it "
+                          f"({exc.strerror}); {fix}, or an address of this machine") from None
 
 
 @dataclass
@@ -53,40 +97,45 @@ class ServeConfig:
     scheduling: str = "chunk"
     """``workers``: ``request`` (a request's chunks all on the worker that took it) or
     ``chunk`` (each chunk a job for any free worker; `tts_kit.serve.chunked`)."""
-    def check(self) -> None:
-        """One-line ValueError for a setting that cannot work (a lab experiment's
-        scheduling counts once `tts_kit.serve.worker.LAB_ENV` loads it)."""
+    def check(self, source: str | None = None) -> None:
+        """One-line `TtsKitError` for a setting that cannot work (a wrong type, a number
+        outside `tts_kit.core.validate.SERVE_FIELDS`, the flags' table; an unknown name, a
+        host it cannot bind), named as ``source`` (``--config-json FILE``) or a flag names it:
+        ``ServeConfig(workers=1.5).check()`` says ``--workers 1.5: give a whole number...``."""
         load_lab()
-        if self.architecture not in ARCHITECTURES:
-            raise TtsKitError(f"unknown architecture '{self.architecture}'; use one of: "
-                             f"{', '.join(ARCHITECTURES)}")
-        if self.scheduling not in scheduling_modes():
-            raise TtsKitError(f"unknown scheduling '{self.scheduling}'; use one of: "
-                              f"{', '.join(scheduling_modes())}")
-        if self.max_chunk_chars is not None and self.max_chunk_chars < 1:
-            raise TtsKitError("--max-chunk-chars must be >= 1")
-        for name in ("workers", "max_chars", "max_body_bytes"):
-            if getattr(self, name) < 1:
-                raise TtsKitError(f"--{name.replace('_', '-')} must be >= 1")
-        if self.max_queue < 0:
-            raise TtsKitError("--max-queue must be >= 0")
-        if self.timeout_s is not None and self.timeout_s <= 0:
-            raise TtsKitError("--timeout must be above 0 seconds")
-        if self.limit_concurrency is not None and self.limit_concurrency < 1:
-            raise TtsKitError("--limit-concurrency must be >= 1")
-        for name in ("header_timeout_s", "body_timeout_s"):
-            if not getattr(self, name) > 0:
-                raise TtsKitError(f"--{name[:-2].replace('_', '-')} must be above 0 seconds")
-        if self.threads is not None and self.threads < 1:
-            raise TtsKitError("--threads must be >= 1")
+        where = functools.partial(_name, source=source)
+        for field, rule in SERVE_FIELDS.items():
+            value = getattr(self, field)
+            if value is None and type(None) in get_args(self.__dataclass_fields__[field].type):
+                continue
+            value = rule.check(value, where(field))
+            setattr(self, field, None if value == 0 and field in _ZERO_IS_NONE else value)
+        if not isinstance(self.spinning, bool):
+            raise TtsKitError(f"{where('spinning')} {self.spinning!r}: give true or false")
+        for field, choices in (("preset", PRESET_NAMES), ("architecture", ARCHITECTURES),
+                               ("scheduling", scheduling_modes()), ("order", ORDERS)):
+            if _text(getattr(self, field), where(field)) not in choices:
+                raise TtsKitError(f"{where(field)} {getattr(self, field)!r}: unknown {field}; "
+                                  f"use one of: {', '.join(choices)}")
+        for field in ("model", "fallback_wav", "api_key"):  # None: discovery, 503, no key
+            _text("" if getattr(self, field) is None else getattr(self, field), where(field))
+        if not _LANG.fullmatch(_text(self.lang, where("lang"))):
+            raise TtsKitError(f"{where('lang')} {self.lang[:20]!r}: give a language code "
+                              "such as en or ko")
+        try:
+            LoadPolicy.parse(_text(self.loading, where("loading")))
+        except TtsKitError as exc:
+            raise TtsKitError(f"{where('loading')}: {exc}") from None
+        _check_host(_text(self.host, where("host")), where("host"))
         if self.fallback_wav:
             import soundfile as sf
 
             try:
                 sf.info(self.fallback_wav)
             except Exception as exc:
-                raise TtsKitError(f"--fallback-wav {self.fallback_wav}: not a readable audio "
-                                 f"file ({str(exc).splitlines()[0]}); give a WAV file") from None
+                raise TtsKitError(f"{where('fallback_wav')} {self.fallback_wav}: not a "
+                                  f"readable audio file ({str(exc).splitlines()[0]}); give a "
+                                  "WAV file") from None
 
     def worker_config(self) -> WorkerConfig:
         """What each worker builds its engine from. Under ``workers``, without ``threads``,
@@ -118,13 +167,14 @@ class ServeConfig:
         """The configuration `to_json` wrote; TtsKitError for bad JSON or an unknown field."""
         try:
             data = json.loads(text)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise TtsKitError(f"server configuration: not JSON ({exc})") from None
         if not isinstance(data, dict):
             raise TtsKitError("server configuration: expected a JSON object of settings")
         unknown = sorted(set(data) - set(cls.__dataclass_fields__))
         if unknown:
-            raise TtsKitError(f"server configuration: unknown setting(s) {', '.join(unknown)}")
+            raise TtsKitError(f"server configuration: unknown setting(s) {str(unknown)[1:-1]}"
+                              f"; the settings are: {', '.join(cls.__dataclass_fields__)}")
         return cls(**data)
 
 

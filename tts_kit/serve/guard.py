@@ -4,6 +4,7 @@ event loop's accept errors.
 - `KeyCheck`: ASGI middleware; ``Authorization: Bearer KEY`` compared as UTF-8 bytes in
   constant time (a non-ASCII key works from any UTF-8 client); ``/health`` needs no key
   (probes), and says more with one.
+- `HttpVersionCheck`: ASGI middleware; 505 for an unknown HTTP version (``HTTP/9.9``).
 - `header_timeout_protocol`: uvicorn's HTTP protocol with a deadline on a connection's
   request headers (uvicorn times out idle keep-alive connections, not a client that
   sends half a request line and waits).
@@ -69,12 +70,31 @@ class KeyCheck:
                 or has_key(scope, self.key)):
             await self.app(scope, receive, send)
             return
-        body = (json.dumps({"error": "missing or wrong API key; send Authorization: "
-                                     "Bearer KEY"}) + "\n").encode()
-        await send({"type": "http.response.start", "status": 401, "headers": [
-            (b"content-type", b"application/json"), (b"www-authenticate", b"Bearer"),
-            (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
+        await _refuse(send, 401, "missing or wrong API key; send Authorization: Bearer KEY",
+                      [(b"www-authenticate", b"Bearer")])
+
+
+class HttpVersionCheck:
+    """ASGI middleware: 505 for a request line's HTTP version other than 1.0 and 1.1
+    (``GET / HTTP/9.9``: uvicorn's h11 parser takes any ``HTTP/d.d``)."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("http_version") in ("1.0", "1.1"):
+            return await self.app(scope, receive, send)
+        await _refuse(send, 505, f"HTTP version {str(scope.get('http_version'))[:10]} is not "
+                      "supported; use HTTP/1.1", [(b"connection", b"close")])
+
+
+async def _refuse(send: Any, status: int, message: str, headers: list) -> None:
+    """Answer ``status`` with ``{"error": message}`` and ``headers``, the route never run."""
+    body = (json.dumps({"error": message}) + "\n").encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"), *headers,
+        (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def header_timeout_protocol(seconds: float) -> type:
@@ -253,5 +273,5 @@ def _loopback(host: str) -> bool:
         return False
 
 
-__all__ = ["AcceptBackoffLoop", "KeyCheck", "QuietAcceptErrors", "exposure_warning",
-           "has_key", "header_timeout_protocol", "key_matches", "run_uvicorn"]
+__all__ = ["AcceptBackoffLoop", "HttpVersionCheck", "KeyCheck", "QuietAcceptErrors",
+           "exposure_warning", "has_key", "header_timeout_protocol", "key_matches", "run_uvicorn"]

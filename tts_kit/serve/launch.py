@@ -46,13 +46,12 @@ def read_config(source: str) -> ServeConfig:
     """
     from tts_kit.serve.config import ServeConfig
 
-    if source == "-":
-        text = sys.stdin.read()
-    else:
-        try:
-            text = Path(source).read_text()
-        except OSError as exc:
-            raise TtsKitError(f"--config-json {source}: cannot read it ({exc.strerror})") from None
+    try:
+        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+        text = data.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:  # a binary file: not UTF-8 text
+        why = getattr(exc, "strerror", None) or "not UTF-8 text; give a JSON file"
+        raise TtsKitError(f"--config-json {source}: cannot read it ({why})") from None
     return ServeConfig.from_json(text)
 
 
