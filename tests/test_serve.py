@@ -204,6 +204,66 @@ def test_metrics_parse_and_count_what_was_sent(server):
     assert after["tts_kit_pool_cpu_seconds_total"] > 0
 
 
+IN_FLIGHT = "tts_kit_requests_in_flight"
+COMPLETED = "tts_kit_request_outcomes_total{outcome=completed,status=200}"
+ABANDONED = "tts_kit_request_outcomes_total{outcome=abandoned,status=499}"
+
+
+def _wait_metrics(url: str, ok, timeout_s: float = 20.0) -> dict[str, float]:
+    """The metrics once ``ok(metrics)`` holds (the server counts a request's end after its
+    client saw it); the last ones read when it never does."""
+    end = time.monotonic() + timeout_s
+    m = _metrics(url)
+    while not ok(m) and time.monotonic() < end:
+        time.sleep(0.1)
+        m = _metrics(url)
+    return m
+
+
+def test_a_stream_is_in_flight_until_its_last_byte_and_then_counted(server):
+    """Issue 38: the gauge fell to 0 when the handler returned the stream, before any audio
+    left; the request counts once, as completed, after its last byte."""
+    before = _metrics(server.url)
+    body = {"input": LONG, "steps": 20, "seed": 0}
+    with httpx.Client(timeout=60) as client, client.stream(
+            "POST", f"{server.url}/v1/audio/speech", json=body) as r:
+        assert r.status_code == 200
+        parts = r.iter_raw()
+        got = len(next(parts))  # the WAV header, audio on its way
+        during = _metrics(server.url)
+        for part in parts:  # read slowly: the server is still sending
+            got += len(part)
+            time.sleep(0.01)
+    assert got > 44
+    assert during[IN_FLIGHT] >= 1, during[IN_FLIGHT]
+    assert during.get(COMPLETED, 0) == before.get(COMPLETED, 0)  # not counted mid-stream
+    after = _wait_metrics(server.url, lambda m: m[IN_FLIGHT] == 0)
+    assert after[IN_FLIGHT] == 0
+    assert after[COMPLETED] - before.get(COMPLETED, 0) == 1
+
+
+def test_a_stream_whose_client_leaves_is_counted_abandoned(server):
+    """Issue 38: a client that read its first chunk and closed the connection was never
+    counted; it is a 499 ``abandoned`` once the server notices, and no longer in flight."""
+    before = _metrics(server.url)
+    body = {"input": LONG, "steps": 100, "seed": 0}  # ~9 s of work: it is left mid-stream
+    with httpx.Client(timeout=60) as client, client.stream(
+            "POST", f"{server.url}/v1/audio/speech", json=body) as r:
+        assert r.status_code == 200
+        parts = r.iter_raw()  # kept: a dropped iterator closes the connection at once
+        next(parts)
+        assert _metrics(server.url)[IN_FLIGHT] >= 1
+    # The client and its connection are closed here, with chunks still to come.
+    after = _wait_metrics(server.url, lambda m: m.get(ABANDONED, 0) > before.get(ABANDONED, 0)
+                          and m[IN_FLIGHT] == 0)
+    assert after.get(ABANDONED, 0) - before.get(ABANDONED, 0) == 1
+    assert (after["tts_kit_requests_total{status=499}"]
+            - before.get("tts_kit_requests_total{status=499}", 0)) == 1
+    assert after[IN_FLIGHT] == 0
+    assert after.get(COMPLETED, 0) == before.get(COMPLETED, 0)
+    _wait_workers(server.url, 2)  # its worker freed for the tests after this one
+
+
 @pytest.mark.slow  # its own server (7-12 s): out of the quick loop
 def test_a_sigkilled_worker_is_replaced_and_only_its_request_fails(tiny_bundle_dir, tmp_path):
     # One chunk of ~2,000 characters at 100 steps (seconds of work): the worker dies before

@@ -55,7 +55,7 @@ from tts_kit.serve.guard import (
     header_timeout_protocol,
     run_uvicorn,
 )
-from tts_kit.serve.metrics import Metrics
+from tts_kit.serve.metrics import TALLY, CountRequests, Metrics, RequestTally
 from tts_kit.serve.streaming import (
     AudioStream,
     ClientGone,
@@ -182,26 +182,24 @@ class _Server:
             raise RequestError(408, f"the body did not arrive within "
                                f"{self.cfg.body_timeout_s:g} s; send it at once") from None
 
-    def done(self, status: int) -> None:
-        self.metrics.requests.labels(str(status)).inc()
-
-    def timed_out(self) -> Any:
+    def timed_out(self, tally: RequestTally) -> Any:
         from fastapi.responses import Response
 
         self.metrics.timeouts.inc()
         if self.fallback is not None:
-            self.done(200)
+            tally.end(200, "deadline")
             return Response(self.fallback, media_type="audio/wav",
                             headers={"X-TTS-Fallback": "timeout"})
-        self.done(503)
+        tally.end(503, "deadline")
         return _error(503, f"synthesis took longer than the {self.cfg.timeout_s:g} s timeout; "
                       "retry with a shorter input")
 
     async def speech(self, request: Any) -> Any:
-        t0 = time.monotonic()
-        deadline = None if self.cfg.timeout_s is None else t0 + self.cfg.timeout_s
+        """A speech request; its `RequestTally` (`CountRequests`) counts how it ends."""
+        tally: RequestTally = request.scope[TALLY]
+        deadline = None if self.cfg.timeout_s is None else tally.t0 + self.cfg.timeout_s
         if not self.backend.ready:
-            self.done(503)
+            tally.end(503, "rejected")
             return _error(503, "the server is warming up; retry when GET /health says ready",
                           {"Retry-After": "1"})
         from starlette.requests import ClientDisconnect
@@ -211,23 +209,19 @@ class _Server:
                               self.languages, self.sample_rate)
         except ClientDisconnect:
             log.warning("tts-kit serve: a client disconnected while sending its request body")
-            self.done(499)
+            tally.end(499)
             return _error(499, "client disconnected")
         except RequestError as exc:
-            self.done(exc.status)
+            tally.end(exc.status)
             return _error(exc.status, str(exc))
         params = request_params(body)
         fmt = body["response_format"]
-        self.metrics.in_flight.inc()
-        try:
-            if isinstance(self.backend, WorkersBackend):
-                return await self.stream_from_worker(request, params, fmt, t0, deadline)
-            return await self.whole(params, fmt, t0)
-        finally:
-            self.metrics.in_flight.dec()
+        if isinstance(self.backend, WorkersBackend):
+            return await self.stream_from_worker(request, params, fmt, tally, deadline)
+        return await self.whole(params, fmt, tally)
 
     async def stream_from_worker(self, request: Any, params: dict[str, Any], fmt: str,
-                                 t0: float, deadline: float | None) -> Any:
+                                 tally: RequestTally, deadline: float | None) -> Any:
         """Queue for a worker (request scheduling) or queue the request's first chunk
         (chunk scheduling), wait for the first chunk, then stream the rest; the workers are
         freed on every path (`tts_kit.serve.streaming.Lease`,
@@ -235,20 +229,20 @@ class _Server:
         pool, scheduler = self.backend.pool, self.backend.scheduler
         try:
             if scheduler is not None:
-                lease: Any = ChunkLease(scheduler, scheduler.submit(params, t0))
+                lease: Any = ChunkLease(scheduler, scheduler.submit(params, tally.t0))
             else:
                 lease = Lease(pool, await unless_gone(request.receive, pool.acquire(
                     None if deadline is None else deadline - time.monotonic())))
         except ClientGone:
-            self.done(499)
+            tally.end(499)
             return _error(499, "client disconnected while queued")
         except Overloaded as exc:
-            self.done(429)
+            tally.end(429)
             return _error(429, str(exc), {"Retry-After": str(exc.retry_after_s)})
         except DeadlineExceeded:
-            return self.timed_out()
+            return self.timed_out(tally)
         except RuntimeError as exc:
-            self.done(503)
+            tally.end(503, "rejected")  # shutting down
             return _error(503, str(exc))
         handed = False  # to the response, which then owns the lease
         try:
@@ -257,24 +251,24 @@ class _Server:
             first = await unless_gone(request.receive, self.first_chunk(lease, deadline))
             handed = True
         except ClientGone:
-            self.done(499)
+            tally.end(499)
             return _error(499, "client disconnected before the first audio")
         except DeadlineExceeded:
             lease.gone()  # killed and replaced (chunks: stopped)
-            return self.timed_out()
+            return self.timed_out(tally)
         except WorkerDied as exc:
             lease.gone()
-            self.done(500)
+            tally.end(500)
             return _error(500, f"{exc}; the worker was replaced; retry")
         finally:
             if not handed:
                 lease.abandon()  # no-op where the worker already ended
         if first[0] == "error":
             lease.finish()
-            self.done(first[1])
+            tally.end(first[1])
             return _error(first[1], first[2])
         body = relay(lease, first, header=wav_header(self.sample_rate) if fmt == "wav" else b"",
-                     metrics=self.metrics, t0=t0, deadline=deadline, done=self.done)
+                     metrics=self.metrics, t0=tally.t0, deadline=deadline, done=tally.end)
         return AudioStream(lease, body, "audio/wav" if fmt == "wav" else "audio/L16",
                            {"X-Sample-Rate": str(self.sample_rate)})
 
@@ -285,12 +279,12 @@ class _Server:
             msg = await lease.next_message(deadline)
         return msg
 
-    async def whole(self, params: dict[str, Any], fmt: str, t0: float) -> Any:
+    async def whole(self, params: dict[str, Any], fmt: str, tally: RequestTally) -> Any:
         from fastapi.responses import Response
 
         cfg, metrics = self.cfg, self.metrics
         if self.busy >= cfg.workers + cfg.max_queue:
-            self.done(429)
+            tally.end(429)
             return _error(429, "server busy: the queue is full; retry after 1 s",
                           {"Retry-After": "1"})
         self.busy += 1
@@ -298,12 +292,12 @@ class _Server:
         try:
             wav, seconds = await self.synthesize_whole(params)
         except asyncio.TimeoutError:
-            return self.timed_out()
+            return self.timed_out(tally)
         except ValueError as exc:
-            self.done(400)
+            tally.end(400)
             return _error(400, str(exc).splitlines()[0])
         except Exception as exc:
-            self.done(500)
+            tally.end(500)
             why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             return _error(500, f"synthesis failed: {why}")
         finally:
@@ -311,11 +305,11 @@ class _Server:
             metrics.queue.set(max(0, self.busy - cfg.workers))
         if fmt == "pcm":
             wav = wav[44:]
-        latency = time.monotonic() - t0
+        latency = time.monotonic() - tally.t0
         metrics.latency.observe(latency)
         metrics.ttfa.observe(latency)
         metrics.audio.inc(seconds)
-        self.done(200)
+        tally.end(200)
         return Response(wav, media_type="audio/wav" if fmt == "wav" else "audio/L16",
                         headers={"X-Sample-Rate": str(self.sample_rate)})
 
@@ -349,7 +343,8 @@ def create_app(cfg: ServeConfig) -> Any:
     app.state.backend = server.backend
     app.state.metrics = server.metrics
     app.state.model_label = server.label
-    app.add_middleware(KeyCheck, key=server.api_key)
+    app.add_middleware(CountRequests, metrics=server.metrics, path="/v1/audio/speech")
+    app.add_middleware(KeyCheck, key=server.api_key)  # outside: no key, not counted
     app.add_middleware(HttpVersionCheck)  # the outermost: an HTTP/9.9 request goes no further
     app.exception_handler(404)(server.not_found)
     app.exception_handler(405)(server.bad_method)

@@ -1,6 +1,9 @@
 """The server's Prometheus metrics: request counts and latencies, queue depth, worker
 restarts, and the pool's memory (RSS, PSS) and CPU seconds read at each scrape.
 
+A speech request is in flight from its first byte in to its last byte out or abandonment
+(`CountRequests`), and counted once, by status and outcome (docs/guide.md, "Serving").
+
 Reading the pool's PSS walks each process's page tables (``/proc/PID/smaps_rollup``):
 about 20 CPU-ms per 500 MB worker, measured on the 2-core machine at load 13, so a load
 tester that scrapes twice a second makes the server burn a tenth of a core for it. That
@@ -16,12 +19,18 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tts_kit.serve.worker import RESTART_REASONS
 
 #: Histogram buckets (seconds) of latency and time to first audio.
 BUCKETS = (0.025, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 30.0, 60.0)
+
+#: How a request ended (``tts_kit_request_outcomes_total``'s ``outcome``; docs/guide.md).
+OUTCOMES = ("completed", "rejected", "abandoned", "deadline", "error")
+TALLY = "tts_kit.tally"
 
 
 class Metrics:
@@ -34,14 +43,16 @@ class Metrics:
         r = self.registry
         self.requests = Counter("tts_kit_requests", "Speech requests by HTTP status",
                                 ["status"], registry=r)
+        self.outcomes = Counter("tts_kit_request_outcomes", "Speech requests by HTTP status "
+                                "and outcome", ["status", "outcome"], registry=r)
         self.latency = Histogram("tts_kit_request_seconds", "Arrival to last byte of a "
                                  "successful speech request", buckets=BUCKETS, registry=r)
         self.ttfa = Histogram("tts_kit_time_to_first_audio_seconds", "Arrival to the first "
                               "audio bytes of a successful speech request", buckets=BUCKETS,
                               registry=r)
         self.queue = Gauge("tts_kit_queue_depth", "Requests waiting for a worker", registry=r)
-        self.in_flight = Gauge("tts_kit_requests_in_flight", "Requests being served",
-                               registry=r)
+        self.in_flight = Gauge("tts_kit_requests_in_flight", "Speech requests from first "
+                               "byte in to last byte out (or abandonment)", registry=r)
         self.restarts = Counter("tts_kit_worker_restarts", "Workers replaced, by reason",
                                 ["reason"], registry=r)
         for reason in RESTART_REASONS:
@@ -51,7 +62,7 @@ class Metrics:
                                  "after their headers were sent (worker death, deadline)",
                                  registry=r)
         self.audio = Counter("tts_kit_audio_seconds", "Seconds of audio sent", registry=r)
-        for status in ("200", "400", "429", "500", "503"):
+        for status in ("200", "400", "429", "499", "500", "503"):
             self.requests.labels(status)
         r.register(_PoolCollector(pool_pids))
 
@@ -59,6 +70,61 @@ class Metrics:
         from prometheus_client import generate_latest
 
         return generate_latest(self.registry)
+
+
+class RequestTally:
+    """One speech request: in flight from its creation to `close`, counted by its first
+    `end` (the outcome from the status when not given: 2xx ``completed``, 499
+    ``abandoned``, other 4xx ``rejected``, 5xx ``error``).
+
+    Example:
+        >>> m = Metrics(lambda: [])
+        >>> tally = RequestTally(m)
+        >>> tally.end(200); tally.end(500); tally.close()
+        >>> m.in_flight._value.get(), m.outcomes.labels("200", "completed")._value.get()
+        (0.0, 1.0)
+    """
+
+    def __init__(self, metrics: Metrics):
+        self.metrics, self.t0, self.status = metrics, time.monotonic(), None
+        metrics.in_flight.inc()
+
+    def end(self, status: int, outcome: str | None = None) -> None:
+        if self.status is None:
+            self.status = status
+            outcome = outcome or ("completed" if status < 400 else "abandoned" if status == 499
+                                  else "rejected" if status < 500 else "error")
+            self.metrics.requests.labels(str(status)).inc()
+            self.metrics.outcomes.labels(str(status), outcome).inc()
+
+    def close(self, failed: bool = False) -> None:
+        """The response ended; not counted yet: the client left (or, ``failed``, the
+        server failed it)."""
+        self.end(500, "error") if failed else self.end(499, "abandoned")
+        self.metrics.in_flight.dec()
+
+
+class CountRequests:
+    """ASGI middleware: a `RequestTally` (``scope[TALLY]``) for each request to ``path``,
+    closed when the app's call ends: after the last byte, or when the response noticed
+    that its client left."""
+
+    def __init__(self, app: Any, metrics: Metrics, path: str):
+        self.app, self.metrics, self.path = app, metrics, path
+
+    async def __call__(self, scope: dict, receive: Callable[[], Awaitable[dict]],
+                       send: Callable[[dict], Awaitable[None]]) -> None:
+        if scope["type"] != "http" or scope.get("path") != self.path:
+            return await self.app(scope, receive, send)
+        tally = scope[TALLY] = RequestTally(self.metrics)
+        failed = False
+        try:
+            await self.app(scope, receive, send)
+        except Exception:  # not CancelledError (the server stopped it: nobody waits)
+            failed = True
+            raise
+        finally:
+            tally.close(failed)
 
 
 class _PoolCollector:

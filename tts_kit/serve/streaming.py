@@ -134,13 +134,14 @@ class AudioStream(_Response):  # type: ignore[misc,valid-type]
 
 
 async def relay(lease: Any, msg: tuple, *, header: bytes, metrics: Any, t0: float,
-                deadline: float | None, done: Callable[[int], None]) -> AsyncIterator[bytes]:
+                deadline: float | None, done: Callable[..., None]) -> AsyncIterator[bytes]:
     """The body: ``header``, then the chunks from ``msg`` (the first) to the last.
 
     ``lease``: a `Lease` (one worker's messages) or a
     `tts_kit.serve.chunked.ChunkLease` (the request's chunks in order, from any worker).
-    A response that cannot be finished (the deadline passed, the worker died or failed
-    after audio left) is counted and raises `CutShort`.
+    ``done(status, outcome)``: `tts_kit.serve.metrics.RequestTally.end`. A response that
+    cannot be finished (the deadline passed, the worker died or failed after audio left)
+    is counted and raises `CutShort`.
     """
     if header:
         yield header
@@ -166,15 +167,16 @@ async def relay(lease: Any, msg: tuple, *, header: bytes, metrics: Any, t0: floa
         except DeadlineExceeded:
             lease.gone()  # killed and replaced by next_message (chunks: stopped)
             metrics.timeouts.inc()
-            _cut(metrics, done, 503, "the deadline passed after audio was sent")
+            _cut(metrics, done, 503, "the deadline passed after audio was sent", "deadline")
         except WorkerDied as exc:
             lease.gone()
             _cut(metrics, done, 500, str(exc))
 
 
-def _cut(metrics: Any, done: Callable[[int], None], status: int, why: str) -> None:
+def _cut(metrics: Any, done: Callable[..., None], status: int, why: str,
+         outcome: str = "error") -> None:
     metrics.cut_short.inc()
-    done(status)
+    done(status, outcome)
     raise CutShort(f"response cut short: {why}")
 
 
