@@ -1,13 +1,9 @@
 """Outputs that appear whole or not at all, and temporaries that never outlive their writer.
 
-How tts_kit writes anything a user keeps (bundles, reports, WAV files, the cache): each
-output is built in a temporary sibling ``.<name>.tmp-<pid>-<random>`` (same file system,
-so the final rename is atomic; the pid lets `sweep_stale` tell a dead writer's leftovers)
-and moved into place only when complete: `atomic_file`, `atomic_dir` (also into an
-existing empty directory, such as a mount point), `scratch_dir`, `install_files`;
-`check_destination` and `check_dir_destination` refuse a bad place before the work.
-While one is active, SIGTERM and SIGHUP raise `Terminated` (`signals_as_exceptions`), so
-the same clean-up as for Ctrl-C runs. Only the standard library: every layer may use it.
+Each output a user keeps is built in a sibling ``.<name>.tmp-<pid>-<random>`` and moved into
+place when complete (`atomic_file`, `atomic_dir`, `scratch_dir`, `install_files`); the pid
+lets `sweep_stale` find a dead writer's leftovers. Meanwhile SIGTERM and SIGHUP raise
+`Terminated`, so Ctrl-C's clean-up runs. Only the standard library: every layer may use it.
 
 Example:
     >>> import tempfile
@@ -45,10 +41,8 @@ STALE_AFTER_S = 24 * 3600.0
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP arrived while an output was being built.
-
-    A KeyboardInterrupt, so code that already cleans up after Ctrl-C cleans up the same way.
-    """
+    """SIGTERM or SIGHUP arrived while an output was being built (a KeyboardInterrupt, so
+    Ctrl-C's clean-up runs)."""
 
     def __init__(self, signum: int):
         super().__init__(f"terminated by {signal.Signals(signum).name}")
@@ -72,9 +66,8 @@ def _raise_terminated(signum: int, frame: object) -> None:
 def signals_as_exceptions() -> Iterator[None]:
     """While active, SIGTERM/SIGHUP raise `Terminated` instead of ending the process at once.
 
-    Only default handlers are taken over (an ignored SIGHUP stays ignored); nested uses
-    share one installation. On leaving the outermost one a caught signal is sent again, so
-    the process ends as it would have, after the clean-up. Outside the main thread: no-op.
+    Only default handlers are taken over; nested uses share one installation; a caught
+    signal is sent again on leaving the outermost one. Outside the main thread: no-op.
 
     Example:
         >>> with signals_as_exceptions():
@@ -145,10 +138,8 @@ def _fsync_dir(path: Path) -> None:
 
 
 def check_destination(dst: str | os.PathLike[str]) -> Path:
-    """Check, before any work, that a file can be written at ``dst``; one-line `TtsKitError`.
-
-    Not a directory; its parent takes a new file (tried with a temporary removed at once,
-    which answers truthfully for permissions and read-only mounts, root or not).
+    """Check, before any work, that a file can be written at ``dst`` (its parent is tried
+    with a temporary, which answers truthfully for read-only mounts); one-line `TtsKitError`.
 
     Example:
         >>> check_destination(tempfile.gettempdir())  # doctest: +ELLIPSIS
@@ -243,11 +234,8 @@ def _nearest_existing(path: Path) -> Path:
 
 
 def check_dir_destination(dst: str | os.PathLike[str]) -> Path:
-    """Check, before any work, that `atomic_dir` can build a directory at ``dst``.
-
-    ``dst`` must be missing or an empty directory, not a link or a file, and the directory
-    the build happens in must take a new one (tried with a temporary removed at once).
-    Each problem is one `TtsKitError` line with its fix.
+    """Check, before any work, that `atomic_dir` can build at ``dst`` (missing or an empty
+    directory, not a link, and a new directory can be made there); one-line `TtsKitError`.
 
     Example:
         >>> d = Path(tempfile.mkdtemp())
@@ -311,10 +299,9 @@ def _move_up(tmp: Path, dst: Path, last: str | None) -> None:
 def atomic_dir(dst: str | os.PathLike[str], *, last: str | None = None) -> Iterator[Path]:
     """Yield a temporary directory; on success its content becomes ``dst``.
 
-    ``dst`` missing: built beside it and renamed. ``dst`` an existing empty directory
-    (often a mount point, which no rename can replace): built inside it and the entries
-    moved up, ``last`` (the entry that says "complete") last. Anything else: ``OSError``.
-    On any failure the temporary is removed and ``dst`` is as it was.
+    ``dst`` missing: built beside it and renamed; an empty directory (a mount point): built
+    inside and the entries moved up, ``last`` (the one that says "complete") last. On any
+    failure ``dst`` is as it was.
 
     Example:
         >>> import tempfile
@@ -370,8 +357,7 @@ def scratch_dir(beside: str | os.PathLike[str]) -> Iterator[Path]:
 
 
 def lock_beside(directory: str | os.PathLike[str]) -> Path:
-    """The lock file of ``directory``'s builds: beside it (``.NAME.lock``), so a listing of
-    the directory shows only its entries.
+    """The lock file of ``directory``'s builds, beside it (``.NAME.lock``).
 
     Example:
         >>> lock_beside("/cache/external").as_posix()
@@ -383,9 +369,8 @@ def lock_beside(directory: str | os.PathLike[str]) -> Path:
 
 @contextlib.contextmanager
 def build_lock(path: str | os.PathLike[str]) -> Iterator[None]:
-    """Hold an exclusive lock between processes on the file ``path`` (created if missing),
-    so processes that want the same cache entry at once build it once (no lock without
-    ``fcntl``; entries are still written atomically).
+    """Hold an exclusive lock between processes on the file ``path``, so a cache entry
+    wanted at once is built once (no lock without ``fcntl``).
 
     Example:
         >>> import tempfile
@@ -409,10 +394,8 @@ def build_lock(path: str | os.PathLike[str]) -> Iterator[None]:
 
 def install_files(src_dir: str | os.PathLike[str], dst_dir: str | os.PathLike[str],
                   names: list[str]) -> list[Path]:
-    """Move ``names`` from a finished temporary directory into ``dst_dir``, each by rename.
-
-    Other files in ``dst_dir`` stay; each named file is replaced in one step, with
-    signals held so the set is not left half-moved.
+    """Move ``names`` from a finished temporary directory into ``dst_dir``, each replaced in
+    one rename with signals held (other files stay).
 
     Example:
         >>> import tempfile
@@ -462,10 +445,8 @@ def is_stale(path: str | os.PathLike[str], max_age_s: float = STALE_AFTER_S) -> 
 
 def sweep_stale(directory: str | os.PathLike[str], max_age_s: float = STALE_AFTER_S
                 ) -> list[Path]:
-    """Remove the temporaries in ``directory`` left by writers that died (killed, OOM).
-
-    Only for directories tts_kit owns (the cache): a user's directory is never swept.
-    Returns what was removed.
+    """Remove (and return) the temporaries dead writers left in ``directory``; only for
+    directories tts_kit owns (the cache), never a user's.
 
     Example:
         >>> import tempfile

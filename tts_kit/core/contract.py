@@ -1,8 +1,7 @@
 """The Supertonic 2/3 bundle layout and tensor contract, as data.
 
-Everything that knows file names, tensor names, element types or ranks reads
-them from here, so the loader, the engine and the stand-in builder cannot
-drift apart. The source is ``CONTRACT.md`` of the Supertonic-3 assets.
+File names, tensor names, element types and ranks live here only, so the loader, engine
+and stand-in builder cannot drift apart (source: the assets' ``CONTRACT.md``).
 
 Example:
     >>> from tts_kit.core.contract import STAGES, GRAPHS

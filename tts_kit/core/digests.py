@@ -15,13 +15,9 @@ _SHA_LOCK = threading.Lock()
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
-    """SHA-256 of a file's content, read once per version of the file in this process.
-
-    Remembered by (path, device, inode, size, mtime, ctime): a file replaced in place by
-    one of the same size with its mtime restored (``cp -p``, ``rsync -a``, ``tar``) still
-    has a new ctime, which nobody can set back, so it is read again. The bundle's
-    fingerprint and the external-data cache (`tts_kit.runtime.loading.external_copy`) share
-    these digests, so a large graph is not read twice for them.
+    """SHA-256 of a file's content, read once per version of the file in this process:
+    remembered by (path, device, inode, size, mtime, ctime), as ``cp -p`` restores mtime but
+    nobody can set ctime back.
 
     Example:
         >>> import tempfile

@@ -1,9 +1,7 @@
 """Named events a process marks while it works ("load vocoder", "run vector_estimator").
 
-The engine marks an event at the start and end of each stage's load, run and
-release. The measurement harness (`tts_kit.runtime.measure`) records them next to its
-RSS samples so a memory timeline can be drawn with the stages on it. Marking is
-cheap and does nothing beyond appending to a list while nobody records.
+The engine marks each stage's load, run and release; `tts_kit.runtime.measure` records
+them beside its RSS samples for a memory timeline. Cheap while nobody records.
 
 Example:
     >>> from tts_kit.core import events

@@ -1,11 +1,8 @@
 """Facts about processes, read from the OS in one place: memory, CPU time, cores, glibc.
 
-Everything that measures or budgets memory and cores asks here, so there is one way to
-read each fact: a process's memory (`rss_mb`, `pss_mb`, `peak_rss_mb`, `status_mb`), CPU
-time (`cpu_seconds`), cores (`allowed_cpus`, `usable_cores`, `current_cpus`), a
-container's limits (`cgroup_cpu_quota`, `cgroup_memory_limit_mb`; ``$TTS_KIT_CGROUP_ROOT``
-names another cgroup directory) and glibc (`malloc_trim`, `mallopt`, `release_memory`).
-All sizes are MiB; functions asking about another process return None once it is gone.
+One way to read each fact: memory (`rss_mb`, `pss_mb`, `peak_rss_mb`), CPU time, cores
+(`usable_cores`), a container's limits (`cgroup_cpu_quota`, `cgroup_memory_limit_mb`) and
+glibc (`release_memory`). Sizes in MiB; asking about a gone process gives None.
 
 Example:
     >>> from tts_kit.core import procfacts
@@ -41,9 +38,8 @@ _libc: ctypes.CDLL | None | bool = None
 
 
 def status_mb(*keys: str, pid: int | str = "self") -> dict[str, float]:
-    """Fields of ``/proc/PID/status`` given in kB (``VmHWM``, ``RssAnon`` ...), in MiB.
-
-    Fields the kernel does not report are left out; {} off Linux or once ``pid`` is gone.
+    """Fields of ``/proc/PID/status`` given in kB (``VmHWM``, ``RssAnon`` ...), in MiB;
+    fields the kernel does not report are left out.
 
     Example:
         >>> sorted(status_mb("VmRSS", "NoSuchField"))  # doctest: +SKIP
@@ -76,10 +72,8 @@ def rss_mb(pid: int | None = None) -> float | None:
 
 
 def pss_mb(pid: int | None = None) -> float | None:
-    """Proportional set size of ``pid`` (default: this process); None where unknown.
-
-    Shared pages are charged in equal parts to the processes sharing them, so a pool's
-    PSS adds up to what it really holds (``/proc/PID/smaps_rollup``, Linux >= 4.14).
+    """Proportional set size of ``pid`` (shared pages split between their sharers, so a
+    pool's PSS adds up); None where unknown.
 
     Example:
         >>> p = pss_mb()
@@ -97,11 +91,8 @@ def pss_mb(pid: int | None = None) -> float | None:
 
 
 def peak_rss_mb(pid: int | None = None) -> float:
-    """The RSS high-water mark of ``pid`` (default: this process), ``VmHWM``.
-
-    For this process off Linux, ``ru_maxrss``; NaN where neither is known. ``VmHWM``, not
-    ``ru_maxrss``, on Linux: a spawned child's ``ru_maxrss`` still carries the high-water
-    mark of its parent's pre-``exec`` fork.
+    """The RSS high-water mark of ``pid``: ``VmHWM`` (a spawned child's ``ru_maxrss`` still
+    carries its parent's fork), else this process's ``ru_maxrss``; NaN where unknown.
 
     Example:
         >>> peak_rss_mb() > 0
@@ -117,10 +108,8 @@ def peak_rss_mb(pid: int | None = None) -> float:
 
 
 def reset_peak_rss() -> bool:
-    """Reset this process's RSS high-water mark to its current RSS (Linux >= 4.0).
-
-    Lets one process measure the peak of each phase separately (load, then requests).
-    Returns False where unsupported.
+    """Reset this process's RSS high-water mark to its current RSS, to measure each phase's
+    peak; False where unsupported.
 
     Example:
         >>> reset_peak_rss() in (True, False)
@@ -168,9 +157,8 @@ def allowed_cpus() -> list[int]:
 
 def idlest_cpus(n: int, cores: list[int] | None = None, interval_s: float = 0.05,
                 busy: list[float] | None = None) -> list[int]:
-    """The ``n`` least busy of ``cores`` (default: `allowed_cpus`) over ``interval_s``,
-    sorted; ties go to the lower id, so an idle machine gives the first ``n``. ``busy``
-    (percent per core id) replaces the measurement.
+    """The ``n`` least busy of ``cores`` over ``interval_s``, sorted, ties to the lower id;
+    ``busy`` (percent per core id) replaces the measurement.
 
     Example:
         >>> idlest_cpus(1, [0, 1], busy=[97.0, 4.0]), idlest_cpus(1, [0, 1], busy=[3.0, 8.0])
@@ -190,11 +178,8 @@ def idlest_cpus(n: int, cores: list[int] | None = None, interval_s: float = 0.05
 
 
 def _cgroup_base(root: str | os.PathLike[str] | None) -> tuple[Path | None, bool]:
-    """The cgroup directory to read and whether it was given (``root`` or the env var).
-
-    A given directory is read alone: the host's cgroup v1 files must not fill in what an
-    emulated or inspected cgroup leaves out.
-    """
+    """The cgroup directory to read and whether it was given (then read alone, without the
+    host's v1 files)."""
     if root is None:
         root = cgroup_root_override()
     if root is not None:
@@ -235,9 +220,7 @@ def _read(path: Path) -> str | None:
 
 def cgroup_cpu_quota(root: str | os.PathLike[str] | None = None) -> float | None:
     """The container's CPU quota in cores (``cpu.max`` 150000/100000 -> 1.5); None: none.
-
-    ``root``: a cgroup directory to read instead of this process's (default
-    ``$TTS_KIT_CGROUP_ROOT``). Reads cgroup v2 ``cpu.max``, else v1 ``cpu.cfs_quota_us``.
+    ``root``: a cgroup directory read instead (default ``$TTS_KIT_CGROUP_ROOT``).
 
     Example:
         >>> q = cgroup_cpu_quota()
@@ -267,10 +250,8 @@ def cgroup_cpu_quota(root: str | os.PathLike[str] | None = None) -> float | None
 
 
 def cgroup_memory_limit_mb(root: str | os.PathLike[str] | None = None) -> float | None:
-    """The container's memory limit in MiB (``memory.max``); None when unlimited.
-
-    ``root``: as for `cgroup_cpu_quota` (default ``$TTS_KIT_CGROUP_ROOT``). Reads cgroup v2
-    ``memory.max``, else v1 ``memory.limit_in_bytes``.
+    """The container's memory limit in MiB (``memory.max``); None when unlimited. ``root``:
+    as for `cgroup_cpu_quota`.
 
     Example:
         >>> m = cgroup_memory_limit_mb()
@@ -307,8 +288,7 @@ def usable_cores(root: str | os.PathLike[str] | None = None) -> int:
 
 
 def current_cpus() -> int | None:
-    """Cores this process was given by `tts_kit.runtime.measure.run_isolated` (``cpus=N``), else
-    None.
+    """Cores `tts_kit.runtime.measure.run_isolated` gave this process, else None.
 
     Example:
         >>> current_cpus() is None or current_cpus() >= 1
@@ -322,10 +302,8 @@ def current_cpus() -> int | None:
 
 
 def umask() -> int:
-    """This process's file-mode creation mask (``0o022`` typically).
-
-    Read from ``/proc/self/status`` where the kernel reports it, since setting the mask to
-    read it (the only portable way) changes it for every thread for a moment.
+    """This process's umask, from ``/proc/self/status`` where reported (setting it to read
+    it changes it for every thread for a moment).
 
     Example:
         >>> 0 <= umask() <= 0o777
@@ -345,8 +323,6 @@ def umask() -> int:
 
 def umask_mode(mode: int) -> int:
     """``mode`` as the umask lets a new file or directory have it (what ``mkdir`` gives).
-
-    For outputs built in a private ``mkdtemp`` directory (0700) and moved into place.
 
     Example:
         >>> umask_mode(0o777) == 0o777 & ~umask()
@@ -402,9 +378,7 @@ def mallopt(param: int, value: int) -> bool:
 
 
 def release_memory(trim: bool = True) -> None:
-    """Collect garbage and (``trim``) trim the C heap, so freed memory really leaves RSS.
-
-    Dropping an object and collecting is not enough: glibc keeps the freed pages.
+    """Collect garbage and (``trim``) trim the C heap, which otherwise keeps freed pages.
 
     Example:
         >>> release_memory()

@@ -1,9 +1,7 @@
 """Read an ONNX file's graph inputs, outputs and initializer shapes without loading its weights.
 
-Walks the protobuf wire format over a memory map, reads the small ``ValueInfoProto``
-messages (name, element type, shape) and skips tensor payloads by length, so opening a
-bundle stays cheap and ``onnx`` is never imported on the engine's path (``onnx.load``
-parses the weights into Python memory). A field running past the end means a truncated file.
+Walks the protobuf wire format over a memory map and skips tensor payloads by length, so
+opening a bundle stays cheap and ``onnx`` is never imported on the engine's path.
 """
 
 from __future__ import annotations

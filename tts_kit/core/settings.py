@@ -1,30 +1,8 @@
 """The environment tts_kit reads, read once into one `Settings` object.
 
-Every ``TTS_KIT_*`` variable and the other environment facts the package uses live here,
-and nowhere else in the package reads ``os.environ`` for them: a function that needs a
-setting takes ``settings: Settings | None = None`` and falls back to `settings()`, the
-process's settings, read from the environment on first use and then kept. Building the
-environment of a child process (a kernel, a measured trial, a server) is not a read and
-stays where it is.
-
-==============================  ==========================================================
-variable                        field
-==============================  ==========================================================
-``TTS_KIT_MODEL_DIR``           `Settings.model_dir`: the model discovery opens first
-``TTS_KIT_STANDIN_SCALE``       `Settings.standin_scale`: the stand-in discovery builds
-``TTS_KIT_CACHE_DIR``           `Settings.cache_dir` (default ``~/.cache/tts_kit``)
-``TTS_KIT_EXTERNAL_CACHE_MB``   `Settings.external_cache_mb`: bound of external-data copies
-``TTS_KIT_CPUS``                `Settings.cpus`: cores a measured child was given
-``TTS_KIT_CGROUP_ROOT``         `Settings.cgroup_root`: a cgroup directory read instead
-``TTS_KIT_REPORT_NOTEBOOK``     `Settings.report_notebook`: the report template
-``TTS_KIT_API_KEY``             `Settings.api_key`: the server's key
-``TTS_KIT_SERVE_LAB``           `Settings.serve_lab`: bench/lab modules a server loads
-``SUPERTONIC_CACHE_DIR``        `Settings.supertonic_cache_dir` (``~/.cache/supertonic3``)
-``HF_HUB_OFFLINE``              `Settings.hf_hub_offline`: never try the Hugging Face hub
-``HOME``                        `Settings.home`: under which the default caches lie
-==============================  ==========================================================
-
-Tests change the environment and call `reset_settings`, or pass a `Settings` explicitly.
+Nothing else in the package reads ``os.environ`` for these (the table: docs/guide.md,
+"Environment variables"): a function that needs one takes ``settings: Settings | None`` and
+falls back to `settings()`, read on first use and then kept (`reset_settings` forgets it).
 
 Example:
     >>> from tts_kit.core.settings import Settings
@@ -60,8 +38,7 @@ VARIABLES: dict[str, str] = {
 class Settings:
     """What the environment says, as read once; an unset or empty variable is None.
 
-    Values are kept as given (``standin_scale``, ``external_cache_mb`` and ``cpus`` are
-    checked where they are used, so a bad value fails only the command that needs it).
+    Values are kept as given and checked where used, so a bad one fails only its command.
 
     Example:
         >>> Settings(model_dir="piper:joe-us").model_dir
@@ -109,8 +86,7 @@ class Settings:
 
     @property
     def official_cache(self) -> Path:
-        """The official ``supertonic`` package's cache: ``$SUPERTONIC_CACHE_DIR``, else
-        ``~/.cache/supertonic3``.
+        """The official package's cache: ``$SUPERTONIC_CACHE_DIR``, else ``~/.cache/supertonic3``
 
         Example:
             >>> str(Settings(home=Path("/h")).official_cache)
@@ -139,8 +115,7 @@ def settings() -> Settings:
 
 
 def reset_settings() -> None:
-    """Forget the kept settings: the next `settings()` reads the environment again (for
-    tests, and for a program that changed its environment on purpose).
+    """Forget the kept settings: the next `settings()` reads the environment again.
 
     Example:
         >>> reset_settings(); settings() is settings()

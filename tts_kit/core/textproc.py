@@ -1,10 +1,7 @@
 """Turn text into the graphs' ``text_ids`` and ``text_mask``, as the official package does.
 
-This is the model-facing step (NFKD, emoji and symbol clean-up, a final period,
-``<lang>...</lang>`` wrapping, indexer lookup). It is deliberately identical to the
-official ``supertonic`` package's ``UnicodeProcessor`` (a test checks that), so that a
-bundle gives the same ids here and there. Spelling out numbers and acronyms is the job
-of `tts_kit.text`, which runs before this.
+Identical to the official package's ``UnicodeProcessor`` (a test checks), so a bundle gives
+the same ids; spelling out numbers is `tts_kit.text`'s job, before this.
 
 Example:
     >>> from tts_kit.core.textproc import preprocess
@@ -42,11 +39,8 @@ _ENDS_WITH_PUNCT = re.compile(r"[.!?;:,'\"')\]}…。」』】〉》›»]$")
 
 
 def clean(text: str) -> str:
-    """The official clean-up alone: NFKD, emoji and symbols out, spaces tidied.
-
-    `preprocess` adds the final period and the language tags;
-    ``tts_kit.text.unsupported_characters`` uses this to ask what the model would still
-    have to read.
+    """The official clean-up alone: NFKD, emoji and symbols out, spaces tidied (`preprocess`
+    adds the final period and the language tags).
 
     Example:
         >>> clean("“Hi” — there 😀")
@@ -66,8 +60,7 @@ def clean(text: str) -> str:
 def preprocess(text: str, lang: str | None) -> str:
     """Clean ``text`` the way the model was trained to read it, and wrap it in language tags.
 
-    ``lang=None`` leaves the tags off (Supertonic v1). Validation of ``lang`` is the
-    engine's job.
+    ``lang=None`` leaves the tags off (Supertonic v1).
     """
     text = clean(text)
     if not _ENDS_WITH_PUNCT.search(text):
@@ -80,9 +73,8 @@ def encode(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``text_ids`` int64 [B, T] and ``text_mask`` float32 [B, 1, T] for a batch of texts.
 
-    Raises ``ValueError`` when a character has no token (call
-    ``tts_kit.text.unsupported_characters(..., model_cleanup=True)`` first to tell the
-    user which).
+    ``ValueError`` when a character has no token (`tts_kit.text.unsupported_characters`
+    names them first).
     """
     processed = [preprocess(t, lang) for t in texts]
     lengths = np.array([len(p) for p in processed], dtype=np.int64)

@@ -1,14 +1,8 @@
 """Strings from bundles, reports and users, made safe to show: in a terminal, and as paths.
 
-A voice file, a report.json or a command-line argument is data someone else may have
-written. Printed raw, an ``ESC [2J`` in a voice name clears the user's screen, an
-``ESC ]0;...BEL`` sets the terminal's title, a carriage return overwrites the line before
-it. `term_safe` shows such characters as visible escapes (``\\x1b``) instead. HTML output
-escapes with ``html.escape`` where it is built (`tts_kit.notebook.widgets`, `tts_kit.report`).
-
-A path under the user's home directory names the user; `display_path` and `hide_home`
-write it as ``~/...`` for documents that are shared (report.json, the report notebook and
-page), unless the caller asks for full paths.
+`term_safe` shows control characters (an ``ESC [2J`` in a voice name would clear the
+screen) as visible escapes; `display_path` and `hide_home` write the home directory as
+``~`` in shared documents. HTML escapes with ``html.escape`` where it is built.
 
 Example:
     >>> from tts_kit.core.textsafe import term_safe, display_path
@@ -38,8 +32,7 @@ def _escape(match: re.Match[str]) -> str:
 def term_safe(text: object, keep: str = "") -> str:
     """``text`` as a string whose control characters are visible escapes (``\\x1b``).
 
-    ``keep``: control characters to leave as they are, e.g. ``"\\n\\t"`` for a block of
-    lines. Backslashes are left alone, so the output is for eyes, not for parsing back.
+    ``keep``: control characters to leave (``"\\n\\t"``); for eyes, not for parsing back.
 
     Example:
         >>> term_safe("a\\x1b]0;owned\\x07b")
@@ -68,8 +61,7 @@ def _homes() -> list[str]:
 def display_path(path: str | os.PathLike[str], full: bool = False) -> str:
     """``path`` as a shared document records it: ``~/...`` under the home directory.
 
-    Paths elsewhere (``/tmp``, ``/opt/models``) are kept as they are; ``full=True`` keeps
-    every path absolute. ``~`` expands again with ``Path(p).expanduser()``.
+    Paths elsewhere are kept; ``full=True`` keeps every path absolute.
 
     Example:
         >>> import os
