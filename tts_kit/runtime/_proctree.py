@@ -1,8 +1,6 @@
 """The process tree of one measured child: sampled together, killed together.
 
-`tts_kit.runtime.measure.run_isolated` watches its child through `ProcTree`: the child and
-every process it started (found by parenthood and by the child's process group), their
-summed RSS/PSS, and SIGKILL for all of them, descendants first, when the run ends.
+`tts_kit.runtime.measure.run_isolated` watches its child through `ProcTree`.
 
 Example:
     >>> import subprocess, sys
@@ -35,9 +33,8 @@ from tts_kit.core import procfacts
 class ProcTree:
     """The child and every process it started: sampled together, killed together.
 
-    Processes are kept as ``psutil.Process`` objects once seen, so a descendant that
-    left the tree (reparented after its parent died) is still killed at the end, and a
-    recycled pid is never signalled (psutil checks the process's start time).
+    Kept as ``psutil.Process`` objects once seen: a descendant that left the tree is still
+    killed, and a recycled pid is never signalled.
     """
 
     #: Seconds between two listings of the tree in `sample` (listing reads every process's
@@ -113,10 +110,8 @@ class ProcTree:
     def kill(self, root: bool) -> None:
         """SIGKILL every descendant (then the child itself when ``root``); wait briefly.
 
-        The tree is stopped first (SIGSTOP), listing again until a listing finds nobody
-        new: a stopped process cannot fork, so no process is born between the last listing
-        and the kill (a workload forking at that moment would otherwise leave an orphan
-        running after its measurement).
+        The tree is stopped (SIGSTOP) until a listing finds nobody new, so no process is
+        born between the last listing and the kill.
         """
         alive = self.proc.exitcode is None and self.proc.is_alive()
         if root and alive:

@@ -61,10 +61,7 @@ class StageCost:
 
 @dataclass
 class StageCosts:
-    """Per-stage memory costs, ready for a table or a chart.
-
-    Measured by `tts_kit.tuning.stage_costs.stage_costs`; plain data, so the loader and the
-    engine use it without importing the experiment.
+    """Per-stage memory costs (measured by `tts_kit.tuning.stage_costs.stage_costs`).
 
     Example:
         >>> c = StageCosts({"vocoder": StageCost("vocoder", 100, 105, 120, 12, 1, 0.2, 0.3)},
@@ -144,8 +141,7 @@ class StageCosts:
 def estimate_costs_mb(sizes_bytes: Mapping[str, int] | Any) -> dict[str, float]:
     """Estimated resident cost per stage in MB, from file sizes (a `Bundle` or a dict).
 
-    Measured on the stand-ins with trimming: a loaded session holds 1.0-1.1x its
-    weights (pre-packed copies replace the originals) plus a few MB of kernels and plans.
+    A loaded session holds 1.0-1.1x its weights plus a few MB (docs/benchmarks.md).
 
     Example:
         >>> estimate_costs_mb({"vocoder": 100 * 2**20})
@@ -163,8 +159,6 @@ def cost_parts(cost: Any) -> tuple[float, float]:
     """(load MB, run MB) of one stage's cost: a `StageCost`, a mapping with ``load_mb``
     (and ``run_mb``, default 0), or a plain number of MB (all load).
 
-    The one reading of a stage cost: the budget policy, the split and the plots use it.
-
     Example:
         >>> cost_parts({"load_mb": 30, "run_mb": 12}), cost_parts(50)
         ((30.0, 12.0), (50.0, 0.0))
@@ -179,9 +173,8 @@ def cost_parts(cost: Any) -> tuple[float, float]:
 
 def memory_split(costs: Mapping[str, Any], runtime_mb: float | None = None
                  ) -> dict[str, float]:
-    """The measured memory split in percent, in the article's terms as far as they map:
-    weights and sessions = the stages' load MB, working memory = their run MB, runtime =
-    RSS before any session (left out when unknown). ``costs``: stage -> cost (`cost_parts`).
+    """The memory split in percent: weights and sessions (load MB), working memory (run MB),
+    runtime (RSS before any session, when known). ``costs``: stage -> cost (`cost_parts`).
 
     Example:
         >>> memory_split({"vocoder": {"load_mb": 30, "run_mb": 10}}, runtime_mb=60)
@@ -200,8 +193,7 @@ def resident_costs_mb(costs: Mapping[str, Any] | StageCosts | None, bundle: Any
                       ) -> dict[str, float]:
     """Resident MB per stage for the budget: measured where given, estimated for the rest.
 
-    ``costs`` may be a `StageCosts`, ``{stage: MB}`` or ``{stage: {"load_mb": ...,
-    "run_mb": ...}}`` (a kept session holds both).
+    ``costs``: a `StageCosts`, ``{stage: MB}`` or ``{stage: {"load_mb", "run_mb"}}``.
 
     Example:
         >>> resident_costs_mb({"vocoder": 50}, {"vocoder": 1, "text_encoder": 2**20})
@@ -231,11 +223,8 @@ def resident_costs_mb(costs: Mapping[str, Any] | StageCosts | None, bundle: Any
 
 def suggest_budget(costs_mb: Mapping[str, float], headroom: float = 1.2,
                    share: float = 0.6) -> str:
-    """A ``budget:MB`` load policy that shows what a budget does: room for the largest
-    stage with ``headroom`` (it must fit alone), and at least ``share`` of all four (so
-    some stay loaded), yet under all of them (so some are paged).
-
-    ``costs_mb`` are the per-stage MB the policy goes by (`resident_costs_mb`).
+    """A ``budget:MB`` policy that shows what a budget does: room for the largest stage with
+    ``headroom``, at least ``share`` of all (some stay loaded), under all (some are paged).
 
     Example:
         >>> suggest_budget({"duration_predictor": 5, "text_encoder": 30,

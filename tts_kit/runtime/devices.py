@@ -1,10 +1,7 @@
 """What execution devices this machine offers: ONNX Runtime providers, CUDA, GPU memory.
 
-The device probes the precision measurements and ``bench/device_check.py`` share:
-`available_providers`, `cuda_usable` (listed is not enough), `probe_cuda` (the same
-answer without a CUDA context in this process), `gpu_memory_mb` and `gpu_list` (through
-``nvidia-smi``), and `environment`, the fingerprint of this machine and software stack
-that reports and sweep records carry.
+The probes the precision measurements and ``bench/device_check.py`` share, and
+`environment`, the fingerprint reports and sweep records carry.
 
 Example:
     >>> "CPUExecutionProvider" in available_providers()
@@ -44,9 +41,8 @@ def available_providers() -> list[str]:
 def gpu_memory_mb(pid: int | None = None) -> tuple[float | None, str]:
     """GPU memory in MiB held by process ``pid`` (default: this one), and how it was read.
 
-    Asks ``nvidia-smi`` for the per-process figure, else (containers often hide PIDs) the
-    device-wide ``memory.used``, other processes included; ``(None, reason)`` without it.
-    What the process reserved (the arena grows in powers of two), not what tensors need.
+    ``nvidia-smi``'s per-process figure, else (containers hide PIDs) the device-wide
+    ``memory.used``; ``(None, reason)`` without it. What was reserved, not what tensors need.
 
     Example:
         >>> mb, how = gpu_memory_mb()
@@ -77,8 +73,7 @@ def gpu_memory_mb(pid: int | None = None) -> tuple[float | None, str]:
 
 
 def gpu_list() -> str | None:
-    """The GPUs ``nvidia-smi -L`` lists, one per line ("" when it lists none); None
-    without ``nvidia-smi``.
+    """The GPUs ``nvidia-smi -L`` lists, one per line; None without ``nvidia-smi``.
 
     Example:
         >>> gpus = gpu_list()
@@ -92,10 +87,8 @@ def gpu_list() -> str | None:
 
 
 def cuda_usable() -> tuple[bool, str]:
-    """Whether a session really runs on CUDA here (listed is not enough: libraries may miss).
-
-    Creates a CUDA context in this process when the provider is listed; `probe_cuda`
-    asks in a child instead.
+    """Whether a session really runs on CUDA here (listed is not enough); creates a CUDA
+    context in this process (`probe_cuda` asks in a child).
 
     Example:
         >>> ok, why = cuda_usable()
@@ -130,10 +123,8 @@ def cuda_usable() -> tuple[bool, str]:
 
 
 def probe_cuda(timeout_s: float = 300) -> tuple[bool, str]:
-    """`cuda_usable`, asked in a fresh process when CUDA is listed.
-
-    A CUDA context in the measuring process would inflate the GPU figures of everything
-    measured after it.
+    """`cuda_usable`, asked in a fresh process (a CUDA context here would inflate later GPU
+    figures).
 
     Example:
         >>> ok, why = probe_cuda()  # doctest: +SKIP
@@ -168,9 +159,7 @@ def _cpu_model() -> str:
 
 
 def environment() -> dict[str, Any]:
-    """The fingerprint of this machine and software stack, as reports and records keep it.
-
-    CPU model and counts, the container's cgroup limits (None: unlimited), memory, OS,
+    """The fingerprint of this machine and software stack: CPU, cgroup limits, memory, OS,
     Python, ONNX Runtime and numpy versions, providers.
 
     Example:

@@ -1,16 +1,9 @@
 """Loading machinery: when each stage's session is created, and how its memory goes back.
 
-The `StageLoader` hands out one session per stage under a load policy, below the engine
-(`tts_kit.models.supertonic.engine` imports it, never the reverse). Its parts live beside
-it and are re-exported here: `LoadPolicy` (`tts_kit.runtime.policy`), session creation and
-converted copies (`tts_kit.runtime.session_files`), per-stage costs (`tts_kit.runtime.costs`).
-
-Policies (``Engine(bundle, loading=...)``): ``resident`` (all sessions once, kept),
-``paged`` (created before a stage runs, released after), ``budget:MB`` (resident while the
-costs fit, least recently used released first; a stage over the budget alone runs paged).
-Options after ``+``: ``trim``/``notrim``, ``ext``/``noext``, ``mmap``, ``opt``/``noopt``.
-Events marked per stage: ``load <stage>``, ``run <stage>``, ``release <stage>``. What each
-policy and option does and what it saves: docs/guide.md, "Loading policies".
+The `StageLoader` hands out one session per stage under a load policy (``resident``,
+``paged``, ``budget:MB``, options after ``+``: docs/guide.md, "Loading policies") and marks
+``load``/``run``/``release <stage>`` events. Its parts (`LoadPolicy`, session files, costs)
+are re-exported here.
 
 Example:
     >>> from tts_kit.runtime.loading import LoadPolicy
@@ -83,9 +76,8 @@ def _probe(session: Any) -> Callable[[], Any] | None:
 
 
 def _settle(probes: Sequence[Callable[[], Any] | None], trim: bool) -> None:
-    """After sessions were dropped: collect garbage only if one of them is still alive (or
-    cannot be told; the usual release then costs no full collection), so a reference cycle
-    never keeps a released session; then (``trim``) give the freed heap back to the system.
+    """After sessions were dropped: collect garbage only if one is still alive (a reference
+    cycle), then (``trim``) give the freed heap back to the system.
 
     Example:
         >>> _settle([_probe(object())], trim=True)
@@ -99,10 +91,8 @@ def _settle(probes: Sequence[Callable[[], Any] | None], trim: bool) -> None:
 class SessionLease:
     """What `StageLoader.session` hands out: the stage's session until it is released.
 
-    Calls go through to the ONNX Runtime session (``lease.run(...)``,
-    ``lease.get_inputs()``). The loader holds the only reference to the session itself,
-    so a caller that keeps the lease past its block (``with ... as sess`` leaves ``sess``
-    bound) cannot keep a released session, and its memory, alive.
+    Calls go through to the session (``lease.run(...)``); the loader holds the only
+    reference, so a lease kept past its block cannot keep a released session alive.
 
     Example:
         >>> lease = SessionLease("vocoder", [1, 2])
@@ -133,22 +123,17 @@ class SessionLease:
 class StageLoader:
     """Hands out one session per stage under a load policy; marks load/run/release events.
 
-    Safe for concurrent callers (an `Engine` shared by threads): loads, releases and the
-    budget's bookkeeping happen under one lock, every caller pins the session it runs, and
-    a session is released only once no caller runs it. Pins are counted per thread, so a
-    thread may re-enter the stage it holds (the engine holds the vector estimator across
-    all flow steps) without counting twice or waiting on itself.
+    Thread-safe: bookkeeping under one lock, each caller pins the session it runs (counted
+    per thread, so a thread may re-enter its stage), released only once nobody runs it.
 
     Args:
         factory: creates the session of a stage (the engine's, with its presets).
         loading: ``resident``, ``paged``, ``budget:MB`` (with options) or a `LoadPolicy`.
         costs_mb: resident MB of each stage, for ``budget`` (every stage needs one).
-        stages: the model's stages, in pipeline order (Supertonic's four by default; a
-            Piper voice has one, ``voice``).
+        stages: the model's stages, in pipeline order (Supertonic's four by default).
 
     Raises:
-        TtsKitError: a bad spec, missing costs, or a budget below the cheapest stage;
-            raised before any session is created.
+        TtsKitError: a bad spec, missing costs, or a budget below the cheapest stage.
 
     Example:
         >>> loader = StageLoader(lambda s: object(), "budget:25",
@@ -237,11 +222,8 @@ class StageLoader:
                 and self.costs_mb.get(stage, 0.0) > (self.budget_mb or 0.0))
 
     def _fit_budget(self, need: float) -> None:
-        """Release idle sessions, least recently used first, until ``need`` more MB fit.
-
-        Sessions other threads are running stay: with concurrent callers the budget may
-        be exceeded while they run, and is restored when they finish (`_unpin`).
-        """
+        """Release idle sessions, least recently used first, until ``need`` more MB fit
+        (sessions others run stay; `_unpin` restores the budget)."""
         budget = self.budget_mb or 0.0
         while self._live and self._resident_mb() + need > budget:
             idle = [s for s in self._live if not self._pins.get(s)]
@@ -280,10 +262,7 @@ class StageLoader:
     def session(self, stage: str) -> Iterator[SessionLease]:
         """The session of ``stage`` for one run; loads and releases it as the policy says.
 
-        Re-entrant per thread: the engine holds the vector estimator across all flow steps
-        (and the vocoder across items), and only the thread's outermost block loads (when
-        the session is not loaded yet), marks ``run`` and releases (when no other thread
-        runs the session).
+        Re-entrant per thread: only the outermost block loads, marks ``run`` and releases.
         """
         depth: dict[str, int] | None = getattr(self._held, "depth", None)
         if depth is None:
@@ -327,9 +306,8 @@ class StageLoader:
 def prepare_loading(paths: Sequence[str | Path], loading: str | LoadPolicy = "resident", *,
                     sess_options: ort.SessionOptions | None = None,
                     providers: list[Any] | None = None) -> list[Path]:
-    """Do now the one-time work ``loading`` needs before its sessions can be created (the
-    external-data and optimised copies, at ``sess_options``' level), so a cold cache is
-    paid here and not inside a measured load. Returns the files sessions will load from.
+    """Make now the copies ``loading`` needs (external-data, optimised), so a cold cache is
+    paid here, not inside a measured load; returns the files sessions will load from.
 
     Example:
         >>> prepare_loading([], "paged")
@@ -340,8 +318,7 @@ def prepare_loading(paths: Sequence[str | Path], loading: str | LoadPolicy = "re
 
 
 def needs_preparation(loading: str | LoadPolicy) -> bool:
-    """Whether ``loading`` has one-time work for `prepare_loading` (external-data and
-    optimised copies).
+    """Whether ``loading`` has one-time work for `prepare_loading`.
 
     Example:
         >>> needs_preparation("paged"), needs_preparation("resident")

@@ -1,13 +1,9 @@
 """Measure one function in a fresh process tree: peak RSS, RSS timeline, events, CPU, status.
 
-`run_isolated` starts a *spawned* child (nothing inherited from the caller's heap),
-optionally pins it to ``cpus`` cores and enforces a memory budget on the summed RSS of
-its process tree, runs ``fn(*args, **kwargs)`` there and returns a `Measurement`. The
-parent never hangs and never raises because of the child: a budget overrun, a timeout,
-an exception, a segfault or a kill all come back as a status, and nothing the workload
-started outlives its measurement. How each number is taken (RSS vs PSS, the high-water
-mark, the baseline, events, CPU, pinning, why no ``RLIMIT_AS``): docs/guide.md,
-"Measuring in a fresh process tree".
+`run_isolated` runs ``fn`` in a *spawned* child, optionally pinned to ``cpus`` cores under a
+memory budget on its tree's summed RSS, and returns a `Measurement`: an overrun, timeout,
+exception or crash comes back as a status, and nothing the workload started outlives it.
+How each number is taken: docs/guide.md, "Measuring in a fresh process tree".
 
 Example:
     >>> from tts_kit.runtime.measure import run_isolated
@@ -165,9 +161,8 @@ def run_isolated(
 ) -> Measurement:
     """Run ``fn(*args, **kwargs)`` in a fresh spawned process and measure it.
 
-    ``fn`` must be importable by name (a module-level function, not a lambda, closure
-    or function typed into a notebook); ``args``, ``kwargs`` and the return value
-    must pickle. See the module docstring for what each measured field means.
+    ``fn`` must be importable by name (not a lambda or a notebook function); ``args``,
+    ``kwargs`` and the return value must pickle.
 
     Example:
         >>> import time
@@ -496,10 +491,8 @@ def _child_main(conn: Any, payload: bytes, pinned: list[int] | None) -> None:
 def _contain_descendants() -> None:
     """Child side, first thing: keep whatever ``fn`` starts findable by the parent.
 
-    Its own process group (so the parent can find, and kill, descendants that left the
-    tree; it also keeps a terminal's Ctrl-C, meant for the parent, from reaching the
-    work: the parent ends the tree itself), and on Linux the subreaper role, so that an
-    orphaned grandchild is reparented here instead of to init and is still counted.
+    Its own process group (descendants that left the tree stay findable, and a terminal's
+    Ctrl-C reaches only the parent) and, on Linux, the subreaper role (orphans stay counted).
     """
     try:
         os.setpgid(0, 0)

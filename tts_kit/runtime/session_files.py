@@ -82,11 +82,8 @@ def external_cache_limit_mb(*, settings: Settings | None = None) -> float:
 
 
 def _content_key(src: Path) -> str:
-    """The cache key of a graph: its name and the SHA-256 of its content (data files too).
-
-    By content, not by path, size and mtime: a graph replaced by a same-size one with its
-    mtime kept (``cp -p``, ``rsync -a``, ``tar``) must not be served the old weights.
-    """
+    """The cache key of a graph: its name and the SHA-256 of its content (data files too),
+    so a same-size replacement with its mtime kept is not served the old weights."""
     from tts_kit.core.digests import file_sha256  # digests shared with Bundle.sha256: read once
 
     parts = [src.name, file_sha256(src)]
@@ -109,9 +106,7 @@ def prune_external_cache(root: str | os.PathLike[str] | None = None,
                          limit_mb: float | None = None, keep: Path | None = None) -> list[Path]:
     """Remove the least recently used copies until the cache holds at most ``limit_mb``.
 
-    A copy's directory mtime is its last use. ``keep`` (the copy just made or used) is
-    never removed; hidden ``.<key>.*`` directories (being written) are left alone.
-    Returns the directories removed.
+    A directory's mtime is its last use; ``keep`` and hidden (being written) ones stay.
 
     Example:
         >>> prune_external_cache("/nonexistent", 0)
@@ -190,11 +185,8 @@ def _child(script: str, args: list[str], what: str) -> None:
 
 
 def _evict(root: Path, entry: Path) -> bool:
-    """Remove one cache entry; False if it was gone already.
-
-    Renamed first, so no reader sees a copy whose data file is half deleted; named as a
-    temporary of this pid, so an interrupted eviction is swept like any other.
-    """
+    """Remove one cache entry (renamed to a temporary first, so no reader sees it half
+    deleted); False if it was gone already."""
     doomed = root / f".{entry.name}.tmp-{os.getpid()}-evict"
     try:
         os.replace(entry, doomed)
@@ -208,11 +200,8 @@ def external_copy(path: str | os.PathLike[str], cache_dir: str | os.PathLike[str
                   ) -> Path:
     """A copy of the graph at ``path`` with its weights in one external data file.
 
-    Made once per content (SHA-256 of the graph and its data files), in a child process
-    (in-process up to `INPROCESS_CONVERT_BYTES` when onnx is already imported), written
-    atomically and reused after; ``path`` is only read. The cache is bounded
-    (`external_cache_limit_mb`, least recently used go first); partial copies of killed
-    writers are swept on the next call (`sweep_external_cache`).
+    Made once per content, in a child process (small graphs in-process), written atomically
+    into a bounded cache (`external_cache_limit_mb`); ``path`` is only read.
 
     Example:
         >>> external_copy("bundle/onnx/vocoder.onnx")  # doctest: +SKIP
@@ -270,14 +259,9 @@ def optimised_copy(path: str | os.PathLike[str],
                    cache_dir: str | os.PathLike[str] | None = None, *,
                    prepacked: bool = True) -> Path:
     """The graph at ``path`` as ONNX Runtime's CPU optimiser leaves it at ``level``, saved
-    once (weights in external data), so a load can skip the optimiser; ``prepacked`` also
-    saves the weights pre-packed for the CPU kernels (a data file about twice the weights;
-    why: docs/benchmarks.md, "runtime/loading").
-
-    Cached beside the external-data copies (same bound), keyed by the graph's SHA-256, the
-    ONNX Runtime version, the level and the CPU; a copy whose ``tts_kit-optimised.json``
-    disagrees with its key is rebuilt. ``path`` is only read. Load it with optimisation
-    off (`create_session` does, under ``opt``).
+    once so a load can skip the optimiser (``prepacked``: weights pre-packed too, about
+    twice their size). Cached beside the external-data copies, keyed by the graph's
+    SHA-256, the ONNX Runtime version, the level and the CPU; ``path`` is only read.
 
     Example:
         >>> optimised_copy("bundle/onnx/vocoder.onnx")  # doctest: +SKIP
@@ -332,8 +316,7 @@ def sweep_external_cache(root: str | os.PathLike[str] | None = None,
                          legacy_after_s: float = 3600.0) -> list[Path]:
     """Remove partial copies of dead writers from the external-data cache; returns them.
 
-    Temporaries name their writer's pid (`tts_kit.core.atomic.sweep_stale`); the older
-    ``.<key>.<random>`` ones, which do not, go once they are ``legacy_after_s`` old.
+    Older ``.<key>.<random>`` ones, which name no pid, go once ``legacy_after_s`` old.
 
     Example:
         >>> sweep_external_cache("/nonexistent")
@@ -359,9 +342,8 @@ def _cpu_only(providers: list[Any] | None) -> bool:
 def session_file(path: str | os.PathLike[str], policy: LoadPolicy | str,
                  sess_options: ort.SessionOptions | None = None,
                  providers: list[Any] | None = None) -> Path:
-    """The file a session of ``path`` loads under ``policy``: an optimised copy
-    (`optimised_copy`: ``opt``, on the CPU only, at the options' level unless that is
-    ``disable``), an external-data copy (``ext``), or ``path`` itself. Made on first use.
+    """The file a session of ``path`` loads under ``policy``: an optimised copy (``opt``, CPU
+    only), an external-data copy (``ext``), or ``path`` itself. Made on first use.
 
     Example:
         >>> session_file("bundle/onnx/vocoder.onnx", "resident")  # doctest: +SKIP
@@ -393,7 +375,7 @@ def create_session(
 ) -> ort.InferenceSession:
     """Create one stage's session the way ``policy`` loads it (external data, pre-packing).
 
-    ``policy`` is a `LoadPolicy` (the engine's, parsed once) or a spec string, parsed here.
+    ``policy``: a `LoadPolicy` or a spec string.
 
     Example:
         >>> sess = create_session("bundle/onnx/vocoder.onnx", policy="paged")  # doctest: +SKIP
@@ -430,9 +412,8 @@ def _graph_error_text(exc: BaseException) -> str:
 def check_loads(bundle: Any) -> list[str]:
     """Create every stage's session once (CPU, graph optimisation off), then drop it.
 
-    An operator or type this ONNX Runtime cannot run fails here, as a `BundleError`
-    naming the graph, not at the first synthesis. One session at a time. Returns the
-    stages checked, in pipeline order.
+    An operator this ONNX Runtime cannot run fails here, as a `BundleError` naming the
+    graph, not at the first synthesis. Returns the stages checked.
 
     Example:
         >>> from tts_kit import Bundle

@@ -1,19 +1,10 @@
 """ONNX Runtime session presets: what each option does, and why a preset sets it.
 
-A `SessionPreset` is plain data (JSON round-trips) that builds an
-``onnxruntime.SessionOptions`` and the provider list, and explains itself
-(`SessionPreset.explain`: one line per option set). The engine takes one preset for
-all stages, with optional per-stage overrides.
-
-Shipped presets (`PRESETS`, `get_preset`, `list_presets`): ``ort-default`` (nothing set),
-``supertonic-default`` (what the official package sets), ``seed-2vcpu`` and ``low-memory``
-(seed articles 000 and 004), ``lean`` (this project's, chosen by measurement); each
-names its source and why it sets each option (`SessionPreset.explain`).
-
-Threads: ``intra_op_num_threads`` may be ``"cores"``, resolved when the options are
-built (`cores_in_force`). A preset that leaves it ``None`` also gets N inside a
-``run_isolated(cpus=N)`` trial, which emulates an N-core machine (ORT would size its
-pool from the physical cores, not the affinity mask).
+A `SessionPreset` is plain data (JSON round-trips) that builds ``SessionOptions`` and the
+provider list and explains itself, one line per option. Shipped presets (`PRESETS`):
+``ort-default``, ``supertonic-default``, ``seed-2vcpu``, ``low-memory``, ``lean``. A thread
+count of ``"cores"`` (or ``None`` inside ``run_isolated(cpus=N)``) resolves to
+`cores_in_force`, not ONNX Runtime's physical-core count.
 
 Example:
     >>> from tts_kit.runtime.sessions import SessionPreset, get_preset
@@ -138,8 +129,7 @@ def set_malloc_mmap_threshold(kb: int) -> bool:
     """Fix glibc's mmap threshold for this process; False where there is no glibc.
 
     Allocations above ``kb`` KiB get their own mapping and go back to the OS when freed
-    (glibc otherwise raises the threshold after a large free, so a session's load-time
-    copies stay in the heap). Same effect as ``MALLOC_MMAP_THRESHOLD_``.
+    (glibc otherwise raises the threshold after a large free); as ``MALLOC_MMAP_THRESHOLD_``.
 
     Example:
         >>> set_malloc_mmap_threshold(1024) in (True, False)
@@ -149,10 +139,8 @@ def set_malloc_mmap_threshold(kb: int) -> bool:
 
 
 def cores_in_force() -> int:
-    """Cores a ``"cores"`` thread count resolves to here and now.
-
-    Inside ``run_isolated(cpus=N)`` that is N; otherwise `tts_kit.core.procfacts.usable_cores`
-    (the affinity, capped by a container's CPU quota).
+    """Cores a ``"cores"`` thread count resolves to here: N inside ``run_isolated(cpus=N)``,
+    else `tts_kit.core.procfacts.usable_cores`.
 
     Example:
         >>> cores_in_force() >= 1
@@ -306,9 +294,8 @@ class SessionPreset:
     ) -> SessionPreset:
         """A copy that tries the CUDA provider first, with its memory options.
 
-        Options left None keep ORT's CUDA defaults, except the convolution search:
-        ``HEURISTIC`` unless set (ORT's EXHAUSTIVE benchmarks again at every new input shape:
-        docs/benchmarks.md, "On a GPU"). Without a CUDA build the copy runs on the CPU.
+        Options left None keep ORT's defaults, except the convolution search: ``HEURISTIC``
+        (docs/benchmarks.md, "On a GPU"). Without a CUDA build the copy runs on the CPU.
 
         Example:
             >>> p = get_preset("low-memory").cuda(1024, "kSameAsRequested", "HEURISTIC")
