@@ -1,11 +1,8 @@
 """``tts-kit doctor``: what breaks on-device deployments, checked on this machine, with fixes.
 
-`run_checks` returns one `Check` per concern (``onnxruntime``, ``libgomp``, ``cpu
-features``, ``cpu quota``, ``execution providers``, ``model``, ``memory``), each with what
-it found and, when not ok, the fix; `format_checks` renders them for a terminal. Statuses:
-``ok``, ``warn`` (works, but costs speed or memory), ``fail`` (breaks), ``skip`` (not
-checked here). Each ``*_status`` function decides from facts passed in, so the logic is
-tested without the machine; `tts_kit.doctor.native` reads the facts below Python.
+`run_checks` returns one `Check` per concern, with what it found and the fix; statuses
+``ok``, ``warn`` (costs speed or memory), ``fail``, ``skip``. Each ``*_status`` function
+decides from facts passed in, so the logic is tested without the machine.
 
 Example:
     >>> from tts_kit.doctor import cpu_quota_status
@@ -79,8 +76,8 @@ def ort_status(version: str | None, providers: Sequence[str], error: str | None,
                distributions: Sequence[str]) -> Check:
     """The ``onnxruntime`` check from what importing it gave.
 
-    ``error``: the import's error message (None: it imported); ``distributions``: the
-    installed packages of `ORT_DISTRIBUTIONS` ("onnxruntime-gpu 1.22.0").
+    ``error``: the import's error (None: it imported); ``distributions``: the installed
+    `ORT_DISTRIBUTIONS` ("onnxruntime-gpu 1.22.0").
 
     Example:
         >>> ort_status(None, [], "No module named 'onnxruntime'", []).fix
@@ -134,9 +131,8 @@ def libgomp_status(needed: dict[str, list[str] | None], import_error: str | None
                    loaded: str | None, installed: str | None) -> Check:
     """The ``libgomp`` check from the NEEDED entries of ONNX Runtime's libraries.
 
-    ``needed``: library file name -> its NEEDED entries (None: unreadable); ``loaded``:
-    where libgomp is mapped in this process; ``installed``: what
-    ``ctypes.util.find_library("gomp")`` found (None: nothing).
+    ``needed``: library -> its NEEDED entries (None: unreadable); ``loaded``: where libgomp
+    is mapped here; ``installed``: what ``find_library("gomp")`` found.
 
     Example:
         >>> libgomp_status({"libonnxruntime.so": ["libstdc++.so.6"]}, None, None, None).status
@@ -236,9 +232,8 @@ def cpu_quota_status(quota: float | None, affinity: int, physical: int | None, u
                      cores_preset: int, source: str = "") -> Check:
     """The ``cpu quota`` check: ONNX Runtime's default thread count against what it may use.
 
-    ``quota``: the cgroup CPU quota in CPUs (None: none); ``physical``: the host's
-    physical cores, one default intra-op thread each (None: unknown); ``usable``:
-    `tts_kit.core.procfacts.usable_cores`; ``cores_preset``: what ``"cores"`` resolves to.
+    ``quota``: in CPUs (None: none); ``physical``: the host's physical cores, one default
+    thread each; ``cores_preset``: what ``"cores"`` resolves to.
 
     Example:
         >>> cpu_quota_status(None, 4, 4, 4, 4).status
@@ -291,10 +286,8 @@ def check_cpu_quota(ort_ok: bool) -> Check:
 
 def providers_status(providers: Sequence[str], cuda: tuple[bool, str] | None,
                      gpus: str | None) -> Check:
-    """The ``execution providers`` check.
-
-    ``cuda``: `tts_kit.runtime.devices.probe_cuda`'s answer when CUDA is listed (else None);
-    ``gpus``: what ``nvidia-smi -L`` lists (None: no ``nvidia-smi``).
+    """The ``execution providers`` check; ``cuda``: `tts_kit.runtime.devices.probe_cuda`'s
+    answer when CUDA is listed; ``gpus``: what ``nvidia-smi -L`` lists.
 
     Example:
         >>> providers_status(["CPUExecutionProvider"], None, None).status
@@ -341,9 +334,8 @@ def model_status(path: str | None, source: str, standin: dict[str, Any] | None,
                  size_mb: float | None, error: str | None, loads: bool | None) -> Check:
     """The ``model`` check from discovery's answer.
 
-    ``path``: the bundle (shown ``~/...``) or None when discovery failed; ``error``: why
-    the bundle could not be opened or loaded; ``loads``: whether every graph loads in
-    ONNX Runtime (None: not checked).
+    ``path``: None when discovery failed; ``loads``: whether every graph loads (None: not
+    checked).
 
     Example:
         >>> model_status("/m", "explicit path", None, 380.0, None, True).status
@@ -412,9 +404,8 @@ def check_model(model: str | os.PathLike[str] | None, load: bool,
 
 def memory_status(limit_mb: float | None, available_mb: float, model_mb: float | None,
                   source: str = "") -> Check:
-    """The ``memory`` check: room for the model under the container's limit (the smaller
-    of the limit and what is available): below 1x the model's size it cannot load, below
-    2x (creating a session copies initialisers) it is tight.
+    """The ``memory`` check: room under the limit below 1x the model fails, below 2x
+    (session creation copies initialisers) is tight.
 
     Example:
         >>> memory_status(None, 8000.0, 400.0).status
@@ -458,10 +449,8 @@ def check_memory(model_mb: float | None) -> Check:
 
 
 def run_checks(model: str | os.PathLike[str] | None = None, load: bool = True) -> list[Check]:
-    """Every check, in the order of the module docstring.
-
-    ``model``: a bundle directory (default: discovery, as every command); ``load``: load
-    each graph in ONNX Runtime (seconds for a full-size model).
+    """Every check. ``model``: a bundle directory (default: discovery); ``load``: load each
+    graph in ONNX Runtime (seconds for a full-size model).
 
     Example:
         >>> checks = run_checks(load=False)  # doctest: +SKIP

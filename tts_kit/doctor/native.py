@@ -18,10 +18,8 @@ from pathlib import Path
 
 
 def elf_needed(path: str | os.PathLike[str]) -> list[str] | None:
-    """The ``DT_NEEDED`` entries (shared libraries) of an ELF file; None if not readable.
-
-    What ``readelf -d`` lists as NEEDED, read here so that no binutils (or ``ldd``, absent
-    from some minimal images) is needed.
+    """The ``DT_NEEDED`` entries of an ELF file (as ``readelf -d``, without binutils); None
+    if not readable.
 
     Example:
         >>> import sys
