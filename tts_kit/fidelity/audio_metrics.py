@@ -1,8 +1,6 @@
 """How close two signals are: SNR, the log-mel spectrogram and its distance, MCD (numpy).
 
-`snr_db` for any pair of arrays, `log_mel_distance` for audio as the ear hears it,
-`waveform_fidelity` for paired waveforms of possibly different lengths. The mel
-filterbank is our own (why not librosa's: docs/benchmarks.md).
+The mel filterbank is our own (why not librosa's: docs/benchmarks.md).
 
 Example:
     >>> import numpy as np
@@ -22,10 +20,8 @@ from tts_kit.core.errors import TtsKitError
 
 
 def snr_from_energies(signal: float, error: float) -> float:
-    """``10 log10(signal / error)`` in dB from summed energies: inf when the error is 0,
-    NaN when the signal is (and the error is not).
-
-    Lets callers pool energies over many tensors before taking one ratio.
+    """``10 log10(signal / error)`` in dB from summed (pooled) energies: inf when the error
+    is 0, NaN when the signal is.
 
     Example:
         >>> snr_from_energies(100.0, 1.0), snr_from_energies(1.0, 0.0)
@@ -41,8 +37,7 @@ def snr_from_energies(signal: float, error: float) -> float:
 def snr_db(reference: np.ndarray, candidate: np.ndarray) -> float:
     """Signal-to-noise ratio of ``candidate`` against ``reference`` in dB (inf: identical).
 
-    Both are flattened; they must have the same number of elements. NaN when the
-    candidate is not finite or the reference is silent.
+    Both flattened, same size; NaN when the candidate is not finite or the reference silent.
 
     Example:
         >>> x = np.sin(np.linspace(0, 100, 1000))
@@ -61,10 +56,7 @@ def snr_db(reference: np.ndarray, candidate: np.ndarray) -> float:
 def mel_filterbank(
     sample_rate: int, n_fft: int, n_mels: int = 80, fmin: float = 0.0, fmax: float | None = None
 ) -> np.ndarray:
-    """Triangular mel filters (HTK mel scale), shape ``[n_mels, n_fft // 2 + 1]``.
-
-    Unnormalised (each triangle peaks at 1), as ``librosa.filters.mel(..., htk=True,
-    norm=None)``.
+    """Triangular mel filters (HTK mel scale, each peaking at 1), ``[n_mels, n_fft//2 + 1]``.
 
     Example:
         >>> fb = mel_filterbank(44100, 2048, 80)
@@ -111,9 +103,8 @@ def log_mel_distance(
 ) -> float:
     """Mean over frames of the RMS (over mel bands) difference of log-mel spectra, in dB.
 
-    Both spectra are floored at ``floor_db`` below the reference's maximum, so near-silent
-    frames (where log spectra are dominated by rounding) cannot dominate the distance.
-    Compares the common length. 0 means identical; about 1 dB is inaudible on speech.
+    Both floored at ``floor_db`` below the reference's maximum (silence cannot dominate),
+    over the common length. About 1 dB is inaudible on speech.
 
     Example:
         >>> x = np.random.default_rng(0).standard_normal(44100).astype(np.float32)
@@ -135,8 +126,7 @@ def waveform_fidelity(
 ) -> tuple[float, float, int, int]:
     """``(snr_db, log_mel_distance_db, samples_ref, samples_candidate)`` over paired waveforms.
 
-    Each pair is compared over its common length; SNR pools signal and error energy
-    over all pairs, the log-mel distance is the mean over pairs.
+    Each pair over its common length; SNR pools energies, the distance is the mean.
 
     Example:
         >>> x = np.sin(np.linspace(0, 3000, 44100)).astype(np.float32)
@@ -168,12 +158,9 @@ def mel_cepstrum(
     wav: np.ndarray, sample_rate: int, n_coeffs: int = 25, n_fft: int = 2048, hop: int = 512,
     n_mels: int = 80,
 ) -> np.ndarray:
-    """Mel cepstra, shape ``[frames, n_coeffs]``: the orthonormal DCT-II of the natural log
-    of the mel amplitude spectrum (MFCC-style; coefficient 0 is the frame's energy).
-
-    A mel-frequency stand-in for SPTK's all-pass-warped ``mcep``: the distortion computed
-    from it (`mel_cepstral_distortion`) is comparable between conversions of one model,
-    not with published MCD figures computed from ``mcep``.
+    """Mel cepstra ``[frames, n_coeffs]``: the orthonormal DCT-II of the log mel amplitude
+    spectrum (coefficient 0 the energy); comparable between conversions of one model, not
+    with published MCD figures (SPTK's ``mcep``).
 
     Example:
         >>> mel_cepstrum(np.ones(44100, np.float32), 44100).shape
@@ -190,12 +177,8 @@ def mel_cepstrum(
 
 def dtw_path(cost: np.ndarray) -> tuple[float, np.ndarray]:
     """Dynamic time warping over a cost matrix ``[n, m]``: the minimum total cost of a
-    monotone path from ``(0, 0)`` to ``(n-1, m-1)`` with steps (1,0), (0,1), (1,1), and
-    the path as an array ``[k, 2]`` of index pairs.
-
-    The textbook recursion ``D[i,j] = cost[i,j] + min(D[i-1,j-1], D[i-1,j], D[i,j-1])``
-    (Sakoe and Chiba 1978, symmetric steps of weight 1), filled one anti-diagonal at a
-    time so each step is one numpy operation; then backtracked from the end.
+    monotone path with steps (1,0), (0,1), (1,1), and the path ``[k, 2]`` (Sakoe-Chiba,
+    filled one anti-diagonal at a time).
 
     Example:
         >>> c = np.array([[0., 1., 2.], [1., 0., 1.], [2., 1., 0.]])
@@ -234,10 +217,8 @@ def mel_cepstral_distortion(
     """Mel-cepstral distortion in dB: ``10/ln10 * sqrt(2 * sum_d (c_d - c'_d)^2)`` over
     coefficients 1.. (energy excluded), averaged over frames (Kubichek 1993).
 
-    Frames are paired one to one when both signals have the same length, otherwise (or
-    with ``align=True``) along the DTW path of the per-frame cepstral distances
-    (`dtw_path`), so a conversion that stretches the speech is judged on what it says, not
-    on where. NaN when the candidate is not finite. Uses `mel_cepstrum`.
+    Frames paired one to one for equal lengths, else (or ``align=True``) along the DTW
+    path, so stretched speech is judged on what it says. NaN when not finite.
 
     Example:
         >>> x = np.random.default_rng(0).standard_normal(44100).astype(np.float32)

@@ -1,7 +1,5 @@
-"""What `tts-kit verify` and the noise floor run and compare: the cases (texts, voices,
-steps, speed, batch, seed), the default English and Korean set, the engine they run on, and
-`Comparison` (max abs difference, SNR, length) of paired outputs, and `CaseResult`, a
-case's comparisons.
+"""What `tts-kit verify` and the noise floor run and compare: the cases, the default
+English and Korean set, and the `Comparison` of paired outputs.
 
 Example:
     >>> from tts_kit.fidelity.cases import default_cases
