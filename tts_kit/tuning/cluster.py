@@ -1,11 +1,8 @@
 """Sweeps across machines on Dask distributed: one sweep, several instance types, one report.
 
-`tts_kit.tuning.tune.sweep` takes any `concurrent.futures.Executor`; `TrialExecutor` makes
-a Dask client one that measures correctly: one trial per worker at a time (the worker
-resource ``trial``, `RESOURCE`), the client's model found on each worker by fingerprint
-(`locate_on_worker`), every record stamped with its ``machine`` and ``worker``. `connect`
-opens a client on a scheduler; `local_cluster` starts one on 127.0.0.1 for notebooks and
-tests. How to start workers, and what happens when one dies: docs/guide.md.
+`TrialExecutor` makes a Dask client an executor for `tts_kit.tuning.tune.sweep`: one trial
+per worker at a time (`RESOURCE`), the model found on each worker by fingerprint, every
+record stamped with its ``machine`` and ``worker``. Workers and failures: docs/guide.md.
 
 Example:
     >>> from tts_kit.tuning import cluster, tune
@@ -53,8 +50,6 @@ INSTALL_HINT = "pip install 'tts_kit[dask]'"
 class ClusterError(TtsKitError):
     """The cluster cannot be used (no Dask, no scheduler, no worker): one line and the fix.
 
-    A ``ValueError``, so the CLI prints it as a user error (exit 2).
-
     Example:
         >>> str(ClusterError("cannot reach the Dask scheduler at tcp://x:1"))
         'cannot reach the Dask scheduler at tcp://x:1'
@@ -72,8 +67,7 @@ def _distributed() -> Any:
 def connect(address: str, timeout_s: float | None = None) -> Client:
     """A ``distributed.Client`` on the scheduler at ``address``, checked for trial workers.
 
-    Waits up to ``timeout_s`` (None: `CONNECT_TIMEOUT_S`) for the scheduler and for one
-    worker offering `RESOURCE` (without one, trials would wait forever).
+    Waits up to ``timeout_s`` for the scheduler and a worker offering `RESOURCE`.
 
     Example:
         >>> client = connect("tcp://127.0.0.1:8786")  # doctest: +SKIP
@@ -207,9 +201,8 @@ def _check(path: Path, want: Mapping[str, str]) -> str | None:
 def locate_on_worker(ref: ModelRef, where: str = "this worker") -> Path:
     """The directory on this machine holding ``ref``'s model; `ModelNotFound` if none.
 
-    The client's path when it holds the same graphs; else a stand-in is rebuilt from its
-    scale and seed (cached), and a real model is looked up at ``$TTS_KIT_MODEL_DIR``,
-    accepted only with the client's SHA-256 fingerprint. ``where`` names the worker.
+    The client's path when it holds the same graphs; else a stand-in is rebuilt, or a real
+    model taken from ``$TTS_KIT_MODEL_DIR`` with the client's fingerprint.
 
     Example:
         >>> locate_on_worker(ModelRef.of("models/full"), "tcp://10.0.0.6:38811")  # doctest: +SKIP
@@ -283,9 +276,8 @@ def error_record(preset: Any, workload: Any, error: str, **config: Any) -> dict[
 def worker_trial(ref: ModelRef, preset: Any, workload: Any, **kwargs: Any) -> dict[str, Any]:
     """`tts_kit.tuning.tune.trial` on a Dask worker, on this machine's copy of ``ref``'s model.
 
-    Adds ``machine`` (`tts_kit.runtime.devices.environment` here) and ``worker`` (address, host,
-    start and end time) to the record. A model that is not here gives an ``error``
-    record naming the worker, not an exception (the sweep goes on).
+    Adds ``machine`` and ``worker`` to the record; a model not here gives an ``error``
+    record naming the worker (the sweep goes on).
 
     Example:
         >>> rec = client.submit(worker_trial, ModelRef.of("models/full"), "lean",
@@ -315,9 +307,8 @@ def worker_trial(ref: ModelRef, preset: Any, workload: Any, **kwargs: Any) -> di
 class TrialExecutor(cf.Executor):
     """A ``concurrent.futures.Executor`` over a Dask client, for `tts_kit.tuning.tune.sweep`.
 
-    ``submit(tune.trial, bundle, ...)`` runs `worker_trial` on a worker holding one unit of
-    `RESOURCE`, the bundle sent as a `ModelRef`; other functions go as they are. Tasks are
-    never deduplicated (two trials of one configuration are two measurements).
+    ``submit(tune.trial, bundle, ...)`` runs `worker_trial` holding one `RESOURCE`, the
+    bundle sent as a `ModelRef`; other functions go as they are; never deduplicated.
 
     Example:
         >>> with local_cluster(2) as client:  # doctest: +SKIP
@@ -379,9 +370,8 @@ class TrialExecutor(cf.Executor):
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future:
         """Submit one task; waits while every trial slot of the cluster is taken.
 
-        Once the scheduler is lost, a trial is not sent: its future holds at once a
-        record marked lost (`error_record`, naming the scheduler); any other task's
-        future holds a `ClusterError`.
+        Once the scheduler is lost, a trial's future holds a lost record at once, any
+        other task's a `ClusterError`.
         """
         outer: cf.Future = cf.Future()
         self._pending[outer] = self._lost_result(fn, args, kwargs)
@@ -470,9 +460,8 @@ class TrialExecutor(cf.Executor):
 def local_cluster(n_workers: int = 2, timeout_s: float = 60.0, **kwargs: Any) -> Client:
     """A client on a new ``distributed.LocalCluster`` of trial workers, on 127.0.0.1 only.
 
-    One thread and ``trial=1`` per worker process, no dashboard, a lost worker's trial
-    recorded at once; closing the client closes the cluster. Workers here share this
-    machine's cores: it demonstrates the cluster path; measure with one per machine.
+    One thread and ``trial=1`` per worker; closing the client closes the cluster. Workers
+    share this machine's cores: a demonstration; measure with one worker per machine.
 
     Example:
         >>> with local_cluster(1) as client:  # doctest: +SKIP

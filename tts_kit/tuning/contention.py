@@ -1,12 +1,9 @@
 """Can the sweep's answer be trusted? Contention and repeatability read from its records.
 
-`assess` (pure: no measurement, no I/O) keeps two causes apart and `Contention.cause` says
-which decided. **The machine was busy** (rerun on a quiet machine): trials short of their
-cores by a clear margin (`short_of_cores`), or a load average the sweep does not explain
-(`own_load`). **The figures did not repeat** (measure more): a trial whose steady calls
-disagree (`unsteady`), or a pick whose re-measure leaves the tie band (`calls_apart`). A
-busy machine decides when both are seen; either makes the answer *provisional*
-(`Contention.headline`). The thresholds and why: docs/benchmarks.md.
+`assess` (pure) tells two causes apart: **the machine was busy** (trials short of their
+cores, a load the sweep does not explain: rerun) or **the figures did not repeat** (unsteady
+calls, a re-measure outside the tie band: measure more). Either makes the answer
+provisional. Thresholds: docs/benchmarks.md.
 
 Example:
     >>> from tts_kit.tuning.contention import assess
@@ -136,9 +133,8 @@ def calls_apart(first: Sequence[float], second: Sequence[float], tie_rel: float)
 
 
 def own_load(records: Sequence[Mapping[str, Any]]) -> float:
-    """The load average a sweep of ``records`` can raise by itself: the busiest trial's
-    runnable threads (its intra-op threads or its vCPUs, whichever is more) and one for
-    the parent that samples it.
+    """The load average a sweep of ``records`` raises by itself: the busiest trial's
+    runnable threads and one for the sampling parent.
 
     Example:
         >>> own_load([{"cpus": 1, "threads": 2}, {"cpus": 2, "threads": None}])
@@ -215,8 +211,7 @@ class Contention:
         return f"load average {_span(self.load, '.1f')}{scale}" if self.load else ""
 
     def busy_reasons(self) -> list[str]:
-        """The signs of a busy machine, one phrase each, with their figures (and the load
-        average, when either is seen).
+        """The signs of a busy machine, one phrase each, with their figures.
 
         Example:
             >>> Contention(trials=2, short=[{"core_share": 40.0}]).busy_reasons()
@@ -296,9 +291,8 @@ class Contention:
 
     def headline(self, report: str = "report.json", *, rerun: str | None = None,
                  more: str | None = None) -> str:
-        """The answer's first line when provisional ("" otherwise): the finding, then what
-        to do: ``rerun`` on a quiet machine (default ``tts-kit report --rerun REPORT``) when
-        busy, else measure ``more`` (default: that rerun with more alternating rounds).
+        """The answer's first line when provisional (else ""): the finding, then ``rerun``
+        (busy) or ``more`` (did not repeat).
 
         Example:
             >>> Contention(trials=2, short=[{"core_share": 40.0}]).headline("r/report.json")
@@ -337,9 +331,8 @@ def assess(
     """Signs that the machine was busy, or that the figures did not repeat, while
     ``records`` were measured.
 
-    ``pick`` is the recommended record and ``again`` the pick measured again (None: no
-    re-measure check); ``tie_rel`` the tie band (default `tts_kit.tuning.tune.TIE_REL`);
-    ``cores`` the load average's scale (None: the load is quoted, never judged).
+    ``again``: the ``pick`` measured again (None: no check); ``cores``: the load average's
+    scale (None: quoted, never judged).
 
     Example:
         >>> from tts_kit.tuning.records import P50_MS

@@ -1,9 +1,7 @@
 """A cost model read off the graphs: parameters and FLOPs per stage, per second of audio.
 
-Every symbolic input dim (``B``, ``T`` characters, ``L`` latent frames) is fixed, shape
-inference runs, and each MatMul, Gemm and Conv counts 2 x its multiply-adds (the
-memory-bound rest is left out). The vector estimator runs once per flow step, the other
-stages once per chunk.
+Symbolic dims fixed, shapes inferred, each MatMul, Gemm and Conv counted as 2 x its
+multiply-adds; the vector estimator runs once per flow step, the rest once per chunk.
 
 Example:
     >>> from tts_kit.tuning.flops import reference_dims
@@ -155,8 +153,7 @@ def stage_flops(
 ) -> list[StageFlops]:
     """Per stage: parameters and FLOPs per second of audio at ``steps`` flow steps.
 
-    ``graphs`` maps stage names to graphs or ``.onnx`` paths (external weights are not read:
-    only their shapes are needed).
+    ``graphs``: stage -> graph or ``.onnx`` path (external weights are not read).
 
     Example:
         >>> from tts_kit.models.supertonic.standin_graphs import build_graph
@@ -224,8 +221,6 @@ def costs_table(costs: list[StageFlops]) -> str:
 def matmul_peak_gflops(threads: int = 1, n: int = 1024, repeats: int = 5) -> float:
     """This machine's matrix-multiply floor: ONNX Runtime's best GFLOP/s on an ``n`` x ``n``
     float32 MatMul with ``threads`` intra-op threads (best of ``repeats`` after a warm-up).
-
-    Achieved GFLOP/s of a stage over this says how far it is from what threads can win.
 
     Example:
         >>> matmul_peak_gflops(1, n=128, repeats=1) > 0

@@ -1,8 +1,7 @@
 """Emulated small instances: the deployment article's instance table, measured here.
 
-Each row is one isolated `tts_kit.tuning.tune.trial` pinned to the instance's cores and
-killed past its memory (a 1 GB instance that runs out says ``oom``); the article's figures
-travel alongside as `Instance.claimed`, a hypothesis, never a measurement.
+Each row is one isolated trial pinned to the instance's cores and killed past its memory
+(``oom``); the article's figures travel alongside as `Instance.claimed`, never measured.
 
 Example:
     >>> from tts_kit.tuning.instances import (ARTICLE_INSTANCES, format_instance_table,
@@ -77,13 +76,8 @@ def instance_table(
 ) -> list[dict[str, Any]]:
     """Measure each preset on each emulated instance; one row (a dict) per pair.
 
-    Every row's trial synthesises ``workload`` (default: `Workload` with 3 repeats).
-
-    A row has ``instance``, ``instance_cpus``, ``instance_mem_mb``, ``measured`` (False
-    for instances with more cores than this machine: nothing else is filled in), the
-    trial's figures (``status``, ``idle_rss_mb``, ``peak_rss_mb``, ``rtf``, ``p50_ms``,
-    ``cpu_percent``, ...), ``cpu_share_percent`` (``cpu_percent`` / cores: the article
-    reports CPU use as a share of the whole instance) and ``claimed`` (the article's row).
+    A row has the instance, ``measured`` (False past this machine's cores), the trial's
+    figures, ``cpu_share_percent`` (of the whole instance) and ``claimed`` (the article's).
 
     Example:
         >>> rows = instance_table("standin-dir", ["lean"], Workload(repeats=1))  # doctest: +SKIP

@@ -1,10 +1,6 @@
 """Records grouped by the machine they ran on: a sweep on several machines
 (`tts_kit.tuning.cluster`) is compared machine by machine, never across them.
 
-Each record of such a sweep carries ``machine`` (the `tts_kit.runtime.devices.environment`
-fingerprint); `tts_kit.tuning.records.machine_label` names it in one line, and
-`by_machine` groups the records by that name.
-
 Example:
     >>> from tts_kit.tuning.machines import by_machine
     >>> by_machine([{"preset": "a"}])
@@ -26,8 +22,7 @@ UNKNOWN_MACHINE = "unknown machine (worker lost)"
 def by_machine(records: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """The records grouped by `machine_label` of their ``machine``, in order of appearance.
 
-    {} when no record has a ``machine`` (a sweep on one machine: nothing to group).
-    Records without one (their worker was lost) go under `UNKNOWN_MACHINE`.
+    {} when no record has one; records without one (a lost worker) go under `UNKNOWN_MACHINE`.
 
     Example:
         >>> env = {"cpu_model": "A", "cpus_available": 1, "memory_total_mb": 1024}

@@ -1,11 +1,8 @@
 """How far each stage is from this machine's floor: achieved GFLOP/s against the MatMul peak.
 
-One chunk of `REFERENCE_TEXT` (~8 s of audio) is timed per stage (best of ``repeats``,
-``threads`` intra-op threads), its FLOPs counted at the dims its inputs had: GFLOP /
-seconds is the achieved rate. Against ONNX Runtime's MatMul peak at the same threads
-(`flops.matmul_peak_gflops`) that gives each stage's **floor**: time above it is what
-thread and session tuning can win; the floor moves only with fewer steps or a faster
-kernel (`Roofline.sentence`).
+One chunk of `REFERENCE_TEXT` is timed per stage and its FLOPs counted at the dims its
+inputs had; against the MatMul peak at the same threads that gives each stage's **floor**:
+time above it is what tuning can win; the floor moves only with fewer steps or a faster kernel.
 
 Example:
     >>> r = Roofline([StageRate("vocoder", 10**6, 20.0, 1.0, 40.0, 2.5)], steps=8, threads=1,
@@ -102,8 +99,7 @@ class Roofline:
         return sum(s.gflop for s in self.stages)
 
     def sentence(self) -> str:
-        """What thread tuning can still win and what only precision or fewer steps can,
-        computed from the figures.
+        """What thread tuning can still win and what only precision or fewer steps can.
 
         Example:
             >>> r = Roofline([StageRate("vocoder", 1, 30.0, 1.0, 40.0, 3.0),

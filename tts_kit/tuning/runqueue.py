@@ -1,8 +1,7 @@
 """How long a process's threads waited for a core: Linux's run-queue delay.
 
-Reads ``/proc/self/task/*/schedstat`` around some work: near zero alone on its cores,
-tens of percent beside other work. Recorded as ``cpu_wait_percent``
-(`tts_kit.tuning.tune.run_trial_child`), judged by `tts_kit.tuning.contention`.
+Read from ``/proc/self/task/*/schedstat``: near zero alone on its cores, tens of percent
+beside other work. Recorded as ``cpu_wait_percent``.
 
 Example:
     >>> from tts_kit.tuning.runqueue import thread_run_queue_ns, wait_percent
@@ -42,9 +41,6 @@ def wait_percent(before: Mapping[str, tuple[int, int]] | None,
                  after: Mapping[str, tuple[int, int]] | None) -> float | None:
     """Of the time the threads were ready to run between two `thread_run_queue_ns`
     readings, the share (%) they waited for a core; None without readings.
-
-    A thread born in between counts from its start; one that ended is lost (its share
-    is like the others').
 
     Example:
         >>> round(wait_percent({"1": (100, 0)}, {"1": (400, 100), "2": (100, 100)}), 1)

@@ -1,8 +1,7 @@
 """Is there a Dask scheduler at this address? Asked over a plain socket, with a deadline.
 
-`tts_kit.tuning.cluster.connect` asks this before Dask's client connects: Dask's own
-client waits without bound on a peer that accepts and stays silent, and reads an HTTP
-server's reply as a frame length (a 3 EiB allocation). A scheduler greets first, at once.
+Asked before Dask's client connects, which waits without bound on a silent peer and reads
+an HTTP reply as a frame length. A scheduler greets first, at once.
 
 Example:
     >>> _is_dask_greeting(b"")

@@ -1,11 +1,8 @@
 """The stand-in beside the seed articles' tables, as ratios (stand-in / seed).
 
-Seed 000's instance table (idle and peak RSS, CPU, RTF at 1, 2, 4 vCPU) and seed 004's
-memory split are parsed from the seed files (`seed_claims`, ``../shared/seeds``), else
-read from the packaged ``seed_claims.json``: the articles' claims, a hypothesis, never a
-measurement. `seed_check` measures the stand-in's rows
-(`tts_kit.tuning.instances.instance_table`) and memory split
-(`tts_kit.tuning.stage_costs.stage_costs`) and sets each beside the seed's.
+Seed 000's instance table and seed 004's memory split (claims, never measurements) come
+from the seed files or the packaged ``seed_claims.json``; `seed_check` measures the
+stand-in's rows and split and sets each beside the seed's.
 
 Example:
     >>> claims = seed_claims()
@@ -131,8 +128,7 @@ def parse_split(text: str) -> dict[str, float]:
 
 
 def seed_claims(seeds_dir: str | Path | None = None) -> SeedClaims:
-    """The seeds' tables: parsed from ``seeds_dir`` (default `SEEDS_DIR`) when the seed
-    files are there, else the packaged copy (`CLAIMS_FILE`); `SeedClaims.sources` says which.
+    """The seeds' tables, from ``seeds_dir`` when there, else the packaged `CLAIMS_FILE`.
 
     Example:
         >>> seed_claims("/nowhere").sources["split"].startswith("packaged copy")
@@ -160,8 +156,7 @@ def _ratio(ours: Any, seed: Any) -> float | None:
 
 def instance_ratios(rows: Sequence[Mapping[str, Any]], claims: SeedClaims) -> list[dict[str, Any]]:
     """Per seed instance: the stand-in's idle RSS, peak RSS and RTF beside the seed's, and
-    their ratio; ``rows`` are `instance_table` rows (one preset). An instance this machine
-    cannot hold (too few cores) or a failed trial has no figures and its ``status`` says why.
+    their ratio (``rows``: `instance_table` rows); ``status`` says why one has no figures.
 
     Example:
         >>> ratios = instance_ratios([{"instance": "2 vCPU / 2 GB", "measured": True,
@@ -188,8 +183,7 @@ def instance_ratios(rows: Sequence[Mapping[str, Any]], claims: SeedClaims) -> li
 
 
 def split_ratios(measured: Mapping[str, float], claims: SeedClaims) -> list[dict[str, Any]]:
-    """The stand-in's memory split (percent, `tts_kit.runtime.costs.memory_split`) beside
-    the seed's, part by part as `SPLIT_MAP` pairs them, with the ratio.
+    """The stand-in's memory split beside the seed's, as `SPLIT_MAP` pairs them, with the ratio.
 
     Example:
         >>> rows = split_ratios({"weights and sessions (load)": 60.0,
@@ -253,11 +247,8 @@ class SeedCheck:
         return "\n".join(lines)
 
     def dataframes(self) -> tuple[Any, Any]:
-        """(instances, split) as pandas DataFrames (pandas imported only here), as compact
-        as `table`: per figure (idle MB, peak MB, RTF) the stand-in, the seed and their
-        ratio under one heading, MB whole, RTF and ratios to 2 decimals, percents to 1, and
-        a status that says why an instance has no figures (notebook 02 showed raw keys,
-        ``459.90625`` and ``1.642522``, and ran off the page's right edge).
+        """(instances, split) as pandas DataFrames, as compact as `table`: per figure the
+        stand-in, the seed and their ratio under one heading, rounded.
 
         Example:
             >>> c = seed_claims("/nowhere")

@@ -1,8 +1,7 @@
 """Stage costs: drive the engine in a fresh process and read what each stage costs.
 
-`stage_costs` loads, runs and releases each stage under ``paged`` in one isolated process
-and reads RSS and the kernel's high-water mark at every stage event. The machinery it
-measures, and the `StageCosts` it returns, live in `tts_kit.runtime.loading`.
+`stage_costs` loads, runs and releases each stage under ``paged`` in one isolated process,
+reading RSS and the high-water mark at every stage event.
 
 Example:
     >>> from tts_kit.tuning.stage_costs import stage_costs
@@ -62,8 +61,7 @@ def _stage_costs_child(bundle_path: str, preset: SessionPreset | None, workload:
                        policy: LoadPolicy, warm_model: bytes) -> dict[str, Any]:
     """Inside a fresh process: load, run and release each stage in pipeline order.
 
-    ``preset``, ``workload`` and ``policy`` (parsed, and made ``paged``, by `stage_costs`)
-    arrive as objects: they pickle, so the child rebuilds and re-parses nothing."""
+    ``policy`` arrives parsed and ``paged``."""
     from tts_kit.models.family import make_engine
     from tts_kit.models.resolve import open_model
 
@@ -129,11 +127,8 @@ def stage_costs(
 ) -> StageCosts:
     """Measure the RSS each stage adds by loading and by running, in a fresh process.
 
-    ONNX Runtime is warmed up first (its globals count as runtime, not as the first
-    stage); then the workload's first text runs under ``loading`` (``paged``,
-    ``paged+noext``, ``paged+mmap``), each stage loaded, run and released before the next,
-    with RSS and the reset high-water mark read at every event. ``preset`` None: the
-    engine's default.
+    ONNX Runtime is warmed up first (its globals count as runtime); then the workload's
+    first text runs under ``loading`` (a ``paged`` variant), one stage at a time.
 
     Example:
         >>> costs = stage_costs("bundle-dir", "supertonic-default",

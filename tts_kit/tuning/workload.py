@@ -1,9 +1,7 @@
 """What a measurement synthesises: the `Workload` (texts, language, voice, steps, speed, seed,
 repeats, batch size), one object passed whole.
 
-Trials, sweeps, stage costs, the instance table and the tuner widget all take one
-`Workload`: frozen, plain (it pickles into an isolated child), with a JSON form
-(`to_dict`/`from_dict`). `DEFAULT_TEXTS` is the one default for measurements.
+Frozen and plain (it pickles into an isolated child), with a JSON form.
 
 Example:
     >>> from tts_kit.tuning.workload import Workload
@@ -50,9 +48,7 @@ def _is_int(value: Any) -> bool:
 class Workload:
     """What every call of a measurement synthesises, and how often.
 
-    Checked when built (one-line ``ValueError``), so a bad workload fails before any
-    process is spawned. ``texts`` may be given as a list or a single string; it is kept
-    as a tuple.
+    Checked when built (one-line ``ValueError``); ``texts``: a list or a single string.
 
     Example:
         >>> Workload(texts=["Hi.", "Bye."], batch_size=3).batch()
@@ -123,8 +119,7 @@ class Workload:
         return [self.texts[i % len(self.texts)] for i in range(self.batch_size)]
 
     def voice_for(self, bundle: Any) -> str:
-        """The voice to use on ``bundle`` (any model with ``voices`` and ``default_voice``):
-        ``voice`` if it has it, else its default, so one workload measures any bundle.
+        """``voice`` if ``bundle`` has it, else its default, so one workload measures any bundle.
 
         Example:
             >>> from types import SimpleNamespace
