@@ -1,9 +1,7 @@
 """What a speech model is, whatever its family: the `SpeechModel` protocol and its `Capabilities`.
 
-Everything above ``tts_kit.models`` asks a model what it can do (``model.capabilities``),
-what it is called (``model.label``) and how another process reopens it (``model.ref()``),
-never which family it is. A family (``supertonic/``, ``piper/``) provides a class that
-satisfies `SpeechModel`; adding a family touches ``tts_kit/models/`` only.
+Everything above ``tts_kit.models`` asks a model what it can do, what it is called and
+how to reopen it, never its family; adding a family touches ``tts_kit/models/`` only.
 
 Example:
     >>> from tts_kit.models.base import SpeechModel
@@ -86,12 +84,8 @@ class Capabilities:
 
 @runtime_checkable
 class SpeechModel(Protocol):
-    """A model opened and checked against its family's contract.
-
-    Both families (`tts_kit.models.supertonic.bundle.Bundle`,
-    `tts_kit.models.piper.bundle.PiperBundle`) satisfy it; a contract test runs every
-    family through the same checks.
-    """
+    """A model opened and checked against its family's contract (a test runs every family
+    through the same checks)."""
 
     family: str
     path: Path
@@ -143,9 +137,8 @@ class SpeechModel(Protocol):
 class SpeechEngine(Protocol):
     """An engine running a `SpeechModel`: stages, hooks, load policy and synthesis.
 
-    Every family's engine is built on `tts_kit.models.engine_base.EngineBase`, which
-    satisfies it; ``stream`` and ``synthesize`` take a
-    `tts_kit.models.synthesis.SynthesisConfig` and its fields as keyword overrides.
+    Built on `tts_kit.models.engine_base.EngineBase`; ``stream`` and ``synthesize`` take a
+    `SynthesisConfig` and its fields as keyword overrides.
 
     Example:
         >>> from tts_kit.models.family import make_engine

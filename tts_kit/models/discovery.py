@@ -1,10 +1,8 @@
 """Where a model spec points: its family, its location and where that came from.
 
-The first half of `tts_kit.models.resolve` (which opens what this finds), apart because it
-imports no model class (`Bundle.discover` asks it too). The family is read from what the
-location holds, never from a name's spelling: ``piper:NAME``, a ``.onnx`` file beside its
-``.onnx.json`` or a directory with exactly one such pair is Piper; anything else is
-Supertonic, except an incomplete Piper voice, whose gap `piper_gap` names in one line.
+The first half of `tts_kit.models.resolve`, importing no model class. The family is read
+from what the location holds: ``piper:NAME`` or a ``.onnx`` + ``.onnx.json`` pair is Piper,
+anything else Supertonic.
 
 Example:
     >>> from tts_kit.models.discovery import locate
@@ -64,8 +62,7 @@ def voice_pair(path: str | os.PathLike[str]) -> tuple[Path, Path] | None:
 
 def piper_gap(path: str | os.PathLike[str]) -> str | None:
     """What the Piper voice ``path`` looks like lacks, with the fix (one line), or None when
-    it looks like no Piper voice (or is a complete one): a lone ``.onnx`` file needs its
-    ``.onnx.json`` beside it, a folder of ``.onnx`` files exactly one voice with its config.
+    it looks like no Piper voice (or is a complete one).
 
     Example:
         >>> import tempfile
@@ -122,8 +119,7 @@ def family_of(spec: str | os.PathLike[str]) -> str:
 
 
 def default_standin_scale(*, settings: Settings | None = None) -> str:
-    """Scale of the stand-in discovery builds when no real model is found:
-    ``$TTS_KIT_STANDIN_SCALE``, else ``full`` (realistic costs); tests set ``tiny``.
+    """Scale of the stand-in discovery builds: ``$TTS_KIT_STANDIN_SCALE``, else ``full``.
 
     Example:
         >>> default_standin_scale(settings=Settings(standin_scale="medium"))

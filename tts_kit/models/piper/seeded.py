@@ -88,10 +88,9 @@ def seeded_cache_dir(*, settings: Settings | None = None) -> Path:
 
 
 def seeded_graph(path: str | os.PathLike[str]) -> Path:
-    """A copy of a Piper graph whose noise draws are slices of inputs (``tts_kit_noise_K``):
-    each ``RandomNormalLike`` becomes ``Slice(noise input, 0, Shape(its input))`` (cast for
-    an FP16 graph), so the caller decides the noise. Built once per graph content, in a child
-    process (the 60 MB parse stays out of a server), atomically, in `seeded_cache_dir`.
+    """A copy of a Piper graph whose ``RandomNormalLike`` draws are slices of inputs
+    (``tts_kit_noise_K``), so the caller decides the noise; built once per graph content,
+    in a child process, in `seeded_cache_dir`.
 
     Example:
         >>> seeded_graph("voice/en_US-joe-medium.onnx")  # doctest: +SKIP

@@ -1,11 +1,8 @@
 """Small graph-building layer over ``onnx.helper`` for the stand-in networks.
 
-Each method appends nodes (and seeded initializers) to one graph and returns the name
-of its output tensor, so a network reads like its PyTorch forward pass. Activations in
-``[B, C, T]`` layout feed convolutions; ``[B, T, C]`` feeds LayerNorm, MatMul and
-attention, as in the exported PyTorch graphs these stand in for. ``onnx`` (1.5 CPU-s to
-import) is imported by the first `GraphBuilder`, not with the module: the stand-in's notes
-and constants are read by every run.
+Each method appends nodes (and seeded initializers) and returns its output's name, so a
+network reads like its PyTorch forward pass (``[B, C, T]`` into convolutions, ``[B, T, C]``
+into LayerNorm, MatMul and attention). ``onnx`` is imported by the first `GraphBuilder`.
 
 Example:
     >>> import numpy as np
@@ -159,9 +156,7 @@ class GraphBuilder:
                  scope: str) -> str:
         """ConvNeXt block on ``[B, C, T]``: masked depthwise conv, LN, MLP, layer scale, residual.
 
-        The input is multiplied by the mask before the depthwise conv so that padded
-        positions contribute exactly zero, which makes a padded batch equal single calls.
-        """
+        Masked before the conv, so a padded batch equals single calls."""
         h = self.op("Mul", [x, mask], scope) if mask else x
         h = self.conv1d(h, ch, ch, k, f"{scope}.dwconv", dilation=dilation, groups=ch)
         h = self.transpose(h, [0, 2, 1], scope)
@@ -181,9 +176,8 @@ class GraphBuilder:
                   key_bias: str | None = None, v_in: str | None = None) -> str:
         """Multi-head attention on ``[B, T, C]`` tensors; returns ``[B, Tq, spec.dq]``.
 
-        ``key_bias`` is ``[B, 1, 1, Tk]``: 0 for real keys, `MASK_NEG` for padding.
-        ``v_in`` (as wide as ``kv_in``) gives the values their own source, as the real
-        vector estimator's style attention takes keys and values from different tensors.
+        ``key_bias`` ``[B, 1, 1, Tk]``: 0 for real keys, `MASK_NEG` for padding; ``v_in``
+        gives the values their own source (as the real style attention).
         """
         units, heads = spec.units, spec.heads
         if units % heads:
@@ -215,10 +209,7 @@ class GraphBuilder:
     # -- model --------------------------------------------------------------------------
 
     def model(self, spec: GraphSpec, io: dict[str, str], doc: str) -> onnx.ModelProto:
-        """Wrap the graph with the contract's I/O names, types and symbolic shapes.
-
-        ``io`` maps each contract output name to the internal tensor that produces it.
-        """
+        """Wrap the graph with the contract's I/O; ``io``: output name -> internal tensor."""
         helper = self._helper
         nodes = list(self.nodes)
         for out in spec.outputs:

@@ -1,9 +1,7 @@
 """Open and validate a Supertonic model bundle; find one when no path is given.
 
-A bundle is a directory of the layout in ``tts_kit.core.contract`` (four ONNX graphs,
-``onnx/tts.json``, ``onnx/unicode_indexer.json`` and ``voice_styles/*.json``). Opening one
-checks every file against the contract (a one-line `BundleError` naming the file) without
-loading the weights: graphs are scanned, so the engine's memory measured later is its own.
+A bundle is a directory of the layout in ``tts_kit.core.contract``; opening one checks
+every file against it (a one-line `BundleError`) without loading the weights.
 
 Example:
     >>> from tts_kit import Bundle
@@ -255,8 +253,7 @@ class Bundle:
 
     @property
     def default_voice(self) -> str:
-        """The voice used when none is named: ``M1`` (the official package's default) when
-        the bundle has it, else the first.
+        """The voice used when none is named: ``M1`` (the official default), else the first.
 
         Example:
             >>> Bundle.discover().default_voice  # doctest: +SKIP
@@ -362,9 +359,8 @@ class Bundle:
     @classmethod
     def discover(cls, path: str | os.PathLike[str] | None = None, *,
                  settings: Settings | None = None) -> Bundle:
-        """Open the Supertonic bundle `tts_kit.models.discovery.locate` finds (discovery
-        when ``path`` is None); a Piper voice there is a one-line `BundleError` naming
-        `tts_kit.make_engine`, which opens either family.
+        """Open the Supertonic bundle `tts_kit.models.discovery.locate` finds (a Piper voice
+        there is a `BundleError` naming `tts_kit.make_engine`).
 
         Example:
             >>> Bundle.discover().is_standin
@@ -380,9 +376,8 @@ class Bundle:
 
 def resolve_model_dir(path: str | os.PathLike[str] | None = None, *,
                       settings: Settings | None = None) -> tuple[Path, str]:
-    """Find the model directory (or Piper voice file) to use, and say where it came from:
-    `tts_kit.models.discovery.locate` (explicit ``path``, ``$TTS_KIT_MODEL_DIR``, the
-    official cache, the stand-in), as a path.
+    """The model directory (or Piper voice file) `tts_kit.models.discovery.locate` finds,
+    as a path, and where it came from.
 
     Example:
         >>> where, source = resolve_model_dir()

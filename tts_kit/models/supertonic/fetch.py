@@ -1,9 +1,7 @@
 """Download the real Supertonic model from its hub, at a pinned revision.
 
-The revisions are those the official ``supertonic`` package (v1.3.1) pins, so a fetch
-is reproducible. The download lands in a temporary directory beside the target, is
-validated as a `Bundle`, and only then renamed into place; an existing model is never
-overwritten.
+The revisions the official package (v1.3.1) pins. The download is validated as a `Bundle`
+beside the target, then renamed into place; an existing model is never overwritten.
 
 Example:
     >>> from tts_kit.models.supertonic.fetch import fetch_model

@@ -1,8 +1,8 @@
 """A synthetic Supertonic bundle: the real layout and architecture, seeded random weights
 (its audio is noise, its costs are realistic; docs/guide.md, "The stand-in").
 
-This module writes the bundle's files (``tts.json``, indexer, voices) and finds built ones
-in the cache; the four networks are built in `tts_kit.models.supertonic.standin_graphs`.
+This module writes the bundle's files and finds built ones in the cache; the networks are
+built in `tts_kit.models.supertonic.standin_graphs`.
 
 Example:
     >>> from tts_kit.models.supertonic.standin import build_standin
@@ -305,9 +305,8 @@ def build_standin(
     seed: int = 0,
     voices: Iterable[str] = ("M1", "F1"),
 ) -> StandinSummary:
-    """Build a stand-in bundle at ``path`` (absent or an empty directory), atomically: ``path``
-    is either absent or complete. An unknown scale, a bad voice name, or a file or non-empty
-    directory at ``path`` is a `TtsKitError`.
+    """Build a stand-in bundle at ``path`` (absent or an empty directory), atomically; a bad
+    scale, voice name or destination is a `TtsKitError`.
 
     Example:
         >>> s = build_standin("/tmp/standin-tiny", scale="tiny", seed=0)  # doctest: +SKIP
@@ -362,8 +361,8 @@ def _complete(path: Path) -> bool:
 
 def ensure_standin(scale: str = DEFAULT_SCALE, seed: int = 0, *,
                    settings: Settings | None = None) -> Path:
-    """The cached stand-in of this scale and seed, built on first use (processes racing
-    each build privately and rename into place; a loser discards its copy).
+    """The cached stand-in of this scale and seed, built on first use (racing processes
+    each build privately; a loser discards its copy).
 
     Example:
         >>> path = ensure_standin("tiny")  # doctest: +SKIP

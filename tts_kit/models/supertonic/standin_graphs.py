@@ -250,12 +250,8 @@ def _time_embedding(g: GraphBuilder, d: _VEDims) -> str:
 
 
 def _guidance_batch(g: GraphBuilder) -> dict[str, str]:
-    """The doubled batch ``[cond; uncond]`` the real graph builds before its vector field.
-
-    Conditional half: the user's ``text_emb``, a learned style key (`COND_STYLE_KEY`) and
-    ``style_ttl`` as values. Unconditional half: the masker's special tokens expanded over
-    the batch (and, for the text, over its length).
-    """
+    """The doubled batch ``[cond; uncond]`` the real graph builds before its vector field:
+    the user's text and style, then the masker's special tokens expanded over the batch."""
     style = contract.STYLE_TTL_DIMS
     two = g.const([2, 1, 1], "int64")
     s_shape = g.op("Shape", ["style_ttl"], "guidance")
