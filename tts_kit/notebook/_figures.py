@@ -62,8 +62,8 @@ def _fresh(fig: Figure | None, width: float, height: float) -> Figure:
 
 
 def budget_line(ax: Any, budget_mb: float | None, data_max: float, *, vertical: bool) -> bool:
-    """Draw the red dashed budget line when it lies within 2.5x ``data_max``, else only
-    name it in the legend ("off the scale": the data would be squeezed); True if drawn.
+    """Draw the budget line when within 2.5x ``data_max``, else only name it in the legend;
+    True if drawn.
 
     Example:
         >>> budget_line(_figure().subplots(), 200.0, 100.0, vertical=False)
@@ -119,8 +119,8 @@ def event_spans(
 
 def label_rows(xs: Sequence[float], names: Sequence[str], width_in: float,
                rows: int = 4, fontsize: float = 7.0) -> list[int | None]:
-    """A row (0 = top) for each label at axes fraction ``xs`` so that none covers another
-    (widths estimated at 0.6 em per character); None where all ``rows`` are taken.
+    """A row (0 = top) for each label at axes fraction ``xs`` so that none covers another;
+    None where all ``rows`` are taken.
 
     Example:
         >>> label_rows([0.1, 0.1, 0.5], ["trial: loaded", "trial: first call", "x"], 8.0)

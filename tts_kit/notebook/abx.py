@@ -1,8 +1,6 @@
-"""A blind ABX test for notebook 04: the listener hears A (the reference), B (the
-conversion) and a hidden X (one of them) and says which X is, for N trials; the result
-carries its exact one-sided binomial p-value (`binomial_p_value`; under `ALPHA` the
-listener tells them apart) and can be stored beside the conversion's report. `AbxTest` is
-plain Python; `abx_widget` puts it behind ipywidgets.
+"""A blind ABX test: the listener hears A (reference), B (conversion) and a hidden X and
+says which X is; the result carries its exact binomial p-value (under `ALPHA`: told apart).
+`AbxTest` is plain Python; `abx_widget` puts it behind ipywidgets.
 
 Example:
     >>> t = AbxTest(clips=1, trials=4, seed=0)
@@ -45,8 +43,8 @@ def binomial_p_value(correct: int, trials: int) -> float:
 
 @dataclass
 class AbxTest:
-    """``trials`` ABX trials over ``clips`` pairs of clips (A: reference, B: candidate),
-    in an order drawn from ``seed``: X is A in half the trials, the clips taken in turn.
+    """``trials`` ABX trials over ``clips`` pairs (A, B), in an order drawn from ``seed``:
+    X is A in half the trials.
 
     Example:
         >>> t = AbxTest(clips=2, trials=6, seed=1)
@@ -146,8 +144,7 @@ def _wav_bytes(wav: np.ndarray, sample_rate: int) -> bytes:
 def abx_widget(a_wavs: list[np.ndarray], b_wavs: list[np.ndarray], sample_rate: int, *,
                trials: int = 10, seed: int | None = None, save_to: str | None = None,
                context: dict[str, Any] | None = None) -> Any:
-    """The ABX test as an ipywidgets box: players A, B and X, two answer buttons, the
-    score; when done, the p-value (and, with ``save_to``, `AbxTest.save` there).
+    """The ABX test as an ipywidgets box; when done, the p-value (saved to ``save_to``).
 
     Example:
         >>> abx_widget([ref], [fp16], 22050, trials=10, save_to="fp16.abx.json")  # doctest: +SKIP

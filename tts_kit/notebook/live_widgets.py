@@ -62,11 +62,9 @@ def _is_worker(proc: psutil.Process) -> bool:
 class LiveMemoryGraph(W.VBox):
     """RSS of an isolated trial, redrawn while it runs; stage events and budget at the end.
 
-    `watch` runs a function that measures in a child process (`tts_kit.tuning.tune.trial`,
-    ...) on a worker thread, samples each new child's RSS and redraws every ``interval_s``
-    (less often when drawing would take over `LIVE_DRAW_SHARE` of the time). At the end
-    the graph is redrawn from the result's exact timeline and events; the live samples
-    stay in `live_samples`.
+    `watch` runs a function that measures in a child process on a worker thread, sampling
+    the child's RSS every ``interval_s``; at the end the graph is redrawn from the result's
+    exact timeline (the live samples stay in `live_samples`).
 
     Example:
         >>> from tts_kit.runtime.measure import run_isolated
@@ -99,10 +97,8 @@ class LiveMemoryGraph(W.VBox):
         self.image.value = _png(self.fig)
 
     def watch(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Run ``fn(*args, **kwargs)`` on a worker thread and graph its child's RSS live.
-
-        Returns what ``fn`` returned; re-raises what it raised.
-        """
+        """Run ``fn(*args, **kwargs)`` on a worker thread and graph its child's RSS live;
+        returns (or raises) what ``fn`` did."""
         before = _child_pids() | {os.getpid()}
         box: dict[str, Any] = {}
 
@@ -181,9 +177,8 @@ def _records_html(records: Sequence[dict[str, Any]]) -> str:
 class SessionTuner(W.VBox):
     """Pick a preset, threads, vCPUs, memory budget and load policy; Run measures in isolation.
 
-    Each Run is one `tts_kit.tuning.tune.trial` of ``workload`` (default 3 repeats; the
-    sliders override its steps and repeats), graphed live by a `LiveMemoryGraph`; every
-    run's record is tabulated and kept in `records`.
+    Each Run is one `tts_kit.tuning.tune.trial` of ``workload``, graphed live; its record
+    is kept in `records`.
 
     Example:
         >>> tuner = SessionTuner(Bundle.discover(), Workload(steps=2))  # doctest: +SKIP
@@ -272,8 +267,8 @@ class SessionTuner(W.VBox):
 
 
 def live_loadtest(url: str, title: str = "load test", **load: Any) -> Any:
-    """Run `tts_kit.serve.loadtest.run_load` on ``url``, redrawing `plots.load_levels`
-    (percentiles and pool memory over time) after each level; returns the `LoadResult`.
+    """Run `tts_kit.serve.loadtest.run_load` on ``url``, redrawing `plots.load_levels` after
+    each level; returns the `LoadResult`.
 
     Example:
         >>> res = live_loadtest("http://127.0.0.1:8000", concurrency=[1, 2, 4],

@@ -1,9 +1,7 @@
 """Plain matplotlib figures of measurements: memory timelines, stage times, A/B audio.
 
-The tuning figures (`tts_kit.notebook.tuning_plots`) and the serving ones
-(`tts_kit.notebook.serving_plots`) are importable from here too. Every function draws
-without ``pyplot`` (no global state, safe from threads) and returns a figure that shows
-itself as PNG in a notebook and embeds in a report; widgets draw with these same functions.
+The tuning and serving figures are importable from here too. Every function draws without
+``pyplot`` (safe from threads) and returns a figure that shows itself as PNG.
 
 Example:
     >>> from tts_kit.notebook import plots
@@ -197,8 +195,7 @@ def stage_times(
 ) -> Figure:
     """Per-stage wall time as horizontal bars (ms) of every stage the timings hold.
 
-    ``results``: a `SynthesisResult`, a ``timings`` dict (seconds per stage), or a mapping
-    ``label -> result or timings`` for grouped bars.
+    ``results``: a `SynthesisResult`, a ``timings`` dict, or ``label -> either`` (grouped).
 
     Example:
         >>> fig = stage_times({"text": 0.001, "vocoder": 0.02, "total": 0.03})
@@ -253,8 +250,7 @@ def _spec_kw(n: int) -> dict[str, int]:
 
 def spectrogram_range(waves: Sequence[tuple[np.ndarray, int]],
                       floor_db: float = 80.0) -> tuple[float, float]:
-    """The dB range of one colour scale for these waveforms' spectrograms: the loudest bin
-    of any, down ``floor_db``.
+    """One colour scale's dB range for these spectrograms: the loudest bin, down ``floor_db``.
 
     Example:
         >>> x = np.sin(np.linspace(0, 2000, 4410)).astype("float32")

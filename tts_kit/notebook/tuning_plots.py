@@ -45,15 +45,9 @@ def pareto(
 ) -> Figure:
     """Latency vs peak RSS for every trial, the Pareto front, the budget and the pick.
 
-    Filled markers are resident loading, hollow ones paged (or a budget): the policy that
-    moves memory most. The pick, the ``default`` record (an untuned deployment) and the
-    front's points are labelled; both axes start at zero, so a few MB or ms between
-    neighbours look as small as they are. Draws on ``ax`` when given (its figure is
-    returned), else on a new figure.
-
-    Records use the keys of `tts_kit.tuning.records`; a record's ``pareto`` flag is used
-    when present, else `tts_kit.tuning.records.pareto_front` gives the front. Trials that
-    did not finish are listed in the title.
+    Filled markers are resident loading, hollow ones paged; the pick, ``default`` and the
+    front are labelled; both axes start at zero. Draws on ``ax`` when given. Trials that did
+    not finish are listed in the title.
 
     Example:
         >>> from tts_kit.tuning.records import PEAK_RSS_MB
@@ -235,9 +229,8 @@ def latency_story(
     title: str | None = "one configuration, measured in three places",
     ax: Any = None,
 ) -> Figure:
-    """Session creation, first call and steady p50 of one configuration for each place it
-    was measured: rows of ``label`` and any of ``session_s``, ``first_ms``, ``p50_ms``
-    (`tts_kit.report.answer.latency_rows`), drawn in ms and labelled.
+    """Session creation, first call and steady p50 of one configuration per place measured
+    (rows of `tts_kit.report.answer.latency_rows`), in ms.
 
     Example:
         >>> fig = latency_story([{"label": "sweep", "session_s": 1.5, FIRST_MS: 900,
@@ -293,12 +286,9 @@ def stage_cost_bars(
     """Measured memory per stage (load and run) next to the article's estimated split.
 
     Args:
-        costs: a `tts_kit.runtime.loading.StageCosts`, or a mapping ``stage -> cost`` (with
-            ``load_mb`` and ``run_mb``, or a plain number of MB).
-        runtime_mb: RSS before any session (the article's "runtime" share; default: the
-            `StageCosts`' own).
-        article_split: the percentages beside the measurement: ``"claimed"`` (the
-            article's estimate), a mapping of your own, or None.
+        costs: a `StageCosts`, or ``stage -> cost`` (`tts_kit.runtime.costs.cost_parts`).
+        runtime_mb: RSS before any session (default: the `StageCosts`' own).
+        article_split: ``"claimed"`` (the article's estimate), a mapping, or None.
 
     Example:
         >>> fig = stage_cost_bars({"vocoder": {"load_mb": 30, "run_mb": 12}}, runtime_mb=60)

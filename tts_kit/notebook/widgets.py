@@ -1,9 +1,7 @@
 """Notebook widgets (ipywidgets): player, A/B player, normalisation playground, banners.
 
-The widgets are thin: synthesis is the engine's, normalisation `tts_kit.text`'s, drawing
-`tts_kit.notebook.plots`'. Figures show as PNG in an ``ipywidgets.Image`` (any frontend,
-updatable from a worker thread). The live widgets (`LiveMemoryGraph`, `SessionTuner`,
-`live_loadtest`) live in `tts_kit.notebook.live_widgets` and are importable from here.
+Thin: synthesis is the engine's, drawing `tts_kit.notebook.plots`'; figures show as PNG in
+an ``ipywidgets.Image``. The live widgets (`tts_kit.notebook.live_widgets`) import from here.
 
 Example:
     >>> from tts_kit import Engine
@@ -109,10 +107,8 @@ def model_summary(model: Any) -> str:
 
 
 def lesson(model: Any, needs: str, *, costs: bool = True, quick: bool = False) -> HTML:
-    """A box under a notebook's banner: what its lesson ``needs`` (one sentence), and
-    whether this run's model gives it. With ``costs`` (the lesson is in the measured
-    costs) a model without realistic costs is said to show the mechanics only; ``quick``:
-    the notebook runs in CI's quick mode.
+    """A box under a notebook's banner: what its lesson ``needs`` and whether this run's
+    model gives it (``costs``: without realistic costs it shows the mechanics only).
 
     Example:
         >>> box = lesson(Bundle.discover(), "Paged loading gives memory back.")  # doctest: +SKIP
@@ -147,10 +143,8 @@ def lesson(model: Any, needs: str, *, costs: bool = True, quick: bool = False) -
 
 
 def trust_line(records: Sequence[Any], *, cores: int | None = None) -> str:
-    """One line for a notebook's conclusions when its trials' figures are not to be trusted
-    (else ""): the machine was busy or the figures did not repeat, and what to do
-    (`tts_kit.tuning.contention.assess` decides, as for reports). ``cores``: the load
-    average's scale (default: this process's usable cores).
+    """One line for a notebook's conclusions when `tts_kit.tuning.contention.assess` finds
+    its figures untrustworthy (else ""). ``cores``: the load average's scale.
 
     Example:
         >>> trust_line([{"status": "ok", "core_share": 98.0, "cpu_wait_percent": 1.0}])
@@ -210,9 +204,7 @@ def _timings_html(timings: dict[str, float], duration_s: float | None = None) ->
 
 
 class Player(_StaticFallback, W.VBox):
-    """Synthesise and listen: text, language, voice, steps, speed and seed controls, as
-    far as the model has them (``steps`` only for a flow-matching model). Bad input is
-    shown as one line, not raised.
+    """Synthesise and listen, with the controls the model has; bad input shows as one line.
 
     Args:
         engine: the `Engine` to use (default: one on the discovered bundle).
@@ -283,9 +275,7 @@ class Player(_StaticFallback, W.VBox):
         return {"text/html": head + audio + self.info.value}
 
     def workload(self, **changes: Any) -> Workload:
-        """The current controls as a `Workload` (one text), plus ``changes``: measure what
-        was just heard in an isolated trial. A new-noise seed (-1) becomes 0, since a
-        measurement repeats the same noise.
+        """The current controls as a `Workload` (one text, seed -1 as 0), plus ``changes``.
 
         Example:
             >>> p = Player(text="Hello.", run=False)  # doctest: +SKIP
