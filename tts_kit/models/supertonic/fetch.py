@@ -12,13 +12,11 @@ Example:
 from __future__ import annotations
 
 import os
-import shutil
 import socket
-import tempfile
 from pathlib import Path
 from urllib.parse import urlparse
 
-from tts_kit.core import procfacts
+from tts_kit.core.atomic import atomic_dir
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.settings import settings as current_settings
 
@@ -74,20 +72,12 @@ def fetch_model(model: str = "supertonic-3", dest: str | os.PathLike[str] | None
         raise FetchError(f"the model hub is not reachable (offline?); {OFFLINE_HINT}")
     repo, revision = MODELS[model]
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
-        snapshot_download(repo_id=repo, revision=revision, local_dir=str(tmp))
-        from tts_kit.models.supertonic.bundle import Bundle
+        with atomic_dir(target) as tmp:
+            snapshot_download(repo_id=repo, revision=revision, local_dir=str(tmp))
+            from tts_kit.models.supertonic.bundle import Bundle
 
-        Bundle(tmp)  # refuse to install something that is not a valid bundle
-        if target.exists():
-            target.rmdir()  # empty, checked above
-        # mkdtemp made it 0700 (private while downloading); the model gets the umask's mode.
-        os.chmod(tmp, procfacts.umask_mode(0o777))
-        os.replace(tmp, target)
+            Bundle(tmp)  # refuse to install something that is not a valid bundle
     except Exception as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if isinstance(exc, FetchError):
-            raise
         raise FetchError(f"download of {repo}@{revision[:12]} failed: {exc}") from None
     return target
