@@ -238,22 +238,22 @@ def _spawn_scope(env: dict[str, str | None], hide_main: bool) -> Iterator[None]:
         saved = {k: os.environ.get(k) for k in env}
         real_main = sys.modules.get("__main__")
         try:
-            for k, v in env.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+            _set_environ(env)
             if hide_main and real_main is not None:
                 sys.modules["__main__"] = types.ModuleType("__main__")
             yield
         finally:
             if real_main is not None:
                 sys.modules["__main__"] = real_main
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+            _set_environ(saved)
+
+
+def _set_environ(env: dict[str, str | None]) -> None:
+    for k, v in env.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 def _check_importable(fn: Callable[..., Any]) -> None:
