@@ -102,9 +102,10 @@ def convert(
             `tts_kit.precision.recipes.RECIPES`). Every INT8 stage written gets a
             `kernel_report` (does ONNX Runtime really run integer kernels?).
         floor: also judge the result against the source's noise floor on the CPU
-            (`tts_kit.precision.evaluate.judge_against_floor`: ``report.judgement``).
+            (`tts_kit.precision.evaluate.judge_against_floor`: ``report.conformance``).
             Default: when ``measure`` is set and the CPU is among ``providers``.
-        quality: also judge as a listener would (``report.quality``); default: as ``floor``.
+        quality: also judge as a listener would (``report.quality``, the verdict);
+            default: as ``floor``.
 
     Returns:
         The `ConversionReport` (measurements that failed are in its ``status``).
@@ -174,7 +175,7 @@ def _convert_one_graph(src: str | os.PathLike[str], dst: str | os.PathLike[str],
     report = convert_piper(src, dst, dataclasses.replace(spec, measure=measure))
     with reuse_engines():  # the floor's distances and the quality read the same two engines
         if spec.floor if spec.floor is not None else measure:
-            report.judgement = judge_against_floor(src, report.dst, report.texts or None)
+            report.conformance = judge_against_floor(src, report.dst, report.texts or None)
         if _wanted(spec.quality, spec.floor, measure):
             report.quality = judge_quality(src, report.dst, spec.texts)
     return report
@@ -185,8 +186,7 @@ def _keep_verdict(report: ConversionReport) -> ConversionReport:
     whoever measures the copy later sees how it was judged."""
     if report.quality:
         save_verdict(report.dst, report.quality, recipe=report.recipe or report.to,
-                     source=Path(report.src).name,
-                     floor_verdict=(report.judgement or {}).get("verdict"))
+                     source=Path(report.src).name)
     return report
 
 
@@ -320,7 +320,7 @@ def _measure_result(report: ConversionReport, spec: ConvertSpec) -> None:
     # The floor is measured on the CPU: by default only when the CPU is among the providers.
     cpu = providers is None or "CPUExecutionProvider" in providers
     if floor if floor is not None else bool(measure) and cpu:
-        report.judgement = judge_against_floor(src_p, dst_p)
+        report.conformance = judge_against_floor(src_p, dst_p)
     if _wanted(spec.quality, floor, bool(measure) and cpu):
         report.quality = judge_quality(src_p, dst_p, spec.texts)
 
