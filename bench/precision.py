@@ -191,9 +191,9 @@ def main() -> int:
     print(format_runs(list(runs.values())))
     print()
     head = (f"{'recipe':<12}{'size':>6}{'peakRSS':>8}{'p50':>6}{'SNR dB':>8}{'logmel':>8}"
-            f"{'MCD':>7}{'len ms':>7}  {'stage SNR dB (DP TE VE Voc)':<28}verdict")
+            f"{'MCD':>7}{'len ms':>7}  {'stage SNR dB (DP TE VE Voc)':<28}vs floor")
     print("ratios to fp32 on CPU; fidelity pooled over the cases (stage SNR: each stage "
-          "alone on FP32's inputs); verdict against the floor")
+          "alone on FP32's inputs); vs floor: the conformance reading (not a listener's verdict)")
     print(head)
     met = []
     for name, rep in fids.items():

@@ -105,21 +105,22 @@ print(floor.table())
 #
 # Each recipe synthesises the same cases with the same noise as FP32: waveform SNR,
 # log-mel distance, mel-cepstral distortion (DTW-aligned when lengths differ), length
-# change, and each stage alone on FP32's inputs. The verdict: "within the floor" (no
-# further from FP32 than FP32 is from itself, within a factor of 2), "broken" (half-way or
-# more to another take), "audible risk" between. On the stand-in every lossy recipe is
-# "audible risk": its floor is float rounding, and its audio is noise, which says nothing
-# about what a listener would hear.
+# change, and each stage alone on FP32's inputs. Read against the floor, a conformance
+# figure: "within the floor" (no further from FP32 than FP32 is from itself, within a
+# factor of 2), "broken" (half-way or more to another take), "beyond the floor" between.
+# On the stand-in every lossy recipe is "beyond the floor": its floor is float rounding,
+# which a lossy copy is expected to exceed, and this says nothing a listener would hear.
 #
-# Beside it, the verdict a listener would agree with (`tts_kit.fidelity.listening`, what
-# `tts-kit verify --against DIR --floor` and `convert` give): PESQ, STOI, DNSMOS and MCD
-# against the same metrics between FP32's own takes (other initial noise), transparent,
-# acceptable, degraded or broken, with the metric that decided it. On the stand-in it is
-# computed all the same, on noise, and its notes say so (WER is left out: no words).
+# The verdict is the listener's (`tts_kit.fidelity.listening.decide`, what `tts-kit verify
+# --against DIR --floor` and `convert` give): PESQ, STOI, DNSMOS and MCD against the same
+# metrics between FP32's own takes (other initial noise), transparent, acceptable, degraded
+# or broken, with the metric that decided it. On the stand-in it is computed all the same,
+# on noise, and its notes say so (WER is left out: no words).
 
 # %%
 from tts_kit.core import contract
-from tts_kit.fidelity.listening import QUALITY_TEXTS, judge_quality, quality_spread
+from tts_kit.fidelity.floor import conformance
+from tts_kit.fidelity.listening import QUALITY_TEXTS, decide, judge_quality, quality_spread
 
 heard = ("Hello there.",) if quick else QUALITY_TEXTS  # quick: one short text (CI)
 # quick: DNSMOS left out on the stand-in's noise (CI; the real voice below measures it)
@@ -137,17 +138,18 @@ pd.DataFrame([{
     "MCD dB": v.distances.mcd_db, "length change ms": 1000 * v.distances.duration_change_s,
     **{f"{contract.STAGE_SHORT[s]} alone dB": min(r.stages_alone[s].snr_db for r in v.results)
        for s in contract.STAGES},
-    "verdict": v.verdict[0], "peak x": table.set_index("recipe").loc[n, "peak x"],
+    "verdict": decide(listener[n], v.floor_verdict)[0],
+    "decided by": listener[n]["decided_by"], "conformance": conformance(v.floor_verdict[0], n),
+    "peak x": table.set_index("recipe").loc[n, "peak x"],
     "PESQ": listener[n]["metrics"]["pesq"], "STOI": listener[n]["metrics"]["stoi"],
     "DNSMOS P.835": listener[n]["metrics"]["dnsmos_ovrl"],
     "DNSMOS P.808": listener[n]["metrics"]["dnsmos_p808"],
-    "listener's verdict": listener[n]["verdict"], "decided by": listener[n]["decided_by"],
 } for n, v in fidelity.items()]).round(2)
 
 # %% [markdown]
 # ## Listen: FP32 against a recipe, same text and noise
 #
-# Any difference is the conversion's. The titles carry the verdict measured above.
+# Any difference is the conversion's. The titles carry the listener's verdict measured above.
 
 # %%
 from tts_kit import Bundle, Engine, make_engine
@@ -161,7 +163,7 @@ for name in ("fp16", "sherpa-int8"):
     b = Engine(Bundle(bundles[name])).synthesize(texts[0], noise=OfficialNoise(0), **kw)
     d = fidelity[name].distances
     players[name] = ABPlayer(a, b, labels=("FP32", name),
-                             title=f"{name}: {fidelity[name].verdict[0]}; SNR {d.snr_db:.1f} dB,"
+                             title=f"{name}: {listener[name]['verdict']}; SNR {d.snr_db:.1f} dB,"
                                    f" MCD {d.mcd_db:.2f} dB")
 players["fp16"]
 
@@ -288,8 +290,9 @@ for name, v in fidelity.items():
     r = rows.loc[name]
     q = listener[name]
     print(f"{name}: {r['size x']:.2f}x FP32's size, {r['peak x']:.2f}x its peak RSS, "
-          f"{r['p50 x']:.2f}x its p50; {v.verdict[0]} (SNR {v.distances.snr_db:.1f} dB); "
-          f"as a listener would judge it: {q['verdict']} (decided by {q['decided_by']}).")
+          f"{r['p50 x']:.2f}x its p50; verdict {q['verdict']} (decided by {q['decided_by']}); "
+          f"conformance: {conformance(v.floor_verdict[0], name)} "
+          f"(SNR {v.distances.snr_db:.1f} dB).")
 for row in voice_rows[1:]:
     print(f"{speaker.label}, {row['recipe']}: {row['peak x'] or float('nan'):.2f}x FP32's peak "
           f"RSS; {row['verdict']} (decided by {row['decided by']}).")

@@ -257,8 +257,8 @@ def test_fp16_conversion_runs_and_keeps_the_voice(fp16_copy):
     assert f.passed, f.reasons  # same seed, same noise: the waveforms compare
     assert f.length_ref == f.length_candidate
     # Judged against the voice's own measured floor (threads, graph fusions, another seed).
-    j = report.judgement
-    assert j["verdict"] in ("within the floor", "audible risk"), j
+    j = report.conformance
+    assert j["verdict"] in ("within the floor", "beyond the floor"), j
     assert any(k.startswith("threads") for k in j["runs"])
     assert j["distances"]["log_mel_db"] < j["take"]["log_mel_db"]
     cfg = json.loads((out / "en_US-joe-medium.onnx.json").read_text())
@@ -335,7 +335,7 @@ def test_verify_compares_a_converted_copy_of_the_voice(tmp_path, fp16_copy, caps
     assert rc == (0 if q["verdict"] in ("transparent", "acceptable") else 1), out
     assert "same noise" in out and "FAIL: waveform SNR" in out
     assert f"decided by {q['decided_by']}" in out
-    assert data["judgement"]["verdict"] == "audible risk"
+    assert data["conformance"]["verdict"] == "beyond the floor"
     assert 15 < data["distances"]["snr_db"] < 60
 
 

@@ -229,10 +229,10 @@ def test_fp16_fidelity_is_measured(fp16, tmp_path):
     assert "fidelity vs fp32 on CPU" in report.table() and "PASSED" in report.table()
     # Judged against the source's measured floor too (float rounding of the same model):
     # FP16 is not broken, and the floor it is judged on is far finer than another take.
-    j = report.judgement
-    assert j["verdict"] in ("within the floor", "audible risk"), j
+    j = report.conformance
+    assert j["verdict"] in ("within the floor", "beyond the floor"), j
     assert j["floor"]["log_mel_db"] < j["distances"]["log_mel_db"] < j["take"]["log_mel_db"]
-    assert back.judgement == j and "against the source's measured noise floor" in report.table()
+    assert back.conformance == j and "against the source's measured noise floor" in report.table()
 
 
 @pytest.mark.slow  # a measured conversion: fidelity in a fresh process
@@ -263,7 +263,7 @@ def test_broken_conversion_is_flagged(tiny_bundle_dir, tmp_path, monkeypatch):
     assert f.waveform_snr_db < 5.0 and any("waveform SNR" in why for why in f.reasons)
     assert f.stage_snr_db["vocoder"] < 5.0 < f.stage_snr_db["text_encoder"]
     assert "FAILED" in r.table()
-    assert r.judgement["verdict"] == "broken" and "BROKEN" in r.table()
+    assert r.conformance["verdict"] == "broken" and "BROKEN" in r.table()
 
 
 def test_converting_twice_is_refused(int8, tmp_path):
@@ -277,7 +277,7 @@ def test_missing_cuda_is_a_note_not_a_crash(tiny_bundle_dir, tmp_path):
         pytest.skip("this machine has the CUDA provider")
     r = convert(tiny_bundle_dir, tmp_path / "out", to="int8",
                 providers=["CUDAExecutionProvider"], repeats=1)
-    assert r.runs == [] and r.fidelity == {} and r.judgement == {}  # nothing ran on the CPU
+    assert r.runs == [] and r.fidelity == {} and r.conformance == {}  # nothing ran on the CPU
     # A bundle is never compared as a single .onnx file would be (no note about it either).
     assert r.output_snr_db == {} and not any("output comparison" in n for n in r.notes)
     assert any("CUDA not measured" in n and "onnxruntime-gpu" in n for n in r.notes)

@@ -230,7 +230,7 @@ def test_verdicts_are_relative_to_the_measured_floor(tiny_bundle_dir: Path, tmp_
         r = verify(tiny_bundle_dir, cand, cases)
         r.floor = floor
         verdicts[name] = r.verdict[0]
-    assert verdicts == {"same": "within the floor", "nudged": "audible risk",
+    assert verdicts == {"same": "within the floor", "nudged": "beyond the floor",
                         "broken": "broken"}
     # The floor is measured, not typed: its runs differ (fusions, padding) but barely, and
     # another noise draw is far.

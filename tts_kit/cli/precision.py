@@ -57,12 +57,11 @@ def cmd_convert(args: argparse.Namespace) -> int:
     if args.report:
         report.save(args.report)
         _say(f"wrote {args.report}")
-    judged = report.judgement or {}
-    if judged.get("verdict") == "broken":
+    verdict, why = report.verdict or ("", [])
+    if verdict == "broken":
         # Its own verdict: a script must not ship the copy (exit 1, like verify's FAIL).
-        why = "; ".join(judged.get("reasons") or []) or "see the table above"
-        _say(f"tts-kit convert: the copy at {args.dst} is broken against the source's "
-             f"measured noise floor ({why}); exit 1", file=sys.stderr)
+        _say(f"tts-kit convert: the copy at {args.dst} is broken "
+             f"({'; '.join(why) or 'see the table above'}); exit 1", file=sys.stderr)
         return 1
     return 0
 
@@ -140,10 +139,10 @@ def register(add: AddCommand) -> None:
     sp.add_argument("--fidelity-only", action="store_true",
                     help="measure fidelity against the source, not memory or latency")
     sp.add_argument("--no-floor", action="store_true",
-                    help="skip judging the result against the source's measured noise floor "
-                    "(threads, graph fusions, batch padding, another noise draw: within the "
-                    "floor, audible risk or broken; about a minute at full size) and the "
-                    "listener's verdict (PESQ/STOI/DNSMOS/WER against the source's own takes)")
+                    help="skip the listener's verdict (PESQ/STOI/DNSMOS/WER against the "
+                    "source's own takes) and the conformance against the source's measured "
+                    "noise floor (threads, graph fusions, batch padding; about a minute at "
+                    "full size)")
 
     sp = add("verify", cmd_verify,
              "synthesise the same texts (en, ko), voices, steps, speeds and noise through "
@@ -160,9 +159,9 @@ def register(add: AddCommand) -> None:
                     help="tolerance: largest absolute difference of any output (default 1e-3)")
     sp.add_argument("--floor", action="store_true",
                     help="also measure the model's noise floor (threads, graph fusions, batch "
-                    "padding; another noise draw) and judge against it: within the floor, "
-                    "audible risk or broken; against a copy (--against DIR) also the listener's "
-                    "verdict, PESQ/STOI/DNSMOS/WER/MCD against the model's own takes with other "
-                    "noise: transparent, acceptable, degraded or broken, which then decides; "
-                    "exit 0 only within the floor, transparent or acceptable")
+                    "padding; another noise draw) and read against it: within the floor, "
+                    "beyond the floor or broken; against a copy (--against DIR) also the "
+                    "listener's verdict, PESQ/STOI/DNSMOS/WER/MCD against the model's own takes "
+                    "with other noise: transparent, acceptable, degraded or broken, which then "
+                    "decides; exit 0 only within the floor, transparent or acceptable")
     sp.add_argument("--json", default=None, help="write the report as JSON here")

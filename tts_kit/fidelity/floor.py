@@ -54,7 +54,23 @@ FLOOR_FACTOR = 2.0
 #: the candidate is nearer to an unrelated take than to the rendition it should reproduce.
 BROKEN_FRACTION = 0.5
 
-FLOOR_READINGS = ("within the floor", "audible risk", "broken")
+FLOOR_READINGS = ("within the floor", "beyond the floor", "broken")
+#: A reading said as the conformance figure it is (a lossy copy's verdict is the
+#: listener's, `tts_kit.fidelity.listening.decide`); "audible risk": its old name.
+CONFORMANCE = {"within the floor": "within float rounding of the source",
+               "broken": "BROKEN: at least half-way to another noise draw",
+               **dict.fromkeys(("beyond the floor", "audible risk"), "differs from the source "
+                               "beyond float rounding: expected for {to}")}
+
+
+def conformance(reading: str, to: str = "a lossy copy") -> str:
+    """``reading`` (`FLOOR_READINGS`) said as a conformance figure for a ``to`` copy.
+
+    Example:
+        >>> conformance("beyond the floor", "FP16")
+        'differs from the source beyond float rounding: expected for FP16'
+    """
+    return CONFORMANCE.get(reading, reading).format(to=to)
 
 
 @dataclass
@@ -117,14 +133,14 @@ class Floor:
     what may (thread count, graph fusions, batch padding), ``floor`` their worst; ``take``:
     the distance to another noise draw. `FLOOR_READINGS`: ``broken`` when the log-mel
     distance or MCD reaches `BROKEN_FRACTION` of another take's; ``within the floor`` when
-    every distance is within `FLOOR_FACTOR` of the floor's; ``audible risk`` between.
+    every distance is within `FLOOR_FACTOR` of the floor's; ``beyond the floor`` between.
 
     Example:
         >>> f = Floor({}, Distances(90.0, 0.01, 0.01, 0.0), Distances(0.5, 8.0, 9.0, 0.0))
         >>> f.verdict(Distances(88.0, 0.015, 0.012, 0.0))[0]
         'within the floor'
         >>> f.verdict(Distances(30.0, 1.0, 1.5, 0.0))[0]
-        'audible risk'
+        'beyond the floor'
         >>> f.verdict(Distances(0.1, 9.0, 9.5, 0.2))[0]
         'broken'
     """
@@ -135,7 +151,7 @@ class Floor:
     factor: float = FLOOR_FACTOR
 
     def verdict(self, d: Distances) -> tuple[str, list[str]]:
-        """``(verdict, reasons)``: within the floor, audible risk, or broken."""
+        """``(reading, reasons)``: within the floor, beyond the floor, or broken."""
         if not d.finite():
             return "broken", ["non-finite audio"]
         half = BROKEN_FRACTION
@@ -144,7 +160,7 @@ class Floor:
             return "broken", [f"{r} ({half:g}x another noise draw's)" for r in past_take]
         beyond = d.worse_than(self.floor, self.factor)
         if beyond:
-            return "audible risk", [f"{r} ({self.factor:g}x the floor)" for r in beyond]
+            return "beyond the floor", [f"{r} ({self.factor:g}x the floor)" for r in beyond]
         return "within the floor", []
 
     def table(self) -> str:

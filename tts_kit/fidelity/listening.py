@@ -138,6 +138,21 @@ def quality_spread(reference: Any, texts: Sequence[str] | None = None, *,
     return take_spread(all_takes, rate, skip=skip)
 
 
+def decide(quality: dict[str, Any] | None, floor: tuple[str, list[str]] | None = None
+           ) -> tuple[str, list[str]] | None:
+    """The one verdict of a converted copy, ``(verdict, reasons)``: the listener's
+    (`judge_quality`) when measured, else the reading against the floor
+    (`tts_kit.fidelity.floor.Floor.verdict`); None when neither was measured.
+
+    Example:
+        >>> decide({"verdict": "transparent", "reasons": []}, ("beyond the floor", ["x"]))
+        ('transparent', [])
+    """
+    if quality:
+        return quality["verdict"], list(quality.get("reasons", []))
+    return (floor[0], list(floor[1])) if floor else None
+
+
 def quality_lines(q: dict[str, Any]) -> list[str]:
     """`ConversionReport.quality` (`tts_kit.fidelity.listening.judge_quality`) as lines:
     the verdict with its deciding metric, the candidate's metrics against the takes'.

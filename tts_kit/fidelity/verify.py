@@ -40,7 +40,7 @@ from tts_kit.fidelity.cases import (
     default_cases,
     json_safe,
 )
-from tts_kit.fidelity.floor import Distances, Floor, noise_floor
+from tts_kit.fidelity.floor import Distances, Floor, conformance, noise_floor
 
 #: Default tolerance: every stage and every waveform within this SNR of the reference ...
 MIN_SNR_DB = 60.0
@@ -122,16 +122,15 @@ class VerifyReport:
 
     @property
     def verdict(self) -> tuple[str, list[str]] | None:
-        """The listener's verdict on a converted copy when measured (transparent,
-        acceptable, degraded, broken); else the one against the floor (within the floor,
-        audible risk, broken); None when neither was asked."""
-        if self.quality:
-            return self.quality["verdict"], list(self.quality.get("reasons", []))
-        return self.floor_verdict
+        """The verdict (`tts_kit.fidelity.listening.decide`): the listener's when measured,
+        else the reading against the floor; None when neither was asked."""
+        from tts_kit.fidelity.listening import decide
+
+        return decide(self.quality, self.floor_verdict)
 
     @property
     def floor_verdict(self) -> tuple[str, list[str]] | None:
-        """Against the floor (when measured): within the floor, audible risk, or broken."""
+        """Against the floor (when measured): within the floor, beyond the floor, or broken."""
         return self.floor.verdict(self.distances) if self.floor and self.results else None
 
     def failures(self) -> list[str]:
@@ -167,7 +166,10 @@ class VerifyReport:
 
     def table(self) -> str:
         """The report as text: one block per case, a line per stage."""
-        lines = [f"verify {self.model} against {self.against}",
+        from tts_kit.fidelity.listening import quality_lines
+
+        lines = [f"verify {self.model} against {self.against}",  # the verdict first, alone
+                 *(quality_lines(self.quality) if self.quality else []),
                  f"tolerance: {self.tolerance()}", ""]
         for r in self.results:
             lines.append(r.case.label())
@@ -194,7 +196,8 @@ class VerifyReport:
                       f"SNR {_db(self.distances.snr_db)} dB, log-mel "
                       f"{self.distances.log_mel_db:.4f} dB, MCD {self.distances.mcd_db:.4f} dB, "
                       f"length change {self.distances.duration_change_s * 1000:.1f} ms",
-                      f"{'against the floor' if self.quality else 'verdict'}: {verdict}",
+                      f"conformance: {conformance(verdict)}" if self.quality
+                      else f"verdict: {verdict}",
                       *[f"  {w}" for w in why]]
         bad = self.failures()
         lines.append("")
@@ -204,10 +207,6 @@ class VerifyReport:
                         f"FAIL: {len(bad)} comparison(s) outside tolerance" if bad else
                         "FAIL: nothing compared"))
         lines += [f"  {b}" for b in bad[:20]]
-        if self.quality:  # the verdict that decides, last
-            from tts_kit.fidelity.listening import quality_lines
-
-            lines += ["", *quality_lines(self.quality)]
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:

@@ -102,9 +102,10 @@ def convert(
             `tts_kit.precision.recipes.RECIPES`). Every INT8 stage written gets a
             `kernel_report` (does ONNX Runtime really run integer kernels?).
         floor: also judge the result against the source's noise floor on the CPU
-            (`tts_kit.precision.evaluate.judge_against_floor`: ``report.judgement``).
+            (`tts_kit.precision.evaluate.judge_against_floor`: ``report.conformance``).
             Default: when ``measure`` is set and the CPU is among ``providers``.
-        quality: also judge as a listener would (``report.quality``); default: as ``floor``.
+        quality: also judge as a listener would (``report.quality``, the verdict);
+            default: as ``floor``.
 
     Returns:
         The `ConversionReport` (measurements that failed are in its ``status``).
@@ -172,11 +173,7 @@ def _convert_one_graph(src: str | os.PathLike[str], dst: str | os.PathLike[str],
     _check_measure(spec.measure)
     measure = bool(spec.measure)
     report = convert_piper(src, dst, dataclasses.replace(spec, measure=measure))
-    with reuse_engines():  # the floor's distances and the quality read the same two engines
-        if spec.floor if spec.floor is not None else measure:
-            report.judgement = judge_against_floor(src, report.dst, report.texts or None)
-        if _wanted(spec.quality, spec.floor, measure):
-            report.quality = judge_quality(src, report.dst, spec.texts)
+    _judge(report, src, spec, measure, report.texts or None)
     return report
 
 
@@ -185,16 +182,20 @@ def _keep_verdict(report: ConversionReport) -> ConversionReport:
     whoever measures the copy later sees how it was judged."""
     if report.quality:
         save_verdict(report.dst, report.quality, recipe=report.recipe or report.to,
-                     source=Path(report.src).name,
-                     floor_verdict=(report.judgement or {}).get("verdict"))
+                     source=Path(report.src).name)
     return report
 
 
-def _wanted(quality: bool | None, floor: bool | None, default: bool) -> bool:
-    """Whether to judge the quality: as asked, else as the floor was asked, else ``default``."""
-    if quality is not None:
-        return quality
-    return floor if floor is not None else default
+def _judge(report: ConversionReport, src: Any, spec: ConvertSpec, default: bool,
+           floor_texts: Any = None) -> None:
+    """The floor's conformance figure (``spec.floor``, else ``default``) and the listener's
+    verdict (``spec.quality``, else as the floor), reading the same two engines."""
+    floor, dst = spec.floor if spec.floor is not None else default, Path(report.dst)
+    with reuse_engines():
+        if floor:
+            report.conformance = judge_against_floor(src, dst, floor_texts)
+        if spec.quality if spec.quality is not None else floor:
+            report.quality = judge_quality(src, dst, spec.texts)
 
 
 def _apply_recipe(recipe: str | None, to: str, stages: Iterable[str] | None
@@ -308,7 +309,7 @@ def _note_links(report: ConversionReport, skipped_links: list[str]) -> None:
 def _measure_result(report: ConversionReport, spec: ConvertSpec) -> None:
     """`convert`'s measurements of the written result (see ``measure`` and ``floor``)."""
     src_p, dst_p = Path(report.src), Path(report.dst)
-    measure, providers, floor = spec.measure, spec.providers, spec.floor
+    measure, providers = spec.measure, spec.providers
     if report.kind == "onnx":
         if measure:
             report.measured = True
@@ -318,11 +319,8 @@ def _measure_result(report: ConversionReport, spec: ConvertSpec) -> None:
         report.measured = True
         measure_conversion(report, spec.measurement, providers, runs=measure is True)
     # The floor is measured on the CPU: by default only when the CPU is among the providers.
-    cpu = providers is None or "CPUExecutionProvider" in providers
-    if floor if floor is not None else bool(measure) and cpu:
-        report.judgement = judge_against_floor(src_p, dst_p)
-    if _wanted(spec.quality, floor, bool(measure) and cpu):
-        report.quality = judge_quality(src_p, dst_p, spec.texts)
+    _judge(report, src_p, spec, bool(measure) and (providers is None
+                                                   or "CPUExecutionProvider" in providers))
 
 
 def _convert_bundle(bundle: Any, report: ConversionReport, plan: dict[str, str] | None,

@@ -26,7 +26,8 @@ from typing import Any
 
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
-from tts_kit.fidelity.listening import quality_lines
+from tts_kit.fidelity.floor import conformance
+from tts_kit.fidelity.listening import decide, quality_lines
 from tts_kit.tuning.records import to_number
 
 #: Conversion targets.
@@ -377,14 +378,21 @@ class ConversionReport:
     """Anything skipped, and why."""
     recipe: str = ""
     """The per-stage recipe (`tts_kit.precision.recipes.RECIPES`), when one was used."""
-    judgement: dict[str, Any] = field(default_factory=dict)
-    """The result against the source's measured noise floor (``verdict``, ``reasons``,
+    conformance: dict[str, Any] = field(default_factory=dict)
+    """The copy against the source's measured noise floor, a conformance figure, not the
+    verdict (``verdict``: a `tts_kit.fidelity.floor.FLOOR_READINGS`, ``reasons``,
     ``distances``, ``floor``, ``take``, ``runs``; `tts_kit.precision.evaluate.judge_against_floor`);
     empty when not measured."""
     quality: dict[str, Any] = field(default_factory=dict)
-    """The verdict a listener would agree with (``verdict``: transparent, acceptable,
-    degraded or broken; ``decided_by``, ``reasons``, ``metrics``, ``spread``;
+    """The listener's verdict (``verdict``: transparent, acceptable, degraded or broken;
+    ``decided_by``, ``reasons``, ``metrics``, ``spread``;
     `tts_kit.fidelity.listening.judge_quality`); empty when not measured."""
+
+    @property
+    def verdict(self) -> tuple[str, list[str]] | None:
+        """The one verdict, ``(verdict, reasons)`` (`tts_kit.fidelity.listening.decide`)."""
+        c = self.conformance
+        return decide(self.quality, (c["verdict"], c.get("reasons", [])) if c else None)
 
     @property
     def size_before(self) -> int:
@@ -421,8 +429,12 @@ class ConversionReport:
         return None
 
     def table(self) -> str:
-        """Human-readable summary: sizes, memory, latency, fidelity."""
-        lines = [
+        """Human-readable summary: the verdict first and alone, then sizes, memory,
+        latency, fidelity and the conformance against the source's floor."""
+        verdict = self.verdict
+        lines = [*(quality_lines(self.quality) if self.quality else
+                   [f"verdict (against the source's measured noise floor): "
+                    f"{verdict[0].upper()}"] if verdict else []),
             f"{self.kind} {self.src} -> {self.dst}  ({self.recipe or self.to}; converted: "
             f"{', '.join(self.converted) or '-'})",
             f"{'stage':<20}{'before MB':>10}{'after MB':>10}{'ratio':>7}  {'weights':<17}ops",
@@ -454,8 +466,7 @@ class ConversionReport:
             lines.append(format_runs(self.runs))
         for prov, f in self.fidelity.items():
             stages = ", ".join(f"{k} {_fmt_db(v)}" for k, v in f.stage_snr_db.items())
-            # Sanity thresholds chosen by hand (catch a broken conversion cheaply); the
-            # judgement that means something is against the measured floor, below.
+            # Sanity thresholds chosen by hand (catch a broken conversion cheaply).
             verdict = ("PASSED the sanity thresholds" if f.passed
                        else "FAILED the sanity thresholds: " + "; ".join(f.reasons))
             lines.append(
@@ -467,20 +478,19 @@ class ConversionReport:
                 f"{f.max_log_mel_db:g} dB, length within {100 * MAX_LENGTH_CHANGE:g} %; "
                 f"length {100 * f.length_change:+.3f} %)"
             )
-        if self.judgement:
-            j = self.judgement
+        if self.conformance:
+            j = self.conformance
             d, fl, take = j["distances"], j["floor"], j["take"]
             read = f" on {j['read']}" if j.get("read") else ""
             lines.append(
-                f"against the source's measured noise floor{read}: {j['verdict'].upper()} "
+                f"conformance against the source's measured noise floor{read}: "
+                f"{conformance(j['verdict'], self.to.upper())} "
                 f"(distances: SNR {_fmt_db(_num(d['snr_db']))}, log-mel "
                 f"{d['log_mel_db']:.3g} dB, MCD {d['mcd_db']:.3g} dB; floor: SNR "
                 f"{_fmt_db(_num(fl['snr_db']))}, log-mel {fl['log_mel_db']:.3g} dB, MCD "
                 f"{fl['mcd_db']:.3g} dB; another take: log-mel {take['log_mel_db']:.3g} dB, "
                 f"MCD {take['mcd_db']:.3g} dB)")
             lines += [f"  {r}" for r in j.get("reasons", [])]
-        if self.quality:
-            lines += quality_lines(self.quality)
         if self.output_snr_db:
             lines.append(
                 "outputs vs source on random inputs: "
@@ -503,13 +513,14 @@ class ConversionReport:
             elif f.name == "output_snr_db":
                 v = {k: _json_num(x) for k, x in v.items()}
             d[f.name] = v
-        d["passed"] = self.passed
+        d["passed"], d["verdict"] = self.passed, (self.verdict or (None,))[0]
         return d
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ConversionReport:
-        """Inverse of `to_dict`."""
-        d = {k: v for k, v in data.items() if k != "passed"}
+        """Inverse of `to_dict` (an older report names ``conformance`` ``judgement``)."""
+        d = {k: v for k, v in data.items() if k not in ("passed", "verdict", "judgement")}
+        d.setdefault("conformance", data.get("judgement") or {})
         d["stages"] = {k: StageReport(**s) for k, s in d.get("stages", {}).items()}
         d["runs"] = [RunRecord.from_dict(r) for r in d.get("runs", [])]
         d["fidelity"] = {k: Fidelity.from_dict(f) for k, f in d.get("fidelity", {}).items()}

@@ -21,6 +21,7 @@ import os
 import statistics
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,9 @@ import numpy as np
 from tts_kit.core import contract
 from tts_kit.core.procfacts import rss_mb
 from tts_kit.fidelity.audio_metrics import snr_from_energies, waveform_fidelity
+from tts_kit.fidelity.cases import json_safe
+from tts_kit.fidelity.floor import Distances, conformance, noise_floor
+from tts_kit.fidelity.listening import decide, judge_quality, quality_lines
 from tts_kit.precision.conversion_report import (
     MAX_LOG_MEL_DB,
     MIN_SNR_DB,
@@ -352,7 +356,6 @@ def piper_distances(reference: Any, candidate: Any, texts: Sequence[str] = PIPER
         True
     """
     from tts_kit.fidelity.engine_reuse import default_preset, engine
-    from tts_kit.fidelity.floor import Distances
 
     with engine(reference, default_preset()) as ref_engine, \
             engine(candidate, default_preset()) as cand_engine:
@@ -375,7 +378,6 @@ def piper_floor(model: Any, texts: Sequence[str] = PIPER_TEXTS, seed: int = 0,
         >>> print(piper_floor("piper:joe-us").table())  # doctest: +SKIP
     """
     from tts_kit.fidelity.cases import Case
-    from tts_kit.fidelity.floor import noise_floor
     from tts_kit.models.resolve import open_model
 
     bundle = open_model(model)
@@ -392,7 +394,7 @@ def piper_floor(model: Any, texts: Sequence[str] = PIPER_TEXTS, seed: int = 0,
 def judge_against_floor(src: Any, dst: Any, texts: Sequence[str] | None = None
                         ) -> dict[str, Any]:
     """``dst`` (a converted copy) against ``src``'s measured noise floor: the verdict
-    (``within the floor``, ``audible risk`` or ``broken``, `tts_kit.fidelity.floor.Floor`), its
+    (``within the floor``, ``beyond the floor`` or ``broken``, `tts_kit.fidelity.floor.Floor`), its
     reasons, the distances and the floor, as plain JSON-ready data.
 
     A Supertonic bundle goes through `tts_kit.fidelity.verify.verify` (``floor=True``: threads,
@@ -402,7 +404,7 @@ def judge_against_floor(src: Any, dst: Any, texts: Sequence[str] | None = None
 
     Example:
         >>> judge_against_floor("standin-tiny", "standin-tiny-fp16")["verdict"]  # doctest: +SKIP
-        'audible risk'
+        'beyond the floor'
     """
     from tts_kit.fidelity.verify import verify
     from tts_kit.models.resolve import open_model
@@ -420,20 +422,16 @@ def judge_against_floor(src: Any, dst: Any, texts: Sequence[str] | None = None
 
 
 def judgement(floor: Any, distances: Any, read: str = "") -> dict[str, Any]:
-    """A candidate's `tts_kit.fidelity.floor.Distances` judged on a measured
-    `tts_kit.fidelity.floor.Floor`,
-    as the JSON-ready dict `judge_against_floor` returns (``read``: what both sides read).
+    """A candidate's `tts_kit.fidelity.floor.Distances` read on a measured
+    `tts_kit.fidelity.floor.Floor`, as the JSON-ready dict `judge_against_floor` returns
+    (``read``: what both sides read).
 
     Example:
         >>> from tts_kit.fidelity.floor import Distances, Floor
         >>> f = Floor({}, Distances(90.0, 0.01, 0.01, 0.0), Distances(0.5, 8.0, 9.0, 0.0))
         >>> judgement(f, Distances(30.0, 1.0, 1.5, 0.0))["verdict"]
-        'audible risk'
+        'beyond the floor'
     """
-    from dataclasses import asdict
-
-    from tts_kit.fidelity.cases import json_safe
-
     verdict, why = floor.verdict(distances)
     return json_safe({"verdict": verdict, "reasons": why, "read": read,
                        "distances": asdict(distances),
@@ -459,10 +457,10 @@ class CopyCheck:
     """
 
     def __init__(self, model: str, against: str, distances: Any, problems: list[str],
-                 judgement: dict[str, Any] | None = None,
+                 conformance: dict[str, Any] | None = None,
                  quality: dict[str, Any] | None = None) -> None:
         self.model, self.against, self.distances = model, against, distances
-        self.problems, self.judgement, self.quality = problems, judgement, quality
+        self.problems, self.conformance, self.quality = problems, conformance, quality
 
     @property
     def passed(self) -> bool:
@@ -471,38 +469,35 @@ class CopyCheck:
 
     @property
     def verdict(self) -> tuple[str, list[str]] | None:
-        """``(verdict, reasons)``: the listener's verdict (transparent, acceptable, degraded,
-        broken) when measured, else the one on the floor; None when neither was asked."""
-        j = self.quality or self.judgement
-        return (j["verdict"], j["reasons"]) if j else None
+        """``(verdict, reasons)``: `tts_kit.fidelity.listening.decide`."""
+        c = self.conformance
+        return decide(self.quality, (c["verdict"], c["reasons"]) if c else None)
 
     def table(self) -> str:
-        """The distances, the verdict on the floor (when measured), then PASS or FAIL."""
-        d = self.distances
-        lines = [f"{self.model} against {self.against} (same texts, same noise): "
+        """The listener's verdict (when measured) first, the distances, the floor's
+        conformance figure, then PASS or FAIL (the tolerance)."""
+        d, c = self.distances, self.conformance
+        lines = [*(quality_lines(self.quality) if self.quality else []),
+                 f"{self.model} against {self.against} (same texts, same noise): "
                  f"SNR {d.snr_db:.1f} dB, log-mel {d.log_mel_db:.3g} dB, MCD {d.mcd_db:.3g} dB, "
                  f"length change {d.duration_change_s * 1000:.1f} ms"]
-        if self.judgement:
-            lines.append(f"against the voice's measured floor: {self.judgement['verdict']}")
-            lines += [f"  {reason}" for reason in self.judgement["reasons"]]
-        if self.quality:
-            from tts_kit.fidelity.listening import quality_lines
-
-            lines += quality_lines(self.quality)
+        if c:
+            lines.append(f"conformance against the voice's measured floor: "
+                         f"{conformance(c['verdict'])}")
+            lines += [f"  {reason}" for reason in c["reasons"]]
         lines.append("PASS: within the tolerance" if self.passed
                      else "FAIL: " + "; ".join(self.problems))
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: model, against, distances, problems (and judgement with the floor)."""
-        from dataclasses import asdict
-
-        from tts_kit.fidelity.cases import json_safe
-
+        """JSON-ready: model, against, distances, problems, the verdict (`verdict`), the
+        listener's details (``quality``) and the floor's conformance figure."""
         out: dict[str, Any] = {"model": self.model, "against": self.against,
                                "distances": asdict(self.distances), "problems": self.problems}
-        if self.judgement is not None:
-            out["judgement"] = self.judgement
+        if self.verdict:
+            out["verdict"] = self.verdict[0]
+        if self.conformance is not None:
+            out["conformance"] = self.conformance
         if self.quality is not None:
             out["quality"] = self.quality
         return json_safe(out)
@@ -537,7 +532,5 @@ def _verify_piper_copy(model: Any, against: str, min_snr_db: float, floor: bool)
         problems.append(f"length changed by {d.duration_change_s * 1000:.1f} ms")
     j = (judgement(piper_floor(str(model.path), PIPER_TEXTS), d, f"{len(PIPER_TEXTS)} text(s)")
          if floor else None)
-    from tts_kit.fidelity.listening import judge_quality
-
     q = judge_quality(str(model.path), against) if floor else None
     return CopyCheck(model.label, against, d, problems, j, q)

@@ -40,8 +40,7 @@ def verdict_path(copy: str | os.PathLike[str]) -> Path:
 
 
 def save_verdict(copy: str | os.PathLike[str], quality: Mapping[str, Any], *,
-                 recipe: str | None = None, source: str | None = None,
-                 floor_verdict: str | None = None) -> Path:
+                 recipe: str | None = None, source: str | None = None) -> Path:
     """Write the listener's verdict (`tts_kit.fidelity.listening.judge_quality`) of the
     copy at ``copy``, with the recipe and source it came from; returns the file.
 
@@ -50,7 +49,7 @@ def save_verdict(copy: str | os.PathLike[str], quality: Mapping[str, Any], *,
         PosixPath('out-fp16/tts_kit_verdict.json')
     """
     data = {k: quality[k] for k in _KEPT if k in quality}
-    data.update({"recipe": recipe, "source": source, "floor_verdict": floor_verdict})
+    data.update({"recipe": recipe, "source": source})
     dst = verdict_path(copy)
     with atomic.atomic_file(dst) as tmp:
         tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1, allow_nan=False)
@@ -76,7 +75,7 @@ def read_verdict(model_path: str | os.PathLike[str]) -> dict[str, Any] | None:
 
     if not isinstance(data, dict) or data.get("verdict") not in VERDICTS:
         return None
-    for key in ("decided_by", "recipe", "source", "floor_verdict"):  # words, not payloads
+    for key in ("decided_by", "recipe", "source"):  # words, not payloads
         value = data.get(key)
         if value is not None and not (isinstance(value, str) and len(value) <= 80):
             data[key] = None
