@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tts_kit.core.errors import TtsKitError
+from tts_kit.core.userfiles import read_json
 
 if TYPE_CHECKING:
     from tts_kit.serve.config import ServeConfig
@@ -46,12 +47,14 @@ def read_config(source: str) -> ServeConfig:
     """
     from tts_kit.serve.config import ServeConfig
 
+    if source != "-":
+        return ServeConfig.from_dict(read_json(source, "--config-json", "give a JSON object "
+                                               "of settings"))
     try:
-        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
-        text = data.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:  # a binary file: not UTF-8 text
-        why = getattr(exc, "strerror", None) or "not UTF-8 text; give a JSON file"
-        raise TtsKitError(f"--config-json {source}: cannot read it ({why})") from None
+        text = sys.stdin.buffer.read().decode("utf-8")
+    except UnicodeDecodeError:  # a binary file: not UTF-8 text
+        raise TtsKitError("--config-json -: cannot read it (not UTF-8 text; give a JSON "
+                          "file)") from None
     return ServeConfig.from_json(text)
 
 
