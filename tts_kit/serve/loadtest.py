@@ -250,7 +250,7 @@ async def _one(client: Any, url: str, body: dict[str, Any], timeout_s: float,
                 hz = r.headers.get("x-sample-rate") or str(contract.SAMPLE_RATE)
                 ok = hz.isascii() and hz.isdigit() and len(hz) < 8
                 rate = int(hz) if ok and 0 < int(hz) <= 10**6 else 0
-                if not rate:  # its audio cannot be measured: an error, hz once
+                if not rate:  # its audio cannot be measured: an error, said once
                     return Outcome(200, "error", t0, latency_s=time.monotonic() - t0,
                                    reason=f"X-Sample-Rate {term_safe(hz)[:40]!r}: not a "
                                    "sample rate (whole Hz); is this a tts-kit server?")
