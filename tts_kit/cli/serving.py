@@ -63,7 +63,7 @@ def _texts(path: str | None) -> list[str]:
 
     if not path:
         return [DEFAULT_TEXT]
-    lines = [ln.strip() for ln in read_text(path, "--texts").splitlines()]
+    lines = [ln.strip() for ln in read_text(path, f"--texts {path}").splitlines()]
     lines = [ln for ln in lines if ln]
     if not lines:
         raise UserError(f"--texts {path}: no text in it; give one request text per line")

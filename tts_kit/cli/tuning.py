@@ -63,8 +63,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     costs: Any = None if args.stage_costs == "estimate" else args.stage_costs
     if costs not in (None, "measure"):
         try:
-            costs = read_json(costs, "--stage-costs", 'give measure, estimate or a JSON file '
-                              '{"stage": MB, ...}')
+            costs = read_json(costs, f"--stage-costs {costs}", "give measure, estimate or "
+                              'a JSON file {"stage": MB, ...}')
         except OSError as exc:
             raise UserError(f"--stage-costs {args.stage_costs}: cannot read it ({exc.strerror})"
                             '; give measure, estimate or a JSON file {"stage": MB, ...}') from None

@@ -42,7 +42,8 @@ def check_path(value: str, flag: str) -> Path:
 
 def read_text(path: str | os.PathLike[str], what: str, error: type[TtsKitError] = TtsKitError,
               ) -> str:
-    """The text of the file at ``path``, UTF-8; ``error`` (naming ``what``) if it is not.
+    """The text of the file at ``path``, UTF-8; ``error`` (starting ``what``: the file,
+    as the user knows it) if it is not.
 
     OSErrors (missing, no permission) are left to the caller's policy.
 
@@ -50,16 +51,16 @@ def read_text(path: str | os.PathLike[str], what: str, error: type[TtsKitError] 
         >>> import tempfile
         >>> with tempfile.NamedTemporaryFile(suffix=".txt") as f:
         ...     _ = f.write(b"\\xff\\xfe"); f.flush()
-        ...     read_text(f.name, "--texts")  # doctest: +ELLIPSIS
+        ...     read_text(f.name, "--texts t.txt")
         Traceback (most recent call last):
         ...
-        tts_kit.TtsKitError: --texts ...: not UTF-8 text (byte 0xff at 0); save it as UTF-8
+        tts_kit.TtsKitError: --texts t.txt: not UTF-8 text (byte 0xff at 0); save it as UTF-8
     """
-    raw = check_path(os.fspath(path), what).read_bytes()
+    raw = check_path(os.fspath(path), what).read_bytes()  # what: "--texts t.txt"
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise error(f"{what} {os.fspath(path)!r}: not UTF-8 text (byte 0x{raw[exc.start]:02x} "
+        raise error(f"{what}: not UTF-8 text (byte 0x{raw[exc.start]:02x} "
                     f"at {exc.start}); save it as UTF-8") from None
 
 
@@ -72,23 +73,22 @@ def read_json(path: str | os.PathLike[str], what: str, hint: str,
         >>> import tempfile
         >>> with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
         ...     _ = f.write("[" + "9" * 5000 + "]"); f.flush()
-        ...     read_json(f.name, "sweep spec", "give a JSON object")  # doctest: +ELLIPSIS
+        ...     read_json(f.name, "sweep spec s.json", "give a JSON object")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        tts_kit.TtsKitError: sweep spec ...: holds an integer of more than 4300 digits, ...
+        tts_kit.TtsKitError: sweep spec s.json: holds an integer of more than 4300 digits, ...
     """
     import json
 
     text = read_text(path, what, error)
-    where = f"{what} {os.fspath(path)!r}"
     try:
         return json.loads(text)
     except RecursionError:  # json's decoder recurses per level: 200k '[' exhaust the stack
-        raise error(f"{where}: JSON nested too deeply; {hint}") from None
+        raise error(f"{what}: JSON nested too deeply; {hint}") from None
     except json.JSONDecodeError as exc:
-        raise error(f"{where}: not valid JSON ({exc}); {hint}") from None
+        raise error(f"{what}: not valid JSON ({exc}); {hint}") from None
     except ValueError:  # int() of a number longer than sys.get_int_max_str_digits()
-        raise error(f"{where}: holds an integer of more than 4300 digits, which no real "
+        raise error(f"{what}: holds an integer of more than 4300 digits, which no real "
                     f"value has; {hint}") from None
 
 

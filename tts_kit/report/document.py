@@ -298,7 +298,7 @@ class TuningReport:
         p = Path(path).expanduser()
         if not p.is_file():
             raise ReportError(f"{p}: no such report; write one with `tts-kit report --out DIR`")
-        data = read_json(p, "report", "write one with `tts-kit report --out DIR`", ReportError)
+        data = read_json(p, str(p), "write one with `tts-kit report --out DIR`", ReportError)
         rep = cls.from_dict(data)
         rep.source = str(path)
         return rep

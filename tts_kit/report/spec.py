@@ -145,7 +145,7 @@ class SweepSpec:
         if not path.is_file():
             raise TtsKitError(f"sweep spec {path}: no such file; "
                               "give a JSON file of SweepSpec keys")
-        data = read_json(path, "sweep spec", "give a JSON object of SweepSpec keys")
+        data = read_json(path, f"sweep spec {path}", "give a JSON object of SweepSpec keys")
         if not isinstance(data, dict):
             raise TtsKitError(f"sweep spec {path}: expected a JSON object of SweepSpec keys")
         return cls.from_dict(data)

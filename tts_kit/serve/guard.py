@@ -138,6 +138,13 @@ def header_timeout_protocol(seconds: float) -> type:
             self._header_timer.cancel()
             super().connection_lost(exc)
 
+        def eof_received(self) -> bool | None:  # type: ignore[override]
+            # A client that shut its write side after its whole request (a half-close)
+            # still reads the answer: keep the transport open (None: close, mid-request).
+            cycle = self.cycle
+            waiting = cycle is not None and not cycle.more_body and not cycle.response_complete
+            return True if waiting else None
+
     return HeaderTimeoutH11Protocol
 
 

@@ -48,8 +48,8 @@ def read_config(source: str) -> ServeConfig:
     from tts_kit.serve.config import ServeConfig
 
     if source != "-":
-        return ServeConfig.from_dict(read_json(source, "--config-json", "give a JSON object "
-                                               "of settings"))
+        return ServeConfig.from_dict(read_json(source, f"--config-json {source}",
+                                               "give a JSON object of settings"))
     try:
         text = sys.stdin.buffer.read().decode("utf-8")
     except UnicodeDecodeError:  # a binary file: not UTF-8 text
