@@ -23,7 +23,8 @@ from tts_kit.core.errors import TtsKitError
 
 
 def check_path(value: str, flag: str) -> Path:
-    """``value`` as a path with ``~`` expanded; one line for an empty one or an unknown user.
+    """``value`` as a path with ``~`` expanded; one line for an empty one, a name that is
+    not UTF-8 or an unknown user.
 
     Example:
         >>> check_path("", "--json")
@@ -33,6 +34,11 @@ def check_path(value: str, flag: str) -> Path:
     """
     if not value:
         raise TtsKitError(f"{flag} '': empty; give a path")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # bytes Python kept as surrogates: ONNX Runtime takes no such
+        raise TtsKitError(f"{flag} {value!r}: not UTF-8 (the name holds other bytes); "
+                          "rename it, or choose another path") from None
     if value.startswith("~") and os.path.expanduser(value) == value:
         user = value[1:].split("/", 1)[0]
         raise TtsKitError(f"{flag} {value!r}: no user {user!r} to find a home directory "
