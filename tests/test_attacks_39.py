@@ -178,7 +178,7 @@ def _edit(data: dict, where: str, value: float) -> None:
     elif where == "record":
         data["recommendation"]["record"]["p50_ms"] = value
     else:
-        data.setdefault("extras", {})["contention"] = {"deep": [1.0, value]}
+        data["extras"]["recommended_trial"]["p50_ms"] = value
 
 
 @pytest.mark.parametrize("where", ["noise", "record", "extras"])
@@ -278,7 +278,8 @@ def _no_server(*a, **k):
     ["tune", "--scheduler="],
     ["report", "--out", "o", "--scheduler="],
 ])
-def test_empty_names_are_refused(capsys, argv):
+def test_empty_names_are_refused(capsys, monkeypatch, tmp_path, argv):
+    monkeypatch.chdir(tmp_path)  # before the fix, report made its --out here
     assert "''" in user_error(capsys, *argv)
 
 
