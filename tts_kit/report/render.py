@@ -126,11 +126,9 @@ def _kernel_manager_class(env: Mapping[str, str], ctrl_c: _CtrlC) -> type:
 
 
 class _CtrlC:
-    """While a notebook runs, Ctrl-C kills its kernel and is raised (KeyboardInterrupt)
-    once papermill has returned. Raised at once, it could land in jupyter_client's or
-    zmq's finalizers ("Exception ignored": a traceback, and the run went on to replace
-    the report) or leave a kernel starting in a folder about to be removed (its
-    traceback on our stderr). An ignored SIGINT (a background job) stays ignored."""
+    """While a notebook runs, Ctrl-C kills its kernel and is raised once papermill returns:
+    raised at once it could leave the kernel starting in a folder about to go (its
+    traceback on our stderr), or land in a finalizer and be lost. Ignored stays ignored."""
 
     def __init__(self) -> None:
         self.kernels: list[Any] = []

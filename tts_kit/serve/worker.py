@@ -158,8 +158,8 @@ def _one_line(exc: BaseException) -> str:
 
 
 def die_with_parent(parent: int | None = None) -> None:
-    """Linux: SIGKILL this process when its parent dies (a SIGKILLed server leaves no worker,
-    a SIGKILLed serve-sweep no server); at once if ``parent`` (its pid) is already gone.
+    """Linux: SIGKILL this process when its parent (pid ``parent``, if given: at once if
+    it is gone already) dies: a SIGKILLed serve-sweep leaves no server, a server no worker.
 
     Example:
         >>> import subprocess, sys
