@@ -57,12 +57,18 @@ def _refuse_nul(args: argparse.Namespace) -> None:
 
 
 def in_path(text: str) -> str:
-    """The argparse ``type`` of an option naming a file or directory read (`_check_paths`)."""
+    """The argparse ``type`` of an option naming a file or directory read, `out_path` of
+    one written: the value as given, checked once parsed (`_check_paths`).
+
+    Example:
+        >>> in_path("~/x.json"), out_path("out.json")
+        ('~/x.json', 'out.json')
+    """
     return text
 
 
 def out_path(text: str) -> str:
-    """The argparse ``type`` of an option naming a file or directory written."""
+    """The argparse ``type`` of an option naming a file or directory written (`in_path`)."""
     return text
 
 

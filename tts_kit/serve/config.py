@@ -173,7 +173,12 @@ class ServeConfig:
 
     @classmethod
     def from_dict(cls, data: Any) -> "ServeConfig":
-        """The configuration in ``data`` (parsed JSON); TtsKitError for an unknown field."""
+        """The configuration in ``data`` (parsed JSON); TtsKitError for an unknown field.
+
+        Example:
+            >>> ServeConfig.from_dict({"workers": 2}).workers
+            2
+        """
         if not isinstance(data, dict):
             raise TtsKitError("server configuration: expected a JSON object of settings")
         unknown = sorted(set(data) - set(cls.__dataclass_fields__))
