@@ -131,7 +131,8 @@ def start_server(args: Sequence[str] = (), env: dict[str, str] | None = None,
     ``log_dir``, else to a file with no name (gone with the last process that holds it).
     The server is stopped however the block ends; `signals_end_the_block` makes SIGTERM
     and SIGHUP end it too, and it dies with this process (SIGKILL included: its workers
-    die with it). ``preexec_fn``: run in the server's process before it starts (a test's
+    die with it; Linux ties this to the calling thread: call from one that outlives the
+    block). ``preexec_fn``: run in the server's process before it starts (a test's
     low open-file limit).
     """
     import tempfile
