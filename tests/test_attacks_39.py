@@ -441,7 +441,7 @@ def _default_signals() -> None:
 
 
 @pytest.mark.slow  # a report render per delay
-@pytest.mark.parametrize("delay", [0.0, 0.5, 1.0, 1.2, 1.5, 2.5, 4.0])
+@pytest.mark.parametrize("delay", [0.0, 0.3, 0.6, 1.0, 1.2, 1.5, 2.0, 3.0])
 def test_ctrl_c_while_report_renders_is_one_line_and_keeps_the_old_report(lean_report,
                                                                           tmp_path, delay):
     out, marker = tmp_path / "out", tmp_path / "started"
@@ -457,12 +457,16 @@ def test_ctrl_c_while_report_renders_is_one_line_and_keeps_the_old_report(lean_r
             assert proc.poll() is None and time.monotonic() < end, proc.communicate()
             time.sleep(0.02)
         time.sleep(delay)
+        finished = proc.poll() is not None  # a quiet machine renders it in ~3 s
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
     finally:
         proc.kill()
     lines = [ln for ln in err.splitlines()
              if ln.strip() and not ln.startswith("note:") and "Executing" not in ln]
+    if finished:  # done before the signal: the new report, whole
+        assert proc.returncode == 0 and json.loads((out / "report.json").read_text())
+        return
     assert proc.returncode == 130 and lines == ["tts-kit report: interrupted"], err
     assert (out / "report.json").read_text() == "the old report"
     assert sorted(p.name for p in out.iterdir()) == ["report.json"]
