@@ -110,7 +110,7 @@ def test_voice_with_wrong_dims(bundle_copy: Path):
 
 def test_malformed_json(bundle_copy: Path):
     (bundle_copy / "onnx/tts.json").write_text('{"ae": {"sample_rate": 44100,')
-    _expect(bundle_copy, r"onnx/tts.json: malformed JSON")
+    _expect(bundle_copy, r"onnx/tts.json: not valid JSON")
 
 
 def test_wrong_runtime_key(bundle_copy: Path):

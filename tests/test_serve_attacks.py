@@ -252,9 +252,22 @@ def test_connections_past_the_limit_are_refused_at_once(guarded):
             s.close()
 
 
+def _listening(family) -> int | None:
+    """The port a process of ``family`` listens on (the sweep's server), once it answers."""
+    for p in family:
+        with contextlib.suppress(Exception):
+            for c in p.net_connections("tcp"):
+                if c.status == "LISTEN" and http.get(f"http://127.0.0.1:{c.laddr.port}/health",
+                                                     timeout=5).status_code == 200:
+                    return c.laddr.port
+    return None
+
+
 @pytest.mark.slow  # a server start per case
-@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP", None])
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP", "SIGKILL", None])
 def test_serve_sweep_leaves_no_server_and_no_directory(tiny_bundle_dir, tmp_path, sig):
+    """SIGKILL (issue 39): the server and its workers die with the sweep (parent-death
+    signal) and its log has no name to leave behind."""
     import os
     import signal
     import subprocess
@@ -277,8 +290,8 @@ def test_serve_sweep_leaves_no_server_and_no_directory(tiny_bundle_dir, tmp_path
         while sig is not None:  # until the load runs: the server answers speech
             assert time.monotonic() < end and proc.poll() is None
             family = psutil.Process(proc.pid).children(recursive=True)
-            logs = list(tmp.glob("tts-kit-serve-*/serve-*.log"))
-            if len(family) >= 2 and logs and "ready on" in logs[0].read_text():
+            port = _listening(family) if len(family) >= 2 else None
+            if port:
                 break
             time.sleep(0.2)
         if sig is not None:
@@ -290,6 +303,14 @@ def test_serve_sweep_leaves_no_server_and_no_directory(tiny_bundle_dir, tmp_path
             proc.kill()
     if sig is None:
         assert proc.returncode == 0, out
+    elif sig == "SIGKILL":
+        assert proc.returncode == -signal.SIGKILL
+        end = time.monotonic() + 10  # the parent-death signal is at once; a loaded machine
+        while any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in family):
+            assert time.monotonic() < end, [p.pid for p in family if p.is_running()]
+            time.sleep(0.2)
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", port), timeout=5)
     else:
         assert proc.returncode == 128 + getattr(signal, sig), out
         assert "stopped by " + sig in out

@@ -34,11 +34,13 @@ from tts_kit.cli._common import (
     DESCRIPTION,
     Command,
     UserError,
+    _check_paths,
     _HelpFormatter,
     _refuse_nul,
     _say,
     _warning_line,
     _write_json,
+    in_path,
 )
 from tts_kit.cli._errors import (
     EXIT_BROKEN_PIPE,
@@ -70,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help, description=help, formatter_class=_HelpFormatter)
         sp.set_defaults(func=fn)
         if model:
-            sp.add_argument("--model", metavar="DIR",
+            sp.add_argument("--model", metavar="DIR", type=in_path,
                             help="bundle directory, a Piper voice (its directory or .onnx "
                             "file) or piper:joe-us (default: discovered: $TTS_KIT_MODEL_DIR, "
                             "the official cache, else the full-scale stand-in)")
@@ -113,13 +115,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    # A value with a newline (a path may hold one) is shown escaped in the one-line error.
+    shown = [v for k, v in vars(args).items() if k != "text" and isinstance(v, str) and "\n" in v]
     # A library warning is one line for the user, while this command runs: the caller's
     # handler (a notebook's, pytest's) is back when it returns.
     with warnings.catch_warnings():
         warnings.showwarning = _warning_line
         try:
             _refuse_nul(args)
+            _check_paths(args, sub.choices[args.command])
             check_flags(args)  # every numeric flag, by one validator
             return args.func(args)
         except BrokenPipeError:
@@ -128,7 +135,8 @@ def _run(argv: Sequence[str] | None) -> int:
             _say(f"tts-kit {args.command}: interrupted", file=sys.stderr)
             return EXIT_INTERRUPTED
         except Exception as exc:  # the user's (one line, exit 2) or a bug (exit 70)
-            return exit_status(args.command, exc, debug=getattr(args, "debug", False))
+            return exit_status(args.command, exc, debug=getattr(args, "debug", False),
+                               shown=shown)
 
 
 __all__ = [

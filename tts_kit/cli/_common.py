@@ -56,6 +56,36 @@ def _refuse_nul(args: argparse.Namespace) -> None:
                             "NUL character, which no path or name can hold")
 
 
+def in_path(text: str) -> str:
+    """The argparse ``type`` of an option naming a file or directory read, `out_path` of
+    one written: the value as given, checked once parsed (`_check_paths`).
+
+    Example:
+        >>> in_path("~/x.json"), out_path("out.json")
+        ('~/x.json', 'out.json')
+    """
+    return text
+
+
+def out_path(text: str) -> str:
+    """The argparse ``type`` of an option naming a file or directory written (`in_path`)."""
+    return text
+
+
+def _check_paths(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """Every path option of the command (``type`` `in_path`/`out_path`) not empty and its
+    ``~`` a known home (`check_path`), and ``--scheduler`` not empty: one line each."""
+    from tts_kit.core.userfiles import check_path
+
+    for a in parser._actions:
+        value = getattr(args, a.dest, None)
+        if a.type in (in_path, out_path) and isinstance(value, str):
+            check_path(value, a.option_strings[-1] if a.option_strings else a.dest.upper())
+    if getattr(args, "scheduler", None) == "":
+        raise UserError("--scheduler '': empty; give tcp://HOST:PORT, or leave it out to "
+                        "run here")
+
+
 def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
     # A library warning (what normalisation dropped) is for the user, like errors: one
     # line, without the library's file and source line.

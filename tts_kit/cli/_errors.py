@@ -25,6 +25,7 @@ import os
 import sys
 import tempfile
 import traceback
+from collections.abc import Sequence
 
 from tts_kit.cli._common import _say
 from tts_kit.core.errors import TtsKitError
@@ -82,10 +83,12 @@ def _os_error_text(exc: OSError) -> str | None:
     return f"{where}: {what}; {_OS_HINTS[code]}" if where else f"{what}; {_OS_HINTS[code]}"
 
 
-def exit_status(command: str, exc: Exception, *, debug: bool = False) -> int:
+def exit_status(command: str, exc: Exception, *, debug: bool = False,
+                shown: Sequence[str] = ()) -> int:
     """Say what went wrong in ``command`` on stderr, as the policy says; its exit status.
 
-    ``debug``: print the traceback first (the one line follows it).
+    ``debug``: print the traceback first (the one line follows it). ``shown``: values of
+    the user's (a path with a newline) to escape in the message, not cut at their newline.
 
     Example:
         >>> import contextlib, sys
@@ -97,7 +100,10 @@ def exit_status(command: str, exc: Exception, *, debug: bool = False) -> int:
     if debug:
         _say("".join(traceback.format_exception(exc)).rstrip("\n"), file=sys.stderr)
     if isinstance(exc, TtsKitError):
-        text: str | None = _first_line(exc) or type(exc).__name__
+        message = str(exc)
+        for value in shown:
+            message = message.replace(value, term_safe(value))
+        text: str | None = _first_line(message) or type(exc).__name__
     else:
         text = _os_error_text(exc) if isinstance(exc, OSError) else None
     if text is None:
@@ -106,7 +112,7 @@ def exit_status(command: str, exc: Exception, *, debug: bool = False) -> int:
     return EXIT_USER_ERROR
 
 
-def _first_line(exc: BaseException) -> str:
+def _first_line(exc: BaseException | str) -> str:
     """The message's first line that says something ("" for none)."""
     return next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
 

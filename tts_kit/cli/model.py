@@ -21,6 +21,7 @@ from tts_kit.cli._common import (
     _bundle,
     _check_language,
     _say,
+    out_path,
 )
 from tts_kit.core import contract
 from tts_kit.core.textsafe import term_safe
@@ -234,7 +235,8 @@ def register(add: AddCommand) -> None:
     sp = add("synth", cmd_synth, "synthesise TEXT into a mono WAV file (44.1 kHz for "
              "Supertonic, the voice's rate for Piper)")
     sp.add_argument("text", help="the text to speak")
-    sp.add_argument("-o", "--output", required=True, help="output .wav (or .flac, .aiff) path")
+    sp.add_argument("-o", "--output", required=True, type=out_path,
+                    help="output .wav (or .flac, .aiff) path")
     sp.add_argument("--lang", default=contract.DEFAULT_LANG, metavar="LANG",
                     help=f"language code, one of {', '.join(contract.LANGUAGES)}")
     sp.add_argument("--voice", default=None, help="voice style (default: M1, else the "
@@ -274,8 +276,8 @@ def register(add: AddCommand) -> None:
                     help="with --measure: intra-op threads (and cores) to measure at")
 
     sp = add("standin", cmd_standin, "build a synthetic stand-in bundle in DIR", model=False)
-    sp.add_argument("dir", help="where to build it: a new path, or an empty directory (such "
-                    "as a volume's mount point), filled in place")
+    sp.add_argument("dir", type=out_path, help="where to build it: a new path, or an "
+                    "empty directory (such as a volume's mount point), filled in place")
     sp.add_argument("--scale", default=contract.DEFAULT_STANDIN_SCALE,
                     choices=contract.STANDIN_SCALES,
                     help="full: the published size, realistic costs (~400 MB); medium: a "
@@ -285,7 +287,7 @@ def register(add: AddCommand) -> None:
     sp = add("fetch", cmd_fetch, "download the real model (needs the model hub)", model=False)
     sp.add_argument("--model", dest="model_name", default="supertonic-3",
                     choices=["supertonic-3", "supertonic-2"], help="which model")
-    sp.add_argument("--dir", default=None,
+    sp.add_argument("--dir", default=None, type=out_path,
                     help="target directory (default: the official cache)")
 
 

@@ -20,6 +20,8 @@ from tts_kit.cli._common import (
     _check_output_file,
     _say,
     _write_json,
+    in_path,
+    out_path,
 )
 from tts_kit.core import contract
 
@@ -118,9 +120,10 @@ def register(add: AddCommand) -> None:
     sp = add("convert", cmd_convert, "convert a bundle, a Piper voice (piper:joe-us or its "
              "directory) or an .onnx file to FP16 or INT8; exit 1 when the copy is broken "
              "against the source's noise floor", model=False)
-    sp.add_argument("src", help="bundle directory, Piper voice or .onnx file (never modified)")
-    sp.add_argument("dst", help="where to write the converted copy: a new path, or an empty "
-                    "directory (such as a volume's mount point), filled in place")
+    sp.add_argument("src", type=in_path,
+                    help="bundle directory, Piper voice or .onnx file (never modified)")
+    sp.add_argument("dst", type=out_path, help="where to write the converted copy: a new "
+                    "path, or an empty directory (such as a volume's mount point), filled in place")
     sp.add_argument("--to", default=None, choices=["fp16", "int8"],
                     help="target precision (or give --recipe)")
     sp.add_argument("--recipe", default=None, metavar="NAME",
@@ -132,7 +135,7 @@ def register(add: AddCommand) -> None:
     sp.add_argument("--stages", default=None,
                     help=f"comma-separated stages, of: {', '.join(contract.STAGES)} "
                     "(default: all)")
-    sp.add_argument("--report", default=None, metavar="FILE",
+    sp.add_argument("--report", default=None, metavar="FILE", type=out_path,
                     help="write the conversion report JSON here")
     sp.add_argument("--no-measure", action="store_true",
                     help="only convert (skip memory, latency and fidelity measurements)")
@@ -148,7 +151,7 @@ def register(add: AddCommand) -> None:
              "synthesise the same texts (en, ko), voices, steps, speeds and noise through "
              "tts_kit and the official package (or a second bundle) and compare every stage "
              "and the audio; exit 0 within the tolerance, 1 outside it")
-    sp.add_argument("--against", default="official",
+    sp.add_argument("--against", default="official", type=in_path,
                     help="'official' (the supertonic package on the same bundle) or "
                     "a bundle directory to compare with (e.g. an FP16 or INT8 copy)")
     sp.add_argument("--threads", type=int, default=1,
@@ -164,4 +167,4 @@ def register(add: AddCommand) -> None:
                     "listener's verdict, PESQ/STOI/DNSMOS/WER/MCD against the model's own takes "
                     "with other noise: transparent, acceptable, degraded or broken, which then "
                     "decides; exit 0 only within the floor, transparent or acceptable")
-    sp.add_argument("--json", default=None, help="write the report as JSON here")
+    sp.add_argument("--json", default=None, type=out_path, help="write the report as JSON here")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from tts_kit.cli._common import (
@@ -21,9 +20,12 @@ from tts_kit.cli._common import (
     _check_output_file,
     _say,
     _write_json,
+    in_path,
+    out_path,
 )
 from tts_kit.core import contract
 from tts_kit.core.settings import settings
+from tts_kit.core.userfiles import read_text
 from tts_kit.core.validate import check_number, serve_flag
 
 
@@ -61,7 +63,7 @@ def _texts(path: str | None) -> list[str]:
 
     if not path:
         return [DEFAULT_TEXT]
-    lines = [ln.strip() for ln in Path(path).read_text(encoding="utf-8").splitlines()]
+    lines = [ln.strip() for ln in read_text(path, f"--texts {path}").splitlines()]
     lines = [ln for ln in lines if ln]
     if not lines:
         raise UserError(f"--texts {path}: no text in it; give one request text per line")
@@ -207,7 +209,7 @@ def _register_serve(add: AddCommand) -> None:
                     help="requests that may wait for a worker; more get 429")
     sp.add_argument("--timeout", type=float, default=None,
                     help="seconds per request; a late worker is killed and replaced")
-    sp.add_argument("--fallback-wav", default=None,
+    sp.add_argument("--fallback-wav", default=None, type=in_path,
                     help="WAV sent when a request times out (default: 503 with a reason)")
     sp.add_argument("--max-requests", type=int, default=None,
                     help="recycle a worker after this many requests")
@@ -233,7 +235,7 @@ def _register_serve(add: AddCommand) -> None:
                     help="seconds a request has to send its body (408 after)")
     sp.add_argument("--limit-concurrency", type=int, default=64,
                     help="connections at once; more are refused with 503 (0: no limit)")
-    sp.add_argument("--config-json", default=None, metavar="FILE",
+    sp.add_argument("--config-json", default=None, metavar="FILE", type=in_path,
                     help="the whole configuration as ServeConfig JSON (- reads stdin); "
                     "replaces the other flags")
 
@@ -243,7 +245,8 @@ def _load_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--requests", type=int, default=20, help="most requests per level")
     sp.add_argument("--duration", type=float, default=None,
                     help="most seconds per level (default: until --requests)")
-    sp.add_argument("--texts", default=None, help="file with one request text per line")
+    sp.add_argument("--texts", default=None, type=in_path,
+                    help="file with one request text per line")
     sp.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS,
                     help="flow-matching steps per request")
     sp.add_argument("--lang", default=contract.DEFAULT_LANG, metavar="LANG",
@@ -253,7 +256,7 @@ def _load_args(sp: argparse.ArgumentParser) -> None:
                     help="noise seed per request (default: random)")
     sp.add_argument("--timeout", type=float, default=120.0,
                     help="client deadline per request, seconds")
-    sp.add_argument("--json", default=None, help="write the records as JSON here")
+    sp.add_argument("--json", default=None, type=out_path, help="write the records as JSON here")
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

@@ -9,7 +9,6 @@ Example:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -26,10 +25,13 @@ from tts_kit.cli._common import (
     _say,
     _standin_note,
     _write_json,
+    in_path,
+    out_path,
 )
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textsafe import term_safe
+from tts_kit.core.userfiles import read_json
 from tts_kit.tuning.spread import DEFAULT_ROUNDS
 
 
@@ -61,11 +63,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
     costs: Any = None if args.stage_costs == "estimate" else args.stage_costs
     if costs not in (None, "measure"):
         try:
-            costs = json.loads(Path(costs).read_text())
-        except (OSError, ValueError, RecursionError) as exc:
-            raise UserError(f"--stage-costs {args.stage_costs}: cannot read it as JSON "
-                            f"({exc}); give measure, estimate or a JSON file "
-                            '{"stage": MB, ...}') from None
+            costs = read_json(costs, f"--stage-costs {costs}", "give measure, estimate or "
+                              'a JSON file {"stage": MB, ...}')
+        except OSError as exc:
+            raise UserError(f"--stage-costs {args.stage_costs}: cannot read it ({exc.strerror})"
+                            '; give measure, estimate or a JSON file {"stage": MB, ...}') from None
     if not loadings:
         raise UserError(f"--loading {args.loading!r} names no load policy; give e.g. "
                         "resident,paged,budget:300")
@@ -263,10 +265,10 @@ def register_tune(add: AddCommand) -> None:
                     help="alternating rounds per configuration (A B, A B), the timed calls "
                     "shared out between them; the spread between rounds is each figure's "
                     "+- and decides which differences are real (default: %(default)s)")
-    sp.add_argument("--stage-costs", default="measure",
+    sp.add_argument("--stage-costs", default="measure", type=in_path,
                     help="per-stage MB for budget:MB loadings: measure (one isolated run "
                     "per preset), estimate (from file sizes) or a JSON file")
-    sp.add_argument("--json", default=None, metavar="FILE",
+    sp.add_argument("--json", default=None, metavar="FILE", type=out_path,
                     help="write the records as JSON here")
     sp.add_argument("--timelines", action="store_true",
                     help="keep each trial's RSS timeline and stage events in --json")
@@ -286,13 +288,13 @@ def register_report(add: AddCommand) -> None:
 
     sp = add("report", cmd_report,
              "run a tuning sweep, write report.json, and render it as HTML and a notebook")
-    sp.add_argument("--out", default=None, metavar="DIR",
+    sp.add_argument("--out", default=None, metavar="DIR", type=out_path,
                     help="output directory (a failed render keeps its partial notebook there "
                     "as report.failed.ipynb; the previous report stays)")
-    sp.add_argument("--sweep", default=None, metavar="FILE",
+    sp.add_argument("--sweep", default=None, metavar="FILE", type=in_path,
                     help="sweep spec JSON (SweepSpec keys; default: presets "
                     f"{', '.join(SWEEP_PRESETS)} x 1,2 vCPUs x resident,paged, 3 timed calls)")
-    sp.add_argument("--rerun", default=None, metavar="REPORT_JSON",
+    sp.add_argument("--rerun", default=None, metavar="REPORT_JSON", type=in_path,
                     help="repeat the sweep of an earlier report.json here; exit 0 when its "
                     "recommendation holds, 1 when it does not")
     sp.add_argument("--confirm-rounds", type=int, default=3,

@@ -20,6 +20,7 @@ _GRAPH_OUTPUT = 12
 _TENSOR_DIMS = 1
 _TENSOR_DATA_TYPE = 2
 _TENSOR_NAME = 8
+_TENSOR_RAW = 9
 _VALUE_NAME, _VALUE_TYPE = 1, 2  # ValueInfoProto
 _TYPE_TENSOR = 1  # TypeProto.tensor_type
 _TENSOR_TYPE_ELEM, _TENSOR_TYPE_SHAPE = 1, 2  # TypeProto.Tensor
@@ -33,6 +34,9 @@ ELEM_NAMES: dict[int, str] = {
     16: "bfloat16",
 }
 FLOAT, UINT8, INT8, INT64, FLOAT16 = 1, 2, 3, 7, 10
+_ELEM_BYTES = {1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 12: 4, 13: 8, 16: 2}
+#: More values than any graph holds (2^40: 4 TB of float32): dims saying so are corrupt.
+MAX_ELEMENTS = 1 << 40
 
 
 class ScanError(TtsKitError):
@@ -109,11 +113,14 @@ def _fields(buf: mmap.mmap | bytes, pos: int, end: int):
 
 
 def _tensor_info(buf: mmap.mmap | bytes, start: int, stop: int) -> tuple[int, int, str]:
-    """(element count, data type, name) of a TensorProto, without touching its payload."""
-    count, dtype, seen_dim, name = 1, 0, False, ""
+    """(element count, data type, name) of a TensorProto, without touching its payload;
+    ScanError when its dims disagree with its raw data or pass `MAX_ELEMENTS`."""
+    count, dtype, seen_dim, name, raw = 1, 0, False, "", None
     for field, wire, value in _fields(buf, start, stop):
         if field == _TENSOR_NAME and wire == 2:
             name = _text(buf, value)
+        if field == _TENSOR_RAW and wire == 2:
+            raw = value[1] - value[0]
         if field == _TENSOR_DIMS:
             seen_dim = True
             if wire == 0:
@@ -125,6 +132,10 @@ def _tensor_info(buf: mmap.mmap | bytes, start: int, stop: int) -> tuple[int, in
                     count *= d
         elif field == _TENSOR_DATA_TYPE and wire == 0:
             dtype = value
+    size = _ELEM_BYTES.get(dtype)
+    if count > MAX_ELEMENTS or (raw is not None and size and raw != count * size):
+        raise ScanError(f"initializer {name!r}: its dims say {count:,} values but it holds "
+                        f"{raw if raw is not None else 'no'} bytes of data (a corrupt file)")
     return (count if seen_dim else 1), dtype, name
 
 

@@ -20,8 +20,10 @@ import re
 # C0 controls, DEL and the C1 range (U+0080-U+009F: 8-bit CSI, OSC ... that some terminals
 # obey), and the bidirectional marks, overrides and isolates, which reorder what is shown
 # ("Trojan Source": a name could show one thing and be another). Tab and newline are kept
-# only where the caller says so (whole blocks of output).
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# only where the caller says so (whole blocks of output). Lone surrogates (a file name's
+# non-UTF-8 bytes, as Python decodes them) cannot be printed: shown as escapes too.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+                      r"\ud800-\udfff]")
 
 
 def _escape(match: re.Match[str]) -> str:

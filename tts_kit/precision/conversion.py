@@ -145,19 +145,24 @@ def _open_source(src: str | os.PathLike[str]) -> Any:
     model opens from (a single graph of any model: converted as a file).
 
     A directory that does not open raises its own error, naming the file; a path that
-    does not exist and names no model raises FileNotFoundError.
+    does not exist and names no model raises FileNotFoundError. A graph ONNX Runtime
+    cannot load (`check_loads`: an unknown op, data outside the folder) is refused as
+    ``info`` refuses it, before anything is written.
     """
     from tts_kit.models.resolve import open_model
+    from tts_kit.runtime.loading import check_loads
 
     path = Path(os.fspath(src)).expanduser()
     try:
-        return open_model(src)
+        model = open_model(src)
     except TtsKitError as exc:
         if path.is_dir():
             raise
         if path.exists():
             return None
         raise FileNotFoundError(f"{src}: no such bundle directory or .onnx file ({exc})") from None
+    check_loads(model)
+    return model
 
 
 def _check_measure(measure: Any) -> None:

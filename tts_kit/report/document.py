@@ -20,13 +20,14 @@ import html
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tts_kit.core import atomic
 from tts_kit.core.textsafe import display_path
+from tts_kit.core.userfiles import read_json
 from tts_kit.core.version import __version__
 from tts_kit.report.spec import ReportError, SweepSpec
 from tts_kit.runtime.devices import environment as environment  # the fingerprint
@@ -297,13 +298,7 @@ class TuningReport:
         p = Path(path).expanduser()
         if not p.is_file():
             raise ReportError(f"{p}: no such report; write one with `tts-kit report --out DIR`")
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ReportError(f"{p}: not valid JSON ({exc})") from None
-        except RecursionError:  # json recurses per level; so would the schema check
-            raise ReportError(f"{p}: JSON nested too deeply to be a report.json; write one "
-                              "with `tts-kit report --out DIR`") from None
+        data = read_json(p, str(p), "write one with `tts-kit report --out DIR`", ReportError)
         rep = cls.from_dict(data)
         rep.source = str(path)
         return rep
@@ -434,19 +429,32 @@ def validate_report(data: Mapping[str, Any]) -> None:
 
 
 def _check_numbers(data: Mapping[str, Any]) -> None:
-    """What the schema cannot say: every record's figures finite, every preset's threads
-    within what a command line may give."""
+    """What the schema cannot say: every figure finite (records, the recommended one,
+    extras), the noise thresholds >= 0, every preset's threads within what a command
+    line may give."""
     from tts_kit.core.validate import THREAD_FIELDS, InvalidNumber, check_fields, check_number
 
+    parts = {"records": data["records"], "recommendation": data["recommendation"],
+             "extras": data.get("extras")}
     try:
-        for i, rec in enumerate(data["records"]):
-            for key, value in rec.items():
-                if isinstance(value, float):
-                    check_number(value, f"report.json records/{i}/{key}")
+        for where, value in _floats(parts, ""):
+            check_number(value, f"report.json {where}")
+        for key, value in data["noise"].items():
+            check_number(value, f"report.json noise/{key}", low=0)
         for name, preset in data["presets"].items():
             fields = {k: v for k, v in preset.items() if k in THREAD_FIELDS and v != "cores"}
             check_fields(fields, THREAD_FIELDS, f"report.json presets/{name}")
     except InvalidNumber as exc:
         raise ReportError(f"{exc}; make the report again with `tts-kit report --out DIR`") \
             from None
+
+
+def _floats(data: Any, where: str) -> Iterator[tuple[str, float]]:
+    """Every float in ``data`` (lists and mappings walked) with its path."""
+    items = data.items() if isinstance(data, Mapping) else enumerate(data) \
+        if isinstance(data, list) else ()
+    for key, value in items:
+        if isinstance(value, float):
+            yield f"{where}{key}", value
+        yield from _floats(value, f"{where}{key}/")
 

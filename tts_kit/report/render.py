@@ -13,11 +13,15 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import re
+import signal
 import tempfile
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -103,9 +107,9 @@ def _kernel_env() -> dict[str, str]:
             "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
 
 
-def _kernel_manager_class(env: Mapping[str, str]) -> type:
+def _kernel_manager_class(env: Mapping[str, str], ctrl_c: _CtrlC) -> type:
     """A kernel manager that starts its kernel with ``os.environ`` plus ``env`` (this
-    process's environment stays as it is, for its other threads)."""
+    process's environment stays as it is, for its other threads), known to ``ctrl_c``."""
     from jupyter_client import AsyncKernelManager
 
     extra = dict(env)
@@ -113,9 +117,49 @@ def _kernel_manager_class(env: Mapping[str, str]) -> type:
     class _EnvKernelManager(AsyncKernelManager):  # type: ignore[misc]
         async def start_kernel(self, **kw: Any) -> None:
             kw["env"] = {**kw.get("env", os.environ), **extra}
+            ctrl_c.kernels.append(self)
             await super().start_kernel(**kw)
+            if ctrl_c.hit:  # pressed while it started
+                ctrl_c.kill()
 
     return _EnvKernelManager
+
+
+class _CtrlC:
+    """While a notebook runs, Ctrl-C kills its kernel and is raised once papermill returns:
+    raised at once it could leave the kernel starting in a folder about to go (its
+    traceback on our stderr), or land in a finalizer and be lost. Ignored stays ignored."""
+
+    def __init__(self) -> None:
+        self.kernels: list[Any] = []
+        self.hit = False
+
+    def kill(self, *_: Any) -> None:
+        self.hit = True
+        logging.disable(logging.CRITICAL)  # nbclient's "kernel died": ours, not news
+        for km in self.kernels:  # its own session (jupyter_client): its process group
+            proc = getattr(km.provisioner, "process", None)
+            if proc is not None:
+                with contextlib.suppress(OSError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        main = threading.current_thread() is threading.main_thread()
+        ours = main and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        old = signal.signal(signal.SIGINT, self.kill) if ours else None
+        try:
+            yield
+        except BaseException:
+            if not self.hit:
+                raise
+        finally:
+            if old is not None:
+                signal.signal(signal.SIGINT, old)
+            if self.hit:
+                logging.disable(logging.NOTSET)
+        if self.hit:
+            raise KeyboardInterrupt
 
 
 def execute_notebook(
@@ -151,15 +195,17 @@ def execute_notebook(
     except BaseException:
         scratch.cleanup()
         raise
+    ctrl_c = _CtrlC()
     try:
-        papermill.execute_notebook(
-            str(source), str(output), parameters=dict(parameters or {}),
-            kernel_name=KERNEL_NAME, cwd=str(cwd) if cwd else None,
-            kernel_manager_class=_kernel_manager_class(_kernel_env()),
-            execution_timeout=timeout_s, progress_bar=progress, log_output=False,
-            request_save_on_cell_execute=False,
-            extra_arguments=[f"--IPKernelApp.log_level={KERNEL_LOG_LEVEL}"],
-        )
+        with ctrl_c.active():
+            papermill.execute_notebook(
+                str(source), str(output), parameters=dict(parameters or {}),
+                kernel_name=KERNEL_NAME, cwd=str(cwd) if cwd else None,
+                kernel_manager_class=_kernel_manager_class(_kernel_env(), ctrl_c),
+                execution_timeout=timeout_s, progress_bar=progress, log_output=False,
+                request_save_on_cell_execute=False,
+                extra_arguments=[f"--IPKernelApp.log_level={KERNEL_LOG_LEVEL}"],
+            )
     except PapermillExecutionError as exc:
         msg = " ".join(f"{exc.ename}: {exc.evalue}".split())
         kept = _keep_partial(Path(output), Path(notebook), partial_to)

@@ -13,7 +13,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from typing import Any
 
 from tts_kit.core import procfacts
 from tts_kit.core.errors import TtsKitError
+from tts_kit.core.userfiles import read_json
 from tts_kit.tuning.spread import DEFAULT_ROUNDS
 from tts_kit.tuning.workload import Workload
 
@@ -145,13 +145,7 @@ class SweepSpec:
         if not path.is_file():
             raise TtsKitError(f"sweep spec {path}: no such file; "
                               "give a JSON file of SweepSpec keys")
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise TtsKitError(f"sweep spec {path}: not valid JSON ({exc})") from None
-        except RecursionError:  # json recurses per level
-            raise TtsKitError(f"sweep spec {path}: JSON nested too deeply; give a JSON object "
-                             "of SweepSpec keys") from None
+        data = read_json(path, f"sweep spec {path}", "give a JSON object of SweepSpec keys")
         if not isinstance(data, dict):
             raise TtsKitError(f"sweep spec {path}: expected a JSON object of SweepSpec keys")
         return cls.from_dict(data)

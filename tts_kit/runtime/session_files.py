@@ -398,7 +398,7 @@ def create_session(
 
 #: What ORT raises when a graph cannot be loaded (as opposed to a provider failing).
 _GRAPH_ERRORS = (_ort_state.InvalidGraph, _ort_state.InvalidProtobuf,
-                 _ort_state.NotImplemented, _ort_state.Fail)
+                 _ort_state.NotImplemented, _ort_state.Fail, _ort_state.InvalidArgument)
 
 
 def _graph_error_text(exc: BaseException) -> str:

@@ -116,8 +116,12 @@ class _Server:
         async def start() -> None:
             try:
                 await self.backend.start()
-                cfg = self.cfg
-                print(f"tts-kit serve: ready on http://{cfg.host}:{cfg.port} "
+                cfg, server = self.cfg, getattr(app.state, "uvicorn", None)
+                while server is not None and not server.started:  # --port 0: bound yet?
+                    await asyncio.sleep(0.05)
+                socks = [s for x in getattr(server, "servers", ()) for s in x.sockets]
+                port = socks[0].getsockname()[1] if socks else cfg.port
+                print(f"tts-kit serve: ready on http://{cfg.host}:{port} "
                       f"({cfg.architecture} x{cfg.workers} warm)", flush=True)
             except Exception as exc:
                 self.backend.error = (str(exc).splitlines()[0] if str(exc)
@@ -378,7 +382,8 @@ def run_server(cfg: ServeConfig) -> None:
         print(f"tts-kit serve: warning: {warning}", flush=True)
     print(f"tts-kit serve: {app.state.model_label}, {cfg.architecture} x{cfg.workers} on "
           f"http://{cfg.host}:{cfg.port} (warming up; GET /health says when ready)", flush=True)
-    run_uvicorn(uvicorn.Server(config))
+    app.state.uvicorn = uvicorn.Server(config)  # the port it bound: `_Server.lifespan`
+    run_uvicorn(app.state.uvicorn)
 
 
 __all__ = ["create_app", "run_server"]

@@ -169,6 +169,16 @@ class ServeConfig:
             data = json.loads(text)
         except (ValueError, RecursionError) as exc:
             raise TtsKitError(f"server configuration: not JSON ({exc})") from None
+        return cls.from_dict(data)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "ServeConfig":
+        """The configuration in ``data`` (parsed JSON); TtsKitError for an unknown field.
+
+        Example:
+            >>> ServeConfig.from_dict({"workers": 2}).workers
+            2
+        """
         if not isinstance(data, dict):
             raise TtsKitError("server configuration: expected a JSON object of settings")
         unknown = sorted(set(data) - set(cls.__dataclass_fields__))

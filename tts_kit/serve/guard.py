@@ -31,6 +31,7 @@ import hmac
 import ipaddress
 import json
 import logging
+import socket
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -137,6 +138,28 @@ def header_timeout_protocol(seconds: float) -> type:
         def connection_lost(self, exc: Exception | None) -> None:
             self._header_timer.cancel()
             super().connection_lost(exc)
+
+        def eof_received(self) -> bool | None:  # type: ignore[override]
+            # A client that shut its write side after its whole request (a half-close)
+            # still reads the answer: the transport stays open (None: close, mid-request).
+            # One that closed for good looks the same until written to: a 100 (Continue),
+            # which clients must accept (RFC 9110 15.2), draws its reset (`_gone`).
+            cycle = self.cycle
+            if cycle is None or cycle.more_body or cycle.response_complete:
+                return None
+            if not cycle.response_started:
+                import h11
+
+                self.transport.write(self.conn.send(h11.InformationalResponse(
+                    status_code=100, headers=[], reason=b"Continue")))
+                self.loop.call_later(0.2, self._gone)
+            return True
+
+        def _gone(self) -> None:  # reset after the 100: the client left; so does its request
+            sock = self.transport.get_extra_info("socket")
+            if sock is not None and not self.transport.is_closing() and \
+                    sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+                self.transport.close()
 
     return HeaderTimeoutH11Protocol
 

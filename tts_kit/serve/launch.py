@@ -26,9 +26,10 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from tts_kit.core.errors import TtsKitError
+from tts_kit.core.userfiles import read_json
 
 if TYPE_CHECKING:
     from tts_kit.serve.config import ServeConfig
@@ -46,12 +47,14 @@ def read_config(source: str) -> ServeConfig:
     """
     from tts_kit.serve.config import ServeConfig
 
+    if source != "-":
+        return ServeConfig.from_dict(read_json(source, f"--config-json {source}",
+                                               "give a JSON object of settings"))
     try:
-        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
-        text = data.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:  # a binary file: not UTF-8 text
-        why = getattr(exc, "strerror", None) or "not UTF-8 text; give a JSON file"
-        raise TtsKitError(f"--config-json {source}: cannot read it ({why})") from None
+        text = sys.stdin.buffer.read().decode("utf-8")
+    except UnicodeDecodeError:  # a binary file: not UTF-8 text
+        raise TtsKitError("--config-json -: cannot read it (not UTF-8 text; give a JSON "
+                          "file)") from None
     return ServeConfig.from_json(text)
 
 
@@ -65,10 +68,10 @@ def free_port(host: str = "127.0.0.1") -> int:
 class ServerHandle:
     """A running server: its ``url``, process, and `stop`."""
 
-    def __init__(self, proc: subprocess.Popen, url: str, log: Path):
+    def __init__(self, proc: subprocess.Popen, url: str, log: Path | IO[bytes]):
         self.proc = proc
         self.url = url
-        self.log = log
+        self.log = log  # a file in the caller's log_dir, or one with no name (`start_server`)
 
     @property
     def pid(self) -> int:
@@ -77,7 +80,10 @@ class ServerHandle:
     def output(self) -> str:
         """What the server printed so far."""
         with contextlib.suppress(OSError):
-            return self.log.read_text(errors="replace")
+            if isinstance(self.log, Path):
+                return self.log.read_text(errors="replace")
+            fd = self.log.fileno()  # pread: the server's write offset is shared, left alone
+            return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
         return ""
 
     def stop(self, timeout_s: float = 30.0) -> int:
@@ -121,35 +127,48 @@ def start_server(args: Sequence[str] = (), env: dict[str, str] | None = None,
     """Run ``tts-kit serve ARGS --port FREE`` until the block ends (then SIGTERM).
 
     ``config``: serve this `ServeConfig` instead of flags (its port replaced by a free
-    one), sent as JSON on the server's stdin. The server's output goes to a log file
-    (``log_dir``, default a temporary directory removed when the block ends). The server
-    is stopped however the block ends; `signals_end_the_block` makes SIGTERM and SIGHUP
-    end it too. ``preexec_fn``: run in the server's process before it starts (a test's
+    one), sent as JSON on the server's stdin. The server's output goes to a log file in
+    ``log_dir``, else to a file with no name (gone with the last process that holds it).
+    The server is stopped however the block ends; `signals_end_the_block` makes SIGTERM
+    and SIGHUP end it too, and it dies with this process (SIGKILL included: its workers
+    die with it; Linux ties this to the calling thread: call from one that outlives the
+    block). ``preexec_fn``: run in the server's process before it starts (a test's
     low open-file limit).
     """
-    import shutil
     import tempfile
+
+    from tts_kit.serve.worker import die_with_parent
 
     if config is not None and args:
         raise TtsKitError("start_server: give flags or a config, not both")
     port = free_port()
-    own_dir = None if log_dir else tempfile.mkdtemp(prefix="tts-kit-serve-")
-    log_path = Path(log_dir or own_dir) / f"serve-{port}.log"
+    me = os.getpid()
+
+    def before_exec() -> None:
+        die_with_parent(me)
+        if preexec_fn is not None:
+            preexec_fn()
+
     serve = [sys.executable, "-m", "tts_kit.cli", "serve"]
     if config is None:
         cmd, data = [*serve, *args, "--port", str(port)], None
     else:
         cmd = [*serve, "--config-json", "-"]
         data = dataclasses.replace(config, port=port).to_json().encode()
-    with open(log_path, "wb") as log:
+    log = open(Path(log_dir) / f"serve-{port}.log", "wb") if log_dir else tempfile.TemporaryFile()
+    try:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
                                 env={**os.environ, **(env or {})},
                                 stdin=subprocess.DEVNULL if data is None else subprocess.PIPE,
-                                preexec_fn=preexec_fn)
+                                preexec_fn=before_exec)
+    except BaseException:
+        log.close()
+        raise
     if data is not None:
         with contextlib.suppress(BrokenPipeError), proc.stdin:  # type: ignore[union-attr]
             proc.stdin.write(data)  # type: ignore[union-attr]
-    handle = ServerHandle(proc, f"http://127.0.0.1:{port}", log_path)
+    handle = ServerHandle(proc, f"http://127.0.0.1:{port}",
+                          Path(log.name) if log_dir else log)
     try:
         try:
             wait_ready(handle.url, proc, ready_timeout_s)
@@ -158,8 +177,7 @@ def start_server(args: Sequence[str] = (), env: dict[str, str] | None = None,
         yield handle
     finally:
         handle.stop()
-        if own_dir:  # a failure's output went into its error message already
-            shutil.rmtree(own_dir, ignore_errors=True)
+        log.close()
 
 
 class Stopped(SystemExit):

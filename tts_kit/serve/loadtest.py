@@ -113,6 +113,8 @@ def _read_metrics(text: str, labelled: bool = False) -> dict[str, float]:
     out: dict[str, float] = {}
     for fam in text_string_to_metric_families(text):
         for s in fam.samples:
+            if not math.isfinite(s.value) or s.value < 0:  # no gauge of ours is: garbage
+                continue
             if not s.labels:
                 out[s.name] = s.value
             elif labelled:
@@ -245,7 +247,13 @@ async def _one(client: Any, url: str, body: dict[str, Any], timeout_s: float,
                     return Outcome(r.status_code, kind, t0, latency_s=time.monotonic() - t0,
                                    reason=_reason(r.status_code, said))
                 fallback = "x-tts-fallback" in r.headers
-                rate = int(r.headers.get("x-sample-rate") or contract.SAMPLE_RATE)
+                hz = r.headers.get("x-sample-rate") or str(contract.SAMPLE_RATE)
+                ok = hz.isascii() and hz.isdigit() and len(hz) < 8
+                rate = int(hz) if ok and 0 < int(hz) <= 10**6 else 0
+                if not rate:  # its audio cannot be measured: an error, said once
+                    return Outcome(200, "error", t0, latency_s=time.monotonic() - t0,
+                                   reason=f"X-Sample-Rate {term_safe(hz)[:40]!r}: not a "
+                                   "sample rate (whole Hz); is this a tts-kit server?")
                 async for part in r.aiter_raw():
                     size += len(part)
                     if ttfa is None and size > skip:

@@ -212,23 +212,26 @@ def serving_sweep(model: str | None, spec: ServingSweepSpec | None = None, *,
     if unknown:
         raise TtsKitError(f"unknown architecture(s) {unknown}; use {', '.join(ARCHITECTURES)}")
     result = ServingSweepResult()
-    seen = set()
     base = spec.server or ServeConfig()
+    runs: dict[tuple, tuple[dict[str, Any], ServeConfig]] = {}
     for arch, n, th, preset, loading in itertools.product(
             spec.architectures, spec.workers, spec.threads, spec.presets, spec.loadings):
         n = 1 if arch == "blocking" else int(n)
-        key = (arch, n, th, preset, loading)
-        if key in seen:
-            continue
-        seen.add(key)
         config = {"architecture": arch, "workers": n, "threads": th, "preset": preset,
                   "loading": loading}
         queue = max([*spec.concurrency, 4]) * 2  # open loop: arrivals may pile up; 429 past it
         cfg = dataclasses.replace(base, architecture=arch, workers=n, preset=preset,
                                   loading=loading, max_queue=queue, threads=th,
                                   model=base.model if model is None else str(model))
+        cfg.check()  # every configuration, before any server starts: one line, exit 2
         if arch == "workers":
             config["scheduling"] = cfg.scheduling
+        runs.setdefault((arch, n, th, preset, loading), (config, cfg))
+    if base.model is not None or model is not None:
+        from tts_kit.models.resolve import open_model
+
+        open_model(str(model if model is not None else base.model))  # a bad model: now
+    for config, cfg in runs.values():
         try:
             with start_server(config=cfg, log_dir=log_dir) as srv:
                 load = run_load(srv.url, load_spec, progress=progress)

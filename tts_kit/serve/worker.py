@@ -157,11 +157,20 @@ def _one_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def _die_with_parent() -> None:
-    """Linux: SIGKILL this process when its parent dies (a SIGKILLed server leaves no worker)."""
+def die_with_parent(parent: int | None = None) -> None:
+    """Linux: SIGKILL this process when its parent (pid ``parent``, if given: at once if
+    it is gone already) dies: a SIGKILLed serve-sweep leaves no server, a server no worker.
+
+    Example:
+        >>> import subprocess, sys
+        >>> subprocess.run([sys.executable, "-c", "0"], preexec_fn=die_with_parent).returncode
+        0
+    """
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if parent is not None and os.getppid() != parent:  # it died before prctl
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class JobCancelled(Exception):
@@ -229,7 +238,7 @@ def worker_main(conn: Any, cfg: WorkerConfig, cancel: Any = None,
     a shared integer, the id of the request whose chunk job must stop (checked after every
     stage run, so a chunk stops within one flow step).
     """
-    _die_with_parent()
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:

@@ -9,7 +9,6 @@ Example:
 from __future__ import annotations
 
 import importlib
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from tts_kit.core.digests import file_sha256
 from tts_kit.core.errors import BundleError, TtsKitError
 from tts_kit.core.protoscan import ScanError, scan_onnx
+from tts_kit.core.userfiles import read_json
 from tts_kit.models.base import Capabilities, StageInfo, precision_of
 from tts_kit.models.discovery import PIPER_PREFIX, piper_gap, voice_pair
 
@@ -94,8 +94,9 @@ class PiperBundle:
         self.model_file: Path = graph
         self.config_file: Path = cfg_path
         try:
-            self.config: dict[str, Any] = json.loads(cfg_path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+            self.config: dict[str, Any] = read_json(cfg_path, cfg_path.name, "re-install the "
+                                                    "voice", BundleError)
+        except OSError as exc:
             raise BundleError(f"{cfg_path.name}: not a readable Piper config ({exc})") from None
         self._check_config()
         try:

@@ -12,7 +12,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +32,7 @@ from tts_kit.core.protoscan import (
     scan_onnx,
 )
 from tts_kit.core.settings import Settings
+from tts_kit.core.userfiles import read_json
 from tts_kit.models.base import Capabilities, StageInfo, precision_of
 
 # default_standin_scale is re-exported: callers and tests find it beside discovery.
@@ -62,13 +62,7 @@ def _rel(path: Path, root: Path) -> str:
 def _read_json(path: Path, root: Path) -> Any:
     if not path.is_file():
         raise BundleError(f"{_rel(path, root)}: missing (expected a file of the Supertonic layout)")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BundleError(f"{_rel(path, root)}: malformed JSON ({exc})") from None
-    except RecursionError:  # json's decoder recurses per level: 200k '[' exhaust the stack
-        raise BundleError(f"{_rel(path, root)}: JSON nested too deeply to be a bundle file; "
-                          "re-download or rebuild it") from None
+    return read_json(path, _rel(path, root), "re-download or rebuild it", BundleError)
 
 
 def _check_tensor(rel: str, kind: str, found: ValueInfo, spec: contract.TensorSpec):
