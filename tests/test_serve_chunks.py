@@ -214,3 +214,25 @@ def test_a_client_gone_frees_every_worker_on_its_chunks(chunked):
     assert all(w["state"] == "idle" for w in http.get(f"{url}/health").json()["workers"])
     ok = _speech(url, input="Hi.", steps=1)
     assert ok.status_code == 200 and np.frombuffer(ok.content[44:], np.int16).size > 0
+
+
+@pytest.mark.slow
+def test_a_chunk_is_computed_as_the_engine_computes_it_alone(chunked, tiny_bundle_dir):
+    """Issue 37's constraint: the first-chunk cut changes what one call says, not how it is
+    computed. The server's first chunk of a cut request is, bit for bit, the engine's own
+    render of that chunk's text alone with the same seed (no graph optimisation differs
+    between the worker and the engine: exact bytes, not within float rounding)."""
+    from tts_kit.models.family import make_engine
+    from tts_kit.serve.config import ServeConfig
+
+    text = "Well, that went better than expected, and everyone stayed late for the dinner."
+    engine = make_engine(str(tiny_bundle_dir))
+    head = engine.plan(text, first_chunk_chars=ServeConfig().first_chunk_chars).chunks[0]
+    assert head != text  # the server cuts this request: chunk 0 is its head
+    alone = engine.plan(head, steps=4, seed=7)
+    want = engine.render_chunk(alone, 0).pcm16()
+    r = _speech(chunked.url, input=text, steps=4, seed=7, response_format="pcm")
+    assert r.status_code == 200, r.text
+    assert r.content[:len(want)] == want
+    r = _speech(chunked.url, input=head, steps=4, seed=7, response_format="pcm")
+    assert r.status_code == 200 and r.content == want
