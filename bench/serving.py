@@ -13,6 +13,8 @@ loaded in a closed loop at each concurrency; all of them are measured in this on
   on the worker that took it (request scheduling);
 - ``workers+chunk``: the same server build with chunk-level scheduling (a request's
   chunks are jobs for any free worker, first chunks first: `tts_kit.serve.chunked`);
+- ``workers+chunk-notiers``: chunk scheduling without its background tier (``serve
+  --no-tiers``: ``--workers`` processes, not twice as many; issue 37's before);
 - ``workers+chunk+nest``: chunk scheduling with nesting (`lab.nesting`, an experiment):
   a waiting request's first chunk runs inside a busy worker's running chunk between two
   stage runs instead of waiting for it to end (``--trace DIR``, `lab.jobtrace`, and
@@ -67,7 +69,7 @@ from tts_kit.tuning.tune import TIE_REL
 
 REFERENCE = "article"
 #: Measured only when ``--only`` names them (a comparison for issue 27's TTFA target).
-ON_REQUEST = ("workers+chunk+nest", "workers+chunk+tiers")
+ON_REQUEST = ("workers+chunk+nest", "workers+chunk-notiers")
 THROUGHPUT_TARGET = 3.0
 TTFA_TARGET = 0.35
 PSS_TARGET = 1.35
@@ -82,13 +84,12 @@ PLAN = (("article", "article", "request"),
         ("workers", "workers", "request"),
         ("workers+chunk", "workers", "chunk"),
         ("workers+chunk+nest", "workers", "chunk+nest"),
-        ("workers+chunk+tiers", "workers", "chunk+tiers"),
+        ("workers+chunk-notiers", "workers", "chunk-notiers"),
         ("workers+batch", "workers", "chunk+batch"),
         ("threads", "threads", "request"),
         ("blocking", "blocking", "request"))
 #: The lab modules a scheduling needs in the server (`lab.serve_lab.enable`).
-LAB = {"chunk+nest": ["lab.nesting"], "chunk+batch": ["lab.batching"],
-       "chunk+tiers": ["lab.tiers"]}
+LAB = {"chunk+nest": ["lab.nesting"], "chunk+batch": ["lab.batching"]}
 #: The article's claim (seed 000): p95 about 200 ms on 2 vCPU under concurrent requests.
 CLAIMED_P95_MS = 200.0
 
@@ -199,8 +200,6 @@ def main(argv: list[str] | None = None) -> int:
                     help="workers+batch: chunks per batched call, at most 4")
     ap.add_argument("--batch-wait-ms", type=float, default=2.0,
                     help="workers+batch: how long a free worker waits for a batch to fill")
-    ap.add_argument("--nice", type=int, default=19,
-                    help="workers+chunk+tiers: the background workers' nice value")
     ap.add_argument("--json", default=None)
     ap.add_argument("--trace", default=None,
                     help="folder for chunk scheduling's per-job timelines, LABEL.jsonl each "
@@ -234,14 +233,14 @@ def main(argv: list[str] | None = None) -> int:
         row for row in PLAN if row[0] not in ON_REQUEST]
     for label, arch, sched in plan:
         n, th = sizes.get(arch, (args.workers, args.threads))
-        n *= 2 if sched == "chunk+tiers" else 1  # half of them in the background (lab.tiers)
-        server = ServeConfig(scheduling=sched)
+        server = ServeConfig(scheduling=sched.removesuffix("-notiers"),
+                             tiers=not sched.endswith("-notiers"))
         lab = list(LAB.get(sched, []))
         if args.trace and arch == "workers":  # the server inherits it (`lab.jobtrace.ENV`)
             Path(args.trace).mkdir(parents=True, exist_ok=True)
             os.environ["TTS_KIT_JOB_TRACE"] = str(Path(args.trace) / f"{label}.jsonl")
             lab.append("lab.jobtrace")  # last: it wraps the schedulers the others add
-        enable(*lab, batch=args.batch, batch_wait_ms=args.batch_wait_ms, nice=args.nice)
+        enable(*lab, batch=args.batch, batch_wait_ms=args.batch_wait_ms)
         res = serving_sweep(model, architectures=[arch], workers=[n], threads=[th],
                             loadings=["resident"], server=server, **common)
         batch = {"batch_size": args.batch if sched == "chunk+batch" else 1} \

@@ -6,6 +6,8 @@ chunks, and workers freed when a client leaves."""
 from __future__ import annotations
 
 import asyncio
+import collections
+import functools
 import threading
 import time
 from pathlib import Path
@@ -32,7 +34,7 @@ class _Pool:
     size, max_queue, closing, mean_latency_s = 2, 2, False, 1.0
     on_idle = None
 
-    def take_idle(self):
+    def take_idle(self, fits=None):
         return None
 
 
@@ -56,6 +58,38 @@ def test_first_chunks_go_ahead_and_later_chunks_by_when_they_are_needed():
         with pytest.raises(Exception, match="queue is full"):
             for _ in range(3):
                 sched.submit({}, t0=0.0)  # 2 workers + 2 queued, then refused
+
+    asyncio.run(main())
+
+
+class _Worker:
+    def __init__(self, wid: int):
+        self.id, self.pid, self.state, self.sent = wid, 2**22 + wid, "idle", []
+        self.inbox: asyncio.Queue = asyncio.Queue()
+
+    def send(self, msg):
+        self.sent.append(msg)
+
+
+def test_tiers_keep_later_chunks_off_the_workers_first_chunks_need():
+    from tts_kit.serve.worker import WorkerPool
+
+    async def main():
+        pool = _Pool()
+        pool.size, pool.workers = 4, {i: _Worker(i) for i in range(4)}
+        pool._idle = collections.deque(pool.workers.values())
+        pool.take_idle = functools.partial(WorkerPool.take_idle, pool)
+        sched = ChunkScheduler(pool, tiers=True)
+        a = sched.submit({}, t0=0.0)  # a first chunk: a foreground worker
+        sched._planned(a, [10, 10, 10, 10])  # its later chunks: the background pair only
+        b = sched.submit({}, t0=0.1)  # the other foreground worker, not behind a's chunks
+        jobs = {w.id: (w.sent[0][1], w.sent[0][3]) for w in pool.workers.values() if w.sent}
+        assert len(sched.background) == 2 and sched.slots == 2
+        assert {jobs[i] for i in sched.background} == {(a.rid, 1), (a.rid, 2)}
+        assert sorted(jobs[i] for i in set(jobs) - sched.background) == [(a.rid, 0), (b.rid, 0)]
+        assert [k for _, k in sched.jobs] == [3]  # waits for a background worker
+        for t in sched._tasks:
+            t.cancel()
 
     asyncio.run(main())
 
@@ -205,7 +239,7 @@ def test_a_client_gone_frees_every_worker_on_its_chunks(chunked):
     t0 = time.monotonic()
     while time.monotonic() - t0 < 8.0:
         ws = http.get(f"{url}/health", timeout=10).json()["workers"]
-        if all(w["state"] == "idle" for w in ws) and len(ws) == 2:
+        if all(w["state"] == "idle" for w in ws) and len(ws) == 4:  # 2 + 2 background
             break
         time.sleep(0.1)
     else:
