@@ -12,6 +12,7 @@ cost is the weights streaming from DRAM once per step, which no FP32 setting tha
 numbers removes (only more frames per weight read: batching, `bench/batching.py`).
 
     python bench/chunk_cost.py [--scale full] [--lengths 8,20,40,80,160] [--rounds 3]
+                               [--json OUT]
 
 About 1 minute on the full stand-in on a quiet 2-core box (3 rounds).
 """
@@ -19,10 +20,12 @@ About 1 minute on the full stand-in on a quiet 2-core box (3 rounds).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from _common import add_model_args, model_dir
@@ -80,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lengths", default="8,20,40,80,160")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     model = model_dir(args)
     print(f"bundle: {model}  load average: {os.getloadavg()[0]:.2f}")
@@ -101,15 +105,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(cut(n)):>5} {m['audio_s']:>7.2f} "
               + " ".join(f"{1000 * m[s]:>12.0f}" for s in STAGES) + f" {1000 * m['total']:>7.0f}")
     audio = [med[n]["audio_s"] for n in lengths]
+    lines = {s: fit(audio, [med[n][s] for n in lengths]) for s in (*STAGES, "total")}
     print("\nfixed cost per chunk (line's value at 0 s of audio) and cost per audio second:")
-    for s in (*STAGES, "total"):
-        b, a = fit(audio, [med[n][s] for n in lengths])
+    for s, (b, a) in lines.items():
         print(f"  {s:<20} fixed {1000 * b:7.0f} ms   {1000 * a:6.0f} ms per audio-s")
     ve = os.path.getsize(os.path.join(model, "onnx", "vector_estimator.onnx"))
-    b, _ = fit(audio, [med[n]["vector_estimator"] for n in lengths])
-    print(f"\nvector estimator: fixed {1000 * b / args.steps:.1f} ms per flow step; reading its "
-          f"{ve / 2**20:.0f} MB of weights once: {1000 * stream_s(ve):.1f} ms")
+    read_s = stream_s(ve)
+    per_step = lines["vector_estimator"][0] / args.steps
+    print(f"\nvector estimator: fixed {1000 * per_step:.1f} ms per flow step; reading its "
+          f"{ve / 2**20:.0f} MB of weights once: {1000 * read_s:.1f} ms")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(
+            {"steps": args.steps, "costs": {len(cut(n)): med[n] for n in lengths},
+             "fixed_s": {s: v[0] for s, v in lines.items()},
+             "per_audio_s": {s: v[1] for s, v in lines.items()},
+             "ve_fixed_per_step_s": per_step, "ve_weight_read_s": read_s}, indent=2) + "\n")
     return 0
 
 
