@@ -162,7 +162,7 @@ def chunked(tiny_bundle_dir: Path, tmp_path_factory):
     from tts_kit.serve.launch import start_server
 
     cfg = ServeConfig(model=str(tiny_bundle_dir), workers=2, max_chars=5000,
-                      scheduling="chunk", max_queue=4)
+                      scheduling="chunk", max_queue=4, tiers=True)
     with start_server(config=cfg, log_dir=tmp_path_factory.mktemp("serve")) as srv:
         yield srv
 
@@ -270,3 +270,12 @@ def test_a_chunk_is_computed_as_the_engine_computes_it_alone(chunked, tiny_bundl
     assert r.content[:len(want)] == want
     r = _speech(chunked.url, input=head, steps=4, seed=7, response_format="pcm")
     assert r.status_code == 200 and r.content == want
+
+
+@pytest.mark.slow
+def test_tiers_renice_half_the_workers_for_later_chunks(chunked):
+    h = http.get(f"{chunked.url}/health", timeout=10).json()
+    nice = {w["id"]: int(Path(f"/proc/{w['pid']}/stat").read_text().rsplit(")", 1)[1].split()[16])
+            for w in h["workers"]}  # field 19 of stat: the nice value
+    assert len(nice) == 4 and len(h["background"]) == 2  # --workers 2, and 2 behind them
+    assert {nice[i] for i in h["background"]} == {19} and sorted(nice.values()) == [0, 0, 19, 19]

@@ -97,7 +97,7 @@ class ServeConfig:
     scheduling: str = "chunk"
     """``workers``: ``request`` (a request's chunks all on the worker that took it) or
     ``chunk`` (each chunk a job for any free worker; `tts_kit.serve.chunked`)."""
-    tiers: bool = True
+    tiers: bool = False
     """``chunk``: as many more workers, reniced, for later chunks only (`tts_kit.serve.chunked`)."""
     def check(self, source: str | None = None) -> None:
         """One-line `TtsKitError` for a setting that cannot work (a wrong type, a number
