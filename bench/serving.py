@@ -13,6 +13,8 @@ loaded in a closed loop at each concurrency; all of them are measured in this on
   on the worker that took it (request scheduling);
 - ``workers+chunk``: the same server build with chunk-level scheduling (a request's
   chunks are jobs for any free worker, first chunks first: `tts_kit.serve.chunked`);
+- ``workers+chunk+tiers``: chunk scheduling with a background tier (``serve --tiers``:
+  twice ``--workers`` processes, half reniced for later chunks only; issue 37);
 - ``workers+chunk+nest``: chunk scheduling with nesting (`lab.nesting`, an experiment):
   a waiting request's first chunk runs inside a busy worker's running chunk between two
   stage runs instead of waiting for it to end (``--trace DIR``, `lab.jobtrace`, and
@@ -67,7 +69,7 @@ from tts_kit.tuning.tune import TIE_REL
 
 REFERENCE = "article"
 #: Measured only when ``--only`` names them (a comparison for issue 27's TTFA target).
-ON_REQUEST = ("workers+chunk+nest",)
+ON_REQUEST = ("workers+chunk+nest", "workers+chunk+tiers")
 THROUGHPUT_TARGET = 3.0
 TTFA_TARGET = 0.35
 PSS_TARGET = 1.35
@@ -82,6 +84,7 @@ PLAN = (("article", "article", "request"),
         ("workers", "workers", "request"),
         ("workers+chunk", "workers", "chunk"),
         ("workers+chunk+nest", "workers", "chunk+nest"),
+        ("workers+chunk+tiers", "workers", "chunk+tiers"),
         ("workers+batch", "workers", "chunk+batch"),
         ("threads", "threads", "request"),
         ("blocking", "blocking", "request"))
@@ -230,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
         row for row in PLAN if row[0] not in ON_REQUEST]
     for label, arch, sched in plan:
         n, th = sizes.get(arch, (args.workers, args.threads))
-        server = ServeConfig(scheduling=sched)
+        server = ServeConfig(scheduling=sched.removesuffix("+tiers"),
+                             tiers=sched.endswith("+tiers"))
         lab = list(LAB.get(sched, []))
         if args.trace and arch == "workers":  # the server inherits it (`lab.jobtrace.ENV`)
             Path(args.trace).mkdir(parents=True, exist_ok=True)

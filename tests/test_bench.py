@@ -94,6 +94,15 @@ def test_fp32_levers_bench(tiny_bundle_dir, tmp_path):
     assert data["exact_ceiling"] > 1 and "weighted by the stages' CPU shares" in text
 
 
+def test_chunk_cost_bench_splits_a_chunks_cost_into_fixed_and_per_second(tiny_bundle_dir,
+                                                                         tmp_path):
+    text, data = _run("chunk_cost.py", "--model", str(tiny_bundle_dir), "--steps", "2",
+                      "--rounds", "1", "--lengths", "8,40,160", tmp_path=tmp_path)
+    assert len(data["costs"]) == 3 and set(data["fixed_s"]) >= {"vector_estimator", "total"}
+    assert all(c["total"] > 0 and c["audio_s"] > 0 for c in data["costs"].values())
+    assert data["ve_weight_read_s"] > 0 and "fixed cost per chunk" in text
+
+
 def test_repeat_bench_gives_each_figures_spread_per_variant(tiny_bundle_dir, tmp_path):
     text, data = _run("repeat.py", "--model", str(tiny_bundle_dir), "--runs", "2",
                       "--steps", "1", "--cpus", "1", "--variants", "base,mmapfix",

@@ -6,6 +6,8 @@ chunks, and workers freed when a client leaves."""
 from __future__ import annotations
 
 import asyncio
+import collections
+import functools
 import threading
 import time
 from pathlib import Path
@@ -32,7 +34,7 @@ class _Pool:
     size, max_queue, closing, mean_latency_s = 2, 2, False, 1.0
     on_idle = None
 
-    def take_idle(self):
+    def take_idle(self, fits=None):
         return None
 
 
@@ -56,6 +58,38 @@ def test_first_chunks_go_ahead_and_later_chunks_by_when_they_are_needed():
         with pytest.raises(Exception, match="queue is full"):
             for _ in range(3):
                 sched.submit({}, t0=0.0)  # 2 workers + 2 queued, then refused
+
+    asyncio.run(main())
+
+
+class _Worker:
+    def __init__(self, wid: int):
+        self.id, self.pid, self.state, self.sent = wid, 2**22 + wid, "idle", []
+        self.inbox: asyncio.Queue = asyncio.Queue()
+
+    def send(self, msg):
+        self.sent.append(msg)
+
+
+def test_tiers_keep_later_chunks_off_the_workers_first_chunks_need():
+    from tts_kit.serve.worker import WorkerPool
+
+    async def main():
+        pool = _Pool()
+        pool.size, pool.workers = 4, {i: _Worker(i) for i in range(4)}
+        pool._idle = collections.deque(pool.workers.values())
+        pool.take_idle = functools.partial(WorkerPool.take_idle, pool)
+        sched = ChunkScheduler(pool, tiers=True)
+        a = sched.submit({}, t0=0.0)  # a first chunk: a foreground worker
+        sched._planned(a, [10, 10, 10, 10])  # its later chunks: the background pair only
+        b = sched.submit({}, t0=0.1)  # the other foreground worker, not behind a's chunks
+        jobs = {w.id: (w.sent[0][1], w.sent[0][3]) for w in pool.workers.values() if w.sent}
+        assert len(sched.background) == 2 and sched.slots == 2
+        assert {jobs[i] for i in sched.background} == {(a.rid, 1), (a.rid, 2)}
+        assert sorted(jobs[i] for i in set(jobs) - sched.background) == [(a.rid, 0), (b.rid, 0)]
+        assert [k for _, k in sched.jobs] == [3]  # waits for a background worker
+        for t in sched._tasks:
+            t.cancel()
 
     asyncio.run(main())
 
@@ -128,7 +162,7 @@ def chunked(tiny_bundle_dir: Path, tmp_path_factory):
     from tts_kit.serve.launch import start_server
 
     cfg = ServeConfig(model=str(tiny_bundle_dir), workers=2, max_chars=5000,
-                      scheduling="chunk", max_queue=4)
+                      scheduling="chunk", max_queue=4, tiers=True)
     with start_server(config=cfg, log_dir=tmp_path_factory.mktemp("serve")) as srv:
         yield srv
 
@@ -205,7 +239,7 @@ def test_a_client_gone_frees_every_worker_on_its_chunks(chunked):
     t0 = time.monotonic()
     while time.monotonic() - t0 < 8.0:
         ws = http.get(f"{url}/health", timeout=10).json()["workers"]
-        if all(w["state"] == "idle" for w in ws) and len(ws) == 2:
+        if all(w["state"] == "idle" for w in ws) and len(ws) == 4:  # 2 + 2 background
             break
         time.sleep(0.1)
     else:
@@ -214,3 +248,34 @@ def test_a_client_gone_frees_every_worker_on_its_chunks(chunked):
     assert all(w["state"] == "idle" for w in http.get(f"{url}/health").json()["workers"])
     ok = _speech(url, input="Hi.", steps=1)
     assert ok.status_code == 200 and np.frombuffer(ok.content[44:], np.int16).size > 0
+
+
+@pytest.mark.slow
+def test_a_chunk_is_computed_as_the_engine_computes_it_alone(chunked, tiny_bundle_dir):
+    """Issue 37's constraint: the first-chunk cut changes what one call says, not how it is
+    computed. The server's first chunk of a cut request is, bit for bit, the engine's own
+    render of that chunk's text alone with the same seed (no graph optimisation differs
+    between the worker and the engine: exact bytes, not within float rounding)."""
+    from tts_kit.models.family import make_engine
+    from tts_kit.serve.config import ServeConfig
+
+    text = "Well, that went better than expected, and everyone stayed late for the dinner."
+    engine = make_engine(str(tiny_bundle_dir))
+    head = engine.plan(text, first_chunk_chars=ServeConfig().first_chunk_chars).chunks[0]
+    assert head != text  # the server cuts this request: chunk 0 is its head
+    alone = engine.plan(head, steps=4, seed=7)
+    want = engine.render_chunk(alone, 0).pcm16()
+    r = _speech(chunked.url, input=text, steps=4, seed=7, response_format="pcm")
+    assert r.status_code == 200, r.text
+    assert r.content[:len(want)] == want
+    r = _speech(chunked.url, input=head, steps=4, seed=7, response_format="pcm")
+    assert r.status_code == 200 and r.content == want
+
+
+@pytest.mark.slow
+def test_tiers_renice_half_the_workers_for_later_chunks(chunked):
+    h = http.get(f"{chunked.url}/health", timeout=10).json()
+    nice = {w["id"]: int(Path(f"/proc/{w['pid']}/stat").read_text().rsplit(")", 1)[1].split()[16])
+            for w in h["workers"]}  # field 19 of stat: the nice value
+    assert len(nice) == 4 and len(h["background"]) == 2  # --workers 2, and 2 behind them
+    assert {nice[i] for i in h["background"]} == {19} and sorted(nice.values()) == [0, 0, 19, 19]

@@ -40,7 +40,11 @@ GEMM_OPS = ("MatMul", "FusedMatMul", "Gemm", "Conv", "MatMulInteger",
             "DynamicQuantizeMatMul", "ConvInteger")
 #: The levers `lever_ab` measures; each keeps the stage's output to float rounding.
 FP32_LEVERS = ("base", "pointwise-matmul", "optimised-copy", "level-extended",
-               "mem-pattern-off", "arena-off")
+               "mem-pattern-off", "arena-off", "prepack-off", "denormal-zero")
+#: Levers that are one session config entry (issue 37: pre-packing off is the control that
+#: shows what ONNX Runtime's default pre-packing gives; denormals as zero).
+CONFIG_LEVERS = {"prepack-off": ("session.use_prepacking", "0"),
+                 "denormal-zero": ("session.set_denormal_as_zero", "1")}
 
 
 def stage_split(engine: Any, text: str, *, lang: str = "en", steps: int = 8, seed: int = 0,
@@ -170,7 +174,10 @@ def _lever_session(lever: str, src: Path, threads: int, scratch: Path) -> Any:
                              ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED},
           "mem-pattern-off": {"enable_mem_pattern": False},
           "arena-off": {"enable_cpu_mem_arena": False}}.get(lever, {})
-    return ort.InferenceSession(str(src), _options(threads, **kw), providers=cpu)
+    so = _options(threads, **kw)
+    if lever in CONFIG_LEVERS:
+        so.add_session_config_entry(*CONFIG_LEVERS[lever])
+    return ort.InferenceSession(str(src), so, providers=cpu)
 
 
 def lever_ab(src: str | Path, feeds: Mapping[str, np.ndarray], scratch: str | Path, *,

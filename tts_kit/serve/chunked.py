@@ -2,17 +2,18 @@
 any free worker takes the next one, and the client gets them in order.
 
 A request's first job plans it (normalises, chunks) and renders chunk 0; its plan comes back
-at once, and chunks 1.. become jobs that other workers may take while chunk 0 renders. A
-chunk renders to the same audio on any worker (its noise depends only on the seed and its
-index: `tts_kit.models.engine_base.EngineBase.render_chunk`), so the WAV is the one request
-scheduling gives for the same seed.
+at once, and chunks 1.. become jobs other workers may take meanwhile. A chunk's noise depends
+only on the seed and its index (`tts_kit.models.engine_base.EngineBase.render_chunk`): the
+WAV is request scheduling's for the same seed.
 
-Which job next (`ChunkScheduler`): the first chunk of a waiting request before any later
-chunk (time to first audio), in arrival order; later chunks earliest-deadline-first, the
-deadline being when the client will have played the audio before that chunk (its request's
-first audio plus the seconds of the chunks before it, measured, or estimated from their
-characters). Each request has a reorder buffer (`ChunkRequest`): chunks finished out of
-order wait there for the ones before them.
+Which job next (`ChunkScheduler`): waiting requests' first chunks, in arrival order; then
+later chunks earliest-deadline-first, a chunk's deadline being when its client will have
+played the audio before it (measured seconds, or estimated from characters). Chunks
+finished out of order wait in their request's reorder buffer (`ChunkRequest`).
+
+Tiers (``tiers``): twice the workers, half reniced to `BACKGROUND_NICE` for later chunks only,
+the others for first chunks only: a first chunk starts at once and gets the core, later chunks
+use every core it does not need; nothing is computed differently (docs/benchmarks.md).
 
 Cancellation: a client that leaves, a passed deadline or a failed chunk ends the request
 (`ChunkScheduler.end`): its queued jobs are dropped and its running ones stopped after the
@@ -32,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -50,6 +52,8 @@ from tts_kit.serve.worker import (
 SECONDS_PER_CHAR = 0.07
 #: How often a job's waiter looks whether its request ended (stops the job when so).
 POLL_S = 0.1
+#: The background tier's nice value: the lowest priority (weight 15 against 1,024 at nice 0).
+BACKGROUND_NICE = 19
 #: What `ChunkScheduler._next` answers when it retired a worker that did not stop in time.
 RETIRED: tuple = ("retired",)
 
@@ -134,15 +138,18 @@ class ChunkRequest:
 class ChunkScheduler:
     """The job queue in front of a `WorkerPool` (see the module doc).
 
-    At most ``workers + max_queue`` requests at once; one more gets `Overloaded`.
+    At most ``slots`` (foreground workers) ``+ max_queue`` requests; one more: `Overloaded`.
     """
 
-    def __init__(self, pool: WorkerPool):
+    def __init__(self, pool: WorkerPool, tiers: bool = False):
         self.pool = pool
         self.requests: dict[int, ChunkRequest] = {}
         self.jobs: list[tuple[ChunkRequest, int]] = []
         self._next_rid = 0
         self._tasks: set[asyncio.Task] = set()
+        self.tiers = tiers and pool.size > 1
+        self.background: set[int] = set()  # worker ids reniced (tiers)
+        self.slots = pool.size // 2 if self.tiers else pool.size
         pool.on_idle = self.dispatch
 
     @property
@@ -155,9 +162,9 @@ class ChunkScheduler:
         if self.pool.closing:
             raise RuntimeError("server shutting down")
         pool = self.pool
-        if len(self.requests) >= pool.size + pool.max_queue:
+        if len(self.requests) >= self.slots + pool.max_queue:
             ahead = self.waiting + 1
-            raise Overloaded(max(1, math.ceil(pool.mean_latency_s * ahead / pool.size)))
+            raise Overloaded(max(1, math.ceil(pool.mean_latency_s * ahead / self.slots)))
         req = ChunkRequest(self._next_rid, params, t0)
         self._next_rid += 1
         self.requests[req.rid] = req
@@ -186,8 +193,8 @@ class ChunkScheduler:
         return (1, needed_at(req.durations, req.lengths or [], t=t, k=k), k)
 
     def describe(self) -> dict[str, Any]:
-        """More for ``/health`` (a lab scheduler's figures); none here."""
-        return {}
+        """More for ``/health``: the background workers' ids (a lab scheduler's figures)."""
+        return {"background": sorted(self.background)} if self.tiers else {}
 
     def _queue(self, req: ChunkRequest, ks: Sequence[int]) -> None:
         now = time.monotonic()
@@ -199,15 +206,32 @@ class ChunkScheduler:
         """Job ``k`` of ``req`` answered on ``worker`` (a lab scheduler's hook)."""
 
     def dispatch(self) -> None:
-        """Give queued jobs to idle workers, the most urgent first."""
-        while self.jobs:
-            job = min(self.jobs, key=self._key)
-            w = self.pool.take_idle()
-            if w is None:
-                return
-            self.jobs.remove(job)
-            self._start(w, [job], ("job", job[0].rid, job[0].params, job[1]))
-            self._spawn(self._run(w, *job))
+        """Give queued jobs to idle workers, the most urgent first (under tiers, first
+        chunks to foreground workers, later chunks to background ones)."""
+        if self.tiers:
+            self._tier()
+        for later in (False, True) if self.tiers else (None,):
+            while True:
+                jobs = [j for j in self.jobs if later is None or (j[1] > 0) == later]
+                w = self.pool.take_idle(self._fits(later)) if jobs else None
+                if w is None:
+                    break
+                job = min(jobs, key=self._key)
+                self.jobs.remove(job)
+                self._start(w, [job], ("job", job[0].rid, job[0].params, job[1]))
+                self._spawn(self._run(w, *job))
+
+    def _fits(self, later: bool | None) -> Any:
+        return None if later is None else (lambda w: (w.id in self.background) == later)
+
+    def _tier(self) -> None:
+        """Keep half the live workers in the background (a replacement starts in front)."""
+        live = {w.id: w for w in self.pool.workers.values() if w.state in ("idle", "busy")}
+        self.background &= set(live)
+        idle = [w for w in live.values() if w.id not in self.background and w.state == "idle"]
+        for w in idle[:max(0, self.pool.size // 2 - len(self.background))]:
+            renice(w.pid, BACKGROUND_NICE)
+            self.background.add(w.id)
 
     def _start(self, w: Worker, jobs: list[tuple[ChunkRequest, int]], msg: tuple) -> None:
         """Mark ``jobs`` as running on ``w`` and send it ``msg``."""
@@ -261,7 +285,7 @@ class ChunkScheduler:
                 if not req.ended:
                     req.deliver(k, msg)
                 break
-            self.pool.release(w, counted=k == 0)
+            self.pool.release(w, counted=k == 0 or w.id in self.background)  # its jobs
         finally:
             req.running.pop(k, None)
 
@@ -273,6 +297,18 @@ class ChunkScheduler:
         if not req.ended:
             self._queue(req, range(1, len(lengths)))
             self.dispatch()
+
+
+def renice(pid: int, nice: int) -> None:
+    """Every thread of process ``pid`` to ``nice`` (per thread on Linux; else nothing).
+
+    Example:
+        >>> renice(2**22 + 1, 19)  # no such process: nothing happens
+    """
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, int(tid), nice)
 
 
 class ChunkLease:
@@ -291,8 +327,7 @@ class ChunkLease:
     def gone(self) -> None:
         self.scheduler.end(self.req)
 
-    def abandon(self) -> None:
-        self.scheduler.end(self.req)
+    abandon = gone
 
 
 #: Chunk schedulers by ``--scheduling`` name; a lab module adds its own
@@ -310,5 +345,5 @@ def scheduling_modes() -> tuple[str, ...]:
     return ("request", *SCHEDULERS)
 
 
-__all__ = ["SCHEDULERS", "ChunkLease", "ChunkRequest", "ChunkScheduler", "needed_at",
-           "scheduling_modes"]
+__all__ = ["BACKGROUND_NICE", "SCHEDULERS", "ChunkLease", "ChunkRequest", "ChunkScheduler",
+           "needed_at", "renice", "scheduling_modes"]

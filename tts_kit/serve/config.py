@@ -97,6 +97,8 @@ class ServeConfig:
     scheduling: str = "chunk"
     """``workers``: ``request`` (a request's chunks all on the worker that took it) or
     ``chunk`` (each chunk a job for any free worker; `tts_kit.serve.chunked`)."""
+    tiers: bool = False
+    """``chunk``: as many more workers, reniced, for later chunks only (`tts_kit.serve.chunked`)."""
     def check(self, source: str | None = None) -> None:
         """One-line `TtsKitError` for a setting that cannot work (a wrong type, a number
         outside `tts_kit.core.validate.SERVE_FIELDS`, the flags' table; an unknown name, a
@@ -110,8 +112,9 @@ class ServeConfig:
                 continue
             value = rule.check(value, where(field))
             setattr(self, field, None if value == 0 and field in _ZERO_IS_NONE else value)
-        if not isinstance(self.spinning, bool):
-            raise TtsKitError(f"{where('spinning')} {self.spinning!r}: give true or false")
+        for flag in ("spinning", "tiers"):
+            if not isinstance(getattr(self, flag), bool):
+                raise TtsKitError(f"{where(flag)} {getattr(self, flag)!r}: give true or false")
         for field, choices in (("preset", PRESET_NAMES), ("architecture", ARCHITECTURES),
                                ("scheduling", scheduling_modes()), ("order", ORDERS)):
             if _text(getattr(self, field), where(field)) not in choices:

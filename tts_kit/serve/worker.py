@@ -1,18 +1,13 @@
 """Worker processes, each owning one warmed-up `Engine`, and the pool that supervises them.
 
-A worker is a spawned process that builds its engine, synthesises a warm-up text, says
-``ready``, then serves one request at a time over a pipe: the request's parameters go
-in, ``start`` (or a one-line ``error``), the chunks (16-bit PCM) and ``done`` come out.
-A reader thread per worker hands its messages to the event loop, so the server never
-blocks on a worker.
-
-The pool (`WorkerPool`) gives a request an idle worker, or a place in a bounded queue,
-or `Overloaded` (the server's 429). A deadline is real: the worker of a late request is
-killed (SIGKILL) and replaced, so the computation stops with it; a worker that dies on
-its own (a crash, the OOM killer) is replaced and only its request fails; a worker is
-recycled after ``max_requests`` requests or once its RSS passes ``max_rss_mb``. A request
-nobody waits for any more (`WorkerPool.abandon`) is stopped at the worker's next chunk, or
-the worker is killed and replaced after `CANCEL_GRACE_S`.
+A worker (a spawned process) builds its engine, warms it up, says ``ready``, then serves one
+request at a time over a pipe: parameters in; ``start`` (or an ``error``), the PCM chunks and
+``done`` out, handed to the event loop by a reader thread. The pool (`WorkerPool`) gives a
+request an idle worker, a place in a bounded queue, or `Overloaded` (429). A late request's
+worker is killed and replaced (the computation stops with it); one that dies on its own is
+replaced and only its request fails; one is recycled after ``max_requests`` or past
+``max_rss_mb``; an abandoned request (`WorkerPool.abandon`) stops at the next chunk, or its
+worker is killed and replaced after `CANCEL_GRACE_S`.
 
 Example:
     >>> cfg = WorkerConfig(model=None, preset="lean", loading="resident", threads=1)
@@ -44,15 +39,13 @@ from tts_kit.core.errors import TtsKitError
 WARMUP_TEXT = "Warming up the model, once."
 #: Worker restart reasons, as counted in ``tts_kit_worker_restarts_total``.
 RESTART_REASONS = ("timeout", "crash", "max_requests", "max_rss", "abandoned")
-#: What the normaliser's warning says when it drops text the model cannot say: the server
-#: answers 400 with that warning instead of audio without those words.
+#: The normaliser's warning when it drops text: the server answers 400 with it, not audio.
 DROPPED = "the model cannot say"
-#: How long a worker whose client went away may take to stop at its next chunk boundary
-#: before it is killed and replaced.
+#: Seconds an abandoned request's worker has to stop at its next chunk before it is killed.
 CANCEL_GRACE_S = 2.0
-#: Modules (comma-separated) the server and every worker import at start (`load_lab`): a
-#: ``bench/lab`` experiment registers itself there (`WORKER_HANDLERS`, `WORKER_HOOKS`,
-#: `tts_kit.serve.chunked.SCHEDULERS`). Unset in production.
+#: Modules (comma-separated) the server and its workers import (`load_lab`): ``bench/lab``
+#: experiments registering in `WORKER_HANDLERS`, `WORKER_HOOKS`, `tts_kit.serve.chunked.
+#: SCHEDULERS`. Unset in production.
 LAB_ENV = "TTS_KIT_SERVE_LAB"
 
 
@@ -480,11 +473,9 @@ class WorkerPool:
         """
         if self.closing:
             raise RuntimeError("server shutting down")
-        while self._idle:
-            w = self._idle.popleft()
-            if w.state == "idle":
-                w.state = "busy"
-                return w
+        w = self.take_idle()
+        if w is not None:
+            return w
         if self.queue_depth >= self.max_queue:
             ahead = self.queue_depth + 1
             raise Overloaded(max(1, math.ceil(self.mean_latency_s * ahead / self.size)))
@@ -518,11 +509,12 @@ class WorkerPool:
         if self.on_idle is not None:
             self.on_idle()
 
-    def take_idle(self) -> Worker | None:
-        """An idle worker, now marked busy, or None (chunk-level scheduling's dispatch)."""
-        while self._idle:
-            w = self._idle.popleft()
-            if w.state == "idle":
+    def take_idle(self, fits: Callable[[Worker], bool] | None = None) -> Worker | None:
+        """An idle worker (one that ``fits``), now marked busy, or None (chunk scheduling)."""
+        for w in list(self._idle):
+            if w.state != "idle" or fits is None or fits(w):
+                self._idle.remove(w)
+            if w.state == "idle" and (fits is None or fits(w)):
                 w.state = "busy"
                 return w
         return None
