@@ -34,6 +34,7 @@ import logging
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from http import HTTPStatus
 from typing import Any
 
 log = logging.getLogger("uvicorn.error")
@@ -88,9 +89,26 @@ class HttpVersionCheck:
                       "supported; use HTTP/1.1", [(b"connection", b"close")])
 
 
+def error_json(status: int, message: str) -> bytes:
+    """An error body in OpenAI's shape, so its clients show the reason.
+
+    Example:
+        >>> json.loads(error_json(429, "busy"))["error"]["code"]
+        'too_many_requests'
+    """
+    try:
+        code = HTTPStatus(status).phrase.lower().replace(" ", "_").replace("-", "_")
+    except ValueError:  # 499: the client left
+        code = "client_closed_request"
+    kind = {401: "authentication_error", 429: "rate_limit_error"}.get(
+        status, "server_error" if status >= 500 else "invalid_request_error")
+    return (json.dumps({"error": {"message": message, "type": kind, "code": code,
+                                  "param": None}}, ensure_ascii=False) + "\n").encode()
+
+
 async def _refuse(send: Any, status: int, message: str, headers: list) -> None:
-    """Answer ``status`` with ``{"error": message}`` and ``headers``, the route never run."""
-    body = (json.dumps({"error": message}) + "\n").encode()
+    """Answer ``status`` with `error_json` and ``headers``, the route never run."""
+    body = error_json(status, message)
     await send({"type": "http.response.start", "status": status, "headers": [
         (b"content-type", b"application/json"), *headers,
         (b"content-length", str(len(body)).encode())]})
@@ -274,4 +292,5 @@ def _loopback(host: str) -> bool:
 
 
 __all__ = ["AcceptBackoffLoop", "HttpVersionCheck", "KeyCheck", "QuietAcceptErrors",
-           "exposure_warning", "has_key", "header_timeout_protocol", "key_matches", "run_uvicorn"]
+           "error_json", "exposure_warning", "has_key", "header_timeout_protocol",
+           "key_matches", "run_uvicorn"]
