@@ -24,7 +24,7 @@ FAST = {"steps": 2, "seed": 0}
 def server(tiny_bundle_dir, tmp_path_factory):
     from tts_kit.serve.config import ServeConfig
 
-    cfg = ServeConfig(model=str(tiny_bundle_dir), workers=1)
+    cfg = ServeConfig(model=str(tiny_bundle_dir), workers=1, voice_map="narrator=M1,nova=M1")
     with start_server(config=cfg, log_dir=tmp_path_factory.mktemp("openai")) as handle:
         yield handle
 
@@ -78,6 +78,21 @@ def test_openai_voice_names_are_the_model_voices_they_map_to(client, server):
     for name in ("alloy", "onyx"):
         assert np.array_equal(_pcm(client, voice=name), _pcm(client, voice=aliases[name]))
     assert aliases["alloy"] != aliases["onyx"]  # F1 and M1 on the stand-in
+    # The server's voice_map (--voice-map) adds names and moves OpenAI's.
+    assert aliases["narrator"] == aliases["nova"] == "M1" and aliases["shimmer"] == "F1"
+    assert np.array_equal(_pcm(client, voice="narrator"), _pcm(client, voice="M1"))
+
+
+def test_a_voice_map_naming_no_voice_of_the_model_is_one_line_exit_2(tiny_bundle_dir):
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "tts_kit.cli", "serve", "--model",
+                          str(tiny_bundle_dir), "--voice-map", "alloy=Z9", "--port", "1"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "Traceback" not in run.stderr + run.stdout
+    assert "--voice-map 'alloy=Z9': give NAME=VOICE pairs, VOICE one of this model's: F1, M1" \
+        in run.stderr + run.stdout
 
 
 def test_speed_is_the_model_speed_and_is_checked(client):
