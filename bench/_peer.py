@@ -1,6 +1,8 @@
 """``bench/serving.py --peer``: ``tts-kit serve`` beside the server people use today,
 supertonic-server (PyPI; FastAPI on the official ``supertonic`` package, sentence streaming,
-one synthesis at a time by default), one after the other in one run (issue 37 item 4).
+one synthesis at a time by default), in one run (issue 37 item 4): both servers up, each
+level measured on one then on the other (the idle one costs nothing), so the load of a
+busy machine drifting during the run weighs on both alike.
 
 Both serve the same bundle with their defaults (the peer's ``--model-dir`` on it, its hub
 download off), both get the same texts from the official ``openai`` client, streamed
@@ -129,12 +131,15 @@ def load(url: str, text: str, concurrency: int, requests: int, rate: int) -> dic
             "errors": [d["error"] for d in done if "error" in d][:3]}
 
 
-def _measure(name: str, url: str, requests: int, rate: int) -> dict:
-    out = {}
+def _measure(urls: dict[str, str], requests: int, rate: int) -> dict[str, dict]:
+    """Each level on each server in turn (the other one idle), so a machine whose load
+    drifts during the run weighs on both alike."""
+    out: dict[str, dict] = {name: {} for name in urls}
     for label, text in TEXT_SETS.items():
         for c in LEVELS:
-            print(f"  {name}: {label}, concurrency {c} ...", flush=True)
-            out[f"{label}|{c}"] = load(url, text, c, requests, rate)
+            for name, url in urls.items():
+                print(f"  {name}: {label}, concurrency {c} ...", flush=True)
+                out[name][f"{label}|{c}"] = load(url, text, c, requests, rate)
     return out
 
 
@@ -184,10 +189,10 @@ def run_peer(model: str, args) -> int:
         return 2
     t0 = time.time()
     with tempfile.TemporaryDirectory(prefix="peer-bench-") as logs:
-        with start_server(config=ServeConfig(model=model), log_dir=logs) as srv:
-            ours = _measure("tts_kit", srv.url, args.requests, rate)
-        with peer_server(model, python, logs) as url:
-            peer = _measure("peer", url, args.requests, rate)
+        with start_server(config=ServeConfig(model=model), log_dir=logs) as srv, \
+                peer_server(model, python, logs) as url:
+            res = _measure({"tts_kit": srv.url, "peer": url}, args.requests, rate)
+    ours, peer = res["tts_kit"], res["peer"]
     text, checks = table(ours, peer)
     load = os.getloadavg()
     print(f"\nbundle: {model}  requests per level: {args.requests}  cpus: {os.cpu_count()}  "

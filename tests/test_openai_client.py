@@ -127,3 +127,18 @@ def test_every_error_has_openai_shape(server, method, path, status, kind):
     err = r.json()["error"]
     assert r.status_code == status and err["type"] == kind and err["message"]
     assert set(err) == {"message", "type", "code", "param"}
+
+
+def test_a_whole_answer_is_encoded_too(tiny_bundle_dir, tmp_path):
+    """``threads`` (and ``blocking``, ``article``) send the whole answer at the end."""
+    from tts_kit.serve.config import ServeConfig
+
+    cfg = ServeConfig(model=str(tiny_bundle_dir), architecture="threads")
+    with start_server(config=cfg, log_dir=tmp_path) as srv:
+        client = openai.OpenAI(base_url=f"{srv.url}/v1", api_key="unused", max_retries=0)
+        seconds = len(_pcm(client)) / 44100
+        got = client.audio.speech.create(model="tts-1", voice="alloy", input=TEXT,
+                                         response_format="aac", extra_body=FAST)
+    assert got.response.headers["content-type"] == "audio/aac"
+    sr, length = _decoded(got.content)
+    assert sr == 44100 and seconds > 0.5 and abs(length - seconds) < 0.1

@@ -250,6 +250,7 @@ def test_connections_past_the_limit_are_refused_at_once(guarded):
         t0 = time.monotonic()
         r = http.get(f"{guarded.url}/health", timeout=10)
         assert r.status_code == 503 and time.monotonic() - t0 < 2.0
+        assert "--limit-concurrency" in r.json()["error"]["message"]  # OpenAI's shape
     finally:
         for s in held:
             s.close()

@@ -7,7 +7,7 @@ event loop's accept errors.
 - `HttpVersionCheck`: ASGI middleware; 505 for an unknown HTTP version (``HTTP/9.9``).
 - `header_timeout_protocol`: uvicorn's HTTP protocol with a deadline on a connection's
   request headers (uvicorn times out idle keep-alive connections, not a client that
-  sends half a request line and waits).
+  sends half a request line and waits); past ``--limit-concurrency`` its 503 is JSON.
 - `QuietAcceptErrors`: the event loop's exception handler; ``accept()`` failing (out of
   file descriptors) is logged once per interval with a count, not once per attempt.
 - `AcceptBackoffLoop` / `run_uvicorn`: the event loop uvicorn runs on; after ``accept()``
@@ -115,6 +115,11 @@ async def _refuse(send: Any, status: int, message: str, headers: list) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+async def _busy(scope: dict, receive: Any, send: Any) -> None:
+    await _refuse(send, 503, "the server has --limit-concurrency connections open; retry "
+                  "in a moment", [(b"connection", b"close")])
+
+
 def header_timeout_protocol(seconds: float) -> type:
     """uvicorn's h11 protocol class, closing a connection whose next request's headers have
     not all arrived ``seconds`` after it opened, or after its last response ended (a
@@ -125,7 +130,10 @@ def header_timeout_protocol(seconds: float) -> type:
         >>> header_timeout_protocol(5.0).__name__
         'HeaderTimeoutH11Protocol'
     """
+    from uvicorn.protocols.http import h11_impl
     from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    h11_impl.service_unavailable = _busy  # what it answers past --limit-concurrency
 
     class HeaderTimeoutH11Protocol(H11Protocol):
         def connection_made(self, transport: Any) -> None:  # type: ignore[override]
