@@ -69,7 +69,8 @@ def serve_once(model: str, loading: str, preset: str, threads: int, requests: in
         for i in range(requests):
             t0 = time.perf_counter()
             r = httpx.post(f"{srv.url}/v1/audio/speech", timeout=900,
-                           json={"input": DEFAULT_TEXT, "steps": steps, "seed": i})
+                           json={"input": DEFAULT_TEXT, "steps": steps, "seed": i,
+                                 "response_format": "wav"})
             if r.status_code != 200:
                 raise RuntimeError(f"{loading}: HTTP {r.status_code}: {r.text[:200]}")
             latency.append(time.perf_counter() - t0)

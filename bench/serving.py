@@ -49,6 +49,13 @@ throughput.
 ``--recipes``: instead of the architectures, ``workers`` with chunk scheduling on each
 recipe's converted copy, audio-seconds per CPU-second as ratios to FP32
 (`_serving_recipes`; the conversions are one-time preparation, outside the run).
+
+``--peer``: instead, ``tts-kit serve`` then supertonic-server (pyproject's ``peer`` extra,
+``pip install supertonic-server``; ``--peer-python`` for a venv of its own), both with
+their defaults on the same bundle, the official ``openai`` client streaming 16 requests a
+text set at concurrency 1 and 4, and issue 37's table (`_peer`):
+
+    python bench/serving.py --peer [--peer-python /path/to/venv/bin/python] [--json OUT]
 """
 
 from __future__ import annotations
@@ -188,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_model_args(ap)
     ap.add_argument("--concurrency", default="1,2,4")
-    ap.add_argument("--requests", type=int, default=8, help="requests per level")
+    ap.add_argument("--requests", type=int, default=None,
+                    help="requests per level (default 8; --peer: 16)")
     ap.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1, help="intra-op threads per worker")
@@ -214,9 +222,19 @@ def main(argv: list[str] | None = None) -> int:
                     "(e.g. fp32,int8-pw,fp16), audio-s per CPU-s as ratios to fp32 "
                     "(bench/_serving_recipes.py)")
     ap.add_argument("--rounds", type=int, default=2, help="--recipes: alternating rounds")
+    ap.add_argument("--peer", action="store_true",
+                    help="instead: tts-kit serve vs supertonic-server, same client and texts")
+    ap.add_argument("--peer-python", default=None,
+                    help="--peer: the python that has supertonic-server (default this one)")
     ap.add_argument("--copies", default=None,
                     help="--recipes: keep the converted copies here (reused when present)")
     args = ap.parse_args(argv)
+    if args.peer:
+        from _peer import run_peer
+
+        args.requests = args.requests or 16
+        return run_peer(str(model_dir(args)), args)
+    args.requests = args.requests or 8
     conc = [int(c) for c in args.concurrency.split(",")]
     model = str(model_dir(args))
     body = {"steps": args.steps, "seed": 0}

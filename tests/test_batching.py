@@ -220,7 +220,8 @@ def test_a_client_gone_mid_batch_frees_its_slot_and_the_other_completes(batched,
 
     t = threading.Thread(target=send_other)
     with http.stream("POST", f"{url}/v1/audio/speech", timeout=60,
-                      json={"input": MEDIUM, "steps": 3, "seed": 0}) as r:
+                      json={"input": MEDIUM, "steps": 3, "seed": 0,
+                            "response_format": "wav"}) as r:
         t.start()
         for part in r.iter_raw():
             if len(part) > 44:

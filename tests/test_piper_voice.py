@@ -404,15 +404,17 @@ def test_tts_kit_serve_speaks_with_the_voice(tmp_path, voice_dir):
     before = _snapshot(voice_dir)
     with start_server(["--model", NAME, "--workers", "1"], log_dir=tmp_path) as srv:
         info = httpx.get(f"{srv.url}/voices", timeout=10).json()
+        assert set(info.pop("aliases").values()) == {"joe"}  # OpenAI's names: its one voice
         assert info == {"voices": ["joe"], "languages": ["en"], "sample_rate": 22050}
         r = httpx.post(f"{srv.url}/v1/audio/speech", timeout=120,
-                       json={"input": f"{SENTENCE} It is 10:30.", "seed": 1})
+                       json={"input": f"{SENTENCE} It is 10:30.", "seed": 1,
+                             "response_format": "wav"})
         assert r.status_code == 200 and r.headers["x-sample-rate"] == "22050"
         wav, sr = sf.read(io.BytesIO(r.content), dtype="float32")
         assert sr == 22050 and 2.0 < len(wav) / sr < 8.0 and np.abs(wav).max() > 0.05
         bad = httpx.post(f"{srv.url}/v1/audio/speech", timeout=30,
                          json={"input": "Hi.", "lang": "ko"})
-        assert bad.status_code == 400 and "this model speaks: en" in bad.json()["error"]
+        assert bad.status_code == 400 and "this model speaks: en" in bad.json()["error"]["message"]
         load = run_load(srv.url, concurrency=[1], requests=2, texts=[f"{SENTENCE} It is 10:30."],
                         body={"seed": 1}, progress=False)
     log = "".join(p.read_text() for p in tmp_path.glob("serve-*.log"))

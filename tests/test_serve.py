@@ -49,6 +49,7 @@ def server(tiny_bundle_dir: Path, tmp_path_factory):
 def _speech(url: str, timeout: float = 60.0, headers: dict | None = None,
             **body) -> httpx.Response:
     body.setdefault("input", SHORT)
+    body.setdefault("response_format", "wav")  # the default is mp3
     return http.post(f"{url}/v1/audio/speech", json=body, timeout=timeout, headers=headers)
 
 
@@ -115,7 +116,7 @@ def test_voices_and_health(server):
 
 
 def test_first_bytes_arrive_before_the_last_chunk_is_synthesised(server):
-    body = {"input": LONG, "steps": 20, "seed": 0}
+    body = {"input": LONG, "steps": 20, "seed": 0, "response_format": "wav"}
     t0 = time.monotonic()
     first = None
     size = 0
@@ -139,7 +140,7 @@ def test_first_bytes_arrive_before_the_last_chunk_is_synthesised(server):
     ({"input": "Hi.", "steps": 0}, 400, "steps must be an integer in 1..100"),
     ({"input": "Hi.", "speed": 9}, 400, "speed must be a number in 0.7..2"),
     ({"input": "Hi.", "seed": -1}, 400, "seed must be an integer >= 0"),
-    ({"input": "Hi.", "response_format": "mp3"}, 400, "use wav or pcm"),
+    ({"input": "Hi.", "response_format": "ogg"}, 400, "use one of mp3, opus, aac"),
     ({"input": "Hi.", "colour": "blue"}, 400, "unknown field(s) ['colour']"),
     ({"input": "⍼⍼⍼ ⍼⍼"}, 400, ""),  # nothing speakable: the engine's own words
     ({"input": "x" * 70000}, 413, "larger than"),
@@ -149,12 +150,12 @@ def test_bad_requests_get_one_line_json_4xx(server, body, status, words):
     assert r.status_code == status, r.text
     assert r.headers["content-type"] == "application/json"
     assert r.text.count("\n") == 1 and "Traceback" not in r.text
-    assert words in r.json()["error"]
+    assert words in r.json()["error"]["message"]
 
 
 def test_non_json_body_and_unknown_path(server):
     r = http.post(f"{server.url}/v1/audio/speech", content=b"{not json", timeout=10)
-    assert r.status_code == 400 and "not JSON" in r.json()["error"]
+    assert r.status_code == 400 and "not JSON" in r.json()["error"]["message"]
     r = http.get(f"{server.url}/v2/nothing", timeout=10)
     assert r.status_code == 404 and r.text.count("\n") == 1
 
@@ -177,7 +178,7 @@ def test_overload_gets_429_with_retry_after(server):
     r = _speech(server.url, timeout=10)
     assert r.status_code == 429, r.text
     assert time.monotonic() - t0 < 1.0  # refused, not queued
-    assert int(r.headers["retry-after"]) >= 1 and "queue is full" in r.json()["error"]
+    assert int(r.headers["retry-after"]) >= 1 and "queue is full" in r.json()["error"]["message"]
     for t in threads:
         t.join()
     assert [x.status_code for x in results] == [200, 200, 200]
@@ -224,7 +225,7 @@ def test_a_stream_is_in_flight_until_its_last_byte_and_then_counted(server):
     """Issue 38: the gauge fell to 0 when the handler returned the stream, before any audio
     left; the request counts once, as completed, after its last byte."""
     before = _metrics(server.url)
-    body = {"input": LONG, "steps": 20, "seed": 0}
+    body = {"input": LONG, "steps": 20, "seed": 0, "response_format": "wav"}
     with httpx.Client(timeout=60) as client, client.stream(
             "POST", f"{server.url}/v1/audio/speech", json=body) as r:
         assert r.status_code == 200
@@ -246,7 +247,8 @@ def test_a_stream_whose_client_leaves_is_counted_abandoned(server):
     """Issue 38: a client that read its first chunk and closed the connection was never
     counted; it is a 499 ``abandoned`` once the server notices, and no longer in flight."""
     before = _metrics(server.url)
-    body = {"input": LONG, "steps": 100, "seed": 0}  # ~9 s of work: it is left mid-stream
+    body = {"input": LONG, "steps": 100, "seed": 0,  # ~9 s of work: left mid-stream
+            "response_format": "wav"}
     with httpx.Client(timeout=60) as client, client.stream(
             "POST", f"{server.url}/v1/audio/speech", json=body) as r:
         assert r.status_code == 200
@@ -290,7 +292,7 @@ def _sigkill_a_busy_worker(server) -> None:
     assert busy, _workers(server.url)
     os.kill(busy[0]["pid"], signal.SIGKILL)
     t.join()
-    assert result[0].status_code == 500 and "exited" in result[0].json()["error"]
+    assert result[0].status_code == 500 and "exited" in result[0].json()["error"]["message"]
     workers = _wait_workers(server.url, 2)
     assert busy[0]["pid"] not in [w["pid"] for w in workers]
     assert _speech(server.url, steps=1).status_code == 200

@@ -168,7 +168,8 @@ def chunked(tiny_bundle_dir: Path, tmp_path_factory):
 
 
 def _speech(url: str, **body) -> httpx.Response:
-    return http.post(f"{url}/v1/audio/speech", json=body, timeout=120)
+    return http.post(f"{url}/v1/audio/speech", json={"response_format": "wav", **body},
+                     timeout=120)
 
 
 @pytest.mark.slow  # a server of its own
@@ -205,7 +206,8 @@ def test_a_short_request_starts_before_long_ones_finish(chunked):
     def send(name: str, text: str, steps: int) -> None:
         t0 = time.monotonic()
         with http.stream("POST", f"{url}/v1/audio/speech", timeout=120,
-                          json={"input": text, "steps": steps, "seed": 0}) as r:
+                          json={"input": text, "steps": steps, "seed": 0,
+                                "response_format": "wav"}) as r:
             assert r.status_code == 200
             for part in r.iter_raw():
                 if name not in firsts and len(part) > 44:
@@ -232,7 +234,8 @@ def test_a_short_request_starts_before_long_ones_finish(chunked):
 def test_a_client_gone_frees_every_worker_on_its_chunks(chunked):
     url = chunked.url
     with http.stream("POST", f"{url}/v1/audio/speech", timeout=60,
-                      json={"input": LONG, "steps": 100, "seed": 0}) as r:
+                      json={"input": LONG, "steps": 100, "seed": 0,
+                            "response_format": "wav"}) as r:
         for part in r.iter_raw():
             if len(part) > 44:
                 break  # audio came: leave

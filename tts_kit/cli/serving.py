@@ -238,6 +238,9 @@ def _register_serve(add: AddCommand) -> None:
                     help="seconds a request has to send its body (408 after)")
     sp.add_argument("--limit-concurrency", type=int, default=64,
                     help="connections at once; more are refused with 503 (0: no limit)")
+    sp.add_argument("--voice-map", default=None, metavar="NAME=VOICE,...",
+                    help="voice names requests may use, over OpenAI's (alloy, echo, nova, "
+                    "...: GET /voices lists them), e.g. alloy=F1,echo=M1")
     sp.add_argument("--config-json", default=None, metavar="FILE", type=in_path,
                     help="the whole configuration as ServeConfig JSON (- reads stdin); "
                     "replaces the other flags")

@@ -1,13 +1,12 @@
 """Serving Supertonic under load: the HTTP server, its worker processes, the load test
 and the serving sweep.
 
-- `app`: ``tts-kit serve``: FastAPI on uvicorn, ``POST /v1/audio/speech`` (OpenAI body,
-  chunked streaming), ``/health``, ``/voices``, ``/metrics``; four architectures to
-  compare (``workers``, ``threads``, ``blocking``, ``article``).
-- `worker`: worker processes each owning a warmed-up `tts_kit.models.supertonic.engine.Engine`; the
-  pool
-  with its bounded queue (429), real deadlines (the late worker is killed and replaced),
-  crash replacement and recycling.
+- `app`: ``tts-kit serve``: FastAPI on uvicorn, ``POST /v1/audio/speech`` (a drop-in for
+  OpenAI's clients: their voices and formats, `encode`; chunked streaming), ``/health``,
+  ``/voices``, ``/metrics``; four architectures (``workers``, ``threads``, ``article`` ...).
+- `worker`: worker processes each owning a warmed-up `tts_kit.models.supertonic.engine.Engine`;
+  the pool with its bounded queue (429), real deadlines (the late worker is killed and
+  replaced), crash replacement and recycling.
 - `launch`: a server in a subprocess on a free port, for tests, sweeps and notebooks.
 - `loadtest`: ``tts-kit loadtest``: closed and open loop with httpx; TTFA and latency
   percentiles, throughput, errors, server CPU and memory from ``/metrics``.

@@ -1,12 +1,13 @@
 """The HTTP server: FastAPI on uvicorn, one backend per serving architecture.
 
-Endpoints: ``POST /v1/audio/speech`` (the OpenAI-compatible body plus ``lang``,
-``steps``, ``seed``; ``wav`` or ``pcm``, streamed with chunked transfer), ``GET /health``
-(200 once warmed up, 503 before; the workers' PIDs and counts only with the API key),
-``GET /voices``, ``GET /metrics`` (Prometheus text). A stream cut short after its headers
-aborts the connection (`tts_kit.serve.streaming`); slow clients, the connection limit and
-the key are `tts_kit.serve.guard`'s. Text the model cannot say (the normaliser would drop
-it) is a 400 naming the characters, not audio without those words.
+Endpoints: ``POST /v1/audio/speech`` (OpenAI's body, voice names and formats, mp3 by
+default (`tts_kit.serve.encode`), plus ``lang``, ``steps``, ``seed``; streamed with chunked
+transfer), ``GET /v1/models``, ``GET /health`` (200 once warmed up, 503 before; the
+workers' PIDs and counts only with the API key), ``GET /voices`` (with OpenAI's names on
+the model's), ``GET /metrics`` (Prometheus text); errors in OpenAI's JSON shape. A stream
+cut short after its headers aborts the connection (`tts_kit.serve.streaming`); slow
+clients, the connection limit and the key are `tts_kit.serve.guard`'s. Text the model
+cannot say (the normaliser would drop it) is a 400 naming the characters.
 
 Architectures (`ARCHITECTURES`), so their costs can be measured side by side:
 
@@ -34,7 +35,6 @@ Example:
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import time
@@ -43,13 +43,15 @@ from typing import Any
 
 from tts_kit.core.settings import settings as current_settings
 from tts_kit.serve.backends import BACKENDS, WorkersBackend, article_synthesize
-from tts_kit.serve.body import RequestError, check_body, wav_header
+from tts_kit.serve.body import RequestError, check_body, voice_aliases, wav_header
 from tts_kit.serve.chunked import ChunkLease
 from tts_kit.serve.config import ServeConfig
+from tts_kit.serve.encode import MEDIA_TYPES, Encoder, encoded
 from tts_kit.serve.guard import (
     HttpVersionCheck,
     KeyCheck,
     QuietAcceptErrors,
+    error_json,
     exposure_warning,
     has_key,
     header_timeout_protocol,
@@ -79,8 +81,8 @@ log = logging.getLogger("uvicorn.error")
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> Any:
     from fastapi.responses import Response
 
-    body = json.dumps({"error": message}, ensure_ascii=False) + "\n"
-    return Response(body, status_code=status, media_type="application/json", headers=headers)
+    return Response(error_json(status, message), status_code=status,
+                    media_type="application/json", headers=headers)
 
 
 class _Server:
@@ -96,6 +98,7 @@ class _Server:
         model = open_model(cfg.model)  # any family: the routes ask it, never its family
         self.cfg = cfg
         self.voices = list(model.voices)
+        self.aliases = voice_aliases(self.voices, cfg.voice_map)
         self.languages = list(model.languages)
         self.sample_rate = model.sample_rate
         self.label = model_label(model)
@@ -136,7 +139,7 @@ class _Server:
 
     async def not_found(self, request: Any, exc: Exception) -> Any:
         return _error(404, f"no such endpoint {request.url.path[:80]}; use POST "
-                      "/v1/audio/speech, GET /health, /voices or /metrics")
+                      "/v1/audio/speech, GET /v1/models, /health, /voices or /metrics")
 
     async def bad_method(self, request: Any, exc: Exception) -> Any:
         return _error(405, f"{request.method} is not allowed on {request.url.path[:80]}")
@@ -156,8 +159,14 @@ class _Server:
         return JSONResponse(body, status_code=200 if backend.ready else 503)
 
     async def list_voices(self) -> Any:
-        return {"voices": self.voices, "languages": self.languages,
+        return {"voices": self.voices, "aliases": self.aliases, "languages": self.languages,
                 "sample_rate": self.sample_rate}
+
+    async def models(self) -> Any:
+        """OpenAI's model list: every name a client may send as ``model`` works."""
+        return {"object": "list", "data": [
+            {"id": name, "object": "model", "created": 0, "owned_by": "tts_kit"}
+            for name in ("tts-1", "tts-1-hd", "gpt-4o-mini-tts", "tts-kit")]}
 
     async def prom(self) -> Any:
         from fastapi.responses import Response
@@ -210,7 +219,7 @@ class _Server:
 
         try:
             body = check_body(await self.read_body(request), self.cfg, self.voices,
-                              self.languages, self.sample_rate)
+                              self.languages, self.aliases)
         except ClientDisconnect:
             log.warning("tts-kit serve: a client disconnected while sending its request body")
             tally.end(499)
@@ -218,11 +227,14 @@ class _Server:
         except RequestError as exc:
             tally.end(exc.status)
             return _error(exc.status, str(exc))
-        params = request_params(body)
-        fmt = body["response_format"]
+        params, fmt = request_params(body), body["response_format"]
         if isinstance(self.backend, WorkersBackend):
-            return await self.stream_from_worker(request, params, fmt, tally, deadline)
-        return await self.whole(params, fmt, tally)
+            answer = await self.stream_from_worker(request, params, fmt, tally, deadline)
+        else:
+            answer = await self.whole(params, fmt, tally)
+        if body["ignored"]:
+            answer.headers["X-TTS-Ignored"] = ",".join(body["ignored"])
+        return answer
 
     async def stream_from_worker(self, request: Any, params: dict[str, Any], fmt: str,
                                  tally: RequestTally, deadline: float | None) -> Any:
@@ -273,7 +285,9 @@ class _Server:
             return _error(first[1], first[2])
         body = relay(lease, first, header=wav_header(self.sample_rate) if fmt == "wav" else b"",
                      metrics=self.metrics, t0=tally.t0, deadline=deadline, done=tally.end)
-        return AudioStream(lease, body, "audio/wav" if fmt == "wav" else "audio/L16",
+        if fmt not in ("wav", "pcm"):
+            body = encoded(body, fmt, self.sample_rate)
+        return AudioStream(lease, body, MEDIA_TYPES[fmt],
                            {"X-Sample-Rate": str(self.sample_rate)})
 
     async def first_chunk(self, lease: Any, deadline: float | None) -> tuple:
@@ -307,14 +321,15 @@ class _Server:
         finally:
             self.busy -= 1
             metrics.queue.set(max(0, self.busy - cfg.workers))
-        if fmt == "pcm":
-            wav = wav[44:]
+        if fmt != "wav":
+            enc = Encoder(fmt, self.sample_rate)
+            wav = enc.feed(wav[44:]) + enc.close()
         latency = time.monotonic() - tally.t0
         metrics.latency.observe(latency)
         metrics.ttfa.observe(latency)
         metrics.audio.inc(seconds)
         tally.end(200)
-        return Response(wav, media_type="audio/wav" if fmt == "wav" else "audio/L16",
+        return Response(wav, media_type=MEDIA_TYPES[fmt],
                         headers={"X-Sample-Rate": str(self.sample_rate)})
 
     async def synthesize_whole(self, params: dict[str, Any]) -> tuple[bytes, float]:
@@ -353,6 +368,7 @@ def create_app(cfg: ServeConfig) -> Any:
     app.exception_handler(404)(server.not_found)
     app.exception_handler(405)(server.bad_method)
     app.get("/voices")(server.list_voices)
+    app.get("/v1/models")(server.models)
     app.get("/metrics")(server.prom)
 
     @app.get("/health")

@@ -1,8 +1,9 @@
-"""A speech request's body, checked (`check_body`), and the WAV header of a streamed answer.
+"""A speech request's body, checked (`check_body`), OpenAI's voice names on the model's
+voices (`voice_aliases`), and the WAV header of a streamed answer.
 
 Example:
-    >>> len(wav_header(44100))
-    44
+    >>> len(wav_header(44100)), voice_aliases(["F1", "M1"])["onyx"]
+    (44, 'M1')
 """
 
 import json
@@ -11,6 +12,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tts_kit.core import contract
+from tts_kit.core.errors import TtsKitError
+from tts_kit.serve.encode import MEDIA_TYPES
 
 if TYPE_CHECKING:
     from tts_kit.serve.config import ServeConfig
@@ -30,6 +33,34 @@ def wav_header(sample_rate: int, frames: int | None = None) -> bytes:
             + b"data" + struct.pack("<I", data))
 
 
+#: OpenAI's voice names, each with the Supertonic voice it sounds closest to.
+OPENAI_VOICES = {"alloy": "F1", "ash": "M1", "ballad": "M2", "cedar": "M3", "coral": "F2",
+                 "echo": "M4", "fable": "M5", "marin": "F3", "nova": "F4", "onyx": "M1",
+                 "sage": "F5", "shimmer": "F1", "verse": "M2"}
+
+
+def voice_aliases(voices: list[str], spec: str | None = None) -> dict[str, str]:
+    """OpenAI's voice names (and ``spec``'s, ``alloy=F1,echo=M1``) on the model's
+    ``voices``: a missing Supertonic voice falls back to the model's first of the same
+    letter (F, M), else to the voices in turn; `TtsKitError` for a bad ``spec``.
+
+    Example:
+        >>> voice_aliases(["F1", "M1"], "nova=M1")["nova"], voice_aliases(["0", "1"])["ash"]
+        ('M1', '1')
+    """
+    aliases = {}
+    for i, (name, want) in enumerate(OPENAI_VOICES.items()):
+        aliases[name] = want if want in voices else next(
+            (v for v in voices if v[:1] == want[0]), voices[i % len(voices)])
+    for pair in filter(None, (spec or "").split(",")):
+        name, _, voice = (p.strip() for p in pair.partition("="))
+        if not name or voice not in voices:
+            raise TtsKitError(f"--voice-map {pair.strip()[:40]!r}: give NAME=VOICE pairs, "
+                              f"VOICE one of this model's: {', '.join(voices)}")
+        aliases[name] = voice
+    return aliases
+
+
 class RequestError(Exception):
     """A bad request: HTTP ``status`` and a one-line message."""
 
@@ -40,13 +71,15 @@ class RequestError(Exception):
 
 def check_body(raw: bytes, cfg: "ServeConfig", voices: list[str],
                languages: Sequence[str] = contract.LANGUAGES,
-               sample_rate: int = contract.SAMPLE_RATE) -> dict[str, Any]:
+               aliases: dict[str, str] | None = None) -> dict[str, Any]:
     """The request body, checked; `RequestError` (400) naming the problem and the fix.
 
     ``voices`` and ``languages`` are the model's (a Piper voice speaks one language with its
-    own speakers); without ``voice`` a request gets ``M1`` when the model has it, else the
-    first voice; without ``lang`` the server's ``--lang`` when the model speaks it, else
-    the model's first language.
+    own speakers), ``aliases`` other voice names (`voice_aliases`); without ``voice`` a
+    request gets ``M1`` when the model has it, else the first voice; without ``lang`` the
+    server's ``--lang`` when the model speaks it, else the model's first language; without
+    ``response_format``, mp3 (as OpenAI's API); ``instructions`` are accepted and listed in
+    ``ignored``.
 
     Example:
         >>> from tts_kit.serve.config import ServeConfig
@@ -79,13 +112,19 @@ def check_body(raw: bytes, cfg: "ServeConfig", voices: list[str],
         raise RequestError(400, f"input has {len(text):,} characters, more than this server's "
                            f"{cfg.max_chars:,}; split it into several requests")
     voice = body.get("voice", "M1" if "M1" in voices else voices[0])
+    voice = (aliases or {}).get(voice, voice) if isinstance(voice, str) else voice
     if voice not in voices:
-        raise RequestError(400, f"unknown voice {str(voice)[:40]!r}; GET /voices lists them: "
-                           f"{', '.join(voices)}")
-    fmt = body.get("response_format", "wav")
-    if fmt not in ("wav", "pcm"):
-        raise RequestError(400, f"response_format {str(fmt)[:20]!r} is not supported; use wav "
-                           f"or pcm (16-bit mono, {sample_rate / 1000:g} kHz)")
+        raise RequestError(400, f"unknown voice {str(body.get('voice'))[:40]!r}; GET /voices "
+                           f"lists them: {', '.join([*voices, *(aliases or {})])}")
+    fmt = body.get("response_format", "mp3")
+    if fmt not in MEDIA_TYPES:
+        raise RequestError(400, f"response_format {str(fmt)[:20]!r} is not supported; use "
+                           f"one of {', '.join(MEDIA_TYPES)}")
+    if body.get("stream_format", "audio") != "audio":
+        raise RequestError(400, f"stream_format {str(body['stream_format'])[:20]!r} is not "
+                           "supported; leave it out or use audio")
+    if not isinstance(body.get("instructions", ""), str):
+        raise RequestError(400, "instructions must be a string (it is accepted and ignored)")
     lang = body.get("lang", cfg.lang if cfg.lang in languages else languages[0])
     if lang not in languages:
         raise RequestError(400, f"unknown lang {str(lang)[:20]!r}; this model speaks: "
@@ -104,7 +143,8 @@ def check_body(raw: bytes, cfg: "ServeConfig", voices: list[str],
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise RequestError(400, f"seed must be an integer >= 0 or null, got {seed!r}")
     return {"input": text, "voice": voice, "response_format": fmt, "lang": lang,
-            "steps": steps, "speed": float(speed), "seed": seed}
+            "steps": steps, "speed": float(speed), "seed": seed,
+            "ignored": ["instructions"] if body.get("instructions") else []}
 
 
-__all__ = ["RequestError", "check_body", "wav_header"]
+__all__ = ["OPENAI_VOICES", "RequestError", "check_body", "voice_aliases", "wav_header"]

@@ -99,6 +99,9 @@ class ServeConfig:
     ``chunk`` (each chunk a job for any free worker; `tts_kit.serve.chunked`)."""
     tiers: bool = False
     """``chunk``: as many more workers, reniced, for later chunks only (`tts_kit.serve.chunked`)."""
+    voice_map: str | None = None
+    """Voice names a request may use for the model's, ``alloy=F1,echo=M1``, over OpenAI's
+    (`tts_kit.serve.body.voice_aliases`; ``GET /voices`` lists them)."""
     def check(self, source: str | None = None) -> None:
         """One-line `TtsKitError` for a setting that cannot work (a wrong type, a number
         outside `tts_kit.core.validate.SERVE_FIELDS`, the flags' table; an unknown name, a
@@ -120,7 +123,8 @@ class ServeConfig:
             if _text(getattr(self, field), where(field)) not in choices:
                 raise TtsKitError(f"{where(field)} {getattr(self, field)!r}: unknown {field}; "
                                   f"use one of: {', '.join(choices)}")
-        for field in ("model", "fallback_wav", "api_key"):  # None: discovery, 503, no key
+        # None: model discovery, 503 on a timeout, no key, OpenAI's voice names only
+        for field in ("model", "fallback_wav", "api_key", "voice_map"):
             _text("" if getattr(self, field) is None else getattr(self, field), where(field))
         if not _LANG.fullmatch(_text(self.lang, where("lang"))):
             raise TtsKitError(f"{where('lang')} {self.lang[:20]!r}: give a language code "

@@ -7,7 +7,7 @@ event loop's accept errors.
 - `HttpVersionCheck`: ASGI middleware; 505 for an unknown HTTP version (``HTTP/9.9``).
 - `header_timeout_protocol`: uvicorn's HTTP protocol with a deadline on a connection's
   request headers (uvicorn times out idle keep-alive connections, not a client that
-  sends half a request line and waits).
+  sends half a request line and waits); past ``--limit-concurrency`` its 503 is JSON.
 - `QuietAcceptErrors`: the event loop's exception handler; ``accept()`` failing (out of
   file descriptors) is logged once per interval with a count, not once per attempt.
 - `AcceptBackoffLoop` / `run_uvicorn`: the event loop uvicorn runs on; after ``accept()``
@@ -35,6 +35,7 @@ import socket
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from http import HTTPStatus
 from typing import Any
 
 log = logging.getLogger("uvicorn.error")
@@ -89,13 +90,35 @@ class HttpVersionCheck:
                       "supported; use HTTP/1.1", [(b"connection", b"close")])
 
 
+def error_json(status: int, message: str) -> bytes:
+    """An error body in OpenAI's shape, so its clients show the reason.
+
+    Example:
+        >>> json.loads(error_json(429, "busy"))["error"]["code"]
+        'too_many_requests'
+    """
+    try:
+        code = HTTPStatus(status).phrase.lower().replace(" ", "_").replace("-", "_")
+    except ValueError:  # 499: the client left
+        code = "client_closed_request"
+    kind = {401: "authentication_error", 429: "rate_limit_error"}.get(
+        status, "server_error" if status >= 500 else "invalid_request_error")
+    return (json.dumps({"error": {"message": message, "type": kind, "code": code,
+                                  "param": None}}, ensure_ascii=False) + "\n").encode()
+
+
 async def _refuse(send: Any, status: int, message: str, headers: list) -> None:
-    """Answer ``status`` with ``{"error": message}`` and ``headers``, the route never run."""
-    body = (json.dumps({"error": message}) + "\n").encode()
+    """Answer ``status`` with `error_json` and ``headers``, the route never run."""
+    body = error_json(status, message)
     await send({"type": "http.response.start", "status": status, "headers": [
         (b"content-type", b"application/json"), *headers,
         (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
+
+
+async def _busy(scope: dict, receive: Any, send: Any) -> None:
+    await _refuse(send, 503, "the server has --limit-concurrency connections open; retry "
+                  "in a moment", [(b"connection", b"close")])
 
 
 def header_timeout_protocol(seconds: float) -> type:
@@ -108,7 +131,10 @@ def header_timeout_protocol(seconds: float) -> type:
         >>> header_timeout_protocol(5.0).__name__
         'HeaderTimeoutH11Protocol'
     """
+    from uvicorn.protocols.http import h11_impl
     from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    h11_impl.service_unavailable = _busy  # what it answers past --limit-concurrency
 
     class HeaderTimeoutH11Protocol(H11Protocol):
         def connection_made(self, transport: Any) -> None:  # type: ignore[override]
@@ -297,4 +323,5 @@ def _loopback(host: str) -> bool:
 
 
 __all__ = ["AcceptBackoffLoop", "HttpVersionCheck", "KeyCheck", "QuietAcceptErrors",
-           "exposure_warning", "has_key", "header_timeout_protocol", "key_matches", "run_uvicorn"]
+           "error_json", "exposure_warning", "has_key", "header_timeout_protocol",
+           "key_matches", "run_uvicorn"]

@@ -151,7 +151,8 @@ def speak(url: str, text: str, api_key: str | None = None, timeout_s: float = 12
     import httpx
 
     headers = _auth(api_key)
-    skip = WAV_HEADER_BYTES if body.get("response_format", "wav") == "wav" else 0
+    body = {"response_format": "wav", **body}  # the server's default is mp3
+    skip = WAV_HEADER_BYTES if body["response_format"] == "wav" else 0
     t0 = time.monotonic()
     ttfa = None
     parts = []
@@ -234,7 +235,8 @@ async def _one(client: Any, url: str, body: dict[str, Any], timeout_s: float,
     t0 = time.monotonic()
     ttfa = None
     size = 0
-    skip = WAV_HEADER_BYTES if body.get("response_format", "wav") == "wav" else 0
+    body = {"response_format": "wav", **body}  # 16-bit PCM to count (the default is mp3)
+    skip = WAV_HEADER_BYTES if body["response_format"] == "wav" else 0
     try:
         async with asyncio.timeout(timeout_s) if hasattr(asyncio, "timeout") else \
                 _deadline(timeout_s):

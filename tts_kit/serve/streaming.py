@@ -102,12 +102,12 @@ class AudioStream(_Response):  # type: ignore[misc,valid-type]
                  headers: dict[str, str]):
         self.lease, self.body = lease, body
         self.background = None
-        self.raw_audio_headers = [(b"content-type", media_type.encode())] + [
+        self.raw_headers = [(b"content-type", media_type.encode())] + [
             (k.lower().encode(), v.encode("latin-1")) for k, v in headers.items()]
 
     async def _send_all(self, send: Callable[[dict], Awaitable[None]]) -> None:
         await send({"type": "http.response.start", "status": 200,
-                    "headers": self.raw_audio_headers})
+                    "headers": self.raw_headers})
         async for part in self.body:
             await send({"type": "http.response.body", "body": part, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})

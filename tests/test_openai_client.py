@@ -1,0 +1,144 @@
+"""`tts-kit serve` as a drop-in for OpenAI's clients (issue 37 item 3, issue 39's error
+shape): the official ``openai`` package against a real server on 127.0.0.1, tiny stand-in."""
+
+from __future__ import annotations
+
+import io
+
+import httpx
+import numpy as np
+import pytest
+
+from tts_kit.serve.launch import start_server
+
+openai = pytest.importorskip("openai")
+av = pytest.importorskip("av")
+pytest.importorskip("fastapi")
+
+TEXT = "Hello there. This is a short test of the server."
+#: ``steps`` and ``seed`` are tts_kit's own fields: the client sends them as extra body.
+FAST = {"steps": 2, "seed": 0}
+
+
+@pytest.fixture(scope="module")
+def server(tiny_bundle_dir, tmp_path_factory):
+    from tts_kit.serve.config import ServeConfig
+
+    cfg = ServeConfig(model=str(tiny_bundle_dir), workers=1, voice_map="narrator=M1,nova=M1")
+    with start_server(config=cfg, log_dir=tmp_path_factory.mktemp("openai")) as handle:
+        yield handle
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0)
+
+
+def _decoded(data: bytes) -> tuple[int, float]:
+    """Sample rate and seconds of an encoded answer, decoded by FFmpeg (PyAV)."""
+    with av.open(io.BytesIO(data)) as f:
+        stream = f.streams.audio[0]
+        samples = sum(frame.samples for frame in f.decode(stream))
+        return stream.codec_context.sample_rate, samples / stream.codec_context.sample_rate
+
+
+def _pcm(client, **kw) -> np.ndarray:
+    kw = {"model": "tts-1", "voice": "alloy", "input": TEXT, "response_format": "pcm", **kw}
+    extra = {**FAST, **kw.pop("extra_body", {})}
+    return np.frombuffer(client.audio.speech.create(**kw, extra_body=extra).content, "<i2")
+
+
+@pytest.mark.parametrize(("fmt", "rate"), [("mp3", 44100), ("opus", 48000), ("aac", 44100),
+                                           ("flac", 44100), ("wav", 44100)])
+def test_every_format_decodes_to_the_same_speech(client, fmt, rate):
+    seconds = len(_pcm(client)) / 44100
+    got = client.audio.speech.create(model="tts-1", voice="alloy", input=TEXT,
+                                     response_format=fmt, extra_body=FAST)
+    sr, length = _decoded(got.content)
+    assert seconds > 0.5 and sr == rate
+    assert abs(length - seconds) < 0.1, (fmt, length, seconds)  # encoder padding at most
+
+
+def test_the_default_is_mp3_streamed(client):
+    parts = []
+    with client.audio.speech.with_streaming_response.create(
+            model="gpt-4o-mini-tts", voice="nova", input=TEXT * 3, extra_body=FAST,
+            instructions="Speak cheerfully.") as r:
+        assert r.headers["content-type"] == "audio/mpeg"
+        assert r.headers["x-tts-ignored"] == "instructions"
+        parts = list(r.iter_bytes())
+    sr, seconds = _decoded(b"".join(parts))
+    assert sr == 44100 and seconds > 3 * 0.5
+
+
+def test_openai_voice_names_are_the_model_voices_they_map_to(client, server):
+    aliases = httpx.get(f"{server.url}/voices", timeout=10).json()["aliases"]
+    assert {"alloy", "echo", "fable", "onyx", "nova", "shimmer", "ash", "coral", "sage",
+            "verse", "ballad"} <= set(aliases)
+    for name in ("alloy", "onyx"):
+        assert np.array_equal(_pcm(client, voice=name), _pcm(client, voice=aliases[name]))
+    assert aliases["alloy"] != aliases["onyx"]  # F1 and M1 on the stand-in
+    # The server's voice_map (--voice-map) adds names and moves OpenAI's.
+    assert aliases["narrator"] == aliases["nova"] == "M1" and aliases["shimmer"] == "F1"
+    assert np.array_equal(_pcm(client, voice="narrator"), _pcm(client, voice="M1"))
+
+
+def test_a_voice_map_naming_no_voice_of_the_model_is_one_line_exit_2(tiny_bundle_dir):
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "tts_kit.cli", "serve", "--model",
+                          str(tiny_bundle_dir), "--voice-map", "alloy=Z9", "--port", "1"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "Traceback" not in run.stderr + run.stdout
+    assert "--voice-map 'alloy=Z9': give NAME=VOICE pairs, VOICE one of this model's: F1, M1" \
+        in run.stderr + run.stdout
+
+
+def test_speed_is_the_model_speed_and_is_checked(client):
+    assert len(_pcm(client, speed=1.6)) < 0.8 * len(_pcm(client, speed=1.0))
+    with pytest.raises(openai.BadRequestError, match="speed must be a number in 0.7..2"):
+        _pcm(client, speed=4.0)
+
+
+@pytest.mark.parametrize(("body", "words"), [
+    ({"response_format": "ogg"}, "response_format 'ogg' is not supported; use one of mp3"),
+    ({"voice": "Nobody"}, "unknown voice 'Nobody'; GET /voices lists them: F1, M1, alloy"),
+])
+def test_a_bad_request_is_a_bad_request_error_with_the_reason(client, body, words):
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.audio.speech.create(**{"model": "tts-1", "voice": "alloy", "input": TEXT,
+                                      **body})
+    err = caught.value
+    assert words in err.message and err.type == "invalid_request_error"
+    assert err.code == "bad_request"
+
+
+def test_models_are_listed_as_openai_lists_them(client):
+    assert {"tts-1", "tts-1-hd", "gpt-4o-mini-tts"} <= {m.id for m in client.models.list()}
+
+
+@pytest.mark.parametrize(("method", "path", "status", "kind"), [
+    ("GET", "/v2/nothing", 404, "invalid_request_error"),
+    ("DELETE", "/v1/audio/speech", 405, "invalid_request_error"),
+])
+def test_every_error_has_openai_shape(server, method, path, status, kind):
+    r = httpx.request(method, f"{server.url}{path}", timeout=10)
+    err = r.json()["error"]
+    assert r.status_code == status and err["type"] == kind and err["message"]
+    assert set(err) == {"message", "type", "code", "param"}
+
+
+def test_a_whole_answer_is_encoded_too(tiny_bundle_dir, tmp_path):
+    """``threads`` (and ``blocking``, ``article``) send the whole answer at the end."""
+    from tts_kit.serve.config import ServeConfig
+
+    cfg = ServeConfig(model=str(tiny_bundle_dir), architecture="threads")
+    with start_server(config=cfg, log_dir=tmp_path) as srv:
+        client = openai.OpenAI(base_url=f"{srv.url}/v1", api_key="unused", max_retries=0)
+        seconds = len(_pcm(client)) / 44100
+        got = client.audio.speech.create(model="tts-1", voice="alloy", input=TEXT,
+                                         response_format="aac", extra_body=FAST)
+    assert got.response.headers["content-type"] == "audio/aac"
+    sr, length = _decoded(got.content)
+    assert sr == 44100 and seconds > 0.5 and abs(length - seconds) < 0.1
