@@ -159,38 +159,6 @@ def figures(r: Mapping[str, Any]) -> str:
     return ", ".join(out)
 
 
-def reason(best: Mapping[str, Any], fastest: Mapping[str, Any],
-           fits: list[dict[str, Any]], tied: list[dict[str, Any]], tie_rel: float) -> str:
-    """Why `tts_kit.tuning.tune.SweepResult.recommend` picked ``best`` among ``fits``
-    (``tied``: those as fast as ``fastest``), and whether its lead exceeds the spread.
-
-    Example:
-        >>> from tts_kit.tuning.records import P50_MAX_MS, P50_MIN_MS
-        >>> a = {"preset": "a", P50_MS: 100.0, P50_MIN_MS: 95.0, P50_MAX_MS: 105.0,
-        ...      PEAK_RSS_MB: 500.0}
-        >>> b = {"preset": "b", P50_MS: 103.0, P50_MIN_MS: 101.0, P50_MAX_MS: 106.0,
-        ...      PEAK_RSS_MB: 520.0}
-        >>> reason(a, a, [a, b], [a, b], 0.1).split("; ")[1]
-        'the next (b on all cores, None, batch None, None steps) is +3% in p50, within the spread'
-    """
-    if best is not fastest:
-        return (f"the lowest peak (lower beyond the spread) of the {len(tied)} within "
-                f"{tie_rel:.0%} of the fastest p50 ({fastest[P50_MS]:.0f} ms, "
-                f"{describe(fastest)}) or within its spread, among {len(fits)} that fit")
-    why = f"the fastest of {len(fits)} finished configuration(s) that fit"
-    others = sorted((r for r in fits if r is not best), key=lambda r: r[P50_MS])
-    if others:
-        nxt = others[0]
-        real = differs(nxt, best, P50_MS)
-        why += (f"; the next ({describe(nxt)}) is {nxt[P50_MS] / best[P50_MS] - 1:+.0%} "
-                f"in p50, {'a real difference' if real else 'within the spread'}")
-        lean = [r for r in tied if r is not best and r[PEAK_RSS_MB] < best[PEAK_RSS_MB]]
-        if lean:
-            why += (f"; {describe(lean[0])}'s lower peak ({lean[0][PEAK_RSS_MB]:.0f} MB) "
-                    "is within the spread")
-    return why
-
-
 def describe(r: Mapping[str, Any]) -> str:
     """A record's configuration in words.
 
