@@ -8,12 +8,8 @@ import pytest
 from tts_kit.tuning import tune
 from tts_kit.tuning.records import (
     LATENCIES_MS,
-    P50_MAX_MS,
-    P50_MIN_MS,
     P50_MS,
-    PEAK_RSS_MAX_MB,
     PEAK_RSS_MB,
-    PEAK_RSS_MIN_MB,
     PREP_PEAK_RSS_MB,
     PREP_S,
     REPEATS,
@@ -21,7 +17,7 @@ from tts_kit.tuning.records import (
     ROUNDS,
     RTF,
 )
-from tts_kit.tuning.spread import differs, merge_rounds, split_repeats
+from tts_kit.tuning.spread import merge_rounds, split_repeats
 from tts_kit.tuning.sweep_table import format_table
 from tts_kit.tuning.tune import SweepResult, mark_pareto
 from tts_kit.tuning.workload import Workload
