@@ -719,13 +719,21 @@ def test_the_answer_puts_the_pick_next_to_the_default_as_ratios():
     assert dict(answer.spec_rows(rep))["memory budget"] == "500 MB"
 
 
-def test_the_conclusions_say_whether_the_configuration_matters_from_the_spread():
+def test_the_conclusions_say_what_matters_with_its_size_and_the_tie_set():
     from tts_kit.report.answer import conclusions
+    from tts_kit.tuning.verdict import summary
 
-    close = [_rec("lean", 100, 300), _rec("low-memory", 105, 310)]
+    close = [_rec("lean", 100, 300), _rec("low-memory", 102, 305)]
     far = [_rec("lean", 100, 300), _rec("low-memory", 180, 310)]
-    assert "hardly matters" in conclusions(_report(close, close[0]))[1]
-    assert "the configuration matters" in conclusions(_report(far, far[0]))[1]
+    for recs, wants in ((close, ["What matters: preset: no difference beyond 5 % (lean against "
+                                 "low-memory).", "These 2 are the same speed within 5 %"]),
+                        (far, ["What matters: preset lean against low-memory: latency -44 % "])):
+        rep = _report(recs, recs[0])
+        rep.verdicts = summary(recs, None)
+        said = conclusions(rep)
+        assert all(any(line.startswith(w) for line in said) for w in wants), said
+        assert TuningReport.from_dict(rep.to_dict()).verdicts == json.loads(
+            json.dumps(rep.verdicts))  # kept in report.json under recommendation
 
 
 _ENV_NOTEBOOK = """# %%

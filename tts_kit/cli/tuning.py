@@ -165,6 +165,12 @@ def recommendation_lines(result: Any, args: argparse.Namespace,
 def cmd_report(args: argparse.Namespace) -> int:
     from tts_kit.report import make_report, rerun_report
 
+    if args.compare:  # two reports, two runs or two machines: the same answer?
+        from tts_kit.report import TuningReport, compare_reports
+
+        found = compare_reports(*(TuningReport.load(p) for p in args.compare))
+        _say(found.summary().replace("rerun of the report", "the second report against that"))
+        return 0 if found.holds and all(w != "differs" for w, _ in found.dimensions) else 1
     if args.rerun:
         if args.scheduler:
             raise UserError("--scheduler with --rerun: a rerun repeats the sweep on this "
@@ -295,6 +301,9 @@ def register_report(add: AddCommand) -> None:
     sp.add_argument("--rerun", default=None, metavar="REPORT_JSON",
                     help="repeat the sweep of an earlier report.json here; exit 0 when its "
                     "recommendation holds, 1 when it does not")
+    sp.add_argument("--compare", nargs=2, default=None, metavar=("A_JSON", "B_JSON"),
+                    help="say whether two report.json files give the same answer, and where "
+                    "they differ beyond their intervals; exit 0 when they agree, 1 when not")
     sp.add_argument("--confirm-rounds", type=int, default=3,
                     help="with --rerun: when the two picks differ by more than the noise, "
                     "measure them in this many alternating rounds before deciding (0: off)")

@@ -26,6 +26,7 @@ from tts_kit.report.document import METRICS, Noise, TuningReport, key_text, reco
 from tts_kit.report.make import make_report, run_tuning
 from tts_kit.report.spec import ReportError, SweepSpec
 from tts_kit.tuning.records import CPU_PERCENT, P50_MS, PEAK_RSS_MB, to_number
+from tts_kit.tuning.verdict import agreement
 
 
 @dataclass
@@ -80,6 +81,9 @@ class RerunVerdict:
     preset_changes: dict[str, list[str]] = field(default_factory=dict)
     """How today's presets differ from the report's saved ones (`preset_changes`); a rerun
     measures the saved definitions."""
+    dimensions: list[tuple[str, str]] = field(default_factory=list)
+    """Each swept dimension's effect, then and now: (holds | differs | undetermined, line),
+    `tts_kit.tuning.verdict.agreement`."""
 
     def headline(self) -> str:
         """The verdict in one line.
@@ -126,6 +130,12 @@ class RerunVerdict:
             lines += [f"  {m.text()}" for m in self.moved]
         else:
             lines.append("no figure moved by more than the noise")
+        if self.dimensions:
+            counts = {w: sum(1 for x, _ in self.dimensions if x == w)
+                      for w in ("holds", "differs", "undetermined")}
+            lines.append("what matters, then and now (intervals of the two runs): "
+                         + ", ".join(f"{n} {w}" for w, n in counts.items()))
+            lines += [f"  {text}" for _, text in self.dimensions]
         for key in self.missing:
             lines.append(f"  only in one run: {key_text(key)}")
         for name, fields in self.preset_changes.items():
@@ -187,6 +197,7 @@ def compare_reports(old: TuningReport, new: TuningReport, noise: Noise | None = 
                     if c],
         contested=contested,
         head_to_head={k: list(v) for k, v in head_to_head.items()} if head_to_head else None,
+        dimensions=agreement(old.verdicts.get("effects") or [], new.verdicts.get("effects") or []),
     )
 
 
@@ -236,6 +247,11 @@ def _recommendation_holds(
     if budget is not None and peak is not None and peak > budget:
         return False, (f"the report's pick {key_text(ka)} now peaks at "
                        f"{again[PEAK_RSS_MB]:.0f} MB, over the {budget:.0f} MB budget"), None
+    ties = [tuple(t) for t in new.verdicts.get("tie_set") or []]
+    if ka in ties:  # the same statistics the pick itself follows
+        return True, (f"this machine prefers {key_text(kb)}, but the report's pick "
+                      f"{key_text(ka)} is in its tie set (the same speed within "
+                      f"{new.verdicts['band'] * 100:.0f} %) and fits the budget"), None
     limit = noise.threshold(P50_MS, b, again)
     gap = float(again.get(P50_MS) or 0) - float(b.get(P50_MS) or 0)
     if gap <= limit:

@@ -133,6 +133,11 @@ class Verdict:
             return f"{(x - 1) * 100:+.0f}"
         return f"{pc(self.ratio)} % ({pc(self.lo)} to {pc(self.hi)}), {self.word}"
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Verdict:
+        """Read `to_dict`'s form back (its ``word`` is recomputed)."""
+        return cls(d["ratio"], d["lo"], d["hi"], d["band"])
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON form report.json keeps."""
         return {"ratio": self.ratio, "lo": self.lo, "hi": self.hi, "band": self.band,
@@ -270,8 +275,8 @@ def undetermined(records: Sequence[Mapping[str, Any] | None],
     with the fastest itself whenever any is. What a sweep's racing measures again.
 
     Example:
-        >>> undetermined([{"p50_ms": 100.0, "peak_rss_mb": 9.0},
-        ...               {"p50_ms": 103.0, "peak_rss_mb": 9.0},
+        >>> undetermined([{"latencies_ms": [95, 105], "p50_ms": 100.0, "peak_rss_mb": 9.0},
+        ...               {"latencies_ms": [96, 110], "p50_ms": 103.0, "peak_rss_mb": 9.0},
         ...               {"p50_ms": 200.0, "peak_rss_mb": 9.0}])
         [0, 1]
     """
@@ -354,4 +359,55 @@ def effect_lines(found: Sequence[Mapping[str, Any]], width: float) -> list[str]:
             parts = [f"{m} {e[m].text()}" for m in ("latency", "peak") if e[m] is not None]
             out.append(f"{DIMENSIONS[dim]} {e['level']} against {e['baseline']}: "
                        + "; ".join(parts))
+    return out
+
+
+def summary(records: Sequence[Mapping[str, Any]], budget_mb: float | None = None
+            ) -> dict[str, Any]:
+    """What report.json keeps under ``recommendation`` beside the pick: the tie set (as
+    configurations), the band, and the `effects` (JSON form).
+
+    Example:
+        >>> summary([{"preset": "lean", "cpus": 1, "p50_ms": 9.0, "peak_rss_mb": 9.0}])
+        {'tie_set': [['lean', 1, None, None, None]], 'band': 0.05, 'effects': []}
+    """
+    chosen = pick(records, budget_mb)
+    found = [dict(e, **{m: e[m] and e[m].to_dict() for m in ("latency", "peak")})
+             for e in effects(records, chosen.band)]
+    return {"tie_set": [[r.get(k) for k in ("preset", "cpus", "loading", "steps", "batch_size")]
+                        for r in chosen.tie_set], "band": chosen.band, "effects": found}
+
+
+def agreement(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]
+              ) -> list[tuple[str, str]]:
+    """Two runs' `summary` effects side by side: per level found in both, ``holds`` (the
+    same verdicts), ``differs`` (another verdict, the intervals apart) or ``undetermined``,
+    with a line in words.
+
+    Example:
+        >>> e = {"dimension": "cpus", "level": 2, "baseline": 1, "peak": None,
+        ...      "latency": {"ratio": 0.6, "lo": 0.55, "hi": 0.65, "band": 0.05}}
+        >>> agreement([e], [e])[0]
+        ('holds', 'vCPUs 2 against 1: holds (latency -40 % (-45 to -35), better, then and now)')
+    """
+    def key(e: Mapping[str, Any]) -> tuple[str, ...]:
+        return e["dimension"], str(e["level"]), str(e["baseline"])
+    other = {key(e): e for e in b}
+    out = []
+    for e in a:
+        f = other.get(key(e))
+        if f is None:
+            continue
+        words, texts = [], []
+        for m in ("latency", "peak"):
+            if not e.get(m) or not f.get(m):
+                continue
+            x, y = Verdict.from_dict(e[m]), Verdict.from_dict(f[m])
+            apart = x.hi < y.lo or y.hi < x.lo
+            words.append("holds" if x.word == y.word else "differs" if apart else "undetermined")
+            texts.append(f"{m} {x.text()}" + (", then and now" if x.word == y.word
+                                              else f" against {y.text()}"))
+        word = next((w for w in ("differs", "undetermined") if w in words), "holds")
+        out.append((word, f"{DIMENSIONS[e['dimension']]} {e['level']} against "
+                          f"{e['baseline']}: {word} ({'; '.join(texts)})"))
     return out
