@@ -804,7 +804,7 @@ def test_a_busy_machines_answer_says_provisional_first(tmp_path):
                            "3.2-4.1 on 2 cores), so the figures did not repeat (the pick "
                            "measured again took 3,145 ms against 1,837 ms in the sweep: 1.7x, "
                            "outside the "
-                           "10 % band that decides ties)")
+                           "5 % band that decides ties)")
     assert line.endswith(f"run `tts-kit report --rerun {tmp_path / 'report.json'}` on a quiet "
                          "machine")
     page = answer.answer_html(rep)

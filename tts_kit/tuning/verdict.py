@@ -271,8 +271,10 @@ def pick(records: Sequence[Mapping[str, Any]], budget_mb: float | None = None,
 def undetermined(records: Sequence[Mapping[str, Any] | None],
                  budget_mb: float | None = None) -> list[int]:
     """Indices of ``records`` (None: not measured yet) whose verdict more trials could still
-    change: latency against the fastest that fits, or peak inside the tie set, not settled;
-    with the fastest itself whenever any is. What a sweep's racing measures again.
+    change: latency against the fastest that fits, or peak inside the tie set, not settled
+    (`Verdict.settled`; measured once: not clearly worse); with the fastest itself whenever
+    any is, or while it was measured in one fresh process. What a sweep's racing measures
+    again.
 
     Example:
         >>> undetermined([{"latencies_ms": [95, 105], "p50_ms": 100.0, "peak_rss_mb": 9.0},
@@ -292,12 +294,17 @@ def undetermined(records: Sequence[Mapping[str, Any] | None],
     open_ = {idx[id(r)] for r in fits if r is not leader and not _settled(r, leader, P50_MS, width)}
     open_ |= {idx[id(r)] for r in tied if r is not lean and not _settled(r, lean, PEAK_RSS_MB,
                                                                           width)}
+    if len(samples(leader, P50_MS)) < 2:  # what every verdict is held to: measured twice
+        open_.add(idx[id(leader)])
     return sorted(open_ | {idx[id(leader)]}) if open_ else []
 
 
 def _settled(a: Mapping[str, Any], b: Mapping[str, Any], key: str, width: float) -> bool:
+    """Settled: and, for ``a`` measured in one fresh process (whose spread between
+    processes is not known), worse by more than twice the band."""
     v = compare(a, b, key, width)
-    return v is None or v.settled
+    once = len(samples(a, key)) < 2
+    return v is None or (v.settled and not (once and v.lo <= (1 + width) ** 2))
 
 
 def effects(records: Sequence[Mapping[str, Any]], width: float = BAND_MIN
