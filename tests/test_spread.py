@@ -82,9 +82,8 @@ def test_a_configuration_that_fails_a_round_is_not_measured_again(tiny_bundle_di
                                                                  fake_trials):
     result = tune.sweep(tiny_bundle_dir, ["doomed", "lean"], Workload(repeats=2), cpus=(1,),
                         progress=False, warmup=False, stage_costs_mb=None)
-    # The one that finished leads, so it is measured in a second fresh process; the one
-    # that did not hold is not measured again.
-    assert sorted(name for name, _ in fake_trials) == ["doomed", "lean", "lean"]
+    # The one that did not hold is not measured again; the budget (2 x 2) goes to the rest.
+    assert sorted(name for name, _ in fake_trials) == ["doomed", "lean", "lean", "lean"]
     assert result.records[0]["status"] == "oom"
 
 

@@ -506,7 +506,8 @@ def sweep(bundle: Any, presets: Sequence[str | SessionPreset], workload: Workloa
                      prepare=n == 0 or executor is not None, **common), label)
 
     # Racing: a screening pass over every cell, then passes over the cells whose verdict
-    # is still open, each in a shuffled order, until ``rounds`` trials per cell are spent.
+    # is still open (`tts_kit.tuning.verdict.undetermined`), each in a shuffled order,
+    # until ``rounds`` trials per cell are spent.
     budget, todo, k = rounds * len(grid), list(range(len(grid))), 0
     with tqdm(total=budget, desc="tune", unit="trial", disable=not o.progress) as bar:
         while todo and budget > 0:
@@ -520,7 +521,10 @@ def sweep(bundle: Any, presets: Sequence[str | SessionPreset], workload: Workloa
             budget, k = budget - len(todo), k + 1
             merged = [merge_rounds(r) if r and r[-1].get("status") == "ok" else None
                       for r in done]
-            todo = verdict.undetermined(merged, mem_budget_mb)
+            # Nothing open: the rest to the least measured, fastest first (same time).
+            todo = verdict.undetermined(merged, mem_budget_mb) or sorted(
+                (i for i, r in enumerate(merged) if r is not None),
+                key=lambda i: (len(done[i]), to_number(merged[i].get(P50_MS)) or math.inf))
     records = [merge_rounds(r) for r in done if r]
     return SweepResult(mark_pareto(records))
 
