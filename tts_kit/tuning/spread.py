@@ -3,8 +3,8 @@
 A sweep measures every configuration in ``rounds`` fresh trials, round by round (A B C,
 A B C: a drift of the machine hits every configuration alike), the timed calls split
 across them (`split_repeats`). `merge_rounds` makes one record of a configuration's
-rounds with the spread of p50 and peak RSS (``*_min_*``/``*_max_*``); `differs` says
-whether two records differ beyond their spreads; `half_range` is the ± a table shows.
+rounds with the spread of p50 and peak RSS (``*_min_*``/``*_max_*``) and each round's own
+figures (what `tts_kit.tuning.verdict` resamples); `half_range` is the ± a table shows.
 Why the peak RSS has a spread at all: docs/benchmarks.md.
 
 Example:
@@ -181,25 +181,6 @@ def half_range(record: Mapping[str, Any], key: str) -> float | None:
     lo_key, hi_key = SPREAD_KEYS[key]
     lo, hi = to_number(record.get(lo_key)), to_number(record.get(hi_key))
     return None if lo is None or hi is None else (hi - lo) / 2
-
-
-def differs(a: Mapping[str, Any], b: Mapping[str, Any], key: str) -> bool | None:
-    """Whether ``a`` and ``b`` differ in ``key`` by more than their spreads: their rounds'
-    ranges do not overlap. None when either lacks the figure.
-
-    Records of one round have no spread: any difference counts (what one draw can say).
-
-    Example:
-        >>> a = {P50_MS: 100.0, P50_MIN_MS: 95.0, P50_MAX_MS: 105.0}
-        >>> differs(a, {P50_MS: 104.0, P50_MIN_MS: 102.0, P50_MAX_MS: 106.0}, P50_MS)
-        False
-        >>> differs(a, {P50_MS: 120.0, P50_MIN_MS: 118.0, P50_MAX_MS: 122.0}, P50_MS)
-        True
-    """
-    sa, sb = span(a, key), span(b, key)
-    if sa is None or sb is None:
-        return None
-    return sa[1] < sb[0] or sb[1] < sa[0]
 
 
 def run_rounds(

@@ -1,8 +1,8 @@
 """A sweep's records as text: the table `tts-kit tune` prints, with each figure's spread,
 
 A record merged from rounds shows ``±`` (half their range) beside p50 and peak RSS; ``vs
-pick`` names the figures that differ from the recommended one beyond both spreads
-(`tts_kit.tuning.spread.differs`); the one-time preparation (``prep_s``) is a footnote.
+pick`` names the figures that are not tied with the recommended one
+(`tts_kit.tuning.verdict`); the one-time preparation (``prep_s``) is a footnote.
 
 Example:
     >>> from tts_kit.tuning.records import P50_MAX_MS, P50_MIN_MS, PEAK_RSS_MB
@@ -33,7 +33,7 @@ from tts_kit.tuning.records import (
     heading,
     to_number,
 )
-from tts_kit.tuning.spread import SPREAD_KEYS, differs, half_range, span
+from tts_kit.tuning.spread import SPREAD_KEYS, half_range, span
 
 #: Table heading of a figure's spread column (half the rounds' range).
 SPREAD_HEADING = "±"
@@ -48,29 +48,23 @@ def _spread_cell(record: Mapping[str, Any], key: str) -> str:
 
 
 def versus(record: Mapping[str, Any], pick: Mapping[str, Any]) -> str:
-    """How ``record`` differs from ``pick`` beyond both spreads: ``"p50 +14%, peak -9%"``,
-    ``"within spread"``, or ``"pick"`` for the pick itself.
+    """How ``record`` differs from ``pick`` where the verdict is not *tied*
+    (`tts_kit.tuning.verdict.compare`): ``"p50 +14%, peak -9%"``, ``"tied"``, or ``"pick"``.
 
     Example:
-        >>> from tts_kit.tuning.records import (P50_MAX_MS, P50_MIN_MS, PEAK_RSS_MAX_MB,
-        ...                                          PEAK_RSS_MIN_MB)
-        >>> pick = {P50_MS: 100.0, P50_MIN_MS: 98.0, P50_MAX_MS: 102.0,
-        ...         PEAK_RSS_MB: 500.0, PEAK_RSS_MIN_MB: 450.0, PEAK_RSS_MAX_MB: 500.0}
-        >>> versus({P50_MS: 120.0, PEAK_RSS_MB: 480.0}, pick)
-        'p50 +20%'
-        >>> versus(pick, pick)
-        'pick'
+        >>> pick = {P50_MS: 100.0, PEAK_RSS_MB: 500.0}
+        >>> versus({P50_MS: 120.0, PEAK_RSS_MB: 490.0}, pick), versus(pick, pick)
+        ('p50 +20%', 'pick')
     """
+    from tts_kit.tuning.verdict import compare
+
     if record is pick:
         return "pick"
     if record.get("status", "ok") != "ok":
         return ""
-    out = []
-    for key in SPREAD_KEYS:
-        a, b = to_number(record.get(key)), to_number(pick.get(key))
-        if a is not None and b and differs(record, pick, key):
-            out.append(f"{_SHORT[key]} {a / b - 1:+.0%}")
-    return ", ".join(out) or "within spread"
+    found = {key: compare(record, pick, key) for key in SPREAD_KEYS}
+    return ", ".join(f"{_SHORT[k]} {v.ratio - 1:+.0%}" for k, v in found.items()
+                     if v is not None and v.word != "tied") or "tied"
 
 
 def prep_footnote(records: Iterable[Mapping[str, Any]]) -> list[str]:
