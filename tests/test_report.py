@@ -887,3 +887,49 @@ def test_a_rerun_on_a_busy_machine_says_so(tmp_path):
     assert len(notes) == 1 and notes[0].startswith("in the report, the machine was busy (2 of 2 "
                                                    "trials got 40-79 % of their cores")
     assert compare_reports(quiet, old).contention[0].startswith("in this run, the machine was")
+
+
+def _two_vcpu_sweep(lat_paged: float, seed: int) -> TuningReport:
+    """A report of 2 presets x 1, 2 vCPUs x resident, paged, each in 3 rounds of 3 calls with
+    5 % noise: 2 vCPUs 1.6x faster, paged half the peak at ``lat_paged`` the latency."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    recs = []
+    for preset in ("lean", "ort-default"):
+        for cpus in (1, 2):
+            for loading, peak in (("resident", 620.0), ("paged", 330.0)):
+                p50 = 1600.0 / (1.6 if cpus == 2 else 1) * (lat_paged if loading == "paged" else 1)
+                rounds = [list(p50 * (1 + 0.05 * rng.standard_normal(3))) for _ in range(3)]
+                recs.append(_rec(preset, p50, peak, cpus=cpus, loading=loading,
+                                 round_latencies_ms=rounds, round_peak_rss_mb=[peak] * 3))
+    from tts_kit.tuning.verdict import summary
+    from tts_kit.tuning.tune import SweepResult
+
+    pick, why = SweepResult(recs).recommend(1024)
+    rep = _report(recs, pick, budget=1024)
+    rep.reason, rep.verdicts = why, summary(recs, 1024)
+    return rep
+
+
+def test_compare_says_whether_two_reports_give_the_same_answer(tmp_path, capsys):
+    from tts_kit.cli import main
+
+    a, b = _two_vcpu_sweep(1.03, 1), _two_vcpu_sweep(1.03, 2)
+    # Two runs of the same machine: the same pick (paged, by the fixed order), the same
+    # verdict on every dimension.
+    assert a.recommended["loading"] == b.recommended["loading"] == "paged"
+    assert a.recommended["cpus"] == 2 and "same speed within" in a.reason
+    a.save(tmp_path / "a.json")
+    b.save(tmp_path / "b.json")
+    assert main(["report", "--compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("holds: same pick;")
+    assert "vCPUs 2 against 1: holds (latency -37 %" in out
+    # A machine where paged costs 40 %: another pick, and the loading verdict differs.
+    c = _two_vcpu_sweep(1.40, 3)
+    assert c.recommended["loading"] == "resident"
+    c.save(tmp_path / "c.json")
+    assert main(["report", "--compare", str(tmp_path / "a.json"), str(tmp_path / "c.json")]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("does NOT hold:") and "loading paged against resident: differs" in out

@@ -147,19 +147,23 @@ def recommendation_lines(result: Any, args: argparse.Namespace,
         >>> lines = recommendation_lines(SweepResult([rec]), _parser().parse_args(["tune"]))
         >>> lines[0]
         'provisional: the machine was busy (1 of 1 trials got 45 % of their cores, waiting 50 % of the time for one); run `tts-kit tune` on a quiet machine.'
-        >>> lines[1][:40]
+        >>> lines[-1][:40]
         'recommendation (provisional): lean on 1 '
     """  # noqa: E501
     from tts_kit.tuning.contention import assess
+    from tts_kit.tuning.verdict import band, effect_lines, effects
 
     pick, reason = result.recommend(args.mem_budget)
     more = max(10, 2 * args.repeats)
     warning = assess(result.records, cores=cores).headline(
         rerun=tune_command(args),
         more=f"`{tune_command(args, more)}` times {more} calls per trial") if pick else ""
+    width = band(result.records)  # what matters, with its size, before the pick
+    said = [f"what matters: {line}" for line in effect_lines(effects(result.records, width),
+                                                              width)]
     if not warning:
-        return [f"recommendation: {reason}"]
-    return [warning + ".", f"recommendation (provisional): {reason}"]
+        return [*said, f"recommendation: {reason}"]
+    return [warning + ".", *said, f"recommendation (provisional): {reason}"]
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -379,7 +379,7 @@ class SweepResult:
                 f"{low[PEAK_RSS_MB]:.0f} MB ({describe(low)}); raise the budget, or try "
                 "loading='paged' or a lower-memory preset"
             )
-        best = next(r for r in finished if r == chosen.record)
+        best = chosen.record
         budget_txt = (f"within the {budget_mb:g} MB budget" if budget_mb is not None
                       else "no budget")
         return best, (f"{describe(best)}: {figures(best)}, {budget_txt}; {chosen.reason} "

@@ -173,8 +173,7 @@ def noise(records: Sequence[Mapping[str, Any]]) -> float | None:
     """
     spreads = []
     for r in records:
-        meds = [float(np.median(g)) for g in samples(r, P50_MS)] if r.get(
-            ROUND_LATENCIES_MS) else []
+        meds = [float(np.median(g)) for g in samples(r, P50_MS)]
         if len(meds) > 1:
             spreads.append(float(np.std(meds, ddof=1) / np.mean(meds)))
     return round(float(np.median(spreads)), 3) if spreads else None
@@ -210,18 +209,20 @@ def simplicity(rec: Mapping[str, Any]) -> tuple[Any, ...]:
 class Pick:
     """`pick`'s answer: the record, its tie set, the band, and why, in words."""
 
-    record: dict[str, Any] | None
-    tie_set: list[dict[str, Any]]
+    record: Any
+    """The record picked (one of those given), or None when nothing fits."""
+    tie_set: list[Any]
+    """The records not worse in latency than the fastest that fits, the fastest first."""
     band: float
     reason: str
 
 
-def _finished(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    return [dict(r) for r in records if r.get("status", "ok") == "ok"
+def _finished(records: Sequence[Mapping[str, Any] | None]) -> list[Mapping[str, Any]]:
+    return [r for r in records if r is not None and r.get("status", "ok") == "ok"
             and to_number(r.get(P50_MS)) is not None and to_number(r.get(PEAK_RSS_MB)) is not None]
 
 
-def tie_set(fits: list[dict[str, Any]], width: float) -> list[dict[str, Any]]:
+def tie_set(fits: Sequence[Mapping[str, Any]], width: float) -> list[Any]:
     """The configurations of ``fits`` not worse in latency than its fastest point estimate.
 
     Example:
@@ -230,8 +231,8 @@ def tie_set(fits: list[dict[str, Any]], width: float) -> list[dict[str, Any]]:
         ['a', 'b']
     """
     leader = min(fits, key=lambda r: float(r[P50_MS]))
-    return [r for r in fits if r is leader
-            or (v := compare(r, leader, P50_MS, width)) is None or v.word != "worse"]
+    return [leader] + [r for r in fits if r is not leader
+                       and ((v := compare(r, leader, P50_MS, width)) is None or v.word != "worse")]
 
 
 def pick(records: Sequence[Mapping[str, Any]], budget_mb: float | None = None,
@@ -283,13 +284,11 @@ def undetermined(records: Sequence[Mapping[str, Any] | None],
         [0, 1]
     """
     idx = {id(r): i for i, r in enumerate(records) if r is not None}
-    finished = [r for r in records if r is not None and r in _finished([r])]
-    fits = [r for r in finished if budget_mb is None or float(r[PEAK_RSS_MB]) <= budget_mb]
-    if not fits:
+    chosen, width = pick(records, budget_mb), band(_finished(records))
+    if chosen.record is None:
         return []
-    width = band(finished)
-    leader = min(fits, key=lambda r: float(r[P50_MS]))
-    tied = tie_set(fits, width)
+    fits = [r for r in _finished(records) if budget_mb is None or r[PEAK_RSS_MB] <= budget_mb]
+    leader, tied = chosen.tie_set[0], chosen.tie_set
     lean = min(tied, key=lambda r: float(r[PEAK_RSS_MB]))
     open_ = {idx[id(r)] for r in fits if r is not leader and not _settled(r, leader, P50_MS, width)}
     open_ |= {idx[id(r)] for r in tied if r is not lean and not _settled(r, lean, PEAK_RSS_MB,
@@ -307,6 +306,16 @@ def _settled(a: Mapping[str, Any], b: Mapping[str, Any], key: str, width: float)
     return v is None or (v.settled and not (once and v.lo <= (1 + width) ** 2))
 
 
+def _level(dim: str, value: Any) -> tuple[Any, ...]:
+    """A dimension's levels in order, the baseline first: resident, the shipped presets'
+    order, the fewest vCPUs or steps."""
+    if dim == "loading":
+        return -_LAZY.get(str(value).split(":")[0], 3), str(value)
+    if dim == "preset":
+        return SWEEP_PRESETS.index(value) if value in SWEEP_PRESETS else 99, str(value)
+    return value is None, value or 0
+
+
 def effects(records: Sequence[Mapping[str, Any]], width: float = BAND_MIN
             ) -> list[dict[str, Any]]:
     """The effect of each swept dimension: every level against the first (fewest vCPUs,
@@ -322,10 +331,7 @@ def effects(records: Sequence[Mapping[str, Any]], width: float = BAND_MIN
     ok = _finished(records)
     out = []
     for dim in DIMENSIONS:
-        levels = sorted({r.get(dim) for r in ok}, key=lambda v: (
-            (_LAZY.get(str(v), 3) * -1, str(v)) if dim == "loading" else
-            (SWEEP_PRESETS.index(v) if v in SWEEP_PRESETS else 99, str(v)) if dim == "preset"
-            else (v is None, v or 0)))
+        levels = sorted({r.get(dim) for r in ok}, key=lambda v: _level(dim, v))
         for level in levels[1:]:
             def rest(r: Mapping[str, Any]) -> tuple[Any, ...]:
                 return tuple(r.get(d) for d in DIMENSIONS if d != dim)  # noqa: B023
