@@ -903,8 +903,8 @@ def _two_vcpu_sweep(lat_paged: float, seed: int) -> TuningReport:
                 rounds = [list(p50 * (1 + 0.05 * rng.standard_normal(3))) for _ in range(3)]
                 recs.append(_rec(preset, p50, peak, cpus=cpus, loading=loading,
                                  round_latencies_ms=rounds, round_peak_rss_mb=[peak] * 3))
-    from tts_kit.tuning.verdict import summary
     from tts_kit.tuning.tune import SweepResult
+    from tts_kit.tuning.verdict import summary
 
     pick, why = SweepResult(recs).recommend(1024)
     rep = _report(recs, pick, budget=1024)
