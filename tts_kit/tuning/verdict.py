@@ -6,7 +6,7 @@ peak RSS) and calls it *worse* only when its whole 90 % interval lies above the 
 *better* when below, else *tied* (two one-sided tests, TOST). `pick` takes the tie set
 of the fastest that fits and chooses inside it by a fixed order that never reads latency;
 `effects` gives each swept dimension's effect with its interval. Why these numbers:
-docs/guide.md, "When the recommendation holds".
+docs/guide.md, "Equivalence, not arg-min".
 
 Example:
     >>> from tts_kit.tuning.verdict import compare
@@ -49,15 +49,9 @@ DIMENSIONS = {"cpus": "vCPUs", "loading": "loading", "preset": "preset", "steps"
 _LAZY = {"paged": 0, "budget": 1, "resident": 2}
 
 
-def samples(rec: Mapping[str, Any], key: str) -> list[list[float]]:
-    """A record's measurements of ``key`` grouped by fresh process (round): its calls for
-    latency (`P50_MS`), one peak per round for `PEAK_RSS_MB`; older records fall back to
-    what they kept.
-
-    Example:
-        >>> samples({"p50_ms": 5.0, "latencies_ms": [4.0, 6.0]}, "p50_ms")
-        [[4.0, 6.0]]
-    """
+def _samples(rec: Mapping[str, Any], key: str) -> list[list[float]]:
+    """A record's ``key`` by fresh process (round): its calls for latency, one peak per
+    round for peak RSS; older records fall back to what they kept."""
     if key == P50_MS:
         groups = rec.get(ROUND_LATENCIES_MS) or [rec.get(LATENCIES_MS) or [rec.get(P50_MS)]]
     else:
@@ -79,16 +73,10 @@ def _draws(groups: list[list[float]], rng: np.random.Generator) -> tuple[float, 
     return float(medians.mean()), np.log(boot)
 
 
-def log_ratio_draws(a: Mapping[str, Any], b: Mapping[str, Any], key: str
-                    ) -> tuple[float, np.ndarray] | None:
-    """log(a / b) of ``key`` and its bootstrap draws (fixed seed); None without figures.
-
-    Example:
-        >>> point, draws = log_ratio_draws({"p50_ms": 110.0}, {"p50_ms": 100.0}, "p50_ms")
-        >>> round(float(np.exp(point)), 2), draws.shape
-        (1.1, (2000,))
-    """
-    ga, gb = samples(a, key), samples(b, key)
+def _log_ratio(a: Mapping[str, Any], b: Mapping[str, Any], key: str
+               ) -> tuple[float, np.ndarray] | None:
+    """log(a / b) of ``key`` and its bootstrap draws (fixed seed); None without figures."""
+    ga, gb = _samples(a, key), _samples(b, key)
     if not ga or not gb:
         return None
     rng = np.random.default_rng(SEED)
@@ -158,46 +146,30 @@ def compare(a: Mapping[str, Any], b: Mapping[str, Any], key: str = P50_MS,
         >>> compare({"p50_ms": 130.0}, {"p50_ms": 100.0}).word
         'worse'
     """
-    got = log_ratio_draws(a, b, key)
+    got = _log_ratio(a, b, key)
     return None if got is None else _verdict(*got, band)
 
 
-def noise(records: Sequence[Mapping[str, Any]]) -> float | None:
-    """This machine's latency noise between fresh processes of one configuration: the
-    median, over configurations measured in 2+ rounds, of their rounds' relative spread
-    (standard deviation of the round medians over their mean); None without such rounds.
-
-    Example:
-        >>> noise([{"round_latencies_ms": [[100.0], [110.0]]}])
-        0.067
-    """
-    spreads = []
-    for r in records:
-        meds = [float(np.median(g)) for g in samples(r, P50_MS)]
-        if len(meds) > 1:
-            spreads.append(float(np.std(meds, ddof=1) / np.mean(meds)))
-    return round(float(np.median(spreads)), 3) if spreads else None
-
-
 def band(records: Sequence[Mapping[str, Any]]) -> float:
-    """The tie band: `BAND_MIN`, or the measured `noise` where that is wider.
+    """The tie band: `BAND_MIN`, or this machine's latency noise between fresh processes
+    of one configuration where that is wider: the median, over configurations measured in
+    2+ rounds, of the round medians' standard deviation over their mean.
 
     Example:
         >>> band([]), band([{"round_latencies_ms": [[100.0], [130.0]]}])
         (0.05, 0.184)
     """
-    return max(BAND_MIN, noise(records) or 0.0)
+    spreads = []
+    for r in records:
+        meds = [float(np.median(g)) for g in _samples(r, P50_MS)]
+        if len(meds) > 1:
+            spreads.append(float(np.std(meds, ddof=1) / np.mean(meds)))
+    return max(BAND_MIN, round(float(np.median(spreads)), 3) if spreads else 0.0)
 
 
-def simplicity(rec: Mapping[str, Any]) -> tuple[Any, ...]:
+def _simplicity(rec: Mapping[str, Any]) -> tuple[Any, ...]:
     """The fixed order inside a tie set (never latency): fewer vCPUs, the untuned default
-    preset (then the shipped order), lazy loading (paged, budget, resident), fewer steps.
-
-    Example:
-        >>> sorted([{"cpus": 2, "preset": "lean"}, {"cpus": 1, "preset": "lean"}],
-        ...        key=simplicity)[0]["cpus"]
-        1
-    """
+    preset (then the shipped order), lazy loading (paged, budget, resident), fewer steps."""
     preset = str(rec.get("preset"))
     order = SWEEP_PRESETS.index(preset) if preset in SWEEP_PRESETS else len(SWEEP_PRESETS)
     loading = str(rec.get("loading") or "resident").split(":")[0]
@@ -222,14 +194,8 @@ def _finished(records: Sequence[Mapping[str, Any] | None]) -> list[Mapping[str, 
             and to_number(r.get(P50_MS)) is not None and to_number(r.get(PEAK_RSS_MB)) is not None]
 
 
-def tie_set(fits: Sequence[Mapping[str, Any]], width: float) -> list[Any]:
-    """The configurations of ``fits`` not worse in latency than its fastest point estimate.
-
-    Example:
-        >>> [r["preset"] for r in tie_set([{"preset": "a", "p50_ms": 100.0},
-        ...     {"preset": "b", "p50_ms": 103.0}, {"preset": "c", "p50_ms": 130.0}], 0.05)]
-        ['a', 'b']
-    """
+def _tie_set(fits: Sequence[Mapping[str, Any]], width: float) -> list[Any]:
+    """The configurations of ``fits`` not worse in latency than its fastest point estimate."""
     leader = min(fits, key=lambda r: float(r[P50_MS]))
     return [leader] + [r for r in fits if r is not leader
                        and ((v := compare(r, leader, P50_MS, width)) is None or v.word != "worse")]
@@ -238,8 +204,8 @@ def tie_set(fits: Sequence[Mapping[str, Any]], width: float) -> list[Any]:
 def pick(records: Sequence[Mapping[str, Any]], budget_mb: float | None = None,
          width: float | None = None) -> Pick:
     """The recommendation: of the configurations that fit ``budget_mb``, the tie set of
-    the fastest (`tie_set`); inside it, those whose peak is not worse than the leanest's,
-    then the first by `simplicity`. ``width``: the tie band (default `band`).
+    the fastest; inside it, those whose peak is not worse than the leanest's,
+    then the first by a fixed order (`_simplicity`). ``width``: the tie band (default `band`).
 
     Example:
         >>> recs = [{"preset": "lean", "cpus": 2, "p50_ms": 100.0, "peak_rss_mb": 600.0},
@@ -254,11 +220,11 @@ def pick(records: Sequence[Mapping[str, Any]], budget_mb: float | None = None,
     fits = [r for r in finished if budget_mb is None or float(r[PEAK_RSS_MB]) <= budget_mb]
     if not fits:
         return Pick(None, [], width, "nothing fits")
-    tied = tie_set(fits, width)
+    tied = _tie_set(fits, width)
     lean = min(tied, key=lambda r: float(r[PEAK_RSS_MB]))
     small = [r for r in tied if (v := compare(r, lean, PEAK_RSS_MB, width)) is None
              or v.word != "worse"]
-    best = min(small, key=simplicity)
+    best = min(small, key=_simplicity)
     why = (f"the {len(tied)} of {len(fits)} that fit are the same speed within "
            f"{width * 100:.0f} % on this machine" if len(tied) > 1 else
            f"the fastest of {len(fits)} that fit, beyond the {width * 100:.0f} % band")
@@ -293,7 +259,7 @@ def undetermined(records: Sequence[Mapping[str, Any] | None],
     open_ = {idx[id(r)] for r in fits if r is not leader and not _settled(r, leader, P50_MS, width)}
     open_ |= {idx[id(r)] for r in tied if r is not lean and not _settled(r, lean, PEAK_RSS_MB,
                                                                           width)}
-    if len(samples(leader, P50_MS)) < 2:  # what every verdict is held to: measured twice
+    if len(_samples(leader, P50_MS)) < 2:  # what every verdict is held to: measured twice
         open_.add(idx[id(leader)])
     return sorted(open_ | {idx[id(leader)]}) if open_ else []
 
@@ -302,7 +268,7 @@ def _settled(a: Mapping[str, Any], b: Mapping[str, Any], key: str, width: float)
     """Settled: and, for ``a`` measured in one fresh process (whose spread between
     processes is not known), worse by more than twice the band."""
     v = compare(a, b, key, width)
-    once = len(samples(a, key)) < 2
+    once = len(_samples(a, key)) < 2
     return v is None or (v.settled and not (once and v.lo <= (1 + width) ** 2))
 
 
@@ -340,7 +306,7 @@ def effects(records: Sequence[Mapping[str, Any]], width: float = BAND_MIN
             entry: dict[str, Any] = {"dimension": dim, "level": level, "baseline": levels[0],
                                      "pairs": len(pairs)}
             for name, key in (("latency", P50_MS), ("peak", PEAK_RSS_MB)):
-                got = [g for a, b in pairs if (g := log_ratio_draws(a, b, key))]
+                got = [g for a, b in pairs if (g := _log_ratio(a, b, key))]
                 entry[name] = _verdict(float(np.mean([g[0] for g in got])),
                                        np.mean([g[1] for g in got], axis=0),
                                        width) if got else None
