@@ -20,7 +20,8 @@ time within 10 % of the default sweep's before racing (``--reference-s``: that t
 print the ratio). Exit 1 when a run fails or the picks are not consistent.
 
 Usage:
-    python bench/repeatability.py [--runs 3] [--keep DIR] [--reference-s 480] [-- REPORT OPTIONS]
+    python bench/repeatability.py [--runs 3] [--keep DIR] [--reference-s 480] [--json OUT]
+                                  [-- REPORT OPTIONS]
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, default=None, help="keep the reports here (run-N/)")
     ap.add_argument("--reference-s", type=float, default=None,
                     help="the default report's wall time before racing, for the ratio")
+    ap.add_argument("--json", type=Path, default=None, help="write the figures here")
     args = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     root = args.keep or Path(tempfile.mkdtemp(prefix="tts-kit-repeat-"))
     walls, reports = [], []
@@ -116,6 +118,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"latency spread: {between:.1%} between fresh processes (round medians), "
           f"{within:.1%} between calls in one; the larger is {where}")
     print(f"reports in {root}")
+    if args.json:
+        runs = [{"wall_s": w, "pick": p, "tie_set": t, "band": r["recommendation"].get("band"),
+                 "aa": r["recommendation"].get("aa")}
+                for w, p, t, r in zip(walls, picks, ties, reports)]
+        args.json.write_text(json.dumps({
+            "runs": runs, "consistent": consistent, "same_cpus_loading": same,
+            "aa_tied": aa_tied, "spread": {"between": between, "within": within}}, indent=2))
     return 0 if consistent == len(picks) else 1
 
 
