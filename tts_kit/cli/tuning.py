@@ -270,9 +270,9 @@ def register_tune(add: AddCommand) -> None:
     sp.add_argument("--repeats", type=int, default=5,
                     help="timed calls per trial, after one untimed first call")
     sp.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
-                    help="alternating rounds per configuration (A B, A B), the timed calls "
-                    "shared out between them; the spread between rounds is each figure's "
-                    "+- and decides which differences are real (default: %(default)s)")
+                    help="fresh trials per configuration, as a budget: one each, then the "
+                    "rest to the configurations whose verdict is still open (racing); the "
+                    "timed calls shared out between them (default: %(default)s)")
     sp.add_argument("--stage-costs", default="measure",
                     help="per-stage MB for budget:MB loadings: measure (one isolated run "
                     "per preset), estimate (from file sizes) or a JSON file")

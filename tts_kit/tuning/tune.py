@@ -437,8 +437,9 @@ class SweepOptions:
     warmup: bool = True
     """One throw-away trial first, so the first trial does not pay for a cold machine."""
     rounds: int = DEFAULT_ROUNDS
-    """Fresh trials per configuration, round by round (A B C, A B C), the workload's
-    repeats split across them (`tts_kit.tuning.spread`)."""
+    """The trial budget, per configuration: a screening pass, then racing on the open
+    verdicts (`tts_kit.tuning.verdict.undetermined`), the workload's repeats shared out
+    (`tts_kit.tuning.spread.split_repeats`) and alternating over a configuration's trials."""
 
     def replace(self, **changes: Any) -> SweepOptions:
         """A copy with ``changes``; an unknown name fails in one line."""
