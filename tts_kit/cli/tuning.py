@@ -173,7 +173,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         from tts_kit.report import TuningReport, compare_reports
 
         found = compare_reports(*(TuningReport.load(p) for p in args.compare))
-        _say(found.summary().replace("rerun of the report", "the second report against that"))
+        _say(found.summary().replace("rerun of the report", "the second report against that")
+             .replace(" on this machine:", ":"))
         return 0 if found.holds and all(w != "differs" for w, _ in found.dimensions) else 1
     if args.rerun:
         if args.scheduler:
