@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tts_kit.tuning import verdict
-from tts_kit.tuning.records import P50_MS, PEAK_RSS_MB, ROUND_LATENCIES_MS, ROUND_PEAKS_MB
+from tts_kit.tuning.records import P50_MS, PEAK_RSS_MB, ROUND_LATENCIES_MS, ROUND_PEAK_RSS_MB
 
 
 def _noisy(p50: float, seed: int, rounds: int = 6, calls: int = 3, noise: float = 0.10,
@@ -15,7 +15,7 @@ def _noisy(p50: float, seed: int, rounds: int = 6, calls: int = 3, noise: float 
     rng = np.random.default_rng(seed)
     lat = [list(p50 * (1 + noise * rng.standard_normal(calls))) for _ in range(rounds)]
     return {"status": "ok", P50_MS: p50, PEAK_RSS_MB: peak, ROUND_LATENCIES_MS: lat,
-            ROUND_PEAKS_MB: [peak] * rounds, **config}
+            ROUND_PEAK_RSS_MB: [peak] * rounds, **config}
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -47,8 +47,8 @@ def test_each_verdict_on_hand_built_records():
     # The same records always give the same answer (a fixed seed).
     assert verdict.compare(open_, base) == open_v
     # Peak memory: one figure per fresh process.
-    hungry = {PEAK_RSS_MB: 700.0, ROUND_PEAKS_MB: [690.0, 710.0]}
-    assert verdict.compare(hungry, {ROUND_PEAKS_MB: [495.0, 505.0]}, PEAK_RSS_MB).word == "worse"
+    hungry = {PEAK_RSS_MB: 700.0, ROUND_PEAK_RSS_MB: [690.0, 710.0]}
+    assert verdict.compare(hungry, {ROUND_PEAK_RSS_MB: [495.0, 505.0]}, PEAK_RSS_MB).word == "worse"
 
 
 def _cfg(preset, cpus, loading, p50, peak):

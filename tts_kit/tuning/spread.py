@@ -44,7 +44,7 @@ from tts_kit.tuning.records import (
     RECORD_KEYS,
     REPEATS,
     ROUND_LATENCIES_MS,
-    ROUND_PEAKS_MB,
+    ROUND_PEAK_RSS_MB,
     ROUNDS,
     RTF,
     RUN_PEAK_RSS_MB,
@@ -133,7 +133,7 @@ def merge_rounds(rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         out[RTF] = out[P50_MS] / 1000 / audio if audio else out.get(RTF)
     # Each fresh process's own figures: what `tts_kit.tuning.verdict` resamples.
     out[ROUND_LATENCIES_MS] = [list(r.get(LATENCIES_MS) or []) for r in rounds]
-    out[ROUND_PEAKS_MB] = [to_number(r.get(PEAK_RSS_MB)) for r in rounds]
+    out[ROUND_PEAK_RSS_MB] = [to_number(r.get(PEAK_RSS_MB)) for r in rounds]
     for key, (lo, hi) in SPREAD_KEYS.items():
         nums = [v for v in (to_number(r.get(key)) for r in rounds) if v is not None]
         out[lo], out[hi] = (min(nums), max(nums)) if nums else (None, None)

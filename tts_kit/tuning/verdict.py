@@ -10,9 +10,9 @@ docs/guide.md, "Equivalence, not arg-min".
 
 Example:
     >>> from tts_kit.tuning.verdict import compare
-    >>> a = {"round_latencies_ms": [[100, 104], [98, 101]], "p50_ms": 101.0}
-    >>> b = {"round_latencies_ms": [[103, 99], [102, 105]], "p50_ms": 102.5}
-    >>> compare(b, a, "p50_ms").word
+    >>> a = {"round_latencies_ms": [[100, 104], [98, 101]], P50_MS: 101.0}
+    >>> b = {"round_latencies_ms": [[103, 99], [102, 105]], P50_MS: 102.5}
+    >>> compare(b, a, P50_MS).word
     'tied'
 """
 
@@ -32,7 +32,7 @@ from tts_kit.tuning.records import (
     PEAK_RSS_MB,
     PEAK_RSS_MIN_MB,
     ROUND_LATENCIES_MS,
-    ROUND_PEAKS_MB,
+    ROUND_PEAK_RSS_MB,
     to_number,
 )
 
@@ -55,7 +55,7 @@ def _samples(rec: Mapping[str, Any], key: str) -> list[list[float]]:
     if key == P50_MS:
         groups = rec.get(ROUND_LATENCIES_MS) or [rec.get(LATENCIES_MS) or [rec.get(P50_MS)]]
     else:
-        groups = [[x] for x in rec.get(ROUND_PEAKS_MB) or [rec.get(PEAK_RSS_MIN_MB),
+        groups = [[x] for x in rec.get(ROUND_PEAK_RSS_MB) or [rec.get(PEAK_RSS_MIN_MB),
                                                             rec.get(PEAK_RSS_MAX_MB)]]
         groups = groups if all(g[0] is not None for g in groups) else [[rec.get(key)]]
     clean = [[float(x) for x in g if (to_number(x) or 0) > 0] for g in groups]
@@ -143,7 +143,7 @@ def compare(a: Mapping[str, Any], b: Mapping[str, Any], key: str = P50_MS,
     """How ``a`` stands against ``b`` in ``key`` (lower is better): `Verdict` of a / b.
 
     Example:
-        >>> compare({"p50_ms": 130.0}, {"p50_ms": 100.0}).word
+        >>> compare({P50_MS: 130.0}, {P50_MS: 100.0}).word
         'worse'
     """
     got = _log_ratio(a, b, key)
@@ -208,8 +208,8 @@ def pick(records: Sequence[Mapping[str, Any]], budget_mb: float | None = None,
     then the first by a fixed order (`_simplicity`). ``width``: the tie band (default `band`).
 
     Example:
-        >>> recs = [{"preset": "lean", "cpus": 2, "p50_ms": 100.0, "peak_rss_mb": 600.0},
-        ...         {"preset": "lean", "cpus": 2, "loading": "paged", "p50_ms": 104.0,
+        >>> recs = [{"preset": "lean", "cpus": 2, P50_MS: 100.0, "peak_rss_mb": 600.0},
+        ...         {"preset": "lean", "cpus": 2, "loading": "paged", P50_MS: 104.0,
         ...          "peak_rss_mb": 330.0}]
         >>> p = pick(recs)
         >>> p.record["loading"], len(p.tie_set)
@@ -244,9 +244,9 @@ def undetermined(records: Sequence[Mapping[str, Any] | None],
     again.
 
     Example:
-        >>> undetermined([{"latencies_ms": [95, 105], "p50_ms": 100.0, "peak_rss_mb": 9.0},
-        ...               {"latencies_ms": [96, 110], "p50_ms": 103.0, "peak_rss_mb": 9.0},
-        ...               {"p50_ms": 200.0, "peak_rss_mb": 9.0}])
+        >>> undetermined([{"latencies_ms": [95, 105], P50_MS: 100.0, "peak_rss_mb": 9.0},
+        ...               {"latencies_ms": [96, 110], P50_MS: 103.0, "peak_rss_mb": 9.0},
+        ...               {P50_MS: 200.0, "peak_rss_mb": 9.0}])
         [0, 1]
     """
     idx = {id(r): i for i, r in enumerate(records) if r is not None}
@@ -290,7 +290,7 @@ def effects(records: Sequence[Mapping[str, Any]], width: float = BAND_MIN
     draws of their log ratios averaged; its `Verdict` for latency and for peak.
 
     Example:
-        >>> recs = [{"cpus": c, "loading": lo, "p50_ms": 100.0 / c, "peak_rss_mb": m}
+        >>> recs = [{"cpus": c, "loading": lo, P50_MS: 100.0 / c, "peak_rss_mb": m}
         ...         for c in (1, 2) for lo, m in (("resident", 600.0), ("paged", 330.0))]
         >>> [(e["dimension"], e["level"], e["latency"].word) for e in effects(recs)]
         [('cpus', 2, 'better'), ('loading', 'paged', 'tied')]
@@ -348,7 +348,7 @@ def summary(records: Sequence[Mapping[str, Any]], budget_mb: float | None = None
     configurations), the band, and the `effects` (JSON form).
 
     Example:
-        >>> summary([{"preset": "lean", "cpus": 1, "p50_ms": 9.0, "peak_rss_mb": 9.0}])
+        >>> summary([{"preset": "lean", "cpus": 1, P50_MS: 9.0, "peak_rss_mb": 9.0}])
         {'tie_set': [['lean', 1, None, None, None]], 'band': 0.05, 'effects': []}
     """
     chosen = pick(records, budget_mb)
