@@ -2,7 +2,7 @@
 
 Runs the command as README gives it (``python -m tts_kit.cli report --out DIR``, the users'
 defaults: the full stand-in built into an empty cache, the default sweep of 20
-configurations on two cores, each in two alternating rounds of fresh process trees, the
+configurations on two cores in 40 trials of fresh process trees (screening, then racing), the
 report rendered to HTML and a notebook) and
 prints its wall time and the CPU time of the job and every process it started (trials
 included). The CPU time is what the budget is checked on: the trials run one at a time on

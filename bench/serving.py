@@ -72,7 +72,7 @@ from lab.serve_lab import enable
 
 #: Micro-batching wins when it serves more than this much more audio per CPU-second than
 #: unbatched chunk scheduling (the sweep's noise), without less throughput.
-from tts_kit.tuning.tune import TIE_REL
+from tts_kit.serve.sweep import TIE_REL
 
 REFERENCE = "article"
 #: Measured only when ``--only`` names them (a comparison for issue 27's TTFA target).

@@ -130,5 +130,12 @@ if note := trust_line(tuner.records):  # first: the machine was too busy to trus
     print(note)
 print(f"{record['preset']} @ {record['cpus']} vCPU, {record['status']}: p50 "
       f"{record['p50_ms'] or 0:,.0f} ms, peak RSS {record['peak_rss_mb'] or 0:,.0f} MB.")
+if len(tuner.records) > 1:  # the report's own rule: a tie set, then a fixed order
+    from tts_kit.tuning.verdict import pick
+
+    chosen = pick(tuner.records)
+    if chosen.record:
+        print(f"Of the {len(tuner.records)} trials, {chosen.reason}: "
+              f"{chosen.record['preset']} @ {chosen.record['cpus']} vCPU.")
 print(f"Measured on {model_summary(bundle)}. To compare every preset at 1, 2 and 4 vCPU and "
       "get a recommendation, open 03_sweeps_and_machines.")

@@ -110,6 +110,12 @@ print(f"Resident: peak {res['peak_rss_mb']:,.0f} MB, idle {res['idle_rss_mb']:,.
       f"({paged['peak_rss_mb'] / res['peak_rss_mb']:.0%} of resident), idle "
       f"{paged['idle_rss_mb']:,.0f} MB, p50 {paged['p50_ms']:,.0f} ms "
       f"({paged['p50_ms'] / res['p50_ms']:.1f}x): memory bought with load time per call.")
+from tts_kit.tuning.verdict import compare  # the report's rule: worse, better or tied
+
+lat, peak = compare(paged, res, "p50_ms"), compare(paged, res, "peak_rss_mb")
+if lat and peak:
+    print(f"Paged against resident, by the interval of the ratio (its calls resampled): "
+          f"latency {lat.text()}, peak {peak.text()}.")
 b = records[budget]
 print(f"{budget}: peak {b['peak_rss_mb']:,.0f} MB ({b['peak_rss_mb'] / res['peak_rss_mb']:.0%} "
       f"of resident), p50 {b['p50_ms']:,.0f} ms ({b['p50_ms'] / res['p50_ms']:.1f}x resident, "

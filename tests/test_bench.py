@@ -213,3 +213,22 @@ def test_serving_bench_traces_chunk_jobs_with_and_without_nesting(tiny_bundle_di
         rows = [line.split() for line in run.stdout.splitlines()[1:7]]
         assert [int(r[0]) for r in rows] == list(range(6)), run.stdout  # 3 + 3 requests
         assert "arrived while others ran" in run.stdout
+
+
+def test_repeatability_bench_runs_the_report_and_compares_its_answers(tiny_bundle_dir,
+                                                                      tmp_path):
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"presets": ["ort-default", "lean"], "cpus": [1],
+                                "loadings": ["resident", "paged"], "steps": [1],
+                                "repeats": 2, "rounds": 2}))
+    out = tmp_path / "rep.json"
+    run = subprocess.run([sys.executable, str(BENCH / "repeatability.py"), "--runs", "2",
+                          "--json", str(out), "--", "--model", str(tiny_bundle_dir),
+                          "--sweep", str(spec)], capture_output=True, text=True, timeout=900)
+    # 0: the answers repeat; 1: they did not (a busy machine, ms-long calls): both report.
+    assert run.returncode in (0, 1), run.stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert len(data["runs"]) == 2 and all(r["pick"] and r["tie_set"] for r in data["runs"])
+    assert all(r["aa"]["p50_ms"]["word"] in ("tied", "worse", "better") for r in data["runs"])
+    assert "picks consistent" in run.stdout and "A/A check tied" in run.stdout
+    assert "compare run 1 with run 2" in run.stdout

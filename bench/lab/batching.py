@@ -43,6 +43,7 @@ from typing import Any
 from lab.serve_lab import job_length, setting
 from tts_kit.core.errors import TtsKitError
 from tts_kit.serve.chunked import RETIRED, SCHEDULERS, ChunkRequest, ChunkScheduler
+from tts_kit.serve.sweep import TIE_REL
 from tts_kit.serve.worker import (
     CANCEL_GRACE_S,
     DROPPED,
@@ -54,7 +55,6 @@ from tts_kit.serve.worker import (
     run_job,
 )
 from tts_kit.tuning.records import AUDIO_PER_CPU_S, BATCH_SIZE, CONCURRENCY, RPS, TTFA_P95_MS
-from tts_kit.tuning.tune import TIE_REL
 
 #: The most chunk jobs one batch may hold (``--batch``).
 MAX_BATCH = 4
@@ -297,7 +297,7 @@ def batching_verdict(records: Sequence[dict[str, Any]]) -> list[str]:
     """Each micro-batched configuration against the same one unbatched (``batch_size``
     1), at each closed-loop level: audio-seconds per CPU-second, TTFA p95 and throughput
     as ratios, and whether batching won (more audio per CPU-second by more than
-    `tts_kit.tuning.tune.TIE_REL`, the sweep's noise, without less throughput).
+    `tts_kit.serve.sweep.TIE_REL`, the sweep's noise, without less throughput).
 
     Example:
         >>> base = {"architecture": "workers", "workers": 2, "threads": 1, "preset": "p",

@@ -149,24 +149,35 @@ def recommendation_lines(result: Any, args: argparse.Namespace,
         >>> lines = recommendation_lines(SweepResult([rec]), _parser().parse_args(["tune"]))
         >>> lines[0]
         'provisional: the machine was busy (1 of 1 trials got 45 % of their cores, waiting 50 % of the time for one); run `tts-kit tune` on a quiet machine.'
-        >>> lines[1][:40]
+        >>> lines[-1][:40]
         'recommendation (provisional): lean on 1 '
     """  # noqa: E501
     from tts_kit.tuning.contention import assess
+    from tts_kit.tuning.verdict import band, effect_lines, effects
 
     pick, reason = result.recommend(args.mem_budget)
     more = max(10, 2 * args.repeats)
     warning = assess(result.records, cores=cores).headline(
         rerun=tune_command(args),
         more=f"`{tune_command(args, more)}` times {more} calls per trial") if pick else ""
+    width = band(result.records)  # what matters, with its size, before the pick
+    said = [f"what matters: {line}" for line in effect_lines(effects(result.records, width),
+                                                              width)]
     if not warning:
-        return [f"recommendation: {reason}"]
-    return [warning + ".", f"recommendation (provisional): {reason}"]
+        return [*said, f"recommendation: {reason}"]
+    return [warning + ".", *said, f"recommendation (provisional): {reason}"]
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from tts_kit.report import make_report, rerun_report
 
+    if args.compare:  # two reports, two runs or two machines: the same answer?
+        from tts_kit.report import TuningReport, compare_reports
+
+        found = compare_reports(*(TuningReport.load(p) for p in args.compare))
+        _say(found.summary().replace("rerun of the report", "the second report against that")
+             .replace(" on this machine:", ":"))
+        return 0 if found.holds and all(w != "differs" for w, _ in found.dimensions) else 1
     if args.rerun:
         if args.scheduler:
             raise UserError("--scheduler with --rerun: a rerun repeats the sweep on this "
@@ -262,9 +273,9 @@ def register_tune(add: AddCommand) -> None:
     sp.add_argument("--repeats", type=int, default=5,
                     help="timed calls per trial, after one untimed first call")
     sp.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
-                    help="alternating rounds per configuration (A B, A B), the timed calls "
-                    "shared out between them; the spread between rounds is each figure's "
-                    "+- and decides which differences are real (default: %(default)s)")
+                    help="fresh trials per configuration, as a budget: one each, then the "
+                    "rest to the configurations whose verdict is still open (racing); the "
+                    "timed calls shared out between them (default: %(default)s)")
     sp.add_argument("--stage-costs", default="measure", type=in_path,
                     help="per-stage MB for budget:MB loadings: measure (one isolated run "
                     "per preset), estimate (from file sizes) or a JSON file")
@@ -297,6 +308,9 @@ def register_report(add: AddCommand) -> None:
     sp.add_argument("--rerun", default=None, metavar="REPORT_JSON", type=in_path,
                     help="repeat the sweep of an earlier report.json here; exit 0 when its "
                     "recommendation holds, 1 when it does not")
+    sp.add_argument("--compare", nargs=2, default=None, metavar=("A_JSON", "B_JSON"),
+                    help="say whether two report.json files give the same answer, and where "
+                    "they differ beyond their intervals; exit 0 when they agree, 1 when not")
     sp.add_argument("--confirm-rounds", type=int, default=3,
                     help="with --rerun: when the two picks differ by more than the noise, "
                     "measure them in this many alternating rounds before deciding (0: off)")

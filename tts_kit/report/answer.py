@@ -301,6 +301,7 @@ def answer_html(rep: TuningReport) -> str:
     use = "Provisionally, use" if warning else "Use"
     parts.append(f"<p><b>{use} {html.escape(key_text(record_key(pick)))}</b>{within}. "
                  f"Why: {html.escape(rep.reason)}.</p>")
+    parts += [f"<p>{html.escape(line)}</p>" for line in verdict_lines(rep)]
     rows = comparison(rep)
     base = default_record(rep)
     if base is not None and record_key(base) == record_key(pick):
@@ -425,8 +426,36 @@ def latency_rows(rep: TuningReport, kernel: Mapping[str, Any] | None = None
     return rows
 
 
-#: The spread (slowest / fastest p50, or peak) from which the configuration matters.
-SPREAD_MATTERS = 1.2
+def verdict_lines(rep: TuningReport) -> list[str]:
+    """What matters, with its size (each swept dimension's effect and interval), the tie
+    set in words, and the A/A check (`tts_kit.tuning.verdict`); [] for an older report.
+
+    Example:
+        >>> from tts_kit.report import SweepSpec, TuningReport
+        >>> rep = TuningReport(SweepSpec(), [], None, "", {}, {}, {}, verdicts={
+        ...     "band": 0.05, "tie_set": [["lean", 2, "paged", 8, 1], ["lean", 2, "resident", 8, 1]]})
+        >>> verdict_lines(rep)
+        ['These 2 are the same speed within 5 % on this machine: lean @ 2 vCPU, paged, 8 steps; lean @ 2 vCPU, resident, 8 steps.']
+    """  # noqa: E501
+    from tts_kit.tuning.verdict import Verdict, effect_lines
+
+    v = rep.verdicts
+    width = float(v.get("band") or 0.05)
+    found = [dict(e, **{m: e[m] and Verdict.from_dict(e[m]) for m in ("latency", "peak")})
+             for e in v.get("effects") or []]
+    out = [f"What matters: {line}." for line in effect_lines(found, width)]
+    ties = v.get("tie_set") or []
+    if len(ties) > 1:
+        out.append(f"These {len(ties)} are the same speed within {width * 100:.0f} % on this "
+                   f"machine: {'; '.join(key_text(t) for t in ties)}.")
+    aa = (v.get("aa") or {}).get(P50_MS)
+    if aa:
+        check = Verdict.from_dict(aa)
+        out.append(f"A/A check: the pick measured again in another fresh process is "
+                   f"{check.text()} against itself" + (
+                       "." if check.word == "tied" else
+                       ": the machine is noisier than the band, so the answer is provisional."))
+    return out
 
 
 def conclusions(rep: TuningReport) -> list[str]:
@@ -444,25 +473,7 @@ def conclusions(rep: TuningReport) -> list[str]:
     failed = len(rep.records) - len(ok)
     out.append(f"Measured {len(rep.records)} configuration(s), each in its own fresh process "
                f"({len(ok)} finished" + (f", {failed} did not" if failed else "") + ").")
-    if ok:
-        p50 = sorted(float(r[P50_MS]) for r in ok if r.get(P50_MS) is not None)
-        peak = sorted(float(r[PEAK_RSS_MB]) for r in ok if r.get(PEAK_RSS_MB) is not None)
-        if p50 and peak:
-            spread = max(p50[-1] / p50[0], peak[-1] / peak[0])
-            verdict = ("the configuration matters" if spread >= SPREAD_MATTERS else
-                       "on this machine the configuration hardly matters")
-            out.append(f"Steady latency (p50) ranged {p50[0]:,.0f}-{p50[-1]:,.0f} ms "
-                       f"({p50[-1] / p50[0]:.1f}x) and peak RSS {peak[0]:,.0f}-{peak[-1]:,.0f}"
-                       f" MB ({peak[-1] / peak[0]:.1f}x): {verdict}.")
-        paged = [r for r in ok if str(r.get("loading")) != "resident"]
-        res = [r for r in ok if str(r.get("loading")) == "resident"]
-        if paged and res:
-            pk = min(float(r[PEAK_RSS_MB]) for r in paged)
-            rk = min(float(r[PEAK_RSS_MB]) for r in res)
-            lp = min(float(r[P50_MS]) for r in paged)
-            lr = min(float(r[P50_MS]) for r in res)
-            out.append(f"Paged loading's lowest peak was {pk:,.0f} MB against {rk:,.0f} MB "
-                       f"resident, at a best p50 of {lp:,.0f} ms against {lr:,.0f} ms.")
+    out += verdict_lines(rep)
     pick, base = rep.recommended, default_record(rep)
     budget = rep.spec.mem_budget_mb
     if pick is None:

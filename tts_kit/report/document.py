@@ -239,6 +239,9 @@ class TuningReport:
     extras: dict[str, Any] = field(default_factory=dict)
     """Anything else measured with the sweep (``recommended_trial``, ``contention``,
     ``costs``, ``machines``: `tts_kit.report.write_report`)."""
+    verdicts: dict[str, Any] = field(default_factory=dict)
+    """The pick's tie set, band, effects and A/A check (`tts_kit.tuning.verdict.summary`),
+    kept in report.json under ``recommendation``."""
     source: str = field(default="", compare=False, repr=False)
     """The file `load` read it from ("" when built in memory): what a rerun hint names."""
 
@@ -257,6 +260,7 @@ class TuningReport:
                 "budget_mb": self.spec.mem_budget_mb,
                 "record": None if self.recommended is None else clean_record(self.recommended),
                 "reason": self.reason,
+                **self.verdicts,
             },
             "noise": self.noise.to_dict(),
             "extras": self.extras,
@@ -290,6 +294,7 @@ class TuningReport:
             created=data["created"],
             noise=Noise(**data["noise"]),
             extras=dict(data.get("extras") or {}),
+            verdicts={k: v for k, v in rec.items() if k not in ("budget_mb", "record", "reason")},
         )
 
     @classmethod

@@ -33,7 +33,7 @@ from tts_kit.models.supertonic.bundle import Bundle
 from tts_kit.report.document import TuningReport, environment, model_fingerprint
 from tts_kit.report.render import FAILED_NOTEBOOK, render_report
 from tts_kit.report.spec import ReportError, SweepSpec
-from tts_kit.tuning.records import STAGE_COSTS_MB
+from tts_kit.tuning.records import P50_MS, PEAK_RSS_MB, STAGE_COSTS_MB
 
 #: What `make_report` writes into its output directory.
 REPORT_FILES = ("report.html", "report.json", "report.ipynb")
@@ -110,7 +110,7 @@ def run_tuning(bundle: Bundle, spec: SweepLike = None, options: ReportOptions | 
         >>> rep.recommended["preset"]  # doctest: +SKIP
         'low-memory'
     """
-    from tts_kit.tuning import tune
+    from tts_kit.tuning import tune, verdict
 
     opts = _options(options, changes)
     spec = SweepSpec.load(spec).effective()
@@ -143,6 +143,7 @@ def run_tuning(bundle: Bundle, spec: SweepLike = None, options: ReportOptions | 
         presets={p.name: p.to_dict() for p in objs},
         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         extras=extras,
+        verdicts=verdict.summary(result.records, spec.mem_budget_mb),
     )
 
 
@@ -213,6 +214,12 @@ def write_report(out: str | os.PathLike[str],
     again = measure_recommended(bundle, tuning, opts.executor)
     _hide_error(again, opts.full_paths)
     tuning.extras["recommended_trial"] = again
+    from tts_kit.tuning.verdict import compare
+
+    if tuning.recommended and again.get("status") == "ok":  # A/A: one configuration, twice
+        aa = {m: compare(again, tuning.recommended, m, tuning.verdicts["band"])
+              for m in (P50_MS, PEAK_RSS_MB)}
+        tuning.verdicts["aa"] = {m: v.to_dict() for m, v in aa.items() if v is not None}
     from tts_kit.report.answer import contention
     from tts_kit.report.cost_section import measure_costs
 

@@ -25,7 +25,8 @@ from tts_kit.models.supertonic.bundle import Bundle
 from tts_kit.report.document import METRICS, Noise, TuningReport, key_text, record_key
 from tts_kit.report.make import make_report, run_tuning
 from tts_kit.report.spec import ReportError, SweepSpec
-from tts_kit.tuning.records import CPU_PERCENT, P50_MS, PEAK_RSS_MB, to_number
+from tts_kit.tuning.records import CPU_PERCENT, P50_MS, PEAK_RSS_MB, ROUND_LATENCIES_MS, to_number
+from tts_kit.tuning.verdict import agreement, band, compare, pick
 
 
 @dataclass
@@ -80,6 +81,9 @@ class RerunVerdict:
     preset_changes: dict[str, list[str]] = field(default_factory=dict)
     """How today's presets differ from the report's saved ones (`preset_changes`); a rerun
     measures the saved definitions."""
+    dimensions: list[tuple[str, str]] = field(default_factory=list)
+    """Each swept dimension's effect, then and now: (holds | differs | undetermined, line),
+    `tts_kit.tuning.verdict.agreement`."""
 
     def headline(self) -> str:
         """The verdict in one line.
@@ -95,7 +99,7 @@ class RerunVerdict:
         if same:
             pick = "same pick"
         elif self.holds and old and new:
-            pick = f"the report's pick is within noise of this run's ({key_text(record_key(new))})"
+            pick = f"the report's pick is in this run's tie set ({key_text(record_key(new))})"
         elif old:
             pick = f"pick was {key_text(record_key(old))}, now " + (
                 key_text(record_key(new)) if new else "none")
@@ -126,6 +130,12 @@ class RerunVerdict:
             lines += [f"  {m.text()}" for m in self.moved]
         else:
             lines.append("no figure moved by more than the noise")
+        if self.dimensions:
+            counts = {w: sum(1 for x, _ in self.dimensions if x == w)
+                      for w in ("holds", "differs", "undetermined")}
+            lines.append("what matters, then and now (intervals of the two runs): "
+                         + ", ".join(f"{n} {w}" for w, n in counts.items()))
+            lines += [f"  {text}" for _, text in self.dimensions]
         for key in self.missing:
             lines.append(f"  only in one run: {key_text(key)}")
         for name, fields in self.preset_changes.items():
@@ -171,9 +181,9 @@ def compare_reports(old: TuningReport, new: TuningReport, noise: Noise | None = 
             if abs(vb - va) > limit:
                 moved.append(Move(key, metric, float(va), float(vb), limit))
     missing = sorted(set(old_by) ^ set(new_by), key=str)
-    holds, verdict, contested = _recommendation_holds(old, new, noise)
+    holds, verdict, contested = _recommendation_holds(old, new)
     if contested is not None and head_to_head:
-        holds, verdict = _settle(contested, head_to_head, noise)
+        holds, verdict = _settle(contested, head_to_head, _band(new))
     env_changes = {
         k: (old.environment.get(k), new.environment.get(k))
         for k in sorted(set(old.environment) | set(new.environment))
@@ -187,6 +197,7 @@ def compare_reports(old: TuningReport, new: TuningReport, noise: Noise | None = 
                     if c],
         contested=contested,
         head_to_head={k: list(v) for k, v in head_to_head.items()} if head_to_head else None,
+        dimensions=agreement(old.verdicts.get("effects") or [], new.verdicts.get("effects") or []),
     )
 
 
@@ -214,8 +225,12 @@ def _contention(label: str, rep: TuningReport) -> str:
             " as the configuration's")
 
 
+def _band(rep: TuningReport) -> float:
+    return float(rep.verdicts.get("band") or band(rep.records))
+
+
 def _recommendation_holds(
-    old: TuningReport, new: TuningReport, noise: Noise,
+    old: TuningReport, new: TuningReport,
 ) -> tuple[bool, str, tuple[tuple[Any, ...], tuple[Any, ...]] | None]:
     a, b = old.recommended, new.recommended
     if a is None and b is None:
@@ -236,37 +251,33 @@ def _recommendation_holds(
     if budget is not None and peak is not None and peak > budget:
         return False, (f"the report's pick {key_text(ka)} now peaks at "
                        f"{again[PEAK_RSS_MB]:.0f} MB, over the {budget:.0f} MB budget"), None
-    limit = noise.threshold(P50_MS, b, again)
-    gap = float(again.get(P50_MS) or 0) - float(b.get(P50_MS) or 0)
-    if gap <= limit:
+    # The same statistics the pick follows: is the old pick in this run's tie set?
+    width = _band(new)
+    ties = {tuple(t) for t in new.verdicts.get("tie_set") or []} or {
+        record_key(r) for r in pick(new.records, budget, width).tie_set}
+    if ka in ties:
         return True, (f"this machine prefers {key_text(kb)}, but the report's pick "
-                      f"{key_text(ka)} is within noise of it (p50 {gap:+.1f} ms, noise "
-                      f"{limit:.1f} ms) and fits the budget"), None
+                      f"{key_text(ka)} is in its tie set (the same speed within "
+                      f"{width * 100:.0f} %) and fits the budget"), None
     return False, (f"this machine recommends {key_text(kb)}; the report's pick {key_text(ka)} "
-                   f"is {gap:.1f} ms slower at p50, more than the {limit:.1f} ms noise"), (ka, kb)
+                   f"is slower beyond the {width * 100:.0f} % band"), (ka, kb)
 
 
 def _settle(contested: tuple[tuple[Any, ...], tuple[Any, ...]],
-            rounds: Mapping[tuple[Any, ...], Sequence[float]], noise: Noise) -> tuple[bool, str]:
-    """The verdict on the medians of alternating rounds (see `head_to_head`)."""
-    import statistics
-
+            rounds: Mapping[tuple[Any, ...], Sequence[float]], width: float) -> tuple[bool, str]:
+    """The verdict (`tts_kit.tuning.verdict.compare`) on alternating rounds' p50s."""
     ka, kb = contested
-    pa = [x for x in rounds.get(ka, ()) if to_number(x) is not None]
-    pb = [x for x in rounds.get(kb, ()) if to_number(x) is not None]
+    pa, pb = ([[float(x)] for x in rounds.get(k, ()) if to_number(x) is not None]
+              for k in (ka, kb))
     if not pa or not pb:
         return False, (f"this machine recommends {key_text(kb)}; the head-to-head rounds of the "
                        f"report's pick {key_text(ka)} did not finish")
-    ma, mb = statistics.median(pa), statistics.median(pb)
-    limit = max(noise.latency_rel * mb, noise.latency_abs_ms)
-    gap = ma - mb
+    v = compare({ROUND_LATENCIES_MS: pa}, {ROUND_LATENCIES_MS: pb}, P50_MS, width)
     how = (f"head to head over {min(len(pa), len(pb))} alternating round(s): the report's pick "
-           f"{key_text(ka)} p50 {ma:.1f} ms, {key_text(kb)} {mb:.1f} ms")
-    if gap <= limit:
-        return True, (f"{how}; within noise ({gap:+.1f} ms, noise {limit:.1f} ms): the single "
-                      "trials' gap was the machine's, not the configurations'")
-    return False, (f"{how}; the report's pick is {gap:.1f} ms slower, more than the "
-                   f"{limit:.1f} ms noise, in rounds that alternate: this machine recommends "
+           f"{key_text(ka)} against {key_text(kb)}, p50 {v.text()}")
+    if v.word != "worse":
+        return True, f"{how}: the single trials' gap was the machine's, not the configurations'"
+    return False, (f"{how}, in rounds that alternate: this machine recommends "
                    f"{key_text(kb)}")
 
 

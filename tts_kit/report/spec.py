@@ -74,8 +74,8 @@ class SweepSpec:
     batch_sizes: list[int] | None = None
     """Texts per request (None: the workload's)."""
     rounds: int = DEFAULT_ROUNDS
-    """Alternating rounds per configuration, sharing the repeats; their spread is each
-    figure's +-."""
+    """Fresh trials per configuration, as a budget: screening, then racing on the open
+    verdicts (`tts_kit.tuning.tune.SweepOptions.rounds`); their spread is each figure's +-."""
     mem_budget_mb: float | None = 1024.0
     """The budget the pick must fit (trials are killed past it); None: no budget."""
     workload: Workload = field(default_factory=lambda: Workload(repeats=REPORT_REPEATS))

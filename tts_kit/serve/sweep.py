@@ -12,7 +12,7 @@ figures in `tts_kit.tuning.records`' vocabulary (``p95_ms``, ``ttfa_p95_ms``, ``
 
 The recommendation, at the sweep's highest concurrency: among the configurations with
 no error and no timeout whose p95 latency meets the target and whose pool PSS fits the
-budget, the highest throughput; within `tts_kit.tuning.tune.TIE_REL` of it, the smallest PSS.
+budget, the highest throughput; within `TIE_REL` of it, the smallest PSS.
 
 Example:
     >>> res = serving_sweep("models/full", architectures=["workers", "article"],
@@ -43,7 +43,6 @@ from tts_kit.tuning.records import (
     TTFA_P95_MS,
 )
 from tts_kit.tuning.records import table as records_table
-from tts_kit.tuning.tune import TIE_REL
 
 if TYPE_CHECKING:
     from tts_kit.serve.config import ServeConfig
@@ -55,6 +54,9 @@ SWEEP_KEYS: tuple[str, ...] = (
     TTFA_P95_MS, P50_MS,
     P95_MS, CPU_PERCENT, POOL_RSS_MB, POOL_PSS_MB, "meets",
 )
+
+#: Relative throughput within which two worker counts are equally fast.
+TIE_REL = 0.10
 
 
 def describe(r: dict[str, Any]) -> str:

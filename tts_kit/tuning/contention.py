@@ -1,9 +1,11 @@
 """Can the sweep's answer be trusted? Contention and repeatability read from its records.
 
-`assess` (pure) tells two causes apart: **the machine was busy** (trials short of their
-cores, a load the sweep does not explain: rerun) or **the figures did not repeat** (unsteady
-calls, a re-measure outside the tie band: measure more). Either makes the answer
-provisional. Thresholds: docs/benchmarks.md.
+`assess` (pure) tells two causes apart, and `Contention.cause` says which decided.
+**The machine was busy** (rerun on a quiet machine): trials short of their cores
+(`short_of_cores`), or a load the sweep does not explain (`own_load`). **The figures did
+not repeat** (measure more): unsteady calls (`unsteady`), or a pick its re-measure does
+not find tied with it (the A/A check, `tts_kit.tuning.verdict.compare`). Busy decides
+when both are seen; either makes the answer provisional. Thresholds: docs/benchmarks.md.
 
 Example:
     >>> from tts_kit.tuning.contention import assess
@@ -30,7 +32,7 @@ from tts_kit.tuning.records import (
     P50_MS,
     to_number,
 )
-from tts_kit.tuning.tune import TIE_REL
+from tts_kit.tuning.verdict import BAND_MIN, compare
 
 #: A trial whose threads waited for a core more than this share (%) of their ready time,
 #: while getting less than `SHORT_SHARE` % of its cores, was short of them.
@@ -47,8 +49,6 @@ SHARE_LIMIT = 60.0
 UNSTEADY_RATIO = 2.0
 #: ... and by more than this many ms (a 3 ms call that takes 7 ms once is a hiccup).
 UNSTEADY_ABS_MS = 20.0
-#: A re-measure that moves by less than this many ms stays in the band, whatever the ratio.
-REMEASURE_ABS_MS = 5.0
 
 #: `Contention.cause` values.
 BUSY, UNREPEATED = "busy", "did not repeat"
@@ -110,28 +110,6 @@ def _calls(rec: Mapping[str, Any]) -> list[float]:
     return [float(x) for x in vals if x is not None and x > 0]
 
 
-def calls_apart(first: Sequence[float], second: Sequence[float], tie_rel: float) -> bool:
-    """True when every call of one set is beyond the tie band (``tie_rel`` of the faster
-    one's slowest call, and `REMEASURE_ABS_MS`) from every call of the other.
-
-    Example:
-        >>> calls_apart([1820, 1849, 1839], [2606, 2376, 1913], 0.10)  # overlap in band
-        False
-        >>> calls_apart([1820, 1849, 1839], [2310, 2332, 2350], 0.10)
-        True
-        >>> calls_apart([100.0], [180.0], 0.10), calls_apart([100.0], [105.0], 0.10)
-        (True, False)
-    """
-    lo_a, hi_a, lo_b, hi_b = min(first), max(first), min(second), max(second)
-    if lo_b > hi_a:  # measured again slower
-        gap, base = lo_b - hi_a, hi_a
-    elif lo_a > hi_b:  # measured again faster
-        gap, base = lo_a - hi_b, hi_b
-    else:
-        return False
-    return gap > max(tie_rel * base, REMEASURE_ABS_MS)
-
-
 def own_load(records: Sequence[Mapping[str, Any]]) -> float:
     """The load average a sweep of ``records`` raises by itself: the busiest trial's
     runnable threads and one for the sampling parent.
@@ -166,8 +144,8 @@ class Contention:
     remeasure_calls: tuple[tuple[float, float], tuple[float, float]] | None = None
     """((fastest, slowest) call in the sweep, (fastest, slowest) measured again), when
     the calls decided that the re-measure left the band."""
-    tie_rel: float = 0.10
-    """The tie band the re-measure was held to."""
+    tie_rel: float = BAND_MIN
+    """The tie band the re-measure was held to (`tts_kit.tuning.verdict.band`)."""
     load: tuple[float, float] | None = None
     """Lowest and highest 1-minute load average around the trials (None: not recorded)."""
     cores: int | None = None
@@ -237,7 +215,7 @@ class Contention:
 
         Example:
             >>> Contention(trials=3, remeasure=(1837.0, 3145.0)).repeat_reasons()
-            ['the pick measured again took 3,145 ms against 1,837 ms in the sweep: 1.7x, outside the 10 % band that decides ties']
+            ['the pick measured again took 3,145 ms against 1,837 ms in the sweep: 1.7x, outside the 5 % band that decides ties']
         """  # noqa: E501
         out = []
         if self.unsteady:
@@ -272,7 +250,7 @@ class Contention:
         Example:
             >>> Contention(trials=20, remeasure=(1775.0, 2332.0), waits=[0.4, 19.0],
             ...            load=(0.5, 1.8), cores=2).finding()
-            'the figures did not repeat (the pick measured again took 2,332 ms against 1,775 ms in the sweep: 1.3x, outside the 10 % band that decides ties), though no trial was short of its cores (they waited 0-19 % of the time for one; load average 0.5-1.8 on 2 cores)'
+            'the figures did not repeat (the pick measured again took 2,332 ms against 1,775 ms in the sweep: 1.3x, outside the 5 % band that decides ties), though no trial was short of its cores (they waited 0-19 % of the time for one; load average 0.5-1.8 on 2 cores)'
         """  # noqa: E501
         if self.busy:
             text = f"the machine was busy ({'; '.join(self.busy_reasons())})"
@@ -298,7 +276,7 @@ class Contention:
             >>> Contention(trials=2, short=[{"core_share": 40.0}]).headline("r/report.json")
             'provisional: the machine was busy (1 of 2 trials got 40 % of their cores); run `tts-kit report --rerun r/report.json` on a quiet machine'
             >>> Contention(trials=2, remeasure=(100.0, 150.0)).headline("r.json")
-            'provisional: the figures did not repeat (the pick measured again took 150 ms against 100 ms in the sweep: 1.5x, outside the 10 % band that decides ties); measure more: `tts-kit report --rerun r.json --confirm-rounds 5` settles the pick in alternating rounds (more "repeats" in a --sweep spec steady each trial)'
+            'provisional: the figures did not repeat (the pick measured again took 150 ms against 100 ms in the sweep: 1.5x, outside the 5 % band that decides ties); measure more: `tts-kit report --rerun r.json --confirm-rounds 5` settles the pick in alternating rounds (more "repeats" in a --sweep spec steady each trial)'
         """  # noqa: E501
         if not self.provisional:
             return ""
@@ -331,7 +309,8 @@ def assess(
     """Signs that the machine was busy, or that the figures did not repeat, while
     ``records`` were measured.
 
-    ``again``: the ``pick`` measured again (None: no check); ``cores``: the load average's
+    ``again``: the ``pick`` measured again (None: no A/A check); ``tie_rel``: the tie band
+    (default `tts_kit.tuning.verdict.band` of ``records``); ``cores``: the load average's
     scale (None: quoted, never judged).
 
     Example:
@@ -343,20 +322,21 @@ def assess(
         False
     """
     if tie_rel is None:
-        tie_rel = TIE_REL
+        from tts_kit.tuning.verdict import band
+
+        tie_rel = band(records)
     ok = [dict(r) for r in records if _ok(r)]
     loads = [float(v) for r in ok for v in (r.get(LOADAVG_BEFORE), r.get(LOADAVG_AFTER))
              if to_number(v) is not None]
     remeasure = calls = None
     if _ok(pick) and _ok(again):
         a, b = to_number(pick.get(P50_MS)), to_number(again.get(P50_MS))
-        a_calls, b_calls = _calls(pick), _calls(again)
-        if a and b is not None and a_calls and b_calls:
-            if calls_apart(a_calls, b_calls, tie_rel):
-                remeasure = (a, b)
-                calls = ((min(a_calls), max(a_calls)), (min(b_calls), max(b_calls)))
-        elif a and b is not None and calls_apart([a], [b], tie_rel):
+        aa = compare(again, pick, P50_MS, tie_rel)  # one configuration, two processes
+        if a and b is not None and aa is not None and aa.word != "tied":
             remeasure = (a, b)
+            a_calls, b_calls = _calls(pick), _calls(again)
+            if a_calls and b_calls:
+                calls = ((min(a_calls), max(a_calls)), (min(b_calls), max(b_calls)))
     return Contention(
         trials=len(ok), short=[r for r in ok if short_of_cores(r)],
         unsteady=[r for r in ok if unsteady(r)], remeasure=remeasure, tie_rel=tie_rel,

@@ -47,6 +47,7 @@ CORE_SHARE, CPU_WAIT_PERCENT = "core_share", "cpu_wait_percent"
 LOADAVG_BEFORE, LOADAVG_AFTER = "loadavg_before", "loadavg_after"
 ROUNDS, P50_MIN_MS, P50_MAX_MS = "rounds", "p50_min_ms", "p50_max_ms"
 PEAK_RSS_MIN_MB, PEAK_RSS_MAX_MB = "peak_rss_min_mb", "peak_rss_max_mb"
+ROUND_LATENCIES_MS, ROUND_PEAK_RSS_MB = "round_latencies_ms", "round_peak_rss_mb"
 
 #: Keys every trial record has (plus ``timeline``/``events``, and ``pareto`` in sweeps).
 RECORD_KEYS: tuple[str, ...] = (
@@ -61,7 +62,7 @@ RECORD_KEYS: tuple[str, ...] = (
 #: Record keys that are not table columns: free text and nested data.
 NON_COLUMN_KEYS: tuple[str, ...] = ("error", "stage_costs_mb", "timeline", "events",
                                     "latencies_ms", "stage_load_s", "machine", "worker",
-                                    "ttfa_ms")
+                                    "ttfa_ms", ROUND_LATENCIES_MS, ROUND_PEAK_RSS_MB)
 
 
 @dataclass(frozen=True)

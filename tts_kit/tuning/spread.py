@@ -3,8 +3,8 @@
 A sweep measures every configuration in ``rounds`` fresh trials, round by round (A B C,
 A B C: a drift of the machine hits every configuration alike), the timed calls split
 across them (`split_repeats`). `merge_rounds` makes one record of a configuration's
-rounds with the spread of p50 and peak RSS (``*_min_*``/``*_max_*``); `differs` says
-whether two records differ beyond their spreads; `half_range` is the ± a table shows.
+rounds with the spread of p50 and peak RSS (``*_min_*``/``*_max_*``) and each round's own
+figures (what `tts_kit.tuning.verdict` resamples); `half_range` is the ± a table shows.
 Why the peak RSS has a spread at all: docs/benchmarks.md.
 
 Example:
@@ -43,6 +43,8 @@ from tts_kit.tuning.records import (
     PEAK_RSS_MIN_MB,
     RECORD_KEYS,
     REPEATS,
+    ROUND_LATENCIES_MS,
+    ROUND_PEAK_RSS_MB,
     ROUNDS,
     RTF,
     RUN_PEAK_RSS_MB,
@@ -129,6 +131,9 @@ def merge_rounds(rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         out[P95_MS] = _percentile(lat, 95)
         audio = to_number(out.get(AUDIO_S))
         out[RTF] = out[P50_MS] / 1000 / audio if audio else out.get(RTF)
+    # Each fresh process's own figures: what `tts_kit.tuning.verdict` resamples.
+    out[ROUND_LATENCIES_MS] = [list(r.get(LATENCIES_MS) or []) for r in rounds]
+    out[ROUND_PEAK_RSS_MB] = [to_number(r.get(PEAK_RSS_MB)) for r in rounds]
     for key, (lo, hi) in SPREAD_KEYS.items():
         nums = [v for v in (to_number(r.get(key)) for r in rounds) if v is not None]
         out[lo], out[hi] = (min(nums), max(nums)) if nums else (None, None)
@@ -176,25 +181,6 @@ def half_range(record: Mapping[str, Any], key: str) -> float | None:
     lo_key, hi_key = SPREAD_KEYS[key]
     lo, hi = to_number(record.get(lo_key)), to_number(record.get(hi_key))
     return None if lo is None or hi is None else (hi - lo) / 2
-
-
-def differs(a: Mapping[str, Any], b: Mapping[str, Any], key: str) -> bool | None:
-    """Whether ``a`` and ``b`` differ in ``key`` by more than their spreads: their rounds'
-    ranges do not overlap. None when either lacks the figure.
-
-    Records of one round have no spread: any difference counts (what one draw can say).
-
-    Example:
-        >>> a = {P50_MS: 100.0, P50_MIN_MS: 95.0, P50_MAX_MS: 105.0}
-        >>> differs(a, {P50_MS: 104.0, P50_MIN_MS: 102.0, P50_MAX_MS: 106.0}, P50_MS)
-        False
-        >>> differs(a, {P50_MS: 120.0, P50_MIN_MS: 118.0, P50_MAX_MS: 122.0}, P50_MS)
-        True
-    """
-    sa, sb = span(a, key), span(b, key)
-    if sa is None or sb is None:
-        return None
-    return sa[1] < sb[0] or sb[1] < sa[0]
 
 
 def run_rounds(

@@ -1,8 +1,8 @@
 """A sweep's records as text: the table `tts-kit tune` prints, with each figure's spread,
 
 A record merged from rounds shows ``±`` (half their range) beside p50 and peak RSS; ``vs
-pick`` names the figures that differ from the recommended one beyond both spreads
-(`tts_kit.tuning.spread.differs`); the one-time preparation (``prep_s``) is a footnote.
+pick`` names the figures that are not tied with the recommended one
+(`tts_kit.tuning.verdict`); the one-time preparation (``prep_s``) is a footnote.
 
 Example:
     >>> from tts_kit.tuning.records import P50_MAX_MS, P50_MIN_MS, PEAK_RSS_MB
@@ -33,7 +33,7 @@ from tts_kit.tuning.records import (
     heading,
     to_number,
 )
-from tts_kit.tuning.spread import SPREAD_KEYS, differs, half_range, span
+from tts_kit.tuning.spread import SPREAD_KEYS, half_range, span
 
 #: Table heading of a figure's spread column (half the rounds' range).
 SPREAD_HEADING = "±"
@@ -48,29 +48,23 @@ def _spread_cell(record: Mapping[str, Any], key: str) -> str:
 
 
 def versus(record: Mapping[str, Any], pick: Mapping[str, Any]) -> str:
-    """How ``record`` differs from ``pick`` beyond both spreads: ``"p50 +14%, peak -9%"``,
-    ``"within spread"``, or ``"pick"`` for the pick itself.
+    """How ``record`` differs from ``pick`` where the verdict is not *tied*
+    (`tts_kit.tuning.verdict.compare`): ``"p50 +14%, peak -9%"``, ``"tied"``, or ``"pick"``.
 
     Example:
-        >>> from tts_kit.tuning.records import (P50_MAX_MS, P50_MIN_MS, PEAK_RSS_MAX_MB,
-        ...                                          PEAK_RSS_MIN_MB)
-        >>> pick = {P50_MS: 100.0, P50_MIN_MS: 98.0, P50_MAX_MS: 102.0,
-        ...         PEAK_RSS_MB: 500.0, PEAK_RSS_MIN_MB: 450.0, PEAK_RSS_MAX_MB: 500.0}
-        >>> versus({P50_MS: 120.0, PEAK_RSS_MB: 480.0}, pick)
-        'p50 +20%'
-        >>> versus(pick, pick)
-        'pick'
+        >>> pick = {P50_MS: 100.0, PEAK_RSS_MB: 500.0}
+        >>> versus({P50_MS: 120.0, PEAK_RSS_MB: 490.0}, pick), versus(pick, pick)
+        ('p50 +20%', 'pick')
     """
+    from tts_kit.tuning.verdict import compare
+
     if record is pick:
         return "pick"
     if record.get("status", "ok") != "ok":
         return ""
-    out = []
-    for key in SPREAD_KEYS:
-        a, b = to_number(record.get(key)), to_number(pick.get(key))
-        if a is not None and b and differs(record, pick, key):
-            out.append(f"{_SHORT[key]} {a / b - 1:+.0%}")
-    return ", ".join(out) or "within spread"
+    found = {key: compare(record, pick, key) for key in SPREAD_KEYS}
+    return ", ".join(f"{_SHORT[k]} {v.ratio - 1:+.0%}" for k, v in found.items()
+                     if v is not None and v.word != "tied") or "tied"
 
 
 def prep_footnote(records: Iterable[Mapping[str, Any]]) -> list[str]:
@@ -157,38 +151,6 @@ def figures(r: Mapping[str, Any]) -> str:
             text += f" (rounds {lo:.0f}-{hi:.0f})"
         out.append(text)
     return ", ".join(out)
-
-
-def reason(best: Mapping[str, Any], fastest: Mapping[str, Any],
-           fits: list[dict[str, Any]], tied: list[dict[str, Any]], tie_rel: float) -> str:
-    """Why `tts_kit.tuning.tune.SweepResult.recommend` picked ``best`` among ``fits``
-    (``tied``: those as fast as ``fastest``), and whether its lead exceeds the spread.
-
-    Example:
-        >>> from tts_kit.tuning.records import P50_MAX_MS, P50_MIN_MS
-        >>> a = {"preset": "a", P50_MS: 100.0, P50_MIN_MS: 95.0, P50_MAX_MS: 105.0,
-        ...      PEAK_RSS_MB: 500.0}
-        >>> b = {"preset": "b", P50_MS: 103.0, P50_MIN_MS: 101.0, P50_MAX_MS: 106.0,
-        ...      PEAK_RSS_MB: 520.0}
-        >>> reason(a, a, [a, b], [a, b], 0.1).split("; ")[1]
-        'the next (b on all cores, None, batch None, None steps) is +3% in p50, within the spread'
-    """
-    if best is not fastest:
-        return (f"the lowest peak (lower beyond the spread) of the {len(tied)} within "
-                f"{tie_rel:.0%} of the fastest p50 ({fastest[P50_MS]:.0f} ms, "
-                f"{describe(fastest)}) or within its spread, among {len(fits)} that fit")
-    why = f"the fastest of {len(fits)} finished configuration(s) that fit"
-    others = sorted((r for r in fits if r is not best), key=lambda r: r[P50_MS])
-    if others:
-        nxt = others[0]
-        real = differs(nxt, best, P50_MS)
-        why += (f"; the next ({describe(nxt)}) is {nxt[P50_MS] / best[P50_MS] - 1:+.0%} "
-                f"in p50, {'a real difference' if real else 'within the spread'}")
-        lean = [r for r in tied if r is not best and r[PEAK_RSS_MB] < best[PEAK_RSS_MB]]
-        if lean:
-            why += (f"; {describe(lean[0])}'s lower peak ({lean[0][PEAK_RSS_MB]:.0f} MB) "
-                    "is within the spread")
-    return why
 
 
 def describe(r: Mapping[str, Any]) -> str:

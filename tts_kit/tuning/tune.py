@@ -22,6 +22,7 @@ import dataclasses
 import gc
 import itertools
 import math
+import random
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -34,6 +35,7 @@ from tts_kit.core.textsafe import term_safe
 from tts_kit.runtime.loading import LoadPolicy, needs_preparation, prepare_loading
 from tts_kit.runtime.measure import run_isolated
 from tts_kit.runtime.sessions import SessionPreset, get_preset
+from tts_kit.tuning import verdict
 from tts_kit.tuning.machines import by_machine
 from tts_kit.tuning.records import (
     AFTER_RSS_MB,
@@ -67,18 +69,13 @@ from tts_kit.tuning.runqueue import loadavg as _loadavg
 from tts_kit.tuning.runqueue import thread_run_queue_ns, wait_percent
 from tts_kit.tuning.spread import (
     DEFAULT_ROUNDS,
-    differs,
     lost_record,
     merge_rounds,
     run_rounds,
     split_repeats,
 )
-from tts_kit.tuning.sweep_table import describe, figures, format_table, reason
+from tts_kit.tuning.sweep_table import describe, figures, format_table
 from tts_kit.tuning.workload import Workload
-
-#: Relative p50 difference below which `SweepResult.recommend` calls two configurations
-#: equally fast and picks the lower peak RSS.
-TIE_REL = 0.10
 
 _LOADED = "trial: loaded"
 _FIRST = "trial: first call"
@@ -356,13 +353,10 @@ class SweepResult:
         """The records on the Pareto front, fastest first."""
         return sorted((r for r in self.records if r.get("pareto")), key=lambda r: r[P50_MS])
 
-    def recommend(self, budget_mb: float | None,
-                  tie_rel: float = TIE_REL) -> tuple[dict[str, Any] | None, str]:
-        """The fastest finished configuration whose peak RSS fits ``budget_mb``, and why.
-
-        Within ``tie_rel`` of the fastest p50, or within the rounds' spread, counts as
-        equally fast; of those the lowest peak RSS wins when lower beyond both spreads.
-        ``(None, reason)`` when nothing fits (``budget_mb`` None: no budget).
+    def recommend(self, budget_mb: float | None) -> tuple[dict[str, Any] | None, str]:
+        """The configuration to use within ``budget_mb`` (None: no budget), and why:
+        `tts_kit.tuning.verdict.pick` (the tie set of the fastest, then a fixed order).
+        ``(None, reason)`` when nothing fits.
 
         Example:
             >>> r = SweepResult(mark_pareto([
@@ -377,26 +371,19 @@ class SweepResult:
         if not finished:
             states = sorted({f"{r.get('status')}" for r in self.records}) or ["none run"]
             return None, f"no trial finished ({', '.join(states)}); nothing to recommend"
-        fits = [r for r in finished if budget_mb is None or r[PEAK_RSS_MB] <= budget_mb]
-        if not fits:
+        chosen = verdict.pick(finished, budget_mb)
+        if chosen.record is None:
             low = min(finished, key=lambda r: r[PEAK_RSS_MB])
             return None, (
                 f"no configuration fits under {budget_mb:g} MB: the smallest peak was "
                 f"{low[PEAK_RSS_MB]:.0f} MB ({describe(low)}); raise the budget, or try "
                 "loading='paged' or a lower-memory preset"
             )
-        fastest = min(fits, key=lambda r: (r[P50_MS], r[PEAK_RSS_MB]))
-        # Equally fast: within tie_rel, or within the spread of the rounds.
-        tied = [r for r in fits if r[P50_MS] <= fastest[P50_MS] * (1 + tie_rel)
-                or differs(r, fastest, P50_MS) is False]
-        # A lower peak counts only beyond the spread of both peaks.
-        leaner = [r for r in tied if r is fastest or differs(r, fastest, PEAK_RSS_MB)]
-        best = min(leaner, key=lambda r: (r[PEAK_RSS_MB], r[P50_MS]))
+        best = chosen.record
         budget_txt = (f"within the {budget_mb:g} MB budget" if budget_mb is not None
                       else "no budget")
-        return best, (f"{describe(best)}: {figures(best)}, {budget_txt}; "
-                      f"{reason(best, fastest, fits, tied, tie_rel)} ({len(self.records)} "
-                      "measured)")
+        return best, (f"{describe(best)}: {figures(best)}, {budget_txt}; {chosen.reason} "
+                      f"({len(self.records)} measured)")
 
     def by_machine(self) -> dict[str, SweepResult]:
         """The sweep split by the machine each trial ran on, each part with its own Pareto
@@ -450,8 +437,9 @@ class SweepOptions:
     warmup: bool = True
     """One throw-away trial first, so the first trial does not pay for a cold machine."""
     rounds: int = DEFAULT_ROUNDS
-    """Fresh trials per configuration, round by round (A B C, A B C), the workload's
-    repeats split across them (`tts_kit.tuning.spread`)."""
+    """The trial budget, per configuration: a screening pass, then racing on the open
+    verdicts (`tts_kit.tuning.verdict.undetermined`), the workload's repeats shared out
+    (`tts_kit.tuning.spread.split_repeats`) and alternating over a configuration's trials."""
 
     def replace(self, **changes: Any) -> SweepOptions:
         """A copy with ``changes``; an unknown name fails in one line."""
@@ -506,27 +494,40 @@ def sweep(bundle: Any, presets: Sequence[str | SessionPreset], workload: Workloa
         trial(path, objs[0], workload.replace(steps=min(steps), repeats=0, batch_size=1),
               cpus=cpus[0], timeout_s=timeout_s)
     common = dict(mem_budget_mb=mem_budget_mb, timeout_s=timeout_s)
-    # Round by round (A B C, A B C): drift of the machine hits every configuration alike.
-    runs = [(k, i) for k in range(rounds) for i in range(len(grid))]
     done: list[list[dict[str, Any]]] = [[] for _ in grid]
 
     def submit(k: int, i: int) -> tuple[tuple[Any, ...], dict[str, Any], str]:
         p, c, b, s, lo = grid[i]
+        n = len(done[i])  # this cell's trials so far: its calls alternate the shares
         # Names may come from a report.json: no raw control characters on stderr.
-        label = term_safe(f"{p.name} cpus={c} {lo} round {k + 1}/{rounds}")
-        # Later rounds here find what the first prepared (an executor's may not).
-        return ((path, p, cells[b, s].replace(repeats=shares[k])),
+        label = term_safe(f"{p.name} cpus={c} {lo} trial {n + 1}, pass {k + 1}")
+        # Later trials here find what the first prepared (an executor's may not).
+        return ((path, p, cells[b, s].replace(repeats=shares[n % rounds])),
                 dict(cpus=c, loading=lo, stage_costs_mb=costs.get((p.name, lo)),
-                     prepare=k == 0 or executor is not None, **common), label)
+                     prepare=n == 0 or executor is not None, **common), label)
 
-    with tqdm(total=len(runs), desc="tune", unit="trial", disable=not o.progress) as bar:
-        got = run_rounds(trial, runs, submit, executor, bar,
-                         lambda k, i, exc: lost_record(grid[i], shares[k], mem_budget_mb, exc))
-    for k, i in runs:
-        if (k, i) in got:
-            done[i].append(got[k, i])
-    records = [merge_rounds(r) if r else None for r in done]
-    return SweepResult(mark_pareto([r for r in records if r is not None]))
+    # Racing: a screening pass over every cell, then passes over the cells whose verdict
+    # is still open (`tts_kit.tuning.verdict.undetermined`), each in a shuffled order,
+    # until ``rounds`` trials per cell are spent.
+    budget, todo, k = rounds * len(grid), list(range(len(grid))), 0
+    with tqdm(total=budget, desc="tune", unit="trial", disable=not o.progress) as bar:
+        while todo and budget > 0:
+            todo = todo[:budget]
+            random.Random(k).shuffle(todo)
+            got = run_rounds(trial, [(k, i) for i in todo], submit, executor, bar,
+                             lambda k, i, exc: lost_record(grid[i], shares[0], mem_budget_mb,
+                                                           exc))
+            for (_, i), rec in sorted(got.items()):
+                done[i].append(rec)
+            budget, k = budget - len(todo), k + 1
+            merged = [merge_rounds(r) if r and r[-1].get("status") == "ok" else None
+                      for r in done]
+            # Nothing open: the rest to the least measured, fastest first (same time).
+            todo = verdict.undetermined(merged, mem_budget_mb) or sorted(
+                (i for i, r in enumerate(merged) if r is not None),
+                key=lambda i: (len(done[i]), to_number(merged[i].get(P50_MS)) or math.inf))
+    records = [merge_rounds(r) for r in done if r]
+    return SweepResult(mark_pareto(records))
 
 
 def _sweep_stage_costs(

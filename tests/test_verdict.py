@@ -1,0 +1,99 @@
+"""Equivalence verdicts (issue 35): worse, better or tied by the interval of a ratio, the tie
+set, and the fixed order that picks inside it without reading latency."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tts_kit.tuning import verdict
+from tts_kit.tuning.records import P50_MS, PEAK_RSS_MB, ROUND_LATENCIES_MS, ROUND_PEAK_RSS_MB
+
+
+def _noisy(p50: float, seed: int, rounds: int = 6, calls: int = 3, noise: float = 0.10,
+           peak: float = 500.0, **config) -> dict:
+    rng = np.random.default_rng(seed)
+    lat = [list(p50 * (1 + noise * rng.standard_normal(calls))) for _ in range(rounds)]
+    return {"status": "ok", P50_MS: p50, PEAK_RSS_MB: peak, ROUND_LATENCIES_MS: lat,
+            ROUND_PEAK_RSS_MB: [peak] * rounds, **config}
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_three_percent_apart_in_ten_percent_noise_is_tied(seed):
+    a, b = _noisy(1000.0, seed), _noisy(1030.0, seed + 100)
+    v = verdict.compare(b, a, P50_MS, verdict.band([a, b]))
+    assert v.word == "tied", v
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_thirty_percent_apart_in_ten_percent_noise_differs(seed):
+    a, b = _noisy(1000.0, seed), _noisy(1300.0, seed + 100)
+    width = verdict.band([a, b])
+    assert verdict.compare(b, a, P50_MS, width).word == "worse"
+    assert verdict.compare(a, b, P50_MS, width).word == "better"
+
+
+def test_each_verdict_on_hand_built_records():
+    base = {P50_MS: 100.0, PEAK_RSS_MB: 500.0, ROUND_LATENCIES_MS: [[98, 100, 102], [99, 101]]}
+    slower = {P50_MS: 120.0, ROUND_LATENCIES_MS: [[118, 120, 122], [119, 121]]}
+    faster = {P50_MS: 80.0, ROUND_LATENCIES_MS: [[79, 80, 81], [80, 82]]}
+    same = {P50_MS: 101.0, ROUND_LATENCIES_MS: [[99, 101, 103], [100, 102]]}
+    open_ = {P50_MS: 106.0, ROUND_LATENCIES_MS: [[96, 106, 116], [100, 112]]}
+    assert verdict.compare(slower, base).word == "worse"
+    assert verdict.compare(faster, base).word == "better"
+    same_v, open_v = verdict.compare(same, base), verdict.compare(open_, base)
+    assert same_v.word == open_v.word == "tied"
+    assert same_v.settled and not open_v.settled  # equivalent, against not yet known
+    # The same records always give the same answer (a fixed seed).
+    assert verdict.compare(open_, base) == open_v
+    # Peak memory: one figure per fresh process.
+    hungry = {PEAK_RSS_MB: 700.0, ROUND_PEAK_RSS_MB: [690.0, 710.0]}
+    assert verdict.compare(hungry, {ROUND_PEAK_RSS_MB: [495.0, 505.0]}, PEAK_RSS_MB).word == "worse"
+
+
+def _cfg(preset, cpus, loading, p50, peak):
+    return {"preset": preset, "cpus": cpus, "loading": loading, "steps": 8, "batch_size": 1,
+            "status": "ok", P50_MS: p50, PEAK_RSS_MB: peak}
+
+
+def test_the_fixed_order_inside_the_tie_set():
+    recs = [_cfg("lean", 2, "resident", 1000, 620), _cfg("ort-default", 2, "resident", 1020, 630),
+            _cfg("lean", 2, "paged", 1030, 340), _cfg("ort-default", 2, "paged", 1040, 345),
+            _cfg("lean", 1, "paged", 1600, 330)]
+    p = verdict.pick(recs, budget_mb=1024)
+    # 1 vCPU is worse (1.6x): out of the tie set; resident peaks higher beyond the band;
+    # of the paged two, the untuned default preset comes first.
+    assert len(p.tie_set) == 4
+    assert (p.record["preset"], p.record["cpus"], p.record["loading"]) == (
+        "ort-default", 2, "paged")
+    # Fewer vCPUs come before the preset, where they tie.
+    tied = [_cfg("lean", 2, "paged", 1000, 340), _cfg("lean", 1, "paged", 1010, 340)]
+    assert verdict.pick(tied).record["cpus"] == 1
+    # A budget that nothing fits: no pick.
+    assert verdict.pick(recs, budget_mb=100).record is None
+
+
+@pytest.mark.parametrize("order", range(6))
+def test_the_order_never_reads_latency_inside_the_tie_set(order):
+    # Three configurations within 4 % of each other, their latencies permuted: the pick
+    # is the same whichever is fastest.
+    configs = [("lean", "paged"), ("ort-default", "paged"), ("seed-2vcpu", "paged")]
+    perms = [(0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)][order]
+    recs = [_cfg(p, 2, lo, 1000 + 20 * perms[i], 340) for i, (p, lo) in enumerate(configs)]
+    p = verdict.pick(recs)
+    assert len(p.tie_set) == 3 and p.record["preset"] == "ort-default"
+
+
+def test_effects_name_each_dimension_with_its_interval():
+    recs = [_noisy(1600.0 / c * (1.08 if lo == "paged" else 1.0), seed=10 * c + i,
+                   peak=330.0 if lo == "paged" else 620.0, preset=pr, cpus=c, loading=lo)
+            for c in (1, 2) for i, lo in enumerate(("resident", "paged"))
+            for pr in ("ort-default", "lean")]
+    found = verdict.effects(recs, 0.05)
+    by = {(e["dimension"], e["level"]): e for e in found}
+    assert by["cpus", 2]["latency"].word == "better"
+    assert by["loading", "paged"]["peak"].word == "better"
+    assert by["loading", "paged"]["latency"].lo < by["loading", "paged"]["latency"].hi
+    lines = verdict.effect_lines(found, 0.05)
+    assert any(line.startswith("preset: no difference beyond 5 %") for line in lines), lines
+    assert any(line.startswith("vCPUs 2 against 1: latency -50 %") for line in lines), lines

@@ -1,0 +1,393 @@
+"""Equivalence, not arg-min: whether one configuration is worse, better or tied with another.
+
+The one rule every recommendation here follows (`tts-kit tune`, `tts-kit report`, its rerun
+and compare, the notebooks). `compare` bootstraps the ratio of two records' latency (or
+peak RSS) and calls it *worse* only when its whole 90 % interval lies above the tie band,
+*better* when below, else *tied* (two one-sided tests, TOST). `pick` takes the tie set
+of the fastest that fits and chooses inside it by a fixed order that never reads latency;
+`effects` gives each swept dimension's effect with its interval. Why these numbers:
+docs/guide.md, "Equivalence, not arg-min".
+
+Example:
+    >>> from tts_kit.tuning.verdict import compare
+    >>> a = {"round_latencies_ms": [[100, 104], [98, 101]], P50_MS: 101.0}
+    >>> b = {"round_latencies_ms": [[103, 99], [102, 105]], P50_MS: 102.5}
+    >>> compare(b, a, P50_MS).word
+    'tied'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tts_kit.core.contract import SWEEP_PRESETS
+from tts_kit.tuning.records import (
+    LATENCIES_MS,
+    P50_MS,
+    PEAK_RSS_MAX_MB,
+    PEAK_RSS_MB,
+    PEAK_RSS_MIN_MB,
+    ROUND_LATENCIES_MS,
+    ROUND_PEAK_RSS_MB,
+    to_number,
+)
+
+#: The smallest tie band: a difference under 5 % is no difference (pyperf's and asv's
+#: default thresholds are of this size); a noisier machine widens it (`band`).
+BAND_MIN = 0.05
+#: Two-sided interval level: 90 %, the TOST convention for equivalence at 5 %.
+LEVEL = 0.90
+#: Bootstrap draws, and their fixed seed: the same records always give the same verdict.
+DRAWS, SEED = 2000, 35
+#: The swept dimensions `effects` reports, record key -> name in words.
+DIMENSIONS = {"cpus": "vCPUs", "loading": "loading", "preset": "preset", "steps": "steps",
+              "batch_size": "batch"}
+_LAZY = {"paged": 0, "budget": 1, "resident": 2}
+
+
+def _samples(rec: Mapping[str, Any], key: str) -> list[list[float]]:
+    """A record's ``key`` by fresh process (round): its calls for latency, one peak per
+    round for peak RSS; older records fall back to what they kept."""
+    if key == P50_MS:
+        groups = rec.get(ROUND_LATENCIES_MS) or [rec.get(LATENCIES_MS) or [rec.get(P50_MS)]]
+    else:
+        groups = [[x] for x in rec.get(ROUND_PEAK_RSS_MB) or [rec.get(PEAK_RSS_MIN_MB),
+                                                            rec.get(PEAK_RSS_MAX_MB)]]
+        groups = groups if all(g[0] is not None for g in groups) else [[rec.get(key)]]
+    clean = [[float(x) for x in g if (to_number(x) or 0) > 0] for g in groups]
+    return [g for g in clean if g]
+
+
+def _draws(groups: list[list[float]], rng: np.random.Generator) -> tuple[float, np.ndarray]:
+    """The mean of the rounds' medians, and its bootstrap draws (log): the rounds resampled,
+    then the calls within each, so both the spread between processes and within one count."""
+    medians = np.array([np.median(g) for g in groups])
+    per_round = np.stack([np.median(np.asarray(g)[rng.integers(len(g), size=(DRAWS, len(g)))],
+                                    axis=1) for g in groups])
+    pick = rng.integers(len(groups), size=(DRAWS, len(groups)))
+    boot = per_round[pick, np.arange(DRAWS)[:, None]].mean(axis=1)
+    return float(medians.mean()), np.log(boot)
+
+
+def _log_ratio(a: Mapping[str, Any], b: Mapping[str, Any], key: str
+               ) -> tuple[float, np.ndarray] | None:
+    """log(a / b) of ``key`` and its bootstrap draws (fixed seed); None without figures."""
+    ga, gb = _samples(a, key), _samples(b, key)
+    if not ga or not gb:
+        return None
+    rng = np.random.default_rng(SEED)
+    (ma, da), (mb, db) = _draws(ga, rng), _draws(gb, rng)
+    return float(np.log(ma / mb)), da - db
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The ratio of two configurations' figure with its interval, held to a tie band.
+
+    Example:
+        >>> Verdict(1.3, 1.2, 1.4).word, Verdict(1.03, 0.93, 1.14).word
+        ('worse', 'tied')
+        >>> Verdict(1.03, 0.97, 1.04).settled, Verdict(1.03, 0.93, 1.14).text()
+        (True, '+3 % (-7 to +14), tied')
+    """
+
+    ratio: float
+    lo: float
+    hi: float
+    band: float = BAND_MIN
+
+    @property
+    def word(self) -> str:
+        """``worse`` (interval wholly above 1 + band), ``better`` (below 1 / (1 + band))
+        or ``tied``."""
+        if self.lo > 1 + self.band:
+            return "worse"
+        return "better" if self.hi < 1 / (1 + self.band) else "tied"
+
+    @property
+    def settled(self) -> bool:
+        """True when more measurement would not change the word: worse, better, or the
+        whole interval inside the band (equivalent, as TOST says it)."""
+        return self.word != "tied" or (self.lo >= 1 / (1 + self.band)
+                                       and self.hi <= 1 + self.band)
+
+    def text(self) -> str:
+        """``+8 % (+3 to +12), worse``."""
+        def pc(x: float) -> str:
+            return f"{(x - 1) * 100:+.0f}"
+        return f"{pc(self.ratio)} % ({pc(self.lo)} to {pc(self.hi)}), {self.word}"
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Verdict:
+        """Read `to_dict`'s form back (its ``word`` is recomputed)."""
+        return cls(d["ratio"], d["lo"], d["hi"], d["band"])
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form report.json keeps."""
+        return {"ratio": self.ratio, "lo": self.lo, "hi": self.hi, "band": self.band,
+                "word": self.word}
+
+
+def _verdict(point: float, draws: np.ndarray, band: float) -> Verdict:
+    tail = (1 - LEVEL) / 2 * 100
+    lo, hi = np.percentile(draws, [tail, 100 - tail])
+    return Verdict(float(np.exp(point)), float(np.exp(lo)), float(np.exp(hi)), band)
+
+
+def compare(a: Mapping[str, Any], b: Mapping[str, Any], key: str = P50_MS,
+            band: float = BAND_MIN) -> Verdict | None:
+    """How ``a`` stands against ``b`` in ``key`` (lower is better): `Verdict` of a / b.
+
+    Example:
+        >>> compare({P50_MS: 130.0}, {P50_MS: 100.0}).word
+        'worse'
+    """
+    got = _log_ratio(a, b, key)
+    return None if got is None else _verdict(*got, band)
+
+
+def band(records: Sequence[Mapping[str, Any]]) -> float:
+    """The tie band: `BAND_MIN`, or this machine's latency noise between fresh processes
+    of one configuration where that is wider: the median, over configurations measured in
+    2+ rounds, of the round medians' standard deviation over their mean.
+
+    Example:
+        >>> band([]), band([{"round_latencies_ms": [[100.0], [130.0]]}])
+        (0.05, 0.184)
+    """
+    spreads = []
+    for r in records:
+        meds = [float(np.median(g)) for g in _samples(r, P50_MS)]
+        if len(meds) > 1:
+            spreads.append(float(np.std(meds, ddof=1) / np.mean(meds)))
+    return max(BAND_MIN, round(float(np.median(spreads)), 3) if spreads else 0.0)
+
+
+def _simplicity(rec: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The fixed order inside a tie set (never latency): fewer vCPUs, the untuned default
+    preset (then the shipped order), lazy loading (paged, budget, resident), fewer steps."""
+    preset = str(rec.get("preset"))
+    order = SWEEP_PRESETS.index(preset) if preset in SWEEP_PRESETS else len(SWEEP_PRESETS)
+    loading = str(rec.get("loading") or "resident").split(":")[0]
+    return (rec.get("cpus") or 0, order, preset, _LAZY.get(loading, 3),
+            str(rec.get("loading")), rec.get("steps") or 0, rec.get("batch_size") or 0)
+
+
+@dataclass
+class Pick:
+    """`pick`'s answer: the record, its tie set, the band, and why, in words."""
+
+    record: Any
+    """The record picked (one of those given), or None when nothing fits."""
+    tie_set: list[Any]
+    """The records not worse in latency than the fastest that fits, the fastest first."""
+    band: float
+    reason: str
+
+
+def _finished(records: Sequence[Mapping[str, Any] | None]) -> list[Mapping[str, Any]]:
+    return [r for r in records if r is not None and r.get("status", "ok") == "ok"
+            and to_number(r.get(P50_MS)) is not None and to_number(r.get(PEAK_RSS_MB)) is not None]
+
+
+def _tie_set(fits: Sequence[Mapping[str, Any]], width: float) -> list[Any]:
+    """The configurations of ``fits`` not worse in latency than its fastest point estimate."""
+    leader = min(fits, key=lambda r: float(r[P50_MS]))
+    return [leader] + [r for r in fits if r is not leader
+                       and ((v := compare(r, leader, P50_MS, width)) is None or v.word != "worse")]
+
+
+def pick(records: Sequence[Mapping[str, Any]], budget_mb: float | None = None,
+         width: float | None = None) -> Pick:
+    """The recommendation: of the configurations that fit ``budget_mb``, the tie set of
+    the fastest; inside it, those whose peak is not worse than the leanest's,
+    then the first by a fixed order (`_simplicity`). ``width``: the tie band (default `band`).
+
+    Example:
+        >>> recs = [{"preset": "lean", "cpus": 2, P50_MS: 100.0, "peak_rss_mb": 600.0},
+        ...         {"preset": "lean", "cpus": 2, "loading": "paged", P50_MS: 104.0,
+        ...          "peak_rss_mb": 330.0}]
+        >>> p = pick(recs)
+        >>> p.record["loading"], len(p.tie_set)
+        ('paged', 2)
+    """
+    finished = _finished(records)
+    width = band(finished) if width is None else width
+    fits = [r for r in finished if budget_mb is None or float(r[PEAK_RSS_MB]) <= budget_mb]
+    if not fits:
+        return Pick(None, [], width, "nothing fits")
+    tied = _tie_set(fits, width)
+    lean = min(tied, key=lambda r: float(r[PEAK_RSS_MB]))
+    small = [r for r in tied if (v := compare(r, lean, PEAK_RSS_MB, width)) is None
+             or v.word != "worse"]
+    best = min(small, key=_simplicity)
+    why = (f"the {len(tied)} of {len(fits)} that fit are the same speed within "
+           f"{width * 100:.0f} % on this machine" if len(tied) > 1 else
+           f"the fastest of {len(fits)} that fit, beyond the {width * 100:.0f} % band")
+    if len(small) < len(tied):
+        why += f"; {len(tied) - len(small)} of them peak higher beyond it"
+    if len(small) > 1:
+        why += "; of the rest the simplest (fewer vCPUs, default preset, lazy loading)"
+    return Pick(best, tied, width, why)
+
+
+def undetermined(records: Sequence[Mapping[str, Any] | None],
+                 budget_mb: float | None = None) -> list[int]:
+    """Indices of ``records`` (None: not measured yet) whose verdict more trials could still
+    change: latency against the fastest that fits, or peak inside the tie set, not settled
+    (`Verdict.settled`; measured once: not clearly worse); with the fastest itself whenever
+    any is, or while it was measured in one fresh process. What a sweep's racing measures
+    again.
+
+    Example:
+        >>> undetermined([{"latencies_ms": [95, 105], P50_MS: 100.0, "peak_rss_mb": 9.0},
+        ...               {"latencies_ms": [96, 110], P50_MS: 103.0, "peak_rss_mb": 9.0},
+        ...               {P50_MS: 200.0, "peak_rss_mb": 9.0}])
+        [0, 1]
+    """
+    idx = {id(r): i for i, r in enumerate(records) if r is not None}
+    chosen, width = pick(records, budget_mb), band(_finished(records))
+    if chosen.record is None:
+        return []
+    fits = [r for r in _finished(records) if budget_mb is None or r[PEAK_RSS_MB] <= budget_mb]
+    leader, tied = chosen.tie_set[0], chosen.tie_set
+    lean = min(tied, key=lambda r: float(r[PEAK_RSS_MB]))
+    open_ = {idx[id(r)] for r in fits if r is not leader and not _settled(r, leader, P50_MS, width)}
+    open_ |= {idx[id(r)] for r in tied if r is not lean and not _settled(r, lean, PEAK_RSS_MB,
+                                                                          width)}
+    if len(_samples(leader, P50_MS)) < 2:  # what every verdict is held to: measured twice
+        open_.add(idx[id(leader)])
+    first = idx[id(leader)]  # first: a budget that runs short still measures it
+    return [first] + sorted(open_ - {first}) if open_ else []
+
+
+def _settled(a: Mapping[str, Any], b: Mapping[str, Any], key: str, width: float) -> bool:
+    """Settled: and, for ``a`` measured in one fresh process (whose spread between
+    processes is not known), worse by more than twice the band."""
+    v = compare(a, b, key, width)
+    once = len(_samples(a, key)) < 2
+    return v is None or (v.settled and not (once and v.lo <= (1 + width) ** 2))
+
+
+def _level(dim: str, value: Any) -> tuple[Any, ...]:
+    """A dimension's levels in order, the baseline first: resident, the shipped presets'
+    order, the fewest vCPUs or steps."""
+    if dim == "loading":
+        return -_LAZY.get(str(value).split(":")[0], 3), str(value)
+    if dim == "preset":
+        return SWEEP_PRESETS.index(value) if value in SWEEP_PRESETS else 99, str(value)
+    return value is None, value or 0
+
+
+def effects(records: Sequence[Mapping[str, Any]], width: float = BAND_MIN
+            ) -> list[dict[str, Any]]:
+    """The effect of each swept dimension: every level against the first (fewest vCPUs,
+    resident, the first preset), over the configurations that differ only there, the
+    draws of their log ratios averaged; its `Verdict` for latency and for peak.
+
+    Example:
+        >>> recs = [{"cpus": c, "loading": lo, P50_MS: 100.0 / c, "peak_rss_mb": m}
+        ...         for c in (1, 2) for lo, m in (("resident", 600.0), ("paged", 330.0))]
+        >>> [(e["dimension"], e["level"], e["latency"].word) for e in effects(recs)]
+        [('cpus', 2, 'better'), ('loading', 'paged', 'tied')]
+    """
+    ok = _finished(records)
+    out = []
+    for dim in DIMENSIONS:
+        levels = sorted({r.get(dim) for r in ok}, key=lambda v: _level(dim, v))
+        for level in levels[1:]:
+            def rest(r: Mapping[str, Any]) -> tuple[Any, ...]:
+                return tuple(r.get(d) for d in DIMENSIONS if d != dim)  # noqa: B023
+            base = {rest(r): r for r in ok if r.get(dim) == levels[0]}
+            pairs = [(r, base[rest(r)]) for r in ok if r.get(dim) == level and rest(r) in base]
+            entry: dict[str, Any] = {"dimension": dim, "level": level, "baseline": levels[0],
+                                     "pairs": len(pairs)}
+            for name, key in (("latency", P50_MS), ("peak", PEAK_RSS_MB)):
+                got = [g for a, b in pairs if (g := _log_ratio(a, b, key))]
+                entry[name] = _verdict(float(np.mean([g[0] for g in got])),
+                                       np.mean([g[1] for g in got], axis=0),
+                                       width) if got else None
+            out.append(entry)
+    return out
+
+
+def effect_lines(found: Sequence[Mapping[str, Any]], width: float) -> list[str]:
+    """`effects` in words, one line per dimension: a dimension with no level beyond the
+    band says so in one line.
+
+    Example:
+        >>> v = Verdict(1.02, 0.98, 1.06)
+        >>> effect_lines([{"dimension": "preset", "level": "lean", "baseline": "ort-default",
+        ...                "latency": v, "peak": v}], 0.05)
+        ['preset: no difference beyond 5 % (lean against ort-default)']
+    """
+    out = []
+    for dim in DIMENSIONS:
+        mine = [e for e in found if e["dimension"] == dim]
+        if not mine:
+            continue
+        if all(e[m] is None or e[m].word == "tied" for e in mine for m in ("latency", "peak")):
+            levels = ", ".join(str(e["level"]) for e in mine)
+            out.append(f"{DIMENSIONS[dim] if dim != 'preset' else 'preset'}: no difference "
+                       f"beyond {width * 100:.0f} % ({levels} against {mine[0]['baseline']})")
+            continue
+        for e in mine:
+            parts = [f"{m} {e[m].text()}" for m in ("latency", "peak") if e[m] is not None]
+            out.append(f"{DIMENSIONS[dim]} {e['level']} against {e['baseline']}: "
+                       + "; ".join(parts))
+    return out
+
+
+def summary(records: Sequence[Mapping[str, Any]], budget_mb: float | None = None
+            ) -> dict[str, Any]:
+    """What report.json keeps under ``recommendation`` beside the pick: the tie set (as
+    configurations), the band, and the `effects` (JSON form).
+
+    Example:
+        >>> summary([{"preset": "lean", "cpus": 1, P50_MS: 9.0, "peak_rss_mb": 9.0}])
+        {'tie_set': [['lean', 1, None, None, None]], 'band': 0.05, 'effects': []}
+    """
+    chosen = pick(records, budget_mb)
+    found = [dict(e, **{m: e[m] and e[m].to_dict() for m in ("latency", "peak")})
+             for e in effects(records, chosen.band)]
+    return {"tie_set": [[r.get(k) for k in ("preset", "cpus", "loading", "steps", "batch_size")]
+                        for r in chosen.tie_set], "band": chosen.band, "effects": found}
+
+
+def agreement(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]
+              ) -> list[tuple[str, str]]:
+    """Two runs' `summary` effects side by side: per level found in both, ``holds`` (the
+    same verdicts), ``differs`` (another verdict, the intervals apart) or ``undetermined``,
+    with a line in words.
+
+    Example:
+        >>> e = {"dimension": "cpus", "level": 2, "baseline": 1, "peak": None,
+        ...      "latency": {"ratio": 0.6, "lo": 0.55, "hi": 0.65, "band": 0.05}}
+        >>> agreement([e], [e])[0]
+        ('holds', 'vCPUs 2 against 1: holds (latency -40 % (-45 to -35), better, then and now)')
+    """
+    def key(e: Mapping[str, Any]) -> tuple[str, ...]:
+        return e["dimension"], str(e["level"]), str(e["baseline"])
+    other = {key(e): e for e in b}
+    out = []
+    for e in a:
+        f = other.get(key(e))
+        if f is None:
+            continue
+        words, texts = [], []
+        for m in ("latency", "peak"):
+            if not e.get(m) or not f.get(m):
+                continue
+            x, y = Verdict.from_dict(e[m]), Verdict.from_dict(f[m])
+            apart = x.hi < y.lo or y.hi < x.lo
+            words.append("holds" if x.word == y.word else "differs" if apart else "undetermined")
+            texts.append(f"{m} {x.text()}" + (", then and now" if x.word == y.word
+                                              else f" against {y.text()}"))
+        word = next((w for w in ("differs", "undetermined") if w in words), "holds")
+        out.append((word, f"{DIMENSIONS[e['dimension']]} {e['level']} against "
+                          f"{e['baseline']}: {word} ({'; '.join(texts)})"))
+    return out
