@@ -314,6 +314,28 @@ def _punct(m: re.Match[str]) -> str:
 
 
 _WEEKDAY_CHARS = frozenset("월화수목금토일")
+#: ANSI escape sequences (colours, cursor moves, window titles) and other escapes.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-_]?)")
+#: A no-break or thin space between digit groups (10 000 km): a thousands separator.
+_SPACED_DIGITS = re.compile(r"(?<=\d)[\u00a0\u202f\u2009](?=\d{3}(?!\d))")
+#: Roman numerals written as their own characters (Ⅻ): unambiguous numbers.
+_ROMAN_CHARS = re.compile("[\u2160-\u2188]+")
+
+
+def _roman_chars(m: re.Match[str]) -> str:
+    """Ⅻ -> 12; after a capitalised word (Chapter Ⅻ, Louis Ⅻ) the Roman letters, which
+    the language's Roman rules read in context."""
+    letters = unicodedata.normalize("NFKC", m.group(0)).upper()
+    if re.search(r"[A-Z][a-z]+ $", m.string[max(0, m.start() - 20) : m.start()]):
+        return letters
+    value = 0
+    for ch, nxt in zip(letters, letters[1:] + " "):
+        v = _ROMAN_VALUE.get(ch, 0)
+        value += -v if _ROMAN_VALUE.get(nxt, 0) > v else v
+    return str(value)
+
+
+_ROMAN_VALUE = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
 #: A digit right before a vulgar fraction (3½): NFKC would glue them into 31⁄2.
 _DIGIT_FRACTION = re.compile("(?<=[0-9])(?=[\u00bc-\u00be\u2150-\u215e])")
 
@@ -328,8 +350,14 @@ def prepare(text: str, steps: Steps) -> str:
         >>> prepare("３㎏ “ok”  ①", None)
         '3kg "ok" 1'
     """
+    if "\x1b" in text:  # terminal colours and cursor moves are not text
+        before, text = text, _ANSI.sub("", text)
+        record_diff("control", before, text, steps)
     if not text.isascii():
         before = text
+        if _SPACED_DIGITS.search(text) or _ROMAN_CHARS.search(text):
+            text = _ROMAN_CHARS.sub(_roman_chars, _SPACED_DIGITS.sub(",", text))
+            record_diff("digits", before, text, steps)
         if not unicodedata.is_normalized("NFKC", text):
             text = unicodedata.normalize("NFKC", _DIGIT_FRACTION.sub(" ", text))
             record_diff("unicode", before, text, steps)

@@ -40,7 +40,8 @@ NUM = (r"\d{1,3}(?:,\d{3}){1,6}(?!,?\d)(?:\.\d+)?|\d{1,16}(?!\d)(?:\.\d+)?"
 #: What a number may start with (the lookahead of `numeric`): a digit, a sign, or the
 #: point of ".5" with no word or digit before it.
 NUM_START = r"(?<![A-Za-z])[-+]?\d|\d|(?<![\w.,])[-+]?\.\d"
-AMPM = r"[AaPp]\.?[Mm](?:\.(?=\S))?(?![A-Za-z])"
+#: am/pm, and "A M" as the abbreviation rule writes a.m.
+AMPM = r"(?:[AaPp]\.?[Mm](?:\.(?=\S))?|[AP] M)(?![A-Za-z])"
 TIME = r"\d{1,2}:\d{2}(?::\d{2})?"
 #: Range signs: hyphen, en dash, tilde (Korean writes 9시~18시).
 RANGE_SIGN = r"[~\-–]"
@@ -121,7 +122,8 @@ AMPM_TAIL = rf"(?P<ampm>\s?(?P<aap>{AMPM}))"
 TIMES = rf"(?P<times>\s?(?P<xo>[x×*])(?:\s?(?P<xb>{NUM}))?(?![A-Za-z0-9]))"
 RATIO = r"(?P<ratio>:(?P<qb>\d{1,16})(?!\d))"
 #: A fraction's slash, glued (1/2) or spaced (1 / 2: group ``fsp``, never a date).
-FRACTION = r"(?P<fraction>(?:/|(?P<fsp>\s/\s))(?P<fb>\d{1,16})(?!\d))"
+FRACTION = (r"(?P<fraction>(?:/|(?P<fsp>\s/\s))(?P<fb>\d{1,16})(?!\d)"
+            r"(?P<fo>(?:st|nd|rd|th|ST|ND|RD|TH)(?![A-Za-z]))?)")
 #: Three or more digit groups joined by hyphens that are no date, phone or range
 #: (22-95-81, 4-3-3): each group said on its own.
 GROUPS = r"(?P<groups>(?<![\d.,-])\d{1,4}(?:-\d{1,4}){2,6}(?![\d-]))"
@@ -335,7 +337,7 @@ _TLDS = "com org net edu gov io ai dev app kr jp uk de fr cn co info me tv us ca
 _END = r"[^\s<>\"'.,;:!?)\]가-힣]"
 WEB = re.compile(
     r"(?<![\w.@/+%-])(?=[\w%+-]*(?:[.@][A-Za-z0-9]|://))(?:"
-    rf"(?P<url>(?:(?:https?|ftp)://|www\.)[^\s<>\"'가-힣]*{_END})"
+    rf"(?P<url>(?:(?:https?|ftp|file)://|www\.)[^\s<>\"'가-힣]*{_END})"
     r"|(?P<email>[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)"
     r"|(?P<ip>(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d))"
     rf"|(?P<domain>[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.{trie_alt(_TLDS)}"
