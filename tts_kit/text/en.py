@@ -29,12 +29,14 @@ from tts_kit.text.en_letters import (
     ABBREVIATION,
     ROMAN,
     SERIAL,
+    SLASH,
     SYMBOL,
-    SYMBOL_WORDS,
     abbreviation,
     acronyms,
     roman,
     serial,
+    slash,
+    symbol,
 )
 from tts_kit.text.en_places import STATE, STREET, UNIT_NO, house_number, state, street, unit_no
 from tts_kit.text.lexicon import Lexicon
@@ -70,6 +72,8 @@ NUMERIC = g.numeric(
         rf"(?P<arange>(?P<ah>\d{{1,2}}(?::\d{{2}})?)(?:\s?(?P<aa>{g.AMPM}))?\s?[-–~]\s?"
         rf"(?P<bh>\d{{1,2}}(?::\d{{2}})?)\s?(?P<ab>{g.AMPM}))",
         g.TRANGE,
+        rf"(?P<noon>12(?::00)?\s(?P<nw>noon|midnight)\b"
+        rf"|(?P<dh>\d{{1,2}})\.(?P<dm>[0-5]\d)\s?(?P<dap>{g.AMPM}))",
         g.TIME_ALT,
         r"(?P<phone>(?:" + g.PHONE_SHARED + "|"
         r"(?:\+\d{1,3}[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.])\d{3}[-.]\d{4}(?!\d)"
@@ -315,6 +319,13 @@ def _code(m: re.Match[str]) -> str:
     return " " + house_number(m.group(0))
 
 
+def _noon(m: re.Match[str]) -> str:
+    """12:00 noon -> twelve noon; 1.59 p.m. -> one fifty-nine P M."""
+    if m["nw"]:
+        return "twelve " + m["nw"]
+    return _clock(int(m["dh"]), int(m["dm"]), None, m["dap"])
+
+
 def _quarter(m: re.Match[str]) -> str:
     """2Q22 -> the second quarter of twenty twenty-two."""
     yy = m["qy"]
@@ -487,7 +498,8 @@ _HANDLERS = {
     "date_iso": _date_iso, "date_us": _date_us, "arange": _arange,
     "paren_year": _paren_year, "plan": _plan, "mixed": _mixed, "middot": _middot,
     "scale": _scale,
-    "phone": _phone, "decade": _decade, "code": _code, "quarter": _quarter, "groups": _groups,
+    "phone": _phone, "decade": _decade, "code": _code, "quarter": _quarter, "noon": _noon,
+    "groups": _groups,
     "feet": _feet,
     "number_sign": _number_sign,
     "approx": _approx,
@@ -532,9 +544,10 @@ def rules(lexicon: Lexicon) -> list[Step]:
         Rule("day_month", DAY_MONTH, day_month),
         Rule("street", STREET, street),
         Rule("unit_no", UNIT_NO, unit_no),
+        Rule("slash", SLASH, slash),
         Rule("number", NUMERIC, _numeric, by_group=True, aliases=_NAMES),
         Rule("roman", ROMAN, roman),
         acronyms,
-        Rule("symbol", SYMBOL, lambda m: SYMBOL_WORDS[m.group(0)]),
+        Rule("symbol", SYMBOL, symbol),
         make_cleanup("en"),
     ]

@@ -12,7 +12,7 @@ import re
 from tts_kit.text import numbers as nw
 from tts_kit.text.common import Steps, TraceStep, trie_alt
 from tts_kit.text.en_dates import MONTH_NAMES
-from tts_kit.text.tables import EN_ABBREVIATIONS
+from tts_kit.text.tables import EN_ABBREVIATIONS, EN_TIME_ZONES
 
 _ABBR = {written: (spoken, ends) for written, spoken, ends in EN_ABBREVIATIONS}
 _ABBR.update({f"{short}.": (full, False) for short, full in MONTH_NAMES.items()
@@ -23,6 +23,7 @@ ABBREVIATION = re.compile(
     r"|(?P<no>No\.|no\.)(?=\s?\d)|(?P<wo>w/o)(?![A-Za-z])|(?P<w>w/)(?=\s))"
 )
 _SENTENCE_NEXT = re.compile(r"\s*(?:$|[A-Z\"'(])")
+_ZONE_NEXT = re.compile(r" (?:" + trie_alt(EN_TIME_ZONES) + r")\b")
 _NAME_NEXT = re.compile(r" ([A-Z][A-Za-z']*)")
 #: Capitalised words that start sentences rather than name people.
 _SENTENCE_STARTERS = frozenset(
@@ -57,8 +58,8 @@ def abbreviation(m: re.Match[str]) -> str:
         return "without"
     else:
         return "with"
-    # "etc. Then": the period was also the sentence's end; keep it.
-    if ends and _SENTENCE_NEXT.match(s, b):
+    # "etc. Then": the period was also the sentence's end; keep it ("p.m. EST": not).
+    if ends and _SENTENCE_NEXT.match(s, b) and not _ZONE_NEXT.match(s, b):
         return spoken + "."
     return spoken
 
@@ -206,12 +207,51 @@ def acronyms(text: str, steps: Steps) -> str:
     return ACRONYM.sub(repl, text)
 
 
-SYMBOL = re.compile(r"[&+=@%×÷±°–—~#]")
+SYMBOL = re.compile(r"[&+=@%×÷±°–—~#$€£¥₩^≤≥≦≧≠≈∗∙⋅∕⊆]")
 SYMBOL_WORDS = {
     "&": " and ", "+": " plus ", "=": " equals ", "@": " at ", "%": " percent ",
     "×": " times ", "÷": " divided by ", "±": " plus or minus ", "°": " degrees ",
-    "–": ", ", "—": ", ", "~": " ", "#": " ",
+    "–": ", ", "—": ", ", "~": " ", "#": " ", "$": " dollar ", "€": " euro ",
+    "£": " pound ", "¥": " yen ", "₩": " won ", "^": " to the power of ",
+    **dict.fromkeys("≤≦", " less than or equal to "),
+    **dict.fromkeys("≥≧", " greater than or equal to "), "≠": " not equal to ",
+    "≈": " approximately equals ", **dict.fromkeys("∗∙⋅", " times "), "∕": " divided by ",
+    "⊆": " subset of or equal to ",
 }
+
+
+#: A slash between two words (and/or, TCP/IP); not a unit's (5 km/h).
+SLASH = re.compile(r"(?<![\w/.-])[A-Za-z]+(?:/[A-Za-z]+)+(?![\w/])")
+_NUMBER_BEFORE = re.compile(r"\d\s?$")
+
+
+def slash(m: re.Match[str]) -> str:
+    """"or" between lower-case words (on/off -> on or off; and/or -> and or), "slash"
+    otherwise (TCP/IP); a unit after a number (5 km/h) is left to the number rules.
+
+    Example:
+        >>> SLASH.sub(slash, "on/off and/or TCP/IP")
+        'on or off and or TCP slash IP'
+    """
+    if _NUMBER_BEFORE.search(m.string[max(0, m.start() - 2) : m.start()]):
+        return m.group(0)
+    words = m.group(0).split("/")
+    if m.group(0) == "and/or" or not all(w.islower() for w in words):
+        return (" " if words[0] == "and" else " slash ").join(words)
+    return " or ".join(words)
+
+
+def symbol(m: re.Match[str]) -> str:
+    """A sign no earlier rule read: $HOME -> dollar HOME, #tag -> hashtag tag.
+
+    Example:
+        >>> SYMBOL.sub(symbol, "x≤2 #tts")
+        'x less than or equal to 2  hashtag tts'
+    """
+    ch, s, i = m.group(0), m.string, m.start()
+    if ch == "#" and s[i + 1 : i + 2].isalpha():
+        return " hash " if i and s[i - 1].isalnum() else " hashtag "
+    return SYMBOL_WORDS[ch]
 
 
 #: Serial and part numbers: capitals and digits in groups joined by hyphens, with both

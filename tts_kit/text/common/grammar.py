@@ -336,12 +336,15 @@ _TLDS = "com org net edu gov io ai dev app kr jp uk de fr cn co info me tv us ca
 #: Hangul ends an address: what follows it is a particle (naver.com에서, 주소.com으로).
 _END = r"[^\s<>\"'.,;:!?)\]가-힣]"
 WEB = re.compile(
-    r"(?<![\w.@/+%-])(?=[\w%+-]*(?:[.@][A-Za-z0-9]|://))(?:"
+    r"(?<![\w.@/+%-])(?=[\w%+-]*(?:[.@][A-Za-z0-9]|://)|~?/[a-z])(?:"
     rf"(?P<url>(?:(?:https?|ftp|file)://|www\.)[^\s<>\"'가-힣]*{_END})"
     r"|(?P<email>[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)"
     r"|(?P<ip>(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d))"
-    rf"|(?P<domain>[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.{trie_alt(_TLDS)}"
+    # Any lower-case top-level label after a lower-case name of 3+ letters (news.abc).
+    rf"|(?P<domain>(?:[A-Za-z0-9_-]+(?:\.[A-Za-z0-9-]+)*\.{trie_alt(_TLDS)}"
+    rf"|[a-z0-9_-]{{3,}}(?:\.[a-z0-9-]+)*\.(?!(?:{trie_alt(_EXTS)})\b)[a-z]{{2,6}})"
     rf"(?:/[^\s<>\"'가-힣]*{_END})?(?![A-Za-z0-9_-]))"
+    r"|(?P<path>~?(?:/[\w.-]+){2,}/?)"  # /usr/local/bin
     # A file name may be Korean (사진.JPG) and take a particle (보고서.pdf를): the name's
     # words are kept by `WebWords.say`, only the extension must end the Latin run.
     rf"|(?P<file>[\w-]+(?:\.[\w-]+)*\.{trie_alt(_EXTS + [e.upper() for e in _EXTS])}"
