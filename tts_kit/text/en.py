@@ -38,7 +38,17 @@ from tts_kit.text.en_letters import (
     slash,
     symbol,
 )
-from tts_kit.text.en_places import STATE, STREET, UNIT_NO, house_number, state, street, unit_no
+from tts_kit.text.en_places import (
+    STATE,
+    STREET,
+    UNIT_NO,
+    VANITY,
+    house_number,
+    state,
+    street,
+    unit_no,
+    vanity,
+)
 from tts_kit.text.lexicon import Lexicon
 from tts_kit.text.tables import (
     CURRENCIES,
@@ -76,7 +86,7 @@ NUMERIC = g.numeric(
         rf"|(?P<dh>\d{{1,2}})\.(?P<dm>[0-5]\d)\s?(?P<dap>{g.AMPM}))",
         g.TIME_ALT,
         r"(?P<phone>(?:" + g.PHONE_SHARED + "|"
-        r"(?:\+\d{1,3}[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.])\d{3}[-.]\d{4}(?!\d)"
+        r"(?:\+\d{1,3}[-.\s]?)?(?:\(\d{3}\)[-\s]?|\d{3}[-.])\d{3}[-.]\d{4}(?!\d)"
         r"|1-\d{3}-\d{3}-\d{4}(?!\d)|\+\d{1,3}(?:[-.\s]\d{1,4}){2,5}(?!\d)"
         r"|0\d{1,2}-\d{3,4}-\d{4}(?!\d))" + g.PHONE_EXT + ")",
         g.GROUPS,
@@ -119,6 +129,7 @@ _YEAR_BEFORE = re.compile(
 #: "the 2024 Olympics": a year before a name; "the 2000 items" stays a number.
 _THE_BEFORE = re.compile(r"(?<![A-Za-z])[Tt]he\s$")
 _NAME_AFTER = re.compile(r"\s[A-Z][a-z]")
+_FORMULA = re.compile(r"[=+×*/^]\s?$")
 #: "RTX 4090", "ISO 9001": capitals right before a number make it a model number.
 _CODE_BEFORE = re.compile(r"(?<![A-Za-z])[A-Z]{2,5} $")
 _YEAR_AFTER = re.compile(r"\s?(?:AD|BC|BCE|CE)\b")
@@ -438,9 +449,12 @@ def _ordinal(m: re.Match[str]) -> str:
 def _times(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
     a = kept + _sign_word(sign) + nw.en_number(m["qn"])
+    formula = _FORMULA.search(m.string, 0, m.start()) or "=" in m.string[m.end() : m.end() + 9]
     if m["xb"]:
-        op = "times" if m["xo"] == "*" else "by"
+        op = "times" if m["xo"] == "*" or formula else "by"  # 3 × 4 = 12; a 2 x 4 board
         return f"{a} {op} {nw.en_number(m['xb'])}"
+    if formula and m["xo"] == "x":
+        return a + " x"  # y = 2x: the unknown
     return a + (" time" if m["qn"] == "1" else " times")
 
 
@@ -464,10 +478,11 @@ def _fraction(m: re.Match[str]) -> str:
     if 1 <= a < b <= 10 or (m["fo"] and b > 1):  # 3/4, 1/32nd
         return kept + _fraction_words(a, b)
     if len(num) == 4 and _is_year(a) and b == (a + 1) % 100:  # 2019/20: a season
-        return f"{kept}{nw.en_year(a)} to {nw.en_cardinal(b)}"
+        return f"{kept}{nw.en_year(a)}-{nw.en_cardinal(b)}"
     if a == b and not m["fsp"]:
         return f"{kept}{nw.en_number(num)}-{nw.en_number(den)}"  # 50/50: fifty-fifty
-    if not sign and not m["fsp"] and 1 <= a <= 12 and 1 <= b <= 31:
+    attributive = _ATTRIBUTIVE.search(m.string, max(0, m.start() - 4), m.start())
+    if not sign and not m["fsp"] and 1 <= a <= 12 and 1 <= b <= 31 and not attributive:
         return kept + _date_words(None, a, b)
     if 1 <= a < b <= 100:
         return kept + _fraction_words(a, b)  # 31/32: thirty-one thirty-seconds
@@ -538,6 +553,7 @@ def rules(lexicon: Lexicon) -> list[Step]:
              by_group=True),
         Rule("state", STATE, state),
         lexicon.apply,
+        Rule("vanity", VANITY, vanity),
         Rule("serial", SERIAL, serial),
         Rule("abbreviation", ABBREVIATION, abbreviation),
         Rule("date", MONTH_DATE, month_date),

@@ -90,7 +90,7 @@ def state(m: re.Match[str]) -> str:
         if m["st"] in _STATE_WORDS or (nxt[:1].isalnum() or nxt[1:].isupper()):
             return m.group(0)
         return EN_STATES[m["st"]]
-    zip_code = " ".join(nw.en_digits(p) for p in m["zip"].split("-"))
+    zip_code = " dash ".join(nw.en_digits(p) for p in m["zip"].split("-"))
     return f"{EN_STATES[m['st']]}{m['sep']}{zip_code}"
 
 
@@ -99,3 +99,14 @@ def unit_no(m: re.Match[str]) -> str:
     words = f"{_UNIT_WORDS.get(m['w'], m['w'])} {house_number(m['n'])}"
     return f"{words} {m['l']}" if m["l"] else words
 
+
+
+#: Toll-free numbers spelled with letters: 1-800-FLOWERS.
+VANITY = re.compile(r"(?<![\w-])1-8(?P<toll>\d\d)-(?P<w>[A-Z]{2,}(?:-[A-Z]+)*)(?![\w-])")
+
+
+def vanity(m: re.Match[str]) -> str:
+    """1-800-FLOWERS -> one eight hundred flowers; 1-888-GO-FEDEX -> one eight eight
+    eight go fedex."""
+    toll = "eight hundred" if m["toll"] == "00" else nw.en_digits("8" + m["toll"])
+    return f"one {toll} {m['w'].replace('-', ' ').lower()}"

@@ -146,6 +146,7 @@ UNITS: dict[str, Unit] = {
     "px": _u("픽셀", "pixel"),
     "fps": _u("프레임", "frame per second", "frames per second", ko_prefix="초당"),
     "ppm": _u("피피엠", "part per million", "parts per million"),
+    "rpm": _u("알피엠", "revolution per minute", "revolutions per minute"),
     # temperature and speed: Korean puts a word before the number
     "°C": _u("도", "degree Celsius", "degrees Celsius", ko_prefix="섭씨"),
     "°F": _u("도", "degree Fahrenheit", "degrees Fahrenheit", ko_prefix="화씨"),
@@ -331,6 +332,7 @@ EN_ABBREVIATIONS: tuple[tuple[str, str, bool], ...] = (
     ("fig.", "figure", False), ("vol.", "volume", False), ("Vol.", "Volume", False),
     ("ch.", "chapter", False), ("pp.", "pages", False), ("est.", "estimated", False),
     ("avg.", "average", False), ("max.", "maximum", False), ("min.", "minimum", False),
+    ("ext.", "extension", False),
     ("a.m.", "A M", True), ("p.m.", "P M", True), ("U.S.", "U S", True),
     ("U.K.", "U K", True), ("Ph.D.", "P H D", True),
 )
