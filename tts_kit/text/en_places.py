@@ -34,13 +34,13 @@ STREET = re.compile(
 #: A state code after "Town, " (with its ZIP or ZIP+4 code); codes that are also words
 #: (OK, IN, OR ...) only with a ZIP code.
 STATE = re.compile(
-    r"(?<=[a-z], )(?P<st>" + trie_alt(EN_STATES) + r")(?![A-Za-z])"
+    r", (?<=[a-z], )(?P<st>" + trie_alt(EN_STATES) + r")(?![A-Za-z])"
     r"(?:(?P<sep>,?\s)(?P<zip>\d{5}(?:-\d{4})?)(?![\d-]))?"
 )
 _STATE_WORDS = frozenset("OK IN OR ME HI OH ID AL LA MA PA DE CO MO".split())
 #: Apt 4B, Suite 210, Room 1204: a unit of a building, its number said in pairs.
 UNIT_NO = re.compile(
-    r"(?<![\w-])(?P<w>Apt|Apartment|Suite|Ste|Unit|Room|Rm|Bldg|Building|Flat)\.?"
+    r"(?=[ABFRSU])(?<![\w-])(?P<w>Apt|Apartment|Suite|Ste|Unit|Room|Rm|Bldg|Building|Flat)\.?"
     r"\s(?P<n>\d{1,5})(?P<l>[A-Z])?(?![\w,.]\w)"
 )
 _UNIT_WORDS = {"Apt": "Apartment", "Ste": "Suite", "Rm": "Room", "Bldg": "Building"}
@@ -89,9 +89,9 @@ def state(m: re.Match[str]) -> str:
         nxt = m.string[m.end() : m.end() + 2]
         if m["st"] in _STATE_WORDS or (nxt[:1].isalnum() or nxt[1:].isupper()):
             return m.group(0)
-        return EN_STATES[m["st"]]
+        return ", " + EN_STATES[m["st"]]
     zip_code = " dash ".join(nw.en_digits(p) for p in m["zip"].split("-"))
-    return f"{EN_STATES[m['st']]}{m['sep']}{zip_code}"
+    return f", {EN_STATES[m['st']]}{m['sep']}{zip_code}"
 
 
 def unit_no(m: re.Match[str]) -> str:
@@ -102,7 +102,7 @@ def unit_no(m: re.Match[str]) -> str:
 
 
 #: Toll-free numbers spelled with letters: 1-800-FLOWERS.
-VANITY = re.compile(r"(?<![\w-])1-8(?P<toll>\d\d)-(?P<w>[A-Z]{2,}(?:-[A-Z]+)*)(?![\w-])")
+VANITY = re.compile(r"(?=1)(?<![\w-])1-8(?P<toll>\d\d)-(?P<w>[A-Z]{2,}(?:-[A-Z]+)*)(?![\w-])")
 
 
 def vanity(m: re.Match[str]) -> str:

@@ -318,6 +318,7 @@ _WEEKDAY_CHARS = frozenset("월화수목금토일")
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-_]?)")
 #: A no-break or thin space between digit groups (10 000 km): a thousands separator.
 _SPACED_DIGITS = re.compile(r"(?<=\d)[\u00a0\u202f\u2009](?=\d{3}(?!\d))")
+_SPACE_OR_ROMAN = re.compile("[\u00a0\u202f\u2009\u2160-\u2188]")
 #: Roman numerals written as their own characters (Ⅻ): unambiguous numbers.
 _ROMAN_CHARS = re.compile("[\u2160-\u2188]+")
 
@@ -355,7 +356,7 @@ def prepare(text: str, steps: Steps) -> str:
         record_diff("control", before, text, steps)
     if not text.isascii():
         before = text
-        if _SPACED_DIGITS.search(text) or _ROMAN_CHARS.search(text):
+        if _SPACE_OR_ROMAN.search(text):
             text = _ROMAN_CHARS.sub(_roman_chars, _SPACED_DIGITS.sub(",", text))
             record_diff("digits", before, text, steps)
         if not unicodedata.is_normalized("NFKC", text):
