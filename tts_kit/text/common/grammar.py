@@ -338,7 +338,8 @@ _END = r"[^\s<>\"'.,;:!?)\]가-힣]"
 WEB = re.compile(
     r"(?<![\w.@/+%-])(?=[\w%+-]*(?:[.@][A-Za-z0-9]|://)|~?/[a-z])(?:"
     rf"(?P<url>(?:(?:https?|ftp|file)://|www\.)[^\s<>\"'가-힣]*{_END})"
-    r"|(?P<email>[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)"
+    r"|(?P<email>[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"
+    rf"(?:/[^\s<>\"'가-힣]*{_END})?)"
     r"|(?P<ip>(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d))"
     # Any lower-case top-level label after a lower-case name of 3+ letters (news.abc).
     rf"|(?P<domain>(?:[A-Za-z0-9_-]+(?:\.[A-Za-z0-9-]+)*\.{trie_alt(_TLDS)}"
