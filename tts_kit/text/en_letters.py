@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 
 from tts_kit.text import numbers as nw
-from tts_kit.text.common import Steps, TraceStep, trie_alt
+from tts_kit.text.common import Steps, TraceStep, roman_value, trie_alt
 from tts_kit.text.en_dates import MONTH_NAMES
-from tts_kit.text.tables import EN_ABBREVIATIONS, EN_TIME_ZONES
+from tts_kit.text.en_places import EN_TIME_ZONES
+from tts_kit.text.tables import EN_ABBREVIATIONS
 
 _ABBR = {written: (spoken, ends) for written, spoken, ends in EN_ABBREVIATIONS}
 _ABBR.update({f"{short}.": (full, False) for short, full in MONTH_NAMES.items()
@@ -23,7 +24,7 @@ ABBREVIATION = re.compile(
     r"|(?P<no>No\.|no\.)(?=\s?\d)|(?P<wo>w/o)(?![A-Za-z])|(?P<w>w/)(?=\s))"
 )
 _SENTENCE_NEXT = re.compile(r"\s*(?:$|[A-Z\"'(])")
-_ZONE_NEXT = re.compile(r" (?:" + trie_alt(EN_TIME_ZONES) + r")\b")
+_ZONE_NEXT = re.compile(r" (?:" + trie_alt(EN_TIME_ZONES) + r")\b")  # 5 p.m. EST
 _NAME_NEXT = re.compile(r" ([A-Z][A-Za-z']*)")
 #: Capitalised words that start sentences rather than name people.
 _SENTENCE_STARTERS = frozenset(
@@ -105,7 +106,6 @@ _REGNAL = ("Louis Henry Elizabeth George Edward Charles William James John Richa
            "Seleucus Mithridates Rama Mehmed Murad Selim Suleiman Abdul Pope King Queen Tsar "
            "Czar Emperor Kaiser Sultan Shah Pharaoh").split()
 _ROMAN_ANY = r"(?=[MDCLXVI])M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})"
-_ROMAN_VALUES = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
 ROMAN = re.compile(
     r"(?=[A-Z])(?<![A-Za-z'])(?:"
     rf"(?P<head>{trie_alt(_HEADINGS + [h.upper() for h in _HEADINGS])})\.?\s(?P<hr>{_ROMAN_ANY})"
@@ -114,14 +114,6 @@ ROMAN = re.compile(
     rf"|(?P<cr>{_ROMAN_ANY})(?=\s(?:[Cc]entur(?:y|ies)|CENTURY)\b)"
     r")(?![A-Za-z0-9'])"
 )
-
-
-def _roman_value(s: str) -> int:
-    total = 0
-    for a, b in zip(s, s[1:] + " "):
-        v = _ROMAN_VALUES[a]
-        total += -v if b != " " and _ROMAN_VALUES[b] > v else v
-    return total
 
 
 def roman(m: re.Match[str]) -> str:
@@ -137,14 +129,14 @@ def roman(m: re.Match[str]) -> str:
             return m.group(0)  # Appendix C, Part D: a letter
         head = m["head"].lower() if m["head"].isupper() and len(m["head"]) > 1 else m["head"]
         sep = m.group(0)[len(m["head"]) : m.start("hr") - m.start()]
-        return head + sep.replace(".", "") + nw.en_cardinal(_roman_value(m["hr"]))
+        return head + sep.replace(".", "") + nw.en_cardinal(roman_value(m["hr"]))
     if m["reg"]:
         if m["reg"] == "Malcolm" and m["rr"] == "X":
             return m.group(0)  # the activist, not a king
-        return f"{m['reg']} the {nw.en_ordinal(_roman_value(m['rr']))}"
+        return f"{m['reg']} the {nw.en_ordinal(roman_value(m['rr']))}"
     if m["gname"]:
         return _any_name(m)
-    return nw.en_ordinal(_roman_value(m["cr"]))
+    return nw.en_ordinal(roman_value(m["cr"]))
 
 
 #: Capitalised words before a Roman numeral that name a title's sequel, not a ruler
@@ -170,7 +162,7 @@ def _any_name(m: re.Match[str]) -> str:
         before = _CAPITALISED_WORD.search(m.string, max(0, m.start() - 20), m.start())
         if num not in "IVX" or not before or before.group(1) in _NOT_NAMES:
             return m.group(0)
-    return f"{name} the {nw.en_ordinal(_roman_value(num))}"
+    return f"{name} the {nw.en_ordinal(roman_value(num))}"
 
 
 def _spell(m: re.Match[str], shouting: bool) -> str:
@@ -180,7 +172,7 @@ def _spell(m: re.Match[str], shouting: bool) -> str:
     run, suffix = m["a"], m["s"] or ""
     if (_ROMAN.fullmatch(run)
             and _CAPITALISED_BEFORE.search(m.string, max(0, m.start() - 20), m.start())):
-        return nw.en_cardinal(_roman_value(run)) + suffix  # World War II, Rocky IV
+        return nw.en_cardinal(roman_value(run)) + suffix  # World War II, Rocky IV
     if shouting or run in _CAPS_WORDS or (len(run) >= 6 and _VOWELS.intersection(run)):
         return run.lower() + suffix  # a word in capitals, not an acronym
     return " ".join(run) + suffix

@@ -336,29 +336,6 @@ EN_ABBREVIATIONS: tuple[tuple[str, str, bool], ...] = (
     ("a.m.", "A M", True), ("p.m.", "P M", True), ("U.S.", "U S", True),
     ("U.K.", "U K", True), ("Ph.D.", "P H D", True),
 )
-#: US state and territory codes after a town ("Austin, TX"), and their names.
-EN_STATES: dict[str, str] = dict(pair.replace("_", " ").split(":") for pair in (
-    "AL:Alabama AK:Alaska AZ:Arizona AR:Arkansas CA:California CO:Colorado CT:Connecticut "
-    "DE:Delaware FL:Florida GA:Georgia HI:Hawaii ID:Idaho IL:Illinois IN:Indiana IA:Iowa "
-    "KS:Kansas KY:Kentucky LA:Louisiana ME:Maine MD:Maryland MA:Massachusetts MI:Michigan "
-    "MN:Minnesota MS:Mississippi MO:Missouri MT:Montana NE:Nebraska NV:Nevada "
-    "NH:New_Hampshire NJ:New_Jersey NM:New_Mexico NY:New_York NC:North_Carolina "
-    "ND:North_Dakota OH:Ohio OK:Oklahoma OR:Oregon PA:Pennsylvania RI:Rhode_Island "
-    "SC:South_Carolina SD:South_Dakota TN:Tennessee TX:Texas UT:Utah VT:Vermont "
-    "VA:Virginia WA:Washington WV:West_Virginia WI:Wisconsin WY:Wyoming "
-    "DC:D_C PR:Puerto_Rico").split())
-#: Street words after a house number, as written (any case) and as said.
-EN_STREET_WORDS: dict[str, str] = {
-    **{w: w for w in "Street Avenue Road Boulevard Drive Lane Way Court Place Parkway "
-       "Highway Expressway Freeway Terrace Circle Square Trail Crescent Close Alley".split()},
-    **dict(pair.split(":") for pair in (
-        "St:Street Ave:Avenue Av:Avenue Rd:Road Blvd:Boulevard Dr:Drive Ln:Lane Ct:Court "
-        "Pl:Place Pkwy:Parkway Hwy:Highway Expy:Expressway Fwy:Freeway Ter:Terrace "
-        "Cir:Circle Sq:Square Trl:Trail").split()),
-}
-#: Time zones written after a clock time (5:00 p.m. EST).
-EN_TIME_ZONES = tuple("EST EDT CST CDT MST MDT PST PDT AKST HST GMT UTC BST CET CEST EET IST "
-                      "JST KST AEST AEDT ET CT MT PT".split())
 #: Words after which a 4-digit number is a year ("in 1999", "since 2020").
 EN_YEAR_CONTEXT: tuple[str, ...] = tuple(
     "in In since Since by By from From of until Until till before Before after After "

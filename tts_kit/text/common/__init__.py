@@ -329,11 +329,21 @@ def _roman_chars(m: re.Match[str]) -> str:
     letters = unicodedata.normalize("NFKC", m.group(0)).upper()
     if re.search(r"[A-Z][a-z]+ $", m.string[max(0, m.start() - 20) : m.start()]):
         return letters
-    value = 0
-    for ch, nxt in zip(letters, letters[1:] + " "):
-        v = _ROMAN_VALUE.get(ch, 0)
-        value += -v if _ROMAN_VALUE.get(nxt, 0) > v else v
-    return str(value)
+    return str(roman_value(letters))
+
+
+def roman_value(letters: str) -> int:
+    """The value of Roman numeral letters.
+
+    Example:
+        >>> roman_value("XIV"), roman_value("MCMXC")
+        (14, 1990)
+    """
+    total = 0
+    for a, b in zip(letters, letters[1:] + " "):
+        v = _ROMAN_VALUE[a]
+        total += -v if _ROMAN_VALUE.get(b, 0) > v else v
+    return total
 
 
 _ROMAN_VALUE = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
