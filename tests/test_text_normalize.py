@@ -295,6 +295,12 @@ TRACED = [
     ("en", "see news.abc", "domain"),
     ("en", "call 1-800-FLOWERS", "vanity"),
     ("en", "a \x1b[31mred\x1b[0m word", "control"),
+    ("en", "born in 1970", "year"),  # context chose a year ...
+    ("en", "They sold 1970 tickets", "number"),  # ... or a quantity
+    ("en", "the RTX 4090", "code"),
+    ("en", "on 7/16 we met", "date"),
+    ("en", "a 7/16 wrench", "fraction"),
+    ("en", "so 3-1=2", "math"),
     ("ko", "1/1(월)", "weekday"),
     ("ko", "4/7이", "particle"),
     ("ko", "25/12/2026", "date_dmy"),

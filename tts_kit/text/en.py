@@ -22,7 +22,7 @@ from decimal import Decimal
 
 from tts_kit.text import numbers as nw
 from tts_kit.text.charset import make_cleanup
-from tts_kit.text.common import Rule, Step, make_numeric, trie_alt
+from tts_kit.text.common import Reading, Rule, Step, make_numeric, trie_alt
 from tts_kit.text.common import grammar as g
 from tts_kit.text.en_dates import DAY_MONTH, MONTH, MONTH_DATE, day_month, month_date
 from tts_kit.text.en_letters import (
@@ -327,7 +327,7 @@ def _currency_post(m: re.Match[str]) -> str:
 def _code(m: re.Match[str]) -> str:
     """Digits glued to letters, as model numbers are said: A320 -> A three twenty,
     RTX4090 -> forty ninety, five digits or more digit by digit."""
-    return " " + house_number(m.group(0))
+    return house_number(m.group(0))
 
 
 def _noon(m: re.Match[str]) -> str:
@@ -387,7 +387,7 @@ def _range(m: re.Match[str]) -> str:
     if m["rpa"]:
         first += " percent"  # 2%-10%
     elif m["rsep"] == "-" and not tail and "=" in m.string[m.end() : m.end() + 24]:
-        return f"{first} minus {nw.en_number(b)}"  # 5 - 3 = 2, 3-1=2
+        return Reading(f"{first} minus {nw.en_number(b)}", "math")  # 5 - 3 = 2, 3-1=2
     if a == b and m["rsep"] == "-" and not tail:
         return f"{first}-{nw.en_number(b)}"  # fifty-fifty
     if m["rpct"] is not None:
@@ -483,7 +483,7 @@ def _fraction(m: re.Match[str]) -> str:
         return f"{kept}{nw.en_number(num)}-{nw.en_number(den)}"  # 50/50: fifty-fifty
     attributive = _ATTRIBUTIVE.search(m.string, max(0, m.start() - 4), m.start())
     if not sign and not m["fsp"] and 1 <= a <= 12 and 1 <= b <= 31 and not attributive:
-        return kept + _date_words(None, a, b)
+        return Reading(kept + _date_words(None, a, b), "date")
     if 1 <= a < b <= 100:
         return kept + _fraction_words(a, b)  # 31/32: thirty-one thirty-seconds
     return f"{kept}{nw.en_number(num)} over {nw.en_number(den)}"
@@ -497,12 +497,12 @@ def _number(m: re.Match[str]) -> str:
         alone = not s[:a].strip() and not s[b:].strip()  # "1994" as a heading
         if (alone or _YEAR_BEFORE.search(s, max(0, a - 20), a) or _YEAR_AFTER.match(s, b)
                 or (_THE_BEFORE.search(s, max(0, a - 5), a) and _NAME_AFTER.match(s, b))):
-            return nw.en_year(int(num))
+            return Reading(nw.en_year(int(num)), "year")
     if num == "911" and not sign:
         return "nine one one"  # the emergency number, said digit by digit
     if not sign and len(num) in (3, 4) and num.isdigit() and _CODE_BEFORE.search(
             m.string, max(0, m.start() - 7), m.start()):
-        return house_number(num)  # RTX 4090: a model number, in pairs
+        return Reading(house_number(num), "code")  # RTX 4090: a model number, in pairs
     return kept + _sign_word(sign) + nw.en_number(num)
 
 

@@ -84,10 +84,28 @@ class Rule:
                 name = self.name
                 if self.by_group and m.lastgroup:
                     name = self.aliases.get(m.lastgroup, m.lastgroup)
+                name = getattr(out, "rule", name)
                 steps.append(TraceStep(name, m.group(0), out))
             return out
 
         return repl
+
+
+class Reading(str):
+    """A replacement that names, in a trace, the reading its context chose (a number
+    read as a year is traced ``year``, not ``number``).
+
+    Example:
+        >>> Reading("nineteen seventy", "year").rule
+        'year'
+    """
+
+    rule: str
+
+    def __new__(cls, text: str, rule: str) -> Reading:
+        self = super().__new__(cls, text)
+        self.rule = rule
+        return self
 
 
 def run_steps(pipeline: Sequence[Step], text: str, steps: Steps = None) -> str:
