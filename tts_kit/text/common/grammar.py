@@ -343,7 +343,7 @@ WEB = re.compile(
     r"|(?P<ip>(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d))"
     # Any lower-case top-level label after a lower-case name of 3+ letters (news.abc).
     rf"|(?P<domain>(?:[A-Za-z0-9_-]+(?:\.[A-Za-z0-9-]+)*\.{trie_alt(_TLDS)}"
-    rf"|[a-z0-9_-]{{3,}}(?:\.[a-z0-9-]+)*\.(?!(?:{trie_alt(_EXTS)})\b)[a-z]{{2,6}})"
+    rf"|[a-z][a-z0-9_-]{{2,}}(?:\.[a-z0-9-]+)*\.(?!(?:{trie_alt(_EXTS)})\b)[a-z]{{2,6}})"
     rf"(?:/[^\s<>\"'가-힣]*{_END})?(?![A-Za-z0-9_-]))"
     r"|(?P<path>~?(?:/[\w.-]+){2,}/?)"  # /usr/local/bin
     # A file name may be Korean (사진.JPG) and take a particle (보고서.pdf를): the name's
