@@ -41,7 +41,7 @@ _DIRECTIONS = {"N": "North", "S": "South", "E": "East", "W": "West", "NE": "Nort
 #: A house number, a direction, one to three name words (capitalised, or 1st ... 99th)
 #: and a street word (St, Ave, hwy ...; any case).
 STREET = re.compile(
-    r"(?<![\w,.$])(?P<n>[1-9]\d{0,4})(?P<l>[A-Z])?\s(?:(?P<d>[NS][EW]|[NSEW])\.?\s)?"
+    r"(?=[1-9])(?<![\w,.$])(?P<n>[1-9]\d{0,4})(?P<l>[A-Z])?\s(?:(?P<d>[NS][EW]|[NSEW])\.?\s)?"
     r"(?P<name>(?:(?:[A-Z][a-z]+|\d{1,3}(?:st|nd|rd|th))\s){1,3})"
     r"(?P<s>(?i:" + trie_alt(EN_STREET_WORDS) + r"))(?![A-Za-z])"
 )

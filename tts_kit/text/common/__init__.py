@@ -71,8 +71,12 @@ class Rule:
     """Name each trace step after the alternative that matched (``m.lastgroup``)."""
     aliases: dict[str, str] = field(default_factory=dict)
     """Trace names for groups whose name is not the rule's (``qn`` -> ``number``)."""
+    needs: str = ""
+    """A string every match contains: text without it is not scanned (``/``)."""
 
     def __call__(self, text: str, steps: Steps) -> str:
+        if self.needs and self.needs not in text:
+            return text
         if steps is None:
             return self.pattern.sub(self.repl, text)
         return self.pattern.sub(self._recording(steps), text)
