@@ -31,6 +31,7 @@ import cProfile
 import importlib.util
 import pstats
 import random
+import re
 import statistics
 import sys
 import time
@@ -138,7 +139,7 @@ def group_corpora(min_chars: int = 100_000) -> dict[tuple[str, str], list[str]]:
             if not started or not line.strip() or line.startswith("#"):
                 continue
             group, text, _ = line.split("\t")
-            rows.setdefault(group, []).append(text.replace("\\n", "\n"))
+            rows.setdefault(group, []).append(_unescape(text))
         for group, texts in rows.items():
             size = sum(len(t) for t in texts)
             out[(lang, group)] = texts * max(1, -(-min_chars // size))
@@ -169,8 +170,7 @@ def class_pass_table() -> list[tuple[str, str, int, int]]:
             if not line.strip() or line.startswith("#"):
                 continue
             rule, text, want = line.split("\t")
-            text = text.replace("\\n", "\n").replace("\\t", "\t")
-            want = want.replace("\\n", "\n").replace("\\t", "\t")
+            text, want = _unescape(text), _unescape(want)
             c = counts.setdefault(rule, [0, 0])
             c[1] += 1
             try:
@@ -179,6 +179,12 @@ def class_pass_table() -> list[tuple[str, str, int, int]]:
                 pass
         out.extend((lang, rule, ok, n) for rule, (ok, n) in counts.items())
     return out
+
+
+def _unescape(cell: str) -> str:
+    """A golden cell's escapes (``\\n``, ``\\t``, ``\\e``, ``\\uXXXX``) as characters."""
+    cell = cell.replace("\\n", "\n").replace("\\t", "\t").replace("\\e", "\x1b")
+    return re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), cell)
 
 
 def _time(fn, docs) -> float:

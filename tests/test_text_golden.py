@@ -7,6 +7,7 @@ coverage test below can insist that every rule of the issue has cases.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,9 @@ REQUIRED = {
 
 
 def _unescape(cell: str) -> str:
-    return cell.replace("\\n", "\n").replace("\\t", "\t")
+    """``\\n``, ``\\t``, ``\\e`` (ESC) and ``\\uXXXX`` as the characters they stand for."""
+    cell = cell.replace("\\n", "\n").replace("\\t", "\t").replace("\\e", "\x1b")
+    return re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), cell)
 
 
 def load(lang: str) -> list[tuple[str, str, str]]:
@@ -118,4 +121,18 @@ def test_every_issue24_class_has_twenty_cases():
         for rule, _, _ in load(lang):
             if rule in counts:
                 counts[rule] += 1
+    assert min(counts.values()) >= 20, counts
+
+
+#: The classes of issue 36 (English round three) and issue 39's normaliser readings, each
+#: with at least 20 golden rows of its own.
+ISSUE36_CLASSES = ("year_context", "address", "unit_rate", "math", "fraction_forms",
+                   "web_paths", "serial_code", "large_number", "leftovers", "hostile_text")
+
+
+def test_every_issue36_class_has_twenty_cases():
+    counts = dict.fromkeys(ISSUE36_CLASSES, 0)
+    for rule, _, _ in load("en"):
+        if rule in counts:
+            counts[rule] += 1
     assert min(counts.values()) >= 20, counts

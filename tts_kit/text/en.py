@@ -22,19 +22,32 @@ from decimal import Decimal
 
 from tts_kit.text import numbers as nw
 from tts_kit.text.charset import make_cleanup
-from tts_kit.text.common import Rule, Step, make_numeric, trie_alt
+from tts_kit.text.common import Reading, Rule, Step, make_numeric, trie_alt
 from tts_kit.text.common import grammar as g
 from tts_kit.text.en_dates import DAY_MONTH, MONTH, MONTH_DATE, day_month, month_date
 from tts_kit.text.en_letters import (
     ABBREVIATION,
     ROMAN,
     SERIAL,
+    SLASH,
     SYMBOL,
-    SYMBOL_WORDS,
     abbreviation,
     acronyms,
     roman,
     serial,
+    slash,
+    symbol,
+)
+from tts_kit.text.en_places import (
+    STATE,
+    STREET,
+    UNIT_NO,
+    VANITY,
+    house_number,
+    state,
+    street,
+    unit_no,
+    vanity,
 )
 from tts_kit.text.lexicon import Lexicon
 from tts_kit.text.tables import (
@@ -50,13 +63,6 @@ _unit = g.unit
 _SCALE_WORDS = "thousand|million|billion|trillion"
 
 
-#: Street words after which a number before a name is a house number (1428 Elm St.).
-_STREETS = ("Street St Avenue Ave Road Rd Boulevard Blvd Drive Dr Lane Ln Way Court Ct "
-            "Place Pl Parkway Pkwy Highway Hwy Terrace Circle Square Crescent Close").split()
-_ADDRESS = (r"(?P<address>(?<![\d,.])(?P<an>[1-9]\d{2,4})(?P<al>[A-Z])?"
-            r"(?=\s(?:[A-Z][a-z]+\s){1,3}" + trie_alt(_STREETS) + r"(?![a-z])))")
-
-
 # Structured forms first, then one number followed by what it measures; as in `ko`,
 # the tail that matched is `m.lastgroup` (a bare number: ``qn``). The shapes both
 # languages share come from `common.grammar`.
@@ -67,7 +73,8 @@ NUMERIC = g.numeric(
     [
         g.DIGITS,
         g.ROOT,
-        _ADDRESS,
+        r"(?P<code>(?<=[A-Za-z])\d{3,16}(?!\d|[.,]\d))",
+        r"(?P<quarter>(?<!\w)(?P<qq>[1-4])Q(?P<qy>\d\d|\d{4})(?!\w))",
         r"(?P<feet>(?<![\d'])(?P<ft>\d{1,2})'\s?(?P<inch>\d{1,2})(?:\"|'')(?![\w]))",
         r"(?P<date_iso>(?P<iy>\d{4})(?P<is>[-/.])(?P<im>\d{1,2})(?P=is)(?P<id>\d{1,2})(?!\d))",
         r"(?P<date_us>(?P<ua>\d{1,2})(?P<us>[/.-])(?P<ub>\d{1,2})(?P=us)"
@@ -75,15 +82,18 @@ NUMERIC = g.numeric(
         rf"(?P<arange>(?P<ah>\d{{1,2}}(?::\d{{2}})?)(?:\s?(?P<aa>{g.AMPM}))?\s?[-–~]\s?"
         rf"(?P<bh>\d{{1,2}}(?::\d{{2}})?)\s?(?P<ab>{g.AMPM}))",
         g.TRANGE,
+        rf"(?P<noon>12(?::00)?\s(?P<nw>noon|midnight)\b"
+        rf"|(?P<dh>\d{{1,2}})\.(?P<dm>[0-5]\d)\s?(?P<dap>{g.AMPM}))",
         g.TIME_ALT,
         r"(?P<phone>(?:" + g.PHONE_SHARED + "|"
-        r"(?:\+\d{1,3}[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.])\d{3}[-.]\d{4}(?!\d)"
+        r"(?:\+\d{1,3}[-.\s]?)?(?:\(\d{3}\)[-\s]?|\d{3}[-.])\d{3}[-.]\d{4}(?!\d)"
         r"|1-\d{3}-\d{3}-\d{4}(?!\d)|\+\d{1,3}(?:[-.\s]\d{1,4}){2,5}(?!\d)"
         r"|0\d{1,2}-\d{3,4}-\d{4}(?!\d))" + g.PHONE_EXT + ")",
         g.GROUPS,
         g.currency(),
         g.code_first(),
-        r"(?P<decade>'(?P<dd2>\d0)'?s|(?P<dd4>\d{3}0)'?s|(?<=[A-Za-z]-)(?P<dd3>[1-9]0)s"
+        r"(?P<decade>'(?P<dd2>\d0)'?s|(?P<dd4>\d{3}0)(?:'?s| s(?![\w']))"
+        r"(?:[-–](?P<dde>(?:\d\d)?\d0)'?s(?![\w']))?|(?<=[A-Za-z]-)(?P<dd3>[1-9]0)s"
         r"|(?<![\d'])(?P<dd5>[1-9]0)'s)"
         r"(?![A-Za-z])",
         r"(?P<paren_year>\((?P<py>1[1-9]\d\d|20\d\d)\))",
@@ -109,6 +119,7 @@ NUMERIC = g.numeric(
         g.TIMES,
         g.RATIO,
         g.FRACTION,
+        rf"(?P<bare_per>{g.per('b')})",
     ],
 )
 _PLAIN = re.compile(rf"(?P<digits>\d{{17,}})|(?P<qsg>[-+])?(?P<qn>{_NUM})")
@@ -118,6 +129,9 @@ _YEAR_BEFORE = re.compile(
 #: "the 2024 Olympics": a year before a name; "the 2000 items" stays a number.
 _THE_BEFORE = re.compile(r"(?<![A-Za-z])[Tt]he\s$")
 _NAME_AFTER = re.compile(r"\s[A-Z][a-z]")
+_FORMULA = re.compile(r"[=+×*/^]\s?$")
+#: "RTX 4090", "ISO 9001": capitals right before a number make it a model number.
+_CODE_BEFORE = re.compile(r"(?<![A-Za-z])[A-Z]{2,5} $")
 _YEAR_AFTER = re.compile(r"\s?(?:AD|BC|BCE|CE)\b")
 
 
@@ -310,28 +324,24 @@ def _currency_post(m: re.Match[str]) -> str:
     return kept + _sign_word(sign) + _money(m["qn"], CURRENCIES[m["csym2"]], None)
 
 
-def _address(m: re.Match[str]) -> str:
-    """A house number as it is said: 1428 -> fourteen twenty-eight, 221B -> two
-    twenty-one B, 12345 -> one two three four five."""
-    n = m["an"]
-    if n.endswith("000"):
-        words = nw.en_cardinal(int(n))  # 1000 Oak Road: one thousand
-    elif len(n) == 3:
-        words = f"{nw.en_cardinal(int(n[0]))} {_pair(n[1:])}"
-    elif len(n) == 4:
-        words = f"{_pair(n[:2])} {_pair(n[2:])}"
-    else:
-        words = nw.en_digits(n)
-    return f"{words} {m['al']}" if m["al"] else words
+def _code(m: re.Match[str]) -> str:
+    """Digits glued to letters, as model numbers are said: A320 -> A three twenty,
+    RTX4090 -> forty ninety, five digits or more digit by digit."""
+    return house_number(m.group(0))
 
 
-def _pair(two: str) -> str:
-    """Two digits of a house number: 28 -> twenty-eight, 05 -> oh five, 00 -> hundred."""
-    if two == "00":
-        return "hundred"
-    if two[0] == "0":
-        return f"oh {nw.en_cardinal(int(two[1]))}"
-    return nw.en_cardinal(int(two))
+def _noon(m: re.Match[str]) -> str:
+    """12:00 noon -> twelve noon; 1.59 p.m. -> one fifty-nine P M."""
+    if m["nw"]:
+        return "twelve " + m["nw"]
+    return _clock(int(m["dh"]), int(m["dm"]), None, m["dap"])
+
+
+def _quarter(m: re.Match[str]) -> str:
+    """2Q22 -> the second quarter of twenty twenty-two."""
+    yy = m["qy"]
+    year = nw.en_year(int(yy) if len(yy) == 4 else 2000 + int(yy))
+    return f"the {nw.en_ordinal(int(m['qq']))} quarter of {year}"
 
 
 def _feet(m: re.Match[str]) -> str:
@@ -350,7 +360,8 @@ def _groups(m: re.Match[str]) -> str:
 
 
 def _decade(m: re.Match[str]) -> str:
-    return nw.en_decade(int(m["dd2"] or m["dd4"] or m["dd3"] or m["dd5"]))  # mid-90s: mid-nineties
+    words = nw.en_decade(int(m["dd2"] or m["dd4"] or m["dd3"] or m["dd5"]))  # mid-90s
+    return f"{words} to {nw.en_decade(int(m['dde']))}" if m["dde"] else words  # 1960s-80s
 
 
 def _number_sign(m: re.Match[str]) -> str:
@@ -367,15 +378,16 @@ def _range(m: re.Match[str]) -> str:
     tail = m["rpct"] or m["ru1"] or m["ru2"]
     if g.local_phone(m):
         return f"{nw.en_digits(a)}, {nw.en_digits(b)}"
-    if not sign and not tail and all(len(x) == 4 and x.isdigit() for x in (a, b)):
-        if _is_year(int(a)) and _is_year(int(b)):
+    if not sign and not tail and len(a) == 4 and a.isdigit() and _is_year(int(a)):
+        if len(b) == 4 and b.isdigit() and _is_year(int(b)):
             return f"{kept}{nw.en_year(int(a))} to {nw.en_year(int(b))}"
+        if len(b) == 2 and b.isdigit() and int(b) > int(a[2:]):  # 1960-80
+            return f"{kept}{nw.en_year(int(a))} to {nw.en_cardinal(int(b))}"
     first = kept + _sign_word(sign) + nw.en_number(a)
     if m["rpa"]:
         first += " percent"  # 2%-10%
-    elif (m["rsep"] == "-" and not tail and " - " in m.group(0)
-            and "=" in m.string[m.end() : m.end() + 24]):
-        return f"{first} minus {nw.en_number(b)}"  # 5 - 3 = 2
+    elif m["rsep"] == "-" and not tail and "=" in m.string[m.end() : m.end() + 24]:
+        return Reading(f"{first} minus {nw.en_number(b)}", "math")  # 5 - 3 = 2, 3-1=2
     if a == b and m["rsep"] == "-" and not tail:
         return f"{first}-{nw.en_number(b)}"  # fifty-fifty
     if m["rpct"] is not None:
@@ -437,9 +449,12 @@ def _ordinal(m: re.Match[str]) -> str:
 def _times(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
     a = kept + _sign_word(sign) + nw.en_number(m["qn"])
+    formula = _FORMULA.search(m.string, 0, m.start()) or "=" in m.string[m.end() : m.end() + 9]
     if m["xb"]:
-        op = "times" if m["xo"] == "*" else "by"
+        op = "times" if m["xo"] == "*" or formula else "by"  # 3 × 4 = 12; a 2 x 4 board
         return f"{a} {op} {nw.en_number(m['xb'])}"
+    if formula and m["xo"] == "x":
+        return a + " x"  # y = 2x: the unknown
     return a + (" time" if m["qn"] == "1" else " times")
 
 
@@ -460,10 +475,17 @@ def _fraction(m: re.Match[str]) -> str:
     if not g.is_int(num) or int(den) == 0:
         return f"{kept}{nw.en_number(num)} over {nw.en_number(den)}"
     a, b = g.to_int(num), int(den)
-    if 1 <= a < b <= 10:
+    if 1 <= a < b <= 10 or (m["fo"] and b > 1):  # 3/4, 1/32nd
         return kept + _fraction_words(a, b)
-    if not sign and not m["fsp"] and 1 <= a <= 12 and 1 <= b <= 31:
-        return kept + _date_words(None, a, b)
+    if len(num) == 4 and _is_year(a) and b == (a + 1) % 100:  # 2019/20: a season
+        return f"{kept}{nw.en_year(a)}-{nw.en_cardinal(b)}"
+    if a == b and not m["fsp"]:
+        return f"{kept}{nw.en_number(num)}-{nw.en_number(den)}"  # 50/50: fifty-fifty
+    attributive = _ATTRIBUTIVE.search(m.string, max(0, m.start() - 4), m.start())
+    if not sign and not m["fsp"] and 1 <= a <= 12 and 1 <= b <= 31 and not attributive:
+        return Reading(kept + _date_words(None, a, b), "date")
+    if 1 <= a < b <= 100:
+        return kept + _fraction_words(a, b)  # 31/32: thirty-one thirty-seconds
     return f"{kept}{nw.en_number(num)} over {nw.en_number(den)}"
 
 
@@ -472,11 +494,15 @@ def _number(m: re.Match[str]) -> str:
     num = m["qn"]
     if not sign and len(num) == 4 and num.isdigit() and _is_year(int(num)):
         s, a, b = m.string, m.start(), m.end()
-        if (_YEAR_BEFORE.search(s, max(0, a - 20), a) or _YEAR_AFTER.match(s, b)
+        alone = not s[:a].strip() and not s[b:].strip()  # "1994" as a heading
+        if (alone or _YEAR_BEFORE.search(s, max(0, a - 20), a) or _YEAR_AFTER.match(s, b)
                 or (_THE_BEFORE.search(s, max(0, a - 5), a) and _NAME_AFTER.match(s, b))):
-            return nw.en_year(int(num))
+            return Reading(nw.en_year(int(num)), "year")
     if num == "911" and not sign:
         return "nine one one"  # the emergency number, said digit by digit
+    if not sign and len(num) in (3, 4) and num.isdigit() and _CODE_BEFORE.search(
+            m.string, max(0, m.start() - 7), m.start()):
+        return Reading(house_number(num), "code")  # RTX 4090: a model number, in pairs
     return kept + _sign_word(sign) + nw.en_number(num)
 
 
@@ -487,7 +513,8 @@ _HANDLERS = {
     "date_iso": _date_iso, "date_us": _date_us, "arange": _arange,
     "paren_year": _paren_year, "plan": _plan, "mixed": _mixed, "middot": _middot,
     "scale": _scale,
-    "phone": _phone, "decade": _decade, "address": _address, "groups": _groups,
+    "phone": _phone, "decade": _decade, "code": _code, "quarter": _quarter, "noon": _noon,
+    "groups": _groups,
     "feet": _feet,
     "number_sign": _number_sign,
     "approx": _approx,
@@ -495,6 +522,7 @@ _HANDLERS = {
     "range": _range, "magnitude": _magnitude, "percent": _percent, "unit": _unit_h,
     "ordinal": _ordinal, "times": _times,
     "fraction": _fraction, "root": _root, "qn": _number,
+    "bare_per": lambda m: g.lead(m)[0] + _per(nw.en_number(m["qn"]), m["bper"]),
 }
 _NAMES = {"qn": "number"}
 
@@ -523,14 +551,19 @@ def rules(lexicon: Lexicon) -> list[Step]:
     return [
         Rule("web", g.WEB, g.web_repl(_WEB_WORDS, lambda t: t.lower() in lexicon.entries),
              by_group=True),
+        Rule("state", STATE, state, needs=", "),
         lexicon.apply,
+        Rule("vanity", VANITY, vanity, needs="1-8"),
         Rule("serial", SERIAL, serial),
         Rule("abbreviation", ABBREVIATION, abbreviation),
         Rule("date", MONTH_DATE, month_date),
         Rule("day_month", DAY_MONTH, day_month),
+        Rule("street", STREET, street),
+        Rule("unit_no", UNIT_NO, unit_no),
+        Rule("slash", SLASH, slash, needs="/"),
         Rule("number", NUMERIC, _numeric, by_group=True, aliases=_NAMES),
         Rule("roman", ROMAN, roman),
         acronyms,
-        Rule("symbol", SYMBOL, lambda m: SYMBOL_WORDS[m.group(0)]),
+        Rule("symbol", SYMBOL, symbol),
         make_cleanup("en"),
     ]

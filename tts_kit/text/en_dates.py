@@ -36,8 +36,8 @@ MONTH = trie_alt(MONTHS_ANY)
 
 MONTH_DATE = re.compile(
     r"(?:(?=[JFMASONDjfmasond])(?<![A-Za-z])|(?=\d))(?:"
-    rf"(?P<md>(?<![A-Za-z])(?P<mon>{MONTH})\.?\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?![\d:])"
-    r"(?:,?\s(?P<yr>\d{4})(?!\d))?)"
+    rf"(?P<md>(?<![A-Za-z])(?P<mon>{MONTH})(?:\.?\s|-)(?P<day>\d{{1,2}})(?:st|nd|rd|th)?"
+    r"(?![\d:])(?:(?:,?\s|-)(?P<yr>\d{4})(?!\d))?)"
     rf"|(?P<dm>(?<!\d)(?P<day2>\d{{1,2}})(?:st|nd|rd|th)?\s(?:of\s)?(?P<mon2>{MONTH})\b\.?"
     r"(?:,?\s(?P<yr2>\d{4})(?!\d))?)"
     rf"|(?P<my>(?<![A-Za-z])(?P<mon3>{MONTH})\.?,?\s(?P<yr3>\d{{4}})(?!\d))"

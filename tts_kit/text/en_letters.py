@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 
 from tts_kit.text import numbers as nw
-from tts_kit.text.common import Steps, TraceStep, trie_alt
+from tts_kit.text.common import Steps, TraceStep, roman_value, trie_alt
 from tts_kit.text.en_dates import MONTH_NAMES
+from tts_kit.text.en_places import EN_TIME_ZONES
 from tts_kit.text.tables import EN_ABBREVIATIONS
 
 _ABBR = {written: (spoken, ends) for written, spoken, ends in EN_ABBREVIATIONS}
@@ -23,6 +24,7 @@ ABBREVIATION = re.compile(
     r"|(?P<no>No\.|no\.)(?=\s?\d)|(?P<wo>w/o)(?![A-Za-z])|(?P<w>w/)(?=\s))"
 )
 _SENTENCE_NEXT = re.compile(r"\s*(?:$|[A-Z\"'(])")
+_ZONE_NEXT = re.compile(r" (?:" + trie_alt(EN_TIME_ZONES) + r")\b")  # 5 p.m. EST
 _NAME_NEXT = re.compile(r" ([A-Z][A-Za-z']*)")
 #: Capitalised words that start sentences rather than name people.
 _SENTENCE_STARTERS = frozenset(
@@ -57,8 +59,8 @@ def abbreviation(m: re.Match[str]) -> str:
         return "without"
     else:
         return "with"
-    # "etc. Then": the period was also the sentence's end; keep it.
-    if ends and _SENTENCE_NEXT.match(s, b):
+    # "etc. Then": the period was also the sentence's end; keep it ("p.m. EST": not).
+    if ends and _SENTENCE_NEXT.match(s, b) and not _ZONE_NEXT.match(s, b):
         return spoken + "."
     return spoken
 
@@ -104,7 +106,6 @@ _REGNAL = ("Louis Henry Elizabeth George Edward Charles William James John Richa
            "Seleucus Mithridates Rama Mehmed Murad Selim Suleiman Abdul Pope King Queen Tsar "
            "Czar Emperor Kaiser Sultan Shah Pharaoh").split()
 _ROMAN_ANY = r"(?=[MDCLXVI])M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})"
-_ROMAN_VALUES = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
 ROMAN = re.compile(
     r"(?=[A-Z])(?<![A-Za-z'])(?:"
     rf"(?P<head>{trie_alt(_HEADINGS + [h.upper() for h in _HEADINGS])})\.?\s(?P<hr>{_ROMAN_ANY})"
@@ -113,14 +114,6 @@ ROMAN = re.compile(
     rf"|(?P<cr>{_ROMAN_ANY})(?=\s(?:[Cc]entur(?:y|ies)|CENTURY)\b)"
     r")(?![A-Za-z0-9'])"
 )
-
-
-def _roman_value(s: str) -> int:
-    total = 0
-    for a, b in zip(s, s[1:] + " "):
-        v = _ROMAN_VALUES[a]
-        total += -v if b != " " and _ROMAN_VALUES[b] > v else v
-    return total
 
 
 def roman(m: re.Match[str]) -> str:
@@ -136,14 +129,14 @@ def roman(m: re.Match[str]) -> str:
             return m.group(0)  # Appendix C, Part D: a letter
         head = m["head"].lower() if m["head"].isupper() and len(m["head"]) > 1 else m["head"]
         sep = m.group(0)[len(m["head"]) : m.start("hr") - m.start()]
-        return head + sep.replace(".", "") + nw.en_cardinal(_roman_value(m["hr"]))
+        return head + sep.replace(".", "") + nw.en_cardinal(roman_value(m["hr"]))
     if m["reg"]:
         if m["reg"] == "Malcolm" and m["rr"] == "X":
             return m.group(0)  # the activist, not a king
-        return f"{m['reg']} the {nw.en_ordinal(_roman_value(m['rr']))}"
+        return f"{m['reg']} the {nw.en_ordinal(roman_value(m['rr']))}"
     if m["gname"]:
         return _any_name(m)
-    return nw.en_ordinal(_roman_value(m["cr"]))
+    return nw.en_ordinal(roman_value(m["cr"]))
 
 
 #: Capitalised words before a Roman numeral that name a title's sequel, not a ruler
@@ -169,7 +162,7 @@ def _any_name(m: re.Match[str]) -> str:
         before = _CAPITALISED_WORD.search(m.string, max(0, m.start() - 20), m.start())
         if num not in "IVX" or not before or before.group(1) in _NOT_NAMES:
             return m.group(0)
-    return f"{name} the {nw.en_ordinal(_roman_value(num))}"
+    return f"{name} the {nw.en_ordinal(roman_value(num))}"
 
 
 def _spell(m: re.Match[str], shouting: bool) -> str:
@@ -179,7 +172,7 @@ def _spell(m: re.Match[str], shouting: bool) -> str:
     run, suffix = m["a"], m["s"] or ""
     if (_ROMAN.fullmatch(run)
             and _CAPITALISED_BEFORE.search(m.string, max(0, m.start() - 20), m.start())):
-        return nw.en_cardinal(_roman_value(run)) + suffix  # World War II, Rocky IV
+        return nw.en_cardinal(roman_value(run)) + suffix  # World War II, Rocky IV
     if shouting or run in _CAPS_WORDS or (len(run) >= 6 and _VOWELS.intersection(run)):
         return run.lower() + suffix  # a word in capitals, not an acronym
     return " ".join(run) + suffix
@@ -206,12 +199,51 @@ def acronyms(text: str, steps: Steps) -> str:
     return ACRONYM.sub(repl, text)
 
 
-SYMBOL = re.compile(r"[&+=@%×÷±°–—~#]")
+SYMBOL = re.compile(r"[&+=@%×÷±°–—~#$€£¥₩^≤≥≦≧≠≈∗∙⋅∕⊆]")
 SYMBOL_WORDS = {
     "&": " and ", "+": " plus ", "=": " equals ", "@": " at ", "%": " percent ",
     "×": " times ", "÷": " divided by ", "±": " plus or minus ", "°": " degrees ",
-    "–": ", ", "—": ", ", "~": " ", "#": " ",
+    "–": ", ", "—": ", ", "~": " ", "#": " ", "$": " dollar ", "€": " euro ",
+    "£": " pound ", "¥": " yen ", "₩": " won ", "^": " to the power of ",
+    **dict.fromkeys("≤≦", " less than or equal to "),
+    **dict.fromkeys("≥≧", " greater than or equal to "), "≠": " not equal to ",
+    "≈": " approximately equals ", **dict.fromkeys("∗∙⋅", " times "), "∕": " divided by ",
+    "⊆": " subset of or equal to ",
 }
+
+
+#: A slash between two words (and/or, TCP/IP); not a unit's (5 km/h).
+SLASH = re.compile(r"(?<![\w/.-])[A-Za-z]+(?:/[A-Za-z]+)+(?![\w/])")
+_NUMBER_BEFORE = re.compile(r"\d\s?$")
+
+
+def slash(m: re.Match[str]) -> str:
+    """"or" between lower-case words (on/off -> on or off; and/or -> and or), "slash"
+    otherwise (TCP/IP); a unit after a number (5 km/h) is left to the number rules.
+
+    Example:
+        >>> SLASH.sub(slash, "on/off and/or TCP/IP")
+        'on or off and or TCP slash IP'
+    """
+    if _NUMBER_BEFORE.search(m.string[max(0, m.start() - 2) : m.start()]):
+        return m.group(0)
+    words = m.group(0).split("/")
+    if m.group(0) == "and/or" or not all(w.islower() for w in words):
+        return (" " if words[0] == "and" else " slash ").join(words)
+    return " or ".join(words)
+
+
+def symbol(m: re.Match[str]) -> str:
+    """A sign no earlier rule read: $HOME -> dollar HOME, #tag -> hashtag tag.
+
+    Example:
+        >>> SYMBOL.sub(symbol, "x≤2 #tts")
+        'x less than or equal to 2  hashtag tts'
+    """
+    ch, s, i = m.group(0), m.string, m.start()
+    if ch == "#" and s[i + 1 : i + 2].isalpha():
+        return " hash " if i and s[i - 1].isalnum() else " hashtag "
+    return SYMBOL_WORDS[ch]
 
 
 #: Serial and part numbers: capitals and digits in groups joined by hyphens, with both

@@ -26,7 +26,9 @@ from num2words import num2words
 #: Longest integer read as a number; longer digit runs are read digit by digit
 #: (account numbers, serials; 0 as 공 in Korean), which is also how people say them.
 KO_MAX_DIGITS = 16
-EN_MAX_DIGITS = 16
+EN_MAX_DIGITS = 21
+#: Longer runs of digits without separators are codes, said digit by digit.
+EN_PLAIN_DIGITS = 12
 
 KO_DIGITS = "영일이삼사오육칠팔구"
 #: Phone numbers, codes and numbers with leading zeros say 0 as 공.
@@ -215,9 +217,9 @@ def en_number(text: str) -> str:
         >>> en_number("1,234.5"), en_number("007")
         ('one thousand two hundred and thirty-four point five', 'zero zero seven')
     """
-    text = text.replace(",", "")
-    whole, _, frac = text.partition(".")
-    if (len(whole) > 1 and whole[0] == "0") or len(whole) > EN_MAX_DIGITS:
+    limit = EN_MAX_DIGITS if "," in text else EN_PLAIN_DIGITS
+    whole, _, frac = text.replace(",", "").partition(".")
+    if (len(whole) > 1 and whole[0] == "0") or len(whole) > limit:
         head = en_digits(whole)
     else:
         head = en_cardinal(int(whole)) if whole else ""

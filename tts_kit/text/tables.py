@@ -48,6 +48,7 @@ UNITS: dict[str, Unit] = {
     "kg": _u("킬로그램", "kilogram"),
     "lb": _u("파운드", "pound"),
     "lbs": _u("파운드", "pound"),
+    "kgs": _u("킬로그램", "kilogram"),
     "oz": _u("온스", "ounce"),
     # length, area, volume
     "nm": _u("나노미터", "nanometer"),
@@ -69,6 +70,13 @@ UNITS: dict[str, Unit] = {
     "mm2": _u("제곱밀리미터", "square millimeter"),
     "km3": _u("세제곱킬로미터", "cubic kilometer"),
     "ft2": _u("제곱피트", "square foot", "square feet"),
+    "sq ft": _u("제곱피트", "square foot", "square feet"),
+    "sq m": _u("제곱미터", "square meter"),
+    "sq km": _u("제곱킬로미터", "square kilometer"),
+    "sq mi": _u("제곱마일", "square mile"),
+    "mi": _u("마일", "mile"),
+    "cc": _u("시시", "cubic centimeter"),
+    "dL": _u("데시리터", "deciliter"),
     "m/s2": _u("미터 매 제곱초", "meter per second squared", "meters per second squared"),
     # capitals as written in shouted specs and labels (12KG, 5KM)
     "KG": _u("킬로그램", "kilogram"),
@@ -97,6 +105,9 @@ UNITS: dict[str, Unit] = {
     "Kbps": _u("킬로비피에스", "kilobit per second", "kilobits per second"),
     "Mbps": _u("메가비피에스", "megabit per second", "megabits per second"),
     "Gbps": _u("기가비피에스", "gigabit per second", "gigabits per second"),
+    "mbps": _u("메가비피에스", "megabit per second", "megabits per second"),
+    "Mbit/s": _u("메가비트", "megabit per second", "megabits per second", ko_prefix="초당"),
+    "Gbit/s": _u("기가비트", "gigabit per second", "gigabits per second", ko_prefix="초당"),
     "MB/s": _u("메가바이트", "megabyte per second", "megabytes per second", ko_prefix="초당"),
     "GB/s": _u("기가바이트", "gigabyte per second", "gigabytes per second", ko_prefix="초당"),
     # time
@@ -111,6 +122,12 @@ UNITS: dict[str, Unit] = {
     "h": _u("시간", "hour", ko_native=True, spaced=False),
     "hr": _u("시간", "hour", ko_native=True),
     "hrs": _u("시간", "hour", ko_native=True),
+    "wk": _u("주", "week"),
+    "wks": _u("주", "week"),
+    "mo": _u("개월", "month"),
+    "mos": _u("개월", "month"),
+    "yr": _u("년", "year"),
+    "yrs": _u("년", "year"),
     # frequency, power
     "Hz": _u("헤르츠", "hertz", "hertz"),
     "kHz": _u("킬로헤르츠", "kilohertz", "kilohertz"),
@@ -129,6 +146,7 @@ UNITS: dict[str, Unit] = {
     "px": _u("픽셀", "pixel"),
     "fps": _u("프레임", "frame per second", "frames per second", ko_prefix="초당"),
     "ppm": _u("피피엠", "part per million", "parts per million"),
+    "rpm": _u("알피엠", "revolution per minute", "revolutions per minute"),
     # temperature and speed: Korean puts a word before the number
     "°C": _u("도", "degree Celsius", "degrees Celsius", ko_prefix="섭씨"),
     "°F": _u("도", "degree Fahrenheit", "degrees Fahrenheit", ko_prefix="화씨"),
@@ -314,6 +332,7 @@ EN_ABBREVIATIONS: tuple[tuple[str, str, bool], ...] = (
     ("fig.", "figure", False), ("vol.", "volume", False), ("Vol.", "Volume", False),
     ("ch.", "chapter", False), ("pp.", "pages", False), ("est.", "estimated", False),
     ("avg.", "average", False), ("max.", "maximum", False), ("min.", "minimum", False),
+    ("ext.", "extension", False),
     ("a.m.", "A M", True), ("p.m.", "P M", True), ("U.S.", "U S", True),
     ("U.K.", "U K", True), ("Ph.D.", "P H D", True),
 )

@@ -71,8 +71,12 @@ class Rule:
     """Name each trace step after the alternative that matched (``m.lastgroup``)."""
     aliases: dict[str, str] = field(default_factory=dict)
     """Trace names for groups whose name is not the rule's (``qn`` -> ``number``)."""
+    needs: str = ""
+    """A string every match contains: text without it is not scanned (``/``)."""
 
     def __call__(self, text: str, steps: Steps) -> str:
+        if self.needs and self.needs not in text:
+            return text
         if steps is None:
             return self.pattern.sub(self.repl, text)
         return self.pattern.sub(self._recording(steps), text)
@@ -84,10 +88,28 @@ class Rule:
                 name = self.name
                 if self.by_group and m.lastgroup:
                     name = self.aliases.get(m.lastgroup, m.lastgroup)
+                name = getattr(out, "rule", name)
                 steps.append(TraceStep(name, m.group(0), out))
             return out
 
         return repl
+
+
+class Reading(str):
+    """A replacement that names, in a trace, the reading its context chose (a number
+    read as a year is traced ``year``, not ``number``).
+
+    Example:
+        >>> Reading("nineteen seventy", "year").rule
+        'year'
+    """
+
+    rule: str
+
+    def __new__(cls, text: str, rule: str) -> Reading:
+        self = super().__new__(cls, text)
+        self.rule = rule
+        return self
 
 
 def run_steps(pipeline: Sequence[Step], text: str, steps: Steps = None) -> str:
@@ -314,6 +336,39 @@ def _punct(m: re.Match[str]) -> str:
 
 
 _WEEKDAY_CHARS = frozenset("월화수목금토일")
+#: ANSI escape sequences (colours, cursor moves, window titles) and other escapes.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-_]?)")
+#: A no-break or thin space between digit groups (10 000 km): a thousands separator.
+_SPACED_DIGITS = re.compile(r"(?<=\d)[\u00a0\u202f\u2009](?=\d{3}(?!\d))")
+_SPACE_OR_ROMAN = re.compile("[\u00a0\u202f\u2009\u2160-\u2188]")
+#: Roman numerals written as their own characters (Ⅻ): unambiguous numbers.
+_ROMAN_CHARS = re.compile("[\u2160-\u2188]+")
+
+
+def _roman_chars(m: re.Match[str]) -> str:
+    """Ⅻ -> 12; after a capitalised word (Chapter Ⅻ, Louis Ⅻ) the Roman letters, which
+    the language's Roman rules read in context."""
+    letters = unicodedata.normalize("NFKC", m.group(0)).upper()
+    if re.search(r"[A-Z][a-z]+ $", m.string[max(0, m.start() - 20) : m.start()]):
+        return letters
+    return str(roman_value(letters))
+
+
+def roman_value(letters: str) -> int:
+    """The value of Roman numeral letters.
+
+    Example:
+        >>> roman_value("XIV"), roman_value("MCMXC")
+        (14, 1990)
+    """
+    total = 0
+    for a, b in zip(letters, letters[1:] + " "):
+        v = _ROMAN_VALUE[a]
+        total += -v if _ROMAN_VALUE.get(b, 0) > v else v
+    return total
+
+
+_ROMAN_VALUE = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
 #: A digit right before a vulgar fraction (3½): NFKC would glue them into 31⁄2.
 _DIGIT_FRACTION = re.compile("(?<=[0-9])(?=[\u00bc-\u00be\u2150-\u215e])")
 
@@ -328,8 +383,14 @@ def prepare(text: str, steps: Steps) -> str:
         >>> prepare("３㎏ “ok”  ①", None)
         '3kg "ok" 1'
     """
+    if "\x1b" in text:  # terminal colours and cursor moves are not text
+        before, text = text, _ANSI.sub("", text)
+        record_diff("control", before, text, steps)
     if not text.isascii():
         before = text
+        if _SPACE_OR_ROMAN.search(text):
+            text = _ROMAN_CHARS.sub(_roman_chars, _SPACED_DIGITS.sub(",", text))
+            record_diff("digits", before, text, steps)
         if not unicodedata.is_normalized("NFKC", text):
             text = unicodedata.normalize("NFKC", _DIGIT_FRACTION.sub(" ", text))
             record_diff("unicode", before, text, steps)

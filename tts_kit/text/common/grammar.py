@@ -40,7 +40,8 @@ NUM = (r"\d{1,3}(?:,\d{3}){1,6}(?!,?\d)(?:\.\d+)?|\d{1,16}(?!\d)(?:\.\d+)?"
 #: What a number may start with (the lookahead of `numeric`): a digit, a sign, or the
 #: point of ".5" with no word or digit before it.
 NUM_START = r"(?<![A-Za-z])[-+]?\d|\d|(?<![\w.,])[-+]?\.\d"
-AMPM = r"[AaPp]\.?[Mm](?:\.(?=\S))?(?![A-Za-z])"
+#: am/pm, and "A M" as the abbreviation rule writes a.m.
+AMPM = r"(?:[AaPp]\.?[Mm](?:\.(?=\S))?|[AP] M)(?![A-Za-z])"
 TIME = r"\d{1,2}:\d{2}(?::\d{2})?"
 #: Range signs: hyphen, en dash, tilde (Korean writes 9시~18시).
 RANGE_SIGN = r"[~\-–]"
@@ -121,7 +122,8 @@ AMPM_TAIL = rf"(?P<ampm>\s?(?P<aap>{AMPM}))"
 TIMES = rf"(?P<times>\s?(?P<xo>[x×*])(?:\s?(?P<xb>{NUM}))?(?![A-Za-z0-9]))"
 RATIO = r"(?P<ratio>:(?P<qb>\d{1,16})(?!\d))"
 #: A fraction's slash, glued (1/2) or spaced (1 / 2: group ``fsp``, never a date).
-FRACTION = r"(?P<fraction>(?:/|(?P<fsp>\s/\s))(?P<fb>\d{1,16})(?!\d))"
+FRACTION = (r"(?P<fraction>(?:/|(?P<fsp>\s/\s))(?P<fb>\d{1,16})(?!\d)"
+            r"(?P<fo>(?:st|nd|rd|th|ST|ND|RD|TH)(?![A-Za-z]))?)")
 #: Three or more digit groups joined by hyphens that are no date, phone or range
 #: (22-95-81, 4-3-3): each group said on its own.
 GROUPS = r"(?P<groups>(?<![\d.,-])\d{1,4}(?:-\d{1,4}){2,6}(?![\d-]))"
@@ -334,12 +336,16 @@ _TLDS = "com org net edu gov io ai dev app kr jp uk de fr cn co info me tv us ca
 #: Hangul ends an address: what follows it is a particle (naver.com에서, 주소.com으로).
 _END = r"[^\s<>\"'.,;:!?)\]가-힣]"
 WEB = re.compile(
-    r"(?<![\w.@/+%-])(?=[\w%+-]*(?:[.@][A-Za-z0-9]|://))(?:"
-    rf"(?P<url>(?:(?:https?|ftp)://|www\.)[^\s<>\"'가-힣]*{_END})"
-    r"|(?P<email>[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)"
+    r"(?<![\w.@/+%-])(?=[\w%+-]*(?:[.@][A-Za-z0-9]|://)|~?/[a-z])(?:"
+    rf"(?P<url>(?:(?:https?|ftp|file)://|www\.)[^\s<>\"'가-힣]*{_END})"
+    r"|(?P<email>[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"
+    rf"(?:/[^\s<>\"'가-힣]*{_END})?)"
     r"|(?P<ip>(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d))"
-    rf"|(?P<domain>[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.{trie_alt(_TLDS)}"
+    # Any lower-case top-level label after a lower-case name of 3+ letters (news.abc).
+    rf"|(?P<domain>(?:[A-Za-z0-9_-]+(?:\.[A-Za-z0-9-]+)*\.{trie_alt(_TLDS)}"
+    rf"|[a-z][a-z0-9_-]{{2,}}(?:\.[a-z0-9-]+)*\.(?!(?:{trie_alt(_EXTS)})\b)[a-z]{{2,6}})"
     rf"(?:/[^\s<>\"'가-힣]*{_END})?(?![A-Za-z0-9_-]))"
+    r"|(?P<path>~?(?:/[\w.-]+){2,}/?)"  # /usr/local/bin
     # A file name may be Korean (사진.JPG) and take a particle (보고서.pdf를): the name's
     # words are kept by `WebWords.say`, only the extension must end the Latin run.
     rf"|(?P<file>[\w-]+(?:\.[\w-]+)*\.{trie_alt(_EXTS + [e.upper() for e in _EXTS])}"

@@ -1,0 +1,126 @@
+"""English addresses and codes: house numbers, street words, states and ZIP codes, unit
+numbers, letter-digit codes.
+
+House and room numbers are said in pairs (1428 -> fourteen twenty-eight), street words
+and directions in full (E Arques Ave -> East Arques Avenue), a state code after a town in
+full with its ZIP code digit by digit, and digits glued to letters (A320, RTX 4090) the way
+model numbers are said. Each is its own rule, so a trace names which one read the text.
+
+Example:
+    >>> STREET.sub(street, "2450 N Oak Ave")
+    'twenty-four fifty North Oak Avenue'
+    >>> STATE.sub(state, "Austin, TX 78701")
+    'Austin, Texas seven eight seven zero one'
+"""
+
+from __future__ import annotations
+
+import re
+
+from tts_kit.text import numbers as nw
+from tts_kit.text.common import trie_alt
+from tts_kit.text.lexicon import builtin_dir
+
+
+def _places() -> dict[str, dict[str, str]]:
+    """``kind -> {written: said}`` from ``data/lexicons/en_places.tsv``."""
+    out: dict[str, dict[str, str]] = {}
+    for line in (builtin_dir() / "en_places.tsv").read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            kind, written, said = line.split("\t")
+            out.setdefault(kind, {})[written] = said
+    return out
+
+
+_PLACES = _places()
+EN_STATES, EN_STREET_WORDS, EN_TIME_ZONES = (_PLACES[k] for k in ("state", "street", "zone"))
+
+_SUFFIX = {k.lower(): v for k, v in EN_STREET_WORDS.items()}
+_DIRECTIONS = {"N": "North", "S": "South", "E": "East", "W": "West", "NE": "Northeast",
+               "NW": "Northwest", "SE": "Southeast", "SW": "Southwest"}
+#: A house number, a direction, one to three name words (capitalised, or 1st ... 99th)
+#: and a street word (St, Ave, hwy ...; any case).
+STREET = re.compile(
+    r"(?=[1-9])(?<![\w,.$])(?P<n>[1-9]\d{0,4})(?P<l>[A-Z])?\s(?:(?P<d>[NS][EW]|[NSEW])\.?\s)?"
+    r"(?P<name>(?:(?:[A-Z][a-z]+|\d{1,3}(?:st|nd|rd|th))\s){1,3})"
+    r"(?P<s>(?i:" + trie_alt(EN_STREET_WORDS) + r"))(?![A-Za-z])"
+)
+#: A state code after "Town, " (with its ZIP or ZIP+4 code); codes that are also words
+#: (OK, IN, OR ...) only with a ZIP code.
+STATE = re.compile(
+    r", (?<=[a-z], )(?P<st>" + trie_alt(EN_STATES) + r")(?![A-Za-z])"
+    r"(?:(?P<sep>,?\s)(?P<zip>\d{5}(?:-\d{4})?)(?![\d-]))?"
+)
+_STATE_WORDS = frozenset("OK IN OR ME HI OH ID AL LA MA PA DE CO MO".split())
+#: Apt 4B, Suite 210, Room 1204: a unit of a building, its number said in pairs.
+UNIT_NO = re.compile(
+    r"(?=[ABFRSU])(?<![\w-])(?P<w>Apt|Apartment|Suite|Ste|Unit|Room|Rm|Bldg|Building|Flat)\.?"
+    r"\s(?P<n>\d{1,5})(?P<l>[A-Z])?(?![\w,.]\w)"
+)
+_UNIT_WORDS = {"Apt": "Apartment", "Ste": "Suite", "Rm": "Room", "Bldg": "Building"}
+
+
+def house_number(n: str) -> str:
+    """A house or room number as it is said: 1428 -> fourteen twenty-eight, 708 ->
+    seven oh eight, 12345 -> one two three four five, 1000 -> one thousand.
+
+    Example:
+        >>> house_number("1428"), house_number("210"), house_number("12")
+        ('fourteen twenty-eight', 'two ten', 'twelve')
+    """
+    if len(n) <= 2 or n.endswith("000"):
+        return nw.en_cardinal(int(n))
+    if len(n) == 3:
+        return f"{nw.en_cardinal(int(n[0]))} {_pair(n[1:])}"
+    if len(n) == 4:
+        return f"{_pair(n[:2])} {_pair(n[2:])}"
+    return nw.en_digits(n)
+
+
+def _pair(two: str) -> str:
+    """Two digits of a house number: 28 -> twenty-eight, 05 -> oh five, 00 -> hundred."""
+    if two == "00":
+        return "hundred"
+    if two[0] == "0":
+        return f"oh {nw.en_cardinal(int(two[1]))}"
+    return nw.en_cardinal(int(two))
+
+
+def street(m: re.Match[str]) -> str:
+    """The reading of a `STREET` match."""
+    words = [house_number(m["n"])] + ([m["l"]] if m["l"] else [])
+    if m["d"]:
+        words.append(_DIRECTIONS[m["d"]])
+    for w in m["name"].split():
+        words.append(nw.en_ordinal(int(w[:-2])) if w[0].isdigit() else w)
+    words.append(_SUFFIX[m["s"].lower()])
+    return " ".join(words)
+
+
+def state(m: re.Match[str]) -> str:
+    """The reading of a `STATE` match (left as written when the code may be a word)."""
+    if not m["zip"]:
+        nxt = m.string[m.end() : m.end() + 2]
+        if m["st"] in _STATE_WORDS or (nxt[:1].isalnum() or nxt[1:].isupper()):
+            return m.group(0)
+        return ", " + EN_STATES[m["st"]]
+    zip_code = " dash ".join(nw.en_digits(p) for p in m["zip"].split("-"))
+    return f", {EN_STATES[m['st']]}{m['sep']}{zip_code}"
+
+
+def unit_no(m: re.Match[str]) -> str:
+    """The reading of a `UNIT_NO` match: Apt 4B -> Apartment four B."""
+    words = f"{_UNIT_WORDS.get(m['w'], m['w'])} {house_number(m['n'])}"
+    return f"{words} {m['l']}" if m["l"] else words
+
+
+
+#: Toll-free numbers spelled with letters: 1-800-FLOWERS.
+VANITY = re.compile(r"(?=1)(?<![\w-])1-8(?P<toll>\d\d)-(?P<w>[A-Z]{2,}(?:-[A-Z]+)*)(?![\w-])")
+
+
+def vanity(m: re.Match[str]) -> str:
+    """1-800-FLOWERS -> one eight hundred flowers; 1-888-GO-FEDEX -> one eight eight
+    eight go fedex."""
+    toll = "eight hundred" if m["toll"] == "00" else nw.en_digits("8" + m["toll"])
+    return f"one {toll} {m['w'].replace('-', ' ').lower()}"
