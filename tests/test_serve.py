@@ -460,7 +460,8 @@ def test_the_article_pattern_runs_the_official_package_per_request(tiny_bundle_d
     on the text tts_kit normalised, seeded the way the package draws its noise."""
     supertonic = pytest.importorskip("supertonic")
     from tts_kit.serve.backends import article_synthesize
-    from tts_kit.serve.worker import WorkerConfig, request_params
+    from tts_kit.serve.body import request_params
+    from tts_kit.serve.worker import WorkerConfig
     from tts_kit.text import normalize
 
     body = {"input": "It costs $5 at 10:30.", "lang": "en", "voice": "F1", "steps": 2,

@@ -12,12 +12,14 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import gc
 import math
 import os
 import resource
+import signal
 import sys
 from pathlib import Path
 
@@ -386,3 +388,19 @@ def release_memory(trim: bool = True) -> None:
     gc.collect()
     if trim:
         malloc_trim()
+
+
+def die_with_parent(parent: int | None = None) -> None:
+    """Linux: SIGKILL this process when its parent (pid ``parent``, if given: at once if
+    it is gone already) dies: a SIGKILLed serve-sweep leaves no server, a server no worker.
+
+    Example:
+        >>> import subprocess, sys
+        >>> subprocess.run([sys.executable, "-c", "0"], preexec_fn=die_with_parent).returncode
+        0
+    """
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if parent is not None and os.getppid() != parent:  # it died before prctl
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -3,8 +3,7 @@
 `StageReport` (one graph before and after), `RunRecord` (one precision measured on one
 provider), `Fidelity` (a converted bundle against FP32, with its verdict) and
 `ConversionReport` (all of it, with `ConversionReport.table` and JSON `save`/`load`);
-`format_runs` prints measurements with ratios to FP32. Data only: nothing here converts
-or measures (`tts_kit.precision.convert`, `tts_kit.precision.evaluate` do).
+`format_runs` prints measurements with ratios to FP32. Data only (`evaluate` measures).
 
 Example:
     >>> f = Fidelity("CPUExecutionProvider", waveform_snr_db=12.0, log_mel_distance_db=0.5,
@@ -33,16 +32,14 @@ from tts_kit.tuning.records import to_number
 #: Conversion targets.
 TARGETS: tuple[str, ...] = ("fp16", "int8")
 #: Fidelity thresholds per target: the converted waveform passes when its SNR against
-#: FP32 is at least this many dB ... On the full stand-in FP16 measures about 48 dB and
-#: INT8 (duration predictor kept FP32) about 31 dB, while a layer with zeroed weights gives
-#: about 0 dB: the thresholds sit well below healthy values and far above broken ones.
+#: FP32 is at least this many dB, far below a healthy conversion and far above a layer
+#: with zeroed weights (about 0 dB; docs/benchmarks.md has the measured values) ...
 MIN_SNR_DB: dict[str, float] = {"fp16": 20.0, "int8": 15.0}
-#: ... and its log-mel distance (dB, see `tts_kit.fidelity.audio_metrics.log_mel_distance`) is at
-#: most this.
+#: ... and its log-mel distance (dB, `tts_kit.fidelity.audio_metrics.log_mel_distance`)
+#: at most this.
 MAX_LOG_MEL_DB: dict[str, float] = {"fp16": 2.0, "int8": 3.0}
-#: Largest relative change of the total audio length that still passes. The duration
-#: predictor's output sets the length; FP16 moves it by a few samples (harmless). A change
-#: that crosses a latent frame boundary is flagged on its own (`Fidelity.frames_changed`).
+#: Largest relative change of the total audio length that still passes (the duration
+#: predictor sets it; a change that crosses a latent frame: `Fidelity.frames_changed`).
 MAX_LENGTH_CHANGE = 0.01
 
 

@@ -43,7 +43,13 @@ from typing import Any
 
 from tts_kit.core.settings import settings as current_settings
 from tts_kit.serve.backends import BACKENDS, WorkersBackend, article_synthesize
-from tts_kit.serve.body import RequestError, check_body, voice_aliases, wav_header
+from tts_kit.serve.body import (
+    RequestError,
+    check_body,
+    request_params,
+    voice_aliases,
+    wav_header,
+)
 from tts_kit.serve.chunked import ChunkLease
 from tts_kit.serve.config import ServeConfig
 from tts_kit.serve.encode import MEDIA_TYPES, Encoder, encoded
@@ -70,7 +76,6 @@ from tts_kit.serve.worker import (
     DeadlineExceeded,
     Overloaded,
     WorkerDied,
-    request_params,
 )
 
 log = logging.getLogger("uvicorn.error")

@@ -147,4 +147,17 @@ def check_body(raw: bytes, cfg: "ServeConfig", voices: list[str],
             "ignored": ["instructions"] if body.get("instructions") else []}
 
 
-__all__ = ["OPENAI_VOICES", "RequestError", "check_body", "voice_aliases", "wav_header"]
+def request_params(body: dict[str, Any]) -> dict[str, Any]:
+    """The `Engine.stream` arguments of a checked request body.
+
+    Example:
+        >>> request_params({"input": "Hi.", "voice": "F1", "speed": 1.1, "lang": "en",
+        ...                 "steps": 3, "seed": 2})["voice"]
+        'F1'
+    """
+    return {"text": body["input"], "lang": body["lang"], "voice": body["voice"],
+            "steps": body["steps"], "speed": body["speed"], "seed": body["seed"]}
+
+
+__all__ = ["OPENAI_VOICES", "RequestError", "check_body", "request_params", "voice_aliases",
+           "wav_header"]

@@ -137,7 +137,7 @@ def start_server(args: Sequence[str] = (), env: dict[str, str] | None = None,
     """
     import tempfile
 
-    from tts_kit.serve.worker import die_with_parent
+    from tts_kit.core.procfacts import die_with_parent
 
     if config is not None and args:
         raise TtsKitError("start_server: give flags or a config, not both")

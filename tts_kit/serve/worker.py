@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import ctypes
 import gc
 import importlib
 import math
@@ -34,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tts_kit.core.errors import TtsKitError
+from tts_kit.core.procfacts import die_with_parent
 
 #: The text every worker synthesises once before it says ready.
 WARMUP_TEXT = "Warming up the model, once."
@@ -148,22 +148,6 @@ class DeadlineExceeded(Exception):
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
-
-
-def die_with_parent(parent: int | None = None) -> None:
-    """Linux: SIGKILL this process when its parent (pid ``parent``, if given: at once if
-    it is gone already) dies: a SIGKILLed serve-sweep leaves no server, a server no worker.
-
-    Example:
-        >>> import subprocess, sys
-        >>> subprocess.run([sys.executable, "-c", "0"], preexec_fn=die_with_parent).returncode
-        0
-    """
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if parent is not None and os.getppid() != parent:  # it died before prctl
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class JobCancelled(Exception):
@@ -610,17 +594,5 @@ class WorkerPool:
                 for w in self.workers.values()]
 
 
-def request_params(body: dict[str, Any]) -> dict[str, Any]:
-    """The `Engine.stream` arguments of a checked request body.
-
-    Example:
-        >>> request_params({"input": "Hi.", "voice": "F1", "speed": 1.1, "lang": "en",
-        ...                 "steps": 3, "seed": 2})["voice"]
-        'F1'
-    """
-    return {"text": body["input"], "lang": body["lang"], "voice": body["voice"],
-            "steps": body["steps"], "speed": body["speed"], "seed": body["seed"]}
-
-
 __all__ = ["WorkerConfig", "WorkerPool", "Worker", "Overloaded", "WorkerDied",
-           "DeadlineExceeded", "RESTART_REASONS", "request_params", "worker_main"]
+           "DeadlineExceeded", "RESTART_REASONS", "worker_main"]
