@@ -23,6 +23,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from tts_kit.core.settings import reset_settings
 from tts_kit.serve.worker import LAB_ENV
 
 #: ``bench/``: what ``import lab`` needs on a server's path.
@@ -38,6 +39,7 @@ def enable(*modules: str, **settings: Any) -> None:
         os.environ["PYTHONPATH"] = os.pathsep.join([BENCH, *path])
     for name, value in settings.items():
         os.environ[f"TTS_KIT_LAB_{name.upper()}"] = str(value)
+    reset_settings()  # this process checks the servers' configurations with them too
 
 
 def setting(name: str, default: float) -> float:

@@ -517,8 +517,14 @@ def sweep(bundle: Any, presets: Sequence[str | SessionPreset], workload: Workloa
             got = run_rounds(trial, [(k, i) for i in todo], submit, executor, bar,
                              lambda k, i, exc: lost_record(grid[i], shares[0], mem_budget_mb,
                                                            exc))
+            # A lost scheduler ends the race; its lost trials stand only for cells that no
+            # trial measured (a measured cell keeps its finished trials).
+            lost = getattr(executor, "lost", None) is not None
             for (_, i), rec in sorted(got.items()):
-                done[i].append(rec)
+                if not (lost and done[i] and rec.get("status") != "ok"):
+                    done[i].append(rec)
+            if lost:
+                break
             budget, k = budget - len(todo), k + 1
             merged = [merge_rounds(r) if r and r[-1].get("status") == "ok" else None
                       for r in done]
