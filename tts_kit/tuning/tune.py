@@ -450,11 +450,9 @@ def sweep(bundle: Any, presets: Sequence[str | SessionPreset], workload: Workloa
           options: SweepOptions | None = None, **overrides: Any) -> SweepResult:
     """Run `trial` over presets x cpus x batch sizes x steps x loadings, on one workload.
 
-    Every trial synthesises ``workload`` (default `Workload()`) with its ``batch_size`` and
-    ``steps`` set from the grid. The grid and how it runs are ``options`` (`SweepOptions`),
-    or its fields as keywords (``cpus=(1, 2)``), which override. Each configuration's
-    record is merged from its rounds (`tts_kit.tuning.spread.merge_rounds`, with the
-    spread of p50 and peak RSS); one that failed a round is not measured again.
+    Every trial synthesises ``workload`` (default `Workload()`), its batch size and steps
+    from the grid; the grid is ``options`` (`SweepOptions`) or its fields as keywords. A
+    configuration's record merges its trials (`tts_kit.tuning.spread.merge_rounds`).
 
     Example:
         >>> r = sweep("standin-dir", ["supertonic-default", "low-memory"], Workload(steps=2),
@@ -506,9 +504,8 @@ def sweep(bundle: Any, presets: Sequence[str | SessionPreset], workload: Workloa
                 dict(cpus=c, loading=lo, stage_costs_mb=costs.get((p.name, lo)),
                      prepare=n == 0 or executor is not None, **common), label)
 
-    # Racing: a screening pass over every cell, then passes over the cells whose verdict
-    # is still open (`tts_kit.tuning.verdict.undetermined`), each in a shuffled order,
-    # until ``rounds`` trials per cell are spent.
+    # Racing: screen every cell, then the open verdicts (`verdict.undetermined`), each
+    # pass shuffled, until ``rounds`` trials a cell are spent or the scheduler is lost.
     budget, todo, k = rounds * len(grid), list(range(len(grid))), 0
     with tqdm(total=budget, desc="tune", unit="trial", disable=not o.progress) as bar:
         while todo and budget > 0:
@@ -517,9 +514,7 @@ def sweep(bundle: Any, presets: Sequence[str | SessionPreset], workload: Workloa
             got = run_rounds(trial, [(k, i) for i in todo], submit, executor, bar,
                              lambda k, i, exc: lost_record(grid[i], shares[0], mem_budget_mb,
                                                            exc))
-            # A lost scheduler ends the race; its lost trials stand only for cells that no
-            # trial measured (a measured cell keeps its finished trials).
-            lost = getattr(executor, "lost", None) is not None
+            lost = getattr(executor, "lost", None) is not None  # measured cells keep theirs
             for (_, i), rec in sorted(got.items()):
                 if not (lost and done[i] and rec.get("status") != "ok"):
                     done[i].append(rec)
