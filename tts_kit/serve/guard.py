@@ -173,8 +173,8 @@ def header_timeout_protocol(seconds: float) -> type:
             cycle = self.cycle
             if cycle is None or cycle.more_body or cycle.response_complete:
                 return None
-            if not cycle.response_started:
-                import h11
+            if not cycle.response_started and self.conn.their_http_version == b"1.1":
+                import h11  # never a 1xx to an HTTP/1.0 client (RFC 9110 15.2)
 
                 self.transport.write(self.conn.send(h11.InformationalResponse(
                     status_code=100, headers=[], reason=b"Continue")))
