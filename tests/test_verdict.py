@@ -33,6 +33,31 @@ def test_thirty_percent_apart_in_ten_percent_noise_differs(seed):
     assert verdict.compare(a, b, P50_MS, width).word == "better"
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_thirty_percent_apart_still_differs_with_the_machines_noise_as_the_floor(seed):
+    a, b = _noisy(1000.0, seed), _noisy(1300.0, seed + 100)
+    recs = [a, b]
+    assert verdict.compare(b, a, P50_MS, verdict.band(recs), verdict.noise(recs)).word == "worse"
+
+
+def test_processes_that_land_fast_or_slow_and_stay_there_are_not_a_difference():
+    """Regression (issue 35, a quiet 2-core run): each fresh process ran at about 1,350 or
+    about 1,750 ms and stayed there; eight configurations of one speed, two processes each.
+    Two that happened to land fast twice and slow twice were called 1.3x apart: the band was
+    the median of two-sample spreads (5 %) and the interval a bootstrap of two agreeing
+    processes. The pooled spread of all the machine's processes is the floor now."""
+    def rec(*rounds: float) -> dict:
+        return {"status": "ok", P50_MS: float(np.mean(rounds)), PEAK_RSS_MB: 600.0,
+                ROUND_LATENCIES_MS: [[x, x + 4] for x in rounds]}
+    fast, slow = rec(1350, 1345), rec(1750, 1760)
+    recs = [fast, slow, rec(1352, 1348), rec(1755, 1748), rec(1349, 1351),
+            rec(1350, 1750), rec(1752, 1346), rec(1348, 1757)]
+    width = verdict.band(recs)
+    assert 0.09 < width < 0.15, width  # one process's spread here, not the 5 % floor
+    assert verdict.compare(slow, fast, P50_MS, width, verdict.noise(recs)).word == "tied"
+    assert slow in verdict.pick(recs).tie_set
+
+
 def test_each_verdict_on_hand_built_records():
     base = {P50_MS: 100.0, PEAK_RSS_MB: 500.0, ROUND_LATENCIES_MS: [[98, 100, 102], [99, 101]]}
     slower = {P50_MS: 120.0, ROUND_LATENCIES_MS: [[118, 120, 122], [119, 121]]}

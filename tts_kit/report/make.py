@@ -214,10 +214,11 @@ def write_report(out: str | os.PathLike[str],
     again = measure_recommended(bundle, tuning, opts.executor)
     _hide_error(again, opts.full_paths)
     tuning.extras["recommended_trial"] = again
-    from tts_kit.tuning.verdict import compare
+    from tts_kit.tuning.verdict import compare, noise
 
     if tuning.recommended and again.get("status") == "ok":  # A/A: one configuration, twice
-        aa = {m: compare(again, tuning.recommended, m, tuning.verdicts["band"])
+        ok = [r for r in tuning.records if r.get("status") == "ok"]
+        aa = {m: compare(again, tuning.recommended, m, tuning.verdicts["band"], noise(ok, m))
               for m in (P50_MS, PEAK_RSS_MB)}
         tuning.verdicts["aa"] = {m: v.to_dict() for m, v in aa.items() if v is not None}
     from tts_kit.report.answer import contention

@@ -56,7 +56,7 @@ def sweep_table(records: Any, keys: tuple[str, ...] = TABLE_KEYS,
             df.insert(list(df.columns).index(heading(key)) + 1, name,
                       ["" if h is None else f"±{h:,.0f}" for h in cells])
     if pick is not None:
-        df["vs pick"] = [versus(r, pick) if r.get("status", "ok") == "ok" else ""
+        df["vs pick"] = [versus(r, pick, records) if r.get("status", "ok") == "ok" else ""
                          for r in records]
     return df
 

@@ -32,7 +32,7 @@ from tts_kit.tuning.records import (
     P50_MS,
     to_number,
 )
-from tts_kit.tuning.verdict import BAND_MIN, compare
+from tts_kit.tuning.verdict import BAND_MIN, compare, noise
 
 #: A trial whose threads waited for a core more than this share (%) of their ready time,
 #: while getting less than `SHORT_SHARE` % of its cores, was short of them.
@@ -331,7 +331,7 @@ def assess(
     remeasure = calls = None
     if _ok(pick) and _ok(again):
         a, b = to_number(pick.get(P50_MS)), to_number(again.get(P50_MS))
-        aa = compare(again, pick, P50_MS, tie_rel)  # one configuration, two processes
+        aa = compare(again, pick, P50_MS, tie_rel, noise(ok))  # one configuration, twice
         if a and b is not None and aa is not None and aa.word != "tied":
             remeasure = (a, b)
             a_calls, b_calls = _calls(pick), _calls(again)

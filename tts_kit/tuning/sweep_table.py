@@ -17,7 +17,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tts_kit.tuning.records import (
@@ -47,22 +47,26 @@ def _spread_cell(record: Mapping[str, Any], key: str) -> str:
     return "" if h is None else f"±{format(h, COLUMNS[key].fmt)}"
 
 
-def versus(record: Mapping[str, Any], pick: Mapping[str, Any]) -> str:
+def versus(record: Mapping[str, Any], pick: Mapping[str, Any],
+           among: Sequence[Mapping[str, Any]] = ()) -> str:
     """How ``record`` differs from ``pick`` where the verdict is not *tied*
-    (`tts_kit.tuning.verdict.compare`): ``"p50 +14%, peak -9%"``, ``"tied"``, or ``"pick"``.
+    (`tts_kit.tuning.verdict.compare`, with the band and noise of the sweep's records
+    ``among``): ``"p50 +14%, peak -9%"``, ``"tied"``, or ``"pick"``.
 
     Example:
         >>> pick = {P50_MS: 100.0, PEAK_RSS_MB: 500.0}
         >>> versus({P50_MS: 120.0, PEAK_RSS_MB: 490.0}, pick), versus(pick, pick)
         ('p50 +20%', 'pick')
     """
-    from tts_kit.tuning.verdict import compare
+    from tts_kit.tuning.verdict import band, compare, noise
 
     if record is pick:
         return "pick"
     if record.get("status", "ok") != "ok":
         return ""
-    found = {key: compare(record, pick, key) for key in SPREAD_KEYS}
+    ok = [r for r in among if r.get("status", "ok") == "ok"]
+    width = band(ok)
+    found = {key: compare(record, pick, key, width, noise(ok, key)) for key in SPREAD_KEYS}
     return ", ".join(f"{_SHORT[k]} {v.ratio - 1:+.0%}" for k, v in found.items()
                      if v is not None and v.word != "tied") or "tied"
 
@@ -121,7 +125,7 @@ def format_table(records: Iterable[dict[str, Any]],
         if k in spread:
             cols.append((SPREAD_HEADING, lambda r, k=k: _spread_cell(r, k)))
     if pick is not None:
-        cols.append((VERSUS_HEADING, lambda r: versus(r, pick)))
+        cols.append((VERSUS_HEADING, lambda r: versus(r, pick, records)))
     rows = [[h for h, _ in cols]] + [[cell(r) for _, cell in cols] for r in records]
     widths = [max(len(row[i]) for row in rows) for i in range(len(cols))]
     left = {heading(k) for k in keys if COLUMNS.get(k) and COLUMNS[k].align == "<"}

@@ -73,15 +73,21 @@ def _draws(groups: list[list[float]], rng: np.random.Generator) -> tuple[float, 
     return float(medians.mean()), np.log(boot)
 
 
-def _log_ratio(a: Mapping[str, Any], b: Mapping[str, Any], key: str
+def _log_ratio(a: Mapping[str, Any], b: Mapping[str, Any], key: str, spread: float = 0.0
                ) -> tuple[float, np.ndarray] | None:
-    """log(a / b) of ``key`` and its bootstrap draws (fixed seed); None without figures."""
+    """log(a / b) of ``key`` and its bootstrap draws (fixed seed); None without figures.
+    The draws spread at least ``spread`` (`noise`) x sqrt(1/n_a + 1/n_b) for n_a, n_b
+    processes: two processes that happened to agree are not a certainty."""
     ga, gb = _samples(a, key), _samples(b, key)
     if not ga or not gb:
         return None
     rng = np.random.default_rng(SEED)
     (ma, da), (mb, db) = _draws(ga, rng), _draws(gb, rng)
-    return float(np.log(ma / mb)), da - db
+    draws = da - db
+    missing = spread**2 * (1 / len(ga) + 1 / len(gb)) - float(np.var(draws))
+    if missing > 0:
+        draws = draws + rng.normal(0.0, np.sqrt(missing), size=draws.shape)
+    return float(np.log(ma / mb)), draws
 
 
 @dataclass(frozen=True)
@@ -139,32 +145,45 @@ def _verdict(point: float, draws: np.ndarray, band: float) -> Verdict:
 
 
 def compare(a: Mapping[str, Any], b: Mapping[str, Any], key: str = P50_MS,
-            band: float = BAND_MIN) -> Verdict | None:
-    """How ``a`` stands against ``b`` in ``key`` (lower is better): `Verdict` of a / b.
+            band: float = BAND_MIN, spread: float = 0.0) -> Verdict | None:
+    """How ``a`` stands against ``b`` in ``key`` (lower is better): `Verdict` of a / b;
+    ``spread``: the machine's `noise` between fresh processes, the interval's least width.
 
     Example:
         >>> compare({P50_MS: 130.0}, {P50_MS: 100.0}).word
         'worse'
+        >>> compare({P50_MS: 130.0}, {P50_MS: 100.0}, spread=0.2).word
+        'tied'
     """
-    got = _log_ratio(a, b, key)
+    got = _log_ratio(a, b, key, spread)
     return None if got is None else _verdict(*got, band)
 
 
+def noise(records: Sequence[Mapping[str, Any]], key: str = P50_MS) -> float:
+    """One fresh process's spread on this machine: the pooled standard deviation of the
+    log round medians of ``records`` measured in 2+ rounds (docs/guide.md); 0 without.
+
+    Example:
+        >>> round(noise([{"round_latencies_ms": [[100.0], [130.0]]}]), 3)
+        0.186
+    """
+    var = []
+    for r in records:
+        meds = np.log([float(np.median(g)) for g in _samples(r, key)])
+        if len(meds) > 1:
+            var.append(float(np.var(meds, ddof=1)))
+    return float(np.sqrt(np.mean(var))) if var else 0.0
+
+
 def band(records: Sequence[Mapping[str, Any]]) -> float:
-    """The tie band: `BAND_MIN`, or this machine's latency noise between fresh processes
-    of one configuration where that is wider: the median, over configurations measured in
-    2+ rounds, of the round medians' standard deviation over their mean.
+    """The tie band: `BAND_MIN`, or this machine's latency `noise` between fresh processes
+    of one configuration where that is wider.
 
     Example:
         >>> band([]), band([{"round_latencies_ms": [[100.0], [130.0]]}])
-        (0.05, 0.184)
+        (0.05, 0.186)
     """
-    spreads = []
-    for r in records:
-        meds = [float(np.median(g)) for g in _samples(r, P50_MS)]
-        if len(meds) > 1:
-            spreads.append(float(np.std(meds, ddof=1) / np.mean(meds)))
-    return max(BAND_MIN, round(float(np.median(spreads)), 3) if spreads else 0.0)
+    return max(BAND_MIN, round(noise(records), 3))
 
 
 def _simplicity(rec: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -194,11 +213,11 @@ def _finished(records: Sequence[Mapping[str, Any] | None]) -> list[Mapping[str, 
             and to_number(r.get(P50_MS)) is not None and to_number(r.get(PEAK_RSS_MB)) is not None]
 
 
-def _tie_set(fits: Sequence[Mapping[str, Any]], width: float) -> list[Any]:
+def _tie_set(fits: Sequence[Mapping[str, Any]], width: float, spread: float) -> list[Any]:
     """The configurations of ``fits`` not worse in latency than its fastest point estimate."""
     leader = min(fits, key=lambda r: float(r[P50_MS]))
-    return [leader] + [r for r in fits if r is not leader
-                       and ((v := compare(r, leader, P50_MS, width)) is None or v.word != "worse")]
+    return [leader] + [r for r in fits if r is not leader and (
+        (v := compare(r, leader, P50_MS, width, spread)) is None or v.word != "worse")]
 
 
 def pick(records: Sequence[Mapping[str, Any]], budget_mb: float | None = None,
@@ -220,9 +239,10 @@ def pick(records: Sequence[Mapping[str, Any]], budget_mb: float | None = None,
     fits = [r for r in finished if budget_mb is None or float(r[PEAK_RSS_MB]) <= budget_mb]
     if not fits:
         return Pick(None, [], width, "nothing fits")
-    tied = _tie_set(fits, width)
+    tied = _tie_set(fits, width, noise(finished))
     lean = min(tied, key=lambda r: float(r[PEAK_RSS_MB]))
-    small = [r for r in tied if (v := compare(r, lean, PEAK_RSS_MB, width)) is None
+    small = [r for r in tied if (v := compare(r, lean, PEAK_RSS_MB, width,
+                                              noise(finished, PEAK_RSS_MB))) is None
              or v.word != "worse"]
     best = min(small, key=_simplicity)
     why = (f"the {len(tied)} of {len(fits)} that fit are the same speed within "
@@ -256,19 +276,22 @@ def undetermined(records: Sequence[Mapping[str, Any] | None],
     fits = [r for r in _finished(records) if budget_mb is None or r[PEAK_RSS_MB] <= budget_mb]
     leader, tied = chosen.tie_set[0], chosen.tie_set
     lean = min(tied, key=lambda r: float(r[PEAK_RSS_MB]))
-    open_ = {idx[id(r)] for r in fits if r is not leader and not _settled(r, leader, P50_MS, width)}
-    open_ |= {idx[id(r)] for r in tied if r is not lean and not _settled(r, lean, PEAK_RSS_MB,
-                                                                          width)}
+    sp = {k: noise(_finished(records), k) for k in (P50_MS, PEAK_RSS_MB)}
+    open_ = {idx[id(r)] for r in fits
+             if r is not leader and not _settled(r, leader, P50_MS, width, sp[P50_MS])}
+    open_ |= {idx[id(r)] for r in tied
+              if r is not lean and not _settled(r, lean, PEAK_RSS_MB, width, sp[PEAK_RSS_MB])}
     if len(_samples(leader, P50_MS)) < 2:  # what every verdict is held to: measured twice
         open_.add(idx[id(leader)])
     first = idx[id(leader)]  # first: a budget that runs short still measures it
     return [first] + sorted(open_ - {first}) if open_ else []
 
 
-def _settled(a: Mapping[str, Any], b: Mapping[str, Any], key: str, width: float) -> bool:
+def _settled(a: Mapping[str, Any], b: Mapping[str, Any], key: str, width: float,
+             spread: float) -> bool:
     """Settled: and, for ``a`` measured in one fresh process (whose spread between
     processes is not known), worse by more than twice the band."""
-    v = compare(a, b, key, width)
+    v = compare(a, b, key, width, spread)
     once = len(_samples(a, key)) < 2
     return v is None or (v.settled and not (once and v.lo <= (1 + width) ** 2))
 
@@ -306,8 +329,9 @@ def effects(records: Sequence[Mapping[str, Any]], width: float = BAND_MIN
             pairs = [(r, base[rest(r)]) for r in ok if r.get(dim) == level and rest(r) in base]
             entry: dict[str, Any] = {"dimension": dim, "level": level, "baseline": levels[0],
                                      "pairs": len(pairs)}
-            for name, key in (("latency", P50_MS), ("peak", PEAK_RSS_MB)):
-                got = [g for a, b in pairs if (g := _log_ratio(a, b, key))]
+            for name, key in (("latency", P50_MS), ("peak", PEAK_RSS_MB)):  # pairs: apart
+                floor = noise(ok, key) / np.sqrt(max(1, len(pairs)))
+                got = [g for a, b in pairs if (g := _log_ratio(a, b, key, floor))]
                 entry[name] = _verdict(float(np.mean([g[0] for g in got])),
                                        np.mean([g[1] for g in got], axis=0),
                                        width) if got else None
