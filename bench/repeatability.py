@@ -54,21 +54,21 @@ def _pick(rep: dict) -> list | None:
 
 
 def _spread(reports: list[dict]) -> tuple[float, float]:
-    """(between fresh processes, within one): relative standard deviations, median over the
-    configurations measured in 2+ rounds."""
-    between, within = [], []
+    """(between fresh processes, within one): pooled standard deviations (the root of the
+    mean variance), between as `tts_kit.tuning.verdict.noise` reads it (log round medians),
+    within as the calls' relative deviation from their round's median."""
+    from tts_kit.tuning.verdict import noise
+
+    between = [noise(rep["records"]) for rep in reports]
+    within = []
     for rep in reports:
         for r in rep["records"]:
-            rounds = [g for g in r.get("round_latencies_ms") or [] if g]
-            if len(rounds) < 2:
-                continue
-            meds = [statistics.median(g) for g in rounds]
-            between.append(statistics.stdev(meds) / statistics.mean(meds))
-            dev = [x / statistics.median(g) - 1 for g in rounds for x in g if len(g) > 1]
-            if len(dev) > 1:
-                within.append(statistics.pstdev(dev))
-    med = statistics.median
-    return (med(between) if between else float("nan"), med(within) if within else float("nan"))
+            for g in r.get("round_latencies_ms") or []:
+                if len(g) > 1:
+                    m = statistics.median(g)
+                    within += [(x / m - 1) ** 2 for x in g]
+    return (statistics.mean(between) if between else float("nan"),
+            (statistics.mean(within) ** 0.5) if within else float("nan"))
 
 
 def main(argv: list[str] | None = None) -> int:
