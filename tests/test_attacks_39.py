@@ -25,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from test_clear_errors import add_unknown_op
 
 from tts_kit import TtsKitError, cli
 from tts_kit.cli._common import in_path, out_path
@@ -198,15 +199,7 @@ def test_rerun_refuses_bad_figures_anywhere(lean_report, tmp_path, capsys, where
 
 
 def _unknown_op(b: Path) -> None:
-    import onnx
-
-    path = b / "onnx/vocoder.onnx"
-    m = onnx.load(str(path))
-    out = m.graph.output[0].name
-    last = next(n for n in m.graph.node if out in n.output)
-    last.output[list(last.output).index(out)] = out + "_pre"
-    m.graph.node.append(onnx.helper.make_node("FrobnicateX", [out + "_pre"], [out]))
-    onnx.save(m, str(path))
+    add_unknown_op(b)
 
 
 def _external(b: Path, location: str, link: bool = False) -> None:

@@ -67,17 +67,24 @@ def _never(*args, **kwargs):
 # -- 13: a graph ORT cannot load --------------------------------------------------------
 
 
-def test_info_loads_the_graphs_so_an_op_ort_lacks_fails_there_not_in_synth(
-        bundle_copy: Path, tmp_path: Path, capsys):
+def add_unknown_op(bundle: Path) -> Path:
+    """The vocoder's last output passed through an operator ONNX Runtime does not know
+    (``FrobnicateX``); the graph file changed in place, returned."""
     import onnx
 
-    path = bundle_copy / "onnx/vocoder.onnx"
+    path = bundle / "onnx/vocoder.onnx"
     model = onnx.load(str(path))
     out = model.graph.output[0].name
     last = next(n for n in model.graph.node if out in n.output)
     last.output[list(last.output).index(out)] = out + "_pre"
     model.graph.node.append(onnx.helper.make_node("FrobnicateX", [out + "_pre"], [out]))
     onnx.save(model, str(path))
+    return path
+
+
+def test_info_loads_the_graphs_so_an_op_ort_lacks_fails_there_not_in_synth(
+        bundle_copy: Path, tmp_path: Path, capsys):
+    path = add_unknown_op(bundle_copy)
 
     # The file checks pass (inputs and outputs are as the contract says) ...
     rc, out_text, _ = run_main(capsys, "info", "--model", str(bundle_copy), "--no-load")
