@@ -9,6 +9,7 @@ import html
 import json
 import re
 
+import numpy as np
 import pytest
 
 from tts_kit import Bundle, report
@@ -855,6 +856,19 @@ def test_a_quiet_machines_answer_is_a_plain_pick(tmp_path):
     assert answer.provisional_line(rep) == ""
     assert "provisional" not in answer.answer_html(rep).lower()
     assert answer.conclusions(rep)[0].startswith("Measured 2 configuration(s)")
+
+
+def test_the_pick_against_the_default_is_said_with_the_picks_own_verdict():
+    """Regression: a pick tied with the fastest was shown as "1.25x the latency" of the
+    default (two point figures), beside "the same speed within 7 %"."""
+    rounds = {"ort-default": [[1500.0, 1510.0], [1880.0, 1890.0]],
+              "lean": [[1870.0, 1880.0], [1890.0, 1900.0]]}
+    recs = [_rec(p, float(np.mean(r)), peak, round_latencies_ms=r)
+            for (p, r), peak in zip(rounds.items(), (600, 340))]
+    rep = _report(recs, recs[1], budget=1000)
+    line = next(x for x in answer.conclusions(rep) if x.startswith("Against the untuned"))
+    assert line.startswith("Against the untuned default on the same vCPUs: latency +")
+    assert "tied; peak -43 %" in line and "x the latency" not in line, line
 
 
 def test_the_terminal_answer_of_tts_kit_report_says_provisional(tmp_path, capsys):

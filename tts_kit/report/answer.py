@@ -482,11 +482,12 @@ def conclusions(rep: TuningReport) -> list[str]:
         return out + model_lines(rep)
     out.append(f"Recommended: {key_text(record_key(pick))} ({rep.reason}).")
     if base is not None and record_key(base) != record_key(pick):
-        ratios = {r["key"]: r["ratio"] for r in comparison(rep) if r["ratio"] is not None}
-        if P50_MS in ratios and PEAK_RSS_MB in ratios:
-            out.append(f"Against the untuned default on the same vCPUs it takes "
-                       f"{ratios[P50_MS]:.2f}x the latency and {ratios[PEAK_RSS_MB]:.2f}x "
-                       "the peak memory.")
+        from tts_kit.tuning.verdict import band, compare, noise
+        width = rep.verdicts.get("band") or band(ok)  # the pick's own rule, in its words
+        v = {k: compare(pick, base, k, width, noise(ok, k)) for k in (P50_MS, PEAK_RSS_MB)}
+        if all(v.values()):
+            out.append(f"Against the untuned default on the same vCPUs: latency "
+                       f"{v[P50_MS].text()}; peak {v[PEAK_RSS_MB].text()}.")
     elif base is not None:
         out.append("It is the untuned default: keep ONNX Runtime's options on this machine.")
     return out + model_lines(rep)
