@@ -462,6 +462,10 @@ def test_ctrl_c_while_report_renders_is_one_line_and_keeps_the_old_report(lean_r
     if finished:  # done before the signal: the new report, whole
         assert proc.returncode == 0 and json.loads((out / "report.json").read_text())
         return
+    if (out / "report.json").read_text() != "the old report":  # after it was put in place
+        assert json.loads((out / "report.json").read_text())  # the new one, whole
+        assert lines == [f"tts-kit report: interrupted after writing {out}"], err
+        return
     assert proc.returncode == 130 and lines == ["tts-kit report: interrupted"], err
     assert (out / "report.json").read_text() == "the old report"
     assert sorted(p.name for p in out.iterdir()) == ["report.json"]

@@ -28,6 +28,7 @@ from tts_kit.cli._common import (
     in_path,
     out_path,
 )
+from tts_kit.cli._errors import EXIT_INTERRUPTED
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textsafe import term_safe
@@ -186,9 +187,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         verdict = rerun_report(args.rerun, model=args.model, out=args.out,
                                confirm_rounds=args.confirm_rounds, full_paths=args.full_paths)
         _say(verdict.summary())
-        # Like `diff`: 0 the recommendation holds, 1 it does not (scripts can gate on it),
-        # 2 bad input (UserError).
-        return 0 if verdict.holds else 1
+        return 0 if verdict.holds else 1  # like `diff`: 0 it holds, 1 not, 2 bad input
     if not args.out:
         raise UserError("give --out DIR for the report (or --rerun report.json)")
     from tts_kit.models.supertonic.bundle import Bundle, resolve_model_dir
@@ -206,22 +205,24 @@ def cmd_report(args: argparse.Namespace) -> int:
                 return _say_lost("report", f"{lost} ({exc})")
             raise
         lost = getattr(executor, "lost", None)
-    for p in paths:
-        _say(f"wrote {p}")
-    _say_answer(paths)
+    try:
+        for p in paths:
+            _say(f"wrote {p}")
+        _say_answer(paths)
+    except KeyboardInterrupt:  # the report is in place, whole: say so
+        _say(f"tts-kit report: interrupted after writing {paths[0].parent}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     if lost:  # the report holds what finished; the trials that did not are marked lost
         return _say_lost("report", lost)
     return 0
 
 
 def _say_lost(command: str, lost: str) -> int:
-    """The one line a sweep on a Dask cluster ends with when its scheduler went away
-    (`tts_kit.tuning.cluster.TrialExecutor.lost`), for tune and report alike; exit 1,
-    as when no trial finished: the sweep is not whole.
+    """The one line (exit 1: the sweep is not whole) a sweep on a Dask cluster ends with
+    when its scheduler went away (`tts_kit.tuning.cluster.TrialExecutor.lost`).
 
     Example:
-        >>> _say_lost("tune", "lost the Dask scheduler at tcp://h:8786 before every trial "
-        ...           "finished; the unfinished trials are marked lost")
+        >>> _say_lost("tune", "lost the Dask scheduler at tcp://h:8786")
         1
     """
     _say(f"tts-kit {command}: error: {lost}", file=sys.stderr)
@@ -234,8 +235,7 @@ def _say_answer(paths: list[Path]) -> None:
     from tts_kit.report import TuningReport
     from tts_kit.report.answer import conclusions, serve_command
 
-    js = next((p for p in paths if p.name == "report.json"), None)
-    if js is None:
+    if (js := next((p for p in paths if p.name == "report.json"), None)) is None:
         return
     rep = TuningReport.load(js)
     _say("\nthe answer (report.html starts with it):")
