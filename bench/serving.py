@@ -13,8 +13,8 @@ loaded in a closed loop at each concurrency; all of them are measured in this on
   on the worker that took it (request scheduling);
 - ``workers+chunk``: the same server build with chunk-level scheduling (a request's
   chunks are jobs for any free worker, first chunks first: `tts_kit.serve.chunked`);
-- ``workers+chunk+tiers``: chunk scheduling with a background tier (``serve --tiers``:
-  twice ``--workers`` processes, half reniced for later chunks only; issue 37);
+- ``workers+chunk+tiers``: chunk scheduling with a background tier (`lab.tiers`, an
+  experiment: twice ``--workers`` processes, half reniced for later chunks only; issue 37);
 - ``workers+chunk+nest``: chunk scheduling with nesting (`lab.nesting`, an experiment):
   a waiting request's first chunk runs inside a busy worker's running chunk between two
   stage runs instead of waiting for it to end (``--trace DIR``, `lab.jobtrace`, and
@@ -96,7 +96,8 @@ PLAN = (("article", "article", "request"),
         ("threads", "threads", "request"),
         ("blocking", "blocking", "request"))
 #: The lab modules a scheduling needs in the server (`lab.serve_lab.enable`).
-LAB = {"chunk+nest": ["lab.nesting"], "chunk+batch": ["lab.batching"]}
+LAB = {"chunk+nest": ["lab.nesting"], "chunk+batch": ["lab.batching"],
+       "chunk+tiers": ["lab.tiers"]}
 #: The article's claim (seed 000): p95 about 200 ms on 2 vCPU under concurrent requests.
 CLAIMED_P95_MS = 200.0
 
@@ -251,8 +252,8 @@ def main(argv: list[str] | None = None) -> int:
         row for row in PLAN if row[0] not in ON_REQUEST]
     for label, arch, sched in plan:
         n, th = sizes.get(arch, (args.workers, args.threads))
-        server = ServeConfig(scheduling=sched.removesuffix("+tiers"),
-                             tiers=sched.endswith("+tiers"))
+        server = ServeConfig(scheduling=sched)
+        n *= 2 if sched == "chunk+tiers" else 1  # the same foreground, and a background tier
         lab = list(LAB.get(sched, []))
         if args.trace and arch == "workers":  # the server inherits it (`lab.jobtrace.ENV`)
             Path(args.trace).mkdir(parents=True, exist_ok=True)

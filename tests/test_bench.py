@@ -215,6 +215,15 @@ def test_serving_bench_traces_chunk_jobs_with_and_without_nesting(tiny_bundle_di
         assert "arrived while others ran" in run.stdout
 
 
+def test_serving_bench_runs_the_tiers_experiment_from_the_lab(tiny_bundle_dir, tmp_path):
+    text, data = _run("serving.py", "--model", str(tiny_bundle_dir), "--requests", "2",
+                      "--concurrency", "1,2", "--steps", "1", "--workers", "1", "--only",
+                      "workers+chunk+tiers", tmp_path=tmp_path)
+    (rec, *_), n = data["records"], {r["label"] for r in data["records"]}
+    assert n == {"workers+chunk+tiers"} and rec["workers"] == 2, rec  # a background tier
+    assert all(r["ok"] == 2 and r["errors"] == 0 for r in data["records"]), data["records"]
+
+
 def test_repeatability_bench_runs_the_report_and_compares_its_answers(tiny_bundle_dir,
                                                                       tmp_path):
     spec = tmp_path / "spec.json"

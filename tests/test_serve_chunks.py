@@ -72,6 +72,8 @@ class _Worker:
 
 
 def test_tiers_keep_later_chunks_off_the_workers_first_chunks_need():
+    from lab.tiers import TieredScheduler
+
     from tts_kit.serve.worker import WorkerPool
 
     async def main():
@@ -79,7 +81,7 @@ def test_tiers_keep_later_chunks_off_the_workers_first_chunks_need():
         pool.size, pool.workers = 4, {i: _Worker(i) for i in range(4)}
         pool._idle = collections.deque(pool.workers.values())
         pool.take_idle = functools.partial(WorkerPool.take_idle, pool)
-        sched = ChunkScheduler(pool, tiers=True)
+        sched = TieredScheduler(pool)
         a = sched.submit({}, t0=0.0)  # a first chunk: a foreground worker
         sched._planned(a, [10, 10, 10, 10])  # its later chunks: the background pair only
         b = sched.submit({}, t0=0.1)  # the other foreground worker, not behind a's chunks
@@ -162,7 +164,7 @@ def chunked(tiny_bundle_dir: Path, tmp_path_factory):
     from tts_kit.serve.launch import start_server
 
     cfg = ServeConfig(model=str(tiny_bundle_dir), workers=2, max_chars=5000,
-                      scheduling="chunk", max_queue=4, tiers=True)
+                      scheduling="chunk", max_queue=4)
     with start_server(config=cfg, log_dir=tmp_path_factory.mktemp("serve")) as srv:
         yield srv
 
@@ -242,7 +244,7 @@ def test_a_client_gone_frees_every_worker_on_its_chunks(chunked):
     t0 = time.monotonic()
     while time.monotonic() - t0 < 8.0:
         ws = http.get(f"{url}/health", timeout=10).json()["workers"]
-        if all(w["state"] == "idle" for w in ws) and len(ws) == 4:  # 2 + 2 background
+        if all(w["state"] == "idle" for w in ws) and len(ws) == 2:
             break
         time.sleep(0.1)
     else:
@@ -274,11 +276,3 @@ def test_a_chunk_is_computed_as_the_engine_computes_it_alone(chunked, tiny_bundl
     r = _speech(chunked.url, input=head, steps=4, seed=7, response_format="pcm")
     assert r.status_code == 200 and r.content == want
 
-
-@pytest.mark.slow
-def test_tiers_renice_half_the_workers_for_later_chunks(chunked):
-    h = http.get(f"{chunked.url}/health", timeout=10).json()
-    nice = {w["id"]: int(Path(f"/proc/{w['pid']}/stat").read_text().rsplit(")", 1)[1].split()[16])
-            for w in h["workers"]}  # field 19 of stat: the nice value
-    assert len(nice) == 4 and len(h["background"]) == 2  # --workers 2, and 2 behind them
-    assert {nice[i] for i in h["background"]} == {19} and sorted(nice.values()) == [0, 0, 19, 19]

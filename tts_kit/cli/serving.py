@@ -196,9 +196,6 @@ def _register_serve(add: AddCommand) -> None:
     sp.add_argument("--scheduling", default="chunk", choices=["request", "chunk"],
                     help="workers: request (a request's chunks all on the worker that took "
                     "it) or chunk (each chunk a job for any free worker; first chunks first)")
-    sp.add_argument("--tiers", action="store_true",
-                    help="chunk scheduling: --workers more workers, reniced, for later chunks "
-                    "only (first chunks never wait behind them; twice the memory)")
     sp.add_argument("--preset", default="supertonic-default", metavar="PRESET",
                     help=f"session preset, one of {preset_names}")
     sp.add_argument("--loading", default="resident", metavar="POLICY",

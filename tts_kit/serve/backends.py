@@ -67,8 +67,7 @@ class WorkersBackend(Backend):
         def restarted(reason: str) -> None:
             self.metrics.restarts.labels(reason).inc()
 
-        tiers = self.cfg.tiers and self.cfg.scheduling == "chunk"
-        self.pool = WorkerPool(self.cfg.worker_config(), self.cfg.workers * (1 + tiers),
+        self.pool = WorkerPool(self.cfg.worker_config(), self.cfg.workers,
                                self.cfg.max_queue, self.cfg.max_requests, self.cfg.max_rss_mb,
                                restarted)
         self.scheduler = self._scheduler()
@@ -90,8 +89,6 @@ class WorkersBackend(Backend):
             print("tts-kit serve: warning: this model cannot render a chunk on its own; "
                   "scheduling whole requests", flush=True)
             return None
-        if self.cfg.scheduling == "chunk":
-            return SCHEDULERS["chunk"](self.pool, tiers=self.cfg.tiers)
         return SCHEDULERS[self.cfg.scheduling](self.pool)
 
     async def stop(self) -> None:

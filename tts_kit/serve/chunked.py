@@ -11,17 +11,14 @@ later chunks earliest-deadline-first, a chunk's deadline being when its client w
 played the audio before it (measured seconds, or estimated from characters). Chunks
 finished out of order wait in their request's reorder buffer (`ChunkRequest`).
 
-Tiers (``tiers``): twice the workers, half reniced to `BACKGROUND_NICE` for later chunks only,
-the others for first chunks only: a first chunk starts at once and gets the core, later chunks
-use every core it does not need; nothing is computed differently (docs/benchmarks.md).
-
 Cancellation: a client that leaves, a passed deadline or a failed chunk ends the request
 (`ChunkScheduler.end`): its queued jobs are dropped and its running ones stopped after the
 stage run in progress (the worker's ``cancel_job``); a worker that does not stop within
 `tts_kit.serve.worker.CANCEL_GRACE_S` is killed and replaced.
 
 Other schedulers (`SCHEDULERS`) are lab experiments that subclass `ChunkScheduler`:
-``bench/lab`` registers them (micro-batching, nesting, job traces; docs/benchmarks.md).
+``bench/lab`` registers them (micro-batching, nesting, priority tiers, job traces;
+docs/benchmarks.md).
 
 Example:
     >>> needed_at([1.0, 2.0], [30, 30, 30], t=10.0, k=2)
@@ -33,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -52,8 +48,6 @@ from tts_kit.serve.worker import (
 SECONDS_PER_CHAR = 0.07
 #: How often a job's waiter looks whether its request ended (stops the job when so).
 POLL_S = 0.1
-#: The background tier's nice value: the lowest priority (weight 15 against 1,024 at nice 0).
-BACKGROUND_NICE = 19
 #: What `ChunkScheduler._next` answers when it retired a worker that did not stop in time.
 RETIRED: tuple = ("retired",)
 
@@ -141,15 +135,13 @@ class ChunkScheduler:
     At most ``slots`` (foreground workers) ``+ max_queue`` requests; one more: `Overloaded`.
     """
 
-    def __init__(self, pool: WorkerPool, tiers: bool = False):
+    def __init__(self, pool: WorkerPool):
         self.pool = pool
         self.requests: dict[int, ChunkRequest] = {}
         self.jobs: list[tuple[ChunkRequest, int]] = []
         self._next_rid = 0
         self._tasks: set[asyncio.Task] = set()
-        self.tiers = tiers and pool.size > 1
-        self.background: set[int] = set()  # worker ids reniced (tiers)
-        self.slots = pool.size // 2 if self.tiers else pool.size
+        self.slots = pool.size  # workers that take new requests (a lab scheduler's may be fewer)
         pool.on_idle = self.dispatch
 
     @property
@@ -193,8 +185,8 @@ class ChunkScheduler:
         return (1, needed_at(req.durations, req.lengths or [], t=t, k=k), k)
 
     def describe(self) -> dict[str, Any]:
-        """More for ``/health``: the background workers' ids (a lab scheduler's figures)."""
-        return {"background": sorted(self.background)} if self.tiers else {}
+        """More for ``/health`` (a lab scheduler's figures)."""
+        return {}
 
     def _queue(self, req: ChunkRequest, ks: Sequence[int]) -> None:
         now = time.monotonic()
@@ -206,32 +198,12 @@ class ChunkScheduler:
         """Job ``k`` of ``req`` answered on ``worker`` (a lab scheduler's hook)."""
 
     def dispatch(self) -> None:
-        """Give queued jobs to idle workers, the most urgent first (under tiers, first
-        chunks to foreground workers, later chunks to background ones)."""
-        if self.tiers:
-            self._tier()
-        for later in (False, True) if self.tiers else (None,):
-            while True:
-                jobs = [j for j in self.jobs if later is None or (j[1] > 0) == later]
-                w = self.pool.take_idle(self._fits(later)) if jobs else None
-                if w is None:
-                    break
-                job = min(jobs, key=self._key)
-                self.jobs.remove(job)
-                self._start(w, [job], ("job", job[0].rid, job[0].params, job[1]))
-                self._spawn(self._run(w, *job))
-
-    def _fits(self, later: bool | None) -> Any:
-        return None if later is None else (lambda w: (w.id in self.background) == later)
-
-    def _tier(self) -> None:
-        """Keep half the live workers in the background (a replacement starts in front)."""
-        live = {w.id: w for w in self.pool.workers.values() if w.state in ("idle", "busy")}
-        self.background &= set(live)
-        idle = [w for w in live.values() if w.id not in self.background and w.state == "idle"]
-        for w in idle[:max(0, self.pool.size // 2 - len(self.background))]:
-            renice(w.pid, BACKGROUND_NICE)
-            self.background.add(w.id)
+        """Give queued jobs to idle workers, the most urgent first."""
+        while self.jobs and (w := self.pool.take_idle()) is not None:
+            job = min(self.jobs, key=self._key)
+            self.jobs.remove(job)
+            self._start(w, [job], ("job", job[0].rid, job[0].params, job[1]))
+            self._spawn(self._run(w, *job))
 
     def _start(self, w: Worker, jobs: list[tuple[ChunkRequest, int]], msg: tuple) -> None:
         """Mark ``jobs`` as running on ``w`` and send it ``msg``."""
@@ -285,7 +257,7 @@ class ChunkScheduler:
                 if not req.ended:
                     req.deliver(k, msg)
                 break
-            self.pool.release(w, counted=k == 0 or w.id in self.background)  # its jobs
+            self.pool.release(w, counted=k == 0)
         finally:
             req.running.pop(k, None)
 
@@ -297,18 +269,6 @@ class ChunkScheduler:
         if not req.ended:
             self._queue(req, range(1, len(lengths)))
             self.dispatch()
-
-
-def renice(pid: int, nice: int) -> None:
-    """Every thread of process ``pid`` to ``nice`` (per thread on Linux; else nothing).
-
-    Example:
-        >>> renice(2**22 + 1, 19)  # no such process: nothing happens
-    """
-    with contextlib.suppress(OSError):
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with contextlib.suppress(OSError):
-                os.setpriority(os.PRIO_PROCESS, int(tid), nice)
 
 
 class ChunkLease:
@@ -345,5 +305,5 @@ def scheduling_modes() -> tuple[str, ...]:
     return ("request", *SCHEDULERS)
 
 
-__all__ = ["BACKGROUND_NICE", "SCHEDULERS", "ChunkLease", "ChunkRequest", "ChunkScheduler",
-           "needed_at", "renice", "scheduling_modes"]
+__all__ = ["SCHEDULERS", "ChunkLease", "ChunkRequest", "ChunkScheduler",
+           "needed_at", "scheduling_modes"]

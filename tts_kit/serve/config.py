@@ -97,8 +97,6 @@ class ServeConfig:
     scheduling: str = "chunk"
     """``workers``: ``request`` (a request's chunks all on the worker that took it) or
     ``chunk`` (each chunk a job for any free worker; `tts_kit.serve.chunked`)."""
-    tiers: bool = False
-    """``chunk``: as many more workers, reniced, for later chunks only (`tts_kit.serve.chunked`)."""
     voice_map: str | None = None
     """Voice names a request may use for the model's, ``alloy=F1,echo=M1``, over OpenAI's
     (`tts_kit.serve.body.voice_aliases`; ``GET /voices`` lists them)."""
@@ -115,9 +113,8 @@ class ServeConfig:
                 continue
             value = rule.check(value, where(field))
             setattr(self, field, None if value == 0 and field in _ZERO_IS_NONE else value)
-        for flag in ("spinning", "tiers"):
-            if not isinstance(getattr(self, flag), bool):
-                raise TtsKitError(f"{where(flag)} {getattr(self, flag)!r}: give true or false")
+        if not isinstance(self.spinning, bool):
+            raise TtsKitError(f"{where('spinning')} {self.spinning!r}: give true or false")
         for field, choices in (("preset", PRESET_NAMES), ("architecture", ARCHITECTURES),
                                ("scheduling", scheduling_modes()), ("order", ORDERS)):
             if _text(getattr(self, field), where(field)) not in choices:
