@@ -106,17 +106,18 @@ def test_merged_figures_pool_the_calls_and_keep_the_highest_peak():
 
 
 def _tie(fast_peaks, lean_peaks):
-    """A fast configuration and one 5 % slower, each with the peaks of its two rounds."""
+    """A fast configuration and one 3 % slower (shown inside the 5 % band), each with the
+    peaks of its two rounds."""
     fast = merge_rounds([_round("fast", 100.0, fast_peaks[0]),
                          _round("fast", 101.0, fast_peaks[1])])
-    lean = merge_rounds([_round("lean", 105.0, lean_peaks[0]),
-                         _round("lean", 106.0, lean_peaks[1])])
+    lean = merge_rounds([_round("lean", 103.0, lean_peaks[0]),
+                         _round("lean", 104.0, lean_peaks[1])])
     return SweepResult(mark_pareto([fast, lean]))
 
 
 def test_a_lower_peak_within_the_spread_does_not_decide():
     # The issue's wobble (554 vs 493 MB in two runs of one configuration), on both: tied in
-    # latency (5 %, not beyond the band) and in peak, so the fixed order decides.
+    # latency (3 %, inside the band) and in peak, so the fixed order decides.
     best, reason = _tie(fast_peaks=(493.0, 554.0), lean_peaks=(480.0, 540.0)).recommend(None)
     assert best["preset"] == "lean" and "same speed within 5 %" in reason
     assert "peak higher" not in reason

@@ -213,6 +213,84 @@ def _finished(records: Sequence[Mapping[str, Any] | None]) -> list[Mapping[str, 
             and to_number(r.get(P50_MS)) is not None and to_number(r.get(PEAK_RSS_MB)) is not None]
 
 
+def _pooled(fits: Sequence[Mapping[str, Any]], dim: str, a: Any, b: Any, key: str,
+            width: float, spread: float) -> Verdict | None:
+    """Level ``a`` of ``dim`` against level ``b``: the log ratios of the configurations that
+    differ only there, averaged (their draws too), each pair's floor ``spread`` / sqrt(pairs);
+    None without such a pair."""
+    def rest(r: Mapping[str, Any]) -> tuple[Any, ...]:
+        return tuple(r.get(d) for d in DIMENSIONS if d != dim)
+    base = {rest(r): r for r in fits if r.get(dim) == b}
+    pairs = [(r, base[rest(r)]) for r in fits if r.get(dim) == a and rest(r) in base]
+    floor = spread / np.sqrt(max(1, len(pairs)))
+    got = [g for x, y in pairs if (g := _log_ratio(x, y, key, floor))]
+    if not got:
+        return None
+    return _verdict(float(np.mean([g[0] for g in got])), np.mean([g[1] for g in got], axis=0),
+                    width)
+
+
+def _simple(dim: str, value: Any) -> tuple[Any, ...]:
+    """`_simplicity` for one dimension's levels: fewer vCPUs or steps, the shipped presets'
+    order, lazy loading first."""
+    if dim == "loading":
+        return _LAZY.get(str(value or "resident").split(":")[0], 3), str(value)
+    return _level(dim, value)
+
+
+@dataclass
+class _Levels:
+    """One dimension's levels in `pick`: those tied in latency with the fastest level, the
+    one chosen among them, and the level pairs whose verdict is not settled yet."""
+
+    tied: list[Any]
+    chosen: Any
+    open: list[tuple[Any, Any]]
+    unproven: list[str]
+    """Tied levels not taken for their lower peak: their latency cost not yet told from
+    the band, in words."""
+
+
+def _levels(fits: Sequence[Mapping[str, Any]], dim: str, width: float,
+            spread: Mapping[str, float]) -> _Levels:
+    """Pick one level of ``dim`` on pooled figures: the levels not worse in latency than
+    the fastest (each against it over every configuration that differs only there) are
+    tied; of those, the ones whose peak is not worse than the leanest's among the levels
+    shown the same speed (`Verdict.settled`), and not better where not shown so, then the
+    simplest (`_simple`)."""
+    levels = sorted({r.get(dim) for r in fits}, key=lambda v: _level(dim, v))
+    if len(levels) < 2:
+        return _Levels(levels, levels[0] if levels else None, [], [])
+
+    def vs(a: Any, b: Any, key: str) -> Verdict | None:
+        return None if a == b else _pooled(fits, dim, a, b, key, width, spread[key])
+    ratio = {v: (x.ratio if (x := vs(v, levels[0], P50_MS)) else 1.0) for v in levels}
+    fastest = min(levels, key=lambda v: (ratio[v], _level(dim, v)))
+    lat = {v: vs(v, fastest, P50_MS) for v in levels}
+    tied = [v for v in levels if lat[v] is None or lat[v].word != "worse"]
+    # Memory is traded for latency only at a known cost: the leanest level shown the same
+    # speed (the whole interval inside the band); a tied level whose cost is not yet told
+    # from the band stays a candidate only where it would not be chosen for its peak.
+    known = [v for v in tied if v == fastest or (lat[v] is not None and lat[v].settled)]
+    pk = {v: (x.ratio if (x := vs(v, fastest, PEAK_RSS_MB)) else 1.0) for v in tied}
+    lean = min(known, key=lambda v: (pk[v], _simple(dim, v)))
+    peak = {v: vs(v, lean, PEAK_RSS_MB) for v in tied}
+    small = [v for v in tied if peak[v] is None or (
+        peak[v].word != "worse" and (v in known or peak[v].word != "better"))]
+    open_ = [(v, fastest) for v in levels if lat[v] is not None and not lat[v].settled]
+    open_ += [(v, lean) for v in tied if peak[v] is not None and not peak[v].settled]
+    unproven = [f"{v} (latency {x.text()})" for v in tied if v not in known
+                and peak[v] is not None and peak[v].word == "better" and (x := lat[v])]
+    return _Levels(tied, min(small, key=lambda v: _simple(dim, v)), open_, unproven)
+
+
+def _inside(tied: Sequence[Mapping[str, Any]], width: float, spread: float) -> list[Any]:
+    """Those of ``tied`` whose peak is not worse than the leanest's."""
+    lean = min(tied, key=lambda r: float(r[PEAK_RSS_MB]))
+    return [r for r in tied if (v := compare(r, lean, PEAK_RSS_MB, width, spread)) is None
+            or v.word != "worse"]
+
+
 def _tie_set(fits: Sequence[Mapping[str, Any]], width: float, spread: float) -> list[Any]:
     """The configurations of ``fits`` not worse in latency than its fastest point estimate."""
     leader = min(fits, key=lambda r: float(r[P50_MS]))
@@ -220,11 +298,22 @@ def _tie_set(fits: Sequence[Mapping[str, Any]], width: float, spread: float) -> 
         (v := compare(r, leader, P50_MS, width, spread)) is None or v.word != "worse")]
 
 
+def _fits(records: Sequence[Mapping[str, Any] | None], budget_mb: float | None
+          ) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+    finished = _finished(records)
+    return finished, [r for r in finished
+                      if budget_mb is None or float(r[PEAK_RSS_MB]) <= budget_mb]
+
+
 def pick(records: Sequence[Mapping[str, Any]], budget_mb: float | None = None,
          width: float | None = None) -> Pick:
-    """The recommendation: of the configurations that fit ``budget_mb``, the tie set of
-    the fastest; inside it, those whose peak is not worse than the leanest's,
-    then the first by a fixed order (`_simplicity`). ``width``: the tie band (default `band`).
+    """The recommendation, dimension by dimension: of the configurations that fit
+    ``budget_mb``, each swept dimension's level chosen on pooled figures (`_levels`: the
+    levels tied in latency with the fastest, the leanest of those, then a fixed order); the
+    tie set is every configuration whose levels are all tied. A lucky fresh process moves
+    one configuration, not a dimension's effect over all of them. Where the chosen levels
+    were not measured together, the tie set's leanest, then `_simplicity`. ``width``: the
+    tie band (default `band`).
 
     Example:
         >>> recs = [{"preset": "lean", "cpus": 2, P50_MS: 100.0, "peak_rss_mb": 600.0},
@@ -234,22 +323,28 @@ def pick(records: Sequence[Mapping[str, Any]], budget_mb: float | None = None,
         >>> p.record["loading"], len(p.tie_set)
         ('paged', 2)
     """
-    finished = _finished(records)
+    finished, fits = _fits(records, budget_mb)
     width = band(finished) if width is None else width
-    fits = [r for r in finished if budget_mb is None or float(r[PEAK_RSS_MB]) <= budget_mb]
     if not fits:
         return Pick(None, [], width, "nothing fits")
-    tied = _tie_set(fits, width, noise(finished))
-    lean = min(tied, key=lambda r: float(r[PEAK_RSS_MB]))
-    small = [r for r in tied if (v := compare(r, lean, PEAK_RSS_MB, width,
-                                              noise(finished, PEAK_RSS_MB))) is None
-             or v.word != "worse"]
-    best = min(small, key=_simplicity)
+    spread = {k: noise(finished, k) for k in (P50_MS, PEAK_RSS_MB)}
+    levels = {d: _levels(fits, d, width, spread) for d in DIMENSIONS}
+    tied = sorted((r for r in fits if all(r.get(d) in lv.tied for d, lv in levels.items())),
+                  key=lambda r: float(r[P50_MS]))
+    want = [r for r in tied if all(r.get(d) == lv.chosen for d, lv in levels.items())]
+    if not want:  # the chosen levels not measured together: one configuration at a time
+        tied = _tie_set(fits, width, spread[P50_MS])
+    small = _inside(tied, width, spread[PEAK_RSS_MB])
+    best = want[0] if want else min(small, key=_simplicity)
     why = (f"the {len(tied)} of {len(fits)} that fit are the same speed within "
            f"{width * 100:.0f} % on this machine" if len(tied) > 1 else
            f"the fastest of {len(fits)} that fit, beyond the {width * 100:.0f} % band")
+    if want and len(tied) > 1:
+        why += " (each dimension over every configuration that differs only there)"
     if len(small) < len(tied):
         why += f"; {len(tied) - len(small)} of them peak higher beyond it"
+    for u in (u for lv in levels.values() for u in lv.unproven) if want else ():
+        why += f"; {u} not taken for its lower peak: that cost is not shown inside the band"
     if len(small) > 1:
         why += "; of the rest the simplest (fewer vCPUs, default preset, lazy loading)"
     return Pick(best, tied, width, why)
@@ -257,43 +352,33 @@ def pick(records: Sequence[Mapping[str, Any]], budget_mb: float | None = None,
 
 def undetermined(records: Sequence[Mapping[str, Any] | None],
                  budget_mb: float | None = None) -> list[int]:
-    """Indices of ``records`` (None: not measured yet) whose verdict more trials could still
-    change: latency against the fastest that fits, or peak inside the tie set, not settled
-    (`Verdict.settled`; measured once: not clearly worse); with the fastest itself whenever
-    any is, or while it was measured in one fresh process. What a sweep's racing measures
-    again.
+    """Indices of ``records`` (None: not measured yet) whose measurement could still change
+    `pick`: the configurations at the two levels of each dimension's comparison not settled
+    yet (`Verdict.settled`), and any measured in one fresh process that is not clearly worse
+    (beyond twice the band) than the fastest, the least measured first.
+    What a sweep's racing measures again.
 
     Example:
-        >>> undetermined([{"latencies_ms": [95, 105], P50_MS: 100.0, "peak_rss_mb": 9.0},
-        ...               {"latencies_ms": [96, 110], P50_MS: 103.0, "peak_rss_mb": 9.0},
-        ...               {P50_MS: 200.0, "peak_rss_mb": 9.0}])
-        [0, 1]
+        >>> undetermined([{"cpus": 1, "latencies_ms": [95, 105], P50_MS: 100.0,
+        ...                "peak_rss_mb": 9.0},
+        ...               {"cpus": 2, "latencies_ms": [96, 110], P50_MS: 103.0,
+        ...                "peak_rss_mb": 9.0},
+        ...               {"cpus": 2, "preset": "lean", P50_MS: 200.0, "peak_rss_mb": 9.0}])
+        [0, 1, 2]
     """
-    idx = {id(r): i for i, r in enumerate(records) if r is not None}
-    chosen, width = pick(records, budget_mb), band(_finished(records))
-    if chosen.record is None:
+    finished, fits = _fits(records, budget_mb)
+    if not fits:
         return []
-    fits = [r for r in _finished(records) if budget_mb is None or r[PEAK_RSS_MB] <= budget_mb]
-    leader, tied = chosen.tie_set[0], chosen.tie_set
-    lean = min(tied, key=lambda r: float(r[PEAK_RSS_MB]))
-    sp = {k: noise(_finished(records), k) for k in (P50_MS, PEAK_RSS_MB)}
-    open_ = {idx[id(r)] for r in fits
-             if r is not leader and not _settled(r, leader, P50_MS, width, sp[P50_MS])}
-    open_ |= {idx[id(r)] for r in tied
-              if r is not lean and not _settled(r, lean, PEAK_RSS_MB, width, sp[PEAK_RSS_MB])}
-    if len(_samples(leader, P50_MS)) < 2:  # what every verdict is held to: measured twice
-        open_.add(idx[id(leader)])
-    first = idx[id(leader)]  # first: a budget that runs short still measures it
-    return [first] + sorted(open_ - {first}) if open_ else []
-
-
-def _settled(a: Mapping[str, Any], b: Mapping[str, Any], key: str, width: float,
-             spread: float) -> bool:
-    """Settled: and, for ``a`` measured in one fresh process (whose spread between
-    processes is not known), worse by more than twice the band."""
-    v = compare(a, b, key, width, spread)
-    once = len(_samples(a, key)) < 2
-    return v is None or (v.settled and not (once and v.lo <= (1 + width) ** 2))
+    idx = {id(r): i for i, r in enumerate(records) if r is not None}
+    width = band(finished)
+    spread = {k: noise(finished, k) for k in (P50_MS, PEAK_RSS_MB)}
+    fastest = min(float(r[P50_MS]) for r in fits)  # once: open unless clearly worse
+    open_ = {idx[id(r)] for r in fits if len(_samples(r, P50_MS)) < 2
+             and float(r[P50_MS]) <= fastest * (1 + width) ** 2}
+    for d in DIMENSIONS:
+        for a, b in _levels(fits, d, width, spread).open:
+            open_ |= {idx[id(r)] for r in fits if r.get(d) in (a, b)}
+    return sorted(open_, key=lambda i: (len(_samples(records[i], P50_MS)), i))
 
 
 def _level(dim: str, value: Any) -> tuple[Any, ...]:
@@ -319,22 +404,14 @@ def effects(records: Sequence[Mapping[str, Any]], width: float = BAND_MIN
         [('cpus', 2, 'better'), ('loading', 'paged', 'tied')]
     """
     ok = _finished(records)
+    spread = {k: noise(ok, k) for k in (P50_MS, PEAK_RSS_MB)}
     out = []
     for dim in DIMENSIONS:
         levels = sorted({r.get(dim) for r in ok}, key=lambda v: _level(dim, v))
         for level in levels[1:]:
-            def rest(r: Mapping[str, Any]) -> tuple[Any, ...]:
-                return tuple(r.get(d) for d in DIMENSIONS if d != dim)  # noqa: B023
-            base = {rest(r): r for r in ok if r.get(dim) == levels[0]}
-            pairs = [(r, base[rest(r)]) for r in ok if r.get(dim) == level and rest(r) in base]
-            entry: dict[str, Any] = {"dimension": dim, "level": level, "baseline": levels[0],
-                                     "pairs": len(pairs)}
-            for name, key in (("latency", P50_MS), ("peak", PEAK_RSS_MB)):  # pairs: apart
-                floor = noise(ok, key) / np.sqrt(max(1, len(pairs)))
-                got = [g for a, b in pairs if (g := _log_ratio(a, b, key, floor))]
-                entry[name] = _verdict(float(np.mean([g[0] for g in got])),
-                                       np.mean([g[1] for g in got], axis=0),
-                                       width) if got else None
+            entry: dict[str, Any] = {"dimension": dim, "level": level, "baseline": levels[0]}
+            for name, key in (("latency", P50_MS), ("peak", PEAK_RSS_MB)):
+                entry[name] = _pooled(ok, dim, level, levels[0], key, width, spread[key])
             out.append(entry)
     return out
 
