@@ -354,8 +354,9 @@ def undetermined(records: Sequence[Mapping[str, Any] | None],
                  budget_mb: float | None = None) -> list[int]:
     """Indices of ``records`` (None: not measured yet) whose measurement could still change
     `pick`: the configurations at the two levels of each dimension's comparison not settled
-    yet (`Verdict.settled`), and any measured in one fresh process that is not clearly worse
-    (beyond twice the band) than the fastest, the least measured first.
+    yet (`Verdict.settled`) whose other levels are all tied (at 2 vCPUs when 1 is slower),
+    and any measured in one fresh process that is not clearly worse (beyond twice the band)
+    than the fastest, the least measured first.
     What a sweep's racing measures again.
 
     Example:
@@ -364,7 +365,7 @@ def undetermined(records: Sequence[Mapping[str, Any] | None],
         ...               {"cpus": 2, "latencies_ms": [96, 110], P50_MS: 103.0,
         ...                "peak_rss_mb": 9.0},
         ...               {"cpus": 2, "preset": "lean", P50_MS: 200.0, "peak_rss_mb": 9.0}])
-        [0, 1, 2]
+        [0, 1]
     """
     finished, fits = _fits(records, budget_mb)
     if not fits:
@@ -375,9 +376,11 @@ def undetermined(records: Sequence[Mapping[str, Any] | None],
     fastest = min(float(r[P50_MS]) for r in fits)  # once: open unless clearly worse
     open_ = {idx[id(r)] for r in fits if len(_samples(r, P50_MS)) < 2
              and float(r[P50_MS]) <= fastest * (1 + width) ** 2}
-    for d in DIMENSIONS:
-        for a, b in _levels(fits, d, width, spread).open:
-            open_ |= {idx[id(r)] for r in fits if r.get(d) in (a, b)}
+    levels = {d: _levels(fits, d, width, spread) for d in DIMENSIONS}
+    for d, lv in levels.items():  # among the configurations tied in every other dimension
+        rest = [r for r in fits if all(r.get(e) in levels[e].tied for e in levels if e != d)]
+        for a, b in lv.open:
+            open_ |= {idx[id(r)] for r in rest if r.get(d) in (a, b)}
     return sorted(open_, key=lambda i: (len(_samples(records[i], P50_MS)), i))
 
 
