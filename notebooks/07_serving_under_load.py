@@ -164,8 +164,8 @@ pd.DataFrame(select(arch.records, [
 # throughput.
 
 # %%
-# One thread per worker is the `workers` configuration the sweep above served (same
-# settings, text, steps and requests, on a fresh server): its record at the top level,
+# Two workers x one thread is a configuration the sweep above served (same settings,
+# text, steps and requests, on a fresh server): its record at the top level,
 # not another server start; the larger thread counts each get a server of their own.
 one = [dict(r) for r in arch.records
        if r["workers"] == 2 and r["concurrency"] == max(levels)]
