@@ -6,7 +6,7 @@ loading, peak RSS, CPU use (as a share of the instance's cores, as the article r
 it) and RTF, per preset, printed next to the article's numbers. Instances larger than
 this machine are listed with the article's numbers only.
 
-Then the seed check (`tts_kit.tuning.seed_check`) for the first preset: its idle RSS,
+Then the seed check (`lab.seed_check`) for the first preset: its idle RSS,
 peak RSS and RTF over seed 000's, and its memory split (one `stage_costs` measurement)
 beside seed 004's, as ratios; the seeds' tables are parsed from ``--seeds`` (default
 ``../shared/seeds``), else read from the packaged copy that names them.
@@ -28,8 +28,9 @@ from _common import add_model_args, model_dir
 
 
 def main(argv: list[str] | None = None) -> int:
+    from lab import seed_check
+
     from tts_kit.core import contract, procfacts
-    from tts_kit.tuning import seed_check
     from tts_kit.tuning.instances import format_instance_table, instance_table
     from tts_kit.tuning.stage_costs import stage_costs
     from tts_kit.tuning.workload import Workload

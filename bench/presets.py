@@ -22,11 +22,11 @@ REFERENCE = "supertonic-default"
 
 def main(argv: list[str] | None = None) -> int:
     from tts_kit.core import contract
-    from tts_kit.runtime.sessions import list_presets
+    from tts_kit.runtime.sessions import PRESETS
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_model_args(ap)
-    ap.add_argument("--presets", default=",".join(list_presets()))
+    ap.add_argument("--presets", default=",".join(PRESETS))
     ap.add_argument("--cpus", type=int, default=None, help="pin every trial to N cores")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS)

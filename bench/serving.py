@@ -95,9 +95,12 @@ PLAN = (("article", "article", "request"),
         ("workers+batch", "workers", "chunk+batch"),
         ("threads", "threads", "request"),
         ("blocking", "blocking", "request"))
-#: The lab modules a scheduling needs in the server (`lab.serve_lab.enable`).
+#: The lab modules a scheduling or an architecture needs in the server
+#: (`lab.serve_lab.enable`; ``threads``, ``blocking``, ``article``: `lab.backends`).
 LAB = {"chunk+nest": ["lab.nesting"], "chunk+batch": ["lab.batching"],
        "chunk+tiers": ["lab.tiers"]}
+LAB_ARCH = {"threads": ["lab.backends"], "blocking": ["lab.backends"],
+            "article": ["lab.backends"]}
 #: The article's claim (seed 000): p95 about 200 ms on 2 vCPU under concurrent requests.
 CLAIMED_P95_MS = 200.0
 
@@ -110,13 +113,14 @@ def _article_load_s(model: str, loads: int = 3) -> float | None:
     code = (
         "import statistics, sys, time\n"
         "from tts_kit.models.resolve import open_model\n"
-        "from tts_kit.serve.backends import _official_tts\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})\n"
+        "from lab.backends import official_tts\n"
         "from tts_kit.serve.worker import WorkerConfig\n"
         "wc = WorkerConfig(model=sys.argv[1])\n"
         "official = open_model(sys.argv[1]).capabilities.official_reference\n"
         "ts = []\n"
         f"for _ in range({loads}):\n"
-        "    t = time.perf_counter(); tts = _official_tts(wc, official)\n"
+        "    t = time.perf_counter(); tts = official_tts(wc, official)\n"
         "    if tts is None: sys.exit(3)\n"
         "    tts.get_voice_style('M1'); ts.append(time.perf_counter() - t); del tts\n"
         "print(statistics.median(ts))\n")
@@ -254,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         n, th = sizes.get(arch, (args.workers, args.threads))
         server = ServeConfig(scheduling=sched)
         n *= 2 if sched == "chunk+tiers" else 1  # the same foreground, and a background tier
-        lab = list(LAB.get(sched, []))
+        lab = LAB.get(sched, []) + LAB_ARCH.get(arch, [])
         if args.trace and arch == "workers":  # the server inherits it (`lab.jobtrace.ENV`)
             Path(args.trace).mkdir(parents=True, exist_ok=True)
             os.environ["TTS_KIT_JOB_TRACE"] = str(Path(args.trace) / f"{label}.jsonl")

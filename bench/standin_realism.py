@@ -7,7 +7,7 @@ package's) with ``--threads`` intra-op threads in a fresh process pinned to that
 each stage's achieved GFLOP/s against this machine's MatMul peak (an ONNX Runtime MatMul
 micro-benchmark at 1..``--threads`` threads), and the sentence it implies; then, unless
 ``--no-instances``, the stand-in's instance table and memory split beside seeds 000 and 004,
-as ratios (`tts_kit.tuning.seed_check`; a few minutes on the full stand-in).
+as ratios (`lab.seed_check`; a few minutes on the full stand-in).
 
 Usage:
     python bench/standin_realism.py [--model DIR] [--scale full] [--steps 8] [--threads 2]
@@ -26,12 +26,12 @@ from _common import add_model_args, model_dir
 
 def main(argv: list[str] | None = None) -> int:
     from lab.architecture_flops import architecture_flops
+    from lab.seed_check import seed_check
 
     from tts_kit.core import contract
     from tts_kit.models.resolve import open_model
     from tts_kit.tuning import flops
     from tts_kit.tuning.roofline import measure_roofline
-    from tts_kit.tuning.seed_check import seed_check
     from tts_kit.tuning.workload import Workload
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -102,25 +102,6 @@ print(costs.sentence())
 roofline_figure(costs)
 
 # %% [markdown]
-# ## The seeds' tables beside this model
-#
-# The deployment article (seed 000) gives idle RSS, peak RSS and RTF at 1, 2 and 4 vCPU,
-# the memory article (seed 004) a memory split; both are the articles' claims for the real
-# model, parsed from the seed files (`check.sources` says from where). This model is
-# measured the same way (an isolated trial per instance, pinned to its cores and killed
-# past its memory) and each figure is shown as a ratio, this model over the seed. An
-# instance with more vCPUs than this machine is not measurable here and says so.
-
-# %%
-from tts_kit.tuning.seed_check import seed_check
-
-check = seed_check(bundle, workload)
-instances_vs_seed, split_vs_seed = check.dataframes()
-with pd.option_context("display.max_colwidth", None):  # a status says why, whole
-    display(instances_vs_seed, split_vs_seed)
-check.sources
-
-# %% [markdown]
 # ## What we measured, what to conclude
 
 # %%

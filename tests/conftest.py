@@ -193,3 +193,21 @@ def fixture_env(run_cache_dir: Path, _ipython_dir: Path) -> Callable[[], Any]:
 def build_once(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
     """``build_once(name, build)``: `_build_once` in this run's shared directory."""
     return lambda name, build: _build_once(tmp_path_factory, name, build)
+
+
+@pytest.fixture
+def lab_backends() -> Iterator[None]:
+    """Servers started in the test load `lab.backends` (``threads``, ``blocking``,
+    ``article``); the environment is restored after."""
+    from lab.serve_lab import enable
+
+    from tts_kit.core.settings import reset_settings
+
+    saved = dict(os.environ)
+    enable("lab.backends")
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        reset_settings()

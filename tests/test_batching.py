@@ -71,7 +71,7 @@ def test_a_model_without_batching_renders_one_by_one(engine, monkeypatch):
     bundle = types.SimpleNamespace(**{k: getattr(engine.bundle, k) for k in (
         "sample_rate", "voice", "indexer")}, capabilities=Capabilities(batching=False))
     monkeypatch.setattr(engine, "bundle", bundle)
-    monkeypatch.setattr(engine, "_render_batch", lambda jobs: pytest.fail("batched"))
+    monkeypatch.setattr("lab.batching.render_batch", lambda *a: pytest.fail("batched"))
     assert [p.text for p in render_chunks(engine, [(a, 0), (b, 0)])] == ["Hello there.",
                                                                         "Good morning."]
 

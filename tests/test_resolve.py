@@ -40,7 +40,7 @@ def test_every_entry_point_agrees_on_a_piper_voice(tmp_path, monkeypatch):
 
     voice = _voice_dir(tmp_path)
     monkeypatch.setenv("TTS_KIT_MODEL_DIR", str(voice))
-    assert resolve.is_piper(None) and resolve.is_piper(voice)
+    assert locate().family == "piper" and locate(voice).family == "piper"
     assert resolve_model_dir() == (voice, "$TTS_KIT_MODEL_DIR")
     assert locate() == Location("piper", voice, "$TTS_KIT_MODEL_DIR")
     with pytest.raises(BundleError):  # the fake voice's graph is no ONNX: one line, not a crash

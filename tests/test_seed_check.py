@@ -1,4 +1,4 @@
-"""The stand-in beside the seeds' tables (`tts_kit.tuning.seed_check`): the tables are
+"""The stand-in beside the seeds' tables (`lab.seed_check`): the tables are
 parsed from the seed files, the packaged copy equals the parse, and the ratios say when an
 instance cannot be measured here."""
 
@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
+from lab import seed_check as sc
 
 from tts_kit.core.errors import TtsKitError
-from tts_kit.tuning import seed_check as sc
 from tts_kit.tuning.records import IDLE_RSS_MB, PEAK_RSS_MB, RTF
 
 SEEDS = Path(__file__).resolve().parents[1].parent / "shared" / "seeds"

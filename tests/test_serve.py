@@ -438,7 +438,7 @@ def test_a_bad_rate_is_one_line_before_anything_starts(rate, capsys):
 
 @pytest.mark.slow
 def test_serving_sweep_starts_a_server_per_configuration_and_recommends(tiny_bundle_dir,
-                                                                         tmp_path):
+                                                                         tmp_path, lab_backends):
     from tts_kit.serve.sweep import serving_sweep
 
     res = serving_sweep(str(tiny_bundle_dir), architectures=["workers", "article"],
@@ -456,10 +456,12 @@ def test_serving_sweep_starts_a_server_per_configuration_and_recommends(tiny_bun
 
 
 def test_the_article_pattern_runs_the_official_package_per_request(tiny_bundle_dir):
-    """The reference architecture is the article's code: a new official ``TTS`` per call,
-    on the text tts_kit normalised, seeded the way the package draws its noise."""
+    """The reference architecture (`lab.backends`) is the article's code: a new official
+    ``TTS`` per call, on the text tts_kit normalised, seeded the way the package draws its
+    noise."""
     supertonic = pytest.importorskip("supertonic")
-    from tts_kit.serve.backends import article_synthesize
+    from lab.backends import article_synthesize
+
     from tts_kit.serve.body import request_params
     from tts_kit.serve.worker import WorkerConfig
     from tts_kit.text import normalize

@@ -356,7 +356,9 @@ def test_serve_workers_share_the_cores_and_do_not_spin():
     entries = wc.preset_obj().config_entries
     assert entries["session.intra_op.allow_spinning"] == "0"
     assert ServeConfig(workers=2, threads=3).worker_config().threads == 3
-    article = ServeConfig(architecture="article").worker_config()  # the article's own
+    from lab.backends import ArticleBackend
+
+    article = ArticleBackend(ServeConfig(), [None]).worker_config()  # the article's own
     assert article.threads is None and article.spinning is None
 
 

@@ -124,7 +124,7 @@ def render_chunks(engine: Any, jobs: Sequence[tuple[Any, int]]) -> list[Any]:
     groups: dict[Hashable, list[int]] = {}
     caps = getattr(engine.bundle, "capabilities", None)
     for i, (plan, _) in enumerate(jobs):
-        key = engine._batch_key(plan.config) if caps is not None and caps.batching else None
+        key = batch_key(plan.config) if caps is not None and caps.batching else None
         groups.setdefault(i if key is None else ("batch", key), []).append(i)
     out: list[Any] = [None] * len(jobs)
     for members in groups.values():
@@ -133,12 +133,33 @@ def render_chunks(engine: Any, jobs: Sequence[tuple[Any, int]]) -> list[Any]:
             out[members[0]] = engine.render_chunk(plan, k)
             continue
         t0 = time.perf_counter()
-        wavs, timings = engine._render_batch([jobs[i] for i in members])
+        wavs, timings = render_batch(engine, [jobs[i] for i in members])
         share = {s: v / len(members) for s, v in timings.items()}
         share["total"] = (time.perf_counter() - t0) / len(members)
         for i, wav in zip(members, wavs):
             out[i] = engine._audio_chunk(jobs[i][0], jobs[i][1], wav, dict(share))
     return [c for c in out if c is not None]
+
+
+def batch_key(cfg: Any) -> Hashable | None:
+    """What chunks must share to run in one batched call (Supertonic, the one model whose
+    capabilities say ``batching``): one language, steps and speed; a caller's noise (a
+    source called with the batch's lengths) keeps a chunk alone (None)."""
+    return None if cfg.noise is not None else (cfg.lang, cfg.steps, float(cfg.speed))
+
+
+def render_batch(engine: Any, jobs: Sequence[tuple[Any, int]]) -> tuple[list[Any], dict]:
+    """Planned chunks of one `batch_key` as one batch (the engine's ``_synthesize_chunks``:
+    padded, masked, each chunk's noise from its own (seed, index)): each waveform (no
+    pause) and the batch's stage timings."""
+    from tts_kit.models.supertonic.noise import chunk_rng
+
+    cfg = jobs[0][0].config
+    timings: dict[str, float] = {}
+    wavs = engine._synthesize_chunks(
+        [plan.chunks[k] for plan, k in jobs], cfg.lang, [plan.work[0] for plan, _ in jobs],
+        cfg.steps, cfg.speed, [chunk_rng(plan.work[1], k) for plan, k in jobs], timings)
+    return wavs, timings
 
 
 def run_batch(state: WorkerState, msg: tuple) -> None:

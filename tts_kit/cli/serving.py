@@ -202,9 +202,8 @@ def _register_serve(add: AddCommand) -> None:
                     help=LOADING_HELP + "; +mmap maps the weights so workers share their "
                     "pages (e.g. resident+mmap)")
     sp.add_argument("--architecture", default="workers",
-                    choices=["workers", "threads", "blocking", "article"],
-                    help="workers: tts_kit's worker processes; threads, blocking and "
-                    "article exist to be measured against it")
+                    help="workers: tts_kit's worker processes (bench/lab registers others "
+                    "to measure against it)")
     sp.add_argument("--max-queue", type=int, default=8,
                     help="requests that may wait for a worker; more get 429")
     sp.add_argument("--timeout", type=float, default=None,
@@ -278,8 +277,8 @@ def _register_load(add: AddCommand) -> None:
     sp = add("serve-sweep", cmd_serve_sweep,
              "start a fresh server per configuration, load each, and recommend the one "
              "that meets a p95 target inside a memory budget")
-    sp.add_argument("--architectures", default="workers,threads,article",
-                    help="comma-separated, of: workers, threads, blocking, article")
+    sp.add_argument("--architectures", default="workers",
+                    help="comma-separated: workers (bench/lab registers others)")
     sp.add_argument("--workers", default="1,2", help="worker counts to try")
     sp.add_argument("--threads", default=None, help="intra-op threads, e.g. 1,2")
     sp.add_argument("--presets", default="supertonic-default",

@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tts_kit.core.errors import TtsKitError
+from tts_kit.core.procfacts import umask_mode
 
 #: Signals turned into `Terminated` while an output is being built (SIGINT already raises
 #: KeyboardInterrupt).
@@ -122,12 +123,6 @@ def temp_prefix(dst: str | os.PathLike[str]) -> str:
     return f".{Path(dst).name}.tmp-{os.getpid()}-"
 
 
-def _umask_mode(mode: int) -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mode & ~mask
-
-
 def _fsync_dir(path: Path) -> None:
     with contextlib.suppress(OSError):
         fd = os.open(path, os.O_RDONLY)
@@ -193,7 +188,7 @@ def atomic_file(dst: str | os.PathLike[str], *, replace: bool = True,
         tmp = Path(name)
         try:
             yield tmp
-            os.chmod(tmp, _umask_mode(0o666))  # mkstemp makes 0600; outputs get the usual
+            os.chmod(tmp, umask_mode(0o666))  # mkstemp makes 0600; outputs get the usual
             with _signals_blocked():
                 if replace:
                     os.replace(tmp, dst)
@@ -326,7 +321,7 @@ def atomic_dir(dst: str | os.PathLike[str], *, last: str | None = None) -> Itera
                 if into:
                     _move_up(tmp, dst, last)
                 else:
-                    os.chmod(tmp, _umask_mode(0o777))  # mkdtemp makes 0700
+                    os.chmod(tmp, umask_mode(0o777))  # mkdtemp makes 0700
                     os.replace(tmp, dst)
             _fsync_dir(dst if into else dst.parent)
         except BaseException:
@@ -407,7 +402,7 @@ def install_files(src_dir: str | os.PathLike[str], dst_dir: str | os.PathLike[st
     src, dst = Path(src_dir), Path(dst_dir)
     with _signals_blocked():
         for name in names:
-            os.chmod(src / name, _umask_mode(0o666))
+            os.chmod(src / name, umask_mode(0o666))
             os.replace(src / name, dst / name)
     _fsync_dir(dst)
     return [dst / name for name in names]

@@ -203,19 +203,3 @@ def verdict(cand: QualityMetrics, spread: TakeSpread) -> Verdict:
         decided = next(iter(outside))
     reasons = [f"{k} {measured[k]:.3g}: {bands[k]}" for k in measured] + list(outside.values())
     return Verdict(name, decided, reasons)
-
-
-#: The table above as README/Markdown rows (one source for both).
-def table_markdown() -> str:
-    """`VERDICT_TABLE` as a Markdown table.
-
-    Example:
-        >>> table_markdown().splitlines()[0]
-        '| metric | better | acceptable | degraded | scale |'
-    """
-    rows = ["| metric | better | acceptable | degraded | scale |", "|---|---|---|---|---|"]
-    for k, (higher, ok, bad, src) in VERDICT_TABLE.items():
-        op = ">=" if higher else "<="
-        rows.append(f"| {k} | {'higher' if higher else 'lower'} | {op} {ok:g} | {op} {bad:g} "
-                    f"| {src} |")
-    return "\n".join(rows)

@@ -13,9 +13,7 @@ joined). A family implements only its own steps:
   ``k``-th (its noise depends only on the seed and ``k``), so a chunk can be a job of its
   own on any process (`render_chunk`; the server's chunk-level scheduling);
 * optionally ``_graph_path`` (another file than the bundle's stage), ``_session_made``,
-  ``chunk_pause_s`` (silence between chunks) and ``synthesize_batch``; and, for a model
-  whose capabilities say ``batching``, ``_batch_key(cfg)`` and ``_render_batch(jobs)``:
-  several planned chunks (of different requests) in one batched call (bench/lab/batching.py).
+  ``chunk_pause_s`` (silence between chunks) and ``synthesize_batch``.
 
 Example:
     >>> from tts_kit import Engine
@@ -27,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -350,16 +348,6 @@ class EngineBase:
         wav, timings = self._render_chunk(plan, plan.config, k)
         timings.setdefault("total", time.perf_counter() - t0)
         return self._audio_chunk(plan, k, wav, timings)
-
-    def _batch_key(self, cfg: SynthesisConfig) -> Hashable | None:
-        """What chunks must share to run in one batched call (None: this one runs alone)."""
-        return None
-
-    def _render_batch(self, jobs: Sequence[tuple[Plan, int]]
-                      ) -> tuple[list[np.ndarray], dict[str, float]]:
-        """Chunks of one `_batch_key` in one batched call: each waveform (no pause), the
-        batch's stage timings."""
-        raise NotImplementedError
 
     def _audio_chunk(self, plan: Plan, k: int, wav: np.ndarray,
                      timings: dict[str, float]) -> AudioChunk:

@@ -12,12 +12,10 @@ Example:
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from tts_kit.core.settings import Settings
-from tts_kit.core.settings import settings as current_settings
-from tts_kit.models.discovery import Location, family_of, locate
+from tts_kit.models.discovery import Location, locate
 from tts_kit.models.piper.bundle import PiperBundle
 from tts_kit.models.supertonic.bundle import Bundle
 
@@ -65,19 +63,4 @@ def open_model(model: Any = None, *, settings: Settings | None = None) -> AnyBun
     return resolve_model(model, settings=settings)[0]
 
 
-def is_piper(model: str | os.PathLike[str] | None, *,
-             settings: Settings | None = None) -> bool:
-    """Whether ``model`` names a Piper voice (`tts_kit.models.discovery.family_of`; None:
-    whether ``$TTS_KIT_MODEL_DIR`` does).
-
-    Example:
-        >>> is_piper("piper:joe-us"), is_piper(None)
-        (True, False)
-    """
-    if model is None:
-        env = (settings if settings is not None else current_settings()).model_dir
-        return bool(env) and family_of(env) == "piper"
-    return family_of(model) == "piper"
-
-
-__all__ = ["AnyBundle", "is_piper", "open_location", "open_model", "resolve_model"]
+__all__ = ["AnyBundle", "open_location", "open_model", "resolve_model"]

@@ -509,16 +509,6 @@ PRESETS: dict[str, SessionPreset] = {p.name: p for p in _PRESET_LIST}
 SWEEP_PRESETS: tuple[str, ...] = contract.SWEEP_PRESETS
 
 
-def list_presets() -> list[str]:
-    """Names of the shipped presets.
-
-    Example:
-        >>> list_presets()[:2]
-        ['ort-default', 'supertonic-default']
-    """
-    return list(PRESETS)
-
-
 def get_preset(name: str | SessionPreset) -> SessionPreset:
     """A copy of the shipped preset ``name`` (a `SessionPreset` is returned as is).
 

@@ -3,7 +3,7 @@ and the serving sweep.
 
 - `app`: ``tts-kit serve``: FastAPI on uvicorn, ``POST /v1/audio/speech`` (a drop-in for
   OpenAI's clients: their voices and formats, `encode`; chunked streaming), ``/health``,
-  ``/voices``, ``/metrics``; four architectures (``workers``, ``threads``, ``article`` ...).
+  ``/voices``, ``/metrics``, served by worker processes (`backends`).
 - `worker`: worker processes each owning a warmed-up `tts_kit.models.supertonic.engine.Engine`;
   the pool with its bounded queue (429), real deadlines (the late worker is killed and
   replaced), crash replacement and recycling.
@@ -22,6 +22,6 @@ Example:
 from __future__ import annotations
 
 from tts_kit.serve.app import create_app, run_server
-from tts_kit.serve.config import ARCHITECTURES, ServeConfig
+from tts_kit.serve.config import ServeConfig
 
-__all__ = ["ARCHITECTURES", "ServeConfig", "create_app", "run_server"]
+__all__ = ["ServeConfig", "create_app", "run_server"]

@@ -9,22 +9,11 @@ cut short after its headers aborts the connection (`tts_kit.serve.streaming`); s
 clients, the connection limit and the key are `tts_kit.serve.guard`'s. Text the model
 cannot say (the normaliser would drop it) is a 400 naming the characters.
 
-Architectures (`ARCHITECTURES`), so their costs can be measured side by side:
-
-- ``workers``: tts_kit's worker processes (`tts_kit.serve.worker.WorkerPool`): each owns
-  a warmed-up engine; audio streamed as chunks are synthesised; real deadlines. With
-  ``scheduling="chunk"`` a request's chunks are jobs for any free worker, first chunks
-  first (`tts_kit.serve.chunked`); ``request``: all on the worker that took it.
-- ``threads``: one engine in the server process, requests in a thread executor; the
-  whole WAV at the end; a deadline answers the client but the thread runs on.
-- ``blocking``: one engine in the server process, synthesis inside the async handler:
-  the event loop (health checks, other clients) waits for every synthesis.
-- ``article``: the deployment article's pattern as written: a process pool of
-  ``--workers`` processes whose function builds a new model for each request (the
-  official ``supertonic`` package's ``TTS(auto_download=False)``, every graph loaded,
-  ORT's default threads unless ``--threads`` is given; tts_kit's engine when the package
-  is missing or the model is not a Supertonic bundle), ``asyncio.wait_for`` around it
-  (the client gets the fallback, the computation goes on), the WAV from memory.
+One architecture: tts_kit's worker processes (`tts_kit.serve.backends.WorkersBackend`), each
+owning a warmed-up engine; audio streamed as chunks are synthesised; real deadlines. With
+``scheduling="chunk"`` a request's chunks are jobs for any free worker, first chunks first
+(`tts_kit.serve.chunked`); ``request``: all on the worker that took it. Comparison
+architectures are lab code (`tts_kit.serve.backends.BACKENDS`).
 
 Example:
     >>> cfg = ServeConfig(workers=2, threads=1)
@@ -42,7 +31,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from tts_kit.core.settings import settings as current_settings
-from tts_kit.serve.backends import BACKENDS, WorkersBackend, article_synthesize
+from tts_kit.serve.backends import BACKENDS
 from tts_kit.serve.body import (
     RequestError,
     check_body,
@@ -52,7 +41,7 @@ from tts_kit.serve.body import (
 )
 from tts_kit.serve.chunked import ChunkLease
 from tts_kit.serve.config import ServeConfig
-from tts_kit.serve.encode import MEDIA_TYPES, Encoder, encoded
+from tts_kit.serve.encode import MEDIA_TYPES, encoded
 from tts_kit.serve.guard import (
     HttpVersionCheck,
     KeyCheck,
@@ -92,8 +81,7 @@ def _error(status: int, message: str, headers: dict[str, str] | None = None) -> 
 
 class _Server:
     """What `create_app`'s routes share: the configuration, the model's facts, the backend
-    and its metrics, and the requests served in the process (``threads``, ``blocking``,
-    ``article``); one method per route or step of a request."""
+    and its metrics; one method per route or step of a request."""
 
     def __init__(self, cfg: ServeConfig):
         from tts_kit.models.family import model_label
@@ -107,14 +95,12 @@ class _Server:
         self.languages = list(model.languages)
         self.sample_rate = model.sample_rate
         self.label = model_label(model)
-        self.official = model.capabilities.official_reference  # the article's pool asks
         self.fallback = open(cfg.fallback_wav, "rb").read() if cfg.fallback_wav else None
         self.api_key = (cfg.api_key or current_settings().api_key or "").encode()
         metrics_ref: list = [None]
         self.backend = BACKENDS[cfg.architecture](cfg, metrics_ref)
         metrics_ref[0] = Metrics(self.backend.processes)
         self.metrics: Metrics = metrics_ref[0]
-        self.busy = 0  # requests served in this process, queued ones included
         self._start: Any = None
 
     @contextlib.asynccontextmanager
@@ -233,10 +219,10 @@ class _Server:
             tally.end(exc.status)
             return _error(exc.status, str(exc))
         params, fmt = request_params(body), body["response_format"]
-        if isinstance(self.backend, WorkersBackend):
+        if self.backend.streams:
             answer = await self.stream_from_worker(request, params, fmt, tally, deadline)
-        else:
-            answer = await self.whole(params, fmt, tally)
+        else:  # a lab backend answers whole (`tts_kit.serve.backends.BACKENDS`)
+            answer = await self.backend.answer(self, params, fmt, tally)
         if body["ignored"]:
             answer.headers["X-TTS-Ignored"] = ",".join(body["ignored"])
         return answer
@@ -302,62 +288,12 @@ class _Server:
             msg = await lease.next_message(deadline)
         return msg
 
-    async def whole(self, params: dict[str, Any], fmt: str, tally: RequestTally) -> Any:
-        from fastapi.responses import Response
-
-        cfg, metrics = self.cfg, self.metrics
-        if self.busy >= cfg.workers + cfg.max_queue:
-            tally.end(429)
-            return _error(429, "server busy: the queue is full; retry after 1 s",
-                          {"Retry-After": "1"})
-        self.busy += 1
-        metrics.queue.set(max(0, self.busy - cfg.workers))
-        try:
-            wav, seconds = await self.synthesize_whole(params)
-        except asyncio.TimeoutError:
-            return self.timed_out(tally)
-        except ValueError as exc:
-            tally.end(400)
-            return _error(400, str(exc).splitlines()[0])
-        except Exception as exc:
-            tally.end(500)
-            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            return _error(500, f"synthesis failed: {why}")
-        finally:
-            self.busy -= 1
-            metrics.queue.set(max(0, self.busy - cfg.workers))
-        if fmt != "wav":
-            enc = Encoder(fmt, self.sample_rate)
-            wav = enc.feed(wav[44:]) + enc.close()
-        latency = time.monotonic() - tally.t0
-        metrics.latency.observe(latency)
-        metrics.ttfa.observe(latency)
-        metrics.audio.inc(seconds)
-        tally.end(200)
-        return Response(wav, media_type=MEDIA_TYPES[fmt],
-                        headers={"X-Sample-Rate": str(self.sample_rate)})
-
-    async def synthesize_whole(self, params: dict[str, Any]) -> tuple[bytes, float]:
-        """The whole WAV, as the architecture makes it (``threads``, ``blocking``,
-        ``article``)."""
-        backend, cfg = self.backend, self.cfg
-        if cfg.architecture == "blocking":
-            return backend.synth_wav(params)  # the event loop waits here
-        loop = asyncio.get_running_loop()
-        if cfg.architecture == "threads":
-            fut = loop.run_in_executor(backend.executor, backend.synth_wav, params)
-        else:
-            fut = loop.run_in_executor(backend.executor, article_synthesize,
-                                       cfg.worker_config(), params, self.official)
-        # As in the article: the client gets the fallback, the work goes on.
-        return await asyncio.wait_for(fut, cfg.timeout_s)
-
 
 def create_app(cfg: ServeConfig) -> Any:
     """The FastAPI application for ``cfg`` (its backend starts in the background at start-up).
 
     Example:
-        >>> app = create_app(ServeConfig(architecture="threads"))  # doctest: +SKIP
+        >>> app = create_app(ServeConfig(workers=2))  # doctest: +SKIP
     """
     from fastapi import FastAPI, Request
 

@@ -18,10 +18,10 @@ from tts_kit.core.contract import PRESET_NAMES
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.validate import SERVE_FIELDS, serve_flag
 from tts_kit.runtime.policy import LoadPolicy
+from tts_kit.serve.backends import architectures
 from tts_kit.serve.chunked import scheduling_modes
 from tts_kit.serve.worker import WorkerConfig, load_lab
 
-ARCHITECTURES = ("workers", "threads", "blocking", "article")
 ORDERS = ("chunk", "stage")
 _ZERO_IS_NONE = ("limit_concurrency", "first_chunk_chars")  # 0: "no limit", None
 #: A language code: ``en``, ``pt-br``, ``zh_Hans`` (the model says which it speaks).
@@ -93,7 +93,7 @@ class ServeConfig:
     """Connections and requests at once; past it uvicorn answers 503 at once."""
     spinning: bool = False
     """ONNX Runtime's threads busy-wait between operators (off: the CPU goes to other
-    workers; ``article`` keeps its own settings)."""
+    workers)."""
     scheduling: str = "chunk"
     """``workers``: ``request`` (a request's chunks all on the worker that took it) or
     ``chunk`` (each chunk a job for any free worker; `tts_kit.serve.chunked`)."""
@@ -115,7 +115,7 @@ class ServeConfig:
             setattr(self, field, None if value == 0 and field in _ZERO_IS_NONE else value)
         if not isinstance(self.spinning, bool):
             raise TtsKitError(f"{where('spinning')} {self.spinning!r}: give true or false")
-        for field, choices in (("preset", PRESET_NAMES), ("architecture", ARCHITECTURES),
+        for field, choices in (("preset", PRESET_NAMES), ("architecture", architectures()),
                                ("scheduling", scheduling_modes()), ("order", ORDERS)):
             if _text(getattr(self, field), where(field)) not in choices:
                 raise TtsKitError(f"{where(field)} {getattr(self, field)!r}: unknown {field}; "
@@ -142,20 +142,14 @@ class ServeConfig:
                                   "WAV file") from None
 
     def worker_config(self) -> WorkerConfig:
-        """What each worker builds its engine from. Under ``workers``, without ``threads``,
-        workers x intra-op threads = usable cores (each worker its share, at least 1); the
-        ``article`` pattern keeps ORT's defaults, as the article does."""
+        """What each worker builds its engine from. Without ``threads``, workers x intra-op
+        threads = usable cores (each worker its share, at least 1)."""
         from tts_kit.core.procfacts import usable_cores
 
-        article = self.architecture == "article"
-        threads = self.threads
-        if threads is None and self.architecture == "workers":
-            threads = max(1, usable_cores() // self.workers)
         return WorkerConfig(model=self.model, preset=self.preset, loading=self.loading,
-                            threads=threads, order=self.order,
-                            first_chunk_chars=self.first_chunk_chars,
-                            max_chunk_chars=self.max_chunk_chars,
-                            spinning=None if article else self.spinning)
+                            threads=self.threads or max(1, usable_cores() // self.workers),
+                            order=self.order, first_chunk_chars=self.first_chunk_chars,
+                            max_chunk_chars=self.max_chunk_chars, spinning=self.spinning)
 
     def to_json(self) -> str:
         """This configuration as JSON: how it reaches a server in another process.
@@ -192,4 +186,4 @@ class ServeConfig:
         return cls(**data)
 
 
-__all__ = ["ARCHITECTURES", "ServeConfig"]
+__all__ = ["ServeConfig"]

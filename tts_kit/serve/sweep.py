@@ -2,7 +2,7 @@
 configuration that meets a p95 target inside a memory budget, with the reason.
 
 Configurations are architecture x workers x threads x preset x loading
-(`tts_kit.serve.config.ARCHITECTURES`; ``workers`` scheduled as the shared server settings
+(`tts_kit.serve.backends.architectures`; ``workers`` scheduled as the shared server settings
 say, `tts_kit.serve.chunked`). Each is served by a new ``tts-kit serve`` process
 (`tts_kit.serve.launch.start_server`), so no configuration inherits another's warm
 caches or leaked memory, and loaded at each concurrency level (closed loop,
@@ -15,7 +15,7 @@ no error and no timeout whose p95 latency meets the target and whose pool PSS fi
 budget, the highest throughput; within `TIE_REL` of it, the smallest PSS.
 
 Example:
-    >>> res = serving_sweep("models/full", architectures=["workers", "article"],
+    >>> res = serving_sweep("models/full", architectures=["workers"],
     ...                     workers=[1, 2], p95_target_ms=2000)  # doctest: +SKIP
     >>> res.recommend(2000, 1024)[1]  # doctest: +SKIP
     'workers x2, 1 thread(s), supertonic-default, resident: 1.9 req/s at concurrency 4 ...'
@@ -203,22 +203,24 @@ def serving_sweep(model: str | None, spec: ServingSweepSpec | None = None, *,
     Example:
         >>> serving_sweep("models/full", workers=[1, 2], concurrency=[2])  # doctest: +SKIP
     """
-    from tts_kit.serve.config import ARCHITECTURES, ServeConfig
+    from tts_kit.serve.backends import architectures
+    from tts_kit.serve.config import ServeConfig
     from tts_kit.serve.launch import start_server
 
     spec = dataclasses.replace(spec or ServingSweepSpec(), **overrides)
     load_spec = spec.load()
     if not spec.concurrency and not spec.rates:  # before any server starts
         raise TtsKitError("give at least one concurrency level or rate")
-    unknown = [a for a in spec.architectures if a not in ARCHITECTURES]
+    known = architectures()
+    unknown = [a for a in spec.architectures if a not in known]
     if unknown:
-        raise TtsKitError(f"unknown architecture(s) {unknown}; use {', '.join(ARCHITECTURES)}")
+        raise TtsKitError(f"unknown architecture(s) {unknown}; use {', '.join(known)}")
     result = ServingSweepResult()
     base = spec.server or ServeConfig()
     runs: dict[tuple, tuple[dict[str, Any], ServeConfig]] = {}
     for arch, n, th, preset, loading in itertools.product(
             spec.architectures, spec.workers, spec.threads, spec.presets, spec.loadings):
-        n = 1 if arch == "blocking" else int(n)
+        n = int(n)
         config = {"architecture": arch, "workers": n, "threads": th, "preset": preset,
                   "loading": loading}
         queue = max([*spec.concurrency, 4]) * 2  # open loop: arrivals may pile up; 429 past it

@@ -151,21 +151,6 @@ class Engine(EngineBase):
                                          cfg.speed, [chunk_rng(seed, k)], timings, cfg.noise)
         return wav, timings
 
-    def _batch_key(self, cfg: SynthesisConfig) -> tuple | None:
-        """Chunks of one language, steps and speed share a batched call; a caller's noise
-        (a source called with the batch's lengths) keeps a chunk alone."""
-        return None if cfg.noise is not None else (cfg.lang, cfg.steps, float(cfg.speed))
-
-    def _render_batch(self, jobs):
-        """Planned chunks of one `_batch_key` as one batch (`_synthesize_chunks`: padded,
-        masked, each chunk's noise from its own (seed, index))."""
-        cfg = jobs[0][0].config
-        timings: dict[str, float] = {}
-        wavs = self._synthesize_chunks(
-            [plan.chunks[k] for plan, k in jobs], cfg.lang, [plan.work[0] for plan, _ in jobs],
-            cfg.steps, cfg.speed, [chunk_rng(plan.work[1], k) for plan, k in jobs], timings)
-        return wavs, timings
-
     def _stream_stages(self, chunks, cfg, style, seed):
         """Stage-major: each stage runs on every chunk before the next stage, so under
         ``paged`` loading each graph is loaded once per request, not once per chunk; the

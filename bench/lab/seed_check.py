@@ -1,4 +1,6 @@
-"""The stand-in beside the seed articles' tables, as ratios (stand-in / seed).
+"""The stand-in beside the seed articles' tables, as ratios (stand-in / seed): research
+on how realistic the stand-in is (bench/instance_table.py, bench/standin_realism.py; not
+in the package).
 
 Seed 000's instance table and seed 004's memory split (claims, never measurements) come
 from the seed files or the packaged ``seed_claims.json``; `seed_check` measures the
@@ -27,7 +29,7 @@ from tts_kit.core.textsafe import display_path
 from tts_kit.tuning.records import IDLE_RSS_MB, PEAK_RSS_MB, RTF, heading
 from tts_kit.tuning.workload import Workload
 
-#: The packaged copy of the seeds' tables (used when the seed files are absent).
+#: A copy of the seeds' tables (used when the seed files are absent).
 CLAIMS_FILE = Path(__file__).with_name("seed_claims.json")
 #: Where the seed files lie in a checkout: ``../shared/seeds`` beside the project's root.
 SEEDS_DIR = Path(__file__).resolve().parents[3] / "shared" / "seeds"
