@@ -23,8 +23,8 @@ ROOT = PKG.parent
 #: serving backends moved to bench/lab; 32,400 with the seed articles' check moved there;
 #: 32,357 with micro-batching's engine hooks in bench/lab and an unused table writer gone;
 #: 32,325 without three helpers nothing on a user path called: umask, list_presets, is_piper;
-#: +77 for issue 35's pick a dimension at a time).
-LINE_BUDGET = 32_402
+#: +80 for issue 35's pick a dimension at a time).
+LINE_BUDGET = 32_405
 
 #: Imports made by name at run time (``importlib.import_module``), which no static reading
 #: sees: the importer and what it may import. Each entry is checked against its source.
