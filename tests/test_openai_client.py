@@ -51,12 +51,36 @@ def _pcm(client, **kw) -> np.ndarray:
 @pytest.mark.parametrize(("fmt", "rate"), [("mp3", 44100), ("opus", 48000), ("aac", 44100),
                                            ("flac", 44100), ("wav", 44100)])
 def test_every_format_decodes_to_the_same_speech(client, fmt, rate):
-    seconds = len(_pcm(client)) / 44100
+    seconds = len(_pcm(client)) / 24000
     got = client.audio.speech.create(model="tts-1", voice="alloy", input=TEXT,
                                      response_format=fmt, extra_body=FAST)
     sr, length = _decoded(got.content)
     assert seconds > 0.5 and sr == rate
     assert abs(length - seconds) < 0.1, (fmt, length, seconds)  # encoder padding at most
+
+
+def test_pcm_is_24_khz_resampled_as_one_signal_across_chunk_joins(client):
+    """OpenAI's pcm is 24 kHz: the model's 44.1 kHz, resampled by one stateful resampler,
+    so the streamed answer equals the whole answer resampled at once (no click at a join)."""
+    from tts_kit.serve.encode import Encoder
+
+    text = TEXT * 3  # six sentences: several chunks, each streamed as it is made
+    with client.audio.speech.with_streaming_response.create(
+            model="tts-1", voice="alloy", input=text, response_format="pcm",
+            extra_body=FAST) as r:
+        assert r.headers["x-sample-rate"] == "24000"
+        pcm = np.frombuffer(b"".join(r.iter_bytes()), "<i2")
+    wav = client.audio.speech.create(model="tts-1", voice="alloy", input=text,
+                                     response_format="wav", extra_body=FAST).content[44:]
+    enc = Encoder("pcm", 44100)
+    assert np.array_equal(pcm, np.frombuffer(enc.feed(wav) + enc.close(), "<i2"))
+    assert len(pcm) == round(len(wav) / 2 * 24000 / 44100) and len(pcm) > 24000
+    # An independent resampler agrees below 8 kHz (the stand-in's noise fills the band
+    # above, where the two filters' roll-offs differ): both taken on to 16 kHz.
+    signal = pytest.importorskip("scipy.signal")
+    ref = signal.resample_poly(np.frombuffer(wav, "<i2").astype(float), 80, 147)[:len(pcm)]
+    got, want = (signal.resample_poly(x.astype(float), 2, 3)[50:-50] for x in (pcm, ref))
+    assert np.abs(got - want).max() < 0.01 * np.abs(want).max()
 
 
 def test_the_default_is_mp3_streamed(client):
@@ -136,7 +160,7 @@ def test_a_whole_answer_is_encoded_too(tiny_bundle_dir, tmp_path):
     cfg = ServeConfig(model=str(tiny_bundle_dir), architecture="threads")
     with start_server(config=cfg, log_dir=tmp_path) as srv:
         client = openai.OpenAI(base_url=f"{srv.url}/v1", api_key="unused", max_retries=0)
-        seconds = len(_pcm(client)) / 44100
+        seconds = len(_pcm(client)) / 24000
         got = client.audio.speech.create(model="tts-1", voice="alloy", input=TEXT,
                                          response_format="aac", extra_body=FAST)
     assert got.response.headers["content-type"] == "audio/aac"

@@ -52,7 +52,7 @@ from tts_kit.serve.body import (
 )
 from tts_kit.serve.chunked import ChunkLease
 from tts_kit.serve.config import ServeConfig
-from tts_kit.serve.encode import MEDIA_TYPES, Encoder, encoded
+from tts_kit.serve.encode import MEDIA_TYPES, Encoder, encoded, output_rate
 from tts_kit.serve.guard import (
     HttpVersionCheck,
     KeyCheck,
@@ -290,10 +290,10 @@ class _Server:
             return _error(first[1], first[2])
         body = relay(lease, first, header=wav_header(self.sample_rate) if fmt == "wav" else b"",
                      metrics=self.metrics, t0=tally.t0, deadline=deadline, done=tally.end)
-        if fmt not in ("wav", "pcm"):
+        if fmt != "wav":
             body = encoded(body, fmt, self.sample_rate)
         return AudioStream(lease, body, MEDIA_TYPES[fmt],
-                           {"X-Sample-Rate": str(self.sample_rate)})
+                           {"X-Sample-Rate": str(output_rate(fmt, self.sample_rate))})
 
     async def first_chunk(self, lease: Any, deadline: float | None) -> tuple:
         """The first chunk, or its one-line error."""
@@ -335,7 +335,7 @@ class _Server:
         metrics.audio.inc(seconds)
         tally.end(200)
         return Response(wav, media_type=MEDIA_TYPES[fmt],
-                        headers={"X-Sample-Rate": str(self.sample_rate)})
+                        headers={"X-Sample-Rate": str(output_rate(fmt, self.sample_rate))})
 
     async def synthesize_whole(self, params: dict[str, Any]) -> tuple[bytes, float]:
         """The whole WAV, as the architecture makes it (``threads``, ``blocking``,
