@@ -3,7 +3,9 @@ shape): the official ``openai`` package against a real server on 127.0.0.1, tiny
 
 from __future__ import annotations
 
+import contextlib
 import io
+import time
 
 import httpx
 import numpy as np
@@ -128,6 +130,8 @@ def test_speed_is_the_model_speed_and_is_checked(client):
 @pytest.mark.parametrize(("body", "words"), [
     ({"response_format": "ogg"}, "response_format 'ogg' is not supported; use one of mp3"),
     ({"voice": "Nobody"}, "unknown voice 'Nobody'; GET /voices lists them: F1, M1, alloy"),
+    ({"stream_format": "sse"}, "stream_format 'sse' is not supported; leave it out or use"),
+    ({"input": " "}, "input is empty; give at least one word"),
 ])
 def test_a_bad_request_is_a_bad_request_error_with_the_reason(client, body, words):
     with pytest.raises(openai.BadRequestError) as caught:
@@ -135,22 +139,78 @@ def test_a_bad_request_is_a_bad_request_error_with_the_reason(client, body, word
                                       **body})
     err = caught.value
     assert words in err.message and err.type == "invalid_request_error"
-    assert err.code == "bad_request"
+    assert err.code == "bad_request" and err.param == next(iter(body))  # the field at fault
 
 
 def test_models_are_listed_as_openai_lists_them(client):
     assert {"tts-1", "tts-1-hd", "gpt-4o-mini-tts"} <= {m.id for m in client.models.list()}
 
 
-@pytest.mark.parametrize(("method", "path", "status", "kind"), [
-    ("GET", "/v2/nothing", 404, "invalid_request_error"),
-    ("DELETE", "/v1/audio/speech", 405, "invalid_request_error"),
+@pytest.mark.parametrize(("method", "path", "body", "status", "words"), [
+    ("GET", "/v2/nothing", None, 404, "no such endpoint /v2/nothing; use POST"),
+    ("DELETE", "/v1/audio/speech", None, 405, "DELETE is not allowed on /v1/audio/speech"),
+    ("POST", "/v1/models", None, 405, "POST is not allowed on /v1/models"),
+    ("POST", "/v1/audio/speech", b'{"input": "Hi.",', 400, "the body is not JSON"),
+    ("POST", "/v1/audio/speech", b"", 400, "the body is not JSON"),
+    ("POST", "/v1/audio/speech", b'["Hi."]', 400, "must be a JSON object"),
 ])
-def test_every_error_has_openai_shape(server, method, path, status, kind):
-    r = httpx.request(method, f"{server.url}{path}", timeout=10)
+def test_every_error_has_openai_shape(server, method, path, body, status, words):
+    r = httpx.request(method, f"{server.url}{path}", content=body, timeout=10)
     err = r.json()["error"]
-    assert r.status_code == status and err["type"] == kind and err["message"]
-    assert set(err) == {"message", "type", "code", "param"}
+    assert r.status_code == status and err["type"] == "invalid_request_error"
+    assert words in err["message"] and set(err) == {"message", "type", "code", "param"}
+    assert r.headers.get("allow") == ({"/v1/models": "GET", "/v1/audio/speech": "POST"}[path]
+                                      if status == 405 else None)
+
+
+def test_what_the_client_raises_for_each_error(client):
+    with pytest.raises(openai.NotFoundError, match="no such endpoint /v1/nothing"):
+        client.get("/nothing", cast_to=object)
+    with pytest.raises(openai.APIStatusError, match="DELETE is not allowed") as caught:
+        client.delete("/audio/speech", cast_to=object)
+    assert caught.value.status_code == 405 and caught.value.type == "invalid_request_error"
+
+
+@contextlib.contextmanager
+def _in_process(app):
+    """``app`` served by uvicorn on 127.0.0.1 in a thread of this process (so a test can
+    break a route); its URL."""
+    import threading
+
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="critical"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            time.sleep(0.02)
+        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
+
+
+def test_a_server_bug_is_a_500_in_openai_shape_without_its_traceback(tiny_bundle_dir,
+                                                                   monkeypatch):
+    from tts_kit.serve.app import _Server, create_app
+    from tts_kit.serve.config import ServeConfig
+
+    async def broken(self):
+        raise RuntimeError("secret /home/user/.env detail")
+
+    monkeypatch.setattr(_Server, "models", broken)
+    app = create_app(ServeConfig(model=str(tiny_bundle_dir), architecture="threads"))
+    with _in_process(app) as url:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+        with pytest.raises(openai.InternalServerError) as caught:
+            client.models.list()
+        raw = httpx.get(f"{url}/v1/models", timeout=10)
+    err = caught.value
+    assert err.status_code == 500 and err.type == "server_error"
+    assert "a bug in tts-kit serve" in err.message and err.code == "internal_server_error"
+    assert "secret" not in raw.text and "Traceback" not in raw.text
+    assert raw.headers["content-type"] == "application/json"
 
 
 def test_a_whole_answer_is_encoded_too(tiny_bundle_dir, tmp_path):

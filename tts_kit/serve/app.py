@@ -2,12 +2,13 @@
 
 Endpoints: ``POST /v1/audio/speech`` (OpenAI's body, voice names and formats, mp3 by
 default (`tts_kit.serve.encode`), plus ``lang``, ``steps``, ``seed``; streamed with chunked
-transfer), ``GET /v1/models``, ``GET /health`` (200 once warmed up, 503 before; the
-workers' PIDs and counts only with the API key), ``GET /voices`` (with OpenAI's names on
-the model's), ``GET /metrics`` (Prometheus text); errors in OpenAI's JSON shape. A stream
-cut short after its headers aborts the connection (`tts_kit.serve.streaming`); slow
-clients, the connection limit and the key are `tts_kit.serve.guard`'s. Text the model
-cannot say (the normaliser would drop it) is a 400 naming the characters.
+transfer), ``GET /v1/models``, ``GET /health`` (200 once
+warmed up, 503 before; the workers' PIDs and counts only with the API key), ``GET /voices``
+(with OpenAI's names on the model's), ``GET /metrics`` (Prometheus text); errors (a bug's
+500 too) in OpenAI's JSON shape. A stream cut short after its headers aborts the connection
+(`tts_kit.serve.streaming`); slow clients, the connection limit and the key are
+`tts_kit.serve.guard`'s. Text the model cannot say (the normaliser would drop it) is a 400
+naming the characters.
 
 Architectures (`ARCHITECTURES`), so their costs can be measured side by side:
 
@@ -83,10 +84,11 @@ log = logging.getLogger("uvicorn.error")
 # -- the app -------------------------------------------------------------------------
 
 
-def _error(status: int, message: str, headers: dict[str, str] | None = None) -> Any:
+def _error(status: int, message: str, headers: dict[str, str] | None = None,
+           param: str | None = None) -> Any:
     from fastapi.responses import Response
 
-    return Response(error_json(status, message), status_code=status,
+    return Response(error_json(status, message, param), status_code=status,
                     media_type="application/json", headers=headers)
 
 
@@ -142,12 +144,18 @@ class _Server:
         self._start.cancel()
         await self.backend.stop()
 
-    async def not_found(self, request: Any, exc: Exception) -> Any:
-        return _error(404, f"no such endpoint {request.url.path[:80]}; use POST "
-                      "/v1/audio/speech, GET /v1/models, /health, /voices or /metrics")
+    async def http_error(self, request: Any, exc: Any) -> Any:
+        """Starlette's own errors (no such route, a wrong method) in OpenAI's shape."""
+        message = {404: f"no such endpoint {request.url.path[:80]}; use POST /v1/audio/speech"
+                        ", GET /v1/models, /health, /voices or /metrics",
+                   405: f"{request.method} is not allowed on {request.url.path[:80]}"}
+        return _error(exc.status_code, message.get(exc.status_code, str(exc.detail)),
+                      exc.headers)  # 405: Allow
 
-    async def bad_method(self, request: Any, exc: Exception) -> Any:
-        return _error(405, f"{request.method} is not allowed on {request.url.path[:80]}")
+    async def bug(self, request: Any, exc: Exception) -> Any:
+        """An exception nothing caught: a bug. Its traceback goes to the log, not out."""
+        return _error(500, "internal error: a bug in tts-kit serve (its log has the "
+                      "traceback); retry, and report it if it happens again")
 
     async def health(self, request: Any) -> Any:
         """Ready or not; with the API key (or on a server without one) also the workers."""
@@ -231,7 +239,7 @@ class _Server:
             return _error(499, "client disconnected")
         except RequestError as exc:
             tally.end(exc.status)
-            return _error(exc.status, str(exc))
+            return _error(exc.status, str(exc), param=exc.param)
         params, fmt = request_params(body), body["response_format"]
         if isinstance(self.backend, WorkersBackend):
             answer = await self.stream_from_worker(request, params, fmt, tally, deadline)
@@ -360,6 +368,7 @@ def create_app(cfg: ServeConfig) -> Any:
         >>> app = create_app(ServeConfig(architecture="threads"))  # doctest: +SKIP
     """
     from fastapi import FastAPI, Request
+    from starlette.exceptions import HTTPException
 
     server = _Server(cfg)
     app = FastAPI(title="tts_kit", lifespan=server.lifespan, docs_url=None, redoc_url=None,
@@ -370,8 +379,8 @@ def create_app(cfg: ServeConfig) -> Any:
     app.add_middleware(CountRequests, metrics=server.metrics, path="/v1/audio/speech")
     app.add_middleware(KeyCheck, key=server.api_key)  # outside: no key, not counted
     app.add_middleware(HttpVersionCheck)  # the outermost: an HTTP/9.9 request goes no further
-    app.exception_handler(404)(server.not_found)
-    app.exception_handler(405)(server.bad_method)
+    app.exception_handler(HTTPException)(server.http_error)
+    app.exception_handler(Exception)(server.bug)  # Starlette's plain-text 500 otherwise
     app.get("/voices")(server.list_voices)
     app.get("/v1/models")(server.models)
     app.get("/metrics")(server.prom)
