@@ -3,6 +3,7 @@ shape): the official ``openai`` package against a real server on 127.0.0.1, tiny
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import io
 import time
@@ -130,7 +131,8 @@ def test_speed_is_the_model_speed_and_is_checked(client):
 @pytest.mark.parametrize(("body", "words"), [
     ({"response_format": "ogg"}, "response_format 'ogg' is not supported; use one of mp3"),
     ({"voice": "Nobody"}, "unknown voice 'Nobody'; GET /voices lists them: F1, M1, alloy"),
-    ({"stream_format": "sse"}, "stream_format 'sse' is not supported; leave it out or use"),
+    ({"voice": {"id": "voice_1234"}}, "unknown voice \"{'id': 'voice_1234'}\"; GET /voices"),
+    ({"stream_format": "mp3"}, "stream_format 'mp3' is not supported; use audio (the default)"),
     ({"input": " "}, "input is empty; give at least one word"),
 ])
 def test_a_bad_request_is_a_bad_request_error_with_the_reason(client, body, words):
@@ -142,8 +144,34 @@ def test_a_bad_request_is_a_bad_request_error_with_the_reason(client, body, word
     assert err.code == "bad_request" and err.param == next(iter(body))  # the field at fault
 
 
+def test_a_voice_object_names_a_voice_as_openai_custom_voices_do(client):
+    assert np.array_equal(_pcm(client, voice={"id": "M1"}), _pcm(client, voice="M1"))
+
+
+def _events(data: bytes) -> list[dict]:
+    import json
+
+    assert data.endswith(b"\n\n")
+    return [json.loads(e.removeprefix(b"data: ")) for e in data.split(b"\n\n")[:-1]]
+
+
+def test_stream_format_sse_is_openai_speech_events(client):
+    with client.audio.speech.with_streaming_response.create(
+            model="gpt-4o-mini-tts", voice="alloy", input=TEXT * 2, response_format="pcm",
+            stream_format="sse", extra_body=FAST) as r:
+        assert r.headers["content-type"].startswith("text/event-stream")
+        assert r.headers["x-sample-rate"] == "24000"
+        events = _events(r.read())
+    assert [e["type"] for e in events] == ["speech.audio.delta"] * (len(events) - 1) + [
+        "speech.audio.done"] and len(events) > 2
+    assert set(events[-1]["usage"]) == {"input_tokens", "output_tokens", "total_tokens"}
+    audio = b"".join(base64.b64decode(e["audio"]) for e in events[:-1])
+    assert np.array_equal(np.frombuffer(audio, "<i2"), _pcm(client, input=TEXT * 2))
+
+
 def test_models_are_listed_as_openai_lists_them(client):
-    assert {"tts-1", "tts-1-hd", "gpt-4o-mini-tts"} <= {m.id for m in client.models.list()}
+    assert {"tts-1", "tts-1-hd", "gpt-4o-mini-tts", "gpt-4o-mini-tts-2025-12-15"} <= {
+        m.id for m in client.models.list()}
 
 
 @pytest.mark.parametrize(("method", "path", "body", "status", "words"), [
@@ -223,6 +251,11 @@ def test_a_whole_answer_is_encoded_too(tiny_bundle_dir, tmp_path):
         seconds = len(_pcm(client)) / 24000
         got = client.audio.speech.create(model="tts-1", voice="alloy", input=TEXT,
                                          response_format="aac", extra_body=FAST)
+        events = _events(client.audio.speech.create(
+            model="tts-1", voice="alloy", input=TEXT, response_format="pcm",
+            stream_format="sse", extra_body=FAST).content)
+    assert [e["type"] for e in events] == ["speech.audio.delta", "speech.audio.done"]
+    assert len(base64.b64decode(events[0]["audio"])) / 2 / 24000 == seconds
     assert got.response.headers["content-type"] == "audio/aac"
     sr, length = _decoded(got.content)
     assert sr == 44100 and seconds > 0.5 and abs(length - seconds) < 0.1

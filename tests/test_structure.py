@@ -20,7 +20,7 @@ ROOT = PKG.parent
 #: lowered as the package shrinks (issue 34's goal is 27,000; 34,058 before the split, 31,935
 #: after it; 32,899 with issues 35-39 and 34's trimming; +30 for issue 35's pooled noise;
 #: 32,881 with priority tiers moved to bench/lab).
-LINE_BUDGET = 32_881 + 37  # issue 37: +37 (pcm at 24 kHz, OpenAI-shaped errors)
+LINE_BUDGET = 32_881 + 77  # issue 37: +77 (pcm at 24 kHz, OpenAI-shaped errors, sse)
 
 #: Imports made by name at run time (``importlib.import_module``), which no static reading
 #: sees: the importer and what it may import. Each entry is checked against its source.

@@ -2,7 +2,7 @@
 
 Endpoints: ``POST /v1/audio/speech`` (OpenAI's body, voice names and formats, mp3 by
 default (`tts_kit.serve.encode`), plus ``lang``, ``steps``, ``seed``; streamed with chunked
-transfer), ``GET /v1/models``, ``GET /health`` (200 once
+transfer, or as OpenAI's server-sent events), ``GET /v1/models``, ``GET /health`` (200 once
 warmed up, 503 before; the workers' PIDs and counts only with the API key), ``GET /voices``
 (with OpenAI's names on the model's), ``GET /metrics`` (Prometheus text); errors (a bug's
 500 too) in OpenAI's JSON shape. A stream cut short after its headers aborts the connection
@@ -53,7 +53,7 @@ from tts_kit.serve.body import (
 )
 from tts_kit.serve.chunked import ChunkLease
 from tts_kit.serve.config import ServeConfig
-from tts_kit.serve.encode import MEDIA_TYPES, Encoder, encoded, output_rate
+from tts_kit.serve.encode import MEDIA_TYPES, Encoder, encoded, output_rate, sse, sse_event
 from tts_kit.serve.guard import (
     HttpVersionCheck,
     KeyCheck,
@@ -179,7 +179,8 @@ class _Server:
         """OpenAI's model list: every name a client may send as ``model`` works."""
         return {"object": "list", "data": [
             {"id": name, "object": "model", "created": 0, "owned_by": "tts_kit"}
-            for name in ("tts-1", "tts-1-hd", "gpt-4o-mini-tts", "tts-kit")]}
+            for name in ("tts-1", "tts-1-hd", "gpt-4o-mini-tts", "gpt-4o-mini-tts-2025-12-15",
+                         "tts-kit")]}
 
     async def prom(self) -> Any:
         from fastapi.responses import Response
@@ -240,19 +241,23 @@ class _Server:
         except RequestError as exc:
             tally.end(exc.status)
             return _error(exc.status, str(exc), param=exc.param)
-        params, fmt = request_params(body), body["response_format"]
+        params, fmt, events = (request_params(body), body["response_format"],
+                               body["stream_format"] == "sse")
         if isinstance(self.backend, WorkersBackend):
-            answer = await self.stream_from_worker(request, params, fmt, tally, deadline)
+            answer = await self.stream_from_worker(request, params, fmt, tally, deadline,
+                                                   events)
         else:
-            answer = await self.whole(params, fmt, tally)
+            answer = await self.whole(params, fmt, tally, events)
         if body["ignored"]:
             answer.headers["X-TTS-Ignored"] = ",".join(body["ignored"])
         return answer
 
     async def stream_from_worker(self, request: Any, params: dict[str, Any], fmt: str,
-                                 tally: RequestTally, deadline: float | None) -> Any:
+                                 tally: RequestTally, deadline: float | None,
+                                 events: bool = False) -> Any:
         """Queue for a worker (request scheduling) or queue the request's first chunk
-        (chunk scheduling), wait for the first chunk, then stream the rest; the workers are
+        (chunk scheduling), wait for the first chunk, then stream the rest (``events``:
+        as OpenAI's server-sent events, `tts_kit.serve.encode.sse`); the workers are
         freed on every path (`tts_kit.serve.streaming.Lease`,
         `tts_kit.serve.chunked.ChunkLease`), a client that leaves first included."""
         pool, scheduler = self.backend.pool, self.backend.scheduler
@@ -300,7 +305,8 @@ class _Server:
                      metrics=self.metrics, t0=tally.t0, deadline=deadline, done=tally.end)
         if fmt != "wav":
             body = encoded(body, fmt, self.sample_rate)
-        return AudioStream(lease, body, MEDIA_TYPES[fmt],
+        return AudioStream(lease, sse(body) if events else body,
+                           "text/event-stream" if events else MEDIA_TYPES[fmt],
                            {"X-Sample-Rate": str(output_rate(fmt, self.sample_rate))})
 
     async def first_chunk(self, lease: Any, deadline: float | None) -> tuple:
@@ -310,7 +316,8 @@ class _Server:
             msg = await lease.next_message(deadline)
         return msg
 
-    async def whole(self, params: dict[str, Any], fmt: str, tally: RequestTally) -> Any:
+    async def whole(self, params: dict[str, Any], fmt: str, tally: RequestTally,
+                    events: bool = False) -> Any:
         from fastapi.responses import Response
 
         cfg, metrics = self.cfg, self.metrics
@@ -342,7 +349,9 @@ class _Server:
         metrics.ttfa.observe(latency)
         metrics.audio.inc(seconds)
         tally.end(200)
-        return Response(wav, media_type=MEDIA_TYPES[fmt],
+        if events:
+            wav = sse_event(wav) + sse_event(None)
+        return Response(wav, media_type="text/event-stream" if events else MEDIA_TYPES[fmt],
                         headers={"X-Sample-Rate": str(output_rate(fmt, self.sample_rate))})
 
     async def synthesize_whole(self, params: dict[str, Any]) -> tuple[bytes, float]:

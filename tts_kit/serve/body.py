@@ -113,6 +113,7 @@ def check_body(raw: bytes, cfg: "ServeConfig", voices: list[str],
         raise RequestError(400, f"input has {len(text):,} characters, more than this server's "
                            f"{cfg.max_chars:,}; split it into several requests", "input")
     voice = body.get("voice", "M1" if "M1" in voices else voices[0])
+    voice = voice.get("id") if isinstance(voice, dict) else voice  # OpenAI's {"id": ...}
     voice = (aliases or {}).get(voice, voice) if isinstance(voice, str) else voice
     if voice not in voices:
         raise RequestError(400, f"unknown voice {str(body.get('voice'))[:40]!r}; GET /voices "
@@ -121,9 +122,10 @@ def check_body(raw: bytes, cfg: "ServeConfig", voices: list[str],
     if fmt not in MEDIA_TYPES:
         raise RequestError(400, f"response_format {str(fmt)[:20]!r} is not supported; use "
                            f"one of {', '.join(MEDIA_TYPES)}", "response_format")
-    if body.get("stream_format", "audio") != "audio":
-        raise RequestError(400, f"stream_format {str(body['stream_format'])[:20]!r} is not "
-                           "supported; leave it out or use audio", "stream_format")
+    stream_format = body.get("stream_format", "audio")
+    if stream_format not in ("audio", "sse"):
+        raise RequestError(400, f"stream_format {str(stream_format)[:20]!r} is not supported; "
+                           "use audio (the default) or sse", "stream_format")
     if not isinstance(body.get("instructions", ""), str):
         raise RequestError(400, "instructions must be a string (it is accepted and ignored)",
                            "instructions")
@@ -145,7 +147,7 @@ def check_body(raw: bytes, cfg: "ServeConfig", voices: list[str],
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise RequestError(400, f"seed must be an integer >= 0 or null, got {seed!r}", "seed")
     return {"input": text, "voice": voice, "response_format": fmt, "lang": lang,
-            "steps": steps, "speed": float(speed), "seed": seed,
+            "stream_format": stream_format, "steps": steps, "speed": float(speed), "seed": seed,
             "ignored": ["instructions"] if body.get("instructions") else []}
 
 

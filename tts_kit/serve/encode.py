@@ -6,7 +6,8 @@ at 24 kHz, as OpenAI documents it, resampled by FFmpeg's libswresample (PyAV) wi
 resampler per answer, so chunk joins are as if the whole answer was resampled at once;
 ``mp3`` (LAME), ``aac`` (ADTS frames), ``opus`` (Ogg pages, 48 kHz) and ``flac`` go through
 PyAV's bundled FFmpeg encoders, fed chunk by chunk, so every format streams. `output_rate`
-is the rate each is sent at (the ``X-Sample-Rate`` header).
+is the rate each is sent at (the ``X-Sample-Rate`` header). ``stream_format="sse"`` sends
+any of them as OpenAI's server-sent events (`sse`).
 
 Example:
     >>> enc = Encoder("flac", 44100)
@@ -17,6 +18,8 @@ Example:
 
 from __future__ import annotations
 
+import base64
+import json
 from typing import Any
 
 #: OpenAI's ``response_format`` values and the Content-Type each is sent with.
@@ -127,4 +130,30 @@ async def encoded(body: Any, fmt: str, sample_rate: int) -> Any:
         await body.aclose()
 
 
-__all__ = ["MEDIA_TYPES", "PCM_RATE", "Encoder", "encoded", "output_rate"]
+def sse_event(audio: bytes | None) -> bytes:
+    """One of OpenAI's speech events (``stream_format="sse"``): ``audio`` in base64 in a
+    ``speech.audio.delta``; None: the last, ``speech.audio.done`` (no tokens counted).
+
+    Example:
+        >>> sse_event(b"hi")
+        b'data: {"type": "speech.audio.delta", "audio": "aGk="}\\n\\n'
+    """
+    usage = dict.fromkeys(("input_tokens", "output_tokens", "total_tokens"), 0)
+    event = ({"type": "speech.audio.done", "usage": usage} if audio is None else
+             {"type": "speech.audio.delta", "audio": base64.b64encode(audio).decode()})
+    return b"data: " + json.dumps(event).encode() + b"\n\n"
+
+
+async def sse(body: Any) -> Any:
+    """``body``'s bytes as `sse_event`s, the done event after the last (none if ``body``
+    is cut short); closing it closes ``body``."""
+    try:
+        async for part in body:
+            yield sse_event(part)
+        yield sse_event(None)
+    finally:
+        await body.aclose()
+
+
+__all__ = ["MEDIA_TYPES", "PCM_RATE", "Encoder", "encoded", "output_rate", "sse",
+           "sse_event"]
