@@ -93,7 +93,9 @@ def _one(client, text: str, rate: int) -> dict:
             if part and ttfa is None:
                 ttfa = time.monotonic() - t0
             size += len(part)
-    return {"status": r.status_code, "ttfa_s": ttfa, "audio_s": size / 2 / rate}
+    # pcm's rate: ours says 24 kHz (OpenAI's), the peer sends the model's without a header
+    hz = int(r.headers.get("x-sample-rate", rate))
+    return {"status": r.status_code, "ttfa_s": ttfa, "audio_s": size / 2 / hz}
 
 
 def load(url: str, text: str, concurrency: int, requests: int, rate: int) -> dict:

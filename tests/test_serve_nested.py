@@ -107,7 +107,7 @@ def test_first_audio_does_not_wait_for_a_running_long_chunk(one_worker, tiny_bun
     a_started = threading.Event()
 
     def send(name: str, text: str, seed: int) -> None:
-        body = {"input": text, "steps": steps, "seed": seed, "response_format": "pcm"}
+        body = {"input": text, "steps": steps, "seed": seed, "response_format": "wav"}
         parts = []
         with http.stream("POST", f"{url}/v1/audio/speech", timeout=120, json=body) as r:
             assert r.status_code == 200
@@ -117,7 +117,7 @@ def test_first_audio_does_not_wait_for_a_running_long_chunk(one_worker, tiny_bun
                     a_started.set()
                 parts.append(part)
         ends[name] = time.monotonic()
-        audio[name] = b"".join(parts)
+        audio[name] = b"".join(parts)[44:]  # the model's rate, without the header
 
     a = threading.Thread(target=send, args=("a", LONG_LAST, 1))
     a.start()

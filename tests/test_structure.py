@@ -24,7 +24,7 @@ ROOT = PKG.parent
 #: 32,357 with micro-batching's engine hooks in bench/lab and an unused table writer gone;
 #: 32,325 without three helpers nothing on a user path called: umask, list_presets, is_piper;
 #: +80 for issue 35's pick a dimension at a time).
-LINE_BUDGET = 32_405
+LINE_BUDGET = 32_405 + 74  # issue 37: +74 (pcm at 24 kHz, OpenAI-shaped errors, sse)
 
 #: Imports made by name at run time (``importlib.import_module``), which no static reading
 #: sees: the importer and what it may import. Each entry is checked against its source.

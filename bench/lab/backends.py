@@ -32,7 +32,7 @@ import time
 from typing import Any
 
 from tts_kit.serve.backends import BACKENDS, Backend
-from tts_kit.serve.encode import MEDIA_TYPES, Encoder
+from tts_kit.serve.encode import MEDIA_TYPES, Encoder, output_rate, sse_event
 from tts_kit.serve.guard import error_json
 from tts_kit.serve.worker import WorkerConfig
 
@@ -70,8 +70,10 @@ class WholeBackend(Backend):
     async def synthesize(self, params: dict[str, Any]) -> tuple[bytes, float]:
         raise NotImplementedError  # pragma: no cover - overridden
 
-    async def answer(self, server: Any, params: dict[str, Any], fmt: str, tally: Any) -> Any:
-        """The response to a checked request (``server``: the app's `_Server`)."""
+    async def answer(self, server: Any, params: dict[str, Any], fmt: str, tally: Any,
+                     events: bool = False) -> Any:
+        """The response to a checked request (``server``: the app's `_Server`; ``events``:
+        as OpenAI's ``stream_format=sse``)."""
         from fastapi.responses import Response
 
         cfg, metrics = self.cfg, self.metrics
@@ -103,8 +105,10 @@ class WholeBackend(Backend):
         metrics.ttfa.observe(latency)
         metrics.audio.inc(seconds)
         tally.end(200)
-        return Response(wav, media_type=MEDIA_TYPES[fmt],
-                        headers={"X-Sample-Rate": str(server.sample_rate)})
+        if events:
+            wav = sse_event(wav) + sse_event(None)
+        return Response(wav, media_type="text/event-stream" if events else MEDIA_TYPES[fmt],
+                        headers={"X-Sample-Rate": str(output_rate(fmt, server.sample_rate))})
 
 
 class InProcessBackend(WholeBackend):

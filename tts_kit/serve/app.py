@@ -2,12 +2,13 @@
 
 Endpoints: ``POST /v1/audio/speech`` (OpenAI's body, voice names and formats, mp3 by
 default (`tts_kit.serve.encode`), plus ``lang``, ``steps``, ``seed``; streamed with chunked
-transfer), ``GET /v1/models``, ``GET /health`` (200 once warmed up, 503 before; the
-workers' PIDs and counts only with the API key), ``GET /voices`` (with OpenAI's names on
-the model's), ``GET /metrics`` (Prometheus text); errors in OpenAI's JSON shape. A stream
-cut short after its headers aborts the connection (`tts_kit.serve.streaming`); slow
-clients, the connection limit and the key are `tts_kit.serve.guard`'s. Text the model
-cannot say (the normaliser would drop it) is a 400 naming the characters.
+transfer, or as OpenAI's server-sent events), ``GET /v1/models``, ``GET /health`` (200 once
+warmed up, 503 before; the workers' PIDs and counts only with the API key), ``GET /voices``
+(with OpenAI's names on the model's), ``GET /metrics`` (Prometheus text); errors (a bug's
+500 too) in OpenAI's JSON shape. A stream cut short after its headers aborts the connection
+(`tts_kit.serve.streaming`); slow clients, the connection limit and the key are
+`tts_kit.serve.guard`'s. Text the model cannot say (the normaliser would drop it) is a 400
+naming the characters.
 
 One architecture: tts_kit's worker processes (`tts_kit.serve.backends.WorkersBackend`), each
 owning a warmed-up engine; audio streamed as chunks are synthesised; real deadlines. With
@@ -41,7 +42,7 @@ from tts_kit.serve.body import (
 )
 from tts_kit.serve.chunked import ChunkLease
 from tts_kit.serve.config import ServeConfig
-from tts_kit.serve.encode import MEDIA_TYPES, encoded
+from tts_kit.serve.encode import MEDIA_TYPES, encoded, output_rate, sse
 from tts_kit.serve.guard import (
     HttpVersionCheck,
     KeyCheck,
@@ -72,10 +73,11 @@ log = logging.getLogger("uvicorn.error")
 # -- the app -------------------------------------------------------------------------
 
 
-def _error(status: int, message: str, headers: dict[str, str] | None = None) -> Any:
+def _error(status: int, message: str, headers: dict[str, str] | None = None,
+           param: str | None = None) -> Any:
     from fastapi.responses import Response
 
-    return Response(error_json(status, message), status_code=status,
+    return Response(error_json(status, message, param), status_code=status,
                     media_type="application/json", headers=headers)
 
 
@@ -128,12 +130,18 @@ class _Server:
         self._start.cancel()
         await self.backend.stop()
 
-    async def not_found(self, request: Any, exc: Exception) -> Any:
-        return _error(404, f"no such endpoint {request.url.path[:80]}; use POST "
-                      "/v1/audio/speech, GET /v1/models, /health, /voices or /metrics")
+    async def http_error(self, request: Any, exc: Any) -> Any:
+        """Starlette's own errors (no such route, a wrong method) in OpenAI's shape."""
+        message = {404: f"no such endpoint {request.url.path[:80]}; use POST /v1/audio/speech"
+                        ", GET /v1/models, /health, /voices or /metrics",
+                   405: f"{request.method} is not allowed on {request.url.path[:80]}"}
+        return _error(exc.status_code, message.get(exc.status_code, str(exc.detail)),
+                      exc.headers)  # 405: Allow
 
-    async def bad_method(self, request: Any, exc: Exception) -> Any:
-        return _error(405, f"{request.method} is not allowed on {request.url.path[:80]}")
+    async def bug(self, request: Any, exc: Exception) -> Any:
+        """An exception nothing caught: a bug. Its traceback goes to the log, not out."""
+        return _error(500, "internal error: a bug in tts-kit serve (its log has the "
+                      "traceback); retry, and report it if it happens again")
 
     async def health(self, request: Any) -> Any:
         """Ready or not; with the API key (or on a server without one) also the workers."""
@@ -157,7 +165,8 @@ class _Server:
         """OpenAI's model list: every name a client may send as ``model`` works."""
         return {"object": "list", "data": [
             {"id": name, "object": "model", "created": 0, "owned_by": "tts_kit"}
-            for name in ("tts-1", "tts-1-hd", "gpt-4o-mini-tts", "tts-kit")]}
+            for name in ("tts-1", "tts-1-hd", "gpt-4o-mini-tts", "gpt-4o-mini-tts-2025-12-15",
+                         "tts-kit")]}
 
     async def prom(self) -> Any:
         from fastapi.responses import Response
@@ -217,20 +226,24 @@ class _Server:
             return _error(499, "client disconnected")
         except RequestError as exc:
             tally.end(exc.status)
-            return _error(exc.status, str(exc))
-        params, fmt = request_params(body), body["response_format"]
+            return _error(exc.status, str(exc), param=exc.param)
+        params, fmt, events = (request_params(body), body["response_format"],
+                               body["stream_format"] == "sse")
         if self.backend.streams:
-            answer = await self.stream_from_worker(request, params, fmt, tally, deadline)
+            answer = await self.stream_from_worker(request, params, fmt, tally, deadline,
+                                                   events)
         else:  # a lab backend answers whole (`tts_kit.serve.backends.BACKENDS`)
-            answer = await self.backend.answer(self, params, fmt, tally)
+            answer = await self.backend.answer(self, params, fmt, tally, events)
         if body["ignored"]:
             answer.headers["X-TTS-Ignored"] = ",".join(body["ignored"])
         return answer
 
     async def stream_from_worker(self, request: Any, params: dict[str, Any], fmt: str,
-                                 tally: RequestTally, deadline: float | None) -> Any:
+                                 tally: RequestTally, deadline: float | None,
+                                 events: bool = False) -> Any:
         """Queue for a worker (request scheduling) or queue the request's first chunk
-        (chunk scheduling), wait for the first chunk, then stream the rest; the workers are
+        (chunk scheduling), wait for the first chunk, then stream the rest (``events``:
+        as OpenAI's server-sent events, `tts_kit.serve.encode.sse`); the workers are
         freed on every path (`tts_kit.serve.streaming.Lease`,
         `tts_kit.serve.chunked.ChunkLease`), a client that leaves first included."""
         pool, scheduler = self.backend.pool, self.backend.scheduler
@@ -276,10 +289,11 @@ class _Server:
             return _error(first[1], first[2])
         body = relay(lease, first, header=wav_header(self.sample_rate) if fmt == "wav" else b"",
                      metrics=self.metrics, t0=tally.t0, deadline=deadline, done=tally.end)
-        if fmt not in ("wav", "pcm"):
+        if fmt != "wav":
             body = encoded(body, fmt, self.sample_rate)
-        return AudioStream(lease, body, MEDIA_TYPES[fmt],
-                           {"X-Sample-Rate": str(self.sample_rate)})
+        return AudioStream(lease, sse(body) if events else body,
+                           "text/event-stream" if events else MEDIA_TYPES[fmt],
+                           {"X-Sample-Rate": str(output_rate(fmt, self.sample_rate))})
 
     async def first_chunk(self, lease: Any, deadline: float | None) -> tuple:
         """The first chunk, or its one-line error."""
@@ -296,6 +310,7 @@ def create_app(cfg: ServeConfig) -> Any:
         >>> app = create_app(ServeConfig(workers=2))  # doctest: +SKIP
     """
     from fastapi import FastAPI, Request
+    from starlette.exceptions import HTTPException
 
     server = _Server(cfg)
     app = FastAPI(title="tts_kit", lifespan=server.lifespan, docs_url=None, redoc_url=None,
@@ -306,8 +321,8 @@ def create_app(cfg: ServeConfig) -> Any:
     app.add_middleware(CountRequests, metrics=server.metrics, path="/v1/audio/speech")
     app.add_middleware(KeyCheck, key=server.api_key)  # outside: no key, not counted
     app.add_middleware(HttpVersionCheck)  # the outermost: an HTTP/9.9 request goes no further
-    app.exception_handler(404)(server.not_found)
-    app.exception_handler(405)(server.bad_method)
+    app.exception_handler(HTTPException)(server.http_error)
+    app.exception_handler(Exception)(server.bug)  # Starlette's plain-text 500 otherwise
     app.get("/voices")(server.list_voices)
     app.get("/v1/models")(server.models)
     app.get("/metrics")(server.prom)

@@ -62,11 +62,11 @@ def voice_aliases(voices: list[str], spec: str | None = None) -> dict[str, str]:
 
 
 class RequestError(Exception):
-    """A bad request: HTTP ``status`` and a one-line message."""
+    """A bad request: HTTP ``status``, a one-line message and the field at fault."""
 
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, param: str | None = None):
         super().__init__(message)
-        self.status = status
+        self.status, self.param = status, param
 
 
 def check_body(raw: bytes, cfg: "ServeConfig", voices: list[str],
@@ -102,48 +102,52 @@ def check_body(raw: bytes, cfg: "ServeConfig", voices: list[str],
              "stream_format", "instructions"}
     extra = sorted(set(body) - known)
     if extra:
-        raise RequestError(400, f"unknown field(s) {extra}; known: {sorted(known)}")
+        raise RequestError(400, f"unknown field(s) {extra}; known: {sorted(known)}", extra[0])
     text = body.get("input")
     if not isinstance(text, str):
-        raise RequestError(400, "input must be a string (the text to synthesise)")
+        raise RequestError(400, "input must be a string (the text to synthesise)", "input")
     if not text.strip():
-        raise RequestError(400, "input is empty; give at least one word to synthesise")
+        raise RequestError(400, "input is empty; give at least one word to synthesise",
+                           "input")
     if len(text) > cfg.max_chars:
         raise RequestError(400, f"input has {len(text):,} characters, more than this server's "
-                           f"{cfg.max_chars:,}; split it into several requests")
+                           f"{cfg.max_chars:,}; split it into several requests", "input")
     voice = body.get("voice", "M1" if "M1" in voices else voices[0])
+    voice = voice.get("id") if isinstance(voice, dict) else voice  # OpenAI's {"id": ...}
     voice = (aliases or {}).get(voice, voice) if isinstance(voice, str) else voice
     if voice not in voices:
         raise RequestError(400, f"unknown voice {str(body.get('voice'))[:40]!r}; GET /voices "
-                           f"lists them: {', '.join([*voices, *(aliases or {})])}")
+                           f"lists them: {', '.join([*voices, *(aliases or {})])}", "voice")
     fmt = body.get("response_format", "mp3")
     if fmt not in MEDIA_TYPES:
         raise RequestError(400, f"response_format {str(fmt)[:20]!r} is not supported; use "
-                           f"one of {', '.join(MEDIA_TYPES)}")
-    if body.get("stream_format", "audio") != "audio":
-        raise RequestError(400, f"stream_format {str(body['stream_format'])[:20]!r} is not "
-                           "supported; leave it out or use audio")
+                           f"one of {', '.join(MEDIA_TYPES)}", "response_format")
+    stream_format = body.get("stream_format", "audio")
+    if stream_format not in ("audio", "sse"):
+        raise RequestError(400, f"stream_format {str(stream_format)[:20]!r} is not supported; "
+                           "use audio (the default) or sse", "stream_format")
     if not isinstance(body.get("instructions", ""), str):
-        raise RequestError(400, "instructions must be a string (it is accepted and ignored)")
+        raise RequestError(400, "instructions must be a string (it is accepted and ignored)",
+                           "instructions")
     lang = body.get("lang", cfg.lang if cfg.lang in languages else languages[0])
     if lang not in languages:
         raise RequestError(400, f"unknown lang {str(lang)[:20]!r}; this model speaks: "
-                           f"{', '.join(languages)}")
+                           f"{', '.join(languages)}", "lang")
     steps = body.get("steps", contract.DEFAULT_STEPS)
     if isinstance(steps, bool) or not isinstance(steps, int) or not (
             contract.MIN_STEPS <= steps <= contract.MAX_STEPS):
         raise RequestError(400, f"steps must be an integer in {contract.MIN_STEPS}.."
-                           f"{contract.MAX_STEPS}, got {steps!r}")
+                           f"{contract.MAX_STEPS}, got {steps!r}", "steps")
     speed = body.get("speed", contract.DEFAULT_SPEED)
     if isinstance(speed, bool) or not isinstance(speed, (int, float)) or not (
             contract.MIN_SPEED <= speed <= contract.MAX_SPEED):
         raise RequestError(400, f"speed must be a number in {contract.MIN_SPEED:g}.."
-                           f"{contract.MAX_SPEED:g}, got {speed!r}")
+                           f"{contract.MAX_SPEED:g}, got {speed!r}", "speed")
     seed = body.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise RequestError(400, f"seed must be an integer >= 0 or null, got {seed!r}")
+        raise RequestError(400, f"seed must be an integer >= 0 or null, got {seed!r}", "seed")
     return {"input": text, "voice": voice, "response_format": fmt, "lang": lang,
-            "steps": steps, "speed": float(speed), "seed": seed,
+            "stream_format": stream_format, "steps": steps, "speed": float(speed), "seed": seed,
             "ignored": ["instructions"] if body.get("instructions") else []}
 
 

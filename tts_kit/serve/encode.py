@@ -1,19 +1,25 @@
 """The audio formats a speech request may ask for, as OpenAI's API names them, and their
 streaming encoders.
 
-``wav`` and ``pcm`` (16-bit mono at the model's rate, ``X-Sample-Rate``) need no encoder;
+``wav`` (16-bit mono at the model's rate) needs no encoder; ``pcm`` is raw 16-bit mono
+at 24 kHz, as OpenAI documents it, resampled by FFmpeg's libswresample (PyAV) with one
+resampler per answer, so chunk joins are as if the whole answer was resampled at once;
 ``mp3`` (LAME), ``aac`` (ADTS frames), ``opus`` (Ogg pages, 48 kHz) and ``flac`` go through
-PyAV's bundled FFmpeg encoders, fed chunk by chunk, so every format streams.
+PyAV's bundled FFmpeg encoders, fed chunk by chunk, so every format streams. `output_rate`
+is the rate each is sent at (the ``X-Sample-Rate`` header). ``stream_format="sse"`` sends
+any of them as OpenAI's server-sent events (`sse`).
 
 Example:
     >>> enc = Encoder("flac", 44100)
     >>> audio = enc.feed(bytes(8820)) + enc.close()
-    >>> audio[:4], MEDIA_TYPES["mp3"]
-    (b'fLaC', 'audio/mpeg')
+    >>> audio[:4], MEDIA_TYPES["mp3"], output_rate("pcm", 44100)
+    (b'fLaC', 'audio/mpeg', 24000)
 """
 
 from __future__ import annotations
 
+import base64
+import json
 from typing import Any
 
 #: OpenAI's ``response_format`` values and the Content-Type each is sent with.
@@ -22,6 +28,18 @@ MEDIA_TYPES = {"mp3": "audio/mpeg", "opus": "audio/ogg", "aac": "audio/aac",
 #: format: (container, encoder, the encoder's sample rate or None for the model's).
 _CODECS = {"mp3": ("mp3", "libmp3lame", None), "aac": ("adts", "aac", None),
            "opus": ("ogg", "libopus", 48000), "flac": ("flac", "flac", None)}
+#: OpenAI's ``pcm``: "raw samples in 24kHz (16-bit signed, low-endian)".
+PCM_RATE = 24000
+
+
+def output_rate(fmt: str, sample_rate: int) -> int:
+    """The rate ``fmt`` is sent at for a model of ``sample_rate`` Hz.
+
+    Example:
+        >>> output_rate("opus", 44100), output_rate("mp3", 44100)
+        (48000, 44100)
+    """
+    return PCM_RATE if fmt == "pcm" else (_CODECS.get(fmt, ("", "", None))[2] or sample_rate)
 
 
 class _Sink:
@@ -42,31 +60,39 @@ class _Sink:
 
 class Encoder:
     """16-bit mono PCM in (`feed`, any length), ``fmt``'s bytes out as soon as the
-    encoder has them; `close` flushes the rest. ``wav`` and ``pcm`` pass the PCM through."""
+    encoder has them; `close` flushes the rest. ``wav`` (and ``pcm`` from a 24 kHz model)
+    pass the PCM through."""
 
     def __init__(self, fmt: str, sample_rate: int):
         self.fmt, self.sample_rate = fmt, sample_rate
-        if fmt not in _CODECS:
+        self.rate = output_rate(fmt, sample_rate)
+        self.resampler: Any = None
+        if fmt == "wav" or (fmt == "pcm" and sample_rate == PCM_RATE):
             return
         import av
 
-        container, codec, rate = _CODECS[fmt]
-        self.sink = _Sink()
-        self.out = av.open(self.sink, mode="w", format=container,  # ~0.1 s Ogg pages
-                           options={"page_duration": "100000"} if container == "ogg" else {},
-                           container_options={"flush_packets": "1"})
-        self.stream = self.out.add_stream(codec, rate=rate or sample_rate, layout="mono")
-        self.resampler = av.AudioResampler(format=self.stream.codec_context.format.name,
-                                           layout="mono", rate=rate or sample_rate)
+        kind = "s16"  # pcm: resampled only
+        if fmt in _CODECS:
+            container, codec, _ = _CODECS[fmt]
+            self.sink = _Sink()
+            self.out = av.open(self.sink, mode="w", format=container,  # ~0.1 s Ogg pages
+                               options={"page_duration": "100000"} if container == "ogg" else {},
+                               container_options={"flush_packets": "1"})
+            self.stream = self.out.add_stream(codec, rate=self.rate, layout="mono")
+            kind = self.stream.codec_context.format.name
+        self.resampler = av.AudioResampler(format=kind, layout="mono", rate=self.rate)
 
     def _encode(self, frame: Any) -> bytes:
-        for resampled in self.resampler.resample(frame):
+        frames = self.resampler.resample(frame)
+        if self.fmt == "pcm":
+            return b"".join(f.to_ndarray().astype("<i2").tobytes() for f in frames)
+        for resampled in frames:
             self.out.mux(self.stream.encode(resampled))
         return self.sink.take()
 
     def feed(self, pcm: bytes) -> bytes:
         """The encoded bytes ready after ``pcm`` (may be empty)."""
-        if self.fmt not in _CODECS or not pcm:
+        if self.resampler is None or not pcm:
             return pcm
         import av
         import numpy as np
@@ -78,9 +104,11 @@ class Encoder:
 
     def close(self) -> bytes:
         """The rest: the encoder's buffered frames and the container's trailer."""
-        if self.fmt not in _CODECS:
+        if self.resampler is None:
             return b""
         tail = self._encode(None)
+        if self.fmt == "pcm":
+            return tail
         self.out.mux(self.stream.encode(None))
         self.out.close()
         return tail + self.sink.take()
@@ -102,4 +130,30 @@ async def encoded(body: Any, fmt: str, sample_rate: int) -> Any:
         await body.aclose()
 
 
-__all__ = ["MEDIA_TYPES", "Encoder", "encoded"]
+def sse_event(audio: bytes | None) -> bytes:
+    """One of OpenAI's speech events (``stream_format="sse"``): ``audio`` in base64 in a
+    ``speech.audio.delta``; None: the last, ``speech.audio.done`` (no tokens counted).
+
+    Example:
+        >>> sse_event(b"hi")
+        b'data: {"type": "speech.audio.delta", "audio": "aGk="}\\n\\n'
+    """
+    usage = dict.fromkeys(("input_tokens", "output_tokens", "total_tokens"), 0)
+    event = ({"type": "speech.audio.done", "usage": usage} if audio is None else
+             {"type": "speech.audio.delta", "audio": base64.b64encode(audio).decode()})
+    return b"data: " + json.dumps(event).encode() + b"\n\n"
+
+
+async def sse(body: Any) -> Any:
+    """``body``'s bytes as `sse_event`s, the done event after the last (none if ``body``
+    is cut short); closing it closes ``body``."""
+    try:
+        async for part in body:
+            yield sse_event(part)
+        yield sse_event(None)
+    finally:
+        await body.aclose()
+
+
+__all__ = ["MEDIA_TYPES", "PCM_RATE", "Encoder", "encoded", "output_rate", "sse",
+           "sse_event"]

@@ -90,8 +90,9 @@ class HttpVersionCheck:
                       "supported; use HTTP/1.1", [(b"connection", b"close")])
 
 
-def error_json(status: int, message: str) -> bytes:
-    """An error body in OpenAI's shape, so its clients show the reason.
+def error_json(status: int, message: str, param: str | None = None) -> bytes:
+    """An error body in OpenAI's shape, so its clients show the reason (``param``: the
+    request field at fault).
 
     Example:
         >>> json.loads(error_json(429, "busy"))["error"]["code"]
@@ -104,7 +105,7 @@ def error_json(status: int, message: str) -> bytes:
     kind = {401: "authentication_error", 429: "rate_limit_error"}.get(
         status, "server_error" if status >= 500 else "invalid_request_error")
     return (json.dumps({"error": {"message": message, "type": kind, "code": code,
-                                  "param": None}}, ensure_ascii=False) + "\n").encode()
+                                  "param": param}}, ensure_ascii=False) + "\n").encode()
 
 
 async def _refuse(send: Any, status: int, message: str, headers: list) -> None:
