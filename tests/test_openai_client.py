@@ -220,7 +220,7 @@ def _in_process(app):
 
 
 def test_a_server_bug_is_a_500_in_openai_shape_without_its_traceback(tiny_bundle_dir,
-                                                                   monkeypatch):
+                                                                   monkeypatch, lab_backends):
     from tts_kit.serve.app import _Server, create_app
     from tts_kit.serve.config import ServeConfig
 
