@@ -199,11 +199,11 @@ def acronyms(text: str, steps: Steps) -> str:
     return ACRONYM.sub(repl, text)
 
 
-SYMBOL = re.compile(r"[&+=@%×÷±°–—~#$€£¥₩^≤≥≦≧≠≈∗∙⋅∕⊆]")
+SYMBOL = re.compile(r"[&+=@%×÷±°–—~#$€£¥₩^≤≥≦≧≠≈∗∙⋅∕⊆/]")
 SYMBOL_WORDS = {
     "&": " and ", "+": " plus ", "=": " equals ", "@": " at ", "%": " percent ",
     "×": " times ", "÷": " divided by ", "±": " plus or minus ", "°": " degrees ",
-    "–": ", ", "—": ", ", "~": " ", "#": " ", "$": " dollar ", "€": " euro ",
+    "–": ", ", "—": ", ", "~": " ", "#": " hash ", "/": " slash ", "$": " dollar ", "€": " euro ",
     "£": " pound ", "¥": " yen ", "₩": " won ", "^": " to the power of ",
     **dict.fromkeys("≤≦", " less than or equal to "),
     **dict.fromkeys("≥≧", " greater than or equal to "), "≠": " not equal to ",
@@ -243,6 +243,11 @@ def symbol(m: re.Match[str]) -> str:
     ch, s, i = m.group(0), m.string, m.start()
     if ch == "#" and s[i + 1 : i + 2].isalpha():
         return " hash " if i and s[i - 1].isalnum() else " hashtag "
+    if ch == "#" and not s[:i].strip("# \n") and s[i + 1 : i + 2] in (" ", "#"):
+        return " "  # "## Heading": a Markdown heading's marks are not read
+    if ch == "/" and i and ((s[i - 1] + s[i + 1 : i + 2]).isalnum()
+                            or s[i - 1] + s[i + 1 : i + 2] == "  "):
+        return " "  # 2 vCPU/2 GB, 1 vCPU / 1 GB (the numbers read by now): a pause
     return SYMBOL_WORDS[ch]
 
 

@@ -336,9 +336,9 @@ _TLDS = "com org net edu gov io ai dev app kr jp uk de fr cn co info me tv us ca
 #: Hangul ends an address: what follows it is a particle (naver.com에서, 주소.com으로).
 _END = r"[^\s<>\"'.,;:!?)\]가-힣]"
 WEB = re.compile(
-    r"(?<![\w.@/+%-])(?=[\w%+-]*(?:[.@][A-Za-z0-9]|://)|~?/[a-z])(?:"
+    r"(?<![\w.@/+%&-])(?=[\w%+&-]*(?:[.@][A-Za-z0-9]|://)|~?/[a-z])(?:"
     rf"(?P<url>(?:(?:https?|ftp|file)://|www\.)[^\s<>\"'가-힣]*{_END})"
-    r"|(?P<email>[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"
+    r"|(?P<email>[A-Za-z0-9][A-Za-z0-9._%+&-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"
     rf"(?:/[^\s<>\"'가-힣]*{_END})?)"
     r"|(?P<ip>(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d))"
     # Any lower-case top-level label after a lower-case name of 3+ letters (news.abc).

@@ -1,0 +1,137 @@
+"""English forms the context decides before the number rule reads digits: ZIP+4 codes,
+codes of hyphen-joined letters and digits, digits after a code word (PIN, card ending
+in), time zones after am/pm, and measures of dimensions and mixed numbers.
+
+Each is its own traced rule (`FORMS`): ``zip``, ``chain``, ``digit_code``, ``zone``,
+``dimension``.
+
+Example:
+    >>> from tts_kit.text import normalize
+    >>> normalize("PIN 0417, ZIP 60601-4521", "en")
+    'pin zero four one seven, Z I P six zero six zero one dash four five two one'
+"""
+
+from __future__ import annotations
+
+import re
+
+from tts_kit.text import numbers as nw
+from tts_kit.text.common import Rule
+from tts_kit.text.common import grammar as g
+from tts_kit.text.en_places import EN_TIME_ZONES
+from tts_kit.text.tables import PER, UNITS
+
+#: Five digits, a hyphen and four: a ZIP+4 code, never a range (60601-4521).
+ZIP = re.compile(r"(?<![\w.,$€£¥₩-])\d{5}-\d{4}(?![\w-]|[.,]\d)")
+#: Three or more groups of letters or digits joined by hyphens (1-4-te-b): a code.
+CHAIN = re.compile(r"(?<![\w-])(?:[A-Za-z]+|\d+)(?:-(?:[A-Za-z]+|\d+)){2,}(?![\w-])")
+#: Digits after a word that names a code (PIN, OTP, zip code, card ending in).
+DIGIT_CODE = re.compile(
+    r"(?P<ctx>(?<![A-Za-z])(?i:pin|otp|passcode|password|(?:zip|area|postal|verification"
+    r"|security|access|confirmation|promo) code|code(?= is | was |: ))(?:\s(?:is|was|number)"
+    r"|:|\s#)?\s|(?<![A-Za-z])(?:card|account|number|Visa|Mastercard|Amex)\b[^.\n\d]{0,20}?"
+    r"\bend(?:ing|s) (?:in|with) )(?P<cd>[A-Za-z]{0,3}\d{3,12})(?![\w(]|[.,]\d)"
+)
+_ZONES = "|".join(r"\.?".join(z) for z in sorted(EN_TIME_ZONES, key=len, reverse=True))
+#: A time zone after am/pm, dotted, in lower case or glued (p.m.est, a.m. E.S.T.).
+ZONE = re.compile(
+    r"(?P<ap>(?<![A-Za-z])[AaPp]\.[Mm]\.?|(?<=\d)[AaPp][Mm]|(?<=\d )[AaPp][Mm])"
+    rf"(?P<sp>\s?)(?P<z>(?i:{_ZONES}))(?P<zd>\.)?(?![A-Za-z])"
+)
+_N = r"\d{1,6}(?:\.\d+)?"
+#: Dimensions (4x6 ft, 3 x 5 m2) and mixed numbers (2 1/2 kgs) before a unit.
+DIMENSION = re.compile(
+    rf"(?<![\w.,/])(?:(?P<a>{_N})\s?[x×]\s?(?P<b>{_N})(?:\s?[x×]\s?(?P<c>{_N}))?"
+    r"|(?P<mw>\d{1,3})\s(?P<mn>\d{1,2})/(?P<md>\d{1,2}))" + g.unit("d") + g.per("d") + "?"
+)
+
+
+_SENTENCE_END = re.compile(r"\s*(?:$|[A-Z\"'(])")
+_A_BEFORE = re.compile(r"(?<![A-Za-z])[Aa]n? $")
+_WORD_NEXT = re.compile(r" [a-z]")
+
+
+def fraction_words(a: int, b: int) -> str:
+    """a/b said as a fraction.
+
+    Example:
+        >>> fraction_words(3, 4), fraction_words(5, 8)
+        ('three quarters', 'five eighths')
+    """
+    if b == 2:
+        den = "half" if a == 1 else "halves"
+    elif b == 4:
+        den = "quarter" if a == 1 else "quarters"
+    else:
+        den = nw.en_ordinal(b) + ("" if a == 1 else "s")
+    return f"{nw.en_cardinal(a)} {den}"
+
+
+def mixed_words(whole: str, a: int, b: int) -> str:
+    """A mixed number: 2 1/2 -> two and a half; 3 5/2 -> three and five halves.
+
+    Example:
+        >>> mixed_words("4", 3, 8)
+        'four and three eighths'
+    """
+    if a == 1 and b in (2, 4):
+        return f"{nw.en_cardinal(int(whole))} and a {'half' if b == 2 else 'quarter'}"
+    return f"{nw.en_cardinal(int(whole))} and {fraction_words(a, b)}"
+
+
+def _zip(m: re.Match[str]) -> str:
+    a, b = m.group(0).split("-")
+    return f"{nw.en_digits(a)} dash {nw.en_digits(b)}"
+
+
+def _chain(m: re.Match[str]) -> str:
+    """1-4-te-b -> one-four-te-b: inside a code a hyphen between numbers is no range."""
+    parts = m.group(0).split("-")
+    digits = [p.isdigit() for p in parts]
+    lower = any(p.isalpha() and p.islower() for p in parts)
+    if not lower or not any(a and b for a, b in zip(digits, digits[1:])):
+        return m.group(0)
+    return "-".join(nw.en_number(p) if d else p for p, d in zip(parts, digits))
+
+
+def _digit_code(m: re.Match[str]) -> str:
+    code = m["cd"]
+    i = len(code.rstrip("0123456789"))
+    letters = " ".join(code[:i].upper()) + " " if i else ""
+    return m["ctx"] + letters + nw.en_digits(code[i:])
+
+
+def _zone(m: re.Match[str]) -> str:
+    z = m["z"].replace(".", "")
+    if z.isupper() and m["sp"] and not m["zd"]:
+        return m.group(0)  # 5 p.m. EST: already as the clock rule reads it
+    end = m["zd"] if m["zd"] and _SENTENCE_END.match(m.string, m.end()) else ""
+    return f"{m['ap']} {z.upper()}{end}"
+
+
+def _dimension(m: re.Match[str]) -> str:
+    u = UNITS[m["du1"] or m["du2"]]
+    # "a 4x6 ft sheet": a measure before its noun is singular, as is one unit.
+    one = (_A_BEFORE.search(m.string, max(0, m.start() - 4), m.start())
+           and _WORD_NEXT.match(m.string, m.end()) and not m["dper"])
+    if m["mw"]:
+        a, b = int(m["mn"]), int(m["md"])
+        if a == 0 or b < 2:
+            return m.group(0)
+        words = mixed_words(m["mw"], a, b)
+    else:
+        nums = [n for n in (m["a"], m["b"], m["c"]) if n]
+        one = one or nums[-1] == "1"
+        words = " by ".join(nw.en_number(n) for n in nums)
+    words += " " + (u.en if one else u.en_plural)
+    return f"{words} per {PER[m['dper']][0]}" if m["dper"] else words
+
+
+#: The rules, in order, for `en.rules` (before the number rule).
+FORMS = [
+    Rule("zip", ZIP, _zip, needs="-"),
+    Rule("chain", CHAIN, _chain, needs="-"),
+    Rule("digit_code", DIGIT_CODE, _digit_code),
+    Rule("zone", ZONE, _zone),
+    Rule("dimension", DIMENSION, _dimension),
+]
