@@ -307,6 +307,8 @@ TRACED = [
     ("en", "at 8 p.m.est", "zone"),
     ("en", "a 4x6 ft sheet", "dimension"),
     ("en", "in 476 AD", "year"),
+    ("en", "ref 55/120994/2019", "slashes"),
+    ("en", "1/f noise", "over"),
     ("ko", "1/1(월)", "weekday"),
     ("ko", "4/7이", "particle"),
     ("ko", "25/12/2026", "date_dmy"),

@@ -25,6 +25,10 @@ from tts_kit.text.tables import PER, UNITS
 ZIP = re.compile(r"(?<![\w.,$€£¥₩-])\d{5}-\d{4}(?![\w-]|[.,]\d)")
 #: Three or more groups of letters or digits joined by hyphens (1-4-te-b): a code.
 CHAIN = re.compile(r"(?<![\w-])(?:[A-Za-z]+|\d+)(?:-(?:[A-Za-z]+|\d+)){2,}(?![\w-])")
+#: Three or more numbers joined by slashes that are no date (123/2617/88): a reference.
+SLASHES = re.compile(r"(?<![\w/.])\d+(?:/\d+){2,}(?![\w/]|[.,]\d)")
+#: A number over one letter (1/f, 2/n): a ratio, said "over" (units after it are "per").
+OVER = re.compile(r"(?<![\w/.])(?P<n>\d{1,3})/(?P<v>[A-Za-z])(?![\w/])")
 #: Digits after a word that names a code (PIN, OTP, zip code, card ending in).
 DIGIT_CODE = re.compile(
     r"(?P<ctx>(?<![A-Za-z])(?i:pin|otp|passcode|password|(?:zip|area|postal|verification"
@@ -94,6 +98,24 @@ def _chain(m: re.Match[str]) -> str:
     return "-".join(nw.en_number(p) if d else p for p, d in zip(parts, digits))
 
 
+_DATE_SHAPES = {(a, b, c) for a in (1, 2) for b in (1, 2) for c in (2, 4)} | {
+    (4, b, c) for b in (1, 2) for c in (1, 2)}
+
+
+def _slashes(m: re.Match[str]) -> str:
+    parts = m.group(0).split("/")
+    shape = tuple(len(p) for p in parts)
+    if shape in _DATE_SHAPES:
+        return m.group(0)  # 12/25/2026, 2026/12/25: a date, for the date rules
+    return " slash ".join(nw.en_number(p) if len(p) <= 4 else nw.en_digits(p) for p in parts)
+
+
+def _over(m: re.Match[str]) -> str:
+    if m["v"] in PER:
+        return m.group(0)
+    return f"{nw.en_number(m['n'])} over {m['v']}"
+
+
 def _digit_code(m: re.Match[str]) -> str:
     code = m["cd"]
     i = len(code.rstrip("0123456789"))
@@ -131,6 +153,8 @@ def _dimension(m: re.Match[str]) -> str:
 FORMS = [
     Rule("zip", ZIP, _zip, needs="-"),
     Rule("chain", CHAIN, _chain, needs="-"),
+    Rule("slashes", SLASHES, _slashes, needs="/"),
+    Rule("over", OVER, _over, needs="/"),
     Rule("digit_code", DIGIT_CODE, _digit_code),
     Rule("zone", ZONE, _zone),
     Rule("dimension", DIMENSION, _dimension),

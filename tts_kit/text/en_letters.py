@@ -8,6 +8,7 @@ Example:
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from tts_kit.text import numbers as nw
 from tts_kit.text.common import Steps, TraceStep, roman_value, trie_alt
@@ -199,7 +200,7 @@ def acronyms(text: str, steps: Steps) -> str:
     return ACRONYM.sub(repl, text)
 
 
-SYMBOL = re.compile(r"[&+=@%×÷±°–—~#$€£¥₩^≤≥≦≧≠≈∗∙⋅∕⊆/]")
+SYMBOL = re.compile(r"[&+=@%×÷±°–—~#$€£¥₩^/\u2200-\u22ff]")
 SYMBOL_WORDS = {
     "&": " and ", "+": " plus ", "=": " equals ", "@": " at ", "%": " percent ",
     "×": " times ", "÷": " divided by ", "±": " plus or minus ", "°": " degrees ",
@@ -208,7 +209,8 @@ SYMBOL_WORDS = {
     **dict.fromkeys("≤≦", " less than or equal to "),
     **dict.fromkeys("≥≧", " greater than or equal to "), "≠": " not equal to ",
     "≈": " approximately equals ", **dict.fromkeys("∗∙⋅", " times "), "∕": " divided by ",
-    "⊆": " subset of or equal to ",
+    "⊆": " subset of or equal to ", "∑": " sum ", "∏": " product ", "∂": " partial ",
+    "∆": " delta ", "∇": " nabla ",
 }
 
 
@@ -248,7 +250,8 @@ def symbol(m: re.Match[str]) -> str:
     if ch == "/" and i and ((s[i - 1] + s[i + 1 : i + 2]).isalnum()
                             or s[i - 1] + s[i + 1 : i + 2] == "  "):
         return " "  # 2 vCPU/2 GB, 1 vCPU / 1 GB (the numbers read by now): a pause
-    return SYMBOL_WORDS[ch]
+    # Any other mathematical operator (U+2200-U+22FF) by its Unicode name: never dropped.
+    return SYMBOL_WORDS.get(ch) or f" {unicodedata.name(ch, '').lower()} "
 
 
 #: Serial and part numbers: capitals and digits in groups joined by hyphens, with both
