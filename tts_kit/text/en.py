@@ -25,7 +25,7 @@ from tts_kit.text.charset import make_cleanup
 from tts_kit.text.common import Reading, Rule, Step, make_numeric, trie_alt
 from tts_kit.text.common import grammar as g
 from tts_kit.text.en_dates import DAY_MONTH, MONTH, MONTH_DATE, day_month, month_date
-from tts_kit.text.en_forms import FORMS, fraction_words, mixed_words
+from tts_kit.text.en_forms import forms, fraction_words, mixed_words
 from tts_kit.text.en_letters import (
     ABBREVIATION,
     ROMAN,
@@ -546,7 +546,7 @@ def rules(lexicon: Lexicon) -> list[Step]:
         lexicon.apply,
         Rule("vanity", VANITY, vanity, needs="1-8"),
         Rule("serial", SERIAL, serial),
-        *FORMS,
+        forms,
         Rule("abbreviation", ABBREVIATION, abbreviation),
         Rule("date", MONTH_DATE, month_date),
         Rule("day_month", DAY_MONTH, day_month),

@@ -2,8 +2,8 @@
 codes of hyphen-joined letters and digits, digits after a code word (PIN, card ending
 in), time zones after am/pm, and measures of dimensions and mixed numbers.
 
-Each is its own traced rule (`FORMS`): ``zip``, ``chain``, ``digit_code``, ``zone``,
-``dimension``.
+Each is its own traced rule, run in order by `forms`: ``zip``, ``chain``, ``slashes``,
+``over``, ``digit_code``, ``zone``, ``dimension``.
 
 Example:
     >>> from tts_kit.text import normalize
@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from tts_kit.text import numbers as nw
-from tts_kit.text.common import Rule
+from tts_kit.text.common import Rule, Step, Steps
 from tts_kit.text.common import grammar as g
 from tts_kit.text.en_places import EN_TIME_ZONES
 from tts_kit.text.tables import PER, UNITS
@@ -29,17 +29,19 @@ CHAIN = re.compile(r"(?<![\w-])(?:[A-Za-z]+|\d+)(?:-(?:[A-Za-z]+|\d+)){2,}(?![\w
 SLASHES = re.compile(r"(?<![\w/.])\d+(?:/\d+){2,}(?![\w/]|[.,]\d)")
 #: A number over one letter (1/f, 2/n): a ratio, said "over" (units after it are "per").
 OVER = re.compile(r"(?<![\w/.])(?P<n>\d{1,3})/(?P<v>[A-Za-z])(?![\w/])")
-#: Digits after a word that names a code (PIN, OTP, zip code, card ending in).
-DIGIT_CODE = re.compile(
-    r"(?P<ctx>(?<![A-Za-z])(?i:pin|otp|passcode|password|(?:zip|area|postal|verification"
-    r"|security|access|confirmation|promo) code|code(?= is | was |: ))(?:\s(?:is|was|number)"
-    r"|:|\s#)?\s|(?<![A-Za-z])(?:card|account|number|Visa|Mastercard|Amex)\b[^.\n\d]{0,20}?"
-    r"\bend(?:ing|s) (?:in|with) )(?P<cd>[A-Za-z]{0,3}\d{3,12})(?![\w(]|[.,]\d)"
+#: Digits (3 to 12) and the words before them that name a code (PIN, OTP, zip code,
+#: card ending in), with up to three letters glued to the digits (ab9453).
+DIGIT_CODE = re.compile(r"\d(?<!\d\d)\d{2,11}(?![\w(]|[.,]\d)")
+_CODE_BEFORE = re.compile(
+    r"(?:(?<![A-Za-z])(?i:pin|otp|passcode|password|(?:zip|area|postal|verification|security"
+    r"|access|confirmation) code|code(?= is | was |: ))(?:\s(?:is|was|number)|:|\s#)?\s"
+    r"|(?<![A-Za-z])(?:card|account|number|Visa|Mastercard|Amex)\b[^.\n\d]{0,20}?"
+    r"\bend(?:ing|s) (?:in|with) )(?P<lt>[A-Za-z]{0,3})$"
 )
 _ZONES = "|".join(r"\.?".join(z) for z in sorted(EN_TIME_ZONES, key=len, reverse=True))
 #: A time zone after am/pm, dotted, in lower case or glued (p.m.est, a.m. E.S.T.).
 ZONE = re.compile(
-    r"(?P<ap>(?<![A-Za-z])[AaPp]\.[Mm]\.?|(?<=\d)[AaPp][Mm]|(?<=\d )[AaPp][Mm])"
+    r"(?=[AaPp]\.?[Mm])(?P<ap>(?<![A-Za-z])[AaPp]\.[Mm]\.?|(?<=\d)[AaPp][Mm]|(?<=\d )[AaPp][Mm])"
     rf"(?P<sp>\s?)(?P<z>(?i:{_ZONES}))(?P<zd>\.)?(?![A-Za-z])"
 )
 _N = r"\d{1,6}(?:\.\d+)?"
@@ -116,11 +118,16 @@ def _over(m: re.Match[str]) -> str:
     return f"{nw.en_number(m['n'])} over {m['v']}"
 
 
+_CODE_WORDS = ("pin", "otp", "pass", "code", "end")
+
+
 def _digit_code(m: re.Match[str]) -> str:
-    code = m["cd"]
-    i = len(code.rstrip("0123456789"))
-    letters = " ".join(code[:i].upper()) + " " if i else ""
-    return m["ctx"] + letters + nw.en_digits(code[i:])
+    a = max(0, m.start() - 48)
+    near = m.string[a : m.start()].lower()
+    ctx = any(w in near for w in _CODE_WORDS) and _CODE_BEFORE.search(m.string, a, m.start())
+    if not ctx:
+        return m.group(0)
+    return (" " if ctx["lt"] else "") + nw.en_digits(m.group(0))
 
 
 def _zone(m: re.Match[str]) -> str:
@@ -149,13 +156,33 @@ def _dimension(m: re.Match[str]) -> str:
     return f"{words} per {PER[m['dper']][0]}" if m["dper"] else words
 
 
-#: The rules, in order, for `en.rules` (before the number rule).
-FORMS = [
-    Rule("zip", ZIP, _zip, needs="-"),
-    Rule("chain", CHAIN, _chain, needs="-"),
+def _gated(gate: str, rule: Rule) -> Step:
+    """``rule`` run only on a text where ``gate`` is found (a cheap scan first)."""
+    found = re.compile(gate).search
+    return lambda text, steps: rule(text, steps) if found(text) else text
+
+
+_RULES: list[Step] = [
+    _gated(r"\d-\d", Rule("zip", ZIP, _zip)),
+    _gated(r"[\d-](?<=\d-|-\d)", Rule("chain", CHAIN, _chain)),
     Rule("slashes", SLASHES, _slashes, needs="/"),
     Rule("over", OVER, _over, needs="/"),
     Rule("digit_code", DIGIT_CODE, _digit_code),
-    Rule("zone", ZONE, _zone),
-    Rule("dimension", DIMENSION, _dimension),
+    _gated(r"\d ?[AaPp]\.?[Mm]", Rule("zone", ZONE, _zone)),
+    _gated(r"\d ?[x×] ?\d|\d \d{1,2}/\d", Rule("dimension", DIMENSION, _dimension)),
 ]
+_DIGIT = re.compile(r"\d")
+
+
+def forms(text: str, steps: Steps) -> str:
+    """The rules of this module, in order, on a text with a digit (one scan for none).
+
+    Example:
+        >>> forms("Your PIN is 0417", None)
+        'Your PIN is zero four one seven'
+    """
+    if not _DIGIT.search(text):
+        return text
+    for rule in _RULES:
+        text = rule(text, steps)
+    return text
