@@ -235,6 +235,9 @@ def slash(m: re.Match[str]) -> str:
     return " or ".join(words)
 
 
+_CLOSED = re.compile(r"\w+#")
+
+
 def symbol(m: re.Match[str]) -> str:
     """A sign no earlier rule read: $HOME -> dollar HOME, #tag -> hashtag tag.
 
@@ -244,7 +247,8 @@ def symbol(m: re.Match[str]) -> str:
     """
     ch, s, i = m.group(0), m.string, m.start()
     if ch == "#" and s[i + 1 : i + 2].isalpha():
-        return " hash " if i and s[i - 1].isalnum() else " hashtag "
+        tag = not (i and s[i - 1].isalnum()) and _CLOSED.match(s, i + 1) is None
+        return " hashtag " if tag else " hash "  # #tag; a#b and #word# are no tags
     if ch == "#" and not s[:i].strip("# \n") and s[i + 1 : i + 2] in (" ", "#"):
         return " "  # "## Heading": a Markdown heading's marks are not read
     if ch == "/" and i and ((s[i - 1] + s[i + 1 : i + 2]).isalnum()
