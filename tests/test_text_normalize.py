@@ -309,6 +309,8 @@ TRACED = [
     ("en", "in 476 AD", "year"),
     ("en", "ref 55/120994/2019", "slashes"),
     ("en", "1/f noise", "over"),
+    ("en", "9.81 m/s^2", "power"),
+    ("en", "2.5e6 rows", "scientific"),
     ("ko", "1/1(월)", "weekday"),
     ("ko", "4/7이", "particle"),
     ("ko", "25/12/2026", "date_dmy"),

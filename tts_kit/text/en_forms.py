@@ -3,7 +3,7 @@ codes of hyphen-joined letters and digits, digits after a code word (PIN, card e
 in), time zones after am/pm, and measures of dimensions and mixed numbers.
 
 Each is its own traced rule, run in order by `forms`: ``zip``, ``chain``, ``slashes``,
-``over``, ``digit_code``, ``zone``, ``dimension``.
+``over``, ``digit_code``, ``power``, ``scientific``, ``zone``, ``dimension``.
 
 Example:
     >>> from tts_kit.text import normalize
@@ -44,6 +44,10 @@ ZONE = re.compile(
     r"(?=[AaPp]\.?[Mm])(?P<ap>(?<![A-Za-z])[AaPp]\.[Mm]\.?|(?<=\d)[AaPp][Mm]|(?<=\d )[AaPp][Mm])"
     rf"(?P<sp>\s?)(?P<z>(?i:{_ZONES}))(?P<zd>\.)?(?![A-Za-z])"
 )
+#: A square or cube after a letter (m/s^2, x^3): "squared", "cubed".
+POWER = re.compile(r"(?<=[A-Za-z)])\^(?P<pw>[23])(?![\d.])")
+#: Scientific notation (2.5e6, 6.02E23, 1e-9): times ten to the power of.
+SCIENTIFIC = re.compile(r"(?<![\w.#])(?P<sm>\d{1,3}(?:\.\d+)?)[eE](?P<se>[-+]?\d{1,3})(?!\w|\.\d)")
 _N = r"\d{1,6}(?:\.\d+)?"
 #: Dimensions (4x6 ft, 3 x 5 m2) and mixed numbers (2 1/2 kgs) before a unit.
 DIMENSION = re.compile(
@@ -156,6 +160,17 @@ def _dimension(m: re.Match[str]) -> str:
     return f"{words} per {PER[m['dper']][0]}" if m["dper"] else words
 
 
+def _power(m: re.Match[str]) -> str:
+    return " squared" if m["pw"] == "2" else " cubed"
+
+
+def _scientific(m: re.Match[str]) -> str:
+    exp = m["se"].lstrip("+")
+    sign = "minus " if exp.startswith("-") else ""
+    return (f"{nw.en_number(m['sm'])} times ten to the power of {sign}"
+            f"{nw.en_cardinal(int(exp.lstrip('-')))}")
+
+
 def _gated(gate: str, rule: Rule) -> Step:
     """``rule`` run only on a text where ``gate`` is found (a cheap scan first)."""
     found = re.compile(gate).search
@@ -168,6 +183,8 @@ _RULES: list[Step] = [
     Rule("slashes", SLASHES, _slashes, needs="/"),
     Rule("over", OVER, _over, needs="/"),
     Rule("digit_code", DIGIT_CODE, _digit_code),
+    Rule("power", POWER, _power, needs="^"),
+    _gated(r"\d[eE]", Rule("scientific", SCIENTIFIC, _scientific)),
     _gated(r"\d ?[AaPp]\.?[Mm]", Rule("zone", ZONE, _zone)),
     _gated(r"\d ?[x×] ?\d|\d \d{1,2}/\d", Rule("dimension", DIMENSION, _dimension)),
 ]

@@ -340,7 +340,8 @@ EN_ABBREVIATIONS: tuple[tuple[str, str, bool], ...] = (
 EN_YEAR_CONTEXT: tuple[str, ...] = tuple(
     "in In since Since by By from From of until Until till before Before after After "
     "during During around circa year Year early late mid through to and between Between "
-    "spring summer fall autumn winter Spring Summer Fall Autumn Winter".split()
+    "spring summer fall autumn winter Spring Summer Fall Autumn Winter born Born founded "
+    "Founded established Established".split()
 )
 
 #: Nouns a number + 번 names (3번 출구: the exit numbered three, 삼 번), where 번 is a
