@@ -311,6 +311,8 @@ TRACED = [
     ("en", "1/f noise", "over"),
     ("en", "9.81 m/s^2", "power"),
     ("en", "2.5e6 rows", "scientific"),
+    ("en", "at 0600 hours", "military"),
+    ("en", "see C:\\Users\\ann", "win_path"),
     ("ko", "1/1(월)", "weekday"),
     ("ko", "4/7이", "particle"),
     ("ko", "25/12/2026", "date_dmy"),

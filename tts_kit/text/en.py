@@ -191,7 +191,7 @@ def _clock(h: int, mi: int, s: int | None, ap: str | None) -> str:
     if mi:
         words += " " + (f"oh {nw.en_cardinal(mi)}" if mi < 10 else nw.en_cardinal(mi))
     elif not ap:
-        words += " o'clock"
+        words += " hundred" if h > 12 or h == 0 else " o'clock"  # 17:00: seventeen hundred
     if s:
         words += f" and {nw.en_cardinal(s)} {'second' if s == 1 else 'seconds'}"
     if ap:

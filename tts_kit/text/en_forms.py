@@ -48,6 +48,10 @@ ZONE = re.compile(
 POWER = re.compile(r"(?<=[A-Za-z)])\^(?P<pw>[23])(?![\d.])")
 #: Scientific notation (2.5e6, 6.02E23, 1e-9): times ten to the power of.
 SCIENTIFIC = re.compile(r"(?<![\w.#])(?P<sm>\d{1,3}(?:\.\d+)?)[eE](?P<se>[-+]?\d{1,3})(?!\w|\.\d)")
+#: A 24-hour time of four digits before "hours" (0900 hours, 1430 hrs).
+MILITARY = re.compile(r"(?<![\w.,])(?P<hh>[01]\d|2[0-3])(?P<mm>[0-5]\d) ?h(?:ou)?rs\b")
+#: A Windows path (C:\Users\ann\notes.txt): each backslash said.
+WIN_PATH = re.compile(r"(?<![\w\\])[A-Za-z]:(?:\\[\w .-]*[\w-])+\\?")
 _N = r"\d{1,6}(?:\.\d+)?"
 #: Dimensions (4x6 ft, 3 x 5 m2) and mixed numbers (2 1/2 kgs) before a unit.
 DIMENSION = re.compile(
@@ -59,6 +63,7 @@ DIMENSION = re.compile(
 _SENTENCE_END = re.compile(r"\s*(?:$|[A-Z\"'(])")
 _A_BEFORE = re.compile(r"(?<![A-Za-z])[Aa]n? $")
 _WORD_NEXT = re.compile(r" [a-z]")
+_AT = re.compile(r"(?<![A-Za-z])(?:[Aa]t|by|until|till|from|before|after|since|to) $")
 
 
 def fraction_words(a: int, b: int) -> str:
@@ -171,6 +176,21 @@ def _scientific(m: re.Match[str]) -> str:
             f"{nw.en_cardinal(int(exp.lstrip('-')))}")
 
 
+def _military(m: re.Match[str]) -> str:
+    """0900 hours -> oh nine hundred hours; 1430 hours -> fourteen thirty hours."""
+    h, mi = int(m["hh"]), int(m["mm"])
+    if m["hh"][0] != "0" and not _AT.search(m.string, max(0, m.start() - 7), m.start()):
+        return m.group(0)  # 1430 hours of footage: a duration
+    words = ("oh " if m["hh"][0] == "0" and h else "") + nw.en_cardinal(h)
+    return words + (" hundred" if not mi else f" oh {nw.en_cardinal(mi)}" if mi < 10
+                    else f" {nw.en_cardinal(mi)}") + " hours"
+
+
+def _win_path(m: re.Match[str]) -> str:
+    drive, _, rest = m.group(0).partition(":")
+    return f"{drive.upper()} colon " + " backslash ".join(rest.split("\\")).strip()
+
+
 def _gated(gate: str, rule: Rule) -> Step:
     """``rule`` run only on a text where ``gate`` is found (a cheap scan first)."""
     found = re.compile(gate).search
@@ -185,10 +205,12 @@ _RULES: list[Step] = [
     Rule("digit_code", DIGIT_CODE, _digit_code),
     Rule("power", POWER, _power, needs="^"),
     _gated(r"\d[eE]", Rule("scientific", SCIENTIFIC, _scientific)),
+    _gated(r"\d ?h(?:ou)?rs", Rule("military", MILITARY, _military)),
     _gated(r"\d ?[AaPp]\.?[Mm]", Rule("zone", ZONE, _zone)),
     _gated(r"\d ?[x×] ?\d|\d \d{1,2}/\d", Rule("dimension", DIMENSION, _dimension)),
 ]
 _DIGIT = re.compile(r"\d")
+_PATH_RULE = Rule("win_path", WIN_PATH, _win_path)
 
 
 def forms(text: str, steps: Steps) -> str:
@@ -198,6 +220,8 @@ def forms(text: str, steps: Steps) -> str:
         >>> forms("Your PIN is 0417", None)
         'Your PIN is zero four one seven'
     """
+    if "\\" in text:
+        text = _PATH_RULE(text, steps)
     if not _DIGIT.search(text):
         return text
     for rule in _RULES:
