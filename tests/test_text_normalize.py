@@ -312,6 +312,7 @@ TRACED = [
     ("en", "9.81 m/s^2", "power"),
     ("en", "2.5e6 rows", "scientific"),
     ("en", "at 0600 hours", "military"),
+    ("en", "ran 2024-03-05T14:30:00Z", "timestamp"),
     ("en", "see C:\\Users\\ann", "win_path"),
     ("ko", "1/1(월)", "weekday"),
     ("ko", "4/7이", "particle"),

@@ -25,7 +25,7 @@ from tts_kit.text.charset import make_cleanup
 from tts_kit.text.common import Reading, Rule, Step, make_numeric, trie_alt
 from tts_kit.text.common import grammar as g
 from tts_kit.text.en_dates import DAY_MONTH, MONTH, MONTH_DATE, day_month, month_date
-from tts_kit.text.en_forms import forms, fraction_words, mixed_words
+from tts_kit.text.en_forms import TIMESTAMP, forms, fraction_words, mixed_words
 from tts_kit.text.en_letters import (
     ABBREVIATION,
     ROMAN,
@@ -133,6 +133,7 @@ _NAME_AFTER = re.compile(r"\s[A-Z][a-z]")
 _FORMULA = re.compile(r"[=+×*/^]\s?$")
 #: "RTX 4090", "ISO 9001": capitals right before a number make it a model number.
 _CODE_BEFORE = re.compile(r"(?<![A-Za-z])[A-Z]{2,5} $")
+_BETWEEN = re.compile(r"(?<![A-Za-z])[Bb]etween $")
 _YEAR_AFTER = re.compile(r"\s?(?:AD|BCE?|CE|A\.D|B\.C(?:\.E)?|C\.E)(?![A-Za-z])")
 
 
@@ -379,12 +380,12 @@ def _range(m: re.Match[str]) -> str:
         return Reading(f"{first} minus {nw.en_number(b)}", "math")  # 5 - 3 = 2, 3-1=2
     if a == b and m["rsep"] == "-" and not tail:
         return f"{first}-{nw.en_number(b)}"  # fifty-fifty
+    # between 10-20 people: ten and twenty
+    to = " and " if _BETWEEN.search(m.string, max(0, m.start() - 8), m.start()) else " to "
     if m["rpct"] is not None:
-        return f"{first} to {nw.en_number(b)} percent"
+        return f"{first}{to}{nw.en_number(b)} percent"
     unit = m["ru1"] or m["ru2"]
-    if unit:
-        return f"{first} to {_with_unit(b, unit)}"
-    return f"{first} to {nw.en_number(b)}"
+    return f"{first}{to}{_with_unit(b, unit) if unit else nw.en_number(b)}"
 
 
 def _magnitude(m: re.Match[str]) -> str:
@@ -545,6 +546,7 @@ def rules(lexicon: Lexicon) -> list[Step]:
         Rule("state", STATE, state, needs=", "),
         lexicon.apply,
         Rule("vanity", VANITY, vanity, needs="1-8"),
+        TIMESTAMP,
         Rule("serial", SERIAL, serial),
         forms,
         Rule("abbreviation", ABBREVIATION, abbreviation),

@@ -1,9 +1,11 @@
-"""English forms the context decides before the number rule reads digits: ZIP+4 codes,
-codes of hyphen-joined letters and digits, digits after a code word (PIN, card ending
-in), time zones after am/pm, and measures of dimensions and mixed numbers.
+"""English forms the context decides before the number rule reads digits: timestamps,
+ZIP+4 codes, codes of hyphen-joined letters and digits or slash-joined numbers, digits
+after a code word (PIN, card ending in), powers, time zones after am/pm, measures of
+dimensions and mixed numbers, Windows paths.
 
-Each is its own traced rule, run in order by `forms`: ``zip``, ``chain``, ``slashes``,
-``over``, ``digit_code``, ``power``, ``scientific``, ``zone``, ``dimension``.
+Each is its own traced rule, run in order by `forms` (``timestamp``, earlier: `TIMESTAMP`):
+``zip``, ``chain``, ``slashes``, ``over``, ``digit_code``, ``power``, ``scientific``,
+``military``, ``zone``, ``dimension``; ``win_path`` also in a text without digits.
 
 Example:
     >>> from tts_kit.text import normalize
@@ -52,6 +54,10 @@ SCIENTIFIC = re.compile(r"(?<![\w.#])(?P<sm>\d{1,3}(?:\.\d+)?)[eE](?P<se>[-+]?\d
 MILITARY = re.compile(r"(?<![\w.,])(?P<hh>[01]\d|2[0-3])(?P<mm>[0-5]\d) ?h(?:ou)?rs\b")
 #: A Windows path (C:\Users\ann\notes.txt): each backslash said.
 WIN_PATH = re.compile(r"(?<![\w\\])[A-Za-z]:(?:\\[\w .-]*[\w-])+\\?")
+#: An ISO 8601 timestamp (2024-03-05T14:30:00Z): the date, the clock, the offset.
+STAMP = re.compile(
+    r"(?<![\w-])(?P<y>\d{4})-(?P<mo>0[1-9]|1[0-2])-(?P<d>0[1-9]|[12]\d|3[01])T(?P<h>[01]\d|2[0-3])"
+    r":(?P<mi>[0-5]\d)(?::(?P<s>[0-5]\d)(?:\.\d+)?)?(?P<z>Z|[+-][01]\d:?[0-5]\d)?(?![\w:])")
 _N = r"\d{1,6}(?:\.\d+)?"
 #: Dimensions (4x6 ft, 3 x 5 m2) and mixed numbers (2 1/2 kgs) before a unit.
 DIMENSION = re.compile(
@@ -191,6 +197,21 @@ def _win_path(m: re.Match[str]) -> str:
     return f"{drive.upper()} colon " + " backslash ".join(rest.split("\\")).strip()
 
 
+def _stamp(m: re.Match[str]) -> str:
+    h, mi, sec = int(m["h"]), int(m["mi"]), int(m["s"] or 0)
+    clock = nw.en_cardinal(h) + (f" oh {nw.en_cardinal(mi)}" if 0 < mi < 10 else
+                                 f" {nw.en_cardinal(mi)}" if mi else " hundred")
+    if sec:
+        clock += f" and {nw.en_cardinal(sec)} second{'s' if sec > 1 else ''}"
+    z = m["z"] or ""
+    if z:
+        off = int(z[1:3]) if z != "Z" else 0
+        clock += " U T C" + (f" {'plus' if z[0] == '+' else 'minus'} "
+                             f"{nw.en_cardinal(off)}" if off else "")
+    return (f"{nw.EN_MONTHS[int(m['mo'])]} {nw.en_ordinal(int(m['d']))}, "
+            f"{nw.en_year(int(m['y']))}, {clock}")
+
+
 def _gated(gate: str, rule: Rule) -> Step:
     """``rule`` run only on a text where ``gate`` is found (a cheap scan first)."""
     found = re.compile(gate).search
@@ -211,6 +232,8 @@ _RULES: list[Step] = [
 ]
 _DIGIT = re.compile(r"\d")
 _PATH_RULE = Rule("win_path", WIN_PATH, _win_path)
+#: Runs before the serial rule, which would spell a timestamp's capitals and digits.
+TIMESTAMP: Step = _gated(r"\dT\d", Rule("timestamp", STAMP, _stamp))
 
 
 def forms(text: str, steps: Steps) -> str:

@@ -123,7 +123,7 @@ TIMES = rf"(?P<times>\s?(?P<xo>[x×*])(?:\s?(?P<xb>{NUM}))?(?![A-Za-z0-9]))"
 RATIO = r"(?P<ratio>:(?P<qb>\d{1,16})(?!\d))"
 #: A fraction's slash, glued (1/2) or spaced (1 / 2: group ``fsp``, never a date).
 FRACTION = (r"(?P<fraction>(?:/|(?P<fsp>\s/\s))(?P<fb>\d{1,16})(?!\d)"
-            r"(?P<fo>(?:st|nd|rd|th|ST|ND|RD|TH)(?![A-Za-z]))?)")
+            r"(?P<fo>(?:st|nd|rd|th|ST|ND|RD|TH)s?(?![A-Za-z]))?)")
 #: Three or more digit groups joined by hyphens that are no date, phone or range
 #: (22-95-81, 4-3-3): each group said on its own.
 GROUPS = r"(?P<groups>(?<![\d.,-])\d{1,4}(?:-\d{1,4}){2,6}(?![\d-]))"
