@@ -313,6 +313,8 @@ TRACED = [
     ("en", "2.5e6 rows", "scientific"),
     ("en", "at 0600 hours", "military"),
     ("en", "ran 2024-03-05T14:30:00Z", "timestamp"),
+    ("en", "6 ft 2 in tall", "feet"),
+    ("en", "a 4.5/5 stars hotel", "rating"),
     ("en", "see C:\\Users\\ann", "win_path"),
     ("ko", "1/1(월)", "weekday"),
     ("ko", "4/7이", "particle"),

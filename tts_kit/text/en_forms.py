@@ -5,7 +5,8 @@ dimensions and mixed numbers, Windows paths.
 
 Each is its own traced rule, run in order by `forms` (``timestamp``, earlier: `TIMESTAMP`):
 ``zip``, ``chain``, ``slashes``, ``over``, ``digit_code``, ``power``, ``scientific``,
-``military``, ``zone``, ``dimension``; ``win_path`` also in a text without digits.
+``military``, ``feet``, ``rating``, ``zone``, ``dimension``; ``win_path`` also in a text
+without digits.
 
 Example:
     >>> from tts_kit.text import normalize
@@ -58,6 +59,12 @@ WIN_PATH = re.compile(r"(?<![\w\\])[A-Za-z]:(?:\\[\w .-]*[\w-])+\\?")
 STAMP = re.compile(
     r"(?<![\w-])(?P<y>\d{4})-(?P<mo>0[1-9]|1[0-2])-(?P<d>0[1-9]|[12]\d|3[01])T(?P<h>[01]\d|2[0-3])"
     r":(?P<mi>[0-5]\d)(?::(?P<s>[0-5]\d)(?:\.\d+)?)?(?P<z>Z|[+-][01]\d:?[0-5]\d)?(?![\w:])")
+#: Feet and inches in words (6 ft 2 in): "in" after feet is inches, not the word.
+FEET = re.compile(
+    r"(?<![\w.])(?P<ft>\d{1,2}) ?(?:ft|feet|foot) (?P<in>\d{1,2}) ?in(?:ch(?:es)?)?\b")
+#: A rating (4.5/5 stars, rated 9/10): "out of".
+RATING = re.compile(
+    r"(?<![\w./])(?P<ra>\d{1,3}(?:\.\d)?)/(?P<rb>5|10|100)(?![\w/])(?P<st> stars?\b)?")
 _N = r"\d{1,6}(?:\.\d+)?"
 #: Dimensions (4x6 ft, 3 x 5 m2) and mixed numbers (2 1/2 kgs) before a unit.
 DIMENSION = re.compile(
@@ -69,6 +76,7 @@ DIMENSION = re.compile(
 _SENTENCE_END = re.compile(r"\s*(?:$|[A-Z\"'(])")
 _A_BEFORE = re.compile(r"(?<![A-Za-z])[Aa]n? $")
 _WORD_NEXT = re.compile(r" [a-z]")
+_RATED = re.compile(r"(?<![A-Za-z])(?:[Rr]ated|[Ss]cored|[Rr]ating:?|[Ss]core:?)(?: it)? $")
 _AT = re.compile(r"(?<![A-Za-z])(?:[Aa]t|by|until|till|from|before|after|since|to) $")
 
 
@@ -212,6 +220,19 @@ def _stamp(m: re.Match[str]) -> str:
             f"{nw.en_year(int(m['y']))}, {clock}")
 
 
+def _feet(m: re.Match[str]) -> str:
+    ft, inch = int(m["ft"]), int(m["in"])
+    return (f"{nw.en_cardinal(ft)} {'foot' if ft == 1 else 'feet'} {nw.en_cardinal(inch)} "
+            f"{'inch' if inch == 1 else 'inches'}")
+
+
+def _rating(m: re.Match[str]) -> str:
+    s, a = m.string, m.start()
+    if not m["st"] and not _RATED.search(s, max(0, a - 11), a):
+        return m.group(0)
+    return f"{nw.en_number(m['ra'])} out of {nw.en_number(m['rb'])}{m['st'] or ''}"
+
+
 def _gated(gate: str, rule: Rule) -> Step:
     """``rule`` run only on a text where ``gate`` is found (a cheap scan first)."""
     found = re.compile(gate).search
@@ -227,6 +248,8 @@ _RULES: list[Step] = [
     Rule("power", POWER, _power, needs="^"),
     _gated(r"\d[eE]", Rule("scientific", SCIENTIFIC, _scientific)),
     _gated(r"\d ?h(?:ou)?rs", Rule("military", MILITARY, _military)),
+    _gated(r"\d ?f(?:ee|oo)?t \d", Rule("feet", FEET, _feet)),
+    Rule("rating", RATING, _rating, needs="/"),
     _gated(r"\d ?[AaPp]\.?[Mm]", Rule("zone", ZONE, _zone)),
     _gated(r"\d ?[x×] ?\d|\d \d{1,2}/\d", Rule("dimension", DIMENSION, _dimension)),
 ]
