@@ -133,6 +133,7 @@ _NAME_AFTER = re.compile(r"\s[A-Z][a-z]")
 _FORMULA = re.compile(r"[=+×*/^]\s?$")
 #: "RTX 4090", "ISO 9001": capitals right before a number make it a model number.
 _CODE_BEFORE = re.compile(r"(?<![A-Za-z])[A-Z]{2,5} $")
+_ON = re.compile(r"(?<![A-Za-z])(?:[Oo]n|[Uu]ntil|[Ss]ince|[Dd]ue) $")
 _BETWEEN = re.compile(r"(?<![A-Za-z])[Bb]etween $")
 _YEAR_AFTER = re.compile(r"\s?(?:AD|BCE?|CE|A\.D|B\.C(?:\.E)?|C\.E)(?![A-Za-z])")
 
@@ -465,7 +466,8 @@ def _fraction(m: re.Match[str]) -> str:
     if not g.is_int(num) or int(den) == 0:
         return f"{kept}{nw.en_number(num)} over {nw.en_number(den)}"
     a, b = g.to_int(num), int(den)
-    if 1 <= a < b <= 10 or (m["fo"] and b > 1):  # 3/4, 1/32nd
+    dated = _ON.search(m.string, max(0, m.start() - 6), m.start()) and not m["fsp"]
+    if (1 <= a < b <= 10 and not dated) or (m["fo"] and b > 1):  # 3/4, 1/32nd; on 3/5
         return kept + fraction_words(a, b)
     if len(num) == 4 and _is_year(a) and b == (a + 1) % 100:  # 2019/20: a season
         return f"{kept}{nw.en_year(a)}-{nw.en_cardinal(b)}"
