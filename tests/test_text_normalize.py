@@ -315,6 +315,8 @@ TRACED = [
     ("en", "ran 2024-03-05T14:30:00Z", "timestamp"),
     ("en", "6 ft 2 in tall", "feet"),
     ("en", "a 4.5/5 stars hotel", "rating"),
+    ("en", "runs 2h 15m", "hours"),
+    ("en", "on 07700 900123", "phone"),
     ("en", "see C:\\Users\\ann", "win_path"),
     ("ko", "1/1(월)", "weekday"),
     ("ko", "4/7이", "particle"),

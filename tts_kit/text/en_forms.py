@@ -5,8 +5,8 @@ dimensions and mixed numbers, Windows paths.
 
 Each is its own traced rule, run in order by `forms` (``timestamp``, earlier: `TIMESTAMP`):
 ``zip``, ``chain``, ``slashes``, ``over``, ``digit_code``, ``power``, ``scientific``,
-``military``, ``feet``, ``rating``, ``zone``, ``dimension``; ``win_path`` also in a text
-without digits.
+``military``, ``feet``, ``rating``, ``hours``, ``phone``, ``zone``, ``dimension``;
+``win_path`` also in a text without digits.
 
 Example:
     >>> from tts_kit.text import normalize
@@ -62,6 +62,10 @@ STAMP = re.compile(
 #: Feet and inches in words (6 ft 2 in): "in" after feet is inches, not the word.
 FEET = re.compile(
     r"(?<![\w.])(?P<ft>\d{1,2}) ?(?:ft|feet|foot) (?P<in>\d{1,2}) ?in(?:ch(?:es)?)?\b")
+#: Hours and minutes (1h 30m, 2 hr 5 min): a duration, "m" is minutes here.
+HOURS = re.compile(r"(?<![\w.])(?P<hh>\d{1,3}) ?hr?s? (?P<hm>\d{1,2}) ?m(?:ins?)?\b")
+#: A phone number of groups that starts with 0 (07700 900123, 020 7946 0958).
+PHONE0 = re.compile(r"(?<![\w.,+])0\d{2,4} \d{3,6}(?: \d{3,4})?(?![\w,]|\.\d)")
 #: A rating (4.5/5 stars, rated 9/10): "out of".
 RATING = re.compile(
     r"(?<![\w./])(?P<ra>\d{1,3}(?:\.\d)?)/(?P<rb>5|10|100)(?![\w/])(?P<st> stars?\b)?")
@@ -226,6 +230,19 @@ def _feet(m: re.Match[str]) -> str:
             f"{'inch' if inch == 1 else 'inches'}")
 
 
+def _hours(m: re.Match[str]) -> str:
+    h, mi = int(m["hh"]), int(m["hm"])
+    return (f"{nw.en_cardinal(h)} {'hour' if h == 1 else 'hours'} {nw.en_cardinal(mi)} "
+            f"{'minute' if mi == 1 else 'minutes'}")
+
+
+def _phone0(m: re.Match[str]) -> str:
+    digits = m.group(0).replace(" ", "")
+    if not 10 <= len(digits) <= 11:
+        return m.group(0)
+    return ", ".join(nw.en_digits(p) for p in m.group(0).split())
+
+
 def _rating(m: re.Match[str]) -> str:
     s, a = m.string, m.start()
     if not m["st"] and not _RATED.search(s, max(0, a - 11), a):
@@ -250,6 +267,8 @@ _RULES: list[Step] = [
     _gated(r"\d ?h(?:ou)?rs", Rule("military", MILITARY, _military)),
     _gated(r"\d ?f(?:ee|oo)?t \d", Rule("feet", FEET, _feet)),
     Rule("rating", RATING, _rating, needs="/"),
+    _gated(r"\dh|\d hr?s? \d", Rule("hours", HOURS, _hours)),
+    _gated(r"(?<![\d.])0\d+ \d", Rule("phone", PHONE0, _phone0)),
     _gated(r"\d ?[AaPp]\.?[Mm]", Rule("zone", ZONE, _zone)),
     _gated(r"\d ?[x×] ?\d|\d \d{1,2}/\d", Rule("dimension", DIMENSION, _dimension)),
 ]

@@ -35,6 +35,10 @@ _SENTENCE_STARTERS = frozenset(
 )
 
 
+#: Abbreviations read otherwise after a number (45 min., 0.25 pp.).
+_AFTER_NUMBER = {"pp.": "percentage points", "min.": "minutes"}
+
+
 def abbreviation(m: re.Match[str]) -> str:
     """The reading of an `ABBREVIATION` match.
 
@@ -45,8 +49,8 @@ def abbreviation(m: re.Match[str]) -> str:
     s, b = m.string, m.end()
     if m["ab"]:
         spoken, ends = _ABBR[m["ab"]]
-        if m["ab"] == "pp." and s[: m.start()].rstrip()[-1:].isdigit():
-            spoken, ends = "percentage points", True  # rose 0.25 pp.; pp. 10-12: pages
+        if m["ab"] in _AFTER_NUMBER and s[: m.start()].rstrip()[-1:].isdigit():
+            spoken, ends = _AFTER_NUMBER[m["ab"]], True  # rose 0.25 pp.; pp. 10-12: pages
     elif m["dr"]:
         # Before a name (St. John, Dr. Kim) the saint or the doctor; before a word that
         # starts a sentence (Elm St. It was), or nothing, the street or the drive.
