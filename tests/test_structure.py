@@ -20,7 +20,7 @@ ROOT = PKG.parent
 #: lowered as the package shrinks (issue 34's goal is 27,000; 34,058 before the split, 31,935
 #: after it; 32,899 with issues 35-39 and 34's trimming; +30 for issue 35's pooled noise;
 #: 32,881 with priority tiers moved to bench/lab).
-LINE_BUDGET = 32_881 + 315  # issue 36: +315 (en_forms: codes, zones, measures, slashes)
+LINE_BUDGET = 32_881 + 321  # issue 36: +321 (en_forms: codes, zones, measures, slashes)
 
 #: Imports made by name at run time (``importlib.import_module``), which no static reading
 #: sees: the importer and what it may import. Each entry is checked against its source.
