@@ -10,7 +10,9 @@ A reading matches when the two agree word for word after both are put in one spe
 lower case, hyphens and punctuation as spaces, "and" left out (the reference writes
 "one hundred twenty" and "one hundred and twenty" in different files), and a run of single
 letters joined into one word ("A M" and "AM", "W W W" and "WWW" are said alike by the
-voice). Nothing else is forgiven: "oh" is not "zero", "per" is not "slash".
+voice); failing that, they are compared again with each word of two to five capitals
+spelled out first ("PM EST" and "P M E S T" are the same letters, while "GO U HAUL" and
+"go u haul" match as words). Nothing else is forgiven: "oh" is not "zero", "per" is not "slash".
 
 Usage:
     python bench/heldout.py DIR [--show-failures] [--lang en]
@@ -29,11 +31,15 @@ sys.path.insert(0, str(ROOT))
 from tts_kit.text import normalize  # noqa: E402
 
 _SPLIT = re.compile(r"[^\w']+")
+_CAPS = re.compile(r"\b[A-Z]{2,5}\b")
 AND = ("", "and", "'")
 
 
-def key(text: str) -> tuple[str, ...]:
-    """The words of ``text`` in one spelling (see the module docstring)."""
+def key(text: str, caps: bool = False) -> tuple[str, ...]:
+    """The words of ``text`` in one spelling (see the module docstring); with ``caps``,
+    words of two to five capitals are spelled out first."""
+    if caps:
+        text = _CAPS.sub(lambda m: " ".join(m.group(0)), text)
     words = [w for w in _SPLIT.split(text.lower().replace("'s", " 's")) if w not in AND]
     out: list[str] = []
     for i, w in enumerate(words):
@@ -73,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         ok = 0
         for written, reading in cases:
             got = normalize(written, args.lang)
-            hit = key(got) == key(reading)
+            hit = key(got) == key(reading) or key(got, True) == key(reading, True)
             ok += hit
             if any(c.isdigit() for c in written):
                 digits[0] += hit

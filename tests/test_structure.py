@@ -24,7 +24,9 @@ ROOT = PKG.parent
 #: 32,357 with micro-batching's engine hooks in bench/lab and an unused table writer gone;
 #: 32,325 without three helpers nothing on a user path called: umask, list_presets, is_piper;
 #: +80 for issue 35's pick a dimension at a time).
-LINE_BUDGET = 32_405 + 74  # issue 37: +74 (pcm at 24 kHz, OpenAI-shaped errors, sse)
+#: Issue 37: +74 (pcm at 24 kHz, OpenAI-shaped errors, sse); issue 36: +321 (en_forms: codes,
+#: zones, measures, slashes).
+LINE_BUDGET = 32_405 + 74 + 321
 
 #: Imports made by name at run time (``importlib.import_module``), which no static reading
 #: sees: the importer and what it may import. Each entry is checked against its source.

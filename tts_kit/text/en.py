@@ -25,6 +25,7 @@ from tts_kit.text.charset import make_cleanup
 from tts_kit.text.common import Reading, Rule, Step, make_numeric, trie_alt
 from tts_kit.text.common import grammar as g
 from tts_kit.text.en_dates import DAY_MONTH, MONTH, MONTH_DATE, day_month, month_date
+from tts_kit.text.en_forms import TIMESTAMP, forms, fraction_words, mixed_words
 from tts_kit.text.en_letters import (
     ABBREVIATION,
     ROMAN,
@@ -86,7 +87,7 @@ NUMERIC = g.numeric(
         rf"|(?P<dh>\d{{1,2}})\.(?P<dm>[0-5]\d)\s?(?P<dap>{g.AMPM}))",
         g.TIME_ALT,
         r"(?P<phone>(?:" + g.PHONE_SHARED + "|"
-        r"(?:\+\d{1,3}[-.\s]?)?(?:\(\d{3}\)[-\s]?|\d{3}[-.])\d{3}[-.]\d{4}(?!\d)"
+        r"(?:\+\d{1,3}[-.\s]?)?(?:\(\d{3}\)[-\s]?|\d{3}[-.])\d{3}[-.]\d{4}(?:-\d{4})?(?!\d)"
         r"|1-\d{3}-\d{3}-\d{4}(?!\d)|\+\d{1,3}(?:[-.\s]\d{1,4}){2,5}(?!\d)"
         r"|0\d{1,2}-\d{3,4}-\d{4}(?!\d))" + g.PHONE_EXT + ")",
         g.GROUPS,
@@ -132,7 +133,9 @@ _NAME_AFTER = re.compile(r"\s[A-Z][a-z]")
 _FORMULA = re.compile(r"[=+×*/^]\s?$")
 #: "RTX 4090", "ISO 9001": capitals right before a number make it a model number.
 _CODE_BEFORE = re.compile(r"(?<![A-Za-z])[A-Z]{2,5} $")
-_YEAR_AFTER = re.compile(r"\s?(?:AD|BC|BCE|CE)\b")
+_ON = re.compile(r"(?<![A-Za-z])(?:[Oo]n|[Uu]ntil|[Ss]ince|[Dd]ue) $")
+_BETWEEN = re.compile(r"(?<![A-Za-z])[Bb]etween $")
+_YEAR_AFTER = re.compile(r"\s?(?:AD|BCE?|CE|A\.D|B\.C(?:\.E)?|C\.E)(?![A-Za-z])")
 
 
 # -- readings ---------------------------------------------------------------------------
@@ -168,7 +171,8 @@ def _money(amount: str, cur: Currency, mag: str | None) -> str:
         word = _MAGNITUDE_WORDS.get(mag, mag)
         return f"{nw.en_number(amount)} {word} {cur.en_plural}"
     whole, _, frac = amount.replace(",", "").partition(".")
-    if frac and cur.en_minor and len(frac) <= 2:
+    if frac and cur.en_minor and len(frac.rstrip("0")) <= 2:  # $20.500: twenty dollars fifty
+        frac = frac[:2]
         cents = int(frac.ljust(2, "0"))
         major = int(whole or 0)
         parts = []
@@ -189,7 +193,7 @@ def _clock(h: int, mi: int, s: int | None, ap: str | None) -> str:
     if mi:
         words += " " + (f"oh {nw.en_cardinal(mi)}" if mi < 10 else nw.en_cardinal(mi))
     elif not ap:
-        words += " o'clock"
+        words += " hundred" if h > 12 or h == 0 else " o'clock"  # 17:00: seventeen hundred
     if s:
         words += f" and {nw.en_cardinal(s)} {'second' if s == 1 else 'seconds'}"
     if ap:
@@ -213,16 +217,6 @@ def _per(words: str, key: str) -> str:
 def _date_words(y: int | None, mo: int, d: int) -> str:
     words = f"{nw.EN_MONTHS[mo]} {nw.en_ordinal(d)}"
     return f"{words}, {nw.en_year(y)}" if y is not None else words
-
-
-def _fraction_words(a: int, b: int) -> str:
-    if b == 2:
-        den = "half" if a == 1 else "halves"
-    elif b == 4:
-        den = "quarter" if a == 1 else "quarters"
-    else:
-        den = nw.en_ordinal(b) + ("" if a == 1 else "s")
-    return f"{nw.en_cardinal(a)} {den}"
 
 
 def _plain(text: str) -> str:
@@ -260,7 +254,7 @@ def _date_us(m: re.Match[str]) -> str:
     if 1 <= a <= 12 and 1 <= b <= 31:
         return f"{nw.EN_MONTHS[a]} {nw.en_ordinal(b)}, {year}"
     if 1 <= b <= 12 and 1 <= a <= 31:
-        return f"{nw.EN_MONTHS[b]} {nw.en_ordinal(a)}, {year}"  # 25/12/2026: day first
+        return f"the {nw.en_ordinal(a)} of {nw.EN_MONTHS[b]}, {year}"  # 25/12/2026: day first
     return _plain(m.group(0)).replace(m["us"], " ")
 
 
@@ -296,10 +290,7 @@ def _mixed(m: re.Match[str]) -> str:
     a, b = int(m["mn"]), int(m["md"])
     if a == 0 or b < 2:
         return _plain(m.group(0)).replace("/", " over ")
-    whole = nw.en_cardinal(int(m["mw"]))
-    if a == 1 and b in (2, 4):
-        return f"{whole} and a {'half' if b == 2 else 'quarter'}"  # as NeMo says it
-    return f"{whole} and {_fraction_words(a, b)}"
+    return mixed_words(m["mw"], a, b)
 
 
 def _middot(m: re.Match[str]) -> str:
@@ -390,12 +381,12 @@ def _range(m: re.Match[str]) -> str:
         return Reading(f"{first} minus {nw.en_number(b)}", "math")  # 5 - 3 = 2, 3-1=2
     if a == b and m["rsep"] == "-" and not tail:
         return f"{first}-{nw.en_number(b)}"  # fifty-fifty
+    # between 10-20 people: ten and twenty
+    to = " and " if _BETWEEN.search(m.string, max(0, m.start() - 8), m.start()) else " to "
     if m["rpct"] is not None:
-        return f"{first} to {nw.en_number(b)} percent"
+        return f"{first}{to}{nw.en_number(b)} percent"
     unit = m["ru1"] or m["ru2"]
-    if unit:
-        return f"{first} to {_with_unit(b, unit)}"
-    return f"{first} to {nw.en_number(b)}"
+    return f"{first}{to}{_with_unit(b, unit) if unit else nw.en_number(b)}"
 
 
 def _magnitude(m: re.Match[str]) -> str:
@@ -475,8 +466,9 @@ def _fraction(m: re.Match[str]) -> str:
     if not g.is_int(num) or int(den) == 0:
         return f"{kept}{nw.en_number(num)} over {nw.en_number(den)}"
     a, b = g.to_int(num), int(den)
-    if 1 <= a < b <= 10 or (m["fo"] and b > 1):  # 3/4, 1/32nd
-        return kept + _fraction_words(a, b)
+    dated = _ON.search(m.string, max(0, m.start() - 6), m.start()) and not m["fsp"]
+    if (1 <= a < b <= 10 and not dated) or (m["fo"] and b > 1):  # 3/4, 1/32nd; on 3/5
+        return kept + fraction_words(a, b)
     if len(num) == 4 and _is_year(a) and b == (a + 1) % 100:  # 2019/20: a season
         return f"{kept}{nw.en_year(a)}-{nw.en_cardinal(b)}"
     if a == b and not m["fsp"]:
@@ -485,7 +477,7 @@ def _fraction(m: re.Match[str]) -> str:
     if not sign and not m["fsp"] and 1 <= a <= 12 and 1 <= b <= 31 and not attributive:
         return Reading(kept + _date_words(None, a, b), "date")
     if 1 <= a < b <= 100:
-        return kept + _fraction_words(a, b)  # 31/32: thirty-one thirty-seconds
+        return kept + fraction_words(a, b)  # 31/32: thirty-one thirty-seconds
     return f"{kept}{nw.en_number(num)} over {nw.en_number(den)}"
 
 
@@ -498,6 +490,8 @@ def _number(m: re.Match[str]) -> str:
         if (alone or _YEAR_BEFORE.search(s, max(0, a - 20), a) or _YEAR_AFTER.match(s, b)
                 or (_THE_BEFORE.search(s, max(0, a - 5), a) and _NAME_AFTER.match(s, b))):
             return Reading(nw.en_year(int(num)), "year")
+    if not sign and num.isdigit() and len(num) < 4 and _YEAR_AFTER.match(m.string, m.end()):
+        return Reading(nw.en_year(int(num)), "year")  # 340 AD: three forty
     if num == "911" and not sign:
         return "nine one one"  # the emergency number, said digit by digit
     if not sign and len(num) in (3, 4) and num.isdigit() and _CODE_BEFORE.search(
@@ -533,7 +527,7 @@ _numeric = make_numeric(_HANDLERS, _plain)
 _WEB_WORDS = g.WebWords(
     {"://": " colon slash slash ", "/": " slash ", ".": " dot ", "@": " at ", "-": " dash ",
      "_": " underscore ", ":": " colon ", "?": " question mark ", "=": " equals ",
-     "&": " and ", "#": " hash ", "%": " percent ", "~": " tilde ", "+": " plus "},
+     "&": " ampersand ", "#": " hash ", "%": " percent ", "~": " tilde ", "+": " plus "},
     lambda t: " ".join(t.upper()),
     nw.en_digits,
     {k: k for k in ("com", "org", "net", "gov", "info", "app", "dev")},
@@ -554,7 +548,9 @@ def rules(lexicon: Lexicon) -> list[Step]:
         Rule("state", STATE, state, needs=", "),
         lexicon.apply,
         Rule("vanity", VANITY, vanity, needs="1-8"),
+        TIMESTAMP,
         Rule("serial", SERIAL, serial),
+        forms,
         Rule("abbreviation", ABBREVIATION, abbreviation),
         Rule("date", MONTH_DATE, month_date),
         Rule("day_month", DAY_MONTH, day_month),

@@ -38,7 +38,8 @@ MONTH_DATE = re.compile(
     r"(?:(?=[JFMASONDjfmasond])(?<![A-Za-z])|(?=\d))(?:"
     rf"(?P<md>(?<![A-Za-z])(?P<mon>{MONTH})(?:\.?\s|-)(?P<day>\d{{1,2}})(?:st|nd|rd|th)?"
     r"(?![\d:])(?:(?:,?\s|-)(?P<yr>\d{4})(?!\d))?)"
-    rf"|(?P<dm>(?<!\d)(?P<day2>\d{{1,2}})(?:st|nd|rd|th)?\s(?:of\s)?(?P<mon2>{MONTH})\b\.?"
+    rf"|(?P<dm>(?<!\d)(?P<day2>\d{{1,2}})(?:st|nd|rd|th)?\s(?:of\s)?(?P<mon2>{MONTH}"
+    r"|(?:may|march)(?=,?\s\d{4}(?!\d)))\b\.?"
     r"(?:,?\s(?P<yr2>\d{4})(?!\d))?)"
     rf"|(?P<my>(?<![A-Za-z])(?P<mon3>{MONTH})\.?,?\s(?P<yr3>\d{{4}})(?!\d))"
     r")"
@@ -64,7 +65,8 @@ def month_date(m: re.Match[str]) -> str:
             return m.group(0)
         before = m.string[max(0, m.start() - 4) : m.start()].lower()
         the = "" if before == "the " else "the "
-        words = f"{the}{nw.en_ordinal(day)} of {MONTHS_ANY[mon]}"
+        # A lower-case "may" or "march" is a month only between a day and a year.
+        words = f"{the}{nw.en_ordinal(day)} of {MONTHS_ANY.get(mon, mon.title())}"
         return f"{words}, {nw.en_year(int(yr))}" if yr else words
     return f"{MONTHS_ANY[m['mon3']]} {nw.en_year(int(m['yr3']))}"
 

@@ -8,6 +8,7 @@ Example:
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from tts_kit.text import numbers as nw
 from tts_kit.text.common import Steps, TraceStep, roman_value, trie_alt
@@ -34,6 +35,10 @@ _SENTENCE_STARTERS = frozenset(
 )
 
 
+#: Abbreviations read otherwise after a number (45 min., 0.25 pp.).
+_AFTER_NUMBER = {"pp.": "percentage points", "min.": "minutes"}
+
+
 def abbreviation(m: re.Match[str]) -> str:
     """The reading of an `ABBREVIATION` match.
 
@@ -44,6 +49,8 @@ def abbreviation(m: re.Match[str]) -> str:
     s, b = m.string, m.end()
     if m["ab"]:
         spoken, ends = _ABBR[m["ab"]]
+        if m["ab"] in _AFTER_NUMBER and s[: m.start()].rstrip()[-1:].isdigit():
+            spoken, ends = _AFTER_NUMBER[m["ab"]], True  # rose 0.25 pp.; pp. 10-12: pages
     elif m["dr"]:
         # Before a name (St. John, Dr. Kim) the saint or the doctor; before a word that
         # starts a sentence (Elm St. It was), or nothing, the street or the drive.
@@ -199,16 +206,17 @@ def acronyms(text: str, steps: Steps) -> str:
     return ACRONYM.sub(repl, text)
 
 
-SYMBOL = re.compile(r"[&+=@%×÷±°–—~#$€£¥₩^≤≥≦≧≠≈∗∙⋅∕⊆]")
+SYMBOL = re.compile(r"[&+=@%×÷±°–—~#$€£¥₩^/\u2200-\u22ff]")
 SYMBOL_WORDS = {
     "&": " and ", "+": " plus ", "=": " equals ", "@": " at ", "%": " percent ",
     "×": " times ", "÷": " divided by ", "±": " plus or minus ", "°": " degrees ",
-    "–": ", ", "—": ", ", "~": " ", "#": " ", "$": " dollar ", "€": " euro ",
+    "–": ", ", "—": ", ", "~": " ", "#": " hash ", "/": " slash ", "$": " dollar ", "€": " euro ",
     "£": " pound ", "¥": " yen ", "₩": " won ", "^": " to the power of ",
     **dict.fromkeys("≤≦", " less than or equal to "),
     **dict.fromkeys("≥≧", " greater than or equal to "), "≠": " not equal to ",
     "≈": " approximately equals ", **dict.fromkeys("∗∙⋅", " times "), "∕": " divided by ",
-    "⊆": " subset of or equal to ",
+    "⊆": " subset of or equal to ", "∑": " sum ", "∏": " product ", "∂": " partial ",
+    "∆": " delta ", "∇": " nabla ",
 }
 
 
@@ -233,6 +241,9 @@ def slash(m: re.Match[str]) -> str:
     return " or ".join(words)
 
 
+_CLOSED = re.compile(r"\w+#")
+
+
 def symbol(m: re.Match[str]) -> str:
     """A sign no earlier rule read: $HOME -> dollar HOME, #tag -> hashtag tag.
 
@@ -242,8 +253,15 @@ def symbol(m: re.Match[str]) -> str:
     """
     ch, s, i = m.group(0), m.string, m.start()
     if ch == "#" and s[i + 1 : i + 2].isalpha():
-        return " hash " if i and s[i - 1].isalnum() else " hashtag "
-    return SYMBOL_WORDS[ch]
+        tag = not (i and s[i - 1].isalnum()) and _CLOSED.match(s, i + 1) is None
+        return " hashtag " if tag else " hash "  # #tag; a#b and #word# are no tags
+    if ch == "#" and not s[:i].strip("# \n") and s[i + 1 : i + 2] in (" ", "#"):
+        return " "  # "## Heading": a Markdown heading's marks are not read
+    if ch == "/" and i and ((s[i - 1] + s[i + 1 : i + 2]).isalnum()
+                            or s[i - 1] + s[i + 1 : i + 2] == "  "):
+        return " "  # 2 vCPU/2 GB, 1 vCPU / 1 GB (the numbers read by now): a pause
+    # Any other mathematical operator (U+2200-U+22FF) by its Unicode name: never dropped.
+    return SYMBOL_WORDS.get(ch) or f" {unicodedata.name(ch, '').lower()} "
 
 
 #: Serial and part numbers: capitals and digits in groups joined by hyphens, with both

@@ -44,6 +44,7 @@ STREET = re.compile(
     r"(?=[1-9])(?<![\w,.$])(?P<n>[1-9]\d{0,4})(?P<l>[A-Z])?\s(?:(?P<d>[NS][EW]|[NSEW])\.?\s)?"
     r"(?P<name>(?:(?:[A-Z][a-z]+|\d{1,3}(?:st|nd|rd|th))\s){1,3})"
     r"(?P<s>(?i:" + trie_alt(EN_STREET_WORDS) + r"))(?![A-Za-z])"
+    r"(?:\.?\s(?P<d2>[NS][EW])\b)?"  # 1600 Pennsylvania Ave NW
 )
 #: A state code after "Town, " (with its ZIP or ZIP+4 code); codes that are also words
 #: (OK, IN, OR ...) only with a ZIP code.
@@ -53,8 +54,8 @@ STATE = re.compile(
 )
 _STATE_WORDS = frozenset("OK IN OR ME HI OH ID AL LA MA PA DE CO MO".split())
 #: Apt 4B, Suite 210, Room 1204: a unit of a building, its number said in pairs.
-UNIT_NO = re.compile(
-    r"(?=[ABFRSU])(?<![\w-])(?P<w>Apt|Apartment|Suite|Ste|Unit|Room|Rm|Bldg|Building|Flat)\.?"
+UNIT_NO = re.compile(  # Box: PO Box 1234 -> Box twelve thirty-four
+    r"(?=[ABFRSU])(?<![\w-])(?P<w>Apt|Apartment|Suite|Ste|Unit|Room|Rm|Bldg|Building|Flat|Box)\.?"
     r"\s(?P<n>\d{1,5})(?P<l>[A-Z])?(?![\w,.]\w)"
 )
 _UNIT_WORDS = {"Apt": "Apartment", "Ste": "Suite", "Rm": "Room", "Bldg": "Building"}
@@ -94,7 +95,7 @@ def street(m: re.Match[str]) -> str:
     for w in m["name"].split():
         words.append(nw.en_ordinal(int(w[:-2])) if w[0].isdigit() else w)
     words.append(_SUFFIX[m["s"].lower()])
-    return " ".join(words)
+    return " ".join(words + ([_DIRECTIONS[m["d2"]]] if m["d2"] else []))
 
 
 def state(m: re.Match[str]) -> str:

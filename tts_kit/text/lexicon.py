@@ -122,7 +122,7 @@ def _end(last: str) -> str:
         return ""
     if last.isalpha():
         return f"(?![{_LETTER}])"
-    return f"(?![{_WORDCHAR}])"
+    return f"(?![{_WORDCHAR}]|[.,]\\d)"  # COVID-19.5: the term is not the number's head
 
 
 def _class(chars: Iterable[str]) -> str:

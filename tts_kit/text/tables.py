@@ -154,6 +154,9 @@ UNITS: dict[str, Unit] = {
     "km/h": _u("킬로미터", "kilometer per hour", "kilometers per hour", ko_prefix="시속"),
     "kph": _u("킬로미터", "kilometer per hour", "kilometers per hour", ko_prefix="시속"),
     "mph": _u("마일", "mile per hour", "miles per hour", ko_prefix="시속"),
+    "mpg": _u("마일", "mile per gallon", "miles per gallon", ko_prefix="갤런당"),
+    "tbsp": _u("큰술", "tablespoon"), "tsp": _u("작은술", "teaspoon"),
+    "fl oz": _u("액량 온스", "fluid ounce"),
     "m/s": _u("미터", "meter per second", "meters per second", ko_prefix="초속"),
     "g/L": _u("그램", "gram per liter", "grams per liter", ko_prefix="리터당"),
     "mg/L": _u("밀리그램", "milligram per liter", "milligrams per liter", ko_prefix="리터당"),
@@ -340,7 +343,8 @@ EN_ABBREVIATIONS: tuple[tuple[str, str, bool], ...] = (
 EN_YEAR_CONTEXT: tuple[str, ...] = tuple(
     "in In since Since by By from From of until Until till before Before after After "
     "during During around circa year Year early late mid through to and between Between "
-    "spring summer fall autumn winter Spring Summer Fall Autumn Winter".split()
+    "spring summer fall autumn winter Spring Summer Fall Autumn Winter born Born founded "
+    "Founded established Established".split()
 )
 
 #: Nouns a number + 번 names (3번 출구: the exit numbered three, 삼 번), where 번 is a

@@ -123,7 +123,7 @@ TIMES = rf"(?P<times>\s?(?P<xo>[x×*])(?:\s?(?P<xb>{NUM}))?(?![A-Za-z0-9]))"
 RATIO = r"(?P<ratio>:(?P<qb>\d{1,16})(?!\d))"
 #: A fraction's slash, glued (1/2) or spaced (1 / 2: group ``fsp``, never a date).
 FRACTION = (r"(?P<fraction>(?:/|(?P<fsp>\s/\s))(?P<fb>\d{1,16})(?!\d)"
-            r"(?P<fo>(?:st|nd|rd|th|ST|ND|RD|TH)(?![A-Za-z]))?)")
+            r"(?P<fo>(?:st|nd|rd|th|ST|ND|RD|TH)s?(?![A-Za-z]))?)")
 #: Three or more digit groups joined by hyphens that are no date, phone or range
 #: (22-95-81, 4-3-3): each group said on its own.
 GROUPS = r"(?P<groups>(?<![\d.,-])\d{1,4}(?:-\d{1,4}){2,6}(?![\d-]))"
@@ -336,9 +336,9 @@ _TLDS = "com org net edu gov io ai dev app kr jp uk de fr cn co info me tv us ca
 #: Hangul ends an address: what follows it is a particle (naver.com에서, 주소.com으로).
 _END = r"[^\s<>\"'.,;:!?)\]가-힣]"
 WEB = re.compile(
-    r"(?<![\w.@/+%-])(?=[\w%+-]*(?:[.@][A-Za-z0-9]|://)|~?/[a-z])(?:"
+    r"(?<![\w.@/+%&-])(?=[\w%+&-]*(?:[.@][A-Za-z0-9]|://)|~?/[a-z])(?:"
     rf"(?P<url>(?:(?:https?|ftp|file)://|www\.)[^\s<>\"'가-힣]*{_END})"
-    r"|(?P<email>[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"
+    r"|(?P<email>[A-Za-z0-9][A-Za-z0-9._%+&-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"
     rf"(?:/[^\s<>\"'가-힣]*{_END})?)"
     r"|(?P<ip>(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d))"
     # Any lower-case top-level label after a lower-case name of 3+ letters (news.abc).

@@ -1,0 +1,300 @@
+"""English forms the context decides before the number rule reads digits: timestamps,
+ZIP+4 codes, codes of hyphen-joined letters and digits or slash-joined numbers, digits
+after a code word (PIN, card ending in), powers, time zones after am/pm, measures of
+dimensions and mixed numbers, Windows paths.
+
+Each is its own traced rule, run in order by `forms` (``timestamp``, earlier: `TIMESTAMP`):
+``zip``, ``chain``, ``slashes``, ``over``, ``digit_code``, ``power``, ``scientific``,
+``military``, ``feet``, ``rating``, ``hours``, ``phone``, ``zone``, ``dimension``;
+``win_path`` also in a text without digits.
+
+Example:
+    >>> from tts_kit.text import normalize
+    >>> normalize("PIN 0417, ZIP 60601-4521", "en")
+    'pin zero four one seven, Z I P six zero six zero one dash four five two one'
+"""
+
+from __future__ import annotations
+
+import re
+
+from tts_kit.text import numbers as nw
+from tts_kit.text.common import Rule, Step, Steps
+from tts_kit.text.common import grammar as g
+from tts_kit.text.en_places import EN_TIME_ZONES
+from tts_kit.text.tables import PER, UNITS
+
+#: Five digits, a hyphen and four: a ZIP+4 code, never a range (60601-4521).
+ZIP = re.compile(r"(?<![\w.,$€£¥₩-])\d{5}-\d{4}(?![\w-]|[.,]\d)")
+#: Three or more groups of letters or digits joined by hyphens (1-4-te-b): a code.
+CHAIN = re.compile(r"(?<![\w-])(?:[A-Za-z]+|\d+)(?:-(?:[A-Za-z]+|\d+)){2,}(?![\w-])")
+#: Three or more numbers joined by slashes that are no date (123/2617/88): a reference.
+SLASHES = re.compile(r"(?<![\w/.])\d+(?:/\d+){2,}(?![\w/]|[.,]\d)")
+#: A number over one letter (1/f, 2/n): a ratio, said "over" (units after it are "per").
+OVER = re.compile(r"(?<![\w/.])(?P<n>\d{1,3})/(?P<v>[A-Za-z])(?![\w/])")
+#: Digits (3 to 12) and the words before them that name a code (PIN, OTP, zip code,
+#: card ending in), with up to three letters glued to the digits (ab9453).
+DIGIT_CODE = re.compile(r"\d(?<!\d\d)\d{2,11}(?![\w(]|[.,]\d)")
+_CODE_BEFORE = re.compile(
+    r"(?:(?<![A-Za-z])(?i:pin|otp|passcode|password|(?:zip|area|postal|verification|security"
+    r"|access|confirmation) code|code(?= is | was |: ))(?:\s(?:is|was|number)|:|\s#)?\s"
+    r"|(?<![A-Za-z])(?:card|account|number|Visa|Mastercard|Amex)\b[^.\n\d]{0,20}?"
+    r"\bend(?:ing|s) (?:in|with) )(?P<lt>[A-Za-z]{0,3})$"
+)
+_ZONES = "|".join(r"\.?".join(z) for z in sorted(EN_TIME_ZONES, key=len, reverse=True))
+#: A time zone after am/pm, dotted, in lower case or glued (p.m.est, a.m. E.S.T.).
+ZONE = re.compile(
+    r"(?=[AaPp]\.?[Mm])(?P<ap>(?<![A-Za-z])[AaPp]\.[Mm]\.?|(?<=\d)[AaPp][Mm]|(?<=\d )[AaPp][Mm])"
+    rf"(?P<sp>\s?)(?P<z>(?i:{_ZONES}))(?P<zd>\.)?(?![A-Za-z])"
+)
+#: A square or cube after a letter (m/s^2, x^3): "squared", "cubed".
+POWER = re.compile(r"(?<=[A-Za-z)])\^(?P<pw>[23])(?![\d.])")
+#: Scientific notation (2.5e6, 6.02E23, 1e-9): times ten to the power of.
+SCIENTIFIC = re.compile(r"(?<![\w.#])(?P<sm>\d{1,3}(?:\.\d+)?)[eE](?P<se>[-+]?\d{1,3})(?!\w|\.\d)")
+#: A 24-hour time of four digits before "hours" (0900 hours, 1430 hrs).
+MILITARY = re.compile(r"(?<![\w.,])(?P<hh>[01]\d|2[0-3])(?P<mm>[0-5]\d) ?h(?:ou)?rs\b")
+#: A Windows path (C:\Users\ann\notes.txt): each backslash said.
+WIN_PATH = re.compile(r"(?<![\w\\])[A-Za-z]:(?:\\[\w .-]*[\w-])+\\?")
+#: An ISO 8601 timestamp (2024-03-05T14:30:00Z): the date, the clock, the offset.
+STAMP = re.compile(
+    r"(?<![\w-])(?P<y>\d{4})-(?P<mo>0[1-9]|1[0-2])-(?P<d>0[1-9]|[12]\d|3[01])T(?P<h>[01]\d|2[0-3])"
+    r":(?P<mi>[0-5]\d)(?::(?P<s>[0-5]\d)(?:\.\d+)?)?(?P<z>Z|[+-][01]\d:?[0-5]\d)?(?![\w:])")
+#: Feet and inches in words (6 ft 2 in): "in" after feet is inches, not the word.
+FEET = re.compile(
+    r"(?<![\w.])(?P<ft>\d{1,2}) ?(?:ft|feet|foot) (?P<in>\d{1,2}) ?in(?:ch(?:es)?)?\b")
+#: Hours and minutes (1h 30m, 2 hr 5 min): a duration, "m" is minutes here.
+HOURS = re.compile(r"(?<![\w.])(?P<hh>\d{1,3}) ?hr?s? (?P<hm>\d{1,2}) ?m(?:ins?)?\b")
+#: A phone number of groups that starts with 0 (07700 900123, 020 7946 0958).
+PHONE0 = re.compile(r"(?<![\w.,+])0\d{2,4} \d{3,6}(?: \d{3,4})?(?![\w,]|\.\d)")
+#: A rating (4.5/5 stars, rated 9/10): "out of".
+RATING = re.compile(
+    r"(?<![\w./])(?P<ra>\d{1,3}(?:\.\d)?)/(?P<rb>5|10|100)(?![\w/])(?P<st> stars?\b)?")
+_N = r"\d{1,6}(?:\.\d+)?"
+#: Dimensions (4x6 ft, 3 x 5 m2) and mixed numbers (2 1/2 kgs) before a unit.
+DIMENSION = re.compile(
+    rf"(?<![\w.,/])(?:(?P<a>{_N})\s?[x×]\s?(?P<b>{_N})(?:\s?[x×]\s?(?P<c>{_N}))?"
+    r"|(?P<mw>\d{1,3})\s(?P<mn>\d{1,2})/(?P<md>\d{1,2}))" + g.unit("d") + g.per("d") + "?"
+)
+
+
+_SENTENCE_END = re.compile(r"\s*(?:$|[A-Z\"'(])")
+_A_BEFORE = re.compile(r"(?<![A-Za-z])[Aa]n? $")
+_WORD_NEXT = re.compile(r" [a-z]")
+_RATED = re.compile(r"(?<![A-Za-z])(?:[Rr]ated|[Ss]cored|[Rr]ating:?|[Ss]core:?)(?: it)? $")
+_AT = re.compile(r"(?<![A-Za-z])(?:[Aa]t|by|until|till|from|before|after|since|to) $")
+
+
+def fraction_words(a: int, b: int) -> str:
+    """a/b said as a fraction.
+
+    Example:
+        >>> fraction_words(3, 4), fraction_words(5, 8)
+        ('three quarters', 'five eighths')
+    """
+    if b == 2:
+        den = "half" if a == 1 else "halves"
+    elif b == 4:
+        den = "quarter" if a == 1 else "quarters"
+    else:
+        den = nw.en_ordinal(b) + ("" if a == 1 else "s")
+    return f"{nw.en_cardinal(a)} {den}"
+
+
+def mixed_words(whole: str, a: int, b: int) -> str:
+    """A mixed number: 2 1/2 -> two and a half; 3 5/2 -> three and five halves.
+
+    Example:
+        >>> mixed_words("4", 3, 8)
+        'four and three eighths'
+    """
+    if a == 1 and b in (2, 4):
+        return f"{nw.en_cardinal(int(whole))} and a {'half' if b == 2 else 'quarter'}"
+    return f"{nw.en_cardinal(int(whole))} and {fraction_words(a, b)}"
+
+
+def _zip(m: re.Match[str]) -> str:
+    a, b = m.group(0).split("-")
+    return f"{nw.en_digits(a)} dash {nw.en_digits(b)}"
+
+
+def _chain(m: re.Match[str]) -> str:
+    """1-4-te-b -> one-four-te-b: inside a code a hyphen between numbers is no range."""
+    parts = m.group(0).split("-")
+    digits = [p.isdigit() for p in parts]
+    lower = any(p.isalpha() and p.islower() for p in parts)
+    if not lower or not any(a and b for a, b in zip(digits, digits[1:])):
+        return m.group(0)
+    return "-".join(nw.en_number(p) if d else p for p, d in zip(parts, digits))
+
+
+_DATE_SHAPES = {(a, b, c) for a in (1, 2) for b in (1, 2) for c in (2, 4)} | {
+    (4, b, c) for b in (1, 2) for c in (1, 2)}
+
+
+def _slashes(m: re.Match[str]) -> str:
+    parts = m.group(0).split("/")
+    shape = tuple(len(p) for p in parts)
+    if shape in _DATE_SHAPES:
+        return m.group(0)  # 12/25/2026, 2026/12/25: a date, for the date rules
+    return " slash ".join(nw.en_number(p) if len(p) <= 4 else nw.en_digits(p) for p in parts)
+
+
+def _over(m: re.Match[str]) -> str:
+    if m["v"] in PER:
+        return m.group(0)
+    return f"{nw.en_number(m['n'])} over {m['v']}"
+
+
+_CODE_WORDS = ("pin", "otp", "pass", "code", "end")
+
+
+def _digit_code(m: re.Match[str]) -> str:
+    a = max(0, m.start() - 48)
+    near = m.string[a : m.start()].lower()
+    ctx = any(w in near for w in _CODE_WORDS) and _CODE_BEFORE.search(m.string, a, m.start())
+    if not ctx:
+        return m.group(0)
+    return (" " if ctx["lt"] else "") + nw.en_digits(m.group(0))
+
+
+def _zone(m: re.Match[str]) -> str:
+    z = m["z"].replace(".", "")
+    if z.isupper() and m["sp"] and not m["zd"]:
+        return m.group(0)  # 5 p.m. EST: already as the clock rule reads it
+    end = m["zd"] if m["zd"] and _SENTENCE_END.match(m.string, m.end()) else ""
+    return f"{m['ap']} {z.upper()}{end}"
+
+
+def _dimension(m: re.Match[str]) -> str:
+    u = UNITS[m["du1"] or m["du2"]]
+    # "a 4x6 ft sheet": a measure before its noun is singular, as is one unit.
+    one = (_A_BEFORE.search(m.string, max(0, m.start() - 4), m.start())
+           and _WORD_NEXT.match(m.string, m.end()) and not m["dper"])
+    if m["mw"]:
+        a, b = int(m["mn"]), int(m["md"])
+        if a == 0 or b < 2:
+            return m.group(0)
+        words = mixed_words(m["mw"], a, b)
+    else:
+        nums = [n for n in (m["a"], m["b"], m["c"]) if n]
+        one = one or nums[-1] == "1"
+        words = " by ".join(nw.en_number(n) for n in nums)
+    words += " " + (u.en if one else u.en_plural)
+    return f"{words} per {PER[m['dper']][0]}" if m["dper"] else words
+
+
+def _power(m: re.Match[str]) -> str:
+    return " squared" if m["pw"] == "2" else " cubed"
+
+
+def _scientific(m: re.Match[str]) -> str:
+    exp = m["se"].lstrip("+")
+    sign = "minus " if exp.startswith("-") else ""
+    return (f"{nw.en_number(m['sm'])} times ten to the power of {sign}"
+            f"{nw.en_cardinal(int(exp.lstrip('-')))}")
+
+
+def _military(m: re.Match[str]) -> str:
+    """0900 hours -> oh nine hundred hours; 1430 hours -> fourteen thirty hours."""
+    h, mi = int(m["hh"]), int(m["mm"])
+    if m["hh"][0] != "0" and not _AT.search(m.string, max(0, m.start() - 7), m.start()):
+        return m.group(0)  # 1430 hours of footage: a duration
+    words = ("oh " if m["hh"][0] == "0" and h else "") + nw.en_cardinal(h)
+    return words + (" hundred" if not mi else f" oh {nw.en_cardinal(mi)}" if mi < 10
+                    else f" {nw.en_cardinal(mi)}") + " hours"
+
+
+def _win_path(m: re.Match[str]) -> str:
+    drive, _, rest = m.group(0).partition(":")
+    return f"{drive.upper()} colon " + " backslash ".join(rest.split("\\")).strip()
+
+
+def _stamp(m: re.Match[str]) -> str:
+    h, mi, sec = int(m["h"]), int(m["mi"]), int(m["s"] or 0)
+    clock = nw.en_cardinal(h) + (f" oh {nw.en_cardinal(mi)}" if 0 < mi < 10 else
+                                 f" {nw.en_cardinal(mi)}" if mi else " hundred")
+    if sec:
+        clock += f" and {nw.en_cardinal(sec)} second{'s' if sec > 1 else ''}"
+    z = m["z"] or ""
+    if z:
+        off = int(z[1:3]) if z != "Z" else 0
+        clock += " U T C" + (f" {'plus' if z[0] == '+' else 'minus'} "
+                             f"{nw.en_cardinal(off)}" if off else "")
+    return (f"{nw.EN_MONTHS[int(m['mo'])]} {nw.en_ordinal(int(m['d']))}, "
+            f"{nw.en_year(int(m['y']))}, {clock}")
+
+
+def _feet(m: re.Match[str]) -> str:
+    ft, inch = int(m["ft"]), int(m["in"])
+    return (f"{nw.en_cardinal(ft)} {'foot' if ft == 1 else 'feet'} {nw.en_cardinal(inch)} "
+            f"{'inch' if inch == 1 else 'inches'}")
+
+
+def _hours(m: re.Match[str]) -> str:
+    h, mi = int(m["hh"]), int(m["hm"])
+    return (f"{nw.en_cardinal(h)} {'hour' if h == 1 else 'hours'} {nw.en_cardinal(mi)} "
+            f"{'minute' if mi == 1 else 'minutes'}")
+
+
+def _phone0(m: re.Match[str]) -> str:
+    digits = m.group(0).replace(" ", "")
+    if not 10 <= len(digits) <= 11:
+        return m.group(0)
+    return ", ".join(nw.en_digits(p) for p in m.group(0).split())
+
+
+def _rating(m: re.Match[str]) -> str:
+    s, a = m.string, m.start()
+    if not m["st"] and not _RATED.search(s, max(0, a - 11), a):
+        return m.group(0)
+    return f"{nw.en_number(m['ra'])} out of {nw.en_number(m['rb'])}{m['st'] or ''}"
+
+
+def _gated(gate: str, rule: Rule) -> Step:
+    """``rule`` run only on a text where ``gate`` is found (a cheap scan first)."""
+    found = re.compile(gate).search
+    return lambda text, steps: rule(text, steps) if found(text) else text
+
+
+def _worded(words: tuple[str, ...], rule: Rule) -> Step:
+    """``rule`` run only on a text that holds one of ``words`` (any case)."""
+    return lambda text, steps: (rule(text, steps) if any(w in text.lower() for w in words)
+                                else text)
+
+
+_RULES: list[Step] = [
+    _gated(r"\d-\d", Rule("zip", ZIP, _zip)),
+    _gated(r"[\d-](?<=\d-|-\d)", Rule("chain", CHAIN, _chain)),
+    Rule("slashes", SLASHES, _slashes, needs="/"),
+    Rule("over", OVER, _over, needs="/"),
+    _worded(_CODE_WORDS, Rule("digit_code", DIGIT_CODE, _digit_code)),
+    Rule("power", POWER, _power, needs="^"),
+    _gated(r"\d[eE]", Rule("scientific", SCIENTIFIC, _scientific)),
+    _gated(r"\d ?h(?:ou)?rs", Rule("military", MILITARY, _military)),
+    _gated(r"\d ?f(?:ee|oo)?t \d", Rule("feet", FEET, _feet)),
+    Rule("rating", RATING, _rating, needs="/"),
+    _gated(r"\dh|\d hr?s? \d", Rule("hours", HOURS, _hours)),
+    _gated(r"(?<![\d.])0\d+ \d", Rule("phone", PHONE0, _phone0)),
+    _gated(r"\d ?[AaPp]\.?[Mm]", Rule("zone", ZONE, _zone)),
+    _gated(r"\d ?[x×] ?\d|\d \d{1,2}/\d", Rule("dimension", DIMENSION, _dimension)),
+]
+_DIGIT = re.compile(r"\d")
+_PATH_RULE = Rule("win_path", WIN_PATH, _win_path)
+#: Runs before the serial rule, which would spell a timestamp's capitals and digits.
+TIMESTAMP: Step = _gated(r"\dT\d", Rule("timestamp", STAMP, _stamp))
+
+
+def forms(text: str, steps: Steps) -> str:
+    """The rules of this module, in order, on a text with a digit (one scan for none).
+
+    Example:
+        >>> forms("Your PIN is 0417", None)
+        'Your PIN is zero four one seven'
+    """
+    if "\\" in text:
+        text = _PATH_RULE(text, steps)
+    if not _DIGIT.search(text):
+        return text
+    for rule in _RULES:
+        text = rule(text, steps)
+    return text
