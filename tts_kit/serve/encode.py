@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from typing import Any
@@ -117,13 +118,13 @@ class Encoder:
 async def encoded(body: Any, fmt: str, sample_rate: int) -> Any:
     """The async iterator of PCM ``body`` (`tts_kit.serve.streaming.relay`) in ``fmt``;
     closing it closes ``body``."""
-    enc = Encoder(fmt, sample_rate)
-    try:
+    enc = Encoder(fmt, sample_rate)  # in a thread: a long chunk's mp3 takes 0.1-0.4 s,
+    try:  # which on the event loop held up every other connection, disconnects included
         async for pcm in body:
-            out = enc.feed(pcm)
+            out = await asyncio.to_thread(enc.feed, pcm)
             if out:
                 yield out
-        tail = enc.close()
+        tail = await asyncio.to_thread(enc.close)
         if tail:
             yield tail
     finally:

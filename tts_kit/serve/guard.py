@@ -179,14 +179,17 @@ def header_timeout_protocol(seconds: float) -> type:
 
                 self.transport.write(self.conn.send(h11.InformationalResponse(
                     status_code=100, headers=[], reason=b"Continue")))
-                self.loop.call_later(0.2, self._gone)
+                self.loop.call_later(0.01, self._gone, 0.01)
             return True
 
-        def _gone(self) -> None:  # reset after the 100: the client left; so does its request
+        def _gone(self, waited: float) -> None:  # a reset after the 100: the client left
             sock = self.transport.get_extra_info("socket")
-            if sock is not None and not self.transport.is_closing() and \
-                    sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
-                self.transport.close()
+            if sock is None or self.transport.is_closing():
+                return
+            if sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+                self.transport.close()  # so does its request
+            elif waited < 0.3:  # asked again at 10, 20, 40 ... 320 ms: a round trip or two
+                self.loop.call_later(waited, self._gone, 2 * waited)
 
     return HeaderTimeoutH11Protocol
 
