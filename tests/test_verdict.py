@@ -184,3 +184,9 @@ def test_six_quiet_runs_of_the_default_report_give_one_pick():
         sets = [{tuple(r[k] for k in key) for r in p.tie_set} for p in three]
         assert all(tuple(p.record[k] for k in key) in s for p in three for s in sets)
     assert {tuple(p.record[k] for k in key) for p in picks} == {("ort-default", 2, "resident")}
+    # The reason says why paged's half peak was not taken where paged was tied, and does
+    # not call the resident pick's peak "higher beyond the band" beside it.
+    for p in picks:
+        tied_paged = any(r["loading"] == "paged" for r in p.tie_set)
+        assert ("paged (latency" in p.reason) == tied_paged, p.reason
+        assert "peak higher" not in p.reason, p.reason

@@ -249,6 +249,8 @@ class _Levels:
     unproven: list[str]
     """Tied levels not taken for their lower peak: their latency cost not yet told from
     the band, in words."""
+    heavier: list[Any]
+    """Tied levels dropped for a peak worse than the leanest's."""
 
 
 def _levels(fits: Sequence[Mapping[str, Any]], dim: str, width: float,
@@ -260,7 +262,7 @@ def _levels(fits: Sequence[Mapping[str, Any]], dim: str, width: float,
     simplest (`_simple`)."""
     levels = sorted({r.get(dim) for r in fits}, key=lambda v: _level(dim, v))
     if len(levels) < 2:
-        return _Levels(levels, levels[0] if levels else None, [], [])
+        return _Levels(levels, levels[0] if levels else None, [], [], [])
 
     def vs(a: Any, b: Any, key: str) -> Verdict | None:
         return None if a == b else _pooled(fits, dim, a, b, key, width, spread[key])
@@ -281,7 +283,8 @@ def _levels(fits: Sequence[Mapping[str, Any]], dim: str, width: float,
     open_ += [(v, lean) for v in tied if peak[v] is not None and not peak[v].settled]
     unproven = [f"{v} (latency {x.text()})" for v in tied if v not in known
                 and peak[v] is not None and peak[v].word == "better" and (x := lat[v])]
-    return _Levels(tied, min(small, key=lambda v: _simple(dim, v)), open_, unproven)
+    heavier = [v for v in tied if peak[v] is not None and peak[v].word == "worse"]
+    return _Levels(tied, min(small, key=lambda v: _simple(dim, v)), open_, unproven, heavier)
 
 
 def _inside(tied: Sequence[Mapping[str, Any]], width: float, spread: float) -> list[Any]:
@@ -339,13 +342,15 @@ def pick(records: Sequence[Mapping[str, Any]], budget_mb: float | None = None,
     why = (f"the {len(tied)} of {len(fits)} that fit are the same speed within "
            f"{width * 100:.0f} % on this machine" if len(tied) > 1 else
            f"the fastest of {len(fits)} that fit, beyond the {width * 100:.0f} % band")
-    if want and len(tied) > 1:
-        why += " (each dimension over every configuration that differs only there)"
-    if len(small) < len(tied):
-        why += f"; {len(tied) - len(small)} of them peak higher beyond it"
+    heavy = len(tied) - len(small)
+    if want:  # the levels dropped for their peak, and the lower peaks not taken
+        heavy = sum(any(r.get(d) in lv.heavier for d, lv in levels.items()) for r in tied)
+        why += (" (each dimension over every configuration that differs only there)"
+                if len(tied) > 1 else "")
+    why += f"; {heavy} of them peak higher beyond it" if heavy else ""
     for u in (u for lv in levels.values() for u in lv.unproven) if want else ():
         why += f"; {u} not taken for its lower peak: that cost is not shown inside the band"
-    if len(small) > 1:
+    if len(tied) - heavy > 1:
         why += "; of the rest the simplest (fewer vCPUs, default preset, lazy loading)"
     return Pick(best, tied, width, why)
 
