@@ -13,9 +13,8 @@ loaded in a closed loop at each concurrency; all of them are measured in this on
   on the worker that took it (request scheduling);
 - ``workers+chunk``: the same server build with chunk-level scheduling (a request's
   chunks are jobs for any free worker, first chunks first: `tts_kit.serve.chunked`);
-- ``workers+chunk+100``: chunk scheduling with later chunks of at most 100 characters
-  (issue 37: a worker frees sooner for a new request's first chunk; more chunks, each
-  with its fixed cost);
+- ``workers+chunk+300``: chunk scheduling with the engine's 300-character chunks (serve's
+  default is 100 since issue 37: a worker frees sooner for a new request's first chunk);
 - ``workers+chunk+tiers``: chunk scheduling with a background tier (`lab.tiers`, an
   experiment: twice ``--workers`` processes, half reniced for later chunks only; issue 37);
 - ``workers+chunk+nest``: chunk scheduling with nesting (`lab.nesting`, an experiment):
@@ -79,7 +78,7 @@ from tts_kit.serve.sweep import TIE_REL
 
 REFERENCE = "article"
 #: Measured only when ``--only`` names them (a comparison for issue 27's TTFA target).
-ON_REQUEST = ("workers+chunk+nest", "workers+chunk+tiers", "workers+chunk+100")
+ON_REQUEST = ("workers+chunk+nest", "workers+chunk+tiers", "workers+chunk+300")
 THROUGHPUT_TARGET = 3.0
 TTFA_TARGET = 0.35
 PSS_TARGET = 1.35
@@ -93,7 +92,7 @@ AUDIO_PER_CPU_TARGET = 1.25
 PLAN = (("article", "article", "request"),
         ("workers", "workers", "request"),
         ("workers+chunk", "workers", "chunk"),
-        ("workers+chunk+100", "workers", "chunk"),
+        ("workers+chunk+300", "workers", "chunk"),
         ("workers+chunk+nest", "workers", "chunk+nest"),
         ("workers+chunk+tiers", "workers", "chunk+tiers"),
         ("workers+batch", "workers", "chunk+batch"),
@@ -105,9 +104,9 @@ LAB = {"chunk+nest": ["lab.nesting"], "chunk+batch": ["lab.batching"],
        "chunk+tiers": ["lab.tiers"]}
 LAB_ARCH = {"threads": ["lab.backends"], "blocking": ["lab.backends"],
             "article": ["lab.backends"]}
-#: Labels that change one server setting (issue 37: later chunks of at most 100
-#: characters, so a new request's first chunk waits less for a worker).
-SETTINGS = {"workers+chunk+100": {"max_chunk_chars": 100}}
+#: Labels that change one server setting (issue 37: the engine's 300-character chunks,
+#: serve's default before it cut later chunks at 100 so a first chunk waits less).
+SETTINGS = {"workers+chunk+300": {"max_chunk_chars": 0}}
 #: The article's claim (seed 000): p95 about 200 ms on 2 vCPU under concurrent requests.
 CLAIMED_P95_MS = 200.0
 

@@ -180,7 +180,8 @@ def test_chunk_scheduling_gives_request_schedulings_audio_in_order(chunked, tiny
 
     engine = make_engine(str(tiny_bundle_dir))
     # What request scheduling sends: one worker's stream, joined.
-    want = {seed: _pcm(engine.synthesize(MEDIUM, steps=4, seed=seed, first_chunk_chars=50))
+    want = {seed: _pcm(engine.synthesize(MEDIUM, steps=4, seed=seed, first_chunk_chars=50,
+                                         max_chunk_chars=100))  # serve's defaults
             for seed in (1, 2, 3)}
     got: dict[int, bytes] = {}
 

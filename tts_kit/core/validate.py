@@ -152,7 +152,7 @@ SERVE_FIELDS: dict[str, Rule] = dict(
     timeout_s=_SECONDS, header_timeout_s=_SECONDS, body_timeout_s=_SECONDS,
     max_rss_mb=Rule(0, 1 << 30, low_open=True, unit="MB"), port=Rule(0, 65535, integer=True),
     max_chars=Rule(1, 10**7, integer=True), first_chunk_chars=Rule(0, 10**7, integer=True),
-    max_chunk_chars=Rule(1, 10**7, integer=True), limit_concurrency=Rule(0, 10**6, integer=True),
+    max_chunk_chars=Rule(0, 10**7, integer=True), limit_concurrency=Rule(0, 10**6, integer=True),
     max_body_bytes=Rule(1, 1 << 30, integer=True, unit="bytes"))
 
 

@@ -23,7 +23,8 @@ from tts_kit.serve.chunked import scheduling_modes
 from tts_kit.serve.worker import WorkerConfig, load_lab
 
 ORDERS = ("chunk", "stage")
-_ZERO_IS_NONE = ("limit_concurrency", "first_chunk_chars")  # 0: "no limit", None
+#: 0 given for these means None ("no limit"; for max_chunk_chars the engine's own).
+_ZERO_IS_NONE = ("limit_concurrency", "first_chunk_chars", "max_chunk_chars")
 #: A language code: ``en``, ``pt-br``, ``zh_Hans`` (the model says which it speaks).
 _LANG = re.compile(r"[A-Za-z]{2,3}([-_][A-Za-z0-9]{1,8})*")
 
@@ -82,7 +83,9 @@ class ServeConfig:
     max_chars: int = 4096
     max_body_bytes: int = 65536
     first_chunk_chars: int | None = 50
-    max_chunk_chars: int | None = None
+    max_chunk_chars: int | None = 100
+    """Later chunks at most this long (0 or None: the engine's 300): a worker frees sooner
+    for a new request's first chunk (docs/benchmarks.md, issue 37)."""
     order: str = "chunk"
     lang: str = "en"
     header_timeout_s: float = 10.0
