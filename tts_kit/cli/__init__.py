@@ -48,6 +48,8 @@ from tts_kit.cli._errors import (
     EXIT_INTERRUPTED,
     EXIT_USER_ERROR,
     exit_status,
+    interrupted,
+    unraisable,
 )
 from tts_kit.cli._numbers import check_flags
 from tts_kit.cli.model import cmd_doctor, cmd_fetch, cmd_info, cmd_standin, cmd_synth
@@ -122,13 +124,17 @@ def _run(argv: Sequence[str] | None) -> int:
     shown = [v for k, v in vars(args).items() if k != "text" and isinstance(v, str) and "\n" in v]
     # A library warning is one line for the user, while this command runs: the caller's
     # handler (a notebook's, pytest's) is back when it returns.
+    hook, sys.unraisablehook = sys.unraisablehook, unraisable(sys.unraisablehook)
     with warnings.catch_warnings():
         warnings.showwarning = _warning_line
         try:
             _refuse_nul(args)
             _check_paths(args, sub.choices[args.command])
             check_flags(args)  # every numeric flag, by one validator
-            return args.func(args)
+            status = args.func(args)
+            if interrupted():  # a Ctrl-C a callback swallowed (it printed nothing)
+                raise KeyboardInterrupt
+            return status
         except BrokenPipeError:
             raise  # not an error: `main` ends quietly
         except KeyboardInterrupt:
@@ -137,6 +143,8 @@ def _run(argv: Sequence[str] | None) -> int:
         except Exception as exc:  # the user's (one line, exit 2) or a bug (exit 70)
             return exit_status(args.command, exc, debug=getattr(args, "debug", False),
                                shown=shown)
+        finally:
+            sys.unraisablehook = hook
 
 
 __all__ = [

@@ -42,6 +42,39 @@ EXIT_INTERRUPTED = 130
 #: process ended by SIGPIPE (128 + 13).
 EXIT_BROKEN_PIPE = 141
 
+#: Ctrl-Cs that landed where Python cannot raise (a weakref's or finaliser's callback: its
+#: "Exception ignored" lines), kept for `interrupted` instead of printed.
+_LOST_INTERRUPTS: list[BaseException] = []
+
+
+def unraisable(hook: object) -> object:
+    """A `sys.unraisablehook` that keeps a KeyboardInterrupt (`interrupted`) and passes
+    the rest to ``hook``.
+
+    Example:
+        >>> callable(unraisable(sys.unraisablehook))
+        True
+    """
+    def keep(info: object) -> None:
+        if isinstance(getattr(info, "exc_value", None), KeyboardInterrupt):
+            _LOST_INTERRUPTS.append(info.exc_value)  # type: ignore[attr-defined]
+        else:
+            hook(info)  # type: ignore[operator]
+    return keep
+
+
+def interrupted() -> bool:
+    """True once per Ctrl-C that a callback swallowed while the command ran (the caller
+    raises KeyboardInterrupt where it can say what was done).
+
+    Example:
+        >>> interrupted()
+        False
+    """
+    lost = bool(_LOST_INTERRUPTS)
+    _LOST_INTERRUPTS.clear()
+    return lost
+
 #: OSErrors that are the user's environment, not a defect: errno -> what to do about it.
 _OS_HINTS: dict[int, str] = {
     errno.ENOENT: "check the path",

@@ -28,7 +28,7 @@ from tts_kit.cli._common import (
     in_path,
     out_path,
 )
-from tts_kit.cli._errors import EXIT_INTERRUPTED
+from tts_kit.cli._errors import EXIT_INTERRUPTED, interrupted
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textsafe import term_safe
@@ -209,6 +209,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         for p in paths:
             _say(f"wrote {p}")
         _say_answer(paths)
+        if interrupted():  # a Ctrl-C a callback swallowed during the work
+            raise KeyboardInterrupt
     except KeyboardInterrupt:  # the report is in place, whole: say so
         _say(f"tts-kit report: interrupted after writing {paths[0].parent}", file=sys.stderr)
         return EXIT_INTERRUPTED
