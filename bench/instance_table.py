@@ -1,7 +1,7 @@
 """Seed article 000's instance table, reproduced with emulated small instances.
 
 Each row is one isolated trial pinned to N cores and killed past the instance's memory,
-on the ``full`` stand-in by default (`tts_kit.tuning.instances.instance_table`): idle RSS after
+on the ``full`` stand-in by default (`lab.instances.instance_table`): idle RSS after
 loading, peak RSS, CPU use (as a share of the instance's cores, as the article reports
 it) and RTF, per preset, printed next to the article's numbers. Instances larger than
 this machine are listed with the article's numbers only.
@@ -29,9 +29,9 @@ from _common import add_model_args, model_dir
 
 def main(argv: list[str] | None = None) -> int:
     from lab import seed_check
+    from lab.instances import format_instance_table, instance_table
 
     from tts_kit.core import contract, procfacts
-    from tts_kit.tuning.instances import format_instance_table, instance_table
     from tts_kit.tuning.stage_costs import stage_costs
     from tts_kit.tuning.workload import Workload
 

@@ -68,22 +68,6 @@ from tts_kit.notebook import plots
 plots.pareto(result.records, recommended=recommended, budget_mb=budget_mb)
 
 # %% [markdown]
-# ## The article's instance table, on this machine
-#
-# The deployment article reports idle RSS, peak RSS, CPU use and RTF for 1, 2 and 4 vCPU
-# instances. Here each row is measured with the same emulation (cores pinned, RSS budget);
-# rows for more vCPUs than this machine has are skipped. The article's figures are for
-# the real model; with the stand-in, compare the shape (how the rows relate), not the MB.
-
-# %%
-from tts_kit.tuning.instances import format_instance_table, instance_table
-
-presets = ["supertonic-default"] if quick else ["supertonic-default", "seed-2vcpu",
-                                                "low-memory", "lean"]
-rows = instance_table(bundle, presets, workload.replace(repeats=1 if quick else 3))
-print(format_instance_table(rows))
-
-# %% [markdown]
 # ## A sweep across machines (Dask)
 #
 # To tune for the boxes you deploy on, run the trials there: start `dask scheduler` on one

@@ -1,15 +1,16 @@
-"""`tts_kit.tuning.instances`: the article's instance table, measured with emulated
+"""`lab.instances`: the article's instance table, measured with emulated
 instances."""
 
 from __future__ import annotations
 
-from tts_kit.core.procfacts import usable_cores
-from tts_kit.tuning.instances import (
+from lab.instances import (
     ARTICLE_INSTANCES,
     Instance,
     format_instance_table,
     instance_table,
 )
+
+from tts_kit.core.procfacts import usable_cores
 from tts_kit.tuning.workload import Workload
 
 

@@ -292,8 +292,8 @@ def seed_check(model: Any, workload: Workload | None = None, *,
     Example:
         >>> print(seed_check("standin-dir", Workload(repeats=1)).table())  # doctest: +SKIP
     """
+    from lab.instances import Instance, instance_table
     from tts_kit.core import procfacts
-    from tts_kit.tuning.instances import Instance, instance_table
     from tts_kit.tuning.stage_costs import stage_costs
 
     claims = seed_claims(seeds_dir)

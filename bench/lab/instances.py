@@ -1,10 +1,11 @@
-"""Emulated small instances: the deployment article's instance table, measured here.
+"""Emulated small instances: the deployment article's instance table, measured here (lab:
+the sweep's vCPU dimension and memory budget answer the product's question).
 
 Each row is one isolated trial pinned to the instance's cores and killed past its memory
 (``oom``); the article's figures travel alongside as `Instance.claimed`, never measured.
 
 Example:
-    >>> from tts_kit.tuning.instances import (ARTICLE_INSTANCES, format_instance_table,
+    >>> from lab.instances import (ARTICLE_INSTANCES, format_instance_table,
     ...     instance_table)
     >>> [i.name for i in ARTICLE_INSTANCES]
     ['1 vCPU / 1 GB', '2 vCPU / 2 GB', '4 vCPU / 4 GB']
