@@ -340,16 +340,17 @@ _WEEKDAY_CHARS = frozenset("월화수목금토일")
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-_]?)")
 #: A no-break or thin space between digit groups (10 000 km): a thousands separator.
 _SPACED_DIGITS = re.compile(r"(?<=\d)[\u00a0\u202f\u2009](?=\d{3}(?!\d))")
-_SPACE_OR_ROMAN = re.compile("[\u00a0\u202f\u2009\u2160-\u2188]")
-#: Roman numerals written as their own characters (Ⅻ): unambiguous numbers.
-_ROMAN_CHARS = re.compile("[\u2160-\u2188]+")
+_SPACE_OR_ROMAN = re.compile("[\u00a0\u202f\u2009\u2160-\u2182\u2185-\u2188]")
+#: Roman numerals written as their own characters (Ⅻ, ↀ): unambiguous numbers (the
+#: reversed C letters U+2183/4 are no number).
+_ROMAN_CHARS = re.compile("[\u2160-\u2182\u2185-\u2188]+")
 
 
 def _roman_chars(m: re.Match[str]) -> str:
     """Ⅻ -> 12; after a capitalised word (Chapter Ⅻ, Louis Ⅻ) the Roman letters, which
     the language's Roman rules read in context."""
     letters = unicodedata.normalize("NFKC", m.group(0)).upper()
-    if re.search(r"[A-Z][a-z]+ $", m.string[max(0, m.start() - 20) : m.start()]):
+    if letters.isascii() and re.search(r"[A-Z][a-z]+ $", m.string[max(0, m.start() - 20) : m.start()]):
         return letters
     return str(roman_value(letters))
 
@@ -363,7 +364,7 @@ def roman_value(letters: str) -> int:
     """
     total = 0
     for a, b in zip(letters, letters[1:] + " "):
-        v = _ROMAN_VALUE[a]
+        v = _ROMAN_VALUE.get(a) or int(unicodedata.numeric(a))  # ↀ (no letters): 1000
         total += -v if _ROMAN_VALUE.get(b, 0) > v else v
     return total
 
