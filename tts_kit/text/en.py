@@ -131,6 +131,9 @@ _YEAR_BEFORE = re.compile(
 _THE_BEFORE = re.compile(r"(?<![A-Za-z])[Tt]he\s$")
 _NAME_AFTER = re.compile(r"\s[A-Z][a-z]")
 _FORMULA = re.compile(r"[=+×*/^]\s?$")
+#: After a glued multiplier, a comparison or a frequency: "times" (3x faster, 2x a day).
+_COMPARED = re.compile(r"\s+(?:[A-Za-z]+er|more|less|as|than|the|an?|per|each|every|daily|"
+                       r"weekly|monthly|yearly|annually|hourly)(?![A-Za-z])")
 #: "RTX 4090", "ISO 9001": capitals right before a number make it a model number.
 _CODE_BEFORE = re.compile(r"(?<![A-Za-z])[A-Z]{2,5} $")
 _ON = re.compile(r"(?<![A-Za-z])(?:[Oo]n|[Uu]ntil|[Ss]ince|[Dd]ue) $")
@@ -446,7 +449,9 @@ def _times(m: re.Match[str]) -> str:
         return f"{a} {op} {nw.en_number(m['xb'])}"
     if formula and m["xo"] == "x":
         return a + " x"  # y = 2x: the unknown
-    return a + (" time" if m["qn"] == "1" else " times")
+    if m["times"] == "x" and not _COMPARED.match(m.string, m.end()):
+        return Reading(a + " x", "multiplier")  # a 10x return, 1.5x speed, 3x zoom
+    return a + (" time" if m["qn"] == "1" else " times")  # 3x faster, 2x a day
 
 
 def _root(m: re.Match[str]) -> str:
@@ -476,8 +481,12 @@ def _fraction(m: re.Match[str]) -> str:
     attributive = _ATTRIBUTIVE.search(m.string, max(0, m.start() - 4), m.start())
     if not sign and not m["fsp"] and 1 <= a <= 12 and 1 <= b <= 31 and not attributive:
         return Reading(kept + _date_words(None, a, b), "date")
-    if 1 <= a < b <= 100:
-        return kept + fraction_words(a, b)  # 31/32: thirty-one thirty-seconds
+    if len(num) == 2 and 1 <= a <= 12 and len(den) == 4 and _is_year(b) and not sign:
+        return Reading(f"{kept}{nw.EN_MONTHS[a]} {nw.en_year(b)}", "date")  # exp 01/2027
+    if a + b == 100 and a % 5 == 0 and not m["fsp"]:
+        return Reading(f"{kept}{nw.en_cardinal(a)}-{nw.en_cardinal(b)}", "split")  # 80/20
+    if 1 <= a < b or (2 <= b <= 10 and a > b and not m["fsp"]):  # 31/32, 1/2007, 22/3
+        return kept + fraction_words(a, b)
     return f"{kept}{nw.en_number(num)} over {nw.en_number(den)}"
 
 
