@@ -407,6 +407,9 @@ _DECADE_BEFORE = re.compile(
     r"(?<![A-Za-z])(?:[Tt]he|late|early|mid|his|her|their|my|your|our|its) $")
 #: "a" or "an" right before a measure, and a lower-case word right after it.
 _ATTRIBUTIVE = re.compile(r"(?<![A-Za-z])[Aa]n? $")
+#: A hyphen and a letter glued after a fraction, or a letter and a hyphen before it: a code.
+_CODE_GLUE = re.compile(r"-[A-Za-z]")
+_CODE_GLUE_BEFORE = re.compile(r"[A-Za-z]-$")
 _WORD_NEXT = re.compile(r" [a-z]")
 
 
@@ -483,6 +486,10 @@ def _fraction(m: re.Match[str]) -> str:
         return Reading(kept + _date_words(None, a, b), "date")
     if len(num) == 2 and 1 <= a <= 12 and len(den) == 4 and _is_year(b) and not sign:
         return Reading(f"{kept}{nw.EN_MONTHS[a]} {nw.en_year(b)}", "date")  # exp 01/2027
+    if _CODE_GLUE.match(m.string, m.end()) or _CODE_GLUE_BEFORE.search(
+            m.string, max(0, m.start() - 2), m.start()):  # MIG-25/235212-x: inside a code
+        parts = (nw.en_number(p) if len(p) <= 4 else nw.en_digits(p) for p in (num, den))
+        return Reading(kept + " slash ".join(parts), "code")
     if a + b == 100 and a % 5 == 0 and not m["fsp"]:
         return Reading(f"{kept}{nw.en_cardinal(a)}-{nw.en_cardinal(b)}", "split")  # 80/20
     if 1 <= a < b or (2 <= b <= 10 and a > b and not m["fsp"]):  # 31/32, 1/2007, 22/3

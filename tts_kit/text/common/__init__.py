@@ -350,7 +350,8 @@ def _roman_chars(m: re.Match[str]) -> str:
     """Ⅻ -> 12; after a capitalised word (Chapter Ⅻ, Louis Ⅻ) the Roman letters, which
     the language's Roman rules read in context."""
     letters = unicodedata.normalize("NFKC", m.group(0)).upper()
-    if letters.isascii() and re.search(r"[A-Z][a-z]+ $", m.string[max(0, m.start() - 20) : m.start()]):
+    before = m.string[max(0, m.start() - 20) : m.start()]
+    if letters.isascii() and re.search(r"[A-Z][a-z]+ $", before):
         return letters
     return str(roman_value(letters))
 
@@ -370,6 +371,9 @@ def roman_value(letters: str) -> int:
 
 
 _ROMAN_VALUE = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
+#: The ordinal indicator º after a number is a degree sign typed on a Latin keyboard
+#: (45º); NFKC would make it the letter o.
+_DEGREE = re.compile(r"(?<=\d)º|(?<=\d )º(?=[CF]?\b)")
 #: A digit right before a vulgar fraction (3½): NFKC would glue them into 31⁄2.
 _DIGIT_FRACTION = re.compile("(?<=[0-9])(?=[\u00bc-\u00be\u2150-\u215e])")
 
@@ -393,7 +397,8 @@ def prepare(text: str, steps: Steps) -> str:
             text = _ROMAN_CHARS.sub(_roman_chars, _SPACED_DIGITS.sub(",", text))
             record_diff("digits", before, text, steps)
         if not unicodedata.is_normalized("NFKC", text):
-            text = unicodedata.normalize("NFKC", _DIGIT_FRACTION.sub(" ", text))
+            text = _DIGIT_FRACTION.sub(" ", _DEGREE.sub("°", text))
+            text = unicodedata.normalize("NFKC", text)
             record_diff("unicode", before, text, steps)
         if _OTHER_DIGIT.search(text):
             b2 = text
