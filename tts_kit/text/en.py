@@ -273,10 +273,6 @@ def _arange(m: re.Match[str]) -> str:
     return " to ".join(ends)
 
 
-def _paren_year(m: re.Match[str]) -> str:
-    return f"({nw.en_year(int(m['py']))})"
-
-
 def _code_digits(d: str) -> str:
     """401 -> four oh one: a three-digit name said digit by digit, zero as oh."""
     return " ".join("oh" if c == "0" else nw.EN_DIGITS[int(c)] for c in d)
@@ -296,10 +292,6 @@ def _mixed(m: re.Match[str]) -> str:
     return mixed_words(m["mw"], a, b)
 
 
-def _middot(m: re.Match[str]) -> str:
-    return f"{nw.en_number(m['mda'])} {nw.en_number(m['mdb'])}"
-
-
 def _phone(m: re.Match[str]) -> str:
     s = m.group(0)
     if sum(c.isdigit() for c in s) < 7:
@@ -316,12 +308,6 @@ def _currency_post(m: re.Match[str]) -> str:
         n = m["qn"]
         return kept + _sign_word(sign) + nw.en_number(n) + (" cent" if n == "1" else " cents")
     return kept + _sign_word(sign) + _money(m["qn"], CURRENCIES[m["csym2"]], None)
-
-
-def _code(m: re.Match[str]) -> str:
-    """Digits glued to letters, as model numbers are said: A320 -> A three twenty,
-    RTX4090 -> forty ninety, five digits or more digit by digit."""
-    return house_number(m.group(0))
 
 
 def _noon(m: re.Match[str]) -> str:
@@ -356,14 +342,6 @@ def _groups(m: re.Match[str]) -> str:
 def _decade(m: re.Match[str]) -> str:
     words = nw.en_decade(int(m["dd2"] or m["dd4"] or m["dd3"] or m["dd5"]))  # mid-90s
     return f"{words} to {nw.en_decade(int(m['dde']))}" if m["dde"] else words  # 1960s-80s
-
-
-def _number_sign(m: re.Match[str]) -> str:
-    return "number " + nw.en_number(m["hn"])
-
-
-def _approx(m: re.Match[str]) -> str:
-    return "about " + nw.en_number(m["tn"])
 
 
 def _range(m: re.Match[str]) -> str:
@@ -520,14 +498,14 @@ _HANDLERS = {
     **g.handlers(g.Words(_plain, _clock, _money, _SIGNS, " to ", " to ", _per,
                          nw.en_number, " point ", "version ")),
     "digits": _digits,
-    "date_iso": _date_iso, "date_us": _date_us, "arange": _arange,
-    "paren_year": _paren_year, "plan": _plan, "mixed": _mixed, "middot": _middot,
-    "scale": _scale,
-    "phone": _phone, "decade": _decade, "code": _code, "quarter": _quarter, "noon": _noon,
-    "groups": _groups,
-    "feet": _feet,
-    "number_sign": _number_sign,
-    "approx": _approx,
+    "date_iso": _date_iso, "date_us": _date_us, "arange": _arange, "plan": _plan,
+    "paren_year": lambda m: f"({nw.en_year(int(m['py']))})", "mixed": _mixed,
+    "middot": lambda m: f"{nw.en_number(m['mda'])} {nw.en_number(m['mdb'])}",
+    "scale": _scale, "phone": _phone, "decade": _decade, "quarter": _quarter, "noon": _noon,
+    # Digits glued to letters, as model numbers are said: A320 -> A three twenty.
+    "code": lambda m: house_number(m.group(0)), "groups": _groups, "feet": _feet,
+    "number_sign": lambda m: "number " + nw.en_number(m["hn"]),
+    "approx": lambda m: "about " + nw.en_number(m["tn"]),
     "currency_post": _currency_post,
     "range": _range, "magnitude": _magnitude, "percent": _percent, "unit": _unit_h,
     "ordinal": _ordinal, "times": _times,
