@@ -370,14 +370,10 @@ def _range(m: re.Match[str]) -> str:
     return f"{first}{to}{_with_unit(b, unit) if unit else nw.en_number(b)}"
 
 
-def _magnitude(m: re.Match[str]) -> str:
+def _signed(m: re.Match[str]) -> str:
+    """The number ``qn`` with what was kept before it and its sign (-5: minus five)."""
     kept, sign = g.lead(m)
-    return kept + _sign_word(sign) + nw.en_number(m["qn"]) + " " + _MAGNITUDE_WORDS[m["mg"]]
-
-
-def _percent(m: re.Match[str]) -> str:
-    kept, sign = g.lead(m)
-    return kept + _sign_word(sign) + nw.en_number(m["qn"]) + " percent"
+    return kept + _sign_word(sign) + nw.en_number(m["qn"])
 
 
 #: Words before "80s" that make it a decade or an age, not eighty seconds.
@@ -422,8 +418,7 @@ def _ordinal(m: re.Match[str]) -> str:
 
 
 def _times(m: re.Match[str]) -> str:
-    kept, sign = g.lead(m)
-    a = kept + _sign_word(sign) + nw.en_number(m["qn"])
+    a = _signed(m)
     formula = _FORMULA.search(m.string, 0, m.start()) or "=" in m.string[m.end() : m.end() + 9]
     if m["xb"]:
         op = "times" if m["xo"] == "*" or formula else "by"  # 3 × 4 = 12; a 2 x 4 board
@@ -507,7 +502,8 @@ _HANDLERS = {
     "number_sign": lambda m: "number " + nw.en_number(m["hn"]),
     "approx": lambda m: "about " + nw.en_number(m["tn"]),
     "currency_post": _currency_post,
-    "range": _range, "magnitude": _magnitude, "percent": _percent, "unit": _unit_h,
+    "range": _range, "percent": lambda m: _signed(m) + " percent", "unit": _unit_h,
+    "magnitude": lambda m: _signed(m) + " " + _MAGNITUDE_WORDS[m["mg"]],
     "ordinal": _ordinal, "times": _times,
     "fraction": _fraction, "root": _root, "qn": _number,
     "bare_per": lambda m: g.lead(m)[0] + _per(nw.en_number(m["qn"]), m["bper"]),
