@@ -131,6 +131,9 @@ _YEAR_BEFORE = re.compile(
 _THE_BEFORE = re.compile(r"(?<![A-Za-z])[Tt]he\s$")
 _NAME_AFTER = re.compile(r"\s[A-Z][a-z]")
 _FORMULA = re.compile(r"[=+×*/^]\s?$")
+#: After a glued multiplier, a comparison or a frequency: "times" (3x faster, 2x a day).
+_COMPARED = re.compile(r"\s+(?:[A-Za-z]+er|more|less|as|than|the|an?|per|each|every|daily|"
+                       r"weekly|monthly|yearly|annually|hourly)(?![A-Za-z])")
 #: "RTX 4090", "ISO 9001": capitals right before a number make it a model number.
 _CODE_BEFORE = re.compile(r"(?<![A-Za-z])[A-Z]{2,5} $")
 _ON = re.compile(r"(?<![A-Za-z])(?:[Oo]n|[Uu]ntil|[Ss]ince|[Dd]ue) $")
@@ -270,10 +273,6 @@ def _arange(m: re.Match[str]) -> str:
     return " to ".join(ends)
 
 
-def _paren_year(m: re.Match[str]) -> str:
-    return f"({nw.en_year(int(m['py']))})"
-
-
 def _code_digits(d: str) -> str:
     """401 -> four oh one: a three-digit name said digit by digit, zero as oh."""
     return " ".join("oh" if c == "0" else nw.EN_DIGITS[int(c)] for c in d)
@@ -293,10 +292,6 @@ def _mixed(m: re.Match[str]) -> str:
     return mixed_words(m["mw"], a, b)
 
 
-def _middot(m: re.Match[str]) -> str:
-    return f"{nw.en_number(m['mda'])} {nw.en_number(m['mdb'])}"
-
-
 def _phone(m: re.Match[str]) -> str:
     s = m.group(0)
     if sum(c.isdigit() for c in s) < 7:
@@ -313,12 +308,6 @@ def _currency_post(m: re.Match[str]) -> str:
         n = m["qn"]
         return kept + _sign_word(sign) + nw.en_number(n) + (" cent" if n == "1" else " cents")
     return kept + _sign_word(sign) + _money(m["qn"], CURRENCIES[m["csym2"]], None)
-
-
-def _code(m: re.Match[str]) -> str:
-    """Digits glued to letters, as model numbers are said: A320 -> A three twenty,
-    RTX4090 -> forty ninety, five digits or more digit by digit."""
-    return house_number(m.group(0))
 
 
 def _noon(m: re.Match[str]) -> str:
@@ -355,14 +344,6 @@ def _decade(m: re.Match[str]) -> str:
     return f"{words} to {nw.en_decade(int(m['dde']))}" if m["dde"] else words  # 1960s-80s
 
 
-def _number_sign(m: re.Match[str]) -> str:
-    return "number " + nw.en_number(m["hn"])
-
-
-def _approx(m: re.Match[str]) -> str:
-    return "about " + nw.en_number(m["tn"])
-
-
 def _range(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
     a, b = m["qn"], m["rb"]
@@ -389,14 +370,10 @@ def _range(m: re.Match[str]) -> str:
     return f"{first}{to}{_with_unit(b, unit) if unit else nw.en_number(b)}"
 
 
-def _magnitude(m: re.Match[str]) -> str:
+def _signed(m: re.Match[str]) -> str:
+    """The number ``qn`` with what was kept before it and its sign (-5: minus five)."""
     kept, sign = g.lead(m)
-    return kept + _sign_word(sign) + nw.en_number(m["qn"]) + " " + _MAGNITUDE_WORDS[m["mg"]]
-
-
-def _percent(m: re.Match[str]) -> str:
-    kept, sign = g.lead(m)
-    return kept + _sign_word(sign) + nw.en_number(m["qn"]) + " percent"
+    return kept + _sign_word(sign) + nw.en_number(m["qn"])
 
 
 #: Words before "80s" that make it a decade or an age, not eighty seconds.
@@ -404,6 +381,9 @@ _DECADE_BEFORE = re.compile(
     r"(?<![A-Za-z])(?:[Tt]he|late|early|mid|his|her|their|my|your|our|its) $")
 #: "a" or "an" right before a measure, and a lower-case word right after it.
 _ATTRIBUTIVE = re.compile(r"(?<![A-Za-z])[Aa]n? $")
+#: A hyphen and a letter glued after a fraction, or a letter and a hyphen before it: a code.
+_CODE_GLUE = re.compile(r"-[A-Za-z]")
+_CODE_GLUE_BEFORE = re.compile(r"[A-Za-z]-$")
 _WORD_NEXT = re.compile(r" [a-z]")
 
 
@@ -438,15 +418,16 @@ def _ordinal(m: re.Match[str]) -> str:
 
 
 def _times(m: re.Match[str]) -> str:
-    kept, sign = g.lead(m)
-    a = kept + _sign_word(sign) + nw.en_number(m["qn"])
+    a = _signed(m)
     formula = _FORMULA.search(m.string, 0, m.start()) or "=" in m.string[m.end() : m.end() + 9]
     if m["xb"]:
         op = "times" if m["xo"] == "*" or formula else "by"  # 3 × 4 = 12; a 2 x 4 board
         return f"{a} {op} {nw.en_number(m['xb'])}"
     if formula and m["xo"] == "x":
         return a + " x"  # y = 2x: the unknown
-    return a + (" time" if m["qn"] == "1" else " times")
+    if m["times"] == "x" and not _COMPARED.match(m.string, m.end()):
+        return Reading(a + " x", "multiplier")  # a 10x return, 1.5x speed, 3x zoom
+    return a + (" time" if m["qn"] == "1" else " times")  # 3x faster, 2x a day
 
 
 def _root(m: re.Match[str]) -> str:
@@ -476,8 +457,16 @@ def _fraction(m: re.Match[str]) -> str:
     attributive = _ATTRIBUTIVE.search(m.string, max(0, m.start() - 4), m.start())
     if not sign and not m["fsp"] and 1 <= a <= 12 and 1 <= b <= 31 and not attributive:
         return Reading(kept + _date_words(None, a, b), "date")
-    if 1 <= a < b <= 100:
-        return kept + fraction_words(a, b)  # 31/32: thirty-one thirty-seconds
+    if len(num) == 2 and 1 <= a <= 12 and len(den) == 4 and _is_year(b) and not sign:
+        return Reading(f"{kept}{nw.EN_MONTHS[a]} {nw.en_year(b)}", "date")  # exp 01/2027
+    if _CODE_GLUE.match(m.string, m.end()) or _CODE_GLUE_BEFORE.search(
+            m.string, max(0, m.start() - 2), m.start()):  # MIG-25/235212-x: inside a code
+        parts = (nw.en_number(p) if len(p) <= 4 else nw.en_digits(p) for p in (num, den))
+        return Reading(kept + " slash ".join(parts), "code")
+    if a + b == 100 and a % 5 == 0 and not m["fsp"]:
+        return Reading(f"{kept}{nw.en_cardinal(a)}-{nw.en_cardinal(b)}", "split")  # 80/20
+    if 1 <= a < b or (2 <= b <= 10 and a > b and not m["fsp"]):  # 31/32, 1/2007, 22/3
+        return kept + fraction_words(a, b)
     return f"{kept}{nw.en_number(num)} over {nw.en_number(den)}"
 
 
@@ -504,16 +493,17 @@ _HANDLERS = {
     **g.handlers(g.Words(_plain, _clock, _money, _SIGNS, " to ", " to ", _per,
                          nw.en_number, " point ", "version ")),
     "digits": _digits,
-    "date_iso": _date_iso, "date_us": _date_us, "arange": _arange,
-    "paren_year": _paren_year, "plan": _plan, "mixed": _mixed, "middot": _middot,
-    "scale": _scale,
-    "phone": _phone, "decade": _decade, "code": _code, "quarter": _quarter, "noon": _noon,
-    "groups": _groups,
-    "feet": _feet,
-    "number_sign": _number_sign,
-    "approx": _approx,
+    "date_iso": _date_iso, "date_us": _date_us, "arange": _arange, "plan": _plan,
+    "paren_year": lambda m: f"({nw.en_year(int(m['py']))})", "mixed": _mixed,
+    "middot": lambda m: f"{nw.en_number(m['mda'])} {nw.en_number(m['mdb'])}",
+    "scale": _scale, "phone": _phone, "decade": _decade, "quarter": _quarter, "noon": _noon,
+    # Digits glued to letters, as model numbers are said: A320 -> A three twenty.
+    "code": lambda m: house_number(m.group(0)), "groups": _groups, "feet": _feet,
+    "number_sign": lambda m: "number " + nw.en_number(m["hn"]),
+    "approx": lambda m: "about " + nw.en_number(m["tn"]),
     "currency_post": _currency_post,
-    "range": _range, "magnitude": _magnitude, "percent": _percent, "unit": _unit_h,
+    "range": _range, "percent": lambda m: _signed(m) + " percent", "unit": _unit_h,
+    "magnitude": lambda m: _signed(m) + " " + _MAGNITUDE_WORDS[m["mg"]],
     "ordinal": _ordinal, "times": _times,
     "fraction": _fraction, "root": _root, "qn": _number,
     "bare_per": lambda m: g.lead(m)[0] + _per(nw.en_number(m["qn"]), m["bper"]),

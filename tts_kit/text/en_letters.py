@@ -206,7 +206,7 @@ def acronyms(text: str, steps: Steps) -> str:
     return ACRONYM.sub(repl, text)
 
 
-SYMBOL = re.compile(r"[&+=@%×÷±°–—~#$€£¥₩^/\u2200-\u22ff]")
+SYMBOL = re.compile(r"[&+=@%×÷±°–—~#$€£¥₩^/\u2200-\u22ff\u27d5-\u27d7]")
 SYMBOL_WORDS = {
     "&": " and ", "+": " plus ", "=": " equals ", "@": " at ", "%": " percent ",
     "×": " times ", "÷": " divided by ", "±": " plus or minus ", "°": " degrees ",
@@ -217,6 +217,8 @@ SYMBOL_WORDS = {
     "≈": " approximately equals ", **dict.fromkeys("∗∙⋅", " times "), "∕": " divided by ",
     "⊆": " subset of or equal to ", "∑": " sum ", "∏": " product ", "∂": " partial ",
     "∆": " delta ", "∇": " nabla ",
+    # Relational algebra's joins, as a database text says them (Unicode: "bowtie" ...).
+    "⋈": " natural join ", "⋉": " left semijoin ", "⋊": " right semijoin ",
 }
 
 

@@ -340,16 +340,18 @@ _WEEKDAY_CHARS = frozenset("월화수목금토일")
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-_]?)")
 #: A no-break or thin space between digit groups (10 000 km): a thousands separator.
 _SPACED_DIGITS = re.compile(r"(?<=\d)[\u00a0\u202f\u2009](?=\d{3}(?!\d))")
-_SPACE_OR_ROMAN = re.compile("[\u00a0\u202f\u2009\u2160-\u2188]")
-#: Roman numerals written as their own characters (Ⅻ): unambiguous numbers.
-_ROMAN_CHARS = re.compile("[\u2160-\u2188]+")
+_SPACE_OR_ROMAN = re.compile("[\u00a0\u202f\u2009\u2160-\u2182\u2185-\u2188]")
+#: Roman numerals written as their own characters (Ⅻ, ↀ): unambiguous numbers (the
+#: reversed C letters U+2183/4 are no number).
+_ROMAN_CHARS = re.compile("[\u2160-\u2182\u2185-\u2188]+")
 
 
 def _roman_chars(m: re.Match[str]) -> str:
     """Ⅻ -> 12; after a capitalised word (Chapter Ⅻ, Louis Ⅻ) the Roman letters, which
     the language's Roman rules read in context."""
     letters = unicodedata.normalize("NFKC", m.group(0)).upper()
-    if re.search(r"[A-Z][a-z]+ $", m.string[max(0, m.start() - 20) : m.start()]):
+    before = m.string[max(0, m.start() - 20) : m.start()]
+    if letters.isascii() and re.search(r"[A-Z][a-z]+ $", before):
         return letters
     return str(roman_value(letters))
 
@@ -363,12 +365,15 @@ def roman_value(letters: str) -> int:
     """
     total = 0
     for a, b in zip(letters, letters[1:] + " "):
-        v = _ROMAN_VALUE[a]
+        v = _ROMAN_VALUE.get(a) or int(unicodedata.numeric(a))  # ↀ (no letters): 1000
         total += -v if _ROMAN_VALUE.get(b, 0) > v else v
     return total
 
 
 _ROMAN_VALUE = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
+#: The ordinal indicator º after a number is a degree sign typed on a Latin keyboard
+#: (45º); NFKC would make it the letter o.
+_DEGREE = re.compile(r"(?<=\d)º|(?<=\d )º(?=[CF]?\b)")
 #: A digit right before a vulgar fraction (3½): NFKC would glue them into 31⁄2.
 _DIGIT_FRACTION = re.compile("(?<=[0-9])(?=[\u00bc-\u00be\u2150-\u215e])")
 
@@ -392,7 +397,8 @@ def prepare(text: str, steps: Steps) -> str:
             text = _ROMAN_CHARS.sub(_roman_chars, _SPACED_DIGITS.sub(",", text))
             record_diff("digits", before, text, steps)
         if not unicodedata.is_normalized("NFKC", text):
-            text = unicodedata.normalize("NFKC", _DIGIT_FRACTION.sub(" ", text))
+            text = _DIGIT_FRACTION.sub(" ", _DEGREE.sub("°", text))
+            text = unicodedata.normalize("NFKC", text)
             record_diff("unicode", before, text, steps)
         if _OTHER_DIGIT.search(text):
             b2 = text
