@@ -88,9 +88,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  FAIL {cls}: {written!r}\n    got  {got!r}\n    want {reading!r}")
         total[0] += ok
         total[1] += len(cases)
-        print(f"{cls:<14}{ok:>6}{len(cases):>7}{ok / len(cases):>8.0%}")
-    print(f"{'all':<14}{total[0]:>6}{total[1]:>7}{total[0] / total[1]:>8.0%}")
-    print(f"{'with a digit':<14}{digits[0]:>6}{digits[1]:>7}{digits[0] / max(1, digits[1]):>8.0%}")
+        print(f"{cls:<14}{ok:>6}{len(cases):>7}{ok / len(cases):>8.1%}")
+    print(f"{'all':<14}{total[0]:>6}{total[1]:>7}{total[0] / total[1]:>8.1%}")
+    print(f"{'with a digit':<14}{digits[0]:>6}{digits[1]:>7}{digits[0] / max(1, digits[1]):>8.1%}")
     return 0
 
 
