@@ -1,20 +1,8 @@
-"""The HTTP server: FastAPI on uvicorn, one backend per serving architecture.
-
-Endpoints: ``POST /v1/audio/speech`` (OpenAI's body, voice names and formats, mp3 by
-default (`tts_kit.serve.encode`), plus ``lang``, ``steps``, ``seed``; streamed with chunked
-transfer, or as OpenAI's server-sent events), ``GET /v1/models``, ``GET /health`` (200 once
-warmed up, 503 before; the workers' PIDs and counts only with the API key), ``GET /voices``
-(with OpenAI's names on the model's), ``GET /metrics`` (Prometheus text); errors (a bug's
-500 too) in OpenAI's JSON shape. A stream cut short after its headers aborts the connection
-(`tts_kit.serve.streaming`); slow clients, the connection limit and the key are
-`tts_kit.serve.guard`'s. Text the model cannot say (the normaliser would drop it) is a 400
-naming the characters.
-
-One architecture: tts_kit's worker processes (`tts_kit.serve.backends.WorkersBackend`), each
-owning a warmed-up engine; audio streamed as chunks are synthesised; real deadlines. With
-``scheduling="chunk"`` a request's chunks are jobs for any free worker, first chunks first
-(`tts_kit.serve.chunked`); ``request``: all on the worker that took it. Comparison
-architectures are lab code (`tts_kit.serve.backends.BACKENDS`).
+"""The HTTP server: FastAPI on uvicorn; docs/guide.md, "Serving under load", says what it
+answers. ``POST /v1/audio/speech`` (OpenAI's body, voices and formats), ``GET /v1/models``,
+``/health`` (the workers only with the key), ``/voices``, ``/metrics``; errors in OpenAI's
+JSON shape. Requests go to the backend (`tts_kit.serve.backends`), its audio streamed as
+it is synthesised (`tts_kit.serve.streaming`).
 
 Example:
     >>> cfg = ServeConfig(workers=2, threads=1)
@@ -99,10 +87,8 @@ class _Server:
         self.label = model_label(model)
         self.fallback = open(cfg.fallback_wav, "rb").read() if cfg.fallback_wav else None
         self.api_key = (cfg.api_key or current_settings().api_key or "").encode()
-        metrics_ref: list = [None]
-        self.backend = BACKENDS[cfg.architecture](cfg, metrics_ref)
-        metrics_ref[0] = Metrics(self.backend.processes)
-        self.metrics: Metrics = metrics_ref[0]
+        self.backend = BACKENDS[cfg.architecture](cfg)
+        self.metrics = self.backend.metrics = Metrics(self.backend.processes)
         self._start: Any = None
 
     @contextlib.asynccontextmanager
@@ -241,11 +227,9 @@ class _Server:
     async def stream_from_worker(self, request: Any, params: dict[str, Any], fmt: str,
                                  tally: RequestTally, deadline: float | None,
                                  events: bool = False) -> Any:
-        """Queue for a worker (request scheduling) or queue the request's first chunk
-        (chunk scheduling), wait for the first chunk, then stream the rest (``events``:
-        as OpenAI's server-sent events, `tts_kit.serve.encode.sse`); the workers are
-        freed on every path (`tts_kit.serve.streaming.Lease`,
-        `tts_kit.serve.chunked.ChunkLease`), a client that leaves first included."""
+        """Queue for a worker (or the request's first chunk job), wait for the first chunk,
+        then stream the rest (``events``: as server-sent events); the lease frees the
+        workers on every path, a client that leaves first included."""
         pool, scheduler = self.backend.pool, self.backend.scheduler
         try:
             if scheduler is not None:
