@@ -21,13 +21,7 @@ from typing import Any
 
 from tts_kit.core.settings import settings as current_settings
 from tts_kit.serve.backends import BACKENDS
-from tts_kit.serve.body import (
-    RequestError,
-    check_body,
-    request_params,
-    voice_aliases,
-    wav_header,
-)
+from tts_kit.serve.body import RequestError, check_body, request_params, voice_aliases, wav_header
 from tts_kit.serve.chunked import ChunkLease
 from tts_kit.serve.config import ServeConfig
 from tts_kit.serve.encode import MEDIA_TYPES, encoded, output_rate, sse
@@ -50,11 +44,7 @@ from tts_kit.serve.streaming import (
     relay,
     unless_gone,
 )
-from tts_kit.serve.worker import (
-    DeadlineExceeded,
-    Overloaded,
-    WorkerDied,
-)
+from tts_kit.serve.worker import DeadlineExceeded, Overloaded, WorkerDied
 
 log = logging.getLogger("uvicorn.error")
 

@@ -173,10 +173,8 @@ def run_job(engine: Any, cfg: WorkerConfig, conn: Any, msg: tuple, plans: Any,
         conn.send(("chunk", part.pcm16(), part.duration_s, part.timings))
     except JobCancelled:
         conn.send(("cancelled",))
-    except ValueError as exc:
-        conn.send(("error", 400, _one_line(exc)))
-    except Exception as exc:
-        conn.send(("error", 500, _one_line(exc)))
+    except Exception as exc:  # a ValueError is the request's fault
+        conn.send(("error", 400 if isinstance(exc, ValueError) else 500, _one_line(exc)))
     finally:
         running[0] = None
 
@@ -186,15 +184,13 @@ def cancel_hook(running: list, cancel_job: Any) -> Callable[..., None]:
     the server names its request in ``cancel_job``."""
 
     def stop_if_cancelled(stage: str, feeds: Any, out: Any) -> None:
-        if running[0] is not None and cancel_job is not None and \
-                cancel_job.value == running[0]:
+        if running[0] is not None and cancel_job.value == running[0]:
             raise JobCancelled
 
     return stop_if_cancelled
 
 
-def worker_main(conn: Any, cfg: WorkerConfig, cancel: Any = None,
-                cancel_job: Any = None) -> None:
+def worker_main(conn: Any, cfg: WorkerConfig, cancel: Any, cancel_job: Any) -> None:
     """A worker process's body. ``cancel``: set when nobody waits for the request (checked
     between chunks); ``cancel_job``: the request id whose chunk job must stop (checked after
     every stage run)."""
@@ -231,29 +227,24 @@ def worker_main(conn: Any, cfg: WorkerConfig, cancel: Any = None,
         if msg[0] in WORKER_HANDLERS:
             WORKER_HANDLERS[msg[0]](state, msg)
             continue
-        params = msg[1]
-        if cancel is not None:
-            cancel.clear()  # set only for the request before this one
+        cancel.clear()  # set only for the request before this one
         try:
             parts, dropped = _dropping(engine.stream, first_chunk_chars=cfg.first_chunk_chars,
                                        order=cfg.order, max_chunk_chars=cfg.max_chunk_chars,
-                                       **params)
+                                       **msg[1])
             if dropped:  # the client would get audio without those words and not know it
                 parts.close()
                 conn.send(("error", 400, dropped))
                 continue
-        except ValueError as exc:  # the request's fault: 400
-            conn.send(("error", 400, _one_line(exc)))
-            continue
-        except Exception as exc:
-            conn.send(("error", 500, _one_line(exc)))
+        except Exception as exc:  # a ValueError is the request's fault
+            conn.send(("error", 400 if isinstance(exc, ValueError) else 500, _one_line(exc)))
             continue
         conn.send(("start", len(parts.chunks)))
         try:
             end: tuple = ("done",)
             with parts:
                 for part in parts:
-                    if cancel is not None and cancel.is_set():
+                    if cancel.is_set():
                         end = ("cancelled",)
                         break
                     conn.send(("chunk", part.pcm16(), part.duration_s, part.timings))
