@@ -1,15 +1,7 @@
-"""The HTTP server: FastAPI on uvicorn; docs/guide.md, "Serving under load", says what it
-answers. ``POST /v1/audio/speech`` (OpenAI's body, voices and formats), ``GET /v1/models``,
-``/health`` (the workers only with the key), ``/voices``, ``/metrics``; errors in OpenAI's
-JSON shape. Requests go to the backend (`tts_kit.serve.backends`), its audio streamed as
-it is synthesised (`tts_kit.serve.streaming`).
-
-Example:
-    >>> cfg = ServeConfig(workers=2, threads=1)
-    >>> cfg.architecture, cfg.host
-    ('workers', '127.0.0.1')
-"""
-
+"""The HTTP server: FastAPI on uvicorn (docs/guide.md, "Serving under load"):
+``POST /v1/audio/speech`` in OpenAI's shape, ``GET /v1/models``, ``/health``, ``/voices``,
+``/metrics``; the backend (`tts_kit.serve.backends`) makes the audio, streamed as it is
+synthesised (`tts_kit.serve.streaming`)."""
 
 import asyncio
 import contextlib

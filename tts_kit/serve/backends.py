@@ -2,10 +2,6 @@
 
 `BACKENDS` is the seam where ``bench/lab`` registers comparison architectures; a backend
 that does not stream answers a request whole with ``answer(server, params, fmt, tally)``.
-
-Example:
-    >>> BACKENDS["workers"].streams
-    True
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
 """A speech request's body, checked (`check_body`), OpenAI's voice names on the model's
-voices (`voice_aliases`), and the WAV header of a streamed answer.
-
-Example:
-    >>> len(wav_header(44100)), voice_aliases(["F1", "M1"])["onyx"]
-    (44, 'M1')
-"""
+voices (`voice_aliases`), and the WAV header of a streamed answer."""
 
 import json
 import struct

@@ -7,10 +7,6 @@ chunks by when their client runs out of audio (`needed_at`). A request that ends
 (`ChunkScheduler.end`) drops its queued jobs and stops its running ones; a worker that does
 not stop within `tts_kit.serve.worker.CANCEL_GRACE_S` is replaced. ``bench/lab`` registers
 other schedulers in `SCHEDULERS`.
-
-Example:
-    >>> needed_at([1.0, 2.0], [30, 30, 30], t=10.0, k=2)
-    13.0
 """
 
 from __future__ import annotations

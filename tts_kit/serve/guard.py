@@ -1,14 +1,7 @@
 """What stands between the network and the routes: the API key (`KeyCheck`), HTTP
 versions (`HttpVersionCheck`), slow clients (`header_timeout_protocol`), and ``accept()``
 failing for want of file descriptors (`QuietAcceptErrors`, `AcceptBackoffLoop`;
-docs/benchmarks.md, ``serve/guard.py``).
-
-Example:
-    >>> key_matches(b"Bearer s\\xc3\\xa9cret", "sécret".encode())
-    True
-    >>> key_matches(b"Bearer s\\xe9cret", "sécret".encode())
-    False
-"""
+docs/benchmarks.md, ``serve/guard.py``)."""
 
 from __future__ import annotations
 

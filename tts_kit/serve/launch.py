@@ -1,15 +1,5 @@
 """Start a ``tts-kit serve`` in a subprocess on a free local port (flags, or a `ServeConfig`
-as JSON on its stdin), wait until it is ready, and stop it with SIGTERM.
-
-Example:
-    >>> with start_server(["--workers", "1"]) as server:  # doctest: +SKIP
-    ...     server.url
-    'http://127.0.0.1:41234'
-    >>> from tts_kit.serve.config import ServeConfig
-    >>> with start_server(config=ServeConfig(workers=2)) as server:  # doctest: +SKIP
-    ...     server.url
-    'http://127.0.0.1:41235'
-"""
+as JSON on its stdin), wait until it is ready, and stop it with SIGTERM."""
 
 from __future__ import annotations
 
@@ -124,6 +114,11 @@ def start_server(args: Sequence[str] = (), env: dict[str, str] | None = None,
     SIGTERM). Its output goes to a log in ``log_dir``, else to a nameless file. It dies
     with this process (SIGKILL included; Linux ties this to the calling thread: call from
     one that outlives the block). ``preexec_fn`` runs in it before it starts.
+
+    Example:
+        >>> with start_server(config=ServeConfig(workers=2)) as server:  # doctest: +SKIP
+        ...     server.url
+        'http://127.0.0.1:41235'
     """
     import tempfile
 

@@ -5,11 +5,6 @@ each level bounded in requests and time, sent with httpx's async client. Per lev
 to first audio and latency percentiles, throughput, errors, timeouts (client deadline, 503
 or a fallback WAV) and 429s, and the server's CPU and memory from its ``/metrics`` (without
 what those scrapes cost it, `SCRAPE_CPU_KEY`), in `tts_kit.tuning.records`' keys.
-
-Example:
-    >>> res = run_load("http://127.0.0.1:8000", concurrency=[1, 2],
-    ...                requests=8)  # doctest: +SKIP
-    >>> print(res.table())  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
 """The server's Prometheus metrics: request counts (each once, by status and outcome;
 docs/guide.md, "Serving under load"), latencies, queue depth, worker restarts, and the
 pool's memory and CPU read at each scrape, with what the scrapes cost
-(``tts_kit_metrics_scrape_cpu_seconds``: reading PSS walks page tables).
-
-Example:
-    >>> BUCKETS[0], BUCKETS[-1]
-    (0.025, 60.0)
-"""
+(``tts_kit_metrics_scrape_cpu_seconds``: reading PSS walks page tables)."""
 
 from __future__ import annotations
 

@@ -4,10 +4,6 @@ The worker a request holds is a `Lease`: released after the last chunk, abandone
 other ending. `AudioStream`, the ASGI response, listens for the client's disconnect while
 it streams; a response cut short after its headers raises `CutShort`, so the connection is
 aborted and the client sees a protocol error, not a short 200.
-
-Example:
-    >>> CutShort("the worker died").args[0]
-    'the worker died'
 """
 
 from __future__ import annotations

@@ -2,12 +2,6 @@
 threads x preset x loading), the load test on each, and the configuration that meets a p95
 target inside a memory budget, with the reason: at the highest concurrency, among those
 with no error or timeout, the highest throughput; within `TIE_REL` of it, the smallest PSS.
-
-Example:
-    >>> res = serving_sweep("models/full", architectures=["workers"],
-    ...                     workers=[1, 2], p95_target_ms=2000)  # doctest: +SKIP
-    >>> res.recommend(2000, 1024)[1]  # doctest: +SKIP
-    'workers x2, 1 thread(s), supertonic-default, resident: 1.9 req/s at concurrency 4 ...'
 """
 
 from __future__ import annotations
@@ -18,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tts_kit.core.errors import TtsKitError
 from tts_kit.serve.loadtest import DEFAULT_TEXT, LoadSpec, run_load
 from tts_kit.tuning.records import (
     AUDIO_PER_CPU_S,
@@ -178,18 +171,12 @@ def serving_sweep(model: str | None, spec: ServingSweepSpec | None = None, *,
     Example:
         >>> serving_sweep("models/full", workers=[1, 2], concurrency=[2])  # doctest: +SKIP
     """
-    from tts_kit.serve.backends import architectures
     from tts_kit.serve.config import ServeConfig
     from tts_kit.serve.launch import start_server
 
     spec = dataclasses.replace(spec or ServingSweepSpec(), **overrides)
     load_spec = spec.load()
-    if not spec.concurrency and not spec.rates:  # before any server starts
-        raise TtsKitError("give at least one concurrency level or rate")
-    known = architectures()
-    unknown = [a for a in spec.architectures if a not in known]
-    if unknown:
-        raise TtsKitError(f"unknown architecture(s) {unknown}; use {', '.join(known)}")
+    load_spec.check()  # before any server starts; each configuration's check names the rest
     result = ServingSweepResult()
     base = spec.server or ServeConfig()
     runs: dict[tuple, tuple[dict[str, Any], ServeConfig]] = {}
