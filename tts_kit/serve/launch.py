@@ -21,6 +21,7 @@ from tts_kit.core.userfiles import read_json
 if TYPE_CHECKING:
     from tts_kit.serve.config import ServeConfig
 
+
 def read_config(source: str) -> ServeConfig:
     """The `ServeConfig` in JSON file ``source``, or on stdin for ``-``.
 
@@ -52,13 +53,13 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+@dataclasses.dataclass(eq=False)
 class ServerHandle:
     """A running server: its ``url``, process, and `stop`."""
 
-    def __init__(self, proc: subprocess.Popen, url: str, log: Path | IO[bytes]):
-        self.proc = proc
-        self.url = url
-        self.log = log  # a file in the caller's log_dir, or one with no name (`start_server`)
+    proc: subprocess.Popen
+    url: str
+    log: Path | IO[bytes]  #: a file in the caller's log_dir, or one with no name
 
     @property
     def pid(self) -> int:

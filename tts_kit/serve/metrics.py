@@ -14,9 +14,7 @@ from tts_kit.serve.worker import RESTART_REASONS
 
 #: Histogram buckets (seconds) of latency and time to first audio.
 BUCKETS = (0.025, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 30.0, 60.0)
-
-#: How a request ended (``tts_kit_request_outcomes_total``'s ``outcome``; docs/guide.md).
-OUTCOMES = ("completed", "rejected", "abandoned", "deadline", "error")
+#: The ASGI scope key of a speech request's `RequestTally`.
 TALLY = "tts_kit.tally"
 
 

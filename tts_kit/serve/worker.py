@@ -280,9 +280,8 @@ class Worker:
         self.state = "starting"  # starting, idle, busy, retiring, dead
         self.inbox: asyncio.Queue[tuple] = asyncio.Queue()
         self._on_message = on_message
-        self._reader = threading.Thread(target=self._read, daemon=True,
-                                        name=f"tts-kit-worker-{wid}-reader")
-        self._reader.start()
+        threading.Thread(target=self._read, daemon=True,
+                         name=f"tts-kit-worker-{wid}-reader").start()
 
     def _read(self) -> None:
         while True:
