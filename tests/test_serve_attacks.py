@@ -358,7 +358,7 @@ def test_serve_workers_share_the_cores_and_do_not_spin():
     assert ServeConfig(workers=2, threads=3).worker_config().threads == 3
     from lab.backends import ArticleBackend
 
-    article = ArticleBackend(ServeConfig(), [None]).worker_config()  # the article's own
+    article = ArticleBackend(ServeConfig()).worker_config()  # the article's own
     assert article.threads is None and article.spinning is None
 
 

@@ -48,8 +48,8 @@ class WholeBackend(Backend):
     """A backend that answers a request whole, at the end; the engine's threads are
     ORT's default unless ``threads`` is set (the workers' share of the cores is theirs)."""
 
-    def __init__(self, cfg: Any, metrics_ref: list):
-        super().__init__(cfg, metrics_ref)
+    def __init__(self, cfg: Any):
+        super().__init__(cfg)
         self.busy = 0  # requests served in this process, queued ones included
 
     def worker_config(self) -> WorkerConfig:

@@ -1,27 +1,7 @@
-"""The HTTP server: FastAPI on uvicorn, one backend per serving architecture.
-
-Endpoints: ``POST /v1/audio/speech`` (OpenAI's body, voice names and formats, mp3 by
-default (`tts_kit.serve.encode`), plus ``lang``, ``steps``, ``seed``; streamed with chunked
-transfer, or as OpenAI's server-sent events), ``GET /v1/models``, ``GET /health`` (200 once
-warmed up, 503 before; the workers' PIDs and counts only with the API key), ``GET /voices``
-(with OpenAI's names on the model's), ``GET /metrics`` (Prometheus text); errors (a bug's
-500 too) in OpenAI's JSON shape. A stream cut short after its headers aborts the connection
-(`tts_kit.serve.streaming`); slow clients, the connection limit and the key are
-`tts_kit.serve.guard`'s. Text the model cannot say (the normaliser would drop it) is a 400
-naming the characters.
-
-One architecture: tts_kit's worker processes (`tts_kit.serve.backends.WorkersBackend`), each
-owning a warmed-up engine; audio streamed as chunks are synthesised; real deadlines. With
-``scheduling="chunk"`` a request's chunks are jobs for any free worker, first chunks first
-(`tts_kit.serve.chunked`); ``request``: all on the worker that took it. Comparison
-architectures are lab code (`tts_kit.serve.backends.BACKENDS`).
-
-Example:
-    >>> cfg = ServeConfig(workers=2, threads=1)
-    >>> cfg.architecture, cfg.host
-    ('workers', '127.0.0.1')
-"""
-
+"""The HTTP server: FastAPI on uvicorn (docs/guide.md, "Serving under load"):
+``POST /v1/audio/speech`` in OpenAI's shape, ``GET /v1/models``, ``/health``, ``/voices``,
+``/metrics``; the backend (`tts_kit.serve.backends`) makes the audio, streamed as it is
+synthesised (`tts_kit.serve.streaming`)."""
 
 import asyncio
 import contextlib
@@ -33,13 +13,7 @@ from typing import Any
 
 from tts_kit.core.settings import settings as current_settings
 from tts_kit.serve.backends import BACKENDS
-from tts_kit.serve.body import (
-    RequestError,
-    check_body,
-    request_params,
-    voice_aliases,
-    wav_header,
-)
+from tts_kit.serve.body import RequestError, check_body, request_params, voice_aliases, wav_header
 from tts_kit.serve.chunked import ChunkLease
 from tts_kit.serve.config import ServeConfig
 from tts_kit.serve.encode import MEDIA_TYPES, encoded, output_rate, sse
@@ -62,11 +36,7 @@ from tts_kit.serve.streaming import (
     relay,
     unless_gone,
 )
-from tts_kit.serve.worker import (
-    DeadlineExceeded,
-    Overloaded,
-    WorkerDied,
-)
+from tts_kit.serve.worker import DeadlineExceeded, Overloaded, WorkerDied
 
 log = logging.getLogger("uvicorn.error")
 
@@ -99,10 +69,8 @@ class _Server:
         self.label = model_label(model)
         self.fallback = open(cfg.fallback_wav, "rb").read() if cfg.fallback_wav else None
         self.api_key = (cfg.api_key or current_settings().api_key or "").encode()
-        metrics_ref: list = [None]
-        self.backend = BACKENDS[cfg.architecture](cfg, metrics_ref)
-        metrics_ref[0] = Metrics(self.backend.processes)
-        self.metrics: Metrics = metrics_ref[0]
+        self.backend = BACKENDS[cfg.architecture](cfg)
+        self.metrics = self.backend.metrics = Metrics(self.backend.processes)
         self._start: Any = None
 
     @contextlib.asynccontextmanager
@@ -241,11 +209,9 @@ class _Server:
     async def stream_from_worker(self, request: Any, params: dict[str, Any], fmt: str,
                                  tally: RequestTally, deadline: float | None,
                                  events: bool = False) -> Any:
-        """Queue for a worker (request scheduling) or queue the request's first chunk
-        (chunk scheduling), wait for the first chunk, then stream the rest (``events``:
-        as OpenAI's server-sent events, `tts_kit.serve.encode.sse`); the workers are
-        freed on every path (`tts_kit.serve.streaming.Lease`,
-        `tts_kit.serve.chunked.ChunkLease`), a client that leaves first included."""
+        """Queue for a worker (or the request's first chunk job), wait for the first chunk,
+        then stream the rest (``events``: as server-sent events); the lease frees the
+        workers on every path, a client that leaves first included."""
         pool, scheduler = self.backend.pool, self.backend.scheduler
         try:
             if scheduler is not None:

@@ -1,13 +1,7 @@
 """How a checked request becomes audio: `WorkersBackend`, tts_kit's worker processes.
 
-`BACKENDS` is the seam for comparison architectures: a ``bench/lab`` module named in
-`tts_kit.serve.worker.LAB_ENV` registers its own there (``threads``, ``blocking`` and
-the article's pattern, `lab.backends`); a backend that does not stream answers a request
-whole with ``answer(server, params, fmt, tally)``.
-
-Example:
-    >>> BACKENDS["workers"].streams
-    True
+`BACKENDS` is the seam where ``bench/lab`` registers comparison architectures; a backend
+that does not stream answers a request whole with ``answer(server, params, fmt, tally)``.
 """
 
 from __future__ import annotations
@@ -24,16 +18,12 @@ class Backend:
     """How an architecture turns a checked request into audio (``cfg``: a `ServeConfig`)."""
 
     streams = False
+    metrics: Metrics  # the server's, set once the backend exists (they read its processes)
 
-    def __init__(self, cfg: Any, metrics_ref: list):
+    def __init__(self, cfg: Any):
         self.cfg = cfg
         self.ready = False
         self.error: str | None = None
-        self._metrics_ref = metrics_ref
-
-    @property
-    def metrics(self) -> Metrics:
-        return self._metrics_ref[0]
 
     async def start(self) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -69,9 +59,8 @@ class WorkersBackend(Backend):
         self.ready = True
 
     def _scheduler(self) -> ChunkScheduler | None:
-        """Chunk scheduling's job queue (`tts_kit.serve.chunked.SCHEDULERS`), when asked for
-        and the model renders a chunk on its own (its capabilities say); else None (request
-        scheduling, with a warning)."""
+        """Chunk scheduling's job queue, when asked for and the model can render a chunk on
+        its own; else None (request scheduling)."""
         if self.cfg.scheduling == "request":
             return None
         from tts_kit.models.resolve import open_model

@@ -1,10 +1,5 @@
 """A speech request's body, checked (`check_body`), OpenAI's voice names on the model's
-voices (`voice_aliases`), and the WAV header of a streamed answer.
-
-Example:
-    >>> len(wav_header(44100)), voice_aliases(["F1", "M1"])["onyx"]
-    (44, 'M1')
-"""
+voices (`voice_aliases`), and the WAV header of a streamed answer."""
 
 import json
 import struct
@@ -19,18 +14,16 @@ if TYPE_CHECKING:
     from tts_kit.serve.config import ServeConfig
 
 
-def wav_header(sample_rate: int, frames: int | None = None) -> bytes:
-    """A 16-bit mono WAV header; ``frames`` None: unknown length (streaming), sizes 0xFFFFFFFF.
+def wav_header(sample_rate: int) -> bytes:
+    """A streamed 16-bit mono WAV's header: its length unknown, the sizes 0xFFFFFFFF.
 
     Example:
-        >>> len(wav_header(44100)), wav_header(44100, 0)[40:44]
-        (44, b'\\x00\\x00\\x00\\x00')
+        >>> len(wav_header(44100)), wav_header(44100)[40:44]
+        (44, b'\\xff\\xff\\xff\\xff')
     """
-    data = 0xFFFFFFFF if frames is None else frames * 2
-    riff = 0xFFFFFFFF if frames is None else 36 + data
-    return (b"RIFF" + struct.pack("<I", riff) + b"WAVEfmt "
+    return (b"RIFF\xff\xff\xff\xffWAVEfmt "
             + struct.pack("<IHHIIHH", 16, 1, 1, sample_rate, sample_rate * 2, 2, 16)
-            + b"data" + struct.pack("<I", data))
+            + b"data\xff\xff\xff\xff")
 
 
 #: OpenAI's voice names, each with the Supertonic voice it sounds closest to.
@@ -41,8 +34,7 @@ OPENAI_VOICES = {"alloy": "F1", "ash": "M1", "ballad": "M2", "cedar": "M3", "cor
 
 def voice_aliases(voices: list[str], spec: str | None = None) -> dict[str, str]:
     """OpenAI's voice names (and ``spec``'s, ``alloy=F1,echo=M1``) on the model's
-    ``voices``: a missing Supertonic voice falls back to the model's first of the same
-    letter (F, M), else to the voices in turn; `TtsKitError` for a bad ``spec``.
+    ``voices``: a missing one falls back to the first of the same letter, else in turn.
 
     Example:
         >>> voice_aliases(["F1", "M1"], "nova=M1")["nova"], voice_aliases(["0", "1"])["ash"]
@@ -74,12 +66,8 @@ def check_body(raw: bytes, cfg: "ServeConfig", voices: list[str],
                aliases: dict[str, str] | None = None) -> dict[str, Any]:
     """The request body, checked; `RequestError` (400) naming the problem and the fix.
 
-    ``voices`` and ``languages`` are the model's (a Piper voice speaks one language with its
-    own speakers), ``aliases`` other voice names (`voice_aliases`); without ``voice`` a
-    request gets ``M1`` when the model has it, else the first voice; without ``lang`` the
-    server's ``--lang`` when the model speaks it, else the model's first language; without
-    ``response_format``, mp3 (as OpenAI's API); ``instructions`` are accepted and listed in
-    ``ignored``.
+    ``voices`` and ``languages`` are the model's, ``aliases`` other voice names; the
+    defaults are ``M1`` (else the first voice), ``--lang`` (else the model's first), mp3.
 
     Example:
         >>> from tts_kit.serve.config import ServeConfig

@@ -1,28 +1,12 @@
 """Chunk-level scheduling (``tts-kit serve --scheduling chunk``): a request's chunks are jobs,
 any free worker takes the next one, and the client gets them in order.
 
-A request's first job plans it (normalises, chunks) and renders chunk 0; its plan comes back
-at once, and chunks 1.. become jobs other workers may take meanwhile. A chunk's noise depends
-only on the seed and its index (`tts_kit.models.engine_base.EngineBase.render_chunk`): the
-WAV is request scheduling's for the same seed.
-
-Which job next (`ChunkScheduler`): waiting requests' first chunks, in arrival order; then
-later chunks earliest-deadline-first, a chunk's deadline being when its client will have
-played the audio before it (measured seconds, or estimated from characters). Chunks
-finished out of order wait in their request's reorder buffer (`ChunkRequest`).
-
-Cancellation: a client that leaves, a passed deadline or a failed chunk ends the request
-(`ChunkScheduler.end`): its queued jobs are dropped and its running ones stopped after the
-stage run in progress (the worker's ``cancel_job``); a worker that does not stop within
-`tts_kit.serve.worker.CANCEL_GRACE_S` is killed and replaced.
-
-Other schedulers (`SCHEDULERS`) are lab experiments that subclass `ChunkScheduler`:
-``bench/lab`` registers them (micro-batching, nesting, priority tiers, job traces;
-docs/benchmarks.md).
-
-Example:
-    >>> needed_at([1.0, 2.0], [30, 30, 30], t=10.0, k=2)
-    13.0
+A request's first job plans it and renders chunk 0; its plan comes back at once and chunks
+1.. become jobs. Next job: waiting requests' first chunks in arrival order, then later
+chunks by when their client runs out of audio (`needed_at`). A request that ends
+(`ChunkScheduler.end`) drops its queued jobs and stops its running ones; a worker that does
+not stop within `tts_kit.serve.worker.CANCEL_GRACE_S` is replaced. ``bench/lab`` registers
+other schedulers in `SCHEDULERS`.
 """
 
 from __future__ import annotations
@@ -43,8 +27,7 @@ from tts_kit.serve.worker import (
     WorkerPool,
 )
 
-#: Seconds of audio per character before a request has a measured chunk (English speech at
-#: speed 1 runs at 0.05-0.1 s per character).
+#: Seconds of audio per character before a request has a measured chunk.
 SECONDS_PER_CHAR = 0.07
 #: How often a job's waiter looks whether its request ended (stops the job when so).
 POLL_S = 0.1
@@ -54,11 +37,8 @@ RETIRED: tuple = ("retired",)
 
 def needed_at(durations: Sequence[float], lengths: Sequence[int], *, t: float,
               k: int) -> float:
-    """When a client that started playing at ``t`` runs out of audio before chunk ``k``.
-
-    ``durations``: seconds of the chunks measured so far, in order from chunk 0 (a prefix);
-    the rest are estimated from ``lengths`` (characters per chunk) at the measured seconds
-    per character (`SECONDS_PER_CHAR` before any).
+    """When a client that started playing at ``t`` runs out of audio before chunk ``k``:
+    measured ``durations`` (chunks 0..), the rest estimated from ``lengths`` (characters).
 
     Example:
         >>> needed_at([], [10, 20], t=0.0, k=1)
@@ -103,8 +83,7 @@ class ChunkRequest:
 
     async def next_message(self, deadline: float | None) -> tuple:
         """The next chunk in order, ``("done",)`` after the last, or the failure (an
-        ``("error", status, line)`` message, or `WorkerDied` raised); `DeadlineExceeded`
-        once ``deadline`` (``time.monotonic()``) passes first."""
+        ``("error", ...)`` message, or raised); `DeadlineExceeded` past ``deadline``."""
         while True:
             if self.next in self.ready:
                 msg = self.ready.pop(self.next)
@@ -130,10 +109,8 @@ class ChunkRequest:
 
 
 class ChunkScheduler:
-    """The job queue in front of a `WorkerPool` (see the module doc).
-
-    At most ``slots`` (foreground workers) ``+ max_queue`` requests; one more: `Overloaded`.
-    """
+    """The job queue in front of a `WorkerPool`: at most ``slots + max_queue`` requests,
+    one more is `Overloaded`."""
 
     def __init__(self, pool: WorkerPool):
         self.pool = pool
@@ -165,8 +142,7 @@ class ChunkScheduler:
         return req
 
     def end(self, req: ChunkRequest, latency_s: float | None = None) -> None:
-        """The request is over (answered, failed, or nobody waits): drop its queued jobs,
-        stop its running ones. Idempotent."""
+        """The request is over: drop its queued jobs, stop its running ones. Idempotent."""
         if latency_s is not None:
             self.pool.mean_latency_s = 0.8 * self.pool.mean_latency_s + 0.2 * latency_s
         if req.ended:
@@ -220,8 +196,8 @@ class ChunkScheduler:
         task.add_done_callback(self._tasks.discard)
 
     async def _next(self, w: Worker, stop_by: float | None) -> tuple | None:
-        """``w``'s next message; None when a poll passed without one; `RETIRED` when the
-        cancel grace ``stop_by`` passed (``w`` is then retired: killed and replaced)."""
+        """``w``'s next message; None after a quiet poll; `RETIRED` (``w`` replaced) past
+        the cancel grace ``stop_by``."""
         wait = POLL_S if stop_by is None else max(0.0, stop_by - time.monotonic())
         try:
             return await asyncio.wait_for(w.inbox.get(), wait)
@@ -232,8 +208,7 @@ class ChunkScheduler:
             return None
 
     async def _run(self, w: Worker, req: ChunkRequest, k: int) -> None:
-        """Wait for job ``k``'s answer on ``w``, then free ``w`` (or kill it when the request
-        ended and the job does not stop within the grace)."""
+        """Wait for job ``k``'s answer on ``w``, then free ``w``."""
         stop_by = None
         try:
             while True:
@@ -272,8 +247,8 @@ class ChunkScheduler:
 
 
 class ChunkLease:
-    """What `tts_kit.serve.streaming.relay` and `AudioStream` hold of a chunk-scheduled
-    request: its chunks in order, and its end on every path."""
+    """A chunk-scheduled request as `tts_kit.serve.streaming.relay` holds it (a `Lease`'s
+    methods)."""
 
     def __init__(self, scheduler: ChunkScheduler, req: ChunkRequest):
         self.scheduler, self.req = scheduler, req
@@ -290,8 +265,7 @@ class ChunkLease:
     abandon = gone
 
 
-#: Chunk schedulers by ``--scheduling`` name; a lab module adds its own
-#: (`tts_kit.serve.worker.LAB_ENV`).
+#: Chunk schedulers by ``--scheduling`` name; a lab module adds its own.
 SCHEDULERS: dict[str, Any] = {"chunk": ChunkScheduler}
 
 

@@ -1,5 +1,5 @@
-"""`ServeConfig`: everything a server needs, the ``tts-kit serve`` flags one to one, and how
-it travels to a server in another process (JSON).
+"""`ServeConfig`: everything a server needs, the ``tts-kit serve`` flags one to one, as JSON
+for a server in another process.
 
 Example:
     >>> cfg = ServeConfig(workers=2, threads=1)
@@ -46,8 +46,7 @@ def _text(value: Any, name: str) -> str:
 
 
 def _check_host(host: str, name: str) -> None:
-    """One-line `TtsKitError` unless a server can bind ``host`` (a name is resolved): a
-    socket is bound to it on a port the OS picks, before a model loads."""
+    """One-line `TtsKitError` unless a socket can bind ``host`` (a name is resolved)."""
     fix = "give one such as 127.0.0.1 or 0.0.0.0"
     try:  # '' would be every address: refused as no host
         family, *_, address = socket.getaddrinfo(host if host.strip() else "''", 0,
@@ -83,31 +82,20 @@ class ServeConfig:
     max_chars: int = 4096
     max_body_bytes: int = 65536
     first_chunk_chars: int | None = 50
-    max_chunk_chars: int | None = 100
-    """Later chunks at most this long (0 or None: the engine's 300): a worker frees sooner
-    for a new request's first chunk (docs/benchmarks.md, issue 37)."""
+    max_chunk_chars: int | None = 100  #: later chunks (0 or None: the engine's 300)
     order: str = "chunk"
     lang: str = "en"
-    header_timeout_s: float = 10.0
-    """A connection's request headers must all arrive within this (slow clients)."""
-    body_timeout_s: float = 10.0
-    """A request's body must all arrive within this (408 after)."""
-    limit_concurrency: int | None = 64
-    """Connections and requests at once; past it uvicorn answers 503 at once."""
-    spinning: bool = False
-    """ONNX Runtime's threads busy-wait between operators (off: the CPU goes to other
-    workers)."""
-    scheduling: str = "chunk"
-    """``workers``: ``request`` (a request's chunks all on the worker that took it) or
-    ``chunk`` (each chunk a job for any free worker; `tts_kit.serve.chunked`)."""
-    voice_map: str | None = None
-    """Voice names a request may use for the model's, ``alloy=F1,echo=M1``, over OpenAI's
-    (`tts_kit.serve.body.voice_aliases`; ``GET /voices`` lists them)."""
+    header_timeout_s: float = 10.0  #: for a connection's request headers
+    body_timeout_s: float = 10.0  #: for a request's body (408 after)
+    limit_concurrency: int | None = 64  #: connections at once; past it, 503 at once
+    spinning: bool = False  #: ONNX Runtime's threads busy-wait between operators
+    scheduling: str = "chunk"  #: ``request`` or ``chunk`` (`tts_kit.serve.chunked`)
+    voice_map: str | None = None  #: ``alloy=F1,echo=M1``, over OpenAI's voice names
+
     def check(self, source: str | None = None) -> None:
         """One-line `TtsKitError` for a setting that cannot work (a wrong type, a number
-        outside `tts_kit.core.validate.SERVE_FIELDS`, the flags' table; an unknown name, a
-        host it cannot bind), named as ``source`` (``--config-json FILE``) or a flag names it:
-        ``ServeConfig(workers=1.5).check()`` says ``--workers 1.5: give a whole number...``."""
+        outside `tts_kit.core.validate.SERVE_FIELDS`, an unknown name, a host it cannot
+        bind), named as ``source`` (``--config-json FILE``) says or as its flag."""
         load_lab()
         where = functools.partial(_name, source=source)
         for field, rule in SERVE_FIELDS.items():
@@ -145,8 +133,8 @@ class ServeConfig:
                                   "WAV file") from None
 
     def worker_config(self) -> WorkerConfig:
-        """What each worker builds its engine from. Without ``threads``, workers x intra-op
-        threads = usable cores (each worker its share, at least 1)."""
+        """What each worker builds its engine from (without ``threads``: its share of the
+        usable cores, at least 1)."""
         from tts_kit.core.procfacts import usable_cores
 
         return WorkerConfig(model=self.model, preset=self.preset, loading=self.loading,

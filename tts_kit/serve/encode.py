@@ -1,13 +1,7 @@
 """The audio formats a speech request may ask for, as OpenAI's API names them, and their
-streaming encoders.
-
-``wav`` (16-bit mono at the model's rate) needs no encoder; ``pcm`` is raw 16-bit mono
-at 24 kHz, as OpenAI documents it, resampled by FFmpeg's libswresample (PyAV) with one
-resampler per answer, so chunk joins are as if the whole answer was resampled at once;
-``mp3`` (LAME), ``aac`` (ADTS frames), ``opus`` (Ogg pages, 48 kHz) and ``flac`` go through
-PyAV's bundled FFmpeg encoders, fed chunk by chunk, so every format streams. `output_rate`
-is the rate each is sent at (the ``X-Sample-Rate`` header). ``stream_format="sse"`` sends
-any of them as OpenAI's server-sent events (`sse`).
+streaming encoders (PyAV's FFmpeg, one encoder and resampler per answer, fed chunk by
+chunk); ``wav`` needs none, ``pcm`` is 24 kHz as OpenAI documents it. `sse` sends any of
+them as OpenAI's server-sent events.
 
 Example:
     >>> enc = Encoder("flac", 44100)
@@ -60,9 +54,8 @@ class _Sink:
 
 
 class Encoder:
-    """16-bit mono PCM in (`feed`, any length), ``fmt``'s bytes out as soon as the
-    encoder has them; `close` flushes the rest. ``wav`` (and ``pcm`` from a 24 kHz model)
-    pass the PCM through."""
+    """16-bit mono PCM in (`feed`), ``fmt``'s bytes out as soon as the encoder has them;
+    `close` flushes the rest."""
 
     def __init__(self, fmt: str, sample_rate: int):
         self.fmt, self.sample_rate = fmt, sample_rate
@@ -118,8 +111,8 @@ class Encoder:
 async def encoded(body: Any, fmt: str, sample_rate: int) -> Any:
     """The async iterator of PCM ``body`` (`tts_kit.serve.streaming.relay`) in ``fmt``;
     closing it closes ``body``."""
-    enc = Encoder(fmt, sample_rate)  # in a thread: a long chunk's mp3 takes 0.1-0.4 s,
-    try:  # which on the event loop held up every other connection, disconnects included
+    enc = Encoder(fmt, sample_rate)  # in a thread: a long chunk's mp3 would hold up the
+    try:  # event loop, every other connection's disconnects included
         async for pcm in body:
             out = await asyncio.to_thread(enc.feed, pcm)
             if out:

@@ -1,27 +1,7 @@
-"""What stands between the network and the routes: the API key, slow clients, and the
-event loop's accept errors.
-
-- `KeyCheck`: ASGI middleware; ``Authorization: Bearer KEY`` compared as UTF-8 bytes in
-  constant time (a non-ASCII key works from any UTF-8 client); ``/health`` needs no key
-  (probes), and says more with one.
-- `HttpVersionCheck`: ASGI middleware; 505 for an unknown HTTP version (``HTTP/9.9``).
-- `header_timeout_protocol`: uvicorn's HTTP protocol with a deadline on a connection's
-  request headers (uvicorn times out idle keep-alive connections, not a client that
-  sends half a request line and waits); past ``--limit-concurrency`` its 503 is JSON.
-- `QuietAcceptErrors`: the event loop's exception handler; ``accept()`` failing (out of
-  file descriptors) is logged once per interval with a count, not once per attempt.
-- `AcceptBackoffLoop` / `run_uvicorn`: the event loop uvicorn runs on; after ``accept()``
-  fails for want of descriptors it waits its retry once, not once per queued connection
-  (CPython before gh-151615 queues up to the backlog's 2,048 retries per attempt; they
-  multiply while the outage lasts, and once the server stops each prints a traceback;
-  docs/benchmarks.md, ``serve/guard.py``, has the measurement).
-
-Example:
-    >>> key_matches(b"Bearer s\\xc3\\xa9cret", "sécret".encode())
-    True
-    >>> key_matches(b"Bearer s\\xe9cret", "sécret".encode())
-    False
-"""
+"""What stands between the network and the routes: the API key (`KeyCheck`), HTTP
+versions (`HttpVersionCheck`), slow clients (`header_timeout_protocol`), and ``accept()``
+failing for want of file descriptors (`QuietAcceptErrors`, `AcceptBackoffLoop`;
+docs/benchmarks.md, ``serve/guard.py``)."""
 
 from __future__ import annotations
 
@@ -124,9 +104,8 @@ async def _busy(scope: dict, receive: Any, send: Any) -> None:
 
 def header_timeout_protocol(seconds: float) -> type:
     """uvicorn's h11 protocol class, closing a connection whose next request's headers have
-    not all arrived ``seconds`` after it opened, or after its last response ended (a
-    kept-alive connection: uvicorn's keep-alive timer stops at the first byte of the next
-    request, so a client sending half of it would hold the connection for good).
+    not all arrived ``seconds`` after it opened or its last response ended (uvicorn's
+    keep-alive timer stops at the first byte); past ``--limit-concurrency``, a JSON 503.
 
     Example:
         >>> header_timeout_protocol(5.0).__name__
@@ -195,8 +174,8 @@ def header_timeout_protocol(seconds: float) -> type:
 
 
 class QuietAcceptErrors:
-    """An event-loop exception handler: accept errors once per ``every_s``, with how many
-    there were; anything else to the loop's default handler."""
+    """An event-loop exception handler: accept errors logged once per ``every_s``, with a
+    count; anything else to the loop's default handler."""
 
     def __init__(self, every_s: float = 10.0):
         self.every_s = every_s
@@ -248,7 +227,7 @@ class _AcceptOnceAfterFailure:
 
 class AcceptBackoffLoop(asyncio.SelectorEventLoop):
     """asyncio's selector loop with one accept retry queued per failure, not one per
-    backlog slot, and no retry on a socket closed meanwhile (a stopped server).
+    backlog slot (CPython before gh-151615), and none on a socket closed meanwhile.
 
     Example:
         >>> loop = AcceptBackoffLoop()
@@ -305,25 +284,14 @@ def exposure_warning(host: str, keyed: bool) -> str | None:
         >>> exposure_warning("0.0.0.0", keyed=True) is None
         True
     """
-    if keyed or _loopback(host):
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name
+        loopback = False
+    if keyed or loopback:
         return None
     return (f"listening on {host} without an API key: anyone who can reach this port can "
             "use the server; give --api-key or $TTS_KIT_API_KEY")
-
-
-def _loopback(host: str) -> bool:
-    """``host`` binds this machine only (``localhost``, 127.0.0.0/8, ``::1``).
-
-    Example:
-        >>> _loopback("127.0.0.1"), _loopback("0.0.0.0"), _loopback("localhost")
-        (True, False, True)
-    """
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 __all__ = ["AcceptBackoffLoop", "HttpVersionCheck", "KeyCheck", "QuietAcceptErrors",

@@ -1,18 +1,5 @@
-"""Start a ``tts-kit serve`` in a subprocess on a free local port, wait until it is ready,
-and stop it with SIGTERM: what the tests, the load-test sweep and the notebook use.
-
-A `ServeConfig` crosses to the server as data: its JSON on the server's stdin
-(``tts-kit serve --config-json -``), not re-encoded as command-line flags.
-
-Example:
-    >>> with start_server(["--workers", "1"]) as server:  # doctest: +SKIP
-    ...     server.url
-    'http://127.0.0.1:41234'
-    >>> from tts_kit.serve.config import ServeConfig
-    >>> with start_server(config=ServeConfig(workers=2)) as server:  # doctest: +SKIP
-    ...     server.url
-    'http://127.0.0.1:41235'
-"""
+"""Start a ``tts-kit serve`` in a subprocess on a free local port (flags, or a `ServeConfig`
+as JSON on its stdin), wait until it is ready, and stop it with SIGTERM."""
 
 from __future__ import annotations
 
@@ -33,6 +20,7 @@ from tts_kit.core.userfiles import read_json
 
 if TYPE_CHECKING:
     from tts_kit.serve.config import ServeConfig
+
 
 def read_config(source: str) -> ServeConfig:
     """The `ServeConfig` in JSON file ``source``, or on stdin for ``-``.
@@ -65,13 +53,13 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+@dataclasses.dataclass(eq=False)
 class ServerHandle:
     """A running server: its ``url``, process, and `stop`."""
 
-    def __init__(self, proc: subprocess.Popen, url: str, log: Path | IO[bytes]):
-        self.proc = proc
-        self.url = url
-        self.log = log  # a file in the caller's log_dir, or one with no name (`start_server`)
+    proc: subprocess.Popen
+    url: str
+    log: Path | IO[bytes]  #: a file in the caller's log_dir, or one with no name
 
     @property
     def pid(self) -> int:
@@ -98,14 +86,13 @@ class ServerHandle:
         return int(self.proc.returncode)
 
 
-def wait_ready(url: str, proc: subprocess.Popen | None = None, timeout_s: float = 300.0,
-               api_key: str | None = None) -> dict[str, Any]:
+def wait_ready(url: str, proc: subprocess.Popen | None = None,
+               timeout_s: float = 300.0) -> dict[str, Any]:
     """Poll ``url``/health until it answers 200; its JSON. RuntimeError on exit or timeout."""
     import httpx
 
     end = time.monotonic() + timeout_s
-    # One client for all the polls: each `httpx.get` builds a TLS context first (about
-    # 50 ms of CPU, even for plain HTTP), a core's quarter while a server warms up.
+    # One client for all the polls: each `httpx.get` would build a TLS context (50 ms CPU).
     with httpx.Client(timeout=2.0) as client:
         while time.monotonic() < end:
             if proc is not None and proc.poll() is not None:
@@ -121,19 +108,18 @@ def wait_ready(url: str, proc: subprocess.Popen | None = None, timeout_s: float 
 
 @contextlib.contextmanager
 def start_server(args: Sequence[str] = (), env: dict[str, str] | None = None,
-                 ready_timeout_s: float = 300.0, log_dir: str | os.PathLike[str] | None = None,
-                 *, config: ServeConfig | None = None,
+                 log_dir: str | os.PathLike[str] | None = None, *,
+                 config: ServeConfig | None = None,
                  preexec_fn: Callable[[], Any] | None = None) -> Iterator[ServerHandle]:
-    """Run ``tts-kit serve ARGS --port FREE`` until the block ends (then SIGTERM).
+    """Run ``tts-kit serve ARGS --port FREE``, or ``config``, until the block ends (then
+    SIGTERM). Its output goes to a log in ``log_dir``, else to a nameless file. It dies
+    with this process (SIGKILL included; Linux ties this to the calling thread: call from
+    one that outlives the block). ``preexec_fn`` runs in it before it starts.
 
-    ``config``: serve this `ServeConfig` instead of flags (its port replaced by a free
-    one), sent as JSON on the server's stdin. The server's output goes to a log file in
-    ``log_dir``, else to a file with no name (gone with the last process that holds it).
-    The server is stopped however the block ends; `signals_end_the_block` makes SIGTERM
-    and SIGHUP end it too, and it dies with this process (SIGKILL included: its workers
-    die with it; Linux ties this to the calling thread: call from one that outlives the
-    block). ``preexec_fn``: run in the server's process before it starts (a test's
-    low open-file limit).
+    Example:
+        >>> with start_server(config=ServeConfig(workers=2)) as server:  # doctest: +SKIP
+        ...     server.url
+        'http://127.0.0.1:41235'
     """
     import tempfile
 
@@ -171,7 +157,7 @@ def start_server(args: Sequence[str] = (), env: dict[str, str] | None = None,
                           Path(log.name) if log_dir else log)
     try:
         try:
-            wait_ready(handle.url, proc, ready_timeout_s)
+            wait_ready(handle.url, proc)
         except RuntimeError as exc:
             raise RuntimeError(f"{exc}; its output: {handle.output()[-1500:]}") from None
         yield handle
@@ -182,12 +168,8 @@ def start_server(args: Sequence[str] = (), env: dict[str, str] | None = None,
 
 class Stopped(SystemExit):
     """The process got SIGTERM or SIGHUP (`signals_end_the_block`); ``signum`` says which.
-
-    A SystemExit, because that (with KeyboardInterrupt) is all asyncio lets through its
-    guards: a callback's or a socket write's ``except BaseException`` swallows anything
-    else (a SIGTERM that landed in a load tester's socket write printed "Fatal write error
-    on socket transport" and left serve-sweep running its 100,000 requests). No ``except
-    Exception`` on the way (a library's retry) swallows it either."""
+    A SystemExit: the only kind (with KeyboardInterrupt) that asyncio's guards and a
+    library's ``except Exception`` let through."""
 
     def __init__(self, signum: int):
         super().__init__(f"stopped by {signal.Signals(signum).name}")
@@ -196,9 +178,8 @@ class Stopped(SystemExit):
 
 @contextlib.contextmanager
 def signals_end_the_block() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise `Stopped` inside the block (so ``finally`` clauses and
-    `start_server` stop servers and remove directories); the old handlers come back after.
-    A no-op outside the main thread (only it may set handlers).
+    """SIGTERM and SIGHUP raise `Stopped` inside the block (so ``finally`` clauses run); the
+    old handlers come back after. A no-op outside the main thread.
 
     Example:
         >>> with signals_end_the_block():

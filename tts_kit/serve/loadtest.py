@@ -1,28 +1,16 @@
 """``tts-kit loadtest``: load a speech server and measure what its users and its box feel.
 
-Closed loop (a fixed number of clients, each sending its next request when the last one
-ended) or open loop (arrivals at a fixed rate, Poisson, whatever the server's pace: the
-way a queue builds up). Each level is bounded in requests and in time. Per level: time
-to first audio (the first audio bytes, after the WAV header) and total latency p50, p95,
-p99; requests and seconds of audio per second; errors, timeouts (client deadline, 503 or
-a fallback WAV) and 429s; the server's CPU and memory read from its ``/metrics``
-(`tts_kit.serve.app`'s pool gauges, sampled every ``sample_s`` while the level runs); the
-CPU without what those scrapes cost the server (`SCRAPE_CPU_KEY`).
-
-The client is httpx's async client (HTTP/1.1 keep-alive, one connection per client,
-streamed bodies): a well-kept library, so what is measured is the server, not a
-hand-rolled socket loop. Records use `tts_kit.tuning.records`' keys (``p95_ms``,
-``ttfa_p95_ms``, ``rps``, ``pool_pss_mb`` ...), so `tts_kit.tuning.records.table` shows them.
-
-Example:
-    >>> res = run_load("http://127.0.0.1:8000", concurrency=[1, 2],
-    ...                requests=8)  # doctest: +SKIP
-    >>> print(res.table())  # doctest: +SKIP
+Closed loop (a fixed number of clients) or open loop (Poisson arrivals at a fixed rate),
+each level bounded in requests and time, sent with httpx's async client. Per level: time
+to first audio and latency percentiles, throughput, errors, timeouts (client deadline, 503
+or a fallback WAV) and 429s, and the server's CPU and memory from its ``/metrics`` (without
+what those scrapes cost it, `SCRAPE_CPU_KEY`), in `tts_kit.tuning.records`' keys.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import math
@@ -77,12 +65,9 @@ def percentile(values: Sequence[float], q: float) -> float | None:
         >>> percentile([1, 2, 3, 4], 50), percentile([], 95)
         (2.5, None)
     """
-    if not values:
-        return None
-    xs = sorted(values)
-    pos = (len(xs) - 1) * q / 100.0
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+    import numpy as np
+
+    return float(np.percentile(values, q)) if len(values) else None
 
 
 def _auth(api_key: str | None) -> dict[str, Any]:
@@ -95,16 +80,13 @@ def _auth(api_key: str | None) -> dict[str, Any]:
 class Outcome:
     """One request as the client saw it."""
 
-    status: int
-    """HTTP status (0: no answer: connection error or client timeout)."""
-    kind: str
-    """``ok``, ``error``, ``timeout`` or ``rejected``."""
+    status: int  #: 0: no answer (connection error or client timeout)
+    kind: str  #: ``ok``, ``error``, ``timeout`` or ``rejected``
     start: float
     ttfa_s: float | None = None
     latency_s: float | None = None
     audio_s: float = 0.0
-    reason: str = ""
-    """What the server said when it did not answer 200 (one line, short)."""
+    reason: str = ""  #: what the server said when it did not answer 200 (one short line)
 
 
 def _read_metrics(text: str, labelled: bool = False) -> dict[str, float]:
@@ -134,8 +116,6 @@ class Spoken:
     total_s: float
 
     def json(self) -> Any:
-        import json
-
         return json.loads(self.content)
 
 
@@ -221,11 +201,8 @@ class _Sampler:
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             await self.scrape()
-            with_timeout = asyncio.wait_for(stop.wait(), self.every_s)
-            try:
-                await with_timeout
-            except asyncio.TimeoutError:
-                pass
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.every_s)
 
 
 async def _one(client: Any, url: str, body: dict[str, Any], timeout_s: float,
@@ -233,59 +210,45 @@ async def _one(client: Any, url: str, body: dict[str, Any], timeout_s: float,
     import httpx
 
     t0 = time.monotonic()
-    ttfa = None
-    size = 0
-    body = {"response_format": "wav", **body}  # 16-bit PCM to count (the default is mp3)
-    skip = WAV_HEADER_BYTES if body["response_format"] == "wav" else 0
     try:
-        async with asyncio.timeout(timeout_s) if hasattr(asyncio, "timeout") else \
-                _deadline(timeout_s):
-            async with client.stream("POST", f"{url}/v1/audio/speech", json=body,
-                                     headers=headers) as r:
-                if r.status_code != 200:
-                    said = await r.aread()
-                    kind = ("rejected" if r.status_code == 429 else
-                            "timeout" if r.status_code == 503 else "error")
-                    return Outcome(r.status_code, kind, t0, latency_s=time.monotonic() - t0,
-                                   reason=_reason(r.status_code, said))
-                fallback = "x-tts-fallback" in r.headers
-                hz = r.headers.get("x-sample-rate") or str(contract.SAMPLE_RATE)
-                ok = hz.isascii() and hz.isdigit() and len(hz) < 8
-                rate = int(hz) if ok and 0 < int(hz) <= 10**6 else 0
-                if not rate:  # its audio cannot be measured: an error, said once
-                    return Outcome(200, "error", t0, latency_s=time.monotonic() - t0,
-                                   reason=f"X-Sample-Rate {term_safe(hz)[:40]!r}: not a "
-                                   "sample rate (whole Hz); is this a tts-kit server?")
-                async for part in r.aiter_raw():
-                    size += len(part)
-                    if ttfa is None and size > skip:
-                        ttfa = time.monotonic() - t0
+        return await asyncio.wait_for(_send(client, url, body, headers, t0), timeout_s)
     except (asyncio.TimeoutError, httpx.TimeoutException):
         return Outcome(0, "timeout", t0, latency_s=time.monotonic() - t0)
     except httpx.HTTPError:
         return Outcome(0, "error", t0, latency_s=time.monotonic() - t0)
+
+
+async def _send(client: Any, url: str, body: dict[str, Any], headers: dict[str, Any],
+                t0: float) -> Outcome:
+    """`_one`'s request, without its deadline."""
+    ttfa = None
+    size = 0
+    body = {"response_format": "wav", **body}  # 16-bit PCM to count (the default is mp3)
+    skip = WAV_HEADER_BYTES if body["response_format"] == "wav" else 0
+    async with client.stream("POST", f"{url}/v1/audio/speech", json=body,
+                             headers=headers) as r:
+        if r.status_code != 200:
+            said = await r.aread()
+            kind = ("rejected" if r.status_code == 429 else
+                    "timeout" if r.status_code == 503 else "error")
+            return Outcome(r.status_code, kind, t0, latency_s=time.monotonic() - t0,
+                           reason=_reason(r.status_code, said))
+        hz = r.headers.get("x-sample-rate") or str(contract.SAMPLE_RATE)
+        ok = hz.isascii() and hz.isdigit() and len(hz) < 8
+        rate = int(hz) if ok and 0 < int(hz) <= 10**6 else 0
+        if not rate:  # its audio cannot be measured: an error, said once
+            return Outcome(200, "error", t0, latency_s=time.monotonic() - t0,
+                           reason=f"X-Sample-Rate {term_safe(hz)[:40]!r}: not a "
+                           "sample rate (whole Hz); is this a tts-kit server?")
+        async for part in r.aiter_raw():
+            size += len(part)
+            if ttfa is None and size > skip:
+                ttfa = time.monotonic() - t0
     latency = time.monotonic() - t0
-    if fallback:
+    if "x-tts-fallback" in r.headers:
         return Outcome(200, "timeout", t0, ttfa, latency)
     audio = max(0, size - skip) / 2 / rate  # 16-bit mono at the model's rate
     return Outcome(200, "ok", t0, ttfa, latency, audio)
-
-
-class _deadline:
-    """``asyncio.timeout`` for Python 3.10."""
-
-    def __init__(self, seconds: float):
-        self.seconds = seconds
-
-    async def __aenter__(self) -> None:
-        self.task = asyncio.current_task()
-        self.handle = asyncio.get_running_loop().call_later(self.seconds, self.task.cancel)
-
-    async def __aexit__(self, et: Any, exc: Any, tb: Any) -> bool:
-        self.handle.cancel()
-        if et is asyncio.CancelledError:
-            raise asyncio.TimeoutError from None
-        return False
 
 
 def _reason(status: int, body: bytes) -> str:
@@ -328,8 +291,7 @@ def _summary(outcomes: list[Outcome], wall_s: float, samples: list[dict[str, flo
     cpu_key = "tts_kit_pool_cpu_seconds_total"
     if cpu0 and cpu1 and cpu_key in cpu0 and cpu_key in cpu1:
         span = cpu1["t"] - cpu0["t"]
-        # Our own scrapes' cost (the pool's PSS read twice a second: a tenth of a core on
-        # 500 MB workers) is the load tester's, not the serving's: taken out.
+        # Our own scrapes' cost is the load tester's, not the serving's: taken out.
         used = cpu1[cpu_key] - cpu0[cpu_key] - (
             cpu1.get(SCRAPE_CPU_KEY, 0.0) - cpu0.get(SCRAPE_CPU_KEY, 0.0))
         rec[CPU_PERCENT] = 100 * used / span if span > 0 else None
@@ -419,35 +381,23 @@ def _run(coro: Any) -> Any:
 
 @dataclass(frozen=True)
 class LoadSpec:
-    """What a load test sends: its levels, requests and bodies (`run_load`).
-
-    Attributes:
-        concurrency: clients per closed-loop level.
-        requests: most requests per level.
-        duration_s: most seconds per level (None: until ``requests``).
-        rates: arrivals per second of the open-loop levels (after the closed-loop ones).
-        texts: request inputs, taken in turn.
-        body: more request fields (``steps``, ``voice``, ``lang``, ``seed`` ...).
-        timeout_s: the client's deadline per request (counted as a timeout).
-        api_key: sent as ``Authorization: Bearer``.
-        sample_s: how often ``/metrics`` is read during a level.
-        seed: the open loop's arrival draws (level ``i`` draws from ``seed + i``).
+    """What a load test sends (`run_load`): closed-loop levels, then open-loop ones.
 
     Example:
         >>> LoadSpec(texts=("Hi.",), body={"steps": 2}).bodies()
         [{'input': 'Hi.', 'steps': 2}]
     """
 
-    concurrency: Sequence[int] = (1, 2, 4)
-    requests: int = 20
-    duration_s: float | None = None
-    rates: Sequence[float] = ()
-    texts: Sequence[str] = (DEFAULT_TEXT,)
-    body: dict[str, Any] | None = None
-    timeout_s: float = 60.0
+    concurrency: Sequence[int] = (1, 2, 4)  #: clients per closed-loop level
+    requests: int = 20  #: most requests per level
+    duration_s: float | None = None  #: most seconds per level (None: until ``requests``)
+    rates: Sequence[float] = ()  #: arrivals per second of the open-loop levels
+    texts: Sequence[str] = (DEFAULT_TEXT,)  #: request inputs, taken in turn
+    body: dict[str, Any] | None = None  #: more request fields (``steps``, ``voice`` ...)
+    timeout_s: float = 60.0  #: the client's deadline per request
     api_key: str | None = None
-    sample_s: float = 0.5
-    seed: int = 0
+    sample_s: float = 0.5  #: how often ``/metrics`` is read during a level
+    seed: int = 0  #: level ``i``'s arrivals draw from ``seed + i``
 
     def check(self) -> None:
         """TtsKitError for levels, requests or texts that cannot be sent."""
@@ -470,16 +420,9 @@ def run_load(url: str, spec: LoadSpec | None = None, *, progress: bool = True,
              **overrides: Any) -> LoadResult:
     """Load ``url`` level by level: each concurrency (closed loop), then each rate (open).
 
-    Args:
-        url: the server, e.g. ``http://127.0.0.1:8000``.
-        spec: what to send (`LoadSpec`; default ``LoadSpec()``).
-        progress: a tqdm bar per level.
-        on_level: called with the result so far after each level (a live graph).
-        overrides: `LoadSpec` fields replacing the spec's, e.g. ``concurrency=(1, 4)``.
-
-    Returns:
-        A `LoadResult` whose records carry `LOAD_KEYS` plus ``latencies_ms``,
-        ``ttfa_ms`` and ``timeline`` (``[t, pool RSS MB, pool PSS MB]``).
+    ``overrides``: `LoadSpec` fields replacing ``spec``'s; ``progress``: a tqdm bar per
+    level; ``on_level``: called with the result so far after each level. Records carry
+    `LOAD_KEYS`, ``latencies_ms``, ``ttfa_ms`` and ``timeline`` (``[t, RSS MB, PSS MB]``).
 
     Example:
         >>> run_load("http://127.0.0.1:8000", concurrency=(1, 2), requests=4)  # doctest: +SKIP

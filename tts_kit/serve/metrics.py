@@ -1,20 +1,7 @@
-"""The server's Prometheus metrics: request counts and latencies, queue depth, worker
-restarts, and the pool's memory (RSS, PSS) and CPU seconds read at each scrape.
-
-A speech request is in flight from its first byte in to its last byte out or abandonment
-(`CountRequests`), and counted once, by status and outcome (docs/guide.md, "Serving").
-
-Reading the pool's PSS walks each process's page tables (``/proc/PID/smaps_rollup``):
-about 20 CPU-ms per 500 MB worker, measured on the 2-core machine at load 13, so a load
-tester that scrapes twice a second makes the server burn a tenth of a core for it. That
-work is the scraper's, not the serving's: ``tts_kit_metrics_scrape_cpu_seconds`` counts
-it (the collector's own thread CPU time), and `tts_kit.serve.loadtest` takes it out of the
-pool's CPU it reports.
-
-Example:
-    >>> BUCKETS[0], BUCKETS[-1]
-    (0.025, 60.0)
-"""
+"""The server's Prometheus metrics: request counts (each once, by status and outcome;
+docs/guide.md, "Serving under load"), latencies, queue depth, worker restarts, and the
+pool's memory and CPU read at each scrape, with what the scrapes cost
+(``tts_kit_metrics_scrape_cpu_seconds``: reading PSS walks page tables)."""
 
 from __future__ import annotations
 
@@ -27,9 +14,7 @@ from tts_kit.serve.worker import RESTART_REASONS
 
 #: Histogram buckets (seconds) of latency and time to first audio.
 BUCKETS = (0.025, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 30.0, 60.0)
-
-#: How a request ended (``tts_kit_request_outcomes_total``'s ``outcome``; docs/guide.md).
-OUTCOMES = ("completed", "rejected", "abandoned", "deadline", "error")
+#: The ASGI scope key of a speech request's `RequestTally`.
 TALLY = "tts_kit.tally"
 
 
@@ -74,8 +59,7 @@ class Metrics:
 
 class RequestTally:
     """One speech request: in flight from its creation to `close`, counted by its first
-    `end` (the outcome from the status when not given: 2xx ``completed``, 499
-    ``abandoned``, other 4xx ``rejected``, 5xx ``error``).
+    `end` (the outcome from the status when not given).
 
     Example:
         >>> m = Metrics(lambda: [])
@@ -106,8 +90,7 @@ class RequestTally:
 
 class CountRequests:
     """ASGI middleware: a `RequestTally` (``scope[TALLY]``) for each request to ``path``,
-    closed when the app's call ends: after the last byte, or when the response noticed
-    that its client left."""
+    closed when the app's call ends."""
 
     def __init__(self, app: Any, metrics: Metrics, path: str):
         self.app, self.metrics, self.path = app, metrics, path
@@ -138,8 +121,6 @@ class _PoolCollector:
         return []
 
     def collect(self):
-        import time
-
         from prometheus_client.core import CounterMetricFamily
 
         t0 = time.thread_time()

@@ -1,17 +1,9 @@
 """A streamed answer from a worker, that ends honestly and frees its worker on every path.
 
-The worker a request holds is a `Lease`: released when the last chunk went out, handed
-to `tts_kit.serve.worker.WorkerPool.abandon` (stopped at its next chunk, or killed) on
-any other ending: the client went away before the first byte or in the middle, the
-response was never sent, the handler was cancelled. `AudioStream` is the ASGI response:
-it listens for the client's disconnect while it streams, and a response cut short after
-its headers left (worker death, deadline) raises `CutShort`, so the server aborts the
-connection instead of ending the chunked body cleanly: the client sees a protocol error,
-not a short 200.
-
-Example:
-    >>> CutShort("the worker died").args[0]
-    'the worker died'
+The worker a request holds is a `Lease`: released after the last chunk, abandoned on any
+other ending. `AudioStream`, the ASGI response, listens for the client's disconnect while
+it streams; a response cut short after its headers raises `CutShort`, so the connection is
+aborted and the client sees a protocol error, not a short 200.
 """
 
 from __future__ import annotations
@@ -93,10 +85,7 @@ async def unless_gone(receive: Callable[[], Awaitable[dict]], work: Awaitable[An
 
 
 class AudioStream(_Response):  # type: ignore[misc,valid-type]
-    """The streamed ASGI response of a worker's chunks (see the module doc).
-
-    ``body``: the bytes to send (an async iterator that raises `CutShort` to abort).
-    """
+    """The streamed ASGI response of a worker's chunks; ``body`` raises `CutShort` to abort."""
 
     def __init__(self, lease: Lease, body: AsyncIterator[bytes], media_type: str,
                  headers: dict[str, str]):
@@ -135,13 +124,9 @@ class AudioStream(_Response):  # type: ignore[misc,valid-type]
 
 async def relay(lease: Any, msg: tuple, *, header: bytes, metrics: Any, t0: float,
                 deadline: float | None, done: Callable[..., None]) -> AsyncIterator[bytes]:
-    """The body: ``header``, then the chunks from ``msg`` (the first) to the last.
-
-    ``lease``: a `Lease` (one worker's messages) or a
-    `tts_kit.serve.chunked.ChunkLease` (the request's chunks in order, from any worker).
-    ``done(status, outcome)``: `tts_kit.serve.metrics.RequestTally.end`. A response that
-    cannot be finished (the deadline passed, the worker died or failed after audio left)
-    is counted and raises `CutShort`.
+    """The body: ``header``, then the chunks from ``msg`` (the first) to the last, from a
+    `Lease` or a `tts_kit.serve.chunked.ChunkLease`; ``done``: `RequestTally.end`. One that
+    cannot be finished is counted and raises `CutShort`.
     """
     if header:
         yield header
@@ -181,8 +166,7 @@ def _cut(metrics: Any, done: Callable[..., None], status: int, why: str,
 
 
 class OneLineCutShort(logging.Filter):
-    """uvicorn logs an exception after the headers were sent with its traceback; a
-    `CutShort` is an expected ending: one line, no traceback."""
+    """A `CutShort` in uvicorn's log: one line, no traceback (an expected ending)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None

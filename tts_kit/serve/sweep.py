@@ -1,24 +1,7 @@
-"""The serving sweep: a fresh server per configuration, the load test on each, and the
-configuration that meets a p95 target inside a memory budget, with the reason.
-
-Configurations are architecture x workers x threads x preset x loading
-(`tts_kit.serve.backends.architectures`; ``workers`` scheduled as the shared server settings
-say, `tts_kit.serve.chunked`). Each is served by a new ``tts-kit serve`` process
-(`tts_kit.serve.launch.start_server`), so no configuration inherits another's warm
-caches or leaked memory, and loaded at each concurrency level (closed loop,
-`tts_kit.serve.loadtest.run_load`). Records carry the configuration and the load
-figures in `tts_kit.tuning.records`' vocabulary (``p95_ms``, ``ttfa_p95_ms``, ``rps``,
-``pool_pss_mb``, ``status`` ...), like `tts_kit.tuning.tune` trials.
-
-The recommendation, at the sweep's highest concurrency: among the configurations with
-no error and no timeout whose p95 latency meets the target and whose pool PSS fits the
-budget, the highest throughput; within `TIE_REL` of it, the smallest PSS.
-
-Example:
-    >>> res = serving_sweep("models/full", architectures=["workers"],
-    ...                     workers=[1, 2], p95_target_ms=2000)  # doctest: +SKIP
-    >>> res.recommend(2000, 1024)[1]  # doctest: +SKIP
-    'workers x2, 1 thread(s), supertonic-default, resident: 1.9 req/s at concurrency 4 ...'
+"""The serving sweep: a fresh ``tts-kit serve`` per configuration (architecture x workers x
+threads x preset x loading), the load test on each, and the configuration that meets a p95
+target inside a memory budget, with the reason: at the highest concurrency, among those
+with no error or timeout, the highest throughput; within `TIE_REL` of it, the smallest PSS.
 """
 
 from __future__ import annotations
@@ -29,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tts_kit.core.errors import TtsKitError
 from tts_kit.serve.loadtest import DEFAULT_TEXT, LoadSpec, run_load
 from tts_kit.tuning.records import (
     AUDIO_PER_CPU_S,
@@ -99,10 +81,8 @@ class ServingSweepResult:
 
     def recommend(self, p95_target_ms: float | None, mem_budget_mb: float | None,
                   concurrency: int | None = None) -> tuple[dict[str, Any] | None, str]:
-        """The configuration to deploy at ``concurrency`` (default: the highest), and why.
-
-        Marks each record's ``meets``.
-        """
+        """The configuration to deploy at ``concurrency`` (default: the highest), and why;
+        marks each record's ``meets``."""
         levels = [r["concurrency"] for r in self.records if r.get("concurrency")]
         if not levels:
             return None, ("no closed-loop level was measured (the recommendation reads the "
@@ -149,18 +129,9 @@ class ServingSweepResult:
 
 @dataclass(frozen=True)
 class ServingSweepSpec:
-    """The configurations a serving sweep tries, the load on each, and what it recommends by.
-
-    Attributes:
-        architectures, workers, threads, presets, loadings: the configuration axes
-            (`tts_kit.serve.config.ServeConfig` fields); ``blocking`` runs one configuration
-            per thread count (its ``workers`` is 1: the event loop is the only worker).
-        concurrency, rates, requests, duration_s, texts, body, timeout_s: the load on each
-            configuration (`tts_kit.serve.loadtest.LoadSpec`); ``rates`` adds open-loop
-            levels after the closed-loop ones, and the recommendation reads the closed ones.
-        server: the settings every server shares (API key, timeout, ...); each
-            configuration replaces its own fields.
-        p95_target_ms, mem_budget_mb: the recommendation's target and budget.
+    """The configurations a serving sweep tries (`ServeConfig` fields; ``server``: the
+    settings they share), the load on each (`LoadSpec` fields), and the recommendation's
+    target and budget.
 
     Example:
         >>> ServingSweepSpec(concurrency=(2,)).load().concurrency
@@ -193,28 +164,19 @@ class ServingSweepSpec:
 def serving_sweep(model: str | None, spec: ServingSweepSpec | None = None, *,
                   progress: bool = True, log_dir: str | None = None,
                   **overrides: Any) -> ServingSweepResult:
-    """Serve and load every configuration of ``spec`` in turn; see the module doc.
-
-    ``overrides``: `ServingSweepSpec` fields replacing the spec's (``workers=[1, 2]``).
-    A configuration whose server does not start gets one record with ``status`` ``error``
-    and the reason. Each server gets its configuration as a `ServeConfig` (JSON), not as
-    flags; ``log_dir`` keeps their logs.
+    """Serve and load every configuration of ``spec`` (``overrides``: its fields replaced)
+    in turn; one whose server does not start gets a record with ``status`` ``error`` and the
+    reason. ``log_dir`` keeps the servers' logs.
 
     Example:
         >>> serving_sweep("models/full", workers=[1, 2], concurrency=[2])  # doctest: +SKIP
     """
-    from tts_kit.serve.backends import architectures
     from tts_kit.serve.config import ServeConfig
     from tts_kit.serve.launch import start_server
 
     spec = dataclasses.replace(spec or ServingSweepSpec(), **overrides)
     load_spec = spec.load()
-    if not spec.concurrency and not spec.rates:  # before any server starts
-        raise TtsKitError("give at least one concurrency level or rate")
-    known = architectures()
-    unknown = [a for a in spec.architectures if a not in known]
-    if unknown:
-        raise TtsKitError(f"unknown architecture(s) {unknown}; use {', '.join(known)}")
+    load_spec.check()  # before any server starts; each configuration's check names the rest
     result = ServingSweepResult()
     base = spec.server or ServeConfig()
     runs: dict[tuple, tuple[dict[str, Any], ServeConfig]] = {}

@@ -1,13 +1,8 @@
 """Worker processes, each owning one warmed-up `Engine`, and the pool that supervises them.
 
-A worker (a spawned process) builds its engine, warms it up, says ``ready``, then serves one
-request at a time over a pipe: parameters in; ``start`` (or an ``error``), the PCM chunks and
-``done`` out, handed to the event loop by a reader thread. The pool (`WorkerPool`) gives a
-request an idle worker, a place in a bounded queue, or `Overloaded` (429). A late request's
-worker is killed and replaced (the computation stops with it); one that dies on its own is
-replaced and only its request fails; one is recycled after ``max_requests`` or past
-``max_rss_mb``; an abandoned request (`WorkerPool.abandon`) stops at the next chunk, or its
-worker is killed and replaced after `CANCEL_GRACE_S`.
+A worker serves one request (or chunk job) at a time over a pipe; a reader thread hands its
+messages to the event loop. `WorkerPool`: a bounded queue (`Overloaded`: 429), a late
+worker killed and replaced, crash replacement, recycling, and `WorkerPool.abandon`.
 
 Example:
     >>> cfg = WorkerConfig(model=None, preset="lean", loading="resident", threads=1)
@@ -44,16 +39,14 @@ DROPPED = "the model cannot say"
 #: Seconds an abandoned request's worker has to stop at its next chunk before it is killed.
 CANCEL_GRACE_S = 2.0
 #: Modules (comma-separated) the server and its workers import (`load_lab`): ``bench/lab``
-#: experiments registering in `WORKER_HANDLERS`, `WORKER_HOOKS`, `tts_kit.serve.chunked.
-#: SCHEDULERS`. Unset in production.
+#: experiments registering in `WORKER_HANDLERS`, `WORKER_HOOKS` or the SCHEDULERS.
 LAB_ENV = "TTS_KIT_SERVE_LAB"
 
 
 @dataclass
 class WorkerState:
-    """What a worker's message handlers share: its engine and pipe, the plans it keeps, the
-    request id of the chunk job running now (``running[0]``) and messages put off for the
-    main loop (``pending``)."""
+    """What a worker's message handlers share (``running[0]``: the chunk job's request id;
+    ``pending``: messages put off for the main loop)."""
 
     engine: Any
     cfg: WorkerConfig
@@ -82,24 +75,14 @@ def load_lab() -> None:
 class WorkerConfig:
     """What every worker's engine is built from (sent to the worker: plain data only)."""
 
-    model: str | None
-    """Bundle directory or Piper voice (``piper:NAME``; None: discovered)."""
+    model: str | None  #: bundle directory or ``piper:NAME`` (None: discovered)
     preset: str = "supertonic-default"
-    """Session preset name."""
     loading: str = "resident"
-    """Load policy (``resident``, ``paged``, ``resident+mmap`` ...)."""
-    threads: int | None = None
-    """Intra-op threads per session (None: the preset's)."""
+    threads: int | None = None  #: intra-op threads per session (None: the preset's)
     order: str = "chunk"
-    """`tts_kit.models.supertonic.engine.Engine.stream` order."""
-    first_chunk_chars: int | None = 50
-    """First chunk cut at a clause to this length (None: no cut)."""
-    warmup_steps: int = 2
-    """Flow steps of the warm-up synthesis."""
-    max_chunk_chars: int | None = None
-    """Chunk limit (None: 300 model (NFKD) characters, every language)."""
-    spinning: bool | None = None
-    """Intra/inter-op threads busy-wait between operators (None: as the preset says)."""
+    first_chunk_chars: int | None = 50  #: cut at a clause to this length (None: no cut)
+    max_chunk_chars: int | None = None  #: None: the engine's 300
+    spinning: bool | None = None  #: None: as the preset says
 
     def preset_obj(self) -> Any:
         """The `SessionPreset`, with ``threads`` and ``spinning`` applied.
@@ -122,8 +105,7 @@ class WorkerConfig:
         return preset
 
     def build_engine(self) -> Any:
-        """A new engine from this configuration (nothing warmed up): tts_kit's `Engine`
-        for a Supertonic bundle, `tts_kit.models.piper.engine.PiperEngine` for a Piper voice."""
+        """A new engine (Supertonic or Piper) from this configuration, not warmed up."""
         from tts_kit.models.family import make_engine
 
         return make_engine(self.model, preset=self.preset_obj(), loading=self.loading)
@@ -150,6 +132,16 @@ def _one_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
+def _dropping(make: Callable[..., Any], **kwargs: Any) -> tuple[Any, str | None]:
+    """``make(**kwargs)``, and the first line of the normaliser's `DROPPED` warning (None:
+    it dropped nothing)."""
+    with warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("always")
+        made = make(**kwargs)
+    dropped = [str(x.message) for x in heard if DROPPED in str(x.message)]
+    return made, dropped[0].splitlines()[0] if dropped else None
+
+
 class JobCancelled(Exception):
     """The server asked the running chunk job to stop (its request ended)."""
 
@@ -158,24 +150,19 @@ def run_job(engine: Any, cfg: WorkerConfig, conn: Any, msg: tuple, plans: Any,
              running: list) -> None:
     """One chunk job (``("job", request id, params, k)``): chunk ``k`` of the request.
 
-    The request is planned (normalised, chunked) once per worker and kept (``plans``, the
-    last few requests'); the job of chunk 0 first answers ``("plan", chunk lengths)`` so
-    the server can hand the other chunks to other workers while this one renders chunk 0.
-    Then ``("chunk", pcm16, seconds, timings)``, or ``("error", status, line)``, or
-    ``("cancelled",)`` when the server stopped it (checked after every stage run).
+    The plan is kept per request (``plans``, the last 16); chunk 0's job first answers
+    ``("plan", chunk lengths)``. Then ``("chunk", pcm16, seconds, timings)``, an
+    ``("error", status, line)``, or ``("cancelled",)`` when the server stopped it.
     """
     _, rid, params, k = msg
     running[0] = rid
     try:
         planned = plans.get(rid)
         if planned is None:
-            with warnings.catch_warnings(record=True) as heard:
-                warnings.simplefilter("always")
-                planned = engine.plan(first_chunk_chars=cfg.first_chunk_chars,
-                                      max_chunk_chars=cfg.max_chunk_chars, **params)
-            dropped = [str(x.message) for x in heard if DROPPED in str(x.message)]
+            planned, dropped = _dropping(engine.plan, first_chunk_chars=cfg.first_chunk_chars,
+                                         max_chunk_chars=cfg.max_chunk_chars, **params)
             if dropped:
-                conn.send(("error", 400, dropped[0].splitlines()[0]))
+                conn.send(("error", 400, dropped))
                 return
             plans[rid] = planned
             while len(plans) > 16:
@@ -186,10 +173,8 @@ def run_job(engine: Any, cfg: WorkerConfig, conn: Any, msg: tuple, plans: Any,
         conn.send(("chunk", part.pcm16(), part.duration_s, part.timings))
     except JobCancelled:
         conn.send(("cancelled",))
-    except ValueError as exc:
-        conn.send(("error", 400, _one_line(exc)))
-    except Exception as exc:
-        conn.send(("error", 500, _one_line(exc)))
+    except Exception as exc:  # a ValueError is the request's fault
+        conn.send(("error", 400 if isinstance(exc, ValueError) else 500, _one_line(exc)))
     finally:
         running[0] = None
 
@@ -199,28 +184,22 @@ def cancel_hook(running: list, cancel_job: Any) -> Callable[..., None]:
     the server names its request in ``cancel_job``."""
 
     def stop_if_cancelled(stage: str, feeds: Any, out: Any) -> None:
-        if running[0] is not None and cancel_job is not None and \
-                cancel_job.value == running[0]:
+        if running[0] is not None and cancel_job.value == running[0]:
             raise JobCancelled
 
     return stop_if_cancelled
 
 
-def worker_main(conn: Any, cfg: WorkerConfig, cancel: Any = None,
-                cancel_job: Any = None) -> None:
-    """A worker process's body (the target of the spawned process).
-
-    ``cancel``: an event the server sets when nobody waits for the request any more; the
-    worker checks it between chunks, stops, and answers ``("cancelled",)``. ``cancel_job``:
-    a shared integer, the id of the request whose chunk job must stop (checked after every
-    stage run, so a chunk stops within one flow step).
-    """
+def worker_main(conn: Any, cfg: WorkerConfig, cancel: Any, cancel_job: Any) -> None:
+    """A worker process's body. ``cancel``: set when nobody waits for the request (checked
+    between chunks); ``cancel_job``: the request id whose chunk job must stop (checked after
+    every stage run)."""
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         engine = cfg.build_engine()
-        engine.synthesize(WARMUP_TEXT, steps=cfg.warmup_steps, seed=0)
+        engine.synthesize(WARMUP_TEXT, steps=2, seed=0)
     except Exception as exc:  # a bad model or preset: the server reports it and stops
         conn.send(("fatal", _one_line(exc)))
         return
@@ -228,8 +207,8 @@ def worker_main(conn: Any, cfg: WorkerConfig, cancel: Any = None,
 
     conn.send(("ready", os.getpid(), engine.bundle.sample_rate))
     plans: collections.OrderedDict = collections.OrderedDict()
-    running: list = [None]  # the request id of the chunk job running now
-    pending: list = []  # messages put off while a job ran (a lab hook's)
+    running: list = [None]
+    pending: list = []
     state = WorkerState(engine, cfg, conn, plans, running, pending)
     engine.add_stage_hook(cancel_hook(running, cancel_job))
     load_lab()
@@ -248,31 +227,24 @@ def worker_main(conn: Any, cfg: WorkerConfig, cancel: Any = None,
         if msg[0] in WORKER_HANDLERS:
             WORKER_HANDLERS[msg[0]](state, msg)
             continue
-        params = msg[1]
-        if cancel is not None:
-            cancel.clear()  # set only for the request before this one
+        cancel.clear()  # set only for the request before this one
         try:
-            with warnings.catch_warnings(record=True) as heard:
-                warnings.simplefilter("always")
-                parts = engine.stream(first_chunk_chars=cfg.first_chunk_chars, order=cfg.order,
-                                      max_chunk_chars=cfg.max_chunk_chars, **params)
-            dropped = [str(x.message) for x in heard if DROPPED in str(x.message)]
+            parts, dropped = _dropping(engine.stream, first_chunk_chars=cfg.first_chunk_chars,
+                                       order=cfg.order, max_chunk_chars=cfg.max_chunk_chars,
+                                       **msg[1])
             if dropped:  # the client would get audio without those words and not know it
                 parts.close()
-                conn.send(("error", 400, dropped[0].splitlines()[0]))
+                conn.send(("error", 400, dropped))
                 continue
-        except ValueError as exc:  # the request's fault: 400
-            conn.send(("error", 400, _one_line(exc)))
-            continue
-        except Exception as exc:
-            conn.send(("error", 500, _one_line(exc)))
+        except Exception as exc:  # a ValueError is the request's fault
+            conn.send(("error", 400 if isinstance(exc, ValueError) else 500, _one_line(exc)))
             continue
         conn.send(("start", len(parts.chunks)))
         try:
             end: tuple = ("done",)
             with parts:
                 for part in parts:
-                    if cancel is not None and cancel.is_set():
+                    if cancel.is_set():
                         end = ("cancelled",)
                         break
                     conn.send(("chunk", part.pcm16(), part.duration_s, part.timings))
@@ -306,12 +278,10 @@ class Worker:
         self.requests = 0
         self.abandoned = False  # its request's client went away; being reclaimed
         self.state = "starting"  # starting, idle, busy, retiring, dead
-        self.started = time.time()
         self.inbox: asyncio.Queue[tuple] = asyncio.Queue()
         self._on_message = on_message
-        self._reader = threading.Thread(target=self._read, daemon=True,
-                                        name=f"tts-kit-worker-{wid}-reader")
-        self._reader.start()
+        threading.Thread(target=self._read, daemon=True,
+                         name=f"tts-kit-worker-{wid}-reader").start()
 
     def _read(self) -> None:
         while True:
@@ -345,16 +315,9 @@ class Worker:
 
 
 class WorkerPool:
-    """N workers, an idle list, a bounded queue of waiting requests, and replacement.
-
-    Args:
-        cfg: what each worker's engine is built from.
-        workers: how many worker processes.
-        max_queue: requests that may wait for a worker; one more gets `Overloaded`.
-        max_requests: recycle a worker after this many requests (None: never).
-        max_rss_mb: recycle a worker whose RSS passes this after a request (None: never).
-        on_restart: called with the reason (`RESTART_REASONS`) of each replacement.
-    """
+    """N workers, an idle list, a bounded queue of waiting requests (``max_queue``), and
+    replacement; a worker is recycled after ``max_requests`` or past ``max_rss_mb`` (None:
+    never), and ``on_restart`` hears each replacement's reason (`RESTART_REASONS`)."""
 
     def __init__(self, cfg: WorkerConfig, workers: int = 1, max_queue: int = 8,
                  max_requests: int | None = None, max_rss_mb: float | None = None,
@@ -379,9 +342,6 @@ class WorkerPool:
         self.fatal: str | None = None
         self.closing = False
         self.mean_latency_s = 1.0  # for Retry-After; updated as requests finish
-        self.restarts: collections.Counter[str] = collections.Counter()
-
-    # -- life cycle -------------------------------------------------------------------
 
     async def start(self) -> None:
         """Spawn the workers; returns once all are warmed up (raises if one cannot be)."""
@@ -390,11 +350,6 @@ class WorkerPool:
         await self._ready.wait()
         if self.fatal:
             raise RuntimeError(f"a worker could not start: {self.fatal}")
-
-    @property
-    def ready(self) -> bool:
-        """True once every first worker has warmed up."""
-        return self._ready.is_set() and not self.fatal
 
     def _spawn(self) -> Worker:
         w = Worker(self._next_id, self.cfg, asyncio.get_running_loop(), self._message)
@@ -429,7 +384,6 @@ class WorkerPool:
             w.inbox.put_nowait(msg)
 
     def _replace(self, reason: str) -> None:
-        self.restarts[reason] += 1
         self.on_restart(reason)
         self._spawn()
 
@@ -442,19 +396,14 @@ class WorkerPool:
         workers = list(self.workers.values())
         await asyncio.gather(*(asyncio.to_thread(w.stop) for w in workers))
 
-    # -- requests ---------------------------------------------------------------------
-
     @property
     def queue_depth(self) -> int:
         """Requests waiting for a worker now."""
         return sum(1 for f in self._waiters if not f.done())
 
     async def acquire(self, timeout_s: float | None) -> Worker:
-        """An idle worker, waiting in the queue at most ``timeout_s``.
-
-        Raises `Overloaded` when the queue is full, `DeadlineExceeded` when the wait
-        passes ``timeout_s``.
-        """
+        """An idle worker, waiting in the queue at most ``timeout_s``; `Overloaded` when
+        the queue is full, `DeadlineExceeded` past ``timeout_s``."""
         if self.closing:
             raise RuntimeError("server shutting down")
         w = self.take_idle()
@@ -504,10 +453,8 @@ class WorkerPool:
         return None
 
     def release(self, w: Worker, latency_s: float | None = None, counted: bool = True) -> None:
-        """A worker finished a request: recycle it if due, else give it the next one.
-
-        ``counted`` False: it was handed a request that never reached it (not counted).
-        """
+        """A worker finished a request: recycle it if due, else give it the next one
+        (``counted`` False: the request never reached it)."""
         if latency_s is not None:
             self.mean_latency_s = 0.8 * self.mean_latency_s + 0.2 * latency_s
         if w.state == "dead":
@@ -527,21 +474,17 @@ class WorkerPool:
             return
         self._hand_out(w)
 
-    def abandon(self, w: Worker, grace_s: float = CANCEL_GRACE_S) -> None:
-        """Nobody waits for ``w``'s request any more: stop it and free the worker.
-
-        The worker is asked to stop at its next chunk boundary; once it says so (or
-        finishes) it serves the next request; if it has not within ``grace_s`` it is killed
-        and replaced (reason ``abandoned``). Idempotent; a no-op for a worker not busy.
-        """
+    def abandon(self, w: Worker) -> None:
+        """Nobody waits for ``w``'s request: it stops at its next chunk and serves the next
+        one, or is killed and replaced after `CANCEL_GRACE_S`. A no-op unless busy."""
         if w.state != "busy" or w.abandoned:
             return
         w.abandoned = True
         w.cancel.set()
-        asyncio.get_running_loop().create_task(self._reclaim(w, grace_s))
+        asyncio.get_running_loop().create_task(self._reclaim(w))
 
-    async def _reclaim(self, w: Worker, grace_s: float) -> None:
-        end = time.monotonic() + grace_s
+    async def _reclaim(self, w: Worker) -> None:
+        end = time.monotonic() + CANCEL_GRACE_S
         try:
             while True:
                 left = end - time.monotonic()
@@ -571,11 +514,8 @@ class WorkerPool:
         asyncio.get_running_loop().run_in_executor(None, w.stop, 2.0)
 
     async def next_message(self, w: Worker, deadline: float | None) -> tuple:
-        """The worker's next message before ``deadline`` (``time.monotonic()``).
-
-        Raises `DeadlineExceeded` (the worker is then killed and replaced) or
-        `WorkerDied`.
-        """
+        """The worker's next message before ``deadline`` (``time.monotonic()``);
+        `DeadlineExceeded` (the worker is killed and replaced) or `WorkerDied`."""
         left = None if deadline is None else deadline - time.monotonic()
         try:
             if left is not None and left <= 0:
