@@ -1,8 +1,7 @@
 """Sweeps across machines on Dask distributed: one sweep, several instance types, one report.
 
-`TrialExecutor` makes a Dask client an executor for `tts_kit.tuning.tune.sweep`: one trial
-per worker at a time (`RESOURCE`), the model found on each worker by fingerprint, every
-record stamped with its ``machine`` and ``worker``. Workers and failures: docs/guide.md.
+`TrialExecutor` runs a sweep's trials one per worker at a time, each worker finding the
+model by fingerprint; records carry ``machine`` and ``worker`` (docs/guide.md).
 
 Example:
     >>> from tts_kit.tuning import cluster, tune
@@ -43,8 +42,6 @@ if TYPE_CHECKING:
 RESOURCE = "trial"
 #: How long `connect` waits for the scheduler and a trial worker by default (seconds).
 CONNECT_TIMEOUT_S = 10.0
-#: What ``pip`` installs for this module.
-INSTALL_HINT = "pip install 'tts_kit[dask]'"
 
 
 class ClusterError(TtsKitError):
@@ -60,14 +57,14 @@ def _distributed() -> Any:
     try:
         import distributed
     except ImportError:
-        raise ClusterError(f"sweeps on a cluster need Dask distributed: {INSTALL_HINT}") from None
+        raise ClusterError("sweeps on a cluster need Dask distributed: "
+                           "pip install 'tts_kit[dask]'") from None
     return distributed
 
 
 def connect(address: str, timeout_s: float | None = None) -> Client:
-    """A ``distributed.Client`` on the scheduler at ``address``, checked for trial workers.
-
-    Waits up to ``timeout_s`` for the scheduler and a worker offering `RESOURCE`.
+    """A ``distributed.Client`` on the scheduler at ``address``, waiting up to ``timeout_s``
+    for it and a worker offering `RESOURCE`.
 
     Example:
         >>> client = connect("tcp://127.0.0.1:8786")  # doctest: +SKIP
@@ -141,12 +138,9 @@ class ModelRef:
         ('tiny', 4)
     """
 
-    path: str
-    """The bundle directory on the client."""
-    fingerprint: Mapping[str, str]
-    """SHA-256 of every graph (`tts_kit.models.supertonic.bundle.Bundle.fingerprint`)."""
-    standin: Mapping[str, Any] | None = None
-    """The stand-in marker (scale, seed, version); None for a real model."""
+    path: str  #: the bundle directory on the client
+    fingerprint: Mapping[str, str]  #: SHA-256 of every graph
+    standin: Mapping[str, Any] | None = None  #: scale, seed, version; None: a real model
 
     @classmethod
     def of(cls, bundle: Bundle | str | os.PathLike[str]) -> ModelRef:
@@ -199,10 +193,8 @@ def _check(path: Path, want: Mapping[str, str]) -> str | None:
 
 
 def locate_on_worker(ref: ModelRef, where: str = "this worker") -> Path:
-    """The directory on this machine holding ``ref``'s model; `ModelNotFound` if none.
-
-    The client's path when it holds the same graphs; else a stand-in is rebuilt, or a real
-    model taken from ``$TTS_KIT_MODEL_DIR`` with the client's fingerprint.
+    """The directory here holding ``ref``'s model: the client's path when it holds the same
+    graphs, a rebuilt stand-in, or ``$TTS_KIT_MODEL_DIR``; else `ModelNotFound`.
 
     Example:
         >>> locate_on_worker(ModelRef.of("models/full"), "tcp://10.0.0.6:38811")  # doctest: +SKIP
@@ -274,10 +266,8 @@ def error_record(preset: Any, workload: Any, error: str, **config: Any) -> dict[
 
 
 def worker_trial(ref: ModelRef, preset: Any, workload: Any, **kwargs: Any) -> dict[str, Any]:
-    """`tts_kit.tuning.tune.trial` on a Dask worker, on this machine's copy of ``ref``'s model.
-
-    Adds ``machine`` and ``worker`` to the record; a model not here gives an ``error``
-    record naming the worker (the sweep goes on).
+    """`tts_kit.tuning.tune.trial` on a Dask worker, on its copy of ``ref``'s model, with
+    ``machine`` and ``worker``; no model here gives an ``error`` record naming the worker.
 
     Example:
         >>> rec = client.submit(worker_trial, ModelRef.of("models/full"), "lean",
@@ -305,29 +295,23 @@ def worker_trial(ref: ModelRef, preset: Any, workload: Any, **kwargs: Any) -> di
 
 
 class TrialExecutor(cf.Executor):
-    """A ``concurrent.futures.Executor`` over a Dask client, for `tts_kit.tuning.tune.sweep`.
-
-    ``submit(tune.trial, bundle, ...)`` runs `worker_trial` holding one `RESOURCE`, the
-    bundle sent as a `ModelRef`; other functions go as they are; never deduplicated.
+    """A ``concurrent.futures.Executor`` over a Dask client: ``submit(tune.trial, bundle,
+    ...)`` runs `worker_trial` holding one `RESOURCE`; other functions go as they are.
 
     Example:
         >>> with local_cluster(2) as client:  # doctest: +SKIP
         ...     result = tune.sweep(bundle, ["lean"], cpus=(1,), executor=TrialExecutor(client))
     """
 
-    def __init__(self, client: Client, resources: Mapping[str, float] | None = None) -> None:
+    def __init__(self, client: Client) -> None:
         self.client = client
-        # {}: no restriction (trials may share a worker's threads; for comparisons only).
-        self._resources = dict({RESOURCE: 1} if resources is None else resources)
-        self._inner = client.get_executor(resources=self._resources or None, pure=False)
+        self._inner = client.get_executor(resources={RESOURCE: 1}, pure=False)
         self._refs: dict[str, ModelRef] = {}
-        # Trials in flight, at most one per free trial slot: the scheduler otherwise hands a
-        # worker several restricted tasks at once (they wait there for its slot), and when
-        # that worker dies every one of them is lost with it, not only the running trial.
+        # At most one trial in flight per free slot: a worker handed several waits them out
+        # there, and loses them all if it dies.
         self._busy = 0
         self._slot_freed = threading.Condition()
-        #: Why the scheduler is gone (one line), once it is; None while it answers.
-        self.lost: str | None = None
+        self.lost: str | None = None  #: why the scheduler is gone, once it is
         # The futures handed out and not settled -> the record each gets when lost.
         self._pending: dict[cf.Future, Callable[[], Any]] = {}
         self._watcher: threading.Thread | None = None
@@ -352,15 +336,11 @@ class TrialExecutor(cf.Executor):
 
     def _slots(self) -> int:
         """Trial slots the cluster offers now (workers come and go; at least one)."""
-        if not self._resources:
-            return 2**31
         try:
             workers = self.client.scheduler_info().get("workers", {}).values()
         except Exception:  # noqa: BLE001 - a scheduler that does not answer: one at a time
             return 1
-        need = self._resources.get(RESOURCE, 1) or 1
-        return max(1, int(sum(w.get("resources", {}).get(RESOURCE, 0) for w in workers)
-                          // need))
+        return max(1, int(sum(w.get("resources", {}).get(RESOURCE, 0) for w in workers)))
 
     def _release(self, _future: Any) -> None:
         with self._slot_freed:
@@ -368,11 +348,8 @@ class TrialExecutor(cf.Executor):
             self._slot_freed.notify_all()
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future:
-        """Submit one task; waits while every trial slot of the cluster is taken.
-
-        Once the scheduler is lost, a trial's future holds a lost record at once, any
-        other task's a `ClusterError`.
-        """
+        """Submit one task, waiting while every trial slot is taken; once the scheduler is
+        lost, a trial's future holds a lost record, any other task's a `ClusterError`."""
         outer: cf.Future = cf.Future()
         self._pending[outer] = self._lost_result(fn, args, kwargs)
         self._watch()
@@ -458,10 +435,8 @@ class TrialExecutor(cf.Executor):
 
 
 def local_cluster(n_workers: int = 2, timeout_s: float = 60.0, **kwargs: Any) -> Client:
-    """A client on a new ``distributed.LocalCluster`` of trial workers, on 127.0.0.1 only.
-
-    One thread and ``trial=1`` per worker; closing the client closes the cluster. Workers
-    share this machine's cores: a demonstration; measure with one worker per machine.
+    """A client on a new ``distributed.LocalCluster`` of trial workers on 127.0.0.1 (closed
+    with it). They share this machine's cores: a demonstration, not a measurement.
 
     Example:
         >>> with local_cluster(1) as client:  # doctest: +SKIP
@@ -474,15 +449,13 @@ def local_cluster(n_workers: int = 2, timeout_s: float = 60.0, **kwargs: Any) ->
     opts: dict[str, Any] = dict(
         n_workers=n_workers, processes=True, threads_per_worker=1,
         resources={RESOURCE: 1}, host="127.0.0.1",
-        # The scheduler's HTTP server starts even without a dashboard; given no address
-        # it takes port 8787 and, when a neighbour holds it, warns "Port 8787 is already
-        # in use" into the notebook (02 in the browser walk): any free port instead.
+        # Any free port: the scheduler's HTTP server starts even without a dashboard, and on
+        # 8787 warns into the notebook when a neighbour holds it.
         dashboard_address="127.0.0.1:0",
         scheduler_kwargs={"allowed_failures": 0, "dashboard": False},
         silence_logs=logging.ERROR,
     )
     opts.update(kwargs)
-    # Non-daemonic workers may start a trial's process (worker_trial also copes). A
-    # client given no address starts the cluster itself and closes it with itself.
+    # Non-daemonic workers may start a trial's process (worker_trial also copes).
     with dask.config.set({"distributed.worker.daemon": False}):
         return distributed.Client(timeout=f"{timeout_s}s", **opts)

@@ -1,11 +1,7 @@
 """The one vocabulary of trial records: keys, units, labels, formats, and the Pareto front.
 
-A trial (`tts_kit.tuning.tune.trial`) returns a JSON-ready dict whose keys are the named
-constants below (`P50_MS`, ...); `COLUMNS` gives each key one `Column` (label, unit,
-heading, format, precision) that every face takes its names from.
-`pareto_front` is the one computation of the front.
-
-What every key means (trial, serving and sweep records) is in docs/guide.md, "Record keys".
+A trial returns a JSON-ready dict keyed by the constants below (`P50_MS`, ...); `COLUMNS`
+gives each key the names every face shows (docs/guide.md, "Record keys").
 
 Example:
     >>> from tts_kit.tuning import records
@@ -25,8 +21,7 @@ from typing import Any
 
 from tts_kit.core import contract
 
-# The record keys by name: code elsewhere spells a key through these, never as a literal,
-# so a renamed or misspelt key fails at import, not as a silently missing column.
+# Code elsewhere spells a key through these: a misspelt key fails at import.
 PRESET, CPUS, LOADING, STEPS, BATCH_SIZE = "preset", "cpus", "loading", "steps", "batch_size"
 MEM_BUDGET_MB, STATUS, ERROR, LOAD_S = "mem_budget_mb", "status", "error", "load_s"
 IDLE_RSS_MB, AFTER_RSS_MB, PEAK_RSS_MB = "idle_rss_mb", "after_rss_mb", "peak_rss_mb"
@@ -76,23 +71,14 @@ class Column:
     """
 
     key: str
-    """The record key."""
-    label: str
-    """Its name on an axis or in prose, without the unit (``"peak RSS"``)."""
-    unit: str
-    """``ms``, ``s``, ``MB``, ``%`` or ``""``."""
-    fmt: str
-    """Format spec of a table cell (``".0f"``; ``""``: ``str``)."""
-    doc: str
-    """What it measures, in one line."""
-    short: str = ""
-    """Table heading without the unit (default: the label)."""
-    digits: int | None = None
-    """Decimals a data frame keeps: the precision the measurement has (None: as is)."""
-    missing: str = "-"
-    """Shown for None or NaN."""
-    align: str = ">"
-    """``<`` for the configuration (left), ``>`` for figures (right)."""
+    label: str  #: on an axis or in prose, without the unit (``"peak RSS"``)
+    unit: str  #: ``ms``, ``s``, ``MB``, ``%`` or ``""``
+    fmt: str  #: format spec of a table cell (``""``: ``str``)
+    doc: str  #: what it measures, in one line
+    short: str = ""  #: table heading without the unit (default: the label)
+    digits: int | None = None  #: decimals a data frame keeps (None: as is)
+    missing: str = "-"  #: shown for None or NaN
+    align: str = ">"  #: ``<`` for the configuration, ``>`` for figures
 
 
 def _c(key: str, label: str, unit: str, fmt: str, doc: str, **kw: Any) -> Column:
@@ -164,8 +150,7 @@ COLUMNS: dict[str, Column] = {c.key: c for c in (
     _c("wall_s", "trial wall time", "s", ".1f", "the whole trial, spawn to exit",
        short="wall", digits=2),
     _c("pareto", "Pareto front", "", "", "on the front of p50 against peak RSS (*)",
-       short="pareto",
-       missing=""),
+       short="pareto", missing=""),
     # serving (tts_kit.serve)
     _c("architecture", "architecture", "", "", "how the server runs synthesis", short="arch",
        align="<"),
@@ -261,9 +246,8 @@ def heading(key: str) -> str:
 
 
 def to_number(value: Any) -> float | None:
-    """A finite number as ``float``; None for None, NaN, infinities, booleans, non-numbers.
-
-    The one NaN-to-None rule: JSON has no NaN, and a missing figure is None everywhere.
+    """A finite number as ``float``; None for None, NaN, infinities, booleans, non-numbers
+    (JSON has no NaN: a missing figure is None everywhere).
 
     Example:
         >>> to_number(3), to_number(float("nan")), to_number(None), to_number("x")
@@ -319,8 +303,7 @@ FRAME_KEYS: tuple[str, ...] = ("preset", "cpus", "loading", "status", "load_s", 
 
 
 def frame(records: Iterable[Mapping[str, Any]], keys: Sequence[str] = FRAME_KEYS) -> Any:
-    """Records as a compact pandas table: the chosen columns, headed with their units
-    (`heading`), rounded as they are shown (whole ms and MB), the front marked ``*``.
+    """Records as a compact pandas table, headed and rounded as shown, the front ``*``.
 
     Example:
         >>> df = frame([{"preset": "lean", "cpus": 1, "p50_ms": 1210.4, "pareto": True}],
@@ -351,8 +334,8 @@ def frame(records: Iterable[Mapping[str, Any]], keys: Sequence[str] = FRAME_KEYS
 
 
 class Record(dict):
-    """One trial's record (a plain dict: indexing, JSON) that shows itself compactly:
-    one line as text, one table row in a notebook, instead of every field and timeline.
+    """One trial's record, a plain dict that shows itself as one line (a table row in a
+    notebook) instead of every field and timeline.
 
     Example:
         >>> Record({"preset": "lean", "cpus": 1, "loading": "paged", "status": "ok",
@@ -397,10 +380,7 @@ def select(records: Iterable[Mapping[str, Any]],
 def pareto_front(records: Sequence[Mapping[str, Any]], x: str = PARETO_X,
                  y: str = PARETO_Y) -> list[int]:
     """Indices of the finished records no other finished record beats on both ``x`` and
-    ``y`` (lower is better: at least as good on both and better on one).
-
-    A record without ``status`` counts as finished; one without ``x`` or ``y`` is never
-    on the front.
+    ``y`` (lower is better); no ``status`` counts as finished, no ``x`` or ``y`` as off it.
 
     Example:
         >>> pareto_front([{"peak_rss_mb": 1, "p50_ms": 5}, {"peak_rss_mb": 2, "p50_ms": 6},
@@ -414,8 +394,7 @@ def pareto_front(records: Sequence[Mapping[str, Any]], x: str = PARETO_X,
 
 
 def format_timings(timings: Mapping[str, float]) -> list[tuple[str, float]]:
-    """``(stage, ms)`` for text processing and each stage a synthesis timed, in pipeline
-    order: what the CLI prints and the player widget tabulates.
+    """``(stage, ms)`` for text processing and each stage a synthesis timed, in pipeline order.
 
     Example:
         >>> format_timings({"vocoder": 0.02, "text": 0.001, "total": 0.03})
@@ -423,17 +402,14 @@ def format_timings(timings: Mapping[str, float]) -> list[tuple[str, float]]:
         >>> format_timings({"voice": 0.05, "text": 0.001, "total": 0.06})  # a Piper voice
         [('text', 1.0), ('voice', 50.0)]
     """
-    known = ("text", *contract.STAGES)
-    # Stages of another family (a Piper voice's one, `voice`) follow, in the order timed.
+    known = ("text", *contract.STAGES)  # another family's stages follow, as timed
     order = [*known, *(s for s in timings if s not in known and s != "total")]
     return [(s, 1000 * float(timings[s])) for s in order if s in timings]
 
 
 def machine_label(env: Mapping[str, Any]) -> str:
-    """One line naming a machine by what decides its figures: CPU, usable cores, memory.
-
-    Two instances of one type read the same, so their records group together. Cores are
-    the affinity capped by the cgroup CPU quota; memory the cgroup limit when there is one.
+    """One line naming a machine by what decides its figures: CPU, usable cores (capped by
+    the CPU quota), memory (the cgroup limit where lower); one instance type reads the same.
 
     Example:
         >>> machine_label({"cpu_model": "Xeon E5", "cpus_available": 4, "cpu_count": 4,
