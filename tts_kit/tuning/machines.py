@@ -14,15 +14,12 @@ from typing import Any
 
 from tts_kit.tuning.records import machine_label
 
-#: `by_machine`'s group for records without ``machine``: trials whose worker was lost
-#: before it could say where it ran.
+#: `by_machine`'s group for records without ``machine`` (their worker was lost).
 UNKNOWN_MACHINE = "unknown machine (worker lost)"
 
 
 def by_machine(records: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """The records grouped by `machine_label` of their ``machine``, in order of appearance.
-
-    {} when no record has one; records without one (a lost worker) go under `UNKNOWN_MACHINE`.
+    """The records grouped by `machine_label` of their ``machine``; {} when none has one.
 
     Example:
         >>> env = {"cpu_model": "A", "cpus_available": 1, "memory_total_mb": 1024}

@@ -1,7 +1,5 @@
-"""How long a process's threads waited for a core: Linux's run-queue delay.
-
-Read from ``/proc/self/task/*/schedstat``: near zero alone on its cores, tens of percent
-beside other work. Recorded as ``cpu_wait_percent``.
+"""How long a process's threads waited for a core (``cpu_wait_percent``), from Linux's
+``/proc/self/task/*/schedstat``: near zero alone on its cores, tens of percent beside work.
 
 Example:
     >>> from tts_kit.tuning.runqueue import thread_run_queue_ns, wait_percent
@@ -39,8 +37,8 @@ def thread_run_queue_ns() -> dict[str, tuple[int, int]] | None:
 
 def wait_percent(before: Mapping[str, tuple[int, int]] | None,
                  after: Mapping[str, tuple[int, int]] | None) -> float | None:
-    """Of the time the threads were ready to run between two `thread_run_queue_ns`
-    readings, the share (%) they waited for a core; None without readings.
+    """The share (%) of their ready time the threads waited for a core between two
+    `thread_run_queue_ns` readings; None without readings.
 
     Example:
         >>> round(wait_percent({"1": (100, 0)}, {"1": (400, 100), "2": (100, 100)}), 1)

@@ -1,7 +1,5 @@
-"""Is there a Dask scheduler at this address? Asked over a plain socket, with a deadline.
-
-Asked before Dask's client connects, which waits without bound on a silent peer and reads
-an HTTP reply as a frame length. A scheduler greets first, at once.
+"""Is there a Dask scheduler at this address? Asked over a plain socket with a deadline,
+before Dask's client (which waits without bound on a silent peer) connects.
 
 Example:
     >>> _is_dask_greeting(b"")
@@ -27,9 +25,8 @@ DEFAULT_PORT = 8786
 
 
 def probe_scheduler(address: str, timeout_s: float = 10.0) -> str:
-    """``address`` as ``tcp://HOST:PORT`` once a Dask scheduler greets there; else `ProbeError`.
-
-    Only ``tcp://`` (or no scheme) is spoken; every refusal is one line naming the address.
+    """``address`` as ``tcp://HOST:PORT`` once a Dask scheduler greets there; else
+    `ProbeError`, one line naming the address.
 
     Example:
         >>> probe_scheduler("ucx://10.0.0.5:8786")
@@ -89,8 +86,7 @@ def _read_some(sock: socket.socket, n: int, timeout_s: float) -> bytes:
 
 
 def _is_dask_greeting(data: bytes) -> bool:
-    """Whether ``data`` starts like Dask's TCP framing: a small total length, then a
-    small frame count (both little-endian 64-bit)."""
+    """Whether ``data`` starts like Dask's TCP framing: small total length and frame count."""
     if len(data) < 16:
         return False
     total, frames = struct.unpack("<QQ", data[:16])
