@@ -1,9 +1,5 @@
 """Per-stage cost data a ``budget`` policy goes by: measured costs (`StageCosts`),
 estimates from the file sizes, the memory split and a suggested budget.
-
-Example:
-    >>> estimate_costs_mb({"vocoder": 100 * 2**20})
-    {'vocoder': 112.0}
 """
 
 from __future__ import annotations

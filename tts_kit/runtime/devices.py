@@ -1,9 +1,5 @@
 """What execution devices this machine offers (ONNX Runtime providers, CUDA, GPU memory),
 and `environment`, the fingerprint reports and sweep records carry.
-
-Example:
-    >>> "CPUExecutionProvider" in available_providers()
-    True
 """
 
 from __future__ import annotations

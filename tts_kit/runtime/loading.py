@@ -2,14 +2,6 @@
 
 The `StageLoader` hands out one session per stage under a load policy (docs/guide.md,
 "Loading policies"); `LoadPolicy`, session creation and costs are re-exported here.
-
-Example:
-    >>> from tts_kit.runtime.loading import LoadPolicy
-    >>> p = LoadPolicy.parse("budget:300")
-    >>> p.policy, p.budget_mb
-    ('budget', 300.0)
-    >>> LoadPolicy.parse("paged").external_data, LoadPolicy.parse("resident").external_data
-    (True, False)
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
 """Load policies: a ``loading`` spec (``resident``, ``paged``, ``budget:MB`` with ``+``
 options) parsed into a `LoadPolicy`; `tts_kit.runtime.loading` says what each policy does.
-
-Example:
-    >>> LoadPolicy.parse("paged+notrim").spec
-    'paged+notrim'
 """
 
 from __future__ import annotations

@@ -5,14 +5,6 @@ provider list and explains itself, one line per option. Shipped presets (`PRESET
 ``ort-default``, ``supertonic-default``, ``seed-2vcpu``, ``low-memory``, ``lean``. A thread
 count of ``"cores"`` (or ``None`` inside ``run_isolated(cpus=N)``) resolves to
 `cores_in_force`, not ONNX Runtime's physical-core count.
-
-Example:
-    >>> from tts_kit.runtime.sessions import SessionPreset, get_preset
-    >>> p = SessionPreset(name="two-threads", intra_op_num_threads=2)
-    >>> p.session_options().intra_op_num_threads
-    2
-    >>> get_preset("low-memory").session_options().enable_cpu_mem_arena
-    False
 """
 
 from __future__ import annotations

@@ -4,16 +4,7 @@
 a load the sweep does not explain: rerun on a quiet machine) and **the figures did not
 repeat** (unsteady calls, or a re-measured pick not tied with itself: measure more). Busy
 decides when both are seen. Thresholds: docs/benchmarks.md.
-
-Example:
-    >>> from tts_kit.tuning.contention import assess
-    >>> quiet = {"status": "ok", "core_share": 98.0, "cpu_wait_percent": 1.0}
-    >>> assess([quiet]).provisional
-    False
-    >>> busy = {"status": "ok", "core_share": 52.0, "cpu_wait_percent": 47.0}
-    >>> assess([quiet, busy]).headline("report.json")
-    'provisional: the machine was busy (1 of 2 trials got 52 % of their cores, waiting 47 % of the time for one); run `tts-kit report --rerun report.json` on a quiet machine'
-"""  # noqa: E501
+"""
 
 from __future__ import annotations
 

@@ -2,11 +2,6 @@
 
 Each MatMul, Gemm and Conv counts 2 x its multiply-adds; the vector estimator runs once
 per flow step, the rest once per chunk.
-
-Example:
-    >>> from tts_kit.tuning.flops import reference_dims
-    >>> reference_dims(8.0)
-    {'B': 1, 'T': 112, 'L': 115}
 """
 
 from __future__ import annotations

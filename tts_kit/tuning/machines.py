@@ -1,10 +1,5 @@
 """Records grouped by the machine they ran on: a sweep on several machines
 (`tts_kit.tuning.cluster`) is compared machine by machine, never across them.
-
-Example:
-    >>> from tts_kit.tuning.machines import by_machine
-    >>> by_machine([{"preset": "a"}])
-    {}
 """
 
 from __future__ import annotations

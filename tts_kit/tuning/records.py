@@ -2,13 +2,6 @@
 
 A trial returns a JSON-ready dict keyed by the constants below (`P50_MS`, ...); `COLUMNS`
 gives each key the names every face shows (docs/guide.md, "Record keys").
-
-Example:
-    >>> from tts_kit.tuning import records
-    >>> records.label("p50_ms"), records.heading("p50_ms")
-    ('p50 latency (ms)', 'p50 ms')
-    >>> records.format_value("peak_rss_mb", 812.4), records.format_value("rtf", float("nan"))
-    ('812', '-')
 """
 
 from __future__ import annotations

@@ -2,14 +2,6 @@
 
 Each stage's FLOPs in one timed chunk, against the MatMul peak, give its **floor**: time
 above it is what tuning can win; the floor moves only with fewer steps or a faster kernel.
-
-Example:
-    >>> r = Roofline([StageRate("vocoder", 10**6, 20.0, 1.0, 40.0, 2.5)], steps=8, threads=1,
-    ...              peak_gflops=40.0, audio_s=8.0)
-    >>> r.stages[0].of_peak, r.stages[0].floor_s
-    (0.5, 0.5)
-    >>> r = measure_roofline("standin-dir", threads=2)  # doctest: +SKIP
-    >>> print(r.sentence())  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -1,14 +1,5 @@
 """How long a process's threads waited for a core (``cpu_wait_percent``), from Linux's
 ``/proc/self/task/*/schedstat``: near zero alone on its cores, tens of percent beside work.
-
-Example:
-    >>> from tts_kit.tuning.runqueue import thread_run_queue_ns, wait_percent
-    >>> before = thread_run_queue_ns()
-    >>> sum(i * i for i in range(10000)) > 0
-    True
-    >>> w = wait_percent(before, thread_run_queue_ns())
-    >>> w is None or 0 <= w <= 100
-    True
 """
 
 from __future__ import annotations

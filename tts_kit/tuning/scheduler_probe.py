@@ -1,9 +1,5 @@
 """Is there a Dask scheduler at this address? Asked over a plain socket with a deadline,
 before Dask's client (which waits without bound on a silent peer) connects.
-
-Example:
-    >>> _is_dask_greeting(b"")
-    False
 """
 
 from __future__ import annotations

@@ -3,17 +3,6 @@
 A sweep measures every configuration in ``rounds`` fresh trials, round by round (A B C,
 A B C: a drift hits every configuration alike); `merge_rounds` makes one record of them,
 with the spread of p50 and peak RSS and each round's own figures (docs/benchmarks.md).
-
-Example:
-    >>> from tts_kit.tuning.records import P50_MAX_MS, P50_MIN_MS, P50_MS, PEAK_RSS_MB
-    >>> from tts_kit.tuning.spread import merge_rounds, split_repeats
-    >>> split_repeats(5, 2)
-    [3, 2]
-    >>> a = {"status": "ok", P50_MS: 100.0, PEAK_RSS_MB: 500.0, "latencies_ms": [100.0]}
-    >>> b = {"status": "ok", P50_MS: 110.0, PEAK_RSS_MB: 540.0, "latencies_ms": [110.0]}
-    >>> m = merge_rounds([a, b])
-    >>> m["rounds"], m[P50_MIN_MS], m[P50_MAX_MS], m[PEAK_RSS_MB]
-    (2, 100.0, 110.0, 540.0)
 """
 
 from __future__ import annotations

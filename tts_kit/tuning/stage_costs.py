@@ -1,11 +1,5 @@
 """Stage costs: each stage loaded, run and released under ``paged`` in one fresh process,
 RSS and the high-water mark read at every stage event.
-
-Example:
-    >>> from tts_kit.tuning.stage_costs import stage_costs
-    >>> costs = stage_costs("bundle-dir", "supertonic-default", Workload(steps=2))  # doctest: +SKIP
-    >>> costs.costs_mb()  # doctest: +SKIP
-    {'duration_predictor': 3.1, 'text_encoder': 12.0, 'vector_estimator': 270.4, ...}
 """
 
 from __future__ import annotations

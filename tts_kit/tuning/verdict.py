@@ -4,13 +4,6 @@
 whole 90 % interval lies above the tie band, *better* below, else *tied* (TOST). `pick`
 chooses inside the tie set of the fastest by a fixed order that never reads latency
 (docs/guide.md, "Equivalence, not arg-min").
-
-Example:
-    >>> from tts_kit.tuning.verdict import compare
-    >>> a = {"round_latencies_ms": [[100, 104], [98, 101]], P50_MS: 101.0}
-    >>> b = {"round_latencies_ms": [[103, 99], [102, 105]], P50_MS: 102.5}
-    >>> compare(b, a, P50_MS).word
-    'tied'
 """
 
 from __future__ import annotations

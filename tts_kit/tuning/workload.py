@@ -1,11 +1,5 @@
 """What a measurement synthesises: the `Workload`, frozen and plain (it pickles into an
 isolated child), with a JSON form.
-
-Example:
-    >>> from tts_kit.tuning.workload import Workload
-    >>> w = Workload(steps=2, repeats=1, batch_size=2)
-    >>> w.batch() == list(DEFAULT_TEXTS[:2]), w.replace(steps=3).steps
-    (True, 3)
 """
 
 from __future__ import annotations
