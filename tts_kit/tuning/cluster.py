@@ -14,7 +14,6 @@ Example:
 from __future__ import annotations
 
 import concurrent.futures as cf
-import dataclasses
 import logging
 import multiprocessing as mp
 import os
@@ -86,46 +85,26 @@ def connect(address: str, timeout_s: float | None = None) -> Client:
         raise ClusterError(f"cannot reach the Dask scheduler at {address} ({why}); start one "
                            "with `dask scheduler` and give its tcp://HOST:PORT") from None
     try:
-        wait_for_trial_workers(client, timeout_s)
+        _wait_for_trial_workers(client, timeout_s)
     except ClusterError:
         client.close()
         raise
     return client
 
 
-def trial_workers(client: Client) -> list[str]:
-    """Addresses of the workers that offer `RESOURCE` (they can run a trial).
-
-    Example:
-        >>> trial_workers(client)  # doctest: +SKIP
-        ['tcp://10.0.0.5:40123', 'tcp://10.0.0.6:38811']
-    """
-    workers = client.scheduler_info().get("workers", {})
-    return sorted(a for a, w in workers.items() if (w.get("resources") or {}).get(RESOURCE))
-
-
-def wait_for_trial_workers(client: Client, timeout_s: float = 10.0) -> list[str]:
-    """`trial_workers`, waiting up to ``timeout_s`` for the first; `ClusterError` if none.
-
-    Example:
-        >>> wait_for_trial_workers(client, 30)  # doctest: +SKIP
-        ['tcp://10.0.0.5:40123']
-    """
+def _wait_for_trial_workers(client: Client, timeout_s: float) -> None:
+    """Wait up to ``timeout_s`` for a worker that offers `RESOURCE`; `ClusterError` if none."""
     deadline = time.monotonic() + timeout_s
     while True:
-        found = trial_workers(client)
-        if found or time.monotonic() >= deadline:
-            break
+        workers = client.scheduler_info().get("workers", {})
+        if any((w.get("resources") or {}).get(RESOURCE) for w in workers.values()):
+            return
+        if time.monotonic() >= deadline:
+            raise ClusterError(
+                f"no worker of the scheduler offers the {RESOURCE!r} resource ({len(workers)} "
+                f"worker(s)); start workers with `dask worker ADDRESS --nthreads 1 "
+                f"--resources {RESOURCE}=1`")
         time.sleep(0.2)
-    if not found:
-        n = len(client.scheduler_info().get("workers", {}))
-        raise ClusterError(
-            f"no worker of the scheduler offers the {RESOURCE!r} resource ({n} worker(s)); "
-            f"start workers with `dask worker ADDRESS --nthreads 1 --resources {RESOURCE}=1`")
-    return found
-
-
-# -- the model on the worker ------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -228,9 +207,6 @@ def locate_on_worker(ref: ModelRef, where: str = "this worker") -> Path:
                         "$TTS_KIT_MODEL_DIR on the worker")
 
 
-# -- the trial on the worker ------------------------------------------------------------
-
-
 def _where() -> tuple[str, str]:
     """(this worker's address, host name); outside a worker, (host name, host name)."""
     host = socket.gethostname()
@@ -255,10 +231,6 @@ def error_record(preset: Any, workload: Any, error: str, **config: Any) -> dict[
     rec.update(preset=getattr(preset, "name", preset), steps=workload.steps,
                batch_size=workload.batch_size, repeats=workload.repeats, status="error",
                error=error, timeline=[], events=[])
-    options = config.pop("options", None)  # a `tune.TrialOptions`; keywords override it
-    if options is not None:
-        config = {**{f.name: getattr(options, f.name) for f in dataclasses.fields(options)},
-                  **config}
     loading = config.pop("loading", "resident")
     rec["loading"] = loading if isinstance(loading, str) else getattr(loading, "spec", loading)
     rec.update({k: v for k, v in config.items() if k in ("cpus", "mem_budget_mb")})
@@ -440,7 +412,7 @@ def local_cluster(n_workers: int = 2, timeout_s: float = 60.0, **kwargs: Any) ->
 
     Example:
         >>> with local_cluster(1) as client:  # doctest: +SKIP
-        ...     trial_workers(client)
+        ...     list(client.scheduler_info()["workers"])
         ['tcp://127.0.0.1:40123']
     """
     distributed = _distributed()

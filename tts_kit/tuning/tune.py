@@ -86,22 +86,11 @@ def _bundle_path(bundle: Any) -> str:
     return (bundle if isinstance(bundle, SpeechModel) else open_model(bundle)).ref()
 
 
-def run_trial_child(
-    bundle_path: str,
-    preset: SessionPreset,
-    workload: Workload,
-    loading: str | LoadPolicy,
-    stage_costs_mb: dict[str, float] | None = None,
-) -> dict[str, Any]:
+def _trial_child(bundle_path: str, preset: SessionPreset, workload: Workload,
+                 loading: str | LoadPolicy, stage_costs_mb: dict[str, float] | None = None
+                 ) -> dict[str, Any]:
     """The trial inside the isolated child: load, idle RSS, a first call, then
-    ``workload.repeats`` steady calls of the same batch.
-
-    Example:
-        >>> from tts_kit.runtime.sessions import get_preset
-        >>> run_trial_child("standin-dir", get_preset("lean"), Workload("Hi.", steps=2),
-        ...                 "resident")[P50_MS]  # doctest: +SKIP
-        12.3
-    """
+    ``workload.repeats`` steady calls of the same batch."""
     import numpy as np
 
     from tts_kit.models.family import make_engine
@@ -162,14 +151,8 @@ def run_trial_child(
     }
 
 
-def prepare_trial_child(bundle_path: str, loading: str | LoadPolicy) -> dict[str, Any]:
-    """The one-time preparation (external-data copies) a trial's loading needs, run in a
-    process of its own; returns its time in seconds.
-
-    Example:
-        >>> prepare_trial_child("standin-dir", "paged")[PREP_S] >= 0  # doctest: +SKIP
-        True
-    """
+def _prepare_child(bundle_path: str, loading: str | LoadPolicy) -> dict[str, Any]:
+    """The one-time preparation (external-data copies) a trial's loading needs."""
     from tts_kit.models.resolve import open_model
 
     t0 = time.perf_counter()
@@ -180,10 +163,10 @@ def prepare_trial_child(bundle_path: str, loading: str | LoadPolicy) -> dict[str
 
 def _prepare(bundle_path: str, policy: LoadPolicy, cpus: int | None,
              timeout_s: float | None, sample_ms: float) -> dict[str, Any]:
-    """Run `prepare_trial_child` isolated when ``policy`` needs it: ``prep_*`` fields."""
+    """Run `_prepare_child` isolated when ``policy`` needs it: ``prep_*`` fields."""
     if not needs_preparation(policy):
         return {PREP_S: None, PREP_PEAK_RSS_MB: None}
-    m = run_isolated(prepare_trial_child, bundle_path, policy, cpus=cpus, timeout_s=timeout_s,
+    m = run_isolated(_prepare_child, bundle_path, policy, cpus=cpus, timeout_s=timeout_s,
                      sample_ms=sample_ms)
     if not (m.ok and isinstance(m.result, dict)):  # not fatal: the trial does it itself
         warnings.warn(f"preparing {policy.spec} failed ({m.error}); the trial includes it",
@@ -252,7 +235,7 @@ def trial(bundle: Any, preset: str | SessionPreset, workload: Workload | None = 
     prep = (_prepare(path, policy, o.cpus, o.timeout_s, o.sample_ms) if o.prepare
             else {PREP_S: None, PREP_PEAK_RSS_MB: None})
     load_before = _loadavg()
-    m = run_isolated(run_trial_child, path, preset, workload, policy, costs, cpus=o.cpus,
+    m = run_isolated(_trial_child, path, preset, workload, policy, costs, cpus=o.cpus,
                      mem_budget_mb=o.mem_budget_mb, timeout_s=o.timeout_s,
                      sample_ms=o.sample_ms)
     load_after = _loadavg()
