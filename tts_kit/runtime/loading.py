@@ -45,12 +45,7 @@ SessionFactory = Callable[[str], ort.InferenceSession]
 
 def _probe(session: Any) -> Callable[[], Any] | None:
     """A weak reference to what holds ``session``'s memory (ORT's C++ ``_sess``, which an
-    ``IOBinding`` also holds); None where none can be taken.
-
-    Example:
-        >>> _probe(object()) is None
-        True
-    """
+    ``IOBinding`` also holds); None where none can be taken."""
     try:
         return weakref.ref(getattr(session, "_sess", session))
     except TypeError:
@@ -59,11 +54,7 @@ def _probe(session: Any) -> Callable[[], Any] | None:
 
 def _settle(probes: Sequence[Callable[[], Any] | None], trim: bool) -> None:
     """After sessions were dropped: collect garbage if one is still alive (a cycle), then
-    (``trim``) give the freed heap back to the system.
-
-    Example:
-        >>> _settle([_probe(object())], trim=True)
-    """
+    (``trim``) give the freed heap back to the system."""
     if any(p is None or p() is not None for p in probes):
         gc.collect()
     if trim:
@@ -101,10 +92,8 @@ class SessionLease:
 
 
 class StageLoader:
-    """Hands out one session per stage under a load policy; marks ``load``/``run``/
-    ``release <stage>`` events. Thread-safe: a session is released only once nobody runs
-    it. ``factory`` creates a stage's session; ``costs_mb``: resident MB per stage, which
-    ``budget`` needs for every stage.
+    """Hands out one session per stage under a load policy, marking ``load``/``run``/
+    ``release <stage>``; thread-safe. ``costs_mb``: resident MB per stage, for ``budget``.
 
     Example:
         >>> loader = StageLoader(lambda s: object(), "budget:25",

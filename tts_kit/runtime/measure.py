@@ -1,9 +1,7 @@
 """Measure one function in a fresh process tree: peak RSS, RSS timeline, events, CPU, status.
 
-`run_isolated` runs ``fn`` in a *spawned* child, optionally pinned to ``cpus`` cores under a
-memory budget on its tree's summed RSS, and returns a `Measurement`: an overrun, timeout,
-exception or crash comes back as a status, and nothing the workload started outlives it.
-How each number is taken: docs/guide.md, "Measuring in a fresh process tree".
+An overrun, timeout, exception or crash comes back as a status, and nothing the work started
+outlives it (docs/guide.md, "Measuring in a fresh process tree").
 
 Example:
     >>> from tts_kit.runtime.measure import run_isolated

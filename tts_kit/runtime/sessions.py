@@ -1,9 +1,7 @@
 """ONNX Runtime session presets: what each option does, and why a preset sets it.
 
-A `SessionPreset` is plain data (JSON round-trips) that builds ``SessionOptions`` and the
-provider list and explains itself, one line per option. Shipped presets (`PRESETS`):
-``ort-default``, ``supertonic-default``, ``seed-2vcpu``, ``low-memory``, ``lean``. A thread
-count of ``"cores"`` (or ``None`` inside ``run_isolated(cpus=N)``) resolves to
+A `SessionPreset` is plain data that builds ``SessionOptions`` and explains itself, one line
+per option; `PRESETS` are the shipped ones. A thread count of ``"cores"`` resolves to
 `cores_in_force`, not ONNX Runtime's physical-core count.
 """
 

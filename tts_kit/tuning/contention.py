@@ -80,8 +80,8 @@ def unsteady(rec: Mapping[str, Any]) -> bool:
         >>> unsteady({"latencies_ms": [3.0, 8.0]}), unsteady({"latencies_ms": [100, 110]})
         (False, False)
     """
-    lat = [float(x) for x in (rec.get(LATENCIES_MS) or []) if to_number(x) is not None]
-    if not _ok(rec) or len(lat) < 2 or min(lat) <= 0:
+    lat = _calls(rec)
+    if not _ok(rec) or len(lat) < 2:
         return False
     return max(lat) / min(lat) > UNSTEADY_RATIO and max(lat) - min(lat) > UNSTEADY_ABS_MS
 
