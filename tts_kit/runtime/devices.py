@@ -78,6 +78,24 @@ def gpu_list() -> str | None:
     return subprocess.run([smi, "-L"], capture_output=True, text=True).stdout.strip()
 
 
+def one_node_model() -> bytes:
+    """A serialised one-node graph (Relu of one float), to probe or warm up ONNX Runtime.
+
+    Example:
+        >>> ort.InferenceSession(one_node_model()).get_inputs()[0].name
+        'x'
+    """
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "probe",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
 def cuda_usable() -> tuple[bool, str]:
     """Whether a session really runs on CUDA here; creates a CUDA context in this process.
 
@@ -89,20 +107,10 @@ def cuda_usable() -> tuple[bool, str]:
     if CUDA not in ort.get_available_providers():
         return False, (f"this onnxruntime {ort.__version__} has no CUDAExecutionProvider "
                        "(install onnxruntime-gpu instead of onnxruntime)")
-    from onnx import TensorProto, helper
-
-    graph = helper.make_graph(
-        [helper.make_node("Relu", ["x"], ["y"])], "probe",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
     try:
         so = ort.SessionOptions()
         so.log_severity_level = 3
-        sess = ort.InferenceSession(model.SerializeToString(), sess_options=so,
-                                    providers=[CUDA, CPU])
+        sess = ort.InferenceSession(one_node_model(), sess_options=so, providers=[CUDA, CPU])
     except Exception as exc:
         return False, f"CUDA session failed: {type(exc).__name__}: {exc}"
     if sess.get_providers()[0] != CUDA:

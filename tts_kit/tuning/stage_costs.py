@@ -25,18 +25,6 @@ def _peak_mb() -> float:
     return status_mb("VmHWM").get("VmHWM", math.nan)
 
 
-def _warm_up_model() -> bytes:
-    """A serialised one-node graph, built in the parent: the child must not import onnx."""
-    from onnx import TensorProto, helper
-
-    graph = helper.make_graph(
-        [helper.make_node("Relu", ["x"], ["y"])], "warm",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
-
-
 def _warm_up_ort(model: bytes) -> None:
     """Create and drop a one-node session: ORT's globals are not the first stage's cost."""
     import numpy as np
@@ -121,6 +109,7 @@ def stage_costs(
         >>> costs.dataframe()  # doctest: +SKIP
     """
     from tts_kit.models.base import SpeechModel
+    from tts_kit.runtime.devices import one_node_model
     from tts_kit.runtime.measure import run_isolated
     from tts_kit.runtime.sessions import get_preset
 
@@ -131,7 +120,8 @@ def stage_costs(
     if policy.policy != "paged":  # each stage alone; the spec's options still count
         policy = LoadPolicy("paged", trim=policy.trim, external_data=policy.external_data,
                             prepack=policy.prepack)
-    m = run_isolated(_stage_costs_child, path, preset_obj, workload, policy, _warm_up_model(),
+    # The warm-up graph is built here: the measuring child must not import onnx.
+    m = run_isolated(_stage_costs_child, path, preset_obj, workload, policy, one_node_model(),
                      cpus=cpus, timeout_s=timeout_s)
     if not m.ok:
         raise RuntimeError(f"stage_costs: the measuring process ended with {m.status}: {m.error}")
