@@ -18,19 +18,20 @@ import logging
 import multiprocessing as mp
 import os
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from tts_kit.core.errors import BundleError, TtsKitError
 from tts_kit.core.settings import settings as current_settings
 from tts_kit.runtime.devices import environment
 from tts_kit.tuning import tune
 from tts_kit.tuning.records import RECORD_KEYS
-from tts_kit.tuning.scheduler_probe import ProbeError, probe_scheduler
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -41,6 +42,8 @@ if TYPE_CHECKING:
 RESOURCE = "trial"
 #: How long `connect` waits for the scheduler and a trial worker by default (seconds).
 CONNECT_TIMEOUT_S = 10.0
+#: The port ``dask scheduler`` listens on when the address names none.
+DEFAULT_PORT = 8786
 
 
 class ClusterError(TtsKitError):
@@ -74,22 +77,89 @@ def connect(address: str, timeout_s: float | None = None) -> Client:
     """
     distributed = _distributed()
     timeout_s = CONNECT_TIMEOUT_S if timeout_s is None else timeout_s
-    try:  # a peer that is no scheduler: one line, not Dask's hang or its MemoryError
-        address = probe_scheduler(address, timeout_s)
-    except ProbeError as exc:
-        raise ClusterError(str(exc)) from None
+    # A peer that is no scheduler: one line, not Dask's hang or its MemoryError.
+    address = probe_scheduler(address, timeout_s)
     try:
         client = distributed.Client(address, timeout=f"{timeout_s}s")
     except (OSError, TimeoutError, ValueError, MemoryError) as exc:
-        why = " ".join(str(exc).split())[:200] or type(exc).__name__
-        raise ClusterError(f"cannot reach the Dask scheduler at {address} ({why}); start one "
-                           "with `dask scheduler` and give its tcp://HOST:PORT") from None
+        raise _unreachable(address, exc, 200) from None
     try:
         _wait_for_trial_workers(client, timeout_s)
     except ClusterError:
         client.close()
         raise
     return client
+
+
+def _unreachable(address: str, exc: BaseException, width: int) -> ClusterError:
+    why = " ".join(str(exc).split())[:width] or type(exc).__name__
+    return ClusterError(f"cannot reach the Dask scheduler at {address} ({why}); start one "
+                        "with `dask scheduler` and give its tcp://HOST:PORT")
+
+
+def probe_scheduler(address: str, timeout_s: float = 10.0) -> str:
+    """``address`` as ``tcp://HOST:PORT`` once a Dask scheduler greets there, asked over a
+    plain socket with a deadline (Dask's client waits without bound on a silent peer);
+    else `ClusterError`, one line naming the address.
+
+    Example:
+        >>> probe_scheduler("ucx://10.0.0.5:8786")
+        Traceback (most recent call last):
+        ...
+        tts_kit.tuning.cluster.ClusterError: --scheduler ucx://10.0.0.5:8786: ...
+    """
+    head = f"--scheduler {address}"
+    scheme, sep, rest = address.partition("://")
+    if not sep:
+        scheme, rest = "tcp", address
+    if scheme != "tcp":
+        raise ClusterError(f"{head}: tts-kit reaches Dask schedulers over tcp:// only (a "
+                           f"{scheme}:// scheduler needs a transport or security setup it "
+                           "does not have); give tcp://HOST:PORT")
+    try:
+        parts = urlsplit(f"tcp://{rest}")
+        host, port = parts.hostname, parts.port or DEFAULT_PORT
+    except ValueError as exc:
+        raise ClusterError(f"{head}: not an address ({exc}); give tcp://HOST:PORT") from None
+    if not host or parts.path or parts.query:
+        raise ClusterError(f"{head}: not an address; give tcp://HOST:PORT")
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as sock:
+            greeting = _read_some(sock, 24, timeout_s)
+    except OSError as exc:
+        raise _unreachable(address, exc, 160) from None
+    if not _is_dask_greeting(greeting):
+        said = "sent nothing" if not greeting else f"answered {greeting[:12]!r}"
+        raise ClusterError(f"{head}: the peer accepted the connection but {said} within "
+                           f"{timeout_s:g} s, which no Dask scheduler does; give the "
+                           f"scheduler's tcp://HOST:PORT (`dask scheduler` listens on "
+                           f"{DEFAULT_PORT})")
+    host_text = f"[{host}]" if ":" in host else host
+    return f"tcp://{host_text}:{port}"
+
+
+def _read_some(sock: socket.socket, n: int, timeout_s: float) -> bytes:
+    """Up to ``n`` bytes from ``sock`` within ``timeout_s`` (fewer when the peer stops)."""
+    deadline = time.monotonic() + timeout_s
+    data = b""
+    while len(data) < n and (left := deadline - time.monotonic()) > 0:
+        sock.settimeout(left)
+        try:
+            chunk = sock.recv(n - len(data))
+        except TimeoutError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def _is_dask_greeting(data: bytes) -> bool:
+    """Whether ``data`` starts like Dask's TCP framing: small total length and frame count."""
+    if len(data) < 16:
+        return False
+    total, frames = struct.unpack("<QQ", data[:16])
+    return 0 < total < 1 << 24 and 0 < frames < 1 << 10
 
 
 def _wait_for_trial_workers(client: Client, timeout_s: float) -> None:
