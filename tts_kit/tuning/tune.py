@@ -18,6 +18,7 @@ import dataclasses
 import gc
 import itertools
 import math
+import os
 import random
 import time
 import warnings
@@ -61,8 +62,6 @@ from tts_kit.tuning.records import (
     pareto_front,
     to_number,
 )
-from tts_kit.tuning.runqueue import loadavg as _loadavg
-from tts_kit.tuning.runqueue import thread_run_queue_ns, wait_percent
 from tts_kit.tuning.spread import (
     DEFAULT_ROUNDS,
     lost_record,
@@ -76,6 +75,51 @@ from tts_kit.tuning.workload import Workload
 _LOADED = "trial: loaded"
 _FIRST = "trial: first call"
 _STEADY = "trial: steady calls"
+
+
+def _run_queue_ns() -> dict[str, tuple[int, int]] | None:
+    """Thread id -> (on-CPU ns, waiting ns) of this process's live threads, or None: how
+    long they waited for a core (Linux's ``/proc/self/task/*/schedstat``)."""
+    base = "/proc/self/task"
+    try:
+        tids = os.listdir(base)
+    except OSError:
+        return None
+    out: dict[str, tuple[int, int]] = {}
+    for tid in tids:
+        try:
+            with open(f"{base}/{tid}/schedstat", encoding="ascii") as f:
+                run, wait = f.read().split()[:2]
+            out[tid] = (int(run), int(wait))
+        except (OSError, ValueError):
+            continue  # the thread ended between the listing and the read
+    return out or None
+
+
+def _wait_percent(before: Mapping[str, tuple[int, int]] | None,
+                 after: Mapping[str, tuple[int, int]] | None) -> float | None:
+    """The share (%) of their ready time the threads waited for a core between two
+    `_run_queue_ns` readings; None without readings.
+
+    Example:
+        >>> round(_wait_percent({"1": (100, 0)}, {"1": (400, 100), "2": (100, 100)}), 1)
+        33.3
+    """
+    if not before or not after:
+        return None
+    run = wait = 0
+    for tid, (r1, w1) in after.items():
+        r0, w0 = before.get(tid, (0, 0))
+        run, wait = run + max(0, r1 - r0), wait + max(0, w1 - w0)
+    return 100.0 * wait / (run + wait) if run + wait > 0 else None
+
+
+def _loadavg() -> float | None:
+    """The machine's 1-minute load average (None where the OS has none)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
 
 
 def _bundle_path(bundle: Any) -> str:
@@ -119,12 +163,12 @@ def _trial_child(bundle_path: str, preset: SessionPreset, workload: Workload,
     events.mark(_FIRST)
     first_s, audio_s = call()
     events.mark(_STEADY)
-    queue0 = thread_run_queue_ns()  # how long the threads wait for a core: contention
+    queue0 = _run_queue_ns()  # how long the threads wait for a core: contention
     cpu0, wall0 = procfacts.cpu_seconds(), time.perf_counter()
     lat = [call()[0] for _ in range(workload.repeats)]
     steady_wall = time.perf_counter() - wall0
     steady_cpu = procfacts.cpu_seconds() - cpu0
-    waited = wait_percent(queue0, thread_run_queue_ns())
+    waited = _wait_percent(queue0, _run_queue_ns())
     cores = procfacts.current_cpus() or procfacts.usable_cores()
     gc.collect()  # no extra malloc_trim: a serving process does not call one between requests
     after_rss = procfacts.rss_mb()
