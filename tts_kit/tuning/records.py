@@ -1,4 +1,4 @@
-"""The one vocabulary of trial records: keys, units, labels, formats, and the Pareto front.
+"""The one vocabulary of trial records: keys, units, labels, formats, the Pareto front, machines.
 
 A trial returns a JSON-ready dict keyed by the constants below (`P50_MS`, ...); `COLUMNS`
 gives each key the names every face shows (docs/guide.md, "Record keys").
@@ -376,3 +376,29 @@ def machine_label(env: Mapping[str, Any]) -> str:
     if env.get("onnxruntime"):
         parts.append(f"ORT {env['onnxruntime']}")
     return ", ".join(parts)
+
+
+#: `by_machine`'s group for records without ``machine`` (their worker was lost).
+UNKNOWN_MACHINE = "unknown machine (worker lost)"
+
+
+def by_machine(records: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The records grouped by `machine_label` of their ``machine``; {} when none has one.
+
+    Example:
+        >>> env = {"cpu_model": "A", "cpus_available": 1, "memory_total_mb": 1024}
+        >>> groups = by_machine([{"preset": "a", "machine": env}, {"preset": "b"}])
+        >>> {k: [r["preset"] for r in v] for k, v in groups.items()}
+        {'A, 1 core, 1024 MB': ['a'], 'unknown machine (worker lost)': ['b']}
+        >>> by_machine([{"preset": "a"}])
+        {}
+    """
+    records = [dict(r) for r in records]
+    if not any(isinstance(r.get("machine"), Mapping) for r in records):
+        return {}
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        env = r.get("machine")
+        key = machine_label(env) if isinstance(env, Mapping) else UNKNOWN_MACHINE
+        out.setdefault(key, []).append(r)
+    return out

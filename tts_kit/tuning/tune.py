@@ -33,7 +33,6 @@ from tts_kit.runtime.loading import LoadPolicy, needs_preparation, prepare_loadi
 from tts_kit.runtime.measure import run_isolated
 from tts_kit.runtime.sessions import SessionPreset, get_preset
 from tts_kit.tuning import verdict
-from tts_kit.tuning.machines import by_machine
 from tts_kit.tuning.records import (
     AFTER_RSS_MB,
     AUDIO_S,
@@ -59,6 +58,7 @@ from tts_kit.tuning.records import (
     RTF,
     RUN_PEAK_RSS_MB,
     STAGE_LOAD_S,
+    by_machine,
     pareto_front,
     to_number,
 )
