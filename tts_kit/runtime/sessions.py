@@ -195,19 +195,15 @@ class SessionPreset:
             # Process-wide, so it must be in force before the session's load allocates.
             set_malloc_mmap_threshold(self.malloc_mmap_threshold_kb)
         so = ort.SessionOptions()
-        threads = self.threads()
-        if threads is not None:
-            so.intra_op_num_threads = threads
-        if self.inter_op_num_threads is not None:
-            so.inter_op_num_threads = int(self.inter_op_num_threads)
-        if self.execution_mode is not None:
-            so.execution_mode = _EXECUTION_MODES[self.execution_mode]
-        if self.graph_optimization_level is not None:
-            so.graph_optimization_level = _OPT_LEVELS[self.graph_optimization_level]
-        if self.enable_cpu_mem_arena is not None:
-            so.enable_cpu_mem_arena = bool(self.enable_cpu_mem_arena)
-        if self.enable_mem_pattern is not None:
-            so.enable_mem_pattern = bool(self.enable_mem_pattern)
+        given = {"intra_op_num_threads": self.threads(),
+                 "inter_op_num_threads": self.inter_op_num_threads,
+                 "execution_mode": _EXECUTION_MODES.get(self.execution_mode or ""),
+                 "graph_optimization_level": _OPT_LEVELS.get(self.graph_optimization_level or ""),
+                 "enable_cpu_mem_arena": self.enable_cpu_mem_arena,
+                 "enable_mem_pattern": self.enable_mem_pattern}
+        for name, value in given.items():
+            if value is not None:
+                setattr(so, name, value)
         for key, value in self.config_entries.items():
             so.add_session_config_entry(key, str(value))
         return so
