@@ -43,7 +43,7 @@ def test_the_key_groups_name_only_known_columns():
                   records.TABLE_KEYS, records.SUMMARY_KEYS, records.COST_KEYS):
         assert set(group) <= set(COLUMNS), group
     for key, col in COLUMNS.items():
-        assert col.key == key and col.doc and col.align in "<>"
+        assert col.key == key and col.align in "<>"
 
 
 def test_labels_and_headings_keep_the_names_the_faces_showed():

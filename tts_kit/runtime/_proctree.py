@@ -1,6 +1,4 @@
-"""The process tree of one measured child: sampled together, killed together.
-
-`tts_kit.runtime.measure.run_isolated` watches its child through `ProcTree`.
+"""The process tree of one child `tts_kit.runtime.measure.run_isolated` watches.
 
 Example:
     >>> import subprocess, sys
@@ -31,15 +29,10 @@ from tts_kit.core import procfacts
 
 
 class ProcTree:
-    """The child and every process it started: sampled together, killed together.
+    """The child and every process it started, sampled and killed together; kept as
+    ``psutil.Process`` once seen, so a recycled pid is never signalled."""
 
-    Kept as ``psutil.Process`` objects once seen: a descendant that left the tree is still
-    killed, and a recycled pid is never signalled.
-    """
-
-    #: Seconds between two listings of the tree in `sample` (listing reads every process's
-    #: parent: at every 10 ms sample it cost a quarter of a core). A process started between
-    #: two listings is sampled from the next one on; `kill` always lists afresh.
+    #: Seconds between two listings in `sample` (at every 10 ms a quarter of a core).
     LIST_EVERY_S = 0.1
 
     def __init__(self, proc: Any):
@@ -63,8 +56,7 @@ class ProcTree:
         return procs
 
     def sample(self, pss: bool) -> tuple[float | None, float | None, int]:
-        """(summed RSS, summed PSS or None, processes) of the tree; RSS None once gone.
-        The tree is listed again once `LIST_EVERY_S` has passed since the last listing."""
+        """(summed RSS, summed PSS or None, processes) of the tree; RSS None once gone."""
         now = time.monotonic()
         if not self._listed or now - self._listed_at >= self.LIST_EVERY_S:
             self._listed, self._listed_at = self.members(), now
@@ -84,8 +76,7 @@ class ProcTree:
         return (rss_total if n else None), pss_total, n
 
     def _listing(self, alive: bool) -> dict[int, psutil.Process]:
-        """Every process of the tree seen so far or now, and the child's process group,
-        the child itself left out."""
+        """Every process of the tree seen so far or now and of its group, but the child."""
         if alive:
             self.members()
         found = {p.pid: p for p in self.seen.values() if p.pid != self.pid}
@@ -108,11 +99,8 @@ class ProcTree:
         return out
 
     def kill(self, root: bool) -> None:
-        """SIGKILL every descendant (then the child itself when ``root``); wait briefly.
-
-        The tree is stopped (SIGSTOP) until a listing finds nobody new, so no process is
-        born between the last listing and the kill.
-        """
+        """SIGKILL every descendant (then the child when ``root``), stopped first until a
+        listing finds nobody new; wait briefly."""
         alive = self.proc.exitcode is None and self.proc.is_alive()
         if root and alive:
             try:
@@ -132,8 +120,7 @@ class ProcTree:
             _signal(p, stop=False)
         if root and self.proc.is_alive():
             self.proc.kill()
-        # Until each is dead or a zombie (its memory is freed; a zombie waits for its parent
-        # to reap it, which psutil.wait_procs would wait on in vain while the child lives).
+        # Until each is dead or a zombie (its memory is freed; its reaping is its parent's).
         deadline = time.time() + 2.0
         while any(not _dead(p) for p in victims.values()) and time.time() < deadline:
             time.sleep(0.01)
@@ -141,8 +128,7 @@ class ProcTree:
 
 
 def _signal(proc: psutil.Process, stop: bool) -> None:
-    """SIGSTOP (``stop``) or SIGKILL ``proc``; psutil refuses a recycled pid (its start
-    time differs) and a process already gone is nothing to do."""
+    """SIGSTOP (``stop``) or SIGKILL ``proc``, if it is still there."""
     try:
         proc.suspend() if stop else proc.kill()
     except psutil.Error:

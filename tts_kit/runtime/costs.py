@@ -1,35 +1,22 @@
-"""Per-stage cost data a ``budget`` policy goes by: measured costs (`StageCost`,
-`StageCosts`, filled by `tts_kit.tuning.stage_costs`), estimates from the file sizes,
-the memory split and a suggested budget. Plain data: no session is created here.
-
-Example:
-    >>> estimate_costs_mb({"vocoder": 100 * 2**20})
-    {'vocoder': 112.0}
+"""Per-stage cost data a ``budget`` policy goes by: measured costs (`StageCosts`),
+estimates from the file sizes, the memory split and a suggested budget.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.procfacts import MIB
 
-#: The memory article's *estimated* split of Supertonic's memory (seed article 004), in
-#: percent. Claimed by the article, not measured; `StageCosts.split` gives the measured one.
-ARTICLE_SPLIT_CLAIMED: dict[str, float] = {
-    "weights": 40.0,
-    "inference cache": 30.0,
-    "batch buffers": 15.0,
-    "preprocessing": 10.0,
-    "runtime": 5.0,
-}
-
-
-# -- cost data ----------------------------------------------------------------------------
+#: Seed article 004's *claimed* split of Supertonic's memory (percent), not measured.
+ARTICLE_SPLIT_CLAIMED: dict[str, float] = {"weights": 40.0, "inference cache": 30.0,
+                                           "batch buffers": 15.0, "preprocessing": 10.0,
+                                           "runtime": 5.0}
 
 
 @dataclass
@@ -37,21 +24,13 @@ class StageCost:
     """What one stage cost in a fresh process (MB are MiB of RSS)."""
 
     stage: str
-    """Stage name."""
-    file_mb: float
-    """Size of the graph (and its external data) on disk."""
-    load_mb: float
-    """RSS the loaded session adds and keeps (after the loader's trim): its resident cost."""
-    load_peak_mb: float
-    """Highest RSS during session creation, above the RSS before it (transient)."""
-    run_mb: float
-    """Highest RSS during the run, above the loaded RSS: the working memory."""
-    left_mb: float
-    """RSS after the release, above the RSS before the load (what did not go back)."""
+    file_mb: float  #: the graph and its external data on disk
+    load_mb: float  #: RSS the loaded session adds and keeps (after the trim)
+    load_peak_mb: float  #: highest RSS while creating it, above the RSS before
+    run_mb: float  #: highest RSS during the run, above the loaded RSS
+    left_mb: float  #: RSS after the release, above the RSS before the load
     load_s: float
-    """Seconds to create the session."""
-    run_s: float
-    """Seconds of the run (all flow steps for the vector estimator)."""
+    run_s: float  #: all flow steps for the vector estimator
 
     @property
     def peak_mb(self) -> float:
@@ -72,28 +51,18 @@ class StageCosts:
         59
     """
 
-    stages: dict[str, StageCost] = field(default_factory=dict)
-    """One entry per stage, in pipeline order."""
-    runtime_mb: float = math.nan
-    """RSS of the process before any session: interpreter, numpy, ONNX Runtime, its globals."""
-    imports_mb: float = math.nan
-    """RSS after the imports only (``runtime_mb`` minus ORT's first-session globals)."""
+    stages: dict[str, StageCost] = field(default_factory=dict)  #: in pipeline order
+    runtime_mb: float = math.nan  #: RSS before any session (ORT and its globals included)
+    imports_mb: float = math.nan  #: RSS after the imports only
     peak_rss_mb: float = math.nan
-    """The measuring process's high-water mark."""
     loading: str = "paged"
-    """How the sessions were created (the policy's ``ext``/``mmap`` options matter)."""
     preset: str = ""
-    """Session preset name."""
     text: str = ""
-    """The text synthesised."""
     steps: int = contract.DEFAULT_STEPS
-    """Flow steps of the vector estimator."""
     method: str = ("one fresh process; ORT warmed up with a one-node graph, then each stage "
                    "loaded, run on the real inputs of this text and released (gc + "
                    "malloc_trim) in pipeline order")
-    """How the numbers were taken."""
     claimed_split: dict[str, float] = field(default_factory=lambda: dict(ARTICLE_SPLIT_CLAIMED))
-    """The article's estimated split (percent), claimed, not measured."""
 
     def costs_mb(self) -> dict[str, float]:
         """Resident MB per stage, for ``Engine(stage_costs_mb=...)`` and the budget policy:
@@ -103,11 +72,7 @@ class StageCosts:
 
     def rows(self) -> list[dict[str, Any]]:
         """One plain dict per stage (MB and seconds), plus the runtime row."""
-        rows: list[dict[str, Any]] = []
-        for c in self.stages.values():
-            row = {k: getattr(c, k) for k in StageCost.__dataclass_fields__}
-            row["peak_mb"] = c.peak_mb
-            rows.append(row)
+        rows = [{**asdict(c), "peak_mb": c.peak_mb} for c in self.stages.values()]
         rows.append({"stage": "runtime (before any session)", "load_mb": self.runtime_mb})
         return rows
 
@@ -133,31 +98,26 @@ class StageCosts:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "stages"}
-        d["stages"] = {s: dict(c.__dict__) for s, c in self.stages.items()}
-        return d
+        return asdict(self)
 
 
 def estimate_costs_mb(sizes_bytes: Mapping[str, int] | Any) -> dict[str, float]:
-    """Estimated resident cost per stage in MB, from file sizes (a `Bundle` or a dict).
-
-    A loaded session holds 1.0-1.1x its weights plus a few MB (docs/benchmarks.md).
+    """Estimated resident MB per stage from file sizes (a `Bundle` or a dict): 1.1x the
+    weights plus 2 MB (docs/benchmarks.md).
 
     Example:
         >>> estimate_costs_mb({"vocoder": 100 * 2**20})
         {'vocoder': 112.0}
     """
     stages = getattr(sizes_bytes, "stages", None)
-    if stages is not None:
-        sizes = {s: info.size_bytes for s, info in stages.items()}
-    else:
-        sizes = dict(sizes_bytes)
+    sizes = (dict(sizes_bytes) if stages is None
+             else {s: info.size_bytes for s, info in stages.items()})
     return {s: round(1.1 * b / MIB + 2.0, 1) for s, b in sizes.items()}
 
 
 def cost_parts(cost: Any) -> tuple[float, float]:
-    """(load MB, run MB) of one stage's cost: a `StageCost`, a mapping with ``load_mb``
-    (and ``run_mb``, default 0), or a plain number of MB (all load).
+    """(load MB, run MB) of a `StageCost`, a mapping with ``load_mb`` (and ``run_mb``), or
+    a number (all load).
 
     Example:
         >>> cost_parts({"load_mb": 30, "run_mb": 12}), cost_parts(50)
@@ -173,8 +133,7 @@ def cost_parts(cost: Any) -> tuple[float, float]:
 
 def memory_split(costs: Mapping[str, Any], runtime_mb: float | None = None
                  ) -> dict[str, float]:
-    """The memory split in percent: weights and sessions (load MB), working memory (run MB),
-    runtime (RSS before any session, when known). ``costs``: stage -> cost (`cost_parts`).
+    """The memory split in percent: sessions (load MB), working memory (run MB), runtime.
 
     Example:
         >>> memory_split({"vocoder": {"load_mb": 30, "run_mb": 10}}, runtime_mb=60)
@@ -191,9 +150,8 @@ def memory_split(costs: Mapping[str, Any], runtime_mb: float | None = None
 
 def resident_costs_mb(costs: Mapping[str, Any] | StageCosts | None, bundle: Any
                       ) -> dict[str, float]:
-    """Resident MB per stage for the budget: measured where given, estimated for the rest.
-
-    ``costs``: a `StageCosts`, ``{stage: MB}`` or ``{stage: {"load_mb", "run_mb"}}``.
+    """Resident MB per stage for the budget: ``costs`` (a `StageCosts`, ``{stage: MB}`` or
+    ``{stage: {"load_mb", "run_mb"}}``) where given, estimated for the rest.
 
     Example:
         >>> resident_costs_mb({"vocoder": 50}, {"vocoder": 1, "text_encoder": 2**20})
@@ -203,13 +161,12 @@ def resident_costs_mb(costs: Mapping[str, Any] | StageCosts | None, bundle: Any
     if isinstance(costs, StageCosts):
         costs = costs.costs_mb()
     if costs is not None and not isinstance(costs, Mapping):
-        raise TtsKitError(f"stage_costs_mb must map stage names to MB, like "
-                         f'{{"vocoder": 120}}; got a {type(costs).__name__}')
+        raise TtsKitError('stage_costs_mb must map stage names to MB, like {"vocoder": 120}; '
+                          f"got a {type(costs).__name__}")
     for stage, cost in (costs or {}).items():
         if stage not in contract.STAGES and stage not in out:
-            raise TtsKitError(
-                f"stage_costs_mb names unknown stage '{stage}'; stages are {list(contract.STAGES)}"
-            )
+            raise TtsKitError(f"stage_costs_mb names unknown stage '{stage}'; stages are "
+                              f"{list(contract.STAGES)}")
         try:
             load, run = cost_parts(cost)
             value = load + max(run, 0.0)  # a kept session's arena holds its run's memory
@@ -223,8 +180,8 @@ def resident_costs_mb(costs: Mapping[str, Any] | StageCosts | None, bundle: Any
 
 def suggest_budget(costs_mb: Mapping[str, float], headroom: float = 1.2,
                    share: float = 0.6) -> str:
-    """A ``budget:MB`` policy that shows what a budget does: room for the largest stage with
-    ``headroom``, at least ``share`` of all (some stay loaded), under all (some are paged).
+    """A ``budget:MB`` that shows what a budget does: room for the largest stage with
+    ``headroom``, and at least ``share`` of all.
 
     Example:
         >>> suggest_budget({"duration_predictor": 5, "text_encoder": 30,

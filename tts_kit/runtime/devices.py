@@ -1,11 +1,5 @@
-"""What execution devices this machine offers: ONNX Runtime providers, CUDA, GPU memory.
-
-The probes the precision measurements and ``bench/device_check.py`` share, and
-`environment`, the fingerprint reports and sweep records carry.
-
-Example:
-    >>> "CPUExecutionProvider" in available_providers()
-    True
+"""What execution devices this machine offers (ONNX Runtime providers, CUDA, GPU memory),
+and `environment`, the fingerprint reports and sweep records carry.
 """
 
 from __future__ import annotations
@@ -39,10 +33,8 @@ def available_providers() -> list[str]:
 
 
 def gpu_memory_mb(pid: int | None = None) -> tuple[float | None, str]:
-    """GPU memory in MiB held by process ``pid`` (default: this one), and how it was read.
-
-    ``nvidia-smi``'s per-process figure, else (containers hide PIDs) the device-wide
-    ``memory.used``; ``(None, reason)`` without it. What was reserved, not what tensors need.
+    """GPU memory in MiB ``pid`` (default: this process) holds, and how it was read:
+    ``nvidia-smi`` per process, else (containers hide PIDs) device-wide; None without.
 
     Example:
         >>> mb, how = gpu_memory_mb()
@@ -86,9 +78,26 @@ def gpu_list() -> str | None:
     return subprocess.run([smi, "-L"], capture_output=True, text=True).stdout.strip()
 
 
+def one_node_model() -> bytes:
+    """A serialised one-node graph (Relu of one float), to probe or warm up ONNX Runtime.
+
+    Example:
+        >>> ort.InferenceSession(one_node_model()).get_inputs()[0].name
+        'x'
+    """
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "probe",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
 def cuda_usable() -> tuple[bool, str]:
-    """Whether a session really runs on CUDA here (listed is not enough); creates a CUDA
-    context in this process (`probe_cuda` asks in a child).
+    """Whether a session really runs on CUDA here; creates a CUDA context in this process.
 
     Example:
         >>> ok, why = cuda_usable()
@@ -96,25 +105,12 @@ def cuda_usable() -> tuple[bool, str]:
         True
     """
     if CUDA not in ort.get_available_providers():
-        return False, (
-            f"this onnxruntime {ort.__version__} has no CUDAExecutionProvider "
-            "(install onnxruntime-gpu instead of onnxruntime)"
-        )
-    from onnx import TensorProto, helper
-
-    graph = helper.make_graph(
-        [helper.make_node("Relu", ["x"], ["y"])], "probe",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
+        return False, (f"this onnxruntime {ort.__version__} has no CUDAExecutionProvider "
+                       "(install onnxruntime-gpu instead of onnxruntime)")
     try:
         so = ort.SessionOptions()
         so.log_severity_level = 3
-        sess = ort.InferenceSession(
-            model.SerializeToString(), sess_options=so, providers=[CUDA, CPU],
-        )
+        sess = ort.InferenceSession(one_node_model(), sess_options=so, providers=[CUDA, CPU])
     except Exception as exc:
         return False, f"CUDA session failed: {type(exc).__name__}: {exc}"
     if sess.get_providers()[0] != CUDA:
@@ -123,8 +119,7 @@ def cuda_usable() -> tuple[bool, str]:
 
 
 def probe_cuda(timeout_s: float = 300) -> tuple[bool, str]:
-    """`cuda_usable`, asked in a fresh process (a CUDA context here would inflate later GPU
-    figures).
+    """`cuda_usable`, asked in a fresh process (a context here would inflate GPU figures).
 
     Example:
         >>> ok, why = probe_cuda()  # doctest: +SKIP
@@ -159,8 +154,7 @@ def _cpu_model() -> str:
 
 
 def environment() -> dict[str, Any]:
-    """The fingerprint of this machine and software stack: CPU, cgroup limits, memory, OS,
-    Python, ONNX Runtime and numpy versions, providers.
+    """The fingerprint of this machine and software stack: CPU, limits, memory, versions.
 
     Example:
         >>> sorted(environment())[:4]
@@ -174,8 +168,6 @@ def environment() -> dict[str, Any]:
         "cpu_model": _cpu_model(),
         "cpu_count": os.cpu_count() or 1,
         "cpus_available": len(procfacts.allowed_cpus()),
-        # What trials and "cores" presets plan for: the affinity capped by a CPU quota,
-        # which os.cpu_count() and the affinity both ignore.
         "cpus_usable": procfacts.usable_cores(),
         "cgroup_cpu_quota": procfacts.cgroup_cpu_quota(),
         "cgroup_memory_limit_mb": None if limit is None else round(limit, 1),

@@ -1,17 +1,7 @@
 """Loading machinery: when each stage's session is created, and how its memory goes back.
 
-The `StageLoader` hands out one session per stage under a load policy (``resident``,
-``paged``, ``budget:MB``, options after ``+``: docs/guide.md, "Loading policies") and marks
-``load``/``run``/``release <stage>`` events. Its parts (`LoadPolicy`, session files, costs)
-are re-exported here.
-
-Example:
-    >>> from tts_kit.runtime.loading import LoadPolicy
-    >>> p = LoadPolicy.parse("budget:300")
-    >>> p.policy, p.budget_mb
-    ('budget', 300.0)
-    >>> LoadPolicy.parse("paged").external_data, LoadPolicy.parse("resident").external_data
-    (True, False)
+The `StageLoader` hands out one session per stage under a load policy (docs/guide.md,
+"Loading policies"); `LoadPolicy`, session creation and costs are re-exported here.
 """
 
 from __future__ import annotations
@@ -41,34 +31,21 @@ from tts_kit.runtime.costs import (  # noqa: F401  (re-exported: the loading API
     resident_costs_mb,
     suggest_budget,
 )
-from tts_kit.runtime.policy import LOADINGS, LoadPolicy  # noqa: F401
+from tts_kit.runtime.policy import LoadPolicy
 from tts_kit.runtime.session_files import (  # noqa: F401
-    EXTERNAL_CACHE_MB,
-    INPROCESS_CONVERT_BYTES,
     check_loads,
     create_session,
-    external_cache_dir,
-    external_cache_limit_mb,
     external_copy,
-    optimised_copy,
     prune_external_cache,
     session_file,
-    sweep_external_cache,
 )
-
-# -- the loader ---------------------------------------------------------------------------
 
 SessionFactory = Callable[[str], ort.InferenceSession]
 
 
 def _probe(session: Any) -> Callable[[], Any] | None:
-    """A weak reference to what holds ``session``'s memory (ONNX Runtime's C++ session, the
-    wrapper's ``_sess``, which an ``IOBinding`` also holds); None where none can be taken.
-
-    Example:
-        >>> _probe(object()) is None
-        True
-    """
+    """A weak reference to what holds ``session``'s memory (ORT's C++ ``_sess``, which an
+    ``IOBinding`` also holds); None where none can be taken."""
     try:
         return weakref.ref(getattr(session, "_sess", session))
     except TypeError:
@@ -76,12 +53,8 @@ def _probe(session: Any) -> Callable[[], Any] | None:
 
 
 def _settle(probes: Sequence[Callable[[], Any] | None], trim: bool) -> None:
-    """After sessions were dropped: collect garbage only if one is still alive (a reference
-    cycle), then (``trim``) give the freed heap back to the system.
-
-    Example:
-        >>> _settle([_probe(object())], trim=True)
-    """
+    """After sessions were dropped: collect garbage if one is still alive (a cycle), then
+    (``trim``) give the freed heap back to the system."""
     if any(p is None or p() is not None for p in probes):
         gc.collect()
     if trim:
@@ -89,10 +62,8 @@ def _settle(probes: Sequence[Callable[[], Any] | None], trim: bool) -> None:
 
 
 class SessionLease:
-    """What `StageLoader.session` hands out: the stage's session until it is released.
-
-    Calls go through to the session (``lease.run(...)``); the loader holds the only
-    reference, so a lease kept past its block cannot keep a released session alive.
+    """The stage's session until the loader releases it (calls go through to it); a lease
+    kept past its block cannot keep a released session alive.
 
     Example:
         >>> lease = SessionLease("vocoder", [1, 2])
@@ -121,19 +92,8 @@ class SessionLease:
 
 
 class StageLoader:
-    """Hands out one session per stage under a load policy; marks load/run/release events.
-
-    Thread-safe: bookkeeping under one lock, each caller pins the session it runs (counted
-    per thread, so a thread may re-enter its stage), released only once nobody runs it.
-
-    Args:
-        factory: creates the session of a stage (the engine's, with its presets).
-        loading: ``resident``, ``paged``, ``budget:MB`` (with options) or a `LoadPolicy`.
-        costs_mb: resident MB of each stage, for ``budget`` (every stage needs one).
-        stages: the model's stages, in pipeline order (Supertonic's four by default).
-
-    Raises:
-        TtsKitError: a bad spec, missing costs, or a budget below the cheapest stage.
+    """Hands out one session per stage under a load policy, marking ``load``/``run``/
+    ``release <stage>``; thread-safe. ``costs_mb``: resident MB per stage, for ``budget``.
 
     Example:
         >>> loader = StageLoader(lambda s: object(), "budget:25",
@@ -152,7 +112,6 @@ class StageLoader:
         costs_mb: Mapping[str, float] | None = None,
         stages: Sequence[str] = contract.STAGES,
     ):
-        # A string is parsed here, at the public edge; the engine passes its parsed policy.
         self.policy = loading if isinstance(loading, LoadPolicy) else LoadPolicy.parse(loading)
         self.spec = loading if isinstance(loading, str) else self.policy.spec
         self.budget_mb = self.policy.budget_mb
@@ -167,9 +126,8 @@ class StageLoader:
         self._pins: dict[str, int] = {}
         self._held = threading.local()
         self._closing: set[str] = set()  # closed while running: released when the run ends
-        # Loads are serialised on purpose: two threads loading one graph at once would
-        # double its load peak (what paged loading exists to bound), and the budget must
-        # see each load before deciding the next. Runs happen outside the lock.
+        # Loads are serialised (two at once would double the load peak paged loading bounds,
+        # and the budget must see each load); runs happen outside the lock.
         self._lock = threading.RLock()
         if self.policy.policy == "budget":
             missing = [s for s in self.stages if s not in self.costs_mb]
@@ -194,16 +152,13 @@ class StageLoader:
         self._live[stage] = sess
         self._leases[stage] = SessionLease(stage, sess)
         del sess
-        # Session creation frees its temporaries (parsed model, unpacked weights) into the
-        # C++ heap; without a trim they stay in RSS as long as the process lives. They are
-        # not Python objects: a garbage collection would find none of them.
+        # Session creation frees its temporaries into the C++ heap: only a trim returns them.
         if self.policy.trim:
             malloc_trim()
         self.load_s[stage] = time.perf_counter() - t0
 
     def _release(self, stage: str, settle: bool = True) -> Callable[[], Any] | None:
-        """Drop ``stage``'s session; returns its probe (settled here unless ``settle`` is
-        False: `close` settles all its releases at once)."""
+        """Drop ``stage``'s session; returns its probe (``settle``: settle it here)."""
         events.mark(f"release {stage}")
         probe = _probe(self._live.pop(stage))
         self._leases.pop(stage)._drop()
@@ -235,8 +190,7 @@ class StageLoader:
         with self._lock:
             if stage not in self._live:
                 need = self.costs_mb.get(stage, 0.0)
-                # A stage that cannot fit even alone is run paged beside the ones kept:
-                # evicting them would not bring it under the budget, only reload them later.
+                # A stage that cannot fit even alone runs paged beside the ones kept.
                 if self.policy.policy == "budget" and need <= (self.budget_mb or 0.0):
                     self._fit_budget(need)
                 self._load(stage)
@@ -260,10 +214,8 @@ class StageLoader:
 
     @contextmanager
     def session(self, stage: str) -> Iterator[SessionLease]:
-        """The session of ``stage`` for one run; loads and releases it as the policy says.
-
-        Re-entrant per thread: only the outermost block loads, marks ``run`` and releases.
-        """
+        """The session of ``stage`` for one run, loaded and released as the policy says
+        (re-entrant per thread: the outermost block does it)."""
         depth: dict[str, int] | None = getattr(self._held, "depth", None)
         if depth is None:
             depth = self._held.depth = {}
@@ -302,12 +254,11 @@ class StageLoader:
                 _settle(probes, self.policy.trim)
 
 
-
 def prepare_loading(paths: Sequence[str | Path], loading: str | LoadPolicy = "resident", *,
                     sess_options: ort.SessionOptions | None = None,
                     providers: list[Any] | None = None) -> list[Path]:
-    """Make now the copies ``loading`` needs (external-data, optimised), so a cold cache is
-    paid here, not inside a measured load; returns the files sessions will load from.
+    """Make now the copies ``loading`` needs, so a cold cache is not paid inside a measured
+    load; returns the files sessions will load from.
 
     Example:
         >>> prepare_loading([], "paged")

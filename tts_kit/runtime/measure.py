@@ -1,9 +1,7 @@
 """Measure one function in a fresh process tree: peak RSS, RSS timeline, events, CPU, status.
 
-`run_isolated` runs ``fn`` in a *spawned* child, optionally pinned to ``cpus`` cores under a
-memory budget on its tree's summed RSS, and returns a `Measurement`: an overrun, timeout,
-exception or crash comes back as a status, and nothing the workload started outlives it.
-How each number is taken: docs/guide.md, "Measuring in a fresh process tree".
+An overrun, timeout, exception or crash comes back as a status, and nothing the work started
+outlives it (docs/guide.md, "Measuring in a fresh process tree").
 
 Example:
     >>> from tts_kit.runtime.measure import run_isolated
@@ -51,47 +49,29 @@ _PR_SET_CHILD_SUBREAPER = 36
 class Measurement:
     """What `run_isolated` observed. Memory in MiB, times in seconds from the child's start."""
 
+    #: ``ok``, ``oom`` (over the budget, or SIGKILLed from outside as by the kernel's OOM
+    #: killer), ``timeout`` or ``error`` (exception or crash).
     status: str = "ok"
-    """``"ok"``, ``"oom"`` (over ``mem_budget_mb``, or SIGKILLed from outside, as the
-    kernel's OOM killer does), ``"timeout"`` or ``"error"`` (exception or crash)."""
-    error: str = ""
-    """One line: the child's exception (``"ValueError: bad"``), or what ended it
-    (``"killed by signal 11 (SIGSEGV)"``, ``"RSS 212.4 MB passed the 200 MB budget"``)."""
-    result: Any = None
-    """``fn``'s return value (only when ``status == "ok"``)."""
+    error: str = ""  #: one line: the child's exception, or what ended it
+    result: Any = None  #: ``fn``'s return value (only when ``ok``)
+    #: The tree's peak: the child's own high-water mark or the largest summed sample.
     peak_rss_mb: float = math.nan
-    """The RSS peak of the child's process tree: the child's own high-water mark or the
-    largest summed sample, whichever is larger (see the module docstring)."""
-    peak_pss_mb: float = math.nan
-    """The largest summed PSS of the tree, read about every 100 ms (NaN: not known)."""
-    max_processes: int = 0
-    """The most processes the tree had in one sample (1: the child alone)."""
-    baseline_rss_mb: float = math.nan
-    """The child's RSS after imports, just before ``fn`` started."""
+    peak_pss_mb: float = math.nan  #: largest summed PSS, read about every 100 ms
+    max_processes: int = 0  #: most processes in one sample (1: the child alone)
+    baseline_rss_mb: float = math.nan  #: the child's RSS after imports, before ``fn``
+    #: ``(t, rss_mb)``: the tree's summed RSS every ``sample_ms``.
     timeline: list[tuple[float, float]] = field(default_factory=list)
-    """``(t, rss_mb)`` samples taken by the parent every ``sample_ms``: the summed RSS of
-    the child and its descendants."""
-    events: list[tuple[float, str]] = field(default_factory=list)
-    """``(t, name)`` for every `tts_kit.core.events.mark` in the child, in order."""
-    wall_s: float = math.nan
-    """From starting the child to its result (or its death), as the parent saw it."""
-    work_start_s: float = math.nan
-    """When ``fn`` was called (time after the spawn and imports)."""
-    work_s: float = math.nan
-    """``fn``'s own wall time (child clock); NaN when it did not finish."""
+    events: list[tuple[float, str]] = field(default_factory=list)  #: the child's marks
+    wall_s: float = math.nan  #: from the start to the result (or death), parent's view
+    work_start_s: float = math.nan  #: when ``fn`` was called
+    work_s: float = math.nan  #: ``fn``'s own wall time; NaN when it did not finish
+    #: CPU time during ``fn`` / ``work_s`` x 100 (an unfinished child: over its lifetime).
     cpu_percent: float = math.nan
-    """Child CPU time during ``fn`` / ``work_s`` x 100 (100 = one core busy). For a
-    child that did not finish: its CPU time / its lifetime, from the last sample."""
-    cpus: int | None = None
-    """Cores the child was pinned to (None: not pinned)."""
+    cpus: int | None = None  #: cores pinned to (None: not pinned)
     mem_budget_mb: float | None = None
-    """The RSS budget enforced (None: none)."""
-    oom_rss_mb: float | None = None
-    """The tree's summed RSS when the watchdog killed it for the budget (None otherwise)."""
-    exitcode: int | None = None
-    """The child's exit code (negative: the signal that ended it)."""
-    traceback: str = ""
-    """The child's full traceback when ``fn`` raised (``error`` is its last line)."""
+    oom_rss_mb: float | None = None  #: the tree's RSS when killed for the budget
+    exitcode: int | None = None  #: negative: the signal that ended it
+    traceback: str = ""  #: the child's traceback when ``fn`` raised
 
     @property
     def ok(self) -> bool:
@@ -159,10 +139,8 @@ def run_isolated(
     timeout_s: float | None = None,
     **kwargs: Any,
 ) -> Measurement:
-    """Run ``fn(*args, **kwargs)`` in a fresh spawned process and measure it.
-
-    ``fn`` must be importable by name (not a lambda or a notebook function); ``args``,
-    ``kwargs`` and the return value must pickle.
+    """Run ``fn(*args, **kwargs)`` in a fresh spawned process and measure it; ``fn`` must be
+    importable by name, its arguments and result must pickle.
 
     Example:
         >>> import time
@@ -170,18 +148,15 @@ def run_isolated(
         'timeout'
     """
     _check_importable(fn)
+    pinned: list[int] | None = None
     if cpus is not None:
         cores = procfacts.allowed_cpus()
         if isinstance(cpus, bool) or not isinstance(cpus, int) or cpus < 1:
             raise TtsKitError(f"cpus must be a positive integer, got {cpus!r}")
         if cpus > len(cores):
-            raise TtsKitError(
-                f"cpus={cpus} but this process may only use {len(cores)} core(s) "
-                f"({cores}); ask for at most {len(cores)}"
-            )
-        pinned: list[int] | None = procfacts.idlest_cpus(cpus, cores)
-    else:
-        pinned = None
+            raise TtsKitError(f"cpus={cpus} but this process may only use {len(cores)} "
+                              f"core(s) ({cores}); ask for at most {len(cores)}")
+        pinned = procfacts.idlest_cpus(cpus, cores)
     if mem_budget_mb is not None and not mem_budget_mb > 0:
         raise TtsKitError(f"mem_budget_mb must be positive, got {mem_budget_mb!r}")
     if timeout_s is not None and not timeout_s > 0:
@@ -196,16 +171,13 @@ def run_isolated(
             f"({type(exc).__name__}: {exc}); pass plain data (paths, dicts, numbers)"
         ) from exc
 
-    # Spawn normally re-runs the caller's script as __mp_main__ in the child: that would
-    # add the script's imports to the baseline (and fails for `python -`). Only do it when
-    # the function or an argument lives in __main__.
+    # Spawn re-runs the caller's script in the child (its imports in the baseline): only
+    # when the function or an argument lives in __main__.
     needs_main = b"__main__" in payload
     ctx = mp.get_context("spawn")
     recv_conn, send_conn = ctx.Pipe(duplex=False)
-    proc = ctx.Process(
-        target=_child_main, args=(send_conn, payload, pinned), name="tts_kit.runtime.measure",
-        daemon=True,
-    )
+    proc = ctx.Process(target=_child_main, args=(send_conn, payload, pinned),
+                       name="tts_kit.runtime.measure", daemon=True)
     current_settings()  # this process's settings, read before the child's are set below
     # Set before exec so OpenMP and ORT read them as the libraries load.
     child_env = {CPUS_ENV: None if cpus is None else str(cpus)}
@@ -217,8 +189,11 @@ def run_isolated(
     send_conn.close()  # so a dead child reads as EOF instead of a silent pipe
     tree = ProcTree(proc)
     try:
-        return _watch(proc, recv_conn, t0, cpus, mem_budget_mb, sample_ms / 1000.0, timeout_s,
-                      tree)
+        w = _Watcher(proc, recv_conn, t0, Measurement(cpus=cpus, mem_budget_mb=mem_budget_mb),
+                     tree)
+        w.sample_until_done(mem_budget_mb, sample_ms / 1000.0, timeout_s)
+        w.reap()
+        return w.result()
     finally:
         # Whatever happened (the caller's Ctrl-C included), nothing of the tree survives.
         tree.kill(root=True)
@@ -231,9 +206,8 @@ def run_isolated(
 
 @contextlib.contextmanager
 def _spawn_scope(env: dict[str, str | None], hide_main: bool) -> Iterator[None]:
-    """Set what a spawned child inherits at ``start()`` (``os.environ``, and whether it
-    re-runs ``__main__``) under a lock, and put it back exactly on leaving, even on error.
-    ``env`` maps a name to its value in the child, None: absent there."""
+    """Under a lock, set what a child spawned now inherits (``env``: None unsets; whether it
+    re-runs ``__main__``), and put it back exactly on leaving."""
     with _SPAWN_LOCK:
         saved = {k: os.environ.get(k) for k in env}
         real_main = sys.modules.get("__main__")
@@ -263,17 +237,13 @@ def _check_importable(fn: Callable[..., Any]) -> None:
     qualname = getattr(fn, "__qualname__", "") or ""
     module = getattr(fn, "__module__", None)
     if "<lambda>" in qualname or "<locals>" in qualname:
-        raise TypeError(
-            f"run_isolated cannot run {qualname!r}: lambdas and nested functions cannot be "
-            "imported by a spawned process; define it at module level in an importable module"
-        )
-    if module == "__main__":
-        main = sys.modules.get("__main__")
-        if getattr(main, "__file__", None) is None:
-            raise TypeError(
-                f"run_isolated cannot run {qualname!r}: it was defined interactively "
-                "(notebook or REPL), so a spawned process cannot import it; move it to a .py module"
-            )
+        raise TypeError(f"run_isolated cannot run {qualname!r}: lambdas and nested functions "
+                        "cannot be imported by a spawned process; define it at module level "
+                        "in an importable module")
+    if module == "__main__" and getattr(sys.modules.get("__main__"), "__file__", None) is None:
+        raise TypeError(f"run_isolated cannot run {qualname!r}: it was defined interactively "
+                        "(notebook or REPL), so a spawned process cannot import it; move it "
+                        "to a .py module")
 
 
 def _signal_name(num: int) -> str:
@@ -283,26 +253,8 @@ def _signal_name(num: int) -> str:
         return f"signal {num}"
 
 
-def _watch(
-    proc: Any,
-    conn: Any,
-    t0: float,
-    cpus: int | None,
-    budget: float | None,
-    interval: float,
-    timeout_s: float | None,
-    tree: ProcTree | None = None,
-) -> Measurement:
-    """Parent side: sample the tree, enforce budget and timeout, collect the child's messages."""
-    w = _Watcher(proc, conn, t0, Measurement(cpus=cpus, mem_budget_mb=budget),
-                 tree or ProcTree(proc))
-    w.sample_until_done(budget, interval, timeout_s)
-    w.reap()
-    return w.result()
-
-
 class _Watcher:
-    """The state of one watched child: its messages, samples, and why it ended."""
+    """Parent side of one child: its messages, the tree's samples, budget and timeout."""
 
     def __init__(self, proc: Any, conn: Any, t0: float, m: Measurement, tree: ProcTree):
         self.proc, self.conn, self.t0, self.m, self.tree = proc, conn, t0, m, tree
@@ -407,8 +359,6 @@ class _Watcher:
             m.error = done.get("error", "")
             m.traceback = done.get("traceback", "")
             m.result = done.get("result")
-            # The child's own high-water mark, or the tree's summed peak when its
-            # descendants made the total larger.
             peaks = [v for v in (done["peak_rss_mb"], self.peak_work) if not math.isnan(v)]
             m.peak_rss_mb = max(peaks) if peaks else math.nan
             m.work_s = done["work_s"]
@@ -440,8 +390,7 @@ class _Watcher:
                 m.status = "error"
                 m.error = f"killed by signal {-code} ({name})"
         else:
-            m.status = "error"
-            m.error = f"child exited with code {code} before reporting a result"
+            m.status, m.error = "error", f"child exited with code {code} before reporting a result"
 
 
 def _child_main(conn: Any, payload: bytes, pinned: list[int] | None) -> None:
@@ -489,11 +438,8 @@ def _child_main(conn: Any, payload: bytes, pinned: list[int] | None) -> None:
 
 
 def _contain_descendants() -> None:
-    """Child side, first thing: keep whatever ``fn`` starts findable by the parent.
-
-    Its own process group (descendants that left the tree stay findable, and a terminal's
-    Ctrl-C reaches only the parent) and, on Linux, the subreaper role (orphans stay counted).
-    """
+    """Child side, first: its own process group (a terminal's Ctrl-C reaches only the
+    parent) and, on Linux, the subreaper role, so the parent finds whatever ``fn`` starts."""
     try:
         os.setpgid(0, 0)
     except (AttributeError, OSError):

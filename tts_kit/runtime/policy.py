@@ -1,9 +1,5 @@
 """Load policies: a ``loading`` spec (``resident``, ``paged``, ``budget:MB`` with ``+``
 options) parsed into a `LoadPolicy`; `tts_kit.runtime.loading` says what each policy does.
-
-Example:
-    >>> LoadPolicy.parse("paged+notrim").spec
-    'paged+notrim'
 """
 
 from __future__ import annotations
@@ -16,8 +12,6 @@ from tts_kit.core.errors import TtsKitError
 LOADINGS = ("resident", "paged", "budget")
 _OPTIONS = ("trim", "notrim", "ext", "noext", "mmap", "opt", "noopt")
 
-
-# -- policies -----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -32,20 +26,13 @@ class LoadPolicy:
         'budget:300+notrim'
     """
 
-    policy: str = "resident"
-    """``resident``, ``paged`` or ``budget``."""
-    budget_mb: float | None = None
-    """The budget of ``budget`` in MB (None for the others)."""
-    trim: bool = True
-    """``malloc_trim(0)`` after every load and release (a released session that a reference
-    cycle keeps alive is collected first, either way)."""
-    external_data: bool | None = None
-    """Load from an external-data copy of each graph (None: on for paged and budget)."""
-    prepack: bool = True
-    """Let ONNX Runtime pre-pack weights (off with ``mmap``: the weights stay mapped)."""
+    policy: str = "resident"  #: ``resident``, ``paged`` or ``budget``
+    budget_mb: float | None = None  #: ``budget`` only
+    trim: bool = True  #: ``malloc_trim(0)`` after every load and release
+    external_data: bool | None = None  #: external-data copies (None: not for resident)
+    prepack: bool = True  #: ORT pre-packs weights (off with ``mmap``: they stay mapped)
+    #: Load a saved optimised copy, optimiser off (None: on with external data; CPU only).
     optimised: bool | None = None
-    """Load a saved optimised copy of each graph, optimiser off (None: on for paged and
-    budget; needs external data; CPU sessions only)."""
 
     def __post_init__(self) -> None:
         if self.policy not in LOADINGS:
@@ -53,10 +40,8 @@ class LoadPolicy:
         if self.policy == "budget":
             ok = isinstance(self.budget_mb, (int, float)) and self.budget_mb > 0
             if not ok or not math.isfinite(float(self.budget_mb)):  # type: ignore[arg-type]
-                raise TtsKitError(
-                    f"loading budget: give the budget in MB > 0, e.g. budget:300 "
-                    f"(got {self.budget_mb!r})"
-                )
+                raise TtsKitError("loading budget: give the budget in MB > 0, e.g. budget:300 "
+                                  f"(got {self.budget_mb!r})")
         elif self.budget_mb is not None:
             raise TtsKitError(f"loading '{self.policy}' takes no budget; use budget:MB")
         if self.external_data is None:
@@ -100,12 +85,9 @@ class LoadPolicy:
             raise TtsKitError(f"loading '{spec}': only budget takes a number (budget:MB)")
         bad = [o for o in opts if o not in _OPTIONS]
         if bad:
-            raise TtsKitError(
-                f"loading '{spec}': unknown option(s) {bad}; options are {', '.join(_OPTIONS)}"
-            )
-        ext: bool | None = None
-        if "ext" in opts or "mmap" in opts:
-            ext = True
+            raise TtsKitError(f"loading '{spec}': unknown option(s) {bad}; options are "
+                              f"{', '.join(_OPTIONS)}")
+        ext = True if "ext" in opts or "mmap" in opts else None
         if "noext" in opts:
             if ext:
                 raise TtsKitError(f"loading '{spec}': noext contradicts ext/mmap; keep one")

@@ -1,9 +1,5 @@
 """Session creation: one stage's ONNX Runtime session as a `LoadPolicy` loads it, and the
 external-data copies (``ext``, ``mmap``) it may load from, kept in a bounded on-disk cache.
-
-Example:
-    >>> external_cache_dir().name
-    'external'
 """
 
 from __future__ import annotations
@@ -30,12 +26,8 @@ from tts_kit.core.settings import Settings
 from tts_kit.core.settings import settings as current_settings
 from tts_kit.runtime.policy import LoadPolicy
 
-# -- session creation ---------------------------------------------------------------------
-
-# Large graphs are converted in a child so their parse (2-3x the file) never lands in the
-# heap of the process being kept small; small ones in-process, where a child's start-up
-# (about a second) would cost more than the parse, but only when onnx is already imported:
-# importing it costs as much as the child and leaves 15 MB in the serving process.
+# Large graphs are converted in a child, so their parse (2-3x the file) stays out of this
+# heap; small ones in-process when onnx is already imported (importing it costs as much).
 _EXTERNALIZE = """
 import sys, onnx
 model = onnx.load(sys.argv[1])
@@ -44,8 +36,6 @@ onnx.save_model(model, sys.argv[2], save_as_external_data=True, all_tensors_to_o
 """
 #: Graphs up to this size are converted to external data in-process.
 INPROCESS_CONVERT_BYTES = 16 * 2**20
-
-
 #: Default bound of the external-data cache, in MB (``$TTS_KIT_EXTERNAL_CACHE_MB``).
 EXTERNAL_CACHE_MB = 2048.0
 
@@ -82,9 +72,8 @@ def external_cache_limit_mb(*, settings: Settings | None = None) -> float:
 
 
 def _content_key(src: Path) -> str:
-    """The cache key of a graph: its name and the SHA-256 of its content (data files too),
-    so a same-size replacement with its mtime kept is not served the old weights."""
-    from tts_kit.core.digests import file_sha256  # digests shared with Bundle.sha256: read once
+    """The cache key of a graph: its name and the SHA-256 of its content (data files too)."""
+    from tts_kit.core.digests import file_sha256
 
     parts = [src.name, file_sha256(src)]
     for data in sorted(src.parent.glob(f"{src.name}.data*")):  # the bundle's own external data
@@ -104,9 +93,8 @@ def _tree_bytes(path: Path) -> int:
 
 def prune_external_cache(root: str | os.PathLike[str] | None = None,
                          limit_mb: float | None = None, keep: Path | None = None) -> list[Path]:
-    """Remove the least recently used copies until the cache holds at most ``limit_mb``.
-
-    A directory's mtime is its last use; ``keep`` and hidden (being written) ones stay.
+    """Remove the least recently used copies (by mtime) until the cache holds at most
+    ``limit_mb``; ``keep`` and hidden (being written) ones stay.
 
     Example:
         >>> prune_external_cache("/nonexistent", 0)
@@ -139,8 +127,8 @@ def prune_external_cache(root: str | os.PathLike[str] | None = None,
 
 
 def _cached_copy(src: Path, key: str, root: Path, write: Any) -> Path:
-    """The cache entry ``root/key`` holding ``src.name``, written by ``write(src, work)``
-    into a scratch directory (atomic; removed on failure) the first time; then pruned."""
+    """The cache entry ``root/key`` holding ``src.name``, written once by ``write(src, work)``
+    into a scratch directory (atomic), then pruned."""
     limit_mb = external_cache_limit_mb()  # a bad setting fails before any work
     target = root / key
     out = target / src.name
@@ -185,8 +173,8 @@ def _child(script: str, args: list[str], what: str) -> None:
 
 
 def _evict(root: Path, entry: Path) -> bool:
-    """Remove one cache entry (renamed to a temporary first, so no reader sees it half
-    deleted); False if it was gone already."""
+    """Remove one cache entry (renamed away first: no reader sees it half deleted); False
+    if it was gone already."""
     doomed = root / f".{entry.name}.tmp-{os.getpid()}-evict"
     try:
         os.replace(entry, doomed)
@@ -198,10 +186,8 @@ def _evict(root: Path, entry: Path) -> bool:
 
 def external_copy(path: str | os.PathLike[str], cache_dir: str | os.PathLike[str] | None = None
                   ) -> Path:
-    """A copy of the graph at ``path`` with its weights in one external data file.
-
-    Made once per content, in a child process (small graphs in-process), written atomically
-    into a bounded cache (`external_cache_limit_mb`); ``path`` is only read.
+    """A copy of the graph at ``path`` with its weights in one external data file, made once
+    per content into a bounded cache (`external_cache_limit_mb`).
 
     Example:
         >>> external_copy("bundle/onnx/vocoder.onnx")  # doctest: +SKIP
@@ -213,10 +199,8 @@ def external_copy(path: str | os.PathLike[str], cache_dir: str | os.PathLike[str
     return _cached_copy(src, _content_key(src), root, _write_external)
 
 
-# -- optimised graphs (paged loads skip the optimiser) --------------------------------------
-
-# ONNX Runtime optimises the graph and saves it, weights in one external data file (mapped
-# at load like an ``ext`` copy); run in a child for large graphs, like `_EXTERNALIZE`.
+# ORT optimises the graph and saves it, weights in one external data file; in a child for
+# large graphs, like `_EXTERNALIZE` (`_optimise_here` for small ones).
 _OPTIMISE = """
 import sys, onnxruntime as ort
 so = ort.SessionOptions()
@@ -235,8 +219,7 @@ OPTIMISED_META = "tts_kit-optimised.json"
 
 
 def _cpu_fingerprint() -> str:
-    """The CPU model and feature flags: an ``all``-level graph holds layout transforms
-    (NCHWc) chosen for this CPU, valid only where it was made."""
+    """The CPU model and flags: an ``all``-level graph holds layout transforms for this CPU."""
     try:
         text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -258,10 +241,9 @@ def optimised_copy(path: str | os.PathLike[str],
                    level: ort.GraphOptimizationLevel = ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
                    cache_dir: str | os.PathLike[str] | None = None, *,
                    prepacked: bool = True) -> Path:
-    """The graph at ``path`` as ONNX Runtime's CPU optimiser leaves it at ``level``, saved
-    once so a load can skip the optimiser (``prepacked``: weights pre-packed too, about
-    twice their size). Cached beside the external-data copies, keyed by the graph's
-    SHA-256, the ONNX Runtime version, the level and the CPU; ``path`` is only read.
+    """The graph at ``path`` as ORT's CPU optimiser leaves it at ``level`` (``prepacked``:
+    weights pre-packed too), saved once so a load can skip the optimiser; cached by the
+    graph's SHA-256, the ORT version, the level and the CPU.
 
     Example:
         >>> optimised_copy("bundle/onnx/vocoder.onnx")  # doctest: +SKIP
@@ -279,7 +261,7 @@ def optimised_copy(path: str | os.PathLike[str],
         try:
             stale = json.loads(entry.read_text(encoding="utf-8")) != meta
         except (OSError, ValueError):
-            stale = True  # no or broken record: not known to be this graph's copy
+            stale = True
         if stale:
             _evict(root, entry.parent)
 
@@ -314,9 +296,8 @@ _LEGACY_WORK = re.compile(r"^\.[0-9a-f]{20}\.[A-Za-z0-9_]{8}$")
 
 def sweep_external_cache(root: str | os.PathLike[str] | None = None,
                          legacy_after_s: float = 3600.0) -> list[Path]:
-    """Remove partial copies of dead writers from the external-data cache; returns them.
-
-    Older ``.<key>.<random>`` ones, which name no pid, go once ``legacy_after_s`` old.
+    """Remove partial copies of dead writers from the external-data cache (those of older
+    versions, which name no pid, once ``legacy_after_s`` old); returns them.
 
     Example:
         >>> sweep_external_cache("/nonexistent")
@@ -343,7 +324,7 @@ def session_file(path: str | os.PathLike[str], policy: LoadPolicy | str,
                  sess_options: ort.SessionOptions | None = None,
                  providers: list[Any] | None = None) -> Path:
     """The file a session of ``path`` loads under ``policy``: an optimised copy (``opt``, CPU
-    only), an external-data copy (``ext``), or ``path`` itself. Made on first use.
+    only), an external-data copy (``ext``), or ``path`` itself.
 
     Example:
         >>> session_file("bundle/onnx/vocoder.onnx", "resident")  # doctest: +SKIP
@@ -373,9 +354,7 @@ def create_session(
     providers: list[Any] | None = None,
     policy: LoadPolicy | str = "resident",
 ) -> ort.InferenceSession:
-    """Create one stage's session the way ``policy`` loads it (external data, pre-packing).
-
-    ``policy``: a `LoadPolicy` or a spec string.
+    """Create one stage's session the way ``policy`` (or its spec) loads it.
 
     Example:
         >>> sess = create_session("bundle/onnx/vocoder.onnx", policy="paged")  # doctest: +SKIP
@@ -390,9 +369,7 @@ def create_session(
         so.add_session_config_entry("session.disable_prepacking", "1")
     try:
         return ort.InferenceSession(str(model), sess_options=so, providers=providers)
-    except _GRAPH_ERRORS as exc:
-        # The graph itself (an op this ORT does not know, a broken protobuf): a bundle
-        # problem, said in one line naming the file, not ORT's multi-line traceback.
+    except _GRAPH_ERRORS as exc:  # the graph itself: one line naming the file
         raise BundleError(f"{path}: {_graph_error_text(exc)}") from None
 
 
@@ -410,10 +387,8 @@ def _graph_error_text(exc: BaseException) -> str:
 
 
 def check_loads(bundle: Any) -> list[str]:
-    """Create every stage's session once (CPU, graph optimisation off), then drop it.
-
-    An operator this ONNX Runtime cannot run fails here, as a `BundleError` naming the
-    graph, not at the first synthesis. Returns the stages checked.
+    """Create every stage's session once (CPU, optimiser off) and drop it, so an operator
+    this ORT cannot run fails here as a `BundleError`; returns the stages checked.
 
     Example:
         >>> from tts_kit import Bundle
@@ -423,8 +398,6 @@ def check_loads(bundle: Any) -> list[str]:
     stages = list(getattr(bundle, "stages", None) or contract.STAGES)  # a Piper voice: one
     for stage in stages:
         so = ort.SessionOptions()
-        # Loading resolves every node against ORT's kernel registry; optimising would
-        # only add time and memory to a check.
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         so.log_severity_level = 3
         sess = create_session(bundle.stage_path(stage), so, ["CPUExecutionProvider"])

@@ -1,18 +1,8 @@
 """ONNX Runtime session presets: what each option does, and why a preset sets it.
 
-A `SessionPreset` is plain data (JSON round-trips) that builds ``SessionOptions`` and the
-provider list and explains itself, one line per option. Shipped presets (`PRESETS`):
-``ort-default``, ``supertonic-default``, ``seed-2vcpu``, ``low-memory``, ``lean``. A thread
-count of ``"cores"`` (or ``None`` inside ``run_isolated(cpus=N)``) resolves to
+A `SessionPreset` is plain data that builds ``SessionOptions`` and explains itself, one line
+per option; `PRESETS` are the shipped ones. A thread count of ``"cores"`` resolves to
 `cores_in_force`, not ONNX Runtime's physical-core count.
-
-Example:
-    >>> from tts_kit.runtime.sessions import SessionPreset, get_preset
-    >>> p = SessionPreset(name="two-threads", intra_op_num_threads=2)
-    >>> p.session_options().intra_op_num_threads
-    2
-    >>> get_preset("low-memory").session_options().enable_cpu_mem_arena
-    False
 """
 
 from __future__ import annotations
@@ -51,74 +41,54 @@ CUDA_CONV_SEARCH = "HEURISTIC"
 #: What each option does, keyed by `SessionPreset` field or session config key.
 OPTION_DOCS: dict[str, str] = {
     "intra_op_num_threads": (
-        "threads that split one operator (GEMM, conv) between them; ORT's default is one "
-        "per physical core, and more threads than cores only adds contention"
-    ),
-    "inter_op_num_threads": (
-        "threads that run independent graph nodes at the same time; only used in parallel "
-        "execution mode"
-    ),
-    "execution_mode": (
-        "sequential runs one node at a time (all threads inside it); parallel also runs "
-        "independent branches at once, which needs the inter-op pool"
-    ),
+        "threads that split one operator (GEMM, conv) between them; ORT's default is one per "
+        "physical core, and more threads than cores only adds contention"),
+    "inter_op_num_threads": ("threads that run independent graph nodes at the same time; only "
+                             "used in parallel execution mode"),
+    "execution_mode": ("sequential runs one node at a time (all threads inside it); parallel "
+                       "also runs independent branches at once, which needs the inter-op pool"),
     "graph_optimization_level": (
-        "graph rewrites at load: constant folding, node fusions (all: also layout "
-        "transforms); more fusion means fewer intermediate tensors but a slower load"
-    ),
+        "graph rewrites at load: constant folding, node fusions (all: also layout transforms); "
+        "more fusion means fewer intermediate tensors but a slower load"),
     "enable_cpu_mem_arena": (
-        "the CPU allocator keeps freed blocks in an arena for reuse: fewer mallocs, but "
-        "RSS stays at the largest working set ever seen and does not shrink between requests"
-    ),
+        "the CPU allocator keeps freed blocks in an arena for reuse: fewer mallocs, but RSS "
+        "stays at the largest working set ever seen and does not shrink between requests"),
     "enable_mem_pattern": (
-        "ORT records the allocation plan per input shape and pre-allocates one block for "
-        "it; TTS input shapes change with every text, so each new shape plans a new block"
-    ),
+        "ORT records the allocation plan per input shape and pre-allocates one block for it; "
+        "TTS input shapes change with every text, so each new shape plans a new block"),
     "session.dynamic_block_base": (
-        "intra-op loops are cut into blocks that shrink as work runs out (base N); evens "
-        "out load between threads on shared or small machines"
-    ),
+        "intra-op loops are cut into blocks that shrink as work runs out (base N); evens out "
+        "load between threads on shared or small machines"),
     "session.intra_op.allow_spinning": (
         "1 (default): idle intra-op threads busy-wait for the next piece of work; 0: they "
         "sleep, saving CPU between operators; the latency effect depends on the machine "
-        "(bench/options.py measures it)"
-    ),
+        "(bench/options.py measures it)"),
     "session.inter_op.allow_spinning": (
-        "as intra_op.allow_spinning, for the inter-op pool (parallel mode only)"
-    ),
+        "as intra_op.allow_spinning, for the inter-op pool (parallel mode only)"),
     "session.disable_prepacking": (
         "1: do not pre-pack constant weights into the GEMM/conv kernels' blocked layout at "
-        "load; saves the packed copy (and the load-time peak of holding both), may cost speed"
-    ),
+        "load; saves the packed copy (and the load-time peak of holding both), may cost speed"),
     "session.use_ort_model_bytes_directly": (
-        "1: a session created from an ORT-format model in memory uses those bytes instead "
-        "of copying them; no effect for .onnx files or sessions created from a path"
-    ),
+        "1: a session created from an ORT-format model in memory uses those bytes instead of "
+        "copying them; no effect for .onnx files or sessions created from a path"),
     "session.use_ort_model_bytes_for_initializers": (
-        "1: with use_ort_model_bytes_directly, initializers point into the model bytes "
-        "instead of being copied (ORT-format models only)"
-    ),
+        "1: with use_ort_model_bytes_directly, initializers point into the model bytes instead "
+        "of being copied (ORT-format models only)"),
     "malloc_mmap_threshold_kb": (
-        "glibc, process-wide: blocks above this size are mmapped and unmapped on free; a "
-        "fixed value stops glibc raising the threshold to 32 MB after the first large free, "
-        "which otherwise leaves the copies a session makes while loading in the heap"
-    ),
+        "glibc, process-wide: blocks above this size are mmapped and unmapped on free; a fixed "
+        "value stops glibc raising the threshold to 32 MB after the first large free, which "
+        "otherwise leaves the copies a session makes while loading in the heap"),
     "providers": "execution providers in priority order; unavailable ones are skipped",
-    "gpu_mem_limit": (
-        "CUDA: the most bytes the CUDA arena may hold for this session"
-    ),
+    "gpu_mem_limit": "CUDA: the most bytes the CUDA arena may hold for this session",
     "arena_extend_strategy": (
-        "CUDA: how the arena grows; kNextPowerOfTwo (ORT's default) rounds each extension "
-        "up to a power of two, kSameAsRequested grows by exactly what is asked (less memory)"
-    ),
+        "CUDA: how the arena grows; kNextPowerOfTwo (ORT's default) rounds each extension up "
+        "to a power of two, kSameAsRequested grows by exactly what is asked (less memory)"),
     "cudnn_conv_algo_search": (
         "CUDA: how cuDNN picks a convolution algorithm; EXHAUSTIVE (ORT's default) benchmarks "
         "all, again for every new input shape, HEURISTIC (tts_kit's default) asks cuDNN, "
-        "DEFAULT uses the first one"
-    ),
+        "DEFAULT uses the first one"),
     "device_id": "CUDA: which GPU",
 }
-
 
 # glibc's mallopt parameter number and the largest threshold it accepts (HEAP_MAX / 2).
 _M_MMAP_THRESHOLD = -3
@@ -126,10 +96,8 @@ _MMAP_MAX_KB = 32 * 1024
 
 
 def set_malloc_mmap_threshold(kb: int) -> bool:
-    """Fix glibc's mmap threshold for this process; False where there is no glibc.
-
-    Allocations above ``kb`` KiB get their own mapping and go back to the OS when freed
-    (glibc otherwise raises the threshold after a large free); as ``MALLOC_MMAP_THRESHOLD_``.
+    """Fix glibc's mmap threshold (as ``MALLOC_MMAP_THRESHOLD_``) for this process; False
+    where there is no glibc.
 
     Example:
         >>> set_malloc_mmap_threshold(1024) in (True, False)
@@ -154,79 +122,53 @@ def cores_in_force() -> int:
 class SessionPreset:
     """A named set of ONNX Runtime session options. ``None`` means "leave ORT's default"."""
 
-    name: str = "ort-default"
-    """Short identifier, used in records and reports."""
+    name: str = "ort-default"  #: used in records and reports
+    #: A number, ``"cores"`` (the cores in force) or None (ORT's default, or the trial's
+    #: ``cpus`` inside `tts_kit.runtime.measure.run_isolated`).
     intra_op_num_threads: int | str | None = None
-    """Threads inside one operator: a number, ``"cores"`` (the cores in force) or None
-    (ORT's default, or the trial's ``cpus`` inside `tts_kit.runtime.measure.run_isolated`)."""
-    inter_op_num_threads: int | None = None
-    """Threads across independent operators; only used in parallel execution mode."""
-    execution_mode: str | None = None
-    """``"sequential"`` or ``"parallel"``."""
-    graph_optimization_level: str | None = None
-    """``"disable"``, ``"basic"``, ``"extended"`` or ``"all"``."""
+    inter_op_num_threads: int | None = None  #: only used in parallel execution mode
+    execution_mode: str | None = None  #: ``sequential`` or ``parallel``
+    graph_optimization_level: str | None = None  #: ``disable``, ``basic``, ``extended``, ``all``
     enable_cpu_mem_arena: bool | None = None
-    """Whether the CPU allocator keeps freed blocks in an arena for reuse."""
     enable_mem_pattern: bool | None = None
-    """Whether ORT pre-plans one big buffer per input shape (memory pattern)."""
+    #: Extra ``SessionOptions.add_session_config_entry`` keys (spinning, prepacking, ...).
     config_entries: dict[str, str] = field(default_factory=dict)
-    """Extra ``SessionOptions.add_session_config_entry`` keys (spinning, prepacking, ...)."""
     providers: list[str] = field(default_factory=lambda: ["CPUExecutionProvider"])
-    """Execution providers in priority order; unavailable ones are skipped."""
     provider_options: dict[str, dict[str, str]] = field(default_factory=dict)
-    """Per-provider options, e.g. ``{"CUDAExecutionProvider": {"gpu_mem_limit": "..."}}``."""
-    source: str = ""
-    """Where the preset comes from (an article, the official package, a measurement)."""
-    notes: dict[str, str] = field(default_factory=dict)
-    """Why the preset sets each option, keyed like `OPTION_DOCS` (shown by `explain`)."""
+    source: str = ""  #: where the preset comes from (an article, a measurement, ...)
+    notes: dict[str, str] = field(default_factory=dict)  #: why each option, for `explain`
+    #: Not an ORT option: glibc's ``M_MMAP_THRESHOLD`` for the whole process, set when
+    #: `session_options` is built; ignored off glibc.
     malloc_mmap_threshold_kb: int | None = None
-    """Not an ORT option: glibc's ``M_MMAP_THRESHOLD`` for the whole process, set (via
-    `set_malloc_mmap_threshold`) when `session_options` is built; ignored off glibc."""
 
     def __post_init__(self) -> None:
-        threads = self.intra_op_num_threads
-        mmap_kb = self.malloc_mmap_threshold_kb
-        if mmap_kb is not None and (
-            isinstance(mmap_kb, bool) or not isinstance(mmap_kb, int)
-            or not 0 < mmap_kb <= _MMAP_MAX_KB
-        ):
-            raise TtsKitError(
-                f"preset '{self.name}': malloc_mmap_threshold_kb must be an integer in "
-                f"1..{_MMAP_MAX_KB}, got {mmap_kb!r}"
-            )
+        threads, mmap_kb = self.intra_op_num_threads, self.malloc_mmap_threshold_kb
+        head = f"preset '{self.name}'"
+        if mmap_kb is not None and (isinstance(mmap_kb, bool) or not isinstance(mmap_kb, int)
+                                    or not 0 < mmap_kb <= _MMAP_MAX_KB):
+            raise TtsKitError(f"{head}: malloc_mmap_threshold_kb must be an integer in "
+                              f"1..{_MMAP_MAX_KB}, got {mmap_kb!r}")
         if isinstance(threads, str) and threads != CORES:
             if not threads.isdigit():
-                raise TtsKitError(
-                    f"preset '{self.name}': intra_op_num_threads must be a number, "
-                    f"'{CORES}' or null, got {threads!r}"
-                )
+                raise TtsKitError(f"{head}: intra_op_num_threads must be a number, "
+                                  f"'{CORES}' or null, got {threads!r}")
             self.intra_op_num_threads = int(threads)
-        for fname, value in (
-            ("intra_op_num_threads", self.intra_op_num_threads),
-            ("inter_op_num_threads", self.inter_op_num_threads),
-        ):
+        for fname in ("intra_op_num_threads", "inter_op_num_threads"):
+            value = getattr(self, fname)
             if isinstance(value, bool) or (isinstance(value, int) and value < 0):
-                raise TtsKitError(f"preset '{self.name}': {fname} must be >= 0, got {value!r}")
+                raise TtsKitError(f"{head}: {fname} must be >= 0, got {value!r}")
         if self.execution_mode is not None and self.execution_mode not in _EXECUTION_MODES:
-            raise TtsKitError(
-                f"preset '{self.name}': execution_mode {self.execution_mode!r}; "
-                f"use one of {sorted(_EXECUTION_MODES)}"
-            )
+            raise TtsKitError(f"{head}: execution_mode {self.execution_mode!r}; "
+                              f"use one of {sorted(_EXECUTION_MODES)}")
         level = self.graph_optimization_level
         if level is not None and level not in _OPT_LEVELS:
-            raise TtsKitError(
-                f"preset '{self.name}': graph_optimization_level {level!r}; "
-                f"use one of {list(_OPT_LEVELS)}"
-            )
+            raise TtsKitError(f"{head}: graph_optimization_level {level!r}; "
+                              f"use one of {list(_OPT_LEVELS)}")
         # ORT wants strings; "1"/"0" rather than Python's "True"/"False".
-        self.config_entries = {
-            str(k): ("1" if v else "0") if isinstance(v, bool) else str(v)
-            for k, v in self.config_entries.items()
-        }
-        self.provider_options = {
-            p: {str(k): str(v) for k, v in opts.items()}
-            for p, opts in self.provider_options.items()
-        }
+        self.config_entries = {str(k): ("1" if v else "0") if isinstance(v, bool) else str(v)
+                               for k, v in self.config_entries.items()}
+        self.provider_options = {p: {str(k): str(v) for k, v in opts.items()}
+                                 for p, opts in self.provider_options.items()}
 
     def threads(self) -> int | None:
         """The intra-op thread count `session_options` sets now (None: ORT's choice).
@@ -253,19 +195,15 @@ class SessionPreset:
             # Process-wide, so it must be in force before the session's load allocates.
             set_malloc_mmap_threshold(self.malloc_mmap_threshold_kb)
         so = ort.SessionOptions()
-        threads = self.threads()
-        if threads is not None:
-            so.intra_op_num_threads = threads
-        if self.inter_op_num_threads is not None:
-            so.inter_op_num_threads = int(self.inter_op_num_threads)
-        if self.execution_mode is not None:
-            so.execution_mode = _EXECUTION_MODES[self.execution_mode]
-        if self.graph_optimization_level is not None:
-            so.graph_optimization_level = _OPT_LEVELS[self.graph_optimization_level]
-        if self.enable_cpu_mem_arena is not None:
-            so.enable_cpu_mem_arena = bool(self.enable_cpu_mem_arena)
-        if self.enable_mem_pattern is not None:
-            so.enable_mem_pattern = bool(self.enable_mem_pattern)
+        given = {"intra_op_num_threads": self.threads(),
+                 "inter_op_num_threads": self.inter_op_num_threads,
+                 "execution_mode": _EXECUTION_MODES.get(self.execution_mode or ""),
+                 "graph_optimization_level": _OPT_LEVELS.get(self.graph_optimization_level or ""),
+                 "enable_cpu_mem_arena": self.enable_cpu_mem_arena,
+                 "enable_mem_pattern": self.enable_mem_pattern}
+        for name, value in given.items():
+            if value is not None:
+                setattr(so, name, value)
         for key, value in self.config_entries.items():
             so.add_session_config_entry(key, str(value))
         return so
@@ -285,17 +223,11 @@ class SessionPreset:
                 chosen.append((p, dict(opts)) if opts else p)
         return chosen or ["CPUExecutionProvider"]
 
-    def cuda(
-        self,
-        gpu_mem_limit_mb: float | None = None,
-        arena_extend_strategy: str | None = None,
-        cudnn_conv_algo_search: str | None = None,
-        device_id: int | None = None,
-    ) -> SessionPreset:
-        """A copy that tries the CUDA provider first, with its memory options.
-
-        Options left None keep ORT's defaults, except the convolution search: ``HEURISTIC``
-        (docs/benchmarks.md, "On a GPU"). Without a CUDA build the copy runs on the CPU.
+    def cuda(self, gpu_mem_limit_mb: float | None = None, arena_extend_strategy: str | None = None,
+             cudnn_conv_algo_search: str | None = None, device_id: int | None = None
+             ) -> SessionPreset:
+        """A copy that tries the CUDA provider first, with its memory options (None: ORT's
+        default, except the convolution search: ``HEURISTIC``, docs/benchmarks.md).
 
         Example:
             >>> p = get_preset("low-memory").cuda(1024, "kSameAsRequested", "HEURISTIC")
@@ -328,12 +260,8 @@ class SessionPreset:
         options = {**self.provider_options, CUDA: opts}
         if not opts:
             options.pop(CUDA)
-        return self.replace(
-            name=self.name if self.name.endswith("+cuda") else f"{self.name}+cuda",
-            providers=providers,
-            provider_options=options,
-            notes=notes,
-        )
+        return self.replace(name=self.name if self.name.endswith("+cuda") else f"{self.name}+cuda",
+                            providers=providers, provider_options=options, notes=notes)
 
     def set_options(self) -> dict[str, Any]:
         """The options this preset sets, keyed like `OPTION_DOCS`, in build order.
@@ -342,19 +270,10 @@ class SessionPreset:
             >>> SessionPreset(enable_mem_pattern=False).set_options()
             {'enable_mem_pattern': False}
         """
-        out: dict[str, Any] = {}
-        for name in (
-            "intra_op_num_threads",
-            "inter_op_num_threads",
-            "execution_mode",
-            "graph_optimization_level",
-            "enable_cpu_mem_arena",
-            "enable_mem_pattern",
-            "malloc_mmap_threshold_kb",
-        ):
-            value = getattr(self, name)
-            if value is not None:
-                out[name] = value
+        names = ("intra_op_num_threads", "inter_op_num_threads", "execution_mode",
+                 "graph_optimization_level", "enable_cpu_mem_arena", "enable_mem_pattern",
+                 "malloc_mmap_threshold_kb")
+        out = {n: getattr(self, n) for n in names if getattr(self, n) is not None}
         out.update(self.config_entries)
         if self.providers != ["CPUExecutionProvider"]:
             out["providers"] = list(self.providers)
@@ -371,10 +290,8 @@ class SessionPreset:
         """
         options = self.set_options()
         if not options:
-            return [
-                f"{self.name}: nothing set; every option is ONNX Runtime's default"
-                + (f" ({self.source})" if self.source else "")
-            ]
+            return [f"{self.name}: nothing set; every option is ONNX Runtime's default"
+                    + (f" ({self.source})" if self.source else "")]
         lines = []
         for key, value in options.items():
             shown = value
@@ -414,10 +331,7 @@ class SessionPreset:
 
 _SPIN_OFF = "spinning threads burn CPU between operators; on a small shared box that CPU is the"
 _PRESET_LIST = [
-    SessionPreset(
-        name="ort-default",
-        source="ONNX Runtime itself",
-    ),
+    SessionPreset(name="ort-default", source="ONNX Runtime itself"),
     SessionPreset(
         name="supertonic-default",
         execution_mode="sequential",
@@ -472,8 +386,7 @@ _PRESET_LIST = [
         malloc_mmap_threshold_kb=1024,
         source=(
             "tts_kit: chosen by measurement with tts_kit.tuning.tune on the full stand-in "
-            "(2 cores): "
-            "memory first: the lowest peak RSS of the presets in every run; its latency "
+            "(2 cores): memory first: the lowest peak RSS of the presets in every run; its latency "
             "ranged from faster to slower than supertonic-default between runs (the mmap "
             "threshold makes large tensors fresh pages on every call); measure it on your "
             "machine with bench/presets.py and bench/options.py (one option each)"
@@ -486,19 +399,15 @@ _PRESET_LIST = [
             "enable_cpu_mem_arena": (
                 "off: the arena keeps the requests' largest working set resident; alone, turning "
                 "it off changes little, but with the mmap threshold below freed tensors leave "
-                "RSS at once"
-            ),
-            "enable_mem_pattern": (
-                "on: with the arena off, one planned block per run instead of many "
-                "allocations: the same peak as off, less CPU per call"
-            ),
+                "RSS at once"),
+            "enable_mem_pattern": ("on: with the arena off, one planned block per run instead of "
+                                   "many allocations: the same peak as off, less CPU per call"),
             "session.intra_op.allow_spinning": f"{_SPIN_OFF} request's",
             "session.inter_op.allow_spinning": "same, for the inter-op pool",
             "malloc_mmap_threshold_kb": (
                 "1 MB: a lower loading peak, since glibc otherwise keeps the load's transient "
                 "copies in the heap; the price is slower runs (fresh pages for every large "
-                "tensor)"
-            ),
+                "tensor)"),
         },
     ),
 ]

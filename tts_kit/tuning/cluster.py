@@ -1,8 +1,7 @@
 """Sweeps across machines on Dask distributed: one sweep, several instance types, one report.
 
-`TrialExecutor` makes a Dask client an executor for `tts_kit.tuning.tune.sweep`: one trial
-per worker at a time (`RESOURCE`), the model found on each worker by fingerprint, every
-record stamped with its ``machine`` and ``worker``. Workers and failures: docs/guide.md.
+`TrialExecutor` runs a sweep's trials one per worker at a time, each worker finding the
+model by fingerprint; records carry ``machine`` and ``worker`` (docs/guide.md).
 
 Example:
     >>> from tts_kit.tuning import cluster, tune
@@ -15,24 +14,24 @@ Example:
 from __future__ import annotations
 
 import concurrent.futures as cf
-import dataclasses
 import logging
 import multiprocessing as mp
 import os
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from tts_kit.core.errors import BundleError, TtsKitError
 from tts_kit.core.settings import settings as current_settings
 from tts_kit.runtime.devices import environment
 from tts_kit.tuning import tune
 from tts_kit.tuning.records import RECORD_KEYS
-from tts_kit.tuning.scheduler_probe import ProbeError, probe_scheduler
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -43,8 +42,8 @@ if TYPE_CHECKING:
 RESOURCE = "trial"
 #: How long `connect` waits for the scheduler and a trial worker by default (seconds).
 CONNECT_TIMEOUT_S = 10.0
-#: What ``pip`` installs for this module.
-INSTALL_HINT = "pip install 'tts_kit[dask]'"
+#: The port ``dask scheduler`` listens on when the address names none.
+DEFAULT_PORT = 8786
 
 
 class ClusterError(TtsKitError):
@@ -60,14 +59,14 @@ def _distributed() -> Any:
     try:
         import distributed
     except ImportError:
-        raise ClusterError(f"sweeps on a cluster need Dask distributed: {INSTALL_HINT}") from None
+        raise ClusterError("sweeps on a cluster need Dask distributed: "
+                           "pip install 'tts_kit[dask]'") from None
     return distributed
 
 
 def connect(address: str, timeout_s: float | None = None) -> Client:
-    """A ``distributed.Client`` on the scheduler at ``address``, checked for trial workers.
-
-    Waits up to ``timeout_s`` for the scheduler and a worker offering `RESOURCE`.
+    """A ``distributed.Client`` on the scheduler at ``address``, waiting up to ``timeout_s``
+    for it and a worker offering `RESOURCE`.
 
     Example:
         >>> client = connect("tcp://127.0.0.1:8786")  # doctest: +SKIP
@@ -78,57 +77,104 @@ def connect(address: str, timeout_s: float | None = None) -> Client:
     """
     distributed = _distributed()
     timeout_s = CONNECT_TIMEOUT_S if timeout_s is None else timeout_s
-    try:  # a peer that is no scheduler: one line, not Dask's hang or its MemoryError
-        address = probe_scheduler(address, timeout_s)
-    except ProbeError as exc:
-        raise ClusterError(str(exc)) from None
+    # A peer that is no scheduler: one line, not Dask's hang or its MemoryError.
+    address = probe_scheduler(address, timeout_s)
     try:
         client = distributed.Client(address, timeout=f"{timeout_s}s")
     except (OSError, TimeoutError, ValueError, MemoryError) as exc:
-        why = " ".join(str(exc).split())[:200] or type(exc).__name__
-        raise ClusterError(f"cannot reach the Dask scheduler at {address} ({why}); start one "
-                           "with `dask scheduler` and give its tcp://HOST:PORT") from None
+        raise _unreachable(address, exc, 200) from None
     try:
-        wait_for_trial_workers(client, timeout_s)
+        _wait_for_trial_workers(client, timeout_s)
     except ClusterError:
         client.close()
         raise
     return client
 
 
-def trial_workers(client: Client) -> list[str]:
-    """Addresses of the workers that offer `RESOURCE` (they can run a trial).
+def _unreachable(address: str, exc: BaseException, width: int) -> ClusterError:
+    why = " ".join(str(exc).split())[:width] or type(exc).__name__
+    return ClusterError(f"cannot reach the Dask scheduler at {address} ({why}); start one "
+                        "with `dask scheduler` and give its tcp://HOST:PORT")
+
+
+def probe_scheduler(address: str, timeout_s: float = 10.0) -> str:
+    """``address`` as ``tcp://HOST:PORT`` once a Dask scheduler greets there, asked over a
+    plain socket with a deadline (Dask's client waits without bound on a silent peer);
+    else `ClusterError`, one line naming the address.
 
     Example:
-        >>> trial_workers(client)  # doctest: +SKIP
-        ['tcp://10.0.0.5:40123', 'tcp://10.0.0.6:38811']
+        >>> probe_scheduler("ucx://10.0.0.5:8786")
+        Traceback (most recent call last):
+        ...
+        tts_kit.tuning.cluster.ClusterError: --scheduler ucx://10.0.0.5:8786: ...
     """
-    workers = client.scheduler_info().get("workers", {})
-    return sorted(a for a, w in workers.items() if (w.get("resources") or {}).get(RESOURCE))
+    head = f"--scheduler {address}"
+    scheme, sep, rest = address.partition("://")
+    if not sep:
+        scheme, rest = "tcp", address
+    if scheme != "tcp":
+        raise ClusterError(f"{head}: tts-kit reaches Dask schedulers over tcp:// only (a "
+                           f"{scheme}:// scheduler needs a transport or security setup it "
+                           "does not have); give tcp://HOST:PORT")
+    try:
+        parts = urlsplit(f"tcp://{rest}")
+        host, port = parts.hostname, parts.port or DEFAULT_PORT
+    except ValueError as exc:
+        raise ClusterError(f"{head}: not an address ({exc}); give tcp://HOST:PORT") from None
+    if not host or parts.path or parts.query:
+        raise ClusterError(f"{head}: not an address; give tcp://HOST:PORT")
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as sock:
+            greeting = _read_some(sock, 24, timeout_s)
+    except OSError as exc:
+        raise _unreachable(address, exc, 160) from None
+    if not _is_dask_greeting(greeting):
+        said = "sent nothing" if not greeting else f"answered {greeting[:12]!r}"
+        raise ClusterError(f"{head}: the peer accepted the connection but {said} within "
+                           f"{timeout_s:g} s, which no Dask scheduler does; give the "
+                           f"scheduler's tcp://HOST:PORT (`dask scheduler` listens on "
+                           f"{DEFAULT_PORT})")
+    host_text = f"[{host}]" if ":" in host else host
+    return f"tcp://{host_text}:{port}"
 
 
-def wait_for_trial_workers(client: Client, timeout_s: float = 10.0) -> list[str]:
-    """`trial_workers`, waiting up to ``timeout_s`` for the first; `ClusterError` if none.
+def _read_some(sock: socket.socket, n: int, timeout_s: float) -> bytes:
+    """Up to ``n`` bytes from ``sock`` within ``timeout_s`` (fewer when the peer stops)."""
+    deadline = time.monotonic() + timeout_s
+    data = b""
+    while len(data) < n and (left := deadline - time.monotonic()) > 0:
+        sock.settimeout(left)
+        try:
+            chunk = sock.recv(n - len(data))
+        except TimeoutError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data
 
-    Example:
-        >>> wait_for_trial_workers(client, 30)  # doctest: +SKIP
-        ['tcp://10.0.0.5:40123']
-    """
+
+def _is_dask_greeting(data: bytes) -> bool:
+    """Whether ``data`` starts like Dask's TCP framing: small total length and frame count."""
+    if len(data) < 16:
+        return False
+    total, frames = struct.unpack("<QQ", data[:16])
+    return 0 < total < 1 << 24 and 0 < frames < 1 << 10
+
+
+def _wait_for_trial_workers(client: Client, timeout_s: float) -> None:
+    """Wait up to ``timeout_s`` for a worker that offers `RESOURCE`; `ClusterError` if none."""
     deadline = time.monotonic() + timeout_s
     while True:
-        found = trial_workers(client)
-        if found or time.monotonic() >= deadline:
-            break
+        workers = client.scheduler_info().get("workers", {})
+        if any((w.get("resources") or {}).get(RESOURCE) for w in workers.values()):
+            return
+        if time.monotonic() >= deadline:
+            raise ClusterError(
+                f"no worker of the scheduler offers the {RESOURCE!r} resource ({len(workers)} "
+                f"worker(s)); start workers with `dask worker ADDRESS --nthreads 1 "
+                f"--resources {RESOURCE}=1`")
         time.sleep(0.2)
-    if not found:
-        n = len(client.scheduler_info().get("workers", {}))
-        raise ClusterError(
-            f"no worker of the scheduler offers the {RESOURCE!r} resource ({n} worker(s)); "
-            f"start workers with `dask worker ADDRESS --nthreads 1 --resources {RESOURCE}=1`")
-    return found
-
-
-# -- the model on the worker ------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -141,12 +187,9 @@ class ModelRef:
         ('tiny', 4)
     """
 
-    path: str
-    """The bundle directory on the client."""
-    fingerprint: Mapping[str, str]
-    """SHA-256 of every graph (`tts_kit.models.supertonic.bundle.Bundle.fingerprint`)."""
-    standin: Mapping[str, Any] | None = None
-    """The stand-in marker (scale, seed, version); None for a real model."""
+    path: str  #: the bundle directory on the client
+    fingerprint: Mapping[str, str]  #: SHA-256 of every graph
+    standin: Mapping[str, Any] | None = None  #: scale, seed, version; None: a real model
 
     @classmethod
     def of(cls, bundle: Bundle | str | os.PathLike[str]) -> ModelRef:
@@ -199,10 +242,8 @@ def _check(path: Path, want: Mapping[str, str]) -> str | None:
 
 
 def locate_on_worker(ref: ModelRef, where: str = "this worker") -> Path:
-    """The directory on this machine holding ``ref``'s model; `ModelNotFound` if none.
-
-    The client's path when it holds the same graphs; else a stand-in is rebuilt, or a real
-    model taken from ``$TTS_KIT_MODEL_DIR`` with the client's fingerprint.
+    """The directory here holding ``ref``'s model: the client's path when it holds the same
+    graphs, a rebuilt stand-in, or ``$TTS_KIT_MODEL_DIR``; else `ModelNotFound`.
 
     Example:
         >>> locate_on_worker(ModelRef.of("models/full"), "tcp://10.0.0.6:38811")  # doctest: +SKIP
@@ -236,9 +277,6 @@ def locate_on_worker(ref: ModelRef, where: str = "this worker") -> Path:
                         "$TTS_KIT_MODEL_DIR on the worker")
 
 
-# -- the trial on the worker ------------------------------------------------------------
-
-
 def _where() -> tuple[str, str]:
     """(this worker's address, host name); outside a worker, (host name, host name)."""
     host = socket.gethostname()
@@ -263,10 +301,6 @@ def error_record(preset: Any, workload: Any, error: str, **config: Any) -> dict[
     rec.update(preset=getattr(preset, "name", preset), steps=workload.steps,
                batch_size=workload.batch_size, repeats=workload.repeats, status="error",
                error=error, timeline=[], events=[])
-    options = config.pop("options", None)  # a `tune.TrialOptions`; keywords override it
-    if options is not None:
-        config = {**{f.name: getattr(options, f.name) for f in dataclasses.fields(options)},
-                  **config}
     loading = config.pop("loading", "resident")
     rec["loading"] = loading if isinstance(loading, str) else getattr(loading, "spec", loading)
     rec.update({k: v for k, v in config.items() if k in ("cpus", "mem_budget_mb")})
@@ -274,10 +308,8 @@ def error_record(preset: Any, workload: Any, error: str, **config: Any) -> dict[
 
 
 def worker_trial(ref: ModelRef, preset: Any, workload: Any, **kwargs: Any) -> dict[str, Any]:
-    """`tts_kit.tuning.tune.trial` on a Dask worker, on this machine's copy of ``ref``'s model.
-
-    Adds ``machine`` and ``worker`` to the record; a model not here gives an ``error``
-    record naming the worker (the sweep goes on).
+    """`tts_kit.tuning.tune.trial` on a Dask worker, on its copy of ``ref``'s model, with
+    ``machine`` and ``worker``; no model here gives an ``error`` record naming the worker.
 
     Example:
         >>> rec = client.submit(worker_trial, ModelRef.of("models/full"), "lean",
@@ -305,29 +337,23 @@ def worker_trial(ref: ModelRef, preset: Any, workload: Any, **kwargs: Any) -> di
 
 
 class TrialExecutor(cf.Executor):
-    """A ``concurrent.futures.Executor`` over a Dask client, for `tts_kit.tuning.tune.sweep`.
-
-    ``submit(tune.trial, bundle, ...)`` runs `worker_trial` holding one `RESOURCE`, the
-    bundle sent as a `ModelRef`; other functions go as they are; never deduplicated.
+    """A ``concurrent.futures.Executor`` over a Dask client: ``submit(tune.trial, bundle,
+    ...)`` runs `worker_trial` holding one `RESOURCE`; other functions go as they are.
 
     Example:
         >>> with local_cluster(2) as client:  # doctest: +SKIP
         ...     result = tune.sweep(bundle, ["lean"], cpus=(1,), executor=TrialExecutor(client))
     """
 
-    def __init__(self, client: Client, resources: Mapping[str, float] | None = None) -> None:
+    def __init__(self, client: Client) -> None:
         self.client = client
-        # {}: no restriction (trials may share a worker's threads; for comparisons only).
-        self._resources = dict({RESOURCE: 1} if resources is None else resources)
-        self._inner = client.get_executor(resources=self._resources or None, pure=False)
+        self._inner = client.get_executor(resources={RESOURCE: 1}, pure=False)
         self._refs: dict[str, ModelRef] = {}
-        # Trials in flight, at most one per free trial slot: the scheduler otherwise hands a
-        # worker several restricted tasks at once (they wait there for its slot), and when
-        # that worker dies every one of them is lost with it, not only the running trial.
+        # At most one trial in flight per free slot: a worker handed several waits them out
+        # there, and loses them all if it dies.
         self._busy = 0
         self._slot_freed = threading.Condition()
-        #: Why the scheduler is gone (one line), once it is; None while it answers.
-        self.lost: str | None = None
+        self.lost: str | None = None  #: why the scheduler is gone, once it is
         # The futures handed out and not settled -> the record each gets when lost.
         self._pending: dict[cf.Future, Callable[[], Any]] = {}
         self._watcher: threading.Thread | None = None
@@ -352,15 +378,11 @@ class TrialExecutor(cf.Executor):
 
     def _slots(self) -> int:
         """Trial slots the cluster offers now (workers come and go; at least one)."""
-        if not self._resources:
-            return 2**31
         try:
             workers = self.client.scheduler_info().get("workers", {}).values()
         except Exception:  # noqa: BLE001 - a scheduler that does not answer: one at a time
             return 1
-        need = self._resources.get(RESOURCE, 1) or 1
-        return max(1, int(sum(w.get("resources", {}).get(RESOURCE, 0) for w in workers)
-                          // need))
+        return max(1, int(sum(w.get("resources", {}).get(RESOURCE, 0) for w in workers)))
 
     def _release(self, _future: Any) -> None:
         with self._slot_freed:
@@ -368,11 +390,8 @@ class TrialExecutor(cf.Executor):
             self._slot_freed.notify_all()
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future:
-        """Submit one task; waits while every trial slot of the cluster is taken.
-
-        Once the scheduler is lost, a trial's future holds a lost record at once, any
-        other task's a `ClusterError`.
-        """
+        """Submit one task, waiting while every trial slot is taken; once the scheduler is
+        lost, a trial's future holds a lost record, any other task's a `ClusterError`."""
         outer: cf.Future = cf.Future()
         self._pending[outer] = self._lost_result(fn, args, kwargs)
         self._watch()
@@ -458,14 +477,12 @@ class TrialExecutor(cf.Executor):
 
 
 def local_cluster(n_workers: int = 2, timeout_s: float = 60.0, **kwargs: Any) -> Client:
-    """A client on a new ``distributed.LocalCluster`` of trial workers, on 127.0.0.1 only.
-
-    One thread and ``trial=1`` per worker; closing the client closes the cluster. Workers
-    share this machine's cores: a demonstration; measure with one worker per machine.
+    """A client on a new ``distributed.LocalCluster`` of trial workers on 127.0.0.1 (closed
+    with it). They share this machine's cores: a demonstration, not a measurement.
 
     Example:
         >>> with local_cluster(1) as client:  # doctest: +SKIP
-        ...     trial_workers(client)
+        ...     list(client.scheduler_info()["workers"])
         ['tcp://127.0.0.1:40123']
     """
     distributed = _distributed()
@@ -474,15 +491,13 @@ def local_cluster(n_workers: int = 2, timeout_s: float = 60.0, **kwargs: Any) ->
     opts: dict[str, Any] = dict(
         n_workers=n_workers, processes=True, threads_per_worker=1,
         resources={RESOURCE: 1}, host="127.0.0.1",
-        # The scheduler's HTTP server starts even without a dashboard; given no address
-        # it takes port 8787 and, when a neighbour holds it, warns "Port 8787 is already
-        # in use" into the notebook (02 in the browser walk): any free port instead.
+        # Any free port: the scheduler's HTTP server starts even without a dashboard, and on
+        # 8787 warns into the notebook when a neighbour holds it.
         dashboard_address="127.0.0.1:0",
         scheduler_kwargs={"allowed_failures": 0, "dashboard": False},
         silence_logs=logging.ERROR,
     )
     opts.update(kwargs)
-    # Non-daemonic workers may start a trial's process (worker_trial also copes). A
-    # client given no address starts the cluster itself and closes it with itself.
+    # Non-daemonic workers may start a trial's process (worker_trial also copes).
     with dask.config.set({"distributed.worker.daemon": False}):
         return distributed.Client(timeout=f"{timeout_s}s", **opts)

@@ -1,21 +1,10 @@
 """Can the sweep's answer be trusted? Contention and repeatability read from its records.
 
-`assess` (pure) tells two causes apart, and `Contention.cause` says which decided.
-**The machine was busy** (rerun on a quiet machine): trials short of their cores
-(`short_of_cores`), or a load the sweep does not explain (`own_load`). **The figures did
-not repeat** (measure more): unsteady calls (`unsteady`), or a pick its re-measure does
-not find tied with it (the A/A check, `tts_kit.tuning.verdict.compare`). Busy decides
-when both are seen; either makes the answer provisional. Thresholds: docs/benchmarks.md.
-
-Example:
-    >>> from tts_kit.tuning.contention import assess
-    >>> quiet = {"status": "ok", "core_share": 98.0, "cpu_wait_percent": 1.0}
-    >>> assess([quiet]).provisional
-    False
-    >>> busy = {"status": "ok", "core_share": 52.0, "cpu_wait_percent": 47.0}
-    >>> assess([quiet, busy]).headline("report.json")
-    'provisional: the machine was busy (1 of 2 trials got 52 % of their cores, waiting 47 % of the time for one); run `tts-kit report --rerun report.json` on a quiet machine'
-"""  # noqa: E501
+`assess` tells two causes apart: **the machine was busy** (trials short of their cores, or
+a load the sweep does not explain: rerun on a quiet machine) and **the figures did not
+repeat** (unsteady calls, or a re-measured pick not tied with itself: measure more). Busy
+decides when both are seen. Thresholds: docs/benchmarks.md.
+"""
 
 from __future__ import annotations
 
@@ -32,22 +21,16 @@ from tts_kit.tuning.records import (
     P50_MS,
     to_number,
 )
-from tts_kit.tuning.verdict import BAND_MIN, compare, noise
+from tts_kit.tuning.verdict import BAND_MIN, band, compare, noise
 
-#: A trial whose threads waited for a core more than this share (%) of their ready time,
-#: while getting less than `SHORT_SHARE` % of its cores, was short of them.
+#: Short of its cores: threads waited for one more than this share (%) of their ready time,
+#: while the trial got less than `SHORT_SHARE` % of its cores.
 WAIT_LIMIT = 15.0
-#: A trial that got at least this share (%) of its cores was not short of them by a clear
-#: margin, whatever its threads waited: on a 2-core machine a 2-vCPU trial shares its cores
-#: with the sweep's own sampler and parent (87-89 % on a quiet machine).
 SHORT_SHARE = 80.0
-#: Without run-queue figures: a trial that got less than this share (%) of its pinned
-#: cores was short of them (a preset that does not spin its threads idles some of them
-#: between operators, so this is the weaker test).
+#: Without run-queue figures: short of its cores below this share (%) of them.
 SHARE_LIMIT = 60.0
-#: Slowest / fastest steady call of one trial past which it disagrees with itself.
+#: Unsteady: slowest / fastest steady call past this ratio, and by more than this many ms.
 UNSTEADY_RATIO = 2.0
-#: ... and by more than this many ms (a 3 ms call that takes 7 ms once is a hiccup).
 UNSTEADY_ABS_MS = 20.0
 
 #: `Contention.cause` values.
@@ -97,8 +80,8 @@ def unsteady(rec: Mapping[str, Any]) -> bool:
         >>> unsteady({"latencies_ms": [3.0, 8.0]}), unsteady({"latencies_ms": [100, 110]})
         (False, False)
     """
-    lat = [float(x) for x in (rec.get(LATENCIES_MS) or []) if to_number(x) is not None]
-    if not _ok(rec) or len(lat) < 2 or min(lat) <= 0:
+    lat = _calls(rec)
+    if not _ok(rec) or len(lat) < 2:
         return False
     return max(lat) / min(lat) > UNSTEADY_RATIO and max(lat) - min(lat) > UNSTEADY_ABS_MS
 
@@ -111,8 +94,7 @@ def _calls(rec: Mapping[str, Any]) -> list[float]:
 
 
 def own_load(records: Sequence[Mapping[str, Any]]) -> float:
-    """The load average a sweep of ``records`` raises by itself: the busiest trial's
-    runnable threads and one for the sampling parent.
+    """The load average a sweep raises by itself: the busiest trial's threads, plus one.
 
     Example:
         >>> own_load([{"cpus": 1, "threads": 2}, {"cpus": 2, "threads": None}])
@@ -125,42 +107,30 @@ def own_load(records: Sequence[Mapping[str, Any]]) -> float:
 
 @dataclass
 class Contention:
-    """What `assess` found: the trials short of their cores, the unsteady ones, the
-    re-measure, and the load average around the trials.
+    """What `assess` found.
 
     Example:
         >>> Contention().provisional, Contention().cause, Contention().headline()
         (False, None, '')
     """
 
-    trials: int = 0
-    """Finished trials looked at."""
-    short: list[dict[str, Any]] = field(default_factory=list)
-    """Trials short of their cores (`short_of_cores`)."""
-    unsteady: list[dict[str, Any]] = field(default_factory=list)
-    """Trials whose steady calls disagree (`unsteady`)."""
+    trials: int = 0  #: finished trials looked at
+    short: list[dict[str, Any]] = field(default_factory=list)  #: `short_of_cores`
+    unsteady: list[dict[str, Any]] = field(default_factory=list)  #: `unsteady`
+    #: (sweep p50, re-measured p50) of the pick, when the re-measure left the tie band.
     remeasure: tuple[float, float] | None = None
-    """(sweep p50, re-measured p50) of the pick, when the re-measure left the tie band."""
+    #: ((fastest, slowest) call in the sweep, the same measured again), with `remeasure`.
     remeasure_calls: tuple[tuple[float, float], tuple[float, float]] | None = None
-    """((fastest, slowest) call in the sweep, (fastest, slowest) measured again), when
-    the calls decided that the re-measure left the band."""
-    tie_rel: float = BAND_MIN
-    """The tie band the re-measure was held to (`tts_kit.tuning.verdict.band`)."""
-    load: tuple[float, float] | None = None
-    """Lowest and highest 1-minute load average around the trials (None: not recorded)."""
-    cores: int | None = None
-    """The machine's usable cores, for the load average's scale (None: not known)."""
-    own_load: float = 2.0
-    """The load the sweep raises by itself (`own_load`)."""
-    waits: list[float] = field(default_factory=list)
-    """Every finished trial's wait for a core (%), quoted when the machine was not busy."""
-    shares: list[float] = field(default_factory=list)
-    """... and its share of its cores (%), quoted instead where there is no wait."""
+    tie_rel: float = BAND_MIN  #: the tie band the re-measure was held to
+    load: tuple[float, float] | None = None  #: lowest, highest load average around them
+    cores: int | None = None  #: usable cores, the load average's scale
+    own_load: float = 2.0  #: the load the sweep raises by itself
+    waits: list[float] = field(default_factory=list)  #: each trial's wait for a core (%)
+    shares: list[float] = field(default_factory=list)  #: each trial's share of its cores (%)
 
     @property
     def loaded(self) -> bool:
-        """True when even the quietest load average exceeds the sweep's own by the
-        machine's cores; False without the figures."""
+        """True when even the quietest load average exceeds the sweep's own by the cores."""
         return bool(self.load and self.cores and self.load[0] > self.own_load + self.cores)
 
     @property
@@ -180,8 +150,7 @@ class Contention:
 
     @property
     def cause(self) -> str | None:
-        """What decided: `BUSY` (it also explains figures that did not repeat),
-        `UNREPEATED`, or None."""
+        """What decided: `BUSY` (it explains the rest too), `UNREPEATED`, or None."""
         return BUSY if self.busy else UNREPEATED if self.unrepeated else None
 
     def _load_text(self) -> str:
@@ -269,8 +238,7 @@ class Contention:
 
     def headline(self, report: str = "report.json", *, rerun: str | None = None,
                  more: str | None = None) -> str:
-        """The answer's first line when provisional (else ""): the finding, then ``rerun``
-        (busy) or ``more`` (did not repeat).
+        """The answer's first line when provisional (else ""): the finding and what to do.
 
         Example:
             >>> Contention(trials=2, short=[{"core_share": 40.0}]).headline("r/report.json")
@@ -307,11 +275,7 @@ def assess(
     cores: int | None = None,
 ) -> Contention:
     """Signs that the machine was busy, or that the figures did not repeat, while
-    ``records`` were measured.
-
-    ``again``: the ``pick`` measured again (None: no A/A check); ``tie_rel``: the tie band
-    (default `tts_kit.tuning.verdict.band` of ``records``); ``cores``: the load average's
-    scale (None: quoted, never judged).
+    ``records`` were measured; ``again``: the ``pick`` measured again (the A/A check).
 
     Example:
         >>> from tts_kit.tuning.records import P50_MS
@@ -322,8 +286,6 @@ def assess(
         False
     """
     if tie_rel is None:
-        from tts_kit.tuning.verdict import band
-
         tie_rel = band(records)
     ok = [dict(r) for r in records if _ok(r)]
     loads = [float(v) for r in ok for v in (r.get(LOADAVG_BEFORE), r.get(LOADAVG_AFTER))
@@ -339,9 +301,7 @@ def assess(
                 calls = ((min(a_calls), max(a_calls)), (min(b_calls), max(b_calls)))
     return Contention(
         trials=len(ok), short=[r for r in ok if short_of_cores(r)],
-        unsteady=[r for r in ok if unsteady(r)], remeasure=remeasure, tie_rel=tie_rel,
-        remeasure_calls=calls,
-        load=(min(loads), max(loads)) if loads else None, cores=cores,
+        unsteady=[r for r in ok if unsteady(r)], remeasure=remeasure, remeasure_calls=calls,
+        tie_rel=tie_rel, load=(min(loads), max(loads)) if loads else None, cores=cores,
         own_load=own_load(ok), waits=_figures(ok, CPU_WAIT_PERCENT),
-        shares=_figures(ok, CORE_SHARE),
-    )
+        shares=_figures(ok, CORE_SHARE))

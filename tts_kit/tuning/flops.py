@@ -1,12 +1,7 @@
 """A cost model read off the graphs: parameters and FLOPs per stage, per second of audio.
 
-Symbolic dims fixed, shapes inferred, each MatMul, Gemm and Conv counted as 2 x its
-multiply-adds; the vector estimator runs once per flow step, the rest once per chunk.
-
-Example:
-    >>> from tts_kit.tuning.flops import reference_dims
-    >>> reference_dims(8.0)
-    {'B': 1, 'T': 112, 'L': 115}
+Each MatMul, Gemm and Conv counts 2 x its multiply-adds; the vector estimator runs once
+per flow step, the rest once per chunk.
 """
 
 from __future__ import annotations
@@ -29,8 +24,7 @@ SECONDS_PER_FRAME = contract.LATENT_CHANNELS // contract.LATENT_DIM * contract.B
     / contract.SAMPLE_RATE
 #: Characters per second of speech at speed 1.0 (the stand-in's duration model).
 CHARS_PER_SECOND = 14.0
-#: The audio length FLOPs are counted at: attention is quadratic, so "per second" is
-#: quoted at a typical chunk (8 s, about 112 characters).
+#: The audio length FLOPs are counted at (attention is quadratic): a typical 8 s chunk.
 REFERENCE_SECONDS = 8.0
 #: Operators whose multiply-adds are counted.
 COUNTED_OPS = ("MatMul", "Gemm", "Conv")
@@ -124,14 +118,10 @@ class StageFlops:
     """What one stage costs for ``seconds`` of audio at ``steps`` flow steps."""
 
     stage: str
-    params: int
-    """Weights of the graph."""
-    runs: int
-    """Runs per chunk (``steps`` for the vector estimator, else 1)."""
-    flops_per_run: int
-    """FLOPs of one run at the reference dims."""
-    seconds: float
-    """Seconds of audio the reference dims hold."""
+    params: int  #: weights of the graph
+    runs: int  #: per chunk (``steps`` for the vector estimator, else 1)
+    flops_per_run: int  #: at the reference dims
+    seconds: float  #: of audio the reference dims hold
 
     @property
     def gflops_per_audio_s(self) -> float:
@@ -151,9 +141,8 @@ def stage_flops(
     steps: int = contract.DEFAULT_STEPS,
     seconds: float = REFERENCE_SECONDS,
 ) -> list[StageFlops]:
-    """Per stage: parameters and FLOPs per second of audio at ``steps`` flow steps.
-
-    ``graphs``: stage -> graph or ``.onnx`` path (external weights are not read).
+    """Per stage (``graphs``: stage -> graph or ``.onnx`` path): parameters and FLOPs per
+    second of audio at ``steps`` flow steps.
 
     Example:
         >>> from tts_kit.models.supertonic.standin_graphs import build_graph
@@ -161,8 +150,7 @@ def stage_flops(
         >>> costs[0].stage, costs[0].runs
         ('vocoder', 1)
     """
-    if not contract.MIN_STEPS <= steps <= contract.MAX_STEPS:
-        raise TtsKitError(f"steps must be in {contract.MIN_STEPS}..{contract.MAX_STEPS}")
+    _check_steps(steps)
     dims = reference_dims(seconds)
     audio_s = dims["L"] * SECONDS_PER_FRAME
     out = []
@@ -177,23 +165,33 @@ def stage_flops(
 
 def model_costs(bundle: Any, *, steps: int = contract.DEFAULT_STEPS,
                 seconds: float = REFERENCE_SECONDS) -> dict[str, Any]:
-    """The cost model of an opened model (anything with ``stages``: name -> info with
-    ``path``), as plain values for JSON and `costs_table`.
+    """The cost model of an opened model, as plain values for JSON.
 
     Example:
         >>> from tts_kit.models.resolve import resolve_model
         >>> model_costs(resolve_model("/path/to/bundle")[0])["steps"]  # doctest: +SKIP
         8
     """
-    other = sorted(set(bundle.stages) - set(contract.STAGES))
-    if other:
-        raise TtsKitError(f"the cost model counts graphs of the Supertonic contract; this "
-                          f"model's {', '.join(other)} graph has other inputs")
+    _check_counted(bundle, steps, "the cost model")
     costs = stage_flops({s: st.path for s, st in bundle.stages.items()}, steps=steps,
                         seconds=seconds)
     return {"steps": steps, "seconds": costs[0].seconds if costs else seconds,
             "counted": list(COUNTED_OPS), "stages": [c.as_dict() for c in costs],
             "gflops_per_audio_s": sum(c.gflops_per_audio_s for c in costs)}
+
+
+def _check_steps(steps: int) -> None:
+    if not contract.MIN_STEPS <= steps <= contract.MAX_STEPS:
+        raise TtsKitError(f"steps must be in {contract.MIN_STEPS}..{contract.MAX_STEPS}")
+
+
+def _check_counted(model: Any, steps: int, what: str) -> None:
+    """Refuse a model whose graphs are not the Supertonic contract's, or steps out of range."""
+    other = sorted(set(model.stages) - set(contract.STAGES))
+    if other:
+        raise TtsKitError(f"{what} counts graphs of the Supertonic contract; this model's "
+                          f"{', '.join(other)} graph has other inputs")
+    _check_steps(steps)
 
 
 def costs_table(costs: list[StageFlops]) -> str:
@@ -219,8 +217,8 @@ def costs_table(costs: list[StageFlops]) -> str:
 
 
 def matmul_peak_gflops(threads: int = 1, n: int = 1024, repeats: int = 5) -> float:
-    """This machine's matrix-multiply floor: ONNX Runtime's best GFLOP/s on an ``n`` x ``n``
-    float32 MatMul with ``threads`` intra-op threads (best of ``repeats`` after a warm-up).
+    """This machine's best ORT GFLOP/s on an ``n`` x ``n`` float32 MatMul with ``threads``
+    intra-op threads (best of ``repeats`` after a warm-up).
 
     Example:
         >>> matmul_peak_gflops(1, n=128, repeats=1) > 0

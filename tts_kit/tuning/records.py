@@ -1,18 +1,7 @@
-"""The one vocabulary of trial records: keys, units, labels, formats, and the Pareto front.
+"""The one vocabulary of trial records: keys, units, labels, formats, the Pareto front, machines.
 
-A trial (`tts_kit.tuning.tune.trial`) returns a JSON-ready dict whose keys are the named
-constants below (`P50_MS`, ...); `COLUMNS` gives each key one `Column` (label, unit,
-heading, format, precision) that every face takes its names from.
-`pareto_front` is the one computation of the front.
-
-What every key means (trial, serving and sweep records) is in docs/guide.md, "Record keys".
-
-Example:
-    >>> from tts_kit.tuning import records
-    >>> records.label("p50_ms"), records.heading("p50_ms")
-    ('p50 latency (ms)', 'p50 ms')
-    >>> records.format_value("peak_rss_mb", 812.4), records.format_value("rtf", float("nan"))
-    ('812', '-')
+A trial returns a JSON-ready dict keyed by the constants below (`P50_MS`, ...); `COLUMNS`
+gives each key the names every face shows (docs/guide.md, "Record keys").
 """
 
 from __future__ import annotations
@@ -25,8 +14,7 @@ from typing import Any
 
 from tts_kit.core import contract
 
-# The record keys by name: code elsewhere spells a key through these, never as a literal,
-# so a renamed or misspelt key fails at import, not as a silently missing column.
+# Code elsewhere spells a key through these: a misspelt key fails at import.
 PRESET, CPUS, LOADING, STEPS, BATCH_SIZE = "preset", "cpus", "loading", "steps", "batch_size"
 MEM_BUDGET_MB, STATUS, ERROR, LOAD_S = "mem_budget_mb", "status", "error", "load_s"
 IDLE_RSS_MB, AFTER_RSS_MB, PEAK_RSS_MB = "idle_rss_mb", "after_rss_mb", "peak_rss_mb"
@@ -76,135 +64,74 @@ class Column:
     """
 
     key: str
-    """The record key."""
-    label: str
-    """Its name on an axis or in prose, without the unit (``"peak RSS"``)."""
-    unit: str
-    """``ms``, ``s``, ``MB``, ``%`` or ``""``."""
-    fmt: str
-    """Format spec of a table cell (``".0f"``; ``""``: ``str``)."""
-    doc: str
-    """What it measures, in one line."""
-    short: str = ""
-    """Table heading without the unit (default: the label)."""
-    digits: int | None = None
-    """Decimals a data frame keeps: the precision the measurement has (None: as is)."""
-    missing: str = "-"
-    """Shown for None or NaN."""
-    align: str = ">"
-    """``<`` for the configuration (left), ``>`` for figures (right)."""
-
-
-def _c(key: str, label: str, unit: str, fmt: str, doc: str, **kw: Any) -> Column:
-    return Column(key, label, unit, fmt, doc, **kw)
+    label: str  #: on an axis or in prose, without the unit (``"peak RSS"``)
+    unit: str  #: ``ms``, ``s``, ``MB``, ``%`` or ``""``
+    fmt: str  #: format spec of a table cell (``""``: ``str``)
+    short: str = ""  #: table heading without the unit (default: the label)
+    digits: int | None = None  #: decimals a data frame keeps (None: as is)
+    missing: str = "-"  #: shown for None or NaN
+    align: str = ">"  #: ``<`` for the configuration, ``>`` for figures
 
 
 #: One `Column` per configuration or numeric key, in table order.
 COLUMNS: dict[str, Column] = {c.key: c for c in (
-    _c("preset", "preset", "", "", "session preset name", align="<"),
-    _c("cpus", "cpus", "", "", "cores the trial was pinned to (all: not pinned)",
-       missing="all", align="<"),
-    _c("loading", "loading", "", "", "load policy as given (resident, paged, budget:MB)",
-       align="<"),
-    _c("batch_size", "batch size", "", "", "texts per call", short="bs", align="<"),
-    _c("steps", "steps", "", "", "flow steps of the vector estimator", align="<"),
-    _c("mem_budget_mb", "memory budget", "MB", ".0f", "RSS past which the trial is killed",
-       short="budget", align="<"),
-    _c("status", "status", "", "", "ok, oom, timeout or error", align="<"),
-    _c("load_s", "load time", "s", ".2f", "creating the engine", short="load", digits=3),
-    _c("idle_rss_mb", "idle RSS", "MB", ".0f", "RSS after the load, before any request",
-       short="idle", digits=1),
-    _c("after_rss_mb", "RSS after the requests", "MB", ".0f",
-       "RSS after the last request and a garbage collection", short="after", digits=1),
-    _c("peak_rss_mb", "peak RSS", "MB", ".0f", "the trial process's RSS high-water mark",
-       short="peak", digits=1),
-    _c("first_ms", "first-call latency", "ms", ".0f", "the first call after the load",
-       short="first", digits=1),
-    _c("p50_ms", "p50 latency", "ms", ".0f", "median of the steady calls", short="p50",
-       digits=1),
-    _c("p95_ms", "p95 latency", "ms", ".0f", "95th percentile of the steady calls",
-       short="p95", digits=1),
-    _c("rtf", "RTF", "", ".3f", "p50 wall time / seconds of audio (lower is faster)",
-       digits=4),
-    _c("cpu_percent", "CPU", "%", ".0f", "CPU time / wall time of the steady calls x 100",
-       digits=0),
-    _c("cpu_ms", "CPU time per call", "ms", ".0f", "CPU time per steady call, all threads",
-       short="CPU", digits=1),
-    _c("core_share", "share of its cores", "%", ".0f",
-       "CPU time / (wall time x pinned cores) of the steady calls x 100", short="cores",
-       digits=0),
-    _c("cpu_wait_percent", "waiting for a core", "%", ".0f",
-       "share of the ready time the threads waited for a core (run queue)", short="wait",
-       digits=0),
-    _c("loadavg_before", "load average before", "", ".1f",
-       "the machine's 1-minute load average before the trial", short="load", digits=2),
-    _c("loadavg_after", "load average after", "", ".1f",
-       "the machine's 1-minute load average after the trial", short="load after", digits=2),
-    _c("load_peak_rss_mb", "peak RSS while loading", "MB", ".0f",
-       "high-water mark while loading", short="ld-peak", digits=1),
-    _c("run_peak_rss_mb", "peak RSS while serving", "MB", ".0f",
-       "high-water mark while serving requests", short="run-peak", digits=1),
-    _c("threads", "threads", "", "", "intra-op threads the sessions got"),
-    _c("prep_s", "one-time preparation", "s", ".1f",
-       "external-data copies etc., made once before the trial (not in its figures)",
-       short="prep", digits=2),
-    _c("prep_peak_rss_mb", "peak RSS of the preparation", "MB", ".0f",
-       "high-water mark of the one-time preparation", short="prep-peak", digits=1),
-    _c("rounds", "rounds", "", "", "fresh trials merged into the record (alternating)"),
-    _c("p50_min_ms", "lowest round's p50", "ms", ".0f", "p50 of the fastest round",
-       short="p50 min", digits=1),
-    _c("p50_max_ms", "highest round's p50", "ms", ".0f", "p50 of the slowest round",
-       short="p50 max", digits=1),
-    _c("peak_rss_min_mb", "lowest round's peak RSS", "MB", ".0f",
-       "peak RSS of the leanest round", short="peak min", digits=1),
-    _c("peak_rss_max_mb", "highest round's peak RSS", "MB", ".0f",
-       "peak RSS of the hungriest round", short="peak max", digits=1),
-    _c("audio_s", "audio", "s", ".2f", "seconds of audio one call produced", digits=3),
-    _c("repeats", "repeats", "", "", "steady calls measured"),
-    _c("wall_s", "trial wall time", "s", ".1f", "the whole trial, spawn to exit",
-       short="wall", digits=2),
-    _c("pareto", "Pareto front", "", "", "on the front of p50 against peak RSS (*)",
-       short="pareto",
-       missing=""),
+    Column("preset", "preset", "", "", align="<"),
+    Column("cpus", "cpus", "", "", missing="all", align="<"),
+    Column("loading", "loading", "", "", align="<"),
+    Column("batch_size", "batch size", "", "", short="bs", align="<"),
+    Column("steps", "steps", "", "", align="<"),
+    Column("mem_budget_mb", "memory budget", "MB", ".0f", short="budget", align="<"),
+    Column("status", "status", "", "", align="<"),
+    Column("load_s", "load time", "s", ".2f", short="load", digits=3),
+    Column("idle_rss_mb", "idle RSS", "MB", ".0f", short="idle", digits=1),
+    Column("after_rss_mb", "RSS after the requests", "MB", ".0f", short="after", digits=1),
+    Column("peak_rss_mb", "peak RSS", "MB", ".0f", short="peak", digits=1),
+    Column("first_ms", "first-call latency", "ms", ".0f", short="first", digits=1),
+    Column("p50_ms", "p50 latency", "ms", ".0f", short="p50", digits=1),
+    Column("p95_ms", "p95 latency", "ms", ".0f", short="p95", digits=1),
+    Column("rtf", "RTF", "", ".3f", digits=4),
+    Column("cpu_percent", "CPU", "%", ".0f", digits=0),
+    Column("cpu_ms", "CPU time per call", "ms", ".0f", short="CPU", digits=1),
+    Column("core_share", "share of its cores", "%", ".0f", short="cores", digits=0),
+    Column("cpu_wait_percent", "waiting for a core", "%", ".0f", short="wait", digits=0),
+    Column("loadavg_before", "load average before", "", ".1f", short="load", digits=2),
+    Column("loadavg_after", "load average after", "", ".1f", short="load after", digits=2),
+    Column("load_peak_rss_mb", "peak RSS while loading", "MB", ".0f", short="ld-peak", digits=1),
+    Column("run_peak_rss_mb", "peak RSS while serving", "MB", ".0f", short="run-peak", digits=1),
+    Column("threads", "threads", "", ""),
+    Column("prep_s", "one-time preparation", "s", ".1f", short="prep", digits=2),
+    Column("prep_peak_rss_mb", "peak RSS of the preparation", "MB", ".0f",
+           short="prep-peak", digits=1),
+    Column("rounds", "rounds", "", ""),
+    Column("p50_min_ms", "lowest round's p50", "ms", ".0f", short="p50 min", digits=1),
+    Column("p50_max_ms", "highest round's p50", "ms", ".0f", short="p50 max", digits=1),
+    Column("peak_rss_min_mb", "lowest round's peak RSS", "MB", ".0f", short="peak min", digits=1),
+    Column("peak_rss_max_mb", "highest round's peak RSS", "MB", ".0f", short="peak max", digits=1),
+    Column("audio_s", "audio", "s", ".2f", digits=3),
+    Column("repeats", "repeats", "", ""),
+    Column("wall_s", "trial wall time", "s", ".1f", short="wall", digits=2),
+    Column("pareto", "Pareto front", "", "", short="pareto", missing=""),
     # serving (tts_kit.serve)
-    _c("architecture", "architecture", "", "", "how the server runs synthesis", short="arch",
-       align="<"),
-    _c("workers", "workers", "", "", "worker processes (or threads) serving", short="wk",
-       align="<"),
-    _c("mode", "load mode", "", "", "closed (fixed clients) or open (fixed arrival rate)",
-       short="mode", align="<"),
-    _c("concurrency", "concurrency", "", "", "clients of a closed-loop level", short="conc",
-       align="<"),
-    _c("rate", "arrival rate", "/s", ".1f", "arrivals per second of an open-loop level",
-       short="rate", align="<"),
-    _c("requests", "requests", "", "", "requests sent", short="sent"),
-    _c("ok", "successful requests", "", "", "answered 200 with audio", short="ok"),
-    _c("errors", "errors", "", "", "failed requests (500, broken connections)", short="err"),
-    _c("timeouts", "timeouts", "", "", "past the deadline (client, 503 or fallback)",
-       short="tmo"),
-    _c("rejected", "rejected", "", "", "refused with 429 (queue full)", short="429"),
-    _c("rps", "throughput", "req/s", ".2f", "successful requests per second", short="rps",
-       digits=3),
-    _c("audio_rate", "audio throughput", "s/s", ".1f",
-       "seconds of audio served per second", short="audio", digits=2),
-    _c("audio_per_cpu_s", "audio per CPU-second", "s/s", ".2f",
-       "seconds of audio served per CPU-second of the server and its workers",
-       short="audio/cpu", digits=3),
-    _c("ttfa_p50_ms", "p50 time to first audio", "ms", ".0f",
-       "median arrival-to-first-audio-bytes", short="ttfa50", digits=1),
-    _c("ttfa_p95_ms", "p95 time to first audio", "ms", ".0f",
-       "95th percentile of time to first audio", short="ttfa95", digits=1),
-    _c("ttfa_p99_ms", "p99 time to first audio", "ms", ".0f",
-       "99th percentile of time to first audio", short="ttfa99", digits=1),
-    _c("p99_ms", "p99 latency", "ms", ".0f", "99th percentile of the whole response",
-       short="p99", digits=1),
-    _c("pool_rss_mb", "pool RSS", "MB", ".0f",
-       "peak summed RSS of the server and its workers", short="RSS", digits=1),
-    _c("pool_pss_mb", "pool PSS", "MB", ".0f",
-       "peak summed PSS of the server and its workers (shared pages counted once)",
-       short="PSS", digits=1),
-    _c("meets", "meets the target", "", "", "p95 within the target and PSS within the budget",
-       short="meets", missing=""),
+    Column("architecture", "architecture", "", "", short="arch", align="<"),
+    Column("workers", "workers", "", "", short="wk", align="<"),
+    Column("mode", "load mode", "", "", short="mode", align="<"),
+    Column("concurrency", "concurrency", "", "", short="conc", align="<"),
+    Column("rate", "arrival rate", "/s", ".1f", short="rate", align="<"),
+    Column("requests", "requests", "", "", short="sent"),
+    Column("ok", "successful requests", "", "", short="ok"),
+    Column("errors", "errors", "", "", short="err"),
+    Column("timeouts", "timeouts", "", "", short="tmo"),
+    Column("rejected", "rejected", "", "", short="429"),
+    Column("rps", "throughput", "req/s", ".2f", short="rps", digits=3),
+    Column("audio_rate", "audio throughput", "s/s", ".1f", short="audio", digits=2),
+    Column("audio_per_cpu_s", "audio per CPU-second", "s/s", ".2f", short="audio/cpu", digits=3),
+    Column("ttfa_p50_ms", "p50 time to first audio", "ms", ".0f", short="ttfa50", digits=1),
+    Column("ttfa_p95_ms", "p95 time to first audio", "ms", ".0f", short="ttfa95", digits=1),
+    Column("ttfa_p99_ms", "p99 time to first audio", "ms", ".0f", short="ttfa99", digits=1),
+    Column("p99_ms", "p99 latency", "ms", ".0f", short="p99", digits=1),
+    Column("pool_rss_mb", "pool RSS", "MB", ".0f", short="RSS", digits=1),
+    Column("pool_pss_mb", "pool PSS", "MB", ".0f", short="PSS", digits=1),
+    Column("meets", "meets the target", "", "", short="meets", missing=""),
 )}
 
 #: The configuration a record was measured with (left-aligned in tables).
@@ -261,9 +188,8 @@ def heading(key: str) -> str:
 
 
 def to_number(value: Any) -> float | None:
-    """A finite number as ``float``; None for None, NaN, infinities, booleans, non-numbers.
-
-    The one NaN-to-None rule: JSON has no NaN, and a missing figure is None everywhere.
+    """A finite number as ``float``; None for None, NaN, infinities, booleans, non-numbers
+    (JSON has no NaN: a missing figure is None everywhere).
 
     Example:
         >>> to_number(3), to_number(float("nan")), to_number(None), to_number("x")
@@ -319,8 +245,7 @@ FRAME_KEYS: tuple[str, ...] = ("preset", "cpus", "loading", "status", "load_s", 
 
 
 def frame(records: Iterable[Mapping[str, Any]], keys: Sequence[str] = FRAME_KEYS) -> Any:
-    """Records as a compact pandas table: the chosen columns, headed with their units
-    (`heading`), rounded as they are shown (whole ms and MB), the front marked ``*``.
+    """Records as a compact pandas table, headed and rounded as shown, the front ``*``.
 
     Example:
         >>> df = frame([{"preset": "lean", "cpus": 1, "p50_ms": 1210.4, "pareto": True}],
@@ -351,8 +276,8 @@ def frame(records: Iterable[Mapping[str, Any]], keys: Sequence[str] = FRAME_KEYS
 
 
 class Record(dict):
-    """One trial's record (a plain dict: indexing, JSON) that shows itself compactly:
-    one line as text, one table row in a notebook, instead of every field and timeline.
+    """One trial's record, a plain dict that shows itself as one line (a table row in a
+    notebook) instead of every field and timeline.
 
     Example:
         >>> Record({"preset": "lean", "cpus": 1, "loading": "paged", "status": "ok",
@@ -397,10 +322,7 @@ def select(records: Iterable[Mapping[str, Any]],
 def pareto_front(records: Sequence[Mapping[str, Any]], x: str = PARETO_X,
                  y: str = PARETO_Y) -> list[int]:
     """Indices of the finished records no other finished record beats on both ``x`` and
-    ``y`` (lower is better: at least as good on both and better on one).
-
-    A record without ``status`` counts as finished; one without ``x`` or ``y`` is never
-    on the front.
+    ``y`` (lower is better); no ``status`` counts as finished, no ``x`` or ``y`` as off it.
 
     Example:
         >>> pareto_front([{"peak_rss_mb": 1, "p50_ms": 5}, {"peak_rss_mb": 2, "p50_ms": 6},
@@ -414,8 +336,7 @@ def pareto_front(records: Sequence[Mapping[str, Any]], x: str = PARETO_X,
 
 
 def format_timings(timings: Mapping[str, float]) -> list[tuple[str, float]]:
-    """``(stage, ms)`` for text processing and each stage a synthesis timed, in pipeline
-    order: what the CLI prints and the player widget tabulates.
+    """``(stage, ms)`` for text processing and each stage a synthesis timed, in pipeline order.
 
     Example:
         >>> format_timings({"vocoder": 0.02, "text": 0.001, "total": 0.03})
@@ -423,17 +344,14 @@ def format_timings(timings: Mapping[str, float]) -> list[tuple[str, float]]:
         >>> format_timings({"voice": 0.05, "text": 0.001, "total": 0.06})  # a Piper voice
         [('text', 1.0), ('voice', 50.0)]
     """
-    known = ("text", *contract.STAGES)
-    # Stages of another family (a Piper voice's one, `voice`) follow, in the order timed.
+    known = ("text", *contract.STAGES)  # another family's stages follow, as timed
     order = [*known, *(s for s in timings if s not in known and s != "total")]
     return [(s, 1000 * float(timings[s])) for s in order if s in timings]
 
 
 def machine_label(env: Mapping[str, Any]) -> str:
-    """One line naming a machine by what decides its figures: CPU, usable cores, memory.
-
-    Two instances of one type read the same, so their records group together. Cores are
-    the affinity capped by the cgroup CPU quota; memory the cgroup limit when there is one.
+    """One line naming a machine by what decides its figures: CPU, usable cores (capped by
+    the CPU quota), memory (the cgroup limit where lower); one instance type reads the same.
 
     Example:
         >>> machine_label({"cpu_model": "Xeon E5", "cpus_available": 4, "cpu_count": 4,
@@ -458,3 +376,29 @@ def machine_label(env: Mapping[str, Any]) -> str:
     if env.get("onnxruntime"):
         parts.append(f"ORT {env['onnxruntime']}")
     return ", ".join(parts)
+
+
+#: `by_machine`'s group for records without ``machine`` (their worker was lost).
+UNKNOWN_MACHINE = "unknown machine (worker lost)"
+
+
+def by_machine(records: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The records grouped by `machine_label` of their ``machine``; {} when none has one.
+
+    Example:
+        >>> env = {"cpu_model": "A", "cpus_available": 1, "memory_total_mb": 1024}
+        >>> groups = by_machine([{"preset": "a", "machine": env}, {"preset": "b"}])
+        >>> {k: [r["preset"] for r in v] for k, v in groups.items()}
+        {'A, 1 core, 1024 MB': ['a'], 'unknown machine (worker lost)': ['b']}
+        >>> by_machine([{"preset": "a"}])
+        {}
+    """
+    records = [dict(r) for r in records]
+    if not any(isinstance(r.get("machine"), Mapping) for r in records):
+        return {}
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        env = r.get("machine")
+        key = machine_label(env) if isinstance(env, Mapping) else UNKNOWN_MACHINE
+        out.setdefault(key, []).append(r)
+    return out

@@ -1,16 +1,7 @@
 """How far each stage is from this machine's floor: achieved GFLOP/s against the MatMul peak.
 
-One chunk of `REFERENCE_TEXT` is timed per stage and its FLOPs counted at the dims its
-inputs had; against the MatMul peak at the same threads that gives each stage's **floor**:
-time above it is what tuning can win; the floor moves only with fewer steps or a faster kernel.
-
-Example:
-    >>> r = Roofline([StageRate("vocoder", 10**6, 20.0, 1.0, 40.0, 2.5)], steps=8, threads=1,
-    ...              peak_gflops=40.0, audio_s=8.0)
-    >>> r.stages[0].of_peak, r.stages[0].floor_s
-    (0.5, 0.5)
-    >>> r = measure_roofline("standin-dir", threads=2)  # doctest: +SKIP
-    >>> print(r.sentence())  # doctest: +SKIP
+Each stage's FLOPs in one timed chunk, against the MatMul peak, give its **floor**: time
+above it is what tuning can win; the floor moves only with fewer steps or a faster kernel.
 """
 
 from __future__ import annotations
@@ -34,16 +25,11 @@ class StageRate:
     """One stage of one measured chunk: its work, its time and the machine's peak."""
 
     stage: str
-    params: int
-    """Weights of the graph."""
-    gflop: float
-    """GFLOP of the chunk in this stage (all flow steps for the vector estimator)."""
-    seconds: float
-    """Measured seconds of the stage for the chunk (best of the repeats)."""
-    peak_gflops: float
-    """This machine's MatMul peak at the measured thread count."""
+    params: int  #: weights of the graph
+    gflop: float  #: of the chunk (all flow steps for the vector estimator)
+    seconds: float  #: best of the repeats
+    peak_gflops: float  #: this machine's MatMul peak at the measured threads
     gflops_per_audio_s: float
-    """GFLOP per second of audio (`gflop` over the chunk's audio)."""
 
     @property
     def gflops(self) -> float:
@@ -73,15 +59,11 @@ class Roofline:
     stages: list[StageRate]
     steps: int
     threads: int
-    peak_gflops: float
-    """MatMul peak at ``threads`` threads (GFLOP/s)."""
-    audio_s: float
-    """Seconds of audio in the measured chunk."""
-    peaks: dict[int, float] = field(default_factory=dict)
-    """MatMul peak per thread count, 1..``threads``."""
+    peak_gflops: float  #: MatMul peak at ``threads`` threads (GFLOP/s)
+    audio_s: float  #: seconds of audio in the measured chunk
+    peaks: dict[int, float] = field(default_factory=dict)  #: per thread count, 1..threads
     repeats: int = 1
-    loadavg: tuple[float, float] | None = None
-    """The 1-minute load average before and after the measurement."""
+    loadavg: tuple[float, float] | None = None  #: before and after the measurement
 
     @property
     def total_s(self) -> float:
@@ -131,7 +113,7 @@ class Roofline:
                 "steps or lower precision can cut.")
 
     def rows(self) -> list[dict[str, Any]]:
-        """One plain dict per stage, plus a total row: the table a notebook or report shows.
+        """One plain dict per stage, plus a total row.
 
         Example:
             >>> r = Roofline([StageRate("vocoder", 2 * 10**6, 20.0, 1.0, 40.0, 2.5)], steps=8,
@@ -216,8 +198,8 @@ def _dims_of(stage: str, feeds: Mapping[str, Any]) -> dict[str, int]:
 
 def time_stages(engine: Any, text: str = REFERENCE_TEXT, *, steps: int = contract.DEFAULT_STEPS,
                 repeats: int = 3) -> tuple[dict[str, float], dict[str, dict[str, int]], float]:
-    """Per stage, the best of ``repeats`` seconds for one synthesis of ``text`` (after a
-    warm-up), the dims each stage's inputs had, and the seconds of audio.
+    """Per stage, the best of ``repeats`` seconds for ``text`` after a warm-up, the dims of
+    its inputs, and the seconds of audio.
 
     Example:
         >>> from tts_kit import Engine
@@ -251,8 +233,7 @@ def time_stages(engine: Any, text: str = REFERENCE_TEXT, *, steps: int = contrac
 def roofline_of(model: Any, seconds: Mapping[str, float], dims: Mapping[str, Mapping[str, int]],
                 *, audio_s: float, peaks: Mapping[int, float], steps: int,
                 threads: int, repeats: int = 1) -> Roofline:
-    """A `Roofline` from measured stage seconds: FLOPs counted from ``model``'s graphs at
-    the ``dims`` each stage ran with, against ``peaks[threads]``.
+    """A `Roofline` from measured stage seconds, FLOPs counted at the ``dims`` they ran with.
 
     Example:
         >>> from tts_kit.models.resolve import open_model
@@ -300,9 +281,8 @@ def _measure(path: str, threads: int, steps: int, repeats: int, text: str) -> di
 def measure_roofline(model: Any = None, *, threads: int = 1, cpus: int | None = None,
                      steps: int = contract.DEFAULT_STEPS, repeats: int = 3,
                      text: str = REFERENCE_TEXT, timeout_s: float | None = 900) -> Roofline:
-    """Measure the `Roofline` of ``model`` (a Supertonic bundle, or None: discovered) in a
-    fresh process pinned to ``cpus`` cores (default ``threads``), with ``threads`` intra-op
-    threads; the peak is measured in that process at 1..``threads`` threads.
+    """Measure the `Roofline` of ``model`` (None: discovered) in a fresh process pinned to
+    ``cpus`` cores (default ``threads``), with ``threads`` intra-op threads.
 
     Example:
         >>> r = measure_roofline("standin-dir", threads=2)  # doctest: +SKIP
@@ -311,20 +291,15 @@ def measure_roofline(model: Any = None, *, threads: int = 1, cpus: int | None = 
     """
     from tts_kit.models.resolve import open_model
     from tts_kit.runtime.measure import run_isolated
+    from tts_kit.tuning.flops import _check_counted
 
     opened = open_model(model)
-    other = sorted(set(opened.stages) - set(contract.STAGES))
-    if other:
-        raise TtsKitError("the roofline counts graphs of the Supertonic contract; this "
-                          f"model's {', '.join(other)} graph has other inputs")
-    if not contract.MIN_STEPS <= steps <= contract.MAX_STEPS:
-        raise TtsKitError(f"steps must be in {contract.MIN_STEPS}..{contract.MAX_STEPS}")
+    _check_counted(opened, steps, "the roofline")
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise TtsKitError(f"threads must be a positive integer, got {threads!r}")
     before = os.getloadavg()[0]
     m = run_isolated(_measure, str(opened.path), threads, steps, repeats, text,
-                     cpus=threads if cpus is None else cpus,
-                     timeout_s=timeout_s)
+                     cpus=threads if cpus is None else cpus, timeout_s=timeout_s)
     if not m.ok:
         raise TtsKitError(f"the roofline measurement ended {m.status}: {m.error}")
     r = Roofline.from_dict(m.result)

@@ -1,22 +1,8 @@
 """Figures that repeat: a configuration measured in alternating rounds, and its spread.
 
 A sweep measures every configuration in ``rounds`` fresh trials, round by round (A B C,
-A B C: a drift of the machine hits every configuration alike), the timed calls split
-across them (`split_repeats`). `merge_rounds` makes one record of a configuration's
-rounds with the spread of p50 and peak RSS (``*_min_*``/``*_max_*``) and each round's own
-figures (what `tts_kit.tuning.verdict` resamples); `half_range` is the ± a table shows.
-Why the peak RSS has a spread at all: docs/benchmarks.md.
-
-Example:
-    >>> from tts_kit.tuning.records import P50_MAX_MS, P50_MIN_MS, P50_MS, PEAK_RSS_MB
-    >>> from tts_kit.tuning.spread import merge_rounds, split_repeats
-    >>> split_repeats(5, 2)
-    [3, 2]
-    >>> a = {"status": "ok", P50_MS: 100.0, PEAK_RSS_MB: 500.0, "latencies_ms": [100.0]}
-    >>> b = {"status": "ok", P50_MS: 110.0, PEAK_RSS_MB: 540.0, "latencies_ms": [110.0]}
-    >>> m = merge_rounds([a, b])
-    >>> m["rounds"], m[P50_MIN_MS], m[P50_MAX_MS], m[PEAK_RSS_MB]
-    (2, 100.0, 110.0, 540.0)
+A B C: a drift hits every configuration alike); `merge_rounds` makes one record of them,
+with the spread of p50 and peak RSS and each round's own figures (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -60,11 +46,9 @@ SPREAD_KEYS: dict[str, tuple[str, str]] = {
     P50_MS: (P50_MIN_MS, P50_MAX_MS),
     PEAK_RSS_MB: (PEAK_RSS_MIN_MB, PEAK_RSS_MAX_MB),
 }
-#: Figures whose merged value is the highest round's (a high-water mark: a budget must
-#: hold for the hungriest round); every other number is the rounds' median.
+#: Merged as the highest round's (a budget must hold for the hungriest round).
 _HIGHEST = (PEAK_RSS_MB, LOAD_PEAK_RSS_MB, RUN_PEAK_RSS_MB)
-#: Figures taken from the first round as they are (the configuration, its one-time
-#: preparation, its timeline); ``loadavg_after`` comes from the last.
+#: Taken from the first round as they are; ``loadavg_after`` comes from the last.
 _FIRST = ("prep_s", "prep_peak_rss_mb", "threads", "stage_load_s", "stage_costs_mb",
           "timeline", "events", "machine", "worker", "loadavg_before")
 
@@ -90,17 +74,16 @@ def _median(values: list[Any]) -> float | None:
 
 
 def merge_rounds(rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """One record of a configuration's rounds (each a `tts_kit.tuning.tune.trial`
-    record), with ``rounds`` and the spread keys (`SPREAD_KEYS`).
-
-    p50/p95 come from all rounds' calls pooled, peaks are the highest round's, other
-    figures the rounds' median. A round that did not finish decides: the merged record is
-    that round's (its status and error), since the configuration did not hold.
+    """One record of a configuration's trial records, with ``rounds`` and `SPREAD_KEYS`:
+    p50/p95 of all calls pooled, peaks the highest round's, the rest the rounds' median. A
+    round that did not finish is the merged record (the configuration did not hold).
 
     Example:
         >>> merge_rounds([{"status": "ok", P50_MS: 5.0}, {"status": "oom"}])["status"]
         'oom'
     """
+    import numpy as np
+
     if not rounds:
         raise TtsKitError("merge_rounds needs at least one round")
     failed = next((r for r in rounds if r.get(STATUS) != "ok"), None)
@@ -110,10 +93,7 @@ def merge_rounds(rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         return out
     out = dict(rounds[0])
     for key, value in rounds[0].items():
-        if (key in _FIRST or key in CONFIG_KEYS or value is None
-                or isinstance(value, (str, bool, list, dict))):
-            continue
-        if to_number(value) is None:
+        if key in _FIRST or key in CONFIG_KEYS or to_number(value) is None:
             continue
         values = [r.get(key) for r in rounds]
         nums = [v for v in (to_number(x) for x in values) if v is not None]
@@ -128,7 +108,7 @@ def merge_rounds(rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     out[LATENCIES_MS] = lat
     if lat:
         out[P50_MS] = float(statistics.median(lat))
-        out[P95_MS] = _percentile(lat, 95)
+        out[P95_MS] = float(np.percentile(lat, 95))
         audio = to_number(out.get(AUDIO_S))
         out[RTF] = out[P50_MS] / 1000 / audio if audio else out.get(RTF)
     # Each fresh process's own figures: what `tts_kit.tuning.verdict` resamples.
@@ -141,18 +121,8 @@ def merge_rounds(rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _percentile(values: list[float], q: float) -> float:
-    """numpy's default (linear) percentile, without numpy."""
-    xs = sorted(values)
-    pos = (len(xs) - 1) * q / 100
-    lo = int(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-
 def span(record: Mapping[str, Any], key: str) -> tuple[float, float] | None:
-    """The (lowest, highest) round of ``key`` (a `SPREAD_KEYS` figure); a record of one
-    round spans its one value; None when the figure is missing.
+    """The (lowest, highest) round of ``key`` (a `SPREAD_KEYS` figure); None when missing.
 
     Example:
         >>> span({P50_MS: 10.0, P50_MIN_MS: 9.0, P50_MAX_MS: 12.0}, P50_MS)
@@ -191,10 +161,8 @@ def run_rounds(
     bar: Any,
     lost: Callable[[int, int, BaseException], dict[str, Any]],
 ) -> dict[tuple[int, int], dict[str, Any]]:
-    """Run a sweep's trials, (round, cell) in ``runs`` order: one at a time here, or all
-    submitted to ``executor``. ``submit(k, i)`` gives a trial's (args, kwargs, label);
-    ``lost`` the record of a trial the executor lost. Here, a cell that did not finish a
-    round is not run in later rounds.
+    """Run a sweep's trials in ``runs`` order, one at a time here (a cell that did not finish
+    is not run again) or all on ``executor``; ``submit(k, i)``: (args, kwargs, label).
 
     Example:
         >>> from tqdm import tqdm
@@ -235,8 +203,7 @@ def run_rounds(
 
 def lost_record(cell: tuple[Any, ...], repeats: int, budget: float | None,
                  exc: BaseException) -> dict[str, Any]:
-    """The record of a trial its executor lost (the trial never reported); ``cell`` is
-    (preset, cpus, batch size, steps, loading).
+    """The record of a trial its executor lost; ``cell``: (preset, cpus, batch, steps, loading).
 
     Example:
         >>> from tts_kit.runtime.sessions import get_preset
@@ -245,7 +212,6 @@ def lost_record(cell: tuple[Any, ...], repeats: int, budget: float | None,
         'executor: OSError: gone'
     """
     p, c, b, s, lo = cell
-    # Dask's KilledWorker and friends span lines; a record's error is one.
     why = " ".join(str(exc).split()) or "no message"
     return {k: None for k in RECORD_KEYS} | dict(
         preset=p.name, cpus=c, batch_size=b, steps=s, loading=lo, mem_budget_mb=budget,

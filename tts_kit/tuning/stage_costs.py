@@ -1,13 +1,5 @@
-"""Stage costs: drive the engine in a fresh process and read what each stage costs.
-
-`stage_costs` loads, runs and releases each stage under ``paged`` in one isolated process,
-reading RSS and the high-water mark at every stage event.
-
-Example:
-    >>> from tts_kit.tuning.stage_costs import stage_costs
-    >>> costs = stage_costs("bundle-dir", "supertonic-default", Workload(steps=2))  # doctest: +SKIP
-    >>> costs.costs_mb()  # doctest: +SKIP
-    {'duration_predictor': 3.1, 'text_encoder': 12.0, 'vector_estimator': 270.4, ...}
+"""Stage costs: each stage loaded, run and released under ``paged`` in one fresh process,
+RSS and the high-water mark read at every stage event.
 """
 
 from __future__ import annotations
@@ -29,27 +21,12 @@ if TYPE_CHECKING:
 
 
 def _peak_mb() -> float:
-    """VmHWM since the last `reset_peak_rss`; NaN where the kernel does not say (the
-    ``ru_maxrss`` fallback of `tts_kit.core.procfacts.peak_rss_mb` cannot be reset)."""
+    """VmHWM since the last `reset_peak_rss`; NaN where the kernel does not say."""
     return status_mb("VmHWM").get("VmHWM", math.nan)
 
 
-def _warm_up_model() -> bytes:
-    """A serialised one-node graph (Relu), built in the parent: the measuring child must
-    not import onnx (0.7 s, 15 MB that a serving process does not have)."""
-    from onnx import TensorProto, helper
-
-    graph = helper.make_graph(
-        [helper.make_node("Relu", ["x"], ["y"])], "warm",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
-
-
 def _warm_up_ort(model: bytes) -> None:
-    """Create and drop a one-node session, so ORT's process-wide globals (environment,
-    allocators, kernel registry) are not charged to the first stage measured."""
+    """Create and drop a one-node session: ORT's globals are not the first stage's cost."""
     import numpy as np
 
     sess = ort.InferenceSession(model)
@@ -59,9 +36,7 @@ def _warm_up_ort(model: bytes) -> None:
 
 def _stage_costs_child(bundle_path: str, preset: SessionPreset | None, workload: Workload,
                        policy: LoadPolicy, warm_model: bytes) -> dict[str, Any]:
-    """Inside a fresh process: load, run and release each stage in pipeline order.
-
-    ``policy`` arrives parsed and ``paged``."""
+    """Inside a fresh process: load, run and release each stage in pipeline order."""
     from tts_kit.models.family import make_engine
     from tts_kit.models.resolve import open_model
 
@@ -70,9 +45,9 @@ def _stage_costs_child(bundle_path: str, preset: SessionPreset | None, workload:
     _warm_up_ort(warm_model)
     release_memory()
     runtime = rss_mb()
-    bundle = open_model(bundle_path)  # either family (`tts_kit.models.family`)
+    bundle = open_model(bundle_path)
     engine = make_engine(bundle, preset=preset, loading=policy)
-    # Event marks arrive in order load -> run -> release for each stage; sample RSS at each.
+    # load -> run -> release marks of each stage, with the RSS and high-water mark at each.
     marks: list[tuple[str, str, float, float, float]] = []
 
     def on_event(_t: float, name: str) -> None:
@@ -125,10 +100,8 @@ def stage_costs(
     cpus: int | None = None,
     timeout_s: float | None = 600,
 ) -> StageCosts:
-    """Measure the RSS each stage adds by loading and by running, in a fresh process.
-
-    ONNX Runtime is warmed up first (its globals count as runtime); then the workload's
-    first text runs under ``loading`` (a ``paged`` variant), one stage at a time.
+    """Measure the RSS each stage adds by loading and by running, in a fresh process: the
+    workload's first text under ``loading`` made ``paged``, one stage at a time.
 
     Example:
         >>> costs = stage_costs("bundle-dir", "supertonic-default",
@@ -136,6 +109,7 @@ def stage_costs(
         >>> costs.dataframe()  # doctest: +SKIP
     """
     from tts_kit.models.base import SpeechModel
+    from tts_kit.runtime.devices import one_node_model
     from tts_kit.runtime.measure import run_isolated
     from tts_kit.runtime.sessions import get_preset
 
@@ -143,17 +117,15 @@ def stage_costs(
     preset_obj = get_preset(preset) if preset is not None else None
     workload = Workload() if workload is None else workload
     policy = LoadPolicy.parse(loading)  # a bad spec fails here, not in the child
-    if policy.policy != "paged":
-        # Each stage is measured alone: loaded, run, released. The spec's options
-        # (trim, ext, mmap) still decide how it is loaded.
+    if policy.policy != "paged":  # each stage alone; the spec's options still count
         policy = LoadPolicy("paged", trim=policy.trim, external_data=policy.external_data,
                             prepack=policy.prepack)
-    m = run_isolated(_stage_costs_child, path, preset_obj, workload, policy, _warm_up_model(),
+    # The warm-up graph is built here: the measuring child must not import onnx.
+    m = run_isolated(_stage_costs_child, path, preset_obj, workload, policy, one_node_model(),
                      cpus=cpus, timeout_s=timeout_s)
     if not m.ok:
         raise RuntimeError(f"stage_costs: the measuring process ended with {m.status}: {m.error}")
     res = m.result
-    # Pipeline order: the measuring child met the stages in it (one, `voice`, for Piper).
     stages = {s: StageCost(**c) for s, c in res["stages"].items()}
     return StageCosts(stages=stages, runtime_mb=res["runtime_mb"], imports_mb=res["imports_mb"],
                       peak_rss_mb=res[PEAK_RSS_MB],

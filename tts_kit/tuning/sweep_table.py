@@ -1,8 +1,5 @@
-"""A sweep's records as text: the table `tts-kit tune` prints, with each figure's spread,
-
-A record merged from rounds shows ``±`` (half their range) beside p50 and peak RSS; ``vs
-pick`` names the figures that are not tied with the recommended one
-(`tts_kit.tuning.verdict`); the one-time preparation (``prep_s``) is a footnote.
+"""A sweep's records as text: the table `tts-kit tune` prints, with ``±`` (half the rounds'
+range) beside p50 and peak RSS, a ``vs pick`` column and the one-time preparation below.
 
 Example:
     >>> from tts_kit.tuning.records import P50_MAX_MS, P50_MIN_MS, PEAK_RSS_MB
@@ -35,10 +32,7 @@ from tts_kit.tuning.records import (
 )
 from tts_kit.tuning.spread import SPREAD_KEYS, half_range, span
 
-#: Table heading of a figure's spread column (half the rounds' range).
-SPREAD_HEADING = "±"
-#: Table heading of the comparison with the pick.
-VERSUS_HEADING = "vs pick"
+SPREAD_HEADING, VERSUS_HEADING = "±", "vs pick"
 _SHORT = {P50_MS: "p50", PEAK_RSS_MB: "peak"}
 
 
@@ -49,9 +43,8 @@ def _spread_cell(record: Mapping[str, Any], key: str) -> str:
 
 def versus(record: Mapping[str, Any], pick: Mapping[str, Any],
            among: Sequence[Mapping[str, Any]] = ()) -> str:
-    """How ``record`` differs from ``pick`` where the verdict is not *tied*
-    (`tts_kit.tuning.verdict.compare`, with the band and noise of the sweep's records
-    ``among``): ``"p50 +14%, peak -9%"``, ``"tied"``, or ``"pick"``.
+    """How ``record`` differs from ``pick`` where the verdict (with the band and noise of
+    ``among``) is not *tied*: ``"p50 +14%, peak -9%"``, ``"tied"``, or ``"pick"``.
 
     Example:
         >>> pick = {P50_MS: 100.0, PEAK_RSS_MB: 500.0}
@@ -72,7 +65,7 @@ def versus(record: Mapping[str, Any], pick: Mapping[str, Any],
 
 
 def prep_footnote(records: Iterable[Mapping[str, Any]]) -> list[str]:
-    """The one-time preparation of each loading that needed one, outside the trials.
+    """The one-time preparation of each loading that needed one (not in the trials).
 
     Example:
         >>> prep_footnote([{"loading": "paged", "prep_s": 35.2, "prep_peak_rss_mb": 588.0},
@@ -106,9 +99,8 @@ def prep_footnote(records: Iterable[Mapping[str, Any]]) -> list[str]:
 
 def format_table(records: Iterable[dict[str, Any]],
                  pick: Mapping[str, Any] | None = None) -> str:
-    """The records as an aligned text table (missing values as ``-``; pareto as ``*``),
-    with ``±`` spreads beside p50 and peak RSS where a record has rounds, a ``vs pick``
-    column when ``pick`` (one of the records) is given, and the preparation footnote.
+    """The records as an aligned text table, with ``±`` spreads where a record has rounds,
+    ``vs pick`` when ``pick`` (one of the records) is given, and the preparation footnote.
 
     Example:
         >>> table = format_table([{"preset": "lean", "cpus": 1, "status": "ok", P50_MS: 12.3}])
@@ -139,7 +131,7 @@ def format_table(records: Iterable[dict[str, Any]],
 
 
 def figures(r: Mapping[str, Any]) -> str:
-    """A recommendation's p50 and peak RSS, with the range of its rounds where it has them.
+    """A recommendation's p50 and peak RSS, with its rounds' range.
 
     Example:
         >>> from tts_kit.tuning.records import PEAK_RSS_MAX_MB, PEAK_RSS_MIN_MB

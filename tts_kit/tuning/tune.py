@@ -1,12 +1,8 @@
 """Trials and sweeps: measure session presets and load policies, each in isolation.
 
-A *trial* loads an `Engine` with one preset, load policy, core count and memory budget in
-a fresh process (`tts_kit.runtime.measure.run_isolated`), synthesises one `Workload` and
-measures load time, idle and peak RSS, first-call and steady p50/p95 latency, RTF and CPU
-use (the record's keys: `tts_kit.tuning.records`). A *sweep* runs a grid of trials, marks
-the Pareto front of p50 against peak RSS and recommends one configuration for a memory
-budget. Trials must not share cores: one at a time here, or on an executor that runs at
-most one per machine (`tts_kit.tuning.cluster.TrialExecutor`).
+A *trial* measures one configuration in a fresh process (record keys:
+`tts_kit.tuning.records`); a *sweep* runs a grid of trials, marks the Pareto front of p50
+against peak RSS and recommends one configuration for a memory budget.
 
 Example:
     >>> from tts_kit.tuning.tune import sweep
@@ -22,6 +18,7 @@ import dataclasses
 import gc
 import itertools
 import math
+import os
 import random
 import time
 import warnings
@@ -36,7 +33,6 @@ from tts_kit.runtime.loading import LoadPolicy, needs_preparation, prepare_loadi
 from tts_kit.runtime.measure import run_isolated
 from tts_kit.runtime.sessions import SessionPreset, get_preset
 from tts_kit.tuning import verdict
-from tts_kit.tuning.machines import by_machine
 from tts_kit.tuning.records import (
     AFTER_RSS_MB,
     AUDIO_S,
@@ -62,11 +58,10 @@ from tts_kit.tuning.records import (
     RTF,
     RUN_PEAK_RSS_MB,
     STAGE_LOAD_S,
+    by_machine,
     pareto_front,
     to_number,
 )
-from tts_kit.tuning.runqueue import loadavg as _loadavg
-from tts_kit.tuning.runqueue import thread_run_queue_ns, wait_percent
 from tts_kit.tuning.spread import (
     DEFAULT_ROUNDS,
     lost_record,
@@ -82,38 +77,71 @@ _FIRST = "trial: first call"
 _STEADY = "trial: steady calls"
 
 
+def _run_queue_ns() -> dict[str, tuple[int, int]] | None:
+    """Thread id -> (on-CPU ns, waiting ns) of this process's live threads, or None: how
+    long they waited for a core (Linux's ``/proc/self/task/*/schedstat``)."""
+    base = "/proc/self/task"
+    try:
+        tids = os.listdir(base)
+    except OSError:
+        return None
+    out: dict[str, tuple[int, int]] = {}
+    for tid in tids:
+        try:
+            with open(f"{base}/{tid}/schedstat", encoding="ascii") as f:
+                run, wait = f.read().split()[:2]
+            out[tid] = (int(run), int(wait))
+        except (OSError, ValueError):
+            continue  # the thread ended between the listing and the read
+    return out or None
+
+
+def _wait_percent(before: Mapping[str, tuple[int, int]] | None,
+                 after: Mapping[str, tuple[int, int]] | None) -> float | None:
+    """The share (%) of their ready time the threads waited for a core between two
+    `_run_queue_ns` readings; None without readings.
+
+    Example:
+        >>> round(_wait_percent({"1": (100, 0)}, {"1": (400, 100), "2": (100, 100)}), 1)
+        33.3
+    """
+    if not before or not after:
+        return None
+    run = wait = 0
+    for tid, (r1, w1) in after.items():
+        r0, w0 = before.get(tid, (0, 0))
+        run, wait = run + max(0, r1 - r0), wait + max(0, w1 - w0)
+    return 100.0 * wait / (run + wait) if run + wait > 0 else None
+
+
+def _loadavg() -> float | None:
+    """The machine's 1-minute load average (None where the OS has none)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
 def _bundle_path(bundle: Any) -> str:
-    """What reopens the model in a trial's child (`SpeechModel.ref`: a path, or
-    ``piper:NAME``); None is discovery."""
+    """What reopens the model in a trial's child (`SpeechModel.ref`)."""
     from tts_kit.models.base import SpeechModel
     from tts_kit.models.resolve import open_model
 
     return (bundle if isinstance(bundle, SpeechModel) else open_model(bundle)).ref()
 
 
-def run_trial_child(
-    bundle_path: str,
-    preset: SessionPreset,
-    workload: Workload,
-    loading: str | LoadPolicy,
-    stage_costs_mb: dict[str, float] | None = None,
-) -> dict[str, Any]:
-    """The trial's work inside the isolated child: load the engine, idle RSS, one first
-    call and ``workload.repeats`` steady calls of the same batch (`Workload.batch`).
-
-    Example:
-        >>> from tts_kit.runtime.sessions import get_preset
-        >>> run_trial_child("standin-dir", get_preset("lean"), Workload("Hi.", steps=2),
-        ...                 "resident")[P50_MS]  # doctest: +SKIP
-        12.3
-    """
+def _trial_child(bundle_path: str, preset: SessionPreset, workload: Workload,
+                 loading: str | LoadPolicy, stage_costs_mb: dict[str, float] | None = None
+                 ) -> dict[str, Any]:
+    """The trial inside the isolated child: load, idle RSS, a first call, then
+    ``workload.repeats`` steady calls of the same batch."""
     import numpy as np
 
     from tts_kit.models.family import make_engine
     from tts_kit.models.resolve import open_model
 
     t0 = time.perf_counter()
-    bundle = open_model(bundle_path)  # either family (`tts_kit.models.family`)
+    bundle = open_model(bundle_path)
     engine = make_engine(bundle, preset=preset, loading=loading, stage_costs_mb=stage_costs_mb)
     load_s = time.perf_counter() - t0
     procfacts.release_memory()
@@ -135,12 +163,12 @@ def run_trial_child(
     events.mark(_FIRST)
     first_s, audio_s = call()
     events.mark(_STEADY)
-    queue0 = thread_run_queue_ns()  # how long the threads wait for a core: contention
+    queue0 = _run_queue_ns()  # how long the threads wait for a core: contention
     cpu0, wall0 = procfacts.cpu_seconds(), time.perf_counter()
     lat = [call()[0] for _ in range(workload.repeats)]
     steady_wall = time.perf_counter() - wall0
     steady_cpu = procfacts.cpu_seconds() - cpu0
-    waited = wait_percent(queue0, thread_run_queue_ns())
+    waited = _wait_percent(queue0, _run_queue_ns())
     cores = procfacts.current_cpus() or procfacts.usable_cores()
     gc.collect()  # no extra malloc_trim: a serving process does not call one between requests
     after_rss = procfacts.rss_mb()
@@ -167,14 +195,8 @@ def run_trial_child(
     }
 
 
-def prepare_trial_child(bundle_path: str, loading: str | LoadPolicy) -> dict[str, Any]:
-    """The one-time preparation a trial's loading policy needs (external-data copies), run
-    in a process of its own before the trial; returns its time in seconds.
-
-    Example:
-        >>> prepare_trial_child("standin-dir", "paged")[PREP_S] >= 0  # doctest: +SKIP
-        True
-    """
+def _prepare_child(bundle_path: str, loading: str | LoadPolicy) -> dict[str, Any]:
+    """The one-time preparation (external-data copies) a trial's loading needs."""
     from tts_kit.models.resolve import open_model
 
     t0 = time.perf_counter()
@@ -185,13 +207,12 @@ def prepare_trial_child(bundle_path: str, loading: str | LoadPolicy) -> dict[str
 
 def _prepare(bundle_path: str, policy: LoadPolicy, cpus: int | None,
              timeout_s: float | None, sample_ms: float) -> dict[str, Any]:
-    """Run `prepare_trial_child` isolated when ``policy`` needs it: ``prep_*`` fields."""
+    """Run `_prepare_child` isolated when ``policy`` needs it: ``prep_*`` fields."""
     if not needs_preparation(policy):
         return {PREP_S: None, PREP_PEAK_RSS_MB: None}
-    m = run_isolated(prepare_trial_child, bundle_path, policy, cpus=cpus, timeout_s=timeout_s,
+    m = run_isolated(_prepare_child, bundle_path, policy, cpus=cpus, timeout_s=timeout_s,
                      sample_ms=sample_ms)
-    if not (m.ok and isinstance(m.result, dict)):
-        # The trial then does the work itself (and says so in its figures); not fatal.
+    if not (m.ok and isinstance(m.result, dict)):  # not fatal: the trial does it itself
         warnings.warn(f"preparing {policy.spec} failed ({m.error}); the trial includes it",
                       stacklevel=3)
         return {PREP_S: None, PREP_PEAK_RSS_MB: None}
@@ -208,23 +229,15 @@ class TrialOptions:
 sample_ms=10, stage_costs_mb=None, prepare=True)
     """
 
-    cpus: int | None = None
-    """Cores to pin the trial to (None: not pinned)."""
-    mem_budget_mb: float | None = None
-    """Kill the trial past this RSS (status ``oom``)."""
-    loading: str | LoadPolicy = "resident"
-    """``resident``, ``paged`` or ``budget:MB`` (recorded as given), or a `LoadPolicy`."""
-    timeout_s: float | None = None
-    """Kill the trial after this many seconds (status ``timeout``)."""
-    sample_ms: float = 10
-    """RSS sampling period of the harness."""
+    cpus: int | None = None  #: cores to pin the trial to (None: not pinned)
+    mem_budget_mb: float | None = None  #: past this RSS the trial is killed (``oom``)
+    loading: str | LoadPolicy = "resident"  #: recorded as given
+    timeout_s: float | None = None  #: then the trial is killed (``timeout``)
+    sample_ms: float = 10  #: RSS sampling period of the harness
+    #: Resident MB per stage for ``budget:MB`` (None: estimated from the file sizes).
     stage_costs_mb: Mapping[str, float] | None = None
-    """Resident MB per stage for a ``budget:MB`` policy, e.g.
-    ``tts_kit.tuning.stage_costs.stage_costs(...).costs_mb()`` (None: estimated from the
-    file sizes; `sweep` measures them). Recorded as ``stage_costs_mb``."""
+    #: Make the policy's one-time copies first, in a process of its own (``prep_*``).
     prepare: bool = True
-    """Do the policy's one-time work (external-data copies) first, in a process of its own,
-    recorded as ``prep_s``/``prep_peak_rss_mb``; False: skip it (``prep_*`` None)."""
 
     def replace(self, **changes: Any) -> TrialOptions:
         """A copy with ``changes``; an unknown name fails in one line."""
@@ -244,12 +257,9 @@ def trial(bundle: Any, preset: str | SessionPreset, workload: Workload | None = 
           options: TrialOptions | None = None, **overrides: Any) -> dict[str, Any]:
     """Measure one configuration in a fresh process; returns a record (`RECORD_KEYS`).
 
-    ``bundle``: a model, a bundle directory, or None to discover one; ``preset``: a name
-    or a `SessionPreset`; ``workload`` (default `Workload()`): the same batch once, then
-    ``repeats`` more times (``repeats=0``: the first call only, p50/p95 None). How it runs
-    is ``options`` (`TrialOptions`), or its fields as keywords (``cpus=1``), which override.
-    A trial that did not finish still reports what it got to (peak RSS; load time and
-    idle RSS if it got past the load).
+    ``bundle``: a model, a bundle directory, or None to discover one. How it runs is
+    ``options`` or its fields as keywords (``cpus=1``). A trial that did not finish still
+    reports what it got to.
 
     Example:
         >>> rec = trial("standin-dir", "lean", Workload(repeats=3), cpus=1)  # doctest: +SKIP
@@ -257,33 +267,28 @@ def trial(bundle: Any, preset: str | SessionPreset, workload: Workload | None = 
         ('ok', True)
     """
     o = _replace(options or TrialOptions(), overrides)
-    cpus, mem_budget_mb, loading = o.cpus, o.mem_budget_mb, o.loading
-    timeout_s, sample_ms, stage_costs_mb = o.timeout_s, o.sample_ms, o.stage_costs_mb
-    # Parsed once: a bad policy fails here, in one line, and the child gets the object.
-    policy = LoadPolicy.parse(loading)
-    label = loading if isinstance(loading, str) else policy.spec
+    policy = LoadPolicy.parse(o.loading)  # a bad spec fails here, before any process
+    label = o.loading if isinstance(o.loading, str) else policy.spec
+    costs = dict(o.stage_costs_mb) if o.stage_costs_mb else None
     workload = Workload() if workload is None else workload
     if not isinstance(workload, Workload):
         raise TypeError(f"workload must be a tts_kit.tuning.workload.Workload, got "
                         f"{type(workload).__name__}")
     preset = get_preset(preset)  # an unknown name fails here, before any process starts
     path = _bundle_path(bundle)
-    prep = (_prepare(path, policy, cpus, timeout_s, sample_ms) if o.prepare  # one-time work
+    prep = (_prepare(path, policy, o.cpus, o.timeout_s, o.sample_ms) if o.prepare
             else {PREP_S: None, PREP_PEAK_RSS_MB: None})
     load_before = _loadavg()
-    m = run_isolated(
-        run_trial_child, path, preset, workload, policy,
-        dict(stage_costs_mb) if stage_costs_mb else None,
-        cpus=cpus, mem_budget_mb=mem_budget_mb, timeout_s=timeout_s, sample_ms=sample_ms,
-    )
+    m = run_isolated(_trial_child, path, preset, workload, policy, costs, cpus=o.cpus,
+                     mem_budget_mb=o.mem_budget_mb, timeout_s=o.timeout_s,
+                     sample_ms=o.sample_ms)
     load_after = _loadavg()
     record: dict[str, Any] = {k: None for k in RECORD_KEYS}
     record.update(
-        preset=preset.name, cpus=cpus, loading=label, steps=workload.steps,
-        batch_size=workload.batch_size, mem_budget_mb=mem_budget_mb, status=m.status,
+        preset=preset.name, cpus=o.cpus, loading=label, steps=workload.steps,
+        batch_size=workload.batch_size, mem_budget_mb=o.mem_budget_mb, status=m.status,
         error=m.error, repeats=workload.repeats, peak_rss_mb=to_number(m.peak_rss_mb),
-        wall_s=to_number(m.wall_s), stage_costs_mb=dict(stage_costs_mb) if stage_costs_mb else None,
-        **prep,
+        wall_s=to_number(m.wall_s), stage_costs_mb=costs, **prep,
     )
     record[LOADAVG_BEFORE], record[LOADAVG_AFTER] = load_before, load_after
     if m.ok and isinstance(m.result, dict):
@@ -292,8 +297,7 @@ def trial(bundle: Any, preset: str | SessionPreset, workload: Workload | None = 
         # The child reset its high-water mark after loading: the harness saw the requests'.
         peaks = [p for p in (record[PEAK_RSS_MB], record[LOAD_PEAK_RSS_MB]) if p is not None]
         record[PEAK_RSS_MB] = max(peaks) if peaks else None
-    else:
-        # Whatever the timeline shows of a trial that died: its load and idle RSS.
+    else:  # what the timeline shows of a trial that died: its load and idle RSS
         loaded = [t for t, name in m.events if name == _LOADED]
         if loaded and not math.isnan(m.work_start_s):
             record[LOAD_S] = loaded[0] - m.work_start_s
@@ -308,8 +312,7 @@ def trial(bundle: Any, preset: str | SessionPreset, workload: Workload | None = 
 def mark_pareto(
     records: list[dict[str, Any]], x: str = PARETO_X, y: str = PARETO_Y
 ) -> list[dict[str, Any]]:
-    """Set ``pareto`` on each record: True when no finished trial is at least as good on
-    both ``x`` and ``y`` and better on one. Unfinished trials are never on the front.
+    """Set ``pareto`` on each record (`pareto_front`); unfinished trials are never on it.
 
     Example:
         >>> recs = mark_pareto([{"status": "ok", PEAK_RSS_MB: 1, P50_MS: 2},
@@ -327,8 +330,7 @@ def mark_pareto(
 class SweepResult:
     """The records of a sweep, with the Pareto front marked."""
 
-    records: list[dict[str, Any]] = field(default_factory=list)
-    """One record per trial, in grid order (see `RECORD_KEYS`), each with ``pareto``."""
+    records: list[dict[str, Any]] = field(default_factory=list)  #: in grid order
 
     def dataframe(self) -> Any:
         """The records as a pandas DataFrame (without timelines); needs pandas.
@@ -354,9 +356,8 @@ class SweepResult:
         return sorted((r for r in self.records if r.get("pareto")), key=lambda r: r[P50_MS])
 
     def recommend(self, budget_mb: float | None) -> tuple[dict[str, Any] | None, str]:
-        """The configuration to use within ``budget_mb`` (None: no budget), and why:
-        `tts_kit.tuning.verdict.pick` (the tie set of the fastest, then a fixed order).
-        ``(None, reason)`` when nothing fits.
+        """The configuration to use within ``budget_mb`` (None: no budget), and why
+        (`tts_kit.tuning.verdict.pick`); ``(None, reason)`` when nothing fits.
 
         Example:
             >>> r = SweepResult(mark_pareto([
@@ -386,8 +387,7 @@ class SweepResult:
                       f"({len(self.records)} measured)")
 
     def by_machine(self) -> dict[str, SweepResult]:
-        """The sweep split by the machine each trial ran on, each part with its own Pareto
-        front and recommendation; {} for a sweep on one machine.
+        """The sweep split by the machine each trial ran on ({} for one machine).
 
         Example:
             >>> env = {"cpu_model": "A", "cpus_available": 1, "memory_total_mb": 1024}
@@ -413,33 +413,23 @@ class SweepOptions:
         1
     """
 
-    cpus: Sequence[int | None] = (None,)
-    """Core counts to pin trials to (None: not pinned)."""
-    batch_sizes: Sequence[int] | None = None
-    """Texts per call (None: the workload's own, one value)."""
-    steps: Sequence[int] | None = None
-    """Flow-matching steps (None: the workload's own, one value)."""
+    cpus: Sequence[int | None] = (None,)  #: core counts (None: not pinned)
+    batch_sizes: Sequence[int] | None = None  #: None: the workload's own
+    steps: Sequence[int] | None = None  #: None: the workload's own
     loadings: Sequence[str] = ("resident",)
-    """Load policies: ``resident``, ``paged``, ``budget:MB``."""
-    mem_budget_mb: float | None = None
-    """Enforced on every trial (over it: ``oom``)."""
+    mem_budget_mb: float | None = None  #: enforced on every trial (over it: ``oom``)
+    #: Runs the trials, at most one per machine at a time (e.g. `cluster.TrialExecutor`);
+    #: None: one at a time here.
     executor: cf.Executor | None = field(default=None, compare=False)
-    """Runs the trials (any `concurrent.futures.Executor`, at most one trial per machine at
-    a time, e.g. `tts_kit.tuning.cluster.TrialExecutor`); None: one at a time here."""
-    progress: bool = True
-    """Show a tqdm progress bar."""
-    timeout_s: float | None = None
-    """Kill a trial after this many seconds (status ``timeout``)."""
+    progress: bool = True  #: a tqdm progress bar
+    timeout_s: float | None = None  #: then a trial is killed (``timeout``)
+    #: For ``budget:MB`` loadings: ``"measure"`` once per preset, a mapping, or None (the
+    #: file-size estimate, also used when measuring fails).
     stage_costs_mb: Mapping[str, float] | str | None = "measure"
-    """Stage costs for ``budget:MB`` loadings: ``"measure"`` once per preset
-    (`tts_kit.tuning.stage_costs.stage_costs`, at the grid's most steps; the file-size
-    estimate, with a warning, if that fails), a mapping, or None (the estimate)."""
-    warmup: bool = True
-    """One throw-away trial first, so the first trial does not pay for a cold machine."""
+    warmup: bool = True  #: one throw-away trial first, for a cold machine
+    #: Trials per configuration: a screening pass, then racing on the open verdicts
+    #: (`tts_kit.tuning.verdict.undetermined`), the repeats shared out between them.
     rounds: int = DEFAULT_ROUNDS
-    """The trial budget, per configuration: a screening pass, then racing on the open
-    verdicts (`tts_kit.tuning.verdict.undetermined`), the workload's repeats shared out
-    (`tts_kit.tuning.spread.split_repeats`) and alternating over a configuration's trials."""
 
     def replace(self, **changes: Any) -> SweepOptions:
         """A copy with ``changes``; an unknown name fails in one line."""
@@ -450,9 +440,8 @@ def sweep(bundle: Any, presets: Sequence[str | SessionPreset], workload: Workloa
           options: SweepOptions | None = None, **overrides: Any) -> SweepResult:
     """Run `trial` over presets x cpus x batch sizes x steps x loadings, on one workload.
 
-    Every trial synthesises ``workload`` (default `Workload()`), its batch size and steps
-    from the grid; the grid is ``options`` (`SweepOptions`) or its fields as keywords. A
-    configuration's record merges its trials (`tts_kit.tuning.spread.merge_rounds`).
+    The grid is ``options`` or its fields as keywords; a configuration's record merges its
+    trials (`tts_kit.tuning.spread.merge_rounds`).
 
     Example:
         >>> r = sweep("standin-dir", ["supertonic-default", "low-memory"], Workload(steps=2),
@@ -463,8 +452,7 @@ def sweep(bundle: Any, presets: Sequence[str | SessionPreset], workload: Workloa
     from tqdm.auto import tqdm
 
     o = _replace(options or SweepOptions(), overrides)
-    cpus, loadings, mem_budget_mb, executor = o.cpus, o.loadings, o.mem_budget_mb, o.executor
-    timeout_s, rounds = o.timeout_s, o.rounds
+    cpus, loadings, executor, rounds = o.cpus, o.loadings, o.executor, o.rounds
     if isinstance(presets, (str, SessionPreset)):
         presets = [presets]
     if not presets:
@@ -490,8 +478,8 @@ def sweep(bundle: Any, presets: Sequence[str | SessionPreset], workload: Workloa
                                workload.replace(steps=max(steps)))
     if o.warmup and executor is None:  # an executor's workers are other machines: theirs
         trial(path, objs[0], workload.replace(steps=min(steps), repeats=0, batch_size=1),
-              cpus=cpus[0], timeout_s=timeout_s)
-    common = dict(mem_budget_mb=mem_budget_mb, timeout_s=timeout_s)
+              cpus=cpus[0], timeout_s=o.timeout_s)
+    common = dict(mem_budget_mb=o.mem_budget_mb, timeout_s=o.timeout_s)
     done: list[list[dict[str, Any]]] = [[] for _ in grid]
 
     def submit(k: int, i: int) -> tuple[tuple[Any, ...], dict[str, Any], str]:
@@ -512,7 +500,7 @@ def sweep(bundle: Any, presets: Sequence[str | SessionPreset], workload: Workloa
             todo = todo[:budget]
             random.Random(k).shuffle(todo)
             got = run_rounds(trial, [(k, i) for i in todo], submit, executor, bar,
-                             lambda k, i, exc: lost_record(grid[i], shares[0], mem_budget_mb,
+                             lambda k, i, exc: lost_record(grid[i], shares[0], o.mem_budget_mb,
                                                            exc))
             lost = getattr(executor, "lost", None) is not None  # measured cells keep theirs
             for (_, i), rec in sorted(got.items()):
@@ -524,7 +512,7 @@ def sweep(bundle: Any, presets: Sequence[str | SessionPreset], workload: Workloa
             merged = [merge_rounds(r) if r and r[-1].get("status") == "ok" else None
                       for r in done]
             # Nothing open: the rest to the least measured, fastest first (same time).
-            todo = verdict.undetermined(merged, mem_budget_mb) or sorted(
+            todo = verdict.undetermined(merged, o.mem_budget_mb) or sorted(
                 (i for i, r in enumerate(merged) if r is not None),
                 key=lambda i: (len(done[i]), to_number(merged[i].get(P50_MS)) or math.inf))
     records = [merge_rounds(r) for r in done if r]
@@ -535,10 +523,7 @@ def _sweep_stage_costs(
     path: str, presets: list[SessionPreset], policies: Mapping[str, LoadPolicy],
     given: Mapping[str, float] | str | None, workload: Workload,
 ) -> dict[tuple[str, str], dict[str, float]]:
-    """(preset name, loading) -> stage costs, for the sweep's ``budget`` loadings only.
-
-    ``policies``: each loading spec as given -> its parsed `LoadPolicy`.
-    """
+    """(preset name, loading) -> stage costs, for the sweep's ``budget`` loadings only."""
     budgets = [lo for lo, policy in policies.items() if policy.policy == "budget"]
     if not budgets or given is None:
         return {}
@@ -568,10 +553,7 @@ def _sweep_stage_costs(
 
 
 def default_cpus(candidates: Sequence[int] = (1, 2, 4)) -> tuple[int, ...]:
-    """Core counts a sweep can emulate here: ``candidates`` as far as this machine allows.
-
-    (`tts_kit.core.procfacts.usable_cores`: the affinity capped by a container's CPU
-    quota). Never empty: 1 is always there.
+    """Core counts a sweep can emulate here (`procfacts.usable_cores`); never empty.
 
     Example:
         >>> 1 in default_cpus(), default_cpus((1,))

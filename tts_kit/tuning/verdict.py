@@ -1,19 +1,9 @@
 """Equivalence, not arg-min: whether one configuration is worse, better or tied with another.
 
-The one rule every recommendation here follows (`tts-kit tune`, `tts-kit report`, its rerun
-and compare, the notebooks). `compare` bootstraps the ratio of two records' latency (or
-peak RSS) and calls it *worse* only when its whole 90 % interval lies above the tie band,
-*better* when below, else *tied* (two one-sided tests, TOST). `pick` takes the tie set
-of the fastest that fits and chooses inside it by a fixed order that never reads latency;
-`effects` gives each swept dimension's effect with its interval. Why these numbers:
-docs/guide.md, "Equivalence, not arg-min".
-
-Example:
-    >>> from tts_kit.tuning.verdict import compare
-    >>> a = {"round_latencies_ms": [[100, 104], [98, 101]], P50_MS: 101.0}
-    >>> b = {"round_latencies_ms": [[103, 99], [102, 105]], P50_MS: 102.5}
-    >>> compare(b, a, P50_MS).word
-    'tied'
+`compare` bootstraps the ratio of two records' latency (or peak RSS): *worse* only when its
+whole 90 % interval lies above the tie band, *better* below, else *tied* (TOST). `pick`
+chooses inside the tie set of the fastest by a fixed order that never reads latency
+(docs/guide.md, "Equivalence, not arg-min").
 """
 
 from __future__ import annotations
@@ -36,8 +26,7 @@ from tts_kit.tuning.records import (
     to_number,
 )
 
-#: The smallest tie band: a difference under 5 % is no difference (pyperf's and asv's
-#: default thresholds are of this size); a noisier machine widens it (`band`).
+#: The smallest tie band: a difference under 5 % is no difference (`band` widens it).
 BAND_MIN = 0.05
 #: Two-sided interval level: 90 %, the TOST convention for equivalence at 5 %.
 LEVEL = 0.90
@@ -50,8 +39,7 @@ _LAZY = {"paged": 0, "budget": 1, "resident": 2}
 
 
 def _samples(rec: Mapping[str, Any], key: str) -> list[list[float]]:
-    """A record's ``key`` by fresh process (round): its calls for latency, one peak per
-    round for peak RSS; older records fall back to what they kept."""
+    """A record's ``key`` by round: its calls for latency, one peak per round for peak RSS."""
     if key == P50_MS:
         groups = rec.get(ROUND_LATENCIES_MS) or [rec.get(LATENCIES_MS) or [rec.get(P50_MS)]]
     else:
@@ -63,8 +51,8 @@ def _samples(rec: Mapping[str, Any], key: str) -> list[list[float]]:
 
 
 def _draws(groups: list[list[float]], rng: np.random.Generator) -> tuple[float, np.ndarray]:
-    """The mean of the rounds' medians, and its bootstrap draws (log): the rounds resampled,
-    then the calls within each, so both the spread between processes and within one count."""
+    """The mean of the rounds' medians, and its bootstrap draws (log): rounds resampled,
+    then the calls within each."""
     medians = np.array([np.median(g) for g in groups])
     per_round = np.stack([np.median(np.asarray(g)[rng.integers(len(g), size=(DRAWS, len(g)))],
                                     axis=1) for g in groups])
@@ -75,9 +63,8 @@ def _draws(groups: list[list[float]], rng: np.random.Generator) -> tuple[float, 
 
 def _log_ratio(a: Mapping[str, Any], b: Mapping[str, Any], key: str, spread: float = 0.0
                ) -> tuple[float, np.ndarray] | None:
-    """log(a / b) of ``key`` and its bootstrap draws (fixed seed); None without figures.
-    The draws spread at least ``spread`` (`noise`) x sqrt(1/n_a + 1/n_b) for n_a, n_b
-    processes: two processes that happened to agree are not a certainty."""
+    """log(a / b) of ``key`` and its bootstrap draws, spread at least ``spread`` x
+    sqrt(1/n_a + 1/n_b) for n_a, n_b rounds; None without figures."""
     ga, gb = _samples(a, key), _samples(b, key)
     if not ga or not gb:
         return None
@@ -108,16 +95,14 @@ class Verdict:
 
     @property
     def word(self) -> str:
-        """``worse`` (interval wholly above 1 + band), ``better`` (below 1 / (1 + band))
-        or ``tied``."""
+        """``worse`` (interval above 1 + band), ``better`` (below 1 / (1 + band)), ``tied``."""
         if self.lo > 1 + self.band:
             return "worse"
         return "better" if self.hi < 1 / (1 + self.band) else "tied"
 
     @property
     def settled(self) -> bool:
-        """True when more measurement would not change the word: worse, better, or the
-        whole interval inside the band (equivalent, as TOST says it)."""
+        """True when more measurement would not change the word (TOST's equivalence)."""
         return self.word != "tied" or (self.lo >= 1 / (1 + self.band)
                                        and self.hi <= 1 + self.band)
 
@@ -146,8 +131,7 @@ def _verdict(point: float, draws: np.ndarray, band: float) -> Verdict:
 
 def compare(a: Mapping[str, Any], b: Mapping[str, Any], key: str = P50_MS,
             band: float = BAND_MIN, spread: float = 0.0) -> Verdict | None:
-    """How ``a`` stands against ``b`` in ``key`` (lower is better): `Verdict` of a / b;
-    ``spread``: the machine's `noise` between fresh processes, the interval's least width.
+    """`Verdict` of a / b in ``key`` (lower is better); ``spread``: `noise`, the least width.
 
     Example:
         >>> compare({P50_MS: 130.0}, {P50_MS: 100.0}).word
@@ -160,8 +144,8 @@ def compare(a: Mapping[str, Any], b: Mapping[str, Any], key: str = P50_MS,
 
 
 def noise(records: Sequence[Mapping[str, Any]], key: str = P50_MS) -> float:
-    """One fresh process's spread on this machine: the pooled standard deviation of the
-    log round medians of ``records`` measured in 2+ rounds (docs/guide.md); 0 without.
+    """One fresh process's spread here: the pooled standard deviation of the log round
+    medians of ``records`` measured in 2+ rounds; 0 without.
 
     Example:
         >>> round(noise([{"round_latencies_ms": [[100.0], [130.0]]}]), 3)
@@ -176,8 +160,7 @@ def noise(records: Sequence[Mapping[str, Any]], key: str = P50_MS) -> float:
 
 
 def band(records: Sequence[Mapping[str, Any]]) -> float:
-    """The tie band: `BAND_MIN`, or this machine's latency `noise` between fresh processes
-    of one configuration where that is wider.
+    """The tie band: `BAND_MIN`, or this machine's latency `noise` where wider.
 
     Example:
         >>> band([]), band([{"round_latencies_ms": [[100.0], [130.0]]}])
@@ -187,8 +170,8 @@ def band(records: Sequence[Mapping[str, Any]]) -> float:
 
 
 def _simplicity(rec: Mapping[str, Any]) -> tuple[Any, ...]:
-    """The fixed order inside a tie set (never latency): fewer vCPUs, the untuned default
-    preset (then the shipped order), lazy loading (paged, budget, resident), fewer steps."""
+    """The fixed order inside a tie set: fewer vCPUs, the shipped presets' order, lazy
+    loading, fewer steps."""
     preset = str(rec.get("preset"))
     order = SWEEP_PRESETS.index(preset) if preset in SWEEP_PRESETS else len(SWEEP_PRESETS)
     loading = str(rec.get("loading") or "resident").split(":")[0]
@@ -200,10 +183,8 @@ def _simplicity(rec: Mapping[str, Any]) -> tuple[Any, ...]:
 class Pick:
     """`pick`'s answer: the record, its tie set, the band, and why, in words."""
 
-    record: Any
-    """The record picked (one of those given), or None when nothing fits."""
-    tie_set: list[Any]
-    """The records not worse in latency than the fastest that fits, the fastest first."""
+    record: Any  #: one of those given, or None when nothing fits
+    tie_set: list[Any]  #: not worse in latency than the fastest that fits, fastest first
     band: float
     reason: str
 
@@ -215,9 +196,8 @@ def _finished(records: Sequence[Mapping[str, Any] | None]) -> list[Mapping[str, 
 
 def _pooled(fits: Sequence[Mapping[str, Any]], dim: str, a: Any, b: Any, key: str,
             width: float, spread: float) -> Verdict | None:
-    """Level ``a`` of ``dim`` against level ``b``: the log ratios of the configurations that
-    differ only there, averaged (their draws too), each pair's floor ``spread`` / sqrt(pairs);
-    None without such a pair."""
+    """Level ``a`` of ``dim`` against ``b``: the log ratios (and draws) of the configurations
+    that differ only there, averaged; None without such a pair."""
     def rest(r: Mapping[str, Any]) -> tuple[Any, ...]:
         return tuple(r.get(d) for d in DIMENSIONS if d != dim)
     base = {rest(r): r for r in fits if r.get(dim) == b}
@@ -231,8 +211,7 @@ def _pooled(fits: Sequence[Mapping[str, Any]], dim: str, a: Any, b: Any, key: st
 
 
 def _simple(dim: str, value: Any) -> tuple[Any, ...]:
-    """`_simplicity` for one dimension's levels: fewer vCPUs or steps, the shipped presets'
-    order, lazy loading first."""
+    """`_simplicity` for one dimension's levels."""
     if dim == "loading":
         return _LAZY.get(str(value or "resident").split(":")[0], 3), str(value)
     return _level(dim, value)
@@ -240,26 +219,20 @@ def _simple(dim: str, value: Any) -> tuple[Any, ...]:
 
 @dataclass
 class _Levels:
-    """One dimension's levels in `pick`: those tied in latency with the fastest level, the
-    one chosen among them, and the level pairs whose verdict is not settled yet."""
+    """One dimension's levels in `pick`."""
 
-    tied: list[Any]
+    tied: list[Any]  #: tied in latency with the fastest level
     chosen: Any
-    open: list[tuple[Any, Any]]
-    unproven: list[str]
-    """Tied levels not taken for their lower peak: their latency cost not yet told from
-    the band, in words."""
-    heavier: list[Any]
-    """Tied levels dropped for a peak worse than the leanest's."""
+    open: list[tuple[Any, Any]]  #: level pairs whose verdict is not settled yet
+    unproven: list[str]  #: tied, lower peak, not taken: latency cost unknown (in words)
+    heavier: list[Any]  #: tied, dropped for a peak worse than the leanest's
 
 
 def _levels(fits: Sequence[Mapping[str, Any]], dim: str, width: float,
             spread: Mapping[str, float]) -> _Levels:
-    """Pick one level of ``dim`` on pooled figures: the levels not worse in latency than
-    the fastest (each against it over every configuration that differs only there) are
-    tied; of those, the ones whose peak is not worse than the leanest's among the levels
-    shown the same speed (`Verdict.settled`), and not better where not shown so, then the
-    simplest (`_simple`)."""
+    """Pick one level of ``dim`` on pooled figures: of the levels tied in latency with the
+    fastest, those whose peak is not worse than the leanest's shown the same speed (and not
+    better where not shown so), then the simplest."""
     levels = sorted({r.get(dim) for r in fits}, key=lambda v: _level(dim, v))
     if len(levels) < 2:
         return _Levels(levels, levels[0] if levels else None, [], [], [])
@@ -270,9 +243,7 @@ def _levels(fits: Sequence[Mapping[str, Any]], dim: str, width: float,
     fastest = min(levels, key=lambda v: (ratio[v], _level(dim, v)))
     lat = {v: vs(v, fastest, P50_MS) for v in levels}
     tied = [v for v in levels if lat[v] is None or lat[v].word != "worse"]
-    # Memory is traded for latency only at a known cost: the leanest level shown the same
-    # speed (the whole interval inside the band); a tied level whose cost is not yet told
-    # from the band stays a candidate only where it would not be chosen for its peak.
+    # Memory is traded for latency only at a known cost (`Verdict.settled`).
     known = [v for v in tied if v == fastest or (lat[v] is not None and lat[v].settled)]
     pk = {v: (x.ratio if (x := vs(v, fastest, PEAK_RSS_MB)) else 1.0) for v in tied}
     lean = min(known, key=lambda v: (pk[v], _simple(dim, v)))
@@ -310,13 +281,9 @@ def _fits(records: Sequence[Mapping[str, Any] | None], budget_mb: float | None
 
 def pick(records: Sequence[Mapping[str, Any]], budget_mb: float | None = None,
          width: float | None = None) -> Pick:
-    """The recommendation, dimension by dimension: of the configurations that fit
-    ``budget_mb``, each swept dimension's level chosen on pooled figures (`_levels`: the
-    levels tied in latency with the fastest, the leanest of those, then a fixed order); the
-    tie set is every configuration whose levels are all tied. A lucky fresh process moves
-    one configuration, not a dimension's effect over all of them. Where the chosen levels
-    were not measured together, the tie set's leanest, then `_simplicity`. ``width``: the
-    tie band (default `band`).
+    """The recommendation within ``budget_mb``, dimension by dimension on pooled figures
+    (`_levels`), so a lucky process moves one configuration, not a dimension; the tie set is
+    every configuration whose levels are all tied. ``width``: the tie band (default `band`).
 
     Example:
         >>> recs = [{"preset": "lean", "cpus": 2, P50_MS: 100.0, "peak_rss_mb": 600.0},
@@ -358,11 +325,7 @@ def pick(records: Sequence[Mapping[str, Any]], budget_mb: float | None = None,
 def undetermined(records: Sequence[Mapping[str, Any] | None],
                  budget_mb: float | None = None) -> list[int]:
     """Indices of ``records`` (None: not measured yet) whose measurement could still change
-    `pick`: the configurations at the two levels of each dimension's comparison not settled
-    yet (`Verdict.settled`) whose other levels are all tied (at 2 vCPUs when 1 is slower),
-    and any measured in one fresh process that is not clearly worse (beyond twice the band)
-    than the fastest, the least measured first.
-    What a sweep's racing measures again.
+    `pick`, least measured first: what a sweep's racing measures again.
 
     Example:
         >>> undetermined([{"cpus": 1, "latencies_ms": [95, 105], P50_MS: 100.0,
@@ -390,8 +353,7 @@ def undetermined(records: Sequence[Mapping[str, Any] | None],
 
 
 def _level(dim: str, value: Any) -> tuple[Any, ...]:
-    """A dimension's levels in order, the baseline first: resident, the shipped presets'
-    order, the fewest vCPUs or steps."""
+    """A dimension's levels in order, the baseline (resident, fewest vCPUs) first."""
     if dim == "loading":
         return -_LAZY.get(str(value).split(":")[0], 3), str(value)
     if dim == "preset":
@@ -401,9 +363,8 @@ def _level(dim: str, value: Any) -> tuple[Any, ...]:
 
 def effects(records: Sequence[Mapping[str, Any]], width: float = BAND_MIN
             ) -> list[dict[str, Any]]:
-    """The effect of each swept dimension: every level against the first (fewest vCPUs,
-    resident, the first preset), over the configurations that differ only there, the
-    draws of their log ratios averaged; its `Verdict` for latency and for peak.
+    """Each swept dimension's effect: every level against the first, pooled (`_pooled`),
+    a `Verdict` for latency and for peak.
 
     Example:
         >>> recs = [{"cpus": c, "loading": lo, P50_MS: 100.0 / c, "peak_rss_mb": m}
@@ -425,8 +386,7 @@ def effects(records: Sequence[Mapping[str, Any]], width: float = BAND_MIN
 
 
 def effect_lines(found: Sequence[Mapping[str, Any]], width: float) -> list[str]:
-    """`effects` in words, one line per dimension: a dimension with no level beyond the
-    band says so in one line.
+    """`effects` in words; a dimension with no level beyond the band in one line.
 
     Example:
         >>> v = Verdict(1.02, 0.98, 1.06)
@@ -453,8 +413,7 @@ def effect_lines(found: Sequence[Mapping[str, Any]], width: float) -> list[str]:
 
 def summary(records: Sequence[Mapping[str, Any]], budget_mb: float | None = None
             ) -> dict[str, Any]:
-    """What report.json keeps under ``recommendation`` beside the pick: the tie set (as
-    configurations), the band, and the `effects` (JSON form).
+    """What report.json keeps beside the pick: the tie set, the band, the `effects`.
 
     Example:
         >>> summary([{"preset": "lean", "cpus": 1, P50_MS: 9.0, "peak_rss_mb": 9.0}])
@@ -469,9 +428,8 @@ def summary(records: Sequence[Mapping[str, Any]], budget_mb: float | None = None
 
 def agreement(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]
               ) -> list[tuple[str, str]]:
-    """Two runs' `summary` effects side by side: per level found in both, ``holds`` (the
-    same verdicts), ``differs`` (another verdict, the intervals apart) or ``undetermined``,
-    with a line in words.
+    """Two runs' `summary` effects side by side: ``holds``, ``differs`` (the intervals
+    apart) or ``undetermined``, with a line in words.
 
     Example:
         >>> e = {"dimension": "cpus", "level": 2, "baseline": 1, "peak": None,

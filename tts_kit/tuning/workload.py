@@ -1,13 +1,5 @@
-"""What a measurement synthesises: the `Workload` (texts, language, voice, steps, speed, seed,
-repeats, batch size), one object passed whole.
-
-Frozen and plain (it pickles into an isolated child), with a JSON form.
-
-Example:
-    >>> from tts_kit.tuning.workload import Workload
-    >>> w = Workload(steps=2, repeats=1, batch_size=2)
-    >>> w.batch() == list(DEFAULT_TEXTS[:2]), w.replace(steps=3).steps
-    (True, 3)
+"""What a measurement synthesises: the `Workload`, frozen and plain (it pickles into an
+isolated child), with a JSON form.
 """
 
 from __future__ import annotations
@@ -21,9 +13,8 @@ from typing import Any
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
 
-#: Texts a measurement reads when none are given (English): a batch of N takes the first N,
-#: so the default batch of one is the mid-length sentence (about 5 s of audio). The second
-#: is the shortest (what `tts_kit.precision` compares, see there).
+#: A batch of N takes the first N: the default batch of one is the mid-length sentence
+#: (about 5 s of audio); the second is the shortest (what `tts_kit.precision` compares).
 DEFAULT_TEXTS: tuple[str, ...] = (
     "Supertonic runs on the device, so nothing you type ever leaves the machine.",
     "The quick brown fox jumps over the lazy dog.",
@@ -32,11 +23,8 @@ DEFAULT_TEXTS: tuple[str, ...] = (
 )
 
 
-#: Most timed calls a workload may ask for: 1000 calls of the default text take minutes;
-#: a report.json saying 10**12 would otherwise measure for ever.
+#: Bounds a report.json cannot exceed (10**12 repeats would measure for ever).
 MAX_REPEATS = 1000
-#: Most texts per call: a larger batch is another deployment, and a crafted report asking
-#: for 100000 only failed trial by trial.
 MAX_BATCH_SIZE = 256
 
 
@@ -47,8 +35,7 @@ def _is_int(value: Any) -> bool:
 @dataclass(frozen=True)
 class Workload:
     """What every call of a measurement synthesises, and how often.
-
-    Checked when built (one-line ``ValueError``); ``texts``: a list or a single string.
+    Checked when built; ``texts``: a list or a single string.
 
     Example:
         >>> Workload(texts=["Hi.", "Bye."], batch_size=3).batch()
@@ -60,21 +47,13 @@ class Workload:
     """
 
     texts: tuple[str, ...] = DEFAULT_TEXTS
-    """The texts a batch is made of (normalised before synthesis)."""
     lang: str = "en"
-    """Language of ``texts``."""
-    voice: str | None = None
-    """Voice style; None, or a voice the bundle lacks: the bundle's `default_voice`."""
+    voice: str | None = None  #: None, or one the bundle lacks: its `default_voice`
     steps: int = contract.DEFAULT_STEPS
-    """Flow-matching steps."""
     speed: float = contract.DEFAULT_SPEED
-    """Speech rate (durations are divided by it)."""
-    seed: int = 0
-    """Noise seed, so every call synthesises the same audio."""
-    repeats: int = 5
-    """Timed calls after the first (p50/p95 come from these; 0: the first call only)."""
-    batch_size: int = 1
-    """Texts per call: the first ``batch_size`` of ``texts``, cycled (see `batch`)."""
+    seed: int = 0  #: noise seed: every call synthesises the same audio
+    repeats: int = 5  #: timed calls after the first (0: the first call only)
+    batch_size: int = 1  #: texts per call, ``texts`` cycled (`batch`)
 
     def __post_init__(self) -> None:
         texts = (self.texts,) if isinstance(self.texts, str) else self.texts
@@ -92,8 +71,7 @@ class Workload:
                 raise TtsKitError(f"{name} must be an integer >= {lo}, got {value!r}")
             if value > hi:
                 raise TtsKitError(f"{name} must be an integer <= {hi}, got {value!r}")
-        # The engine's language check, here too, so a trial fails before it spawns (a
-        # report with lang 'xx' measured every trial as an error, then "does NOT hold").
+        # The engine's checks, here too, so a trial fails before it spawns.
         if not isinstance(self.lang, str) or self.lang not in contract.LANGUAGES:
             raise TtsKitError(f"lang must be a language code such as 'en' (one of "
                              f"{', '.join(contract.LANGUAGES)}), got {self.lang!r}")
@@ -103,7 +81,6 @@ class Workload:
         if (isinstance(speed, bool) or not isinstance(speed, (int, float))
                 or not math.isfinite(speed)
                 or not contract.MIN_SPEED <= speed <= contract.MAX_SPEED):
-            # The engine's own range, checked here so a trial fails before it spawns.
             raise TtsKitError(f"speed must be a number in {contract.MIN_SPEED:g}.."
                              f"{contract.MAX_SPEED:g}, got {speed!r}")
         if not _is_int(self.seed) or self.seed < 0:
@@ -119,7 +96,7 @@ class Workload:
         return [self.texts[i % len(self.texts)] for i in range(self.batch_size)]
 
     def voice_for(self, bundle: Any) -> str:
-        """``voice`` if ``bundle`` has it, else its default, so one workload measures any bundle.
+        """``voice`` if ``bundle`` has it, else its default.
 
         Example:
             >>> from types import SimpleNamespace
