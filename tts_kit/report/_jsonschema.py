@@ -1,7 +1,5 @@
-"""Import `jsonschema` without the seconds its optional IRI checker (`SLOW_OPTIONAL`) costs.
-
-That module only serves the ``iri`` format checkers, which tts_kit never asks for; it is
-hidden for the import only (docs/guide.md, "How a report is made and judged").
+"""Import `jsonschema` without the seconds its optional IRI checker (`SLOW_OPTIONAL`) costs
+(docs/guide.md, "How a report is made and judged").
 
 Example:
     >>> import_jsonschema().Draft202012Validator({"type": "integer"}).is_valid(3)
@@ -23,8 +21,7 @@ _LOCK = threading.Lock()
 
 @contextlib.contextmanager
 def _hidden(name: str) -> Iterator[None]:
-    """``import name`` fails inside the block (as if not installed), unless already
-    imported; the entry is removed again on leaving, whatever happened."""
+    """``import name`` fails inside the block (as if not installed), unless imported."""
     if name in sys.modules:
         yield
         return
@@ -37,9 +34,8 @@ def _hidden(name: str) -> Iterator[None]:
 
 
 def import_jsonschema() -> ModuleType:
-    """`jsonschema`, imported without `SLOW_OPTIONAL` if this process has not imported it.
-
-    Call it before importing nbformat, papermill or nbconvert too: they import jsonschema.
+    """`jsonschema`, imported without `SLOW_OPTIONAL`; call it before nbformat, papermill or
+    nbconvert (they import jsonschema).
 
     Example:
         >>> import_jsonschema().__name__

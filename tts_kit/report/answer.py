@@ -1,10 +1,4 @@
-"""The answer a report starts with: the pick, why, against the default, and how to apply it.
-
-`comparison` puts the pick's figures next to an untuned deployment's (`default_record`) as
-ratios; `session_snippet`, `serve_command` and `preset_json` say how to apply it;
-`answer_html` is the report's first section, `conclusions` its last; `spec_rows` and
-`machine_rows` are the small tables of what was measured and where. The notebook only
-displays these.
+"""The answer a report starts with: the pick, why, against the default, how to apply it.
 
 Example:
     >>> from tts_kit.report import TuningReport, answer
@@ -48,7 +42,7 @@ DEFAULT_PRESET = "ort-default"
 ANSWER_KEYS: tuple[str, ...] = (P50_MS, P95_MS, FIRST_MS, LOAD_S, PEAK_RSS_MB,
                                 IDLE_RSS_MB, RTF)
 
-# ORT's enum names for the preset's words (`tts_kit.runtime.sessions`' own mapping, as text).
+# ORT's enum names for the preset's words.
 _EXECUTION_MODE = {"sequential": "ORT_SEQUENTIAL", "parallel": "ORT_PARALLEL"}
 _OPT_LEVEL = {"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC",
               "extended": "ORT_ENABLE_EXTENDED", "all": "ORT_ENABLE_ALL"}
@@ -59,8 +53,8 @@ def _ok(rec: Mapping[str, Any] | None) -> bool:
 
 
 def default_record(rep: TuningReport) -> dict[str, Any] | None:
-    """The record of an untuned deployment (``ort-default``, resident) at the pick's vCPUs,
-    steps and batch; None when the sweep did not measure it.
+    """The untuned deployment's record (``ort-default``, resident) at the pick's vCPUs,
+    steps and batch, or None.
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -85,8 +79,8 @@ def default_record(rep: TuningReport) -> dict[str, Any] | None:
 
 
 def comparison(rep: TuningReport) -> list[dict[str, Any]]:
-    """The pick's figures next to the default's, one row per figure with ``ratio`` = pick /
-    default (None where a figure is missing); empty without a pick or a default record.
+    """The pick's figures next to the default's, one row each with ``ratio`` = pick /
+    default; empty without both.
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -123,9 +117,8 @@ def _threads(rep: TuningReport, pick: Mapping[str, Any]) -> int | None:
 
 
 def session_snippet(rep: TuningReport) -> str:
-    """Python that builds the recommended ``onnxruntime.SessionOptions`` (``so``) and
-    ``providers`` with the thread counts the measured sessions got ("" when nothing fits);
-    the load policy, not a session option, is a comment naming the `tts_kit.Engine` call.
+    """Python that builds the pick's ``onnxruntime.SessionOptions`` (``so``) and
+    ``providers`` ("" when nothing fits); the load policy is a comment.
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -193,8 +186,7 @@ def session_snippet(rep: TuningReport) -> str:
 
 
 def serve_command(rep: TuningReport) -> str:
-    """The `tts-kit serve` line that serves the pick with one worker (using the pick's
-    vCPUs as intra-op threads), or ""; ``tts-kit serve-sweep`` says how many workers fit.
+    """The `tts-kit serve` line that serves the pick with one worker, or "".
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -252,8 +244,7 @@ def contention(rep: TuningReport) -> Contention:
 
 
 def provisional_line(rep: TuningReport) -> str:
-    """The answer's first line when the machine was busy (else ""): what was seen, and the
-    rerun that settles it.
+    """The answer's first line when the machine was busy (else ""), with the rerun.
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -278,7 +269,7 @@ def _figure(key: str, value: Any) -> str:
 
 def answer_html(rep: TuningReport) -> str:
     """The report's first section (escaped HTML): the pick, why, the ratios against the
-    default, the snippet, the serve line and the preset JSON.
+    default, and how to apply it.
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -399,9 +390,8 @@ def machine_rows(rep: TuningReport) -> list[tuple[str, str]]:
 
 def latency_rows(rep: TuningReport, kernel: Mapping[str, Any] | None = None
                  ) -> list[dict[str, Any]]:
-    """The pick's latency in each place it was measured, for
-    `tts_kit.notebook.plots.latency_story`: the sweep's trial, the re-measured trial, and
-    ``kernel`` (``session_s``, ``first_ms``: the notebook's own, unpinned process).
+    """The pick's latency where it was measured (`tts_kit.notebook.plots.latency_story`):
+    the sweep's trial, the re-measured one, and ``kernel`` (the notebook's process).
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -427,8 +417,7 @@ def latency_rows(rep: TuningReport, kernel: Mapping[str, Any] | None = None
 
 
 def verdict_lines(rep: TuningReport) -> list[str]:
-    """What matters, with its size (each swept dimension's effect and interval), the tie
-    set in words, and the A/A check (`tts_kit.tuning.verdict`); [] for an older report.
+    """Each swept dimension's effect, the tie set and the A/A check, in words.
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -459,7 +448,7 @@ def verdict_lines(rep: TuningReport) -> list[str]:
 
 
 def conclusions(rep: TuningReport) -> list[str]:
-    """"What we measured, what to conclude", computed from the report: one sentence each.
+    """What we measured and what to conclude, one sentence each.
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -494,8 +483,8 @@ def conclusions(rep: TuningReport) -> list[str]:
 
 
 def model_lines(rep: TuningReport) -> list[str]:
-    """What the measured model is when that changes how to read the figures: a stand-in
-    (do its costs carry over?) or a converted copy (its verdict).
+    """What the model is when that changes how to read the figures: a stand-in or a
+    converted copy.
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -522,9 +511,8 @@ def model_lines(rep: TuningReport) -> list[str]:
 
 
 def replay(rep: TuningReport, bundle: Any) -> tuple[Any, dict[str, float]]:
-    """Synthesise the sweep's first text with the pick's settings in this process: the
-    result and its ``session_s``/``first_ms`` for `latency_rows` (to listen to and see the
-    stage split; not isolated, not a measurement to compare with the sweep's).
+    """Synthesise the sweep's first text with the pick's settings in this process (not
+    isolated): the result and its ``session_s``/``first_ms`` for `latency_rows`.
 
     Example:
         >>> result, figures = replay(TuningReport.load("report.json"), bundle)  # doctest: +SKIP
