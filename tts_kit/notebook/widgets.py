@@ -1,7 +1,5 @@
-"""Notebook widgets (ipywidgets): player, A/B player, normalisation playground, banners.
-
-Thin: synthesis is the engine's, drawing `tts_kit.notebook.plots`'; figures show as PNG in
-an ``ipywidgets.Image``. The live widgets (`tts_kit.notebook.live_widgets`) import from here.
+"""Notebook widgets (ipywidgets): player, A/B player, normalisation playground, banners;
+the live widgets (`tts_kit.notebook.live_widgets`) import from here too.
 
 Example:
     >>> from tts_kit import Engine
@@ -34,8 +32,7 @@ from tts_kit.tuning.workload import Workload
 
 
 def banner(bundle: Bundle, source: str | None = None) -> HTML:
-    """An HTML banner naming the model, loud for a stand-in (plain HTML: it shows in
-    exported reports too).
+    """An HTML banner naming the model, loud for a stand-in (plain HTML, for exports too).
 
     Example:
         >>> banner(Bundle.discover()).data.count("synthetic weights")  # doctest: +SKIP
@@ -43,11 +40,9 @@ def banner(bundle: Bundle, source: str | None = None) -> HTML:
     """
     from tts_kit.models.supertonic.standin import scale_note
 
-    # Shared pages: no home directory, no raw markup from the bundle.
     where = html.escape(display_path(bundle.path))
     src = f" ({html.escape(source)})" if source else ""
     if getattr(bundle, "family", "supertonic") == "piper":
-        # A real voice from another family (`tts_kit.models.family`): say which one speaks.
         body = (
             f"<b>{html.escape(bundle.label)}</b> (Piper voice, real weights, "
             f"{bundle.params / 1e6:.1f} M parameters, {bundle.sample_rate} Hz) at "
@@ -58,7 +53,6 @@ def banner(bundle: Bundle, source: str | None = None) -> HTML:
     elif bundle.is_standin:
         info = bundle.standin_info or {}
         scale = html.escape(str(info.get("scale", "?")))
-        # The scale decides whether the figures below mean anything for the real model.
         body = (
             f"<b>Supertonic stand-in model</b> (scale <code>{scale}</code>, "
             f"{bundle.params / 1e6:.1f} M parameters) at <code>{where}</code>{src}: "
@@ -78,8 +72,7 @@ def banner(bundle: Bundle, source: str | None = None) -> HTML:
 
 
 def realistic_costs(model: Any) -> bool:
-    """Whether ``model``'s costs are a real model's: a real model or voice, or a stand-in at
-    a realistic scale (``full``).
+    """Whether ``model``'s costs are a real model's (a real model, or the full stand-in).
 
     Example:
         >>> realistic_costs(Bundle.discover())  # doctest: +SKIP
@@ -108,7 +101,7 @@ def model_summary(model: Any) -> str:
 
 def lesson(model: Any, needs: str, *, costs: bool = True, quick: bool = False) -> HTML:
     """A box under a notebook's banner: what its lesson ``needs`` and whether this run's
-    model gives it (``costs``: without realistic costs it shows the mechanics only).
+    model gives it (``costs=False``: any model does).
 
     Example:
         >>> box = lesson(Bundle.discover(), "Paged loading gives memory back.")  # doctest: +SKIP
@@ -143,8 +136,8 @@ def lesson(model: Any, needs: str, *, costs: bool = True, quick: bool = False) -
 
 
 def trust_line(records: Sequence[Any], *, cores: int | None = None) -> str:
-    """One line for a notebook's conclusions when `tts_kit.tuning.contention.assess` finds
-    its figures untrustworthy (else ""). ``cores``: the load average's scale.
+    """One line for a notebook's conclusions when its records ran on a busy machine or
+    vary too much (`tts_kit.tuning.contention.assess`), else "".
 
     Example:
         >>> trust_line([{"status": "ok", "core_share": 98.0, "cpu_wait_percent": 1.0}])
@@ -172,7 +165,7 @@ def _audio_html(wav: bytes) -> str:
 
 class _StaticFallback:
     """Adds a static rendering to a widget's display data, for pages without the widget
-    manager (nbconvert HTML, a viewer); JupyterLab renders the widget view."""
+    manager (nbconvert HTML)."""
 
     def _static(self) -> dict[str, Any]:
         return {}
@@ -205,11 +198,7 @@ def _timings_html(timings: dict[str, float], duration_s: float | None = None) ->
 
 class Player(_StaticFallback, W.VBox):
     """Synthesise and listen, with the controls the model has; bad input shows as one line.
-
-    Args:
-        engine: the `Engine` to use (default: one on the discovered bundle).
-        text, lang, voice, steps, speed, seed: the initial control values.
-        run: synthesise once right away, so the player opens with audio.
+    ``engine``: default, one on the discovered bundle; ``run``: synthesise once right away.
 
     Example:
         >>> p = Player(text="Hello.", run=False)  # doctest: +SKIP
@@ -220,8 +209,7 @@ class Player(_StaticFallback, W.VBox):
     def __init__(
         self,
         engine: Any = None,
-        # Not the measurement texts (tts_kit.tuning.workload.DEFAULT_TEXTS): a time and a room
-        # number show what normalisation reads out loud ("read: ..." below the audio).
+        # A time and a room number show what normalisation reads out ("read: ...").
         text: str = "The meeting starts at 10:30, in room 4.",
         lang: str = "en",
         voice: str | None = None,
@@ -287,7 +275,7 @@ class Player(_StaticFallback, W.VBox):
                         seed=max(0, int(self.seed.value))).replace(**changes)
 
     def synthesize(self) -> Any:
-        """Synthesise with the current controls, load the audio, show times; returns the result."""
+        """Synthesise with the current controls, show audio and times; returns the result."""
         self.button.disabled = True
         self.info.value = "<i>synthesising ...</i>"
         try:
@@ -358,13 +346,8 @@ class ABPlayer(_StaticFallback, W.VBox):
 
 
 class NormalizationPlayground(_StaticFallback, W.VBox):
-    """Type text, see the normalised text, the rules that fired, unsupported characters, chunks.
-
-    Args:
-        text: initial text.
-        lang: ``ko`` or ``en``.
-        bundle: when given, characters its indexer cannot read are listed.
-        max_chars: chunk limit in model (NFKD) characters (default: the chunker's, 300).
+    """Type text, see the normalised text, the rules that fired, the chunks, and (given a
+    ``bundle``) the characters its indexer cannot read.
 
     Example:
         >>> pg = NormalizationPlayground("오후 3시 15,000원", lang="ko")  # doctest: +SKIP
@@ -395,7 +378,7 @@ class NormalizationPlayground(_StaticFallback, W.VBox):
         return {"text/html": self.output.value}
 
     def update(self) -> None:
-        """Re-run the normaliser on the current text (called on every keystroke)."""
+        """Re-run the normaliser on the current text (on every keystroke)."""
         from tts_kit.text import Normalizer, chunk
 
         text, lang = self.input.value, self.lang.value
@@ -410,7 +393,7 @@ class NormalizationPlayground(_StaticFallback, W.VBox):
         except ValueError as exc:
             self.output.value = f"<span style='color:#b00'>{html.escape(str(exc))}</span>"
             return
-        # A Piper voice reads phonemes (espeak-ng), not an indexer's characters.
+        # A Piper voice reads phonemes, not an indexer's characters.
         if self.bundle is not None and hasattr(self.bundle, "indexer"):
             from tts_kit.text import unsupported_characters
 
