@@ -8,29 +8,13 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import threading
-from collections.abc import Iterator
 from types import ModuleType
 
 #: The optional module jsonschema's format checkers import and tts_kit never uses.
 SLOW_OPTIONAL = "rfc3987_syntax"
 _LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def _hidden(name: str) -> Iterator[None]:
-    """``import name`` fails inside the block (as if not installed), unless imported."""
-    if name in sys.modules:
-        yield
-        return
-    sys.modules[name] = None  # type: ignore[assignment]  # the import system's "absent"
-    try:
-        yield
-    finally:
-        if sys.modules.get(name, ...) is None:
-            del sys.modules[name]
 
 
 def import_jsonschema() -> ModuleType:
@@ -43,6 +27,12 @@ def import_jsonschema() -> ModuleType:
     """
     with _LOCK:
         if "jsonschema" not in sys.modules:
-            with _hidden(SLOW_OPTIONAL):
+            hide = SLOW_OPTIONAL not in sys.modules
+            if hide:  # None: the import system's "absent", for this import only
+                sys.modules[SLOW_OPTIONAL] = None  # type: ignore[assignment]
+            try:
                 import jsonschema  # noqa: F401
+            finally:
+                if hide and sys.modules.get(SLOW_OPTIONAL, ...) is None:
+                    del sys.modules[SLOW_OPTIONAL]
         return sys.modules["jsonschema"]

@@ -107,13 +107,11 @@ def comparison(rep: TuningReport) -> list[dict[str, Any]]:
 
 def _threads(rep: TuningReport, pick: Mapping[str, Any]) -> int | None:
     """The intra-op threads the pick's sessions got (what the snippet sets)."""
-    if isinstance(pick.get("threads"), int):
-        return int(pick["threads"])
     preset = rep.presets.get(str(pick.get("preset")), {})
-    value = preset.get("intra_op_num_threads")
-    if isinstance(value, int):
-        return value
-    return pick.get("cpus") if isinstance(pick.get("cpus"), int) else None
+    for value in (pick.get("threads"), preset.get("intra_op_num_threads"), pick.get("cpus")):
+        if isinstance(value, int):
+            return value
+    return None
 
 
 def session_snippet(rep: TuningReport) -> str:
@@ -174,14 +172,12 @@ def session_snippet(rep: TuningReport) -> str:
     providers = list(preset.get("providers") or ["CPUExecutionProvider"])
     options = preset.get("provider_options") or {}
     plist = [(p, dict(options[p])) if options.get(p) else p for p in providers]
-    lines.append(f"providers = {plist!r}")
-    lines.append("# one session per graph, e.g.:")
-    lines.append("# ort.InferenceSession(\"onnx/vocoder.onnx\", so, providers=providers)")
+    lines += [f"providers = {plist!r}", "# one session per graph, e.g.:",
+              "# ort.InferenceSession(\"onnx/vocoder.onnx\", so, providers=providers)"]
     loading = str(pick.get("loading", "resident"))
     if loading != "resident":
-        lines.append(f"# Load policy {loading!r} (not a session option): with tts_kit,")
-        lines.append(f"# Engine(bundle, preset=SessionPreset.from_dict(PRESET), "
-                     f"loading={loading!r})")
+        lines += [f"# Load policy {loading!r} (not a session option): with tts_kit,",
+                  f"# Engine(bundle, preset=SessionPreset.from_dict(PRESET), loading={loading!r})"]
     return "\n".join(lines) + "\n"
 
 
@@ -316,16 +312,15 @@ def answer_html(rep: TuningReport) -> str:
     elif pick.get("preset") != DEFAULT_PRESET:
         parts.append("<p>The sweep did not measure the default (ort-default, resident) on "
                      "these vCPUs, so there is no ratio to show.</p>")
-    parts.append("<h3>Apply it</h3><p>ONNX Runtime session options (Python; paste where the "
-                 "sessions are created):</p>")
-    parts.append(code_block(session_snippet(rep), "snippet"))
-    parts.append("<p>Serve with it (<code>tts-kit serve-sweep</code> then measures how many "
-                 "workers the box holds under load):</p>")
-    parts.append(code_block(serve_command(rep), "serve"))
-    parts.append("<p>The preset as JSON (<code>SessionPreset.from_dict</code>; "
-                 "<code>tts-kit tune</code> and <code>tts-kit report</code> measure it by "
-                 "name):</p>")
-    parts.append(code_block(preset_json(rep), "preset"))
+    parts += [
+        "<h3>Apply it</h3><p>ONNX Runtime session options (Python; paste where the sessions "
+        "are created):</p>", code_block(session_snippet(rep), "snippet"),
+        "<p>Serve with it (<code>tts-kit serve-sweep</code> then measures how many workers the "
+        "box holds under load):</p>", code_block(serve_command(rep), "serve"),
+        "<p>The preset as JSON (<code>SessionPreset.from_dict</code>; <code>tts-kit tune</code> "
+        "and <code>tts-kit report</code> measure it by name):</p>",
+        code_block(preset_json(rep), "preset"),
+    ]
     return "".join(parts) + "</div>"
 
 
