@@ -40,32 +40,23 @@ def banner(bundle: Bundle, source: str | None = None) -> HTML:
     """
     from tts_kit.models.supertonic.standin import scale_note
 
-    where = html.escape(display_path(bundle.path))
-    src = f" ({html.escape(source)})" if source else ""
+    where = f"<code>{html.escape(display_path(bundle.path))}</code>" + (
+        f" ({html.escape(source)})" if source else "")
+    size = f"{bundle.params / 1e6:.1f} M parameters"
+    voices = html.escape(", ".join(bundle.voices))
     if getattr(bundle, "family", "supertonic") == "piper":
-        body = (
-            f"<b>{html.escape(bundle.label)}</b> (Piper voice, real weights, "
-            f"{bundle.params / 1e6:.1f} M parameters, {bundle.sample_rate} Hz) at "
-            f"<code>{where}</code>{src}: voices "
-            f"{html.escape(', '.join(bundle.voices))}."
-        )
+        body = (f"<b>{html.escape(bundle.label)}</b> (Piper voice, real weights, {size}, "
+                f"{bundle.sample_rate} Hz) at {where}: voices {voices}.")
         style = "background:#e8f0fa;border:1px solid #58a;color:#1d3350"
     elif bundle.is_standin:
-        info = bundle.standin_info or {}
-        scale = html.escape(str(info.get("scale", "?")))
-        body = (
-            f"<b>Supertonic stand-in model</b> (scale <code>{scale}</code>, "
-            f"{bundle.params / 1e6:.1f} M parameters) at <code>{where}</code>{src}: "
-            f"<b>{html.escape(scale_note(str(info.get('scale', '?'))))}</b>. Set "
-            "<code>TTS_KIT_MODEL_DIR</code> or the <code>model_dir</code> parameter to use "
-            "the real model."
-        )
+        scale = str((bundle.standin_info or {}).get("scale", "?"))
+        body = (f"<b>Supertonic stand-in model</b> (scale <code>{html.escape(scale)}</code>, "
+                f"{size}) at {where}: <b>{html.escape(scale_note(scale))}</b>. Set "
+                "<code>TTS_KIT_MODEL_DIR</code> or the <code>model_dir</code> parameter to use "
+                "the real model.")
         style = "background:#fff3cd;border:2px solid #d39e00;color:#5c4400"
     else:
-        body = (
-            f"<b>Supertonic model</b> at <code>{where}</code>{src}: {bundle.params / 1e6:.1f} M "
-            f"parameters, voices {html.escape(', '.join(bundle.voices))}."
-        )
+        body = f"<b>Supertonic model</b> at {where}: {size}, voices {voices}."
         style = "background:#e8f4ea;border:1px solid #5a9;color:#1d4d2b"
     return HTML(f'<div class="tts-kit-banner" style="{style};padding:8px 12px;'
                 f'border-radius:6px;margin:4px 0">{body}</div>')
@@ -110,27 +101,23 @@ def lesson(model: Any, needs: str, *, costs: bool = True, quick: bool = False) -
     """
     label = html.escape(model_summary(model))
     mode = " (quick mode: CI's check that the notebook runs)" if quick else ""
+    good, warn = "border-left:4px solid #5a9", "border-left:4px solid #d39e00;background:#fffaf0"
+    real = "It needs a model with realistic costs (the real model or the full stand-in"
     if not costs:
-        verdict, style = (f"Any model teaches it; this run{mode} uses {label}.",
-                          "border-left:4px solid #5a9")
+        verdict, style = f"Any model teaches it; this run{mode} uses {label}.", good
     elif realistic_costs(model) and quick:  # real costs, of a smaller workload
         verdict, style = (
-            f"It needs a model with realistic costs (the real model or the full stand-in); "
-            f"this run{mode} uses {label}, but quick mode measures fewer settings and flow "
-            "steps: the costs are real, the sample is smaller than the lesson's "
-            "(<code>quick = False</code> for the whole lesson).",
-            "border-left:4px solid #d39e00;background:#fffaf0")
+            f"{real}); this run{mode} uses {label}, but quick mode measures fewer settings and "
+            "flow steps: the costs are real, the sample is smaller than the lesson's "
+            "(<code>quick = False</code> for the whole lesson).", warn)
     elif realistic_costs(model):
-        verdict, style = (f"It needs a model with realistic costs (the real model or the full "
-                          f"stand-in); this run{mode} uses {label}, so the figures are the "
-                          "lesson.", "border-left:4px solid #5a9")
+        verdict, style = (f"{real}); this run{mode} uses {label}, so the figures are the "
+                          "lesson.", good)
     else:
         verdict, style = (
-            f"It needs a model with realistic costs (the real model or the full stand-in: "
-            f"unset <code>TTS_KIT_STANDIN_SCALE</code> or set <code>model_dir</code>); this "
-            f"run{mode} uses {label}, so <b>the figures below are NOT the lesson</b>: they "
-            "show that the code runs, not what the lesson concludes.",
-            "border-left:4px solid #d39e00;background:#fffaf0")
+            f"{real}: unset <code>TTS_KIT_STANDIN_SCALE</code> or set <code>model_dir</code>); "
+            f"this run{mode} uses {label}, so <b>the figures below are NOT the lesson</b>: they "
+            "show that the code runs, not what the lesson concludes.", warn)
     return HTML(f'<div class="tts-kit-lesson" style="{style};padding:6px 10px;margin:4px 0">'
                 f"<b>This lesson:</b> {html.escape(needs)} {verdict}</div>")
 
