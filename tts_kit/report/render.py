@@ -173,32 +173,26 @@ def execute_notebook(
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    scratch = tempfile.TemporaryDirectory(prefix="tts-kit-nb-")
-    source = Path(scratch.name) / (Path(notebook).stem + ".ipynb")
-    try:
+    with tempfile.TemporaryDirectory(prefix="tts-kit-nb-") as scratch:
+        source = Path(scratch) / (Path(notebook).stem + ".ipynb")  # papermill reads .ipynb
         nbformat.write(load_notebook(notebook), str(source))
-    except BaseException:
-        scratch.cleanup()
-        raise
-    ctrl_c = _CtrlC()
-    try:
-        with ctrl_c.active():
-            papermill.execute_notebook(
-                str(source), str(output), parameters=dict(parameters or {}),
-                kernel_name=KERNEL_NAME, cwd=str(cwd) if cwd else None,
-                kernel_manager_class=_kernel_manager_class(_kernel_env(), ctrl_c),
-                execution_timeout=timeout_s, progress_bar=progress, log_output=False,
-                request_save_on_cell_execute=False,
-                extra_arguments=[f"--IPKernelApp.log_level={KERNEL_LOG_LEVEL}"],
-            )
-    except PapermillExecutionError as exc:
-        msg = " ".join(f"{exc.ename}: {exc.evalue}".split())
-        kept = _keep_partial(Path(output), Path(notebook), partial_to)
-        where = f" (partial notebook: {kept})" if kept is not None else ""
-        raise ReportError(f"{Path(notebook).name} failed in cell {exc.exec_count}: {msg}{where}"
-                          ) from None
-    finally:
-        scratch.cleanup()
+        ctrl_c = _CtrlC()
+        try:
+            with ctrl_c.active():
+                papermill.execute_notebook(
+                    str(source), str(output), parameters=dict(parameters or {}),
+                    kernel_name=KERNEL_NAME, cwd=str(cwd) if cwd else None,
+                    kernel_manager_class=_kernel_manager_class(_kernel_env(), ctrl_c),
+                    execution_timeout=timeout_s, progress_bar=progress, log_output=False,
+                    request_save_on_cell_execute=False,
+                    extra_arguments=[f"--IPKernelApp.log_level={KERNEL_LOG_LEVEL}"],
+                )
+        except PapermillExecutionError as exc:
+            msg = " ".join(f"{exc.ename}: {exc.evalue}".split())
+            kept = _keep_partial(Path(output), Path(notebook), partial_to)
+            where = f" (partial notebook: {kept})" if kept is not None else ""
+            raise ReportError(f"{Path(notebook).name} failed in cell {exc.exec_count}: "
+                              f"{msg}{where}") from None
     _record_source(Path(output), Path(notebook))
     return Path(output)
 
@@ -316,17 +310,18 @@ def _hide_home_in_notebook(path: Path) -> None:
             meta[key] = display_path(meta[key])
     for cell in nb.cells:
         for out in cell.get("outputs", []):
-            if isinstance(out.get("text"), str):
-                out["text"] = hide_home(out["text"])
-            if "traceback" in out:
-                out["traceback"] = [hide_home(t) for t in out["traceback"]]
-            if "evalue" in out:
-                out["evalue"] = hide_home(out["evalue"])
-            for mime, value in (out.get("data") or {}).items():
+            for key in ("text", "evalue", "traceback"):
+                if key in out:
+                    out[key] = _hidden(out[key])
+            data = out.get("data") or {}
+            for mime in data:
                 if mime.startswith("text/") or mime.endswith("json"):
-                    if isinstance(value, str):
-                        out["data"][mime] = hide_home(value)
-                    elif isinstance(value, list):
-                        out["data"][mime] = [hide_home(v) if isinstance(v, str) else v
-                                             for v in value]
+                    data[mime] = _hidden(data[mime])
     nbformat.write(nb, str(path))
+
+
+def _hidden(value: Any) -> Any:
+    """A string, or the strings of a list, with the home directory as ``~``."""
+    if isinstance(value, list):
+        return [_hidden(v) for v in value]
+    return hide_home(value) if isinstance(value, str) else value
