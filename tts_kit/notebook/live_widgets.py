@@ -150,13 +150,12 @@ class LiveMemoryGraph(W.VBox):
         return result
 
     def _final(self, result: Any, wall_s: float) -> None:
-        timeline = _get(result, "timeline") if result is not None else None
-        if timeline:
+        if _get(result, "timeline"):  # None gives None
             self.show(result)
         elif self.live_samples:
             self.show(self.live_samples)
-        status = _get(result, "status", "ok") if result is not None else "ok"
-        peak = _get(result, PEAK_RSS_MB) if result is not None else None
+        status = _get(result, "status", "ok")
+        peak = _get(result, PEAK_RSS_MB)
         peak_txt = "" if to_number(peak) is None else f", peak RSS {peak:.0f} MB"
         self.status.value = (f"done in {wall_s:.1f} s: status <b>{html.escape(str(status))}</b>"
                              f"{peak_txt}")

@@ -329,14 +329,11 @@ class TuningReport:
         """
         import pandas as pd
 
-        rows = []
-        for label, part in self.machines().items():
-            pick = part.recommended or {}
-            row: dict[str, Any] = {"machine": label, "trials": len(part.records),
-                                   "ok": sum(r.get("status") == "ok" for r in part.records)}
-            for k in ("preset", "cpus", "loading", P50_MS, PEAK_RSS_MB, RTF):
-                row[k] = pick.get(k)
-            rows.append(row)
+        keys = ("preset", "cpus", "loading", P50_MS, PEAK_RSS_MB, RTF)
+        rows = [{"machine": label, "trials": len(part.records),
+                 "ok": sum(r.get("status") == "ok" for r in part.records),
+                 **{k: (part.recommended or {}).get(k) for k in keys}}
+                for label, part in self.machines().items()]
         return _rounded(pd.DataFrame(rows))
 
     def preset_of(self, record: Mapping[str, Any]) -> Any:
