@@ -525,7 +525,8 @@ def model_lines(rep: TuningReport) -> list[str]:
         'This model is a converted copy: th'
     """
     out: list[str] = []
-    standin = rep.model.get("standin") if isinstance(rep.model, Mapping) else None
+    model = rep.model if isinstance(rep.model, Mapping) else {}
+    standin = model.get("standin")
     if isinstance(standin, Mapping):
         from tts_kit.models.supertonic.standin import REALISTIC_SCALES
 
@@ -534,7 +535,7 @@ def model_lines(rep: TuningReport) -> list[str]:
             f"({scale}: the real model's sizes, so these costs carry over; the audio is noise)."
             if scale in REALISTIC_SCALES else
             f"({scale}: far smaller than the real model, so these figures do NOT carry over)."))
-    conversion = rep.model.get("conversion") if isinstance(rep.model, Mapping) else None
+    conversion = model.get("conversion")
     if isinstance(conversion, Mapping) and conversion.get("verdict"):
         from tts_kit.precision.verdict_file import verdict_sentence
 
