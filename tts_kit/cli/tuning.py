@@ -136,9 +136,10 @@ def recommendation_lines(result: Any, args: argparse.Namespace,
 
     Example:
         >>> from tts_kit.cli import _parser
+        >>> from tts_kit.tuning.records import P50_MS
         >>> from tts_kit.tuning.tune import SweepResult
         >>> rec = {"preset": "lean", "cpus": 1, "status": "ok", "core_share": 45.0,
-        ...        "cpu_wait_percent": 50.0, "p50_ms": 90.0, "peak_rss_mb": 300.0}
+        ...        "cpu_wait_percent": 50.0, P50_MS: 90.0, "peak_rss_mb": 300.0}
         >>> recommendation_lines(SweepResult([rec]), _parser().parse_args(["tune"]))[-1][:29]
         'recommendation (provisional):'
     """
