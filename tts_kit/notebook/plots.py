@@ -238,29 +238,6 @@ def _spec_kw(n: int) -> dict[str, int]:
     return {"NFFT": 1024 if n >= 1024 else 256, "noverlap": 512 if n >= 1024 else 128}
 
 
-def spectrogram_range(waves: Sequence[tuple[np.ndarray, int]],
-                      floor_db: float = 80.0) -> tuple[float, float]:
-    """One colour scale's dB range for these spectrograms: the loudest bin, down ``floor_db``.
-
-    Example:
-        >>> x = np.sin(np.linspace(0, 2000, 4410)).astype("float32")
-        >>> lo, hi = spectrogram_range([(x, 44100), (x * 0.1, 44100)])
-        >>> round(hi - lo)
-        80
-    """
-    from matplotlib import mlab
-
-    top = -np.inf
-    for w, sr in waves:
-        if len(w) < 256:
-            continue
-        spec, _, _ = mlab.specgram(np.asarray(w, float), Fs=sr, **_spec_kw(len(w)))
-        top = max(top, float(10 * np.log10(spec.max() + 1e-20)))
-    if not np.isfinite(top):
-        return (-floor_db, 0.0)
-    return (top - floor_db, top)
-
-
 def ab_compare(a: Any, b: Any, labels: Sequence[str] = ("A", "B"),
                title: str | None = None) -> Figure:
     """Two waveforms (`SynthesisResult` or ``(wav, sample_rate)``) and their spectrograms,
@@ -276,19 +253,21 @@ def ab_compare(a: Any, b: Any, labels: Sequence[str] = ("A", "B"),
     fig = _figure(10, 4.5)
     axes = fig.subplots(2, 2, sharey="row")
     lim = max(float(np.abs(wa).max(initial=0)), float(np.abs(wb).max(initial=0)), 1e-3)
-    vmin, vmax = spectrogram_range([(wa, sra), (wb, srb)])
-    image = None
+    images, top_db = [], -np.inf
     for col, (w, sr, label) in enumerate(((wa, sra, labels[0]), (wb, srb, labels[1]))):
         t = np.arange(len(w)) / sr
         axes[0, col].plot(t, w, lw=0.4, color=f"C{col}")
         axes[0, col].set_ylim(-lim * 1.05, lim * 1.05)
         axes[0, col].set_title(f"{label}: {len(w) / sr:.2f} s", fontsize=9)
         if len(w) >= 256:
-            *_, image = axes[1, col].specgram(w, **_spec_kw(len(w)), Fs=sr, cmap="magma",
-                                              vmin=vmin, vmax=vmax)
+            spec, *_, image = axes[1, col].specgram(w, **_spec_kw(len(w)), Fs=sr, cmap="magma")
+            images.append(image)
+            top_db = max(top_db, float(10 * np.log10(spec.max() + 1e-20)))
         axes[1, col].set_xlabel("seconds")
-    if image is not None:
-        fig.colorbar(image, ax=axes[1, :], label="dB", fraction=0.04, pad=0.01)
+    for image in images:  # one colour scale: the same colour is the same dB in each panel
+        image.set_clim(top_db - 80.0, top_db)
+    if images:
+        fig.colorbar(images[-1], ax=axes[1, :], label="dB", fraction=0.04, pad=0.01)
     axes[0, 0].set_ylabel("amplitude")
     axes[1, 0].set_ylabel("Hz")
     if title:
