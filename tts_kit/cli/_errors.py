@@ -65,6 +65,7 @@ def interrupted() -> bool:
     _LOST_INTERRUPTS.clear()
     return lost
 
+
 #: OSErrors that are the user's environment, not a defect: errno -> what to do about it.
 _OS_HINTS: dict[int, str] = {
     errno.ENOENT: "check the path",

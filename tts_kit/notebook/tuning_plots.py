@@ -34,6 +34,7 @@ from tts_kit.tuning.records import label as axis_label
 
 X, Y = PARETO_X, PARETO_Y  # peak RSS against p50
 
+
 def pareto(
     records: Sequence[Mapping[str, Any]],
     recommended: Mapping[str, Any] | None = None,
@@ -100,6 +101,7 @@ def _draw_points(ax: Any, ok: list[Mapping[str, Any]]) -> None:
     presets = sorted({str(r.get("preset")) for r in ok})
     cmap = {p: f"C{i % 10}" for i, p in enumerate(presets)}
     cpu_markers = {1: "o", 2: "s", 4: "^", 8: "D"}
+
     def resident(r: Mapping[str, Any]) -> bool:
         return str(r.get("loading", "resident")) == "resident"
 
@@ -172,6 +174,7 @@ def _place_label(ax: Any, renderer: Any, text: str, at: tuple[float, float],
     style = {"fontsize": 8 if must else 7, "fontweight": "bold" if must else "normal",
              "bbox": {"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none",
                       "alpha": 0.8}, "zorder": 5, "annotation_clip": False}
+
     def put(dx: float, dy: float, step: float) -> Any:
         ann = ax.annotate(text, at, xytext=(dx * step, dy * step), textcoords="offset points",
                           **style, ha="left" if dx > 0 else "right" if dx < 0 else "center",
