@@ -373,3 +373,18 @@ def test_debug_is_a_global_flag_that_shows_the_traceback(tmp_path: Path):
     assert debug.returncode == 2 and "Traceback (most recent call last)" in debug.stderr
     assert debug.stderr.splitlines()[-1] == plain.stderr.splitlines()[-1]  # the same line last
     assert "--debug" in run("--help").stdout
+
+
+def test_tune_says_first_when_the_machine_was_busy():
+    """Moved from `recommendation_lines`' docstring: the provisional line names the rerun."""
+    from tts_kit.cli import _parser
+    from tts_kit.cli.tuning import recommendation_lines
+    from tts_kit.tuning.tune import SweepResult
+
+    rec = {"preset": "lean", "cpus": 1, "status": "ok", "p50_ms": 90.0,
+           "peak_rss_mb": 300.0, "core_share": 45.0, "cpu_wait_percent": 50.0}
+    lines = recommendation_lines(SweepResult([rec]), _parser().parse_args(["tune"]))
+    assert lines[0] == ("provisional: the machine was busy (1 of 1 trials got 45 % of their "
+                        "cores, waiting 50 % of the time for one); run `tts-kit tune` on a "
+                        "quiet machine.")
+    assert lines[-1].startswith("recommendation (provisional): lean on 1 ")

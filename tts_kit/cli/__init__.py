@@ -1,22 +1,8 @@
-"""``tts-kit``: a thin command line over the library.
-
-Every subcommand parses its arguments, calls one library function and prints the
-result. User errors exit 2 with one line naming the fix, bugs exit 70 with one line and a
-log of the traceback (`tts_kit.cli._errors`); strings are printed with control characters
-escaped.
-
-One module per command group: `tts_kit.cli.model` (synth, info, standin, fetch,
-doctor), `tts_kit.cli.text` (normalize), `tts_kit.cli.tuning` (tune, report),
-`tts_kit.cli.precision` (convert, verify), `tts_kit.cli.serving` (serve, loadtest,
-serve-sweep); `tts_kit.cli._common` holds what they share. This module assembles the
-parser and runs a command (`main`).
+"""``tts-kit``: a thin command line over the library, one module per command group; this
+one assembles the parser and runs a command (`main`). Errors: `tts_kit.cli._errors`.
 
 Example:
     $ tts-kit synth "Hello there." -o hello.wav
-    $ tts-kit info
-    $ tts-kit normalize "2026년 8월 24일 10:30" --lang ko --trace
-    $ tts-kit tune --scheduler tcp://10.0.0.5:8786   # trials on Dask workers
-    (tts_kit.tuning.cluster)
     $ tts-kit doctor
 """
 
@@ -61,8 +47,7 @@ from tts_kit.core.version import __version__
 
 
 def _parser() -> argparse.ArgumentParser:
-    """The ``tts-kit`` parser: the top level here, each command group's subcommands from
-    its module (``register``), in the order ``--help`` lists them."""
+    """The ``tts-kit`` parser; each command group registers its subcommands."""
     p = argparse.ArgumentParser(prog="tts-kit", description=DESCRIPTION,
                                 formatter_class=_HelpFormatter)
     p.add_argument("--version", action="version", version=f"tts_kit {__version__}")
@@ -91,11 +76,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``tts-kit`` console script.
-
-    Returns 0 on success; 1 for a verdict (``verify``, ``report --rerun``, ``tune``,
-    ``doctor``); 2 for an error the user can fix; 70 (`EXIT_BUG`) for a bug; 130 when
-    interrupted; 141 when the reader went away (``| head``). Policy: `tts_kit.cli._errors`.
+    """Entry point of ``tts-kit``: 0 on success, 1 for a negative verdict, else the
+    statuses of `tts_kit.cli._errors`.
 
     Example:
         >>> main(["normalize", "3개", "--lang", "ko"])
@@ -108,8 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             sys.stdout.flush()  # here, where a closed pipe can still be caught
     except BrokenPipeError:
-        # The reader stopped reading (`| head`): nothing is wrong and there is nobody to
-        # tell. Point stdout at /dev/null so the interpreter's own flush at exit is quiet.
+        # The reader stopped reading (`| head`): stdout to /dev/null, for a quiet exit.
         with contextlib.suppress(OSError, ValueError):
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
@@ -122,8 +103,7 @@ def _run(argv: Sequence[str] | None) -> int:
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     # A value with a newline (a path may hold one) is shown escaped in the one-line error.
     shown = [v for k, v in vars(args).items() if k != "text" and isinstance(v, str) and "\n" in v]
-    # A library warning is one line for the user, while this command runs: the caller's
-    # handler (a notebook's, pytest's) is back when it returns.
+    # A library warning is one line for the user while this command runs.
     hook, sys.unraisablehook = sys.unraisablehook, unraisable(sys.unraisablehook)
     with warnings.catch_warnings():
         warnings.showwarning = _warning_line

@@ -1,9 +1,5 @@
-"""What every ``tts-kit`` command group shares: printing, opening the model, output files.
-
-`_say` prints (control characters escaped), `UserError` is the one-line error of a bad
-argument, `_bundle` opens ``--model``, `_check_output_file`/`_write_json` handle ``--json``
-style outputs, `_HelpFormatter` and the help texts keep every group's ``--help`` alike, and
-`AddCommand` is how a group registers its subcommands (see `tts_kit.cli._parser`).
+"""What every ``tts-kit`` command group shares: printing, opening the model, output files,
+help texts, and how a group registers its subcommands (`AddCommand`).
 
 Example:
     >>> _say("a\\x1b[2Jb")
@@ -27,9 +23,8 @@ from tts_kit.core.textsafe import term_safe
 
 
 def _say(text: object = "", file: Any = None) -> None:
-    """Print ``text`` with its control characters shown as escapes (`term_safe`); every
-    line the CLI prints goes through here (a raw ESC from a file would drive the terminal).
-    Newlines and tabs are kept."""
+    """Print ``text`` with its control characters (but newlines and tabs) escaped: every
+    line the CLI prints goes through here."""
     print(term_safe(text, keep="\n\t"), file=file if file is not None else sys.stdout)
 
 
@@ -40,8 +35,7 @@ class UserError(TtsKitError):
 
 
 def _refuse_nul(args: argparse.Namespace) -> None:
-    r"""A NUL character in a path or a name is the user's mistake (the OS would raise a
-    bare ValueError, read as a bug): say so in one line. The text to speak may hold one.
+    r"""A NUL character in a path or a name (not the text to speak) is the user's mistake.
 
     Example:
         >>> _refuse_nul(argparse.Namespace(text="a\x00b", json="ok.json"))
@@ -57,8 +51,8 @@ def _refuse_nul(args: argparse.Namespace) -> None:
 
 
 def in_path(text: str) -> str:
-    """The argparse ``type`` of an option naming a file or directory read, `out_path` of
-    one written: the value as given, checked once parsed (`_check_paths`).
+    """The argparse ``type`` of an option naming a path read (`out_path`: written), checked
+    once parsed (`_check_paths`).
 
     Example:
         >>> in_path("~/x.json"), out_path("out.json")
@@ -73,8 +67,7 @@ def out_path(text: str) -> str:
 
 
 def _check_paths(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    """Every path option of the command (``type`` `in_path`/`out_path`) not empty and its
-    ``~`` a known home (`check_path`), and ``--scheduler`` not empty: one line each."""
+    """Every path option not empty and its ``~`` a known home; ``--scheduler`` not empty."""
     from tts_kit.core.userfiles import check_path
 
     for a in parser._actions:
@@ -87,14 +80,12 @@ def _check_paths(args: argparse.Namespace, parser: argparse.ArgumentParser) -> N
 
 
 def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
-    # A library warning (what normalisation dropped) is for the user, like errors: one
-    # line, without the library's file and source line.
+    # One line, without the library's file and source line.
     _say(f"tts-kit: warning: {term_safe(message)}", file=sys.stderr)
 
 
 def _bundle(args: argparse.Namespace):
-    """The model ``--model`` names (None: discovery), by the one resolver
-    (`tts_kit.models.resolve`), with a note on stderr when it is a stand-in."""
+    """The model ``--model`` names (None: discovery), with a note when it is a stand-in."""
     from tts_kit.models.resolve import resolve_model
 
     bundle, source = resolve_model(args.model)
@@ -128,16 +119,15 @@ def _check_language(text: str, lang: str) -> None:
 
 @contextlib.contextmanager
 def _cluster(address: str | None) -> Iterator[Any]:
-    """A `tts_kit.tuning.cluster.TrialExecutor` on the scheduler at ``address`` (None: no
-    executor), connected before any trial runs (so a failure is one line, exit 2)."""
+    """A `TrialExecutor` on the Dask scheduler at ``address`` (None: none), connected before
+    any trial runs."""
     if not address:
         yield None
         return
     from tts_kit.tuning.cluster import TrialExecutor, connect
 
     client = connect(address)
-    # A lost scheduler is said in one line by the command (`TrialExecutor.lost`); Dask's
-    # client would log its reconnection tracebacks on stderr besides.
+    # A lost scheduler is said in one line by the command, not Dask's tracebacks.
     quiet = [logging.getLogger(n) for n in ("distributed.client", "distributed.comm")]
     levels = [q.level for q in quiet]
     for q in quiet:
@@ -151,7 +141,7 @@ def _cluster(address: str | None) -> Iterator[Any]:
 
 
 def _check_output_file(path: str, flag: str) -> Path:
-    """Fail now, in one line, when ``path`` cannot be written as a file (checked before work).
+    """Fail now, in one line, when ``path`` cannot be written as a file.
 
     Example:
         >>> _check_output_file("/", "--json")
@@ -172,8 +162,7 @@ def _check_output_file(path: str, flag: str) -> Path:
 
 
 def _write_json(path: str, data: Any) -> None:
-    """Write ``data`` as JSON to ``path``, whole or not at all (built beside, renamed into
-    place: an interrupted or failed write leaves an existing file as it was)."""
+    """Write ``data`` as JSON to ``path``, whole or not at all."""
     from tts_kit.core.atomic import atomic_file
 
     with atomic_file(path) as tmp:
@@ -214,17 +203,13 @@ Command = Callable[[argparse.Namespace], int]
 
 
 class AddCommand(Protocol):
-    """Registers one subcommand (its help, its function, a ``--model`` option unless
-    ``model=False``) and returns its parser for the options; each command group's
-    ``register`` takes one.
+    """Registers one subcommand (with ``--model`` unless ``model=False``) and returns its
+    parser; each command group's ``register`` takes one.
 
     Example:
-        >>> import argparse
         >>> sub = argparse.ArgumentParser().add_subparsers(dest="command")
-        >>> def add(name, fn, help, model=True):
-        ...     return sub.add_parser(name, help=help)
         >>> from tts_kit.cli import text
-        >>> text.register(add)
+        >>> text.register(lambda name, fn, help, model=True: sub.add_parser(name))
         >>> sorted(sub.choices)
         ['normalize']
     """

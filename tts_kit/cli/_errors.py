@@ -1,13 +1,6 @@
-"""The ``tts-kit`` error policy: which exceptions are the user's to fix, which are bugs.
-
-- A `TtsKitError` (its message names the problem and the fix) and an `OSError` of the
-  user's environment (a missing path, no permission, a full disk: `_OS_HINTS`) are the
-  user's: one line on stderr, exit `EXIT_USER_ERROR` (2).
-- Anything else (a bare ``ValueError`` from numpy or ONNX Runtime included) is a bug: one
-  line naming the exception and a log holding its traceback, exit `EXIT_BUG` (70,
-  ``EX_SOFTWARE``), never mistaken for a verdict (1) or the user's error (2).
-- ``--debug``: the full traceback on stderr too. Never a traceback without it; every line
-  is printed with control characters escaped.
+"""The ``tts-kit`` error policy: a `TtsKitError` or an `OSError` of the user's environment
+is one line, exit 2; anything else is a bug: one line and a log of its traceback, exit 70;
+``--debug`` prints the traceback too.
 
 Example:
     >>> import contextlib, sys
@@ -38,12 +31,10 @@ EXIT_USER_ERROR = 2
 EXIT_BUG = 70
 #: Interrupted (Ctrl-C): what a shell reports for SIGINT (128 + 2).
 EXIT_INTERRUPTED = 130
-#: The reader of our output went away (``tts-kit ... | head``): what a shell reports for a
-#: process ended by SIGPIPE (128 + 13).
+#: The reader of our output went away (``| head``): 128 + SIGPIPE.
 EXIT_BROKEN_PIPE = 141
 
-#: Ctrl-Cs that landed where Python cannot raise (a weakref's or finaliser's callback: its
-#: "Exception ignored" lines), kept for `interrupted` instead of printed.
+#: Ctrl-Cs that landed in a weakref's or finaliser's callback, kept for `interrupted`.
 _LOST_INTERRUPTS: list[BaseException] = []
 
 
@@ -64,8 +55,7 @@ def unraisable(hook: object) -> object:
 
 
 def interrupted() -> bool:
-    """True once per Ctrl-C that a callback swallowed while the command ran (the caller
-    raises KeyboardInterrupt where it can say what was done).
+    """True once per Ctrl-C that a callback swallowed while the command ran.
 
     Example:
         >>> interrupted()
@@ -74,6 +64,7 @@ def interrupted() -> bool:
     lost = bool(_LOST_INTERRUPTS)
     _LOST_INTERRUPTS.clear()
     return lost
+
 
 #: OSErrors that are the user's environment, not a defect: errno -> what to do about it.
 _OS_HINTS: dict[int, str] = {
@@ -118,10 +109,8 @@ def _os_error_text(exc: OSError) -> str | None:
 
 def exit_status(command: str, exc: Exception, *, debug: bool = False,
                 shown: Sequence[str] = ()) -> int:
-    """Say what went wrong in ``command`` on stderr, as the policy says; its exit status.
-
-    ``debug``: print the traceback first (the one line follows it). ``shown``: values of
-    the user's (a path with a newline) to escape in the message, not cut at their newline.
+    """Say what went wrong in ``command`` on stderr; its exit status. ``shown``: the user's
+    values (a path with a newline) to escape in the message, not cut at their newline.
 
     Example:
         >>> import contextlib, sys

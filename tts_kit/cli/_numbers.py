@@ -1,10 +1,5 @@
-"""Every numeric flag's range, in one table, checked by the one shared validator.
-
-`check_flags` runs before any command (`tts_kit.cli._run`): a flag out of range, NaN or
-infinite ends in one line naming the flag, the value, the range and its unit
-(`tts_kit.core.validate.check_number`), exit 2. Flags whose range the library itself
-checks with its own message (``--steps``, ``--speed``, ``--repeats``) are not repeated
-here; `tests/test_cli_properties.py` checks every other numeric flag of the parser is.
+"""Every numeric flag's range, in one table, checked before any command runs (the library
+checks ``--steps``, ``--speed`` and ``--repeats`` itself).
 
 Example:
     >>> import argparse
@@ -23,7 +18,7 @@ from tts_kit.core.validate import MAX_THREADS, SERVE_FIELDS, Rule, serve_flag
 _SECONDS = Rule(0, 7 * 86400, low_open=True, unit="s")
 _MB = Rule(0, 1 << 30, low_open=True, unit="MB")
 _THREADS = Rule(1, MAX_THREADS, integer=True)
-#: A noise or weight seed: what numpy's legacy seeding and the serving load take, 32 bits.
+#: A noise or weight seed: 32 bits, as numpy's legacy seeding takes.
 _SEED = Rule(0, 2**32 - 1, integer=True)
 #: A Piper voice's noise scale (``noise_scale``, ``noise_w``; 0: no noise), as the engine checks.
 _NOISE = Rule(0, 2)
@@ -32,7 +27,7 @@ _LOAD = {"requests": Rule(1, 10**7, integer=True), "duration": _SECONDS,
 
 #: command -> argparse ``dest`` -> its range (None values are defaults: not checked).
 NUMERIC_FLAGS: dict[str, dict[str, Rule]] = {
-    # ServeConfig's own table: a --config-json file is checked against the same rules.
+    # ServeConfig's own table, as a --config-json file is checked.
     "serve": {serve_flag(f): rule for f, rule in SERVE_FIELDS.items() if serve_flag(f)},
     "synth": {"seed": _SEED, "noise_scale": _NOISE, "noise_w": _NOISE},
     "standin": {"seed": _SEED},

@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from tts_kit.cli._common import (
     LOADING_HELP,
@@ -62,17 +64,16 @@ def cmd_synth(args: argparse.Namespace) -> int:
                         "piper:joe-us); a Supertonic bundle's noise is its --seed")
     extra = {"noise_scale": args.noise_scale, "noise_w": args.noise_w} if scaled else {}
     engine = make_engine(bundle, normalize=not args.no_normalize, loading=args.loading, **extra)
-    # No --speed (None): the engine's own default rate (each model has its natural one).
+    # No --speed (None): the model's own natural rate.
     config = SynthesisConfig(lang=args.lang, voice=args.voice or engine.bundle.default_voice,
                              steps=args.steps, speed=args.speed, seed=args.seed,
                              order=args.order)
     t0 = time.perf_counter()
     parts = engine.stream(args.text, config)  # checked here, before the output is touched
-    timings: dict[str, float] = {}
+    timings: Counter[str] = Counter()
     frames = 0
-    # Written chunk by chunk (memory holds one chunk, not the text's audio) into a file
-    # beside the output, renamed into place at the end: a full disk, an error or a kill
-    # leaves an existing file as it was and no partial one.
+    # Chunk by chunk into a file beside the output, renamed into place at the end: a full
+    # disk, an error or a kill leaves an existing file as it was.
     try:
         with parts, atomic_file(out) as tmp, sf.SoundFile(
                 str(tmp), "w", engine.bundle.sample_rate, 1, subtype="PCM_16",
@@ -80,8 +81,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
             for part in parts:
                 fh.write(part.samples)
                 frames += len(part.samples)
-                for k, v in part.timings.items():
-                    timings[k] = timings.get(k, 0.0) + v
+                timings.update(part.timings)  # adds them up
     except (OSError, sf.SoundFileError) as exc:
         why = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
         raise UserError(f"{out}: could not write the audio ({why}); nothing was changed; "
@@ -91,7 +91,6 @@ def cmd_synth(args: argparse.Namespace) -> int:
     _say(f"wrote {out} ({frames / sr:.2f} s of audio at {sr} Hz; "
          f"spoken by {term_safe(bundle.label)})")
     if parts.text != " ".join(args.text.split()):
-        # What normalisation made of it (dropped characters too), on one line.
         _say(f"read: {term_safe(parts.text)}")
     rtf = timings["total"] / max(frames / sr, 1e-9)
     _say(f"RTF {rtf:.3f}  (synthesis {timings['total'] * 1000:.0f} ms)")
@@ -105,8 +104,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
     bundle = _bundle(args)
     info = bundle.describe()
-    # The file checks cannot see an operator ORT lacks: unless told not to, load each
-    # graph, so "info" passing means "synth" can load the bundle too.
+    # Loading each graph finds an operator ORT lacks, which the file checks cannot.
     loads = None if args.no_load else check_loads(bundle) == list(bundle.stages)
     info["runtime"] = {"onnxruntime": _ort_version(), "graphs_load": loads}
     info.setdefault("family", bundle.family)
@@ -118,8 +116,8 @@ def cmd_info(args: argparse.Namespace) -> int:
         if args.measure:  # achieved GFLOP/s against this machine's MatMul peak
             from tts_kit.tuning.roofline import measure_roofline
 
-            info["roofline"] = measure_roofline(bundle, threads=args.threads,
-                                                steps=args.steps).to_dict()
+            roofline = measure_roofline(bundle, threads=args.threads, steps=args.steps)
+            info["roofline"] = roofline.to_dict()
     elif args.measure:
         raise UserError("--measure times the cost model's stages: give it with --costs")
     if args.json:
@@ -148,24 +146,20 @@ def cmd_info(args: argparse.Namespace) -> int:
     _say("")
     # The same columns and units as `tts-kit standin` prints (MB = 10^6 bytes).
     _say(f"{'stage':<20}{'params':>10}{'MB':>9}  {'precision':<9}  sha256")
-    total_p = total_b = 0
-    for stage, st in info["stages"].items():
-        total_p += st["params"]
-        total_b += st["size_bytes"]
+    stages = info["stages"]
+    for stage, st in stages.items():
         _say(f"{stage:<20}{st['params'] / 1e6:>9.2f}M{st['size_bytes'] / 1e6:>9.1f}  "
              f"{st['precision']:<9}  {st['sha256'][:16]}")
-    _say(f"{'total':<20}{total_p / 1e6:>9.2f}M{total_b / 1e6:>9.1f}")
+    _say(f"{'total':<20}{sum(st['params'] for st in stages.values()) / 1e6:>9.2f}M"
+         f"{sum(st['size_bytes'] for st in stages.values()) / 1e6:>9.1f}")
     if args.costs:
         _say_costs(info["costs"])
-    if "roofline" in info:
-        _say_roofline(info["roofline"])
+        if args.measure:
+            _say_roofline(roofline)
     return 0
 
 
-def _say_roofline(data: dict) -> None:
-    from tts_kit.tuning.roofline import Roofline
-
-    r = Roofline.from_dict(data)
+def _say_roofline(r: Any) -> None:
     load = (f", load average {r.loadavg[0]:.1f}-{r.loadavg[1]:.1f}" if r.loadavg else "")
     _say("")
     _say(f"measured: one {r.audio_s:.2f} s chunk, {r.threads} thread(s), best of {r.repeats} "

@@ -39,7 +39,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     else:  # the flags map onto ServeConfig one to one
         cfg = ServeConfig(**{f: getattr(args, serve_flag(f)) for f in
                              ServeConfig.__dataclass_fields__ if serve_flag(f)})
-    # One line, exit 2, before the model loads (not a worker failing after the server is up)
+    # One line, exit 2, before the model loads
     cfg.check(source=args.config_json and f"--config-json {args.config_json}")
     if cfg.model:
         args.model = cfg.model
@@ -115,7 +115,6 @@ def cmd_loadtest(args: argparse.Namespace) -> int:
     refused = [r for r in res.records if r.get("requests") and not r.get("ok")
                and r.get("reason")]
     if refused and len(refused) == len(res.records):
-        # Nothing was measured: a script must see it, with what the server said (exit 1).
         _say(f"tts-kit loadtest: error: the server refused every request "
              f"({refused[0]['reason']})", file=sys.stderr)
         return 1
@@ -137,14 +136,24 @@ def _rates(text: str | None) -> list[float]:
 
 def cmd_serve_sweep(args: argparse.Namespace) -> int:
     from tts_kit.serve.launch import Stopped, signals_end_the_block
-    from tts_kit.serve.sweep import serving_sweep
+    from tts_kit.serve.sweep import ServingSweepSpec, serving_sweep
 
     if args.json:
         _check_output_file(args.json, "--json")
-    threads = [None] if not args.threads else _int_list(args.threads, "--threads")
+    spec = ServingSweepSpec(
+        architectures=[a.strip() for a in args.architectures.split(",")],
+        workers=_int_list(args.workers, "--workers"),
+        threads=_int_list(args.threads, "--threads") if args.threads else [None],
+        presets=[p.strip() for p in args.presets.split(",") if p.strip()],
+        loadings=[x.strip() for x in args.loading.split(",") if x.strip()],
+        concurrency=_int_list(args.concurrency, "--concurrency") if args.concurrency else [],
+        rates=_rates(args.rate), requests=args.requests,
+        duration_s=args.duration, texts=_texts(args.texts), body=_load_body(args),
+        timeout_s=args.timeout, p95_target_ms=args.p95_target_ms,
+        mem_budget_mb=args.mem_budget)
     try:
         with signals_end_the_block():  # every server it started stops, every dir goes
-            res = _sweep(args, serving_sweep, threads)
+            res = serving_sweep(args.model, spec, progress=not args.quiet)
     except Stopped as exc:
         _say(f"tts-kit serve-sweep: {exc}; the servers it started were stopped")
         return 128 + exc.signum
@@ -153,22 +162,6 @@ def cmd_serve_sweep(args: argparse.Namespace) -> int:
     if args.json:
         _write_json(args.json, res.to_dict())
     return 0 if any(r.get("status") == "ok" for r in res.records) else 1
-
-
-def _sweep(args: argparse.Namespace, serving_sweep: Any, threads: list) -> Any:
-    from tts_kit.serve.sweep import ServingSweepSpec
-
-    spec = ServingSweepSpec(
-        architectures=[a.strip() for a in args.architectures.split(",")],
-        workers=_int_list(args.workers, "--workers"), threads=threads,
-        presets=[p.strip() for p in args.presets.split(",") if p.strip()],
-        loadings=[x.strip() for x in args.loading.split(",") if x.strip()],
-        concurrency=_int_list(args.concurrency, "--concurrency") if args.concurrency else [],
-        rates=_rates(args.rate), requests=args.requests,
-        duration_s=args.duration, texts=_texts(args.texts), body=_load_body(args),
-        timeout_s=args.timeout, p95_target_ms=args.p95_target_ms,
-        mem_budget_mb=args.mem_budget)
-    return serving_sweep(args.model, spec, progress=not args.quiet)
 
 
 def register(add: AddCommand) -> None:

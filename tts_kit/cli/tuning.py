@@ -43,7 +43,6 @@ def cmd_tune(args: argparse.Namespace) -> int:
     bundle = _bundle(args)
     presets = [p.strip() for p in args.presets.split(",") if p.strip()]
     try:
-        # The default follows the cores this process can use (a CPU quota included).
         cpus = default_cpus((1, 2)) if args.cpus is None else tuple(
             int(c) for c in args.cpus.split(","))
     except ValueError:
@@ -52,8 +51,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     usable = usable_cores()
     pinnable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else usable
-    # Above the affinity the trial refuses (one-line error); between the quota and the
-    # affinity it runs, pinned to cores the quota throttles: say what its figures mean.
+    # Between the CPU quota and the affinity a trial runs throttled: say what that means.
     over = sorted({c for c in cpus if usable < c <= pinnable})
     if over:
         _say(f"tts-kit tune: warning: --cpus {','.join(map(str, over))}: this process can use "
@@ -83,8 +81,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     with _cluster(args.scheduler) as executor:
         result = sweep(bundle, presets, workload, options.replace(executor=executor))
         lost = getattr(executor, "lost", None)  # the scheduler went away mid-sweep
-    _say(f"model: {term_safe(bundle.label)}")  # which model the figures are of
-    # Each figure's spread over the rounds, and what differs from the pick beyond it.
+    _say(f"model: {term_safe(bundle.label)}")
     _say(format_table(result.records, pick=result.recommend(args.mem_budget)[0]))
     for line in recommendation_lines(result, args, cores=usable):
         _say(line)
@@ -103,16 +100,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if lost:  # what finished is above and in --json; the rest are marked lost
         return _say_lost("tune", lost)
     if not any(r.get("status") == "ok" for r in result.records):
-        # Nothing measured is a failure a script must see, not a result; the table's
-        # "not finished" lines above say why each trial stopped.
         _say("tts-kit tune: no trial finished; see the reasons above", file=sys.stderr)
         return 1
     return 0
 
 
 def tune_command(args: argparse.Namespace, repeats: int | None = None) -> str:
-    """The ``tts-kit tune`` command line that repeats this sweep (its options that are
-    not the defaults), with ``repeats`` timed calls per trial when given.
+    """The ``tts-kit tune`` line that repeats this sweep, with ``repeats`` when given.
 
     Example:
         >>> from tts_kit.cli import _parser
@@ -137,22 +131,18 @@ def tune_command(args: argparse.Namespace, repeats: int | None = None) -> str:
 
 def recommendation_lines(result: Any, args: argparse.Namespace,
                          cores: int | None = None) -> list[str]:
-    """What ``tts-kit tune`` prints for a sweep's pick: when the figures cannot be trusted,
-    first the line the report's answer starts with (`Contention.headline`, its commands
-    this sweep's), then the recommendation.
+    """What ``tts-kit tune`` prints for a sweep's pick: what matters, the recommendation,
+    and first, when the machine was busy, the line the report's answer starts with.
 
     Example:
         >>> from tts_kit.cli import _parser
         >>> from tts_kit.tuning.records import P50_MS
         >>> from tts_kit.tuning.tune import SweepResult
-        >>> rec = {"preset": "lean", "cpus": 1, "status": "ok", P50_MS: 90.0,
-        ...        "peak_rss_mb": 300.0, "core_share": 45.0, "cpu_wait_percent": 50.0}
-        >>> lines = recommendation_lines(SweepResult([rec]), _parser().parse_args(["tune"]))
-        >>> lines[0]
-        'provisional: the machine was busy (1 of 1 trials got 45 % of their cores, waiting 50 % of the time for one); run `tts-kit tune` on a quiet machine.'
-        >>> lines[-1][:40]
-        'recommendation (provisional): lean on 1 '
-    """  # noqa: E501
+        >>> rec = {"preset": "lean", "cpus": 1, "status": "ok", "core_share": 45.0,
+        ...        "cpu_wait_percent": 50.0, P50_MS: 90.0, "peak_rss_mb": 300.0}
+        >>> recommendation_lines(SweepResult([rec]), _parser().parse_args(["tune"]))[-1][:29]
+        'recommendation (provisional):'
+    """
     from tts_kit.tuning.contention import assess
     from tts_kit.tuning.verdict import band, effect_lines, effects
 
@@ -192,7 +182,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise UserError("give --out DIR for the report (or --rerun report.json)")
     from tts_kit.models.supertonic.bundle import Bundle, resolve_model_dir
 
-    # Say what it runs on before minutes of trials (discovery builds the stand-in once).
+    # Say what it runs on before minutes of trials.
     where, source = resolve_model_dir(args.model)
     _standin_note(Bundle(where), source)
     with _cluster(args.scheduler) as executor:
@@ -220,8 +210,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _say_lost(command: str, lost: str) -> int:
-    """The one line (exit 1: the sweep is not whole) a sweep on a Dask cluster ends with
-    when its scheduler went away (`tts_kit.tuning.cluster.TrialExecutor.lost`).
+    """The one line (exit 1) a sweep ends with when its Dask scheduler went away.
 
     Example:
         >>> _say_lost("tune", "lost the Dask scheduler at tcp://h:8786")
@@ -232,8 +221,7 @@ def _say_lost(command: str, lost: str) -> int:
 
 
 def _say_answer(paths: list[Path]) -> None:
-    """The report's answer on the terminal too: its computed conclusions and the
-    `tts-kit serve` line for the pick (the HTML starts with the same)."""
+    """The report's answer on the terminal: its conclusions and the `tts-kit serve` line."""
     from tts_kit.report import TuningReport
     from tts_kit.report.answer import conclusions, serve_command
 

@@ -12,7 +12,6 @@ Example:
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import os
@@ -134,11 +133,10 @@ class AbxTest:
 
 
 def _wav_bytes(wav: np.ndarray, sample_rate: int) -> bytes:
-    import soundfile as sf
+    from tts_kit.models.synthesis import SynthesisResult
 
-    buf = io.BytesIO()
-    sf.write(buf, np.asarray(wav, np.float32), sample_rate, format="WAV", subtype="PCM_16")
-    return buf.getvalue()
+    return SynthesisResult(wav=np.asarray(wav, np.float32), sample_rate=sample_rate,
+                           text="").wav_bytes()
 
 
 def abx_widget(a_wavs: list[np.ndarray], b_wavs: list[np.ndarray], sample_rate: int, *,

@@ -48,7 +48,7 @@ def roofline(ax: Any, r: Any) -> Any:
     return ax
 
 
-def roofline_figure(r: Any, width: float = 9.0, height: float = 3.2) -> Any:
+def roofline_figure(r: Any) -> Any:
     """`roofline` on a figure of its own (shown as PNG in a notebook).
 
     Example:
@@ -58,6 +58,6 @@ def roofline_figure(r: Any, width: float = 9.0, height: float = 3.2) -> Any:
         >>> len(roofline_figure(r).axes)
         1
     """
-    fig = _figure(width, height)
+    fig = _figure(9.0, 3.2)
     roofline(fig.subplots(), r)
     return fig

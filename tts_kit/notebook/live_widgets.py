@@ -1,5 +1,5 @@
-"""Live notebook widgets: the memory graph of an isolated trial while it runs, the session
-tuner built on it, and a live load test (`tts_kit.notebook.widgets` re-exports them).
+"""Live notebook widgets: an isolated trial's memory graph while it runs, the session tuner
+built on it, a live load test (`tts_kit.notebook.widgets` re-exports them).
 
 Example:
     >>> from tts_kit.notebook.widgets import LiveMemoryGraph
@@ -60,11 +60,8 @@ def _is_worker(proc: psutil.Process) -> bool:
 
 
 class LiveMemoryGraph(W.VBox):
-    """RSS of an isolated trial, redrawn while it runs; stage events and budget at the end.
-
-    `watch` runs a function that measures in a child process on a worker thread, sampling
-    the child's RSS every ``interval_s``; at the end the graph is redrawn from the result's
-    exact timeline (the live samples stay in `live_samples`).
+    """RSS of an isolated trial, redrawn while it runs (`watch`); at the end, the result's
+    exact timeline with its stage events and the budget.
 
     Example:
         >>> from tts_kit.runtime.measure import run_isolated
@@ -153,13 +150,12 @@ class LiveMemoryGraph(W.VBox):
         return result
 
     def _final(self, result: Any, wall_s: float) -> None:
-        timeline = _get(result, "timeline") if result is not None else None
-        if timeline:
+        if _get(result, "timeline"):  # None gives None
             self.show(result)
         elif self.live_samples:
             self.show(self.live_samples)
-        status = _get(result, "status", "ok") if result is not None else "ok"
-        peak = _get(result, PEAK_RSS_MB) if result is not None else None
+        status = _get(result, "status", "ok")
+        peak = _get(result, PEAK_RSS_MB)
         peak_txt = "" if to_number(peak) is None else f", peak RSS {peak:.0f} MB"
         self.status.value = (f"done in {wall_s:.1f} s: status <b>{html.escape(str(status))}</b>"
                              f"{peak_txt}")
@@ -175,10 +171,8 @@ def _records_html(records: Sequence[dict[str, Any]]) -> str:
 
 
 class SessionTuner(W.VBox):
-    """Pick a preset, threads, vCPUs, memory budget and load policy; Run measures in isolation.
-
-    Each Run is one `tts_kit.tuning.tune.trial` of ``workload``, graphed live; its record
-    is kept in `records`.
+    """Pick a preset, threads, vCPUs, budget and load policy; Run measures one isolated
+    trial, graphed live, and keeps its record in `records`.
 
     Example:
         >>> tuner = SessionTuner(Bundle.discover(), Workload(steps=2))  # doctest: +SKIP
@@ -186,13 +180,12 @@ class SessionTuner(W.VBox):
         'ok'
     """
 
-    def __init__(self, bundle: Bundle, workload: Workload | None = None,
-                 presets: Sequence[str] | None = None):
+    def __init__(self, bundle: Bundle, workload: Workload | None = None):
         from tts_kit.runtime.sessions import PRESETS
 
         self.bundle = bundle
         self.workload = Workload(repeats=3) if workload is None else workload
-        names = list(presets or PRESETS)
+        names = list(PRESETS)
         self.preset = W.Dropdown(options=names, value=names[0], description="preset")
         self.explain = W.HTML()
         cores = procfacts.usable_cores()
@@ -243,8 +236,7 @@ class SessionTuner(W.VBox):
         return preset
 
     def run(self) -> dict[str, Any]:
-        """Measure the current settings in isolation; returns the record (a
-        `tts_kit.tuning.records.Record`), also tabulated."""
+        """Measure the current settings in isolation; returns the record, also tabulated."""
         from tts_kit.tuning import tune
 
         budget = float(self.budget.value) or None
@@ -267,7 +259,7 @@ class SessionTuner(W.VBox):
 
 
 def live_loadtest(url: str, title: str = "load test", **load: Any) -> Any:
-    """Run `tts_kit.serve.loadtest.run_load` on ``url``, redrawing `plots.load_levels` after
+    """`tts_kit.serve.loadtest.run_load` on ``url``, redrawing `plots.load_levels` after
     each level; returns the `LoadResult`.
 
     Example:

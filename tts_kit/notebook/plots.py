@@ -1,7 +1,5 @@
-"""Plain matplotlib figures of measurements: memory timelines, stage times, A/B audio.
-
-The tuning and serving figures are importable from here too. Every function draws without
-``pyplot`` (safe from threads) and returns a figure that shows itself as PNG.
+"""Matplotlib figures of measurements: memory timelines, stage times, A/B audio (and the
+tuning and serving figures). No ``pyplot`` (safe from threads); each shows itself as PNG.
 
 Example:
     >>> from tts_kit.notebook import plots
@@ -24,6 +22,7 @@ from matplotlib.ticker import FuncFormatter
 from tts_kit.core import contract
 from tts_kit.notebook._figures import (  # noqa: F401  (re-exported)
     STAGE_COLORS,
+    _figure,
     _fresh,
     _get,
     _stage_of,
@@ -50,15 +49,9 @@ def memory_timeline(
 ) -> Figure:
     """RSS over time with the stage events shaded and annotated, and the budget line.
 
-    Args:
-        timeline: ``[(t_s, rss_mb), ...]``, or a `tts_kit.runtime.measure.Measurement` (or
-            its dict), whose other fields fill the arguments not given.
-        events: ``[(t_s, name), ...]``; ``load X`` / ``run X`` / ``release X`` become
-            shaded spans coloured by stage, any other name a labelled vertical line.
-        budget_mb, baseline_mb, peak_mb: the budget, RSS after imports and high-water mark.
-        title: figure title.
-        fig: draw into this figure (cleared first) instead of a new one.
-        zoom: start the time axis just before the first event; False: at the process start.
+    ``timeline``: ``[(t_s, rss_mb), ...]`` or a `Measurement` (or its dict), whose fields
+    fill the arguments not given; ``events``: ``[(t_s, "load vocoder"), ...]``; ``fig``:
+    draw into it (cleared); ``zoom``: start the time axis just before the first event.
 
     Example:
         >>> fig = memory_timeline([(0, 50), (1, 60)], budget_mb=100, title="demo")
@@ -75,7 +68,6 @@ def memory_timeline(
     ts = np.asarray([p[0] for p in timeline], float)
     rss = np.asarray([p[1] for p in timeline], float)
     end = float(ts.max()) if ts.size else max((t for t, _ in events), default=1.0)
-    # Start where the work starts: spawning and imports are a flat line before it.
     t_first = min((t for t, _ in events), default=0.0)
     x0 = max(0.0, t_first - 0.15 * max(end - t_first, 1e-3)) if zoom and events else 0.0
     _shade_stages(ax, events, end)
@@ -158,8 +150,7 @@ def _level_lines(ax: Any, rss: np.ndarray, baseline_mb: Any, peak_mb: Any,
 
 
 def _stage_legend(ax: Any, events: list[tuple[float, str]]) -> None:
-    """One legend entry per stage the events name (Supertonic's in pipeline order first),
-    and what the shading means."""
+    """One legend entry per stage the events name, and what the shading means."""
     named = [stage for _, n in events for verb, stage in [_stage_of(n)] if verb is not None]
     stages = [s for s in STAGE_COLORS if s in named]
     stages += [s for s in dict.fromkeys(named) if s not in STAGE_COLORS]
@@ -190,9 +181,8 @@ def _ms_text(ms: float) -> str:
     return f"{ms:.1f}" if ms < 100 else f"{ms:,.0f}"
 
 
-def stage_times(
-    results: Any, title: str | None = "time per stage", fig: Figure | None = None
-) -> Figure:
+def stage_times(results: Any, title: str | None = "time per stage",
+                fig: Figure | None = None) -> Figure:
     """Per-stage wall time as horizontal bars (ms) of every stage the timings hold.
 
     ``results``: a `SynthesisResult`, a ``timings`` dict, or ``label -> either`` (grouped).
@@ -248,33 +238,8 @@ def _spec_kw(n: int) -> dict[str, int]:
     return {"NFFT": 1024 if n >= 1024 else 256, "noverlap": 512 if n >= 1024 else 128}
 
 
-def spectrogram_range(waves: Sequence[tuple[np.ndarray, int]],
-                      floor_db: float = 80.0) -> tuple[float, float]:
-    """One colour scale's dB range for these spectrograms: the loudest bin, down ``floor_db``.
-
-    Example:
-        >>> x = np.sin(np.linspace(0, 2000, 4410)).astype("float32")
-        >>> lo, hi = spectrogram_range([(x, 44100), (x * 0.1, 44100)])
-        >>> round(hi - lo)
-        80
-    """
-    from matplotlib import mlab
-
-    top = -np.inf
-    for w, sr in waves:
-        if len(w) < 256:
-            continue
-        spec, _, _ = mlab.specgram(np.asarray(w, float), Fs=sr, **_spec_kw(len(w)))
-        top = max(top, float(10 * np.log10(spec.max() + 1e-20)))
-    if not np.isfinite(top):
-        return (-floor_db, 0.0)
-    return (top - floor_db, top)
-
-
-def ab_compare(
-    a: Any, b: Any, labels: Sequence[str] = ("A", "B"), title: str | None = None,
-    fig: Figure | None = None,
-) -> Figure:
+def ab_compare(a: Any, b: Any, labels: Sequence[str] = ("A", "B"),
+               title: str | None = None) -> Figure:
     """Two waveforms (`SynthesisResult` or ``(wav, sample_rate)``) and their spectrograms,
     one column each, on shared scales.
 
@@ -285,23 +250,24 @@ def ab_compare(
         5
     """
     (wa, sra), (wb, srb) = _wave_of(a), _wave_of(b)
-    fig = _fresh(fig, 10, 4.5)
+    fig = _figure(10, 4.5)
     axes = fig.subplots(2, 2, sharey="row")
     lim = max(float(np.abs(wa).max(initial=0)), float(np.abs(wb).max(initial=0)), 1e-3)
-    vmin, vmax = spectrogram_range([(wa, sra), (wb, srb)])
-    image = None
+    images, top_db = [], -np.inf
     for col, (w, sr, label) in enumerate(((wa, sra, labels[0]), (wb, srb, labels[1]))):
         t = np.arange(len(w)) / sr
         axes[0, col].plot(t, w, lw=0.4, color=f"C{col}")
         axes[0, col].set_ylim(-lim * 1.05, lim * 1.05)
         axes[0, col].set_title(f"{label}: {len(w) / sr:.2f} s", fontsize=9)
         if len(w) >= 256:
-            # One colour scale for both panels: the same colour is the same dB in each.
-            *_, image = axes[1, col].specgram(w, **_spec_kw(len(w)), Fs=sr, cmap="magma",
-                                              vmin=vmin, vmax=vmax)
+            spec, *_, image = axes[1, col].specgram(w, **_spec_kw(len(w)), Fs=sr, cmap="magma")
+            images.append(image)
+            top_db = max(top_db, float(10 * np.log10(spec.max() + 1e-20)))
         axes[1, col].set_xlabel("seconds")
-    if image is not None:
-        fig.colorbar(image, ax=axes[1, :], label="dB", fraction=0.04, pad=0.01)
+    for image in images:  # one colour scale: the same colour is the same dB in each panel
+        image.set_clim(top_db - 80.0, top_db)
+    if images:
+        fig.colorbar(images[-1], ax=axes[1, :], label="dB", fraction=0.04, pad=0.01)
     axes[0, 0].set_ylabel("amplitude")
     axes[1, 0].set_ylabel("Hz")
     if title:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from tts_kit.notebook._figures import _figure, _fresh
+from tts_kit.notebook._figures import _figure
 from tts_kit.tuning.records import (
     ERRORS,
     P50_MS,
@@ -44,13 +44,9 @@ def unfinished_note(rec: Mapping[str, Any]) -> str:
     return "no request finished" + (":\n" + ", ".join(lost) if lost else "")
 
 
-def load_levels(
-    records: Sequence[Mapping[str, Any]],
-    title: str | None = "load test",
-    fig: Figure | None = None,
-) -> Figure:
-    """A load test (`tts_kit.serve.loadtest` levels) level by level: latency and
-    time-to-first-audio percentiles (left), the pool's memory over time (right).
+def load_levels(records: Sequence[Mapping[str, Any]], title: str | None = "load test") -> Figure:
+    """A load test level by level: latency and time-to-first-audio percentiles (left), the
+    pool's memory over time (right).
 
     Example:
         >>> recs = [{"mode": "closed", "concurrency": c, P50_MS: 100 * c, P95_MS: 150 * c,
@@ -61,7 +57,7 @@ def load_levels(
         2
     """
     records = list(records)
-    fig = _fresh(fig, 10, 3.8)
+    fig = _figure(10, 3.8)
     left, right = fig.subplots(1, 2)
     names = [f"c={r['concurrency']}" if r.get("concurrency") else f"{r.get('rate', 0):g}/s"
              for r in records]
@@ -104,13 +100,10 @@ def load_levels(
     return fig
 
 
-def architectures(
-    records: Sequence[Mapping[str, Any]],
-    keys: Sequence[str] = (RPS, P95_MS, TTFA_P95_MS, POOL_PSS_MB),
-    title: str | None = "serving architectures",
-) -> Figure:
-    """One panel per figure in ``keys`` against concurrency, one line per configuration of
-    `tts_kit.serve.sweep` records.
+def architectures(records: Sequence[Mapping[str, Any]],
+                  title: str | None = "serving architectures") -> Figure:
+    """Throughput, p95, TTFA p95 and pool PSS against concurrency, one line per
+    configuration of `tts_kit.serve.sweep` records.
 
     Example:
         >>> recs = [{"architecture": a, "workers": 2, "threads": 1, "loading": "resident",
@@ -121,9 +114,9 @@ def architectures(
         4
     """
     records = [r for r in records if r.get("status", "ok") == "ok" and r.get("concurrency")]
+    keys = (RPS, P95_MS, TTFA_P95_MS, POOL_PSS_MB)
     fig = _figure(3.0 * len(keys), 3.4)
     axes = fig.subplots(1, len(keys))
-    axes = [axes] if len(keys) == 1 else list(axes)
 
     def name(r: Mapping[str, Any]) -> str:
         extra = "" if r.get("loading") in (None, "resident") else f", {r['loading']}"

@@ -1,5 +1,5 @@
 """Figures of tuning results: the Pareto front, one configuration's latency in several
-places, and the stages' memory costs.
+places, the stages' memory costs.
 
 Example:
     >>> from tts_kit.tuning.records import P50_MS, PEAK_RSS_MB
@@ -21,7 +21,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from tts_kit.core import contract
-from tts_kit.notebook._figures import STAGE_COLORS, _figure, _fresh, budget_line, legend_right
+from tts_kit.notebook._figures import STAGE_COLORS, _figure, budget_line, legend_right
 from tts_kit.tuning.records import (
     FIRST_MS,
     P50_MS,
@@ -32,22 +32,19 @@ from tts_kit.tuning.records import (
 )
 from tts_kit.tuning.records import label as axis_label
 
+X, Y = PARETO_X, PARETO_Y  # peak RSS against p50
+
 
 def pareto(
     records: Sequence[Mapping[str, Any]],
     recommended: Mapping[str, Any] | None = None,
     budget_mb: float | None = None,
-    x: str = PARETO_X,
-    y: str = PARETO_Y,
     title: str | None = "latency against peak memory",
     ax: Any = None,
     default: Mapping[str, Any] | None = None,
 ) -> Figure:
-    """Latency vs peak RSS for every trial, the Pareto front, the budget and the pick.
-
-    Filled markers are resident loading, hollow ones paged; the pick, ``default`` and the
-    front are labelled; both axes start at zero. Draws on ``ax`` when given. Trials that did
-    not finish are listed in the title.
+    """Latency vs peak RSS for every trial, the Pareto front, the budget and the pick;
+    the pick, ``default`` and the front labelled, unfinished trials named in the title.
 
     Example:
         >>> from tts_kit.tuning.records import PEAK_RSS_MB
@@ -58,64 +55,62 @@ def pareto(
     """
     records = list(records)
     ax = ax if ax is not None else _figure(8, 4.6).add_subplot()
-    ok = [r for r in records if r.get("status", "ok") == "ok" and r.get(x) is not None]
+    ok = [r for r in records if r.get("status", "ok") == "ok" and r.get(X) is not None]
     if any("pareto" in r for r in records):
         front_idx = [i for i, r in enumerate(records) if r.get("pareto") and r in ok]
     else:
-        front_idx = pareto_front(records, x, y)
-    _draw_points(ax, ok, x, y)
-    front = sorted((records[i] for i in front_idx), key=lambda r: r[x])
+        front_idx = pareto_front(records, X, Y)
+    _draw_points(ax, ok)
+    front = sorted((records[i] for i in front_idx), key=lambda r: r[X])
     if front:
-        ax.step([r[x] for r in front], [r[y] for r in front], where="post", color="black",
+        ax.step([r[X] for r in front], [r[Y] for r in front], where="post", color="black",
                 lw=1, ls="-", alpha=0.7, label="Pareto front", zorder=2)
-    budget_line(ax, budget_mb, max((r[x] for r in ok), default=budget_mb or 0), vertical=True)
-    if recommended is not None and recommended.get(x) is not None:
-        ax.scatter(recommended[x], recommended[y], marker="*", s=320, facecolor="gold",
+    budget_line(ax, budget_mb, max((r[X] for r in ok), default=budget_mb or 0), vertical=True)
+    if recommended is not None and recommended.get(X) is not None:
+        ax.scatter(recommended[X], recommended[Y], marker="*", s=320, facecolor="gold",
                    edgecolor="black", zorder=4, label="recommended")
-    _pareto_axes(ax, records, ok, x=x, y=y, budget_mb=budget_mb, title=title)
-    _label_points(ax, recommended, default, front, ok, x=x, y=y)
+    _pareto_axes(ax, records, ok, budget_mb, title)
+    _label_points(ax, recommended, default, front, ok)
     return ax.figure
 
 
-def _pareto_axes(ax: Any, records: list[Mapping[str, Any]], ok: list[Mapping[str, Any]], *,
-                 x: str, y: str, budget_mb: float | None, title: str | None) -> None:
+def _pareto_axes(ax: Any, records: list[Mapping[str, Any]], ok: list[Mapping[str, Any]],
+                 budget_mb: float | None, title: str | None) -> None:
     """`pareto`'s axes from zero, labels, legend, and a title naming unfinished trials."""
     if ok:
         # From zero: a 5 MB gap between 480 and 485 MB is 1 %, and should look it.
-        xmax = max(r[x] for r in ok)
+        xmax = max(r[X] for r in ok)
         if budget_mb and budget_mb <= 2.5 * xmax:  # the budget line is drawn: keep it in
             xmax = max(xmax, budget_mb)
         ax.set_xlim(0, xmax * 1.12)
-        ax.set_ylim(0, max(r[y] for r in ok) * 1.15)
+        ax.set_ylim(0, max(r[Y] for r in ok) * 1.15)
     failed = [r for r in records if r.get("status", "ok") != "ok"]
-    ax.set_xlabel(axis_label(x))
-    ax.set_ylabel(axis_label(y))
+    ax.set_xlabel(axis_label(X))
+    ax.set_ylabel(axis_label(Y))
     ax.grid(alpha=0.3)
     legend_right(ax)
+    if title and failed:
+        title += "\nnot finished: " + ", ".join(
+            f"{r.get('preset')}@{r.get('cpus')} ({r.get('status')})" for r in failed[:6])
     if title:
-        extra = ""
-        if failed:
-            extra = "\nnot finished: " + ", ".join(
-                f"{r.get('preset')}@{r.get('cpus')} ({r.get('status')})" for r in failed[:6]
-            )
-        ax.set_title(title + extra, fontsize=10)
+        ax.set_title(title, fontsize=10)
 
 
-def _draw_points(ax: Any, ok: list[Mapping[str, Any]], x: str, y: str) -> None:
+def _draw_points(ax: Any, ok: list[Mapping[str, Any]]) -> None:
     """`pareto`'s markers: colour by preset, shape by cores, filled when resident."""
     presets = sorted({str(r.get("preset")) for r in ok})
     cmap = {p: f"C{i % 10}" for i, p in enumerate(presets)}
     cpu_markers = {1: "o", 2: "s", 4: "^", 8: "D"}
+
     def resident(r: Mapping[str, Any]) -> bool:
         return str(r.get("loading", "resident")) == "resident"
 
     for r in ok:
         color = cmap[str(r.get("preset"))]
-        ax.scatter(r[x], r[y], marker=cpu_markers.get(r.get("cpus"), "P"), s=46, alpha=0.9,
+        ax.scatter(r[X], r[Y], marker=cpu_markers.get(r.get("cpus"), "P"), s=46, alpha=0.9,
                    zorder=3, facecolor=color if resident(r) else "white", edgecolor=color,
                    linewidths=1.6)
-    # Three kinds of legend glyph for three kinds of meaning, so none reads as another:
-    # a colour bar for the preset, a grey marker for the cores, a box for the load policy.
+    # Legend: a colour bar for the preset, a grey marker for the cores, a box for the loading.
     for p in presets:
         ax.add_line(Line2D([], [], color=cmap[p], lw=5, solid_capstyle="butt", label=p))
     for c in sorted({r.get("cpus") for r in ok if r.get("cpus") is not None}):
@@ -128,15 +123,15 @@ def _draw_points(ax: Any, ok: list[Mapping[str, Any]], x: str, y: str) -> None:
                                label="paged / budget"))
 
 
-#: Where a label may go around its point, in order of preference: (dx, dy) directions
-#: tried at growing distances (`_LABEL_STEPS`, points); a far label gets a leader line.
+#: Where a label may go around its point, in order of preference, at growing distances
+#: (points); a far label gets a leader line.
 _LABEL_DIRS = ((1, 0.6), (1, -0.6), (-1, 0.6), (-1, -0.6), (0, 1.2), (0, -1.2), (1, 0), (-1, 0))
 _LABEL_STEPS = (8.0, 18.0, 30.0, 44.0)
 
 
 def _label_points(ax: Any, recommended: Mapping[str, Any] | None,
                   default: Mapping[str, Any] | None, front: list[Mapping[str, Any]],
-                  ok: list[Mapping[str, Any]], *, x: str, y: str) -> None:
+                  ok: list[Mapping[str, Any]]) -> None:
     """Labels for the pick, the default and the front, each where it covers nothing."""
     def short(r: Mapping[str, Any]) -> str:
         ld = r.get("loading")
@@ -144,9 +139,9 @@ def _label_points(ax: Any, recommended: Mapping[str, Any] | None,
             "" if ld in (None, "resident") else f", {ld}")
 
     labelled: list[tuple[Mapping[str, Any], str]] = []
-    if recommended is not None and recommended.get(x) is not None:
+    if recommended is not None and recommended.get(X) is not None:
         labelled.append((recommended, "pick: " + short(recommended)))
-    if default is not None and default.get(x) is not None:
+    if default is not None and default.get(X) is not None:
         labelled.append((default, "default: " + short(default)))
     labelled += [(r, short(r)) for r in front]
     fig = ax.figure
@@ -154,11 +149,11 @@ def _label_points(ax: Any, recommended: Mapping[str, Any] | None,
         FigureCanvasAgg(fig)
     fig.draw_without_rendering()  # the layout (legend outside, title) settles first
     renderer = fig.canvas.get_renderer()
-    points = [ax.transData.transform((r[x], r[y])) for r in ok]
+    points = [ax.transData.transform((r[X], r[Y])) for r in ok]
     taken: list[Any] = []
     seen: set[tuple[Any, Any]] = set()
     for r, text in labelled:
-        at = (r[x], r[y])
+        at = (r[X], r[Y])
         if at in seen:
             continue
         seen.add(at)
@@ -168,8 +163,8 @@ def _label_points(ax: Any, recommended: Mapping[str, Any] | None,
 
 def _place_label(ax: Any, renderer: Any, text: str, at: tuple[float, float],
                  points: list[Any], taken: list[Any], *, must: bool) -> None:
-    """Annotate ``at`` at the first free spot around it (``taken`` grows by its box); with
-    none free, a ``must`` label goes where it overlaps least, another is left out."""
+    """Annotate ``at`` at the first free spot around it; with none free, a ``must`` label
+    goes where it overlaps least, another is left out."""
     from matplotlib.transforms import Bbox
 
     own = ax.transData.transform(at)
@@ -179,6 +174,7 @@ def _place_label(ax: Any, renderer: Any, text: str, at: tuple[float, float],
     style = {"fontsize": 8 if must else 7, "fontweight": "bold" if must else "normal",
              "bbox": {"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none",
                       "alpha": 0.8}, "zorder": 5, "annotation_clip": False}
+
     def put(dx: float, dy: float, step: float) -> Any:
         ann = ax.annotate(text, at, xytext=(dx * step, dy * step), textcoords="offset points",
                           **style, ha="left" if dx > 0 else "right" if dx < 0 else "center",
@@ -224,13 +220,10 @@ LATENCY_PARTS: tuple[tuple[str, str], ...] = (
 )
 
 
-def latency_story(
-    rows: Sequence[Mapping[str, Any]],
-    title: str | None = "one configuration, measured in three places",
-    ax: Any = None,
-) -> Figure:
+def latency_story(rows: Sequence[Mapping[str, Any]],
+                  title: str | None = "one configuration, measured in three places") -> Figure:
     """Session creation, first call and steady p50 of one configuration per place measured
-    (rows of `tts_kit.report.answer.latency_rows`), in ms.
+    (`tts_kit.report.answer.latency_rows`), in ms.
 
     Example:
         >>> fig = latency_story([{"label": "sweep", "session_s": 1.5, FIRST_MS: 900,
@@ -239,11 +232,8 @@ def latency_story(
         'milliseconds'
     """
     rows = list(rows)
-    if ax is None:
-        fig = _figure(8, 0.9 + 0.75 * max(1, len(rows)))
-        ax = fig.add_subplot()
-    else:
-        fig = ax.figure
+    fig = _figure(8, 0.9 + 0.75 * max(1, len(rows)))
+    ax = fig.add_subplot()
     colors = {"session_s": "#8c6d31", FIRST_MS: "#e6550d", P50_MS: "#3182bd"}
     n = len(LATENCY_PARTS)
     height = 0.8 / n
@@ -262,7 +252,7 @@ def latency_story(
     ax.set_yticks(range(len(rows)), [str(r.get("label", "")) for r in rows], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, max(top, 1.0) * 1.18)
-    # Few ticks, with separators: five-digit values ran into each other on a narrow axis.
+    # Few ticks, with separators: five-digit values run into each other.
     ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
     ax.set_xlabel("milliseconds")
@@ -281,14 +271,11 @@ def stage_cost_bars(
     runtime_mb: float | None = None,
     article_split: Mapping[str, float] | None | str = "claimed",
     title: str | None = "memory per stage",
-    fig: Figure | None = None,
 ) -> Figure:
     """Measured memory per stage (load and run) next to the article's estimated split.
 
-    Args:
-        costs: a `StageCosts`, or ``stage -> cost`` (`tts_kit.runtime.costs.cost_parts`).
-        runtime_mb: RSS before any session (default: the `StageCosts`' own).
-        article_split: ``"claimed"`` (the article's estimate), a mapping, or None.
+    ``costs``: a `StageCosts` or ``stage -> cost``; ``article_split``: ``"claimed"`` (the
+    article's estimate), a mapping, or None.
 
     Example:
         >>> fig = stage_cost_bars({"vocoder": {"load_mb": 30, "run_mb": 12}}, runtime_mb=60)
@@ -309,7 +296,7 @@ def stage_cost_bars(
         s for s in costs if s not in contract.STAGES
     ]
     parts = {s: cost_parts(costs[s]) for s in stages}
-    fig = _fresh(fig, 10, 3.8)
+    fig = _figure(10, 3.8)
     ax, ax2 = fig.subplots(1, 2, width_ratios=[3, 2])
     ys = np.arange(len(stages))
     load = np.array([parts[s][0] for s in stages])
@@ -334,8 +321,7 @@ def stage_cost_bars(
 
 
 def _split_bars(ax2: Any, measured: Mapping[str, float], article_split: Any) -> None:
-    """`stage_cost_bars`' right panel: the measured split in the article's vocabulary, as far
-    as it maps, beside the article's claimed one."""
+    """`stage_cost_bars`' right panel: the measured split beside the article's claimed one."""
     bars = [("measured", dict(measured))]
     if article_split:
         bars.append(("article (claimed)", dict(article_split)))

@@ -1,7 +1,5 @@
-"""Notebook widgets (ipywidgets): player, A/B player, normalisation playground, banners.
-
-Thin: synthesis is the engine's, drawing `tts_kit.notebook.plots`'; figures show as PNG in
-an ``ipywidgets.Image``. The live widgets (`tts_kit.notebook.live_widgets`) import from here.
+"""Notebook widgets (ipywidgets): player, A/B player, normalisation playground, banners;
+the live widgets (`tts_kit.notebook.live_widgets`) import from here too.
 
 Example:
     >>> from tts_kit import Engine
@@ -34,8 +32,7 @@ from tts_kit.tuning.workload import Workload
 
 
 def banner(bundle: Bundle, source: str | None = None) -> HTML:
-    """An HTML banner naming the model, loud for a stand-in (plain HTML: it shows in
-    exported reports too).
+    """An HTML banner naming the model, loud for a stand-in (plain HTML, for exports too).
 
     Example:
         >>> banner(Bundle.discover()).data.count("synthetic weights")  # doctest: +SKIP
@@ -43,43 +40,30 @@ def banner(bundle: Bundle, source: str | None = None) -> HTML:
     """
     from tts_kit.models.supertonic.standin import scale_note
 
-    # Shared pages: no home directory, no raw markup from the bundle.
-    where = html.escape(display_path(bundle.path))
-    src = f" ({html.escape(source)})" if source else ""
+    where = f"<code>{html.escape(display_path(bundle.path))}</code>" + (
+        f" ({html.escape(source)})" if source else "")
+    size = f"{bundle.params / 1e6:.1f} M parameters"
+    voices = html.escape(", ".join(bundle.voices))
     if getattr(bundle, "family", "supertonic") == "piper":
-        # A real voice from another family (`tts_kit.models.family`): say which one speaks.
-        body = (
-            f"<b>{html.escape(bundle.label)}</b> (Piper voice, real weights, "
-            f"{bundle.params / 1e6:.1f} M parameters, {bundle.sample_rate} Hz) at "
-            f"<code>{where}</code>{src}: voices "
-            f"{html.escape(', '.join(bundle.voices))}."
-        )
+        body = (f"<b>{html.escape(bundle.label)}</b> (Piper voice, real weights, {size}, "
+                f"{bundle.sample_rate} Hz) at {where}: voices {voices}.")
         style = "background:#e8f0fa;border:1px solid #58a;color:#1d3350"
     elif bundle.is_standin:
-        info = bundle.standin_info or {}
-        scale = html.escape(str(info.get("scale", "?")))
-        # The scale decides whether the figures below mean anything for the real model.
-        body = (
-            f"<b>Supertonic stand-in model</b> (scale <code>{scale}</code>, "
-            f"{bundle.params / 1e6:.1f} M parameters) at <code>{where}</code>{src}: "
-            f"<b>{html.escape(scale_note(str(info.get('scale', '?'))))}</b>. Set "
-            "<code>TTS_KIT_MODEL_DIR</code> or the <code>model_dir</code> parameter to use "
-            "the real model."
-        )
+        scale = str((bundle.standin_info or {}).get("scale", "?"))
+        body = (f"<b>Supertonic stand-in model</b> (scale <code>{html.escape(scale)}</code>, "
+                f"{size}) at {where}: <b>{html.escape(scale_note(scale))}</b>. Set "
+                "<code>TTS_KIT_MODEL_DIR</code> or the <code>model_dir</code> parameter to use "
+                "the real model.")
         style = "background:#fff3cd;border:2px solid #d39e00;color:#5c4400"
     else:
-        body = (
-            f"<b>Supertonic model</b> at <code>{where}</code>{src}: {bundle.params / 1e6:.1f} M "
-            f"parameters, voices {html.escape(', '.join(bundle.voices))}."
-        )
+        body = f"<b>Supertonic model</b> at {where}: {size}, voices {voices}."
         style = "background:#e8f4ea;border:1px solid #5a9;color:#1d4d2b"
     return HTML(f'<div class="tts-kit-banner" style="{style};padding:8px 12px;'
                 f'border-radius:6px;margin:4px 0">{body}</div>')
 
 
 def realistic_costs(model: Any) -> bool:
-    """Whether ``model``'s costs are a real model's: a real model or voice, or a stand-in at
-    a realistic scale (``full``).
+    """Whether ``model``'s costs are a real model's (a real model, or the full stand-in).
 
     Example:
         >>> realistic_costs(Bundle.discover())  # doctest: +SKIP
@@ -108,7 +92,7 @@ def model_summary(model: Any) -> str:
 
 def lesson(model: Any, needs: str, *, costs: bool = True, quick: bool = False) -> HTML:
     """A box under a notebook's banner: what its lesson ``needs`` and whether this run's
-    model gives it (``costs``: without realistic costs it shows the mechanics only).
+    model gives it (``costs=False``: any model does).
 
     Example:
         >>> box = lesson(Bundle.discover(), "Paged loading gives memory back.")  # doctest: +SKIP
@@ -117,34 +101,30 @@ def lesson(model: Any, needs: str, *, costs: bool = True, quick: bool = False) -
     """
     label = html.escape(model_summary(model))
     mode = " (quick mode: CI's check that the notebook runs)" if quick else ""
+    good, warn = "border-left:4px solid #5a9", "border-left:4px solid #d39e00;background:#fffaf0"
+    real = "It needs a model with realistic costs (the real model or the full stand-in"
     if not costs:
-        verdict, style = (f"Any model teaches it; this run{mode} uses {label}.",
-                          "border-left:4px solid #5a9")
+        verdict, style = f"Any model teaches it; this run{mode} uses {label}.", good
     elif realistic_costs(model) and quick:  # real costs, of a smaller workload
         verdict, style = (
-            f"It needs a model with realistic costs (the real model or the full stand-in); "
-            f"this run{mode} uses {label}, but quick mode measures fewer settings and flow "
-            "steps: the costs are real, the sample is smaller than the lesson's "
-            "(<code>quick = False</code> for the whole lesson).",
-            "border-left:4px solid #d39e00;background:#fffaf0")
+            f"{real}); this run{mode} uses {label}, but quick mode measures fewer settings and "
+            "flow steps: the costs are real, the sample is smaller than the lesson's "
+            "(<code>quick = False</code> for the whole lesson).", warn)
     elif realistic_costs(model):
-        verdict, style = (f"It needs a model with realistic costs (the real model or the full "
-                          f"stand-in); this run{mode} uses {label}, so the figures are the "
-                          "lesson.", "border-left:4px solid #5a9")
+        verdict, style = (f"{real}); this run{mode} uses {label}, so the figures are the "
+                          "lesson.", good)
     else:
         verdict, style = (
-            f"It needs a model with realistic costs (the real model or the full stand-in: "
-            f"unset <code>TTS_KIT_STANDIN_SCALE</code> or set <code>model_dir</code>); this "
-            f"run{mode} uses {label}, so <b>the figures below are NOT the lesson</b>: they "
-            "show that the code runs, not what the lesson concludes.",
-            "border-left:4px solid #d39e00;background:#fffaf0")
+            f"{real}: unset <code>TTS_KIT_STANDIN_SCALE</code> or set <code>model_dir</code>); "
+            f"this run{mode} uses {label}, so <b>the figures below are NOT the lesson</b>: they "
+            "show that the code runs, not what the lesson concludes.", warn)
     return HTML(f'<div class="tts-kit-lesson" style="{style};padding:6px 10px;margin:4px 0">'
                 f"<b>This lesson:</b> {html.escape(needs)} {verdict}</div>")
 
 
 def trust_line(records: Sequence[Any], *, cores: int | None = None) -> str:
-    """One line for a notebook's conclusions when `tts_kit.tuning.contention.assess` finds
-    its figures untrustworthy (else ""). ``cores``: the load average's scale.
+    """One line for a notebook's conclusions when its records ran on a busy machine or
+    vary too much (`tts_kit.tuning.contention.assess`), else "".
 
     Example:
         >>> trust_line([{"status": "ok", "core_share": 98.0, "cpu_wait_percent": 1.0}])
@@ -172,7 +152,7 @@ def _audio_html(wav: bytes) -> str:
 
 class _StaticFallback:
     """Adds a static rendering to a widget's display data, for pages without the widget
-    manager (nbconvert HTML, a viewer); JupyterLab renders the widget view."""
+    manager (nbconvert HTML)."""
 
     def _static(self) -> dict[str, Any]:
         return {}
@@ -205,11 +185,7 @@ def _timings_html(timings: dict[str, float], duration_s: float | None = None) ->
 
 class Player(_StaticFallback, W.VBox):
     """Synthesise and listen, with the controls the model has; bad input shows as one line.
-
-    Args:
-        engine: the `Engine` to use (default: one on the discovered bundle).
-        text, lang, voice, steps, speed, seed: the initial control values.
-        run: synthesise once right away, so the player opens with audio.
+    ``engine``: default, one on the discovered bundle; ``run``: synthesise once right away.
 
     Example:
         >>> p = Player(text="Hello.", run=False)  # doctest: +SKIP
@@ -220,8 +196,7 @@ class Player(_StaticFallback, W.VBox):
     def __init__(
         self,
         engine: Any = None,
-        # Not the measurement texts (tts_kit.tuning.workload.DEFAULT_TEXTS): a time and a room
-        # number show what normalisation reads out loud ("read: ..." below the audio).
+        # A time and a room number show what normalisation reads out ("read: ...").
         text: str = "The meeting starts at 10:30, in room 4.",
         lang: str = "en",
         voice: str | None = None,
@@ -287,7 +262,7 @@ class Player(_StaticFallback, W.VBox):
                         seed=max(0, int(self.seed.value))).replace(**changes)
 
     def synthesize(self) -> Any:
-        """Synthesise with the current controls, load the audio, show times; returns the result."""
+        """Synthesise with the current controls, show audio and times; returns the result."""
         self.button.disabled = True
         self.info.value = "<i>synthesising ...</i>"
         try:
@@ -358,13 +333,8 @@ class ABPlayer(_StaticFallback, W.VBox):
 
 
 class NormalizationPlayground(_StaticFallback, W.VBox):
-    """Type text, see the normalised text, the rules that fired, unsupported characters, chunks.
-
-    Args:
-        text: initial text.
-        lang: ``ko`` or ``en``.
-        bundle: when given, characters its indexer cannot read are listed.
-        max_chars: chunk limit in model (NFKD) characters (default: the chunker's, 300).
+    """Type text, see the normalised text, the rules that fired, the chunks, and (given a
+    ``bundle``) the characters its indexer cannot read.
 
     Example:
         >>> pg = NormalizationPlayground("오후 3시 15,000원", lang="ko")  # doctest: +SKIP
@@ -395,7 +365,7 @@ class NormalizationPlayground(_StaticFallback, W.VBox):
         return {"text/html": self.output.value}
 
     def update(self) -> None:
-        """Re-run the normaliser on the current text (called on every keystroke)."""
+        """Re-run the normaliser on the current text (on every keystroke)."""
         from tts_kit.text import Normalizer, chunk
 
         text, lang = self.input.value, self.lang.value
@@ -410,7 +380,7 @@ class NormalizationPlayground(_StaticFallback, W.VBox):
         except ValueError as exc:
             self.output.value = f"<span style='color:#b00'>{html.escape(str(exc))}</span>"
             return
-        # A Piper voice reads phonemes (espeak-ng), not an indexer's characters.
+        # A Piper voice reads phonemes, not an indexer's characters.
         if self.bundle is not None and hasattr(self.bundle, "indexer"):
             from tts_kit.text import unsupported_characters
 

@@ -1,11 +1,6 @@
-"""Reproducible tuning reports: the library measures and writes report.json; a notebook renders it.
-
-`make_report` runs a `SweepSpec` in isolated trials and writes ``report.json``
-(`TuningReport`: records, recommendation, environment and model fingerprints), then
-renders it with ``notebooks/06_tuning_report.py`` into a standalone ``report.html``;
-`rerun_report` repeats an earlier report here and says what moved beyond the noise and
-whether the pick holds (`RerunVerdict`). Modules, bottom to top: `spec`, `document`,
-`answer`, `render`, `make`, `rerun` (docs/guide.md, "How a report is made and judged").
+"""Reproducible tuning reports: `make_report` measures a `SweepSpec` into report.json and
+renders it into report.html; `rerun_report` repeats one here and judges it
+(docs/guide.md, "How a report is made and judged").
 
 Example:
     >>> from tts_kit.report import make_report, rerun_report

@@ -1,7 +1,5 @@
-"""Import `jsonschema` without the seconds its optional IRI checker (`SLOW_OPTIONAL`) costs.
-
-That module only serves the ``iri`` format checkers, which tts_kit never asks for; it is
-hidden for the import only (docs/guide.md, "How a report is made and judged").
+"""Import `jsonschema` without the seconds its optional IRI checker (`SLOW_OPTIONAL`) costs
+(docs/guide.md, "How a report is made and judged").
 
 Example:
     >>> import_jsonschema().Draft202012Validator({"type": "integer"}).is_valid(3)
@@ -10,10 +8,8 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import threading
-from collections.abc import Iterator
 from types import ModuleType
 
 #: The optional module jsonschema's format checkers import and tts_kit never uses.
@@ -21,25 +17,9 @@ SLOW_OPTIONAL = "rfc3987_syntax"
 _LOCK = threading.Lock()
 
 
-@contextlib.contextmanager
-def _hidden(name: str) -> Iterator[None]:
-    """``import name`` fails inside the block (as if not installed), unless already
-    imported; the entry is removed again on leaving, whatever happened."""
-    if name in sys.modules:
-        yield
-        return
-    sys.modules[name] = None  # type: ignore[assignment]  # the import system's "absent"
-    try:
-        yield
-    finally:
-        if sys.modules.get(name, ...) is None:
-            del sys.modules[name]
-
-
 def import_jsonschema() -> ModuleType:
-    """`jsonschema`, imported without `SLOW_OPTIONAL` if this process has not imported it.
-
-    Call it before importing nbformat, papermill or nbconvert too: they import jsonschema.
+    """`jsonschema`, imported without `SLOW_OPTIONAL`; call it before nbformat, papermill or
+    nbconvert (they import jsonschema).
 
     Example:
         >>> import_jsonschema().__name__
@@ -47,6 +27,12 @@ def import_jsonschema() -> ModuleType:
     """
     with _LOCK:
         if "jsonschema" not in sys.modules:
-            with _hidden(SLOW_OPTIONAL):
+            hide = SLOW_OPTIONAL not in sys.modules
+            if hide:  # None: the import system's "absent", for this import only
+                sys.modules[SLOW_OPTIONAL] = None  # type: ignore[assignment]
+            try:
                 import jsonschema  # noqa: F401
+            finally:
+                if hide and sys.modules.get(SLOW_OPTIONAL, ...) is None:
+                    del sys.modules[SLOW_OPTIONAL]
         return sys.modules["jsonschema"]

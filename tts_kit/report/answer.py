@@ -1,10 +1,4 @@
-"""The answer a report starts with: the pick, why, against the default, and how to apply it.
-
-`comparison` puts the pick's figures next to an untuned deployment's (`default_record`) as
-ratios; `session_snippet`, `serve_command` and `preset_json` say how to apply it;
-`answer_html` is the report's first section, `conclusions` its last; `spec_rows` and
-`machine_rows` are the small tables of what was measured and where. The notebook only
-displays these.
+"""The answer a report starts with: the pick, why, against the default, how to apply it.
 
 Example:
     >>> from tts_kit.report import TuningReport, answer
@@ -22,7 +16,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from tts_kit.core.textsafe import display_path
-from tts_kit.report.code_html import code_block
 from tts_kit.report.document import key_text, record_key
 from tts_kit.report.tables import TABLE_KEYS, rows_html, sweep_table  # noqa: F401 (answer.*)
 from tts_kit.tuning.records import (
@@ -48,10 +41,48 @@ DEFAULT_PRESET = "ort-default"
 ANSWER_KEYS: tuple[str, ...] = (P50_MS, P95_MS, FIRST_MS, LOAD_S, PEAK_RSS_MB,
                                 IDLE_RSS_MB, RTF)
 
-# ORT's enum names for the preset's words (`tts_kit.runtime.sessions`' own mapping, as text).
+# ORT's enum names for the preset's words.
 _EXECUTION_MODE = {"sequential": "ORT_SEQUENTIAL", "parallel": "ORT_PARALLEL"}
 _OPT_LEVEL = {"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC",
               "extended": "ORT_ENABLE_EXTENDED", "all": "ORT_ENABLE_ALL"}
+
+
+#: Copies the code block's text; the clipboard API where the page may use it, else a
+#: selected textarea (a page opened from a file, an older browser).
+_COPY_JS = (
+    "var b=this,t=b.parentNode.querySelector('pre').innerText;"
+    "function ok(){b.textContent='copied';setTimeout(function(){b.textContent='copy'},1500)}"
+    "function old(){var a=document.createElement('textarea');a.value=t;"
+    "document.body.appendChild(a);a.select();document.execCommand('copy');a.remove();ok()}"
+    "if(navigator.clipboard&&window.isSecureContext){navigator.clipboard.writeText(t)"
+    ".then(ok,old)}else{old()}"
+)
+_CODE_STYLE = (
+    "font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,'DejaVu Sans Mono',"
+    "'Liberation Mono',monospace;font-size:12.5px;line-height:1.45;background:#f6f8fa;"
+    "color:#1f2328;border:1px solid #d0d7de;border-radius:6px;padding:10px 72px 10px 12px;"
+    "margin:0;overflow-x:auto;white-space:pre;text-align:left"
+)
+_BUTTON_STYLE = (
+    "position:absolute;top:6px;right:6px;font:12px sans-serif;padding:2px 10px;"
+    "border:1px solid #d0d7de;border-radius:4px;background:#fff;color:#1f2328;cursor:pointer"
+)
+
+
+def code_block(text: str, kind: str = "snippet") -> str:
+    """``text`` (escaped) in a code box of class ``tts-kit-{kind}`` with a "copy" button,
+    styled inline so report.html and JupyterLab show the same box.
+
+    Example:
+        >>> block = code_block("tts-kit serve --preset <x>", "serve")
+        >>> '<pre class="tts-kit-serve"' in block, "&lt;x&gt;" in block, ">copy</button>" in block
+        (True, True, True)
+    """
+    return (f'<div class="tts-kit-code" style="position:relative;margin:0.3em 0 1em">'
+            f'<button type="button" class="tts-kit-copy" title="copy to the clipboard" '
+            f'style="{_BUTTON_STYLE}" onclick="{_COPY_JS}">copy</button>'
+            f'<pre class="tts-kit-{html.escape(kind)}" style="{_CODE_STYLE}"><code>'
+            f"{html.escape(text.rstrip())}</code></pre></div>")
 
 
 def _ok(rec: Mapping[str, Any] | None) -> bool:
@@ -59,8 +90,8 @@ def _ok(rec: Mapping[str, Any] | None) -> bool:
 
 
 def default_record(rep: TuningReport) -> dict[str, Any] | None:
-    """The record of an untuned deployment (``ort-default``, resident) at the pick's vCPUs,
-    steps and batch; None when the sweep did not measure it.
+    """The untuned deployment's record (``ort-default``, resident) at the pick's vCPUs,
+    steps and batch, or None.
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -85,8 +116,8 @@ def default_record(rep: TuningReport) -> dict[str, Any] | None:
 
 
 def comparison(rep: TuningReport) -> list[dict[str, Any]]:
-    """The pick's figures next to the default's, one row per figure with ``ratio`` = pick /
-    default (None where a figure is missing); empty without a pick or a default record.
+    """The pick's figures next to the default's, one row each with ``ratio`` = pick /
+    default; empty without both.
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -113,19 +144,16 @@ def comparison(rep: TuningReport) -> list[dict[str, Any]]:
 
 def _threads(rep: TuningReport, pick: Mapping[str, Any]) -> int | None:
     """The intra-op threads the pick's sessions got (what the snippet sets)."""
-    if isinstance(pick.get("threads"), int):
-        return int(pick["threads"])
     preset = rep.presets.get(str(pick.get("preset")), {})
-    value = preset.get("intra_op_num_threads")
-    if isinstance(value, int):
-        return value
-    return pick.get("cpus") if isinstance(pick.get("cpus"), int) else None
+    for value in (pick.get("threads"), preset.get("intra_op_num_threads"), pick.get("cpus")):
+        if isinstance(value, int):
+            return value
+    return None
 
 
 def session_snippet(rep: TuningReport) -> str:
-    """Python that builds the recommended ``onnxruntime.SessionOptions`` (``so``) and
-    ``providers`` with the thread counts the measured sessions got ("" when nothing fits);
-    the load policy, not a session option, is a comment naming the `tts_kit.Engine` call.
+    """Python that builds the pick's ``onnxruntime.SessionOptions`` (``so``) and
+    ``providers`` ("" when nothing fits); the load policy is a comment.
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -181,20 +209,17 @@ def session_snippet(rep: TuningReport) -> str:
     providers = list(preset.get("providers") or ["CPUExecutionProvider"])
     options = preset.get("provider_options") or {}
     plist = [(p, dict(options[p])) if options.get(p) else p for p in providers]
-    lines.append(f"providers = {plist!r}")
-    lines.append("# one session per graph, e.g.:")
-    lines.append("# ort.InferenceSession(\"onnx/vocoder.onnx\", so, providers=providers)")
+    lines += [f"providers = {plist!r}", "# one session per graph, e.g.:",
+              "# ort.InferenceSession(\"onnx/vocoder.onnx\", so, providers=providers)"]
     loading = str(pick.get("loading", "resident"))
     if loading != "resident":
-        lines.append(f"# Load policy {loading!r} (not a session option): with tts_kit,")
-        lines.append(f"# Engine(bundle, preset=SessionPreset.from_dict(PRESET), "
-                     f"loading={loading!r})")
+        lines += [f"# Load policy {loading!r} (not a session option): with tts_kit,",
+                  f"# Engine(bundle, preset=SessionPreset.from_dict(PRESET), loading={loading!r})"]
     return "\n".join(lines) + "\n"
 
 
 def serve_command(rep: TuningReport) -> str:
-    """The `tts-kit serve` line that serves the pick with one worker (using the pick's
-    vCPUs as intra-op threads), or ""; ``tts-kit serve-sweep`` says how many workers fit.
+    """The `tts-kit serve` line that serves the pick with one worker, or "".
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -252,8 +277,7 @@ def contention(rep: TuningReport) -> Contention:
 
 
 def provisional_line(rep: TuningReport) -> str:
-    """The answer's first line when the machine was busy (else ""): what was seen, and the
-    rerun that settles it.
+    """The answer's first line when the machine was busy (else ""), with the rerun.
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -278,7 +302,7 @@ def _figure(key: str, value: Any) -> str:
 
 def answer_html(rep: TuningReport) -> str:
     """The report's first section (escaped HTML): the pick, why, the ratios against the
-    default, the snippet, the serve line and the preset JSON.
+    default, and how to apply it.
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -325,16 +349,15 @@ def answer_html(rep: TuningReport) -> str:
     elif pick.get("preset") != DEFAULT_PRESET:
         parts.append("<p>The sweep did not measure the default (ort-default, resident) on "
                      "these vCPUs, so there is no ratio to show.</p>")
-    parts.append("<h3>Apply it</h3><p>ONNX Runtime session options (Python; paste where the "
-                 "sessions are created):</p>")
-    parts.append(code_block(session_snippet(rep), "snippet"))
-    parts.append("<p>Serve with it (<code>tts-kit serve-sweep</code> then measures how many "
-                 "workers the box holds under load):</p>")
-    parts.append(code_block(serve_command(rep), "serve"))
-    parts.append("<p>The preset as JSON (<code>SessionPreset.from_dict</code>; "
-                 "<code>tts-kit tune</code> and <code>tts-kit report</code> measure it by "
-                 "name):</p>")
-    parts.append(code_block(preset_json(rep), "preset"))
+    parts += [
+        "<h3>Apply it</h3><p>ONNX Runtime session options (Python; paste where the sessions "
+        "are created):</p>", code_block(session_snippet(rep), "snippet"),
+        "<p>Serve with it (<code>tts-kit serve-sweep</code> then measures how many workers the "
+        "box holds under load):</p>", code_block(serve_command(rep), "serve"),
+        "<p>The preset as JSON (<code>SessionPreset.from_dict</code>; <code>tts-kit tune</code> "
+        "and <code>tts-kit report</code> measure it by name):</p>",
+        code_block(preset_json(rep), "preset"),
+    ]
     return "".join(parts) + "</div>"
 
 
@@ -399,9 +422,8 @@ def machine_rows(rep: TuningReport) -> list[tuple[str, str]]:
 
 def latency_rows(rep: TuningReport, kernel: Mapping[str, Any] | None = None
                  ) -> list[dict[str, Any]]:
-    """The pick's latency in each place it was measured, for
-    `tts_kit.notebook.plots.latency_story`: the sweep's trial, the re-measured trial, and
-    ``kernel`` (``session_s``, ``first_ms``: the notebook's own, unpinned process).
+    """The pick's latency where it was measured (`tts_kit.notebook.plots.latency_story`):
+    the sweep's trial, the re-measured one, and ``kernel`` (the notebook's process).
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -427,8 +449,7 @@ def latency_rows(rep: TuningReport, kernel: Mapping[str, Any] | None = None
 
 
 def verdict_lines(rep: TuningReport) -> list[str]:
-    """What matters, with its size (each swept dimension's effect and interval), the tie
-    set in words, and the A/A check (`tts_kit.tuning.verdict`); [] for an older report.
+    """Each swept dimension's effect, the tie set and the A/A check, in words.
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -459,7 +480,7 @@ def verdict_lines(rep: TuningReport) -> list[str]:
 
 
 def conclusions(rep: TuningReport) -> list[str]:
-    """"What we measured, what to conclude", computed from the report: one sentence each.
+    """What we measured and what to conclude, one sentence each.
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -494,8 +515,8 @@ def conclusions(rep: TuningReport) -> list[str]:
 
 
 def model_lines(rep: TuningReport) -> list[str]:
-    """What the measured model is when that changes how to read the figures: a stand-in
-    (do its costs carry over?) or a converted copy (its verdict).
+    """What the model is when that changes how to read the figures: a stand-in or a
+    converted copy.
 
     Example:
         >>> from tts_kit.report import SweepSpec, TuningReport
@@ -504,7 +525,8 @@ def model_lines(rep: TuningReport) -> list[str]:
         'This model is a converted copy: th'
     """
     out: list[str] = []
-    standin = rep.model.get("standin") if isinstance(rep.model, Mapping) else None
+    model = rep.model if isinstance(rep.model, Mapping) else {}
+    standin = model.get("standin")
     if isinstance(standin, Mapping):
         from tts_kit.models.supertonic.standin import REALISTIC_SCALES
 
@@ -513,7 +535,7 @@ def model_lines(rep: TuningReport) -> list[str]:
             f"({scale}: the real model's sizes, so these costs carry over; the audio is noise)."
             if scale in REALISTIC_SCALES else
             f"({scale}: far smaller than the real model, so these figures do NOT carry over)."))
-    conversion = rep.model.get("conversion") if isinstance(rep.model, Mapping) else None
+    conversion = model.get("conversion")
     if isinstance(conversion, Mapping) and conversion.get("verdict"):
         from tts_kit.precision.verdict_file import verdict_sentence
 
@@ -522,9 +544,8 @@ def model_lines(rep: TuningReport) -> list[str]:
 
 
 def replay(rep: TuningReport, bundle: Any) -> tuple[Any, dict[str, float]]:
-    """Synthesise the sweep's first text with the pick's settings in this process: the
-    result and its ``session_s``/``first_ms`` for `latency_rows` (to listen to and see the
-    stage split; not isolated, not a measurement to compare with the sweep's).
+    """Synthesise the sweep's first text with the pick's settings in this process (not
+    isolated): the result and its ``session_s``/``first_ms`` for `latency_rows`.
 
     Example:
         >>> result, figures = replay(TuningReport.load("report.json"), bundle)  # doctest: +SKIP

@@ -1,9 +1,5 @@
-"""The report's cost section: the pick's work and how far each stage runs from the floor.
-
-`measure_costs` runs while the report is made (`tts_kit.report.make.write_report`): one
-chunk at the pick's threads and vCPUs against ONNX Runtime's MatMul peak
-(`tts_kit.tuning.roofline.measure_roofline`), saved as ``extras["costs"]``. `costs_html`
-and `costs_figure` show exactly that; nothing is measured at render time.
+"""The report's cost section: how far each stage of the pick runs from the MatMul floor,
+measured while the report is made (``extras["costs"]``), only shown at render time.
 
 Example:
     >>> costs_html({"error": "no stage graphs"})
@@ -25,9 +21,9 @@ from tts_kit.tuning.roofline import Roofline
 REPEATS = 2
 
 
-def measure_costs(bundle: Any, tuning: Any, *, repeats: int = REPEATS) -> dict[str, Any]:
-    """``extras["costs"]``: the roofline of the pick (else the first record) measured now,
-    or ``{"error": why}`` when it cannot be (the section then says why).
+def measure_costs(bundle: Any, tuning: Any) -> dict[str, Any]:
+    """``extras["costs"]``: the roofline of the pick (else the first record), or
+    ``{"error": why}``.
 
     Example:
         >>> measure_costs(bundle, tuning)["roofline"]["threads"]  # doctest: +SKIP
@@ -43,7 +39,7 @@ def measure_costs(bundle: Any, tuning: Any, *, repeats: int = REPEATS) -> dict[s
     steps = int(pick.get("steps") or tuning.spec.workload.steps)
     when = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     try:
-        r = measure_roofline(bundle, threads=threads, cpus=cpus, steps=steps, repeats=repeats)
+        r = measure_roofline(bundle, threads=threads, cpus=cpus, steps=steps, repeats=REPEATS)
     except TtsKitError as exc:
         return {"error": str(exc), "measured_at": when}
     return {"roofline": r.to_dict(), "measured_at": when, "preset": pick.get("preset"),
@@ -62,7 +58,7 @@ _COLUMNS = (("params (M)", ".2f"), ("GFLOP / audio s", ".2f"), ("GFLOP / chunk",
 
 
 def costs_html(entry: Mapping[str, Any] | None) -> str:
-    """The section as escaped HTML: the table per stage, the sentence, how it was measured.
+    """The section as escaped HTML: a row per stage, the sentence, how it was measured.
 
     Example:
         >>> r = Roofline([], steps=8, threads=1, peak_gflops=40.0, audio_s=8.0)

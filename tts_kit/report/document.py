@@ -1,9 +1,5 @@
-"""The report document: `TuningReport` (report.json), its schema, the noise model, the fingerprints.
-
-`TuningReport` holds every measured record, the recommendation, the `environment` and
-`model_fingerprint`; ``save``/``load`` write and read report.json following
-``report_schema.json`` (`validate_report`). Records are matched across runs by
-`record_key`, and `Noise` says when a figure moved (docs/guide.md, "What counts as noise").
+"""The report document: `TuningReport` (report.json), its schema, the noise model, the
+fingerprints; `Noise` says when a figure moved (docs/guide.md, "What counts as noise").
 
 Example:
     >>> from tts_kit.report import Noise, record_key
@@ -41,8 +37,6 @@ from tts_kit.tuning.records import (
     P95_MS,
     PEAK_RSS_MB,
     RTF,
-    SUMMARY_KEYS,
-    select,
     to_number,
 )
 
@@ -91,7 +85,7 @@ class Noise:
 
     def starvation(self, rec: Mapping[str, Any]) -> float:
         """How much slower than alone a trial ran waiting for the CPU: ``100/p - 1`` at
-        ``cpu_percent`` p < 100 (a synthesis keeps a core busy), else zero.
+        ``cpu_percent`` p < 100, else zero.
 
         Example:
             >>> Noise().starvation({CPU_PERCENT: 50.0}), Noise().starvation({CPU_PERCENT: 100})
@@ -118,12 +112,9 @@ def _spread(rec: Mapping[str, Any]) -> float:
     return max(0.0, (float(p95) - float(p50)) / float(p50))
 
 
-# -- environment ------------------------------------------------------------------------
-
-
 def model_fingerprint(bundle: Bundle, full_paths: bool = False) -> dict[str, Any]:
-    """Path (``~/...`` under the home directory unless ``full_paths``), stand-in marker,
-    parameters and SHA-256 of every graph.
+    """Path (``~/...`` unless ``full_paths``), stand-in marker, parameters and SHA-256 of
+    every graph.
 
     Example:
         >>> model_fingerprint(Bundle.discover())["sha256"].keys()  # doctest: +SKIP
@@ -156,9 +147,6 @@ def _conversion(bundle: Any) -> dict[str, Any] | None:
         if found is not None:
             return found
     return None
-
-
-# -- the report -------------------------------------------------------------------------
 
 
 def _jsonable(value: Any) -> Any:
@@ -210,40 +198,27 @@ def key_text(key: Sequence[Any]) -> str:
 class TuningReport:
     """A finished sweep with everything needed to reproduce and judge it (report.json).
 
-    Built by `tts_kit.report.run_tuning`; written by `save`, read by `load`.
-
     Example:
         >>> rep = TuningReport.load("reports/standin/report.json")  # doctest: +SKIP
         >>> rep.recommended["preset"], rep.reason  # doctest: +SKIP
         ('low-memory', 'lowest p50 within the budget ...')
     """
 
-    spec: SweepSpec
-    """The sweep that was run (``cpus`` as effective on this machine)."""
-    records: list[dict[str, Any]]
-    """One record per trial (`tts_kit.tuning.tune.trial` keys, plus ``pareto``)."""
-    recommended: dict[str, Any] | None
-    """The recommended record for ``spec.mem_budget_mb`` (None: nothing fits)."""
+    spec: SweepSpec  # ``cpus`` as effective on this machine
+    records: list[dict[str, Any]]  # one per trial, plus ``pareto``
+    recommended: dict[str, Any] | None  # None: nothing fits the budget
     reason: str
-    """Why it was recommended (or why nothing was)."""
-    environment: dict[str, Any]
-    """`environment` of the machine that ran it."""
-    model: dict[str, Any]
-    """`model_fingerprint` of the bundle."""
-    presets: dict[str, dict[str, Any]]
-    """Every preset of the sweep, in full (`SessionPreset.to_dict`)."""
-    created: str = ""
-    """ISO 8601 time the sweep finished."""
+    environment: dict[str, Any]  # `environment` of the machine that ran it
+    model: dict[str, Any]  # `model_fingerprint`
+    presets: dict[str, dict[str, Any]]  # every preset of the sweep, in full
+    created: str = ""  # ISO 8601
     noise: Noise = field(default_factory=Noise)
-    """The noise model a rerun compares with."""
+    #: ``recommended_trial``, ``contention``, ``costs``, ``machines`` (`write_report`).
     extras: dict[str, Any] = field(default_factory=dict)
-    """Anything else measured with the sweep (``recommended_trial``, ``contention``,
-    ``costs``, ``machines``: `tts_kit.report.write_report`)."""
+    #: The pick's tie set, band, effects and A/A check, under ``recommendation`` in the file.
     verdicts: dict[str, Any] = field(default_factory=dict)
-    """The pick's tie set, band, effects and A/A check (`tts_kit.tuning.verdict.summary`),
-    kept in report.json under ``recommendation``."""
+    #: The file `load` read ("" when built in memory): what a rerun hint names.
     source: str = field(default="", compare=False, repr=False)
-    """The file `load` read it from ("" when built in memory): what a rerun hint names."""
 
     def to_dict(self) -> dict[str, Any]:
         """The report.json document (JSON-safe: NaN becomes null)."""
@@ -308,12 +283,6 @@ class TuningReport:
         rep.source = str(path)
         return rep
 
-    def dataframe(self) -> Any:
-        """The records as a pandas DataFrame (pandas is part of the notebooks extra)."""
-        import pandas as pd
-
-        return _rounded(pd.DataFrame(select(self.records, SUMMARY_KEYS)))
-
     def recommendation_html(self) -> str:
         """The budget and the reason for the recommendation, as an (escaped) HTML paragraph.
 
@@ -335,8 +304,7 @@ class TuningReport:
                             budget_mb=self.spec.mem_budget_mb)
 
     def machines(self) -> dict[str, TuningReport]:
-        """One report per machine the trials ran on (a sweep on a cluster; {} for one
-        machine): its records, recommendation for the same budget and environment.
+        """One report per machine the trials ran on ({} for one machine).
 
         Example:
             >>> rep = TuningReport.load("reports/cluster/report.json")  # doctest: +SKIP
@@ -353,7 +321,7 @@ class TuningReport:
         return out
 
     def machines_dataframe(self) -> Any:
-        """The machines side by side: one row each, with its pick and that pick's figures.
+        """The machines side by side: one row each, with its pick's figures.
 
         Example:
             >>> rep = TuningReport.load("reports/cluster/report.json")  # doctest: +SKIP
@@ -361,18 +329,15 @@ class TuningReport:
         """
         import pandas as pd
 
-        rows = []
-        for label, part in self.machines().items():
-            pick = part.recommended or {}
-            row: dict[str, Any] = {"machine": label, "trials": len(part.records),
-                                   "ok": sum(r.get("status") == "ok" for r in part.records)}
-            for k in ("preset", "cpus", "loading", P50_MS, PEAK_RSS_MB, RTF):
-                row[k] = pick.get(k)
-            rows.append(row)
+        keys = ("preset", "cpus", "loading", P50_MS, PEAK_RSS_MB, RTF)
+        rows = [{"machine": label, "trials": len(part.records),
+                 "ok": sum(r.get("status") == "ok" for r in part.records),
+                 **{k: (part.recommended or {}).get(k) for k in keys}}
+                for label, part in self.machines().items()]
         return _rounded(pd.DataFrame(rows))
 
     def preset_of(self, record: Mapping[str, Any]) -> Any:
-        """The full `SessionPreset` a record was measured with (as the report saved it)."""
+        """The full `SessionPreset` a record was measured with, as the report saved it."""
         from tts_kit.runtime.sessions import SessionPreset
 
         return SessionPreset.from_dict(self.presets[record["preset"]])
@@ -434,9 +399,7 @@ def validate_report(data: Mapping[str, Any]) -> None:
 
 
 def _check_numbers(data: Mapping[str, Any]) -> None:
-    """What the schema cannot say: every figure finite (records, the recommended one,
-    extras), the noise thresholds >= 0, every preset's threads within what a command
-    line may give."""
+    """What the schema cannot say: every figure finite, noise >= 0, threads in range."""
     from tts_kit.core.validate import THREAD_FIELDS, InvalidNumber, check_fields, check_number
 
     parts = {"records": data["records"], "recommendation": data["recommendation"],

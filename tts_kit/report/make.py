@@ -1,14 +1,6 @@
-"""Making a report: the library runs the sweep and writes report.json, then renders it.
-
-`run_tuning` runs the spec's sweep (isolated trials) into a `TuningReport`; `write_report`
-adds the pick measured again with its RSS timeline, the contention and the cost section,
-and saves a schema-valid report.json; `make_report` does that, then renders it
-(`tts_kit.report.render_report`). How a report is made (progress, rendering, paths, where
-the trials run) is a `ReportOptions`; what it measures is a `SweepSpec`.
-
-Nothing of a previous report is removed before the new one is complete: every file is
-built in a temporary sibling of ``out`` (`tts_kit.core.atomic`) and moved in, one rename
-each; other files in ``out`` are left alone.
+"""Making a report: run the sweep (`run_tuning`), write report.json (`write_report`), render
+it (`make_report`). A previous report stays until the new one is complete (built aside,
+moved in one rename per file).
 
 Example:
     >>> from tts_kit.report import make_report
@@ -38,39 +30,29 @@ from tts_kit.tuning.records import P50_MS, PEAK_RSS_MB, STAGE_COSTS_MB
 #: What `make_report` writes into its output directory.
 REPORT_FILES = ("report.html", "report.json", "report.ipynb")
 
+#: A `SweepSpec`, its dict, a JSON file of it, or None.
 SweepLike = str | os.PathLike[str] | Mapping[str, Any] | SweepSpec | None
-"""What a sweep argument may be: a `SweepSpec`, its dict, a JSON file of it, or None."""
 
 
 @dataclass(frozen=True)
 class ReportOptions:
-    """How a report is made (what it measures is the `SweepSpec`).
-
-    `make_report`, `write_report` and `run_tuning` take one, or its fields as keywords
-    (``make_report(out, render=False)``), which override it.
+    """How a report is made (what it measures is the `SweepSpec`); its fields may also be
+    given as keywords (``make_report(out, render=False)``).
 
     Example:
         >>> ReportOptions(render=False).full_paths
         False
     """
 
-    quick: bool = False
-    """With ``sweep=None``, the smallest sweep (`SweepSpec.quick`)."""
-    timeout_s: float | None = None
-    """Per-cell time limit of the rendering notebook (None: none)."""
+    quick: bool = False  # with ``sweep=None``: `SweepSpec.quick`
+    timeout_s: float | None = None  # per notebook cell
     progress: bool = False
-    """Progress bars on stderr (the sweep's trials, papermill's cells)."""
-    render: bool = True
-    """False: only report.json (no kernel, no notebook, no HTML)."""
+    render: bool = True  # False: only report.json
+    #: Preset definitions by name instead of today's shipped ones (a rerun's saved ones).
     presets: Mapping[str, Any] | None = None
-    """Preset definitions (`SessionPreset` objects or their dicts) to measure by name
-    instead of today's shipped presets of those names: a rerun passes the ones its report
-    saved."""
-    full_paths: bool = False
-    """Keep absolute paths (default: ``~/...`` under the home directory, in every file)."""
+    full_paths: bool = False  # False: ``~/...`` under the home directory
+    #: A `tts_kit.tuning.cluster.TrialExecutor`: trials on Dask workers, machines compared.
     executor: Any = None
-    """Runs the trials elsewhere (`tts_kit.tuning.cluster.TrialExecutor`: Dask workers;
-    the report then compares the machines, ``extras["machines"]``)."""
 
 
 def _options(options: ReportOptions | None, changes: Mapping[str, Any],
@@ -101,9 +83,7 @@ def _preset_objects(names: list[str], presets: Mapping[str, Any] | None) -> list
 
 def run_tuning(bundle: Bundle, spec: SweepLike = None, options: ReportOptions | None = None,
                **changes: Any) -> TuningReport:
-    """Run the spec's sweep (isolated trials, `tts_kit.tuning.tune.sweep`) and assemble the
-    report (``options``: see `ReportOptions`; its ``presets``, ``progress``,
-    ``full_paths`` and ``executor`` apply).
+    """Run the spec's sweep in isolated trials and assemble the report.
 
     Example:
         >>> rep = run_tuning(Bundle.discover(), SweepSpec.quick())  # doctest: +SKIP
@@ -148,8 +128,7 @@ def run_tuning(bundle: Bundle, spec: SweepLike = None, options: ReportOptions | 
 
 
 def machine_entry(label: str, part: Any, budget_mb: float | None) -> dict[str, Any]:
-    """``extras["machines"]``' entry for one machine's `tts_kit.tuning.tune.SweepResult`:
-    its label, fingerprint and pick.
+    """``extras["machines"]``' entry for one machine's `SweepResult`: label, fingerprint, pick.
 
     Example:
         >>> from tts_kit.tuning.records import P50_MS, PEAK_RSS_MB
@@ -171,9 +150,8 @@ def machine_entry(label: str, part: Any, budget_mb: float | None) -> dict[str, A
 
 def measure_recommended(bundle: Bundle, tuning: TuningReport,
                         executor: Any = None) -> dict[str, Any]:
-    """The recommended record's configuration (else the first record's), measured again in
-    one isolated `tts_kit.tuning.tune.trial` (on ``executor`` when given), keeping the RSS
-    timeline and stage events the sweep's records leave out.
+    """The pick (else the first record) measured again in one isolated trial, keeping the
+    RSS timeline and stage events the sweep's records leave out.
 
     Example:
         >>> again = measure_recommended(bundle, tuning)  # doctest: +SKIP
@@ -185,7 +163,6 @@ def measure_recommended(bundle: Bundle, tuning: TuningReport,
     spec = tuning.spec
     pick = tuning.recommended or tuning.records[0]
     workload = spec.workload.replace(steps=pick["steps"], batch_size=pick["batch_size"])
-    # With the stage costs the sweep measured for it, not the file-size estimate.
     args = (bundle.path, tuning.preset_of(pick), workload)
     kwargs = dict(cpus=pick["cpus"], loading=pick["loading"], mem_budget_mb=spec.mem_budget_mb,
                   stage_costs_mb=pick.get(STAGE_COSTS_MB))
@@ -197,11 +174,7 @@ def measure_recommended(bundle: Bundle, tuning: TuningReport,
 def write_report(out: str | os.PathLike[str],
                  model: Bundle | str | os.PathLike[str] | None = None, sweep: SweepLike = None,
                  options: ReportOptions | None = None, **changes: Any) -> Path:
-    """Run the sweep, measure the pick again with its timeline, save ``out/report.json``.
-
-    ``model``: a `Bundle` or bundle directory (default: discovered); ``sweep``: a
-    `SweepSpec`, its dict, a JSON file of it, or None; ``options`` (`ReportOptions`, no
-    progress bar by default) or its fields as keywords. Returns the report.json path.
+    """Run the sweep, measure the pick again, save and return ``out/report.json``.
 
     Example:
         >>> write_report("reports/standin", quick=True).name  # doctest: +SKIP
@@ -224,7 +197,6 @@ def write_report(out: str | os.PathLike[str],
     from tts_kit.report.answer import contention
     from tts_kit.report.cost_section import measure_costs
 
-    # Whether the machine was busy, as the answer says it; the pick's work against the floor.
     tuning.extras["contention"] = contention(tuning).to_dict()
     tuning.extras["costs"] = measure_costs(bundle, tuning)
     out_dir = Path(out).expanduser()
@@ -235,7 +207,6 @@ def write_report(out: str | os.PathLike[str],
 def _check_out_dir(out: str | os.PathLike[str]) -> None:
     """Refuse, before any trial runs, an ``out`` that cannot become the report directory."""
     p = Path(out).expanduser()
-    # A file, or a link that leads nowhere (dangling, a loop): mkdir would fail at the end.
     if (p.exists() or p.is_symlink()) and not p.is_dir():
         raise ReportError(f"{out}: exists and is not a directory; give a new directory, or "
                           "one that holds a previous report")
@@ -244,20 +215,9 @@ def _check_out_dir(out: str | os.PathLike[str]) -> None:
 def make_report(out: str | os.PathLike[str], model: str | os.PathLike[str] | None = None,
                 sweep: SweepLike = None, options: ReportOptions | None = None,
                 **changes: Any) -> list[Path]:
-    """Measure ``sweep`` on ``model``, write report.json, then render it (notebook + HTML).
+    """Measure ``sweep`` on ``model``, write report.json, render it; the paths written.
 
-    Args:
-        out: output directory (created; its report files are replaced once the new report
-            is complete, and stay as they were when it fails; a failed render keeps its
-            partial notebook there as ``report.failed.ipynb``).
-        model: bundle directory (default: discovered; the stand-in on a fresh machine).
-        sweep: a `SweepSpec`, its dict, a JSON file of it, or None for the default.
-        options: how (`ReportOptions`; here with progress bars by default), or its
-            fields as keywords.
-
-    Returns:
-        ``[report.html, report.json, report.ipynb]`` inside ``out`` (``[report.json]``
-        without ``render``).
+    A failed render keeps its partial notebook in ``out`` as ``report.failed.ipynb``.
 
     Example:
         >>> [p.name for p in make_report("reports/standin")]  # doctest: +SKIP
@@ -273,8 +233,6 @@ def make_report(out: str | os.PathLike[str], model: str | os.PathLike[str] | Non
         names = ["report.json"]
         write_report(tmp, bundle, spec, opts)
         if opts.render:
-            # A failed render keeps its partial notebook in ``out`` (the error names it),
-            # not in this temporary directory, which is removed.
             render_report(tmp / "report.json", tmp, model_dir=bundle.path,
                           model_source=source, timeout_s=opts.timeout_s,
                           progress=opts.progress, full_paths=opts.full_paths,

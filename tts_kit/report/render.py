@@ -1,9 +1,5 @@
-"""Rendering a report: papermill runs ``06_tuning_report`` on a report.json; HTML export.
-
-`render_report` executes the report notebook headless (`execute_notebook`) with the
-document's path as its ``report_json`` parameter and exports a standalone, offline
-``report.html`` (`export_html`); `report_notebook` finds the notebook's source in a
-checkout or an install, `load_notebook` reads it.
+"""Rendering a report: papermill runs ``06_tuning_report`` on a report.json, then a
+standalone, offline ``report.html`` is exported.
 
 Example:
     >>> from tts_kit.report import report_notebook
@@ -31,20 +27,16 @@ from tts_kit.core.textsafe import display_path, hide_home
 from tts_kit.report._jsonschema import import_jsonschema
 from tts_kit.report.spec import ReportError
 
-#: The report notebook's source: jupytext percent format (the .ipynb is generated from it).
+#: The report notebook's source (jupytext percent format).
 NOTEBOOK_NAME = "06_tuning_report.py"
-#: Environment variable naming another report notebook, ``.py`` (percent format) or
-#: ``.ipynb`` (for installs without the repo).
+#: Environment variable naming another report notebook (``.py`` or ``.ipynb``).
 NOTEBOOK_ENV = "TTS_KIT_REPORT_NOTEBOOK"
-#: What the headless kernel may log to the terminal (a failing cell is reported from the
-#: notebook's outputs; its start and shutdown noise is not the user's).
+#: What the headless kernel may log (a failing cell is reported from its outputs).
 KERNEL_LOG_LEVEL = "CRITICAL"
-#: Where a failed render keeps its partial notebook, beside the report (never over it).
+#: Where a failed render keeps its partial notebook, beside the report.
 FAILED_NOTEBOOK = "report.failed.ipynb"
-#: The kernel: jupyter_client maps it to this interpreter (tts_kit comes via PYTHONPATH).
-KERNEL_NAME = "python3"
-#: The checkout's root (the directory holding ``tts_kit/`` and, in a checkout, ``notebooks/``).
-_ROOT = Path(__file__).resolve().parents[2]
+KERNEL_NAME = "python3"  # this interpreter; tts_kit comes via PYTHONPATH
+_ROOT = Path(__file__).resolve().parents[2]  # holds tts_kit/ (and notebooks/ in a checkout)
 
 
 def report_notebook() -> Path:
@@ -74,8 +66,7 @@ def report_notebook() -> Path:
 
 
 def load_notebook(path: str | os.PathLike[str]) -> Any:
-    """A notebook (``nbformat.NotebookNode``) from a jupytext percent-format ``.py`` or an
-    ``.ipynb``.
+    """A notebook (``nbformat.NotebookNode``) from a jupytext ``.py`` or an ``.ipynb``.
 
     Example:
         >>> nb = load_notebook(report_notebook())
@@ -99,8 +90,7 @@ def load_notebook(path: str | os.PathLike[str]) -> Any:
 
 
 def _kernel_env() -> dict[str, str]:
-    """What the kernel's environment adds to ours: this tts_kit importable (also when it is
-    not installed) and the inline matplotlib backend."""
+    """What the kernel's environment adds: this tts_kit importable, inline matplotlib."""
     root = str(_ROOT)
     parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     return {"PYTHONPATH": os.pathsep.join([root, *[p for p in parts if p != root]]),
@@ -108,8 +98,8 @@ def _kernel_env() -> dict[str, str]:
 
 
 def _kernel_manager_class(env: Mapping[str, str], ctrl_c: _CtrlC) -> type:
-    """A kernel manager that starts its kernel with ``os.environ`` plus ``env`` (this
-    process's environment stays as it is, for its other threads), known to ``ctrl_c``."""
+    """A kernel manager that starts its kernel with ``os.environ`` plus ``env`` (ours stays
+    as it is), known to ``ctrl_c``."""
     from jupyter_client import AsyncKernelManager
 
     extra = dict(env)
@@ -126,9 +116,8 @@ def _kernel_manager_class(env: Mapping[str, str], ctrl_c: _CtrlC) -> type:
 
 
 class _CtrlC:
-    """While a notebook runs, Ctrl-C kills its kernel and is raised once papermill returns:
-    raised at once it could leave the kernel starting in a folder about to go (its
-    traceback on our stderr), or land in a finalizer and be lost. Ignored stays ignored."""
+    """While a notebook runs, Ctrl-C kills its kernel and is raised once papermill returns
+    (raised at once it could be lost in a finalizer). Ignored stays ignored."""
 
     def __init__(self) -> None:
         self.kernels: list[Any] = []
@@ -172,11 +161,8 @@ def execute_notebook(
     *,
     partial_to: str | os.PathLike[str] | None = None,
 ) -> Path:
-    """Run a notebook headless with papermill in a fresh kernel of this Python.
-
-    ``notebook`` (``.py`` percent format or ``.ipynb``) runs into ``output`` (``.ipynb``).
-    A failing cell raises `ReportError` naming its error and the partial notebook, kept at
-    ``output`` or moved to ``partial_to``.
+    """Run ``notebook`` (``.py`` or ``.ipynb``) headless into ``output`` with papermill; a
+    failing cell raises `ReportError` naming the partial notebook (moved to ``partial_to``).
 
     Example:
         >>> execute_notebook("notebooks/00_quickstart.py", "out/quickstart.ipynb",
@@ -187,40 +173,33 @@ def execute_notebook(
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    # Papermill reads an .ipynb path: the source is written to a scratch one first.
-    scratch = tempfile.TemporaryDirectory(prefix="tts-kit-nb-")
-    source = Path(scratch.name) / (Path(notebook).stem + ".ipynb")
-    try:
+    with tempfile.TemporaryDirectory(prefix="tts-kit-nb-") as scratch:
+        source = Path(scratch) / (Path(notebook).stem + ".ipynb")  # papermill reads .ipynb
         nbformat.write(load_notebook(notebook), str(source))
-    except BaseException:
-        scratch.cleanup()
-        raise
-    ctrl_c = _CtrlC()
-    try:
-        with ctrl_c.active():
-            papermill.execute_notebook(
-                str(source), str(output), parameters=dict(parameters or {}),
-                kernel_name=KERNEL_NAME, cwd=str(cwd) if cwd else None,
-                kernel_manager_class=_kernel_manager_class(_kernel_env(), ctrl_c),
-                execution_timeout=timeout_s, progress_bar=progress, log_output=False,
-                request_save_on_cell_execute=False,
-                extra_arguments=[f"--IPKernelApp.log_level={KERNEL_LOG_LEVEL}"],
-            )
-    except PapermillExecutionError as exc:
-        msg = " ".join(f"{exc.ename}: {exc.evalue}".split())
-        kept = _keep_partial(Path(output), Path(notebook), partial_to)
-        where = f" (partial notebook: {kept})" if kept is not None else ""
-        raise ReportError(f"{Path(notebook).name} failed in cell {exc.exec_count}: {msg}{where}"
-                          ) from None
-    finally:
-        scratch.cleanup()
+        ctrl_c = _CtrlC()
+        try:
+            with ctrl_c.active():
+                papermill.execute_notebook(
+                    str(source), str(output), parameters=dict(parameters or {}),
+                    kernel_name=KERNEL_NAME, cwd=str(cwd) if cwd else None,
+                    kernel_manager_class=_kernel_manager_class(_kernel_env(), ctrl_c),
+                    execution_timeout=timeout_s, progress_bar=progress, log_output=False,
+                    request_save_on_cell_execute=False,
+                    extra_arguments=[f"--IPKernelApp.log_level={KERNEL_LOG_LEVEL}"],
+                )
+        except PapermillExecutionError as exc:
+            msg = " ".join(f"{exc.ename}: {exc.evalue}".split())
+            kept = _keep_partial(Path(output), Path(notebook), partial_to)
+            where = f" (partial notebook: {kept})" if kept is not None else ""
+            raise ReportError(f"{Path(notebook).name} failed in cell {exc.exec_count}: "
+                              f"{msg}{where}") from None
     _record_source(Path(output), Path(notebook))
     return Path(output)
 
 
 def _keep_partial(output: Path, notebook: Path, partial_to: str | os.PathLike[str] | None
                   ) -> Path | None:
-    """Where the failed run's notebook now is (moved to ``partial_to``), or None if none."""
+    """Where the failed run's notebook now is, or None."""
     if not output.is_file() or output.stat().st_size == 0:  # papermill never wrote it
         return None
     _record_source(output, notebook)
@@ -244,8 +223,7 @@ def _record_source(output: Path, notebook: Path) -> None:
     nbformat.write(nb, str(output))
 
 
-def export_html(notebook: str | os.PathLike[str], output: str | os.PathLike[str],
-                exclude_input: bool = True) -> Path:
+def export_html(notebook: str | os.PathLike[str], output: str | os.PathLike[str]) -> Path:
     """Write a standalone HTML page of an executed notebook (images and audio inline).
 
     Example:
@@ -258,17 +236,13 @@ def export_html(notebook: str | os.PathLike[str], output: str | os.PathLike[str]
     nb = nbformat.read(str(notebook), as_version=4)
     # Widget views need the live kernel (or a CDN); a standalone page shows the figures.
     nb.metadata.pop("widgets", None)
-    exporter = HTMLExporter(template_name="lab", exclude_input=exclude_input,
+    exporter = HTMLExporter(template_name="lab", exclude_input=True,
                             exclude_input_prompt=True, exclude_output_prompt=True)
     body, _ = exporter.from_notebook_node(nb)
-    body = _strip_remote(body)
+    # The lab template's CDN scripts (require.js, MathJax) out: the page stands alone.
+    body = re.sub(r"<script[^>]+src=\"https?://[^\"]+\"[^>]*>\s*</script>", "", body)
     Path(output).write_text(body, encoding="utf-8")
     return Path(output)
-
-
-def _strip_remote(body: str) -> str:
-    """The lab template's CDN scripts (require.js, MathJax) out: the page stands alone."""
-    return re.sub(r"<script[^>]+src=\"https?://[^\"]+\"[^>]*>\s*</script>", "", body)
 
 
 def render_report(
@@ -281,21 +255,9 @@ def render_report(
     full_paths: bool = False,
     failed_to: str | os.PathLike[str] | None = None,
 ) -> list[Path]:
-    """Run the report notebook on a written ``report.json``; write report.ipynb and .html.
-
-    Args:
-        report_json: the document to render (`tts_kit.report.write_report`).
-        out: output directory (default: the one holding ``report_json``).
-        model_dir: bundle the notebook plays a sample with (default: the report's model).
-        model_source: where the model came from, for the notebook's banner.
-        timeout_s: per-cell time limit (None: none).
-        progress: papermill's cell progress bar on stderr.
-        full_paths: keep absolute paths (default: ``~/...`` in both files).
-        failed_to: where a failed run's partial notebook is kept (default:
-            ``out/report.failed.ipynb``); the previous report files stay as they were.
-
-    Returns:
-        ``[report.html, report.ipynb]`` inside ``out``.
+    """Run the report notebook on ``report_json``; write and return report.html and .ipynb
+    in ``out`` (default: beside it). ``model_dir``: the bundle the notebook plays a sample
+    with (default: the report's); a failed run's partial notebook goes to ``failed_to``.
 
     Example:
         >>> [p.name for p in render_report("reports/standin/report.json")]  # doctest: +SKIP
@@ -313,12 +275,9 @@ def render_report(
     out_dir.mkdir(parents=True, exist_ok=True)
     ipynb, html_path = out_dir / "report.ipynb", out_dir / "report.html"
     failed = Path(failed_to) if failed_to is not None else out_dir / FAILED_NOTEBOOK
-    # The parameters are stored in the notebook: the kernel runs in out_dir, so a report
-    # beside it is just its name, and the notebook expands "~/..." itself.
+    # Stored in the notebook: the kernel runs in out_dir, and expands "~/..." itself.
     report_param = src.name if src.parent == out_dir else display_path(src, full=full_paths)
     notebook = report_notebook()
-    # Built aside: a failed run never writes over a good report.ipynb; its partial
-    # notebook is kept at ``failed``, which the error names.
     with atomic.atomic_file(ipynb) as tmp_nb, atomic.atomic_file(html_path) as tmp_html:
         try:
             execute_notebook(
@@ -340,8 +299,7 @@ def render_report(
 
 
 def _hide_home_in_notebook(path: Path) -> None:
-    """Write paths under the home directory as ``~`` in an executed notebook's metadata
-    (papermill's input and output paths) and text outputs."""
+    """Paths under the home directory as ``~`` in a notebook's metadata and text outputs."""
     import_jsonschema()
     import nbformat
 
@@ -352,17 +310,18 @@ def _hide_home_in_notebook(path: Path) -> None:
             meta[key] = display_path(meta[key])
     for cell in nb.cells:
         for out in cell.get("outputs", []):
-            if isinstance(out.get("text"), str):
-                out["text"] = hide_home(out["text"])
-            if "traceback" in out:
-                out["traceback"] = [hide_home(t) for t in out["traceback"]]
-            if "evalue" in out:
-                out["evalue"] = hide_home(out["evalue"])
-            for mime, value in (out.get("data") or {}).items():
+            for key in ("text", "evalue", "traceback"):
+                if key in out:
+                    out[key] = _hidden(out[key])
+            data = out.get("data") or {}
+            for mime in data:
                 if mime.startswith("text/") or mime.endswith("json"):
-                    if isinstance(value, str):
-                        out["data"][mime] = hide_home(value)
-                    elif isinstance(value, list):
-                        out["data"][mime] = [hide_home(v) if isinstance(v, str) else v
-                                             for v in value]
+                    data[mime] = _hidden(data[mime])
     nbformat.write(nb, str(path))
+
+
+def _hidden(value: Any) -> Any:
+    """A string, or the strings of a list, with the home directory as ``~``."""
+    if isinstance(value, list):
+        return [_hidden(v) for v in value]
+    return hide_home(value) if isinstance(value, str) else value

@@ -1,8 +1,5 @@
-"""Reruns: repeat a report's sweep here, compare figure by figure, judge the recommendation.
-
-`rerun_report` repeats the sweep; `compare_reports` lists the figures that moved beyond
-`tts_kit.report.Noise` and gives a `RerunVerdict`; a close call is settled by
-`head_to_head` (docs/guide.md, "When the recommendation holds").
+"""Reruns: repeat a report's sweep here, compare figure by figure, judge the recommendation
+(docs/guide.md, "When the recommendation holds").
 
 Example:
     >>> from tts_kit.report import rerun_report
@@ -63,27 +60,22 @@ class RerunVerdict:
         (True, 'the same configuration is recommended: low-memory @ 1 vCPU, resident, 2 steps')
     """
 
-    old: TuningReport  # the earlier report
-    new: TuningReport  # the rerun
-    moved: list[Move]  # figures that moved by more than the noise
+    old: TuningReport
+    new: TuningReport
+    moved: list[Move]
     compared: int  # (configuration, figure) pairs compared
-    holds: bool  # whether the recommendation holds (docs/guide.md)
+    holds: bool
     verdict: str  # why, one sentence
     missing: list[tuple[Any, ...]] = field(default_factory=list)  # in one run only
     environment_changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)
-    model_changed: bool = False  # the graphs' SHA-256s differ from the report's
-    contention: list[str] = field(default_factory=list)
-    """Runs whose trials waited for the CPU: their latency moves may be the neighbours'."""
+    model_changed: bool = False  # the graphs' SHA-256s differ
+    contention: list[str] = field(default_factory=list)  # runs whose trials waited for CPU
+    #: (the report's pick, this run's) when only their latency gap decides: `head_to_head`.
     contested: tuple[tuple[Any, ...], tuple[Any, ...]] | None = None
-    """(the report's pick, this run's pick) when only their latency gap decides the
-    verdict: what `head_to_head` settles."""
     head_to_head: dict[tuple[Any, ...], list[float]] | None = None  # p50 per round
     preset_changes: dict[str, list[str]] = field(default_factory=dict)
-    """How today's presets differ from the report's saved ones (`preset_changes`); a rerun
-    measures the saved definitions."""
+    #: Each swept dimension's effect, then and now: (holds | differs | undetermined, line).
     dimensions: list[tuple[str, str]] = field(default_factory=list)
-    """Each swept dimension's effect, then and now: (holds | differs | undetermined, line),
-    `tts_kit.tuning.verdict.agreement`."""
 
     def headline(self) -> str:
         """The verdict in one line.
@@ -151,7 +143,7 @@ def compare_reports(old: TuningReport, new: TuningReport, noise: Noise | None = 
                     head_to_head: Mapping[tuple[Any, ...], Sequence[float]] | None = None,
                     ) -> RerunVerdict:
     """Compare two reports of the same sweep figure by figure; ``head_to_head`` (key ->
-    p50s of alternating rounds, `head_to_head`) settles a verdict on the picks' latency gap.
+    p50s of alternating rounds) settles a verdict on the picks' latency gap.
 
     Example:
         >>> v = compare_reports(TuningReport.load("a/report.json"),
@@ -208,8 +200,8 @@ CONTENTION_CPU_PERCENT = 60.0
 def _contention(label: str, rep: TuningReport) -> str:
     from tts_kit.report.answer import contention
 
-    found = contention(rep)  # the signs the answer itself reads (share of cores, re-measure)
-    if found.provisional:  # the finding names its cause: a busy machine, or figures that vary
+    found = contention(rep)  # the signs the answer itself reads
+    if found.provisional:
         why = ("its latency is the neighbours' as much as the configuration's" if found.busy
                else "a single trial per configuration does not settle a close call")
         return f"in {label}, {found.finding()}: {why}"
@@ -327,8 +319,7 @@ def head_to_head(
     presets: Mapping[str, Any] | None = None,
 ) -> dict[tuple[Any, ...], list[float]]:
     """Measure configurations in alternating isolated trials, A B A B ... ``rounds`` times,
-    so a shared machine's drift falls on each alike: key -> each round's p50 (ms; NaN when
-    it did not finish). ``presets``: definitions by name instead of today's shipped ones.
+    so a machine's drift falls on each alike: key -> each round's p50 (ms; NaN: unfinished).
 
     Example:
         >>> p = head_to_head("standin-dir", SweepSpec.quick(),
@@ -368,19 +359,9 @@ def rerun_report(
     confirm_rounds: int = 3,
     full_paths: bool = False,
 ) -> RerunVerdict:
-    """Repeat the sweep of an earlier ``report.json`` here and compare figure by figure.
-
-    Args:
-        report: the earlier report.json.
-        model: bundle to use (default: the report's model path when it still exists and
-            holds the same graphs (else `ReportError`), else discovery).
-        out: also write a full new report there; without it nothing is written.
-        progress: show a progress bar.
-        confirm_rounds: alternating rounds (`head_to_head`) that settle a verdict resting
-            on the two picks' latency gap; 0: the sweep's single trials decide.
-        full_paths: with ``out``, keep absolute paths in the new report.
-
-    The presets are measured as the report saved them (`RerunVerdict.preset_changes`).
+    """Repeat the sweep of an earlier ``report.json`` here (its saved presets, its model
+    when that still holds the same graphs) and compare figure by figure; ``out``: also write
+    the new report; ``confirm_rounds``: `head_to_head` rounds for a close call (0: none).
 
     Example:
         >>> print(rerun_report("reports/standin/report.json").summary())  # doctest: +SKIP

@@ -1,8 +1,5 @@
-"""What a tuning report measures: the sweep spec (`SweepSpec`) and the report's error type.
-
-The grid (presets x cpus x loadings x steps x batch sizes), the workload and the memory
-budget, read from JSON, a dict or defaults, checked once, and limited to this machine's
-cores (`effective`). The JSON form is flat: the workload's fields beside the grid's.
+"""What a tuning report measures (`SweepSpec`: the grid, the workload, the budget) and the
+report's error type. The JSON form is flat: the workload's fields beside the grid's.
 
 Example:
     >>> from tts_kit.report import SweepSpec
@@ -25,8 +22,7 @@ from tts_kit.core.userfiles import read_json
 from tts_kit.tuning.spread import DEFAULT_ROUNDS
 from tts_kit.tuning.workload import Workload
 
-#: The flat keys of a spec's JSON form that are its workload's (the grid holds its steps
-#: and batch sizes).
+#: The flat keys of a spec's JSON form that are its workload's.
 WORKLOAD_KEYS: tuple[str, ...] = ("repeats", "texts", "lang", "voice", "seed", "speed")
 
 #: A report's timed calls per trial: keeps the default sweep to minutes.
@@ -50,11 +46,10 @@ class ReportError(TtsKitError):
 
 @dataclass
 class SweepSpec:
-    """What a report measures: the grid, the workload, the budget. JSON in and out.
+    """What a report measures: the grid, the workload, the budget; checked when built.
 
-    Checked when built (one-line ``ValueError``). The grid's ``steps`` and
-    ``batch_sizes`` vary the workload's own (None: the workload's, one value each), and
-    the workload keeps the first of each, so a spec reads the same either way.
+    ``steps`` and ``batch_sizes`` vary the workload's own (None: the workload's); the
+    workload keeps the first of each.
 
     Example:
         >>> SweepSpec(presets=["lean"], cpus=[1]).mem_budget_mb
@@ -64,22 +59,14 @@ class SweepSpec:
     """
 
     presets: list[str] = field(default_factory=lambda: list(_sweep_presets()))
-    """Session preset names (default `tts_kit.core.contract.SWEEP_PRESETS`, as `tts-kit tune`'s)."""
-    cpus: list[int] = field(default_factory=lambda: [1, 2])
-    """vCPU counts to emulate (capped at the cores this process can use; see `effective`)."""
+    cpus: list[int] = field(default_factory=lambda: [1, 2])  # vCPUs, capped by `effective`
     loadings: list[str] = field(default_factory=lambda: ["resident", "paged"])
-    """Load policies: ``resident``, ``paged``, ``budget:MB``."""
     steps: list[int] | None = None
-    """Flow-matching steps (None: the workload's)."""
     batch_sizes: list[int] | None = None
-    """Texts per request (None: the workload's)."""
+    #: Fresh trials per configuration, as a budget (`SweepOptions.rounds`).
     rounds: int = DEFAULT_ROUNDS
-    """Fresh trials per configuration, as a budget: screening, then racing on the open
-    verdicts (`tts_kit.tuning.tune.SweepOptions.rounds`); their spread is each figure's +-."""
-    mem_budget_mb: float | None = 1024.0
-    """The budget the pick must fit (trials are killed past it); None: no budget."""
+    mem_budget_mb: float | None = 1024.0  # trials are killed past it; None: no budget
     workload: Workload = field(default_factory=lambda: Workload(repeats=REPORT_REPEATS))
-    """What every trial synthesises (a voice the bundle lacks falls back to its default)."""
 
     def __post_init__(self) -> None:
         if self.steps is None:
@@ -92,8 +79,7 @@ class SweepSpec:
 
     @classmethod
     def quick(cls) -> SweepSpec:
-        """The smallest useful sweep (CI's): ONNX Runtime's defaults and ``low-memory``, one
-        vCPU, 2 repeats, 2 steps, one round.
+        """The smallest useful sweep (CI's).
 
         Example:
             >>> SweepSpec.quick().cpus, SweepSpec.quick().presets
@@ -170,7 +156,6 @@ class SweepSpec:
             raise TtsKitError("sweep spec: workload must be a "
                              "tts_kit.tuning.workload.Workload, got "
                              f"{type(self.workload).__name__}")
-        # A report needs a p50 for every trial: at least one timed call after the first.
         if self.workload.repeats < 1:
             raise TtsKitError(f"sweep spec: repeats must be >= 1, got {self.workload.repeats}")
         if isinstance(self.rounds, bool) or not isinstance(self.rounds, int) or not (
@@ -187,8 +172,7 @@ class SweepSpec:
             raise TtsKitError(f"sweep spec: {exc}") from None
 
     def effective(self) -> SweepSpec:
-        """This spec with ``cpus`` limited to `tts_kit.core.procfacts.usable_cores` (the
-        affinity, capped by a container's CPU quota).
+        """This spec with ``cpus`` limited to `tts_kit.core.procfacts.usable_cores`.
 
         Example:
             >>> max(SweepSpec(cpus=[1, 2, 512]).effective().cpus) <= procfacts.usable_cores()
@@ -199,7 +183,7 @@ class SweepSpec:
         return dataclasses.replace(self, cpus=cpus)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON form: the grid and the workload's fields side by side (flat).
+        """Plain-JSON form, flat.
 
         Example:
             >>> d = SweepSpec.quick().to_dict()

@@ -1,5 +1,4 @@
-"""The report's tables: the sweep as a pandas table (with each figure's spread over the
-rounds and what differs from the pick beyond it) and small escaped HTML fact tables.
+"""The report's tables: the sweep as a pandas table, and small escaped HTML fact tables.
 
 Example:
     >>> list(sweep_table([{"preset": "lean", "p50_ms": 12.3}]).columns)[:2]
@@ -23,14 +22,12 @@ from tts_kit.tuning.records import (
     to_number,
 )
 
-#: The sweep table's columns: the configuration, the figures that decide, and the share
-#: of its cores each trial got (low: the machine was busy; the rest stay in report.json).
+#: The sweep table's columns (the rest stay in report.json).
 TABLE_KEYS: tuple[str, ...] = ("preset", "cpus", "loading", "status", LOAD_S, FIRST_MS,
                                P50_MS, PEAK_RSS_MB, IDLE_RSS_MB, RTF, "core_share", "pareto")
 
 
-def sweep_table(records: Any, keys: tuple[str, ...] = TABLE_KEYS,
-                pick: Mapping[str, Any] | None = None) -> Any:
+def sweep_table(records: Any, pick: Mapping[str, Any] | None = None) -> Any:
     """Records as a compact pandas table of `TABLE_KEYS`, with each figure's spread over the
     rounds (``±``) and, given ``pick``, what differs from the pick beyond both spreads.
 
@@ -47,7 +44,7 @@ def sweep_table(records: Any, keys: tuple[str, ...] = TABLE_KEYS,
     from tts_kit.tuning.sweep_table import versus
 
     records = list(records)
-    df = frame(records, keys)
+    df = frame(records, TABLE_KEYS)
     if not any((to_number(r.get(ROUNDS)) or 1) > 1 for r in records):
         return df
     for key, name in ((P50_MS, "p50 ±"), (PEAK_RSS_MB, "peak ±")):
@@ -61,7 +58,7 @@ def sweep_table(records: Any, keys: tuple[str, ...] = TABLE_KEYS,
     return df
 
 
-def rows_html(rows: list[tuple[str, str]], head: tuple[str, str] = ("", "")) -> str:
+def rows_html(rows: list[tuple[str, str]]) -> str:
     """(name, value) rows as a small two-column HTML table, escaped.
 
     Example:
@@ -69,8 +66,6 @@ def rows_html(rows: list[tuple[str, str]], head: tuple[str, str] = ("", "")) -> 
         '<table class="tts-kit-facts"><tr><th style="text-align:left">CPU</th><td style="text-align:left">&lt;x&gt;</td></tr></table>'
     """  # noqa: E501
     out = ['<table class="tts-kit-facts">']
-    if any(head):
-        out.append(f"<tr><th>{html.escape(head[0])}</th><th>{html.escape(head[1])}</th></tr>")
     for name, value in rows:
         out.append(f'<tr><th style="text-align:left">{html.escape(str(name))}</th>'
                    f'<td style="text-align:left">{html.escape(str(value))}</td></tr>')
