@@ -1,8 +1,5 @@
-"""Facts about processes, read from the OS in one place: memory, CPU time, cores, glibc.
-
-One way to read each fact: memory (`rss_mb`, `pss_mb`, `peak_rss_mb`), CPU time, cores
-(`usable_cores`), a container's limits (`cgroup_cpu_quota`, `cgroup_memory_limit_mb`) and
-glibc (`release_memory`). Sizes in MiB; asking about a gone process gives None.
+"""Facts about processes, read from the OS in one place: memory, CPU time, cores, a
+container's limits and glibc. Sizes in MiB; asking about a gone process gives None.
 
 Example:
     >>> from tts_kit.core import procfacts
@@ -25,12 +22,10 @@ from pathlib import Path
 
 import psutil
 
-# The one tts_kit module procfacts reads: the environment, read once (imports nothing itself).
 from tts_kit.core.settings import settings as current_settings
 
 MIB = 2.0**20
-#: Environment variable that carries ``run_isolated(cpus=N)`` into the child (and its own
-#: children): the cores this process was given.
+#: Carries ``run_isolated(cpus=N)`` into the child (and its children).
 CPUS_ENV = "TTS_KIT_CPUS"
 
 _libc: ctypes.CDLL | None | bool = None
@@ -40,8 +35,7 @@ _libc: ctypes.CDLL | None | bool = None
 
 
 def status_mb(*keys: str, pid: int | str = "self") -> dict[str, float]:
-    """Fields of ``/proc/PID/status`` given in kB (``VmHWM``, ``RssAnon`` ...), in MiB;
-    fields the kernel does not report are left out.
+    """Fields of ``/proc/PID/status`` given in kB (``VmHWM``, ``RssAnon`` ...), in MiB.
 
     Example:
         >>> sorted(status_mb("VmRSS", "NoSuchField"))  # doctest: +SKIP
@@ -74,8 +68,8 @@ def rss_mb(pid: int | None = None) -> float | None:
 
 
 def pss_mb(pid: int | None = None) -> float | None:
-    """Proportional set size of ``pid`` (shared pages split between their sharers, so a
-    pool's PSS adds up); None where unknown.
+    """Proportional set size of ``pid`` (shared pages split between sharers); None where
+    unknown.
 
     Example:
         >>> p = pss_mb()
@@ -110,8 +104,7 @@ def peak_rss_mb(pid: int | None = None) -> float:
 
 
 def reset_peak_rss() -> bool:
-    """Reset this process's RSS high-water mark to its current RSS, to measure each phase's
-    peak; False where unsupported.
+    """Reset this process's RSS high-water mark to its current RSS; False where unsupported.
 
     Example:
         >>> reset_peak_rss() in (True, False)
@@ -180,8 +173,7 @@ def idlest_cpus(n: int, cores: list[int] | None = None, interval_s: float = 0.05
 
 
 def _cgroup_base(root: str | os.PathLike[str] | None) -> tuple[Path | None, bool]:
-    """The cgroup directory to read and whether it was given (then read alone, without the
-    host's v1 files)."""
+    """The cgroup directory to read and whether it was given (then without v1 files)."""
     if root is None:
         root = cgroup_root_override()
     if root is not None:
@@ -221,7 +213,7 @@ def _read(path: Path) -> str | None:
 
 
 def cgroup_cpu_quota(root: str | os.PathLike[str] | None = None) -> float | None:
-    """The container's CPU quota in cores (``cpu.max`` 150000/100000 -> 1.5); None: none.
+    """The container's CPU quota in cores (``cpu.max`` 150000/100000 -> 1.5), else None;
     ``root``: a cgroup directory read instead (default ``$TTS_KIT_CGROUP_ROOT``).
 
     Example:
@@ -252,8 +244,8 @@ def cgroup_cpu_quota(root: str | os.PathLike[str] | None = None) -> float | None
 
 
 def cgroup_memory_limit_mb(root: str | os.PathLike[str] | None = None) -> float | None:
-    """The container's memory limit in MiB (``memory.max``); None when unlimited. ``root``:
-    as for `cgroup_cpu_quota`.
+    """The container's memory limit in MiB (``memory.max``), else None (``root``: as for
+    `cgroup_cpu_quota`).
 
     Example:
         >>> m = cgroup_memory_limit_mb()
@@ -275,8 +267,8 @@ def cgroup_memory_limit_mb(root: str | os.PathLike[str] | None = None) -> float 
 
 
 def usable_cores(root: str | os.PathLike[str] | None = None) -> int:
-    """Cores this process can really use: its affinity, capped by the cgroup CPU quota
-    (rounded down, at least 1: 1.5 CPUs on a 16-core host gives 1).
+    """Cores this process can use: its affinity, capped by the cgroup CPU quota (rounded
+    down, at least 1).
 
     Example:
         >>> 1 <= usable_cores() <= len(allowed_cpus())
@@ -305,7 +297,7 @@ def current_cpus() -> int | None:
 
 def umask() -> int:
     """This process's umask, from ``/proc/self/status`` where reported (setting it to read
-    it changes it for every thread for a moment).
+    it would change it for every thread).
 
     Example:
         >>> 0 <= umask() <= 0o777
@@ -391,8 +383,8 @@ def release_memory(trim: bool = True) -> None:
 
 
 def die_with_parent(parent: int | None = None) -> None:
-    """Linux: SIGKILL this process when its parent (pid ``parent``, if given: at once if
-    it is gone already) dies: a SIGKILLed serve-sweep leaves no server, a server no worker.
+    """Linux: SIGKILL this process when its parent (pid ``parent``: at once if already
+    gone) dies, so a killed server leaves no worker.
 
     Example:
         >>> import subprocess, sys
@@ -400,7 +392,6 @@ def die_with_parent(parent: int | None = None) -> None:
         0
     """
     with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     if parent is not None and os.getppid() != parent:  # it died before prctl
         os.kill(os.getpid(), signal.SIGKILL)

@@ -1,7 +1,6 @@
 """What a speech model is, whatever its family: the `SpeechModel` protocol and its `Capabilities`.
 
-Everything above ``tts_kit.models`` asks a model what it can do, what it is called and
-how to reopen it, never its family; adding a family touches ``tts_kit/models/`` only.
+Everything above ``tts_kit.models`` asks a model what it can do, never its family.
 
 Example:
     >>> from tts_kit.models.base import SpeechModel
@@ -76,9 +75,8 @@ class Capabilities:
     batching: bool = False
     #: The model is a tts_kit stand-in with random weights: its audio is noise.
     standin: bool = False
-    #: Each chunk of a plan renders on its own, in any process, to the same audio (its
-    #: noise depends only on the seed and the chunk's index): `render_chunk`, the server's
-    #: chunk-level scheduling.
+    #: Each chunk of a plan renders on its own, in any process, to the same audio
+    #: (`render_chunk`, the server's chunk-level scheduling).
     chunk_jobs: bool = False
 
 
@@ -93,44 +91,35 @@ class SpeechModel(Protocol):
     @property
     def label(self) -> str:
         """Which model speaks, in a few words, for banners and output."""
-        ...
 
     @property
     def capabilities(self) -> Capabilities:
         """What the model can do."""
-        ...
 
     @property
     def stages(self) -> Any:
         """Its graphs by stage name, in pipeline order."""
-        ...
 
     @property
     def sample_rate(self) -> int:
         """Output samples per second."""
-        ...
 
     @property
     def voices(self) -> list[str]:
         """Voice names ``synthesize(voice=...)`` accepts."""
-        ...
 
     @property
     def languages(self) -> list[str]:
         """Language codes ``synthesize(lang=...)`` accepts."""
-        ...
 
     def stage_path(self, stage: str) -> Path:
         """The graph file of ``stage``."""
-        ...
 
     def ref(self) -> str:
         """What reopens this model in another process (a trial's child, a worker)."""
-        ...
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready description for reports."""
-        ...
 
 
 @runtime_checkable
@@ -151,31 +140,24 @@ class SpeechEngine(Protocol):
     @property
     def loading(self) -> str:
         """The load policy, as given."""
-        ...
 
     def add_stage_hook(self, fn: Callable[..., object]) -> Callable[[], None]:
         """Call ``fn(stage, feeds, output)`` after every stage run; returns its remover."""
-        ...
 
     def run_stage(self, stage: str, feeds: dict[str, Any]) -> Any:
         """Run one stage on given inputs; returns its first output."""
-        ...
 
     def stream(self, text: str, *args: Any, **kwargs: Any) -> SynthesisStream:
         """Synthesise ``text`` chunk by chunk."""
-        ...
 
     def synthesize(self, text: str, *args: Any, **kwargs: Any) -> SynthesisResult:
         """Synthesise ``text`` whole."""
-        ...
 
     def synthesize_batch(self, texts: list[str], *args: Any, **kwargs: Any) -> list[Any]:
         """Synthesise several texts."""
-        ...
 
     def close(self) -> None:
         """Release every session."""
-        ...
 
 
 __all__ = ["BundleError", "Capabilities", "SpeechEngine", "SpeechModel", "StageInfo",
