@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import functools
 import gc
 import math
 import os
@@ -27,8 +28,6 @@ from tts_kit.core.settings import settings as current_settings
 MIB = 2.0**20
 #: Carries ``run_isolated(cpus=N)`` into the child (and its children).
 CPUS_ENV = "TTS_KIT_CPUS"
-
-_libc: ctypes.CDLL | None | bool = None
 
 
 # -- memory -------------------------------------------------------------------------------
@@ -328,6 +327,7 @@ def umask_mode(mode: int) -> int:
 # -- glibc --------------------------------------------------------------------------------
 
 
+@functools.cache
 def libc() -> ctypes.CDLL | None:
     """glibc (or the platform's C library), loaded once; None where it cannot be loaded.
 
@@ -335,14 +335,11 @@ def libc() -> ctypes.CDLL | None:
         >>> libc() is None or hasattr(libc(), "free")
         True
     """
-    global _libc
-    if _libc is None:
-        name = ctypes.util.find_library("c")
-        try:
-            _libc = ctypes.CDLL(name) if name else False
-        except OSError:
-            _libc = False
-    return _libc or None
+    name = ctypes.util.find_library("c")
+    try:
+        return ctypes.CDLL(name) if name else None
+    except OSError:
+        return None
 
 
 def malloc_trim() -> bool:

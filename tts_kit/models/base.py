@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from tts_kit.core.digests import file_sha256
 from tts_kit.core.errors import BundleError
 from tts_kit.core.protoscan import ELEM_NAMES, FLOAT, FLOAT16, INT8, UINT8
 
@@ -50,6 +51,43 @@ def precision_of(types: dict[int, int]) -> str:
         if n / total >= 0.9:
             return names.get(t, ELEM_NAMES.get(t, str(t)))
     return "mixed"
+
+
+class StagedModel:
+    """What a model derives from its ``stages`` (`StageInfo` by name), whatever its family.
+
+    Example:
+        >>> from tts_kit.models.resolve import open_model
+        >>> model = open_model()
+        >>> model.params == sum(s.params for s in model.stages.values())
+        True
+    """
+
+    path: Path
+    stages: dict[str, StageInfo]
+
+    @property
+    def params(self) -> int:
+        """Weight elements over every graph."""
+        return sum(s.params for s in self.stages.values())
+
+    def stage_path(self, stage: str) -> Path:
+        """The graph file of ``stage``."""
+        return self.stages[stage].path
+
+    def sha256(self, stage: str) -> str:
+        """SHA-256 of one graph file (`file_sha256`: read once per version of the file)."""
+        return file_sha256(self.stages[stage].path)
+
+    def fingerprint(self) -> dict[str, str]:
+        """SHA-256 of every graph, for reports (``{'vocoder': 'ab12...', ...}``)."""
+        return {s: self.sha256(s) for s in self.stages}
+
+    def describe_stages(self) -> dict[str, dict[str, Any]]:
+        """Each graph's file (relative to ``path``), size, parameters, precision and SHA-256."""
+        return {s: {"file": str(i.path.relative_to(self.path)), "size_bytes": i.size_bytes,
+                    "params": i.params, "precision": i.precision, "sha256": self.sha256(s)}
+                for s, i in self.stages.items()}
 
 
 @dataclass(frozen=True)
@@ -160,5 +198,5 @@ class SpeechEngine(Protocol):
         """Release every session."""
 
 
-__all__ = ["BundleError", "Capabilities", "SpeechEngine", "SpeechModel", "StageInfo",
+__all__ = ["BundleError", "Capabilities", "SpeechEngine", "SpeechModel", "StageInfo", "StagedModel",
            "precision_of"]

@@ -13,11 +13,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tts_kit.core.digests import file_sha256
 from tts_kit.core.errors import BundleError, TtsKitError
 from tts_kit.core.protoscan import ScanError, scan_onnx
 from tts_kit.core.userfiles import read_json
-from tts_kit.models.base import Capabilities, StageInfo, precision_of
+from tts_kit.models.base import Capabilities, StagedModel, StageInfo, precision_of
 from tts_kit.models.discovery import PIPER_PREFIX, piper_gap, voice_pair
 
 #: The one stage of a Piper voice (the whole VITS graph).
@@ -62,7 +61,7 @@ def voice_files(model: str | os.PathLike[str]) -> tuple[Path, Path] | None:
     return voice_pair(text)
 
 
-class PiperBundle:
+class PiperBundle(StagedModel):
     """A validated Piper voice: its graph, config and what they say, read without loading.
 
     Args:
@@ -196,30 +195,13 @@ class PiperBundle:
                 "length_scale": float(inf.get("length_scale", 1.0)),
                 "noise_w": float(inf.get("noise_w", 0.8))}
 
-    @property
-    def params(self) -> int:
-        return self.stages[STAGE].params
-
-    def stage_path(self, stage: str) -> Path:
-        return self.stages[stage].path
-
-    def sha256(self, stage: str) -> str:
-        return file_sha256(self.stages[stage].path)
-
-    def fingerprint(self) -> dict[str, str]:
-        return {STAGE: self.sha256(STAGE)}
-
     def describe(self) -> dict[str, Any]:
         """Everything the voice knows, JSON-ready (``tts-kit info``, reports)."""
-        info = self.stages[STAGE]
         return {
             "family": self.family, "model": self.label, "name": self.name,
             "path": str(self.path), "standin": None, "sample_rate": self.sample_rate,
             "language": self.language, "voices": self.voices, "params": self.params,
-            "inference": self.inference,
-            "stages": {STAGE: {"file": info.path.name, "size_bytes": info.size_bytes,
-                               "params": info.params, "precision": info.precision,
-                               "sha256": self.sha256(STAGE)}},
+            "inference": self.inference, "stages": self.describe_stages(),
         }
 
     def __repr__(self) -> str:

@@ -1,10 +1,6 @@
 """The seeded copy of a Piper graph: its ``RandomNormalLike`` draws become inputs
 (`seeded_graph`), built once per graph content in ``$TTS_KIT_CACHE_DIR/piper/``, so the
 caller's seed decides the noise.
-
-Example:
-    >>> seeded_cache_dir().name
-    'piper'
 """
 
 from __future__ import annotations
@@ -114,18 +110,13 @@ def seeded_graph(path: str | os.PathLike[str]) -> Path:
 def _build_seeded(src: Path, target: Path, out: Path) -> None:
     """Write `seeded_graph`'s copy of ``src`` into ``target`` (a child process rewrites it)."""
     atomic.sweep_stale(target.parent)
-    with atomic.scratch_dir(target) as work:
+    with atomic.atomic_dir(target) as work:
         proc = subprocess.run([sys.executable, "-c", _REWRITE, str(src),
                                str(work / out.name), NOISE_PREFIX],
                               capture_output=True, text=True)
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             raise BundleError(f"{src.name}: cannot make its noise an input ({last})")
-        try:
-            os.replace(work, target)
-        except OSError:
-            if not out.is_file():
-                raise
 
 
 __all__ = ["NOISE_PREFIX", "SEEDED_VERSION", "seeded_cache_dir", "seeded_graph"]

@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from tts_kit.core import contract
-from tts_kit.core.digests import file_sha256
 from tts_kit.core.errors import BundleError, TtsKitError
 from tts_kit.core.protoscan import (
     ELEM_NAMES,
@@ -33,7 +32,7 @@ from tts_kit.core.protoscan import (
 )
 from tts_kit.core.settings import Settings
 from tts_kit.core.userfiles import read_json
-from tts_kit.models.base import Capabilities, StageInfo, precision_of
+from tts_kit.models.base import Capabilities, StagedModel, StageInfo, precision_of
 
 # default_standin_scale is re-exported: callers and tests find it beside discovery.
 from tts_kit.models.discovery import default_standin_scale as default_standin_scale
@@ -89,7 +88,7 @@ def _check_tensor(rel: str, kind: str, found: ValueInfo, spec: contract.TensorSp
             )
 
 
-class Bundle:
+class Bundle(StagedModel):
     """A validated Supertonic model directory.
 
     Args:
@@ -152,7 +151,8 @@ class Bundle:
         self.stages: dict[str, StageInfo] = {s: self._check_graph(s) for s in contract.STAGES}
         self._voices = self._check_voices()
         self._voice_cache: dict[str, VoiceStyle] = {}
-        self.validate_voices()
+        for name in self.voices:  # parse and check every voice now
+            self.voice(name)
 
     # -- validation -------------------------------------------------------------------
 
@@ -263,11 +263,6 @@ class Bundle:
             self._voice_cache[name] = self._load_voice(name, self._voices[name])
         return self._voice_cache[name]
 
-    def validate_voices(self) -> None:
-        """Parse every voice style and check its dims (done when the bundle is opened)."""
-        for name in self.voices:
-            self.voice(name)
-
     @property
     def sample_rate(self) -> int:
         return int(self.config["ae"]["sample_rate"])
@@ -307,23 +302,6 @@ class Bundle:
         """The stand-in marker (scale, seed, version), or None for a real model."""
         return self.config.get(contract.STANDIN_KEY)
 
-    @property
-    def params(self) -> int:
-        """Total weight elements over the four graphs."""
-        return sum(s.params for s in self.stages.values())
-
-    def stage_path(self, stage: str) -> Path:
-        """Path of one graph."""
-        return self.stages[stage].path
-
-    def sha256(self, stage: str) -> str:
-        """SHA-256 of one graph file (`file_sha256`: read once per version of the file)."""
-        return file_sha256(self.stages[stage].path)
-
-    def fingerprint(self) -> dict[str, str]:
-        """SHA-256 of every graph, for reports (``{'vocoder': 'ab12...', ...}``)."""
-        return {s: self.sha256(s) for s in contract.STAGES}
-
     def describe(self) -> dict[str, Any]:
         """Everything the bundle knows, JSON-ready (used by ``tts-kit info`` and reports)."""
         return {
@@ -332,16 +310,7 @@ class Bundle:
             "sample_rate": self.sample_rate,
             "voices": self.voices,
             "params": self.params,
-            "stages": {
-                s: {
-                    "file": _rel(i.path, self.path),
-                    "size_bytes": i.size_bytes,
-                    "params": i.params,
-                    "precision": i.precision,
-                    "sha256": self.sha256(s),
-                }
-                for s, i in self.stages.items()
-            },
+            "stages": self.describe_stages(),
         }
 
     def __repr__(self) -> str:

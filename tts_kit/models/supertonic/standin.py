@@ -16,7 +16,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 import time
 import unicodedata
 import zlib
@@ -362,7 +361,7 @@ def _complete(path: Path) -> bool:
 def ensure_standin(scale: str = DEFAULT_SCALE, seed: int = 0, *,
                    settings: Settings | None = None) -> Path:
     """The cached stand-in of this scale and seed, built on first use (racing processes
-    each build privately; a loser discards its copy).
+    each build privately; a loser's copy is discarded).
 
     Example:
         >>> path = ensure_standin("tiny")  # doctest: +SKIP
@@ -375,17 +374,11 @@ def ensure_standin(scale: str = DEFAULT_SCALE, seed: int = 0, *,
     if _complete(target):
         return target
     cache.mkdir(parents=True, exist_ok=True)
-    if target.exists():
-        # Builds are atomic, so an incomplete target was damaged by hand: rebuild it.
+    if target.exists():  # builds are atomic: an incomplete one was damaged by hand
         shutil.rmtree(target, ignore_errors=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.build-", dir=cache))
     try:
-        build_standin(work / "bundle", scale=scale, seed=seed)
-        try:
-            os.replace(work / "bundle", target)
-        except OSError:
-            if not _complete(target):
-                raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        build_standin(target, scale=scale, seed=seed)
+    except (OSError, TtsKitError):
+        if not _complete(target):  # else another process built it first: that copy serves
+            raise
     return target
