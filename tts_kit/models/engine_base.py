@@ -152,12 +152,8 @@ class EngineBase:
 
     def _make_session(self, stage: str) -> Any:
         preset = self.preset_for(stage)
-        sess = create_session(
-            self._graph_path(stage),
-            sess_options=preset.session_options(),
-            providers=preset.provider_list(),
-            policy=self._policy,
-        )
+        sess = create_session(self._graph_path(stage), sess_options=preset.session_options(),
+                              providers=preset.provider_list(), policy=self._policy)
         types = {"tensor(float16)": np.float16, "tensor(float)": np.float32}
         self._input_types[stage] = {
             i.name: np.dtype(types[i.type]) for i in sess.get_inputs() if i.type in types
@@ -253,10 +249,9 @@ class EngineBase:
         if not text.strip():
             raise TtsKitError("text is empty; give at least one word to synthesise")
         if len(text) > MAX_TEXT_CHARS:
-            raise TtsKitError(
-                f"text has {len(text):,} characters, more than the {MAX_TEXT_CHARS:,} allowed "
-                "in one request; split it into several requests"
-            )
+            raise TtsKitError(f"text has {len(text):,} characters, more than the "
+                              f"{MAX_TEXT_CHARS:,} allowed in one request; split it into "
+                              "several requests")
         from tts_kit.text import check_speakable, language_tags, normalize_for_speech
 
         text = language_tags(text, lang)  # another language's tags: refused, not misread
@@ -408,10 +403,9 @@ class EngineBase:
                 if k != "total":
                     timings[k] = timings.get(k, 0.0) + v
         timings["total"] = time.perf_counter() - t0
-        return SynthesisResult(
-            wav=np.concatenate(pieces), sample_rate=self.bundle.sample_rate, text=parts.text,
-            chunks=parts.chunks, timings=timings, voice=cfg.voice or "", seed=parts.seed,
-        )
+        return SynthesisResult(wav=np.concatenate(pieces), sample_rate=self.bundle.sample_rate,
+                               text=parts.text, chunks=parts.chunks, timings=timings,
+                               voice=cfg.voice or "", seed=parts.seed)
 
 
 __all__ = ["EngineBase", "Plan", "default_preset", "read_only"]

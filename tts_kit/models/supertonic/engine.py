@@ -83,19 +83,16 @@ class Engine(EngineBase):
         bad = unsupported_characters(text, self.bundle.indexer, model_cleanup=True)
         if bad:
             shown = " ".join(repr(c) for c in bad[:20]) + (" ..." if len(bad) > 20 else "")
-            raise TtsKitError(
-                f"text has {len(bad)} character(s) this model cannot read: {shown}; "
-                "remove or replace them"
-            )
+            raise TtsKitError(f"text has {len(bad)} character(s) this model cannot read: "
+                              f"{shown}; remove or replace them")
         from tts_kit.text import chunk
 
         return text, chunk(text, lang, max_chars)
 
     def _validate(self, lang: str, steps: int, speed: float, voices: list[str]) -> None:
         if lang not in contract.LANGUAGES:
-            raise TtsKitError(
-                f"unknown language '{lang}'; use one of: {', '.join(contract.LANGUAGES)}"
-            )
+            raise TtsKitError(f"unknown language '{lang}'; use one of: "
+                              f"{', '.join(contract.LANGUAGES)}")
         check_number("steps", steps, contract.MIN_STEPS, contract.MAX_STEPS, integer=True)
         check_number("speed", speed, contract.MIN_SPEED, contract.MAX_SPEED)
         for v in voices:
@@ -243,11 +240,8 @@ class Engine(EngineBase):
         style_dp = np.concatenate([s.dp for s in styles])
         style_ttl = np.concatenate([s.ttl for s in styles])
         timings["text"] = timings.get("text", 0.0) + time.perf_counter() - t0
-        duration = self._run(
-            "duration_predictor",
-            {"text_ids": ids, "style_dp": style_dp, "text_mask": text_mask},
-            timings,
-        ).reshape(-1) / np.float32(speed)
+        feeds = {"text_ids": ids, "style_dp": style_dp, "text_mask": text_mask}
+        duration = self._run("duration_predictor", feeds, timings).reshape(-1) / np.float32(speed)
         _check_durations(duration, chunks)
         sr = self.bundle.sample_rate
         n_samples = [max(1, int(d * sr)) for d in duration]
@@ -255,20 +249,16 @@ class Engine(EngineBase):
         return _Front(ids, text_mask, style_ttl, n_samples, frames)
 
     def _encode_text(self, front: _Front, timings: dict[str, float]) -> _Front:
-        front.text_emb = self._run(
-            "text_encoder",
-            {"text_ids": front.ids, "style_ttl": front.style_ttl, "text_mask": front.text_mask},
-            timings,
-        )
+        feeds = {"text_ids": front.ids, "style_ttl": front.style_ttl,
+                 "text_mask": front.text_mask}
+        front.text_emb = self._run("text_encoder", feeds, timings)
         return front
 
     def _flow(self, front: _Front, steps: int, rngs, timings, source=None) -> np.ndarray:
         frames = front.frames
         length = max(frames)
         batch = len(frames)
-        latent_mask = np.zeros((batch, 1, length), np.float32)
-        for b, n in enumerate(frames):
-            latent_mask[b, :, :n] = 1.0
+        latent_mask = (np.arange(length) < np.array(frames)[:, None, None]).astype(np.float32)
         if source is not None:  # the caller's noise, masked as the official package does
             drawn = np.asarray(source(list(frames)), np.float32)
             if drawn.shape != (batch, contract.LATENT_CHANNELS, length):
@@ -280,21 +270,12 @@ class Engine(EngineBase):
             xt = np.zeros((batch, contract.LATENT_CHANNELS, length), np.float32)
             for b, (rng, n) in enumerate(zip(rngs, frames)):
                 xt[b, :, :n] = rng.standard_normal((contract.LATENT_CHANNELS, n), np.float32)
-        total = np.full(batch, steps, np.float32)
+        feeds = {"text_emb": front.text_emb, "style_ttl": front.style_ttl,
+                 "latent_mask": latent_mask, "text_mask": front.text_mask,
+                 "total_step": np.full(batch, steps, np.float32)}
         for step in range(steps):
-            xt = self._run(
-                "vector_estimator",
-                {
-                    "noisy_latent": xt,
-                    "text_emb": front.text_emb,
-                    "style_ttl": front.style_ttl,
-                    "latent_mask": latent_mask,
-                    "text_mask": front.text_mask,
-                    "current_step": np.full(batch, step, np.float32),
-                    "total_step": total,
-                },
-                timings,
-            )
+            feeds.update(noisy_latent=xt, current_step=np.full(batch, step, np.float32))
+            xt = self._run("vector_estimator", feeds, timings)
         return xt
 
     def _vocode(self, front: _Front, xt: np.ndarray, timings) -> list[np.ndarray]:
@@ -352,22 +333,19 @@ def _check_durations(duration: np.ndarray, chunks: list[str]) -> None:
         tts_kit.TtsKitError: duration_predictor predicted nan s for a 12-character chunk ...
     """
     if duration.shape != (len(chunks),):
-        raise TtsKitError(
-            f"duration_predictor gave {duration.size} duration(s) for {len(chunks)} chunk(s); "
-            "the graph is damaged or not a Supertonic duration predictor; re-download or "
-            "rebuild the bundle"
-        )
+        raise TtsKitError(f"duration_predictor gave {duration.size} duration(s) for "
+                          f"{len(chunks)} chunk(s); the graph is damaged or not a Supertonic "
+                          "duration predictor; re-download or rebuild the bundle")
     for d, text in zip(duration.tolist(), chunks):
         limit = MAX_SECONDS_PER_CHAR * len(text) + MAX_SECONDS_MARGIN
         if not (0.0 < d <= limit):  # False for NaN too
             shown = text if len(text) <= 30 else text[:27] + "..."
-            raise TtsKitError(
-                f"duration_predictor predicted {d:g} s for a {len(text)}-character chunk "
-                f"({shown!r}); a duration must be finite, above 0 and at most "
-                f"{MAX_SECONDS_PER_CHAR:g} s per character + {MAX_SECONDS_MARGIN:g} s "
-                f"({limit:g} s here): the graph is damaged or not a Supertonic duration "
-                "predictor; re-download or rebuild the bundle"
-            )
+            raise TtsKitError(f"duration_predictor predicted {d:g} s for a {len(text)}-character "
+                              f"chunk ({shown!r}); a duration must be finite, above 0 and at "
+                              f"most {MAX_SECONDS_PER_CHAR:g} s per character + "
+                              f"{MAX_SECONDS_MARGIN:g} s ({limit:g} s here): the graph is "
+                              "damaged or not a Supertonic duration predictor; re-download or "
+                              "rebuild the bundle")
 
 
 __all__ = ["Engine", "FixedNoise", "NoiseSource", "OfficialNoise", "first_chunk"]

@@ -61,10 +61,8 @@ class FixedNoise:
         if a.ndim == 2:
             a = a[None]
         if a.ndim != 3 or a.shape[1] != contract.LATENT_CHANNELS:
-            raise TtsKitError(
-                f"noise must have shape [batch, {contract.LATENT_CHANNELS}, frames], got "
-                f"{list(np.shape(latent))}"
-            )
+            raise TtsKitError(f"noise must have shape [batch, {contract.LATENT_CHANNELS}, "
+                              f"frames], got {list(np.shape(latent))}")
         self.latent = a
         self._used = False
 
