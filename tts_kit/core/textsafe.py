@@ -1,8 +1,5 @@
-"""Strings from bundles, reports and users, made safe to show: in a terminal, and as paths.
-
-`term_safe` shows control characters (an ``ESC [2J`` in a voice name would clear the
-screen) as visible escapes; `display_path` and `hide_home` write the home directory as
-``~`` in shared documents. HTML escapes with ``html.escape`` where it is built.
+"""Strings from bundles, reports and users, made safe to show: control characters as
+visible escapes (`term_safe`), the home directory as ``~`` (`display_path`, `hide_home`).
 
 Example:
     >>> from tts_kit.core.textsafe import term_safe, display_path
@@ -17,11 +14,8 @@ from __future__ import annotations
 import os
 import re
 
-# C0 controls, DEL and the C1 range (U+0080-U+009F: 8-bit CSI, OSC ... that some terminals
-# obey), and the bidirectional marks, overrides and isolates, which reorder what is shown
-# ("Trojan Source": a name could show one thing and be another). Tab and newline are kept
-# only where the caller says so (whole blocks of output). Lone surrogates (a file name's
-# non-UTF-8 bytes, as Python decodes them) cannot be printed: shown as escapes too.
+# C0, DEL and C1 controls (8-bit CSI, OSC), the bidirectional marks, overrides and isolates
+# ("Trojan Source") and lone surrogates (a file name's non-UTF-8 bytes, unprintable).
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
                       r"\ud800-\udfff]")
 
@@ -61,9 +55,8 @@ def _homes() -> list[str]:
 
 
 def display_path(path: str | os.PathLike[str], full: bool = False) -> str:
-    """``path`` as a shared document records it: ``~/...`` under the home directory.
-
-    Paths elsewhere are kept; ``full=True`` keeps every path absolute.
+    """``path`` as a shared document records it: ``~/...`` under the home directory, unless
+    ``full``.
 
     Example:
         >>> import os
