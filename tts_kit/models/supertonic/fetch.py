@@ -1,7 +1,5 @@
-"""Download the real Supertonic model from its hub, at a pinned revision.
-
-The revisions the official package (v1.3.1) pins. The download is validated as a `Bundle`
-beside the target, then renamed into place; an existing model is never overwritten.
+"""Download the real Supertonic model from its hub, at the revision the official package
+(v1.3.1) pins; validated as a `Bundle` before it is renamed into place.
 
 Example:
     >>> from tts_kit.models.supertonic.fetch import fetch_model
@@ -50,7 +48,12 @@ def _hub_reachable(timeout_s: float = 3.0) -> bool:
 
 
 def default_model_dir(model: str) -> Path:
-    """Where `fetch_model` puts a model when no directory is given: the official cache."""
+    """Where `fetch_model` puts a model when no directory is given: the official cache.
+
+    Example:
+        >>> default_model_dir("supertonic-3").name  # doctest: +SKIP
+        'supertonic3'
+    """
     s = current_settings()
     if s.supertonic_cache_dir:
         return Path(s.supertonic_cache_dir).expanduser()
