@@ -221,25 +221,18 @@ def cgroup_cpu_quota(root: str | os.PathLike[str] | None = None) -> float | None
         True
     """
     base, given = _cgroup_base(root)
-    if base is not None:
-        raw = _read(base / "cpu.max")
-        if raw:
-            quota, _, period = raw.partition(" ")
-            if quota != "max":
-                try:
-                    return int(quota) / int(period or 100000)
-                except ValueError:
-                    return None
-            return None
-    if not given:
+    raw = _read(base / "cpu.max") if base is not None else None
+    if raw:
+        quota, _, period = raw.partition(" ")
+    elif not given:
         v1 = Path("/sys/fs/cgroup/cpu")
         quota, period = _read(v1 / "cpu.cfs_quota_us"), _read(v1 / "cpu.cfs_period_us")
-        try:
-            if quota and period and int(quota) > 0:
-                return int(quota) / int(period)
-        except ValueError:
-            return None
-    return None
+    else:
+        return None
+    try:
+        return int(quota) / int(period or 100000) if int(quota) > 0 else None
+    except (TypeError, ValueError):  # "max" (no quota), missing or malformed
+        return None
 
 
 def cgroup_memory_limit_mb(root: str | os.PathLike[str] | None = None) -> float | None:

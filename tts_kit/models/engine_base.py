@@ -64,16 +64,6 @@ def read_only(a: np.ndarray) -> np.ndarray:
     return view
 
 
-def default_preset() -> SessionPreset:
-    """The session preset an engine uses when none is given (``supertonic-default``).
-
-    Example:
-        >>> default_preset().name
-        'supertonic-default'
-    """
-    return get_preset("supertonic-default")
-
-
 class EngineBase:
     """Loader, stage hooks, checks and streaming for a model of any family.
 
@@ -99,8 +89,7 @@ class EngineBase:
     chunk_pause_s = 0.0
     #: Languages whose normalisers are built with the engine (not on the first request).
     normalize_languages: tuple[str, ...] = ("en", "ko")
-    #: Output names a graph run returns first (None: the graph's first output).
-    _outputs: list[str] | None = None
+    _outputs: list[str] | None = None  # the output a run returns first (None: the graph's)
     # Replaced, never mutated: a hook that removes itself does not disturb the loop.
     _stage_hooks: tuple[StageHook, ...] = ()
 
@@ -115,7 +104,7 @@ class EngineBase:
         stage_costs_mb: dict[str, float] | StageCosts | None = None,
     ):
         self.bundle = bundle
-        self.preset = preset or default_preset()
+        self.preset = preset or get_preset("supertonic-default")
         self.stage_presets = dict(stage_presets or {})
         self.stages: tuple[str, ...] = tuple(bundle.stages)
         unknown = sorted(set(self.stage_presets) - set(self.stages))
@@ -408,4 +397,4 @@ class EngineBase:
                                voice=cfg.voice or "", seed=parts.seed)
 
 
-__all__ = ["EngineBase", "Plan", "default_preset", "read_only"]
+__all__ = ["EngineBase", "Plan", "read_only"]

@@ -32,8 +32,8 @@ from tts_kit.models.synthesis import (
     check_number,
 )
 
-#: Frames of noise drawn per phoneme id at length_scale 1 (speech runs at 2-3; a draw too
-#: short is drawn again at `RETRY_FRAMES_PER_ID`, from the same seed: the prefix is equal).
+#: Frames of noise drawn per phoneme id at length_scale 1 (speech runs at 2-3); a draw too
+#: short is drawn again, longer, with the same prefix.
 FRAMES_PER_ID = 8
 RETRY_FRAMES_PER_ID = 64
 
@@ -73,7 +73,6 @@ class PiperEngine(EngineBase):
                 check_number(name, value, 0.0, 2.0)
         self.noise_scale = inf["noise_scale"] if noise_scale is None else float(noise_scale)
         self.noise_w = inf["noise_w"] if noise_w is None else float(noise_w)
-        # The phonemiser (espeak-ng, once per process) is set up here too.
         from piper.phoneme_ids import phonemes_to_ids
         from piper.phonemize_espeak import ESPEAK_DATA_DIR, EspeakPhonemizer
 
@@ -224,8 +223,7 @@ class PiperEngine(EngineBase):
             feeds["sid"] = np.array([0 if sid is None else sid], np.int64)
         for per_id in (FRAMES_PER_ID, RETRY_FRAMES_PER_ID):
             t0 = time.perf_counter()
-            # Before the first load the noise shapes are unknown: the session is made now.
-            with self._loader.session(STAGE):
+            with self._loader.session(STAGE):  # made now: the noise shapes are its inputs
                 n = math.ceil(per_id * len(ids) * max(float(scales[1]), 0.1)) + 16
                 for j, (name, shape) in enumerate(self._noise_inputs):
                     rng = np.random.default_rng([*key, j])
@@ -235,9 +233,7 @@ class PiperEngine(EngineBase):
                 timings[STAGE] = timings.get(STAGE, 0.0) + time.perf_counter() - t0
                 try:
                     wav = self._run(STAGE, feeds, timings).reshape(-1)
-                except Exception:  # ORT's errors have no common class
-                    # A noise draw shorter than the frames the durations asked for fails
-                    # to broadcast; the longer draw starts with the same values.
+                except Exception:  # a draw too short fails to broadcast (ORT has no one class)
                     if per_id == RETRY_FRAMES_PER_ID:
                         raise
                     continue
