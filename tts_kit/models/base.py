@@ -120,35 +120,22 @@ class Capabilities:
 
 @runtime_checkable
 class SpeechModel(Protocol):
-    """A model opened and checked against its family's contract (a test runs every family
-    through the same checks)."""
+    """A model opened and checked against its family's contract.
+
+    Example:
+        >>> from tts_kit.models.resolve import open_model
+        >>> isinstance(open_model(), SpeechModel)
+        True
+    """
 
     family: str
     path: Path
-
-    @property
-    def label(self) -> str:
-        """Which model speaks, in a few words, for banners and output."""
-
-    @property
-    def capabilities(self) -> Capabilities:
-        """What the model can do."""
-
-    @property
-    def stages(self) -> Any:
-        """Its graphs by stage name, in pipeline order."""
-
-    @property
-    def sample_rate(self) -> int:
-        """Output samples per second."""
-
-    @property
-    def voices(self) -> list[str]:
-        """Voice names ``synthesize(voice=...)`` accepts."""
-
-    @property
-    def languages(self) -> list[str]:
-        """Language codes ``synthesize(lang=...)`` accepts."""
+    label: str  # which model speaks, in a few words, for banners and output
+    capabilities: Capabilities
+    stages: Any  # its graphs by stage name, in pipeline order
+    sample_rate: int
+    voices: list[str]  # what ``synthesize(voice=...)`` accepts
+    languages: list[str]  # what ``synthesize(lang=...)`` accepts
 
     def stage_path(self, stage: str) -> Path:
         """The graph file of ``stage``."""
@@ -162,10 +149,7 @@ class SpeechModel(Protocol):
 
 @runtime_checkable
 class SpeechEngine(Protocol):
-    """An engine running a `SpeechModel`: stages, hooks, load policy and synthesis.
-
-    Built on `tts_kit.models.engine_base.EngineBase`; ``stream`` and ``synthesize`` take a
-    `SynthesisConfig` and its fields as keyword overrides.
+    """An engine running a `SpeechModel` (built on `tts_kit.models.engine_base.EngineBase`).
 
     Example:
         >>> from tts_kit.models.family import make_engine
@@ -174,10 +158,7 @@ class SpeechEngine(Protocol):
     """
 
     bundle: Any
-
-    @property
-    def loading(self) -> str:
-        """The load policy, as given."""
+    loading: str  # the load policy, as given
 
     def add_stage_hook(self, fn: Callable[..., object]) -> Callable[[], None]:
         """Call ``fn(stage, feeds, output)`` after every stage run; returns its remover."""
