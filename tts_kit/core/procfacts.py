@@ -1,10 +1,5 @@
 """Facts about processes, read from the OS in one place: memory, CPU time, cores, a
 container's limits and glibc. Sizes in MiB; asking about a gone process gives None.
-
-Example:
-    >>> from tts_kit.core import procfacts
-    >>> procfacts.rss_mb() > 0 and procfacts.usable_cores() >= 1
-    True
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
 """The environment tts_kit reads, read once into one `Settings` object (the table:
 docs/guide.md, "Environment variables"); nothing else reads ``os.environ`` for these.
-
-Example:
-    >>> from tts_kit.core.settings import Settings
-    >>> s = Settings.from_env({"TTS_KIT_MODEL_DIR": "~/voices/joe", "HOME": "/home/u"})
-    >>> s.model_dir, str(s.tts_kit_cache), str(s.official_cache)
-    ('~/voices/joe', '/home/u/.cache/tts_kit', '/home/u/.cache/supertonic3')
 """
 
 from __future__ import annotations

@@ -1,12 +1,5 @@
 """Strings from bundles, reports and users, made safe to show: control characters as
 visible escapes (`term_safe`), the home directory as ``~`` (`display_path`, `hide_home`).
-
-Example:
-    >>> from tts_kit.core.textsafe import term_safe, display_path
-    >>> term_safe("M1\\x1b[2J")
-    'M1\\\\x1b[2J'
-    >>> display_path("~/models/x")
-    '~/models/x'
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """The one way a user's path is checked and a user's text or JSON file is read: what is
 wrong (an unknown user's ``~``, not UTF-8, JSON nested too deep ...) is one `TtsKitError`
 line naming the file and the fix.
-
-Example:
-    >>> check_path("~nouser-xyz/x", "--out")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    tts_kit.TtsKitError: --out '~nouser-xyz/x': no user 'nouser-xyz' to find a home ...
 """
 
 from __future__ import annotations

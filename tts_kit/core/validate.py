@@ -1,13 +1,5 @@
 """One check for every number a user gives, from a flag or a file: finite, in range, with
 units (`check_number`; `Rule` holds one range, so a table of them reads like documentation).
-
-Example:
-    >>> check_number(2, "--workers", low=1, high=1024, integer=True)
-    2
-    >>> check_number(float("nan"), "--timeout", low=0, low_open=True, unit="s")
-    Traceback (most recent call last):
-    ...
-    tts_kit.core.validate.InvalidNumber: --timeout nan: give a finite number > 0 s
 """
 
 from __future__ import annotations

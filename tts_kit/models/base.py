@@ -1,15 +1,6 @@
 """What a speech model is, whatever its family: the `SpeechModel` protocol and its `Capabilities`.
 
 Everything above ``tts_kit.models`` asks a model what it can do, never its family.
-
-Example:
-    >>> from tts_kit.models.base import SpeechModel
-    >>> from tts_kit.models.resolve import open_model
-    >>> model = open_model()
-    >>> isinstance(model, SpeechModel), model.capabilities.flow_steps
-    (True, True)
-    >>> model.label
-    'Supertonic stand-in (tiny)'
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
 """Model families and their engines: `make_engine` opens a model (`tts_kit.models.resolve`)
 and gives the engine of its family.
-
-Example:
-    >>> from tts_kit.models.family import make_engine, model_label
-    >>> model_label(make_engine().bundle)             # the discovered bundle
-    'Supertonic stand-in (tiny)'
 """
 
 from __future__ import annotations

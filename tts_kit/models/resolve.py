@@ -1,11 +1,5 @@
 """The one way to open a model: a spec (an opened model, ``piper:NAME``, a directory or
 ``.onnx`` file, or None for discovery) in, the opened model and where it came from out.
-
-Example:
-    >>> from tts_kit.models.resolve import resolve_model
-    >>> model, source = resolve_model()
-    >>> model.label, source
-    ('Supertonic stand-in (tiny)', 'stand-in (tiny)')
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
 """What a synthesis call takes and gives, for every family: `SynthesisConfig` in,
 `AudioChunk` / `SynthesisStream` / `SynthesisResult` out, and the request checks they share.
-
-Example:
-    >>> cfg = SynthesisConfig(lang="en", seed=0, max_chunk_chars=40)
-    >>> cfg.replace(seed=1).seed, cfg.seed
-    (1, 0)
 """
 
 from __future__ import annotations

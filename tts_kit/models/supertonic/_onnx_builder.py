@@ -3,13 +3,6 @@
 Each method appends nodes (and seeded initializers) and returns its output's name, so a
 network reads like its PyTorch forward pass (``[B, C, T]`` into convolutions, ``[B, T, C]``
 into LayerNorm, MatMul and attention). ``onnx`` is imported by the first `GraphBuilder`.
-
-Example:
-    >>> import numpy as np
-    >>> g = GraphBuilder("demo", np.random.default_rng(0))
-    >>> y = g.linear("x", 4, 8, "fc")
-    >>> g.nodes[0].op_type, g.params
-    ('MatMul', 40)
 """
 
 from __future__ import annotations

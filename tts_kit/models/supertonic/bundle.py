@@ -1,11 +1,5 @@
 """Open and validate a Supertonic model bundle (the layout in ``tts_kit.core.contract``):
 every file is checked, in one-line `BundleError`s, without loading the weights.
-
-Example:
-    >>> from tts_kit import Bundle
-    >>> bundle = Bundle.discover()          # explicit path, env, official cache, stand-in
-    >>> bundle.voices, bundle.is_standin    # doctest: +SKIP
-    (['F1', 'M1'], True)
 """
 
 from __future__ import annotations

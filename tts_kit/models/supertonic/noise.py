@@ -1,9 +1,5 @@
 """The initial latent noise of the Supertonic flow: seeded like the official package
 (`OfficialNoise`), or the caller's array (`FixedNoise`).
-
-Example:
-    >>> OfficialNoise(0)([2, 3]).shape
-    (2, 144, 3)
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
 """A synthetic Supertonic bundle: the real layout and architecture, seeded random weights
 (docs/guide.md, "The stand-in"); the networks are built in `standin_graphs`.
-
-Example:
-    >>> from tts_kit.models.supertonic.standin import build_standin
-    >>> summary = build_standin("/tmp/standin-tiny", scale="tiny")  # doctest: +SKIP
-    >>> print(summary.table())  # doctest: +SKIP
 """
 
 from __future__ import annotations

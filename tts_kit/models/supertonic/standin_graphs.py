@@ -1,10 +1,6 @@
 """The stand-in's four networks: the published Supertonic-3 architecture per scale
 (`_ARCH`) built with ``onnx.helper`` and filled with scaled, seeded random weights
 (`build_graph`). `tts_kit.models.supertonic.standin` writes them out as a bundle.
-
-Example:
-    >>> [i.name for i in build_graph("vocoder", "tiny").graph.input]
-    ['latent']
 """
 
 from __future__ import annotations
