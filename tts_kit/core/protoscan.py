@@ -91,11 +91,8 @@ def _fields(buf: mmap.mmap | bytes, pos: int, end: int):
                 raise ScanError("a field runs past the end of the data (file truncated?)")
             yield field, wire, (pos, pos + length)
             pos += length
-        elif wire == 1:
-            pos += 8
-            yield field, wire, None
-        elif wire == 5:
-            pos += 4
+        elif wire in (1, 5):  # fixed64, fixed32
+            pos += 8 if wire == 1 else 4
             yield field, wire, None
         else:
             raise ScanError(f"unsupported wire type {wire}")

@@ -39,12 +39,9 @@ def term_safe(text: object, keep: str = "") -> str:
 
 def _homes() -> list[str]:
     """The home directory as written and as resolved (bundle paths are resolved)."""
-    out = []
-    for home in (os.path.expanduser("~"), os.path.realpath(os.path.expanduser("~"))):
-        home = home.rstrip("/")
-        if home and home != "~" and home not in out:
-            out.append(home)
-    return sorted(out, key=len, reverse=True)
+    home = os.path.expanduser("~")
+    homes = {h.rstrip("/") for h in (home, os.path.realpath(home))} - {"", "~"}
+    return sorted(homes, key=len, reverse=True)
 
 
 def display_path(path: str | os.PathLike[str], full: bool = False) -> str:

@@ -52,13 +52,7 @@ class Plan:
     config: SynthesisConfig | None = None  # the checked config (set by `EngineBase.plan`)
 
 
-def read_only(a: np.ndarray) -> np.ndarray:
-    """A read-only view of ``a`` (what stage hooks see).
-
-    Example:
-        >>> read_only(np.zeros(2)).flags.writeable
-        False
-    """
+def _read_only(a: np.ndarray) -> np.ndarray:
     view = np.asarray(a).view()
     view.flags.writeable = False
     return view
@@ -161,8 +155,8 @@ class EngineBase:
             out = sess.run(self._outputs, feeds)[0].astype(np.float32, copy=False)
             timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - t0
         if self._stage_hooks:
-            view_feeds = {k: read_only(v) for k, v in given.items()}
-            view_out = read_only(out)
+            view_feeds = {k: _read_only(v) for k, v in given.items()}
+            view_out = _read_only(out)
             for hook in self._stage_hooks:
                 hook(stage, view_feeds, view_out)
         return out
@@ -397,4 +391,4 @@ class EngineBase:
                                voice=cfg.voice or "", seed=parts.seed)
 
 
-__all__ = ["EngineBase", "Plan", "read_only"]
+__all__ = ["EngineBase", "Plan"]

@@ -208,15 +208,13 @@ class GraphBuilder:
         for out in spec.outputs:
             nodes.append(helper.make_node("Identity", [io[out.name]], [out.name],
                                           name=f"{self.name}/output_{out.name}"))
-        graph = helper.make_graph(
-            nodes,
-            self.name,
-            [helper.make_tensor_value_info(t.name, _ELEM[t.dtype], list(t.shape))
-             for t in spec.inputs],
-            [helper.make_tensor_value_info(t.name, _ELEM[t.dtype], list(t.shape))
-             for t in spec.outputs],
-            self.inits,
-        )
+
+        def infos(specs: tuple) -> list:
+            return [helper.make_tensor_value_info(t.name, _ELEM[t.dtype], list(t.shape))
+                    for t in specs]
+
+        graph = helper.make_graph(nodes, self.name, infos(spec.inputs), infos(spec.outputs),
+                                  self.inits)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
                                   producer_name="tts_kit.models.supertonic.standin", doc_string=doc)
         model.ir_version = IR_VERSION

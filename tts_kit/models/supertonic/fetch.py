@@ -47,13 +47,8 @@ def _hub_reachable(timeout_s: float = 3.0) -> bool:
         return False
 
 
-def default_model_dir(model: str) -> Path:
-    """Where `fetch_model` puts a model when no directory is given: the official cache.
-
-    Example:
-        >>> default_model_dir("supertonic-3").name  # doctest: +SKIP
-        'supertonic3'
-    """
+def _default_model_dir(model: str) -> Path:
+    """Where `fetch_model` puts a model when no directory is given: the official cache."""
     s = current_settings()
     if s.supertonic_cache_dir:
         return Path(s.supertonic_cache_dir).expanduser()
@@ -64,7 +59,7 @@ def fetch_model(model: str = "supertonic-3", dest: str | os.PathLike[str] | None
     """Download ``model`` into ``dest`` (default: the official package's cache directory)."""
     if model not in MODELS:
         raise FetchError(f"unknown model '{model}'; choose one of: {', '.join(MODELS)}")
-    target = Path(dest).expanduser() if dest else default_model_dir(model)
+    target = Path(dest).expanduser() if dest else _default_model_dir(model)
     if target.exists() and any(target.iterdir()):
         raise FetchError(f"{target} already exists and is not empty; pass an empty or new --dir")
     try:
