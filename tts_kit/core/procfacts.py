@@ -330,6 +330,11 @@ def libc() -> ctypes.CDLL | None:
         return None
 
 
+def _glibc(name: str, *args: int) -> bool:
+    fn = getattr(libc(), name, None)
+    return bool(fn(*args)) if fn is not None else False
+
+
 def malloc_trim() -> bool:
     """Ask glibc to return free heap pages to the OS; False where there is no glibc.
 
@@ -337,10 +342,7 @@ def malloc_trim() -> bool:
         >>> malloc_trim() in (True, False)
         True
     """
-    lib = libc()
-    if lib is None or not hasattr(lib, "malloc_trim"):
-        return False
-    return bool(lib.malloc_trim(0))
+    return _glibc("malloc_trim", 0)
 
 
 def mallopt(param: int, value: int) -> bool:
@@ -350,21 +352,17 @@ def mallopt(param: int, value: int) -> bool:
         >>> mallopt(-3, 1024 * 1024) in (True, False)  # M_MMAP_THRESHOLD
         True
     """
-    lib = libc()
-    if lib is None or not hasattr(lib, "mallopt"):
-        return False
-    return bool(lib.mallopt(int(param), int(value)))
+    return _glibc("mallopt", int(param), int(value))
 
 
-def release_memory(trim: bool = True) -> None:
-    """Collect garbage and (``trim``) trim the C heap, which otherwise keeps freed pages.
+def release_memory() -> None:
+    """Collect garbage and trim the C heap, which otherwise keeps freed pages.
 
     Example:
         >>> release_memory()
     """
     gc.collect()
-    if trim:
-        malloc_trim()
+    malloc_trim()
 
 
 def die_with_parent(parent: int | None = None) -> None:
