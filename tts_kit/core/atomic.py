@@ -394,7 +394,7 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _is_stale(path: str, max_age_s: float) -> bool:
+def _is_stale(path: str) -> bool:
     """Whether ``path`` is a temporary whose writer is gone (or that is very old)."""
     m = TEMP_NAME.match(Path(path).name)
     if not m:
@@ -402,13 +402,12 @@ def _is_stale(path: str, max_age_s: float) -> bool:
     if not _pid_alive(int(m["pid"])):
         return True
     try:
-        return time.time() - os.lstat(path).st_mtime > max_age_s
+        return time.time() - os.lstat(path).st_mtime > STALE_AFTER_S
     except OSError:
         return False
 
 
-def sweep_stale(directory: str | os.PathLike[str], max_age_s: float = STALE_AFTER_S
-                ) -> list[Path]:
+def sweep_stale(directory: str | os.PathLike[str]) -> list[Path]:
     """Remove (and return) the temporaries dead writers left in ``directory``; only for
     directories tts_kit owns (the cache), never a user's.
 
@@ -424,7 +423,7 @@ def sweep_stale(directory: str | os.PathLike[str], max_age_s: float = STALE_AFTE
     except OSError:
         return removed
     for entry in entries:
-        if not _is_stale(entry.path, max_age_s):
+        if not _is_stale(entry.path):
             continue
         try:
             if entry.is_dir(follow_symlinks=False):
