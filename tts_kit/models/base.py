@@ -90,20 +90,13 @@ class Capabilities:
         False
     """
 
-    #: Synthesis takes a number of flow-matching steps (``steps`` means something).
-    flow_steps: bool = False
-    #: The caller may hand in the initial noise (an array or a seeded draw) per chunk.
-    caller_noise: bool = False
-    #: Noise is scaled by ``noise_scale`` / ``noise_w`` (VITS-style voices).
-    noise_scales: bool = False
-    #: An official reference implementation runs this model (``verify --against official``).
-    official_reference: bool = False
-    #: Workers on other machines can find the same model by its fingerprint (Dask sweeps).
-    distributed: bool = False
-    #: Several texts can be synthesised in one batched call (``batch_size`` > 1).
-    batching: bool = False
-    #: The model is a tts_kit stand-in with random weights: its audio is noise.
-    standin: bool = False
+    flow_steps: bool = False  # ``steps`` (flow-matching steps) means something
+    caller_noise: bool = False  # the caller may hand in the initial noise
+    noise_scales: bool = False  # noise scaled by ``noise_scale`` / ``noise_w`` (VITS voices)
+    official_reference: bool = False  # ``verify --against official`` runs
+    distributed: bool = False  # workers elsewhere find the model by its fingerprint (Dask)
+    batching: bool = False  # several texts in one batched call
+    standin: bool = False  # a tts_kit stand-in: random weights, its audio is noise
     #: Each chunk of a plan renders on its own, in any process, to the same audio
     #: (`render_chunk`, the server's chunk-level scheduling).
     chunk_jobs: bool = False

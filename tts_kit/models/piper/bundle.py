@@ -160,11 +160,6 @@ class PiperBundle(StagedModel):
                              f"{', '.join(self.voices)}")
         return (self.config.get("speaker_id_map") or {}).get(voice) if self.has_sid else None
 
-    def voice(self, name: str) -> str:
-        """Check a voice name (`speaker_id`); returns it."""
-        self.speaker_id(name)
-        return name
-
     @property
     def sample_rate(self) -> int:
         return int(self.config["audio"]["sample_rate"])

@@ -121,7 +121,11 @@ class Bundle(StagedModel):
         #: code point -> token id (-1 = unsupported), as an int64 array for vector lookup.
         self.indexer: np.ndarray = np.asarray(indexer, dtype=np.int64)
         self.stages: dict[str, StageInfo] = {s: self._check_graph(s) for s in contract.STAGES}
-        self._voices = self._check_voices()
+        vdir = root / contract.VOICE_DIR
+        files = sorted(vdir.glob("*.json")) if vdir.is_dir() else []
+        if not files:
+            raise BundleError(f"{contract.VOICE_DIR}/: no voice styles (*.json) found")
+        self._voices = {f.stem: f for f in files}
         self._voice_cache: dict[str, VoiceStyle] = {}
         for name in self.voices:  # parse and check every voice now
             self.voice(name)
@@ -167,13 +171,6 @@ class Bundle(StagedModel):
         size = path.stat().st_size + sum(p.stat().st_size
                                          for p in path.parent.glob(f"{path.name}.data*"))
         return StageInfo(stage, path, size, scan.params, precision_of(scan.initializer_types))
-
-    def _check_voices(self) -> dict[str, Path]:
-        vdir = self.path / contract.VOICE_DIR
-        files = sorted(vdir.glob("*.json")) if vdir.is_dir() else []
-        if not files:
-            raise BundleError(f"{contract.VOICE_DIR}/: no voice styles (*.json) found")
-        return {f.stem: f for f in files}
 
     def _load_voice(self, name: str, path: Path) -> VoiceStyle:
         rel = path.relative_to(self.path)
