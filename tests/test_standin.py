@@ -318,15 +318,15 @@ def test_ensure_standin_loses_a_race_gracefully(monkeypatch: pytest.MonkeyPatch,
                                                 tmp_path: Path, tiny_bundle_dir: Path):
     monkeypatch.setenv("TTS_KIT_CACHE_DIR", str(tmp_path))
     target = tmp_path / f"standin-tiny-seed0-v{st.STANDIN_VERSION}"
-    real_build = st.build_standin
+    real_graph = st.build_graph
 
-    def rival_finishes_first(path, **kw):
-        summary = real_build(path, **kw)
-        shutil.copytree(tiny_bundle_dir, target)  # another process renamed first
-        (target / "rival").write_text("")
-        return summary
+    def rival_finishes_first(stage, *args):
+        if not target.exists():  # while ours is being built, another process renames first
+            shutil.copytree(tiny_bundle_dir, target)
+            (target / "rival").write_text("")
+        return real_graph(stage, *args)
 
-    monkeypatch.setattr(st, "build_standin", rival_finishes_first)
+    monkeypatch.setattr(st, "build_graph", rival_finishes_first)
     assert st.ensure_standin("tiny") == target
     assert (target / "rival").exists()  # the winner's copy is kept intact
     assert sorted(p.name for p in tmp_path.iterdir()) == [target.name]  # ours discarded

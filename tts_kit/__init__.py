@@ -5,10 +5,7 @@ for discovery) and asked what it can do (`SpeechModel`, `Capabilities`); `make_e
 gives its engine, whose `stream` yields `AudioChunk`s and whose `synthesize` joins them,
 both configured by one `SynthesisConfig`. `Bundle` and `Engine` are the Supertonic family's
 own classes. Measurements take a `Workload` and a `SessionPreset`; errors a user can fix
-are `TtsKitError`s. The layers, bottom to top: `tts_kit.core`, `tts_kit.text`,
-`tts_kit.runtime`, `tts_kit.models`, `tts_kit.tuning` and `tts_kit.fidelity`,
-`tts_kit.precision`, then
-the faces (`tts_kit.report`, `tts_kit.serve`, `tts_kit.notebook`, `tts_kit.cli`).
+are `TtsKitError`s. The layers: docs/architecture.md.
 
 Example:
     >>> import tts_kit
@@ -65,6 +62,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module 'tts_kit' has no attribute {name!r}")
+
 
 __all__ = [
     "AudioChunk",

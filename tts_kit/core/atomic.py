@@ -1,18 +1,8 @@
 """Outputs that appear whole or not at all, and temporaries that never outlive their writer.
 
-Each output a user keeps is built in a sibling ``.<name>.tmp-<pid>-<random>`` and moved into
-place when complete (`atomic_file`, `atomic_dir`, `scratch_dir`, `install_files`); the pid
-lets `sweep_stale` find a dead writer's leftovers. Meanwhile SIGTERM and SIGHUP raise
-`Terminated`, so Ctrl-C's clean-up runs. Only the standard library: every layer may use it.
-
-Example:
-    >>> import tempfile
-    >>> from pathlib import Path
-    >>> d = Path(tempfile.mkdtemp())
-    >>> with atomic_file(d / "out.txt") as tmp:
-    ...     _ = tmp.write_text("complete")
-    >>> (d / "out.txt").read_text(), sorted(p.name for p in d.iterdir())
-    ('complete', ['out.txt'])
+Each output is built in a sibling ``.<name>.tmp-<pid>-<random>`` and moved into place when
+complete; the pid lets `sweep_stale` find a dead writer's leftovers. Meanwhile SIGTERM and
+SIGHUP raise `Terminated`, so Ctrl-C's clean-up runs. Only the standard library.
 """
 
 from __future__ import annotations
@@ -65,10 +55,8 @@ def _raise_terminated(signum: int, frame: object) -> None:
 
 @contextlib.contextmanager
 def signals_as_exceptions() -> Iterator[None]:
-    """While active, SIGTERM/SIGHUP raise `Terminated` instead of ending the process at once.
-
-    Only default handlers are taken over; nested uses share one installation; a caught
-    signal is sent again on leaving the outermost one. Outside the main thread: no-op.
+    """While active, SIGTERM/SIGHUP raise `Terminated` instead of ending the process at once
+    (default handlers only; re-sent on leaving the outermost use; main thread only).
 
     Example:
         >>> with signals_as_exceptions():
@@ -133,8 +121,8 @@ def _fsync_dir(path: Path) -> None:
 
 
 def check_destination(dst: str | os.PathLike[str]) -> Path:
-    """Check, before any work, that a file can be written at ``dst`` (its parent is tried
-    with a temporary, which answers truthfully for read-only mounts); one-line `TtsKitError`.
+    """Check, before any work, that a file can be written at ``dst`` (by writing a temporary
+    beside it); else a one-line `TtsKitError`.
 
     Example:
         >>> check_destination(tempfile.gettempdir())  # doctest: +ELLIPSIS
@@ -168,11 +156,10 @@ def atomic_file(dst: str | os.PathLike[str], *, replace: bool = True,
                 suffix: str | None = None) -> Iterator[Path]:
     """Yield a temporary path beside ``dst``; on success it becomes ``dst`` in one step.
 
-    Removed on any failure; an existing ``dst`` is untouched until then. ``replace=False``:
-    ``FileExistsError`` rather than overwrite. ``suffix``: the temporary's (default ``dst``'s).
+    Removed on any failure. ``replace=False``: ``FileExistsError`` rather than overwrite;
+    ``suffix``: the temporary's (default ``dst``'s).
 
     Example:
-        >>> import tempfile
         >>> d = Path(tempfile.mkdtemp())
         >>> with atomic_file(d / "x.json") as tmp:
         ...     _ = tmp.write_text("{}")
@@ -206,7 +193,7 @@ def _link_into_place(tmp: Path, dst: Path) -> None:
     except OSError as exc:
         if exc.errno == errno.EEXIST:
             raise
-        # A file system without hard links: check, then rename (a small window, no more).
+        # No hard links here: check, then rename (a small window).
         if os.path.lexists(dst):
             raise FileExistsError(errno.EEXIST, "already exists", str(dst)) from None
         os.replace(tmp, dst)
@@ -294,22 +281,15 @@ def _move_up(tmp: Path, dst: Path, last: str | None) -> None:
 def atomic_dir(dst: str | os.PathLike[str], *, last: str | None = None) -> Iterator[Path]:
     """Yield a temporary directory; on success its content becomes ``dst``.
 
-    ``dst`` missing: built beside it and renamed; an empty directory (a mount point): built
-    inside and the entries moved up, ``last`` (the one that says "complete") last. On any
-    failure ``dst`` is as it was.
+    An existing empty ``dst`` (a mount point) is built inside, its entries moved up with
+    ``last`` last. On any failure ``dst`` is as it was.
 
     Example:
-        >>> import tempfile
         >>> d = Path(tempfile.mkdtemp())
         >>> with atomic_dir(d / "out") as tmp:
         ...     _ = (tmp / "a.txt").write_text("a")
         >>> sorted(p.name for p in (d / "out").iterdir()), sorted(p.name for p in d.iterdir())
         (['a.txt'], ['out'])
-        >>> (d / "volume").mkdir()  # an existing empty directory (a mount point) is filled
-        >>> with atomic_dir(d / "volume") as tmp:
-        ...     _ = (tmp / "b.txt").write_text("b")
-        >>> sorted(p.name for p in (d / "volume").iterdir())
-        ['b.txt']
     """
     dst = Path(dst)
     into = dst.is_dir() and not dst.is_symlink()
@@ -334,7 +314,6 @@ def scratch_dir(beside: str | os.PathLike[str]) -> Iterator[Path]:
     """A private working directory next to ``beside`` (same file system), always removed.
 
     Example:
-        >>> import tempfile
         >>> d = Path(tempfile.mkdtemp())
         >>> with scratch_dir(d / "out") as s:
         ...     s.name.startswith(".out.tmp-")
@@ -364,11 +343,9 @@ def lock_beside(directory: str | os.PathLike[str]) -> Path:
 
 @contextlib.contextmanager
 def build_lock(path: str | os.PathLike[str]) -> Iterator[None]:
-    """Hold an exclusive lock between processes on the file ``path``, so a cache entry
-    wanted at once is built once (no lock without ``fcntl``).
+    """Hold an exclusive lock between processes on the file ``path`` (none without ``fcntl``).
 
     Example:
-        >>> import tempfile
         >>> d = Path(tempfile.mkdtemp())
         >>> with build_lock(lock_beside(d / "cache")):
         ...     (d / ".cache.lock").is_file()
@@ -390,10 +367,9 @@ def build_lock(path: str | os.PathLike[str]) -> Iterator[None]:
 def install_files(src_dir: str | os.PathLike[str], dst_dir: str | os.PathLike[str],
                   names: list[str]) -> list[Path]:
     """Move ``names`` from a finished temporary directory into ``dst_dir``, each replaced in
-    one rename with signals held (other files stay).
+    one rename with signals held.
 
     Example:
-        >>> import tempfile
         >>> a, b = Path(tempfile.mkdtemp()), Path(tempfile.mkdtemp())
         >>> _ = (a / "r.json").write_text("new")
         >>> [p.name for p in install_files(a, b, ["r.json"])]
@@ -418,33 +394,24 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def is_stale(path: str | os.PathLike[str], max_age_s: float = STALE_AFTER_S) -> bool:
-    """True when ``path`` is a tts_kit temporary whose writer is gone (or that is very old).
-
-    Example:
-        >>> is_stale("/nonexistent/.x.tmp-999999999-abc")
-        True
-        >>> is_stale(f"/nonexistent/.x.tmp-{os.getpid()}-abc")
-        False
-    """
+def _is_stale(path: str) -> bool:
+    """Whether ``path`` is a temporary whose writer is gone (or that is very old)."""
     m = TEMP_NAME.match(Path(path).name)
     if not m:
         return False
     if not _pid_alive(int(m["pid"])):
         return True
     try:
-        return time.time() - os.lstat(path).st_mtime > max_age_s
+        return time.time() - os.lstat(path).st_mtime > STALE_AFTER_S
     except OSError:
         return False
 
 
-def sweep_stale(directory: str | os.PathLike[str], max_age_s: float = STALE_AFTER_S
-                ) -> list[Path]:
+def sweep_stale(directory: str | os.PathLike[str]) -> list[Path]:
     """Remove (and return) the temporaries dead writers left in ``directory``; only for
     directories tts_kit owns (the cache), never a user's.
 
     Example:
-        >>> import tempfile
         >>> d = Path(tempfile.mkdtemp())
         >>> (d / ".k.tmp-999999999-x").mkdir()
         >>> [p.name for p in sweep_stale(d)]
@@ -456,7 +423,7 @@ def sweep_stale(directory: str | os.PathLike[str], max_age_s: float = STALE_AFTE
     except OSError:
         return removed
     for entry in entries:
-        if not is_stale(entry.path, max_age_s):
+        if not _is_stale(entry.path):
             continue
         try:
             if entry.is_dir(follow_symlinks=False):

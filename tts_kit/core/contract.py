@@ -53,10 +53,9 @@ LANGUAGES: tuple[str, ...] = (
 #: there; named here so the CLI's help lists them without importing onnxruntime).
 PRESET_NAMES: tuple[str, ...] = ("ort-default", "supertonic-default", "seed-2vcpu",
                                  "low-memory", "lean")
-#: What a sweep measures unless told otherwise: `tts-kit tune`, `tts-kit report` and
-#: `tts_kit.report.SweepSpec` share it (ONNX Runtime's defaults first, as the baseline).
-SWEEP_PRESETS: tuple[str, ...] = ("ort-default", "supertonic-default", "seed-2vcpu",
-                                  "low-memory", "lean")
+#: What a sweep measures unless told otherwise (`tts-kit tune`, `tts-kit report`,
+#: `tts_kit.report.SweepSpec`): every preset, ONNX Runtime's defaults first as the baseline.
+SWEEP_PRESETS: tuple[str, ...] = PRESET_NAMES
 
 #: The language a text is read in when none is given: the CLI's synth and normalize and
 #: the measurement workload share it.
@@ -78,11 +77,8 @@ class TensorSpec:
     """One input or output of a graph."""
 
     name: str
-    """Tensor name in the ONNX graph."""
-    dtype: str
-    """Element type as numpy spells it (``float32``, ``int64``)."""
-    shape: tuple[str | int, ...]
-    """Symbolic shape; strings are dynamic axes (B, T, L), ints are fixed."""
+    dtype: str  # as numpy spells it (``float32``, ``int64``)
+    shape: tuple[str | int, ...]  # strings are dynamic axes (B, T, L), ints are fixed
 
     @property
     def rank(self) -> int:
@@ -104,44 +100,24 @@ class GraphSpec:
 
 
 _f, _i = "float32", "int64"
-GRAPHS: dict[str, GraphSpec] = {
-    "duration_predictor": GraphSpec(
-        "duration_predictor",
-        (
-            TensorSpec("text_ids", _i, ("B", "T")),
-            TensorSpec("style_dp", _f, ("B", 8, 16)),
-            TensorSpec("text_mask", _f, ("B", 1, "T")),
-        ),
-        (TensorSpec("duration", _f, ("B",)),),
-    ),
-    "text_encoder": GraphSpec(
-        "text_encoder",
-        (
-            TensorSpec("text_ids", _i, ("B", "T")),
-            TensorSpec("style_ttl", _f, ("B", 50, 256)),
-            TensorSpec("text_mask", _f, ("B", 1, "T")),
-        ),
-        (TensorSpec("text_emb", _f, ("B", 256, "T")),),
-    ),
-    "vector_estimator": GraphSpec(
-        "vector_estimator",
-        (
-            TensorSpec("noisy_latent", _f, ("B", 144, "L")),
-            TensorSpec("text_emb", _f, ("B", 256, "T")),
-            TensorSpec("style_ttl", _f, ("B", 50, 256)),
-            TensorSpec("latent_mask", _f, ("B", 1, "L")),
-            TensorSpec("text_mask", _f, ("B", 1, "T")),
-            TensorSpec("current_step", _f, ("B",)),
-            TensorSpec("total_step", _f, ("B",)),
-        ),
-        (TensorSpec("denoised_latent", _f, ("B", 144, "L")),),
-    ),
-    "vocoder": GraphSpec(
-        "vocoder",
-        (TensorSpec("latent", _f, ("B", 144, "L")),),
-        (TensorSpec("wav_tts", _f, ("B", "3072*L")),),
-    ),
-}
+_TEXT_IDS = TensorSpec("text_ids", _i, ("B", "T"))
+_TEXT_MASK = TensorSpec("text_mask", _f, ("B", 1, "T"))
+_STYLE_TTL = TensorSpec("style_ttl", _f, ("B", 50, 256))
+_TEXT_EMB = TensorSpec("text_emb", _f, ("B", 256, "T"))
+_LATENT = ("B", 144, "L")
+GRAPHS: dict[str, GraphSpec] = {g.stage: g for g in (
+    GraphSpec("duration_predictor",
+              (_TEXT_IDS, TensorSpec("style_dp", _f, ("B", 8, 16)), _TEXT_MASK),
+              (TensorSpec("duration", _f, ("B",)),)),
+    GraphSpec("text_encoder", (_TEXT_IDS, _STYLE_TTL, _TEXT_MASK), (_TEXT_EMB,)),
+    GraphSpec("vector_estimator",
+              (TensorSpec("noisy_latent", _f, _LATENT), _TEXT_EMB, _STYLE_TTL,
+               TensorSpec("latent_mask", _f, ("B", 1, "L")), _TEXT_MASK,
+               TensorSpec("current_step", _f, ("B",)), TensorSpec("total_step", _f, ("B",))),
+              (TensorSpec("denoised_latent", _f, _LATENT),)),
+    GraphSpec("vocoder", (TensorSpec("latent", _f, _LATENT),),
+              (TensorSpec("wav_tts", _f, ("B", "3072*L")),)),
+)}
 
 
 #: The precision recipes of a four-stage bundle (`tts_kit.precision.recipes.RECIPES`), each

@@ -1,7 +1,4 @@
-"""File digests: a file's SHA-256, read once per version of the file in a process.
-
-The bundle's fingerprint, the external-data cache and conversion reports share them.
-"""
+"""File digests: a file's SHA-256, read once per version of the file in a process."""
 
 from __future__ import annotations
 
@@ -15,9 +12,8 @@ _SHA_LOCK = threading.Lock()
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
-    """SHA-256 of a file's content, read once per version of the file in this process:
-    remembered by (path, device, inode, size, mtime, ctime), as ``cp -p`` restores mtime but
-    nobody can set ctime back.
+    """SHA-256 of a file's content, remembered by (path, device, inode, size, mtime, ctime):
+    ``cp -p`` restores mtime, but nobody can set ctime back.
 
     Example:
         >>> import tempfile

@@ -1,10 +1,5 @@
-"""The one root of the errors a user can fix: `TtsKitError`.
-
-Everything tts_kit raises on purpose, for a problem the user can act on (a model that does
-not match its contract, a bad argument, a report that cannot be read), is a `TtsKitError`.
-The CLI prints those as one line and exits 2; any other exception is a bug and is reported
-as one. `TtsKitError` subclasses `ValueError`, so callers that caught `ValueError` keep
-working.
+"""The one root of the errors a user can fix: `TtsKitError` (a `ValueError`), which the CLI
+prints as one line, exiting 2; any other exception is a bug.
 
 Example:
     >>> from tts_kit.core.errors import BundleError, TtsKitError

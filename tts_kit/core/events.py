@@ -1,7 +1,5 @@
-"""Named events a process marks while it works ("load vocoder", "run vector_estimator").
-
-The engine marks each stage's load, run and release; `tts_kit.runtime.measure` records
-them beside its RSS samples for a memory timeline. Cheap while nobody records.
+"""Named events a process marks while it works ("load vocoder"), recorded beside RSS samples
+for a memory timeline (`tts_kit.runtime.measure`); cheap while nobody records.
 
 Example:
     >>> from tts_kit.core import events

@@ -1,13 +1,5 @@
-"""Facts about processes, read from the OS in one place: memory, CPU time, cores, glibc.
-
-One way to read each fact: memory (`rss_mb`, `pss_mb`, `peak_rss_mb`), CPU time, cores
-(`usable_cores`), a container's limits (`cgroup_cpu_quota`, `cgroup_memory_limit_mb`) and
-glibc (`release_memory`). Sizes in MiB; asking about a gone process gives None.
-
-Example:
-    >>> from tts_kit.core import procfacts
-    >>> procfacts.rss_mb() > 0 and procfacts.usable_cores() >= 1
-    True
+"""Facts about processes, read from the OS in one place: memory, CPU time, cores, a
+container's limits and glibc. Sizes in MiB; asking about a gone process gives None.
 """
 
 from __future__ import annotations
@@ -15,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import functools
 import gc
 import math
 import os
@@ -25,23 +18,18 @@ from pathlib import Path
 
 import psutil
 
-# The one tts_kit module procfacts reads: the environment, read once (imports nothing itself).
 from tts_kit.core.settings import settings as current_settings
 
 MIB = 2.0**20
-#: Environment variable that carries ``run_isolated(cpus=N)`` into the child (and its own
-#: children): the cores this process was given.
+#: Carries ``run_isolated(cpus=N)`` into the child (and its children).
 CPUS_ENV = "TTS_KIT_CPUS"
-
-_libc: ctypes.CDLL | None | bool = None
 
 
 # -- memory -------------------------------------------------------------------------------
 
 
 def status_mb(*keys: str, pid: int | str = "self") -> dict[str, float]:
-    """Fields of ``/proc/PID/status`` given in kB (``VmHWM``, ``RssAnon`` ...), in MiB;
-    fields the kernel does not report are left out.
+    """Fields of ``/proc/PID/status`` given in kB (``VmHWM``, ``RssAnon`` ...), in MiB.
 
     Example:
         >>> sorted(status_mb("VmRSS", "NoSuchField"))  # doctest: +SKIP
@@ -74,8 +62,8 @@ def rss_mb(pid: int | None = None) -> float | None:
 
 
 def pss_mb(pid: int | None = None) -> float | None:
-    """Proportional set size of ``pid`` (shared pages split between their sharers, so a
-    pool's PSS adds up); None where unknown.
+    """Proportional set size of ``pid`` (shared pages split between sharers); None where
+    unknown.
 
     Example:
         >>> p = pss_mb()
@@ -110,8 +98,7 @@ def peak_rss_mb(pid: int | None = None) -> float:
 
 
 def reset_peak_rss() -> bool:
-    """Reset this process's RSS high-water mark to its current RSS, to measure each phase's
-    peak; False where unsupported.
+    """Reset this process's RSS high-water mark to its current RSS; False where unsupported.
 
     Example:
         >>> reset_peak_rss() in (True, False)
@@ -180,8 +167,7 @@ def idlest_cpus(n: int, cores: list[int] | None = None, interval_s: float = 0.05
 
 
 def _cgroup_base(root: str | os.PathLike[str] | None) -> tuple[Path | None, bool]:
-    """The cgroup directory to read and whether it was given (then read alone, without the
-    host's v1 files)."""
+    """The cgroup directory to read and whether it was given (then without v1 files)."""
     if root is None:
         root = cgroup_root_override()
     if root is not None:
@@ -221,7 +207,7 @@ def _read(path: Path) -> str | None:
 
 
 def cgroup_cpu_quota(root: str | os.PathLike[str] | None = None) -> float | None:
-    """The container's CPU quota in cores (``cpu.max`` 150000/100000 -> 1.5); None: none.
+    """The container's CPU quota in cores (``cpu.max`` 150000/100000 -> 1.5), else None;
     ``root``: a cgroup directory read instead (default ``$TTS_KIT_CGROUP_ROOT``).
 
     Example:
@@ -230,30 +216,23 @@ def cgroup_cpu_quota(root: str | os.PathLike[str] | None = None) -> float | None
         True
     """
     base, given = _cgroup_base(root)
-    if base is not None:
-        raw = _read(base / "cpu.max")
-        if raw:
-            quota, _, period = raw.partition(" ")
-            if quota != "max":
-                try:
-                    return int(quota) / int(period or 100000)
-                except ValueError:
-                    return None
-            return None
-    if not given:
+    raw = _read(base / "cpu.max") if base is not None else None
+    if raw:
+        quota, _, period = raw.partition(" ")
+    elif not given:
         v1 = Path("/sys/fs/cgroup/cpu")
         quota, period = _read(v1 / "cpu.cfs_quota_us"), _read(v1 / "cpu.cfs_period_us")
-        try:
-            if quota and period and int(quota) > 0:
-                return int(quota) / int(period)
-        except ValueError:
-            return None
-    return None
+    else:
+        return None
+    try:
+        return int(quota) / int(period or 100000) if int(quota) > 0 else None
+    except (TypeError, ValueError):  # "max" (no quota), missing or malformed
+        return None
 
 
 def cgroup_memory_limit_mb(root: str | os.PathLike[str] | None = None) -> float | None:
-    """The container's memory limit in MiB (``memory.max``); None when unlimited. ``root``:
-    as for `cgroup_cpu_quota`.
+    """The container's memory limit in MiB (``memory.max``), else None (``root``: as for
+    `cgroup_cpu_quota`).
 
     Example:
         >>> m = cgroup_memory_limit_mb()
@@ -275,8 +254,8 @@ def cgroup_memory_limit_mb(root: str | os.PathLike[str] | None = None) -> float 
 
 
 def usable_cores(root: str | os.PathLike[str] | None = None) -> int:
-    """Cores this process can really use: its affinity, capped by the cgroup CPU quota
-    (rounded down, at least 1: 1.5 CPUs on a 16-core host gives 1).
+    """Cores this process can use: its affinity, capped by the cgroup CPU quota (rounded
+    down, at least 1).
 
     Example:
         >>> 1 <= usable_cores() <= len(allowed_cpus())
@@ -305,7 +284,7 @@ def current_cpus() -> int | None:
 
 def umask() -> int:
     """This process's umask, from ``/proc/self/status`` where reported (setting it to read
-    it changes it for every thread for a moment).
+    it would change it for every thread).
 
     Example:
         >>> 0 <= umask() <= 0o777
@@ -336,6 +315,7 @@ def umask_mode(mode: int) -> int:
 # -- glibc --------------------------------------------------------------------------------
 
 
+@functools.cache
 def libc() -> ctypes.CDLL | None:
     """glibc (or the platform's C library), loaded once; None where it cannot be loaded.
 
@@ -343,14 +323,16 @@ def libc() -> ctypes.CDLL | None:
         >>> libc() is None or hasattr(libc(), "free")
         True
     """
-    global _libc
-    if _libc is None:
-        name = ctypes.util.find_library("c")
-        try:
-            _libc = ctypes.CDLL(name) if name else False
-        except OSError:
-            _libc = False
-    return _libc or None
+    name = ctypes.util.find_library("c")
+    try:
+        return ctypes.CDLL(name) if name else None
+    except OSError:
+        return None
+
+
+def _glibc(name: str, *args: int) -> bool:
+    fn = getattr(libc(), name, None)
+    return bool(fn(*args)) if fn is not None else False
 
 
 def malloc_trim() -> bool:
@@ -360,10 +342,7 @@ def malloc_trim() -> bool:
         >>> malloc_trim() in (True, False)
         True
     """
-    lib = libc()
-    if lib is None or not hasattr(lib, "malloc_trim"):
-        return False
-    return bool(lib.malloc_trim(0))
+    return _glibc("malloc_trim", 0)
 
 
 def mallopt(param: int, value: int) -> bool:
@@ -373,26 +352,22 @@ def mallopt(param: int, value: int) -> bool:
         >>> mallopt(-3, 1024 * 1024) in (True, False)  # M_MMAP_THRESHOLD
         True
     """
-    lib = libc()
-    if lib is None or not hasattr(lib, "mallopt"):
-        return False
-    return bool(lib.mallopt(int(param), int(value)))
+    return _glibc("mallopt", int(param), int(value))
 
 
-def release_memory(trim: bool = True) -> None:
-    """Collect garbage and (``trim``) trim the C heap, which otherwise keeps freed pages.
+def release_memory() -> None:
+    """Collect garbage and trim the C heap, which otherwise keeps freed pages.
 
     Example:
         >>> release_memory()
     """
     gc.collect()
-    if trim:
-        malloc_trim()
+    malloc_trim()
 
 
 def die_with_parent(parent: int | None = None) -> None:
-    """Linux: SIGKILL this process when its parent (pid ``parent``, if given: at once if
-    it is gone already) dies: a SIGKILLed serve-sweep leaves no server, a server no worker.
+    """Linux: SIGKILL this process when its parent (pid ``parent``: at once if already
+    gone) dies, so a killed server leaves no worker.
 
     Example:
         >>> import subprocess, sys
@@ -400,7 +375,6 @@ def die_with_parent(parent: int | None = None) -> None:
         0
     """
     with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     if parent is not None and os.getppid() != parent:  # it died before prctl
         os.kill(os.getpid(), signal.SIGKILL)

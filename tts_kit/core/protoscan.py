@@ -1,7 +1,5 @@
-"""Read an ONNX file's graph inputs, outputs and initializer shapes without loading its weights.
-
-Walks the protobuf wire format over a memory map and skips tensor payloads by length, so
-opening a bundle stays cheap and ``onnx`` is never imported on the engine's path.
+"""Read an ONNX file's graph inputs, outputs and initializer shapes without loading its weights
+(the protobuf wire format over a memory map), so ``onnx`` is never imported on the engine's path.
 """
 
 from __future__ import annotations
@@ -48,25 +46,18 @@ class ValueInfo:
     """A graph input or output: what ``ValueInfoProto`` says of a tensor."""
 
     name: str
-    """Tensor name."""
-    elem_type: int
-    """ONNX element type (`ELEM_NAMES`); 0 when the value is not a tensor."""
-    dims: list[int | str | None]
-    """One entry per axis: a size, a symbolic name, or None (unknown); [] without a shape."""
+    elem_type: int  # `ELEM_NAMES`; 0 when the value is not a tensor
+    dims: list[int | str | None]  # per axis: a size, a symbolic name or None; [] without a shape
 
 
 @dataclass
 class GraphScan:
     """What a scan of one ONNX file found."""
 
-    inputs: list[ValueInfo]
-    """Graph inputs, in order (initializers listed as inputs are dropped)."""
+    inputs: list[ValueInfo]  # in order, without initializers listed as inputs
     outputs: list[ValueInfo]
-    """Graph outputs, in order."""
-    params: int
-    """Total number of elements over all initializers."""
-    initializer_types: dict[int, int]
-    """Element count per ONNX element type (`ELEM_NAMES`: FLOAT = 1, FLOAT16 = 10, ...)."""
+    params: int  # elements over all initializers
+    initializer_types: dict[int, int]  # element count per ONNX element type (`ELEM_NAMES`)
 
 
 def _varint(buf: mmap.mmap | bytes, pos: int, end: int) -> tuple[int, int]:
@@ -100,11 +91,8 @@ def _fields(buf: mmap.mmap | bytes, pos: int, end: int):
                 raise ScanError("a field runs past the end of the data (file truncated?)")
             yield field, wire, (pos, pos + length)
             pos += length
-        elif wire == 1:
-            pos += 8
-            yield field, wire, None
-        elif wire == 5:
-            pos += 4
+        elif wire in (1, 5):  # fixed64, fixed32
+            pos += 8 if wire == 1 else 4
             yield field, wire, None
         else:
             raise ScanError(f"unsupported wire type {wire}")

@@ -1,20 +1,11 @@
-"""The environment tts_kit reads, read once into one `Settings` object.
-
-Nothing else in the package reads ``os.environ`` for these (the table: docs/guide.md,
-"Environment variables"): a function that needs one takes ``settings: Settings | None`` and
-falls back to `settings()`, read on first use and then kept (`reset_settings` forgets it).
-
-Example:
-    >>> from tts_kit.core.settings import Settings
-    >>> s = Settings.from_env({"TTS_KIT_MODEL_DIR": "~/voices/joe", "HOME": "/home/u"})
-    >>> s.model_dir, str(s.tts_kit_cache), str(s.official_cache)
-    ('~/voices/joe', '/home/u/.cache/tts_kit', '/home/u/.cache/supertonic3')
+"""The environment tts_kit reads, read once into one `Settings` object (the table:
+docs/guide.md, "Environment variables"); nothing else reads ``os.environ`` for these.
 """
 
 from __future__ import annotations
 
+import functools
 import os
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,9 +27,8 @@ VARIABLES: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Settings:
-    """What the environment says, as read once; an unset or empty variable is None.
-
-    Values are kept as given and checked where used, so a bad one fails only its command.
+    """What the environment says; an unset or empty variable is None. Values are checked
+    where used, so a bad one fails only its command.
 
     Example:
         >>> Settings(model_dir="piper:joe-us").model_dir
@@ -97,10 +87,7 @@ class Settings:
         return self.home / ".cache" / "supertonic3"
 
 
-_LOCK = threading.Lock()
-_CURRENT: list[Settings] = []
-
-
+@functools.lru_cache(maxsize=1)
 def settings() -> Settings:
     """This process's settings: read from the environment on first use, then kept.
 
@@ -108,10 +95,7 @@ def settings() -> Settings:
         >>> settings() is settings()
         True
     """
-    with _LOCK:
-        if not _CURRENT:
-            _CURRENT.append(Settings.from_env())
-        return _CURRENT[0]
+    return Settings.from_env()
 
 
 def reset_settings() -> None:
@@ -121,8 +105,7 @@ def reset_settings() -> None:
         >>> reset_settings(); settings() is settings()
         True
     """
-    with _LOCK:
-        _CURRENT.clear()
+    settings.cache_clear()
 
 
 __all__ = ["VARIABLES", "Settings", "reset_settings", "settings"]

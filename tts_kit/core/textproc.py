@@ -1,7 +1,5 @@
-"""Turn text into the graphs' ``text_ids`` and ``text_mask``, as the official package does.
-
-Identical to the official package's ``UnicodeProcessor`` (a test checks), so a bundle gives
-the same ids; spelling out numbers is `tts_kit.text`'s job, before this.
+"""Turn text into the graphs' ``text_ids`` and ``text_mask`` exactly as the official
+package's ``UnicodeProcessor`` does (a test checks).
 
 Example:
     >>> from tts_kit.core.textproc import preprocess
@@ -21,15 +19,12 @@ from tts_kit.core.errors import TtsKitError
 _EMOJI = re.compile(
     "[\U0001f600-\U0001f64f\U0001f300-\U0001f5ff\U0001f680-\U0001f6ff\U0001f700-\U0001f77f"
     "\U0001f780-\U0001f7ff\U0001f800-\U0001f8ff\U0001f900-\U0001f9ff\U0001fa00-\U0001fa6f"
-    "\U0001fa70-\U0001faff\u2600-\u26ff\u2700-\u27bf\U0001f1e6-\U0001f1ff]+"
-)
-_SYMBOLS = str.maketrans(
-    {
-        "\u2013": "-", "\u2011": "-", "\u2014": "-", "\u00af": " ", "_": " ",
-        "\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'", "\u00b4": "'",
-        "`": "'", "[": " ", "]": " ", "|": " ", "/": " ", "#": " ", "→": " ", "←": " ",
-    }
-)
+    "\U0001fa70-\U0001faff\u2600-\u26ff\u2700-\u27bf\U0001f1e6-\U0001f1ff]+")
+_SYMBOLS = str.maketrans({
+    "\u2013": "-", "\u2011": "-", "\u2014": "-", "\u00af": " ", "_": " ",
+    "\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'", "\u00b4": "'",
+    "`": "'", "[": " ", "]": " ", "|": " ", "/": " ", "#": " ", "→": " ", "←": " ",
+})
 _SPECIAL = re.compile(r"[♥☆♡©\\]")
 _ABBREVIATIONS = (("@", " at "), ("e.g.,", "for example, "), ("i.e.,", "that is, "))
 _SPACE_BEFORE_PUNCT = re.compile(r" ([,.!?;:'])")
@@ -57,24 +52,22 @@ def clean(text: str) -> str:
     return _WS.sub(" ", text).strip()
 
 
-def preprocess(text: str, lang: str | None) -> str:
-    """Clean ``text`` the way the model was trained to read it, and wrap it in language tags.
-
-    ``lang=None`` leaves the tags off (Supertonic v1).
-    """
+def preprocess(text: str, lang: str) -> str:
+    """Clean ``text`` the way the model was trained to read it, and wrap it in language tags."""
     text = clean(text)
     if not _ENDS_WITH_PUNCT.search(text):
         text += "."
-    return f"<{lang}>{text}</{lang}>" if lang is not None else text
+    return f"<{lang}>{text}</{lang}>"
 
 
-def encode(
-    texts: list[str], lang: str | None, indexer: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """``text_ids`` int64 [B, T] and ``text_mask`` float32 [B, 1, T] for a batch of texts.
+def encode(texts: list[str], lang: str, indexer: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``text_ids`` int64 [B, T] and ``text_mask`` float32 [B, 1, T] for a batch of texts;
+    a `TtsKitError` when a character has no token.
 
-    ``ValueError`` when a character has no token (`tts_kit.text.unsupported_characters`
-    names them first).
+    Example:
+        >>> ids, mask = encode(["Hi"], "en", np.arange(128))
+        >>> ids.shape, mask.shape
+        ((1, 12), (1, 1, 12))
     """
     processed = [preprocess(t, lang) for t in texts]
     lengths = np.array([len(p) for p in processed], dtype=np.int64)

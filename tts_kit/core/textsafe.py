@@ -1,15 +1,5 @@
-"""Strings from bundles, reports and users, made safe to show: in a terminal, and as paths.
-
-`term_safe` shows control characters (an ``ESC [2J`` in a voice name would clear the
-screen) as visible escapes; `display_path` and `hide_home` write the home directory as
-``~`` in shared documents. HTML escapes with ``html.escape`` where it is built.
-
-Example:
-    >>> from tts_kit.core.textsafe import term_safe, display_path
-    >>> term_safe("M1\\x1b[2J")
-    'M1\\\\x1b[2J'
-    >>> display_path("~/models/x")
-    '~/models/x'
+"""Strings from bundles, reports and users, made safe to show: control characters as
+visible escapes (`term_safe`), the home directory as ``~`` (`display_path`, `hide_home`).
 """
 
 from __future__ import annotations
@@ -17,11 +7,8 @@ from __future__ import annotations
 import os
 import re
 
-# C0 controls, DEL and the C1 range (U+0080-U+009F: 8-bit CSI, OSC ... that some terminals
-# obey), and the bidirectional marks, overrides and isolates, which reorder what is shown
-# ("Trojan Source": a name could show one thing and be another). Tab and newline are kept
-# only where the caller says so (whole blocks of output). Lone surrogates (a file name's
-# non-UTF-8 bytes, as Python decodes them) cannot be printed: shown as escapes too.
+# C0, DEL and C1 controls (8-bit CSI, OSC), the bidirectional marks, overrides and isolates
+# ("Trojan Source") and lone surrogates (a file name's non-UTF-8 bytes, unprintable).
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
                       r"\ud800-\udfff]")
 
@@ -52,18 +39,14 @@ def term_safe(text: object, keep: str = "") -> str:
 
 def _homes() -> list[str]:
     """The home directory as written and as resolved (bundle paths are resolved)."""
-    out = []
-    for home in (os.path.expanduser("~"), os.path.realpath(os.path.expanduser("~"))):
-        home = home.rstrip("/")
-        if home and home != "~" and home not in out:
-            out.append(home)
-    return sorted(out, key=len, reverse=True)
+    home = os.path.expanduser("~")
+    homes = {h.rstrip("/") for h in (home, os.path.realpath(home))} - {"", "~"}
+    return sorted(homes, key=len, reverse=True)
 
 
 def display_path(path: str | os.PathLike[str], full: bool = False) -> str:
-    """``path`` as a shared document records it: ``~/...`` under the home directory.
-
-    Paths elsewhere are kept; ``full=True`` keeps every path absolute.
+    """``path`` as a shared document records it: ``~/...`` under the home directory, unless
+    ``full``.
 
     Example:
         >>> import os

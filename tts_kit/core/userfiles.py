@@ -1,15 +1,6 @@
-"""The one way a user's path is checked and a user's text or JSON file is read.
-
-A path may be empty, not UTF-8 or name an unknown user's home (``~nouser/x``: a bare
-RuntimeError); a file may not be UTF-8, or be JSON nested 200,000 deep or holding an
-integer of 5,000 digits (a bare ValueError). `check_path`, `read_text` and `read_json`
-say each in one line (`TtsKitError`, or the caller's subclass) naming the file and the fix.
-
-Example:
-    >>> check_path("~nouser-xyz/x", "--out")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    tts_kit.TtsKitError: --out '~nouser-xyz/x': no user 'nouser-xyz' to find a home ...
+"""The one way a user's path is checked and a user's text or JSON file is read: what is
+wrong (an unknown user's ``~``, not UTF-8, JSON nested too deep ...) is one `TtsKitError`
+line naming the file and the fix.
 """
 
 from __future__ import annotations

@@ -1,18 +1,5 @@
-"""One check for every number a user gives, from a flag or a file: finite, in range, with units.
-
-A flag (``serve --timeout nan``), a field of a file (a preset's ``intra_op_num_threads``
-in a report.json, a record's ``peak_rss_mb: 1e400``) and an argument of a library call
-are checked alike by `check_number`, and refused in one line that names the value, the
-range and its unit (`InvalidNumber`, a `TtsKitError`). `Rule` holds one range so a table
-of them (the CLI's, a preset's fields) reads like the documentation.
-
-Example:
-    >>> check_number(2, "--workers", low=1, high=1024, integer=True)
-    2
-    >>> check_number(float("nan"), "--timeout", low=0, low_open=True, unit="s")
-    Traceback (most recent call last):
-    ...
-    tts_kit.core.validate.InvalidNumber: --timeout nan: give a finite number > 0 s
+"""One check for every number a user gives, from a flag or a file: finite, in range, with
+units (`check_number`; `Rule` holds one range, so a table of them reads like documentation).
 """
 
 from __future__ import annotations
@@ -77,11 +64,8 @@ def _show(x: float) -> str:
 def check_number(value: Any, name: str, *, low: float | None = None,
                  high: float | None = None, low_open: bool = False, integer: bool = False,
                  unit: str = "") -> Any:
-    """``value`` checked: a finite number (text is parsed), within ``low``..``high``.
-
-    ``integer``: a whole number (an int back; ``2.0`` counts, ``2.5`` does not). Booleans
-    are not numbers. The error names ``name`` (a flag or a file's field), the value and
-    the range with ``unit``.
+    """``value`` checked: a finite number (text is parsed; booleans are not numbers), within
+    ``low``..``high``, whole if ``integer`` (``2.0`` counts); else `InvalidNumber`.
 
     Example:
         >>> check_number("1e3", "--mem-budget", low=0, low_open=True, unit="MB")
@@ -106,11 +90,10 @@ def check_number(value: Any, name: str, *, low: float | None = None,
         raise fail
     if isinstance(value, float) and not math.isfinite(value):
         raise fail
-    if integer:
-        if isinstance(value, float):
-            if not value.is_integer():
-                raise fail
-            value = int(value)
+    if integer and isinstance(value, float):
+        if not value.is_integer():
+            raise fail
+        value = int(value)
     if low is not None and (value < low or (low_open and value == low)):
         raise fail
     if high is not None and value > high:
@@ -119,9 +102,8 @@ def check_number(value: Any, name: str, *, low: float | None = None,
 
 
 def check_fields(data: dict[str, Any], rules: dict[str, Rule], where: str) -> dict[str, Any]:
-    """Each field of ``data`` that ``rules`` names (and that is not None) checked in place.
-
-    ``where`` prefixes the field's name in the message (a file and what in it).
+    """Each field of ``data`` that ``rules`` names (and is not None) checked in place;
+    ``where`` prefixes the field's name in the message.
 
     Example:
         >>> check_fields({"intra_op_num_threads": 100000}, THREAD_FIELDS, "preset 'x'")
@@ -135,8 +117,7 @@ def check_fields(data: dict[str, Any], rules: dict[str, Rule], where: str) -> di
     return data
 
 
-#: The most threads a session, a trial or a server worker may be given (``verify --threads``
-#: and presets read from files alike): more is a typo or a hostile file, never a machine.
+#: The most threads a session, a trial or a server worker may be given (more is a typo).
 MAX_THREADS = 1024
 #: A preset's thread fields (0: ONNX Runtime's own default).
 THREAD_FIELDS = {

@@ -1,16 +1,6 @@
 """What a speech model is, whatever its family: the `SpeechModel` protocol and its `Capabilities`.
 
-Everything above ``tts_kit.models`` asks a model what it can do, what it is called and
-how to reopen it, never its family; adding a family touches ``tts_kit/models/`` only.
-
-Example:
-    >>> from tts_kit.models.base import SpeechModel
-    >>> from tts_kit.models.resolve import open_model
-    >>> model = open_model()
-    >>> isinstance(model, SpeechModel), model.capabilities.flow_steps
-    (True, True)
-    >>> model.label
-    'Supertonic stand-in (tiny)'
+Everything above ``tts_kit.models`` asks a model what it can do, never its family.
 """
 
 from __future__ import annotations
@@ -20,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from tts_kit.core.digests import file_sha256
 from tts_kit.core.errors import BundleError
 from tts_kit.core.protoscan import ELEM_NAMES, FLOAT, FLOAT16, INT8, UINT8
 
@@ -53,6 +44,43 @@ def precision_of(types: dict[int, int]) -> str:
     return "mixed"
 
 
+class StagedModel:
+    """What a model derives from its ``stages`` (`StageInfo` by name), whatever its family.
+
+    Example:
+        >>> from tts_kit.models.resolve import open_model
+        >>> model = open_model()
+        >>> model.params == sum(s.params for s in model.stages.values())
+        True
+    """
+
+    path: Path
+    stages: dict[str, StageInfo]
+
+    @property
+    def params(self) -> int:
+        """Weight elements over every graph."""
+        return sum(s.params for s in self.stages.values())
+
+    def stage_path(self, stage: str) -> Path:
+        """The graph file of ``stage``."""
+        return self.stages[stage].path
+
+    def sha256(self, stage: str) -> str:
+        """SHA-256 of one graph file (`file_sha256`: read once per version of the file)."""
+        return file_sha256(self.stages[stage].path)
+
+    def fingerprint(self) -> dict[str, str]:
+        """SHA-256 of every graph, for reports (``{'vocoder': 'ab12...', ...}``)."""
+        return {s: self.sha256(s) for s in self.stages}
+
+    def describe_stages(self) -> dict[str, dict[str, Any]]:
+        """Each graph's file (relative to ``path``), size, parameters, precision and SHA-256."""
+        return {s: {"file": str(i.path.relative_to(self.path)), "size_bytes": i.size_bytes,
+                    "params": i.params, "precision": i.precision, "sha256": self.sha256(s)}
+                for s, i in self.stages.items()}
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What a model can do, so callers choose by ability, never by family name.
@@ -62,83 +90,50 @@ class Capabilities:
         False
     """
 
-    #: Synthesis takes a number of flow-matching steps (``steps`` means something).
-    flow_steps: bool = False
-    #: The caller may hand in the initial noise (an array or a seeded draw) per chunk.
-    caller_noise: bool = False
-    #: Noise is scaled by ``noise_scale`` / ``noise_w`` (VITS-style voices).
-    noise_scales: bool = False
-    #: An official reference implementation runs this model (``verify --against official``).
-    official_reference: bool = False
-    #: Workers on other machines can find the same model by its fingerprint (Dask sweeps).
-    distributed: bool = False
-    #: Several texts can be synthesised in one batched call (``batch_size`` > 1).
-    batching: bool = False
-    #: The model is a tts_kit stand-in with random weights: its audio is noise.
-    standin: bool = False
-    #: Each chunk of a plan renders on its own, in any process, to the same audio (its
-    #: noise depends only on the seed and the chunk's index): `render_chunk`, the server's
-    #: chunk-level scheduling.
+    flow_steps: bool = False  # ``steps`` (flow-matching steps) means something
+    caller_noise: bool = False  # the caller may hand in the initial noise
+    noise_scales: bool = False  # noise scaled by ``noise_scale`` / ``noise_w`` (VITS voices)
+    official_reference: bool = False  # ``verify --against official`` runs
+    distributed: bool = False  # workers elsewhere find the model by its fingerprint (Dask)
+    batching: bool = False  # several texts in one batched call
+    standin: bool = False  # a tts_kit stand-in: random weights, its audio is noise
+    #: Each chunk of a plan renders on its own, in any process, to the same audio
+    #: (`render_chunk`, the server's chunk-level scheduling).
     chunk_jobs: bool = False
 
 
 @runtime_checkable
 class SpeechModel(Protocol):
-    """A model opened and checked against its family's contract (a test runs every family
-    through the same checks)."""
+    """A model opened and checked against its family's contract.
+
+    Example:
+        >>> from tts_kit.models.resolve import open_model
+        >>> isinstance(open_model(), SpeechModel)
+        True
+    """
 
     family: str
     path: Path
-
-    @property
-    def label(self) -> str:
-        """Which model speaks, in a few words, for banners and output."""
-        ...
-
-    @property
-    def capabilities(self) -> Capabilities:
-        """What the model can do."""
-        ...
-
-    @property
-    def stages(self) -> Any:
-        """Its graphs by stage name, in pipeline order."""
-        ...
-
-    @property
-    def sample_rate(self) -> int:
-        """Output samples per second."""
-        ...
-
-    @property
-    def voices(self) -> list[str]:
-        """Voice names ``synthesize(voice=...)`` accepts."""
-        ...
-
-    @property
-    def languages(self) -> list[str]:
-        """Language codes ``synthesize(lang=...)`` accepts."""
-        ...
+    label: str  # which model speaks, in a few words, for banners and output
+    capabilities: Capabilities
+    stages: Any  # its graphs by stage name, in pipeline order
+    sample_rate: int
+    voices: list[str]  # what ``synthesize(voice=...)`` accepts
+    languages: list[str]  # what ``synthesize(lang=...)`` accepts
 
     def stage_path(self, stage: str) -> Path:
         """The graph file of ``stage``."""
-        ...
 
     def ref(self) -> str:
         """What reopens this model in another process (a trial's child, a worker)."""
-        ...
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready description for reports."""
-        ...
 
 
 @runtime_checkable
 class SpeechEngine(Protocol):
-    """An engine running a `SpeechModel`: stages, hooks, load policy and synthesis.
-
-    Built on `tts_kit.models.engine_base.EngineBase`; ``stream`` and ``synthesize`` take a
-    `SynthesisConfig` and its fields as keyword overrides.
+    """An engine running a `SpeechModel` (built on `tts_kit.models.engine_base.EngineBase`).
 
     Example:
         >>> from tts_kit.models.family import make_engine
@@ -147,36 +142,26 @@ class SpeechEngine(Protocol):
     """
 
     bundle: Any
-
-    @property
-    def loading(self) -> str:
-        """The load policy, as given."""
-        ...
+    loading: str  # the load policy, as given
 
     def add_stage_hook(self, fn: Callable[..., object]) -> Callable[[], None]:
         """Call ``fn(stage, feeds, output)`` after every stage run; returns its remover."""
-        ...
 
     def run_stage(self, stage: str, feeds: dict[str, Any]) -> Any:
         """Run one stage on given inputs; returns its first output."""
-        ...
 
     def stream(self, text: str, *args: Any, **kwargs: Any) -> SynthesisStream:
         """Synthesise ``text`` chunk by chunk."""
-        ...
 
     def synthesize(self, text: str, *args: Any, **kwargs: Any) -> SynthesisResult:
         """Synthesise ``text`` whole."""
-        ...
 
     def synthesize_batch(self, texts: list[str], *args: Any, **kwargs: Any) -> list[Any]:
         """Synthesise several texts."""
-        ...
 
     def close(self) -> None:
         """Release every session."""
-        ...
 
 
-__all__ = ["BundleError", "Capabilities", "SpeechEngine", "SpeechModel", "StageInfo",
+__all__ = ["BundleError", "Capabilities", "SpeechEngine", "SpeechModel", "StageInfo", "StagedModel",
            "precision_of"]

@@ -1,8 +1,5 @@
-"""Where a model spec points: its family, its location and where that came from.
-
-The first half of `tts_kit.models.resolve`, importing no model class. The family is read
-from what the location holds: ``piper:NAME`` or a ``.onnx`` + ``.onnx.json`` pair is Piper,
-anything else Supertonic.
+"""Where a model spec points: its family, its location and where that came from (the
+first half of `tts_kit.models.resolve`, importing no model class).
 
 Example:
     >>> from tts_kit.models.discovery import locate
@@ -42,7 +39,7 @@ class Location:
 
 
 def voice_pair(path: str | os.PathLike[str]) -> tuple[Path, Path] | None:
-    """The (graph, config) of the Piper voice at ``path`` (a ``.onnx`` file beside its
+    """The (graph, config) of the Piper voice at ``path`` (a ``.onnx`` beside its
     ``.onnx.json``, or a directory with exactly one such pair), else None.
 
     Example:
@@ -61,8 +58,8 @@ def voice_pair(path: str | os.PathLike[str]) -> tuple[Path, Path] | None:
 
 
 def piper_gap(path: str | os.PathLike[str]) -> str | None:
-    """What the Piper voice ``path`` looks like lacks, with the fix (one line), or None when
-    it looks like no Piper voice (or is a complete one).
+    """What the Piper voice ``path`` looks like lacks, with the fix, in one line; None when
+    it looks like no Piper voice or is a complete one.
 
     Example:
         >>> import tempfile
@@ -102,8 +99,7 @@ def piper_gap(path: str | os.PathLike[str]) -> str | None:
 
 
 def family_of(spec: str | os.PathLike[str]) -> str:
-    """The family ``spec`` (``piper:NAME`` or a path) names: ``piper`` or ``supertonic`` (a
-    Supertonic bundle stays Supertonic even with a stray ``.onnx`` pair in it).
+    """The family ``spec`` (``piper:NAME`` or a path) names: ``piper`` or ``supertonic``.
 
     Example:
         >>> family_of("piper:joe-us"), family_of("/nonexistent")
@@ -151,9 +147,8 @@ def _named(spec: str | os.PathLike[str], source: str) -> Location:
 
 def locate(spec: str | os.PathLike[str] | None = None, *,
            settings: Settings | None = None) -> Location:
-    """Where ``spec`` points (None: discovery), without opening it. Discovery tries
-    ``$TTS_KIT_MODEL_DIR``, the official package's cache (when it holds all four graphs),
-    then the stand-in, built on first use (docs/guide.md, "Which model is used").
+    """Where ``spec`` points, without opening it; None: discovery (docs/guide.md, "Which
+    model is used").
 
     Example:
         >>> locate(settings=Settings(model_dir="/m")).source

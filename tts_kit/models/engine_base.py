@@ -1,19 +1,9 @@
 """The one engine base every family builds on: `EngineBase` (a template method).
 
-What every engine does lives here once: session presets and the load policy (a
-`tts_kit.runtime.loading.StageLoader` over the model's stages), stage hooks
-(`add_stage_hook`, `run_stage`), the request's shared checks and normalisation, and
-streaming (`stream` -> `SynthesisStream` of `AudioChunk`, `synthesize` = the stream
-joined). A family implements only its own steps:
-
-* ``_check(cfg)``: its checks of a `SynthesisConfig`, returning it with its defaults;
-* ``_plan(text, cfg)``: the normalised text cut into chunks (a `Plan`);
-* ``_render(plan, cfg)``: each chunk's waveform and stage timings, in order;
-* ``_render_chunk(plan, cfg, k)``: chunk ``k`` alone, the same audio as ``_render``'s
-  ``k``-th (its noise depends only on the seed and ``k``), so a chunk can be a job of its
-  own on any process (`render_chunk`; the server's chunk-level scheduling);
-* optionally ``_graph_path`` (another file than the bundle's stage), ``_session_made``,
-  ``chunk_pause_s`` (silence between chunks) and ``synthesize_batch``.
+Sessions, load policy, stage hooks, the shared request checks and streaming live here; a
+family implements ``_check``, ``_plan``, ``_render`` and ``_render_chunk`` (the same audio
+as ``_render``'s ``k``-th chunk, on any process), and optionally ``_graph_path``,
+``_session_made``, ``chunk_pause_s`` and ``synthesize_batch``.
 
 Example:
     >>> from tts_kit import Engine
@@ -48,7 +38,7 @@ from tts_kit.runtime.loading import (
     create_session,
     resident_costs_mb,
 )
-from tts_kit.runtime.sessions import SessionPreset
+from tts_kit.runtime.sessions import SessionPreset, get_preset
 
 
 @dataclass
@@ -62,33 +52,10 @@ class Plan:
     config: SynthesisConfig | None = None  # the checked config (set by `EngineBase.plan`)
 
 
-def read_only(a: np.ndarray) -> np.ndarray:
-    """A read-only view of ``a`` (what stage hooks see).
-
-    Example:
-        >>> read_only(np.zeros(2)).flags.writeable
-        False
-    """
+def _read_only(a: np.ndarray) -> np.ndarray:
     view = np.asarray(a).view()
     view.flags.writeable = False
     return view
-
-
-def default_preset() -> SessionPreset:
-    """The session preset an engine uses when none is given (``supertonic-default``).
-
-    Example:
-        >>> default_preset().name
-        'supertonic-default'
-    """
-    try:
-        from tts_kit.runtime.sessions import get_preset
-
-        return get_preset("supertonic-default")
-    except (ImportError, ValueError):
-        return SessionPreset(
-            name="supertonic-default", graph_optimization_level="all", execution_mode="sequential"
-        )
 
 
 class EngineBase:
@@ -96,14 +63,13 @@ class EngineBase:
 
     Args:
         bundle: the opened model (a `tts_kit.models.base.SpeechModel`).
-        preset: session options and providers for every stage (default
-            ``supertonic-default``: the official package's settings).
+        preset: session options for every stage (default ``supertonic-default``).
         stage_presets: per-stage overrides, e.g. ``{"vocoder": other_preset}``.
         loading: ``resident`` (default), ``paged`` or ``budget:MB`` (with options), or a
             `LoadPolicy`.
         normalize: spell out numbers, dates, acronyms ... before synthesis (ko, en).
-        stage_costs_mb: measured resident MB per stage for the ``budget`` policy (a
-            `StageCosts` or ``{stage: MB}``; stages left out are estimated from file sizes).
+        stage_costs_mb: measured resident MB per stage for the ``budget`` policy (stages
+            left out are estimated from file sizes).
 
     Example:
         >>> from tts_kit import Engine
@@ -117,8 +83,7 @@ class EngineBase:
     chunk_pause_s = 0.0
     #: Languages whose normalisers are built with the engine (not on the first request).
     normalize_languages: tuple[str, ...] = ("en", "ko")
-    #: Output names a graph run returns first (None: the graph's first output).
-    _outputs: list[str] | None = None
+    _outputs: list[str] | None = None  # the output a run returns first (None: the graph's)
     # Replaced, never mutated: a hook that removes itself does not disturb the loop.
     _stage_hooks: tuple[StageHook, ...] = ()
 
@@ -133,23 +98,20 @@ class EngineBase:
         stage_costs_mb: dict[str, float] | StageCosts | None = None,
     ):
         self.bundle = bundle
-        self.preset = preset or default_preset()
+        self.preset = preset or get_preset("supertonic-default")
         self.stage_presets = dict(stage_presets or {})
         self.stages: tuple[str, ...] = tuple(bundle.stages)
         unknown = sorted(set(self.stage_presets) - set(self.stages))
         if unknown:
             raise TtsKitError(f"unknown stage(s) {unknown}; {self._stages_phrase()}")
         self.normalize = normalize
-        if normalize:
-            # Build the normalisers now (once per process), so the first request's latency
-            # is the model's own, not a one-off set-up.
+        if normalize:  # built now, so the first request's latency is the model's own
             from tts_kit.text import normalize as normalize_text
             from tts_kit.text.charset import unsupported_characters  # noqa: F401
 
             for lang in self.normalize_languages:
                 normalize_text("1", lang)
         self._input_types: dict[str, dict[str, np.dtype]] = {}
-        # Parsed once, here; the loader and every session creation get the object.
         self._policy = LoadPolicy.parse(loading)
         self._spec = loading if isinstance(loading, str) else self._policy.spec
         costs = resident_costs_mb(stage_costs_mb, bundle)
@@ -173,12 +135,8 @@ class EngineBase:
 
     def _make_session(self, stage: str) -> Any:
         preset = self.preset_for(stage)
-        sess = create_session(
-            self._graph_path(stage),
-            sess_options=preset.session_options(),
-            providers=preset.provider_list(),
-            policy=self._policy,
-        )
+        sess = create_session(self._graph_path(stage), sess_options=preset.session_options(),
+                              providers=preset.provider_list(), policy=self._policy)
         types = {"tensor(float16)": np.float16, "tensor(float)": np.float32}
         self._input_types[stage] = {
             i.name: np.dtype(types[i.type]) for i in sess.get_inputs() if i.type in types
@@ -197,8 +155,8 @@ class EngineBase:
             out = sess.run(self._outputs, feeds)[0].astype(np.float32, copy=False)
             timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - t0
         if self._stage_hooks:
-            view_feeds = {k: read_only(v) for k, v in given.items()}
-            view_out = read_only(out)
+            view_feeds = {k: _read_only(v) for k, v in given.items()}
+            view_out = _read_only(out)
             for hook in self._stage_hooks:
                 hook(stage, view_feeds, view_out)
         return out
@@ -208,11 +166,8 @@ class EngineBase:
     def add_stage_hook(self, fn: StageHook) -> Callable[[], None]:
         """Call ``fn(stage, feeds, output)`` after every stage run; returns its remover.
 
-        ``feeds`` are the stage's inputs as the pipeline computed them (before any cast to
-        an FP16 graph's types), ``output`` its first output as float32, both read-only
-        views. Hooks run in the order added, once per run (every flow step, every vocoder
-        item), outside ``timings``; they observe, never change the audio; an exception in
-        one propagates. Calling the remover twice is harmless.
+        ``feeds`` (before any FP16 cast) and ``output`` (float32) are read-only views; hooks
+        run in the order added, once per run, outside ``timings``.
 
         Example:
             >>> from tts_kit import Engine
@@ -236,8 +191,7 @@ class EngineBase:
 
     def run_stage(self, stage: str, feeds: dict[str, np.ndarray]) -> np.ndarray:
         """Run one stage on given inputs, as the pipeline does (load policy, input casts,
-        hooks); returns its first output as float32. Replays recorded inputs on another
-        model, as `tts_kit.precision` judges each converted stage.
+        hooks); returns its first output as float32.
 
         Example:
             >>> from tts_kit import Engine
@@ -278,16 +232,13 @@ class EngineBase:
         if not text.strip():
             raise TtsKitError("text is empty; give at least one word to synthesise")
         if len(text) > MAX_TEXT_CHARS:
-            raise TtsKitError(
-                f"text has {len(text):,} characters, more than the {MAX_TEXT_CHARS:,} allowed "
-                "in one request; split it into several requests"
-            )
+            raise TtsKitError(f"text has {len(text):,} characters, more than the "
+                              f"{MAX_TEXT_CHARS:,} allowed in one request; split it into "
+                              "several requests")
         from tts_kit.text import check_speakable, language_tags, normalize_for_speech
 
         text = language_tags(text, lang)  # another language's tags: refused, not misread
         if self.normalize and lang in ("ko", "en"):
-            # Warns about what was dropped; refuses text with nothing (or mostly nothing)
-            # left to say, which was synthesised as "," or as the one word left.
             return normalize_for_speech(text, lang)
         check_speakable(text, text, lang, normalised=False)
         return text
@@ -327,8 +278,7 @@ class EngineBase:
 
     def render_chunk(self, plan: Plan, k: int) -> AudioChunk:
         """Chunk ``k`` of ``plan`` (from `plan`) on its own: the same `AudioChunk` as
-        ``stream``'s ``k``-th, pause included, whichever process renders it and in whatever
-        order (a chunk's noise depends only on the seed and ``k``).
+        ``stream``'s ``k``-th, pause included, whichever process renders it.
 
         Example:
             >>> from tts_kit import Engine
@@ -351,8 +301,7 @@ class EngineBase:
 
     def _audio_chunk(self, plan: Plan, k: int, wav: np.ndarray,
                      timings: dict[str, float]) -> AudioChunk:
-        """Chunk ``k``'s waveform as the stream gives it: the pause before every chunk but
-        the first."""
+        """Chunk ``k``'s waveform as the stream gives it (after a pause unless first)."""
         sr = self.bundle.sample_rate
         pause = np.zeros(int(self.chunk_pause_s * sr), np.float32)
         samples = wav if k == 0 or not pause.size else np.concatenate([pause, wav])
@@ -377,12 +326,8 @@ class EngineBase:
                **overrides: Any) -> SynthesisStream:
         """Synthesise ``text`` one chunk at a time: a `SynthesisStream` of `AudioChunk`.
 
-        ``config`` (default: the model's defaults) says how; ``overrides`` change its fields
-        by name (``lang="ko"``, ``seed=0``). The request is checked, normalised and chunked
-        at the call (a bad one raises before any audio); the audio comes as the stream is
-        consumed, one chunk in memory at a time. The chunks' ``samples`` joined are
-        `synthesize`'s waveform exactly: every chunk after the first leads with the
-        family's pause (``chunk_pause_s``).
+        ``overrides`` change ``config``'s fields by name. A bad request raises at the call,
+        before any audio; the chunks' ``samples`` joined are `synthesize`'s waveform.
 
         Example:
             >>> from tts_kit import Engine
@@ -421,9 +366,8 @@ class EngineBase:
 
     def synthesize(self, text: str, config: SynthesisConfig | None = None,
                    **overrides: Any) -> SynthesisResult:
-        """Synthesise one text: `stream`'s chunks joined (the same arguments).
-
-        Stage timings are summed over the chunks; ``total`` is the call's wall time.
+        """Synthesise one text: `stream`'s chunks joined (the same arguments); stage timings
+        summed, ``total`` the call's wall time.
 
         Example:
             >>> from tts_kit import Engine
@@ -442,10 +386,9 @@ class EngineBase:
                 if k != "total":
                     timings[k] = timings.get(k, 0.0) + v
         timings["total"] = time.perf_counter() - t0
-        return SynthesisResult(
-            wav=np.concatenate(pieces), sample_rate=self.bundle.sample_rate, text=parts.text,
-            chunks=parts.chunks, timings=timings, voice=cfg.voice or "", seed=parts.seed,
-        )
+        return SynthesisResult(wav=np.concatenate(pieces), sample_rate=self.bundle.sample_rate,
+                               text=parts.text, chunks=parts.chunks, timings=timings,
+                               voice=cfg.voice or "", seed=parts.seed)
 
 
-__all__ = ["EngineBase", "Plan", "default_preset", "read_only"]
+__all__ = ["EngineBase", "Plan"]

@@ -1,11 +1,5 @@
-"""Model families and their engines: `make_engine` opens a model (`tts_kit.models.resolve`,
-the one resolver) and gives the engine of its family, Supertonic
-(`tts_kit.models.supertonic.engine.Engine`) or Piper (`tts_kit.models.piper.engine.PiperEngine`).
-
-Example:
-    >>> from tts_kit.models.family import make_engine, model_label
-    >>> model_label(make_engine().bundle)             # the discovered bundle
-    'Supertonic stand-in (tiny)'
+"""Model families and their engines: `make_engine` opens a model (`tts_kit.models.resolve`)
+and gives the engine of its family.
 """
 
 from __future__ import annotations
@@ -23,8 +17,8 @@ AnyEngine = Engine | PiperEngine
 
 
 def resolve_speaker(voice: Any, fallback: AnyBundle) -> tuple[AnyBundle, str]:
-    """The model that speaks in a notebook's players: ``voice`` (``piper:joe-us``) when it
-    opens, else ``fallback``, with a banner line saying which and why.
+    """The model that speaks in a notebook's players: ``voice`` when it opens, else
+    ``fallback``, with a banner line saying why.
 
     Example:
         >>> bundle, _ = resolve.resolve_model()
@@ -41,8 +35,7 @@ def resolve_speaker(voice: Any, fallback: AnyBundle) -> tuple[AnyBundle, str]:
 
 
 def make_engine(model: Any = None, **kwargs: Any) -> AnyEngine:
-    """An engine of its family for ``model`` (anything `open_model` takes); ``kwargs`` go
-    to the engine.
+    """An engine of its family for ``model`` (anything `open_model` takes), given ``kwargs``.
 
     Example:
         >>> make_engine(loading="paged").loading

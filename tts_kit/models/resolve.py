@@ -1,13 +1,5 @@
-"""The one way to open a model: a model spec in, the opened model and where it came from out.
-
-A spec is an opened model, ``piper:NAME``, a directory or ``.onnx`` file, or None
-(discovery: `tts_kit.models.discovery.locate`). Every command, report and notebook comes here.
-
-Example:
-    >>> from tts_kit.models.resolve import resolve_model
-    >>> model, source = resolve_model()
-    >>> model.label, source
-    ('Supertonic stand-in (tiny)', 'stand-in (tiny)')
+"""The one way to open a model: a spec (an opened model, ``piper:NAME``, a directory or
+``.onnx`` file, or None for discovery) in, the opened model and where it came from out.
 """
 
 from __future__ import annotations
@@ -37,8 +29,7 @@ def open_location(found: Location) -> AnyBundle:
 
 def resolve_model(model: Any = None, *, settings: Settings | None = None
                   ) -> tuple[AnyBundle, str]:
-    """The model ``model`` names (`open_model`), opened and checked, and where it came from
-    (for banners).
+    """The model ``model`` names, opened and checked, and where it came from (for banners).
 
     Example:
         >>> bundle, source = resolve_model()
@@ -52,9 +43,7 @@ def resolve_model(model: Any = None, *, settings: Settings | None = None
 
 
 def open_model(model: Any = None, *, settings: Settings | None = None) -> AnyBundle:
-    """The model ``model`` names, opened and checked: a `Bundle` or a `PiperBundle`.
-
-    What is wrong is a one-line `BundleError`.
+    """The model ``model`` names, opened and checked (else a one-line `BundleError`).
 
     Example:
         >>> open_model().family

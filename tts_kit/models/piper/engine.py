@@ -1,8 +1,7 @@
-"""Running a Piper voice: `PiperEngine`, tts_kit's shared engine base
-(`tts_kit.models.engine_base.EngineBase`) with a Piper voice's per-sentence synthesis.
+"""Running a Piper voice: `PiperEngine`, the shared engine base with per-sentence synthesis.
 
-Text -> normalisation -> espeak-ng phonemes per sentence -> the seeded graph on tts_kit's
-sessions; each sentence's noise is seeded by ``seed`` and its index (one seed, one audio).
+Text -> normalisation -> espeak-ng phonemes per sentence -> the seeded graph; each
+sentence's noise is seeded by ``seed`` and its index (one seed, one audio).
 
 Example:
     >>> PiperEngine("piper:joe-us").synthesize("Hi.", seed=0).sample_rate  # doctest: +SKIP
@@ -32,11 +31,9 @@ from tts_kit.models.synthesis import (
     batch_voices,
     check_number,
 )
-from tts_kit.runtime.loading import LoadPolicy, StageCosts
-from tts_kit.runtime.sessions import SessionPreset
 
-#: Frames of noise drawn per phoneme id at length_scale 1 (speech runs at 2-3; a draw too
-#: short is drawn again at `RETRY_FRAMES_PER_ID`, from the same seed: the prefix is equal).
+#: Frames of noise drawn per phoneme id at length_scale 1 (speech runs at 2-3); a draw too
+#: short is drawn again, longer, with the same prefix.
 FRAMES_PER_ID = 8
 RETRY_FRAMES_PER_ID = 64
 
@@ -47,15 +44,13 @@ class PiperEngine(EngineBase):
     Args:
         bundle: a `PiperBundle`, or what `PiperBundle` opens (``piper:joe-us``, a voice
             directory or ``.onnx`` file).
-        preset, stage_presets, loading, normalize, stage_costs_mb: as for
-            `tts_kit.models.engine_base.EngineBase`; the one stage is ``voice``.
         noise_scale, noise_w: the prior's and the duration predictor's noise (None: the
             voice's config; 0: none, every seed gives the same audio).
+        options: `EngineBase`'s; the one stage is ``voice``.
 
-    Of a `SynthesisConfig`, ``noise`` (a caller's latent) is refused; ``steps`` (checked,
-    1..100), ``max_chunk_chars``, ``first_chunk_chars`` and ``order`` change nothing (no
-    flow steps, sentences are the chunks, one stage), so one workload serves every family.
-    ``speed`` divides the voice's ``length_scale``.
+    Of a `SynthesisConfig`, ``noise`` is refused; ``steps``, ``max_chunk_chars``,
+    ``first_chunk_chars`` and ``order`` change nothing (sentences are the chunks), so one
+    workload serves every family; ``speed`` divides the voice's ``length_scale``.
 
     Example:
         >>> e = PiperEngine("piper:joe-us", loading="paged")  # doctest: +SKIP
@@ -68,17 +63,9 @@ class PiperEngine(EngineBase):
     normalize_languages = ("en",)
     _outputs = [OUTPUT]
 
-    def __init__(
-        self,
-        bundle: PiperBundle | str | os.PathLike[str],
-        preset: SessionPreset | None = None,
-        stage_presets: dict[str, SessionPreset] | None = None,
-        loading: str | LoadPolicy = "resident",
-        normalize: bool = True,
-        stage_costs_mb: dict[str, float] | StageCosts | None = None,
-        noise_scale: float | None = None,
-        noise_w: float | None = None,
-    ):
+    def __init__(self, bundle: PiperBundle | str | os.PathLike[str], *,
+                 noise_scale: float | None = None, noise_w: float | None = None,
+                 **options: Any):
         bundle = bundle if isinstance(bundle, PiperBundle) else PiperBundle(bundle)
         inf = bundle.inference
         for name, value in (("noise_scale", noise_scale), ("noise_w", noise_w)):
@@ -86,18 +73,15 @@ class PiperEngine(EngineBase):
                 check_number(name, value, 0.0, 2.0)
         self.noise_scale = inf["noise_scale"] if noise_scale is None else float(noise_scale)
         self.noise_w = inf["noise_w"] if noise_w is None else float(noise_w)
-        # The phonemiser (espeak-ng, once per process) is set up here too.
         from piper.phoneme_ids import phonemes_to_ids
         from piper.phonemize_espeak import ESPEAK_DATA_DIR, EspeakPhonemizer
 
         self._phonemizer = _phonemizer(EspeakPhonemizer, ESPEAK_DATA_DIR)
         self._to_ids = phonemes_to_ids
         self._noise_inputs: list[tuple[str, tuple[int, ...]]] = []
-        if set(stage_presets or {}) <= {STAGE}:  # else the base refuses them, in one line
+        if set(options.get("stage_presets") or {}) <= {STAGE}:  # else the base refuses them
             self._graph = seeded_graph(bundle.model_file)
-        # The base loads the sessions (now, under resident): the seeded graph is ready.
-        super().__init__(bundle, preset=preset, stage_presets=stage_presets, loading=loading,
-                         normalize=normalize, stage_costs_mb=stage_costs_mb)
+        super().__init__(bundle, **options)  # loads the sessions now, under resident
 
     # -- sessions ---------------------------------------------------------------------
 
@@ -169,17 +153,9 @@ class PiperEngine(EngineBase):
 
     def _render(self, plan: Plan, cfg: SynthesisConfig
                 ) -> Iterator[tuple[np.ndarray, dict[str, float]]]:
-        sentences, sid, base = plan.work
-        scales = self._scales(cfg.speed)
         with self._loader.session(STAGE):  # one load for the whole request under paged
-            for k, phonemes in enumerate(sentences):
-                t0 = time.perf_counter()
-                timings: dict[str, float] = {"text": 0.0}
-                ids = self._to_ids(phonemes, self.bundle.config["phoneme_id_map"])
-                timings["text"] += time.perf_counter() - t0
-                wav = self._sentence(ids, scales, sid, (base, k), timings)
-                timings["total"] = time.perf_counter() - t0
-                yield wav, timings
+            for k in range(len(plan.chunks)):
+                yield self._render_chunk(plan, cfg, k)
 
     def _render_chunk(self, plan: Plan, cfg: SynthesisConfig, k: int
                       ) -> tuple[np.ndarray, dict[str, float]]:
@@ -203,11 +179,12 @@ class PiperEngine(EngineBase):
         seed: int | list[int | None] | None = None,
         max_chunk_chars: int | None = None,
     ) -> list[SynthesisResult]:
-        """Synthesise several texts, one after another, as the Supertonic engine's
-        ``synthesize_batch`` does (``voices``: a speaker for all or one per text, None: the
-        default; ``steps`` and ``max_chunk_chars`` are ignored, as in `stream`). Returns
-        one `SynthesisResult` per text, ``chunks`` the sentences' phonemes, ``timings``
-        (``text``, ``voice``, ``total``) those of the whole batch.
+        """Synthesise several texts one after another, as `Engine.synthesize_batch` does
+        (``voices``: one speaker for all or one per text, None: the default; ``steps`` and
+        ``max_chunk_chars`` are ignored): one `SynthesisResult` per text.
+
+        Example:
+            >>> PiperEngine("piper:joe-us").synthesize_batch(["Hi.", "Bye."])  # doctest: +SKIP
         """
         voice_list = batch_voices(texts, self.bundle.default_voice if voices is None
                                   else voices)
@@ -246,8 +223,7 @@ class PiperEngine(EngineBase):
             feeds["sid"] = np.array([0 if sid is None else sid], np.int64)
         for per_id in (FRAMES_PER_ID, RETRY_FRAMES_PER_ID):
             t0 = time.perf_counter()
-            # Before the first load the noise shapes are unknown: the session is made now.
-            with self._loader.session(STAGE):
+            with self._loader.session(STAGE):  # made now: the noise shapes are its inputs
                 n = math.ceil(per_id * len(ids) * max(float(scales[1]), 0.1)) + 16
                 for j, (name, shape) in enumerate(self._noise_inputs):
                     rng = np.random.default_rng([*key, j])
@@ -257,9 +233,7 @@ class PiperEngine(EngineBase):
                 timings[STAGE] = timings.get(STAGE, 0.0) + time.perf_counter() - t0
                 try:
                     wav = self._run(STAGE, feeds, timings).reshape(-1)
-                except Exception:  # ORT's errors have no common class
-                    # A noise draw shorter than the frames the durations asked for fails
-                    # to broadcast; the longer draw starts with the same values.
+                except Exception:  # a draw too short fails to broadcast (ORT has no one class)
                     if per_id == RETRY_FRAMES_PER_ID:
                         raise
                     continue

@@ -1,10 +1,6 @@
 """The seeded copy of a Piper graph: its ``RandomNormalLike`` draws become inputs
 (`seeded_graph`), built once per graph content in ``$TTS_KIT_CACHE_DIR/piper/``, so the
 caller's seed decides the noise.
-
-Example:
-    >>> seeded_cache_dir().name
-    'piper'
 """
 
 from __future__ import annotations
@@ -19,7 +15,6 @@ from pathlib import Path
 from tts_kit.core import atomic
 from tts_kit.core.digests import file_sha256
 from tts_kit.core.errors import BundleError
-from tts_kit.core.settings import Settings
 from tts_kit.core.settings import settings as current_settings
 
 #: The noise inputs of the seeded graph (`seeded_graph`), in the graph's node order.
@@ -77,20 +72,10 @@ onnx.save(model, dst)
 _SEEDED_LOCK = threading.Lock()
 
 
-def seeded_cache_dir(*, settings: Settings | None = None) -> Path:
-    """Where seeded copies of Piper graphs live: ``$TTS_KIT_CACHE_DIR/piper``.
-
-    Example:
-        >>> seeded_cache_dir().name
-        'piper'
-    """
-    return (settings if settings is not None else current_settings()).tts_kit_cache / "piper"
-
-
 def seeded_graph(path: str | os.PathLike[str]) -> Path:
     """A copy of a Piper graph whose ``RandomNormalLike`` draws are slices of inputs
     (``tts_kit_noise_K``), so the caller decides the noise; built once per graph content,
-    in a child process, in `seeded_cache_dir`.
+    in a child process, in ``$TTS_KIT_CACHE_DIR/piper``.
 
     Example:
         >>> seeded_graph("voice/en_US-joe-medium.onnx")  # doctest: +SKIP
@@ -98,7 +83,7 @@ def seeded_graph(path: str | os.PathLike[str]) -> Path:
     """
     src = Path(path).resolve()
     key = hashlib.sha256(f"{SEEDED_VERSION}\0{file_sha256(src)}".encode()).hexdigest()[:32]
-    target = seeded_cache_dir() / key
+    target = current_settings().tts_kit_cache / "piper" / key
     out = target / "seeded.onnx"
     with _SEEDED_LOCK:
         if out.is_file():
@@ -114,18 +99,13 @@ def seeded_graph(path: str | os.PathLike[str]) -> Path:
 def _build_seeded(src: Path, target: Path, out: Path) -> None:
     """Write `seeded_graph`'s copy of ``src`` into ``target`` (a child process rewrites it)."""
     atomic.sweep_stale(target.parent)
-    with atomic.scratch_dir(target) as work:
+    with atomic.atomic_dir(target) as work:
         proc = subprocess.run([sys.executable, "-c", _REWRITE, str(src),
                                str(work / out.name), NOISE_PREFIX],
                               capture_output=True, text=True)
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             raise BundleError(f"{src.name}: cannot make its noise an input ({last})")
-        try:
-            os.replace(work, target)
-        except OSError:
-            if not out.is_file():
-                raise
 
 
-__all__ = ["NOISE_PREFIX", "SEEDED_VERSION", "seeded_cache_dir", "seeded_graph"]
+__all__ = ["NOISE_PREFIX", "SEEDED_VERSION", "seeded_graph"]

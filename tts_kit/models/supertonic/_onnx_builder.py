@@ -3,13 +3,6 @@
 Each method appends nodes (and seeded initializers) and returns its output's name, so a
 network reads like its PyTorch forward pass (``[B, C, T]`` into convolutions, ``[B, T, C]``
 into LayerNorm, MatMul and attention). ``onnx`` is imported by the first `GraphBuilder`.
-
-Example:
-    >>> import numpy as np
-    >>> g = GraphBuilder("demo", np.random.default_rng(0))
-    >>> y = g.linear("x", 4, 8, "fc")
-    >>> g.nodes[0].op_type, g.params
-    ('MatMul', 40)
 """
 
 from __future__ import annotations
@@ -215,15 +208,13 @@ class GraphBuilder:
         for out in spec.outputs:
             nodes.append(helper.make_node("Identity", [io[out.name]], [out.name],
                                           name=f"{self.name}/output_{out.name}"))
-        graph = helper.make_graph(
-            nodes,
-            self.name,
-            [helper.make_tensor_value_info(t.name, _ELEM[t.dtype], list(t.shape))
-             for t in spec.inputs],
-            [helper.make_tensor_value_info(t.name, _ELEM[t.dtype], list(t.shape))
-             for t in spec.outputs],
-            self.inits,
-        )
+
+        def infos(specs: tuple) -> list:
+            return [helper.make_tensor_value_info(t.name, _ELEM[t.dtype], list(t.shape))
+                    for t in specs]
+
+        graph = helper.make_graph(nodes, self.name, infos(spec.inputs), infos(spec.outputs),
+                                  self.inits)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
                                   producer_name="tts_kit.models.supertonic.standin", doc_string=doc)
         model.ir_version = IR_VERSION

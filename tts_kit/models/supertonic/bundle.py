@@ -1,13 +1,5 @@
-"""Open and validate a Supertonic model bundle; find one when no path is given.
-
-A bundle is a directory of the layout in ``tts_kit.core.contract``; opening one checks
-every file against it (a one-line `BundleError`) without loading the weights.
-
-Example:
-    >>> from tts_kit import Bundle
-    >>> bundle = Bundle.discover()          # explicit path, env, official cache, stand-in
-    >>> bundle.voices, bundle.is_standin    # doctest: +SKIP
-    (['F1', 'M1'], True)
+"""Open and validate a Supertonic model bundle (the layout in ``tts_kit.core.contract``):
+every file is checked, in one-line `BundleError`s, without loading the weights.
 """
 
 from __future__ import annotations
@@ -20,7 +12,6 @@ from typing import Any
 import numpy as np
 
 from tts_kit.core import contract
-from tts_kit.core.digests import file_sha256
 from tts_kit.core.errors import BundleError, TtsKitError
 from tts_kit.core.protoscan import (
     ELEM_NAMES,
@@ -33,7 +24,7 @@ from tts_kit.core.protoscan import (
 )
 from tts_kit.core.settings import Settings
 from tts_kit.core.userfiles import read_json
-from tts_kit.models.base import Capabilities, StageInfo, precision_of
+from tts_kit.models.base import Capabilities, StagedModel, StageInfo, precision_of
 
 # default_standin_scale is re-exported: callers and tests find it beside discovery.
 from tts_kit.models.discovery import default_standin_scale as default_standin_scale
@@ -52,17 +43,11 @@ class VoiceStyle:
     dp: np.ndarray
 
 
-def _rel(path: Path, root: Path) -> str:
-    try:
-        return str(path.relative_to(root))
-    except ValueError:
-        return str(path)
-
-
 def _read_json(path: Path, root: Path) -> Any:
+    rel = path.relative_to(root)
     if not path.is_file():
-        raise BundleError(f"{_rel(path, root)}: missing (expected a file of the Supertonic layout)")
-    return read_json(path, _rel(path, root), "re-download or rebuild it", BundleError)
+        raise BundleError(f"{rel}: missing (expected a file of the Supertonic layout)")
+    return read_json(path, str(rel), "re-download or rebuild it", BundleError)
 
 
 def _check_tensor(rel: str, kind: str, found: ValueInfo, spec: contract.TensorSpec):
@@ -71,25 +56,19 @@ def _check_tensor(rel: str, kind: str, found: ValueInfo, spec: contract.TensorSp
     # FP16 conversions without keep_io_types carry float16 I/O; the engine casts for them.
     ok_types = {want, FLOAT16} if want == FLOAT else {want}
     if elem not in ok_types:
-        raise BundleError(
-            f"{rel}: {kind} '{spec.name}' has element type {ELEM_NAMES.get(elem, elem)}, "
-            f"expected {spec.dtype}"
-        )
+        raise BundleError(f"{rel}: {kind} '{spec.name}' has element type "
+                          f"{ELEM_NAMES.get(elem, elem)}, expected {spec.dtype}")
     dims = found.dims
     if len(dims) != spec.rank:
-        raise BundleError(
-            f"{rel}: {kind} '{spec.name}' has rank {len(dims)} {dims}, "
-            f"expected rank {spec.rank} {list(spec.shape)}"
-        )
+        raise BundleError(f"{rel}: {kind} '{spec.name}' has rank {len(dims)} {dims}, "
+                          f"expected rank {spec.rank} {list(spec.shape)}")
     for axis, (got, exp) in enumerate(zip(dims, spec.shape)):
         if isinstance(exp, int) and isinstance(got, int) and got != exp:
-            raise BundleError(
-                f"{rel}: {kind} '{spec.name}' has size {got} on axis {axis}, expected {exp} "
-                f"(shape {list(spec.shape)})"
-            )
+            raise BundleError(f"{rel}: {kind} '{spec.name}' has size {got} on axis {axis}, "
+                              f"expected {exp} (shape {list(spec.shape)})")
 
 
-class Bundle:
+class Bundle(StagedModel):
     """A validated Supertonic model directory.
 
     Args:
@@ -105,7 +84,6 @@ class Bundle:
         24961025
     """
 
-    #: The model family (`tts_kit.models.family`): a Piper voice is ``piper``.
     family = "supertonic"
 
     def __init__(self, path: str | os.PathLike[str]):
@@ -119,15 +97,11 @@ class Bundle:
                               "the bundle directory itself") from None
         self.path: Path = root
         if not is_dir:
-            raise BundleError(
-                f"{path}: not a directory (expected a Supertonic bundle with onnx/ and "
-                f"voice_styles/; build one with `tts-kit standin DIR`)"
-            )
+            raise BundleError(f"{path}: not a directory (expected a Supertonic bundle with onnx/ "
+                              "and voice_styles/; build one with `tts-kit standin DIR`)")
         try:
             self._open()
-        except BundleError as exc:
-            # The messages name files inside the bundle; the root says which bundle
-            # (`TTS_KIT_MODEL_DIR=/etc` read only "onnx/tts.json: missing").
+        except BundleError as exc:  # the messages name files inside the bundle: say which
             raise BundleError(f"bundle {root}: {exc}") from None
         except OSError as exc:  # unreadable files, a directory where a file belongs, ...
             raise BundleError(f"bundle {root}: {exc.filename or ''}: {exc.strerror or exc}; "
@@ -138,21 +112,23 @@ class Bundle:
         self.config: dict[str, Any] = _read_json(root / contract.CONFIG_FILE, root)
         self._check_config()
         indexer = _read_json(root / contract.INDEXER_FILE, root)
-        # Every entry (in C: `set(map(type, ...))`, `min`, `max`): one 2**70 anywhere made
-        # the int64 conversion fail. Token ids are int32 in any vocabulary; -1 = unsupported.
+        # Every entry checked (in C): one 2**70 anywhere would fail the int64 conversion.
         if not isinstance(indexer, list) or not indexer or set(map(type, indexer)) != {int} or (
-            min(indexer) < -1 or max(indexer) >= 2**31
-        ):
-            raise BundleError(
-                f"{contract.INDEXER_FILE}: expected a JSON list of token ids, ints from -1 "
-                f"to 2**31-1 (code point -> token id); re-download or rebuild the bundle"
-            )
+                min(indexer) < -1 or max(indexer) >= 2**31):
+            raise BundleError(f"{contract.INDEXER_FILE}: expected a JSON list of token ids, ints "
+                              "from -1 to 2**31-1 (code point -> token id); re-download or "
+                              "rebuild the bundle")
         #: code point -> token id (-1 = unsupported), as an int64 array for vector lookup.
         self.indexer: np.ndarray = np.asarray(indexer, dtype=np.int64)
         self.stages: dict[str, StageInfo] = {s: self._check_graph(s) for s in contract.STAGES}
-        self._voices = self._check_voices()
+        vdir = root / contract.VOICE_DIR
+        files = sorted(vdir.glob("*.json")) if vdir.is_dir() else []
+        if not files:
+            raise BundleError(f"{contract.VOICE_DIR}/: no voice styles (*.json) found")
+        self._voices = {f.stem: f for f in files}
         self._voice_cache: dict[str, VoiceStyle] = {}
-        self.validate_voices()
+        for name in self.voices:  # parse and check every voice now
+            self.voice(name)
 
     # -- validation -------------------------------------------------------------------
 
@@ -170,9 +146,8 @@ class Bundle:
         for (section, key), expected in want.items():
             found = cfg.get(section, {}).get(key) if isinstance(cfg.get(section), dict) else None
             if found != expected:
-                raise BundleError(
-                    f"{contract.CONFIG_FILE}: {section}.{key} is {found!r}, expected {expected}"
-                )
+                raise BundleError(f"{contract.CONFIG_FILE}: {section}.{key} is {found!r}, "
+                                  f"expected {expected}")
 
     def _check_graph(self, stage: str) -> StageInfo:
         spec = contract.GRAPHS[stage]
@@ -182,37 +157,23 @@ class Bundle:
         try:
             scan = scan_onnx(path)
         except (ScanError, OSError, ValueError) as exc:
-            raise BundleError(
-                f"{spec.path}: not a readable ONNX model ({exc}); re-download or rebuild it"
-            ) from None
-        for kind, found, wanted in (
-            ("input", scan.inputs, spec.inputs),
-            ("output", scan.outputs, spec.outputs),
-        ):
+            raise BundleError(f"{spec.path}: not a readable ONNX model ({exc}); re-download or "
+                              "rebuild it") from None
+        for kind, found, wanted in (("input", scan.inputs, spec.inputs),
+                                    ("output", scan.outputs, spec.outputs)):
             names = [v.name for v in found]
-            if names != [t.name for t in wanted]:
-                # Order does not matter to ORT, but names and count do.
-                if sorted(names) != sorted(t.name for t in wanted):
-                    raise BundleError(
-                        f"{spec.path}: {kind}s are {names}, expected {[t.name for t in wanted]}"
-                    )
+            if sorted(names) != sorted(t.name for t in wanted):  # ORT ignores their order
+                raise BundleError(f"{spec.path}: {kind}s are {names}, expected "
+                                  f"{[t.name for t in wanted]}")
             by_name = {v.name: v for v in found}
             for t in wanted:
                 _check_tensor(spec.path, kind, by_name[t.name], t)
-        size = path.stat().st_size + sum(
-            p.stat().st_size for p in path.parent.glob(f"{path.name}.data*")
-        )
+        size = path.stat().st_size + sum(p.stat().st_size
+                                         for p in path.parent.glob(f"{path.name}.data*"))
         return StageInfo(stage, path, size, scan.params, precision_of(scan.initializer_types))
 
-    def _check_voices(self) -> dict[str, Path]:
-        vdir = self.path / contract.VOICE_DIR
-        files = sorted(vdir.glob("*.json")) if vdir.is_dir() else []
-        if not files:
-            raise BundleError(f"{contract.VOICE_DIR}/: no voice styles (*.json) found")
-        return {f.stem: f for f in files}
-
     def _load_voice(self, name: str, path: Path) -> VoiceStyle:
-        rel = _rel(path, self.path)
+        rel = path.relative_to(self.path)
         data = _read_json(path, self.path)
         arrays = {}
         wanted = (("style_ttl", contract.STYLE_TTL_DIMS), ("style_dp", contract.STYLE_DP_DIMS))
@@ -225,16 +186,12 @@ class Bundle:
             try:
                 arr = np.asarray(entry["data"], dtype=np.float32).reshape(dims)
             except (ValueError, TypeError, OverflowError):
-                raise BundleError(
-                    f"{rel}: {key} data does not fill dims {list(dims)}"
-                ) from None
+                raise BundleError(f"{rel}: {key} data does not fill dims {list(dims)}") from None
             bad = int(arr.size - np.count_nonzero(np.isfinite(arr)))
-            if bad:
-                # NaN or inf here gives an all-NaN waveform, written as full-scale DC.
-                raise BundleError(
-                    f"{rel}: {key} has {bad} value(s) that are NaN or infinite; the voice "
-                    "file is damaged: re-download it or remove it from voice_styles/"
-                )
+            if bad:  # would give an all-NaN waveform
+                raise BundleError(f"{rel}: {key} has {bad} value(s) that are NaN or infinite; "
+                                  "the voice file is damaged: re-download it or remove it from "
+                                  "voice_styles/")
             arrays[key] = arr
         return VoiceStyle(name, arrays["style_ttl"], arrays["style_dp"])
 
@@ -263,11 +220,6 @@ class Bundle:
             self._voice_cache[name] = self._load_voice(name, self._voices[name])
         return self._voice_cache[name]
 
-    def validate_voices(self) -> None:
-        """Parse every voice style and check its dims (done when the bundle is opened)."""
-        for name in self.voices:
-            self.voice(name)
-
     @property
     def sample_rate(self) -> int:
         return int(self.config["ae"]["sample_rate"])
@@ -286,8 +238,7 @@ class Bundle:
 
     @property
     def capabilities(self) -> Capabilities:
-        """Flow steps, caller noise, batching, the official package as reference, Dask sweeps,
-        chunks rendered on their own."""
+        """Everything but noise scales."""
         return Capabilities(flow_steps=True, caller_noise=True, official_reference=True,
                             distributed=True, batching=True, standin=self.is_standin,
                             chunk_jobs=True)
@@ -298,8 +249,7 @@ class Bundle:
 
     @property
     def is_standin(self) -> bool:
-        """True for a tts_kit stand-in (`tts_kit.models.supertonic.standin.NOTE` says what that
-        means)."""
+        """True for a tts_kit stand-in (random weights: `tts_kit.models.supertonic.standin`)."""
         return contract.STANDIN_KEY in self.config
 
     @property
@@ -307,42 +257,11 @@ class Bundle:
         """The stand-in marker (scale, seed, version), or None for a real model."""
         return self.config.get(contract.STANDIN_KEY)
 
-    @property
-    def params(self) -> int:
-        """Total weight elements over the four graphs."""
-        return sum(s.params for s in self.stages.values())
-
-    def stage_path(self, stage: str) -> Path:
-        """Path of one graph."""
-        return self.stages[stage].path
-
-    def sha256(self, stage: str) -> str:
-        """SHA-256 of one graph file (`file_sha256`: read once per version of the file)."""
-        return file_sha256(self.stages[stage].path)
-
-    def fingerprint(self) -> dict[str, str]:
-        """SHA-256 of every graph, for reports (``{'vocoder': 'ab12...', ...}``)."""
-        return {s: self.sha256(s) for s in contract.STAGES}
-
     def describe(self) -> dict[str, Any]:
         """Everything the bundle knows, JSON-ready (used by ``tts-kit info`` and reports)."""
-        return {
-            "path": str(self.path),
-            "standin": self.standin_info,
-            "sample_rate": self.sample_rate,
-            "voices": self.voices,
-            "params": self.params,
-            "stages": {
-                s: {
-                    "file": _rel(i.path, self.path),
-                    "size_bytes": i.size_bytes,
-                    "params": i.params,
-                    "precision": i.precision,
-                    "sha256": self.sha256(s),
-                }
-                for s, i in self.stages.items()
-            },
-        }
+        return {"path": str(self.path), "standin": self.standin_info,
+                "sample_rate": self.sample_rate, "voices": self.voices, "params": self.params,
+                "stages": self.describe_stages()}
 
     def __repr__(self) -> str:
         kind = "stand-in" if self.is_standin else "model"
@@ -353,8 +272,7 @@ class Bundle:
     @classmethod
     def discover(cls, path: str | os.PathLike[str] | None = None, *,
                  settings: Settings | None = None) -> Bundle:
-        """Open the Supertonic bundle `tts_kit.models.discovery.locate` finds (a Piper voice
-        there is a `BundleError` naming `tts_kit.make_engine`).
+        """Open the Supertonic bundle `tts_kit.models.discovery.locate` finds.
 
         Example:
             >>> Bundle.discover().is_standin
@@ -371,7 +289,7 @@ class Bundle:
 def resolve_model_dir(path: str | os.PathLike[str] | None = None, *,
                       settings: Settings | None = None) -> tuple[Path, str]:
     """The model directory (or Piper voice file) `tts_kit.models.discovery.locate` finds,
-    as a path, and where it came from.
+    and where it came from.
 
     Example:
         >>> where, source = resolve_model_dir()

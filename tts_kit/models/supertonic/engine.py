@@ -20,6 +20,7 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -42,8 +43,6 @@ from tts_kit.models.synthesis import (
     batch_voices,
     check_number,
 )
-from tts_kit.runtime.loading import LoadPolicy, StageCosts
-from tts_kit.runtime.sessions import SessionPreset
 
 #: Ceiling on a predicted duration: seconds per character of the chunk, plus a margin
 #: (speech runs at 0.05-0.1 s per character; above this, the graph is broken).
@@ -59,8 +58,8 @@ class Engine(EngineBase):
 
     Args:
         bundle: a `Bundle`, a bundle directory, or None to discover one.
-        preset, stage_presets, loading, normalize, stage_costs_mb: as for `EngineBase`
-            (``loading`` options such as ``paged+notrim``: `tts_kit.runtime.loading`).
+        options: `EngineBase`'s (``preset``, ``stage_presets``, ``loading``, ``normalize``,
+            ``stage_costs_mb``).
 
     Example:
         >>> engine = Engine("standin-dir", loading="paged")  # doctest: +SKIP
@@ -71,43 +70,29 @@ class Engine(EngineBase):
     family = "supertonic"
     chunk_pause_s = contract.CHUNK_SILENCE_S
 
-    def __init__(
-        self,
-        bundle: Bundle | str | os.PathLike[str] | None = None,
-        preset: SessionPreset | None = None,
-        stage_presets: dict[str, SessionPreset] | None = None,
-        loading: str | LoadPolicy = "resident",
-        normalize: bool = True,
-        stage_costs_mb: dict[str, float] | StageCosts | None = None,
-    ):
+    def __init__(self, bundle: Bundle | str | os.PathLike[str] | None = None, **options: Any):
         super().__init__(bundle if isinstance(bundle, Bundle) else Bundle.discover(bundle),
-                         preset=preset, stage_presets=stage_presets, loading=loading,
-                         normalize=normalize, stage_costs_mb=stage_costs_mb)
+                         **options)
 
     # -- the request ------------------------------------------------------------------
 
     def _prepare(self, text: str, lang: str, max_chars: int | None) -> tuple[str, list[str]]:
         text = self._normalized(text, lang)
-        from tts_kit.text.charset import (
-            unsupported_characters,  # lazy: tts_kit.text loads num2words
-        )
+        from tts_kit.text.charset import unsupported_characters
 
         bad = unsupported_characters(text, self.bundle.indexer, model_cleanup=True)
         if bad:
             shown = " ".join(repr(c) for c in bad[:20]) + (" ..." if len(bad) > 20 else "")
-            raise TtsKitError(
-                f"text has {len(bad)} character(s) this model cannot read: {shown}; "
-                "remove or replace them"
-            )
+            raise TtsKitError(f"text has {len(bad)} character(s) this model cannot read: "
+                              f"{shown}; remove or replace them")
         from tts_kit.text import chunk
 
         return text, chunk(text, lang, max_chars)
 
     def _validate(self, lang: str, steps: int, speed: float, voices: list[str]) -> None:
         if lang not in contract.LANGUAGES:
-            raise TtsKitError(
-                f"unknown language '{lang}'; use one of: {', '.join(contract.LANGUAGES)}"
-            )
+            raise TtsKitError(f"unknown language '{lang}'; use one of: "
+                              f"{', '.join(contract.LANGUAGES)}")
         check_number("steps", steps, contract.MIN_STEPS, contract.MAX_STEPS, integer=True)
         check_number("speed", speed, contract.MIN_SPEED, contract.MAX_SPEED)
         for v in voices:
@@ -131,8 +116,6 @@ class Engine(EngineBase):
         if cfg.first_chunk_chars is not None:
             chunks = first_chunk(chunks, cfg.lang, cfg.first_chunk_chars)
         used = getattr(cfg.noise, "seed", None) if cfg.noise is not None else cfg.seed
-        # Each chunk's noise from (seed, chunk index) alone (`chunk_rng`), so a chunk can be
-        # rendered on its own (`render_chunk`) to the same audio.
         return Plan(normalized, chunks, (self.bundle.voice(cfg.voice), cfg.seed),
                     seed=None if used is None else int(used))
 
@@ -152,10 +135,8 @@ class Engine(EngineBase):
         return wav, timings
 
     def _stream_stages(self, chunks, cfg, style, seed):
-        """Stage-major: each stage runs on every chunk before the next stage, so under
-        ``paged`` loading each graph is loaded once per request, not once per chunk; the
-        audio still comes chunk by chunk from the vocoder, and memory holds every chunk's
-        latent, about 1/20 of its audio."""
+        """Stage-major: each stage on every chunk before the next (under ``paged`` loading
+        each graph loads once per request); memory holds every chunk's latent."""
         per: list[dict[str, float]] = [{} for _ in chunks]
         elapsed = [0.0] * len(chunks)
 
@@ -197,16 +178,16 @@ class Engine(EngineBase):
         max_chunk_chars: int | None = None,
         noise: np.ndarray | NoiseSource | None = None,
     ) -> list[SynthesisResult]:
-        """Synthesise several texts in one batch, one voice per text (``voices``: one name
-        for all, or a list); round ``k`` runs the ``k``-th chunk of every text together.
+        """Synthesise several texts in one batch (round ``k`` runs every text's ``k``-th
+        chunk together): one `SynthesisResult` per text, each with the batch's timings.
 
-        ``lang``, ``steps``, ``speed`` and ``max_chunk_chars`` are as in `SynthesisConfig`;
-        ``seed``: an int gives text ``i`` the seed ``seed + i`` (a batch equals the single
-        calls), a list one each; ``noise``: the initial latent instead of a seed's, an array
-        ``[B, 144, L]`` (texts of one chunk each) or a source called with each batch's
-        latent lengths, e.g. `OfficialNoise` (`tts_kit.fidelity.verify` feeds both pipelines
-        the same noise so). Returns one `SynthesisResult` per text, in order, each with the
-        whole batch's stage timings.
+        ``voices``: one name for all, or a list; ``seed``: an int gives text ``i`` the seed
+        ``seed + i`` (a batch equals the single calls), a list one each; ``noise``: the
+        initial latent, an array ``[B, 144, L]`` or a source such as `OfficialNoise`.
+
+        Example:
+            >>> [r.seed for r in Engine().synthesize_batch(["Hi.", "Bye."], steps=1, seed=4)]
+            [4, 5]
         """
         voice_list = batch_voices(texts, voices)
         self._validate(lang, steps, speed, voice_list)
@@ -250,8 +231,7 @@ class Engine(EngineBase):
         with self._loader.session("vocoder"):  # one load for all items
             return self._vocode(front, latent, timings)
 
-    # The pipeline's phases, each on a batch of chunks; composed per chunk (`stream`,
-    # chunk-major) or per stage over all chunks (stage-major), or for a whole batch.
+    # The pipeline's phases, each on a batch of chunks.
 
     def _front(self, chunks, lang, styles, speed, timings) -> _Front:
         """Ids, masks and styles of a batch of chunks, and their predicted durations."""
@@ -260,11 +240,8 @@ class Engine(EngineBase):
         style_dp = np.concatenate([s.dp for s in styles])
         style_ttl = np.concatenate([s.ttl for s in styles])
         timings["text"] = timings.get("text", 0.0) + time.perf_counter() - t0
-        duration = self._run(
-            "duration_predictor",
-            {"text_ids": ids, "style_dp": style_dp, "text_mask": text_mask},
-            timings,
-        ).reshape(-1) / np.float32(speed)
+        feeds = {"text_ids": ids, "style_dp": style_dp, "text_mask": text_mask}
+        duration = self._run("duration_predictor", feeds, timings).reshape(-1) / np.float32(speed)
         _check_durations(duration, chunks)
         sr = self.bundle.sample_rate
         n_samples = [max(1, int(d * sr)) for d in duration]
@@ -272,20 +249,16 @@ class Engine(EngineBase):
         return _Front(ids, text_mask, style_ttl, n_samples, frames)
 
     def _encode_text(self, front: _Front, timings: dict[str, float]) -> _Front:
-        front.text_emb = self._run(
-            "text_encoder",
-            {"text_ids": front.ids, "style_ttl": front.style_ttl, "text_mask": front.text_mask},
-            timings,
-        )
+        feeds = {"text_ids": front.ids, "style_ttl": front.style_ttl,
+                 "text_mask": front.text_mask}
+        front.text_emb = self._run("text_encoder", feeds, timings)
         return front
 
     def _flow(self, front: _Front, steps: int, rngs, timings, source=None) -> np.ndarray:
         frames = front.frames
         length = max(frames)
         batch = len(frames)
-        latent_mask = np.zeros((batch, 1, length), np.float32)
-        for b, n in enumerate(frames):
-            latent_mask[b, :, :n] = 1.0
+        latent_mask = (np.arange(length) < np.array(frames)[:, None, None]).astype(np.float32)
         if source is not None:  # the caller's noise, masked as the official package does
             drawn = np.asarray(source(list(frames)), np.float32)
             if drawn.shape != (batch, contract.LATENT_CHANNELS, length):
@@ -297,21 +270,12 @@ class Engine(EngineBase):
             xt = np.zeros((batch, contract.LATENT_CHANNELS, length), np.float32)
             for b, (rng, n) in enumerate(zip(rngs, frames)):
                 xt[b, :, :n] = rng.standard_normal((contract.LATENT_CHANNELS, n), np.float32)
-        total = np.full(batch, steps, np.float32)
+        feeds = {"text_emb": front.text_emb, "style_ttl": front.style_ttl,
+                 "latent_mask": latent_mask, "text_mask": front.text_mask,
+                 "total_step": np.full(batch, steps, np.float32)}
         for step in range(steps):
-            xt = self._run(
-                "vector_estimator",
-                {
-                    "noisy_latent": xt,
-                    "text_emb": front.text_emb,
-                    "style_ttl": front.style_ttl,
-                    "latent_mask": latent_mask,
-                    "text_mask": front.text_mask,
-                    "current_step": np.full(batch, step, np.float32),
-                    "total_step": total,
-                },
-                timings,
-            )
+            feeds.update(noisy_latent=xt, current_step=np.full(batch, step, np.float32))
+            xt = self._run("vector_estimator", feeds, timings)
         return xt
 
     def _vocode(self, front: _Front, xt: np.ndarray, timings) -> list[np.ndarray]:
@@ -359,7 +323,7 @@ def first_chunk(chunks: list[str], lang: str, max_chars: int) -> list[str]:
 
 
 def _check_durations(duration: np.ndarray, chunks: list[str]) -> None:
-    """Refuse predicted durations no speech has, before anything is allocated for them.
+    """Refuse predicted durations no speech has, before anything is allocated.
 
     Example:
         >>> _check_durations(np.array([0.8], np.float32), ["Hello there."])
@@ -369,22 +333,19 @@ def _check_durations(duration: np.ndarray, chunks: list[str]) -> None:
         tts_kit.TtsKitError: duration_predictor predicted nan s for a 12-character chunk ...
     """
     if duration.shape != (len(chunks),):
-        raise TtsKitError(
-            f"duration_predictor gave {duration.size} duration(s) for {len(chunks)} chunk(s); "
-            "the graph is damaged or not a Supertonic duration predictor; re-download or "
-            "rebuild the bundle"
-        )
+        raise TtsKitError(f"duration_predictor gave {duration.size} duration(s) for "
+                          f"{len(chunks)} chunk(s); the graph is damaged or not a Supertonic "
+                          "duration predictor; re-download or rebuild the bundle")
     for d, text in zip(duration.tolist(), chunks):
         limit = MAX_SECONDS_PER_CHAR * len(text) + MAX_SECONDS_MARGIN
         if not (0.0 < d <= limit):  # False for NaN too
             shown = text if len(text) <= 30 else text[:27] + "..."
-            raise TtsKitError(
-                f"duration_predictor predicted {d:g} s for a {len(text)}-character chunk "
-                f"({shown!r}); a duration must be finite, above 0 and at most "
-                f"{MAX_SECONDS_PER_CHAR:g} s per character + {MAX_SECONDS_MARGIN:g} s "
-                f"({limit:g} s here): the graph is damaged or not a Supertonic duration "
-                "predictor; re-download or rebuild the bundle"
-            )
+            raise TtsKitError(f"duration_predictor predicted {d:g} s for a {len(text)}-character "
+                              f"chunk ({shown!r}); a duration must be finite, above 0 and at "
+                              f"most {MAX_SECONDS_PER_CHAR:g} s per character + "
+                              f"{MAX_SECONDS_MARGIN:g} s ({limit:g} s here): the graph is "
+                              "damaged or not a Supertonic duration predictor; re-download or "
+                              "rebuild the bundle")
 
 
 __all__ = ["Engine", "FixedNoise", "NoiseSource", "OfficialNoise", "first_chunk"]

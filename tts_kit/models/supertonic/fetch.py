@@ -1,7 +1,5 @@
-"""Download the real Supertonic model from its hub, at a pinned revision.
-
-The revisions the official package (v1.3.1) pins. The download is validated as a `Bundle`
-beside the target, then renamed into place; an existing model is never overwritten.
+"""Download the real Supertonic model from its hub, at the revision the official package
+(v1.3.1) pins; validated as a `Bundle` before it is renamed into place.
 
 Example:
     >>> from tts_kit.models.supertonic.fetch import fetch_model
@@ -49,7 +47,7 @@ def _hub_reachable(timeout_s: float = 3.0) -> bool:
         return False
 
 
-def default_model_dir(model: str) -> Path:
+def _default_model_dir(model: str) -> Path:
     """Where `fetch_model` puts a model when no directory is given: the official cache."""
     s = current_settings()
     if s.supertonic_cache_dir:
@@ -61,7 +59,7 @@ def fetch_model(model: str = "supertonic-3", dest: str | os.PathLike[str] | None
     """Download ``model`` into ``dest`` (default: the official package's cache directory)."""
     if model not in MODELS:
         raise FetchError(f"unknown model '{model}'; choose one of: {', '.join(MODELS)}")
-    target = Path(dest).expanduser() if dest else default_model_dir(model)
+    target = Path(dest).expanduser() if dest else _default_model_dir(model)
     if target.exists() and any(target.iterdir()):
         raise FetchError(f"{target} already exists and is not empty; pass an empty or new --dir")
     try:

@@ -1,9 +1,5 @@
 """The initial latent noise of the Supertonic flow: seeded like the official package
 (`OfficialNoise`), or the caller's array (`FixedNoise`).
-
-Example:
-    >>> OfficialNoise(0)([2, 3]).shape
-    (2, 144, 3)
 """
 
 from __future__ import annotations
@@ -16,18 +12,14 @@ from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
 from tts_kit.models.synthesis import is_seed as _is_seed
 
-#: ``noise(frames) -> array [B, LATENT_CHANNELS, max(frames)]``: the initial latent of one
-#: batch of chunks, where ``frames[b]`` is item ``b``'s latent length. The engine zeroes
-#: what lies past each item's length (the latent mask), as the official package does.
+#: ``noise(frames) -> array [B, LATENT_CHANNELS, max(frames)]``: a batch's initial latent
+#: (``frames[b]``: item ``b``'s length; the engine masks what lies past it).
 NoiseSource = Callable[[list[int]], np.ndarray]
 
 
 class OfficialNoise:
-    """Draws the initial latent as the official ``supertonic`` package does
-    (``np.random.randn(B, 144, L)`` per batch of chunks), from its own
-    ``np.random.RandomState(seed)``: ``np.random.seed(seed)`` before an official call and
-    ``noise=OfficialNoise(seed)`` here feed both pipelines the same noise, without touching
-    numpy's global state.
+    """Draws the initial latent as the official package does after ``np.random.seed(seed)``
+    (``np.random.randn(B, 144, L)`` per batch), from its own ``RandomState``.
 
     Example:
         >>> a = OfficialNoise(0)([2, 3])
@@ -48,8 +40,8 @@ class OfficialNoise:
 
 
 class FixedNoise:
-    """A caller's initial latent, ``[B, 144, L]`` (or ``[144, L]`` for one item), for one
-    batch of chunks; ``L`` must cover the longest item (a longer array is cut).
+    """A caller's initial latent for one batch, ``[B, 144, L]`` (or ``[144, L]``); ``L`` must
+    cover the longest item.
 
     Example:
         >>> FixedNoise(np.ones((144, 5), np.float32))([3]).shape
@@ -61,10 +53,8 @@ class FixedNoise:
         if a.ndim == 2:
             a = a[None]
         if a.ndim != 3 or a.shape[1] != contract.LATENT_CHANNELS:
-            raise TtsKitError(
-                f"noise must have shape [batch, {contract.LATENT_CHANNELS}, frames], got "
-                f"{list(np.shape(latent))}"
-            )
+            raise TtsKitError(f"noise must have shape [batch, {contract.LATENT_CHANNELS}, "
+                              f"frames], got {list(np.shape(latent))}")
         self.latent = a
         self._used = False
 
@@ -83,9 +73,7 @@ class FixedNoise:
 
 def chunk_rng(seed: int | None, index: int) -> np.random.Generator:
     """The generator of chunk ``index``'s initial noise, from the seed and the index only
-    (a chunk sounds the same whichever process renders it): chunk 0 draws as
-    ``np.random.default_rng(seed)``, chunk ``k`` from the seed's ``k``-th spawned sequence;
-    ``seed`` None: fresh noise.
+    (chunk 0 draws as ``np.random.default_rng(seed)``); ``seed`` None: fresh noise.
 
     Example:
         >>> a = chunk_rng(7, 0).standard_normal(2)

@@ -1,13 +1,5 @@
 """A synthetic Supertonic bundle: the real layout and architecture, seeded random weights
-(its audio is noise, its costs are realistic; docs/guide.md, "The stand-in").
-
-This module writes the bundle's files and finds built ones in the cache; the networks are
-built in `tts_kit.models.supertonic.standin_graphs`.
-
-Example:
-    >>> from tts_kit.models.supertonic.standin import build_standin
-    >>> summary = build_standin("/tmp/standin-tiny", scale="tiny")  # doctest: +SKIP
-    >>> print(summary.table())  # doctest: +SKIP
+(docs/guide.md, "The stand-in"); the networks are built in `standin_graphs`.
 """
 
 from __future__ import annotations
@@ -16,7 +8,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 import time
 import unicodedata
 import zlib
@@ -197,10 +188,8 @@ _CJK_START = 0x4E00
 
 
 def _indexer() -> list[int]:
-    """Code point -> token id (-1 = unsupported), exactly `VOCAB_SIZE` ids, in code-point
-    order like the real indexer, the rest on CJK ideographs from U+4E00. Hangul syllables
-    share their leading consonant's id (NFKD makes them Jamo before lookup). Thai is left
-    out, so tests have a script the stand-in cannot read."""
+    """Code point -> token id (-1 = unsupported), `VOCAB_SIZE` ids in code-point order like
+    the real indexer. Thai is left out, so tests have a script the stand-in cannot read."""
     table = np.full(0x10000, -1, dtype=np.int64)
     cps = np.concatenate([np.arange(lo, hi + 1) for lo, hi in _BLOCKS])
     cps = np.array([c for c in cps if unicodedata.category(chr(c)) not in ("Cn", "Cs")])
@@ -214,7 +203,6 @@ def _indexer() -> list[int]:
 
 def _float_list(arr: np.ndarray) -> list:
     """Nested lists of the shortest decimal that round-trips each float32 (half the JSON)."""
-    # str() of a numpy float32 is its shortest round-trip form; a Python float's is not.
     flat = [float(str(v)) for v in arr.astype(np.float32).ravel()]
     out: Any = np.array(flat, dtype=np.float64).reshape(arr.shape)
     return out.tolist()
@@ -224,8 +212,7 @@ def _voice(name: str, seed: int) -> dict[str, Any]:
     """A voice style with the real file's layout and magnitudes (std ~0.06 and ~0.25)."""
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1000 + zlib.crc32(
         name.encode()),)))
-    # Per-channel offsets plus token noise, like real style tokens: a voice is a
-    # consistent direction, not white noise.
+    # Per-channel offsets plus token noise: a voice is a direction, not white noise.
     ttl = 0.02 * rng.standard_normal((1, 1, 256)) + 0.058 * rng.standard_normal((1, 50, 256))
     dp = 0.1 * rng.standard_normal((1, 1, 16)) + 0.23 * rng.standard_normal((1, 8, 16))
     return {
@@ -270,11 +257,6 @@ class StandinSummary:
         """Parameters over all four graphs."""
         return sum(s.params for s in self.stages)
 
-    @property
-    def total_bytes(self) -> int:
-        """Bytes of the four graphs."""
-        return sum(s.bytes for s in self.stages)
-
     def table(self) -> str:
         """Per-stage parameters and sizes as an aligned text table.
 
@@ -286,7 +268,8 @@ class StandinSummary:
             total                    2.00M      8.0
         """
         rows = [f"{'stage':<20}{'params':>10}{'MB':>9}"]
-        for s in [*self.stages, StageSummary("total", self.total_params, self.total_bytes)]:
+        total = StageSummary("total", self.total_params, sum(s.bytes for s in self.stages))
+        for s in [*self.stages, total]:
             rows.append(f"{s.stage:<20}{s.params / 1e6:>9.2f}M{s.bytes / 1e6:>9.1f}")
         return "\n".join(rows)
 
@@ -323,8 +306,6 @@ def build_standin(
     target = atomic.check_dir_destination(path)  # a file, a full directory: one line now
     target.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    # An existing empty directory (often a mount point, which no rename can replace: EBUSY)
-    # is built into, the config's folder moved in last (`atomic.atomic_dir`).
     with atomic.atomic_dir(target, last=Path(contract.CONFIG_FILE).parts[0]) as tmp:
         (tmp / contract.ONNX_DIR).mkdir()
         (tmp / contract.VOICE_DIR).mkdir()
@@ -362,7 +343,7 @@ def _complete(path: Path) -> bool:
 def ensure_standin(scale: str = DEFAULT_SCALE, seed: int = 0, *,
                    settings: Settings | None = None) -> Path:
     """The cached stand-in of this scale and seed, built on first use (racing processes
-    each build privately; a loser discards its copy).
+    each build privately; a loser's copy is discarded).
 
     Example:
         >>> path = ensure_standin("tiny")  # doctest: +SKIP
@@ -375,17 +356,11 @@ def ensure_standin(scale: str = DEFAULT_SCALE, seed: int = 0, *,
     if _complete(target):
         return target
     cache.mkdir(parents=True, exist_ok=True)
-    if target.exists():
-        # Builds are atomic, so an incomplete target was damaged by hand: rebuild it.
+    if target.exists():  # builds are atomic: an incomplete one was damaged by hand
         shutil.rmtree(target, ignore_errors=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.build-", dir=cache))
     try:
-        build_standin(work / "bundle", scale=scale, seed=seed)
-        try:
-            os.replace(work / "bundle", target)
-        except OSError:
-            if not _complete(target):
-                raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        build_standin(target, scale=scale, seed=seed)
+    except (OSError, TtsKitError):
+        if not _complete(target):  # else another process built it first: that copy serves
+            raise
     return target

@@ -1,16 +1,11 @@
 """The stand-in's four networks: the published Supertonic-3 architecture per scale
 (`_ARCH`) built with ``onnx.helper`` and filled with scaled, seeded random weights
 (`build_graph`). `tts_kit.models.supertonic.standin` writes them out as a bundle.
-
-Example:
-    >>> [i.name for i in build_graph("vocoder", "tiny").graph.input]
-    ['latent']
 """
 
 from __future__ import annotations
 
 import math
-import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -23,9 +18,7 @@ from tts_kit.models.supertonic._onnx_builder import Attention, GraphBuilder
 if TYPE_CHECKING:
     import onnx
 
-SCALES: tuple[str, ...] = contract.STANDIN_SCALES
-#: What every stand-in is: written into its graphs and ``tts.json`` (the architecture's
-#: costs are the real model's at ``full``; `tts_kit.models.supertonic.standin.scale_note`
+#: What every stand-in is, written into its graphs and ``tts.json`` (`standin.scale_note`
 #: says it for a given scale).
 NOTE = "synthetic weights: the audio is noise; the costs are realistic"
 
@@ -134,13 +127,14 @@ _ARCH: dict[str, _Arch] = {
 
 def _check_scale(scale: str) -> _Arch:
     if scale not in _ARCH:
-        raise TtsKitError(f"unknown stand-in scale {scale!r}; choose one of {', '.join(SCALES)}")
+        raise TtsKitError(f"unknown stand-in scale {scale!r}; choose one of "
+                          f"{', '.join(contract.STANDIN_SCALES)}")
     return _ARCH[scale]
 
 
 def _stage_rng(seed: int, stage: str) -> np.random.Generator:
     # One independent stream per stage: changing one network never reshuffles another.
-    key = contract.STAGES.index(stage) if stage in contract.STAGES else zlib.crc32(stage.encode())
+    key = contract.STAGES.index(stage)
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(key,)))
 
 
