@@ -111,13 +111,10 @@ def _db(v: float) -> str:
 
 def _engine(model: str | os.PathLike[str], threads: int | None, optimization: str = "all"
             ) -> Any:
+    from tts_kit.fidelity.engine_reuse import default_preset
     from tts_kit.models.supertonic.engine import Engine
-    from tts_kit.runtime.sessions import get_preset
 
-    preset = get_preset("supertonic-default").replace(graph_optimization_level=optimization)
-    if threads is not None:
-        preset = preset.replace(intra_op_num_threads=threads, inter_op_num_threads=1)
-    return Engine(model, preset=preset, normalize=False)
+    return Engine(model, preset=default_preset(threads, optimization), normalize=False)
 
 
 def _voices(bundle: Any) -> list[str]:

@@ -51,17 +51,21 @@ def reuse_engines() -> Iterator[None]:
             _close(built)
 
 
-def default_preset() -> Any:
-    """The preset the readings here are made with: ``supertonic-default`` with ONNX Runtime's
-    default graph fusions (``all``) stated, so every module asks for the same engine.
+def default_preset(threads: int | None = None, optimization: str = "all") -> Any:
+    """The preset the readings here are made with: ``supertonic-default`` with graph fusions
+    ``optimization`` stated (so every module asks for the same engine) and, when given,
+    ``threads`` intra-op threads (one inter-op).
 
     Example:
-        >>> default_preset().graph_optimization_level
-        'all'
+        >>> default_preset().graph_optimization_level, default_preset(2).intra_op_num_threads
+        ('all', 2)
     """
     from tts_kit.runtime.sessions import get_preset
 
-    return get_preset("supertonic-default").replace(graph_optimization_level="all")
+    preset = get_preset("supertonic-default").replace(graph_optimization_level=optimization)
+    if threads is not None:
+        preset = preset.replace(intra_op_num_threads=threads, inter_op_num_threads=1)
+    return preset
 
 
 @contextmanager
