@@ -118,7 +118,7 @@ def _engine(model: str | os.PathLike[str], threads: int | None, optimization: st
 
 
 def _voices(bundle: Any) -> list[str]:
-    """The default voice first, then another (two voices exercise the batch's styles)."""
+    """The default voice first, then another (the batch's styles)."""
     first = bundle.default_voice
     return [first, *[v for v in bundle.voices if v != first]][:2]
 
@@ -179,8 +179,8 @@ class CaseResult:
     log_mel_db: float
     mcd_db: float
     official_batch_leak: float = 0.0
+    #: Against a bundle: each candidate stage on the reference's inputs (`replay`).
     stages_alone: dict[str, Comparison] = field(default_factory=dict)
-    """Against a bundle: each candidate stage on the reference's inputs (`replay`)."""
 
     @property
     def duration_change_s(self) -> float:
