@@ -19,17 +19,17 @@ import os
 import statistics
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
 from tts_kit.core import contract
 from tts_kit.core.procfacts import rss_mb
-from tts_kit.fidelity.audio_metrics import snr_from_energies, waveform_fidelity
-from tts_kit.fidelity.cases import json_safe
+from tts_kit.fidelity.audio_metrics import waveform_fidelity
+from tts_kit.fidelity.cases import Comparison, json_safe
 from tts_kit.fidelity.floor import Distances, conformance, noise_floor
-from tts_kit.fidelity.listening import decide, judge_quality, quality_lines
+from tts_kit.fidelity.listening import QUALITY_TEXTS, decide, judge_quality, quality_lines
 from tts_kit.precision.conversion_report import (
     MAX_LOG_MEL_DB,
     MIN_SNR_DB,
@@ -213,16 +213,8 @@ def fidelity(
     # Resident loading (the default): each candidate stage loads once for all its replays.
     cand = Engine(candidate, preset=p)
     for stage in contract.STAGES:
-        mine = [c for c in calls if c[0] == stage]
-        sig = err = 0.0
-        finite = True
-        for _, feeds, want in mine:
-            got = cand.run_stage(stage, feeds).astype(np.float64)
-            finite = finite and bool(np.isfinite(got).all())
-            w64 = want.astype(np.float64)
-            sig += float(np.sum(w64 * w64))
-            err += float(np.sum((w64 - got) ** 2))
-        f.stage_snr_db[stage] = snr_from_energies(sig, err) if finite and mine else math.nan
+        pairs = [(want, cand.run_stage(stage, feeds)) for st, feeds, want in calls if st == stage]
+        f.stage_snr_db[stage] = Comparison.of(*zip(*pairs)).snr_db if pairs else math.nan
     calls.clear()  # the recorded tensors are no longer needed
     cand_frames: list[int] = []
 
@@ -304,8 +296,7 @@ def measure_conversion(report: ConversionReport, spec: MeasureSpec | None = None
 # -- Piper voices: distances and the noise floor on the real voice ---------------------------
 
 #: Texts the Piper floor and distances read (English: the voice's language).
-PIPER_TEXTS = ("The quick brown fox jumps over the lazy dog.",
-               "On a small server, memory decides how many voices can speak at once.")
+PIPER_TEXTS = QUALITY_TEXTS
 
 
 def _engine(model: Any, threads: int | None = None, optimization: str = "all") -> Any:
@@ -405,6 +396,7 @@ def judgement(floor: Any, distances: Any, read: str = "") -> dict[str, Any]:
 # -- a converted copy of a voice against it (``tts-kit verify`` without an official reference)
 
 
+@dataclass
 class CopyCheck:
     """A converted copy of a Piper voice against the voice (`verify_piper_copy`), read like
     `tts_kit.fidelity.verify.VerifyReport`.
@@ -416,11 +408,12 @@ class CopyCheck:
         (True, None, 'PASS: within the tolerance')
     """
 
-    def __init__(self, model: str, against: str, distances: Any, problems: list[str],
-                 conformance: dict[str, Any] | None = None,
-                 quality: dict[str, Any] | None = None) -> None:
-        self.model, self.against, self.distances = model, against, distances
-        self.problems, self.conformance, self.quality = problems, conformance, quality
+    model: str
+    against: str
+    distances: Any
+    problems: list[str]
+    conformance: dict[str, Any] | None = None
+    quality: dict[str, Any] | None = None
 
     @property
     def passed(self) -> bool:
