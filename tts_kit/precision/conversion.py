@@ -52,6 +52,7 @@ from tts_kit.precision.graphs import (  # noqa: F401  (re-exported: the conversi
     _save_model,
     _tool,
     _without_preprocess_advice,
+    _write_config,
     sha256_file,
     sha256_tree,
 )
@@ -324,23 +325,13 @@ def _convert_bundle(bundle: Any, report: ConversionReport, plan: dict[str, str] 
                 _precision_of(out), ops, kept, method if plan else "", kernels,
             )
         cfg_path = tmp / contract.CONFIG_FILE
-        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
-        record = {
+        hashes = {s: report.source_sha256.get(contract.GRAPHS[s].path, "")
+                  for s in contract.STAGES}
+        _write_config(cfg_path, json.loads(cfg_path.read_text(encoding="utf-8")), report, {
             "to": to,
             **({"recipe": report.recipe, "methods": report.options["recipe"]}
                if report.recipe else {}),
-            "stages": chosen,
-            "source_sha256": {
-                s: report.source_sha256.get(contract.GRAPHS[s].path, "") for s in contract.STAGES
-            },
-            "tool": report.tool,
-            "options": report.options,
-        }
-        if PRECISION_KEY in cfg:
-            record["previous"] = cfg[PRECISION_KEY]
-        cfg[PRECISION_KEY] = record
-        cfg_path.write_text(json.dumps(cfg, ensure_ascii=False, indent=1) + "\n",
-                            encoding="utf-8")
+            "stages": chosen, "source_sha256": hashes})
         Bundle(tmp)  # the result must open like any bundle
         _check_finished(report, src_p, dst_p)
 

@@ -415,18 +415,10 @@ class ConversionReport:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (the `save` format)."""
-        d: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            if f.name == "stages":
-                v = {k: dataclasses.asdict(s) for k, s in v.items()}
-            elif f.name == "runs":
-                v = [r.to_dict() for r in v]
-            elif f.name == "fidelity":
-                v = {k: fi.to_dict() for k, fi in v.items()}
-            elif f.name == "output_snr_db":
-                v = {k: _json_num(x) for k, x in v.items()}
-            d[f.name] = v
+        d = dataclasses.asdict(self)
+        d["runs"] = [r.to_dict() for r in self.runs]
+        d["fidelity"] = {k: f.to_dict() for k, f in self.fidelity.items()}
+        d["output_snr_db"] = {k: _json_num(x) for k, x in self.output_snr_db.items()}
         d["passed"], d["verdict"] = self.passed, (self.verdict or (None,))[0]
         return d
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
 import os
 import shutil
@@ -115,6 +116,16 @@ def _check_dst_free(dst: Path, kind: str) -> None:
         return
     # A file, a full directory, a place that takes no new directory: one line each, now.
     atomic.check_dir_destination(dst)
+
+
+def _write_config(path: Path, cfg: dict[str, Any], report: Any, record: dict[str, Any]) -> None:
+    """Write ``cfg`` to ``path`` with the conversion's ``record`` (and the report's tool and
+    options) under `PRECISION_KEY`, an earlier conversion's record kept as ``previous``."""
+    record = {**record, "tool": report.tool, "options": report.options}
+    if PRECISION_KEY in cfg:
+        record["previous"] = cfg[PRECISION_KEY]
+    text = json.dumps({**cfg, PRECISION_KEY: record}, ensure_ascii=False, indent=1)
+    path.write_text(text + "\n", encoding="utf-8")
 
 
 def _graph_bytes(path: Path) -> int:

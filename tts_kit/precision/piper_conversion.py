@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import time
 from collections import Counter
@@ -30,7 +29,6 @@ from tts_kit.precision.conversion_report import (
     check_target,
 )
 from tts_kit.precision.graphs import (
-    PRECISION_KEY,
     _check_dst_free,
     _check_float32,
     _convert_graph,
@@ -41,6 +39,7 @@ from tts_kit.precision.graphs import (
     _save_model,
     _tool,
     _without_preprocess_advice,
+    _write_config,
     sha256_file,
 )
 
@@ -175,15 +174,8 @@ def _write_voice(bundle: Any, dst_p: Path, report: ConversionReport, *, files: l
         _open_check(out)
         for f in extra:
             _copy_regular(f, tmp / f.name)
-        cfg = dict(bundle.config)
-        record = {"to": to, "stages": [STAGE],
-                  "source_sha256": {STAGE: before[bundle.model_file.name]},
-                  "tool": report.tool, "options": report.options}
-        if PRECISION_KEY in cfg:
-            record["previous"] = cfg[PRECISION_KEY]
-        cfg[PRECISION_KEY] = record
-        (tmp / _config_beside(out).name).write_text(
-            json.dumps(cfg, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        _write_config(tmp / _config_beside(out).name, dict(bundle.config), report, {
+            "to": to, "stages": [STAGE], "source_sha256": {STAGE: before[bundle.model_file.name]}})
         converted = open_model(out)  # the result must open like any model of its family
         kernels = None
         if to == "int8":  # does it run integer kernels, or float after all?
