@@ -1,7 +1,6 @@
-"""Engines reused within one scope: `reuse_engines` keeps each engine it builds (keyed by
-the model and the preset) until the scope ends, so a judgement builds the reference's
-engine once. Outside a scope, `engine` builds a fresh one and closes it when done. Every
-reading passes its own seed, so reuse changes no reading.
+"""Engines reused within one scope (`reuse_engines`), so a judgement builds the reference's
+engine once; outside one, `engine` builds a fresh engine and closes it. Every reading
+passes its own seed, so reuse changes no reading.
 
 Example:
     >>> with reuse_engines():  # doctest: +SKIP
@@ -20,12 +19,6 @@ from typing import Any
 _LOCK = threading.Lock()
 _ENGINES: dict[tuple[str, str], Any] = {}  # the open scope's engines
 _DEPTH = [0]  # how many scopes are open (nested scopes share the outermost one's engines)
-
-
-def _close(built: Any) -> None:
-    close = getattr(built, "close", None)
-    if close is not None:
-        close()
 
 
 @contextmanager
@@ -48,7 +41,7 @@ def reuse_engines() -> Iterator[None]:
             if _DEPTH[0] == 0:
                 _ENGINES.clear()
         for built in done:
-            _close(built)
+            built.close()
 
 
 def default_preset(threads: int | None = None, optimization: str = "all") -> Any:
@@ -70,9 +63,8 @@ def default_preset(threads: int | None = None, optimization: str = "all") -> Any
 
 @contextmanager
 def engine(model: Any, preset: Any) -> Iterator[Any]:
-    """An engine of ``model``'s family with ``preset``
-    (`tts_kit.models.family.make_engine`): inside `reuse_engines` the scope's (built on
-    first use), otherwise a fresh one closed on exit.
+    """An engine of ``model``'s family with ``preset``: inside `reuse_engines` the scope's
+    (built on first use), otherwise a fresh one closed on exit.
 
     Example:
         >>> from tts_kit.runtime.sessions import get_preset
@@ -88,11 +80,10 @@ def engine(model: Any, preset: Any) -> Iterator[Any]:
         try:
             yield built
         finally:
-            _close(built)
+            built.close()
         return
     bundle = open_model(model)
-    # the same model (its `ref`: what reopens it, a Piper voice's .onnx file or name, not
-    # the folder several voices may share), same options
+    # the same model (its `ref`, not the folder several voices may share), same options
     key = (bundle.ref(), repr(preset))
     with _LOCK:  # built under the lock: two threads never build the same engine twice
         if key not in _ENGINES:

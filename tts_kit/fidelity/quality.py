@@ -256,8 +256,9 @@ class QualityMetrics:
     see ``notes``).
 
     Example:
-        >>> QualityMetrics(pesq=4.5).pesq, math.isnan(QualityMetrics().stoi)
-        (4.5, True)
+        >>> m = QualityMetrics.from_dict(QualityMetrics(pesq=4.5).to_dict())
+        >>> m.pesq, m.to_dict()["stoi"], math.isnan(m.stoi)
+        (4.5, None, True)
     """
 
     pesq: float = math.nan  # MOS-LQO
@@ -270,23 +271,13 @@ class QualityMetrics:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (NaN and inf as None).
-
-        Example:
-            >>> QualityMetrics(pesq=4.0).to_dict()["stoi"] is None
-            True
-        """
+        """JSON-ready (NaN and inf as None)."""
         return {k: (v if not isinstance(v, float) or math.isfinite(v) else None)
                 for k, v in asdict(self).items()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> QualityMetrics:
-        """The inverse of `to_dict`.
-
-        Example:
-            >>> QualityMetrics.from_dict({"pesq": 3.0, "stoi": None}).pesq
-            3.0
-        """
+        """The inverse of `to_dict`."""
         names = {f.name for f in fields(cls)}
         kw = {k: (math.nan if v is None and k != "notes" else v)
               for k, v in data.items() if k in names}

@@ -170,16 +170,13 @@ def fidelity(
     candidate: str | os.PathLike[str],
     to: str = "fp16",
     spec: MeasureSpec | None = None,
-    *,
-    min_snr_db: float | None = None,
-    max_log_mel_db: float | None = None,
     **options: Any,
 ) -> Fidelity:
     """Compare a converted bundle with its FP32 source, in this process: each candidate stage
     on the FP32 stage's recorded inputs, then both end to end on the same texts and noise
     (one bundle resident at a time).
 
-    ``to`` picks the default thresholds (`MIN_SNR_DB`, `MAX_LOG_MEL_DB`); ``spec`` (or its
+    ``to`` picks the thresholds (`MIN_SNR_DB`, `MAX_LOG_MEL_DB`); ``spec`` (or its
     fields as keywords) the texts, seed, steps, language and preset.
 
     Example:
@@ -194,11 +191,7 @@ def fidelity(
     spec = dataclasses.replace(spec or MeasureSpec(), **options)
     p = spec.preset if isinstance(spec.preset, SessionPreset) else _preset_for(spec.preset, CPU)
     texts, seed, steps, lang = list(spec.texts or DEFAULT_TEXTS), spec.seed, spec.steps, spec.lang
-    f = Fidelity(
-        p.providers[0],
-        min_snr_db=MIN_SNR_DB[to] if min_snr_db is None else min_snr_db,
-        max_log_mel_db=MAX_LOG_MEL_DB[to] if max_log_mel_db is None else max_log_mel_db,
-    )
+    f = Fidelity(p.providers[0], min_snr_db=MIN_SNR_DB[to], max_log_mel_db=MAX_LOG_MEL_DB[to])
     ref = Engine(reference, preset=p)
     calls: list[tuple[str, dict[str, np.ndarray], np.ndarray]] = []
 
