@@ -50,10 +50,32 @@ def snr_db(reference: np.ndarray, candidate: np.ndarray) -> float:
     return snr_from_energies(float(np.sum(ref * ref)), float(np.sum((ref - cand) ** 2)))
 
 
+def _htk_mel(f: np.ndarray | float) -> np.ndarray:
+    return 2595.0 * np.log10(1.0 + np.asarray(f) / 700.0)
+
+
+def _htk_hz(m: np.ndarray) -> np.ndarray:
+    return 700.0 * (10.0 ** (m / 2595.0) - 1.0)
+
+
+def _slaney_mel(f: np.ndarray | float) -> np.ndarray:
+    f = np.asarray(f, np.float64)
+    log = 15.0 + np.log(np.maximum(f, 1e-10) / 1000.0) / (np.log(6.4) / 27.0)
+    return np.where(f >= 1000.0, log, f / (200.0 / 3))
+
+
+def _slaney_hz(m: np.ndarray) -> np.ndarray:
+    return np.where(m >= 15.0, 1000.0 * np.exp((np.log(6.4) / 27.0) * (m - 15.0)),
+                    (200.0 / 3) * m)
+
+
 def mel_filterbank(
-    sample_rate: int, n_fft: int, n_mels: int = 80, fmin: float = 0.0, fmax: float | None = None
+    sample_rate: int, n_fft: int, n_mels: int = 80, fmin: float = 0.0,
+    fmax: float | None = None, *, slaney: bool = False,
 ) -> np.ndarray:
-    """Triangular mel filters (HTK mel scale, each peaking at 1), ``[n_mels, n_fft//2 + 1]``.
+    """Triangular mel filters ``[n_mels, n_fft//2 + 1]`` on the power spectrum: HTK mel scale,
+    each peaking at 1, or (``slaney``) librosa's default, Slaney's scale with area
+    normalisation.
 
     Example:
         >>> fb = mel_filterbank(44100, 2048, 80)
@@ -61,19 +83,14 @@ def mel_filterbank(
         ((80, 1025), True)
     """
     fmax = sample_rate / 2 if fmax is None else fmax
-
-    def hz_to_mel(f: np.ndarray | float) -> np.ndarray:
-        return 2595.0 * np.log10(1.0 + np.asarray(f) / 700.0)
-
-    def mel_to_hz(m: np.ndarray) -> np.ndarray:
-        return 700.0 * (10.0 ** (m / 2595.0) - 1.0)
-
-    freqs = np.linspace(0, sample_rate / 2, n_fft // 2 + 1)
-    edges = mel_to_hz(np.linspace(hz_to_mel(fmin), hz_to_mel(fmax), n_mels + 2))
+    to_mel, to_hz = (_slaney_mel, _slaney_hz) if slaney else (_htk_mel, _htk_hz)
+    freqs = np.fft.rfftfreq(n_fft, 1.0 / sample_rate)
+    edges = to_hz(np.linspace(to_mel(fmin), to_mel(fmax), n_mels + 2))
     lo, mid, hi = edges[:-2, None], edges[1:-1, None], edges[2:, None]
     up = (freqs[None, :] - lo) / np.maximum(mid - lo, 1e-9)
     down = (hi - freqs[None, :]) / np.maximum(hi - mid, 1e-9)
-    return np.maximum(0.0, np.minimum(up, down))
+    weights = np.maximum(0.0, np.minimum(up, down))
+    return weights * (2.0 / (hi - lo)) if slaney else weights
 
 
 def log_mel(

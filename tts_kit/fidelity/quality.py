@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from tts_kit.core.errors import TtsKitError
+from tts_kit.fidelity.audio_metrics import mel_filterbank
 
 #: The rate every metric here reads (PESQ wideband, DNSMOS and pocketsphinx are 16 kHz).
 RATE = 16000
@@ -158,31 +159,6 @@ def dnsmos(wav: np.ndarray, sample_rate: int) -> dict[str, float]:
 _P808_MELS, _P808_NFFT, _P808_HOP = 120, 321, 160
 
 
-@lru_cache(maxsize=4)
-def _slaney_mel_filters(n_mels: int, n_fft: int, rate: int) -> np.ndarray:
-    """librosa's ``filters.mel`` (Slaney mel scale and area normalisation), (n_mels,
-    n_fft // 2 + 1)."""
-    def hz_to_mel(f: np.ndarray) -> np.ndarray:
-        f = np.asarray(f, np.float64)
-        lin = f / (200.0 / 3)
-        log = 15.0 + np.log(np.maximum(f, 1e-10) / 1000.0) / (np.log(6.4) / 27.0)
-        return np.where(f >= 1000.0, log, lin)
-
-    def mel_to_hz(m: np.ndarray) -> np.ndarray:
-        lin = (200.0 / 3) * m
-        log = 1000.0 * np.exp((np.log(6.4) / 27.0) * (m - 15.0))
-        return np.where(m >= 15.0, log, lin)
-
-    fft_f = np.fft.rfftfreq(n_fft, 1.0 / rate)
-    mel_f = mel_to_hz(np.linspace(hz_to_mel(0.0), hz_to_mel(rate / 2.0), n_mels + 2))
-    fdiff = np.diff(mel_f)
-    ramps = mel_f[:, None] - fft_f[None, :]
-    lower = -ramps[:-2] / fdiff[:-1, None]
-    upper = ramps[2:] / fdiff[1:, None]
-    weights = np.maximum(0.0, np.minimum(lower, upper))
-    return weights * (2.0 / (mel_f[2:] - mel_f[:-2]))[:, None]
-
-
 def p808_features(segment: np.ndarray) -> np.ndarray:
     """DNSMOS P.808's input features of a 16 kHz ``segment`` as librosa computes them
     (mel power in dB against the maximum, 80 dB floor, ``(dB + 40) / 40``): (frames, 120).
@@ -198,7 +174,7 @@ def p808_features(segment: np.ndarray) -> np.ndarray:
     frames = np.lib.stride_tricks.sliding_window_view(padded, n)[::hop][:count]
     window = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(n) / n)  # periodic Hann
     power = np.abs(np.fft.rfft(frames * window, n=n, axis=1)) ** 2
-    mel = power @ _slaney_mel_filters(_P808_MELS, n, RATE).T
+    mel = power @ mel_filterbank(RATE, n, _P808_MELS, slaney=True).T
     db = 10.0 * np.log10(np.maximum(mel, 1e-10))
     db -= 10.0 * np.log10(max(float(mel.max(initial=0.0)), 1e-10))
     db = np.maximum(db, db.max(initial=0.0) - 80.0)
