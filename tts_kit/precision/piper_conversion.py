@@ -28,6 +28,7 @@ from tts_kit.precision.conversion_report import (
     StageReport,
     check_target,
 )
+from tts_kit.precision.evaluate import DEFAULT_TEXTS
 from tts_kit.precision.graphs import (
     _check_dst_free,
     _check_float32,
@@ -118,7 +119,7 @@ def convert_piper(
         report.measured = True
         report.fidelity["CPUExecutionProvider"] = piper_fidelity(
             bundle, dst_p, to, texts=texts, seed=seed)
-        report.texts = list(texts or _piper_texts())
+        report.texts = list(texts or DEFAULT_TEXTS)
         report.seed = seed
         report.steps = 1
     return report
@@ -210,12 +211,6 @@ def _quantize_sherpa_piper(src: Path, dst: Path) -> tuple[dict[str, int], int]:
     return dict(sorted(ops.items())), 0
 
 
-def _piper_texts() -> list[str]:
-    from tts_kit.precision.evaluate import DEFAULT_TEXTS
-
-    return list(DEFAULT_TEXTS)
-
-
 def piper_fidelity(reference: Any, candidate: Any, to: str = "fp16",
                    texts: Sequence[str] | None = None, seed: int = 0) -> Fidelity:
     """A converted Piper voice against its source (same texts, seed and noise; on the CPU in
@@ -228,7 +223,7 @@ def piper_fidelity(reference: Any, candidate: Any, to: str = "fp16",
     from tts_kit.fidelity.audio_metrics import waveform_fidelity
     from tts_kit.models.family import make_engine
 
-    texts = list(texts or _piper_texts())
+    texts = list(texts or DEFAULT_TEXTS)
     ref_e = make_engine(reference)
     cand_e = make_engine(candidate)
     (STAGE,) = ref_e.bundle.stages
