@@ -49,17 +49,15 @@ from tts_kit.precision.graphs import (  # noqa: F401  (re-exported: the conversi
     _graph_bytes,
     _open_check,
     _precision_of,
-    _save_model,
     _tool,
     _without_preprocess_advice,
     _write_config,
     sha256_file,
     sha256_tree,
 )
-from tts_kit.precision.piper_conversion import (  # noqa: F401
+from tts_kit.precision.piper_conversion import (  # noqa: F401  (PIPER_RECIPES: re-exported)
     PIPER_RECIPES,
     convert_piper,
-    piper_fidelity,
 )
 from tts_kit.precision.verdict_file import VERDICT_FILE, save_verdict
 
@@ -354,11 +352,11 @@ def _convert_stage(method: str, src: Path, out: Path, spec: ConvertSpec, src_bun
             return convert_int8_pw(src, out, scratch, spec.op_block_list)
     with atomic.scratch_dir(out) as scratch, _without_preprocess_advice():
         if method == "int8-matmul+w8conv":
-            info = recipes.convert_sherpa_vector_estimator(src, out, scratch, _save_model)
+            info = recipes.convert_sherpa_vector_estimator(src, out, scratch)
         elif method == "int8-static":
             ve = tmp / contract.GRAPHS["vector_estimator"].path
             latents = recipes.calibration_latents(src_bundle, ve, recipes.CALIBRATION_TEXTS)
-            info = recipes.convert_sherpa_vocoder(src, out, scratch, latents, _save_model)
+            info = recipes.convert_sherpa_vocoder(src, out, scratch, latents)
         else:
             raise TtsKitError(f"unknown conversion method '{method}'; use one of "
                              f"{', '.join(recipes.METHODS)}")

@@ -19,7 +19,7 @@ import io
 import os
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +28,7 @@ import numpy as np
 
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
-from tts_kit.precision.graphs import _name_nodes
+from tts_kit.precision.graphs import _name_nodes, _save_model
 
 if TYPE_CHECKING:
     import onnx
@@ -182,12 +182,11 @@ def w8_conv_weights(model: onnx.ModelProto, float_last: int) -> int:
     return len(drop)
 
 
-def convert_sherpa_vector_estimator(src: Path, dst: Path, scratch: Path,
-                                    save: Callable[[onnx.ModelProto, Path], None]) -> dict:
+def convert_sherpa_vector_estimator(src: Path, dst: Path, scratch: Path) -> dict:
     """sherpa-onnx's vector estimator: dynamic INT8 MatMul/Gemm, then INT8 conv weights.
 
     Example:
-        >>> convert_sherpa_vector_estimator(src, dst, scratch, onnx.save)  # doctest: +SKIP
+        >>> convert_sherpa_vector_estimator(src, dst, scratch)  # doctest: +SKIP
         {'MatMul/Gemm dynamic INT8': 83, 'Conv weights INT8 (weight-only)': 23, ...}
     """
     import onnx
@@ -196,14 +195,14 @@ def convert_sherpa_vector_estimator(src: Path, dst: Path, scratch: Path,
     model = onnx.load(str(src))
     _name_nodes(model)
     named = scratch / "ve-named.onnx"
-    save(model, named)
+    _save_model(model, named)
     del model
     quantize_dynamic(named, scratch / "ve-q.onnx", op_types_to_quantize=["MatMul", "Gemm"],
                      weight_type=QuantType.QInt8, per_channel=False, reduce_range=False)
     model = onnx.load(str(scratch / "ve-q.onnx"))
     matmuls = sum(n.op_type == "MatMulInteger" for n in model.graph.node)
     convs = w8_conv_weights(model, SHERPA_VE_FLOAT_CONVS)
-    save(model, dst)
+    _save_model(model, dst)
     return {"MatMul/Gemm dynamic INT8": matmuls, "Conv weights INT8 (weight-only)": convs,
             "Conv kept float": SHERPA_VE_FLOAT_CONVS}
 
@@ -265,13 +264,13 @@ CALIBRATION_TEXTS: tuple[tuple[str, str], ...] = (
 )
 
 
-def convert_sherpa_vocoder(src: Path, dst: Path, scratch: Path, latents: Sequence[np.ndarray],
-                           save: Callable[[onnx.ModelProto, Path], None]) -> dict:
+def convert_sherpa_vocoder(src: Path, dst: Path, scratch: Path,
+                           latents: Sequence[np.ndarray]) -> dict:
     """sherpa-onnx's vocoder: static QDQ INT8 on its convolutions, calibrated on ``latents``,
     the last `SHERPA_VOCODER_FLOAT_CONVS` left out (then given INT8 weight-only storage).
 
     Example:
-        >>> convert_sherpa_vocoder(src, dst, scratch, lat, onnx.save)  # doctest: +SKIP
+        >>> convert_sherpa_vocoder(src, dst, scratch, lat)  # doctest: +SKIP
         {'Conv static QDQ': 5, 'Conv kept float': 8, ...}
     """
     import onnx
@@ -290,7 +289,7 @@ def convert_sherpa_vocoder(src: Path, dst: Path, scratch: Path, latents: Sequenc
         else []
     input_name = model.graph.input[0].name
     named = scratch / "voc-named.onnx"
-    save(model, named)
+    _save_model(model, named)
     del model
 
     class Reader(CalibrationDataReader):
@@ -311,7 +310,7 @@ def convert_sherpa_vocoder(src: Path, dst: Path, scratch: Path, latents: Sequenc
     )
     model = onnx.load(str(scratch / "voc-q.onnx"))
     tail = w8_conv_weights(model, 0)  # the excluded convs' float weights: weight-only INT8
-    save(model, dst)
+    _save_model(model, dst)
     return {"Conv static QDQ": len(convs) - len(excluded), "Conv kept float": len(excluded),
             "of which weights INT8 (weight-only)": tail, "calibration latents": len(latents)}
 
