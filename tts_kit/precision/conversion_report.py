@@ -237,14 +237,11 @@ class Fidelity:
                 f"samples vs {self.length_ref} in FP32 (the duration predictor's output moved; "
                 "keep it FP32)"
             )
-        if not self.waveform_snr_db >= self.min_snr_db:  # NaN fails too
-            reasons.append(
-                f"waveform SNR {self.waveform_snr_db:.1f} dB < {self.min_snr_db:g} dB"
-            )
-        if not self.log_mel_distance_db <= self.max_log_mel_db:
-            reasons.append(
-                f"log-mel distance {self.log_mel_distance_db:.2f} dB > {self.max_log_mel_db:g} dB"
-            )
+        snr, lmd = self.waveform_snr_db, self.log_mel_distance_db
+        if not snr >= self.min_snr_db:  # NaN fails too
+            reasons.append(f"waveform SNR {snr:.1f} dB < {self.min_snr_db:g} dB")
+        if not lmd <= self.max_log_mel_db:
+            reasons.append(f"log-mel distance {lmd:.2f} dB > {self.max_log_mel_db:g} dB")
         bad = [s for s, v in self.stage_snr_db.items() if math.isnan(v)]
         if bad:
             reasons.append(f"non-finite output from {', '.join(bad)}")
