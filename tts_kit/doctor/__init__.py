@@ -65,9 +65,6 @@ class Check:
         return asdict(self)
 
 
-# -- onnxruntime --------------------------------------------------------------------------
-
-
 def ort_status(version: str | None, providers: Sequence[str], error: str | None,
                distributions: Sequence[str]) -> Check:
     """The ``onnxruntime`` check from what importing it gave (``error``: None when it
@@ -114,9 +111,6 @@ def check_onnxruntime() -> tuple[Check, Any]:
                       _ort_distributions()), ort
 
 
-# -- libgomp ------------------------------------------------------------------------------
-
-
 def libgomp_status(needed: dict[str, list[str] | None], import_error: str | None,
                    loaded: str | None, installed: str | None) -> Check:
     """The ``libgomp`` check from ONNX Runtime's libraries' NEEDED entries (library -> list,
@@ -161,9 +155,6 @@ def check_libgomp(import_error: str | None) -> Check:
     return libgomp_status(needed, import_error, loaded_library("libgomp"), installed)
 
 
-# -- CPU features -------------------------------------------------------------------------
-
-
 def cpu_features_status(flags: set[str] | None, machine: str) -> Check:
     """The ``cpu features`` check: what ONNX Runtime's INT8 kernels can use here.
 
@@ -204,9 +195,6 @@ def check_cpu_features() -> Check:
 
     flags = cpu_flags() if sys.platform.startswith("linux") else None
     return cpu_features_status(flags, platform.machine())
-
-
-# -- CPU quota ----------------------------------------------------------------------------
 
 
 def cpu_quota_status(quota: float | None, affinity: int, physical: int | None, usable: int,
@@ -258,9 +246,6 @@ def check_cpu_quota(ort_ok: bool) -> Check:
                             psutil.cpu_count(logical=False), usable, cores_preset, source)
 
 
-# -- execution providers ------------------------------------------------------------------
-
-
 def providers_status(providers: Sequence[str], cuda: tuple[bool, str] | None,
                      gpus: str | None) -> Check:
     """The ``execution providers`` check; ``cuda``: `tts_kit.runtime.devices.probe_cuda`'s
@@ -297,9 +282,6 @@ def check_providers(ort: Any) -> Check:
     cuda = devices.probe_cuda(timeout_s=120) if devices.CUDA in providers else None
     gpus = devices.gpu_list() if cuda is None else None
     return providers_status(providers, cuda, gpus)
-
-
-# -- model --------------------------------------------------------------------------------
 
 
 def model_status(path: str | None, source: str, standin: dict[str, Any] | None,
@@ -367,9 +349,6 @@ def check_model(model: str | os.PathLike[str] | None, load: bool,
                         error, loads), size_mb
 
 
-# -- memory -------------------------------------------------------------------------------
-
-
 def memory_status(limit_mb: float | None, available_mb: float, model_mb: float | None,
                   source: str = "") -> Check:
     """The ``memory`` check: room under the limit below 1x the model fails, below 2x
@@ -407,9 +386,6 @@ def check_memory(model_mb: float | None) -> Check:
     source = _cgroup_source()
     return memory_status(procfacts.cgroup_memory_limit_mb(),
                          psutil.virtual_memory().available / 2**20, model_mb, source)
-
-
-# -- all ----------------------------------------------------------------------------------
 
 
 def run_checks(model: str | os.PathLike[str] | None = None, load: bool = True) -> list[Check]:

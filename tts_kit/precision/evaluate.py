@@ -84,23 +84,18 @@ def _measure_job(bundle_dir: str, spec: MeasureSpec, same_text: bool = False) ->
     engine = Engine(bundle_dir, preset=p, loading="resident")
     out["load_s"] = time.perf_counter() - t0
     out["load_rss_mb"] = rss_mb()
+    def timed(i: int, text: str) -> tuple[float, float]:  # (seconds, audio seconds)
+        t1 = time.perf_counter()
+        r = engine.synthesize(text, lang=lang, seed=seed + i, steps=steps)
+        return time.perf_counter() - t1, r.duration_s
+
     for i, t in enumerate(texts):  # warm-up: first-run allocations, cuDNN algorithm search
-        engine.synthesize(t, lang=lang, seed=seed + i, steps=steps)
-    times, audio = [], []
-    for _ in range(repeats):
-        for i, t in enumerate(texts):
-            t1 = time.perf_counter()
-            r = engine.synthesize(t, lang=lang, seed=seed + i, steps=steps)
-            times.append(time.perf_counter() - t1)
-            audio.append(r.duration_s)
-    out["p50_s"] = statistics.median(times) if times else math.nan
-    out["rtf"] = out["p50_s"] / statistics.median(audio) if audio else math.nan
+        timed(i, t)
+    runs = [timed(i, t) for _ in range(repeats) for i, t in enumerate(texts)]
+    out["p50_s"] = statistics.median([s for s, _ in runs]) if runs else math.nan
+    out["rtf"] = out["p50_s"] / statistics.median([a for _, a in runs]) if runs else math.nan
     if same_text and texts:
-        same = []
-        for _ in range(repeats):
-            t1 = time.perf_counter()
-            engine.synthesize(texts[0], lang=lang, seed=seed, steps=steps)
-            same.append(time.perf_counter() - t1)
+        same = [timed(0, texts[0])[0] for _ in range(repeats)]
         out["p50_same_text_s"] = statistics.median(same) if same else math.nan
     if cuda:
         used, how = gpu_memory_mb()
