@@ -192,7 +192,9 @@ def noise_floor(
     another noise draw.
 
     ``make_engine(path, threads, optimization)`` builds the engines (default: tts_kit's
-    Supertonic `Engine`); another family passes its own, and the ``cases``.
+    Supertonic `Engine`); another family passes its own, whose ``synthesize_batch(texts,
+    lang, voices, steps, speed, seed=[...])`` draws each item's noise from its seed alone,
+    and the ``cases``.
 
     Example:
         >>> floor = noise_floor("standin-tiny")  # doctest: +SKIP
