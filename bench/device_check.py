@@ -124,7 +124,9 @@ def main() -> int:
             t1 = time.perf_counter()
             r = convert(src, tmp / name, to="fp16", measure=False, **kw)
             bundles[name] = tmp / name
-            _say(f"converted {name}: {r.total_before / 2**20:.0f} -> {r.total_after / 2**20:.0f} "
+            before = sum(st.size_before for st in r.stages.values()) / 2**20
+            after = sum(st.size_after for st in r.stages.values()) / 2**20
+            _say(f"converted {name}: {before:.0f} -> {after:.0f} "
                  f"MB in {time.perf_counter() - t1:.0f} s")
 
         # 1. FP32 vs FP16 on the chosen provider.

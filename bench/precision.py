@@ -165,8 +165,10 @@ def main() -> int:
             bundles[name] = Path(r.dst)
             out["recipes"][name] = r.to_dict()
             kernels = {s: st.kernels["verdict"] for s, st in r.stages.items() if st.kernels}
-            print(f"converted {name:<12} {r.total_before / 2**20:7.1f} MB -> "
-                  f"{r.total_after / 2**20:7.1f} MB in {time.perf_counter() - t1:.0f} s")
+            before = sum(st.size_before for st in r.stages.values()) / 2**20
+            after = sum(st.size_after for st in r.stages.values()) / 2**20
+            print(f"converted {name:<12} {before:7.1f} MB -> "
+                  f"{after:7.1f} MB in {time.perf_counter() - t1:.0f} s")
             for s, v in kernels.items():
                 print(f"    {s:<19} runs {v}")
         runs = {}

@@ -50,14 +50,10 @@ class Check:
         'ok'
     """
 
-    name: str
-    """What was checked (``cpu quota``)."""
-    status: Status
-    """``ok``, ``warn``, ``fail`` or ``skip`` (not checked here)."""
-    found: str
-    """What the check found, in a sentence or two."""
-    fix: str = ""
-    """What to do about it ("" when ok)."""
+    name: str  # what was checked (``cpu quota``)
+    status: Status  # ``skip``: not checked here
+    found: str  # a sentence or two
+    fix: str = ""  # what to do about it ("" when ok)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -69,22 +65,14 @@ class Check:
         return asdict(self)
 
 
-# -- onnxruntime --------------------------------------------------------------------------
-
-
 def ort_status(version: str | None, providers: Sequence[str], error: str | None,
                distributions: Sequence[str]) -> Check:
-    """The ``onnxruntime`` check from what importing it gave.
-
-    ``error``: the import's error (None: it imported); ``distributions``: the installed
-    `ORT_DISTRIBUTIONS` ("onnxruntime-gpu 1.22.0").
+    """The ``onnxruntime`` check from what importing it gave (``error``: None when it
+    imported) and the installed `ORT_DISTRIBUTIONS` (``"onnxruntime-gpu 1.22.0"``).
 
     Example:
         >>> ort_status(None, [], "No module named 'onnxruntime'", []).fix
         'pip install onnxruntime (or onnxruntime-gpu for CUDA)'
-        >>> ort_status("1.22.0", ["CPUExecutionProvider"], None,
-        ...            ["onnxruntime 1.22.0", "onnxruntime-gpu 1.22.0"]).status
-        'warn'
     """
     if error is not None:
         if "libgomp" in error:
@@ -94,8 +82,7 @@ def ort_status(version: str | None, providers: Sequence[str], error: str | None,
     package = f" (package {distributions[0]})" if len(distributions) == 1 else ""
     found = f"{version}{package}; providers: {', '.join(providers) or 'none'}"
     if len(distributions) > 1:
-        # Both write the same onnxruntime/ directory: whichever was installed last wins,
-        # and uninstalling one leaves a broken mix behind.
+        # Both write the same onnxruntime/ directory; uninstalling one breaks the other.
         return Check("onnxruntime", "warn",
                      f"{found}; {len(distributions)} packages install it: "
                      f"{', '.join(distributions)}",
@@ -124,22 +111,14 @@ def check_onnxruntime() -> tuple[Check, Any]:
                       _ort_distributions()), ort
 
 
-# -- libgomp ------------------------------------------------------------------------------
-
-
 def libgomp_status(needed: dict[str, list[str] | None], import_error: str | None,
                    loaded: str | None, installed: str | None) -> Check:
-    """The ``libgomp`` check from the NEEDED entries of ONNX Runtime's libraries.
-
-    ``needed``: library -> its NEEDED entries (None: unreadable); ``loaded``: where libgomp
-    is mapped here; ``installed``: what ``find_library("gomp")`` found.
+    """The ``libgomp`` check from ONNX Runtime's libraries' NEEDED entries (library -> list,
+    None: unreadable), where libgomp is ``loaded`` here and where it is ``installed``.
 
     Example:
         >>> libgomp_status({"libonnxruntime.so": ["libstdc++.so.6"]}, None, None, None).status
         'ok'
-        >>> libgomp_status({"libonnxruntime.so": ["libgomp.so.1"]},
-        ...                "libgomp.so.1: cannot open shared object file", None, None).status
-        'fail'
     """
     readable = {name: libs for name, libs in needed.items() if libs is not None}
     linking = sorted(name for name, libs in readable.items()
@@ -176,19 +155,12 @@ def check_libgomp(import_error: str | None) -> Check:
     return libgomp_status(needed, import_error, loaded_library("libgomp"), installed)
 
 
-# -- CPU features -------------------------------------------------------------------------
-
-
 def cpu_features_status(flags: set[str] | None, machine: str) -> Check:
     """The ``cpu features`` check: what ONNX Runtime's INT8 kernels can use here.
 
     Example:
-        >>> cpu_features_status({"avx2", "avx512_vnni"}, "x86_64").status
-        'ok'
         >>> cpu_features_status({"sse4_2"}, "x86_64").status
         'warn'
-        >>> cpu_features_status(None, "arm64").status
-        'skip'
     """
     name = "cpu features"
     if flags is None:
@@ -225,19 +197,12 @@ def check_cpu_features() -> Check:
     return cpu_features_status(flags, platform.machine())
 
 
-# -- CPU quota ----------------------------------------------------------------------------
-
-
 def cpu_quota_status(quota: float | None, affinity: int, physical: int | None, usable: int,
                      cores_preset: int, source: str = "") -> Check:
-    """The ``cpu quota`` check: ONNX Runtime's default thread count against what it may use.
-
-    ``quota``: in CPUs (None: none); ``physical``: the host's physical cores, one default
-    thread each; ``cores_preset``: what ``"cores"`` resolves to.
+    """The ``cpu quota`` check: ONNX Runtime's default thread count (one per ``physical``
+    core) against what it may use (``quota`` in CPUs; ``cores_preset``: ``"cores"`` here).
 
     Example:
-        >>> cpu_quota_status(None, 4, 4, 4, 4).status
-        'ok'
         >>> c = cpu_quota_status(1.5, 2, 2, 1, 1)
         >>> c.status, c.found.split("; ")[:2]
         ('warn', ['cgroup CPU quota 1.5 CPUs -> 1 usable core', 'affinity 2 cores'])
@@ -281,21 +246,13 @@ def check_cpu_quota(ort_ok: bool) -> Check:
                             psutil.cpu_count(logical=False), usable, cores_preset, source)
 
 
-# -- execution providers ------------------------------------------------------------------
-
-
 def providers_status(providers: Sequence[str], cuda: tuple[bool, str] | None,
                      gpus: str | None) -> Check:
     """The ``execution providers`` check; ``cuda``: `tts_kit.runtime.devices.probe_cuda`'s
     answer when CUDA is listed; ``gpus``: what ``nvidia-smi -L`` lists.
 
     Example:
-        >>> providers_status(["CPUExecutionProvider"], None, None).status
-        'ok'
         >>> providers_status(["CPUExecutionProvider"], None, "GPU 0: NVIDIA L4").status
-        'warn'
-        >>> providers_status(["CUDAExecutionProvider", "CPUExecutionProvider"],
-        ...                  (False, "libcudnn.so.9: not found"), "GPU 0: NVIDIA L4").status
         'warn'
     """
     name = "execution providers"
@@ -327,19 +284,12 @@ def check_providers(ort: Any) -> Check:
     return providers_status(providers, cuda, gpus)
 
 
-# -- model --------------------------------------------------------------------------------
-
-
 def model_status(path: str | None, source: str, standin: dict[str, Any] | None,
                  size_mb: float | None, error: str | None, loads: bool | None) -> Check:
-    """The ``model`` check from discovery's answer.
-
-    ``path``: None when discovery failed; ``loads``: whether every graph loads (None: not
-    checked).
+    """The ``model`` check from discovery's answer (``path`` None: discovery failed;
+    ``loads`` None: not checked).
 
     Example:
-        >>> model_status("/m", "explicit path", None, 380.0, None, True).status
-        'ok'
         >>> model_status("/m", "stand-in (tiny)", {"scale": "tiny"}, 3.0, None, True).status
         'warn'
     """
@@ -399,21 +349,14 @@ def check_model(model: str | os.PathLike[str] | None, load: bool,
                         error, loads), size_mb
 
 
-# -- memory -------------------------------------------------------------------------------
-
-
 def memory_status(limit_mb: float | None, available_mb: float, model_mb: float | None,
                   source: str = "") -> Check:
     """The ``memory`` check: room under the limit below 1x the model fails, below 2x
     (session creation copies initialisers) is tight.
 
     Example:
-        >>> memory_status(None, 8000.0, 400.0).status
-        'ok'
         >>> memory_status(512.0, 8000.0, 400.0).status
         'warn'
-        >>> memory_status(256.0, 8000.0, 400.0).status
-        'fail'
     """
     name = "memory"
     room = min(available_mb, limit_mb) if limit_mb is not None else available_mb
@@ -443,9 +386,6 @@ def check_memory(model_mb: float | None) -> Check:
     source = _cgroup_source()
     return memory_status(procfacts.cgroup_memory_limit_mb(),
                          psutil.virtual_memory().available / 2**20, model_mb, source)
-
-
-# -- all ----------------------------------------------------------------------------------
 
 
 def run_checks(model: str | os.PathLike[str] | None = None, load: bool = True) -> list[Check]:

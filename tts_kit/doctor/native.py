@@ -1,6 +1,5 @@
-"""What ``tts-kit doctor`` reads from the machine below Python: the shared libraries an ELF
-file needs (``DT_NEEDED``), ONNX Runtime's own libraries, which libraries this process has
-loaded, and the CPU's feature flags. Facts only: `tts_kit.doctor` decides what they mean.
+"""What ``tts-kit doctor`` reads from the machine below Python: ELF ``DT_NEEDED`` entries,
+ONNX Runtime's libraries, the libraries loaded here, the CPU's flags (facts only).
 
 Example:
     >>> from tts_kit.doctor.native import cpu_flags
@@ -66,8 +65,8 @@ def elf_needed(path: str | os.PathLike[str]) -> list[str] | None:
 
 
 def ort_libraries() -> list[Path]:
-    """The shared libraries of the installed ``onnxruntime`` package (found without
-    importing it, so that a failing import can still be diagnosed).
+    """The shared libraries of the installed ``onnxruntime`` package, found without
+    importing it (a failing import can still be diagnosed).
 
     Example:
         >>> all(p.name.startswith(("lib", "onnxruntime")) for p in ort_libraries())

@@ -1,6 +1,5 @@
-"""How close two signals are: SNR, the log-mel spectrogram and its distance, MCD (numpy).
-
-The mel filterbank is our own (why not librosa's: docs/benchmarks.md).
+"""How close two signals are: SNR, the log-mel spectrogram and its distance, MCD (numpy;
+why not librosa: docs/benchmarks.md).
 
 Example:
     >>> import numpy as np
@@ -20,8 +19,7 @@ from tts_kit.core.errors import TtsKitError
 
 
 def snr_from_energies(signal: float, error: float) -> float:
-    """``10 log10(signal / error)`` in dB from summed (pooled) energies: inf when the error
-    is 0, NaN when the signal is.
+    """``10 log10(signal / error)`` in dB from pooled energies (inf: no error; NaN: no signal).
 
     Example:
         >>> snr_from_energies(100.0, 1.0), snr_from_energies(1.0, 0.0)
@@ -35,9 +33,8 @@ def snr_from_energies(signal: float, error: float) -> float:
 
 
 def snr_db(reference: np.ndarray, candidate: np.ndarray) -> float:
-    """Signal-to-noise ratio of ``candidate`` against ``reference`` in dB (inf: identical).
-
-    Both flattened, same size; NaN when the candidate is not finite or the reference silent.
+    """SNR of ``candidate`` against ``reference`` in dB, both flattened (inf: identical; NaN:
+    candidate not finite or reference silent).
 
     Example:
         >>> x = np.sin(np.linspace(0, 100, 1000))
@@ -53,10 +50,32 @@ def snr_db(reference: np.ndarray, candidate: np.ndarray) -> float:
     return snr_from_energies(float(np.sum(ref * ref)), float(np.sum((ref - cand) ** 2)))
 
 
+def _htk_mel(f: np.ndarray | float) -> np.ndarray:
+    return 2595.0 * np.log10(1.0 + np.asarray(f) / 700.0)
+
+
+def _htk_hz(m: np.ndarray) -> np.ndarray:
+    return 700.0 * (10.0 ** (m / 2595.0) - 1.0)
+
+
+def _slaney_mel(f: np.ndarray | float) -> np.ndarray:
+    f = np.asarray(f, np.float64)
+    log = 15.0 + np.log(np.maximum(f, 1e-10) / 1000.0) / (np.log(6.4) / 27.0)
+    return np.where(f >= 1000.0, log, f / (200.0 / 3))
+
+
+def _slaney_hz(m: np.ndarray) -> np.ndarray:
+    return np.where(m >= 15.0, 1000.0 * np.exp((np.log(6.4) / 27.0) * (m - 15.0)),
+                    (200.0 / 3) * m)
+
+
 def mel_filterbank(
-    sample_rate: int, n_fft: int, n_mels: int = 80, fmin: float = 0.0, fmax: float | None = None
+    sample_rate: int, n_fft: int, n_mels: int = 80, fmin: float = 0.0,
+    fmax: float | None = None, *, slaney: bool = False,
 ) -> np.ndarray:
-    """Triangular mel filters (HTK mel scale, each peaking at 1), ``[n_mels, n_fft//2 + 1]``.
+    """Triangular mel filters ``[n_mels, n_fft//2 + 1]`` on the power spectrum: HTK mel scale,
+    each peaking at 1, or (``slaney``) librosa's default, Slaney's scale with area
+    normalisation.
 
     Example:
         >>> fb = mel_filterbank(44100, 2048, 80)
@@ -64,19 +83,14 @@ def mel_filterbank(
         ((80, 1025), True)
     """
     fmax = sample_rate / 2 if fmax is None else fmax
-
-    def hz_to_mel(f: np.ndarray | float) -> np.ndarray:
-        return 2595.0 * np.log10(1.0 + np.asarray(f) / 700.0)
-
-    def mel_to_hz(m: np.ndarray) -> np.ndarray:
-        return 700.0 * (10.0 ** (m / 2595.0) - 1.0)
-
-    freqs = np.linspace(0, sample_rate / 2, n_fft // 2 + 1)
-    edges = mel_to_hz(np.linspace(hz_to_mel(fmin), hz_to_mel(fmax), n_mels + 2))
+    to_mel, to_hz = (_slaney_mel, _slaney_hz) if slaney else (_htk_mel, _htk_hz)
+    freqs = np.fft.rfftfreq(n_fft, 1.0 / sample_rate)
+    edges = to_hz(np.linspace(to_mel(fmin), to_mel(fmax), n_mels + 2))
     lo, mid, hi = edges[:-2, None], edges[1:-1, None], edges[2:, None]
     up = (freqs[None, :] - lo) / np.maximum(mid - lo, 1e-9)
     down = (hi - freqs[None, :]) / np.maximum(hi - mid, 1e-9)
-    return np.maximum(0.0, np.minimum(up, down))
+    weights = np.maximum(0.0, np.minimum(up, down))
+    return weights * (2.0 / (hi - lo)) if slaney else weights
 
 
 def log_mel(
@@ -101,10 +115,8 @@ def log_mel(
 def log_mel_distance(
     reference: np.ndarray, candidate: np.ndarray, sample_rate: int, floor_db: float = 80.0
 ) -> float:
-    """Mean over frames of the RMS (over mel bands) difference of log-mel spectra, in dB.
-
-    Both floored at ``floor_db`` below the reference's maximum (silence cannot dominate),
-    over the common length. About 1 dB is inaudible on speech.
+    """Mean over frames of the RMS (over mel bands) difference of log-mel spectra in dB, over
+    the common length, both floored ``floor_db`` below the reference's maximum.
 
     Example:
         >>> x = np.random.default_rng(0).standard_normal(44100).astype(np.float32)
@@ -124,9 +136,8 @@ def log_mel_distance(
 def waveform_fidelity(
     reference: Sequence[np.ndarray], candidate: Sequence[np.ndarray], sample_rate: int
 ) -> tuple[float, float, int, int]:
-    """``(snr_db, log_mel_distance_db, samples_ref, samples_candidate)`` over paired waveforms.
-
-    Each pair over its common length; SNR pools energies, the distance is the mean.
+    """``(snr_db, log_mel_distance_db, samples_ref, samples_candidate)`` over paired waveforms
+    (each over its common length; SNR pooled, the distance averaged).
 
     Example:
         >>> x = np.sin(np.linspace(0, 3000, 44100)).astype(np.float32)
@@ -159,8 +170,7 @@ def mel_cepstrum(
     n_mels: int = 80,
 ) -> np.ndarray:
     """Mel cepstra ``[frames, n_coeffs]``: the orthonormal DCT-II of the log mel amplitude
-    spectrum (coefficient 0 the energy); comparable between conversions of one model, not
-    with published MCD figures (SPTK's ``mcep``).
+    spectrum (coefficient 0: the energy).
 
     Example:
         >>> mel_cepstrum(np.ones(44100, np.float32), 44100).shape
@@ -177,8 +187,7 @@ def mel_cepstrum(
 
 def dtw_path(cost: np.ndarray) -> tuple[float, np.ndarray]:
     """Dynamic time warping over a cost matrix ``[n, m]``: the minimum total cost of a
-    monotone path with steps (1,0), (0,1), (1,1), and the path ``[k, 2]`` (Sakoe-Chiba,
-    filled one anti-diagonal at a time).
+    monotone path with steps (1,0), (0,1), (1,1), and the path ``[k, 2]``.
 
     Example:
         >>> c = np.array([[0., 1., 2.], [1., 0., 1.], [2., 1., 0.]])
@@ -214,11 +223,8 @@ def mel_cepstral_distortion(
     reference: np.ndarray, candidate: np.ndarray, sample_rate: int, align: bool | None = None,
     n_coeffs: int = 25,
 ) -> float:
-    """Mel-cepstral distortion in dB: ``10/ln10 * sqrt(2 * sum_d (c_d - c'_d)^2)`` over
-    coefficients 1.. (energy excluded), averaged over frames (Kubichek 1993).
-
-    Frames paired one to one for equal lengths, else (or ``align=True``) along the DTW
-    path, so stretched speech is judged on what it says. NaN when not finite.
+    """Mel-cepstral distortion in dB (Kubichek 1993; energy excluded), averaged over frames
+    paired one to one, or along the DTW path for unequal lengths (or ``align=True``).
 
     Example:
         >>> x = np.random.default_rng(0).standard_normal(44100).astype(np.float32)

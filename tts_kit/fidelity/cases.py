@@ -111,17 +111,14 @@ def _db(v: float) -> str:
 
 def _engine(model: str | os.PathLike[str], threads: int | None, optimization: str = "all"
             ) -> Any:
+    from tts_kit.fidelity.engine_reuse import default_preset
     from tts_kit.models.supertonic.engine import Engine
-    from tts_kit.runtime.sessions import get_preset
 
-    preset = get_preset("supertonic-default").replace(graph_optimization_level=optimization)
-    if threads is not None:
-        preset = preset.replace(intra_op_num_threads=threads, inter_op_num_threads=1)
-    return Engine(model, preset=preset, normalize=False)
+    return Engine(model, preset=default_preset(threads, optimization), normalize=False)
 
 
 def _voices(bundle: Any) -> list[str]:
-    """The default voice first, then another (two voices exercise the batch's styles)."""
+    """The default voice first, then another (the batch's styles)."""
     first = bundle.default_voice
     return [first, *[v for v in bundle.voices if v != first]][:2]
 
@@ -182,8 +179,8 @@ class CaseResult:
     log_mel_db: float
     mcd_db: float
     official_batch_leak: float = 0.0
+    #: Against a bundle: each candidate stage on the reference's inputs (`replay`).
     stages_alone: dict[str, Comparison] = field(default_factory=dict)
-    """Against a bundle: each candidate stage on the reference's inputs (`replay`)."""
 
     @property
     def duration_change_s(self) -> float:

@@ -1,7 +1,6 @@
-"""Engines reused within one scope: `reuse_engines` keeps each engine it builds (keyed by
-the model and the preset) until the scope ends, so a judgement builds the reference's
-engine once. Outside a scope, `engine` builds a fresh one and closes it when done. Every
-reading passes its own seed, so reuse changes no reading.
+"""Engines reused within one scope (`reuse_engines`), so a judgement builds the reference's
+engine once; outside one, `engine` builds a fresh engine and closes it. Every reading
+passes its own seed, so reuse changes no reading.
 
 Example:
     >>> with reuse_engines():  # doctest: +SKIP
@@ -20,12 +19,6 @@ from typing import Any
 _LOCK = threading.Lock()
 _ENGINES: dict[tuple[str, str], Any] = {}  # the open scope's engines
 _DEPTH = [0]  # how many scopes are open (nested scopes share the outermost one's engines)
-
-
-def _close(built: Any) -> None:
-    close = getattr(built, "close", None)
-    if close is not None:
-        close()
 
 
 @contextmanager
@@ -48,27 +41,30 @@ def reuse_engines() -> Iterator[None]:
             if _DEPTH[0] == 0:
                 _ENGINES.clear()
         for built in done:
-            _close(built)
+            built.close()
 
 
-def default_preset() -> Any:
-    """The preset the readings here are made with: ``supertonic-default`` with ONNX Runtime's
-    default graph fusions (``all``) stated, so every module asks for the same engine.
+def default_preset(threads: int | None = None, optimization: str = "all") -> Any:
+    """The preset the readings here are made with: ``supertonic-default`` with graph fusions
+    ``optimization`` stated (so every module asks for the same engine) and, when given,
+    ``threads`` intra-op threads (one inter-op).
 
     Example:
-        >>> default_preset().graph_optimization_level
-        'all'
+        >>> default_preset().graph_optimization_level, default_preset(2).intra_op_num_threads
+        ('all', 2)
     """
     from tts_kit.runtime.sessions import get_preset
 
-    return get_preset("supertonic-default").replace(graph_optimization_level="all")
+    preset = get_preset("supertonic-default").replace(graph_optimization_level=optimization)
+    if threads is not None:
+        preset = preset.replace(intra_op_num_threads=threads, inter_op_num_threads=1)
+    return preset
 
 
 @contextmanager
 def engine(model: Any, preset: Any) -> Iterator[Any]:
-    """An engine of ``model``'s family with ``preset``
-    (`tts_kit.models.family.make_engine`): inside `reuse_engines` the scope's (built on
-    first use), otherwise a fresh one closed on exit.
+    """An engine of ``model``'s family with ``preset``: inside `reuse_engines` the scope's
+    (built on first use), otherwise a fresh one closed on exit.
 
     Example:
         >>> from tts_kit.runtime.sessions import get_preset
@@ -84,11 +80,10 @@ def engine(model: Any, preset: Any) -> Iterator[Any]:
         try:
             yield built
         finally:
-            _close(built)
+            built.close()
         return
     bundle = open_model(model)
-    # the same model (its `ref`: what reopens it, a Piper voice's .onnx file or name, not
-    # the folder several voices may share), same options
+    # the same model (its `ref`, not the folder several voices may share), same options
     key = (bundle.ref(), repr(preset))
     with _LOCK:  # built under the lock: two threads never build the same engine twice
         if key not in _ENGINES:

@@ -1,9 +1,6 @@
-"""The noise floor of a model, and the verdicts read against it.
-
-A converted model is judged against what legitimately varies in the unconverted one: thread
-count, graph fusions, batch padding (the floor), and another noise draw (a different take).
-`noise_floor` measures those on `tts_kit.fidelity.verify`'s cases; `Distances` are the
-waveform distances (SNR, log-mel, MCD, duration); `Floor.verdict` judges a candidate.
+"""The noise floor of a model (what legitimately varies in it: threads, graph fusions,
+batch padding; and another noise draw), measured by `noise_floor`, and the verdicts
+`Floor.verdict` reads against it from waveform `Distances`.
 
 Example:
     >>> from tts_kit.fidelity.floor import FLOOR_READINGS
@@ -46,12 +43,9 @@ PADDING_COMPANION = {
           "마침내 정오를 다시 알리게 했습니다.",
 }
 
-#: A distance within this factor of the floor's is "within the floor" (an SNR within
-#: 10 log10(4) = 6 dB of it: at most four times the error energy of the legitimate variation).
+#: A distance within this factor of the floor's is "within the floor" (an SNR within 6 dB).
 FLOOR_FACTOR = 2.0
-
-#: A log-mel distance or MCD at least this fraction of another noise draw's is "broken":
-#: the candidate is nearer to an unrelated take than to the rendition it should reproduce.
+#: A log-mel distance or MCD at least this fraction of another noise draw's is "broken".
 BROKEN_FRACTION = 0.5
 
 FLOOR_READINGS = ("within the floor", "beyond the floor", "broken")
@@ -127,13 +121,8 @@ class Distances:
 
 @dataclass
 class Floor:
-    """What legitimately varies, measured: the scale a conversion is judged on.
-
-    ``runs``: distances between two runs of the unconverted model that differ only in
-    what may (thread count, graph fusions, batch padding), ``floor`` their worst; ``take``:
-    the distance to another noise draw. `FLOOR_READINGS`: ``broken`` when the log-mel
-    distance or MCD reaches `BROKEN_FRACTION` of another take's; ``within the floor`` when
-    every distance is within `FLOOR_FACTOR` of the floor's; ``beyond the floor`` between.
+    """What legitimately varies, measured (``runs``; ``floor``: their worst; ``take``: another
+    noise draw): the scale a conversion is judged on.
 
     Example:
         >>> f = Floor({}, Distances(90.0, 0.01, 0.01, 0.0), Distances(0.5, 8.0, 9.0, 0.0))
@@ -199,17 +188,13 @@ def noise_floor(
     padding: bool = True,
 ) -> Floor:
     """Measure the floor: the same cases through the unconverted model, varied only in
-    what legitimately varies (thread count; graph fusions; batch padding), and against
+    thread count, graph fusions and (unless ``padding=False``) batch padding, and against
     another noise draw.
 
-    ``padding=False`` leaves out the batch padding run, for a model that synthesises each
-    text alone (``capabilities.batching`` False: nothing is padded). Distances are taken
-    at the engine's sample rate.
-
-    ``make_engine(path, threads, optimization)`` builds the engine (default: tts_kit's
-    Supertonic `Engine`, ONNX Runtime fusions ``all`` or ``basic``); another model family
-    passes its own, whose ``synthesize_batch(texts, lang, voices, steps, speed,
-    seed=[...])`` draws each item's noise from its seed alone. ``cases`` are then required.
+    ``make_engine(path, threads, optimization)`` builds the engines (default: tts_kit's
+    Supertonic `Engine`); another family passes its own, whose ``synthesize_batch(texts,
+    lang, voices, steps, speed, seed=[...])`` draws each item's noise from its seed alone,
+    and the ``cases``.
 
     Example:
         >>> floor = noise_floor("standin-tiny")  # doctest: +SKIP

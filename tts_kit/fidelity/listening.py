@@ -1,11 +1,6 @@
 """A converted model judged as a listener would: perceptual and intelligibility metrics
 (`tts_kit.fidelity.quality`) against a scale taken from the unconverted model's own
-takes (`tts_kit.fidelity.quality_verdict`).
-
-`judge_quality` synthesises the texts with the reference at ``takes`` noise seeds (take 0
-is the reference), the candidate at seed 0 (the same noise as take 0), measures the
-takes' spread and the candidate, and returns the verdict with the metric that decided
-it, all as JSON-ready data (what `tts_kit.precision.convert` stores as ``report.quality``).
+takes (`tts_kit.fidelity.quality_verdict`), as JSON-ready data (`judge_quality`).
 
 Example:
     >>> q = judge_quality("piper:joe-us", "joe-fp16")  # doctest: +SKIP
@@ -31,8 +26,7 @@ DEFAULT_TAKES = 3
 
 
 def _engine(model: Any) -> Any:
-    """The engine every reading here is made with (the model's family, default preset), as
-    a context: inside `tts_kit.fidelity.engine_reuse.reuse_engines` the scope's shared one."""
+    """The engine every reading here is made with, as a context (`engine_reuse.engine`)."""
     from tts_kit.fidelity.engine_reuse import default_preset, engine
 
     return engine(model, default_preset())
@@ -52,10 +46,8 @@ def _synth(model: Any, texts: Sequence[str], seed: int) -> tuple[list[np.ndarray
 
 def reference_takes(model: Any, texts: Sequence[str] = QUALITY_TEXTS,
                     takes: int = DEFAULT_TAKES) -> tuple[list[list[np.ndarray]], int]:
-    """``takes`` readings of ``texts`` by ``model``, each with other noise (seeds 0..),
-    and the sample rate. One engine reads every take (each seed's noise is its own, so
-    a take is the one a fresh engine would read; building the engine is the costly part:
-    about 1.5 CPU-s for a Piper voice).
+    """``takes`` readings of ``texts`` by ``model``, each with other noise (seeds 0..), all
+    by one engine, and the sample rate.
 
     Example:
         >>> t, sr = reference_takes("piper:joe-us", takes=2)  # doctest: +SKIP
@@ -70,28 +62,24 @@ def reference_takes(model: Any, texts: Sequence[str] = QUALITY_TEXTS,
 def judge_quality(reference: Any, candidate: Any, texts: Sequence[str] | None = None, *,
                   takes: int = DEFAULT_TAKES, skip: Sequence[str] = (),
                   spread: Any = None) -> dict[str, Any]:
-    """``candidate`` against ``reference``'s take spread: the verdict (transparent,
-    acceptable, degraded or broken), the metric that decided it, the reasons, the
-    candidate's metrics and the spread. ``spread``: a `TakeSpread` already measured for
-    ``reference`` on the same texts (saves the takes when judging several candidates;
-    its take 0 is the reference's reading, not synthesised again).
+    """``candidate`` (at take 0's noise) against ``reference``'s take spread: the verdict,
+    the metric that decided it, the reasons, the candidate's metrics and the spread.
+    ``spread``: a `TakeSpread` already measured for ``reference`` on the same texts.
 
     Example:
         >>> judge_quality("standin-tiny", "standin-tiny-int8")["verdict"]  # doctest: +SKIP
         'broken'
     """
     from tts_kit.fidelity.quality import quality_metrics
-    from tts_kit.fidelity.quality_verdict import take_spread, verdict
+    from tts_kit.fidelity.quality_verdict import verdict
 
     texts = tuple(texts or QUALITY_TEXTS)
     t0 = time.perf_counter()
     noise = standin_notes(reference)
     skip = tuple(skip) + (("wer",) if noise else ())
     if spread is None:
-        all_takes, rate = reference_takes(reference, texts, takes)
-        spread = take_spread(all_takes, rate, skip=skip)
-        ref = all_takes[0]
-    elif len(spread.reference_wavs) == len(texts) and spread.sample_rate:
+        spread = quality_spread(reference, texts, takes=takes, skip=skip)
+    if len(spread.reference_wavs) == len(texts) and spread.sample_rate:
         ref, rate = spread.reference_wavs, spread.sample_rate  # take 0, already synthesised
     else:
         ref, rate = _synth(reference, texts, 0)
@@ -105,9 +93,8 @@ def judge_quality(reference: Any, candidate: Any, texts: Sequence[str] | None = 
 
 
 def standin_notes(model: Any) -> list[str]:
-    """One-line notes when ``model`` is a stand-in (random weights: its audio is noise):
-    the verdict is still computed, on noise, and WER is left out (no words to hear).
-    Empty for a real model.
+    """One-line notes when ``model`` is a stand-in (its audio is noise: WER is left out);
+    empty for a real model.
 
     Example:
         >>> standin_notes("standin-tiny")[0].startswith("the stand-in")  # doctest: +SKIP
@@ -140,9 +127,8 @@ def quality_spread(reference: Any, texts: Sequence[str] | None = None, *,
 
 def decide(quality: dict[str, Any] | None, floor: tuple[str, list[str]] | None = None
            ) -> tuple[str, list[str]] | None:
-    """The one verdict of a converted copy, ``(verdict, reasons)``: the listener's
-    (`judge_quality`) when measured, else the reading against the floor
-    (`tts_kit.fidelity.floor.Floor.verdict`); None when neither was measured.
+    """The one verdict of a converted copy, ``(verdict, reasons)``: the listener's when
+    measured, else the reading against the floor; None when neither was measured.
 
     Example:
         >>> decide({"verdict": "transparent", "reasons": []}, ("beyond the floor", ["x"]))
@@ -154,8 +140,8 @@ def decide(quality: dict[str, Any] | None, floor: tuple[str, list[str]] | None =
 
 
 def quality_lines(q: dict[str, Any]) -> list[str]:
-    """`ConversionReport.quality` (`tts_kit.fidelity.listening.judge_quality`) as lines:
-    the verdict with its deciding metric, the candidate's metrics against the takes'.
+    """`judge_quality`'s result as lines: the verdict with its deciding metric, the
+    candidate's metrics against the takes'.
 
     Example:
         >>> quality_lines({"verdict": "transparent", "decided_by": "pesq", "reasons": [],

@@ -1,10 +1,8 @@
 """Perceptual and intelligibility metrics (numpy in, numbers out), each from a library in
 the optional ``quality`` extra; an absent one is skipped with a one-line note.
 
-`pesq_wb` (PESQ-WB MOS-LQO), `stoi`, `dnsmos` (DNSMOS P.835 OVRL and P.808, ONNX models
-from ``speechmos`` run by ONNX Runtime, `p808_features` in numpy), `transcribe` and
-`word_error_rate` (``pocketsphinx``), all at 16 kHz (`to_16k`); `quality_metrics` runs them all
-and returns `QualityMetrics`.
+`pesq_wb`, `stoi`, `dnsmos`, `transcribe` and `word_error_rate`, all at 16 kHz (`to_16k`);
+`quality_metrics` runs them all. Which libraries, and why: docs/benchmarks.md.
 
 Example:
     >>> import numpy as np
@@ -29,11 +27,12 @@ from typing import Any
 import numpy as np
 
 from tts_kit.core.errors import TtsKitError
+from tts_kit.fidelity.audio_metrics import mel_filterbank
 
 #: The rate every metric here reads (PESQ wideband, DNSMOS and pocketsphinx are 16 kHz).
 RATE = 16000
 
-#: metric -> (the package that computes it, what to install).
+#: metric -> the package that computes it.
 PACKAGES: dict[str, str] = {"pesq": "pesq", "stoi": "pystoi", "dnsmos": "speechmos",
                             "wer": "pocketsphinx", "resample": "scipy"}
 
@@ -109,8 +108,8 @@ def stoi(ref: np.ndarray, cand: np.ndarray, sample_rate: int) -> float:
 
 @lru_cache(maxsize=2)
 def _dnsmos_session(name: str = "sig_bak_ovr.onnx") -> Any:
-    """An ONNX Runtime session on one of the DNSMOS models speechmos ships (P.835
-    ``sig_bak_ovr.onnx``, P.808 ``model_v8.onnx``)."""
+    """An ONNX Runtime session on a DNSMOS model speechmos ships (P.835 or ``model_v8.onnx``,
+    P.808)."""
     import onnxruntime as ort
 
     spec = importlib.util.find_spec("speechmos")
@@ -131,9 +130,8 @@ _DNSMOS_SECONDS = 9.01
 
 def dnsmos(wav: np.ndarray, sample_rate: int) -> dict[str, float]:
     """DNSMOS P.835 scores (``sig``, ``bak``, ``ovrl``) and the P.808 MOS (``p808``), each
-    1 .. 5, of one waveform: 9.01 s windows a second apart (a shorter clip is repeated to
-    fill one), averaged, as the published DNSMOS script (and speechmos) computes them; the
-    P.808 model reads `p808_features` of each window but its last 160 samples.
+    1 .. 5, of one waveform, as the published DNSMOS script computes them (9.01 s windows a
+    second apart, averaged).
 
     Example:
         >>> dnsmos(np.zeros(16000), 16000)["ovrl"] < 2  # doctest: +SKIP
@@ -157,41 +155,13 @@ def dnsmos(wav: np.ndarray, sample_rate: int) -> dict[str, float]:
     return {**out, "p808": float(np.mean(p808_mos))}
 
 
-#: DNSMOS P.808's input: mel bands, FFT size and hop of its features (speechmos' and the
-#: published DNSMOS script's ``audio_melspec``: librosa's melspectrogram, Slaney mel scale).
+#: DNSMOS P.808's input features: mel bands, FFT size and hop.
 _P808_MELS, _P808_NFFT, _P808_HOP = 120, 321, 160
 
 
-@lru_cache(maxsize=4)
-def _slaney_mel_filters(n_mels: int, n_fft: int, rate: int) -> np.ndarray:
-    """librosa's ``filters.mel`` (Slaney mel scale and area normalisation, 0 Hz .. Nyquist):
-    (n_mels, n_fft // 2 + 1) weights on the power spectrum."""
-    def hz_to_mel(f: np.ndarray) -> np.ndarray:
-        f = np.asarray(f, np.float64)
-        lin = f / (200.0 / 3)
-        log = 15.0 + np.log(np.maximum(f, 1e-10) / 1000.0) / (np.log(6.4) / 27.0)
-        return np.where(f >= 1000.0, log, lin)
-
-    def mel_to_hz(m: np.ndarray) -> np.ndarray:
-        lin = (200.0 / 3) * m
-        log = 1000.0 * np.exp((np.log(6.4) / 27.0) * (m - 15.0))
-        return np.where(m >= 15.0, log, lin)
-
-    fft_f = np.fft.rfftfreq(n_fft, 1.0 / rate)
-    mel_f = mel_to_hz(np.linspace(hz_to_mel(0.0), hz_to_mel(rate / 2.0), n_mels + 2))
-    fdiff = np.diff(mel_f)
-    ramps = mel_f[:, None] - fft_f[None, :]
-    lower = -ramps[:-2] / fdiff[:-1, None]
-    upper = ramps[2:] / fdiff[1:, None]
-    weights = np.maximum(0.0, np.minimum(lower, upper))
-    return weights * (2.0 / (mel_f[2:] - mel_f[:-2]))[:, None]
-
-
 def p808_features(segment: np.ndarray) -> np.ndarray:
-    """DNSMOS P.808's input features of a 16 kHz ``segment``, as librosa computes them
-    (``melspectrogram``: periodic Hann window, centred frames padded with zeros, power;
-    ``power_to_db`` against the maximum with an 80 dB floor; then ``(dB + 40) / 40``):
-    (frames, 120), float32. numpy only; tested equal to librosa's on a stored fixture.
+    """DNSMOS P.808's input features of a 16 kHz ``segment`` as librosa computes them
+    (mel power in dB against the maximum, 80 dB floor, ``(dB + 40) / 40``): (frames, 120).
 
     Example:
         >>> p808_features(np.zeros(16000)).shape
@@ -204,7 +174,7 @@ def p808_features(segment: np.ndarray) -> np.ndarray:
     frames = np.lib.stride_tricks.sliding_window_view(padded, n)[::hop][:count]
     window = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(n) / n)  # periodic Hann
     power = np.abs(np.fft.rfft(frames * window, n=n, axis=1)) ** 2
-    mel = power @ _slaney_mel_filters(_P808_MELS, n, RATE).T
+    mel = power @ mel_filterbank(RATE, n, _P808_MELS, slaney=True).T
     db = 10.0 * np.log10(np.maximum(mel, 1e-10))
     db -= 10.0 * np.log10(max(float(mel.max(initial=0.0)), 1e-10))
     db = np.maximum(db, db.max(initial=0.0) - 80.0)
@@ -235,8 +205,8 @@ def transcribe(wav: np.ndarray, sample_rate: int) -> str:
 
 
 def word_error_rate(reference: str, hypothesis: str) -> float:
-    """Word error rate: (substitutions + deletions + insertions) / reference words
-    (Levenshtein on words; case and punctuation ignored). 0 for two empty texts.
+    """Word error rate: word-level Levenshtein distance / reference words (case and
+    punctuation ignored).
 
     Example:
         >>> word_error_rate("a b c d", "a x c"), word_error_rate("", "")
@@ -258,47 +228,32 @@ def word_error_rate(reference: str, hypothesis: str) -> float:
 
 @dataclass
 class QualityMetrics:
-    """A candidate's metrics against a reference over a set of texts (means over texts).
-
-    ``pesq`` (MOS-LQO) and ``stoi``: higher is better; ``dnsmos_ovrl``: the candidate's
-    own DNSMOS P.835 overall quality, ``dnsmos_p808`` its DNSMOS P.808 MOS (reported
-    beside it, not judged); ``dnsmos_drop``: the reference's minus the candidate's (lower
-    is better); ``wer``: the candidate's transcript against the reference's; ``mcd_db``:
-    mel-cepstral distortion (`tts_kit.fidelity.audio_metrics`). NaN: not measured (see
-    ``notes``).
+    """A candidate's metrics against a reference, means over the texts (NaN: not measured,
+    see ``notes``).
 
     Example:
-        >>> QualityMetrics(pesq=4.5).pesq, math.isnan(QualityMetrics().stoi)
-        (4.5, True)
+        >>> m = QualityMetrics.from_dict(QualityMetrics(pesq=4.5).to_dict())
+        >>> m.pesq, m.to_dict()["stoi"], math.isnan(m.stoi)
+        (4.5, None, True)
     """
 
-    pesq: float = math.nan
+    pesq: float = math.nan  # MOS-LQO
     stoi: float = math.nan
-    dnsmos_ovrl: float = math.nan
-    dnsmos_drop: float = math.nan
-    dnsmos_p808: float = math.nan
-    wer: float = math.nan
+    dnsmos_ovrl: float = math.nan  # the candidate's own DNSMOS P.835 overall quality
+    dnsmos_drop: float = math.nan  # the reference's OVRL minus the candidate's
+    dnsmos_p808: float = math.nan  # reported, not judged
+    wer: float = math.nan  # the candidate's transcript against the reference's
     mcd_db: float = math.nan
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (NaN and inf as None).
-
-        Example:
-            >>> QualityMetrics(pesq=4.0).to_dict()["stoi"] is None
-            True
-        """
+        """JSON-ready (NaN and inf as None)."""
         return {k: (v if not isinstance(v, float) or math.isfinite(v) else None)
                 for k, v in asdict(self).items()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> QualityMetrics:
-        """The inverse of `to_dict`.
-
-        Example:
-            >>> QualityMetrics.from_dict({"pesq": 3.0, "stoi": None}).pesq
-            3.0
-        """
+        """The inverse of `to_dict`."""
         names = {f.name for f in fields(cls)}
         kw = {k: (math.nan if v is None and k != "notes" else v)
               for k, v in data.items() if k in names}
@@ -314,11 +269,9 @@ def quality_metrics(refs: Sequence[np.ndarray], cands: Sequence[np.ndarray],
                     sample_rate: int, *, ref_transcripts: Sequence[str] | None = None,
                     ref_dnsmos: Sequence[float] | None = None,
                     skip: Sequence[str] = ()) -> QualityMetrics:
-    """Every available metric of ``cands`` against ``refs`` (paired waveforms, the same
-    texts and noise), averaged over the pairs. ``ref_transcripts`` and ``ref_dnsmos``: the
-    reference's transcripts and DNSMOS OVRL when already known (saves measuring them
-    again: each takes seconds); ``skip``: metrics not
-    to compute (of `PACKAGES`' keys).
+    """Every available metric of ``cands`` against ``refs`` (paired waveforms), averaged.
+    ``ref_transcripts``, ``ref_dnsmos``: the reference's, when already known; ``skip``:
+    metrics (of `PACKAGES`) not to compute.
 
     Example:
         >>> x = [np.sin(np.linspace(0, 3000, 32000))]

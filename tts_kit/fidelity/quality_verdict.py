@@ -1,10 +1,6 @@
-"""Verdicts a listener would agree with: a conversion judged on a scale taken from the
-reference model itself (`TakeSpread`: its own takes with other noise against take 0),
-then on the metrics' published scales (`VERDICT_TABLE`).
-
-`verdict`: **transparent** when on every measured metric the candidate is no further from
-take 0 than the reference's own takes are; otherwise the worst band over the metrics:
-**acceptable**, **degraded** or **broken**, naming the metric that decided it.
+"""Verdicts a listener would agree with: **transparent** when the candidate is no further
+from take 0 than the reference's own takes are (`TakeSpread`), else the worst band of the
+metrics' published scales (`VERDICT_TABLE`): **acceptable**, **degraded** or **broken**.
 
 Example:
     >>> spread = TakeSpread(QualityMetrics(pesq=1.8, stoi=0.55, wer=0.1, mcd_db=6.0,
@@ -23,16 +19,20 @@ from typing import Any
 
 import numpy as np
 
-from tts_kit.fidelity.quality import QualityMetrics, dnsmos, quality_metrics, transcribe
+from tts_kit.fidelity.quality import (
+    QualityMetrics,
+    dnsmos,
+    missing,
+    quality_metrics,
+    transcribe,
+)
 
 TRANSPARENT, ACCEPTABLE, DEGRADED, BROKEN = "transparent", "acceptable", "degraded", "broken"
 #: Verdicts from best to worst.
 VERDICTS: tuple[str, ...] = (TRANSPARENT, ACCEPTABLE, DEGRADED, BROKEN)
 
 #: The published scales: metric -> (higher is better, acceptable limit, degraded limit,
-#: source). Beyond the degraded limit: broken. ``wer_rise``: the candidate's WER minus the
-#: worst of the reference's takes; ``dnsmos_drop``: the reference's DNSMOS OVRL minus the
-#: candidate's.
+#: source); beyond the degraded limit: broken.
 VERDICT_TABLE: dict[str, tuple[bool, float, float, str]] = {
     "pesq": (True, 3.0, 2.0, "PESQ-WB MOS-LQO (ITU-T P.862.2; P.800: 3 fair, 2 poor)"),
     "stoi": (True, 0.90, 0.70, "STOI (Taal et al. 2011; 0.9: near-full intelligibility)"),
@@ -47,8 +47,7 @@ _SPREAD_METRICS: dict[str, bool] = {"pesq": True, "stoi": True, "dnsmos_drop": F
 
 @dataclass
 class TakeSpread:
-    """The worst of the reference's own takes against take 0 (`take_spread`): the lowest
-    PESQ and STOI, the largest DNSMOS change (absolute), WER and MCD.
+    """The worst of the reference's own takes against take 0 (`take_spread`).
 
     Example:
         >>> TakeSpread(QualityMetrics(pesq=2.0), takes=3).to_dict()["worst"]["pesq"]
@@ -58,15 +57,11 @@ class TakeSpread:
     worst: QualityMetrics
     takes: int
     per_take: list[QualityMetrics] = field(default_factory=list)
-    transcripts: list[str] = field(default_factory=list)
-    """What the recogniser heard in take 0 (empty: WER not measured)."""
-    reference_dnsmos: list[float] = field(default_factory=list)
-    """Take 0's DNSMOS OVRL per text (empty: not measured)."""
+    transcripts: list[str] = field(default_factory=list)  # take 0's, heard (empty: no WER)
+    reference_dnsmos: list[float] = field(default_factory=list)  # take 0's OVRL per text
+    #: Take 0's waveforms (not in `to_dict`), compared with a candidate, not synthesised again.
     reference_wavs: list[np.ndarray] = field(default_factory=list, repr=False, compare=False)
-    """Take 0's waveforms (not in `to_dict`): `judge_quality` compares a candidate with
-    them instead of synthesising take 0 again."""
-    sample_rate: int = 0
-    """The takes' sample rate (0: unknown)."""
+    sample_rate: int = 0  # 0: unknown
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the worst, the number of takes, each take's metrics."""
@@ -84,8 +79,8 @@ def _worst(values: Sequence[float], higher_better: bool) -> float:
 
 def take_spread(takes: Sequence[Sequence[np.ndarray]], sample_rate: int, *,
                 skip: Sequence[str] = ()) -> TakeSpread:
-    """The spread of the reference model across ``takes`` (each a list of waveforms of the
-    same texts; ``takes[0]`` is the reference): every other take against take 0.
+    """The spread of the reference across ``takes`` (lists of waveforms of the same texts):
+    every take against ``takes[0]``.
 
     Example:
         >>> t = [[np.sin(np.linspace(0, 3000, 16000))]] * 2
@@ -94,7 +89,7 @@ def take_spread(takes: Sequence[Sequence[np.ndarray]], sample_rate: int, *,
     """
     if len(takes) < 2:
         raise ValueError("take_spread: give at least two takes of the reference")
-    absent = _absent()
+    absent = missing()
     heard = ([transcribe(w, sample_rate) for w in takes[0]]
              if "wer" not in skip and "wer" not in absent else [])
     d_ref = ([dnsmos(w, sample_rate)["ovrl"] for w in takes[0]]
@@ -110,12 +105,6 @@ def take_spread(takes: Sequence[Sequence[np.ndarray]], sample_rate: int, *,
     worst.dnsmos_ovrl = _worst([m.dnsmos_ovrl for m in per], True)
     worst.dnsmos_p808 = _worst([m.dnsmos_p808 for m in per], True)
     return TakeSpread(worst, len(takes), per, heard, d_ref, list(takes[0]), int(sample_rate))
-
-
-def _absent() -> dict[str, str]:
-    from tts_kit.fidelity.quality import missing
-
-    return missing()
 
 
 @dataclass

@@ -1,10 +1,6 @@
-"""`tts-kit verify`: does tts_kit's engine give the official package's audio on a bundle?
-
-Both pipelines get the same cases (`tts_kit.fidelity.cases`) and the same initial noise
-(tts_kit through `tts_kit.models.supertonic.engine.OfficialNoise`); every stage's output
-and the waveform are compared (max abs difference, SNR, length, log-mel distance, MCD).
-``against`` is ``"official"`` or a second bundle directory (a converted copy: the
-conversion's fidelity report). What is compared exactly: docs/benchmarks.md.
+"""`tts-kit verify`: does tts_kit's engine give the official package's audio on a bundle
+(or a second bundle's: a converted copy)? The same cases and initial noise on both sides;
+every stage's output and the waveform compared. What exactly: docs/benchmarks.md.
 
 Example:
     >>> report = verify("models/supertonic-3")  # doctest: +SKIP
@@ -26,10 +22,6 @@ import numpy as np
 
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
-from tts_kit.fidelity.audio_metrics import (
-    log_mel_distance,
-    mel_cepstral_distortion,
-)
 from tts_kit.fidelity.cases import (
     Case,
     CaseResult,
@@ -54,9 +46,7 @@ OFFICIAL = "official"
 
 @dataclass(frozen=True)
 class Tolerance:
-    """What `verify` lets through: every stage's and waveform's SNR at least
-    ``min_snr_db``, no sample further than ``max_abs_diff``, item lengths within
-    ``max_length_diff`` samples.
+    """What `verify` lets through (SNR in dB, length in samples).
 
     Example:
         >>> Tolerance(min_snr_db=40.0).max_abs_diff == MAX_ABS_DIFF
@@ -66,14 +56,6 @@ class Tolerance:
     min_snr_db: float = MIN_SNR_DB
     max_abs_diff: float = MAX_ABS_DIFF
     max_length_diff: int = MAX_LENGTH_DIFF_SAMPLES
-
-#: What the reports call each stage's compared output.
-STAGE_OUTPUTS = {
-    "duration_predictor": "duration (s)",
-    "text_encoder": "text embedding",
-    "vector_estimator": "latent after every flow step",
-    "vocoder": "waveform per item (trimmed)",
-}
 
 
 @dataclass
@@ -88,8 +70,8 @@ class Trace:
     stages: dict[str, list[np.ndarray]] = field(default_factory=dict)
     wavs: list[np.ndarray] = field(default_factory=list)
     leak: float = 0.0  # official only: batch output vs single-item vocoding, max |diff|
+    #: With ``keep_calls``: every stage run's inputs and output, to replay.
     calls: list[tuple[str, dict[str, np.ndarray], np.ndarray]] = field(default_factory=list)
-    """tts_kit with ``keep_calls``: every stage run's inputs and output, to replay."""
 
 
 @dataclass
@@ -109,11 +91,8 @@ class VerifyReport:
     max_abs_diff: float = MAX_ABS_DIFF
     max_length_diff: int = MAX_LENGTH_DIFF_SAMPLES
     notes: list[str] = field(default_factory=list)
-    floor: Floor | None = None
-    """With ``floor=True``: the reference model's noise floor (`noise_floor`)."""
-    quality: dict[str, Any] | None = None
-    """Against a converted copy, with ``quality=True``: the verdict a listener would agree
-    with (`tts_kit.fidelity.listening.judge_quality`)."""
+    floor: Floor | None = None  # with ``floor=True``
+    quality: dict[str, Any] | None = None  # with ``quality=True``: the listener's verdict
 
     @property
     def distances(self) -> Distances:
@@ -122,8 +101,7 @@ class VerifyReport:
 
     @property
     def verdict(self) -> tuple[str, list[str]] | None:
-        """The verdict (`tts_kit.fidelity.listening.decide`): the listener's when measured,
-        else the reading against the floor; None when neither was asked."""
+        """The verdict (`tts_kit.fidelity.listening.decide`); None when none was asked."""
         from tts_kit.fidelity.listening import decide
 
         return decide(self.quality, self.floor_verdict)
@@ -222,10 +200,8 @@ class VerifyReport:
 
 
 def run_tts_kit(engine: Any, case: Case, keep_calls: bool = False) -> Trace:
-    """One case through tts_kit's engine, with `OfficialNoise` seeded by ``case.seed``.
-
-    ``keep_calls``: also keep every stage run's inputs and output (``trace.calls``), so a
-    candidate can replay them (`replay`).
+    """One case through tts_kit's engine, with `OfficialNoise` seeded by ``case.seed``;
+    ``keep_calls`` also keeps every stage run's inputs and output (for `replay`).
 
     Example:
         >>> case = Case(("Hi.",), "en", ("M1",))
@@ -301,9 +277,8 @@ def official_tts(model: str | os.PathLike[str], threads: int | None) -> Any:
 
 
 def run_official(tts: Any, case: Case) -> Trace:
-    """One case through the official engine (``TTS.model``, its batch call), its four
-    sessions wrapped by recorders (put back afterwards) and numpy's global generator seeded
-    with ``case.seed`` (restored afterwards).
+    """One case through the official engine's batch call, its four sessions wrapped by
+    recorders and numpy's global generator seeded with ``case.seed`` (both restored after).
 
     Example:
         >>> trace = run_official(official_tts("standin-tiny", 1),
@@ -348,9 +323,8 @@ def run_official(tts: Any, case: Case) -> Trace:
 
 
 def replay(engine: Any, ref: Trace) -> dict[str, Comparison]:
-    """Each stage of ``engine`` on the reference's own inputs (`Engine.run_stage`): its
-    error alone, not inherited from the stages before it (a duration that moves a frame
-    boundary otherwise changes every later shape).
+    """Each stage of ``engine`` on the reference's own inputs: its error alone, not
+    inherited from the stages before it.
 
     Example:
         >>> ref = run_tts_kit(_engine("fp32-dir", 1), case, keep_calls=True)  # doctest: +SKIP
@@ -375,12 +349,10 @@ def compare(case: Case, ref: Trace, cand: Trace, sample_rate: int = contract.SAM
         inf
     """
     stages = {s: Comparison.of(ref.stages[s], cand.stages[s]) for s in contract.STAGES}
-    wave = Comparison.of(ref.wavs, cand.wavs)
-    lmd = [log_mel_distance(r, c, sample_rate) for r, c in zip(ref.wavs, cand.wavs)]
-    mcd = [mel_cepstral_distortion(r, c, sample_rate) for r, c in zip(ref.wavs, cand.wavs)]
-    return CaseResult(case, stages, wave, [len(w) for w in ref.wavs],
-                      [len(w) for w in cand.wavs], float(np.mean(lmd)), float(np.mean(mcd)),
-                      ref.leak)
+    audio = Distances.of(ref.wavs, cand.wavs, sample_rate)
+    return CaseResult(case, stages, Comparison.of(ref.wavs, cand.wavs),
+                      [len(w) for w in ref.wavs], [len(w) for w in cand.wavs],
+                      audio.log_mel_db, audio.mcd_db, ref.leak)
 
 
 def verify(
@@ -397,23 +369,16 @@ def verify(
     """Run the cases through tts_kit on ``model`` and through the reference; compare.
 
     Args:
-        model: a `tts_kit.Bundle` or its directory (None: discovery,
-            `tts_kit.models.supertonic.bundle.resolve_model_dir`).
-        against: ``"official"`` (the official package on the same bundle: the
-            reference) or a second bundle directory (tts_kit on ``model`` is the
-            reference, tts_kit on this one the candidate: a conversion's fidelity).
+        model: a `tts_kit.Bundle` or its directory (None: discovery).
+        against: ``"official"`` (the official package on the same bundle is the
+            reference) or a second bundle directory (the candidate; ``model`` the reference).
         cases: what to synthesise (default `default_cases` with the bundle's voices).
         threads: intra-op threads on both sides (1: reproducible; None: ORT's default).
         tolerance: what passes (default `Tolerance()`).
-        floor: also measure the reference model's noise floor (`noise_floor`) and give
-            the candidate a verdict against it (``report.floor_verdict``).
-        quality: against a bundle directory, also the verdict a listener would agree
-            with (``report.quality``, then ``report.verdict``: PESQ, STOI, DNSMOS, WER,
-            MCD against the reference's own takes with other initial noise,
-            `tts_kit.fidelity.listening.judge_quality`; ``tts-kit verify --floor`` asks
-            for it against a directory). Against ``"official"`` the comparison is
-            conformance (float rounding), not judged so.
-        quality_texts: the texts of that verdict (default: the listening texts).
+        floor: also measure the reference's noise floor (``report.floor_verdict``).
+        quality: against a bundle directory, also the listener's verdict
+            (``report.quality``: `tts_kit.fidelity.listening.judge_quality` on
+            ``quality_texts``).
 
     Example:
         >>> verify("standin-tiny").passed  # doctest: +SKIP

@@ -1,10 +1,8 @@
 """FP16 and INT8 conversion of a bundle (or any ``.onnx`` file): atomic output, checked.
 
-FP16: ONNX Runtime's ``convert_float_to_float16`` (float32 inputs and outputs kept);
-INT8: ``quantize_dynamic`` (QInt8 per channel on MatMul, Conv, Gather weights of at least
-`INT8_MIN_WEIGHT_ELEMENTS` elements). The output is built aside (`tts_kit.core.atomic`),
-checked and renamed into place; the source is only read and hashed before and after;
-symbolic links are never copied. The tools and the safety rules: docs/benchmarks.md.
+The output is built aside (`tts_kit.core.atomic`), checked and renamed into place; the
+source is only read and hashed before and after. The tools and the safety rules:
+docs/benchmarks.md.
 
 Example:
     >>> from tts_kit.precision import convert
@@ -20,13 +18,11 @@ import json
 import os
 import time
 import warnings
-from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import onnx
 import onnxruntime as ort
 
 from tts_kit.core import atomic, contract
@@ -53,16 +49,15 @@ from tts_kit.precision.graphs import (  # noqa: F401  (re-exported: the conversi
     _graph_bytes,
     _open_check,
     _precision_of,
-    _save_model,
     _tool,
     _without_preprocess_advice,
+    _write_config,
     sha256_file,
     sha256_tree,
 )
-from tts_kit.precision.piper_conversion import (  # noqa: F401
+from tts_kit.precision.piper_conversion import (  # noqa: F401  (PIPER_RECIPES: re-exported)
     PIPER_RECIPES,
     convert_piper,
-    piper_fidelity,
 )
 from tts_kit.precision.verdict_file import VERDICT_FILE, save_verdict
 
@@ -73,47 +68,26 @@ def convert(
     spec: ConvertSpec | None = None,
     **options: Any,
 ) -> ConversionReport:
-    """Convert a bundle or one ``.onnx`` file to FP16 or INT8 and report what it changed.
+    """Convert a bundle, a voice or one ``.onnx`` file to FP16 or INT8 and report what it
+    changed (a `ConversionReport`).
 
-    The options are a `ConvertSpec` (``spec``), or its fields as keywords (``to="int8"``,
-    ``measure=False``, ...), which override the spec's.
+    The options are a `ConvertSpec` (``spec``), or its fields as keywords, which override it:
 
-    Args:
-        src: a bundle directory, or a single ``.onnx`` file (any model).
-        dst: the new bundle directory (must not exist, or be empty), or for a file the
-            output file path (must not exist).
-        to: ``"fp16"`` or ``"int8"``.
-        stages: bundle stages to convert (default: all four); the others are copied
-            (the public FP16 bundle: ``["text_encoder", "vector_estimator", "vocoder"]``).
-        keep_io_types: FP16 only: keep float32 graph inputs and outputs.
-        op_block_list: op types to leave in FP32 (FP16: added to ONNX Runtime's default
-            block list; INT8: op types not to quantise, e.g. ``["Gather"]``).
-        measure: measure afterwards (default). A bundle: memory and latency of source
-            and result (each in a fresh process) and their fidelity (in a third; seconds
-            for the tiny stand-in, minutes at full size); ``"fidelity"``: only that. A
-            file: its outputs against the source's on random inputs (in this process).
-        texts: texts the measurements synthesise (default `tts_kit.precision.DEFAULT_TEXTS`).
-        providers: execution providers to measure on (default: CPU, and CUDA if present).
-        seed, steps, repeats, lang: noise seed, flow steps, timed repeats per text and
-            language of the measurements.
-        preset: session preset name or `SessionPreset` for the measurements (default
-            ``supertonic-default``); its providers are replaced per measured provider.
-        recipe: a per-stage recipe instead of ``to``/``stages`` (bundles and voices;
-            `tts_kit.precision.recipes.RECIPES`). Every INT8 stage written gets a
-            `kernel_report` (does ONNX Runtime really run integer kernels?).
-        floor: also judge the result against the source's noise floor on the CPU
-            (`tts_kit.precision.evaluate.judge_against_floor`: ``report.conformance``).
-            Default: when ``measure`` is set and the CPU is among ``providers``.
-        quality: also judge as a listener would (``report.quality``, the verdict);
-            default: as ``floor``.
+    - ``to``: ``"fp16"`` or ``"int8"``; ``stages``: bundle stages to convert (default all;
+      the others are copied); or ``recipe``, a per-stage plan
+      (`tts_kit.precision.recipes.RECIPES`; every INT8 stage gets a `kernel_report`).
+    - ``keep_io_types`` (FP16: float32 inputs and outputs); ``op_block_list``: op types
+      left FP32.
+    - ``measure``: memory, latency and fidelity of source and result, each in a fresh
+      process (``"fidelity"``: only that; a file: outputs on random inputs); ``texts``,
+      ``providers`` (default: CPU, and CUDA if present), ``seed``, ``steps``,
+      ``repeats``, ``lang``, ``preset``: what is measured, where and how.
+    - ``floor``: also judge against the source's noise floor on the CPU
+      (``report.conformance``; default: when measuring on the CPU); ``quality``: the
+      listener's verdict (``report.quality``; default: as ``floor``).
 
-    Returns:
-        The `ConversionReport` (measurements that failed are in its ``status``).
-
-    Raises:
-        TtsKitError: bad target, unknown stage, ``dst`` not free, ``src`` not a bundle
-            or ``.onnx`` file (`tts_kit.BundleError` is a ValueError).
-        RuntimeError: the source changed during conversion (nothing is written).
+    ``dst`` must not exist (or be an empty directory). Raises `tts_kit.TtsKitError` for
+    bad options or paths, RuntimeError when the source changed meanwhile (nothing written).
 
     Example:
         >>> r = convert("supertonic-3", "supertonic-3-int8", to="int8")  # doctest: +SKIP
@@ -131,7 +105,11 @@ def convert(
     t0 = time.perf_counter()
     report = _new_report(kind, src_p, dst_p, chosen, spec, plan)
     _note_links(report, links)
-    _write_output(report, bundle, plan, spec)
+    dst_p.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "bundle":
+        _convert_bundle(bundle, report, plan, spec)
+    else:
+        _convert_file(report, spec)
     report.convert_s = time.perf_counter() - t0
     _measure_result(report, spec)
     return _keep_verdict(report)
@@ -141,14 +119,8 @@ def convert(
 
 
 def _open_source(src: str | os.PathLike[str]) -> Any:
-    """The model at ``src`` (`tts_kit.models.resolve.open_model`), or None for a file no
-    model opens from (a single graph of any model: converted as a file).
-
-    A directory that does not open raises its own error, naming the file; a path that
-    does not exist and names no model raises FileNotFoundError. A graph ONNX Runtime
-    cannot load (`check_loads`: an unknown op, data outside the folder) is refused as
-    ``info`` refuses it, before anything is written.
-    """
+    """The model at ``src``, checked to load, or None for a file no model opens from (a
+    single graph of any model: converted as a file)."""
     from tts_kit.models.resolve import open_model
     from tts_kit.runtime.loading import check_loads
 
@@ -294,16 +266,6 @@ def _check_job(src: str | os.PathLike[str], dst: str | os.PathLike[str], model: 
     return src_p, dst_p, kind, bundle, chosen, links
 
 
-def _write_output(report: ConversionReport, bundle: Any, plan: dict[str, str] | None,
-                  spec: ConvertSpec) -> None:
-    """Convert and write the output the report describes (atomically; checked)."""
-    Path(report.dst).parent.mkdir(parents=True, exist_ok=True)
-    if report.kind == "bundle":
-        _convert_bundle(bundle, report, plan, spec)
-    else:
-        _convert_file(report, spec)
-
-
 def _note_links(report: ConversionReport, skipped_links: list[str]) -> None:
     for rel in skipped_links:
         note = f"skipped {rel}: a symbolic link (only the bundle's regular files are copied)"
@@ -351,8 +313,7 @@ def _convert_bundle(bundle: Any, report: ConversionReport, plan: dict[str, str] 
             kernels = None
             if stage in chosen:
                 ops, kept = _convert_stage(method, info.path, out, spec, src_p, tmp)
-                sess = _open_check(out)  # fails here, not in the user's engine
-                del sess
+                _open_check(out)  # fails here, not in the user's engine
                 if method != "fp16":  # does it run integer kernels, or float after all?
                     kernels = kernel_report(out).to_dict()
             else:
@@ -362,23 +323,13 @@ def _convert_bundle(bundle: Any, report: ConversionReport, plan: dict[str, str] 
                 _precision_of(out), ops, kept, method if plan else "", kernels,
             )
         cfg_path = tmp / contract.CONFIG_FILE
-        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
-        record = {
+        hashes = {s: report.source_sha256.get(contract.GRAPHS[s].path, "")
+                  for s in contract.STAGES}
+        _write_config(cfg_path, json.loads(cfg_path.read_text(encoding="utf-8")), report, {
             "to": to,
             **({"recipe": report.recipe, "methods": report.options["recipe"]}
                if report.recipe else {}),
-            "stages": chosen,
-            "source_sha256": {
-                s: report.source_sha256.get(contract.GRAPHS[s].path, "") for s in contract.STAGES
-            },
-            "tool": report.tool,
-            "options": report.options,
-        }
-        if PRECISION_KEY in cfg:
-            record["previous"] = cfg[PRECISION_KEY]
-        cfg[PRECISION_KEY] = record
-        cfg_path.write_text(json.dumps(cfg, ensure_ascii=False, indent=1) + "\n",
-                            encoding="utf-8")
+            "stages": chosen, "source_sha256": hashes})
         Bundle(tmp)  # the result must open like any bundle
         _check_finished(report, src_p, dst_p)
 
@@ -401,11 +352,11 @@ def _convert_stage(method: str, src: Path, out: Path, spec: ConvertSpec, src_bun
             return convert_int8_pw(src, out, scratch, spec.op_block_list)
     with atomic.scratch_dir(out) as scratch, _without_preprocess_advice():
         if method == "int8-matmul+w8conv":
-            info = recipes.convert_sherpa_vector_estimator(src, out, scratch, _save_model)
+            info = recipes.convert_sherpa_vector_estimator(src, out, scratch)
         elif method == "int8-static":
             ve = tmp / contract.GRAPHS["vector_estimator"].path
             latents = recipes.calibration_latents(src_bundle, ve, recipes.CALIBRATION_TEXTS)
-            info = recipes.convert_sherpa_vocoder(src, out, scratch, latents, _save_model)
+            info = recipes.convert_sherpa_vocoder(src, out, scratch, latents)
         else:
             raise TtsKitError(f"unknown conversion method '{method}'; use one of "
                              f"{', '.join(recipes.METHODS)}")
@@ -431,32 +382,12 @@ def _convert_file(report: ConversionReport, spec: ConvertSpec) -> None:
     # replace=False: a file that appears at dst meanwhile is never overwritten.
     with atomic.atomic_file(dst_p, replace=False, suffix=".onnx") as tmp:
         ops, kept = _convert_graph(src_p, tmp, to, spec.keep_io_types, spec.op_block_list)
-        del ops  # reported below
-        sess = _open_check(tmp)
-        del sess
+        _open_check(tmp)
         report.stages["model"] = StageReport(
             "model", True, _graph_bytes(src_p), _graph_bytes(tmp), _precision_of(src_p),
-            _precision_of(tmp), _ops_again(src_p, tmp, to), kept,
+            _precision_of(tmp), ops, kept,
         )
         _check_finished(report, src_p, dst_p)
-
-
-def _ops_again(src_p: Path, out: Path, to: str) -> dict[str, int]:
-    """The ops report for a single file (recomputed from both graphs)."""
-    a, b = onnx.load(str(src_p), load_external_data=False), onnx.load(
-        str(out), load_external_data=False)
-    if to == "fp16":
-        return {"Cast": sum(n.op_type == "Cast" for n in b.graph.node)
-                - sum(n.op_type == "Cast" for n in a.graph.node)}
-    weights = {i.name for i in a.graph.initializer}
-    outs = {i.name for i in b.graph.initializer}
-    ops: Counter[str] = Counter()
-    for n in a.graph.node:
-        if n.op_type in INT8_OP_TYPES and any(
-            i in weights and f"{i}_quantized" in outs for i in n.input
-        ):
-            ops[n.op_type] += 1
-    return dict(sorted(ops.items()))
 
 
 # -- single-file output check -----------------------------------------------------------

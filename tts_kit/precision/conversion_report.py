@@ -31,15 +31,12 @@ from tts_kit.tuning.records import to_number
 
 #: Conversion targets.
 TARGETS: tuple[str, ...] = ("fp16", "int8")
-#: Fidelity thresholds per target: the converted waveform passes when its SNR against
-#: FP32 is at least this many dB, far below a healthy conversion and far above a layer
-#: with zeroed weights (about 0 dB; docs/benchmarks.md has the measured values) ...
+#: Sanity thresholds per target (why these: docs/benchmarks.md): the converted waveform's
+#: SNR against FP32 at least this (dB) ...
 MIN_SNR_DB: dict[str, float] = {"fp16": 20.0, "int8": 15.0}
-#: ... and its log-mel distance (dB, `tts_kit.fidelity.audio_metrics.log_mel_distance`)
-#: at most this.
+#: ... its log-mel distance (dB) at most this ...
 MAX_LOG_MEL_DB: dict[str, float] = {"fp16": 2.0, "int8": 3.0}
-#: Largest relative change of the total audio length that still passes (the duration
-#: predictor sets it; a change that crosses a latent frame: `Fidelity.frames_changed`).
+#: ... and its total length within this relative change.
 MAX_LENGTH_CHANGE = 0.01
 
 
@@ -61,9 +58,8 @@ def check_target(to: str) -> None:
 
 @dataclass(frozen=True)
 class MeasureSpec:
-    """What the measurements synthesise: texts (default `tts_kit.precision.DEFAULT_TEXTS`;
-    text ``i`` gets noise seed ``seed + i``), flow steps, timed repeats per text, language,
-    and the session preset (name or `SessionPreset`; default ``supertonic-default``).
+    """What the measurements synthesise (text ``i`` with noise seed ``seed + i``; texts
+    default to `tts_kit.precision.DEFAULT_TEXTS`, the preset to ``supertonic-default``).
 
     Example:
         >>> MeasureSpec(steps=2).repeats
@@ -80,8 +76,7 @@ class MeasureSpec:
 
 @dataclass(frozen=True)
 class ConvertSpec:
-    """What `tts_kit.precision.convert` does: the target and its options, what it measures
-    afterwards, and on what (the parameters of `tts_kit.precision.convert`).
+    """The options of `tts_kit.precision.convert` (documented there).
 
     Example:
         >>> ConvertSpec(to="int8", measure=False).measurement.steps == contract.DEFAULT_STEPS
@@ -113,35 +108,26 @@ class ConvertSpec:
 
 @dataclass
 class StageReport:
-    """One graph before and after conversion.
+    """One graph before and after conversion (sizes in bytes).
 
     Example:
         >>> StageReport("vocoder", True, 4_000_000, 2_010_000).ratio
         0.5025
     """
 
-    stage: str
-    """Stage name (``model`` for a single ``.onnx`` file)."""
-    converted: bool
-    """False for graphs copied unchanged (e.g. a duration predictor kept FP32)."""
+    stage: str  # ``model`` for a single ``.onnx`` file
+    converted: bool  # False: copied unchanged (e.g. a duration predictor kept FP32)
     size_before: int
-    """Bytes of the source graph."""
     size_after: int
-    """Bytes of the written graph."""
-    precision_before: str = ""
-    """Dominant weight type before (``float32``, ``float16``, ``int8``, ``mixed``)."""
+    precision_before: str = ""  # dominant weight type: float32, float16, int8, mixed
     precision_after: str = ""
-    """Dominant weight type after."""
+    #: INT8: source op types whose weights were quantised, with counts (``{"MatMul": 40}``);
+    #: FP16: ``{"Cast": n}``, the Casts the converter added.
     ops: dict[str, int] = field(default_factory=dict)
-    """INT8: source op types whose weights were quantised, with counts (``{"MatMul": 40}``);
-    FP16: ``{"Cast": n}``, the Casts the converter added."""
-    kept_float: int = 0
-    """INT8: candidate ops left float (weights under `INT8_MIN_WEIGHT_ELEMENTS`, or blocked)."""
-    method: str = ""
-    """How the stage was converted (`tts_kit.precision.recipes.METHODS`; empty: ``to``)."""
+    kept_float: int = 0  # INT8: candidate ops left float (small weights, or blocked)
+    method: str = ""  # `tts_kit.precision.recipes.METHODS`; empty: ``to``
+    #: INT8: `tts_kit.precision.recipes.kernel_report` of the written graph, as a dict.
     kernels: dict[str, Any] | None = None
-    """INT8: what ONNX Runtime runs after optimising the written graph
-    (`tts_kit.precision.recipes.kernel_report`: integer ops, float ops, verdict)."""
 
     @property
     def ratio(self) -> float:
@@ -158,41 +144,25 @@ class RunRecord:
         True
     """
 
-    precision: str
-    """Label of the bundle measured (``fp32``, ``fp16``, ``int8``, ...)."""
+    precision: str  # label of the bundle measured: fp32, fp16, int8, ...
     provider: str
-    """Execution provider the sessions asked for."""
-    status: str = "ok"
-    """`tts_kit.runtime.measure.Measurement.status`, or ``"error"`` when the provider was
-    unusable."""
+    status: str = "ok"  # `tts_kit.runtime.measure.Measurement.status`, or "error"
     error: str = ""
-    """One line when not ok."""
-    size_mb: float = math.nan
-    """Bytes of the four graphs / 2**20."""
-    baseline_rss_mb: float = math.nan
-    """RSS after imports, before the engine (Python + ONNX Runtime)."""
-    load_rss_mb: float = math.nan
-    """RSS once every session is created (resident loading)."""
-    peak_rss_mb: float = math.nan
-    """The process's RSS high-water mark over load and synthesis."""
+    size_mb: float = math.nan  # the four graphs
+    baseline_rss_mb: float = math.nan  # after imports, before the engine
+    load_rss_mb: float = math.nan  # once every session is created (resident loading)
+    peak_rss_mb: float = math.nan  # high-water mark over load and synthesis
     load_s: float = math.nan
-    """Seconds to create the four sessions."""
+    #: Median seconds of one synthesis after a warm-up; the texts alternate, so every
+    #: call's shapes differ from the last one's, as a server's requests do.
     p50_s: float = math.nan
-    """Median wall seconds of one synthesis (after one warm-up call); the texts alternate,
-    so every call's shapes differ from the last one's, as a server's requests do."""
+    #: Only with ``same_text=True``: the first text again and again (the same shapes);
+    #: beside ``p50_s`` it prices a shape change (on CUDA, cuDNN's algorithm search).
     p50_same_text_s: float = math.nan
-    """Only when asked (``same_text=True``): median of the first text synthesised again and
-    again, the same shapes every call. Beside ``p50_s`` it prices a shape change (on CUDA,
-    cuDNN's algorithm search: `tts_kit.runtime.sessions.SessionPreset.cuda`)."""
-    rtf: float = math.nan
-    """p50 / audio seconds."""
-    gpu_mem_mb: float | None = None
-    """CUDA only: GPU memory the process held after the runs
-    (`tts_kit.runtime.devices.gpu_memory_mb`)."""
+    rtf: float = math.nan  # p50 / audio seconds
+    gpu_mem_mb: float | None = None  # CUDA only (`tts_kit.runtime.devices.gpu_memory_mb`)
     gpu_mem_source: str = ""
-    """How ``gpu_mem_mb`` was read."""
     preset: str = ""
-    """Session preset name."""
 
     @property
     def ok(self) -> bool:
@@ -211,24 +181,16 @@ class RunRecord:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRecord:
         """Inverse of `to_dict`."""
-        known = {f.name: f for f in dataclasses.fields(cls)}
-        kw = {}
-        for k, v in data.items():
-            if k not in known:
-                continue
-            kw[k] = math.nan if v is None and known[k].default is math.nan else v
-        return cls(**kw)
+        defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+        return cls(**{k: math.nan if v is None and defaults[k] is math.nan else v
+                      for k, v in data.items() if k in defaults})
 
 
 @dataclass
 class Fidelity:
-    """A converted bundle against FP32 on one provider.
-
-    ``passed`` is computed, never assumed: the waveform SNR must reach
-    ``min_snr_db`` and the log-mel distance stay under ``max_log_mel_db`` (defaults per
-    target in `MIN_SNR_DB` / `MAX_LOG_MEL_DB`), every stage must give finite output, no
-    chunk may change its latent length and the total length may change by at most
-    `MAX_LENGTH_CHANGE`.
+    """A converted bundle against FP32 on one provider; `evaluate` computes ``passed``
+    (thresholds: `MIN_SNR_DB`, `MAX_LOG_MEL_DB`, `MAX_LENGTH_CHANGE`; finite stages, no
+    latent length changed).
 
     Example:
         >>> f = Fidelity("CPUExecutionProvider", waveform_snr_db=35.0, log_mel_distance_db=0.3,
@@ -238,31 +200,20 @@ class Fidelity:
     """
 
     provider: str
-    """Provider both bundles ran on."""
-    waveform_snr_db: float = math.nan
-    """10 log10(signal / error) of the final waveform, over the texts (inf: identical)."""
-    log_mel_distance_db: float = math.nan
-    """Mean over frames of the RMS difference of log-mel spectra in dB."""
+    waveform_snr_db: float = math.nan  # over the texts; inf: identical
+    log_mel_distance_db: float = math.nan  # mean over frames of the RMS log-mel difference
+    #: Each stage's output SNR when both get the same FP32 inputs.
     stage_snr_db: dict[str, float] = field(default_factory=dict)
-    """SNR of each stage's output when both get the same FP32 inputs."""
-    length_ref: int = 0
-    """Samples of the FP32 waveforms (all texts)."""
+    length_ref: int = 0  # samples of the FP32 waveforms (all texts)
     length_candidate: int = 0
-    """Samples of the converted waveforms; a difference means the durations moved."""
+    #: Chunks whose latent length (frames of 3072 samples) differs from FP32: the duration
+    #: predictor's error crossed a frame boundary, so the noise and waveform differ.
     frames_changed: int = 0
-    """Chunks whose latent length (frames of 3072 samples) differs from FP32. Each one draws
-    differently shaped noise, so its waveform cannot match sample by sample: the duration
-    predictor's error crossed a frame boundary."""
     min_snr_db: float = 20.0
-    """Threshold used for ``passed``."""
     max_log_mel_db: float = 2.0
-    """Threshold used for ``passed``."""
     passed: bool = False
-    """True when every check below held."""
-    reasons: list[str] = field(default_factory=list)
-    """Why it failed (empty when it passed)."""
-    error: str = ""
-    """Set when the comparison itself could not run."""
+    reasons: list[str] = field(default_factory=list)  # why it failed
+    error: str = ""  # set when the comparison itself could not run
 
     @property
     def length_change(self) -> float:
@@ -286,14 +237,11 @@ class Fidelity:
                 f"samples vs {self.length_ref} in FP32 (the duration predictor's output moved; "
                 "keep it FP32)"
             )
-        if not self.waveform_snr_db >= self.min_snr_db:  # NaN fails too
-            reasons.append(
-                f"waveform SNR {self.waveform_snr_db:.1f} dB < {self.min_snr_db:g} dB"
-            )
-        if not self.log_mel_distance_db <= self.max_log_mel_db:
-            reasons.append(
-                f"log-mel distance {self.log_mel_distance_db:.2f} dB > {self.max_log_mel_db:g} dB"
-            )
+        snr, lmd = self.waveform_snr_db, self.log_mel_distance_db
+        if not snr >= self.min_snr_db:  # NaN fails too
+            reasons.append(f"waveform SNR {snr:.1f} dB < {self.min_snr_db:g} dB")
+        if not lmd <= self.max_log_mel_db:
+            reasons.append(f"log-mel distance {lmd:.2f} dB > {self.max_log_mel_db:g} dB")
         bad = [s for s, v in self.stage_snr_db.items() if math.isnan(v)]
         if bad:
             reasons.append(f"non-finite output from {', '.join(bad)}")
@@ -335,55 +283,35 @@ class ConversionReport:
         'fp16'
     """
 
-    kind: str
-    """``bundle`` or ``onnx`` (a single file)."""
+    kind: str  # ``bundle``, ``onnx`` (a single file) or ``piper``
     src: str
-    """Source path."""
     dst: str
-    """Destination path."""
-    to: str
-    """``fp16`` or ``int8``."""
-    stages: dict[str, StageReport] = field(default_factory=dict)
-    """Every graph of the output, converted or copied."""
+    to: str  # ``fp16`` or ``int8``
+    stages: dict[str, StageReport] = field(default_factory=dict)  # every output graph
     converted: list[str] = field(default_factory=list)
-    """The stages converted."""
-    tool: str = ""
-    """The converter and its version."""
+    tool: str = ""  # the converter and its version
     options: dict[str, Any] = field(default_factory=dict)
-    """keep_io_types, op_block_list, INT8 settings."""
+    #: SHA-256 of every source file (relative path -> hex) before conversion; the same
+    #: hashes after it give ``source_unchanged`` (a difference is raised as an error).
     source_sha256: dict[str, str] = field(default_factory=dict)
-    """SHA-256 of every source file (relative path -> hex) before conversion."""
     source_unchanged: bool = True
-    """The same hashes after conversion (a difference is raised as an error)."""
-    convert_s: float = 0.0
-    """Wall seconds of the conversion (not the measurements)."""
+    convert_s: float = 0.0  # the conversion, not the measurements
     measured: bool = False
-    """Whether measurements ran."""
     texts: list[str] = field(default_factory=list)
-    """Texts the measurements synthesised."""
     seed: int = 0
-    """Noise seed of the measurements."""
     steps: int = contract.DEFAULT_STEPS
-    """Flow steps of the measurements."""
     runs: list[RunRecord] = field(default_factory=list)
-    """Memory and latency per precision and provider."""
-    fidelity: dict[str, Fidelity] = field(default_factory=dict)
-    """Converted vs FP32 per provider."""
+    fidelity: dict[str, Fidelity] = field(default_factory=dict)  # per provider
+    #: Single files: output name -> SNR against the source model on random inputs.
     output_snr_db: dict[str, float] = field(default_factory=dict)
-    """Single files: output name -> SNR against the source model on random inputs."""
-    notes: list[str] = field(default_factory=list)
-    """Anything skipped, and why."""
-    recipe: str = ""
-    """The per-stage recipe (`tts_kit.precision.recipes.RECIPES`), when one was used."""
+    notes: list[str] = field(default_factory=list)  # anything skipped, and why
+    recipe: str = ""  # `tts_kit.precision.recipes.RECIPES`, when one was used
+    #: The copy against the source's measured noise floor, a conformance figure
+    #: (`tts_kit.precision.evaluate.judge_against_floor`); empty when not measured.
     conformance: dict[str, Any] = field(default_factory=dict)
-    """The copy against the source's measured noise floor, a conformance figure, not the
-    verdict (``verdict``: a `tts_kit.fidelity.floor.FLOOR_READINGS`, ``reasons``,
-    ``distances``, ``floor``, ``take``, ``runs``; `tts_kit.precision.evaluate.judge_against_floor`);
-    empty when not measured."""
+    #: The listener's verdict (`tts_kit.fidelity.listening.judge_quality`); empty when
+    #: not measured.
     quality: dict[str, Any] = field(default_factory=dict)
-    """The listener's verdict (``verdict``: transparent, acceptable, degraded or broken;
-    ``decided_by``, ``reasons``, ``metrics``, ``spread``;
-    `tts_kit.fidelity.listening.judge_quality`); empty when not measured."""
 
     @property
     def verdict(self) -> tuple[str, list[str]] | None:
@@ -402,28 +330,14 @@ class ConversionReport:
         return sum(s.size_after for s in self.stages.values() if s.converted)
 
     @property
-    def total_before(self) -> int:
-        """Bytes of every graph of the source (converted or not)."""
-        return sum(s.size_before for s in self.stages.values())
-
-    @property
-    def total_after(self) -> int:
-        """Bytes of every graph of the output."""
-        return sum(s.size_after for s in self.stages.values())
-
-    @property
     def passed(self) -> bool | None:
         """All fidelity checks passed (None when nothing was compared)."""
-        if not self.fidelity:
-            return None
-        return all(f.passed for f in self.fidelity.values())
+        return all(f.passed for f in self.fidelity.values()) if self.fidelity else None
 
     def run(self, precision: str, provider: str = "CPUExecutionProvider") -> RunRecord | None:
         """The measurement of one precision on one provider, if any."""
-        for r in self.runs:
-            if r.precision == precision and r.provider == provider:
-                return r
-        return None
+        return next((r for r in self.runs if (r.precision, r.provider) == (precision, provider)),
+                    None)
 
     def table(self) -> str:
         """Human-readable summary: the verdict first and alone, then sizes, memory,
@@ -498,18 +412,10 @@ class ConversionReport:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (the `save` format)."""
-        d: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            if f.name == "stages":
-                v = {k: dataclasses.asdict(s) for k, s in v.items()}
-            elif f.name == "runs":
-                v = [r.to_dict() for r in v]
-            elif f.name == "fidelity":
-                v = {k: fi.to_dict() for k, fi in v.items()}
-            elif f.name == "output_snr_db":
-                v = {k: _json_num(x) for k, x in v.items()}
-            d[f.name] = v
+        d = dataclasses.asdict(self)
+        d["runs"] = [r.to_dict() for r in self.runs]
+        d["fidelity"] = {k: f.to_dict() for k, f in self.fidelity.items()}
+        d["output_snr_db"] = {k: _json_num(x) for k, x in self.output_snr_db.items()}
         d["passed"], d["verdict"] = self.passed, (self.verdict or (None,))[0]
         return d
 

@@ -1,10 +1,8 @@
 """Measure precisions: memory and latency in isolated processes, and fidelity to FP32.
 
-`measure_bundle` (one bundle on one provider in a fresh process), `fidelity` (each
-converted stage replays the FP32 stage's inputs, then both synthesise end to end),
-`fidelity_isolated` (the same in a fresh process), `measure_conversion` (all of it for a
-`ConversionReport`); the Piper floor and distances and `judge_against_floor`. Why measure
-rather than quote: docs/benchmarks.md.
+`measure_bundle`, `fidelity`, `fidelity_isolated` and `measure_conversion` (all of it for
+a `ConversionReport`); the Piper floor and distances and `judge_against_floor`. What each
+measures, and why measure rather than quote: docs/benchmarks.md.
 
 Example:
     >>> rec = measure_bundle("standin-tiny", "fp32")  # doctest: +SKIP
@@ -21,17 +19,17 @@ import os
 import statistics
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
 from tts_kit.core import contract
 from tts_kit.core.procfacts import rss_mb
-from tts_kit.fidelity.audio_metrics import snr_from_energies, waveform_fidelity
-from tts_kit.fidelity.cases import json_safe
+from tts_kit.fidelity.audio_metrics import waveform_fidelity
+from tts_kit.fidelity.cases import Comparison, json_safe
 from tts_kit.fidelity.floor import Distances, conformance, noise_floor
-from tts_kit.fidelity.listening import decide, judge_quality, quality_lines
+from tts_kit.fidelity.listening import QUALITY_TEXTS, decide, judge_quality, quality_lines
 from tts_kit.precision.conversion_report import (
     MAX_LOG_MEL_DB,
     MIN_SNR_DB,
@@ -52,24 +50,18 @@ from tts_kit.runtime.devices import (
 )
 from tts_kit.tuning.workload import DEFAULT_TEXTS as WORKLOAD_TEXTS
 
-#: Texts synthesised by the measurements unless the caller gives others: the shortest of
-#: the measurement texts (`tts_kit.tuning.workload.DEFAULT_TEXTS`), alone. Fidelity keeps every
-#: stage's FP32 inputs and outputs in memory and each bundle synthesises every text
-#: (warm-up + repeats) on every provider, so one short text keeps a conversion's checks cheap.
+#: Texts the measurements synthesise unless told: the shortest workload text, alone (fidelity
+#: keeps every stage's FP32 tensors in memory; one short text keeps the checks cheap).
 DEFAULT_TEXTS: tuple[str, ...] = (WORKLOAD_TEXTS[1],)
 
 
 def _preset_for(preset: Any, provider: str) -> Any:
     """The measurement preset for one provider (CUDA keeps the CPU as fallback for odd ops)."""
-    from tts_kit.runtime.sessions import SessionPreset, get_preset
+    from tts_kit.runtime.sessions import get_preset
 
     base = get_preset(preset or "supertonic-default")
     if provider == CUDA:
-        if CUDA in base.providers:
-            return base
-        return base.cuda()
-    if not isinstance(base, SessionPreset):  # pragma: no cover - defensive
-        raise TypeError(f"preset must be a name or SessionPreset, got {type(preset).__name__}")
+        return base if CUDA in base.providers else base.cuda()
     return base.replace(providers=[provider])
 
 
@@ -92,23 +84,18 @@ def _measure_job(bundle_dir: str, spec: MeasureSpec, same_text: bool = False) ->
     engine = Engine(bundle_dir, preset=p, loading="resident")
     out["load_s"] = time.perf_counter() - t0
     out["load_rss_mb"] = rss_mb()
+    def timed(i: int, text: str) -> tuple[float, float]:  # (seconds, audio seconds)
+        t1 = time.perf_counter()
+        r = engine.synthesize(text, lang=lang, seed=seed + i, steps=steps)
+        return time.perf_counter() - t1, r.duration_s
+
     for i, t in enumerate(texts):  # warm-up: first-run allocations, cuDNN algorithm search
-        engine.synthesize(t, lang=lang, seed=seed + i, steps=steps)
-    times, audio = [], []
-    for _ in range(repeats):
-        for i, t in enumerate(texts):
-            t1 = time.perf_counter()
-            r = engine.synthesize(t, lang=lang, seed=seed + i, steps=steps)
-            times.append(time.perf_counter() - t1)
-            audio.append(r.duration_s)
-    out["p50_s"] = statistics.median(times) if times else math.nan
-    out["rtf"] = out["p50_s"] / statistics.median(audio) if audio else math.nan
+        timed(i, t)
+    runs = [timed(i, t) for _ in range(repeats) for i, t in enumerate(texts)]
+    out["p50_s"] = statistics.median([s for s, _ in runs]) if runs else math.nan
+    out["rtf"] = out["p50_s"] / statistics.median([a for _, a in runs]) if runs else math.nan
     if same_text and texts:
-        same = []
-        for _ in range(repeats):
-            t1 = time.perf_counter()
-            engine.synthesize(texts[0], lang=lang, seed=seed, steps=steps)
-            same.append(time.perf_counter() - t1)
+        same = [timed(0, texts[0])[0] for _ in range(repeats)]
         out["p50_same_text_s"] = statistics.median(same) if same else math.nan
     if cuda:
         used, how = gpu_memory_mb()
@@ -132,12 +119,9 @@ def measure_bundle(
 ) -> RunRecord:
     """Load a bundle in a fresh process and measure RSS, peak RSS, p50 latency (and GPU memory).
 
-    ``spec`` (or its fields as keywords: ``texts``, ``steps``, ...) says what to
-    synthesise. The engine loads all four sessions (``resident``), synthesises every text
-    once (the warm-up) and then ``repeats`` more times; text ``i`` always uses noise seed
-    ``seed + i``. ``cpus`` pins the process to that many
-    cores (`tts_kit.runtime.measure.run_isolated`). ``same_text`` also times the first text
-    ``repeats`` times in a row (`RunRecord.p50_same_text_s`: what a shape change costs).
+    ``spec`` (or its fields as keywords) says what to synthesise: every text once (the
+    warm-up), then ``repeats`` more times. ``cpus`` pins the process to that many cores;
+    ``same_text`` also times the first text alone (`RunRecord.p50_same_text_s`).
 
     Example:
         >>> rec = measure_bundle("standin-tiny", "fp32")  # doctest: +SKIP
@@ -181,24 +165,14 @@ def fidelity(
     candidate: str | os.PathLike[str],
     to: str = "fp16",
     spec: MeasureSpec | None = None,
-    *,
-    min_snr_db: float | None = None,
-    max_log_mel_db: float | None = None,
     **options: Any,
 ) -> Fidelity:
-    """Compare a converted bundle with its FP32 source, in this process.
+    """Compare a converted bundle with its FP32 source, in this process: each candidate stage
+    on the FP32 stage's recorded inputs, then both end to end on the same texts and noise
+    (one bundle resident at a time).
 
-    1. The reference synthesises every text (text ``i`` with noise seed ``seed + i``);
-       a stage hook records each stage run's inputs and output.
-    2. Each candidate stage gets exactly those FP32 inputs (cast to its input types):
-       its SNR is its own error, not inherited from the stages before it.
-    3. The candidate synthesises the same texts with the same seeds end to end; its
-       waveforms are compared with the reference's (SNR, log-mel distance, length).
-
-    The reference is released before the candidate loads, so one bundle is resident at
-    a time. ``to`` picks the default thresholds (`MIN_SNR_DB`, `MAX_LOG_MEL_DB`);
-    ``spec`` (or its fields as keywords) the texts, seed, steps, language and the preset
-    (session options and provider; ``repeats`` is not read).
+    ``to`` picks the thresholds (`MIN_SNR_DB`, `MAX_LOG_MEL_DB`); ``spec`` (or its
+    fields as keywords) the texts, seed, steps, language and preset.
 
     Example:
         >>> f = fidelity("standin-tiny", "standin-tiny-fp16", "fp16")  # doctest: +SKIP
@@ -212,11 +186,7 @@ def fidelity(
     spec = dataclasses.replace(spec or MeasureSpec(), **options)
     p = spec.preset if isinstance(spec.preset, SessionPreset) else _preset_for(spec.preset, CPU)
     texts, seed, steps, lang = list(spec.texts or DEFAULT_TEXTS), spec.seed, spec.steps, spec.lang
-    f = Fidelity(
-        p.providers[0],
-        min_snr_db=MIN_SNR_DB[to] if min_snr_db is None else min_snr_db,
-        max_log_mel_db=MAX_LOG_MEL_DB[to] if max_log_mel_db is None else max_log_mel_db,
-    )
+    f = Fidelity(p.providers[0], min_snr_db=MIN_SNR_DB[to], max_log_mel_db=MAX_LOG_MEL_DB[to])
     ref = Engine(reference, preset=p)
     calls: list[tuple[str, dict[str, np.ndarray], np.ndarray]] = []
 
@@ -231,16 +201,8 @@ def fidelity(
     # Resident loading (the default): each candidate stage loads once for all its replays.
     cand = Engine(candidate, preset=p)
     for stage in contract.STAGES:
-        mine = [c for c in calls if c[0] == stage]
-        sig = err = 0.0
-        finite = True
-        for _, feeds, want in mine:
-            got = cand.run_stage(stage, feeds).astype(np.float64)
-            finite = finite and bool(np.isfinite(got).all())
-            w64 = want.astype(np.float64)
-            sig += float(np.sum(w64 * w64))
-            err += float(np.sum((w64 - got) ** 2))
-        f.stage_snr_db[stage] = snr_from_energies(sig, err) if finite and mine else math.nan
+        pairs = [(want, cand.run_stage(stage, feeds)) for st, feeds, want in calls if st == stage]
+        f.stage_snr_db[stage] = Comparison.of(*zip(*pairs)).snr_db if pairs else math.nan
     calls.clear()  # the recorded tensors are no longer needed
     cand_frames: list[int] = []
 
@@ -269,8 +231,7 @@ def fidelity_isolated(
     timeout_s: float | None = 900,
     **options: Any,
 ) -> Fidelity:
-    """`fidelity` in a fresh process on ``provider`` (a failure comes back in ``error``);
-    ``spec`` or its fields as keywords as for `fidelity`.
+    """`fidelity` in a fresh process on ``provider`` (a failure comes back in ``error``).
 
     Example:
         >>> fidelity_isolated("standin-tiny", "standin-int8", "int8").passed  # doctest: +SKIP
@@ -289,18 +250,13 @@ def fidelity_isolated(
 
 def measure_conversion(report: ConversionReport, spec: MeasureSpec | None = None,
                        providers: Sequence[str] | None = None, runs: bool = True) -> None:
-    """Fill ``report`` (as `tts_kit.precision.convert` wrote it) with measurements.
-
-    On each provider (default: `tts_kit.runtime.devices.available_providers`): memory and latency
-    of source and result when ``runs`` (`measure_bundle`, each in a fresh process), then
-    their fidelity (`fidelity_isolated`). Providers that cannot be measured become notes.
+    """Fill ``report`` with measurements on each provider (default: those available): memory
+    and latency of source and result when ``runs``, then their fidelity, each in a fresh
+    process. Providers that cannot be measured become notes.
 
     Example:
         >>> report = ConversionReport("bundle", "fp32-dir", "int8-dir", "int8")
-        >>> measure_conversion(report, MeasureSpec(steps=5), ["CPUExecutionProvider"],
-        ...                    runs=False)  # doctest: +SKIP
-        >>> report.fidelity["CPUExecutionProvider"].passed  # doctest: +SKIP
-        True
+        >>> measure_conversion(report, MeasureSpec(steps=5), runs=False)  # doctest: +SKIP
     """
     spec = spec or MeasureSpec()
     spec = dataclasses.replace(spec, texts=list(spec.texts or DEFAULT_TEXTS))
@@ -325,20 +281,16 @@ def measure_conversion(report: ConversionReport, spec: MeasureSpec | None = None
 # -- Piper voices: distances and the noise floor on the real voice ---------------------------
 
 #: Texts the Piper floor and distances read (English: the voice's language).
-PIPER_TEXTS = ("The quick brown fox jumps over the lazy dog.",
-               "On a small server, memory decides how many voices can speak at once.")
+PIPER_TEXTS = QUALITY_TEXTS
 
 
 def _engine(model: Any, threads: int | None = None, optimization: str = "all") -> Any:
-    """An engine of ``model``'s family (`tts_kit.models.family.make_engine`) with
-    ``threads`` intra-op threads and ONNX Runtime fusions ``optimization``."""
+    """An engine of ``model``'s family with ``threads`` and ONNX Runtime fusions
+    ``optimization``."""
     from tts_kit.fidelity.engine_reuse import default_preset
     from tts_kit.models.family import make_engine
 
-    preset = default_preset().replace(graph_optimization_level=optimization)
-    if threads is not None:
-        preset = preset.replace(intra_op_num_threads=threads, inter_op_num_threads=1)
-    return make_engine(model, preset=preset)
+    return make_engine(model, preset=default_preset(threads, optimization))
 
 
 def _wavs(engine: Any, texts: Sequence[str], seed: int) -> list[np.ndarray]:
@@ -347,9 +299,8 @@ def _wavs(engine: Any, texts: Sequence[str], seed: int) -> list[np.ndarray]:
 
 def piper_distances(reference: Any, candidate: Any, texts: Sequence[str] = PIPER_TEXTS,
                     seed: int = 0) -> Any:
-    """`tts_kit.fidelity.floor.Distances` of a Piper voice (a converted copy) from its
-    reference:
-    the same texts, the same seed, so the same noise (`tts_kit.models.piper`).
+    """`tts_kit.fidelity.floor.Distances` of a Piper voice's converted copy from the voice
+    (the same texts and seed, so the same noise).
 
     Example:
         >>> piper_distances("piper:joe-us", "joe-fp16").snr_db > 30  # doctest: +SKIP
@@ -365,14 +316,8 @@ def piper_distances(reference: Any, candidate: Any, texts: Sequence[str] = PIPER
 
 def piper_floor(model: Any, texts: Sequence[str] = PIPER_TEXTS, seed: int = 0,
                 threads: tuple[int, int] = (1, 2)) -> Any:
-    """The noise floor of a Piper voice (`tts_kit.fidelity.floor.Floor`): the unconverted voice
-    against itself, varied only in what legitimately varies (intra-op threads; graph
-    fusions ``all`` against ``basic``), and against another noise draw (seeds + 50).
-    Batch padding does not apply: each sentence runs alone, unpadded.
-
-    `tts_kit.fidelity.floor.noise_floor` measures it, with an engine of the model's
-    family (any family without batching measures the same way); text ``i`` reads with
-    seed ``seed * 100 + i`` (verify's convention: ``i`` for the default seed 0).
+    """The noise floor of a Piper voice (`tts_kit.fidelity.floor.noise_floor` with an engine
+    of the model's family; no batch padding: each sentence runs alone).
 
     Example:
         >>> print(piper_floor("piper:joe-us").table())  # doctest: +SKIP
@@ -393,14 +338,9 @@ def piper_floor(model: Any, texts: Sequence[str] = PIPER_TEXTS, seed: int = 0,
 
 def judge_against_floor(src: Any, dst: Any, texts: Sequence[str] | None = None
                         ) -> dict[str, Any]:
-    """``dst`` (a converted copy) against ``src``'s measured noise floor: the verdict
-    (``within the floor``, ``beyond the floor`` or ``broken``, `tts_kit.fidelity.floor.Floor`), its
-    reasons, the distances and the floor, as plain JSON-ready data.
-
-    A Supertonic bundle goes through `tts_kit.fidelity.verify.verify` (``floor=True``: threads,
-    graph fusions, batch padding, another noise draw); a Piper voice through `piper_floor`
-    and `piper_distances` on ``texts`` (default `PIPER_TEXTS`). Both sides read the same
-    texts with the same noise; ``read`` says what was read.
+    """``dst`` (a converted copy) against ``src``'s measured noise floor, as `judgement`: a
+    batching model through `tts_kit.fidelity.verify.verify`, another through `piper_floor`
+    and `piper_distances` on ``texts`` (default `PIPER_TEXTS`).
 
     Example:
         >>> judge_against_floor("standin-tiny", "standin-tiny-fp16")["verdict"]  # doctest: +SKIP
@@ -422,9 +362,8 @@ def judge_against_floor(src: Any, dst: Any, texts: Sequence[str] | None = None
 
 
 def judgement(floor: Any, distances: Any, read: str = "") -> dict[str, Any]:
-    """A candidate's `tts_kit.fidelity.floor.Distances` read on a measured
-    `tts_kit.fidelity.floor.Floor`, as the JSON-ready dict `judge_against_floor` returns
-    (``read``: what both sides read).
+    """A candidate's `Distances` read on a measured `Floor`, JSON-ready: the verdict, its
+    reasons, what was ``read``, the distances, the floor, another take and the runs.
 
     Example:
         >>> from tts_kit.fidelity.floor import Distances, Floor
@@ -442,12 +381,10 @@ def judgement(floor: Any, distances: Any, read: str = "") -> dict[str, Any]:
 # -- a converted copy of a voice against it (``tts-kit verify`` without an official reference)
 
 
+@dataclass
 class CopyCheck:
-    """A converted copy of a Piper voice against the voice, on the same texts and noise
-    (`verify_piper_copy`); read like `tts_kit.fidelity.verify.VerifyReport`: ``table()``,
-    ``to_dict()``, ``passed`` (within the tolerance), ``verdict`` (the listener's verdict
-    on the voice's own takes, `tts_kit.fidelity.listening.judge_quality`, when asked; else
-    on the voice's measured floor).
+    """A converted copy of a Piper voice against the voice (`verify_piper_copy`), read like
+    `tts_kit.fidelity.verify.VerifyReport`.
 
     Example:
         >>> from tts_kit.fidelity.floor import Distances
@@ -456,11 +393,12 @@ class CopyCheck:
         (True, None, 'PASS: within the tolerance')
     """
 
-    def __init__(self, model: str, against: str, distances: Any, problems: list[str],
-                 conformance: dict[str, Any] | None = None,
-                 quality: dict[str, Any] | None = None) -> None:
-        self.model, self.against, self.distances = model, against, distances
-        self.problems, self.conformance, self.quality = problems, conformance, quality
+    model: str
+    against: str
+    distances: Any
+    problems: list[str]
+    conformance: dict[str, Any] | None = None
+    quality: dict[str, Any] | None = None
 
     @property
     def passed(self) -> bool:
@@ -505,11 +443,9 @@ class CopyCheck:
 
 def verify_piper_copy(model: Any, against: str, *, min_snr_db: float = 60.0,
                       floor: bool = False) -> CopyCheck:
-    """A converted copy (``against``, a directory) of the Piper voice ``model`` (opened)
-    against it: `piper_distances` on `PIPER_TEXTS` with the same noise, checked against
-    ``min_snr_db`` and an unchanged length; with ``floor``, also the `judgement` on the
-    voice's measured floor (`piper_floor`, on the same texts) and the listener's verdict
-    on the voice's own takes (`tts_kit.fidelity.listening.judge_quality`).
+    """A converted copy (``against``) of the opened Piper voice ``model`` against it:
+    `piper_distances` checked against ``min_snr_db`` and an unchanged length; with
+    ``floor``, also the `judgement` on the voice's floor and the listener's verdict.
 
     Example:
         >>> from tts_kit.models.resolve import open_model
@@ -520,17 +456,14 @@ def verify_piper_copy(model: Any, against: str, *, min_snr_db: float = 60.0,
     from tts_kit.fidelity.engine_reuse import reuse_engines
 
     with reuse_engines():  # the distances and the listener read the same two engines
-        return _verify_piper_copy(model, against, min_snr_db, floor)
-
-
-def _verify_piper_copy(model: Any, against: str, min_snr_db: float, floor: bool) -> CopyCheck:
-    d = piper_distances(str(model.path), against, PIPER_TEXTS)
-    problems = []
-    if not d.snr_db >= min_snr_db:
-        problems.append(f"waveform SNR {d.snr_db:.1f} dB < {min_snr_db:g} dB")
-    if d.duration_change_s > 0:
-        problems.append(f"length changed by {d.duration_change_s * 1000:.1f} ms")
-    j = (judgement(piper_floor(str(model.path), PIPER_TEXTS), d, f"{len(PIPER_TEXTS)} text(s)")
-         if floor else None)
-    q = judge_quality(str(model.path), against) if floor else None
-    return CopyCheck(model.label, against, d, problems, j, q)
+        d = piper_distances(str(model.path), against, PIPER_TEXTS)
+        problems = []
+        if not d.snr_db >= min_snr_db:
+            problems.append(f"waveform SNR {d.snr_db:.1f} dB < {min_snr_db:g} dB")
+        if d.duration_change_s > 0:
+            problems.append(f"length changed by {d.duration_change_s * 1000:.1f} ms")
+        if not floor:
+            return CopyCheck(model.label, against, d, problems)
+        j = judgement(piper_floor(str(model.path), PIPER_TEXTS), d, f"{len(PIPER_TEXTS)} text(s)")
+        return CopyCheck(model.label, against, d, problems, j,
+                         judge_quality(str(model.path), against))

@@ -1,7 +1,6 @@
 """The graph-level steps of a conversion: one ONNX file to FP16 or INT8 (`_convert_graph`),
 and the file safety around it (hashing, links, a free destination, checks that a
-written graph opens). `tts_kit.precision.conversion` puts them together for a bundle or a
-file, `tts_kit.precision.piper_conversion` for a Piper voice.
+written graph opens).
 
 Example:
     >>> list(sha256_tree(__file__))
@@ -12,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
 import os
 import shutil
@@ -37,14 +37,10 @@ PRECISION_KEY = "tts_kit_precision"
 
 def _tool(to: str) -> str:
     if to == "fp16":
-        return (
-            "onnxruntime.transformers.float16.convert_float_to_float16 "
-            f"(onnxruntime {ort.__version__})"
-        )
-    return (
-        f"onnxruntime.quantization.quantize_dynamic (onnxruntime {ort.__version__}; "
-        f"QInt8 per-channel weights, ops {', '.join(INT8_OP_TYPES)})"
-    )
+        return ("onnxruntime.transformers.float16.convert_float_to_float16 "
+                f"(onnxruntime {ort.__version__})")
+    return (f"onnxruntime.quantization.quantize_dynamic (onnxruntime {ort.__version__}; "
+            f"QInt8 per-channel weights, ops {', '.join(INT8_OP_TYPES)})")
 
 
 # -- hashing and file safety ------------------------------------------------------------
@@ -65,10 +61,8 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
 
 
 def _walk_files(root: Path) -> tuple[list[str], list[str]]:
-    """(regular files, symbolic links) under ``root`` as sorted relative POSIX paths.
-
-    Links are listed, never followed (a linked directory is not entered).
-    """
+    """(regular files, symbolic links) under ``root`` as sorted relative POSIX paths;
+    links are listed, never followed."""
     files, links = [], []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         here = Path(dirpath)
@@ -83,10 +77,8 @@ def _walk_files(root: Path) -> tuple[list[str], list[str]]:
 
 
 def sha256_tree(path: str | os.PathLike[str]) -> dict[str, str]:
-    """SHA-256 of every regular file under ``path`` (relative POSIX path -> hex).
-
-    A file maps to itself. Symbolic links inside a directory are not followed: what they
-    point at is not part of the tree (and may be anybody's file).
+    """SHA-256 of every regular file under ``path`` (relative POSIX path -> hex); a file maps
+    to itself; symbolic links are not followed.
 
     Example:
         >>> list(sha256_tree(__file__))
@@ -98,18 +90,12 @@ def sha256_tree(path: str | os.PathLike[str]) -> dict[str, str]:
     return {rel: sha256_file(root / rel) for rel in _walk_files(root)[0]}
 
 
-def _layout_files(bundle: Any) -> set[str]:
-    """The files a bundle cannot do without (relative POSIX paths)."""
-    need = {contract.CONFIG_FILE, contract.INDEXER_FILE}
-    need |= {contract.GRAPHS[s].path for s in contract.STAGES}
-    need |= {f"{contract.VOICE_DIR}/{name}.json" for name in bundle.voices}
-    return need
-
-
 def _check_links(src_p: Path, bundle: Any) -> list[str]:
     """Refuse links the layout needs; return the other links (skipped, with a note)."""
     _, links = _walk_files(src_p)
-    need = _layout_files(bundle)
+    need = {contract.CONFIG_FILE, contract.INDEXER_FILE,
+            *(contract.GRAPHS[s].path for s in contract.STAGES),
+            *(f"{contract.VOICE_DIR}/{name}.json" for name in bundle.voices)}
     needed = sorted(rel for rel in links
                     if rel in need or any(n.startswith(rel + "/") for n in need))
     if needed:
@@ -132,6 +118,16 @@ def _check_dst_free(dst: Path, kind: str) -> None:
     atomic.check_dir_destination(dst)
 
 
+def _write_config(path: Path, cfg: dict[str, Any], report: Any, record: dict[str, Any]) -> None:
+    """Write ``cfg`` to ``path`` with the conversion's ``record`` (and the report's tool and
+    options) under `PRECISION_KEY`, an earlier conversion's record kept as ``previous``."""
+    record = {**record, "tool": report.tool, "options": report.options}
+    if PRECISION_KEY in cfg:
+        record["previous"] = cfg[PRECISION_KEY]
+    text = json.dumps({**cfg, PRECISION_KEY: record}, ensure_ascii=False, indent=1)
+    path.write_text(text + "\n", encoding="utf-8")
+
+
 def _graph_bytes(path: Path) -> int:
     return path.stat().st_size + sum(
         p.stat().st_size for p in path.parent.glob(f"{path.name}.data*")
@@ -142,10 +138,7 @@ def _graph_bytes(path: Path) -> int:
 
 
 def _strip_added_value_info(model: onnx.ModelProto, keep: set[str]) -> None:
-    """Drop shape-inference annotations the converters add (ORT infers them again on load).
-
-    They are metadata, not weights: a few KB that make small graphs look larger.
-    """
+    """Drop the shape annotations the converters add (metadata ORT infers again on load)."""
     kept = [vi for vi in model.graph.value_info if vi.name in keep]
     del model.graph.value_info[:]
     model.graph.value_info.extend(kept)
@@ -156,10 +149,6 @@ def _save_model(model: onnx.ModelProto, path: Path) -> None:
     big = model.ByteSize() > 1_800_000_000
     onnx.save_model(model, str(path), save_as_external_data=big,
                     location=f"{path.name}.data" if big else None)
-
-
-def _weights_of(model: onnx.ModelProto) -> dict[str, int]:
-    return {i.name: int(np.prod(i.dims)) for i in model.graph.initializer}
 
 
 def _convert_graph(
@@ -201,14 +190,11 @@ def _quantize_int8(src: Path, dst: Path, op_block_list: Sequence[str] | None,
     source = onnx.load(str(src))
     keep_vi = {vi.name for vi in source.graph.value_info}
 
-    weights = _weights_of(source)
+    weights = {i.name: int(np.prod(i.dims)) for i in source.graph.initializer}
     blocked_ops = set(op_block_list or ())
     op_types = [t for t in INT8_OP_TYPES if t not in blocked_ops]
-    unnamed = False
-    for k, n in enumerate(source.graph.node):
-        if not n.name:  # nodes_to_exclude works by name; this is our private copy
-            n.name = f"tts_kit_node_{k}"
-            unnamed = True
+    unnamed = not all(n.name for n in source.graph.node)
+    _name_nodes(source)  # nodes_to_exclude works by name; this is our private copy
     # Only ops with a weight are candidates (activation x activation MatMuls never are).
     candidates = [
         n for n in source.graph.node
@@ -220,11 +206,9 @@ def _quantize_int8(src: Path, dst: Path, op_block_list: Sequence[str] | None,
         or not any(weights.get(i, 0) >= INT8_MIN_WEIGHT_ELEMENTS for i in n.input)
         or (prefixes and n.name.startswith(prefixes))
     ]
-    consumer = {}
+    consumer = {}  # weight -> the op type that reads it first
     for n in candidates:
-        for i in n.input:
-            if i in weights:
-                consumer.setdefault(i, n.op_type)
+        consumer.update({i: n.op_type for i in n.input if i in weights and i not in consumer})
     # The quantiser's shape inference writes "<graph>-inferred.onnx" beside the graph it is
     # handed (truncating a user's file of that name) and unlinks it, so it never sees the
     # source: only a private copy in a scratch directory that goes with any failure.
@@ -237,23 +221,22 @@ def _quantize_int8(src: Path, dst: Path, op_block_list: Sequence[str] | None,
         # The quantiser loads its own copy; not holding ours too saves a model's worth
         # of RAM (about 250 MB for the vector estimator).
         del source
-        quantize_dynamic(
-            model_in,
-            Path(tmp) / "q.onnx",
-            op_types_to_quantize=op_types,
-            per_channel=True,
-            weight_type=QuantType.QInt8,
-            nodes_to_exclude=exclude,
-            extra_options={"MatMulConstBOnly": True},
-        )
+        quantize_dynamic(model_in, Path(tmp) / "q.onnx", op_types_to_quantize=op_types,
+                         per_channel=True, weight_type=QuantType.QInt8,
+                         nodes_to_exclude=exclude, extra_options={"MatMulConstBOnly": True})
         model = onnx.load(str(Path(tmp) / "q.onnx"))
     _strip_added_value_info(model, keep_vi)
     out_names = {i.name for i in model.graph.initializer}
-    ops = Counter(
-        op for name, op in consumer.items() if f"{name}_quantized" in out_names
-    )
+    ops = Counter(op for name, op in consumer.items() if f"{name}_quantized" in out_names)
     _save_model(model, dst)
     return dict(sorted(ops.items())), len(exclude)
+
+
+def _name_nodes(model: onnx.ModelProto) -> None:
+    """Give every unnamed node a name (the quantisers exclude nodes by name)."""
+    for k, n in enumerate(model.graph.node):
+        if not n.name:
+            n.name = f"tts_kit_node_{k}"
 
 
 def _copy_graph(src: Path, dst: Path) -> None:
@@ -267,23 +250,16 @@ def _copy_graph(src: Path, dst: Path) -> None:
 
 class _DropPreprocessAdvice(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        # quantize_dynamic says "Please consider to run ...", quantize_static "Please
-        # consider pre-processing ..."; with every op type (sherpa-onnx's Piper recipe) it
-        # also names each integer tensor it leaves alone ("Inference failed or unsupported
-        # type to quantize ...": 34 of them, a page each, for a Piper voice).
+        # The quantisers' "Please consider ..." pre-processing advice, and (every op type)
+        # one page per integer tensor left alone.
         return not str(record.msg).startswith(("Please consider", "Inference failed or "
                                                "unsupported type to quantize"))
 
 
 @contextlib.contextmanager
 def _without_preprocess_advice() -> Iterator[None]:
-    """Silence quantize_dynamic's per-call root-logger advice to run quant_pre_process.
-
-    tts_kit does not run that step: it rewrites the graph with ORT's optimiser, so the
-    saved stage would no longer be the source graph plus quantisation; the INT8 result
-    is judged by its measured fidelity instead. The advice, repeated for every stage,
-    buried the conversion's own output in notebooks.
-    """
+    """Silence the quantisers' per-call root-logger advice to run ``quant_pre_process`` (it
+    would rewrite the graph; the result is judged by its measured fidelity instead)."""
     drop = _DropPreprocessAdvice()
     root = logging.getLogger()
     root.addFilter(drop)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,33 +28,25 @@ from tts_kit.precision.conversion_report import (
     StageReport,
     check_target,
 )
+from tts_kit.precision.evaluate import DEFAULT_TEXTS
 from tts_kit.precision.graphs import (
-    PRECISION_KEY,
     _check_dst_free,
     _check_float32,
     _convert_graph,
+    _copy_graph,
     _copy_regular,
     _graph_bytes,
     _open_check,
+    _save_model,
     _tool,
+    _without_preprocess_advice,
+    _write_config,
     sha256_file,
 )
 
-#: Recipes for a Piper voice (one graph): recipe -> (target, node-name prefixes kept float).
-#: ``int8-dp32`` keeps what sets the durations float, as the recipe of that name keeps
-#: Supertonic's duration predictor FP32: durations that move change the length, and with
-#: it every sample after. In a VITS voice the duration predictor (``/dp/``) reads the text
-#: encoder's output (``/enc_p/``), so both stay float (measured on en_US-joe-medium: with
-#: ``/dp/`` alone float, INT8 still moved the length by 70 ms). The flow and the decoder
-#: are quantised. ``sherpa-int8`` is what sherpa-onnx publishes for Piper voices
-#: (``scripts/piper/dynamic_quantization.py`` in k2-fsa/sherpa-onnx): ONNX Runtime's dynamic
-#: quantisation with its defaults (every op type it quantises, per tensor, QUInt8
-#: weights), nothing kept float (`_quantize_sherpa_piper`). ``int8-flow`` quantises only
-#: the flow (27 of the voice's 60 MB of weights): the HiFi-GAN decoder (``/dec/``) must stay
-#: float as well as the text encoder and duration predictor. Measured on en_US-joe-medium
-#: (`tts_kit.fidelity.listening.judge_quality`, 2 texts, 3 takes): INT8 of the decoder
-#: alone gave PESQ 2.69 (degraded), of the flow alone PESQ 4.50, STOI 0.994 and the takes'
-#: WER (transparent).
+#: Recipes for a Piper voice (one graph): recipe -> (target, node-name prefixes kept float:
+#: ``/enc_p/`` text encoder, ``/dp/`` duration predictor, ``/dec/`` decoder). Why these:
+#: docs/benchmarks.md.
 PIPER_RECIPES: dict[str, tuple[str, tuple[str, ...]]] = {
     "fp16": ("fp16", ()),
     "int8": ("int8", ()),
@@ -70,23 +62,15 @@ def convert_piper(
     spec: ConvertSpec | None = None,
     **options: Any,
 ) -> ConversionReport:
-    """Convert a Piper voice (`tts_kit.models.piper`) into a new voice directory.
+    """Convert a Piper voice (``piper:NAME``, a voice directory or its ``.onnx`` file; only
+    read) into a new voice directory, or with a ``dst`` ending in ``.onnx`` into that file
+    and its config beside it (``DST.json``; the config moved into place first).
 
-    ``src``: ``piper:NAME``, a voice directory or its ``.onnx`` file; it is only read
-    (hashed before and after). ``dst``: a new directory (must not exist, or be empty),
-    built aside and moved into place whole: the converted graph, its ``.onnx.json`` with
-    a ``tts_kit_precision`` record, and the voice's other regular files (model card).
-    A ``dst`` ending in ``.onnx`` is a file instead: the graph is written there and its
-    config beside it as ``DST.json`` (neither may exist; both built aside, the config
-    moved into place first, so a graph never appears without its config).
-    With ``measure``, both voices read ``texts`` (default: the precision texts) with the
-    same seed, so the same noise, and the waveforms are compared (SNR, log-mel distance,
-    length), on the CPU, in this process. Memory and latency: ``tts-kit tune --model DST``.
-
-    The options are `tts_kit.precision.convert`'s (a `ConvertSpec`, or its fields as
-    keywords); of them a voice reads ``to``, ``keep_io_types``, ``op_block_list``,
-    ``measure``, ``texts``, ``seed`` and ``recipe``: one of `PIPER_RECIPES` instead of
-    ``to`` (``int8-dp32``: INT8 with the duration predictor kept float).
+    The output is built aside and moved into place whole: the converted graph, its config
+    with a ``tts_kit_precision`` record, and the voice's other regular files. Of
+    `tts_kit.precision.convert`'s options a voice reads ``to``, ``keep_io_types``,
+    ``op_block_list``, ``measure`` (`piper_fidelity` on ``texts`` with ``seed``, on the
+    CPU) and ``recipe`` (one of `PIPER_RECIPES`).
 
     Example:
         >>> r = convert_piper("piper:joe-us", "joe-fp16", to="fp16")  # doctest: +SKIP
@@ -135,15 +119,14 @@ def convert_piper(
         report.measured = True
         report.fidelity["CPUExecutionProvider"] = piper_fidelity(
             bundle, dst_p, to, texts=texts, seed=seed)
-        report.texts = list(texts or _piper_texts())
+        report.texts = list(texts or DEFAULT_TEXTS)
         report.seed = seed
         report.steps = 1
     return report
 
 
 def _check_voice_dst(dst_p: Path) -> bool:
-    """Check the destination is free; True when it is a file (``*.onnx``), whose config
-    goes beside it, False for a voice directory."""
+    """Check the destination is free; True for a file (``*.onnx``), False for a directory."""
     if dst_p.suffix != ".onnx":
         _check_dst_free(dst_p, "bundle")
         return False
@@ -159,9 +142,8 @@ def _config_beside(graph: Path) -> Path:
 
 @contextlib.contextmanager
 def _built_aside(dst_p: Path, as_file: bool, graph_name: str) -> Iterator[Path]:
-    """A directory to build the voice in, moved into place when the block succeeds: the
-    whole directory at ``dst_p``, or (``as_file``) its config then its graph beside
-    ``dst_p``."""
+    """A directory to build the voice in, moved to ``dst_p`` when the block succeeds (or,
+    ``as_file``, its config then its graph beside it)."""
     if not as_file:
         with atomic.atomic_dir(dst_p) as tmp:
             yield tmp
@@ -175,9 +157,8 @@ def _built_aside(dst_p: Path, as_file: bool, graph_name: str) -> Iterator[Path]:
 def _write_voice(bundle: Any, dst_p: Path, report: ConversionReport, *, files: list[Path],
                  extra: list[Path], keep_float: tuple[str, ...],
                  op_block_list: Sequence[str] | None, as_file: bool = False) -> None:
-    """Convert the voice's graph into ``dst_p`` (atomically), with its config's record
-    and the other files; checks that it opens and that the source did not change.
-    ``as_file``: ``dst_p`` is the graph's file name, its config goes beside it."""
+    """Convert the voice's graph into ``dst_p`` (atomically), with its config's record and
+    the other files; checks that it opens and that the source did not change."""
     from tts_kit.models.resolve import open_model
 
     (STAGE,) = bundle.stages
@@ -191,19 +172,11 @@ def _write_voice(bundle: Any, dst_p: Path, report: ConversionReport, *, files: l
         else:
             ops, kept = _convert_graph(bundle.model_file, out, to, keep_io_types,
                                        op_block_list, keep_float)
-        sess = _open_check(out)
-        del sess
+        _open_check(out)
         for f in extra:
             _copy_regular(f, tmp / f.name)
-        cfg = dict(bundle.config)
-        record = {"to": to, "stages": [STAGE],
-                  "source_sha256": {STAGE: before[bundle.model_file.name]},
-                  "tool": report.tool, "options": report.options}
-        if PRECISION_KEY in cfg:
-            record["previous"] = cfg[PRECISION_KEY]
-        cfg[PRECISION_KEY] = record
-        (tmp / _config_beside(out).name).write_text(
-            json.dumps(cfg, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        _write_config(tmp / _config_beside(out).name, dict(bundle.config), report, {
+            "to": to, "stages": [STAGE], "source_sha256": {STAGE: before[bundle.model_file.name]}})
         converted = open_model(out)  # the result must open like any model of its family
         kernels = None
         if to == "int8":  # does it run integer kernels, or float after all?
@@ -222,43 +195,26 @@ def _write_voice(bundle: Any, dst_p: Path, report: ConversionReport, *, files: l
 
 
 def _quantize_sherpa_piper(src: Path, dst: Path) -> tuple[dict[str, int], int]:
-    """sherpa-onnx's Piper INT8: ``quantize_dynamic`` with its defaults, QUInt8 weights;
-    (quantised weights per consuming op type, 0 kept float). The quantiser works on a
-    private copy in a scratch directory (it writes beside the graph it is handed)."""
+    """sherpa-onnx's Piper INT8: ``quantize_dynamic`` with its defaults and QUInt8 weights,
+    on a private copy; returns (quantised ops per op type, 0 kept float)."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    from tts_kit.precision.graphs import _copy_graph, _without_preprocess_advice
 
     with atomic.scratch_dir(dst) as tmp, _without_preprocess_advice():
         model_in = Path(tmp) / src.name
         _copy_graph(src, model_in)
         quantize_dynamic(model_in, Path(tmp) / "q.onnx", weight_type=QuantType.QUInt8)
         model = onnx.load(str(Path(tmp) / "q.onnx"))
-    ops: dict[str, int] = {}
     quantized = {i.name for i in model.graph.initializer if i.name.endswith("_quantized")}
-    for n in model.graph.node:
-        if any(i in quantized for i in n.input):
-            ops[n.op_type] = ops.get(n.op_type, 0) + 1
-    from tts_kit.precision.graphs import _save_model
-
+    ops = Counter(n.op_type for n in model.graph.node if any(i in quantized for i in n.input))
     _save_model(model, dst)
     return dict(sorted(ops.items())), 0
 
 
-def _piper_texts() -> list[str]:
-    from tts_kit.precision.evaluate import DEFAULT_TEXTS
-
-    return list(DEFAULT_TEXTS)
-
-
 def piper_fidelity(reference: Any, candidate: Any, to: str = "fp16",
                    texts: Sequence[str] | None = None, seed: int = 0) -> Fidelity:
-    """A converted Piper voice against its source: same texts, same seed, same noise.
-
-    Both engines run on the CPU in this process; the waveforms are compared with
-    `tts_kit.fidelity.audio_metrics.waveform_fidelity` and judged by `Fidelity.evaluate` with the
-    target's thresholds (``stage_snr_db`` holds the one stage, ``voice``).
+    """A converted Piper voice against its source (same texts, seed and noise; on the CPU in
+    this process), judged by `Fidelity.evaluate` with the target's thresholds.
 
     Example:
         >>> piper_fidelity("piper:joe-us", "joe-fp16", "fp16").passed  # doctest: +SKIP
@@ -267,7 +223,7 @@ def piper_fidelity(reference: Any, candidate: Any, to: str = "fp16",
     from tts_kit.fidelity.audio_metrics import waveform_fidelity
     from tts_kit.models.family import make_engine
 
-    texts = list(texts or _piper_texts())
+    texts = list(texts or DEFAULT_TEXTS)
     ref_e = make_engine(reference)
     cand_e = make_engine(candidate)
     (STAGE,) = ref_e.bundle.stages

@@ -19,7 +19,7 @@ import io
 import os
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,22 +28,20 @@ import numpy as np
 
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
+from tts_kit.precision.graphs import _name_nodes, _save_model
 
 if TYPE_CHECKING:
     import onnx
 
-#: sherpa-onnx's ``--ve-w8dq-exclude-last-conv`` default: the vector estimator's last
-#: convolutions keep float weights.
+#: sherpa-onnx's defaults: the vector estimator's last convolutions keep float weights
+#: (``--ve-w8dq-exclude-last-conv``), the vocoder's are not statically quantised
+#: (``--exclude-last-conv``), calibration latents are cut to a percentile of their lengths.
 SHERPA_VE_FLOAT_CONVS = 6
-#: sherpa-onnx's ``--exclude-last-conv`` default: the vocoder's last convolutions are not
-#: statically quantised.
 SHERPA_VOCODER_FLOAT_CONVS = 8
-#: sherpa-onnx pads or crops calibration latents to this percentile of their lengths.
 CALIBRATION_PERCENTILE = 90
 
-#: Stage methods: ``copy`` (FP32 as it is), ``fp16``, ``int8`` (tts_kit's dynamic INT8),
-#: ``int8-matmul+w8conv`` (sherpa's vector estimator), ``int8-static`` (sherpa's vocoder),
-#: ``int8-pw`` (`tts_kit.precision.pointwise.convert_int8_pw`).
+#: Stage methods (``copy``: FP32 as it is; ``int8-matmul+w8conv`` and ``int8-static``:
+#: sherpa-onnx's vector estimator and vocoder).
 METHODS = ("copy", "fp16", "int8", "int8-matmul+w8conv", "int8-static", "int8-pw")
 
 RECIPES: dict[str, dict[str, str]] = {
@@ -59,8 +57,7 @@ RECIPES: dict[str, dict[str, str]] = {
     },
 }
 
-#: What each recipe is, in a line (CLI help, reports); kept in contract so the CLI's
-#: --help needs no onnxruntime import.
+#: What each recipe is, in a line (kept in contract: the CLI's --help imports no onnxruntime).
 DESCRIPTIONS = contract.RECIPE_DESCRIPTIONS
 
 
@@ -77,10 +74,8 @@ def check_recipe(name: str) -> dict[str, str]:
 
 
 def recipes_for(model: Any) -> dict[str, str]:
-    """The recipes ``model`` (an opened model) has, name -> what it does in a line, read
-    from its graphs, never its family: a model of the four contract stages has `RECIPES`;
-    a one-graph voice (VITS, e.g. Piper) has `contract.VOICE_RECIPE_DESCRIPTIONS`
-    (`tts_kit.precision.piper_conversion.PIPER_RECIPES`); any other model none.
+    """The recipes an opened model has, name -> what it does in a line, read from its graphs:
+    the four contract stages have `RECIPES`, a one-graph voice (Piper) `PIPER_RECIPES`.
 
     Example:
         >>> from tts_kit.models.resolve import open_model
@@ -96,9 +91,8 @@ def recipes_for(model: Any) -> dict[str, str]:
 
 
 def check_recipe_for(src: str | os.PathLike[str], name: str) -> None:
-    """A one-line error when the model at ``src`` has no recipe ``name`` (it lists the ones
-    it has); nothing when it has, or when ``src`` is a graph file no model opens from (the
-    conversion then says what it can do with it).
+    """A one-line error listing the model's recipes when the model at ``src`` has no recipe
+    ``name`` (a graph file no model opens from passes: the conversion says what it can do).
 
     Example:
         >>> check_recipe_for("piper:joe-us", "int8-flow")  # doctest: +SKIP
@@ -135,11 +129,9 @@ def recipe_target(name: str) -> str:
 
 
 def w8_conv_weights(model: onnx.ModelProto, float_last: int) -> int:
-    """Store ``Conv`` weights as INT8 behind a ``DequantizeLinear`` (symmetric, per output
-    channel), except the last ``float_last`` convolutions; returns how many changed.
-
-    The convolution itself stays float: this saves file bytes, not compute (see
-    `kernel_report`). Only float32 weights that are initializers are touched.
+    """Store float32 ``Conv`` weights as INT8 behind a ``DequantizeLinear`` (symmetric, per
+    output channel; the convolution stays float), except the last ``float_last``
+    convolutions; returns how many changed.
 
     Example:
         >>> from onnx import helper, numpy_helper, TensorProto
@@ -190,34 +182,27 @@ def w8_conv_weights(model: onnx.ModelProto, float_last: int) -> int:
     return len(drop)
 
 
-def _named(model: onnx.ModelProto) -> None:
-    for k, n in enumerate(model.graph.node):
-        if not n.name:
-            n.name = f"tts_kit_node_{k}"
-
-
-def convert_sherpa_vector_estimator(src: Path, dst: Path, scratch: Path,
-                                    save: Callable[[onnx.ModelProto, Path], None]) -> dict:
+def convert_sherpa_vector_estimator(src: Path, dst: Path, scratch: Path) -> dict:
     """sherpa-onnx's vector estimator: dynamic INT8 MatMul/Gemm, then INT8 conv weights.
 
     Example:
-        >>> convert_sherpa_vector_estimator(src, dst, scratch, onnx.save)  # doctest: +SKIP
+        >>> convert_sherpa_vector_estimator(src, dst, scratch)  # doctest: +SKIP
         {'MatMul/Gemm dynamic INT8': 83, 'Conv weights INT8 (weight-only)': 23, ...}
     """
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     model = onnx.load(str(src))
-    _named(model)
+    _name_nodes(model)
     named = scratch / "ve-named.onnx"
-    save(model, named)
+    _save_model(model, named)
     del model
     quantize_dynamic(named, scratch / "ve-q.onnx", op_types_to_quantize=["MatMul", "Gemm"],
                      weight_type=QuantType.QInt8, per_channel=False, reduce_range=False)
     model = onnx.load(str(scratch / "ve-q.onnx"))
     matmuls = sum(n.op_type == "MatMulInteger" for n in model.graph.node)
     convs = w8_conv_weights(model, SHERPA_VE_FLOAT_CONVS)
-    save(model, dst)
+    _save_model(model, dst)
     return {"MatMul/Gemm dynamic INT8": matmuls, "Conv weights INT8 (weight-only)": convs,
             "Conv kept float": SHERPA_VE_FLOAT_CONVS}
 
@@ -232,12 +217,9 @@ def _pad_or_crop(a: np.ndarray, length: int) -> np.ndarray:
 def calibration_latents(src_bundle: Path, vector_estimator: Path,
                         texts: Sequence[tuple[str, str]], steps: int = 5,
                         seed: int = 0) -> list[np.ndarray]:
-    """Vocoder calibration inputs: the vector estimator's outputs on real pipeline inputs.
-
-    The source bundle synthesises ``texts`` (``(text, lang)``); a stage hook keeps the
-    inputs of every flow step, and the given (converted) vector estimator is run on
-    them; its outputs of the last step, padded or cropped to the
-    `CALIBRATION_PERCENTILE` length as sherpa-onnx does, are the vocoder's calibration set.
+    """Vocoder calibration inputs: the (converted) ``vector_estimator``'s last-step outputs
+    on the source bundle's own inputs for ``texts`` (``(text, lang)``), cut to the
+    `CALIBRATION_PERCENTILE` length as sherpa-onnx does.
 
     Example:
         >>> lat = calibration_latents(Path("fp32"), Path("int8/onnx/vector_estimator.onnx"),
@@ -282,13 +264,13 @@ CALIBRATION_TEXTS: tuple[tuple[str, str], ...] = (
 )
 
 
-def convert_sherpa_vocoder(src: Path, dst: Path, scratch: Path, latents: Sequence[np.ndarray],
-                           save: Callable[[onnx.ModelProto, Path], None]) -> dict:
+def convert_sherpa_vocoder(src: Path, dst: Path, scratch: Path,
+                           latents: Sequence[np.ndarray]) -> dict:
     """sherpa-onnx's vocoder: static QDQ INT8 on its convolutions, calibrated on ``latents``,
     the last `SHERPA_VOCODER_FLOAT_CONVS` left out (then given INT8 weight-only storage).
 
     Example:
-        >>> convert_sherpa_vocoder(src, dst, scratch, lat, onnx.save)  # doctest: +SKIP
+        >>> convert_sherpa_vocoder(src, dst, scratch, lat)  # doctest: +SKIP
         {'Conv static QDQ': 5, 'Conv kept float': 8, ...}
     """
     import onnx
@@ -301,13 +283,13 @@ def convert_sherpa_vocoder(src: Path, dst: Path, scratch: Path, latents: Sequenc
     )
 
     model = onnx.load(str(src))
-    _named(model)
+    _name_nodes(model)
     convs = [n.name for n in model.graph.node if n.op_type == "Conv"]
     excluded = convs[-SHERPA_VOCODER_FLOAT_CONVS:] if len(convs) >= SHERPA_VOCODER_FLOAT_CONVS \
         else []
     input_name = model.graph.input[0].name
     named = scratch / "voc-named.onnx"
-    save(model, named)
+    _save_model(model, named)
     del model
 
     class Reader(CalibrationDataReader):
@@ -328,7 +310,7 @@ def convert_sherpa_vocoder(src: Path, dst: Path, scratch: Path, latents: Sequenc
     )
     model = onnx.load(str(scratch / "voc-q.onnx"))
     tail = w8_conv_weights(model, 0)  # the excluded convs' float weights: weight-only INT8
-    save(model, dst)
+    _save_model(model, dst)
     return {"Conv static QDQ": len(convs) - len(excluded), "Conv kept float": len(excluded),
             "of which weights INT8 (weight-only)": tail, "calibration latents": len(latents)}
 
@@ -358,12 +340,8 @@ class KernelReport:
     ops: dict[str, int]
     integer_ops: int
     float_ops: int
-    weight_dequantize: int
-    """Weight-only ``DequantizeLinear`` (a constant INT8 weight dequantised for a float
-    op) left in the optimised graph: it runs on every call."""
-    folded_dequantize: int
-    """Weight-only ``DequantizeLinear`` in the file that the optimiser folded away (the
-    float weight is rebuilt in memory at load)."""
+    weight_dequantize: int  # weight-only DequantizeLinear left to run on every call
+    folded_dequantize: int  # those the optimiser folded into float weights at load
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -380,9 +358,8 @@ class KernelReport:
 
 
 def _weight_only_dequantize(model: onnx.ModelProto) -> int:
-    """``DequantizeLinear`` of a constant weight feeding a float op whose activation input
-    is not itself dequantised: no integer kernel can take that pair (a QDQ pair, where the
-    activation comes through Quantize/DequantizeLinear too, fuses into one)."""
+    """Float ops fed a dequantised constant weight but no dequantised activation: no
+    integer kernel takes that pair (a QDQ pair fuses into one)."""
     consts = {t.name for t in model.graph.initializer}
     consts |= {o for n in model.graph.node if n.op_type == "Constant" for o in n.output}
     made_by = {o: n for n in model.graph.node for o in n.output}
@@ -401,10 +378,8 @@ def _weight_only_dequantize(model: onnx.ModelProto) -> int:
 
 
 def kernel_report(path: str | os.PathLike[str]) -> KernelReport:
-    """Load a graph as the engine does (all optimisations, CPU) and count what it runs.
-
-    The optimised graph is written to a private temporary directory (never beside the
-    model) and removed.
+    """Load a graph as the engine does (all optimisations, CPU) and count what it runs
+    (the optimised graph goes to a temporary directory, never beside the model).
 
     Example:
         >>> kernel_report("bundle-int8/onnx/vocoder.onnx").verdict  # doctest: +SKIP
