@@ -156,9 +156,6 @@ class RunRecord:
     #: Median seconds of one synthesis after a warm-up; the texts alternate, so every
     #: call's shapes differ from the last one's, as a server's requests do.
     p50_s: float = math.nan
-    #: Only with ``same_text=True``: the first text again and again (the same shapes);
-    #: beside ``p50_s`` it prices a shape change (on CUDA, cuDNN's algorithm search).
-    p50_same_text_s: float = math.nan
     rtf: float = math.nan  # p50 / audio seconds
     gpu_mem_mb: float | None = None  # CUDA only (`tts_kit.runtime.devices.gpu_memory_mb`)
     gpu_mem_source: str = ""
