@@ -75,11 +75,12 @@ class MeasureSpec:
 
 
 @dataclass(frozen=True)
-class ConvertSpec:
-    """The options of `tts_kit.precision.convert` (documented there).
+class ConvertSpec(MeasureSpec):
+    """The options of `tts_kit.precision.convert` (documented there); its `MeasureSpec`
+    fields say what the measurements synthesise.
 
     Example:
-        >>> ConvertSpec(to="int8", measure=False).measurement.steps == contract.DEFAULT_STEPS
+        >>> ConvertSpec(to="int8", measure=False).steps == contract.DEFAULT_STEPS
         True
     """
 
@@ -88,22 +89,10 @@ class ConvertSpec:
     keep_io_types: bool = True
     op_block_list: Sequence[str] | None = None
     measure: bool | str = True
-    texts: Sequence[str] | None = None
     providers: Sequence[str] | None = None
-    seed: int = 0
-    steps: int = contract.DEFAULT_STEPS
-    repeats: int = 3
-    lang: str = "en"
-    preset: Any = None
     recipe: str | None = None
     floor: bool | None = None
     quality: bool | None = None
-
-    @property
-    def measurement(self) -> MeasureSpec:
-        """The measurement part, for `tts_kit.precision.evaluate`."""
-        return MeasureSpec(self.texts, self.seed, self.steps, self.repeats, self.lang,
-                           self.preset)
 
 
 @dataclass
