@@ -150,11 +150,6 @@ def _resolved(spec: MeasureSpec | None, options: dict[str, Any], provider: str) 
                                preset=_preset_for(spec.preset, provider))
 
 
-def _fidelity_job(ref_dir: str, cand_dir: str, to: str, spec: MeasureSpec) -> Fidelity:
-    """Child side of `fidelity_isolated` (the spec's preset pickles)."""
-    return fidelity(ref_dir, cand_dir, to, spec)
-
-
 def fidelity(
     reference: str | os.PathLike[str],
     candidate: str | os.PathLike[str],
@@ -234,7 +229,7 @@ def fidelity_isolated(
     """
     from tts_kit.runtime.measure import run_isolated
 
-    m = run_isolated(_fidelity_job, str(reference), str(candidate), to,
+    m = run_isolated(fidelity, str(reference), str(candidate), to,
                      _resolved(spec, options, provider), timeout_s=timeout_s)
     if m.ok and isinstance(m.result, Fidelity):
         return m.result
