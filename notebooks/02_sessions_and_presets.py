@@ -92,7 +92,7 @@ tuner.graph.figure()  # the trial's memory over time, with its stages
 
 # %%
 from tts_kit.core import procfacts
-from tts_kit.notebook.cost_plots import roofline_figure
+from tts_kit.notebook.tuning_plots import roofline_figure
 from tts_kit.tuning.roofline import measure_roofline
 
 costs = measure_roofline(bundle, threads=min(2, procfacts.usable_cores()),

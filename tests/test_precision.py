@@ -451,21 +451,3 @@ def test_a_terminated_conversion_leaves_no_temporaries(tiny_bundle_dir, tmp_path
     assert proc.returncode == -getattr(signal, sig), err
     assert list(work.iterdir()) == []  # no destination, no temporary
     assert _snapshot(tiny_bundle_dir) == before
-
-
-def test_measure_job_prices_a_shape_change_only_when_asked(tiny_bundle_dir):
-    # In process (the job's child side): the texts alternate for p50_s; same_text adds the
-    # first text repeated, the same shapes every call (what cuDNN's search cache rewards).
-    from tts_kit.precision.evaluate import _measure_job
-    from tts_kit.runtime.sessions import get_preset
-
-    texts = ["Hello there.", "A second, somewhat longer sentence to read."]
-    p = get_preset("supertonic-default").replace(providers=["CPUExecutionProvider"])
-    spec = precision.MeasureSpec(texts, seed=0, steps=2, repeats=2, lang="en", preset=p)
-    plain = _measure_job(str(tiny_bundle_dir), spec)
-    assert "p50_same_text_s" not in plain and plain["p50_s"] > 0
-    both = _measure_job(str(tiny_bundle_dir), spec, True)
-    assert both["p50_same_text_s"] > 0
-    rec = precision.RunRecord("fp32", "CPUExecutionProvider", **{
-        k: v for k, v in both.items() if k in ("p50_s", "p50_same_text_s")})
-    assert precision.RunRecord.from_dict(rec.to_dict()).p50_same_text_s == rec.p50_same_text_s

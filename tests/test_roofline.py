@@ -1,5 +1,6 @@
 """The cost model against the floor (`tts_kit.tuning.roofline`), its plot
-(`tts_kit.notebook.cost_plots`) and the report's cost section (`tts_kit.report.cost_section`)."""
+(`tts_kit.notebook.tuning_plots.roofline_figure`) and the report's cost section
+(`tts_kit.report.cost_section`)."""
 
 from __future__ import annotations
 

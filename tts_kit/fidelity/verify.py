@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -247,16 +246,6 @@ class _Recorder:
         return out
 
 
-@contextmanager
-def _seeded_global_numpy(seed: int) -> Iterator[None]:
-    state = np.random.get_state()
-    np.random.seed(seed)
-    try:
-        yield
-    finally:
-        np.random.set_state(state)
-
-
 def official_tts(model: str | os.PathLike[str], threads: int | None) -> Any:
     """The official package's ``TTS`` on ``model``: no download, reads only.
 
@@ -296,10 +285,12 @@ def run_official(tts: Any, case: Case) -> Trace:
                                        voc_in if stage == "vocoder" else None))
     styles = [tts.get_voice_style(v) for v in case.voices]
     style = Style(np.concatenate([s.ttl for s in styles]), np.concatenate([s.dp for s in styles]))
+    state = np.random.get_state()
+    np.random.seed(case.seed)
     try:
-        with _seeded_global_numpy(case.seed):
-            wav, dur = model(list(case.texts), style, case.steps, case.speed, case.lang)
+        wav, dur = model(list(case.texts), style, case.steps, case.speed, case.lang)
     finally:
+        np.random.set_state(state)
         for name, sess in saved.items():
             setattr(model, name, sess)
     sr = model.sample_rate

@@ -26,16 +26,8 @@ from tts_kit.tuning.records import (
 from tts_kit.tuning.records import label as axis_label
 
 
-def unfinished_note(rec: Mapping[str, Any]) -> str:
-    """What a load level whose requests all failed says in place of its latency (else "").
-
-    Example:
-        >>> from tts_kit.tuning.records import P50_MS
-        >>> unfinished_note({P50_MS: None, "timeouts": 12, "errors": 0}).splitlines()
-        ['no request finished:', '12 timed out']
-        >>> unfinished_note({P50_MS: 90.0})
-        ''
-    """
+def _unfinished_note(rec: Mapping[str, Any]) -> str:
+    """What a load level whose requests all failed says in place of its latency (else "")."""
     if to_number(rec.get(P50_MS)) is not None:
         return ""
     lost = [f"{int(rec[key])} {word}" for key, word in
@@ -69,7 +61,7 @@ def load_levels(records: Sequence[Mapping[str, Any]], title: str | None = "load 
             left.plot(x, [np.nan if y is None else y for y in ys], style,
                       label=axis_label(key).replace(" (ms)", ""))
     for i, r in enumerate(records):
-        note = unfinished_note(r)
+        note = _unfinished_note(r)
         if note:
             left.annotate(note, (x[i], 0.5), xycoords=("data", "axes fraction"), ha="center",
                           fontsize=7, color="#b00020")

@@ -1,5 +1,5 @@
 """Figures of tuning results: the Pareto front, one configuration's latency in several
-places, the stages' memory costs.
+places, the stages' memory costs, the cost model against its floor.
 
 Example:
     >>> from tts_kit.tuning.records import P50_MS, PEAK_RSS_MB
@@ -344,3 +344,37 @@ def _split_bars(ax2: Any, measured: Mapping[str, float], article_split: Any) -> 
     ax2.set_title("split", fontsize=10)
     ax2.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2,
                frameon=False)
+
+
+def roofline_figure(r: Any) -> Any:
+    """A `tts_kit.tuning.roofline.Roofline` drawn: per stage, its measured seconds (light:
+    what tuning can win) over its floor at the MatMul peak (dark).
+
+    Example:
+        >>> from tts_kit.tuning.roofline import Roofline, StageRate
+        >>> r = Roofline([StageRate("text_encoder", 1, 1.0, 0.5, 40.0, 0.1)], steps=8,
+        ...              threads=2, peak_gflops=40.0, audio_s=8.0)
+        >>> [t.get_text() for t in roofline_figure(r).axes[0].texts]
+        ['5 % of peak, 20.0x the floor']
+    """
+    fig = _figure(9.0, 3.2)
+    ax = fig.subplots()
+    names = [s.stage.replace("_", " ") for s in r.stages]
+    ys = list(range(len(r.stages)))
+    colors = [STAGE_COLORS.get(s.stage, "#777777") for s in r.stages]
+    ax.barh(ys, [s.seconds for s in r.stages], color=colors, alpha=0.35,
+            label="measured (tuning can win this part)")
+    ax.barh(ys, [min(s.floor_s, s.seconds) for s in r.stages], color=colors,
+            label=f"floor at the MatMul peak ({r.peak_gflops:.1f} GFLOP/s)")
+    for y, s in zip(ys, r.stages):
+        ax.annotate(f"{100 * s.of_peak:.0f} % of peak, {s.seconds / s.floor_s:.1f}x the floor",
+                    (s.seconds, y), xytext=(4, 0),
+                    textcoords="offset points", va="center", fontsize=8)
+    ax.set_yticks(ys, names)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds per chunk")
+    ax.set_xlim(0, 1.45 * max([s.seconds for s in r.stages] or [1.0]))
+    ax.legend(loc="lower right", fontsize=8)
+    ax.set_title(f"one {r.audio_s:.1f} s chunk at {r.steps} steps, {r.threads} "
+                 f"thread{'s' if r.threads != 1 else ''}: time against the floor")
+    return fig

@@ -284,7 +284,7 @@ def _measure_result(report: ConversionReport, spec: ConvertSpec) -> None:
         return
     if measure:
         report.measured = True
-        measure_conversion(report, spec.measurement, providers, runs=measure is True)
+        measure_conversion(report, spec, providers, runs=measure is True)
     # The floor is measured on the CPU: by default only when the CPU is among the providers.
     _judge(report, src_p, spec, bool(measure) and (providers is None
                                                    or "CPUExecutionProvider" in providers))

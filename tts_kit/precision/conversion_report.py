@@ -75,11 +75,12 @@ class MeasureSpec:
 
 
 @dataclass(frozen=True)
-class ConvertSpec:
-    """The options of `tts_kit.precision.convert` (documented there).
+class ConvertSpec(MeasureSpec):
+    """The options of `tts_kit.precision.convert` (documented there); its `MeasureSpec`
+    fields say what the measurements synthesise.
 
     Example:
-        >>> ConvertSpec(to="int8", measure=False).measurement.steps == contract.DEFAULT_STEPS
+        >>> ConvertSpec(to="int8", measure=False).steps == contract.DEFAULT_STEPS
         True
     """
 
@@ -88,22 +89,10 @@ class ConvertSpec:
     keep_io_types: bool = True
     op_block_list: Sequence[str] | None = None
     measure: bool | str = True
-    texts: Sequence[str] | None = None
     providers: Sequence[str] | None = None
-    seed: int = 0
-    steps: int = contract.DEFAULT_STEPS
-    repeats: int = 3
-    lang: str = "en"
-    preset: Any = None
     recipe: str | None = None
     floor: bool | None = None
     quality: bool | None = None
-
-    @property
-    def measurement(self) -> MeasureSpec:
-        """The measurement part, for `tts_kit.precision.evaluate`."""
-        return MeasureSpec(self.texts, self.seed, self.steps, self.repeats, self.lang,
-                           self.preset)
 
 
 @dataclass
@@ -156,9 +145,6 @@ class RunRecord:
     #: Median seconds of one synthesis after a warm-up; the texts alternate, so every
     #: call's shapes differ from the last one's, as a server's requests do.
     p50_s: float = math.nan
-    #: Only with ``same_text=True``: the first text again and again (the same shapes);
-    #: beside ``p50_s`` it prices a shape change (on CUDA, cuDNN's algorithm search).
-    p50_same_text_s: float = math.nan
     rtf: float = math.nan  # p50 / audio seconds
     gpu_mem_mb: float | None = None  # CUDA only (`tts_kit.runtime.devices.gpu_memory_mb`)
     gpu_mem_source: str = ""

@@ -65,7 +65,7 @@ def _preset_for(preset: Any, provider: str) -> Any:
     return base.replace(providers=[provider])
 
 
-def _measure_job(bundle_dir: str, spec: MeasureSpec, same_text: bool = False) -> dict[str, Any]:
+def _measure_job(bundle_dir: str, spec: MeasureSpec) -> dict[str, Any]:
     """Child side of `measure_bundle` (runs in a fresh process; the spec's preset is a
     `SessionPreset`, which pickles)."""
     from tts_kit.models.supertonic.engine import Engine
@@ -94,9 +94,6 @@ def _measure_job(bundle_dir: str, spec: MeasureSpec, same_text: bool = False) ->
     runs = [timed(i, t) for _ in range(repeats) for i, t in enumerate(texts)]
     out["p50_s"] = statistics.median([s for s, _ in runs]) if runs else math.nan
     out["rtf"] = out["p50_s"] / statistics.median([a for _, a in runs]) if runs else math.nan
-    if same_text and texts:
-        same = [timed(0, texts[0])[0] for _ in range(repeats)]
-        out["p50_same_text_s"] = statistics.median(same) if same else math.nan
     if cuda:
         used, how = gpu_memory_mb()
         if used is not None and "device" in how and gpu0[0] is not None:
@@ -114,14 +111,12 @@ def measure_bundle(
     *,
     timeout_s: float | None = 900,
     cpus: int | None = None,
-    same_text: bool = False,
     **options: Any,
 ) -> RunRecord:
     """Load a bundle in a fresh process and measure RSS, peak RSS, p50 latency (and GPU memory).
 
     ``spec`` (or its fields as keywords) says what to synthesise: every text once (the
-    warm-up), then ``repeats`` more times. ``cpus`` pins the process to that many cores;
-    ``same_text`` also times the first text alone (`RunRecord.p50_same_text_s`).
+    warm-up), then ``repeats`` more times. ``cpus`` pins the process to that many cores.
 
     Example:
         >>> rec = measure_bundle("standin-tiny", "fp32")  # doctest: +SKIP
@@ -135,7 +130,7 @@ def measure_bundle(
     b = Bundle(path)
     size = sum(s.size_bytes for s in b.stages.values()) / 2**20
     p = spec.preset
-    m = run_isolated(_measure_job, str(b.path), spec, same_text, timeout_s=timeout_s, cpus=cpus)
+    m = run_isolated(_measure_job, str(b.path), spec, timeout_s=timeout_s, cpus=cpus)
     rec = RunRecord(label, provider, status=m.status, error=m.error, size_mb=size,
                     peak_rss_mb=m.peak_rss_mb, preset=p.name)
     if m.ok and isinstance(m.result, dict):
@@ -153,11 +148,6 @@ def _resolved(spec: MeasureSpec | None, options: dict[str, Any], provider: str) 
     spec = dataclasses.replace(spec or MeasureSpec(), **options)
     return dataclasses.replace(spec, texts=list(spec.texts or DEFAULT_TEXTS),
                                preset=_preset_for(spec.preset, provider))
-
-
-def _fidelity_job(ref_dir: str, cand_dir: str, to: str, spec: MeasureSpec) -> Fidelity:
-    """Child side of `fidelity_isolated` (the spec's preset pickles)."""
-    return fidelity(ref_dir, cand_dir, to, spec)
 
 
 def fidelity(
@@ -239,7 +229,7 @@ def fidelity_isolated(
     """
     from tts_kit.runtime.measure import run_isolated
 
-    m = run_isolated(_fidelity_job, str(reference), str(candidate), to,
+    m = run_isolated(fidelity, str(reference), str(candidate), to,
                      _resolved(spec, options, provider), timeout_s=timeout_s)
     if m.ok and isinstance(m.result, Fidelity):
         return m.result

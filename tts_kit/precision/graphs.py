@@ -10,7 +10,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -25,6 +24,7 @@ import onnx
 import onnxruntime as ort
 
 from tts_kit.core import atomic, contract
+from tts_kit.core.digests import file_sha256 as sha256_file  # one file's SHA-256, remembered
 from tts_kit.core.errors import TtsKitError
 
 #: Op types `quantize_dynamic` is asked to quantise (see the module docstring).
@@ -44,20 +44,6 @@ def _tool(to: str) -> str:
 
 
 # -- hashing and file safety ------------------------------------------------------------
-
-
-def sha256_file(path: str | os.PathLike[str]) -> str:
-    """SHA-256 of one file, read in 1 MiB blocks.
-
-    Example:
-        >>> sha256_file(__file__) == sha256_file(__file__)
-        True
-    """
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _walk_files(root: Path) -> tuple[list[str], list[str]]:

@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from tts_kit.core.textsafe import display_path
-from tts_kit.report.document import key_text, record_key
+from tts_kit.report.document import TuningReport, key_text, record_key
+from tts_kit.report.spec import SweepSpec  # noqa: F401 (the examples build reports with it)
 from tts_kit.report.tables import TABLE_KEYS, rows_html, sweep_table  # noqa: F401 (answer.*)
 from tts_kit.tuning.records import (
     COLUMNS,
@@ -32,7 +33,6 @@ from tts_kit.tuning.records import (
 )
 
 if TYPE_CHECKING:
-    from tts_kit.report.document import TuningReport
     from tts_kit.tuning.contention import Contention
 
 #: The preset an untuned deployment runs with: ONNX Runtime's own defaults.
@@ -94,7 +94,6 @@ def default_record(rep: TuningReport) -> dict[str, Any] | None:
     steps and batch, or None.
 
     Example:
-        >>> from tts_kit.report import SweepSpec, TuningReport
         >>> recs = [{"preset": "ort-default", "cpus": 1, "loading": "resident", "steps": 5,
         ...          "batch_size": 1, "status": "ok", P50_MS: 20.0},
         ...         {"preset": "lean", "cpus": 1, "loading": "paged", "steps": 5,
@@ -120,7 +119,6 @@ def comparison(rep: TuningReport) -> list[dict[str, Any]]:
     default; empty without both.
 
     Example:
-        >>> from tts_kit.report import SweepSpec, TuningReport
         >>> d = {"preset": "ort-default", "cpus": 1, "loading": "resident", "steps": 5,
         ...      "status": "ok", P50_MS: 20.0, PEAK_RSS_MB: 500.0}
         >>> p = dict(d, preset="lean", p50_ms=10.0, peak_rss_mb=400.0)
@@ -156,7 +154,6 @@ def session_snippet(rep: TuningReport) -> str:
     ``providers`` ("" when nothing fits); the load policy is a comment.
 
     Example:
-        >>> from tts_kit.report import SweepSpec, TuningReport
         >>> p = {"preset": "x", "cpus": 1, "loading": "resident", "threads": 1, "status": "ok"}
         >>> rep = TuningReport(SweepSpec(), [p], p, "", {}, {},
         ...                    {"x": {"name": "x", "execution_mode": "sequential"}})
@@ -222,7 +219,6 @@ def serve_command(rep: TuningReport) -> str:
     """The `tts-kit serve` line that serves the pick with one worker, or "".
 
     Example:
-        >>> from tts_kit.report import SweepSpec, TuningReport
         >>> p = {"preset": "lean", "cpus": 2, "loading": "paged", "status": "ok"}
         >>> rep = TuningReport(SweepSpec(), [p], p, "", {}, {}, {"lean": {"name": "lean"}})
         >>> serve_command(rep)
@@ -243,7 +239,6 @@ def preset_json(rep: TuningReport) -> str:
     """The recommended preset as JSON (`tts_kit.runtime.sessions.SessionPreset.from_dict`), or "".
 
     Example:
-        >>> from tts_kit.report import SweepSpec, TuningReport
         >>> p = {"preset": "x", "cpus": 1, "loading": "resident", "status": "ok"}
         >>> rep = TuningReport(SweepSpec(), [p], p, "", {}, {}, {"x": {"name": "x"}})
         >>> json.loads(preset_json(rep))["name"]
@@ -261,7 +256,6 @@ def contention(rep: TuningReport) -> Contention:
     """Signs that the machine was busy during the sweep (`tts_kit.tuning.contention.assess`).
 
     Example:
-        >>> from tts_kit.report import SweepSpec, TuningReport
         >>> p = {"preset": "x", "cpus": 1, "status": "ok", P50_MS: 100.0}
         >>> rep = TuningReport(SweepSpec(), [p], p, "", {}, {}, {},
         ...                    extras={"recommended_trial": dict(p, p50_ms=170.0)})
@@ -280,7 +274,6 @@ def provisional_line(rep: TuningReport) -> str:
     """The answer's first line when the machine was busy (else ""), with the rerun.
 
     Example:
-        >>> from tts_kit.report import SweepSpec, TuningReport
         >>> rep = TuningReport(SweepSpec(), [{"status": "ok", "core_share": 45.0}], None,
         ...                    "", {}, {}, {})
         >>> provisional_line(rep)
@@ -305,7 +298,6 @@ def answer_html(rep: TuningReport) -> str:
     default, and how to apply it.
 
     Example:
-        >>> from tts_kit.report import SweepSpec, TuningReport
         >>> rep = TuningReport(SweepSpec(), [], None, "nothing fits <b>", {}, {}, {})
         >>> answer_html(rep)
         '<div class="tts-kit-answer"><h2>The answer</h2><p><b>Nothing to recommend</b> within the budget of 1024 MB: nothing fits &lt;b&gt;</p></div>'
@@ -365,7 +357,6 @@ def spec_rows(rep: TuningReport) -> list[tuple[str, str]]:
     """What the sweep measured, as (setting, value) rows for a small table.
 
     Example:
-        >>> from tts_kit.report import SweepSpec, TuningReport
         >>> rep = TuningReport(SweepSpec(presets=["lean"], cpus=[1]), [], None, "", {}, {}, {})
         >>> dict(spec_rows(rep))["vCPUs"]
         '1'
@@ -391,7 +382,6 @@ def machine_rows(rep: TuningReport) -> list[tuple[str, str]]:
     """Where it was measured, as (what, value) rows: CPU, cores, memory, software, model.
 
     Example:
-        >>> from tts_kit.report import SweepSpec, TuningReport
         >>> rep = TuningReport(SweepSpec(), [], None, "", {"cpu_model": "X", "cpus_usable": 2},
         ...                    {}, {})
         >>> dict(machine_rows(rep))["CPU"]
@@ -426,7 +416,6 @@ def latency_rows(rep: TuningReport, kernel: Mapping[str, Any] | None = None
     the sweep's trial, the re-measured one, and ``kernel`` (the notebook's process).
 
     Example:
-        >>> from tts_kit.report import SweepSpec, TuningReport
         >>> p = {"preset": "x", "cpus": 1, LOAD_S: 1.5, FIRST_MS: 900.0, P50_MS: 700.0}
         >>> rep = TuningReport(SweepSpec(), [p], p, "", {}, {}, {})
         >>> [(r["label"], r["session_s"]) for r in latency_rows(rep, {"session_s": 2.0})]
@@ -452,7 +441,6 @@ def verdict_lines(rep: TuningReport) -> list[str]:
     """Each swept dimension's effect, the tie set and the A/A check, in words.
 
     Example:
-        >>> from tts_kit.report import SweepSpec, TuningReport
         >>> rep = TuningReport(SweepSpec(), [], None, "", {}, {}, {}, verdicts={
         ...     "band": 0.05, "tie_set": [["lean", 2, "paged", 8, 1], ["lean", 2, "resident", 8, 1]]})
         >>> verdict_lines(rep)
@@ -483,7 +471,6 @@ def conclusions(rep: TuningReport) -> list[str]:
     """What we measured and what to conclude, one sentence each.
 
     Example:
-        >>> from tts_kit.report import SweepSpec, TuningReport
         >>> rep = TuningReport(SweepSpec(), [], None, "nothing fits", {}, {}, {})
         >>> conclusions(rep)[-1]
         'Nothing fitted the budget of 1024 MB: nothing fits.'
@@ -519,7 +506,6 @@ def model_lines(rep: TuningReport) -> list[str]:
     converted copy.
 
     Example:
-        >>> from tts_kit.report import SweepSpec, TuningReport
         >>> model = {"conversion": {"verdict": "transparent", "decided_by": "mcd"}}
         >>> model_lines(TuningReport(SweepSpec(), [], None, "", {}, model, {}))[0][:34]
         'This model is a converted copy: th'

@@ -90,7 +90,7 @@ def costs_html(entry: Mapping[str, Any] | None) -> str:
 
 
 def costs_figure(entry: Mapping[str, Any] | None) -> Any:
-    """The section's figure (`tts_kit.notebook.cost_plots.roofline`), or None.
+    """The section's figure (`tts_kit.notebook.tuning_plots.roofline_figure`), or None.
 
     Example:
         >>> costs_figure({"error": "x"}) is None
@@ -98,6 +98,6 @@ def costs_figure(entry: Mapping[str, Any] | None) -> Any:
     """
     if not entry or "roofline" not in entry:
         return None
-    from tts_kit.notebook.cost_plots import roofline_figure
+    from tts_kit.notebook.tuning_plots import roofline_figure
 
     return roofline_figure(Roofline.from_dict(entry["roofline"]))

@@ -111,8 +111,15 @@ def run_tuning(bundle: Bundle, spec: SweepLike = None, options: ReportOptions | 
     extras: dict[str, Any] = {}
     machines = result.by_machine()
     if machines:  # trials ran on a cluster: each machine gets its own recommendation
-        extras["machines"] = [machine_entry(label, part, spec.mem_budget_mb)
-                              for label, part in machines.items()]
+        from tts_kit.report.document import _machine_pick, clean_record
+
+        extras["machines"] = []
+        for label, part in machines.items():
+            rec, why, env = _machine_pick(part, spec.mem_budget_mb)
+            extras["machines"].append({
+                "label": label, "environment": env, "trials": len(part.records),
+                "recommendation": {"record": None if rec is None else clean_record(rec),
+                                   "reason": why}})
     return TuningReport(
         spec=spec,
         records=records,
@@ -125,27 +132,6 @@ def run_tuning(bundle: Bundle, spec: SweepLike = None, options: ReportOptions | 
         extras=extras,
         verdicts=verdict.summary(result.records, spec.mem_budget_mb),
     )
-
-
-def machine_entry(label: str, part: Any, budget_mb: float | None) -> dict[str, Any]:
-    """``extras["machines"]``' entry for one machine's `SweepResult`: label, fingerprint, pick.
-
-    Example:
-        >>> from tts_kit.tuning.records import P50_MS, PEAK_RSS_MB
-        >>> from tts_kit.tuning.tune import SweepResult
-        >>> env = {"cpu_model": "A", "cpus_available": 1, "memory_total_mb": 512.0}
-        >>> part = SweepResult([{"preset": "lean", "cpus": 1, "status": "ok",
-        ...                      PEAK_RSS_MB: 90.0, P50_MS: 12.0, "machine": env}])
-        >>> e = machine_entry("A, 1 core, 512 MB", part, 1024)
-        >>> e["recommendation"]["record"]["preset"], e["trials"]
-        ('lean', 1)
-    """
-    from tts_kit.report.document import _machine_pick, clean_record
-
-    rec, why, env = _machine_pick(part, budget_mb)
-    return {"label": label, "environment": env, "trials": len(part.records),
-            "recommendation": {"record": None if rec is None else clean_record(rec),
-                               "reason": why}}
 
 
 def measure_recommended(bundle: Bundle, tuning: TuningReport,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tts_kit.core import procfacts
+from tts_kit.core.contract import SWEEP_PRESETS
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.userfiles import read_json
 from tts_kit.tuning.spread import DEFAULT_ROUNDS
@@ -27,12 +28,6 @@ WORKLOAD_KEYS: tuple[str, ...] = ("repeats", "texts", "lang", "voice", "seed", "
 
 #: A report's timed calls per trial: keeps the default sweep to minutes.
 REPORT_REPEATS = 3
-
-
-def _sweep_presets() -> tuple[str, ...]:
-    from tts_kit.core.contract import SWEEP_PRESETS
-
-    return SWEEP_PRESETS
 
 
 class ReportError(TtsKitError):
@@ -58,7 +53,7 @@ class SweepSpec:
         [2]
     """
 
-    presets: list[str] = field(default_factory=lambda: list(_sweep_presets()))
+    presets: list[str] = field(default_factory=lambda: list(SWEEP_PRESETS))
     cpus: list[int] = field(default_factory=lambda: [1, 2])  # vCPUs, capped by `effective`
     loadings: list[str] = field(default_factory=lambda: ["resident", "paged"])
     steps: list[int] | None = None
