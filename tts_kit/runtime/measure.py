@@ -13,8 +13,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import json
 import math
 import multiprocessing as mp
 import os
@@ -77,57 +75,6 @@ class Measurement:
     def ok(self) -> bool:
         """True when ``fn`` returned normally."""
         return self.status == "ok"
-
-    @property
-    def work_rss_mb(self) -> float:
-        """``peak_rss_mb - baseline_rss_mb``: the memory the work itself added."""
-        return self.peak_rss_mb - self.baseline_rss_mb
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dict (NaN becomes None; a non-JSON result becomes its ``repr``).
-
-        Example:
-            >>> Measurement(status="ok", result=3).to_dict()["result"]
-            3
-        """
-        out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if f.name in ("timeline", "events"):
-                value = [list(item) for item in value]
-            elif f.name == "result":
-                try:
-                    json.dumps(value, allow_nan=False)
-                except (TypeError, ValueError):
-                    value = repr(value)
-            elif isinstance(value, float) and math.isnan(value):
-                value = None
-            out[f.name] = value
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Measurement:
-        """Inverse of `to_dict` (None times come back as NaN).
-
-        Example:
-            >>> m = Measurement(status="timeout", wall_s=1.5)
-            >>> Measurement.from_dict(m.to_dict()).wall_s
-            1.5
-        """
-        known = {f.name: f for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise TtsKitError(f"unknown Measurement field(s): {', '.join(unknown)}")
-        kwargs: dict[str, Any] = {}
-        for name, value in data.items():
-            if name == "timeline":
-                value = [(float(t), float(r)) for t, r in value]
-            elif name == "events":
-                value = [(float(t), str(n)) for t, n in value]
-            elif value is None and known[name].default is math.nan:
-                value = math.nan
-            kwargs[name] = value
-        return cls(**kwargs)
 
 
 def run_isolated(

@@ -7,10 +7,9 @@ per option; `PRESETS` are the shipped ones. A thread count of ``"cores"`` resolv
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import onnxruntime as ort
@@ -319,15 +318,6 @@ class SessionPreset:
             raise TtsKitError(f"unknown SessionPreset field(s): {', '.join(unknown)}")
         return cls(**data)
 
-    def save(self, path: str | Path) -> None:
-        """Write the preset as JSON."""
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
-
-    @classmethod
-    def load(cls, path: str | Path) -> SessionPreset:
-        """Read a preset written by `save`."""
-        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
-
 
 _SPIN_OFF = "spinning threads burn CPU between operators; on a small shared box that CPU is the"
 _PRESET_LIST = [
@@ -429,4 +419,4 @@ def get_preset(name: str | SessionPreset) -> SessionPreset:
         return name
     if name not in PRESETS:
         raise TtsKitError(f"unknown session preset '{name}'; choose one of: {', '.join(PRESETS)}")
-    return SessionPreset.from_dict(PRESETS[name].to_dict())
+    return copy.deepcopy(PRESETS[name])
