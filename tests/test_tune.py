@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from tts_kit.tuning import contention
+from tts_kit.tuning.records import RECORD_KEYS
 from tts_kit.tuning.tune import (
-    RECORD_KEYS,
     SweepResult,
     format_table,
     mark_pareto,

@@ -14,40 +14,17 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tts_kit.core.errors import TtsKitError
-from tts_kit.tuning.records import (
-    AUDIO_S,
-    CONFIG_KEYS,
-    LATENCIES_MS,
-    LOAD_PEAK_RSS_MB,
-    LOADAVG_AFTER,
-    P50_MAX_MS,
-    P50_MIN_MS,
-    P50_MS,
-    P95_MS,
-    PEAK_RSS_MAX_MB,
-    PEAK_RSS_MB,
-    PEAK_RSS_MIN_MB,
-    RECORD_KEYS,
-    REPEATS,
-    ROUND_LATENCIES_MS,
-    ROUND_PEAK_RSS_MB,
-    ROUNDS,
-    RTF,
-    RUN_PEAK_RSS_MB,
-    STATUS,
-    WALL_S,
-    to_number,
-)
+from tts_kit.tuning import records as rk
 
 #: Rounds a sweep measures each configuration in, by default.
 DEFAULT_ROUNDS = 2
 #: The figures that carry a spread: key -> (its lowest round's key, its highest round's).
 SPREAD_KEYS: dict[str, tuple[str, str]] = {
-    P50_MS: (P50_MIN_MS, P50_MAX_MS),
-    PEAK_RSS_MB: (PEAK_RSS_MIN_MB, PEAK_RSS_MAX_MB),
+    rk.P50_MS: (rk.P50_MIN_MS, rk.P50_MAX_MS),
+    rk.PEAK_RSS_MB: (rk.PEAK_RSS_MIN_MB, rk.PEAK_RSS_MAX_MB),
 }
 #: Merged as the highest round's (a budget must hold for the hungriest round).
-_HIGHEST = (PEAK_RSS_MB, LOAD_PEAK_RSS_MB, RUN_PEAK_RSS_MB)
+_HIGHEST = (rk.PEAK_RSS_MB, rk.LOAD_PEAK_RSS_MB, rk.RUN_PEAK_RSS_MB)
 #: Taken from the first round as they are; ``loadavg_after`` comes from the last.
 _FIRST = ("prep_s", "prep_peak_rss_mb", "threads", "stage_load_s", "stage_costs_mb",
           "timeline", "events", "machine", "worker", "loadavg_before")
@@ -69,7 +46,7 @@ def split_repeats(repeats: int, rounds: int) -> list[int]:
 
 
 def _median(values: list[Any]) -> float | None:
-    nums = [v for v in (to_number(x) for x in values) if v is not None]
+    nums = [v for v in (rk.to_number(x) for x in values) if v is not None]
     return statistics.median(nums) if nums else None
 
 
@@ -86,38 +63,38 @@ def merge_rounds(rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
     if not rounds:
         raise TtsKitError("merge_rounds needs at least one round")
-    failed = next((r for r in rounds if r.get(STATUS) != "ok"), None)
+    failed = next((r for r in rounds if r.get(rk.STATUS) != "ok"), None)
     if failed is not None or len(rounds) == 1:
         out = dict(failed if failed is not None else rounds[0])
-        out[ROUNDS] = len(rounds)
+        out[rk.ROUNDS] = len(rounds)
         return out
     out = dict(rounds[0])
     for key, value in rounds[0].items():
-        if key in _FIRST or key in CONFIG_KEYS or to_number(value) is None:
+        if key in _FIRST or key in rk.CONFIG_KEYS or rk.to_number(value) is None:
             continue
         values = [r.get(key) for r in rounds]
-        nums = [v for v in (to_number(x) for x in values) if v is not None]
+        nums = [v for v in (rk.to_number(x) for x in values) if v is not None]
         if key in _HIGHEST:
             out[key] = max(nums)
-        elif key in (REPEATS, WALL_S):
-            out[key] = sum(nums) if key == WALL_S else int(sum(nums))
+        elif key in (rk.REPEATS, rk.WALL_S):
+            out[key] = sum(nums) if key == rk.WALL_S else int(sum(nums))
         else:
             out[key] = _median(values)
-    out[LOADAVG_AFTER] = rounds[-1].get(LOADAVG_AFTER)
-    lat = [x for r in rounds for x in (r.get(LATENCIES_MS) or [])]
-    out[LATENCIES_MS] = lat
+    out[rk.LOADAVG_AFTER] = rounds[-1].get(rk.LOADAVG_AFTER)
+    lat = [x for r in rounds for x in (r.get(rk.LATENCIES_MS) or [])]
+    out[rk.LATENCIES_MS] = lat
     if lat:
-        out[P50_MS] = float(statistics.median(lat))
-        out[P95_MS] = float(np.percentile(lat, 95))
-        audio = to_number(out.get(AUDIO_S))
-        out[RTF] = out[P50_MS] / 1000 / audio if audio else out.get(RTF)
+        out[rk.P50_MS] = float(statistics.median(lat))
+        out[rk.P95_MS] = float(np.percentile(lat, 95))
+        audio = rk.to_number(out.get(rk.AUDIO_S))
+        out[rk.RTF] = out[rk.P50_MS] / 1000 / audio if audio else out.get(rk.RTF)
     # Each fresh process's own figures: what `tts_kit.tuning.verdict` resamples.
-    out[ROUND_LATENCIES_MS] = [list(r.get(LATENCIES_MS) or []) for r in rounds]
-    out[ROUND_PEAK_RSS_MB] = [to_number(r.get(PEAK_RSS_MB)) for r in rounds]
+    out[rk.ROUND_LATENCIES_MS] = [list(r.get(rk.LATENCIES_MS) or []) for r in rounds]
+    out[rk.ROUND_PEAK_RSS_MB] = [rk.to_number(r.get(rk.PEAK_RSS_MB)) for r in rounds]
     for key, (lo, hi) in SPREAD_KEYS.items():
-        nums = [v for v in (to_number(r.get(key)) for r in rounds) if v is not None]
+        nums = [v for v in (rk.to_number(r.get(key)) for r in rounds) if v is not None]
         out[lo], out[hi] = (min(nums), max(nums)) if nums else (None, None)
-    out[ROUNDS] = len(rounds)
+    out[rk.ROUNDS] = len(rounds)
     return out
 
 
@@ -130,11 +107,11 @@ def span(record: Mapping[str, Any], key: str) -> tuple[float, float] | None:
         >>> span({P50_MS: 10.0}, P50_MS)
         (10.0, 10.0)
     """
-    value = to_number(record.get(key))
+    value = rk.to_number(record.get(key))
     if value is None:
         return None
     lo_key, hi_key = SPREAD_KEYS[key]
-    lo, hi = to_number(record.get(lo_key)), to_number(record.get(hi_key))
+    lo, hi = rk.to_number(record.get(lo_key)), rk.to_number(record.get(hi_key))
     if lo is None or hi is None:
         return value, value
     return min(lo, value), max(hi, value)
@@ -149,7 +126,7 @@ def half_range(record: Mapping[str, Any], key: str) -> float | None:
         20.0
     """
     lo_key, hi_key = SPREAD_KEYS[key]
-    lo, hi = to_number(record.get(lo_key)), to_number(record.get(hi_key))
+    lo, hi = rk.to_number(record.get(lo_key)), rk.to_number(record.get(hi_key))
     return None if lo is None or hi is None else (hi - lo) / 2
 
 
@@ -213,7 +190,7 @@ def lost_record(cell: tuple[Any, ...], repeats: int, budget: float | None,
     """
     p, c, b, s, lo = cell
     why = " ".join(str(exc).split()) or "no message"
-    return {k: None for k in RECORD_KEYS} | dict(
+    return {k: None for k in rk.RECORD_KEYS} | dict(
         preset=p.name, cpus=c, batch_size=b, steps=s, loading=lo, mem_budget_mb=budget,
         repeats=repeats, status="error", error=f"executor: {type(exc).__name__}: {why}",
         timeline=[], events=[],
