@@ -271,10 +271,10 @@ def assess(
     ``records`` were measured; ``again``: the ``pick`` measured again (the A/A check).
 
     Example:
-        >>> pick = {"status": "ok", "p50_ms": 100.0}
-        >>> assess([pick], pick, {"status": "ok", "p50_ms": 180.0}).remeasure
+        >>> pick = {"status": "ok", rk.P50_MS: 100.0}
+        >>> assess([pick], pick, {"status": "ok", rk.P50_MS: 180.0}).remeasure
         (100.0, 180.0)
-        >>> assess([pick], pick, {"status": "ok", "p50_ms": 105.0}).provisional
+        >>> assess([pick], pick, {"status": "ok", rk.P50_MS: 105.0}).provisional
         False
     """
     if tie_rel is None:

@@ -56,7 +56,7 @@ def merge_rounds(rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     round that did not finish is the merged record (the configuration did not hold).
 
     Example:
-        >>> merge_rounds([{"status": "ok", "p50_ms": 5.0}, {"status": "oom"}])["status"]
+        >>> merge_rounds([{"status": "ok", rk.P50_MS: 5.0}, {"status": "oom"}])["status"]
         'oom'
     """
     import numpy as np
@@ -102,9 +102,9 @@ def span(record: Mapping[str, Any], key: str) -> tuple[float, float] | None:
     """The (lowest, highest) round of ``key`` (a `SPREAD_KEYS` figure); None when missing.
 
     Example:
-        >>> span({"p50_ms": 10.0, "p50_min_ms": 9.0, "p50_max_ms": 12.0}, "p50_ms")
+        >>> span({rk.P50_MS: 10.0, rk.P50_MIN_MS: 9.0, rk.P50_MAX_MS: 12.0}, rk.P50_MS)
         (9.0, 12.0)
-        >>> span({"p50_ms": 10.0}, "p50_ms")
+        >>> span({rk.P50_MS: 10.0}, rk.P50_MS)
         (10.0, 10.0)
     """
     value = rk.to_number(record.get(key))
@@ -121,8 +121,8 @@ def half_range(record: Mapping[str, Any], key: str) -> float | None:
     """Half the rounds' range of ``key``: the ± a table shows (None: one round or missing).
 
     Example:
-        >>> half_range({"peak_rss_mb": 540.0, "peak_rss_min_mb": 500.0,
-        ...             "peak_rss_max_mb": 540.0}, "peak_rss_mb")
+        >>> half_range({rk.PEAK_RSS_MB: 540.0, rk.PEAK_RSS_MIN_MB: 500.0,
+        ...             rk.PEAK_RSS_MAX_MB: 540.0}, rk.PEAK_RSS_MB)
         20.0
     """
     lo_key, hi_key = SPREAD_KEYS[key]

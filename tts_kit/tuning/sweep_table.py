@@ -3,8 +3,8 @@ range) beside p50 and peak RSS, a ``vs pick`` column and the one-time preparatio
 
 Example:
     >>> from tts_kit.tuning.sweep_table import format_table
-    >>> recs = [{"preset": "a", "cpus": 1, "status": "ok", "p50_ms": 100.0,
-    ...          "p50_min_ms": 90.0, "p50_max_ms": 110.0, "peak_rss_mb": 500.0}]
+    >>> recs = [{"preset": "a", "cpus": 1, "status": "ok", rk.P50_MS: 100.0,
+    ...          rk.P50_MIN_MS: 90.0, rk.P50_MAX_MS: 110.0, rk.PEAK_RSS_MB: 500.0}]
     >>> head, row = format_table(recs).splitlines()[:2]
     >>> at = head.index("p50 ms")
     >>> row[at:].split()[:2]
@@ -34,8 +34,8 @@ def versus(record: Mapping[str, Any], pick: Mapping[str, Any],
     ``among``) is not *tied*: ``"p50 +14%, peak -9%"``, ``"tied"``, or ``"pick"``.
 
     Example:
-        >>> pick = {"p50_ms": 100.0, "peak_rss_mb": 500.0}
-        >>> versus({"p50_ms": 120.0, "peak_rss_mb": 490.0}, pick), versus(pick, pick)
+        >>> pick = {rk.P50_MS: 100.0, rk.PEAK_RSS_MB: 500.0}
+        >>> versus({rk.P50_MS: 120.0, rk.PEAK_RSS_MB: 490.0}, pick), versus(pick, pick)
         ('p50 +20%', 'pick')
     """
     from tts_kit.tuning.verdict import band, compare, noise
@@ -90,7 +90,7 @@ def format_table(records: Iterable[dict[str, Any]],
     ``vs pick`` when ``pick`` (one of the records) is given, and the preparation footnote.
 
     Example:
-        >>> table = format_table([{"preset": "lean", "cpus": 1, "status": "ok", "p50_ms": 12.3}])
+        >>> table = format_table([{"preset": "lean", "cpus": 1, "status": "ok", rk.P50_MS: 12.3}])
         >>> row = dict(zip(table.splitlines()[0].split("  "), table.splitlines()[1].split()))
         >>> row["preset"], row["status"]
         ('lean', 'ok')
@@ -121,8 +121,8 @@ def figures(r: Mapping[str, Any]) -> str:
     """A recommendation's p50 and peak RSS, with its rounds' range.
 
     Example:
-        >>> figures({"p50_ms": 1187.0, "peak_rss_mb": 554.0, "rounds": 2,
-        ...          "peak_rss_min_mb": 493.0, "peak_rss_max_mb": 554.0})
+        >>> figures({rk.P50_MS: 1187.0, rk.PEAK_RSS_MB: 554.0, "rounds": 2,
+        ...          rk.PEAK_RSS_MIN_MB: 493.0, rk.PEAK_RSS_MAX_MB: 554.0})
         'p50 1187 ms, peak 554 MB (rounds 493-554)'
     """
     out = []

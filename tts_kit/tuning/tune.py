@@ -236,7 +236,7 @@ def trial(bundle: Any, preset: str | SessionPreset, workload: Workload | None = 
 
     Example:
         >>> rec = trial("standin-dir", "lean", Workload(repeats=3), cpus=1)  # doctest: +SKIP
-        >>> rec["status"], rec["p50_ms"] > 0  # doctest: +SKIP
+        >>> rec["status"], rec[rk.P50_MS] > 0  # doctest: +SKIP
         ('ok', True)
     """
     o = _replace(options or TrialOptions(), overrides)
@@ -288,8 +288,8 @@ def mark_pareto(
     """Set ``pareto`` on each record (`pareto_front`); unfinished trials are never on it.
 
     Example:
-        >>> recs = mark_pareto([{"status": "ok", "peak_rss_mb": 1, "p50_ms": 2},
-        ...                     {"status": "ok", "peak_rss_mb": 2, "p50_ms": 3}])
+        >>> recs = mark_pareto([{"status": "ok", rk.PEAK_RSS_MB: 1, rk.P50_MS: 2},
+        ...                     {"status": "ok", rk.PEAK_RSS_MB: 2, rk.P50_MS: 3}])
         >>> [r["pareto"] for r in recs]
         [True, False]
     """
@@ -334,8 +334,8 @@ class SweepResult:
 
         Example:
             >>> r = SweepResult(mark_pareto([
-            ...     {"preset": "a", "cpus": 1, "status": "ok", "peak_rss_mb": 300, "p50_ms": 90},
-            ...     {"preset": "b", "cpus": 1, "status": "ok", "peak_rss_mb": 200, "p50_ms": 120},
+            ...     {"preset": "a", "cpus": 1, "status": "ok", rk.PEAK_RSS_MB: 300, rk.P50_MS: 90},
+            ...     {"preset": "b", "cpus": 1, "status": "ok", rk.PEAK_RSS_MB: 200, rk.P50_MS: 120},
             ... ]))
             >>> r.recommend(250)[0]["preset"]
             'b'
@@ -364,8 +364,8 @@ class SweepResult:
 
         Example:
             >>> env = {"cpu_model": "A", "cpus_available": 1, "memory_total_mb": 1024}
-            >>> r = SweepResult([{"preset": "a", "status": "ok", "peak_rss_mb": 9,
-            ...                   "p50_ms": 5, "machine": env}])
+            >>> r = SweepResult([{"preset": "a", "status": "ok", rk.PEAK_RSS_MB: 9,
+            ...                   rk.P50_MS: 5, "machine": env}])
             >>> list(r.by_machine())
             ['A, 1 core, 1024 MB']
         """

@@ -126,9 +126,9 @@ def compare(a: Mapping[str, Any], b: Mapping[str, Any], key: str = rk.P50_MS,
     """`Verdict` of a / b in ``key`` (lower is better); ``spread``: `noise`, the least width.
 
     Example:
-        >>> compare({"p50_ms": 130.0}, {"p50_ms": 100.0}).word
+        >>> compare({rk.P50_MS: 130.0}, {rk.P50_MS: 100.0}).word
         'worse'
-        >>> compare({"p50_ms": 130.0}, {"p50_ms": 100.0}, spread=0.2).word
+        >>> compare({rk.P50_MS: 130.0}, {rk.P50_MS: 100.0}, spread=0.2).word
         'tied'
     """
     got = _log_ratio(a, b, key, spread)
@@ -279,8 +279,8 @@ def pick(records: Sequence[Mapping[str, Any]], budget_mb: float | None = None,
     every configuration whose levels are all tied. ``width``: the tie band (default `band`).
 
     Example:
-        >>> recs = [{"preset": "lean", "cpus": 2, "p50_ms": 100.0, "peak_rss_mb": 600.0},
-        ...         {"preset": "lean", "cpus": 2, "loading": "paged", "p50_ms": 104.0,
+        >>> recs = [{"preset": "lean", "cpus": 2, rk.P50_MS: 100.0, "peak_rss_mb": 600.0},
+        ...         {"preset": "lean", "cpus": 2, "loading": "paged", rk.P50_MS: 104.0,
         ...          "peak_rss_mb": 330.0}]
         >>> p = pick(recs)
         >>> p.record["loading"], len(p.tie_set)
@@ -321,11 +321,11 @@ def undetermined(records: Sequence[Mapping[str, Any] | None],
     `pick`, least measured first: what a sweep's racing measures again.
 
     Example:
-        >>> undetermined([{"cpus": 1, "latencies_ms": [95, 105], "p50_ms": 100.0,
+        >>> undetermined([{"cpus": 1, "latencies_ms": [95, 105], rk.P50_MS: 100.0,
         ...                "peak_rss_mb": 9.0},
-        ...               {"cpus": 2, "latencies_ms": [96, 110], "p50_ms": 103.0,
+        ...               {"cpus": 2, "latencies_ms": [96, 110], rk.P50_MS: 103.0,
         ...                "peak_rss_mb": 9.0},
-        ...               {"cpus": 2, "preset": "lean", "p50_ms": 200.0, "peak_rss_mb": 9.0}])
+        ...               {"cpus": 2, "preset": "lean", rk.P50_MS: 200.0, "peak_rss_mb": 9.0}])
         [0, 1]
     """
     finished, fits = _fits(records, budget_mb)
@@ -360,7 +360,7 @@ def effects(records: Sequence[Mapping[str, Any]], width: float = BAND_MIN
     a `Verdict` for latency and for peak.
 
     Example:
-        >>> recs = [{"cpus": c, "loading": lo, "p50_ms": 100.0 / c, "peak_rss_mb": m}
+        >>> recs = [{"cpus": c, "loading": lo, rk.P50_MS: 100.0 / c, "peak_rss_mb": m}
         ...         for c in (1, 2) for lo, m in (("resident", 600.0), ("paged", 330.0))]
         >>> [(e["dimension"], e["level"], e["latency"].word) for e in effects(recs)]
         [('cpus', 2, 'better'), ('loading', 'paged', 'tied')]
@@ -409,7 +409,7 @@ def summary(records: Sequence[Mapping[str, Any]], budget_mb: float | None = None
     """What report.json keeps beside the pick: the tie set, the band, the `effects`.
 
     Example:
-        >>> summary([{"preset": "lean", "cpus": 1, "p50_ms": 9.0, "peak_rss_mb": 9.0}])
+        >>> summary([{"preset": "lean", "cpus": 1, rk.P50_MS: 9.0, "peak_rss_mb": 9.0}])
         {'tie_set': [['lean', 1, None, None, None]], 'band': 0.05, 'effects': []}
     """
     chosen = pick(records, budget_mb)
