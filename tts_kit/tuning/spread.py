@@ -136,10 +136,10 @@ def run_rounds(
     submit: Callable[[int, int], tuple[tuple[Any, ...], dict[str, Any], str]],
     executor: cf.Executor | None,
     bar: Any,
-    lost: Callable[[int, int, BaseException], dict[str, Any]],
 ) -> dict[tuple[int, int], dict[str, Any]]:
     """Run a sweep's trials in ``runs`` order, one at a time here (a cell that did not finish
-    is not run again) or all on ``executor``; ``submit(k, i)``: (args, kwargs, label).
+    is not run again) or all on ``executor`` (a trial it loses: an `error_record`);
+    ``submit(k, i)``: (args, kwargs, label).
 
     Example:
         >>> from tqdm import tqdm
@@ -149,7 +149,7 @@ def run_rounds(
         ...     return {"status": "ok"}
         >>> runs = [(k, i) for k in range(2) for i in range(2)]
         >>> _ = run_rounds(fake, runs, lambda k, i: (("AB"[i],), {}, ""), None,
-        ...                tqdm(disable=True), None)
+        ...                tqdm(disable=True))
         >>> "".join(calls)
         'ABAB'
     """
@@ -166,35 +166,37 @@ def run_rounds(
             bar.update()
         return got
     check_executor(executor)
-    futures = {executor.submit(trial, *a, **kw): (k, i)
+    futures = {executor.submit(trial, *a, **kw): (k, i, a, kw)
                for k, i in runs for a, kw, _ in [submit(k, i)]}
     for fut in cf.as_completed(futures):
-        k, i = futures[fut]
+        k, i, args, kwargs = futures[fut]
         try:
             got[k, i] = fut.result()
         except Exception as exc:  # the executor itself failed (lost worker, ...)
-            got[k, i] = lost(k, i, exc)
+            why = " ".join(str(exc).split()) or "no message"
+            got[k, i] = error_record(*args[1:3], f"executor: {type(exc).__name__}: {why}",
+                                     **kwargs)
         bar.update()
     return got
 
 
-def lost_record(cell: tuple[Any, ...], repeats: int, budget: float | None,
-                 exc: BaseException) -> dict[str, Any]:
-    """The record of a trial its executor lost; ``cell``: (preset, cpus, batch, steps, loading).
+def error_record(preset: Any, workload: Any, error: str, **config: Any) -> dict[str, Any]:
+    """The record of a trial that never ran (its executor or worker lost it): status
+    ``error``, the configuration filled in from `tts_kit.tuning.tune.trial`'s arguments.
 
     Example:
-        >>> from tts_kit.runtime.sessions import get_preset
-        >>> cell = (get_preset("lean"), 1, 1, 8, "resident")
-        >>> lost_record(cell, 3, None, OSError("gone"))["error"]
-        'executor: OSError: gone'
+        >>> from tts_kit.tuning.workload import Workload
+        >>> rec = error_record("lean", Workload(steps=2), "worker x: no model", cpus=1)
+        >>> rec["status"], rec["preset"], rec["steps"], rec["cpus"]
+        ('error', 'lean', 2, 1)
     """
-    p, c, b, s, lo = cell
-    why = " ".join(str(exc).split()) or "no message"
+    loading = config.get("loading", "resident")
     return {k: None for k in rk.RECORD_KEYS} | dict(
-        preset=p.name, cpus=c, batch_size=b, steps=s, loading=lo, mem_budget_mb=budget,
-        repeats=repeats, status="error", error=f"executor: {type(exc).__name__}: {why}",
-        timeline=[], events=[],
-    )
+        preset=getattr(preset, "name", preset), steps=workload.steps,
+        batch_size=workload.batch_size, repeats=workload.repeats, status="error", error=error,
+        timeline=[], events=[], cpus=config.get("cpus"),
+        mem_budget_mb=config.get("mem_budget_mb"),
+        loading=loading if isinstance(loading, str) else getattr(loading, "spec", loading))
 
 
 def check_executor(executor: cf.Executor) -> None:

@@ -36,7 +36,6 @@ from tts_kit.tuning import records as rk
 from tts_kit.tuning import verdict
 from tts_kit.tuning.spread import (
     DEFAULT_ROUNDS,
-    lost_record,
     merge_rounds,
     run_rounds,
     split_repeats,
@@ -472,9 +471,7 @@ def sweep(bundle: Any, presets: Sequence[str | SessionPreset], workload: Workloa
         while todo and budget > 0:
             todo = todo[:budget]
             random.Random(k).shuffle(todo)
-            got = run_rounds(trial, [(k, i) for i in todo], submit, executor, bar,
-                             lambda k, i, exc: lost_record(grid[i], shares[0], o.mem_budget_mb,
-                                                           exc))
+            got = run_rounds(trial, [(k, i) for i in todo], submit, executor, bar)
             lost = getattr(executor, "lost", None) is not None  # measured cells keep theirs
             for (_, i), rec in sorted(got.items()):
                 if not (lost and done[i] and rec.get("status") != "ok"):
