@@ -341,7 +341,7 @@ def test_sampling_lists_the_tree_ten_times_a_second_not_at_every_sample(monkeypa
     milliseconds of CPU each); at a 10 ms interval that was about a quarter of a core
     spent watching each trial. The tree is listed every `0.1`, its
     listed processes sampled at every interval."""
-    from tts_kit.runtime._proctree import ProcTree
+    from tts_kit.runtime.measure import _ProcTree as ProcTree
 
     listings = []
     real = ProcTree.members
