@@ -156,13 +156,11 @@ class SessionPreset:
             value = getattr(self, fname)
             if isinstance(value, bool) or (isinstance(value, int) and value < 0):
                 raise TtsKitError(f"{head}: {fname} must be >= 0, got {value!r}")
-        if self.execution_mode is not None and self.execution_mode not in _EXECUTION_MODES:
-            raise TtsKitError(f"{head}: execution_mode {self.execution_mode!r}; "
-                              f"use one of {sorted(_EXECUTION_MODES)}")
-        level = self.graph_optimization_level
-        if level is not None and level not in _OPT_LEVELS:
-            raise TtsKitError(f"{head}: graph_optimization_level {level!r}; "
-                              f"use one of {list(_OPT_LEVELS)}")
+        for fname, allowed in (("execution_mode", _EXECUTION_MODES),
+                               ("graph_optimization_level", _OPT_LEVELS)):
+            value = getattr(self, fname)
+            if value is not None and value not in allowed:
+                raise TtsKitError(f"{head}: {fname} {value!r}; use one of {list(allowed)}")
         # ORT wants strings; "1"/"0" rather than Python's "True"/"False".
         self.config_entries = {str(k): ("1" if v else "0") if isinstance(v, bool) else str(v)
                                for k, v in self.config_entries.items()}
