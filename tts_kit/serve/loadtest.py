@@ -156,8 +156,7 @@ class LoadResult:
 
     def table(self, keys: Sequence[str] = LOAD_KEYS) -> str:
         """The levels as a text table."""
-        return rk.table(self.records, [k for k in keys
-                                            if any(k in r for r in self.records)])
+        return rk.table(self.records, [k for k in keys if any(k in r for r in self.records)])
 
     def to_dict(self) -> dict[str, Any]:
         return {"url": self.url, "records": self.records}

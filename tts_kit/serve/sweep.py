@@ -61,8 +61,7 @@ class ServingSweepResult:
             >>> r.table().splitlines()[-2:]
             ['failed:', '  workers x1, default thread(s), lean, resident: the server did not start']
         """
-        text = rk.table(self.records, [k for k in keys
-                                            if any(k in r for r in self.records)])
+        text = rk.table(self.records, [k for k in keys if any(k in r for r in self.records)])
         failed = [f"  {describe(r)}: {r['error']}" for r in self.records
                   if r.get("status") == "error" and r.get("error")]
         return "\n".join([text, "failed:", *failed]) if failed else text
