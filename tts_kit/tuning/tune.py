@@ -323,10 +323,6 @@ class SweepResult:
         """`format_table` of the records."""
         return format_table(self.records)
 
-    def front(self) -> list[dict[str, Any]]:
-        """The records on the Pareto front, fastest first."""
-        return sorted((r for r in self.records if r.get("pareto")), key=lambda r: r[rk.P50_MS])
-
     def recommend(self, budget_mb: float | None) -> tuple[dict[str, Any] | None, str]:
         """The configuration to use within ``budget_mb`` (None: no budget), and why
         (`tts_kit.tuning.verdict.pick`); ``(None, reason)`` when nothing fits.
