@@ -462,7 +462,7 @@ def test_the_article_pattern_runs_the_official_package_per_request(tiny_bundle_d
     supertonic = pytest.importorskip("supertonic")
     from lab.backends import article_synthesize
 
-    from tts_kit.serve.body import request_params
+    from tts_kit.serve.app import request_params
     from tts_kit.serve.worker import WorkerConfig
     from tts_kit.text import normalize
 

@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from tts_kit.tuning import contention
+from tts_kit.tuning.records import RECORD_KEYS
 from tts_kit.tuning.tune import (
-    RECORD_KEYS,
     SweepResult,
     format_table,
     mark_pareto,
@@ -102,7 +102,6 @@ def test_the_recommendation_respects_the_budget_on_any_records():
     assert result.recommend(400)[0]["preset"] == "mid"
     assert result.recommend(None)[0]["preset"] == "fast"
     assert result.recommend(299)[0] is None
-    assert [r["preset"] for r in result.front()] == ["fast", "mid"]
 
 
 def test_equally_fast_configurations_are_settled_by_peak_rss():

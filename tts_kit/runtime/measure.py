@@ -13,8 +13,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import json
 import math
 import multiprocessing as mp
 import os
@@ -29,11 +27,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import psutil
+
 from tts_kit.core import procfacts
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.procfacts import CPUS_ENV
 from tts_kit.core.settings import settings as current_settings
-from tts_kit.runtime._proctree import ProcTree
 
 # Guards os.environ and sys.modules['__main__'] while a child is spawned (`_spawn_scope`).
 _SPAWN_LOCK = threading.Lock()
@@ -43,6 +42,120 @@ _EXIT_GRACE_S = 10.0
 _PSS_EVERY_S = 0.1
 # prctl(2) option: orphaned descendants are reparented to this process, not to init.
 _PR_SET_CHILD_SUBREAPER = 36
+
+
+class _ProcTree:
+    """The child and every process it started, sampled and killed together; kept as
+    ``psutil.Process`` once seen, so a recycled pid is never signalled."""
+
+    #: Seconds between two listings in `sample` (at every 10 ms a quarter of a core).
+    LIST_EVERY_S = 0.1
+
+    def __init__(self, proc: Any):
+        self.proc = proc
+        self.pid: int = proc.pid
+        self.seen: dict[int, psutil.Process] = {}
+        self.start_time: float | None = None
+        self._listed: list[psutil.Process] = []
+        self._listed_at = -math.inf
+
+    def members(self) -> list[psutil.Process]:
+        """The child (first) and its live descendants now; [] once the child is gone."""
+        try:
+            root = self.seen.get(self.pid) or psutil.Process(self.pid)
+            self.start_time = self.start_time or root.create_time()
+            procs = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            return []
+        for p in procs:
+            self.seen.setdefault(p.pid, p)
+        return procs
+
+    def sample(self, pss: bool) -> tuple[float | None, float | None, int]:
+        """(summed RSS, summed PSS or None, processes) of the tree; RSS None once gone."""
+        now = time.monotonic()
+        if not self._listed or now - self._listed_at >= self.LIST_EVERY_S:
+            self._listed, self._listed_at = self.members(), now
+        procs = self._listed
+        rss_total, pss_total, n = 0.0, 0.0 if pss else None, 0
+        for i, p in enumerate(procs):
+            rss = procfacts.rss_mb(p.pid)
+            if rss is None:  # exited (or a zombie) between the listing and the read
+                if i == 0:
+                    return None, None, 0
+                continue
+            rss_total += rss
+            n += 1
+            if pss_total is not None:
+                value = procfacts.pss_mb(p.pid)
+                pss_total = None if value is None else pss_total + value
+        return (rss_total if n else None), pss_total, n
+
+    def _listing(self, alive: bool) -> dict[int, psutil.Process]:
+        """Every process of the tree seen so far or now and of its group, but the child."""
+        if alive:
+            self.members()
+        found = {p.pid: p for p in self.seen.values() if p.pid != self.pid}
+        if hasattr(os, "getpgid"):
+            for p in self._group():
+                if p.pid != self.pid:
+                    found.setdefault(p.pid, p)
+        return found
+
+    def _group(self) -> list[psutil.Process]:
+        """Processes in the child's own process group (an orphan that escaped the tree)."""
+        out = []
+        for p in psutil.process_iter():
+            try:
+                if (p.pid != os.getpid() and os.getpgid(p.pid) == self.pid
+                        and (self.start_time is None or p.create_time() >= self.start_time)):
+                    out.append(p)
+            except (psutil.Error, OSError):
+                continue
+        return out
+
+    def kill(self, root: bool) -> None:
+        """SIGKILL every descendant (then the child when ``root``), stopped first until a
+        listing finds nobody new; wait briefly."""
+        alive = self.proc.exitcode is None and self.proc.is_alive()
+        if root and alive:
+            try:
+                _signal(self.seen.get(self.pid) or psutil.Process(self.pid), stop=True)
+            except psutil.Error:  # gone already
+                pass
+        victims: dict[int, psutil.Process] = {}
+        for _ in range(20):
+            new = {pid: p for pid, p in self._listing(alive).items() if pid not in victims}
+            for p in new.values():
+                _signal(p, stop=True)
+            victims.update(new)
+            if not new:
+                break
+        # Descendants first: a parent killed first would orphan them to init mid-listing.
+        for p in victims.values():
+            _signal(p, stop=False)
+        if root and self.proc.is_alive():
+            self.proc.kill()
+        # Until each is dead or a zombie (its memory is freed; its reaping is its parent's).
+        deadline = time.time() + 2.0
+        while any(not _dead(p) for p in victims.values()) and time.time() < deadline:
+            time.sleep(0.01)
+        self.seen = {self.pid: self.seen[self.pid]} if self.pid in self.seen else {}
+
+
+def _signal(proc: psutil.Process, stop: bool) -> None:
+    """SIGSTOP (``stop``) or SIGKILL ``proc``, if it is still there."""
+    try:
+        proc.suspend() if stop else proc.kill()
+    except psutil.Error:
+        pass
+
+
+def _dead(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return True
 
 
 @dataclass
@@ -77,57 +190,6 @@ class Measurement:
     def ok(self) -> bool:
         """True when ``fn`` returned normally."""
         return self.status == "ok"
-
-    @property
-    def work_rss_mb(self) -> float:
-        """``peak_rss_mb - baseline_rss_mb``: the memory the work itself added."""
-        return self.peak_rss_mb - self.baseline_rss_mb
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dict (NaN becomes None; a non-JSON result becomes its ``repr``).
-
-        Example:
-            >>> Measurement(status="ok", result=3).to_dict()["result"]
-            3
-        """
-        out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if f.name in ("timeline", "events"):
-                value = [list(item) for item in value]
-            elif f.name == "result":
-                try:
-                    json.dumps(value, allow_nan=False)
-                except (TypeError, ValueError):
-                    value = repr(value)
-            elif isinstance(value, float) and math.isnan(value):
-                value = None
-            out[f.name] = value
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Measurement:
-        """Inverse of `to_dict` (None times come back as NaN).
-
-        Example:
-            >>> m = Measurement(status="timeout", wall_s=1.5)
-            >>> Measurement.from_dict(m.to_dict()).wall_s
-            1.5
-        """
-        known = {f.name: f for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise TtsKitError(f"unknown Measurement field(s): {', '.join(unknown)}")
-        kwargs: dict[str, Any] = {}
-        for name, value in data.items():
-            if name == "timeline":
-                value = [(float(t), float(r)) for t, r in value]
-            elif name == "events":
-                value = [(float(t), str(n)) for t, n in value]
-            elif value is None and known[name].default is math.nan:
-                value = math.nan
-            kwargs[name] = value
-        return cls(**kwargs)
 
 
 def run_isolated(
@@ -187,7 +249,7 @@ def run_isolated(
         t0 = time.time()
         proc.start()
     send_conn.close()  # so a dead child reads as EOF instead of a silent pipe
-    tree = ProcTree(proc)
+    tree = _ProcTree(proc)
     try:
         w = _Watcher(proc, recv_conn, t0, Measurement(cpus=cpus, mem_budget_mb=mem_budget_mb),
                      tree)
@@ -256,7 +318,7 @@ def _signal_name(num: int) -> str:
 class _Watcher:
     """Parent side of one child: its messages, the tree's samples, budget and timeout."""
 
-    def __init__(self, proc: Any, conn: Any, t0: float, m: Measurement, tree: ProcTree):
+    def __init__(self, proc: Any, conn: Any, t0: float, m: Measurement, tree: _ProcTree):
         self.proc, self.conn, self.t0, self.m, self.tree = proc, conn, t0, m, tree
         self.done: dict[str, Any] | None = None
         self.eof = False

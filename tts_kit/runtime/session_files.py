@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import inspect
 import math
 import os
 import re
@@ -13,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +28,6 @@ from tts_kit.core.settings import Settings
 from tts_kit.core.settings import settings as current_settings
 from tts_kit.runtime.policy import LoadPolicy
 
-# Large graphs are converted in a child, so their parse (2-3x the file) stays out of this
-# heap; small ones in-process when onnx is already imported (importing it costs as much).
-_EXTERNALIZE = """
-import sys, onnx
-model = onnx.load(sys.argv[1])
-onnx.save_model(model, sys.argv[2], save_as_external_data=True, all_tensors_to_one_file=True,
-                location=sys.argv[3], size_threshold=1024)
-"""
 #: Graphs up to this size are converted to external data in-process.
 INPROCESS_CONVERT_BYTES = 16 * 2**20
 #: Default bound of the external-data cache, in MB (``$TTS_KIT_EXTERNAL_CACHE_MB``).
@@ -154,18 +148,26 @@ def _cached_copy(src: Path, key: str, root: Path, write: Any) -> Path:
     return out
 
 
+def _externalize(src: str, out: str, data: str) -> None:
+    import onnx
+
+    onnx.save_model(onnx.load(src), out, save_as_external_data=True,
+                    all_tensors_to_one_file=True, location=data, size_threshold=1024)
+
+
 def _write_external(src: Path, work: Path) -> None:
     args = [str(src), str(work / src.name), f"{src.name}.data"]
     if src.stat().st_size <= INPROCESS_CONVERT_BYTES and "onnx" in sys.modules:
-        import onnx
-
-        onnx.save_model(onnx.load(args[0]), args[1], save_as_external_data=True,
-                        all_tensors_to_one_file=True, location=args[2], size_threshold=1024)
-        return
-    _child(_EXTERNALIZE, args, f"{src}: could not write an external-data copy")
+        _externalize(*args)  # importing onnx in-process would cost as much as the child
+    else:
+        _in_child(_externalize, args, f"{src}: could not write an external-data copy")
 
 
-def _child(script: str, args: list[str], what: str) -> None:
+def _in_child(convert: Callable[..., None], args: list[str], what: str) -> None:
+    """``convert(*args)`` in a child Python, so a large graph's parse (2-3x the file) stays
+    out of this heap; ``convert`` imports what it needs beyond ``ort``."""
+    script = (f"import sys\nimport onnxruntime as ort\n{inspect.getsource(convert)}\n"
+              f"{convert.__name__}(*sys.argv[1:])")
     proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
@@ -199,21 +201,6 @@ def external_copy(path: str | os.PathLike[str], cache_dir: str | os.PathLike[str
     return _cached_copy(src, _content_key(src), root, _write_external)
 
 
-# ORT optimises the graph and saves it, weights in one external data file; in a child for
-# large graphs, like `_EXTERNALIZE` (`_optimise_here` for small ones).
-_OPTIMISE = """
-import sys, onnxruntime as ort
-so = ort.SessionOptions()
-so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, sys.argv[3])
-so.log_severity_level = 3
-so.optimized_model_filepath = sys.argv[2]
-so.add_session_config_entry("session.optimized_model_external_initializers_file_name",
-                            sys.argv[4])
-so.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes",
-                            "1024")
-so.add_session_config_entry("session.save_external_prepacked_constant_initializers", sys.argv[5])
-ort.InferenceSession(sys.argv[1], so, providers=["CPUExecutionProvider"])
-"""
 #: The file in each optimised copy's directory that says what it was built from.
 OPTIMISED_META = "tts_kit-optimised.json"
 
@@ -271,13 +258,14 @@ def optimised_copy(path: str | os.PathLike[str],
         if src.stat().st_size <= INPROCESS_CONVERT_BYTES:
             _optimise_here(*args)
         else:
-            _child(_OPTIMISE, args, f"{src}: could not write an optimised copy")
+            _in_child(_optimise_here, args, f"{src}: could not write an optimised copy")
         (work / OPTIMISED_META).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
 
     return _cached_copy(src, key, root, write)
 
 
 def _optimise_here(src: str, out: str, level: str, data: str, prepacked: str) -> None:
+    """ORT optimises the graph at ``src`` and saves it to ``out``, weights in ``data``."""
     so = ort.SessionOptions()
     so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
     so.log_severity_level = 3

@@ -7,10 +7,9 @@ per option; `PRESETS` are the shipped ones. A thread count of ``"cores"`` resolv
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import onnxruntime as ort
@@ -157,13 +156,11 @@ class SessionPreset:
             value = getattr(self, fname)
             if isinstance(value, bool) or (isinstance(value, int) and value < 0):
                 raise TtsKitError(f"{head}: {fname} must be >= 0, got {value!r}")
-        if self.execution_mode is not None and self.execution_mode not in _EXECUTION_MODES:
-            raise TtsKitError(f"{head}: execution_mode {self.execution_mode!r}; "
-                              f"use one of {sorted(_EXECUTION_MODES)}")
-        level = self.graph_optimization_level
-        if level is not None and level not in _OPT_LEVELS:
-            raise TtsKitError(f"{head}: graph_optimization_level {level!r}; "
-                              f"use one of {list(_OPT_LEVELS)}")
+        for fname, allowed in (("execution_mode", _EXECUTION_MODES),
+                               ("graph_optimization_level", _OPT_LEVELS)):
+            value = getattr(self, fname)
+            if value is not None and value not in allowed:
+                raise TtsKitError(f"{head}: {fname} {value!r}; use one of {list(allowed)}")
         # ORT wants strings; "1"/"0" rather than Python's "True"/"False".
         self.config_entries = {str(k): ("1" if v else "0") if isinstance(v, bool) else str(v)
                                for k, v in self.config_entries.items()}
@@ -319,15 +316,6 @@ class SessionPreset:
             raise TtsKitError(f"unknown SessionPreset field(s): {', '.join(unknown)}")
         return cls(**data)
 
-    def save(self, path: str | Path) -> None:
-        """Write the preset as JSON."""
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
-
-    @classmethod
-    def load(cls, path: str | Path) -> SessionPreset:
-        """Read a preset written by `save`."""
-        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
-
 
 _SPIN_OFF = "spinning threads burn CPU between operators; on a small shared box that CPU is the"
 _PRESET_LIST = [
@@ -429,4 +417,4 @@ def get_preset(name: str | SessionPreset) -> SessionPreset:
         return name
     if name not in PRESETS:
         raise TtsKitError(f"unknown session preset '{name}'; choose one of: {', '.join(PRESETS)}")
-    return SessionPreset.from_dict(PRESETS[name].to_dict())
+    return copy.deepcopy(PRESETS[name])

@@ -23,29 +23,13 @@ from typing import Any
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textsafe import term_safe
-from tts_kit.tuning.records import (
-    AUDIO_RATE,
-    CPU_PERCENT,
-    LATENCIES_MS,
-    P50_MS,
-    P95_MS,
-    P99_MS,
-    POOL_PSS_MB,
-    POOL_RSS_MB,
-    RPS,
-    TTFA_MS,
-    TTFA_P50_MS,
-    TTFA_P95_MS,
-    TTFA_P99_MS,
-    WALL_S,
-)
-from tts_kit.tuning.records import table as records_table
+from tts_kit.tuning import records as rk
 
 #: The table of a load test (`tts_kit.tuning.records` keys).
 LOAD_KEYS: tuple[str, ...] = (
     "mode", "concurrency", "rate", "requests", "ok", "errors", "timeouts", "rejected",
-    RPS, AUDIO_RATE, TTFA_P50_MS, TTFA_P95_MS, TTFA_P99_MS, P50_MS, P95_MS,
-    P99_MS, CPU_PERCENT, POOL_RSS_MB, POOL_PSS_MB,
+    rk.RPS, rk.AUDIO_RATE, rk.TTFA_P50_MS, rk.TTFA_P95_MS, rk.TTFA_P99_MS, rk.P50_MS, rk.P95_MS,
+    rk.P99_MS, rk.CPU_PERCENT, rk.POOL_RSS_MB, rk.POOL_PSS_MB,
 )
 #: The server's counter of the CPU its /metrics scrapes cost (`tts_kit.serve.metrics`).
 SCRAPE_CPU_KEY = "tts_kit_metrics_scrape_cpu_seconds_total"
@@ -172,8 +156,7 @@ class LoadResult:
 
     def table(self, keys: Sequence[str] = LOAD_KEYS) -> str:
         """The levels as a text table."""
-        return records_table(self.records, [k for k in keys
-                                            if any(k in r for r in self.records)])
+        return rk.table(self.records, [k for k in keys if any(k in r for r in self.records)])
 
     def to_dict(self) -> dict[str, Any]:
         return {"url": self.url, "records": self.records}
@@ -279,10 +262,10 @@ def _summary(outcomes: list[Outcome], wall_s: float, samples: list[dict[str, flo
         "errors": sum(o.kind == "error" for o in outcomes),
         "timeouts": sum(o.kind == "timeout" for o in outcomes),
         "rejected": sum(o.kind == "rejected" for o in outcomes),
-        RPS: len(ok) / wall_s if wall_s > 0 else None,
-        AUDIO_RATE: sum(o.audio_s for o in ok) / wall_s if wall_s > 0 else None,
-        WALL_S: wall_s,
-        LATENCIES_MS: lat, TTFA_MS: ttfa,
+        rk.RPS: len(ok) / wall_s if wall_s > 0 else None,
+        rk.AUDIO_RATE: sum(o.audio_s for o in ok) / wall_s if wall_s > 0 else None,
+        rk.WALL_S: wall_s,
+        rk.LATENCIES_MS: lat, rk.TTFA_MS: ttfa,
         "reason": next((o.reason for o in outcomes if o.reason), None),
     }
     for q in (50, 95, 99):
@@ -294,13 +277,13 @@ def _summary(outcomes: list[Outcome], wall_s: float, samples: list[dict[str, flo
         # Our own scrapes' cost is the load tester's, not the serving's: taken out.
         used = cpu1[cpu_key] - cpu0[cpu_key] - (
             cpu1.get(SCRAPE_CPU_KEY, 0.0) - cpu0.get(SCRAPE_CPU_KEY, 0.0))
-        rec[CPU_PERCENT] = 100 * used / span if span > 0 else None
+        rec[rk.CPU_PERCENT] = 100 * used / span if span > 0 else None
     else:
-        rec[CPU_PERCENT] = None
+        rec[rk.CPU_PERCENT] = None
     pss = [s["tts_kit_pool_pss_bytes"] / 2**20 for s in samples if "tts_kit_pool_pss_bytes" in s]
     rss = [s["tts_kit_pool_rss_bytes"] / 2**20 for s in samples if "tts_kit_pool_rss_bytes" in s]
-    rec[POOL_PSS_MB] = max(pss) if pss else None
-    rec[POOL_RSS_MB] = max(rss) if rss else None
+    rec[rk.POOL_PSS_MB] = max(pss) if pss else None
+    rec[rk.POOL_RSS_MB] = max(rss) if rss else None
     t0 = samples[0]["t"] if samples else 0.0
     rec["timeline"] = [[round(s["t"] - t0, 3), s.get("tts_kit_pool_rss_bytes", 0) / 2**20,
                         s.get("tts_kit_pool_pss_bytes", 0) / 2**20] for s in samples]

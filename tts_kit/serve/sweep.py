@@ -13,18 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tts_kit.serve.loadtest import DEFAULT_TEXT, LoadSpec, run_load
-from tts_kit.tuning.records import (
-    AUDIO_PER_CPU_S,
-    AUDIO_RATE,
-    CPU_PERCENT,
-    P50_MS,
-    P95_MS,
-    POOL_PSS_MB,
-    POOL_RSS_MB,
-    RPS,
-    TTFA_P95_MS,
-)
-from tts_kit.tuning.records import table as records_table
+from tts_kit.tuning import records as rk
 
 if TYPE_CHECKING:
     from tts_kit.serve.config import ServeConfig
@@ -32,9 +21,8 @@ if TYPE_CHECKING:
 #: The sweep's table (`tts_kit.tuning.records` keys).
 SWEEP_KEYS: tuple[str, ...] = (
     "architecture", "workers", "threads", "preset", "loading", "concurrency",
-    "status", "ok", "errors", "timeouts", "rejected", RPS, AUDIO_RATE, AUDIO_PER_CPU_S,
-    TTFA_P95_MS, P50_MS,
-    P95_MS, CPU_PERCENT, POOL_RSS_MB, POOL_PSS_MB, "meets",
+    "status", "ok", "errors", "timeouts", "rejected", rk.RPS, rk.AUDIO_RATE, rk.AUDIO_PER_CPU_S,
+    rk.TTFA_P95_MS, rk.P50_MS, rk.P95_MS, rk.CPU_PERCENT, rk.POOL_RSS_MB, rk.POOL_PSS_MB, "meets",
 )
 
 #: Relative throughput within which two worker counts are equally fast.
@@ -73,8 +61,7 @@ class ServingSweepResult:
             >>> r.table().splitlines()[-2:]
             ['failed:', '  workers x1, default thread(s), lean, resident: the server did not start']
         """
-        text = records_table(self.records, [k for k in keys
-                                            if any(k in r for r in self.records)])
+        text = rk.table(self.records, [k for k in keys if any(k in r for r in self.records)])
         failed = [f"  {describe(r)}: {r['error']}" for r in self.records
                   if r.get("status") == "error" and r.get("error")]
         return "\n".join([text, "failed:", *failed]) if failed else text
@@ -92,9 +79,9 @@ class ServingSweepResult:
 
         def meets(r: dict[str, Any]) -> bool:
             return (r.get("status") == "ok" and not r.get("errors") and not r.get("timeouts")
-                    and r.get(P95_MS) is not None and r.get(RPS)
-                    and (p95_target_ms is None or r[P95_MS] <= p95_target_ms)
-                    and (mem_budget_mb is None or (r.get(POOL_PSS_MB) or 0) <= mem_budget_mb))
+                    and r.get(rk.P95_MS) is not None and r.get(rk.RPS)
+                    and (p95_target_ms is None or r[rk.P95_MS] <= p95_target_ms)
+                    and (mem_budget_mb is None or (r.get(rk.POOL_PSS_MB) or 0) <= mem_budget_mb))
 
         for r in self.records:
             r["meets"] = bool(meets(r)) if r.get("concurrency") == level else None
@@ -103,24 +90,24 @@ class ServingSweepResult:
         budget = f"PSS <= {mem_budget_mb:.0f} MB" if mem_budget_mb is not None else "any memory"
         good = [r for r in pool if r["meets"]]
         if not good:
-            ok = [r for r in pool if r.get("status") == "ok" and r.get(P95_MS) is not None]
+            ok = [r for r in pool if r.get("status") == "ok" and r.get(rk.P95_MS) is not None]
             if not ok:
                 return None, f"no configuration finished at concurrency {level}"
-            near = min(ok, key=lambda r: r[P95_MS])
+            near = min(ok, key=lambda r: r[rk.P95_MS])
             return None, (f"no configuration meets {target} with {budget} at concurrency "
                           f"{level}; the lowest p95 was {describe(near)}: "
-                          f"{near[P95_MS]:.0f} ms, PSS {near.get(POOL_PSS_MB) or 0:.0f} MB"
+                          f"{near[rk.P95_MS]:.0f} ms, PSS {near.get(rk.POOL_PSS_MB) or 0:.0f} MB"
                           f", {near.get('errors', 0)} error(s), {near.get('timeouts', 0)} "
                           "timeout(s)")
-        fastest = max(r[RPS] for r in good)
-        tied = [r for r in good if r[RPS] >= fastest * (1 - TIE_REL)]
-        best = min(tied, key=lambda r: r.get(POOL_PSS_MB) or 0.0)
+        fastest = max(r[rk.RPS] for r in good)
+        tied = [r for r in good if r[rk.RPS] >= fastest * (1 - TIE_REL)]
+        best = min(tied, key=lambda r: r.get(rk.POOL_PSS_MB) or 0.0)
         why = ("the highest throughput" if len(tied) == 1 else
                f"the smallest PSS of {len(tied)} within {TIE_REL:.0%} of the highest throughput")
-        return best, (f"{describe(best)}: {best[RPS]:.2f} req/s at concurrency {level}, "
-                      f"p95 {best[P95_MS]:.0f} ms, time to first audio p95 "
-                      f"{best.get(TTFA_P95_MS) or 0:.0f} ms, PSS "
-                      f"{best.get(POOL_PSS_MB) or 0:.0f} MB; {why} of the {len(good)} of "
+        return best, (f"{describe(best)}: {best[rk.RPS]:.2f} req/s at concurrency {level}, "
+                      f"p95 {best[rk.P95_MS]:.0f} ms, time to first audio p95 "
+                      f"{best.get(rk.TTFA_P95_MS) or 0:.0f} ms, PSS "
+                      f"{best.get(rk.POOL_PSS_MB) or 0:.0f} MB; {why} of the {len(good)} of "
                       f"{len(pool)} configurations that meet {target} with {budget}")
 
     def to_dict(self) -> dict[str, Any]:
@@ -206,9 +193,9 @@ def serving_sweep(model: str | None, spec: ServingSweepSpec | None = None, *,
                                    "error": str(exc).splitlines()[0][:300]})
             continue
         for rec in load.records:
-            rate, cpu = rec.get(AUDIO_RATE), rec.get(CPU_PERCENT)
+            rate, cpu = rec.get(rk.AUDIO_RATE), rec.get(rk.CPU_PERCENT)
             per_cpu = rate / (cpu / 100) if rate and cpu else None
-            result.records.append({**config, "status": "ok", **rec, AUDIO_PER_CPU_S: per_cpu})
+            result.records.append({**config, "status": "ok", **rec, rk.AUDIO_PER_CPU_S: per_cpu})
     result.recommend(spec.p95_target_ms, spec.mem_budget_mb)
     return result
 

@@ -31,7 +31,7 @@ from tts_kit.core.errors import BundleError, TtsKitError
 from tts_kit.core.settings import settings as current_settings
 from tts_kit.runtime.devices import environment
 from tts_kit.tuning import tune
-from tts_kit.tuning.records import RECORD_KEYS
+from tts_kit.tuning.spread import error_record
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -286,25 +286,6 @@ def _where() -> tuple[str, str]:
         return str(get_worker().address), host
     except (ImportError, ValueError):
         return host, host
-
-
-def error_record(preset: Any, workload: Any, error: str, **config: Any) -> dict[str, Any]:
-    """A trial record with status ``error`` and the configuration filled in.
-
-    Example:
-        >>> from tts_kit.tuning.workload import Workload
-        >>> rec = error_record("lean", Workload(steps=2), "worker x: no model", cpus=1)
-        >>> rec["status"], rec["preset"], rec["steps"], rec["cpus"]
-        ('error', 'lean', 2, 1)
-    """
-    rec: dict[str, Any] = {k: None for k in RECORD_KEYS}
-    rec.update(preset=getattr(preset, "name", preset), steps=workload.steps,
-               batch_size=workload.batch_size, repeats=workload.repeats, status="error",
-               error=error, timeline=[], events=[])
-    loading = config.pop("loading", "resident")
-    rec["loading"] = loading if isinstance(loading, str) else getattr(loading, "spec", loading)
-    rec.update({k: v for k, v in config.items() if k in ("cpus", "mem_budget_mb")})
-    return rec
 
 
 def worker_trial(ref: ModelRef, preset: Any, workload: Any, **kwargs: Any) -> dict[str, Any]:

@@ -12,15 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tts_kit.tuning.records import (
-    CORE_SHARE,
-    CPU_WAIT_PERCENT,
-    LATENCIES_MS,
-    LOADAVG_AFTER,
-    LOADAVG_BEFORE,
-    P50_MS,
-    to_number,
-)
+from tts_kit.tuning import records as rk
 from tts_kit.tuning.verdict import BAND_MIN, band, compare, noise
 
 #: Short of its cores: threads waited for one more than this share (%) of their ready time,
@@ -47,7 +39,7 @@ def _span(values: Sequence[float], fmt: str = ".0f") -> str:
 
 
 def _figures(recs: Sequence[Mapping[str, Any]], key: str) -> list[float]:
-    return [float(r[key]) for r in recs if to_number(r.get(key)) is not None]
+    return [float(r[key]) for r in recs if rk.to_number(r.get(key)) is not None]
 
 
 def short_of_cores(rec: Mapping[str, Any]) -> bool:
@@ -65,7 +57,7 @@ def short_of_cores(rec: Mapping[str, Any]) -> bool:
     """
     if not _ok(rec):
         return False
-    wait, share = to_number(rec.get(CPU_WAIT_PERCENT)), to_number(rec.get(CORE_SHARE))
+    wait, share = rk.to_number(rec.get(rk.CPU_WAIT_PERCENT)), rk.to_number(rec.get(rk.CORE_SHARE))
     if wait is not None:
         return wait > WAIT_LIMIT and (share is None or share < SHORT_SHARE)
     return share is not None and share < SHARE_LIMIT
@@ -88,8 +80,8 @@ def unsteady(rec: Mapping[str, Any]) -> bool:
 
 def _calls(rec: Mapping[str, Any]) -> list[float]:
     """A record's steady calls (ms), the positive finite ones."""
-    raw = rec.get(LATENCIES_MS)
-    vals = [to_number(x) for x in raw] if isinstance(raw, Sequence) else []
+    raw = rec.get(rk.LATENCIES_MS)
+    vals = [rk.to_number(x) for x in raw] if isinstance(raw, Sequence) else []
     return [float(x) for x in vals if x is not None and x > 0]
 
 
@@ -100,7 +92,7 @@ def own_load(records: Sequence[Mapping[str, Any]]) -> float:
         >>> own_load([{"cpus": 1, "threads": 2}, {"cpus": 2, "threads": None}])
         3.0
     """
-    most = max((max(to_number(r.get("cpus")) or 1, to_number(r.get("threads")) or 0)
+    most = max((max(rk.to_number(r.get("cpus")) or 1, rk.to_number(r.get("threads")) or 0)
                 for r in records), default=1)
     return float(most) + 1.0
 
@@ -166,7 +158,8 @@ class Contention:
         """
         out = []
         if self.short:
-            share, wait = _figures(self.short, CORE_SHARE), _figures(self.short, CPU_WAIT_PERCENT)
+            share = _figures(self.short, rk.CORE_SHARE)
+            wait = _figures(self.short, rk.CPU_WAIT_PERCENT)
             text = f"{len(self.short)} of {self.trials} trials got "
             text += f"{_span(share)} % of their cores" if share else "too little of their cores"
             if wait:
@@ -188,7 +181,7 @@ class Contention:
         """  # noqa: E501
         out = []
         if self.unsteady:
-            ratios = [max(r[LATENCIES_MS]) / min(r[LATENCIES_MS]) for r in self.unsteady]
+            ratios = [max(r[rk.LATENCIES_MS]) / min(r[rk.LATENCIES_MS]) for r in self.unsteady]
             out.append(f"{len(self.unsteady)} of {self.trials} trials disagreed with "
                        f"themselves (slowest call {_span(ratios, '.1f')}x the fastest of "
                        "the same batch)")
@@ -278,22 +271,21 @@ def assess(
     ``records`` were measured; ``again``: the ``pick`` measured again (the A/A check).
 
     Example:
-        >>> from tts_kit.tuning.records import P50_MS
-        >>> pick = {"status": "ok", P50_MS: 100.0}
-        >>> assess([pick], pick, {"status": "ok", P50_MS: 180.0}).remeasure
+        >>> pick = {"status": "ok", rk.P50_MS: 100.0}
+        >>> assess([pick], pick, {"status": "ok", rk.P50_MS: 180.0}).remeasure
         (100.0, 180.0)
-        >>> assess([pick], pick, {"status": "ok", P50_MS: 105.0}).provisional
+        >>> assess([pick], pick, {"status": "ok", rk.P50_MS: 105.0}).provisional
         False
     """
     if tie_rel is None:
         tie_rel = band(records)
     ok = [dict(r) for r in records if _ok(r)]
-    loads = [float(v) for r in ok for v in (r.get(LOADAVG_BEFORE), r.get(LOADAVG_AFTER))
-             if to_number(v) is not None]
+    loads = [float(v) for r in ok for v in (r.get(rk.LOADAVG_BEFORE), r.get(rk.LOADAVG_AFTER))
+             if rk.to_number(v) is not None]
     remeasure = calls = None
     if _ok(pick) and _ok(again):
-        a, b = to_number(pick.get(P50_MS)), to_number(again.get(P50_MS))
-        aa = compare(again, pick, P50_MS, tie_rel, noise(ok))  # one configuration, twice
+        a, b = rk.to_number(pick.get(rk.P50_MS)), rk.to_number(again.get(rk.P50_MS))
+        aa = compare(again, pick, rk.P50_MS, tie_rel, noise(ok))  # one configuration, twice
         if a and b is not None and aa is not None and aa.word != "tied":
             remeasure = (a, b)
             a_calls, b_calls = _calls(pick), _calls(again)
@@ -303,5 +295,5 @@ def assess(
         trials=len(ok), short=[r for r in ok if short_of_cores(r)],
         unsteady=[r for r in ok if unsteady(r)], remeasure=remeasure, remeasure_calls=calls,
         tie_rel=tie_rel, load=(min(loads), max(loads)) if loads else None, cores=cores,
-        own_load=own_load(ok), waits=_figures(ok, CPU_WAIT_PERCENT),
-        shares=_figures(ok, CORE_SHARE))
+        own_load=own_load(ok), waits=_figures(ok, rk.CPU_WAIT_PERCENT),
+        shares=_figures(ok, rk.CORE_SHARE))

@@ -168,9 +168,7 @@ def label(key: str) -> str:
         ('peak RSS (MB)', 'RTF', 'snr_db')
     """
     c = COLUMNS.get(key)
-    if c is None:
-        return key
-    return f"{c.label} ({c.unit})" if c.unit else c.label
+    return key if c is None else f"{c.label} ({c.unit})" if c.unit else c.label
 
 
 def heading(key: str) -> str:
@@ -181,10 +179,7 @@ def heading(key: str) -> str:
         ('CPU %', 'bs', 'other')
     """
     c = COLUMNS.get(key)
-    if c is None:
-        return key
-    short = c.short or c.label
-    return f"{short} {c.unit}" if c.unit else short
+    return key if c is None else " ".join(filter(None, (c.short or c.label, c.unit)))
 
 
 def to_number(value: Any) -> float | None:
@@ -262,14 +257,11 @@ def frame(records: Iterable[Mapping[str, Any]], keys: Sequence[str] = FRAME_KEYS
         fmt = COLUMNS[key].fmt if key in COLUMNS else ""
         if key == "pareto":
             data[heading(key)] = ["*" if v else "" for v in values]
-        elif fmt == ".0f":
-            data[heading(key)] = pd.array([None if to_number(v) is None else round(float(v))
-                                           for v in values], dtype="Int64")
-        elif fmt.endswith("f"):
+        elif fmt.endswith("f"):  # rounded as shown: ".0f" as whole numbers
             digits = int(fmt[1:-1])
-            data[heading(key)] = pd.array([None if to_number(v) is None
-                                           else round(float(v), digits) for v in values],
-                                          dtype="Float64")
+            rounded = [None if to_number(v) is None else round(float(v), digits or None)
+                       for v in values]
+            data[heading(key)] = pd.array(rounded, dtype="Float64" if digits else "Int64")
         else:
             data[heading(key)] = values
     return pd.DataFrame(data)

@@ -14,40 +14,17 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tts_kit.core.errors import TtsKitError
-from tts_kit.tuning.records import (
-    AUDIO_S,
-    CONFIG_KEYS,
-    LATENCIES_MS,
-    LOAD_PEAK_RSS_MB,
-    LOADAVG_AFTER,
-    P50_MAX_MS,
-    P50_MIN_MS,
-    P50_MS,
-    P95_MS,
-    PEAK_RSS_MAX_MB,
-    PEAK_RSS_MB,
-    PEAK_RSS_MIN_MB,
-    RECORD_KEYS,
-    REPEATS,
-    ROUND_LATENCIES_MS,
-    ROUND_PEAK_RSS_MB,
-    ROUNDS,
-    RTF,
-    RUN_PEAK_RSS_MB,
-    STATUS,
-    WALL_S,
-    to_number,
-)
+from tts_kit.tuning import records as rk
 
 #: Rounds a sweep measures each configuration in, by default.
 DEFAULT_ROUNDS = 2
 #: The figures that carry a spread: key -> (its lowest round's key, its highest round's).
 SPREAD_KEYS: dict[str, tuple[str, str]] = {
-    P50_MS: (P50_MIN_MS, P50_MAX_MS),
-    PEAK_RSS_MB: (PEAK_RSS_MIN_MB, PEAK_RSS_MAX_MB),
+    rk.P50_MS: (rk.P50_MIN_MS, rk.P50_MAX_MS),
+    rk.PEAK_RSS_MB: (rk.PEAK_RSS_MIN_MB, rk.PEAK_RSS_MAX_MB),
 }
 #: Merged as the highest round's (a budget must hold for the hungriest round).
-_HIGHEST = (PEAK_RSS_MB, LOAD_PEAK_RSS_MB, RUN_PEAK_RSS_MB)
+_HIGHEST = (rk.PEAK_RSS_MB, rk.LOAD_PEAK_RSS_MB, rk.RUN_PEAK_RSS_MB)
 #: Taken from the first round as they are; ``loadavg_after`` comes from the last.
 _FIRST = ("prep_s", "prep_peak_rss_mb", "threads", "stage_load_s", "stage_costs_mb",
           "timeline", "events", "machine", "worker", "loadavg_before")
@@ -69,7 +46,7 @@ def split_repeats(repeats: int, rounds: int) -> list[int]:
 
 
 def _median(values: list[Any]) -> float | None:
-    nums = [v for v in (to_number(x) for x in values) if v is not None]
+    nums = [v for v in (rk.to_number(x) for x in values) if v is not None]
     return statistics.median(nums) if nums else None
 
 
@@ -79,45 +56,45 @@ def merge_rounds(rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     round that did not finish is the merged record (the configuration did not hold).
 
     Example:
-        >>> merge_rounds([{"status": "ok", P50_MS: 5.0}, {"status": "oom"}])["status"]
+        >>> merge_rounds([{"status": "ok", rk.P50_MS: 5.0}, {"status": "oom"}])["status"]
         'oom'
     """
     import numpy as np
 
     if not rounds:
         raise TtsKitError("merge_rounds needs at least one round")
-    failed = next((r for r in rounds if r.get(STATUS) != "ok"), None)
+    failed = next((r for r in rounds if r.get(rk.STATUS) != "ok"), None)
     if failed is not None or len(rounds) == 1:
         out = dict(failed if failed is not None else rounds[0])
-        out[ROUNDS] = len(rounds)
+        out[rk.ROUNDS] = len(rounds)
         return out
     out = dict(rounds[0])
     for key, value in rounds[0].items():
-        if key in _FIRST or key in CONFIG_KEYS or to_number(value) is None:
+        if key in _FIRST or key in rk.CONFIG_KEYS or rk.to_number(value) is None:
             continue
         values = [r.get(key) for r in rounds]
-        nums = [v for v in (to_number(x) for x in values) if v is not None]
+        nums = [v for v in (rk.to_number(x) for x in values) if v is not None]
         if key in _HIGHEST:
             out[key] = max(nums)
-        elif key in (REPEATS, WALL_S):
-            out[key] = sum(nums) if key == WALL_S else int(sum(nums))
+        elif key in (rk.REPEATS, rk.WALL_S):
+            out[key] = sum(nums) if key == rk.WALL_S else int(sum(nums))
         else:
             out[key] = _median(values)
-    out[LOADAVG_AFTER] = rounds[-1].get(LOADAVG_AFTER)
-    lat = [x for r in rounds for x in (r.get(LATENCIES_MS) or [])]
-    out[LATENCIES_MS] = lat
+    out[rk.LOADAVG_AFTER] = rounds[-1].get(rk.LOADAVG_AFTER)
+    lat = [x for r in rounds for x in (r.get(rk.LATENCIES_MS) or [])]
+    out[rk.LATENCIES_MS] = lat
     if lat:
-        out[P50_MS] = float(statistics.median(lat))
-        out[P95_MS] = float(np.percentile(lat, 95))
-        audio = to_number(out.get(AUDIO_S))
-        out[RTF] = out[P50_MS] / 1000 / audio if audio else out.get(RTF)
+        out[rk.P50_MS] = float(statistics.median(lat))
+        out[rk.P95_MS] = float(np.percentile(lat, 95))
+        audio = rk.to_number(out.get(rk.AUDIO_S))
+        out[rk.RTF] = out[rk.P50_MS] / 1000 / audio if audio else out.get(rk.RTF)
     # Each fresh process's own figures: what `tts_kit.tuning.verdict` resamples.
-    out[ROUND_LATENCIES_MS] = [list(r.get(LATENCIES_MS) or []) for r in rounds]
-    out[ROUND_PEAK_RSS_MB] = [to_number(r.get(PEAK_RSS_MB)) for r in rounds]
+    out[rk.ROUND_LATENCIES_MS] = [list(r.get(rk.LATENCIES_MS) or []) for r in rounds]
+    out[rk.ROUND_PEAK_RSS_MB] = [rk.to_number(r.get(rk.PEAK_RSS_MB)) for r in rounds]
     for key, (lo, hi) in SPREAD_KEYS.items():
-        nums = [v for v in (to_number(r.get(key)) for r in rounds) if v is not None]
+        nums = [v for v in (rk.to_number(r.get(key)) for r in rounds) if v is not None]
         out[lo], out[hi] = (min(nums), max(nums)) if nums else (None, None)
-    out[ROUNDS] = len(rounds)
+    out[rk.ROUNDS] = len(rounds)
     return out
 
 
@@ -125,16 +102,16 @@ def span(record: Mapping[str, Any], key: str) -> tuple[float, float] | None:
     """The (lowest, highest) round of ``key`` (a `SPREAD_KEYS` figure); None when missing.
 
     Example:
-        >>> span({P50_MS: 10.0, P50_MIN_MS: 9.0, P50_MAX_MS: 12.0}, P50_MS)
+        >>> span({rk.P50_MS: 10.0, rk.P50_MIN_MS: 9.0, rk.P50_MAX_MS: 12.0}, rk.P50_MS)
         (9.0, 12.0)
-        >>> span({P50_MS: 10.0}, P50_MS)
+        >>> span({rk.P50_MS: 10.0}, rk.P50_MS)
         (10.0, 10.0)
     """
-    value = to_number(record.get(key))
+    value = rk.to_number(record.get(key))
     if value is None:
         return None
     lo_key, hi_key = SPREAD_KEYS[key]
-    lo, hi = to_number(record.get(lo_key)), to_number(record.get(hi_key))
+    lo, hi = rk.to_number(record.get(lo_key)), rk.to_number(record.get(hi_key))
     if lo is None or hi is None:
         return value, value
     return min(lo, value), max(hi, value)
@@ -144,12 +121,12 @@ def half_range(record: Mapping[str, Any], key: str) -> float | None:
     """Half the rounds' range of ``key``: the ± a table shows (None: one round or missing).
 
     Example:
-        >>> half_range({PEAK_RSS_MB: 540.0, PEAK_RSS_MIN_MB: 500.0,
-        ...             PEAK_RSS_MAX_MB: 540.0}, PEAK_RSS_MB)
+        >>> half_range({rk.PEAK_RSS_MB: 540.0, rk.PEAK_RSS_MIN_MB: 500.0,
+        ...             rk.PEAK_RSS_MAX_MB: 540.0}, rk.PEAK_RSS_MB)
         20.0
     """
     lo_key, hi_key = SPREAD_KEYS[key]
-    lo, hi = to_number(record.get(lo_key)), to_number(record.get(hi_key))
+    lo, hi = rk.to_number(record.get(lo_key)), rk.to_number(record.get(hi_key))
     return None if lo is None or hi is None else (hi - lo) / 2
 
 
@@ -159,10 +136,10 @@ def run_rounds(
     submit: Callable[[int, int], tuple[tuple[Any, ...], dict[str, Any], str]],
     executor: cf.Executor | None,
     bar: Any,
-    lost: Callable[[int, int, BaseException], dict[str, Any]],
 ) -> dict[tuple[int, int], dict[str, Any]]:
     """Run a sweep's trials in ``runs`` order, one at a time here (a cell that did not finish
-    is not run again) or all on ``executor``; ``submit(k, i)``: (args, kwargs, label).
+    is not run again) or all on ``executor`` (a trial it loses: an `error_record`);
+    ``submit(k, i)``: (args, kwargs, label).
 
     Example:
         >>> from tqdm import tqdm
@@ -172,7 +149,7 @@ def run_rounds(
         ...     return {"status": "ok"}
         >>> runs = [(k, i) for k in range(2) for i in range(2)]
         >>> _ = run_rounds(fake, runs, lambda k, i: (("AB"[i],), {}, ""), None,
-        ...                tqdm(disable=True), None)
+        ...                tqdm(disable=True))
         >>> "".join(calls)
         'ABAB'
     """
@@ -189,35 +166,37 @@ def run_rounds(
             bar.update()
         return got
     check_executor(executor)
-    futures = {executor.submit(trial, *a, **kw): (k, i)
+    futures = {executor.submit(trial, *a, **kw): (k, i, a, kw)
                for k, i in runs for a, kw, _ in [submit(k, i)]}
     for fut in cf.as_completed(futures):
-        k, i = futures[fut]
+        k, i, args, kwargs = futures[fut]
         try:
             got[k, i] = fut.result()
         except Exception as exc:  # the executor itself failed (lost worker, ...)
-            got[k, i] = lost(k, i, exc)
+            why = " ".join(str(exc).split()) or "no message"
+            got[k, i] = error_record(*args[1:3], f"executor: {type(exc).__name__}: {why}",
+                                     **kwargs)
         bar.update()
     return got
 
 
-def lost_record(cell: tuple[Any, ...], repeats: int, budget: float | None,
-                 exc: BaseException) -> dict[str, Any]:
-    """The record of a trial its executor lost; ``cell``: (preset, cpus, batch, steps, loading).
+def error_record(preset: Any, workload: Any, error: str, **config: Any) -> dict[str, Any]:
+    """The record of a trial that never ran (its executor or worker lost it): status
+    ``error``, the configuration filled in from `tts_kit.tuning.tune.trial`'s arguments.
 
     Example:
-        >>> from tts_kit.runtime.sessions import get_preset
-        >>> cell = (get_preset("lean"), 1, 1, 8, "resident")
-        >>> lost_record(cell, 3, None, OSError("gone"))["error"]
-        'executor: OSError: gone'
+        >>> from tts_kit.tuning.workload import Workload
+        >>> rec = error_record("lean", Workload(steps=2), "worker x: no model", cpus=1)
+        >>> rec["status"], rec["preset"], rec["steps"], rec["cpus"]
+        ('error', 'lean', 2, 1)
     """
-    p, c, b, s, lo = cell
-    why = " ".join(str(exc).split()) or "no message"
-    return {k: None for k in RECORD_KEYS} | dict(
-        preset=p.name, cpus=c, batch_size=b, steps=s, loading=lo, mem_budget_mb=budget,
-        repeats=repeats, status="error", error=f"executor: {type(exc).__name__}: {why}",
-        timeline=[], events=[],
-    )
+    loading = config.get("loading", "resident")
+    return {k: None for k in rk.RECORD_KEYS} | dict(
+        preset=getattr(preset, "name", preset), steps=workload.steps,
+        batch_size=workload.batch_size, repeats=workload.repeats, status="error", error=error,
+        timeline=[], events=[], cpus=config.get("cpus"),
+        mem_budget_mb=config.get("mem_budget_mb"),
+        loading=loading if isinstance(loading, str) else getattr(loading, "spec", loading))
 
 
 def check_executor(executor: cf.Executor) -> None:

@@ -2,10 +2,9 @@
 range) beside p50 and peak RSS, a ``vs pick`` column and the one-time preparation below.
 
 Example:
-    >>> from tts_kit.tuning.records import P50_MAX_MS, P50_MIN_MS, PEAK_RSS_MB
     >>> from tts_kit.tuning.sweep_table import format_table
-    >>> recs = [{"preset": "a", "cpus": 1, "status": "ok", P50_MS: 100.0,
-    ...          P50_MIN_MS: 90.0, P50_MAX_MS: 110.0, PEAK_RSS_MB: 500.0}]
+    >>> recs = [{"preset": "a", "cpus": 1, "status": "ok", rk.P50_MS: 100.0,
+    ...          rk.P50_MIN_MS: 90.0, rk.P50_MAX_MS: 110.0, rk.PEAK_RSS_MB: 500.0}]
     >>> head, row = format_table(recs).splitlines()[:2]
     >>> at = head.index("p50 ms")
     >>> row[at:].split()[:2]
@@ -17,28 +16,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from tts_kit.tuning.records import (
-    COLUMNS,
-    LOADING,
-    P50_MS,
-    PEAK_RSS_MB,
-    PREP_PEAK_RSS_MB,
-    PREP_S,
-    ROUNDS,
-    TABLE_KEYS,
-    format_value,
-    heading,
-    to_number,
-)
+from tts_kit.tuning import records as rk
 from tts_kit.tuning.spread import SPREAD_KEYS, half_range, span
 
 SPREAD_HEADING, VERSUS_HEADING = "±", "vs pick"
-_SHORT = {P50_MS: "p50", PEAK_RSS_MB: "peak"}
+_SHORT = {rk.P50_MS: "p50", rk.PEAK_RSS_MB: "peak"}
 
 
 def _spread_cell(record: Mapping[str, Any], key: str) -> str:
     h = half_range(record, key)
-    return "" if h is None else f"±{format(h, COLUMNS[key].fmt)}"
+    return "" if h is None else f"±{format(h, rk.COLUMNS[key].fmt)}"
 
 
 def versus(record: Mapping[str, Any], pick: Mapping[str, Any],
@@ -47,8 +34,8 @@ def versus(record: Mapping[str, Any], pick: Mapping[str, Any],
     ``among``) is not *tied*: ``"p50 +14%, peak -9%"``, ``"tied"``, or ``"pick"``.
 
     Example:
-        >>> pick = {P50_MS: 100.0, PEAK_RSS_MB: 500.0}
-        >>> versus({P50_MS: 120.0, PEAK_RSS_MB: 490.0}, pick), versus(pick, pick)
+        >>> pick = {rk.P50_MS: 100.0, rk.PEAK_RSS_MB: 500.0}
+        >>> versus({rk.P50_MS: 120.0, rk.PEAK_RSS_MB: 490.0}, pick), versus(pick, pick)
         ('p50 +20%', 'pick')
     """
     from tts_kit.tuning.verdict import band, compare, noise
@@ -74,22 +61,22 @@ def prep_footnote(records: Iterable[Mapping[str, Any]]) -> list[str]:
     """
     by_loading: dict[str, list[Mapping[str, Any]]] = {}
     for r in records:
-        if to_number(r.get(PREP_S)) is not None:
-            by_loading.setdefault(str(r.get(LOADING)), []).append(r)
+        if rk.to_number(r.get(rk.PREP_S)) is not None:
+            by_loading.setdefault(str(r.get(rk.LOADING)), []).append(r)
     if not by_loading:
         return []
     lines = ["one-time preparation (external-data copies, made before the trials in a "
              "process of its own; not in the figures above):"]
     for loading, recs in by_loading.items():
         first, rest = recs[0], recs[1:]
-        peak = to_number(first.get(PREP_PEAK_RSS_MB))
-        text = f"  {loading}: {first[PREP_S]:.1f} s"
+        peak = rk.to_number(first.get(rk.PREP_PEAK_RSS_MB))
+        text = f"  {loading}: {first[rk.PREP_S]:.1f} s"
         if rest:
             text += " the first time"
         if peak is not None:
             text += f" (peak {peak:.0f} MB)"
         if rest:
-            times = [float(r[PREP_S]) for r in rest]
+            times = [float(r[rk.PREP_S]) for r in rest]
             lo, hi = min(times), max(times)
             text += (f", then {lo:.1f} s" if f"{lo:.1f}" == f"{hi:.1f}"
                      else f", then {lo:.1f}-{hi:.1f} s") + " (cached)"
@@ -103,24 +90,24 @@ def format_table(records: Iterable[dict[str, Any]],
     ``vs pick`` when ``pick`` (one of the records) is given, and the preparation footnote.
 
     Example:
-        >>> table = format_table([{"preset": "lean", "cpus": 1, "status": "ok", P50_MS: 12.3}])
+        >>> table = format_table([{"preset": "lean", "cpus": 1, "status": "ok", rk.P50_MS: 12.3}])
         >>> row = dict(zip(table.splitlines()[0].split("  "), table.splitlines()[1].split()))
         >>> row["preset"], row["status"]
         ('lean', 'ok')
     """
     records = list(records)
-    keys = [k for k in TABLE_KEYS if k != "pareto" or any("pareto" in r for r in records)]
+    keys = [k for k in rk.TABLE_KEYS if k != "pareto" or any("pareto" in r for r in records)]
     spread = {k for k in SPREAD_KEYS if any(half_range(r, k) is not None for r in records)}
     cols: list[tuple[str, Any]] = []  # (heading, cell of a record)
     for k in keys:
-        cols.append((heading(k), lambda r, k=k: format_value(k, r.get(k))))
+        cols.append((rk.heading(k), lambda r, k=k: rk.format_value(k, r.get(k))))
         if k in spread:
             cols.append((SPREAD_HEADING, lambda r, k=k: _spread_cell(r, k)))
     if pick is not None:
         cols.append((VERSUS_HEADING, lambda r: versus(r, pick, records)))
     rows = [[h for h, _ in cols]] + [[cell(r) for _, cell in cols] for r in records]
     widths = [max(len(row[i]) for row in rows) for i in range(len(cols))]
-    left = {heading(k) for k in keys if COLUMNS.get(k) and COLUMNS[k].align == "<"}
+    left = {rk.heading(k) for k in keys if rk.COLUMNS.get(k) and rk.COLUMNS[k].align == "<"}
     left.add(VERSUS_HEADING)
     lines = ["  ".join(f"{c:{'<' if h in left else '>'}{w}}"
                        for c, (h, _), w in zip(row, cols, widths)).rstrip() for row in rows]
@@ -134,16 +121,15 @@ def figures(r: Mapping[str, Any]) -> str:
     """A recommendation's p50 and peak RSS, with its rounds' range.
 
     Example:
-        >>> from tts_kit.tuning.records import PEAK_RSS_MAX_MB, PEAK_RSS_MIN_MB
-        >>> figures({P50_MS: 1187.0, PEAK_RSS_MB: 554.0, "rounds": 2,
-        ...          PEAK_RSS_MIN_MB: 493.0, PEAK_RSS_MAX_MB: 554.0})
+        >>> figures({rk.P50_MS: 1187.0, rk.PEAK_RSS_MB: 554.0, "rounds": 2,
+        ...          rk.PEAK_RSS_MIN_MB: 493.0, rk.PEAK_RSS_MAX_MB: 554.0})
         'p50 1187 ms, peak 554 MB (rounds 493-554)'
     """
     out = []
-    for key, name, unit in ((P50_MS, "p50", "ms"), (PEAK_RSS_MB, "peak", "MB")):
+    for key, name, unit in ((rk.P50_MS, "p50", "ms"), (rk.PEAK_RSS_MB, "peak", "MB")):
         text = f"{name} {r[key]:.0f} {unit}"
         lo, hi = span(r, key) or (r[key], r[key])
-        if (r.get(ROUNDS) or 1) > 1 and half_range(r, key) is not None:
+        if (r.get(rk.ROUNDS) or 1) > 1 and half_range(r, key) is not None:
             text += f" (rounds {lo:.0f}-{hi:.0f})"
         out.append(text)
     return ", ".join(out)

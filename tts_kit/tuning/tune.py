@@ -32,39 +32,10 @@ from tts_kit.core.textsafe import term_safe
 from tts_kit.runtime.loading import LoadPolicy, needs_preparation, prepare_loading
 from tts_kit.runtime.measure import run_isolated
 from tts_kit.runtime.sessions import SessionPreset, get_preset
+from tts_kit.tuning import records as rk
 from tts_kit.tuning import verdict
-from tts_kit.tuning.records import (
-    AFTER_RSS_MB,
-    AUDIO_S,
-    CORE_SHARE,
-    CPU_MS,
-    CPU_PERCENT,
-    CPU_WAIT_PERCENT,
-    FIRST_MS,
-    IDLE_RSS_MB,
-    LATENCIES_MS,
-    LOAD_PEAK_RSS_MB,
-    LOAD_S,
-    LOADAVG_AFTER,
-    LOADAVG_BEFORE,
-    P50_MS,
-    P95_MS,
-    PARETO_X,
-    PARETO_Y,
-    PEAK_RSS_MB,
-    PREP_PEAK_RSS_MB,
-    PREP_S,
-    RECORD_KEYS,
-    RTF,
-    RUN_PEAK_RSS_MB,
-    STAGE_LOAD_S,
-    by_machine,
-    pareto_front,
-    to_number,
-)
 from tts_kit.tuning.spread import (
     DEFAULT_ROUNDS,
-    lost_record,
     merge_rounds,
     run_rounds,
     split_repeats,
@@ -175,23 +146,23 @@ def _trial_child(bundle_path: str, preset: SessionPreset, workload: Workload,
     cpu = 100.0 * steady_cpu / steady_wall if steady_wall > 0 else math.nan
     p50 = float(np.percentile(lat, 50)) if lat else first_s
     return {
-        LOAD_S: load_s,
-        IDLE_RSS_MB: idle_rss,
-        AFTER_RSS_MB: after_rss,
-        FIRST_MS: 1000 * first_s,
-        P50_MS: 1000 * p50 if lat else math.nan,
-        P95_MS: 1000 * float(np.percentile(lat, 95)) if lat else math.nan,
-        LATENCIES_MS: [1000 * x for x in lat],
-        RTF: p50 / audio_s if audio_s > 0 else math.nan,
-        AUDIO_S: audio_s,
-        CPU_PERCENT: cpu,
-        CPU_MS: 1000 * steady_cpu / len(lat) if lat else math.nan,
-        CORE_SHARE: cpu / cores if lat else math.nan,
-        CPU_WAIT_PERCENT: waited if lat and waited is not None else math.nan,
-        LOAD_PEAK_RSS_MB: load_peak,
-        RUN_PEAK_RSS_MB: procfacts.peak_rss_mb() if separate else math.nan,
+        rk.LOAD_S: load_s,
+        rk.IDLE_RSS_MB: idle_rss,
+        rk.AFTER_RSS_MB: after_rss,
+        rk.FIRST_MS: 1000 * first_s,
+        rk.P50_MS: 1000 * p50 if lat else math.nan,
+        rk.P95_MS: 1000 * float(np.percentile(lat, 95)) if lat else math.nan,
+        rk.LATENCIES_MS: [1000 * x for x in lat],
+        rk.RTF: p50 / audio_s if audio_s > 0 else math.nan,
+        rk.AUDIO_S: audio_s,
+        rk.CPU_PERCENT: cpu,
+        rk.CPU_MS: 1000 * steady_cpu / len(lat) if lat else math.nan,
+        rk.CORE_SHARE: cpu / cores if lat else math.nan,
+        rk.CPU_WAIT_PERCENT: waited if lat and waited is not None else math.nan,
+        rk.LOAD_PEAK_RSS_MB: load_peak,
+        rk.RUN_PEAK_RSS_MB: procfacts.peak_rss_mb() if separate else math.nan,
         "threads": preset.threads(),
-        STAGE_LOAD_S: engine.load_s,
+        rk.STAGE_LOAD_S: engine.load_s,
     }
 
 
@@ -202,21 +173,22 @@ def _prepare_child(bundle_path: str, loading: str | LoadPolicy) -> dict[str, Any
     t0 = time.perf_counter()
     bundle = open_model(bundle_path)
     files = prepare_loading([st.path for st in bundle.stages.values()], loading)
-    return {PREP_S: time.perf_counter() - t0, "files": [str(f) for f in files]}
+    return {rk.PREP_S: time.perf_counter() - t0, "files": [str(f) for f in files]}
 
 
 def _prepare(bundle_path: str, policy: LoadPolicy, cpus: int | None,
              timeout_s: float | None, sample_ms: float) -> dict[str, Any]:
     """Run `_prepare_child` isolated when ``policy`` needs it: ``prep_*`` fields."""
     if not needs_preparation(policy):
-        return {PREP_S: None, PREP_PEAK_RSS_MB: None}
+        return {rk.PREP_S: None, rk.PREP_PEAK_RSS_MB: None}
     m = run_isolated(_prepare_child, bundle_path, policy, cpus=cpus, timeout_s=timeout_s,
                      sample_ms=sample_ms)
     if not (m.ok and isinstance(m.result, dict)):  # not fatal: the trial does it itself
         warnings.warn(f"preparing {policy.spec} failed ({m.error}); the trial includes it",
                       stacklevel=3)
-        return {PREP_S: None, PREP_PEAK_RSS_MB: None}
-    return {PREP_S: to_number(m.result[PREP_S]), PREP_PEAK_RSS_MB: to_number(m.peak_rss_mb)}
+        return {rk.PREP_S: None, rk.PREP_PEAK_RSS_MB: None}
+    return {rk.PREP_S: rk.to_number(m.result[rk.PREP_S]),
+            rk.PREP_PEAK_RSS_MB: rk.to_number(m.peak_rss_mb)}
 
 
 @dataclass(frozen=True)
@@ -263,7 +235,7 @@ def trial(bundle: Any, preset: str | SessionPreset, workload: Workload | None = 
 
     Example:
         >>> rec = trial("standin-dir", "lean", Workload(repeats=3), cpus=1)  # doctest: +SKIP
-        >>> rec["status"], rec[P50_MS] > 0  # doctest: +SKIP
+        >>> rec["status"], rec[rk.P50_MS] > 0  # doctest: +SKIP
         ('ok', True)
     """
     o = _replace(options or TrialOptions(), overrides)
@@ -277,50 +249,50 @@ def trial(bundle: Any, preset: str | SessionPreset, workload: Workload | None = 
     preset = get_preset(preset)  # an unknown name fails here, before any process starts
     path = _bundle_path(bundle)
     prep = (_prepare(path, policy, o.cpus, o.timeout_s, o.sample_ms) if o.prepare
-            else {PREP_S: None, PREP_PEAK_RSS_MB: None})
+            else {rk.PREP_S: None, rk.PREP_PEAK_RSS_MB: None})
     load_before = _loadavg()
     m = run_isolated(_trial_child, path, preset, workload, policy, costs, cpus=o.cpus,
                      mem_budget_mb=o.mem_budget_mb, timeout_s=o.timeout_s,
                      sample_ms=o.sample_ms)
     load_after = _loadavg()
-    record: dict[str, Any] = {k: None for k in RECORD_KEYS}
+    record: dict[str, Any] = {k: None for k in rk.RECORD_KEYS}
     record.update(
         preset=preset.name, cpus=o.cpus, loading=label, steps=workload.steps,
         batch_size=workload.batch_size, mem_budget_mb=o.mem_budget_mb, status=m.status,
-        error=m.error, repeats=workload.repeats, peak_rss_mb=to_number(m.peak_rss_mb),
-        wall_s=to_number(m.wall_s), stage_costs_mb=costs, **prep,
+        error=m.error, repeats=workload.repeats, peak_rss_mb=rk.to_number(m.peak_rss_mb),
+        wall_s=rk.to_number(m.wall_s), stage_costs_mb=costs, **prep,
     )
-    record[LOADAVG_BEFORE], record[LOADAVG_AFTER] = load_before, load_after
+    record[rk.LOADAVG_BEFORE], record[rk.LOADAVG_AFTER] = load_before, load_after
     if m.ok and isinstance(m.result, dict):
         for k, v in m.result.items():
-            record[k] = to_number(v) if isinstance(v, float) else v
+            record[k] = rk.to_number(v) if isinstance(v, float) else v
         # The child reset its high-water mark after loading: the harness saw the requests'.
-        peaks = [p for p in (record[PEAK_RSS_MB], record[LOAD_PEAK_RSS_MB]) if p is not None]
-        record[PEAK_RSS_MB] = max(peaks) if peaks else None
+        peaks = [p for p in (record[rk.PEAK_RSS_MB], record[rk.LOAD_PEAK_RSS_MB]) if p is not None]
+        record[rk.PEAK_RSS_MB] = max(peaks) if peaks else None
     else:  # what the timeline shows of a trial that died: its load and idle RSS
         loaded = [t for t, name in m.events if name == _LOADED]
         if loaded and not math.isnan(m.work_start_s):
-            record[LOAD_S] = loaded[0] - m.work_start_s
+            record[rk.LOAD_S] = loaded[0] - m.work_start_s
             after = [rss for t, rss in m.timeline if t >= loaded[0]]
-            record[IDLE_RSS_MB] = after[0] if after else None
-        record[CPU_PERCENT] = to_number(m.cpu_percent)
+            record[rk.IDLE_RSS_MB] = after[0] if after else None
+        record[rk.CPU_PERCENT] = rk.to_number(m.cpu_percent)
     record["timeline"] = [list(p) for p in m.timeline]
     record["events"] = [list(e) for e in m.events]
     return record
 
 
 def mark_pareto(
-    records: list[dict[str, Any]], x: str = PARETO_X, y: str = PARETO_Y
+    records: list[dict[str, Any]], x: str = rk.PARETO_X, y: str = rk.PARETO_Y
 ) -> list[dict[str, Any]]:
     """Set ``pareto`` on each record (`pareto_front`); unfinished trials are never on it.
 
     Example:
-        >>> recs = mark_pareto([{"status": "ok", PEAK_RSS_MB: 1, P50_MS: 2},
-        ...                     {"status": "ok", PEAK_RSS_MB: 2, P50_MS: 3}])
+        >>> recs = mark_pareto([{"status": "ok", rk.PEAK_RSS_MB: 1, rk.P50_MS: 2},
+        ...                     {"status": "ok", rk.PEAK_RSS_MB: 2, rk.P50_MS: 3}])
         >>> [r["pareto"] for r in recs]
         [True, False]
     """
-    front = set(pareto_front(records, x, y))
+    front = set(rk.pareto_front(records, x, y))
     for i, r in enumerate(records):
         r["pareto"] = i in front
     return records
@@ -351,33 +323,29 @@ class SweepResult:
         """`format_table` of the records."""
         return format_table(self.records)
 
-    def front(self) -> list[dict[str, Any]]:
-        """The records on the Pareto front, fastest first."""
-        return sorted((r for r in self.records if r.get("pareto")), key=lambda r: r[P50_MS])
-
     def recommend(self, budget_mb: float | None) -> tuple[dict[str, Any] | None, str]:
         """The configuration to use within ``budget_mb`` (None: no budget), and why
         (`tts_kit.tuning.verdict.pick`); ``(None, reason)`` when nothing fits.
 
         Example:
             >>> r = SweepResult(mark_pareto([
-            ...     {"preset": "a", "cpus": 1, "status": "ok", PEAK_RSS_MB: 300, P50_MS: 90},
-            ...     {"preset": "b", "cpus": 1, "status": "ok", PEAK_RSS_MB: 200, P50_MS: 120},
+            ...     {"preset": "a", "cpus": 1, "status": "ok", rk.PEAK_RSS_MB: 300, rk.P50_MS: 90},
+            ...     {"preset": "b", "cpus": 1, "status": "ok", rk.PEAK_RSS_MB: 200, rk.P50_MS: 120},
             ... ]))
             >>> r.recommend(250)[0]["preset"]
             'b'
         """
         finished = [r for r in self.records if r.get("status") == "ok"
-                    and r.get(P50_MS) is not None and r.get(PEAK_RSS_MB) is not None]
+                    and r.get(rk.P50_MS) is not None and r.get(rk.PEAK_RSS_MB) is not None]
         if not finished:
             states = sorted({f"{r.get('status')}" for r in self.records}) or ["none run"]
             return None, f"no trial finished ({', '.join(states)}); nothing to recommend"
         chosen = verdict.pick(finished, budget_mb)
         if chosen.record is None:
-            low = min(finished, key=lambda r: r[PEAK_RSS_MB])
+            low = min(finished, key=lambda r: r[rk.PEAK_RSS_MB])
             return None, (
                 f"no configuration fits under {budget_mb:g} MB: the smallest peak was "
-                f"{low[PEAK_RSS_MB]:.0f} MB ({describe(low)}); raise the budget, or try "
+                f"{low[rk.PEAK_RSS_MB]:.0f} MB ({describe(low)}); raise the budget, or try "
                 "loading='paged' or a lower-memory preset"
             )
         best = chosen.record
@@ -391,13 +359,13 @@ class SweepResult:
 
         Example:
             >>> env = {"cpu_model": "A", "cpus_available": 1, "memory_total_mb": 1024}
-            >>> r = SweepResult([{"preset": "a", "status": "ok", PEAK_RSS_MB: 9,
-            ...                   P50_MS: 5, "machine": env}])
+            >>> r = SweepResult([{"preset": "a", "status": "ok", rk.PEAK_RSS_MB: 9,
+            ...                   rk.P50_MS: 5, "machine": env}])
             >>> list(r.by_machine())
             ['A, 1 core, 1024 MB']
         """
         return {label: SweepResult(mark_pareto(recs))
-                for label, recs in by_machine(self.records).items()}
+                for label, recs in rk.by_machine(self.records).items()}
 
     def to_dict(self) -> dict[str, Any]:
         """``{"records": [...]}``, the JSON form the CLI writes."""
@@ -499,9 +467,7 @@ def sweep(bundle: Any, presets: Sequence[str | SessionPreset], workload: Workloa
         while todo and budget > 0:
             todo = todo[:budget]
             random.Random(k).shuffle(todo)
-            got = run_rounds(trial, [(k, i) for i in todo], submit, executor, bar,
-                             lambda k, i, exc: lost_record(grid[i], shares[0], o.mem_budget_mb,
-                                                           exc))
+            got = run_rounds(trial, [(k, i) for i in todo], submit, executor, bar)
             lost = getattr(executor, "lost", None) is not None  # measured cells keep theirs
             for (_, i), rec in sorted(got.items()):
                 if not (lost and done[i] and rec.get("status") != "ok"):
@@ -514,7 +480,7 @@ def sweep(bundle: Any, presets: Sequence[str | SessionPreset], workload: Workloa
             # Nothing open: the rest to the least measured, fastest first (same time).
             todo = verdict.undetermined(merged, o.mem_budget_mb) or sorted(
                 (i for i, r in enumerate(merged) if r is not None),
-                key=lambda i: (len(done[i]), to_number(merged[i].get(P50_MS)) or math.inf))
+                key=lambda i: (len(done[i]), rk.to_number(merged[i].get(rk.P50_MS)) or math.inf))
     records = [merge_rounds(r) for r in done if r]
     return SweepResult(mark_pareto(records))
 

@@ -15,16 +15,7 @@ from typing import Any
 import numpy as np
 
 from tts_kit.core.contract import SWEEP_PRESETS
-from tts_kit.tuning.records import (
-    LATENCIES_MS,
-    P50_MS,
-    PEAK_RSS_MAX_MB,
-    PEAK_RSS_MB,
-    PEAK_RSS_MIN_MB,
-    ROUND_LATENCIES_MS,
-    ROUND_PEAK_RSS_MB,
-    to_number,
-)
+from tts_kit.tuning import records as rk
 
 #: The smallest tie band: a difference under 5 % is no difference (`band` widens it).
 BAND_MIN = 0.05
@@ -40,13 +31,14 @@ _LAZY = {"paged": 0, "budget": 1, "resident": 2}
 
 def _samples(rec: Mapping[str, Any], key: str) -> list[list[float]]:
     """A record's ``key`` by round: its calls for latency, one peak per round for peak RSS."""
-    if key == P50_MS:
-        groups = rec.get(ROUND_LATENCIES_MS) or [rec.get(LATENCIES_MS) or [rec.get(P50_MS)]]
+    if key == rk.P50_MS:
+        calls = rec.get(rk.LATENCIES_MS) or [rec.get(rk.P50_MS)]
+        groups = rec.get(rk.ROUND_LATENCIES_MS) or [calls]
     else:
-        groups = [[x] for x in rec.get(ROUND_PEAK_RSS_MB) or [rec.get(PEAK_RSS_MIN_MB),
-                                                            rec.get(PEAK_RSS_MAX_MB)]]
+        ends = [rec.get(rk.PEAK_RSS_MIN_MB), rec.get(rk.PEAK_RSS_MAX_MB)]
+        groups = [[x] for x in rec.get(rk.ROUND_PEAK_RSS_MB) or ends]
         groups = groups if all(g[0] is not None for g in groups) else [[rec.get(key)]]
-    clean = [[float(x) for x in g if (to_number(x) or 0) > 0] for g in groups]
+    clean = [[float(x) for x in g if (rk.to_number(x) or 0) > 0] for g in groups]
     return [g for g in clean if g]
 
 
@@ -129,21 +121,21 @@ def _verdict(point: float, draws: np.ndarray, band: float) -> Verdict:
     return Verdict(float(np.exp(point)), float(np.exp(lo)), float(np.exp(hi)), band)
 
 
-def compare(a: Mapping[str, Any], b: Mapping[str, Any], key: str = P50_MS,
+def compare(a: Mapping[str, Any], b: Mapping[str, Any], key: str = rk.P50_MS,
             band: float = BAND_MIN, spread: float = 0.0) -> Verdict | None:
     """`Verdict` of a / b in ``key`` (lower is better); ``spread``: `noise`, the least width.
 
     Example:
-        >>> compare({P50_MS: 130.0}, {P50_MS: 100.0}).word
+        >>> compare({rk.P50_MS: 130.0}, {rk.P50_MS: 100.0}).word
         'worse'
-        >>> compare({P50_MS: 130.0}, {P50_MS: 100.0}, spread=0.2).word
+        >>> compare({rk.P50_MS: 130.0}, {rk.P50_MS: 100.0}, spread=0.2).word
         'tied'
     """
     got = _log_ratio(a, b, key, spread)
     return None if got is None else _verdict(*got, band)
 
 
-def noise(records: Sequence[Mapping[str, Any]], key: str = P50_MS) -> float:
+def noise(records: Sequence[Mapping[str, Any]], key: str = rk.P50_MS) -> float:
     """One fresh process's spread here: the pooled standard deviation of the log round
     medians of ``records`` measured in 2+ rounds; 0 without.
 
@@ -191,7 +183,8 @@ class Pick:
 
 def _finished(records: Sequence[Mapping[str, Any] | None]) -> list[Mapping[str, Any]]:
     return [r for r in records if r is not None and r.get("status", "ok") == "ok"
-            and to_number(r.get(P50_MS)) is not None and to_number(r.get(PEAK_RSS_MB)) is not None]
+            and rk.to_number(r.get(rk.P50_MS)) is not None
+            and rk.to_number(r.get(rk.PEAK_RSS_MB)) is not None]
 
 
 def _pooled(fits: Sequence[Mapping[str, Any]], dim: str, a: Any, b: Any, key: str,
@@ -239,15 +232,15 @@ def _levels(fits: Sequence[Mapping[str, Any]], dim: str, width: float,
 
     def vs(a: Any, b: Any, key: str) -> Verdict | None:
         return None if a == b else _pooled(fits, dim, a, b, key, width, spread[key])
-    ratio = {v: (x.ratio if (x := vs(v, levels[0], P50_MS)) else 1.0) for v in levels}
+    ratio = {v: (x.ratio if (x := vs(v, levels[0], rk.P50_MS)) else 1.0) for v in levels}
     fastest = min(levels, key=lambda v: (ratio[v], _level(dim, v)))
-    lat = {v: vs(v, fastest, P50_MS) for v in levels}
+    lat = {v: vs(v, fastest, rk.P50_MS) for v in levels}
     tied = [v for v in levels if lat[v] is None or lat[v].word != "worse"]
     # Memory is traded for latency only at a known cost (`Verdict.settled`).
     known = [v for v in tied if v == fastest or (lat[v] is not None and lat[v].settled)]
-    pk = {v: (x.ratio if (x := vs(v, fastest, PEAK_RSS_MB)) else 1.0) for v in tied}
+    pk = {v: (x.ratio if (x := vs(v, fastest, rk.PEAK_RSS_MB)) else 1.0) for v in tied}
     lean = min(known, key=lambda v: (pk[v], _simple(dim, v)))
-    peak = {v: vs(v, lean, PEAK_RSS_MB) for v in tied}
+    peak = {v: vs(v, lean, rk.PEAK_RSS_MB) for v in tied}
     small = [v for v in tied if peak[v] is None or (
         peak[v].word != "worse" and (v in known or peak[v].word != "better"))]
     open_ = [(v, fastest) for v in levels if lat[v] is not None and not lat[v].settled]
@@ -260,23 +253,23 @@ def _levels(fits: Sequence[Mapping[str, Any]], dim: str, width: float,
 
 def _inside(tied: Sequence[Mapping[str, Any]], width: float, spread: float) -> list[Any]:
     """Those of ``tied`` whose peak is not worse than the leanest's."""
-    lean = min(tied, key=lambda r: float(r[PEAK_RSS_MB]))
-    return [r for r in tied if (v := compare(r, lean, PEAK_RSS_MB, width, spread)) is None
+    lean = min(tied, key=lambda r: float(r[rk.PEAK_RSS_MB]))
+    return [r for r in tied if (v := compare(r, lean, rk.PEAK_RSS_MB, width, spread)) is None
             or v.word != "worse"]
 
 
 def _tie_set(fits: Sequence[Mapping[str, Any]], width: float, spread: float) -> list[Any]:
     """The configurations of ``fits`` not worse in latency than its fastest point estimate."""
-    leader = min(fits, key=lambda r: float(r[P50_MS]))
+    leader = min(fits, key=lambda r: float(r[rk.P50_MS]))
     return [leader] + [r for r in fits if r is not leader and (
-        (v := compare(r, leader, P50_MS, width, spread)) is None or v.word != "worse")]
+        (v := compare(r, leader, rk.P50_MS, width, spread)) is None or v.word != "worse")]
 
 
 def _fits(records: Sequence[Mapping[str, Any] | None], budget_mb: float | None
           ) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
     finished = _finished(records)
     return finished, [r for r in finished
-                      if budget_mb is None or float(r[PEAK_RSS_MB]) <= budget_mb]
+                      if budget_mb is None or float(r[rk.PEAK_RSS_MB]) <= budget_mb]
 
 
 def pick(records: Sequence[Mapping[str, Any]], budget_mb: float | None = None,
@@ -286,8 +279,8 @@ def pick(records: Sequence[Mapping[str, Any]], budget_mb: float | None = None,
     every configuration whose levels are all tied. ``width``: the tie band (default `band`).
 
     Example:
-        >>> recs = [{"preset": "lean", "cpus": 2, P50_MS: 100.0, "peak_rss_mb": 600.0},
-        ...         {"preset": "lean", "cpus": 2, "loading": "paged", P50_MS: 104.0,
+        >>> recs = [{"preset": "lean", "cpus": 2, rk.P50_MS: 100.0, "peak_rss_mb": 600.0},
+        ...         {"preset": "lean", "cpus": 2, "loading": "paged", rk.P50_MS: 104.0,
         ...          "peak_rss_mb": 330.0}]
         >>> p = pick(recs)
         >>> p.record["loading"], len(p.tie_set)
@@ -297,14 +290,14 @@ def pick(records: Sequence[Mapping[str, Any]], budget_mb: float | None = None,
     width = band(finished) if width is None else width
     if not fits:
         return Pick(None, [], width, "nothing fits")
-    spread = {k: noise(finished, k) for k in (P50_MS, PEAK_RSS_MB)}
+    spread = {k: noise(finished, k) for k in (rk.P50_MS, rk.PEAK_RSS_MB)}
     levels = {d: _levels(fits, d, width, spread) for d in DIMENSIONS}
     tied = sorted((r for r in fits if all(r.get(d) in lv.tied for d, lv in levels.items())),
-                  key=lambda r: float(r[P50_MS]))
+                  key=lambda r: float(r[rk.P50_MS]))
     want = [r for r in tied if all(r.get(d) == lv.chosen for d, lv in levels.items())]
     if not want:  # the chosen levels not measured together: one configuration at a time
-        tied = _tie_set(fits, width, spread[P50_MS])
-    small = _inside(tied, width, spread[PEAK_RSS_MB])
+        tied = _tie_set(fits, width, spread[rk.P50_MS])
+    small = _inside(tied, width, spread[rk.PEAK_RSS_MB])
     best = want[0] if want else min(small, key=_simplicity)
     why = (f"the {len(tied)} of {len(fits)} that fit are the same speed within "
            f"{width * 100:.0f} % on this machine" if len(tied) > 1 else
@@ -328,11 +321,11 @@ def undetermined(records: Sequence[Mapping[str, Any] | None],
     `pick`, least measured first: what a sweep's racing measures again.
 
     Example:
-        >>> undetermined([{"cpus": 1, "latencies_ms": [95, 105], P50_MS: 100.0,
+        >>> undetermined([{"cpus": 1, "latencies_ms": [95, 105], rk.P50_MS: 100.0,
         ...                "peak_rss_mb": 9.0},
-        ...               {"cpus": 2, "latencies_ms": [96, 110], P50_MS: 103.0,
+        ...               {"cpus": 2, "latencies_ms": [96, 110], rk.P50_MS: 103.0,
         ...                "peak_rss_mb": 9.0},
-        ...               {"cpus": 2, "preset": "lean", P50_MS: 200.0, "peak_rss_mb": 9.0}])
+        ...               {"cpus": 2, "preset": "lean", rk.P50_MS: 200.0, "peak_rss_mb": 9.0}])
         [0, 1]
     """
     finished, fits = _fits(records, budget_mb)
@@ -340,16 +333,16 @@ def undetermined(records: Sequence[Mapping[str, Any] | None],
         return []
     idx = {id(r): i for i, r in enumerate(records) if r is not None}
     width = band(finished)
-    spread = {k: noise(finished, k) for k in (P50_MS, PEAK_RSS_MB)}
-    fastest = min(float(r[P50_MS]) for r in fits)  # once: open unless clearly worse
-    open_ = {idx[id(r)] for r in fits if len(_samples(r, P50_MS)) < 2
-             and float(r[P50_MS]) <= fastest * (1 + width) ** 2}
+    spread = {k: noise(finished, k) for k in (rk.P50_MS, rk.PEAK_RSS_MB)}
+    fastest = min(float(r[rk.P50_MS]) for r in fits)  # once: open unless clearly worse
+    open_ = {idx[id(r)] for r in fits if len(_samples(r, rk.P50_MS)) < 2
+             and float(r[rk.P50_MS]) <= fastest * (1 + width) ** 2}
     levels = {d: _levels(fits, d, width, spread) for d in DIMENSIONS}
     for d, lv in levels.items():  # among the configurations tied in every other dimension
         rest = [r for r in fits if all(r.get(e) in levels[e].tied for e in levels if e != d)]
         for a, b in lv.open:
             open_ |= {idx[id(r)] for r in rest if r.get(d) in (a, b)}
-    return sorted(open_, key=lambda i: (len(_samples(records[i], P50_MS)), i))
+    return sorted(open_, key=lambda i: (len(_samples(records[i], rk.P50_MS)), i))
 
 
 def _level(dim: str, value: Any) -> tuple[Any, ...]:
@@ -367,19 +360,19 @@ def effects(records: Sequence[Mapping[str, Any]], width: float = BAND_MIN
     a `Verdict` for latency and for peak.
 
     Example:
-        >>> recs = [{"cpus": c, "loading": lo, P50_MS: 100.0 / c, "peak_rss_mb": m}
+        >>> recs = [{"cpus": c, "loading": lo, rk.P50_MS: 100.0 / c, "peak_rss_mb": m}
         ...         for c in (1, 2) for lo, m in (("resident", 600.0), ("paged", 330.0))]
         >>> [(e["dimension"], e["level"], e["latency"].word) for e in effects(recs)]
         [('cpus', 2, 'better'), ('loading', 'paged', 'tied')]
     """
     ok = _finished(records)
-    spread = {k: noise(ok, k) for k in (P50_MS, PEAK_RSS_MB)}
+    spread = {k: noise(ok, k) for k in (rk.P50_MS, rk.PEAK_RSS_MB)}
     out = []
     for dim in DIMENSIONS:
         levels = sorted({r.get(dim) for r in ok}, key=lambda v: _level(dim, v))
         for level in levels[1:]:
             entry: dict[str, Any] = {"dimension": dim, "level": level, "baseline": levels[0]}
-            for name, key in (("latency", P50_MS), ("peak", PEAK_RSS_MB)):
+            for name, key in (("latency", rk.P50_MS), ("peak", rk.PEAK_RSS_MB)):
                 entry[name] = _pooled(ok, dim, level, levels[0], key, width, spread[key])
             out.append(entry)
     return out
@@ -416,7 +409,7 @@ def summary(records: Sequence[Mapping[str, Any]], budget_mb: float | None = None
     """What report.json keeps beside the pick: the tie set, the band, the `effects`.
 
     Example:
-        >>> summary([{"preset": "lean", "cpus": 1, P50_MS: 9.0, "peak_rss_mb": 9.0}])
+        >>> summary([{"preset": "lean", "cpus": 1, rk.P50_MS: 9.0, "peak_rss_mb": 9.0}])
         {'tie_set': [['lean', 1, None, None, None]], 'band': 0.05, 'effects': []}
     """
     chosen = pick(records, budget_mb)
