@@ -54,14 +54,9 @@ def _raise_terminated(signum: int, frame: object) -> None:
 
 
 @contextlib.contextmanager
-def signals_as_exceptions() -> Iterator[None]:
+def _signals_as_exceptions() -> Iterator[None]:
     """While active, SIGTERM/SIGHUP raise `Terminated` instead of ending the process at once
-    (default handlers only; re-sent on leaving the outermost use; main thread only).
-
-    Example:
-        >>> with signals_as_exceptions():
-        ...     pass
-    """
+    (default handlers only; re-sent on leaving the outermost use; main thread only)."""
     global _guard_depth
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -101,13 +96,8 @@ def _signals_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def temp_prefix(dst: str | os.PathLike[str]) -> str:
-    """The name prefix of ``dst``'s temporaries: ``.<name>.tmp-<pid>-``.
-
-    Example:
-        >>> temp_prefix("out/a.wav").startswith(".a.wav.tmp-")
-        True
-    """
+def _temp_prefix(dst: str | os.PathLike[str]) -> str:
+    """The name prefix of ``dst``'s temporaries: ``.<name>.tmp-<pid>-``."""
     return f".{Path(dst).name}.tmp-{os.getpid()}-"
 
 
@@ -142,7 +132,7 @@ def check_destination(dst: str | os.PathLike[str]) -> Path:
     if dst.exists() and not os.access(dst, os.W_OK):
         raise TtsKitError(f"{dst}: exists and is not writable; choose another path")
     try:
-        fd, probe = tempfile.mkstemp(prefix=temp_prefix(dst), dir=parent)
+        fd, probe = tempfile.mkstemp(prefix=_temp_prefix(dst), dir=parent)
     except OSError as exc:
         raise TtsKitError(f"{parent}: cannot create a file there ({exc.strerror or exc}); "
                          "choose another path") from None
@@ -167,8 +157,8 @@ def atomic_file(dst: str | os.PathLike[str], *, replace: bool = True,
         '{}'
     """
     dst = Path(dst)
-    with signals_as_exceptions():
-        fd, name = tempfile.mkstemp(prefix=temp_prefix(dst),
+    with _signals_as_exceptions():
+        fd, name = tempfile.mkstemp(prefix=_temp_prefix(dst),
                                     suffix=dst.suffix if suffix is None else suffix,
                                     dir=dst.parent)
         os.close(fd)
@@ -202,7 +192,7 @@ def _link_into_place(tmp: Path, dst: Path) -> None:
 
 
 def _own_temp(name: str) -> bool:
-    """Whether ``name`` is a temporary of this process (`temp_prefix`'s form)."""
+    """Whether ``name`` is a temporary of this process (`_temp_prefix`'s form)."""
     m = TEMP_NAME.match(name)
     return bool(m) and int(m["pid"]) == os.getpid()
 
@@ -250,7 +240,7 @@ def check_dir_destination(dst: str | os.PathLike[str]) -> Path:
         if not where.is_dir():
             raise TtsKitError(f"{where}: not a directory; choose another path")
     try:
-        probe = tempfile.mkdtemp(prefix=temp_prefix(dst), dir=where)
+        probe = tempfile.mkdtemp(prefix=_temp_prefix(dst), dir=where)
     except OSError as exc:
         raise TtsKitError(f"{where}: cannot create a directory there ({exc.strerror or exc}); "
                          "choose another path") from None
@@ -293,8 +283,8 @@ def atomic_dir(dst: str | os.PathLike[str], *, last: str | None = None) -> Itera
     """
     dst = Path(dst)
     into = dst.is_dir() and not dst.is_symlink()
-    with signals_as_exceptions():
-        tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(dst), dir=dst if into else dst.parent))
+    with _signals_as_exceptions():
+        tmp = Path(tempfile.mkdtemp(prefix=_temp_prefix(dst), dir=dst if into else dst.parent))
         try:
             yield tmp
             with _signals_blocked():
@@ -322,8 +312,8 @@ def scratch_dir(beside: str | os.PathLike[str]) -> Iterator[Path]:
         []
     """
     beside = Path(beside)
-    with signals_as_exceptions():
-        tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(beside), dir=beside.parent))
+    with _signals_as_exceptions():
+        tmp = Path(tempfile.mkdtemp(prefix=_temp_prefix(beside), dir=beside.parent))
         try:
             yield tmp
         finally:
