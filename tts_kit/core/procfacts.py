@@ -166,13 +166,14 @@ def idlest_cpus(n: int, cores: list[int] | None = None, interval_s: float = 0.05
     return sorted(sorted(cores, key=lambda c: (round(load[c] / 10), c))[:n])
 
 
-def _cgroup_base(root: str | os.PathLike[str] | None) -> tuple[Path | None, bool]:
-    """The cgroup directory to read and whether it was given (then without v1 files)."""
+def _cgroup_read(root: str | os.PathLike[str] | None, v2: str, v1: str) -> str | None:
+    """The cgroup v2 file ``v2`` of ``root`` (default ``$TTS_KIT_CGROUP_ROOT``, else this
+    process's cgroup); without a root given, the v1 file ``/sys/fs/cgroup/<v1>`` if empty."""
     if root is None:
         root = cgroup_root_override()
-    if root is not None:
-        return Path(root).expanduser(), True
-    return _cgroup_dir(), False
+    base = Path(root).expanduser() if root is not None else _cgroup_dir()
+    raw = _read(base / v2) if base is not None else None
+    return raw if raw or root is not None else _read(Path("/sys/fs/cgroup") / v1)
 
 
 def cgroup_root_override() -> str | None:
@@ -215,15 +216,9 @@ def cgroup_cpu_quota(root: str | os.PathLike[str] | None = None) -> float | None
         >>> q is None or q > 0
         True
     """
-    base, given = _cgroup_base(root)
-    raw = _read(base / "cpu.max") if base is not None else None
-    if raw:
-        quota, _, period = raw.partition(" ")
-    elif not given:
-        v1 = Path("/sys/fs/cgroup/cpu")
-        quota, period = _read(v1 / "cpu.cfs_quota_us"), _read(v1 / "cpu.cfs_period_us")
-    else:
-        return None
+    quota, _, period = (_cgroup_read(root, "cpu.max", "cpu/cpu.cfs_quota_us") or "").partition(" ")
+    if quota and not period:  # cgroup v1 keeps the period in a file of its own
+        period = _read(Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us")) or ""
     try:
         return int(quota) / int(period or 100000) if int(quota) > 0 else None
     except (TypeError, ValueError):  # "max" (no quota), missing or malformed
@@ -239,10 +234,7 @@ def cgroup_memory_limit_mb(root: str | os.PathLike[str] | None = None) -> float 
         >>> m is None or m > 0
         True
     """
-    base, given = _cgroup_base(root)
-    raw = _read(base / "memory.max") if base is not None else None
-    if raw is None and not given:
-        raw = _read(Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
+    raw = _cgroup_read(root, "memory.max", "memory/memory.limit_in_bytes")
     if not raw or raw == "max":
         return None
     try:
