@@ -13,7 +13,6 @@ import argparse
 import contextlib
 import json
 import logging
-import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -142,25 +141,23 @@ def _cluster(address: str | None) -> Iterator[Any]:
             q.setLevel(level)
 
 
-def _check_output_file(path: str, flag: str) -> Path:
-    """Fail now, in one line, when ``path`` cannot be written as a file.
+def _check_output_file(path: str, flag: str, example: str = "out.json") -> Path:
+    """Fail now, in one line starting with ``flag``, when ``path`` cannot be written as a file
+    (`tts_kit.core.atomic.check_destination`).
 
     Example:
         >>> _check_output_file("/", "--json")
         Traceback (most recent call last):
         ...
-        tts_kit.cli.UserError: --json /: is a directory; give a file path such as /out.json
+        tts_kit.cli.UserError: --json /: is a directory; give a file path (such as /out.json)
     """
-    p = Path(path).expanduser()
-    if p.is_dir():
-        raise UserError(f"{flag} {path}: is a directory; give a file path such as "
-                        f"{p / 'out.json'}")
-    if not p.parent.is_dir():
-        raise UserError(f"{flag} {path}: directory {p.parent} does not exist; create it or "
-                        "choose another path")
-    if not os.access(p.parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise UserError(f"{flag} {path}: not writable; choose another path")
-    return p
+    from tts_kit.core.atomic import check_destination
+
+    try:
+        return check_destination(path, example)
+    except TtsKitError as exc:
+        raise UserError(f"{flag} {exc}".replace("choose another path",
+                                                f"choose another {flag}")) from None
 
 
 def _write_json(path: str, data: Any) -> None:

@@ -110,9 +110,9 @@ def _fsync_dir(path: Path) -> None:
             os.close(fd)
 
 
-def check_destination(dst: str | os.PathLike[str]) -> Path:
+def check_destination(dst: str | os.PathLike[str], example: str = "out.wav") -> Path:
     """Check, before any work, that a file can be written at ``dst`` (by writing a temporary
-    beside it); else a one-line `TtsKitError`.
+    beside it); else a one-line `TtsKitError` (``example``: the file name it suggests).
 
     Example:
         >>> check_destination(tempfile.gettempdir())  # doctest: +ELLIPSIS
@@ -123,8 +123,7 @@ def check_destination(dst: str | os.PathLike[str]) -> Path:
     dst = Path(dst).expanduser()
     parent = dst.parent
     if dst.is_dir():
-        raise TtsKitError(f"{dst}: is a directory; give a file path (such as "
-                         f"{dst / ('out' + (dst.suffix or '.wav'))})")
+        raise TtsKitError(f"{dst}: is a directory; give a file path (such as {dst / example})")
     if not parent.exists():
         raise TtsKitError(f"{parent}: directory does not exist; create it or choose another path")
     if not parent.is_dir():
