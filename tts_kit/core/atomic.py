@@ -282,20 +282,17 @@ def atomic_dir(dst: str | os.PathLike[str], *, last: str | None = None) -> Itera
     """
     dst = Path(dst)
     into = dst.is_dir() and not dst.is_symlink()
-    with _signals_as_exceptions():
-        tmp = Path(tempfile.mkdtemp(prefix=_temp_prefix(dst), dir=dst if into else dst.parent))
-        try:
-            yield tmp
-            with _signals_blocked():
-                if into:
-                    _move_up(tmp, dst, last)
-                else:
-                    os.chmod(tmp, umask_mode(0o777))  # mkdtemp makes 0700
-                    os.replace(tmp, dst)
-            _fsync_dir(dst if into else dst.parent)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+    # Built inside an existing ``dst`` (named as if beside ``dst/<name>``), else beside it;
+    # once moved into place there is nothing left for scratch_dir to remove.
+    with scratch_dir(dst / dst.name if into else dst) as tmp:
+        yield tmp
+        with _signals_blocked():
+            if into:
+                _move_up(tmp, dst, last)
+            else:
+                os.chmod(tmp, umask_mode(0o777))  # mkdtemp makes 0700
+                os.replace(tmp, dst)
+        _fsync_dir(dst if into else dst.parent)
 
 
 @contextlib.contextmanager
