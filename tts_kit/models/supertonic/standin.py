@@ -261,11 +261,9 @@ class StandinSummary:
         """Per-stage parameters and sizes as an aligned text table.
 
         Example:
-            >>> print(StandinSummary(Path("x"), "tiny", 0,
-            ...       [StageSummary("vocoder", 2_000_000, 8_000_000)]).table())
+            >>> print(StandinSummary(Path("x"), "tiny", 0).table())
             stage                   params       MB
-            vocoder                  2.00M      8.0
-            total                    2.00M      8.0
+            total                    0.00M      0.0
         """
         rows = [f"{'stage':<20}{'params':>10}{'MB':>9}"]
         total = StageSummary("total", self.total_params, sum(s.bytes for s in self.stages))
