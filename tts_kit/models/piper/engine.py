@@ -168,8 +168,6 @@ class PiperEngine(EngineBase):
         timings["total"] = time.perf_counter() - t0
         return wav, timings
 
-    # -- batches ----------------------------------------------------------------------
-
     def synthesize_batch(
         self,
         texts: list[str],

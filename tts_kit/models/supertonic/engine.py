@@ -165,8 +165,6 @@ class Engine(EngineBase):
                 per[k]["total"] = elapsed[k]
                 yield wav, per[k]
 
-    # -- batches ----------------------------------------------------------------------
-
     def synthesize_batch(
         self,
         texts: list[str],
