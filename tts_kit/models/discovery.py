@@ -1,12 +1,5 @@
 """Where a model spec points: its family, its location and where that came from (the
 first half of `tts_kit.models.resolve`, importing no model class).
-
-Example:
-    >>> from tts_kit.models.discovery import locate
-    >>> locate("piper:joe-us")
-    Location(family='piper', ref='piper:joe-us', source='voice package from PyPI')
-    >>> locate().source
-    'stand-in (tiny)'
 """
 
 from __future__ import annotations
@@ -148,8 +141,8 @@ def locate(spec: str | os.PathLike[str] | None = None, *,
     model is used").
 
     Example:
-        >>> locate(settings=Settings(model_dir="/m")).source
-        '$TTS_KIT_MODEL_DIR'
+        >>> locate("piper:joe-us")
+        Location(family='piper', ref='piper:joe-us', source='voice package from PyPI')
     """
     s = settings if settings is not None else current_settings()
     if spec is not None:
