@@ -28,6 +28,16 @@ CPUS_ENV = "TTS_KIT_CPUS"
 # -- memory -------------------------------------------------------------------------------
 
 
+def _proc_numbers(path: str, *keys: str, base: int = 10) -> dict[str, int]:
+    """The ``Key: number ...`` lines of a /proc file for ``keys`` (none where unreadable)."""
+    try:
+        with open(path, encoding="ascii") as fh:
+            fields = [line.partition(":") for line in fh]
+        return {k: int(rest.split()[0], base) for k, _, rest in fields if k in keys}
+    except (OSError, ValueError, IndexError):
+        return {}
+
+
 def status_mb(*keys: str, pid: int | str = "self") -> dict[str, float]:
     """Fields of ``/proc/PID/status`` given in kB (``VmHWM``, ``RssAnon`` ...), in MiB.
 
@@ -35,16 +45,7 @@ def status_mb(*keys: str, pid: int | str = "self") -> dict[str, float]:
         >>> sorted(status_mb("VmRSS", "NoSuchField"))  # doctest: +SKIP
         ['VmRSS']
     """
-    out: dict[str, float] = {}
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
-            for line in fh:
-                name, _, rest = line.partition(":")
-                if name in keys:
-                    out[name] = int(rest.split()[0]) / 1024.0
-    except (OSError, ValueError, IndexError):
-        pass
-    return out
+    return {k: kb / 1024.0 for k, kb in _proc_numbers(f"/proc/{pid}/status", *keys).items()}
 
 
 def rss_mb(pid: int | None = None) -> float | None:
@@ -70,14 +71,8 @@ def pss_mb(pid: int | None = None) -> float | None:
         >>> p is None or p > 0
         True
     """
-    try:
-        with open(f"/proc/{pid or 'self'}/smaps_rollup", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) / 1024.0
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
+    kb = _proc_numbers(f"/proc/{pid or 'self'}/smaps_rollup", "Pss").get("Pss")
+    return None if kb is None else kb / 1024.0
 
 
 def peak_rss_mb(pid: int | None = None) -> float:
@@ -282,13 +277,9 @@ def umask() -> int:
         >>> 0 <= umask() <= 0o777
         True
     """
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
+    mask = _proc_numbers("/proc/self/status", "Umask", base=8).get("Umask")
+    if mask is not None:
+        return mask
     mask = os.umask(0o077)
     os.umask(mask)
     return mask
