@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -367,16 +368,14 @@ class EngineBase:
         t0 = time.perf_counter()
         cfg = self.config(config, **overrides)
         parts = self._stream(text, cfg)
-        timings: dict[str, float] = {}
-        pieces = []
-        for part in parts:
-            pieces.append(part.samples)
-            for k, v in part.timings.items():
-                if k != "total":
-                    timings[k] = timings.get(k, 0.0) + v
+        chunks = list(parts)
+        timings: Counter[str] = Counter()
+        for part in chunks:
+            timings.update(part.timings)
         timings["total"] = time.perf_counter() - t0
-        return SynthesisResult(wav=np.concatenate(pieces), sample_rate=self.bundle.sample_rate,
-                               text=parts.text, chunks=parts.chunks, timings=timings,
+        return SynthesisResult(wav=np.concatenate([c.samples for c in chunks]),
+                               sample_rate=self.bundle.sample_rate, text=parts.text,
+                               chunks=parts.chunks, timings=dict(timings),
                                voice=cfg.voice or "", seed=parts.seed)
 
 
