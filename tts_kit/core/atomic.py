@@ -125,15 +125,16 @@ def check_destination(dst: str | os.PathLike[str], example: str = "out.wav") -> 
     if dst.is_dir():
         raise TtsKitError(f"{dst}: is a directory; give a file path (such as {dst / example})")
     if not parent.exists():
-        raise TtsKitError(f"{parent}: directory does not exist; create it or choose another path")
+        raise TtsKitError(f"{dst}: its directory does not exist; create it or choose another "
+                          "path")
     if not parent.is_dir():
-        raise TtsKitError(f"{parent}: not a directory; choose another path")
+        raise TtsKitError(f"{dst}: a part of its path is not a directory; choose another path")
     if dst.exists() and not os.access(dst, os.W_OK):
         raise TtsKitError(f"{dst}: exists and is not writable; choose another path")
     try:
         fd, probe = tempfile.mkstemp(prefix=_temp_prefix(dst), dir=parent)
     except OSError as exc:
-        raise TtsKitError(f"{parent}: cannot create a file there ({exc.strerror or exc}); "
+        raise TtsKitError(f"{dst}: cannot create a file there ({exc.strerror or exc}); "
                          "choose another path") from None
     os.close(fd)
     os.unlink(probe)
