@@ -302,7 +302,7 @@ def test_every_numeric_flag_is_in_the_one_table():
     the library checks): otherwise ``nan``, ``-5`` or ``1e400`` reach the command."""
     import argparse
 
-    from tts_kit.cli._numbers import NUMERIC_FLAGS
+    from tts_kit.cli._common import NUMERIC_FLAGS
 
     parser = cli._parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -407,7 +407,7 @@ def test_every_config_json_setting_refuses_hostile_values(tmp_path, tiny_bundle_
 def test_the_flags_and_the_config_share_one_table():
     """``serve``'s numeric flags are `SERVE_FIELDS`' rules themselves (not copies that drift);
     every number in `ServeConfig` has a rule."""
-    from tts_kit.cli._numbers import NUMERIC_FLAGS
+    from tts_kit.cli._common import NUMERIC_FLAGS
     from tts_kit.core.validate import SERVE_FIELDS, serve_flag
     from tts_kit.serve.config import ServeConfig
 

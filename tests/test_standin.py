@@ -13,6 +13,7 @@ import onnxruntime as ort
 import pytest
 
 from tts_kit.core import contract
+from tts_kit.core.settings import settings
 from tts_kit.models.supertonic import standin as st
 
 STAGES = contract.STAGES
@@ -299,7 +300,6 @@ def test_standin_graphs_with_the_real_assets(tiny_bundle_dir: Path, shared_asset
 
 def test_ensure_standin_builds_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setenv("TTS_KIT_CACHE_DIR", str(tmp_path / "cache"))
-    assert st.standin_cache_dir() == tmp_path / "cache"
     first = st.ensure_standin("tiny", seed=5)
     assert first == tmp_path / "cache" / f"standin-tiny-seed5-v{st.STANDIN_VERSION}"
     cfg = json.loads((first / contract.CONFIG_FILE).read_text())
@@ -334,7 +334,7 @@ def test_ensure_standin_loses_a_race_gracefully(monkeypatch: pytest.MonkeyPatch,
 
 def test_default_cache_dir(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("TTS_KIT_CACHE_DIR")
-    assert st.standin_cache_dir() == Path.home() / ".cache" / "tts_kit"
+    assert settings().tts_kit_cache == Path.home() / ".cache" / "tts_kit"
 
 
 # -- the users' default: the full scale -------------------------------------------------

@@ -65,25 +65,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "AudioChunk",
-    "Bundle",
-    "BundleError",
-    "Capabilities",
-    "Engine",
-    "SessionPreset",
-    "SpeechEngine",
-    "SpeechModel",
-    "SynthesisConfig",
-    "SynthesisStream",
-    "SynthesisResult",
-    "TtsKitError",
-    "VoiceStyle",
-    "Workload",
-    "make_engine",
-    "model_label",
-    "open_model",
-    "resolve_model",
-    "resolve_speaker",
-    "resolve_model_dir",
-    "__version__",
+    "AudioChunk", "Bundle", "BundleError", "Capabilities", "Engine", "SessionPreset",
+    "SpeechEngine", "SpeechModel", "SynthesisConfig", "SynthesisStream", "SynthesisResult",
+    "TtsKitError", "VoiceStyle", "Workload", "make_engine", "model_label", "open_model",
+    "resolve_model", "resolve_speaker", "resolve_model_dir", "__version__"
 ]

@@ -26,6 +26,7 @@ from tts_kit.cli._common import (
     _say,
     _warning_line,
     _write_json,
+    check_flags,
     in_path,
 )
 from tts_kit.cli._errors import (
@@ -37,7 +38,6 @@ from tts_kit.cli._errors import (
     interrupted,
     unraisable,
 )
-from tts_kit.cli._numbers import check_flags
 from tts_kit.cli.model import cmd_doctor, cmd_fetch, cmd_info, cmd_standin, cmd_synth
 from tts_kit.cli.precision import cmd_convert, cmd_verify
 from tts_kit.cli.serving import cmd_loadtest, cmd_serve, cmd_serve_sweep

@@ -1,5 +1,6 @@
 """What every ``tts-kit`` command group shares: printing, opening the model, output files,
-help texts, and how a group registers its subcommands (`AddCommand`).
+help texts, every numeric flag's range (`NUMERIC_FLAGS`), and how a group registers its
+subcommands (`AddCommand`).
 
 Example:
     >>> _say("a\\x1b[2Jb")
@@ -12,7 +13,6 @@ import argparse
 import contextlib
 import json
 import logging
-import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textsafe import term_safe
+from tts_kit.core.validate import MAX_THREADS, SERVE_FIELDS, Rule, serve_flag
 
 
 def _say(text: object = "", file: Any = None) -> None:
@@ -140,25 +141,23 @@ def _cluster(address: str | None) -> Iterator[Any]:
             q.setLevel(level)
 
 
-def _check_output_file(path: str, flag: str) -> Path:
-    """Fail now, in one line, when ``path`` cannot be written as a file.
+def _check_output_file(path: str, flag: str, example: str = "out.json") -> Path:
+    """Fail now, in one line starting with ``flag``, when ``path`` cannot be written as a file
+    (`tts_kit.core.atomic.check_destination`).
 
     Example:
         >>> _check_output_file("/", "--json")
         Traceback (most recent call last):
         ...
-        tts_kit.cli.UserError: --json /: is a directory; give a file path such as /out.json
+        tts_kit.cli.UserError: --json /: is a directory; give a file path (such as /out.json)
     """
-    p = Path(path).expanduser()
-    if p.is_dir():
-        raise UserError(f"{flag} {path}: is a directory; give a file path such as "
-                        f"{p / 'out.json'}")
-    if not p.parent.is_dir():
-        raise UserError(f"{flag} {path}: directory {p.parent} does not exist; create it or "
-                        "choose another path")
-    if not os.access(p.parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise UserError(f"{flag} {path}: not writable; choose another path")
-    return p
+    from tts_kit.core.atomic import check_destination
+
+    try:
+        return check_destination(path, example)
+    except TtsKitError as exc:
+        raise UserError(f"{flag} {exc}".replace("choose another path",
+                                                f"choose another {flag}")) from None
 
 
 def _write_json(path: str, data: Any) -> None:
@@ -216,3 +215,47 @@ class AddCommand(Protocol):
 
     def __call__(self, name: str, fn: Command, help: str,
                  model: bool = True) -> argparse.ArgumentParser: ...
+
+
+_SECONDS = Rule(0, 7 * 86400, low_open=True, unit="s")
+_MB = Rule(0, 1 << 30, low_open=True, unit="MB")
+_THREADS = Rule(1, MAX_THREADS, integer=True)
+#: A noise or weight seed: 32 bits, as numpy's legacy seeding takes.
+_SEED = Rule(0, 2**32 - 1, integer=True)
+#: A Piper voice's noise scale (``noise_scale``, ``noise_w``; 0: no noise), as the engine checks.
+_NOISE = Rule(0, 2)
+_LOAD = {"requests": Rule(1, 10**7, integer=True), "duration": _SECONDS,
+         "timeout": _SECONDS, "seed": _SEED}
+
+#: command -> argparse ``dest`` -> its range (None values are defaults: not checked).
+NUMERIC_FLAGS: dict[str, dict[str, Rule]] = {
+    # ServeConfig's own table, as a --config-json file is checked.
+    "serve": {serve_flag(f): rule for f, rule in SERVE_FIELDS.items() if serve_flag(f)},
+    "synth": {"seed": _SEED, "noise_scale": _NOISE, "noise_w": _NOISE},
+    "standin": {"seed": _SEED},
+    "info": {"threads": _THREADS},
+    "loadtest": dict(_LOAD),
+    "serve-sweep": {**_LOAD, "p95_target_ms": Rule(0, 10**9, low_open=True, unit="ms"),
+                    "mem_budget": _MB},
+    "tune": {"mem_budget": _MB, "rounds": Rule(1, 100, integer=True)},
+    "report": {"confirm_rounds": Rule(0, 100, integer=True)},
+    "verify": {"threads": _THREADS, "min_snr": Rule(-1000, 1000, unit="dB"),
+               "max_abs_diff": Rule(0, 1e6)},
+}
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    """Check ``args``' numeric flags against `NUMERIC_FLAGS` (the flags not given: skipped;
+    the library checks ``--steps``, ``--speed`` and ``--repeats`` itself).
+
+    Example:
+        >>> args = argparse.Namespace(command="serve", timeout=float("nan"))
+        >>> check_flags(args)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        tts_kit.core.validate.InvalidNumber: --timeout nan: give a finite number > 0 s ...
+    """
+    for dest, rule in NUMERIC_FLAGS.get(getattr(args, "command", ""), {}).items():
+        value = getattr(args, dest, None)
+        if value is not None:
+            setattr(args, dest, rule.check(value, f"--{dest.replace('_', '-')}"))

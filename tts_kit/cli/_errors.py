@@ -1,14 +1,6 @@
 """The ``tts-kit`` error policy: a `TtsKitError` or an `OSError` of the user's environment
 is one line, exit 2; anything else is a bug: one line and a log of its traceback, exit 70;
-``--debug`` prints the traceback too.
-
-Example:
-    >>> import contextlib, sys
-    >>> from tts_kit.core.errors import TtsKitError
-    >>> with contextlib.redirect_stderr(sys.stdout):
-    ...     exit_status("synth", TtsKitError("unknown voice 'Q7'; available voices: M1"))
-    tts-kit synth: error: unknown voice 'Q7'; available voices: M1
-    2
+``--debug`` prints the traceback too (`exit_status`).
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from tts_kit.cli._common import (
     UserError,
     _bundle,
     _check_language,
+    _check_output_file,
     _say,
     out_path,
 )
@@ -33,18 +34,13 @@ def _audio_output(path: str) -> tuple[Path, str]:
     """Check ``-o`` before any synthesis: (path, soundfile format) or a one-line UserError."""
     import soundfile as sf
 
-    from tts_kit.core.atomic import check_destination
-
     out = Path(path).expanduser()
     fmt = out.suffix[1:].upper()
     if not out.is_dir() and (fmt not in sf.available_formats()
                              or not sf.check_format(fmt, "PCM_16")):
         raise UserError(f"-o {path}: unknown audio file type "
                         f"({out.suffix or 'no extension'}); end it with .wav (or .flac, .aiff)")
-    try:
-        return check_destination(out), fmt
-    except ValueError as exc:
-        raise UserError(f"-o {exc}".replace("choose another path", "choose another -o")) from None
+    return _check_output_file(path, "-o", "out.wav"), fmt
 
 
 def cmd_synth(args: argparse.Namespace) -> int:

@@ -48,13 +48,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _int_list(text: str, flag: str) -> list[int]:
+def _levels(text: str | None, flag: str, kind: type = int) -> list:
+    """``flag``'s comma-separated values (``1,2,4``; ``0.5,1,2`` for a float ``kind``), each
+    above 0; none for an empty ``text``."""
     try:
-        values = [int(x) for x in text.split(",") if x.strip()]
+        values = [kind(x) for x in (text or "").split(",") if x.strip()]
     except ValueError:
-        raise UserError(f"{flag} takes whole numbers like 1,2,4; got {text!r}") from None
-    if not values or min(values) < 1:
-        raise UserError(f"{flag} takes whole numbers >= 1 like 1,2,4; got {text!r}")
+        values = []
+    if (text and not values) or any(not 0 < v < float("inf") for v in values):
+        what = "whole numbers" if kind is int else "numbers"
+        raise UserError(f"{flag} takes {what} above 0 like "
+                        f"{'1,2,4' if kind is int else '0.5,1,2'}; got {text!r}")
     return values
 
 
@@ -96,8 +100,8 @@ def cmd_loadtest(args: argparse.Namespace) -> int:
         check_number(port, f"URL {args.url!r}: port", low=1, high=65535, integer=True)
     if args.json:
         _check_output_file(args.json, "--json")  # now, not after the load test
-    conc = _int_list(args.concurrency, "--concurrency") if args.concurrency else []
-    rates = _rates(args.rate)
+    conc = _levels(args.concurrency, "--concurrency")
+    rates = _levels(args.rate, "--rate", float)
     if not conc and not rates:
         raise UserError("give at least one --concurrency level or --rate")
     try:
@@ -121,33 +125,23 @@ def cmd_loadtest(args: argparse.Namespace) -> int:
     return 0
 
 
-def _rates(text: str | None) -> list[float]:
-    """``--rate``'s arrivals per second (``0.5,1,2``), each above 0."""
-    try:
-        rates = [float(x) for x in text.split(",") if x.strip()] if text else []
-    except ValueError:
-        raise UserError(f"--rate takes arrivals per second like 0.5,1,2; got {text!r}"
-                        ) from None
-    if any(not (r > 0 and r < float("inf")) for r in rates):
-        raise UserError(f"--rate {text}: every rate must be a number of arrivals per second "
-                        "above 0")
-    return rates
-
-
 def cmd_serve_sweep(args: argparse.Namespace) -> int:
     from tts_kit.serve.launch import Stopped, signals_end_the_block
     from tts_kit.serve.sweep import ServingSweepSpec, serving_sweep
 
     if args.json:
         _check_output_file(args.json, "--json")
+    workers = _levels(args.workers, "--workers")
+    if not workers:
+        raise UserError("--workers '': give worker counts like 1,2")
     spec = ServingSweepSpec(
         architectures=[a.strip() for a in args.architectures.split(",")],
-        workers=_int_list(args.workers, "--workers"),
-        threads=_int_list(args.threads, "--threads") if args.threads else [None],
+        workers=workers,
+        threads=_levels(args.threads, "--threads") or [None],
         presets=[p.strip() for p in args.presets.split(",") if p.strip()],
         loadings=[x.strip() for x in args.loading.split(",") if x.strip()],
-        concurrency=_int_list(args.concurrency, "--concurrency") if args.concurrency else [],
-        rates=_rates(args.rate), requests=args.requests,
+        concurrency=_levels(args.concurrency, "--concurrency"),
+        rates=_levels(args.rate, "--rate", float), requests=args.requests,
         duration_s=args.duration, texts=_texts(args.texts), body=_load_body(args),
         timeout_s=args.timeout, p95_target_ms=args.p95_target_ms,
         mem_budget_mb=args.mem_budget)

@@ -9,7 +9,6 @@ Example:
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -47,10 +46,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
             int(c) for c in args.cpus.split(","))
     except ValueError:
         raise UserError(f"--cpus takes core counts like 1,2; got {args.cpus!r}") from None
-    from tts_kit.core.procfacts import usable_cores
+    from tts_kit.core.procfacts import allowed_cpus, usable_cores
 
-    usable = usable_cores()
-    pinnable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else usable
+    usable, pinnable = usable_cores(), len(allowed_cpus())
     # Between the CPU quota and the affinity a trial runs throttled: say what that means.
     over = sorted({c for c in cpus if usable < c <= pinnable})
     if over:

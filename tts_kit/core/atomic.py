@@ -54,14 +54,9 @@ def _raise_terminated(signum: int, frame: object) -> None:
 
 
 @contextlib.contextmanager
-def signals_as_exceptions() -> Iterator[None]:
+def _signals_as_exceptions() -> Iterator[None]:
     """While active, SIGTERM/SIGHUP raise `Terminated` instead of ending the process at once
-    (default handlers only; re-sent on leaving the outermost use; main thread only).
-
-    Example:
-        >>> with signals_as_exceptions():
-        ...     pass
-    """
+    (default handlers only; re-sent on leaving the outermost use; main thread only)."""
     global _guard_depth
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -101,13 +96,8 @@ def _signals_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def temp_prefix(dst: str | os.PathLike[str]) -> str:
-    """The name prefix of ``dst``'s temporaries: ``.<name>.tmp-<pid>-``.
-
-    Example:
-        >>> temp_prefix("out/a.wav").startswith(".a.wav.tmp-")
-        True
-    """
+def _temp_prefix(dst: str | os.PathLike[str]) -> str:
+    """The name prefix of ``dst``'s temporaries: ``.<name>.tmp-<pid>-``."""
     return f".{Path(dst).name}.tmp-{os.getpid()}-"
 
 
@@ -120,9 +110,9 @@ def _fsync_dir(path: Path) -> None:
             os.close(fd)
 
 
-def check_destination(dst: str | os.PathLike[str]) -> Path:
+def check_destination(dst: str | os.PathLike[str], example: str = "out.wav") -> Path:
     """Check, before any work, that a file can be written at ``dst`` (by writing a temporary
-    beside it); else a one-line `TtsKitError`.
+    beside it); else a one-line `TtsKitError` (``example``: the file name it suggests).
 
     Example:
         >>> check_destination(tempfile.gettempdir())  # doctest: +ELLIPSIS
@@ -133,18 +123,18 @@ def check_destination(dst: str | os.PathLike[str]) -> Path:
     dst = Path(dst).expanduser()
     parent = dst.parent
     if dst.is_dir():
-        raise TtsKitError(f"{dst}: is a directory; give a file path (such as "
-                         f"{dst / ('out' + (dst.suffix or '.wav'))})")
+        raise TtsKitError(f"{dst}: is a directory; give a file path (such as {dst / example})")
     if not parent.exists():
-        raise TtsKitError(f"{parent}: directory does not exist; create it or choose another path")
+        raise TtsKitError(f"{dst}: its directory does not exist; create it or choose another "
+                          "path")
     if not parent.is_dir():
-        raise TtsKitError(f"{parent}: not a directory; choose another path")
+        raise TtsKitError(f"{dst}: a part of its path is not a directory; choose another path")
     if dst.exists() and not os.access(dst, os.W_OK):
         raise TtsKitError(f"{dst}: exists and is not writable; choose another path")
     try:
-        fd, probe = tempfile.mkstemp(prefix=temp_prefix(dst), dir=parent)
+        fd, probe = tempfile.mkstemp(prefix=_temp_prefix(dst), dir=parent)
     except OSError as exc:
-        raise TtsKitError(f"{parent}: cannot create a file there ({exc.strerror or exc}); "
+        raise TtsKitError(f"{dst}: cannot create a file there ({exc.strerror or exc}); "
                          "choose another path") from None
     os.close(fd)
     os.unlink(probe)
@@ -167,8 +157,8 @@ def atomic_file(dst: str | os.PathLike[str], *, replace: bool = True,
         '{}'
     """
     dst = Path(dst)
-    with signals_as_exceptions():
-        fd, name = tempfile.mkstemp(prefix=temp_prefix(dst),
+    with _signals_as_exceptions():
+        fd, name = tempfile.mkstemp(prefix=_temp_prefix(dst),
                                     suffix=dst.suffix if suffix is None else suffix,
                                     dir=dst.parent)
         os.close(fd)
@@ -202,7 +192,7 @@ def _link_into_place(tmp: Path, dst: Path) -> None:
 
 
 def _own_temp(name: str) -> bool:
-    """Whether ``name`` is a temporary of this process (`temp_prefix`'s form)."""
+    """Whether ``name`` is a temporary of this process (`_temp_prefix`'s form)."""
     m = TEMP_NAME.match(name)
     return bool(m) and int(m["pid"]) == os.getpid()
 
@@ -223,11 +213,6 @@ def check_dir_destination(dst: str | os.PathLike[str]) -> Path:
         >>> d = Path(tempfile.mkdtemp())
         >>> check_dir_destination(d / "new") == d / "new"
         True
-        >>> _ = (d / "f").write_text("x")
-        >>> check_dir_destination(d / "f")  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        tts_kit.TtsKitError: .../f: is a file; give a new directory path, or an empty directory
     """
     dst = Path(dst).expanduser()
     if dst.is_symlink():  # dangling or not: the output cannot be put there
@@ -250,7 +235,7 @@ def check_dir_destination(dst: str | os.PathLike[str]) -> Path:
         if not where.is_dir():
             raise TtsKitError(f"{where}: not a directory; choose another path")
     try:
-        probe = tempfile.mkdtemp(prefix=temp_prefix(dst), dir=where)
+        probe = tempfile.mkdtemp(prefix=_temp_prefix(dst), dir=where)
     except OSError as exc:
         raise TtsKitError(f"{where}: cannot create a directory there ({exc.strerror or exc}); "
                          "choose another path") from None
@@ -293,20 +278,17 @@ def atomic_dir(dst: str | os.PathLike[str], *, last: str | None = None) -> Itera
     """
     dst = Path(dst)
     into = dst.is_dir() and not dst.is_symlink()
-    with signals_as_exceptions():
-        tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(dst), dir=dst if into else dst.parent))
-        try:
-            yield tmp
-            with _signals_blocked():
-                if into:
-                    _move_up(tmp, dst, last)
-                else:
-                    os.chmod(tmp, umask_mode(0o777))  # mkdtemp makes 0700
-                    os.replace(tmp, dst)
-            _fsync_dir(dst if into else dst.parent)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+    # Built inside an existing ``dst`` (named as if beside ``dst/<name>``), else beside it;
+    # once moved into place there is nothing left for scratch_dir to remove.
+    with scratch_dir(dst / dst.name if into else dst) as tmp:
+        yield tmp
+        with _signals_blocked():
+            if into:
+                _move_up(tmp, dst, last)
+            else:
+                os.chmod(tmp, umask_mode(0o777))  # mkdtemp makes 0700
+                os.replace(tmp, dst)
+        _fsync_dir(dst if into else dst.parent)
 
 
 @contextlib.contextmanager
@@ -322,8 +304,8 @@ def scratch_dir(beside: str | os.PathLike[str]) -> Iterator[Path]:
         []
     """
     beside = Path(beside)
-    with signals_as_exceptions():
-        tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(beside), dir=beside.parent))
+    with _signals_as_exceptions():
+        tmp = Path(tempfile.mkdtemp(prefix=_temp_prefix(beside), dir=beside.parent))
         try:
             yield tmp
         finally:

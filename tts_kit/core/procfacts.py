@@ -28,6 +28,16 @@ CPUS_ENV = "TTS_KIT_CPUS"
 # -- memory -------------------------------------------------------------------------------
 
 
+def _proc_numbers(path: str, *keys: str, base: int = 10) -> dict[str, int]:
+    """The ``Key: number ...`` lines of a /proc file for ``keys`` (none where unreadable)."""
+    try:
+        with open(path, encoding="ascii") as fh:
+            fields = [line.partition(":") for line in fh]
+        return {k: int(rest.split()[0], base) for k, _, rest in fields if k in keys}
+    except (OSError, ValueError, IndexError):
+        return {}
+
+
 def status_mb(*keys: str, pid: int | str = "self") -> dict[str, float]:
     """Fields of ``/proc/PID/status`` given in kB (``VmHWM``, ``RssAnon`` ...), in MiB.
 
@@ -35,16 +45,7 @@ def status_mb(*keys: str, pid: int | str = "self") -> dict[str, float]:
         >>> sorted(status_mb("VmRSS", "NoSuchField"))  # doctest: +SKIP
         ['VmRSS']
     """
-    out: dict[str, float] = {}
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
-            for line in fh:
-                name, _, rest = line.partition(":")
-                if name in keys:
-                    out[name] = int(rest.split()[0]) / 1024.0
-    except (OSError, ValueError, IndexError):
-        pass
-    return out
+    return {k: kb / 1024.0 for k, kb in _proc_numbers(f"/proc/{pid}/status", *keys).items()}
 
 
 def rss_mb(pid: int | None = None) -> float | None:
@@ -70,14 +71,8 @@ def pss_mb(pid: int | None = None) -> float | None:
         >>> p is None or p > 0
         True
     """
-    try:
-        with open(f"/proc/{pid or 'self'}/smaps_rollup", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) / 1024.0
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
+    kb = _proc_numbers(f"/proc/{pid or 'self'}/smaps_rollup", "Pss").get("Pss")
+    return None if kb is None else kb / 1024.0
 
 
 def peak_rss_mb(pid: int | None = None) -> float:
@@ -166,13 +161,14 @@ def idlest_cpus(n: int, cores: list[int] | None = None, interval_s: float = 0.05
     return sorted(sorted(cores, key=lambda c: (round(load[c] / 10), c))[:n])
 
 
-def _cgroup_base(root: str | os.PathLike[str] | None) -> tuple[Path | None, bool]:
-    """The cgroup directory to read and whether it was given (then without v1 files)."""
+def _cgroup_read(root: str | os.PathLike[str] | None, v2: str, v1: str) -> str | None:
+    """The cgroup v2 file ``v2`` of ``root`` (default ``$TTS_KIT_CGROUP_ROOT``, else this
+    process's cgroup); without a root given, the v1 file ``/sys/fs/cgroup/<v1>`` if empty."""
     if root is None:
         root = cgroup_root_override()
-    if root is not None:
-        return Path(root).expanduser(), True
-    return _cgroup_dir(), False
+    base = Path(root).expanduser() if root is not None else _cgroup_dir()
+    raw = _read(base / v2) if base is not None else None
+    return raw if raw or root is not None else _read(Path("/sys/fs/cgroup") / v1)
 
 
 def cgroup_root_override() -> str | None:
@@ -215,15 +211,9 @@ def cgroup_cpu_quota(root: str | os.PathLike[str] | None = None) -> float | None
         >>> q is None or q > 0
         True
     """
-    base, given = _cgroup_base(root)
-    raw = _read(base / "cpu.max") if base is not None else None
-    if raw:
-        quota, _, period = raw.partition(" ")
-    elif not given:
-        v1 = Path("/sys/fs/cgroup/cpu")
-        quota, period = _read(v1 / "cpu.cfs_quota_us"), _read(v1 / "cpu.cfs_period_us")
-    else:
-        return None
+    quota, _, period = (_cgroup_read(root, "cpu.max", "cpu/cpu.cfs_quota_us") or "").partition(" ")
+    if quota and not period:  # cgroup v1 keeps the period in a file of its own
+        period = _read(Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us")) or ""
     try:
         return int(quota) / int(period or 100000) if int(quota) > 0 else None
     except (TypeError, ValueError):  # "max" (no quota), missing or malformed
@@ -239,10 +229,7 @@ def cgroup_memory_limit_mb(root: str | os.PathLike[str] | None = None) -> float 
         >>> m is None or m > 0
         True
     """
-    base, given = _cgroup_base(root)
-    raw = _read(base / "memory.max") if base is not None else None
-    if raw is None and not given:
-        raw = _read(Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
+    raw = _cgroup_read(root, "memory.max", "memory/memory.limit_in_bytes")
     if not raw or raw == "max":
         return None
     try:
@@ -290,13 +277,9 @@ def umask() -> int:
         >>> 0 <= umask() <= 0o777
         True
     """
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
+    mask = _proc_numbers("/proc/self/status", "Umask", base=8).get("Umask")
+    if mask is not None:
+        return mask
     mask = os.umask(0o077)
     os.umask(mask)
     return mask

@@ -52,9 +52,32 @@ class Rule:
         return f"{kind} {' and '.join(parts)}".rstrip() if parts else f"{kind}{unit}"
 
     def check(self, value: Any, name: str) -> Any:
-        """``value`` (a number or its text) as an int or float in range; else `InvalidNumber`."""
-        return check_number(value, name, low=self.low, high=self.high, low_open=self.low_open,
-                            integer=self.integer, unit=self.unit)
+        """``value`` (a number or its text) as an int or float in range; else `InvalidNumber`
+        naming ``name``, the value and `describe` (booleans are not numbers; ``2.0`` is whole).
+        """
+        shown = str(value) if isinstance(value, (int, float, str)) else repr(value)
+        fail = InvalidNumber(f"{name} {shown[:40]}: give {self.describe()}")
+        if isinstance(value, bool) or value is None:
+            raise fail
+        if isinstance(value, str):
+            try:
+                value = int(value) if self.integer and value.strip().lstrip("+-").isdigit() \
+                    else float(value)
+            except ValueError:
+                raise fail from None
+        if not isinstance(value, (int, float)):
+            raise fail
+        if isinstance(value, float) and not math.isfinite(value):
+            raise fail
+        if self.integer and isinstance(value, float):
+            if not value.is_integer():
+                raise fail
+            value = int(value)
+        if self.low is not None and (value < self.low or (self.low_open and value == self.low)):
+            raise fail
+        if self.high is not None and value > self.high:
+            raise fail
+        return value
 
 
 def _show(x: float) -> str:
@@ -64,8 +87,7 @@ def _show(x: float) -> str:
 def check_number(value: Any, name: str, *, low: float | None = None,
                  high: float | None = None, low_open: bool = False, integer: bool = False,
                  unit: str = "") -> Any:
-    """``value`` checked: a finite number (text is parsed; booleans are not numbers), within
-    ``low``..``high``, whole if ``integer`` (``2.0`` counts); else `InvalidNumber`.
+    """``value`` checked against ``Rule(low, high, low_open, integer, unit)`` (`Rule.check`).
 
     Example:
         >>> check_number("1e3", "--mem-budget", low=0, low_open=True, unit="MB")
@@ -75,30 +97,7 @@ def check_number(value: Any, name: str, *, low: float | None = None,
         ...
         tts_kit.core.validate.InvalidNumber: --max-rss-mb -5: give a finite number > 0 MB
     """
-    rule = Rule(low, high, low_open, integer, unit)
-    shown = str(value) if isinstance(value, (int, float, str)) else repr(value)
-    fail = InvalidNumber(f"{name} {shown[:40]}: give {rule.describe()}")
-    if isinstance(value, bool) or value is None:
-        raise fail
-    if isinstance(value, str):
-        try:
-            value = int(value) if integer and value.strip().lstrip("+-").isdigit() \
-                else float(value)
-        except ValueError:
-            raise fail from None
-    if not isinstance(value, (int, float)):
-        raise fail
-    if isinstance(value, float) and not math.isfinite(value):
-        raise fail
-    if integer and isinstance(value, float):
-        if not value.is_integer():
-            raise fail
-        value = int(value)
-    if low is not None and (value < low or (low_open and value == low)):
-        raise fail
-    if high is not None and value > high:
-        raise fail
-    return value
+    return Rule(low, high, low_open, integer, unit).check(value, name)
 
 
 def check_fields(data: dict[str, Any], rules: dict[str, Rule], where: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,11 +172,9 @@ class EngineBase:
 
         Example:
             >>> from tts_kit import Engine
-            >>> engine = Engine()
-            >>> seen = []
+            >>> engine, seen = Engine(), []
             >>> remove = engine.add_stage_hook(lambda stage, feeds, out: seen.append(stage))
             >>> _ = engine.synthesize("Hi.", steps=2, seed=0)
-            >>> remove()
             >>> print(*seen)
             duration_predictor text_encoder vector_estimator vector_estimator vocoder
         """
@@ -283,12 +282,8 @@ class EngineBase:
         Example:
             >>> from tts_kit import Engine
             >>> engine = Engine()
-            >>> p = engine.plan("One sentence. And another one.", steps=1, seed=0,
-            ...                 max_chunk_chars=15)
-            >>> whole = list(engine.stream("One sentence. And another one.", steps=1, seed=0,
-            ...                            max_chunk_chars=15))
-            >>> bool(np.array_equal(engine.render_chunk(p, 2).samples, whole[2].samples))
-            True
+            >>> engine.render_chunk(engine.plan("One. Two.", steps=1, seed=0), 0).text
+            'One. Two.'
         """
         if plan.config is None:
             raise TtsKitError("render_chunk takes a plan from engine.plan(...)")
@@ -331,15 +326,10 @@ class EngineBase:
 
         Example:
             >>> from tts_kit import Engine
-            >>> engine = Engine()
-            >>> parts = list(engine.stream("One sentence. And another one.", steps=1,
-            ...                            seed=0, max_chunk_chars=15))
+            >>> parts = Engine().stream("One sentence. And another one.", steps=1,
+            ...                         max_chunk_chars=15)
             >>> [(p.index, p.text, p.last) for p in parts]
             [(0, 'One sentence.', False), (1, 'And', False), (2, 'another one.', True)]
-            >>> whole = engine.synthesize("One sentence. And another one.", steps=1,
-            ...                           seed=0, max_chunk_chars=15)
-            >>> bool(np.array_equal(np.concatenate([p.samples for p in parts]), whole.wav))
-            True
         """
         return self._stream(text, self.config(config, **overrides))
 
@@ -378,16 +368,14 @@ class EngineBase:
         t0 = time.perf_counter()
         cfg = self.config(config, **overrides)
         parts = self._stream(text, cfg)
-        timings: dict[str, float] = {}
-        pieces = []
-        for part in parts:
-            pieces.append(part.samples)
-            for k, v in part.timings.items():
-                if k != "total":
-                    timings[k] = timings.get(k, 0.0) + v
+        chunks = list(parts)
+        timings: Counter[str] = Counter()
+        for part in chunks:
+            timings.update(part.timings)
         timings["total"] = time.perf_counter() - t0
-        return SynthesisResult(wav=np.concatenate(pieces), sample_rate=self.bundle.sample_rate,
-                               text=parts.text, chunks=parts.chunks, timings=timings,
+        return SynthesisResult(wav=np.concatenate([c.samples for c in chunks]),
+                               sample_rate=self.bundle.sample_rate, text=parts.text,
+                               chunks=parts.chunks, timings=dict(timings),
                                voice=cfg.voice or "", seed=parts.seed)
 
 

@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import threading
@@ -74,9 +75,9 @@ class PiperEngine(EngineBase):
         self.noise_scale = inf["noise_scale"] if noise_scale is None else float(noise_scale)
         self.noise_w = inf["noise_w"] if noise_w is None else float(noise_w)
         from piper.phoneme_ids import phonemes_to_ids
-        from piper.phonemize_espeak import ESPEAK_DATA_DIR, EspeakPhonemizer
 
-        self._phonemizer = _phonemizer(EspeakPhonemizer, ESPEAK_DATA_DIR)
+        with _PHONEMIZE_LOCK:
+            self._phonemizer = _phonemizer()
         self._to_ids = phonemes_to_ids
         self._noise_inputs: list[tuple[str, tuple[int, ...]]] = []
         if set(options.get("stage_presets") or {}) <= {STAGE}:  # else the base refuses them
@@ -167,8 +168,6 @@ class PiperEngine(EngineBase):
         timings["total"] = time.perf_counter() - t0
         return wav, timings
 
-    # -- batches ----------------------------------------------------------------------
-
     def synthesize_batch(
         self,
         texts: list[str],
@@ -245,14 +244,14 @@ class PiperEngine(EngineBase):
 
 
 _PHONEMIZE_LOCK = threading.Lock()
-_PHONEMIZER: list[Any] = []
 
 
-def _phonemizer(cls: Any, data_dir: Path) -> Any:
-    with _PHONEMIZE_LOCK:
-        if not _PHONEMIZER:
-            _PHONEMIZER.append(cls(data_dir))
-        return _PHONEMIZER[0]
+@functools.cache
+def _phonemizer() -> Any:
+    """The process's one espeak-ng phonemiser (called under `_PHONEMIZE_LOCK`)."""
+    from piper.phonemize_espeak import ESPEAK_DATA_DIR, EspeakPhonemizer
+
+    return EspeakPhonemizer(ESPEAK_DATA_DIR)
 
 
 __all__ = ["FRAMES_PER_ID", "RETRY_FRAMES_PER_ID", "PiperEngine"]

@@ -199,8 +199,6 @@ class GraphBuilder:
         b = self.op("Mul", [b, self.const(-MASK_NEG)], scope)
         return self.op("Unsqueeze", [b, self.const([1], "int64")], scope)
 
-    # -- model --------------------------------------------------------------------------
-
     def model(self, spec: GraphSpec, io: dict[str, str], doc: str) -> onnx.ModelProto:
         """Wrap the graph with the contract's I/O; ``io``: output name -> internal tensor."""
         helper = self._helper

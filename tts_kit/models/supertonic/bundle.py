@@ -267,8 +267,6 @@ class Bundle(StagedModel):
         kind = "stand-in" if self.is_standin else "model"
         return f"Bundle({str(self.path)!r}, {kind}, {self.params / 1e6:.1f}M params)"
 
-    # -- discovery --------------------------------------------------------------------
-
     @classmethod
     def discover(cls, path: str | os.PathLike[str] | None = None, *,
                  settings: Settings | None = None) -> Bundle:

@@ -89,21 +89,17 @@ class Engine(EngineBase):
 
         return text, chunk(text, lang, max_chars)
 
-    def _validate(self, lang: str, steps: int, speed: float, voices: list[str]) -> None:
-        if lang not in contract.LANGUAGES:
-            raise TtsKitError(f"unknown language '{lang}'; use one of: "
-                              f"{', '.join(contract.LANGUAGES)}")
-        check_number("steps", steps, contract.MIN_STEPS, contract.MAX_STEPS, integer=True)
-        check_number("speed", speed, contract.MIN_SPEED, contract.MAX_SPEED)
-        for v in voices:
-            self.bundle.voice(v)  # raises ValueError listing the voices
-
     def _check(self, cfg: SynthesisConfig) -> SynthesisConfig:
         cfg = cfg.replace(
             voice=self.bundle.default_voice if cfg.voice is None else cfg.voice,
             steps=contract.DEFAULT_STEPS if cfg.steps is None else cfg.steps,
             speed=contract.DEFAULT_SPEED if cfg.speed is None else cfg.speed)
-        self._validate(cfg.lang, cfg.steps, cfg.speed, [cfg.voice])
+        if cfg.lang not in contract.LANGUAGES:
+            raise TtsKitError(f"unknown language '{cfg.lang}'; use one of: "
+                              f"{', '.join(contract.LANGUAGES)}")
+        check_number("steps", cfg.steps, contract.MIN_STEPS, contract.MAX_STEPS, integer=True)
+        check_number("speed", cfg.speed, contract.MIN_SPEED, contract.MAX_SPEED)
+        self.bundle.voice(cfg.voice)  # an unknown one: a TtsKitError listing the voices
         if cfg.noise is not None:
             source = _noise_source(cfg.noise)
             if cfg.seed is not None:
@@ -165,8 +161,6 @@ class Engine(EngineBase):
                 per[k]["total"] = elapsed[k]
                 yield wav, per[k]
 
-    # -- batches ----------------------------------------------------------------------
-
     def synthesize_batch(
         self,
         texts: list[str],
@@ -190,7 +184,8 @@ class Engine(EngineBase):
             [4, 5]
         """
         voice_list = batch_voices(texts, voices)
-        self._validate(lang, steps, speed, voice_list)
+        for voice in dict.fromkeys(voice_list):  # each checked as a single call checks it
+            self.config(lang=lang, voice=voice, steps=steps, speed=speed)
         seeds = batch_seeds(len(texts), seed)
         source = _noise_source(noise)
         if source is not None:

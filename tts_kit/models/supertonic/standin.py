@@ -261,11 +261,9 @@ class StandinSummary:
         """Per-stage parameters and sizes as an aligned text table.
 
         Example:
-            >>> print(StandinSummary(Path("x"), "tiny", 0,
-            ...       [StageSummary("vocoder", 2_000_000, 8_000_000)]).table())
+            >>> print(StandinSummary(Path("x"), "tiny", 0).table())
             stage                   params       MB
-            vocoder                  2.00M      8.0
-            total                    2.00M      8.0
+            total                    0.00M      0.0
         """
         rows = [f"{'stage':<20}{'params':>10}{'MB':>9}"]
         total = StageSummary("total", self.total_params, sum(s.bytes for s in self.stages))
@@ -324,16 +322,6 @@ def build_standin(
     return StandinSummary(target, scale, seed, stages, time.perf_counter() - t0)
 
 
-def standin_cache_dir(*, settings: Settings | None = None) -> Path:
-    """Where `ensure_standin` keeps built stand-ins: ``$TTS_KIT_CACHE_DIR`` or ~/.cache/tts_kit.
-
-    Example:
-        >>> standin_cache_dir().name  # doctest: +SKIP
-        'tts_kit'
-    """
-    return (settings if settings is not None else current_settings()).tts_kit_cache
-
-
 def _complete(path: Path) -> bool:
     files = [*(contract.GRAPHS[s].path for s in contract.STAGES), contract.CONFIG_FILE,
              contract.INDEXER_FILE]
@@ -342,8 +330,8 @@ def _complete(path: Path) -> bool:
 
 def ensure_standin(scale: str = DEFAULT_SCALE, seed: int = 0, *,
                    settings: Settings | None = None) -> Path:
-    """The cached stand-in of this scale and seed, built on first use (racing processes
-    each build privately; a loser's copy is discarded).
+    """The cached stand-in of this scale and seed in tts_kit's cache (``$TTS_KIT_CACHE_DIR``),
+    built on first use (racing processes each build privately; a loser's copy is discarded).
 
     Example:
         >>> path = ensure_standin("tiny")  # doctest: +SKIP
@@ -351,7 +339,7 @@ def ensure_standin(scale: str = DEFAULT_SCALE, seed: int = 0, *,
         'standin-tiny-seed0-v1'
     """
     _check_scale(scale)
-    cache = standin_cache_dir(settings=settings)
+    cache = (settings if settings is not None else current_settings()).tts_kit_cache
     target = cache / f"standin-{scale}-seed{seed}-v{STANDIN_VERSION}"
     if _complete(target):
         return target

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -152,24 +153,28 @@ def _attn_layer(g: GraphBuilder, x: str, mask_t: str, kb: str, ch: int, heads: i
     return g.op("Mul", [x, mask_t], scope)
 
 
-def _embed(g: GraphBuilder, ch: int, scope: str) -> str:
-    """Character embedding: ``text_ids`` -> masked ``[B, C, T]``."""
-    emb = g.weight(f"{scope}.weight", (VOCAB_SIZE, ch), 1.0)
-    x = g.op("Gather", [emb, "text_ids"], scope, axis=0)
-    return g.op("Mul", [g.transpose(x, [0, 2, 1], scope), "text_mask"], scope)
+def _char_encoder(g: GraphBuilder, d: _DPDims | _TEDims, dilations: Iterable[int],
+                  prefix: str, attn: str) -> str:
+    """Character embedding (masked), ConvNeXt layers, then self-attention: ``[B, T, C]``."""
+    mask = "text_mask"
+    emb = g.weight(f"{prefix}text_embedder.weight", (VOCAB_SIZE, d.ch), 1.0)
+    x = g.op("Gather", [emb, "text_ids"], f"{prefix}text_embedder", axis=0)
+    x = g.op("Mul", [g.transpose(x, [0, 2, 1], f"{prefix}text_embedder"), mask],
+             f"{prefix}text_embedder")
+    for i, dil in enumerate(dilations):
+        x = g.convnext(x, mask, d.ch, d.hidden, d.k, dil, f"{prefix}convnext.{i}")
+    x = g.transpose(x, [0, 2, 1])
+    mask_t = g.transpose(mask, [0, 2, 1])
+    kb = g.key_bias(mask)
+    for i in range(d.attn_layers):
+        x = _attn_layer(g, x, mask_t, kb, d.ch, d.heads, d.ffn, f"{prefix}{attn}.{i}")
+    return x
 
 
 def _duration_predictor(d: _DPDims, rng: np.random.Generator) -> onnx.ModelProto:
     g = GraphBuilder("duration_predictor", rng)
     mask = "text_mask"
-    x = _embed(g, d.ch, "sentence_encoder.text_embedder")
-    for i in range(d.convnext):
-        x = g.convnext(x, mask, d.ch, d.hidden, d.k, 1, f"sentence_encoder.convnext.{i}")
-    x = g.transpose(x, [0, 2, 1])
-    mask_t = g.transpose(mask, [0, 2, 1])
-    kb = g.key_bias(mask)
-    for i in range(d.attn_layers):
-        x = _attn_layer(g, x, mask_t, kb, d.ch, d.heads, d.ffn, f"sentence_encoder.attn.{i}")
+    x = _char_encoder(g, d, [1] * d.convnext, "sentence_encoder.", "attn")
     x = g.linear(x, d.ch, d.ch, "sentence_encoder.proj_out")
     # Style conditioning = a concat-then-linear over [char state, flattened 8x16 tokens],
     # written as two matmuls so the style half is computed once per item.
@@ -197,14 +202,7 @@ def _duration_predictor(d: _DPDims, rng: np.random.Generator) -> onnx.ModelProto
 def _text_encoder(d: _TEDims, rng: np.random.Generator) -> onnx.ModelProto:
     g = GraphBuilder("text_encoder", rng)
     mask = "text_mask"
-    x = _embed(g, d.ch, "text_embedder")
-    for i, dil in enumerate(d.dilations):
-        x = g.convnext(x, mask, d.ch, d.hidden, d.k, dil, f"convnext.{i}")
-    x = g.transpose(x, [0, 2, 1])
-    mask_t = g.transpose(mask, [0, 2, 1])
-    kb = g.key_bias(mask)
-    for i in range(d.attn_layers):
-        x = _attn_layer(g, x, mask_t, kb, d.ch, d.heads, d.ffn, f"attn_encoder.{i}")
+    x = _char_encoder(g, d, d.dilations, "", "attn_encoder")
     style_dim = contract.STYLE_TTL_DIMS[2]
     # Normalising the style tokens (std ~0.06) gives the attention real contrast.
     style = g.layer_norm("style_ttl", style_dim, "speech_prompted.style_norm", eps=1e-5)
