@@ -1,13 +1,8 @@
 """Which characters a normalised text may keep, and which a bundle can read.
 
-The normaliser's output alphabet is deliberately small: the target script (Hangul for
-Korean), Latin letters (with the accents Supertonic's indexer covers), and basic
-punctuation. Everything else (emoji, symbols, other scripts, control characters) is
-removed at the end, after the rules had their chance to spell it out.
-
-`unsupported_characters` answers the other question, for a concrete bundle: which
-characters of a text its indexer has no token for, after the NFKD the model's own
-preprocessing applies (so a Hangul syllable is fine when its Jamo are).
+The output alphabet is small: Hangul for Korean, Latin letters (with the accents the
+indexer covers) and basic punctuation; the last step removes everything else.
+`unsupported_characters` lists what a bundle's indexer has no token for.
 
 Example:
     >>> from tts_kit.text.charset import unsupported_characters
@@ -22,7 +17,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-from tts_kit.text.common import Steps, TraceStep
+from tts_kit.text.common import Rule, Steps, char_class
 
 #: Punctuation the output may keep (the model reads these as prosody).
 BASIC_PUNCT = " .,!?'\"-:;()"
@@ -61,10 +56,6 @@ HANGUL_RANGES = (
 )
 
 
-def _class(chars: str) -> str:
-    return "".join("\\" + c if c in "\\]^-[" else c for c in chars)
-
-
 def allowed_class(lang: str) -> str:
     """The regex character class body of what ``lang`` output may contain.
 
@@ -74,7 +65,7 @@ def allowed_class(lang: str) -> str:
         True
     """
     script = HANGUL_RANGES if lang == "ko" else ""
-    return script + _class(LATIN) + _class(PUNCT[lang])
+    return script + char_class(LATIN) + char_class(PUNCT[lang])
 
 
 #: Characters that vanish without leaving a space: combining marks NFKC could not
@@ -92,13 +83,10 @@ def _disallowed(lang: str) -> re.Pattern[str]:
     return re.compile(f"[^{allowed_class(lang)}]+")
 
 
-# After the split/join there are only single spaces; a literal first character lets the
-# regex engine search for it at C speed.
 _SPACE_BEFORE_PUNCT = re.compile(r" (?=[.,!?;:)])")
 _SPACE_AFTER_OPEN = re.compile(r"\( ")
 _REPEATED_COMMA = re.compile(r",(?: ?,)+")
-#: Four or more punctuation marks in a row ("......", "!!!!?"): the model reads each mark
-#: as a pause, so 1,000 dots were 78 s of audio. Kept as the run's first three.
+#: Four or more punctuation marks in a row ("......"), each a pause: kept as the first three.
 _PUNCT_RUN = re.compile(r"[.,!?;:~\-](?: ?[.,!?;:~\-]){3,}")
 
 
@@ -122,19 +110,10 @@ def make_cleanup(lang: str):
         >>> make_cleanup("en")("Wait.......... what?!?!?!", None)
         'Wait... what?!?'
     """
-    disallowed = _disallowed(lang)
+    remove = Rule("remove", _disallowed(lang), _drop)
 
     def cleanup(text: str, steps: Steps) -> str:
-        if steps is None:
-            text = disallowed.sub(_drop, text)
-        else:
-            def repl(m: re.Match[str]) -> str:
-                out = _drop(m)
-                steps.append(TraceStep("remove", m.group(0), out))
-                return out
-
-            text = disallowed.sub(repl, text)
-        text = " ".join(text.split())
+        text = " ".join(remove(text, steps).split())
         if "," in text:
             text = _REPEATED_COMMA.sub(",", text)
         text = _PUNCT_RUN.sub(_first_three, text)
@@ -149,18 +128,11 @@ def make_cleanup(lang: str):
 
 def unsupported_characters(text: str, supported: Iterable[str] | Sequence[int], *,
                            model_cleanup: bool = False) -> list[str]:
-    """The characters of ``text`` a bundle cannot read, sorted, each once.
+    """The characters of ``text`` a bundle cannot read (after NFKD), sorted, each once.
 
-    ``supported`` is either a set of characters, or a bundle's indexer: a sequence of
-    65,536 token ids indexed by code point, -1 where there is no token (a list or a
-    numpy array). Each character is checked after NFKD, as the model's preprocessing
-    applies it, and the original character is reported.
-
-    With ``model_cleanup=True`` each character first goes through the model's own
-    clean-up (`tts_kit.core.textproc.clean`), so what that removes (emoji, some symbols)
-    counts as readable: exactly what the official package's ``validate_text`` reports,
-    and what the engine refuses. The default lists everything the listener would not
-    hear, emoji included.
+    ``supported`` is a set of characters or a bundle's indexer (token ids by code point,
+    -1 for none). With ``model_cleanup=True`` what the model's own clean-up removes (emoji)
+    counts as readable: what the official ``validate_text`` reports.
 
     Example:
         >>> import unicodedata

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
@@ -120,41 +121,47 @@ def record_diff(rule: str, before: str, after: str, steps: Steps) -> None:
     """
     if steps is None or before == after:
         return
-    i = 0
-    n = min(len(before), len(after))
-    while i < n and before[i] == after[i]:
-        i += 1
-    j = 0
-    while j < n - i and before[-1 - j] == after[-1 - j]:
-        j += 1
+    i = len(os.path.commonprefix([before, after]))
+    j = len(os.path.commonprefix([before[i:][::-1], after[i:][::-1]]))
     steps.append(TraceStep(rule, before[i : len(before) - j], after[i : len(after) - j]))
 
 
-def trie_alt(words: Iterable[str]) -> str:
-    """A regex alternation of ``words`` shaped like a trie (``a(?:pi|ws)``), longest first.
+def trie_alt(words: Iterable[str], end: Callable[[str], str] | None = None) -> str:
+    """A regex alternation of ``words`` shaped like a trie (``a(?:pi|ws)``), longest first;
+    ``end(word)``, if given, is the pattern written after each word.
 
     Example:
-        >>> trie_alt(["개", "개월", "명"])
-        '(?:개(?:월)?|명)'
+        >>> trie_alt(["개", "개월", "명"]), trie_alt(["ab"], lambda w: "$")
+        ('(?:개(?:월)?|명)', '(?:ab$)')
     """
     trie: dict = {}
     for w in words:
         node = trie
         for ch in w:
             node = node.setdefault(ch, {})
-        node[""] = {}
+        node[""] = w
 
     def emit(node: dict) -> str:
         alts = [re.escape(ch) + emit(node[ch]) for ch in sorted(k for k in node if k)]
+        if end is not None and "" in node:
+            alts.append(end(node[""]))
         if not alts:
             return ""
         body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
-        if "" in node:
-            return "(?:" + body + ")?"
-        return body
+        return "(?:" + body + ")?" if end is None and "" in node else body
 
     out = emit(trie)
     return out if len([k for k in trie if k]) > 1 else "(?:" + out + ")"
+
+
+def char_class(chars: Iterable[str]) -> str:
+    """The body of a regex character class of ``chars``.
+
+    Example:
+        >>> print(char_class("a-]"))
+        a\\-\\]
+    """
+    return "".join("\\" + c if c in "\\]^-[" else c for c in chars)
 
 
 # -- validation -------------------------------------------------------------------------
