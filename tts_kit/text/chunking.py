@@ -1,17 +1,10 @@
 """Split a long text into chunks the model reads one at a time, never dropping a word.
 
-Chunks are packed greedily up to ``max_chars`` at the best boundary available:
-sentence ends first, then clause punctuation, then spaces, and inside a word only when
-a single word is longer than the limit. A markup tag is never split; neither is a
-number with what it counts or measures (``5 kg``, ``twenty-five percent``, ``만 오천
-원``), nor an abbreviation from the word it belongs to (``Dr. Kim``), unless a span of
-them is itself longer than the limit. The last chunk of a stretch cut at spaces is never
-a single stranded word when a word can join it. Joining the chunks gives the text back,
-up to whitespace at the cuts.
-
-Lengths are what the model reads (``measure="model"``, the default): the NFKD form,
-in which a Hangul syllable is two or three jamo, so a Korean chunk of 300 model
-characters is about 125 syllables. ``measure="chars"`` counts code points instead.
+Chunks are packed greedily at the best boundary: sentence ends, then clause punctuation,
+then spaces, inside a word only for a word over the limit. A tag is never split, nor a
+number from its unit or words (``5 kg``, ``만 오천 원``), nor ``Dr.`` from its name, and a
+last chunk is no stranded word. Lengths are NFKD lengths, what the model reads (a Hangul
+syllable is two or three jamo), or code points with ``measure="chars"``.
 
 Example:
     >>> from tts_kit.text import chunk
@@ -22,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 import unicodedata
 
@@ -32,7 +26,7 @@ from tts_kit.text.tables import KO_COUNTERS, UNITS
 
 #: Boundaries by preference. A break is the position right after the match.
 _LEVELS = (
-    # sentence ends (also CJK and Devanagari full stops, which need no space) and newlines
+    # sentence ends (CJK and Devanagari full stops need no space) and newlines
     re.compile(r"[.!?…]+[\"')\]}»”’」』]*(?=\s)|[。！？؟।]+[\"')\]}»”’」』]*|\n"),
     # clause punctuation, and dashes used as pauses
     re.compile(r"[,;:]+[\"')\]}»”’]*(?=\s)|[、，；：،]|\s[-–—]\s"),
@@ -59,9 +53,8 @@ _KO_NUM = (r"[영공일이삼사오육칠팔구십백천만억조경]+|한|두|�
            r"|스무|스물|서른|마흔|쉰|예순|일흔|여든|아흔")
 _KO_AFTER = "|".join(sorted({*KO_COUNTERS, *(u.ko for u in UNITS.values() if u.ko), "점",
                              "퍼센트", "원", "달러"}, key=len, reverse=True))
-#: What must stay in one chunk: a number written in digits with what follows it (a unit,
-#: a counter, another group of digits), a number said in words with the words of the same
-#: number and what it counts, and an abbreviation with the word after it.
+#: What stays in one chunk: a number (in digits or words) with what it counts, and an
+#: abbreviation with the word after it.
 _PROTECTED = re.compile(
     r"(?:[$€£¥₩]\s?)?\d[\d.,:/]*(?:\s+(?:\d[\d.,:/]*|[%A-Za-z가-힣]+))?"
     rf"|\b{_EN_NUM}(?:\s+(?:and\s+)?{_EN_NUM})*"
@@ -73,10 +66,8 @@ _PROTECTED = re.compile(
 
 
 def default_max_chars(lang: str, measure: str = "model") -> int:
-    """The default chunk size: 300 model characters in every language
-    (``measure="model"``), or the upstream sizes in code points (120 for Korean, 300
-    otherwise) with ``measure="chars"``. 300 NFKD characters of Korean are about 125
-    syllables, close to upstream's 120.
+    """The default chunk size: 300 model characters, or upstream's code points (120 for
+    Korean) with ``measure="chars"``.
 
     Example:
         >>> default_max_chars("ko"), default_max_chars("ko", "chars"), default_max_chars("en")
@@ -99,12 +90,8 @@ def model_length(text: str) -> int:
 
 def chunk(text: str, lang: str = "ko", max_chars: int | None = None, *,
           measure: str = "model") -> list[str]:
-    """Split ``text`` into chunks of at most ``max_chars`` characters (see module doc).
-
-    ``measure`` says what a character is: ``"model"`` (the NFKD form the model reads;
-    Hangul syllables count two or three) or ``"chars"`` (code points). A chunk is longer
-    than ``max_chars`` only when it is a single markup tag that is. Whitespace-only text
-    gives no chunks.
+    """Split ``text`` into chunks of at most ``max_chars`` characters (``measure``:
+    ``"model"`` or ``"chars"``; see the module doc); only a tag may be longer.
 
     Example:
         >>> chunk("첫 문장입니다. 둘째 문장입니다.", "ko", max_chars=20)
@@ -136,12 +123,8 @@ class _Packer:
         # Prefix sums of each character's model length (NFKD), for O(1) lengths.
         self.prefix: list[int] | None = None
         if model and not text.isascii():
-            pre = [0]
-            total = 0
-            for ch in text:
-                total += 1 if ch < "\u00c0" else len(unicodedata.normalize("NFKD", ch))
-                pre.append(total)
-            self.prefix = pre
+            self.prefix = [0, *itertools.accumulate(
+                1 if ch < "\u00c0" else len(unicodedata.normalize("NFKD", ch)) for ch in text)]
 
     def _len(self, a: int, b: int) -> int:
         """The measured length of ``text[a:b]`` with its outer whitespace stripped."""
@@ -160,8 +143,7 @@ class _Packer:
         return None
 
     def _protected(self, pos: int) -> bool:
-        """Whether a cut at ``pos`` would part a number from its unit or words, or an
-        abbreviation from its word (the spans do not overlap)."""
+        """Whether a cut at ``pos`` would part a `_PROTECTED` span."""
         i = bisect.bisect_left(self.span_starts, pos) - 1
         return i >= 0 and pos < self.spans[i][1]
 
