@@ -1,15 +1,7 @@
-"""Number words for Korean and English.
-
-`num2words` supplies what it gets right: Sino-Korean cardinals (with the 만/억/조
-grouping and spacing), English cardinals, ordinals and years. Written here by hand is
-only what it lacks or gets wrong for speech: native Korean numerals before counters
-(한, 두, 세, 스무 ...; num2words has them only inside its ordinals, with wrong spacing
-above 100), digit-by-digit readings (decimals, phone numbers, codes), and English
-cardinals without the commas num2words puts between groups (a comma makes the model
-pause in the middle of a number).
-
-Every function is cached: `normalize` runs on every synthesis request, num2words costs
-40-100 µs a call, and the numbers people write repeat (years, small counts, prices).
+"""Number words for Korean and English: num2words for cardinals, ordinals and years
+(English without its commas, which would make the model pause); by hand the native Korean
+numerals before counters (한, 두, 스무) and digit-by-digit readings. Cached, as num2words
+is slow and the numbers people write repeat.
 
 Example:
     >>> from tts_kit.text import numbers
@@ -23,15 +15,13 @@ from functools import lru_cache
 
 from num2words import num2words
 
-#: Longest integer read as a number; longer digit runs are read digit by digit
-#: (account numbers, serials; 0 as 공 in Korean), which is also how people say them.
+#: Longest integer read as a number; longer runs are codes, said digit by digit
+#: (English: 12 without thousands commas).
 KO_MAX_DIGITS = 16
 EN_MAX_DIGITS = 21
-#: Longer runs of digits without separators are codes, said digit by digit.
 EN_PLAIN_DIGITS = 12
 
 KO_DIGITS = "영일이삼사오육칠팔구"
-#: Phone numbers, codes and numbers with leading zeros say 0 as 공.
 KO_DIGITS_PHONE = "공일이삼사오육칠팔구"
 EN_DIGITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 
@@ -109,13 +99,7 @@ def ko_native_nominal_ordinal(n: int) -> str | None:
         >>> ko_native_nominal_ordinal(3) + "째", ko_native_nominal_ordinal(12) + "째"
         ('셋째', '열두째')
     """
-    if not 1 <= n <= 99:
-        return None
-    if n == 20:
-        return "스무"
-    if n < 10:
-        return _KO_NATIVE_ONES_NOMINAL[n]
-    return _KO_NATIVE_TENS[n // 10] + _KO_NATIVE_ONES[n % 10]
+    return _KO_NATIVE_ONES_NOMINAL[n] if 1 <= n < 10 else ko_native(n)
 
 
 def ko_month(n: int) -> str:
@@ -129,10 +113,7 @@ def ko_month(n: int) -> str:
 
 
 def ko_number(text: str) -> str:
-    """Read a written number (``1,234``, ``3.14``, ``007``) in Sino-Korean.
-
-    Decimals are read digit by digit after 점; integers with a leading zero are
-    codes, read digit by digit with 0 as 공.
+    """Read a written number in Sino-Korean (decimals and a leading 0 digit by digit).
 
     Example:
         >>> ko_number("1,234"), ko_number("3.14"), ko_number("007")
@@ -229,7 +210,7 @@ def en_number(text: str) -> str:
 
 
 def clear_caches() -> None:
-    """Forget every cached reading (the benchmark measures a cold start with it).
+    """Forget every cached reading (for a cold-start measurement).
 
     Example:
         >>> clear_caches()

@@ -22,19 +22,12 @@ class Unit:
         ('섭씨', 'degrees Celsius')
     """
 
-    ko: str
-    """Korean word after the number (킬로그램); empty when ``ko_prefix`` says it all."""
+    ko: str  #: after the number (킬로그램); empty when ``ko_prefix`` says it all
     en: str
-    """English singular (kilogram)."""
     en_plural: str
-    """English plural (kilograms)."""
-    ko_prefix: str = ""
-    """Korean word before the number (섭씨 25 도, 시속 60 킬로미터)."""
-    ko_native: bool = False
-    """Korean reads the number natively (2h -> 두 시간)."""
-    spaced: bool = True
-    """May be written with a space after the number; single letters (m, s, g) may not,
-    or every "5 m..." would become meters."""
+    ko_prefix: str = ""  #: before the number (섭씨 25 도, 시속 60 킬로미터)
+    ko_native: bool = False  #: Korean reads the number natively (2h -> 두 시간)
+    spaced: bool = True  #: may follow "5 " (not m, s, g: "5 m..." is rarely meters)
 
 
 def _u(ko: str, en: str, plural: str | None = None, **kw) -> Unit:
@@ -175,17 +168,11 @@ class Currency:
     """
 
     ko: str
-    """Korean word (달러)."""
-    ko_minor: str
-    """Korean minor unit (센트), empty when amounts have no minor unit."""
+    ko_minor: str  #: 센트; empty when amounts have no minor unit
     en: str
-    """English singular (dollar)."""
     en_plural: str
-    """English plural (dollars)."""
     en_minor: str = ""
-    """English minor singular (cent); empty when there is none."""
     en_minor_plural: str = ""
-    """English minor plural (cents)."""
 
 
 CURRENCIES: dict[str, Currency] = {
