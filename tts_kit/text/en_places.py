@@ -19,21 +19,12 @@ import re
 
 from tts_kit.text import numbers as nw
 from tts_kit.text.common import trie_alt
-from tts_kit.text.lexicon import builtin_dir
+from tts_kit.text.tables import read_table
 
-
-def _places() -> dict[str, dict[str, str]]:
-    """``kind -> {written: said}`` from ``data/lexicons/en_places.tsv``."""
-    out: dict[str, dict[str, str]] = {}
-    for line in (builtin_dir() / "en_places.tsv").read_text(encoding="utf-8").splitlines():
-        if line.strip() and not line.startswith("#"):
-            kind, written, said = line.split("\t")
-            out.setdefault(kind, {})[written] = said
-    return out
-
-
-_PLACES = _places()
-EN_STATES, EN_STREET_WORDS, EN_TIME_ZONES = (_PLACES[k] for k in ("state", "street", "zone"))
+_PLACES = read_table("en_places", 3)
+EN_STATES, EN_STREET_WORDS, EN_TIME_ZONES = (
+    {written: said for k, written, said in _PLACES if k == kind}
+    for kind in ("state", "street", "zone"))
 
 _SUFFIX = {k.lower(): v for k, v in EN_STREET_WORDS.items()}
 _DIRECTIONS = {"N": "North", "S": "South", "E": "East", "W": "West", "NE": "Northeast",

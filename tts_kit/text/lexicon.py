@@ -17,12 +17,11 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
 from tts_kit.core.errors import TtsKitError
 from tts_kit.text.common import Rule, Steps, char_class, trie_alt
-from tts_kit.text.tables import UNITS
+from tts_kit.text.tables import UNITS, builtin_dir
 
 LexiconSource = str | os.PathLike | Mapping[str, str]
 
@@ -35,27 +34,6 @@ _AFTER_NUMBER = re.compile(r"(?:\d ?|/)$")
 _DECIMAL_BEFORE = re.compile(r"\d[.,]$")
 #: Characters a term may be glued after that read as words of their own.
 _GLUE = frozenset("0123456789%$€£¥₩")
-
-
-def builtin_dir() -> Path:
-    """The folder of the built-in lexicons (source checkout first, then the package).
-
-    Example:
-        >>> (builtin_dir() / "ko.tsv").is_file()
-        True
-    """
-    root = Path(__file__).resolve().parents[2]
-    repo = root / "data" / "lexicons"
-    # Only a source checkout: installed, parents[2] is site-packages.
-    if (root / "pyproject.toml").is_file() and repo.is_dir():
-        return repo
-    packaged = resources.files("tts_kit") / "_data" / "lexicons"
-    if packaged.is_dir():
-        return Path(str(packaged))
-    raise FileNotFoundError(
-        f"built-in lexicons not found in {repo} nor in the installed package "
-        "(tts_kit/_data/lexicons); reinstall tts_kit"
-    )
 
 
 def read_lexicon(path: str | os.PathLike) -> dict[str, str]:

@@ -1,6 +1,5 @@
-"""Word tables the rules read: units, currencies, Korean counters, letter names.
-
-Data only; the rules that use it are in `ko` and `en`.
+"""Word tables the rules read: units and currencies (``data/lexicons/units.tsv``,
+``currencies.tsv``), Korean counters, letter names, English abbreviations.
 
 Example:
     >>> from tts_kit.text.tables import UNITS, KO_COUNTERS
@@ -11,6 +10,41 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+
+def builtin_dir() -> Path:
+    """The folder of the built-in lexicons and tables (a source checkout's first).
+
+    Example:
+        >>> (builtin_dir() / "ko.tsv").is_file()
+        True
+    """
+    root = Path(__file__).resolve().parents[2]
+    repo = root / "data" / "lexicons"
+    # Only a source checkout: installed, parents[2] is site-packages.
+    if (root / "pyproject.toml").is_file() and repo.is_dir():
+        return repo
+    packaged = resources.files("tts_kit") / "_data" / "lexicons"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    raise FileNotFoundError(
+        f"built-in lexicons not found in {repo} nor in the installed package "
+        "(tts_kit/_data/lexicons); reinstall tts_kit"
+    )
+
+
+def read_table(name: str, width: int) -> list[list[str]]:
+    """The rows of ``data/lexicons/<name>.tsv``, ``width`` fields each (``#``: a comment).
+
+    Example:
+        >>> read_table("units", 6)[0]
+        ['mg', '밀리그램', 'milligram', 'milligrams', '', '']
+    """
+    text = (builtin_dir() / f"{name}.tsv").read_text(encoding="utf-8")
+    rows = [line.split("\t") for line in text.splitlines() if line.strip() and line[0] != "#"]
+    return [row + [""] * (width - len(row)) for row in rows]
 
 
 @dataclass(frozen=True)
@@ -22,7 +56,7 @@ class Unit:
         ('섭씨', 'degrees Celsius')
     """
 
-    ko: str  #: after the number (킬로그램); empty when ``ko_prefix`` says it all
+    ko: str  #: after the number (킬로그램)
     en: str
     en_plural: str
     ko_prefix: str = ""  #: before the number (섭씨 25 도, 시속 60 킬로미터)
@@ -30,131 +64,9 @@ class Unit:
     spaced: bool = True  #: may follow "5 " (not m, s, g: "5 m..." is rarely meters)
 
 
-def _u(ko: str, en: str, plural: str | None = None, **kw) -> Unit:
-    return Unit(ko, en, plural if plural is not None else en + "s", **kw)
-
-
 UNITS: dict[str, Unit] = {
-    # mass
-    "mg": _u("밀리그램", "milligram"),
-    "g": _u("그램", "gram", spaced=False),
-    "kg": _u("킬로그램", "kilogram"),
-    "lb": _u("파운드", "pound"),
-    "lbs": _u("파운드", "pound"),
-    "kgs": _u("킬로그램", "kilogram"),
-    "oz": _u("온스", "ounce"),
-    # length, area, volume
-    "nm": _u("나노미터", "nanometer"),
-    "μm": _u("마이크로미터", "micrometer"),
-    "mm": _u("밀리미터", "millimeter"),
-    "cm": _u("센티미터", "centimeter"),
-    "m": _u("미터", "meter", spaced=False),
-    "km": _u("킬로미터", "kilometer"),
-    "ft": _u("피트", "foot", "feet"),
-    "cm2": _u("제곱센티미터", "square centimeter"),
-    "m2": _u("제곱미터", "square meter"),
-    "km2": _u("제곱킬로미터", "square kilometer"),
-    "m3": _u("세제곱미터", "cubic meter"),
-    "ml": _u("밀리리터", "milliliter"),
-    "mL": _u("밀리리터", "milliliter"),
-    "L": _u("리터", "liter"),
-    "l": _u("리터", "liter", spaced=False),
-    "cm3": _u("세제곱센티미터", "cubic centimeter"),
-    "mm2": _u("제곱밀리미터", "square millimeter"),
-    "km3": _u("세제곱킬로미터", "cubic kilometer"),
-    "ft2": _u("제곱피트", "square foot", "square feet"),
-    "sq ft": _u("제곱피트", "square foot", "square feet"),
-    "sq m": _u("제곱미터", "square meter"),
-    "sq km": _u("제곱킬로미터", "square kilometer"),
-    "sq mi": _u("제곱마일", "square mile"),
-    "mi": _u("마일", "mile"),
-    "cc": _u("시시", "cubic centimeter"),
-    "dL": _u("데시리터", "deciliter"),
-    "m/s2": _u("미터 매 제곱초", "meter per second squared", "meters per second squared"),
-    # capitals as written in shouted specs and labels (12KG, 5KM)
-    "KG": _u("킬로그램", "kilogram"),
-    "KM": _u("킬로미터", "kilometer"),
-    "CM": _u("센티미터", "centimeter"),
-    "MM": _u("밀리미터", "millimeter"),
-    "MG": _u("밀리그램", "milligram"),
-    "ML": _u("밀리리터", "milliliter"),
-    "LBS": _u("파운드", "pound"),
-    # data
-    "KB": _u("킬로바이트", "kilobyte"),
-    "kB": _u("킬로바이트", "kilobyte"),
-    "MB": _u("메가바이트", "megabyte"),
-    "GB": _u("기가바이트", "gigabyte"),
-    "TB": _u("테라바이트", "terabyte"),
-    "PB": _u("페타바이트", "petabyte"),
-    "KiB": _u("키비바이트", "kibibyte"),
-    "MiB": _u("메비바이트", "mebibyte"),
-    "GiB": _u("기비바이트", "gibibyte"),
-    "kb": _u("킬로바이트", "kilobyte"),
-    "mb": _u("메가바이트", "megabyte"),
-    "gb": _u("기가바이트", "gigabyte"),
-    "tb": _u("테라바이트", "terabyte"),
-    "bps": _u("비피에스", "bit per second", "bits per second"),
-    "kbps": _u("킬로비피에스", "kilobit per second", "kilobits per second"),
-    "Kbps": _u("킬로비피에스", "kilobit per second", "kilobits per second"),
-    "Mbps": _u("메가비피에스", "megabit per second", "megabits per second"),
-    "Gbps": _u("기가비피에스", "gigabit per second", "gigabits per second"),
-    "mbps": _u("메가비피에스", "megabit per second", "megabits per second"),
-    "Mbit/s": _u("메가비트", "megabit per second", "megabits per second", ko_prefix="초당"),
-    "Gbit/s": _u("기가비트", "gigabit per second", "gigabits per second", ko_prefix="초당"),
-    "MB/s": _u("메가바이트", "megabyte per second", "megabytes per second", ko_prefix="초당"),
-    "GB/s": _u("기가바이트", "gigabyte per second", "gigabytes per second", ko_prefix="초당"),
-    # time
-    "ns": _u("나노초", "nanosecond"),
-    "μs": _u("마이크로초", "microsecond"),
-    "ms": _u("밀리초", "millisecond"),
-    "s": _u("초", "second", spaced=False),
-    "sec": _u("초", "second"),
-    "secs": _u("초", "second"),
-    "min": _u("분", "minute"),
-    "mins": _u("분", "minute"),
-    "h": _u("시간", "hour", ko_native=True, spaced=False),
-    "hr": _u("시간", "hour", ko_native=True),
-    "hrs": _u("시간", "hour", ko_native=True),
-    "wk": _u("주", "week"),
-    "wks": _u("주", "week"),
-    "mo": _u("개월", "month"),
-    "mos": _u("개월", "month"),
-    "yr": _u("년", "year"),
-    "yrs": _u("년", "year"),
-    # frequency, power
-    "Hz": _u("헤르츠", "hertz", "hertz"),
-    "kHz": _u("킬로헤르츠", "kilohertz", "kilohertz"),
-    "MHz": _u("메가헤르츠", "megahertz", "megahertz"),
-    "GHz": _u("기가헤르츠", "gigahertz", "gigahertz"),
-    "W": _u("와트", "watt", spaced=False),
-    "kW": _u("킬로와트", "kilowatt"),
-    "kWh": _u("킬로와트시", "kilowatt hour"),
-    "V": _u("볼트", "volt", spaced=False),
-    "N": _u("뉴턴", "newton", spaced=False),
-    "kN": _u("킬로뉴턴", "kilonewton"),
-    "mA": _u("밀리암페어", "milliamp"),
-    "mAh": _u("밀리암페어시", "milliamp hour"),
-    "kcal": _u("킬로칼로리", "kilocalorie"),
-    "dB": _u("데시벨", "decibel"),
-    "px": _u("픽셀", "pixel"),
-    "fps": _u("프레임", "frame per second", "frames per second", ko_prefix="초당"),
-    "ppm": _u("피피엠", "part per million", "parts per million"),
-    "rpm": _u("알피엠", "revolution per minute", "revolutions per minute"),
-    # temperature and speed: Korean puts a word before the number
-    "°C": _u("도", "degree Celsius", "degrees Celsius", ko_prefix="섭씨"),
-    "°F": _u("도", "degree Fahrenheit", "degrees Fahrenheit", ko_prefix="화씨"),
-    "°": _u("도", "degree"),
-    "km/h": _u("킬로미터", "kilometer per hour", "kilometers per hour", ko_prefix="시속"),
-    "kph": _u("킬로미터", "kilometer per hour", "kilometers per hour", ko_prefix="시속"),
-    "mph": _u("마일", "mile per hour", "miles per hour", ko_prefix="시속"),
-    "mpg": _u("마일", "mile per gallon", "miles per gallon", ko_prefix="갤런당"),
-    "tbsp": _u("큰술", "tablespoon"), "tsp": _u("작은술", "teaspoon"),
-    "fl oz": _u("액량 온스", "fluid ounce"),
-    "m/s": _u("미터", "meter per second", "meters per second", ko_prefix="초속"),
-    "g/L": _u("그램", "gram per liter", "grams per liter", ko_prefix="리터당"),
-    "mg/L": _u("밀리그램", "milligram per liter", "milligrams per liter", ko_prefix="리터당"),
-    "mg/dL": _u("밀리그램", "milligram per deciliter", "milligrams per deciliter",
-                ko_prefix="데시리터당"),
+    written: Unit(ko, en, plural, prefix, "native" in opts, "unspaced" not in opts)
+    for written, ko, en, plural, prefix, opts in read_table("units", 6)
 }
 
 
@@ -175,49 +87,13 @@ class Currency:
     en_minor_plural: str = ""
 
 
+_CURRENCY_ROWS = read_table("currencies", 8)
+#: Currency signs, before or after an amount ($5, 5€).
 CURRENCIES: dict[str, Currency] = {
-    "$": Currency("달러", "센트", "dollar", "dollars", "cent", "cents"),
-    "€": Currency("유로", "센트", "euro", "euros", "cent", "cents"),
-    "£": Currency("파운드", "펜스", "pound", "pounds", "penny", "pence"),
-    "¥": Currency("엔", "", "yen", "yen"),
-    "₩": Currency("원", "", "won", "won"),
-    "₹": Currency("루피", "", "rupee", "rupees"),
-}
+    row[1]: Currency(*row[2:]) for row in _CURRENCY_ROWS if row[0] == "sign"}
 #: ISO codes written after (or before) an amount.
 CURRENCY_CODES: dict[str, Currency] = {
-    "USD": Currency("달러", "센트", "US dollar", "US dollars", "cent", "cents"),
-    "EUR": CURRENCIES["€"],
-    "GBP": CURRENCIES["£"],
-    "JPY": CURRENCIES["¥"],
-    "KRW": CURRENCIES["₩"],
-    "CNY": Currency("위안", "", "yuan", "yuan"),
-    "AUD": Currency("호주 달러", "센트", "Australian dollar", "Australian dollars", "cent",
-                    "cents"),
-    "CAD": Currency("캐나다 달러", "센트", "Canadian dollar", "Canadian dollars", "cent",
-                    "cents"),
-    "CHF": Currency("스위스 프랑", "", "Swiss franc", "Swiss francs"),
-    "HKD": Currency("홍콩 달러", "센트", "Hong Kong dollar", "Hong Kong dollars", "cent",
-                    "cents"),
-    "INR": CURRENCIES["₹"],
-    "NZD": Currency("뉴질랜드 달러", "센트", "New Zealand dollar", "New Zealand dollars", "cent",
-                    "cents"),
-    "SGD": Currency("싱가포르 달러", "센트", "Singapore dollar", "Singapore dollars", "cent",
-                    "cents"),
-    "TWD": Currency("대만 달러", "", "New Taiwan dollar", "New Taiwan dollars"),
-    "AED": Currency("디르함", "", "dirham", "dirhams"),
-    "SAR": Currency("리얄", "", "riyal", "riyals"),
-    "THB": Currency("바트", "", "baht", "baht"),
-    "VND": Currency("동", "", "dong", "dong"),
-    "IDR": Currency("루피아", "", "rupiah", "rupiahs"),
-    "MYR": Currency("링깃", "", "ringgit", "ringgits"),
-    "MXN": Currency("멕시코 페소", "", "Mexican peso", "Mexican pesos"),
-    "BRL": Currency("헤알", "", "real", "reais"),
-    "RUB": Currency("루블", "", "ruble", "rubles"),
-    "SEK": Currency("스웨덴 크로나", "", "Swedish krona", "Swedish kronor"),
-    "NOK": Currency("노르웨이 크로네", "", "Norwegian krone", "Norwegian kroner"),
-    "DKK": Currency("덴마크 크로네", "", "Danish krone", "Danish kroner"),
-    "ZAR": Currency("랜드", "", "rand", "rand"),
-}
+    row[1]: Currency(*row[2:]) for row in _CURRENCY_ROWS if row[0] == "code"}
 #: Dollar signs with a country prefix (HK$ 80, US$5, A$20): the currency they name.
 PREFIXED_DOLLARS: dict[str, Currency] = {
     "US": CURRENCY_CODES["USD"], "HK": CURRENCY_CODES["HKD"], "NZ": CURRENCY_CODES["NZD"],
