@@ -1,10 +1,7 @@
 """English rules: abbreviations, dates, times, money, units, years, acronyms, symbols.
 
 As in `ko`, every rule that reads digits is one alternative of `NUMERIC`, most specific
-first, behind a lookahead that lets the scanner skip text without digits at C speed.
-Abbreviations (Dr., e.g.) and dates with a month name (December 2, 2026) run before it
-because they start with letters. Years are said as years where the context says so (in
-1999, the 1990s); capitals not in the lexicon are spelled (API -> A P I). The golden
+first; years are said as years where the context says so (in 1999, the 1990s). The golden
 table (tests/golden/text_en.tsv) lists every reading.
 
 Example:
@@ -25,7 +22,7 @@ from tts_kit.text.charset import make_cleanup
 from tts_kit.text.common import Reading, Rule, Step, make_numeric, trie_alt
 from tts_kit.text.common import grammar as g
 from tts_kit.text.en_dates import DAY_MONTH, MONTH, MONTH_DATE, day_month, month_date
-from tts_kit.text.en_forms import TIMESTAMP, forms, fraction_words, mixed_words
+from tts_kit.text.en_forms import TIMESTAMP, feet, forms, fraction_words, mixed_words
 from tts_kit.text.en_letters import (
     ABBREVIATION,
     ROMAN,
@@ -64,9 +61,7 @@ _unit = g.unit
 _SCALE_WORDS = "thousand|million|billion|trillion"
 
 
-# Structured forms first, then one number followed by what it measures; as in `ko`,
-# the tail that matched is `m.lastgroup` (a bare number: ``qn``). The shapes both
-# languages share come from `common.grammar`.
+# Structured forms first, then one number and what it measures (`m.lastgroup`; ``qn``).
 NUMERIC = g.numeric(
     g.NUM_START + r"|-?[" + g.SYMS + r"]|[vV]\d|[#~']\d|\(\d|" + g.CODE_START + "|"
     + g.ROOT_START + "|" + g.PREFIX_START,
@@ -175,15 +170,13 @@ def _money(amount: str, cur: Currency, mag: str | None) -> str:
         return f"{nw.en_number(amount)} {word} {cur.en_plural}"
     whole, _, frac = amount.replace(",", "").partition(".")
     if frac and cur.en_minor and len(frac.rstrip("0")) <= 2:  # $20.500: twenty dollars fifty
-        frac = frac[:2]
-        cents = int(frac.ljust(2, "0"))
+        cents = int(frac[:2].ljust(2, "0"))
         major = int(whole or 0)
         parts = []
         if major:
-            parts.append(f"{nw.en_cardinal(major)} {cur.en if major == 1 else cur.en_plural}")
+            parts.append(nw.en_count(major, cur.en, cur.en_plural))
         if cents:
-            minor = cur.en_minor if cents == 1 else cur.en_minor_plural
-            parts.append(f"{nw.en_cardinal(cents)} {minor}")
+            parts.append(nw.en_count(cents, cur.en_minor, cur.en_minor_plural))
         return " and ".join(parts) or f"zero {cur.en_plural}"
     value = Decimal(amount.replace(",", ""))
     return f"{nw.en_number(amount)} {cur.en if value == 1 else cur.en_plural}"
@@ -198,7 +191,7 @@ def _clock(h: int, mi: int, s: int | None, ap: str | None) -> str:
     elif not ap:
         words += " hundred" if h > 12 or h == 0 else " o'clock"  # 17:00: seventeen hundred
     if s:
-        words += f" and {nw.en_cardinal(s)} {'second' if s == 1 else 'seconds'}"
+        words += " and " + nw.en_count(s, "second")
     if ap:
         words += " A M" if ap[0] in "Aa" else " P M"
     return words
@@ -206,8 +199,8 @@ def _clock(h: int, mi: int, s: int | None, ap: str | None) -> str:
 
 def _duration(h: int, mi: int, s: int) -> str:
     """1:01:01 -> one hour one minute and one second (zero parts left out)."""
-    parts = [f"{nw.en_cardinal(v)} {name if v == 1 else name + 's'}"
-             for v, name in ((h, "hour"), (mi, "minute"), (s, "second")) if v]
+    parts = [nw.en_count(v, name) for v, name in ((h, "hour"), (mi, "minute"), (s, "second"))
+             if v]
     if not parts:
         return "zero seconds"
     return parts[0] if len(parts) == 1 else " ".join(parts[:-1]) + " and " + parts[-1]
@@ -322,14 +315,6 @@ def _quarter(m: re.Match[str]) -> str:
     yy = m["qy"]
     year = nw.en_year(int(yy) if len(yy) == 4 else 2000 + int(yy))
     return f"the {nw.en_ordinal(int(m['qq']))} quarter of {year}"
-
-
-def _feet(m: re.Match[str]) -> str:
-    """5'11" -> five feet eleven inches."""
-    ft, inch = int(m["ft"]), int(m["inch"])
-    feet = "foot" if ft == 1 else "feet"
-    inches = "inch" if inch == 1 else "inches"
-    return f"{nw.en_cardinal(ft)} {feet} {nw.en_cardinal(inch)} {inches}"
 
 
 def _groups(m: re.Match[str]) -> str:
@@ -498,7 +483,7 @@ _HANDLERS = {
     "middot": lambda m: f"{nw.en_number(m['mda'])} {nw.en_number(m['mdb'])}",
     "scale": _scale, "phone": _phone, "decade": _decade, "quarter": _quarter, "noon": _noon,
     # Digits glued to letters, as model numbers are said: A320 -> A three twenty.
-    "code": lambda m: house_number(m.group(0)), "groups": _groups, "feet": _feet,
+    "code": lambda m: house_number(m.group(0)), "groups": _groups, "feet": feet,
     "number_sign": lambda m: "number " + nw.en_number(m["hn"]),
     "approx": lambda m: "about " + nw.en_number(m["tn"]),
     "currency_post": _currency_post,

@@ -61,7 +61,7 @@ STAMP = re.compile(
     r":(?P<mi>[0-5]\d)(?::(?P<s>[0-5]\d)(?:\.\d+)?)?(?P<z>Z|[+-][01]\d:?[0-5]\d)?(?![\w:])")
 #: Feet and inches in words (6 ft 2 in): "in" after feet is inches, not the word.
 FEET = re.compile(
-    r"(?<![\w.])(?P<ft>\d{1,2}) ?(?:ft|feet|foot) (?P<in>\d{1,2}) ?in(?:ch(?:es)?)?\b")
+    r"(?<![\w.])(?P<ft>\d{1,2}) ?(?:ft|feet|foot) (?P<inch>\d{1,2}) ?in(?:ch(?:es)?)?\b")
 #: Hours and minutes (1h 30m, 2 hr 5 min): a duration, "m" is minutes here.
 HOURS = re.compile(r"(?<![\w.])(?P<hh>\d{1,3}) ?hr?s? (?P<hm>\d{1,2}) ?m(?:ins?)?\b")
 #: A phone number of groups that starts with 0 (07700 900123, 020 7946 0958).
@@ -214,7 +214,7 @@ def _stamp(m: re.Match[str]) -> str:
     clock = nw.en_cardinal(h) + (f" oh {nw.en_cardinal(mi)}" if 0 < mi < 10 else
                                  f" {nw.en_cardinal(mi)}" if mi else " hundred")
     if sec:
-        clock += f" and {nw.en_cardinal(sec)} second{'s' if sec > 1 else ''}"
+        clock += " and " + nw.en_count(sec, "second")
     z = m["z"] or ""
     if z:
         off = int(z[1:3]) if z != "Z" else 0
@@ -224,16 +224,20 @@ def _stamp(m: re.Match[str]) -> str:
             f"{nw.en_year(int(m['y']))}, {clock}")
 
 
-def _feet(m: re.Match[str]) -> str:
-    ft, inch = int(m["ft"]), int(m["in"])
-    return (f"{nw.en_cardinal(ft)} {'foot' if ft == 1 else 'feet'} {nw.en_cardinal(inch)} "
-            f"{'inch' if inch == 1 else 'inches'}")
+def feet(m: re.Match[str]) -> str:
+    """Feet and inches (groups ``ft``, ``inch``), here and in `en`'s 5'11".
+
+    Example:
+        >>> FEET.sub(feet, "6 ft 1 in")
+        'six feet one inch'
+    """
+    ft, inch = int(m["ft"]), int(m["inch"])
+    return f"{nw.en_count(ft, 'foot', 'feet')} {nw.en_count(inch, 'inch', 'inches')}"
 
 
 def _hours(m: re.Match[str]) -> str:
     h, mi = int(m["hh"]), int(m["hm"])
-    return (f"{nw.en_cardinal(h)} {'hour' if h == 1 else 'hours'} {nw.en_cardinal(mi)} "
-            f"{'minute' if mi == 1 else 'minutes'}")
+    return f"{nw.en_count(h, 'hour')} {nw.en_count(mi, 'minute')}"
 
 
 def _phone0(m: re.Match[str]) -> str:
@@ -271,7 +275,7 @@ _RULES: list[Step] = [
     Rule("power", POWER, _power, needs="^"),
     _gated(r"\d[eE]", Rule("scientific", SCIENTIFIC, _scientific)),
     _gated(r"\d ?h(?:ou)?rs", Rule("military", MILITARY, _military)),
-    _gated(r"\d ?f(?:ee|oo)?t \d", Rule("feet", FEET, _feet)),
+    _gated(r"\d ?f(?:ee|oo)?t \d", Rule("feet", FEET, feet)),
     Rule("rating", RATING, _rating, needs="/"),
     _gated(r"\dh|\d hr?s? \d", Rule("hours", HOURS, _hours)),
     _gated(r"(?<![\d.])0\d+ \d", Rule("phone", PHONE0, _phone0)),

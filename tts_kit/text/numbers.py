@@ -181,6 +181,16 @@ def en_decade(n: int) -> str:
     return f"{head} {last}" if head else last
 
 
+def en_count(n: int, one: str, many: str = "") -> str:
+    """``n`` things, singular or plural (``many``, by default ``one`` + s).
+
+    Example:
+        >>> en_count(1, "hour"), en_count(6, "foot", "feet")
+        ('one hour', 'six feet')
+    """
+    return f"{en_cardinal(n)} {one if n == 1 else many or one + 's'}"
+
+
 def en_digits(digits: str) -> str:
     """Digit-by-digit English reading: ``"4090"`` -> four zero nine zero.
 
