@@ -1,13 +1,10 @@
 """Korean rules: numbers with counters, dates, times, money, units, letters, symbols.
 
 Every rule that reads digits is one alternative of one regular expression (`NUMERIC`),
-tried left to right, so a text is scanned once and the most specific reading wins (a
-date before a range, a range before a counter, a counter before a bare number); a
-lookahead on what a number can start with skips everything else at C speed.
-Sino-Korean numbers come from num2words (15,000 -> 만 오천); native numbers go before the
-counters that take them, up to 99 (3개 -> 세 개, 20명 -> 스무 명); codes and phone numbers
-are said digit by digit with 0 as 공. Letters, symbols, addresses and weekdays:
-`ko_words`. The golden table (tests/golden/text_ko.tsv) lists every reading.
+most specific first, so a text is scanned once. Native numbers go before the counters that
+take them (3개 -> 세 개); codes and phone numbers are said digit by digit with 0 as 공.
+Letters, symbols, addresses and weekdays: `ko_words`. The golden table
+(tests/golden/text_ko.tsv) lists every reading.
 
 Example:
     >>> from tts_kit.text import normalize
@@ -79,10 +76,7 @@ def _counter(p: str) -> str:
     )
 
 
-# Structured forms first (each fails fast on its fixed shape), then one number followed
-# by whatever says what it counts. The tail alternatives are named after their rule;
-# being the last group to close, the name is `m.lastgroup` (a bare number: ``qn``). The
-# shapes both languages share come from `common.grammar`.
+# Structured forms first, then one number and what it counts (`m.lastgroup`; ``qn``).
 NUMERIC = g.numeric(
     g.NUM_START + r"|-?[" + g.SYMS + r"]|제\s?\d|[vV]\d|\(\d{2,4}\)|[AB]\d|" + g.CODE_START + "|"
     + g.ROOT_START + "|" + g.PREFIX_START,
@@ -169,12 +163,12 @@ def _with_counter(num: str, counter: str, sign: str | None = None) -> str:
     if kind == "native" and integer and 1 <= v <= 99 and not (counter == "대" and v % 10 == 0):
         # 20대 is "the twenties" (이십 대); 3대 is three machines (세 대).
         return f"{nw.ko_native(v)} {counter}"
-    words = _sino(num)
-    if sign == "-":
-        words = ("영하 " if counter == "도" else "마이너스 ") + words
-    elif sign == "+":
-        words = "플러스 " + words
-    return f"{words} {counter}"
+    return f"{_signed(_sino(num), sign, counter == '도')} {counter}"
+
+
+def _signed(words: str, sign: str | None, degrees: bool) -> str:
+    """``words`` after their sign's word: 영하 below zero degrees, else 마이너스, 플러스."""
+    return ("영하 " if sign == "-" and degrees else _sign_word(sign)) + words
 
 
 def _with_unit(num: str, unit: str, sign: str | None = None, said: bool = False) -> str:
@@ -184,10 +178,7 @@ def _with_unit(num: str, unit: str, sign: str | None = None, said: bool = False)
         words = nw.ko_native(g.to_int(num))
     else:
         words = _sino(num)
-    if sign == "-":
-        words = ("영하 " if unit in ("°C", "°F", "°") else "마이너스 ") + words
-    elif sign == "+":
-        words = "플러스 " + words
+    words = _signed(words, sign, unit in ("°C", "°F", "°"))
     prefix = f"{u.ko_prefix} " if u.ko_prefix and not said else ""
     return f"{prefix}{words} {u.ko}" if u.ko else f"{prefix}{words}"
 
@@ -198,15 +189,9 @@ def _percent(num: str, p: str) -> str:
 
 def _money(amount: str, cur: Currency, mag: str | None) -> str:
     if mag and mag in _BIG_SET:
-        # ₩30억, $1.5만: the amount as written before its unit.
-        head = "" if amount == "1" and mag[0] in "십백천만" else _sino(amount)
-        return f"{head}{mag} {cur.ko}"
-    value = Decimal(amount.replace(",", ""))
+        return f"{_before_big(amount, mag)}{mag} {cur.ko}"  # ₩30억, $1.5만
     if mag:
-        value *= MAGNITUDES[mag]
-        if value == value.to_integral_value():
-            return f"{nw.ko_sino(int(value))} {cur.ko}"
-        return f"{_sino(format(value.normalize(), 'f'))} {cur.ko}"
+        return f"{_scaled(amount, mag)} {cur.ko}"
     whole, _, frac = amount.replace(",", "").partition(".")
     if frac and cur.ko_minor and len(frac) <= 2:
         cents = int(frac.ljust(2, "0"))
@@ -257,6 +242,10 @@ def _date(m: re.Match[str]) -> str:
     y, mo, d = int(m["dy"]), int(m["dm"]), int(m["dd"])
     if not (1 <= mo <= 12 and 1 <= d <= 31):
         return _version_like(m.group(0)) if m["ds"] == "." else _plain(m.group(0))
+    return _date_words(y, mo, d)
+
+
+def _date_words(y: int, mo: int, d: int) -> str:
     return f"{nw.ko_sino(y)} 년 {nw.ko_month(mo)} {nw.ko_sino(d)} 일"
 
 
@@ -320,25 +309,28 @@ def _range(m: re.Match[str]) -> str:
     return f"{kept}{first}에서 {_sino(b)}"
 
 
+def _before_big(n: str, unit: str) -> str:
+    # 1만 and 1천 are said 만, 천; 1억 and 1조 keep their 일.
+    return "" if n == "1" and unit[0] in "십백천만" else _sino(n)
+
+
 def _big(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
-    n, unit = m["qn"], m["bu"]
-    # 1만 and 1천 are said 만, 천; 1억 and 1조 keep their 일.
-    head = "" if n == "1" and unit[0] in "십백천만" else _sino(n)
-    words = kept + _sign_word(sign) + head + unit
-    if m["bc"]:
-        words += " " + m["bc"]
-    return words
+    words = kept + _sign_word(sign) + _before_big(m["qn"], m["bu"]) + m["bu"]
+    return f"{words} {m['bc']}" if m["bc"] else words
+
+
+def _scaled(n: str, mag: str) -> str:
+    """5K -> 오천, 1.5M -> 백오십만: the value of ``n`` times a magnitude."""
+    value = Decimal(n.replace(",", "")) * MAGNITUDES[mag]
+    if value == value.to_integral_value():
+        return nw.ko_sino(int(value))
+    return _sino(format(value.normalize(), "f"))
 
 
 def _magnitude(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
-    value = Decimal(m["qn"].replace(",", "")) * MAGNITUDES[m["mg"]]
-    if value == value.to_integral_value():
-        words = nw.ko_sino(int(value))
-    else:
-        words = _sino(format(value.normalize(), "f"))
-    return kept + _sign_word(sign) + words
+    return kept + _sign_word(sign) + _scaled(m["qn"], m["mg"])
 
 
 def _percent_h(m: re.Match[str]) -> str:
@@ -420,7 +412,7 @@ def _date_dmy(m: re.Match[str]) -> str:
         mo, d = b, a  # 25/12/2026: day first
     else:
         return _plain(m.group(0)).replace("/", " ")
-    return f"{nw.ko_sino(y)} 년 {nw.ko_month(mo)} {nw.ko_sino(d)} 일"
+    return _date_words(y, mo, d)
 
 
 def _middot(m: re.Match[str]) -> str:
@@ -489,7 +481,6 @@ _NAMES = {"qn": "number"}
 
 
 _numeric = make_numeric(_HANDLERS, _plain)
-
 
 
 def numbers(text: str, steps: Steps) -> str:
