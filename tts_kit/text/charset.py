@@ -3,11 +3,6 @@
 The output alphabet is small: Hangul for Korean, Latin letters (with the accents the
 indexer covers) and basic punctuation; the last step removes everything else.
 `unsupported_characters` lists what a bundle's indexer has no token for.
-
-Example:
-    >>> from tts_kit.text.charset import unsupported_characters
-    >>> unsupported_characters("가a☃", set("가a"))
-    ['☃']
 """
 
 from __future__ import annotations

@@ -5,11 +5,6 @@ then spaces, inside a word only for a word over the limit. A tag is never split,
 number from its unit or words (``5 kg``, ``만 오천 원``), nor ``Dr.`` from its name, and a
 last chunk is no stranded word. Lengths are NFKD lengths, what the model reads (a Hangul
 syllable is two or three jamo), or code points with ``measure="chars"``.
-
-Example:
-    >>> from tts_kit.text import chunk
-    >>> chunk("One. Two, three four.", "en", max_chars=11)
-    ['One.', 'Two,', 'three four.']
 """
 
 from __future__ import annotations

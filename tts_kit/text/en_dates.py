@@ -1,12 +1,5 @@
-"""English dates written with a month name: December 2, 2026; 2 December 2026; June 2026.
-
-The month names (full, three-letter, Sept; in capitals; in lower case except "may" and
-"march", which are words first) are shared with `en`'s year context.
-
-Example:
-    >>> MONTH_DATE.sub(month_date, "on Dec 2, 2026")
-    'on December second, twenty twenty-six'
-"""
+"""English dates written with a month name (December 2, 2026; 2 December 2026; June 2026)
+and weekday or month abbreviations (Mon-Fri)."""
 
 from __future__ import annotations
 

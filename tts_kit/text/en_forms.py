@@ -1,12 +1,7 @@
-"""English forms the context decides before the number rule reads digits: timestamps,
-ZIP+4 codes, codes of hyphen-joined letters and digits or slash-joined numbers, digits
-after a code word (PIN, card ending in), powers, time zones after am/pm, measures of
-dimensions and mixed numbers, Windows paths.
-
-Each is its own traced rule, run in order by `forms` (``timestamp``, earlier: `TIMESTAMP`):
-``zip``, ``chain``, ``slashes``, ``over``, ``digit_code``, ``power``, ``scientific``,
-``military``, ``feet``, ``rating``, ``hours``, ``phone``, ``zone``, ``dimension``;
-``win_path`` also in a text without digits.
+"""English forms read before the number rule, each its own traced rule run by `forms`:
+timestamps, ZIP+4 codes, hyphen- and slash-joined codes, digits after a code word (PIN),
+powers, scientific notation, 24-hour times, ratings, durations, time zones, dimensions,
+Windows paths.
 
 Example:
     >>> from tts_kit.text import normalize

@@ -1,10 +1,5 @@
-"""English addresses and codes: house numbers, street words, states and ZIP codes, unit
-numbers, letter-digit codes.
-
-House and room numbers are said in pairs (1428 -> fourteen twenty-eight), street words
-and directions in full (E Arques Ave -> East Arques Avenue), a state code after a town in
-full with its ZIP code digit by digit, and digits glued to letters (A320, RTX 4090) the way
-model numbers are said. Each is its own rule, so a trace names which one read the text.
+"""English addresses: house and room numbers said in pairs (1428 -> fourteen twenty-eight),
+street words, directions and states in full, ZIP codes digit by digit, vanity numbers.
 
 Example:
     >>> STREET.sub(street, "2450 N Oak Ave")

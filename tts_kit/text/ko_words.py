@@ -1,15 +1,6 @@
-"""Korean rules for what is not a number: letters, symbols, addresses and weekdays.
-
-Latin capitals not in the lexicon are spelled with Korean letter names (AWS ->
-에이더블유에스), a letter glued after a model number too (8a -> 팔 에이); symbols are
-said (& -> 앤); addresses (URLs, e-mail, file names) are read part by part with Korean
-words (`WEB_WORDS`); short dates known by their weekday (3/2(월)) and weekday ranges
-(월~금) are read before the numbers; `particle` chooses a particle again after a reading.
-
-Example:
-    >>> ACRONYM.sub(acronym, "AWS와 KRW")
-    '에이더블유에스와 원'
-"""
+"""Korean rules for what is not a number: Latin letters in Korean letter names (AWS ->
+에이더블유에스), symbols, addresses, weekdays, and `particle`, which chooses a particle again
+after a reading."""
 
 from __future__ import annotations
 

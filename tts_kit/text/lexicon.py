@@ -3,12 +3,6 @@
 Matching is case-insensitive, longest term first, and whole-word: a term is not glued to
 more Latin letters or digits, while a Korean particle may follow it ("API를"). The
 built-in lexicons are ``data/lexicons/<lang>.tsv`` (``tts_kit/_data`` in a wheel).
-
-Example:
-    >>> from tts_kit.text.lexicon import Lexicon
-    >>> lex = Lexicon({"FastAPI": "패스트 에이피아이", "API": "에이피아이"})
-    >>> lex.apply("FastAPI와 api를 씁니다", None)
-    '패스트 에이피아이와 에이피아이를 씁니다'
 """
 
 from __future__ import annotations

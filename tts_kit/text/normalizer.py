@@ -3,14 +3,6 @@
 Markup tags pass through; each stretch between them is prepared (`common.prepare`) and
 run through the language's steps (`ko.rules`, `en.rules`), the last of which removes what
 the output alphabet lacks (`charset`).
-
-Example:
-    >>> from tts_kit.text import Normalizer
-    >>> norm = Normalizer("ko")
-    >>> norm.normalize('TTS API를 3개 <break time="300ms"/> 써요')
-    '티티에스 에이피아이를 세 개 <break time="300ms"/> 써요'
-    >>> [(s.rule, s.before, s.after) for s in norm.trace("3개")]
-    [('counter', '3개', '세 개')]
 """
 
 from __future__ import annotations

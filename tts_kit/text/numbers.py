@@ -2,11 +2,6 @@
 (English without its commas, which would make the model pause); by hand the native Korean
 numerals before counters (한, 두, 스무) and digit-by-digit readings. Cached, as num2words
 is slow and the numbers people write repeat.
-
-Example:
-    >>> from tts_kit.text import numbers
-    >>> numbers.ko_sino(15000), numbers.ko_native(20), numbers.en_cardinal(1234)
-    ('만 오천', '스무', 'one thousand two hundred and thirty-four')
 """
 
 from __future__ import annotations

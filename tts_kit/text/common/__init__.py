@@ -2,14 +2,6 @@
 
 A language is a list of *steps*: ``step(text, steps) -> text``, recording its changes in
 ``steps`` when a trace is asked for (None otherwise). Most steps are a `Rule`.
-
-Example:
-    >>> import re
-    >>> from tts_kit.text.common import Rule, run_steps
-    >>> rule = Rule("shout", re.compile("hi"), lambda m: "HI")
-    >>> steps = []
-    >>> run_steps([rule], "hi there", steps), steps[0].rule
-    ('HI there', 'shout')
 """
 
 from __future__ import annotations
