@@ -101,37 +101,10 @@ PREFIXED_DOLLARS: dict[str, Currency] = {
     "CA": CURRENCY_CODES["CAD"], "S": CURRENCY_CODES["SGD"], "NT": CURRENCY_CODES["TWD"],
     "R": CURRENCY_CODES["BRL"],
 }
-#: What "/" before a word means after an amount or a unit ($20/mo, 5 kg/day): the
-#: English word after "per", and the Korean phrase put before the amount (월 이십 달러,
-#: 시간당 십 달러).
+#: What "/" before a word means after an amount or a unit ($20/mo, 5 kg/day): the English
+#: word after "per", the Korean phrase before the amount.
 PER: dict[str, tuple[str, str]] = {
-    **dict.fromkeys(("mo", "month", "mth"), ("month", "월")),
-    **dict.fromkeys(("yr", "year"), ("year", "연")),
-    **dict.fromkeys(("wk", "week"), ("week", "주당")),
-    "day": ("day", "하루"),
-    **dict.fromkeys(("h", "hr", "hour"), ("hour", "시간당")),
-    **dict.fromkeys(("min", "minute"), ("minute", "분당")),
-    **dict.fromkeys(("s", "sec", "second"), ("second", "초당")),
-    "kg": ("kilogram", "킬로그램당"),
-    **dict.fromkeys(("lb", "pound"), ("pound", "파운드당")),
-    "GB": ("gigabyte", "기가바이트당"),
-    # Lengths, areas and volumes after a unit (5 kg/m, 30 L/m2, 2 t/m3).
-    "m": ("meter", "미터당"),
-    "km": ("kilometer", "킬로미터당"),
-    "cm": ("centimeter", "센티미터당"),
-    **dict.fromkeys(("L", "l"), ("liter", "리터당")),
-    **dict.fromkeys(("m2", "m²"), ("square meter", "제곱미터당")),
-    **dict.fromkeys(("m3", "m³"), ("cubic meter", "세제곱미터당")),
-    "g": ("gram", "그램당"),
-    **dict.fromkeys(("person", "人", "명", "인"), ("person", "일 인당")),
-    "night": ("night", "일 박에"),
-    "unit": ("unit", "개당"),
-    "개": ("item", "개당"),
-    "월": ("month", "월"),
-    "일": ("day", "하루"),
-    "시간": ("hour", "시간당"),
-    "년": ("year", "연"),
-}
+    written: (en, ko) for written, en, ko in read_table("per", 3)}
 #: Magnitude suffixes after an amount ($5M, $1.5 billion) and what they multiply by.
 MAGNITUDES: dict[str, int] = {
     "K": 10**3, "k": 10**3, "thousand": 10**3,
@@ -184,24 +157,8 @@ KO_LETTERS: dict[str, str] = dict(zip(
 ))
 
 #: English abbreviations: (written form, spoken form, may end a sentence).
-EN_ABBREVIATIONS: tuple[tuple[str, str, bool], ...] = (
-    ("Mr.", "Mister", False), ("Mrs.", "Missus", False), ("Ms.", "Miz", False),
-    ("Prof.", "Professor", False), ("Jr.", "Junior", True), ("Sr.", "Senior", True),
-    ("vs.", "versus", False), ("etc.", "et cetera", True), ("e.g.", "for example", False),
-    ("i.e.", "that is", False), ("approx.", "approximately", False),
-    ("a.k.a.", "also known as", False), ("Inc.", "Incorporated", True),
-    ("Ltd.", "Limited", True), ("Corp.", "Corporation", True), ("Co.", "Company", True),
-    ("Mt.", "Mount", False), ("Ave.", "Avenue", True), ("Blvd.", "Boulevard", True),
-    ("Rd.", "Road", True), ("Dept.", "Department", True), ("Gov.", "Governor", False),
-    ("Sen.", "Senator", False), ("Gen.", "General", False), ("Capt.", "Captain", False),
-    ("Sgt.", "Sergeant", False), ("Lt.", "Lieutenant", False), ("Fig.", "Figure", False),
-    ("fig.", "figure", False), ("vol.", "volume", False), ("Vol.", "Volume", False),
-    ("ch.", "chapter", False), ("pp.", "pages", False), ("est.", "estimated", False),
-    ("avg.", "average", False), ("max.", "maximum", False), ("min.", "minimum", False),
-    ("ext.", "extension", False),
-    ("a.m.", "A M", True), ("p.m.", "P M", True), ("U.S.", "U S", True),
-    ("U.K.", "U K", True), ("Ph.D.", "P H D", True),
-)
+EN_ABBREVIATIONS: tuple[tuple[str, str, bool], ...] = tuple(
+    (written, said, end == "end") for written, said, end in read_table("en_abbreviations", 3))
 #: Words after which a 4-digit number is a year ("in 1999", "since 2020").
 EN_YEAR_CONTEXT: tuple[str, ...] = tuple(
     "in In since Since by By from From of until Until till before Before after After "
