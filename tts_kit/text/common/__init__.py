@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import string
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -196,6 +197,7 @@ def check_text(text: str) -> str:
 
 #: A markup tag (``<break time="300ms"/>``, ``</en>``); "3 < 5 > 2" is none.
 TAG = re.compile(r"</?[A-Za-z][^<>]{0,200}>")
+_TAG_SPLIT = re.compile(f"({TAG.pattern})")
 
 
 def split_tags(text: str) -> list[tuple[bool, str]]:
@@ -207,16 +209,7 @@ def split_tags(text: str) -> list[tuple[bool, str]]:
     """
     if "<" not in text:
         return [(False, text)]
-    out: list[tuple[bool, str]] = []
-    pos = 0
-    for m in TAG.finditer(text):
-        if m.start() > pos:
-            out.append((False, text[pos : m.start()]))
-        out.append((True, m.group(0)))
-        pos = m.end()
-    if pos < len(text):
-        out.append((False, text[pos:]))
-    return out
+    return [(i % 2 == 1, piece) for i, piece in enumerate(_TAG_SPLIT.split(text)) if piece]
 
 
 #: A language tag (``<ko>``, ``</en>``); the model reads one language per call.
@@ -252,8 +245,6 @@ def language_tags(text: str, lang: str) -> str:
 
     return LANGUAGE_TAG.sub(tag, text)
 
-
-# -- which language a text is in -----------------------------------------------------------
 
 _HANGUL = re.compile("[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]")
 _LATIN = re.compile("[A-Za-z]")
@@ -295,6 +286,7 @@ _PUNCT_MAP = {
 }
 _PUNCT = re.compile("[" + "".join(_PUNCT_MAP) + "]")
 _WHITESPACE = re.compile(r"\s+")
+_WEEKDAY_CHARS = frozenset("월화수목금토일")
 
 
 def _punct(m: re.Match[str]) -> str:
@@ -308,7 +300,6 @@ def _punct(m: re.Match[str]) -> str:
     return _PUNCT_MAP[ch]
 
 
-_WEEKDAY_CHARS = frozenset("월화수목금토일")
 #: ANSI escape sequences (colours, cursor moves, window titles).
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-_]?)")
 #: A no-break or thin space between digit groups (10 000 km): a thousands separator.
@@ -378,15 +369,12 @@ def prepare(text: str, steps: Steps) -> str:
             record_diff("punctuation", b3, text, steps)
     tidy = " ".join(text.split())
     if steps is not None and tidy != text:
-        inner = text.strip()
-        for m in _WHITESPACE.finditer(inner):
-            if m.group(0) != " ":
-                steps.append(TraceStep("whitespace", m.group(0), " "))
+        steps.extend(TraceStep("whitespace", ws, " ")
+                     for ws in _WHITESPACE.findall(text.strip()) if ws != " ")
     return tidy
 
 
-ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-
+ASCII_LETTERS = frozenset(string.ascii_letters)
 #: Tails that make no sense after a number glued to letters ("MP3s", "Win10x").
 NOT_AFTER_LETTERS = frozenset({"unit", "magnitude", "ampm", "times"})
 
