@@ -118,7 +118,6 @@ NUMERIC = g.numeric(
         rf"(?P<bare_per>{g.per('b')})",
     ],
 )
-_PLAIN = re.compile(rf"(?P<digits>\d{{17,}})|(?P<qsg>[-+])?(?P<qn>{_NUM})")
 _YEAR_BEFORE = re.compile(
     r"(?:(?:(?<![A-Za-z])" + trie_alt(EN_YEAR_CONTEXT) + r"|" + MONTH + r"\.?,?|Q[1-4])\s|FY)$"
 )
@@ -213,18 +212,6 @@ def _per(words: str, key: str) -> str:
 def _date_words(y: int | None, mo: int, d: int) -> str:
     words = f"{nw.EN_MONTHS[mo]} {nw.en_ordinal(d)}"
     return f"{words}, {nw.en_year(y)}" if y is not None else words
-
-
-def _plain(text: str) -> str:
-    return _PLAIN.sub(_plain_number, text)
-
-
-def _plain_number(m: re.Match[str]) -> str:
-    return _digits(m) if m.lastgroup == "digits" else _number(m)
-
-
-def _digits(m: re.Match[str]) -> str:
-    return nw.en_digits(m.group(0))
 
 
 # -- handlers -----------------------------------------------------------------------------
@@ -474,10 +461,11 @@ def _number(m: re.Match[str]) -> str:
     return kept + _sign_word(sign) + nw.en_number(num)
 
 
+_plain = g.plain_reader(nw.en_digits, _number)
 _HANDLERS = {
     **g.handlers(g.Words(_plain, _clock, _money, _SIGNS, " to ", " to ", _per,
                          nw.en_number, " point ", "version ")),
-    "digits": _digits,
+    "digits": lambda m: nw.en_digits(m.group(0)),
     "date_iso": _date_iso, "date_us": _date_us, "arange": _arange, "plan": _plan,
     "paren_year": lambda m: f"({nw.en_year(int(m['py']))})", "mixed": _mixed,
     "middot": lambda m: f"{nw.en_number(m['mda'])} {nw.en_number(m['mdb'])}",

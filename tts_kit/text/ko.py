@@ -127,8 +127,6 @@ NUMERIC = g.numeric(
     ],
     prefix=r"(?P<kje>제\s?)?",
 )
-# The same groups as the number alternative (kje never matches), for `_number`.
-_PLAIN = re.compile(rf"(?P<digits>\d{{17,}})|(?P<kje>(?!))?(?P<qsg>[-+])?(?P<qn>{_NUM})")
 
 
 # -- readings ---------------------------------------------------------------------------
@@ -214,18 +212,6 @@ def _clock(h: int, mi: int, s: int | None, ap: str | None) -> str:
     if ap:
         words = ("오전 " if ap[0] in "Aa" else "오후 ") + words
     return words
-
-
-def _plain(text: str) -> str:
-    return _PLAIN.sub(_plain_number, text)
-
-
-def _plain_number(m: re.Match[str]) -> str:
-    return _digits(m) if m.lastgroup == "digits" else _number(m)
-
-
-def _digits(m: re.Match[str]) -> str:
-    return nw.ko_digits(m.group(0), phone=True)
 
 
 _SIGNS = {"-": "마이너스 ", "+": "플러스 "}
@@ -464,10 +450,11 @@ def _number(m: re.Match[str]) -> str:
     return kept + _sign_word(sign) + nw.ko_number(m["qn"])
 
 
+_plain = g.plain_reader(lambda d: nw.ko_digits(d, phone=True), _number)
 _HANDLERS = {
     **g.handlers(g.Words(_plain, _clock, _money, _SIGNS, "에서 ", " 대 ", _per,
                          nw.ko_number, " 점 ", "버전 ")),
-    "digits": _digits,
+    "digits": lambda m: nw.ko_digits(m.group(0), phone=True),
     "date": _date, "phone": _phone, "groups": _groups, "date_dmy": _date_dmy,
     "middot": _middot,
     "paper": _paper, "quarter": _quarter,

@@ -72,6 +72,25 @@ def unit(p: str) -> str:
 
 DIGITS = r"(?P<digits>\d{17,})"
 TRANGE = rf"(?P<trange>(?P<ta>{TIME})\s?{RANGE_SIGN}\s?(?P<tb>{TIME})(?![\d:]))"
+#: Every number of a text, with the groups of a language's number alternative.
+PLAIN = re.compile(rf"{DIGITS}|(?P<kje>(?!))?(?P<qsg>[-+])?(?P<qn>{NUM})")
+
+
+def plain_reader(digits: Callable[[str], str], number: Callable[[re.Match[str]], str]
+                 ) -> Callable[[str], str]:
+    """Reads every number of a text: 17 digits or more with ``digits``, others with
+    ``number`` (a handler of the number alternative).
+
+    Example:
+        >>> plain_reader(lambda d: "D", lambda m: "N")("1, 2 and " + "9" * 17)
+        'N, N and D'
+    """
+    def read(m: re.Match[str]) -> str:
+        return digits(m.group(0)) if m.lastgroup == "digits" else number(m)
+
+    return lambda text: PLAIN.sub(read, text)
+
+
 TIME_ALT = (rf"(?P<time>(?P<th>\d{{1,2}}):(?P<tm>\d{{2}})(?::(?P<ts>\d{{2}}))?(?![\d:])"
             rf"(?:\s?(?P<tap>{AMPM}))?)")
 
@@ -203,12 +222,7 @@ def phone_parts(m: re.Match[str]) -> tuple[list[str], str | None]:
     body = m.string[m.start() : end]
     body = re.sub(r"\s?,?\s?(?:ext\.?|[Ee]xt\.?|x|extension|내선)\s?$", "", body)
     body = body.replace("(0)", " ")  # +44 (0)20: the trunk zero is not dialled
-    return phone_groups(body), m["pext"]
-
-
-def phone_groups(s: str) -> list[str]:
-    """The digit groups of a phone number, separators and brackets dropped."""
-    return [g for g in re.split(r"[-.\s()]+", s.lstrip("+")) if g]
+    return [g for g in re.split(r"[-.\s()]+", body.lstrip("+")) if g], m["pext"]
 
 
 @dataclass(frozen=True)
@@ -368,8 +382,7 @@ class WebWords:
         return " ".join("".join(f" {o} " for o in out).split())
 
 
-def web_repl(words: WebWords, known: Callable[[str], bool] = lambda t: False
-             ) -> Callable[[re.Match[str]], str]:
+def web_repl(words: WebWords, known: Callable[[str], bool]) -> Callable[[re.Match[str]], str]:
     """The replacement of `WEB` in ``words``; what ``known`` says is a term is kept."""
 
     def repl(m: re.Match[str]) -> str:
