@@ -60,19 +60,6 @@ _PROTECTED = re.compile(
 )
 
 
-def default_max_chars(lang: str, measure: str = "model") -> int:
-    """The default chunk size: 300 model characters, or upstream's code points (120 for
-    Korean) with ``measure="chars"``.
-
-    Example:
-        >>> default_max_chars("ko"), default_max_chars("ko", "chars"), default_max_chars("en")
-        (300, 120, 300)
-    """
-    if measure == "chars" and lang == "ko":
-        return contract.CHUNK_CHARS_KO
-    return contract.CHUNK_CHARS
-
-
 def model_length(text: str) -> int:
     """How many characters the model reads for ``text``: its NFKD length.
 
@@ -96,8 +83,9 @@ def chunk(text: str, lang: str = "ko", max_chars: int | None = None, *,
         raise TypeError(f"text must be a str, not {type(text).__name__}")
     if measure not in ("model", "chars"):
         raise TtsKitError(f"measure must be 'model' or 'chars', got {measure!r}")
-    if max_chars is None:
-        max_chars = default_max_chars(lang, measure)
+    if max_chars is None:  # 300 model characters; upstream's 120 code points of Korean
+        ko_chars = measure == "chars" and lang == "ko"
+        max_chars = contract.CHUNK_CHARS_KO if ko_chars else contract.CHUNK_CHARS
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
         raise TtsKitError(f"max_chars must be a positive integer, got {max_chars!r}")
     tags = [(m.start(), m.end()) for m in TAG.finditer(text)] if "<" in text else []

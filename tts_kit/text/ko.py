@@ -401,17 +401,8 @@ def _date_dmy(m: re.Match[str]) -> str:
     return _date_words(y, mo, d)
 
 
-def _middot(m: re.Match[str]) -> str:
-    """6·25, 5·18, 3·1절: digit by digit, as these dates are named."""
-    return nw.ko_digits(m["mda"] + m["mdb"])
-
-
 #: English digit names in Hangul, for paper sizes (A4: 에이포).
 _EN_DIGITS_KO = ("제로", "원", "투", "쓰리", "포", "파이브", "식스", "세븐", "에이트", "나인")
-
-
-def _paper(m: re.Match[str]) -> str:
-    return KO_LETTERS[m["pl"]] + _EN_DIGITS_KO[int(m["pn"])]
 
 
 def _root(m: re.Match[str]) -> str:
@@ -456,8 +447,8 @@ _HANDLERS = {
                          nw.ko_number, " 점 ", "버전 ")),
     "digits": lambda m: nw.ko_digits(m.group(0), phone=True),
     "date": _date, "phone": _phone, "groups": _groups, "date_dmy": _date_dmy,
-    "middot": _middot,
-    "paper": _paper, "quarter": _quarter,
+    "middot": lambda m: nw.ko_digits(m["mda"] + m["mdb"]),  # 6·25: as these dates are named
+    "paper": lambda m: KO_LETTERS[m["pl"]] + _EN_DIGITS_KO[int(m["pn"])], "quarter": _quarter,
     "currency_post": _currency_post, "code_first": _code_first,
     "range": _range, "big": _big, "magnitude": _magnitude, "percent": _percent_h,
     "unit": _unit_h, "ordinal": _ordinal, "times": _times, "counter": _counter_h,
@@ -465,8 +456,6 @@ _HANDLERS = {
 }
 #: Trace names of the alternatives whose group name is not the rule's.
 _NAMES = {"qn": "number"}
-
-
 _numeric = make_numeric(_HANDLERS, _plain)
 
 
