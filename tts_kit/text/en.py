@@ -253,14 +253,10 @@ def _arange(m: re.Match[str]) -> str:
     return " to ".join(ends)
 
 
-def _code_digits(d: str) -> str:
-    """401 -> four oh one: a three-digit name said digit by digit, zero as oh."""
-    return " ".join("oh" if c == "0" else nw.EN_DIGITS[int(c)] for c in d)
-
-
 def _plan(m: re.Match[str]) -> str:
-    """401(k), 501(c)(3): sections of a code, named by their numbers."""
-    words = f"{_code_digits(m['pd'])} {m['pl']}"
+    """401(k), 501(c)(3): four oh one k; sections of a code, named by their numbers."""
+    digits = " ".join("oh" if c == "0" else nw.EN_DIGITS[int(c)] for c in m["pd"])
+    words = f"{digits} {m['pl']}"
     return words + (f" {nw.en_cardinal(int(m['pn']))}" if m["pn"] else "")
 
 

@@ -7,11 +7,12 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
 from tts_kit.text import numbers as nw
-from tts_kit.text.common import Steps, TraceStep, roman_value, trie_alt
+from tts_kit.text.common import Rule, Steps, roman_value, trie_alt
 from tts_kit.text.en_dates import MONTH_NAMES
 from tts_kit.text.en_places import EN_TIME_ZONES
 from tts_kit.text.tables import EN_ABBREVIATIONS
@@ -196,14 +197,7 @@ def acronyms(text: str, steps: Steps) -> str:
         return text
     caps = len(_CAPS_WORD.findall(text))
     shouting = caps >= 3 and caps * 2 > len(_WORD.findall(text))
-
-    def repl(m: re.Match[str]) -> str:
-        out = _spell(m, shouting)
-        if steps is not None and out != m.group(0):
-            steps.append(TraceStep("acronym", m.group(0), out))
-        return out
-
-    return ACRONYM.sub(repl, text)
+    return Rule("acronym", ACRONYM, functools.partial(_spell, shouting=shouting))(text, steps)
 
 
 SYMBOL = re.compile(r"[&+=@%×÷±°–—~#$€£¥₩^/\u2200-\u22ff\u27d5-\u27d7]")
