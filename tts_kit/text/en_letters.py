@@ -15,7 +15,7 @@ from tts_kit.text import numbers as nw
 from tts_kit.text.common import Rule, Steps, roman_value, trie_alt
 from tts_kit.text.en_dates import MONTH_NAMES
 from tts_kit.text.en_places import EN_TIME_ZONES
-from tts_kit.text.tables import EN_ABBREVIATIONS
+from tts_kit.text.tables import EN_ABBREVIATIONS, EN_WORDS
 
 _ABBR = {written: (spoken, ends) for written, spoken, ends in EN_ABBREVIATIONS}
 _ABBR.update({f"{short}.": (full, False) for short, full in MONTH_NAMES.items()
@@ -29,11 +29,7 @@ _SENTENCE_NEXT = re.compile(r"\s*(?:$|[A-Z\"'(])")
 _ZONE_NEXT = re.compile(r" (?:" + trie_alt(EN_TIME_ZONES) + r")\b")  # 5 p.m. EST
 _NAME_NEXT = re.compile(r" ([A-Z][A-Za-z']*)")
 #: Capitalised words that start sentences rather than name people.
-_SENTENCE_STARTERS = frozenset(
-    "It The He She We They I This That There Then A An In On At But And So Our My His Her "
-    "Its You Your Their These Those When While After Before If As Now Later Next What Why "
-    "How Where Who".split()
-)
+_SENTENCE_STARTERS = frozenset(EN_WORDS["sentence_starter"])
 
 
 #: Abbreviations read otherwise after a number (45 min., 0.25 pp.).
@@ -84,35 +80,12 @@ _CAPITAL = re.compile("[A-Z]")
 _CAPS_WORD = re.compile(r"\b[A-Z]{2,}\b")
 _WORD = re.compile(r"\b[A-Za-z]{2,}\b")
 _VOWELS = frozenset("AEIOUY")
-#: Words written in capitals that are words, not acronyms (PART ONE, NO ENTRY): read as
-#: words. Acronyms that are also words (US, IT, AM, PM, OR, ID, WHO) are not here.
-_CAPS_WORDS = frozenset("""
-A AN THE AND BUT FOR NOR YET SO TO OF IN ON AT BY UP OUT OFF INTO ONTO OVER FROM WITH
-NO NOT YES ALL ANY SOME ONE TWO THREE FOUR FIVE SIX SEVEN EIGHT NINE TEN PART BOOK
-CHAPTER ACT SCENE STEP PHASE LEVEL ROOM DOOR EXIT ENTRY STOP GO OPEN SHUT CLOSED SALE
-NEW NOW HOT COLD FREE BIG TOP END WAY DAY YEAR TIME LIFE LOVE HOME WORK NEWS LIVE HELP
-WARNING NOTE ONLY JUST MORE MOST LESS BEST GOOD BAD FULL DONE READ HOW WHY WHAT
-WHEN WHERE THIS THAT THESE THOSE HIS HER OUR YOUR THEIR MY WE YOU THEY HE SHE ME HIM
-IS ARE WAS WERE BE BEEN HAS HAVE HAD DO DOES DID CAN WILL MAY MUST SHALL SHOULD WOULD
-COULD GET GOT MAKE TAKE KEEP LET SEE LOOK CALL ASK TELL SAY SAID BACK DOWN HERE THERE
-AGAIN VERY REAL TRUE FALSE OFF ON FIRE WATER AIR LAND SEA SUN MOON STAR KING QUEEN
-BOYS GIRLS MEN WOMEN MAN BOY GIRL OLD YOUNG LAST NEXT FIRST HALF ZERO MIX
-""".split())
+#: Words written in capitals that are words, not acronyms (PART ONE, NO ENTRY).
+_CAPS_WORDS = frozenset(EN_WORDS["caps_word"])
 #: Words before a Roman numeral that numbers a part: read as a cardinal (Chapter IV).
-_HEADINGS = ("Chapter Part Book Volume Act Scene Section Article Phase Title Appendix "
-             "Schedule Canto Psalm Stage Level Round Episode Season Vol Ch Pt Step World War "
-             "Super Bowl Apollo Type Class Grade Mark Mk Series Rule").split()
-#: Given names of rulers and popes: a Roman numeral after them is a regnal ordinal
-#: (Louis XIV -> Louis the fourteenth).
-_REGNAL = ("Louis Henry Elizabeth George Edward Charles William James John Richard Benedict "
-           "Pius Leo Gregory Innocent Clement Paul Alexander Peter Frederick Philip Ferdinand "
-           "Napoleon Ramesses Ramses Constantine Catherine Mary Victoria Anne Nicholas Ivan "
-           "Gustav Christian Alfonso Carlos Felipe Otto Wilhelm Friedrich Francis Urban Boniface "
-           "Sixtus Adrian Hadrian Eugene Julius Stephen Malcolm David Robert Harold Edmund "
-           "Ludwig Karl Rudolf Sancho Juan Pedro Manuel Joao Haakon Olaf Harald Magnus Eric "
-           "Erik Sigismund Casimir Amenhotep Thutmose Darius Xerxes Cyrus Antiochus Ptolemy "
-           "Seleucus Mithridates Rama Mehmed Murad Selim Suleiman Abdul Pope King Queen Tsar "
-           "Czar Emperor Kaiser Sultan Shah Pharaoh").split()
+_HEADINGS = EN_WORDS["heading"]
+#: Given names of rulers and popes: a Roman numeral after them is a regnal ordinal.
+_REGNAL = EN_WORDS["regnal"]
 _ROMAN_ANY = r"(?=[MDCLXVI])M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})"
 ROMAN = re.compile(
     r"(?=[A-Z])(?<![A-Za-z'])(?:"
@@ -147,15 +120,10 @@ def roman(m: re.Match[str]) -> str:
     return nw.en_ordinal(roman_value(m["cr"]))
 
 
-#: Capitalised words before a Roman numeral that name a title's sequel, not a ruler
-#: (Rocky IV, Final Fantasy VII: a cardinal, left to `acronyms`).
-_SEQUELS = frozenset(("Rocky Fantasy Wars Auto Kombat Evil Creed Halo Civilization Trek "
-                      "Godfather Jaws Alien Rambo Saw Scream Toy Story Galaxy Windows "
-                      "Office Mark Mk Type Class Series Bowl War").split())
+#: Capitalised words before a Roman numeral that name a title's sequel, not a ruler.
+_SEQUELS = frozenset(EN_WORDS["sequel"])
 #: Words that start sentences or questions before "I" (Can I, Then I), not names.
-_NOT_NAMES = frozenset(_SENTENCE_STARTERS | set(
-    "Can Could Will Would Shall Should May Might Must Do Did Does Am Have Had Has Was Were "
-    "Is Are Let Yes No Oh Well Now Here Today Tomorrow Yesterday Also Still Maybe".split()))
+_NOT_NAMES = _SENTENCE_STARTERS | frozenset(EN_WORDS["not_name"])
 _CAPITALISED_WORD = re.compile(r"(?:^|\s)([A-Z][a-z]+) $")
 
 

@@ -47,6 +47,20 @@ def read_table(name: str, width: int) -> list[list[str]]:
     return [row + [""] * (width - len(row)) for row in rows]
 
 
+def read_words(name: str) -> dict[str, list[str]]:
+    """``kind -> words`` of ``data/lexicons/<name>.tsv`` (``kind<TAB>word word ...``; a kind
+    may take several lines).
+
+    Example:
+        >>> read_words("ko_words")["ordinal"]
+        ['번째']
+    """
+    out: dict[str, list[str]] = {}
+    for kind, words in read_table(name, 2):
+        out.setdefault(kind, []).extend(words.split())
+    return out
+
+
 @dataclass(frozen=True)
 class Unit:
     """How to say a unit after a number, in both languages.
@@ -115,40 +129,16 @@ MAGNITUDES: dict[str, int] = {
     "m": 10**6, "b": 10**9,
 }
 
-#: Korean counters and the numerals before them: ``native`` (한, 두, 세 ... up to 99,
-#: Sino-Korean from 100), ``sino`` (일, 이, 삼), ``month`` (유월, 시월), ``ordinal``
-#: (첫 번째), ``nominal`` (첫째, 둘째). Longest match wins, so 개월 is not 개 + 월.
+_KO_WORDS = read_words("ko_words")
+#: Korean counters and the numerals before them (``native``, ``sino``, ``month``,
+#: ``ordinal``, ``nominal``: see ``data/lexicons/ko_words.tsv``).
 KO_COUNTERS: dict[str, str] = {
-    **dict.fromkeys(
-        "시 시간 개 명 살 마리 번 배 잔 권 대 그루 송이 장 벌 켤레 채 척 통 병 봉지 그릇 "
-        "접시 군데 곳 가지 사람 자루 쌍 줄 판 바퀴 걸음 모금 방울 달 알 발 포기 다발 개비 "
-        "조각 칸 끼 차례 골 편 자리 마디 곡".split(),
-        "native",
-    ),
-    **dict.fromkeys(
-        "분 초 원 년 일 층 위 도 박 회 차 등 호 번지 번길 개월 개국 개년 개소 개사 주 주년 "
-        "주일 주차 세 세대 인 인분 인용 점 쪽 페이지 학년 교시 기 분기 퍼센트 프로 달러 "
-        "유로 엔 위안 파운드 센트 킬로 킬로그램 그램 미터 킬로미터 센티미터 센티 밀리 리터 "
-        "바이트 메가 기가 메가바이트 기가바이트 헤르츠 와트 볼트 배속 시즌 시리즈 단계 부 "
-        "화 절 년대 년생 일째 일간 년간 종 건 평 톤 칼로리 표 석 승 패 무 가구 "
-        "연승 연패 시간대".split(),
-        "sino",
-    ),
-    "월": "month",
-    "번째": "ordinal",
-    "째": "nominal",
-}
-#: Particles and words that may follow a counter written after a space ("3 개를"):
-#: anything else Hangul after "3 개" means it was a word (3 개발), not a counter.
-KO_PARTICLES: tuple[str, ...] = tuple(
-    "으로 에서 까지 부터 마다 이나 이상 이하 미만 초과 정도 가량 동안 "
-    "이 가 은 는 을 를 의 에 도 만 과 와 로 씩 째 간 당 나 쯤 전 후".split()
-)
+    word: kind for kind in ("native", "sino", "month", "ordinal", "nominal")
+    for word in _KO_WORDS[kind]}
+#: Particles and words that may follow a counter written after a space ("3 개를").
+KO_PARTICLES: tuple[str, ...] = tuple(_KO_WORDS["particle"])
 #: Big Korean units written after digits (5만, 3억, 2천만).
-KO_BIG_UNITS: tuple[str, ...] = (
-    "천만", "백만", "십만", "천억", "백억", "십억", "천조", "백조", "십조",
-    "만", "억", "조", "경", "천", "백",
-)
+KO_BIG_UNITS: tuple[str, ...] = tuple(_KO_WORDS["big"])
 
 KO_LETTERS: dict[str, str] = dict(zip(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
@@ -159,20 +149,9 @@ KO_LETTERS: dict[str, str] = dict(zip(
 #: English abbreviations: (written form, spoken form, may end a sentence).
 EN_ABBREVIATIONS: tuple[tuple[str, str, bool], ...] = tuple(
     (written, said, end == "end") for written, said, end in read_table("en_abbreviations", 3))
+#: English word lists by kind (``data/lexicons/en_words.tsv``).
+EN_WORDS = read_words("en_words")
 #: Words after which a 4-digit number is a year ("in 1999", "since 2020").
-EN_YEAR_CONTEXT: tuple[str, ...] = tuple(
-    "in In since Since by By from From of until Until till before Before after After "
-    "during During around circa year Year early late mid through to and between Between "
-    "spring summer fall autumn winter Spring Summer Fall Autumn Winter born Born founded "
-    "Founded established Established".split()
-)
-
-#: Nouns a number + 번 names (3번 출구: the exit numbered three, 삼 번), where 번 is a
-#: label, read in Sino-Korean; elsewhere 번 counts times (세 번 했다), read natively
-#: (National Institute of Korean Language: 번 as 번호 vs as 횟수).
-KO_LABEL_NOUNS = (
-    "출구 입구 버스 문제 문항 선수 타자 게이트 홀 트랙 채널 방 칸 국도 도로 고속도로 선 "
-    "라인 승강장 플랫폼 좌석 자리 테이블 창구 항목 사진 파일 슬라이드 카드 번호 마을버스 "
-    "환자 손님 고객 테이블 주차장 열람실 강의실 교실 부스 레인 코스 핀 포트 슬롯 사물함 "
-    "케이블 노선 정류장 출입문 타석 트랙 곡 그림 예시 보기 답 후보 참가자 팀 조"
-).split()
+EN_YEAR_CONTEXT: tuple[str, ...] = tuple(EN_WORDS["year_context"])
+#: Nouns a number + 번 names (3번 출구, 삼 번): 번 as a label, not as a count of times.
+KO_LABEL_NOUNS: tuple[str, ...] = tuple(_KO_WORDS["label"])
