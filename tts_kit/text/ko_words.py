@@ -10,14 +10,9 @@ from tts_kit.text import numbers as nw
 from tts_kit.text.common import grammar as g
 from tts_kit.text.tables import CURRENCY_CODES, KO_LETTERS
 
-WEEKDAYS = {"월": "월요일", "화": "화요일", "수": "수요일", "목": "목요일", "금": "금요일",
-             "토": "토요일", "일": "일요일"}
-
-
+WEEKDAYS = {day: day + "요일" for day in "월화수목금토일"}
 ACRONYM = re.compile(r"(?=[A-Z])(?<![A-Za-z])(?P<a>[A-Z]+)(?![A-Z])s?(?![A-Za-z])")
 _VOWELS = frozenset("AEIOU")
-
-
 WEB_WORDS = g.WebWords(
     {"://": " 콜론 슬래시 슬래시 ", "/": " 슬래시 ", ".": " 닷 ", "@": " 앳 ", "-": " 하이픈 ",
      "_": " 언더바 ", ":": " 콜론 ", "?": " 물음표 ", "=": " 이퀄 ", "&": " 앤 ", "#": " 샵 ",
@@ -30,14 +25,10 @@ WEB_WORDS = g.WebWords(
 )
 #: A weekday in brackets after a date the counter tail did not take (1/1(월), 25일 (금)).
 WEEKDAY_AFTER = re.compile(r"(?<=\d)\s?\((?P<wd>[월화수목금토일])\)")
-
-
 _WD = "[월화수목금토일]"
 #: A short date with its weekday (3/2(월), 3.5 (목)): the weekday makes it a date.
 SHORT_DATE = re.compile(
     rf"(?<![\d./])(?P<m>\d{{1,2}})[/.](?P<d>\d{{1,2}})(?P<wd>\s?\({_WD}\))")
-#: Weekday ranges (월~금, (월)~(금)) and the wave dash after a weekday read out
-#: (월요일~목요일, from 3월 2일(월)~5일(목)): 에서 between them.
 #: AM or PM written before a time (PM 3:00, AM 9시): 오전/오후, as Korean says it.
 AMPM_BEFORE = re.compile(r"(?<![A-Za-z])(?P<ap>[AaPp])\.?[Mm]\.?\s?(?=\d{1,2}(?::\d{2}|\s?시))")
 
@@ -66,6 +57,8 @@ def weekday_list(m: re.Match[str]) -> str:
     return ", ".join(WEEKDAYS[d] for d in m.group(0).split("·"))
 
 
+#: Weekday ranges (월~금, (월)~(금)) and the wave dash after a weekday read out
+#: (월요일~목요일, from 3월 2일(월)~5일(목)): 에서 between them.
 WEEKDAY_RANGE = re.compile(
     rf"(?<![\d가-힣])\(?(?P<a>{_WD})\)?\s?~\s?\(?(?P<b>{_WD})\)?(?![가-힣])"
     r"|(?<=요일)\s?~\s?")
