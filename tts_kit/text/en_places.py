@@ -101,7 +101,6 @@ def unit_no(m: re.Match[str]) -> str:
     return f"{words} {m['l']}" if m["l"] else words
 
 
-
 #: Toll-free numbers spelled with letters: 1-800-FLOWERS.
 VANITY = re.compile(r"(?=1)(?<![\w-])1-8(?P<toll>\d\d)-(?P<w>[A-Z]{2,}(?:-[A-Z]+)*)(?![\w-])")
 
