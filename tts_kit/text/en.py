@@ -17,44 +17,15 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
+from tts_kit.text import en_letters, en_places
 from tts_kit.text import numbers as nw
 from tts_kit.text.charset import make_cleanup
 from tts_kit.text.common import Reading, Rule, Step, make_numeric, trie_alt
 from tts_kit.text.common import grammar as g
 from tts_kit.text.en_dates import DAY_MONTH, MONTH, MONTH_DATE, day_month, month_date
 from tts_kit.text.en_forms import TIMESTAMP, feet, forms, fraction_words, mixed_words
-from tts_kit.text.en_letters import (
-    ABBREVIATION,
-    ROMAN,
-    SERIAL,
-    SLASH,
-    SYMBOL,
-    abbreviation,
-    acronyms,
-    roman,
-    serial,
-    slash,
-    symbol,
-)
-from tts_kit.text.en_places import (
-    STATE,
-    STREET,
-    UNIT_NO,
-    VANITY,
-    house_number,
-    state,
-    street,
-    unit_no,
-    vanity,
-)
 from tts_kit.text.lexicon import Lexicon
-from tts_kit.text.tables import (
-    CURRENCIES,
-    EN_YEAR_CONTEXT,
-    PER,
-    UNITS,
-    Currency,
-)
+from tts_kit.text.tables import CURRENCIES, EN_YEAR_CONTEXT, PER, UNITS, Currency
 
 _NUM = g.NUM
 _unit = g.unit
@@ -453,7 +424,7 @@ def _number(m: re.Match[str]) -> str:
         return "nine one one"  # the emergency number, said digit by digit
     if not sign and len(num) in (3, 4) and num.isdigit() and _CODE_BEFORE.search(
             m.string, max(0, m.start() - 7), m.start()):
-        return Reading(house_number(num), "code")  # RTX 4090: a model number, in pairs
+        return Reading(en_places.house_number(num), "code")  # RTX 4090: a model number, in pairs
     return kept + _sign_word(sign) + nw.en_number(num)
 
 
@@ -467,7 +438,7 @@ _HANDLERS = {
     "middot": lambda m: f"{nw.en_number(m['mda'])} {nw.en_number(m['mdb'])}",
     "scale": _scale, "phone": _phone, "decade": _decade, "quarter": _quarter, "noon": _noon,
     # Digits glued to letters, as model numbers are said: A320 -> A three twenty.
-    "code": lambda m: house_number(m.group(0)), "groups": _groups, "feet": feet,
+    "code": lambda m: en_places.house_number(m.group(0)), "groups": _groups, "feet": feet,
     "number_sign": lambda m: "number " + nw.en_number(m["hn"]),
     "approx": lambda m: "about " + nw.en_number(m["tn"]),
     "currency_post": _currency_post,
@@ -504,21 +475,21 @@ def rules(lexicon: Lexicon) -> list[Step]:
     return [
         Rule("web", g.WEB, g.web_repl(_WEB_WORDS, lambda t: t.lower() in lexicon.entries),
              by_group=True),
-        Rule("state", STATE, state, needs=", "),
+        Rule("state", en_places.STATE, en_places.state, needs=", "),
         lexicon.apply,
-        Rule("vanity", VANITY, vanity, needs="1-8"),
+        Rule("vanity", en_places.VANITY, en_places.vanity, needs="1-8"),
         TIMESTAMP,
-        Rule("serial", SERIAL, serial),
+        Rule("serial", en_letters.SERIAL, en_letters.serial),
         forms,
-        Rule("abbreviation", ABBREVIATION, abbreviation),
+        Rule("abbreviation", en_letters.ABBREVIATION, en_letters.abbreviation),
         Rule("date", MONTH_DATE, month_date),
         Rule("day_month", DAY_MONTH, day_month),
-        Rule("street", STREET, street),
-        Rule("unit_no", UNIT_NO, unit_no),
-        Rule("slash", SLASH, slash, needs="/"),
+        Rule("street", en_places.STREET, en_places.street),
+        Rule("unit_no", en_places.UNIT_NO, en_places.unit_no),
+        Rule("slash", en_letters.SLASH, en_letters.slash, needs="/"),
         Rule("number", NUMERIC, _numeric, by_group=True, aliases=_NAMES),
-        Rule("roman", ROMAN, roman),
-        acronyms,
-        Rule("symbol", SYMBOL, symbol),
+        Rule("roman", en_letters.ROMAN, en_letters.roman),
+        en_letters.acronyms,
+        Rule("symbol", en_letters.SYMBOL, en_letters.symbol),
         make_cleanup("en"),
     ]

@@ -18,53 +18,20 @@ import re
 from dataclasses import replace
 from decimal import Decimal
 
+from tts_kit.text import ko_words, tables
 from tts_kit.text import numbers as nw
 from tts_kit.text.charset import make_cleanup
 from tts_kit.text.common import Rule, Step, Steps, TraceStep, make_numeric, trie_alt
 from tts_kit.text.common import grammar as g
-from tts_kit.text.ko_words import (
-    ACRONYM,
-    AMPM_BEFORE,
-    AND_BETWEEN_NUMBERS,
-    LOWER_LETTERS,
-    PARTICLE_AFTER,
-    SHORT_DATE,
-    SYMBOL,
-    WEB_WORDS,
-    WEEKDAY_AFTER,
-    WEEKDAY_LIST,
-    WEEKDAY_RANGE,
-    WEEKDAYS,
-    acronym,
-    ampm_before,
-    particle,
-    short_date,
-    spell_lower,
-    symbol,
-    weekday_list,
-    weekday_range,
-)
 from tts_kit.text.lexicon import Lexicon
-from tts_kit.text.tables import (
-    CURRENCIES,
-    CURRENCY_CODES,
-    KO_BIG_UNITS,
-    KO_COUNTERS,
-    KO_LABEL_NOUNS,
-    KO_LETTERS,
-    KO_PARTICLES,
-    MAGNITUDES,
-    PER,
-    UNITS,
-    Currency,
-)
+from tts_kit.text.tables import CURRENCIES, CURRENCY_CODES, MAGNITUDES, PER, UNITS, Currency
 
 _NUM = g.NUM
-_COUNTERS = trie_alt(KO_COUNTERS)
-_PARTICLES = trie_alt(KO_PARTICLES)
-_BIG = trie_alt(KO_BIG_UNITS)
+_COUNTERS = trie_alt(tables.KO_COUNTERS)
+_PARTICLES = trie_alt(tables.KO_PARTICLES)
+_BIG = trie_alt(tables.KO_BIG_UNITS)
 _unit = g.unit
-_BIG_SET = frozenset(KO_BIG_UNITS)
+_BIG_SET = frozenset(tables.KO_BIG_UNITS)
 
 
 def _counter(p: str) -> str:
@@ -141,7 +108,7 @@ def _sino(s: str) -> str:
 
 
 def _with_counter(num: str, counter: str, sign: str | None = None) -> str:
-    kind = KO_COUNTERS[counter]
+    kind = tables.KO_COUNTERS[counter]
     integer = g.is_int(num) and not sign
     v = g.to_int(num) if integer else -1
     if kind == "month" and integer:
@@ -354,7 +321,7 @@ _SCORE_NEXT = re.compile(r"\s?\d")
 
 
 _LABEL_NEXT = re.compile(
-    r"\s(?:" + trie_alt(KO_LABEL_NOUNS) + r")(?:" + _PARTICLES + r")?(?![가-힣])")
+    r"\s(?:" + trie_alt(tables.KO_LABEL_NOUNS) + r")(?:" + _PARTICLES + r")?(?![가-힣])")
 
 
 def _counter_h(m: re.Match[str]) -> str:
@@ -370,13 +337,13 @@ def _counter_h(m: re.Match[str]) -> str:
         # A 제 that ends a word (문제3개) is not the ordinal prefix: kept as written.
         words = kept + _with_counter(num, counter, sign)
     if m["kwd"]:
-        words += " " + WEEKDAYS[m["kwd"]]  # 1일(월): the weekday, without brackets
+        words += " " + ko_words.WEEKDAYS[m["kwd"]]  # 1일(월): the weekday, without brackets
     if m["kn2"]:
         # 9시~18시, 1개~2개, 오전 9시~오후 6시: a range with the counter on both ends.
         ap = f"{m['kap']} " if m["kap"] else ""
         words += f"에서 {ap}{_with_counter(m['kn2'], m['kc3'])}"
         if m["kwd2"]:
-            words += " " + WEEKDAYS[m["kwd2"]]
+            words += " " + ko_words.WEEKDAYS[m["kwd2"]]
     return _per(words, m["kper"]) if m["kper"] else words
 
 
@@ -448,7 +415,8 @@ _HANDLERS = {
     "digits": lambda m: nw.ko_digits(m.group(0), phone=True),
     "date": _date, "phone": _phone, "groups": _groups, "date_dmy": _date_dmy,
     "middot": lambda m: nw.ko_digits(m["mda"] + m["mdb"]),  # 6·25: as these dates are named
-    "paper": lambda m: KO_LETTERS[m["pl"]] + _EN_DIGITS_KO[int(m["pn"])], "quarter": _quarter,
+    "paper": lambda m: tables.KO_LETTERS[m["pl"]] + _EN_DIGITS_KO[int(m["pn"])],
+    "quarter": _quarter,
     "currency_post": _currency_post, "code_first": _code_first,
     "range": _range, "big": _big, "magnitude": _magnitude, "percent": _percent_h,
     "unit": _unit_h, "ordinal": _ordinal, "times": _times, "counter": _counter_h,
@@ -478,9 +446,9 @@ def numbers(text: str, steps: Steps) -> str:
         out.append(rep)
         pos = m.end()
         if rep != m.group(0) and not m["kje"]:  # 제2과: a lesson, not "2 and"
-            pm = PARTICLE_AFTER.match(text, pos)
+            pm = ko_words.PARTICLE_AFTER.match(text, pos)
             if pm:
-                fixed = particle(rep, pm.group(0))
+                fixed = ko_words.particle(rep, pm.group(0))
                 if fixed != pm.group(0):
                     if steps is not None:
                         steps.append(TraceStep("particle", pm.group(0), fixed))
@@ -506,19 +474,19 @@ def rules(lexicon: Lexicon) -> list[Step]:
 
     # A Latin label the lexicon does not know is spelled in Korean letters, as capitals
     # are elsewhere (kim@naver.com: 케이아이엠 앳 네이버 닷 컴), not left in Latin.
-    web = replace(WEB_WORDS, word=lambda t: t if known(t) else WEB_WORDS.spell(t))
+    web = replace(ko_words.WEB_WORDS, word=lambda t: t if known(t) else ko_words.WEB_WORDS.spell(t))
     return [
         Rule("web", g.WEB, g.web_repl(web, known), by_group=True),
         lexicon.apply,
-        Rule("weekday", SHORT_DATE, short_date),  # a date known by its weekday
-        Rule("weekday", WEEKDAY_AFTER, lambda m: " " + WEEKDAYS[m["wd"]]),
-        Rule("weekday_range", WEEKDAY_RANGE, weekday_range),
-        Rule("weekday", WEEKDAY_LIST, weekday_list),
-        Rule("spacing", AND_BETWEEN_NUMBERS, lambda m: m.group(0) + " "),
-        Rule("ampm", AMPM_BEFORE, ampm_before),
-        Rule("letters", LOWER_LETTERS, spell_lower),
+        Rule("weekday", ko_words.SHORT_DATE, ko_words.short_date),  # a date known by its weekday
+        Rule("weekday", ko_words.WEEKDAY_AFTER, lambda m: " " + ko_words.WEEKDAYS[m["wd"]]),
+        Rule("weekday_range", ko_words.WEEKDAY_RANGE, ko_words.weekday_range),
+        Rule("weekday", ko_words.WEEKDAY_LIST, ko_words.weekday_list),
+        Rule("spacing", ko_words.AND_BETWEEN_NUMBERS, lambda m: m.group(0) + " "),
+        Rule("ampm", ko_words.AMPM_BEFORE, ko_words.ampm_before),
+        Rule("letters", ko_words.LOWER_LETTERS, ko_words.spell_lower),
         numbers,
-        Rule("acronym", ACRONYM, acronym),
-        Rule("symbol", SYMBOL, symbol),
+        Rule("acronym", ko_words.ACRONYM, ko_words.acronym),
+        Rule("symbol", ko_words.SYMBOL, ko_words.symbol),
         make_cleanup("ko"),
     ]
