@@ -139,9 +139,7 @@ def unsupported_characters(text: str, supported: Iterable[str] | Sequence[int], 
         ['漢']
     """
     if model_cleanup:
-        from tts_kit.core.textproc import (
-            clean as parts,  # the model-facing step; imports nothing of ours
-        )
+        from tts_kit.core.textproc import clean as parts  # the model-facing step
     else:
         def parts(ch: str) -> str:
             return unicodedata.normalize("NFKD", ch)

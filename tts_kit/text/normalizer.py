@@ -14,15 +14,8 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from tts_kit.core.errors import TtsKitError
-from tts_kit.text.common import (
-    Step,
-    TraceStep,
-    check_lang,
-    check_text,
-    prepare,
-    run_steps,
-    split_tags,
-)
+from tts_kit.text import common
+from tts_kit.text.common import Step, TraceStep, prepare, run_steps, split_tags
 from tts_kit.text.lexicon import Lexicon, LexiconSource, load
 
 
@@ -45,7 +38,7 @@ class Normalizer:
         lexicons: Iterable[LexiconSource] | LexiconSource | None = None,
     ) -> None:
         """``lexicons``: ``.tsv`` files or mappings overriding the built-in entries, in order."""
-        self.lang = check_lang(lang)
+        self.lang = common.check_lang(lang)
         self.lexicon = load(lang, lexicons)
         self._pipeline = _rules(lang, self.lexicon)
 
@@ -92,7 +85,7 @@ class Normalizer:
 
     def _run(self, text: str, steps: list[TraceStep] | None,
              dropped: list[str] | None = None) -> str:
-        check_text(text)
+        common.check_text(text)
         parts: list[str] = []
         for is_tag, piece in split_tags(text):
             if is_tag:
@@ -184,7 +177,7 @@ def normalize_for_speech(text: str, lang: str = "ko") -> str:
         >>> normalize_for_speech("Hello there.", "en")
         'Hello there.'
     """
-    check_lang(lang)
+    common.check_lang(lang)
     return _default(lang).normalize_for_speech(text)
 
 
@@ -195,5 +188,5 @@ def normalize(text: str, lang: str = "ko") -> str:
         >>> normalize("FastAPI 서버는 2 vCPU에서 15,000원입니다", "ko")
         '패스트 에이피아이 서버는 이 브이씨피유에서 만 오천 원입니다'
     """
-    check_lang(lang)
+    common.check_lang(lang)
     return _default(lang).normalize(text)

@@ -16,16 +16,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from tts_kit.text import tables
 from tts_kit.text.common import trie_alt
-from tts_kit.text.tables import (
-    CURRENCIES,
-    CURRENCY_CODES,
-    MAGNITUDES,
-    PER,
-    PREFIXED_DOLLARS,
-    UNITS,
-    Currency,
-)
+from tts_kit.text.tables import CURRENCIES, CURRENCY_CODES, MAGNITUDES, PER, UNITS, Currency
 
 #: A number: thousands groups, or at most 16 digits (longer runs are codes: ``DIGITS``),
 #: or a decimal point first (.5, $.01) with no digit or word before it.
@@ -43,10 +36,10 @@ UNITS_SPACED = trie_alt(k for k, u in UNITS.items() if u.spaced)
 MAGS = trie_alt(MAGNITUDES)
 CODES = trie_alt(CURRENCY_CODES)
 SYMS = "".join(CURRENCIES)
-PREFIXES = trie_alt(PREFIXED_DOLLARS)
+PREFIXES = trie_alt(tables.PREFIXED_DOLLARS)
 #: What a prefixed dollar sign (HK$ 80) starts with, for a language's lookahead.
 PREFIX_START = rf"(?<![A-Za-z]){PREFIXES}\$"
-PREFIX_FIRST = "".join(sorted({k[0] for k in PREFIXED_DOLLARS}))
+PREFIX_FIRST = "".join(sorted({k[0] for k in tables.PREFIXED_DOLLARS}))
 PERS = trie_alt(PER)
 #: One-syllable Korean particles that may follow a "per" unit (5kg/m의, 25km/L로).
 _PER_PARTICLES = "의를을로에은는이가와과도"
@@ -273,7 +266,7 @@ def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
         return w.clock(*t, m["tap"])
 
     def currency(m: re.Match[str]) -> str:
-        cur = PREFIXED_DOLLARS[m["cpre"]] if m["cpre"] else CURRENCIES[m["csym"]]
+        cur = tables.PREFIXED_DOLLARS[m["cpre"]] if m["cpre"] else CURRENCIES[m["csym"]]
         words = w.sign(m["csg"]) + w.money(m["cn"], cur, m["cmag"])
         if m["cn2"]:
             words += w.to + w.money(m["cn2"], cur, m["cmag2"])  # $5-$10
