@@ -8,9 +8,9 @@ indexer covers) and basic punctuation; the last step removes everything else.
 from __future__ import annotations
 
 import re
+import string
 import unicodedata
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 
 from tts_kit.text.common import Rule, Steps, char_class
 
@@ -29,16 +29,13 @@ _LATIN_SPECIAL = "ßæÆøØœŒðÐþÞđĐłŁħĦıŋ"
 
 
 def _latin_letters() -> str:
-    ascii_letters = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-    out = sorted(ascii_letters | set(_LATIN_SPECIAL))
-    for cp in [*range(0xC0, 0x250), *range(0x1E00, 0x1F00)]:
-        ch = chr(cp)
-        if not unicodedata.category(ch).startswith("L"):
-            continue
+    out = set(string.ascii_letters + _LATIN_SPECIAL)
+    for ch in map(chr, [*range(0xC0, 0x250), *range(0x1E00, 0x1F00)]):
         parts = unicodedata.normalize("NFKD", ch)
-        if all(p in ascii_letters or p in _MARKS for p in parts):
-            out.append(ch)
-    return "".join(sorted(set(out)))
+        if unicodedata.category(ch)[0] == "L" and all(
+                p in string.ascii_letters or p in _MARKS for p in parts):
+            out.add(ch)
+    return "".join(sorted(out))
 
 
 #: Latin letters the output may keep.
@@ -73,11 +70,6 @@ _SILENT = re.compile(
 )
 
 
-@lru_cache(maxsize=4)
-def _disallowed(lang: str) -> re.Pattern[str]:
-    return re.compile(f"[^{allowed_class(lang)}]+")
-
-
 _SPACE_BEFORE_PUNCT = re.compile(r" (?=[.,!?;:)])")
 _SPACE_AFTER_OPEN = re.compile(r"\( ")
 _REPEATED_COMMA = re.compile(r",(?: ?,)+")
@@ -105,7 +97,7 @@ def make_cleanup(lang: str):
         >>> make_cleanup("en")("Wait.......... what?!?!?!", None)
         'Wait... what?!?'
     """
-    remove = Rule("remove", _disallowed(lang), _drop)
+    remove = Rule("remove", re.compile(f"[^{allowed_class(lang)}]+"), _drop)
 
     def cleanup(text: str, steps: Steps) -> str:
         text = " ".join(remove(text, steps).split())

@@ -24,10 +24,6 @@ _KO_NATIVE_ONES = ("", "한", "두", "세", "네", "다섯", "여섯", "일곱",
 _KO_NATIVE_TENS = ("", "열", "스물", "서른", "마흔", "쉰", "예순", "일흔", "여든", "아흔")
 #: The nominal forms used before 째 (첫째, 둘째, 셋째, 넷째).
 _KO_NATIVE_ONES_NOMINAL = ("", "첫", "둘", "셋", "넷", "다섯", "여섯", "일곱", "여덟", "아홉")
-_KO_MONTHS = (
-    "", "일월", "이월", "삼월", "사월", "오월", "유월", "칠월", "팔월", "구월", "시월",
-    "십일월", "십이월",
-)
 EN_MONTHS = (
     "", "January", "February", "March", "April", "May", "June", "July", "August",
     "September", "October", "November", "December",
@@ -104,7 +100,9 @@ def ko_month(n: int) -> str:
         >>> ko_month(6), ko_month(10), ko_month(8)
         ('유월', '시월', '팔월')
     """
-    return _KO_MONTHS[n] if 1 <= n <= 12 else ko_sino(n) + " 월"
+    if not 1 <= n <= 12:
+        return ko_sino(n) + " 월"
+    return {6: "유월", 10: "시월"}.get(n) or ko_sino(n) + "월"
 
 
 def ko_number(text: str) -> str:
