@@ -255,18 +255,12 @@ def _gated(gate: str, rule: Rule) -> Step:
     return lambda text, steps: rule(text, steps) if found(text) else text
 
 
-def _worded(words: tuple[str, ...], rule: Rule) -> Step:
-    """``rule`` run only on a text that holds one of ``words`` (any case)."""
-    return lambda text, steps: (rule(text, steps) if any(w in text.lower() for w in words)
-                                else text)
-
-
 _RULES: list[Step] = [
     _gated(r"\d-\d", Rule("zip", ZIP, _zip)),
     _gated(r"[\d-](?<=\d-|-\d)", Rule("chain", CHAIN, _chain)),
     Rule("slashes", SLASHES, _slashes, needs="/"),
     Rule("over", OVER, _over, needs="/"),
-    _worded(_CODE_WORDS, Rule("digit_code", DIGIT_CODE, _digit_code)),
+    _gated("(?i)" + "|".join(_CODE_WORDS), Rule("digit_code", DIGIT_CODE, _digit_code)),
     Rule("power", POWER, _power, needs="^"),
     _gated(r"\d[eE]", Rule("scientific", SCIENTIFIC, _scientific)),
     _gated(r"\d ?h(?:ou)?rs", Rule("military", MILITARY, _military)),
