@@ -272,8 +272,7 @@ def _quarter(m: re.Match[str]) -> str:
 
 
 def _groups(m: re.Match[str]) -> str:
-    """22-95-81 -> twenty-two ninety-five eighty-one (a group with a leading zero digit
-    by digit)."""
+    """22-95-81 -> twenty-two ninety-five eighty-one (a leading zero: digit by digit)."""
     return " ".join(nw.en_number(p) if p[0] != "0" or p == "0" else nw.en_digits(p)
                     for p in m.group(0).split("-"))
 
@@ -370,8 +369,7 @@ def _times(m: re.Match[str]) -> str:
 
 
 def _root(m: re.Match[str]) -> str:
-    """√3 -> the square root of three; 2√3/2 -> two times the square root of three over
-    two."""
+    """√3 -> the square root of three; 2√3/2 -> two times ... over two."""
     kind = "square" if m["rsym"] == "√" else "cube"
     words = f"the {kind} root of {nw.en_number(m['rn'])}"
     if m["rc"]:

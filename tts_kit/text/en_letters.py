@@ -1,9 +1,4 @@
-"""English letters and signs: abbreviations, acronyms, Roman numerals, serials, symbols.
-
-Example:
-    >>> acronyms("The API of AWS", None)
-    'The A P I of A W S'
-"""
+"""English letters and signs: abbreviations, acronyms, Roman numerals, serials, symbols."""
 
 from __future__ import annotations
 
@@ -128,9 +123,8 @@ _CAPITALISED_WORD = re.compile(r"(?:^|\s)([A-Z][a-z]+) $")
 
 
 def _any_name(m: re.Match[str]) -> str:
-    """A capitalised name and a Roman numeral: a regnal ordinal (Gustavus Adolphus II ->
-    ... the second), unless the name is a title's (Rocky IV) or not a name (Can I).
-    A single I, V or X (or L, C, D, M) needs a two-word name before it (Mansa Musa I)."""
+    """A name and a Roman numeral: a regnal ordinal (Adolphus II -> ... the second), unless
+    a title's (Rocky IV) or no name (Can I); a single I, V or X needs two names (Mansa Musa I)."""
     name, num = m["gname"], m["gr"]
     if name in _SEQUELS or name in _NOT_NAMES:
         return m.group(0)

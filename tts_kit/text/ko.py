@@ -227,8 +227,7 @@ def _version_like(s: str) -> str:
 
 
 def _code_first(m: re.Match[str]) -> str:
-    """USD 100 -> 백 달러; a currency word written after the amount is said once (KRW
-    5,000원 -> 오천 원, not 오천 원원)."""
+    """USD 100 -> 백 달러; a currency word written after it is said once (KRW 5,000원)."""
     cur = CURRENCY_CODES[m["fcode"]]
     words = _money(m["fn"], cur, m["fmag"])
     after = m.string[m.end() : m.end() + 6].lstrip()

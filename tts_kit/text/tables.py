@@ -1,11 +1,5 @@
-"""Word tables the rules read: units and currencies (``data/lexicons/units.tsv``,
-``currencies.tsv``), Korean counters, letter names, English abbreviations.
-
-Example:
-    >>> from tts_kit.text.tables import UNITS, KO_COUNTERS
-    >>> UNITS["kg"].ko, UNITS["kg"].en_plural, KO_COUNTERS["개"]
-    ('킬로그램', 'kilograms', 'native')
-"""
+"""Word tables the rules read, most of them from ``data/lexicons/*.tsv``: units,
+currencies, "per" words, Korean counters and letter names, English abbreviations."""
 
 from __future__ import annotations
 
