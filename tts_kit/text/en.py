@@ -109,10 +109,6 @@ _YEAR_AFTER = re.compile(r"\s?(?:AD|BCE?|CE|A\.D|B\.C(?:\.E)?|C\.E)(?![A-Za-z])"
 # -- readings ---------------------------------------------------------------------------
 
 
-def _plural(num: str, singular: str, plural: str) -> str:
-    return singular if num in ("1", "-1", "+1") else plural
-
-
 _SIGNS = {"-": "minus ", "+": "plus "}
 
 
@@ -126,7 +122,8 @@ def _is_year(n: int) -> bool:
 
 def _with_unit(num: str, unit: str, sign: str | None = None) -> str:
     u = UNITS[unit]
-    return f"{_sign_word(sign)}{nw.en_number(num)} {_plural(num, u.en, u.en_plural)}"
+    word = u.en if num in ("1", "-1", "+1") else u.en_plural
+    return f"{_sign_word(sign)}{nw.en_number(num)} {word}"
 
 
 _MAGNITUDE_WORDS = {"K": "thousand", "k": "thousand", "M": "million", "mn": "million",
