@@ -46,22 +46,19 @@ def month_date(m: re.Match[str]) -> str:
         >>> MONTH_DATE.sub(month_date, "2 June 2026")
         'the second of June, twenty twenty-six'
     """
+    if m["my"]:
+        return f"{MONTHS_ANY[m['mon3']]} {nw.en_year(int(m['yr3']))}"
+    day, yr = int(m["day"] or m["day2"]), m["yr"] or m["yr2"]
+    if not 1 <= day <= 31:
+        return m.group(0)
     if m["md"]:
-        mon, day, yr = m["mon"], int(m["day"]), m["yr"]
-        if not 1 <= day <= 31:
-            return m.group(0)
-        words = f"{MONTHS_ANY[mon]} {nw.en_ordinal(day)}"
-        return f"{words}, {nw.en_year(int(yr))}" if yr else words
-    if m["dm"]:
-        mon, day, yr = m["mon2"], int(m["day2"]), m["yr2"]
-        if not 1 <= day <= 31:
-            return m.group(0)
+        words = f"{MONTHS_ANY[m['mon']]} {nw.en_ordinal(day)}"
+    else:
         before = m.string[max(0, m.start() - 4) : m.start()].lower()
         the = "" if before == "the " else "the "
         # A lower-case "may" or "march" is a month only between a day and a year.
-        words = f"{the}{nw.en_ordinal(day)} of {MONTHS_ANY.get(mon, mon.title())}"
-        return f"{words}, {nw.en_year(int(yr))}" if yr else words
-    return f"{MONTHS_ANY[m['mon3']]} {nw.en_year(int(m['yr3']))}"
+        words = f"{the}{nw.en_ordinal(day)} of {MONTHS_ANY.get(m['mon2'], m['mon2'].title())}"
+    return f"{words}, {nw.en_year(int(yr))}" if yr else words
 
 
 #: Weekday abbreviations and the day they name.
