@@ -127,7 +127,9 @@ def check_speakable(original: str, text: str, lang: str, dropped: Iterable[str] 
         ...
         tts_kit.TtsKitError: text has nothing to speak after normalisation: only '...' is left; ...
     """
-    lost = [c for run in dropped for c in run if not c.isspace() and not _silent(c)]
+    # Marks and format characters (zero-width joiners) carry no sound: not counted as lost.
+    lost = [c for run in dropped for c in run
+            if not c.isspace() and unicodedata.category(c) not in ("Mn", "Me", "Cf")]
     shown = _show(lost)
     spoken = "".join(piece for is_tag, piece in split_tags(text) if not is_tag)
     if not any(c.isalnum() for c in spoken):
@@ -154,10 +156,6 @@ def check_speakable(original: str, text: str, lang: str, dropped: Iterable[str] 
         f"{shown}; pass the text's own lang= or spell them out to keep them",
         UserWarning, stacklevel=3,
     )
-
-
-def _silent(ch: str) -> bool:  # marks and format characters carry no sound
-    return unicodedata.category(ch) in ("Mn", "Me", "Cf")
 
 
 def _show(chars: list[str], limit: int = 8) -> str:
