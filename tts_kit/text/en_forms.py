@@ -79,6 +79,9 @@ _RATED = re.compile(r"(?<![A-Za-z])(?:[Rr]ated|[Ss]cored|[Rr]ating:?|[Ss]core:?)
 _AT = re.compile(r"(?<![A-Za-z])(?:[Aa]t|by|until|till|from|before|after|since|to) $")
 
 
+_HALF_QUARTER = {2: ("half", "halves"), 4: ("quarter", "quarters")}
+
+
 def fraction_words(a: int, b: int) -> str:
     """a/b said as a fraction.
 
@@ -86,13 +89,8 @@ def fraction_words(a: int, b: int) -> str:
         >>> fraction_words(3, 4), fraction_words(5, 8)
         ('three quarters', 'five eighths')
     """
-    if b == 2:
-        den = "half" if a == 1 else "halves"
-    elif b == 4:
-        den = "quarter" if a == 1 else "quarters"
-    else:
-        den = nw.en_ordinal(b) + ("" if a == 1 else "s")
-    return f"{nw.en_cardinal(a)} {den}"
+    one, many = _HALF_QUARTER.get(b) or (nw.en_ordinal(b), nw.en_ordinal(b) + "s")
+    return nw.en_count(a, one, many)
 
 
 def mixed_words(whole: str, a: int, b: int) -> str:
