@@ -89,16 +89,15 @@ def chunk(text: str, lang: str = "ko", max_chars: int | None = None, *,
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
         raise TtsKitError(f"max_chars must be a positive integer, got {max_chars!r}")
     tags = [(m.start(), m.end()) for m in TAG.finditer(text)] if "<" in text else []
-    out: list[str] = []
-    packer = _Packer(text, max_chars, tags, out, measure == "model")
+    packer = _Packer(text, max_chars, tags, measure == "model")
     packer.pack(0, len(text), 0)
-    return out
+    return packer.out
 
 
 class _Packer:
-    def __init__(self, text: str, limit: int, tags: list[tuple[int, int]], out: list[str],
-                 model: bool = True):
-        self.text, self.limit, self.tags, self.out = text, limit, tags, out
+    def __init__(self, text: str, limit: int, tags: list[tuple[int, int]], model: bool):
+        self.text, self.limit, self.tags = text, limit, tags
+        self.out: list[str] = []
         self.tag_starts = [a for a, _ in tags]
         spans = [(m.start(), m.end()) for m in _PROTECTED.finditer(text)
                  if m.end() - m.start() > 1 and any(c.isspace() for c in m.group(0))]

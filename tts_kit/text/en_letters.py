@@ -48,10 +48,8 @@ def abbreviation(m: re.Match[str]) -> str:
         # starts a sentence (Elm St. It was), or nothing, the street or the drive.
         nxt = _NAME_NEXT.match(s, b)
         before_name = bool(nxt) and nxt.group(1) not in _SENTENCE_STARTERS
-        if m["dr"] == "Dr.":
-            spoken, ends = ("Doctor", False) if before_name else ("Drive", True)
-        else:
-            spoken, ends = ("Saint", False) if before_name else ("Street", True)
+        title, place = ("Doctor", "Drive") if m["dr"] == "Dr." else ("Saint", "Street")
+        spoken, ends = (title, False) if before_name else (place, True)
     elif m["no"]:
         return "number"
     elif m["wo"]:

@@ -172,9 +172,8 @@ def is_int(s: str) -> bool:
 
 def parse_time(t: str) -> tuple[int, int, int | None] | None:
     """(hours, minutes, seconds or None) of ``h:mm[:ss]``, None when it is no clock time."""
-    parts = [int(x) for x in t.split(":")]
-    h, mi = parts[0], parts[1]
-    s = parts[2] if len(parts) > 2 else None
+    h, mi, *rest = (int(x) for x in t.split(":"))
+    s = rest[0] if rest else None
     if h > 24 or mi > 59 or (s is not None and s > 59):
         return None
     return h, mi, s
