@@ -70,15 +70,11 @@ DIMENSION = re.compile(
     rf"(?<![\w.,/])(?:(?P<a>{_N})\s?[x×]\s?(?P<b>{_N})(?:\s?[x×]\s?(?P<c>{_N}))?"
     r"|(?P<mw>\d{1,3})\s(?P<mn>\d{1,2})/(?P<md>\d{1,2}))" + g.unit("d") + g.per("d") + "?"
 )
-
-
 _SENTENCE_END = re.compile(r"\s*(?:$|[A-Z\"'(])")
 _A_BEFORE = re.compile(r"(?<![A-Za-z])[Aa]n? $")
 _WORD_NEXT = re.compile(r" [a-z]")
 _RATED = re.compile(r"(?<![A-Za-z])(?:[Rr]ated|[Ss]cored|[Rr]ating:?|[Ss]core:?)(?: it)? $")
 _AT = re.compile(r"(?<![A-Za-z])(?:[Aa]t|by|until|till|from|before|after|since|to) $")
-
-
 _HALF_QUARTER = {2: ("half", "halves"), 4: ("quarter", "quarters")}
 
 
