@@ -69,7 +69,6 @@ _SILENT = re.compile(
     "\u3099\u309a]+"
 )
 
-
 _SPACE_BEFORE_PUNCT = re.compile(r" (?=[.,!?;:)])")
 _SPACE_AFTER_OPEN = re.compile(r"\( ")
 _REPEATED_COMMA = re.compile(r",(?: ?,)+")

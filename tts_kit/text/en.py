@@ -31,7 +31,6 @@ _NUM = g.NUM
 _unit = g.unit
 _SCALE_WORDS = "thousand|million|billion|trillion"
 
-
 # Structured forms first, then one number and what it measures (`m.lastgroup`; ``qn``).
 NUMERIC = g.numeric(
     g.NUM_START + r"|-?[" + g.SYMS + r"]|[vV]\d|[#~']\d|\(\d|" + g.CODE_START + "|"
@@ -445,9 +444,7 @@ _HANDLERS = {
 }
 _NAMES = {"qn": "number"}
 
-
 _numeric = make_numeric(_HANDLERS, _plain)
-
 
 _WEB_WORDS = g.WebWords(
     {"://": " colon slash slash ", "/": " slash ", ".": " dot ", "@": " at ", "-": " dash ",

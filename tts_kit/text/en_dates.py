@@ -26,7 +26,6 @@ MONTHS_ANY = {
 }
 MONTH = trie_alt(MONTHS_ANY)
 
-
 MONTH_DATE = re.compile(
     r"(?:(?=[JFMASONDjfmasond])(?<![A-Za-z])|(?=\d))(?:"
     rf"(?P<md>(?<![A-Za-z])(?P<mon>{MONTH})(?:\.?\s|-)(?P<day>\d{{1,2}})(?:st|nd|rd|th)?"

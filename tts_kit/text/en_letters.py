@@ -26,7 +26,6 @@ _NAME_NEXT = re.compile(r" ([A-Z][A-Za-z']*)")
 #: Capitalised words that start sentences rather than name people.
 _SENTENCE_STARTERS = frozenset(EN_WORDS["sentence_starter"])
 
-
 #: Abbreviations read otherwise after a number (45 min., 0.25 pp.).
 _AFTER_NUMBER = {"pp.": "percentage points", "min.": "minutes"}
 
@@ -174,7 +173,6 @@ SYMBOL_WORDS = {
     # Relational algebra's joins, as a database text says them (Unicode: "bowtie" ...).
     "⋈": " natural join ", "⋉": " left semijoin ", "⋊": " right semijoin ",
 }
-
 
 #: A slash between two words (and/or, TCP/IP); not a unit's (5 km/h).
 SLASH = re.compile(r"(?<![\w/.-])[A-Za-z]+(?:/[A-Za-z]+)+(?![\w/])")

@@ -314,7 +314,6 @@ def _times(m: re.Match[str]) -> str:
 
 _SCORE_NEXT = re.compile(r"\s?\d")
 
-
 _LABEL_NEXT = re.compile(
     r"\s(?:" + trie_alt(tables.KO_LABEL_NOUNS) + r")(?:" + _PARTICLES + r")?(?![가-힣])")
 

@@ -92,7 +92,6 @@ def weekday_range(m: re.Match[str]) -> str:
 #: 과/와 glued between numbers (1과1/2, 3과4): a word of its own before the next number.
 AND_BETWEEN_NUMBERS = re.compile(r"(?<=\d)[과와](?=[\d√∛])")
 
-
 #: A lower-case letter glued after a number that is no unit, magnitude or sign (Pixel
 #: 8a, 5e): a model suffix, spelled like capitals (팔 에이), not left in Latin.
 LOWER_LETTERS = re.compile(r"(?<=\d)[acdefijnoqruvwyz](?![A-Za-z0-9])")

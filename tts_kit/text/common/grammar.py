@@ -201,7 +201,6 @@ def local_phone(m: re.Match[str]) -> bool:
 #: An extension after a phone number (ext. 12, x12, 내선 123), group ``pext``.
 PHONE_EXT = r"(?:\s?,?\s?(?:ext\.?|[Ee]xt\.?|x|extension|내선)\s?(?P<pext>\d{1,5})(?!\d))?"
 
-
 #: Phone shapes both languages read: +CC (0)area, and 555-1234 with an extension (a bare
 #: 555-1234 is the range rule's, which tells it from 300-5000).
 PHONE_SHARED = (r"\+\d{1,3}\s?\(0\)\s?\d{1,4}(?:[-.\s]\d{2,4}){1,3}(?!\d)"
