@@ -135,21 +135,13 @@ def unsupported_characters(text: str, supported: Iterable[str] | Sequence[int], 
         def parts(ch: str) -> str:
             return unicodedata.normalize("NFKD", ch)
 
-    if isinstance(supported, (set, frozenset, str, dict)):
-        ok = supported.__contains__
+    named = isinstance(supported, (set, frozenset, str, dict))
 
-        def readable(ch: str) -> bool:
-            # A set names characters, so the character itself counts as well as its parts.
-            return ok(ch) or all(ok(c) for c in parts(ch))
-    else:
-        ix = supported
-        size = len(ix)
+    def ok(c: str) -> bool:
+        if named:
+            return c in supported
+        return ord(c) < len(supported) and supported[ord(c)] >= 0
 
-        def readable(ch: str) -> bool:
-            for c in parts(ch):
-                cp = ord(c)
-                if cp >= size or ix[cp] < 0:
-                    return False
-            return True
-
-    return sorted(ch for ch in set(text) if not readable(ch))
+    # A set names characters, so a character counts as well as its parts; an indexer, parts.
+    return sorted(ch for ch in set(text)
+                  if not ((named and ok(ch)) or all(ok(c) for c in parts(ch))))
