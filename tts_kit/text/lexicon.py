@@ -54,9 +54,7 @@ def read_lexicon(path: str | os.PathLike) -> dict[str, str]:
         term, sep, spoken = raw.partition("\t")
         term, spoken = " ".join(term.split()), " ".join(spoken.split())
         if not sep or not term or not spoken:
-            raise TtsKitError(
-                f"{path}:{lineno}: expected 'term<TAB>pronunciation', got {raw!r}"
-            )
+            raise TtsKitError(f"{path}:{lineno}: expected 'term<TAB>pronunciation', got {raw!r}")
         out[term] = spoken
     return out
 
