@@ -91,10 +91,8 @@ def make_cleanup(lang: str):
     cut runs of punctuation to three marks.
 
     Example:
-        >>> make_cleanup("ko")("좋아요👍최고 ,  정말", None)
-        '좋아요 최고, 정말'
-        >>> make_cleanup("en")("Wait.......... what?!?!?!", None)
-        'Wait... what?!?'
+        >>> make_cleanup("en")("Wait👍.......... what ,  now?!?!?!", None)
+        'Wait... what, now?!?'
     """
     remove = Rule("remove", re.compile(f"[^{allowed_class(lang)}]+"), _drop)
 

@@ -8,8 +8,6 @@ Example:
     >>> from tts_kit.text import normalize
     >>> normalize("Dr. Kim paid $12.50 at 3:05 pm", "en")
     'Doctor Kim paid twelve dollars and fifty cents at three oh five P M'
-    >>> normalize("on Dec. 2, 2026", "en")
-    'on December second, twenty twenty-six'
 """
 
 from __future__ import annotations

@@ -176,8 +176,7 @@ def load(lang: str, extra: Iterable[LexiconSource] | LexiconSource | None = None
     """The built-in lexicon of ``lang`` overridden by ``extra`` files or mappings, in order.
 
     Example:
-        >>> lex = load("ko", [{"ONNX": "오엔엔엑스"}])
-        >>> lex.apply("ONNX 모델", None)
+        >>> load("ko", [{"ONNX": "오엔엔엑스"}]).apply("ONNX 모델", None)
         '오엔엔엑스 모델'
     """
     merged = dict(builtin(lang))
