@@ -184,6 +184,12 @@ def _sign_word(sign: str | None) -> str:
     return _SIGNS.get(sign or "", "")
 
 
+def _lead(m: re.Match[str]) -> str:
+    """What is kept before the number alternative's number, and its sign's word."""
+    kept, sign = g.lead(m)
+    return kept + _sign_word(sign)
+
+
 # -- handlers, one per alternative of NUMERIC ---------------------------------------------
 
 
@@ -234,11 +240,6 @@ def _code_first(m: re.Match[str]) -> str:
     return words
 
 
-def _currency_post(m: re.Match[str]) -> str:
-    kept, sign = g.lead(m)
-    return kept + _sign_word(sign) + _money(m["qn"], CURRENCIES[m["csym2"]], None)
-
-
 def _range(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
     a, b = m["qn"], m["rb"]
@@ -263,8 +264,7 @@ def _before_big(n: str, unit: str) -> str:
 
 
 def _big(m: re.Match[str]) -> str:
-    kept, sign = g.lead(m)
-    words = kept + _sign_word(sign) + _before_big(m["qn"], m["bu"]) + m["bu"]
+    words = _lead(m) + _before_big(m["qn"], m["bu"]) + m["bu"]
     return f"{words} {m['bc']}" if m["bc"] else words
 
 
@@ -274,16 +274,6 @@ def _scaled(n: str, mag: str) -> str:
     if value == value.to_integral_value():
         return nw.ko_sino(int(value))
     return _sino(format(value.normalize(), "f"))
-
-
-def _magnitude(m: re.Match[str]) -> str:
-    kept, sign = g.lead(m)
-    return kept + _sign_word(sign) + _scaled(m["qn"], m["mg"])
-
-
-def _percent_h(m: re.Match[str]) -> str:
-    kept, sign = g.lead(m)
-    return kept + _sign_word(sign) + _percent(m["qn"], m["pp"])
 
 
 def _unit_h(m: re.Match[str]) -> str:
@@ -346,11 +336,6 @@ def _per(words: str, key: str) -> str:
     return f"{PER[key][1]} {words}"
 
 
-def _quarter(m: re.Match[str]) -> str:
-    kept, sign = g.lead(m)
-    return f"{kept}{_sign_word(sign)}{nw.ko_number(m['qn'])} 사분기"  # 1/4분기: 일 사분기
-
-
 def _date_dmy(m: re.Match[str]) -> str:
     a, b, y = int(m["ea"]), int(m["eb"]), int(m["ey"])
     if 1 <= a <= 12 and 1 <= b <= 31:
@@ -410,9 +395,11 @@ _HANDLERS = {
     "date": _date, "phone": _phone, "groups": _groups, "date_dmy": _date_dmy,
     "middot": lambda m: nw.ko_digits(m["mda"] + m["mdb"]),  # 6·25: as these dates are named
     "paper": lambda m: tables.KO_LETTERS[m["pl"]] + _EN_DIGITS_KO[int(m["pn"])],
-    "quarter": _quarter,
-    "currency_post": _currency_post, "code_first": _code_first,
-    "range": _range, "big": _big, "magnitude": _magnitude, "percent": _percent_h,
+    "quarter": lambda m: _lead(m) + nw.ko_number(m["qn"]) + " 사분기",  # 1/4분기: 일 사분기
+    "currency_post": lambda m: _lead(m) + _money(m["qn"], CURRENCIES[m["csym2"]], None),
+    "magnitude": lambda m: _lead(m) + _scaled(m["qn"], m["mg"]),
+    "percent": lambda m: _lead(m) + _percent(m["qn"], m["pp"]),
+    "code_first": _code_first, "range": _range, "big": _big,
     "unit": _unit_h, "ordinal": _ordinal, "times": _times, "counter": _counter_h,
     "fraction": _fraction, "root": _root, "qn": _number,
 }
