@@ -244,10 +244,9 @@ def _phone(m: re.Match[str]) -> str:
 
 
 def _currency_post(m: re.Match[str]) -> str:
-    kept, sign = g.lead(m)
     if m["csym2"] == "¢":
-        n = m["qn"]
-        return kept + _sign_word(sign) + nw.en_number(n) + (" cent" if n == "1" else " cents")
+        return _signed(m) + (" cent" if m["qn"] == "1" else " cents")
+    kept, sign = g.lead(m)
     return kept + _sign_word(sign) + _money(m["qn"], CURRENCIES[m["csym2"]], None)
 
 
@@ -335,9 +334,7 @@ def _unit_h(m: re.Match[str]) -> str:
 
 def _scale(m: re.Match[str]) -> str:
     """100 million kg -> one hundred million kilograms."""
-    kept, sign = g.lead(m)
-    u = UNITS[m["su"]]
-    words = f"{kept}{_sign_word(sign)}{nw.en_number(m['qn'])} {m['sw']} {u.en_plural}"
+    words = f"{_signed(m)} {m['sw']} {UNITS[m['su']].en_plural}"
     return _per(words, m["sper"]) if m["sper"] else words
 
 
