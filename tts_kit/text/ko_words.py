@@ -139,8 +139,7 @@ def symbol(m: re.Match[str]) -> str:
     ch = m.group(0)
     if ch != "=":
         return SYMBOL_WORDS[ch]
-    before = m.string[: m.start()].rstrip()
-    last = before[-1:] if before else ""
+    last = m.string[: m.start()].rstrip()[-1:]
     if "가" <= last <= "힣":
         # The topic particle after the last syllable: 일은, 이는 (with or without 받침).
         return ("은 " if (ord(last) - 0xAC00) % 28 else "는 ")
@@ -168,6 +167,6 @@ def particle(reading: str, written: str) -> str:
         return written
     final = (ord(last) - 0xAC00) % 28
     with_final, without = _PARTICLE_PAIRS[written]
-    if with_final in ("으로",):
+    if with_final == "으로":
         return without if final in (0, 8) else with_final  # ㄹ takes 로: 일로, 칠로
     return with_final if final else without
