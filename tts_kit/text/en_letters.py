@@ -234,7 +234,5 @@ def serial(m: re.Match[str]) -> str:
         >>> SERIAL.sub(serial, "SN-4471")
         'S N dash four four seven one'
     """
-    out = []
-    for part in m.group(0).split("-"):
-        out.append(" ".join(nw.EN_DIGITS[int(c)] if c.isdigit() else c for c in part))
-    return " dash ".join(out)
+    return " dash ".join(" ".join(nw.EN_DIGITS[int(c)] if c.isdigit() else c for c in part)
+                         for part in m.group(0).split("-"))
