@@ -191,14 +191,12 @@ def _date_iso(m: re.Match[str]) -> str:
     return _date_words(y, mo, d)
 
 
-def _short_year(yy: str) -> str:
-    """'98 -> ninety-eight, '05 -> oh five: a two-digit year as written."""
-    return nw.en_cardinal(int(yy)) if yy[0] != "0" else "oh " + nw.en_cardinal(int(yy))
-
-
 def _date_us(m: re.Match[str]) -> str:
     a, b, yy = int(m["ua"]), int(m["ub"]), m["uy"]
-    year = nw.en_year(int(yy)) if len(yy) == 4 else _short_year(yy)
+    if len(yy) == 4:
+        year = nw.en_year(int(yy))
+    else:  # '98: ninety-eight, '05: oh five
+        year = ("oh " if yy[0] == "0" else "") + nw.en_cardinal(int(yy))
     if 1 <= a <= 12 and 1 <= b <= 31:
         return f"{nw.EN_MONTHS[a]} {nw.en_ordinal(b)}, {year}"
     if 1 <= b <= 12 and 1 <= a <= 31:

@@ -16,12 +16,7 @@ from functools import lru_cache
 from tts_kit.core.errors import TtsKitError
 from tts_kit.text import common
 from tts_kit.text.common import Step, TraceStep, prepare, run_steps, split_tags
-from tts_kit.text.lexicon import Lexicon, LexiconSource, load
-
-
-def _rules(lang: str, lexicon: Lexicon) -> list[Step]:
-    # Imported on first use: an English-only process never compiles the Korean patterns.
-    return importlib.import_module(f"tts_kit.text.{lang}").rules(lexicon)
+from tts_kit.text.lexicon import LexiconSource, load
 
 
 class Normalizer:
@@ -32,15 +27,14 @@ class Normalizer:
         'super tonic three'
     """
 
-    def __init__(
-        self,
-        lang: str = "ko",
-        lexicons: Iterable[LexiconSource] | LexiconSource | None = None,
-    ) -> None:
+    def __init__(self, lang: str = "ko",
+                 lexicons: Iterable[LexiconSource] | LexiconSource | None = None) -> None:
         """``lexicons``: ``.tsv`` files or mappings overriding the built-in entries, in order."""
         self.lang = common.check_lang(lang)
         self.lexicon = load(lang, lexicons)
-        self._pipeline = _rules(lang, self.lexicon)
+        # Imported on first use: an English-only process never compiles the Korean patterns.
+        rules = importlib.import_module(f"tts_kit.text.{lang}").rules
+        self._pipeline: list[Step] = rules(self.lexicon)
 
     def __repr__(self) -> str:
         return f"Normalizer({self.lang!r}, {len(self.lexicon)} lexicon terms)"
