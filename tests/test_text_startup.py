@@ -49,7 +49,7 @@ def _per_term(entries: dict[str, str]) -> re.Pattern[str]:
     parts = []
     for group, before in groups:
         if group:
-            parts.append(f"(?<![{before}])" + trie_alt(group, lexicon._term_end))
+            parts.append(f"(?<![{before}])" + trie_alt(group, lexicon._end))
     return re.compile("|".join(parts), re.IGNORECASE)
 
 

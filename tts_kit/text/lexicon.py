@@ -74,18 +74,15 @@ def _is_hangul(ch: str) -> bool:
     return "\uac00" <= ch <= "\ud7a3"
 
 
-def _end(last: str) -> str:
-    # What may follow a term ending in ``last``: after Hangul anything (a particle), after
-    # a letter digits (Python3), after anything else no word character.
+def _end(term: str) -> str:
+    # What may follow ``term``: after Hangul anything (a particle), after a letter digits
+    # (Python3), after anything else no word character. A term of one character is its last.
+    last = term[-1]
     if _is_hangul(last):
         return ""
     if last.isalpha():
         return f"(?![{_LETTER}])"
     return f"(?![{_WORDCHAR}]|[.,]\\d)"  # COVID-19.5: the term is not the number's head
-
-
-def _term_end(term: str) -> str:
-    return _end(term[-1])
 
 
 def _class(chars: Iterable[str]) -> str:
@@ -117,7 +114,7 @@ def _compile(keys: tuple[str, ...]) -> re.Pattern[str] | None:
         firsts = {c for k in group for c in (k[0], k[0].upper(), k[0].lower())}
         head = f"(?={_class(firsts)})"  # the trie is tried only where a term can start
         shared = _shared_end({k[-1] for k in group})
-        body = trie_alt(group, _term_end if shared is None else lambda term: "")
+        body = trie_alt(group, _end if shared is None else lambda term: "")
         parts.append(f"{head}(?<![{before}])" + (body if shared is None else f"(?:{body}){shared}"))
     return re.compile("|".join(parts), re.IGNORECASE)
 

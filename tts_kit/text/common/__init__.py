@@ -377,9 +377,8 @@ ASCII_LETTERS = frozenset(string.ascii_letters)
 NOT_AFTER_LETTERS = frozenset({"unit", "magnitude", "ampm", "times"})
 
 
-def make_numeric(
-    handlers: dict[str, Callable[[re.Match[str]], str]], plain: Callable[[str], str]
-) -> Callable[[re.Match[str]], str]:
+def make_numeric(handlers: dict[str, Callable[[re.Match[str]], str]],
+                 plain: Callable[[str], str]) -> Callable[[re.Match[str]], str]:
     """The replacement function of a language's numeric alternation: ``handlers`` maps
     each named alternative to its reading, ``plain`` reads a bare number.
 
