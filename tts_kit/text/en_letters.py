@@ -61,8 +61,6 @@ def abbreviation(m: re.Match[str]) -> str:
     return spoken
 
 
-# -- acronyms and symbols -----------------------------------------------------------------
-
 ACRONYM = re.compile(
     r"(?=[A-Z])(?<![A-Za-z'])(?:(?P<a>[A-Z]{2,})(?P<s>'?s)?(?![A-Za-z])|(?P<dot>(?:[A-Z]\.){2,}))"
 )

@@ -24,13 +24,8 @@ _KO_NATIVE_ONES = ("", "한", "두", "세", "네", "다섯", "여섯", "일곱",
 _KO_NATIVE_TENS = ("", "열", "스물", "서른", "마흔", "쉰", "예순", "일흔", "여든", "아흔")
 #: The nominal forms used before 째 (첫째, 둘째, 셋째, 넷째).
 _KO_NATIVE_ONES_NOMINAL = ("", "첫", "둘", "셋", "넷", "다섯", "여섯", "일곱", "여덟", "아홉")
-EN_MONTHS = (
-    "", "January", "February", "March", "April", "May", "June", "July", "August",
-    "September", "October", "November", "December",
-)
-
-
-# -- Korean -----------------------------------------------------------------------------
+EN_MONTHS = ("", *"January February March April May June July August September October "
+             "November December".split())
 
 
 @lru_cache(maxsize=16384)
@@ -119,9 +114,6 @@ def ko_number(text: str) -> str:
     else:
         head = ko_sino(int(whole)) if whole else "영"
     return f"{head} 점 {ko_digits(frac)}" if frac else head
-
-
-# -- English ----------------------------------------------------------------------------
 
 
 @lru_cache(maxsize=16384)
