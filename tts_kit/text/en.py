@@ -25,8 +25,6 @@ from tts_kit.text.en_forms import TIMESTAMP, feet, forms, fraction_words, mixed_
 from tts_kit.text.lexicon import Lexicon
 from tts_kit.text.tables import CURRENCIES, EN_YEAR_CONTEXT, PER, UNITS, Currency
 
-_NUM = g.NUM
-_unit = g.unit
 _SCALE_WORDS = "thousand|million|billion|trillion"
 
 # Structured forms first, then one number and what it measures (`m.lastgroup`; ``qn``).
@@ -63,21 +61,21 @@ NUMERIC = g.numeric(
         r"(?P<paren_year>\((?P<py>1[1-9]\d\d|20\d\d)\))",
         r"(?P<plan>(?P<pd>\d{3})\((?P<pl>[a-z])\)(?:\((?P<pn>\d{1,2})\))?)",
         r"(?P<mixed>(?<![\d.,/])(?P<mw>\d{1,3})\s(?P<mn>\d{1,2})/(?P<md>\d{1,2})(?![\d/]))",
-        rf"(?P<number_sign>\#(?P<hn>{_NUM}))",
-        rf"(?P<approx>~(?P<tn>{_NUM}))",
+        rf"(?P<number_sign>\#(?P<hn>{g.NUM}))",
+        rf"(?P<approx>~(?P<tn>{g.NUM}))",
         g.MIDDOT,
         g.VERSION,
     ],
     [
         g.CURRENCY_CODE,
         g.currency_post("¢"),
-        rf"(?P<range>(?P<rpa>\s?%)?\s?(?P<rsep>{g.RANGE_SIGN})\s?(?P<rb>{_NUM})"
-        rf"(?:(?P<rpct>\s?%)|{_unit('r')})?)",
+        rf"(?P<range>(?P<rpa>\s?%)?\s?(?P<rsep>{g.RANGE_SIGN})\s?(?P<rb>{g.NUM})"
+        rf"(?:(?P<rpct>\s?%)|{g.unit('r')})?)",
         g.MAGNITUDE,
         r"(?P<percent>\s?%)",
         rf"(?P<scale>\s(?P<sw>{_SCALE_WORDS})\s(?P<su>{g.UNITS_SPACED})(?![A-Za-z0-9])"
         rf"{g.per('s')}?)",
-        rf"(?P<unit>{_unit('u')}{g.per('u')}?)",
+        rf"(?P<unit>{g.unit('u')}{g.per('u')}?)",
         g.ORDINAL,
         g.AMPM_TAIL,
         g.TIMES,

@@ -26,11 +26,9 @@ from tts_kit.text.common import grammar as g
 from tts_kit.text.lexicon import Lexicon
 from tts_kit.text.tables import CURRENCIES, CURRENCY_CODES, MAGNITUDES, PER, UNITS, Currency
 
-_NUM = g.NUM
 _COUNTERS = trie_alt(tables.KO_COUNTERS)
 _PARTICLES = trie_alt(tables.KO_PARTICLES)
 _BIG = trie_alt(tables.KO_BIG_UNITS)
-_unit = g.unit
 _BIG_SET = frozenset(tables.KO_BIG_UNITS)
 
 
@@ -74,23 +72,23 @@ NUMERIC = g.numeric(
         # Counters first: the commonest tail, and no other tail starts with Hangul.
         rf"(?P<counter>{_counter('k')}"
         r"(?:\s?\((?P<kwd>[월화수목금토일])\))?"
-        rf"(?:\s?{g.RANGE_SIGN}\s?(?:(?P<kap>오전|오후)\s?)?(?P<kn2>{_NUM})(?P<kc3>{_COUNTERS})"
+        rf"(?:\s?{g.RANGE_SIGN}\s?(?:(?P<kap>오전|오후)\s?)?(?P<kn2>{g.NUM})(?P<kc3>{_COUNTERS})"
         r"(?:\s?\((?P<kwd2>[월화수목금토일])\))?)?"
         rf"{g.per('k')}?)",
         g.CURRENCY_CODE,
         g.currency_post(),
-        rf"(?P<range>\s?(?P<rsep>{g.RANGE_SIGN})\s?(?P<rb>{_NUM})"
-        rf"(?:(?P<rpct>\s?%(?:p(?![A-Za-z]))?)|{_unit('r')}|{_counter('r')})?)",
+        rf"(?P<range>\s?(?P<rsep>{g.RANGE_SIGN})\s?(?P<rb>{g.NUM})"
+        rf"(?:(?P<rpct>\s?%(?:p(?![A-Za-z]))?)|{g.unit('r')}|{_counter('r')})?)",
         rf"(?P<big>(?P<bu>{_BIG})(?:\s?(?P<bc>{_COUNTERS}))?)",
         g.MAGNITUDE,
         r"(?P<percent>\s?(?P<pp>%(?:p(?![A-Za-z]))?))",
-        rf"(?P<unit>{_unit('u')}{g.per('u')}?)",
+        rf"(?P<unit>{g.unit('u')}{g.per('u')}?)",
         g.ORDINAL,
         g.AMPM_TAIL,
         g.TIMES,
         g.RATIO,
         r"(?P<quarter>/4\s?분기)",
-        rf"(?P<fraction>(?:/|(?P<fsp>\s/\s))(?P<fb>\d{{1,16}})(?!\d)(?:{_unit('f')})?)",
+        rf"(?P<fraction>(?:/|(?P<fsp>\s/\s))(?P<fb>\d{{1,16}})(?!\d)(?:{g.unit('f')})?)",
     ],
     prefix=r"(?P<kje>제\s?)?",
 )
