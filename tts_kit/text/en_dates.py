@@ -8,11 +8,9 @@ import re
 from tts_kit.text import numbers as nw
 from tts_kit.text.common import trie_alt
 
-MONTH_NAMES = {
-    **{name: name for name in nw.EN_MONTHS[1:]},
-    **{name[:3]: name for name in nw.EN_MONTHS[1:]},
-    "Sept": "September",
-}
+#: Month names and their abbreviations (Jan, Sept) -> the full name.
+MONTH_NAMES = {**{name: name for name in nw.EN_MONTHS[1:]},
+               **{name[:3]: name for name in nw.EN_MONTHS[1:]}, "Sept": "September"}
 #: Month names as dates are also written: lower case (july 25 2012; not "may" and
 #: "march", which are words first) and capitals (JULY, JAN 15 2020).
 MONTHS_ANY = {

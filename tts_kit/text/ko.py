@@ -29,7 +29,6 @@ from tts_kit.text.tables import CURRENCIES, CURRENCY_CODES, MAGNITUDES, PER, UNI
 _COUNTERS = trie_alt(tables.KO_COUNTERS)
 _PARTICLES = trie_alt(tables.KO_PARTICLES)
 _BIG = trie_alt(tables.KO_BIG_UNITS)
-_BIG_SET = frozenset(tables.KO_BIG_UNITS)
 
 
 def _counter(p: str) -> str:
@@ -147,7 +146,7 @@ def _percent(num: str, p: str) -> str:
 
 
 def _money(amount: str, cur: Currency, mag: str | None) -> str:
-    if mag and mag in _BIG_SET:
+    if mag in tables.KO_BIG_UNITS:
         return f"{_before_big(amount, mag)}{mag} {cur.ko}"  # ₩30억, $1.5만
     if mag:
         return f"{_scaled(amount, mag)} {cur.ko}"

@@ -148,10 +148,9 @@ def symbol(m: re.Match[str]) -> str:
 
 #: Particles whose form follows the last syllable (받침 or not): written for the digits,
 #: they are chosen again from the reading (4/7이 -> 칠분의 사가).
-_PARTICLE_PAIRS = {"이": ("이", "가"), "가": ("이", "가"), "을": ("을", "를"),
-                   "를": ("을", "를"), "은": ("은", "는"), "는": ("은", "는"),
-                   "과": ("과", "와"), "와": ("과", "와"), "으로": ("으로", "로"),
-                   "로": ("으로", "로"), "이나": ("이나", "나"), "이랑": ("이랑", "랑")}
+_PARTICLE_PAIRS = {form: pair for pair in (("이", "가"), ("을", "를"), ("은", "는"), ("과", "와"),
+                                           ("으로", "로"), ("이나", "나"), ("이랑", "랑"))
+                   for form in pair}
 PARTICLE_AFTER = re.compile(r"(?:으로|이나|이랑|[이가을를은는과와로])(?![가-힣])")
 
 
