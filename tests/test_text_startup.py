@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from tts_kit.text import lexicon
+from tts_kit.text.common import trie_alt
 from tts_kit.text.lexicon import Lexicon, builtin
 
 _ENGLISH_ONLY = """
@@ -48,7 +49,7 @@ def _per_term(entries: dict[str, str]) -> re.Pattern[str]:
     parts = []
     for group, before in groups:
         if group:
-            parts.append(f"(?<![{before}])" + lexicon._trie_regex(group, ends=True))
+            parts.append(f"(?<![{before}])" + trie_alt(group, lexicon._end))
     return re.compile("|".join(parts), re.IGNORECASE)
 
 

@@ -1,19 +1,10 @@
 """Text normalisation for Korean and English, chunking, and the indexer check.
 
-Supertonic reads characters, not phonemes, so digits, symbols and acronyms must be
-spelled out before synthesis, or they come out blurred or robotic. `normalize` does
-that with a lexicon of terms (``data/lexicons/<lang>.tsv``, extensible), number words
-from num2words (and native Korean counters written here), and rules for dates, times,
-money, units, phone numbers and more; markup tags such as ``<break time="300ms"/>``
-pass through untouched. `Normalizer.trace` lists what each rule changed. `chunk`
-splits long text for the model without losing a word, and `unsupported_characters`
-lists what a bundle's indexer cannot read.
-
-Modules: `common` (limits, rule runner, trace, tags), `charset` (output alphabet,
-indexer check), `numbers` (number words), `tables` (units, currencies, counters),
-`lexicon`, `ko`, `en` (the rules; `ko_words` holds Korean letters, symbols, addresses
-and weekdays, `en_dates` English month-name dates and day abbreviations, `en_letters`
-abbreviations, acronyms, Roman numerals), `normalizer`, `chunking`.
+The model reads characters, not phonemes: `normalize` spells out digits, symbols and
+acronyms with a lexicon (``data/lexicons/<lang>.tsv``) and rules (`ko`, `en`, sharing
+`common`); markup tags pass through; `Normalizer.trace` lists what each rule changed.
+`chunk` splits long text without losing a word; `unsupported_characters` lists what a
+bundle's indexer cannot read.
 
 Example:
     >>> from tts_kit.text import normalize, chunk

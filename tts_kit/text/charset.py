@@ -1,28 +1,18 @@
 """Which characters a normalised text may keep, and which a bundle can read.
 
-The normaliser's output alphabet is deliberately small: the target script (Hangul for
-Korean), Latin letters (with the accents Supertonic's indexer covers), and basic
-punctuation. Everything else (emoji, symbols, other scripts, control characters) is
-removed at the end, after the rules had their chance to spell it out.
-
-`unsupported_characters` answers the other question, for a concrete bundle: which
-characters of a text its indexer has no token for, after the NFKD the model's own
-preprocessing applies (so a Hangul syllable is fine when its Jamo are).
-
-Example:
-    >>> from tts_kit.text.charset import unsupported_characters
-    >>> unsupported_characters("가a☃", set("가a"))
-    ['☃']
+The output alphabet is small: Hangul for Korean, Latin letters (with the accents the
+indexer covers) and basic punctuation; the last step removes everything else.
+`unsupported_characters` lists what a bundle's indexer has no token for.
 """
 
 from __future__ import annotations
 
 import re
+import string
 import unicodedata
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 
-from tts_kit.text.common import Steps, TraceStep
+from tts_kit.text.common import Rule, Steps, char_class
 
 #: Punctuation the output may keep (the model reads these as prosody).
 BASIC_PUNCT = " .,!?'\"-:;()"
@@ -39,16 +29,13 @@ _LATIN_SPECIAL = "ßæÆøØœŒðÐþÞđĐłŁħĦıŋ"
 
 
 def _latin_letters() -> str:
-    ascii_letters = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-    out = sorted(ascii_letters | set(_LATIN_SPECIAL))
-    for cp in [*range(0xC0, 0x250), *range(0x1E00, 0x1F00)]:
-        ch = chr(cp)
-        if not unicodedata.category(ch).startswith("L"):
-            continue
+    out = set(string.ascii_letters + _LATIN_SPECIAL)
+    for ch in map(chr, [*range(0xC0, 0x250), *range(0x1E00, 0x1F00)]):
         parts = unicodedata.normalize("NFKD", ch)
-        if all(p in ascii_letters or p in _MARKS for p in parts):
-            out.append(ch)
-    return "".join(sorted(set(out)))
+        if unicodedata.category(ch)[0] == "L" and all(
+                p in string.ascii_letters or p in _MARKS for p in parts):
+            out.add(ch)
+    return "".join(sorted(out))
 
 
 #: Latin letters the output may keep.
@@ -61,10 +48,6 @@ HANGUL_RANGES = (
 )
 
 
-def _class(chars: str) -> str:
-    return "".join("\\" + c if c in "\\]^-[" else c for c in chars)
-
-
 def allowed_class(lang: str) -> str:
     """The regex character class body of what ``lang`` output may contain.
 
@@ -74,7 +57,7 @@ def allowed_class(lang: str) -> str:
         True
     """
     script = HANGUL_RANGES if lang == "ko" else ""
-    return script + _class(LATIN) + _class(PUNCT[lang])
+    return script + char_class(LATIN) + char_class(PUNCT[lang])
 
 
 #: Characters that vanish without leaving a space: combining marks NFKC could not
@@ -86,19 +69,10 @@ _SILENT = re.compile(
     "\u3099\u309a]+"
 )
 
-
-@lru_cache(maxsize=4)
-def _disallowed(lang: str) -> re.Pattern[str]:
-    return re.compile(f"[^{allowed_class(lang)}]+")
-
-
-# After the split/join there are only single spaces; a literal first character lets the
-# regex engine search for it at C speed.
 _SPACE_BEFORE_PUNCT = re.compile(r" (?=[.,!?;:)])")
 _SPACE_AFTER_OPEN = re.compile(r"\( ")
 _REPEATED_COMMA = re.compile(r",(?: ?,)+")
-#: Four or more punctuation marks in a row ("......", "!!!!?"): the model reads each mark
-#: as a pause, so 1,000 dots were 78 s of audio. Kept as the run's first three.
+#: Four or more punctuation marks in a row ("......"), each a pause: kept as the first three.
 _PUNCT_RUN = re.compile(r"[.,!?;:~\-](?: ?[.,!?;:~\-]){3,}")
 
 
@@ -117,24 +91,13 @@ def make_cleanup(lang: str):
     cut runs of punctuation to three marks.
 
     Example:
-        >>> make_cleanup("ko")("좋아요👍최고 ,  정말", None)
-        '좋아요 최고, 정말'
-        >>> make_cleanup("en")("Wait.......... what?!?!?!", None)
-        'Wait... what?!?'
+        >>> make_cleanup("en")("Wait👍.......... what ,  now?!?!?!", None)
+        'Wait... what, now?!?'
     """
-    disallowed = _disallowed(lang)
+    remove = Rule("remove", re.compile(f"[^{allowed_class(lang)}]+"), _drop)
 
     def cleanup(text: str, steps: Steps) -> str:
-        if steps is None:
-            text = disallowed.sub(_drop, text)
-        else:
-            def repl(m: re.Match[str]) -> str:
-                out = _drop(m)
-                steps.append(TraceStep("remove", m.group(0), out))
-                return out
-
-            text = disallowed.sub(repl, text)
-        text = " ".join(text.split())
+        text = " ".join(remove(text, steps).split())
         if "," in text:
             text = _REPEATED_COMMA.sub(",", text)
         text = _PUNCT_RUN.sub(_first_three, text)
@@ -149,18 +112,11 @@ def make_cleanup(lang: str):
 
 def unsupported_characters(text: str, supported: Iterable[str] | Sequence[int], *,
                            model_cleanup: bool = False) -> list[str]:
-    """The characters of ``text`` a bundle cannot read, sorted, each once.
+    """The characters of ``text`` a bundle cannot read (after NFKD), sorted, each once.
 
-    ``supported`` is either a set of characters, or a bundle's indexer: a sequence of
-    65,536 token ids indexed by code point, -1 where there is no token (a list or a
-    numpy array). Each character is checked after NFKD, as the model's preprocessing
-    applies it, and the original character is reported.
-
-    With ``model_cleanup=True`` each character first goes through the model's own
-    clean-up (`tts_kit.core.textproc.clean`), so what that removes (emoji, some symbols)
-    counts as readable: exactly what the official package's ``validate_text`` reports,
-    and what the engine refuses. The default lists everything the listener would not
-    hear, emoji included.
+    ``supported`` is a set of characters or a bundle's indexer (token ids by code point,
+    -1 for none). With ``model_cleanup=True`` what the model's own clean-up removes (emoji)
+    counts as readable: what the official ``validate_text`` reports.
 
     Example:
         >>> import unicodedata
@@ -172,28 +128,18 @@ def unsupported_characters(text: str, supported: Iterable[str] | Sequence[int], 
         ['漢']
     """
     if model_cleanup:
-        from tts_kit.core.textproc import (
-            clean as parts,  # the model-facing step; imports nothing of ours
-        )
+        from tts_kit.core.textproc import clean as parts  # the model-facing step
     else:
         def parts(ch: str) -> str:
             return unicodedata.normalize("NFKD", ch)
 
-    if isinstance(supported, (set, frozenset, str, dict)):
-        ok = supported.__contains__
+    named = isinstance(supported, (set, frozenset, str, dict))
 
-        def readable(ch: str) -> bool:
-            # A set names characters, so the character itself counts as well as its parts.
-            return ok(ch) or all(ok(c) for c in parts(ch))
-    else:
-        ix = supported
-        size = len(ix)
+    def ok(c: str) -> bool:
+        if named:
+            return c in supported
+        return ord(c) < len(supported) and supported[ord(c)] >= 0
 
-        def readable(ch: str) -> bool:
-            for c in parts(ch):
-                cp = ord(c)
-                if cp >= size or ix[cp] < 0:
-                    return False
-            return True
-
-    return sorted(ch for ch in set(text) if not readable(ch))
+    # A set names characters, so a character counts as well as its parts; an indexer, parts.
+    return sorted(ch for ch in set(text)
+                  if not ((named and ok(ch)) or all(ok(c) for c in parts(ch))))

@@ -1,27 +1,16 @@
 """Split a long text into chunks the model reads one at a time, never dropping a word.
 
-Chunks are packed greedily up to ``max_chars`` at the best boundary available:
-sentence ends first, then clause punctuation, then spaces, and inside a word only when
-a single word is longer than the limit. A markup tag is never split; neither is a
-number with what it counts or measures (``5 kg``, ``twenty-five percent``, ``만 오천
-원``), nor an abbreviation from the word it belongs to (``Dr. Kim``), unless a span of
-them is itself longer than the limit. The last chunk of a stretch cut at spaces is never
-a single stranded word when a word can join it. Joining the chunks gives the text back,
-up to whitespace at the cuts.
-
-Lengths are what the model reads (``measure="model"``, the default): the NFKD form,
-in which a Hangul syllable is two or three jamo, so a Korean chunk of 300 model
-characters is about 125 syllables. ``measure="chars"`` counts code points instead.
-
-Example:
-    >>> from tts_kit.text import chunk
-    >>> chunk("One. Two, three four.", "en", max_chars=11)
-    ['One.', 'Two,', 'three four.']
+Chunks are packed greedily at the best boundary: sentence ends, then clause punctuation,
+then spaces, inside a word only for a word over the limit. A tag is never split, nor a
+number from its unit or words (``5 kg``, ``만 오천 원``), nor ``Dr.`` from its name, and a
+last chunk is no stranded word. Lengths are NFKD lengths, what the model reads (a Hangul
+syllable is two or three jamo), or code points with ``measure="chars"``.
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 import unicodedata
 
@@ -32,7 +21,7 @@ from tts_kit.text.tables import KO_COUNTERS, UNITS
 
 #: Boundaries by preference. A break is the position right after the match.
 _LEVELS = (
-    # sentence ends (also CJK and Devanagari full stops, which need no space) and newlines
+    # sentence ends (CJK and Devanagari full stops need no space) and newlines
     re.compile(r"[.!?…]+[\"')\]}»”’」』]*(?=\s)|[。！？؟।]+[\"')\]}»”’」』]*|\n"),
     # clause punctuation, and dashes used as pauses
     re.compile(r"[,;:]+[\"')\]}»”’]*(?=\s)|[、，；：،]|\s[-–—]\s"),
@@ -59,9 +48,8 @@ _KO_NUM = (r"[영공일이삼사오육칠팔구십백천만억조경]+|한|두|�
            r"|스무|스물|서른|마흔|쉰|예순|일흔|여든|아흔")
 _KO_AFTER = "|".join(sorted({*KO_COUNTERS, *(u.ko for u in UNITS.values() if u.ko), "점",
                              "퍼센트", "원", "달러"}, key=len, reverse=True))
-#: What must stay in one chunk: a number written in digits with what follows it (a unit,
-#: a counter, another group of digits), a number said in words with the words of the same
-#: number and what it counts, and an abbreviation with the word after it.
+#: What stays in one chunk: a number (in digits or words) with what it counts, and an
+#: abbreviation with the word after it.
 _PROTECTED = re.compile(
     r"(?:[$€£¥₩]\s?)?\d[\d.,:/]*(?:\s+(?:\d[\d.,:/]*|[%A-Za-z가-힣]+))?"
     rf"|\b{_EN_NUM}(?:\s+(?:and\s+)?{_EN_NUM})*"
@@ -70,21 +58,6 @@ _PROTECTED = re.compile(
     r"|\b(?:Mr|Mrs|Ms|Dr|St|Prof|Mt|No|Fig|Vol|vs|cf|Gen|Gov|Sen|Capt|Sgt|Lt|[A-Z])\.\s+\S"
     r"|\b(?:e\.g|i\.e|a\.k\.a)\.,?\s+\S"
 )
-
-
-def default_max_chars(lang: str, measure: str = "model") -> int:
-    """The default chunk size: 300 model characters in every language
-    (``measure="model"``), or the upstream sizes in code points (120 for Korean, 300
-    otherwise) with ``measure="chars"``. 300 NFKD characters of Korean are about 125
-    syllables, close to upstream's 120.
-
-    Example:
-        >>> default_max_chars("ko"), default_max_chars("ko", "chars"), default_max_chars("en")
-        (300, 120, 300)
-    """
-    if measure == "chars" and lang == "ko":
-        return contract.CHUNK_CHARS_KO
-    return contract.CHUNK_CHARS
 
 
 def model_length(text: str) -> int:
@@ -99,12 +72,8 @@ def model_length(text: str) -> int:
 
 def chunk(text: str, lang: str = "ko", max_chars: int | None = None, *,
           measure: str = "model") -> list[str]:
-    """Split ``text`` into chunks of at most ``max_chars`` characters (see module doc).
-
-    ``measure`` says what a character is: ``"model"`` (the NFKD form the model reads;
-    Hangul syllables count two or three) or ``"chars"`` (code points). A chunk is longer
-    than ``max_chars`` only when it is a single markup tag that is. Whitespace-only text
-    gives no chunks.
+    """Split ``text`` into chunks of at most ``max_chars`` characters (``measure``:
+    ``"model"`` or ``"chars"``; see the module doc); only a tag may be longer.
 
     Example:
         >>> chunk("첫 문장입니다. 둘째 문장입니다.", "ko", max_chars=20)
@@ -114,21 +83,21 @@ def chunk(text: str, lang: str = "ko", max_chars: int | None = None, *,
         raise TypeError(f"text must be a str, not {type(text).__name__}")
     if measure not in ("model", "chars"):
         raise TtsKitError(f"measure must be 'model' or 'chars', got {measure!r}")
-    if max_chars is None:
-        max_chars = default_max_chars(lang, measure)
+    if max_chars is None:  # 300 model characters; upstream's 120 code points of Korean
+        ko_chars = measure == "chars" and lang == "ko"
+        max_chars = contract.CHUNK_CHARS_KO if ko_chars else contract.CHUNK_CHARS
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
         raise TtsKitError(f"max_chars must be a positive integer, got {max_chars!r}")
     tags = [(m.start(), m.end()) for m in TAG.finditer(text)] if "<" in text else []
-    out: list[str] = []
-    packer = _Packer(text, max_chars, tags, out, measure == "model")
+    packer = _Packer(text, max_chars, tags, measure == "model")
     packer.pack(0, len(text), 0)
-    return out
+    return packer.out
 
 
 class _Packer:
-    def __init__(self, text: str, limit: int, tags: list[tuple[int, int]], out: list[str],
-                 model: bool = True):
-        self.text, self.limit, self.tags, self.out = text, limit, tags, out
+    def __init__(self, text: str, limit: int, tags: list[tuple[int, int]], model: bool):
+        self.text, self.limit, self.tags = text, limit, tags
+        self.out: list[str] = []
         self.tag_starts = [a for a, _ in tags]
         spans = [(m.start(), m.end()) for m in _PROTECTED.finditer(text)
                  if m.end() - m.start() > 1 and any(c.isspace() for c in m.group(0))]
@@ -136,12 +105,8 @@ class _Packer:
         # Prefix sums of each character's model length (NFKD), for O(1) lengths.
         self.prefix: list[int] | None = None
         if model and not text.isascii():
-            pre = [0]
-            total = 0
-            for ch in text:
-                total += 1 if ch < "\u00c0" else len(unicodedata.normalize("NFKD", ch))
-                pre.append(total)
-            self.prefix = pre
+            self.prefix = [0, *itertools.accumulate(
+                1 if ch < "\u00c0" else len(unicodedata.normalize("NFKD", ch)) for ch in text)]
 
     def _len(self, a: int, b: int) -> int:
         """The measured length of ``text[a:b]`` with its outer whitespace stripped."""
@@ -160,8 +125,7 @@ class _Packer:
         return None
 
     def _protected(self, pos: int) -> bool:
-        """Whether a cut at ``pos`` would part a number from its unit or words, or an
-        abbreviation from its word (the spans do not overlap)."""
+        """Whether a cut at ``pos`` would part a `_PROTECTED` span."""
         i = bisect.bisect_left(self.span_starts, pos) - 1
         return i >= 0 and pos < self.spans[i][1]
 

@@ -1,18 +1,13 @@
 """English rules: abbreviations, dates, times, money, units, years, acronyms, symbols.
 
 As in `ko`, every rule that reads digits is one alternative of `NUMERIC`, most specific
-first, behind a lookahead that lets the scanner skip text without digits at C speed.
-Abbreviations (Dr., e.g.) and dates with a month name (December 2, 2026) run before it
-because they start with letters. Years are said as years where the context says so (in
-1999, the 1990s); capitals not in the lexicon are spelled (API -> A P I). The golden
+first; years are said as years where the context says so (in 1999, the 1990s). The golden
 table (tests/golden/text_en.tsv) lists every reading.
 
 Example:
     >>> from tts_kit.text import normalize
     >>> normalize("Dr. Kim paid $12.50 at 3:05 pm", "en")
     'Doctor Kim paid twelve dollars and fifty cents at three oh five P M'
-    >>> normalize("on Dec. 2, 2026", "en")
-    'on December second, twenty twenty-six'
 """
 
 from __future__ import annotations
@@ -20,53 +15,19 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
+from tts_kit.text import en_letters, en_places
 from tts_kit.text import numbers as nw
 from tts_kit.text.charset import make_cleanup
 from tts_kit.text.common import Reading, Rule, Step, make_numeric, trie_alt
 from tts_kit.text.common import grammar as g
 from tts_kit.text.en_dates import DAY_MONTH, MONTH, MONTH_DATE, day_month, month_date
-from tts_kit.text.en_forms import TIMESTAMP, forms, fraction_words, mixed_words
-from tts_kit.text.en_letters import (
-    ABBREVIATION,
-    ROMAN,
-    SERIAL,
-    SLASH,
-    SYMBOL,
-    abbreviation,
-    acronyms,
-    roman,
-    serial,
-    slash,
-    symbol,
-)
-from tts_kit.text.en_places import (
-    STATE,
-    STREET,
-    UNIT_NO,
-    VANITY,
-    house_number,
-    state,
-    street,
-    unit_no,
-    vanity,
-)
+from tts_kit.text.en_forms import TIMESTAMP, feet, forms, fraction_words, mixed_words
 from tts_kit.text.lexicon import Lexicon
-from tts_kit.text.tables import (
-    CURRENCIES,
-    EN_YEAR_CONTEXT,
-    PER,
-    UNITS,
-    Currency,
-)
+from tts_kit.text.tables import CURRENCIES, EN_YEAR_CONTEXT, PER, UNITS, Currency
 
-_NUM = g.NUM
-_unit = g.unit
 _SCALE_WORDS = "thousand|million|billion|trillion"
 
-
-# Structured forms first, then one number followed by what it measures; as in `ko`,
-# the tail that matched is `m.lastgroup` (a bare number: ``qn``). The shapes both
-# languages share come from `common.grammar`.
+# Structured forms first, then one number and what it measures (`m.lastgroup`; ``qn``).
 NUMERIC = g.numeric(
     g.NUM_START + r"|-?[" + g.SYMS + r"]|[vV]\d|[#~']\d|\(\d|" + g.CODE_START + "|"
     + g.ROOT_START + "|" + g.PREFIX_START,
@@ -100,21 +61,21 @@ NUMERIC = g.numeric(
         r"(?P<paren_year>\((?P<py>1[1-9]\d\d|20\d\d)\))",
         r"(?P<plan>(?P<pd>\d{3})\((?P<pl>[a-z])\)(?:\((?P<pn>\d{1,2})\))?)",
         r"(?P<mixed>(?<![\d.,/])(?P<mw>\d{1,3})\s(?P<mn>\d{1,2})/(?P<md>\d{1,2})(?![\d/]))",
-        rf"(?P<number_sign>\#(?P<hn>{_NUM}))",
-        rf"(?P<approx>~(?P<tn>{_NUM}))",
+        rf"(?P<number_sign>\#(?P<hn>{g.NUM}))",
+        rf"(?P<approx>~(?P<tn>{g.NUM}))",
         g.MIDDOT,
         g.VERSION,
     ],
     [
         g.CURRENCY_CODE,
         g.currency_post("¢"),
-        rf"(?P<range>(?P<rpa>\s?%)?\s?(?P<rsep>{g.RANGE_SIGN})\s?(?P<rb>{_NUM})"
-        rf"(?:(?P<rpct>\s?%)|{_unit('r')})?)",
+        rf"(?P<range>(?P<rpa>\s?%)?\s?(?P<rsep>{g.RANGE_SIGN})\s?(?P<rb>{g.NUM})"
+        rf"(?:(?P<rpct>\s?%)|{g.unit('r')})?)",
         g.MAGNITUDE,
         r"(?P<percent>\s?%)",
         rf"(?P<scale>\s(?P<sw>{_SCALE_WORDS})\s(?P<su>{g.UNITS_SPACED})(?![A-Za-z0-9])"
         rf"{g.per('s')}?)",
-        rf"(?P<unit>{_unit('u')}{g.per('u')}?)",
+        rf"(?P<unit>{g.unit('u')}{g.per('u')}?)",
         g.ORDINAL,
         g.AMPM_TAIL,
         g.TIMES,
@@ -123,7 +84,6 @@ NUMERIC = g.numeric(
         rf"(?P<bare_per>{g.per('b')})",
     ],
 )
-_PLAIN = re.compile(rf"(?P<digits>\d{{17,}})|(?P<qsg>[-+])?(?P<qn>{_NUM})")
 _YEAR_BEFORE = re.compile(
     r"(?:(?:(?<![A-Za-z])" + trie_alt(EN_YEAR_CONTEXT) + r"|" + MONTH + r"\.?,?|Q[1-4])\s|FY)$"
 )
@@ -144,10 +104,6 @@ _YEAR_AFTER = re.compile(r"\s?(?:AD|BCE?|CE|A\.D|B\.C(?:\.E)?|C\.E)(?![A-Za-z])"
 # -- readings ---------------------------------------------------------------------------
 
 
-def _plural(num: str, singular: str, plural: str) -> str:
-    return singular if num in ("1", "-1", "+1") else plural
-
-
 _SIGNS = {"-": "minus ", "+": "plus "}
 
 
@@ -161,7 +117,8 @@ def _is_year(n: int) -> bool:
 
 def _with_unit(num: str, unit: str, sign: str | None = None) -> str:
     u = UNITS[unit]
-    return f"{_sign_word(sign)}{nw.en_number(num)} {_plural(num, u.en, u.en_plural)}"
+    word = u.en if num in ("1", "-1", "+1") else u.en_plural
+    return f"{_sign_word(sign)}{nw.en_number(num)} {word}"
 
 
 _MAGNITUDE_WORDS = {"K": "thousand", "k": "thousand", "M": "million", "mn": "million",
@@ -175,15 +132,13 @@ def _money(amount: str, cur: Currency, mag: str | None) -> str:
         return f"{nw.en_number(amount)} {word} {cur.en_plural}"
     whole, _, frac = amount.replace(",", "").partition(".")
     if frac and cur.en_minor and len(frac.rstrip("0")) <= 2:  # $20.500: twenty dollars fifty
-        frac = frac[:2]
-        cents = int(frac.ljust(2, "0"))
+        cents = int(frac[:2].ljust(2, "0"))
         major = int(whole or 0)
         parts = []
         if major:
-            parts.append(f"{nw.en_cardinal(major)} {cur.en if major == 1 else cur.en_plural}")
+            parts.append(nw.en_count(major, cur.en, cur.en_plural))
         if cents:
-            minor = cur.en_minor if cents == 1 else cur.en_minor_plural
-            parts.append(f"{nw.en_cardinal(cents)} {minor}")
+            parts.append(nw.en_count(cents, cur.en_minor, cur.en_minor_plural))
         return " and ".join(parts) or f"zero {cur.en_plural}"
     value = Decimal(amount.replace(",", ""))
     return f"{nw.en_number(amount)} {cur.en if value == 1 else cur.en_plural}"
@@ -198,7 +153,7 @@ def _clock(h: int, mi: int, s: int | None, ap: str | None) -> str:
     elif not ap:
         words += " hundred" if h > 12 or h == 0 else " o'clock"  # 17:00: seventeen hundred
     if s:
-        words += f" and {nw.en_cardinal(s)} {'second' if s == 1 else 'seconds'}"
+        words += " and " + nw.en_count(s, "second")
     if ap:
         words += " A M" if ap[0] in "Aa" else " P M"
     return words
@@ -206,8 +161,8 @@ def _clock(h: int, mi: int, s: int | None, ap: str | None) -> str:
 
 def _duration(h: int, mi: int, s: int) -> str:
     """1:01:01 -> one hour one minute and one second (zero parts left out)."""
-    parts = [f"{nw.en_cardinal(v)} {name if v == 1 else name + 's'}"
-             for v, name in ((h, "hour"), (mi, "minute"), (s, "second")) if v]
+    parts = [nw.en_count(v, name) for v, name in ((h, "hour"), (mi, "minute"), (s, "second"))
+             if v]
     if not parts:
         return "zero seconds"
     return parts[0] if len(parts) == 1 else " ".join(parts[:-1]) + " and " + parts[-1]
@@ -222,18 +177,6 @@ def _date_words(y: int | None, mo: int, d: int) -> str:
     return f"{words}, {nw.en_year(y)}" if y is not None else words
 
 
-def _plain(text: str) -> str:
-    return _PLAIN.sub(_plain_number, text)
-
-
-def _plain_number(m: re.Match[str]) -> str:
-    return _digits(m) if m.lastgroup == "digits" else _number(m)
-
-
-def _digits(m: re.Match[str]) -> str:
-    return nw.en_digits(m.group(0))
-
-
 # -- handlers -----------------------------------------------------------------------------
 
 
@@ -246,14 +189,12 @@ def _date_iso(m: re.Match[str]) -> str:
     return _date_words(y, mo, d)
 
 
-def _short_year(yy: str) -> str:
-    """'98 -> ninety-eight, '05 -> oh five: a two-digit year as written."""
-    return nw.en_cardinal(int(yy)) if yy[0] != "0" else "oh " + nw.en_cardinal(int(yy))
-
-
 def _date_us(m: re.Match[str]) -> str:
     a, b, yy = int(m["ua"]), int(m["ub"]), m["uy"]
-    year = nw.en_year(int(yy)) if len(yy) == 4 else _short_year(yy)
+    if len(yy) == 4:
+        year = nw.en_year(int(yy))
+    else:  # '98: ninety-eight, '05: oh five
+        year = ("oh " if yy[0] == "0" else "") + nw.en_cardinal(int(yy))
     if 1 <= a <= 12 and 1 <= b <= 31:
         return f"{nw.EN_MONTHS[a]} {nw.en_ordinal(b)}, {year}"
     if 1 <= b <= 12 and 1 <= a <= 31:
@@ -273,14 +214,10 @@ def _arange(m: re.Match[str]) -> str:
     return " to ".join(ends)
 
 
-def _code_digits(d: str) -> str:
-    """401 -> four oh one: a three-digit name said digit by digit, zero as oh."""
-    return " ".join("oh" if c == "0" else nw.EN_DIGITS[int(c)] for c in d)
-
-
 def _plan(m: re.Match[str]) -> str:
-    """401(k), 501(c)(3): sections of a code, named by their numbers."""
-    words = f"{_code_digits(m['pd'])} {m['pl']}"
+    """401(k), 501(c)(3): four oh one k; sections of a code, named by their numbers."""
+    digits = " ".join("oh" if c == "0" else nw.EN_DIGITS[int(c)] for c in m["pd"])
+    words = f"{digits} {m['pl']}"
     return words + (f" {nw.en_cardinal(int(m['pn']))}" if m["pn"] else "")
 
 
@@ -303,10 +240,9 @@ def _phone(m: re.Match[str]) -> str:
 
 
 def _currency_post(m: re.Match[str]) -> str:
-    kept, sign = g.lead(m)
     if m["csym2"] == "¢":
-        n = m["qn"]
-        return kept + _sign_word(sign) + nw.en_number(n) + (" cent" if n == "1" else " cents")
+        return _signed(m) + (" cent" if m["qn"] == "1" else " cents")
+    kept, sign = g.lead(m)
     return kept + _sign_word(sign) + _money(m["qn"], CURRENCIES[m["csym2"]], None)
 
 
@@ -324,17 +260,8 @@ def _quarter(m: re.Match[str]) -> str:
     return f"the {nw.en_ordinal(int(m['qq']))} quarter of {year}"
 
 
-def _feet(m: re.Match[str]) -> str:
-    """5'11" -> five feet eleven inches."""
-    ft, inch = int(m["ft"]), int(m["inch"])
-    feet = "foot" if ft == 1 else "feet"
-    inches = "inch" if inch == 1 else "inches"
-    return f"{nw.en_cardinal(ft)} {feet} {nw.en_cardinal(inch)} {inches}"
-
-
 def _groups(m: re.Match[str]) -> str:
-    """22-95-81 -> twenty-two ninety-five eighty-one (a group with a leading zero digit
-    by digit)."""
+    """22-95-81 -> twenty-two ninety-five eighty-one (a leading zero: digit by digit)."""
     return " ".join(nw.en_number(p) if p[0] != "0" or p == "0" else nw.en_digits(p)
                     for p in m.group(0).split("-"))
 
@@ -403,9 +330,7 @@ def _unit_h(m: re.Match[str]) -> str:
 
 def _scale(m: re.Match[str]) -> str:
     """100 million kg -> one hundred million kilograms."""
-    kept, sign = g.lead(m)
-    u = UNITS[m["su"]]
-    words = f"{kept}{_sign_word(sign)}{nw.en_number(m['qn'])} {m['sw']} {u.en_plural}"
+    words = f"{_signed(m)} {m['sw']} {UNITS[m['su']].en_plural}"
     return _per(words, m["sper"]) if m["sper"] else words
 
 
@@ -431,8 +356,7 @@ def _times(m: re.Match[str]) -> str:
 
 
 def _root(m: re.Match[str]) -> str:
-    """√3 -> the square root of three; 2√3/2 -> two times the square root of three over
-    two."""
+    """√3 -> the square root of three; 2√3/2 -> two times ... over two."""
     kind = "square" if m["rsym"] == "√" else "cube"
     words = f"the {kind} root of {nw.en_number(m['rn'])}"
     if m["rc"]:
@@ -485,20 +409,21 @@ def _number(m: re.Match[str]) -> str:
         return "nine one one"  # the emergency number, said digit by digit
     if not sign and len(num) in (3, 4) and num.isdigit() and _CODE_BEFORE.search(
             m.string, max(0, m.start() - 7), m.start()):
-        return Reading(house_number(num), "code")  # RTX 4090: a model number, in pairs
+        return Reading(en_places.house_number(num), "code")  # RTX 4090: a model number, in pairs
     return kept + _sign_word(sign) + nw.en_number(num)
 
 
+_plain = g.plain_reader(nw.en_digits, _number)
 _HANDLERS = {
     **g.handlers(g.Words(_plain, _clock, _money, _SIGNS, " to ", " to ", _per,
                          nw.en_number, " point ", "version ")),
-    "digits": _digits,
+    "digits": lambda m: nw.en_digits(m.group(0)),
     "date_iso": _date_iso, "date_us": _date_us, "arange": _arange, "plan": _plan,
     "paren_year": lambda m: f"({nw.en_year(int(m['py']))})", "mixed": _mixed,
     "middot": lambda m: f"{nw.en_number(m['mda'])} {nw.en_number(m['mdb'])}",
     "scale": _scale, "phone": _phone, "decade": _decade, "quarter": _quarter, "noon": _noon,
     # Digits glued to letters, as model numbers are said: A320 -> A three twenty.
-    "code": lambda m: house_number(m.group(0)), "groups": _groups, "feet": _feet,
+    "code": lambda m: en_places.house_number(m.group(0)), "groups": _groups, "feet": feet,
     "number_sign": lambda m: "number " + nw.en_number(m["hn"]),
     "approx": lambda m: "about " + nw.en_number(m["tn"]),
     "currency_post": _currency_post,
@@ -510,9 +435,7 @@ _HANDLERS = {
 }
 _NAMES = {"qn": "number"}
 
-
 _numeric = make_numeric(_HANDLERS, _plain)
-
 
 _WEB_WORDS = g.WebWords(
     {"://": " colon slash slash ", "/": " slash ", ".": " dot ", "@": " at ", "-": " dash ",
@@ -535,21 +458,21 @@ def rules(lexicon: Lexicon) -> list[Step]:
     return [
         Rule("web", g.WEB, g.web_repl(_WEB_WORDS, lambda t: t.lower() in lexicon.entries),
              by_group=True),
-        Rule("state", STATE, state, needs=", "),
+        Rule("state", en_places.STATE, en_places.state, needs=", "),
         lexicon.apply,
-        Rule("vanity", VANITY, vanity, needs="1-8"),
+        Rule("vanity", en_places.VANITY, en_places.vanity, needs="1-8"),
         TIMESTAMP,
-        Rule("serial", SERIAL, serial),
+        Rule("serial", en_letters.SERIAL, en_letters.serial),
         forms,
-        Rule("abbreviation", ABBREVIATION, abbreviation),
+        Rule("abbreviation", en_letters.ABBREVIATION, en_letters.abbreviation),
         Rule("date", MONTH_DATE, month_date),
         Rule("day_month", DAY_MONTH, day_month),
-        Rule("street", STREET, street),
-        Rule("unit_no", UNIT_NO, unit_no),
-        Rule("slash", SLASH, slash, needs="/"),
+        Rule("street", en_places.STREET, en_places.street),
+        Rule("unit_no", en_places.UNIT_NO, en_places.unit_no),
+        Rule("slash", en_letters.SLASH, en_letters.slash, needs="/"),
         Rule("number", NUMERIC, _numeric, by_group=True, aliases=_NAMES),
-        Rule("roman", ROMAN, roman),
-        acronyms,
-        Rule("symbol", SYMBOL, symbol),
+        Rule("roman", en_letters.ROMAN, en_letters.roman),
+        en_letters.acronyms,
+        Rule("symbol", en_letters.SYMBOL, en_letters.symbol),
         make_cleanup("en"),
     ]

@@ -1,12 +1,5 @@
-"""English dates written with a month name: December 2, 2026; 2 December 2026; June 2026.
-
-The month names (full, three-letter, Sept; in capitals; in lower case except "may" and
-"march", which are words first) are shared with `en`'s year context.
-
-Example:
-    >>> MONTH_DATE.sub(month_date, "on Dec 2, 2026")
-    'on December second, twenty twenty-six'
-"""
+"""English dates written with a month name (December 2, 2026; 2 December 2026; June 2026)
+and weekday or month abbreviations (Mon-Fri)."""
 
 from __future__ import annotations
 
@@ -15,11 +8,9 @@ import re
 from tts_kit.text import numbers as nw
 from tts_kit.text.common import trie_alt
 
-MONTH_NAMES = {
-    **{name: name for name in nw.EN_MONTHS[1:]},
-    **{name[:3]: name for name in nw.EN_MONTHS[1:]},
-    "Sept": "September",
-}
+#: Month names and their abbreviations (Jan, Sept) -> the full name.
+MONTH_NAMES = {**{name: name for name in nw.EN_MONTHS[1:]},
+               **{name[:3]: name for name in nw.EN_MONTHS[1:]}, "Sept": "September"}
 #: Month names as dates are also written: lower case (july 25 2012; not "may" and
 #: "march", which are words first) and capitals (JULY, JAN 15 2020).
 MONTHS_ANY = {
@@ -32,7 +23,6 @@ MONTHS_ANY = {
        ("May", "Mar", "June", "July")},
 }
 MONTH = trie_alt(MONTHS_ANY)
-
 
 MONTH_DATE = re.compile(
     r"(?:(?=[JFMASONDjfmasond])(?<![A-Za-z])|(?=\d))(?:"
@@ -53,22 +43,19 @@ def month_date(m: re.Match[str]) -> str:
         >>> MONTH_DATE.sub(month_date, "2 June 2026")
         'the second of June, twenty twenty-six'
     """
+    if m["my"]:
+        return f"{MONTHS_ANY[m['mon3']]} {nw.en_year(int(m['yr3']))}"
+    day, yr = int(m["day"] or m["day2"]), m["yr"] or m["yr2"]
+    if not 1 <= day <= 31:
+        return m.group(0)
     if m["md"]:
-        mon, day, yr = m["mon"], int(m["day"]), m["yr"]
-        if not 1 <= day <= 31:
-            return m.group(0)
-        words = f"{MONTHS_ANY[mon]} {nw.en_ordinal(day)}"
-        return f"{words}, {nw.en_year(int(yr))}" if yr else words
-    if m["dm"]:
-        mon, day, yr = m["mon2"], int(m["day2"]), m["yr2"]
-        if not 1 <= day <= 31:
-            return m.group(0)
+        words = f"{MONTHS_ANY[m['mon']]} {nw.en_ordinal(day)}"
+    else:
         before = m.string[max(0, m.start() - 4) : m.start()].lower()
         the = "" if before == "the " else "the "
         # A lower-case "may" or "march" is a month only between a day and a year.
-        words = f"{the}{nw.en_ordinal(day)} of {MONTHS_ANY.get(mon, mon.title())}"
-        return f"{words}, {nw.en_year(int(yr))}" if yr else words
-    return f"{MONTHS_ANY[m['mon3']]} {nw.en_year(int(m['yr3']))}"
+        words = f"{the}{nw.en_ordinal(day)} of {MONTHS_ANY.get(m['mon2'], m['mon2'].title())}"
+    return f"{words}, {nw.en_year(int(yr))}" if yr else words
 
 
 #: Weekday abbreviations and the day they name.

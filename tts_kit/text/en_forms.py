@@ -1,12 +1,7 @@
-"""English forms the context decides before the number rule reads digits: timestamps,
-ZIP+4 codes, codes of hyphen-joined letters and digits or slash-joined numbers, digits
-after a code word (PIN, card ending in), powers, time zones after am/pm, measures of
-dimensions and mixed numbers, Windows paths.
-
-Each is its own traced rule, run in order by `forms` (``timestamp``, earlier: `TIMESTAMP`):
-``zip``, ``chain``, ``slashes``, ``over``, ``digit_code``, ``power``, ``scientific``,
-``military``, ``feet``, ``rating``, ``hours``, ``phone``, ``zone``, ``dimension``;
-``win_path`` also in a text without digits.
+"""English forms read before the number rule, each its own traced rule run by `forms`:
+timestamps, ZIP+4 codes, hyphen- and slash-joined codes, digits after a code word (PIN),
+powers, scientific notation, 24-hour times, ratings, durations, time zones, dimensions,
+Windows paths.
 
 Example:
     >>> from tts_kit.text import normalize
@@ -61,7 +56,7 @@ STAMP = re.compile(
     r":(?P<mi>[0-5]\d)(?::(?P<s>[0-5]\d)(?:\.\d+)?)?(?P<z>Z|[+-][01]\d:?[0-5]\d)?(?![\w:])")
 #: Feet and inches in words (6 ft 2 in): "in" after feet is inches, not the word.
 FEET = re.compile(
-    r"(?<![\w.])(?P<ft>\d{1,2}) ?(?:ft|feet|foot) (?P<in>\d{1,2}) ?in(?:ch(?:es)?)?\b")
+    r"(?<![\w.])(?P<ft>\d{1,2}) ?(?:ft|feet|foot) (?P<inch>\d{1,2}) ?in(?:ch(?:es)?)?\b")
 #: Hours and minutes (1h 30m, 2 hr 5 min): a duration, "m" is minutes here.
 HOURS = re.compile(r"(?<![\w.])(?P<hh>\d{1,3}) ?hr?s? (?P<hm>\d{1,2}) ?m(?:ins?)?\b")
 #: A phone number of groups that starts with 0 (07700 900123, 020 7946 0958).
@@ -75,13 +70,12 @@ DIMENSION = re.compile(
     rf"(?<![\w.,/])(?:(?P<a>{_N})\s?[x×]\s?(?P<b>{_N})(?:\s?[x×]\s?(?P<c>{_N}))?"
     r"|(?P<mw>\d{1,3})\s(?P<mn>\d{1,2})/(?P<md>\d{1,2}))" + g.unit("d") + g.per("d") + "?"
 )
-
-
 _SENTENCE_END = re.compile(r"\s*(?:$|[A-Z\"'(])")
 _A_BEFORE = re.compile(r"(?<![A-Za-z])[Aa]n? $")
 _WORD_NEXT = re.compile(r" [a-z]")
 _RATED = re.compile(r"(?<![A-Za-z])(?:[Rr]ated|[Ss]cored|[Rr]ating:?|[Ss]core:?)(?: it)? $")
 _AT = re.compile(r"(?<![A-Za-z])(?:[Aa]t|by|until|till|from|before|after|since|to) $")
+_HALF_QUARTER = {2: ("half", "halves"), 4: ("quarter", "quarters")}
 
 
 def fraction_words(a: int, b: int) -> str:
@@ -91,13 +85,8 @@ def fraction_words(a: int, b: int) -> str:
         >>> fraction_words(3, 4), fraction_words(5, 8)
         ('three quarters', 'five eighths')
     """
-    if b == 2:
-        den = "half" if a == 1 else "halves"
-    elif b == 4:
-        den = "quarter" if a == 1 else "quarters"
-    else:
-        den = nw.en_ordinal(b) + ("" if a == 1 else "s")
-    return f"{nw.en_cardinal(a)} {den}"
+    one, many = _HALF_QUARTER.get(b) or (nw.en_ordinal(b), nw.en_ordinal(b) + "s")
+    return nw.en_count(a, one, many)
 
 
 def mixed_words(whole: str, a: int, b: int) -> str:
@@ -214,7 +203,7 @@ def _stamp(m: re.Match[str]) -> str:
     clock = nw.en_cardinal(h) + (f" oh {nw.en_cardinal(mi)}" if 0 < mi < 10 else
                                  f" {nw.en_cardinal(mi)}" if mi else " hundred")
     if sec:
-        clock += f" and {nw.en_cardinal(sec)} second{'s' if sec > 1 else ''}"
+        clock += " and " + nw.en_count(sec, "second")
     z = m["z"] or ""
     if z:
         off = int(z[1:3]) if z != "Z" else 0
@@ -224,16 +213,20 @@ def _stamp(m: re.Match[str]) -> str:
             f"{nw.en_year(int(m['y']))}, {clock}")
 
 
-def _feet(m: re.Match[str]) -> str:
-    ft, inch = int(m["ft"]), int(m["in"])
-    return (f"{nw.en_cardinal(ft)} {'foot' if ft == 1 else 'feet'} {nw.en_cardinal(inch)} "
-            f"{'inch' if inch == 1 else 'inches'}")
+def feet(m: re.Match[str]) -> str:
+    """Feet and inches (groups ``ft``, ``inch``), here and in `en`'s 5'11".
+
+    Example:
+        >>> FEET.sub(feet, "6 ft 1 in")
+        'six feet one inch'
+    """
+    ft, inch = int(m["ft"]), int(m["inch"])
+    return f"{nw.en_count(ft, 'foot', 'feet')} {nw.en_count(inch, 'inch', 'inches')}"
 
 
 def _hours(m: re.Match[str]) -> str:
     h, mi = int(m["hh"]), int(m["hm"])
-    return (f"{nw.en_cardinal(h)} {'hour' if h == 1 else 'hours'} {nw.en_cardinal(mi)} "
-            f"{'minute' if mi == 1 else 'minutes'}")
+    return f"{nw.en_count(h, 'hour')} {nw.en_count(mi, 'minute')}"
 
 
 def _phone0(m: re.Match[str]) -> str:
@@ -256,22 +249,16 @@ def _gated(gate: str, rule: Rule) -> Step:
     return lambda text, steps: rule(text, steps) if found(text) else text
 
 
-def _worded(words: tuple[str, ...], rule: Rule) -> Step:
-    """``rule`` run only on a text that holds one of ``words`` (any case)."""
-    return lambda text, steps: (rule(text, steps) if any(w in text.lower() for w in words)
-                                else text)
-
-
 _RULES: list[Step] = [
     _gated(r"\d-\d", Rule("zip", ZIP, _zip)),
     _gated(r"[\d-](?<=\d-|-\d)", Rule("chain", CHAIN, _chain)),
     Rule("slashes", SLASHES, _slashes, needs="/"),
     Rule("over", OVER, _over, needs="/"),
-    _worded(_CODE_WORDS, Rule("digit_code", DIGIT_CODE, _digit_code)),
+    _gated("(?i)" + "|".join(_CODE_WORDS), Rule("digit_code", DIGIT_CODE, _digit_code)),
     Rule("power", POWER, _power, needs="^"),
     _gated(r"\d[eE]", Rule("scientific", SCIENTIFIC, _scientific)),
     _gated(r"\d ?h(?:ou)?rs", Rule("military", MILITARY, _military)),
-    _gated(r"\d ?f(?:ee|oo)?t \d", Rule("feet", FEET, _feet)),
+    _gated(r"\d ?f(?:ee|oo)?t \d", Rule("feet", FEET, feet)),
     Rule("rating", RATING, _rating, needs="/"),
     _gated(r"\dh|\d hr?s? \d", Rule("hours", HOURS, _hours)),
     _gated(r"(?<![\d.])0\d+ \d", Rule("phone", PHONE0, _phone0)),

@@ -1,20 +1,16 @@
-"""English letters and signs: abbreviations, acronyms, Roman numerals, serials, symbols.
-
-Example:
-    >>> acronyms("The API of AWS", None)
-    'The A P I of A W S'
-"""
+"""English letters and signs: abbreviations, acronyms, Roman numerals, serials, symbols."""
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
 from tts_kit.text import numbers as nw
-from tts_kit.text.common import Steps, TraceStep, roman_value, trie_alt
+from tts_kit.text.common import Rule, Steps, roman_value, trie_alt
 from tts_kit.text.en_dates import MONTH_NAMES
 from tts_kit.text.en_places import EN_TIME_ZONES
-from tts_kit.text.tables import EN_ABBREVIATIONS
+from tts_kit.text.tables import EN_ABBREVIATIONS, EN_WORDS
 
 _ABBR = {written: (spoken, ends) for written, spoken, ends in EN_ABBREVIATIONS}
 _ABBR.update({f"{short}.": (full, False) for short, full in MONTH_NAMES.items()
@@ -28,12 +24,7 @@ _SENTENCE_NEXT = re.compile(r"\s*(?:$|[A-Z\"'(])")
 _ZONE_NEXT = re.compile(r" (?:" + trie_alt(EN_TIME_ZONES) + r")\b")  # 5 p.m. EST
 _NAME_NEXT = re.compile(r" ([A-Z][A-Za-z']*)")
 #: Capitalised words that start sentences rather than name people.
-_SENTENCE_STARTERS = frozenset(
-    "It The He She We They I This That There Then A An In On At But And So Our My His Her "
-    "Its You Your Their These Those When While After Before If As Now Later Next What Why "
-    "How Where Who".split()
-)
-
+_SENTENCE_STARTERS = frozenset(EN_WORDS["sentence_starter"])
 
 #: Abbreviations read otherwise after a number (45 min., 0.25 pp.).
 _AFTER_NUMBER = {"pp.": "percentage points", "min.": "minutes"}
@@ -56,10 +47,8 @@ def abbreviation(m: re.Match[str]) -> str:
         # starts a sentence (Elm St. It was), or nothing, the street or the drive.
         nxt = _NAME_NEXT.match(s, b)
         before_name = bool(nxt) and nxt.group(1) not in _SENTENCE_STARTERS
-        if m["dr"] == "Dr.":
-            spoken, ends = ("Doctor", False) if before_name else ("Drive", True)
-        else:
-            spoken, ends = ("Saint", False) if before_name else ("Street", True)
+        title, place = ("Doctor", "Drive") if m["dr"] == "Dr." else ("Saint", "Street")
+        spoken, ends = (title, False) if before_name else (place, True)
     elif m["no"]:
         return "number"
     elif m["wo"]:
@@ -72,8 +61,6 @@ def abbreviation(m: re.Match[str]) -> str:
     return spoken
 
 
-# -- acronyms and symbols -----------------------------------------------------------------
-
 ACRONYM = re.compile(
     r"(?=[A-Z])(?<![A-Za-z'])(?:(?P<a>[A-Z]{2,})(?P<s>'?s)?(?![A-Za-z])|(?P<dot>(?:[A-Z]\.){2,}))"
 )
@@ -83,35 +70,12 @@ _CAPITAL = re.compile("[A-Z]")
 _CAPS_WORD = re.compile(r"\b[A-Z]{2,}\b")
 _WORD = re.compile(r"\b[A-Za-z]{2,}\b")
 _VOWELS = frozenset("AEIOUY")
-#: Words written in capitals that are words, not acronyms (PART ONE, NO ENTRY): read as
-#: words. Acronyms that are also words (US, IT, AM, PM, OR, ID, WHO) are not here.
-_CAPS_WORDS = frozenset("""
-A AN THE AND BUT FOR NOR YET SO TO OF IN ON AT BY UP OUT OFF INTO ONTO OVER FROM WITH
-NO NOT YES ALL ANY SOME ONE TWO THREE FOUR FIVE SIX SEVEN EIGHT NINE TEN PART BOOK
-CHAPTER ACT SCENE STEP PHASE LEVEL ROOM DOOR EXIT ENTRY STOP GO OPEN SHUT CLOSED SALE
-NEW NOW HOT COLD FREE BIG TOP END WAY DAY YEAR TIME LIFE LOVE HOME WORK NEWS LIVE HELP
-WARNING NOTE ONLY JUST MORE MOST LESS BEST GOOD BAD FULL DONE READ HOW WHY WHAT
-WHEN WHERE THIS THAT THESE THOSE HIS HER OUR YOUR THEIR MY WE YOU THEY HE SHE ME HIM
-IS ARE WAS WERE BE BEEN HAS HAVE HAD DO DOES DID CAN WILL MAY MUST SHALL SHOULD WOULD
-COULD GET GOT MAKE TAKE KEEP LET SEE LOOK CALL ASK TELL SAY SAID BACK DOWN HERE THERE
-AGAIN VERY REAL TRUE FALSE OFF ON FIRE WATER AIR LAND SEA SUN MOON STAR KING QUEEN
-BOYS GIRLS MEN WOMEN MAN BOY GIRL OLD YOUNG LAST NEXT FIRST HALF ZERO MIX
-""".split())
+#: Words written in capitals that are words, not acronyms (PART ONE, NO ENTRY).
+_CAPS_WORDS = frozenset(EN_WORDS["caps_word"])
 #: Words before a Roman numeral that numbers a part: read as a cardinal (Chapter IV).
-_HEADINGS = ("Chapter Part Book Volume Act Scene Section Article Phase Title Appendix "
-             "Schedule Canto Psalm Stage Level Round Episode Season Vol Ch Pt Step World War "
-             "Super Bowl Apollo Type Class Grade Mark Mk Series Rule").split()
-#: Given names of rulers and popes: a Roman numeral after them is a regnal ordinal
-#: (Louis XIV -> Louis the fourteenth).
-_REGNAL = ("Louis Henry Elizabeth George Edward Charles William James John Richard Benedict "
-           "Pius Leo Gregory Innocent Clement Paul Alexander Peter Frederick Philip Ferdinand "
-           "Napoleon Ramesses Ramses Constantine Catherine Mary Victoria Anne Nicholas Ivan "
-           "Gustav Christian Alfonso Carlos Felipe Otto Wilhelm Friedrich Francis Urban Boniface "
-           "Sixtus Adrian Hadrian Eugene Julius Stephen Malcolm David Robert Harold Edmund "
-           "Ludwig Karl Rudolf Sancho Juan Pedro Manuel Joao Haakon Olaf Harald Magnus Eric "
-           "Erik Sigismund Casimir Amenhotep Thutmose Darius Xerxes Cyrus Antiochus Ptolemy "
-           "Seleucus Mithridates Rama Mehmed Murad Selim Suleiman Abdul Pope King Queen Tsar "
-           "Czar Emperor Kaiser Sultan Shah Pharaoh").split()
+_HEADINGS = EN_WORDS["heading"]
+#: Given names of rulers and popes: a Roman numeral after them is a regnal ordinal.
+_REGNAL = EN_WORDS["regnal"]
 _ROMAN_ANY = r"(?=[MDCLXVI])M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})"
 ROMAN = re.compile(
     r"(?=[A-Z])(?<![A-Za-z'])(?:"
@@ -146,22 +110,16 @@ def roman(m: re.Match[str]) -> str:
     return nw.en_ordinal(roman_value(m["cr"]))
 
 
-#: Capitalised words before a Roman numeral that name a title's sequel, not a ruler
-#: (Rocky IV, Final Fantasy VII: a cardinal, left to `acronyms`).
-_SEQUELS = frozenset(("Rocky Fantasy Wars Auto Kombat Evil Creed Halo Civilization Trek "
-                      "Godfather Jaws Alien Rambo Saw Scream Toy Story Galaxy Windows "
-                      "Office Mark Mk Type Class Series Bowl War").split())
+#: Capitalised words before a Roman numeral that name a title's sequel, not a ruler.
+_SEQUELS = frozenset(EN_WORDS["sequel"])
 #: Words that start sentences or questions before "I" (Can I, Then I), not names.
-_NOT_NAMES = frozenset(_SENTENCE_STARTERS | set(
-    "Can Could Will Would Shall Should May Might Must Do Did Does Am Have Had Has Was Were "
-    "Is Are Let Yes No Oh Well Now Here Today Tomorrow Yesterday Also Still Maybe".split()))
+_NOT_NAMES = _SENTENCE_STARTERS | frozenset(EN_WORDS["not_name"])
 _CAPITALISED_WORD = re.compile(r"(?:^|\s)([A-Z][a-z]+) $")
 
 
 def _any_name(m: re.Match[str]) -> str:
-    """A capitalised name and a Roman numeral: a regnal ordinal (Gustavus Adolphus II ->
-    ... the second), unless the name is a title's (Rocky IV) or not a name (Can I).
-    A single I, V or X (or L, C, D, M) needs a two-word name before it (Mansa Musa I)."""
+    """A name and a Roman numeral: a regnal ordinal (Adolphus II -> ... the second), unless
+    a title's (Rocky IV) or no name (Can I); a single I, V or X needs two names (Mansa Musa I)."""
     name, num = m["gname"], m["gr"]
     if name in _SEQUELS or name in _NOT_NAMES:
         return m.group(0)
@@ -196,14 +154,7 @@ def acronyms(text: str, steps: Steps) -> str:
         return text
     caps = len(_CAPS_WORD.findall(text))
     shouting = caps >= 3 and caps * 2 > len(_WORD.findall(text))
-
-    def repl(m: re.Match[str]) -> str:
-        out = _spell(m, shouting)
-        if steps is not None and out != m.group(0):
-            steps.append(TraceStep("acronym", m.group(0), out))
-        return out
-
-    return ACRONYM.sub(repl, text)
+    return Rule("acronym", ACRONYM, functools.partial(_spell, shouting=shouting))(text, steps)
 
 
 SYMBOL = re.compile(r"[&+=@%×÷±°–—~#$€£¥₩^/\u2200-\u22ff\u27d5-\u27d7]")
@@ -220,7 +171,6 @@ SYMBOL_WORDS = {
     # Relational algebra's joins, as a database text says them (Unicode: "bowtie" ...).
     "⋈": " natural join ", "⋉": " left semijoin ", "⋊": " right semijoin ",
 }
-
 
 #: A slash between two words (and/or, TCP/IP); not a unit's (5 km/h).
 SLASH = re.compile(r"(?<![\w/.-])[A-Za-z]+(?:/[A-Za-z]+)+(?![\w/])")
@@ -282,7 +232,5 @@ def serial(m: re.Match[str]) -> str:
         >>> SERIAL.sub(serial, "SN-4471")
         'S N dash four four seven one'
     """
-    out = []
-    for part in m.group(0).split("-"):
-        out.append(" ".join(nw.EN_DIGITS[int(c)] if c.isdigit() else c for c in part))
-    return " dash ".join(out)
+    return " dash ".join(" ".join(nw.EN_DIGITS[int(c)] if c.isdigit() else c for c in part)
+                         for part in m.group(0).split("-"))

@@ -1,10 +1,5 @@
-"""English addresses and codes: house numbers, street words, states and ZIP codes, unit
-numbers, letter-digit codes.
-
-House and room numbers are said in pairs (1428 -> fourteen twenty-eight), street words
-and directions in full (E Arques Ave -> East Arques Avenue), a state code after a town in
-full with its ZIP code digit by digit, and digits glued to letters (A320, RTX 4090) the way
-model numbers are said. Each is its own rule, so a trace names which one read the text.
+"""English addresses: house and room numbers said in pairs (1428 -> fourteen twenty-eight),
+street words, directions and states in full, ZIP codes digit by digit, vanity numbers.
 
 Example:
     >>> STREET.sub(street, "2450 N Oak Ave")
@@ -19,21 +14,12 @@ import re
 
 from tts_kit.text import numbers as nw
 from tts_kit.text.common import trie_alt
-from tts_kit.text.lexicon import builtin_dir
+from tts_kit.text.tables import read_table
 
-
-def _places() -> dict[str, dict[str, str]]:
-    """``kind -> {written: said}`` from ``data/lexicons/en_places.tsv``."""
-    out: dict[str, dict[str, str]] = {}
-    for line in (builtin_dir() / "en_places.tsv").read_text(encoding="utf-8").splitlines():
-        if line.strip() and not line.startswith("#"):
-            kind, written, said = line.split("\t")
-            out.setdefault(kind, {})[written] = said
-    return out
-
-
-_PLACES = _places()
-EN_STATES, EN_STREET_WORDS, EN_TIME_ZONES = (_PLACES[k] for k in ("state", "street", "zone"))
+_PLACES = read_table("en_places", 3)
+EN_STATES, EN_STREET_WORDS, EN_TIME_ZONES = (
+    {written: said for k, written, said in _PLACES if k == kind}
+    for kind in ("state", "street", "zone"))
 
 _SUFFIX = {k.lower(): v for k, v in EN_STREET_WORDS.items()}
 _DIRECTIONS = {"N": "North", "S": "South", "E": "East", "W": "West", "NE": "Northeast",
@@ -113,7 +99,6 @@ def unit_no(m: re.Match[str]) -> str:
     """The reading of a `UNIT_NO` match: Apt 4B -> Apartment four B."""
     words = f"{_UNIT_WORDS.get(m['w'], m['w'])} {house_number(m['n'])}"
     return f"{words} {m['l']}" if m["l"] else words
-
 
 
 #: Toll-free numbers spelled with letters: 1-800-FLOWERS.

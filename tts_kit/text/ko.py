@@ -1,13 +1,10 @@
 """Korean rules: numbers with counters, dates, times, money, units, letters, symbols.
 
 Every rule that reads digits is one alternative of one regular expression (`NUMERIC`),
-tried left to right, so a text is scanned once and the most specific reading wins (a
-date before a range, a range before a counter, a counter before a bare number); a
-lookahead on what a number can start with skips everything else at C speed.
-Sino-Korean numbers come from num2words (15,000 -> 만 오천); native numbers go before the
-counters that take them, up to 99 (3개 -> 세 개, 20명 -> 스무 명); codes and phone numbers
-are said digit by digit with 0 as 공. Letters, symbols, addresses and weekdays:
-`ko_words`. The golden table (tests/golden/text_ko.tsv) lists every reading.
+most specific first, so a text is scanned once. Native numbers go before the counters that
+take them (3개 -> 세 개); codes and phone numbers are said digit by digit with 0 as 공.
+Letters, symbols, addresses and weekdays: `ko_words`. The golden table
+(tests/golden/text_ko.tsv) lists every reading.
 
 Example:
     >>> from tts_kit.text import normalize
@@ -21,53 +18,17 @@ import re
 from dataclasses import replace
 from decimal import Decimal
 
+from tts_kit.text import ko_words, tables
 from tts_kit.text import numbers as nw
 from tts_kit.text.charset import make_cleanup
 from tts_kit.text.common import Rule, Step, Steps, TraceStep, make_numeric, trie_alt
 from tts_kit.text.common import grammar as g
-from tts_kit.text.ko_words import (
-    ACRONYM,
-    AMPM_BEFORE,
-    AND_BETWEEN_NUMBERS,
-    LOWER_LETTERS,
-    PARTICLE_AFTER,
-    SHORT_DATE,
-    SYMBOL,
-    WEB_WORDS,
-    WEEKDAY_AFTER,
-    WEEKDAY_LIST,
-    WEEKDAY_RANGE,
-    WEEKDAYS,
-    acronym,
-    ampm_before,
-    particle,
-    short_date,
-    spell_lower,
-    symbol,
-    weekday_list,
-    weekday_range,
-)
 from tts_kit.text.lexicon import Lexicon
-from tts_kit.text.tables import (
-    CURRENCIES,
-    CURRENCY_CODES,
-    KO_BIG_UNITS,
-    KO_COUNTERS,
-    KO_LABEL_NOUNS,
-    KO_LETTERS,
-    KO_PARTICLES,
-    MAGNITUDES,
-    PER,
-    UNITS,
-    Currency,
-)
+from tts_kit.text.tables import CURRENCIES, CURRENCY_CODES, MAGNITUDES, PER, UNITS, Currency
 
-_NUM = g.NUM
-_COUNTERS = trie_alt(KO_COUNTERS)
-_PARTICLES = trie_alt(KO_PARTICLES)
-_BIG = trie_alt(KO_BIG_UNITS)
-_unit = g.unit
-_BIG_SET = frozenset(KO_BIG_UNITS)
+_COUNTERS = trie_alt(tables.KO_COUNTERS)
+_PARTICLES = trie_alt(tables.KO_PARTICLES)
+_BIG = trie_alt(tables.KO_BIG_UNITS)
 
 
 def _counter(p: str) -> str:
@@ -79,10 +40,7 @@ def _counter(p: str) -> str:
     )
 
 
-# Structured forms first (each fails fast on its fixed shape), then one number followed
-# by whatever says what it counts. The tail alternatives are named after their rule;
-# being the last group to close, the name is `m.lastgroup` (a bare number: ``qn``). The
-# shapes both languages share come from `common.grammar`.
+# Structured forms first, then one number and what it counts (`m.lastgroup`; ``qn``).
 NUMERIC = g.numeric(
     g.NUM_START + r"|-?[" + g.SYMS + r"]|제\s?\d|[vV]\d|\(\d{2,4}\)|[AB]\d|" + g.CODE_START + "|"
     + g.ROOT_START + "|" + g.PREFIX_START,
@@ -113,28 +71,26 @@ NUMERIC = g.numeric(
         # Counters first: the commonest tail, and no other tail starts with Hangul.
         rf"(?P<counter>{_counter('k')}"
         r"(?:\s?\((?P<kwd>[월화수목금토일])\))?"
-        rf"(?:\s?{g.RANGE_SIGN}\s?(?:(?P<kap>오전|오후)\s?)?(?P<kn2>{_NUM})(?P<kc3>{_COUNTERS})"
+        rf"(?:\s?{g.RANGE_SIGN}\s?(?:(?P<kap>오전|오후)\s?)?(?P<kn2>{g.NUM})(?P<kc3>{_COUNTERS})"
         r"(?:\s?\((?P<kwd2>[월화수목금토일])\))?)?"
         rf"{g.per('k')}?)",
         g.CURRENCY_CODE,
         g.currency_post(),
-        rf"(?P<range>\s?(?P<rsep>{g.RANGE_SIGN})\s?(?P<rb>{_NUM})"
-        rf"(?:(?P<rpct>\s?%(?:p(?![A-Za-z]))?)|{_unit('r')}|{_counter('r')})?)",
+        rf"(?P<range>\s?(?P<rsep>{g.RANGE_SIGN})\s?(?P<rb>{g.NUM})"
+        rf"(?:(?P<rpct>\s?%(?:p(?![A-Za-z]))?)|{g.unit('r')}|{_counter('r')})?)",
         rf"(?P<big>(?P<bu>{_BIG})(?:\s?(?P<bc>{_COUNTERS}))?)",
         g.MAGNITUDE,
         r"(?P<percent>\s?(?P<pp>%(?:p(?![A-Za-z]))?))",
-        rf"(?P<unit>{_unit('u')}{g.per('u')}?)",
+        rf"(?P<unit>{g.unit('u')}{g.per('u')}?)",
         g.ORDINAL,
         g.AMPM_TAIL,
         g.TIMES,
         g.RATIO,
         r"(?P<quarter>/4\s?분기)",
-        rf"(?P<fraction>(?:/|(?P<fsp>\s/\s))(?P<fb>\d{{1,16}})(?!\d)(?:{_unit('f')})?)",
+        rf"(?P<fraction>(?:/|(?P<fsp>\s/\s))(?P<fb>\d{{1,16}})(?!\d)(?:{g.unit('f')})?)",
     ],
     prefix=r"(?P<kje>제\s?)?",
 )
-# The same groups as the number alternative (kje never matches), for `_number`.
-_PLAIN = re.compile(rf"(?P<digits>\d{{17,}})|(?P<kje>(?!))?(?P<qsg>[-+])?(?P<qn>{_NUM})")
 
 
 # -- readings ---------------------------------------------------------------------------
@@ -149,32 +105,28 @@ def _sino(s: str) -> str:
 
 
 def _with_counter(num: str, counter: str, sign: str | None = None) -> str:
-    kind = KO_COUNTERS[counter]
+    kind = tables.KO_COUNTERS[counter]
     integer = g.is_int(num) and not sign
     v = g.to_int(num) if integer else -1
     if kind == "month" and integer:
         return nw.ko_month(v)
     if counter == "시" and integer and 13 <= v <= 24:
         return f"{nw.ko_sino(v)} 시"  # 24-hour clock: 십오 시 (tests/golden/README.md)
-    if kind == "ordinal" and integer and v >= 100:
-        return f"{nw.ko_sino(v)} {counter}"  # 189번째: 백팔십구 번째
-    if kind in ("ordinal", "nominal") and integer and v >= 1:
-        low = v % 100
-        head = nw.ko_sino(v - low) if v >= 100 else ""
-        if v < 100:
-            word = nw.ko_native_ordinal(v) if kind == "ordinal" else nw.ko_native_nominal_ordinal(v)
-        else:
-            word = nw.ko_native(low) or ""
-        return f"{head}{word} {counter}" if kind == "ordinal" else f"{head}{word}{counter}"
+    if kind == "ordinal" and integer and v >= 1:  # 189번째: 백팔십구 번째
+        return f"{nw.ko_sino(v) if v >= 100 else nw.ko_native_ordinal(v)} {counter}"
+    if kind == "nominal" and integer and v >= 1:
+        head = nw.ko_sino(v - v % 100) if v >= 100 else ""
+        word = nw.ko_native_nominal_ordinal(v) if v < 100 else nw.ko_native(v % 100) or ""
+        return f"{head}{word}{counter}"
     if kind == "native" and integer and 1 <= v <= 99 and not (counter == "대" and v % 10 == 0):
         # 20대 is "the twenties" (이십 대); 3대 is three machines (세 대).
         return f"{nw.ko_native(v)} {counter}"
-    words = _sino(num)
-    if sign == "-":
-        words = ("영하 " if counter == "도" else "마이너스 ") + words
-    elif sign == "+":
-        words = "플러스 " + words
-    return f"{words} {counter}"
+    return f"{_signed(_sino(num), sign, counter == '도')} {counter}"
+
+
+def _signed(words: str, sign: str | None, degrees: bool) -> str:
+    """``words`` after their sign's word: 영하 below zero degrees, else 마이너스, 플러스."""
+    return ("영하 " if sign == "-" and degrees else _sign_word(sign)) + words
 
 
 def _with_unit(num: str, unit: str, sign: str | None = None, said: bool = False) -> str:
@@ -184,10 +136,7 @@ def _with_unit(num: str, unit: str, sign: str | None = None, said: bool = False)
         words = nw.ko_native(g.to_int(num))
     else:
         words = _sino(num)
-    if sign == "-":
-        words = ("영하 " if unit in ("°C", "°F", "°") else "마이너스 ") + words
-    elif sign == "+":
-        words = "플러스 " + words
+    words = _signed(words, sign, unit in ("°C", "°F", "°"))
     prefix = f"{u.ko_prefix} " if u.ko_prefix and not said else ""
     return f"{prefix}{words} {u.ko}" if u.ko else f"{prefix}{words}"
 
@@ -197,16 +146,10 @@ def _percent(num: str, p: str) -> str:
 
 
 def _money(amount: str, cur: Currency, mag: str | None) -> str:
-    if mag and mag in _BIG_SET:
-        # ₩30억, $1.5만: the amount as written before its unit.
-        head = "" if amount == "1" and mag[0] in "십백천만" else _sino(amount)
-        return f"{head}{mag} {cur.ko}"
-    value = Decimal(amount.replace(",", ""))
+    if mag in tables.KO_BIG_UNITS:
+        return f"{_before_big(amount, mag)}{mag} {cur.ko}"  # ₩30억, $1.5만
     if mag:
-        value *= MAGNITUDES[mag]
-        if value == value.to_integral_value():
-            return f"{nw.ko_sino(int(value))} {cur.ko}"
-        return f"{_sino(format(value.normalize(), 'f'))} {cur.ko}"
+        return f"{_scaled(amount, mag)} {cur.ko}"
     whole, _, frac = amount.replace(",", "").partition(".")
     if frac and cur.ko_minor and len(frac) <= 2:
         cents = int(frac.ljust(2, "0"))
@@ -231,23 +174,17 @@ def _clock(h: int, mi: int, s: int | None, ap: str | None) -> str:
     return words
 
 
-def _plain(text: str) -> str:
-    return _PLAIN.sub(_plain_number, text)
-
-
-def _plain_number(m: re.Match[str]) -> str:
-    return _digits(m) if m.lastgroup == "digits" else _number(m)
-
-
-def _digits(m: re.Match[str]) -> str:
-    return nw.ko_digits(m.group(0), phone=True)
-
-
 _SIGNS = {"-": "마이너스 ", "+": "플러스 "}
 
 
 def _sign_word(sign: str | None) -> str:
     return _SIGNS.get(sign or "", "")
+
+
+def _lead(m: re.Match[str]) -> str:
+    """What is kept before the number alternative's number, and its sign's word."""
+    kept, sign = g.lead(m)
+    return kept + _sign_word(sign)
 
 
 # -- handlers, one per alternative of NUMERIC ---------------------------------------------
@@ -257,6 +194,10 @@ def _date(m: re.Match[str]) -> str:
     y, mo, d = int(m["dy"]), int(m["dm"]), int(m["dd"])
     if not (1 <= mo <= 12 and 1 <= d <= 31):
         return _version_like(m.group(0)) if m["ds"] == "." else _plain(m.group(0))
+    return _date_words(y, mo, d)
+
+
+def _date_words(y: int, mo: int, d: int) -> str:
     return f"{nw.ko_sino(y)} 년 {nw.ko_month(mo)} {nw.ko_sino(d)} 일"
 
 
@@ -285,8 +226,7 @@ def _version_like(s: str) -> str:
 
 
 def _code_first(m: re.Match[str]) -> str:
-    """USD 100 -> 백 달러; a currency word written after the amount is said once (KRW
-    5,000원 -> 오천 원, not 오천 원원)."""
+    """USD 100 -> 백 달러; a currency word written after it is said once (KRW 5,000원)."""
     cur = CURRENCY_CODES[m["fcode"]]
     words = _money(m["fn"], cur, m["fmag"])
     after = m.string[m.end() : m.end() + 6].lstrip()
@@ -295,11 +235,6 @@ def _code_first(m: re.Match[str]) -> str:
             head = words[: -len(word)].rstrip()
             return head if m.string[m.end() : m.end() + 1].isspace() else head + " "
     return words
-
-
-def _currency_post(m: re.Match[str]) -> str:
-    kept, sign = g.lead(m)
-    return kept + _sign_word(sign) + _money(m["qn"], CURRENCIES[m["csym2"]], None)
 
 
 def _range(m: re.Match[str]) -> str:
@@ -320,30 +255,22 @@ def _range(m: re.Match[str]) -> str:
     return f"{kept}{first}에서 {_sino(b)}"
 
 
-def _big(m: re.Match[str]) -> str:
-    kept, sign = g.lead(m)
-    n, unit = m["qn"], m["bu"]
+def _before_big(n: str, unit: str) -> str:
     # 1만 and 1천 are said 만, 천; 1억 and 1조 keep their 일.
-    head = "" if n == "1" and unit[0] in "십백천만" else _sino(n)
-    words = kept + _sign_word(sign) + head + unit
-    if m["bc"]:
-        words += " " + m["bc"]
-    return words
+    return "" if n == "1" and unit[0] in "십백천만" else _sino(n)
 
 
-def _magnitude(m: re.Match[str]) -> str:
-    kept, sign = g.lead(m)
-    value = Decimal(m["qn"].replace(",", "")) * MAGNITUDES[m["mg"]]
+def _big(m: re.Match[str]) -> str:
+    words = _lead(m) + _before_big(m["qn"], m["bu"]) + m["bu"]
+    return f"{words} {m['bc']}" if m["bc"] else words
+
+
+def _scaled(n: str, mag: str) -> str:
+    """5K -> 오천, 1.5M -> 백오십만: the value of ``n`` times a magnitude."""
+    value = Decimal(n.replace(",", "")) * MAGNITUDES[mag]
     if value == value.to_integral_value():
-        words = nw.ko_sino(int(value))
-    else:
-        words = _sino(format(value.normalize(), "f"))
-    return kept + _sign_word(sign) + words
-
-
-def _percent_h(m: re.Match[str]) -> str:
-    kept, sign = g.lead(m)
-    return kept + _sign_word(sign) + _percent(m["qn"], m["pp"])
+        return nw.ko_sino(int(value))
+    return _sino(format(value.normalize(), "f"))
 
 
 def _unit_h(m: re.Match[str]) -> str:
@@ -374,9 +301,8 @@ def _times(m: re.Match[str]) -> str:
 
 _SCORE_NEXT = re.compile(r"\s?\d")
 
-
 _LABEL_NEXT = re.compile(
-    r"\s(?:" + trie_alt(KO_LABEL_NOUNS) + r")(?:" + _PARTICLES + r")?(?![가-힣])")
+    r"\s(?:" + trie_alt(tables.KO_LABEL_NOUNS) + r")(?:" + _PARTICLES + r")?(?![가-힣])")
 
 
 def _counter_h(m: re.Match[str]) -> str:
@@ -392,24 +318,19 @@ def _counter_h(m: re.Match[str]) -> str:
         # A 제 that ends a word (문제3개) is not the ordinal prefix: kept as written.
         words = kept + _with_counter(num, counter, sign)
     if m["kwd"]:
-        words += " " + WEEKDAYS[m["kwd"]]  # 1일(월): the weekday, without brackets
+        words += " " + ko_words.WEEKDAYS[m["kwd"]]  # 1일(월): the weekday, without brackets
     if m["kn2"]:
         # 9시~18시, 1개~2개, 오전 9시~오후 6시: a range with the counter on both ends.
         ap = f"{m['kap']} " if m["kap"] else ""
         words += f"에서 {ap}{_with_counter(m['kn2'], m['kc3'])}"
         if m["kwd2"]:
-            words += " " + WEEKDAYS[m["kwd2"]]
+            words += " " + ko_words.WEEKDAYS[m["kwd2"]]
     return _per(words, m["kper"]) if m["kper"] else words
 
 
 def _per(words: str, key: str) -> str:
     """5000원/개 -> 개당 오천 원, $20/mo -> 월 이십 달러."""
     return f"{PER[key][1]} {words}"
-
-
-def _quarter(m: re.Match[str]) -> str:
-    kept, sign = g.lead(m)
-    return f"{kept}{_sign_word(sign)}{nw.ko_number(m['qn'])} 사분기"  # 1/4분기: 일 사분기
 
 
 def _date_dmy(m: re.Match[str]) -> str:
@@ -420,20 +341,11 @@ def _date_dmy(m: re.Match[str]) -> str:
         mo, d = b, a  # 25/12/2026: day first
     else:
         return _plain(m.group(0)).replace("/", " ")
-    return f"{nw.ko_sino(y)} 년 {nw.ko_month(mo)} {nw.ko_sino(d)} 일"
-
-
-def _middot(m: re.Match[str]) -> str:
-    """6·25, 5·18, 3·1절: digit by digit, as these dates are named."""
-    return nw.ko_digits(m["mda"] + m["mdb"])
+    return _date_words(y, mo, d)
 
 
 #: English digit names in Hangul, for paper sizes (A4: 에이포).
 _EN_DIGITS_KO = ("제로", "원", "투", "쓰리", "포", "파이브", "식스", "세븐", "에이트", "나인")
-
-
-def _paper(m: re.Match[str]) -> str:
-    return KO_LETTERS[m["pl"]] + _EN_DIGITS_KO[int(m["pn"])]
 
 
 def _root(m: re.Match[str]) -> str:
@@ -472,24 +384,25 @@ def _number(m: re.Match[str]) -> str:
     return kept + _sign_word(sign) + nw.ko_number(m["qn"])
 
 
+_plain = g.plain_reader(lambda d: nw.ko_digits(d, phone=True), _number)
 _HANDLERS = {
     **g.handlers(g.Words(_plain, _clock, _money, _SIGNS, "에서 ", " 대 ", _per,
                          nw.ko_number, " 점 ", "버전 ")),
-    "digits": _digits,
+    "digits": lambda m: nw.ko_digits(m.group(0), phone=True),
     "date": _date, "phone": _phone, "groups": _groups, "date_dmy": _date_dmy,
-    "middot": _middot,
-    "paper": _paper, "quarter": _quarter,
-    "currency_post": _currency_post, "code_first": _code_first,
-    "range": _range, "big": _big, "magnitude": _magnitude, "percent": _percent_h,
+    "middot": lambda m: nw.ko_digits(m["mda"] + m["mdb"]),  # 6·25: as these dates are named
+    "paper": lambda m: tables.KO_LETTERS[m["pl"]] + _EN_DIGITS_KO[int(m["pn"])],
+    "quarter": lambda m: _lead(m) + nw.ko_number(m["qn"]) + " 사분기",  # 1/4분기: 일 사분기
+    "currency_post": lambda m: _lead(m) + _money(m["qn"], CURRENCIES[m["csym2"]], None),
+    "magnitude": lambda m: _lead(m) + _scaled(m["qn"], m["mg"]),
+    "percent": lambda m: _lead(m) + _percent(m["qn"], m["pp"]),
+    "code_first": _code_first, "range": _range, "big": _big,
     "unit": _unit_h, "ordinal": _ordinal, "times": _times, "counter": _counter_h,
     "fraction": _fraction, "root": _root, "qn": _number,
 }
 #: Trace names of the alternatives whose group name is not the rule's.
 _NAMES = {"qn": "number"}
-
-
 _numeric = make_numeric(_HANDLERS, _plain)
-
 
 
 def numbers(text: str, steps: Steps) -> str:
@@ -511,9 +424,9 @@ def numbers(text: str, steps: Steps) -> str:
         out.append(rep)
         pos = m.end()
         if rep != m.group(0) and not m["kje"]:  # 제2과: a lesson, not "2 and"
-            pm = PARTICLE_AFTER.match(text, pos)
+            pm = ko_words.PARTICLE_AFTER.match(text, pos)
             if pm:
-                fixed = particle(rep, pm.group(0))
+                fixed = ko_words.particle(rep, pm.group(0))
                 if fixed != pm.group(0):
                     if steps is not None:
                         steps.append(TraceStep("particle", pm.group(0), fixed))
@@ -530,8 +443,7 @@ def rules(lexicon: Lexicon) -> list[Step]:
 
     Example:
         >>> from tts_kit.text.lexicon import load
-        >>> steps = rules(load("ko"))
-        >>> len(steps) >= 4
+        >>> len(rules(load("ko"))) >= 4
         True
     """
     def known(t: str) -> bool:
@@ -539,19 +451,19 @@ def rules(lexicon: Lexicon) -> list[Step]:
 
     # A Latin label the lexicon does not know is spelled in Korean letters, as capitals
     # are elsewhere (kim@naver.com: 케이아이엠 앳 네이버 닷 컴), not left in Latin.
-    web = replace(WEB_WORDS, word=lambda t: t if known(t) else WEB_WORDS.spell(t))
+    web = replace(ko_words.WEB_WORDS, word=lambda t: t if known(t) else ko_words.WEB_WORDS.spell(t))
     return [
         Rule("web", g.WEB, g.web_repl(web, known), by_group=True),
         lexicon.apply,
-        Rule("weekday", SHORT_DATE, short_date),  # a date known by its weekday
-        Rule("weekday", WEEKDAY_AFTER, lambda m: " " + WEEKDAYS[m["wd"]]),
-        Rule("weekday_range", WEEKDAY_RANGE, weekday_range),
-        Rule("weekday", WEEKDAY_LIST, weekday_list),
-        Rule("spacing", AND_BETWEEN_NUMBERS, lambda m: m.group(0) + " "),
-        Rule("ampm", AMPM_BEFORE, ampm_before),
-        Rule("letters", LOWER_LETTERS, spell_lower),
+        Rule("weekday", ko_words.SHORT_DATE, ko_words.short_date),  # a date known by its weekday
+        Rule("weekday", ko_words.WEEKDAY_AFTER, lambda m: " " + ko_words.WEEKDAYS[m["wd"]]),
+        Rule("weekday_range", ko_words.WEEKDAY_RANGE, ko_words.weekday_range),
+        Rule("weekday", ko_words.WEEKDAY_LIST, ko_words.weekday_list),
+        Rule("spacing", ko_words.AND_BETWEEN_NUMBERS, lambda m: m.group(0) + " "),
+        Rule("ampm", ko_words.AMPM_BEFORE, ko_words.ampm_before),
+        Rule("letters", ko_words.LOWER_LETTERS, ko_words.spell_lower),
         numbers,
-        Rule("acronym", ACRONYM, acronym),
-        Rule("symbol", SYMBOL, symbol),
+        Rule("acronym", ko_words.ACRONYM, ko_words.acronym),
+        Rule("symbol", ko_words.SYMBOL, ko_words.symbol),
         make_cleanup("ko"),
     ]

@@ -1,15 +1,6 @@
-"""Korean rules for what is not a number: letters, symbols, addresses and weekdays.
-
-Latin capitals not in the lexicon are spelled with Korean letter names (AWS ->
-에이더블유에스), a letter glued after a model number too (8a -> 팔 에이); symbols are
-said (& -> 앤); addresses (URLs, e-mail, file names) are read part by part with Korean
-words (`WEB_WORDS`); short dates known by their weekday (3/2(월)) and weekday ranges
-(월~금) are read before the numbers; `particle` chooses a particle again after a reading.
-
-Example:
-    >>> ACRONYM.sub(acronym, "AWS와 KRW")
-    '에이더블유에스와 원'
-"""
+"""Korean rules for what is not a number: Latin letters in Korean letter names (AWS ->
+에이더블유에스), symbols, addresses, weekdays, and `particle`, which chooses a particle again
+after a reading."""
 
 from __future__ import annotations
 
@@ -19,14 +10,9 @@ from tts_kit.text import numbers as nw
 from tts_kit.text.common import grammar as g
 from tts_kit.text.tables import CURRENCY_CODES, KO_LETTERS
 
-WEEKDAYS = {"월": "월요일", "화": "화요일", "수": "수요일", "목": "목요일", "금": "금요일",
-             "토": "토요일", "일": "일요일"}
-
-
+WEEKDAYS = {day: day + "요일" for day in "월화수목금토일"}
 ACRONYM = re.compile(r"(?=[A-Z])(?<![A-Za-z])(?P<a>[A-Z]+)(?![A-Z])s?(?![A-Za-z])")
 _VOWELS = frozenset("AEIOU")
-
-
 WEB_WORDS = g.WebWords(
     {"://": " 콜론 슬래시 슬래시 ", "/": " 슬래시 ", ".": " 닷 ", "@": " 앳 ", "-": " 하이픈 ",
      "_": " 언더바 ", ":": " 콜론 ", "?": " 물음표 ", "=": " 이퀄 ", "&": " 앤 ", "#": " 샵 ",
@@ -39,14 +25,10 @@ WEB_WORDS = g.WebWords(
 )
 #: A weekday in brackets after a date the counter tail did not take (1/1(월), 25일 (금)).
 WEEKDAY_AFTER = re.compile(r"(?<=\d)\s?\((?P<wd>[월화수목금토일])\)")
-
-
 _WD = "[월화수목금토일]"
 #: A short date with its weekday (3/2(월), 3.5 (목)): the weekday makes it a date.
 SHORT_DATE = re.compile(
     rf"(?<![\d./])(?P<m>\d{{1,2}})[/.](?P<d>\d{{1,2}})(?P<wd>\s?\({_WD}\))")
-#: Weekday ranges (월~금, (월)~(금)) and the wave dash after a weekday read out
-#: (월요일~목요일, from 3월 2일(월)~5일(목)): 에서 between them.
 #: AM or PM written before a time (PM 3:00, AM 9시): 오전/오후, as Korean says it.
 AMPM_BEFORE = re.compile(r"(?<![A-Za-z])(?P<ap>[AaPp])\.?[Mm]\.?\s?(?=\d{1,2}(?::\d{2}|\s?시))")
 
@@ -75,6 +57,8 @@ def weekday_list(m: re.Match[str]) -> str:
     return ", ".join(WEEKDAYS[d] for d in m.group(0).split("·"))
 
 
+#: Weekday ranges (월~금, (월)~(금)) and the wave dash after a weekday read out
+#: (월요일~목요일, from 3월 2일(월)~5일(목)): 에서 between them.
 WEEKDAY_RANGE = re.compile(
     rf"(?<![\d가-힣])\(?(?P<a>{_WD})\)?\s?~\s?\(?(?P<b>{_WD})\)?(?![가-힣])"
     r"|(?<=요일)\s?~\s?")
@@ -107,7 +91,6 @@ def weekday_range(m: re.Match[str]) -> str:
 
 #: 과/와 glued between numbers (1과1/2, 3과4): a word of its own before the next number.
 AND_BETWEEN_NUMBERS = re.compile(r"(?<=\d)[과와](?=[\d√∛])")
-
 
 #: A lower-case letter glued after a number that is no unit, magnitude or sign (Pixel
 #: 8a, 5e): a model suffix, spelled like capitals (팔 에이), not left in Latin.
@@ -156,8 +139,7 @@ def symbol(m: re.Match[str]) -> str:
     ch = m.group(0)
     if ch != "=":
         return SYMBOL_WORDS[ch]
-    before = m.string[: m.start()].rstrip()
-    last = before[-1:] if before else ""
+    last = m.string[: m.start()].rstrip()[-1:]
     if "가" <= last <= "힣":
         # The topic particle after the last syllable: 일은, 이는 (with or without 받침).
         return ("은 " if (ord(last) - 0xAC00) % 28 else "는 ")
@@ -166,10 +148,9 @@ def symbol(m: re.Match[str]) -> str:
 
 #: Particles whose form follows the last syllable (받침 or not): written for the digits,
 #: they are chosen again from the reading (4/7이 -> 칠분의 사가).
-_PARTICLE_PAIRS = {"이": ("이", "가"), "가": ("이", "가"), "을": ("을", "를"),
-                   "를": ("을", "를"), "은": ("은", "는"), "는": ("은", "는"),
-                   "과": ("과", "와"), "와": ("과", "와"), "으로": ("으로", "로"),
-                   "로": ("으로", "로"), "이나": ("이나", "나"), "이랑": ("이랑", "랑")}
+_PARTICLE_PAIRS = {form: pair for pair in (("이", "가"), ("을", "를"), ("은", "는"), ("과", "와"),
+                                           ("으로", "로"), ("이나", "나"), ("이랑", "랑"))
+                   for form in pair}
 PARTICLE_AFTER = re.compile(r"(?:으로|이나|이랑|[이가을를은는과와로])(?![가-힣])")
 
 
@@ -185,6 +166,6 @@ def particle(reading: str, written: str) -> str:
         return written
     final = (ord(last) - 0xAC00) % 28
     with_final, without = _PARTICLE_PAIRS[written]
-    if with_final in ("으로",):
+    if with_final == "으로":
         return without if final in (0, 8) else with_final  # ㄹ takes 로: 일로, 칠로
     return with_final if final else without

@@ -1,20 +1,8 @@
 """Pronunciation lexicons: ``term<TAB>pronunciation`` files, compiled into one regex.
 
-Matching is whole-word, case-insensitive, longest term first. "Whole word" means the
-term is not glued to more Latin letters or digits; a Korean particle right after it
-is fine ("API를" is API plus 를), and so is Hangul right before it. All terms go into a
-single trie-shaped regular expression (``a(?:pi|ws)`` rather than ``api|aws``), behind
-a lookahead on the terms' first letters, so one scan finds every term whatever the
-size of the lexicon.
-
-The built-in lexicons are ``data/lexicons/<lang>.tsv`` in a source checkout, or
-``tts_kit/_data/lexicons/<lang>.tsv`` when the package is installed from a wheel.
-
-Example:
-    >>> from tts_kit.text.lexicon import Lexicon
-    >>> lex = Lexicon({"FastAPI": "패스트 에이피아이", "API": "에이피아이"})
-    >>> lex.apply("FastAPI와 api를 씁니다", None)
-    '패스트 에이피아이와 에이피아이를 씁니다'
+Matching is case-insensitive, longest term first, and whole-word: a term is not glued to
+more Latin letters or digits, while a Korean particle may follow it ("API를"). The
+built-in lexicons are ``data/lexicons/<lang>.tsv`` (``tts_kit/_data`` in a wheel).
 """
 
 from __future__ import annotations
@@ -23,12 +11,11 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
 from tts_kit.core.errors import TtsKitError
-from tts_kit.text.common import Steps, TraceStep
-from tts_kit.text.tables import UNITS
+from tts_kit.text.common import Rule, Steps, char_class, trie_alt
+from tts_kit.text.tables import UNITS, builtin_dir
 
 LexiconSource = str | os.PathLike | Mapping[str, str]
 
@@ -43,32 +30,9 @@ _DECIMAL_BEFORE = re.compile(r"\d[.,]$")
 _GLUE = frozenset("0123456789%$€£¥₩")
 
 
-def builtin_dir() -> Path:
-    """The folder of the built-in lexicons (source checkout first, then the package).
-
-    Example:
-        >>> (builtin_dir() / "ko.tsv").is_file()
-        True
-    """
-    root = Path(__file__).resolve().parents[2]
-    repo = root / "data" / "lexicons"
-    # Only a source checkout: installed, parents[2] is site-packages.
-    if (root / "pyproject.toml").is_file() and repo.is_dir():
-        return repo
-    packaged = resources.files("tts_kit") / "_data" / "lexicons"
-    if packaged.is_dir():
-        return Path(str(packaged))
-    raise FileNotFoundError(
-        f"built-in lexicons not found in {repo} nor in the installed package "
-        "(tts_kit/_data/lexicons); reinstall tts_kit"
-    )
-
-
 def read_lexicon(path: str | os.PathLike) -> dict[str, str]:
-    """Read one ``term<TAB>pronunciation`` file (``#`` starts a comment line).
-
-    Later lines override earlier ones. Raises ValueError naming the file and line of
-    a malformed entry.
+    """Read one ``term<TAB>pronunciation`` file (``#`` starts a comment line; later lines
+    override earlier ones; a malformed line is an error naming it).
 
     Example:
         >>> import tempfile, pathlib
@@ -90,9 +54,7 @@ def read_lexicon(path: str | os.PathLike) -> dict[str, str]:
         term, sep, spoken = raw.partition("\t")
         term, spoken = " ".join(term.split()), " ".join(spoken.split())
         if not sep or not term or not spoken:
-            raise TtsKitError(
-                f"{path}:{lineno}: expected 'term<TAB>pronunciation', got {raw!r}"
-            )
+            raise TtsKitError(f"{path}:{lineno}: expected 'term<TAB>pronunciation', got {raw!r}")
         out[term] = spoken
     return out
 
@@ -112,12 +74,10 @@ def _is_hangul(ch: str) -> bool:
     return "\uac00" <= ch <= "\ud7a3"
 
 
-def _end(last: str) -> str:
-    """What may follow a term ending in ``last``.
-
-    A term ending in Hangul may take a particle (API를 is fine for a Hangul term too);
-    one ending in a letter may take digits (Python3, GPT4); others must end the word.
-    """
+def _end(term: str) -> str:
+    # What may follow ``term``: after Hangul anything (a particle), after a letter digits
+    # (Python3), after anything else no word character. A term of one character is its last.
+    last = term[-1]
     if _is_hangul(last):
         return ""
     if last.isalpha():
@@ -126,49 +86,19 @@ def _end(last: str) -> str:
 
 
 def _class(chars: Iterable[str]) -> str:
-    return "[" + "".join("\\" + c if c in "\\]^-[" else c for c in sorted(chars)) + "]"
+    return "[" + char_class(sorted(chars)) + "]"
 
 
 def _shared_end(lasts: set[str]) -> str | None:
-    """One end check for all terms, chosen by the matched term's last character.
-
-    Compiling a big character class costs ~0.2 ms; written after every term it made the
-    built-in lexicons take 30-70 ms to compile (paid by every process that normalises).
-    After the whole trie, the check gives the same matches: the scanner backtracks
-    into the trie, in the same order, whenever it fails. The last character tells which
-    check applies; that is exact when no character both IGNORECASE-matches a letter and
-    a non-letter, which holds for ASCII and Hangul, so other endings return None (the
-    check then stays after each term).
-    """
+    """One end check after the whole trie, chosen by the term's last character (cheaper
+    to compile than one after each term; docs/architecture.md); None where it could be
+    inexact (a last character neither ASCII nor Hangul)."""
     if any(not c.isascii() and not _is_hangul(c) for c in lasts):
         return None
     groups: dict[str, set[str]] = {}
     for c in lasts:
         groups.setdefault(_end(c), set()).add(c)
     return "(?:" + "|".join(f"(?<={_class(cs)}){end}" for end, cs in sorted(groups.items())) + ")"
-
-
-def _trie_regex(terms: Iterable[str], ends: bool = True) -> str:
-    """One alternation shaped like a trie, longest match first; with ``ends``, the end
-    check of `_end` after each term."""
-    trie: dict = {}
-    for term in terms:
-        node = trie
-        for ch in term:
-            node = node.setdefault(ch, {})
-        node[""] = term
-
-    def emit(node: dict) -> str:
-        alts = []
-        for ch in sorted(k for k in node if k):
-            alts.append(re.escape(ch) + emit(node[ch]))
-        if "" in node:
-            alts.append(_end(node[""][-1]) if ends else "")
-        if len(alts) == 1:
-            return alts[0]
-        return "(?:" + "|".join(alts) + ")"
-
-    return emit(trie)
 
 
 @lru_cache(maxsize=32)
@@ -181,12 +111,10 @@ def _compile(keys: tuple[str, ...]) -> re.Pattern[str] | None:
     for group, before in ((other, _WORDCHAR), (hangul, _HANGUL)):
         if not group:
             continue
-        firsts = sorted({c for k in group for c in (k[0], k[0].upper(), k[0].lower())})
-        # A cheap look at the next and previous character first: the scanner then tries
-        # the trie only where a term can start, at C speed everywhere else.
-        head = f"(?={_class(firsts)})"
+        firsts = {c for k in group for c in (k[0], k[0].upper(), k[0].lower())}
+        head = f"(?={_class(firsts)})"  # the trie is tried only where a term can start
         shared = _shared_end({k[-1] for k in group})
-        body = _trie_regex(group, ends=shared is None)
+        body = trie_alt(group, _end if shared is None else lambda term: "")
         parts.append(f"{head}(?<![{before}])" + (body if shared is None else f"(?:{body}){shared}"))
     return re.compile("|".join(parts), re.IGNORECASE)
 
@@ -200,7 +128,6 @@ class Lexicon:
     """
 
     def __init__(self, entries: Mapping[str, str]) -> None:
-        """``entries`` maps terms (any case) to what to say instead."""
         self.entries: dict[str, str] = {}
         for term, spoken in entries.items():
             term = " ".join(term.split())
@@ -208,6 +135,7 @@ class Lexicon:
                 self.entries[term.lower()] = spoken
         self._folded = {k.casefold(): v for k, v in self.entries.items()}
         self.pattern = _compile(tuple(sorted(self.entries)))
+        self._rule = Rule("lexicon", self.pattern, self._repl) if self.pattern else None
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -238,28 +166,14 @@ class Lexicon:
             >>> Lexicon({"TTS": "티티에스"}).apply("TTS와 TTSX", None)
             '티티에스와 TTSX'
         """
-        if self.pattern is None:
-            return text
-        if steps is None:
-            return self.pattern.sub(self._repl, text)
-
-        def repl(m: re.Match[str]) -> str:
-            out = self._repl(m)
-            if out != m.group(0):
-                steps.append(TraceStep("lexicon", m.group(0), out))
-            return out
-
-        return self.pattern.sub(repl, text)
-
-    __call__ = apply
+        return self._rule(text, steps) if self._rule else text
 
 
 def load(lang: str, extra: Iterable[LexiconSource] | LexiconSource | None = None) -> Lexicon:
     """The built-in lexicon of ``lang`` overridden by ``extra`` files or mappings, in order.
 
     Example:
-        >>> lex = load("ko", [{"ONNX": "오엔엔엑스"}])
-        >>> lex.apply("ONNX 모델", None)
+        >>> load("ko", [{"ONNX": "오엔엔엑스"}]).apply("ONNX 모델", None)
         '오엔엔엑스 모델'
     """
     merged = dict(builtin(lang))

@@ -1,19 +1,8 @@
 """`Normalizer` and `normalize`: spell a text out the way the model should read it.
 
-The text is split at markup tags, which pass through untouched; each stretch between
-them is prepared (NFKC, plain punctuation, one space) and run through the language's
-steps (`ko.rules`, `en.rules`), the last of which removes every character the output
-alphabet lacks (`charset`). `normalize_for_speech`, what the engine uses, also says
-what that removed (a `UserWarning`) and refuses text with nothing, or mostly nothing,
-left to say.
-
-Example:
-    >>> from tts_kit.text import Normalizer
-    >>> norm = Normalizer("ko")
-    >>> norm.normalize('TTS API를 3개 <break time="300ms"/> 써요')
-    '티티에스 에이피아이를 세 개 <break time="300ms"/> 써요'
-    >>> [(s.rule, s.before, s.after) for s in norm.trace("3개")]
-    [('counter', '3개', '세 개')]
+Markup tags pass through; each stretch between them is prepared (`common.prepare`) and
+run through the language's steps (`ko.rules`, `en.rules`), the last of which removes what
+the output alphabet lacks (`charset`).
 """
 
 from __future__ import annotations
@@ -25,23 +14,9 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from tts_kit.core.errors import TtsKitError
-from tts_kit.text.common import (
-    Step,
-    TraceStep,
-    check_lang,
-    check_text,
-    prepare,
-    run_steps,
-    split_tags,
-)
-from tts_kit.text.lexicon import Lexicon, LexiconSource, load
-
-
-def _rules(lang: str, lexicon: Lexicon) -> list[Step]:
-    # A language's rules are imported on its first use: an English-only process (a trial
-    # child, a server worker) never compiles the Korean patterns, nor Korean the English.
-    # Imports are thread-safe (the import lock), so concurrent first uses are fine.
-    return importlib.import_module(f"tts_kit.text.{lang}").rules(lexicon)
+from tts_kit.text import common
+from tts_kit.text.common import Step, TraceStep, prepare, run_steps, split_tags
+from tts_kit.text.lexicon import LexiconSource, load
 
 
 class Normalizer:
@@ -52,25 +27,21 @@ class Normalizer:
         'super tonic three'
     """
 
-    def __init__(
-        self,
-        lang: str = "ko",
-        lexicons: Iterable[LexiconSource] | LexiconSource | None = None,
-    ) -> None:
-        """``lang`` is ``"ko"`` or ``"en"``; ``lexicons`` are extra ``.tsv`` files (or
-        term -> pronunciation mappings) that override the built-in entries, in order."""
-        self.lang = check_lang(lang)
+    def __init__(self, lang: str = "ko",
+                 lexicons: Iterable[LexiconSource] | LexiconSource | None = None) -> None:
+        """``lexicons``: ``.tsv`` files or mappings overriding the built-in entries, in order."""
+        self.lang = common.check_lang(lang)
         self.lexicon = load(lang, lexicons)
-        self._pipeline = _rules(lang, self.lexicon)
+        # Imported on first use: an English-only process never compiles the Korean patterns.
+        rules = importlib.import_module(f"tts_kit.text.{lang}").rules
+        self._pipeline: list[Step] = rules(self.lexicon)
 
     def __repr__(self) -> str:
         return f"Normalizer({self.lang!r}, {len(self.lexicon)} lexicon terms)"
 
     def normalize(self, text: str) -> str:
-        """The text with numbers, dates, symbols and acronyms spelled out.
-
-        Raises ValueError for empty text, text over 100,000 characters, or text with
-        nothing speakable left (only emoji or symbols).
+        """The text with numbers, dates, symbols and acronyms spelled out (an error for
+        empty text, text over `MAX_CHARS`, or nothing speakable left).
 
         Example:
             >>> Normalizer("en").normalize("It costs $5 at 10:30.")
@@ -90,21 +61,12 @@ class Normalizer:
         return steps
 
     def normalize_for_speech(self, text: str) -> str:
-        """`normalize`, then say what was lost: what the engine synthesises.
-
-        Characters the language's output alphabet lacks (another script, symbols no rule
-        spells out) are removed by normalisation. Here a `UserWarning` names them; a
-        ValueError is raised when more than half of the letters were removed (the text is
-        mostly in another language) or when nothing speakable (a letter or a digit) is
-        left.
+        """`normalize`, then warn about what it removed (`check_speakable`): what the
+        engine synthesises.
 
         Example:
             >>> Normalizer("en").normalize_for_speech("Hello there!!!!!!")
             'Hello there!!!'
-            >>> Normalizer("en").normalize_for_speech("Hello 你好 مرحبا")  # doctest: +ELLIPSIS
-            Traceback (most recent call last):
-            ...
-            tts_kit.TtsKitError: normalisation for 'en' dropped 7 of 12 letters ('你' '好' ...
         """
         dropped: list[str] = []
         out = self._run(text, None, dropped)
@@ -113,7 +75,7 @@ class Normalizer:
 
     def _run(self, text: str, steps: list[TraceStep] | None,
              dropped: list[str] | None = None) -> str:
-        check_text(text)
+        common.check_text(text)
         parts: list[str] = []
         for is_tag, piece in split_tags(text):
             if is_tag:
@@ -123,8 +85,7 @@ class Normalizer:
             if core and dropped is None:
                 core = run_steps(self._pipeline, core, steps)
             elif core:
-                # The last step removes what the output alphabet lacks; its trace steps
-                # ("remove") are what was dropped.
+                # The last step's "remove" trace steps are what was dropped.
                 *rules, cleanup = self._pipeline
                 core = run_steps(rules, core, steps)
                 log: list[TraceStep] = steps if steps is not None else []
@@ -147,16 +108,8 @@ class Normalizer:
 
 def check_speakable(original: str, text: str, lang: str, dropped: Iterable[str] = (),
                     normalised: bool = True) -> None:
-    """Warn about, or refuse, text that lost words on its way to the model.
-
-    ``original`` is what the caller gave, ``text`` what the model would read, ``dropped``
-    the runs normalisation removed (`Normalizer.normalize_for_speech` collects them);
-    ``normalised=False`` for text that was not normalised. Markup tags do not count as
-    speech.
-
-    Raises:
-        TtsKitError: nothing speakable (no letter or digit) is left, or more than half of
-            the letters were dropped.
+    """Warn about the characters normalisation ``dropped`` from ``original`` on its way to
+    ``text``; refuse text with no letter or digit left, or that lost over half its letters.
 
     Example:
         >>> check_speakable("....", "...", "en")  # doctest: +ELLIPSIS
@@ -164,7 +117,9 @@ def check_speakable(original: str, text: str, lang: str, dropped: Iterable[str] 
         ...
         tts_kit.TtsKitError: text has nothing to speak after normalisation: only '...' is left; ...
     """
-    lost = [c for run in dropped for c in run if not c.isspace() and not _silent(c)]
+    # Marks and format characters (zero-width joiners) carry no sound: not counted as lost.
+    lost = [c for run in dropped for c in run
+            if not c.isspace() and unicodedata.category(c) not in ("Mn", "Me", "Cf")]
     shown = _show(lost)
     spoken = "".join(piece for is_tag, piece in split_tags(text) if not is_tag)
     if not any(c.isalnum() for c in spoken):
@@ -193,11 +148,6 @@ def check_speakable(original: str, text: str, lang: str, dropped: Iterable[str] 
     )
 
 
-def _silent(ch: str) -> bool:
-    # Marks and format characters (zero-width joiners, variation selectors) carry no sound.
-    return unicodedata.category(ch) in ("Mn", "Me", "Cf")
-
-
 def _show(chars: list[str], limit: int = 8) -> str:
     unique = list(dict.fromkeys(chars))
     return " ".join(repr(c) for c in unique[:limit]) + (" ..." if len(unique) > limit else "")
@@ -209,25 +159,22 @@ def _default(lang: str) -> Normalizer:
 
 
 def normalize_for_speech(text: str, lang: str = "ko") -> str:
-    """`normalize`, warning about dropped characters and refusing text with nothing (or
-    mostly nothing) left to say (`Normalizer.normalize_for_speech`).
+    """`normalize`, then `check_speakable` (`Normalizer.normalize_for_speech`).
 
     Example:
         >>> normalize_for_speech("Hello there.", "en")
         'Hello there.'
     """
-    check_lang(lang)
+    common.check_lang(lang)
     return _default(lang).normalize_for_speech(text)
 
 
 def normalize(text: str, lang: str = "ko") -> str:
-    """Spell ``text`` out for Supertonic in ``lang`` (``"ko"`` or ``"en"``).
-
-    Uses the built-in lexicon; build a `Normalizer` to add your own.
+    """Spell ``text`` out in ``lang`` with the built-in lexicon (`Normalizer` adds yours).
 
     Example:
         >>> normalize("FastAPI 서버는 2 vCPU에서 15,000원입니다", "ko")
         '패스트 에이피아이 서버는 이 브이씨피유에서 만 오천 원입니다'
     """
-    check_lang(lang)
+    common.check_lang(lang)
     return _default(lang).normalize(text)

@@ -1,20 +1,7 @@
-"""Number words for Korean and English.
-
-`num2words` supplies what it gets right: Sino-Korean cardinals (with the 만/억/조
-grouping and spacing), English cardinals, ordinals and years. Written here by hand is
-only what it lacks or gets wrong for speech: native Korean numerals before counters
-(한, 두, 세, 스무 ...; num2words has them only inside its ordinals, with wrong spacing
-above 100), digit-by-digit readings (decimals, phone numbers, codes), and English
-cardinals without the commas num2words puts between groups (a comma makes the model
-pause in the middle of a number).
-
-Every function is cached: `normalize` runs on every synthesis request, num2words costs
-40-100 µs a call, and the numbers people write repeat (years, small counts, prices).
-
-Example:
-    >>> from tts_kit.text import numbers
-    >>> numbers.ko_sino(15000), numbers.ko_native(20), numbers.en_cardinal(1234)
-    ('만 오천', '스무', 'one thousand two hundred and thirty-four')
+"""Number words for Korean and English: num2words for cardinals, ordinals and years
+(English without its commas, which would make the model pause); by hand the native Korean
+numerals before counters (한, 두, 스무) and digit-by-digit readings. Cached, as num2words
+is slow and the numbers people write repeat.
 """
 
 from __future__ import annotations
@@ -23,15 +10,13 @@ from functools import lru_cache
 
 from num2words import num2words
 
-#: Longest integer read as a number; longer digit runs are read digit by digit
-#: (account numbers, serials; 0 as 공 in Korean), which is also how people say them.
+#: Longest integer read as a number; longer runs are codes, said digit by digit
+#: (English: 12 without thousands commas).
 KO_MAX_DIGITS = 16
 EN_MAX_DIGITS = 21
-#: Longer runs of digits without separators are codes, said digit by digit.
 EN_PLAIN_DIGITS = 12
 
 KO_DIGITS = "영일이삼사오육칠팔구"
-#: Phone numbers, codes and numbers with leading zeros say 0 as 공.
 KO_DIGITS_PHONE = "공일이삼사오육칠팔구"
 EN_DIGITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 
@@ -39,17 +24,8 @@ _KO_NATIVE_ONES = ("", "한", "두", "세", "네", "다섯", "여섯", "일곱",
 _KO_NATIVE_TENS = ("", "열", "스물", "서른", "마흔", "쉰", "예순", "일흔", "여든", "아흔")
 #: The nominal forms used before 째 (첫째, 둘째, 셋째, 넷째).
 _KO_NATIVE_ONES_NOMINAL = ("", "첫", "둘", "셋", "넷", "다섯", "여섯", "일곱", "여덟", "아홉")
-_KO_MONTHS = (
-    "", "일월", "이월", "삼월", "사월", "오월", "유월", "칠월", "팔월", "구월", "시월",
-    "십일월", "십이월",
-)
-EN_MONTHS = (
-    "", "January", "February", "March", "April", "May", "June", "July", "August",
-    "September", "October", "November", "December",
-)
-
-
-# -- Korean -----------------------------------------------------------------------------
+EN_MONTHS = ("", *"January February March April May June July August September October "
+             "November December".split())
 
 
 @lru_cache(maxsize=16384)
@@ -109,13 +85,7 @@ def ko_native_nominal_ordinal(n: int) -> str | None:
         >>> ko_native_nominal_ordinal(3) + "째", ko_native_nominal_ordinal(12) + "째"
         ('셋째', '열두째')
     """
-    if not 1 <= n <= 99:
-        return None
-    if n == 20:
-        return "스무"
-    if n < 10:
-        return _KO_NATIVE_ONES_NOMINAL[n]
-    return _KO_NATIVE_TENS[n // 10] + _KO_NATIVE_ONES[n % 10]
+    return _KO_NATIVE_ONES_NOMINAL[n] if 1 <= n < 10 else ko_native(n)
 
 
 def ko_month(n: int) -> str:
@@ -125,14 +95,13 @@ def ko_month(n: int) -> str:
         >>> ko_month(6), ko_month(10), ko_month(8)
         ('유월', '시월', '팔월')
     """
-    return _KO_MONTHS[n] if 1 <= n <= 12 else ko_sino(n) + " 월"
+    if not 1 <= n <= 12:
+        return ko_sino(n) + " 월"
+    return {6: "유월", 10: "시월"}.get(n) or ko_sino(n) + "월"
 
 
 def ko_number(text: str) -> str:
-    """Read a written number (``1,234``, ``3.14``, ``007``) in Sino-Korean.
-
-    Decimals are read digit by digit after 점; integers with a leading zero are
-    codes, read digit by digit with 0 as 공.
+    """Read a written number in Sino-Korean (decimals and a leading 0 digit by digit).
 
     Example:
         >>> ko_number("1,234"), ko_number("3.14"), ko_number("007")
@@ -145,9 +114,6 @@ def ko_number(text: str) -> str:
     else:
         head = ko_sino(int(whole)) if whole else "영"
     return f"{head} 점 {ko_digits(frac)}" if frac else head
-
-
-# -- English ----------------------------------------------------------------------------
 
 
 @lru_cache(maxsize=16384)
@@ -200,6 +166,16 @@ def en_decade(n: int) -> str:
     return f"{head} {last}" if head else last
 
 
+def en_count(n: int, one: str, many: str = "") -> str:
+    """``n`` things, singular or plural (``many``, by default ``one`` + s).
+
+    Example:
+        >>> en_count(1, "hour"), en_count(6, "foot", "feet")
+        ('one hour', 'six feet')
+    """
+    return f"{en_cardinal(n)} {one if n == 1 else many or one + 's'}"
+
+
 def en_digits(digits: str) -> str:
     """Digit-by-digit English reading: ``"4090"`` -> four zero nine zero.
 
@@ -229,7 +205,7 @@ def en_number(text: str) -> str:
 
 
 def clear_caches() -> None:
-    """Forget every cached reading (the benchmark measures a cold start with it).
+    """Forget every cached reading (for a cold-start measurement).
 
     Example:
         >>> clear_caches()

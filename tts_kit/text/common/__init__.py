@@ -1,23 +1,14 @@
-"""The machinery every language shares: limits, the rule runner and its trace, tags.
+"""What every language shares: limits, the rule runner and its trace, tags, Unicode.
 
-A language is a list of *steps*; a step takes the text (one stretch between markup
-tags) and an optional list to record what it changed in, and returns the new text.
-Most steps are a `Rule`: one precompiled regular expression and a function that
-writes the replacement for a match. The recording wrapper is only built when a trace
-is asked for, so `normalize` pays nothing for `trace`.
-
-Example:
-    >>> import re
-    >>> from tts_kit.text.common import Rule, run_steps
-    >>> rule = Rule("shout", re.compile("hi"), lambda m: "HI")
-    >>> steps = []
-    >>> run_steps([rule], "hi there", steps), steps[0].rule
-    ('HI there', 'shout')
+A language is a list of *steps*: ``step(text, steps) -> text``, recording its changes in
+``steps`` when a trace is asked for (None otherwise). Most steps are a `Rule`.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import string
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -40,11 +31,8 @@ class TraceStep:
     """
 
     rule: str
-    """Name of the rule (``lexicon``, ``time``, ``counter``, ``remove`` ...)."""
-    before: str
-    """The span of text the rule matched."""
-    after: str
-    """What the rule replaced it with."""
+    before: str  #: the span the rule matched
+    after: str  #: what the rule replaced it with
 
 
 Steps = list[TraceStep] | None
@@ -61,18 +49,12 @@ class Rule:
         'bbnbnb'
     """
 
-    name: str
-    """Rule name shown in traces (with ``by_group``, the default for unnamed groups)."""
+    name: str  #: shown in traces
     pattern: re.Pattern[str]
-    """The compiled pattern; keep it cheap to scan (see `ko` for the lookahead trick)."""
-    repl: Callable[[re.Match[str]], str]
-    """Writes the replacement for one match; returning the match leaves it alone."""
-    by_group: bool = False
-    """Name each trace step after the alternative that matched (``m.lastgroup``)."""
-    aliases: dict[str, str] = field(default_factory=dict)
-    """Trace names for groups whose name is not the rule's (``qn`` -> ``number``)."""
-    needs: str = ""
-    """A string every match contains: text without it is not scanned (``/``)."""
+    repl: Callable[[re.Match[str]], str]  #: returning the match leaves it alone
+    by_group: bool = False  #: trace each step as the alternative that matched (lastgroup)
+    aliases: dict[str, str] = field(default_factory=dict)  #: group -> trace name (qn: number)
+    needs: str = ""  #: a string every match contains: text without it is not scanned
 
     def __call__(self, text: str, steps: Steps) -> str:
         if self.needs and self.needs not in text:
@@ -96,8 +78,7 @@ class Rule:
 
 
 class Reading(str):
-    """A replacement that names, in a trace, the reading its context chose (a number
-    read as a year is traced ``year``, not ``number``).
+    """A replacement naming, in a trace, the reading its context chose (``year``).
 
     Example:
         >>> Reading("nineteen seventy", "year").rule
@@ -133,44 +114,47 @@ def record_diff(rule: str, before: str, after: str, steps: Steps) -> None:
     """
     if steps is None or before == after:
         return
-    i = 0
-    n = min(len(before), len(after))
-    while i < n and before[i] == after[i]:
-        i += 1
-    j = 0
-    while j < n - i and before[-1 - j] == after[-1 - j]:
-        j += 1
+    i = len(os.path.commonprefix([before, after]))
+    j = len(os.path.commonprefix([before[i:][::-1], after[i:][::-1]]))
     steps.append(TraceStep(rule, before[i : len(before) - j], after[i : len(after) - j]))
 
 
-def trie_alt(words: Iterable[str]) -> str:
-    """A regex alternation of ``words`` shaped like a trie, longest match first.
-
-    ``a(?:pi|ws)`` instead of ``api|aws``: the regex engine tests each first letter once
-    instead of trying every word in turn, which matters for the 150 Korean counters.
+def trie_alt(words: Iterable[str], end: Callable[[str], str] | None = None) -> str:
+    """A regex alternation of ``words`` shaped like a trie (``a(?:pi|ws)``), longest first;
+    ``end(word)``, if given, is the pattern written after each word.
 
     Example:
-        >>> trie_alt(["개", "개월", "명"])
-        '(?:개(?:월)?|명)'
+        >>> trie_alt(["개", "개월", "명"]), trie_alt(["ab"], lambda w: "$")
+        ('(?:개(?:월)?|명)', '(?:ab$)')
     """
     trie: dict = {}
     for w in words:
         node = trie
         for ch in w:
             node = node.setdefault(ch, {})
-        node[""] = {}
+        node[""] = w
 
     def emit(node: dict) -> str:
         alts = [re.escape(ch) + emit(node[ch]) for ch in sorted(k for k in node if k)]
+        if end is not None and "" in node:
+            alts.append(end(node[""]))
         if not alts:
             return ""
         body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
-        if "" in node:
-            return "(?:" + body + ")?"
-        return body
+        return "(?:" + body + ")?" if end is None and "" in node else body
 
     out = emit(trie)
     return out if len([k for k in trie if k]) > 1 else "(?:" + out + ")"
+
+
+def char_class(chars: Iterable[str]) -> str:
+    """The body of a regex character class of ``chars``.
+
+    Example:
+        >>> print(char_class("a-]"))
+        a\\-\\]
+    """
+    return "".join("\\" + c if c in "\\]^-[" else c for c in chars)
 
 
 # -- validation -------------------------------------------------------------------------
@@ -211,9 +195,9 @@ def check_text(text: str) -> str:
 
 # -- markup tags ------------------------------------------------------------------------
 
-#: A markup tag such as ``<break time="300ms"/>`` or ``</en>``: a letter right after the
-#: ``<`` (so "3 < 5 > 2" is not one), no nested brackets, bounded length (no runaway scan).
+#: A markup tag (``<break time="300ms"/>``, ``</en>``); "3 < 5 > 2" is none.
 TAG = re.compile(r"</?[A-Za-z][^<>]{0,200}>")
+_TAG_SPLIT = re.compile(f"({TAG.pattern})")
 
 
 def split_tags(text: str) -> list[tuple[bool, str]]:
@@ -225,30 +209,16 @@ def split_tags(text: str) -> list[tuple[bool, str]]:
     """
     if "<" not in text:
         return [(False, text)]
-    out: list[tuple[bool, str]] = []
-    pos = 0
-    for m in TAG.finditer(text):
-        if m.start() > pos:
-            out.append((False, text[pos : m.start()]))
-        out.append((True, m.group(0)))
-        pos = m.end()
-    if pos < len(text):
-        out.append((False, text[pos:]))
-    return out
+    return [(i % 2 == 1, piece) for i, piece in enumerate(_TAG_SPLIT.split(text)) if piece]
 
 
-#: A language tag such as ``<ko>`` or ``</en>``: the model-facing step wraps every text in
-#: the tags of its language (`tts_kit.core.textproc.preprocess`), one language per call.
+#: A language tag (``<ko>``, ``</en>``); the model reads one language per call.
 LANGUAGE_TAG = re.compile(r"</?([a-z]{2})>", re.IGNORECASE)
 
 
 def language_tags(text: str, lang: str) -> str:
-    """Drop language tags naming ``lang``; refuse a tag naming another language.
-
-    The model reads one language per call, inside ``<lang>...</lang>`` that the
-    model-facing step adds: a tag of the same language would nest, and a tag of another
-    would reach the model while the words inside it are normalised (or removed) as
-    ``lang``. Tags that name no language (``<break time="1s"/>``) are left alone.
+    """Drop language tags naming ``lang``; refuse a tag naming another language (the
+    model-facing step adds ``<lang>`` itself). Other tags are left alone.
 
     Example:
         >>> language_tags("<en>Hello</en> there", "en")
@@ -276,24 +246,18 @@ def language_tags(text: str, lang: str) -> str:
     return LANGUAGE_TAG.sub(tag, text)
 
 
-# -- which language a text is in -----------------------------------------------------------
-
 _HANGUL = re.compile("[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]")
 _LATIN = re.compile("[A-Za-z]")
 
 
 def other_language(text: str, lang: str) -> str | None:
-    """The language ``text`` is clearly written in when that is not ``lang``, else None.
-
-    Clearly: read as English, more Hangul than Latin letters (at least two); read as
-    Korean, no Hangul at all and at least three Latin letters. Mixed text (Korean with
-    English terms) is never flagged.
+    """The language ``text`` is clearly written in when that is not ``lang``, else None:
+    for English, more Hangul than Latin letters (two or more); for Korean, no Hangul and
+    three Latin letters or more. Mixed text is never flagged.
 
     Example:
-        >>> other_language("회의는 10시에 시작합니다", "en"), other_language("Hello there", "ko")
-        ('ko', 'en')
-        >>> other_language("FastAPI 서버", "ko") is None, other_language("OK 3개", "en") is None
-        (True, True)
+        >>> other_language("회의는 10시에", "en"), other_language("FastAPI 서버", "ko")
+        ('ko', None)
     """
     if lang not in ("en", "ko"):
         return None
@@ -308,8 +272,7 @@ def other_language(text: str, lang: str) -> str | None:
 
 # -- Unicode preparation ------------------------------------------------------------------
 
-#: Decimal digits of other scripts (after NFKC, which already maps full-width and
-#: superscript digits): read as the ASCII digits they are.
+#: Decimal digits of other scripts, read as the ASCII digits they are.
 _OTHER_DIGIT = re.compile(r"(?![0-9])\d")
 #: Typographic punctuation with a plain equivalent the rules and the model know.
 _PUNCT_MAP = {
@@ -321,13 +284,13 @@ _PUNCT_MAP = {
 }
 _PUNCT = re.compile("[" + "".join(_PUNCT_MAP) + "]")
 _WHITESPACE = re.compile(r"\s+")
+_WEEKDAY_CHARS = frozenset("월화수목금토일")
 
 
 def _punct(m: re.Match[str]) -> str:
     ch = m.group(0)
     if ch in "\u00b7\u30fb":
-        # 6·25, 3·1절: a middle dot between digits names a date; 월·수·금 lists weekdays;
-        # the rules read both.
+        # Kept between digits (6·25, a date) and weekdays (월·수·금): the rules read both.
         s, i = m.string, m.start()
         if 0 < i < len(s) - 1 and (s[i - 1].isdigit() and s[i + 1].isdigit()
                                    or s[i - 1] in _WEEKDAY_CHARS and s[i + 1] in _WEEKDAY_CHARS):
@@ -335,20 +298,17 @@ def _punct(m: re.Match[str]) -> str:
     return _PUNCT_MAP[ch]
 
 
-_WEEKDAY_CHARS = frozenset("월화수목금토일")
-#: ANSI escape sequences (colours, cursor moves, window titles) and other escapes.
+#: ANSI escape sequences (colours, cursor moves, window titles).
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-_]?)")
 #: A no-break or thin space between digit groups (10 000 km): a thousands separator.
 _SPACED_DIGITS = re.compile(r"(?<=\d)[\u00a0\u202f\u2009](?=\d{3}(?!\d))")
 _SPACE_OR_ROMAN = re.compile("[\u00a0\u202f\u2009\u2160-\u2182\u2185-\u2188]")
-#: Roman numerals written as their own characters (Ⅻ, ↀ): unambiguous numbers (the
-#: reversed C letters U+2183/4 are no number).
+#: Roman numerals written as their own characters (Ⅻ, ↀ; not the letters U+2183/4).
 _ROMAN_CHARS = re.compile("[\u2160-\u2182\u2185-\u2188]+")
 
 
 def _roman_chars(m: re.Match[str]) -> str:
-    """Ⅻ -> 12; after a capitalised word (Chapter Ⅻ, Louis Ⅻ) the Roman letters, which
-    the language's Roman rules read in context."""
+    # Ⅻ -> 12; after a capitalised word (Louis Ⅻ) the letters, for the Roman rules.
     letters = unicodedata.normalize("NFKC", m.group(0)).upper()
     before = m.string[max(0, m.start() - 20) : m.start()]
     if letters.isascii() and re.search(r"[A-Z][a-z]+ $", before):
@@ -371,18 +331,15 @@ def roman_value(letters: str) -> int:
 
 
 _ROMAN_VALUE = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
-#: The ordinal indicator º after a number is a degree sign typed on a Latin keyboard
-#: (45º); NFKC would make it the letter o.
+#: º after a number is a degree sign (45º), which NFKC would make the letter o.
 _DEGREE = re.compile(r"(?<=\d)º|(?<=\d )º(?=[CF]?\b)")
 #: A digit right before a vulgar fraction (3½): NFKC would glue them into 31⁄2.
 _DIGIT_FRACTION = re.compile("(?<=[0-9])(?=[\u00bc-\u00be\u2150-\u215e])")
 
 
 def prepare(text: str, steps: Steps) -> str:
-    """NFKC, other scripts' digits as ASCII, typographic punctuation as plain, one space.
-
-    NFKC (not NFKD) so that full-width forms, circled numbers and ``㎏`` become plain
-    characters the rules can read, while Hangul stays composed for the Korean rules.
+    """NFKC (Hangul stays composed), other scripts' digits as ASCII, typographic
+    punctuation as plain, one space.
 
     Example:
         >>> prepare("３㎏ “ok”  ①", None)
@@ -410,27 +367,20 @@ def prepare(text: str, steps: Steps) -> str:
             record_diff("punctuation", b3, text, steps)
     tidy = " ".join(text.split())
     if steps is not None and tidy != text:
-        inner = text.strip()
-        for m in _WHITESPACE.finditer(inner):
-            if m.group(0) != " ":
-                steps.append(TraceStep("whitespace", m.group(0), " "))
+        steps.extend(TraceStep("whitespace", ws, " ")
+                     for ws in _WHITESPACE.findall(text.strip()) if ws != " ")
     return tidy
 
 
-ASCII_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-
-#: Tails that make no sense after a number glued to letters: the "s" of "MP3s" is not
-#: seconds, the "x" of "Win10x" is not times.
+ASCII_LETTERS = frozenset(string.ascii_letters)
+#: Tails that make no sense after a number glued to letters ("MP3s", "Win10x").
 NOT_AFTER_LETTERS = frozenset({"unit", "magnitude", "ampm", "times"})
 
 
-def make_numeric(
-    handlers: dict[str, Callable[[re.Match[str]], str]], plain: Callable[[str], str]
-) -> Callable[[re.Match[str]], str]:
-    """The replacement function of a language's numeric alternation.
-
-    ``handlers`` maps each named alternative to its verbaliser; ``plain`` reads a bare
-    number. Both languages dispatch the same way, so the logic lives here once.
+def make_numeric(handlers: dict[str, Callable[[re.Match[str]], str]],
+                 plain: Callable[[str], str]) -> Callable[[re.Match[str]], str]:
+    """The replacement function of a language's numeric alternation: ``handlers`` maps
+    each named alternative to its reading, ``plain`` reads a bare number.
 
     Example:
         >>> import re

@@ -1,11 +1,6 @@
-"""The numeric grammar English and Korean share: shapes of numbers, times, ranges,
-phone numbers and money, built once; each language adds its words.
-
-A language's `NUMERIC` is one regular expression made by `numeric` from named
-alternatives: structured forms first (times, money, versions ...), then one number
-followed by an optional tail saying what it measures. The alternatives below are the
-ones both languages use, with the same group names, so that the shared handlers of
-`handlers` can read them; a language passes its own words in a `Words`.
+"""The numeric grammar English and Korean share: the shapes of numbers, times, ranges,
+phone numbers, money and addresses, with the same group names in both languages, and
+the `handlers` that read them in a language's `Words`.
 
 Example:
     >>> from tts_kit.text.common import grammar
@@ -21,24 +16,15 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from tts_kit.text import tables
 from tts_kit.text.common import trie_alt
-from tts_kit.text.tables import (
-    CURRENCIES,
-    CURRENCY_CODES,
-    MAGNITUDES,
-    PER,
-    PREFIXED_DOLLARS,
-    UNITS,
-    Currency,
-)
+from tts_kit.text.tables import CURRENCIES, CURRENCY_CODES, MAGNITUDES, PER, UNITS, Currency
 
-#: A number: thousands groups, or at most 16 digits (longer runs are codes, read digit by
-#: digit by the ``digits`` alternative; this also keeps int() away from huge strings). A
-#: number may start with its decimal point (.5, $.01) when no digit or word is before it.
+#: A number: thousands groups, or at most 16 digits (longer runs are codes: ``DIGITS``),
+#: or a decimal point first (.5, $.01) with no digit or word before it.
 NUM = (r"\d{1,3}(?:,\d{3}){1,6}(?!,?\d)(?:\.\d+)?|\d{1,16}(?!\d)(?:\.\d+)?"
        r"|(?<![\w.,])\.\d{1,16}(?![\d.])")
-#: What a number may start with (the lookahead of `numeric`): a digit, a sign, or the
-#: point of ".5" with no word or digit before it.
+#: What a number may start with (the lookahead of `numeric`).
 NUM_START = r"(?<![A-Za-z])[-+]?\d|\d|(?<![\w.,])[-+]?\.\d"
 #: am/pm, and "A M" as the abbreviation rule writes a.m.
 AMPM = r"(?:[AaPp]\.?[Mm](?:\.(?=\S))?|[AP] M)(?![A-Za-z])"
@@ -50,10 +36,10 @@ UNITS_SPACED = trie_alt(k for k, u in UNITS.items() if u.spaced)
 MAGS = trie_alt(MAGNITUDES)
 CODES = trie_alt(CURRENCY_CODES)
 SYMS = "".join(CURRENCIES)
-PREFIXES = trie_alt(PREFIXED_DOLLARS)
+PREFIXES = trie_alt(tables.PREFIXED_DOLLARS)
 #: What a prefixed dollar sign (HK$ 80) starts with, for a language's lookahead.
 PREFIX_START = rf"(?<![A-Za-z]){PREFIXES}\$"
-PREFIX_FIRST = "".join(sorted({k[0] for k in PREFIXED_DOLLARS}))
+PREFIX_FIRST = "".join(sorted({k[0] for k in tables.PREFIXED_DOLLARS}))
 PERS = trie_alt(PER)
 #: One-syllable Korean particles that may follow a "per" unit (5kg/m의, 25km/L로).
 _PER_PARTICLES = "의를을로에은는이가와과도"
@@ -79,6 +65,25 @@ def unit(p: str) -> str:
 
 DIGITS = r"(?P<digits>\d{17,})"
 TRANGE = rf"(?P<trange>(?P<ta>{TIME})\s?{RANGE_SIGN}\s?(?P<tb>{TIME})(?![\d:]))"
+#: Every number of a text, with the groups of a language's number alternative.
+PLAIN = re.compile(rf"{DIGITS}|(?P<kje>(?!))?(?P<qsg>[-+])?(?P<qn>{NUM})")
+
+
+def plain_reader(digits: Callable[[str], str], number: Callable[[re.Match[str]], str]
+                 ) -> Callable[[str], str]:
+    """Reads every number of a text: 17 digits or more with ``digits``, others with
+    ``number`` (a handler of the number alternative).
+
+    Example:
+        >>> plain_reader(lambda d: "D", lambda m: "N")("1, 2 and " + "9" * 17)
+        'N, N and D'
+    """
+    def read(m: re.Match[str]) -> str:
+        return digits(m.group(0)) if m.lastgroup == "digits" else number(m)
+
+    return lambda text: PLAIN.sub(read, text)
+
+
 TIME_ALT = (rf"(?P<time>(?P<th>\d{{1,2}}):(?P<tm>\d{{2}})(?::(?P<ts>\d{{2}}))?(?![\d:])"
             rf"(?:\s?(?P<tap>{AMPM}))?)")
 
@@ -108,8 +113,7 @@ CODE_START = "(?:" + "|".join(sorted(CURRENCY_CODES)) + r")\s?\d"
 CODE_FIRST = "".join(sorted({c[0] for c in CURRENCY_CODES}))
 #: First characters of a number (`NUM_START`) or an amount with its currency sign.
 NUM_FIRST = r"0-9+\-." + SYMS
-#: 6·25, 5·18, 3·1절: dates of events written with a middle dot (kept by `prepare`
-#: between digits).
+#: 6·25, 3·1절: dates of events written with a middle dot.
 MIDDOT = r"(?P<middot>(?P<mda>\d{1,2})·(?P<mdb>\d{1,2})(?!\d))"
 VERSION = (r"(?P<version>(?:(?<![A-Za-z])(?P<vv>[vV]))?(?P<vn>\d+(?:\.\d+){2,7})"
            r"|(?<![A-Za-z])(?P<vv2>[vV])(?P<vn2>\d+(?:\.\d+)?))")
@@ -124,8 +128,7 @@ RATIO = r"(?P<ratio>:(?P<qb>\d{1,16})(?!\d))"
 #: A fraction's slash, glued (1/2) or spaced (1 / 2: group ``fsp``, never a date).
 FRACTION = (r"(?P<fraction>(?:/|(?P<fsp>\s/\s))(?P<fb>\d{1,16})(?!\d)"
             r"(?P<fo>(?:st|nd|rd|th|ST|ND|RD|TH)s?(?![A-Za-z]))?)")
-#: Three or more digit groups joined by hyphens that are no date, phone or range
-#: (22-95-81, 4-3-3): each group said on its own.
+#: Three or more digit groups joined by hyphens (22-95-81): each said on its own.
 GROUPS = r"(?P<groups>(?<![\d.,-])\d{1,4}(?:-\d{1,4}){2,6}(?![\d-]))"
 #: A square or cube root, with a coefficient (2√3) and a denominator (√3/2).
 ROOT = (r"(?P<root>(?P<rc>\d{1,3})?(?P<rsym>[√∛])\s?(?P<rn>\d{1,16}(?:\.\d+)?)(?![\d.])"
@@ -140,13 +143,10 @@ def currency_post(extra: str = "") -> str:
 
 def numeric(starts: str, first: str, heads: Sequence[str], tails: Sequence[str],
             prefix: str = "") -> re.Pattern[str]:
-    """Assemble a language's numeric pattern.
-
-    ``starts`` is the lookahead on what a match can start with and ``first`` the body of
-    a character class of its first characters (the scanner skips everything else at C
-    speed), ``heads`` the structured alternatives in order, ``tails``
-    what may follow a plain number (group ``qn``, optional sign ``qsg``), ``prefix`` a
-    pattern allowed before the number (Korean 제).
+    """A language's numeric pattern: ``first`` (a character class body) and ``starts``
+    (a lookahead) say what a match starts with, ``heads`` are the structured forms in
+    order, ``tails`` what may follow a plain number (``qn``, sign ``qsg``), ``prefix`` what
+    may come before it (Korean 제).
 
     Example:
         >>> p = numeric(r"\\d", "0-9", [DIGITS], [ORDINAL])
@@ -154,8 +154,6 @@ def numeric(starts: str, first: str, heads: Sequence[str], tails: Sequence[str],
         'ordinal'
     """
     number = rf"{prefix}(?P<qsg>[-+])?(?P<qn>{NUM})(?:" + "|".join(tails) + ")?"
-    # One character class first (``first``): most positions fail it at C speed, before
-    # the finer lookahead, with its lookbehinds and alternatives, is tried.
     return re.compile(rf"(?=[{first}])(?={starts})(?:" + "|".join([*heads, number]) + ")")
 
 
@@ -174,21 +172,16 @@ def is_int(s: str) -> bool:
 
 def parse_time(t: str) -> tuple[int, int, int | None] | None:
     """(hours, minutes, seconds or None) of ``h:mm[:ss]``, None when it is no clock time."""
-    parts = [int(x) for x in t.split(":")]
-    h, mi = parts[0], parts[1]
-    s = parts[2] if len(parts) > 2 else None
+    h, mi, *rest = (int(x) for x in t.split(":"))
+    s = rest[0] if rest else None
     if h > 24 or mi > 59 or (s is not None and s > 59):
         return None
     return h, mi, s
 
 
 def lead(m: re.Match[str]) -> tuple[str, str | None]:
-    """(text kept before the reading, the sign's meaning) for the number alternative.
-
-    A ``-`` or ``+`` glued to a word or digit before it is a hyphen or an operator
-    ("A-5", "3+4"), kept as written; otherwise it is the number's sign. A prefix group
-    (``kje``, Korean 제) is kept as written.
-    """
+    """(text kept before the reading, the sign) of the number alternative: a ``-`` or
+    ``+`` glued after a word or digit ("A-5", "3+4") is kept, as is Korean 제."""
     kept = (m["kje"] or "") if "kje" in m.re.groupindex else ""
     sign = m["qsg"]
     if sign:
@@ -208,9 +201,8 @@ def local_phone(m: re.Match[str]) -> bool:
 #: An extension after a phone number (ext. 12, x12, 내선 123), group ``pext``.
 PHONE_EXT = r"(?:\s?,?\s?(?:ext\.?|[Ee]xt\.?|x|extension|내선)\s?(?P<pext>\d{1,5})(?!\d))?"
 
-
-#: Phone shapes both languages read: +CC (0)area (UK style), and a local 555-1234 with an
-#: extension (a bare 555-1234 is left to the range rule, which tells it from 300-5000).
+#: Phone shapes both languages read: +CC (0)area, and 555-1234 with an extension (a bare
+#: 555-1234 is the range rule's, which tells it from 300-5000).
 PHONE_SHARED = (r"\+\d{1,3}\s?\(0\)\s?\d{1,4}(?:[-.\s]\d{2,4}){1,3}(?!\d)"
                 r"|\d{3}-\d{4}(?=\s?,?\s?(?:ext\.?|[Ee]xt\.?|x|extension|내선)\s?\d)")
 
@@ -221,12 +213,7 @@ def phone_parts(m: re.Match[str]) -> tuple[list[str], str | None]:
     body = m.string[m.start() : end]
     body = re.sub(r"\s?,?\s?(?:ext\.?|[Ee]xt\.?|x|extension|내선)\s?$", "", body)
     body = body.replace("(0)", " ")  # +44 (0)20: the trunk zero is not dialled
-    return phone_groups(body), m["pext"]
-
-
-def phone_groups(s: str) -> list[str]:
-    """The digit groups of a phone number, separators and brackets dropped."""
-    return [g for g in re.split(r"[-.\s()]+", s.lstrip("+")) if g]
+    return [g for g in re.split(r"[-.\s()]+", body.lstrip("+")) if g], m["pext"]
 
 
 @dataclass(frozen=True)
@@ -239,34 +226,23 @@ class Words:
         'minus '
     """
 
-    plain: Callable[[str], str]
-    """Reads every number in a string plainly (the fallback of a malformed form)."""
-    clock: Callable[[int, int, int | None, str | None], str]
-    """Reads a clock time (hours, minutes, seconds, am/pm)."""
-    money: Callable[[str, Currency, str | None], str]
-    """Reads an amount in a currency, with an optional magnitude (M, bn)."""
-    signs: dict[str, str]
-    """Words for ``-`` and ``+`` before a number, trailing space included."""
-    to: str
-    """Joins the two ends of a range (" to ", "에서 ")."""
-    ratio: str
-    """Joins the two sides of a ratio (" to ", " 대 ")."""
-    per: Callable[[str, str], str]
-    """Says a reading "per" a unit: (reading, key of `tables.PER`) -> words."""
-    number: Callable[[str], str]
-    """Reads one number as written (digits, commas, a decimal point)."""
-    point: str
-    """Joins the parts of a version number (" point ", " 점 ")."""
-    version: str
-    """Says a ``v`` before a version number ("version ", "버전 ")."""
+    plain: Callable[[str], str]  #: every number of a string, plainly (a malformed form)
+    clock: Callable[[int, int, int | None, str | None], str]  #: hours, minutes, s, am/pm
+    money: Callable[[str, Currency, str | None], str]  #: amount, currency, magnitude (M)
+    signs: dict[str, str]  #: words for ``-`` and ``+``, trailing space included
+    to: str  #: between the ends of a range (" to ", "에서 ")
+    ratio: str  #: between the sides of a ratio (" to ", " 대 ")
+    per: Callable[[str, str], str]  #: (reading, key of `tables.PER`) -> words
+    number: Callable[[str], str]  #: one number as written
+    point: str  #: between the parts of a version (" point ")
+    version: str  #: a ``v`` before a version ("version ")
 
     def sign(self, s: str | None) -> str:
         return self.signs.get(s or "", "")
 
 
 def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
-    """The handlers of the shared alternatives (times, money, ratios, versions), in
-    ``w``'s words.
+    """The handlers of the shared alternatives, in ``w``'s words.
 
     Example:
         >>> hs = handlers(Words(str, lambda h, mi, s, ap: f"{h}h{mi}", lambda *a: "",
@@ -288,7 +264,7 @@ def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
         return w.clock(*t, m["tap"])
 
     def currency(m: re.Match[str]) -> str:
-        cur = PREFIXED_DOLLARS[m["cpre"]] if m["cpre"] else CURRENCIES[m["csym"]]
+        cur = tables.PREFIXED_DOLLARS[m["cpre"]] if m["cpre"] else CURRENCIES[m["csym"]]
         words = w.sign(m["csg"]) + w.money(m["cn"], cur, m["cmag"])
         if m["cn2"]:
             words += w.to + w.money(m["cn2"], cur, m["cmag2"])  # $5-$10
@@ -367,22 +343,13 @@ class WebWords:
         'A B dot I O'
     """
 
-    seps: dict[str, str]
-    """Words for separators (``.``, ``/``, ``@``, ``://`` ...)."""
-    spell: Callable[[str], str]
-    """Letter by letter (protocols, ``www``, labels of two letters or without a vowel:
-    ``io``, ``pdf``); other labels are said as the words they are."""
+    seps: dict[str, str]  #: words for separators (``.``, ``/``, ``://`` ...)
+    spell: Callable[[str], str]  #: letter by letter (``www``, ``io``, no vowel: ``pdf``)
     digits: Callable[[str], str]
-    """Digit by digit."""
-    readable: dict[str, str]
-    """Short labels said as words (``com``), and how."""
-    ip_dot: str = ""
-    """The word for the dots of an IP address, when not the ``.`` of ``seps``."""
-    ip_number: Callable[[str], str] | None = None
-    """How the numbers of an IP address are read, when not digit by digit."""
-    word: Callable[[str], str] | None = None
-    """How a label said as a word is written (Korean spells a Latin word it has no entry
-    for: kim -> 케이아이엠); None keeps it as written."""
+    readable: dict[str, str]  #: short labels said as words (``com``), and how
+    ip_dot: str = ""  #: the dots of an IP address, when not ``seps["."]``
+    ip_number: Callable[[str], str] | None = None  #: IP numbers, when not digit by digit
+    word: Callable[[str], str] | None = None  #: a label said as a word; None: as written
 
     def say(self, text: str, kind: str) -> str:
         out = []
@@ -406,10 +373,8 @@ class WebWords:
         return " ".join("".join(f" {o} " for o in out).split())
 
 
-def web_repl(words: WebWords, known: Callable[[str], bool] = lambda t: False
-             ) -> Callable[[re.Match[str]], str]:
-    """The replacement function of `WEB` in ``words``; an address ``known`` says is a
-    term (a lexicon entry such as Node.js) is left for the lexicon."""
+def web_repl(words: WebWords, known: Callable[[str], bool]) -> Callable[[re.Match[str]], str]:
+    """The replacement of `WEB` in ``words``; what ``known`` says is a term is kept."""
 
     def repl(m: re.Match[str]) -> str:
         if known(m.group(0)):
