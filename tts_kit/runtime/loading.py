@@ -216,24 +216,18 @@ class StageLoader:
     def session(self, stage: str) -> Iterator[SessionLease]:
         """The session of ``stage`` for one run, loaded and released as the policy says
         (re-entrant per thread: the outermost block does it)."""
-        depth: dict[str, int] | None = getattr(self._held, "depth", None)
-        if depth is None:
-            depth = self._held.depth = {}
-        if depth.get(stage):
-            depth[stage] += 1
-            try:
-                yield self._leases[stage]  # pinned by this thread's outer block
-            finally:
-                depth[stage] -= 1
-            return
-        lease = self._pin(stage)
-        depth[stage] = 1
+        depth: dict[str, int] = self._held.__dict__.setdefault("depth", {})
+        outer = not depth.get(stage)  # an inner block's session is pinned by the outer one
+        lease = self._pin(stage) if outer else self._leases[stage]
+        depth[stage] = depth.get(stage, 0) + 1
         try:
-            events.mark(f"run {stage}")
+            if outer:
+                events.mark(f"run {stage}")
             yield lease
         finally:
-            depth[stage] = 0
-            self._unpin(stage)
+            depth[stage] -= 1
+            if outer:
+                self._unpin(stage)
 
     @property
     def loaded(self) -> list[str]:
@@ -275,5 +269,4 @@ def needs_preparation(loading: str | LoadPolicy) -> bool:
         >>> needs_preparation("paged"), needs_preparation("resident")
         (True, False)
     """
-    policy = loading if isinstance(loading, LoadPolicy) else LoadPolicy.parse(loading)
-    return bool(policy.external_data)
+    return bool(LoadPolicy.parse(loading).external_data)

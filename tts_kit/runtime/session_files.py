@@ -156,16 +156,18 @@ def _externalize(src: str, out: str, data: str) -> None:
 
 
 def _write_external(src: Path, work: Path) -> None:
-    args = [str(src), str(work / src.name), f"{src.name}.data"]
-    if src.stat().st_size <= INPROCESS_CONVERT_BYTES and "onnx" in sys.modules:
-        _externalize(*args)  # importing onnx in-process would cost as much as the child
-    else:
-        _in_child(_externalize, args, f"{src}: could not write an external-data copy")
+    # A small graph converts here only if onnx is imported: importing it costs as much as a child.
+    here = src.stat().st_size <= INPROCESS_CONVERT_BYTES and "onnx" in sys.modules
+    _convert(_externalize, [str(src), str(work / src.name), f"{src.name}.data"], here,
+             f"{src}: could not write an external-data copy")
 
 
-def _in_child(convert: Callable[..., None], args: list[str], what: str) -> None:
-    """``convert(*args)`` in a child Python, so a large graph's parse (2-3x the file) stays
-    out of this heap; ``convert`` imports what it needs beyond ``ort``."""
+def _convert(convert: Callable[..., None], args: list[str], here: bool, what: str) -> None:
+    """``convert(*args)`` here (``here``) or in a child Python, so a large graph's parse (2-3x
+    the file) stays out of this heap; ``convert`` imports what it needs beyond ``ort``."""
+    if here:
+        convert(*args)
+        return
     script = (f"import sys\nimport onnxruntime as ort\n{inspect.getsource(convert)}\n"
               f"{convert.__name__}(*sys.argv[1:])")
     proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True)
@@ -218,12 +220,6 @@ def _cpu_fingerprint() -> str:
     return hashlib.sha256("\n".join(keep).encode()).hexdigest()[:16]
 
 
-def _optimised_meta(src: Path, level: ort.GraphOptimizationLevel, prepacked: bool
-                    ) -> dict[str, str]:
-    return {"source": _content_key(src), "onnxruntime": ort.__version__,
-            "level": level.name, "cpu": _cpu_fingerprint(), "prepacked": str(prepacked)}
-
-
 def optimised_copy(path: str | os.PathLike[str],
                    level: ort.GraphOptimizationLevel = ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
                    cache_dir: str | os.PathLike[str] | None = None, *,
@@ -241,7 +237,8 @@ def optimised_copy(path: str | os.PathLike[str],
     src = Path(path).resolve()
     src.stat()
     root = Path(cache_dir) if cache_dir is not None else external_cache_dir()
-    meta = _optimised_meta(src, level, prepacked)
+    meta = {"source": _content_key(src), "onnxruntime": ort.__version__, "level": level.name,
+            "cpu": _cpu_fingerprint(), "prepacked": str(prepacked)}
     key = "opt-" + hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:32]
     entry = root / key / OPTIMISED_META
     if entry.parent.is_dir():
@@ -255,10 +252,8 @@ def optimised_copy(path: str | os.PathLike[str],
     def write(src: Path, work: Path) -> None:
         args = [str(src), str(work / src.name), level.name, f"{src.name}.data",
                 str(int(prepacked))]
-        if src.stat().st_size <= INPROCESS_CONVERT_BYTES:
-            _optimise_here(*args)
-        else:
-            _in_child(_optimise_here, args, f"{src}: could not write an optimised copy")
+        _convert(_optimise_here, args, src.stat().st_size <= INPROCESS_CONVERT_BYTES,
+                 f"{src}: could not write an optimised copy")
         (work / OPTIMISED_META).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
 
     return _cached_copy(src, key, root, write)
@@ -388,6 +383,5 @@ def check_loads(bundle: Any) -> list[str]:
         so = ort.SessionOptions()
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         so.log_severity_level = 3
-        sess = create_session(bundle.stage_path(stage), so, ["CPUExecutionProvider"])
-        del sess
+        create_session(bundle.stage_path(stage), so, ["CPUExecutionProvider"])  # then dropped
     return stages
