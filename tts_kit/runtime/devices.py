@@ -45,20 +45,17 @@ def gpu_memory_mb(pid: int | None = None) -> tuple[float | None, str]:
     smi = shutil.which("nvidia-smi")
     if not smi:
         return None, "nvidia-smi not found"
+
+    def query(what: str) -> str:
+        return subprocess.run([smi, f"--query-{what}", "--format=csv,noheader,nounits"],
+                              capture_output=True, text=True, timeout=10, check=True).stdout
+
     try:
-        out = subprocess.run(
-            [smi, "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-            capture_output=True, text=True, timeout=10, check=True,
-        ).stdout
-        for line in out.splitlines():
+        for line in query("compute-apps=pid,used_memory").splitlines():
             parts = [p.strip() for p in line.split(",")]
             if len(parts) == 2 and parts[0] == str(pid):
                 return float(parts[1]), "nvidia-smi per-process used_memory"
-        out = subprocess.run(
-            [smi, "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
-            capture_output=True, text=True, timeout=10, check=True,
-        ).stdout
-        total = sum(float(x) for x in out.split() if x.strip())
+        total = sum(float(x) for x in query("gpu=memory.used").split())
         return total, "nvidia-smi device memory.used (all processes)"
     except (subprocess.SubprocessError, OSError, ValueError) as exc:
         return None, f"nvidia-smi failed: {exc}"

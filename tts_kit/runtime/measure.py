@@ -110,10 +110,8 @@ class _ProcTree:
         listing finds nobody new; wait briefly."""
         alive = self.proc.exitcode is None and self.proc.is_alive()
         if root and alive:
-            try:
-                _signal(self.seen.get(self.pid) or psutil.Process(self.pid), stop=True)
-            except psutil.Error:  # gone already
-                pass
+            with contextlib.suppress(psutil.Error):  # gone already
+                (self.seen.get(self.pid) or psutil.Process(self.pid)).suspend()
         victims: dict[int, psutil.Process] = {}
         for _ in range(20):
             new = {pid: p for pid, p in self._listing(alive).items() if pid not in victims}
@@ -136,10 +134,8 @@ class _ProcTree:
 
 def _signal(proc: psutil.Process, stop: bool) -> None:
     """SIGSTOP (``stop``) or SIGKILL ``proc``, if it is still there."""
-    try:
+    with contextlib.suppress(psutil.Error):
         proc.suspend() if stop else proc.kill()
-    except psutil.Error:
-        pass
 
 
 def _dead(proc: psutil.Process) -> bool:

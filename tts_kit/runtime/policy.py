@@ -13,7 +13,6 @@ LOADINGS = ("resident", "paged", "budget")
 _OPTIONS = ("trim", "notrim", "ext", "noext", "mmap", "opt", "noopt")
 
 
-
 @dataclass(frozen=True)
 class LoadPolicy:
     """A load policy and how its sessions are created and released.
@@ -87,13 +86,10 @@ class LoadPolicy:
         if bad:
             raise TtsKitError(f"loading '{spec}': unknown option(s) {bad}; options are "
                               f"{', '.join(_OPTIONS)}")
-        ext = True if "ext" in opts or "mmap" in opts else None
-        if "noext" in opts:
-            if ext:
-                raise TtsKitError(f"loading '{spec}': noext contradicts ext/mmap; keep one")
-            ext = False
-        if "opt" in opts and "noopt" in opts:
-            raise TtsKitError(f"loading '{spec}': noopt contradicts opt; keep one")
+        for off, ons in (("noext", ("ext", "mmap")), ("noopt", ("opt",))):
+            if off in opts and any(on in opts for on in ons):
+                raise TtsKitError(f"loading '{spec}': {off} contradicts {'/'.join(ons)}; keep one")
+        ext = True if "ext" in opts or "mmap" in opts else False if "noext" in opts else None
         opt = True if "opt" in opts else False if "noopt" in opts else None
         return cls(name, budget, trim="notrim" not in opts, external_data=ext,
                    prepack="mmap" not in opts, optimised=opt)

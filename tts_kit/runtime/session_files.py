@@ -24,7 +24,6 @@ from onnxruntime.capi import onnxruntime_pybind11_state as _ort_state
 from tts_kit.core import atomic, contract
 from tts_kit.core.errors import BundleError, TtsKitError
 from tts_kit.core.procfacts import MIB
-from tts_kit.core.settings import Settings
 from tts_kit.core.settings import settings as current_settings
 from tts_kit.runtime.policy import LoadPolicy
 
@@ -34,25 +33,24 @@ INPROCESS_CONVERT_BYTES = 16 * 2**20
 EXTERNAL_CACHE_MB = 2048.0
 
 
-def external_cache_dir(*, settings: Settings | None = None) -> Path:
+def external_cache_dir() -> Path:
     """Where external-data copies live: ``$TTS_KIT_CACHE_DIR/external`` (~/.cache/tts_kit).
 
     Example:
         >>> external_cache_dir().name
         'external'
     """
-    return (settings if settings is not None else current_settings()).tts_kit_cache / "external"
+    return current_settings().tts_kit_cache / "external"
 
 
-def external_cache_limit_mb(*, settings: Settings | None = None) -> float:
+def external_cache_limit_mb() -> float:
     """The external-data cache's bound in MB: ``$TTS_KIT_EXTERNAL_CACHE_MB``, default 2048.
 
     Example:
         >>> external_cache_limit_mb() > 0
         True
     """
-    s = settings if settings is not None else current_settings()
-    raw = (s.external_cache_mb or "").strip()
+    raw = (current_settings().external_cache_mb or "").strip()
     if not raw:
         return EXTERNAL_CACHE_MB
     try:
