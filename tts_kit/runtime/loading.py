@@ -35,8 +35,7 @@ SessionFactory = Callable[[str], ort.InferenceSession]
 
 
 def _probe(session: Any) -> Callable[[], Any] | None:
-    """A weak reference to what holds ``session``'s memory (ORT's C++ ``_sess``, which an
-    ``IOBinding`` also holds); None where none can be taken."""
+    """A weak reference to what holds ``session``'s memory (ORT's ``_sess``), or None."""
     try:
         return weakref.ref(getattr(session, "_sess", session))
     except TypeError:
@@ -44,8 +43,7 @@ def _probe(session: Any) -> Callable[[], Any] | None:
 
 
 def _settle(probes: Sequence[Callable[[], Any] | None], trim: bool) -> None:
-    """After sessions were dropped: collect garbage if one is still alive (a cycle), then
-    (``trim``) give the freed heap back to the system."""
+    """After a release: collect garbage if a session is still alive (a cycle), then trim."""
     if any(p is None or p() is not None for p in probes):
         gc.collect()
     if trim:
@@ -87,13 +85,9 @@ class StageLoader:
     ``release <stage>``; thread-safe. ``costs_mb``: resident MB per stage, for ``budget``.
 
     Example:
-        >>> loader = StageLoader(lambda s: object(), "budget:25",
-        ...                      {s: 10.0 for s in contract.STAGES})
-        >>> for s in contract.STAGES:
-        ...     with loader.session(s):
-        ...         pass
-        >>> loader.loaded
-        ['vector_estimator', 'vocoder']
+        >>> with StageLoader(lambda stage: object(), "paged").session("vocoder") as lease:
+        ...     lease.stage
+        'vocoder'
     """
 
     def __init__(
@@ -168,8 +162,7 @@ class StageLoader:
                 and self.costs_mb.get(stage, 0.0) > (self.budget_mb or 0.0))
 
     def _fit_budget(self, need: float) -> None:
-        """Release idle sessions, least recently used first, until ``need`` more MB fit
-        (sessions others run stay; `_unpin` restores the budget)."""
+        """Release idle sessions, least recently used first, until ``need`` more MB fit."""
         budget = self.budget_mb or 0.0
         while self._live and self._resident_mb() + need > budget:
             idle = [s for s in self._live if not self._pins.get(s)]
@@ -297,8 +290,6 @@ class StageCosts:
         ...                runtime_mb=60)
         >>> c.costs_mb()
         {'vocoder': 117.0}
-        >>> round(c.split()["weights and sessions (load)"])
-        59
     """
 
     stages: dict[str, StageCost] = field(default_factory=dict)  #: in pipeline order

@@ -1,13 +1,6 @@
 """Measure one function in a fresh process tree: peak RSS, RSS timeline, events, CPU, status.
-
 An overrun, timeout, exception or crash comes back as a status, and nothing the work started
 outlives it (docs/guide.md, "Measuring in a fresh process tree").
-
-Example:
-    >>> from tts_kit.runtime.measure import run_isolated
-    >>> m = run_isolated(sum, [1, 2, 3])
-    >>> m.status, m.result
-    ('ok', 6)
 """
 
 from __future__ import annotations
@@ -45,8 +38,7 @@ _PR_SET_CHILD_SUBREAPER = 36
 
 
 class _ProcTree:
-    """The child and every process it started, sampled and killed together; kept as
-    ``psutil.Process`` once seen, so a recycled pid is never signalled."""
+    """The child and its descendants, kept as ``psutil.Process`` (a recycled pid is safe)."""
 
     #: Seconds between two listings in `sample` (at every 10 ms a quarter of a core).
     LIST_EVERY_S = 0.1
@@ -92,8 +84,7 @@ class _ProcTree:
         return (rss_total if n else None), pss_total, n
 
     def _listing(self, alive: bool) -> dict[int, psutil.Process]:
-        """Every process of the tree seen so far or now, and of the child's process group (an
-        orphan that escaped the tree), but the child."""
+        """The tree seen so far or now and the child's group (escaped orphans), less the child."""
         if alive:
             self.members()
         found = dict(self.seen)
@@ -106,8 +97,7 @@ class _ProcTree:
         return found
 
     def kill(self, root: bool) -> None:
-        """SIGKILL every descendant (then the child when ``root``), stopped first until a
-        listing finds nobody new; wait briefly."""
+        """SIGSTOP descendants until none is new, SIGKILL them (and the child: ``root``)."""
         alive = self.proc.exitcode is None and self.proc.is_alive()
         if root and alive:
             with contextlib.suppress(psutil.Error):  # gone already
@@ -192,9 +182,8 @@ def run_isolated(
     importable by name, its arguments and result must pickle.
 
     Example:
-        >>> import time
-        >>> run_isolated(time.sleep, 5, timeout_s=0.5).status
-        'timeout'
+        >>> run_isolated(sum, [1, 2, 3]).result
+        6
     """
     _check_importable(fn)
     pinned: list[int] | None = None
@@ -253,8 +242,7 @@ def run_isolated(
 
 @contextlib.contextmanager
 def _spawn_scope(env: dict[str, str | None], hide_main: bool) -> Iterator[None]:
-    """Under a lock, set what a child spawned now inherits (``env``: None unsets; whether it
-    re-runs ``__main__``), and put it back exactly on leaving."""
+    """Under a lock, set what a child spawned now inherits (``env``, ``__main__``); restore."""
     with _SPAWN_LOCK:
         saved = {k: os.environ.get(k) for k in env}
         real_main = sys.modules.get("__main__")
@@ -344,8 +332,7 @@ class _Watcher:
 
     def sample_until_done(self, budget: float | None, interval: float,
                           timeout_s: float | None) -> None:
-        """Sample every ``interval`` s until the child reports, dies, or is killed for its
-        budget or its timeout."""
+        """Sample every ``interval`` s until the child reports, dies, or overruns a limit."""
         pss_every = max(1, round(_PSS_EVERY_S / interval))
         n_samples = 0
         while True:
@@ -467,12 +454,9 @@ def _child_main(conn: Any, payload: bytes, pinned: list[int] | None) -> None:
 
 
 def _contain_descendants() -> None:
-    """Child side, first: its own process group (a terminal's Ctrl-C reaches only the
-    parent) and, on Linux, the subreaper role, so the parent finds whatever ``fn`` starts."""
-    try:
+    """Child side: its own process group (Ctrl-C reaches only the parent), subreaper on Linux."""
+    with contextlib.suppress(OSError):
         os.setpgid(0, 0)
-    except (AttributeError, OSError):
-        pass
     if sys.platform.startswith("linux"):
         lib = procfacts.libc()
         if lib is not None and hasattr(lib, "prctl"):

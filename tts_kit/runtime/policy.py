@@ -21,8 +21,6 @@ class LoadPolicy:
         >>> p = LoadPolicy.parse("budget:300+notrim")
         >>> p.policy, p.budget_mb, p.trim, p.external_data
         ('budget', 300.0, False, True)
-        >>> p.spec
-        'budget:300+notrim'
     """
 
     policy: str = "resident"  #: ``resident``, ``paged`` or ``budget``

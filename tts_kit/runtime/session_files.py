@@ -76,10 +76,8 @@ def _content_key(src: Path) -> str:
 def _tree_bytes(path: Path) -> int:
     total = 0
     for f in path.rglob("*"):
-        try:
+        with contextlib.suppress(OSError):  # removed meanwhile by another process's eviction
             total += f.lstat().st_size
-        except OSError:
-            pass  # removed meanwhile by another process's eviction
     return total
 
 
@@ -100,10 +98,8 @@ def prune_external_cache(root: str | os.PathLike[str] | None = None,
         return []
     sized = []
     for p in entries:
-        try:
+        with contextlib.suppress(OSError):
             sized.append((p.stat().st_mtime_ns, p, _tree_bytes(p)))
-        except OSError:
-            continue
     total = sum(size for _, _, size in sized)
     removed = []
     for _, p, size in sorted(sized, key=lambda e: e[0]):
@@ -119,16 +115,13 @@ def prune_external_cache(root: str | os.PathLike[str] | None = None,
 
 
 def _cached_copy(src: Path, key: str, root: Path, write: Any) -> Path:
-    """The cache entry ``root/key`` holding ``src.name``, written once by ``write(src, work)``
-    into a scratch directory (atomic), then pruned."""
+    """``root/key/src.name``, written once and atomically by ``write(src, work)``, then pruned."""
     limit_mb = external_cache_limit_mb()  # a bad setting fails before any work
     target = root / key
     out = target / src.name
     if out.is_file():
-        try:
+        with contextlib.suppress(OSError):  # a read-only cache still serves
             os.utime(target)  # its last use, for the LRU bound
-        except OSError:
-            pass  # a read-only cache still serves
         return out
     root.mkdir(parents=True, exist_ok=True)
     with atomic.build_lock(atomic.lock_beside(root)):  # one build when processes race
@@ -175,8 +168,7 @@ def _convert(convert: Callable[..., None], args: list[str], here: bool, what: st
 
 
 def _evict(root: Path, entry: Path) -> bool:
-    """Remove one cache entry (renamed away first: no reader sees it half deleted); False
-    if it was gone already."""
+    """Remove a cache entry, renamed first (no half-deleted reads); False if already gone."""
     doomed = root / f".{entry.name}.tmp-{os.getpid()}-evict"
     try:
         os.replace(entry, doomed)

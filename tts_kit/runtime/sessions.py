@@ -1,8 +1,5 @@
-"""ONNX Runtime session presets: what each option does, and why a preset sets it.
-
-A `SessionPreset` is plain data that builds ``SessionOptions`` and explains itself, one line
-per option; `PRESETS` are the shipped ones. A thread count of ``"cores"`` resolves to
-`cores_in_force`, not ONNX Runtime's physical-core count.
+"""ONNX Runtime session presets (`SessionPreset`: plain data that builds ``SessionOptions`` and
+explains each option it sets) and `PRESETS`, the shipped ones.
 """
 
 from __future__ import annotations
@@ -27,8 +24,9 @@ _OPT_LEVELS = {
     "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
     "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
 }
+#: Thread-count value meaning "one per core in force" (`cores_in_force`, not ORT's physical
+#: core count).
 CORES = "cores"
-"""Thread-count value meaning "one per core in force" (see the module docstring)."""
 
 CUDA = "CUDAExecutionProvider"
 _ARENA_STRATEGIES = ("kNextPowerOfTwo", "kSameAsRequested")
