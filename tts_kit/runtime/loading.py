@@ -151,9 +151,6 @@ class StageLoader:
             _settle([probe], self.policy.trim)
         return probe
 
-    def _resident_mb(self) -> float:
-        return sum(self.costs_mb.get(s, 0.0) for s in self._live)
-
     def _runs_paged(self, stage: str) -> bool:
         """Whether ``stage`` is released once nobody runs it (paged, or over the budget)."""
         if self.policy.policy == "paged":
@@ -164,7 +161,7 @@ class StageLoader:
     def _fit_budget(self, need: float) -> None:
         """Release idle sessions, least recently used first, until ``need`` more MB fit."""
         budget = self.budget_mb or 0.0
-        while self._live and self._resident_mb() + need > budget:
+        while self._live and sum(self.costs_mb.get(s, 0.0) for s in self._live) + need > budget:
             idle = [s for s in self._live if not self._pins.get(s)]
             if not idle:
                 break

@@ -35,8 +35,7 @@ class LoadPolicy:
         if self.policy not in LOADINGS:
             raise TtsKitError(f"unknown loading '{self.policy}'; use resident, paged or budget:MB")
         if self.policy == "budget":
-            ok = isinstance(self.budget_mb, (int, float)) and self.budget_mb > 0
-            if not ok or not math.isfinite(float(self.budget_mb)):  # type: ignore[arg-type]
+            if not (isinstance(self.budget_mb, (int, float)) and 0 < self.budget_mb < math.inf):
                 raise TtsKitError("loading budget: give the budget in MB > 0, e.g. budget:300 "
                                   f"(got {self.budget_mb!r})")
         elif self.budget_mb is not None:

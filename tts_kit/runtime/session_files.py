@@ -43,13 +43,8 @@ def external_cache_dir() -> Path:
     return current_settings().tts_kit_cache / "external"
 
 
-def external_cache_limit_mb() -> float:
-    """The external-data cache's bound in MB: ``$TTS_KIT_EXTERNAL_CACHE_MB``, default 2048.
-
-    Example:
-        >>> external_cache_limit_mb() > 0
-        True
-    """
+def _cache_limit_mb() -> float:
+    """The external-data cache's bound in MB: ``$TTS_KIT_EXTERNAL_CACHE_MB``, default 2048."""
     raw = (current_settings().external_cache_mb or "").strip()
     if not raw:
         return EXTERNAL_CACHE_MB
@@ -91,7 +86,7 @@ def prune_external_cache(root: str | os.PathLike[str] | None = None,
         []
     """
     root = Path(root) if root is not None else external_cache_dir()
-    limit = (external_cache_limit_mb() if limit_mb is None else limit_mb) * MIB
+    limit = (_cache_limit_mb() if limit_mb is None else limit_mb) * MIB
     try:
         entries = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
     except OSError:
@@ -116,7 +111,7 @@ def prune_external_cache(root: str | os.PathLike[str] | None = None,
 
 def _cached_copy(src: Path, key: str, root: Path, write: Any) -> Path:
     """``root/key/src.name``, written once and atomically by ``write(src, work)``, then pruned."""
-    limit_mb = external_cache_limit_mb()  # a bad setting fails before any work
+    limit_mb = _cache_limit_mb()  # a bad setting fails before any work
     target = root / key
     out = target / src.name
     if out.is_file():
@@ -127,7 +122,7 @@ def _cached_copy(src: Path, key: str, root: Path, write: Any) -> Path:
     with atomic.build_lock(atomic.lock_beside(root)):  # one build when processes race
         if out.is_file():
             return out  # another process built it while this one waited
-        sweep_external_cache(root)
+        _sweep_dead_writers(root)
         with atomic.scratch_dir(target) as work:
             write(src, work)
             try:
@@ -181,7 +176,7 @@ def _evict(root: Path, entry: Path) -> bool:
 def external_copy(path: str | os.PathLike[str], cache_dir: str | os.PathLike[str] | None = None
                   ) -> Path:
     """A copy of the graph at ``path`` with its weights in one external data file, made once
-    per content into a bounded cache (`external_cache_limit_mb`).
+    per content into a bounded cache (``$TTS_KIT_EXTERNAL_CACHE_MB``, default 2048).
 
     Example:
         >>> external_copy("bundle/onnx/vocoder.onnx")  # doctest: +SKIP
@@ -267,30 +262,14 @@ def _optimise_here(src: str, out: str, level: str, data: str, prepacked: str) ->
 _LEGACY_WORK = re.compile(r"^\.[0-9a-f]{20}\.[A-Za-z0-9_]{8}$")
 
 
-def sweep_external_cache(root: str | os.PathLike[str] | None = None,
-                         legacy_after_s: float = 3600.0) -> list[Path]:
-    """Remove partial copies of dead writers from the external-data cache (those of older
-    versions, which name no pid, once ``legacy_after_s`` old); returns them.
-
-    Example:
-        >>> sweep_external_cache("/nonexistent")
-        []
-    """
-    root = Path(root) if root is not None else external_cache_dir()
-    removed = atomic.sweep_stale(root)
+def _sweep_dead_writers(root: Path) -> None:
+    """Remove dead writers' partial copies (older versions' once an hour old: no pid)."""
+    atomic.sweep_stale(root)
     with contextlib.suppress(OSError):
         for entry in os.scandir(root):
             if (_LEGACY_WORK.match(entry.name) and entry.is_dir(follow_symlinks=False)
-                    and time.time() - entry.stat(follow_symlinks=False).st_mtime
-                    > legacy_after_s):
+                    and time.time() - entry.stat(follow_symlinks=False).st_mtime > 3600):
                 shutil.rmtree(entry.path, ignore_errors=True)
-                removed.append(Path(entry.path))
-    return removed
-
-
-def _cpu_only(providers: list[Any] | None) -> bool:
-    names = [p[0] if isinstance(p, (tuple, list)) else p for p in (providers or [])]
-    return all(n == "CPUExecutionProvider" for n in names)
 
 
 def session_file(path: str | os.PathLike[str], policy: LoadPolicy | str,
@@ -315,7 +294,9 @@ def _optimised_level(policy: LoadPolicy, so: ort.SessionOptions | None,
                      providers: list[Any] | None) -> ort.GraphOptimizationLevel | None:
     """The level an optimised copy is made at, or None when the policy loads none."""
     level = (so if so is not None else ort.SessionOptions()).graph_optimization_level
-    if (policy.optimised and _cpu_only(providers)
+    cpu_only = all((p[0] if isinstance(p, (tuple, list)) else p) == "CPUExecutionProvider"
+                   for p in providers or [])
+    if (policy.optimised and cpu_only
             and level != ort.GraphOptimizationLevel.ORT_DISABLE_ALL):
         return level
     return None

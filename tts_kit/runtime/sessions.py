@@ -11,7 +11,7 @@ from typing import Any
 
 import onnxruntime as ort
 
-from tts_kit.core import contract, procfacts
+from tts_kit.core import procfacts
 from tts_kit.core.errors import TtsKitError
 
 _EXECUTION_MODES = {
@@ -391,8 +391,6 @@ _PRESET_LIST = [
 
 #: The shipped presets by name. Use `get_preset` for a copy you may change.
 PRESETS: dict[str, SessionPreset] = {p.name: p for p in _PRESET_LIST}
-#: What a sweep measures unless told otherwise (`tts_kit.core.contract.SWEEP_PRESETS`).
-SWEEP_PRESETS: tuple[str, ...] = contract.SWEEP_PRESETS
 
 
 def get_preset(name: str | SessionPreset) -> SessionPreset:
