@@ -149,11 +149,11 @@ def _write_external(src: Path, work: Path) -> None:
 
 
 def _convert(convert: Callable[..., None], args: list[str], here: bool, what: str) -> None:
-    """``convert(*args)`` here (``here``) or in a child Python, so a large graph's parse (2-3x
-    the file) stays out of this heap; ``convert`` imports what it needs beyond ``ort``."""
+    """``convert(*args)`` here, or in a child Python that keeps a large parse out of this heap."""
     if here:
         convert(*args)
         return
+    # The child runs convert's source alone: it imports what it needs beyond ort itself.
     script = (f"import sys\nimport onnxruntime as ort\n{inspect.getsource(convert)}\n"
               f"{convert.__name__}(*sys.argv[1:])")
     proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True)
