@@ -108,3 +108,13 @@ def test_paged_from_optimised_copies_gives_the_same_audio(tiny_bundle_dir):
     assert any(p.name.startswith("opt-") for p in external_cache_dir().iterdir())
     assert ref.shape == got.shape
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_large_graphs_are_converted_in_a_child_python(tiny_bundle_dir, cache, monkeypatch):
+    # every graph counts as large: both copies are written by a child process, not this one
+    monkeypatch.setattr(session_files, "INPROCESS_CONVERT_BYTES", -1)
+    src = tiny_bundle_dir / contract.GRAPHS["vocoder"].path
+    for policy in ("paged+noopt", "paged"):
+        made = session_file(src, policy)
+        assert made != src and (made.parent / "vocoder.onnx.data").is_file()
+        assert session_files.create_session(src, policy=policy).get_inputs()

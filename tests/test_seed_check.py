@@ -28,7 +28,7 @@ def test_the_packaged_copy_is_the_seed_files_parsed():
 def test_the_figures_quoted_elsewhere_are_the_seeds():
     from lab.instances import ARTICLE_INSTANCES
 
-    from tts_kit.runtime.costs import ARTICLE_SPLIT_CLAIMED
+    from tts_kit.runtime.loading import ARTICLE_SPLIT_CLAIMED
 
     for inst, row in zip(ARTICLE_INSTANCES, PACKAGED.instances, strict=True):
         assert (inst.name, inst.cpus, inst.mem_mb) == (row["instance"], row["cpus"],

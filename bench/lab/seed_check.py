@@ -39,7 +39,7 @@ COMPARED: tuple[str, ...] = (IDLE_RSS_MB, PEAK_RSS_MB, RTF)
 SPLIT_NAMES: dict[str, str] = {"模型权重": "weights", "推理缓存": "inference cache",
                                "输入预处理": "preprocessing", "批处理缓冲区": "batch buffers",
                                "运行时开销": "runtime"}
-#: The measured split's parts (`tts_kit.runtime.costs.memory_split`) and the seed's
+#: The measured split's parts (`tts_kit.runtime.loading.memory_split`) and the seed's
 #: components each one covers: a stage's run memory holds its caches, its text tensors
 #: and, at batch 1, its only buffers.
 SPLIT_MAP: tuple[tuple[str, tuple[str, ...]], ...] = (

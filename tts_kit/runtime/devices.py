@@ -4,11 +4,13 @@ and `environment`, the fingerprint reports and sweep records carry.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import onnxruntime as ort
@@ -37,28 +39,24 @@ def gpu_memory_mb(pid: int | None = None) -> tuple[float | None, str]:
     ``nvidia-smi`` per process, else (containers hide PIDs) device-wide; None without.
 
     Example:
-        >>> mb, how = gpu_memory_mb()
-        >>> mb is None or mb >= 0
+        >>> isinstance(gpu_memory_mb()[1], str)
         True
     """
     pid = os.getpid() if pid is None else pid
     smi = shutil.which("nvidia-smi")
     if not smi:
         return None, "nvidia-smi not found"
+
+    def query(what: str) -> str:
+        return subprocess.run([smi, f"--query-{what}", "--format=csv,noheader,nounits"],
+                              capture_output=True, text=True, timeout=10, check=True).stdout
+
     try:
-        out = subprocess.run(
-            [smi, "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-            capture_output=True, text=True, timeout=10, check=True,
-        ).stdout
-        for line in out.splitlines():
+        for line in query("compute-apps=pid,used_memory").splitlines():
             parts = [p.strip() for p in line.split(",")]
             if len(parts) == 2 and parts[0] == str(pid):
                 return float(parts[1]), "nvidia-smi per-process used_memory"
-        out = subprocess.run(
-            [smi, "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
-            capture_output=True, text=True, timeout=10, check=True,
-        ).stdout
-        total = sum(float(x) for x in out.split() if x.strip())
+        total = sum(float(x) for x in query("gpu=memory.used").split())
         return total, "nvidia-smi device memory.used (all processes)"
     except (subprocess.SubprocessError, OSError, ValueError) as exc:
         return None, f"nvidia-smi failed: {exc}"
@@ -68,8 +66,7 @@ def gpu_list() -> str | None:
     """The GPUs ``nvidia-smi -L`` lists, one per line; None without ``nvidia-smi``.
 
     Example:
-        >>> gpus = gpu_list()
-        >>> gpus is None or isinstance(gpus, str)
+        >>> gpu_list() is None or isinstance(gpu_list(), str)
         True
     """
     smi = shutil.which("nvidia-smi")
@@ -100,8 +97,7 @@ def cuda_usable() -> tuple[bool, str]:
     """Whether a session really runs on CUDA here; creates a CUDA context in this process.
 
     Example:
-        >>> ok, why = cuda_usable()
-        >>> isinstance(ok, bool) and isinstance(why, str)
+        >>> isinstance(cuda_usable()[0], bool)
         True
     """
     if CUDA not in ort.get_available_providers():
@@ -122,8 +118,7 @@ def probe_cuda(timeout_s: float = 300) -> tuple[bool, str]:
     """`cuda_usable`, asked in a fresh process (a context here would inflate GPU figures).
 
     Example:
-        >>> ok, why = probe_cuda()  # doctest: +SKIP
-        >>> ok, why  # doctest: +SKIP
+        >>> probe_cuda()  # doctest: +SKIP
         (False, 'this onnxruntime 1.22.0 has no CUDAExecutionProvider (install ...)')
     """
     if CUDA not in ort.get_available_providers():
@@ -135,21 +130,17 @@ def probe_cuda(timeout_s: float = 300) -> tuple[bool, str]:
 
 
 def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.lower().startswith(("model name", "hardware", "cpu model")):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
+    with contextlib.suppress(OSError):
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        for line in text.splitlines():
+            if line.lower().startswith(("model name", "hardware", "cpu model")):
+                return line.split(":", 1)[1].strip()
     if sys.platform == "darwin":
-        try:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
             out = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"],
                                  capture_output=True, text=True, timeout=5, check=False)
             if out.stdout.strip():
                 return out.stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            pass
     return platform.processor() or platform.machine() or "unknown"
 
 

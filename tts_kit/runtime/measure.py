@@ -1,13 +1,6 @@
 """Measure one function in a fresh process tree: peak RSS, RSS timeline, events, CPU, status.
-
 An overrun, timeout, exception or crash comes back as a status, and nothing the work started
 outlives it (docs/guide.md, "Measuring in a fresh process tree").
-
-Example:
-    >>> from tts_kit.runtime.measure import run_isolated
-    >>> m = run_isolated(sum, [1, 2, 3])
-    >>> m.status, m.result
-    ('ok', 6)
 """
 
 from __future__ import annotations
@@ -45,8 +38,7 @@ _PR_SET_CHILD_SUBREAPER = 36
 
 
 class _ProcTree:
-    """The child and every process it started, sampled and killed together; kept as
-    ``psutil.Process`` once seen, so a recycled pid is never signalled."""
+    """The child and its descendants, kept as ``psutil.Process`` (a recycled pid is safe)."""
 
     #: Seconds between two listings in `sample` (at every 10 ms a quarter of a core).
     LIST_EVERY_S = 0.1
@@ -92,37 +84,24 @@ class _ProcTree:
         return (rss_total if n else None), pss_total, n
 
     def _listing(self, alive: bool) -> dict[int, psutil.Process]:
-        """Every process of the tree seen so far or now and of its group, but the child."""
+        """The tree seen so far or now and the child's group (escaped orphans), less the child."""
         if alive:
             self.members()
-        found = {p.pid: p for p in self.seen.values() if p.pid != self.pid}
-        if hasattr(os, "getpgid"):
-            for p in self._group():
-                if p.pid != self.pid:
-                    found.setdefault(p.pid, p)
+        found = dict(self.seen)
+        for p in psutil.process_iter():
+            with contextlib.suppress(psutil.Error, OSError):
+                if (p.pid not in found and p.pid != os.getpid() and os.getpgid(p.pid) == self.pid
+                        and (self.start_time is None or p.create_time() >= self.start_time)):
+                    found[p.pid] = p
+        found.pop(self.pid, None)
         return found
 
-    def _group(self) -> list[psutil.Process]:
-        """Processes in the child's own process group (an orphan that escaped the tree)."""
-        out = []
-        for p in psutil.process_iter():
-            try:
-                if (p.pid != os.getpid() and os.getpgid(p.pid) == self.pid
-                        and (self.start_time is None or p.create_time() >= self.start_time)):
-                    out.append(p)
-            except (psutil.Error, OSError):
-                continue
-        return out
-
     def kill(self, root: bool) -> None:
-        """SIGKILL every descendant (then the child when ``root``), stopped first until a
-        listing finds nobody new; wait briefly."""
+        """SIGSTOP descendants until none is new, SIGKILL them (and the child: ``root``)."""
         alive = self.proc.exitcode is None and self.proc.is_alive()
         if root and alive:
-            try:
-                _signal(self.seen.get(self.pid) or psutil.Process(self.pid), stop=True)
-            except psutil.Error:  # gone already
-                pass
+            with contextlib.suppress(psutil.Error):  # gone already
+                (self.seen.get(self.pid) or psutil.Process(self.pid)).suspend()
         victims: dict[int, psutil.Process] = {}
         for _ in range(20):
             new = {pid: p for pid, p in self._listing(alive).items() if pid not in victims}
@@ -145,10 +124,8 @@ class _ProcTree:
 
 def _signal(proc: psutil.Process, stop: bool) -> None:
     """SIGSTOP (``stop``) or SIGKILL ``proc``, if it is still there."""
-    try:
+    with contextlib.suppress(psutil.Error):
         proc.suspend() if stop else proc.kill()
-    except psutil.Error:
-        pass
 
 
 def _dead(proc: psutil.Process) -> bool:
@@ -205,9 +182,8 @@ def run_isolated(
     importable by name, its arguments and result must pickle.
 
     Example:
-        >>> import time
-        >>> run_isolated(time.sleep, 5, timeout_s=0.5).status
-        'timeout'
+        >>> run_isolated(sum, [1, 2, 3]).result
+        6
     """
     _check_importable(fn)
     pinned: list[int] | None = None
@@ -219,12 +195,10 @@ def run_isolated(
             raise TtsKitError(f"cpus={cpus} but this process may only use {len(cores)} "
                               f"core(s) ({cores}); ask for at most {len(cores)}")
         pinned = procfacts.idlest_cpus(cpus, cores)
-    if mem_budget_mb is not None and not mem_budget_mb > 0:
-        raise TtsKitError(f"mem_budget_mb must be positive, got {mem_budget_mb!r}")
-    if timeout_s is not None and not timeout_s > 0:
-        raise TtsKitError(f"timeout_s must be positive, got {timeout_s!r}")
-    if not sample_ms > 0:
-        raise TtsKitError(f"sample_ms must be positive, got {sample_ms!r}")
+    for name, value in (("mem_budget_mb", mem_budget_mb), ("timeout_s", timeout_s),
+                        ("sample_ms", sample_ms)):
+        if value is not None and not value > 0:
+            raise TtsKitError(f"{name} must be positive, got {value!r}")
     try:
         payload = pickle.dumps((fn, args, kwargs))
     except Exception as exc:
@@ -268,8 +242,7 @@ def run_isolated(
 
 @contextlib.contextmanager
 def _spawn_scope(env: dict[str, str | None], hide_main: bool) -> Iterator[None]:
-    """Under a lock, set what a child spawned now inherits (``env``: None unsets; whether it
-    re-runs ``__main__``), and put it back exactly on leaving."""
+    """Under a lock, set what a child spawned now inherits (``env``, ``__main__``); restore."""
     with _SPAWN_LOCK:
         saved = {k: os.environ.get(k) for k in env}
         real_main = sys.modules.get("__main__")
@@ -306,13 +279,6 @@ def _check_importable(fn: Callable[..., Any]) -> None:
         raise TypeError(f"run_isolated cannot run {qualname!r}: it was defined interactively "
                         "(notebook or REPL), so a spawned process cannot import it; move it "
                         "to a .py module")
-
-
-def _signal_name(num: int) -> str:
-    try:
-        return signal.Signals(num).name
-    except ValueError:
-        return f"signal {num}"
 
 
 class _Watcher:
@@ -358,17 +324,15 @@ class _Watcher:
         m = self.m
         m.timeline.append((now - self.t0, rss))
         m.max_processes = max(m.max_processes, n_procs)
-        self.peak_seen = rss if math.isnan(self.peak_seen) else max(self.peak_seen, rss)
+        self.peak_seen = _nanmax(self.peak_seen, rss)
         if not math.isnan(m.work_start_s):
-            self.peak_work = rss if math.isnan(self.peak_work) else max(self.peak_work, rss)
-        if pss is not None:
-            m.peak_pss_mb = pss if math.isnan(m.peak_pss_mb) else max(m.peak_pss_mb, pss)
+            self.peak_work = _nanmax(self.peak_work, rss)
+        m.peak_pss_mb = _nanmax(m.peak_pss_mb, pss)
         self.last_cpu = procfacts.cpu_seconds(self.proc.pid) or self.last_cpu
 
     def sample_until_done(self, budget: float | None, interval: float,
                           timeout_s: float | None) -> None:
-        """Sample every ``interval`` s until the child reports, dies, or is killed for its
-        budget or its timeout."""
+        """Sample every ``interval`` s until the child reports, dies, or overruns a limit."""
         pss_every = max(1, round(_PSS_EVERY_S / interval))
         n_samples = 0
         while True:
@@ -421,38 +385,28 @@ class _Watcher:
             m.error = done.get("error", "")
             m.traceback = done.get("traceback", "")
             m.result = done.get("result")
-            peaks = [v for v in (done["peak_rss_mb"], self.peak_work) if not math.isnan(v)]
-            m.peak_rss_mb = max(peaks) if peaks else math.nan
+            m.peak_rss_mb = _nanmax(done["peak_rss_mb"], self.peak_work)
             m.work_s = done["work_s"]
             if done["work_s"] > 0:
                 m.cpu_percent = 100.0 * done["cpu_s"] / done["work_s"]
             return m
         # Killed by us, crashed, or exited without reporting.
-        candidates = [v for v in (self.kill_hwm, self.peak_seen)
-                      if v is not None and not math.isnan(v)]
-        m.peak_rss_mb = max(candidates) if candidates else math.nan
+        m.peak_rss_mb = _nanmax(self.kill_hwm, self.peak_seen)
         if self.last_cpu is not None and m.wall_s > 0:
             m.cpu_percent = 100.0 * self.last_cpu / m.wall_s
-        self._why_it_ended()
-        return m
-
-    def _why_it_ended(self) -> None:
-        m, code = self.m, self.proc.exitcode
+        code = self.proc.exitcode
         if self.killed_for is not None:
             m.status = self.killed_for
         elif code is not None and code < 0:
-            name = _signal_name(-code)
-            if -code == signal.SIGKILL:
+            sig = -code
+            name = signal.Signals(sig).name if sig in set(signal.Signals) else f"signal {sig}"
+            m.status, m.error = "error", f"killed by signal {sig} ({name})"
+            if sig == signal.SIGKILL:
                 m.status = "oom"
-                m.error = (
-                    f"killed by signal {-code} ({name}) from outside the harness "
-                    "(on Linux usually the kernel OOM killer)"
-                )
-            else:
-                m.status = "error"
-                m.error = f"killed by signal {-code} ({name})"
+                m.error += " from outside the harness (on Linux usually the kernel OOM killer)"
         else:
             m.status, m.error = "error", f"child exited with code {code} before reporting a result"
+        return m
 
 
 def _child_main(conn: Any, payload: bytes, pinned: list[int] | None) -> None:
@@ -500,12 +454,9 @@ def _child_main(conn: Any, payload: bytes, pinned: list[int] | None) -> None:
 
 
 def _contain_descendants() -> None:
-    """Child side, first: its own process group (a terminal's Ctrl-C reaches only the
-    parent) and, on Linux, the subreaper role, so the parent finds whatever ``fn`` starts."""
-    try:
+    """Child side: its own process group (Ctrl-C reaches only the parent), subreaper on Linux."""
+    with contextlib.suppress(OSError):
         os.setpgid(0, 0)
-    except (AttributeError, OSError):
-        pass
     if sys.platform.startswith("linux"):
         lib = procfacts.libc()
         if lib is not None and hasattr(lib, "prctl"):
@@ -520,6 +471,11 @@ def _end_stats(start: float, cpu0: float) -> dict[str, float]:
         "cpu_s": procfacts.cpu_seconds() - cpu0,
         "peak_rss_mb": procfacts.peak_rss_mb(),
     }
+
+
+def _nanmax(*values: float | None) -> float:
+    """The largest of ``values`` that is a number (None and NaN skipped), else NaN."""
+    return max((v for v in values if v is not None and not math.isnan(v)), default=math.nan)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -13,7 +13,6 @@ LOADINGS = ("resident", "paged", "budget")
 _OPTIONS = ("trim", "notrim", "ext", "noext", "mmap", "opt", "noopt")
 
 
-
 @dataclass(frozen=True)
 class LoadPolicy:
     """A load policy and how its sessions are created and released.
@@ -22,8 +21,6 @@ class LoadPolicy:
         >>> p = LoadPolicy.parse("budget:300+notrim")
         >>> p.policy, p.budget_mb, p.trim, p.external_data
         ('budget', 300.0, False, True)
-        >>> p.spec
-        'budget:300+notrim'
     """
 
     policy: str = "resident"  #: ``resident``, ``paged`` or ``budget``
@@ -38,8 +35,7 @@ class LoadPolicy:
         if self.policy not in LOADINGS:
             raise TtsKitError(f"unknown loading '{self.policy}'; use resident, paged or budget:MB")
         if self.policy == "budget":
-            ok = isinstance(self.budget_mb, (int, float)) and self.budget_mb > 0
-            if not ok or not math.isfinite(float(self.budget_mb)):  # type: ignore[arg-type]
+            if not (isinstance(self.budget_mb, (int, float)) and 0 < self.budget_mb < math.inf):
                 raise TtsKitError("loading budget: give the budget in MB > 0, e.g. budget:300 "
                                   f"(got {self.budget_mb!r})")
         elif self.budget_mb is not None:
@@ -87,13 +83,10 @@ class LoadPolicy:
         if bad:
             raise TtsKitError(f"loading '{spec}': unknown option(s) {bad}; options are "
                               f"{', '.join(_OPTIONS)}")
-        ext = True if "ext" in opts or "mmap" in opts else None
-        if "noext" in opts:
-            if ext:
-                raise TtsKitError(f"loading '{spec}': noext contradicts ext/mmap; keep one")
-            ext = False
-        if "opt" in opts and "noopt" in opts:
-            raise TtsKitError(f"loading '{spec}': noopt contradicts opt; keep one")
+        for off, ons in (("noext", ("ext", "mmap")), ("noopt", ("opt",))):
+            if off in opts and any(on in opts for on in ons):
+                raise TtsKitError(f"loading '{spec}': {off} contradicts {'/'.join(ons)}; keep one")
+        ext = True if "ext" in opts or "mmap" in opts else False if "noext" in opts else None
         opt = True if "opt" in opts else False if "noopt" in opts else None
         return cls(name, budget, trim="notrim" not in opts, external_data=ext,
                    prepack="mmap" not in opts, optimised=opt)

@@ -24,7 +24,6 @@ from onnxruntime.capi import onnxruntime_pybind11_state as _ort_state
 from tts_kit.core import atomic, contract
 from tts_kit.core.errors import BundleError, TtsKitError
 from tts_kit.core.procfacts import MIB
-from tts_kit.core.settings import Settings
 from tts_kit.core.settings import settings as current_settings
 from tts_kit.runtime.policy import LoadPolicy
 
@@ -34,25 +33,19 @@ INPROCESS_CONVERT_BYTES = 16 * 2**20
 EXTERNAL_CACHE_MB = 2048.0
 
 
-def external_cache_dir(*, settings: Settings | None = None) -> Path:
+def external_cache_dir() -> Path:
     """Where external-data copies live: ``$TTS_KIT_CACHE_DIR/external`` (~/.cache/tts_kit).
 
     Example:
         >>> external_cache_dir().name
         'external'
     """
-    return (settings if settings is not None else current_settings()).tts_kit_cache / "external"
+    return current_settings().tts_kit_cache / "external"
 
 
-def external_cache_limit_mb(*, settings: Settings | None = None) -> float:
-    """The external-data cache's bound in MB: ``$TTS_KIT_EXTERNAL_CACHE_MB``, default 2048.
-
-    Example:
-        >>> external_cache_limit_mb() > 0
-        True
-    """
-    s = settings if settings is not None else current_settings()
-    raw = (s.external_cache_mb or "").strip()
+def _cache_limit_mb() -> float:
+    """The external-data cache's bound in MB: ``$TTS_KIT_EXTERNAL_CACHE_MB``, default 2048."""
+    raw = (current_settings().external_cache_mb or "").strip()
     if not raw:
         return EXTERNAL_CACHE_MB
     try:
@@ -78,10 +71,8 @@ def _content_key(src: Path) -> str:
 def _tree_bytes(path: Path) -> int:
     total = 0
     for f in path.rglob("*"):
-        try:
+        with contextlib.suppress(OSError):  # removed meanwhile by another process's eviction
             total += f.lstat().st_size
-        except OSError:
-            pass  # removed meanwhile by another process's eviction
     return total
 
 
@@ -95,17 +86,15 @@ def prune_external_cache(root: str | os.PathLike[str] | None = None,
         []
     """
     root = Path(root) if root is not None else external_cache_dir()
-    limit = (external_cache_limit_mb() if limit_mb is None else limit_mb) * MIB
+    limit = (_cache_limit_mb() if limit_mb is None else limit_mb) * MIB
     try:
         entries = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
     except OSError:
         return []
     sized = []
     for p in entries:
-        try:
+        with contextlib.suppress(OSError):
             sized.append((p.stat().st_mtime_ns, p, _tree_bytes(p)))
-        except OSError:
-            continue
     total = sum(size for _, _, size in sized)
     removed = []
     for _, p, size in sorted(sized, key=lambda e: e[0]):
@@ -121,22 +110,19 @@ def prune_external_cache(root: str | os.PathLike[str] | None = None,
 
 
 def _cached_copy(src: Path, key: str, root: Path, write: Any) -> Path:
-    """The cache entry ``root/key`` holding ``src.name``, written once by ``write(src, work)``
-    into a scratch directory (atomic), then pruned."""
-    limit_mb = external_cache_limit_mb()  # a bad setting fails before any work
+    """``root/key/src.name``, written once and atomically by ``write(src, work)``, then pruned."""
+    limit_mb = _cache_limit_mb()  # a bad setting fails before any work
     target = root / key
     out = target / src.name
     if out.is_file():
-        try:
+        with contextlib.suppress(OSError):  # a read-only cache still serves
             os.utime(target)  # its last use, for the LRU bound
-        except OSError:
-            pass  # a read-only cache still serves
         return out
     root.mkdir(parents=True, exist_ok=True)
     with atomic.build_lock(atomic.lock_beside(root)):  # one build when processes race
         if out.is_file():
             return out  # another process built it while this one waited
-        sweep_external_cache(root)
+        _sweep_dead_writers(root)
         with atomic.scratch_dir(target) as work:
             write(src, work)
             try:
@@ -156,16 +142,18 @@ def _externalize(src: str, out: str, data: str) -> None:
 
 
 def _write_external(src: Path, work: Path) -> None:
-    args = [str(src), str(work / src.name), f"{src.name}.data"]
-    if src.stat().st_size <= INPROCESS_CONVERT_BYTES and "onnx" in sys.modules:
-        _externalize(*args)  # importing onnx in-process would cost as much as the child
-    else:
-        _in_child(_externalize, args, f"{src}: could not write an external-data copy")
+    # A small graph converts here only if onnx is imported: importing it costs as much as a child.
+    here = src.stat().st_size <= INPROCESS_CONVERT_BYTES and "onnx" in sys.modules
+    _convert(_externalize, [str(src), str(work / src.name), f"{src.name}.data"], here,
+             f"{src}: could not write an external-data copy")
 
 
-def _in_child(convert: Callable[..., None], args: list[str], what: str) -> None:
-    """``convert(*args)`` in a child Python, so a large graph's parse (2-3x the file) stays
-    out of this heap; ``convert`` imports what it needs beyond ``ort``."""
+def _convert(convert: Callable[..., None], args: list[str], here: bool, what: str) -> None:
+    """``convert(*args)`` here, or in a child Python that keeps a large parse out of this heap."""
+    if here:
+        convert(*args)
+        return
+    # The child runs convert's source alone: it imports what it needs beyond ort itself.
     script = (f"import sys\nimport onnxruntime as ort\n{inspect.getsource(convert)}\n"
               f"{convert.__name__}(*sys.argv[1:])")
     proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True)
@@ -175,8 +163,7 @@ def _in_child(convert: Callable[..., None], args: list[str], what: str) -> None:
 
 
 def _evict(root: Path, entry: Path) -> bool:
-    """Remove one cache entry (renamed away first: no reader sees it half deleted); False
-    if it was gone already."""
+    """Remove a cache entry, renamed first (no half-deleted reads); False if already gone."""
     doomed = root / f".{entry.name}.tmp-{os.getpid()}-evict"
     try:
         os.replace(entry, doomed)
@@ -189,7 +176,7 @@ def _evict(root: Path, entry: Path) -> bool:
 def external_copy(path: str | os.PathLike[str], cache_dir: str | os.PathLike[str] | None = None
                   ) -> Path:
     """A copy of the graph at ``path`` with its weights in one external data file, made once
-    per content into a bounded cache (`external_cache_limit_mb`).
+    per content into a bounded cache (``$TTS_KIT_EXTERNAL_CACHE_MB``, default 2048).
 
     Example:
         >>> external_copy("bundle/onnx/vocoder.onnx")  # doctest: +SKIP
@@ -218,12 +205,6 @@ def _cpu_fingerprint() -> str:
     return hashlib.sha256("\n".join(keep).encode()).hexdigest()[:16]
 
 
-def _optimised_meta(src: Path, level: ort.GraphOptimizationLevel, prepacked: bool
-                    ) -> dict[str, str]:
-    return {"source": _content_key(src), "onnxruntime": ort.__version__,
-            "level": level.name, "cpu": _cpu_fingerprint(), "prepacked": str(prepacked)}
-
-
 def optimised_copy(path: str | os.PathLike[str],
                    level: ort.GraphOptimizationLevel = ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
                    cache_dir: str | os.PathLike[str] | None = None, *,
@@ -241,7 +222,8 @@ def optimised_copy(path: str | os.PathLike[str],
     src = Path(path).resolve()
     src.stat()
     root = Path(cache_dir) if cache_dir is not None else external_cache_dir()
-    meta = _optimised_meta(src, level, prepacked)
+    meta = {"source": _content_key(src), "onnxruntime": ort.__version__, "level": level.name,
+            "cpu": _cpu_fingerprint(), "prepacked": str(prepacked)}
     key = "opt-" + hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:32]
     entry = root / key / OPTIMISED_META
     if entry.parent.is_dir():
@@ -255,10 +237,8 @@ def optimised_copy(path: str | os.PathLike[str],
     def write(src: Path, work: Path) -> None:
         args = [str(src), str(work / src.name), level.name, f"{src.name}.data",
                 str(int(prepacked))]
-        if src.stat().st_size <= INPROCESS_CONVERT_BYTES:
-            _optimise_here(*args)
-        else:
-            _in_child(_optimise_here, args, f"{src}: could not write an optimised copy")
+        _convert(_optimise_here, args, src.stat().st_size <= INPROCESS_CONVERT_BYTES,
+                 f"{src}: could not write an optimised copy")
         (work / OPTIMISED_META).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
 
     return _cached_copy(src, key, root, write)
@@ -282,30 +262,14 @@ def _optimise_here(src: str, out: str, level: str, data: str, prepacked: str) ->
 _LEGACY_WORK = re.compile(r"^\.[0-9a-f]{20}\.[A-Za-z0-9_]{8}$")
 
 
-def sweep_external_cache(root: str | os.PathLike[str] | None = None,
-                         legacy_after_s: float = 3600.0) -> list[Path]:
-    """Remove partial copies of dead writers from the external-data cache (those of older
-    versions, which name no pid, once ``legacy_after_s`` old); returns them.
-
-    Example:
-        >>> sweep_external_cache("/nonexistent")
-        []
-    """
-    root = Path(root) if root is not None else external_cache_dir()
-    removed = atomic.sweep_stale(root)
+def _sweep_dead_writers(root: Path) -> None:
+    """Remove dead writers' partial copies (older versions' once an hour old: no pid)."""
+    atomic.sweep_stale(root)
     with contextlib.suppress(OSError):
         for entry in os.scandir(root):
             if (_LEGACY_WORK.match(entry.name) and entry.is_dir(follow_symlinks=False)
-                    and time.time() - entry.stat(follow_symlinks=False).st_mtime
-                    > legacy_after_s):
+                    and time.time() - entry.stat(follow_symlinks=False).st_mtime > 3600):
                 shutil.rmtree(entry.path, ignore_errors=True)
-                removed.append(Path(entry.path))
-    return removed
-
-
-def _cpu_only(providers: list[Any] | None) -> bool:
-    names = [p[0] if isinstance(p, (tuple, list)) else p for p in (providers or [])]
-    return all(n == "CPUExecutionProvider" for n in names)
 
 
 def session_file(path: str | os.PathLike[str], policy: LoadPolicy | str,
@@ -330,7 +294,9 @@ def _optimised_level(policy: LoadPolicy, so: ort.SessionOptions | None,
                      providers: list[Any] | None) -> ort.GraphOptimizationLevel | None:
     """The level an optimised copy is made at, or None when the policy loads none."""
     level = (so if so is not None else ort.SessionOptions()).graph_optimization_level
-    if (policy.optimised and _cpu_only(providers)
+    cpu_only = all((p[0] if isinstance(p, (tuple, list)) else p) == "CPUExecutionProvider"
+                   for p in providers or [])
+    if (policy.optimised and cpu_only
             and level != ort.GraphOptimizationLevel.ORT_DISABLE_ALL):
         return level
     return None
@@ -388,6 +354,5 @@ def check_loads(bundle: Any) -> list[str]:
         so = ort.SessionOptions()
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         so.log_severity_level = 3
-        sess = create_session(bundle.stage_path(stage), so, ["CPUExecutionProvider"])
-        del sess
+        create_session(bundle.stage_path(stage), so, ["CPUExecutionProvider"])  # then dropped
     return stages

@@ -1,8 +1,5 @@
-"""ONNX Runtime session presets: what each option does, and why a preset sets it.
-
-A `SessionPreset` is plain data that builds ``SessionOptions`` and explains itself, one line
-per option; `PRESETS` are the shipped ones. A thread count of ``"cores"`` resolves to
-`cores_in_force`, not ONNX Runtime's physical-core count.
+"""ONNX Runtime session presets (`SessionPreset`: plain data that builds ``SessionOptions`` and
+explains each option it sets) and `PRESETS`, the shipped ones.
 """
 
 from __future__ import annotations
@@ -14,7 +11,7 @@ from typing import Any
 
 import onnxruntime as ort
 
-from tts_kit.core import contract, procfacts
+from tts_kit.core import procfacts
 from tts_kit.core.errors import TtsKitError
 
 _EXECUTION_MODES = {
@@ -27,15 +24,13 @@ _OPT_LEVELS = {
     "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
     "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
 }
+#: Thread-count value meaning "one per core in force" (`cores_in_force`, not ORT's physical
+#: core count).
 CORES = "cores"
-"""Thread-count value meaning "one per core in force" (see the module docstring)."""
 
 CUDA = "CUDAExecutionProvider"
 _ARENA_STRATEGIES = ("kNextPowerOfTwo", "kSameAsRequested")
 _CUDNN_SEARCH = ("EXHAUSTIVE", "HEURISTIC", "DEFAULT")
-#: The convolution search `SessionPreset.cuda` sets unless told otherwise (not ORT's
-#: EXHAUSTIVE: see that method).
-CUDA_CONV_SEARCH = "HEURISTIC"
 
 #: What each option does, keyed by `SessionPreset` field or session config key.
 OPTION_DOCS: dict[str, str] = {
@@ -247,18 +242,15 @@ class SessionPreset:
                     raise TtsKitError(f"{key} {value!r}; use one of {list(allowed)}")
                 opts[key] = value
         if "cudnn_conv_algo_search" not in opts:
-            opts["cudnn_conv_algo_search"] = CUDA_CONV_SEARCH
+            opts["cudnn_conv_algo_search"] = "HEURISTIC"
             notes.setdefault("cudnn_conv_algo_search", (
                 "tts_kit's CUDA default: ORT's EXHAUSTIVE benchmarks again at every new input "
                 "shape, and each text brings new shapes (docs/benchmarks.md, 'On a GPU')"))
         if device_id is not None:
             opts["device_id"] = str(int(device_id))
-        providers = [CUDA] + [p for p in self.providers if p != CUDA]
-        options = {**self.provider_options, CUDA: opts}
-        if not opts:
-            options.pop(CUDA)
-        return self.replace(name=self.name if self.name.endswith("+cuda") else f"{self.name}+cuda",
-                            providers=providers, provider_options=options, notes=notes)
+        name = self.name if self.name.endswith("+cuda") else f"{self.name}+cuda"
+        return self.replace(name=name, providers=[CUDA] + [p for p in self.providers if p != CUDA],
+                            provider_options={**self.provider_options, CUDA: opts}, notes=notes)
 
     def set_options(self) -> dict[str, Any]:
         """The options this preset sets, keyed like `OPTION_DOCS`, in build order.
@@ -318,6 +310,9 @@ class SessionPreset:
 
 
 _SPIN_OFF = "spinning threads burn CPU between operators; on a small shared box that CPU is the"
+#: What seed-2vcpu and lean share: one thread per core in force in one pool, fused graphs.
+_ONE_POOL: dict[str, Any] = {"intra_op_num_threads": CORES, "inter_op_num_threads": 1,
+                             "execution_mode": "sequential", "graph_optimization_level": "all"}
 _PRESET_LIST = [
     SessionPreset(name="ort-default", source="ONNX Runtime itself"),
     SessionPreset(
@@ -332,10 +327,7 @@ _PRESET_LIST = [
     ),
     SessionPreset(
         name="seed-2vcpu",
-        intra_op_num_threads=CORES,
-        inter_op_num_threads=1,
-        execution_mode="sequential",
-        graph_optimization_level="all",
+        **_ONE_POOL,
         enable_cpu_mem_arena=True,
         config_entries={"session.dynamic_block_base": "4", "session.intra_op.allow_spinning": "0"},
         source="seed article 000 (Supertonic 3 on a 2 vCPU server)",
@@ -361,10 +353,7 @@ _PRESET_LIST = [
     ),
     SessionPreset(
         name="lean",
-        intra_op_num_threads=CORES,
-        inter_op_num_threads=1,
-        execution_mode="sequential",
-        graph_optimization_level="all",
+        **_ONE_POOL,
         enable_cpu_mem_arena=False,
         enable_mem_pattern=True,
         config_entries={
@@ -402,8 +391,6 @@ _PRESET_LIST = [
 
 #: The shipped presets by name. Use `get_preset` for a copy you may change.
 PRESETS: dict[str, SessionPreset] = {p.name: p for p in _PRESET_LIST}
-#: What a sweep measures unless told otherwise (`tts_kit.core.contract.SWEEP_PRESETS`).
-SWEEP_PRESETS: tuple[str, ...] = contract.SWEEP_PRESETS
 
 
 def get_preset(name: str | SessionPreset) -> SessionPreset:
