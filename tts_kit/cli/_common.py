@@ -16,7 +16,7 @@ import logging
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textsafe import term_safe
@@ -36,15 +36,7 @@ class UserError(TtsKitError):
 
 
 def _refuse_nul(args: argparse.Namespace) -> None:
-    r"""A NUL character in a path or a name (not the text to speak) is the user's mistake.
-
-    Example:
-        >>> _refuse_nul(argparse.Namespace(text="a\x00b", json="ok.json"))
-        >>> _refuse_nul(argparse.Namespace(json="a\x00b"))  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        tts_kit.cli.UserError: 'a\x00b' (the json argument): contains a NUL character, ...
-    """
+    """A NUL character in a path or a name (not the text to speak) is the user's mistake."""
     for dest, value in vars(args).items():
         if dest != "text" and isinstance(value, str) and "\x00" in value:
             raise UserError(f"{value!r} (the {dest.replace('_', '-')} argument): contains a "
@@ -201,20 +193,9 @@ class _HelpFormatter(argparse.HelpFormatter):
 Command = Callable[[argparse.Namespace], int]
 
 
-class AddCommand(Protocol):
-    """Registers one subcommand (with ``--model`` unless ``model=False``) and returns its
-    parser; each command group's ``register`` takes one.
-
-    Example:
-        >>> sub = argparse.ArgumentParser().add_subparsers(dest="command")
-        >>> from tts_kit.cli import text
-        >>> text.register(lambda name, fn, help, model=True: sub.add_parser(name))
-        >>> sorted(sub.choices)
-        ['normalize']
-    """
-
-    def __call__(self, name: str, fn: Command, help: str,
-                 model: bool = True) -> argparse.ArgumentParser: ...
+#: Registers one subcommand (with ``--model`` unless ``model=False``) and returns its parser:
+#: ``add(name, fn, help, model=True)``; each command group's ``register`` takes one.
+AddCommand = Callable[..., argparse.ArgumentParser]
 
 
 _SECONDS = Rule(0, 7 * 86400, low_open=True, unit="s")

@@ -166,11 +166,6 @@ def register(add: AddCommand) -> None:
         >>> _parser().parse_args(["loadtest", "http://127.0.0.1:8000"]).concurrency
         '1,2,4'
     """
-    _register_serve(add)
-    _register_load(add)
-
-
-def _register_serve(add: AddCommand) -> None:
     preset_names = ", ".join(contract.PRESET_NAMES)
     sp = add("serve", cmd_serve, "serve speech over HTTP (OpenAI-compatible POST "
              "/v1/audio/speech, /health, /voices, /metrics) from warmed-up worker processes")
@@ -227,6 +222,7 @@ def _register_serve(add: AddCommand) -> None:
     sp.add_argument("--config-json", default=None, metavar="FILE", type=in_path,
                     help="the whole configuration as ServeConfig JSON (- reads stdin); "
                     "replaces the other flags")
+    _register_load(add)
 
 
 def _load_args(sp: argparse.ArgumentParser) -> None:
