@@ -1,10 +1,5 @@
 """``tts-kit``: a thin command line over the library, one module per command group; this
-one assembles the parser and runs a command (`main`). Errors: `tts_kit.cli._errors`.
-
-Example:
-    $ tts-kit synth "Hello there." -o hello.wav
-    $ tts-kit doctor
-"""
+one assembles the parser and runs a command (`main`). Errors: `tts_kit.cli._errors`."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
 """What every ``tts-kit`` command group shares: printing, opening the model, output files,
 help texts, every numeric flag's range (`NUMERIC_FLAGS`), and how a group registers its
-subcommands (`AddCommand`).
-
-Example:
-    >>> _say("a\\x1b[2Jb")
-    a\\x1b[2Jb
-"""
+subcommands (`AddCommand`)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
-"""``tts-kit`` commands about the model itself: synth, info, standin, fetch, doctor.
-
-Example:
-    $ tts-kit synth "Hello there." -o hello.wav
-    $ tts-kit info --json
-    $ tts-kit standin /tmp/tiny --scale tiny
-    $ tts-kit doctor
-"""
+"""``tts-kit`` commands about the model itself: synth, info, standin, fetch, doctor."""
 
 from __future__ import annotations
 

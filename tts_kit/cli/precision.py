@@ -1,9 +1,4 @@
-"""``tts-kit`` commands about numeric precision: convert (FP16/INT8) and verify.
-
-Example:
-    $ tts-kit convert ~/model ~/model-fp16 --to fp16
-    $ tts-kit verify --model ~/model --against ~/model-fp16 --floor
-"""
+"""``tts-kit`` commands about numeric precision: convert (FP16/INT8) and verify."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""``tts-kit`` commands about serving speech: serve, loadtest, serve-sweep.
-
-Example:
-    $ tts-kit serve --workers 2 --port 8000
-    $ tts-kit loadtest http://127.0.0.1:8000 --concurrency 1,2,4
-    $ tts-kit serve-sweep --workers 1,2 --p95-target-ms 800
-"""
+"""``tts-kit`` commands about serving speech: serve, loadtest, serve-sweep."""
 
 from __future__ import annotations
 

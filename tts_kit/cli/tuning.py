@@ -1,10 +1,4 @@
-"""``tts-kit`` commands that measure and recommend session settings: tune and report.
-
-Example:
-    $ tts-kit tune --presets lean,supertonic-default --cpus 1,2
-    $ tts-kit tune --scheduler tcp://10.0.0.5:8786   # trials on Dask workers
-    $ tts-kit report --out report/
-"""
+"""``tts-kit`` commands that measure and recommend session settings: tune and report."""
 
 from __future__ import annotations
 
