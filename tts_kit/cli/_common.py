@@ -15,7 +15,7 @@ from typing import Any
 
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textsafe import term_safe
-from tts_kit.core.validate import MAX_THREADS, SERVE_FIELDS, Rule, serve_flag
+from tts_kit.core.validate import MAX_THREADS, Rule
 
 
 def _say(text: object = "", file: Any = None) -> None:
@@ -177,8 +177,7 @@ class _HelpFormatter(argparse.HelpFormatter):
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
         default = action.default
-        if ("%(default)" in text or "(default" in text or not action.option_strings
-                or default is None
+        if ("(default" in text or not action.option_strings or default is None
                 or isinstance(default, bool) or default is argparse.SUPPRESS):
             return text
         return f"{text} (default: %(default)s)"
@@ -203,10 +202,9 @@ _NOISE = Rule(0, 2)
 _LOAD = {"requests": Rule(1, 10**7, integer=True), "duration": _SECONDS,
          "timeout": _SECONDS, "seed": _SEED}
 
-#: command -> argparse ``dest`` -> its range (None values are defaults: not checked).
+#: command -> argparse ``dest`` -> its range (None values are defaults: not checked); serve's
+#: flags are `ServeConfig.check`'s, as a --config-json file's settings are.
 NUMERIC_FLAGS: dict[str, dict[str, Rule]] = {
-    # ServeConfig's own table, as a --config-json file is checked.
-    "serve": {serve_flag(f): rule for f, rule in SERVE_FIELDS.items() if serve_flag(f)},
     "synth": {"seed": _SEED, "noise_scale": _NOISE, "noise_w": _NOISE},
     "standin": {"seed": _SEED},
     "info": {"threads": _THREADS},
@@ -225,7 +223,7 @@ def check_flags(args: argparse.Namespace) -> None:
     the library checks ``--steps``, ``--speed`` and ``--repeats`` itself).
 
     Example:
-        >>> args = argparse.Namespace(command="serve", timeout=float("nan"))
+        >>> args = argparse.Namespace(command="loadtest", timeout=float("nan"))
         >>> check_flags(args)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
