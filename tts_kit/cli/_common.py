@@ -39,12 +39,12 @@ def _refuse_nul(args: argparse.Namespace) -> None:
 
 
 def in_path(text: str) -> str:
-    """The argparse ``type`` of an option naming a path read (`out_path`: written), checked
-    once parsed (`_check_paths`).
+    """The argparse ``type`` of an option naming a path read (`out_path`: written; `out_file`:
+    a file written), checked once parsed (`_check_paths`).
 
     Example:
-        >>> in_path("~/x.json"), out_path("out.json")
-        ('~/x.json', 'out.json')
+        >>> in_path("~/x.json"), out_path("out"), out_file("out.json")
+        ('~/x.json', 'out', 'out.json')
     """
     return text
 
@@ -54,14 +54,24 @@ def out_path(text: str) -> str:
     return text
 
 
+def out_file(text: str) -> str:
+    """The argparse ``type`` of an option naming a file written: checked writable before the
+    command does any work (`in_path`)."""
+    return text
+
+
 def _check_paths(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    """Every path option not empty and its ``~`` a known home; ``--scheduler`` not empty."""
+    """Every path option not empty and its ``~`` a known home, every `out_file` writable;
+    ``--scheduler`` not empty."""
     from tts_kit.core.userfiles import check_path
 
     for a in parser._actions:
         value = getattr(args, a.dest, None)
-        if a.type in (in_path, out_path) and isinstance(value, str):
-            check_path(value, a.option_strings[-1] if a.option_strings else a.dest.upper())
+        if a.type in (in_path, out_path, out_file) and isinstance(value, str):
+            flag = a.option_strings[-1] if a.option_strings else a.dest.upper()
+            check_path(value, flag)
+            if a.type is out_file:  # now, not after minutes of measuring
+                _check_output_file(value, flag)
     if getattr(args, "scheduler", None) == "":
         raise UserError("--scheduler '': empty; give tcp://HOST:PORT, or leave it out to "
                         "run here")

@@ -11,11 +11,10 @@ from tts_kit.cli._common import (
     AddCommand,
     UserError,
     _bundle,
-    _check_output_file,
     _say,
     _write_json,
     in_path,
-    out_path,
+    out_file,
 )
 from tts_kit.core import contract
 from tts_kit.core.settings import settings
@@ -92,8 +91,6 @@ def cmd_loadtest(args: argparse.Namespace) -> int:
                         "http://127.0.0.1:8000") from None
     if port is not None:
         check_number(port, f"URL {args.url!r}: port", low=1, high=65535, integer=True)
-    if args.json:
-        _check_output_file(args.json, "--json")  # now, not after the load test
     conc = _levels(args.concurrency, "--concurrency")
     rates = _levels(args.rate, "--rate", float)
     if not conc and not rates:
@@ -123,8 +120,6 @@ def cmd_serve_sweep(args: argparse.Namespace) -> int:
     from tts_kit.serve.launch import Stopped, signals_end_the_block
     from tts_kit.serve.sweep import ServingSweepSpec, serving_sweep
 
-    if args.json:
-        _check_output_file(args.json, "--json")
     workers = _levels(args.workers, "--workers")
     if not workers:
         raise UserError("--workers '': give worker counts like 1,2")
@@ -235,7 +230,7 @@ def _load_args(sp: argparse.ArgumentParser) -> None:
                     help="noise seed per request (default: random)")
     sp.add_argument("--timeout", type=float, default=120.0,
                     help="client deadline per request, seconds")
-    sp.add_argument("--json", default=None, type=out_path, help="write the records as JSON here")
+    sp.add_argument("--json", default=None, type=out_file, help="write the records as JSON here")
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

@@ -13,12 +13,12 @@ from tts_kit.cli._common import (
     AddCommand,
     UserError,
     _bundle,
-    _check_output_file,
     _cluster,
     _say,
     _standin_note,
     _write_json,
     in_path,
+    out_file,
     out_path,
 )
 from tts_kit.cli._errors import EXIT_INTERRUPTED, interrupted
@@ -68,8 +68,6 @@ def cmd_tune(args: argparse.Namespace) -> int:
     workload = Workload(steps=args.steps, repeats=args.repeats)
     options = SweepOptions(cpus=cpus, loadings=loadings, mem_budget_mb=args.mem_budget,
                            progress=not args.quiet, stage_costs_mb=costs, rounds=args.rounds)
-    if args.json:
-        _check_output_file(args.json, "--json")  # now, not after minutes of measuring
     with _cluster(args.scheduler) as executor:
         result = sweep(bundle, presets, workload, options.replace(executor=executor))
         lost = getattr(executor, "lost", None)  # the scheduler went away mid-sweep
@@ -245,7 +243,7 @@ def register_tune(add: AddCommand) -> None:
     sp.add_argument("--stage-costs", default="measure", type=in_path,
                     help="per-stage MB for budget:MB loadings: measure (one isolated run "
                     "per preset), estimate (from file sizes) or a JSON file")
-    sp.add_argument("--json", default=None, metavar="FILE", type=out_path,
+    sp.add_argument("--json", default=None, metavar="FILE", type=out_file,
                     help="write the records as JSON here")
     sp.add_argument("--timelines", action="store_true",
                     help="keep each trial's RSS timeline and stage events in --json")
