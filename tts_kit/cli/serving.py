@@ -60,20 +60,15 @@ def _texts(path: str | None) -> list[str]:
 
     if not path:
         return [DEFAULT_TEXT]
-    lines = [ln.strip() for ln in read_text(path, f"--texts {path}").splitlines()]
-    lines = [ln for ln in lines if ln]
+    lines = [ln.strip() for ln in read_text(path, f"--texts {path}").splitlines() if ln.strip()]
     if not lines:
         raise UserError(f"--texts {path}: no text in it; give one request text per line")
     return lines
 
 
 def _load_body(args: argparse.Namespace) -> dict[str, Any]:
-    body: dict[str, Any] = {"steps": args.steps, "lang": args.lang}
-    if args.voice:
-        body["voice"] = args.voice
-    if args.seed is not None:
-        body["seed"] = args.seed
-    return body
+    body = {"steps": args.steps, "lang": args.lang, "voice": args.voice or None, "seed": args.seed}
+    return {k: v for k, v in body.items() if v is not None}
 
 
 def cmd_loadtest(args: argparse.Namespace) -> int:
