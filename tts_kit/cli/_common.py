@@ -30,14 +30,6 @@ class UserError(TtsKitError):
     __module__ = "tts_kit.cli"  # shown as ``tts_kit.cli.UserError``, where it is exported
 
 
-def _refuse_nul(args: argparse.Namespace) -> None:
-    """A NUL character in a path or a name (not the text to speak) is the user's mistake."""
-    for dest, value in vars(args).items():
-        if dest != "text" and isinstance(value, str) and "\x00" in value:
-            raise UserError(f"{value!r} (the {dest.replace('_', '-')} argument): contains a "
-                            "NUL character, which no path or name can hold")
-
-
 def in_path(text: str) -> str:
     """The argparse ``type`` of an option naming a path read (`out_path`: written; `out_file`:
     a file written), checked once parsed (`_check_paths`).
@@ -61,10 +53,14 @@ def out_file(text: str) -> str:
 
 
 def _check_paths(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    """Every path option not empty and its ``~`` a known home, every `out_file` writable;
-    ``--scheduler`` not empty."""
+    """No NUL in a path or a name (the text to speak aside), every path option not empty and
+    its ``~`` a known home, every `out_file` writable; ``--scheduler`` not empty."""
     from tts_kit.core.userfiles import check_path
 
+    for dest, value in vars(args).items():
+        if dest != "text" and isinstance(value, str) and "\x00" in value:
+            raise UserError(f"{value!r} (the {dest.replace('_', '-')} argument): contains a "
+                            "NUL character, which no path or name can hold")
     for a in parser._actions:
         value = getattr(args, a.dest, None)
         if a.type in (in_path, out_path, out_file) and isinstance(value, str):

@@ -53,12 +53,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
     loadings = tuple(x.strip() for x in args.loading.split(",") if x.strip())
     costs: Any = None if args.stage_costs == "estimate" else args.stage_costs
     if costs not in (None, "measure"):
+        fix = 'give measure, estimate or a JSON file {"stage": MB, ...}'
         try:
-            costs = read_json(costs, f"--stage-costs {costs}", "give measure, estimate or "
-                              'a JSON file {"stage": MB, ...}')
+            costs = read_json(costs, f"--stage-costs {costs}", fix)
         except OSError as exc:
-            raise UserError(f"--stage-costs {args.stage_costs}: cannot read it ({exc.strerror})"
-                            '; give measure, estimate or a JSON file {"stage": MB, ...}') from None
+            raise UserError(f"--stage-costs {costs}: cannot read it ({exc.strerror}); "
+                            f"{fix}") from None
     if not loadings:
         raise UserError(f"--loading {args.loading!r} names no load policy; give e.g. "
                         "resident,paged,budget:300")
