@@ -26,9 +26,6 @@ MIB = 2.0**20
 CPUS_ENV = "TTS_KIT_CPUS"
 
 
-# -- memory -------------------------------------------------------------------------------
-
-
 def _proc_numbers(path: str, *keys: str, base: int = 10) -> dict[str, int]:
     """The ``Key: number ...`` lines of a /proc file for ``keys`` (none where unreadable)."""
     try:
@@ -108,9 +105,6 @@ def reset_peak_rss() -> bool:
         return True
     except OSError:
         return False
-
-
-# -- CPU ----------------------------------------------------------------------------------
 
 
 def cpu_seconds(pid: int | None = None) -> float | None:
@@ -250,36 +244,19 @@ def current_cpus() -> int | None:
     return int(raw) if raw.isdigit() and int(raw) > 0 else None
 
 
-# -- files --------------------------------------------------------------------------------
-
-
-def umask() -> int:
-    """This process's umask, from ``/proc/self/status`` where reported (setting it to read
-    it would change it for every thread).
-
-    Example:
-        >>> 0 <= umask() <= 0o777
-        True
-    """
-    mask = _proc_numbers("/proc/self/status", "Umask", base=8).get("Umask")
-    if mask is not None:
-        return mask
-    mask = os.umask(0o077)
-    os.umask(mask)
-    return mask
-
-
 def umask_mode(mode: int) -> int:
     """``mode`` as the umask lets a new file or directory have it (what ``mkdir`` gives).
 
     Example:
-        >>> umask_mode(0o777) == 0o777 & ~umask()
+        >>> umask_mode(0o777) | 0o777 == 0o777
         True
     """
-    return mode & ~umask()
-
-
-# -- glibc --------------------------------------------------------------------------------
+    # From /proc where reported: setting the umask to read it changes it for every thread.
+    mask = _proc_numbers("/proc/self/status", "Umask", base=8).get("Umask")
+    if mask is None:
+        mask = os.umask(0o077)
+        os.umask(mask)
+    return mode & ~mask
 
 
 @functools.cache
