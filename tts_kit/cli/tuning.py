@@ -102,9 +102,9 @@ def tune_command(args: argparse.Namespace, repeats: int | None = None) -> str:
     """
     import shlex
 
-    from tts_kit.cli import _parser
-
-    defaults = vars(_parser().parse_args(["tune"]))  # the parser's own: they cannot drift
+    parser = argparse.ArgumentParser()
+    register_tune(lambda name, fn, help, model=True: parser)
+    defaults = vars(parser.parse_args([]))  # the flags' own: a copy here could drift
     parts = ["tts-kit", "tune"] + (["--model", str(args.model)] if args.model else [])
     for key in ("presets", "cpus", "loading", "mem_budget", "steps", "repeats", "rounds",
                 "stage_costs", "scheduler"):

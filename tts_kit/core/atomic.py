@@ -85,11 +85,10 @@ def _signals_as_exceptions() -> Iterator[None]:
 @contextlib.contextmanager
 def _signals_blocked() -> Iterator[None]:
     """Hold interrupting signals for the few system calls that put an output in place."""
-    sigs = {signal.SIGINT, *GUARDED_SIGNALS}
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, *GUARDED_SIGNALS})
     try:
         yield
     finally:
