@@ -28,7 +28,7 @@ import pytest
 from test_clear_errors import add_unknown_op
 
 from tts_kit import TtsKitError, cli
-from tts_kit.cli._common import in_path, out_path
+from tts_kit.cli._common import in_path, out_file, out_path
 
 HUGE = "9" * 5000
 
@@ -298,7 +298,7 @@ def _path_options() -> list[tuple[str, argparse.Action]]:
     parser = cli._parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     return [(name, a) for name, sp in sub.choices.items() for a in sp._actions
-            if a.type in (in_path, out_path)]
+            if a.type in (in_path, out_path, out_file)]
 
 
 #: Just enough of each command for it to run at once (a tiny model, one request).

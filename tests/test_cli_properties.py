@@ -15,6 +15,7 @@ one step, one repeat) or with arguments that fail validation first (``report``: 
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import tempfile
@@ -26,6 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tts_kit import cli
+from tts_kit.core.validate import SERVE_FIELDS, serve_flag
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -295,13 +297,13 @@ def test_serving_numbers(command, flags, capsys):
 
 #: Numeric flags the library checks itself, with its own one-line message (not in the table).
 LIBRARY_CHECKED = {"steps", "speed", "repeats"}
+#: serve's numeric flags: `ServeConfig.check` checks them against `SERVE_FIELDS`.
+SERVE_CHECKED = {serve_flag(f) for f in SERVE_FIELDS if serve_flag(f)}
 
 
 def test_every_numeric_flag_is_in_the_one_table():
     """A new ``type=int``/``type=float`` flag must get a range in `NUMERIC_FLAGS` (or be one
     the library checks): otherwise ``nan``, ``-5`` or ``1e400`` reach the command."""
-    import argparse
-
     from tts_kit.cli._common import NUMERIC_FLAGS
 
     parser = cli._parser()
@@ -309,7 +311,8 @@ def test_every_numeric_flag_is_in_the_one_table():
     missing = [f"{name} {'/'.join(a.option_strings)}"
                for name, sp in sub.choices.items() for a in sp._actions
                if a.type in (int, float) and a.dest not in LIBRARY_CHECKED
-               and a.dest not in NUMERIC_FLAGS.get(name, {})]
+               and a.dest not in NUMERIC_FLAGS.get(name, {})
+               and not (name == "serve" and a.dest in SERVE_CHECKED)]
     assert not missing, missing
 
 
@@ -405,16 +408,17 @@ def test_every_config_json_setting_refuses_hostile_values(tmp_path, tiny_bundle_
 
 
 def test_the_flags_and_the_config_share_one_table():
-    """``serve``'s numeric flags are `SERVE_FIELDS`' rules themselves (not copies that drift);
-    every number in `ServeConfig` has a rule."""
+    """``serve``'s numeric flags are checked by `ServeConfig.check` against `SERVE_FIELDS`
+    alone (no copy in `NUMERIC_FLAGS` to drift); every number in `ServeConfig` has a rule."""
     from tts_kit.cli._common import NUMERIC_FLAGS
-    from tts_kit.core.validate import SERVE_FIELDS, serve_flag
     from tts_kit.serve.config import ServeConfig
 
-    for field, rule in SERVE_FIELDS.items():
-        if serve_flag(field):
-            assert NUMERIC_FLAGS["serve"][serve_flag(field)] is rule, field
+    assert "serve" not in NUMERIC_FLAGS
+    parser = cli._parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    flags = {a.dest for a in sub.choices["serve"]._actions if a.type in (int, float)}
+    assert flags <= SERVE_CHECKED
     numbers = [f for f, d in ServeConfig.__dataclass_fields__.items()
                if {int, float} & set(getattr(d.type, "__args__", (d.type,)))]
     assert sorted(numbers) == sorted(SERVE_FIELDS)
-    assert "batch" not in NUMERIC_FLAGS["serve"] and "batch_wait_ms" not in NUMERIC_FLAGS["serve"]
+    assert not {"batch", "batch_wait_ms"} & flags

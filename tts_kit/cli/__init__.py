@@ -1,10 +1,5 @@
 """``tts-kit``: a thin command line over the library, one module per command group; this
-one assembles the parser and runs a command (`main`). Errors: `tts_kit.cli._errors`.
-
-Example:
-    $ tts-kit synth "Hello there." -o hello.wav
-    $ tts-kit doctor
-"""
+one assembles the parser and runs a command (`main`). Errors: `tts_kit.cli._errors`."""
 
 from __future__ import annotations
 
@@ -22,7 +17,6 @@ from tts_kit.cli._common import (
     UserError,
     _check_paths,
     _HelpFormatter,
-    _refuse_nul,
     _say,
     _warning_line,
     _write_json,
@@ -108,7 +102,6 @@ def _run(argv: Sequence[str] | None) -> int:
     with warnings.catch_warnings():
         warnings.showwarning = _warning_line
         try:
-            _refuse_nul(args)
             _check_paths(args, sub.choices[args.command])
             check_flags(args)  # every numeric flag, by one validator
             status = args.func(args)

@@ -1,11 +1,6 @@
 """What every ``tts-kit`` command group shares: printing, opening the model, output files,
 help texts, every numeric flag's range (`NUMERIC_FLAGS`), and how a group registers its
-subcommands (`AddCommand`).
-
-Example:
-    >>> _say("a\\x1b[2Jb")
-    a\\x1b[2Jb
-"""
+subcommands (`AddCommand`)."""
 
 from __future__ import annotations
 
@@ -16,11 +11,11 @@ import logging
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textsafe import term_safe
-from tts_kit.core.validate import MAX_THREADS, SERVE_FIELDS, Rule, serve_flag
+from tts_kit.core.validate import MAX_THREADS, Rule
 
 
 def _say(text: object = "", file: Any = None) -> None:
@@ -35,29 +30,13 @@ class UserError(TtsKitError):
     __module__ = "tts_kit.cli"  # shown as ``tts_kit.cli.UserError``, where it is exported
 
 
-def _refuse_nul(args: argparse.Namespace) -> None:
-    r"""A NUL character in a path or a name (not the text to speak) is the user's mistake.
-
-    Example:
-        >>> _refuse_nul(argparse.Namespace(text="a\x00b", json="ok.json"))
-        >>> _refuse_nul(argparse.Namespace(json="a\x00b"))  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        tts_kit.cli.UserError: 'a\x00b' (the json argument): contains a NUL character, ...
-    """
-    for dest, value in vars(args).items():
-        if dest != "text" and isinstance(value, str) and "\x00" in value:
-            raise UserError(f"{value!r} (the {dest.replace('_', '-')} argument): contains a "
-                            "NUL character, which no path or name can hold")
-
-
 def in_path(text: str) -> str:
-    """The argparse ``type`` of an option naming a path read (`out_path`: written), checked
-    once parsed (`_check_paths`).
+    """The argparse ``type`` of an option naming a path read (`out_path`: written; `out_file`:
+    a file written), checked once parsed (`_check_paths`).
 
     Example:
-        >>> in_path("~/x.json"), out_path("out.json")
-        ('~/x.json', 'out.json')
+        >>> in_path("~/x.json"), out_path("out"), out_file("out.json")
+        ('~/x.json', 'out', 'out.json')
     """
     return text
 
@@ -67,14 +46,28 @@ def out_path(text: str) -> str:
     return text
 
 
+def out_file(text: str) -> str:
+    """The argparse ``type`` of an option naming a file written: checked writable before the
+    command does any work (`in_path`)."""
+    return text
+
+
 def _check_paths(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    """Every path option not empty and its ``~`` a known home; ``--scheduler`` not empty."""
+    """No NUL in a path or a name (the text to speak aside), every path option not empty and
+    its ``~`` a known home, every `out_file` writable; ``--scheduler`` not empty."""
     from tts_kit.core.userfiles import check_path
 
+    for dest, value in vars(args).items():
+        if dest != "text" and isinstance(value, str) and "\x00" in value:
+            raise UserError(f"{value!r} (the {dest.replace('_', '-')} argument): contains a "
+                            "NUL character, which no path or name can hold")
     for a in parser._actions:
         value = getattr(args, a.dest, None)
-        if a.type in (in_path, out_path) and isinstance(value, str):
-            check_path(value, a.option_strings[-1] if a.option_strings else a.dest.upper())
+        if a.type in (in_path, out_path, out_file) and isinstance(value, str):
+            flag = a.option_strings[-1] if a.option_strings else a.dest.upper()
+            check_path(value, flag)
+            if a.type is out_file:  # now, not after minutes of measuring
+                _check_output_file(value, flag)
     if getattr(args, "scheduler", None) == "":
         raise UserError("--scheduler '': empty; give tcp://HOST:PORT, or leave it out to "
                         "run here")
@@ -190,8 +183,7 @@ class _HelpFormatter(argparse.HelpFormatter):
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
         default = action.default
-        if ("%(default)" in text or "(default" in text or not action.option_strings
-                or default is None
+        if ("(default" in text or not action.option_strings or default is None
                 or isinstance(default, bool) or default is argparse.SUPPRESS):
             return text
         return f"{text} (default: %(default)s)"
@@ -201,20 +193,9 @@ class _HelpFormatter(argparse.HelpFormatter):
 Command = Callable[[argparse.Namespace], int]
 
 
-class AddCommand(Protocol):
-    """Registers one subcommand (with ``--model`` unless ``model=False``) and returns its
-    parser; each command group's ``register`` takes one.
-
-    Example:
-        >>> sub = argparse.ArgumentParser().add_subparsers(dest="command")
-        >>> from tts_kit.cli import text
-        >>> text.register(lambda name, fn, help, model=True: sub.add_parser(name))
-        >>> sorted(sub.choices)
-        ['normalize']
-    """
-
-    def __call__(self, name: str, fn: Command, help: str,
-                 model: bool = True) -> argparse.ArgumentParser: ...
+#: Registers one subcommand (with ``--model`` unless ``model=False``) and returns its parser:
+#: ``add(name, fn, help, model=True)``; each command group's ``register`` takes one.
+AddCommand = Callable[..., argparse.ArgumentParser]
 
 
 _SECONDS = Rule(0, 7 * 86400, low_open=True, unit="s")
@@ -227,10 +208,9 @@ _NOISE = Rule(0, 2)
 _LOAD = {"requests": Rule(1, 10**7, integer=True), "duration": _SECONDS,
          "timeout": _SECONDS, "seed": _SEED}
 
-#: command -> argparse ``dest`` -> its range (None values are defaults: not checked).
+#: command -> argparse ``dest`` -> its range (None values are defaults: not checked); serve's
+#: flags are `ServeConfig.check`'s, as a --config-json file's settings are.
 NUMERIC_FLAGS: dict[str, dict[str, Rule]] = {
-    # ServeConfig's own table, as a --config-json file is checked.
-    "serve": {serve_flag(f): rule for f, rule in SERVE_FIELDS.items() if serve_flag(f)},
     "synth": {"seed": _SEED, "noise_scale": _NOISE, "noise_w": _NOISE},
     "standin": {"seed": _SEED},
     "info": {"threads": _THREADS},
@@ -249,7 +229,7 @@ def check_flags(args: argparse.Namespace) -> None:
     the library checks ``--steps``, ``--speed`` and ``--repeats`` itself).
 
     Example:
-        >>> args = argparse.Namespace(command="serve", timeout=float("nan"))
+        >>> args = argparse.Namespace(command="loadtest", timeout=float("nan"))
         >>> check_flags(args)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...

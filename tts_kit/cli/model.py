@@ -1,11 +1,4 @@
-"""``tts-kit`` commands about the model itself: synth, info, standin, fetch, doctor.
-
-Example:
-    $ tts-kit synth "Hello there." -o hello.wav
-    $ tts-kit info --json
-    $ tts-kit standin /tmp/tiny --scale tiny
-    $ tts-kit doctor
-"""
+"""``tts-kit`` commands about the model itself: synth, info, standin, fetch, doctor."""
 
 from __future__ import annotations
 
@@ -139,9 +132,8 @@ def cmd_info(args: argparse.Namespace) -> int:
             ("voices", ", ".join(term_safe(v) for v in info["voices"])),
             ("params", f"{info['params'] / 1e6:.2f} M"), ("runtime", runtime)]
     _say("\n".join(f"{k:<9}{v}" for k, v in rows))
-    _say("")
     # The same columns and units as `tts-kit standin` prints (MB = 10^6 bytes).
-    _say(f"{'stage':<20}{'params':>10}{'MB':>9}  {'precision':<9}  sha256")
+    _say(f"\n{'stage':<20}{'params':>10}{'MB':>9}  {'precision':<9}  sha256")
     stages = info["stages"]
     for stage, st in stages.items():
         _say(f"{stage:<20}{st['params'] / 1e6:>9.2f}M{st['size_bytes'] / 1e6:>9.1f}  "
@@ -157,8 +149,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def _say_roofline(r: Any) -> None:
     load = (f", load average {r.loadavg[0]:.1f}-{r.loadavg[1]:.1f}" if r.loadavg else "")
-    _say("")
-    _say(f"measured: one {r.audio_s:.2f} s chunk, {r.threads} thread(s), best of {r.repeats} "
+    _say(f"\nmeasured: one {r.audio_s:.2f} s chunk, {r.threads} thread(s), best of {r.repeats} "
          f"in a fresh pinned process; MatMul peak {r.peak_gflops:.1f} GFLOP/s{load}")
     _say(r.table())
     _say(r.sentence())
@@ -167,8 +158,7 @@ def _say_roofline(r: Any) -> None:
 def _say_costs(costs: dict) -> None:
     from tts_kit.tuning.flops import StageFlops, costs_table
 
-    _say("")
-    _say(f"costs at {costs['steps']} flow steps, counted from the graphs for "
+    _say(f"\ncosts at {costs['steps']} flow steps, counted from the graphs for "
          f"{costs['seconds']:.2f} s of audio ({', '.join(costs['counted'])}: 2 x multiply-adds)")
     rows = [StageFlops(c["stage"], c["params"], c["runs"], c["flops_per_run"], c["seconds"])
             for c in costs["stages"]]

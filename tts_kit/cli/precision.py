@@ -1,9 +1,4 @@
-"""``tts-kit`` commands about numeric precision: convert (FP16/INT8) and verify.
-
-Example:
-    $ tts-kit convert ~/model ~/model-fp16 --to fp16
-    $ tts-kit verify --model ~/model --against ~/model-fp16 --floor
-"""
+"""``tts-kit`` commands about numeric precision: convert (FP16/INT8) and verify."""
 
 from __future__ import annotations
 
@@ -17,10 +12,10 @@ from tts_kit.cli._common import (
     AddCommand,
     UserError,
     _bundle,
-    _check_output_file,
     _say,
     _write_json,
     in_path,
+    out_file,
     out_path,
 )
 from tts_kit.core import contract
@@ -39,8 +34,6 @@ def cmd_convert(args: argparse.Namespace) -> int:
         from tts_kit.precision.recipes import check_recipe_for
 
         check_recipe_for(args.src, args.recipe)
-    if args.report:
-        _check_output_file(args.report, "--report")
     try:
         report = convert(args.src, args.dst, to=args.to or "fp16", stages=stages,
                          measure=measure, recipe=args.recipe,
@@ -70,8 +63,6 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from tts_kit.fidelity.verify import OFFICIAL, Tolerance, verify
     from tts_kit.precision.evaluate import verify_piper_copy
 
-    if args.json:
-        _check_output_file(args.json, "--json")
     bundle = _bundle(args)
     against = args.against
     if against != OFFICIAL and not Path(against).expanduser().is_dir():
@@ -127,7 +118,7 @@ def register(add: AddCommand) -> None:
     sp.add_argument("--stages", default=None,
                     help=f"comma-separated stages, of: {', '.join(contract.STAGES)} "
                     "(default: all)")
-    sp.add_argument("--report", default=None, metavar="FILE", type=out_path,
+    sp.add_argument("--report", default=None, metavar="FILE", type=out_file,
                     help="write the conversion report JSON here")
     sp.add_argument("--no-measure", action="store_true",
                     help="only convert (skip memory, latency and fidelity measurements)")
@@ -159,4 +150,4 @@ def register(add: AddCommand) -> None:
                     "listener's verdict, PESQ/STOI/DNSMOS/WER/MCD against the model's own takes "
                     "with other noise: transparent, acceptable, degraded or broken, which then "
                     "decides; exit 0 only within the floor, transparent or acceptable")
-    sp.add_argument("--json", default=None, type=out_path, help="write the report as JSON here")
+    sp.add_argument("--json", default=None, type=out_file, help="write the report as JSON here")

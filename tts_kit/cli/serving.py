@@ -1,10 +1,4 @@
-"""``tts-kit`` commands about serving speech: serve, loadtest, serve-sweep.
-
-Example:
-    $ tts-kit serve --workers 2 --port 8000
-    $ tts-kit loadtest http://127.0.0.1:8000 --concurrency 1,2,4
-    $ tts-kit serve-sweep --workers 1,2 --p95-target-ms 800
-"""
+"""``tts-kit`` commands about serving speech: serve, loadtest, serve-sweep."""
 
 from __future__ import annotations
 
@@ -17,11 +11,10 @@ from tts_kit.cli._common import (
     AddCommand,
     UserError,
     _bundle,
-    _check_output_file,
     _say,
     _write_json,
     in_path,
-    out_path,
+    out_file,
 )
 from tts_kit.core import contract
 from tts_kit.core.settings import settings
@@ -67,20 +60,15 @@ def _texts(path: str | None) -> list[str]:
 
     if not path:
         return [DEFAULT_TEXT]
-    lines = [ln.strip() for ln in read_text(path, f"--texts {path}").splitlines()]
-    lines = [ln for ln in lines if ln]
+    lines = [ln.strip() for ln in read_text(path, f"--texts {path}").splitlines() if ln.strip()]
     if not lines:
         raise UserError(f"--texts {path}: no text in it; give one request text per line")
     return lines
 
 
 def _load_body(args: argparse.Namespace) -> dict[str, Any]:
-    body: dict[str, Any] = {"steps": args.steps, "lang": args.lang}
-    if args.voice:
-        body["voice"] = args.voice
-    if args.seed is not None:
-        body["seed"] = args.seed
-    return body
+    body = {"steps": args.steps, "lang": args.lang, "voice": args.voice or None, "seed": args.seed}
+    return {k: v for k, v in body.items() if v is not None}
 
 
 def cmd_loadtest(args: argparse.Namespace) -> int:
@@ -98,8 +86,6 @@ def cmd_loadtest(args: argparse.Namespace) -> int:
                         "http://127.0.0.1:8000") from None
     if port is not None:
         check_number(port, f"URL {args.url!r}: port", low=1, high=65535, integer=True)
-    if args.json:
-        _check_output_file(args.json, "--json")  # now, not after the load test
     conc = _levels(args.concurrency, "--concurrency")
     rates = _levels(args.rate, "--rate", float)
     if not conc and not rates:
@@ -129,8 +115,6 @@ def cmd_serve_sweep(args: argparse.Namespace) -> int:
     from tts_kit.serve.launch import Stopped, signals_end_the_block
     from tts_kit.serve.sweep import ServingSweepSpec, serving_sweep
 
-    if args.json:
-        _check_output_file(args.json, "--json")
     workers = _levels(args.workers, "--workers")
     if not workers:
         raise UserError("--workers '': give worker counts like 1,2")
@@ -166,11 +150,6 @@ def register(add: AddCommand) -> None:
         >>> _parser().parse_args(["loadtest", "http://127.0.0.1:8000"]).concurrency
         '1,2,4'
     """
-    _register_serve(add)
-    _register_load(add)
-
-
-def _register_serve(add: AddCommand) -> None:
     preset_names = ", ".join(contract.PRESET_NAMES)
     sp = add("serve", cmd_serve, "serve speech over HTTP (OpenAI-compatible POST "
              "/v1/audio/speech, /health, /voices, /metrics) from warmed-up worker processes")
@@ -227,6 +206,7 @@ def _register_serve(add: AddCommand) -> None:
     sp.add_argument("--config-json", default=None, metavar="FILE", type=in_path,
                     help="the whole configuration as ServeConfig JSON (- reads stdin); "
                     "replaces the other flags")
+    _register_load(add)
 
 
 def _load_args(sp: argparse.ArgumentParser) -> None:
@@ -245,7 +225,7 @@ def _load_args(sp: argparse.ArgumentParser) -> None:
                     help="noise seed per request (default: random)")
     sp.add_argument("--timeout", type=float, default=120.0,
                     help="client deadline per request, seconds")
-    sp.add_argument("--json", default=None, type=out_path, help="write the records as JSON here")
+    sp.add_argument("--json", default=None, type=out_file, help="write the records as JSON here")
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

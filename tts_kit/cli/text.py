@@ -1,8 +1,4 @@
-"""``tts-kit normalize``: what the text front end makes of a text.
-
-Example:
-    $ tts-kit normalize "2026년 8월 24일 10:30" --lang ko --trace
-"""
+"""``tts-kit normalize``: what the text front end makes of a text."""
 
 from __future__ import annotations
 

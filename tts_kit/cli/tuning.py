@@ -1,10 +1,4 @@
-"""``tts-kit`` commands that measure and recommend session settings: tune and report.
-
-Example:
-    $ tts-kit tune --presets lean,supertonic-default --cpus 1,2
-    $ tts-kit tune --scheduler tcp://10.0.0.5:8786   # trials on Dask workers
-    $ tts-kit report --out report/
-"""
+"""``tts-kit`` commands that measure and recommend session settings: tune and report."""
 
 from __future__ import annotations
 
@@ -19,12 +13,12 @@ from tts_kit.cli._common import (
     AddCommand,
     UserError,
     _bundle,
-    _check_output_file,
     _cluster,
     _say,
     _standin_note,
     _write_json,
     in_path,
+    out_file,
     out_path,
 )
 from tts_kit.cli._errors import EXIT_INTERRUPTED, interrupted
@@ -59,12 +53,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
     loadings = tuple(x.strip() for x in args.loading.split(",") if x.strip())
     costs: Any = None if args.stage_costs == "estimate" else args.stage_costs
     if costs not in (None, "measure"):
+        fix = 'give measure, estimate or a JSON file {"stage": MB, ...}'
         try:
-            costs = read_json(costs, f"--stage-costs {costs}", "give measure, estimate or "
-                              'a JSON file {"stage": MB, ...}')
+            costs = read_json(costs, f"--stage-costs {costs}", fix)
         except OSError as exc:
-            raise UserError(f"--stage-costs {args.stage_costs}: cannot read it ({exc.strerror})"
-                            '; give measure, estimate or a JSON file {"stage": MB, ...}') from None
+            raise UserError(f"--stage-costs {costs}: cannot read it ({exc.strerror}); "
+                            f"{fix}") from None
     if not loadings:
         raise UserError(f"--loading {args.loading!r} names no load policy; give e.g. "
                         "resident,paged,budget:300")
@@ -74,23 +68,18 @@ def cmd_tune(args: argparse.Namespace) -> int:
     workload = Workload(steps=args.steps, repeats=args.repeats)
     options = SweepOptions(cpus=cpus, loadings=loadings, mem_budget_mb=args.mem_budget,
                            progress=not args.quiet, stage_costs_mb=costs, rounds=args.rounds)
-    if args.json:
-        _check_output_file(args.json, "--json")  # now, not after minutes of measuring
     with _cluster(args.scheduler) as executor:
         result = sweep(bundle, presets, workload, options.replace(executor=executor))
         lost = getattr(executor, "lost", None)  # the scheduler went away mid-sweep
     _say(f"model: {term_safe(bundle.label)}")
     _say(format_table(result.records, pick=result.recommend(args.mem_budget)[0]))
-    for line in recommendation_lines(result, args, cores=usable):
-        _say(line)
+    _say("\n".join(recommendation_lines(result, args, cores=usable)))
     machines = result.by_machine()
     if len(machines) > 1:  # one recommendation per instance type, each on its own front
         for label, part in machines.items():
-            part_rec, part_reason = part.recommend(args.mem_budget)
             _say(f"\non {label}:")
-            _say(format_table(part.records, pick=part_rec))
-            for line in recommendation_lines(part, args):
-                _say(line)
+            _say(format_table(part.records, pick=part.recommend(args.mem_budget)[0]))
+            _say("\n".join(recommendation_lines(part, args)))
     if args.json:
         drop = () if args.timelines else ("timeline", "events")
         records = [{k: v for k, v in r.items() if k not in drop} for r in result.records]
@@ -113,14 +102,13 @@ def tune_command(args: argparse.Namespace, repeats: int | None = None) -> str:
     """
     import shlex
 
-    defaults = {"presets": ",".join(contract.SWEEP_PRESETS), "cpus": None,
-                "loading": "resident", "mem_budget": None, "steps": contract.DEFAULT_STEPS,
-                "repeats": 5, "rounds": DEFAULT_ROUNDS, "stage_costs": "measure",
-                "scheduler": None}
-    values = {**{k: getattr(args, k, v) for k, v in defaults.items()},
-              **({"repeats": repeats} if repeats else {})}
+    parser = argparse.ArgumentParser()
+    register_tune(lambda name, fn, help, model=True: parser)
+    defaults = vars(parser.parse_args([]))  # the flags' own: a copy here could drift
     parts = ["tts-kit", "tune"] + (["--model", str(args.model)] if args.model else [])
-    for key, value in values.items():
+    for key in ("presets", "cpus", "loading", "mem_budget", "steps", "repeats", "rounds",
+                "stage_costs", "scheduler"):
+        value = repeats if key == "repeats" and repeats else getattr(args, key, defaults[key])
         if value != defaults[key]:
             parts += [f"--{key.replace('_', '-')}", format(value, "g")
                       if isinstance(value, float) else str(value)]
@@ -133,13 +121,8 @@ def recommendation_lines(result: Any, args: argparse.Namespace,
     and first, when the machine was busy, the line the report's answer starts with.
 
     Example:
-        >>> from tts_kit.cli import _parser
-        >>> from tts_kit.tuning.records import P50_MS
-        >>> from tts_kit.tuning.tune import SweepResult
-        >>> rec = {"preset": "lean", "cpus": 1, "status": "ok", "core_share": 45.0,
-        ...        "cpu_wait_percent": 50.0, P50_MS: 90.0, "peak_rss_mb": 300.0}
-        >>> recommendation_lines(SweepResult([rec]), _parser().parse_args(["tune"]))[-1][:29]
-        'recommendation (provisional):'
+        >>> recommendation_lines(result, args)[-1]  # doctest: +SKIP
+        'recommendation: lean on 1 core(s) ...'
     """
     from tts_kit.tuning.contention import assess
     from tts_kit.tuning.verdict import band, effect_lines, effects
@@ -208,12 +191,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _say_lost(command: str, lost: str) -> int:
-    """The one line (exit 1) a sweep ends with when its Dask scheduler went away.
-
-    Example:
-        >>> _say_lost("tune", "lost the Dask scheduler at tcp://h:8786")
-        1
-    """
+    """The one line (exit 1) a sweep ends with when its Dask scheduler went away."""
     _say(f"tts-kit {command}: error: {lost}", file=sys.stderr)
     return 1
 
@@ -242,11 +220,9 @@ def register_tune(add: AddCommand) -> None:
         >>> _parser().parse_args(["tune", "--cpus", "1"]).stage_costs
         'measure'
     """
-    from tts_kit.core.contract import PRESET_NAMES, SWEEP_PRESETS
-
-    preset_names = ", ".join(PRESET_NAMES)
+    preset_names = ", ".join(contract.PRESET_NAMES)
     sp = add("tune", cmd_tune, "measure session presets and load policies in isolation")
-    sp.add_argument("--presets", default=",".join(SWEEP_PRESETS), metavar="NAMES",
+    sp.add_argument("--presets", default=",".join(contract.SWEEP_PRESETS), metavar="NAMES",
                     help=f"comma-separated presets, of: {preset_names}")
     sp.add_argument("--cpus", default=None,
                     help="core counts to emulate, e.g. 1,2 (default: 1,2 as far as the "
@@ -267,7 +243,7 @@ def register_tune(add: AddCommand) -> None:
     sp.add_argument("--stage-costs", default="measure", type=in_path,
                     help="per-stage MB for budget:MB loadings: measure (one isolated run "
                     "per preset), estimate (from file sizes) or a JSON file")
-    sp.add_argument("--json", default=None, metavar="FILE", type=out_path,
+    sp.add_argument("--json", default=None, metavar="FILE", type=out_file,
                     help="write the records as JSON here")
     sp.add_argument("--timelines", action="store_true",
                     help="keep each trial's RSS timeline and stage events in --json")
@@ -283,8 +259,6 @@ def register_report(add: AddCommand) -> None:
         >>> _parser().parse_args(["report", "--out", "r"]).confirm_rounds
         3
     """
-    from tts_kit.core.contract import SWEEP_PRESETS
-
     sp = add("report", cmd_report,
              "run a tuning sweep, write report.json, and render it as HTML and a notebook")
     sp.add_argument("--out", default=None, metavar="DIR", type=out_path,
@@ -292,7 +266,8 @@ def register_report(add: AddCommand) -> None:
                     "as report.failed.ipynb; the previous report stays)")
     sp.add_argument("--sweep", default=None, metavar="FILE", type=in_path,
                     help="sweep spec JSON (SweepSpec keys; default: presets "
-                    f"{', '.join(SWEEP_PRESETS)} x 1,2 vCPUs x resident,paged, 3 timed calls)")
+                    f"{', '.join(contract.SWEEP_PRESETS)} x 1,2 vCPUs x resident,paged, 3 "
+                    "timed calls)")
     sp.add_argument("--rerun", default=None, metavar="REPORT_JSON", type=in_path,
                     help="repeat the sweep of an earlier report.json here; exit 0 when its "
                     "recommendation holds, 1 when it does not")

@@ -1,8 +1,6 @@
-"""Outputs that appear whole or not at all, and temporaries that never outlive their writer.
-
-Each output is built in a sibling ``.<name>.tmp-<pid>-<random>`` and moved into place when
-complete; the pid lets `sweep_stale` find a dead writer's leftovers. Meanwhile SIGTERM and
-SIGHUP raise `Terminated`, so Ctrl-C's clean-up runs. Only the standard library.
+"""Outputs that appear whole or not at all, built in a sibling ``.<name>.tmp-<pid>-<random>``
+(the pid lets `sweep_stale` find a dead writer's leftovers); SIGTERM and SIGHUP meanwhile
+raise `Terminated`, so Ctrl-C's clean-up runs.
 """
 
 from __future__ import annotations
@@ -18,6 +16,8 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+import psutil
 
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.procfacts import umask_mode
@@ -85,11 +85,10 @@ def _signals_as_exceptions() -> Iterator[None]:
 @contextlib.contextmanager
 def _signals_blocked() -> Iterator[None]:
     """Hold interrupting signals for the few system calls that put an output in place."""
-    sigs = {signal.SIGINT, *GUARDED_SIGNALS}
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, *GUARDED_SIGNALS})
     try:
         yield
     finally:
@@ -366,25 +365,12 @@ def install_files(src_dir: str | os.PathLike[str], dst_dir: str | os.PathLike[st
     return [dst / name for name in names]
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
-
-
 def _is_stale(path: str) -> bool:
     """Whether ``path`` is a temporary whose writer is gone (or that is very old)."""
     m = TEMP_NAME.match(Path(path).name)
-    if not m:
-        return False
-    if not _pid_alive(int(m["pid"])):
-        return True
     try:
-        return time.time() - os.lstat(path).st_mtime > STALE_AFTER_S
+        return bool(m) and (not psutil.pid_exists(int(m["pid"]))
+                            or time.time() - os.lstat(path).st_mtime > STALE_AFTER_S)
     except OSError:
         return False
 

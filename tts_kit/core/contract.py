@@ -1,10 +1,7 @@
-"""The Supertonic 2/3 bundle layout and tensor contract, as data.
-
-File names, tensor names, element types and ranks live here only, so the loader, engine
-and stand-in builder cannot drift apart (source: the assets' ``CONTRACT.md``).
+"""The Supertonic 2/3 bundle layout and tensor contract, as data, in one place so the loader,
+engine and stand-in builder cannot drift apart (source: the assets' ``CONTRACT.md``).
 
 Example:
-    >>> from tts_kit.core.contract import STAGES, GRAPHS
     >>> STAGES[0], [t.name for t in GRAPHS["vocoder"].inputs]
     ('duration_predictor', ['latent'])
 """

@@ -14,6 +14,7 @@ import os
 import resource
 import signal
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -23,9 +24,6 @@ from tts_kit.core.settings import settings as current_settings
 MIB = 2.0**20
 #: Carries ``run_isolated(cpus=N)`` into the child (and its children).
 CPUS_ENV = "TTS_KIT_CPUS"
-
-
-# -- memory -------------------------------------------------------------------------------
 
 
 def _proc_numbers(path: str, *keys: str, base: int = 10) -> dict[str, int]:
@@ -56,8 +54,7 @@ def rss_mb(pid: int | None = None) -> float | None:
         True
     """
     try:
-        proc = psutil.Process(pid) if pid is not None else psutil.Process()
-        return proc.memory_info().rss / MIB
+        return psutil.Process(pid).memory_info().rss / MIB
     except (psutil.Error, OSError):
         return None
 
@@ -71,8 +68,11 @@ def pss_mb(pid: int | None = None) -> float | None:
         >>> p is None or p > 0
         True
     """
-    kb = _proc_numbers(f"/proc/{pid or 'self'}/smaps_rollup", "Pss").get("Pss")
-    return None if kb is None else kb / 1024.0
+    try:
+        pss = getattr(psutil.Process(pid).memory_full_info(), "pss", None)
+    except (psutil.Error, OSError):
+        return None
+    return None if pss is None else pss / MIB
 
 
 def peak_rss_mb(pid: int | None = None) -> float:
@@ -107,9 +107,6 @@ def reset_peak_rss() -> bool:
         return False
 
 
-# -- CPU ----------------------------------------------------------------------------------
-
-
 def cpu_seconds(pid: int | None = None) -> float | None:
     """User + system CPU seconds of ``pid`` (default: this process), all threads.
 
@@ -117,9 +114,8 @@ def cpu_seconds(pid: int | None = None) -> float | None:
         >>> cpu_seconds() >= 0
         True
     """
-    if pid is None:
-        ru = resource.getrusage(resource.RUSAGE_SELF)
-        return ru.ru_utime + ru.ru_stime
+    if pid is None:  # finer than psutil's clock ticks, for short timed calls
+        return time.process_time()
     try:
         t = psutil.Process(pid).cpu_times()
         return t.user + t.system
@@ -165,21 +161,10 @@ def _cgroup_read(root: str | os.PathLike[str] | None, v2: str, v1: str) -> str |
     """The cgroup v2 file ``v2`` of ``root`` (default ``$TTS_KIT_CGROUP_ROOT``, else this
     process's cgroup); without a root given, the v1 file ``/sys/fs/cgroup/<v1>`` if empty."""
     if root is None:
-        root = cgroup_root_override()
+        root = current_settings().cgroup_root
     base = Path(root).expanduser() if root is not None else _cgroup_dir()
     raw = _read(base / v2) if base is not None else None
     return raw if raw or root is not None else _read(Path("/sys/fs/cgroup") / v1)
-
-
-def cgroup_root_override() -> str | None:
-    """The cgroup directory ``$TTS_KIT_CGROUP_ROOT`` names, read instead of this process's.
-
-    Example:
-        >>> from tts_kit.core.settings import settings
-        >>> cgroup_root_override() == settings().cgroup_root
-        True
-    """
-    return current_settings().cgroup_root
 
 
 def _cgroup_dir() -> Path | None:
@@ -229,15 +214,11 @@ def cgroup_memory_limit_mb(root: str | os.PathLike[str] | None = None) -> float 
         >>> m is None or m > 0
         True
     """
-    raw = _cgroup_read(root, "memory.max", "memory/memory.limit_in_bytes")
-    if not raw or raw == "max":
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
+    raw = _cgroup_read(root, "memory.max", "memory/memory.limit_in_bytes") or ""
+    if not raw.isdigit():  # "max" (no limit), missing or malformed
         return None
     # cgroup v1 writes "no limit" as a huge page-aligned number.
-    return None if value >= 2**60 else value / MIB
+    return None if int(raw) >= 2**60 else int(raw) / MIB
 
 
 def usable_cores(root: str | os.PathLike[str] | None = None) -> int:
@@ -248,11 +229,8 @@ def usable_cores(root: str | os.PathLike[str] | None = None) -> int:
         >>> 1 <= usable_cores() <= len(allowed_cpus())
         True
     """
-    n = len(allowed_cpus())
-    quota = cgroup_cpu_quota(root)
-    if quota is not None:
-        n = min(n, max(1, int(quota)))
-    return max(1, n)
+    cores, quota = len(allowed_cpus()), cgroup_cpu_quota(root)
+    return cores if quota is None else max(1, min(cores, int(quota)))
 
 
 def current_cpus() -> int | None:
@@ -266,36 +244,19 @@ def current_cpus() -> int | None:
     return int(raw) if raw.isdigit() and int(raw) > 0 else None
 
 
-# -- files --------------------------------------------------------------------------------
-
-
-def umask() -> int:
-    """This process's umask, from ``/proc/self/status`` where reported (setting it to read
-    it would change it for every thread).
-
-    Example:
-        >>> 0 <= umask() <= 0o777
-        True
-    """
-    mask = _proc_numbers("/proc/self/status", "Umask", base=8).get("Umask")
-    if mask is not None:
-        return mask
-    mask = os.umask(0o077)
-    os.umask(mask)
-    return mask
-
-
 def umask_mode(mode: int) -> int:
     """``mode`` as the umask lets a new file or directory have it (what ``mkdir`` gives).
 
     Example:
-        >>> umask_mode(0o777) == 0o777 & ~umask()
+        >>> umask_mode(0o777) | 0o777 == 0o777
         True
     """
-    return mode & ~umask()
-
-
-# -- glibc --------------------------------------------------------------------------------
+    # From /proc where reported: setting the umask to read it changes it for every thread.
+    mask = _proc_numbers("/proc/self/status", "Umask", base=8).get("Umask")
+    if mask is None:
+        mask = os.umask(0o077)
+        os.umask(mask)
+    return mode & ~mask
 
 
 @functools.cache

@@ -12,13 +12,8 @@ from tts_kit.core.errors import TtsKitError
 
 # Field numbers from onnx.proto.
 _MODEL_GRAPH = 7
-_GRAPH_INITIALIZER = 5
-_GRAPH_INPUT = 11
-_GRAPH_OUTPUT = 12
-_TENSOR_DIMS = 1
-_TENSOR_DATA_TYPE = 2
-_TENSOR_NAME = 8
-_TENSOR_RAW = 9
+_GRAPH_INITIALIZER, _GRAPH_INPUT, _GRAPH_OUTPUT = 5, 11, 12  # GraphProto
+_TENSOR_DIMS, _TENSOR_DATA_TYPE, _TENSOR_NAME, _TENSOR_RAW = 1, 2, 8, 9  # TensorProto
 _VALUE_NAME, _VALUE_TYPE = 1, 2  # ValueInfoProto
 _TYPE_TENSOR = 1  # TypeProto.tensor_type
 _TENSOR_TYPE_ELEM, _TENSOR_TYPE_SHAPE = 1, 2  # TypeProto.Tensor

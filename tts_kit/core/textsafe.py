@@ -29,10 +29,7 @@ def term_safe(text: object, keep: str = "") -> str:
         >>> term_safe("evil\\u202egnp.exe")  # a right-to-left override
         'evil\\\\u202egnp.exe'
     """
-    s = str(text)
-    if keep:
-        return _CONTROL.sub(lambda m: m.group() if m.group() in keep else _escape(m), s)
-    return _CONTROL.sub(_escape, s)
+    return _CONTROL.sub(lambda m: m.group() if m.group() in keep else _escape(m), str(text))
 
 
 def _homes() -> list[str]:

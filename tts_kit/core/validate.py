@@ -57,15 +57,13 @@ class Rule:
         """
         shown = str(value) if isinstance(value, (int, float, str)) else repr(value)
         fail = InvalidNumber(f"{name} {shown[:40]}: give {self.describe()}")
-        if isinstance(value, bool) or value is None:
-            raise fail
         if isinstance(value, str):
             try:
                 value = int(value) if self.integer and value.strip().lstrip("+-").isdigit() \
                     else float(value)
             except ValueError:
                 raise fail from None
-        if not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise fail
         if isinstance(value, float) and not math.isfinite(value):
             raise fail
@@ -73,9 +71,8 @@ class Rule:
             if not value.is_integer():
                 raise fail
             value = int(value)
-        if self.low is not None and (value < self.low or (self.low_open and value == self.low)):
-            raise fail
-        if self.high is not None and value > self.high:
+        below = self.low is not None and (value < self.low or (self.low_open and value == self.low))
+        if below or (self.high is not None and value > self.high):
             raise fail
         return value
 

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from tts_kit.core import procfacts
 from tts_kit.core.errors import TtsKitError
+from tts_kit.core.settings import settings
 from tts_kit.core.textsafe import display_path
 
 # The machine's native facts (ELF needs, loaded libraries, CPU flags), re-exported here.
@@ -226,7 +227,7 @@ def cpu_quota_status(quota: float | None, affinity: int, physical: int | None, u
 
 
 def _cgroup_source() -> str:
-    override = procfacts.cgroup_root_override()
+    override = settings().cgroup_root
     return f" (read from $TTS_KIT_CGROUP_ROOT={display_path(override)})" if override else ""
 
 
