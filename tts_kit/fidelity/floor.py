@@ -1,6 +1,5 @@
-"""The noise floor of a model (what legitimately varies in it: threads, graph fusions,
-batch padding; and another noise draw), measured by `noise_floor`, and the verdicts
-`Floor.verdict` reads against it from waveform `Distances`.
+"""A model's noise floor (what legitimately varies: threads, graph fusions, batch padding,
+another noise draw), measured by `noise_floor`, and `Floor.verdict` on waveform `Distances`.
 
 Example:
     >>> from tts_kit.fidelity.floor import FLOOR_READINGS
@@ -20,10 +19,7 @@ import numpy as np
 
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
-from tts_kit.fidelity.audio_metrics import (
-    log_mel_distance,
-    mel_cepstral_distortion,
-)
+from tts_kit.fidelity.audio_metrics import log_mel_distance, mel_cepstral_distortion
 from tts_kit.fidelity.cases import (
     Case,
     CaseResult,
@@ -143,10 +139,11 @@ class Floor:
         """``(reading, reasons)``: within the floor, beyond the floor, or broken."""
         if not d.finite():
             return "broken", ["non-finite audio"]
-        half = BROKEN_FRACTION
-        past_take = [r for r in d.worse_than(self.take, half) if r.startswith(("log-mel", "MCD"))]
+        past_take = [r for r in d.worse_than(self.take, BROKEN_FRACTION)
+                     if r.startswith(("log-mel", "MCD"))]
         if past_take:
-            return "broken", [f"{r} ({half:g}x another noise draw's)" for r in past_take]
+            return "broken", [f"{r} ({BROKEN_FRACTION:g}x another noise draw's)"
+                              for r in past_take]
         beyond = d.worse_than(self.floor, self.factor)
         if beyond:
             return "beyond the floor", [f"{r} ({self.factor:g}x the floor)" for r in beyond]

@@ -95,6 +95,8 @@ def convert(
         {'Conv': 13, 'MatMul': 20}
     """
     spec = dataclasses.replace(spec or ConvertSpec(), **options)
+    if spec.measure not in (True, False, "fidelity"):
+        raise TtsKitError(f"measure must be True, False or 'fidelity', got {spec.measure!r}")
     model = _open_source(src)
     if model is not None and len(model.stages) == 1:
         # One graph (a Piper voice): `convert_piper`, with the recipes that mean something there.
@@ -137,17 +139,11 @@ def _open_source(src: str | os.PathLike[str]) -> Any:
     return model
 
 
-def _check_measure(measure: Any) -> None:
-    if measure not in (True, False, "fidelity"):
-        raise TtsKitError(f"measure must be True, False or 'fidelity', got {measure!r}")
-
-
 def _convert_one_graph(src: str | os.PathLike[str], dst: str | os.PathLike[str], model: Any,
                        spec: ConvertSpec) -> ConversionReport:
     """`convert` for a model of one graph (a Piper voice): `convert_piper`, then the floor."""
     if spec.stages is not None and list(spec.stages) != list(model.stages):
         raise TtsKitError(f"this model has one stage, {list(model.stages)[0]!r}; drop stages")
-    _check_measure(spec.measure)
     measure = bool(spec.measure)
     report = convert_piper(src, dst, dataclasses.replace(spec, measure=measure))
     _judge(report, src, spec, measure, report.texts or None)
@@ -259,7 +255,6 @@ def _check_job(src: str | os.PathLike[str], dst: str | os.PathLike[str], model: 
                spec: ConvertSpec) -> tuple[Path, Path, str, Any, list[str], list[str]]:
     """Every check before any work: (source, destination, kind, bundle, stages, links)."""
     check_target(spec.to)
-    _check_measure(spec.measure)
     src_p, dst_p, kind = _source_and_kind(src, dst)
     bundle, chosen, links = _choose_stages(kind, src_p, spec.stages, model)
     _check_dst_free(dst_p, kind)
@@ -300,9 +295,9 @@ def _convert_bundle(bundle: Any, report: ConversionReport, plan: dict[str, str] 
     with atomic.atomic_dir(dst_p, last=Path(contract.CONFIG_FILE).parts[0]) as tmp:
         graph_files = {contract.GRAPHS[s].path for s in chosen}
         for rel in report.source_sha256:
-            if rel in graph_files or any(rel.startswith(g + ".data") for g in graph_files):
-                continue
-            if rel == VERDICT_FILE:  # the source's own verdict says nothing of this copy
+            # (the source's own verdict file says nothing of this copy)
+            if rel in graph_files or rel == VERDICT_FILE or any(
+                    rel.startswith(g + ".data") for g in graph_files):
                 continue
             (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
             _copy_regular(src_p / rel, tmp / rel)

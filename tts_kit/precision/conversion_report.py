@@ -1,9 +1,5 @@
-"""The vocabulary of precision results: targets, fidelity thresholds, and the report records.
-
-`StageReport` (one graph before and after), `RunRecord` (one precision measured on one
-provider), `Fidelity` (a converted bundle against FP32, with its verdict) and
-`ConversionReport` (all of it, with `ConversionReport.table` and JSON `save`/`load`);
-`format_runs` prints measurements with ratios to FP32. Data only (`evaluate` measures).
+"""The vocabulary of precision results: targets, fidelity thresholds and the report records
+(`StageReport`, `RunRecord`, `Fidelity`, `ConversionReport`); data only (`evaluate` measures).
 
 Example:
     >>> f = Fidelity("CPUExecutionProvider", waveform_snr_db=12.0, log_mel_distance_db=0.5,
@@ -162,14 +158,12 @@ class RunRecord:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (NaN becomes None)."""
-        return {f.name: _json_num(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        return _record_to_dict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRecord:
         """Inverse of `to_dict`."""
-        defaults = {f.name: f.default for f in dataclasses.fields(cls)}
-        return cls(**{k: math.nan if v is None and defaults[k] is math.nan else v
-                      for k, v in data.items() if k in defaults})
+        return _record_from_dict(cls, data)
 
 
 @dataclass
@@ -237,26 +231,19 @@ class Fidelity:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (inf and NaN become None; ``identical`` says which was inf)."""
-        d = {f.name: _json_num(getattr(self, f.name)) for f in dataclasses.fields(self)}
-        d["stage_snr_db"] = {k: _json_num(v) for k, v in self.stage_snr_db.items()}
-        d["identical"] = math.isinf(self.waveform_snr_db)
-        return d
+        return {**_record_to_dict(self), "identical": math.isinf(self.waveform_snr_db),
+                "stage_snr_db": {k: _json_num(v) for k, v in self.stage_snr_db.items()}}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Fidelity:
-        """Inverse of `to_dict`."""
+        """Inverse of `to_dict` (None: NaN, or infinity where ``identical``)."""
         d = dict(data)
-        identical = d.pop("identical", False)
-        snr = d.get("waveform_snr_db")
-        d["waveform_snr_db"] = math.inf if identical else (math.nan if snr is None else snr)
-        if d.get("log_mel_distance_db") is None:
-            d["log_mel_distance_db"] = math.nan
-        d["stage_snr_db"] = {
-            k: (math.inf if v is None and identical else math.nan if v is None else v)
-            for k, v in d.get("stage_snr_db", {}).items()
-        }
-        known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in known})
+        none_is = math.inf if d.pop("identical", False) else math.nan
+        if none_is == math.inf:
+            d["waveform_snr_db"] = math.inf
+        d["stage_snr_db"] = {k: none_is if v is None else v
+                             for k, v in d.get("stage_snr_db", {}).items()}
+        return _record_from_dict(cls, d)
 
 
 @dataclass
@@ -440,6 +427,19 @@ def _num(v: Any) -> float:
 def _json_num(v: Any) -> Any:
     # Strings, ints and None pass; a float goes through the one NaN rule.
     return to_number(v) if isinstance(v, float) else v
+
+
+def _record_to_dict(record: Any) -> dict[str, Any]:
+    """A record's fields, JSON-ready (NaN and infinity become None)."""
+    return {f.name: _json_num(getattr(record, f.name)) for f in dataclasses.fields(record)}
+
+
+def _record_from_dict(cls: Any, data: dict[str, Any]) -> Any:
+    """``cls`` from `_record_to_dict`'s dict: unknown keys dropped, None as NaN in a field
+    whose default is NaN."""
+    defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+    return cls(**{k: math.nan if v is None and defaults[k] is math.nan else v
+                  for k, v in data.items() if k in defaults})
 
 
 def _fmt_db(v: float) -> str:

@@ -63,14 +63,10 @@ def convert_piper(
     **options: Any,
 ) -> ConversionReport:
     """Convert a Piper voice (``piper:NAME``, a voice directory or its ``.onnx`` file; only
-    read) into a new voice directory, or with a ``dst`` ending in ``.onnx`` into that file
-    and its config beside it (``DST.json``; the config moved into place first).
-
-    The output is built aside and moved into place whole: the converted graph, its config
-    with a ``tts_kit_precision`` record, and the voice's other regular files. Of
-    `tts_kit.precision.convert`'s options a voice reads ``to``, ``keep_io_types``,
-    ``op_block_list``, ``measure`` (`piper_fidelity` on ``texts`` with ``seed``, on the
-    CPU) and ``recipe`` (one of `PIPER_RECIPES`).
+    read) into a new voice directory, or (``dst`` ending in ``.onnx``) that file and its
+    config beside it, built aside and moved into place whole. Reads ``to``,
+    ``keep_io_types``, ``op_block_list``, ``measure`` (`piper_fidelity`), ``texts``,
+    ``seed`` and ``recipe`` (one of `PIPER_RECIPES`).
 
     Example:
         >>> r = convert_piper("piper:joe-us", "joe-fp16", to="fp16")  # doctest: +SKIP
@@ -80,9 +76,8 @@ def convert_piper(
     from tts_kit.models.resolve import open_model
 
     spec = dataclasses.replace(spec or ConvertSpec(), **options)
-    to, recipe, op_block_list, texts, seed = (spec.to, spec.recipe, spec.op_block_list,
-                                              spec.texts, spec.seed)
-    keep_float: tuple[str, ...] = ()
+    recipe, op_block_list = spec.recipe, spec.op_block_list
+    to, keep_float = spec.to, ()
     if recipe is not None:
         if recipe not in PIPER_RECIPES:
             raise TtsKitError(f"recipe '{recipe}' is not one for a Piper voice; use one of "
@@ -118,10 +113,8 @@ def convert_piper(
     if spec.measure:
         report.measured = True
         report.fidelity["CPUExecutionProvider"] = piper_fidelity(
-            bundle, dst_p, to, texts=texts, seed=seed)
-        report.texts = list(texts or DEFAULT_TEXTS)
-        report.seed = seed
-        report.steps = 1
+            bundle, dst_p, to, texts=spec.texts, seed=spec.seed)
+        report.texts, report.seed, report.steps = list(spec.texts or DEFAULT_TEXTS), spec.seed, 1
     return report
 
 
@@ -232,10 +225,9 @@ def piper_fidelity(reference: Any, candidate: Any, to: str = "fp16",
     try:
         ref = [r.wav for r in ref_e.synthesize_batch(texts, seed=seed)]
         cand = [r.wav for r in cand_e.synthesize_batch(texts, seed=seed)]
-        snr, lmd, n_ref, n_cand = waveform_fidelity(ref, cand, ref_e.bundle.sample_rate)
-        f.waveform_snr_db, f.log_mel_distance_db = snr, lmd
-        f.length_ref, f.length_candidate = n_ref, n_cand
-        f.stage_snr_db = {STAGE: snr}
+        (f.waveform_snr_db, f.log_mel_distance_db, f.length_ref,
+         f.length_candidate) = waveform_fidelity(ref, cand, ref_e.bundle.sample_rate)
+        f.stage_snr_db = {STAGE: f.waveform_snr_db}
     except ValueError as exc:
         f.error = str(exc)
     finally:
