@@ -185,13 +185,10 @@ def noise_floor(
     padding: bool = True,
 ) -> Floor:
     """Measure the floor: the same cases through the unconverted model, varied only in
-    thread count, graph fusions and (unless ``padding=False``) batch padding, and against
-    another noise draw.
-
-    ``make_engine(path, threads, optimization)`` builds the engines (default: tts_kit's
-    Supertonic `Engine`); another family passes its own, whose ``synthesize_batch(texts,
-    lang, voices, steps, speed, seed=[...])`` draws each item's noise from its seed alone,
-    and the ``cases``.
+    threads, graph fusions and (unless ``padding=False``) batch padding, and against another
+    noise draw. ``make_engine(path, threads, optimization)`` (default: Supertonic's
+    `Engine`; another family passes its own, and the ``cases``) builds engines whose
+    ``synthesize_batch(..., seed=[...])`` draws each item's noise from its seed alone.
 
     Example:
         >>> floor = noise_floor("standin-tiny")  # doctest: +SKIP

@@ -1,16 +1,10 @@
-"""Perceptual and intelligibility metrics (numpy in, numbers out), each from a library in
-the optional ``quality`` extra; an absent one is skipped with a one-line note.
-
-`pesq_wb`, `stoi`, `dnsmos`, `transcribe` and `word_error_rate`, all at 16 kHz (`to_16k`);
-`quality_metrics` runs them all. Which libraries, and why: docs/benchmarks.md.
+"""Perceptual and intelligibility metrics at 16 kHz (`quality_metrics` runs them all), each
+from a library in the optional ``quality`` extra (an absent one is skipped with a one-line
+note). Which libraries, and why: docs/benchmarks.md.
 
 Example:
-    >>> import numpy as np
     >>> word_error_rate("the quick brown fox", "the quick brown box")
     0.25
-    >>> x = np.sin(np.linspace(0, 2000, 32000)).astype(np.float32)
-    >>> to_16k(x, 32000).shape
-    (16000,)
 """
 
 from __future__ import annotations
@@ -79,8 +73,7 @@ def pesq_wb(ref: np.ndarray, cand: np.ndarray, sample_rate: int) -> float:
     """PESQ wideband MOS-LQO of ``cand`` against ``ref`` (NaN when PESQ finds no speech).
 
     Example:
-        >>> x = np.random.default_rng(0).standard_normal(16000) * 0.1
-        >>> round(pesq_wb(x, x, 16000), 2)  # doctest: +SKIP
+        >>> round(pesq_wb(speech, speech, 16000), 2)  # doctest: +SKIP
         4.64
     """
     from pesq import pesq
@@ -96,8 +89,7 @@ def stoi(ref: np.ndarray, cand: np.ndarray, sample_rate: int) -> float:
     """STOI of ``cand`` against ``ref``, 0 .. 1.
 
     Example:
-        >>> x = np.random.default_rng(0).standard_normal(16000) * 0.1
-        >>> round(stoi(x, x, 16000), 3)  # doctest: +SKIP
+        >>> round(stoi(speech, speech, 16000), 3)  # doctest: +SKIP
         1.0
     """
     from pystoi import stoi as _stoi
@@ -125,7 +117,6 @@ def _dnsmos_session(name: str = "sig_bak_ovr.onnx") -> Any:
 _DNSMOS_POLY = {"sig": (-0.08397278, 1.22083953, 0.0052439),
                 "bak": (-0.13166888, 1.60915514, -0.39604546),
                 "ovrl": (-0.06766283, 1.11546468, 0.04602535)}
-_DNSMOS_SECONDS = 9.01
 
 
 def dnsmos(wav: np.ndarray, sample_rate: int) -> dict[str, float]:
@@ -138,7 +129,7 @@ def dnsmos(wav: np.ndarray, sample_rate: int) -> dict[str, float]:
         True
     """
     x = np.clip(to_16k(wav, sample_rate), -1.0, 1.0).astype(np.float32)
-    n = int(_DNSMOS_SECONDS * RATE)
+    n = int(9.01 * RATE)
     if x.size == 0:
         return {k: math.nan for k in (*_DNSMOS_POLY, "p808")}
     while x.size < n:

@@ -6,10 +6,7 @@ FP32 on each available provider (`tts_kit.precision.evaluate`). Recipes and the
 integer-kernel check: `tts_kit.precision.recipes`.
 
 Example:
-    >>> from tts_kit.precision import convert
-    >>> report = convert("models/supertonic-3", "models/supertonic-3-fp16", to="fp16",
-    ...                  stages=["text_encoder", "vector_estimator", "vocoder"])  # doctest: +SKIP
-    >>> print(report.table())  # doctest: +SKIP
+    >>> report = convert("models/supertonic-3", "supertonic-3-fp16", to="fp16")  # doctest: +SKIP
     >>> report.fidelity["CPUExecutionProvider"].passed  # doctest: +SKIP
     True
 """

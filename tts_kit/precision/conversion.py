@@ -1,11 +1,7 @@
-"""FP16 and INT8 conversion of a bundle (or any ``.onnx`` file): atomic output, checked.
-
-The output is built aside (`tts_kit.core.atomic`), checked and renamed into place; the
-source is only read and hashed before and after. The tools and the safety rules:
-docs/benchmarks.md.
+"""FP16 and INT8 conversion of a bundle (or any ``.onnx`` file): built aside, checked and
+moved into place; the source only read and hashed before and after (docs/benchmarks.md).
 
 Example:
-    >>> from tts_kit.precision import convert
     >>> r = convert("supertonic-3", "supertonic-3-int8", to="int8", measure=False)  # doctest: +SKIP
     >>> r.stages["vocoder"].ratio  # doctest: +SKIP
     0.27
@@ -68,26 +64,17 @@ def convert(
     spec: ConvertSpec | None = None,
     **options: Any,
 ) -> ConversionReport:
-    """Convert a bundle, a voice or one ``.onnx`` file to FP16 or INT8 and report what it
-    changed (a `ConversionReport`).
+    """Convert a bundle, a voice or one ``.onnx`` file to FP16 or INT8 into ``dst`` (new, or
+    an empty directory) and report what it changed (a `ConversionReport`).
 
-    The options are a `ConvertSpec` (``spec``), or its fields as keywords, which override it:
-
-    - ``to``: ``"fp16"`` or ``"int8"``; ``stages``: bundle stages to convert (default all;
-      the others are copied); or ``recipe``, a per-stage plan
-      (`tts_kit.precision.recipes.RECIPES`; every INT8 stage gets a `kernel_report`).
-    - ``keep_io_types`` (FP16: float32 inputs and outputs); ``op_block_list``: op types
-      left FP32.
-    - ``measure``: memory, latency and fidelity of source and result, each in a fresh
-      process (``"fidelity"``: only that; a file: outputs on random inputs); ``texts``,
-      ``providers`` (default: CPU, and CUDA if present), ``seed``, ``steps``,
-      ``repeats``, ``lang``, ``preset``: what is measured, where and how.
-    - ``floor``: also judge against the source's noise floor on the CPU
-      (``report.conformance``; default: when measuring on the CPU); ``quality``: the
-      listener's verdict (``report.quality``; default: as ``floor``).
-
-    ``dst`` must not exist (or be an empty directory). Raises `tts_kit.TtsKitError` for
-    bad options or paths, RuntimeError when the source changed meanwhile (nothing written).
+    Options: a `ConvertSpec` or its fields as keywords. ``to`` and ``stages`` (default all;
+    the others copied), or a per-stage ``recipe`` (`tts_kit.precision.recipes.RECIPES`);
+    ``keep_io_types``, ``op_block_list`` (op types left FP32); ``measure``: memory, latency
+    and fidelity of both, each in a fresh process (``"fidelity"``: only that), on
+    ``providers`` (default: CPU, and CUDA if present) with ``texts``, ``seed``, ``steps``,
+    ``repeats``, ``lang``, ``preset``; ``floor`` (default: when measuring on the CPU) and
+    ``quality`` (default: as ``floor``): the copy against the source's noise floor and
+    the listener's verdict. Raises RuntimeError when the source changed meanwhile.
 
     Example:
         >>> r = convert("supertonic-3", "supertonic-3-int8", to="int8")  # doctest: +SKIP
@@ -103,10 +90,16 @@ def convert(
         return _keep_verdict(_convert_one_graph(src, dst, model, spec))
     plan, to, stages = _apply_recipe(spec.recipe, spec.to, spec.stages)
     spec = dataclasses.replace(spec, to=to, stages=stages)
-    src_p, dst_p, kind, bundle, chosen, links = _check_job(src, dst, model, spec)
+    check_target(spec.to)  # every check before any work
+    src_p, dst_p, kind = _source_and_kind(src, dst)
+    bundle, chosen, links = _choose_stages(kind, src_p, spec.stages, model)
+    _check_dst_free(dst_p, kind)
     t0 = time.perf_counter()
     report = _new_report(kind, src_p, dst_p, chosen, spec, plan)
-    _note_links(report, links)
+    for rel in links:
+        report.notes.append(f"skipped {rel}: a symbolic link (only the bundle's regular "
+                            "files are copied)")
+        warnings.warn(report.notes[-1], stacklevel=2)  # at `convert`'s caller
     dst_p.parent.mkdir(parents=True, exist_ok=True)
     if kind == "bundle":
         _convert_bundle(bundle, report, plan, spec)
@@ -251,34 +244,15 @@ def _new_report(kind: str, src_p: Path, dst_p: Path, chosen: list[str], spec: Co
     return report
 
 
-def _check_job(src: str | os.PathLike[str], dst: str | os.PathLike[str], model: Any,
-               spec: ConvertSpec) -> tuple[Path, Path, str, Any, list[str], list[str]]:
-    """Every check before any work: (source, destination, kind, bundle, stages, links)."""
-    check_target(spec.to)
-    src_p, dst_p, kind = _source_and_kind(src, dst)
-    bundle, chosen, links = _choose_stages(kind, src_p, spec.stages, model)
-    _check_dst_free(dst_p, kind)
-    return src_p, dst_p, kind, bundle, chosen, links
-
-
-def _note_links(report: ConversionReport, skipped_links: list[str]) -> None:
-    for rel in skipped_links:
-        note = f"skipped {rel}: a symbolic link (only the bundle's regular files are copied)"
-        report.notes.append(note)
-        warnings.warn(note, stacklevel=3)  # at `convert`'s caller
-
-
 def _measure_result(report: ConversionReport, spec: ConvertSpec) -> None:
     """`convert`'s measurements of the written result (see ``measure`` and ``floor``)."""
-    src_p, dst_p = Path(report.src), Path(report.dst)
-    measure, providers = spec.measure, spec.providers
+    src_p, measure, providers = Path(report.src), spec.measure, spec.providers
+    report.measured = bool(measure)
     if report.kind == "onnx":
         if measure:
-            report.measured = True
-            _compare_outputs(report, src_p, dst_p)
+            _compare_outputs(report, src_p, Path(report.dst))
         return
     if measure:
-        report.measured = True
         measure_conversion(report, spec, providers, runs=measure is True)
     # The floor is measured on the CPU: by default only when the CPU is among the providers.
     _judge(report, src_p, spec, bool(measure) and (providers is None

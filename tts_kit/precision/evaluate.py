@@ -109,10 +109,8 @@ def measure_bundle(
     cpus: int | None = None,
     **options: Any,
 ) -> RunRecord:
-    """Load a bundle in a fresh process and measure RSS, peak RSS, p50 latency (and GPU memory).
-
-    ``spec`` (or its fields as keywords) says what to synthesise: every text once (the
-    warm-up), then ``repeats`` more times. ``cpus`` pins the process to that many cores.
+    """Load a bundle in a fresh process (pinned to ``cpus`` cores) and measure RSS, peak RSS,
+    p50 latency and GPU memory over ``spec``'s texts (or its fields as keywords).
 
     Example:
         >>> rec = measure_bundle("standin-tiny", "fp32")  # doctest: +SKIP
@@ -150,12 +148,9 @@ def fidelity(
     spec: MeasureSpec | None = None,
     **options: Any,
 ) -> Fidelity:
-    """Compare a converted bundle with its FP32 source, in this process: each candidate stage
-    on the FP32 stage's recorded inputs, then both end to end on the same texts and noise
-    (one bundle resident at a time).
-
-    ``to`` picks the thresholds (`MIN_SNR_DB`, `MAX_LOG_MEL_DB`); ``spec`` (or its
-    fields as keywords) the texts, seed, steps, language and preset.
+    """Compare a converted bundle with its FP32 source in this process (one resident at a
+    time): each candidate stage on the FP32 stage's recorded inputs, then both end to end
+    on ``spec``'s texts and noise; ``to`` picks the thresholds (`MIN_SNR_DB`, ...).
 
     Example:
         >>> f = fidelity("standin-tiny", "standin-tiny-fp16", "fp16")  # doctest: +SKIP
@@ -419,9 +414,9 @@ class CopyCheck:
 
 def verify_piper_copy(model: Any, against: str, *, min_snr_db: float = 60.0,
                       floor: bool = False) -> CopyCheck:
-    """A converted copy (``against``) of the opened Piper voice ``model`` against it:
-    `piper_distances` checked against ``min_snr_db`` and an unchanged length; with
-    ``floor``, also the `judgement` on the voice's floor and the listener's verdict.
+    """A converted copy (``against``) of the opened Piper voice ``model``: `piper_distances`
+    against ``min_snr_db`` and an unchanged length; ``floor``: also `judgement` and the
+    listener's verdict.
 
     Example:
         >>> from tts_kit.models.resolve import open_model
