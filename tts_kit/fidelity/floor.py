@@ -206,24 +206,19 @@ def noise_floor(
             raise TtsKitError("give the cases when you give make_engine (the default cases "
                              "use a Supertonic bundle's voices)")
         path, cases = Path(model), list(cases)
-    a, b = make_engine(path, threads[0], "all"), make_engine(path, threads[1], "all")
-    c = make_engine(path, threads[0], "basic")
-    sr = getattr(getattr(a, "bundle", None), "sample_rate", contract.SAMPLE_RATE)
-    ref, other_threads, basic, padded, other_take = [], [], [], [], []
-    for case in cases:
-        ref += _seeded_wavs(a, case)
-        other_threads += _seeded_wavs(b, case)
-        basic += _seeded_wavs(c, case)
-        if padding:
-            padded += _seeded_wavs(a, case, companion=True)
-        other_take += _seeded_wavs(a, case, seed_offset=50)
-    runs = {
-        f"threads {threads[0]} vs {threads[1]}": Distances.of(ref, other_threads, sr),
-        "graph fusions all vs basic": Distances.of(ref, basic, sr),
+    a = make_engine(path, threads[0], "all")
+    variants = {  # what is compared with the reference: its engine and `_seeded_wavs` options
+        f"threads {threads[0]} vs {threads[1]}": (make_engine(path, threads[1], "all"), {}),
+        "graph fusions all vs basic": (make_engine(path, threads[0], "basic"), {}),
+        **({"batch padding": (a, {"companion": True})} if padding else {}),
+        "another noise draw": (a, {"seed_offset": 50}),
     }
-    if padding:
-        runs["batch padding"] = Distances.of(ref, padded, sr)
+    sr = getattr(getattr(a, "bundle", None), "sample_rate", contract.SAMPLE_RATE)
+    ref = [w for case in cases for w in _seeded_wavs(a, case)]
+    runs = {name: Distances.of(ref, [w for case in cases for w in _seeded_wavs(e, case, **kw)],
+                               sr) for name, (e, kw) in variants.items()}
+    take = runs.pop("another noise draw")
     worst = Distances(
         min(d.snr_db for d in runs.values()), max(d.log_mel_db for d in runs.values()),
         max(d.mcd_db for d in runs.values()), max(d.duration_change_s for d in runs.values()))
-    return Floor(runs, worst, Distances.of(ref, other_take, sr))
+    return Floor(runs, worst, take)

@@ -277,10 +277,9 @@ def quality_metrics(refs: Sequence[np.ndarray], cands: Sequence[np.ndarray],
     m = QualityMetrics(notes=[absent[k] for k in PACKAGES if k in absent and k not in skip])
     on = {k for k in PACKAGES if k not in skip and k not in absent and "resample" not in absent}
     m.mcd_db = _mean([mel_cepstral_distortion(r, c, sample_rate) for r, c in zip(refs, cands)])
-    if "pesq" in on:
-        m.pesq = _mean([pesq_wb(r, c, sample_rate) for r, c in zip(refs, cands)])
-    if "stoi" in on:
-        m.stoi = _mean([stoi(r, c, sample_rate) for r, c in zip(refs, cands)])
+    for name, intrusive in (("pesq", pesq_wb), ("stoi", stoi)):
+        if name in on:
+            setattr(m, name, _mean([intrusive(r, c, sample_rate) for r, c in zip(refs, cands)]))
     if "dnsmos" in on:
         d_ref = list(ref_dnsmos) if ref_dnsmos else [dnsmos(r, sample_rate)["ovrl"]
                                                      for r in refs]

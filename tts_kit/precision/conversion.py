@@ -381,10 +381,8 @@ def random_feeds(sess: ort.InferenceSession, seed: int = 0, dynamic: int = 4) ->
             raise TtsKitError(f"input '{i.name}' has type {i.type}; no random input for it")
         shape = [d if isinstance(d, int) and d > 0 else dynamic for d in i.shape]
         dt = _ORT_NP[i.type]
-        if np.issubdtype(dt, np.floating):
-            feeds[i.name] = rng.standard_normal(shape).astype(dt)
-        else:
-            feeds[i.name] = np.zeros(shape, dt)
+        floating = np.issubdtype(dt, np.floating)
+        feeds[i.name] = rng.standard_normal(shape).astype(dt) if floating else np.zeros(shape, dt)
     return feeds
 
 

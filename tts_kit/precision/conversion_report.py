@@ -2,10 +2,8 @@
 (`StageReport`, `RunRecord`, `Fidelity`, `ConversionReport`); data only (`evaluate` measures).
 
 Example:
-    >>> f = Fidelity("CPUExecutionProvider", waveform_snr_db=12.0, log_mel_distance_db=0.5,
-    ...              min_snr_db=MIN_SNR_DB["fp16"]).evaluate()
-    >>> f.passed, f.reasons
-    (False, ['waveform SNR 12.0 dB < 20 dB'])
+    >>> TARGETS
+    ('fp16', 'int8')
 """
 
 from __future__ import annotations
@@ -116,7 +114,7 @@ class StageReport:
 
     @property
     def ratio(self) -> float:
-        """``size_after / size_before``."""
+        """``size_after / size_before`` (NaN when there was nothing before)."""
         return self.size_after / self.size_before if self.size_before else math.nan
 
 
@@ -330,18 +328,11 @@ class ConversionReport:
             if s.method and s.converted:
                 ops = f"[{s.method}] {ops}"
             prec = f"{s.precision_before}->{s.precision_after}"
-            lines.append(
-                f"{s.stage:<20}{s.size_before / 2**20:>10.2f}{s.size_after / 2**20:>10.2f}"
-                f"{s.ratio:>7.2f}  {prec:<17}{ops}"
-            )
+            lines.append(f"{_sizes(s.stage, s.size_before, s.size_after)}  {prec:<17}{ops}")
             if s.kernels:
                 lines.append(f"{'':<20}runs: {s.kernels.get('verdict', '')}")
         if self.stages:
-            lines.append(
-                f"{'converted total':<20}{self.size_before / 2**20:>10.2f}"
-                f"{self.size_after / 2**20:>10.2f}"
-                f"{(self.size_after / self.size_before if self.size_before else math.nan):>7.2f}"
-            )
+            lines.append(_sizes("converted total", self.size_before, self.size_after))
         lines.append(
             f"source unchanged: {'yes' if self.source_unchanged else 'NO'} "
             f"(SHA-256 of {len(self.source_sha256)} files checked before and after)"
@@ -440,6 +431,12 @@ def _record_from_dict(cls: Any, data: dict[str, Any]) -> Any:
     defaults = {f.name: f.default for f in dataclasses.fields(cls)}
     return cls(**{k: math.nan if v is None and defaults[k] is math.nan else v
                   for k, v in data.items() if k in defaults})
+
+
+def _sizes(name: str, before: int, after: int) -> str:
+    """A table row's name, sizes in MB and their ratio."""
+    ratio = after / before if before else math.nan
+    return f"{name:<20}{before / 2**20:>10.2f}{after / 2**20:>10.2f}{ratio:>7.2f}"
 
 
 def _fmt_db(v: float) -> str:

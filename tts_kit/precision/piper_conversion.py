@@ -76,8 +76,7 @@ def convert_piper(
     from tts_kit.models.resolve import open_model
 
     spec = dataclasses.replace(spec or ConvertSpec(), **options)
-    recipe, op_block_list = spec.recipe, spec.op_block_list
-    to, keep_float = spec.to, ()
+    recipe, to, keep_float = spec.recipe, spec.to, ()
     if recipe is not None:
         if recipe not in PIPER_RECIPES:
             raise TtsKitError(f"recipe '{recipe}' is not one for a Piper voice; use one of "
@@ -102,13 +101,13 @@ def convert_piper(
         kind="piper", src=str(bundle.name if bundle.name.startswith("piper:")
                               else bundle.model_file),
         dst=str(dst_p), to=to, converted=[STAGE], tool=_tool(to),
-        options={"keep_io_types": spec.keep_io_types, "op_block_list": list(op_block_list or []),
+        options={"keep_io_types": spec.keep_io_types,
+                 "op_block_list": list(spec.op_block_list or []),
                  **({"keep_float_prefixes": list(keep_float)} if keep_float else {})},
         source_sha256=before, recipe=recipe or "",
     )
     dst_p.parent.mkdir(parents=True, exist_ok=True)
-    _write_voice(bundle, dst_p, report, files=files, extra=extra,
-                 keep_float=keep_float, op_block_list=op_block_list, as_file=as_file)
+    _write_voice(bundle, dst_p, report, files=files, extra=extra, as_file=as_file)
     report.convert_s = time.perf_counter() - t0
     if spec.measure:
         report.measured = True
@@ -148,23 +147,23 @@ def _built_aside(dst_p: Path, as_file: bool, graph_name: str) -> Iterator[Path]:
 
 
 def _write_voice(bundle: Any, dst_p: Path, report: ConversionReport, *, files: list[Path],
-                 extra: list[Path], keep_float: tuple[str, ...],
-                 op_block_list: Sequence[str] | None, as_file: bool = False) -> None:
-    """Convert the voice's graph into ``dst_p`` (atomically), with its config's record and
-    the other files; checks that it opens and that the source did not change."""
+                 extra: list[Path], as_file: bool = False) -> None:
+    """Convert the voice's graph into ``dst_p`` (atomically; the options: ``report``'s), with
+    its config's record and the other files; checks that it opens and that the source did
+    not change."""
     from tts_kit.models.resolve import open_model
 
     (STAGE,) = bundle.stages
     to, recipe, before = report.to, report.recipe or None, report.source_sha256
-    keep_io_types = report.options["keep_io_types"]
+    opts = report.options
     graph_name = dst_p.name if as_file else bundle.model_file.name
     with _built_aside(dst_p, as_file, graph_name) as tmp:
         out = tmp / graph_name
         if recipe == "sherpa-int8":
             ops, kept = _quantize_sherpa_piper(bundle.model_file, out)
         else:
-            ops, kept = _convert_graph(bundle.model_file, out, to, keep_io_types,
-                                       op_block_list, keep_float)
+            ops, kept = _convert_graph(bundle.model_file, out, to, opts["keep_io_types"],
+                                       opts["op_block_list"], opts.get("keep_float_prefixes", ()))
         _open_check(out)
         for f in extra:
             _copy_regular(f, tmp / f.name)
