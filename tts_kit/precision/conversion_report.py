@@ -458,11 +458,11 @@ def format_runs(runs: Sequence[RunRecord], reference: str = "fp32") -> str:
         >>> table.splitlines()[1].split()
         ['CPU', 'fp32', '4.00', '1.00', 'n/a', 'n/a', 'n/a', 'n/a', '1.000', '1.00', '-', 'ok']
     """
-    head = (
-        f"{'provider':<9}{'precision':<10}{'size MB':>8}{'x':>5}{'load MB':>9}{'x':>5}"
-        f"{'peak MB':>9}{'x':>5}{'p50 s':>8}{'x':>5}{'GPU MB':>8} status"
-    )
-    lines = [head]
+    columns = (("size MB", "size_mb", 8, ".2f"), ("load MB", "load_delta_mb", 9, ".1f"),
+               ("peak MB", "peak_rss_mb", 9, ".1f"), ("p50 s", "p50_s", 8, ".3f"))
+    lines = [f"{'provider':<9}{'precision':<10}"
+             + "".join(f"{head:>{width}}{'x':>5}" for head, _, width, _ in columns)
+             + f"{'GPU MB':>8} status"]
     refs = {r.provider: r for r in runs if r.precision == reference and r.ok}
 
     def cell(v: float | None, ref: float | None, width: int, fmt: str) -> str:
@@ -476,14 +476,10 @@ def format_runs(runs: Sequence[RunRecord], reference: str = "fp32") -> str:
     for r in runs:
         ref = refs.get(r.provider)
         gpu = "-" if r.gpu_mem_mb is None else f"{r.gpu_mem_mb:.0f}"
-        lines.append(
-            f"{_short(r.provider):<9}{r.precision:<10}"
-            + cell(r.size_mb, ref.size_mb if ref else None, 8, ".2f")
-            + cell(r.load_delta_mb, ref.load_delta_mb if ref else None, 9, ".1f")
-            + cell(r.peak_rss_mb, ref.peak_rss_mb if ref else None, 9, ".1f")
-            + cell(r.p50_s, ref.p50_s if ref else None, 8, ".3f")
-            + f"{gpu:>8} {r.status}{(': ' + r.error) if r.error else ''}"
-        )
+        lines.append(f"{_short(r.provider):<9}{r.precision:<10}"
+                     + "".join(cell(getattr(r, key), getattr(ref, key) if ref else None, width, fmt)
+                               for _, key, width, fmt in columns)
+                     + f"{gpu:>8} {r.status}{(': ' + r.error) if r.error else ''}")
     lines.append("(load MB: RSS added by creating the sessions; peak MB: RSS high-water mark)")
     return "\n".join(lines)
 
