@@ -38,12 +38,8 @@ def missing() -> dict[str, str]:
         >>> sorted(missing()) <= ["dnsmos", "pesq", "resample", "stoi", "wer"]
         True
     """
-    out = {}
-    for metric, pkg in PACKAGES.items():
-        if importlib.util.find_spec(pkg) is None:
-            out[metric] = (f"{metric}: skipped ({pkg} is not installed; "
-                           "pip install 'tts_kit[quality]')")
-    return out
+    return {metric: f"{metric}: skipped ({pkg} is not installed; pip install 'tts_kit[quality]')"
+            for metric, pkg in PACKAGES.items() if importlib.util.find_spec(pkg) is None}
 
 
 def to_16k(wav: np.ndarray, sample_rate: int) -> np.ndarray:

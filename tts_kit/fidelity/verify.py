@@ -246,13 +246,11 @@ class _Recorder:
 
 
 def official_tts(model: str | os.PathLike[str], threads: int | None) -> Any:
-    """The official package's ``TTS`` on ``model``: no download, reads only.
+    """The official package's ``TTS`` on ``model``: no download, reads only (a one-line
+    error with the fix when the package is not installed).
 
     Example:
         >>> tts = official_tts("standin-tiny", threads=1)  # doctest: +SKIP
-
-    Raises:
-        TtsKitError: the package is not installed (with the fix).
     """
     try:
         import supertonic

@@ -191,7 +191,7 @@ def _source_and_kind(src: str | os.PathLike[str], dst: str | os.PathLike[str]
         raise TtsKitError(f"{src}: not a bundle directory or an .onnx file")
     else:
         raise FileNotFoundError(f"{src}: no such bundle directory or .onnx file")
-    if src_p.resolve() == dst_p.resolve() or dst_p.resolve().is_relative_to(src_p.resolve()):
+    if dst_p.resolve().is_relative_to(src_p.resolve()):  # the source itself included
         raise TtsKitError(f"{dst}: the output must be outside the source {src}")
     return src_p, dst_p, kind
 

@@ -2,10 +2,8 @@
 copy against its source's noise floor. What each measures, and why: docs/benchmarks.md.
 
 Example:
-    >>> rec = measure_bundle("standin-tiny", "fp32")  # doctest: +SKIP
-    >>> f = fidelity("standin-tiny", "standin-tiny-fp16", "fp16")  # doctest: +SKIP
-    >>> rec.ok, f.passed  # doctest: +SKIP
-    (True, True)
+    >>> fidelity("standin-tiny", "standin-tiny-fp16", "fp16").passed  # doctest: +SKIP
+    True
 """
 
 from __future__ import annotations
@@ -67,18 +65,18 @@ def _measure_job(bundle_dir: str, spec: MeasureSpec) -> dict[str, Any]:
     `SessionPreset`, which pickles)."""
     from tts_kit.models.supertonic.engine import Engine
 
-    out: dict[str, Any] = {}
     cuda = CUDA in spec.preset.providers
     if cuda:
         ok, why = cuda_usable()
         if not ok:
             return {"error": why}
     gpu0 = gpu_memory_mb() if cuda else (None, "")
-    out["baseline_rss_mb"] = rss_mb()
+    out: dict[str, Any] = {"baseline_rss_mb": rss_mb()}
     t0 = time.perf_counter()
     engine = Engine(bundle_dir, preset=spec.preset, loading="resident")
     out["load_s"] = time.perf_counter() - t0
     out["load_rss_mb"] = rss_mb()
+
     def timed(i: int, text: str) -> tuple[float, float]:  # (seconds, audio seconds)
         t1 = time.perf_counter()
         r = engine.synthesize(text, lang=spec.lang, seed=spec.seed + i, steps=spec.steps)
@@ -113,8 +111,7 @@ def measure_bundle(
     p50 latency and GPU memory over ``spec``'s texts (or its fields as keywords).
 
     Example:
-        >>> rec = measure_bundle("standin-tiny", "fp32")  # doctest: +SKIP
-        >>> rec.p50_s > 0  # doctest: +SKIP
+        >>> measure_bundle("standin-tiny", "fp32").p50_s > 0  # doctest: +SKIP
         True
     """
     from tts_kit.models.supertonic.bundle import Bundle
@@ -153,9 +150,8 @@ def fidelity(
     on ``spec``'s texts and noise; ``to`` picks the thresholds (`MIN_SNR_DB`, ...).
 
     Example:
-        >>> f = fidelity("standin-tiny", "standin-tiny-fp16", "fp16")  # doctest: +SKIP
-        >>> f.passed, round(f.waveform_snr_db)  # doctest: +SKIP
-        (True, 49)
+        >>> round(fidelity("standin-tiny", "standin-fp16").waveform_snr_db)  # doctest: +SKIP
+        49
     """
     from tts_kit.models.supertonic.engine import Engine
     from tts_kit.runtime.sessions import SessionPreset

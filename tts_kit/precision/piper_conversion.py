@@ -87,7 +87,7 @@ def convert_piper(
     (STAGE,) = bundle.stages  # a one-graph model (the caller routed it here by that)
     src_dir = bundle.path
     dst_p = Path(dst).expanduser()
-    if dst_p.resolve() == src_dir or dst_p.resolve().is_relative_to(src_dir):
+    if dst_p.resolve().is_relative_to(src_dir):  # the directory itself included
         raise TtsKitError(f"{dst}: the output must be outside the voice's directory {src_dir}")
     _check_float32(bundle.stages[STAGE].precision, bundle.model_file.name)
     as_file = _check_voice_dst(dst_p)

@@ -92,9 +92,6 @@ def check_recipe_for(src: str | os.PathLike[str], name: str) -> None:
 
     Example:
         >>> check_recipe_for("piper:joe-us", "int8-flow")  # doctest: +SKIP
-        >>> check_recipe_for("standin-tiny", "int8-flow")  # doctest: +SKIP
-        Traceback (most recent call last):
-        TtsKitError: recipe 'int8-flow' is not one of Supertonic stand-in (tiny)'s; ...
     """
     from tts_kit.models.resolve import open_model
 
@@ -209,10 +206,8 @@ def calibration_latents(src_bundle: Path, vector_estimator: Path,
     `CALIBRATION_PERCENTILE` length as sherpa-onnx does.
 
     Example:
-        >>> lat = calibration_latents(Path("fp32"), Path("int8/onnx/vector_estimator.onnx"),
-        ...                           CALIBRATION_TEXTS)  # doctest: +SKIP
-        >>> len(lat), lat[0].shape[1]  # doctest: +SKIP
-        (8, 144)
+        >>> len(calibration_latents(Path("fp32"), ve_int8, CALIBRATION_TEXTS))  # doctest: +SKIP
+        8
     """
     import onnxruntime as ort
 
