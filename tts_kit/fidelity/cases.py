@@ -134,12 +134,10 @@ class Comparison:
     @staticmethod
     def of(ref: Sequence[np.ndarray], cand: Sequence[np.ndarray]) -> Comparison:
         """Pool several paired arrays (compared over their common leading length)."""
-        sig = err = 0.0
-        worst = 0.0
+        sig = err = worst = 0.0
         diff = 0
         for r, c in zip(ref, cand):
-            r64 = np.asarray(r, np.float64)
-            c64 = np.asarray(c, np.float64)
+            r64, c64 = np.asarray(r, np.float64), np.asarray(c, np.float64)
             if r64.shape != c64.shape:
                 diff += c64.size - r64.size
                 n = min(r64.shape[-1], c64.shape[-1])

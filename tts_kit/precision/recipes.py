@@ -45,12 +45,8 @@ RECIPES: dict[str, dict[str, str]] = {
     "int8": {s: "int8" for s in contract.STAGES},
     "int8-dp32": {s: "copy" if s == "duration_predictor" else "int8" for s in contract.STAGES},
     "int8-pw": {s: "int8-pw" for s in contract.STAGES},  # pointwise Conv -> MatMul, then INT8
-    "sherpa-int8": {
-        "duration_predictor": "copy",
-        "text_encoder": "copy",
-        "vector_estimator": "int8-matmul+w8conv",
-        "vocoder": "int8-static",
-    },
+    "sherpa-int8": {"duration_predictor": "copy", "text_encoder": "copy",
+                    "vector_estimator": "int8-matmul+w8conv", "vocoder": "int8-static"},
 }
 
 #: What each recipe is, in a line (kept in contract: the CLI's --help imports no onnxruntime).
