@@ -186,12 +186,10 @@ class VerifyReport:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["passed"] = self.passed
-        out["distances"] = asdict(self.distances) if self.results else None
-        out["verdict"] = self.verdict[0] if self.verdict else None
-        out["floor_verdict"] = self.floor_verdict[0] if self.floor_verdict else None
-        return json_safe(out)
+        return json_safe({**asdict(self), "passed": self.passed,
+                          "distances": asdict(self.distances) if self.results else None,
+                          "verdict": (self.verdict or (None,))[0],
+                          "floor_verdict": (self.floor_verdict or (None,))[0]})
 
 
 # -- the two pipelines ----------------------------------------------------------------

@@ -305,11 +305,8 @@ def _convert_bundle(bundle: Any, report: ConversionReport, plan: dict[str, str] 
 
 def _convert_stage(method: str, src: Path, out: Path, spec: ConvertSpec, src_bundle: Path,
                    tmp: Path) -> tuple[dict[str, int], int]:
-    """Convert one stage's graph by a recipe method (`tts_kit.precision.recipes.METHODS`).
-
-    ``tmp`` is the output bundle being built: stages are converted in pipeline order, so
-    the static vocoder's calibration runs the vector estimator already written there.
-    """
+    """Convert one stage's graph by a recipe method (`tts_kit.precision.recipes.METHODS`);
+    ``tmp``: the bundle being built (the static vocoder calibrates on its vector estimator)."""
     from tts_kit.precision import recipes
 
     if method in ("fp16", "int8"):

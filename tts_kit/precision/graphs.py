@@ -145,11 +145,8 @@ def _convert_graph(
     src: Path, dst: Path, to: str, keep_io_types: bool, op_block_list: Sequence[str] | None,
     keep_float_prefixes: Sequence[str] = (),
 ) -> tuple[dict[str, int], int]:
-    """Convert one ONNX file to ``dst``; returns (ops report, number of ops kept float).
-
-    ``keep_float_prefixes``: nodes whose names start with one of these stay float (a
-    Piper voice's duration predictor is ``/dp/...``: `PIPER_RECIPES`).
-    """
+    """Convert one ONNX file to ``dst``, nodes named with one of ``keep_float_prefixes`` kept
+    float (`PIPER_RECIPES`); returns (ops report, number of ops kept float)."""
     prefixes = tuple(keep_float_prefixes)
     if to != "fp16":
         return _quantize_int8(src, dst, op_block_list, prefixes)

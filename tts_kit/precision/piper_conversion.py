@@ -148,9 +148,8 @@ def _built_aside(dst_p: Path, as_file: bool, graph_name: str) -> Iterator[Path]:
 
 def _write_voice(bundle: Any, dst_p: Path, report: ConversionReport, *, files: list[Path],
                  extra: list[Path], as_file: bool = False) -> None:
-    """Convert the voice's graph into ``dst_p`` (atomically; the options: ``report``'s), with
-    its config's record and the other files; checks that it opens and that the source did
-    not change."""
+    """Convert the voice's graph as ``report`` says into ``dst_p`` (atomically) with its config
+    and the other files; checks that it opens and that the source did not change."""
     from tts_kit.models.resolve import open_model
 
     (STAGE,) = bundle.stages
