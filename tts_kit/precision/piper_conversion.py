@@ -151,6 +151,7 @@ def _write_voice(bundle: Any, dst_p: Path, report: ConversionReport, *, files: l
     """Convert the voice's graph as ``report`` says into ``dst_p`` (atomically) with its config
     and the other files; checks that it opens and that the source did not change."""
     from tts_kit.models.resolve import open_model
+    from tts_kit.precision.recipes import kernel_report
 
     (STAGE,) = bundle.stages
     to, recipe, before = report.to, report.recipe or None, report.source_sha256
@@ -169,11 +170,8 @@ def _write_voice(bundle: Any, dst_p: Path, report: ConversionReport, *, files: l
         _write_config(tmp / _config_beside(out).name, dict(bundle.config), report, {
             "to": to, "stages": [STAGE], "source_sha256": {STAGE: before[bundle.model_file.name]}})
         converted = open_model(out)  # the result must open like any model of its family
-        kernels = None
-        if to == "int8":  # does it run integer kernels, or float after all?
-            from tts_kit.precision.recipes import kernel_report
-
-            kernels = kernel_report(out).to_dict()
+        # INT8: does it run integer kernels, or float after all?
+        kernels = kernel_report(out).to_dict() if to == "int8" else None
         report.stages[STAGE] = StageReport(
             STAGE, True, bundle.stages[STAGE].size_bytes, _graph_bytes(out),
             bundle.stages[STAGE].precision, converted.stages[STAGE].precision, ops, kept,

@@ -30,9 +30,7 @@ def verdict_path(copy: str | os.PathLike[str]) -> Path:
         'out.onnx.verdict.json'
     """
     p = Path(copy)
-    if p.is_dir():
-        return p / VERDICT_FILE
-    return p.with_name(p.name + ".verdict.json")
+    return p / VERDICT_FILE if p.is_dir() else p.with_name(p.name + ".verdict.json")
 
 
 def save_verdict(copy: str | os.PathLike[str], quality: Mapping[str, Any], *,
