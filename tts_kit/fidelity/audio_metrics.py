@@ -2,10 +2,8 @@
 why not librosa: docs/benchmarks.md).
 
 Example:
-    >>> import numpy as np
-    >>> x = np.sin(np.linspace(0, 3000, 44100)).astype(np.float32)
-    >>> round(snr_db(x, x * 1.01), 1), log_mel_distance(x, x, 44100)
-    (40.0, 0.0)
+    >>> snr_from_energies(100.0, 1.0)
+    20.0
 """
 
 from __future__ import annotations
@@ -37,8 +35,7 @@ def snr_db(reference: np.ndarray, candidate: np.ndarray) -> float:
     candidate not finite or reference silent).
 
     Example:
-        >>> x = np.sin(np.linspace(0, 100, 1000))
-        >>> round(snr_db(x, x * 1.01), 1)
+        >>> round(snr_db(np.ones(8), np.ones(8) * 1.01), 1)
         40.0
     """
     ref = np.asarray(reference, np.float64).ravel()
@@ -140,10 +137,8 @@ def waveform_fidelity(
     (each over its common length; SNR pooled, the distance averaged).
 
     Example:
-        >>> x = np.sin(np.linspace(0, 3000, 44100)).astype(np.float32)
-        >>> snr, lmd, n_ref, n_cand = waveform_fidelity([x], [x + 1e-3], 44100)
-        >>> snr > 40, n_ref == n_cand
-        (True, True)
+        >>> waveform_fidelity([np.ones(4096)], [np.ones(4096)], 44100)
+        (inf, 0.0, 4096, 4096)
     """
     if len(reference) != len(candidate):
         raise TtsKitError(f"{len(reference)} reference waveforms but {len(candidate)} candidates")

@@ -36,10 +36,8 @@ def reuse_engines() -> Iterator[None]:
         yield
     finally:
         with _LOCK:
-            _DEPTH[0] -= 1
-            done = list(_ENGINES.values()) if _DEPTH[0] == 0 else []
-            if _DEPTH[0] == 0:
-                _ENGINES.clear()
+            _DEPTH[0] -= 1  # the outermost scope takes every engine out, to close
+            done = [] if _DEPTH[0] else [_ENGINES.pop(key) for key in list(_ENGINES)]
         for built in done:
             built.close()
 

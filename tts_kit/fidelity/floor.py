@@ -1,6 +1,5 @@
-"""The noise floor of a model (what legitimately varies in it: threads, graph fusions,
-batch padding; and another noise draw), measured by `noise_floor`, and the verdicts
-`Floor.verdict` reads against it from waveform `Distances`.
+"""A model's noise floor (what legitimately varies: threads, graph fusions, batch padding,
+another noise draw), measured by `noise_floor`, and `Floor.verdict` on waveform `Distances`.
 
 Example:
     >>> from tts_kit.fidelity.floor import FLOOR_READINGS
@@ -20,10 +19,7 @@ import numpy as np
 
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
-from tts_kit.fidelity.audio_metrics import (
-    log_mel_distance,
-    mel_cepstral_distortion,
-)
+from tts_kit.fidelity.audio_metrics import log_mel_distance, mel_cepstral_distortion
 from tts_kit.fidelity.cases import (
     Case,
     CaseResult,
@@ -143,10 +139,11 @@ class Floor:
         """``(reading, reasons)``: within the floor, beyond the floor, or broken."""
         if not d.finite():
             return "broken", ["non-finite audio"]
-        half = BROKEN_FRACTION
-        past_take = [r for r in d.worse_than(self.take, half) if r.startswith(("log-mel", "MCD"))]
+        past_take = [r for r in d.worse_than(self.take, BROKEN_FRACTION)
+                     if r.startswith(("log-mel", "MCD"))]
         if past_take:
-            return "broken", [f"{r} ({half:g}x another noise draw's)" for r in past_take]
+            return "broken", [f"{r} ({BROKEN_FRACTION:g}x another noise draw's)"
+                              for r in past_take]
         beyond = d.worse_than(self.floor, self.factor)
         if beyond:
             return "beyond the floor", [f"{r} ({self.factor:g}x the floor)" for r in beyond]
@@ -188,13 +185,10 @@ def noise_floor(
     padding: bool = True,
 ) -> Floor:
     """Measure the floor: the same cases through the unconverted model, varied only in
-    thread count, graph fusions and (unless ``padding=False``) batch padding, and against
-    another noise draw.
-
-    ``make_engine(path, threads, optimization)`` builds the engines (default: tts_kit's
-    Supertonic `Engine`); another family passes its own, whose ``synthesize_batch(texts,
-    lang, voices, steps, speed, seed=[...])`` draws each item's noise from its seed alone,
-    and the ``cases``.
+    threads, graph fusions and (unless ``padding=False``) batch padding, and against another
+    noise draw. ``make_engine(path, threads, optimization)`` (default: Supertonic's
+    `Engine`; another family passes its own, and the ``cases``) builds engines whose
+    ``synthesize_batch(..., seed=[...])`` draws each item's noise from its seed alone.
 
     Example:
         >>> floor = noise_floor("standin-tiny")  # doctest: +SKIP
@@ -212,24 +206,19 @@ def noise_floor(
             raise TtsKitError("give the cases when you give make_engine (the default cases "
                              "use a Supertonic bundle's voices)")
         path, cases = Path(model), list(cases)
-    a, b = make_engine(path, threads[0], "all"), make_engine(path, threads[1], "all")
-    c = make_engine(path, threads[0], "basic")
-    sr = getattr(getattr(a, "bundle", None), "sample_rate", contract.SAMPLE_RATE)
-    ref, other_threads, basic, padded, other_take = [], [], [], [], []
-    for case in cases:
-        ref += _seeded_wavs(a, case)
-        other_threads += _seeded_wavs(b, case)
-        basic += _seeded_wavs(c, case)
-        if padding:
-            padded += _seeded_wavs(a, case, companion=True)
-        other_take += _seeded_wavs(a, case, seed_offset=50)
-    runs = {
-        f"threads {threads[0]} vs {threads[1]}": Distances.of(ref, other_threads, sr),
-        "graph fusions all vs basic": Distances.of(ref, basic, sr),
+    a = make_engine(path, threads[0], "all")
+    variants = {  # what is compared with the reference: its engine and `_seeded_wavs` options
+        f"threads {threads[0]} vs {threads[1]}": (make_engine(path, threads[1], "all"), {}),
+        "graph fusions all vs basic": (make_engine(path, threads[0], "basic"), {}),
+        **({"batch padding": (a, {"companion": True})} if padding else {}),
+        "another noise draw": (a, {"seed_offset": 50}),
     }
-    if padding:
-        runs["batch padding"] = Distances.of(ref, padded, sr)
+    sr = getattr(getattr(a, "bundle", None), "sample_rate", contract.SAMPLE_RATE)
+    ref = [w for case in cases for w in _seeded_wavs(a, case)]
+    runs = {name: Distances.of(ref, [w for case in cases for w in _seeded_wavs(e, case, **kw)],
+                               sr) for name, (e, kw) in variants.items()}
+    take = runs.pop("another noise draw")
     worst = Distances(
         min(d.snr_db for d in runs.values()), max(d.log_mel_db for d in runs.values()),
         max(d.mcd_db for d in runs.values()), max(d.duration_change_s for d in runs.values()))
-    return Floor(runs, worst, Distances.of(ref, other_take, sr))
+    return Floor(runs, worst, take)

@@ -50,9 +50,8 @@ def reference_takes(model: Any, texts: Sequence[str] = QUALITY_TEXTS,
     by one engine, and the sample rate.
 
     Example:
-        >>> t, sr = reference_takes("piper:joe-us", takes=2)  # doctest: +SKIP
-        >>> len(t), sr  # doctest: +SKIP
-        (2, 22050)
+        >>> reference_takes("piper:joe-us", takes=2)[1]  # doctest: +SKIP
+        22050
     """
     with _engine(model) as engine:
         return ([_read(engine, texts, seed) for seed in range(takes)],

@@ -1,16 +1,10 @@
-"""Perceptual and intelligibility metrics (numpy in, numbers out), each from a library in
-the optional ``quality`` extra; an absent one is skipped with a one-line note.
-
-`pesq_wb`, `stoi`, `dnsmos`, `transcribe` and `word_error_rate`, all at 16 kHz (`to_16k`);
-`quality_metrics` runs them all. Which libraries, and why: docs/benchmarks.md.
+"""Perceptual and intelligibility metrics at 16 kHz (`quality_metrics` runs them all), each
+from a library in the optional ``quality`` extra (an absent one is skipped with a one-line
+note). Which libraries, and why: docs/benchmarks.md.
 
 Example:
-    >>> import numpy as np
     >>> word_error_rate("the quick brown fox", "the quick brown box")
     0.25
-    >>> x = np.sin(np.linspace(0, 2000, 32000)).astype(np.float32)
-    >>> to_16k(x, 32000).shape
-    (16000,)
 """
 
 from __future__ import annotations
@@ -44,12 +38,8 @@ def missing() -> dict[str, str]:
         >>> sorted(missing()) <= ["dnsmos", "pesq", "resample", "stoi", "wer"]
         True
     """
-    out = {}
-    for metric, pkg in PACKAGES.items():
-        if importlib.util.find_spec(pkg) is None:
-            out[metric] = (f"{metric}: skipped ({pkg} is not installed; "
-                           "pip install 'tts_kit[quality]')")
-    return out
+    return {metric: f"{metric}: skipped ({pkg} is not installed; pip install 'tts_kit[quality]')"
+            for metric, pkg in PACKAGES.items() if importlib.util.find_spec(pkg) is None}
 
 
 def to_16k(wav: np.ndarray, sample_rate: int) -> np.ndarray:
@@ -79,8 +69,7 @@ def pesq_wb(ref: np.ndarray, cand: np.ndarray, sample_rate: int) -> float:
     """PESQ wideband MOS-LQO of ``cand`` against ``ref`` (NaN when PESQ finds no speech).
 
     Example:
-        >>> x = np.random.default_rng(0).standard_normal(16000) * 0.1
-        >>> round(pesq_wb(x, x, 16000), 2)  # doctest: +SKIP
+        >>> round(pesq_wb(speech, speech, 16000), 2)  # doctest: +SKIP
         4.64
     """
     from pesq import pesq
@@ -96,8 +85,7 @@ def stoi(ref: np.ndarray, cand: np.ndarray, sample_rate: int) -> float:
     """STOI of ``cand`` against ``ref``, 0 .. 1.
 
     Example:
-        >>> x = np.random.default_rng(0).standard_normal(16000) * 0.1
-        >>> round(stoi(x, x, 16000), 3)  # doctest: +SKIP
+        >>> round(stoi(speech, speech, 16000), 3)  # doctest: +SKIP
         1.0
     """
     from pystoi import stoi as _stoi
@@ -125,7 +113,6 @@ def _dnsmos_session(name: str = "sig_bak_ovr.onnx") -> Any:
 _DNSMOS_POLY = {"sig": (-0.08397278, 1.22083953, 0.0052439),
                 "bak": (-0.13166888, 1.60915514, -0.39604546),
                 "ovrl": (-0.06766283, 1.11546468, 0.04602535)}
-_DNSMOS_SECONDS = 9.01
 
 
 def dnsmos(wav: np.ndarray, sample_rate: int) -> dict[str, float]:
@@ -138,7 +125,7 @@ def dnsmos(wav: np.ndarray, sample_rate: int) -> dict[str, float]:
         True
     """
     x = np.clip(to_16k(wav, sample_rate), -1.0, 1.0).astype(np.float32)
-    n = int(_DNSMOS_SECONDS * RATE)
+    n = int(9.01 * RATE)
     if x.size == 0:
         return {k: math.nan for k in (*_DNSMOS_POLY, "p808")}
     while x.size < n:
@@ -286,10 +273,9 @@ def quality_metrics(refs: Sequence[np.ndarray], cands: Sequence[np.ndarray],
     m = QualityMetrics(notes=[absent[k] for k in PACKAGES if k in absent and k not in skip])
     on = {k for k in PACKAGES if k not in skip and k not in absent and "resample" not in absent}
     m.mcd_db = _mean([mel_cepstral_distortion(r, c, sample_rate) for r, c in zip(refs, cands)])
-    if "pesq" in on:
-        m.pesq = _mean([pesq_wb(r, c, sample_rate) for r, c in zip(refs, cands)])
-    if "stoi" in on:
-        m.stoi = _mean([stoi(r, c, sample_rate) for r, c in zip(refs, cands)])
+    for name, intrusive in (("pesq", pesq_wb), ("stoi", stoi)):
+        if name in on:
+            setattr(m, name, _mean([intrusive(r, c, sample_rate) for r, c in zip(refs, cands)]))
     if "dnsmos" in on:
         d_ref = list(ref_dnsmos) if ref_dnsmos else [dnsmos(r, sample_rate)["ovrl"]
                                                      for r in refs]

@@ -3,11 +3,8 @@ from take 0 than the reference's own takes are (`TakeSpread`), else the worst ba
 metrics' published scales (`VERDICT_TABLE`): **acceptable**, **degraded** or **broken**.
 
 Example:
-    >>> spread = TakeSpread(QualityMetrics(pesq=1.8, stoi=0.55, wer=0.1, mcd_db=6.0,
-    ...                                    dnsmos_drop=0.1), takes=4)
-    >>> verdict(QualityMetrics(pesq=4.4, stoi=0.99, wer=0.0, mcd_db=0.9,
-    ...                        dnsmos_drop=0.0), spread).name
-    'transparent'
+    >>> VERDICTS
+    ('transparent', 'acceptable', 'degraded', 'broken')
 """
 
 from __future__ import annotations
@@ -72,9 +69,7 @@ class TakeSpread:
 
 def _worst(values: Sequence[float], higher_better: bool) -> float:
     finite = [v for v in values if not math.isnan(v)]
-    if not finite:
-        return math.nan
-    return min(finite) if higher_better else max(finite)
+    return (min if higher_better else max)(finite, default=math.nan)
 
 
 def take_spread(takes: Sequence[Sequence[np.ndarray]], sample_rate: int, *,
@@ -97,13 +92,10 @@ def take_spread(takes: Sequence[Sequence[np.ndarray]], sample_rate: int, *,
     per = [quality_metrics(takes[0], t, sample_rate, ref_transcripts=heard or None,
                            ref_dnsmos=d_ref or None, skip=skip) for t in takes[1:]]
     worst = QualityMetrics(notes=per[0].notes)
-    for name, higher in _SPREAD_METRICS.items():
+    for name, higher in {**_SPREAD_METRICS, "dnsmos_ovrl": True, "dnsmos_p808": True}.items():
         vals = [getattr(m, name) for m in per]
-        if name == "dnsmos_drop":
-            vals = [abs(v) for v in vals]
-        setattr(worst, name, _worst(vals, higher))
-    worst.dnsmos_ovrl = _worst([m.dnsmos_ovrl for m in per], True)
-    worst.dnsmos_p808 = _worst([m.dnsmos_p808 for m in per], True)
+        setattr(worst, name, _worst([abs(v) for v in vals] if name == "dnsmos_drop" else vals,
+                                    higher))
     return TakeSpread(worst, len(takes), per, heard, d_ref, list(takes[0]), int(sample_rate))
 
 
@@ -140,9 +132,8 @@ def _band(metric: str, value: float) -> str:
     return BROKEN
 
 
-def _within_spread(cand: QualityMetrics, spread: TakeSpread
-                   ) -> tuple[dict[str, str], str, float]:
-    """(metrics outside the spread -> reason, the metric nearest its limit, its margin)."""
+def _within_spread(cand: QualityMetrics, spread: TakeSpread) -> tuple[dict[str, str], str]:
+    """(metrics outside the spread -> reason, the metric nearest its limit)."""
     outside: dict[str, str] = {}
     nearest, margin = "", math.inf
     for name, higher in _SPREAD_METRICS.items():
@@ -156,7 +147,7 @@ def _within_spread(cand: QualityMetrics, spread: TakeSpread
             outside[name] = f"{name} {value:.3g} beyond the takes' {limit:.3g}"
         elif slack / max(abs(limit), 1e-9) < margin:
             nearest, margin = name, slack / max(abs(limit), 1e-9)
-    return outside, nearest, margin
+    return outside, nearest
 
 
 def verdict(cand: QualityMetrics, spread: TakeSpread) -> Verdict:
@@ -168,7 +159,7 @@ def verdict(cand: QualityMetrics, spread: TakeSpread) -> Verdict:
         >>> v.name, v.decided_by
         ('broken', 'pesq')
     """
-    outside, nearest, _ = _within_spread(cand, spread)
+    outside, nearest = _within_spread(cand, spread)
     if not outside and nearest:
         limit = getattr(spread.worst, nearest)
         return Verdict(TRANSPARENT, nearest,

@@ -1,6 +1,5 @@
-"""`tts-kit verify`: does tts_kit's engine give the official package's audio on a bundle
-(or a second bundle's: a converted copy)? The same cases and initial noise on both sides;
-every stage's output and the waveform compared. What exactly: docs/benchmarks.md.
+"""`tts-kit verify`: does tts_kit's engine give the official package's audio on a bundle (or a
+converted copy's)? Same cases and noise on both sides; what is compared: docs/benchmarks.md.
 
 Example:
     >>> report = verify("models/supertonic-3")  # doctest: +SKIP
@@ -13,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, astuple, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -187,12 +186,10 @@ class VerifyReport:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["passed"] = self.passed
-        out["distances"] = asdict(self.distances) if self.results else None
-        out["verdict"] = self.verdict[0] if self.verdict else None
-        out["floor_verdict"] = self.floor_verdict[0] if self.floor_verdict else None
-        return json_safe(out)
+        return json_safe({**asdict(self), "passed": self.passed,
+                          "distances": asdict(self.distances) if self.results else None,
+                          "verdict": (self.verdict or (None,))[0],
+                          "floor_verdict": (self.floor_verdict or (None,))[0]})
 
 
 # -- the two pipelines ----------------------------------------------------------------
@@ -247,13 +244,11 @@ class _Recorder:
 
 
 def official_tts(model: str | os.PathLike[str], threads: int | None) -> Any:
-    """The official package's ``TTS`` on ``model``: no download, reads only.
+    """The official package's ``TTS`` on ``model``: no download, reads only (a one-line
+    error with the fix when the package is not installed).
 
     Example:
         >>> tts = official_tts("standin-tiny", threads=1)  # doctest: +SKIP
-
-    Raises:
-        TtsKitError: the package is not installed (with the fix).
     """
     try:
         import supertonic
@@ -307,9 +302,7 @@ def run_official(tts: Any, case: Case) -> Trace:
         wavs.append(np.asarray(single[:n], np.float32))
     trace.stages["duration_predictor"] = [trace.stages["duration_predictor"][0].reshape(-1)]
     trace.stages["vector_estimator"] = [np.stack(trace.stages["vector_estimator"])]
-    trace.stages["vocoder"] = list(wavs)
-    trace.wavs = wavs
-    trace.leak = leak
+    trace.stages["vocoder"], trace.wavs, trace.leak = list(wavs), wavs, leak
     return trace
 
 
@@ -357,19 +350,11 @@ def verify(
     quality: bool = False,
     quality_texts: Sequence[str] | None = None,
 ) -> VerifyReport:
-    """Run the cases through tts_kit on ``model`` and through the reference; compare.
-
-    Args:
-        model: a `tts_kit.Bundle` or its directory (None: discovery).
-        against: ``"official"`` (the official package on the same bundle is the
-            reference) or a second bundle directory (the candidate; ``model`` the reference).
-        cases: what to synthesise (default `default_cases` with the bundle's voices).
-        threads: intra-op threads on both sides (1: reproducible; None: ORT's default).
-        tolerance: what passes (default `Tolerance()`).
-        floor: also measure the reference's noise floor (``report.floor_verdict``).
-        quality: against a bundle directory, also the listener's verdict
-            (``report.quality``: `tts_kit.fidelity.listening.judge_quality` on
-            ``quality_texts``).
+    """Run the cases (default `default_cases`) through tts_kit on ``model`` (a bundle or its
+    directory) and through the reference: ``"official"`` (the official package on the same
+    bundle) or a second bundle directory, the candidate. ``threads``: intra-op threads on
+    both sides (None: ORT's default); ``floor``: also the reference's noise floor;
+    ``quality``: against a directory, also the listener's verdict (`judge_quality`).
 
     Example:
         >>> verify("standin-tiny").passed  # doctest: +SKIP
@@ -382,9 +367,8 @@ def verify(
                           "directory to compare with, not 'official' (a conformance check)")
     bundle = model if isinstance(model, Bundle) else Bundle.discover(model)
     cases = list(cases) if cases is not None else default_cases(_voices(bundle))
-    tol = tolerance or Tolerance()
-    report = VerifyReport(str(bundle.path), str(against), [], tol.min_snr_db, tol.max_abs_diff,
-                          tol.max_length_diff)
+    report = VerifyReport(str(bundle.path), str(against), [],
+                          *astuple(tolerance or Tolerance()))  # the same three fields
     mine = _engine(bundle.path, threads)
     if str(against) == OFFICIAL:
         tts = official_tts(bundle.path, threads)

@@ -1,15 +1,9 @@
-"""FP16 and INT8 conversion of a bundle (or any ``.onnx`` file), measured rather than assumed.
-
-`convert` writes a converted copy, stage by stage (options: `ConvertSpec`), and returns a
-`ConversionReport`: size per stage and, when measured, memory, latency and fidelity to
-FP32 on each available provider (`tts_kit.precision.evaluate`). Recipes and the
-integer-kernel check: `tts_kit.precision.recipes`.
+"""FP16 and INT8 conversion of a bundle (or any ``.onnx`` file), measured rather than assumed:
+`convert` writes a copy and returns a `ConversionReport` (sizes and, when measured, memory,
+latency and fidelity to FP32); recipes and the integer-kernel check: `.recipes`.
 
 Example:
-    >>> from tts_kit.precision import convert
-    >>> report = convert("models/supertonic-3", "models/supertonic-3-fp16", to="fp16",
-    ...                  stages=["text_encoder", "vector_estimator", "vocoder"])  # doctest: +SKIP
-    >>> print(report.table())  # doctest: +SKIP
+    >>> report = convert("models/supertonic-3", "supertonic-3-fp16", to="fp16")  # doctest: +SKIP
     >>> report.fidelity["CPUExecutionProvider"].passed  # doctest: +SKIP
     True
 """

@@ -1,11 +1,7 @@
-"""FP16 and INT8 conversion of a bundle (or any ``.onnx`` file): atomic output, checked.
-
-The output is built aside (`tts_kit.core.atomic`), checked and renamed into place; the
-source is only read and hashed before and after. The tools and the safety rules:
-docs/benchmarks.md.
+"""FP16 and INT8 conversion of a bundle (or any ``.onnx`` file): built aside, checked and
+moved into place; the source only read and hashed before and after (docs/benchmarks.md).
 
 Example:
-    >>> from tts_kit.precision import convert
     >>> r = convert("supertonic-3", "supertonic-3-int8", to="int8", measure=False)  # doctest: +SKIP
     >>> r.stages["vocoder"].ratio  # doctest: +SKIP
     0.27
@@ -68,26 +64,17 @@ def convert(
     spec: ConvertSpec | None = None,
     **options: Any,
 ) -> ConversionReport:
-    """Convert a bundle, a voice or one ``.onnx`` file to FP16 or INT8 and report what it
-    changed (a `ConversionReport`).
+    """Convert a bundle, a voice or one ``.onnx`` file to FP16 or INT8 into ``dst`` (new, or
+    an empty directory) and report what it changed (a `ConversionReport`).
 
-    The options are a `ConvertSpec` (``spec``), or its fields as keywords, which override it:
-
-    - ``to``: ``"fp16"`` or ``"int8"``; ``stages``: bundle stages to convert (default all;
-      the others are copied); or ``recipe``, a per-stage plan
-      (`tts_kit.precision.recipes.RECIPES`; every INT8 stage gets a `kernel_report`).
-    - ``keep_io_types`` (FP16: float32 inputs and outputs); ``op_block_list``: op types
-      left FP32.
-    - ``measure``: memory, latency and fidelity of source and result, each in a fresh
-      process (``"fidelity"``: only that; a file: outputs on random inputs); ``texts``,
-      ``providers`` (default: CPU, and CUDA if present), ``seed``, ``steps``,
-      ``repeats``, ``lang``, ``preset``: what is measured, where and how.
-    - ``floor``: also judge against the source's noise floor on the CPU
-      (``report.conformance``; default: when measuring on the CPU); ``quality``: the
-      listener's verdict (``report.quality``; default: as ``floor``).
-
-    ``dst`` must not exist (or be an empty directory). Raises `tts_kit.TtsKitError` for
-    bad options or paths, RuntimeError when the source changed meanwhile (nothing written).
+    Options: a `ConvertSpec` or its fields as keywords. ``to`` and ``stages`` (default all;
+    the others copied), or a per-stage ``recipe`` (`tts_kit.precision.recipes.RECIPES`);
+    ``keep_io_types``, ``op_block_list`` (op types left FP32); ``measure``: memory, latency
+    and fidelity of both, each in a fresh process (``"fidelity"``: only that), on
+    ``providers`` (default: CPU, and CUDA if present) with ``texts``, ``seed``, ``steps``,
+    ``repeats``, ``lang``, ``preset``; ``floor`` (default: when measuring on the CPU) and
+    ``quality`` (default: as ``floor``): the copy against the source's noise floor and
+    the listener's verdict. Raises RuntimeError when the source changed meanwhile.
 
     Example:
         >>> r = convert("supertonic-3", "supertonic-3-int8", to="int8")  # doctest: +SKIP
@@ -95,16 +82,24 @@ def convert(
         {'Conv': 13, 'MatMul': 20}
     """
     spec = dataclasses.replace(spec or ConvertSpec(), **options)
+    if spec.measure not in (True, False, "fidelity"):
+        raise TtsKitError(f"measure must be True, False or 'fidelity', got {spec.measure!r}")
     model = _open_source(src)
     if model is not None and len(model.stages) == 1:
         # One graph (a Piper voice): `convert_piper`, with the recipes that mean something there.
         return _keep_verdict(_convert_one_graph(src, dst, model, spec))
     plan, to, stages = _apply_recipe(spec.recipe, spec.to, spec.stages)
     spec = dataclasses.replace(spec, to=to, stages=stages)
-    src_p, dst_p, kind, bundle, chosen, links = _check_job(src, dst, model, spec)
+    check_target(spec.to)  # every check before any work
+    src_p, dst_p, kind = _source_and_kind(src, dst)
+    bundle, chosen, links = _choose_stages(kind, src_p, spec.stages, model)
+    _check_dst_free(dst_p, kind)
     t0 = time.perf_counter()
     report = _new_report(kind, src_p, dst_p, chosen, spec, plan)
-    _note_links(report, links)
+    for rel in links:
+        report.notes.append(f"skipped {rel}: a symbolic link (only the bundle's regular "
+                            "files are copied)")
+        warnings.warn(report.notes[-1], stacklevel=2)  # at `convert`'s caller
     dst_p.parent.mkdir(parents=True, exist_ok=True)
     if kind == "bundle":
         _convert_bundle(bundle, report, plan, spec)
@@ -137,17 +132,11 @@ def _open_source(src: str | os.PathLike[str]) -> Any:
     return model
 
 
-def _check_measure(measure: Any) -> None:
-    if measure not in (True, False, "fidelity"):
-        raise TtsKitError(f"measure must be True, False or 'fidelity', got {measure!r}")
-
-
 def _convert_one_graph(src: str | os.PathLike[str], dst: str | os.PathLike[str], model: Any,
                        spec: ConvertSpec) -> ConversionReport:
     """`convert` for a model of one graph (a Piper voice): `convert_piper`, then the floor."""
     if spec.stages is not None and list(spec.stages) != list(model.stages):
         raise TtsKitError(f"this model has one stage, {list(model.stages)[0]!r}; drop stages")
-    _check_measure(spec.measure)
     measure = bool(spec.measure)
     report = convert_piper(src, dst, dataclasses.replace(spec, measure=measure))
     _judge(report, src, spec, measure, report.texts or None)
@@ -202,7 +191,7 @@ def _source_and_kind(src: str | os.PathLike[str], dst: str | os.PathLike[str]
         raise TtsKitError(f"{src}: not a bundle directory or an .onnx file")
     else:
         raise FileNotFoundError(f"{src}: no such bundle directory or .onnx file")
-    if src_p.resolve() == dst_p.resolve() or dst_p.resolve().is_relative_to(src_p.resolve()):
+    if dst_p.resolve().is_relative_to(src_p.resolve()):  # the source itself included
         raise TtsKitError(f"{dst}: the output must be outside the source {src}")
     return src_p, dst_p, kind
 
@@ -255,35 +244,15 @@ def _new_report(kind: str, src_p: Path, dst_p: Path, chosen: list[str], spec: Co
     return report
 
 
-def _check_job(src: str | os.PathLike[str], dst: str | os.PathLike[str], model: Any,
-               spec: ConvertSpec) -> tuple[Path, Path, str, Any, list[str], list[str]]:
-    """Every check before any work: (source, destination, kind, bundle, stages, links)."""
-    check_target(spec.to)
-    _check_measure(spec.measure)
-    src_p, dst_p, kind = _source_and_kind(src, dst)
-    bundle, chosen, links = _choose_stages(kind, src_p, spec.stages, model)
-    _check_dst_free(dst_p, kind)
-    return src_p, dst_p, kind, bundle, chosen, links
-
-
-def _note_links(report: ConversionReport, skipped_links: list[str]) -> None:
-    for rel in skipped_links:
-        note = f"skipped {rel}: a symbolic link (only the bundle's regular files are copied)"
-        report.notes.append(note)
-        warnings.warn(note, stacklevel=3)  # at `convert`'s caller
-
-
 def _measure_result(report: ConversionReport, spec: ConvertSpec) -> None:
     """`convert`'s measurements of the written result (see ``measure`` and ``floor``)."""
-    src_p, dst_p = Path(report.src), Path(report.dst)
-    measure, providers = spec.measure, spec.providers
+    src_p, measure, providers = Path(report.src), spec.measure, spec.providers
+    report.measured = bool(measure)
     if report.kind == "onnx":
         if measure:
-            report.measured = True
-            _compare_outputs(report, src_p, dst_p)
+            _compare_outputs(report, src_p, Path(report.dst))
         return
     if measure:
-        report.measured = True
         measure_conversion(report, spec, providers, runs=measure is True)
     # The floor is measured on the CPU: by default only when the CPU is among the providers.
     _judge(report, src_p, spec, bool(measure) and (providers is None
@@ -300,9 +269,9 @@ def _convert_bundle(bundle: Any, report: ConversionReport, plan: dict[str, str] 
     with atomic.atomic_dir(dst_p, last=Path(contract.CONFIG_FILE).parts[0]) as tmp:
         graph_files = {contract.GRAPHS[s].path for s in chosen}
         for rel in report.source_sha256:
-            if rel in graph_files or any(rel.startswith(g + ".data") for g in graph_files):
-                continue
-            if rel == VERDICT_FILE:  # the source's own verdict says nothing of this copy
+            # (the source's own verdict file says nothing of this copy)
+            if rel in graph_files or rel == VERDICT_FILE or any(
+                    rel.startswith(g + ".data") for g in graph_files):
                 continue
             (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
             _copy_regular(src_p / rel, tmp / rel)
@@ -336,11 +305,8 @@ def _convert_bundle(bundle: Any, report: ConversionReport, plan: dict[str, str] 
 
 def _convert_stage(method: str, src: Path, out: Path, spec: ConvertSpec, src_bundle: Path,
                    tmp: Path) -> tuple[dict[str, int], int]:
-    """Convert one stage's graph by a recipe method (`tts_kit.precision.recipes.METHODS`).
-
-    ``tmp`` is the output bundle being built: stages are converted in pipeline order, so
-    the static vocoder's calibration runs the vector estimator already written there.
-    """
+    """Convert one stage's graph by a recipe method (`tts_kit.precision.recipes.METHODS`);
+    ``tmp``: the bundle being built (the static vocoder calibrates on its vector estimator)."""
     from tts_kit.precision import recipes
 
     if method in ("fp16", "int8"):
@@ -412,10 +378,8 @@ def random_feeds(sess: ort.InferenceSession, seed: int = 0, dynamic: int = 4) ->
             raise TtsKitError(f"input '{i.name}' has type {i.type}; no random input for it")
         shape = [d if isinstance(d, int) and d > 0 else dynamic for d in i.shape]
         dt = _ORT_NP[i.type]
-        if np.issubdtype(dt, np.floating):
-            feeds[i.name] = rng.standard_normal(shape).astype(dt)
-        else:
-            feeds[i.name] = np.zeros(shape, dt)
+        floating = np.issubdtype(dt, np.floating)
+        feeds[i.name] = rng.standard_normal(shape).astype(dt) if floating else np.zeros(shape, dt)
     return feeds
 
 

@@ -1,15 +1,9 @@
-"""The vocabulary of precision results: targets, fidelity thresholds, and the report records.
-
-`StageReport` (one graph before and after), `RunRecord` (one precision measured on one
-provider), `Fidelity` (a converted bundle against FP32, with its verdict) and
-`ConversionReport` (all of it, with `ConversionReport.table` and JSON `save`/`load`);
-`format_runs` prints measurements with ratios to FP32. Data only (`evaluate` measures).
+"""The vocabulary of precision results: targets, fidelity thresholds and the report records
+(`StageReport`, `RunRecord`, `Fidelity`, `ConversionReport`); data only (`evaluate` measures).
 
 Example:
-    >>> f = Fidelity("CPUExecutionProvider", waveform_snr_db=12.0, log_mel_distance_db=0.5,
-    ...              min_snr_db=MIN_SNR_DB["fp16"]).evaluate()
-    >>> f.passed, f.reasons
-    (False, ['waveform SNR 12.0 dB < 20 dB'])
+    >>> TARGETS
+    ('fp16', 'int8')
 """
 
 from __future__ import annotations
@@ -120,7 +114,7 @@ class StageReport:
 
     @property
     def ratio(self) -> float:
-        """``size_after / size_before``."""
+        """``size_after / size_before`` (NaN when there was nothing before)."""
         return self.size_after / self.size_before if self.size_before else math.nan
 
 
@@ -162,14 +156,12 @@ class RunRecord:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (NaN becomes None)."""
-        return {f.name: _json_num(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        return _record_to_dict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRecord:
         """Inverse of `to_dict`."""
-        defaults = {f.name: f.default for f in dataclasses.fields(cls)}
-        return cls(**{k: math.nan if v is None and defaults[k] is math.nan else v
-                      for k, v in data.items() if k in defaults})
+        return _record_from_dict(cls, data)
 
 
 @dataclass
@@ -237,26 +229,19 @@ class Fidelity:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (inf and NaN become None; ``identical`` says which was inf)."""
-        d = {f.name: _json_num(getattr(self, f.name)) for f in dataclasses.fields(self)}
-        d["stage_snr_db"] = {k: _json_num(v) for k, v in self.stage_snr_db.items()}
-        d["identical"] = math.isinf(self.waveform_snr_db)
-        return d
+        return {**_record_to_dict(self), "identical": math.isinf(self.waveform_snr_db),
+                "stage_snr_db": {k: _json_num(v) for k, v in self.stage_snr_db.items()}}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Fidelity:
-        """Inverse of `to_dict`."""
+        """Inverse of `to_dict` (None: NaN, or infinity where ``identical``)."""
         d = dict(data)
-        identical = d.pop("identical", False)
-        snr = d.get("waveform_snr_db")
-        d["waveform_snr_db"] = math.inf if identical else (math.nan if snr is None else snr)
-        if d.get("log_mel_distance_db") is None:
-            d["log_mel_distance_db"] = math.nan
-        d["stage_snr_db"] = {
-            k: (math.inf if v is None and identical else math.nan if v is None else v)
-            for k, v in d.get("stage_snr_db", {}).items()
-        }
-        known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in known})
+        none_is = math.inf if d.pop("identical", False) else math.nan
+        if none_is == math.inf:
+            d["waveform_snr_db"] = math.inf
+        d["stage_snr_db"] = {k: none_is if v is None else v
+                             for k, v in d.get("stage_snr_db", {}).items()}
+        return _record_from_dict(cls, d)
 
 
 @dataclass
@@ -343,18 +328,11 @@ class ConversionReport:
             if s.method and s.converted:
                 ops = f"[{s.method}] {ops}"
             prec = f"{s.precision_before}->{s.precision_after}"
-            lines.append(
-                f"{s.stage:<20}{s.size_before / 2**20:>10.2f}{s.size_after / 2**20:>10.2f}"
-                f"{s.ratio:>7.2f}  {prec:<17}{ops}"
-            )
+            lines.append(f"{_sizes(s.stage, s.size_before, s.size_after)}  {prec:<17}{ops}")
             if s.kernels:
                 lines.append(f"{'':<20}runs: {s.kernels.get('verdict', '')}")
         if self.stages:
-            lines.append(
-                f"{'converted total':<20}{self.size_before / 2**20:>10.2f}"
-                f"{self.size_after / 2**20:>10.2f}"
-                f"{(self.size_after / self.size_before if self.size_before else math.nan):>7.2f}"
-            )
+            lines.append(_sizes("converted total", self.size_before, self.size_after))
         lines.append(
             f"source unchanged: {'yes' if self.source_unchanged else 'NO'} "
             f"(SHA-256 of {len(self.source_sha256)} files checked before and after)"
@@ -442,6 +420,25 @@ def _json_num(v: Any) -> Any:
     return to_number(v) if isinstance(v, float) else v
 
 
+def _record_to_dict(record: Any) -> dict[str, Any]:
+    """A record's fields, JSON-ready (NaN and infinity become None)."""
+    return {f.name: _json_num(getattr(record, f.name)) for f in dataclasses.fields(record)}
+
+
+def _record_from_dict(cls: Any, data: dict[str, Any]) -> Any:
+    """``cls`` from `_record_to_dict`'s dict: unknown keys dropped, None as NaN in a field
+    whose default is NaN."""
+    defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+    return cls(**{k: math.nan if v is None and defaults[k] is math.nan else v
+                  for k, v in data.items() if k in defaults})
+
+
+def _sizes(name: str, before: int, after: int) -> str:
+    """A table row's name, sizes in MB and their ratio."""
+    ratio = after / before if before else math.nan
+    return f"{name:<20}{before / 2**20:>10.2f}{after / 2**20:>10.2f}{ratio:>7.2f}"
+
+
 def _fmt_db(v: float) -> str:
     if math.isinf(v):
         return "identical"
@@ -461,11 +458,11 @@ def format_runs(runs: Sequence[RunRecord], reference: str = "fp32") -> str:
         >>> table.splitlines()[1].split()
         ['CPU', 'fp32', '4.00', '1.00', 'n/a', 'n/a', 'n/a', 'n/a', '1.000', '1.00', '-', 'ok']
     """
-    head = (
-        f"{'provider':<9}{'precision':<10}{'size MB':>8}{'x':>5}{'load MB':>9}{'x':>5}"
-        f"{'peak MB':>9}{'x':>5}{'p50 s':>8}{'x':>5}{'GPU MB':>8} status"
-    )
-    lines = [head]
+    columns = (("size MB", "size_mb", 8, ".2f"), ("load MB", "load_delta_mb", 9, ".1f"),
+               ("peak MB", "peak_rss_mb", 9, ".1f"), ("p50 s", "p50_s", 8, ".3f"))
+    lines = [f"{'provider':<9}{'precision':<10}"
+             + "".join(f"{head:>{width}}{'x':>5}" for head, _, width, _ in columns)
+             + f"{'GPU MB':>8} status"]
     refs = {r.provider: r for r in runs if r.precision == reference and r.ok}
 
     def cell(v: float | None, ref: float | None, width: int, fmt: str) -> str:
@@ -479,14 +476,10 @@ def format_runs(runs: Sequence[RunRecord], reference: str = "fp32") -> str:
     for r in runs:
         ref = refs.get(r.provider)
         gpu = "-" if r.gpu_mem_mb is None else f"{r.gpu_mem_mb:.0f}"
-        lines.append(
-            f"{_short(r.provider):<9}{r.precision:<10}"
-            + cell(r.size_mb, ref.size_mb if ref else None, 8, ".2f")
-            + cell(r.load_delta_mb, ref.load_delta_mb if ref else None, 9, ".1f")
-            + cell(r.peak_rss_mb, ref.peak_rss_mb if ref else None, 9, ".1f")
-            + cell(r.p50_s, ref.p50_s if ref else None, 8, ".3f")
-            + f"{gpu:>8} {r.status}{(': ' + r.error) if r.error else ''}"
-        )
+        lines.append(f"{_short(r.provider):<9}{r.precision:<10}"
+                     + "".join(cell(getattr(r, key), getattr(ref, key) if ref else None, width, fmt)
+                               for _, key, width, fmt in columns)
+                     + f"{gpu:>8} {r.status}{(': ' + r.error) if r.error else ''}")
     lines.append("(load MB: RSS added by creating the sessions; peak MB: RSS high-water mark)")
     return "\n".join(lines)
 

@@ -1,14 +1,9 @@
-"""Measure precisions: memory and latency in isolated processes, and fidelity to FP32.
-
-`measure_bundle`, `fidelity`, `fidelity_isolated` and `measure_conversion` (all of it for
-a `ConversionReport`); the Piper floor and distances and `judge_against_floor`. What each
-measures, and why measure rather than quote: docs/benchmarks.md.
+"""Measure precisions: memory and latency in isolated processes, fidelity to FP32, and a
+copy against its source's noise floor. What each measures, and why: docs/benchmarks.md.
 
 Example:
-    >>> rec = measure_bundle("standin-tiny", "fp32")  # doctest: +SKIP
-    >>> f = fidelity("standin-tiny", "standin-tiny-fp16", "fp16")  # doctest: +SKIP
-    >>> rec.ok, f.passed  # doctest: +SKIP
-    (True, True)
+    >>> fidelity("standin-tiny", "standin-tiny-fp16", "fp16").passed  # doctest: +SKIP
+    True
 """
 
 from __future__ import annotations
@@ -70,28 +65,27 @@ def _measure_job(bundle_dir: str, spec: MeasureSpec) -> dict[str, Any]:
     `SessionPreset`, which pickles)."""
     from tts_kit.models.supertonic.engine import Engine
 
-    texts, seed, steps, repeats, lang, p = (list(spec.texts or ()), spec.seed, spec.steps,
-                                            spec.repeats, spec.lang, spec.preset)
-    out: dict[str, Any] = {}
-    cuda = CUDA in p.providers
+    cuda = CUDA in spec.preset.providers
     if cuda:
         ok, why = cuda_usable()
         if not ok:
             return {"error": why}
     gpu0 = gpu_memory_mb() if cuda else (None, "")
-    out["baseline_rss_mb"] = rss_mb()
+    out: dict[str, Any] = {"baseline_rss_mb": rss_mb()}
     t0 = time.perf_counter()
-    engine = Engine(bundle_dir, preset=p, loading="resident")
+    engine = Engine(bundle_dir, preset=spec.preset, loading="resident")
     out["load_s"] = time.perf_counter() - t0
     out["load_rss_mb"] = rss_mb()
+
     def timed(i: int, text: str) -> tuple[float, float]:  # (seconds, audio seconds)
         t1 = time.perf_counter()
-        r = engine.synthesize(text, lang=lang, seed=seed + i, steps=steps)
+        r = engine.synthesize(text, lang=spec.lang, seed=spec.seed + i, steps=spec.steps)
         return time.perf_counter() - t1, r.duration_s
 
+    texts = list(spec.texts or ())
     for i, t in enumerate(texts):  # warm-up: first-run allocations, cuDNN algorithm search
         timed(i, t)
-    runs = [timed(i, t) for _ in range(repeats) for i, t in enumerate(texts)]
+    runs = [timed(i, t) for _ in range(spec.repeats) for i, t in enumerate(texts)]
     out["p50_s"] = statistics.median([s for s, _ in runs]) if runs else math.nan
     out["rtf"] = out["p50_s"] / statistics.median([a for _, a in runs]) if runs else math.nan
     if cuda:
@@ -113,14 +107,11 @@ def measure_bundle(
     cpus: int | None = None,
     **options: Any,
 ) -> RunRecord:
-    """Load a bundle in a fresh process and measure RSS, peak RSS, p50 latency (and GPU memory).
-
-    ``spec`` (or its fields as keywords) says what to synthesise: every text once (the
-    warm-up), then ``repeats`` more times. ``cpus`` pins the process to that many cores.
+    """Load a bundle in a fresh process (pinned to ``cpus`` cores) and measure RSS, peak RSS,
+    p50 latency and GPU memory over ``spec``'s texts (or its fields as keywords).
 
     Example:
-        >>> rec = measure_bundle("standin-tiny", "fp32")  # doctest: +SKIP
-        >>> rec.p50_s > 0  # doctest: +SKIP
+        >>> measure_bundle("standin-tiny", "fp32").p50_s > 0  # doctest: +SKIP
         True
     """
     from tts_kit.models.supertonic.bundle import Bundle
@@ -129,17 +120,14 @@ def measure_bundle(
     spec = _resolved(spec, options, provider)
     b = Bundle(path)
     size = sum(s.size_bytes for s in b.stages.values()) / 2**20
-    p = spec.preset
     m = run_isolated(_measure_job, str(b.path), spec, timeout_s=timeout_s, cpus=cpus)
     rec = RunRecord(label, provider, status=m.status, error=m.error, size_mb=size,
-                    peak_rss_mb=m.peak_rss_mb, preset=p.name)
+                    peak_rss_mb=m.peak_rss_mb, preset=spec.preset.name)
     if m.ok and isinstance(m.result, dict):
-        res = dict(m.result)
-        if "error" in res:
-            rec.status, rec.error = "error", res["error"]
-            return rec
-        for k, v in res.items():
-            setattr(rec, k, v)
+        if "error" in m.result:
+            rec.status, rec.error = "error", m.result["error"]
+        else:
+            rec = dataclasses.replace(rec, **m.result)
     return rec
 
 
@@ -157,17 +145,13 @@ def fidelity(
     spec: MeasureSpec | None = None,
     **options: Any,
 ) -> Fidelity:
-    """Compare a converted bundle with its FP32 source, in this process: each candidate stage
-    on the FP32 stage's recorded inputs, then both end to end on the same texts and noise
-    (one bundle resident at a time).
-
-    ``to`` picks the thresholds (`MIN_SNR_DB`, `MAX_LOG_MEL_DB`); ``spec`` (or its
-    fields as keywords) the texts, seed, steps, language and preset.
+    """Compare a converted bundle with its FP32 source in this process (one resident at a
+    time): each candidate stage on the FP32 stage's recorded inputs, then both end to end
+    on ``spec``'s texts and noise; ``to`` picks the thresholds (`MIN_SNR_DB`, ...).
 
     Example:
-        >>> f = fidelity("standin-tiny", "standin-tiny-fp16", "fp16")  # doctest: +SKIP
-        >>> f.passed, round(f.waveform_snr_db)  # doctest: +SKIP
-        (True, 49)
+        >>> round(fidelity("standin-tiny", "standin-fp16").waveform_snr_db)  # doctest: +SKIP
+        49
     """
     from tts_kit.models.supertonic.engine import Engine
     from tts_kit.runtime.sessions import SessionPreset
@@ -175,7 +159,12 @@ def fidelity(
     check_target(to)
     spec = dataclasses.replace(spec or MeasureSpec(), **options)
     p = spec.preset if isinstance(spec.preset, SessionPreset) else _preset_for(spec.preset, CPU)
-    texts, seed, steps, lang = list(spec.texts or DEFAULT_TEXTS), spec.seed, spec.steps, spec.lang
+    texts = list(spec.texts or DEFAULT_TEXTS)
+
+    def read(engine: Any) -> list[np.ndarray]:
+        return [engine.synthesize(t, lang=spec.lang, seed=spec.seed + i, steps=spec.steps).wav
+                for i, t in enumerate(texts)]
+
     f = Fidelity(p.providers[0], min_snr_db=MIN_SNR_DB[to], max_log_mel_db=MAX_LOG_MEL_DB[to])
     ref = Engine(reference, preset=p)
     calls: list[tuple[str, dict[str, np.ndarray], np.ndarray]] = []
@@ -184,8 +173,7 @@ def fidelity(
         calls.append((stage, {k: np.array(v) for k, v in feeds.items()}, np.array(out)))
 
     ref.add_stage_hook(record)
-    ref_wavs = [ref.synthesize(t, lang=lang, seed=seed + i, steps=steps).wav
-                for i, t in enumerate(texts)]
+    ref_wavs = read(ref)
     ref.close()
     ref_frames = [feeds["latent"].shape[-1] for st, feeds, _ in calls if st == "vocoder"]
     # Resident loading (the default): each candidate stage loads once for all its replays.
@@ -201,8 +189,7 @@ def fidelity(
             cand_frames.append(feeds["latent"].shape[-1])
 
     cand.add_stage_hook(count_frames)
-    cand_wavs = [cand.synthesize(t, lang=lang, seed=seed + i, steps=steps).wav
-                 for i, t in enumerate(texts)]
+    cand_wavs = read(cand)
     cand.close()
     f.frames_changed = sum(a != b for a, b in zip(ref_frames, cand_frames)) + abs(
         len(ref_frames) - len(cand_frames))
@@ -233,9 +220,8 @@ def fidelity_isolated(
                      _resolved(spec, options, provider), timeout_s=timeout_s)
     if m.ok and isinstance(m.result, Fidelity):
         return m.result
-    f = Fidelity(provider, min_snr_db=MIN_SNR_DB[to], max_log_mel_db=MAX_LOG_MEL_DB[to],
-                 error=f"{m.status}: {m.error}")
-    return f.evaluate()
+    return Fidelity(provider, min_snr_db=MIN_SNR_DB[to], max_log_mel_db=MAX_LOG_MEL_DB[to],
+                    error=f"{m.status}: {m.error}").evaluate()
 
 
 def measure_conversion(report: ConversionReport, spec: MeasureSpec | None = None,
@@ -250,7 +236,7 @@ def measure_conversion(report: ConversionReport, spec: MeasureSpec | None = None
     """
     spec = spec or MeasureSpec()
     spec = dataclasses.replace(spec, texts=list(spec.texts or DEFAULT_TEXTS))
-    report.texts, report.seed, report.steps = list(spec.texts or ()), spec.seed, spec.steps
+    report.texts, report.seed, report.steps = list(spec.texts), spec.seed, spec.steps
     wanted = list(providers) if providers is not None else available_providers()
     for prov in wanted:
         if prov not in MEASURED_PROVIDERS:
@@ -272,15 +258,6 @@ def measure_conversion(report: ConversionReport, spec: MeasureSpec | None = None
 
 #: Texts the Piper floor and distances read (English: the voice's language).
 PIPER_TEXTS = QUALITY_TEXTS
-
-
-def _engine(model: Any, threads: int | None = None, optimization: str = "all") -> Any:
-    """An engine of ``model``'s family with ``threads`` and ONNX Runtime fusions
-    ``optimization``."""
-    from tts_kit.fidelity.engine_reuse import default_preset
-    from tts_kit.models.family import make_engine
-
-    return make_engine(model, preset=default_preset(threads, optimization))
 
 
 def _wavs(engine: Any, texts: Sequence[str], seed: int) -> list[np.ndarray]:
@@ -313,13 +290,16 @@ def piper_floor(model: Any, texts: Sequence[str] = PIPER_TEXTS, seed: int = 0,
         >>> print(piper_floor("piper:joe-us").table())  # doctest: +SKIP
     """
     from tts_kit.fidelity.cases import Case
+    from tts_kit.fidelity.engine_reuse import default_preset
+    from tts_kit.models.family import make_engine
     from tts_kit.models.resolve import open_model
 
     bundle = open_model(model)
     case = Case(tuple(texts), bundle.languages[0], (bundle.default_voice,) * len(texts),
                 steps=1, speed=1.0, seed=seed)
     return noise_floor(bundle.path, [case], threads,
-                       lambda _path, n, optimization: _engine(bundle, n, optimization),
+                       lambda _path, n, fusions: make_engine(bundle,
+                                                             preset=default_preset(n, fusions)),
                        padding=bundle.capabilities.batching)
 
 
@@ -424,18 +404,15 @@ class CopyCheck:
                                "distances": asdict(self.distances), "problems": self.problems}
         if self.verdict:
             out["verdict"] = self.verdict[0]
-        if self.conformance is not None:
-            out["conformance"] = self.conformance
-        if self.quality is not None:
-            out["quality"] = self.quality
-        return json_safe(out)
+        extra = {"conformance": self.conformance, "quality": self.quality}
+        return json_safe({**out, **{k: v for k, v in extra.items() if v is not None}})
 
 
 def verify_piper_copy(model: Any, against: str, *, min_snr_db: float = 60.0,
                       floor: bool = False) -> CopyCheck:
-    """A converted copy (``against``) of the opened Piper voice ``model`` against it:
-    `piper_distances` checked against ``min_snr_db`` and an unchanged length; with
-    ``floor``, also the `judgement` on the voice's floor and the listener's verdict.
+    """A converted copy (``against``) of the opened Piper voice ``model``: `piper_distances`
+    against ``min_snr_db`` and an unchanged length; ``floor``: also `judgement` and the
+    listener's verdict.
 
     Example:
         >>> from tts_kit.models.resolve import open_model

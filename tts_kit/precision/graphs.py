@@ -97,7 +97,7 @@ def _check_dst_free(dst: Path, kind: str) -> None:
         raise TtsKitError(f"{dst}: is a symbolic link (to {os.readlink(dst)}); give a new path "
                          "that is not a link")
     if kind == "onnx":
-        if dst.exists() or dst.is_symlink():
+        if dst.exists():
             raise TtsKitError(f"{dst}: already exists; give a new output file path")
         return
     # A file, a full directory, a place that takes no new directory: one line each, now.
@@ -125,9 +125,13 @@ def _graph_bytes(path: Path) -> int:
 
 def _strip_added_value_info(model: onnx.ModelProto, keep: set[str]) -> None:
     """Drop the shape annotations the converters add (metadata ORT infers again on load)."""
-    kept = [vi for vi in model.graph.value_info if vi.name in keep]
-    del model.graph.value_info[:]
-    model.graph.value_info.extend(kept)
+    _refill(model.graph.value_info, [vi for vi in model.graph.value_info if vi.name in keep])
+
+
+def _refill(field: Any, items: list[Any]) -> None:
+    """Replace a repeated protobuf field's contents with ``items``."""
+    del field[:]
+    field.extend(items)
 
 
 def _save_model(model: onnx.ModelProto, path: Path) -> None:
@@ -141,11 +145,8 @@ def _convert_graph(
     src: Path, dst: Path, to: str, keep_io_types: bool, op_block_list: Sequence[str] | None,
     keep_float_prefixes: Sequence[str] = (),
 ) -> tuple[dict[str, int], int]:
-    """Convert one ONNX file to ``dst``; returns (ops report, number of ops kept float).
-
-    ``keep_float_prefixes``: nodes whose names start with one of these stay float (a
-    Piper voice's duration predictor is ``/dp/...``: `PIPER_RECIPES`).
-    """
+    """Convert one ONNX file to ``dst``, nodes named with one of ``keep_float_prefixes`` kept
+    float (`PIPER_RECIPES`); returns (ops report, number of ops kept float)."""
     prefixes = tuple(keep_float_prefixes)
     if to != "fp16":
         return _quantize_int8(src, dst, op_block_list, prefixes)
@@ -234,25 +235,22 @@ def _copy_graph(src: Path, dst: Path) -> None:
             shutil.copyfile(data, dst.parent / data.name.replace(src.name, dst.name, 1))
 
 
-class _DropPreprocessAdvice(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        # The quantisers' "Please consider ..." pre-processing advice, and (every op type)
-        # one page per integer tensor left alone.
-        return not str(record.msg).startswith(("Please consider", "Inference failed or "
-                                               "unsupported type to quantize"))
+def _not_advice(record: logging.LogRecord) -> bool:
+    # The quantisers' "Please consider ..." pre-processing advice, and (every op type)
+    # one page per integer tensor left alone.
+    return not str(record.msg).startswith(("Please consider", "Inference failed or "
+                                           "unsupported type to quantize"))
 
 
 @contextlib.contextmanager
 def _without_preprocess_advice() -> Iterator[None]:
     """Silence the quantisers' per-call root-logger advice to run ``quant_pre_process`` (it
     would rewrite the graph; the result is judged by its measured fidelity instead)."""
-    drop = _DropPreprocessAdvice()
-    root = logging.getLogger()
-    root.addFilter(drop)
+    logging.getLogger().addFilter(_not_advice)
     try:
         yield
     finally:
-        root.removeFilter(drop)
+        logging.getLogger().removeFilter(_not_advice)
 
 
 def _precision_of(path: Path) -> str:
@@ -276,7 +274,6 @@ def _check_float32(found: str, name: str) -> None:
         raise TtsKitError(
             f"{name}: weights are already {found}; convert from the FP32 original instead"
         )
-
 
 
 def _copy_regular(src: Path, dst: Path) -> None:

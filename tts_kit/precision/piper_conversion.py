@@ -63,14 +63,10 @@ def convert_piper(
     **options: Any,
 ) -> ConversionReport:
     """Convert a Piper voice (``piper:NAME``, a voice directory or its ``.onnx`` file; only
-    read) into a new voice directory, or with a ``dst`` ending in ``.onnx`` into that file
-    and its config beside it (``DST.json``; the config moved into place first).
-
-    The output is built aside and moved into place whole: the converted graph, its config
-    with a ``tts_kit_precision`` record, and the voice's other regular files. Of
-    `tts_kit.precision.convert`'s options a voice reads ``to``, ``keep_io_types``,
-    ``op_block_list``, ``measure`` (`piper_fidelity` on ``texts`` with ``seed``, on the
-    CPU) and ``recipe`` (one of `PIPER_RECIPES`).
+    read) into a new voice directory, or (``dst`` ending in ``.onnx``) that file and its
+    config beside it, built aside and moved into place whole. Reads ``to``,
+    ``keep_io_types``, ``op_block_list``, ``measure`` (`piper_fidelity`), ``texts``,
+    ``seed`` and ``recipe`` (one of `PIPER_RECIPES`).
 
     Example:
         >>> r = convert_piper("piper:joe-us", "joe-fp16", to="fp16")  # doctest: +SKIP
@@ -80,9 +76,7 @@ def convert_piper(
     from tts_kit.models.resolve import open_model
 
     spec = dataclasses.replace(spec or ConvertSpec(), **options)
-    to, recipe, op_block_list, texts, seed = (spec.to, spec.recipe, spec.op_block_list,
-                                              spec.texts, spec.seed)
-    keep_float: tuple[str, ...] = ()
+    recipe, to, keep_float = spec.recipe, spec.to, ()
     if recipe is not None:
         if recipe not in PIPER_RECIPES:
             raise TtsKitError(f"recipe '{recipe}' is not one for a Piper voice; use one of "
@@ -93,7 +87,7 @@ def convert_piper(
     (STAGE,) = bundle.stages  # a one-graph model (the caller routed it here by that)
     src_dir = bundle.path
     dst_p = Path(dst).expanduser()
-    if dst_p.resolve() == src_dir or dst_p.resolve().is_relative_to(src_dir):
+    if dst_p.resolve().is_relative_to(src_dir):  # the directory itself included
         raise TtsKitError(f"{dst}: the output must be outside the voice's directory {src_dir}")
     _check_float32(bundle.stages[STAGE].precision, bundle.model_file.name)
     as_file = _check_voice_dst(dst_p)
@@ -107,21 +101,19 @@ def convert_piper(
         kind="piper", src=str(bundle.name if bundle.name.startswith("piper:")
                               else bundle.model_file),
         dst=str(dst_p), to=to, converted=[STAGE], tool=_tool(to),
-        options={"keep_io_types": spec.keep_io_types, "op_block_list": list(op_block_list or []),
+        options={"keep_io_types": spec.keep_io_types,
+                 "op_block_list": list(spec.op_block_list or []),
                  **({"keep_float_prefixes": list(keep_float)} if keep_float else {})},
         source_sha256=before, recipe=recipe or "",
     )
     dst_p.parent.mkdir(parents=True, exist_ok=True)
-    _write_voice(bundle, dst_p, report, files=files, extra=extra,
-                 keep_float=keep_float, op_block_list=op_block_list, as_file=as_file)
+    _write_voice(bundle, dst_p, report, files=files, extra=extra, as_file=as_file)
     report.convert_s = time.perf_counter() - t0
     if spec.measure:
         report.measured = True
         report.fidelity["CPUExecutionProvider"] = piper_fidelity(
-            bundle, dst_p, to, texts=texts, seed=seed)
-        report.texts = list(texts or DEFAULT_TEXTS)
-        report.seed = seed
-        report.steps = 1
+            bundle, dst_p, to, texts=spec.texts, seed=spec.seed)
+        report.texts, report.seed, report.steps = list(spec.texts or DEFAULT_TEXTS), spec.seed, 1
     return report
 
 
@@ -155,34 +147,31 @@ def _built_aside(dst_p: Path, as_file: bool, graph_name: str) -> Iterator[Path]:
 
 
 def _write_voice(bundle: Any, dst_p: Path, report: ConversionReport, *, files: list[Path],
-                 extra: list[Path], keep_float: tuple[str, ...],
-                 op_block_list: Sequence[str] | None, as_file: bool = False) -> None:
-    """Convert the voice's graph into ``dst_p`` (atomically), with its config's record and
-    the other files; checks that it opens and that the source did not change."""
+                 extra: list[Path], as_file: bool = False) -> None:
+    """Convert the voice's graph as ``report`` says into ``dst_p`` (atomically) with its config
+    and the other files; checks that it opens and that the source did not change."""
     from tts_kit.models.resolve import open_model
+    from tts_kit.precision.recipes import kernel_report
 
     (STAGE,) = bundle.stages
     to, recipe, before = report.to, report.recipe or None, report.source_sha256
-    keep_io_types = report.options["keep_io_types"]
+    opts = report.options
     graph_name = dst_p.name if as_file else bundle.model_file.name
     with _built_aside(dst_p, as_file, graph_name) as tmp:
         out = tmp / graph_name
         if recipe == "sherpa-int8":
             ops, kept = _quantize_sherpa_piper(bundle.model_file, out)
         else:
-            ops, kept = _convert_graph(bundle.model_file, out, to, keep_io_types,
-                                       op_block_list, keep_float)
+            ops, kept = _convert_graph(bundle.model_file, out, to, opts["keep_io_types"],
+                                       opts["op_block_list"], opts.get("keep_float_prefixes", ()))
         _open_check(out)
         for f in extra:
             _copy_regular(f, tmp / f.name)
         _write_config(tmp / _config_beside(out).name, dict(bundle.config), report, {
             "to": to, "stages": [STAGE], "source_sha256": {STAGE: before[bundle.model_file.name]}})
         converted = open_model(out)  # the result must open like any model of its family
-        kernels = None
-        if to == "int8":  # does it run integer kernels, or float after all?
-            from tts_kit.precision.recipes import kernel_report
-
-            kernels = kernel_report(out).to_dict()
+        # INT8: does it run integer kernels, or float after all?
+        kernels = kernel_report(out).to_dict() if to == "int8" else None
         report.stages[STAGE] = StageReport(
             STAGE, True, bundle.stages[STAGE].size_bytes, _graph_bytes(out),
             bundle.stages[STAGE].precision, converted.stages[STAGE].precision, ops, kept,
@@ -232,10 +221,9 @@ def piper_fidelity(reference: Any, candidate: Any, to: str = "fp16",
     try:
         ref = [r.wav for r in ref_e.synthesize_batch(texts, seed=seed)]
         cand = [r.wav for r in cand_e.synthesize_batch(texts, seed=seed)]
-        snr, lmd, n_ref, n_cand = waveform_fidelity(ref, cand, ref_e.bundle.sample_rate)
-        f.waveform_snr_db, f.log_mel_distance_db = snr, lmd
-        f.length_ref, f.length_candidate = n_ref, n_cand
-        f.stage_snr_db = {STAGE: snr}
+        (f.waveform_snr_db, f.log_mel_distance_db, f.length_ref,
+         f.length_candidate) = waveform_fidelity(ref, cand, ref_e.bundle.sample_rate)
+        f.stage_snr_db = {STAGE: f.waveform_snr_db}
     except ValueError as exc:
         f.error = str(exc)
     finally:

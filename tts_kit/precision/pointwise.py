@@ -1,19 +1,11 @@
-"""Pointwise convolutions as matrix multiplies, so dynamic INT8 runs integer GEMM kernels.
-
-`pointwise_to_matmul` rewrites each 1-D ``Conv`` of kernel size 1 (no groups, stride 1,
-no padding) as ``Transpose -> MatMul(., W^T) -> Add(bias) -> Transpose``; the ``int8-pw``
-recipe then quantises only MatMul and Gather weights. Why: docs/benchmarks.md.
+"""Pointwise convolutions as matrix multiplies (`pointwise_to_matmul`), so the ``int8-pw``
+recipe's dynamic INT8 of MatMul and Gather weights runs integer GEMM kernels. Why:
+docs/benchmarks.md.
 
 Example:
-    >>> from onnx import helper, numpy_helper, TensorProto
-    >>> w = numpy_helper.from_array(np.ones((4, 2, 1), np.float32), "w")
-    >>> node = helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[1])
-    >>> g = helper.make_graph([node], "g",
-    ...     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 5])],
-    ...     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 5])], [w])
-    >>> m = helper.make_model(g)
-    >>> pointwise_to_matmul(m), [n.op_type for n in m.graph.node]
-    (1, ['Transpose', 'MatMul', 'Transpose'])
+    >>> import onnx
+    >>> pointwise_to_matmul(onnx.load("vocoder.onnx"))  # doctest: +SKIP
+    1
 """
 
 from __future__ import annotations
@@ -29,15 +21,9 @@ if TYPE_CHECKING:
     import onnx
 
 
-def _attrs(node: onnx.NodeProto) -> dict:
-    from onnx import helper
-
-    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
-
-
 def _is_pointwise(node: onnx.NodeProto, inits: dict, users: Counter) -> bool:
     """A 1-D ``Conv`` that is exactly a matrix multiply over channels."""
-    from onnx import TensorProto
+    from onnx import TensorProto, helper
 
     if node.op_type != "Conv" or len(node.input) < 2 or node.input[1] not in inits:
         return False
@@ -48,7 +34,7 @@ def _is_pointwise(node: onnx.NodeProto, inits: dict, users: Counter) -> bool:
         return False
     if len(node.input) > 2 and node.input[2] and node.input[2] not in inits:
         return False
-    a = _attrs(node)
+    a = {attr.name: helper.get_attribute_value(attr) for attr in node.attribute}
     auto_pad = a.get("auto_pad", b"NOTSET")
     auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
     return (a.get("group", 1) == 1 and list(a.get("strides", [1])) == [1]
@@ -57,15 +43,11 @@ def _is_pointwise(node: onnx.NodeProto, inits: dict, users: Counter) -> bool:
 
 
 def pointwise_to_matmul(model: onnx.ModelProto) -> int:
-    """Rewrite every pointwise 1-D ``Conv`` of ``model`` (in place) as Transpose, MatMul,
-    Add, Transpose; returns how many were rewritten.
-
-    Only a float32 weight that is an initializer used by this node alone is taken; the
-    bias, when there is one, must be an initializer too. The node's output name is kept,
-    so consumers and graph outputs need no change.
+    """Rewrite every pointwise 1-D ``Conv`` of ``model`` (kernel 1, no groups, stride 1, no
+    padding; a float32 weight used by it alone, an initializer bias) in place as Transpose,
+    MatMul, Add, Transpose, keeping its output name; returns how many were rewritten.
 
     Example:
-        >>> import onnx
         >>> pointwise_to_matmul(onnx.load("vocoder.onnx"))  # doctest: +SKIP
         1
     """
@@ -98,27 +80,20 @@ def pointwise_to_matmul(model: onnx.ModelProto) -> int:
                                           perm=[0, 2, 1]))
         count += 1
     if count:
-        keep = [t for t in model.graph.initializer if t.name not in drop]
-        del model.graph.initializer[:]
-        model.graph.initializer.extend(keep)
-        del model.graph.node[:]
-        model.graph.node.extend(out_nodes)
+        from tts_kit.precision.graphs import _refill
+
+        _refill(model.graph.initializer, [t for t in model.graph.initializer
+                                          if t.name not in drop])
         # Shape annotations of the rewritten outputs still hold ([B, Cout, T]); the new
         # intermediates get theirs from ONNX Runtime on load.
+        _refill(model.graph.node, out_nodes)
     return count
-
-
-#: Op types the ``int8-pw`` method quantises (after the rewrite): no ``ConvInteger``.
-PW_INT8_OP_TYPES = ("MatMul", "Gather")
 
 
 def convert_int8_pw(src: Path, dst: Path, scratch: Path,
                     op_block_list: Sequence[str] | None = None) -> tuple[dict[str, int], int]:
-    """The ``int8-pw`` method: pointwise convolutions to MatMul (`pointwise_to_matmul`),
-    then dynamic INT8 of the MatMul and Gather weights; other convolutions stay float.
-
-    Returns (ops report with ``Conv 1x1 -> MatMul`` added, ops kept float), like
-    `tts_kit.precision.graphs._convert_graph`. ``scratch`` holds the rewritten float graph.
+    """The ``int8-pw`` method: `pointwise_to_matmul`, then dynamic INT8 of the MatMul and
+    Gather weights (other convolutions stay float); returns (ops report, ops kept float).
 
     Example:
         >>> convert_int8_pw(src, dst, scratch)  # doctest: +SKIP

@@ -1,13 +1,9 @@
-"""The listener's verdict of a conversion, kept beside the converted copy: written
-atomically to ``tts_kit_verdict.json`` in a converted directory (``<file>.verdict.json``
-beside a single graph), read back by `read_verdict` (`tts-kit report`, `tts-kit info`).
+"""The listener's verdict of a conversion, kept beside the converted copy (`save_verdict`)
+and read back by `read_verdict` (`tts-kit report`, `tts-kit info`).
 
 Example:
-    >>> import tempfile
-    >>> d = Path(tempfile.mkdtemp())
-    >>> _ = save_verdict(d, {"verdict": "transparent", "decided_by": "mcd"}, recipe="fp16")
-    >>> read_verdict(d)["verdict"], read_verdict(d)["recipe"]
-    ('transparent', 'fp16')
+    >>> VERDICT_FILE
+    'tts_kit_verdict.json'
 """
 
 from __future__ import annotations
@@ -34,9 +30,7 @@ def verdict_path(copy: str | os.PathLike[str]) -> Path:
         'out.onnx.verdict.json'
     """
     p = Path(copy)
-    if p.is_dir():
-        return p / VERDICT_FILE
-    return p.with_name(p.name + ".verdict.json")
+    return p / VERDICT_FILE if p.is_dir() else p.with_name(p.name + ".verdict.json")
 
 
 def save_verdict(copy: str | os.PathLike[str], quality: Mapping[str, Any], *,
