@@ -15,12 +15,12 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
-from tts_kit.text import en_letters, en_places
+from tts_kit.text import en_dates, en_letters, en_places
 from tts_kit.text import numbers as nw
 from tts_kit.text.charset import make_cleanup
 from tts_kit.text.common import Reading, Rule, Step, make_numeric, trie_alt
 from tts_kit.text.common import grammar as g
-from tts_kit.text.en_dates import DAY_MONTH, MONTH, MONTH_DATE, day_month, month_date
+from tts_kit.text.en_dates import MONTH
 from tts_kit.text.en_forms import TIMESTAMP, feet, forms, fraction_words, mixed_words
 from tts_kit.text.lexicon import Lexicon
 from tts_kit.text.tables import CURRENCIES, EN_YEAR_CONTEXT, PER, UNITS, Currency
@@ -458,21 +458,21 @@ def rules(lexicon: Lexicon) -> list[Step]:
     return [
         Rule("web", g.WEB, g.web_repl(_WEB_WORDS, lambda t: t.lower() in lexicon.entries),
              by_group=True),
-        Rule("state", en_places.STATE, en_places.state, needs=", "),
+        en_places.STATE,
         lexicon.apply,
-        Rule("vanity", en_places.VANITY, en_places.vanity, needs="1-8"),
+        en_places.VANITY,
         TIMESTAMP,
-        Rule("serial", en_letters.SERIAL, en_letters.serial),
+        en_letters.SERIAL,
         forms,
-        Rule("abbreviation", en_letters.ABBREVIATION, en_letters.abbreviation),
-        Rule("date", MONTH_DATE, month_date),
-        Rule("day_month", DAY_MONTH, day_month),
-        Rule("street", en_places.STREET, en_places.street),
-        Rule("unit_no", en_places.UNIT_NO, en_places.unit_no),
-        Rule("slash", en_letters.SLASH, en_letters.slash, needs="/"),
+        en_letters.ABBREVIATION,
+        en_dates.MONTH_DATE,
+        en_dates.DAY_MONTH,
+        en_places.STREET,
+        en_places.UNIT_NO,
+        en_letters.SLASH,
         Rule("number", NUMERIC, _numeric, by_group=True, aliases=_NAMES),
-        Rule("roman", en_letters.ROMAN, en_letters.roman),
+        en_letters.ROMAN,
         en_letters.acronyms,
-        Rule("symbol", en_letters.SYMBOL, en_letters.symbol),
+        en_letters.SYMBOL,
         make_cleanup("en"),
     ]

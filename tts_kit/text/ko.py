@@ -455,15 +455,8 @@ def rules(lexicon: Lexicon) -> list[Step]:
     return [
         Rule("web", g.WEB, g.web_repl(web, known), by_group=True),
         lexicon.apply,
-        Rule("weekday", ko_words.SHORT_DATE, ko_words.short_date),  # a date known by its weekday
-        Rule("weekday", ko_words.WEEKDAY_AFTER, lambda m: " " + ko_words.WEEKDAYS[m["wd"]]),
-        Rule("weekday_range", ko_words.WEEKDAY_RANGE, ko_words.weekday_range),
-        Rule("weekday", ko_words.WEEKDAY_LIST, ko_words.weekday_list),
-        Rule("spacing", ko_words.AND_BETWEEN_NUMBERS, lambda m: m.group(0) + " "),
-        Rule("ampm", ko_words.AMPM_BEFORE, ko_words.ampm_before),
-        Rule("letters", ko_words.LOWER_LETTERS, ko_words.spell_lower),
+        *ko_words.BEFORE_NUMBERS,
         numbers,
-        Rule("acronym", ko_words.ACRONYM, ko_words.acronym),
-        Rule("symbol", ko_words.SYMBOL, ko_words.symbol),
+        *ko_words.AFTER_NUMBERS,
         make_cleanup("ko"),
     ]
