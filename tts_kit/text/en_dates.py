@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from tts_kit.text import numbers as nw
-from tts_kit.text.common import Rule, trie_alt
+from tts_kit.text.common import SENTENCE_NEXT, Rule, trie_alt
 
 #: Month names and their abbreviations (Jan, Sept) -> the full name.
 MONTH_NAMES = {**{name: name for name in nw.EN_MONTHS[1:]},
@@ -74,7 +74,6 @@ _DAY_MONTH = re.compile(
 )
 #: Words after which a capitalised Wed, Sat or Sun is a day (on Sat., every Sun).
 _DAY_BEFORE = re.compile(r"(?<![A-Za-z])(?:[Oo]n|every|next|last|this|each|until|by|till) $")
-_SENTENCE_END = re.compile(r"\s*(?:$|[A-Z\"'(])")
 #: What makes an ambiguous abbreviation a date: a digit, a month or day name next (also
 #: as `MONTH_DATE` wrote it: "the third of March").
 _DATE_NEXT = re.compile(
@@ -87,7 +86,7 @@ def _day_month(m: re.Match[str]) -> str:
     Friday; a word first (Sat down, may, the Sun) is left alone."""
     a, b = m["a"], m["b"]
     if b:
-        end = "." if m["dot2"] and _SENTENCE_END.match(m.string, m.end()) else ""
+        end = "." if m["dot2"] and SENTENCE_NEXT.match(m.string, m.end()) else ""
         return f"{_ANY_CASE[a]} to {_ANY_CASE[b]}{end}"
     key = a[:1].upper() + a[1:].lower()
     if a.islower() and key in _AMBIGUOUS:
@@ -99,7 +98,7 @@ def _day_month(m: re.Match[str]) -> str:
         if not (day_word or _DATE_NEXT.match(m.string, m.end())):
             return m.group(0)
     # "on Thu." ends the sentence: the period stays; "Thu. 12 Dec" loses it.
-    end = "." if m["dot"] and _SENTENCE_END.match(m.string, m.end()) else ""
+    end = "." if m["dot"] and SENTENCE_NEXT.match(m.string, m.end()) else ""
     return _ANY_CASE[a] + end
 
 

@@ -7,7 +7,7 @@ import re
 import unicodedata
 
 from tts_kit.text import numbers as nw
-from tts_kit.text.common import Rule, Steps, roman_value, trie_alt
+from tts_kit.text.common import SENTENCE_NEXT, Rule, Steps, roman_value, trie_alt
 from tts_kit.text.en_dates import MONTH_NAMES
 from tts_kit.text.en_places import EN_TIME_ZONES
 from tts_kit.text.tables import EN_ABBREVIATIONS, EN_WORDS
@@ -20,7 +20,6 @@ _ABBREVIATION = re.compile(
     r"(?<![A-Za-z.])(?:(?P<ab>" + trie_alt(_ABBR) + r")|(?P<dr>Dr\.|St\.)"
     r"|(?P<no>No\.|no\.)(?=\s?\d)|(?P<wo>w/o)(?![A-Za-z])|(?P<w>w/)(?=\s))"
 )
-_SENTENCE_NEXT = re.compile(r"\s*(?:$|[A-Z\"'(])")
 _ZONE_NEXT = re.compile(r" (?:" + trie_alt(EN_TIME_ZONES) + r")\b")  # 5 p.m. EST
 _NAME_NEXT = re.compile(r" ([A-Z][A-Za-z']*)")
 #: Capitalised words that start sentences rather than name people.
@@ -50,7 +49,7 @@ def _abbreviation(m: re.Match[str]) -> str:
     else:
         return "with"
     # "etc. Then": the period was also the sentence's end; keep it ("p.m. EST": not).
-    if ends and _SENTENCE_NEXT.match(s, b) and not _ZONE_NEXT.match(s, b):
+    if ends and SENTENCE_NEXT.match(s, b) and not _ZONE_NEXT.match(s, b):
         return spoken + "."
     return spoken
 
@@ -127,7 +126,7 @@ ROMAN = Rule("roman", _ROMAN_NUMERAL, _roman)
 def _spell(m: re.Match[str], shouting: bool) -> str:
     if m["dot"]:
         letters = " ".join(m["dot"].replace(".", ""))
-        return letters + "." if _SENTENCE_NEXT.match(m.string, m.end()) else letters
+        return letters + "." if SENTENCE_NEXT.match(m.string, m.end()) else letters
     run, suffix = m["a"], m["s"] or ""
     if (_SMALL_ROMAN.fullmatch(run)
             and _CAPITALISED_BEFORE.search(m.string, max(0, m.start() - 20), m.start())):

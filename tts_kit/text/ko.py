@@ -126,7 +126,7 @@ def _with_counter(num: str, counter: str, sign: str | None = None) -> str:
 
 def _signed(words: str, sign: str | None, degrees: bool) -> str:
     """``words`` after their sign's word: 영하 below zero degrees, else 마이너스, 플러스."""
-    return ("영하 " if sign == "-" and degrees else _sign_word(sign)) + words
+    return ("영하 " if sign == "-" and degrees else _SIGNS[sign]) + words
 
 
 def _with_unit(num: str, unit: str, sign: str | None = None, said: bool = False) -> str:
@@ -174,17 +174,13 @@ def _clock(h: int, mi: int, s: int | None, ap: str | None) -> str:
     return words
 
 
-_SIGNS = {"-": "마이너스 ", "+": "플러스 "}
-
-
-def _sign_word(sign: str | None) -> str:
-    return _SIGNS.get(sign or "", "")
+_SIGNS = {"-": "마이너스 ", "+": "플러스 ", None: ""}
 
 
 def _lead(m: re.Match[str]) -> str:
     """What is kept before the number alternative's number, and its sign's word."""
     kept, sign = g.lead(m)
-    return kept + _sign_word(sign)
+    return kept + _SIGNS[sign]
 
 
 # -- handlers, one per alternative of NUMERIC ---------------------------------------------
@@ -242,7 +238,7 @@ def _range(m: re.Match[str]) -> str:
     a, b = m["qn"], m["rb"]
     if g.local_phone(m):
         return f"{nw.ko_digits(a, phone=True)} {nw.ko_digits(b, phone=True)}"
-    first = _sign_word(sign) + _sino(a)
+    first = _SIGNS[sign] + _sino(a)
     if m["rpct"] is not None:
         return f"{kept}{first}에서 {_percent(b, m['rpct'].strip())}"
     unit = m["ru1"] or m["ru2"]
@@ -288,14 +284,14 @@ def _ordinal(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
     n = m["qn"]
     if sign or not g.is_int(n) or g.to_int(n) == 0:
-        return kept + _sign_word(sign) + _sino(n) + " 번째"
+        return kept + _SIGNS[sign] + _sino(n) + " 번째"
     return kept + _with_counter(n, "번째")
 
 
 def _times(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
     if m["xb"]:
-        return f"{kept}{_sign_word(sign)}{_sino(m['qn'])} 곱하기 {_sino(m['xb'])}"
+        return f"{kept}{_SIGNS[sign]}{_sino(m['qn'])} 곱하기 {_sino(m['xb'])}"
     return kept + _with_counter(m["qn"], "배", sign)
 
 
@@ -311,9 +307,9 @@ def _counter_h(m: re.Match[str]) -> str:
     if je and not (m.start() > 0 and "가" <= m.string[m.start() - 1] <= "힣"):
         words = f"제{_sino(num)} {counter}"
     elif counter == "대" and not m["kn2"] and _SCORE_NEXT.match(m.string, m.end()):
-        words = f"{kept}{_sign_word(sign)}{_sino(num)} 대"  # a score: 3 대 1
+        words = f"{kept}{_SIGNS[sign]}{_sino(num)} 대"  # a score: 3 대 1
     elif counter == "번" and not m["kn2"] and _LABEL_NEXT.match(m.string, m.end()):
-        words = f"{kept}{_sign_word(sign)}{_sino(num)} 번"  # a label: 3번 출구
+        words = f"{kept}{_SIGNS[sign]}{_sino(num)} 번"  # a label: 3번 출구
     else:
         # A 제 that ends a word (문제3개) is not the ordinal prefix: kept as written.
         words = kept + _with_counter(num, counter, sign)
@@ -358,7 +354,7 @@ def _root(m: re.Match[str]) -> str:
 
 def _fraction(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
-    kept += _sign_word(sign)
+    kept += _SIGNS[sign]
     num = m["qn"]
     if not g.is_int(num):
         return f"{kept}{nw.ko_number(num)} 나누기 {nw.ko_number(m['fb'])}"
@@ -381,7 +377,7 @@ def _number(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
     if m["qn"] in _SERVICE_NUMBERS and not sign:
         return kept + nw.ko_digits(m["qn"], phone=True)
-    return kept + _sign_word(sign) + nw.ko_number(m["qn"])
+    return kept + _SIGNS[sign] + nw.ko_number(m["qn"])
 
 
 _plain = g.plain_reader(lambda d: nw.ko_digits(d, phone=True), _number)

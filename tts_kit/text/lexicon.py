@@ -177,13 +177,9 @@ def load(lang: str, extra: Iterable[LexiconSource] | LexiconSource | None = None
         '오엔엔엑스 모델'
     """
     merged = dict(builtin(lang))
-    if extra is None:
-        sources: list[LexiconSource] = []
-    elif isinstance(extra, (str, os.PathLike, Mapping)):
-        sources = [extra]
-    else:
-        sources = list(extra)
-    for src in sources:
+    if isinstance(extra, (str, os.PathLike, Mapping)):
+        extra = [extra]
+    for src in extra or ():
         entries = dict(src) if isinstance(src, Mapping) else read_lexicon(src)
         # A user's entry replaces a built-in one whatever the case it was written in.
         lowered = {k.lower() for k in entries}

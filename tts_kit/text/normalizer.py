@@ -165,7 +165,6 @@ def normalize_for_speech(text: str, lang: str = "ko") -> str:
         >>> normalize_for_speech("Hello there.", "en")
         'Hello there.'
     """
-    common.check_lang(lang)
     return _default(lang).normalize_for_speech(text)
 
 
@@ -176,5 +175,4 @@ def normalize(text: str, lang: str = "ko") -> str:
         >>> normalize("FastAPI 서버는 2 vCPU에서 15,000원입니다", "ko")
         '패스트 에이피아이 서버는 이 브이씨피유에서 만 오천 원입니다'
     """
-    common.check_lang(lang)
     return _default(lang).normalize(text)

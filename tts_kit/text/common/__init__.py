@@ -37,6 +37,8 @@ class TraceStep:
 
 Steps = list[TraceStep] | None
 Step = Callable[[str, Steps], str]
+#: What follows a period that also ends the sentence (etc. Then): the end, a capital, a quote.
+SENTENCE_NEXT = re.compile(r"\s*(?:$|[A-Z\"'(])")
 
 
 @dataclass(frozen=True)

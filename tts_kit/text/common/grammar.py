@@ -229,7 +229,7 @@ class Words:
     plain: Callable[[str], str]  #: every number of a string, plainly (a malformed form)
     clock: Callable[[int, int, int | None, str | None], str]  #: hours, minutes, s, am/pm
     money: Callable[[str, Currency, str | None], str]  #: amount, currency, magnitude (M)
-    signs: dict[str, str]  #: words for ``-`` and ``+``, trailing space included
+    signs: dict[str | None, str]  #: words for ``-``, ``+`` and None, trailing space included
     to: str  #: between the ends of a range (" to ", "에서 ")
     ratio: str  #: between the sides of a ratio (" to ", " 대 ")
     per: Callable[[str, str], str]  #: (reading, key of `tables.PER`) -> words
@@ -238,7 +238,7 @@ class Words:
     version: str  #: a ``v`` before a version ("version ")
 
     def sign(self, s: str | None) -> str:
-        return self.signs.get(s or "", "")
+        return self.signs[s]
 
 
 def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
