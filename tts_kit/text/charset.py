@@ -1,9 +1,5 @@
-"""Which characters a normalised text may keep, and which a bundle can read.
-
-The output alphabet is small: Hangul for Korean, Latin letters (with the accents the
-indexer covers) and basic punctuation; the last step removes everything else.
-`unsupported_characters` lists what a bundle's indexer has no token for.
-"""
+"""Which characters a normalised text may keep (the last step removes the rest), and which a
+bundle's indexer can read (`unsupported_characters`)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Split a long text into chunks the model reads one at a time, never dropping a word.
-
-Chunks are packed greedily at the best boundary: sentence ends, then clause punctuation,
-then spaces, inside a word only for a word over the limit. A tag is never split, nor a
-number from its unit or words (``5 kg``, ``만 오천 원``), nor ``Dr.`` from its name, and a
-last chunk is no stranded word. Lengths are NFKD lengths, what the model reads (a Hangul
-syllable is two or three jamo), or code points with ``measure="chars"``.
-"""
+"""Split a long text into chunks the model reads one at a time, never dropping a word, at
+the best boundary (sentence, clause, space); a tag is never split, nor a number from its
+unit or words (``5 kg``), nor ``Dr.`` from its name."""
 
 from __future__ import annotations
 
@@ -72,8 +67,8 @@ def model_length(text: str) -> int:
 
 def chunk(text: str, lang: str = "ko", max_chars: int | None = None, *,
           measure: str = "model") -> list[str]:
-    """Split ``text`` into chunks of at most ``max_chars`` characters (``measure``:
-    ``"model"`` or ``"chars"``; see the module doc); only a tag may be longer.
+    """Split ``text`` into chunks of at most ``max_chars`` characters, only a tag longer;
+    ``measure``: ``"model"`` (NFKD length: a Hangul syllable is two or three jamo) or ``"chars"``.
 
     Example:
         >>> chunk("첫 문장입니다. 둘째 문장입니다.", "ko", max_chars=20)

@@ -1,14 +1,6 @@
-"""English rules: abbreviations, dates, times, money, units, years, acronyms, symbols.
-
-As in `ko`, every rule that reads digits is one alternative of `NUMERIC`, most specific
-first; years are said as years where the context says so (in 1999, the 1990s). The golden
-table (tests/golden/text_en.tsv) lists every reading.
-
-Example:
-    >>> from tts_kit.text import normalize
-    >>> normalize("Dr. Kim paid $12.50 at 3:05 pm", "en")
-    'Doctor Kim paid twelve dollars and fifty cents at three oh five P M'
-"""
+"""English rules: abbreviations, dates, times, money, units, years, acronyms, symbols. As
+in `ko`, every rule that reads digits is one alternative of `NUMERIC`, most specific first;
+years are said as years where the context says so (in 1999, the 1990s)."""
 
 from __future__ import annotations
 

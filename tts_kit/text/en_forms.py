@@ -1,13 +1,6 @@
 """English forms read before the number rule, each its own traced rule run by `forms`:
-timestamps, ZIP+4 codes, hyphen- and slash-joined codes, digits after a code word (PIN),
-powers, scientific notation, 24-hour times, ratings, durations, time zones, dimensions,
-Windows paths.
-
-Example:
-    >>> from tts_kit.text import normalize
-    >>> normalize("PIN 0417, ZIP 60601-4521", "en")
-    'pin zero four one seven, Z I P six zero six zero one dash four five two one'
-"""
+timestamps, ZIP+4 and other codes, powers, scientific notation, 24-hour times, ratings,
+durations, time zones, dimensions, Windows paths."""
 
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
-"""Korean rules: numbers with counters, dates, times, money, units, letters, symbols.
-
-Every rule that reads digits is one alternative of one regular expression (`NUMERIC`),
-most specific first, so a text is scanned once. Native numbers go before the counters that
-take them (3개 -> 세 개); codes and phone numbers are said digit by digit with 0 as 공.
-Letters, symbols, addresses and weekdays: `ko_words`. The golden table
-(tests/golden/text_ko.tsv) lists every reading.
-
-Example:
-    >>> from tts_kit.text import normalize
-    >>> normalize("2026년 8월 24일 10:30에 3명이 만나요", "ko")
-    '이천이십육 년 팔월 이십사 일 열 시 삼십 분에 세 명이 만나요'
-"""
+"""Korean rules for numbers: every rule that reads digits is one alternative of `NUMERIC`,
+most specific first, so a text is scanned once; native numbers go before the counters that
+take them (3개 -> 세 개). Letters, symbols and weekdays: `ko_words`."""
 
 from __future__ import annotations
 

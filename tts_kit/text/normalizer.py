@@ -1,9 +1,5 @@
-"""`Normalizer` and `normalize`: spell a text out the way the model should read it.
-
-Markup tags pass through; each stretch between them is prepared (`common.prepare`) and
-run through the language's steps (`ko.rules`, `en.rules`), the last of which removes what
-the output alphabet lacks (`charset`).
-"""
+"""`Normalizer` and `normalize`: markup tags pass through, each stretch between them is
+prepared (`common.prepare`) and run through the language's steps (`ko.rules`, `en.rules`)."""
 
 from __future__ import annotations
 

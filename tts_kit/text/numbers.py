@@ -1,8 +1,5 @@
-"""Number words for Korean and English: num2words for cardinals, ordinals and years
-(English without its commas, which would make the model pause); by hand the native Korean
-numerals before counters (한, 두, 스무) and digit-by-digit readings. Cached, as num2words
-is slow and the numbers people write repeat.
-"""
+"""Number words for Korean and English: num2words for cardinals, ordinals and years (English
+without its commas); by hand native Korean numerals (한, 두, 스무) and digit-by-digit readings."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""What every language shares: limits, the rule runner and its trace, tags, Unicode.
-
-A language is a list of *steps*: ``step(text, steps) -> text``, recording its changes in
-``steps`` when a trace is asked for (None otherwise). Most steps are a `Rule`.
-"""
+"""What every language shares: limits, the rule runner and its trace, tags, Unicode. A
+language is a list of steps, ``step(text, steps) -> text``, most of them a `Rule`."""
 
 from __future__ import annotations
 
