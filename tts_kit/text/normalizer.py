@@ -11,7 +11,7 @@ from functools import lru_cache
 
 from tts_kit.core.errors import TtsKitError
 from tts_kit.text import common
-from tts_kit.text.common import Step, TraceStep, prepare, run_steps, split_tags
+from tts_kit.text.common import Step, TraceStep, prepare, split_tags
 from tts_kit.text.lexicon import LexiconSource, load
 
 
@@ -29,8 +29,8 @@ class Normalizer:
         self.lang = common.check_lang(lang)
         self.lexicon = load(lang, lexicons)
         # Imported on first use: an English-only process never compiles the Korean patterns.
-        rules = importlib.import_module(f"tts_kit.text.{lang}").rules
-        self._pipeline: list[Step] = rules(self.lexicon)
+        rules: list[Step] = importlib.import_module(f"tts_kit.text.{lang}").rules(self.lexicon)
+        *self._rules, self._cleanup = rules
 
     def __repr__(self) -> str:
         return f"Normalizer({self.lang!r}, {len(self.lexicon)} lexicon terms)"
@@ -78,15 +78,14 @@ class Normalizer:
                 parts.append(piece)
                 continue
             core = prepare(piece, steps)
+            for step in self._rules if core else ():
+                core = step(core, steps)
             if core and dropped is None:
-                core = run_steps(self._pipeline, core, steps)
-            elif core:
-                # The last step's "remove" trace steps are what was dropped.
-                *rules, cleanup = self._pipeline
-                core = run_steps(rules, core, steps)
+                core = self._cleanup(core, steps)
+            elif core:  # the last step's "remove" trace steps are what was dropped
                 log: list[TraceStep] = steps if steps is not None else []
                 start = len(log)
-                core = cleanup(core, log)
+                core = self._cleanup(core, log)
                 dropped.extend(s.before for s in log[start:] if s.rule == "remove")
             lead, trail = piece[:1].isspace(), piece[-1:].isspace()
             if not core:

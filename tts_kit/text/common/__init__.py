@@ -7,7 +7,7 @@ import os
 import re
 import string
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from tts_kit.core.errors import TtsKitError
@@ -60,20 +60,17 @@ class Rule:
             return text
         if steps is None:
             return self.pattern.sub(self.repl, text)
-        return self.pattern.sub(self._recording(steps), text)
 
-    def _recording(self, steps: list[TraceStep]) -> Callable[[re.Match[str]], str]:
-        def repl(m: re.Match[str]) -> str:
+        def recording(m: re.Match[str]) -> str:
             out = self.repl(m)
             if out != m.group(0):
                 name = self.name
                 if self.by_group and m.lastgroup:
                     name = self.aliases.get(m.lastgroup, m.lastgroup)
-                name = getattr(out, "rule", name)
-                steps.append(TraceStep(name, m.group(0), out))
+                steps.append(TraceStep(getattr(out, "rule", name), m.group(0), out))
             return out
 
-        return repl
+        return self.pattern.sub(recording, text)
 
 
 class Reading(str):
@@ -90,18 +87,6 @@ class Reading(str):
         self = super().__new__(cls, text)
         self.rule = rule
         return self
-
-
-def run_steps(pipeline: Sequence[Step], text: str, steps: Steps = None) -> str:
-    """Run the steps of ``pipeline`` in order on ``text``, recording changes in ``steps``.
-
-    Example:
-        >>> run_steps([], "unchanged")
-        'unchanged'
-    """
-    for step in pipeline:
-        text = step(text, steps)
-    return text
 
 
 def record_diff(rule: str, before: str, after: str, steps: Steps) -> None:
