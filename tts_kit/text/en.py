@@ -13,7 +13,7 @@ from tts_kit.text.charset import make_cleanup
 from tts_kit.text.common import Reading, Rule, Step, make_numeric, trie_alt
 from tts_kit.text.common import grammar as g
 from tts_kit.text.lexicon import Lexicon
-from tts_kit.text.tables import CURRENCIES, EN_YEAR_CONTEXT, PER, UNITS, Currency
+from tts_kit.text.tables import CURRENCIES, EN_WEB_SIGNS, EN_YEAR_CONTEXT, PER, UNITS, Currency
 
 # Structured forms first, then one number and what it measures (`m.lastgroup`; ``qn``).
 NUMERIC = g.numeric(
@@ -421,9 +421,7 @@ _NAMES = {"qn": "number"}
 _numeric = make_numeric(_HANDLERS, _plain)
 
 _WEB_WORDS = g.WebWords(
-    {"://": " colon slash slash ", "/": " slash ", ".": " dot ", "@": " at ", "-": " dash ",
-     "_": " underscore ", ":": " colon ", "?": " question mark ", "=": " equals ",
-     "&": " ampersand ", "#": " hash ", "%": " percent ", "~": " tilde ", "+": " plus "},
+    EN_WEB_SIGNS,
     lambda t: " ".join(t.upper()),
     nw.en_digits,
     {k: k for k in ("com", "org", "net", "gov", "info", "app", "dev")},

@@ -10,7 +10,7 @@ from tts_kit.text import numbers as nw
 from tts_kit.text.common import SENTENCE_NEXT, Rule, Steps, roman_value, trie_alt
 from tts_kit.text.en_dates import MONTH_NAMES
 from tts_kit.text.en_places import EN_TIME_ZONES
-from tts_kit.text.tables import EN_ABBREVIATIONS, EN_WORDS
+from tts_kit.text.tables import EN_ABBREVIATIONS, EN_SIGNS, EN_WORDS
 
 _ABBR = {written: (spoken, ends) for written, spoken, ends in EN_ABBREVIATIONS}
 _ABBR.update({f"{short}.": (full, False) for short, full in MONTH_NAMES.items()
@@ -151,19 +151,8 @@ def acronyms(text: str, steps: Steps) -> str:
 
 
 _SYMBOL = re.compile(r"[&+=@%×÷±°–—~#$€£¥₩^/\u2200-\u22ff\u27d5-\u27d7]")
-_SYMBOL_WORDS = {
-    "&": " and ", "+": " plus ", "=": " equals ", "@": " at ", "%": " percent ",
-    "×": " times ", "÷": " divided by ", "±": " plus or minus ", "°": " degrees ",
-    "–": ", ", "—": ", ", "~": " ", "#": " hash ", "/": " slash ", "$": " dollar ", "€": " euro ",
-    "£": " pound ", "¥": " yen ", "₩": " won ", "^": " to the power of ",
-    **dict.fromkeys("≤≦", " less than or equal to "),
-    **dict.fromkeys("≥≧", " greater than or equal to "), "≠": " not equal to ",
-    "≈": " approximately equals ", **dict.fromkeys("∗∙⋅", " times "), "∕": " divided by ",
-    "⊆": " subset of or equal to ", "∑": " sum ", "∏": " product ", "∂": " partial ",
-    "∆": " delta ", "∇": " nabla ",
-    # Relational algebra's joins, as a database text says them (Unicode: "bowtie" ...).
-    "⋈": " natural join ", "⋉": " left semijoin ", "⋊": " right semijoin ",
-}
+#: Dashes are a pause (a comma), a tilde left between words nothing.
+_SYMBOL_WORDS = {**EN_SIGNS, "–": ", ", "—": ", ", "~": " "}
 
 #: A slash between two words (and/or, TCP/IP); not a unit's (5 km/h).
 _SLASH = re.compile(r"(?<![\w/.-])[A-Za-z]+(?:/[A-Za-z]+)+(?![\w/])")

@@ -8,15 +8,13 @@ import re
 from tts_kit.text import numbers as nw
 from tts_kit.text.common import Rule, Step
 from tts_kit.text.common import grammar as g
-from tts_kit.text.tables import CURRENCY_CODES, KO_LETTERS
+from tts_kit.text.tables import CURRENCY_CODES, KO_LETTERS, KO_SIGNS, KO_WEB_SIGNS
 
 WEEKDAYS = {day: day + "요일" for day in "월화수목금토일"}
 _ACRONYM = re.compile(r"(?=[A-Z])(?<![A-Za-z])(?P<a>[A-Z]+)(?![A-Z])s?(?![A-Za-z])")
 _VOWELS = frozenset("AEIOU")
 WEB_WORDS = g.WebWords(
-    {"://": " 콜론 슬래시 슬래시 ", "/": " 슬래시 ", ".": " 닷 ", "@": " 앳 ", "-": " 하이픈 ",
-     "_": " 언더바 ", ":": " 콜론 ", "?": " 물음표 ", "=": " 이퀄 ", "&": " 앤 ", "#": " 샵 ",
-     "%": " 퍼센트 ", "~": " 물결 ", "+": " 플러스 "},
+    KO_WEB_SIGNS,
     lambda t: "".join(KO_LETTERS[c] for c in t.upper()),
     nw.ko_digits,
     {"com": "컴", "net": "넷"},
@@ -91,10 +89,7 @@ def _acronym(m: re.Match[str]) -> str:
 
 
 _SYMBOL = re.compile(r"[&+=@%×÷±°–—]")
-_SYMBOL_WORDS = {
-    "&": " 앤 ", "+": " 플러스 ", "@": " 앳 ", "%": " 퍼센트 ", "×": " 곱하기 ",
-    "÷": " 나누기 ", "±": " 플러스마이너스 ", "°": " 도 ", "–": ", ", "—": ", ",
-}
+_SYMBOL_WORDS = {**KO_SIGNS, "–": ", ", "—": ", "}  # dashes: a pause
 
 
 def _symbol(m: re.Match[str]) -> str:

@@ -104,11 +104,13 @@ CURRENCY_CODES: dict[str, Currency] = {
     row[1]: Currency(*row[2:]) for row in _CURRENCY_ROWS if row[0] == "code"}
 #: Dollar signs with a country prefix (HK$ 80, US$5, A$20): the currency they name.
 PREFIXED_DOLLARS: dict[str, Currency] = {
-    "US": CURRENCY_CODES["USD"], "HK": CURRENCY_CODES["HKD"], "NZ": CURRENCY_CODES["NZD"],
-    "A": CURRENCY_CODES["AUD"], "AU": CURRENCY_CODES["AUD"], "C": CURRENCY_CODES["CAD"],
-    "CA": CURRENCY_CODES["CAD"], "S": CURRENCY_CODES["SGD"], "NT": CURRENCY_CODES["TWD"],
-    "R": CURRENCY_CODES["BRL"],
-}
+    row[1]: CURRENCY_CODES[row[2]] for row in _CURRENCY_ROWS if row[0] == "prefix"}
+_SIGNS = read_table("signs", 3)
+#: How signs are said (``data/lexicons/signs.tsv``), a space each side: a sign no earlier
+#: rule read (& -> and, 앤) and a separator inside an address (. -> dot, 닷).
+EN_SIGNS, KO_SIGNS, EN_WEB_SIGNS, KO_WEB_SIGNS = (
+    {sign: f" {said} " for k, sign, said in _SIGNS if k == kind}
+    for kind in ("en_sign", "ko_sign", "en_web", "ko_web"))
 #: What "/" before a word means after an amount or a unit ($20/mo, 5 kg/day): the English
 #: word after "per", the Korean phrase before the amount.
 PER: dict[str, tuple[str, str]] = {
