@@ -245,12 +245,6 @@ def _quarter(m: re.Match[str]) -> str:
     return f"the {nw.en_ordinal(int(m['qq']))} quarter of {year}"
 
 
-def _groups(m: re.Match[str]) -> str:
-    """22-95-81 -> twenty-two ninety-five eighty-one (a leading zero: digit by digit)."""
-    return " ".join(nw.en_number(p) if p[0] != "0" or p == "0" else nw.en_digits(p)
-                    for p in m.group(0).split("-"))
-
-
 def _decade(m: re.Match[str]) -> str:
     words = nw.en_decade(int(m["dd2"] or m["dd4"] or m["dd3"] or m["dd5"]))  # mid-90s
     return f"{words} to {nw.en_decade(int(m['dde']))}" if m["dde"] else words  # 1960s-80s
@@ -405,7 +399,7 @@ _HANDLERS = {
     "middot": lambda m: f"{nw.en_number(m['mda'])} {nw.en_number(m['mdb'])}",
     "scale": _scale, "phone": _phone, "decade": _decade, "quarter": _quarter, "noon": _noon,
     # Digits glued to letters, as model numbers are said: A320 -> A three twenty.
-    "code": lambda m: en_places.house_number(m.group(0)), "groups": _groups,
+    "code": lambda m: en_places.house_number(m.group(0)),
     "feet": en_forms.feet,
     "number_sign": lambda m: "number " + nw.en_number(m["hn"]),
     "approx": lambda m: "about " + nw.en_number(m["tn"]),

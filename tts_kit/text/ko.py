@@ -202,11 +202,6 @@ def _phone(m: re.Match[str]) -> str:
     return f"{words} 내선 {nw.ko_digits(ext, phone=True)}" if ext else words
 
 
-def _groups(m: re.Match[str]) -> str:
-    """22-95-81 -> 이십이 구십오 팔십일; a group with a leading zero digit by digit."""
-    return " ".join(nw.ko_number(p) for p in m.group(0).split("-"))
-
-
 def _version_like(s: str) -> str:
     return " 점 ".join(nw.ko_number(p) for p in s.split(".") if p)
 
@@ -375,7 +370,7 @@ _HANDLERS = {
     **g.handlers(g.Words(_plain, _clock, _money, _SIGNS, "에서 ", " 대 ", _per,
                          nw.ko_number, " 점 ", "버전 ")),
     "digits": lambda m: nw.ko_digits(m.group(0), phone=True),
-    "date": _date, "phone": _phone, "groups": _groups, "date_dmy": _date_dmy,
+    "date": _date, "phone": _phone, "date_dmy": _date_dmy,
     "middot": lambda m: nw.ko_digits(m["mda"] + m["mdb"]),  # 6·25: as these dates are named
     "paper": lambda m: tables.KO_LETTERS[m["pl"]] + _EN_DIGITS_KO[int(m["pn"])],
     "quarter": lambda m: _lead(m) + nw.ko_number(m["qn"]) + " 사분기",  # 1/4분기: 일 사분기

@@ -180,9 +180,7 @@ def load(lang: str, extra: Iterable[LexiconSource] | LexiconSource | None = None
     if isinstance(extra, (str, os.PathLike, Mapping)):
         extra = [extra]
     for src in extra or ():
-        entries = dict(src) if isinstance(src, Mapping) else read_lexicon(src)
-        # A user's entry replaces a built-in one whatever the case it was written in.
-        lowered = {k.lower() for k in entries}
-        merged = {k: v for k, v in merged.items() if k.lower() not in lowered}
-        merged.update(entries)
+        # Added last, a user's entry wins over a built-in one whatever its case (Lexicon
+        # keys terms by their lower case, the last one written kept).
+        merged.update(src if isinstance(src, Mapping) else read_lexicon(src))
     return Lexicon(merged)

@@ -285,6 +285,10 @@ def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
             return kept + w.sign(sign) + w.number(n) + " " + m["aap"]
         return kept + w.clock(int(n), 0, None, m["aap"])
 
+    def groups(m: re.Match[str]) -> str:
+        """22-95-81: each group a number of its own (a leading zero: digit by digit)."""
+        return " ".join(w.number(p) for p in m.group(0).split("-"))
+
     def ratio(m: re.Match[str]) -> str:
         kept, sign = lead(m)
         return f"{kept}{w.sign(sign)}{w.number(m['qn'])}{w.ratio}{w.number(m['qb'])}"
@@ -300,7 +304,7 @@ def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
 
     return {"trange": trange, "time": time, "currency": currency,
             "currency_code": currency_code, "code_first": code_first, "ampm": ampm,
-            "ratio": ratio, "version": version}
+            "groups": groups, "ratio": ratio, "version": version}
 
 
 # -- addresses: URLs, e-mail, IP addresses, domains, file names ----------------------------
