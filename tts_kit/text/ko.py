@@ -102,11 +102,11 @@ def _with_counter(num: str, counter: str, sign: str | None = None) -> str:
         return nw.ko_month(v)
     if counter == "시" and integer and 13 <= v <= 24:
         return f"{nw.ko_sino(v)} 시"  # 24-hour clock: 십오 시 (tests/golden/README.md)
-    if kind == "ordinal" and integer and v >= 1:  # 189번째: 백팔십구 번째
-        return f"{nw.ko_sino(v) if v >= 100 else nw.ko_native_ordinal(v)} {counter}"
-    if kind == "nominal" and integer and v >= 1:
+    if kind == "ordinal" and integer and v >= 1:  # 첫 번째, 두 번째; 189번째: 백팔십구 번째
+        return f"{nw.ko_sino(v) if v >= 100 else '첫' if v == 1 else nw.ko_native(v)} {counter}"
+    if kind == "nominal" and integer and v >= 1:  # 첫째, 둘째 ... 열두째, 백한째
         head = nw.ko_sino(v - v % 100) if v >= 100 else ""
-        word = nw.ko_native_nominal_ordinal(v) if v < 100 else nw.ko_native(v % 100) or ""
+        word = nw.KO_NATIVE_NOMINAL[v] if v < 10 else nw.ko_native(v % 100) or ""
         return f"{head}{word}{counter}"
     if kind == "native" and integer and 1 <= v <= 99 and not (counter == "대" and v % 10 == 0):
         # 20대 is "the twenties" (이십 대); 3대 is three machines (세 대).
