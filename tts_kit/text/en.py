@@ -117,13 +117,9 @@ def _money(amount: str, cur: Currency, mag: str | None) -> str:
         return f"{nw.en_number(amount)} {word} {cur.en_plural}"
     whole, _, frac = amount.replace(",", "").partition(".")
     if frac and cur.en_minor and len(frac.rstrip("0")) <= 2:  # $20.500: twenty dollars fifty
-        cents = int(frac[:2].ljust(2, "0"))
-        major = int(whole or 0)
-        parts = []
-        if major:
-            parts.append(nw.en_count(major, cur.en, cur.en_plural))
-        if cents:
-            parts.append(nw.en_count(cents, cur.en_minor, cur.en_minor_plural))
+        amounts = ((int(whole or 0), cur.en, cur.en_plural),
+                   (int(frac[:2].ljust(2, "0")), cur.en_minor, cur.en_minor_plural))
+        parts = [nw.en_count(n, one, many) for n, one, many in amounts if n]
         return " and ".join(parts) or f"zero {cur.en_plural}"
     value = Decimal(amount.replace(",", ""))
     return f"{nw.en_number(amount)} {cur.en if value == 1 else cur.en_plural}"

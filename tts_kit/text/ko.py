@@ -122,11 +122,8 @@ def _signed(words: str, sign: str | None, degrees: bool) -> str:
 def _with_unit(num: str, unit: str, sign: str | None = None, said: bool = False) -> str:
     """``said``: the prefix word (시속) is already written before the number."""
     u = UNITS[unit]
-    if u.ko_native and g.is_int(num) and 1 <= g.to_int(num) <= 99 and not sign:
-        words = nw.ko_native(g.to_int(num))
-    else:
-        words = _sino(num)
-    words = _signed(words, sign, unit in ("°C", "°F", "°"))
+    native = u.ko_native and not sign and g.is_int(num) and nw.ko_native(g.to_int(num))  # 1-99
+    words = _signed(native or _sino(num), sign, unit in ("°C", "°F", "°"))
     prefix = f"{u.ko_prefix} " if u.ko_prefix and not said else ""
     return f"{prefix}{words} {u.ko}" if u.ko else f"{prefix}{words}"
 
@@ -142,12 +139,8 @@ def _money(amount: str, cur: Currency, mag: str | None) -> str:
         return f"{_scaled(amount, mag)} {cur.ko}"
     whole, _, frac = amount.replace(",", "").partition(".")
     if frac and cur.ko_minor and len(frac) <= 2:
-        cents = int(frac.ljust(2, "0"))
-        major = int(whole or 0)
-        parts = [f"{nw.ko_sino(major)} {cur.ko}"] if major else []
-        if cents:
-            parts.append(f"{nw.ko_sino(cents)} {cur.ko_minor}")
-        return " ".join(parts) or f"영 {cur.ko}"
+        amounts = ((int(whole or 0), cur.ko), (int(frac.ljust(2, "0")), cur.ko_minor))
+        return " ".join(f"{nw.ko_sino(n)} {word}" for n, word in amounts if n) or f"영 {cur.ko}"
     return f"{_sino(amount)} {cur.ko}"
 
 
