@@ -7,13 +7,13 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
-from tts_kit.text import en_dates, en_forms, en_letters, en_places
+from tts_kit.text import en_dates, en_forms, en_letters, en_places, tables
 from tts_kit.text import numbers as nw
 from tts_kit.text.charset import make_cleanup
 from tts_kit.text.common import Reading, Rule, Step, make_numeric, trie_alt
 from tts_kit.text.common import grammar as g
 from tts_kit.text.lexicon import Lexicon
-from tts_kit.text.tables import CURRENCIES, EN_WEB_SIGNS, EN_YEAR_CONTEXT, PER, UNITS, Currency
+from tts_kit.text.tables import CURRENCIES, EN_YEAR_CONTEXT, PER, UNITS, Currency
 
 # Structured forms first, then one number and what it measures (`m.lastgroup`; ``qn``).
 NUMERIC = g.numeric(
@@ -106,15 +106,9 @@ def _with_unit(num: str, unit: str, sign: str | None = None) -> str:
     return f"{_SIGNS[sign]}{nw.en_number(num)} {word}"
 
 
-_MAGNITUDE_WORDS = {"K": "thousand", "k": "thousand", "M": "million", "mn": "million",
-                    "m": "million", "B": "billion", "bn": "billion", "b": "billion",
-                    "tn": "trillion"}
-
-
 def _money(amount: str, cur: Currency, mag: str | None) -> str:
     if mag:
-        word = _MAGNITUDE_WORDS.get(mag, mag)
-        return f"{nw.en_number(amount)} {word} {cur.en_plural}"
+        return f"{nw.en_number(amount)} {tables.MAGNITUDE_WORDS[mag]} {cur.en_plural}"
     whole, _, frac = amount.replace(",", "").partition(".")
     if frac and cur.en_minor and len(frac.rstrip("0")) <= 2:  # $20.500: twenty dollars fifty
         amounts = ((int(whole or 0), cur.en, cur.en_plural),
@@ -401,7 +395,7 @@ _HANDLERS = {
     "approx": lambda m: "about " + nw.en_number(m["tn"]),
     "currency_post": _currency_post,
     "range": _range, "percent": lambda m: _signed(m) + " percent", "unit": _unit_h,
-    "magnitude": lambda m: _signed(m) + " " + _MAGNITUDE_WORDS[m["mg"]],
+    "magnitude": lambda m: _signed(m) + " " + tables.MAGNITUDE_WORDS[m["mg"]],
     "ordinal": _ordinal, "times": _times,
     "fraction": _fraction, "root": _root, "qn": _number,
     "bare_per": lambda m: g.lead(m)[0] + _per(nw.en_number(m["qn"]), m["bper"]),
@@ -411,7 +405,7 @@ _NAMES = {"qn": "number"}
 _numeric = make_numeric(_HANDLERS, _plain)
 
 _WEB_WORDS = g.WebWords(
-    EN_WEB_SIGNS,
+    tables.EN_WEB_SIGNS,
     lambda t: " ".join(t.upper()),
     nw.en_digits,
     {k: k for k in ("com", "org", "net", "gov", "info", "app", "dev")},

@@ -115,15 +115,11 @@ EN_SIGNS, KO_SIGNS, EN_WEB_SIGNS, KO_WEB_SIGNS = (
 #: word after "per", the Korean phrase before the amount.
 PER: dict[str, tuple[str, str]] = {
     written: (en, ko) for written, en, ko in read_table("per", 3)}
-#: Magnitude suffixes after an amount ($5M, $1.5 billion) and what they multiply by.
-MAGNITUDES: dict[str, int] = {
-    "K": 10**3, "k": 10**3, "thousand": 10**3,
-    "M": 10**6, "million": 10**6, "mn": 10**6,
-    "B": 10**9, "bn": 10**9, "billion": 10**9,
-    "trillion": 10**12, "tn": 10**12,
-    # Lower-case scale letters, read as magnitudes only after an amount (¥20m, $3b).
-    "m": 10**6, "b": 10**9,
-}
+_MAGNITUDE_ROWS = read_table("magnitudes", 3)
+#: Magnitude suffixes after an amount ($5M, $1.5 billion) and what they multiply by ...
+MAGNITUDES: dict[str, int] = {written: 10 ** int(power) for written, power, _ in _MAGNITUDE_ROWS}
+#: ... and their English word (M: million).
+MAGNITUDE_WORDS: dict[str, str] = {written: en for written, _, en in _MAGNITUDE_ROWS}
 
 _KO_WORDS = read_words("ko_words")
 #: Korean counters and the numerals before them (``native``, ``sino``, ``month``,
