@@ -72,10 +72,6 @@ _REPEATED_COMMA = re.compile(r",(?: ?,)+")
 _PUNCT_RUN = re.compile(r"[.,!?;:~\-](?: ?[.,!?;:~\-]){3,}")
 
 
-def _first_three(m: re.Match[str]) -> str:
-    return m.group(0).replace(" ", "")[:3]
-
-
 def _drop(m: re.Match[str]) -> str:
     run = m.group(0)
     # A run of only marks or format characters sits inside a word: leave no gap there.
@@ -96,7 +92,7 @@ def make_cleanup(lang: str):
         text = " ".join(remove(text, steps).split())
         if "," in text:
             text = _REPEATED_COMMA.sub(",", text)
-        text = _PUNCT_RUN.sub(_first_three, text)
+        text = _PUNCT_RUN.sub(lambda m: m.group(0).replace(" ", "")[:3], text)
         if " " in text:
             text = _SPACE_BEFORE_PUNCT.sub("", text)
             if "(" in text:

@@ -165,10 +165,6 @@ def _dimension(m: re.Match[str]) -> str:
     return f"{words} per {PER[m['dper']][0]}" if m["dper"] else words
 
 
-def _power(m: re.Match[str]) -> str:
-    return " squared" if m["pw"] == "2" else " cubed"
-
-
 def _scientific(m: re.Match[str]) -> str:
     exp = m["se"].lstrip("+")
     sign = "minus " if exp.startswith("-") else ""
@@ -248,7 +244,7 @@ _RULES: list[Step] = [
     Rule("slashes", SLASHES, _slashes, needs="/"),
     Rule("over", OVER, _over, needs="/"),
     _gated("(?i)" + "|".join(_CODE_WORDS), Rule("digit_code", DIGIT_CODE, _digit_code)),
-    Rule("power", POWER, _power, needs="^"),
+    Rule("power", POWER, lambda m: " squared" if m["pw"] == "2" else " cubed", needs="^"),
     _gated(r"\d[eE]", Rule("scientific", SCIENTIFIC, _scientific)),
     _gated(r"\d ?h(?:ou)?rs", Rule("military", MILITARY, _military)),
     _gated(r"\d ?f(?:ee|oo)?t \d", Rule("feet", FEET, feet)),

@@ -172,7 +172,9 @@ def _lead(m: re.Match[str]) -> str:
 def _date(m: re.Match[str]) -> str:
     y, mo, d = int(m["dy"]), int(m["dm"]), int(m["dd"])
     if not (1 <= mo <= 12 and 1 <= d <= 31):
-        return _version_like(m.group(0)) if m["ds"] == "." else _plain(m.group(0))
+        if m["ds"] == ".":  # 2024.13.45: a version
+            return " 점 ".join(nw.ko_number(p) for p in m.group(0).split(".") if p)
+        return _plain(m.group(0))
     return _date_words(y, mo, d)
 
 
@@ -193,10 +195,6 @@ def _phone(m: re.Match[str]) -> str:
         head = ""
     words = head + " ".join(nw.ko_digits(p, phone=True) for p in groups)
     return f"{words} 내선 {nw.ko_digits(ext, phone=True)}" if ext else words
-
-
-def _version_like(s: str) -> str:
-    return " 점 ".join(nw.ko_number(p) for p in s.split(".") if p)
 
 
 def _code_first(m: re.Match[str]) -> str:

@@ -29,26 +29,18 @@ _SHORT_DATE = re.compile(
     rf"(?<![\d./])(?P<m>\d{{1,2}})[/.](?P<d>\d{{1,2}})(?P<wd>\s?\({_WD}\))")
 #: AM or PM written before a time (PM 3:00, AM 9시): 오전/오후, as Korean says it.
 _AMPM_BEFORE = re.compile(r"(?<![A-Za-z])(?P<ap>[AaPp])\.?[Mm]\.?\s?(?=\d{1,2}(?::\d{2}|\s?시))")
-
-
-def _ampm_before(m: re.Match[str]) -> str:
-    return "오전 " if m["ap"] in "Aa" else "오후 "
-
-
 #: Weekdays listed with middle dots (월·수·금), kept by `prepare`.
 _WEEKDAY_LIST = re.compile(rf"(?<![가-힣]){_WD}(?:·{_WD})+(?![가-힣])")
-
-
-def _weekday_list(m: re.Match[str]) -> str:
-    """월·수·금 -> 월요일, 수요일, 금요일."""
-    return ", ".join(WEEKDAYS[d] for d in m.group(0).split("·"))
-
-
 #: Weekday ranges (월~금, (월)~(금)) and the wave dash after a weekday read out
 #: (월요일~목요일, from 3월 2일(월)~5일(목)): 에서 between them.
 _WEEKDAY_RANGE = re.compile(
     rf"(?<![\d가-힣])\(?(?P<a>{_WD})\)?\s?~\s?\(?(?P<b>{_WD})\)?(?![가-힣])"
     r"|(?<=요일)\s?~\s?")
+#: 과/와 glued between numbers (1과1/2, 3과4): a word of its own before the next number.
+_AND_BETWEEN_NUMBERS = re.compile(r"(?<=\d)[과와](?=[\d√∛])")
+#: A lower-case letter glued after a number that is no unit, magnitude or sign (Pixel
+#: 8a, 5e): a model suffix, spelled like capitals (팔 에이), not left in Latin.
+_LOWER_LETTERS = re.compile(r"(?<=\d)[acdefijnoqruvwyz](?![A-Za-z0-9])")
 
 
 def _short_date(m: re.Match[str]) -> str:
@@ -61,21 +53,7 @@ def _short_date(m: re.Match[str]) -> str:
 
 def _weekday_range(m: re.Match[str]) -> str:
     """월~금 -> 월요일에서 금요일; the dash after a weekday read out -> 에서."""
-    if m["a"]:
-        return f"{WEEKDAYS[m['a']]}에서 {WEEKDAYS[m['b']]}"
-    return "에서 "
-
-
-#: 과/와 glued between numbers (1과1/2, 3과4): a word of its own before the next number.
-_AND_BETWEEN_NUMBERS = re.compile(r"(?<=\d)[과와](?=[\d√∛])")
-
-#: A lower-case letter glued after a number that is no unit, magnitude or sign (Pixel
-#: 8a, 5e): a model suffix, spelled like capitals (팔 에이), not left in Latin.
-_LOWER_LETTERS = re.compile(r"(?<=\d)[acdefijnoqruvwyz](?![A-Za-z0-9])")
-
-
-def _spell_lower(m: re.Match[str]) -> str:
-    return " " + KO_LETTERS[m.group(0).upper()]
+    return f"{WEEKDAYS[m['a']]}에서 {WEEKDAYS[m['b']]}" if m["a"] else "에서 "
 
 
 def _acronym(m: re.Match[str]) -> str:
@@ -110,10 +88,10 @@ BEFORE_NUMBERS: list[Step] = [
     Rule("weekday", _SHORT_DATE, _short_date),
     Rule("weekday", _WEEKDAY_AFTER, lambda m: " " + WEEKDAYS[m["wd"]]),
     Rule("weekday_range", _WEEKDAY_RANGE, _weekday_range),
-    Rule("weekday", _WEEKDAY_LIST, _weekday_list),
+    Rule("weekday", _WEEKDAY_LIST, lambda m: ", ".join(WEEKDAYS[d] for d in m.group(0).split("·"))),
     Rule("spacing", _AND_BETWEEN_NUMBERS, lambda m: m.group(0) + " "),
-    Rule("ampm", _AMPM_BEFORE, _ampm_before),
-    Rule("letters", _LOWER_LETTERS, _spell_lower),
+    Rule("ampm", _AMPM_BEFORE, lambda m: "오전 " if m["ap"] in "Aa" else "오후 "),
+    Rule("letters", _LOWER_LETTERS, lambda m: " " + KO_LETTERS[m.group(0).upper()]),
 ]
 #: The steps after the numbers: capitals, then symbols.
 AFTER_NUMBERS: list[Step] = [Rule("acronym", _ACRONYM, _acronym), Rule("symbol", _SYMBOL, _symbol)]
