@@ -42,12 +42,8 @@ def _abbreviation(m: re.Match[str]) -> str:
         before_name = bool(nxt) and nxt.group(1) not in _SENTENCE_STARTERS
         title, place = ("Doctor", "Drive") if m["dr"] == "Dr." else ("Saint", "Street")
         spoken, ends = (title, False) if before_name else (place, True)
-    elif m["no"]:
-        return "number"
-    elif m["wo"]:
-        return "without"
-    else:
-        return "with"
+    else:  # No. 5, w/o, w/
+        return {"w/o": "without", "w/": "with"}.get(m.group(0), "number")
     # "etc. Then": the period was also the sentence's end; keep it ("p.m. EST": not).
     if ends and SENTENCE_NEXT.match(s, b) and not _ZONE_NEXT.match(s, b):
         return spoken + "."

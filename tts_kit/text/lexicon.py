@@ -1,9 +1,6 @@
-"""Pronunciation lexicons: ``term<TAB>pronunciation`` files, compiled into one regex.
-
-Matching is case-insensitive, longest term first, and whole-word: a term is not glued to
-more Latin letters or digits, while a Korean particle may follow it ("API를"). The
-built-in lexicons are ``data/lexicons/<lang>.tsv`` (``tts_kit/_data`` in a wheel).
-"""
+"""Pronunciation lexicons (``term<TAB>pronunciation`` files; the built-in ones are
+``data/lexicons/<lang>.tsv``) compiled into one regex: case-insensitive, longest term first,
+whole-word (not glued to Latin letters or digits; a Korean particle may follow: "API를")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The numeric grammar English and Korean share: the shapes of numbers, times, ranges,
-phone numbers, money and addresses, with the same group names in both languages, and
-the `handlers` that read them in a language's `Words`.
+"""The numeric grammar both languages share (numbers, times, ranges, phones, money,
+addresses), with the same group names in both, and the `handlers` that read them.
 
 Example:
     >>> from tts_kit.text.common import grammar
