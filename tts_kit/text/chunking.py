@@ -12,7 +12,7 @@ import unicodedata
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
 from tts_kit.text.common import TAG
-from tts_kit.text.tables import KO_COUNTERS, UNITS
+from tts_kit.text.tables import EN_WORDS, KO_COUNTERS, UNITS
 
 #: Boundaries by preference. A break is the position right after the match.
 _LEVELS = (
@@ -25,20 +25,9 @@ _LEVELS = (
 )
 _SPACE_LEVEL = 2
 
-_EN_NUMBER_WORDS = (
-    "zero oh one two three four five six seven eight nine ten eleven twelve thirteen "
-    "fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty "
-    "seventy eighty ninety hundred thousand million billion trillion point first second "
-    "third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth twentieth "
-    "thirtieth hundredth thousandth millionth half halves quarter quarters"
-).split()
-_EN_UNIT_WORDS = sorted(
-    {w for u in UNITS.values() for w in (u.en, u.en_plural)}
-    | set("percent dollars dollar cents cent euros euro pounds pence yen won degrees "
-          "P M A M o'clock times".split()),
-    key=len, reverse=True,
-)
-_EN_NUM = r"(?:" + "|".join(_EN_NUMBER_WORDS) + r")(?:-[a-z]+)?"
+_EN_UNIT_WORDS = sorted({w for u in UNITS.values() for w in (u.en, u.en_plural)}
+                        | set(EN_WORDS["unit_word"]), key=len, reverse=True)
+_EN_NUM = r"(?:" + "|".join(EN_WORDS["number_word"]) + r")(?:-[a-z]+)?"
 _KO_NUM = (r"[영공일이삼사오육칠팔구십백천만억조경]+|한|두|세|네|다섯|여섯|일곱|여덟|아홉|열"
            r"|스무|스물|서른|마흔|쉰|예순|일흔|여든|아흔")
 _KO_AFTER = "|".join(sorted({*KO_COUNTERS, *(u.ko for u in UNITS.values() if u.ko), "점",
