@@ -8,7 +8,7 @@ import string
 import unicodedata
 from collections.abc import Iterable, Sequence
 
-from tts_kit.text.common import Rule, Steps, char_class
+from tts_kit.text.common import Rule, Step, Steps, char_class
 
 #: Punctuation the output may keep (the model reads these as prosody).
 BASIC_PUNCT = " .,!?'\"-:;()"
@@ -44,18 +44,6 @@ HANGUL_RANGES = (
 )
 
 
-def allowed_class(lang: str) -> str:
-    """The regex character class body of what ``lang`` output may contain.
-
-    Example:
-        >>> import re
-        >>> bool(re.fullmatch(f"[{allowed_class('ko')}]+", "가 A, b!"))
-        True
-    """
-    script = HANGUL_RANGES if lang == "ko" else ""
-    return script + char_class(LATIN) + char_class(PUNCT[lang])
-
-
 #: Characters that vanish without leaving a space: combining marks NFKC could not
 #: compose, zero-width and format characters, variation selectors, emoji tag characters.
 _SILENT = re.compile(
@@ -73,12 +61,11 @@ _PUNCT_RUN = re.compile(r"[.,!?;:~\-](?: ?[.,!?;:~\-]){3,}")
 
 
 def _drop(m: re.Match[str]) -> str:
-    run = m.group(0)
     # A run of only marks or format characters sits inside a word: leave no gap there.
-    return "" if _SILENT.fullmatch(run) else " "
+    return "" if _SILENT.fullmatch(m.group(0)) else " "
 
 
-def make_cleanup(lang: str):
+def make_cleanup(lang: str) -> Step:
     """The last step: remove what ``lang`` output may not contain, then tidy spaces and
     cut runs of punctuation to three marks.
 
@@ -86,7 +73,8 @@ def make_cleanup(lang: str):
         >>> make_cleanup("en")("Wait👍.......... what ,  now?!?!?!", None)
         'Wait... what, now?!?'
     """
-    remove = Rule("remove", re.compile(f"[^{allowed_class(lang)}]+"), _drop)
+    allowed = (HANGUL_RANGES if lang == "ko" else "") + char_class(LATIN + PUNCT[lang])
+    remove = Rule("remove", re.compile(f"[^{allowed}]+"), _drop)
 
     def cleanup(text: str, steps: Steps) -> str:
         text = " ".join(remove(text, steps).split())
