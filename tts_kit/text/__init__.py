@@ -1,19 +1,10 @@
-"""Text normalisation for Korean and English, chunking, and the indexer check.
-
-The model reads characters, not phonemes: `normalize` spells out digits, symbols and
-acronyms with a lexicon (``data/lexicons/<lang>.tsv``) and rules (`ko`, `en`, sharing
-`common`); markup tags pass through; `Normalizer.trace` lists what each rule changed.
-`chunk` splits long text without losing a word; `unsupported_characters` lists what a
-bundle's indexer cannot read.
+"""Text normalisation for Korean and English (`normalize`, `Normalizer`: digits, symbols
+and acronyms spelled out), chunking (`chunk`) and the indexer check.
 
 Example:
-    >>> from tts_kit.text import normalize, chunk
-    >>> normalize("회의는 10:30에 시작하고 5000 원입니다", "ko")
-    '회의는 열 시 삼십 분에 시작하고 오천 원입니다'
+    >>> from tts_kit.text import normalize
     >>> normalize("The API costs $12.50 (50% off).", "en")
     'The A P I costs twelve dollars and fifty cents (fifty percent off).'
-    >>> chunk("One. Two.", "en", max_chars=5)
-    ['One.', 'Two.']
 """
 
 from __future__ import annotations

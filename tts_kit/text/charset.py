@@ -1,9 +1,5 @@
-"""Which characters a normalised text may keep, and which a bundle can read.
-
-The output alphabet is small: Hangul for Korean, Latin letters (with the accents the
-indexer covers) and basic punctuation; the last step removes everything else.
-`unsupported_characters` lists what a bundle's indexer has no token for.
-"""
+"""Which characters a normalised text may keep (the last step removes the rest), and which a
+bundle's indexer can read (`unsupported_characters`)."""
 
 from __future__ import annotations
 
@@ -12,7 +8,7 @@ import string
 import unicodedata
 from collections.abc import Iterable, Sequence
 
-from tts_kit.text.common import Rule, Steps, char_class
+from tts_kit.text.common import Rule, Step, Steps, char_class
 
 #: Punctuation the output may keep (the model reads these as prosody).
 BASIC_PUNCT = " .,!?'\"-:;()"
@@ -48,18 +44,6 @@ HANGUL_RANGES = (
 )
 
 
-def allowed_class(lang: str) -> str:
-    """The regex character class body of what ``lang`` output may contain.
-
-    Example:
-        >>> import re
-        >>> bool(re.fullmatch(f"[{allowed_class('ko')}]+", "가 A, b!"))
-        True
-    """
-    script = HANGUL_RANGES if lang == "ko" else ""
-    return script + char_class(LATIN) + char_class(PUNCT[lang])
-
-
 #: Characters that vanish without leaving a space: combining marks NFKC could not
 #: compose, zero-width and format characters, variation selectors, emoji tag characters.
 _SILENT = re.compile(
@@ -76,17 +60,12 @@ _REPEATED_COMMA = re.compile(r",(?: ?,)+")
 _PUNCT_RUN = re.compile(r"[.,!?;:~\-](?: ?[.,!?;:~\-]){3,}")
 
 
-def _first_three(m: re.Match[str]) -> str:
-    return m.group(0).replace(" ", "")[:3]
-
-
 def _drop(m: re.Match[str]) -> str:
-    run = m.group(0)
     # A run of only marks or format characters sits inside a word: leave no gap there.
-    return "" if _SILENT.fullmatch(run) else " "
+    return "" if _SILENT.fullmatch(m.group(0)) else " "
 
 
-def make_cleanup(lang: str):
+def make_cleanup(lang: str) -> Step:
     """The last step: remove what ``lang`` output may not contain, then tidy spaces and
     cut runs of punctuation to three marks.
 
@@ -94,13 +73,14 @@ def make_cleanup(lang: str):
         >>> make_cleanup("en")("Wait👍.......... what ,  now?!?!?!", None)
         'Wait... what, now?!?'
     """
-    remove = Rule("remove", re.compile(f"[^{allowed_class(lang)}]+"), _drop)
+    allowed = (HANGUL_RANGES if lang == "ko" else "") + char_class(LATIN + PUNCT[lang])
+    remove = Rule("remove", re.compile(f"[^{allowed}]+"), _drop)
 
     def cleanup(text: str, steps: Steps) -> str:
         text = " ".join(remove(text, steps).split())
         if "," in text:
             text = _REPEATED_COMMA.sub(",", text)
-        text = _PUNCT_RUN.sub(_first_three, text)
+        text = _PUNCT_RUN.sub(lambda m: m.group(0).replace(" ", "")[:3], text)
         if " " in text:
             text = _SPACE_BEFORE_PUNCT.sub("", text)
             if "(" in text:

@@ -1,11 +1,6 @@
-"""Split a long text into chunks the model reads one at a time, never dropping a word.
-
-Chunks are packed greedily at the best boundary: sentence ends, then clause punctuation,
-then spaces, inside a word only for a word over the limit. A tag is never split, nor a
-number from its unit or words (``5 kg``, ``만 오천 원``), nor ``Dr.`` from its name, and a
-last chunk is no stranded word. Lengths are NFKD lengths, what the model reads (a Hangul
-syllable is two or three jamo), or code points with ``measure="chars"``.
-"""
+"""Split a long text into chunks the model reads one at a time, never dropping a word, at
+the best boundary (sentence, clause, space); a tag is never split, nor a number from its
+unit or words (``5 kg``), nor ``Dr.`` from its name."""
 
 from __future__ import annotations
 
@@ -17,7 +12,7 @@ import unicodedata
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
 from tts_kit.text.common import TAG
-from tts_kit.text.tables import KO_COUNTERS, UNITS
+from tts_kit.text.tables import EN_WORDS, KO_COUNTERS, UNITS
 
 #: Boundaries by preference. A break is the position right after the match.
 _LEVELS = (
@@ -30,20 +25,9 @@ _LEVELS = (
 )
 _SPACE_LEVEL = 2
 
-_EN_NUMBER_WORDS = (
-    "zero oh one two three four five six seven eight nine ten eleven twelve thirteen "
-    "fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty "
-    "seventy eighty ninety hundred thousand million billion trillion point first second "
-    "third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth twentieth "
-    "thirtieth hundredth thousandth millionth half halves quarter quarters"
-).split()
-_EN_UNIT_WORDS = sorted(
-    {w for u in UNITS.values() for w in (u.en, u.en_plural)}
-    | set("percent dollars dollar cents cent euros euro pounds pence yen won degrees "
-          "P M A M o'clock times".split()),
-    key=len, reverse=True,
-)
-_EN_NUM = r"(?:" + "|".join(_EN_NUMBER_WORDS) + r")(?:-[a-z]+)?"
+_EN_UNIT_WORDS = sorted({w for u in UNITS.values() for w in (u.en, u.en_plural)}
+                        | set(EN_WORDS["unit_word"]), key=len, reverse=True)
+_EN_NUM = r"(?:" + "|".join(EN_WORDS["number_word"]) + r")(?:-[a-z]+)?"
 _KO_NUM = (r"[영공일이삼사오육칠팔구십백천만억조경]+|한|두|세|네|다섯|여섯|일곱|여덟|아홉|열"
            r"|스무|스물|서른|마흔|쉰|예순|일흔|여든|아흔")
 _KO_AFTER = "|".join(sorted({*KO_COUNTERS, *(u.ko for u in UNITS.values() if u.ko), "점",
@@ -72,8 +56,8 @@ def model_length(text: str) -> int:
 
 def chunk(text: str, lang: str = "ko", max_chars: int | None = None, *,
           measure: str = "model") -> list[str]:
-    """Split ``text`` into chunks of at most ``max_chars`` characters (``measure``:
-    ``"model"`` or ``"chars"``; see the module doc); only a tag may be longer.
+    """Split ``text`` into chunks of at most ``max_chars`` characters, only a tag longer;
+    ``measure``: ``"model"`` (NFKD length: a Hangul syllable is two or three jamo) or ``"chars"``.
 
     Example:
         >>> chunk("첫 문장입니다. 둘째 문장입니다.", "ko", max_chars=20)

@@ -1,31 +1,19 @@
-"""English rules: abbreviations, dates, times, money, units, years, acronyms, symbols.
-
-As in `ko`, every rule that reads digits is one alternative of `NUMERIC`, most specific
-first; years are said as years where the context says so (in 1999, the 1990s). The golden
-table (tests/golden/text_en.tsv) lists every reading.
-
-Example:
-    >>> from tts_kit.text import normalize
-    >>> normalize("Dr. Kim paid $12.50 at 3:05 pm", "en")
-    'Doctor Kim paid twelve dollars and fifty cents at three oh five P M'
-"""
+"""English rules: abbreviations, dates, times, money, units, years, acronyms, symbols. As
+in `ko`, every rule that reads digits is one alternative of `NUMERIC`, most specific first;
+years are said as years where the context says so (in 1999, the 1990s)."""
 
 from __future__ import annotations
 
 import re
 from decimal import Decimal
 
-from tts_kit.text import en_letters, en_places
+from tts_kit.text import en_dates, en_forms, en_letters, en_places, tables
 from tts_kit.text import numbers as nw
 from tts_kit.text.charset import make_cleanup
 from tts_kit.text.common import Reading, Rule, Step, make_numeric, trie_alt
 from tts_kit.text.common import grammar as g
-from tts_kit.text.en_dates import DAY_MONTH, MONTH, MONTH_DATE, day_month, month_date
-from tts_kit.text.en_forms import TIMESTAMP, feet, forms, fraction_words, mixed_words
 from tts_kit.text.lexicon import Lexicon
 from tts_kit.text.tables import CURRENCIES, EN_YEAR_CONTEXT, PER, UNITS, Currency
-
-_SCALE_WORDS = "thousand|million|billion|trillion"
 
 # Structured forms first, then one number and what it measures (`m.lastgroup`; ``qn``).
 NUMERIC = g.numeric(
@@ -73,8 +61,8 @@ NUMERIC = g.numeric(
         rf"(?:(?P<rpct>\s?%)|{g.unit('r')})?)",
         g.MAGNITUDE,
         r"(?P<percent>\s?%)",
-        rf"(?P<scale>\s(?P<sw>{_SCALE_WORDS})\s(?P<su>{g.UNITS_SPACED})(?![A-Za-z0-9])"
-        rf"{g.per('s')}?)",
+        r"(?P<scale>\s(?P<sw>thousand|million|billion|trillion)"
+        rf"\s(?P<su>{g.UNITS_SPACED})(?![A-Za-z0-9]){g.per('s')}?)",
         rf"(?P<unit>{g.unit('u')}{g.per('u')}?)",
         g.ORDINAL,
         g.AMPM_TAIL,
@@ -85,7 +73,8 @@ NUMERIC = g.numeric(
     ],
 )
 _YEAR_BEFORE = re.compile(
-    r"(?:(?:(?<![A-Za-z])" + trie_alt(EN_YEAR_CONTEXT) + r"|" + MONTH + r"\.?,?|Q[1-4])\s|FY)$"
+    r"(?:(?:(?<![A-Za-z])" + trie_alt(EN_YEAR_CONTEXT) + r"|" + en_dates.MONTH
+    + r"\.?,?|Q[1-4])\s|FY)$"
 )
 #: "the 2024 Olympics": a year before a name; "the 2000 items" stays a number.
 _THE_BEFORE = re.compile(r"(?<![A-Za-z])[Tt]he\s$")
@@ -104,11 +93,7 @@ _YEAR_AFTER = re.compile(r"\s?(?:AD|BCE?|CE|A\.D|B\.C(?:\.E)?|C\.E)(?![A-Za-z])"
 # -- readings ---------------------------------------------------------------------------
 
 
-_SIGNS = {"-": "minus ", "+": "plus "}
-
-
-def _sign_word(sign: str | None) -> str:
-    return _SIGNS.get(sign or "", "")
+_SIGNS = {"-": "minus ", "+": "plus ", None: ""}
 
 
 def _is_year(n: int) -> bool:
@@ -118,27 +103,17 @@ def _is_year(n: int) -> bool:
 def _with_unit(num: str, unit: str, sign: str | None = None) -> str:
     u = UNITS[unit]
     word = u.en if num in ("1", "-1", "+1") else u.en_plural
-    return f"{_sign_word(sign)}{nw.en_number(num)} {word}"
-
-
-_MAGNITUDE_WORDS = {"K": "thousand", "k": "thousand", "M": "million", "mn": "million",
-                    "m": "million", "B": "billion", "bn": "billion", "b": "billion",
-                    "tn": "trillion"}
+    return f"{_SIGNS[sign]}{nw.en_number(num)} {word}"
 
 
 def _money(amount: str, cur: Currency, mag: str | None) -> str:
     if mag:
-        word = _MAGNITUDE_WORDS.get(mag, mag)
-        return f"{nw.en_number(amount)} {word} {cur.en_plural}"
+        return f"{nw.en_number(amount)} {tables.MAGNITUDE_WORDS[mag]} {cur.en_plural}"
     whole, _, frac = amount.replace(",", "").partition(".")
     if frac and cur.en_minor and len(frac.rstrip("0")) <= 2:  # $20.500: twenty dollars fifty
-        cents = int(frac[:2].ljust(2, "0"))
-        major = int(whole or 0)
-        parts = []
-        if major:
-            parts.append(nw.en_count(major, cur.en, cur.en_plural))
-        if cents:
-            parts.append(nw.en_count(cents, cur.en_minor, cur.en_minor_plural))
+        amounts = ((int(whole or 0), cur.en, cur.en_plural),
+                   (int(frac[:2].ljust(2, "0")), cur.en_minor, cur.en_minor_plural))
+        parts = [nw.en_count(n, one, many) for n, one, many in amounts if n]
         return " and ".join(parts) or f"zero {cur.en_plural}"
     value = Decimal(amount.replace(",", ""))
     return f"{nw.en_number(amount)} {cur.en if value == 1 else cur.en_plural}"
@@ -226,7 +201,7 @@ def _mixed(m: re.Match[str]) -> str:
     a, b = int(m["mn"]), int(m["md"])
     if a == 0 or b < 2:
         return _plain(m.group(0)).replace("/", " over ")
-    return mixed_words(m["mw"], a, b)
+    return en_forms.mixed_words(m["mw"], a, b)
 
 
 def _phone(m: re.Match[str]) -> str:
@@ -243,7 +218,7 @@ def _currency_post(m: re.Match[str]) -> str:
     if m["csym2"] == "¢":
         return _signed(m) + (" cent" if m["qn"] == "1" else " cents")
     kept, sign = g.lead(m)
-    return kept + _sign_word(sign) + _money(m["qn"], CURRENCIES[m["csym2"]], None)
+    return kept + _SIGNS[sign] + _money(m["qn"], CURRENCIES[m["csym2"]], None)
 
 
 def _noon(m: re.Match[str]) -> str:
@@ -258,12 +233,6 @@ def _quarter(m: re.Match[str]) -> str:
     yy = m["qy"]
     year = nw.en_year(int(yy) if len(yy) == 4 else 2000 + int(yy))
     return f"the {nw.en_ordinal(int(m['qq']))} quarter of {year}"
-
-
-def _groups(m: re.Match[str]) -> str:
-    """22-95-81 -> twenty-two ninety-five eighty-one (a leading zero: digit by digit)."""
-    return " ".join(nw.en_number(p) if p[0] != "0" or p == "0" else nw.en_digits(p)
-                    for p in m.group(0).split("-"))
 
 
 def _decade(m: re.Match[str]) -> str:
@@ -282,7 +251,7 @@ def _range(m: re.Match[str]) -> str:
             return f"{kept}{nw.en_year(int(a))} to {nw.en_year(int(b))}"
         if len(b) == 2 and b.isdigit() and int(b) > int(a[2:]):  # 1960-80
             return f"{kept}{nw.en_year(int(a))} to {nw.en_cardinal(int(b))}"
-    first = kept + _sign_word(sign) + nw.en_number(a)
+    first = kept + _SIGNS[sign] + nw.en_number(a)
     if m["rpa"]:
         first += " percent"  # 2%-10%
     elif m["rsep"] == "-" and not tail and "=" in m.string[m.end() : m.end() + 24]:
@@ -300,18 +269,15 @@ def _range(m: re.Match[str]) -> str:
 def _signed(m: re.Match[str]) -> str:
     """The number ``qn`` with what was kept before it and its sign (-5: minus five)."""
     kept, sign = g.lead(m)
-    return kept + _sign_word(sign) + nw.en_number(m["qn"])
+    return kept + _SIGNS[sign] + nw.en_number(m["qn"])
 
 
 #: Words before "80s" that make it a decade or an age, not eighty seconds.
 _DECADE_BEFORE = re.compile(
     r"(?<![A-Za-z])(?:[Tt]he|late|early|mid|his|her|their|my|your|our|its) $")
-#: "a" or "an" right before a measure, and a lower-case word right after it.
-_ATTRIBUTIVE = re.compile(r"(?<![A-Za-z])[Aa]n? $")
 #: A hyphen and a letter glued after a fraction, or a letter and a hyphen before it: a code.
 _CODE_GLUE = re.compile(r"-[A-Za-z]")
 _CODE_GLUE_BEFORE = re.compile(r"[A-Za-z]-$")
-_WORD_NEXT = re.compile(r" [a-z]")
 
 
 def _unit_h(m: re.Match[str]) -> str:
@@ -320,10 +286,10 @@ def _unit_h(m: re.Match[str]) -> str:
     if unit == "s" and not sign and num in ("20", "30", "40", "50", "60", "70", "80", "90"):
         if _DECADE_BEFORE.search(m.string, max(0, m.start() - 8), m.start()):
             return nw.en_decade(int(num))  # the 80s, the late 80s, in his 30s
-    if _ATTRIBUTIVE.search(m.string, max(0, m.start() - 4), m.start()) and \
-            _WORD_NEXT.match(m.string, m.end()) and not m["uper"]:
+    if en_forms.A_BEFORE.search(m.string, max(0, m.start() - 4), m.start()) and \
+            en_forms.WORD_NEXT.match(m.string, m.end()) and not m["uper"]:
         # "a 3 m2 room", "a 5 kg bag": the measure describes the noun, singular.
-        return kept + _sign_word(sign) + nw.en_number(num) + " " + UNITS[unit].en
+        return kept + _SIGNS[sign] + nw.en_number(num) + " " + UNITS[unit].en
     words = kept + _with_unit(num, unit, sign)
     return _per(words, m["uper"]) if m["uper"] else words
 
@@ -338,8 +304,8 @@ def _ordinal(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
     n = m["qn"].replace(",", "")  # 1,000,000th: one millionth
     if not (n.isdigit() and len(n) <= nw.EN_MAX_DIGITS):
-        return kept + _sign_word(sign) + nw.en_number(m["qn"]) + " " + m.group(0)[-2:]
-    return kept + _sign_word(sign) + nw.en_ordinal(int(n))
+        return kept + _SIGNS[sign] + nw.en_number(m["qn"]) + " " + m.group(0)[-2:]
+    return kept + _SIGNS[sign] + nw.en_ordinal(int(n))
 
 
 def _times(m: re.Match[str]) -> str:
@@ -366,19 +332,19 @@ def _root(m: re.Match[str]) -> str:
 
 def _fraction(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
-    kept += _sign_word(sign)
+    kept += _SIGNS[sign]
     num, den = m["qn"], m["fb"]
     if not g.is_int(num) or int(den) == 0:
         return f"{kept}{nw.en_number(num)} over {nw.en_number(den)}"
     a, b = g.to_int(num), int(den)
     dated = _ON.search(m.string, max(0, m.start() - 6), m.start()) and not m["fsp"]
     if (1 <= a < b <= 10 and not dated) or (m["fo"] and b > 1):  # 3/4, 1/32nd; on 3/5
-        return kept + fraction_words(a, b)
+        return kept + en_forms.fraction_words(a, b)
     if len(num) == 4 and _is_year(a) and b == (a + 1) % 100:  # 2019/20: a season
         return f"{kept}{nw.en_year(a)}-{nw.en_cardinal(b)}"
     if a == b and not m["fsp"]:
         return f"{kept}{nw.en_number(num)}-{nw.en_number(den)}"  # 50/50: fifty-fifty
-    attributive = _ATTRIBUTIVE.search(m.string, max(0, m.start() - 4), m.start())
+    attributive = en_forms.A_BEFORE.search(m.string, max(0, m.start() - 4), m.start())
     if not sign and not m["fsp"] and 1 <= a <= 12 and 1 <= b <= 31 and not attributive:
         return Reading(kept + _date_words(None, a, b), "date")
     if len(num) == 2 and 1 <= a <= 12 and len(den) == 4 and _is_year(b) and not sign:
@@ -390,7 +356,7 @@ def _fraction(m: re.Match[str]) -> str:
     if a + b == 100 and a % 5 == 0 and not m["fsp"]:
         return Reading(f"{kept}{nw.en_cardinal(a)}-{nw.en_cardinal(b)}", "split")  # 80/20
     if 1 <= a < b or (2 <= b <= 10 and a > b and not m["fsp"]):  # 31/32, 1/2007, 22/3
-        return kept + fraction_words(a, b)
+        return kept + en_forms.fraction_words(a, b)
     return f"{kept}{nw.en_number(num)} over {nw.en_number(den)}"
 
 
@@ -410,7 +376,7 @@ def _number(m: re.Match[str]) -> str:
     if not sign and len(num) in (3, 4) and num.isdigit() and _CODE_BEFORE.search(
             m.string, max(0, m.start() - 7), m.start()):
         return Reading(en_places.house_number(num), "code")  # RTX 4090: a model number, in pairs
-    return kept + _sign_word(sign) + nw.en_number(num)
+    return kept + _SIGNS[sign] + nw.en_number(num)
 
 
 _plain = g.plain_reader(nw.en_digits, _number)
@@ -423,12 +389,13 @@ _HANDLERS = {
     "middot": lambda m: f"{nw.en_number(m['mda'])} {nw.en_number(m['mdb'])}",
     "scale": _scale, "phone": _phone, "decade": _decade, "quarter": _quarter, "noon": _noon,
     # Digits glued to letters, as model numbers are said: A320 -> A three twenty.
-    "code": lambda m: en_places.house_number(m.group(0)), "groups": _groups, "feet": feet,
+    "code": lambda m: en_places.house_number(m.group(0)),
+    "feet": en_forms.feet,
     "number_sign": lambda m: "number " + nw.en_number(m["hn"]),
     "approx": lambda m: "about " + nw.en_number(m["tn"]),
     "currency_post": _currency_post,
     "range": _range, "percent": lambda m: _signed(m) + " percent", "unit": _unit_h,
-    "magnitude": lambda m: _signed(m) + " " + _MAGNITUDE_WORDS[m["mg"]],
+    "magnitude": lambda m: _signed(m) + " " + tables.MAGNITUDE_WORDS[m["mg"]],
     "ordinal": _ordinal, "times": _times,
     "fraction": _fraction, "root": _root, "qn": _number,
     "bare_per": lambda m: g.lead(m)[0] + _per(nw.en_number(m["qn"]), m["bper"]),
@@ -438,9 +405,7 @@ _NAMES = {"qn": "number"}
 _numeric = make_numeric(_HANDLERS, _plain)
 
 _WEB_WORDS = g.WebWords(
-    {"://": " colon slash slash ", "/": " slash ", ".": " dot ", "@": " at ", "-": " dash ",
-     "_": " underscore ", ":": " colon ", "?": " question mark ", "=": " equals ",
-     "&": " ampersand ", "#": " hash ", "%": " percent ", "~": " tilde ", "+": " plus "},
+    tables.EN_WEB_SIGNS,
     lambda t: " ".join(t.upper()),
     nw.en_digits,
     {k: k for k in ("com", "org", "net", "gov", "info", "app", "dev")},
@@ -458,21 +423,21 @@ def rules(lexicon: Lexicon) -> list[Step]:
     return [
         Rule("web", g.WEB, g.web_repl(_WEB_WORDS, lambda t: t.lower() in lexicon.entries),
              by_group=True),
-        Rule("state", en_places.STATE, en_places.state, needs=", "),
+        en_places.STATE,
         lexicon.apply,
-        Rule("vanity", en_places.VANITY, en_places.vanity, needs="1-8"),
-        TIMESTAMP,
-        Rule("serial", en_letters.SERIAL, en_letters.serial),
-        forms,
-        Rule("abbreviation", en_letters.ABBREVIATION, en_letters.abbreviation),
-        Rule("date", MONTH_DATE, month_date),
-        Rule("day_month", DAY_MONTH, day_month),
-        Rule("street", en_places.STREET, en_places.street),
-        Rule("unit_no", en_places.UNIT_NO, en_places.unit_no),
-        Rule("slash", en_letters.SLASH, en_letters.slash, needs="/"),
+        en_places.VANITY,
+        en_forms.TIMESTAMP,
+        en_letters.SERIAL,
+        en_forms.forms,
+        en_letters.ABBREVIATION,
+        en_dates.MONTH_DATE,
+        en_dates.DAY_MONTH,
+        en_places.STREET,
+        en_places.UNIT_NO,
+        en_letters.SLASH,
         Rule("number", NUMERIC, _numeric, by_group=True, aliases=_NAMES),
-        Rule("roman", en_letters.ROMAN, en_letters.roman),
+        en_letters.ROMAN,
         en_letters.acronyms,
-        Rule("symbol", en_letters.SYMBOL, en_letters.symbol),
+        en_letters.SYMBOL,
         make_cleanup("en"),
     ]

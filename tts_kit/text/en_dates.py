@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from tts_kit.text import numbers as nw
-from tts_kit.text.common import trie_alt
+from tts_kit.text.common import SENTENCE_NEXT, Rule, trie_alt
 
 #: Month names and their abbreviations (Jan, Sept) -> the full name.
 MONTH_NAMES = {**{name: name for name in nw.EN_MONTHS[1:]},
@@ -24,7 +24,7 @@ MONTHS_ANY = {
 }
 MONTH = trie_alt(MONTHS_ANY)
 
-MONTH_DATE = re.compile(
+_MONTH_DATE = re.compile(
     r"(?:(?=[JFMASONDjfmasond])(?<![A-Za-z])|(?=\d))(?:"
     rf"(?P<md>(?<![A-Za-z])(?P<mon>{MONTH})(?:\.?\s|-)(?P<day>\d{{1,2}})(?:st|nd|rd|th)?"
     r"(?![\d:])(?:(?:,?\s|-)(?P<yr>\d{4})(?!\d))?)"
@@ -36,13 +36,7 @@ MONTH_DATE = re.compile(
 )
 
 
-def month_date(m: re.Match[str]) -> str:
-    """The reading of a `MONTH_DATE` match.
-
-    Example:
-        >>> MONTH_DATE.sub(month_date, "2 June 2026")
-        'the second of June, twenty twenty-six'
-    """
+def _month_date(m: re.Match[str]) -> str:
     if m["my"]:
         return f"{MONTHS_ANY[m['mon3']]} {nw.en_year(int(m['yr3']))}"
     day, yr = int(m["day"] or m["day2"]), m["yr"] or m["yr2"]
@@ -58,6 +52,10 @@ def month_date(m: re.Match[str]) -> str:
     return f"{words}, {nw.en_year(int(yr))}" if yr else words
 
 
+#: 2 June 2026 -> the second of June, twenty twenty-six.
+MONTH_DATE = Rule("date", _MONTH_DATE, _month_date)
+
+
 #: Weekday abbreviations and the day they name.
 WEEKDAYS = {"Mon": "Monday", "Tue": "Tuesday", "Tues": "Tuesday", "Wed": "Wednesday",
             "Thu": "Thursday", "Thur": "Thursday", "Thurs": "Thursday", "Fri": "Friday",
@@ -70,13 +68,12 @@ _ANY_CASE = {**_NAMES, **{k.upper(): v for k, v in _NAMES.items()},
              **{k.lower(): v for k, v in _NAMES.items()}}
 _ABBR = trie_alt(_ANY_CASE)
 #: One abbreviation (``a``), or two joined by a dash (``a``-``b``: Mon-Fri, Jan-Mar).
-DAY_MONTH = re.compile(
+_DAY_MONTH = re.compile(
     r"(?=[A-Za-z])(?<![A-Za-z'])"
     rf"(?P<a>{_ABBR})(?P<dot>\.)?(?:\s?[-–~]\s?(?P<b>{_ABBR})(?P<dot2>\.)?)?(?![A-Za-z'])"
 )
 #: Words after which a capitalised Wed, Sat or Sun is a day (on Sat., every Sun).
 _DAY_BEFORE = re.compile(r"(?<![A-Za-z])(?:[Oo]n|every|next|last|this|each|until|by|till) $")
-_SENTENCE_END = re.compile(r"\s*(?:$|[A-Z\"'(])")
 #: What makes an ambiguous abbreviation a date: a digit, a month or day name next (also
 #: as `MONTH_DATE` wrote it: "the third of March").
 _DATE_NEXT = re.compile(
@@ -84,17 +81,12 @@ _DATE_NEXT = re.compile(
     + r")(?![A-Za-z])|the [a-z-]+ of [A-Z])")
 
 
-def day_month(m: re.Match[str]) -> str:
+def _day_month(m: re.Match[str]) -> str:
     """A weekday or month abbreviation in full: Thu -> Thursday, Mon-Fri -> Monday to
-    Friday; a word first (Sat down, may, the Sun) is left alone.
-
-    Example:
-        >>> DAY_MONTH.sub(day_month, "Open Mon-Fri, closed Sun. 3")
-        'Open Monday to Friday, closed Sunday 3'
-    """
+    Friday; a word first (Sat down, may, the Sun) is left alone."""
     a, b = m["a"], m["b"]
     if b:
-        end = "." if m["dot2"] and _SENTENCE_END.match(m.string, m.end()) else ""
+        end = "." if m["dot2"] and SENTENCE_NEXT.match(m.string, m.end()) else ""
         return f"{_ANY_CASE[a]} to {_ANY_CASE[b]}{end}"
     key = a[:1].upper() + a[1:].lower()
     if a.islower() and key in _AMBIGUOUS:
@@ -106,5 +98,8 @@ def day_month(m: re.Match[str]) -> str:
         if not (day_word or _DATE_NEXT.match(m.string, m.end())):
             return m.group(0)
     # "on Thu." ends the sentence: the period stays; "Thu. 12 Dec" loses it.
-    end = "." if m["dot"] and _SENTENCE_END.match(m.string, m.end()) else ""
+    end = "." if m["dot"] and SENTENCE_NEXT.match(m.string, m.end()) else ""
     return _ANY_CASE[a] + end
+
+
+DAY_MONTH = Rule("day_month", _DAY_MONTH, _day_month)

@@ -1,20 +1,13 @@
 """English forms read before the number rule, each its own traced rule run by `forms`:
-timestamps, ZIP+4 codes, hyphen- and slash-joined codes, digits after a code word (PIN),
-powers, scientific notation, 24-hour times, ratings, durations, time zones, dimensions,
-Windows paths.
-
-Example:
-    >>> from tts_kit.text import normalize
-    >>> normalize("PIN 0417, ZIP 60601-4521", "en")
-    'pin zero four one seven, Z I P six zero six zero one dash four five two one'
-"""
+timestamps, ZIP+4 and other codes, powers, scientific notation, 24-hour times, ratings,
+durations, time zones, dimensions, Windows paths."""
 
 from __future__ import annotations
 
 import re
 
 from tts_kit.text import numbers as nw
-from tts_kit.text.common import Rule, Step, Steps
+from tts_kit.text.common import SENTENCE_NEXT, Rule, Step, Steps
 from tts_kit.text.common import grammar as g
 from tts_kit.text.en_places import EN_TIME_ZONES
 from tts_kit.text.tables import PER, UNITS
@@ -70,9 +63,9 @@ DIMENSION = re.compile(
     rf"(?<![\w.,/])(?:(?P<a>{_N})\s?[x×]\s?(?P<b>{_N})(?:\s?[x×]\s?(?P<c>{_N}))?"
     r"|(?P<mw>\d{1,3})\s(?P<mn>\d{1,2})/(?P<md>\d{1,2}))" + g.unit("d") + g.per("d") + "?"
 )
-_SENTENCE_END = re.compile(r"\s*(?:$|[A-Z\"'(])")
-_A_BEFORE = re.compile(r"(?<![A-Za-z])[Aa]n? $")
-_WORD_NEXT = re.compile(r" [a-z]")
+#: "a" or "an" right before a measure, and a lower-case word right after it (a 5 kg bag).
+A_BEFORE = re.compile(r"(?<![A-Za-z])[Aa]n? $")
+WORD_NEXT = re.compile(r" [a-z]")
 _RATED = re.compile(r"(?<![A-Za-z])(?:[Rr]ated|[Ss]cored|[Rr]ating:?|[Ss]core:?)(?: it)? $")
 _AT = re.compile(r"(?<![A-Za-z])(?:[Aa]t|by|until|till|from|before|after|since|to) $")
 _HALF_QUARTER = {2: ("half", "halves"), 4: ("quarter", "quarters")}
@@ -150,15 +143,15 @@ def _zone(m: re.Match[str]) -> str:
     z = m["z"].replace(".", "")
     if z.isupper() and m["sp"] and not m["zd"]:
         return m.group(0)  # 5 p.m. EST: already as the clock rule reads it
-    end = m["zd"] if m["zd"] and _SENTENCE_END.match(m.string, m.end()) else ""
+    end = m["zd"] if m["zd"] and SENTENCE_NEXT.match(m.string, m.end()) else ""
     return f"{m['ap']} {z.upper()}{end}"
 
 
 def _dimension(m: re.Match[str]) -> str:
     u = UNITS[m["du1"] or m["du2"]]
     # "a 4x6 ft sheet": a measure before its noun is singular, as is one unit.
-    one = (_A_BEFORE.search(m.string, max(0, m.start() - 4), m.start())
-           and _WORD_NEXT.match(m.string, m.end()) and not m["dper"])
+    one = (A_BEFORE.search(m.string, max(0, m.start() - 4), m.start())
+           and WORD_NEXT.match(m.string, m.end()) and not m["dper"])
     if m["mw"]:
         a, b = int(m["mn"]), int(m["md"])
         if a == 0 or b < 2:
@@ -170,10 +163,6 @@ def _dimension(m: re.Match[str]) -> str:
         words = " by ".join(nw.en_number(n) for n in nums)
     words += " " + (u.en if one else u.en_plural)
     return f"{words} per {PER[m['dper']][0]}" if m["dper"] else words
-
-
-def _power(m: re.Match[str]) -> str:
-    return " squared" if m["pw"] == "2" else " cubed"
 
 
 def _scientific(m: re.Match[str]) -> str:
@@ -255,7 +244,7 @@ _RULES: list[Step] = [
     Rule("slashes", SLASHES, _slashes, needs="/"),
     Rule("over", OVER, _over, needs="/"),
     _gated("(?i)" + "|".join(_CODE_WORDS), Rule("digit_code", DIGIT_CODE, _digit_code)),
-    Rule("power", POWER, _power, needs="^"),
+    Rule("power", POWER, lambda m: " squared" if m["pw"] == "2" else " cubed", needs="^"),
     _gated(r"\d[eE]", Rule("scientific", SCIENTIFIC, _scientific)),
     _gated(r"\d ?h(?:ou)?rs", Rule("military", MILITARY, _military)),
     _gated(r"\d ?f(?:ee|oo)?t \d", Rule("feet", FEET, feet)),

@@ -7,20 +7,19 @@ import re
 import unicodedata
 
 from tts_kit.text import numbers as nw
-from tts_kit.text.common import Rule, Steps, roman_value, trie_alt
+from tts_kit.text.common import SENTENCE_NEXT, Rule, Steps, roman_value, trie_alt
 from tts_kit.text.en_dates import MONTH_NAMES
 from tts_kit.text.en_places import EN_TIME_ZONES
-from tts_kit.text.tables import EN_ABBREVIATIONS, EN_WORDS
+from tts_kit.text.tables import EN_ABBREVIATIONS, EN_SIGNS, EN_WORDS
 
 _ABBR = {written: (spoken, ends) for written, spoken, ends in EN_ABBREVIATIONS}
 _ABBR.update({f"{short}.": (full, False) for short, full in MONTH_NAMES.items()
               if short != full})
-ABBREVIATION = re.compile(
+_ABBREVIATION = re.compile(
     "(?=[" + "".join(sorted({w[0] for w in _ABBR} | set("DSNnw"))) + "])"
     r"(?<![A-Za-z.])(?:(?P<ab>" + trie_alt(_ABBR) + r")|(?P<dr>Dr\.|St\.)"
     r"|(?P<no>No\.|no\.)(?=\s?\d)|(?P<wo>w/o)(?![A-Za-z])|(?P<w>w/)(?=\s))"
 )
-_SENTENCE_NEXT = re.compile(r"\s*(?:$|[A-Z\"'(])")
 _ZONE_NEXT = re.compile(r" (?:" + trie_alt(EN_TIME_ZONES) + r")\b")  # 5 p.m. EST
 _NAME_NEXT = re.compile(r" ([A-Z][A-Za-z']*)")
 #: Capitalised words that start sentences rather than name people.
@@ -30,13 +29,7 @@ _SENTENCE_STARTERS = frozenset(EN_WORDS["sentence_starter"])
 _AFTER_NUMBER = {"pp.": "percentage points", "min.": "minutes"}
 
 
-def abbreviation(m: re.Match[str]) -> str:
-    """The reading of an `ABBREVIATION` match.
-
-    Example:
-        >>> ABBREVIATION.sub(abbreviation, "Dr. Kim on Elm St.")
-        'Doctor Kim on Elm Street.'
-    """
+def _abbreviation(m: re.Match[str]) -> str:
     s, b = m.string, m.end()
     if m["ab"]:
         spoken, ends = _ABBR[m["ab"]]
@@ -49,22 +42,20 @@ def abbreviation(m: re.Match[str]) -> str:
         before_name = bool(nxt) and nxt.group(1) not in _SENTENCE_STARTERS
         title, place = ("Doctor", "Drive") if m["dr"] == "Dr." else ("Saint", "Street")
         spoken, ends = (title, False) if before_name else (place, True)
-    elif m["no"]:
-        return "number"
-    elif m["wo"]:
-        return "without"
-    else:
-        return "with"
+    else:  # No. 5, w/o, w/
+        return {"w/o": "without", "w/": "with"}.get(m.group(0), "number")
     # "etc. Then": the period was also the sentence's end; keep it ("p.m. EST": not).
-    if ends and _SENTENCE_NEXT.match(s, b) and not _ZONE_NEXT.match(s, b):
+    if ends and SENTENCE_NEXT.match(s, b) and not _ZONE_NEXT.match(s, b):
         return spoken + "."
     return spoken
 
 
-ACRONYM = re.compile(
+#: Dr. Kim on Elm St. -> Doctor Kim on Elm Street.
+ABBREVIATION = Rule("abbreviation", _ABBREVIATION, _abbreviation)
+_ACRONYM = re.compile(
     r"(?=[A-Z])(?<![A-Za-z'])(?:(?P<a>[A-Z]{2,})(?P<s>'?s)?(?![A-Za-z])|(?P<dot>(?:[A-Z]\.){2,}))"
 )
-_ROMAN = re.compile(r"X{0,3}(?:IX|IV|V?I{0,3})")
+_SMALL_ROMAN = re.compile(r"X{0,3}(?:IX|IV|V?I{0,3})")
 _CAPITALISED_BEFORE = re.compile(r"[A-Z][a-z]+ $")
 _CAPITAL = re.compile("[A-Z]")
 _CAPS_WORD = re.compile(r"\b[A-Z]{2,}\b")
@@ -77,7 +68,7 @@ _HEADINGS = EN_WORDS["heading"]
 #: Given names of rulers and popes: a Roman numeral after them is a regnal ordinal.
 _REGNAL = EN_WORDS["regnal"]
 _ROMAN_ANY = r"(?=[MDCLXVI])M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})"
-ROMAN = re.compile(
+_ROMAN_NUMERAL = re.compile(
     r"(?=[A-Z])(?<![A-Za-z'])(?:"
     rf"(?P<head>{trie_alt(_HEADINGS + [h.upper() for h in _HEADINGS])})\.?\s(?P<hr>{_ROMAN_ANY})"
     rf"|(?P<reg>{trie_alt(_REGNAL)})\s(?P<rr>{_ROMAN_ANY})"
@@ -87,14 +78,9 @@ ROMAN = re.compile(
 )
 
 
-def roman(m: re.Match[str]) -> str:
+def _roman(m: re.Match[str]) -> str:
     """Chapter IV -> Chapter four; Louis XIV -> Louis the fourteenth; XIX century ->
-    nineteenth century. "I" and "MIX" elsewhere are words, not numerals.
-
-    Example:
-        >>> ROMAN.sub(roman, "Louis XIV")
-        'Louis the fourteenth'
-    """
+    nineteenth century. "I" and "MIX" elsewhere are words, not numerals."""
     if m["head"]:
         if len(m["hr"]) == 1 and m["hr"] in "LCDM":
             return m.group(0)  # Appendix C, Part D: a letter
@@ -130,12 +116,15 @@ def _any_name(m: re.Match[str]) -> str:
     return f"{name} the {nw.en_ordinal(roman_value(num))}"
 
 
+ROMAN = Rule("roman", _ROMAN_NUMERAL, _roman)
+
+
 def _spell(m: re.Match[str], shouting: bool) -> str:
     if m["dot"]:
         letters = " ".join(m["dot"].replace(".", ""))
-        return letters + "." if _SENTENCE_NEXT.match(m.string, m.end()) else letters
+        return letters + "." if SENTENCE_NEXT.match(m.string, m.end()) else letters
     run, suffix = m["a"], m["s"] or ""
-    if (_ROMAN.fullmatch(run)
+    if (_SMALL_ROMAN.fullmatch(run)
             and _CAPITALISED_BEFORE.search(m.string, max(0, m.start() - 20), m.start())):
         return nw.en_cardinal(roman_value(run)) + suffix  # World War II, Rocky IV
     if shouting or run in _CAPS_WORDS or (len(run) >= 6 and _VOWELS.intersection(run)):
@@ -154,37 +143,21 @@ def acronyms(text: str, steps: Steps) -> str:
         return text
     caps = len(_CAPS_WORD.findall(text))
     shouting = caps >= 3 and caps * 2 > len(_WORD.findall(text))
-    return Rule("acronym", ACRONYM, functools.partial(_spell, shouting=shouting))(text, steps)
+    return Rule("acronym", _ACRONYM, functools.partial(_spell, shouting=shouting))(text, steps)
 
 
-SYMBOL = re.compile(r"[&+=@%×÷±°–—~#$€£¥₩^/\u2200-\u22ff\u27d5-\u27d7]")
-SYMBOL_WORDS = {
-    "&": " and ", "+": " plus ", "=": " equals ", "@": " at ", "%": " percent ",
-    "×": " times ", "÷": " divided by ", "±": " plus or minus ", "°": " degrees ",
-    "–": ", ", "—": ", ", "~": " ", "#": " hash ", "/": " slash ", "$": " dollar ", "€": " euro ",
-    "£": " pound ", "¥": " yen ", "₩": " won ", "^": " to the power of ",
-    **dict.fromkeys("≤≦", " less than or equal to "),
-    **dict.fromkeys("≥≧", " greater than or equal to "), "≠": " not equal to ",
-    "≈": " approximately equals ", **dict.fromkeys("∗∙⋅", " times "), "∕": " divided by ",
-    "⊆": " subset of or equal to ", "∑": " sum ", "∏": " product ", "∂": " partial ",
-    "∆": " delta ", "∇": " nabla ",
-    # Relational algebra's joins, as a database text says them (Unicode: "bowtie" ...).
-    "⋈": " natural join ", "⋉": " left semijoin ", "⋊": " right semijoin ",
-}
+_SYMBOL = re.compile(r"[&+=@%×÷±°–—~#$€£¥₩^/\u2200-\u22ff\u27d5-\u27d7]")
+#: Dashes are a pause (a comma), a tilde left between words nothing.
+_SYMBOL_WORDS = {**EN_SIGNS, "–": ", ", "—": ", ", "~": " "}
 
 #: A slash between two words (and/or, TCP/IP); not a unit's (5 km/h).
-SLASH = re.compile(r"(?<![\w/.-])[A-Za-z]+(?:/[A-Za-z]+)+(?![\w/])")
+_SLASH = re.compile(r"(?<![\w/.-])[A-Za-z]+(?:/[A-Za-z]+)+(?![\w/])")
 _NUMBER_BEFORE = re.compile(r"\d\s?$")
 
 
-def slash(m: re.Match[str]) -> str:
+def _slash(m: re.Match[str]) -> str:
     """"or" between lower-case words (on/off -> on or off; and/or -> and or), "slash"
-    otherwise (TCP/IP); a unit after a number (5 km/h) is left to the number rules.
-
-    Example:
-        >>> SLASH.sub(slash, "on/off and/or TCP/IP")
-        'on or off and or TCP slash IP'
-    """
+    otherwise (TCP/IP); a unit after a number (5 km/h) is left to the number rules."""
     if _NUMBER_BEFORE.search(m.string[max(0, m.start() - 2) : m.start()]):
         return m.group(0)
     words = m.group(0).split("/")
@@ -193,16 +166,14 @@ def slash(m: re.Match[str]) -> str:
     return " or ".join(words)
 
 
+SLASH = Rule("slash", _SLASH, _slash, needs="/")
+
+
 _CLOSED = re.compile(r"\w+#")
 
 
-def symbol(m: re.Match[str]) -> str:
-    """A sign no earlier rule read: $HOME -> dollar HOME, #tag -> hashtag tag.
-
-    Example:
-        >>> SYMBOL.sub(symbol, "x≤2 #tts")
-        'x less than or equal to 2  hashtag tts'
-    """
+def _symbol(m: re.Match[str]) -> str:
+    """A sign no earlier rule read: $HOME -> dollar HOME, #tag -> hashtag tag."""
     ch, s, i = m.group(0), m.string, m.start()
     if ch == "#" and s[i + 1 : i + 2].isalpha():
         tag = not (i and s[i - 1].isalnum()) and _CLOSED.match(s, i + 1) is None
@@ -213,24 +184,24 @@ def symbol(m: re.Match[str]) -> str:
                             or s[i - 1] + s[i + 1 : i + 2] == "  "):
         return " "  # 2 vCPU/2 GB, 1 vCPU / 1 GB (the numbers read by now): a pause
     # Any other mathematical operator (U+2200-U+22FF) by its Unicode name: never dropped.
-    return SYMBOL_WORDS.get(ch) or f" {unicodedata.name(ch, '').lower()} "
+    return _SYMBOL_WORDS.get(ch) or f" {unicodedata.name(ch, '').lower()} "
+
+
+SYMBOL = Rule("symbol", _SYMBOL, _symbol)
 
 
 #: Serial and part numbers: capitals and digits in groups joined by hyphens, with both
 #: letters and digits and at least six of them (SN-4471-XK2, AB12-C34): every character
 #: said, hyphens as "dash".
-SERIAL = re.compile(
+_SERIAL = re.compile(
     r"(?=[A-Z0-9])(?<![\w-])(?=[A-Z0-9-]*[A-Z])(?=[A-Z0-9-]*\d)"
     r"(?=(?:-?[A-Z0-9]){6})[A-Z0-9]+(?:-[A-Z0-9]+)+(?![\w-])"
 )
 
 
-def serial(m: re.Match[str]) -> str:
-    """A serial number, character by character.
-
-    Example:
-        >>> SERIAL.sub(serial, "SN-4471")
-        'S N dash four four seven one'
-    """
+def _serial(m: re.Match[str]) -> str:
     return " dash ".join(" ".join(nw.EN_DIGITS[int(c)] if c.isdigit() else c for c in part)
                          for part in m.group(0).split("-"))
+
+
+SERIAL = Rule("serial", _SERIAL, _serial)

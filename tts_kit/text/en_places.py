@@ -1,19 +1,12 @@
 """English addresses: house and room numbers said in pairs (1428 -> fourteen twenty-eight),
-street words, directions and states in full, ZIP codes digit by digit, vanity numbers.
-
-Example:
-    >>> STREET.sub(street, "2450 N Oak Ave")
-    'twenty-four fifty North Oak Avenue'
-    >>> STATE.sub(state, "Austin, TX 78701")
-    'Austin, Texas seven eight seven zero one'
-"""
+street words, directions and states in full, ZIP codes digit by digit, vanity numbers."""
 
 from __future__ import annotations
 
 import re
 
 from tts_kit.text import numbers as nw
-from tts_kit.text.common import trie_alt
+from tts_kit.text.common import Rule, trie_alt
 from tts_kit.text.tables import read_table
 
 _PLACES = read_table("en_places", 3)
@@ -26,7 +19,7 @@ _DIRECTIONS = {"N": "North", "S": "South", "E": "East", "W": "West", "NE": "Nort
                "NW": "Northwest", "SE": "Southeast", "SW": "Southwest"}
 #: A house number, a direction, one to three name words (capitalised, or 1st ... 99th)
 #: and a street word (St, Ave, hwy ...; any case).
-STREET = re.compile(
+_STREET = re.compile(
     r"(?=[1-9])(?<![\w,.$])(?P<n>[1-9]\d{0,4})(?P<l>[A-Z])?\s(?:(?P<d>[NS][EW]|[NSEW])\.?\s)?"
     r"(?P<name>(?:(?:[A-Z][a-z]+|\d{1,3}(?:st|nd|rd|th))\s){1,3})"
     r"(?P<s>(?i:" + trie_alt(EN_STREET_WORDS) + r"))(?![A-Za-z])"
@@ -34,13 +27,13 @@ STREET = re.compile(
 )
 #: A state code after "Town, " (with its ZIP or ZIP+4 code); codes that are also words
 #: (OK, IN, OR ...) only with a ZIP code.
-STATE = re.compile(
+_STATE = re.compile(
     r", (?<=[a-z], )(?P<st>" + trie_alt(EN_STATES) + r")(?![A-Za-z])"
     r"(?:(?P<sep>,?\s)(?P<zip>\d{5}(?:-\d{4})?)(?![\d-]))?"
 )
 _STATE_WORDS = frozenset("OK IN OR ME HI OH ID AL LA MA PA DE CO MO".split())
 #: Apt 4B, Suite 210, Room 1204: a unit of a building, its number said in pairs.
-UNIT_NO = re.compile(  # Box: PO Box 1234 -> Box twelve thirty-four
+_UNIT_NO = re.compile(  # Box: PO Box 1234 -> Box twelve thirty-four
     r"(?=[ABFRSU])(?<![\w-])(?P<w>Apt|Apartment|Suite|Ste|Unit|Room|Rm|Bldg|Building|Flat|Box)\.?"
     r"\s(?P<n>\d{1,5})(?P<l>[A-Z])?(?![\w,.]\w)"
 )
@@ -73,8 +66,7 @@ def _pair(two: str) -> str:
     return nw.en_cardinal(int(two))
 
 
-def street(m: re.Match[str]) -> str:
-    """The reading of a `STREET` match."""
+def _street(m: re.Match[str]) -> str:
     words = [house_number(m["n"])] + ([m["l"]] if m["l"] else [])
     if m["d"]:
         words.append(_DIRECTIONS[m["d"]])
@@ -84,8 +76,12 @@ def street(m: re.Match[str]) -> str:
     return " ".join(words + ([_DIRECTIONS[m["d2"]]] if m["d2"] else []))
 
 
-def state(m: re.Match[str]) -> str:
-    """The reading of a `STATE` match (left as written when the code may be a word)."""
+#: 2450 N Oak Ave -> twenty-four fifty North Oak Avenue.
+STREET = Rule("street", _STREET, _street)
+
+
+def _state(m: re.Match[str]) -> str:
+    """Left as written when the code may be a word."""
     if not m["zip"]:
         nxt = m.string[m.end() : m.end() + 2]
         if m["st"] in _STATE_WORDS or (nxt[:1].isalnum() or nxt[1:].isupper()):
@@ -95,18 +91,26 @@ def state(m: re.Match[str]) -> str:
     return f", {EN_STATES[m['st']]}{m['sep']}{zip_code}"
 
 
-def unit_no(m: re.Match[str]) -> str:
-    """The reading of a `UNIT_NO` match: Apt 4B -> Apartment four B."""
+#: Austin, TX 78701 -> Austin, Texas seven eight seven zero one.
+STATE = Rule("state", _STATE, _state, needs=", ")
+
+
+def _unit_no(m: re.Match[str]) -> str:
     words = f"{_UNIT_WORDS.get(m['w'], m['w'])} {house_number(m['n'])}"
     return f"{words} {m['l']}" if m["l"] else words
 
 
+#: Apt 4B -> Apartment four B.
+UNIT_NO = Rule("unit_no", _UNIT_NO, _unit_no)
 #: Toll-free numbers spelled with letters: 1-800-FLOWERS.
-VANITY = re.compile(r"(?=1)(?<![\w-])1-8(?P<toll>\d\d)-(?P<w>[A-Z]{2,}(?:-[A-Z]+)*)(?![\w-])")
+_VANITY = re.compile(r"(?=1)(?<![\w-])1-8(?P<toll>\d\d)-(?P<w>[A-Z]{2,}(?:-[A-Z]+)*)(?![\w-])")
 
 
-def vanity(m: re.Match[str]) -> str:
+def _vanity(m: re.Match[str]) -> str:
     """1-800-FLOWERS -> one eight hundred flowers; 1-888-GO-FEDEX -> one eight eight
     eight go fedex."""
     toll = "eight hundred" if m["toll"] == "00" else nw.en_digits("8" + m["toll"])
     return f"one {toll} {m['w'].replace('-', ' ').lower()}"
+
+
+VANITY = Rule("vanity", _VANITY, _vanity, needs="1-8")

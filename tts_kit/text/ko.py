@@ -1,16 +1,6 @@
-"""Korean rules: numbers with counters, dates, times, money, units, letters, symbols.
-
-Every rule that reads digits is one alternative of one regular expression (`NUMERIC`),
-most specific first, so a text is scanned once. Native numbers go before the counters that
-take them (3개 -> 세 개); codes and phone numbers are said digit by digit with 0 as 공.
-Letters, symbols, addresses and weekdays: `ko_words`. The golden table
-(tests/golden/text_ko.tsv) lists every reading.
-
-Example:
-    >>> from tts_kit.text import normalize
-    >>> normalize("2026년 8월 24일 10:30에 3명이 만나요", "ko")
-    '이천이십육 년 팔월 이십사 일 열 시 삼십 분에 세 명이 만나요'
-"""
+"""Korean rules for numbers: every rule that reads digits is one alternative of `NUMERIC`,
+most specific first, so a text is scanned once; native numbers go before the counters that
+take them (3개 -> 세 개). Letters, symbols and weekdays: `ko_words`."""
 
 from __future__ import annotations
 
@@ -112,11 +102,11 @@ def _with_counter(num: str, counter: str, sign: str | None = None) -> str:
         return nw.ko_month(v)
     if counter == "시" and integer and 13 <= v <= 24:
         return f"{nw.ko_sino(v)} 시"  # 24-hour clock: 십오 시 (tests/golden/README.md)
-    if kind == "ordinal" and integer and v >= 1:  # 189번째: 백팔십구 번째
-        return f"{nw.ko_sino(v) if v >= 100 else nw.ko_native_ordinal(v)} {counter}"
-    if kind == "nominal" and integer and v >= 1:
+    if kind == "ordinal" and integer and v >= 1:  # 첫 번째, 두 번째; 189번째: 백팔십구 번째
+        return f"{nw.ko_sino(v) if v >= 100 else '첫' if v == 1 else nw.ko_native(v)} {counter}"
+    if kind == "nominal" and integer and v >= 1:  # 첫째, 둘째 ... 열두째, 백한째
         head = nw.ko_sino(v - v % 100) if v >= 100 else ""
-        word = nw.ko_native_nominal_ordinal(v) if v < 100 else nw.ko_native(v % 100) or ""
+        word = nw.KO_NATIVE_NOMINAL[v] if v < 10 else nw.ko_native(v % 100) or ""
         return f"{head}{word}{counter}"
     if kind == "native" and integer and 1 <= v <= 99 and not (counter == "대" and v % 10 == 0):
         # 20대 is "the twenties" (이십 대); 3대 is three machines (세 대).
@@ -126,17 +116,14 @@ def _with_counter(num: str, counter: str, sign: str | None = None) -> str:
 
 def _signed(words: str, sign: str | None, degrees: bool) -> str:
     """``words`` after their sign's word: 영하 below zero degrees, else 마이너스, 플러스."""
-    return ("영하 " if sign == "-" and degrees else _sign_word(sign)) + words
+    return ("영하 " if sign == "-" and degrees else _SIGNS[sign]) + words
 
 
 def _with_unit(num: str, unit: str, sign: str | None = None, said: bool = False) -> str:
     """``said``: the prefix word (시속) is already written before the number."""
     u = UNITS[unit]
-    if u.ko_native and g.is_int(num) and 1 <= g.to_int(num) <= 99 and not sign:
-        words = nw.ko_native(g.to_int(num))
-    else:
-        words = _sino(num)
-    words = _signed(words, sign, unit in ("°C", "°F", "°"))
+    native = u.ko_native and not sign and g.is_int(num) and nw.ko_native(g.to_int(num))  # 1-99
+    words = _signed(native or _sino(num), sign, unit in ("°C", "°F", "°"))
     prefix = f"{u.ko_prefix} " if u.ko_prefix and not said else ""
     return f"{prefix}{words} {u.ko}" if u.ko else f"{prefix}{words}"
 
@@ -152,12 +139,8 @@ def _money(amount: str, cur: Currency, mag: str | None) -> str:
         return f"{_scaled(amount, mag)} {cur.ko}"
     whole, _, frac = amount.replace(",", "").partition(".")
     if frac and cur.ko_minor and len(frac) <= 2:
-        cents = int(frac.ljust(2, "0"))
-        major = int(whole or 0)
-        parts = [f"{nw.ko_sino(major)} {cur.ko}"] if major else []
-        if cents:
-            parts.append(f"{nw.ko_sino(cents)} {cur.ko_minor}")
-        return " ".join(parts) or f"영 {cur.ko}"
+        amounts = ((int(whole or 0), cur.ko), (int(frac.ljust(2, "0")), cur.ko_minor))
+        return " ".join(f"{nw.ko_sino(n)} {word}" for n, word in amounts if n) or f"영 {cur.ko}"
     return f"{_sino(amount)} {cur.ko}"
 
 
@@ -174,17 +157,13 @@ def _clock(h: int, mi: int, s: int | None, ap: str | None) -> str:
     return words
 
 
-_SIGNS = {"-": "마이너스 ", "+": "플러스 "}
-
-
-def _sign_word(sign: str | None) -> str:
-    return _SIGNS.get(sign or "", "")
+_SIGNS = {"-": "마이너스 ", "+": "플러스 ", None: ""}
 
 
 def _lead(m: re.Match[str]) -> str:
     """What is kept before the number alternative's number, and its sign's word."""
     kept, sign = g.lead(m)
-    return kept + _sign_word(sign)
+    return kept + _SIGNS[sign]
 
 
 # -- handlers, one per alternative of NUMERIC ---------------------------------------------
@@ -193,7 +172,9 @@ def _lead(m: re.Match[str]) -> str:
 def _date(m: re.Match[str]) -> str:
     y, mo, d = int(m["dy"]), int(m["dm"]), int(m["dd"])
     if not (1 <= mo <= 12 and 1 <= d <= 31):
-        return _version_like(m.group(0)) if m["ds"] == "." else _plain(m.group(0))
+        if m["ds"] == ".":  # 2024.13.45: a version
+            return " 점 ".join(nw.ko_number(p) for p in m.group(0).split(".") if p)
+        return _plain(m.group(0))
     return _date_words(y, mo, d)
 
 
@@ -216,15 +197,6 @@ def _phone(m: re.Match[str]) -> str:
     return f"{words} 내선 {nw.ko_digits(ext, phone=True)}" if ext else words
 
 
-def _groups(m: re.Match[str]) -> str:
-    """22-95-81 -> 이십이 구십오 팔십일; a group with a leading zero digit by digit."""
-    return " ".join(nw.ko_number(p) for p in m.group(0).split("-"))
-
-
-def _version_like(s: str) -> str:
-    return " 점 ".join(nw.ko_number(p) for p in s.split(".") if p)
-
-
 def _code_first(m: re.Match[str]) -> str:
     """USD 100 -> 백 달러; a currency word written after it is said once (KRW 5,000원)."""
     cur = CURRENCY_CODES[m["fcode"]]
@@ -242,7 +214,7 @@ def _range(m: re.Match[str]) -> str:
     a, b = m["qn"], m["rb"]
     if g.local_phone(m):
         return f"{nw.ko_digits(a, phone=True)} {nw.ko_digits(b, phone=True)}"
-    first = _sign_word(sign) + _sino(a)
+    first = _SIGNS[sign] + _sino(a)
     if m["rpct"] is not None:
         return f"{kept}{first}에서 {_percent(b, m['rpct'].strip())}"
     unit = m["ru1"] or m["ru2"]
@@ -288,14 +260,14 @@ def _ordinal(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
     n = m["qn"]
     if sign or not g.is_int(n) or g.to_int(n) == 0:
-        return kept + _sign_word(sign) + _sino(n) + " 번째"
+        return kept + _SIGNS[sign] + _sino(n) + " 번째"
     return kept + _with_counter(n, "번째")
 
 
 def _times(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
     if m["xb"]:
-        return f"{kept}{_sign_word(sign)}{_sino(m['qn'])} 곱하기 {_sino(m['xb'])}"
+        return f"{kept}{_SIGNS[sign]}{_sino(m['qn'])} 곱하기 {_sino(m['xb'])}"
     return kept + _with_counter(m["qn"], "배", sign)
 
 
@@ -311,9 +283,9 @@ def _counter_h(m: re.Match[str]) -> str:
     if je and not (m.start() > 0 and "가" <= m.string[m.start() - 1] <= "힣"):
         words = f"제{_sino(num)} {counter}"
     elif counter == "대" and not m["kn2"] and _SCORE_NEXT.match(m.string, m.end()):
-        words = f"{kept}{_sign_word(sign)}{_sino(num)} 대"  # a score: 3 대 1
+        words = f"{kept}{_SIGNS[sign]}{_sino(num)} 대"  # a score: 3 대 1
     elif counter == "번" and not m["kn2"] and _LABEL_NEXT.match(m.string, m.end()):
-        words = f"{kept}{_sign_word(sign)}{_sino(num)} 번"  # a label: 3번 출구
+        words = f"{kept}{_SIGNS[sign]}{_sino(num)} 번"  # a label: 3번 출구
     else:
         # A 제 that ends a word (문제3개) is not the ordinal prefix: kept as written.
         words = kept + _with_counter(num, counter, sign)
@@ -358,7 +330,7 @@ def _root(m: re.Match[str]) -> str:
 
 def _fraction(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
-    kept += _sign_word(sign)
+    kept += _SIGNS[sign]
     num = m["qn"]
     if not g.is_int(num):
         return f"{kept}{nw.ko_number(num)} 나누기 {nw.ko_number(m['fb'])}"
@@ -381,7 +353,7 @@ def _number(m: re.Match[str]) -> str:
     kept, sign = g.lead(m)
     if m["qn"] in _SERVICE_NUMBERS and not sign:
         return kept + nw.ko_digits(m["qn"], phone=True)
-    return kept + _sign_word(sign) + nw.ko_number(m["qn"])
+    return kept + _SIGNS[sign] + nw.ko_number(m["qn"])
 
 
 _plain = g.plain_reader(lambda d: nw.ko_digits(d, phone=True), _number)
@@ -389,7 +361,7 @@ _HANDLERS = {
     **g.handlers(g.Words(_plain, _clock, _money, _SIGNS, "에서 ", " 대 ", _per,
                          nw.ko_number, " 점 ", "버전 ")),
     "digits": lambda m: nw.ko_digits(m.group(0), phone=True),
-    "date": _date, "phone": _phone, "groups": _groups, "date_dmy": _date_dmy,
+    "date": _date, "phone": _phone, "date_dmy": _date_dmy,
     "middot": lambda m: nw.ko_digits(m["mda"] + m["mdb"]),  # 6·25: as these dates are named
     "paper": lambda m: tables.KO_LETTERS[m["pl"]] + _EN_DIGITS_KO[int(m["pn"])],
     "quarter": lambda m: _lead(m) + nw.ko_number(m["qn"]) + " 사분기",  # 1/4분기: 일 사분기
@@ -455,15 +427,8 @@ def rules(lexicon: Lexicon) -> list[Step]:
     return [
         Rule("web", g.WEB, g.web_repl(web, known), by_group=True),
         lexicon.apply,
-        Rule("weekday", ko_words.SHORT_DATE, ko_words.short_date),  # a date known by its weekday
-        Rule("weekday", ko_words.WEEKDAY_AFTER, lambda m: " " + ko_words.WEEKDAYS[m["wd"]]),
-        Rule("weekday_range", ko_words.WEEKDAY_RANGE, ko_words.weekday_range),
-        Rule("weekday", ko_words.WEEKDAY_LIST, ko_words.weekday_list),
-        Rule("spacing", ko_words.AND_BETWEEN_NUMBERS, lambda m: m.group(0) + " "),
-        Rule("ampm", ko_words.AMPM_BEFORE, ko_words.ampm_before),
-        Rule("letters", ko_words.LOWER_LETTERS, ko_words.spell_lower),
+        *ko_words.BEFORE_NUMBERS,
         numbers,
-        Rule("acronym", ko_words.ACRONYM, ko_words.acronym),
-        Rule("symbol", ko_words.SYMBOL, ko_words.symbol),
+        *ko_words.AFTER_NUMBERS,
         make_cleanup("ko"),
     ]

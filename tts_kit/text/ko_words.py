@@ -1,22 +1,20 @@
-"""Korean rules for what is not a number: Latin letters in Korean letter names (AWS ->
-에이더블유에스), symbols, addresses, weekdays, and `particle`, which chooses a particle again
-after a reading."""
+"""Korean rules for what is not a number (Latin letters as Korean letter names, symbols,
+addresses, weekdays) and `particle`, which chooses a particle again after a reading."""
 
 from __future__ import annotations
 
 import re
 
 from tts_kit.text import numbers as nw
+from tts_kit.text.common import Rule, Step
 from tts_kit.text.common import grammar as g
-from tts_kit.text.tables import CURRENCY_CODES, KO_LETTERS
+from tts_kit.text.tables import CURRENCY_CODES, KO_LETTERS, KO_SIGNS, KO_WEB_SIGNS
 
 WEEKDAYS = {day: day + "요일" for day in "월화수목금토일"}
-ACRONYM = re.compile(r"(?=[A-Z])(?<![A-Za-z])(?P<a>[A-Z]+)(?![A-Z])s?(?![A-Za-z])")
+_ACRONYM = re.compile(r"(?=[A-Z])(?<![A-Za-z])(?P<a>[A-Z]+)(?![A-Z])s?(?![A-Za-z])")
 _VOWELS = frozenset("AEIOU")
 WEB_WORDS = g.WebWords(
-    {"://": " 콜론 슬래시 슬래시 ", "/": " 슬래시 ", ".": " 닷 ", "@": " 앳 ", "-": " 하이픈 ",
-     "_": " 언더바 ", ":": " 콜론 ", "?": " 물음표 ", "=": " 이퀄 ", "&": " 앤 ", "#": " 샵 ",
-     "%": " 퍼센트 ", "~": " 물결 ", "+": " 플러스 "},
+    KO_WEB_SIGNS,
     lambda t: "".join(KO_LETTERS[c] for c in t.upper()),
     nw.ko_digits,
     {"com": "컴", "net": "넷"},
@@ -24,96 +22,42 @@ WEB_WORDS = g.WebWords(
     ip_number=nw.ko_number,
 )
 #: A weekday in brackets after a date the counter tail did not take (1/1(월), 25일 (금)).
-WEEKDAY_AFTER = re.compile(r"(?<=\d)\s?\((?P<wd>[월화수목금토일])\)")
+_WEEKDAY_AFTER = re.compile(r"(?<=\d)\s?\((?P<wd>[월화수목금토일])\)")
 _WD = "[월화수목금토일]"
 #: A short date with its weekday (3/2(월), 3.5 (목)): the weekday makes it a date.
-SHORT_DATE = re.compile(
+_SHORT_DATE = re.compile(
     rf"(?<![\d./])(?P<m>\d{{1,2}})[/.](?P<d>\d{{1,2}})(?P<wd>\s?\({_WD}\))")
 #: AM or PM written before a time (PM 3:00, AM 9시): 오전/오후, as Korean says it.
-AMPM_BEFORE = re.compile(r"(?<![A-Za-z])(?P<ap>[AaPp])\.?[Mm]\.?\s?(?=\d{1,2}(?::\d{2}|\s?시))")
-
-
-def ampm_before(m: re.Match[str]) -> str:
-    """PM 3:00 -> 오후 3:00 (the time is read after).
-
-    Example:
-        >>> AMPM_BEFORE.sub(ampm_before, "PM 3:00")
-        '오후 3:00'
-    """
-    return "오전 " if m["ap"] in "Aa" else "오후 "
-
-
+_AMPM_BEFORE = re.compile(r"(?<![A-Za-z])(?P<ap>[AaPp])\.?[Mm]\.?\s?(?=\d{1,2}(?::\d{2}|\s?시))")
 #: Weekdays listed with middle dots (월·수·금), kept by `prepare`.
-WEEKDAY_LIST = re.compile(rf"(?<![가-힣]){_WD}(?:·{_WD})+(?![가-힣])")
-
-
-def weekday_list(m: re.Match[str]) -> str:
-    """월·수·금 -> 월요일, 수요일, 금요일.
-
-    Example:
-        >>> WEEKDAY_LIST.sub(weekday_list, "월·수·금 운영")
-        '월요일, 수요일, 금요일 운영'
-    """
-    return ", ".join(WEEKDAYS[d] for d in m.group(0).split("·"))
-
-
+_WEEKDAY_LIST = re.compile(rf"(?<![가-힣]){_WD}(?:·{_WD})+(?![가-힣])")
 #: Weekday ranges (월~금, (월)~(금)) and the wave dash after a weekday read out
 #: (월요일~목요일, from 3월 2일(월)~5일(목)): 에서 between them.
-WEEKDAY_RANGE = re.compile(
+_WEEKDAY_RANGE = re.compile(
     rf"(?<![\d가-힣])\(?(?P<a>{_WD})\)?\s?~\s?\(?(?P<b>{_WD})\)?(?![가-힣])"
     r"|(?<=요일)\s?~\s?")
+#: 과/와 glued between numbers (1과1/2, 3과4): a word of its own before the next number.
+_AND_BETWEEN_NUMBERS = re.compile(r"(?<=\d)[과와](?=[\d√∛])")
+#: A lower-case letter glued after a number that is no unit, magnitude or sign (Pixel
+#: 8a, 5e): a model suffix, spelled like capitals (팔 에이), not left in Latin.
+_LOWER_LETTERS = re.compile(r"(?<=\d)[acdefijnoqruvwyz](?![A-Za-z0-9])")
 
 
-def short_date(m: re.Match[str]) -> str:
-    """3/2(월) -> 삼월 이 일 월요일 (an impossible date is left as written).
-
-    Example:
-        >>> SHORT_DATE.sub(short_date, "3/2(월)")
-        '삼월 이 일 월요일'
-    """
+def _short_date(m: re.Match[str]) -> str:
+    """3/2(월) -> 삼월 이 일 월요일 (an impossible date is left as written)."""
     mo, d = int(m["m"]), int(m["d"])
     if not (1 <= mo <= 12 and 1 <= d <= 31):
         return m.group(0)
     return f"{nw.ko_month(mo)} {nw.ko_sino(d)} 일 {WEEKDAYS[m['wd'].strip()[1]]}"
 
 
-def weekday_range(m: re.Match[str]) -> str:
-    """월~금 -> 월요일에서 금요일; the dash after a weekday read out -> 에서.
-
-    Example:
-        >>> WEEKDAY_RANGE.sub(weekday_range, "월~금")
-        '월요일에서 금요일'
-    """
-    if m["a"]:
-        return f"{WEEKDAYS[m['a']]}에서 {WEEKDAYS[m['b']]}"
-    return "에서 "
+def _weekday_range(m: re.Match[str]) -> str:
+    """월~금 -> 월요일에서 금요일; the dash after a weekday read out -> 에서."""
+    return f"{WEEKDAYS[m['a']]}에서 {WEEKDAYS[m['b']]}" if m["a"] else "에서 "
 
 
-#: 과/와 glued between numbers (1과1/2, 3과4): a word of its own before the next number.
-AND_BETWEEN_NUMBERS = re.compile(r"(?<=\d)[과와](?=[\d√∛])")
-
-#: A lower-case letter glued after a number that is no unit, magnitude or sign (Pixel
-#: 8a, 5e): a model suffix, spelled like capitals (팔 에이), not left in Latin.
-LOWER_LETTERS = re.compile(r"(?<=\d)[acdefijnoqruvwyz](?![A-Za-z0-9])")
-
-
-def spell_lower(m: re.Match[str]) -> str:
-    """A letter after a model number in Korean letters.
-
-    Example:
-        >>> LOWER_LETTERS.sub(spell_lower, "8a")
-        '8 에이'
-    """
-    return " " + KO_LETTERS[m.group(0).upper()]
-
-
-def acronym(m: re.Match[str]) -> str:
-    """Capitals letter by letter (AWS -> 에이더블유에스), ISO codes as their currency.
-
-    Example:
-        >>> ACRONYM.sub(acronym, "AWS")
-        '에이더블유에스'
-    """
+def _acronym(m: re.Match[str]) -> str:
+    """Capitals letter by letter (AWS -> 에이더블유에스), ISO codes as their currency."""
     run = m["a"]
     if run in CURRENCY_CODES and not m.group(0).endswith("s"):
         return CURRENCY_CODES[run].ko  # KRW, USD: the currency, not its letters
@@ -122,28 +66,35 @@ def acronym(m: re.Match[str]) -> str:
     return "".join(KO_LETTERS[c] for c in run)
 
 
-SYMBOL = re.compile(r"[&+=@%×÷±°–—]")
-SYMBOL_WORDS = {
-    "&": " 앤 ", "+": " 플러스 ", "@": " 앳 ", "%": " 퍼센트 ", "×": " 곱하기 ",
-    "÷": " 나누기 ", "±": " 플러스마이너스 ", "°": " 도 ", "–": ", ", "—": ", ",
-}
+_SYMBOL = re.compile(r"[&+=@%×÷±°–—]")
+_SYMBOL_WORDS = {**KO_SIGNS, "–": ", ", "—": ", "}  # dashes: a pause
 
 
-def symbol(m: re.Match[str]) -> str:
-    """A symbol said (& -> 앤); = after Hangul is the topic particle (일 = 1: 일은).
-
-    Example:
-        >>> SYMBOL.sub(symbol, "A&B")
-        'A 앤 B'
-    """
+def _symbol(m: re.Match[str]) -> str:
+    """A symbol said (& -> 앤); = after Hangul is the topic particle (일 = 1: 일은)."""
     ch = m.group(0)
     if ch != "=":
-        return SYMBOL_WORDS[ch]
+        return _SYMBOL_WORDS[ch]
     last = m.string[: m.start()].rstrip()[-1:]
     if "가" <= last <= "힣":
         # The topic particle after the last syllable: 일은, 이는 (with or without 받침).
         return ("은 " if (ord(last) - 0xAC00) % 28 else "는 ")
     return " 이퀄 "
+
+
+#: The steps `ko` runs before its numbers: dates known by their weekday, weekdays, 과/와
+#: between numbers, AM/PM before a time, a letter after a model number.
+BEFORE_NUMBERS: list[Step] = [
+    Rule("weekday", _SHORT_DATE, _short_date),
+    Rule("weekday", _WEEKDAY_AFTER, lambda m: " " + WEEKDAYS[m["wd"]]),
+    Rule("weekday_range", _WEEKDAY_RANGE, _weekday_range),
+    Rule("weekday", _WEEKDAY_LIST, lambda m: ", ".join(WEEKDAYS[d] for d in m.group(0).split("·"))),
+    Rule("spacing", _AND_BETWEEN_NUMBERS, lambda m: m.group(0) + " "),
+    Rule("ampm", _AMPM_BEFORE, lambda m: "오전 " if m["ap"] in "Aa" else "오후 "),
+    Rule("letters", _LOWER_LETTERS, lambda m: " " + KO_LETTERS[m.group(0).upper()]),
+]
+#: The steps after the numbers: capitals, then symbols.
+AFTER_NUMBERS: list[Step] = [Rule("acronym", _ACRONYM, _acronym), Rule("symbol", _SYMBOL, _symbol)]
 
 
 #: Particles whose form follows the last syllable (받침 or not): written for the digits,

@@ -1,9 +1,6 @@
-"""Pronunciation lexicons: ``term<TAB>pronunciation`` files, compiled into one regex.
-
-Matching is case-insensitive, longest term first, and whole-word: a term is not glued to
-more Latin letters or digits, while a Korean particle may follow it ("API를"). The
-built-in lexicons are ``data/lexicons/<lang>.tsv`` (``tts_kit/_data`` in a wheel).
-"""
+"""Pronunciation lexicons (``term<TAB>pronunciation`` files; the built-in ones are
+``data/lexicons/<lang>.tsv``) compiled into one regex: case-insensitive, longest term first,
+whole-word (not glued to Latin letters or digits; a Korean particle may follow: "API를")."""
 
 from __future__ import annotations
 
@@ -177,16 +174,10 @@ def load(lang: str, extra: Iterable[LexiconSource] | LexiconSource | None = None
         '오엔엔엑스 모델'
     """
     merged = dict(builtin(lang))
-    if extra is None:
-        sources: list[LexiconSource] = []
-    elif isinstance(extra, (str, os.PathLike, Mapping)):
-        sources = [extra]
-    else:
-        sources = list(extra)
-    for src in sources:
-        entries = dict(src) if isinstance(src, Mapping) else read_lexicon(src)
-        # A user's entry replaces a built-in one whatever the case it was written in.
-        lowered = {k.lower() for k in entries}
-        merged = {k: v for k, v in merged.items() if k.lower() not in lowered}
-        merged.update(entries)
+    if isinstance(extra, (str, os.PathLike, Mapping)):
+        extra = [extra]
+    for src in extra or ():
+        # Added last, a user's entry wins over a built-in one whatever its case (Lexicon
+        # keys terms by their lower case, the last one written kept).
+        merged.update(src if isinstance(src, Mapping) else read_lexicon(src))
     return Lexicon(merged)

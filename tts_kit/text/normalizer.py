@@ -1,9 +1,5 @@
-"""`Normalizer` and `normalize`: spell a text out the way the model should read it.
-
-Markup tags pass through; each stretch between them is prepared (`common.prepare`) and
-run through the language's steps (`ko.rules`, `en.rules`), the last of which removes what
-the output alphabet lacks (`charset`).
-"""
+"""`Normalizer` and `normalize`: markup tags pass through, each stretch between them is
+prepared (`common.prepare`) and run through the language's steps (`ko.rules`, `en.rules`)."""
 
 from __future__ import annotations
 
@@ -15,7 +11,7 @@ from functools import lru_cache
 
 from tts_kit.core.errors import TtsKitError
 from tts_kit.text import common
-from tts_kit.text.common import Step, TraceStep, prepare, run_steps, split_tags
+from tts_kit.text.common import Step, TraceStep, prepare, split_tags
 from tts_kit.text.lexicon import LexiconSource, load
 
 
@@ -33,8 +29,8 @@ class Normalizer:
         self.lang = common.check_lang(lang)
         self.lexicon = load(lang, lexicons)
         # Imported on first use: an English-only process never compiles the Korean patterns.
-        rules = importlib.import_module(f"tts_kit.text.{lang}").rules
-        self._pipeline: list[Step] = rules(self.lexicon)
+        rules: list[Step] = importlib.import_module(f"tts_kit.text.{lang}").rules(self.lexicon)
+        *self._rules, self._cleanup = rules
 
     def __repr__(self) -> str:
         return f"Normalizer({self.lang!r}, {len(self.lexicon)} lexicon terms)"
@@ -82,15 +78,14 @@ class Normalizer:
                 parts.append(piece)
                 continue
             core = prepare(piece, steps)
+            for step in self._rules if core else ():
+                core = step(core, steps)
             if core and dropped is None:
-                core = run_steps(self._pipeline, core, steps)
-            elif core:
-                # The last step's "remove" trace steps are what was dropped.
-                *rules, cleanup = self._pipeline
-                core = run_steps(rules, core, steps)
+                core = self._cleanup(core, steps)
+            elif core:  # the last step's "remove" trace steps are what was dropped
                 log: list[TraceStep] = steps if steps is not None else []
                 start = len(log)
-                core = cleanup(core, log)
+                core = self._cleanup(core, log)
                 dropped.extend(s.before for s in log[start:] if s.rule == "remove")
             lead, trail = piece[:1].isspace(), piece[-1:].isspace()
             if not core:
@@ -165,7 +160,6 @@ def normalize_for_speech(text: str, lang: str = "ko") -> str:
         >>> normalize_for_speech("Hello there.", "en")
         'Hello there.'
     """
-    common.check_lang(lang)
     return _default(lang).normalize_for_speech(text)
 
 
@@ -176,5 +170,4 @@ def normalize(text: str, lang: str = "ko") -> str:
         >>> normalize("FastAPI 서버는 2 vCPU에서 15,000원입니다", "ko")
         '패스트 에이피아이 서버는 이 브이씨피유에서 만 오천 원입니다'
     """
-    common.check_lang(lang)
     return _default(lang).normalize(text)

@@ -1,8 +1,5 @@
-"""Number words for Korean and English: num2words for cardinals, ordinals and years
-(English without its commas, which would make the model pause); by hand the native Korean
-numerals before counters (한, 두, 스무) and digit-by-digit readings. Cached, as num2words
-is slow and the numbers people write repeat.
-"""
+"""Number words for Korean and English: num2words for cardinals, ordinals and years (English
+without its commas); by hand native Korean numerals (한, 두, 스무) and digit-by-digit readings."""
 
 from __future__ import annotations
 
@@ -22,8 +19,8 @@ EN_DIGITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eig
 
 _KO_NATIVE_ONES = ("", "한", "두", "세", "네", "다섯", "여섯", "일곱", "여덟", "아홉")
 _KO_NATIVE_TENS = ("", "열", "스물", "서른", "마흔", "쉰", "예순", "일흔", "여든", "아흔")
-#: The nominal forms used before 째 (첫째, 둘째, 셋째, 넷째).
-_KO_NATIVE_ONES_NOMINAL = ("", "첫", "둘", "셋", "넷", "다섯", "여섯", "일곱", "여덟", "아홉")
+#: The nominal forms of 1-9 used before 째 (첫째, 둘째, 셋째, 넷째).
+KO_NATIVE_NOMINAL = ("", "첫", "둘", "셋", "넷", "다섯", "여섯", "일곱", "여덟", "아홉")
 EN_MONTHS = ("", *"January February March April May June July August September October "
              "November December".split())
 
@@ -66,26 +63,6 @@ def ko_native(n: int) -> str | None:
     if n == 20:
         return "스무"
     return _KO_NATIVE_TENS[n // 10] + _KO_NATIVE_ONES[n % 10]
-
-
-def ko_native_ordinal(n: int) -> str | None:
-    """The numeral before 번째: 첫, 두, 세 ... 스무, 스물한; None outside 1-99.
-
-    Example:
-        >>> ko_native_ordinal(1), ko_native_ordinal(2), ko_native_ordinal(21)
-        ('첫', '두', '스물한')
-    """
-    return "첫" if n == 1 else ko_native(n)
-
-
-def ko_native_nominal_ordinal(n: int) -> str | None:
-    """The word before 째 (첫째, 둘째, 셋째 ... 열두째, 스무째); None outside 1-99.
-
-    Example:
-        >>> ko_native_nominal_ordinal(3) + "째", ko_native_nominal_ordinal(12) + "째"
-        ('셋째', '열두째')
-    """
-    return _KO_NATIVE_ONES_NOMINAL[n] if 1 <= n < 10 else ko_native(n)
 
 
 def ko_month(n: int) -> str:

@@ -104,24 +104,22 @@ CURRENCY_CODES: dict[str, Currency] = {
     row[1]: Currency(*row[2:]) for row in _CURRENCY_ROWS if row[0] == "code"}
 #: Dollar signs with a country prefix (HK$ 80, US$5, A$20): the currency they name.
 PREFIXED_DOLLARS: dict[str, Currency] = {
-    "US": CURRENCY_CODES["USD"], "HK": CURRENCY_CODES["HKD"], "NZ": CURRENCY_CODES["NZD"],
-    "A": CURRENCY_CODES["AUD"], "AU": CURRENCY_CODES["AUD"], "C": CURRENCY_CODES["CAD"],
-    "CA": CURRENCY_CODES["CAD"], "S": CURRENCY_CODES["SGD"], "NT": CURRENCY_CODES["TWD"],
-    "R": CURRENCY_CODES["BRL"],
-}
+    row[1]: CURRENCY_CODES[row[2]] for row in _CURRENCY_ROWS if row[0] == "prefix"}
+_SIGNS = read_table("signs", 3)
+#: How signs are said (``data/lexicons/signs.tsv``), a space each side: a sign no earlier
+#: rule read (& -> and, 앤) and a separator inside an address (. -> dot, 닷).
+EN_SIGNS, KO_SIGNS, EN_WEB_SIGNS, KO_WEB_SIGNS = (
+    {sign: f" {said} " for k, sign, said in _SIGNS if k == kind}
+    for kind in ("en_sign", "ko_sign", "en_web", "ko_web"))
 #: What "/" before a word means after an amount or a unit ($20/mo, 5 kg/day): the English
 #: word after "per", the Korean phrase before the amount.
 PER: dict[str, tuple[str, str]] = {
     written: (en, ko) for written, en, ko in read_table("per", 3)}
-#: Magnitude suffixes after an amount ($5M, $1.5 billion) and what they multiply by.
-MAGNITUDES: dict[str, int] = {
-    "K": 10**3, "k": 10**3, "thousand": 10**3,
-    "M": 10**6, "million": 10**6, "mn": 10**6,
-    "B": 10**9, "bn": 10**9, "billion": 10**9,
-    "trillion": 10**12, "tn": 10**12,
-    # Lower-case scale letters, read as magnitudes only after an amount (¥20m, $3b).
-    "m": 10**6, "b": 10**9,
-}
+_MAGNITUDE_ROWS = read_table("magnitudes", 3)
+#: Magnitude suffixes after an amount ($5M, $1.5 billion) and what they multiply by ...
+MAGNITUDES: dict[str, int] = {written: 10 ** int(power) for written, power, _ in _MAGNITUDE_ROWS}
+#: ... and their English word (M: million).
+MAGNITUDE_WORDS: dict[str, str] = {written: en for written, _, en in _MAGNITUDE_ROWS}
 
 _KO_WORDS = read_words("ko_words")
 #: Korean counters and the numerals before them (``native``, ``sino``, ``month``,

@@ -1,8 +1,5 @@
-"""What every language shares: limits, the rule runner and its trace, tags, Unicode.
-
-A language is a list of *steps*: ``step(text, steps) -> text``, recording its changes in
-``steps`` when a trace is asked for (None otherwise). Most steps are a `Rule`.
-"""
+"""What every language shares: limits, the rule runner and its trace, tags, Unicode. A
+language is a list of steps, ``step(text, steps) -> text``, most of them a `Rule`."""
 
 from __future__ import annotations
 
@@ -10,7 +7,7 @@ import os
 import re
 import string
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from tts_kit.core.errors import TtsKitError
@@ -37,6 +34,8 @@ class TraceStep:
 
 Steps = list[TraceStep] | None
 Step = Callable[[str, Steps], str]
+#: What follows a period that also ends the sentence (etc. Then): the end, a capital, a quote.
+SENTENCE_NEXT = re.compile(r"\s*(?:$|[A-Z\"'(])")
 
 
 @dataclass(frozen=True)
@@ -61,20 +60,17 @@ class Rule:
             return text
         if steps is None:
             return self.pattern.sub(self.repl, text)
-        return self.pattern.sub(self._recording(steps), text)
 
-    def _recording(self, steps: list[TraceStep]) -> Callable[[re.Match[str]], str]:
-        def repl(m: re.Match[str]) -> str:
+        def recording(m: re.Match[str]) -> str:
             out = self.repl(m)
             if out != m.group(0):
                 name = self.name
                 if self.by_group and m.lastgroup:
                     name = self.aliases.get(m.lastgroup, m.lastgroup)
-                name = getattr(out, "rule", name)
-                steps.append(TraceStep(name, m.group(0), out))
+                steps.append(TraceStep(getattr(out, "rule", name), m.group(0), out))
             return out
 
-        return repl
+        return self.pattern.sub(recording, text)
 
 
 class Reading(str):
@@ -93,30 +89,20 @@ class Reading(str):
         return self
 
 
-def run_steps(pipeline: Sequence[Step], text: str, steps: Steps = None) -> str:
-    """Run the steps of ``pipeline`` in order on ``text``, recording changes in ``steps``.
+def record_diff(rule: str, before: str, after: str, steps: Steps) -> str:
+    """Record a whole-text change as the span that differs (common ends trimmed); ``after``.
 
     Example:
-        >>> run_steps([], "unchanged")
-        'unchanged'
-    """
-    for step in pipeline:
-        text = step(text, steps)
-    return text
-
-
-def record_diff(rule: str, before: str, after: str, steps: Steps) -> None:
-    """Record a whole-text change as the span that differs (common ends trimmed).
-
-    Example:
-        >>> s = []; record_diff("unicode", "a①b", "a1b", s); s[0].before, s[0].after
+        >>> s = []; record_diff("unicode", "a①b", "a1b", s)
+        'a1b'
+        >>> s[0].before, s[0].after
         ('①', '1')
     """
-    if steps is None or before == after:
-        return
-    i = len(os.path.commonprefix([before, after]))
-    j = len(os.path.commonprefix([before[i:][::-1], after[i:][::-1]]))
-    steps.append(TraceStep(rule, before[i : len(before) - j], after[i : len(after) - j]))
+    if steps is not None and before != after:
+        i = len(os.path.commonprefix([before, after]))
+        j = len(os.path.commonprefix([before[i:][::-1], after[i:][::-1]]))
+        steps.append(TraceStep(rule, before[i : len(before) - j], after[i : len(after) - j]))
+    return after
 
 
 def trie_alt(words: Iterable[str], end: Callable[[str], str] | None = None) -> str:
@@ -259,8 +245,6 @@ def other_language(text: str, lang: str) -> str | None:
         >>> other_language("회의는 10시에", "en"), other_language("FastAPI 서버", "ko")
         ('ko', None)
     """
-    if lang not in ("en", "ko"):
-        return None
     hangul = len(_HANGUL.findall(text))
     latin = len(_LATIN.findall(text))
     if lang == "en" and hangul >= 2 and hangul > latin:
@@ -346,25 +330,20 @@ def prepare(text: str, steps: Steps) -> str:
         '3kg "ok" 1'
     """
     if "\x1b" in text:  # terminal colours and cursor moves are not text
-        before, text = text, _ANSI.sub("", text)
-        record_diff("control", before, text, steps)
+        text = record_diff("control", text, _ANSI.sub("", text), steps)
     if not text.isascii():
         before = text
         if _SPACE_OR_ROMAN.search(text):
             text = _ROMAN_CHARS.sub(_roman_chars, _SPACED_DIGITS.sub(",", text))
             record_diff("digits", before, text, steps)
         if not unicodedata.is_normalized("NFKC", text):
-            text = _DIGIT_FRACTION.sub(" ", _DEGREE.sub("°", text))
-            text = unicodedata.normalize("NFKC", text)
+            text = unicodedata.normalize("NFKC", _DIGIT_FRACTION.sub(" ", _DEGREE.sub("°", text)))
             record_diff("unicode", before, text, steps)
         if _OTHER_DIGIT.search(text):
-            b2 = text
-            text = _OTHER_DIGIT.sub(lambda m: str(unicodedata.digit(m.group(0), 0)), text)
-            record_diff("digits", b2, text, steps)
+            ascii_digits = _OTHER_DIGIT.sub(lambda m: str(unicodedata.digit(m.group(0), 0)), text)
+            text = record_diff("digits", text, ascii_digits, steps)
         if _PUNCT.search(text):
-            b3 = text
-            text = _PUNCT.sub(_punct, text)
-            record_diff("punctuation", b3, text, steps)
+            text = record_diff("punctuation", text, _PUNCT.sub(_punct, text), steps)
     tidy = " ".join(text.split())
     if steps is not None and tidy != text:
         steps.extend(TraceStep("whitespace", ws, " ")

@@ -1,6 +1,5 @@
-"""The numeric grammar English and Korean share: the shapes of numbers, times, ranges,
-phone numbers, money and addresses, with the same group names in both languages, and
-the `handlers` that read them in a language's `Words`.
+"""The numeric grammar both languages share (numbers, times, ranges, phones, money,
+addresses), with the same group names in both, and the `handlers` that read them.
 
 Example:
     >>> from tts_kit.text.common import grammar
@@ -229,7 +228,7 @@ class Words:
     plain: Callable[[str], str]  #: every number of a string, plainly (a malformed form)
     clock: Callable[[int, int, int | None, str | None], str]  #: hours, minutes, s, am/pm
     money: Callable[[str, Currency, str | None], str]  #: amount, currency, magnitude (M)
-    signs: dict[str, str]  #: words for ``-`` and ``+``, trailing space included
+    signs: dict[str | None, str]  #: words for ``-``, ``+`` and None, trailing space included
     to: str  #: between the ends of a range (" to ", "에서 ")
     ratio: str  #: between the sides of a ratio (" to ", " 대 ")
     per: Callable[[str, str], str]  #: (reading, key of `tables.PER`) -> words
@@ -238,7 +237,7 @@ class Words:
     version: str  #: a ``v`` before a version ("version ")
 
     def sign(self, s: str | None) -> str:
-        return self.signs.get(s or "", "")
+        return self.signs[s]
 
 
 def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
@@ -285,6 +284,10 @@ def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
             return kept + w.sign(sign) + w.number(n) + " " + m["aap"]
         return kept + w.clock(int(n), 0, None, m["aap"])
 
+    def groups(m: re.Match[str]) -> str:
+        """22-95-81: each group a number of its own (a leading zero: digit by digit)."""
+        return " ".join(w.number(p) for p in m.group(0).split("-"))
+
     def ratio(m: re.Match[str]) -> str:
         kept, sign = lead(m)
         return f"{kept}{w.sign(sign)}{w.number(m['qn'])}{w.ratio}{w.number(m['qb'])}"
@@ -300,7 +303,7 @@ def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
 
     return {"trange": trange, "time": time, "currency": currency,
             "currency_code": currency_code, "code_first": code_first, "ampm": ampm,
-            "ratio": ratio, "version": version}
+            "groups": groups, "ratio": ratio, "version": version}
 
 
 # -- addresses: URLs, e-mail, IP addresses, domains, file names ----------------------------
