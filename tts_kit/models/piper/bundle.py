@@ -1,10 +1,5 @@
-"""A Piper voice on disk: `PiperBundle` (one VITS ONNX graph + its ``.onnx.json``
-config, opened read-only and checked) and `voice_files` (what names one).
-
-Example:
-    >>> voice_files("/nonexistent") is None
-    True
-"""
+"""A Piper voice on disk: `PiperBundle` (one VITS ONNX graph + its ``.onnx.json`` config,
+opened read-only and checked) and `voice_files` (what names one)."""
 
 from __future__ import annotations
 

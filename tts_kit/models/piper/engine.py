@@ -1,12 +1,5 @@
-"""Running a Piper voice: `PiperEngine`, the shared engine base with per-sentence synthesis.
-
-Text -> normalisation -> espeak-ng phonemes per sentence -> the seeded graph; each
-sentence's noise is seeded by ``seed`` and its index (one seed, one audio).
-
-Example:
-    >>> PiperEngine("piper:joe-us").synthesize("Hi.", seed=0).sample_rate  # doctest: +SKIP
-    22050
-"""
+"""Running a Piper voice, `PiperEngine` on `EngineBase`: normalised text -> espeak-ng phonemes
+per sentence -> the seeded graph, each sentence's noise drawn from ``seed`` and its index."""
 
 from __future__ import annotations
 

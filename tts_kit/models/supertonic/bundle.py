@@ -25,9 +25,6 @@ from tts_kit.core.protoscan import (
 from tts_kit.core.settings import Settings
 from tts_kit.core.userfiles import read_json
 from tts_kit.models.base import Capabilities, StagedModel, StageInfo, precision_of
-
-# default_standin_scale is re-exported: callers and tests find it beside discovery.
-from tts_kit.models.discovery import default_standin_scale as default_standin_scale
 from tts_kit.models.discovery import locate
 
 _NP_TO_ONNX = {"float32": FLOAT, "int64": INT64}
