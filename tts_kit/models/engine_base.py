@@ -241,8 +241,9 @@ class EngineBase:
 
     def _render(self, plan: Plan, cfg: SynthesisConfig
                 ) -> Iterator[tuple[np.ndarray, dict[str, float]]]:
-        """Each chunk's waveform (no pause) and its stage timings, in order."""
-        raise NotImplementedError
+        """Each chunk's waveform (no pause) and its stage timings, in order: by default each
+        chunk through `_render_chunk`."""
+        return (self._render_chunk(plan, cfg, k) for k in range(len(plan.chunks)))
 
     def _render_chunk(self, plan: Plan, cfg: SynthesisConfig, k: int
                       ) -> tuple[np.ndarray, dict[str, float]]:
@@ -315,8 +316,7 @@ class EngineBase:
 
         Example:
             >>> from tts_kit import Engine
-            >>> parts = Engine().stream("One sentence. And another one.", steps=1,
-            ...                         max_chunk_chars=15)
+            >>> parts = Engine().stream("One sentence. And another one.", max_chunk_chars=15)
             >>> [(p.index, p.text, p.last) for p in parts]
             [(0, 'One sentence.', False), (1, 'And', False), (2, 'another one.', True)]
         """

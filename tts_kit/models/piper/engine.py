@@ -148,8 +148,7 @@ class PiperEngine(EngineBase):
     def _render(self, plan: Plan, cfg: SynthesisConfig
                 ) -> Iterator[tuple[np.ndarray, dict[str, float]]]:
         with self._loader.session(STAGE):  # one load for the whole request under paged
-            for k in range(len(plan.chunks)):
-                yield self._render_chunk(plan, cfg, k)
+            yield from super()._render(plan, cfg)
 
     def _render_chunk(self, plan: Plan, cfg: SynthesisConfig, k: int
                       ) -> tuple[np.ndarray, dict[str, float]]:

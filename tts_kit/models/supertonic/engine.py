@@ -105,10 +105,9 @@ class Engine(EngineBase):
 
     def _render(self, plan: Plan, cfg: SynthesisConfig
                 ) -> Iterator[tuple[np.ndarray, dict[str, float]]]:
-        style, seed = plan.work
         if cfg.order == "stage":
-            return self._stream_stages(plan.chunks, cfg, style, seed)
-        return (self._render_chunk(plan, cfg, k) for k in range(len(plan.chunks)))
+            return self._stream_stages(plan, cfg)
+        return super()._render(plan, cfg)
 
     def _render_chunk(self, plan: Plan, cfg: SynthesisConfig, k: int
                       ) -> tuple[np.ndarray, dict[str, float]]:
@@ -118,9 +117,11 @@ class Engine(EngineBase):
                                          cfg.speed, [chunk_rng(seed, k)], timings, cfg.noise)
         return wav, timings
 
-    def _stream_stages(self, chunks, cfg, style, seed):
+    def _stream_stages(self, plan: Plan, cfg: SynthesisConfig
+                       ) -> Iterator[tuple[np.ndarray, dict[str, float]]]:
         """Stage-major: each stage on every chunk before the next (under ``paged`` loading
         each graph loads once per request); memory holds every chunk's latent."""
+        chunks, (style, seed) = plan.chunks, plan.work
         per: list[dict[str, float]] = [{} for _ in chunks]
         elapsed = [0.0] * len(chunks)
 
@@ -196,15 +197,12 @@ class Engine(EngineBase):
             for i, wav in zip(items, wavs):
                 pieces[i].append(wav)
         timings["total"] = time.perf_counter() - t_start
-        silence = np.zeros(int(contract.CHUNK_SILENCE_S * self.bundle.sample_rate), np.float32)
-        results = []
-        for i, parts in enumerate(pieces):
-            joined = [p for part in parts for p in (part, silence)][:-1]
-            results.append(SynthesisResult(
-                wav=np.concatenate(joined), sample_rate=self.bundle.sample_rate,
-                text=prepared[i][0], chunks=prepared[i][1], timings=dict(timings),
-                voice=voice_list[i], seed=seeds[i]))
-        return results
+        silence = np.zeros(int(self.chunk_pause_s * self.bundle.sample_rate), np.float32)
+        wavs = [np.concatenate([w for part in parts for w in (silence, part)][1:])
+                for parts in pieces]
+        return [SynthesisResult(wav=wav, sample_rate=self.bundle.sample_rate, text=text,
+                                chunks=chunks, timings=dict(timings), voice=voice, seed=s)
+                for wav, (text, chunks), voice, s in zip(wavs, prepared, voice_list, seeds)]
 
     def _synthesize_chunks(self, chunks, lang, styles, steps, speed, rngs, timings, source=None):
         front = self._front(chunks, lang, styles, speed, timings)

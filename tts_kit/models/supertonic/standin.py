@@ -30,6 +30,7 @@ from tts_kit.models.supertonic.standin_graphs import (
     _check_scale,
     build_graph,
 )
+from tts_kit.models.synthesis import is_seed
 
 #: Bumped whenever the graphs or files change, so cached stand-ins are rebuilt.
 STANDIN_VERSION = 2  # 2: classifier-free guidance inside the vector estimator (issue 22)
@@ -204,8 +205,7 @@ def _indexer() -> list[int]:
 def _float_list(arr: np.ndarray) -> list:
     """Nested lists of the shortest decimal that round-trips each float32 (half the JSON)."""
     flat = [float(str(v)) for v in arr.astype(np.float32).ravel()]
-    out: Any = np.array(flat, dtype=np.float64).reshape(arr.shape)
-    return out.tolist()
+    return np.array(flat, dtype=np.float64).reshape(arr.shape).tolist()
 
 
 def _voice(name: str, seed: int) -> dict[str, Any]:
@@ -276,8 +276,7 @@ _VOICE_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 def _write_json(path: Path, obj: Any) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(obj, f, ensure_ascii=False, separators=(", ", ": "))
+    path.write_text(json.dumps(obj, ensure_ascii=False, separators=(", ", ": ")), encoding="utf-8")
 
 
 def build_standin(
@@ -295,7 +294,7 @@ def build_standin(
         ['duration_predictor', 'text_encoder', 'vector_estimator', 'vocoder']
     """
     _check_scale(scale)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+    if not is_seed(seed):
         raise TtsKitError(f"seed must be an integer >= 0, got {seed!r}")  # not numpy's error
     voices = list(voices)
     bad = [v for v in voices if not _VOICE_NAME.match(v)]
