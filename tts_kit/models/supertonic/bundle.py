@@ -122,10 +122,7 @@ class Bundle(StagedModel):
         files = sorted(vdir.glob("*.json")) if vdir.is_dir() else []
         if not files:
             raise BundleError(f"{contract.VOICE_DIR}/: no voice styles (*.json) found")
-        self._voices = {f.stem: f for f in files}
-        self._voice_cache: dict[str, VoiceStyle] = {}
-        for name in self.voices:  # parse and check every voice now
-            self.voice(name)
+        self._styles = {f.stem: self._load_voice(f) for f in files}  # each checked now
 
     # -- validation -------------------------------------------------------------------
 
@@ -169,7 +166,7 @@ class Bundle(StagedModel):
                                          for p in path.parent.glob(f"{path.name}.data*"))
         return StageInfo(stage, path, size, scan.params, precision_of(scan.initializer_types))
 
-    def _load_voice(self, name: str, path: Path) -> VoiceStyle:
+    def _load_voice(self, path: Path) -> VoiceStyle:
         rel = path.relative_to(self.path)
         data = _read_json(path, self.path)
         arrays = {}
@@ -190,14 +187,14 @@ class Bundle(StagedModel):
                                   "the voice file is damaged: re-download it or remove it from "
                                   "voice_styles/")
             arrays[key] = arr
-        return VoiceStyle(name, arrays["style_ttl"], arrays["style_dp"])
+        return VoiceStyle(path.stem, arrays["style_ttl"], arrays["style_dp"])
 
     # -- what the bundle knows --------------------------------------------------------
 
     @property
     def voices(self) -> list[str]:
         """Voice style names, sorted (``['F1', 'M1', ...]``)."""
-        return list(self._voices)
+        return list(self._styles)
 
     @property
     def default_voice(self) -> str:
@@ -207,15 +204,13 @@ class Bundle(StagedModel):
             >>> Bundle.discover().default_voice  # doctest: +SKIP
             'M1'
         """
-        return "M1" if "M1" in self._voices else self.voices[0]
+        return "M1" if "M1" in self._styles else self.voices[0]
 
     def voice(self, name: str) -> VoiceStyle:
-        """Load (once) and return a voice style; unknown names raise ``ValueError``."""
-        if name not in self._voices:
+        """The voice style ``name``; unknown names raise ``ValueError``."""
+        if name not in self._styles:
             raise TtsKitError(f"unknown voice '{name}'; available voices: {', '.join(self.voices)}")
-        if name not in self._voice_cache:
-            self._voice_cache[name] = self._load_voice(name, self._voices[name])
-        return self._voice_cache[name]
+        return self._styles[name]
 
     @property
     def sample_rate(self) -> int:

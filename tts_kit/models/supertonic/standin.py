@@ -150,7 +150,7 @@ def _config(scale: str, seed: int) -> dict[str, Any]:
             "sentence_encoder": {
                 "char_emb_dim": dp.ch,
                 "text_embedder": {"char_emb_dim": dp.ch},
-                "convnext": _convnext_cfg(dp.ch, dp.k, dp.hidden, [1] * dp.convnext),
+                "convnext": _convnext_cfg(dp.ch, dp.k, dp.hidden, dp.dilations),
                 "attn_encoder": {"hidden_channels": dp.ch, "filter_channels": dp.ffn,
                                  "n_heads": dp.heads, "n_layers": dp.attn_layers,
                                  "p_dropout": 0.0},

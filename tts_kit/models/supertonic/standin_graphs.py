@@ -5,7 +5,6 @@ built with ``onnx.helper`` (`GraphBuilder`) and seeded random weights (`build_gr
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -232,27 +231,18 @@ class GraphBuilder:
 
 
 @dataclass(frozen=True)
-class _DPDims:
-    ch: int  # embedding and hidden width
-    hidden: int  # ConvNeXt MLP width
-    convnext: int  # number of ConvNeXt layers
-    attn_layers: int  # self-attention layers
-    heads: int  # attention heads
-    ffn: int  # attention feed-forward width
-    mlp: int  # width of the duration head's hidden layers
-    mlp_layers: int = 2  # hidden layers of the duration head
-    k: int = 5  # depthwise kernel size
+class _CharDims:
+    """A character encoder: the duration predictor's, or the text encoder's."""
 
-
-@dataclass(frozen=True)
-class _TEDims:
-    ch: int  # embedding and hidden width (the output is projected to 256 at every scale)
+    ch: int  # embedding and hidden width (the text encoder projects its output to 256)
     hidden: int  # ConvNeXt MLP width
     dilations: tuple[int, ...]  # one ConvNeXt layer per dilation
     attn_layers: int  # self-attention layers
     heads: int  # self-attention heads
     ffn: int  # attention feed-forward width
-    style_heads: int = 2  # heads of the cross-attention to the 50 style tokens
+    mlp: int = 0  # duration predictor: width of the duration head's hidden layers
+    mlp_layers: int = 2  # duration predictor: hidden layers of the duration head
+    style_heads: int = 2  # text encoder: heads of the cross-attention to the 50 style tokens
     k: int = 5  # depthwise kernel size
 
 
@@ -286,8 +276,8 @@ class _VocDims:
 
 @dataclass(frozen=True)
 class _Arch:
-    dp: _DPDims  # duration predictor
-    te: _TEDims  # text encoder
+    dp: _CharDims  # duration predictor
+    te: _CharDims  # text encoder
     ve: _VEDims  # vector estimator
     voc: _VocDims  # vocoder
 
@@ -296,9 +286,10 @@ def _published(w: int) -> _Arch:
     """The published architecture's depths with text-encoder width ``w`` (``full``: 256),
     the other widths in proportion (``medium``: half of each)."""
     return _Arch(
-        _DPDims(ch=64, hidden=256, convnext=6, attn_layers=2, heads=2, ffn=256, mlp=128),
-        _TEDims(ch=w, hidden=4 * w, dilations=(1, 1, 2, 2, 4, 4), attn_layers=4, heads=4,
-                ffn=4 * w),
+        _CharDims(ch=64, hidden=256, dilations=(1,) * 6, attn_layers=2, heads=2, ffn=256,
+                  mlp=128),
+        _CharDims(ch=w, hidden=4 * w, dilations=(1, 1, 2, 2, 4, 4), attn_layers=4, heads=4,
+                  ffn=4 * w),
         _VEDims(ch=2 * w, hidden=8 * w, blocks=4, dilations0=(1, 2, 4, 8), n1=1, n2=1,
                 heads=8, units=2 * w, last=4, time_hidden=256),
         _VocDims(ch=2 * w, hidden=8 * w, dilations=(1, 2, 4, 1, 2, 4, 1, 1, 1, 1),
@@ -310,8 +301,8 @@ _ARCH: dict[str, _Arch] = {
     "full": _published(256),
     "medium": _published(128),
     "tiny": _Arch(
-        _DPDims(ch=8, hidden=32, convnext=2, attn_layers=1, heads=2, ffn=32, mlp=16),
-        _TEDims(ch=24, hidden=96, dilations=(1, 2), attn_layers=1, heads=2, ffn=96),
+        _CharDims(ch=8, hidden=32, dilations=(1, 1), attn_layers=1, heads=2, ffn=32, mlp=16),
+        _CharDims(ch=24, hidden=96, dilations=(1, 2), attn_layers=1, heads=2, ffn=96),
         _VEDims(ch=64, hidden=256, blocks=1, dilations0=(1, 2), n1=1, n2=1, heads=2,
                 units=64, last=1, time_hidden=64, style_units=64),
         _VocDims(ch=64, hidden=256, dilations=(1, 2), head_hidden=128),
@@ -335,8 +326,7 @@ def _stage_rng(seed: int, stage: str) -> np.random.Generator:
 # -- the four networks ------------------------------------------------------------------
 
 
-def _attn_layer(g: GraphBuilder, x: str, mask_t: str, kb: str, d: _DPDims | _TEDims,
-                scope: str) -> str:
+def _attn_layer(g: GraphBuilder, x: str, mask_t: str, kb: str, d: _CharDims, scope: str) -> str:
     """Post-LN transformer layer (the VITS ``attn_encoder`` the real model uses)."""
     ch, heads, ffn = d.ch, d.heads, d.ffn
     a = g.attention(x, x, Attention(ch, ch, ch, heads), f"{scope}.attn", key_bias=kb)
@@ -347,15 +337,14 @@ def _attn_layer(g: GraphBuilder, x: str, mask_t: str, kb: str, d: _DPDims | _TED
     return g.op("Mul", [x, mask_t], scope)
 
 
-def _char_encoder(g: GraphBuilder, d: _DPDims | _TEDims, dilations: Iterable[int],
-                  prefix: str, attn: str) -> str:
+def _char_encoder(g: GraphBuilder, d: _CharDims, prefix: str, attn: str) -> str:
     """Character embedding (masked), ConvNeXt layers, then self-attention: ``[B, T, C]``."""
     mask = "text_mask"
     emb = g.weight(f"{prefix}text_embedder.weight", (VOCAB_SIZE, d.ch), 1.0)
     x = g.op("Gather", [emb, "text_ids"], f"{prefix}text_embedder", axis=0)
     x = g.op("Mul", [g.transpose(x, [0, 2, 1], f"{prefix}text_embedder"), mask],
              f"{prefix}text_embedder")
-    for i, dil in enumerate(dilations):
+    for i, dil in enumerate(d.dilations):
         x = g.convnext(x, mask, d.ch, d.hidden, d.k, dil, f"{prefix}convnext.{i}")
     x = g.transpose(x, [0, 2, 1])
     mask_t = g.transpose(mask, [0, 2, 1])
@@ -365,10 +354,10 @@ def _char_encoder(g: GraphBuilder, d: _DPDims | _TEDims, dilations: Iterable[int
     return x
 
 
-def _duration_predictor(d: _DPDims, rng: np.random.Generator) -> onnx.ModelProto:
+def _duration_predictor(d: _CharDims, rng: np.random.Generator) -> onnx.ModelProto:
     g = GraphBuilder("duration_predictor", rng)
     mask = "text_mask"
-    x = _char_encoder(g, d, [1] * d.convnext, "sentence_encoder.", "attn")
+    x = _char_encoder(g, d, "sentence_encoder.", "attn")
     x = g.linear(x, d.ch, d.ch, "sentence_encoder.proj_out")
     # Style conditioning = a concat-then-linear over [char state, flattened 8x16 tokens],
     # written as two matmuls so the style half is computed once per item.
@@ -392,10 +381,10 @@ def _duration_predictor(d: _DPDims, rng: np.random.Generator) -> onnx.ModelProto
     return g.model({"duration": dur})
 
 
-def _text_encoder(d: _TEDims, rng: np.random.Generator) -> onnx.ModelProto:
+def _text_encoder(d: _CharDims, rng: np.random.Generator) -> onnx.ModelProto:
     g = GraphBuilder("text_encoder", rng)
     mask = "text_mask"
-    x = _char_encoder(g, d, d.dilations, "", "attn_encoder")
+    x = _char_encoder(g, d, "", "attn_encoder")
     style_dim = contract.STYLE_TTL_DIMS[2]
     # Normalising the style tokens (std ~0.06) gives the attention real contrast.
     style = g.layer_norm("style_ttl", style_dim, "speech_prompted.style_norm", eps=1e-5)
