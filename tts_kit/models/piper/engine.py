@@ -33,14 +33,10 @@ RETRY_FRAMES_PER_ID = 64
 
 
 class PiperEngine(EngineBase):
-    """Runs a Piper voice with the same public surface as every tts_kit engine.
-
-    Args:
-        bundle: a `PiperBundle`, or what `PiperBundle` opens (``piper:joe-us``, a voice
-            directory or ``.onnx`` file).
-        noise_scale, noise_w: the prior's and the duration predictor's noise (None: the
-            voice's config; 0: none, every seed gives the same audio).
-        options: `EngineBase`'s; the one stage is ``voice``.
+    """Runs a Piper voice (a `PiperBundle` or what it opens) with every engine's surface;
+    ``noise_scale`` and ``noise_w`` are the prior's and the duration predictor's noise (None:
+    the voice's config; 0: none, every seed gives the same audio); ``options`` are
+    `EngineBase`'s, the one stage being ``voice``.
 
     Of a `SynthesisConfig`, ``noise`` is refused; ``steps``, ``max_chunk_chars``,
     ``first_chunk_chars`` and ``order`` change nothing (sentences are the chunks), so one

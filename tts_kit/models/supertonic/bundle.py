@@ -66,18 +66,11 @@ def _check_tensor(rel: str, kind: str, found: ValueInfo, spec: contract.TensorSp
 
 
 class Bundle(StagedModel):
-    """A validated Supertonic model directory.
-
-    Args:
-        path: the bundle directory (it contains ``onnx/`` and ``voice_styles/``).
-
-    Raises:
-        BundleError: one line naming the file and what is wrong with it.
+    """A validated Supertonic model directory (``onnx/`` and ``voice_styles/`` in it); what
+    is wrong is a one-line `BundleError` naming the file.
 
     Example:
-        >>> from tts_kit import Bundle
-        >>> b = Bundle("models/supertonic-3")  # doctest: +SKIP
-        >>> b.stages["vocoder"].params  # doctest: +SKIP
+        >>> Bundle("models/supertonic-3").stages["vocoder"].params  # doctest: +SKIP
         24961025
     """
 

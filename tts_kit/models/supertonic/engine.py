@@ -43,12 +43,8 @@ _SEED_OR_NOISE = ("give seed or noise, not both: the noise is the initial latent
 
 
 class Engine(EngineBase):
-    """Runs a `Bundle` end to end.
-
-    Args:
-        bundle: a `Bundle`, a bundle directory, or None to discover one.
-        options: `EngineBase`'s (``preset``, ``stage_presets``, ``loading``, ``normalize``,
-            ``stage_costs_mb``).
+    """Runs a `Bundle` (or a bundle directory; None: discovery) end to end; ``options`` are
+    `EngineBase`'s (``preset``, ``stage_presets``, ``loading``, ``normalize``, ...).
 
     Example:
         >>> Engine().synthesize("Hello there.", seed=0).sample_rate

@@ -56,13 +56,10 @@ class Attention:
 
 
 class GraphBuilder:
-    """Accumulates nodes and seeded initializers for one ONNX graph; each method returns
+    """Accumulates nodes and seeded initializers for the graph ``name`` (the stage, also the
+    prefix of node names), every weight drawn from ``rng`` in build order; each method returns
     its output's name (``[B, C, T]`` into convolutions, ``[B, T, C]`` into LayerNorm, MatMul
     and attention).
-
-    Args:
-        name: graph name, also the prefix of node names.
-        rng: the stage's own random stream; every weight is drawn from it in build order.
 
     Example:
         >>> g = GraphBuilder("demo", np.random.default_rng(0))
