@@ -152,7 +152,7 @@ class PiperEngine(EngineBase):
         t0 = time.perf_counter()
         ids = self._to_ids(sentences[k], self.bundle.config["phoneme_id_map"])
         timings: dict[str, float] = {"text": time.perf_counter() - t0}
-        wav = self._sentence(ids, self._scales(cfg.speed), sid, (base, k), timings)
+        wav = self._sentence(ids, cfg.speed, sid, (base, k), timings)
         timings["total"] = time.perf_counter() - t0
         return wav, timings
 
@@ -195,17 +195,12 @@ class PiperEngine(EngineBase):
                                 seed=s)
                 for wav, p, c, s in zip(wavs, plans, cfgs, seeds)]
 
-    def _scales(self, speed: float) -> np.ndarray:
-        length_scale = self.bundle.inference["length_scale"] / float(speed)
-        return np.array([self.noise_scale, length_scale, self.noise_w], np.float32)
-
-    def _sentence(self, ids: list[int], scales: np.ndarray, sid: int | None,
+    def _sentence(self, ids: list[int], speed: float, sid: int | None,
                   key: tuple[int, int], timings: dict[str, float]) -> np.ndarray:
-        feeds: dict[str, np.ndarray] = {
-            "input": np.array([ids], np.int64),
-            "input_lengths": np.array([len(ids)], np.int64),
-            "scales": scales,
-        }
+        length_scale = self.bundle.inference["length_scale"] / float(speed)
+        scales = np.array([self.noise_scale, length_scale, self.noise_w], np.float32)
+        feeds = {"input": np.array([ids], np.int64),
+                 "input_lengths": np.array([len(ids)], np.int64), "scales": scales}
         if self.bundle.has_sid:
             feeds["sid"] = np.array([0 if sid is None else sid], np.int64)
         for per_id in (FRAMES_PER_ID, RETRY_FRAMES_PER_ID):

@@ -27,8 +27,6 @@ from tts_kit.core.userfiles import read_json
 from tts_kit.models.base import Capabilities, StagedModel, StageInfo, precision_of
 from tts_kit.models.discovery import locate
 
-_NP_TO_ONNX = {"float32": FLOAT, "int64": INT64}
-
 
 @dataclass(frozen=True)
 class VoiceStyle:
@@ -49,7 +47,7 @@ def _read_json(path: Path, root: Path) -> Any:
 
 def _check_tensor(rel: str, kind: str, found: ValueInfo, spec: contract.TensorSpec):
     elem = found.elem_type
-    want = _NP_TO_ONNX[spec.dtype]
+    want = {"float32": FLOAT, "int64": INT64}[spec.dtype]
     # FP16 conversions without keep_io_types carry float16 I/O; the engine casts for them.
     ok_types = {want, FLOAT16} if want == FLOAT else {want}
     if elem not in ok_types:

@@ -272,9 +272,6 @@ class StandinSummary:
         return "\n".join(rows)
 
 
-_VOICE_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
 def _write_json(path: Path, obj: Any) -> None:
     path.write_text(json.dumps(obj, ensure_ascii=False, separators=(", ", ": ")), encoding="utf-8")
 
@@ -297,7 +294,7 @@ def build_standin(
     if not is_seed(seed):
         raise TtsKitError(f"seed must be an integer >= 0, got {seed!r}")  # not numpy's error
     voices = list(voices)
-    bad = [v for v in voices if not _VOICE_NAME.match(v)]
+    bad = [v for v in voices if not re.match(r"^[A-Za-z0-9_-]+$", v)]
     if not voices or bad:
         raise TtsKitError(f"voice names must be non-empty [A-Za-z0-9_-]+, got {voices!r}")
     target = atomic.check_dir_destination(path)  # a file, a full directory: one line now

@@ -29,7 +29,6 @@ SECONDS_PER_CHAR = 1.0 / 14.0
 DURATION_SPREAD = 0.15
 #: Latent normaliser of the real model (``ttl.normalizer.scale``): the vocoder divides by it.
 LATENT_SCALE = 0.25
-FRAMES = contract.CHUNK_COMPRESS_FACTOR  # latent sub-frames per latent frame (6)
 OPSET = 17
 IR_VERSION = 8
 #: Additive attention bias for padded keys: finite so that an FP16 copy cannot make NaN.
@@ -502,7 +501,8 @@ def _vocoder(d: _VocDims, rng: np.random.Generator) -> onnx.ModelProto:
     ldim = contract.LATENT_DIM
     x = g.op("Mul", ["latent", g.const(1.0 / LATENT_SCALE)], "unscale")
     # Unpack [B, 24*6, L] -> [B, 24, 6L]: each latent frame holds 6 consecutive sub-frames.
-    x = g.op("Reshape", [x, g.const([0, ldim, FRAMES, -1], "int64")], "unpack")
+    frames = contract.CHUNK_COMPRESS_FACTOR
+    x = g.op("Reshape", [x, g.const([0, ldim, frames, -1], "int64")], "unpack")
     x = g.transpose(x, [0, 1, 3, 2], "unpack")
     x = g.op("Reshape", [x, g.const([0, ldim, -1], "int64")], "unpack")
     # De-normalise with per-channel latent statistics (std ~0.25 undoes the unscale).
