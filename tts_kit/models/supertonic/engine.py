@@ -194,11 +194,11 @@ class Engine(EngineBase):
                 pieces[i].append(wav)
         timings["total"] = time.perf_counter() - t_start
         silence = np.zeros(int(self.chunk_pause_s * self.bundle.sample_rate), np.float32)
-        wavs = [np.concatenate([w for part in parts for w in (silence, part)][1:])
-                for parts in pieces]
+        joined = [np.concatenate([w for part in parts for w in (silence, part)][1:])
+                  for parts in pieces]
         return [SynthesisResult(wav=wav, sample_rate=self.bundle.sample_rate, text=text,
                                 chunks=chunks, timings=dict(timings), voice=voice, seed=s)
-                for wav, (text, chunks), voice, s in zip(wavs, prepared, voice_list, seeds)]
+                for wav, (text, chunks), voice, s in zip(joined, prepared, voice_list, seeds)]
 
     def _synthesize_chunks(self, chunks, lang, styles, steps, speed, rngs, timings, source=None):
         front = self._front(chunks, lang, styles, speed, timings)
