@@ -346,7 +346,7 @@ def check_notebook(notebook: str, out: Path, timeout: float, quick: bool) -> dic
     """Open one notebook in JupyterLab in headless Chromium, run it, check and screenshot."""
     exe = ensure_chromium()
     driver_dir = ensure_driver()
-    from tts_kit.models.supertonic.bundle import default_standin_scale
+    from tts_kit.models.discovery import default_standin_scale
     from tts_kit.models.supertonic.standin import (
         scale_note,  # the banner's words, as the library spells them
     )

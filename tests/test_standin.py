@@ -346,11 +346,8 @@ def test_users_get_the_full_scale_standin_by_default(monkeypatch: pytest.MonkeyP
     model cell, the report) builds the full stand-in, whose costs are the real model's.
     Tests get the tiny one only because conftest.py sets the scale explicitly."""
     from tts_kit.cli import _parser
-    from tts_kit.models.supertonic.bundle import (
-        BundleError,
-        default_standin_scale,
-        resolve_model_dir,
-    )
+    from tts_kit.models.discovery import default_standin_scale
+    from tts_kit.models.supertonic.bundle import BundleError, resolve_model_dir
 
     monkeypatch.delenv("TTS_KIT_STANDIN_SCALE")
     built = []

@@ -1,6 +1,5 @@
-"""What a speech model is, whatever its family: the `SpeechModel` protocol and its `Capabilities`.
-
-Everything above ``tts_kit.models`` asks a model what it can do, never its family.
+"""What a speech model is, whatever its family: the `SpeechModel` protocol and its
+`Capabilities` (everything above ``tts_kit.models`` asks what a model can do, never its family).
 """
 
 from __future__ import annotations
@@ -36,12 +35,11 @@ def precision_of(types: dict[int, int]) -> str:
         >>> precision_of({FLOAT: 95, FLOAT16: 5}), precision_of({FLOAT: 1, INT8: 1})
         ('float32', 'mixed')
     """
-    total = sum(types.values()) or 1
     names = {FLOAT: "float32", FLOAT16: "float16", INT8: "int8", UINT8: "int8"}
-    for t, n in sorted(types.items(), key=lambda kv: -kv[1]):
-        if n / total >= 0.9:
-            return names.get(t, ELEM_NAMES.get(t, str(t)))
-    return "mixed"
+    top, n = max(types.items(), key=lambda kv: kv[1], default=(None, 0))
+    if n / (sum(types.values()) or 1) < 0.9:
+        return "mixed"
+    return names.get(top, ELEM_NAMES.get(top, str(top)))
 
 
 class StagedModel:

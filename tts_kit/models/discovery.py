@@ -41,13 +41,11 @@ def voice_pair(path: str | os.PathLike[str]) -> tuple[Path, Path] | None:
     """
     path = Path(path).expanduser()
     if path.is_file() and path.suffix == ".onnx":
-        cfg = Path(f"{path}.json")
-        return (path, cfg) if cfg.is_file() else None
-    if path.is_dir():
-        pairs = [g for g in sorted(path.glob("*.onnx")) if Path(f"{g}.json").is_file()]
-        if len(pairs) == 1:
-            return pairs[0], Path(f"{pairs[0]}.json")
-    return None
+        graphs = [path]
+    else:
+        graphs = sorted(path.glob("*.onnx")) if path.is_dir() else []
+    pairs = [g for g in graphs if Path(f"{g}.json").is_file()]
+    return (pairs[0], Path(f"{pairs[0]}.json")) if len(pairs) == 1 else None
 
 
 def piper_gap(path: str | os.PathLike[str]) -> str | None:

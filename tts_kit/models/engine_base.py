@@ -1,15 +1,6 @@
-"""The one engine base every family builds on: `EngineBase` (a template method).
-
-Sessions, load policy, stage hooks, the shared request checks and streaming live here; a
-family implements ``_check``, ``_plan``, ``_render`` and ``_render_chunk`` (the same audio
-as ``_render``'s ``k``-th chunk, on any process), and optionally ``_graph_path``,
-``_session_made``, ``chunk_pause_s`` and ``synthesize_batch``.
-
-Example:
-    >>> from tts_kit import Engine
-    >>> isinstance(Engine(), EngineBase)
-    True
-"""
+"""`EngineBase`, the engine every family builds on: sessions, load policy, stage hooks, the
+shared request checks and streaming; a family writes ``_check``, ``_plan``, ``_render`` and
+``_render_chunk`` (the same audio as ``_render``'s ``k``-th chunk, on any process)."""
 
 from __future__ import annotations
 
@@ -194,9 +185,7 @@ class EngineBase:
 
         Example:
             >>> from tts_kit import Engine
-            >>> from tts_kit.core import contract
-            >>> latent = np.zeros((1, contract.LATENT_CHANNELS, 2), np.float32)  # 2 frames
-            >>> Engine().run_stage("vocoder", {"latent": latent}).shape
+            >>> Engine().run_stage("vocoder", {"latent": np.zeros((1, 144, 2), np.float32)}).shape
             (1, 6144)
         """
         if stage not in self.stages:
@@ -252,8 +241,9 @@ class EngineBase:
 
     def _render(self, plan: Plan, cfg: SynthesisConfig
                 ) -> Iterator[tuple[np.ndarray, dict[str, float]]]:
-        """Each chunk's waveform (no pause) and its stage timings, in order."""
-        raise NotImplementedError
+        """Each chunk's waveform (no pause) and its stage timings, in order: by default each
+        chunk through `_render_chunk`."""
+        return (self._render_chunk(plan, cfg, k) for k in range(len(plan.chunks)))
 
     def _render_chunk(self, plan: Plan, cfg: SynthesisConfig, k: int
                       ) -> tuple[np.ndarray, dict[str, float]]:
@@ -326,8 +316,7 @@ class EngineBase:
 
         Example:
             >>> from tts_kit import Engine
-            >>> parts = Engine().stream("One sentence. And another one.", steps=1,
-            ...                         max_chunk_chars=15)
+            >>> parts = Engine().stream("One sentence. And another one.", max_chunk_chars=15)
             >>> [(p.index, p.text, p.last) for p in parts]
             [(0, 'One sentence.', False), (1, 'And', False), (2, 'another one.', True)]
         """

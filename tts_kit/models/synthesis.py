@@ -89,8 +89,6 @@ class SynthesisConfig:
         """``config`` (None: the defaults) with ``overrides``, fields changed by name.
 
         Example:
-            >>> SynthesisConfig.of(None, lang="ko", seed=1).seed
-            1
             >>> SynthesisConfig.of(SynthesisConfig(seed=1), seed=2).seed
             2
         """

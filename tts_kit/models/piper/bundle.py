@@ -1,10 +1,5 @@
-"""A Piper voice on disk: `PiperBundle` (one VITS ONNX graph + its ``.onnx.json``
-config, opened read-only and checked) and `voice_files` (what names one).
-
-Example:
-    >>> voice_files("/nonexistent") is None
-    True
-"""
+"""A Piper voice on disk: `PiperBundle` (one VITS ONNX graph + its ``.onnx.json`` config,
+opened read-only and checked) and `voice_files` (what names one)."""
 
 from __future__ import annotations
 
@@ -59,13 +54,9 @@ def voice_files(model: str | os.PathLike[str]) -> tuple[Path, Path] | None:
 
 
 class PiperBundle(StagedModel):
-    """A validated Piper voice: its graph, config and what they say, read without loading.
-
-    Args:
-        model: ``piper:<name>``, a voice directory, or its ``.onnx`` file (`voice_files`).
-
-    Raises:
-        BundleError: one line naming the file and what is wrong with it.
+    """A validated Piper voice (``piper:<name>``, a voice directory or its ``.onnx`` file):
+    its graph, config and what they say, read without loading; what is wrong is a one-line
+    `BundleError` naming the file.
 
     Example:
         >>> b = PiperBundle("piper:joe-us")  # doctest: +SKIP
@@ -182,9 +173,8 @@ class PiperBundle(StagedModel):
     def inference(self) -> dict[str, float]:
         """The voice's own noise_scale, length_scale and noise_w (piper's defaults if absent)."""
         inf = self.config.get("inference") or {}
-        return {"noise_scale": float(inf.get("noise_scale", 0.667)),
-                "length_scale": float(inf.get("length_scale", 1.0)),
-                "noise_w": float(inf.get("noise_w", 0.8))}
+        piper = {"noise_scale": 0.667, "length_scale": 1.0, "noise_w": 0.8}
+        return {name: float(inf.get(name, value)) for name, value in piper.items()}
 
     def describe(self) -> dict[str, Any]:
         """Everything the voice knows, JSON-ready (``tts-kit info``, reports)."""

@@ -1,12 +1,5 @@
-"""Running a Piper voice: `PiperEngine`, the shared engine base with per-sentence synthesis.
-
-Text -> normalisation -> espeak-ng phonemes per sentence -> the seeded graph; each
-sentence's noise is seeded by ``seed`` and its index (one seed, one audio).
-
-Example:
-    >>> PiperEngine("piper:joe-us").synthesize("Hi.", seed=0).sample_rate  # doctest: +SKIP
-    22050
-"""
+"""Running a Piper voice, `PiperEngine` on `EngineBase`: normalised text -> espeak-ng phonemes
+per sentence -> the seeded graph, each sentence's noise drawn from ``seed`` and its index."""
 
 from __future__ import annotations
 
@@ -40,14 +33,10 @@ RETRY_FRAMES_PER_ID = 64
 
 
 class PiperEngine(EngineBase):
-    """Runs a Piper voice with the same public surface as every tts_kit engine.
-
-    Args:
-        bundle: a `PiperBundle`, or what `PiperBundle` opens (``piper:joe-us``, a voice
-            directory or ``.onnx`` file).
-        noise_scale, noise_w: the prior's and the duration predictor's noise (None: the
-            voice's config; 0: none, every seed gives the same audio).
-        options: `EngineBase`'s; the one stage is ``voice``.
+    """Runs a Piper voice (a `PiperBundle` or what it opens) with every engine's surface;
+    ``noise_scale`` and ``noise_w`` are the prior's and the duration predictor's noise (None:
+    the voice's config; 0: none, every seed gives the same audio); ``options`` are
+    `EngineBase`'s, the one stage being ``voice``.
 
     Of a `SynthesisConfig`, ``noise`` is refused; ``steps``, ``max_chunk_chars``,
     ``first_chunk_chars`` and ``order`` change nothing (sentences are the chunks), so one
@@ -155,8 +144,7 @@ class PiperEngine(EngineBase):
     def _render(self, plan: Plan, cfg: SynthesisConfig
                 ) -> Iterator[tuple[np.ndarray, dict[str, float]]]:
         with self._loader.session(STAGE):  # one load for the whole request under paged
-            for k in range(len(plan.chunks)):
-                yield self._render_chunk(plan, cfg, k)
+            yield from super()._render(plan, cfg)
 
     def _render_chunk(self, plan: Plan, cfg: SynthesisConfig, k: int
                       ) -> tuple[np.ndarray, dict[str, float]]:
@@ -164,7 +152,7 @@ class PiperEngine(EngineBase):
         t0 = time.perf_counter()
         ids = self._to_ids(sentences[k], self.bundle.config["phoneme_id_map"])
         timings: dict[str, float] = {"text": time.perf_counter() - t0}
-        wav = self._sentence(ids, self._scales(cfg.speed), sid, (base, k), timings)
+        wav = self._sentence(ids, cfg.speed, sid, (base, k), timings)
         timings["total"] = time.perf_counter() - t0
         return wav, timings
 
@@ -207,17 +195,12 @@ class PiperEngine(EngineBase):
                                 seed=s)
                 for wav, p, c, s in zip(wavs, plans, cfgs, seeds)]
 
-    def _scales(self, speed: float) -> np.ndarray:
-        length_scale = self.bundle.inference["length_scale"] / float(speed)
-        return np.array([self.noise_scale, length_scale, self.noise_w], np.float32)
-
-    def _sentence(self, ids: list[int], scales: np.ndarray, sid: int | None,
+    def _sentence(self, ids: list[int], speed: float, sid: int | None,
                   key: tuple[int, int], timings: dict[str, float]) -> np.ndarray:
-        feeds: dict[str, np.ndarray] = {
-            "input": np.array([ids], np.int64),
-            "input_lengths": np.array([len(ids)], np.int64),
-            "scales": scales,
-        }
+        length_scale = self.bundle.inference["length_scale"] / float(speed)
+        scales = np.array([self.noise_scale, length_scale, self.noise_w], np.float32)
+        feeds = {"input": np.array([ids], np.int64),
+                 "input_lengths": np.array([len(ids)], np.int64), "scales": scales}
         if self.bundle.has_sid:
             feeds["sid"] = np.array([0 if sid is None else sid], np.int64)
         for per_id in (FRAMES_PER_ID, RETRY_FRAMES_PER_ID):

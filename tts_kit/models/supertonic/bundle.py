@@ -25,12 +25,7 @@ from tts_kit.core.protoscan import (
 from tts_kit.core.settings import Settings
 from tts_kit.core.userfiles import read_json
 from tts_kit.models.base import Capabilities, StagedModel, StageInfo, precision_of
-
-# default_standin_scale is re-exported: callers and tests find it beside discovery.
-from tts_kit.models.discovery import default_standin_scale as default_standin_scale
 from tts_kit.models.discovery import locate
-
-_NP_TO_ONNX = {"float32": FLOAT, "int64": INT64}
 
 
 @dataclass(frozen=True)
@@ -52,7 +47,7 @@ def _read_json(path: Path, root: Path) -> Any:
 
 def _check_tensor(rel: str, kind: str, found: ValueInfo, spec: contract.TensorSpec):
     elem = found.elem_type
-    want = _NP_TO_ONNX[spec.dtype]
+    want = {"float32": FLOAT, "int64": INT64}[spec.dtype]
     # FP16 conversions without keep_io_types carry float16 I/O; the engine casts for them.
     ok_types = {want, FLOAT16} if want == FLOAT else {want}
     if elem not in ok_types:
@@ -69,18 +64,11 @@ def _check_tensor(rel: str, kind: str, found: ValueInfo, spec: contract.TensorSp
 
 
 class Bundle(StagedModel):
-    """A validated Supertonic model directory.
-
-    Args:
-        path: the bundle directory (it contains ``onnx/`` and ``voice_styles/``).
-
-    Raises:
-        BundleError: one line naming the file and what is wrong with it.
+    """A validated Supertonic model directory (``onnx/`` and ``voice_styles/`` in it); what
+    is wrong is a one-line `BundleError` naming the file.
 
     Example:
-        >>> from tts_kit import Bundle
-        >>> b = Bundle("models/supertonic-3")  # doctest: +SKIP
-        >>> b.stages["vocoder"].params  # doctest: +SKIP
+        >>> Bundle("models/supertonic-3").stages["vocoder"].params  # doctest: +SKIP
         24961025
     """
 
@@ -125,10 +113,7 @@ class Bundle(StagedModel):
         files = sorted(vdir.glob("*.json")) if vdir.is_dir() else []
         if not files:
             raise BundleError(f"{contract.VOICE_DIR}/: no voice styles (*.json) found")
-        self._voices = {f.stem: f for f in files}
-        self._voice_cache: dict[str, VoiceStyle] = {}
-        for name in self.voices:  # parse and check every voice now
-            self.voice(name)
+        self._styles = {f.stem: self._load_voice(f) for f in files}  # each checked now
 
     # -- validation -------------------------------------------------------------------
 
@@ -172,7 +157,7 @@ class Bundle(StagedModel):
                                          for p in path.parent.glob(f"{path.name}.data*"))
         return StageInfo(stage, path, size, scan.params, precision_of(scan.initializer_types))
 
-    def _load_voice(self, name: str, path: Path) -> VoiceStyle:
+    def _load_voice(self, path: Path) -> VoiceStyle:
         rel = path.relative_to(self.path)
         data = _read_json(path, self.path)
         arrays = {}
@@ -193,14 +178,14 @@ class Bundle(StagedModel):
                                   "the voice file is damaged: re-download it or remove it from "
                                   "voice_styles/")
             arrays[key] = arr
-        return VoiceStyle(name, arrays["style_ttl"], arrays["style_dp"])
+        return VoiceStyle(path.stem, arrays["style_ttl"], arrays["style_dp"])
 
     # -- what the bundle knows --------------------------------------------------------
 
     @property
     def voices(self) -> list[str]:
         """Voice style names, sorted (``['F1', 'M1', ...]``)."""
-        return list(self._voices)
+        return list(self._styles)
 
     @property
     def default_voice(self) -> str:
@@ -210,15 +195,13 @@ class Bundle(StagedModel):
             >>> Bundle.discover().default_voice  # doctest: +SKIP
             'M1'
         """
-        return "M1" if "M1" in self._voices else self.voices[0]
+        return "M1" if "M1" in self._styles else self.voices[0]
 
     def voice(self, name: str) -> VoiceStyle:
-        """Load (once) and return a voice style; unknown names raise ``ValueError``."""
-        if name not in self._voices:
+        """The voice style ``name``; unknown names raise ``ValueError``."""
+        if name not in self._styles:
             raise TtsKitError(f"unknown voice '{name}'; available voices: {', '.join(self.voices)}")
-        if name not in self._voice_cache:
-            self._voice_cache[name] = self._load_voice(name, self._voices[name])
-        return self._voice_cache[name]
+        return self._styles[name]
 
     @property
     def sample_rate(self) -> int:

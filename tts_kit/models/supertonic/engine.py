@@ -1,17 +1,6 @@
-"""The four-stage Supertonic pipeline on ONNX Runtime: `Engine` (built on
-`tts_kit.models.engine_base.EngineBase`, which owns loading, hooks and streaming).
-
-Text -> normalise (`tts_kit.text`) -> chunk -> ids and masks (`tts_kit.core.textproc`) ->
-duration predictor -> text encoder -> N flow steps of the vector estimator ->
-vocoder -> trim to the predicted duration -> chunks joined by 0.3 s of silence.
-
-Example:
-    >>> from tts_kit import Engine
-    >>> engine = Engine()                    # the discovered bundle (stand-in by default)
-    >>> result = engine.synthesize("Hello there.", lang="en", voice="M1", seed=0)
-    >>> result.sample_rate, round(result.duration_s, 2) > 0
-    (44100, True)
-"""
+"""The four-stage Supertonic pipeline, `Engine` on `EngineBase`: normalised text in chunks ->
+ids -> duration predictor -> text encoder -> N flow steps -> vocoder -> trimmed to the
+predicted duration; chunks joined by 0.3 s of silence."""
 
 from __future__ import annotations
 
@@ -54,17 +43,12 @@ _SEED_OR_NOISE = ("give seed or noise, not both: the noise is the initial latent
 
 
 class Engine(EngineBase):
-    """Runs a `Bundle` end to end.
-
-    Args:
-        bundle: a `Bundle`, a bundle directory, or None to discover one.
-        options: `EngineBase`'s (``preset``, ``stage_presets``, ``loading``, ``normalize``,
-            ``stage_costs_mb``).
+    """Runs a `Bundle` (or a bundle directory; None: discovery) end to end; ``options`` are
+    `EngineBase`'s (``preset``, ``stage_presets``, ``loading``, ``normalize``, ...).
 
     Example:
-        >>> engine = Engine("standin-dir", loading="paged")  # doctest: +SKIP
-        >>> engine.synthesize("안녕하세요.", lang="ko").duration_s  # doctest: +SKIP
-        0.71
+        >>> Engine().synthesize("Hello there.", seed=0).sample_rate
+        44100
     """
 
     family = "supertonic"
@@ -117,10 +101,9 @@ class Engine(EngineBase):
 
     def _render(self, plan: Plan, cfg: SynthesisConfig
                 ) -> Iterator[tuple[np.ndarray, dict[str, float]]]:
-        style, seed = plan.work
         if cfg.order == "stage":
-            return self._stream_stages(plan.chunks, cfg, style, seed)
-        return (self._render_chunk(plan, cfg, k) for k in range(len(plan.chunks)))
+            return self._stream_stages(plan, cfg)
+        return super()._render(plan, cfg)
 
     def _render_chunk(self, plan: Plan, cfg: SynthesisConfig, k: int
                       ) -> tuple[np.ndarray, dict[str, float]]:
@@ -130,9 +113,11 @@ class Engine(EngineBase):
                                          cfg.speed, [chunk_rng(seed, k)], timings, cfg.noise)
         return wav, timings
 
-    def _stream_stages(self, chunks, cfg, style, seed):
+    def _stream_stages(self, plan: Plan, cfg: SynthesisConfig
+                       ) -> Iterator[tuple[np.ndarray, dict[str, float]]]:
         """Stage-major: each stage on every chunk before the next (under ``paged`` loading
         each graph loads once per request); memory holds every chunk's latent."""
+        chunks, (style, seed) = plan.chunks, plan.work
         per: list[dict[str, float]] = [{} for _ in chunks]
         elapsed = [0.0] * len(chunks)
 
@@ -208,15 +193,12 @@ class Engine(EngineBase):
             for i, wav in zip(items, wavs):
                 pieces[i].append(wav)
         timings["total"] = time.perf_counter() - t_start
-        silence = np.zeros(int(contract.CHUNK_SILENCE_S * self.bundle.sample_rate), np.float32)
-        results = []
-        for i, parts in enumerate(pieces):
-            joined = [p for part in parts for p in (part, silence)][:-1]
-            results.append(SynthesisResult(
-                wav=np.concatenate(joined), sample_rate=self.bundle.sample_rate,
-                text=prepared[i][0], chunks=prepared[i][1], timings=dict(timings),
-                voice=voice_list[i], seed=seeds[i]))
-        return results
+        silence = np.zeros(int(self.chunk_pause_s * self.bundle.sample_rate), np.float32)
+        joined = [np.concatenate([w for part in parts for w in (silence, part)][1:])
+                  for parts in pieces]
+        return [SynthesisResult(wav=wav, sample_rate=self.bundle.sample_rate, text=text,
+                                chunks=chunks, timings=dict(timings), voice=voice, seed=s)
+                for wav, (text, chunks), voice, s in zip(joined, prepared, voice_list, seeds)]
 
     def _synthesize_chunks(self, chunks, lang, styles, steps, speed, rngs, timings, source=None):
         front = self._front(chunks, lang, styles, speed, timings)
@@ -318,15 +300,7 @@ def first_chunk(chunks: list[str], lang: str, max_chars: int) -> list[str]:
 
 
 def _check_durations(duration: np.ndarray, chunks: list[str]) -> None:
-    """Refuse predicted durations no speech has, before anything is allocated.
-
-    Example:
-        >>> _check_durations(np.array([0.8], np.float32), ["Hello there."])
-        >>> _check_durations(np.array([np.nan], np.float32), ["Hello there."])
-        Traceback (most recent call last):
-        ...
-        tts_kit.TtsKitError: duration_predictor predicted nan s for a 12-character chunk ...
-    """
+    """Refuse predicted durations no speech has, before anything is allocated."""
     if duration.shape != (len(chunks),):
         raise TtsKitError(f"duration_predictor gave {duration.size} duration(s) for "
                           f"{len(chunks)} chunk(s); the graph is damaged or not a Supertonic "

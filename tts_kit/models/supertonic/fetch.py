@@ -1,11 +1,5 @@
 """Download the real Supertonic model from its hub, at the revision the official package
-(v1.3.1) pins; validated as a `Bundle` before it is renamed into place.
-
-Example:
-    >>> from tts_kit.models.supertonic.fetch import fetch_model
-    >>> fetch_model("supertonic-3", "models/supertonic-3")  # doctest: +SKIP
-    PosixPath('models/supertonic-3')
-"""
+(v1.3.1) pins; validated as a `Bundle` before it is renamed into place."""
 
 from __future__ import annotations
 
@@ -23,11 +17,6 @@ MODELS: dict[str, tuple[str, str]] = {
     "supertonic-3": ("Supertone/supertonic-3", "724fb5abbf5502583fb520898d45929e62f02c0b"),
     "supertonic-2": ("Supertone/supertonic-2", "75e6727618a02f323c720cba9478152d4bc16ca4"),
 }
-
-OFFLINE_HINT = (
-    "use the stand-in instead (`tts-kit standin DIR`, or run without --model), "
-    "or copy a downloaded bundle here and pass --model DIR"
-)
 
 
 class FetchError(TtsKitError):
@@ -47,19 +36,20 @@ def _hub_reachable(timeout_s: float = 3.0) -> bool:
         return False
 
 
-def _default_model_dir(model: str) -> Path:
-    """Where `fetch_model` puts a model when no directory is given: the official cache."""
-    s = current_settings()
-    if s.supertonic_cache_dir:
-        return Path(s.supertonic_cache_dir).expanduser()
-    return s.home / ".cache" / model.replace("-", "")
-
-
 def fetch_model(model: str = "supertonic-3", dest: str | os.PathLike[str] | None = None) -> Path:
-    """Download ``model`` into ``dest`` (default: the official package's cache directory)."""
+    """Download ``model`` into ``dest`` (default: the official package's cache directory).
+
+    Example:
+        >>> fetch_model("supertonic-3", "models/supertonic-3")  # doctest: +SKIP
+        PosixPath('models/supertonic-3')
+    """
     if model not in MODELS:
         raise FetchError(f"unknown model '{model}'; choose one of: {', '.join(MODELS)}")
-    target = Path(dest).expanduser() if dest else _default_model_dir(model)
+    s = current_settings()
+    if dest or s.supertonic_cache_dir:
+        target = Path(dest or s.supertonic_cache_dir).expanduser()
+    else:  # the official package's cache
+        target = s.home / ".cache" / model.replace("-", "")
     if target.exists() and any(target.iterdir()):
         raise FetchError(f"{target} already exists and is not empty; pass an empty or new --dir")
     try:
@@ -67,7 +57,9 @@ def fetch_model(model: str = "supertonic-3", dest: str | os.PathLike[str] | None
     except ImportError:
         raise FetchError("huggingface_hub is not installed: pip install 'tts_kit[hub]'") from None
     if not _hub_reachable():
-        raise FetchError(f"the model hub is not reachable (offline?); {OFFLINE_HINT}")
+        raise FetchError("the model hub is not reachable (offline?); use the stand-in instead "
+                         "(`tts-kit standin DIR`, or run without --model), or copy a "
+                         "downloaded bundle here and pass --model DIR")
     repo, revision = MODELS[model]
     target.parent.mkdir(parents=True, exist_ok=True)
     try:

@@ -30,6 +30,7 @@ from tts_kit.models.supertonic.standin_graphs import (
     _check_scale,
     build_graph,
 )
+from tts_kit.models.synthesis import is_seed
 
 #: Bumped whenever the graphs or files change, so cached stand-ins are rebuilt.
 STANDIN_VERSION = 2  # 2: classifier-free guidance inside the vector estimator (issue 22)
@@ -149,7 +150,7 @@ def _config(scale: str, seed: int) -> dict[str, Any]:
             "sentence_encoder": {
                 "char_emb_dim": dp.ch,
                 "text_embedder": {"char_emb_dim": dp.ch},
-                "convnext": _convnext_cfg(dp.ch, dp.k, dp.hidden, [1] * dp.convnext),
+                "convnext": _convnext_cfg(dp.ch, dp.k, dp.hidden, dp.dilations),
                 "attn_encoder": {"hidden_channels": dp.ch, "filter_channels": dp.ffn,
                                  "n_heads": dp.heads, "n_layers": dp.attn_layers,
                                  "p_dropout": 0.0},
@@ -204,8 +205,7 @@ def _indexer() -> list[int]:
 def _float_list(arr: np.ndarray) -> list:
     """Nested lists of the shortest decimal that round-trips each float32 (half the JSON)."""
     flat = [float(str(v)) for v in arr.astype(np.float32).ravel()]
-    out: Any = np.array(flat, dtype=np.float64).reshape(arr.shape)
-    return out.tolist()
+    return np.array(flat, dtype=np.float64).reshape(arr.shape).tolist()
 
 
 def _voice(name: str, seed: int) -> dict[str, Any]:
@@ -272,12 +272,8 @@ class StandinSummary:
         return "\n".join(rows)
 
 
-_VOICE_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
 def _write_json(path: Path, obj: Any) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(obj, f, ensure_ascii=False, separators=(", ", ": "))
+    path.write_text(json.dumps(obj, ensure_ascii=False, separators=(", ", ": ")), encoding="utf-8")
 
 
 def build_standin(
@@ -295,10 +291,10 @@ def build_standin(
         ['duration_predictor', 'text_encoder', 'vector_estimator', 'vocoder']
     """
     _check_scale(scale)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+    if not is_seed(seed):
         raise TtsKitError(f"seed must be an integer >= 0, got {seed!r}")  # not numpy's error
     voices = list(voices)
-    bad = [v for v in voices if not _VOICE_NAME.match(v)]
+    bad = [v for v in voices if not re.match(r"^[A-Za-z0-9_-]+$", v)]
     if not voices or bad:
         raise TtsKitError(f"voice names must be non-empty [A-Za-z0-9_-]+, got {voices!r}")
     target = atomic.check_dir_destination(path)  # a file, a full directory: one line now

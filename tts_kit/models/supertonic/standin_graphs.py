@@ -1,12 +1,10 @@
-"""The stand-in's four networks: the published Supertonic-3 architecture per scale
-(`_ARCH`) built with ``onnx.helper`` and filled with scaled, seeded random weights
-(`build_graph`). `tts_kit.models.supertonic.standin` writes them out as a bundle.
+"""The stand-in's four networks: the published Supertonic-3 architecture per scale (`_ARCH`)
+built with ``onnx.helper`` (`GraphBuilder`) and seeded random weights (`build_graph`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -14,7 +12,6 @@ import numpy as np
 
 from tts_kit.core import contract
 from tts_kit.core.errors import TtsKitError
-from tts_kit.models.supertonic._onnx_builder import Attention, GraphBuilder
 
 if TYPE_CHECKING:
     import onnx
@@ -32,34 +29,216 @@ SECONDS_PER_CHAR = 1.0 / 14.0
 DURATION_SPREAD = 0.15
 #: Latent normaliser of the real model (``ttl.normalizer.scale``): the vocoder divides by it.
 LATENT_SCALE = 0.25
-FRAMES = contract.CHUNK_COMPRESS_FACTOR  # latent sub-frames per latent frame (6)
+OPSET = 17
+IR_VERSION = 8
+#: Additive attention bias for padded keys: finite so that an FP16 copy cannot make NaN.
+MASK_NEG = -1.0e4
+
+
+# -- the graph builder: a network reads like its PyTorch forward pass ----------------------
+
+
+@dataclass(frozen=True)
+class Attention:
+    """The widths of one multi-head attention (`GraphBuilder.attention`).
+
+    Example:
+        >>> Attention(dq=64, dkv=256, units=64, heads=2).out_gain
+        1.0
+    """
+
+    dq: int  # query width, and the output's
+    dkv: int  # key (and value) width
+    units: int  # inner width, split over the heads
+    heads: int
+    out_gain: float = 1.0  # gain of the output projection
+
+
+class GraphBuilder:
+    """Accumulates nodes and seeded initializers for the graph ``name`` (the stage, also the
+    prefix of node names), every weight drawn from ``rng`` in build order; each method returns
+    its output's name (``[B, C, T]`` into convolutions, ``[B, T, C]`` into LayerNorm, MatMul
+    and attention).
+
+    Example:
+        >>> g = GraphBuilder("demo", np.random.default_rng(0))
+        >>> g.gelu("x").startswith("demo/")
+        True
+    """
+
+    def __init__(self, name: str, rng: np.random.Generator):
+        from onnx import helper, numpy_helper
+
+        self._helper, self._numpy_helper = helper, numpy_helper
+        self.name = name
+        self.rng = rng
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+        self._count = 0
+        self._consts: dict[tuple, str] = {}
+
+    # -- primitives ---------------------------------------------------------------------
+
+    def init(self, name: str, array: np.ndarray) -> str:
+        """Add an initializer and return its name."""
+        self.inits.append(self._numpy_helper.from_array(array, name))
+        return name
+
+    def weight(self, name: str, shape: tuple[int, ...], std: float, centre: float = 0.0) -> str:
+        """A normal(centre, std) float32 weight drawn from the stage's stream."""
+        w = self.rng.standard_normal(shape, dtype=np.float32)
+        w *= np.float32(std)
+        if centre:
+            w += np.float32(centre)
+        return self.init(name, w)
+
+    def const(self, value: float | list[int] | np.ndarray, dtype: str = "float32") -> str:
+        """A shared small constant (scalars, shapes, axes)."""
+        arr = np.asarray(value, dtype=dtype)
+        key = (dtype, arr.shape, arr.tobytes())
+        if key not in self._consts:
+            self._consts[key] = self.init(f"const_{len(self._consts)}", arr)
+        return self._consts[key]
+
+    def op(self, op_type: str, inputs: list[str], scope: str = "", n_out: int = 1, **attrs):
+        """Append one node; returns its output name (or a list when ``n_out`` > 1)."""
+        self._count += 1
+        base = f"{self.name}/{scope + '/' if scope else ''}{op_type}_{self._count}"
+        outs = [f"{base}:{i}" for i in range(n_out)]
+        self.nodes.append(self._helper.make_node(op_type, inputs, outs, name=base, **attrs))
+        return outs[0] if n_out == 1 else outs
+
+    # -- layers -------------------------------------------------------------------------
+
+    def linear(self, x: str, din: int, dout: int, scope: str, gain: float = 1.0,
+               bias: bool = True) -> str:
+        """``x @ W + b`` over the last axis; std = gain / sqrt(din) keeps the scale."""
+        y = self.op("MatMul", [x, self.weight(f"{scope}.weight", (din, dout),
+                                              gain / math.sqrt(din))], scope)
+        if bias:
+            y = self.op("Add", [y, self.weight(f"{scope}.bias", (dout,), 0.02)], scope)
+        return y
+
+    def conv1d(self, x: str, cin: int, cout: int, k: int, scope: str, dilation: int = 1,
+               groups: int = 1, gain: float = 1.0) -> str:
+        """Conv1d with "same" padding on ``[B, C, T]``."""
+        fan_in = (cin // groups) * k
+        w = self.weight(f"{scope}.weight", (cout, cin // groups, k), gain / math.sqrt(fan_in))
+        b = self.weight(f"{scope}.bias", (cout,), 0.02)
+        pad = dilation * (k - 1) // 2
+        return self.op("Conv", [x, w, b], scope, dilations=[dilation], group=groups,
+                       kernel_shape=[k], pads=[pad, pad], strides=[1])
+
+    def layer_norm(self, x: str, dim: int, scope: str, eps: float = 1e-6) -> str:
+        """LayerNorm over the last axis."""
+        s = self.weight(f"{scope}.weight", (dim,), 0.05, centre=1.0)
+        b = self.weight(f"{scope}.bias", (dim,), 0.02)
+        return self.op("LayerNormalization", [x, s, b], scope, axis=-1, epsilon=eps)
+
+    def gelu(self, x: str, scope: str = "") -> str:
+        """Exact GELU spelled as PyTorch exports it before opset 20 (ORT fuses it back)."""
+        h = self.op("Div", [x, self.const(math.sqrt(2.0))], scope)
+        h = self.op("Erf", [h], scope)
+        h = self.op("Add", [h, self.const(1.0)], scope)
+        h = self.op("Mul", [x, h], scope)
+        return self.op("Mul", [h, self.const(0.5)], scope)
+
+    def transpose(self, x: str, perm: list[int], scope: str = "") -> str:
+        """Transpose with an explicit permutation."""
+        return self.op("Transpose", [x], scope, perm=perm)
+
+    def convnext(self, x: str, mask: str | None, ch: int, hidden: int, k: int, dilation: int,
+                 scope: str) -> str:
+        """ConvNeXt block on ``[B, C, T]``: masked depthwise conv, LN, MLP, layer scale, residual.
+
+        Masked before the conv, so a padded batch equals single calls."""
+        h = self.op("Mul", [x, mask], scope) if mask else x
+        h = self.conv1d(h, ch, ch, k, f"{scope}.dwconv", dilation=dilation, groups=ch)
+        h = self.transpose(h, [0, 2, 1], scope)
+        h = self.layer_norm(h, ch, f"{scope}.norm")
+        h = self.linear(h, ch, hidden, f"{scope}.pwconv1")
+        h = self.gelu(h, scope)
+        h = self.linear(h, hidden, ch, f"{scope}.pwconv2", gain=1.4)
+        # Trained ConvNeXt layer scales sit around 1e-2 .. 1e-1; the residual stream then
+        # grows slowly with depth instead of doubling per block.
+        gamma = self.rng.uniform(0.02, 0.1, size=(ch,)).astype(np.float32)
+        h = self.op("Mul", [h, self.init(f"{scope}.gamma", gamma)], scope)
+        h = self.transpose(h, [0, 2, 1], scope)
+        y = self.op("Add", [x, h], scope)
+        return self.op("Mul", [y, mask], scope) if mask else y
+
+    def attention(self, q_in: str, kv_in: str, spec: Attention, scope: str,
+                  key_bias: str | None = None, v_in: str | None = None) -> str:
+        """Multi-head attention on ``[B, T, C]`` tensors; returns ``[B, Tq, spec.dq]``.
+
+        ``key_bias`` ``[B, 1, 1, Tk]``: 0 for real keys, `MASK_NEG` for padding; ``v_in``
+        gives the values their own source (as the real style attention).
+        """
+        units, heads = spec.units, spec.heads
+        if units % heads:
+            raise TtsKitError(f"{scope}: {units} units do not split into {heads} heads")
+        d = units // heads
+        q = self.linear(q_in, spec.dq, units, f"{scope}.q")
+        k = self.linear(kv_in, spec.dkv, units, f"{scope}.k")
+        v = self.linear(v_in or kv_in, spec.dkv, units, f"{scope}.v")
+        split = self.const([0, 0, heads, d], "int64")
+        q = self.transpose(self.op("Reshape", [q, split], scope), [0, 2, 1, 3], scope)
+        k = self.transpose(self.op("Reshape", [k, split], scope), [0, 2, 3, 1], scope)
+        v = self.transpose(self.op("Reshape", [v, split], scope), [0, 2, 1, 3], scope)
+        s = self.op("MatMul", [q, k], scope)
+        s = self.op("Mul", [s, self.const(1.0 / math.sqrt(d))], scope)
+        if key_bias:
+            s = self.op("Add", [s, key_bias], scope)
+        p = self.op("Softmax", [s], scope, axis=-1)
+        o = self.op("MatMul", [p, v], scope)
+        o = self.transpose(o, [0, 2, 1, 3], scope)
+        o = self.op("Reshape", [o, self.const([0, 0, units], "int64")], scope)
+        return self.linear(o, units, spec.dq, f"{scope}.o", gain=spec.out_gain)
+
+    def key_bias(self, mask: str, scope: str = "key_bias") -> str:
+        """``[B, 1, T]`` mask -> ``[B, 1, 1, T]`` additive bias (0 or `MASK_NEG`)."""
+        b = self.op("Sub", [mask, self.const(1.0)], scope)
+        b = self.op("Mul", [b, self.const(-MASK_NEG)], scope)
+        return self.op("Unsqueeze", [b, self.const([1], "int64")], scope)
+
+    def model(self, io: dict[str, str]) -> onnx.ModelProto:
+        """Wrap the graph with its stage's I/O (the contract's); ``io``: output name ->
+        internal tensor."""
+        helper, spec = self._helper, contract.GRAPHS[self.name]
+        doc = f"tts_kit stand-in {self.name.replace('_', ' ')}: {NOTE}"
+        nodes = list(self.nodes)
+        for out in spec.outputs:
+            nodes.append(helper.make_node("Identity", [io[out.name]], [out.name],
+                                          name=f"{self.name}/output_{out.name}"))
+
+        def info(t: contract.TensorSpec) -> onnx.ValueInfoProto:
+            elem = helper.np_dtype_to_tensor_dtype(np.dtype(t.dtype))
+            return helper.make_tensor_value_info(t.name, elem, list(t.shape))
+
+        graph = helper.make_graph(nodes, self.name, [info(t) for t in spec.inputs],
+                                  [info(t) for t in spec.outputs], self.inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                                  producer_name="tts_kit.models.supertonic.standin", doc_string=doc)
+        model.ir_version = IR_VERSION
+        return model
 
 
 # -- architecture per scale -------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class _DPDims:
-    ch: int  # embedding and hidden width
-    hidden: int  # ConvNeXt MLP width
-    convnext: int  # number of ConvNeXt layers
-    attn_layers: int  # self-attention layers
-    heads: int  # attention heads
-    ffn: int  # attention feed-forward width
-    mlp: int  # width of the duration head's hidden layers
-    mlp_layers: int = 2  # hidden layers of the duration head
-    k: int = 5  # depthwise kernel size
+class _CharDims:
+    """A character encoder: the duration predictor's, or the text encoder's."""
 
-
-@dataclass(frozen=True)
-class _TEDims:
-    ch: int  # embedding and hidden width (the output is projected to 256 at every scale)
+    ch: int  # embedding and hidden width (the text encoder projects its output to 256)
     hidden: int  # ConvNeXt MLP width
     dilations: tuple[int, ...]  # one ConvNeXt layer per dilation
     attn_layers: int  # self-attention layers
     heads: int  # self-attention heads
     ffn: int  # attention feed-forward width
-    style_heads: int = 2  # heads of the cross-attention to the 50 style tokens
+    mlp: int = 0  # duration predictor: width of the duration head's hidden layers
+    mlp_layers: int = 2  # duration predictor: hidden layers of the duration head
+    style_heads: int = 2  # text encoder: heads of the cross-attention to the 50 style tokens
     k: int = 5  # depthwise kernel size
 
 
@@ -93,8 +272,8 @@ class _VocDims:
 
 @dataclass(frozen=True)
 class _Arch:
-    dp: _DPDims  # duration predictor
-    te: _TEDims  # text encoder
+    dp: _CharDims  # duration predictor
+    te: _CharDims  # text encoder
     ve: _VEDims  # vector estimator
     voc: _VocDims  # vocoder
 
@@ -103,9 +282,10 @@ def _published(w: int) -> _Arch:
     """The published architecture's depths with text-encoder width ``w`` (``full``: 256),
     the other widths in proportion (``medium``: half of each)."""
     return _Arch(
-        _DPDims(ch=64, hidden=256, convnext=6, attn_layers=2, heads=2, ffn=256, mlp=128),
-        _TEDims(ch=w, hidden=4 * w, dilations=(1, 1, 2, 2, 4, 4), attn_layers=4, heads=4,
-                ffn=4 * w),
+        _CharDims(ch=64, hidden=256, dilations=(1,) * 6, attn_layers=2, heads=2, ffn=256,
+                  mlp=128),
+        _CharDims(ch=w, hidden=4 * w, dilations=(1, 1, 2, 2, 4, 4), attn_layers=4, heads=4,
+                  ffn=4 * w),
         _VEDims(ch=2 * w, hidden=8 * w, blocks=4, dilations0=(1, 2, 4, 8), n1=1, n2=1,
                 heads=8, units=2 * w, last=4, time_hidden=256),
         _VocDims(ch=2 * w, hidden=8 * w, dilations=(1, 2, 4, 1, 2, 4, 1, 1, 1, 1),
@@ -117,8 +297,8 @@ _ARCH: dict[str, _Arch] = {
     "full": _published(256),
     "medium": _published(128),
     "tiny": _Arch(
-        _DPDims(ch=8, hidden=32, convnext=2, attn_layers=1, heads=2, ffn=32, mlp=16),
-        _TEDims(ch=24, hidden=96, dilations=(1, 2), attn_layers=1, heads=2, ffn=96),
+        _CharDims(ch=8, hidden=32, dilations=(1, 1), attn_layers=1, heads=2, ffn=32, mlp=16),
+        _CharDims(ch=24, hidden=96, dilations=(1, 2), attn_layers=1, heads=2, ffn=96),
         _VEDims(ch=64, hidden=256, blocks=1, dilations0=(1, 2), n1=1, n2=1, heads=2,
                 units=64, last=1, time_hidden=64, style_units=64),
         _VocDims(ch=64, hidden=256, dilations=(1, 2), head_hidden=128),
@@ -142,9 +322,9 @@ def _stage_rng(seed: int, stage: str) -> np.random.Generator:
 # -- the four networks ------------------------------------------------------------------
 
 
-def _attn_layer(g: GraphBuilder, x: str, mask_t: str, kb: str, ch: int, heads: int, ffn: int,
-                scope: str) -> str:
+def _attn_layer(g: GraphBuilder, x: str, mask_t: str, kb: str, d: _CharDims, scope: str) -> str:
     """Post-LN transformer layer (the VITS ``attn_encoder`` the real model uses)."""
+    ch, heads, ffn = d.ch, d.heads, d.ffn
     a = g.attention(x, x, Attention(ch, ch, ch, heads), f"{scope}.attn", key_bias=kb)
     x = g.layer_norm(g.op("Add", [x, a], scope), ch, f"{scope}.norm1", eps=1e-5)
     f = g.linear(x, ch, ffn, f"{scope}.ffn1")
@@ -153,28 +333,27 @@ def _attn_layer(g: GraphBuilder, x: str, mask_t: str, kb: str, ch: int, heads: i
     return g.op("Mul", [x, mask_t], scope)
 
 
-def _char_encoder(g: GraphBuilder, d: _DPDims | _TEDims, dilations: Iterable[int],
-                  prefix: str, attn: str) -> str:
+def _char_encoder(g: GraphBuilder, d: _CharDims, prefix: str, attn: str) -> str:
     """Character embedding (masked), ConvNeXt layers, then self-attention: ``[B, T, C]``."""
     mask = "text_mask"
     emb = g.weight(f"{prefix}text_embedder.weight", (VOCAB_SIZE, d.ch), 1.0)
     x = g.op("Gather", [emb, "text_ids"], f"{prefix}text_embedder", axis=0)
     x = g.op("Mul", [g.transpose(x, [0, 2, 1], f"{prefix}text_embedder"), mask],
              f"{prefix}text_embedder")
-    for i, dil in enumerate(dilations):
+    for i, dil in enumerate(d.dilations):
         x = g.convnext(x, mask, d.ch, d.hidden, d.k, dil, f"{prefix}convnext.{i}")
     x = g.transpose(x, [0, 2, 1])
     mask_t = g.transpose(mask, [0, 2, 1])
     kb = g.key_bias(mask)
     for i in range(d.attn_layers):
-        x = _attn_layer(g, x, mask_t, kb, d.ch, d.heads, d.ffn, f"{prefix}{attn}.{i}")
+        x = _attn_layer(g, x, mask_t, kb, d, f"{prefix}{attn}.{i}")
     return x
 
 
-def _duration_predictor(d: _DPDims, rng: np.random.Generator) -> onnx.ModelProto:
+def _duration_predictor(d: _CharDims, rng: np.random.Generator) -> onnx.ModelProto:
     g = GraphBuilder("duration_predictor", rng)
     mask = "text_mask"
-    x = _char_encoder(g, d, [1] * d.convnext, "sentence_encoder.", "attn")
+    x = _char_encoder(g, d, "sentence_encoder.", "attn")
     x = g.linear(x, d.ch, d.ch, "sentence_encoder.proj_out")
     # Style conditioning = a concat-then-linear over [char state, flattened 8x16 tokens],
     # written as two matmuls so the style half is computed once per item.
@@ -195,14 +374,13 @@ def _duration_predictor(d: _DPDims, rng: np.random.Generator) -> onnx.ModelProto
     m2 = g.op("Squeeze", [mask, g.const([1], "int64")], "predictor")
     per = g.op("Mul", [per, m2], "predictor")
     dur = g.op("ReduceSum", [per, g.const([1], "int64")], "predictor", keepdims=0)
-    return g.model(contract.GRAPHS["duration_predictor"], {"duration": dur},
-                   "tts_kit stand-in duration predictor: " + NOTE)
+    return g.model({"duration": dur})
 
 
-def _text_encoder(d: _TEDims, rng: np.random.Generator) -> onnx.ModelProto:
+def _text_encoder(d: _CharDims, rng: np.random.Generator) -> onnx.ModelProto:
     g = GraphBuilder("text_encoder", rng)
     mask = "text_mask"
-    x = _char_encoder(g, d, d.dilations, "", "attn_encoder")
+    x = _char_encoder(g, d, "", "attn_encoder")
     style_dim = contract.STYLE_TTL_DIMS[2]
     # Normalising the style tokens (std ~0.06) gives the attention real contrast.
     style = g.layer_norm("style_ttl", style_dim, "speech_prompted.style_norm", eps=1e-5)
@@ -212,8 +390,7 @@ def _text_encoder(d: _TEDims, rng: np.random.Generator) -> onnx.ModelProto:
                      eps=1e-5)
     y = g.linear(x, d.ch, 256, "proj_out")
     y = g.op("Mul", [g.transpose(y, [0, 2, 1]), mask], "proj_out")
-    return g.model(contract.GRAPHS["text_encoder"], {"text_emb": y},
-                   "tts_kit stand-in text encoder: " + NOTE)
+    return g.model({"text_emb": y})
 
 
 #: Classifier-free guidance inside the vector estimator, as in the real Supertonic-3 graph:
@@ -316,8 +493,7 @@ def _vector_estimator(d: _VEDims, rng: np.random.Generator) -> onnx.ModelProto:
     n = g.op("Unsqueeze", ["total_step", g.const([1, 2], "int64")], "flow")
     y = g.op("Add", ["noisy_latent", g.op("Div", [v, n], "flow")], "flow")
     y = g.op("Mul", [y, "latent_mask"], "flow")
-    return g.model(contract.GRAPHS["vector_estimator"], {"denoised_latent": y},
-                   "tts_kit stand-in vector estimator: " + NOTE)
+    return g.model({"denoised_latent": y})
 
 
 def _vocoder(d: _VocDims, rng: np.random.Generator) -> onnx.ModelProto:
@@ -325,7 +501,8 @@ def _vocoder(d: _VocDims, rng: np.random.Generator) -> onnx.ModelProto:
     ldim = contract.LATENT_DIM
     x = g.op("Mul", ["latent", g.const(1.0 / LATENT_SCALE)], "unscale")
     # Unpack [B, 24*6, L] -> [B, 24, 6L]: each latent frame holds 6 consecutive sub-frames.
-    x = g.op("Reshape", [x, g.const([0, ldim, FRAMES, -1], "int64")], "unpack")
+    frames = contract.CHUNK_COMPRESS_FACTOR
+    x = g.op("Reshape", [x, g.const([0, ldim, frames, -1], "int64")], "unpack")
     x = g.transpose(x, [0, 1, 3, 2], "unpack")
     x = g.op("Reshape", [x, g.const([0, ldim, -1], "int64")], "unpack")
     # De-normalise with per-channel latent statistics (std ~0.25 undoes the unscale).
@@ -336,22 +513,21 @@ def _vocoder(d: _VocDims, rng: np.random.Generator) -> onnx.ModelProto:
     x = g.conv1d(x, ldim, d.ch, d.k, "decoder.embed")
     for i, dil in enumerate(d.dilations):
         x = g.convnext(x, None, d.ch, d.hidden, d.k, dil, f"decoder.convnext.{i}")
-    bn = [g.near("decoder.norm.weight", (d.ch,), 1.0, 0.05),
-          g.near("decoder.norm.bias", (d.ch,), 0.0, 0.05),
-          g.near("decoder.norm.running_mean", (d.ch,), 0.0, 0.05),
+    bn = [g.weight("decoder.norm.weight", (d.ch,), 0.05, centre=1.0),
+          g.weight("decoder.norm.bias", (d.ch,), 0.05),
+          g.weight("decoder.norm.running_mean", (d.ch,), 0.05),
           g.init("decoder.norm.running_var",
                  rng.uniform(0.8, 1.25, size=(d.ch,)).astype(np.float32))]
     x = g.op("BatchNormalization", [x, *bn], "decoder.norm", epsilon=1e-5)
     x = g.conv1d(x, d.ch, d.head_hidden, d.head_k, "decoder.head.0")
-    slope = g.near("decoder.head.1.weight", (d.head_hidden, 1), 0.25, 0.02)
+    slope = g.weight("decoder.head.1.weight", (d.head_hidden, 1), 0.02, centre=0.25)
     x = g.op("PRelu", [x, slope], "decoder.head.1")
     # Gain 0.25 puts the pre-tanh signal at std ~0.2: speech-like level, rarely clipped.
     x = g.conv1d(x, d.head_hidden, contract.BASE_CHUNK_SIZE, 1, "decoder.head.2", gain=0.25)
     # [B, 512, 6L] -> [B, 6L, 512] -> [B, 3072 L]: each sub-frame emits 512 samples in order.
     x = g.op("Reshape", [g.transpose(x, [0, 2, 1], "head"), g.const([0, -1], "int64")], "head")
     wav = g.op("Tanh", [x], "head")
-    return g.model(contract.GRAPHS["vocoder"], {"wav_tts": wav},
-                   "tts_kit stand-in vocoder: " + NOTE)
+    return g.model({"wav_tts": wav})
 
 
 _BUILDERS = {
