@@ -1,8 +1,5 @@
-"""The HTTP server: FastAPI on uvicorn (docs/guide.md, "Serving under load"):
-``POST /v1/audio/speech`` in OpenAI's shape, ``GET /v1/models``, ``/health``, ``/voices``,
-``/metrics``; a request's body checked (`check_body`, OpenAI's voice names on the model's);
-the backend (`tts_kit.serve.backends`) makes the audio, streamed as it is synthesised
-(`tts_kit.serve.streaming`)."""
+"""The HTTP server (FastAPI on uvicorn): ``POST /v1/audio/speech`` in OpenAI's shape, its
+body checked (`check_body`), and ``GET /v1/models``, ``/health``, ``/voices``, ``/metrics``."""
 
 import asyncio
 import contextlib
@@ -135,24 +132,20 @@ def check_body(raw: bytes, cfg: ServeConfig, voices: list[str],
     voice = body.get("voice", "M1" if "M1" in voices else voices[0])
     voice = voice.get("id") if isinstance(voice, dict) else voice  # OpenAI's {"id": ...}
     voice = (aliases or {}).get(voice, voice) if isinstance(voice, str) else voice
-    if voice not in voices:
-        raise RequestError(400, f"unknown voice {str(body.get('voice'))[:40]!r}; GET /voices "
-                           f"lists them: {', '.join([*voices, *(aliases or {})])}", "voice")
     fmt = body.get("response_format", "mp3")
-    if fmt not in MEDIA_TYPES:
-        raise RequestError(400, f"response_format {str(fmt)[:20]!r} is not supported; use "
-                           f"one of {', '.join(MEDIA_TYPES)}", "response_format")
     stream_format = body.get("stream_format", "audio")
-    if stream_format not in ("audio", "sse"):
-        raise RequestError(400, f"stream_format {str(stream_format)[:20]!r} is not supported; "
-                           "use audio (the default) or sse", "stream_format")
+    lang = body.get("lang", cfg.lang if cfg.lang in languages else languages[0])
+    for field, value, allowed, fix in (
+            ("voice", voice, voices, "GET /voices lists them: "
+             + ", ".join([*voices, *(aliases or {})])),
+            ("response_format", fmt, MEDIA_TYPES, "use one of " + ", ".join(MEDIA_TYPES)),
+            ("stream_format", stream_format, ("audio", "sse"), "use audio (the default) or sse"),
+            ("lang", lang, languages, "this model speaks: " + ", ".join(languages))):
+        if not isinstance(value, str) or value not in allowed:  # a default is never refused
+            raise RequestError(400, f"unknown {field} {str(body[field])[:40]!r}; {fix}", field)
     if not isinstance(body.get("instructions", ""), str):
         raise RequestError(400, "instructions must be a string (it is accepted and ignored)",
                            "instructions")
-    lang = body.get("lang", cfg.lang if cfg.lang in languages else languages[0])
-    if lang not in languages:
-        raise RequestError(400, f"unknown lang {str(lang)[:20]!r}; this model speaks: "
-                           f"{', '.join(languages)}", "lang")
     steps = body.get("steps", contract.DEFAULT_STEPS)
     if isinstance(steps, bool) or not isinstance(steps, int) or not (
             contract.MIN_STEPS <= steps <= contract.MAX_STEPS):

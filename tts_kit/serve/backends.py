@@ -1,8 +1,5 @@
-"""How a checked request becomes audio: `WorkersBackend`, tts_kit's worker processes.
-
-`BACKENDS` is the seam where ``bench/lab`` registers comparison architectures; a backend
-that does not stream answers a request whole with ``answer(server, params, fmt, tally)``.
-"""
+"""How a checked request becomes audio: `WorkersBackend`; ``bench/lab`` registers other
+architectures in `BACKENDS` (one that does not stream answers whole, ``answer(...)``)."""
 
 from __future__ import annotations
 

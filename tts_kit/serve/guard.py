@@ -1,7 +1,5 @@
-"""What stands between the network and the routes: the API key (`KeyCheck`), HTTP
-versions (`HttpVersionCheck`), slow clients (`header_timeout_protocol`), and ``accept()``
-failing for want of file descriptors (`QuietAcceptErrors`, `AcceptBackoffLoop`;
-docs/benchmarks.md, ``serve/guard.py``)."""
+"""What stands between the network and the routes: the API key, HTTP versions, slow clients,
+and ``accept()`` failing for want of file descriptors (docs/benchmarks.md)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""``tts-kit loadtest``: load a speech server and measure what its users and its box feel.
-
-Closed loop (a fixed number of clients) or open loop (Poisson arrivals at a fixed rate),
-each level bounded in requests and time, sent with httpx's async client. Per level: time
-to first audio and latency percentiles, throughput, errors, timeouts (client deadline, 503
-or a fallback WAV) and 429s, and the server's CPU and memory from its ``/metrics`` (without
-what those scrapes cost it, `SCRAPE_CPU_KEY`), in `tts_kit.tuning.records`' keys.
-"""
+"""``tts-kit loadtest``: closed-loop (fixed clients) or open-loop (Poisson arrivals) levels
+against a speech server; per level its latency, throughput, errors and the server's CPU and
+memory from ``/metrics`` (less what the scrapes cost, `SCRAPE_CPU_KEY`)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""A streamed answer from a worker, that ends honestly and frees its worker on every path.
-
-The worker a request holds is a `Lease`: released after the last chunk, abandoned on any
-other ending. `AudioStream`, the ASGI response, listens for the client's disconnect while
-it streams; a response cut short after its headers raises `CutShort`, so the connection is
-aborted and the client sees a protocol error, not a short 200.
-"""
+"""A streamed answer that frees its worker (`Lease`) on every path and, cut short after its
+headers, aborts the connection (`CutShort`), so the client sees an error, not a short 200."""
 
 from __future__ import annotations
 

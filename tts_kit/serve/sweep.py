@@ -1,8 +1,6 @@
-"""The serving sweep: a fresh ``tts-kit serve`` per configuration (architecture x workers x
-threads x preset x loading), the load test on each, and the configuration that meets a p95
-target inside a memory budget, with the reason: at the highest concurrency, among those
-with no error or timeout, the highest throughput; within `TIE_REL` of it, the smallest PSS.
-"""
+"""The serving sweep: a fresh ``tts-kit serve`` per configuration, the load test on each, and
+the one to deploy: among those meeting a p95 target inside a memory budget, the highest
+throughput, then within `TIE_REL` of it the smallest PSS."""
 
 from __future__ import annotations
 

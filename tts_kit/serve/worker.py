@@ -1,13 +1,5 @@
-"""Worker processes, each owning one warmed-up `Engine`, and the pool that supervises them.
-
-A worker serves one request (or chunk job) at a time over a pipe; a reader thread hands its
-messages to the event loop. `WorkerPool`: a bounded queue (`Overloaded`: 429), a late
-worker killed and replaced, crash replacement, recycling, and `WorkerPool.abandon`.
-
-Example:
-    >>> cfg = WorkerConfig(model=None, preset="lean", loading="resident", threads=1)
-    >>> cfg.preset_obj().intra_op_num_threads
-    1
+"""Worker processes, each owning one warmed-up `Engine` and serving one request (or chunk
+job) at a time over a pipe, and `WorkerPool`, which queues requests for them and replaces them.
 """
 
 from __future__ import annotations
@@ -416,15 +408,12 @@ class WorkerPool:
         self._waiters.append(fut)
         try:
             return await asyncio.wait_for(asyncio.shield(fut), timeout_s)
-        except asyncio.CancelledError:  # the client went away while queued
+        except (asyncio.CancelledError, asyncio.TimeoutError) as exc:  # client gone, or late
             if fut.done() and not fut.cancelled() and not fut.exception():
-                self.release(fut.result(), counted=False)
+                self.release(fut.result(), counted=False)  # handed one at the last moment
             fut.cancel()
-            raise
-        except asyncio.TimeoutError:
-            if fut.done() and not fut.exception():  # handed a worker at the last moment
-                self.release(fut.result(), counted=False)
-            fut.cancel()
+            if isinstance(exc, asyncio.CancelledError):
+                raise
             raise DeadlineExceeded("waited in the queue past the deadline") from None
         finally:
             with contextlib.suppress(ValueError):
