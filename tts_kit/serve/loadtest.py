@@ -260,7 +260,7 @@ def _summary(outcomes: list[Outcome], wall_s: float, samples: list[dict[str, flo
         rk.RPS: len(ok) / wall_s if wall_s > 0 else None,
         rk.AUDIO_RATE: sum(o.audio_s for o in ok) / wall_s if wall_s > 0 else None,
         rk.WALL_S: wall_s,
-        rk.LATENCIES_MS: lat, rk.TTFA_MS: ttfa,
+        rk.LATENCIES_MS: lat, rk.TTFA_MS: ttfa, rk.CPU_PERCENT: None,
         "reason": next((o.reason for o in outcomes if o.reason), None),
     }
     for q in (50, 95, 99):
@@ -273,12 +273,9 @@ def _summary(outcomes: list[Outcome], wall_s: float, samples: list[dict[str, flo
         used = cpu1[cpu_key] - cpu0[cpu_key] - (
             cpu1.get(SCRAPE_CPU_KEY, 0.0) - cpu0.get(SCRAPE_CPU_KEY, 0.0))
         rec[rk.CPU_PERCENT] = 100 * used / span if span > 0 else None
-    else:
-        rec[rk.CPU_PERCENT] = None
-    pss = [s["tts_kit_pool_pss_bytes"] / 2**20 for s in samples if "tts_kit_pool_pss_bytes" in s]
-    rss = [s["tts_kit_pool_rss_bytes"] / 2**20 for s in samples if "tts_kit_pool_rss_bytes" in s]
-    rec[rk.POOL_PSS_MB] = max(pss) if pss else None
-    rec[rk.POOL_RSS_MB] = max(rss) if rss else None
+    for key, gauge in ((rk.POOL_PSS_MB, "tts_kit_pool_pss_bytes"),
+                       (rk.POOL_RSS_MB, "tts_kit_pool_rss_bytes")):
+        rec[key] = max((s[gauge] / 2**20 for s in samples if gauge in s), default=None)
     t0 = samples[0]["t"] if samples else 0.0
     rec["timeline"] = [[round(s["t"] - t0, 3), s.get("tts_kit_pool_rss_bytes", 0) / 2**20,
                         s.get("tts_kit_pool_pss_bytes", 0) / 2**20] for s in samples]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tts_kit.core.errors import TtsKitError
-from tts_kit.core.procfacts import die_with_parent
+from tts_kit.core.procfacts import die_with_parent, release_memory, rss_mb
 
 #: The text every worker synthesises once before it says ready.
 WARMUP_TEXT = "Warming up the model, once."
@@ -195,8 +195,6 @@ def worker_main(conn: Any, cfg: WorkerConfig, cancel: Any, cancel_job: Any) -> N
     except Exception as exc:  # a bad model or preset: the server reports it and stops
         conn.send(("fatal", _one_line(exc)))
         return
-    from tts_kit.core.procfacts import release_memory
-
     conn.send(("ready", os.getpid(), engine.bundle.sample_rate))
     plans: collections.OrderedDict = collections.OrderedDict()
     running: list = [None]
@@ -452,12 +450,8 @@ class WorkerPool:
         reason = None
         if self.max_requests and w.requests >= self.max_requests:
             reason = "max_requests"
-        elif self.max_rss_mb:
-            from tts_kit.core.procfacts import rss_mb
-
-            rss = rss_mb(w.pid)
-            if rss is not None and rss > self.max_rss_mb:
-                reason = "max_rss"
+        elif self.max_rss_mb and (rss_mb(w.pid) or 0.0) > self.max_rss_mb:
+            reason = "max_rss"
         if reason and not self.closing:
             self.retire(w, reason)
             return
