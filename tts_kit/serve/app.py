@@ -172,10 +172,14 @@ def request_params(body: dict[str, Any]) -> dict[str, Any]:
 # -- the app -------------------------------------------------------------------------
 
 
-def _error(status: int, message: str, headers: dict[str, str] | None = None,
+def _error(status: int, message: str, tally: RequestTally | None = None, *,
+           outcome: str | None = None, headers: dict[str, str] | None = None,
            param: str | None = None) -> Any:
+    """The JSON error answer, counted in ``tally`` (if given) as ``outcome``."""
     from fastapi.responses import Response
 
+    if tally is not None:
+        tally.end(status, outcome)
     return Response(error_json(status, message, param), status_code=status,
                     media_type="application/json", headers=headers)
 
@@ -200,7 +204,6 @@ class _Server:
         self.api_key = (cfg.api_key or current_settings().api_key or "").encode()
         self.backend = BACKENDS[cfg.architecture](cfg)
         self.metrics = self.backend.metrics = Metrics(self.backend.processes)
-        self._start: Any = None
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Any) -> AsyncIterator[None]:
@@ -222,9 +225,9 @@ class _Server:
                 print(f"tts-kit serve: error: {self.backend.error}", flush=True)
                 os.kill(os.getpid(), 15)  # nothing to serve: stop like on SIGTERM
 
-        self._start = asyncio.create_task(start())
+        starting = asyncio.create_task(start())
         yield
-        self._start.cancel()
+        starting.cancel()
         await self.backend.stop()
 
     async def http_error(self, request: Any, exc: Any) -> Any:
@@ -233,7 +236,7 @@ class _Server:
                         ", GET /v1/models, /health, /voices or /metrics",
                    405: f"{request.method} is not allowed on {request.url.path[:80]}"}
         return _error(exc.status_code, message.get(exc.status_code, str(exc.detail)),
-                      exc.headers)  # 405: Allow
+                      headers=exc.headers)  # 405: Allow
 
     async def bug(self, request: Any, exc: Exception) -> Any:
         """An exception nothing caught: a bug. Its traceback goes to the log, not out."""
@@ -245,13 +248,12 @@ class _Server:
         from fastapi.responses import JSONResponse
 
         backend = self.backend
-        body: dict[str, Any] = {"status": "ready" if backend.ready else "starting"}
-        if has_key(request.scope, self.api_key):  # PIDs and counts are for the operator
+        body: dict[str, Any] = {"status": "failed" if backend.error else
+                                "ready" if backend.ready else "starting"}
+        if has_key(request.scope, self.api_key):  # PIDs, counts, errors are for the operator
             body.update(architecture=self.cfg.architecture, **backend.describe())
             if backend.error:
-                body.update(status="failed", error=backend.error)
-        elif backend.error:
-            body.update(status="failed")
+                body["error"] = backend.error
         return JSONResponse(body, status_code=200 if backend.ready else 503)
 
     async def list_voices(self) -> Any:
@@ -300,18 +302,16 @@ class _Server:
             tally.end(200, "deadline")
             return Response(self.fallback, media_type="audio/wav",
                             headers={"X-TTS-Fallback": "timeout"})
-        tally.end(503, "deadline")
         return _error(503, f"synthesis took longer than the {self.cfg.timeout_s:g} s timeout; "
-                      "retry with a shorter input")
+                      "retry with a shorter input", tally, outcome="deadline")
 
     async def speech(self, request: Any) -> Any:
         """A speech request; its `RequestTally` (`CountRequests`) counts how it ends."""
         tally: RequestTally = request.scope[TALLY]
         deadline = None if self.cfg.timeout_s is None else tally.t0 + self.cfg.timeout_s
         if not self.backend.ready:
-            tally.end(503, "rejected")
             return _error(503, "the server is warming up; retry when GET /health says ready",
-                          {"Retry-After": "1"})
+                          tally, outcome="rejected", headers={"Retry-After": "1"})
         from starlette.requests import ClientDisconnect
 
         try:
@@ -319,11 +319,9 @@ class _Server:
                               self.languages, self.aliases)
         except ClientDisconnect:
             log.warning("tts-kit serve: a client disconnected while sending its request body")
-            tally.end(499)
-            return _error(499, "client disconnected")
+            return _error(499, "client disconnected", tally)
         except RequestError as exc:
-            tally.end(exc.status)
-            return _error(exc.status, str(exc), param=exc.param)
+            return _error(exc.status, str(exc), tally, param=exc.param)
         params, fmt, events = (request_params(body), body["response_format"],
                                body["stream_format"] == "sse")
         if self.backend.streams:
@@ -349,16 +347,13 @@ class _Server:
                 lease = Lease(pool, await unless_gone(request.receive, pool.acquire(
                     None if deadline is None else deadline - time.monotonic())))
         except ClientGone:
-            tally.end(499)
-            return _error(499, "client disconnected while queued")
+            return _error(499, "client disconnected while queued", tally)
         except Overloaded as exc:
-            tally.end(429)
-            return _error(429, str(exc), {"Retry-After": str(exc.retry_after_s)})
+            return _error(429, str(exc), tally, headers={"Retry-After": str(exc.retry_after_s)})
         except DeadlineExceeded:
             return self.timed_out(tally)
         except RuntimeError as exc:
-            tally.end(503, "rejected")  # shutting down
-            return _error(503, str(exc))
+            return _error(503, str(exc), tally, outcome="rejected")  # shutting down
         handed = False  # to the response, which then owns the lease
         try:
             if scheduler is None:
@@ -366,22 +361,19 @@ class _Server:
             first = await unless_gone(request.receive, self.first_chunk(lease, deadline))
             handed = True
         except ClientGone:
-            tally.end(499)
-            return _error(499, "client disconnected before the first audio")
+            return _error(499, "client disconnected before the first audio", tally)
         except DeadlineExceeded:
             lease.gone()  # killed and replaced (chunks: stopped)
             return self.timed_out(tally)
         except WorkerDied as exc:
             lease.gone()
-            tally.end(500)
-            return _error(500, f"{exc}; the worker was replaced; retry")
+            return _error(500, f"{exc}; the worker was replaced; retry", tally)
         finally:
             if not handed:
                 lease.abandon()  # no-op where the worker already ended
         if first[0] == "error":
             lease.finish()
-            tally.end(first[1])
-            return _error(first[1], first[2])
+            return _error(first[1], first[2], tally)
         body = relay(lease, first, header=wav_header(self.sample_rate) if fmt == "wav" else b"",
                      metrics=self.metrics, t0=tally.t0, deadline=deadline, done=tally.end)
         if fmt != "wav":

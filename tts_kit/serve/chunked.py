@@ -91,10 +91,8 @@ class ChunkRequest:
                 return self.failure
             if self.lengths is not None and self.next >= len(self.lengths):
                 return ("done",)
-            self.changed.clear()
+            self.changed.clear()  # so a deadline already past times the wait out at once
             left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                raise DeadlineExceeded("the request ran past its deadline")
             try:
                 await asyncio.wait_for(self.changed.wait(), left)
             except asyncio.TimeoutError:

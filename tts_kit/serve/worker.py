@@ -196,23 +196,20 @@ def worker_main(conn: Any, cfg: WorkerConfig, cancel: Any, cancel_job: Any) -> N
         conn.send(("fatal", _one_line(exc)))
         return
     conn.send(("ready", os.getpid(), engine.bundle.sample_rate))
-    plans: collections.OrderedDict = collections.OrderedDict()
-    running: list = [None]
-    pending: list = []
-    state = WorkerState(engine, cfg, conn, plans, running, pending)
-    engine.add_stage_hook(cancel_hook(running, cancel_job))
+    state = WorkerState(engine, cfg, conn, collections.OrderedDict(), running=[None], pending=[])
+    engine.add_stage_hook(cancel_hook(state.running, cancel_job))
     load_lab()
     for make_hook in WORKER_HOOKS:
         engine.add_stage_hook(make_hook(state))
     while True:
         try:
-            msg = pending.pop(0) if pending else conn.recv()
+            msg = state.pending.pop(0) if state.pending else conn.recv()
         except (EOFError, OSError):
             return
         if msg[0] == "stop":
             return
         if msg[0] == "job":
-            run_job(engine, cfg, conn, msg, plans, running)
+            run_job(engine, cfg, conn, msg, state.plans, state.running)
             continue
         if msg[0] in WORKER_HANDLERS:
             WORKER_HANDLERS[msg[0]](state, msg)
