@@ -161,8 +161,7 @@ def request_params(body: dict[str, Any]) -> dict[str, Any]:
     """The `Engine.stream` arguments of a checked request body.
 
     Example:
-        >>> request_params({"input": "Hi.", "voice": "F1", "speed": 1.1, "lang": "en",
-        ...                 "steps": 3, "seed": 2})["voice"]
+        >>> request_params(check_body(b'{"input": "Hi."}', ServeConfig(), ["F1"]))["voice"]
         'F1'
     """
     return {"text": body["input"], "lang": body["lang"], "voice": body["voice"],
