@@ -41,8 +41,6 @@ from tts_kit.serve.worker import DeadlineExceeded, Overloaded, WorkerDied
 
 log = logging.getLogger("uvicorn.error")
 
-# -- the request body ----------------------------------------------------------------
-
 
 def wav_header(sample_rate: int) -> bytes:
     """A streamed 16-bit mono WAV's header: its length unknown, the sizes 0xFFFFFFFF.
@@ -167,8 +165,6 @@ def request_params(body: dict[str, Any]) -> dict[str, Any]:
     return {"text": body["input"], "lang": body["lang"], "voice": body["voice"],
             "steps": body["steps"], "speed": body["speed"], "seed": body["seed"]}
 
-
-# -- the app -------------------------------------------------------------------------
 
 
 def _error(status: int, message: str, tally: RequestTally | None = None, *,

@@ -120,9 +120,7 @@ def header_timeout_protocol(seconds: float) -> type:
         def _arm_header_timer(self) -> None:
             # The request whose headers are awaited is the one after ``self.cycle`` (None:
             # the first); a new cycle before the timer fires means they came in time.
-            waiting_after = self.cycle
-            self._header_timer = self.loop.call_later(
-                seconds, lambda: self._headers_late(waiting_after))
+            self._header_timer = self.loop.call_later(seconds, self._headers_late, self.cycle)
 
         def _headers_late(self, waiting_after: Any) -> None:
             if self.cycle is waiting_after and not self.transport.is_closing():
