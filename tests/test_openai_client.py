@@ -129,10 +129,10 @@ def test_speed_is_the_model_speed_and_is_checked(client):
 
 
 @pytest.mark.parametrize(("body", "words"), [
-    ({"response_format": "ogg"}, "response_format 'ogg' is not supported; use one of mp3"),
+    ({"response_format": "ogg"}, "unknown response_format 'ogg'; use one of mp3"),
     ({"voice": "Nobody"}, "unknown voice 'Nobody'; GET /voices lists them: F1, M1, alloy"),
     ({"voice": {"id": "voice_1234"}}, "unknown voice \"{'id': 'voice_1234'}\"; GET /voices"),
-    ({"stream_format": "mp3"}, "stream_format 'mp3' is not supported; use audio (the default)"),
+    ({"stream_format": "mp3"}, "unknown stream_format 'mp3'; use audio (the default)"),
     ({"input": " "}, "input is empty; give at least one word"),
 ])
 def test_a_bad_request_is_a_bad_request_error_with_the_reason(client, body, words):

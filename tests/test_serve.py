@@ -141,6 +141,7 @@ def test_first_bytes_arrive_before_the_last_chunk_is_synthesised(server):
     ({"input": "Hi.", "speed": 9}, 400, "speed must be a number in 0.7..2"),
     ({"input": "Hi.", "seed": -1}, 400, "seed must be an integer >= 0"),
     ({"input": "Hi.", "response_format": "ogg"}, 400, "use one of mp3, opus, aac"),
+    ({"input": "Hi.", "response_format": {}}, 400, "unknown response_format '{}'"),
     ({"input": "Hi.", "colour": "blue"}, 400, "unknown field(s) ['colour']"),
     ({"input": "⍼⍼⍼ ⍼⍼"}, 400, ""),  # nothing speakable: the engine's own words
     ({"input": "x" * 70000}, 413, "larger than"),

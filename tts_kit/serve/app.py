@@ -1,8 +1,5 @@
-"""The HTTP server: FastAPI on uvicorn (docs/guide.md, "Serving under load"):
-``POST /v1/audio/speech`` in OpenAI's shape, ``GET /v1/models``, ``/health``, ``/voices``,
-``/metrics``; a request's body checked (`check_body`, OpenAI's voice names on the model's);
-the backend (`tts_kit.serve.backends`) makes the audio, streamed as it is synthesised
-(`tts_kit.serve.streaming`)."""
+"""The HTTP server (FastAPI on uvicorn): ``POST /v1/audio/speech`` in OpenAI's shape, its
+body checked (`check_body`), and ``GET /v1/models``, ``/health``, ``/voices``, ``/metrics``."""
 
 import asyncio
 import contextlib
@@ -43,8 +40,6 @@ from tts_kit.serve.streaming import (
 from tts_kit.serve.worker import DeadlineExceeded, Overloaded, WorkerDied
 
 log = logging.getLogger("uvicorn.error")
-
-# -- the request body ----------------------------------------------------------------
 
 
 def wav_header(sample_rate: int) -> bytes:
@@ -97,19 +92,12 @@ class RequestError(Exception):
 def check_body(raw: bytes, cfg: ServeConfig, voices: list[str],
                languages: Sequence[str] = contract.LANGUAGES,
                aliases: dict[str, str] | None = None) -> dict[str, Any]:
-    """The request body, checked; `RequestError` (400) naming the problem and the fix.
-
-    ``voices`` and ``languages`` are the model's, ``aliases`` other voice names; the
-    defaults are ``M1`` (else the first voice), ``--lang`` (else the model's first), mp3.
+    """The request body, checked against the model's ``voices`` and ``languages`` (and
+    ``aliases``); `RequestError` (400) naming the problem and the fix.
 
     Example:
-        >>> cfg = ServeConfig()
-        >>> check_body(b'{"input": "Hi.", "voice": "M1"}', cfg, ["M1"])["steps"]
+        >>> check_body(b'{"input": "Hi.", "voice": "M1"}', ServeConfig(), ["M1"])["steps"]
         8
-        >>> check_body(b'{"input": ""}', cfg, ["M1"])
-        Traceback (most recent call last):
-        ...
-        tts_kit.serve.app.RequestError: input is empty; give at least one word to synthesise
     """
     try:
         body = json.loads(raw)
@@ -135,24 +123,20 @@ def check_body(raw: bytes, cfg: ServeConfig, voices: list[str],
     voice = body.get("voice", "M1" if "M1" in voices else voices[0])
     voice = voice.get("id") if isinstance(voice, dict) else voice  # OpenAI's {"id": ...}
     voice = (aliases or {}).get(voice, voice) if isinstance(voice, str) else voice
-    if voice not in voices:
-        raise RequestError(400, f"unknown voice {str(body.get('voice'))[:40]!r}; GET /voices "
-                           f"lists them: {', '.join([*voices, *(aliases or {})])}", "voice")
     fmt = body.get("response_format", "mp3")
-    if fmt not in MEDIA_TYPES:
-        raise RequestError(400, f"response_format {str(fmt)[:20]!r} is not supported; use "
-                           f"one of {', '.join(MEDIA_TYPES)}", "response_format")
     stream_format = body.get("stream_format", "audio")
-    if stream_format not in ("audio", "sse"):
-        raise RequestError(400, f"stream_format {str(stream_format)[:20]!r} is not supported; "
-                           "use audio (the default) or sse", "stream_format")
+    lang = body.get("lang", cfg.lang if cfg.lang in languages else languages[0])
+    for field, value, allowed, fix in (
+            ("voice", voice, voices, "GET /voices lists them: "
+             + ", ".join([*voices, *(aliases or {})])),
+            ("response_format", fmt, MEDIA_TYPES, "use one of " + ", ".join(MEDIA_TYPES)),
+            ("stream_format", stream_format, ("audio", "sse"), "use audio (the default) or sse"),
+            ("lang", lang, languages, "this model speaks: " + ", ".join(languages))):
+        if not isinstance(value, str) or value not in allowed:  # a default is never refused
+            raise RequestError(400, f"unknown {field} {str(body[field])[:40]!r}; {fix}", field)
     if not isinstance(body.get("instructions", ""), str):
         raise RequestError(400, "instructions must be a string (it is accepted and ignored)",
                            "instructions")
-    lang = body.get("lang", cfg.lang if cfg.lang in languages else languages[0])
-    if lang not in languages:
-        raise RequestError(400, f"unknown lang {str(lang)[:20]!r}; this model speaks: "
-                           f"{', '.join(languages)}", "lang")
     steps = body.get("steps", contract.DEFAULT_STEPS)
     if isinstance(steps, bool) or not isinstance(steps, int) or not (
             contract.MIN_STEPS <= steps <= contract.MAX_STEPS):
@@ -175,21 +159,22 @@ def request_params(body: dict[str, Any]) -> dict[str, Any]:
     """The `Engine.stream` arguments of a checked request body.
 
     Example:
-        >>> request_params({"input": "Hi.", "voice": "F1", "speed": 1.1, "lang": "en",
-        ...                 "steps": 3, "seed": 2})["voice"]
+        >>> request_params(check_body(b'{"input": "Hi."}', ServeConfig(), ["F1"]))["voice"]
         'F1'
     """
     return {"text": body["input"], "lang": body["lang"], "voice": body["voice"],
             "steps": body["steps"], "speed": body["speed"], "seed": body["seed"]}
 
 
-# -- the app -------------------------------------------------------------------------
 
-
-def _error(status: int, message: str, headers: dict[str, str] | None = None,
+def _error(status: int, message: str, tally: RequestTally | None = None, *,
+           outcome: str | None = None, headers: dict[str, str] | None = None,
            param: str | None = None) -> Any:
+    """The JSON error answer, counted in ``tally`` (if given) as ``outcome``."""
     from fastapi.responses import Response
 
+    if tally is not None:
+        tally.end(status, outcome)
     return Response(error_json(status, message, param), status_code=status,
                     media_type="application/json", headers=headers)
 
@@ -214,7 +199,6 @@ class _Server:
         self.api_key = (cfg.api_key or current_settings().api_key or "").encode()
         self.backend = BACKENDS[cfg.architecture](cfg)
         self.metrics = self.backend.metrics = Metrics(self.backend.processes)
-        self._start: Any = None
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Any) -> AsyncIterator[None]:
@@ -236,9 +220,9 @@ class _Server:
                 print(f"tts-kit serve: error: {self.backend.error}", flush=True)
                 os.kill(os.getpid(), 15)  # nothing to serve: stop like on SIGTERM
 
-        self._start = asyncio.create_task(start())
+        starting = asyncio.create_task(start())
         yield
-        self._start.cancel()
+        starting.cancel()
         await self.backend.stop()
 
     async def http_error(self, request: Any, exc: Any) -> Any:
@@ -247,7 +231,7 @@ class _Server:
                         ", GET /v1/models, /health, /voices or /metrics",
                    405: f"{request.method} is not allowed on {request.url.path[:80]}"}
         return _error(exc.status_code, message.get(exc.status_code, str(exc.detail)),
-                      exc.headers)  # 405: Allow
+                      headers=exc.headers)  # 405: Allow
 
     async def bug(self, request: Any, exc: Exception) -> Any:
         """An exception nothing caught: a bug. Its traceback goes to the log, not out."""
@@ -259,13 +243,12 @@ class _Server:
         from fastapi.responses import JSONResponse
 
         backend = self.backend
-        body: dict[str, Any] = {"status": "ready" if backend.ready else "starting"}
-        if has_key(request.scope, self.api_key):  # PIDs and counts are for the operator
+        body: dict[str, Any] = {"status": "failed" if backend.error else
+                                "ready" if backend.ready else "starting"}
+        if has_key(request.scope, self.api_key):  # PIDs, counts, errors are for the operator
             body.update(architecture=self.cfg.architecture, **backend.describe())
             if backend.error:
-                body.update(status="failed", error=backend.error)
-        elif backend.error:
-            body.update(status="failed")
+                body["error"] = backend.error
         return JSONResponse(body, status_code=200 if backend.ready else 503)
 
     async def list_voices(self) -> Any:
@@ -314,18 +297,16 @@ class _Server:
             tally.end(200, "deadline")
             return Response(self.fallback, media_type="audio/wav",
                             headers={"X-TTS-Fallback": "timeout"})
-        tally.end(503, "deadline")
         return _error(503, f"synthesis took longer than the {self.cfg.timeout_s:g} s timeout; "
-                      "retry with a shorter input")
+                      "retry with a shorter input", tally, outcome="deadline")
 
     async def speech(self, request: Any) -> Any:
         """A speech request; its `RequestTally` (`CountRequests`) counts how it ends."""
         tally: RequestTally = request.scope[TALLY]
         deadline = None if self.cfg.timeout_s is None else tally.t0 + self.cfg.timeout_s
         if not self.backend.ready:
-            tally.end(503, "rejected")
             return _error(503, "the server is warming up; retry when GET /health says ready",
-                          {"Retry-After": "1"})
+                          tally, outcome="rejected", headers={"Retry-After": "1"})
         from starlette.requests import ClientDisconnect
 
         try:
@@ -333,11 +314,9 @@ class _Server:
                               self.languages, self.aliases)
         except ClientDisconnect:
             log.warning("tts-kit serve: a client disconnected while sending its request body")
-            tally.end(499)
-            return _error(499, "client disconnected")
+            return _error(499, "client disconnected", tally)
         except RequestError as exc:
-            tally.end(exc.status)
-            return _error(exc.status, str(exc), param=exc.param)
+            return _error(exc.status, str(exc), tally, param=exc.param)
         params, fmt, events = (request_params(body), body["response_format"],
                                body["stream_format"] == "sse")
         if self.backend.streams:
@@ -363,16 +342,13 @@ class _Server:
                 lease = Lease(pool, await unless_gone(request.receive, pool.acquire(
                     None if deadline is None else deadline - time.monotonic())))
         except ClientGone:
-            tally.end(499)
-            return _error(499, "client disconnected while queued")
+            return _error(499, "client disconnected while queued", tally)
         except Overloaded as exc:
-            tally.end(429)
-            return _error(429, str(exc), {"Retry-After": str(exc.retry_after_s)})
+            return _error(429, str(exc), tally, headers={"Retry-After": str(exc.retry_after_s)})
         except DeadlineExceeded:
             return self.timed_out(tally)
         except RuntimeError as exc:
-            tally.end(503, "rejected")  # shutting down
-            return _error(503, str(exc))
+            return _error(503, str(exc), tally, outcome="rejected")  # shutting down
         handed = False  # to the response, which then owns the lease
         try:
             if scheduler is None:
@@ -380,22 +356,19 @@ class _Server:
             first = await unless_gone(request.receive, self.first_chunk(lease, deadline))
             handed = True
         except ClientGone:
-            tally.end(499)
-            return _error(499, "client disconnected before the first audio")
+            return _error(499, "client disconnected before the first audio", tally)
         except DeadlineExceeded:
             lease.gone()  # killed and replaced (chunks: stopped)
             return self.timed_out(tally)
         except WorkerDied as exc:
             lease.gone()
-            tally.end(500)
-            return _error(500, f"{exc}; the worker was replaced; retry")
+            return _error(500, f"{exc}; the worker was replaced; retry", tally)
         finally:
             if not handed:
                 lease.abandon()  # no-op where the worker already ended
         if first[0] == "error":
             lease.finish()
-            tally.end(first[1])
-            return _error(first[1], first[2])
+            return _error(first[1], first[2], tally)
         body = relay(lease, first, header=wav_header(self.sample_rate) if fmt == "wav" else b"",
                      metrics=self.metrics, t0=tally.t0, deadline=deadline, done=tally.end)
         if fmt != "wav":
@@ -424,8 +397,6 @@ def create_app(cfg: ServeConfig) -> Any:
     server = _Server(cfg)
     app = FastAPI(title="tts_kit", lifespan=server.lifespan, docs_url=None, redoc_url=None,
                   openapi_url=None)
-    app.state.backend = server.backend
-    app.state.metrics = server.metrics
     app.state.model_label = server.label
     app.add_middleware(CountRequests, metrics=server.metrics, path="/v1/audio/speech")
     app.add_middleware(KeyCheck, key=server.api_key)  # outside: no key, not counted

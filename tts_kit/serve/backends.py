@@ -1,8 +1,5 @@
-"""How a checked request becomes audio: `WorkersBackend`, tts_kit's worker processes.
-
-`BACKENDS` is the seam where ``bench/lab`` registers comparison architectures; a backend
-that does not stream answers a request whole with ``answer(server, params, fmt, tally)``.
-"""
+"""How a checked request becomes audio: `WorkersBackend`; ``bench/lab`` registers other
+architectures in `BACKENDS` (one that does not stream answers whole, ``answer(...)``)."""
 
 from __future__ import annotations
 
@@ -42,20 +39,19 @@ class WorkersBackend(Backend):
     """tts_kit's worker processes: streamed audio, real deadlines."""
 
     streams = True
+    pool: WorkerPool | None = None  # once started
     scheduler: ChunkScheduler | None = None
 
     async def start(self) -> None:
         def restarted(reason: str) -> None:
             self.metrics.restarts.labels(reason).inc()
 
-        self.pool = WorkerPool(self.cfg.worker_config(), self.cfg.workers,
-                               self.cfg.max_queue, self.cfg.max_requests, self.cfg.max_rss_mb,
-                               restarted)
-        self.scheduler = self._scheduler()
-        sched = self.scheduler
-        self.metrics.queue.set_function(
-            (lambda: sched.waiting) if sched else (lambda: self.pool.queue_depth))
-        await self.pool.start()
+        cfg = self.cfg
+        self.pool = pool = WorkerPool(cfg.worker_config(), cfg.workers, cfg.max_queue,
+                                      cfg.max_requests, cfg.max_rss_mb, restarted)
+        self.scheduler = sched = self._scheduler()
+        self.metrics.queue.set_function(lambda: sched.waiting if sched else pool.queue_depth)
+        await pool.start()
         self.ready = True
 
     def _scheduler(self) -> ChunkScheduler | None:
@@ -72,17 +68,15 @@ class WorkersBackend(Backend):
         return SCHEDULERS[self.cfg.scheduling](self.pool)
 
     async def stop(self) -> None:
-        if hasattr(self, "pool"):
+        if self.pool is not None:
             await self.pool.stop()
 
     def processes(self) -> list[tuple[str, int]]:
-        out = super().processes()
-        if hasattr(self, "pool"):
-            out += [(f"worker-{w['id']}", w["pid"]) for w in self.pool.describe()]
-        return out
+        workers = self.pool.describe() if self.pool is not None else []
+        return super().processes() + [(f"worker-{w['id']}", w["pid"]) for w in workers]
 
     def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"workers": self.pool.describe() if hasattr(self, "pool") else []}
+        out: dict[str, Any] = {"workers": self.pool.describe() if self.pool is not None else []}
         if self.scheduler is not None:  # chunk scheduling: requests held, jobs queued
             out.update(requests=len(self.scheduler.requests), jobs=len(self.scheduler.jobs),
                        **self.scheduler.describe())

@@ -1,13 +1,6 @@
-"""Chunk-level scheduling (``tts-kit serve --scheduling chunk``): a request's chunks are jobs,
-any free worker takes the next one, and the client gets them in order.
-
-A request's first job plans it and renders chunk 0; its plan comes back at once and chunks
-1.. become jobs. Next job: waiting requests' first chunks in arrival order, then later
-chunks by when their client runs out of audio (`needed_at`). A request that ends
-(`ChunkScheduler.end`) drops its queued jobs and stops its running ones; a worker that does
-not stop within `tts_kit.serve.worker.CANCEL_GRACE_S` is replaced. ``bench/lab`` registers
-other schedulers in `SCHEDULERS`.
-"""
+"""Chunk-level scheduling (``--scheduling chunk``): a request's chunks are jobs any free worker
+takes, the most urgent first (`needed_at`), and the client gets them in order; ``bench/lab``
+registers other schedulers in `SCHEDULERS`."""
 
 from __future__ import annotations
 
@@ -98,10 +91,8 @@ class ChunkRequest:
                 return self.failure
             if self.lengths is not None and self.next >= len(self.lengths):
                 return ("done",)
-            self.changed.clear()
+            self.changed.clear()  # so a deadline already past times the wait out at once
             left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                raise DeadlineExceeded("the request ran past its deadline")
             try:
                 await asyncio.wait_for(self.changed.wait(), left)
             except asyncio.TimeoutError:

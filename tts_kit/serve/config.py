@@ -1,11 +1,5 @@
 """`ServeConfig`: everything a server needs, the ``tts-kit serve`` flags one to one, as JSON
-for a server in another process.
-
-Example:
-    >>> cfg = ServeConfig(workers=2, threads=1)
-    >>> cfg.architecture, cfg.host
-    ('workers', '127.0.0.1')
-"""
+for a server in another process."""
 
 import functools
 import json
@@ -63,7 +57,12 @@ def _check_host(host: str, name: str) -> None:
 
 @dataclass
 class ServeConfig:
-    """Everything `create_app` needs; the ``tts-kit serve`` flags map onto it one to one."""
+    """Everything `create_app` needs; the ``tts-kit serve`` flags map onto it one to one.
+
+    Example:
+        >>> ServeConfig(workers=2).architecture, ServeConfig().host
+        ('workers', '127.0.0.1')
+    """
 
     model: str | None = None
     preset: str = "supertonic-default"

@@ -1,7 +1,5 @@
-"""The audio formats a speech request may ask for, as OpenAI's API names them, and their
-streaming encoders (PyAV's FFmpeg, one encoder and resampler per answer, fed chunk by
-chunk); ``wav`` needs none, ``pcm`` is 24 kHz as OpenAI documents it. `sse` sends any of
-them as OpenAI's server-sent events.
+"""OpenAI's ``response_format``s and their streaming encoders (PyAV, fed chunk by chunk;
+``pcm`` is 24 kHz as OpenAI documents it), and `sse`, OpenAI's server-sent events.
 
 Example:
     >>> enc = Encoder("flac", 44100)

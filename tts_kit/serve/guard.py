@@ -1,7 +1,5 @@
-"""What stands between the network and the routes: the API key (`KeyCheck`), HTTP
-versions (`HttpVersionCheck`), slow clients (`header_timeout_protocol`), and ``accept()``
-failing for want of file descriptors (`QuietAcceptErrors`, `AcceptBackoffLoop`;
-docs/benchmarks.md, ``serve/guard.py``)."""
+"""What stands between the network and the routes: the API key, HTTP versions, slow clients,
+and ``accept()`` failing for want of file descriptors (docs/benchmarks.md)."""
 
 from __future__ import annotations
 
@@ -71,8 +69,7 @@ class HttpVersionCheck:
 
 
 def error_json(status: int, message: str, param: str | None = None) -> bytes:
-    """An error body in OpenAI's shape, so its clients show the reason (``param``: the
-    request field at fault).
+    """An error body in OpenAI's shape, so its clients show the reason and field (``param``).
 
     Example:
         >>> json.loads(error_json(429, "busy"))["error"]["code"]
@@ -103,9 +100,8 @@ async def _busy(scope: dict, receive: Any, send: Any) -> None:
 
 
 def header_timeout_protocol(seconds: float) -> type:
-    """uvicorn's h11 protocol class, closing a connection whose next request's headers have
-    not all arrived ``seconds`` after it opened or its last response ended (uvicorn's
-    keep-alive timer stops at the first byte); past ``--limit-concurrency``, a JSON 503.
+    """uvicorn's h11 protocol, closing a connection whose next request's headers are not all
+    in ``seconds`` after it opened or its last answer; past ``--limit-concurrency``, a JSON 503.
 
     Example:
         >>> header_timeout_protocol(5.0).__name__
@@ -124,9 +120,7 @@ def header_timeout_protocol(seconds: float) -> type:
         def _arm_header_timer(self) -> None:
             # The request whose headers are awaited is the one after ``self.cycle`` (None:
             # the first); a new cycle before the timer fires means they came in time.
-            waiting_after = self.cycle
-            self._header_timer = self.loop.call_later(
-                seconds, lambda: self._headers_late(waiting_after))
+            self._header_timer = self.loop.call_later(seconds, self._headers_late, self.cycle)
 
         def _headers_late(self, waiting_after: Any) -> None:
             if self.cycle is waiting_after and not self.transport.is_closing():
@@ -174,8 +168,7 @@ def header_timeout_protocol(seconds: float) -> type:
 
 
 class QuietAcceptErrors:
-    """An event-loop exception handler: accept errors logged once per ``every_s``, with a
-    count; anything else to the loop's default handler."""
+    """An event-loop exception handler logging accept errors once per ``every_s``, with a count."""
 
     def __init__(self, every_s: float = 10.0):
         self.every_s = every_s
@@ -231,9 +224,8 @@ class AcceptBackoffLoop(asyncio.SelectorEventLoop):
 
     Example:
         >>> loop = AcceptBackoffLoop()
-        >>> loop.run_until_complete(asyncio.sleep(0, "ran"))
-        'ran'
-        >>> loop.close()
+        >>> loop.run_until_complete(asyncio.sleep(0, "ran")), loop.close()
+        ('ran', None)
     """
 
     def _accept_connection(self, protocol_factory: Any, sock: Any,  # type: ignore[override]
@@ -257,7 +249,6 @@ def run_uvicorn(server: Any) -> None:
     on Windows, whose selector loop is not uvicorn's choice there).
 
     Example:
-        >>> import uvicorn  # doctest: +SKIP
         >>> run_uvicorn(uvicorn.Server(uvicorn.Config(app, port=8000)))  # doctest: +SKIP
     """
     if sys.platform == "win32":
@@ -279,10 +270,8 @@ def exposure_warning(host: str, keyed: bool) -> str | None:
     """What to warn about when a server binds ``host`` beyond this machine without a key.
 
     Example:
-        >>> exposure_warning("127.0.0.1", keyed=False) is None
-        True
-        >>> exposure_warning("0.0.0.0", keyed=True) is None
-        True
+        >>> exposure_warning("127.0.0.1", keyed=False), exposure_warning("0.0.0.0", keyed=True)
+        (None, None)
     """
     try:
         loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback

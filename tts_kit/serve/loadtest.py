@@ -1,15 +1,11 @@
-"""``tts-kit loadtest``: load a speech server and measure what its users and its box feel.
-
-Closed loop (a fixed number of clients) or open loop (Poisson arrivals at a fixed rate),
-each level bounded in requests and time, sent with httpx's async client. Per level: time
-to first audio and latency percentiles, throughput, errors, timeouts (client deadline, 503
-or a fallback WAV) and 429s, and the server's CPU and memory from its ``/metrics`` (without
-what those scrapes cost it, `SCRAPE_CPU_KEY`), in `tts_kit.tuning.records`' keys.
-"""
+"""``tts-kit loadtest``: closed-loop (fixed clients) or open-loop (Poisson arrivals) levels
+against a speech server; per level its latency, throughput, errors and the server's CPU and
+memory from ``/metrics`` (less what the scrapes cost, `SCRAPE_CPU_KEY`)."""
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import json
@@ -114,14 +110,13 @@ def speak(url: str, text: str, api_key: str | None = None, timeout_s: float = 12
     """
     import httpx
 
-    headers = _auth(api_key)
     body = {"response_format": "wav", **body}  # the server's default is mp3
     skip = WAV_HEADER_BYTES if body["response_format"] == "wav" else 0
     t0 = time.monotonic()
     ttfa = None
     parts = []
     with httpx.stream("POST", f"{url.rstrip('/')}/v1/audio/speech", json={"input": text, **body},
-                      headers=headers, timeout=timeout_s) as r:
+                      headers=_auth(api_key), timeout=timeout_s) as r:
         size = 0
         for part in r.iter_raw():
             parts.append(part)
@@ -141,8 +136,7 @@ def read_metrics(url: str, api_key: str | None = None) -> dict[str, float]:
     """
     import httpx
 
-    headers = _auth(api_key)
-    r = httpx.get(f"{url.rstrip('/')}/metrics", headers=headers, timeout=10.0)
+    r = httpx.get(f"{url.rstrip('/')}/metrics", headers=_auth(api_key), timeout=10.0)
     r.raise_for_status()
     return _read_metrics(r.text, labelled=True)
 
@@ -257,15 +251,14 @@ def _summary(outcomes: list[Outcome], wall_s: float, samples: list[dict[str, flo
     ok = [o for o in outcomes if o.kind == "ok"]
     lat = [o.latency_s * 1000 for o in ok if o.latency_s is not None]
     ttfa = [o.ttfa_s * 1000 for o in ok if o.ttfa_s is not None]
+    kinds = collections.Counter(o.kind for o in outcomes)
     rec: dict[str, Any] = {
-        "requests": len(outcomes), "ok": len(ok),
-        "errors": sum(o.kind == "error" for o in outcomes),
-        "timeouts": sum(o.kind == "timeout" for o in outcomes),
-        "rejected": sum(o.kind == "rejected" for o in outcomes),
+        "requests": len(outcomes), "ok": len(ok), "errors": kinds["error"],
+        "timeouts": kinds["timeout"], "rejected": kinds["rejected"],
         rk.RPS: len(ok) / wall_s if wall_s > 0 else None,
         rk.AUDIO_RATE: sum(o.audio_s for o in ok) / wall_s if wall_s > 0 else None,
         rk.WALL_S: wall_s,
-        rk.LATENCIES_MS: lat, rk.TTFA_MS: ttfa,
+        rk.LATENCIES_MS: lat, rk.TTFA_MS: ttfa, rk.CPU_PERCENT: None,
         "reason": next((o.reason for o in outcomes if o.reason), None),
     }
     for q in (50, 95, 99):
@@ -278,12 +271,9 @@ def _summary(outcomes: list[Outcome], wall_s: float, samples: list[dict[str, flo
         used = cpu1[cpu_key] - cpu0[cpu_key] - (
             cpu1.get(SCRAPE_CPU_KEY, 0.0) - cpu0.get(SCRAPE_CPU_KEY, 0.0))
         rec[rk.CPU_PERCENT] = 100 * used / span if span > 0 else None
-    else:
-        rec[rk.CPU_PERCENT] = None
-    pss = [s["tts_kit_pool_pss_bytes"] / 2**20 for s in samples if "tts_kit_pool_pss_bytes" in s]
-    rss = [s["tts_kit_pool_rss_bytes"] / 2**20 for s in samples if "tts_kit_pool_rss_bytes" in s]
-    rec[rk.POOL_PSS_MB] = max(pss) if pss else None
-    rec[rk.POOL_RSS_MB] = max(rss) if rss else None
+    for key, gauge in ((rk.POOL_PSS_MB, "tts_kit_pool_pss_bytes"),
+                       (rk.POOL_RSS_MB, "tts_kit_pool_rss_bytes")):
+        rec[key] = max((s[gauge] / 2**20 for s in samples if gauge in s), default=None)
     t0 = samples[0]["t"] if samples else 0.0
     rec["timeline"] = [[round(s["t"] - t0, 3), s.get("tts_kit_pool_rss_bytes", 0) / 2**20,
                         s.get("tts_kit_pool_pss_bytes", 0) / 2**20] for s in samples]
@@ -319,8 +309,7 @@ async def _level(url: str, spec: LoadSpec, mode: str, level: float, bar: Any,
 
         async def record(body: dict[str, Any]) -> None:
             outcomes.append(await _one(client, url, body, timeout_s, headers))
-            if bar is not None:
-                bar.update(1)
+            bar.update(1)
 
         if mode == "closed":
             async def client_loop() -> None:
@@ -410,23 +399,18 @@ def run_load(url: str, spec: LoadSpec | None = None, *, progress: bool = True,
     Example:
         >>> run_load("http://127.0.0.1:8000", concurrency=(1, 2), requests=4)  # doctest: +SKIP
     """
+    from tqdm.auto import tqdm
+
     spec = dataclasses.replace(spec or LoadSpec(), **overrides)
     spec.check()
     result = LoadResult(url.rstrip("/"))
     levels = ([("closed", float(c)) for c in spec.concurrency]
               + [("open", float(r)) for r in spec.rates])
     for i, (mode, level) in enumerate(levels):
-        bar = None
-        if progress:
-            from tqdm.auto import tqdm
-
-            name = f"c={int(level)}" if mode == "closed" else f"{level:g}/s"
-            bar = tqdm(total=spec.requests, desc=f"loadtest {name}", unit="req", leave=False)
-        try:
+        name = f"c={int(level)}" if mode == "closed" else f"{level:g}/s"
+        with tqdm(total=spec.requests, desc=f"loadtest {name}", unit="req", leave=False,
+                  disable=not progress) as bar:
             rec = _run(_level(result.url, spec, mode, level, bar, spec.seed + i))
-        finally:
-            if bar is not None:
-                bar.close()
         result.records.append(rec)
         if on_level is not None:
             on_level(result)

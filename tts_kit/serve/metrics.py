@@ -1,7 +1,5 @@
-"""The server's Prometheus metrics: request counts (each once, by status and outcome;
-docs/guide.md, "Serving under load"), latencies, queue depth, worker restarts, and the
-pool's memory and CPU read at each scrape, with what the scrapes cost
-(``tts_kit_metrics_scrape_cpu_seconds``: reading PSS walks page tables)."""
+"""The server's Prometheus metrics: requests by status and outcome, latencies, queue depth,
+worker restarts, and the pool's memory and CPU read at each scrape (with the scrapes' cost)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""A streamed answer from a worker, that ends honestly and frees its worker on every path.
-
-The worker a request holds is a `Lease`: released after the last chunk, abandoned on any
-other ending. `AudioStream`, the ASGI response, listens for the client's disconnect while
-it streams; a response cut short after its headers raises `CutShort`, so the connection is
-aborted and the client sees a protocol error, not a short 200.
-"""
+"""A streamed answer that frees its worker (`Lease`) on every path and, cut short after its
+headers, aborts the connection (`CutShort`), so the client sees an error, not a short 200."""
 
 from __future__ import annotations
 
@@ -68,20 +63,22 @@ async def disconnected(receive: Callable[[], Awaitable[dict]]) -> None:
 
 
 async def unless_gone(receive: Callable[[], Awaitable[dict]], work: Awaitable[Any]) -> Any:
-    """``await work``, unless the client disconnects first: then ``work`` is cancelled and
-    `ClientGone` raised."""
+    """``await work``, unless the client disconnects first (or this is cancelled): then
+    ``work`` is cancelled and `ClientGone` raised."""
     task = asyncio.ensure_future(work)
     gone = asyncio.ensure_future(disconnected(receive))
     try:
-        done, _ = await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         gone.cancel()
-    if task in done:
-        return task.result()
-    task.cancel()
-    with contextlib.suppress(BaseException):
-        await task
-    raise ClientGone
+        finished = task.done()
+        if not finished:
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+    if not finished:
+        raise ClientGone
+    return task.result()
 
 
 class AudioStream(_Response):  # type: ignore[misc,valid-type]
@@ -103,20 +100,10 @@ class AudioStream(_Response):  # type: ignore[misc,valid-type]
 
     async def __call__(self, scope: dict, receive: Callable[[], Awaitable[dict]],
                        send: Callable[[dict], Awaitable[None]]) -> None:
-        streaming = asyncio.ensure_future(self._send_all(send))
-        gone = asyncio.ensure_future(disconnected(receive))
         try:
-            done, _ = await asyncio.wait({streaming, gone},
-                                         return_when=asyncio.FIRST_COMPLETED)
-            if streaming in done:
-                with contextlib.suppress(OSError):  # a send to a closed socket: gone
-                    streaming.result()
+            with contextlib.suppress(ClientGone, OSError):  # OSError: a send to a closed socket
+                await unless_gone(receive, self._send_all(send))
         finally:
-            gone.cancel()
-            if not streaming.done():
-                streaming.cancel()
-                with contextlib.suppress(BaseException):
-                    await streaming
             with contextlib.suppress(BaseException):
                 await self.body.aclose()  # type: ignore[attr-defined]
             self.lease.abandon()  # a no-op when the last chunk went out

@@ -1,8 +1,6 @@
-"""The serving sweep: a fresh ``tts-kit serve`` per configuration (architecture x workers x
-threads x preset x loading), the load test on each, and the configuration that meets a p95
-target inside a memory budget, with the reason: at the highest concurrency, among those
-with no error or timeout, the highest throughput; within `TIE_REL` of it, the smallest PSS.
-"""
+"""The serving sweep: a fresh ``tts-kit serve`` per configuration, the load test on each, and
+the one to deploy: among those meeting a p95 target inside a memory budget, the highest
+throughput, then within `TIE_REL` of it the smallest PSS."""
 
 from __future__ import annotations
 
@@ -166,24 +164,22 @@ def serving_sweep(model: str | None, spec: ServingSweepSpec | None = None, *,
     load_spec.check()  # before any server starts; each configuration's check names the rest
     result = ServingSweepResult()
     base = spec.server or ServeConfig()
+    model = base.model if model is None else str(model)
+    queue = max([*spec.concurrency, 4]) * 2  # open loop: arrivals may pile up; 429 past it
     runs: dict[tuple, tuple[dict[str, Any], ServeConfig]] = {}
     for arch, n, th, preset, loading in itertools.product(
             spec.architectures, spec.workers, spec.threads, spec.presets, spec.loadings):
-        n = int(n)
-        config = {"architecture": arch, "workers": n, "threads": th, "preset": preset,
+        config = {"architecture": arch, "workers": int(n), "threads": th, "preset": preset,
                   "loading": loading}
-        queue = max([*spec.concurrency, 4]) * 2  # open loop: arrivals may pile up; 429 past it
-        cfg = dataclasses.replace(base, architecture=arch, workers=n, preset=preset,
-                                  loading=loading, max_queue=queue, threads=th,
-                                  model=base.model if model is None else str(model))
+        cfg = dataclasses.replace(base, **config, max_queue=queue, model=model)
         cfg.check()  # every configuration, before any server starts: one line, exit 2
         if arch == "workers":
             config["scheduling"] = cfg.scheduling
-        runs.setdefault((arch, n, th, preset, loading), (config, cfg))
-    if base.model is not None or model is not None:
+        runs.setdefault((arch, int(n), th, preset, loading), (config, cfg))
+    if model is not None:
         from tts_kit.models.resolve import open_model
 
-        open_model(str(model if model is not None else base.model))  # a bad model: now
+        open_model(model)  # a bad model: now
     for config, cfg in runs.values():
         try:
             with start_server(config=cfg, log_dir=log_dir) as srv:

@@ -1,13 +1,5 @@
-"""Worker processes, each owning one warmed-up `Engine`, and the pool that supervises them.
-
-A worker serves one request (or chunk job) at a time over a pipe; a reader thread hands its
-messages to the event loop. `WorkerPool`: a bounded queue (`Overloaded`: 429), a late
-worker killed and replaced, crash replacement, recycling, and `WorkerPool.abandon`.
-
-Example:
-    >>> cfg = WorkerConfig(model=None, preset="lean", loading="resident", threads=1)
-    >>> cfg.preset_obj().intra_op_num_threads
-    1
+"""Worker processes, each owning one warmed-up `Engine` and serving one request (or chunk
+job) at a time over a pipe, and `WorkerPool`, which queues requests for them and replaces them.
 """
 
 from __future__ import annotations
@@ -28,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tts_kit.core.errors import TtsKitError
-from tts_kit.core.procfacts import die_with_parent
+from tts_kit.core.procfacts import die_with_parent, release_memory, rss_mb
 
 #: The text every worker synthesises once before it says ready.
 WARMUP_TEXT = "Warming up the model, once."
@@ -203,26 +195,21 @@ def worker_main(conn: Any, cfg: WorkerConfig, cancel: Any, cancel_job: Any) -> N
     except Exception as exc:  # a bad model or preset: the server reports it and stops
         conn.send(("fatal", _one_line(exc)))
         return
-    from tts_kit.core.procfacts import release_memory
-
     conn.send(("ready", os.getpid(), engine.bundle.sample_rate))
-    plans: collections.OrderedDict = collections.OrderedDict()
-    running: list = [None]
-    pending: list = []
-    state = WorkerState(engine, cfg, conn, plans, running, pending)
-    engine.add_stage_hook(cancel_hook(running, cancel_job))
+    state = WorkerState(engine, cfg, conn, collections.OrderedDict(), running=[None], pending=[])
+    engine.add_stage_hook(cancel_hook(state.running, cancel_job))
     load_lab()
     for make_hook in WORKER_HOOKS:
         engine.add_stage_hook(make_hook(state))
     while True:
         try:
-            msg = pending.pop(0) if pending else conn.recv()
+            msg = state.pending.pop(0) if state.pending else conn.recv()
         except (EOFError, OSError):
             return
         if msg[0] == "stop":
             return
         if msg[0] == "job":
-            run_job(engine, cfg, conn, msg, plans, running)
+            run_job(engine, cfg, conn, msg, state.plans, state.running)
             continue
         if msg[0] in WORKER_HANDLERS:
             WORKER_HANDLERS[msg[0]](state, msg)
@@ -416,15 +403,12 @@ class WorkerPool:
         self._waiters.append(fut)
         try:
             return await asyncio.wait_for(asyncio.shield(fut), timeout_s)
-        except asyncio.CancelledError:  # the client went away while queued
+        except (asyncio.CancelledError, asyncio.TimeoutError) as exc:  # client gone, or late
             if fut.done() and not fut.cancelled() and not fut.exception():
-                self.release(fut.result(), counted=False)
+                self.release(fut.result(), counted=False)  # handed one at the last moment
             fut.cancel()
-            raise
-        except asyncio.TimeoutError:
-            if fut.done() and not fut.exception():  # handed a worker at the last moment
-                self.release(fut.result(), counted=False)
-            fut.cancel()
+            if isinstance(exc, asyncio.CancelledError):
+                raise
             raise DeadlineExceeded("waited in the queue past the deadline") from None
         finally:
             with contextlib.suppress(ValueError):
@@ -463,12 +447,8 @@ class WorkerPool:
         reason = None
         if self.max_requests and w.requests >= self.max_requests:
             reason = "max_requests"
-        elif self.max_rss_mb:
-            from tts_kit.core.procfacts import rss_mb
-
-            rss = rss_mb(w.pid)
-            if rss is not None and rss > self.max_rss_mb:
-                reason = "max_rss"
+        elif self.max_rss_mb and (rss_mb(w.pid) or 0.0) > self.max_rss_mb:
+            reason = "max_rss"
         if reason and not self.closing:
             self.retire(w, reason)
             return
