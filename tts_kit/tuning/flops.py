@@ -7,7 +7,7 @@ per flow step, the rest once per chunk.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -130,9 +130,7 @@ class StageFlops:
 
     def as_dict(self) -> dict[str, float | int | str]:
         """Plain values for JSON."""
-        return {"stage": self.stage, "params": self.params, "runs": self.runs,
-                "flops_per_run": self.flops_per_run, "seconds": self.seconds,
-                "gflops_per_audio_s": self.gflops_per_audio_s}
+        return {**asdict(self), "gflops_per_audio_s": self.gflops_per_audio_s}
 
 
 def stage_flops(

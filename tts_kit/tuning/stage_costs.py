@@ -20,29 +20,26 @@ if TYPE_CHECKING:
     from tts_kit.runtime.sessions import SessionPreset
 
 
-def _peak_mb() -> float:
-    """VmHWM since the last `reset_peak_rss`; NaN where the kernel does not say."""
-    return status_mb("VmHWM").get("VmHWM", math.nan)
-
-
-def _warm_up_ort(model: bytes) -> None:
-    """Create and drop a one-node session: ORT's globals are not the first stage's cost."""
-    import numpy as np
-
-    sess = ort.InferenceSession(model)
-    sess.run(None, {"x": np.ones(1, np.float32)})
-    del sess
+def _reading() -> tuple[float, float]:
+    """(RSS, high-water mark since the last `reset_peak_rss`) in MB; off Linux the kernel
+    gives no mark, and the RSS is the best there is."""
+    now = rss_mb()
+    peak = status_mb("VmHWM").get("VmHWM", math.nan)
+    return now, max(peak, now) if math.isfinite(peak) else now
 
 
 def _stage_costs_child(bundle_path: str, preset: SessionPreset | None, workload: Workload,
                        policy: LoadPolicy, warm_model: bytes) -> dict[str, Any]:
     """Inside a fresh process: load, run and release each stage in pipeline order."""
+    import numpy as np
+
     from tts_kit.models.family import make_engine
     from tts_kit.models.resolve import open_model
 
     release_memory()
     imports = rss_mb()
-    _warm_up_ort(warm_model)
+    # A one-node session first: ORT's globals are not the first stage's cost.
+    ort.InferenceSession(warm_model).run(None, {"x": np.ones(1, np.float32)})
     release_memory()
     runtime = rss_mb()
     bundle = open_model(bundle_path)
@@ -53,10 +50,8 @@ def _stage_costs_child(bundle_path: str, preset: SessionPreset | None, workload:
     def on_event(_t: float, name: str) -> None:
         verb, _, stage = name.partition(" ")
         if verb in ("load", "run", "release"):
-            now = rss_mb()
-            peak = _peak_mb()  # NaN off Linux: the RSS at the event is the best there is
-            marks.append((verb, stage, time.perf_counter(), now,
-                          max(peak, now) if math.isfinite(peak) else now))
+            now, peak = _reading()
+            marks.append((verb, stage, time.perf_counter(), now, peak))
             reset_peak_rss()
 
     events.add_listener(on_event)
@@ -66,10 +61,8 @@ def _stage_costs_child(bundle_path: str, preset: SessionPreset | None, workload:
         engine.synthesize(workload.texts[0], lang=workload.lang,
                           voice=workload.voice_for(bundle), steps=workload.steps,
                           speed=workload.speed, seed=workload.seed)
-        now = rss_mb()
-        peak = _peak_mb()
-        marks.append(("end", "", time.perf_counter(), now,
-                      max(peak, now) if math.isfinite(peak) else now))
+        now, peak = _reading()
+        marks.append(("end", "", time.perf_counter(), now, peak))
     finally:
         events.remove_listener(on_event)
     out: dict[str, Any] = {}
