@@ -1,15 +1,6 @@
-"""Sweeps across machines on Dask distributed: one sweep, several instance types, one report.
-
-`TrialExecutor` runs a sweep's trials one per worker at a time, each worker finding the
-model by fingerprint; records carry ``machine`` and ``worker`` (docs/guide.md).
-
-Example:
-    >>> from tts_kit.tuning import cluster, tune
-    >>> client = cluster.connect("tcp://10.0.0.5:8786")  # doctest: +SKIP
-    >>> result = tune.sweep("models/full", ["lean", "low-memory"], cpus=(1, 2),
-    ...                     executor=cluster.TrialExecutor(client))  # doctest: +SKIP
-    >>> {m: part.recommend(1024)[1] for m, part in result.by_machine().items()}  # doctest: +SKIP
-"""
+"""Sweeps across machines on Dask distributed: `TrialExecutor` runs a sweep's trials one per
+worker at a time, each worker finding the model by fingerprint; records carry ``machine``
+and ``worker`` (docs/guide.md)."""
 
 from __future__ import annotations
 
@@ -335,8 +326,8 @@ class TrialExecutor(cf.Executor):
         self._busy = 0
         self._slot_freed = threading.Condition()
         self.lost: str | None = None  #: why the scheduler is gone, once it is
-        # The futures handed out and not settled -> the record each gets when lost.
-        self._pending: dict[cf.Future, Callable[[], Any]] = {}
+        # The futures handed out and not settled -> their task (fn, args, kwargs).
+        self._pending: dict[cf.Future, tuple[Callable[..., Any], tuple, dict]] = {}
         self._watcher: threading.Thread | None = None
 
     def ref(self, bundle: Any) -> ModelRef:
@@ -374,7 +365,7 @@ class TrialExecutor(cf.Executor):
         """Submit one task, waiting while every trial slot is taken; once the scheduler is
         lost, a trial's future holds a lost record, any other task's a `ClusterError`."""
         outer: cf.Future = cf.Future()
-        self._pending[outer] = self._lost_result(fn, args, kwargs)
+        self._pending[outer] = (fn, args, kwargs)
         self._watch()
         while True:
             if not self._alive():
@@ -401,17 +392,6 @@ class TrialExecutor(cf.Executor):
         future.add_done_callback(lambda f: self._settle(outer, f))
         return outer
 
-    def _lost_result(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Callable[[], Any]:
-        """What a task's future holds when the scheduler is lost before it finished."""
-        if fn is tune.trial and len(args) >= 3:
-            def record() -> dict[str, Any]:
-                return error_record(args[1], args[2], str(self.lost), **dict(kwargs))
-            return record
-
-        def fail() -> Any:
-            raise ClusterError(str(self.lost))
-        return fail
-
     def _settle(self, outer: cf.Future, inner: cf.Future) -> None:
         """Hand ``inner``'s outcome to ``outer``; a cancellation means the scheduler is gone."""
         if inner.cancelled() or isinstance(inner.exception(), cf.CancelledError):
@@ -431,12 +411,13 @@ class TrialExecutor(cf.Executor):
             outer.set_result(result)
 
     def _settle_lost(self) -> None:
-        """Every future not finished gets its lost record (the scheduler is gone)."""
-        for outer, make in list(self._pending.items()):
-            try:
-                self._resolve(outer, make(), None)
-            except Exception as exc:  # noqa: BLE001 - a non-trial task: its ClusterError
-                self._resolve(outer, None, exc)
+        """Every future not finished gets a lost record, or a `ClusterError` if no trial's."""
+        for outer, (fn, args, kwargs) in list(self._pending.items()):
+            if fn is tune.trial and len(args) >= 3:
+                self._resolve(outer, error_record(args[1], args[2], str(self.lost), **kwargs),
+                              None)
+            else:
+                self._resolve(outer, None, ClusterError(str(self.lost)))
 
     def _watch(self) -> None:
         """Start a thread that notices a lost scheduler even when Dask cancels nothing."""

@@ -1,10 +1,6 @@
-"""Can the sweep's answer be trusted? Contention and repeatability read from its records.
-
-`assess` tells two causes apart: **the machine was busy** (trials short of their cores, or
-a load the sweep does not explain: rerun on a quiet machine) and **the figures did not
-repeat** (unsteady calls, or a re-measured pick not tied with itself: measure more). Busy
-decides when both are seen. Thresholds: docs/benchmarks.md.
-"""
+"""Can the sweep's answer be trusted? `assess` tells **the machine was busy** (rerun on a
+quiet machine) from **the figures did not repeat** (measure more); busy decides when both
+are seen. Thresholds: docs/benchmarks.md."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""A cost model read off the graphs: parameters and FLOPs per stage, per second of audio.
-
-Each MatMul, Gemm and Conv counts 2 x its multiply-adds; the vector estimator runs once
-per flow step, the rest once per chunk.
-"""
+"""A cost model read off the graphs: parameters and FLOPs per stage, per second of audio
+(2 x the multiply-adds of each MatMul, Gemm and Conv; the vector estimator once per flow
+step)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The one vocabulary of trial records: keys, units, labels, formats, the Pareto front, machines.
-
-A trial returns a JSON-ready dict keyed by the constants below (`P50_MS`, ...); `COLUMNS`
-gives each key the names every face shows (docs/guide.md, "Record keys").
-"""
+"""The one vocabulary of trial records: keys (`P50_MS`, ...), the names, units and formats
+every face shows (`COLUMNS`; docs/guide.md, "Record keys"), the Pareto front, machines."""
 
 from __future__ import annotations
 

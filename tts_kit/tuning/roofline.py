@@ -1,8 +1,5 @@
-"""How far each stage is from this machine's floor: achieved GFLOP/s against the MatMul peak.
-
-Each stage's FLOPs in one timed chunk, against the MatMul peak, give its **floor**: time
-above it is what tuning can win; the floor moves only with fewer steps or a faster kernel.
-"""
+"""How far each stage is from this machine's floor (its FLOPs at the MatMul peak): time above
+it is what tuning can win; the floor moves only with fewer steps or a faster kernel."""
 
 from __future__ import annotations
 

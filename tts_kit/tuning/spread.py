@@ -1,9 +1,6 @@
-"""Figures that repeat: a configuration measured in alternating rounds, and its spread.
-
-A sweep measures every configuration in ``rounds`` fresh trials, round by round (A B C,
-A B C: a drift hits every configuration alike); `merge_rounds` makes one record of them,
-with the spread of p50 and peak RSS and each round's own figures (docs/benchmarks.md).
-"""
+"""Figures that repeat: each configuration measured in fresh trials round by round (A B C,
+A B C: a drift hits every one alike), merged into one record with its spread
+(docs/benchmarks.md)."""
 
 from __future__ import annotations
 

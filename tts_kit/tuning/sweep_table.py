@@ -1,15 +1,5 @@
 """A sweep's records as text: the table `tts-kit tune` prints, with ``±`` (half the rounds'
-range) beside p50 and peak RSS, a ``vs pick`` column and the one-time preparation below.
-
-Example:
-    >>> from tts_kit.tuning.sweep_table import format_table
-    >>> recs = [{"preset": "a", "cpus": 1, "status": "ok", rk.P50_MS: 100.0,
-    ...          rk.P50_MIN_MS: 90.0, rk.P50_MAX_MS: 110.0, rk.PEAK_RSS_MB: 500.0}]
-    >>> head, row = format_table(recs).splitlines()[:2]
-    >>> at = head.index("p50 ms")
-    >>> row[at:].split()[:2]
-    ['100', '±10']
-"""
+range) beside p50 and peak RSS, a ``vs pick`` column and the one-time preparation below."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Equivalence, not arg-min: whether one configuration is worse, better or tied with another.
-
-`compare` bootstraps the ratio of two records' latency (or peak RSS): *worse* only when its
-whole 90 % interval lies above the tie band, *better* below, else *tied* (TOST). `pick`
-chooses inside the tie set of the fastest by a fixed order that never reads latency
-(docs/guide.md, "Equivalence, not arg-min").
-"""
+"""Equivalence, not arg-min: `compare` bootstraps the ratio of two records' figure (worse,
+better or tied with a tie band), and `pick` chooses inside the tie set of the fastest by a
+fixed order that never reads latency (docs/guide.md, "Equivalence, not arg-min")."""
 
 from __future__ import annotations
 
