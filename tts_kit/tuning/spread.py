@@ -42,11 +42,6 @@ def split_repeats(repeats: int, rounds: int) -> list[int]:
     return [max(1, base + (1 if i < extra else 0)) for i in range(rounds)]
 
 
-def _median(values: list[Any]) -> float | None:
-    nums = [v for v in (rk.to_number(x) for x in values) if v is not None]
-    return statistics.median(nums) if nums else None
-
-
 def merge_rounds(rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """One record of a configuration's trial records, with ``rounds`` and `SPREAD_KEYS`:
     p50/p95 of all calls pooled, peaks the highest round's, the rest the rounds' median. A
@@ -69,14 +64,13 @@ def merge_rounds(rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     for key, value in rounds[0].items():
         if key in _FIRST or key in rk.CONFIG_KEYS or rk.to_number(value) is None:
             continue
-        values = [r.get(key) for r in rounds]
-        nums = [v for v in (rk.to_number(x) for x in values) if v is not None]
+        nums = [v for v in (rk.to_number(r.get(key)) for r in rounds) if v is not None]
         if key in _HIGHEST:
             out[key] = max(nums)
         elif key in (rk.REPEATS, rk.WALL_S):
             out[key] = sum(nums) if key == rk.WALL_S else int(sum(nums))
         else:
-            out[key] = _median(values)
+            out[key] = statistics.median(nums)
     out[rk.LOADAVG_AFTER] = rounds[-1].get(rk.LOADAVG_AFTER)
     lat = [x for r in rounds for x in (r.get(rk.LATENCIES_MS) or [])]
     out[rk.LATENCIES_MS] = lat

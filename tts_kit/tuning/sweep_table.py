@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tts_kit.tuning import records as rk
+from tts_kit.tuning.contention import _span
 from tts_kit.tuning.spread import SPREAD_KEYS, half_range, span
 
 SPREAD_HEADING, VERSUS_HEADING = "±", "vs pick"
@@ -66,10 +67,7 @@ def prep_footnote(records: Iterable[Mapping[str, Any]]) -> list[str]:
         if peak is not None:
             text += f" (peak {peak:.0f} MB)"
         if rest:
-            times = [float(r[rk.PREP_S]) for r in rest]
-            lo, hi = min(times), max(times)
-            text += (f", then {lo:.1f} s" if f"{lo:.1f}" == f"{hi:.1f}"
-                     else f", then {lo:.1f}-{hi:.1f} s") + " (cached)"
+            text += f", then {_span([float(r[rk.PREP_S]) for r in rest], '.1f')} s (cached)"
         lines.append(text)
     return lines
 

@@ -160,11 +160,9 @@ def band(records: Sequence[Mapping[str, Any]]) -> float:
 def _simplicity(rec: Mapping[str, Any]) -> tuple[Any, ...]:
     """The fixed order inside a tie set: fewer vCPUs, the shipped presets' order, lazy
     loading, fewer steps."""
-    preset = str(rec.get("preset"))
-    order = SWEEP_PRESETS.index(preset) if preset in SWEEP_PRESETS else len(SWEEP_PRESETS)
-    loading = str(rec.get("loading") or "resident").split(":")[0]
-    return (rec.get("cpus") or 0, order, preset, _LAZY.get(loading, 3),
-            str(rec.get("loading")), rec.get("steps") or 0, rec.get("batch_size") or 0)
+    return (rec.get("cpus") or 0, *_level("preset", rec.get("preset")),
+            *_simple("loading", rec.get("loading")), rec.get("steps") or 0,
+            rec.get("batch_size") or 0)
 
 
 @dataclass
