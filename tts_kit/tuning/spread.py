@@ -133,16 +133,7 @@ def run_rounds(
     ``submit(k, i)``: (args, kwargs, label).
 
     Example:
-        >>> from tqdm import tqdm
-        >>> calls = []
-        >>> def fake(cell):
-        ...     calls.append(cell)
-        ...     return {"status": "ok"}
-        >>> runs = [(k, i) for k in range(2) for i in range(2)]
-        >>> _ = run_rounds(fake, runs, lambda k, i: (("AB"[i],), {}, ""), None,
-        ...                tqdm(disable=True))
-        >>> "".join(calls)
-        'ABAB'
+        >>> got = run_rounds(tune.trial, [(0, 0), (0, 1)], submit, None, bar)  # doctest: +SKIP
     """
     got: dict[tuple[int, int], dict[str, Any]] = {}
     if executor is None:
