@@ -388,7 +388,7 @@ def effect_lines(found: Sequence[Mapping[str, Any]], width: float) -> list[str]:
             continue
         if all(e[m] is None or e[m].word == "tied" for e in mine for m in ("latency", "peak")):
             levels = ", ".join(str(e["level"]) for e in mine)
-            out.append(f"{DIMENSIONS[dim] if dim != 'preset' else 'preset'}: no difference "
+            out.append(f"{DIMENSIONS[dim]}: no difference "
                        f"beyond {width * 100:.0f} % ({levels} against {mine[0]['baseline']})")
             continue
         for e in mine:

@@ -118,8 +118,7 @@ class Workload:
             >>> Workload(texts="Hi.").to_dict()["texts"]
             ['Hi.']
         """
-        return {f.name: (list(getattr(self, f.name)) if f.name == "texts"
-                         else getattr(self, f.name)) for f in dataclasses.fields(self)}
+        return {**dataclasses.asdict(self), "texts": list(self.texts)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Workload:
