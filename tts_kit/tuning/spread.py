@@ -128,23 +128,18 @@ def run_rounds(
     executor: cf.Executor | None,
     bar: Any,
 ) -> dict[tuple[int, int], dict[str, Any]]:
-    """Run a sweep's trials in ``runs`` order, one at a time here (a cell that did not finish
-    is not run again) or all on ``executor`` (a trial it loses: an `error_record`);
-    ``submit(k, i)``: (args, kwargs, label).
+    """Run a sweep's trials in ``runs`` order, one at a time here or all on ``executor`` (a
+    trial it loses: an `error_record`); ``submit(k, i)``: (args, kwargs, label).
 
     Example:
         >>> got = run_rounds(tune.trial, [(0, 0), (0, 1)], submit, None, bar)  # doctest: +SKIP
     """
     got: dict[tuple[int, int], dict[str, Any]] = {}
     if executor is None:
-        failed: set[int] = set()
         for k, i in runs:
-            if i not in failed:
-                args, kwargs, label = submit(k, i)
-                bar.set_postfix_str(label)
-                got[k, i] = trial(*args, **kwargs)
-                if got[k, i].get("status") != "ok":
-                    failed.add(i)  # it did not hold: no more rounds of it
+            args, kwargs, label = submit(k, i)
+            bar.set_postfix_str(label)
+            got[k, i] = trial(*args, **kwargs)
             bar.update()
         return got
     check_executor(executor)
