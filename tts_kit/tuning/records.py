@@ -367,12 +367,9 @@ def machine_label(env: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
-#: `by_machine`'s group for records without ``machine`` (their worker was lost).
-UNKNOWN_MACHINE = "unknown machine (worker lost)"
-
-
 def by_machine(records: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """The records grouped by `machine_label` of their ``machine``; {} when none has one.
+    """The records grouped by `machine_label` of their ``machine`` (without one: their worker
+    was lost); {} when none has one.
 
     Example:
         >>> env = {"cpu_model": "A", "cpus_available": 1, "memory_total_mb": 1024}
@@ -388,6 +385,6 @@ def by_machine(records: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str,
     out: dict[str, list[dict[str, Any]]] = {}
     for r in records:
         env = r.get("machine")
-        key = machine_label(env) if isinstance(env, Mapping) else UNKNOWN_MACHINE
+        key = machine_label(env) if isinstance(env, Mapping) else "unknown machine (worker lost)"
         out.setdefault(key, []).append(r)
     return out
