@@ -13,7 +13,6 @@ import onnxruntime as ort
 from tts_kit.core import events
 from tts_kit.core.procfacts import MIB, release_memory, reset_peak_rss, rss_mb, status_mb
 from tts_kit.runtime.loading import LoadPolicy, StageCost, StageCosts
-from tts_kit.tuning.records import LOAD_S, PEAK_RSS_MB
 from tts_kit.tuning.workload import Workload
 
 if TYPE_CHECKING:
@@ -65,24 +64,18 @@ def _stage_costs_child(bundle_path: str, preset: SessionPreset | None, workload:
         marks.append(("end", "", time.perf_counter(), now, peak))
     finally:
         events.remove_listener(on_event)
-    out: dict[str, Any] = {}
+    out: dict[str, StageCost] = {}
     for i, (verb, stage, _t, rss, _) in enumerate(marks[:-1]):
         if verb != "load" or stage in out:
             continue  # multi-chunk texts: the first chunk's pass is the measurement
         run, rel, nxt = marks[i + 1], marks[i + 2], marks[i + 3]
-        out[stage] = {
-            "stage": stage,
-            "file_mb": bundle.stages[stage].size_bytes / MIB,
-            "load_mb": run[3] - rss,
-            "load_peak_mb": run[4] - rss,
-            "run_mb": rel[4] - run[3],
-            "left_mb": nxt[3] - rss,
-            LOAD_S: engine.load_s.get(stage, math.nan),
-            "run_s": rel[2] - run[2],
-        }
+        out[stage] = StageCost(
+            stage=stage, file_mb=bundle.stages[stage].size_bytes / MIB, load_mb=run[3] - rss,
+            load_peak_mb=run[4] - rss, run_mb=rel[4] - run[3], left_mb=nxt[3] - rss,
+            load_s=engine.load_s.get(stage, math.nan), run_s=rel[2] - run[2])
     # The high-water mark was reset at every event; the process's peak is the largest.
     peak = max((m[4] for m in marks if math.isfinite(m[4])), default=math.nan)
-    return {"stages": out, "runtime_mb": runtime, "imports_mb": imports, PEAK_RSS_MB: peak}
+    return {"stages": out, "runtime_mb": runtime, "imports_mb": imports, "peak_rss_mb": peak}
 
 
 def stage_costs(
@@ -118,10 +111,6 @@ def stage_costs(
                      cpus=cpus, timeout_s=timeout_s)
     if not m.ok:
         raise RuntimeError(f"stage_costs: the measuring process ended with {m.status}: {m.error}")
-    res = m.result
-    stages = {s: StageCost(**c) for s, c in res["stages"].items()}
-    return StageCosts(stages=stages, runtime_mb=res["runtime_mb"], imports_mb=res["imports_mb"],
-                      peak_rss_mb=res[PEAK_RSS_MB],
-                      loading=loading if isinstance(loading, str) else loading.spec,
+    return StageCosts(**m.result, loading=loading if isinstance(loading, str) else loading.spec,
                       preset=preset_obj.name if preset_obj else "engine default",
                       text=workload.texts[0], steps=workload.steps)
