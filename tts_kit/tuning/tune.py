@@ -36,8 +36,6 @@ from tts_kit.tuning.sweep_table import describe, figures, format_table
 from tts_kit.tuning.workload import Workload
 
 _LOADED = "trial: loaded"
-_FIRST = "trial: first call"
-_STEADY = "trial: steady calls"
 _NO_PREP = {rk.PREP_S: None, rk.PREP_PEAK_RSS_MB: None}
 
 
@@ -124,9 +122,9 @@ def _trial_child(bundle_path: str, preset: SessionPreset, workload: Workload,
                                           seed=workload.seed)
         return time.perf_counter() - start, sum(r.duration_s for r in results)
 
-    events.mark(_FIRST)
+    events.mark("trial: first call")
     first_s, audio_s = call()
-    events.mark(_STEADY)
+    events.mark("trial: steady calls")
     queue0 = _run_queue_ns()  # how long the threads wait for a core: contention
     cpu0, wall0 = procfacts.cpu_seconds(), time.perf_counter()
     lat = [call()[0] for _ in range(workload.repeats)]
