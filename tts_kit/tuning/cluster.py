@@ -115,7 +115,9 @@ def probe_scheduler(address: str, timeout_s: float = 10.0) -> str:
             greeting = _read_some(sock, 24, timeout_s)
     except OSError as exc:
         raise _unreachable(address, exc, 160) from None
-    if not _is_dask_greeting(greeting):
+    # Dask's TCP framing opens with a small total length and frame count.
+    total, frames = struct.unpack("<QQ", greeting[:16]) if len(greeting) >= 16 else (0, 0)
+    if not (0 < total < 1 << 24 and 0 < frames < 1 << 10):
         said = "sent nothing" if not greeting else f"answered {greeting[:12]!r}"
         raise ClusterError(f"{head}: the peer accepted the connection but {said} within "
                            f"{timeout_s:g} s, which no Dask scheduler does; give the "
@@ -139,14 +141,6 @@ def _read_some(sock: socket.socket, n: int, timeout_s: float) -> bytes:
             break
         data += chunk
     return data
-
-
-def _is_dask_greeting(data: bytes) -> bool:
-    """Whether ``data`` starts like Dask's TCP framing: small total length and frame count."""
-    if len(data) < 16:
-        return False
-    total, frames = struct.unpack("<QQ", data[:16])
-    return 0 < total < 1 << 24 and 0 < frames < 1 << 10
 
 
 def _wait_for_trial_workers(client: Client, timeout_s: float) -> None:

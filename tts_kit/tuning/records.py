@@ -288,9 +288,6 @@ class Record(dict):
     def __repr__(self) -> str:
         return f"Record({self.summary()})"
 
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(repr(self))
-
     def _repr_html_(self) -> str:
         return frame([self]).to_html(index=False)
 
