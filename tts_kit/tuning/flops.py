@@ -1,13 +1,11 @@
-"""A cost model read off the graphs: parameters and FLOPs per stage, per second of audio.
-
-Each MatMul, Gemm and Conv counts 2 x its multiply-adds; the vector estimator runs once
-per flow step, the rest once per chunk.
-"""
+"""A cost model read off the graphs: parameters and FLOPs per stage, per second of audio
+(2 x the multiply-adds of each MatMul, Gemm and Conv; the vector estimator once per flow
+step)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -130,9 +128,7 @@ class StageFlops:
 
     def as_dict(self) -> dict[str, float | int | str]:
         """Plain values for JSON."""
-        return {"stage": self.stage, "params": self.params, "runs": self.runs,
-                "flops_per_run": self.flops_per_run, "seconds": self.seconds,
-                "gflops_per_audio_s": self.gflops_per_audio_s}
+        return {**asdict(self), "gflops_per_audio_s": self.gflops_per_audio_s}
 
 
 def stage_flops(

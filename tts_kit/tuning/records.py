@@ -1,8 +1,5 @@
-"""The one vocabulary of trial records: keys, units, labels, formats, the Pareto front, machines.
-
-A trial returns a JSON-ready dict keyed by the constants below (`P50_MS`, ...); `COLUMNS`
-gives each key the names every face shows (docs/guide.md, "Record keys").
-"""
+"""The one vocabulary of trial records: keys (`P50_MS`, ...), the names, units and formats
+every face shows (`COLUMNS`; docs/guide.md, "Record keys"), the Pareto front, machines."""
 
 from __future__ import annotations
 
@@ -291,9 +288,6 @@ class Record(dict):
     def __repr__(self) -> str:
         return f"Record({self.summary()})"
 
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(repr(self))
-
     def _repr_html_(self) -> str:
         return frame([self]).to_html(index=False)
 
@@ -370,12 +364,9 @@ def machine_label(env: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
-#: `by_machine`'s group for records without ``machine`` (their worker was lost).
-UNKNOWN_MACHINE = "unknown machine (worker lost)"
-
-
 def by_machine(records: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """The records grouped by `machine_label` of their ``machine``; {} when none has one.
+    """The records grouped by `machine_label` of their ``machine`` (without one: their worker
+    was lost); {} when none has one.
 
     Example:
         >>> env = {"cpu_model": "A", "cpus_available": 1, "memory_total_mb": 1024}
@@ -391,6 +382,6 @@ def by_machine(records: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str,
     out: dict[str, list[dict[str, Any]]] = {}
     for r in records:
         env = r.get("machine")
-        key = machine_label(env) if isinstance(env, Mapping) else UNKNOWN_MACHINE
+        key = machine_label(env) if isinstance(env, Mapping) else "unknown machine (worker lost)"
         out.setdefault(key, []).append(r)
     return out

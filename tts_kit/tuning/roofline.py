@@ -1,8 +1,5 @@
-"""How far each stage is from this machine's floor: achieved GFLOP/s against the MatMul peak.
-
-Each stage's FLOPs in one timed chunk, against the MatMul peak, give its **floor**: time
-above it is what tuning can win; the floor moves only with fewer steps or a faster kernel.
-"""
+"""How far each stage is from this machine's floor (its FLOPs at the MatMul peak): time above
+it is what tuning can win; the floor moves only with fewer steps or a faster kernel."""
 
 from __future__ import annotations
 
@@ -121,20 +118,17 @@ class Roofline:
             >>> r.rows()[0]["x floor"], r.rows()[-1]["stage"]
             (2.0, 'total')
         """
-        def row(name: str, *, params: float, gfs: float, gflop: float, sec: float,
-                floor: float) -> dict[str, Any]:
-            return {"stage": name, "params (M)": params / 1e6, "GFLOP / audio s": gfs,
-                    "GFLOP / chunk": gflop, "s / chunk": sec,
-                    "GFLOP/s": gflop / sec if sec > 0 else math.nan,
-                    "of peak": gflop / sec / self.peak_gflops if sec > 0 else math.nan,
-                    "floor s": floor, "x floor": sec / floor if floor > 0 else math.nan}
-
-        out = [row(s.stage, params=s.params, gfs=s.gflops_per_audio_s, gflop=s.gflop,
-                   sec=s.seconds, floor=s.floor_s) for s in self.stages]
-        out.append(row("total", params=sum(s.params for s in self.stages),
-                       gfs=sum(s.gflops_per_audio_s for s in self.stages), gflop=self.gflop,
-                       sec=self.total_s, floor=self.floor_s))
-        return out
+        parts = [(s.stage, s.params, s.gflops_per_audio_s, s.gflop, s.seconds, s.floor_s)
+                 for s in self.stages]
+        parts.append(("total", sum(s.params for s in self.stages),
+                      sum(s.gflops_per_audio_s for s in self.stages), self.gflop, self.total_s,
+                      self.floor_s))
+        return [{"stage": name, "params (M)": params / 1e6, "GFLOP / audio s": gfs,
+                 "GFLOP / chunk": gflop, "s / chunk": sec,
+                 "GFLOP/s": gflop / sec if sec > 0 else math.nan,
+                 "of peak": gflop / sec / self.peak_gflops if sec > 0 else math.nan,
+                 "floor s": floor, "x floor": sec / floor if floor > 0 else math.nan}
+                for name, params, gfs, gflop, sec, floor in parts]
 
     def dataframe(self) -> Any:
         """`rows` as a pandas DataFrame indexed by stage (pandas imported only here)."""
@@ -153,12 +147,11 @@ class Roofline:
         """
         head = (f"{'stage':<20}{'params M':>9}{'GFLOP/aud s':>12}{'GFLOP':>9}{'s':>8}"
                 f"{'GFLOP/s':>9}{'of peak':>8}{'floor s':>8}{'x floor':>8}")
-        lines = [head]
-        for r in self.rows():
-            lines.append(f"{r['stage']:<20}{r['params (M)']:>9.2f}{r['GFLOP / audio s']:>12.2f}"
-                         f"{r['GFLOP / chunk']:>9.2f}{r['s / chunk']:>8.3f}{r['GFLOP/s']:>9.1f}"
-                         f"{r['of peak']:>8.2f}{r['floor s']:>8.3f}{r['x floor']:>8.2f}")
-        return "\n".join(lines)
+        return "\n".join([head] + [
+            f"{r['stage']:<20}{r['params (M)']:>9.2f}{r['GFLOP / audio s']:>12.2f}"
+            f"{r['GFLOP / chunk']:>9.2f}{r['s / chunk']:>8.3f}{r['GFLOP/s']:>9.1f}"
+            f"{r['of peak']:>8.2f}{r['floor s']:>8.3f}{r['x floor']:>8.2f}"
+            for r in self.rows()])
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (`from_dict` reads it back)."""

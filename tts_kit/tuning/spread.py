@@ -1,9 +1,6 @@
-"""Figures that repeat: a configuration measured in alternating rounds, and its spread.
-
-A sweep measures every configuration in ``rounds`` fresh trials, round by round (A B C,
-A B C: a drift hits every configuration alike); `merge_rounds` makes one record of them,
-with the spread of p50 and peak RSS and each round's own figures (docs/benchmarks.md).
-"""
+"""Figures that repeat: each configuration measured in fresh trials round by round (A B C,
+A B C: a drift hits every one alike), merged into one record with its spread
+(docs/benchmarks.md)."""
 
 from __future__ import annotations
 
@@ -45,11 +42,6 @@ def split_repeats(repeats: int, rounds: int) -> list[int]:
     return [max(1, base + (1 if i < extra else 0)) for i in range(rounds)]
 
 
-def _median(values: list[Any]) -> float | None:
-    nums = [v for v in (rk.to_number(x) for x in values) if v is not None]
-    return statistics.median(nums) if nums else None
-
-
 def merge_rounds(rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """One record of a configuration's trial records, with ``rounds`` and `SPREAD_KEYS`:
     p50/p95 of all calls pooled, peaks the highest round's, the rest the rounds' median. A
@@ -72,14 +64,13 @@ def merge_rounds(rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     for key, value in rounds[0].items():
         if key in _FIRST or key in rk.CONFIG_KEYS or rk.to_number(value) is None:
             continue
-        values = [r.get(key) for r in rounds]
-        nums = [v for v in (rk.to_number(x) for x in values) if v is not None]
+        nums = [v for v in (rk.to_number(r.get(key)) for r in rounds) if v is not None]
         if key in _HIGHEST:
             out[key] = max(nums)
         elif key in (rk.REPEATS, rk.WALL_S):
             out[key] = sum(nums) if key == rk.WALL_S else int(sum(nums))
         else:
-            out[key] = _median(values)
+            out[key] = statistics.median(nums)
     out[rk.LOADAVG_AFTER] = rounds[-1].get(rk.LOADAVG_AFTER)
     lat = [x for r in rounds for x in (r.get(rk.LATENCIES_MS) or [])]
     out[rk.LATENCIES_MS] = lat
@@ -137,32 +128,18 @@ def run_rounds(
     executor: cf.Executor | None,
     bar: Any,
 ) -> dict[tuple[int, int], dict[str, Any]]:
-    """Run a sweep's trials in ``runs`` order, one at a time here (a cell that did not finish
-    is not run again) or all on ``executor`` (a trial it loses: an `error_record`);
-    ``submit(k, i)``: (args, kwargs, label).
+    """Run a sweep's trials in ``runs`` order, one at a time here or all on ``executor`` (a
+    trial it loses: an `error_record`); ``submit(k, i)``: (args, kwargs, label).
 
     Example:
-        >>> from tqdm import tqdm
-        >>> calls = []
-        >>> def fake(cell):
-        ...     calls.append(cell)
-        ...     return {"status": "ok"}
-        >>> runs = [(k, i) for k in range(2) for i in range(2)]
-        >>> _ = run_rounds(fake, runs, lambda k, i: (("AB"[i],), {}, ""), None,
-        ...                tqdm(disable=True))
-        >>> "".join(calls)
-        'ABAB'
+        >>> got = run_rounds(tune.trial, [(0, 0), (0, 1)], submit, None, bar)  # doctest: +SKIP
     """
     got: dict[tuple[int, int], dict[str, Any]] = {}
     if executor is None:
-        failed: set[int] = set()
         for k, i in runs:
-            if i not in failed:
-                args, kwargs, label = submit(k, i)
-                bar.set_postfix_str(label)
-                got[k, i] = trial(*args, **kwargs)
-                if got[k, i].get("status") != "ok":
-                    failed.add(i)  # it did not hold: no more rounds of it
+            args, kwargs, label = submit(k, i)
+            bar.set_postfix_str(label)
+            got[k, i] = trial(*args, **kwargs)
             bar.update()
         return got
     check_executor(executor)

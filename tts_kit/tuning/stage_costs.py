@@ -13,36 +13,32 @@ import onnxruntime as ort
 from tts_kit.core import events
 from tts_kit.core.procfacts import MIB, release_memory, reset_peak_rss, rss_mb, status_mb
 from tts_kit.runtime.loading import LoadPolicy, StageCost, StageCosts
-from tts_kit.tuning.records import LOAD_S, PEAK_RSS_MB
 from tts_kit.tuning.workload import Workload
 
 if TYPE_CHECKING:
     from tts_kit.runtime.sessions import SessionPreset
 
 
-def _peak_mb() -> float:
-    """VmHWM since the last `reset_peak_rss`; NaN where the kernel does not say."""
-    return status_mb("VmHWM").get("VmHWM", math.nan)
-
-
-def _warm_up_ort(model: bytes) -> None:
-    """Create and drop a one-node session: ORT's globals are not the first stage's cost."""
-    import numpy as np
-
-    sess = ort.InferenceSession(model)
-    sess.run(None, {"x": np.ones(1, np.float32)})
-    del sess
+def _reading() -> tuple[float, float]:
+    """(RSS, high-water mark since the last `reset_peak_rss`) in MB; off Linux the kernel
+    gives no mark, and the RSS is the best there is."""
+    now = rss_mb()
+    peak = status_mb("VmHWM").get("VmHWM", math.nan)
+    return now, max(peak, now) if math.isfinite(peak) else now
 
 
 def _stage_costs_child(bundle_path: str, preset: SessionPreset | None, workload: Workload,
                        policy: LoadPolicy, warm_model: bytes) -> dict[str, Any]:
     """Inside a fresh process: load, run and release each stage in pipeline order."""
+    import numpy as np
+
     from tts_kit.models.family import make_engine
     from tts_kit.models.resolve import open_model
 
     release_memory()
     imports = rss_mb()
-    _warm_up_ort(warm_model)
+    # A one-node session first: ORT's globals are not the first stage's cost.
+    ort.InferenceSession(warm_model).run(None, {"x": np.ones(1, np.float32)})
     release_memory()
     runtime = rss_mb()
     bundle = open_model(bundle_path)
@@ -53,10 +49,8 @@ def _stage_costs_child(bundle_path: str, preset: SessionPreset | None, workload:
     def on_event(_t: float, name: str) -> None:
         verb, _, stage = name.partition(" ")
         if verb in ("load", "run", "release"):
-            now = rss_mb()
-            peak = _peak_mb()  # NaN off Linux: the RSS at the event is the best there is
-            marks.append((verb, stage, time.perf_counter(), now,
-                          max(peak, now) if math.isfinite(peak) else now))
+            now, peak = _reading()
+            marks.append((verb, stage, time.perf_counter(), now, peak))
             reset_peak_rss()
 
     events.add_listener(on_event)
@@ -66,30 +60,22 @@ def _stage_costs_child(bundle_path: str, preset: SessionPreset | None, workload:
         engine.synthesize(workload.texts[0], lang=workload.lang,
                           voice=workload.voice_for(bundle), steps=workload.steps,
                           speed=workload.speed, seed=workload.seed)
-        now = rss_mb()
-        peak = _peak_mb()
-        marks.append(("end", "", time.perf_counter(), now,
-                      max(peak, now) if math.isfinite(peak) else now))
+        now, peak = _reading()
+        marks.append(("end", "", time.perf_counter(), now, peak))
     finally:
         events.remove_listener(on_event)
-    out: dict[str, Any] = {}
+    out: dict[str, StageCost] = {}
     for i, (verb, stage, _t, rss, _) in enumerate(marks[:-1]):
         if verb != "load" or stage in out:
             continue  # multi-chunk texts: the first chunk's pass is the measurement
         run, rel, nxt = marks[i + 1], marks[i + 2], marks[i + 3]
-        out[stage] = {
-            "stage": stage,
-            "file_mb": bundle.stages[stage].size_bytes / MIB,
-            "load_mb": run[3] - rss,
-            "load_peak_mb": run[4] - rss,
-            "run_mb": rel[4] - run[3],
-            "left_mb": nxt[3] - rss,
-            LOAD_S: engine.load_s.get(stage, math.nan),
-            "run_s": rel[2] - run[2],
-        }
+        out[stage] = StageCost(
+            stage=stage, file_mb=bundle.stages[stage].size_bytes / MIB, load_mb=run[3] - rss,
+            load_peak_mb=run[4] - rss, run_mb=rel[4] - run[3], left_mb=nxt[3] - rss,
+            load_s=engine.load_s.get(stage, math.nan), run_s=rel[2] - run[2])
     # The high-water mark was reset at every event; the process's peak is the largest.
     peak = max((m[4] for m in marks if math.isfinite(m[4])), default=math.nan)
-    return {"stages": out, "runtime_mb": runtime, "imports_mb": imports, PEAK_RSS_MB: peak}
+    return {"stages": out, "runtime_mb": runtime, "imports_mb": imports, "peak_rss_mb": peak}
 
 
 def stage_costs(
@@ -125,10 +111,6 @@ def stage_costs(
                      cpus=cpus, timeout_s=timeout_s)
     if not m.ok:
         raise RuntimeError(f"stage_costs: the measuring process ended with {m.status}: {m.error}")
-    res = m.result
-    stages = {s: StageCost(**c) for s, c in res["stages"].items()}
-    return StageCosts(stages=stages, runtime_mb=res["runtime_mb"], imports_mb=res["imports_mb"],
-                      peak_rss_mb=res[PEAK_RSS_MB],
-                      loading=loading if isinstance(loading, str) else loading.spec,
+    return StageCosts(**m.result, loading=loading if isinstance(loading, str) else loading.spec,
                       preset=preset_obj.name if preset_obj else "engine default",
                       text=workload.texts[0], steps=workload.steps)

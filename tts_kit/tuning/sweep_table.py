@@ -1,15 +1,5 @@
 """A sweep's records as text: the table `tts-kit tune` prints, with ``±`` (half the rounds'
-range) beside p50 and peak RSS, a ``vs pick`` column and the one-time preparation below.
-
-Example:
-    >>> from tts_kit.tuning.sweep_table import format_table
-    >>> recs = [{"preset": "a", "cpus": 1, "status": "ok", rk.P50_MS: 100.0,
-    ...          rk.P50_MIN_MS: 90.0, rk.P50_MAX_MS: 110.0, rk.PEAK_RSS_MB: 500.0}]
-    >>> head, row = format_table(recs).splitlines()[:2]
-    >>> at = head.index("p50 ms")
-    >>> row[at:].split()[:2]
-    ['100', '±10']
-"""
+range) beside p50 and peak RSS, a ``vs pick`` column and the one-time preparation below."""
 
 from __future__ import annotations
 
@@ -17,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tts_kit.tuning import records as rk
+from tts_kit.tuning.contention import _span
 from tts_kit.tuning.spread import SPREAD_KEYS, half_range, span
 
 SPREAD_HEADING, VERSUS_HEADING = "±", "vs pick"
@@ -76,10 +67,7 @@ def prep_footnote(records: Iterable[Mapping[str, Any]]) -> list[str]:
         if peak is not None:
             text += f" (peak {peak:.0f} MB)"
         if rest:
-            times = [float(r[rk.PREP_S]) for r in rest]
-            lo, hi = min(times), max(times)
-            text += (f", then {lo:.1f} s" if f"{lo:.1f}" == f"{hi:.1f}"
-                     else f", then {lo:.1f}-{hi:.1f} s") + " (cached)"
+            text += f", then {_span([float(r[rk.PREP_S]) for r in rest], '.1f')} s (cached)"
         lines.append(text)
     return lines
 

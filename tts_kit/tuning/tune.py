@@ -1,14 +1,6 @@
-"""Trials and sweeps: measure session presets and load policies, each in isolation.
-
-A *trial* measures one configuration in a fresh process (record keys:
-`tts_kit.tuning.records`); a *sweep* runs a grid of trials, marks the Pareto front of p50
-against peak RSS and recommends one configuration for a memory budget.
-
-Example:
-    >>> from tts_kit.tuning.tune import sweep
-    >>> result = sweep("standin-dir", ["supertonic-default", "lean"], cpus=(1,))  # doctest: +SKIP
-    >>> record, reason = result.recommend(400)  # doctest: +SKIP
-    >>> print(result.table())  # doctest: +SKIP
+"""Trials and sweeps: a *trial* measures one configuration in a fresh process; a *sweep*
+runs a grid of them, marks the Pareto front of p50 against peak RSS and recommends one
+configuration for a memory budget.
 """
 
 from __future__ import annotations
@@ -44,8 +36,7 @@ from tts_kit.tuning.sweep_table import describe, figures, format_table
 from tts_kit.tuning.workload import Workload
 
 _LOADED = "trial: loaded"
-_FIRST = "trial: first call"
-_STEADY = "trial: steady calls"
+_NO_PREP = {rk.PREP_S: None, rk.PREP_PEAK_RSS_MB: None}
 
 
 def _run_queue_ns() -> dict[str, tuple[int, int]] | None:
@@ -131,9 +122,9 @@ def _trial_child(bundle_path: str, preset: SessionPreset, workload: Workload,
                                           seed=workload.seed)
         return time.perf_counter() - start, sum(r.duration_s for r in results)
 
-    events.mark(_FIRST)
+    events.mark("trial: first call")
     first_s, audio_s = call()
-    events.mark(_STEADY)
+    events.mark("trial: steady calls")
     queue0 = _run_queue_ns()  # how long the threads wait for a core: contention
     cpu0, wall0 = procfacts.cpu_seconds(), time.perf_counter()
     lat = [call()[0] for _ in range(workload.repeats)]
@@ -180,13 +171,13 @@ def _prepare(bundle_path: str, policy: LoadPolicy, cpus: int | None,
              timeout_s: float | None, sample_ms: float) -> dict[str, Any]:
     """Run `_prepare_child` isolated when ``policy`` needs it: ``prep_*`` fields."""
     if not needs_preparation(policy):
-        return {rk.PREP_S: None, rk.PREP_PEAK_RSS_MB: None}
+        return dict(_NO_PREP)
     m = run_isolated(_prepare_child, bundle_path, policy, cpus=cpus, timeout_s=timeout_s,
                      sample_ms=sample_ms)
     if not (m.ok and isinstance(m.result, dict)):  # not fatal: the trial does it itself
         warnings.warn(f"preparing {policy.spec} failed ({m.error}); the trial includes it",
                       stacklevel=3)
-        return {rk.PREP_S: None, rk.PREP_PEAK_RSS_MB: None}
+        return dict(_NO_PREP)
     return {rk.PREP_S: rk.to_number(m.result[rk.PREP_S]),
             rk.PREP_PEAK_RSS_MB: rk.to_number(m.peak_rss_mb)}
 
@@ -248,8 +239,7 @@ def trial(bundle: Any, preset: str | SessionPreset, workload: Workload | None = 
                         f"{type(workload).__name__}")
     preset = get_preset(preset)  # an unknown name fails here, before any process starts
     path = _bundle_path(bundle)
-    prep = (_prepare(path, policy, o.cpus, o.timeout_s, o.sample_ms) if o.prepare
-            else {rk.PREP_S: None, rk.PREP_PEAK_RSS_MB: None})
+    prep = _prepare(path, policy, o.cpus, o.timeout_s, o.sample_ms) if o.prepare else _NO_PREP
     load_before = _loadavg()
     m = run_isolated(_trial_child, path, preset, workload, policy, costs, cpus=o.cpus,
                      mem_budget_mb=o.mem_budget_mb, timeout_s=o.timeout_s,
@@ -260,9 +250,9 @@ def trial(bundle: Any, preset: str | SessionPreset, workload: Workload | None = 
         preset=preset.name, cpus=o.cpus, loading=label, steps=workload.steps,
         batch_size=workload.batch_size, mem_budget_mb=o.mem_budget_mb, status=m.status,
         error=m.error, repeats=workload.repeats, peak_rss_mb=rk.to_number(m.peak_rss_mb),
-        wall_s=rk.to_number(m.wall_s), stage_costs_mb=costs, **prep,
+        wall_s=rk.to_number(m.wall_s), stage_costs_mb=costs, loadavg_before=load_before,
+        loadavg_after=load_after, **prep,
     )
-    record[rk.LOADAVG_BEFORE], record[rk.LOADAVG_AFTER] = load_before, load_after
     if m.ok and isinstance(m.result, dict):
         for k, v in m.result.items():
             record[k] = rk.to_number(v) if isinstance(v, float) else v

@@ -1,10 +1,6 @@
-"""Equivalence, not arg-min: whether one configuration is worse, better or tied with another.
-
-`compare` bootstraps the ratio of two records' latency (or peak RSS): *worse* only when its
-whole 90 % interval lies above the tie band, *better* below, else *tied* (TOST). `pick`
-chooses inside the tie set of the fastest by a fixed order that never reads latency
-(docs/guide.md, "Equivalence, not arg-min").
-"""
+"""Equivalence, not arg-min: `compare` bootstraps the ratio of two records' figure (worse,
+better or tied with a tie band), and `pick` chooses inside the tie set of the fastest by a
+fixed order that never reads latency (docs/guide.md, "Equivalence, not arg-min")."""
 
 from __future__ import annotations
 
@@ -164,11 +160,9 @@ def band(records: Sequence[Mapping[str, Any]]) -> float:
 def _simplicity(rec: Mapping[str, Any]) -> tuple[Any, ...]:
     """The fixed order inside a tie set: fewer vCPUs, the shipped presets' order, lazy
     loading, fewer steps."""
-    preset = str(rec.get("preset"))
-    order = SWEEP_PRESETS.index(preset) if preset in SWEEP_PRESETS else len(SWEEP_PRESETS)
-    loading = str(rec.get("loading") or "resident").split(":")[0]
-    return (rec.get("cpus") or 0, order, preset, _LAZY.get(loading, 3),
-            str(rec.get("loading")), rec.get("steps") or 0, rec.get("batch_size") or 0)
+    return (rec.get("cpus") or 0, *_level("preset", rec.get("preset")),
+            *_simple("loading", rec.get("loading")), rec.get("steps") or 0,
+            rec.get("batch_size") or 0)
 
 
 @dataclass
@@ -394,7 +388,7 @@ def effect_lines(found: Sequence[Mapping[str, Any]], width: float) -> list[str]:
             continue
         if all(e[m] is None or e[m].word == "tied" for e in mine for m in ("latency", "peak")):
             levels = ", ".join(str(e["level"]) for e in mine)
-            out.append(f"{DIMENSIONS[dim] if dim != 'preset' else 'preset'}: no difference "
+            out.append(f"{DIMENSIONS[dim]}: no difference "
                        f"beyond {width * 100:.0f} % ({levels} against {mine[0]['baseline']})")
             continue
         for e in mine:

@@ -28,10 +28,6 @@ MAX_REPEATS = 1000
 MAX_BATCH_SIZE = 256
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 @dataclass(frozen=True)
 class Workload:
     """What every call of a measurement synthesises, and how often.
@@ -65,9 +61,10 @@ class Workload:
             raise TtsKitError("texts must be non-empty strings")
         object.__setattr__(self, "texts", texts)
         for name, lo, hi in (("steps", contract.MIN_STEPS, contract.MAX_STEPS),
-                             ("batch_size", 1, MAX_BATCH_SIZE), ("repeats", 0, MAX_REPEATS)):
+                             ("batch_size", 1, MAX_BATCH_SIZE), ("repeats", 0, MAX_REPEATS),
+                             ("seed", 0, math.inf)):
             value = getattr(self, name)
-            if not _is_int(value) or value < lo:
+            if isinstance(value, bool) or not isinstance(value, int) or value < lo:
                 raise TtsKitError(f"{name} must be an integer >= {lo}, got {value!r}")
             if value > hi:
                 raise TtsKitError(f"{name} must be an integer <= {hi}, got {value!r}")
@@ -83,8 +80,6 @@ class Workload:
                 or not contract.MIN_SPEED <= speed <= contract.MAX_SPEED):
             raise TtsKitError(f"speed must be a number in {contract.MIN_SPEED:g}.."
                              f"{contract.MAX_SPEED:g}, got {speed!r}")
-        if not _is_int(self.seed) or self.seed < 0:
-            raise TtsKitError(f"seed must be an integer >= 0, got {self.seed!r}")
 
     def batch(self) -> list[str]:
         """The texts of one call: the first ``batch_size`` texts, cycled.
@@ -123,8 +118,7 @@ class Workload:
             >>> Workload(texts="Hi.").to_dict()["texts"]
             ['Hi.']
         """
-        return {f.name: (list(getattr(self, f.name)) if f.name == "texts"
-                         else getattr(self, f.name)) for f in dataclasses.fields(self)}
+        return {**dataclasses.asdict(self), "texts": list(self.texts)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Workload:
