@@ -94,24 +94,18 @@ def default_record(rep: TuningReport) -> dict[str, Any] | None:
     steps and batch, or None.
 
     Example:
-        >>> recs = [{"preset": "ort-default", "cpus": 1, "loading": "resident", "steps": 5,
-        ...          "batch_size": 1, "status": "ok", P50_MS: 20.0},
-        ...         {"preset": "lean", "cpus": 1, "loading": "paged", "steps": 5,
-        ...          "batch_size": 1, "status": "ok", P50_MS: 10.0}]
-        >>> rep = TuningReport(SweepSpec(), recs, recs[1], "fastest", {}, {}, {})
-        >>> default_record(rep)[P50_MS]
+        >>> d = {"preset": "ort-default", "cpus": 1, "loading": "resident", P50_MS: 20.0}
+        >>> default_record(TuningReport(SweepSpec(), [d], dict(d, preset="lean"), "", {}, {},
+        ...                             {}))[P50_MS]
         20.0
     """
     pick = rep.recommended
     if not pick:
         return None
-    want = (DEFAULT_PRESET, pick.get("cpus"), "resident", pick.get("steps"),
-            pick.get("batch_size", 1))
-    for rec in rep.records:
-        if record_key(rec)[:3] == want[:3] and record_key(rec)[3:] in (want[3:],
-                                                                       (want[3], None)):
-            return dict(rec)
-    return None
+    want = (DEFAULT_PRESET, pick.get("cpus"), "resident", pick.get("steps"))
+    batches = (pick.get("batch_size", 1), None)  # a record without a batch ran one text
+    return next((dict(r) for r in rep.records
+                 if record_key(r)[:4] == want and record_key(r)[4] in batches), None)
 
 
 def comparison(rep: TuningReport) -> list[dict[str, Any]]:
@@ -154,13 +148,11 @@ def session_snippet(rep: TuningReport) -> str:
     ``providers`` ("" when nothing fits); the load policy is a comment.
 
     Example:
-        >>> p = {"preset": "x", "cpus": 1, "loading": "resident", "threads": 1, "status": "ok"}
-        >>> rep = TuningReport(SweepSpec(), [p], p, "", {}, {},
-        ...                    {"x": {"name": "x", "execution_mode": "sequential"}})
+        >>> p = {"preset": "x", "cpus": 1, "loading": "resident", "threads": 1}
         >>> ns = {}
-        >>> exec(session_snippet(rep), ns)
-        >>> ns["so"].intra_op_num_threads, ns["so"].execution_mode.name
-        (1, 'ORT_SEQUENTIAL')
+        >>> exec(session_snippet(TuningReport(SweepSpec(), [p], p, "", {}, {}, {"x": {}})), ns)
+        >>> ns["so"].intra_op_num_threads
+        1
     """
     pick = rep.recommended
     if not pick:
@@ -191,12 +183,10 @@ def session_snippet(rep: TuningReport) -> str:
         lines.append(f"so.intra_op_num_threads = {threads}  # one per vCPU the pick ran on")
     if preset.get("inter_op_num_threads") is not None:
         lines.append(f"so.inter_op_num_threads = {int(preset['inter_op_num_threads'])}")
-    if preset.get("execution_mode") in _EXECUTION_MODE:
-        lines.append("so.execution_mode = ort.ExecutionMode."
-                     f"{_EXECUTION_MODE[preset['execution_mode']]}")
-    if preset.get("graph_optimization_level") in _OPT_LEVEL:
-        lines.append("so.graph_optimization_level = ort.GraphOptimizationLevel."
-                     f"{_OPT_LEVEL[preset['graph_optimization_level']]}")
+    for name, enum, words in (("execution_mode", "ExecutionMode", _EXECUTION_MODE),
+                              ("graph_optimization_level", "GraphOptimizationLevel", _OPT_LEVEL)):
+        if preset.get(name) in words:
+            lines.append(f"so.{name} = ort.{enum}.{words[preset[name]]}")
     for name in ("enable_cpu_mem_arena", "enable_mem_pattern"):
         if preset.get(name) is not None:
             lines.append(f"so.{name} = {bool(preset[name])}")
@@ -283,11 +273,6 @@ def provisional_line(rep: TuningReport) -> str:
     return contention(rep).headline(shlex.quote(str(where)))
 
 
-def _code_spans(escaped: str) -> str:
-    """Backticked spans of escaped text as ``<code>`` elements."""
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
-
-
 def _figure(key: str, value: Any) -> str:
     unit = COLUMNS[key].unit
     return f"{format_value(key, value)} {unit}".strip()
@@ -310,7 +295,8 @@ def answer_html(rep: TuningReport) -> str:
     if warning:  # first, before any pick: the figures below may be the neighbours'
         parts.append('<p class="tts-kit-provisional" style="border-left:4px solid #d29922;'
                      'background:#fff8c5;padding:6px 10px"><b>Provisional.</b> '
-                     f"{_code_spans(html.escape(warning[len('provisional: '):]))}.</p>")
+                     + re.sub(r"`([^`]+)`", r"<code>\1</code>",  # backticks: code
+                              html.escape(warning.removeprefix("provisional: "))) + ".</p>")
     if not pick:
         parts.append(f"<p><b>Nothing to recommend</b>{within}: {html.escape(rep.reason)}</p>")
         return "".join(parts) + "</div>"

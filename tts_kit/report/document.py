@@ -96,10 +96,6 @@ class Noise:
             return 0.0
         return min(self.max_starvation, max(0.0, 100.0 / float(cpu) - 1.0))
 
-    def to_dict(self) -> dict[str, float]:
-        """Plain-JSON form."""
-        return dataclasses.asdict(self)
-
 
 #: The figures a rerun compares: latency, memory (RSS) and CPU use.
 METRICS: tuple[str, ...] = (*LATENCY_KEYS, *MEMORY_KEYS, CPU_PERCENT)
@@ -237,7 +233,7 @@ class TuningReport:
                 "reason": self.reason,
                 **self.verdicts,
             },
-            "noise": self.noise.to_dict(),
+            "noise": dataclasses.asdict(self.noise),
             "extras": self.extras,
         })
 
@@ -334,7 +330,9 @@ class TuningReport:
                  "ok": sum(r.get("status") == "ok" for r in part.records),
                  **{k: (part.recommended or {}).get(k) for k in keys}}
                 for label, part in self.machines().items()]
-        return _rounded(pd.DataFrame(rows))
+        df = pd.DataFrame(rows)  # each figure to the precision its measurement has
+        return df.round({k: COLUMNS[k].digits for k in df.columns
+                         if k in COLUMNS and COLUMNS[k].digits is not None})
 
     def preset_of(self, record: Mapping[str, Any]) -> Any:
         """The full `SessionPreset` a record was measured with, as the report saved it."""
@@ -353,12 +351,6 @@ def _machine_pick(part: Any, budget_mb: float | None) -> tuple[Any, str, dict[st
     env = next((dict(r["machine"]) for r in part.records
                 if isinstance(r.get("machine"), Mapping)), None)
     return rec, why, env
-
-
-def _rounded(df: Any) -> Any:
-    """A table to show: each figure to the precision its measurement has."""
-    return df.round({k: COLUMNS[k].digits for k in df.columns
-                     if k in COLUMNS and COLUMNS[k].digits is not None})
 
 
 def clean_record(rec: Mapping[str, Any]) -> dict[str, Any]:
