@@ -1,14 +1,7 @@
 """``tts-kit doctor``: what breaks on-device deployments, checked on this machine, with fixes.
 
-`run_checks` returns one `Check` per concern, with what it found and the fix; statuses
-``ok``, ``warn`` (costs speed or memory), ``fail``, ``skip``. Each ``*_status`` function
-decides from facts passed in, so the logic is tested without the machine.
-
-Example:
-    >>> from tts_kit.doctor import cpu_quota_status
-    >>> c = cpu_quota_status(quota=1.5, affinity=16, physical=8, usable=1, cores_preset=1)
-    >>> c.status, "1.5 CPUs" in c.found, "intra_op_num_threads" in c.fix
-    ('warn', True, True)
+`run_checks` returns one `Check` per concern; each ``*_status`` function decides from facts
+passed in, so the logic is tested without the machine.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """A blind ABX test: the listener hears A (reference), B (conversion) and a hidden X and
 says which X is; the result carries its exact binomial p-value (under `ALPHA`: told apart).
 `AbxTest` is plain Python; `abx_widget` puts it behind ipywidgets.
-
-Example:
-    >>> t = AbxTest(clips=1, trials=4, seed=0)
-    >>> for i in range(4):
-    ...     _ = t.answer(i, t.x_is(i))  # a listener who always hears the difference
-    >>> t.result()["correct"], t.result()["p_value"]
-    (4, 0.0625)
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
 """Live notebook widgets: an isolated trial's memory graph while it runs, the session tuner
 built on it, a live load test (`tts_kit.notebook.widgets` re-exports them).
-
-Example:
-    >>> from tts_kit.notebook.widgets import LiveMemoryGraph
-    >>> LiveMemoryGraph(title="trial")  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -1,13 +1,5 @@
 """Matplotlib figures of measurements: memory timelines, stage times, A/B audio (and the
 tuning and serving figures). No ``pyplot`` (safe from threads); each shows itself as PNG.
-
-Example:
-    >>> from tts_kit.notebook import plots
-    >>> fig = plots.memory_timeline([(0.0, 100.0), (0.5, 180.0), (1.0, 120.0)],
-    ...                             events=[(0.1, "load vocoder"), (0.4, "run vocoder")],
-    ...                             budget_mb=200)
-    >>> len(fig.axes)
-    1
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
 """Figures of tuning results: the Pareto front, one configuration's latency in several
 places, the stages' memory costs, the cost model against its floor.
-
-Example:
-    >>> from tts_kit.tuning.records import P50_MS, PEAK_RSS_MB
-    >>> recs = [{"preset": "a", "cpus": 1, "status": "ok", PEAK_RSS_MB: 100, P50_MS: 9}]
-    >>> len(pareto(recs).axes)
-    1
 """
 
 from __future__ import annotations

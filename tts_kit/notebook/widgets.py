@@ -1,10 +1,5 @@
 """Notebook widgets (ipywidgets): player, A/B player, normalisation playground, banners;
 the live widgets (`tts_kit.notebook.live_widgets`) import from here too.
-
-Example:
-    >>> from tts_kit import Engine
-    >>> from tts_kit.notebook.widgets import Player
-    >>> Player(Engine(), text="Hello there.")  # doctest: +SKIP
 """
 
 from __future__ import annotations

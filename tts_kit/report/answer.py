@@ -1,9 +1,4 @@
 """The answer a report starts with: the pick, why, against the default, how to apply it.
-
-Example:
-    >>> from tts_kit.report import TuningReport, answer
-    >>> rep = TuningReport.load("reports/standin/report.json")  # doctest: +SKIP
-    >>> print(answer.session_snippet(rep))  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -1,12 +1,5 @@
 """The report document: `TuningReport` (report.json), its schema, the noise model, the
 fingerprints; `Noise` says when a figure moved (docs/guide.md, "What counts as noise").
-
-Example:
-    >>> from tts_kit.report import Noise, record_key
-    >>> Noise().threshold(P50_MS, {P50_MS: 100.0}, {})
-    25.0
-    >>> record_key({"preset": "lean", "cpus": 1, "loading": "resident", "steps": 2})
-    ('lean', 1, 'resident', 2, None)
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Making a report: run the sweep (`run_tuning`), write report.json (`write_report`), render
 it (`make_report`). A previous report stays until the new one is complete (built aside,
 moved in one rename per file).
-
-Example:
-    >>> from tts_kit.report import make_report
-    >>> [p.name for p in make_report("reports/standin", render=False)]  # doctest: +SKIP
-    ['report.json']
 """
 
 from __future__ import annotations

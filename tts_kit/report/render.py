@@ -1,10 +1,5 @@
 """Rendering a report: papermill runs ``06_tuning_report`` on a report.json, then a
 standalone, offline ``report.html`` is exported.
-
-Example:
-    >>> from tts_kit.report import report_notebook
-    >>> report_notebook().name
-    '06_tuning_report.py'
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
 """Reruns: repeat a report's sweep here, compare figure by figure, judge the recommendation
 (docs/guide.md, "When the recommendation holds").
-
-Example:
-    >>> from tts_kit.report import rerun_report
-    >>> print(rerun_report("reports/standin/report.json").summary())  # doctest: +SKIP
 """
 
 from __future__ import annotations

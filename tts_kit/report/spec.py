@@ -1,10 +1,5 @@
 """What a tuning report measures (`SweepSpec`: the grid, the workload, the budget) and the
 report's error type. The JSON form is flat: the workload's fields beside the grid's.
-
-Example:
-    >>> from tts_kit.report import SweepSpec
-    >>> SweepSpec.load({"presets": ["lean"], "cpus": [1]}).loadings
-    ['resident', 'paged']
 """
 
 from __future__ import annotations

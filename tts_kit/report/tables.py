@@ -1,8 +1,4 @@
 """The report's tables: the sweep as a pandas table, and small escaped HTML fact tables.
-
-Example:
-    >>> list(sweep_table([{"preset": "lean", "p50_ms": 12.3}]).columns)[:2]
-    ['preset', 'cpus']
 """
 
 from __future__ import annotations
