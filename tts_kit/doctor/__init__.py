@@ -68,10 +68,9 @@ def ort_status(version: str | None, providers: Sequence[str], error: str | None,
         'pip install onnxruntime (or onnxruntime-gpu for CUDA)'
     """
     if error is not None:
-        if "libgomp" in error:
-            return Check("onnxruntime", "fail", f"import failed: {error}", GOMP_FIX)
-        return Check("onnxruntime", "fail", f"import failed: {error}",
-                     "pip install onnxruntime (or onnxruntime-gpu for CUDA)")
+        fix = GOMP_FIX if "libgomp" in error else ("pip install onnxruntime (or "
+                                                   "onnxruntime-gpu for CUDA)")
+        return Check("onnxruntime", "fail", f"import failed: {error}", fix)
     package = f" (package {distributions[0]})" if len(distributions) == 1 else ""
     found = f"{version}{package}; providers: {', '.join(providers) or 'none'}"
     if len(distributions) > 1:

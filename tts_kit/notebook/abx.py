@@ -5,6 +5,7 @@ says which X is; the result carries its exact binomial p-value (under `ALPHA`: t
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -169,15 +170,13 @@ def abx_widget(a_wavs: list[np.ndarray], b_wavs: list[np.ndarray], sample_rate: 
         players["X"].value = _wav_bytes(x, sample_rate)
         status.value = f"trial {i + 1} of {trials}"
 
-    def on_click(choice: str) -> Any:
-        def handler(_button: Any) -> None:
-            test.answer(state["trial"], choice)
-            state["trial"] += 1
-            show()
-        return handler
+    def on_click(choice: str, _button: Any) -> None:
+        test.answer(state["trial"], choice)
+        state["trial"] += 1
+        show()
 
     for b, c in zip(buttons, (A, B)):
-        b.on_click(on_click(c))
+        b.on_click(functools.partial(on_click, c))
     show()
     row = W.HBox([W.VBox([W.Label(k), p]) for k, p in players.items()])
     box = W.VBox([row, W.HBox(buttons), status])

@@ -146,16 +146,13 @@ def _audio_html(wav: bytes) -> str:
 
 
 class _StaticFallback:
-    """Adds a static rendering to a widget's display data, for pages without the widget
-    manager (nbconvert HTML)."""
-
-    def _static(self) -> dict[str, Any]:
-        return {}
+    """Adds `_static` (each subclass's) to a widget's display data, for pages without the
+    widget manager (nbconvert HTML)."""
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         bundle = super()._repr_mimebundle_(**kwargs)  # type: ignore[misc]
         if isinstance(bundle, dict):
-            bundle.update(self._static())
+            bundle.update(self._static())  # type: ignore[attr-defined]
         return bundle
 
 

@@ -185,14 +185,6 @@ def write_report(out: str | os.PathLike[str],
     return tuning.save(out_dir / "report.json")
 
 
-def _check_out_dir(out: str | os.PathLike[str]) -> None:
-    """Refuse, before any trial runs, an ``out`` that cannot become the report directory."""
-    p = Path(out).expanduser()
-    if (p.exists() or p.is_symlink()) and not p.is_dir():
-        raise ReportError(f"{out}: exists and is not a directory; give a new directory, or "
-                          "one that holds a previous report")
-
-
 def make_report(out: str | os.PathLike[str], model: str | os.PathLike[str] | None = None,
                 sweep: SweepLike = None, options: ReportOptions | None = None,
                 **changes: Any) -> list[Path]:
@@ -205,10 +197,13 @@ def make_report(out: str | os.PathLike[str], model: str | os.PathLike[str] | Non
         ['report.html', 'report.json', 'report.ipynb']
     """
     opts = _options(options, changes, progress=True)
-    _check_out_dir(out)
+    out_dir = Path(out).expanduser()
+    if (out_dir.exists() or out_dir.is_symlink()) and not out_dir.is_dir():  # before any trial
+        raise ReportError(f"{out}: exists and is not a directory; give a new directory, or "
+                          "one that holds a previous report")
     spec = SweepSpec.load(sweep, quick=opts.quick)
     bundle, source = resolve_model(model)  # fails early, in one line, before any trial runs
-    out_dir = Path(out).expanduser().resolve()
+    out_dir = out_dir.resolve()
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     with atomic.scratch_dir(out_dir) as tmp:
         names = ["report.json"]

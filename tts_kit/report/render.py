@@ -84,20 +84,15 @@ def load_notebook(path: str | os.PathLike[str]) -> Any:
     return nb
 
 
-def _kernel_env() -> dict[str, str]:
-    """What the kernel's environment adds: this tts_kit importable, inline matplotlib."""
-    root = str(_ROOT)
-    parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    return {"PYTHONPATH": os.pathsep.join([root, *[p for p in parts if p != root]]),
-            "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
-
-
-def _kernel_manager_class(env: Mapping[str, str], ctrl_c: _CtrlC) -> type:
-    """A kernel manager that starts its kernel with ``os.environ`` plus ``env`` (ours stays
-    as it is), known to ``ctrl_c``."""
+def _kernel_manager_class(ctrl_c: _CtrlC) -> type:
+    """A kernel manager, known to ``ctrl_c``, whose kernel's environment adds to ours (which
+    stays as it is): this tts_kit importable, inline matplotlib."""
     from jupyter_client import AsyncKernelManager
 
-    extra = dict(env)
+    root = str(_ROOT)
+    parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    extra = {"PYTHONPATH": os.pathsep.join([root, *[p for p in parts if p != root]]),
+             "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
 
     class _EnvKernelManager(AsyncKernelManager):  # type: ignore[misc]
         async def start_kernel(self, **kw: Any) -> None:
@@ -177,7 +172,7 @@ def execute_notebook(
                 papermill.execute_notebook(
                     str(source), str(output), parameters=dict(parameters or {}),
                     kernel_name=KERNEL_NAME, cwd=str(cwd) if cwd else None,
-                    kernel_manager_class=_kernel_manager_class(_kernel_env(), ctrl_c),
+                    kernel_manager_class=_kernel_manager_class(ctrl_c),
                     execution_timeout=timeout_s, progress_bar=progress, log_output=False,
                     request_save_on_cell_execute=False,
                     extra_arguments=[f"--IPKernelApp.log_level={KERNEL_LOG_LEVEL}"],

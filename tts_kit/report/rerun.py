@@ -295,17 +295,6 @@ def preset_changes(saved: Mapping[str, Mapping[str, Any]]) -> dict[str, list[str
     return out
 
 
-def _saved_presets(old: TuningReport) -> dict[str, Any]:
-    """The report's own preset definitions, as `SessionPreset` objects."""
-    from tts_kit.runtime.sessions import SessionPreset
-
-    try:
-        return {n: SessionPreset.from_dict(dict(d)) for n, d in old.presets.items()}
-    except (TypeError, ValueError) as exc:
-        raise ReportError(f"report.json: a saved preset cannot be read ({exc}); "
-                          "make the report again with `tts-kit report --out DIR`") from None
-
-
 def head_to_head(
     bundle: Bundle | str | os.PathLike[str],
     spec: SweepSpec,
@@ -374,7 +363,13 @@ def rerun_report(
                 f"{report}: the model at {old.model.get('path')} now holds other graphs "
                 f"(SHA-256 of {', '.join(differ)} differ from the report's); give --model "
                 "DIR with the report's model, or --model with this path to measure it anyway")
-    saved = _saved_presets(old)
+    from tts_kit.runtime.sessions import SessionPreset
+
+    try:  # the report's own preset definitions
+        saved = {n: SessionPreset.from_dict(dict(d)) for n, d in old.presets.items()}
+    except (TypeError, ValueError) as exc:
+        raise ReportError(f"report.json: a saved preset cannot be read ({exc}); "
+                          "make the report again with `tts-kit report --out DIR`") from None
     if out is not None:
         paths = make_report(out, model=bundle.path, sweep=old.spec, progress=progress,
                             presets=saved, full_paths=full_paths)
