@@ -1,5 +1,4 @@
-"""The report's tables: the sweep as a pandas table, and small escaped HTML fact tables.
-"""
+"""The report's tables: the sweep as a pandas table, and small escaped HTML fact tables."""
 
 from __future__ import annotations
 
