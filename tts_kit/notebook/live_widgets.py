@@ -19,15 +19,7 @@ from tts_kit.core import procfacts
 from tts_kit.models.supertonic.bundle import Bundle
 from tts_kit.notebook import plots
 from tts_kit.notebook._figures import _get
-from tts_kit.tuning.records import (
-    PEAK_RSS_MB,
-    SUMMARY_KEYS,
-    Record,
-    format_value,
-    heading,
-    select,
-    to_number,
-)
+from tts_kit.tuning import records as rk
 from tts_kit.tuning.workload import Workload
 
 
@@ -151,17 +143,17 @@ class LiveMemoryGraph(W.VBox):
         elif self.live_samples:
             self.show(self.live_samples)
         status = _get(result, "status", "ok")
-        peak = _get(result, PEAK_RSS_MB)
-        peak_txt = "" if to_number(peak) is None else f", peak RSS {peak:.0f} MB"
+        peak = _get(result, rk.PEAK_RSS_MB)
+        peak_txt = "" if rk.to_number(peak) is None else f", peak RSS {peak:.0f} MB"
         self.status.value = (f"done in {wall_s:.1f} s: status <b>{html.escape(str(status))}</b>"
                              f"{peak_txt}")
 
 
 def _records_html(records: Sequence[dict[str, Any]]) -> str:
-    rows = select(records, SUMMARY_KEYS)
+    rows = rk.select(records, rk.SUMMARY_KEYS)
     cols = list(rows[0]) if rows else []
-    head = "".join(f"<th>{html.escape(heading(c))}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(format_value(c, r[c]))}</td>"
+    head = "".join(f"<th>{html.escape(rk.heading(c))}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(rk.format_value(c, r[c]))}</td>"
                                     for c in cols) + "</tr>" for r in rows)
     return f"<table style='font-size:11px'><tr>{head}</tr>{body}</table>"
 
@@ -248,7 +240,7 @@ class SessionTuner(W.VBox):
             )
         finally:
             self.button.disabled = False
-        record = Record(record)
+        record = rk.Record(record)
         self.records.append(record)
         self.table.value = _records_html(self.records)
         return record

@@ -20,18 +20,7 @@ from tts_kit.core.userfiles import read_json
 from tts_kit.core.version import __version__
 from tts_kit.report.spec import ReportError, SweepSpec
 from tts_kit.runtime.devices import environment as environment  # the fingerprint
-from tts_kit.tuning.records import (
-    COLUMNS,
-    CPU_PERCENT,
-    LATENCY_KEYS,
-    LOAD_S,
-    MEMORY_KEYS,
-    P50_MS,
-    P95_MS,
-    PEAK_RSS_MB,
-    RTF,
-    to_number,
-)
+from tts_kit.tuning import records as rk
 
 if TYPE_CHECKING:
     from tts_kit.models.supertonic.bundle import Bundle
@@ -44,8 +33,7 @@ class Noise:
     """Thresholds below which a rerun's change is noise (docs/guide.md).
 
     Example:
-        >>> from tts_kit.tuning.records import IDLE_RSS_MB
-        >>> Noise(memory_abs_mb=4).threshold(IDLE_RSS_MB, {IDLE_RSS_MB: 20.0}, {})
+        >>> Noise(memory_abs_mb=4).threshold("idle_rss_mb", {"idle_rss_mb": 20.0}, {})
         4
     """
 
@@ -60,19 +48,19 @@ class Noise:
         """The largest change of ``metric`` between ``old`` and ``new`` that is noise.
 
         Example:
-            >>> Noise().threshold(PEAK_RSS_MB, {PEAK_RSS_MB: 200.0}, {})
+            >>> Noise().threshold("peak_rss_mb", {"peak_rss_mb": 200.0}, {})
             20.0
         """
         base = abs(float(old.get(metric) or 0.0))
-        if metric in MEMORY_KEYS:
+        if metric in rk.MEMORY_KEYS:
             return max(self.memory_rel * base, self.memory_abs_mb)
-        if metric == CPU_PERCENT:
+        if metric == rk.CPU_PERCENT:
             return self.cpu_abs
         spread = max(_spread(old), _spread(new))
         spread += max(self.starvation(old), self.starvation(new))
-        floor = self.latency_abs_ms / 1000 if metric == LOAD_S else self.latency_abs_ms
-        if metric == RTF:
-            p50 = float(old.get(P50_MS) or 0.0)
+        floor = self.latency_abs_ms / 1000 if metric == rk.LOAD_S else self.latency_abs_ms
+        if metric == rk.RTF:
+            p50 = float(old.get(rk.P50_MS) or 0.0)
             floor = base * self.latency_abs_ms / p50 if p50 > 0 else 0.0
         return max(self.latency_rel * base, spread * base, floor)
 
@@ -81,22 +69,22 @@ class Noise:
         ``cpu_percent`` p < 100, else zero.
 
         Example:
-            >>> Noise().starvation({CPU_PERCENT: 50.0}), Noise().starvation({CPU_PERCENT: 100})
+            >>> Noise().starvation({"cpu_percent": 50.0}), Noise().starvation({"cpu_percent": 100})
             (1.0, 0.0)
         """
-        cpu = rec.get(CPU_PERCENT)
-        if to_number(cpu) is None or cpu <= 0:
+        cpu = rec.get(rk.CPU_PERCENT)
+        if rk.to_number(cpu) is None or cpu <= 0:
             return 0.0
         return min(self.max_starvation, max(0.0, 100.0 / float(cpu) - 1.0))
 
 
 #: The figures a rerun compares: latency, memory (RSS) and CPU use.
-METRICS: tuple[str, ...] = (*LATENCY_KEYS, *MEMORY_KEYS, CPU_PERCENT)
+METRICS: tuple[str, ...] = (*rk.LATENCY_KEYS, *rk.MEMORY_KEYS, rk.CPU_PERCENT)
 
 
 def _spread(rec: Mapping[str, Any]) -> float:
-    p50, p95 = rec.get(P50_MS), rec.get(P95_MS)
-    if not p50 or to_number(p50) is None or to_number(p95) is None:
+    p50, p95 = rec.get(rk.P50_MS), rec.get(rk.P95_MS)
+    if not p50 or rk.to_number(p50) is None or rk.to_number(p95) is None:
         return 0.0
     return max(0.0, (float(p95) - float(p50)) / float(p50))
 
@@ -160,7 +148,7 @@ def record_key(rec: Mapping[str, Any]) -> tuple[Any, ...]:
     """What identifies a configuration in a sweep (preset, cpus, loading, steps, batch).
 
     Example:
-        >>> record_key({"preset": "lean", "cpus": 1, "loading": "paged", P50_MS: 3})
+        >>> record_key({"preset": "lean", "cpus": 1, "loading": "paged", "p50_ms": 3})
         ('lean', 1, 'paged', None, None)
     """
     batch = rec.get("batch_size", rec.get("batch"))
@@ -314,18 +302,18 @@ class TuningReport:
 
         Example:
             >>> rep = TuningReport.load("reports/cluster/report.json")  # doctest: +SKIP
-            >>> rep.machines_dataframe()[["machine", "preset", P50_MS]]  # doctest: +SKIP
+            >>> rep.machines_dataframe()[["machine", "preset", "p50_ms"]]  # doctest: +SKIP
         """
         import pandas as pd
 
-        keys = ("preset", "cpus", "loading", P50_MS, PEAK_RSS_MB, RTF)
+        keys = ("preset", "cpus", "loading", rk.P50_MS, rk.PEAK_RSS_MB, rk.RTF)
         rows = [{"machine": label, "trials": len(part.records),
                  "ok": sum(r.get("status") == "ok" for r in part.records),
                  **{k: (part.recommended or {}).get(k) for k in keys}}
                 for label, part in self.machines().items()]
         df = pd.DataFrame(rows)  # each figure to the precision its measurement has
-        return df.round({k: COLUMNS[k].digits for k in df.columns
-                         if k in COLUMNS and COLUMNS[k].digits is not None})
+        return df.round({k: rk.COLUMNS[k].digits for k in df.columns
+                         if k in rk.COLUMNS and rk.COLUMNS[k].digits is not None})
 
     def preset_of(self, record: Mapping[str, Any]) -> Any:
         """The full `SessionPreset` a record was measured with, as the report saved it."""
