@@ -38,13 +38,14 @@ def _child_pids() -> set[int]:
         return set()
 
 
-def _is_worker(proc: psutil.Process) -> bool:
-    """A process `run_isolated` spawned (not the multiprocessing resource tracker)."""
+def _worker(pid: int) -> psutil.Process | None:
+    """Process ``pid`` if `run_isolated` spawned it (not the resource tracker), else None."""
     try:
+        proc = psutil.Process(pid)
         cmd = " ".join(proc.cmdline())
     except psutil.Error:
-        return False
-    return "spawn_main" in cmd and "resource_tracker" not in cmd
+        return None
+    return proc if "spawn_main" in cmd and "resource_tracker" not in cmd else None
 
 
 class LiveMemoryGraph(W.VBox):
@@ -103,16 +104,11 @@ class LiveMemoryGraph(W.VBox):
         while worker.is_alive():
             worker.join(0.05)
             if current is None or not current.is_running():
-                current = None
-                for pid in sorted(_child_pids() - before):
-                    try:
-                        proc = psutil.Process(pid)
-                    except psutil.Error:
-                        continue
-                    if _is_worker(proc):
-                        current, n_children = proc, n_children + 1
-                        before.add(pid)
-                        break
+                found = (_worker(pid) for pid in sorted(_child_pids() - before))
+                current = next((proc for proc in found if proc is not None), None)
+                if current is not None:
+                    n_children += 1
+                    before.add(current.pid)
             if current is not None:
                 rss = procfacts.rss_mb(current.pid)
                 if rss is None:  # the child is gone

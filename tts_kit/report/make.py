@@ -61,19 +61,13 @@ def _hide_error(rec: dict[str, Any], full_paths: bool) -> None:
         rec["error"] = hide_home(rec["error"])
 
 
-def _preset_objects(names: list[str], presets: Mapping[str, Any] | None) -> list[Any]:
+def _preset(name: str, given: Any) -> Any:
+    """``given`` (a `SessionPreset` or its dict), or the shipped preset ``name``."""
     from tts_kit.runtime.sessions import SessionPreset, get_preset
 
-    out = []
-    for name in names:
-        given = (presets or {}).get(name)
-        if given is None:
-            out.append(get_preset(name))  # an unknown name fails here, before any trial
-        elif isinstance(given, SessionPreset):
-            out.append(given)
-        else:
-            out.append(SessionPreset.from_dict(dict(given)))
-    return out
+    if given is None:
+        return get_preset(name)  # an unknown name fails here, before any trial
+    return given if isinstance(given, SessionPreset) else SessionPreset.from_dict(dict(given))
 
 
 def run_tuning(bundle: Bundle, spec: SweepLike = None, options: ReportOptions | None = None,
@@ -89,7 +83,7 @@ def run_tuning(bundle: Bundle, spec: SweepLike = None, options: ReportOptions | 
 
     opts = _options(options, changes)
     spec = SweepSpec.load(spec).effective()
-    objs = _preset_objects(list(spec.presets), opts.presets)
+    objs = [_preset(name, (opts.presets or {}).get(name)) for name in spec.presets]
     # The report names the voice it measured, not "the default": a rerun elsewhere reads it.
     workload = spec.workload.replace(voice=spec.workload.voice_for(bundle))
     spec = dataclasses.replace(spec, workload=workload)

@@ -111,8 +111,8 @@ class RerunVerdict:
                  f"{len(self.new.records)} trials, {self.compared} figures compared"]
         if self.model_changed:
             lines.append("warning: the model's SHA-256s differ from the report's")
-        for k, (a, b) in self.environment_changes.items():
-            lines.append(f"environment: {k} was {a!r}, now {b!r}")
+        lines += [f"environment: {k} was {a!r}, now {b!r}"
+                  for k, (a, b) in self.environment_changes.items()]
         if self.moved:
             lines.append(f"{len(self.moved)} figure(s) moved by more than the noise:")
             lines += [f"  {m.text()}" for m in self.moved]
@@ -124,8 +124,7 @@ class RerunVerdict:
             lines.append("what matters, then and now (intervals of the two runs): "
                          + ", ".join(f"{n} {w}" for w, n in counts.items()))
             lines += [f"  {text}" for _, text in self.dimensions]
-        for key in self.missing:
-            lines.append(f"  only in one run: {key_text(key)}")
+        lines += [f"  only in one run: {key_text(key)}" for key in self.missing]
         for name, fields in self.preset_changes.items():
             lines.append(f"preset {name!r} changed since the report ({'; '.join(fields)}); "
                          "this rerun measured the report's saved definition")
