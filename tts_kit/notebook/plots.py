@@ -50,10 +50,14 @@ def memory_timeline(
         >>> fig.axes[0].get_ylabel()
         'RSS (MB)'
     """
-    if not isinstance(timeline, (list, tuple, np.ndarray)):
-        timeline, events, budget_mb, baseline_mb, peak_mb, title = _unpack_measurement(
-            timeline, events=events, budget_mb=budget_mb, baseline_mb=baseline_mb,
-            peak_mb=peak_mb, title=title)
+    if not isinstance(timeline, (list, tuple, np.ndarray)):  # a measurement fills the gaps
+        m, timeline = timeline, _get(timeline, "timeline", []) or []
+        events = _get(m, "events", []) if events is None else events
+        budget_mb = _get(m, MEM_BUDGET_MB) if budget_mb is None else budget_mb
+        baseline_mb = _get(m, "baseline_rss_mb") if baseline_mb is None else baseline_mb
+        peak_mb = _get(m, PEAK_RSS_MB) if peak_mb is None else peak_mb
+        if title is None and _get(m, "status") not in (None, "ok"):
+            title = f"status: {_get(m, 'status')} {_get(m, 'error', '')}".strip()
     events = list(events or [])
     fig = _fresh(fig, 9, 3.6)
     ax = fig.add_subplot()
@@ -78,20 +82,6 @@ def memory_timeline(
     if title:
         ax.set_title(title, fontsize=10)
     return fig
-
-
-def _unpack_measurement(m: Any, *, events: Any, budget_mb: float | None,
-                        baseline_mb: float | None, peak_mb: float | None,
-                        title: str | None) -> tuple[Any, Any, Any, Any, Any, str | None]:
-    """`memory_timeline`'s arguments from a measurement, where not given."""
-    timeline = _get(m, "timeline", []) or []
-    events = _get(m, "events", []) if events is None else events
-    budget_mb = _get(m, MEM_BUDGET_MB) if budget_mb is None else budget_mb
-    baseline_mb = _get(m, "baseline_rss_mb") if baseline_mb is None else baseline_mb
-    peak_mb = _get(m, PEAK_RSS_MB) if peak_mb is None else peak_mb
-    if title is None and _get(m, "status") not in (None, "ok"):
-        title = f"status: {_get(m, 'status')} {_get(m, 'error', '')}".strip()
-    return timeline, events, budget_mb, baseline_mb, peak_mb, title
 
 
 _OTHER_STAGE = "#ff7f0e"  # a stage of another family (Piper's one ``voice`` graph)
@@ -158,16 +148,6 @@ def _timings_of(obj: Any) -> dict[str, float]:
     return {k: float(v) for k, v in dict(t).items()}
 
 
-def _stages_in(groups: Any) -> list[str]:
-    """The stages the timings hold in pipeline order, other models' after; never ``total``."""
-    groups = list(groups)
-    known = ["text", *contract.STAGES]
-    stages = [s for s in known if any(s in g for g in groups)]
-    for g in groups:
-        stages += [s for s in g if s not in stages and s != "total"]
-    return stages
-
-
 def stage_times(results: Any, title: str | None = "time per stage",
                 fig: Figure | None = None) -> Figure:
     """Per-stage wall time as horizontal bars (ms) of every stage the timings hold.
@@ -185,7 +165,9 @@ def stage_times(results: Any, title: str | None = "time per stage",
         groups = {str(k): _timings_of(v) for k, v in results.items()}
     else:
         groups = {"": _timings_of(results)}
-    stages = _stages_in(groups.values())
+    found = dict.fromkeys(s for g in groups.values() for s in g if s != "total")
+    stages = [s for s in ("text", *contract.STAGES) if s in found]  # pipeline order first,
+    stages += [s for s in found if s not in stages]  # then other models' stages
     fig = _fresh(fig, 7, 0.5 + 0.45 * len(stages) * max(1, len(groups)) ** 0.5)
     ax = fig.add_subplot()
     n = len(groups)
