@@ -99,10 +99,14 @@ def model_fingerprint(bundle: Bundle, full_paths: bool = False) -> dict[str, Any
     """
     from tts_kit.models.family import model_label
     from tts_kit.models.supertonic.standin import scale_note
+    from tts_kit.precision.verdict_file import read_verdict
 
     standin = dict(bundle.standin_info) if bundle.standin_info else None
     if standin:  # the marker's own note is the full scale's: say what this scale is
         standin["note"] = scale_note(str(standin.get("scale", "?")))
+    # A converted copy: the listener's verdict saved beside the bundle or one of its graphs.
+    places = (bundle.path, *(info.path for info in bundle.stages.values()))
+    verdicts = (read_verdict(place) for place in places)
     return {
         "path": display_path(bundle.path, full=full_paths),
         "family": bundle.family,
@@ -111,19 +115,8 @@ def model_fingerprint(bundle: Bundle, full_paths: bool = False) -> dict[str, Any
         "params": int(bundle.params),
         "sha256": bundle.fingerprint(),
         "precision": {s: i.precision for s, i in bundle.stages.items()},
-        "conversion": _conversion(bundle),
+        "conversion": next((v for v in verdicts if v is not None), None),
     }
-
-
-def _conversion(bundle: Any) -> dict[str, Any] | None:
-    """The listener's verdict saved beside a converted copy, or None."""
-    from tts_kit.precision.verdict_file import read_verdict
-
-    for place in (bundle.path, *(i.path for i in bundle.stages.values())):
-        found = read_verdict(place)
-        if found is not None:
-            return found
-    return None
 
 
 def _jsonable(value: Any) -> Any:

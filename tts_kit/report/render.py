@@ -85,8 +85,7 @@ def load_notebook(path: str | os.PathLike[str]) -> Any:
 
 
 def _kernel_manager_class(ctrl_c: _CtrlC) -> type:
-    """A kernel manager, known to ``ctrl_c``, whose kernel's environment adds to ours (which
-    stays as it is): this tts_kit importable, inline matplotlib."""
+    """A kernel manager known to ``ctrl_c``; its kernel imports this tts_kit, plots inline."""
     from jupyter_client import AsyncKernelManager
 
     root = str(_ROOT)
