@@ -277,18 +277,15 @@ def stage_cost_bars(
 
     if article_split == "claimed":
         article_split = ARTICLE_SPLIT_CLAIMED
-    stages = [s for s in contract.STAGES if s in costs] + [
-        s for s in costs if s not in contract.STAGES
-    ]
-    parts = {s: cost_parts(costs[s]) for s in stages}
+    stages = [s for s in contract.STAGES if s in costs]
+    stages += [s for s in costs if s not in contract.STAGES]
+    load, run = np.array([cost_parts(costs[s]) for s in stages], float).reshape(-1, 2).T
     fig = _figure(10, 3.8)
     ax, ax2 = fig.subplots(1, 2, width_ratios=[3, 2])
     ys = np.arange(len(stages))
-    load = np.array([parts[s][0] for s in stages])
-    run = np.array([parts[s][1] for s in stages])
-    ax.barh(ys, load, color=[STAGE_COLORS.get(s, "#777") for s in stages], label="load")
-    ax.barh(ys, run, left=load, color=[STAGE_COLORS.get(s, "#777") for s in stages],
-            alpha=0.45, hatch="//", label="run")
+    colors = [STAGE_COLORS.get(s, "#777") for s in stages]
+    ax.barh(ys, load, color=colors, label="load")
+    ax.barh(ys, run, left=load, color=colors, alpha=0.45, hatch="//", label="run")
     for y, a, b in zip(ys, load, run):
         fmt = ".1f" if max(a, b) < 10 else ".0f"
         ax.annotate(f"{a:{fmt}} + {b:{fmt}} MB", (a + b, y), xytext=(3, 0),
