@@ -203,12 +203,11 @@ class Player(_StaticFallback, W.VBox):
             engine = Engine()
         self.engine = engine
         model = engine.bundle
-        voices = model.voices
         langs = list(getattr(model, "languages", None) or contract.LANGUAGES)
         self.text = W.Textarea(value=text, layout=W.Layout(width="100%", height="60px"))
         self.lang = W.Dropdown(options=langs, value=lang if lang in langs else langs[0],
                                description="lang", layout=W.Layout(width="150px"))
-        self.voice = W.Dropdown(options=voices, value=voice or engine.bundle.default_voice,
+        self.voice = W.Dropdown(options=model.voices, value=voice or model.default_voice,
                                 description="voice", layout=W.Layout(width="160px"))
         self.steps = W.IntSlider(value=steps, min=contract.MIN_STEPS, max=32, description="steps")
         self.speed = W.FloatSlider(value=speed, min=contract.MIN_SPEED, max=contract.MAX_SPEED,
@@ -221,9 +220,7 @@ class Player(_StaticFallback, W.VBox):
         self.info = W.HTML()
         self.result: Any = None
         self.button.on_click(lambda _: self.synthesize())
-        self.has_steps = bool(getattr(model.capabilities, "flow_steps", False))
-        if not self.has_steps:
-            self.steps.layout.display = "none"
+        self.has_steps = bool(getattr(model.capabilities, "flow_steps", False))  # else not shown
         super().__init__([
             self.text,
             W.HBox([self.lang, self.voice, self.seed]),
