@@ -27,9 +27,9 @@ def load_levels(records: Sequence[Mapping[str, Any]], title: str | None = "load 
     pool's memory over time (right).
 
     Example:
-        >>> recs = [{"mode": "closed", "concurrency": c, "p50_ms": 100 * c, "p95_ms": 150 * c,
-        ...          "p99_ms": 160 * c, "ttfa_p50_ms": 40 * c, "ttfa_p95_ms": 60 * c,
-        ...          "rps": 2.0, "timeline": [[0, 300, 200], [1, 320, 210]], "wall_s": 1.0}
+        >>> recs = [{"mode": "closed", "concurrency": c, rk.P50_MS: 100 * c, rk.P95_MS: 150 * c,
+        ...          rk.P99_MS: 160 * c, rk.TTFA_P50_MS: 40 * c, rk.TTFA_P95_MS: 60 * c,
+        ...          rk.RPS: 2.0, "timeline": [[0, 300, 200], [1, 320, 210]], rk.WALL_S: 1.0}
         ...         for c in (1, 2, 4)]
         >>> len(load_levels(recs).axes)
         2
@@ -85,8 +85,8 @@ def architectures(records: Sequence[Mapping[str, Any]],
 
     Example:
         >>> recs = [{"architecture": a, "workers": 2, "threads": 1, "loading": "resident",
-        ...          "concurrency": c, "status": "ok", "rps": 1.0 * c, "p95_ms": 100.0,
-        ...          "ttfa_p95_ms": 50.0, "pool_pss_mb": 300.0}
+        ...          "concurrency": c, "status": "ok", rk.RPS: 1.0 * c, rk.P95_MS: 100.0,
+        ...          rk.TTFA_P95_MS: 50.0, rk.POOL_PSS_MB: 300.0}
         ...         for a in ("workers", "article") for c in (1, 2)]
         >>> len(architectures(recs).axes)
         4

@@ -33,8 +33,8 @@ def pareto(
     the pick, ``default`` and the front labelled, unfinished trials named in the title.
 
     Example:
-        >>> recs = [{"preset": "a", "cpus": 1, "peak_rss_mb": 100, "p50_ms": 9},
-        ...         {"preset": "b", "cpus": 1, "peak_rss_mb": 90, "p50_ms": 12}]
+        >>> recs = [{"preset": "a", "cpus": 1, rk.PEAK_RSS_MB: 100, rk.P50_MS: 9},
+        ...         {"preset": "b", "cpus": 1, rk.PEAK_RSS_MB: 90, rk.P50_MS: 12}]
         >>> len(pareto(recs, recommended=recs[0], budget_mb=120).axes)
         1
     """
@@ -211,8 +211,8 @@ def latency_story(rows: Sequence[Mapping[str, Any]],
     (`tts_kit.report.answer.latency_rows`), in ms.
 
     Example:
-        >>> fig = latency_story([{"label": "sweep", "session_s": 1.5, "first_ms": 900,
-        ...                        "p50_ms": 700}, {"label": "kernel", "first_ms": 950}])
+        >>> fig = latency_story([{"label": "sweep", "session_s": 1.5, rk.FIRST_MS: 900,
+        ...                        rk.P50_MS: 700}, {"label": "kernel", rk.FIRST_MS: 950}])
         >>> fig.axes[0].get_xlabel()
         'milliseconds'
     """

@@ -77,9 +77,9 @@ def default_record(rep: TuningReport) -> dict[str, Any] | None:
     steps and batch, or None.
 
     Example:
-        >>> d = {"preset": "ort-default", "cpus": 1, "loading": "resident", "p50_ms": 20.0}
+        >>> d = {"preset": "ort-default", "cpus": 1, "loading": "resident", rk.P50_MS: 20.0}
         >>> default_record(TuningReport(SweepSpec(), [d], dict(d, preset="lean"), "", {}, {},
-        ...                             {}))["p50_ms"]
+        ...                             {}))[rk.P50_MS]
         20.0
     """
     pick = rep.recommended
@@ -96,7 +96,7 @@ def comparison(rep: TuningReport) -> list[dict[str, Any]]:
     default; empty without both.
 
     Example:
-        >>> d = {"preset": "ort-default", "cpus": 1, "loading": "resident", "p50_ms": 20.0}
+        >>> d = {"preset": "ort-default", "cpus": 1, "loading": "resident", rk.P50_MS: 20.0}
         >>> p = dict(d, preset="lean", p50_ms=10.0)
         >>> [(r["key"], r["ratio"]) for r in comparison(TuningReport(SweepSpec(), [d, p], p, "",
         ...                                                          {}, {}, {}))]
@@ -226,7 +226,7 @@ def contention(rep: TuningReport) -> Contention:
     """Signs that the machine was busy during the sweep (`tts_kit.tuning.contention.assess`).
 
     Example:
-        >>> p = {"preset": "x", "cpus": 1, "status": "ok", "p50_ms": 100.0}
+        >>> p = {"preset": "x", "cpus": 1, "status": "ok", rk.P50_MS: 100.0}
         >>> rep = TuningReport(SweepSpec(), [p], p, "", {}, {}, {},
         ...                    extras={"recommended_trial": dict(p, p50_ms=170.0)})
         >>> contention(rep).remeasure
@@ -382,7 +382,7 @@ def latency_rows(rep: TuningReport, kernel: Mapping[str, Any] | None = None
     the sweep's trial, the re-measured one, and ``kernel`` (the notebook's process).
 
     Example:
-        >>> p = {"preset": "x", "cpus": 1, "load_s": 1.5, "first_ms": 900.0, "p50_ms": 700.0}
+        >>> p = {"preset": "x", "cpus": 1, rk.LOAD_S: 1.5, rk.FIRST_MS: 900.0, rk.P50_MS: 700.0}
         >>> rep = TuningReport(SweepSpec(), [p], p, "", {}, {}, {})
         >>> [(r["label"], r["session_s"]) for r in latency_rows(rep, {"session_s": 2.0})]
         [('sweep trial (fresh process, 1 vCPU)', 1.5), ('this kernel (not pinned)', 2.0)]

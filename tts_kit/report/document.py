@@ -33,7 +33,7 @@ class Noise:
     """Thresholds below which a rerun's change is noise (docs/guide.md).
 
     Example:
-        >>> Noise(memory_abs_mb=4).threshold("idle_rss_mb", {"idle_rss_mb": 20.0}, {})
+        >>> Noise(memory_abs_mb=4).threshold(rk.IDLE_RSS_MB, {rk.IDLE_RSS_MB: 20.0}, {})
         4
     """
 
@@ -48,7 +48,7 @@ class Noise:
         """The largest change of ``metric`` between ``old`` and ``new`` that is noise.
 
         Example:
-            >>> Noise().threshold("peak_rss_mb", {"peak_rss_mb": 200.0}, {})
+            >>> Noise().threshold(rk.PEAK_RSS_MB, {rk.PEAK_RSS_MB: 200.0}, {})
             20.0
         """
         base = abs(float(old.get(metric) or 0.0))
@@ -141,7 +141,7 @@ def record_key(rec: Mapping[str, Any]) -> tuple[Any, ...]:
     """What identifies a configuration in a sweep (preset, cpus, loading, steps, batch).
 
     Example:
-        >>> record_key({"preset": "lean", "cpus": 1, "loading": "paged", "p50_ms": 3})
+        >>> record_key({"preset": "lean", "cpus": 1, "loading": "paged", rk.P50_MS: 3})
         ('lean', 1, 'paged', None, None)
     """
     batch = rec.get("batch_size", rec.get("batch"))
@@ -295,7 +295,7 @@ class TuningReport:
 
         Example:
             >>> rep = TuningReport.load("reports/cluster/report.json")  # doctest: +SKIP
-            >>> rep.machines_dataframe()[["machine", "preset", "p50_ms"]]  # doctest: +SKIP
+            >>> rep.machines_dataframe()[["machine", "preset", rk.P50_MS]]  # doctest: +SKIP
         """
         import pandas as pd
 
