@@ -164,10 +164,9 @@ def abx_widget(a_wavs: list[np.ndarray], b_wavs: list[np.ndarray], sample_rate: 
                 status.value += f" (saved to {save_to})"
             return
         c = test.clip_of(i)
-        players["A"].value = _wav_bytes(a_wavs[c], sample_rate)
-        players["B"].value = _wav_bytes(b_wavs[c], sample_rate)
         x = a_wavs[c] if test.x_is(i) == A else b_wavs[c]
-        players["X"].value = _wav_bytes(x, sample_rate)
+        for key, wav in (("A", a_wavs[c]), ("B", b_wavs[c]), ("X", x)):
+            players[key].value = _wav_bytes(wav, sample_rate)
         status.value = f"trial {i + 1} of {trials}"
 
     def on_click(choice: str, _button: Any) -> None:

@@ -205,9 +205,7 @@ def _record_source(output: Path, notebook: Path) -> None:
     import_jsonschema()
     import nbformat
 
-    if not output.is_file():
-        return
-    nb = nbformat.read(str(output), as_version=4)
+    nb = nbformat.read(str(output), as_version=4)  # papermill wrote it: both callers know
     nb.metadata.setdefault("papermill", {})["input_path"] = str(notebook)
     nbformat.write(nb, str(output))
 
