@@ -68,8 +68,8 @@ def ort_status(version: str | None, providers: Sequence[str], error: str | None,
         'pip install onnxruntime (or onnxruntime-gpu for CUDA)'
     """
     if error is not None:
-        fix = GOMP_FIX if "libgomp" in error else ("pip install onnxruntime (or "
-                                                   "onnxruntime-gpu for CUDA)")
+        fix = (GOMP_FIX if "libgomp" in error
+               else "pip install onnxruntime (or onnxruntime-gpu for CUDA)")
         return Check("onnxruntime", "fail", f"import failed: {error}", fix)
     package = f" (package {distributions[0]})" if len(distributions) == 1 else ""
     found = f"{version}{package}; providers: {', '.join(providers) or 'none'}"
