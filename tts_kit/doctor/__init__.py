@@ -1,14 +1,7 @@
 """``tts-kit doctor``: what breaks on-device deployments, checked on this machine, with fixes.
 
-`run_checks` returns one `Check` per concern, with what it found and the fix; statuses
-``ok``, ``warn`` (costs speed or memory), ``fail``, ``skip``. Each ``*_status`` function
-decides from facts passed in, so the logic is tested without the machine.
-
-Example:
-    >>> from tts_kit.doctor import cpu_quota_status
-    >>> c = cpu_quota_status(quota=1.5, affinity=16, physical=8, usable=1, cores_preset=1)
-    >>> c.status, "1.5 CPUs" in c.found, "intra_op_num_threads" in c.fix
-    ('warn', True, True)
+`run_checks` returns one `Check` per concern; each ``*_status`` function decides from facts
+passed in, so the logic is tested without the machine.
 """
 
 from __future__ import annotations
@@ -76,10 +69,9 @@ def ort_status(version: str | None, providers: Sequence[str], error: str | None,
         'pip install onnxruntime (or onnxruntime-gpu for CUDA)'
     """
     if error is not None:
-        if "libgomp" in error:
-            return Check("onnxruntime", "fail", f"import failed: {error}", GOMP_FIX)
-        return Check("onnxruntime", "fail", f"import failed: {error}",
-                     "pip install onnxruntime (or onnxruntime-gpu for CUDA)")
+        fix = (GOMP_FIX if "libgomp" in error
+               else "pip install onnxruntime (or onnxruntime-gpu for CUDA)")
+        return Check("onnxruntime", "fail", f"import failed: {error}", fix)
     package = f" (package {distributions[0]})" if len(distributions) == 1 else ""
     found = f"{version}{package}; providers: {', '.join(providers) or 'none'}"
     if len(distributions) > 1:
@@ -190,14 +182,6 @@ def cpu_features_status(flags: set[str] | None, machine: str) -> Check:
     return Check(name, "skip", f"not checked on {machine}")
 
 
-def check_cpu_features() -> Check:
-    """The ``cpu features`` check on this machine."""
-    import platform
-
-    flags = cpu_flags() if sys.platform.startswith("linux") else None
-    return cpu_features_status(flags, platform.machine())
-
-
 def cpu_quota_status(quota: float | None, affinity: int, physical: int | None, usable: int,
                      cores_preset: int, source: str = "") -> Check:
     """The ``cpu quota`` check: ONNX Runtime's default thread count (one per ``physical``
@@ -273,16 +257,6 @@ def providers_status(providers: Sequence[str], cuda: tuple[bool, str] | None,
                      "for the GPU: pip uninstall -y onnxruntime && pip install "
                      "onnxruntime-gpu; on CPU only, nothing to do")
     return Check(name, "ok", f"{listed} (CPU only; no GPU found)")
-
-
-def check_providers(ort: Any) -> Check:
-    """The ``execution providers`` check; probes CUDA (seconds, in a child) only if listed."""
-    from tts_kit.runtime import devices
-
-    providers = list(ort.get_available_providers())
-    cuda = devices.probe_cuda(timeout_s=120) if devices.CUDA in providers else None
-    gpus = devices.gpu_list() if cuda is None else None
-    return providers_status(providers, cuda, gpus)
 
 
 def model_status(path: str | None, source: str, standin: dict[str, Any] | None,
@@ -380,15 +354,6 @@ def memory_status(limit_mb: float | None, available_mb: float, model_mb: float |
     return Check(name, "ok", found)
 
 
-def check_memory(model_mb: float | None) -> Check:
-    """The ``memory`` check on this machine."""
-    import psutil
-
-    source = _cgroup_source()
-    return memory_status(procfacts.cgroup_memory_limit_mb(),
-                         psutil.virtual_memory().available / 2**20, model_mb, source)
-
-
 def run_checks(model: str | os.PathLike[str] | None = None, load: bool = True) -> list[Check]:
     """Every check. ``model``: a bundle directory (default: discovery); ``load``: load each
     graph in ONNX Runtime (seconds for a full-size model).
@@ -399,17 +364,29 @@ def run_checks(model: str | os.PathLike[str] | None = None, load: bool = True) -
         ['onnxruntime', 'libgomp', 'cpu features', 'cpu quota', 'execution providers', \
 'model', 'memory']
     """
+    import platform
+
+    import psutil
+
     ort_check, ort = check_onnxruntime()
     ort_ok = ort is not None
-    import_error = None if ort_ok else ort_check.found
-    checks = [ort_check, check_libgomp(import_error), check_cpu_features(),
-              check_cpu_quota(ort_ok)]
-    checks.append(check_providers(ort) if ort_ok else
-                  Check("execution providers", "skip", "not checked: onnxruntime does not "
-                        "import"))
+    flags = cpu_flags() if sys.platform.startswith("linux") else None
+    checks = [ort_check, check_libgomp(None if ort_ok else ort_check.found),
+              cpu_features_status(flags, platform.machine()), check_cpu_quota(ort_ok)]
+    if ort_ok:  # CUDA is probed (seconds, in a child) only where it is listed
+        from tts_kit.runtime import devices
+
+        providers = list(ort.get_available_providers())
+        cuda = devices.probe_cuda(timeout_s=120) if devices.CUDA in providers else None
+        gpus = devices.gpu_list() if cuda is None else None
+        checks.append(providers_status(providers, cuda, gpus))
+    else:
+        checks.append(Check("execution providers", "skip",
+                            "not checked: onnxruntime does not import"))
     model_check, model_mb = check_model(model, load, ort_ok)
-    checks += [model_check, check_memory(model_mb)]
-    return checks
+    available_mb = psutil.virtual_memory().available / 2**20
+    return [*checks, model_check, memory_status(procfacts.cgroup_memory_limit_mb(),
+                                                available_mb, model_mb, _cgroup_source())]
 
 
 def failed(checks: Iterable[Check]) -> bool:

@@ -1,11 +1,5 @@
 """What ``tts-kit doctor`` reads from the machine below Python: ELF ``DT_NEEDED`` entries,
 ONNX Runtime's libraries, the libraries loaded here, the CPU's flags (facts only).
-
-Example:
-    >>> from tts_kit.doctor.native import cpu_flags
-    >>> flags = cpu_flags()
-    >>> flags is None or isinstance(flags, set)
-    True
 """
 
 from __future__ import annotations

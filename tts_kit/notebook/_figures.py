@@ -1,9 +1,5 @@
 """What every figure of `tts_kit.notebook` shares: a `Figure` that shows itself as PNG,
 the stage colours, the budget line, event spans and labels on a time axis.
-
-Example:
-    >>> event_spans([(0.0, "run vocoder")], 1.0)
-    [(0.0, 1.0, 'run', 'vocoder')]
 """
 
 from __future__ import annotations

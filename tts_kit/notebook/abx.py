@@ -1,17 +1,11 @@
 """A blind ABX test: the listener hears A (reference), B (conversion) and a hidden X and
 says which X is; the result carries its exact binomial p-value (under `ALPHA`: told apart).
 `AbxTest` is plain Python; `abx_widget` puts it behind ipywidgets.
-
-Example:
-    >>> t = AbxTest(clips=1, trials=4, seed=0)
-    >>> for i in range(4):
-    ...     _ = t.answer(i, t.x_is(i))  # a listener who always hears the difference
-    >>> t.result()["correct"], t.result()["p_value"]
-    (4, 0.0625)
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -170,21 +164,18 @@ def abx_widget(a_wavs: list[np.ndarray], b_wavs: list[np.ndarray], sample_rate: 
                 status.value += f" (saved to {save_to})"
             return
         c = test.clip_of(i)
-        players["A"].value = _wav_bytes(a_wavs[c], sample_rate)
-        players["B"].value = _wav_bytes(b_wavs[c], sample_rate)
         x = a_wavs[c] if test.x_is(i) == A else b_wavs[c]
-        players["X"].value = _wav_bytes(x, sample_rate)
+        for key, wav in (("A", a_wavs[c]), ("B", b_wavs[c]), ("X", x)):
+            players[key].value = _wav_bytes(wav, sample_rate)
         status.value = f"trial {i + 1} of {trials}"
 
-    def on_click(choice: str) -> Any:
-        def handler(_button: Any) -> None:
-            test.answer(state["trial"], choice)
-            state["trial"] += 1
-            show()
-        return handler
+    def on_click(choice: str, _button: Any) -> None:
+        test.answer(state["trial"], choice)
+        state["trial"] += 1
+        show()
 
     for b, c in zip(buttons, (A, B)):
-        b.on_click(on_click(c))
+        b.on_click(functools.partial(on_click, c))
     show()
     row = W.HBox([W.VBox([W.Label(k), p]) for k, p in players.items()])
     box = W.VBox([row, W.HBox(buttons), status])

@@ -1,9 +1,5 @@
 """Live notebook widgets: an isolated trial's memory graph while it runs, the session tuner
 built on it, a live load test (`tts_kit.notebook.widgets` re-exports them).
-
-Example:
-    >>> from tts_kit.notebook.widgets import LiveMemoryGraph
-    >>> LiveMemoryGraph(title="trial")  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -23,15 +19,7 @@ from tts_kit.core import procfacts
 from tts_kit.models.supertonic.bundle import Bundle
 from tts_kit.notebook import plots
 from tts_kit.notebook._figures import _get
-from tts_kit.tuning.records import (
-    PEAK_RSS_MB,
-    SUMMARY_KEYS,
-    Record,
-    format_value,
-    heading,
-    select,
-    to_number,
-)
+from tts_kit.tuning import records as rk
 from tts_kit.tuning.workload import Workload
 
 
@@ -50,13 +38,14 @@ def _child_pids() -> set[int]:
         return set()
 
 
-def _is_worker(proc: psutil.Process) -> bool:
-    """A process `run_isolated` spawned (not the multiprocessing resource tracker)."""
+def _worker(pid: int) -> psutil.Process | None:
+    """Process ``pid`` if `run_isolated` spawned it (not the resource tracker), else None."""
     try:
+        proc = psutil.Process(pid)
         cmd = " ".join(proc.cmdline())
     except psutil.Error:
-        return False
-    return "spawn_main" in cmd and "resource_tracker" not in cmd
+        return None
+    return proc if "spawn_main" in cmd and "resource_tracker" not in cmd else None
 
 
 class LiveMemoryGraph(W.VBox):
@@ -115,16 +104,11 @@ class LiveMemoryGraph(W.VBox):
         while worker.is_alive():
             worker.join(0.05)
             if current is None or not current.is_running():
-                current = None
-                for pid in sorted(_child_pids() - before):
-                    try:
-                        proc = psutil.Process(pid)
-                    except psutil.Error:
-                        continue
-                    if _is_worker(proc):
-                        current, n_children = proc, n_children + 1
-                        before.add(pid)
-                        break
+                found = (_worker(pid) for pid in sorted(_child_pids() - before))
+                current = next((proc for proc in found if proc is not None), None)
+                if current is not None:
+                    n_children += 1
+                    before.add(current.pid)
             if current is not None:
                 rss = procfacts.rss_mb(current.pid)
                 if rss is None:  # the child is gone
@@ -155,17 +139,17 @@ class LiveMemoryGraph(W.VBox):
         elif self.live_samples:
             self.show(self.live_samples)
         status = _get(result, "status", "ok")
-        peak = _get(result, PEAK_RSS_MB)
-        peak_txt = "" if to_number(peak) is None else f", peak RSS {peak:.0f} MB"
+        peak = _get(result, rk.PEAK_RSS_MB)
+        peak_txt = "" if rk.to_number(peak) is None else f", peak RSS {peak:.0f} MB"
         self.status.value = (f"done in {wall_s:.1f} s: status <b>{html.escape(str(status))}</b>"
                              f"{peak_txt}")
 
 
 def _records_html(records: Sequence[dict[str, Any]]) -> str:
-    rows = select(records, SUMMARY_KEYS)
+    rows = rk.select(records, rk.SUMMARY_KEYS)
     cols = list(rows[0]) if rows else []
-    head = "".join(f"<th>{html.escape(heading(c))}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(format_value(c, r[c]))}</td>"
+    head = "".join(f"<th>{html.escape(rk.heading(c))}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(rk.format_value(c, r[c]))}</td>"
                                     for c in cols) + "</tr>" for r in rows)
     return f"<table style='font-size:11px'><tr>{head}</tr>{body}</table>"
 
@@ -252,7 +236,7 @@ class SessionTuner(W.VBox):
             )
         finally:
             self.button.disabled = False
-        record = Record(record)
+        record = rk.Record(record)
         self.records.append(record)
         self.table.value = _records_html(self.records)
         return record

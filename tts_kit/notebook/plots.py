@@ -1,13 +1,5 @@
 """Matplotlib figures of measurements: memory timelines, stage times, A/B audio (and the
 tuning and serving figures). No ``pyplot`` (safe from threads); each shows itself as PNG.
-
-Example:
-    >>> from tts_kit.notebook import plots
-    >>> fig = plots.memory_timeline([(0.0, 100.0), (0.5, 180.0), (1.0, 120.0)],
-    ...                             events=[(0.1, "load vocoder"), (0.4, "run vocoder")],
-    ...                             budget_mb=200)
-    >>> len(fig.axes)
-    1
 """
 
 from __future__ import annotations
@@ -58,10 +50,14 @@ def memory_timeline(
         >>> fig.axes[0].get_ylabel()
         'RSS (MB)'
     """
-    if not isinstance(timeline, (list, tuple, np.ndarray)):
-        timeline, events, budget_mb, baseline_mb, peak_mb, title = _unpack_measurement(
-            timeline, events=events, budget_mb=budget_mb, baseline_mb=baseline_mb,
-            peak_mb=peak_mb, title=title)
+    if not isinstance(timeline, (list, tuple, np.ndarray)):  # a measurement fills the gaps
+        m, timeline = timeline, _get(timeline, "timeline", []) or []
+        events = _get(m, "events", []) if events is None else events
+        budget_mb = _get(m, MEM_BUDGET_MB) if budget_mb is None else budget_mb
+        baseline_mb = _get(m, "baseline_rss_mb") if baseline_mb is None else baseline_mb
+        peak_mb = _get(m, PEAK_RSS_MB) if peak_mb is None else peak_mb
+        if title is None and _get(m, "status") not in (None, "ok"):
+            title = f"status: {_get(m, 'status')} {_get(m, 'error', '')}".strip()
     events = list(events or [])
     fig = _fresh(fig, 9, 3.6)
     ax = fig.add_subplot()
@@ -86,20 +82,6 @@ def memory_timeline(
     if title:
         ax.set_title(title, fontsize=10)
     return fig
-
-
-def _unpack_measurement(m: Any, *, events: Any, budget_mb: float | None,
-                        baseline_mb: float | None, peak_mb: float | None,
-                        title: str | None) -> tuple[Any, Any, Any, Any, Any, str | None]:
-    """`memory_timeline`'s arguments from a measurement, where not given."""
-    timeline = _get(m, "timeline", []) or []
-    events = _get(m, "events", []) if events is None else events
-    budget_mb = _get(m, MEM_BUDGET_MB) if budget_mb is None else budget_mb
-    baseline_mb = _get(m, "baseline_rss_mb") if baseline_mb is None else baseline_mb
-    peak_mb = _get(m, PEAK_RSS_MB) if peak_mb is None else peak_mb
-    if title is None and _get(m, "status") not in (None, "ok"):
-        title = f"status: {_get(m, 'status')} {_get(m, 'error', '')}".strip()
-    return timeline, events, budget_mb, baseline_mb, peak_mb, title
 
 
 _OTHER_STAGE = "#ff7f0e"  # a stage of another family (Piper's one ``voice`` graph)
@@ -166,21 +148,6 @@ def _timings_of(obj: Any) -> dict[str, float]:
     return {k: float(v) for k, v in dict(t).items()}
 
 
-def _stages_in(groups: Any) -> list[str]:
-    """The stages the timings hold in pipeline order, other models' after; never ``total``."""
-    groups = list(groups)
-    known = ["text", *contract.STAGES]
-    stages = [s for s in known if any(s in g for g in groups)]
-    for g in groups:
-        stages += [s for s in g if s not in stages and s != "total"]
-    return stages
-
-
-def _ms_text(ms: float) -> str:
-    """A bar's label: ``7.7`` under 100 ms, ``63,751`` above."""
-    return f"{ms:.1f}" if ms < 100 else f"{ms:,.0f}"
-
-
 def stage_times(results: Any, title: str | None = "time per stage",
                 fig: Figure | None = None) -> Figure:
     """Per-stage wall time as horizontal bars (ms) of every stage the timings hold.
@@ -198,7 +165,9 @@ def stage_times(results: Any, title: str | None = "time per stage",
         groups = {str(k): _timings_of(v) for k, v in results.items()}
     else:
         groups = {"": _timings_of(results)}
-    stages = _stages_in(groups.values())
+    found = dict.fromkeys(s for g in groups.values() for s in g if s != "total")
+    stages = [s for s in ("text", *contract.STAGES) if s in found]  # pipeline order first,
+    stages += [s for s in found if s not in stages]  # then other models' stages
     fig = _fresh(fig, 7, 0.5 + 0.45 * len(stages) * max(1, len(groups)) ** 0.5)
     ax = fig.add_subplot()
     n = len(groups)
@@ -210,7 +179,8 @@ def stage_times(results: Any, title: str | None = "time per stage",
         bars = ax.barh(ys, ms, height=height * 0.9, color=colors,
                        alpha=1.0 - 0.5 * gi / max(n, 1), label=label or None)
         for bar, v in zip(bars, ms):
-            ax.annotate(_ms_text(v), (bar.get_width(), bar.get_y() + bar.get_height() / 2),
+            text = f"{v:.1f}" if v < 100 else f"{v:,.0f}"  # 7.7 under 100 ms, 63,751 above
+            ax.annotate(text, (bar.get_width(), bar.get_y() + bar.get_height() / 2),
                         xytext=(3, 0), textcoords="offset points", va="center", fontsize=7)
         if label:
             for y in ys:
@@ -232,10 +202,6 @@ def _wave_of(obj: Any) -> tuple[np.ndarray, int]:
     if isinstance(obj, tuple):
         return np.asarray(obj[0], np.float32), int(obj[1])
     return np.asarray(_get(obj, "wav"), np.float32), int(_get(obj, "sample_rate"))
-
-
-def _spec_kw(n: int) -> dict[str, int]:
-    return {"NFFT": 1024 if n >= 1024 else 256, "noverlap": 512 if n >= 1024 else 128}
 
 
 def ab_compare(a: Any, b: Any, labels: Sequence[str] = ("A", "B"),
@@ -260,7 +226,9 @@ def ab_compare(a: Any, b: Any, labels: Sequence[str] = ("A", "B"),
         axes[0, col].set_ylim(-lim * 1.05, lim * 1.05)
         axes[0, col].set_title(f"{label}: {len(w) / sr:.2f} s", fontsize=9)
         if len(w) >= 256:
-            spec, *_, image = axes[1, col].specgram(w, **_spec_kw(len(w)), Fs=sr, cmap="magma")
+            nfft = 1024 if len(w) >= 1024 else 256
+            spec, *_, image = axes[1, col].specgram(w, NFFT=nfft, noverlap=nfft // 2, Fs=sr,
+                                                    cmap="magma")
             images.append(image)
             top_db = max(top_db, float(10 * np.log10(spec.max() + 1e-20)))
         axes[1, col].set_xlabel("seconds")

@@ -9,30 +9,16 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from tts_kit.notebook._figures import _figure
-from tts_kit.tuning.records import (
-    ERRORS,
-    P50_MS,
-    P95_MS,
-    P99_MS,
-    POOL_PSS_MB,
-    REJECTED,
-    RPS,
-    TIMEOUTS,
-    TTFA_P50_MS,
-    TTFA_P95_MS,
-    WALL_S,
-    to_number,
-)
-from tts_kit.tuning.records import label as axis_label
+from tts_kit.tuning import records as rk
 
 
 def _unfinished_note(rec: Mapping[str, Any]) -> str:
     """What a load level whose requests all failed says in place of its latency (else "")."""
-    if to_number(rec.get(P50_MS)) is not None:
+    if rk.to_number(rec.get(rk.P50_MS)) is not None:
         return ""
     lost = [f"{int(rec[key])} {word}" for key, word in
-            ((TIMEOUTS, "timed out"), (ERRORS, "failed"), (REJECTED, "rejected"))
-            if to_number(rec.get(key))]
+            ((rk.TIMEOUTS, "timed out"), (rk.ERRORS, "failed"), (rk.REJECTED, "rejected"))
+            if rk.to_number(rec.get(key))]
     return "no request finished" + (":\n" + ", ".join(lost) if lost else "")
 
 
@@ -41,9 +27,9 @@ def load_levels(records: Sequence[Mapping[str, Any]], title: str | None = "load 
     pool's memory over time (right).
 
     Example:
-        >>> recs = [{"mode": "closed", "concurrency": c, P50_MS: 100 * c, P95_MS: 150 * c,
-        ...          P99_MS: 160 * c, TTFA_P50_MS: 40 * c, TTFA_P95_MS: 60 * c,
-        ...          RPS: 2.0, "timeline": [[0, 300, 200], [1, 320, 210]], WALL_S: 1.0}
+        >>> recs = [{"mode": "closed", "concurrency": c, rk.P50_MS: 100 * c, rk.P95_MS: 150 * c,
+        ...          rk.P99_MS: 160 * c, rk.TTFA_P50_MS: 40 * c, rk.TTFA_P95_MS: 60 * c,
+        ...          rk.RPS: 2.0, "timeline": [[0, 300, 200], [1, 320, 210]], rk.WALL_S: 1.0}
         ...         for c in (1, 2, 4)]
         >>> len(load_levels(recs).axes)
         2
@@ -54,12 +40,12 @@ def load_levels(records: Sequence[Mapping[str, Any]], title: str | None = "load 
     names = [f"c={r['concurrency']}" if r.get("concurrency") else f"{r.get('rate', 0):g}/s"
              for r in records]
     x = np.arange(len(records))
-    for key, style in ((P50_MS, "-o"), (P95_MS, "-s"), (P99_MS, ":^"),
-                       (TTFA_P50_MS, "--o"), (TTFA_P95_MS, "--s")):
-        ys = [to_number(r.get(key)) for r in records]
+    for key, style in ((rk.P50_MS, "-o"), (rk.P95_MS, "-s"), (rk.P99_MS, ":^"),
+                       (rk.TTFA_P50_MS, "--o"), (rk.TTFA_P95_MS, "--s")):
+        ys = [rk.to_number(r.get(key)) for r in records]
         if any(y is not None for y in ys):
             left.plot(x, [np.nan if y is None else y for y in ys], style,
-                      label=axis_label(key).replace(" (ms)", ""))
+                      label=rk.label(key).replace(" (ms)", ""))
     for i, r in enumerate(records):
         note = _unfinished_note(r)
         if note:
@@ -81,7 +67,7 @@ def load_levels(records: Sequence[Mapping[str, Any]], title: str | None = "load 
         right.axvline(offset, color="#999", lw=0.8, ls=":")
         right.annotate(names[i], (offset, 0), xytext=(2, 2), textcoords="offset points",
                        fontsize=7, xycoords=("data", "axes fraction"))
-        offset += float(r.get(WALL_S) or (tl[-1, 0] if len(tl) else 0.0))
+        offset += float(r.get(rk.WALL_S) or (tl[-1, 0] if len(tl) else 0.0))
     right.set_xlabel("seconds")
     right.set_ylabel("MB")
     right.grid(alpha=0.3)
@@ -99,14 +85,14 @@ def architectures(records: Sequence[Mapping[str, Any]],
 
     Example:
         >>> recs = [{"architecture": a, "workers": 2, "threads": 1, "loading": "resident",
-        ...          "concurrency": c, "status": "ok", RPS: 1.0 * c, P95_MS: 100.0,
-        ...          TTFA_P95_MS: 50.0, POOL_PSS_MB: 300.0}
+        ...          "concurrency": c, "status": "ok", rk.RPS: 1.0 * c, rk.P95_MS: 100.0,
+        ...          rk.TTFA_P95_MS: 50.0, rk.POOL_PSS_MB: 300.0}
         ...         for a in ("workers", "article") for c in (1, 2)]
         >>> len(architectures(recs).axes)
         4
     """
     records = [r for r in records if r.get("status", "ok") == "ok" and r.get("concurrency")]
-    keys = (RPS, P95_MS, TTFA_P95_MS, POOL_PSS_MB)
+    keys = (rk.RPS, rk.P95_MS, rk.TTFA_P95_MS, rk.POOL_PSS_MB)
     fig = _figure(3.0 * len(keys), 3.4)
     axes = fig.subplots(1, len(keys))
 
@@ -119,11 +105,11 @@ def architectures(records: Sequence[Mapping[str, Any]],
     for ax, key in zip(axes, keys):
         for i, cfg in enumerate(configs):
             rows = sorted((r for r in records if name(r) == cfg), key=lambda r: r["concurrency"])
-            ys = [to_number(r.get(key)) for r in rows]
+            ys = [rk.to_number(r.get(key)) for r in rows]
             ax.plot([r["concurrency"] for r in rows], [np.nan if y is None else y for y in ys],
                     "-o", color=f"C{i % 10}", label=cfg, ms=4)
         ax.set_xlabel("concurrency")
-        ax.set_title(axis_label(key), fontsize=9)
+        ax.set_title(rk.label(key), fontsize=9)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
     if title:

@@ -1,11 +1,5 @@
 """Figures of tuning results: the Pareto front, one configuration's latency in several
 places, the stages' memory costs, the cost model against its floor.
-
-Example:
-    >>> from tts_kit.tuning.records import P50_MS, PEAK_RSS_MB
-    >>> recs = [{"preset": "a", "cpus": 1, "status": "ok", PEAK_RSS_MB: 100, P50_MS: 9}]
-    >>> len(pareto(recs).axes)
-    1
 """
 
 from __future__ import annotations
@@ -22,17 +16,9 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from tts_kit.core import contract
 from tts_kit.notebook._figures import STAGE_COLORS, _figure, budget_line, legend_right
-from tts_kit.tuning.records import (
-    FIRST_MS,
-    P50_MS,
-    PARETO_X,
-    PARETO_Y,
-    pareto_front,
-    to_number,
-)
-from tts_kit.tuning.records import label as axis_label
+from tts_kit.tuning import records as rk
 
-X, Y = PARETO_X, PARETO_Y  # peak RSS against p50
+X, Y = rk.PARETO_X, rk.PARETO_Y  # peak RSS against p50
 
 
 def pareto(
@@ -47,9 +33,8 @@ def pareto(
     the pick, ``default`` and the front labelled, unfinished trials named in the title.
 
     Example:
-        >>> from tts_kit.tuning.records import PEAK_RSS_MB
-        >>> recs = [{"preset": "a", "cpus": 1, "status": "ok", PEAK_RSS_MB: 100, P50_MS: 9},
-        ...         {"preset": "b", "cpus": 1, "status": "ok", PEAK_RSS_MB: 90, P50_MS: 12}]
+        >>> recs = [{"preset": "a", "cpus": 1, rk.PEAK_RSS_MB: 100, rk.P50_MS: 9},
+        ...         {"preset": "b", "cpus": 1, rk.PEAK_RSS_MB: 90, rk.P50_MS: 12}]
         >>> len(pareto(recs, recommended=recs[0], budget_mb=120).axes)
         1
     """
@@ -59,7 +44,7 @@ def pareto(
     if any("pareto" in r for r in records):
         front_idx = [i for i, r in enumerate(records) if r.get("pareto") and r in ok]
     else:
-        front_idx = pareto_front(records, X, Y)
+        front_idx = rk.pareto_front(records, X, Y)
     _draw_points(ax, ok)
     front = sorted((records[i] for i in front_idx), key=lambda r: r[X])
     if front:
@@ -85,8 +70,8 @@ def _pareto_axes(ax: Any, records: list[Mapping[str, Any]], ok: list[Mapping[str
         ax.set_xlim(0, xmax * 1.12)
         ax.set_ylim(0, max(r[Y] for r in ok) * 1.15)
     failed = [r for r in records if r.get("status", "ok") != "ok"]
-    ax.set_xlabel(axis_label(X))
-    ax.set_ylabel(axis_label(Y))
+    ax.set_xlabel(rk.label(X))
+    ax.set_ylabel(rk.label(Y))
     ax.grid(alpha=0.3)
     legend_right(ax)
     if title and failed:
@@ -215,8 +200,8 @@ def _leader(ax: Any, at: tuple[float, float], offset: tuple[float, float]) -> No
 #: The bars of `latency_story`, in the order a request meets them.
 LATENCY_PARTS: tuple[tuple[str, str], ...] = (
     ("session_s", "session creation (load)"),
-    (FIRST_MS, "first call"),
-    (P50_MS, "steady call (p50)"),
+    (rk.FIRST_MS, "first call"),
+    (rk.P50_MS, "steady call (p50)"),
 )
 
 
@@ -226,21 +211,21 @@ def latency_story(rows: Sequence[Mapping[str, Any]],
     (`tts_kit.report.answer.latency_rows`), in ms.
 
     Example:
-        >>> fig = latency_story([{"label": "sweep", "session_s": 1.5, FIRST_MS: 900,
-        ...                        P50_MS: 700}, {"label": "kernel", FIRST_MS: 950}])
+        >>> fig = latency_story([{"label": "sweep", "session_s": 1.5, rk.FIRST_MS: 900,
+        ...                        rk.P50_MS: 700}, {"label": "kernel", rk.FIRST_MS: 950}])
         >>> fig.axes[0].get_xlabel()
         'milliseconds'
     """
     rows = list(rows)
     fig = _figure(8, 0.9 + 0.75 * max(1, len(rows)))
     ax = fig.add_subplot()
-    colors = {"session_s": "#8c6d31", FIRST_MS: "#e6550d", P50_MS: "#3182bd"}
+    colors = {"session_s": "#8c6d31", rk.FIRST_MS: "#e6550d", rk.P50_MS: "#3182bd"}
     n = len(LATENCY_PARTS)
     height = 0.8 / n
     top = 0.0
     for ri, row in enumerate(rows):
         for pi, (key, name) in enumerate(LATENCY_PARTS):
-            value = to_number(row.get(key))
+            value = rk.to_number(row.get(key))
             if value is None:
                 continue
             ms = value * 1000 if key.endswith("_s") else value
@@ -283,7 +268,7 @@ def stage_cost_bars(
         2
     """
     if hasattr(costs, "stages") and not isinstance(costs, Mapping):
-        if runtime_mb is None and to_number(getattr(costs, "runtime_mb", None)) is not None:
+        if runtime_mb is None and rk.to_number(getattr(costs, "runtime_mb", None)) is not None:
             runtime_mb = costs.runtime_mb
         if article_split == "claimed":
             article_split = getattr(costs, "claimed_split", None) or "claimed"
@@ -292,18 +277,15 @@ def stage_cost_bars(
 
     if article_split == "claimed":
         article_split = ARTICLE_SPLIT_CLAIMED
-    stages = [s for s in contract.STAGES if s in costs] + [
-        s for s in costs if s not in contract.STAGES
-    ]
-    parts = {s: cost_parts(costs[s]) for s in stages}
+    stages = [s for s in contract.STAGES if s in costs]
+    stages += [s for s in costs if s not in contract.STAGES]
+    load, run = np.array([cost_parts(costs[s]) for s in stages], float).reshape(-1, 2).T
     fig = _figure(10, 3.8)
     ax, ax2 = fig.subplots(1, 2, width_ratios=[3, 2])
     ys = np.arange(len(stages))
-    load = np.array([parts[s][0] for s in stages])
-    run = np.array([parts[s][1] for s in stages])
-    ax.barh(ys, load, color=[STAGE_COLORS.get(s, "#777") for s in stages], label="load")
-    ax.barh(ys, run, left=load, color=[STAGE_COLORS.get(s, "#777") for s in stages],
-            alpha=0.45, hatch="//", label="run")
+    colors = [STAGE_COLORS.get(s, "#777") for s in stages]
+    ax.barh(ys, load, color=colors, label="load")
+    ax.barh(ys, run, left=load, color=colors, alpha=0.45, hatch="//", label="run")
     for y, a, b in zip(ys, load, run):
         fmt = ".1f" if max(a, b) < 10 else ".0f"
         ax.annotate(f"{a:{fmt}} + {b:{fmt}} MB", (a + b, y), xytext=(3, 0),

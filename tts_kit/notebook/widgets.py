@@ -1,10 +1,5 @@
 """Notebook widgets (ipywidgets): player, A/B player, normalisation playground, banners;
 the live widgets (`tts_kit.notebook.live_widgets`) import from here too.
-
-Example:
-    >>> from tts_kit import Engine
-    >>> from tts_kit.notebook.widgets import Player
-    >>> Player(Engine(), text="Hello there.")  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -151,16 +146,13 @@ def _audio_html(wav: bytes) -> str:
 
 
 class _StaticFallback:
-    """Adds a static rendering to a widget's display data, for pages without the widget
-    manager (nbconvert HTML)."""
-
-    def _static(self) -> dict[str, Any]:
-        return {}
+    """Adds `_static` (each subclass's) to a widget's display data, for pages without the
+    widget manager (nbconvert HTML)."""
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         bundle = super()._repr_mimebundle_(**kwargs)  # type: ignore[misc]
         if isinstance(bundle, dict):
-            bundle.update(self._static())
+            bundle.update(self._static())  # type: ignore[attr-defined]
         return bundle
 
 
@@ -211,12 +203,11 @@ class Player(_StaticFallback, W.VBox):
             engine = Engine()
         self.engine = engine
         model = engine.bundle
-        voices = model.voices
         langs = list(getattr(model, "languages", None) or contract.LANGUAGES)
         self.text = W.Textarea(value=text, layout=W.Layout(width="100%", height="60px"))
         self.lang = W.Dropdown(options=langs, value=lang if lang in langs else langs[0],
                                description="lang", layout=W.Layout(width="150px"))
-        self.voice = W.Dropdown(options=voices, value=voice or engine.bundle.default_voice,
+        self.voice = W.Dropdown(options=model.voices, value=voice or model.default_voice,
                                 description="voice", layout=W.Layout(width="160px"))
         self.steps = W.IntSlider(value=steps, min=contract.MIN_STEPS, max=32, description="steps")
         self.speed = W.FloatSlider(value=speed, min=contract.MIN_SPEED, max=contract.MAX_SPEED,
@@ -229,9 +220,7 @@ class Player(_StaticFallback, W.VBox):
         self.info = W.HTML()
         self.result: Any = None
         self.button.on_click(lambda _: self.synthesize())
-        self.has_steps = bool(getattr(model.capabilities, "flow_steps", False))
-        if not self.has_steps:
-            self.steps.layout.display = "none"
+        self.has_steps = bool(getattr(model.capabilities, "flow_steps", False))  # else not shown
         super().__init__([
             self.text,
             W.HBox([self.lang, self.voice, self.seed]),

@@ -1,11 +1,6 @@
 """Reproducible tuning reports: `make_report` measures a `SweepSpec` into report.json and
 renders it into report.html; `rerun_report` repeats one here and judges it
 (docs/guide.md, "How a report is made and judged").
-
-Example:
-    >>> from tts_kit.report import make_report, rerun_report
-    >>> paths = make_report("reports/standin")  # doctest: +SKIP
-    >>> print(rerun_report("reports/standin/report.json").summary())  # doctest: +SKIP
 """
 
 from __future__ import annotations

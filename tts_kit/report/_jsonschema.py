@@ -1,9 +1,5 @@
 """Import `jsonschema` without the seconds its optional IRI checker (`SLOW_OPTIONAL`) costs
 (docs/guide.md, "How a report is made and judged").
-
-Example:
-    >>> import_jsonschema().Draft202012Validator({"type": "integer"}).is_valid(3)
-    True
 """
 
 from __future__ import annotations

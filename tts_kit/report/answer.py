@@ -1,10 +1,4 @@
-"""The answer a report starts with: the pick, why, against the default, how to apply it.
-
-Example:
-    >>> from tts_kit.report import TuningReport, answer
-    >>> rep = TuningReport.load("reports/standin/report.json")  # doctest: +SKIP
-    >>> print(answer.session_snippet(rep))  # doctest: +SKIP
-"""
+"""The answer a report starts with: the pick, why, against the default, how to apply it."""
 
 from __future__ import annotations
 
@@ -19,18 +13,7 @@ from tts_kit.core.textsafe import display_path
 from tts_kit.report.document import TuningReport, key_text, record_key
 from tts_kit.report.spec import SweepSpec  # noqa: F401 (the examples build reports with it)
 from tts_kit.report.tables import TABLE_KEYS, rows_html, sweep_table  # noqa: F401 (answer.*)
-from tts_kit.tuning.records import (
-    COLUMNS,
-    FIRST_MS,
-    IDLE_RSS_MB,
-    LOAD_S,
-    P50_MS,
-    P95_MS,
-    PEAK_RSS_MB,
-    RTF,
-    STAGE_COSTS_MB,
-    format_value,
-)
+from tts_kit.tuning import records as rk
 
 if TYPE_CHECKING:
     from tts_kit.tuning.contention import Contention
@@ -38,8 +21,8 @@ if TYPE_CHECKING:
 #: The preset an untuned deployment runs with: ONNX Runtime's own defaults.
 DEFAULT_PRESET = "ort-default"
 #: The figures of the answer's comparison, lower is better for each.
-ANSWER_KEYS: tuple[str, ...] = (P50_MS, P95_MS, FIRST_MS, LOAD_S, PEAK_RSS_MB,
-                                IDLE_RSS_MB, RTF)
+ANSWER_KEYS: tuple[str, ...] = (rk.P50_MS, rk.P95_MS, rk.FIRST_MS, rk.LOAD_S, rk.PEAK_RSS_MB,
+                                rk.IDLE_RSS_MB, rk.RTF)
 
 # ORT's enum names for the preset's words.
 _EXECUTION_MODE = {"sequential": "ORT_SEQUENTIAL", "parallel": "ORT_PARALLEL"}
@@ -94,24 +77,18 @@ def default_record(rep: TuningReport) -> dict[str, Any] | None:
     steps and batch, or None.
 
     Example:
-        >>> recs = [{"preset": "ort-default", "cpus": 1, "loading": "resident", "steps": 5,
-        ...          "batch_size": 1, "status": "ok", P50_MS: 20.0},
-        ...         {"preset": "lean", "cpus": 1, "loading": "paged", "steps": 5,
-        ...          "batch_size": 1, "status": "ok", P50_MS: 10.0}]
-        >>> rep = TuningReport(SweepSpec(), recs, recs[1], "fastest", {}, {}, {})
-        >>> default_record(rep)[P50_MS]
+        >>> d = {"preset": "ort-default", "cpus": 1, "loading": "resident", rk.P50_MS: 20.0}
+        >>> default_record(TuningReport(SweepSpec(), [d], dict(d, preset="lean"), "", {}, {},
+        ...                             {}))[rk.P50_MS]
         20.0
     """
     pick = rep.recommended
     if not pick:
         return None
-    want = (DEFAULT_PRESET, pick.get("cpus"), "resident", pick.get("steps"),
-            pick.get("batch_size", 1))
-    for rec in rep.records:
-        if record_key(rec)[:3] == want[:3] and record_key(rec)[3:] in (want[3:],
-                                                                       (want[3], None)):
-            return dict(rec)
-    return None
+    want = (DEFAULT_PRESET, pick.get("cpus"), "resident", pick.get("steps"))
+    batches = (pick.get("batch_size", 1), None)  # a record without a batch ran one text
+    return next((dict(r) for r in rep.records
+                 if record_key(r)[:4] == want and record_key(r)[4] in batches), None)
 
 
 def comparison(rep: TuningReport) -> list[dict[str, Any]]:
@@ -119,11 +96,10 @@ def comparison(rep: TuningReport) -> list[dict[str, Any]]:
     default; empty without both.
 
     Example:
-        >>> d = {"preset": "ort-default", "cpus": 1, "loading": "resident", "steps": 5,
-        ...      "status": "ok", P50_MS: 20.0, PEAK_RSS_MB: 500.0}
-        >>> p = dict(d, preset="lean", p50_ms=10.0, peak_rss_mb=400.0)
-        >>> rep = TuningReport(SweepSpec(), [d, p], p, "fastest", {}, {}, {})
-        >>> [(r["key"], r["ratio"]) for r in comparison(rep)][:1]
+        >>> d = {"preset": "ort-default", "cpus": 1, "loading": "resident", rk.P50_MS: 20.0}
+        >>> p = dict(d, preset="lean", p50_ms=10.0)
+        >>> [(r["key"], r["ratio"]) for r in comparison(TuningReport(SweepSpec(), [d, p], p, "",
+        ...                                                          {}, {}, {}))]
         [('p50_ms', 0.5)]
     """
     pick, base = rep.recommended, default_record(rep)
@@ -135,7 +111,7 @@ def comparison(rep: TuningReport) -> list[dict[str, Any]]:
         if a is None or b is None:
             continue
         ratio = float(a) / float(b) if float(b) else None
-        rows.append({"key": key, "figure": COLUMNS[key].label, "unit": COLUMNS[key].unit,
+        rows.append({"key": key, "figure": rk.COLUMNS[key].label, "unit": rk.COLUMNS[key].unit,
                      "recommended": a, "default": b, "ratio": ratio})
     return rows
 
@@ -143,10 +119,8 @@ def comparison(rep: TuningReport) -> list[dict[str, Any]]:
 def _threads(rep: TuningReport, pick: Mapping[str, Any]) -> int | None:
     """The intra-op threads the pick's sessions got (what the snippet sets)."""
     preset = rep.presets.get(str(pick.get("preset")), {})
-    for value in (pick.get("threads"), preset.get("intra_op_num_threads"), pick.get("cpus")):
-        if isinstance(value, int):
-            return value
-    return None
+    given = (pick.get("threads"), preset.get("intra_op_num_threads"), pick.get("cpus"))
+    return next((value for value in given if isinstance(value, int)), None)
 
 
 def session_snippet(rep: TuningReport) -> str:
@@ -154,13 +128,11 @@ def session_snippet(rep: TuningReport) -> str:
     ``providers`` ("" when nothing fits); the load policy is a comment.
 
     Example:
-        >>> p = {"preset": "x", "cpus": 1, "loading": "resident", "threads": 1, "status": "ok"}
-        >>> rep = TuningReport(SweepSpec(), [p], p, "", {}, {},
-        ...                    {"x": {"name": "x", "execution_mode": "sequential"}})
+        >>> p = {"preset": "x", "cpus": 1, "loading": "resident", "threads": 1}
         >>> ns = {}
-        >>> exec(session_snippet(rep), ns)
-        >>> ns["so"].intra_op_num_threads, ns["so"].execution_mode.name
-        (1, 'ORT_SEQUENTIAL')
+        >>> exec(session_snippet(TuningReport(SweepSpec(), [p], p, "", {}, {}, {"x": {}})), ns)
+        >>> ns["so"].intra_op_num_threads
+        1
     """
     pick = rep.recommended
     if not pick:
@@ -191,12 +163,10 @@ def session_snippet(rep: TuningReport) -> str:
         lines.append(f"so.intra_op_num_threads = {threads}  # one per vCPU the pick ran on")
     if preset.get("inter_op_num_threads") is not None:
         lines.append(f"so.inter_op_num_threads = {int(preset['inter_op_num_threads'])}")
-    if preset.get("execution_mode") in _EXECUTION_MODE:
-        lines.append("so.execution_mode = ort.ExecutionMode."
-                     f"{_EXECUTION_MODE[preset['execution_mode']]}")
-    if preset.get("graph_optimization_level") in _OPT_LEVEL:
-        lines.append("so.graph_optimization_level = ort.GraphOptimizationLevel."
-                     f"{_OPT_LEVEL[preset['graph_optimization_level']]}")
+    for name, enum, words in (("execution_mode", "ExecutionMode", _EXECUTION_MODE),
+                              ("graph_optimization_level", "GraphOptimizationLevel", _OPT_LEVEL)):
+        if preset.get(name) in words:
+            lines.append(f"so.{name} = ort.{enum}.{words[preset[name]]}")
     for name in ("enable_cpu_mem_arena", "enable_mem_pattern"):
         if preset.get(name) is not None:
             lines.append(f"so.{name} = {bool(preset[name])}")
@@ -256,7 +226,7 @@ def contention(rep: TuningReport) -> Contention:
     """Signs that the machine was busy during the sweep (`tts_kit.tuning.contention.assess`).
 
     Example:
-        >>> p = {"preset": "x", "cpus": 1, "status": "ok", P50_MS: 100.0}
+        >>> p = {"preset": "x", "cpus": 1, "status": "ok", rk.P50_MS: 100.0}
         >>> rep = TuningReport(SweepSpec(), [p], p, "", {}, {}, {},
         ...                    extras={"recommended_trial": dict(p, p50_ms=170.0)})
         >>> contention(rep).remeasure
@@ -283,14 +253,9 @@ def provisional_line(rep: TuningReport) -> str:
     return contention(rep).headline(shlex.quote(str(where)))
 
 
-def _code_spans(escaped: str) -> str:
-    """Backticked spans of escaped text as ``<code>`` elements."""
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
-
-
 def _figure(key: str, value: Any) -> str:
-    unit = COLUMNS[key].unit
-    return f"{format_value(key, value)} {unit}".strip()
+    unit = rk.COLUMNS[key].unit
+    return f"{rk.format_value(key, value)} {unit}".strip()
 
 
 def answer_html(rep: TuningReport) -> str:
@@ -310,7 +275,8 @@ def answer_html(rep: TuningReport) -> str:
     if warning:  # first, before any pick: the figures below may be the neighbours'
         parts.append('<p class="tts-kit-provisional" style="border-left:4px solid #d29922;'
                      'background:#fff8c5;padding:6px 10px"><b>Provisional.</b> '
-                     f"{_code_spans(html.escape(warning[len('provisional: '):]))}.</p>")
+                     + re.sub(r"`([^`]+)`", r"<code>\1</code>",  # backticks: code
+                              html.escape(warning.removeprefix("provisional: "))) + ".</p>")
     if not pick:
         parts.append(f"<p><b>Nothing to recommend</b>{within}: {html.escape(rep.reason)}</p>")
         return "".join(parts) + "</div>"
@@ -416,7 +382,7 @@ def latency_rows(rep: TuningReport, kernel: Mapping[str, Any] | None = None
     the sweep's trial, the re-measured one, and ``kernel`` (the notebook's process).
 
     Example:
-        >>> p = {"preset": "x", "cpus": 1, LOAD_S: 1.5, FIRST_MS: 900.0, P50_MS: 700.0}
+        >>> p = {"preset": "x", "cpus": 1, rk.LOAD_S: 1.5, rk.FIRST_MS: 900.0, rk.P50_MS: 700.0}
         >>> rep = TuningReport(SweepSpec(), [p], p, "", {}, {}, {})
         >>> [(r["label"], r["session_s"]) for r in latency_rows(rep, {"session_s": 2.0})]
         [('sweep trial (fresh process, 1 vCPU)', 1.5), ('this kernel (not pinned)', 2.0)]
@@ -430,8 +396,8 @@ def latency_rows(rep: TuningReport, kernel: Mapping[str, Any] | None = None
                        (f"measured again (another fresh process, {cpus} vCPU)",
                         rep.extras.get("recommended_trial"))):
         if isinstance(rec, Mapping) and rec.get("status", "ok") == "ok":
-            rows.append({"label": label, "session_s": rec.get(LOAD_S),
-                         FIRST_MS: rec.get(FIRST_MS), P50_MS: rec.get(P50_MS)})
+            rows.append({"label": label, "session_s": rec.get(rk.LOAD_S),
+                         rk.FIRST_MS: rec.get(rk.FIRST_MS), rk.P50_MS: rec.get(rk.P50_MS)})
     if kernel:
         rows.append({"label": "this kernel (not pinned)", **dict(kernel)})
     return rows
@@ -457,7 +423,7 @@ def verdict_lines(rep: TuningReport) -> list[str]:
     if len(ties) > 1:
         out.append(f"These {len(ties)} are the same speed within {width * 100:.0f} % on this "
                    f"machine: {'; '.join(key_text(t) for t in ties)}.")
-    aa = (v.get("aa") or {}).get(P50_MS)
+    aa = (v.get("aa") or {}).get(rk.P50_MS)
     if aa:
         check = Verdict.from_dict(aa)
         out.append(f"A/A check: the pick measured again in another fresh process is "
@@ -492,10 +458,10 @@ def conclusions(rep: TuningReport) -> list[str]:
     if base is not None and record_key(base) != record_key(pick):
         from tts_kit.tuning.verdict import band, compare, noise
         width = rep.verdicts.get("band") or band(ok)  # the pick's own rule, in its words
-        v = {k: compare(pick, base, k, width, noise(ok, k)) for k in (P50_MS, PEAK_RSS_MB)}
+        v = {k: compare(pick, base, k, width, noise(ok, k)) for k in (rk.P50_MS, rk.PEAK_RSS_MB)}
         if all(v.values()):
             out.append(f"Against the untuned default on the same vCPUs: latency "
-                       f"{v[P50_MS].text()}; peak {v[PEAK_RSS_MB].text()}.")
+                       f"{v[rk.P50_MS].text()}; peak {v[rk.PEAK_RSS_MB].text()}.")
     elif base is not None:
         out.append("It is the untuned default: keep ONNX Runtime's options on this machine.")
     return out + model_lines(rep)
@@ -545,11 +511,11 @@ def replay(rep: TuningReport, bundle: Any) -> tuple[Any, dict[str, float]]:
     pick = rep.recommended or rep.records[0]
     t0 = time.perf_counter()
     engine = make_engine(bundle, preset=rep.preset_of(pick), loading=pick["loading"],
-                    stage_costs_mb=pick.get(STAGE_COSTS_MB))
+                    stage_costs_mb=pick.get(rk.STAGE_COSTS_MB))
     session_s = time.perf_counter() - t0
     work = rep.spec.workload.replace(steps=pick["steps"])  # what the sweep synthesised
     t0 = time.perf_counter()
     result = engine.synthesize(work.texts[0], lang=work.lang, voice=work.voice_for(bundle),
                                steps=work.steps, speed=work.speed, seed=work.seed)
     first_ms = (time.perf_counter() - t0) * 1000
-    return result, {"session_s": session_s, FIRST_MS: first_ms}
+    return result, {"session_s": session_s, rk.FIRST_MS: first_ms}

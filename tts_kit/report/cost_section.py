@@ -1,9 +1,5 @@
 """The report's cost section: how far each stage of the pick runs from the MatMul floor,
 measured while the report is made (``extras["costs"]``), only shown at render time.
-
-Example:
-    >>> costs_html({"error": "no stage graphs"})
-    '<h3>What the work costs</h3><p>Not measured: no stage graphs</p>'
 """
 
 from __future__ import annotations

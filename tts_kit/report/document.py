@@ -1,12 +1,5 @@
 """The report document: `TuningReport` (report.json), its schema, the noise model, the
 fingerprints; `Noise` says when a figure moved (docs/guide.md, "What counts as noise").
-
-Example:
-    >>> from tts_kit.report import Noise, record_key
-    >>> Noise().threshold(P50_MS, {P50_MS: 100.0}, {})
-    25.0
-    >>> record_key({"preset": "lean", "cpus": 1, "loading": "resident", "steps": 2})
-    ('lean', 1, 'resident', 2, None)
 """
 
 from __future__ import annotations
@@ -27,18 +20,7 @@ from tts_kit.core.userfiles import read_json
 from tts_kit.core.version import __version__
 from tts_kit.report.spec import ReportError, SweepSpec
 from tts_kit.runtime.devices import environment as environment  # the fingerprint
-from tts_kit.tuning.records import (
-    COLUMNS,
-    CPU_PERCENT,
-    LATENCY_KEYS,
-    LOAD_S,
-    MEMORY_KEYS,
-    P50_MS,
-    P95_MS,
-    PEAK_RSS_MB,
-    RTF,
-    to_number,
-)
+from tts_kit.tuning import records as rk
 
 if TYPE_CHECKING:
     from tts_kit.models.supertonic.bundle import Bundle
@@ -51,8 +33,7 @@ class Noise:
     """Thresholds below which a rerun's change is noise (docs/guide.md).
 
     Example:
-        >>> from tts_kit.tuning.records import IDLE_RSS_MB
-        >>> Noise(memory_abs_mb=4).threshold(IDLE_RSS_MB, {IDLE_RSS_MB: 20.0}, {})
+        >>> Noise(memory_abs_mb=4).threshold(rk.IDLE_RSS_MB, {rk.IDLE_RSS_MB: 20.0}, {})
         4
     """
 
@@ -67,19 +48,19 @@ class Noise:
         """The largest change of ``metric`` between ``old`` and ``new`` that is noise.
 
         Example:
-            >>> Noise().threshold(PEAK_RSS_MB, {PEAK_RSS_MB: 200.0}, {})
+            >>> Noise().threshold(rk.PEAK_RSS_MB, {rk.PEAK_RSS_MB: 200.0}, {})
             20.0
         """
         base = abs(float(old.get(metric) or 0.0))
-        if metric in MEMORY_KEYS:
+        if metric in rk.MEMORY_KEYS:
             return max(self.memory_rel * base, self.memory_abs_mb)
-        if metric == CPU_PERCENT:
+        if metric == rk.CPU_PERCENT:
             return self.cpu_abs
         spread = max(_spread(old), _spread(new))
         spread += max(self.starvation(old), self.starvation(new))
-        floor = self.latency_abs_ms / 1000 if metric == LOAD_S else self.latency_abs_ms
-        if metric == RTF:
-            p50 = float(old.get(P50_MS) or 0.0)
+        floor = self.latency_abs_ms / 1000 if metric == rk.LOAD_S else self.latency_abs_ms
+        if metric == rk.RTF:
+            p50 = float(old.get(rk.P50_MS) or 0.0)
             floor = base * self.latency_abs_ms / p50 if p50 > 0 else 0.0
         return max(self.latency_rel * base, spread * base, floor)
 
@@ -88,26 +69,22 @@ class Noise:
         ``cpu_percent`` p < 100, else zero.
 
         Example:
-            >>> Noise().starvation({CPU_PERCENT: 50.0}), Noise().starvation({CPU_PERCENT: 100})
+            >>> Noise().starvation({"cpu_percent": 50.0}), Noise().starvation({"cpu_percent": 100})
             (1.0, 0.0)
         """
-        cpu = rec.get(CPU_PERCENT)
-        if to_number(cpu) is None or cpu <= 0:
+        cpu = rec.get(rk.CPU_PERCENT)
+        if rk.to_number(cpu) is None or cpu <= 0:
             return 0.0
         return min(self.max_starvation, max(0.0, 100.0 / float(cpu) - 1.0))
 
-    def to_dict(self) -> dict[str, float]:
-        """Plain-JSON form."""
-        return dataclasses.asdict(self)
-
 
 #: The figures a rerun compares: latency, memory (RSS) and CPU use.
-METRICS: tuple[str, ...] = (*LATENCY_KEYS, *MEMORY_KEYS, CPU_PERCENT)
+METRICS: tuple[str, ...] = (*rk.LATENCY_KEYS, *rk.MEMORY_KEYS, rk.CPU_PERCENT)
 
 
 def _spread(rec: Mapping[str, Any]) -> float:
-    p50, p95 = rec.get(P50_MS), rec.get(P95_MS)
-    if not p50 or to_number(p50) is None or to_number(p95) is None:
+    p50, p95 = rec.get(rk.P50_MS), rec.get(rk.P95_MS)
+    if not p50 or rk.to_number(p50) is None or rk.to_number(p95) is None:
         return 0.0
     return max(0.0, (float(p95) - float(p50)) / float(p50))
 
@@ -122,10 +99,14 @@ def model_fingerprint(bundle: Bundle, full_paths: bool = False) -> dict[str, Any
     """
     from tts_kit.models.family import model_label
     from tts_kit.models.supertonic.standin import scale_note
+    from tts_kit.precision.verdict_file import read_verdict
 
     standin = dict(bundle.standin_info) if bundle.standin_info else None
     if standin:  # the marker's own note is the full scale's: say what this scale is
         standin["note"] = scale_note(str(standin.get("scale", "?")))
+    # A converted copy: the listener's verdict saved beside the bundle or one of its graphs.
+    places = (bundle.path, *(info.path for info in bundle.stages.values()))
+    verdicts = (read_verdict(place) for place in places)
     return {
         "path": display_path(bundle.path, full=full_paths),
         "family": bundle.family,
@@ -134,19 +115,8 @@ def model_fingerprint(bundle: Bundle, full_paths: bool = False) -> dict[str, Any
         "params": int(bundle.params),
         "sha256": bundle.fingerprint(),
         "precision": {s: i.precision for s, i in bundle.stages.items()},
-        "conversion": _conversion(bundle),
+        "conversion": next((v for v in verdicts if v is not None), None),
     }
-
-
-def _conversion(bundle: Any) -> dict[str, Any] | None:
-    """The listener's verdict saved beside a converted copy, or None."""
-    from tts_kit.precision.verdict_file import read_verdict
-
-    for place in (bundle.path, *(i.path for i in bundle.stages.values())):
-        found = read_verdict(place)
-        if found is not None:
-            return found
-    return None
 
 
 def _jsonable(value: Any) -> Any:
@@ -171,7 +141,7 @@ def record_key(rec: Mapping[str, Any]) -> tuple[Any, ...]:
     """What identifies a configuration in a sweep (preset, cpus, loading, steps, batch).
 
     Example:
-        >>> record_key({"preset": "lean", "cpus": 1, "loading": "paged", P50_MS: 3})
+        >>> record_key({"preset": "lean", "cpus": 1, "loading": "paged", rk.P50_MS: 3})
         ('lean', 1, 'paged', None, None)
     """
     batch = rec.get("batch_size", rec.get("batch"))
@@ -237,7 +207,7 @@ class TuningReport:
                 "reason": self.reason,
                 **self.verdicts,
             },
-            "noise": self.noise.to_dict(),
+            "noise": dataclasses.asdict(self.noise),
             "extras": self.extras,
         })
 
@@ -325,16 +295,18 @@ class TuningReport:
 
         Example:
             >>> rep = TuningReport.load("reports/cluster/report.json")  # doctest: +SKIP
-            >>> rep.machines_dataframe()[["machine", "preset", P50_MS]]  # doctest: +SKIP
+            >>> rep.machines_dataframe()[["machine", "preset", rk.P50_MS]]  # doctest: +SKIP
         """
         import pandas as pd
 
-        keys = ("preset", "cpus", "loading", P50_MS, PEAK_RSS_MB, RTF)
+        keys = ("preset", "cpus", "loading", rk.P50_MS, rk.PEAK_RSS_MB, rk.RTF)
         rows = [{"machine": label, "trials": len(part.records),
                  "ok": sum(r.get("status") == "ok" for r in part.records),
                  **{k: (part.recommended or {}).get(k) for k in keys}}
                 for label, part in self.machines().items()]
-        return _rounded(pd.DataFrame(rows))
+        df = pd.DataFrame(rows)  # each figure to the precision its measurement has
+        return df.round({k: rk.COLUMNS[k].digits for k in df.columns
+                         if k in rk.COLUMNS and rk.COLUMNS[k].digits is not None})
 
     def preset_of(self, record: Mapping[str, Any]) -> Any:
         """The full `SessionPreset` a record was measured with, as the report saved it."""
@@ -353,12 +325,6 @@ def _machine_pick(part: Any, budget_mb: float | None) -> tuple[Any, str, dict[st
     env = next((dict(r["machine"]) for r in part.records
                 if isinstance(r.get("machine"), Mapping)), None)
     return rec, why, env
-
-
-def _rounded(df: Any) -> Any:
-    """A table to show: each figure to the precision its measurement has."""
-    return df.round({k: COLUMNS[k].digits for k in df.columns
-                     if k in COLUMNS and COLUMNS[k].digits is not None})
 
 
 def clean_record(rec: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,11 +1,6 @@
 """Making a report: run the sweep (`run_tuning`), write report.json (`write_report`), render
 it (`make_report`). A previous report stays until the new one is complete (built aside,
 moved in one rename per file).
-
-Example:
-    >>> from tts_kit.report import make_report
-    >>> [p.name for p in make_report("reports/standin", render=False)]  # doctest: +SKIP
-    ['report.json']
 """
 
 from __future__ import annotations
@@ -66,19 +61,13 @@ def _hide_error(rec: dict[str, Any], full_paths: bool) -> None:
         rec["error"] = hide_home(rec["error"])
 
 
-def _preset_objects(names: list[str], presets: Mapping[str, Any] | None) -> list[Any]:
+def _preset(name: str, given: Any) -> Any:
+    """``given`` (a `SessionPreset` or its dict), or the shipped preset ``name``."""
     from tts_kit.runtime.sessions import SessionPreset, get_preset
 
-    out = []
-    for name in names:
-        given = (presets or {}).get(name)
-        if given is None:
-            out.append(get_preset(name))  # an unknown name fails here, before any trial
-        elif isinstance(given, SessionPreset):
-            out.append(given)
-        else:
-            out.append(SessionPreset.from_dict(dict(given)))
-    return out
+    if given is None:
+        return get_preset(name)  # an unknown name fails here, before any trial
+    return given if isinstance(given, SessionPreset) else SessionPreset.from_dict(dict(given))
 
 
 def run_tuning(bundle: Bundle, spec: SweepLike = None, options: ReportOptions | None = None,
@@ -94,7 +83,7 @@ def run_tuning(bundle: Bundle, spec: SweepLike = None, options: ReportOptions | 
 
     opts = _options(options, changes)
     spec = SweepSpec.load(spec).effective()
-    objs = _preset_objects(list(spec.presets), opts.presets)
+    objs = [_preset(name, (opts.presets or {}).get(name)) for name in spec.presets]
     # The report names the voice it measured, not "the default": a rerun elsewhere reads it.
     workload = spec.workload.replace(voice=spec.workload.voice_for(bundle))
     spec = dataclasses.replace(spec, workload=workload)
@@ -190,14 +179,6 @@ def write_report(out: str | os.PathLike[str],
     return tuning.save(out_dir / "report.json")
 
 
-def _check_out_dir(out: str | os.PathLike[str]) -> None:
-    """Refuse, before any trial runs, an ``out`` that cannot become the report directory."""
-    p = Path(out).expanduser()
-    if (p.exists() or p.is_symlink()) and not p.is_dir():
-        raise ReportError(f"{out}: exists and is not a directory; give a new directory, or "
-                          "one that holds a previous report")
-
-
 def make_report(out: str | os.PathLike[str], model: str | os.PathLike[str] | None = None,
                 sweep: SweepLike = None, options: ReportOptions | None = None,
                 **changes: Any) -> list[Path]:
@@ -210,10 +191,13 @@ def make_report(out: str | os.PathLike[str], model: str | os.PathLike[str] | Non
         ['report.html', 'report.json', 'report.ipynb']
     """
     opts = _options(options, changes, progress=True)
-    _check_out_dir(out)
+    out_dir = Path(out).expanduser()
+    if (out_dir.exists() or out_dir.is_symlink()) and not out_dir.is_dir():  # before any trial
+        raise ReportError(f"{out}: exists and is not a directory; give a new directory, or "
+                          "one that holds a previous report")
     spec = SweepSpec.load(sweep, quick=opts.quick)
     bundle, source = resolve_model(model)  # fails early, in one line, before any trial runs
-    out_dir = Path(out).expanduser().resolve()
+    out_dir = out_dir.resolve()
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     with atomic.scratch_dir(out_dir) as tmp:
         names = ["report.json"]

@@ -1,10 +1,5 @@
 """Rendering a report: papermill runs ``06_tuning_report`` on a report.json, then a
 standalone, offline ``report.html`` is exported.
-
-Example:
-    >>> from tts_kit.report import report_notebook
-    >>> report_notebook().name
-    '06_tuning_report.py'
 """
 
 from __future__ import annotations
@@ -89,20 +84,14 @@ def load_notebook(path: str | os.PathLike[str]) -> Any:
     return nb
 
 
-def _kernel_env() -> dict[str, str]:
-    """What the kernel's environment adds: this tts_kit importable, inline matplotlib."""
-    root = str(_ROOT)
-    parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    return {"PYTHONPATH": os.pathsep.join([root, *[p for p in parts if p != root]]),
-            "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
-
-
-def _kernel_manager_class(env: Mapping[str, str], ctrl_c: _CtrlC) -> type:
-    """A kernel manager that starts its kernel with ``os.environ`` plus ``env`` (ours stays
-    as it is), known to ``ctrl_c``."""
+def _kernel_manager_class(ctrl_c: _CtrlC) -> type:
+    """A kernel manager known to ``ctrl_c``; its kernel imports this tts_kit, plots inline."""
     from jupyter_client import AsyncKernelManager
 
-    extra = dict(env)
+    root = str(_ROOT)
+    parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    extra = {"PYTHONPATH": os.pathsep.join([root, *[p for p in parts if p != root]]),
+             "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
 
     class _EnvKernelManager(AsyncKernelManager):  # type: ignore[misc]
         async def start_kernel(self, **kw: Any) -> None:
@@ -182,7 +171,7 @@ def execute_notebook(
                 papermill.execute_notebook(
                     str(source), str(output), parameters=dict(parameters or {}),
                     kernel_name=KERNEL_NAME, cwd=str(cwd) if cwd else None,
-                    kernel_manager_class=_kernel_manager_class(_kernel_env(), ctrl_c),
+                    kernel_manager_class=_kernel_manager_class(ctrl_c),
                     execution_timeout=timeout_s, progress_bar=progress, log_output=False,
                     request_save_on_cell_execute=False,
                     extra_arguments=[f"--IPKernelApp.log_level={KERNEL_LOG_LEVEL}"],
@@ -216,9 +205,7 @@ def _record_source(output: Path, notebook: Path) -> None:
     import_jsonschema()
     import nbformat
 
-    if not output.is_file():
-        return
-    nb = nbformat.read(str(output), as_version=4)
+    nb = nbformat.read(str(output), as_version=4)  # papermill wrote it: both callers know
     nb.metadata.setdefault("papermill", {})["input_path"] = str(notebook)
     nbformat.write(nb, str(output))
 

@@ -1,9 +1,5 @@
 """Reruns: repeat a report's sweep here, compare figure by figure, judge the recommendation
 (docs/guide.md, "When the recommendation holds").
-
-Example:
-    >>> from tts_kit.report import rerun_report
-    >>> print(rerun_report("reports/standin/report.json").summary())  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -115,8 +111,8 @@ class RerunVerdict:
                  f"{len(self.new.records)} trials, {self.compared} figures compared"]
         if self.model_changed:
             lines.append("warning: the model's SHA-256s differ from the report's")
-        for k, (a, b) in self.environment_changes.items():
-            lines.append(f"environment: {k} was {a!r}, now {b!r}")
+        lines += [f"environment: {k} was {a!r}, now {b!r}"
+                  for k, (a, b) in self.environment_changes.items()]
         if self.moved:
             lines.append(f"{len(self.moved)} figure(s) moved by more than the noise:")
             lines += [f"  {m.text()}" for m in self.moved]
@@ -128,8 +124,7 @@ class RerunVerdict:
             lines.append("what matters, then and now (intervals of the two runs): "
                          + ", ".join(f"{n} {w}" for w, n in counts.items()))
             lines += [f"  {text}" for _, text in self.dimensions]
-        for key in self.missing:
-            lines.append(f"  only in one run: {key_text(key)}")
+        lines += [f"  only in one run: {key_text(key)}" for key in self.missing]
         for name, fields in self.preset_changes.items():
             lines.append(f"preset {name!r} changed since the report ({'; '.join(fields)}); "
                          "this rerun measured the report's saved definition")
@@ -299,17 +294,6 @@ def preset_changes(saved: Mapping[str, Mapping[str, Any]]) -> dict[str, list[str
     return out
 
 
-def _saved_presets(old: TuningReport) -> dict[str, Any]:
-    """The report's own preset definitions, as `SessionPreset` objects."""
-    from tts_kit.runtime.sessions import SessionPreset
-
-    try:
-        return {n: SessionPreset.from_dict(dict(d)) for n, d in old.presets.items()}
-    except (TypeError, ValueError) as exc:
-        raise ReportError(f"report.json: a saved preset cannot be read ({exc}); "
-                          "make the report again with `tts-kit report --out DIR`") from None
-
-
 def head_to_head(
     bundle: Bundle | str | os.PathLike[str],
     spec: SweepSpec,
@@ -378,7 +362,13 @@ def rerun_report(
                 f"{report}: the model at {old.model.get('path')} now holds other graphs "
                 f"(SHA-256 of {', '.join(differ)} differ from the report's); give --model "
                 "DIR with the report's model, or --model with this path to measure it anyway")
-    saved = _saved_presets(old)
+    from tts_kit.runtime.sessions import SessionPreset
+
+    try:  # the report's own preset definitions
+        saved = {n: SessionPreset.from_dict(dict(d)) for n, d in old.presets.items()}
+    except (TypeError, ValueError) as exc:
+        raise ReportError(f"report.json: a saved preset cannot be read ({exc}); "
+                          "make the report again with `tts-kit report --out DIR`") from None
     if out is not None:
         paths = make_report(out, model=bundle.path, sweep=old.spec, progress=progress,
                             presets=saved, full_paths=full_paths)

@@ -1,10 +1,5 @@
 """What a tuning report measures (`SweepSpec`: the grid, the workload, the budget) and the
 report's error type. The JSON form is flat: the workload's fields beside the grid's.
-
-Example:
-    >>> from tts_kit.report import SweepSpec
-    >>> SweepSpec.load({"presets": ["lean"], "cpus": [1]}).loadings
-    ['resident', 'paged']
 """
 
 from __future__ import annotations
@@ -95,10 +90,8 @@ class SweepSpec:
         known = grid | set(WORKLOAD_KEYS)
         unknown = sorted(set(data) - known)
         if unknown:
-            raise TtsKitError(
-                f"sweep spec: unknown key(s) {', '.join(unknown)}; "
-                f"known: {', '.join(sorted(known))}"
-            )
+            raise TtsKitError(f"sweep spec: unknown key(s) {', '.join(unknown)}; "
+                              f"known: {', '.join(sorted(known))}")
         base = {k: v for k, v in data.items() if k in WORKLOAD_KEYS}
         base.setdefault("repeats", REPORT_REPEATS)
         try:
@@ -148,9 +141,8 @@ class SweepSpec:
         if any(int(c) < 1 for c in self.cpus):
             raise TtsKitError(f"sweep spec: cpus must be >= 1, got {self.cpus}")
         if not isinstance(self.workload, Workload):
-            raise TtsKitError("sweep spec: workload must be a "
-                             "tts_kit.tuning.workload.Workload, got "
-                             f"{type(self.workload).__name__}")
+            raise TtsKitError("sweep spec: workload must be a tts_kit.tuning.workload.Workload, "
+                              f"got {type(self.workload).__name__}")
         if self.workload.repeats < 1:
             raise TtsKitError(f"sweep spec: repeats must be >= 1, got {self.workload.repeats}")
         if isinstance(self.rounds, bool) or not isinstance(self.rounds, int) or not (

@@ -1,9 +1,4 @@
-"""The report's tables: the sweep as a pandas table, and small escaped HTML fact tables.
-
-Example:
-    >>> list(sweep_table([{"preset": "lean", "p50_ms": 12.3}]).columns)[:2]
-    ['preset', 'cpus']
-"""
+"""The report's tables: the sweep as a pandas table, and small escaped HTML fact tables."""
 
 from __future__ import annotations
 
@@ -11,20 +6,12 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
-from tts_kit.tuning.records import (
-    FIRST_MS,
-    IDLE_RSS_MB,
-    LOAD_S,
-    P50_MS,
-    PEAK_RSS_MB,
-    RTF,
-    heading,
-    to_number,
-)
+from tts_kit.tuning import records as rk
 
 #: The sweep table's columns (the rest stay in report.json).
-TABLE_KEYS: tuple[str, ...] = ("preset", "cpus", "loading", "status", LOAD_S, FIRST_MS,
-                               P50_MS, PEAK_RSS_MB, IDLE_RSS_MB, RTF, "core_share", "pareto")
+TABLE_KEYS: tuple[str, ...] = ("preset", "cpus", "loading", "status", rk.LOAD_S, rk.FIRST_MS,
+                               rk.P50_MS, rk.PEAK_RSS_MB, rk.IDLE_RSS_MB, rk.RTF, "core_share",
+                               "pareto")
 
 
 def sweep_table(records: Any, pick: Mapping[str, Any] | None = None) -> Any:
@@ -32,9 +19,9 @@ def sweep_table(records: Any, pick: Mapping[str, Any] | None = None) -> Any:
     rounds (``±``) and, given ``pick``, what differs from the pick beyond both spreads.
 
     Example:
-        >>> list(sweep_table([{"preset": "lean", P50_MS: 12.3}]).columns)[:2]
+        >>> list(sweep_table([{"preset": "lean", rk.P50_MS: 12.3}]).columns)[:2]
         ['preset', 'cpus']
-        >>> r = {"preset": "lean", "rounds": 2, P50_MS: 12.0, "p50_min_ms": 11.0,
+        >>> r = {"preset": "lean", "rounds": 2, rk.P50_MS: 12.0, "p50_min_ms": 11.0,
         ...      "p50_max_ms": 13.0}
         >>> sweep_table([r], pick=r)[["p50 ±", "vs pick"]].iloc[0].tolist()
         ['±1', 'pick']
@@ -45,12 +32,12 @@ def sweep_table(records: Any, pick: Mapping[str, Any] | None = None) -> Any:
 
     records = list(records)
     df = frame(records, TABLE_KEYS)
-    if not any((to_number(r.get(ROUNDS)) or 1) > 1 for r in records):
+    if not any((rk.to_number(r.get(ROUNDS)) or 1) > 1 for r in records):
         return df
-    for key, name in ((P50_MS, "p50 ±"), (PEAK_RSS_MB, "peak ±")):
-        if heading(key) in df.columns:
+    for key, name in ((rk.P50_MS, "p50 ±"), (rk.PEAK_RSS_MB, "peak ±")):
+        if rk.heading(key) in df.columns:
             cells = [half_range(r, key) for r in records]
-            df.insert(list(df.columns).index(heading(key)) + 1, name,
+            df.insert(list(df.columns).index(rk.heading(key)) + 1, name,
                       ["" if h is None else f"±{h:,.0f}" for h in cells])
     if pick is not None:
         df["vs pick"] = [versus(r, pick, records) if r.get("status", "ok") == "ok" else ""
