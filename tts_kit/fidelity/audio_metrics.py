@@ -1,10 +1,5 @@
 """How close two signals are: SNR, the log-mel spectrogram and its distance, MCD (numpy;
-why not librosa: docs/benchmarks.md).
-
-Example:
-    >>> snr_from_energies(100.0, 1.0)
-    20.0
-"""
+why not librosa: docs/benchmarks.md)."""
 
 from __future__ import annotations
 

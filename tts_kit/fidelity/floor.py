@@ -1,11 +1,5 @@
 """A model's noise floor (what legitimately varies: threads, graph fusions, batch padding,
-another noise draw), measured by `noise_floor`, and `Floor.verdict` on waveform `Distances`.
-
-Example:
-    >>> from tts_kit.fidelity.floor import FLOOR_READINGS
-    >>> FLOOR_READINGS[0]
-    'within the floor'
-"""
+another noise draw), measured by `noise_floor`, and `Floor.verdict` on waveform `Distances`."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
 """Perceptual and intelligibility metrics at 16 kHz (`quality_metrics` runs them all), each
 from a library in the optional ``quality`` extra (an absent one is skipped with a one-line
-note). Which libraries, and why: docs/benchmarks.md.
-
-Example:
-    >>> word_error_rate("the quick brown fox", "the quick brown box")
-    0.25
-"""
+note). Which libraries, and why: docs/benchmarks.md."""
 
 from __future__ import annotations
 

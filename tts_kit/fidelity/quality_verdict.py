@@ -1,11 +1,6 @@
 """Verdicts a listener would agree with: **transparent** when the candidate is no further
 from take 0 than the reference's own takes are (`TakeSpread`), else the worst band of the
-metrics' published scales (`VERDICT_TABLE`): **acceptable**, **degraded** or **broken**.
-
-Example:
-    >>> VERDICTS
-    ('transparent', 'acceptable', 'degraded', 'broken')
-"""
+metrics' published scales (`VERDICT_TABLE`): **acceptable**, **degraded** or **broken**."""
 
 from __future__ import annotations
 

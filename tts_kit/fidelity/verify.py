@@ -1,11 +1,5 @@
 """`tts-kit verify`: does tts_kit's engine give the official package's audio on a bundle (or a
-converted copy's)? Same cases and noise on both sides; what is compared: docs/benchmarks.md.
-
-Example:
-    >>> report = verify("models/supertonic-3")  # doctest: +SKIP
-    >>> report.passed, report.worst_snr_db  # doctest: +SKIP
-    (True, inf)
-"""
+converted copy's)? Same cases and noise on both sides; what is compared: docs/benchmarks.md."""
 
 from __future__ import annotations
 

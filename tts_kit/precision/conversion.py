@@ -1,11 +1,5 @@
 """FP16 and INT8 conversion of a bundle (or any ``.onnx`` file): built aside, checked and
-moved into place; the source only read and hashed before and after (docs/benchmarks.md).
-
-Example:
-    >>> r = convert("supertonic-3", "supertonic-3-int8", to="int8", measure=False)  # doctest: +SKIP
-    >>> r.stages["vocoder"].ratio  # doctest: +SKIP
-    0.27
-"""
+moved into place; the source only read and hashed before and after (docs/benchmarks.md)."""
 
 from __future__ import annotations
 

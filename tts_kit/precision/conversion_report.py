@@ -1,10 +1,5 @@
 """The vocabulary of precision results: targets, fidelity thresholds and the report records
-(`StageReport`, `RunRecord`, `Fidelity`, `ConversionReport`); data only (`evaluate` measures).
-
-Example:
-    >>> TARGETS
-    ('fp16', 'int8')
-"""
+(`StageReport`, `RunRecord`, `Fidelity`, `ConversionReport`); data only (`evaluate` measures)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
 """Measure precisions: memory and latency in isolated processes, fidelity to FP32, and a
-copy against its source's noise floor. What each measures, and why: docs/benchmarks.md.
-
-Example:
-    >>> fidelity("standin-tiny", "standin-tiny-fp16", "fp16").passed  # doctest: +SKIP
-    True
-"""
+copy against its source's noise floor. What each measures, and why: docs/benchmarks.md."""
 
 from __future__ import annotations
 

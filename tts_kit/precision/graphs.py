@@ -1,11 +1,6 @@
 """The graph-level steps of a conversion: one ONNX file to FP16 or INT8 (`_convert_graph`),
 and the file safety around it (hashing, links, a free destination, checks that a
-written graph opens).
-
-Example:
-    >>> list(sha256_tree(__file__))
-    ['graphs.py']
-"""
+written graph opens)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
 """Conversion of a Piper voice (one graph) into a new voice directory, and its fidelity
-against the source (same texts, same seed, same noise).
-
-Example:
-    >>> sorted(PIPER_RECIPES)
-    ['fp16', 'int8', 'int8-dp32', 'int8-flow', 'sherpa-int8']
-"""
+against the source (same texts, same seed, same noise)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
 """The listener's verdict of a conversion, kept beside the converted copy (`save_verdict`)
-and read back by `read_verdict` (`tts-kit report`, `tts-kit info`).
-
-Example:
-    >>> VERDICT_FILE
-    'tts_kit_verdict.json'
-"""
+and read back by `read_verdict` (`tts-kit report`, `tts-kit info`)."""
 
 from __future__ import annotations
 
