@@ -1,10 +1,5 @@
 """How close two signals are: SNR, the log-mel spectrogram and its distance, MCD (numpy;
-why not librosa: docs/benchmarks.md).
-
-Example:
-    >>> snr_from_energies(100.0, 1.0)
-    20.0
-"""
+why not librosa: docs/benchmarks.md)."""
 
 from __future__ import annotations
 
@@ -144,20 +139,16 @@ def waveform_fidelity(
         raise TtsKitError(f"{len(reference)} reference waveforms but {len(candidate)} candidates")
     sig = err = 0.0
     dists = []
+    lengths = sum(map(len, reference)), sum(map(len, candidate))
     for r, c in zip(reference, candidate):
         n = min(len(r), len(c))
         r64, c64 = np.asarray(r[:n], np.float64), np.asarray(c[:n], np.float64)
         if not np.isfinite(c64).all():
-            return math.nan, math.nan, sum(map(len, reference)), sum(map(len, candidate))
+            return math.nan, math.nan, *lengths
         sig += float(np.sum(r64 * r64))
         err += float(np.sum((r64 - c64) ** 2))
         dists.append(log_mel_distance(r64, c64, sample_rate))
-    return (
-        snr_from_energies(sig, err),
-        float(np.mean(dists)) if dists else math.nan,
-        sum(len(r) for r in reference),
-        sum(len(c) for c in candidate),
-    )
+    return snr_from_energies(sig, err), (float(np.mean(dists)) if dists else math.nan), *lengths
 
 
 def mel_cepstrum(

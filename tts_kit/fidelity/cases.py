@@ -1,11 +1,5 @@
 """What `tts-kit verify` and the noise floor run and compare: the cases, the default
-English and Korean set, and the `Comparison` of paired outputs.
-
-Example:
-    >>> from tts_kit.fidelity.cases import default_cases
-    >>> [c.batch for c in default_cases(["M1", "F1"])]
-    [1, 2, 3, 1, 2, 3]
-"""
+English and Korean set, and the `Comparison` of paired outputs."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
 """Engines reused within one scope (`reuse_engines`), so a judgement builds the reference's
 engine once; outside one, `engine` builds a fresh engine and closes it. Every reading
-passes its own seed, so reuse changes no reading.
-
-Example:
-    >>> with reuse_engines():  # doctest: +SKIP
-    ...     with engine("piper:joe-us", preset) as a, engine("piper:joe-us", preset) as b:
-    ...         a is b
-    True
-"""
+passes its own seed, so reuse changes no reading."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
 """A model's noise floor (what legitimately varies: threads, graph fusions, batch padding,
-another noise draw), measured by `noise_floor`, and `Floor.verdict` on waveform `Distances`.
-
-Example:
-    >>> from tts_kit.fidelity.floor import FLOOR_READINGS
-    >>> FLOOR_READINGS[0]
-    'within the floor'
-"""
+another noise draw), measured by `noise_floor`, and `Floor.verdict` on waveform `Distances`."""
 
 from __future__ import annotations
 
@@ -22,7 +16,6 @@ from tts_kit.core.errors import TtsKitError
 from tts_kit.fidelity.audio_metrics import log_mel_distance, mel_cepstral_distortion
 from tts_kit.fidelity.cases import (
     Case,
-    CaseResult,
     Comparison,
     _db,
     _engine,
@@ -86,19 +79,6 @@ class Distances:
         dur = max(abs(len(r) - len(c)) for r, c in zip(ref, cand)) / sample_rate
         return Distances(wave.snr_db, float(np.mean(lmd)), float(np.mean(mcd)), dur)
 
-    @staticmethod
-    def of_results(results: Sequence[CaseResult]) -> Distances:
-        """Pooled over verify's case results (worst SNR, mean distances, worst length)."""
-        return Distances(
-            min((r.waveform.snr_db for r in results), default=math.nan),
-            float(np.mean([r.log_mel_db for r in results])),
-            float(np.mean([r.mcd_db for r in results])),
-            max(r.duration_change_s for r in results),
-        )
-
-    def finite(self) -> bool:
-        return not any(math.isnan(v) for v in (self.snr_db, self.log_mel_db, self.mcd_db))
-
     def worse_than(self, limit: Distances, factor: float = 1.0) -> list[str]:
         """What is further than ``factor`` x ``limit``'s distances (each line says so)."""
         out = []
@@ -137,7 +117,7 @@ class Floor:
 
     def verdict(self, d: Distances) -> tuple[str, list[str]]:
         """``(reading, reasons)``: within the floor, beyond the floor, or broken."""
-        if not d.finite():
+        if any(math.isnan(v) for v in (d.snr_db, d.log_mel_db, d.mcd_db)):
             return "broken", ["non-finite audio"]
         past_take = [r for r in d.worse_than(self.take, BROKEN_FRACTION)
                      if r.startswith(("log-mel", "MCD"))]

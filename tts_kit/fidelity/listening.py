@@ -1,12 +1,6 @@
 """A converted model judged as a listener would: perceptual and intelligibility metrics
 (`tts_kit.fidelity.quality`) against a scale taken from the unconverted model's own
-takes (`tts_kit.fidelity.quality_verdict`), as JSON-ready data (`judge_quality`).
-
-Example:
-    >>> q = judge_quality("piper:joe-us", "joe-fp16")  # doctest: +SKIP
-    >>> q["verdict"], q["decided_by"]  # doctest: +SKIP
-    ('transparent', 'pesq')
-"""
+takes (`tts_kit.fidelity.quality_verdict`), as JSON-ready data (`judge_quality`)."""
 
 from __future__ import annotations
 

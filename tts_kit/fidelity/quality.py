@@ -1,11 +1,6 @@
 """Perceptual and intelligibility metrics at 16 kHz (`quality_metrics` runs them all), each
 from a library in the optional ``quality`` extra (an absent one is skipped with a one-line
-note). Which libraries, and why: docs/benchmarks.md.
-
-Example:
-    >>> word_error_rate("the quick brown fox", "the quick brown box")
-    0.25
-"""
+note). Which libraries, and why: docs/benchmarks.md."""
 
 from __future__ import annotations
 
@@ -142,10 +137,6 @@ def dnsmos(wav: np.ndarray, sample_rate: int) -> dict[str, float]:
     return {**out, "p808": float(np.mean(p808_mos))}
 
 
-#: DNSMOS P.808's input features: mel bands, FFT size and hop.
-_P808_MELS, _P808_NFFT, _P808_HOP = 120, 321, 160
-
-
 def p808_features(segment: np.ndarray) -> np.ndarray:
     """DNSMOS P.808's input features of a 16 kHz ``segment`` as librosa computes them
     (mel power in dB against the maximum, 80 dB floor, ``(dB + 40) / 40``): (frames, 120).
@@ -155,13 +146,13 @@ def p808_features(segment: np.ndarray) -> np.ndarray:
         (100, 120)
     """
     x = np.asarray(segment, np.float64).ravel()
-    n, hop, half = _P808_NFFT, _P808_HOP, _P808_NFFT // 2
-    padded = np.pad(x, half)
+    n, hop = 321, 160  # FFT size and hop (120 mel bands)
+    padded = np.pad(x, n // 2)
     count = 1 + (padded.size - n) // hop
     frames = np.lib.stride_tricks.sliding_window_view(padded, n)[::hop][:count]
     window = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(n) / n)  # periodic Hann
     power = np.abs(np.fft.rfft(frames * window, n=n, axis=1)) ** 2
-    mel = power @ mel_filterbank(RATE, n, _P808_MELS, slaney=True).T
+    mel = power @ mel_filterbank(RATE, n, 120, slaney=True).T
     db = 10.0 * np.log10(np.maximum(mel, 1e-10))
     db -= 10.0 * np.log10(max(float(mel.max(initial=0.0)), 1e-10))
     db = np.maximum(db, db.max(initial=0.0) - 80.0)

@@ -1,11 +1,6 @@
 """Verdicts a listener would agree with: **transparent** when the candidate is no further
 from take 0 than the reference's own takes are (`TakeSpread`), else the worst band of the
-metrics' published scales (`VERDICT_TABLE`): **acceptable**, **degraded** or **broken**.
-
-Example:
-    >>> VERDICTS
-    ('transparent', 'acceptable', 'degraded', 'broken')
-"""
+metrics' published scales (`VERDICT_TABLE`): **acceptable**, **degraded** or **broken**."""
 
 from __future__ import annotations
 
@@ -67,11 +62,6 @@ class TakeSpread:
                 "transcripts": self.transcripts, "reference_dnsmos": self.reference_dnsmos}
 
 
-def _worst(values: Sequence[float], higher_better: bool) -> float:
-    finite = [v for v in values if not math.isnan(v)]
-    return (min if higher_better else max)(finite, default=math.nan)
-
-
 def take_spread(takes: Sequence[Sequence[np.ndarray]], sample_rate: int, *,
                 skip: Sequence[str] = ()) -> TakeSpread:
     """The spread of the reference across ``takes`` (lists of waveforms of the same texts):
@@ -94,8 +84,8 @@ def take_spread(takes: Sequence[Sequence[np.ndarray]], sample_rate: int, *,
     worst = QualityMetrics(notes=per[0].notes)
     for name, higher in {**_SPREAD_METRICS, "dnsmos_ovrl": True, "dnsmos_p808": True}.items():
         vals = [getattr(m, name) for m in per]
-        setattr(worst, name, _worst([abs(v) for v in vals] if name == "dnsmos_drop" else vals,
-                                    higher))
+        finite = [abs(v) if name == "dnsmos_drop" else v for v in vals if not math.isnan(v)]
+        setattr(worst, name, (min if higher else max)(finite, default=math.nan))
     return TakeSpread(worst, len(takes), per, heard, d_ref, list(takes[0]), int(sample_rate))
 
 

@@ -1,11 +1,5 @@
 """`tts-kit verify`: does tts_kit's engine give the official package's audio on a bundle (or a
-converted copy's)? Same cases and noise on both sides; what is compared: docs/benchmarks.md.
-
-Example:
-    >>> report = verify("models/supertonic-3")  # doctest: +SKIP
-    >>> report.passed, report.worst_snr_db  # doctest: +SKIP
-    (True, inf)
-"""
+converted copy's)? Same cases and noise on both sides; what is compared: docs/benchmarks.md."""
 
 from __future__ import annotations
 
@@ -94,8 +88,13 @@ class VerifyReport:
 
     @property
     def distances(self) -> Distances:
-        """The candidate's audio against the reference's, pooled over the cases."""
-        return Distances.of_results(self.results)
+        """The candidate's audio against the reference's, pooled over the cases (worst SNR,
+        mean distances, worst length)."""
+        rs = self.results
+        return Distances(min((r.waveform.snr_db for r in rs), default=math.nan),
+                         float(np.mean([r.log_mel_db for r in rs])),
+                         float(np.mean([r.mcd_db for r in rs])),
+                         max(r.duration_change_s for r in rs))
 
     @property
     def verdict(self) -> tuple[str, list[str]] | None:
@@ -113,8 +112,7 @@ class VerifyReport:
         """One line per comparison outside the tolerance."""
         out = []
         for r in self.results:
-            parts = {**r.stages, "waveform": r.waveform}
-            for name, c in parts.items():
+            for name, c in {**r.stages, "waveform": r.waveform}.items():
                 if not (c.snr_db >= self.min_snr_db):
                     out.append(f"{r.case.label()}: {name} SNR {c.snr_db:.1f} dB < "
                                f"{self.min_snr_db:g} dB")
@@ -176,13 +174,11 @@ class VerifyReport:
                       else f"verdict: {verdict}",
                       *[f"  {w}" for w in why]]
         bad = self.failures()
-        lines.append("")
-        lines.append(("float-rounding tolerance (conformance, not the verdict of a lossy copy): "
-                      if self.quality else "")
-                     + ("PASS: within tolerance" if self.passed else
-                        f"FAIL: {len(bad)} comparison(s) outside tolerance" if bad else
-                        "FAIL: nothing compared"))
-        lines += [f"  {b}" for b in bad[:20]]
+        lines += ["", ("float-rounding tolerance (conformance, not the verdict of a lossy copy): "
+                       if self.quality else "")
+                  + ("PASS: within tolerance" if self.passed else
+                     f"FAIL: {len(bad)} comparison(s) outside tolerance" if bad else
+                     "FAIL: nothing compared"), *[f"  {b}" for b in bad[:20]]]
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,11 +1,5 @@
 """FP16 and INT8 conversion of a bundle (or any ``.onnx`` file): built aside, checked and
-moved into place; the source only read and hashed before and after (docs/benchmarks.md).
-
-Example:
-    >>> r = convert("supertonic-3", "supertonic-3-int8", to="int8", measure=False)  # doctest: +SKIP
-    >>> r.stages["vocoder"].ratio  # doctest: +SKIP
-    0.27
-"""
+moved into place; the source only read and hashed before and after (docs/benchmarks.md)."""
 
 from __future__ import annotations
 
@@ -378,23 +372,21 @@ def random_feeds(sess: ort.InferenceSession, seed: int = 0, dynamic: int = 4) ->
             raise TtsKitError(f"input '{i.name}' has type {i.type}; no random input for it")
         shape = [d if isinstance(d, int) and d > 0 else dynamic for d in i.shape]
         dt = _ORT_NP[i.type]
-        floating = np.issubdtype(dt, np.floating)
-        feeds[i.name] = rng.standard_normal(shape).astype(dt) if floating else np.zeros(shape, dt)
+        feeds[i.name] = (rng.standard_normal(shape).astype(dt) if np.issubdtype(dt, np.floating)
+                         else np.zeros(shape, dt))
     return feeds
 
 
 def _compare_outputs(report: ConversionReport, src_p: Path, dst_p: Path) -> None:
     try:
-        ref = _open_check(src_p)
-        cand = _open_check(dst_p)
+        ref, cand = _open_check(src_p), _open_check(dst_p)
         feeds = random_feeds(ref)
         types = {i.name: _ORT_NP.get(i.type) for i in cand.get_inputs()}
         cfeeds = {k: v.astype(types[k]) if types.get(k) is not None else v
                   for k, v in feeds.items()}
-        names = [o.name for o in ref.get_outputs()]
-        for name, a, b in zip(names, ref.run(None, feeds), cand.run(None, cfeeds)):
+        for out, a, b in zip(ref.get_outputs(), ref.run(None, feeds), cand.run(None, cfeeds)):
             if np.issubdtype(np.asarray(a).dtype, np.floating):
-                report.output_snr_db[name] = snr_db(a, np.asarray(b, np.float32))
+                report.output_snr_db[out.name] = snr_db(a, np.asarray(b, np.float32))
     except Exception as exc:  # any model: inputs we cannot invent are a note, not a failure
         report.notes.append(f"output comparison skipped: {type(exc).__name__}: {exc}")
 

@@ -1,10 +1,5 @@
 """The vocabulary of precision results: targets, fidelity thresholds and the report records
-(`StageReport`, `RunRecord`, `Fidelity`, `ConversionReport`); data only (`evaluate` measures).
-
-Example:
-    >>> TARGETS
-    ('fp16', 'int8')
-"""
+(`StageReport`, `RunRecord`, `Fidelity`, `ConversionReport`); data only (`evaluate` measures)."""
 
 from __future__ import annotations
 
@@ -391,9 +386,7 @@ class ConversionReport:
         d["stages"] = {k: StageReport(**s) for k, s in d.get("stages", {}).items()}
         d["runs"] = [RunRecord.from_dict(r) for r in d.get("runs", [])]
         d["fidelity"] = {k: Fidelity.from_dict(f) for k, f in d.get("fidelity", {}).items()}
-        d["output_snr_db"] = {
-            k: math.nan if v is None else v for k, v in d.get("output_snr_db", {}).items()
-        }
+        d["output_snr_db"] = {k: _num(v) for k, v in d.get("output_snr_db", {}).items()}
         return cls(**d)
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -467,11 +460,8 @@ def format_runs(runs: Sequence[RunRecord], reference: str = "fp32") -> str:
 
     def cell(v: float | None, ref: float | None, width: int, fmt: str) -> str:
         num = "n/a" if v is None or not math.isfinite(v) else format(v, fmt)
-        if ref is None or v is None or not (math.isfinite(v) and math.isfinite(ref)) or not ref:
-            ratio = "n/a"
-        else:
-            ratio = f"{v / ref:.2f}"
-        return f"{num:>{width}}{ratio:>5}"
+        bad = ref is None or num == "n/a" or not math.isfinite(ref) or not ref
+        return f"{num:>{width}}{'n/a' if bad else format(v / ref, '.2f'):>5}"
 
     for r in runs:
         ref = refs.get(r.provider)

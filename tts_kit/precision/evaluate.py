@@ -1,10 +1,5 @@
 """Measure precisions: memory and latency in isolated processes, fidelity to FP32, and a
-copy against its source's noise floor. What each measures, and why: docs/benchmarks.md.
-
-Example:
-    >>> fidelity("standin-tiny", "standin-tiny-fp16", "fp16").passed  # doctest: +SKIP
-    True
-"""
+copy against its source's noise floor. What each measures, and why: docs/benchmarks.md."""
 
 from __future__ import annotations
 
@@ -260,10 +255,6 @@ def measure_conversion(report: ConversionReport, spec: MeasureSpec | None = None
 PIPER_TEXTS = QUALITY_TEXTS
 
 
-def _wavs(engine: Any, texts: Sequence[str], seed: int) -> list[np.ndarray]:
-    return [r.wav for r in engine.synthesize_batch(list(texts), seed=seed)]
-
-
 def piper_distances(reference: Any, candidate: Any, texts: Sequence[str] = PIPER_TEXTS,
                     seed: int = 0) -> Any:
     """`tts_kit.fidelity.floor.Distances` of a Piper voice's converted copy from the voice
@@ -277,7 +268,8 @@ def piper_distances(reference: Any, candidate: Any, texts: Sequence[str] = PIPER
 
     with engine(reference, default_preset()) as ref_engine, \
             engine(candidate, default_preset()) as cand_engine:
-        ref, cand = _wavs(ref_engine, texts, seed), _wavs(cand_engine, texts, seed)
+        ref, cand = ([r.wav for r in e.synthesize_batch(list(texts), seed=seed)]
+                     for e in (ref_engine, cand_engine))
         return Distances.of(ref, cand, ref_engine.bundle.sample_rate)
 
 
@@ -400,12 +392,10 @@ class CopyCheck:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: model, against, distances, problems, the verdict (`verdict`), the
         listener's details (``quality``) and the floor's conformance figure."""
-        out: dict[str, Any] = {"model": self.model, "against": self.against,
-                               "distances": asdict(self.distances), "problems": self.problems}
-        if self.verdict:
-            out["verdict"] = self.verdict[0]
-        extra = {"conformance": self.conformance, "quality": self.quality}
-        return json_safe({**out, **{k: v for k, v in extra.items() if v is not None}})
+        out = {"model": self.model, "against": self.against, "distances": asdict(self.distances),
+               "problems": self.problems, "verdict": (self.verdict or (None,))[0],
+               "conformance": self.conformance, "quality": self.quality}
+        return json_safe({k: v for k, v in out.items() if v is not None})  # None: not measured
 
 
 def verify_piper_copy(model: Any, against: str, *, min_snr_db: float = 60.0,

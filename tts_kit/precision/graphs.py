@@ -1,11 +1,6 @@
 """The graph-level steps of a conversion: one ONNX file to FP16 or INT8 (`_convert_graph`),
 and the file safety around it (hashing, links, a free destination, checks that a
-written graph opens).
-
-Example:
-    >>> list(sha256_tree(__file__))
-    ['graphs.py']
-"""
+written graph opens)."""
 
 from __future__ import annotations
 
@@ -96,12 +91,11 @@ def _check_dst_free(dst: Path, kind: str) -> None:
     if dst.is_symlink():  # dangling or not: os.replace cannot put the output there
         raise TtsKitError(f"{dst}: is a symbolic link (to {os.readlink(dst)}); give a new path "
                          "that is not a link")
-    if kind == "onnx":
-        if dst.exists():
-            raise TtsKitError(f"{dst}: already exists; give a new output file path")
-        return
-    # A file, a full directory, a place that takes no new directory: one line each, now.
-    atomic.check_dir_destination(dst)
+    if kind != "onnx":
+        # A file, a full directory, a place that takes no new directory: one line each, now.
+        atomic.check_dir_destination(dst)
+    elif dst.exists():
+        raise TtsKitError(f"{dst}: already exists; give a new output file path")
 
 
 def _write_config(path: Path, cfg: dict[str, Any], report: Any, record: dict[str, Any]) -> None:
@@ -115,17 +109,10 @@ def _write_config(path: Path, cfg: dict[str, Any], report: Any, record: dict[str
 
 
 def _graph_bytes(path: Path) -> int:
-    return path.stat().st_size + sum(
-        p.stat().st_size for p in path.parent.glob(f"{path.name}.data*")
-    )
+    return sum(p.stat().st_size for p in [path, *path.parent.glob(f"{path.name}.data*")])
 
 
 # -- the converters ---------------------------------------------------------------------
-
-
-def _strip_added_value_info(model: onnx.ModelProto, keep: set[str]) -> None:
-    """Drop the shape annotations the converters add (metadata ORT infers again on load)."""
-    _refill(model.graph.value_info, [vi for vi in model.graph.value_info if vi.name in keep])
 
 
 def _refill(field: Any, items: list[Any]) -> None:
@@ -163,7 +150,8 @@ def _convert_graph(
     model = convert_float_to_float16(source, keep_io_types=keep_io_types,
                                      op_block_list=blocked, node_block_list=keep or None)
     del source
-    _strip_added_value_info(model, keep_vi)
+    # Drop the shape annotations the converter added (metadata ORT infers again on load).
+    _refill(model.graph.value_info, [vi for vi in model.graph.value_info if vi.name in keep_vi])
     casts = sum(n.op_type == "Cast" for n in model.graph.node) - casts_before
     _save_model(model, dst)
     return {"Cast": casts}, 0
@@ -212,7 +200,7 @@ def _quantize_int8(src: Path, dst: Path, op_block_list: Sequence[str] | None,
                          per_channel=True, weight_type=QuantType.QInt8,
                          nodes_to_exclude=exclude, extra_options={"MatMulConstBOnly": True})
         model = onnx.load(str(Path(tmp) / "q.onnx"))
-    _strip_added_value_info(model, keep_vi)
+    _refill(model.graph.value_info, [vi for vi in model.graph.value_info if vi.name in keep_vi])
     out_names = {i.name for i in model.graph.initializer}
     ops = Counter(op for name, op in consumer.items() if f"{name}_quantized" in out_names)
     _save_model(model, dst)
@@ -235,22 +223,20 @@ def _copy_graph(src: Path, dst: Path) -> None:
             shutil.copyfile(data, dst.parent / data.name.replace(src.name, dst.name, 1))
 
 
-def _not_advice(record: logging.LogRecord) -> bool:
-    # The quantisers' "Please consider ..." pre-processing advice, and (every op type)
-    # one page per integer tensor left alone.
-    return not str(record.msg).startswith(("Please consider", "Inference failed or "
-                                           "unsupported type to quantize"))
-
-
 @contextlib.contextmanager
 def _without_preprocess_advice() -> Iterator[None]:
     """Silence the quantisers' per-call root-logger advice to run ``quant_pre_process`` (it
-    would rewrite the graph; the result is judged by its measured fidelity instead)."""
-    logging.getLogger().addFilter(_not_advice)
+    would rewrite the graph; the result is judged by its measured fidelity instead) and
+    (every op type) their page per integer tensor left alone."""
+    def not_advice(record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(("Please consider", "Inference failed or "
+                                               "unsupported type to quantize"))
+
+    logging.getLogger().addFilter(not_advice)
     try:
         yield
     finally:
-        logging.getLogger().removeFilter(_not_advice)
+        logging.getLogger().removeFilter(not_advice)
 
 
 def _precision_of(path: Path) -> str:
@@ -271,9 +257,8 @@ def _check_float32(found: str, name: str) -> None:
     # Converting twice compounds the error, and FP16 over INT8 breaks the quantisation
     # scales; always start from the FP32 original.
     if found != "float32":
-        raise TtsKitError(
-            f"{name}: weights are already {found}; convert from the FP32 original instead"
-        )
+        raise TtsKitError(f"{name}: weights are already {found}; convert from the FP32 "
+                         "original instead")
 
 
 def _copy_regular(src: Path, dst: Path) -> None:

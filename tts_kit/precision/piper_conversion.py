@@ -1,10 +1,5 @@
 """Conversion of a Piper voice (one graph) into a new voice directory, and its fidelity
-against the source (same texts, same seed, same noise).
-
-Example:
-    >>> sorted(PIPER_RECIPES)
-    ['fp16', 'int8', 'int8-dp32', 'int8-flow', 'sherpa-int8']
-"""
+against the source (same texts, same seed, same noise)."""
 
 from __future__ import annotations
 
@@ -90,7 +85,9 @@ def convert_piper(
     if dst_p.resolve().is_relative_to(src_dir):  # the directory itself included
         raise TtsKitError(f"{dst}: the output must be outside the voice's directory {src_dir}")
     _check_float32(bundle.stages[STAGE].precision, bundle.model_file.name)
-    as_file = _check_voice_dst(dst_p)
+    as_file = dst_p.suffix == ".onnx"  # that graph with its config beside it; else a directory
+    for free in [dst_p, _config_beside(dst_p)] if as_file else [dst_p]:
+        _check_dst_free(free, "onnx" if as_file else "bundle")
     files = [bundle.model_file, bundle.config_file]
     extra = [f for f in sorted(src_dir.iterdir()) if f.is_file() and not f.is_symlink()
              and f not in files and f.suffix not in (".onnx", ".json", ".py", ".pyc")
@@ -115,16 +112,6 @@ def convert_piper(
             bundle, dst_p, to, texts=spec.texts, seed=spec.seed)
         report.texts, report.seed, report.steps = list(spec.texts or DEFAULT_TEXTS), spec.seed, 1
     return report
-
-
-def _check_voice_dst(dst_p: Path) -> bool:
-    """Check the destination is free; True for a file (``*.onnx``), False for a directory."""
-    if dst_p.suffix != ".onnx":
-        _check_dst_free(dst_p, "bundle")
-        return False
-    _check_dst_free(dst_p, "onnx")
-    _check_dst_free(_config_beside(dst_p), "onnx")
-    return True
 
 
 def _config_beside(graph: Path) -> Path:

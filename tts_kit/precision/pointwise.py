@@ -1,12 +1,6 @@
 """Pointwise convolutions as matrix multiplies (`pointwise_to_matmul`), so the ``int8-pw``
 recipe's dynamic INT8 of MatMul and Gather weights runs integer GEMM kernels. Why:
-docs/benchmarks.md.
-
-Example:
-    >>> import onnx
-    >>> pointwise_to_matmul(onnx.load("vocoder.onnx"))  # doctest: +SKIP
-    1
-"""
+docs/benchmarks.md."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
 """Per-stage precision recipes (`RECIPES`; what each does: docs/benchmarks.md), and whether
-an INT8 graph really runs integer kernels (`kernel_report`).
-
-Example:
-    >>> sorted(RECIPES)
-    ['fp16', 'int8', 'int8-dp32', 'int8-pw', 'sherpa-int8']
-    >>> RECIPES["sherpa-int8"]["text_encoder"]
-    'copy'
-"""
+an INT8 graph really runs integer kernels (`kernel_report`)."""
 
 from __future__ import annotations
 

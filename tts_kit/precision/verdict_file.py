@@ -1,10 +1,5 @@
 """The listener's verdict of a conversion, kept beside the converted copy (`save_verdict`)
-and read back by `read_verdict` (`tts-kit report`, `tts-kit info`).
-
-Example:
-    >>> VERDICT_FILE
-    'tts_kit_verdict.json'
-"""
+and read back by `read_verdict` (`tts-kit report`, `tts-kit info`)."""
 
 from __future__ import annotations
 
@@ -18,8 +13,6 @@ from tts_kit.core import atomic
 
 #: The file a converted directory keeps its verdict in.
 VERDICT_FILE = "tts_kit_verdict.json"
-#: What `save_verdict` keeps of `judge_quality`'s result (the metrics, not the raw takes).
-_KEPT = ("verdict", "decided_by", "reasons", "metrics", "notes")
 
 
 def verdict_path(copy: str | os.PathLike[str]) -> Path:
@@ -42,7 +35,8 @@ def save_verdict(copy: str | os.PathLike[str], quality: Mapping[str, Any], *,
         >>> save_verdict("out-fp16", report.quality, recipe="fp16")  # doctest: +SKIP
         PosixPath('out-fp16/tts_kit_verdict.json')
     """
-    data = {k: quality[k] for k in _KEPT if k in quality}
+    kept = ("verdict", "decided_by", "reasons", "metrics", "notes")  # not the raw takes
+    data = {k: quality[k] for k in kept if k in quality}
     data.update({"recipe": recipe, "source": source})
     dst = verdict_path(copy)
     with atomic.atomic_file(dst) as tmp:
