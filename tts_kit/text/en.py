@@ -120,8 +120,12 @@ def _money(amount: str, cur: Currency, mag: str | None) -> str:
 
 
 def _clock(h: int, mi: int, s: int | None, ap: str | None) -> str:
-    if s is not None and not ap:
-        return _duration(h, mi, s)
+    if s is not None and not ap:  # 1:01:01: one hour one minute and one second
+        parts = [nw.en_count(v, name) for v, name in ((h, "hour"), (mi, "minute"), (s, "second"))
+                 if v]
+        if not parts:
+            return "zero seconds"
+        return parts[0] if len(parts) == 1 else " ".join(parts[:-1]) + " and " + parts[-1]
     words = nw.en_cardinal(h)
     if mi:
         words += " " + (f"oh {nw.en_cardinal(mi)}" if mi < 10 else nw.en_cardinal(mi))
@@ -132,15 +136,6 @@ def _clock(h: int, mi: int, s: int | None, ap: str | None) -> str:
     if ap:
         words += " A M" if ap[0] in "Aa" else " P M"
     return words
-
-
-def _duration(h: int, mi: int, s: int) -> str:
-    """1:01:01 -> one hour one minute and one second (zero parts left out)."""
-    parts = [nw.en_count(v, name) for v, name in ((h, "hour"), (mi, "minute"), (s, "second"))
-             if v]
-    if not parts:
-        return "zero seconds"
-    return parts[0] if len(parts) == 1 else " ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def _per(words: str, key: str) -> str:
@@ -404,12 +399,8 @@ _NAMES = {"qn": "number"}
 
 _numeric = make_numeric(_HANDLERS, _plain)
 
-_WEB_WORDS = g.WebWords(
-    tables.EN_WEB_SIGNS,
-    lambda t: " ".join(t.upper()),
-    nw.en_digits,
-    {k: k for k in ("com", "org", "net", "gov", "info", "app", "dev")},
-)
+_WEB_WORDS = g.WebWords(tables.EN_WEB_SIGNS, lambda t: " ".join(t.upper()), nw.en_digits,
+                        {k: k for k in ("com", "org", "net", "gov", "info", "app", "dev")})
 
 
 def rules(lexicon: Lexicon) -> list[Step]:

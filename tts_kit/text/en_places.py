@@ -67,13 +67,10 @@ def _pair(two: str) -> str:
 
 
 def _street(m: re.Match[str]) -> str:
-    words = [house_number(m["n"])] + ([m["l"]] if m["l"] else [])
-    if m["d"]:
-        words.append(_DIRECTIONS[m["d"]])
-    for w in m["name"].split():
-        words.append(nw.en_ordinal(int(w[:-2])) if w[0].isdigit() else w)
-    words.append(_SUFFIX[m["s"].lower()])
-    return " ".join(words + ([_DIRECTIONS[m["d2"]]] if m["d2"] else []))
+    name = [nw.en_ordinal(int(w[:-2])) if w[0].isdigit() else w for w in m["name"].split()]
+    words = [house_number(m["n"]), m["l"], _DIRECTIONS.get(m["d"]), *name,
+             _SUFFIX[m["s"].lower()], _DIRECTIONS.get(m["d2"])]
+    return " ".join(w for w in words if w)
 
 
 #: 2450 N Oak Ave -> twenty-four fifty North Oak Avenue.
