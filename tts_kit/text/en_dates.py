@@ -82,8 +82,7 @@ _DATE_NEXT = re.compile(
 
 
 def _day_month(m: re.Match[str]) -> str:
-    """A weekday or month abbreviation in full: Thu -> Thursday, Mon-Fri -> Monday to
-    Friday; a word first (Sat down, may, the Sun) is left alone."""
+    """Thu -> Thursday, Mon-Fri -> Monday to Friday; words (Sat down, may) left alone."""
     a, b = m["a"], m["b"]
     if b:
         end = "." if m["dot2"] and SENTENCE_NEXT.match(m.string, m.end()) else ""

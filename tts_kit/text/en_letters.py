@@ -79,8 +79,7 @@ _ROMAN_NUMERAL = re.compile(
 
 
 def _roman(m: re.Match[str]) -> str:
-    """Chapter IV -> Chapter four; Louis XIV -> Louis the fourteenth; XIX century ->
-    nineteenth century. "I" and "MIX" elsewhere are words, not numerals."""
+    """Chapter IV -> Chapter four; Louis XIV -> Louis the fourteenth; XIX century too."""
     if m["head"]:
         if len(m["hr"]) == 1 and m["hr"] in "LCDM":
             return m.group(0)  # Appendix C, Part D: a letter
@@ -104,8 +103,7 @@ _CAPITALISED_WORD = re.compile(r"(?:^|\s)([A-Z][a-z]+) $")
 
 
 def _any_name(m: re.Match[str]) -> str:
-    """A name and a Roman numeral: a regnal ordinal (Adolphus II -> ... the second), unless
-    a title's (Rocky IV) or no name (Can I); a single I, V or X needs two names (Mansa Musa I)."""
+    """Adolphus II -> the second, not Rocky IV, Can I; I, V, X after two names (Mansa Musa I)."""
     name, num = m["gname"], m["gr"]
     if name in _SEQUELS or name in _NOT_NAMES:
         return m.group(0)
@@ -156,8 +154,7 @@ _NUMBER_BEFORE = re.compile(r"\d\s?$")
 
 
 def _slash(m: re.Match[str]) -> str:
-    """"or" between lower-case words (on/off -> on or off; and/or -> and or), "slash"
-    otherwise (TCP/IP); a unit after a number (5 km/h) is left to the number rules."""
+    """on/off -> on or off, TCP/IP -> TCP slash IP; a unit (5 km/h) is left alone."""
     if _NUMBER_BEFORE.search(m.string[max(0, m.start() - 2) : m.start()]):
         return m.group(0)
     words = m.group(0).split("/")

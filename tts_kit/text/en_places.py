@@ -104,8 +104,7 @@ _VANITY = re.compile(r"(?=1)(?<![\w-])1-8(?P<toll>\d\d)-(?P<w>[A-Z]{2,}(?:-[A-Z]
 
 
 def _vanity(m: re.Match[str]) -> str:
-    """1-800-FLOWERS -> one eight hundred flowers; 1-888-GO-FEDEX -> one eight eight
-    eight go fedex."""
+    """1-800-FLOWERS -> one eight hundred flowers; 1-888-GO-FEDEX -> ... go fedex."""
     toll = "eight hundred" if m["toll"] == "00" else nw.en_digits("8" + m["toll"])
     return f"one {toll} {m['w'].replace('-', ' ').lower()}"
 

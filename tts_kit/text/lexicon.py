@@ -84,9 +84,7 @@ def _class(chars: Iterable[str]) -> str:
 
 
 def _shared_end(lasts: set[str]) -> str | None:
-    """One end check after the whole trie, chosen by the term's last character (cheaper
-    to compile than one after each term; docs/architecture.md); None where it could be
-    inexact (a last character neither ASCII nor Hangul)."""
+    """One end check after the trie, by last character; None unless ASCII or Hangul."""
     if any(not c.isascii() and not _is_hangul(c) for c in lasts):
         return None
     groups: dict[str, set[str]] = {}

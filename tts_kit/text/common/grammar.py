@@ -221,7 +221,7 @@ class Words:
 
     Example:
         >>> Words(str, lambda *a: "", lambda *a: "", {"-": "minus "}, " to ", " to ",
-        ...       lambda r, p: r, str, " point ", "version ").sign("-")
+        ...       lambda r, p: r, str, " point ", "version ").signs["-"]
         'minus '
     """
 
@@ -235,9 +235,6 @@ class Words:
     number: Callable[[str], str]  #: one number as written
     point: str  #: between the parts of a version (" point ")
     version: str  #: a ``v`` before a version ("version ")
-
-    def sign(self, s: str | None) -> str:
-        return self.signs[s]
 
 
 def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
@@ -264,7 +261,7 @@ def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
 
     def currency(m: re.Match[str]) -> str:
         cur = tables.PREFIXED_DOLLARS[m["cpre"]] if m["cpre"] else CURRENCIES[m["csym"]]
-        words = w.sign(m["csg"]) + w.money(m["cn"], cur, m["cmag"])
+        words = w.signs[m["csg"]] + w.money(m["cn"], cur, m["cmag"])
         if m["cn2"]:
             words += w.to + w.money(m["cn2"], cur, m["cmag2"])  # $5-$10
         # After an amount "/m" is a month ($20/m), after a unit a meter (5 kg/m).
@@ -272,7 +269,7 @@ def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
 
     def currency_code(m: re.Match[str]) -> str:
         kept, sign = lead(m)
-        return kept + w.sign(sign) + w.money(m["qn"], CURRENCY_CODES[m["ccode"]], None)
+        return kept + w.signs[sign] + w.money(m["qn"], CURRENCY_CODES[m["ccode"]], None)
 
     def code_first(m: re.Match[str]) -> str:
         return w.money(m["fn"], CURRENCY_CODES[m["fcode"]], m["fmag"])
@@ -281,7 +278,7 @@ def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
         kept, sign = lead(m)
         n = m["qn"]
         if sign or not n.isdigit() or int(n) > 24:
-            return kept + w.sign(sign) + w.number(n) + " " + m["aap"]
+            return kept + w.signs[sign] + w.number(n) + " " + m["aap"]
         return kept + w.clock(int(n), 0, None, m["aap"])
 
     def groups(m: re.Match[str]) -> str:
@@ -290,7 +287,7 @@ def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
 
     def ratio(m: re.Match[str]) -> str:
         kept, sign = lead(m)
-        return f"{kept}{w.sign(sign)}{w.number(m['qn'])}{w.ratio}{w.number(m['qb'])}"
+        return f"{kept}{w.signs[sign]}{w.number(m['qn'])}{w.ratio}{w.number(m['qb'])}"
 
     def version(m: re.Match[str]) -> str:
         v = m["vv"] or m["vv2"]
