@@ -24,18 +24,11 @@ _MARKS = frozenset(
 _LATIN_SPECIAL = "ßæÆøØœŒðÐþÞđĐłŁħĦıŋ"
 
 
-def _latin_letters() -> str:
-    out = set(string.ascii_letters + _LATIN_SPECIAL)
-    for ch in map(chr, [*range(0xC0, 0x250), *range(0x1E00, 0x1F00)]):
-        parts = unicodedata.normalize("NFKD", ch)
-        if unicodedata.category(ch)[0] == "L" and all(
-                p in string.ascii_letters or p in _MARKS for p in parts):
-            out.add(ch)
-    return "".join(sorted(out))
-
-
 #: Latin letters the output may keep.
-LATIN = _latin_letters()
+LATIN = "".join(sorted({*string.ascii_letters, *_LATIN_SPECIAL} | {
+    ch for ch in map(chr, [*range(0xC0, 0x250), *range(0x1E00, 0x1F00)])
+    if unicodedata.category(ch)[0] == "L"
+    and all(p in string.ascii_letters or p in _MARKS for p in unicodedata.normalize("NFKD", ch))}))
 #: Modern Hangul: syllables, compatibility Jamo (less two the indexer lacks after NFKD),
 #: and conjoining Jamo (NFKC turns compatibility Jamo into these).
 HANGUL_RANGES = (

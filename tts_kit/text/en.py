@@ -395,7 +395,6 @@ _HANDLERS = {
     "fraction": _fraction, "root": _root, "qn": _number,
     "bare_per": lambda m: g.lead(m)[0] + _per(nw.en_number(m["qn"]), m["bper"]),
 }
-_NAMES = {"qn": "number"}
 
 _numeric = make_numeric(_HANDLERS, _plain)
 
@@ -426,7 +425,7 @@ def rules(lexicon: Lexicon) -> list[Step]:
         en_places.STREET,
         en_places.UNIT_NO,
         en_letters.SLASH,
-        Rule("number", NUMERIC, _numeric, by_group=True, aliases=_NAMES),
+        Rule("number", NUMERIC, _numeric, by_group=True, aliases={"qn": "number"}),
         en_letters.ROMAN,
         en_letters.acronyms,
         en_letters.SYMBOL,

@@ -65,13 +65,11 @@ _VOWELS = frozenset("AEIOUY")
 _CAPS_WORDS = frozenset(EN_WORDS["caps_word"])
 #: Words before a Roman numeral that numbers a part: read as a cardinal (Chapter IV).
 _HEADINGS = EN_WORDS["heading"]
-#: Given names of rulers and popes: a Roman numeral after them is a regnal ordinal.
-_REGNAL = EN_WORDS["regnal"]
 _ROMAN_ANY = r"(?=[MDCLXVI])M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})"
 _ROMAN_NUMERAL = re.compile(
     r"(?=[A-Z])(?<![A-Za-z'])(?:"
     rf"(?P<head>{trie_alt(_HEADINGS + [h.upper() for h in _HEADINGS])})\.?\s(?P<hr>{_ROMAN_ANY})"
-    rf"|(?P<reg>{trie_alt(_REGNAL)})\s(?P<rr>{_ROMAN_ANY})"
+    rf"|(?P<reg>{trie_alt(EN_WORDS['regnal'])})\s(?P<rr>{_ROMAN_ANY})"  # a ruler or pope
     rf"|(?P<gname>[A-Z][a-z]+)\s(?P<gr>{_ROMAN_ANY})"
     rf"|(?P<cr>{_ROMAN_ANY})(?=\s(?:[Cc]entur(?:y|ies)|CENTURY)\b)"
     r")(?![A-Za-z0-9'])"

@@ -369,8 +369,6 @@ _HANDLERS = {
     "unit": _unit_h, "ordinal": _ordinal, "times": _times, "counter": _counter_h,
     "fraction": _fraction, "root": _root, "qn": _number,
 }
-#: Trace names of the alternatives whose group name is not the rule's.
-_NAMES = {"qn": "number"}
 _numeric = make_numeric(_HANDLERS, _plain)
 
 
@@ -387,8 +385,8 @@ def numbers(text: str, steps: Steps) -> str:
     for m in NUMERIC.finditer(text):
         rep = _numeric(m)
         if steps is not None and rep != m.group(0):
-            steps.append(TraceStep(_NAMES.get(m.lastgroup or "", m.lastgroup or "number"),
-                                   m.group(0), rep))
+            name = m.lastgroup if m.lastgroup not in (None, "qn") else "number"
+            steps.append(TraceStep(name, m.group(0), rep))
         out.append(text[pos : m.start()])
         out.append(rep)
         pos = m.end()

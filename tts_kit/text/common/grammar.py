@@ -1,13 +1,5 @@
 """The numeric grammar both languages share (numbers, times, ranges, phones, money,
-addresses), with the same group names in both, and the `handlers` that read them.
-
-Example:
-    >>> from tts_kit.text.common import grammar
-    >>> grammar.parse_time("10:30"), grammar.parse_time("25:00")
-    ((10, 30, None), None)
-    >>> grammar.to_int("15,000"), grammar.is_int("3.5")
-    (15000, False)
-"""
+addresses), with the same group names in both, and the `handlers` that read them."""
 
 from __future__ import annotations
 
@@ -160,7 +152,7 @@ def numeric(starts: str, first: str, heads: Sequence[str], tails: Sequence[str],
 
 
 def to_int(s: str) -> int:
-    """The integer of a numeral with thousands commas."""
+    """The integer of a numeral with thousands commas (``15,000`` -> 15000)."""
     return int(s.replace(",", ""))
 
 
@@ -170,7 +162,12 @@ def is_int(s: str) -> bool:
 
 
 def parse_time(t: str) -> tuple[int, int, int | None] | None:
-    """(hours, minutes, seconds or None) of ``h:mm[:ss]``, None when it is no clock time."""
+    """(hours, minutes, seconds or None) of ``h:mm[:ss]``, None when it is no clock time.
+
+    Example:
+        >>> parse_time("10:30"), parse_time("25:00")
+        ((10, 30, None), None)
+    """
     h, mi, *rest = (int(x) for x in t.split(":"))
     s = rest[0] if rest else None
     if h > 24 or mi > 59 or (s is not None and s > 59):
