@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
-from tts_kit.text import en_dates, en_forms, en_letters, en_places, tables
+from tts_kit.text import en_dates, en_forms, en_letters, tables
 from tts_kit.text import numbers as nw
 from tts_kit.text.charset import make_cleanup
 from tts_kit.text.common import Reading, Rule, Step, make_numeric, trie_alt
@@ -370,7 +370,7 @@ def _number(m: re.Match[str]) -> str:
         return "nine one one"  # the emergency number, said digit by digit
     if not sign and len(num) in (3, 4) and num.isdigit() and _CODE_BEFORE.search(
             m.string, max(0, m.start() - 7), m.start()):
-        return Reading(en_places.house_number(num), "code")  # RTX 4090: a model number, in pairs
+        return Reading(en_forms.house_number(num), "code")  # RTX 4090: a model number, in pairs
     return kept + _SIGNS[sign] + nw.en_number(num)
 
 
@@ -384,7 +384,7 @@ _HANDLERS = {
     "middot": lambda m: f"{nw.en_number(m['mda'])} {nw.en_number(m['mdb'])}",
     "scale": _scale, "phone": _phone, "decade": _decade, "quarter": _quarter, "noon": _noon,
     # Digits glued to letters, as model numbers are said: A320 -> A three twenty.
-    "code": lambda m: en_places.house_number(m.group(0)),
+    "code": lambda m: en_forms.house_number(m.group(0)),
     "feet": en_forms.feet,
     "number_sign": lambda m: "number " + nw.en_number(m["hn"]),
     "approx": lambda m: "about " + nw.en_number(m["tn"]),
@@ -413,17 +413,17 @@ def rules(lexicon: Lexicon) -> list[Step]:
     return [
         Rule("web", g.WEB, g.web_repl(_WEB_WORDS, lambda t: t.lower() in lexicon.entries),
              by_group=True),
-        en_places.STATE,
+        en_forms.STATE,
         lexicon.apply,
-        en_places.VANITY,
+        en_forms.VANITY,
         en_forms.TIMESTAMP,
         en_letters.SERIAL,
         en_forms.forms,
         en_letters.ABBREVIATION,
         en_dates.MONTH_DATE,
         en_dates.DAY_MONTH,
-        en_places.STREET,
-        en_places.UNIT_NO,
+        en_forms.STREET,
+        en_forms.UNIT_NO,
         en_letters.SLASH,
         Rule("number", NUMERIC, _numeric, by_group=True, aliases={"qn": "number"}),
         en_letters.ROMAN,

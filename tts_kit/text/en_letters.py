@@ -9,7 +9,7 @@ import unicodedata
 from tts_kit.text import numbers as nw
 from tts_kit.text.common import SENTENCE_NEXT, Rule, Steps, roman_value, trie_alt
 from tts_kit.text.en_dates import MONTH_NAMES
-from tts_kit.text.en_places import EN_TIME_ZONES
+from tts_kit.text.en_forms import EN_TIME_ZONES
 from tts_kit.text.tables import EN_ABBREVIATIONS, EN_SIGNS, EN_WORDS
 
 _ABBR = {written: (spoken, ends) for written, spoken, ends in EN_ABBREVIATIONS}
