@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
-from tts_kit.text import en_dates, en_forms, en_letters, tables
+from tts_kit.text import en_forms, en_letters, tables
 from tts_kit.text import numbers as nw
 from tts_kit.text.charset import make_cleanup
 from tts_kit.text.common import Reading, Rule, Step, make_numeric, trie_alt
@@ -73,7 +73,7 @@ NUMERIC = g.numeric(
     ],
 )
 _YEAR_BEFORE = re.compile(
-    r"(?:(?:(?<![A-Za-z])" + trie_alt(EN_YEAR_CONTEXT) + r"|" + en_dates.MONTH
+    r"(?:(?:(?<![A-Za-z])" + trie_alt(EN_YEAR_CONTEXT) + r"|" + en_letters.MONTH
     + r"\.?,?|Q[1-4])\s|FY)$"
 )
 #: "the 2024 Olympics": a year before a name; "the 2000 items" stays a number.
@@ -187,8 +187,7 @@ def _arange(m: re.Match[str]) -> str:
 def _plan(m: re.Match[str]) -> str:
     """401(k), 501(c)(3): four oh one k; sections of a code, named by their numbers."""
     digits = " ".join("oh" if c == "0" else nw.EN_DIGITS[int(c)] for c in m["pd"])
-    words = f"{digits} {m['pl']}"
-    return words + (f" {nw.en_cardinal(int(m['pn']))}" if m["pn"] else "")
+    return f"{digits} {m['pl']}" + (f" {nw.en_cardinal(int(m['pn']))}" if m["pn"] else "")
 
 
 def _mixed(m: re.Match[str]) -> str:
@@ -420,8 +419,8 @@ def rules(lexicon: Lexicon) -> list[Step]:
         en_letters.SERIAL,
         en_forms.forms,
         en_letters.ABBREVIATION,
-        en_dates.MONTH_DATE,
-        en_dates.DAY_MONTH,
+        en_letters.MONTH_DATE,
+        en_letters.DAY_MONTH,
         en_forms.STREET,
         en_forms.UNIT_NO,
         en_letters.SLASH,

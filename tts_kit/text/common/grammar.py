@@ -205,8 +205,7 @@ PHONE_SHARED = (r"\+\d{1,3}\s?\(0\)\s?\d{1,4}(?:[-.\s]\d{2,4}){1,3}(?!\d)"
 
 def phone_parts(m: re.Match[str]) -> tuple[list[str], str | None]:
     """(the digit groups, the extension or None) of a `phone` match."""
-    end = m.start("pext") if m["pext"] else m.end()
-    body = m.string[m.start() : end]
+    body = m.string[m.start() : m.start("pext") if m["pext"] else m.end()]
     body = re.sub(r"\s?,?\s?(?:ext\.?|[Ee]xt\.?|x|extension|내선)\s?$", "", body)
     body = body.replace("(0)", " ")  # +44 (0)20: the trunk zero is not dialled
     return [g for g in re.split(r"[-.\s()]+", body.lstrip("+")) if g], m["pext"]
