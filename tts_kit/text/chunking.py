@@ -163,8 +163,7 @@ class _Packer:
 
     def _no_widow(self, groups: list[tuple[int, int]], bounds: list[int]
                   ) -> list[tuple[int, int]]:
-        """Move words from the second-last group into a last group of one word, while
-        both keep a word and the last stays within the limit."""
+        """Move words from the second-last group into a last one-word group that fits."""
         if len(groups) < 2 or groups[-1][1] < 0 or groups[-2][1] < 0:
             return groups
         (pa, pb), (la, lb) = groups[-2], groups[-1]

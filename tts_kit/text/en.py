@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
-from tts_kit.text import en_dates, en_forms, en_letters, en_places, tables
+from tts_kit.text import en_forms, en_letters, tables
 from tts_kit.text import numbers as nw
 from tts_kit.text.charset import make_cleanup
 from tts_kit.text.common import Reading, Rule, Step, make_numeric, trie_alt
@@ -73,7 +73,7 @@ NUMERIC = g.numeric(
     ],
 )
 _YEAR_BEFORE = re.compile(
-    r"(?:(?:(?<![A-Za-z])" + trie_alt(EN_YEAR_CONTEXT) + r"|" + en_dates.MONTH
+    r"(?:(?:(?<![A-Za-z])" + trie_alt(EN_YEAR_CONTEXT) + r"|" + en_letters.MONTH
     + r"\.?,?|Q[1-4])\s|FY)$"
 )
 #: "the 2024 Olympics": a year before a name; "the 2000 items" stays a number.
@@ -120,8 +120,12 @@ def _money(amount: str, cur: Currency, mag: str | None) -> str:
 
 
 def _clock(h: int, mi: int, s: int | None, ap: str | None) -> str:
-    if s is not None and not ap:
-        return _duration(h, mi, s)
+    if s is not None and not ap:  # 1:01:01: one hour one minute and one second
+        parts = [nw.en_count(v, name) for v, name in ((h, "hour"), (mi, "minute"), (s, "second"))
+                 if v]
+        if not parts:
+            return "zero seconds"
+        return parts[0] if len(parts) == 1 else " ".join(parts[:-1]) + " and " + parts[-1]
     words = nw.en_cardinal(h)
     if mi:
         words += " " + (f"oh {nw.en_cardinal(mi)}" if mi < 10 else nw.en_cardinal(mi))
@@ -132,15 +136,6 @@ def _clock(h: int, mi: int, s: int | None, ap: str | None) -> str:
     if ap:
         words += " A M" if ap[0] in "Aa" else " P M"
     return words
-
-
-def _duration(h: int, mi: int, s: int) -> str:
-    """1:01:01 -> one hour one minute and one second (zero parts left out)."""
-    parts = [nw.en_count(v, name) for v, name in ((h, "hour"), (mi, "minute"), (s, "second"))
-             if v]
-    if not parts:
-        return "zero seconds"
-    return parts[0] if len(parts) == 1 else " ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def _per(words: str, key: str) -> str:
@@ -192,8 +187,7 @@ def _arange(m: re.Match[str]) -> str:
 def _plan(m: re.Match[str]) -> str:
     """401(k), 501(c)(3): four oh one k; sections of a code, named by their numbers."""
     digits = " ".join("oh" if c == "0" else nw.EN_DIGITS[int(c)] for c in m["pd"])
-    words = f"{digits} {m['pl']}"
-    return words + (f" {nw.en_cardinal(int(m['pn']))}" if m["pn"] else "")
+    return f"{digits} {m['pl']}" + (f" {nw.en_cardinal(int(m['pn']))}" if m["pn"] else "")
 
 
 def _mixed(m: re.Match[str]) -> str:
@@ -375,7 +369,7 @@ def _number(m: re.Match[str]) -> str:
         return "nine one one"  # the emergency number, said digit by digit
     if not sign and len(num) in (3, 4) and num.isdigit() and _CODE_BEFORE.search(
             m.string, max(0, m.start() - 7), m.start()):
-        return Reading(en_places.house_number(num), "code")  # RTX 4090: a model number, in pairs
+        return Reading(en_forms.house_number(num), "code")  # RTX 4090: a model number, in pairs
     return kept + _SIGNS[sign] + nw.en_number(num)
 
 
@@ -389,7 +383,7 @@ _HANDLERS = {
     "middot": lambda m: f"{nw.en_number(m['mda'])} {nw.en_number(m['mdb'])}",
     "scale": _scale, "phone": _phone, "decade": _decade, "quarter": _quarter, "noon": _noon,
     # Digits glued to letters, as model numbers are said: A320 -> A three twenty.
-    "code": lambda m: en_places.house_number(m.group(0)),
+    "code": lambda m: en_forms.house_number(m.group(0)),
     "feet": en_forms.feet,
     "number_sign": lambda m: "number " + nw.en_number(m["hn"]),
     "approx": lambda m: "about " + nw.en_number(m["tn"]),
@@ -400,16 +394,11 @@ _HANDLERS = {
     "fraction": _fraction, "root": _root, "qn": _number,
     "bare_per": lambda m: g.lead(m)[0] + _per(nw.en_number(m["qn"]), m["bper"]),
 }
-_NAMES = {"qn": "number"}
 
 _numeric = make_numeric(_HANDLERS, _plain)
 
-_WEB_WORDS = g.WebWords(
-    tables.EN_WEB_SIGNS,
-    lambda t: " ".join(t.upper()),
-    nw.en_digits,
-    {k: k for k in ("com", "org", "net", "gov", "info", "app", "dev")},
-)
+_WEB_WORDS = g.WebWords(tables.EN_WEB_SIGNS, lambda t: " ".join(t.upper()), nw.en_digits,
+                        {k: k for k in ("com", "org", "net", "gov", "info", "app", "dev")})
 
 
 def rules(lexicon: Lexicon) -> list[Step]:
@@ -423,19 +412,19 @@ def rules(lexicon: Lexicon) -> list[Step]:
     return [
         Rule("web", g.WEB, g.web_repl(_WEB_WORDS, lambda t: t.lower() in lexicon.entries),
              by_group=True),
-        en_places.STATE,
+        en_forms.STATE,
         lexicon.apply,
-        en_places.VANITY,
+        en_forms.VANITY,
         en_forms.TIMESTAMP,
         en_letters.SERIAL,
         en_forms.forms,
         en_letters.ABBREVIATION,
-        en_dates.MONTH_DATE,
-        en_dates.DAY_MONTH,
-        en_places.STREET,
-        en_places.UNIT_NO,
+        en_letters.MONTH_DATE,
+        en_letters.DAY_MONTH,
+        en_forms.STREET,
+        en_forms.UNIT_NO,
         en_letters.SLASH,
-        Rule("number", NUMERIC, _numeric, by_group=True, aliases=_NAMES),
+        Rule("number", NUMERIC, _numeric, by_group=True, aliases={"qn": "number"}),
         en_letters.ROMAN,
         en_letters.acronyms,
         en_letters.SYMBOL,

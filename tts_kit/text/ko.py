@@ -187,12 +187,11 @@ def _phone(m: re.Match[str]) -> str:
     if sum(c.isdigit() for c in s) < 7:
         return _plain(s)
     groups, ext = g.phone_parts(m)
+    head = ""
     if s.startswith("+"):
         # +82 10-...: the country code is named (국가번호 팔이), as Korean references say.
         head = f"국가번호 {nw.ko_digits(groups[0], phone=True)} "
         groups = groups[1:]
-    else:
-        head = ""
     words = head + " ".join(nw.ko_digits(p, phone=True) for p in groups)
     return f"{words} 내선 {nw.ko_digits(ext, phone=True)}" if ext else words
 
@@ -308,12 +307,10 @@ def _per(words: str, key: str) -> str:
 def _date_dmy(m: re.Match[str]) -> str:
     a, b, y = int(m["ea"]), int(m["eb"]), int(m["ey"])
     if 1 <= a <= 12 and 1 <= b <= 31:
-        mo, d = a, b
-    elif 1 <= b <= 12 and 1 <= a <= 31:
-        mo, d = b, a  # 25/12/2026: day first
-    else:
-        return _plain(m.group(0)).replace("/", " ")
-    return _date_words(y, mo, d)
+        return _date_words(y, a, b)
+    if 1 <= b <= 12 and 1 <= a <= 31:
+        return _date_words(y, b, a)  # 25/12/2026: day first
+    return _plain(m.group(0)).replace("/", " ")
 
 
 #: English digit names in Hangul, for paper sizes (A4: 에이포).
@@ -372,8 +369,6 @@ _HANDLERS = {
     "unit": _unit_h, "ordinal": _ordinal, "times": _times, "counter": _counter_h,
     "fraction": _fraction, "root": _root, "qn": _number,
 }
-#: Trace names of the alternatives whose group name is not the rule's.
-_NAMES = {"qn": "number"}
 _numeric = make_numeric(_HANDLERS, _plain)
 
 
@@ -390,8 +385,8 @@ def numbers(text: str, steps: Steps) -> str:
     for m in NUMERIC.finditer(text):
         rep = _numeric(m)
         if steps is not None and rep != m.group(0):
-            steps.append(TraceStep(_NAMES.get(m.lastgroup or "", m.lastgroup or "number"),
-                                   m.group(0), rep))
+            name = m.lastgroup if m.lastgroup not in (None, "qn") else "number"
+            steps.append(TraceStep(name, m.group(0), rep))
         out.append(text[pos : m.start()])
         out.append(rep)
         pos = m.end()
@@ -404,8 +399,6 @@ def numbers(text: str, steps: Steps) -> str:
                         steps.append(TraceStep("particle", pm.group(0), fixed))
                     out.append(fixed)
                     pos = pm.end()
-    if not out:
-        return text
     out.append(text[pos:])
     return "".join(out)
 

@@ -13,14 +13,9 @@ from tts_kit.text.tables import CURRENCY_CODES, KO_LETTERS, KO_SIGNS, KO_WEB_SIG
 WEEKDAYS = {day: day + "요일" for day in "월화수목금토일"}
 _ACRONYM = re.compile(r"(?=[A-Z])(?<![A-Za-z])(?P<a>[A-Z]+)(?![A-Z])s?(?![A-Za-z])")
 _VOWELS = frozenset("AEIOU")
-WEB_WORDS = g.WebWords(
-    KO_WEB_SIGNS,
-    lambda t: "".join(KO_LETTERS[c] for c in t.upper()),
-    nw.ko_digits,
-    {"com": "컴", "net": "넷"},
-    ip_dot=" 점 ",
-    ip_number=nw.ko_number,
-)
+WEB_WORDS = g.WebWords(KO_WEB_SIGNS, lambda t: "".join(KO_LETTERS[c] for c in t.upper()),
+                       nw.ko_digits, {"com": "컴", "net": "넷"}, ip_dot=" 점 ",
+                       ip_number=nw.ko_number)
 #: A weekday in brackets after a date the counter tail did not take (1/1(월), 25일 (금)).
 _WEEKDAY_AFTER = re.compile(r"(?<=\d)\s?\((?P<wd>[월화수목금토일])\)")
 _WD = "[월화수목금토일]"

@@ -32,11 +32,8 @@ def read_lexicon(path: str | os.PathLike) -> dict[str, str]:
     override earlier ones; a malformed line is an error naming it).
 
     Example:
-        >>> import tempfile, pathlib
-        >>> p = pathlib.Path(tempfile.mkdtemp()) / "x.tsv"
-        >>> _ = p.write_text("# mine\\nSupertonic\\t슈퍼토닉\\n", encoding="utf-8")
-        >>> read_lexicon(p)
-        {'Supertonic': '슈퍼토닉'}
+        >>> read_lexicon(builtin_dir() / "ko.tsv")["ONNX"]
+        '온닉스'
     """
     out: dict[str, str] = {}
     path = Path(path)
@@ -87,9 +84,7 @@ def _class(chars: Iterable[str]) -> str:
 
 
 def _shared_end(lasts: set[str]) -> str | None:
-    """One end check after the whole trie, chosen by the term's last character (cheaper
-    to compile than one after each term; docs/architecture.md); None where it could be
-    inexact (a last character neither ASCII nor Hangul)."""
+    """One end check after the trie, by last character; None unless ASCII or Hangul."""
     if any(not c.isascii() and not _is_hangul(c) for c in lasts):
         return None
     groups: dict[str, set[str]] = {}
@@ -125,11 +120,8 @@ class Lexicon:
     """
 
     def __init__(self, entries: Mapping[str, str]) -> None:
-        self.entries: dict[str, str] = {}
-        for term, spoken in entries.items():
-            term = " ".join(term.split())
-            if term:
-                self.entries[term.lower()] = spoken
+        self.entries = {" ".join(term.split()).lower(): spoken
+                        for term, spoken in entries.items() if term.strip()}
         self._folded = {k.casefold(): v for k, v in self.entries.items()}
         self.pattern = _compile(tuple(sorted(self.entries)))
         self._rule = Rule("lexicon", self.pattern, self._repl) if self.pattern else None

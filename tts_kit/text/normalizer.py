@@ -115,7 +115,8 @@ def check_speakable(original: str, text: str, lang: str, dropped: Iterable[str] 
     # Marks and format characters (zero-width joiners) carry no sound: not counted as lost.
     lost = [c for run in dropped for c in run
             if not c.isspace() and unicodedata.category(c) not in ("Mn", "Me", "Cf")]
-    shown = _show(lost)
+    unique = list(dict.fromkeys(lost))
+    shown = " ".join(repr(c) for c in unique[:8]) + (" ..." if len(unique) > 8 else "")
     spoken = "".join(piece for is_tag, piece in split_tags(text) if not is_tag)
     if not any(c.isalnum() for c in spoken):
         left = " ".join(spoken.split())
@@ -141,11 +142,6 @@ def check_speakable(original: str, text: str, lang: str, dropped: Iterable[str] 
         f"{shown}; pass the text's own lang= or spell them out to keep them",
         UserWarning, stacklevel=3,
     )
-
-
-def _show(chars: list[str], limit: int = 8) -> str:
-    unique = list(dict.fromkeys(chars))
-    return " ".join(repr(c) for c in unique[:limit]) + (" ..." if len(unique) > limit else "")
 
 
 @lru_cache(maxsize=8)

@@ -1,13 +1,5 @@
 """The numeric grammar both languages share (numbers, times, ranges, phones, money,
-addresses), with the same group names in both, and the `handlers` that read them.
-
-Example:
-    >>> from tts_kit.text.common import grammar
-    >>> grammar.parse_time("10:30"), grammar.parse_time("25:00")
-    ((10, 30, None), None)
-    >>> grammar.to_int("15,000"), grammar.is_int("3.5")
-    (15000, False)
-"""
+addresses), with the same group names in both, and the `handlers` that read them."""
 
 from __future__ import annotations
 
@@ -160,7 +152,7 @@ def numeric(starts: str, first: str, heads: Sequence[str], tails: Sequence[str],
 
 
 def to_int(s: str) -> int:
-    """The integer of a numeral with thousands commas."""
+    """The integer of a numeral with thousands commas (``15,000`` -> 15000)."""
     return int(s.replace(",", ""))
 
 
@@ -170,7 +162,12 @@ def is_int(s: str) -> bool:
 
 
 def parse_time(t: str) -> tuple[int, int, int | None] | None:
-    """(hours, minutes, seconds or None) of ``h:mm[:ss]``, None when it is no clock time."""
+    """(hours, minutes, seconds or None) of ``h:mm[:ss]``, None when it is no clock time.
+
+    Example:
+        >>> parse_time("10:30"), parse_time("25:00")
+        ((10, 30, None), None)
+    """
     h, mi, *rest = (int(x) for x in t.split(":"))
     s = rest[0] if rest else None
     if h > 24 or mi > 59 or (s is not None and s > 59):
@@ -208,8 +205,7 @@ PHONE_SHARED = (r"\+\d{1,3}\s?\(0\)\s?\d{1,4}(?:[-.\s]\d{2,4}){1,3}(?!\d)"
 
 def phone_parts(m: re.Match[str]) -> tuple[list[str], str | None]:
     """(the digit groups, the extension or None) of a `phone` match."""
-    end = m.start("pext") if m["pext"] else m.end()
-    body = m.string[m.start() : end]
+    body = m.string[m.start() : m.start("pext") if m["pext"] else m.end()]
     body = re.sub(r"\s?,?\s?(?:ext\.?|[Ee]xt\.?|x|extension|내선)\s?$", "", body)
     body = body.replace("(0)", " ")  # +44 (0)20: the trunk zero is not dialled
     return [g for g in re.split(r"[-.\s()]+", body.lstrip("+")) if g], m["pext"]
@@ -221,7 +217,7 @@ class Words:
 
     Example:
         >>> Words(str, lambda *a: "", lambda *a: "", {"-": "minus "}, " to ", " to ",
-        ...       lambda r, p: r, str, " point ", "version ").sign("-")
+        ...       lambda r, p: r, str, " point ", "version ").signs["-"]
         'minus '
     """
 
@@ -235,9 +231,6 @@ class Words:
     number: Callable[[str], str]  #: one number as written
     point: str  #: between the parts of a version (" point ")
     version: str  #: a ``v`` before a version ("version ")
-
-    def sign(self, s: str | None) -> str:
-        return self.signs[s]
 
 
 def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
@@ -264,7 +257,7 @@ def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
 
     def currency(m: re.Match[str]) -> str:
         cur = tables.PREFIXED_DOLLARS[m["cpre"]] if m["cpre"] else CURRENCIES[m["csym"]]
-        words = w.sign(m["csg"]) + w.money(m["cn"], cur, m["cmag"])
+        words = w.signs[m["csg"]] + w.money(m["cn"], cur, m["cmag"])
         if m["cn2"]:
             words += w.to + w.money(m["cn2"], cur, m["cmag2"])  # $5-$10
         # After an amount "/m" is a month ($20/m), after a unit a meter (5 kg/m).
@@ -272,7 +265,7 @@ def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
 
     def currency_code(m: re.Match[str]) -> str:
         kept, sign = lead(m)
-        return kept + w.sign(sign) + w.money(m["qn"], CURRENCY_CODES[m["ccode"]], None)
+        return kept + w.signs[sign] + w.money(m["qn"], CURRENCY_CODES[m["ccode"]], None)
 
     def code_first(m: re.Match[str]) -> str:
         return w.money(m["fn"], CURRENCY_CODES[m["fcode"]], m["fmag"])
@@ -281,7 +274,7 @@ def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
         kept, sign = lead(m)
         n = m["qn"]
         if sign or not n.isdigit() or int(n) > 24:
-            return kept + w.sign(sign) + w.number(n) + " " + m["aap"]
+            return kept + w.signs[sign] + w.number(n) + " " + m["aap"]
         return kept + w.clock(int(n), 0, None, m["aap"])
 
     def groups(m: re.Match[str]) -> str:
@@ -290,7 +283,7 @@ def handlers(w: Words) -> dict[str, Callable[[re.Match[str]], str]]:
 
     def ratio(m: re.Match[str]) -> str:
         kept, sign = lead(m)
-        return f"{kept}{w.sign(sign)}{w.number(m['qn'])}{w.ratio}{w.number(m['qb'])}"
+        return f"{kept}{w.signs[sign]}{w.number(m['qn'])}{w.ratio}{w.number(m['qb'])}"
 
     def version(m: re.Match[str]) -> str:
         v = m["vv"] or m["vv2"]
