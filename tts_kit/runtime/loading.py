@@ -97,7 +97,7 @@ class StageLoader:
         costs_mb: Mapping[str, float] | None = None,
         stages: Sequence[str] = contract.STAGES,
     ):
-        self.policy = loading if isinstance(loading, LoadPolicy) else LoadPolicy.parse(loading)
+        self.policy = LoadPolicy.parse(loading)
         self.spec = loading if isinstance(loading, str) else self.policy.spec
         self.budget_mb = self.policy.budget_mb
         self._factory = factory
@@ -239,7 +239,7 @@ def prepare_loading(paths: Sequence[str | Path], loading: str | LoadPolicy = "re
         >>> prepare_loading([], "paged")
         []
     """
-    policy = loading if isinstance(loading, LoadPolicy) else LoadPolicy.parse(loading)
+    policy = LoadPolicy.parse(loading)
     return [session_file(p, policy, sess_options, providers) for p in paths]
 
 
@@ -327,12 +327,9 @@ class StageCosts:
     def table(self) -> str:
         """Aligned text table of the costs (MB)."""
         head = f"{'stage':<20}{'file':>8}{'load':>8}{'peak':>8}{'run':>8}{'left':>7}{'load s':>8}"
-        lines = [head]
-        for c in self.stages.values():
-            lines.append(f"{c.stage:<20}{c.file_mb:>8.1f}{c.load_mb:>8.1f}{c.load_peak_mb:>8.1f}"
-                         f"{c.run_mb:>8.1f}{c.left_mb:>7.1f}{c.load_s:>8.2f}")
-        lines.append(f"{'runtime':<20}{'':>8}{self.runtime_mb:>8.1f}")
-        return "\n".join(lines)
+        rows = [f"{c.stage:<20}{c.file_mb:>8.1f}{c.load_mb:>8.1f}{c.load_peak_mb:>8.1f}"
+                f"{c.run_mb:>8.1f}{c.left_mb:>7.1f}{c.load_s:>8.2f}" for c in self.stages.values()]
+        return "\n".join([head, *rows, f"{'runtime':<20}{'':>8}{self.runtime_mb:>8.1f}"])
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""

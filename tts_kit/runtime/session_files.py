@@ -100,12 +100,9 @@ def prune_external_cache(root: str | os.PathLike[str] | None = None,
     for _, p, size in sorted(sized, key=lambda e: e[0]):
         if total <= limit:
             break
-        if keep is not None and p == keep:
-            continue
-        if not _evict(root, p):
-            continue  # evicted by another process meanwhile
-        total -= size
-        removed.append(p)
+        if p != keep and _evict(root, p):  # False: evicted by another process meanwhile
+            total -= size
+            removed.append(p)
     return removed
 
 
@@ -282,8 +279,7 @@ def session_file(path: str | os.PathLike[str], policy: LoadPolicy | str,
         >>> session_file("bundle/onnx/vocoder.onnx", "resident")  # doctest: +SKIP
         PosixPath('bundle/onnx/vocoder.onnx')
     """
-    if not isinstance(policy, LoadPolicy):
-        policy = LoadPolicy.parse(policy)
+    policy = LoadPolicy.parse(policy)
     level = _optimised_level(policy, sess_options, providers)
     if level is not None:
         return optimised_copy(path, level, prepacked=policy.prepack)
@@ -313,8 +309,7 @@ def create_session(
     Example:
         >>> sess = create_session("bundle/onnx/vocoder.onnx", policy="paged")  # doctest: +SKIP
     """
-    if not isinstance(policy, LoadPolicy):
-        policy = LoadPolicy.parse(policy)
+    policy = LoadPolicy.parse(policy)
     so = sess_options if sess_options is not None else ort.SessionOptions()
     model = session_file(path, policy, so, providers)
     if _optimised_level(policy, so, providers) is not None:

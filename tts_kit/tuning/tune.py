@@ -40,8 +40,7 @@ _NO_PREP = {rk.PREP_S: None, rk.PREP_PEAK_RSS_MB: None}
 
 
 def _run_queue_ns() -> dict[str, tuple[int, int]] | None:
-    """Thread id -> (on-CPU ns, waiting ns) of this process's live threads, or None: how
-    long they waited for a core (Linux's ``/proc/self/task/*/schedstat``)."""
+    """Thread id -> (on-CPU ns, ns waiting for a core) of live threads (Linux), or None."""
     base = "/proc/self/task"
     try:
         tids = os.listdir(base)
@@ -60,13 +59,7 @@ def _run_queue_ns() -> dict[str, tuple[int, int]] | None:
 
 def _wait_percent(before: Mapping[str, tuple[int, int]] | None,
                  after: Mapping[str, tuple[int, int]] | None) -> float | None:
-    """The share (%) of their ready time the threads waited for a core between two
-    `_run_queue_ns` readings; None without readings.
-
-    Example:
-        >>> round(_wait_percent({"1": (100, 0)}, {"1": (400, 100), "2": (100, 100)}), 1)
-        33.3
-    """
+    """The share (%) of ready time spent waiting for a core between two readings, or None."""
     if not before or not after:
         return None
     run = wait = 0
@@ -95,8 +88,7 @@ def _bundle_path(bundle: Any) -> str:
 def _trial_child(bundle_path: str, preset: SessionPreset, workload: Workload,
                  loading: str | LoadPolicy, stage_costs_mb: dict[str, float] | None = None
                  ) -> dict[str, Any]:
-    """The trial inside the isolated child: load, idle RSS, a first call, then
-    ``workload.repeats`` steady calls of the same batch."""
+    """The trial in the isolated child: load, idle RSS, a first call, the steady calls."""
     import numpy as np
 
     from tts_kit.models.family import make_engine
@@ -345,14 +337,11 @@ class SweepResult:
                       f"({len(self.records)} measured)")
 
     def by_machine(self) -> dict[str, SweepResult]:
-        """The sweep split by the machine each trial ran on ({} for one machine).
+        """The sweep split by the machine each trial ran on (`records.by_machine`).
 
         Example:
-            >>> env = {"cpu_model": "A", "cpus_available": 1, "memory_total_mb": 1024}
-            >>> r = SweepResult([{"preset": "a", "status": "ok", rk.PEAK_RSS_MB: 9,
-            ...                   rk.P50_MS: 5, "machine": env}])
-            >>> list(r.by_machine())
-            ['A, 1 core, 1024 MB']
+            >>> SweepResult([{"preset": "a", "status": "ok"}]).by_machine()
+            {}
         """
         return {label: SweepResult(mark_pareto(recs))
                 for label, recs in rk.by_machine(self.records).items()}
