@@ -310,10 +310,8 @@ class SweepResult:
         (`tts_kit.tuning.verdict.pick`); ``(None, reason)`` when nothing fits.
 
         Example:
-            >>> r = SweepResult(mark_pareto([
-            ...     {"preset": "a", "cpus": 1, "status": "ok", rk.PEAK_RSS_MB: 300, rk.P50_MS: 90},
-            ...     {"preset": "b", "cpus": 1, "status": "ok", rk.PEAK_RSS_MB: 200, rk.P50_MS: 120},
-            ... ]))
+            >>> r = SweepResult([{"preset": p, "status": "ok", rk.PEAK_RSS_MB: mb, rk.P50_MS: ms}
+            ...                  for p, mb, ms in (("a", 300, 90), ("b", 200, 120))])
             >>> r.recommend(250)[0]["preset"]
             'b'
         """
