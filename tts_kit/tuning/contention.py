@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tts_kit.tuning import records as rk
+from tts_kit.tuning.spread import _span
 from tts_kit.tuning.verdict import BAND_MIN, band, compare, noise
 
 #: Short of its cores: threads waited for one more than this share (%) of their ready time,
@@ -27,11 +28,6 @@ BUSY, UNREPEATED = "busy", "did not repeat"
 
 def _ok(rec: Mapping[str, Any] | None) -> bool:
     return isinstance(rec, Mapping) and rec.get("status", "ok") == "ok"
-
-
-def _span(values: Sequence[float], fmt: str = ".0f") -> str:
-    lo, hi = min(values), max(values)
-    return f"{lo:{fmt}}" if format(lo, fmt) == format(hi, fmt) else f"{lo:{fmt}}-{hi:{fmt}}"
 
 
 def _figures(recs: Sequence[Mapping[str, Any]], key: str) -> list[float]:

@@ -28,11 +28,13 @@ from tts_kit.tuning import records as rk
 from tts_kit.tuning import verdict
 from tts_kit.tuning.spread import (
     DEFAULT_ROUNDS,
+    describe,
+    figures,
+    format_table,
     merge_rounds,
     run_rounds,
     split_repeats,
 )
-from tts_kit.tuning.sweep_table import describe, figures, format_table
 from tts_kit.tuning.workload import Workload
 
 _LOADED = "trial: loaded"
