@@ -73,9 +73,6 @@ class SessionLease:
             raise RuntimeError(f"the {self.stage} session was released; ask the loader again")
         return self._session
 
-    def _drop(self) -> None:
-        self._session = None
-
     def __getattr__(self, name: str) -> Any:
         return getattr(self.session, name)
 
@@ -97,7 +94,7 @@ class StageLoader:
         costs_mb: Mapping[str, float] | None = None,
         stages: Sequence[str] = contract.STAGES,
     ):
-        self.policy = LoadPolicy.parse(loading)
+        self.policy = loading if isinstance(loading, LoadPolicy) else LoadPolicy.parse(loading)
         self.spec = loading if isinstance(loading, str) else self.policy.spec
         self.budget_mb = self.policy.budget_mb
         self._factory = factory
@@ -146,17 +143,15 @@ class StageLoader:
         """Drop ``stage``'s session; returns its probe (``settle``: settle it here)."""
         events.mark(f"release {stage}")
         probe = _probe(self._live.pop(stage))
-        self._leases.pop(stage)._drop()
+        self._leases.pop(stage)._session = None  # a lease kept past its block: released
         if settle:
             _settle([probe], self.policy.trim)
         return probe
 
     def _runs_paged(self, stage: str) -> bool:
         """Whether ``stage`` is released once nobody runs it (paged, or over the budget)."""
-        if self.policy.policy == "paged":
-            return True
-        return (self.policy.policy == "budget"
-                and self.costs_mb.get(stage, 0.0) > (self.budget_mb or 0.0))
+        over = self.costs_mb.get(stage, 0.0) > (self.budget_mb or 0.0)
+        return self.policy.policy == "paged" or (self.policy.policy == "budget" and over)
 
     def _fit_budget(self, need: float) -> None:
         """Release idle sessions, least recently used first, until ``need`` more MB fit."""
@@ -239,7 +234,7 @@ def prepare_loading(paths: Sequence[str | Path], loading: str | LoadPolicy = "re
         >>> prepare_loading([], "paged")
         []
     """
-    policy = LoadPolicy.parse(loading)
+    policy = loading if isinstance(loading, LoadPolicy) else LoadPolicy.parse(loading)
     return [session_file(p, policy, sess_options, providers) for p in paths]
 
 

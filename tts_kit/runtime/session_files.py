@@ -279,7 +279,8 @@ def session_file(path: str | os.PathLike[str], policy: LoadPolicy | str,
         >>> session_file("bundle/onnx/vocoder.onnx", "resident")  # doctest: +SKIP
         PosixPath('bundle/onnx/vocoder.onnx')
     """
-    policy = LoadPolicy.parse(policy)
+    if not isinstance(policy, LoadPolicy):
+        policy = LoadPolicy.parse(policy)
     level = _optimised_level(policy, sess_options, providers)
     if level is not None:
         return optimised_copy(path, level, prepacked=policy.prepack)
@@ -292,10 +293,8 @@ def _optimised_level(policy: LoadPolicy, so: ort.SessionOptions | None,
     level = (so if so is not None else ort.SessionOptions()).graph_optimization_level
     cpu_only = all((p[0] if isinstance(p, (tuple, list)) else p) == "CPUExecutionProvider"
                    for p in providers or [])
-    if (policy.optimised and cpu_only
-            and level != ort.GraphOptimizationLevel.ORT_DISABLE_ALL):
-        return level
-    return None
+    off = level == ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return level if policy.optimised and cpu_only and not off else None
 
 
 def create_session(
@@ -309,7 +308,8 @@ def create_session(
     Example:
         >>> sess = create_session("bundle/onnx/vocoder.onnx", policy="paged")  # doctest: +SKIP
     """
-    policy = LoadPolicy.parse(policy)
+    if not isinstance(policy, LoadPolicy):
+        policy = LoadPolicy.parse(policy)
     so = sess_options if sess_options is not None else ort.SessionOptions()
     model = session_file(path, policy, so, providers)
     if _optimised_level(policy, so, providers) is not None:

@@ -57,9 +57,7 @@ def merge_rounds(rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         raise TtsKitError("merge_rounds needs at least one round")
     failed = next((r for r in rounds if r.get(rk.STATUS) != "ok"), None)
     if failed is not None or len(rounds) == 1:
-        out = dict(failed if failed is not None else rounds[0])
-        out[rk.ROUNDS] = len(rounds)
-        return out
+        return {**(failed if failed is not None else rounds[0]), rk.ROUNDS: len(rounds)}
     out = dict(rounds[0])
     for key, value in rounds[0].items():
         if key in _FIRST or key in rk.CONFIG_KEYS or rk.to_number(value) is None:
@@ -248,9 +246,7 @@ def prep_footnote(records: Iterable[Mapping[str, Any]]) -> list[str]:
     for loading, recs in by_loading.items():
         first, rest = recs[0], recs[1:]
         peak = rk.to_number(first.get(rk.PREP_PEAK_RSS_MB))
-        text = f"  {loading}: {first[rk.PREP_S]:.1f} s"
-        if rest:
-            text += " the first time"
+        text = f"  {loading}: {first[rk.PREP_S]:.1f} s" + (" the first time" if rest else "")
         if peak is not None:
             text += f" (peak {peak:.0f} MB)"
         if rest:

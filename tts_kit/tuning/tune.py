@@ -219,9 +219,8 @@ def trial(bundle: Any, preset: str | SessionPreset, workload: Workload | None = 
     reports what it got to.
 
     Example:
-        >>> rec = trial("standin-dir", "lean", Workload(repeats=3), cpus=1)  # doctest: +SKIP
-        >>> rec["status"], rec[rk.P50_MS] > 0  # doctest: +SKIP
-        ('ok', True)
+        >>> trial("standin-dir", "lean", Workload(repeats=3), cpus=1)["status"]  # doctest: +SKIP
+        'ok'
     """
     o = _replace(options or TrialOptions(), overrides)
     policy = LoadPolicy.parse(o.loading)  # a bad spec fails here, before any process
@@ -391,9 +390,7 @@ def sweep(bundle: Any, presets: Sequence[str | SessionPreset], workload: Workloa
     trials (`tts_kit.tuning.spread.merge_rounds`).
 
     Example:
-        >>> r = sweep("standin-dir", ["supertonic-default", "low-memory"], Workload(steps=2),
-        ...           cpus=(1, 2))  # doctest: +SKIP
-        >>> len(r.records)  # doctest: +SKIP
+        >>> len(sweep("standin-dir", ["lean", "low-memory"], cpus=(1, 2)).records)  # doctest: +SKIP
         4
     """
     from tqdm.auto import tqdm
