@@ -1,6 +1,5 @@
 """What execution devices this machine offers (ONNX Runtime providers, CUDA, GPU memory),
-and `environment`, the fingerprint reports and sweep records carry.
-"""
+and `environment`, the fingerprint reports and sweep records carry."""
 
 from __future__ import annotations
 

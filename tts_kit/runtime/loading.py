@@ -1,7 +1,6 @@
 """Loading machinery: when each stage's session is created, how its memory goes back, and the
 per-stage costs a ``budget`` policy goes by (docs/guide.md, "Loading policies"); `LoadPolicy`
-and session creation are re-exported here.
-"""
+and session creation are re-exported here."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Load policies: a ``loading`` spec (``resident``, ``paged``, ``budget:MB`` with ``+``
-options) parsed into a `LoadPolicy`; `tts_kit.runtime.loading` says what each policy does.
-"""
+options) parsed into a `LoadPolicy`; `tts_kit.runtime.loading` says what each policy does."""
 
 from __future__ import annotations
 

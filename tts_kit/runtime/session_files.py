@@ -1,6 +1,5 @@
 """Session creation: one stage's ONNX Runtime session as a `LoadPolicy` loads it, and the
-external-data copies (``ext``, ``mmap``) it may load from, kept in a bounded on-disk cache.
-"""
+external-data copies (``ext``, ``mmap``) it may load from, kept in a bounded on-disk cache."""
 
 from __future__ import annotations
 

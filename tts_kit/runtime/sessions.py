@@ -1,6 +1,5 @@
 """ONNX Runtime session presets (`SessionPreset`: plain data that builds ``SessionOptions`` and
-explains each option it sets) and `PRESETS`, the shipped ones.
-"""
+explains each option it sets) and `PRESETS`, the shipped ones."""
 
 from __future__ import annotations
 

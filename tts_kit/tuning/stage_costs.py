@@ -1,6 +1,5 @@
 """Stage costs: each stage loaded, run and released under ``paged`` in one fresh process,
-RSS and the high-water mark read at every stage event.
-"""
+RSS and the high-water mark read at every stage event."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Trials and sweeps: a *trial* measures one configuration in a fresh process; a *sweep*
 runs a grid of them, marks the Pareto front of p50 against peak RSS and recommends one
-configuration for a memory budget.
-"""
+configuration for a memory budget."""
 
 from __future__ import annotations
 
