@@ -17,8 +17,7 @@ from tts_kit.tuning.records import (
     ROUNDS,
     RTF,
 )
-from tts_kit.tuning.spread import merge_rounds, split_repeats
-from tts_kit.tuning.sweep_table import format_table
+from tts_kit.tuning.spread import format_table, merge_rounds, split_repeats
 from tts_kit.tuning.tune import SweepResult, mark_pareto
 from tts_kit.tuning.workload import Workload
 

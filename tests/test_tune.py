@@ -484,3 +484,10 @@ def test_a_report_spec_carries_its_rounds():
     for bad in (0, 1.5, True, 101):
         with pytest.raises(ValueError, match="rounds must be an integer from 1 to 100"):
             SweepSpec.from_dict({"rounds": bad})
+
+
+def test_the_wait_share_counts_new_threads_and_needs_two_readings():
+    from tts_kit.tuning.tune import _wait_percent
+
+    assert round(_wait_percent({"1": (100, 0)}, {"1": (400, 100), "2": (100, 100)}), 1) == 33.3
+    assert _wait_percent(None, {"1": (1, 1)}) is None

@@ -27,8 +27,7 @@ def sweep_table(records: Any, pick: Mapping[str, Any] | None = None) -> Any:
         ['±1', 'pick']
     """
     from tts_kit.tuning.records import ROUNDS, frame
-    from tts_kit.tuning.spread import half_range
-    from tts_kit.tuning.sweep_table import versus
+    from tts_kit.tuning.spread import half_range, versus
 
     records = list(records)
     df = frame(records, TABLE_KEYS)

@@ -1,6 +1,5 @@
 """What execution devices this machine offers (ONNX Runtime providers, CUDA, GPU memory),
-and `environment`, the fingerprint reports and sweep records carry.
-"""
+and `environment`, the fingerprint reports and sweep records carry."""
 
 from __future__ import annotations
 
@@ -10,6 +9,7 @@ import platform
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,19 +75,21 @@ def gpu_list() -> str | None:
     return subprocess.run([smi, "-L"], capture_output=True, text=True).stdout.strip()
 
 
-def one_node_model() -> bytes:
-    """A serialised one-node graph (Relu of one float), to probe or warm up ONNX Runtime.
+def one_node_model(op: str = "Relu", shape: Sequence[int] = (1,), weight: Any = None) -> bytes:
+    """A serialised one-node graph, ``op`` of a float ``x`` (and ``weight``, a float32 array
+    of the same shape), to probe, warm up or time ONNX Runtime.
 
     Example:
         >>> ort.InferenceSession(one_node_model()).get_inputs()[0].name
         'x'
     """
-    from onnx import TensorProto, helper
+    from onnx import TensorProto, helper, numpy_helper
 
     graph = helper.make_graph(
-        [helper.make_node("Relu", ["x"], ["y"])], "probe",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+        [helper.make_node(op, ["x"] if weight is None else ["x", "w"], ["y"])], "probe",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(shape))],
+        [] if weight is None else [numpy_helper.from_array(weight, "w")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     return model.SerializeToString()

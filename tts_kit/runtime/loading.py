@@ -1,7 +1,6 @@
 """Loading machinery: when each stage's session is created, how its memory goes back, and the
 per-stage costs a ``budget`` policy goes by (docs/guide.md, "Loading policies"); `LoadPolicy`
-and session creation are re-exported here.
-"""
+and session creation are re-exported here."""
 
 from __future__ import annotations
 
@@ -73,9 +72,6 @@ class SessionLease:
             raise RuntimeError(f"the {self.stage} session was released; ask the loader again")
         return self._session
 
-    def _drop(self) -> None:
-        self._session = None
-
     def __getattr__(self, name: str) -> Any:
         return getattr(self.session, name)
 
@@ -146,17 +142,15 @@ class StageLoader:
         """Drop ``stage``'s session; returns its probe (``settle``: settle it here)."""
         events.mark(f"release {stage}")
         probe = _probe(self._live.pop(stage))
-        self._leases.pop(stage)._drop()
+        self._leases.pop(stage)._session = None  # a lease kept past its block: released
         if settle:
             _settle([probe], self.policy.trim)
         return probe
 
     def _runs_paged(self, stage: str) -> bool:
         """Whether ``stage`` is released once nobody runs it (paged, or over the budget)."""
-        if self.policy.policy == "paged":
-            return True
-        return (self.policy.policy == "budget"
-                and self.costs_mb.get(stage, 0.0) > (self.budget_mb or 0.0))
+        over = self.costs_mb.get(stage, 0.0) > (self.budget_mb or 0.0)
+        return self.policy.policy == "paged" or (self.policy.policy == "budget" and over)
 
     def _fit_budget(self, need: float) -> None:
         """Release idle sessions, least recently used first, until ``need`` more MB fit."""
@@ -327,12 +321,9 @@ class StageCosts:
     def table(self) -> str:
         """Aligned text table of the costs (MB)."""
         head = f"{'stage':<20}{'file':>8}{'load':>8}{'peak':>8}{'run':>8}{'left':>7}{'load s':>8}"
-        lines = [head]
-        for c in self.stages.values():
-            lines.append(f"{c.stage:<20}{c.file_mb:>8.1f}{c.load_mb:>8.1f}{c.load_peak_mb:>8.1f}"
-                         f"{c.run_mb:>8.1f}{c.left_mb:>7.1f}{c.load_s:>8.2f}")
-        lines.append(f"{'runtime':<20}{'':>8}{self.runtime_mb:>8.1f}")
-        return "\n".join(lines)
+        rows = [f"{c.stage:<20}{c.file_mb:>8.1f}{c.load_mb:>8.1f}{c.load_peak_mb:>8.1f}"
+                f"{c.run_mb:>8.1f}{c.left_mb:>7.1f}{c.load_s:>8.2f}" for c in self.stages.values()]
+        return "\n".join([head, *rows, f"{'runtime':<20}{'':>8}{self.runtime_mb:>8.1f}"])
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""

@@ -1,7 +1,6 @@
 """Measure one function in a fresh process tree: peak RSS, RSS timeline, events, CPU, status.
 An overrun, timeout, exception or crash comes back as a status, and nothing the work started
-outlives it (docs/guide.md, "Measuring in a fresh process tree").
-"""
+outlives it (docs/guide.md, "Measuring in a fresh process tree")."""
 
 from __future__ import annotations
 

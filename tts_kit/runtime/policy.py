@@ -1,6 +1,5 @@
 """Load policies: a ``loading`` spec (``resident``, ``paged``, ``budget:MB`` with ``+``
-options) parsed into a `LoadPolicy`; `tts_kit.runtime.loading` says what each policy does.
-"""
+options) parsed into a `LoadPolicy`; `tts_kit.runtime.loading` says what each policy does."""
 
 from __future__ import annotations
 
@@ -94,12 +93,8 @@ class LoadPolicy:
     @property
     def spec(self) -> str:
         """The canonical spec string (``budget:300+notrim``); parses back to this policy."""
-        head = self.policy
-        if self.policy == "budget":
-            head += f":{self.budget_mb:g}"
-        opts = []
-        if not self.trim:
-            opts.append("notrim")
+        head = f"budget:{self.budget_mb:g}" if self.policy == "budget" else self.policy
+        opts = [] if self.trim else ["notrim"]
         if not self.prepack:
             opts.append("mmap")
         elif self.external_data != (self.policy != "resident"):

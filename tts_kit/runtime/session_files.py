@@ -1,6 +1,5 @@
 """Session creation: one stage's ONNX Runtime session as a `LoadPolicy` loads it, and the
-external-data copies (``ext``, ``mmap``) it may load from, kept in a bounded on-disk cache.
-"""
+external-data copies (``ext``, ``mmap``) it may load from, kept in a bounded on-disk cache."""
 
 from __future__ import annotations
 
@@ -100,12 +99,9 @@ def prune_external_cache(root: str | os.PathLike[str] | None = None,
     for _, p, size in sorted(sized, key=lambda e: e[0]):
         if total <= limit:
             break
-        if keep is not None and p == keep:
-            continue
-        if not _evict(root, p):
-            continue  # evicted by another process meanwhile
-        total -= size
-        removed.append(p)
+        if p != keep and _evict(root, p):  # False: evicted by another process meanwhile
+            total -= size
+            removed.append(p)
     return removed
 
 
@@ -296,10 +292,8 @@ def _optimised_level(policy: LoadPolicy, so: ort.SessionOptions | None,
     level = (so if so is not None else ort.SessionOptions()).graph_optimization_level
     cpu_only = all((p[0] if isinstance(p, (tuple, list)) else p) == "CPUExecutionProvider"
                    for p in providers or [])
-    if (policy.optimised and cpu_only
-            and level != ort.GraphOptimizationLevel.ORT_DISABLE_ALL):
-        return level
-    return None
+    off = level == ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return level if policy.optimised and cpu_only and not off else None
 
 
 def create_session(

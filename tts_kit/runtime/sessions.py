@@ -1,6 +1,5 @@
 """ONNX Runtime session presets (`SessionPreset`: plain data that builds ``SessionOptions`` and
-explains each option it sets) and `PRESETS`, the shipped ones.
-"""
+explains each option it sets) and `PRESETS`, the shipped ones."""
 
 from __future__ import annotations
 
@@ -208,11 +207,9 @@ class SessionPreset:
             ['CPUExecutionProvider']
         """
         available = set(ort.get_available_providers())
-        chosen: list[str | tuple[str, dict[str, str]]] = []
-        for p in self.providers:
-            if p in available:
-                opts = self.provider_options.get(p)
-                chosen.append((p, dict(opts)) if opts else p)
+        chosen: list[str | tuple[str, dict[str, str]]] = [
+            (p, dict(self.provider_options[p])) if self.provider_options.get(p) else p
+            for p in self.providers if p in available]
         return chosen or ["CPUExecutionProvider"]
 
     def cuda(self, gpu_mem_limit_mb: float | None = None, arena_extend_strategy: str | None = None,

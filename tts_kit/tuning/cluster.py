@@ -328,8 +328,7 @@ class TrialExecutor(cf.Executor):
         return self._refs[key]
 
     def _alive(self) -> bool:
-        """False (and `lost` set) once the client has lost its scheduler: Dask cancels every
-        future then, so no trial in flight can finish."""
+        """False (and `lost` set) once the client lost its scheduler (Dask cancels all then)."""
         if self.lost is None and getattr(self.client, "status", "running") != "running":
             address = getattr(self.client.scheduler, "address", None) or "?"
             self.lost = (f"lost the Dask scheduler at {address} before every trial "

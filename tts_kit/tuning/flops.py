@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 import onnx
-import onnx.numpy_helper
 from onnx import shape_inference
 
 from tts_kit.core import contract
@@ -223,23 +222,17 @@ def matmul_peak_gflops(threads: int = 1, n: int = 1024, repeats: int = 5) -> flo
     import time
 
     import onnxruntime as ort
-    from onnx import TensorProto, helper
+
+    from tts_kit.runtime.devices import one_node_model
 
     if threads < 1 or n < 1 or repeats < 1:
         raise TtsKitError("threads, n and repeats must be positive")
     rng = np.random.default_rng(0)
     w = rng.standard_normal((n, n), dtype=np.float32)
-    graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w"], ["y"])], "matmul",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, n])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n, n])],
-        [onnx.numpy_helper.from_array(w, "w")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
-    sess = ort.InferenceSession(model.SerializeToString(), so,
+    sess = ort.InferenceSession(one_node_model("MatMul", (n, n), w), so,
                                 providers=["CPUExecutionProvider"])
     x = rng.standard_normal((n, n), dtype=np.float32)
     sess.run(None, {"x": x})

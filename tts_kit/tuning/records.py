@@ -373,8 +373,6 @@ def by_machine(records: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str,
         >>> groups = by_machine([{"preset": "a", "machine": env}, {"preset": "b"}])
         >>> {k: [r["preset"] for r in v] for k, v in groups.items()}
         {'A, 1 core, 1024 MB': ['a'], 'unknown machine (worker lost)': ['b']}
-        >>> by_machine([{"preset": "a"}])
-        {}
     """
     records = [dict(r) for r in records]
     if not any(isinstance(r.get("machine"), Mapping) for r in records):

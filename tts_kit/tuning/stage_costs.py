@@ -1,6 +1,5 @@
 """Stage costs: each stage loaded, run and released under ``paged`` in one fresh process,
-RSS and the high-water mark read at every stage event.
-"""
+RSS and the high-water mark read at every stage event."""
 
 from __future__ import annotations
 
@@ -20,8 +19,7 @@ if TYPE_CHECKING:
 
 
 def _reading() -> tuple[float, float]:
-    """(RSS, high-water mark since the last `reset_peak_rss`) in MB; off Linux the kernel
-    gives no mark, and the RSS is the best there is."""
+    """(RSS, high-water mark since the last `reset_peak_rss`) in MB (off Linux: RSS twice)."""
     now = rss_mb()
     peak = status_mb("VmHWM").get("VmHWM", math.nan)
     return now, max(peak, now) if math.isfinite(peak) else now
@@ -90,9 +88,7 @@ def stage_costs(
     workload's first text under ``loading`` made ``paged``, one stage at a time.
 
     Example:
-        >>> costs = stage_costs("bundle-dir", "supertonic-default",
-        ...                     Workload(steps=2))  # doctest: +SKIP
-        >>> costs.dataframe()  # doctest: +SKIP
+        >>> stage_costs("bundle-dir", "lean", Workload(steps=2)).dataframe()  # doctest: +SKIP
     """
     from tts_kit.models.base import SpeechModel
     from tts_kit.runtime.devices import one_node_model

@@ -1,7 +1,6 @@
 """Trials and sweeps: a *trial* measures one configuration in a fresh process; a *sweep*
 runs a grid of them, marks the Pareto front of p50 against peak RSS and recommends one
-configuration for a memory budget.
-"""
+configuration for a memory budget."""
 
 from __future__ import annotations
 
@@ -28,11 +27,13 @@ from tts_kit.tuning import records as rk
 from tts_kit.tuning import verdict
 from tts_kit.tuning.spread import (
     DEFAULT_ROUNDS,
+    describe,
+    figures,
+    format_table,
     merge_rounds,
     run_rounds,
     split_repeats,
 )
-from tts_kit.tuning.sweep_table import describe, figures, format_table
 from tts_kit.tuning.workload import Workload
 
 _LOADED = "trial: loaded"
@@ -40,8 +41,7 @@ _NO_PREP = {rk.PREP_S: None, rk.PREP_PEAK_RSS_MB: None}
 
 
 def _run_queue_ns() -> dict[str, tuple[int, int]] | None:
-    """Thread id -> (on-CPU ns, waiting ns) of this process's live threads, or None: how
-    long they waited for a core (Linux's ``/proc/self/task/*/schedstat``)."""
+    """Thread id -> (on-CPU ns, ns waiting for a core) of live threads (Linux), or None."""
     base = "/proc/self/task"
     try:
         tids = os.listdir(base)
@@ -60,13 +60,7 @@ def _run_queue_ns() -> dict[str, tuple[int, int]] | None:
 
 def _wait_percent(before: Mapping[str, tuple[int, int]] | None,
                  after: Mapping[str, tuple[int, int]] | None) -> float | None:
-    """The share (%) of their ready time the threads waited for a core between two
-    `_run_queue_ns` readings; None without readings.
-
-    Example:
-        >>> round(_wait_percent({"1": (100, 0)}, {"1": (400, 100), "2": (100, 100)}), 1)
-        33.3
-    """
+    """The share (%) of ready time spent waiting for a core between two readings, or None."""
     if not before or not after:
         return None
     run = wait = 0
@@ -95,8 +89,7 @@ def _bundle_path(bundle: Any) -> str:
 def _trial_child(bundle_path: str, preset: SessionPreset, workload: Workload,
                  loading: str | LoadPolicy, stage_costs_mb: dict[str, float] | None = None
                  ) -> dict[str, Any]:
-    """The trial inside the isolated child: load, idle RSS, a first call, then
-    ``workload.repeats`` steady calls of the same batch."""
+    """The trial in the isolated child: load, idle RSS, a first call, the steady calls."""
     import numpy as np
 
     from tts_kit.models.family import make_engine
@@ -225,9 +218,8 @@ def trial(bundle: Any, preset: str | SessionPreset, workload: Workload | None = 
     reports what it got to.
 
     Example:
-        >>> rec = trial("standin-dir", "lean", Workload(repeats=3), cpus=1)  # doctest: +SKIP
-        >>> rec["status"], rec[rk.P50_MS] > 0  # doctest: +SKIP
-        ('ok', True)
+        >>> trial("standin-dir", "lean", Workload(repeats=3), cpus=1)["status"]  # doctest: +SKIP
+        'ok'
     """
     o = _replace(options or TrialOptions(), overrides)
     policy = LoadPolicy.parse(o.loading)  # a bad spec fails here, before any process
@@ -318,10 +310,8 @@ class SweepResult:
         (`tts_kit.tuning.verdict.pick`); ``(None, reason)`` when nothing fits.
 
         Example:
-            >>> r = SweepResult(mark_pareto([
-            ...     {"preset": "a", "cpus": 1, "status": "ok", rk.PEAK_RSS_MB: 300, rk.P50_MS: 90},
-            ...     {"preset": "b", "cpus": 1, "status": "ok", rk.PEAK_RSS_MB: 200, rk.P50_MS: 120},
-            ... ]))
+            >>> r = SweepResult([{"preset": p, "status": "ok", rk.PEAK_RSS_MB: mb, rk.P50_MS: ms}
+            ...                  for p, mb, ms in (("a", 300, 90), ("b", 200, 120))])
             >>> r.recommend(250)[0]["preset"]
             'b'
         """
@@ -345,14 +335,11 @@ class SweepResult:
                       f"({len(self.records)} measured)")
 
     def by_machine(self) -> dict[str, SweepResult]:
-        """The sweep split by the machine each trial ran on ({} for one machine).
+        """The sweep split by the machine each trial ran on (`records.by_machine`).
 
         Example:
-            >>> env = {"cpu_model": "A", "cpus_available": 1, "memory_total_mb": 1024}
-            >>> r = SweepResult([{"preset": "a", "status": "ok", rk.PEAK_RSS_MB: 9,
-            ...                   rk.P50_MS: 5, "machine": env}])
-            >>> list(r.by_machine())
-            ['A, 1 core, 1024 MB']
+            >>> SweepResult([{"preset": "a", "status": "ok"}]).by_machine()
+            {}
         """
         return {label: SweepResult(mark_pareto(recs))
                 for label, recs in rk.by_machine(self.records).items()}
@@ -402,9 +389,7 @@ def sweep(bundle: Any, presets: Sequence[str | SessionPreset], workload: Workloa
     trials (`tts_kit.tuning.spread.merge_rounds`).
 
     Example:
-        >>> r = sweep("standin-dir", ["supertonic-default", "low-memory"], Workload(steps=2),
-        ...           cpus=(1, 2))  # doctest: +SKIP
-        >>> len(r.records)  # doctest: +SKIP
+        >>> len(sweep("standin-dir", ["lean", "low-memory"], cpus=(1, 2)).records)  # doctest: +SKIP
         4
     """
     from tqdm.auto import tqdm

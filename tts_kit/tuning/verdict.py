@@ -39,8 +39,7 @@ def _samples(rec: Mapping[str, Any], key: str) -> list[list[float]]:
 
 
 def _draws(groups: list[list[float]], rng: np.random.Generator) -> tuple[float, np.ndarray]:
-    """The mean of the rounds' medians, and its bootstrap draws (log): rounds resampled,
-    then the calls within each."""
+    """The mean of the rounds' medians and its log bootstrap draws (rounds, then calls)."""
     medians = np.array([np.median(g) for g in groups])
     per_round = np.stack([np.median(np.asarray(g)[rng.integers(len(g), size=(DRAWS, len(g)))],
                                     axis=1) for g in groups])
@@ -51,8 +50,7 @@ def _draws(groups: list[list[float]], rng: np.random.Generator) -> tuple[float, 
 
 def _log_ratio(a: Mapping[str, Any], b: Mapping[str, Any], key: str, spread: float = 0.0
                ) -> tuple[float, np.ndarray] | None:
-    """log(a / b) of ``key`` and its bootstrap draws, spread at least ``spread`` x
-    sqrt(1/n_a + 1/n_b) for n_a, n_b rounds; None without figures."""
+    """log(a / b) of ``key`` and its draws, spread >= ``spread`` x sqrt(1/n_a + 1/n_b)."""
     ga, gb = _samples(a, key), _samples(b, key)
     if not ga or not gb:
         return None
@@ -139,11 +137,8 @@ def noise(records: Sequence[Mapping[str, Any]], key: str = rk.P50_MS) -> float:
         >>> round(noise([{"round_latencies_ms": [[100.0], [130.0]]}]), 3)
         0.186
     """
-    var = []
-    for r in records:
-        meds = np.log([float(np.median(g)) for g in _samples(r, key)])
-        if len(meds) > 1:
-            var.append(float(np.var(meds, ddof=1)))
+    meds = [np.log([float(np.median(g)) for g in _samples(r, key)]) for r in records]
+    var = [float(np.var(m, ddof=1)) for m in meds if len(m) > 1]
     return float(np.sqrt(np.mean(var))) if var else 0.0
 
 
@@ -158,8 +153,7 @@ def band(records: Sequence[Mapping[str, Any]]) -> float:
 
 
 def _simplicity(rec: Mapping[str, Any]) -> tuple[Any, ...]:
-    """The fixed order inside a tie set: fewer vCPUs, the shipped presets' order, lazy
-    loading, fewer steps."""
+    """The fixed order inside a tie set: fewer vCPUs, presets' order, lazy, fewer steps."""
     return (rec.get("cpus") or 0, *_level("preset", rec.get("preset")),
             *_simple("loading", rec.get("loading")), rec.get("steps") or 0,
             rec.get("batch_size") or 0)
@@ -183,8 +177,7 @@ def _finished(records: Sequence[Mapping[str, Any] | None]) -> list[Mapping[str, 
 
 def _pooled(fits: Sequence[Mapping[str, Any]], dim: str, a: Any, b: Any, key: str,
             width: float, spread: float) -> Verdict | None:
-    """Level ``a`` of ``dim`` against ``b``: the log ratios (and draws) of the configurations
-    that differ only there, averaged; None without such a pair."""
+    """``a`` against ``b`` in ``dim``: the pairs differing only there, averaged (or None)."""
     def rest(r: Mapping[str, Any]) -> tuple[Any, ...]:
         return tuple(r.get(d) for d in DIMENSIONS if d != dim)
     base = {rest(r): r for r in fits if r.get(dim) == b}
@@ -217,9 +210,8 @@ class _Levels:
 
 def _levels(fits: Sequence[Mapping[str, Any]], dim: str, width: float,
             spread: Mapping[str, float]) -> _Levels:
-    """Pick one level of ``dim`` on pooled figures: of the levels tied in latency with the
-    fastest, those whose peak is not worse than the leanest's shown the same speed (and not
-    better where not shown so), then the simplest."""
+    """One level of ``dim`` on pooled figures: the simplest tied with the fastest whose peak
+    is not worse than the leanest's shown the same speed (nor better where not shown so)."""
     levels = sorted({r.get(dim) for r in fits}, key=lambda v: _level(dim, v))
     if len(levels) < 2:
         return _Levels(levels, levels[0] if levels else None, [], [], [])
@@ -273,10 +265,8 @@ def pick(records: Sequence[Mapping[str, Any]], budget_mb: float | None = None,
     every configuration whose levels are all tied. ``width``: the tie band (default `band`).
 
     Example:
-        >>> recs = [{"preset": "lean", "cpus": 2, rk.P50_MS: 100.0, "peak_rss_mb": 600.0},
-        ...         {"preset": "lean", "cpus": 2, "loading": "paged", rk.P50_MS: 104.0,
-        ...          "peak_rss_mb": 330.0}]
-        >>> p = pick(recs)
+        >>> p = pick([{rk.P50_MS: 100.0, rk.PEAK_RSS_MB: 600.0},
+        ...           {"loading": "paged", rk.P50_MS: 104.0, rk.PEAK_RSS_MB: 330.0}])
         >>> p.record["loading"], len(p.tie_set)
         ('paged', 2)
     """
@@ -315,11 +305,8 @@ def undetermined(records: Sequence[Mapping[str, Any] | None],
     `pick`, least measured first: what a sweep's racing measures again.
 
     Example:
-        >>> undetermined([{"cpus": 1, "latencies_ms": [95, 105], rk.P50_MS: 100.0,
-        ...                "peak_rss_mb": 9.0},
-        ...               {"cpus": 2, "latencies_ms": [96, 110], rk.P50_MS: 103.0,
-        ...                "peak_rss_mb": 9.0},
-        ...               {"cpus": 2, "preset": "lean", rk.P50_MS: 200.0, "peak_rss_mb": 9.0}])
+        >>> undetermined([{"cpus": c, rk.P50_MS: ms, rk.PEAK_RSS_MB: 9.0}
+        ...               for c, ms in ((1, 100.0), (2, 103.0), (4, 200.0))])
         [0, 1]
     """
     finished, fits = _fits(records, budget_mb)

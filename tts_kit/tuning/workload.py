@@ -1,6 +1,5 @@
 """What a measurement synthesises: the `Workload`, frozen and plain (it pickles into an
-isolated child), with a JSON form.
-"""
+isolated child), with a JSON form."""
 
 from __future__ import annotations
 
