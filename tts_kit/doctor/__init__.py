@@ -1,11 +1,10 @@
-"""``tts-kit doctor``: what breaks on-device deployments, checked on this machine, with fixes.
-
-`run_checks` returns one `Check` per concern; each ``*_status`` function decides from facts
-passed in, so the logic is tested without the machine.
+"""``tts-kit doctor``: what breaks on-device deployments, checked on this machine, with fixes;
+each ``*_status`` function decides from facts passed in (tested without the machine).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import os
 import sys
@@ -87,10 +86,8 @@ def ort_status(version: str | None, providers: Sequence[str], error: str | None,
 def _ort_distributions() -> list[str]:
     out = []
     for name in ORT_DISTRIBUTIONS:
-        try:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             out.append(f"{name} {importlib.metadata.version(name)}")
-        except importlib.metadata.PackageNotFoundError:
-            pass
     return out
 
 
