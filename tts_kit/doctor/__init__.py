@@ -356,8 +356,7 @@ def run_checks(model: str | os.PathLike[str] | None = None, load: bool = True) -
     graph in ONNX Runtime (seconds for a full-size model).
 
     Example:
-        >>> checks = run_checks(load=False)  # doctest: +SKIP
-        >>> [c.name for c in checks]  # doctest: +SKIP
+        >>> [c.name for c in run_checks(load=False)]  # doctest: +SKIP
         ['onnxruntime', 'libgomp', 'cpu features', 'cpu quota', 'execution providers', \
 'model', 'memory']
     """

@@ -122,8 +122,6 @@ def trust_line(records: Sequence[Any], *, cores: int | None = None) -> str:
     vary too much (`tts_kit.tuning.contention.assess`), else "".
 
     Example:
-        >>> trust_line([{"status": "ok", "core_share": 98.0, "cpu_wait_percent": 1.0}])
-        ''
         >>> trust_line([{"status": "ok", "core_share": 45.0, "cpu_wait_percent": 50.0}],
         ...            cores=2)[:37]
         'provisional: the machine was busy (1 '
@@ -146,8 +144,7 @@ def _audio_html(wav: bytes) -> str:
 
 
 class _StaticFallback:
-    """Adds `_static` (each subclass's) to a widget's display data, for pages without the
-    widget manager (nbconvert HTML)."""
+    """Adds `_static` to a widget's display data, for pages without a widget manager."""
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         bundle = super()._repr_mimebundle_(**kwargs)  # type: ignore[misc]
