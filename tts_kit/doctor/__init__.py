@@ -5,6 +5,7 @@ each ``*_status`` function decides from facts passed in (tested without the mach
 from __future__ import annotations
 
 import contextlib
+import ctypes.util
 import importlib.metadata
 import os
 import sys
@@ -137,11 +138,8 @@ def check_libgomp(import_error: str | None) -> Check:
     needed = {p.name: elf_needed(p) for p in ort_libraries()}
     linked = any(libs and any(lib.startswith("libgomp") for lib in libs)
                  for libs in needed.values())
-    installed = None
-    if linked:  # find_library runs ldconfig: only worth it when the answer matters
-        import ctypes.util
-
-        installed = ctypes.util.find_library("gomp")
+    # find_library runs ldconfig: only worth it when the answer matters
+    installed = ctypes.util.find_library("gomp") if linked else None
     return libgomp_status(needed, import_error, loaded_library("libgomp"), installed)
 
 

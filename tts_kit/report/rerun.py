@@ -272,8 +272,6 @@ def preset_changes(saved: Mapping[str, Mapping[str, Any]]) -> dict[str, list[str
     Example:
         >>> from tts_kit.runtime.sessions import get_preset
         >>> lean = get_preset("lean").to_dict()
-        >>> preset_changes({"lean": lean})
-        {}
         >>> preset_changes({"lean": {**lean, "enable_cpu_mem_arena": True}})
         {'lean': ['enable_cpu_mem_arena True -> False']}
     """
