@@ -147,8 +147,7 @@ class SessionTuner(W.VBox):
     trial, graphed live, and keeps its record in `records`.
 
     Example:
-        >>> tuner = SessionTuner(Bundle.discover(), Workload(steps=2))  # doctest: +SKIP
-        >>> tuner.run()["status"]  # doctest: +SKIP
+        >>> SessionTuner(Bundle.discover(), Workload(steps=2)).run()["status"]  # doctest: +SKIP
         'ok'
     """
 
@@ -239,8 +238,7 @@ def live_loadtest(url: str, title: str = "load test", **load: Any) -> Any:
     each level; returns the `LoadResult`.
 
     Example:
-        >>> res = live_loadtest("http://127.0.0.1:8000", concurrency=[1, 2, 4],
-        ...                     requests=8)  # doctest: +SKIP
+        >>> live_loadtest("http://127.0.0.1:8000", concurrency=[1, 2, 4])  # doctest: +SKIP
     """
     from IPython.display import display
 

@@ -90,8 +90,7 @@ def lesson(model: Any, needs: str, *, costs: bool = True, quick: bool = False) -
     model gives it (``costs=False``: any model does).
 
     Example:
-        >>> box = lesson(Bundle.discover(), "Paged loading gives memory back.")  # doctest: +SKIP
-        >>> "the figures are the lesson" in box.data  # doctest: +SKIP
+        >>> "the figures are the lesson" in lesson(Bundle.discover(), "...").data  # doctest: +SKIP
         True
     """
     label = html.escape(model_summary(model))
@@ -177,8 +176,7 @@ class Player(_StaticFallback, W.VBox):
     ``engine``: default, one on the discovered bundle; ``run``: synthesise once right away.
 
     Example:
-        >>> p = Player(text="Hello.", run=False)  # doctest: +SKIP
-        >>> p.synthesize().duration_s > 0  # doctest: +SKIP
+        >>> Player(text="Hello.", run=False).synthesize().duration_s > 0  # doctest: +SKIP
         True
     """
 
@@ -323,8 +321,7 @@ class NormalizationPlayground(_StaticFallback, W.VBox):
     ``bundle``) the characters its indexer cannot read.
 
     Example:
-        >>> pg = NormalizationPlayground("오후 3시 15,000원", lang="ko")  # doctest: +SKIP
-        >>> pg.normalized  # doctest: +SKIP
+        >>> NormalizationPlayground("오후 3시 15,000원", lang="ko").normalized  # doctest: +SKIP
         '오후 세 시 만 오천 원'
     """
 

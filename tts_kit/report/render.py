@@ -54,10 +54,8 @@ def report_notebook() -> Path:
     for c in candidates:
         if c.is_file():
             return c
-    raise ReportError(
-        f"{NOTEBOOK_NAME} not found (looked at {', '.join(map(str, candidates))}); "
-        f"reinstall tts_kit or set ${NOTEBOOK_ENV} to the notebook"
-    )
+    raise ReportError(f"{NOTEBOOK_NAME} not found (looked at {', '.join(map(str, candidates))}); "
+                      f"reinstall tts_kit or set ${NOTEBOOK_ENV} to the notebook")
 
 
 def load_notebook(path: str | os.PathLike[str]) -> Any:

@@ -50,8 +50,7 @@ def rows_html(rows: list[tuple[str, str]]) -> str:
         >>> rows_html([("CPU", "<x>")])
         '<table class="tts-kit-facts"><tr><th style="text-align:left">CPU</th><td style="text-align:left">&lt;x&gt;</td></tr></table>'
     """  # noqa: E501
-    out = ['<table class="tts-kit-facts">']
-    for name, value in rows:
-        out.append(f'<tr><th style="text-align:left">{html.escape(str(name))}</th>'
-                   f'<td style="text-align:left">{html.escape(str(value))}</td></tr>')
-    return "".join(out) + "</table>"
+    cells = "".join(f'<tr><th style="text-align:left">{html.escape(str(name))}</th>'
+                    f'<td style="text-align:left">{html.escape(str(value))}</td></tr>'
+                    for name, value in rows)
+    return f'<table class="tts-kit-facts">{cells}</table>'
