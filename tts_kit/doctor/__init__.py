@@ -1,11 +1,11 @@
-"""``tts-kit doctor``: what breaks on-device deployments, checked on this machine, with fixes.
-
-`run_checks` returns one `Check` per concern; each ``*_status`` function decides from facts
-passed in, so the logic is tested without the machine.
+"""``tts-kit doctor``: what breaks on-device deployments, checked on this machine, with fixes;
+each ``*_status`` function decides from facts passed in (tested without the machine).
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes.util
 import importlib.metadata
 import os
 import sys
@@ -87,10 +87,8 @@ def ort_status(version: str | None, providers: Sequence[str], error: str | None,
 def _ort_distributions() -> list[str]:
     out = []
     for name in ORT_DISTRIBUTIONS:
-        try:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             out.append(f"{name} {importlib.metadata.version(name)}")
-        except importlib.metadata.PackageNotFoundError:
-            pass
     return out
 
 
@@ -140,11 +138,8 @@ def check_libgomp(import_error: str | None) -> Check:
     needed = {p.name: elf_needed(p) for p in ort_libraries()}
     linked = any(libs and any(lib.startswith("libgomp") for lib in libs)
                  for libs in needed.values())
-    installed = None
-    if linked:  # find_library runs ldconfig: only worth it when the answer matters
-        import ctypes.util
-
-        installed = ctypes.util.find_library("gomp")
+    # find_library runs ldconfig: only worth it when the answer matters
+    installed = ctypes.util.find_library("gomp") if linked else None
     return libgomp_status(needed, import_error, loaded_library("libgomp"), installed)
 
 
@@ -359,8 +354,7 @@ def run_checks(model: str | os.PathLike[str] | None = None, load: bool = True) -
     graph in ONNX Runtime (seconds for a full-size model).
 
     Example:
-        >>> checks = run_checks(load=False)  # doctest: +SKIP
-        >>> [c.name for c in checks]  # doctest: +SKIP
+        >>> [c.name for c in run_checks(load=False)]  # doctest: +SKIP
         ['onnxruntime', 'libgomp', 'cpu features', 'cpu quota', 'execution providers', \
 'model', 'memory']
     """

@@ -126,13 +126,6 @@ class AbxTest:
                            encoding="utf-8")
 
 
-def _wav_bytes(wav: np.ndarray, sample_rate: int) -> bytes:
-    from tts_kit.models.synthesis import SynthesisResult
-
-    return SynthesisResult(wav=np.asarray(wav, np.float32), sample_rate=sample_rate,
-                           text="").wav_bytes()
-
-
 def abx_widget(a_wavs: list[np.ndarray], b_wavs: list[np.ndarray], sample_rate: int, *,
                trials: int = 10, seed: int | None = None, save_to: str | None = None,
                context: dict[str, Any] | None = None) -> Any:
@@ -142,6 +135,8 @@ def abx_widget(a_wavs: list[np.ndarray], b_wavs: list[np.ndarray], sample_rate: 
         >>> abx_widget([ref], [fp16], 22050, trials=10, save_to="fp16.abx.json")  # doctest: +SKIP
     """
     import ipywidgets as W
+
+    from tts_kit.models.synthesis import SynthesisResult
 
     if len(a_wavs) != len(b_wavs) or not a_wavs:
         raise TtsKitError("abx: give the same number (at least one) of A and B clips")
@@ -166,7 +161,8 @@ def abx_widget(a_wavs: list[np.ndarray], b_wavs: list[np.ndarray], sample_rate: 
         c = test.clip_of(i)
         x = a_wavs[c] if test.x_is(i) == A else b_wavs[c]
         for key, wav in (("A", a_wavs[c]), ("B", b_wavs[c]), ("X", x)):
-            players[key].value = _wav_bytes(wav, sample_rate)
+            players[key].value = SynthesisResult(wav=np.asarray(wav, np.float32),
+                                                 sample_rate=sample_rate, text="").wav_bytes()
         status.value = f"trial {i + 1} of {trials}"
 
     def on_click(choice: str, _button: Any) -> None:

@@ -130,10 +130,6 @@ class LiveMemoryGraph(W.VBox):
                                  f"{html.escape(str(err))}</span>")
             raise box["error"]
         result = box.get("result")
-        self._final(result, time.time() - t0)
-        return result
-
-    def _final(self, result: Any, wall_s: float) -> None:
         if _get(result, "timeline"):  # None gives None
             self.show(result)
         elif self.live_samples:
@@ -141,17 +137,9 @@ class LiveMemoryGraph(W.VBox):
         status = _get(result, "status", "ok")
         peak = _get(result, rk.PEAK_RSS_MB)
         peak_txt = "" if rk.to_number(peak) is None else f", peak RSS {peak:.0f} MB"
-        self.status.value = (f"done in {wall_s:.1f} s: status <b>{html.escape(str(status))}</b>"
-                             f"{peak_txt}")
-
-
-def _records_html(records: Sequence[dict[str, Any]]) -> str:
-    rows = rk.select(records, rk.SUMMARY_KEYS)
-    cols = list(rows[0]) if rows else []
-    head = "".join(f"<th>{html.escape(rk.heading(c))}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(rk.format_value(c, r[c]))}</td>"
-                                    for c in cols) + "</tr>" for r in rows)
-    return f"<table style='font-size:11px'><tr>{head}</tr>{body}</table>"
+        self.status.value = (f"done in {time.time() - t0:.1f} s: status "
+                             f"<b>{html.escape(str(status))}</b>{peak_txt}")
+        return result
 
 
 class SessionTuner(W.VBox):
@@ -159,8 +147,7 @@ class SessionTuner(W.VBox):
     trial, graphed live, and keeps its record in `records`.
 
     Example:
-        >>> tuner = SessionTuner(Bundle.discover(), Workload(steps=2))  # doctest: +SKIP
-        >>> tuner.run()["status"]  # doctest: +SKIP
+        >>> SessionTuner(Bundle.discover(), Workload(steps=2)).run()["status"]  # doctest: +SKIP
         'ok'
     """
 
@@ -238,7 +225,11 @@ class SessionTuner(W.VBox):
             self.button.disabled = False
         record = rk.Record(record)
         self.records.append(record)
-        self.table.value = _records_html(self.records)
+        rows = rk.select(self.records, rk.SUMMARY_KEYS)
+        head = "".join(f"<th>{html.escape(rk.heading(c))}</th>" for c in rows[0])
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(rk.format_value(c, v))}</td>"
+                                        for c, v in r.items()) + "</tr>" for r in rows)
+        self.table.value = f"<table style='font-size:11px'><tr>{head}</tr>{body}</table>"
         return record
 
 
@@ -247,8 +238,7 @@ def live_loadtest(url: str, title: str = "load test", **load: Any) -> Any:
     each level; returns the `LoadResult`.
 
     Example:
-        >>> res = live_loadtest("http://127.0.0.1:8000", concurrency=[1, 2, 4],
-        ...                     requests=8)  # doctest: +SKIP
+        >>> live_loadtest("http://127.0.0.1:8000", concurrency=[1, 2, 4])  # doctest: +SKIP
     """
     from IPython.display import display
 

@@ -24,9 +24,8 @@ from tts_kit.notebook._figures import (  # noqa: F401  (re-exported)
     label_rows,
     legend_right,
 )
-from tts_kit.notebook.serving_plots import architectures, load_levels  # noqa: F401
 from tts_kit.notebook.tuning_plots import latency_story, pareto, stage_cost_bars  # noqa: F401
-from tts_kit.tuning.records import MEM_BUDGET_MB, PEAK_RSS_MB, to_number
+from tts_kit.tuning import records as rk
 
 
 def memory_timeline(
@@ -53,9 +52,9 @@ def memory_timeline(
     if not isinstance(timeline, (list, tuple, np.ndarray)):  # a measurement fills the gaps
         m, timeline = timeline, _get(timeline, "timeline", []) or []
         events = _get(m, "events", []) if events is None else events
-        budget_mb = _get(m, MEM_BUDGET_MB) if budget_mb is None else budget_mb
+        budget_mb = _get(m, rk.MEM_BUDGET_MB) if budget_mb is None else budget_mb
         baseline_mb = _get(m, "baseline_rss_mb") if baseline_mb is None else baseline_mb
-        peak_mb = _get(m, PEAK_RSS_MB) if peak_mb is None else peak_mb
+        peak_mb = _get(m, rk.PEAK_RSS_MB) if peak_mb is None else peak_mb
         if title is None and _get(m, "status") not in (None, "ok"):
             title = f"status: {_get(m, 'status')} {_get(m, 'error', '')}".strip()
     events = list(events or [])
@@ -119,13 +118,13 @@ def _mark_events(ax: Any, events: list[tuple[float, str]], x0: float, end: float
 def _level_lines(ax: Any, rss: np.ndarray, baseline_mb: Any, peak_mb: Any,
                  budget_mb: Any) -> float:
     """The baseline, peak and budget lines; returns the top of the y axis."""
-    if to_number(baseline_mb) is not None:
+    if rk.to_number(baseline_mb) is not None:
         ax.axhline(baseline_mb, color="#777", ls="-.", lw=1,
                    label=f"after imports {baseline_mb:.0f} MB")
-    if to_number(peak_mb) is not None:
+    if rk.to_number(peak_mb) is not None:
         ax.axhline(peak_mb, color="black", ls=":", lw=1, label=f"peak (HWM) {peak_mb:.0f} MB")
     data_top = max([v for v in (*rss.tolist(), peak_mb, baseline_mb)
-                    if to_number(v) is not None], default=1.0)
+                    if rk.to_number(v) is not None], default=1.0)
     if budget_line(ax, budget_mb, data_top, vertical=False):
         return max(data_top * 1.15, budget_mb * 1.08)
     return data_top * 1.15
@@ -242,3 +241,94 @@ def ab_compare(a: Any, b: Any, labels: Sequence[str] = ("A", "B"),
         fig.suptitle(title, fontsize=10)
     return fig
 
+
+def load_levels(records: Sequence[Mapping[str, Any]], title: str | None = "load test") -> Figure:
+    """A load test level by level: latency and time-to-first-audio percentiles (left), the
+    pool's memory over time (right).
+
+    Example:
+        >>> len(load_levels([{"concurrency": 1, rk.P50_MS: 100.0, rk.WALL_S: 1.0}]).axes)
+        2
+    """
+    records = list(records)
+    fig = _figure(10, 3.8)
+    left, right = fig.subplots(1, 2)
+    names = [f"c={r['concurrency']}" if r.get("concurrency") else f"{r.get('rate', 0):g}/s"
+             for r in records]
+    x = np.arange(len(records))
+    for key, style in ((rk.P50_MS, "-o"), (rk.P95_MS, "-s"), (rk.P99_MS, ":^"),
+                       (rk.TTFA_P50_MS, "--o"), (rk.TTFA_P95_MS, "--s")):
+        ys = [rk.to_number(r.get(key)) for r in records]
+        if any(y is not None for y in ys):
+            left.plot(x, [np.nan if y is None else y for y in ys], style,
+                      label=rk.label(key).replace(" (ms)", ""))
+    for i, r in enumerate(records):  # a level whose requests all failed: why, not a latency
+        if rk.to_number(r.get(rk.P50_MS)) is not None:
+            continue
+        lost = [f"{int(r[key])} {word}" for key, word in
+                ((rk.TIMEOUTS, "timed out"), (rk.ERRORS, "failed"), (rk.REJECTED, "rejected"))
+                if rk.to_number(r.get(key))]
+        left.annotate("no request finished" + (":\n" + ", ".join(lost) if lost else ""),
+                      (x[i], 0.5), xycoords=("data", "axes fraction"), ha="center",
+                      fontsize=7, color="#b00020")
+    left.set_xticks(x, names)
+    left.set_ylabel("ms")
+    left.set_xlabel("load level")
+    left.grid(alpha=0.3)
+    left.legend(fontsize=7)
+    offset = 0.0
+    for i, r in enumerate(records):
+        tl = np.asarray(r.get("timeline") or [], float).reshape(-1, 3)
+        if len(tl):
+            right.plot(tl[:, 0] + offset, tl[:, 1], color="C0", lw=1.2,
+                       label="pool RSS" if i == 0 else None)
+            right.plot(tl[:, 0] + offset, tl[:, 2], color="C1", lw=1.2,
+                       label="pool PSS" if i == 0 else None)
+        right.axvline(offset, color="#999", lw=0.8, ls=":")
+        right.annotate(names[i], (offset, 0), xytext=(2, 2), textcoords="offset points",
+                       fontsize=7, xycoords=("data", "axes fraction"))
+        offset += float(r.get(rk.WALL_S) or (tl[-1, 0] if len(tl) else 0.0))
+    right.set_xlabel("seconds")
+    right.set_ylabel("MB")
+    right.grid(alpha=0.3)
+    if right.lines:
+        right.legend(fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def architectures(records: Sequence[Mapping[str, Any]],
+                  title: str | None = "serving architectures") -> Figure:
+    """Throughput, p95, TTFA p95 and pool PSS against concurrency, one line per
+    configuration of `tts_kit.serve.sweep` records.
+
+    Example:
+        >>> rec = {"architecture": "workers", "workers": 2, "concurrency": 1, rk.RPS: 1.0}
+        >>> len(architectures([rec]).axes)
+        4
+    """
+    records = [r for r in records if r.get("status", "ok") == "ok" and r.get("concurrency")]
+    keys = (rk.RPS, rk.P95_MS, rk.TTFA_P95_MS, rk.POOL_PSS_MB)
+    fig = _figure(3.0 * len(keys), 3.4)
+    axes = fig.subplots(1, len(keys))
+
+    def name(r: Mapping[str, Any]) -> str:
+        extra = "" if r.get("loading") in (None, "resident") else f", {r['loading']}"
+        th = r.get("threads")
+        return f"{r['architecture']} x{r['workers']}" + (f" ({th}t)" if th else "") + extra
+
+    configs = list(dict.fromkeys(name(r) for r in records))
+    for ax, key in zip(axes, keys):
+        for i, cfg in enumerate(configs):
+            rows = sorted((r for r in records if name(r) == cfg), key=lambda r: r["concurrency"])
+            ys = [rk.to_number(r.get(key)) for r in rows]
+            ax.plot([r["concurrency"] for r in rows], [np.nan if y is None else y for y in ys],
+                    "-o", color=f"C{i % 10}", label=cfg, ms=4)
+        ax.set_xlabel("concurrency")
+        ax.set_title(rk.label(key), fontsize=9)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig

@@ -90,8 +90,7 @@ def lesson(model: Any, needs: str, *, costs: bool = True, quick: bool = False) -
     model gives it (``costs=False``: any model does).
 
     Example:
-        >>> box = lesson(Bundle.discover(), "Paged loading gives memory back.")  # doctest: +SKIP
-        >>> "the figures are the lesson" in box.data  # doctest: +SKIP
+        >>> "the figures are the lesson" in lesson(Bundle.discover(), "...").data  # doctest: +SKIP
         True
     """
     label = html.escape(model_summary(model))
@@ -122,8 +121,6 @@ def trust_line(records: Sequence[Any], *, cores: int | None = None) -> str:
     vary too much (`tts_kit.tuning.contention.assess`), else "".
 
     Example:
-        >>> trust_line([{"status": "ok", "core_share": 98.0, "cpu_wait_percent": 1.0}])
-        ''
         >>> trust_line([{"status": "ok", "core_share": 45.0, "cpu_wait_percent": 50.0}],
         ...            cores=2)[:37]
         'provisional: the machine was busy (1 '
@@ -146,8 +143,7 @@ def _audio_html(wav: bytes) -> str:
 
 
 class _StaticFallback:
-    """Adds `_static` (each subclass's) to a widget's display data, for pages without the
-    widget manager (nbconvert HTML)."""
+    """Adds `_static` to a widget's display data, for pages without a widget manager."""
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         bundle = super()._repr_mimebundle_(**kwargs)  # type: ignore[misc]
@@ -180,8 +176,7 @@ class Player(_StaticFallback, W.VBox):
     ``engine``: default, one on the discovered bundle; ``run``: synthesise once right away.
 
     Example:
-        >>> p = Player(text="Hello.", run=False)  # doctest: +SKIP
-        >>> p.synthesize().duration_s > 0  # doctest: +SKIP
+        >>> Player(text="Hello.", run=False).synthesize().duration_s > 0  # doctest: +SKIP
         True
     """
 
@@ -326,8 +321,7 @@ class NormalizationPlayground(_StaticFallback, W.VBox):
     ``bundle``) the characters its indexer cannot read.
 
     Example:
-        >>> pg = NormalizationPlayground("오후 3시 15,000원", lang="ko")  # doctest: +SKIP
-        >>> pg.normalized  # doctest: +SKIP
+        >>> NormalizationPlayground("오후 3시 15,000원", lang="ko").normalized  # doctest: +SKIP
         '오후 세 시 만 오천 원'
     """
 

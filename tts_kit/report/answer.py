@@ -105,15 +105,10 @@ def comparison(rep: TuningReport) -> list[dict[str, Any]]:
     pick, base = rep.recommended, default_record(rep)
     if not _ok(pick) or not _ok(base):
         return []
-    rows = []
-    for key in ANSWER_KEYS:
-        a, b = pick.get(key), base.get(key)
-        if a is None or b is None:
-            continue
-        ratio = float(a) / float(b) if float(b) else None
-        rows.append({"key": key, "figure": rk.COLUMNS[key].label, "unit": rk.COLUMNS[key].unit,
-                     "recommended": a, "default": b, "ratio": ratio})
-    return rows
+    return [{"key": key, "figure": rk.COLUMNS[key].label, "unit": rk.COLUMNS[key].unit,
+             "recommended": pick[key], "default": base[key],
+             "ratio": float(pick[key]) / float(base[key]) if float(base[key]) else None}
+            for key in ANSWER_KEYS if pick.get(key) is not None and base.get(key) is not None]
 
 
 def _threads(rep: TuningReport, pick: Mapping[str, Any]) -> int | None:
@@ -500,8 +495,7 @@ def replay(rep: TuningReport, bundle: Any) -> tuple[Any, dict[str, float]]:
     isolated): the result and its ``session_s``/``first_ms`` for `latency_rows`.
 
     Example:
-        >>> result, figures = replay(TuningReport.load("report.json"), bundle)  # doctest: +SKIP
-        >>> sorted(figures)  # doctest: +SKIP
+        >>> sorted(replay(TuningReport.load("report.json"), bundle)[1])  # doctest: +SKIP
         ['first_ms', 'session_s']
     """
     import time

@@ -67,12 +67,9 @@ def costs_html(entry: Mapping[str, Any] | None) -> str:
         return f"{head}<p>Not measured: {html.escape(str(why))}</p>"
     r = Roofline.from_dict(entry["roofline"])
     cells = "".join(f"<th>{html.escape(name)}</th>" for name, _ in _COLUMNS)
-    rows = [f'<table class="tts-kit-costs"><tr><th>stage</th>{cells}</tr>']
-    for row in r.rows():
-        rows.append(f"<tr><th style='text-align:left'>{html.escape(row['stage'])}</th>"
-                    + "".join(f"<td>{_fmt(row[name], spec)}</td>" for name, spec in _COLUMNS)
-                    + "</tr>")
-    rows.append("</table>")
+    rows = "".join(f"<tr><th style='text-align:left'>{html.escape(row['stage'])}</th>"
+                   + "".join(f"<td>{_fmt(row[name], spec)}</td>" for name, spec in _COLUMNS)
+                   + "</tr>" for row in r.rows())
     peaks = ", ".join(f"{t} thread{'s' if t != 1 else ''} {p:.1f}" for t, p in r.peaks.items())
     load = (f"; load average {r.loadavg[0]:.1f} before, {r.loadavg[1]:.1f} after"
             if r.loadavg else "")
@@ -81,7 +78,8 @@ def costs_html(entry: Mapping[str, Any] | None) -> str:
            f"thread{'s' if r.threads != 1 else ''} on {entry.get('cpus', r.threads)} vCPU, "
            f"best of {r.repeats} per stage after a warm-up{load}. MatMul peak (ONNX Runtime, "
            f"GFLOP/s): {peaks}. FLOPs counted from the graphs (MatMul, Gemm, Conv).")
-    return (head + "".join(rows) + f"<p><b>{html.escape(r.sentence())}</b></p>"
+    return (f'{head}<table class="tts-kit-costs"><tr><th>stage</th>{cells}</tr>{rows}</table>'
+            + f"<p><b>{html.escape(r.sentence())}</b></p>"
             + f"<p><small>{html.escape(how)}</small></p>")
 
 

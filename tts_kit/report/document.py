@@ -249,9 +249,7 @@ class TuningReport:
         if not p.is_file():
             raise ReportError(f"{p}: no such report; write one with `tts-kit report --out DIR`")
         data = read_json(p, str(p), "write one with `tts-kit report --out DIR`", ReportError)
-        rep = cls.from_dict(data)
-        rep.source = str(path)
-        return rep
+        return dataclasses.replace(cls.from_dict(data), source=str(path))
 
     def recommendation_html(self) -> str:
         """The budget and the reason for the recommendation, as an (escaped) HTML paragraph.

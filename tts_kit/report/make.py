@@ -75,8 +75,7 @@ def run_tuning(bundle: Bundle, spec: SweepLike = None, options: ReportOptions | 
     """Run the spec's sweep in isolated trials and assemble the report.
 
     Example:
-        >>> rep = run_tuning(Bundle.discover(), SweepSpec.quick())  # doctest: +SKIP
-        >>> rep.recommended["preset"]  # doctest: +SKIP
+        >>> run_tuning(Bundle.discover(), SweepSpec.quick()).recommended["preset"]  # doctest: +SKIP
         'low-memory'
     """
     from tts_kit.tuning import tune, verdict

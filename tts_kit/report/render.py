@@ -54,10 +54,8 @@ def report_notebook() -> Path:
     for c in candidates:
         if c.is_file():
             return c
-    raise ReportError(
-        f"{NOTEBOOK_NAME} not found (looked at {', '.join(map(str, candidates))}); "
-        f"reinstall tts_kit or set ${NOTEBOOK_ENV} to the notebook"
-    )
+    raise ReportError(f"{NOTEBOOK_NAME} not found (looked at {', '.join(map(str, candidates))}); "
+                      f"reinstall tts_kit or set ${NOTEBOOK_ENV} to the notebook")
 
 
 def load_notebook(path: str | os.PathLike[str]) -> Any:
@@ -105,8 +103,7 @@ def _kernel_manager_class(ctrl_c: _CtrlC) -> type:
 
 
 class _CtrlC:
-    """While a notebook runs, Ctrl-C kills its kernel and is raised once papermill returns
-    (raised at once it could be lost in a finalizer). Ignored stays ignored."""
+    """While a notebook runs, Ctrl-C kills its kernel, raised once papermill returns."""
 
     def __init__(self) -> None:
         self.kernels: list[Any] = []
@@ -178,26 +175,18 @@ def execute_notebook(
                 )
         except PapermillExecutionError as exc:
             msg = " ".join(f"{exc.ename}: {exc.evalue}".split())
-            kept = _keep_partial(Path(output), Path(notebook), partial_to)
-            where = f" (partial notebook: {kept})" if kept is not None else ""
+            kept, where = Path(output), ""
+            if kept.is_file() and kept.stat().st_size > 0:  # else papermill never wrote it
+                _record_source(kept, Path(notebook))
+                if partial_to is not None:
+                    kept = Path(partial_to)
+                    kept.parent.mkdir(parents=True, exist_ok=True)
+                    os.replace(output, kept)
+                where = f" (partial notebook: {kept})"
             raise ReportError(f"{Path(notebook).name} failed in cell {exc.exec_count}: "
                               f"{msg}{where}") from None
     _record_source(Path(output), Path(notebook))
     return Path(output)
-
-
-def _keep_partial(output: Path, notebook: Path, partial_to: str | os.PathLike[str] | None
-                  ) -> Path | None:
-    """Where the failed run's notebook now is, or None."""
-    if not output.is_file() or output.stat().st_size == 0:  # papermill never wrote it
-        return None
-    _record_source(output, notebook)
-    if partial_to is None:
-        return output
-    kept = Path(partial_to)
-    kept.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(output, kept)
-    return kept
 
 
 def _record_source(output: Path, notebook: Path) -> None:
