@@ -196,14 +196,6 @@ def _own_temp(name: str) -> bool:
     return bool(m) and int(m["pid"]) == os.getpid()
 
 
-def _nearest_existing(path: Path) -> Path:
-    """``path``'s nearest ancestor that exists (what ``mkdir(parents=True)`` builds under)."""
-    for parent in path.parents:
-        if parent.exists() or parent.is_symlink():
-            return parent
-    return Path(path.anchor or ".")
-
-
 def check_dir_destination(dst: str | os.PathLike[str]) -> Path:
     """Check, before any work, that `atomic_dir` can build at ``dst`` (missing or an empty
     directory, not a link, and a new directory can be made there); one-line `TtsKitError`.
@@ -230,7 +222,9 @@ def check_dir_destination(dst: str | os.PathLike[str]) -> Path:
                              "new path or remove it")
         where = dst
     else:
-        where = _nearest_existing(dst)
+        # The nearest ancestor that exists: what ``mkdir(parents=True)`` builds under.
+        where = next((p for p in dst.parents if p.exists() or p.is_symlink()),
+                     Path(dst.anchor or "."))
         if not where.is_dir():
             raise TtsKitError(f"{where}: not a directory; choose another path")
     try:

@@ -32,13 +32,6 @@ def term_safe(text: object, keep: str = "") -> str:
     return _CONTROL.sub(lambda m: m.group() if m.group() in keep else _escape(m), str(text))
 
 
-def _homes() -> list[str]:
-    """The home directory as written and as resolved (bundle paths are resolved)."""
-    home = os.path.expanduser("~")
-    homes = {h.rstrip("/") for h in (home, os.path.realpath(home))} - {"", "~"}
-    return sorted(homes, key=len, reverse=True)
-
-
 def display_path(path: str | os.PathLike[str], full: bool = False) -> str:
     """``path`` as a shared document records it: ``~/...`` under the home directory, unless
     ``full``.
@@ -62,7 +55,10 @@ def hide_home(text: str) -> str:
         >>> hide_home(os.path.expanduser("~") + "2/x") == os.path.expanduser("~") + "2/x"
         True
     """
-    for home in _homes():
+    home = os.path.expanduser("~")
+    # As written and as resolved (bundle paths are resolved), the longer first.
+    homes = {h.rstrip("/") for h in (home, os.path.realpath(home))} - {"", "~"}
+    for home in sorted(homes, key=len, reverse=True):
         if home in text:
             # Only the directory itself, not /home/anna2 for /home/anna.
             text = re.sub(re.escape(home) + r"(?=/|$|[^\w.-])", "~", text)
