@@ -19,8 +19,7 @@ from tts_kit.core.validate import MAX_THREADS, Rule
 
 
 def _say(text: object = "", file: Any = None) -> None:
-    """Print ``text`` with its control characters (but newlines and tabs) escaped: every
-    line the CLI prints goes through here."""
+    """Print ``text``, its control characters but newlines and tabs escaped (all CLI output)."""
     print(term_safe(text, keep="\n\t"), file=file if file is not None else sys.stdout)
 
 
@@ -113,8 +112,7 @@ def _check_language(text: str, lang: str) -> None:
 
 @contextlib.contextmanager
 def _cluster(address: str | None) -> Iterator[Any]:
-    """A `TrialExecutor` on the Dask scheduler at ``address`` (None: none), connected before
-    any trial runs."""
+    """A `TrialExecutor` on the Dask scheduler at ``address`` (None: none), connected first."""
     if not address:
         yield None
         return

@@ -42,8 +42,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _levels(text: str | None, flag: str, kind: type = int) -> list:
-    """``flag``'s comma-separated values (``1,2,4``; ``0.5,1,2`` for a float ``kind``), each
-    above 0; none for an empty ``text``."""
+    """``flag``'s comma-separated ``kind`` values (``1,2,4``), each above 0; [] for no text."""
     try:
         values = [kind(x) for x in (text or "").split(",") if x.strip()]
     except ValueError:
@@ -72,13 +71,13 @@ def _load_body(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_loadtest(args: argparse.Namespace) -> int:
+    import httpx
+
     from tts_kit.serve.loadtest import LoadSpec, run_load
 
     if not args.url.startswith(("http://", "https://")):
         raise UserError(f"URL {args.url!r}: give the server's address, such as "
                         "http://127.0.0.1:8000")
-    import httpx
-
     try:  # 'http://[::1' and friends: one line, not httpx's InvalidURL as a bug
         port = httpx.URL(args.url).port
     except (httpx.InvalidURL, ValueError) as exc:

@@ -30,6 +30,7 @@ from tts_kit.tuning.spread import DEFAULT_ROUNDS
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
+    from tts_kit.core.procfacts import allowed_cpus, usable_cores
     from tts_kit.tuning.tune import SweepOptions, default_cpus, format_table, sweep
     from tts_kit.tuning.workload import Workload
 
@@ -40,8 +41,6 @@ def cmd_tune(args: argparse.Namespace) -> int:
             int(c) for c in args.cpus.split(","))
     except ValueError:
         raise UserError(f"--cpus takes core counts like 1,2; got {args.cpus!r}") from None
-    from tts_kit.core.procfacts import allowed_cpus, usable_cores
-
     usable, pinnable = usable_cores(), len(allowed_cpus())
     # Between the CPU quota and the affinity a trial runs throttled: say what that means.
     over = sorted({c for c in cpus if usable < c <= pinnable})
@@ -171,9 +170,8 @@ def cmd_report(args: argparse.Namespace) -> int:
             paths = make_report(out=args.out, model=args.model, sweep=args.sweep,
                                 executor=executor, full_paths=args.full_paths)
         except TtsKitError as exc:
-            lost = getattr(executor, "lost", None)
-            if lost:  # what failed followed from the lost scheduler: say that first
-                return _say_lost("report", f"{lost} ({exc})")
+            if getattr(executor, "lost", None):  # it followed from the lost scheduler: say so
+                return _say_lost("report", f"{executor.lost} ({exc})")
             raise
         lost = getattr(executor, "lost", None)
     try:
@@ -207,8 +205,7 @@ def _say_answer(paths: list[Path]) -> None:
     _say("\nthe answer (report.html starts with it):")
     for line in conclusions(rep):
         _say(f"  {line}")
-    command = serve_command(rep)
-    if command:
+    if command := serve_command(rep):
         _say(f"  serve it: {command}")
 
 

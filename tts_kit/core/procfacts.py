@@ -64,8 +64,7 @@ def pss_mb(pid: int | None = None) -> float | None:
     unknown.
 
     Example:
-        >>> p = pss_mb()
-        >>> p is None or p > 0
+        >>> pss_mb() is None or pss_mb() > 0
         True
     """
     try:
@@ -169,11 +168,7 @@ def _cgroup_read(root: str | os.PathLike[str] | None, v2: str, v1: str) -> str |
 
 def _cgroup_dir() -> Path | None:
     """This process's cgroup v2 directory, or None (cgroup v1 or not Linux)."""
-    try:
-        text = Path("/proc/self/cgroup").read_text(encoding="ascii")
-    except OSError:
-        return None
-    for line in text.splitlines():
+    for line in (_read(Path("/proc/self/cgroup")) or "").splitlines():
         if line.startswith("0::"):
             path = Path("/sys/fs/cgroup") / line[3:].strip().lstrip("/")
             return path if path.is_dir() else Path("/sys/fs/cgroup")
@@ -192,8 +187,7 @@ def cgroup_cpu_quota(root: str | os.PathLike[str] | None = None) -> float | None
     ``root``: a cgroup directory read instead (default ``$TTS_KIT_CGROUP_ROOT``).
 
     Example:
-        >>> q = cgroup_cpu_quota()
-        >>> q is None or q > 0
+        >>> cgroup_cpu_quota() is None or cgroup_cpu_quota() > 0
         True
     """
     quota, _, period = (_cgroup_read(root, "cpu.max", "cpu/cpu.cfs_quota_us") or "").partition(" ")
@@ -210,8 +204,7 @@ def cgroup_memory_limit_mb(root: str | os.PathLike[str] | None = None) -> float 
     `cgroup_cpu_quota`).
 
     Example:
-        >>> m = cgroup_memory_limit_mb()
-        >>> m is None or m > 0
+        >>> cgroup_memory_limit_mb() is None or cgroup_memory_limit_mb() > 0
         True
     """
     raw = _cgroup_read(root, "memory.max", "memory/memory.limit_in_bytes") or ""

@@ -96,8 +96,7 @@ def _fields(buf: mmap.mmap | bytes, pos: int, end: int):
 
 
 def _tensor_info(buf: mmap.mmap | bytes, start: int, stop: int) -> tuple[int, int, str]:
-    """(element count, data type, name) of a TensorProto, without touching its payload;
-    ScanError when its dims disagree with its raw data or pass `MAX_ELEMENTS`."""
+    """(element count, data type, name) of a TensorProto, payload unread; bad dims: ScanError."""
     count, dtype, name, raw = 1, 0, "", None
     for field, wire, value in _fields(buf, start, stop):
         if field == _TENSOR_NAME and wire == 2:

@@ -19,9 +19,8 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def term_safe(text: object, keep: str = "") -> str:
-    """``text`` as a string whose control characters are visible escapes (``\\x1b``).
-
-    ``keep``: control characters to leave (``"\\n\\t"``); for eyes, not for parsing back.
+    """``text`` as a string whose control characters, but those in ``keep`` (``"\\n\\t"``),
+    are visible escapes (``\\x1b``): for eyes, not for parsing back.
 
     Example:
         >>> term_safe("one\\ntwo"), term_safe("one\\ntwo", keep="\\n")
