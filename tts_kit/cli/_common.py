@@ -52,8 +52,7 @@ def out_file(text: str) -> str:
 
 
 def _check_paths(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    """No NUL in a path or a name (the text to speak aside), every path option not empty and
-    its ``~`` a known home, every `out_file` writable; ``--scheduler`` not empty."""
+    """No NUL but in the text; path options not empty, ``~`` known, `out_file`s writable."""
     from tts_kit.core.userfiles import check_path
 
     for dest, value in vars(args).items():

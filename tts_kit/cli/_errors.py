@@ -106,7 +106,6 @@ def exit_status(command: str, exc: Exception, *, debug: bool = False,
     values (a path with a newline) to escape in the message, not cut at their newline.
 
     Example:
-        >>> import contextlib, sys
         >>> with contextlib.redirect_stderr(sys.stdout):
         ...     exit_status("info", FileNotFoundError(2, "No such file or directory", "/x"))
         tts-kit info: error: /x: No such file or directory; check the path

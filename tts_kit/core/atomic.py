@@ -22,8 +22,7 @@ import psutil
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.procfacts import umask_mode
 
-#: Signals turned into `Terminated` while an output is being built (SIGINT already raises
-#: KeyboardInterrupt).
+#: Signals turned into `Terminated` while an output is built (SIGINT raises KeyboardInterrupt).
 GUARDED_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGHUP)
 #: A temporary's name: ``.<name>.tmp-<pid>-<random><suffix>``.
 TEMP_NAME = re.compile(r"^\..*\.tmp-(?P<pid>\d+)-[^/]*$")
@@ -32,8 +31,7 @@ STALE_AFTER_S = 24 * 3600.0
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP arrived while an output was being built (a KeyboardInterrupt, so
-    Ctrl-C's clean-up runs)."""
+    """SIGTERM or SIGHUP arrived while an output was being built (Ctrl-C's clean-up runs)."""
 
     def __init__(self, signum: int):
         super().__init__(f"terminated by {signal.Signals(signum).name}")
@@ -55,8 +53,7 @@ def _raise_terminated(signum: int, frame: object) -> None:
 
 @contextlib.contextmanager
 def _signals_as_exceptions() -> Iterator[None]:
-    """While active, SIGTERM/SIGHUP raise `Terminated` instead of ending the process at once
-    (default handlers only; re-sent on leaving the outermost use; main thread only)."""
+    """SIGTERM/SIGHUP (default handlers, main thread) raise `Terminated`; re-sent at the end."""
     global _guard_depth
     if threading.current_thread() is not threading.main_thread():
         yield

@@ -157,8 +157,7 @@ def idlest_cpus(n: int, cores: list[int] | None = None, interval_s: float = 0.05
 
 
 def _cgroup_read(root: str | os.PathLike[str] | None, v2: str, v1: str) -> str | None:
-    """The cgroup v2 file ``v2`` of ``root`` (default ``$TTS_KIT_CGROUP_ROOT``, else this
-    process's cgroup); without a root given, the v1 file ``/sys/fs/cgroup/<v1>`` if empty."""
+    """``root``'s (or $TTS_KIT_CGROUP_ROOT's, else our cgroup's) v2 file ``v2``, else v1's."""
     if root is None:
         root = current_settings().cgroup_root
     base = Path(root).expanduser() if root is not None else _cgroup_dir()

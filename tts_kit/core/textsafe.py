@@ -36,7 +36,6 @@ def display_path(path: str | os.PathLike[str], full: bool = False) -> str:
     ``full``.
 
     Example:
-        >>> import os
         >>> display_path(os.path.expanduser("~/m/x")), display_path("/opt/m/x", full=True)
         ('~/m/x', '/opt/m/x')
     """
@@ -48,7 +47,6 @@ def hide_home(text: str) -> str:
     """Every mention of the home directory in ``text`` (a message, a log) as ``~``.
 
     Example:
-        >>> import os
         >>> hide_home("no such file: " + os.path.expanduser("~/m/x.onnx"))
         'no such file: ~/m/x.onnx'
         >>> hide_home(os.path.expanduser("~") + "2/x") == os.path.expanduser("~") + "2/x"
