@@ -46,8 +46,7 @@ def out_path(text: str) -> str:
 
 
 def out_file(text: str) -> str:
-    """The argparse ``type`` of an option naming a file written: checked writable before the
-    command does any work (`in_path`)."""
+    """The argparse ``type`` of an option naming a file written, checked writable first."""
     return text
 
 

@@ -114,14 +114,13 @@ def cmd_info(args: argparse.Namespace) -> int:
     if args.json:
         _say(json.dumps(info, indent=2))
         return 0
+    kind = "real model"
     standin = info["standin"]
     if isinstance(standin, dict):
         from tts_kit.models.supertonic.standin import scale_note
 
         scale = str(standin.get("scale", "?"))
         kind = f"stand-in, {scale} scale, seed {standin.get('seed', '?')} ({scale_note(scale)})"
-    else:
-        kind = "real model"
     n = len(info["stages"])
     if loads:
         what = "the graph" if n == 1 else f"all {'four' if n == 4 else n} graphs"

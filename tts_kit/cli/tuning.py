@@ -140,6 +140,7 @@ def recommendation_lines(result: Any, args: argparse.Namespace,
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from tts_kit.models.supertonic.bundle import Bundle, resolve_model_dir
     from tts_kit.report import make_report, rerun_report
 
     if args.compare:  # two reports, two runs or two machines: the same answer?
@@ -160,8 +161,6 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 0 if verdict.holds else 1  # like `diff`: 0 it holds, 1 not, 2 bad input
     if not args.out:
         raise UserError("give --out DIR for the report (or --rerun report.json)")
-    from tts_kit.models.supertonic.bundle import Bundle, resolve_model_dir
-
     # Say what it runs on before minutes of trials.
     where, source = resolve_model_dir(args.model)
     _standin_note(Bundle(where), source)
