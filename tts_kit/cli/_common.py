@@ -94,18 +94,14 @@ def _standin_note(bundle: Any, source: str) -> None:
              f"parameters): {scale_note(scale)}", file=sys.stderr)
 
 
-_LANGUAGE_NAMES = {"en": "English", "ko": "Korean"}
-
-
 def _check_language(text: str, lang: str) -> None:
     """One line on stderr when the text is clearly in the other language than ``lang``."""
     from tts_kit.text import other_language
 
-    other = other_language(text, lang)
-    if other:
-        _say(f"tts-kit: warning: the text looks {_LANGUAGE_NAMES[other]} but --lang is "
-             f"{lang}; pass --lang {other} to read it as {_LANGUAGE_NAMES[other]}",
-             file=sys.stderr)
+    if other := other_language(text, lang):
+        name = {"en": "English", "ko": "Korean"}[other]
+        _say(f"tts-kit: warning: the text looks {name} but --lang is {lang}; pass --lang "
+             f"{other} to read it as {name}", file=sys.stderr)
 
 
 @contextlib.contextmanager

@@ -216,10 +216,9 @@ def register_tune(add: AddCommand) -> None:
         >>> _parser().parse_args(["tune", "--cpus", "1"]).stage_costs
         'measure'
     """
-    preset_names = ", ".join(contract.PRESET_NAMES)
     sp = add("tune", cmd_tune, "measure session presets and load policies in isolation")
     sp.add_argument("--presets", default=",".join(contract.SWEEP_PRESETS), metavar="NAMES",
-                    help=f"comma-separated presets, of: {preset_names}")
+                    help=f"comma-separated presets, of: {', '.join(contract.PRESET_NAMES)}")
     sp.add_argument("--cpus", default=None,
                     help="core counts to emulate, e.g. 1,2 (default: 1,2 as far as the "
                     "cores this process can use allow: affinity and cgroup CPU quota)")

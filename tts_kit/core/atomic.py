@@ -235,9 +235,8 @@ def check_dir_destination(dst: str | os.PathLike[str]) -> Path:
 
 def _move_up(tmp: Path, dst: Path, last: str | None) -> None:
     """Move ``tmp``'s entries into ``dst`` (which holds ``tmp``), ``last`` last; all or none."""
-    others = [n for n in os.listdir(dst) if n != tmp.name and not _own_temp(n)]
-    if others:  # someone wrote there meanwhile: like os.replace onto a non-empty directory
-        raise OSError(errno.ENOTEMPTY, "Directory not empty", str(dst))
+    if any(n != tmp.name and not _own_temp(n) for n in os.listdir(dst)):  # written meanwhile
+        raise OSError(errno.ENOTEMPTY, "Directory not empty", str(dst))  # as os.replace would
     names = sorted(os.listdir(tmp), key=lambda n: (n == last, n))
     moved: list[str] = []
     try:
