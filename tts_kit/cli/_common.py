@@ -19,8 +19,7 @@ from tts_kit.core.validate import MAX_THREADS, Rule
 
 
 def _say(text: object = "", file: Any = None) -> None:
-    """Print ``text`` with its control characters (but newlines and tabs) escaped: every
-    line the CLI prints goes through here."""
+    """Print ``text``, its control characters but newlines and tabs escaped (all CLI output)."""
     print(term_safe(text, keep="\n\t"), file=file if file is not None else sys.stdout)
 
 
@@ -47,14 +46,12 @@ def out_path(text: str) -> str:
 
 
 def out_file(text: str) -> str:
-    """The argparse ``type`` of an option naming a file written: checked writable before the
-    command does any work (`in_path`)."""
+    """The argparse ``type`` of an option naming a file written, checked writable first."""
     return text
 
 
 def _check_paths(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    """No NUL in a path or a name (the text to speak aside), every path option not empty and
-    its ``~`` a known home, every `out_file` writable; ``--scheduler`` not empty."""
+    """No NUL but in the text; path options not empty, ``~`` known, `out_file`s writable."""
     from tts_kit.core.userfiles import check_path
 
     for dest, value in vars(args).items():
@@ -97,24 +94,19 @@ def _standin_note(bundle: Any, source: str) -> None:
              f"parameters): {scale_note(scale)}", file=sys.stderr)
 
 
-_LANGUAGE_NAMES = {"en": "English", "ko": "Korean"}
-
-
 def _check_language(text: str, lang: str) -> None:
     """One line on stderr when the text is clearly in the other language than ``lang``."""
     from tts_kit.text import other_language
 
-    other = other_language(text, lang)
-    if other:
-        _say(f"tts-kit: warning: the text looks {_LANGUAGE_NAMES[other]} but --lang is "
-             f"{lang}; pass --lang {other} to read it as {_LANGUAGE_NAMES[other]}",
-             file=sys.stderr)
+    if other := other_language(text, lang):
+        name = {"en": "English", "ko": "Korean"}[other]
+        _say(f"tts-kit: warning: the text looks {name} but --lang is {lang}; pass --lang "
+             f"{other} to read it as {name}", file=sys.stderr)
 
 
 @contextlib.contextmanager
 def _cluster(address: str | None) -> Iterator[Any]:
-    """A `TrialExecutor` on the Dask scheduler at ``address`` (None: none), connected before
-    any trial runs."""
+    """A `TrialExecutor` on the Dask scheduler at ``address`` (None: none), connected first."""
     if not address:
         yield None
         return

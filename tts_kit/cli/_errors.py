@@ -5,6 +5,7 @@ is one line, exit 2; anything else is a bug: one line and a log of its traceback
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sys
@@ -105,7 +106,6 @@ def exit_status(command: str, exc: Exception, *, debug: bool = False,
     values (a path with a newline) to escape in the message, not cut at their newline.
 
     Example:
-        >>> import contextlib, sys
         >>> with contextlib.redirect_stderr(sys.stdout):
         ...     exit_status("info", FileNotFoundError(2, "No such file or directory", "/x"))
         tts-kit info: error: /x: No such file or directory; check the path
@@ -134,15 +134,13 @@ def _first_line(exc: BaseException | str) -> str:
 def _bug(command: str, exc: BaseException, debug: bool) -> int:
     """A bug: one line naming the exception; without ``debug``, the traceback in a log."""
     log = ""
-    if not debug:
-        try:
+    if not debug:  # the disk may be what failed: the one line still goes out
+        with contextlib.suppress(OSError):
             fd, name = tempfile.mkstemp(prefix="tts-kit-error-", suffix=".log")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(f"tts-kit {__version__} {command}\n")
                 fh.write("".join(traceback.format_exception(exc)))
             log = f" (full log: {name})"
-        except OSError:  # the disk may be what failed; the one line still goes out
-            pass
     where = ("the traceback is above" if debug else
              f"`tts-kit --debug {command} ...` prints the traceback")
     print(term_safe(f"tts-kit {command}: internal error: {type(exc).__name__}: "

@@ -89,13 +89,15 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
+    import onnxruntime
+
     from tts_kit.runtime.loading import check_loads
 
     bundle = _bundle(args)
     info = bundle.describe()
     # Loading each graph finds an operator ORT lacks, which the file checks cannot.
     loads = None if args.no_load else check_loads(bundle) == list(bundle.stages)
-    info["runtime"] = {"onnxruntime": _ort_version(), "graphs_load": loads}
+    info["runtime"] = {"onnxruntime": onnxruntime.__version__, "graphs_load": loads}
     info.setdefault("family", bundle.family)
     info.setdefault("model", bundle.label)
     if args.costs:
@@ -112,22 +114,21 @@ def cmd_info(args: argparse.Namespace) -> int:
     if args.json:
         _say(json.dumps(info, indent=2))
         return 0
+    kind = "real model"
     standin = info["standin"]
     if isinstance(standin, dict):
         from tts_kit.models.supertonic.standin import scale_note
 
         scale = str(standin.get("scale", "?"))
         kind = f"stand-in, {scale} scale, seed {standin.get('seed', '?')} ({scale_note(scale)})"
-    else:
-        kind = "real model"
     n = len(info["stages"])
     if loads:
         what = "the graph" if n == 1 else f"all {'four' if n == 4 else n} graphs"
-        runtime = f"onnxruntime {_ort_version()} loads {what} (CPU)"
+        runtime = f"onnxruntime {onnxruntime.__version__} loads {what} (CPU)"
     elif loads is None:
         runtime = "not checked (--no-load): whether onnxruntime can load the graphs"
     else:
-        runtime = f"onnxruntime {_ort_version()} could NOT load every graph"
+        runtime = f"onnxruntime {onnxruntime.__version__} could NOT load every graph"
     rows = [("model", term_safe(info["model"])), ("bundle", str(info["path"])), ("kind", kind),
             ("voices", ", ".join(term_safe(v) for v in info["voices"])),
             ("params", f"{info['params'] / 1e6:.2f} M"), ("runtime", runtime)]
@@ -163,12 +164,6 @@ def _say_costs(costs: dict) -> None:
     rows = [StageFlops(c["stage"], c["params"], c["runs"], c["flops_per_run"], c["seconds"])
             for c in costs["stages"]]
     _say(costs_table(rows))
-
-
-def _ort_version() -> str:
-    import onnxruntime
-
-    return str(onnxruntime.__version__)
 
 
 def cmd_standin(args: argparse.Namespace) -> int:

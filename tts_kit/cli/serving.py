@@ -42,8 +42,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _levels(text: str | None, flag: str, kind: type = int) -> list:
-    """``flag``'s comma-separated values (``1,2,4``; ``0.5,1,2`` for a float ``kind``), each
-    above 0; none for an empty ``text``."""
+    """``flag``'s comma-separated ``kind`` values (``1,2,4``), each above 0; [] for no text."""
     try:
         values = [kind(x) for x in (text or "").split(",") if x.strip()]
     except ValueError:
@@ -72,13 +71,13 @@ def _load_body(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_loadtest(args: argparse.Namespace) -> int:
+    import httpx
+
     from tts_kit.serve.loadtest import LoadSpec, run_load
 
     if not args.url.startswith(("http://", "https://")):
         raise UserError(f"URL {args.url!r}: give the server's address, such as "
                         "http://127.0.0.1:8000")
-    import httpx
-
     try:  # 'http://[::1' and friends: one line, not httpx's InvalidURL as a bug
         port = httpx.URL(args.url).port
     except (httpx.InvalidURL, ValueError) as exc:
@@ -206,31 +205,7 @@ def register(add: AddCommand) -> None:
     sp.add_argument("--config-json", default=None, metavar="FILE", type=in_path,
                     help="the whole configuration as ServeConfig JSON (- reads stdin); "
                     "replaces the other flags")
-    _register_load(add)
 
-
-def _load_args(sp: argparse.ArgumentParser) -> None:
-    """The options loadtest and serve-sweep share: what each request asks for, how many."""
-    sp.add_argument("--requests", type=int, default=20, help="most requests per level")
-    sp.add_argument("--duration", type=float, default=None,
-                    help="most seconds per level (default: until --requests)")
-    sp.add_argument("--texts", default=None, type=in_path,
-                    help="file with one request text per line")
-    sp.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS,
-                    help="flow-matching steps per request")
-    sp.add_argument("--lang", default=contract.DEFAULT_LANG, metavar="LANG",
-                    help=f"language code, one of {', '.join(contract.LANGUAGES)}")
-    sp.add_argument("--voice", default=None, help="voice (default: the server's)")
-    sp.add_argument("--seed", type=int, default=None,
-                    help="noise seed per request (default: random)")
-    sp.add_argument("--timeout", type=float, default=120.0,
-                    help="client deadline per request, seconds")
-    sp.add_argument("--json", default=None, type=out_file, help="write the records as JSON here")
-    sp.add_argument("--quiet", action="store_true", help="no progress bar")
-
-
-def _register_load(add: AddCommand) -> None:
-    preset_names = ", ".join(contract.PRESET_NAMES)
     sp = add("loadtest", cmd_loadtest, "load a speech server: time to first audio and "
              "latency percentiles, throughput, errors, server CPU and memory", model=False)
     sp.add_argument("url", help="the server, e.g. http://127.0.0.1:8000")
@@ -262,3 +237,23 @@ def _register_load(add: AddCommand) -> None:
                     help="the total-latency p95 to meet (default: none; the fastest wins)")
     sp.add_argument("--mem-budget", type=float, default=None, help="pool PSS budget in MB")
     _load_args(sp)
+
+
+def _load_args(sp: argparse.ArgumentParser) -> None:
+    """The options loadtest and serve-sweep share: what each request asks for, how many."""
+    sp.add_argument("--requests", type=int, default=20, help="most requests per level")
+    sp.add_argument("--duration", type=float, default=None,
+                    help="most seconds per level (default: until --requests)")
+    sp.add_argument("--texts", default=None, type=in_path,
+                    help="file with one request text per line")
+    sp.add_argument("--steps", type=int, default=contract.DEFAULT_STEPS,
+                    help="flow-matching steps per request")
+    sp.add_argument("--lang", default=contract.DEFAULT_LANG, metavar="LANG",
+                    help=f"language code, one of {', '.join(contract.LANGUAGES)}")
+    sp.add_argument("--voice", default=None, help="voice (default: the server's)")
+    sp.add_argument("--seed", type=int, default=None,
+                    help="noise seed per request (default: random)")
+    sp.add_argument("--timeout", type=float, default=120.0,
+                    help="client deadline per request, seconds")
+    sp.add_argument("--json", default=None, type=out_file, help="write the records as JSON here")
+    sp.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -30,6 +30,7 @@ from tts_kit.tuning.spread import DEFAULT_ROUNDS
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
+    from tts_kit.core.procfacts import allowed_cpus, usable_cores
     from tts_kit.tuning.tune import SweepOptions, default_cpus, format_table, sweep
     from tts_kit.tuning.workload import Workload
 
@@ -40,8 +41,6 @@ def cmd_tune(args: argparse.Namespace) -> int:
             int(c) for c in args.cpus.split(","))
     except ValueError:
         raise UserError(f"--cpus takes core counts like 1,2; got {args.cpus!r}") from None
-    from tts_kit.core.procfacts import allowed_cpus, usable_cores
-
     usable, pinnable = usable_cores(), len(allowed_cpus())
     # Between the CPU quota and the affinity a trial runs throttled: say what that means.
     over = sorted({c for c in cpus if usable < c <= pinnable})
@@ -141,6 +140,7 @@ def recommendation_lines(result: Any, args: argparse.Namespace,
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from tts_kit.models.supertonic.bundle import Bundle, resolve_model_dir
     from tts_kit.report import make_report, rerun_report
 
     if args.compare:  # two reports, two runs or two machines: the same answer?
@@ -161,8 +161,6 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 0 if verdict.holds else 1  # like `diff`: 0 it holds, 1 not, 2 bad input
     if not args.out:
         raise UserError("give --out DIR for the report (or --rerun report.json)")
-    from tts_kit.models.supertonic.bundle import Bundle, resolve_model_dir
-
     # Say what it runs on before minutes of trials.
     where, source = resolve_model_dir(args.model)
     _standin_note(Bundle(where), source)
@@ -171,9 +169,8 @@ def cmd_report(args: argparse.Namespace) -> int:
             paths = make_report(out=args.out, model=args.model, sweep=args.sweep,
                                 executor=executor, full_paths=args.full_paths)
         except TtsKitError as exc:
-            lost = getattr(executor, "lost", None)
-            if lost:  # what failed followed from the lost scheduler: say that first
-                return _say_lost("report", f"{lost} ({exc})")
+            if getattr(executor, "lost", None):  # it followed from the lost scheduler: say so
+                return _say_lost("report", f"{executor.lost} ({exc})")
             raise
         lost = getattr(executor, "lost", None)
     try:
@@ -207,8 +204,7 @@ def _say_answer(paths: list[Path]) -> None:
     _say("\nthe answer (report.html starts with it):")
     for line in conclusions(rep):
         _say(f"  {line}")
-    command = serve_command(rep)
-    if command:
+    if command := serve_command(rep):
         _say(f"  serve it: {command}")
 
 
@@ -220,10 +216,9 @@ def register_tune(add: AddCommand) -> None:
         >>> _parser().parse_args(["tune", "--cpus", "1"]).stage_costs
         'measure'
     """
-    preset_names = ", ".join(contract.PRESET_NAMES)
     sp = add("tune", cmd_tune, "measure session presets and load policies in isolation")
     sp.add_argument("--presets", default=",".join(contract.SWEEP_PRESETS), metavar="NAMES",
-                    help=f"comma-separated presets, of: {preset_names}")
+                    help=f"comma-separated presets, of: {', '.join(contract.PRESET_NAMES)}")
     sp.add_argument("--cpus", default=None,
                     help="core counts to emulate, e.g. 1,2 (default: 1,2 as far as the "
                     "cores this process can use allow: affinity and cgroup CPU quota)")

@@ -22,8 +22,7 @@ import psutil
 from tts_kit.core.errors import TtsKitError
 from tts_kit.core.procfacts import umask_mode
 
-#: Signals turned into `Terminated` while an output is being built (SIGINT already raises
-#: KeyboardInterrupt).
+#: Signals turned into `Terminated` while an output is built (SIGINT raises KeyboardInterrupt).
 GUARDED_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGHUP)
 #: A temporary's name: ``.<name>.tmp-<pid>-<random><suffix>``.
 TEMP_NAME = re.compile(r"^\..*\.tmp-(?P<pid>\d+)-[^/]*$")
@@ -32,8 +31,7 @@ STALE_AFTER_S = 24 * 3600.0
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP arrived while an output was being built (a KeyboardInterrupt, so
-    Ctrl-C's clean-up runs)."""
+    """SIGTERM or SIGHUP arrived while an output was being built (Ctrl-C's clean-up runs)."""
 
     def __init__(self, signum: int):
         super().__init__(f"terminated by {signal.Signals(signum).name}")
@@ -55,8 +53,7 @@ def _raise_terminated(signum: int, frame: object) -> None:
 
 @contextlib.contextmanager
 def _signals_as_exceptions() -> Iterator[None]:
-    """While active, SIGTERM/SIGHUP raise `Terminated` instead of ending the process at once
-    (default handlers only; re-sent on leaving the outermost use; main thread only)."""
+    """SIGTERM/SIGHUP (default handlers, main thread) raise `Terminated`; re-sent at the end."""
     global _guard_depth
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -196,14 +193,6 @@ def _own_temp(name: str) -> bool:
     return bool(m) and int(m["pid"]) == os.getpid()
 
 
-def _nearest_existing(path: Path) -> Path:
-    """``path``'s nearest ancestor that exists (what ``mkdir(parents=True)`` builds under)."""
-    for parent in path.parents:
-        if parent.exists() or parent.is_symlink():
-            return parent
-    return Path(path.anchor or ".")
-
-
 def check_dir_destination(dst: str | os.PathLike[str]) -> Path:
     """Check, before any work, that `atomic_dir` can build at ``dst`` (missing or an empty
     directory, not a link, and a new directory can be made there); one-line `TtsKitError`.
@@ -230,7 +219,9 @@ def check_dir_destination(dst: str | os.PathLike[str]) -> Path:
                              "new path or remove it")
         where = dst
     else:
-        where = _nearest_existing(dst)
+        # The nearest ancestor that exists: what ``mkdir(parents=True)`` builds under.
+        where = next((p for p in dst.parents if p.exists() or p.is_symlink()),
+                     Path(dst.anchor or "."))
         if not where.is_dir():
             raise TtsKitError(f"{where}: not a directory; choose another path")
     try:
@@ -244,9 +235,8 @@ def check_dir_destination(dst: str | os.PathLike[str]) -> Path:
 
 def _move_up(tmp: Path, dst: Path, last: str | None) -> None:
     """Move ``tmp``'s entries into ``dst`` (which holds ``tmp``), ``last`` last; all or none."""
-    others = [n for n in os.listdir(dst) if n != tmp.name and not _own_temp(n)]
-    if others:  # someone wrote there meanwhile: like os.replace onto a non-empty directory
-        raise OSError(errno.ENOTEMPTY, "Directory not empty", str(dst))
+    if any(n != tmp.name and not _own_temp(n) for n in os.listdir(dst)):  # written meanwhile
+        raise OSError(errno.ENOTEMPTY, "Directory not empty", str(dst))  # as os.replace would
     names = sorted(os.listdir(tmp), key=lambda n: (n == last, n))
     moved: list[str] = []
     try:

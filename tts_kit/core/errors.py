@@ -2,7 +2,6 @@
 prints as one line, exiting 2; any other exception is a bug.
 
 Example:
-    >>> from tts_kit.core.errors import BundleError, TtsKitError
     >>> issubclass(BundleError, TtsKitError) and issubclass(TtsKitError, ValueError)
     True
 """

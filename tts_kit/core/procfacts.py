@@ -64,8 +64,7 @@ def pss_mb(pid: int | None = None) -> float | None:
     unknown.
 
     Example:
-        >>> p = pss_mb()
-        >>> p is None or p > 0
+        >>> pss_mb() is None or pss_mb() > 0
         True
     """
     try:
@@ -158,8 +157,7 @@ def idlest_cpus(n: int, cores: list[int] | None = None, interval_s: float = 0.05
 
 
 def _cgroup_read(root: str | os.PathLike[str] | None, v2: str, v1: str) -> str | None:
-    """The cgroup v2 file ``v2`` of ``root`` (default ``$TTS_KIT_CGROUP_ROOT``, else this
-    process's cgroup); without a root given, the v1 file ``/sys/fs/cgroup/<v1>`` if empty."""
+    """``root``'s (or $TTS_KIT_CGROUP_ROOT's, else our cgroup's) v2 file ``v2``, else v1's."""
     if root is None:
         root = current_settings().cgroup_root
     base = Path(root).expanduser() if root is not None else _cgroup_dir()
@@ -169,11 +167,7 @@ def _cgroup_read(root: str | os.PathLike[str] | None, v2: str, v1: str) -> str |
 
 def _cgroup_dir() -> Path | None:
     """This process's cgroup v2 directory, or None (cgroup v1 or not Linux)."""
-    try:
-        text = Path("/proc/self/cgroup").read_text(encoding="ascii")
-    except OSError:
-        return None
-    for line in text.splitlines():
+    for line in (_read(Path("/proc/self/cgroup")) or "").splitlines():
         if line.startswith("0::"):
             path = Path("/sys/fs/cgroup") / line[3:].strip().lstrip("/")
             return path if path.is_dir() else Path("/sys/fs/cgroup")
@@ -192,8 +186,7 @@ def cgroup_cpu_quota(root: str | os.PathLike[str] | None = None) -> float | None
     ``root``: a cgroup directory read instead (default ``$TTS_KIT_CGROUP_ROOT``).
 
     Example:
-        >>> q = cgroup_cpu_quota()
-        >>> q is None or q > 0
+        >>> cgroup_cpu_quota() is None or cgroup_cpu_quota() > 0
         True
     """
     quota, _, period = (_cgroup_read(root, "cpu.max", "cpu/cpu.cfs_quota_us") or "").partition(" ")
@@ -210,8 +203,7 @@ def cgroup_memory_limit_mb(root: str | os.PathLike[str] | None = None) -> float 
     `cgroup_cpu_quota`).
 
     Example:
-        >>> m = cgroup_memory_limit_mb()
-        >>> m is None or m > 0
+        >>> cgroup_memory_limit_mb() is None or cgroup_memory_limit_mb() > 0
         True
     """
     raw = _cgroup_read(root, "memory.max", "memory/memory.limit_in_bytes") or ""

@@ -96,16 +96,14 @@ def _fields(buf: mmap.mmap | bytes, pos: int, end: int):
 
 
 def _tensor_info(buf: mmap.mmap | bytes, start: int, stop: int) -> tuple[int, int, str]:
-    """(element count, data type, name) of a TensorProto, without touching its payload;
-    ScanError when its dims disagree with its raw data or pass `MAX_ELEMENTS`."""
-    count, dtype, seen_dim, name, raw = 1, 0, False, "", None
+    """(element count, data type, name) of a TensorProto, payload unread; bad dims: ScanError."""
+    count, dtype, name, raw = 1, 0, "", None
     for field, wire, value in _fields(buf, start, stop):
         if field == _TENSOR_NAME and wire == 2:
             name = _text(buf, value)
         if field == _TENSOR_RAW and wire == 2:
             raw = value[1] - value[0]
         if field == _TENSOR_DIMS:
-            seen_dim = True
             if wire == 0:
                 count *= value
             elif wire == 2:  # packed
@@ -119,7 +117,7 @@ def _tensor_info(buf: mmap.mmap | bytes, start: int, stop: int) -> tuple[int, in
     if count > MAX_ELEMENTS or (raw is not None and size and raw != count * size):
         raise ScanError(f"initializer {name!r}: its dims say {count:,} values but it holds "
                         f"{raw if raw is not None else 'no'} bytes of data (a corrupt file)")
-    return (count if seen_dim else 1), dtype, name
+    return count, dtype, name
 
 
 def _text(buf: mmap.mmap | bytes, span: tuple[int, int]) -> str:
@@ -173,21 +171,15 @@ def scan_onnx(path: str | Path) -> GraphScan:
                 graph = value
         if graph is None:
             raise ScanError("no graph in the file")
-        inputs: list[ValueInfo] = []
-        outputs: list[ValueInfo] = []
+        values: dict[int, list[ValueInfo]] = {_GRAPH_INPUT: [], _GRAPH_OUTPUT: []}
         init_names: set[str] = set()
-        params = 0
         types: dict[int, int] = {}
         for field, wire, value in _fields(buf, *graph):
-            if wire != 2:
-                continue
-            if field in (_GRAPH_INPUT, _GRAPH_OUTPUT):
-                vi = _value_info(buf, *value)
-                (inputs if field == _GRAPH_INPUT else outputs).append(vi)
-            elif field == _GRAPH_INITIALIZER:
+            if wire == 2 and field in values:
+                values[field].append(_value_info(buf, *value))
+            elif wire == 2 and field == _GRAPH_INITIALIZER:
                 count, dtype, name = _tensor_info(buf, *value)
-                params += count
                 types[dtype] = types.get(dtype, 0) + count
                 init_names.add(name)  # old exporters also list initializers as inputs
-    inputs = [i for i in inputs if i.name not in init_names]
-    return GraphScan(inputs, outputs, params, types)
+    inputs = [i for i in values[_GRAPH_INPUT] if i.name not in init_names]
+    return GraphScan(inputs, values[_GRAPH_OUTPUT], sum(types.values()), types)

@@ -2,7 +2,6 @@
 package's ``UnicodeProcessor`` does (a test checks).
 
 Example:
-    >>> from tts_kit.core.textproc import preprocess
     >>> preprocess("Hello   world", "en")
     '<en>Hello world.</en>'
 """

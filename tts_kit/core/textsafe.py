@@ -19,9 +19,8 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def term_safe(text: object, keep: str = "") -> str:
-    """``text`` as a string whose control characters are visible escapes (``\\x1b``).
-
-    ``keep``: control characters to leave (``"\\n\\t"``); for eyes, not for parsing back.
+    """``text`` as a string whose control characters, but those in ``keep`` (``"\\n\\t"``),
+    are visible escapes (``\\x1b``): for eyes, not for parsing back.
 
     Example:
         >>> term_safe("one\\ntwo"), term_safe("one\\ntwo", keep="\\n")
@@ -32,19 +31,11 @@ def term_safe(text: object, keep: str = "") -> str:
     return _CONTROL.sub(lambda m: m.group() if m.group() in keep else _escape(m), str(text))
 
 
-def _homes() -> list[str]:
-    """The home directory as written and as resolved (bundle paths are resolved)."""
-    home = os.path.expanduser("~")
-    homes = {h.rstrip("/") for h in (home, os.path.realpath(home))} - {"", "~"}
-    return sorted(homes, key=len, reverse=True)
-
-
 def display_path(path: str | os.PathLike[str], full: bool = False) -> str:
     """``path`` as a shared document records it: ``~/...`` under the home directory, unless
     ``full``.
 
     Example:
-        >>> import os
         >>> display_path(os.path.expanduser("~/m/x")), display_path("/opt/m/x", full=True)
         ('~/m/x', '/opt/m/x')
     """
@@ -56,13 +47,15 @@ def hide_home(text: str) -> str:
     """Every mention of the home directory in ``text`` (a message, a log) as ``~``.
 
     Example:
-        >>> import os
         >>> hide_home("no such file: " + os.path.expanduser("~/m/x.onnx"))
         'no such file: ~/m/x.onnx'
         >>> hide_home(os.path.expanduser("~") + "2/x") == os.path.expanduser("~") + "2/x"
         True
     """
-    for home in _homes():
+    home = os.path.expanduser("~")
+    # As written and as resolved (bundle paths are resolved), the longer first.
+    homes = {h.rstrip("/") for h in (home, os.path.realpath(home))} - {"", "~"}
+    for home in sorted(homes, key=len, reverse=True):
         if home in text:
             # Only the directory itself, not /home/anna2 for /home/anna.
             text = re.sub(re.escape(home) + r"(?=/|$|[^\w.-])", "~", text)

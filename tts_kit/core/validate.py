@@ -89,10 +89,6 @@ def check_number(value: Any, name: str, *, low: float | None = None,
     Example:
         >>> check_number("1e3", "--mem-budget", low=0, low_open=True, unit="MB")
         1000.0
-        >>> check_number(-5, "--max-rss-mb", low=0, low_open=True, unit="MB")
-        Traceback (most recent call last):
-        ...
-        tts_kit.core.validate.InvalidNumber: --max-rss-mb -5: give a finite number > 0 MB
     """
     return Rule(low, high, low_open, integer, unit).check(value, name)
 
