@@ -312,21 +312,17 @@ def seeded_graph(path: str | os.PathLike[str]) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         # Processes starting on a cold cache at once (a server's workers) build it once.
         with atomic.build_lock(atomic.lock_beside(target.parent)):
-            if not out.is_file():
-                _build_seeded(src, target, out)
+            if out.is_file():
+                return out
+            atomic.sweep_stale(target.parent)
+            with atomic.atomic_dir(target) as work:  # a child process rewrites the graph
+                proc = subprocess.run([sys.executable, "-c", _REWRITE, str(src),
+                                       str(work / out.name), NOISE_PREFIX],
+                                      capture_output=True, text=True)
+                if proc.returncode != 0:
+                    last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+                    raise BundleError(f"{src.name}: cannot make its noise an input ({last})")
     return out
-
-
-def _build_seeded(src: Path, target: Path, out: Path) -> None:
-    """Write `seeded_graph`'s copy of ``src`` into ``target`` (a child process rewrites it)."""
-    atomic.sweep_stale(target.parent)
-    with atomic.atomic_dir(target) as work:
-        proc = subprocess.run([sys.executable, "-c", _REWRITE, str(src),
-                               str(work / out.name), NOISE_PREFIX],
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
-            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            raise BundleError(f"{src.name}: cannot make its noise an input ({last})")
 
 
 __all__ = ["FRAMES_PER_ID", "NOISE_PREFIX", "RETRY_FRAMES_PER_ID", "SEEDED_VERSION", "PiperEngine",
