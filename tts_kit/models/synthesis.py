@@ -198,6 +198,7 @@ class AudioChunk:
         return pcm16(self.samples)
 
 
+@dataclass(eq=False)
 class SynthesisStream:
     """The chunks of one request, synthesised as they are iterated (any engine's ``stream``):
     ``text`` and ``chunks`` are known before any audio; `close` (or a ``with`` block's end)
@@ -209,12 +210,10 @@ class SynthesisStream:
         (['Hi.'], [])
     """
 
-    def __init__(self, text: str, chunks: list[str], parts: Iterator[AudioChunk],
-                 seed: int | None = None):
-        self.text = text
-        self.chunks = chunks
-        self.seed = seed  # the noise seed (None: fresh noise, or noise without a seed)
-        self._parts = parts
+    text: str
+    chunks: list[str]
+    _parts: Iterator[AudioChunk] = field(repr=False)
+    seed: int | None = None  # the noise seed (None: fresh noise, or noise without a seed)
 
     def __iter__(self) -> SynthesisStream:
         return self

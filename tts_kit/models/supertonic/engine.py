@@ -196,8 +196,7 @@ class Engine(EngineBase):
                 for wav, (text, chunks), voice, s in zip(joined, prepared, voice_list, seeds)]
 
     def _synthesize_chunks(self, chunks, lang, styles, steps, speed, rngs, timings, source=None):
-        front = self._front(chunks, lang, styles, speed, timings)
-        front = self._encode_text(front, timings)
+        front = self._encode_text(self._front(chunks, lang, styles, speed, timings), timings)
         with self._loader.session("vector_estimator"):  # one load for all steps
             latent = self._flow(front, steps, rngs, timings, source)
         with self._loader.session("vocoder"):  # one load for all items
@@ -215,8 +214,7 @@ class Engine(EngineBase):
         feeds = {"text_ids": ids, "style_dp": style_dp, "text_mask": text_mask}
         duration = self._run("duration_predictor", feeds, timings).reshape(-1) / np.float32(speed)
         _check_durations(duration, chunks)
-        sr = self.bundle.sample_rate
-        n_samples = [max(1, int(d * sr)) for d in duration]
+        n_samples = [max(1, int(d * self.bundle.sample_rate)) for d in duration]
         frames = [math.ceil(n / contract.FRAME_SAMPLES) for n in n_samples]
         return _Front(ids, text_mask, style_ttl, n_samples, frames)
 
@@ -322,10 +320,8 @@ class OfficialNoise:
     (``np.random.randn(B, 144, L)`` per batch), from its own ``RandomState``.
 
     Example:
-        >>> a = OfficialNoise(0)([2, 3])
-        >>> np.random.seed(0); b = np.random.randn(2, contract.LATENT_CHANNELS, 3)
-        >>> a.shape, bool(np.array_equal(a, b.astype(np.float32)))
-        ((2, 144, 3), True)
+        >>> OfficialNoise(0)([2, 3]).shape
+        (2, 144, 3)
     """
 
     def __init__(self, seed: int):

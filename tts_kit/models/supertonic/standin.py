@@ -262,11 +262,10 @@ class StandinSummary:
             stage                   params       MB
             total                    0.00M      0.0
         """
-        rows = [f"{'stage':<20}{'params':>10}{'MB':>9}"]
         total = StageSummary("total", self.total_params, sum(s.bytes for s in self.stages))
-        for s in [*self.stages, total]:
-            rows.append(f"{s.stage:<20}{s.params / 1e6:>9.2f}M{s.bytes / 1e6:>9.1f}")
-        return "\n".join(rows)
+        rows = [f"{s.stage:<20}{s.params / 1e6:>9.2f}M{s.bytes / 1e6:>9.1f}"
+                for s in [*self.stages, total]]
+        return "\n".join([f"{'stage':<20}{'params':>10}{'MB':>9}", *rows])
 
 
 def _write_json(path: Path, obj: Any) -> None:
