@@ -489,16 +489,16 @@ def test_standin_output_has_the_umasks_mode(tmp_path: Path, mask: int):
 def test_fetch_output_has_the_umasks_mode(tiny_bundle_dir: Path, tmp_path: Path, monkeypatch):
     import huggingface_hub
 
-    from tts_kit.models.supertonic import fetch
+    from tts_kit.models.supertonic import bundle
 
     def download(repo_id, revision, local_dir):
         shutil.copytree(tiny_bundle_dir, local_dir, dirs_exist_ok=True)
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", download)
-    monkeypatch.setattr(fetch, "_hub_reachable", lambda: True)
+    monkeypatch.setattr(bundle, "_hub_reachable", lambda: True)
     old = os.umask(0o022)
     try:
-        path = fetch.fetch_model("supertonic-3", tmp_path / "m")
+        path = bundle.fetch_model("supertonic-3", tmp_path / "m")
     finally:
         os.umask(old)
     assert path.stat().st_mode & 0o777 == 0o755

@@ -430,7 +430,7 @@ def test_one_graph_under_two_names_shares_its_seeded_copy(engine, tmp_path, voic
                                                           run_cache_dir, monkeypatch):
     # The seeded copy is keyed by content; it used to be stored under the voice's file name,
     # so the same graph copied as a.onnx failed with "Directory not empty".
-    from tts_kit.models.piper.seeded import seeded_graph
+    from tts_kit.models.piper.engine import seeded_graph
 
     monkeypatch.setenv("TTS_KIT_CACHE_DIR", str(run_cache_dir))
     src = next(voice_dir.glob("*.onnx"))

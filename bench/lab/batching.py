@@ -152,7 +152,7 @@ def render_batch(engine: Any, jobs: Sequence[tuple[Any, int]]) -> tuple[list[Any
     """Planned chunks of one `batch_key` as one batch (the engine's ``_synthesize_chunks``:
     padded, masked, each chunk's noise from its own (seed, index)): each waveform (no
     pause) and the batch's stage timings."""
-    from tts_kit.models.supertonic.noise import chunk_rng
+    from tts_kit.models.supertonic.engine import chunk_rng
 
     cfg = jobs[0][0].config
     timings: dict[str, float] = {}

@@ -176,7 +176,7 @@ def cmd_standin(args: argparse.Namespace) -> int:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
-    from tts_kit.models.supertonic.fetch import FetchError, fetch_model
+    from tts_kit.models.supertonic.bundle import FetchError, fetch_model
 
     try:
         path = fetch_model(args.model_name, args.dir)

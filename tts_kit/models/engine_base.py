@@ -4,6 +4,7 @@ shared request checks and streaming; a family writes ``_check``, ``_plan``, ``_r
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections import Counter
@@ -330,8 +331,7 @@ class EngineBase:
                                seed=plan.seed)
 
     def _chunks(self, plan: Plan, cfg: SynthesisConfig, prep_s: float) -> Iterator[AudioChunk]:
-        parts = self._render(plan, cfg)
-        try:
+        with contextlib.closing(self._render(plan, cfg)) as parts:
             for k in range(len(plan.chunks)):
                 t0 = time.perf_counter()
                 wav, timings = next(parts)
@@ -340,8 +340,6 @@ class EngineBase:
                 timings["total"] = (timings.get("total", time.perf_counter() - t0)
                                     + (prep_s if k == 0 else 0.0))
                 yield self._audio_chunk(plan, k, wav, timings)
-        finally:
-            parts.close()
 
     def synthesize(self, text: str, config: SynthesisConfig | None = None,
                    **overrides: Any) -> SynthesisResult:

@@ -21,10 +21,8 @@ def resolve_speaker(voice: Any, fallback: AnyBundle) -> tuple[AnyBundle, str]:
     ``fallback``, with a banner line saying why.
 
     Example:
-        >>> bundle, _ = resolve.resolve_model()
-        >>> speaker, why = resolve_speaker(None, bundle)
-        >>> speaker is bundle, why
-        (True, 'speaks in the players below')
+        >>> resolve_speaker(None, "the fallback bundle")
+        ('the fallback bundle', 'speaks in the players below')
     """
     if not voice:
         return fallback, "speaks in the players below"

@@ -32,8 +32,7 @@ def resolve_model(model: Any = None, *, settings: Settings | None = None
     """The model ``model`` names, opened and checked, and where it came from (for banners).
 
     Example:
-        >>> bundle, source = resolve_model()
-        >>> source
+        >>> resolve_model()[1]
         'stand-in (tiny)'
     """
     if isinstance(model, tuple(_OPENERS.values())):

@@ -170,9 +170,8 @@ class AudioChunk:
     """One chunk of streamed audio (any engine's ``stream``).
 
     Example:
-        >>> c = AudioChunk(np.zeros(441, np.float32), 44100, "Hi.", 0, {"total": 0.01}, True)
-        >>> round(c.duration_s, 3), c.last
-        (0.01, True)
+        >>> AudioChunk(np.zeros(441, np.float32), 44100, "Hi.", 0, {"total": 0.01}).duration_s
+        0.01
     """
 
     samples: np.ndarray  # mono float32 in [-1, 1]; after the first, led by the pause
@@ -199,6 +198,7 @@ class AudioChunk:
         return pcm16(self.samples)
 
 
+@dataclass(eq=False)
 class SynthesisStream:
     """The chunks of one request, synthesised as they are iterated (any engine's ``stream``):
     ``text`` and ``chunks`` are known before any audio; `close` (or a ``with`` block's end)
@@ -210,12 +210,10 @@ class SynthesisStream:
         (['Hi.'], [])
     """
 
-    def __init__(self, text: str, chunks: list[str], parts: Iterator[AudioChunk],
-                 seed: int | None = None):
-        self.text = text
-        self.chunks = chunks
-        self.seed = seed  # the noise seed (None: fresh noise, or noise without a seed)
-        self._parts = parts
+    text: str
+    chunks: list[str]
+    _parts: Iterator[AudioChunk] = field(repr=False)
+    seed: int | None = None  # the noise seed (None: fresh noise, or noise without a seed)
 
     def __iter__(self) -> SynthesisStream:
         return self

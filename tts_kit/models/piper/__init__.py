@@ -1,2 +1,2 @@
-"""The Piper family (the ``voice`` extra): `bundle.PiperBundle` opens a voice,
-`seeded.seeded_graph` makes its noise an input and `engine.PiperEngine` runs it."""
+"""The Piper family (the ``voice`` extra): `bundle.PiperBundle` opens a voice and
+`engine.PiperEngine` runs it (on `engine.seeded_graph`, its noise made an input)."""

@@ -1,11 +1,15 @@
 """Running a Piper voice, `PiperEngine` on `EngineBase`: normalised text -> espeak-ng phonemes
-per sentence -> the seeded graph, each sentence's noise drawn from ``seed`` and its index."""
+per sentence -> the seeded graph (`seeded_graph`: its noise made inputs, cached), each
+sentence's noise drawn from ``seed`` and its index."""
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -14,10 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from tts_kit.core.errors import TtsKitError
+from tts_kit.core import atomic
+from tts_kit.core.digests import file_sha256
+from tts_kit.core.errors import BundleError, TtsKitError
+from tts_kit.core.settings import settings as current_settings
 from tts_kit.models.engine_base import EngineBase, Plan
 from tts_kit.models.piper.bundle import MAX_SPEED, MIN_SPEED, OUTPUT, STAGE, PiperBundle
-from tts_kit.models.piper.seeded import NOISE_PREFIX, seeded_graph
 from tts_kit.models.synthesis import (
     SynthesisConfig,
     SynthesisResult,
@@ -30,6 +36,10 @@ from tts_kit.models.synthesis import (
 #: short is drawn again, longer, with the same prefix.
 FRAMES_PER_ID = 8
 RETRY_FRAMES_PER_ID = 64
+#: The noise inputs of the seeded graph (`seeded_graph`), in the graph's node order.
+NOISE_PREFIX = "tts_kit_noise_"
+#: Bump when `seeded_graph`'s rewrite changes (part of the cache key).
+SEEDED_VERSION = 2
 
 
 class PiperEngine(EngineBase):
@@ -111,14 +121,6 @@ class PiperEngine(EngineBase):
                 f"{self.bundle.label}: its config's espeak.voice {voice!r} is not a voice "
                 "espeak-ng knows (e.g. en-us, de, fr-fr); fix the voice's .onnx.json") from None
 
-    def _prepare(self, text: str, lang: str) -> tuple[str, list[list[str]]]:
-        text = self._normalized(text, lang)
-        sentences = self.phonemize(text)
-        if not sentences:
-            raise TtsKitError(f"the phonemiser found nothing to say in {text[:40]!r}; give "
-                             "words")
-        return text, sentences
-
     def _check(self, cfg: SynthesisConfig) -> SynthesisConfig:
         if cfg.lang != self.bundle.language:
             raise TtsKitError(f"{self.bundle.label} speaks '{self.bundle.language}', not "
@@ -135,7 +137,11 @@ class PiperEngine(EngineBase):
         return cfg
 
     def _plan(self, text: str, cfg: SynthesisConfig) -> Plan:
-        normalized, sentences = self._prepare(text, cfg.lang)
+        normalized = self._normalized(text, cfg.lang)
+        sentences = self.phonemize(normalized)
+        if not sentences:
+            raise TtsKitError(f"the phonemiser found nothing to say in {normalized[:40]!r}; "
+                              "give words")
         base = int(np.random.SeedSequence().entropy % 2**63) if cfg.seed is None else cfg.seed
         sid = self.bundle.speaker_id(cfg.voice)
         return Plan(normalized, ["".join(p) for p in sentences], (sentences, sid, base),
@@ -237,4 +243,87 @@ def _phonemizer() -> Any:
     return EspeakPhonemizer(ESPEAK_DATA_DIR)
 
 
-__all__ = ["FRAMES_PER_ID", "RETRY_FRAMES_PER_ID", "PiperEngine"]
+_REWRITE = r"""
+import sys, numpy as np, onnx, onnxruntime as ort
+from onnx import helper, TensorProto
+src, dst, prefix = sys.argv[1], sys.argv[2], sys.argv[3]
+model = onnx.load(src)
+rand = [n for n in model.graph.node if n.op_type == "RandomNormalLike"]
+if not rand:
+    sys.exit("no RandomNormalLike node: not a Piper (VITS) voice graph")
+# One short run of the source tells each noise's rank and fixed (channel) sizes.
+probe = onnx.load(src)
+for n in rand:
+    dtype = next((a.i for a in n.attribute if a.name == "dtype"), TensorProto.FLOAT)
+    probe.graph.output.append(helper.make_tensor_value_info(n.output[0], dtype, None))
+so = ort.SessionOptions(); so.log_severity_level = 3
+sess = ort.InferenceSession(probe.SerializeToString(), so, providers=["CPUExecutionProvider"])
+feeds = {"input": np.array([[1, 0, 20, 0, 2]], np.int64), "input_lengths": np.array([5], np.int64),
+         "scales": np.array([0.667, 1.0, 0.8], np.float32)}
+if "sid" in [i.name for i in sess.get_inputs()]:
+    feeds["sid"] = np.array([0], np.int64)
+shapes = [o.shape for o in sess.run(None, feeds)[1:]]
+del sess, probe
+g = model.graph
+for k, (n, shape) in enumerate(zip(rand, shapes)):
+    name = f"{prefix}{k}"
+    dims = ["batch"] + list(shape[1:-1]) + [f"{name}_len"]
+    g.input.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, dims))
+    dtype = next((a.i for a in n.attribute if a.name == "dtype"), TensorProto.FLOAT)
+    out = n.output[0]
+    nodes = [
+        helper.make_node("Shape", [n.input[0]], [f"{name}_shape"]),
+        helper.make_node("ConstantOfShape", [f"{name}_rank"], [f"{name}_zeros"],
+                         value=helper.make_tensor("v", TensorProto.INT64, [1], [0])),
+        helper.make_node("Slice", [name, f"{name}_zeros", f"{name}_shape"],
+                         [out if dtype == TensorProto.FLOAT else f"{name}_f"]),
+    ]
+    g.initializer.append(helper.make_tensor(f"{name}_rank", TensorProto.INT64, [1],
+                                            [len(shape)]))
+    if dtype != TensorProto.FLOAT:
+        nodes.append(helper.make_node("Cast", [f"{name}_f"], [out], to=dtype))
+    i = list(g.node).index(n)
+    g.node.remove(n)
+    for j, new in enumerate(nodes):
+        g.node.insert(i + j, new)
+model.metadata_props.append(onnx.StringStringEntryProto(key="tts_kit_seeded",
+                                                        value=str(len(rand))))
+onnx.save(model, dst)
+"""
+_SEEDED_LOCK = threading.Lock()
+
+
+def seeded_graph(path: str | os.PathLike[str]) -> Path:
+    """A copy of a Piper graph whose ``RandomNormalLike`` draws are slices of inputs
+    (``tts_kit_noise_K``), so the caller decides the noise; built once per graph content,
+    in a child process, in ``$TTS_KIT_CACHE_DIR/piper``.
+
+    Example:
+        >>> seeded_graph("voice/en_US-joe-medium.onnx")  # doctest: +SKIP
+        PosixPath('~/.cache/tts_kit/piper/5a1.../seeded.onnx')
+    """
+    src = Path(path).resolve()
+    key = hashlib.sha256(f"{SEEDED_VERSION}\0{file_sha256(src)}".encode()).hexdigest()[:32]
+    target = current_settings().tts_kit_cache / "piper" / key
+    out = target / "seeded.onnx"
+    with _SEEDED_LOCK:
+        if out.is_file():
+            return out
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # Processes starting on a cold cache at once (a server's workers) build it once.
+        with atomic.build_lock(atomic.lock_beside(target.parent)):
+            if out.is_file():
+                return out
+            atomic.sweep_stale(target.parent)
+            with atomic.atomic_dir(target) as work:  # a child process rewrites the graph
+                proc = subprocess.run([sys.executable, "-c", _REWRITE, str(src),
+                                       str(work / out.name), NOISE_PREFIX],
+                                      capture_output=True, text=True)
+                if proc.returncode != 0:
+                    last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+                    raise BundleError(f"{src.name}: cannot make its noise an input ({last})")
+    return out
+
+
+__all__ = ["FRAMES_PER_ID", "NOISE_PREFIX", "RETRY_FRAMES_PER_ID", "SEEDED_VERSION", "PiperEngine",
+           "seeded_graph"]

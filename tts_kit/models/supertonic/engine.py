@@ -1,13 +1,14 @@
 """The four-stage Supertonic pipeline, `Engine` on `EngineBase`: normalised text in chunks ->
-ids -> duration predictor -> text encoder -> N flow steps -> vocoder -> trimmed to the
-predicted duration; chunks joined by 0.3 s of silence."""
+ids -> duration predictor -> text encoder -> N flow steps from the initial noise (seeded, or
+`OfficialNoise`, `FixedNoise`) -> vocoder -> trimmed to the predicted duration; chunks joined
+by 0.3 s of silence."""
 
 from __future__ import annotations
 
 import math
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,19 +19,13 @@ from tts_kit.core.errors import TtsKitError
 from tts_kit.core.textproc import encode
 from tts_kit.models.engine_base import EngineBase, Plan
 from tts_kit.models.supertonic.bundle import Bundle
-from tts_kit.models.supertonic.noise import (
-    FixedNoise,
-    NoiseSource,
-    OfficialNoise,
-    _noise_source,
-    chunk_rng,
-)
 from tts_kit.models.synthesis import (
     SynthesisConfig,
     SynthesisResult,
     batch_seeds,
     batch_voices,
     check_number,
+    is_seed,
 )
 
 #: Ceiling on a predicted duration: seconds per character of the chunk, plus a margin
@@ -201,8 +196,7 @@ class Engine(EngineBase):
                 for wav, (text, chunks), voice, s in zip(joined, prepared, voice_list, seeds)]
 
     def _synthesize_chunks(self, chunks, lang, styles, steps, speed, rngs, timings, source=None):
-        front = self._front(chunks, lang, styles, speed, timings)
-        front = self._encode_text(front, timings)
+        front = self._encode_text(self._front(chunks, lang, styles, speed, timings), timings)
         with self._loader.session("vector_estimator"):  # one load for all steps
             latent = self._flow(front, steps, rngs, timings, source)
         with self._loader.session("vocoder"):  # one load for all items
@@ -220,8 +214,7 @@ class Engine(EngineBase):
         feeds = {"text_ids": ids, "style_dp": style_dp, "text_mask": text_mask}
         duration = self._run("duration_predictor", feeds, timings).reshape(-1) / np.float32(speed)
         _check_durations(duration, chunks)
-        sr = self.bundle.sample_rate
-        n_samples = [max(1, int(d * sr)) for d in duration]
+        n_samples = [max(1, int(d * self.bundle.sample_rate)) for d in duration]
         frames = [math.ceil(n / contract.FRAME_SAMPLES) for n in n_samples]
         return _Front(ids, text_mask, style_ttl, n_samples, frames)
 
@@ -257,10 +250,8 @@ class Engine(EngineBase):
 
     def _vocode(self, front: _Front, xt: np.ndarray, timings) -> list[np.ndarray]:
         # The vocoder has no mask: run each item unpadded so padding cannot leak into it.
-        wavs = []
-        for b, (n, f) in enumerate(zip(front.n_samples, front.frames)):
-            wav = self._run("vocoder", {"latent": xt[b : b + 1, :, :f]}, timings)
-            wavs.append(wav[0, :n])
+        wavs = [self._run("vocoder", {"latent": xt[b : b + 1, :, :f]}, timings)[0, :n]
+                for b, (n, f) in enumerate(zip(front.n_samples, front.frames))]
         # NaN samples are written as full-scale DC: a damaged graph must fail, not play.
         if not all(np.isfinite(w).all() for w in wavs):
             raise TtsKitError("the model produced NaN or infinite samples; its graphs are "
@@ -317,4 +308,87 @@ def _check_durations(duration: np.ndarray, chunks: list[str]) -> None:
                               "rebuild the bundle")
 
 
-__all__ = ["Engine", "FixedNoise", "NoiseSource", "OfficialNoise", "first_chunk"]
+# -- the initial noise of the flow ---------------------------------------------------
+
+#: ``noise(frames) -> array [B, LATENT_CHANNELS, max(frames)]``: a batch's initial latent
+#: (``frames[b]``: item ``b``'s length; the engine masks what lies past it).
+NoiseSource = Callable[[list[int]], np.ndarray]
+
+
+class OfficialNoise:
+    """Draws the initial latent as the official package does after ``np.random.seed(seed)``
+    (``np.random.randn(B, 144, L)`` per batch), from its own ``RandomState``.
+
+    Example:
+        >>> OfficialNoise(0)([2, 3]).shape
+        (2, 144, 3)
+    """
+
+    def __init__(self, seed: int):
+        if not is_seed(seed):
+            raise TtsKitError(f"seed must be an integer >= 0, got {seed!r}")
+        self.seed = int(seed)
+        self._rs = np.random.RandomState(self.seed)
+
+    def __call__(self, frames: list[int]) -> np.ndarray:
+        shape = (len(frames), contract.LATENT_CHANNELS, max(frames))
+        return self._rs.randn(*shape).astype(np.float32)
+
+
+class FixedNoise:
+    """A caller's initial latent for one batch, ``[B, 144, L]`` (or ``[144, L]``); ``L`` must
+    cover the longest item.
+
+    Example:
+        >>> FixedNoise(np.ones((144, 5), np.float32))([3]).shape
+        (1, 144, 3)
+    """
+
+    def __init__(self, latent: np.ndarray):
+        a = np.asarray(latent, np.float32)
+        if a.ndim == 2:
+            a = a[None]
+        if a.ndim != 3 or a.shape[1] != contract.LATENT_CHANNELS:
+            raise TtsKitError(f"noise must have shape [batch, {contract.LATENT_CHANNELS}, "
+                              f"frames], got {list(np.shape(latent))}")
+        self.latent = a
+        self._used = False
+
+    def __call__(self, frames: list[int]) -> np.ndarray:
+        if self._used:
+            raise TtsKitError("a noise array covers one batch of chunks, but the text was "
+                             "split into several; give shorter texts or a noise source "
+                             "(e.g. OfficialNoise(seed))")
+        self._used = True
+        want = (len(frames), contract.LATENT_CHANNELS, max(frames))
+        if self.latent.shape[0] != want[0] or self.latent.shape[2] < want[2]:
+            raise TtsKitError(f"noise has shape {list(self.latent.shape)}, the batch needs "
+                             f"{list(want)} (or more frames)")
+        return self.latent[:, :, : want[2]]
+
+
+def chunk_rng(seed: int | None, index: int) -> np.random.Generator:
+    """The generator of chunk ``index``'s initial noise, from the seed and the index only
+    (chunk 0 draws as ``np.random.default_rng(seed)``); ``seed`` None: fresh noise.
+
+    Example:
+        >>> a = chunk_rng(7, 0).standard_normal(2)
+        >>> bool(np.array_equal(a, np.random.default_rng(7).standard_normal(2)))
+        True
+    """
+    if seed is None:
+        return np.random.default_rng()
+    return np.random.default_rng(np.random.SeedSequence(int(seed),
+                                                        spawn_key=(index,) if index else ()))
+
+
+def _noise_source(noise: np.ndarray | NoiseSource | None) -> NoiseSource | None:
+    if noise is None or callable(noise):
+        return noise
+    if isinstance(noise, (np.ndarray, list, tuple)):
+        return FixedNoise(np.asarray(noise))
+    raise TtsKitError(f"noise must be an array, a noise source (OfficialNoise(seed)) or None, "
+                     f"got {type(noise).__name__}")
+
+
+__all__ = ["Engine", "FixedNoise", "NoiseSource", "OfficialNoise", "chunk_rng", "first_chunk"]

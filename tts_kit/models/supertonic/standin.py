@@ -44,10 +44,8 @@ def scale_note(scale: str) -> str:
     """What a stand-in of ``scale`` is good for, in one line (banners, CLI, reports).
 
     Example:
-        >>> scale_note("full").split("; ")[1]
-        'the costs are realistic (full scale, the published size)'
-        >>> scale_note("tiny").split(";")[1]
-        ' the costs are NOT realistic (tiny scale, a few MB for tests)'
+        >>> scale_note("tiny").split("; ")[1]
+        'the costs are NOT realistic (tiny scale, a few MB for tests)'
     """
     if scale in REALISTIC_SCALES:
         return f"{NOTE} ({scale} scale, the published size)"
@@ -185,7 +183,6 @@ _BLOCKS: tuple[tuple[int, int], ...] = (
     (0x3130, 0x318F),  # Hangul compatibility Jamo
     (0xFF01, 0xFF5E),  # full-width forms
 )
-_CJK_START = 0x4E00
 
 
 def _indexer() -> list[int]:
@@ -195,7 +192,7 @@ def _indexer() -> list[int]:
     cps = np.concatenate([np.arange(lo, hi + 1) for lo, hi in _BLOCKS])
     cps = np.array([c for c in cps if unicodedata.category(chr(c)) not in ("Cn", "Cs")])
     n_cjk = VOCAB_SIZE - len(cps)
-    cps = np.concatenate([cps, np.arange(_CJK_START, _CJK_START + n_cjk)])
+    cps = np.concatenate([cps, np.arange(0x4E00, 0x4E00 + n_cjk)])  # then CJK ideographs
     table[cps] = np.arange(len(cps))
     syl = np.arange(0xAC00, 0xD7A4)
     table[syl] = table[0x1100 + (syl - 0xAC00) // (21 * 28)]
@@ -265,11 +262,10 @@ class StandinSummary:
             stage                   params       MB
             total                    0.00M      0.0
         """
-        rows = [f"{'stage':<20}{'params':>10}{'MB':>9}"]
         total = StageSummary("total", self.total_params, sum(s.bytes for s in self.stages))
-        for s in [*self.stages, total]:
-            rows.append(f"{s.stage:<20}{s.params / 1e6:>9.2f}M{s.bytes / 1e6:>9.1f}")
-        return "\n".join(rows)
+        rows = [f"{s.stage:<20}{s.params / 1e6:>9.2f}M{s.bytes / 1e6:>9.1f}"
+                for s in [*self.stages, total]]
+        return "\n".join([f"{'stage':<20}{'params':>10}{'MB':>9}", *rows])
 
 
 def _write_json(path: Path, obj: Any) -> None:

@@ -29,8 +29,6 @@ SECONDS_PER_CHAR = 1.0 / 14.0
 DURATION_SPREAD = 0.15
 #: Latent normaliser of the real model (``ttl.normalizer.scale``): the vocoder divides by it.
 LATENT_SCALE = 0.25
-OPSET = 17
-IR_VERSION = 8
 #: Additive attention bias for padded keys: finite so that an FP16 copy cannot make NaN.
 MASK_NEG = -1.0e4
 
@@ -217,9 +215,9 @@ class GraphBuilder:
 
         graph = helper.make_graph(nodes, self.name, [info(t) for t in spec.inputs],
                                   [info(t) for t in spec.outputs], self.inits)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
                                   producer_name="tts_kit.models.supertonic.standin", doc_string=doc)
-        model.ir_version = IR_VERSION
+        model.ir_version = 8
         return model
 
 
@@ -311,12 +309,6 @@ def _check_scale(scale: str) -> _Arch:
         raise TtsKitError(f"unknown stand-in scale {scale!r}; choose one of "
                           f"{', '.join(contract.STANDIN_SCALES)}")
     return _ARCH[scale]
-
-
-def _stage_rng(seed: int, stage: str) -> np.random.Generator:
-    # One independent stream per stage: changing one network never reshuffles another.
-    key = contract.STAGES.index(stage)
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(key,)))
 
 
 # -- the four networks ------------------------------------------------------------------
@@ -550,4 +542,6 @@ def build_graph(stage: str, scale: str = "tiny", seed: int = 0) -> onnx.ModelPro
     if stage not in _BUILDERS:
         raise TtsKitError(f"unknown stage {stage!r}; choose one of {', '.join(contract.STAGES)}")
     fn, attr = _BUILDERS[stage]
-    return fn(getattr(arch, attr), _stage_rng(seed, stage))
+    # One independent stream per stage: changing one network never reshuffles another.
+    stream = np.random.SeedSequence(seed, spawn_key=(contract.STAGES.index(stage),))
+    return fn(getattr(arch, attr), np.random.default_rng(stream))
