@@ -166,7 +166,6 @@ def request_params(body: dict[str, Any]) -> dict[str, Any]:
             "steps": body["steps"], "speed": body["speed"], "seed": body["seed"]}
 
 
-
 def _error(status: int, message: str, tally: RequestTally | None = None, *,
            outcome: str | None = None, headers: dict[str, str] | None = None,
            param: str | None = None) -> Any:
@@ -410,10 +409,7 @@ def create_app(cfg: ServeConfig) -> Any:
     @app.get("/health")
     async def health(request: Request) -> Any:
         return await server.health(request)
-
-    @app.post("/v1/audio/speech")
-    async def speech(request: Request) -> Any:
-        return await server.speech(request)
+    app.add_route("/v1/audio/speech", server.speech, methods=["POST"])
 
     return app
 
