@@ -17,7 +17,6 @@ from tts_kit.core.settings import settings as current_settings
 from tts_kit.serve.backends import BACKENDS
 from tts_kit.serve.chunked import ChunkLease
 from tts_kit.serve.config import ServeConfig
-from tts_kit.serve.encode import MEDIA_TYPES, encoded, output_rate, sse
 from tts_kit.serve.guard import (
     HttpVersionCheck,
     KeyCheck,
@@ -30,11 +29,15 @@ from tts_kit.serve.guard import (
 )
 from tts_kit.serve.metrics import TALLY, CountRequests, Metrics, RequestTally
 from tts_kit.serve.streaming import (
+    MEDIA_TYPES,
     AudioStream,
     ClientGone,
     Lease,
     OneLineCutShort,
+    encoded,
+    output_rate,
     relay,
+    sse,
     unless_gone,
 )
 from tts_kit.serve.worker import DeadlineExceeded, Overloaded, WorkerDied

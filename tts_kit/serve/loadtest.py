@@ -51,8 +51,7 @@ def percentile(values: Sequence[float], q: float) -> float | None:
 
 
 def _auth(api_key: str | None) -> dict[str, Any]:
-    """The Authorization header for ``api_key``, as UTF-8 bytes (the server compares bytes,
-    so a non-ASCII key works; httpx would encode a str as ASCII and fail)."""
+    """The Authorization header as UTF-8 bytes (httpx would encode a str as ASCII and fail)."""
     return {"Authorization": b"Bearer " + api_key.encode()} if api_key else {}
 
 
@@ -339,8 +338,7 @@ async def _level(url: str, spec: LoadSpec, mode: str, level: float, bar: Any,
 
 
 def _run(coro: Any) -> Any:
-    """``asyncio.run(coro)``, in a thread of its own where this one already runs a loop
-    (a Jupyter kernel)."""
+    """``asyncio.run(coro)``, in a thread of its own under a running loop (a Jupyter kernel)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -35,12 +35,10 @@ def describe(r: dict[str, Any]) -> str:
         ...           "preset": "lean", "loading": "resident"})
         'workers x2, 1 thread(s), lean, resident'
     """
-    threads = r.get("threads")
     sched = r.get("scheduling")
     chunked = f", {sched} scheduling" if sched not in (None, "request") else ""
-    return (f"{r['architecture']} x{r['workers']}, "
-            f"{threads if threads else 'default'} thread(s), {r['preset']}, {r['loading']}"
-            f"{chunked}")
+    return (f"{r['architecture']} x{r['workers']}, {r.get('threads') or 'default'} thread(s), "
+            f"{r['preset']}, {r['loading']}{chunked}")
 
 
 @dataclass
