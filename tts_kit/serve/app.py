@@ -141,15 +141,13 @@ def check_body(raw: bytes, cfg: ServeConfig, voices: list[str],
         raise RequestError(400, "instructions must be a string (it is accepted and ignored)",
                            "instructions")
     steps = body.get("steps", contract.DEFAULT_STEPS)
-    if isinstance(steps, bool) or not isinstance(steps, int) or not (
-            contract.MIN_STEPS <= steps <= contract.MAX_STEPS):
-        raise RequestError(400, f"steps must be an integer in {contract.MIN_STEPS}.."
-                           f"{contract.MAX_STEPS}, got {steps!r}", "steps")
     speed = body.get("speed", contract.DEFAULT_SPEED)
-    if isinstance(speed, bool) or not isinstance(speed, (int, float)) or not (
-            contract.MIN_SPEED <= speed <= contract.MAX_SPEED):
-        raise RequestError(400, f"speed must be a number in {contract.MIN_SPEED:g}.."
-                           f"{contract.MAX_SPEED:g}, got {speed!r}", "speed")
+    for field, value, kinds, what, low, high in (
+            ("steps", steps, int, "an integer", contract.MIN_STEPS, contract.MAX_STEPS),
+            ("speed", speed, (int, float), "a number", contract.MIN_SPEED, contract.MAX_SPEED)):
+        if isinstance(value, bool) or not isinstance(value, kinds) or not low <= value <= high:
+            raise RequestError(400, f"{field} must be {what} in {low:g}..{high:g}, "
+                               f"got {value!r}", field)
     seed = body.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise RequestError(400, f"seed must be an integer >= 0 or null, got {seed!r}", "seed")
@@ -182,8 +180,7 @@ def _error(status: int, message: str, tally: RequestTally | None = None, *,
 
 
 class _Server:
-    """What `create_app`'s routes share: the configuration, the model's facts, the backend
-    and its metrics; one method per route or step of a request."""
+    """What `create_app`'s routes share (configuration, model facts, backend, metrics)."""
 
     def __init__(self, cfg: ServeConfig):
         from tts_kit.models.family import model_label

@@ -81,8 +81,7 @@ class ServingSweepResult:
 
         for r in self.records:
             r["meets"] = bool(meets(r)) if r.get("concurrency") == level else None
-        target = (f"p95 <= {p95_target_ms:.0f} ms" if p95_target_ms is not None
-                  else "any p95")
+        target = f"p95 <= {p95_target_ms:.0f} ms" if p95_target_ms is not None else "any p95"
         budget = f"PSS <= {mem_budget_mb:.0f} MB" if mem_budget_mb is not None else "any memory"
         good = [r for r in pool if r["meets"]]
         if not good:

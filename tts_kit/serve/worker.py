@@ -388,8 +388,7 @@ class WorkerPool:
         the queue is full, `DeadlineExceeded` past ``timeout_s``."""
         if self.closing:
             raise RuntimeError("server shutting down")
-        w = self.take_idle()
-        if w is not None:
+        if (w := self.take_idle()) is not None:
             return w
         if self.queue_depth >= self.max_queue:
             ahead = self.queue_depth + 1
