@@ -352,7 +352,7 @@ class _Server:
         try:
             if scheduler is None:
                 lease.worker.send(("synth", params))
-            first = await unless_gone(request.receive, self.first_chunk(lease, deadline))
+            first = await unless_gone(request.receive, lease.next_message(deadline))
             handed = True
         except ClientGone:
             return _error(499, "client disconnected before the first audio", tally)
@@ -375,13 +375,6 @@ class _Server:
         return AudioStream(lease, sse(body) if events else body,
                            "text/event-stream" if events else MEDIA_TYPES[fmt],
                            {"X-Sample-Rate": str(output_rate(fmt, self.sample_rate))})
-
-    async def first_chunk(self, lease: Any, deadline: float | None) -> tuple:
-        """The first chunk, or its one-line error."""
-        msg = await lease.next_message(deadline)
-        if msg[0] == "start":
-            msg = await lease.next_message(deadline)
-        return msg
 
 
 def create_app(cfg: ServeConfig) -> Any:

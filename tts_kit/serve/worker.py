@@ -225,7 +225,6 @@ def worker_main(conn: Any, cfg: WorkerConfig, cancel: Any, cancel_job: Any) -> N
         except Exception as exc:  # a ValueError is the request's fault
             conn.send(("error", 400 if isinstance(exc, ValueError) else 500, _one_line(exc)))
             continue
-        conn.send(("start", len(parts.chunks)))
         try:
             end: tuple = ("done",)
             with parts:
