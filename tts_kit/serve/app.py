@@ -71,10 +71,9 @@ def voice_aliases(voices: list[str], spec: str | None = None) -> dict[str, str]:
         >>> voice_aliases(["F1", "M1"], "nova=M1")["nova"], voice_aliases(["0", "1"])["ash"]
         ('M1', '1')
     """
-    aliases = {}
-    for i, (name, want) in enumerate(OPENAI_VOICES.items()):
-        aliases[name] = want if want in voices else next(
-            (v for v in voices if v[:1] == want[0]), voices[i % len(voices)])
+    aliases = {name: want if want in voices else next(
+        (v for v in voices if v[:1] == want[0]), voices[i % len(voices)])
+        for i, (name, want) in enumerate(OPENAI_VOICES.items())}
     for pair in filter(None, (spec or "").split(",")):
         name, _, voice = (p.strip() for p in pair.partition("="))
         if not name or voice not in voices:
