@@ -65,7 +65,7 @@ def test_every_format_decodes_to_the_same_speech(client, fmt, rate):
 def test_pcm_is_24_khz_resampled_as_one_signal_across_chunk_joins(client):
     """OpenAI's pcm is 24 kHz: the model's 44.1 kHz, resampled by one stateful resampler,
     so the streamed answer equals the whole answer resampled at once (no click at a join)."""
-    from tts_kit.serve.encode import Encoder
+    from tts_kit.serve.streaming import Encoder
 
     text = TEXT * 3  # six sentences: several chunks, each streamed as it is made
     with client.audio.speech.with_streaming_response.create(

@@ -32,8 +32,8 @@ import time
 from typing import Any
 
 from tts_kit.serve.backends import BACKENDS, Backend
-from tts_kit.serve.encode import MEDIA_TYPES, Encoder, output_rate, sse_event
 from tts_kit.serve.guard import error_json
+from tts_kit.serve.streaming import MEDIA_TYPES, Encoder, output_rate, sse_event
 from tts_kit.serve.worker import WorkerConfig
 
 

@@ -17,7 +17,6 @@ from tts_kit.core.settings import settings as current_settings
 from tts_kit.serve.backends import BACKENDS
 from tts_kit.serve.chunked import ChunkLease
 from tts_kit.serve.config import ServeConfig
-from tts_kit.serve.encode import MEDIA_TYPES, encoded, output_rate, sse
 from tts_kit.serve.guard import (
     HttpVersionCheck,
     KeyCheck,
@@ -30,11 +29,15 @@ from tts_kit.serve.guard import (
 )
 from tts_kit.serve.metrics import TALLY, CountRequests, Metrics, RequestTally
 from tts_kit.serve.streaming import (
+    MEDIA_TYPES,
     AudioStream,
     ClientGone,
     Lease,
     OneLineCutShort,
+    encoded,
+    output_rate,
     relay,
+    sse,
     unless_gone,
 )
 from tts_kit.serve.worker import DeadlineExceeded, Overloaded, WorkerDied
@@ -68,10 +71,9 @@ def voice_aliases(voices: list[str], spec: str | None = None) -> dict[str, str]:
         >>> voice_aliases(["F1", "M1"], "nova=M1")["nova"], voice_aliases(["0", "1"])["ash"]
         ('M1', '1')
     """
-    aliases = {}
-    for i, (name, want) in enumerate(OPENAI_VOICES.items()):
-        aliases[name] = want if want in voices else next(
-            (v for v in voices if v[:1] == want[0]), voices[i % len(voices)])
+    aliases = {name: want if want in voices else next(
+        (v for v in voices if v[:1] == want[0]), voices[i % len(voices)])
+        for i, (name, want) in enumerate(OPENAI_VOICES.items())}
     for pair in filter(None, (spec or "").split(",")):
         name, _, voice = (p.strip() for p in pair.partition("="))
         if not name or voice not in voices:
@@ -138,15 +140,13 @@ def check_body(raw: bytes, cfg: ServeConfig, voices: list[str],
         raise RequestError(400, "instructions must be a string (it is accepted and ignored)",
                            "instructions")
     steps = body.get("steps", contract.DEFAULT_STEPS)
-    if isinstance(steps, bool) or not isinstance(steps, int) or not (
-            contract.MIN_STEPS <= steps <= contract.MAX_STEPS):
-        raise RequestError(400, f"steps must be an integer in {contract.MIN_STEPS}.."
-                           f"{contract.MAX_STEPS}, got {steps!r}", "steps")
     speed = body.get("speed", contract.DEFAULT_SPEED)
-    if isinstance(speed, bool) or not isinstance(speed, (int, float)) or not (
-            contract.MIN_SPEED <= speed <= contract.MAX_SPEED):
-        raise RequestError(400, f"speed must be a number in {contract.MIN_SPEED:g}.."
-                           f"{contract.MAX_SPEED:g}, got {speed!r}", "speed")
+    for field, value, kinds, what, low, high in (
+            ("steps", steps, int, "an integer", contract.MIN_STEPS, contract.MAX_STEPS),
+            ("speed", speed, (int, float), "a number", contract.MIN_SPEED, contract.MAX_SPEED)):
+        if isinstance(value, bool) or not isinstance(value, kinds) or not low <= value <= high:
+            raise RequestError(400, f"{field} must be {what} in {low:g}..{high:g}, "
+                               f"got {value!r}", field)
     seed = body.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise RequestError(400, f"seed must be an integer >= 0 or null, got {seed!r}", "seed")
@@ -166,7 +166,6 @@ def request_params(body: dict[str, Any]) -> dict[str, Any]:
             "steps": body["steps"], "speed": body["speed"], "seed": body["seed"]}
 
 
-
 def _error(status: int, message: str, tally: RequestTally | None = None, *,
            outcome: str | None = None, headers: dict[str, str] | None = None,
            param: str | None = None) -> Any:
@@ -180,8 +179,7 @@ def _error(status: int, message: str, tally: RequestTally | None = None, *,
 
 
 class _Server:
-    """What `create_app`'s routes share: the configuration, the model's facts, the backend
-    and its metrics; one method per route or step of a request."""
+    """What `create_app`'s routes share (configuration, model facts, backend, metrics)."""
 
     def __init__(self, cfg: ServeConfig):
         from tts_kit.models.family import model_label
@@ -353,7 +351,7 @@ class _Server:
         try:
             if scheduler is None:
                 lease.worker.send(("synth", params))
-            first = await unless_gone(request.receive, self.first_chunk(lease, deadline))
+            first = await unless_gone(request.receive, lease.next_message(deadline))
             handed = True
         except ClientGone:
             return _error(499, "client disconnected before the first audio", tally)
@@ -376,13 +374,6 @@ class _Server:
         return AudioStream(lease, sse(body) if events else body,
                            "text/event-stream" if events else MEDIA_TYPES[fmt],
                            {"X-Sample-Rate": str(output_rate(fmt, self.sample_rate))})
-
-    async def first_chunk(self, lease: Any, deadline: float | None) -> tuple:
-        """The first chunk, or its one-line error."""
-        msg = await lease.next_message(deadline)
-        if msg[0] == "start":
-            msg = await lease.next_message(deadline)
-        return msg
 
 
 def create_app(cfg: ServeConfig) -> Any:
@@ -410,10 +401,7 @@ def create_app(cfg: ServeConfig) -> Any:
     @app.get("/health")
     async def health(request: Request) -> Any:
         return await server.health(request)
-
-    @app.post("/v1/audio/speech")
-    async def speech(request: Request) -> Any:
-        return await server.speech(request)
+    app.add_route("/v1/audio/speech", server.speech, methods=["POST"])
 
     return app
 

@@ -55,8 +55,7 @@ class WorkersBackend(Backend):
         self.ready = True
 
     def _scheduler(self) -> ChunkScheduler | None:
-        """Chunk scheduling's job queue, when asked for and the model can render a chunk on
-        its own; else None (request scheduling)."""
+        """Chunk scheduling's job queue; None for request scheduling or a model that cannot."""
         if self.cfg.scheduling == "request":
             return None
         from tts_kit.models.resolve import open_model

@@ -119,9 +119,9 @@ class ChunkScheduler:
 
     def submit(self, params: dict[str, Any], t0: float) -> ChunkRequest:
         """Queue a request's first job; `Overloaded` when the server holds enough."""
-        if self.pool.closing:
-            raise RuntimeError("server shutting down")
         pool = self.pool
+        if pool.closing:
+            raise RuntimeError("server shutting down")
         if len(self.requests) >= self.slots + pool.max_queue:
             ahead = self.waiting + 1
             raise Overloaded(max(1, math.ceil(pool.mean_latency_s * ahead / self.slots)))

@@ -51,8 +51,7 @@ def percentile(values: Sequence[float], q: float) -> float | None:
 
 
 def _auth(api_key: str | None) -> dict[str, Any]:
-    """The Authorization header for ``api_key``, as UTF-8 bytes (the server compares bytes,
-    so a non-ASCII key works; httpx would encode a str as ASCII and fail)."""
+    """The Authorization header as UTF-8 bytes (httpx would encode a str as ASCII and fail)."""
     return {"Authorization": b"Bearer " + api_key.encode()} if api_key else {}
 
 
@@ -104,9 +103,8 @@ def speak(url: str, text: str, api_key: str | None = None, timeout_s: float = 12
     """Send one ``POST /v1/audio/speech`` and time it as it streams in.
 
     Example:
-        >>> r = speak("http://127.0.0.1:8000", "Hello there.", steps=2)  # doctest: +SKIP
-        >>> r.status, r.ttfa_s < r.total_s  # doctest: +SKIP
-        (200, True)
+        >>> speak("http://127.0.0.1:8000", "Hello there.", steps=2).status  # doctest: +SKIP
+        200
     """
     import httpx
 
@@ -339,8 +337,7 @@ async def _level(url: str, spec: LoadSpec, mode: str, level: float, bar: Any,
 
 
 def _run(coro: Any) -> Any:
-    """``asyncio.run(coro)``, in a thread of its own where this one already runs a loop
-    (a Jupyter kernel)."""
+    """``asyncio.run(coro)``, in a thread of its own under a running loop (a Jupyter kernel)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -22,8 +22,7 @@ class Metrics:
     def __init__(self, pool_pids: Any):
         from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-        self.registry = CollectorRegistry()
-        r = self.registry
+        self.registry = r = CollectorRegistry()
         self.requests = Counter("tts_kit_requests", "Speech requests by HTTP status",
                                 ["status"], registry=r)
         self.outcomes = Counter("tts_kit_request_outcomes", "Speech requests by HTTP status "

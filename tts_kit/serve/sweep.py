@@ -35,12 +35,10 @@ def describe(r: dict[str, Any]) -> str:
         ...           "preset": "lean", "loading": "resident"})
         'workers x2, 1 thread(s), lean, resident'
     """
-    threads = r.get("threads")
     sched = r.get("scheduling")
     chunked = f", {sched} scheduling" if sched not in (None, "request") else ""
-    return (f"{r['architecture']} x{r['workers']}, "
-            f"{threads if threads else 'default'} thread(s), {r['preset']}, {r['loading']}"
-            f"{chunked}")
+    return (f"{r['architecture']} x{r['workers']}, {r.get('threads') or 'default'} thread(s), "
+            f"{r['preset']}, {r['loading']}{chunked}")
 
 
 @dataclass
@@ -83,8 +81,7 @@ class ServingSweepResult:
 
         for r in self.records:
             r["meets"] = bool(meets(r)) if r.get("concurrency") == level else None
-        target = (f"p95 <= {p95_target_ms:.0f} ms" if p95_target_ms is not None
-                  else "any p95")
+        target = f"p95 <= {p95_target_ms:.0f} ms" if p95_target_ms is not None else "any p95"
         budget = f"PSS <= {mem_budget_mb:.0f} MB" if mem_budget_mb is not None else "any memory"
         good = [r for r in pool if r["meets"]]
         if not good:

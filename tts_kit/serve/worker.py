@@ -125,8 +125,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _dropping(make: Callable[..., Any], **kwargs: Any) -> tuple[Any, str | None]:
-    """``make(**kwargs)``, and the first line of the normaliser's `DROPPED` warning (None:
-    it dropped nothing)."""
+    """``make(**kwargs)`` and the first line of its `DROPPED` warning (None: nothing dropped)."""
     with warnings.catch_warnings(record=True) as heard:
         warnings.simplefilter("always")
         made = make(**kwargs)
@@ -226,7 +225,6 @@ def worker_main(conn: Any, cfg: WorkerConfig, cancel: Any, cancel_job: Any) -> N
         except Exception as exc:  # a ValueError is the request's fault
             conn.send(("error", 400 if isinstance(exc, ValueError) else 500, _one_line(exc)))
             continue
-        conn.send(("start", len(parts.chunks)))
         try:
             end: tuple = ("done",)
             with parts:
@@ -366,13 +364,10 @@ class WorkerPool:
             if was != "retiring":  # a retiring worker is reaped by its stop()
                 asyncio.get_running_loop().run_in_executor(None, w.proc.join, 5.0)
             if was in ("idle", "busy", "starting") and not self.closing and not self.fatal:
-                self._replace("crash")
+                self.on_restart("crash")
+                self._spawn()
         else:
             w.inbox.put_nowait(msg)
-
-    def _replace(self, reason: str) -> None:
-        self.on_restart(reason)
-        self._spawn()
 
     async def stop(self) -> None:
         """Stop every worker (each finishes nothing more; all are reaped)."""
@@ -380,8 +375,7 @@ class WorkerPool:
         for fut in self._waiters:
             if not fut.done():
                 fut.set_exception(RuntimeError("server shutting down"))
-        workers = list(self.workers.values())
-        await asyncio.gather(*(asyncio.to_thread(w.stop) for w in workers))
+        await asyncio.gather(*(asyncio.to_thread(w.stop) for w in list(self.workers.values())))
 
     @property
     def queue_depth(self) -> int:
@@ -393,8 +387,7 @@ class WorkerPool:
         the queue is full, `DeadlineExceeded` past ``timeout_s``."""
         if self.closing:
             raise RuntimeError("server shutting down")
-        w = self.take_idle()
-        if w is not None:
+        if (w := self.take_idle()) is not None:
             return w
         if self.queue_depth >= self.max_queue:
             ahead = self.queue_depth + 1
@@ -444,11 +437,9 @@ class WorkerPool:
         if w.state == "dead":
             return
         w.requests += int(counted)
-        reason = None
-        if self.max_requests and w.requests >= self.max_requests:
-            reason = "max_requests"
-        elif self.max_rss_mb and (rss_mb(w.pid) or 0.0) > self.max_rss_mb:
-            reason = "max_rss"
+        reason = ("max_requests" if self.max_requests and w.requests >= self.max_requests
+                  else "max_rss" if self.max_rss_mb and (rss_mb(w.pid) or 0.0) > self.max_rss_mb
+                  else None)
         if reason and not self.closing:
             self.retire(w, reason)
             return
@@ -464,19 +455,16 @@ class WorkerPool:
         asyncio.get_running_loop().create_task(self._reclaim(w))
 
     async def _reclaim(self, w: Worker) -> None:
-        end = time.monotonic() + CANCEL_GRACE_S
-        try:
+        async def last() -> str:
             while True:
-                left = end - time.monotonic()
-                if left <= 0:
-                    raise asyncio.TimeoutError
-                msg = await asyncio.wait_for(w.inbox.get(), left)
-                if msg[0] == "exit":
-                    return  # died: `_message` replaced it
-                if msg[0] in ("done", "error", "cancelled"):
-                    w.abandoned = False
-                    self.release(w)
-                    return
+                kind = (await w.inbox.get())[0]
+                if kind in ("exit", "done", "error", "cancelled"):
+                    return kind
+
+        try:
+            if await asyncio.wait_for(last(), CANCEL_GRACE_S) != "exit":  # exit: replaced
+                w.abandoned = False
+                self.release(w)
         except asyncio.TimeoutError:
             if w.state == "busy":
                 self.retire(w, "abandoned")
@@ -490,7 +478,8 @@ class WorkerPool:
             self._idle.remove(w)
         if reason in ("timeout", "abandoned"):
             w.kill()
-        self._replace(reason)
+        self.on_restart(reason)
+        self._spawn()
         asyncio.get_running_loop().run_in_executor(None, w.stop, 2.0)
 
     async def next_message(self, w: Worker, deadline: float | None) -> tuple:
