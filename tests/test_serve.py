@@ -161,6 +161,7 @@ def test_non_json_body_and_unknown_path(server):
     assert r.status_code == 404 and r.text.count("\n") == 1
 
 
+@pytest.mark.slow  # ~13 s: three 100-step renders hold the workers; the full run keeps it
 def test_overload_gets_429_with_retry_after(server):
     # Two workers busy, one request queued: the next ones are refused at once. The busy
     # requests must outlast the 0.6 s this takes to queue on any machine: on this project's
